@@ -1,0 +1,27 @@
+/* buf.h - growable byte buffer, always NUL-terminated after any append. */
+#ifndef TT_BUF_H
+#define TT_BUF_H
+#include <stddef.h>
+
+struct buf {
+    char *data;  /* NULL until the first append; then NUL-terminated */
+    size_t len;
+    size_t cap;
+};
+
+#define BUF_INIT {NULL, 0, 0}
+
+void buf_reserve(struct buf *b, size_t extra);
+void buf_append(struct buf *b, const void *p, size_t n);
+void buf_appends(struct buf *b, const char *s);
+void buf_appendc(struct buf *b, char c);
+void buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Empty the buffer, keep its memory. */
+void buf_reset(struct buf *b);
+/* Return data (never NULL; "" when empty); still owned by the buffer. */
+const char *buf_str(const struct buf *b);
+/* Hand the data over to the caller (who frees it) and empty the buffer. */
+char *buf_take(struct buf *b);
+void buf_free(struct buf *b);
+
+#endif

@@ -1,0 +1,96 @@
+/* util.c - clocks, files, strings. */
+#include "config.h"
+#include "util.h"
+#include "xmalloc.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+double util_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int64_t util_epoch(void)
+{
+    return (int64_t)time(NULL);
+}
+
+char *util_read_file(const char *path, size_t *len, size_t max_bytes)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 4096, n = 0;
+    char *p = xmalloc(cap);
+    for (;;) {
+        if (n + 1 >= cap) {
+            cap *= 2;
+            p = xrealloc(p, cap);
+        }
+        size_t k = fread(p + n, 1, cap - n - 1, f);
+        n += k;
+        if (max_bytes && n > max_bytes) {
+            free(p);
+            fclose(f);
+            errno = EFBIG;
+            return NULL;
+        }
+        if (k == 0)
+            break;
+    }
+    int err = ferror(f);
+    fclose(f);
+    if (err) {
+        free(p);
+        errno = EIO;
+        return NULL;
+    }
+    p[n] = '\0';
+    if (len)
+        *len = n;
+    return p;
+}
+
+int util_mkdir_p(const char *path, unsigned mode)
+{
+    char *p = xstrdup(path);
+    for (char *s = p + 1;; s++) {
+        if (*s == '/' || *s == '\0') {
+            char c = *s;
+            *s = '\0';
+            if (mkdir(p, (mode_t)mode) != 0 && errno != EEXIST) {
+                int e = errno;
+                free(p);
+                errno = e;
+                return -1;
+            }
+            *s = c;
+            if (c == '\0')
+                break;
+        }
+    }
+    free(p);
+    return 0;
+}
+
+char *util_trim(char *s)
+{
+    while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n')
+        s++;
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r' || s[n - 1] == '\n'))
+        s[--n] = '\0';
+    return s;
+}
+
+int util_starts_with(const char *s, const char *prefix)
+{
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}

@@ -1,0 +1,27 @@
+/* util.h - small helpers shared by every module: clocks, files, strings. */
+#ifndef TT_UTIL_H
+#define TT_UTIL_H
+#include <stddef.h>
+#include <stdint.h>
+
+#define TT_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Monotonic clock in seconds. */
+double util_now(void);
+/* Wall clock, seconds since the epoch. */
+int64_t util_epoch(void);
+
+/* Read a whole file into a new NUL-terminated string (caller frees); *len gets its length.
+ * Returns NULL (errno set) on failure. max_bytes = 0 means no limit. */
+char *util_read_file(const char *path, size_t *len, size_t max_bytes);
+
+/* mkdir -p with the given mode for each created component. Returns 0 or -1 (errno). */
+int util_mkdir_p(const char *path, unsigned mode);
+
+/* Strip leading and trailing ASCII white space in place; returns s. */
+char *util_trim(char *s);
+
+/* 1 when s starts with prefix. */
+int util_starts_with(const char *s, const char *prefix);
+
+#endif

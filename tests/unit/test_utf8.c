@@ -1,0 +1,51 @@
+/* test_utf8.c - decoding, incomplete tails and terminal sanitising. */
+#include "config.h"
+#include "tap.h"
+#include "utf8.h"
+
+static void check_sanitize(const char *in, size_t n, const char *want, const char *name)
+{
+    struct buf b = BUF_INIT;
+    utf8_sanitize(&b, in, n);
+    TAP_STR(buf_str(&b), want, name);
+    buf_free(&b);
+}
+
+int main(void)
+{
+    uint32_t cp;
+    TAP_INT(utf8_decode("A", 1, &cp), 1, "ascii length");
+    TAP_INT(cp, 'A', "ascii value");
+    TAP_INT(utf8_decode("\xE4\xBD\xA0", 3, &cp), 3, "CJK length");
+    TAP_INT(cp, 0x4F60, "CJK value");
+    TAP_INT(utf8_decode("\xF0\x9F\x98\x8A", 4, &cp), 4, "emoji length");
+    TAP_INT(cp, 0x1F60A, "emoji value");
+    TAP_INT(utf8_decode("\xC0\xAF", 2, &cp), 1, "overlong consumes one byte");
+    TAP_INT(cp, UTF8_REPLACEMENT, "overlong gives U+FFFD");
+    TAP_INT(utf8_decode("\xED\xA0\x80", 3, &cp), 1, "surrogate rejected");
+    TAP_INT(utf8_decode("\xE4\xBD", 2, &cp), 1, "truncated sequence");
+    TAP_OK(utf8_valid("h\xC3\xA9llo", 6), "valid string");
+    TAP_OK(!utf8_valid("h\xC3llo", 5), "invalid string");
+
+    TAP_INT(utf8_incomplete_tail("ab\xE4\xBD", 4), 2, "tail: 2 of 3 bytes");
+    TAP_INT(utf8_incomplete_tail("ab\xE4\xBD\xA0", 5), 0, "tail: complete");
+    TAP_INT(utf8_incomplete_tail("ab\xF0", 3), 1, "tail: lone 4-byte lead");
+    TAP_INT(utf8_incomplete_tail("ab", 2), 0, "tail: ascii");
+
+    char out[4];
+    TAP_INT(utf8_encode(0x1F60A, out), 4, "encode emoji");
+    TAP_OK(memcmp(out, "\xF0\x9F\x98\x8A", 4) == 0, "encode emoji bytes");
+
+    check_sanitize("plain text\n\tok", 14, "plain text\n\tok", "sanitize keeps text, LF, TAB");
+    check_sanitize("\x1b]52;c;SGVsbG8=\x07", 16, "^[]52;c;SGVsbG8=^G", "OSC 52 neutralised");
+    check_sanitize("\x1b]0;pwned\x1b\\", 11, "^[]0;pwned^[\\", "OSC 0 title neutralised");
+    check_sanitize("\x1b[2J\x1b[6n\x1b" "c", 10, "^[[2J^[[6n^[c", "CSI and RIS neutralised");
+    check_sanitize("\xC2\x9B" "2J", 4, "<U+009B>2J", "8-bit CSI neutralised");
+    check_sanitize("\xC2\x9D" "0;t\xC2\x9C", 7, "<U+009D>0;t<U+009C>", "8-bit OSC/ST neutralised");
+    check_sanitize("a\r\nb\rc", 6, "a\nb^Mc", "CRLF kept as LF, lone CR visible");
+    check_sanitize("x\x7fy", 3, "x^?y", "DEL visible");
+    check_sanitize("bad\xFF\xFEz", 6, "bad\xEF\xBF\xBD\xEF\xBF\xBDz", "invalid bytes replaced");
+    check_sanitize("\xE4\xBD\xA0\xE5\xA5\xBD", 6, "\xE4\xBD\xA0\xE5\xA5\xBD", "CJK kept");
+    check_sanitize("a\0b", 3, "a^@b", "NUL visible");
+    return tap_done();
+}
