@@ -1,8 +1,273 @@
-/* main.c - placeholder until the streaming core lands. */
+/* main.c - flags, configuration, and dispatch to scripted mode, the TUI or a subcommand. */
 #include "config.h"
+#include "api.h"
+#include "cli.h"
+#include "conf.h"
+#include "script.h"
+#include "util.h"
+#include "xmalloc.h"
+
+#include <curl/curl.h>
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <locale.h>
+#include <signal.h>
+#include <sqlite3.h>
 #include <stdio.h>
-int main(void)
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <utf8proc.h>
+
+#define MAIN_STDIN_MAX ((size_t)64 << 20)
+
+static void main_version(void)
 {
-    puts(PACKAGE_STRING);
+    curl_version_info_data *cv = curl_version_info(CURLVERSION_NOW);
+    printf("%s\n", PACKAGE_STRING);
+    printf("libcurl %s (%s%s), cJSON %s, SQLite %s, utf8proc %s\n", cv->version,
+           cv->ssl_version ? cv->ssl_version : "no TLS",
+           (cv->features & CURL_VERSION_HTTP2) ? ", HTTP/2" : "", cJSON_Version(),
+           sqlite3_libversion(), utf8proc_version());
+}
+
+/* Does something answer GET url/models within a short time? */
+static int main_probe(const char *base)
+{
+    CURL *e = curl_easy_init();
+    if (!e)
+        return 0;
+    char *url = xasprintf("%s/models", base);
+    curl_easy_setopt(e, CURLOPT_URL, url);
+    curl_easy_setopt(e, CURLOPT_NOBODY, 0L);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 400L);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, NULL);
+    FILE *devnull = fopen("/dev/null", "w");
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, devnull);
+    long status = 0;
+    int ok = curl_easy_perform(e) == CURLE_OK &&
+             curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK && status == 200;
+    if (devnull)
+        fclose(devnull);
+    curl_easy_cleanup(e);
+    free(url);
+    return ok;
+}
+
+/* No key: say what to set, and offer a local server when one answers on its usual port. */
+static void main_no_key(const struct conf *c)
+{
+    char *cfg = conf_dir("config");
+    fprintf(stderr,
+            "tokterm: no API key for %s\n"
+            "  Set one of:\n"
+            "    export OPENAI_API_KEY=sk-...            (the key for the API)\n"
+            "    export OPENAI_BASE_URL=https://...      (another OpenAI-compatible server)\n"
+            "  or write a profile in %s/config, e.g.\n"
+            "    [openai]\n"
+            "    base_url = https://api.openai.com/v1\n"
+            "    api_key_cmd = pass show openai      (or api_key_env = MY_KEY_VARIABLE)\n"
+            "    model = gpt-4o-mini\n",
+            c->base_url, cfg);
+    free(cfg);
+    const char *probe = getenv("TOKTERM_LOCAL_PROBE"); /* tests point this at a fake server */
+    const char *defaults = "Ollama=http://127.0.0.1:11434/v1;llama.cpp=http://127.0.0.1:8080/v1";
+    char *list = xstrdup(probe && *probe ? probe : defaults);
+    for (char *save = NULL, *item = strtok_r(list, ";", &save); item;
+         item = strtok_r(NULL, ";", &save)) {
+        char *eq = strchr(item, '=');
+        if (!eq)
+            continue;
+        *eq = '\0';
+        if (main_probe(eq + 1)) {
+            fprintf(stderr,
+                    "  A local %s server answers at %s - it needs no key. To use it:\n"
+                    "    OPENAI_BASE_URL=%s tokterm -m MODEL ...\n",
+                    item, eq + 1, eq + 1);
+        }
+    }
+    free(list);
+}
+
+/* Read all of stdin (bounded). Returns NULL with a message printed on failure. */
+static char *main_read_stdin(size_t *len)
+{
+    struct buf b = BUF_INIT;
+    char chunk[65536];
+    for (;;) {
+        ssize_t n = read(0, chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            fprintf(stderr, "tokterm: reading stdin: %s\n", strerror(errno));
+            buf_free(&b);
+            return NULL;
+        }
+        if (n == 0)
+            break;
+        if (b.len + (size_t)n > MAIN_STDIN_MAX) {
+            fprintf(stderr, "tokterm: stdin is larger than %zu MiB; give a smaller input\n",
+                    MAIN_STDIN_MAX >> 20);
+            buf_free(&b);
+            return NULL;
+        }
+        buf_append(&b, chunk, (size_t)n);
+    }
+    *len = b.len;
+    return buf_take(&b);
+}
+
+/* Apply command-line values on top of the configuration. */
+static int main_apply_cli(struct conf *c, const struct cli *a, struct buf *err)
+{
+    const struct {
+        const char *key, *val;
+    } sets[] = {
+        {"model", a->model}, {"system", a->system}, {"base_url", a->base_url},
+        {"max_tokens", a->max_tokens}, {"temperature", a->temperature},
+        {"idle_timeout", a->idle_timeout}, {"cacert", a->cacert},
+    };
+    for (size_t i = 0; i < TT_ARRAY_LEN(sets); i++)
+        if (sets[i].val && conf_set(c, sets[i].key, sets[i].val, err) < 0)
+            return -1;
+    if (a->connect_timeout) {
+        char *end;
+        double s = strtod(a->connect_timeout, &end);
+        if (end == a->connect_timeout || *end || !(s > 0 && s <= 600)) {
+            buf_printf(err, "--connect-timeout takes seconds from 0.001 to 600, not '%s'",
+                       a->connect_timeout);
+            return -1;
+        }
+        c->connect_timeout_ms = (long)(s * 1000 + 0.5);
+    }
+    if (a->insecure)
+        c->insecure = 1;
+    if (a->no_usage)
+        c->include_usage = 0;
     return 0;
+}
+
+int main(int argc, char **argv)
+{
+    setlocale(LC_ALL, "");
+    signal(SIGPIPE, SIG_IGN);
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        fputs("tokterm: curl could not be initialised\n", stderr);
+        return 1;
+    }
+    struct cli a;
+    struct buf err = BUF_INIT, warn = BUF_INIT;
+    int code = 0;
+    if (cli_parse(&a, argc, argv, &err) < 0) {
+        fprintf(stderr, "tokterm: %s\n", buf_str(&err));
+        code = 2;
+        goto out;
+    }
+    if (a.help || (a.subcommand && strcmp(a.subcommand, "help") == 0)) {
+        fputs(cli_usage(), stdout);
+        goto out;
+    }
+    if (a.version || (a.subcommand && strcmp(a.subcommand, "version") == 0)) {
+        main_version();
+        goto out;
+    }
+
+    struct conf c;
+    conf_defaults(&c);
+    char *cfgdir = conf_dir("config");
+    char *cfgpath = a.config_path ? xstrdup(a.config_path) : xasprintf("%s/config", cfgdir);
+    free(cfgdir);
+    const char *profile = a.profile ? a.profile : getenv("TOKTERM_PROFILE");
+    if (profile && !*profile)
+        profile = NULL;
+    int lr = conf_load(&c, cfgpath, profile, &err, &warn);
+    free(cfgpath);
+    if (warn.len)
+        fprintf(stderr, "tokterm: warning: %s", buf_str(&warn));
+    if (lr < 0) {
+        fprintf(stderr, "tokterm: config: %s\n", buf_str(&err));
+        code = 2;
+        goto out_conf;
+    }
+    conf_apply_env(&c);
+    if (main_apply_cli(&c, &a, &err) < 0) {
+        fprintf(stderr, "tokterm: %s\n", buf_str(&err));
+        code = 2;
+        goto out_conf;
+    }
+    if (c.insecure)
+        fputs("tokterm: warning: TLS certificate checks are OFF (--insecure): anyone on the "
+              "path can read your prompts and your key\n", stderr);
+
+    if (a.subcommand) {
+        fprintf(stderr, "tokterm: '%s' is not available in this build yet\n", a.subcommand);
+        code = 2;
+        goto out_conf;
+    }
+
+    /* Scripted mode: a prompt on the command line and/or on stdin. */
+    int stdin_tty = isatty(0);
+    if (!a.n_prompts && stdin_tty) {
+        fputs("tokterm: the interactive chat is not built yet; give a prompt with -p "
+              "(see tokterm --help)\n", stderr);
+        code = 2;
+        goto out_conf;
+    }
+    char *input = NULL;
+    size_t input_len = 0;
+    if (!stdin_tty) {
+        input = main_read_stdin(&input_len);
+        if (!input) {
+            code = 2;
+            goto out_conf;
+        }
+    }
+    /* stdin is context for the first prompt: `git diff | tokterm -p "review this"` */
+    char *prompt;
+    if (a.n_prompts && input_len)
+        prompt = xasprintf("%s\n\n%s", a.prompts[0], input);
+    else if (a.n_prompts)
+        prompt = xstrdup(a.prompts[0]);
+    else
+        prompt = xstrdup(input ? input : "");
+    free(input);
+    size_t blank = strspn(prompt, " \t\r\n");
+    if (prompt[blank] == '\0') {
+        fputs("tokterm: the prompt is empty (give one with -p or on stdin)\n", stderr);
+        free(prompt);
+        code = 2;
+        goto out_conf;
+    }
+
+    char *key = conf_api_key(&c, &err);
+    if (!key && err.len) {
+        fprintf(stderr, "tokterm: %s\n", buf_str(&err));
+        free(prompt);
+        code = 2;
+        goto out_conf;
+    }
+    if (!key && !conf_is_local(&c)) {
+        main_no_key(&c);
+        free(prompt);
+        code = 2;
+        goto out_conf;
+    }
+    const char **turns = xcalloc((size_t)(a.n_prompts ? a.n_prompts : 1), sizeof *turns);
+    turns[0] = prompt;
+    for (int i = 1; i < a.n_prompts; i++)
+        turns[i] = a.prompts[i];
+    struct script_opts so = {.prompts = turns, .n_prompts = a.n_prompts ? a.n_prompts : 1,
+                             .json = a.json, .reasoning = a.reasoning};
+    code = script_run(&c, key, &so);
+    free(turns);
+    free(prompt);
+out_conf:
+    conf_free(&c);
+out:
+    cli_free(&a);
+    buf_free(&err);
+    buf_free(&warn);
+    curl_global_cleanup();
+    return code;
 }

@@ -1,0 +1,65 @@
+/* conf.h - typed option table, INI config file with per-provider profiles, XDG paths,
+ * environment, and where the API key comes from. No I/O to the terminal. */
+#ifndef TT_CONF_H
+#define TT_CONF_H
+#include "buf.h"
+
+struct conf {
+    char *profile;          /* selected profile name, NULL = none */
+    char *base_url;         /* e.g. https://api.openai.com/v1 */
+    char *model;
+    char *system;           /* system prompt */
+    char *api_key_env;      /* name of the environment variable holding the key */
+    char *api_key_cmd;      /* shell command printing the key */
+    char *api_key;          /* literal key in the file (discouraged: warned about) */
+    char *auth_header;      /* "Authorization" (Bearer) or e.g. "api-key" (Azure) */
+    long max_tokens;        /* 0 = not sent */
+    char *max_tokens_field; /* "max_tokens" or "max_completion_tokens" */
+    double temperature;
+    int has_temperature;
+    int include_usage;      /* ask for usage with stream_options (1) */
+    long connect_timeout_ms;
+    double idle_timeout;    /* seconds without a data event before giving up */
+    char *cacert;
+    int insecure;
+    char *theme;
+    char *path;             /* config file that was read, NULL when none */
+    int profile_explicit;   /* the profile was named on the command line or in TOKTERM_PROFILE */
+    unsigned long profile_set; /* bit i: option i was set by the selected profile's section */
+};
+
+/* Fill c with built-in defaults. */
+void conf_defaults(struct conf *c);
+/* Free every string in c. */
+void conf_free(struct conf *c);
+
+/* Read the INI file at path (a missing file is not an error: returns 1). Top-level keys and a
+ * [default] section apply first, then `profile = NAME` from the top level, unless
+ * explicit_profile names another. Returns 0 (read), 1 (no file), -1 on a syntax or value error
+ * (err gets "FILE:LINE: what is wrong"). warn gets one line per warning (unknown keys, a file
+ * readable by other users that holds a key). */
+int conf_load(struct conf *c, const char *path, const char *explicit_profile,
+                struct buf *err, struct buf *warn);
+
+/* Set one option by name from text, as a config line would. Returns 0, or -1 with err set. */
+int conf_set(struct conf *c, const char *key, const char *value, struct buf *err);
+
+/* Apply OPENAI_BASE_URL, TOKTERM_MODEL from the environment (only where set). An explicitly
+ * chosen profile wins over the environment for the options its section sets. */
+void conf_apply_env(struct conf *c);
+
+/* The API key from api_key_cmd, api_key_env or api_key (in that order). Returns a new string
+ * (caller wipes and frees), or NULL with err set when the source is configured but fails, or
+ * NULL with err empty when no key is configured. */
+char *conf_api_key(const struct conf *c, struct buf *err);
+
+/* XDG directories for tokterm (new strings): kind = "config", "data", "state", "cache". */
+char *conf_dir(const char *kind);
+
+/* 1 when base_url points at this machine (a local server that needs no key). */
+int conf_is_local(const struct conf *c);
+
+/* Host part of base_url (new string), for display and storage (never the key). */
+char *conf_host(const struct conf *c);
+
+#endif

@@ -1,0 +1,578 @@
+/* net.c - the network thread (see net.h). */
+#include "config.h"
+#include "net.h"
+#include "queue.h"
+#include "sse.h"
+#include "util.h"
+#include "xmalloc.h"
+
+#include <curl/curl.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define NET_BODY_CAP ((size_t)64 << 20)   /* non-streamed bodies (JSON answers, errors) */
+#define NET_GAP_BUCKETS 64               /* log2 buckets of 1/16 octave over microseconds */
+
+enum xfer_mode { XM_UNDECIDED, XM_SSE, XM_BODY };
+
+struct xfer {
+    struct xfer *next;
+    unsigned id;
+    CURL *easy;
+    struct curl_slist *hdrs;
+    struct net_request *rq;
+    struct net *net;
+    enum xfer_mode mode;
+    struct sse_parser sse;
+    struct api_stream api;
+    struct buf body;
+    struct buf headers;
+    char ctype[128];
+    char errbuf[CURL_ERROR_SIZE];
+    long status;
+    double t_start, t_first_token, t_last_delta, t_last_event;
+    unsigned gaps[NET_GAP_BUCKETS * 4];
+    long deltas;
+    size_t content_bytes, reasoning_bytes;
+    int headers_sent;      /* QEV_HEADERS pushed */
+    int stream_over;       /* [DONE] or an error event: ignore the rest */
+    int proto_error;       /* the stream could not be parsed */
+    int idle_fired;
+    int cancelled;
+};
+
+struct net {
+    pthread_t thread;
+    CURLM *multi;
+    CURLSH *share;
+    struct queue *q;
+    pthread_mutex_t lock;
+    struct xfer *pending;     /* submitted, not yet added (under lock) */
+    unsigned *cancels;        /* ids to cancel (under lock) */
+    size_t n_cancels;
+    atomic_int stop;
+    unsigned next_id;         /* under lock */
+    struct xfer *active;      /* net thread only */
+};
+
+void net_request_free(struct net_request *rq)
+{
+    if (!rq)
+        return;
+    if (rq->auth_value) {
+        volatile char *p = rq->auth_value;
+        while (*p)
+            *p++ = 0;
+        free(rq->auth_value);
+    }
+    free(rq->url);
+    free(rq->body);
+    free(rq->auth_name);
+    free(rq->cacert);
+    free(rq);
+}
+
+void net_result_free(void *p)
+{
+    struct net_result *r = p;
+    if (!r)
+        return;
+    free(r->error);
+    free(r->headers);
+    free(r);
+}
+
+/* ---- gap histogram: bucket = 4 * log2(microseconds) ---- */
+
+static void net_gap_add(struct xfer *x, double seconds)
+{
+    double us = seconds * 1e6;
+    int b = us < 1 ? 0 : (int)(4 * log2(us));
+    if (b >= (int)TT_ARRAY_LEN(x->gaps))
+        b = (int)TT_ARRAY_LEN(x->gaps) - 1;
+    x->gaps[b]++;
+}
+
+static double net_gap_quantile(const struct xfer *x, double q)
+{
+    unsigned long total = 0, seen = 0;
+    for (size_t i = 0; i < TT_ARRAY_LEN(x->gaps); i++)
+        total += x->gaps[i];
+    if (!total)
+        return 0;
+    unsigned long want = (unsigned long)ceil(q * (double)total);
+    for (size_t i = 0; i < TT_ARRAY_LEN(x->gaps); i++) {
+        seen += x->gaps[i];
+        if (seen >= want)
+            return i == 0 ? 0 : exp2(((double)i + 0.5) / 4) / 1e6; /* bucket middle */
+    }
+    return 0;
+}
+
+/* ---- decoding callbacks (net thread) ---- */
+
+static void net_emit(void *ud, enum api_kind kind, const char *s, size_t n)
+{
+    struct xfer *x = ud;
+    if (kind != API_CONTENT && kind != API_REASONING)
+        return;
+    double now = util_now();
+    if (x->deltas == 0)
+        x->t_first_token = now;
+    else
+        net_gap_add(x, now - x->t_last_delta);
+    x->t_last_delta = now;
+    x->deltas++;
+    if (kind == API_CONTENT)
+        x->content_bytes += n;
+    else
+        x->reasoning_bytes += n;
+    queue_push_text(x->net->q, kind == API_CONTENT ? QEV_CONTENT : QEV_REASONING, x->id, s, n, now);
+}
+
+static int net_on_event(void *ud, const struct sse_event *ev)
+{
+    struct xfer *x = ud;
+    x->t_last_event = util_now();
+    int r = api_stream_event(&x->api, ev, net_emit, x);
+    if (r < 0)
+        x->proto_error = 1;
+    if (r != 0)
+        x->stream_over = 1;
+    return r != 0;
+}
+
+static void net_headers_done(struct xfer *x)
+{
+    if (x->headers_sent)
+        return;
+    x->headers_sent = 1;
+    curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &x->status);
+    queue_push(x->net->q, QEV_HEADERS, x->id, (double)x->status, NULL);
+}
+
+static size_t net_write(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+    struct xfer *x = ud;
+    size_t n = size * nmemb;
+    if (x->mode == XM_UNDECIDED) {
+        net_headers_done(x);
+        int sse = strncasecmp(x->ctype, "text/event-stream", 17) == 0;
+        if (!sse && x->status < 300 && !strstr(x->ctype, "json")) {
+            /* Some servers mislabel streams: sniff for SSE fields. */
+            sse = (n >= 5 && memcmp(ptr, "data:", 5) == 0) || (n >= 1 && ptr[0] == ':') ||
+                  (n >= 6 && memcmp(ptr, "event:", 6) == 0);
+        }
+        x->mode = (sse && x->status < 300) ? XM_SSE : XM_BODY;
+    }
+    if (x->stream_over)
+        return n; /* after [DONE] or an error: drain quietly */
+    if (x->mode == XM_BODY) {
+        x->t_last_event = util_now();
+        if (x->body.len + n > NET_BODY_CAP) {
+            x->proto_error = 1;
+            buf_reset(&x->api.error);
+            buf_appends(&x->api.error, "the server's answer is larger than 64 MiB");
+            return 0;
+        }
+        buf_append(&x->body, ptr, n);
+        return n;
+    }
+    int r = sse_feed(&x->sse, ptr, n, net_on_event, x);
+    if (r < 0) {
+        x->proto_error = 1;
+        buf_reset(&x->api.error);
+        buf_printf(&x->api.error, "the server sent an unusable stream: %s (%zu MiB)",
+                   x->sse.errmsg, x->sse.max_event >> 20);
+        return 0;
+    }
+    return n;
+}
+
+static const char *const net_kept_headers[] = {
+    "x-ratelimit-", "retry-after", "x-should-retry", "content-type", "location",
+    "x-request-id", "openai-processing-ms", "server", "apim-request-id",
+};
+
+static size_t net_header(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+    struct xfer *x = ud;
+    size_t n = size * nmemb;
+    if (n >= 5 && memcmp(ptr, "HTTP/", 5) == 0) {
+        /* A new status line (after 100 Continue or a redirect): forget earlier headers. */
+        buf_reset(&x->headers);
+        x->ctype[0] = '\0';
+        return n;
+    }
+    const char *colon = memchr(ptr, ':', n);
+    if (!colon)
+        return n;
+    size_t nlen = (size_t)(colon - ptr);
+    const char *v = colon + 1;
+    size_t vlen = n - nlen - 1;
+    while (vlen && (*v == ' ' || *v == '\t')) {
+        v++;
+        vlen--;
+    }
+    while (vlen && (v[vlen - 1] == '\r' || v[vlen - 1] == '\n' || v[vlen - 1] == ' '))
+        vlen--;
+    for (size_t i = 0; i < TT_ARRAY_LEN(net_kept_headers); i++) {
+        size_t k = strlen(net_kept_headers[i]);
+        int prefix = net_kept_headers[i][k - 1] == '-';
+        if ((prefix ? nlen >= k : nlen == k) && strncasecmp(ptr, net_kept_headers[i], k) == 0) {
+            for (size_t c = 0; c < nlen; c++)
+                buf_appendc(&x->headers, (char)((ptr[c] >= 'A' && ptr[c] <= 'Z') ? ptr[c] + 32 : ptr[c]));
+            buf_appends(&x->headers, ": ");
+            buf_append(&x->headers, v, vlen > 512 ? 512 : vlen);
+            buf_appendc(&x->headers, '\n');
+            if (nlen == 12 && strncasecmp(ptr, "content-type", 12) == 0) {
+                size_t c = vlen < sizeof x->ctype - 1 ? vlen : sizeof x->ctype - 1;
+                memcpy(x->ctype, v, c);
+                x->ctype[c] = '\0';
+            }
+            break;
+        }
+    }
+    return n;
+}
+
+/* ---- transfer set-up and completion ---- */
+
+static int net_xfer_start(struct net *n, struct xfer *x)
+{
+    struct net_request *rq = x->rq;
+    CURL *e = curl_easy_init();
+    if (!e)
+        return -1;
+    x->easy = e;
+    x->net = n;
+    x->t_start = x->t_last_event = util_now();
+    sse_init(&x->sse, 0);
+    api_stream_init(&x->api);
+    x->hdrs = curl_slist_append(x->hdrs, "Content-Type: application/json");
+    x->hdrs = curl_slist_append(x->hdrs, "Accept: text/event-stream, application/json");
+    x->hdrs = curl_slist_append(x->hdrs, "Expect:");
+    if (rq->auth_name && rq->auth_value) {
+        char *h = xasprintf("%s: %s", rq->auth_name, rq->auth_value);
+        x->hdrs = curl_slist_append(x->hdrs, h);
+        memset(h, 0, strlen(h));
+        free(h);
+    }
+    curl_easy_setopt(e, CURLOPT_URL, rq->url);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->hdrs);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, rq->body);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(rq->body));
+    curl_easy_setopt(e, CURLOPT_USERAGENT, PACKAGE_NAME "/" PACKAGE_VERSION);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, net_write);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, net_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->errbuf);
+    curl_easy_setopt(e, CURLOPT_PRIVATE, x);
+    curl_easy_setopt(e, CURLOPT_SHARE, n->share);
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+    curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
+                     rq->connect_timeout_ms > 0 ? rq->connect_timeout_ms : 10000L);
+    curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 256L * 1024);
+    if (rq->cacert)
+        curl_easy_setopt(e, CURLOPT_CAINFO, rq->cacert);
+    if (rq->insecure) {
+        curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+    if (curl_multi_add_handle(n->multi, e) != CURLM_OK)
+        return -1;
+    return 0;
+}
+
+static double net_info_s(CURL *e, CURLINFO what)
+{
+    curl_off_t us = 0;
+    if (curl_easy_getinfo(e, what, &us) != CURLE_OK)
+        return -1;
+    return (double)us / 1e6;
+}
+
+static void net_finish(struct net *n, struct xfer *x, CURLcode res)
+{
+    struct net_result *r = xcalloc(1, sizeof *r);
+    double now = util_now();
+    r->req = x->id;
+    net_headers_done(x);
+    curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &r->status);
+    r->content_bytes = x->content_bytes;
+    r->reasoning_bytes = x->reasoning_bytes;
+    struct buf msg = BUF_INIT;
+
+    if (x->mode == XM_BODY && r->status >= 200 && r->status < 300 && res == CURLE_OK && !x->proto_error) {
+        /* A whole JSON answer where a stream was asked for: still an answer. */
+        if (api_decode_completion(&x->api, x->body.data ? x->body.data : "", x->body.len,
+                                  net_emit, x) < 0 && x->api.error.len == 0)
+            buf_appends(&x->api.error, "the server's answer is not valid JSON");
+    }
+    int got_text = x->content_bytes + x->reasoning_bytes > 0;
+    if (x->cancelled) {
+        r->outcome = API_CANCELLED;
+        buf_appends(&msg, "cancelled");
+    } else if (x->idle_fired) {
+        r->outcome = got_text ? API_ERR_TRUNCATED : API_ERR_NETWORK;
+        buf_printf(&msg, "no data from the server for %.0f s (idle timeout%s)",
+                   x->rq->idle_timeout_s > 0 ? x->rq->idle_timeout_s : 90.0,
+                   got_text ? "; the answer is incomplete" : "");
+    } else if (r->status >= 300 && !x->proto_error) {
+        r->outcome = API_ERR_HTTP;
+        const char *body = x->body.data ? x->body.data : "";
+        api_error_message(r->status, x->ctype, body, x->body.len, &msg, r->error_code,
+                          sizeof r->error_code);
+        if (r->status >= 300 && r->status < 400) {
+            const char *loc = strstr(buf_str(&x->headers), "location: ");
+            if (loc) {
+                const char *e = strchr(loc, '\n');
+                buf_printf(&msg, " - redirected to %.*s; point the base URL there",
+                           (int)(e ? e - loc - 10 : 200), loc + 10);
+            }
+        }
+        if (res != CURLE_OK)
+            buf_printf(&msg, " (then: %s)", curl_easy_strerror(res));
+    } else if (x->proto_error || x->api.error.len) {
+        r->outcome = API_ERR_HTTP;
+        buf_appends(&msg, buf_str(&x->api.error));
+        memcpy(r->error_code, x->api.error_code, sizeof r->error_code);
+    } else if (res != CURLE_OK) {
+        r->outcome = got_text ? API_ERR_TRUNCATED : API_ERR_NETWORK;
+        buf_printf(&msg, "%s%s%s", x->errbuf[0] ? x->errbuf : curl_easy_strerror(res),
+                   got_text ? " - the connection broke mid-answer; the answer is incomplete" : "",
+                   res == CURLE_PEER_FAILED_VERIFICATION || res == CURLE_SSL_CACERT_BADFILE
+                       ? " (the server's TLS certificate does not verify: trust its CA with "
+                         "cacert= in the profile)" : "");
+    } else if (!x->api.finish[0]) {
+        r->outcome = got_text ? API_ERR_TRUNCATED : API_ERR_NETWORK;
+        buf_appends(&msg, x->mode == XM_SSE && x->api.chunks > 0
+                              ? "the stream ended without a finish_reason: the answer is incomplete"
+                              : "the server closed the stream without an answer");
+    } else if (strcmp(x->api.finish, "length") == 0) {
+        r->outcome = API_CUT;
+        buf_appends(&msg, "the answer was cut at the token limit (finish_reason \"length\")");
+    } else if (strcmp(x->api.finish, "content_filter") == 0) {
+        r->outcome = API_CUT;
+        buf_appends(&msg, "the answer was stopped by the provider's content filter");
+    } else {
+        r->outcome = API_OK;
+    }
+    r->error = r->outcome == API_OK ? NULL : buf_take(&msg);
+    buf_free(&msg);
+    memcpy(r->model, x->api.model, sizeof r->model);
+    memcpy(r->finish, x->api.finish, sizeof r->finish);
+    r->usage = x->api.usage;
+
+    struct net_timings *t = &r->t;
+    t->dns = net_info_s(x->easy, CURLINFO_NAMELOOKUP_TIME_T);
+    t->connect = net_info_s(x->easy, CURLINFO_CONNECT_TIME_T);
+    t->tls = net_info_s(x->easy, CURLINFO_APPCONNECT_TIME_T);
+    t->ttfb = net_info_s(x->easy, CURLINFO_STARTTRANSFER_TIME_T);
+    t->total = now - x->t_start;
+    t->ttft = x->deltas ? x->t_first_token - x->t_start : -1;
+    t->deltas = x->deltas;
+    t->gap_p50 = net_gap_quantile(x, 0.50);
+    t->gap_p95 = net_gap_quantile(x, 0.95);
+    double span = x->deltas > 1 ? x->t_last_delta - x->t_first_token : 0;
+    double toks = r->usage.completion > 0 ? (double)r->usage.completion : (double)x->deltas;
+    t->tokens_per_s = span > 0 ? toks / span : 0;
+    long connects = 0, ver = 0;
+    curl_easy_getinfo(x->easy, CURLINFO_NUM_CONNECTS, &connects);
+    curl_easy_getinfo(x->easy, CURLINFO_HTTP_VERSION, &ver);
+    t->reused = r->status > 0 && connects == 0;
+    t->http_version = ver == CURL_HTTP_VERSION_1_0 ? 10 : ver == CURL_HTTP_VERSION_1_1 ? 11
+                    : ver == CURL_HTTP_VERSION_2_0 ? 20 : ver == CURL_HTTP_VERSION_3 ? 30 : 0;
+    r->headers = buf_take(&x->headers);
+
+    curl_multi_remove_handle(n->multi, x->easy);
+    curl_easy_cleanup(x->easy);
+    curl_slist_free_all(x->hdrs);
+    sse_free(&x->sse);
+    api_stream_free(&x->api);
+    buf_free(&x->body);
+    buf_free(&x->headers);
+    net_request_free(x->rq);
+    unsigned id = x->id;
+    free(x);
+    queue_push(n->q, QEV_END, id, 0, r);
+}
+
+static void net_unlink(struct net *n, struct xfer *x)
+{
+    for (struct xfer **pp = &n->active; *pp; pp = &(*pp)->next)
+        if (*pp == x) {
+            *pp = x->next;
+            return;
+        }
+}
+
+/* Pick up submissions and cancellations from other threads. */
+static void net_take_work(struct net *n)
+{
+    pthread_mutex_lock(&n->lock);
+    struct xfer *list = n->pending;
+    n->pending = NULL;
+    unsigned *cancels = n->cancels;
+    size_t nc = n->n_cancels;
+    n->cancels = NULL;
+    n->n_cancels = 0;
+    pthread_mutex_unlock(&n->lock);
+
+    /* Reverse to keep submission order. */
+    struct xfer *rev = NULL;
+    while (list) {
+        struct xfer *next = list->next;
+        list->next = rev;
+        rev = list;
+        list = next;
+    }
+    while (rev) {
+        struct xfer *x = rev;
+        rev = rev->next;
+        x->next = n->active;
+        n->active = x;
+        if (net_xfer_start(n, x) < 0) {
+            net_unlink(n, x);
+            x->errbuf[0] = '\0';
+            snprintf(x->errbuf, sizeof x->errbuf, "could not set up the request");
+            if (!x->easy)
+                x->easy = curl_easy_init();
+            net_finish(n, x, CURLE_FAILED_INIT);
+        }
+    }
+    for (size_t i = 0; i < nc; i++)
+        for (struct xfer *x = n->active; x; x = x->next)
+            if (x->id == cancels[i] || cancels[i] == 0) {
+                x->cancelled = 1;
+            }
+    free(cancels);
+}
+
+static void *net_main(void *arg)
+{
+    struct net *n = arg;
+    while (!atomic_load(&n->stop)) {
+        net_take_work(n);
+        int running = 0;
+        curl_multi_perform(n->multi, &running);
+        CURLMsg *m;
+        int left;
+        while ((m = curl_multi_info_read(n->multi, &left))) {
+            if (m->msg != CURLMSG_DONE)
+                continue;
+            struct xfer *x = NULL;
+            curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
+            CURLcode res = m->data.result;
+            net_unlink(n, x);
+            net_finish(n, x, res);
+        }
+        /* Cancellations and the idle watchdog. */
+        double now = util_now();
+        for (struct xfer *x = n->active, *next; x; x = next) {
+            next = x->next;
+            double idle = x->rq->idle_timeout_s > 0 ? x->rq->idle_timeout_s : 90.0;
+            if (!x->cancelled && now - x->t_last_event > idle)
+                x->idle_fired = 1;
+            if (x->cancelled || x->idle_fired) {
+                net_unlink(n, x);
+                net_finish(n, x, CURLE_ABORTED_BY_CALLBACK);
+            }
+        }
+        curl_multi_poll(n->multi, NULL, 0, n->active ? 100 : 1000, NULL);
+    }
+    /* Stopping: cancel what is left. */
+    net_take_work(n);
+    while (n->active) {
+        struct xfer *x = n->active;
+        n->active = x->next;
+        x->cancelled = 1;
+        net_finish(n, x, CURLE_ABORTED_BY_CALLBACK);
+    }
+    return NULL;
+}
+
+struct net *net_start(struct queue *q, const char **err)
+{
+    struct net *n = xcalloc(1, sizeof *n);
+    n->q = q;
+    n->multi = curl_multi_init();
+    n->share = curl_share_init();
+    if (!n->multi || !n->share) {
+        *err = "curl could not be initialised";
+        if (n->multi)
+            curl_multi_cleanup(n->multi);
+        if (n->share)
+            curl_share_cleanup(n->share);
+        free(n);
+        return NULL;
+    }
+    /* Every handle lives on this one thread, so the share needs no lock callbacks. */
+    curl_share_setopt(n->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+    curl_share_setopt(n->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+    curl_multi_setopt(n->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+    curl_multi_setopt(n->multi, CURLMOPT_MAXCONNECTS, 16L);
+    pthread_mutex_init(&n->lock, NULL);
+    atomic_init(&n->stop, 0);
+
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    int rc = pthread_create(&n->thread, NULL, net_main, n);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        *err = "could not start the network thread";
+        curl_multi_cleanup(n->multi);
+        curl_share_cleanup(n->share);
+        free(n);
+        return NULL;
+    }
+    return n;
+}
+
+unsigned net_submit(struct net *n, struct net_request *rq)
+{
+    struct xfer *x = xcalloc(1, sizeof *x);
+    x->rq = rq;
+    pthread_mutex_lock(&n->lock);
+    x->id = ++n->next_id;
+    x->next = n->pending;
+    n->pending = x;
+    pthread_mutex_unlock(&n->lock);
+    curl_multi_wakeup(n->multi);
+    return x->id;
+}
+
+void net_cancel(struct net *n, unsigned id)
+{
+    pthread_mutex_lock(&n->lock);
+    n->cancels = xrealloc(n->cancels, (n->n_cancels + 1) * sizeof *n->cancels);
+    n->cancels[n->n_cancels++] = id;
+    pthread_mutex_unlock(&n->lock);
+    curl_multi_wakeup(n->multi);
+}
+
+void net_stop(struct net *n)
+{
+    if (!n)
+        return;
+    atomic_store(&n->stop, 1);
+    curl_multi_wakeup(n->multi);
+    pthread_join(n->thread, NULL);
+    curl_multi_cleanup(n->multi);
+    curl_share_cleanup(n->share);
+    pthread_mutex_destroy(&n->lock);
+    free(n->cancels);
+    free(n);
+}

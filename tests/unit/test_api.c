@@ -1,0 +1,244 @@
+/* test_api.c - chunk decoding for each provider dialect, error bodies, request JSON. */
+#include "config.h"
+#include "api.h"
+#include "fixture.h"
+#include "sse.h"
+
+#include <cjson/cJSON.h>
+
+struct got {
+    struct api_stream st;
+    struct buf content, reasoning;
+    int finishes, usages, ret;
+};
+
+static void emit(void *ud, enum api_kind kind, const char *s, size_t n)
+{
+    struct got *g = ud;
+    if (kind == API_CONTENT)
+        buf_append(&g->content, s, n);
+    else if (kind == API_REASONING)
+        buf_append(&g->reasoning, s, n);
+    else if (kind == API_FINISH)
+        g->finishes++;
+    else if (kind == API_USAGE)
+        g->usages++;
+}
+
+static int on_event(void *ud, const struct sse_event *ev)
+{
+    struct got *g = ud;
+    g->ret = api_stream_event(&g->st, ev, emit, g);
+    return g->ret != 0;
+}
+
+static void decode_text(struct got *g, const char *s, size_t n)
+{
+    memset(g, 0, sizeof *g);
+    api_stream_init(&g->st);
+    struct sse_parser p;
+    sse_init(&p, 0);
+    sse_feed(&p, s, n, on_event, g);
+    sse_free(&p);
+}
+
+static void decode(struct got *g, const char *name)
+{
+    size_t n;
+    char *s = fixture_read(name, &n);
+    decode_text(g, s, n);
+    free(s);
+}
+
+static void got_free(struct got *g)
+{
+    api_stream_free(&g->st);
+    buf_free(&g->content);
+    buf_free(&g->reasoning);
+}
+
+static void chunk(struct got *g, const char *json)
+{
+    memset(g, 0, sizeof *g);
+    api_stream_init(&g->st);
+    g->ret = api_stream_chunk(&g->st, json, strlen(json), emit, g);
+}
+
+static void error_msg(long status, const char *ctype, const char *body, const char *want,
+                      const char *want_code, const char *name)
+{
+    struct buf m = BUF_INIT;
+    char code[64];
+    api_error_message(status, ctype, body, strlen(body), &m, code, sizeof code);
+    TAP_STR(buf_str(&m), want, name);
+    if (want_code)
+        TAP_STR(code, want_code, "error code");
+    buf_free(&m);
+}
+
+int main(void)
+{
+    struct got g;
+
+    decode(&g, "openai_length.sse");
+    TAP_STR(buf_str(&g.content), "{\"", "openai: content");
+    TAP_STR(g.st.finish, "length", "openai: finish_reason length");
+    TAP_INT(g.st.usage.prompt, 79, "openai: usage prompt from empty-choices chunk");
+    TAP_INT(g.st.usage.completion, 1, "openai: usage completion");
+    TAP_INT(g.st.usage.reasoning, 0, "openai: reasoning tokens");
+    TAP_OK(g.st.done, "openai: [DONE] seen");
+    TAP_STR(g.st.model, "gpt-4o-2024-08-06", "openai: model");
+    got_free(&g);
+
+    decode(&g, "azure_filter.sse");
+    TAP_STR(buf_str(&g.content), "Hallo Welt!", "azure: content past prompt_filter_results");
+    TAP_STR(g.st.finish, "stop", "azure: finish");
+    TAP_STR(buf_str(&g.st.error), "", "azure: no error");
+    got_free(&g);
+
+    decode(&g, "deepseek_keepalive.sse");
+    TAP_STR(buf_str(&g.content),
+            "\xE4\xBD\xA0\xE5\xA5\xBD\xEF\xBC\x81\xE6\x9C\x89\xE4\xBB\x80\xE4\xB9\x88\xE5\x8F\xAF"
+            "\xE4\xBB\xA5\xE5\xB8\xAE\xE4\xBD\xA0\xE7\x9A\x84\xE5\x90\x97\xEF\xBC\x9F\xF0\x9F\x98\x8A",
+            "deepseek: CJK + emoji content, null never printed");
+    TAP_STR(buf_str(&g.reasoning), "Okay, the user greets.", "deepseek: reasoning_content");
+    TAP_OK(strstr(buf_str(&g.content), "null") == NULL, "deepseek: no literal null");
+    got_free(&g);
+
+    decode(&g, "llamacpp_reasoning.sse");
+    TAP_STR(buf_str(&g.content), "OK", "llama.cpp: content after content:null");
+    TAP_STR(buf_str(&g.reasoning), "Thinking Process", "llama.cpp: reasoning");
+    TAP_INT(g.st.usage.completion, 191, "llama.cpp: usage with timings");
+    TAP_INT(g.usages, 1, "llama.cpp: usage announced once");
+    got_free(&g);
+
+    decode(&g, "llamacpp_old_error.sse");
+    TAP_INT(g.ret, 1, "old llama.cpp: error field ends the stream");
+    TAP_OK(strstr(buf_str(&g.st.error), "exceeds the available context size") != NULL,
+           "old llama.cpp: error message extracted");
+    TAP_STR(g.st.error_code, "400", "old llama.cpp: numeric code");
+    got_free(&g);
+
+    decode(&g, "ollama_reasoning.sse");
+    TAP_STR(buf_str(&g.content), "Hi there", "ollama: content");
+    TAP_STR(buf_str(&g.reasoning), "Okay", "ollama: delta.reasoning");
+    TAP_STR(g.st.finish, "length", "ollama: finish length");
+    got_free(&g);
+
+    decode(&g, "openrouter_midstream_error.sse");
+    TAP_STR(buf_str(&g.content), "Partial ans", "openrouter: partial content kept");
+    TAP_INT(g.ret, 1, "openrouter: mid-stream error ends the stream");
+    TAP_STR(buf_str(&g.st.error), "Provider disconnected unexpectedly", "openrouter: message");
+    TAP_STR(g.st.error_code, "server_error", "openrouter: code");
+    got_free(&g);
+
+    /* vLLM error shapes, sent as data events */
+    chunk(&g, "{\"error\":{\"message\":\"The model `x` does not exist.\",\"type\":\"NotFoundError\","
+              "\"code\":404}}");
+    TAP_INT(g.ret, 1, "vllm: error object ends the stream");
+    TAP_STR(buf_str(&g.st.error), "The model `x` does not exist.", "vllm: message");
+    got_free(&g);
+    chunk(&g, "{\"object\":\"error\",\"message\":\"maximum context length is 4096\","
+              "\"type\":\"BadRequestError\",\"code\":400}");
+    TAP_INT(g.ret, 1, "vllm (old): object=error ends the stream");
+    TAP_STR(buf_str(&g.st.error), "maximum context length is 4096", "vllm (old): message");
+    got_free(&g);
+
+    /* Escapes, surrogate pairs, usage on the finish chunk, malformed JSON. */
+    chunk(&g, "{\"choices\":[{\"delta\":{\"content\":\"a\\n\\\"b\\\" \\u00e9 \\ud83d\\ude00 \\ud800x\"},"
+              "\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":7}}");
+    TAP_STR(buf_str(&g.content), "a\n\"b\" \xC3\xA9 \xF0\x9F\x98\x80 \xEF\xBF\xBDx",
+            "escapes and surrogate pairs decoded, lone surrogate replaced");
+    TAP_INT(g.st.usage.total, 12, "usage on the finish chunk, total computed");
+    TAP_INT(g.finishes, 1, "finish announced");
+    got_free(&g);
+    chunk(&g, "{\"choices\":[{\"delta\":{\"content\":\"x\"}}");
+    TAP_INT(g.ret, -1, "truncated JSON is malformed");
+    TAP_OK(strstr(buf_str(&g.st.error), "malformed") != NULL, "malformed JSON message");
+    got_free(&g);
+    chunk(&g, "[1,2]");
+    TAP_INT(g.ret, -1, "non-object chunk is malformed");
+    got_free(&g);
+    {
+        struct buf deep = BUF_INIT;
+        buf_appends(&deep, "{\"x\":");
+        for (int i = 0; i < 100000; i++)
+            buf_appendc(&deep, '[');
+        chunk(&g, buf_str(&deep));
+        TAP_INT(g.ret, -1, "deeply nested JSON rejected without recursion blow-up");
+        got_free(&g);
+        buf_free(&deep);
+    }
+    chunk(&g, "{\"choices\":[{\"delta\":{\"content\":null,\"reasoning\":null}}]}");
+    TAP_INT(g.content.len + g.reasoning.len, 0, "null content and reasoning emit nothing");
+    got_free(&g);
+
+    /* Non-streamed answer */
+    memset(&g, 0, sizeof g);
+    api_stream_init(&g.st);
+    const char *comp = "{\"id\":\"c\",\"object\":\"chat.completion\",\"model\":\"m\",\"choices\":[{\"index\":0,"
+                       "\"message\":{\"role\":\"assistant\",\"content\":\"whole answer\"},"
+                       "\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":3,"
+                       "\"completion_tokens\":2,\"total_tokens\":5}}";
+    TAP_INT(api_decode_completion(&g.st, comp, strlen(comp), emit, &g), 0, "completion decoded");
+    TAP_STR(buf_str(&g.content), "whole answer", "completion content");
+    TAP_STR(g.st.finish, "stop", "completion finish");
+    got_free(&g);
+
+    /* HTTP error bodies */
+    error_msg(401, "application/json",
+              "{\"error\":{\"message\":\"Incorrect API key provided.\",\"type\":\"invalid_request_error\","
+              "\"code\":\"invalid_api_key\"}}",
+              "HTTP 401: Incorrect API key provided. (invalid_api_key)", "invalid_api_key",
+              "openai 401");
+    error_msg(429, "application/json",
+              "{\"error\":{\"message\":\"You exceeded your current quota.\",\"type\":\"insufficient_quota\","
+              "\"code\":\"insufficient_quota\"}}",
+              "HTTP 429: You exceeded your current quota. (insufficient_quota)", "insufficient_quota",
+              "openai 429 insufficient_quota");
+    error_msg(400, "application/json", "{\"object\":\"error\",\"message\":\"bad\",\"code\":400}",
+              "HTTP 400: bad (400)", NULL, "vllm old shape");
+    error_msg(422, "application/json", "{\"detail\":\"Field required\"}",
+              "HTTP 422: Field required", NULL, "detail string");
+    error_msg(500, "application/json", "{\"error\":\"upstream failed\"}",
+              "HTTP 500: upstream failed", NULL, "error as string");
+    error_msg(502, "text/html",
+              "<html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>",
+              "HTTP 502: an HTML page (\"502 Bad Gateway\") - probably from a proxy or gateway, "
+              "not the API",
+              NULL, "HTML page from a proxy");
+    error_msg(503, "text/plain", "Service Unavailable\n", "HTTP 503: Service Unavailable", NULL,
+              "plain text body");
+    error_msg(404, NULL, "", "HTTP 404", NULL, "empty body");
+
+    /* Request JSON */
+    struct api_message msgs[] = {{"system", "be brief"}, {"user", "hi \"there\"\n"}};
+    struct api_request rq = {.model = "gpt-4o", .messages = msgs, .n_messages = 2, .max_tokens = 50,
+                             .stream = 1, .include_usage = 1, .temperature = 0.5,
+                             .has_temperature = 1};
+    char *body = api_request_json(&rq);
+    cJSON *o = cJSON_Parse(body);
+    TAP_OK(o != NULL, "request is valid JSON");
+    TAP_STR(cJSON_GetObjectItem(o, "model")->valuestring, "gpt-4o", "request model");
+    TAP_INT(cJSON_GetArraySize(cJSON_GetObjectItem(o, "messages")), 2, "request messages");
+    TAP_STR(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "messages"), 1),
+                                "content")->valuestring, "hi \"there\"\n", "content round-trips");
+    TAP_OK(cJSON_IsTrue(cJSON_GetObjectItem(o, "stream")), "stream: true");
+    TAP_OK(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "stream_options"),
+                                            "include_usage")), "stream_options.include_usage");
+    TAP_INT(cJSON_GetObjectItem(o, "max_tokens")->valueint, 50, "max_tokens");
+    cJSON_Delete(o);
+    free(body);
+    rq.include_usage = 0;
+    rq.max_tokens = 0;
+    rq.has_temperature = 0;
+    body = api_request_json(&rq);
+    TAP_OK(strstr(body, "stream_options") == NULL, "include_usage off: no stream_options");
+    TAP_OK(strstr(body, "max_tokens") == NULL && strstr(body, "temperature") == NULL,
+           "unset options are not sent");
+    free(body);
+
+    TAP_INT(api_outcome_exit(API_OK), 0, "exit 0 for complete");
+    TAP_INT(api_outcome_exit(API_ERR_TRUNCATED), 5, "exit 5 for truncated");
+    return tap_done();
+}
