@@ -343,7 +343,7 @@ int api_stream_chunk(struct api_stream *st, const char *json, size_t n, api_emit
         buf_reset(&st->error); /* a top-level "message" that was not an error */
     if (st->usage.present && !usage_before)
         fn(ud, API_USAGE, NULL, 0);
-    if (had_error || strcmp(st->finish, "error") == 0) {
+    if (had_error || (st->finish[0] == 'e' && strcmp(st->finish, "error") == 0)) {
         if (st->error.len == 0)
             buf_appends(&st->error, "the server ended the answer with finish_reason \"error\"");
         return 1;
@@ -364,7 +364,7 @@ int api_stream_event(struct api_stream *st, const struct sse_event *ev, api_emit
         }
         return 1;
     }
-    if (strcmp(ev->type, "error") == 0) {
+    if (ev->type[0] == 'e' && strcmp(ev->type, "error") == 0) {
         /* `event: error` with the details in data */
         if (api_stream_chunk(st, ev->data, ev->data_len, fn, ud) < 0 || st->error.len == 0) {
             buf_reset(&st->error);

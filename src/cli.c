@@ -33,6 +33,7 @@ static const struct cli_opt cli_opts[] = {
     {"idle-timeout", 0, 1, F(idle_timeout)},
     {"connect-timeout", 0, 1, F(connect_timeout)},
     {"cacert", 0, 1, F(cacert)},
+    {"trace", 0, 1, F(trace)},
     {"json", 0, 0, F(json)},
     {"reasoning", 0, 0, F(reasoning)},
     {"insecure", 0, 0, F(insecure)},
@@ -190,6 +191,7 @@ const char *cli_usage(void)
            "      --cacert FILE        trust this CA bundle for TLS\n"
            "      --insecure           do not verify TLS certificates (warns every time)\n"
            "      --config FILE        config file (default $XDG_CONFIG_HOME/tokterm/config)\n"
+           "      --trace FILE         interactive mode: write frame timing records to FILE\n"
            "  -h, --help               this text\n"
            "  -V, --version            version and library versions\n"
            "\n"

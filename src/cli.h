@@ -8,7 +8,7 @@ struct cli {
                                  positional words; n_prompts of them (array owned) */
     int n_prompts;
     char *prompt_buf;         /* the joined words */
-    const char *model, *system, *profile, *config_path, *base_url, *cacert;
+    const char *model, *system, *profile, *config_path, *base_url, *cacert, *trace;
     const char *max_tokens, *temperature, *idle_timeout, *connect_timeout; /* checked by conf */
     int json, reasoning, insecure, no_usage, help, version;
     const char *subcommand;   /* a reserved word given as the first positional argument */

@@ -42,8 +42,12 @@ int jscan_integer(struct jscan *j, long long *v);
 int jscan_skip(struct jscan *j);
 /* 1 when only white space is left. */
 int jscan_at_end(struct jscan *j);
-/* 1 when the raw key equals name. */
-int jscan_key_is(const char *key, size_t klen, const char *name);
+/* 1 when the raw key equals name (inline: with a literal name the length folds to a constant). */
+static inline int jscan_key_is(const char *key, size_t klen, const char *name)
+{
+    size_t n = __builtin_strlen(name);
+    return klen == n && __builtin_memcmp(key, name, n) == 0;
+}
 /* Append the decoded form of a raw JSON string span to out (\uXXXX pairs joined; a lone
  * surrogate becomes U+FFFD). */
 void jscan_unescape(const char *s, size_t n, struct buf *out);

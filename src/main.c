@@ -2,8 +2,10 @@
 #include "config.h"
 #include "api.h"
 #include "cli.h"
+#include "cmd_count.h"
 #include "conf.h"
 #include "script.h"
+#include "tui.h"
 #include "util.h"
 #include "xmalloc.h"
 
@@ -55,6 +57,31 @@ static int main_probe(const char *base)
     return ok;
 }
 
+/* The first local server (Ollama, llama.cpp) that answers on its usual port: 1 with its name
+ * and base URL copied out, else 0. TOKTERM_LOCAL_PROBE ("Name=URL;Name=URL") replaces the
+ * list (tests point it at the fake server). */
+static int main_find_local(char *name, size_t name_size, char *url, size_t url_size)
+{
+    const char *probe = getenv("TOKTERM_LOCAL_PROBE");
+    const char *defaults = "Ollama=http://127.0.0.1:11434/v1;llama.cpp=http://127.0.0.1:8080/v1";
+    char *list = xstrdup(probe && *probe ? probe : defaults);
+    int found = 0;
+    for (char *save = NULL, *item = strtok_r(list, ";", &save); item && !found;
+         item = strtok_r(NULL, ";", &save)) {
+        char *eq = strchr(item, '=');
+        if (!eq)
+            continue;
+        *eq = '\0';
+        if (main_probe(eq + 1)) {
+            snprintf(name, name_size, "%s", item);
+            snprintf(url, url_size, "%s", eq + 1);
+            found = 1;
+        }
+    }
+    free(list);
+    return found;
+}
+
 /* No key: say what to set, and offer a local server when one answers on its usual port. */
 static void main_no_key(const struct conf *c)
 {
@@ -71,23 +98,12 @@ static void main_no_key(const struct conf *c)
             "    model = gpt-4o-mini\n",
             c->base_url, cfg);
     free(cfg);
-    const char *probe = getenv("TOKTERM_LOCAL_PROBE"); /* tests point this at a fake server */
-    const char *defaults = "Ollama=http://127.0.0.1:11434/v1;llama.cpp=http://127.0.0.1:8080/v1";
-    char *list = xstrdup(probe && *probe ? probe : defaults);
-    for (char *save = NULL, *item = strtok_r(list, ";", &save); item;
-         item = strtok_r(NULL, ";", &save)) {
-        char *eq = strchr(item, '=');
-        if (!eq)
-            continue;
-        *eq = '\0';
-        if (main_probe(eq + 1)) {
-            fprintf(stderr,
-                    "  A local %s server answers at %s - it needs no key. To use it:\n"
-                    "    OPENAI_BASE_URL=%s tokterm -m MODEL ...\n",
-                    item, eq + 1, eq + 1);
-        }
-    }
-    free(list);
+    char name[64], url[512];
+    if (main_find_local(name, sizeof name, url, sizeof url))
+        fprintf(stderr,
+                "  A local %s server answers at %s - it needs no key. To use it:\n"
+                "    OPENAI_BASE_URL=%s tokterm -m MODEL ...\n",
+                name, url, url);
 }
 
 /* Read all of stdin (bounded). Returns NULL with a message printed on failure. */
@@ -150,7 +166,6 @@ static int main_apply_cli(struct conf *c, const struct cli *a, struct buf *err)
 
 int main(int argc, char **argv)
 {
-    setlocale(LC_ALL, "");
     signal(SIGPIPE, SIG_IGN);
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         fputs("tokterm: curl could not be initialised\n", stderr);
@@ -170,6 +185,11 @@ int main(int argc, char **argv)
     }
     if (a.version || (a.subcommand && strcmp(a.subcommand, "version") == 0)) {
         main_version();
+        goto out;
+    }
+
+    if (a.subcommand && strcmp(a.subcommand, "count") == 0) {
+        code = cmd_count(a.sub_argc, a.sub_argv); /* needs no configuration */
         goto out;
     }
 
@@ -206,14 +226,36 @@ int main(int argc, char **argv)
         goto out_conf;
     }
 
-    /* Scripted mode: a prompt on the command line and/or on stdin. */
+    /* No prompt and a terminal on both ends: the interactive chat. */
     int stdin_tty = isatty(0);
     if (!a.n_prompts && stdin_tty) {
-        fputs("tokterm: the interactive chat is not built yet; give a prompt with -p "
-              "(see tokterm --help)\n", stderr);
-        code = 2;
+        if (!isatty(1)) {
+            fputs("tokterm: no prompt: give one with -p or on stdin (see tokterm --help)\n",
+                  stderr);
+            code = 2;
+            goto out_conf;
+        }
+        setlocale(LC_ALL, ""); /* wide characters; scripted mode passes bytes through */
+        char *tkey = conf_api_key(&c, &err);
+        if (!tkey && err.len) {
+            fprintf(stderr, "tokterm: %s\n", buf_str(&err));
+            code = 2;
+            goto out_conf;
+        }
+        struct tui_opts to = {.trace_path = a.trace};
+        char lname[64], lurl[512];
+        if (!tkey && !conf_is_local(&c)) {
+            to.no_key = 1; /* the chat still starts, and says what to set */
+            if (main_find_local(lname, sizeof lname, lurl, sizeof lurl)) {
+                to.local_name = lname;
+                to.local_url = lurl;
+            }
+        }
+        code = tui_run(&c, tkey, &to);
         goto out_conf;
     }
+
+    /* Scripted mode: a prompt on the command line and/or on stdin. */
     char *input = NULL;
     size_t input_len = 0;
     if (!stdin_tty) {

@@ -7,7 +7,6 @@
 #include "xmalloc.h"
 
 #include <curl/curl.h>
-#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -17,7 +16,9 @@
 #include <strings.h>
 
 #define NET_BODY_CAP ((size_t)64 << 20)   /* non-streamed bodies (JSON answers, errors) */
-#define NET_GAP_BUCKETS 64               /* log2 buckets of 1/16 octave over microseconds */
+#define NET_GAP_BUCKETS 160              /* quarter octaves of microseconds, up to ~19 h */
+#define NET_BATCH_MAX ((size_t)16 << 10)     /* text handed to the queue at once, at most */
+#define NET_RECV_BUFFER 65536L               /* curl receive buffer, bytes */
 
 enum xfer_mode { XM_UNDECIDED, XM_SSE, XM_BODY };
 
@@ -37,7 +38,11 @@ struct xfer {
     char errbuf[CURL_ERROR_SIZE];
     long status;
     double t_start, t_first_token, t_last_delta, t_last_event;
-    unsigned gaps[NET_GAP_BUCKETS * 4];
+    unsigned gaps[NET_GAP_BUCKETS];
+    double now;            /* clock read once per network read */
+    struct buf batch;      /* decoded text of this read, handed to the queue in one push */
+    enum api_kind batch_kind;
+    double batch_t_first;
     long deltas;
     size_t content_bytes, reasoning_bytes;
     int headers_sent;      /* QEV_HEADERS pushed */
@@ -88,41 +93,66 @@ void net_result_free(void *p)
     free(r);
 }
 
-/* ---- gap histogram: bucket = 4 * log2(microseconds) ---- */
+/* ---- gap histogram: quarter-octave buckets over whole microseconds (no libm) ---- */
+
+static size_t net_gap_bucket(uint64_t us)
+{
+    if (us < 4)
+        return (size_t)us;
+    int e = 63 - __builtin_clzll(us);             /* floor(log2(us)) >= 2 */
+    size_t b = (size_t)(4 * e + (int)((us >> (e - 2)) & 3) - 4);
+    return b < NET_GAP_BUCKETS ? b : NET_GAP_BUCKETS - 1;
+}
+
+/* Middle of bucket b, in microseconds. */
+static double net_gap_value(size_t b)
+{
+    if (b < 4)
+        return (double)b;
+    int e = (int)(b + 4) / 4, m = (int)(b + 4) % 4;
+    uint64_t lo = (uint64_t)(4 + m) << (e - 2), width = (uint64_t)1 << (e - 2);
+    return (double)lo + (double)width / 2;
+}
 
 static void net_gap_add(struct xfer *x, double seconds)
 {
-    double us = seconds * 1e6;
-    int b = us < 1 ? 0 : (int)(4 * log2(us));
-    if (b >= (int)TT_ARRAY_LEN(x->gaps))
-        b = (int)TT_ARRAY_LEN(x->gaps) - 1;
-    x->gaps[b]++;
+    x->gaps[net_gap_bucket(seconds > 0 ? (uint64_t)(seconds * 1e6) : 0)]++;
 }
 
 static double net_gap_quantile(const struct xfer *x, double q)
 {
     unsigned long total = 0, seen = 0;
-    for (size_t i = 0; i < TT_ARRAY_LEN(x->gaps); i++)
+    for (size_t i = 0; i < NET_GAP_BUCKETS; i++)
         total += x->gaps[i];
     if (!total)
         return 0;
-    unsigned long want = (unsigned long)ceil(q * (double)total);
-    for (size_t i = 0; i < TT_ARRAY_LEN(x->gaps); i++) {
+    double want = q * (double)total;
+    for (size_t i = 0; i < NET_GAP_BUCKETS; i++) {
         seen += x->gaps[i];
-        if (seen >= want)
-            return i == 0 ? 0 : exp2(((double)i + 0.5) / 4) / 1e6; /* bucket middle */
+        if ((double)seen >= want)
+            return net_gap_value(i) / 1e6;
     }
     return 0;
 }
 
 /* ---- decoding callbacks (net thread) ---- */
 
+/* Hand the text decoded so far to the queue. */
+static void net_flush(struct xfer *x)
+{
+    if (!x->batch.len)
+        return;
+    queue_push_text(x->net->q, x->batch_kind == API_CONTENT ? QEV_CONTENT : QEV_REASONING, x->id,
+                    x->batch.data, x->batch.len, x->batch_t_first);
+    buf_reset(&x->batch);
+}
+
 static void net_emit(void *ud, enum api_kind kind, const char *s, size_t n)
 {
     struct xfer *x = ud;
     if (kind != API_CONTENT && kind != API_REASONING)
         return;
-    double now = util_now();
+    double now = x->now;
     if (x->deltas == 0)
         x->t_first_token = now;
     else
@@ -133,13 +163,21 @@ static void net_emit(void *ud, enum api_kind kind, const char *s, size_t n)
         x->content_bytes += n;
     else
         x->reasoning_bytes += n;
-    queue_push_text(x->net->q, kind == API_CONTENT ? QEV_CONTENT : QEV_REASONING, x->id, s, n, now);
+    if (x->batch.len && x->batch_kind != kind)
+        net_flush(x);
+    if (!x->batch.len) {
+        x->batch_kind = kind;
+        x->batch_t_first = now;
+    }
+    buf_append(&x->batch, s, n);
+    if (x->batch.len >= NET_BATCH_MAX)
+        net_flush(x); /* bound the memory held when a fast server fills the socket */
 }
 
 static int net_on_event(void *ud, const struct sse_event *ev)
 {
     struct xfer *x = ud;
-    x->t_last_event = util_now();
+    x->t_last_event = x->now;
     int r = api_stream_event(&x->api, ev, net_emit, x);
     if (r < 0)
         x->proto_error = 1;
@@ -161,6 +199,7 @@ static size_t net_write(char *ptr, size_t size, size_t nmemb, void *ud)
 {
     struct xfer *x = ud;
     size_t n = size * nmemb;
+    x->now = util_now();
     if (x->mode == XM_UNDECIDED) {
         net_headers_done(x);
         int sse = strncasecmp(x->ctype, "text/event-stream", 17) == 0;
@@ -283,7 +322,7 @@ static int net_xfer_start(struct net *n, struct xfer *x)
     curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
                      rq->connect_timeout_ms > 0 ? rq->connect_timeout_ms : 10000L);
-    curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 256L * 1024);
+    curl_easy_setopt(e, CURLOPT_BUFFERSIZE, NET_RECV_BUFFER);
     if (rq->cacert)
         curl_easy_setopt(e, CURLOPT_CAINFO, rq->cacert);
     if (rq->insecure) {
@@ -307,6 +346,7 @@ static void net_finish(struct net *n, struct xfer *x, CURLcode res)
 {
     struct net_result *r = xcalloc(1, sizeof *r);
     double now = util_now();
+    net_flush(x);
     r->req = x->id;
     net_headers_done(x);
     curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &r->status);
@@ -316,9 +356,11 @@ static void net_finish(struct net *n, struct xfer *x, CURLcode res)
 
     if (x->mode == XM_BODY && r->status >= 200 && r->status < 300 && res == CURLE_OK && !x->proto_error) {
         /* A whole JSON answer where a stream was asked for: still an answer. */
+        x->now = util_now();
         if (api_decode_completion(&x->api, x->body.data ? x->body.data : "", x->body.len,
                                   net_emit, x) < 0 && x->api.error.len == 0)
             buf_appends(&x->api.error, "the server's answer is not valid JSON");
+        net_flush(x);
     }
     int got_text = x->content_bytes + x->reasoning_bytes > 0;
     if (x->cancelled) {
@@ -403,6 +445,7 @@ static void net_finish(struct net *n, struct xfer *x, CURLcode res)
     api_stream_free(&x->api);
     buf_free(&x->body);
     buf_free(&x->headers);
+    buf_free(&x->batch);
     net_request_free(x->rq);
     unsigned id = x->id;
     free(x);
@@ -467,6 +510,10 @@ static void *net_main(void *arg)
         net_take_work(n);
         int running = 0;
         curl_multi_perform(n->multi, &running);
+        /* Text decoded during this pass goes to the queue in one push per transfer: one lock
+         * and at most one wakeup per socket read, however many deltas it held. */
+        for (struct xfer *x = n->active; x; x = x->next)
+            net_flush(x);
         CURLMsg *m;
         int left;
         while ((m = curl_multi_info_read(n->multi, &left))) {

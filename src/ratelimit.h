@@ -1,0 +1,281 @@
+/* ratelimit.h - rate-limit headers, client-side pacing, retry/backoff policy, circuit breaker
+ * and key-pool scheduling. Pure: no curl, no I/O, no global clock - every function that needs
+ * time takes it as an argument so tests control it.
+ *
+ * Times: `now` is a monotonic clock in seconds (util_now(); must be >= 0), `now_epoch` is the
+ * wall clock in seconds since the epoch (util_epoch()); it is only needed where the network gives
+ * or the store keeps absolute dates.
+ *
+ * Typical use by the network code, per request:
+ *   ratelimit_response_init(&resp);
+ *   for each header line: ratelimit_feed(&key->state, &resp, line, len, util_now(), util_epoch());
+ *   on failure: v = ratelimit_should_retry(status, net, code, shown, attempt, &policy, &resp,
+ *                                           &delay, reason, sizeof reason);
+ *   before each send: wait = ratelimit_wait_time(&key->state, now, est_tokens); then
+ *                     ratelimit_note_sent(&key->state, now, est_tokens).
+ *
+ * All parsers take (pointer, length), never read past the length and need no NUL terminator;
+ * any byte string is safe input (see tests/unit/fuzz_ratelimit.c). Objects are plain data with
+ * no locking: one thread at a time per object (the default jitter generator is per-thread). */
+#ifndef TT_RATELIMIT_H
+#define TT_RATELIMIT_H
+#include <stddef.h>
+#include <stdint.h>
+
+/* A count the server did not send (or sent as -1, like Azure): distinct from 0. */
+#define RATELIMIT_UNKNOWN ((int64_t)-1)
+/* A time or duration that is not known. */
+#define RATELIMIT_NO_TIME (-1.0)
+
+/* ---- quota state (one per API key and endpoint) ---- */
+
+/* One dimension of a quota: requests or tokens. */
+struct ratelimit_dim {
+    int64_t limit;     /* x-ratelimit-limit-*, or RATELIMIT_UNKNOWN */
+    int64_t remaining; /* x-ratelimit-remaining-*, minus local debits; or RATELIMIT_UNKNOWN */
+    double reset_at;   /* monotonic time the server refills remaining to limit; or NO_TIME */
+    double updated_at; /* monotonic time remaining was last reported; or NO_TIME */
+};
+
+/* What the server told us about a key's quota, plus optional configured client-side limits.
+ * Plain data: copy it freely; nothing to free. */
+struct ratelimit_state {
+    struct ratelimit_dim req, tok;
+    int seen;           /* 1 once any x-ratelimit-* header arrived (or a saved line loaded) */
+    double rpm, tpm;    /* configured requests/tokens per minute; 0 = none */
+    double req_level;   /* configured request bucket level (rpm bucket) */
+    double tok_level;   /* configured token bucket level (tpm bucket) */
+    double bucket_time; /* monotonic time the configured buckets were last refilled; or NO_TIME */
+};
+
+/* Initialise a quota state with everything unknown. rpm/tpm > 0 add client-side token buckets
+ * of that many requests/tokens per minute (refilled continuously, starting full). */
+void ratelimit_state_init(struct ratelimit_state *s, double rpm, double tpm);
+
+/* ---- per-response header values ---- */
+
+/* Everything one HTTP response said about limits and retrying. Plain data. */
+struct ratelimit_response {
+    int64_t limit_req, remaining_req; /* as sent, or RATELIMIT_UNKNOWN */
+    int64_t limit_tok, remaining_tok;
+    double reset_req, reset_tok;      /* durations as sent (seconds), or NO_TIME */
+    double retry_after_ms;            /* retry-after-ms converted to seconds, or NO_TIME */
+    double retry_after;               /* retry-after in seconds (a date minus now_epoch, >= 0),
+                                         or NO_TIME */
+    int should_retry;                 /* x-should-retry: 1 true, 0 false, -1 not sent */
+};
+
+/* Reset a response record to "nothing sent". Call before the first header of each response. */
+void ratelimit_response_init(struct ratelimit_response *r);
+
+/* Feed one raw header line ("Name: value", any case, optional CRLF, len bytes). Rate-limit
+ * headers update state s (absolute reset times = now + duration) and r; retry-after(-ms) and
+ * x-should-retry update r only. Either s or r may be NULL. A malformed value sets that field to
+ * unknown. Returns 1 for a header this module uses, 0 for any other line (status line, blank
+ * line, other headers), -1 for one of ours with a malformed value. */
+int ratelimit_feed(struct ratelimit_state *s, struct ratelimit_response *r, const char *line,
+                   size_t len, double now, double now_epoch);
+
+/* The delay the server asked for in r: retry-after-ms wins over retry-after. Returns seconds
+ * (>= 0) or RATELIMIT_NO_TIME when the server gave none. */
+double ratelimit_response_delay(const struct ratelimit_response *r);
+
+/* Parse a duration: Go style "1s", "6m0s", "20ms", "2m59.56s", "1h2m3s" (units h m s ms us ns,
+ * fractions allowed) or a plain number of seconds ("12", "0.5"). Leading/trailing blanks are
+ * ignored. Returns 0 and *secs, or -1 for an empty, negative, exponent, overflowing (more than
+ * about 31 years) or otherwise malformed value. */
+int ratelimit_parse_duration(const char *s, size_t len, double *secs);
+
+/* Parse an HTTP date (IMF-fixdate "Wed, 21 Oct 2026 07:28:00 GMT", RFC 850 or asctime form).
+ * Returns 0 and *epoch (seconds since 1970, UTC), or -1. */
+int ratelimit_parse_http_date(const char *s, size_t len, double *epoch);
+
+/* ---- client-side pacing ---- */
+
+/* Seconds to wait before sending a request of about est_tokens tokens (0 = go now), from the
+ * server-reported quota (remaining requests/tokens are taken as valid until their reset time;
+ * then the dimension is full again) and the configured rpm/tpm buckets. Never waits for what is
+ * unknown; never waits longer than until a bucket is full (a request larger than the whole limit
+ * goes once the limit is full, and the server judges it). Does not modify s. */
+double ratelimit_wait_time(const struct ratelimit_state *s, double now, double est_tokens);
+
+/* Debit one request and est_tokens tokens from s (known remaining counts and the configured
+ * buckets), at time now. Call when the request leaves. */
+void ratelimit_note_sent(struct ratelimit_state *s, double now, double est_tokens);
+
+/* ---- retry policy ---- */
+
+enum ratelimit_jitter {
+    RATELIMIT_JITTER_EQUAL = 0, /* delay = d/2 + random(0, d/2): never less than half (default) */
+    RATELIMIT_JITTER_FULL,      /* delay = random(0, d) */
+    RATELIMIT_JITTER_NONE,      /* delay = d */
+};
+
+/* How the transfer ended, as told by the network code (map curl's codes onto these). */
+enum ratelimit_net {
+    RATELIMIT_NET_OK = 0,    /* an HTTP response arrived (look at the status) */
+    RATELIMIT_NET_CONNECT,   /* could not connect (refused, DNS temporary failure, reset) */
+    RATELIMIT_NET_TIMEOUT,   /* connect or transfer timed out */
+    RATELIMIT_NET_DROPPED,   /* connection closed mid-response */
+    RATELIMIT_NET_FATAL,     /* not worth retrying (TLS certificate, bad URL, ...) */
+};
+
+/* Retry knobs. Fill with ratelimit_policy_init(), then change what the config says. */
+struct ratelimit_policy {
+    int max_retries;       /* retries after the first attempt (default 2: 3 attempts in all) */
+    double backoff_base;   /* first backoff delay before jitter, seconds (default 0.5) */
+    double backoff_cap;    /* backoff doubles up to this, seconds (default 8) */
+    double max_retry_wait; /* a server-asked delay longer than this: give up (default 60) */
+    enum ratelimit_jitter jitter;
+    /* Random numbers in [0, 1); NULL = an internal per-thread xorshift generator. */
+    double (*random)(void *ctx);
+    void *random_ctx;
+};
+
+/* Fill p with the defaults listed above. */
+void ratelimit_policy_init(struct ratelimit_policy *p);
+
+/* Outcome of ratelimit_should_retry(): RATELIMIT_RETRY or why not. */
+enum ratelimit_verdict {
+    RATELIMIT_RETRY = 0,       /* retry after *delay seconds */
+    RATELIMIT_NO_SUCCESS,      /* the status is not an error */
+    RATELIMIT_NO_SHOWN,        /* answer text already reached the user */
+    RATELIMIT_NO_STATUS,       /* status (or transport error) is never retried: 400 401 403 404 */
+    RATELIMIT_NO_QUOTA,        /* 429 insufficient_quota: billing, not a rate */
+    RATELIMIT_NO_TOO_LARGE,    /* 413: the same request will fail again; shrink it */
+    RATELIMIT_NO_SERVER_SAYS,  /* x-should-retry: false */
+    RATELIMIT_NO_WAIT_TOO_LONG,/* the server asks to wait more than max_retry_wait */
+    RATELIMIT_NO_ATTEMPTS,     /* max_retries used up */
+};
+
+/* Decide whether to retry an attempt that ended with HTTP status (0 = none) or transport error
+ * net, with the body's error code/type (NULL if none), after answer text was or was not shown.
+ * attempt is the 1-based number of the attempt that just ended; resp holds its headers (may be
+ * NULL). Rules, in order: never after answer text was shown; x-should-retry false forbids and
+ * true allows regardless of status; otherwise retry on 408, 409, 429 (not insufficient_quota),
+ * 5xx, connect failures, timeouts and dropped connections, and on a 2xx whose streamed error is
+ * server_error / overloaded(_error) / rate_limit_exceeded; never when the attempts are used up.
+ * The delay is the server's (retry-after-ms, then retry-after; for 429 without them the reset of
+ * an exhausted dimension) or else exponential backoff with jitter; a server delay longer than
+ * max_retry_wait refuses. Sets *delay (0 when not retrying) and writes a one-line human reason
+ * into reason[size] (may be NULL), e.g. "HTTP 429 rate limited, retrying in 1.2 s (attempt
+ * 2/3)". Returns the verdict. */
+enum ratelimit_verdict ratelimit_should_retry(int status, enum ratelimit_net net,
+                                              const char *error_code, int got_answer_text,
+                                              int attempt, const struct ratelimit_policy *p,
+                                              const struct ratelimit_response *resp,
+                                              double *delay, char *reason, size_t size);
+
+/* Backoff before jitter for the retry after attempt n (1-based): base * 2^(n-1), capped. */
+double ratelimit_backoff(const struct ratelimit_policy *p, int attempt);
+
+/* A final failure, for ratelimit_explain(). Unused fields may stay 0/NULL. */
+struct ratelimit_failure {
+    int status;                /* HTTP status, 0 = none */
+    enum ratelimit_net net;    /* transport outcome */
+    const char *error_code;    /* error.code or error.type from the body */
+    const char *message;       /* error.message from the body (shown sanitised by the caller) */
+    const char *url;           /* request URL: 404 shows its path */
+    const char *key_env;       /* environment variable holding the key (NULL: OPENAI_API_KEY) */
+    const struct ratelimit_response *resp; /* headers of the last response */
+    double max_retry_wait;     /* policy value, for "server asks to wait" (0: not mentioned) */
+};
+
+/* A user-facing message saying what went wrong and what to do about it (401 check the key,
+ * 403 key lacks access, 429 insufficient_quota billing, 404 model or base URL wrong, 413 prompt
+ * too large, ...). Returns a new string (caller frees); the server message is appended raw, so
+ * sanitise before drawing. */
+char *ratelimit_explain(const struct ratelimit_failure *f);
+
+/* Name of a verdict ("retry", "too-large", ...) for logs and tests. Static string. */
+const char *ratelimit_verdict_name(enum ratelimit_verdict v);
+
+/* ---- circuit breaker (one per endpoint) ---- */
+
+enum ratelimit_breaker_mode {
+    RATELIMIT_CLOSED = 0, /* requests flow */
+    RATELIMIT_OPEN,       /* failing: refuse until the cool-down ends */
+    RATELIMIT_HALF_OPEN,  /* cooled down: one probe request at a time */
+};
+
+struct ratelimit_breaker {
+    enum ratelimit_breaker_mode mode;
+    int failures;      /* consecutive failures */
+    int threshold;     /* failures that open it */
+    double cooldown;   /* seconds open before a probe */
+    double opened_at;  /* when it last opened */
+    double probe_at;   /* when the half-open probe left, or NO_TIME */
+};
+
+/* Closed breaker opening after threshold consecutive failures (<= 0: 5) for cooldown seconds
+ * (<= 0: 30). */
+void ratelimit_breaker_init(struct ratelimit_breaker *b, int threshold, double cooldown);
+
+/* May a request go now? Returns 1 (go) or 0 and *wait = seconds until it may (wait may be NULL).
+ * An open breaker whose cool-down ended turns half-open and lets exactly one probe through (this
+ * call records it); another probe is allowed only if the first got no verdict within cooldown. */
+int ratelimit_breaker_allow(struct ratelimit_breaker *b, double now, double *wait);
+
+/* Record a success: closes the breaker and clears the failure count. */
+void ratelimit_breaker_success(struct ratelimit_breaker *b, double now);
+
+/* Record a failure: counts it; opens the breaker at the threshold, or again at once when the
+ * half-open probe failed. */
+void ratelimit_breaker_failure(struct ratelimit_breaker *b, double now);
+
+/* 1 when an outcome is an endpoint failure for the breaker (5xx, 408, connect/timeout/dropped),
+ * 0 when the endpoint answered (2xx, 4xx incl. 429 - pacing handles those). */
+int ratelimit_breaker_counts(int status, enum ratelimit_net net);
+
+/* "closed", "open" or "half-open". Static string. */
+const char *ratelimit_breaker_name(enum ratelimit_breaker_mode m);
+
+/* ---- key pool ---- */
+
+/* One API key of a pool: its quota and health. */
+struct ratelimit_key {
+    struct ratelimit_state state;
+    double cool_until; /* skip the key until this monotonic time; 0 = healthy; HUGE_VAL = dead */
+};
+
+/* Index of the key to use at time now among keys[0..n) (NULL entries skipped): healthy keys
+ * only, ranked by remaining requests then remaining tokens, per dimension known-positive (more is
+ * better) > unknown > exhausted; a key exhausted in either dimension ranks below all others (the
+ * one whose reset comes first leads); ties go to the lower index. Returns -1 when every key is
+ * cooling down or dead and
+ * sets *wait (may be NULL) to the seconds until the first comes back (HUGE_VAL: all dead). */
+int ratelimit_pool_pick(const struct ratelimit_key *const *keys, size_t n, double now,
+                        double *wait);
+
+/* Update a key's health after a failed attempt: a 429 cools it until the server's retry-after,
+ * else until the reset of its exhausted dimension, else for 5 s; 401, 403 and 429
+ * insufficient_quota mark it dead. Other statuses leave it alone. resp may be NULL. */
+void ratelimit_key_note_failure(struct ratelimit_key *k, int status, const char *error_code,
+                                const struct ratelimit_response *resp, double now);
+
+/* ---- persistence and display ---- */
+
+/* Serialise the server-reported part of s into a short line (no newline) such as
+ * "rl1 req=4999/5000/1761031680.250/1761031620.000 tok=?/?/?/?": per dimension
+ * remaining/limit/reset/reported-at, '?' = unknown, times in epoch seconds (converted with
+ * now/now_epoch). Writes at most size bytes (NUL included).
+ * Returns the length it needed (like snprintf). */
+int ratelimit_state_save(const struct ratelimit_state *s, double now, double now_epoch, char *out,
+                         size_t size);
+
+/* Load a line written by ratelimit_state_save() into s (configured rpm/tpm and buckets are kept;
+ * resets already past are applied). Returns 0, or -1 for a malformed line (s unchanged). */
+int ratelimit_state_load(struct ratelimit_state *s, const char *line, size_t len, double now,
+                         double now_epoch);
+
+/* Status-bar text such as "req 4999/5000 tok 159k/160k reset 6m0s" ('?' for unknown fields;
+ * reset = the later of the pending resets), or "" when the server never sent any rate-limit
+ * header. Writes at most size bytes; returns buf. */
+char *ratelimit_format(const struct ratelimit_state *s, double now, char *buf, size_t size);
+
+/* Format a duration the way the status bar does ("20ms", "1.2s", "12s", "6m0s", "1h2m3s";
+ * whole seconds and milliseconds round up, so a pending wait never shows as 0) into buf[size];
+ * returns buf. */
+char *ratelimit_format_duration(double secs, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,291 @@
+/* store.h - the SQLite store: conversations, messages (streamed in batches), full-text search,
+ * statistics, the response cache, summaries and quota state.
+ *
+ * One `struct store` is one connection; use it from one thread at a time. Several processes may
+ * share the database file (WAL, busy timeout, BEGIN IMMEDIATE with retry). Nothing here prints:
+ * a failing call returns -1 (or NULL) and store_error() tells why. No function takes an API key,
+ * and none ever writes one.
+ *
+ * Times: `created`/`updated` are unix seconds (store_set_clock() can replace the clocks for
+ * tests). Token counts are -1 when unknown, durations are REAL seconds and < 0 when unknown.
+ *
+ * Search query language (store_search): the query is split into terms at white space; a term
+ * is a substring to find, case-insensitively, anywhere in a message's content, and a message
+ * must contain every term (AND). "double quotes" group words, spaces included, into one term
+ * (an unbalanced quote runs to the end of the query). Nothing else is special: AND, OR, NOT,
+ * NEAR, *, -, :, ( ) are searched for literally. Terms of 3 or more characters use the FTS5
+ * trigram index and rank by bm25; a query whose terms are all 1-2 characters scans the newest
+ * messages instead (ranked newest first). Answers still streaming are not indexed yet. */
+#ifndef TT_STORE_H
+#define TT_STORE_H
+#include <stddef.h>
+#include <stdint.h>
+
+#define STORE_SCHEMA_VERSION 2
+#define STORE_NOT_FOUND 1                       /* returned by lookups of a missing id */
+#define STORE_CACHE_KEY_LEN 32                  /* SHA-256 */
+#define STORE_CACHE_DEFAULT_TTL (7 * 24 * 3600) /* seconds */
+#define STORE_CACHE_DEFAULT_MAX ((int64_t)100 * 1024 * 1024) /* bytes */
+#define STORE_BATCH_INTERVAL 0.25               /* seconds between streaming commits */
+
+struct store;
+
+enum store_status {
+    STORE_STREAMING,
+    STORE_COMPLETE,
+    STORE_CANCELLED,
+    STORE_ERROR,
+    STORE_TRUNCATED,
+    STORE_INTERRUPTED,
+};
+
+/* What store_open() did, for the caller to tell the user. */
+struct store_open_info {
+    int created;         /* 1 when the file was new */
+    unsigned old_mode;   /* permission bits before, when they were looser than 0600 */
+    int mode_fixed;      /* 1 when the file's mode was tightened to 0600 */
+    int from_version;    /* schema version found (0 for a new file) */
+    int version;         /* schema version now (STORE_SCHEMA_VERSION) */
+    int recovered;       /* answers left 'streaming' by a dead process, now 'interrupted' */
+};
+
+/* Per-message facts other than the text. Any pointer may be NULL. */
+struct store_msg_info {
+    const char *model;
+    const char *profile;
+    const char *host; /* server host name only, never a URL with credentials, never a key */
+    int cached;       /* 1 when the answer was replayed from the response cache */
+};
+
+struct store_usage {
+    int64_t prompt_tokens, completion_tokens, total_tokens; /* -1 = unknown */
+};
+
+struct store_timings {
+    double ttft, total, tokens_per_s, dns, connect, tls; /* seconds; < 0 = unknown */
+};
+
+struct store_message {
+    int64_t id, conversation_id;
+    char *role; /* "system", "user", "assistant" or "tool" */
+    char *content;
+    size_t content_len;
+    char *reasoning, *model, *profile, *host, *finish_reason, *error; /* NULL when unset */
+    enum store_status status;
+    struct store_usage usage;
+    struct store_timings timings;
+    int cached;
+    int64_t created;
+};
+
+struct store_conversation {
+    int64_t id;
+    char *title, *system_prompt, *model, *profile; /* NULL when unset */
+    int64_t created, updated;
+    int64_t message_count;
+    struct store_message *messages; /* oldest first; NULL/0 in list results */
+    size_t n_messages;
+};
+
+struct store_hit {
+    int64_t conversation_id, message_id;
+    char *title, *role, *model; /* NULL when unset */
+    int64_t created;
+    double rank;   /* bm25 (lower is better); 0 for a short-term scan */
+    char *snippet; /* text around the match with the caller's markers */
+};
+
+struct store_search_opts {
+    const char *model;         /* only messages with this model (NULL: any) */
+    int64_t since, until;      /* created in [since, until); 0 = unbounded */
+    int limit;                 /* 0 = 20 */
+    const char *open, *close;  /* highlight markers (NULL: "[" and "]") */
+    int snippet_chars;         /* characters of context in a snippet (0 = 80) */
+};
+
+struct store_model_stat {
+    char *model; /* "(unknown)" when the answer has none */
+    int64_t answers, prompt_tokens, completion_tokens, total_tokens;
+};
+
+struct store_day_stat {
+    char day[11]; /* YYYY-MM-DD, local time */
+    int64_t answers, prompt_tokens, completion_tokens, total_tokens;
+};
+
+struct store_stats {
+    int64_t conversations, messages, answers, cached_answers;
+    int64_t by_status[STORE_INTERRUPTED + 1]; /* answers per enum store_status */
+    struct store_model_stat *models;          /* most tokens first */
+    size_t n_models;
+    struct store_day_stat *days; /* oldest first */
+    size_t n_days;
+    /* Over uncached answers that have the timing; < 0 when there is none. */
+    double ttft_p50, ttft_p95, tps_p50, tps_p95;
+    double cache_hit_rate; /* cached_answers / answers (0 without answers) */
+};
+
+struct store_cache_entry {
+    char *content, *reasoning, *model, *finish_reason; /* reasoning/model/finish may be NULL */
+    struct store_usage usage;
+    int64_t created, last_used, hits, size;
+};
+
+struct store_cache_stats {
+    int64_t entries, bytes, max_bytes, ttl, hits;
+    int64_t oldest, newest; /* created times; 0 when empty */
+};
+
+struct store_summary {
+    int64_t conversation_id, first_message_id, last_message_id;
+    char *text, *model; /* model may be NULL */
+    int64_t tokens;     /* -1 = unknown */
+    int64_t created;
+};
+
+/* Rate-limit state of one API key, known to the store only by its label ("work", "key2"). */
+struct store_quota {
+    int64_t limit_requests, remaining_requests; /* -1 = unknown */
+    int64_t limit_tokens, remaining_tokens;     /* -1 = unknown */
+    double reset_requests, reset_tokens;        /* unix seconds (fractional); < 0 = unknown */
+    double blocked_until;                       /* unix seconds; < 0 = not blocked */
+    char *extra;                                /* free-form (e.g. JSON) or NULL */
+    int64_t updated;
+};
+
+/* Open (creating with mode 0600 and its parent directory with 0700 when missing) and migrate
+ * the database at path, then mark answers left 'streaming' by dead processes 'interrupted'.
+ * info (may be NULL) receives what was done. Returns the store, or NULL with *err set to a
+ * message for the user (caller frees) - e.g. when the file is not a tokterm database, is
+ * read-only, or comes from a newer tokterm. */
+struct store *store_open(const char *path, struct store_open_info *info, char **err);
+/* Commit text still buffered, mark this handle's unfinished answers 'interrupted', close. */
+void store_close(struct store *st);
+/* Message of the last failure on st; valid until the next call on st. Never NULL. */
+const char *store_error(const struct store *st);
+
+/* Replace the clocks (monotonic seconds for batching, unix seconds for timestamps); NULL
+ * restores util_now()/util_epoch(). For tests and benchmarks. */
+void store_set_clock(struct store *st, double (*mono)(void *), int64_t (*epoch)(void *), void *ud);
+/* Schema version of the open database. */
+int store_schema_version(struct store *st);
+
+/* "complete", "streaming", ... for a status; "?" when out of range. */
+const char *store_status_name(enum store_status s);
+/* Status for a name, or -1. */
+int store_status_parse(const char *name);
+
+/* Mark every answer still 'streaming' whose writing process is gone as 'interrupted' (tokterm
+ * was killed mid-stream). Returns how many, or -1. store_open() already calls it. */
+int store_recover(struct store *st);
+
+/* New conversation; title may be NULL (it is then taken from the first user message). Returns
+ * its id (> 0) or -1. */
+int64_t store_conversation_new(struct store *st, const char *title, const char *system_prompt,
+                               const char *model, const char *profile);
+/* Change the title. Returns 0, STORE_NOT_FOUND or -1. */
+int store_conversation_rename(struct store *st, int64_t id, const char *title);
+/* Change the system prompt, model and profile (NULL leaves that field alone). 0, 1 or -1. */
+int store_conversation_update(struct store *st, int64_t id, const char *system_prompt,
+                              const char *model, const char *profile);
+/* Delete a conversation with its messages and summaries. Returns 0, STORE_NOT_FOUND or -1. */
+int store_conversation_delete(struct store *st, int64_t id);
+/* Load a conversation and all its messages (oldest first) into *out (free with
+ * store_conversation_free). Returns 0, STORE_NOT_FOUND or -1. */
+int store_conversation_load(struct store *st, int64_t id, struct store_conversation **out);
+/* Newest (last updated) conversations first, at most limit (<= 0: all), without messages.
+ * *out is an array of *n (free with store_conversation_list_free). Returns 0 or -1. */
+int store_conversation_list(struct store *st, int limit, struct store_conversation **out,
+                            size_t *n);
+/* Ids of all conversations, oldest first (caller frees *ids). Returns 0 or -1. */
+int store_conversation_ids(struct store *st, int64_t **ids, size_t *n);
+void store_conversation_free(struct store_conversation *c);
+void store_conversation_list_free(struct store_conversation *list, size_t n);
+
+/* Add a finished message (a user prompt: call it before the request leaves) and commit it at
+ * once. role: "system", "user", "assistant" or "tool". content is len bytes (raw, as received).
+ * The first user message titles an untitled conversation. Returns the message id or -1. */
+int64_t store_message_add(struct store *st, int64_t conversation_id, const char *role,
+                          const char *content, size_t len, const struct store_msg_info *info);
+/* Commit an empty assistant answer with status 'streaming'. Returns its id or -1. */
+int64_t store_message_begin(struct store *st, int64_t conversation_id,
+                            const struct store_msg_info *info);
+/* Buffer len bytes of answer text (or of reasoning with the _reasoning variant) and commit
+ * every buffered text in one transaction once STORE_BATCH_INTERVAL has passed since the last
+ * commit. Returns 1 when it committed, 0 when it only buffered, -1 on error. */
+int store_message_append(struct store *st, int64_t msg_id, const char *text, size_t len);
+int store_message_append_reasoning(struct store *st, int64_t msg_id, const char *text,
+                                   size_t len);
+/* Commit buffered text of msg_id now (0: of every streaming answer). Returns 0 or -1. */
+int store_message_flush(struct store *st, int64_t msg_id);
+/* Monotonic time (store clock) by which buffered text should be committed - call
+ * store_message_flush(st, 0) then; 0 when nothing is buffered. For a poll() timeout. */
+double store_flush_deadline(const struct store *st);
+/* Commit buffered text and the final facts of an answer: status (not STORE_STREAMING),
+ * finish_reason, usage, timings and error (each may be NULL). Returns 0, STORE_NOT_FOUND or
+ * -1. */
+int store_message_finish(struct store *st, int64_t msg_id, enum store_status status,
+                         const char *finish_reason, const struct store_usage *usage,
+                         const struct store_timings *timings, const char *error);
+/* Free the strings of a message (not m itself). */
+void store_message_clear(struct store_message *m);
+
+/* Full-text search (query language above). *out gets *n hits, best first (free with
+ * store_hits_free). An empty query is an error. Returns 0 or -1. */
+int store_search(struct store *st, const char *query, const struct store_search_opts *opts,
+                 struct store_hit **out, size_t *n);
+void store_hits_free(struct store_hit *hits, size_t n);
+
+/* Statistics over answers created in [since, until) (0 = unbounded). Free with
+ * store_stats_clear. Returns 0 or -1. */
+int store_stats(struct store *st, int64_t since, int64_t until, struct store_stats *out);
+void store_stats_clear(struct store_stats *s);
+
+/* SHA-256 of a canonical request text: the response-cache key. */
+void store_cache_key(const char *canonical, size_t len, unsigned char key[STORE_CACHE_KEY_LEN]);
+/* Set the cache's time to live (seconds, 0 = forever) and size cap (bytes, 0 = unlimited).
+ * Defaults: STORE_CACHE_DEFAULT_TTL, STORE_CACHE_DEFAULT_MAX. */
+void store_cache_set_limits(struct store *st, int64_t ttl, int64_t max_bytes);
+/* Look up a cached answer younger than the TTL; a hit refreshes its last use. Returns 0 and
+ * fills *out (free with store_cache_entry_clear), STORE_NOT_FOUND on a miss, or -1. */
+int store_cache_get(struct store *st, const unsigned char key[STORE_CACHE_KEY_LEN],
+                    struct store_cache_entry *out);
+/* Cache a complete answer: status must be STORE_COMPLETE and finish_reason must not be
+ * "length", "content_filter" or "error" (else -1: refused). Replaces an entry with the same
+ * key, drops expired entries and evicts least recently used ones above the size cap. reasoning,
+ * model, finish_reason and usage may be NULL. Returns 0 or -1. */
+int store_cache_put(struct store *st, const unsigned char key[STORE_CACHE_KEY_LEN],
+                    enum store_status status, const char *content, const char *reasoning,
+                    const char *model, const char *finish_reason,
+                    const struct store_usage *usage);
+/* Entry count, bytes, limits, total hits. Returns 0 or -1. */
+int store_cache_stats(struct store *st, struct store_cache_stats *out);
+/* Drop every cached answer. Returns the number dropped or -1. */
+int64_t store_cache_clear(struct store *st);
+void store_cache_entry_clear(struct store_cache_entry *e);
+
+/* Store (replace) the summary of messages first_id..last_id of a conversation. model may be
+ * NULL, tokens -1. Returns 0 or -1. */
+int store_summary_put(struct store *st, int64_t conversation_id, int64_t first_id,
+                      int64_t last_id, const char *text, const char *model, int64_t tokens);
+/* The summary of exactly that range into *out (free with store_summary_clear). Returns 0,
+ * STORE_NOT_FOUND or -1. */
+int store_summary_get(struct store *st, int64_t conversation_id, int64_t first_id,
+                      int64_t last_id, struct store_summary *out);
+/* All summaries of a conversation, by last_message_id then first_message_id (free with
+ * store_summaries_free). Returns 0 or -1. */
+int store_summary_list(struct store *st, int64_t conversation_id, struct store_summary **out,
+                       size_t *n);
+void store_summary_clear(struct store_summary *s);
+void store_summaries_free(struct store_summary *list, size_t n);
+
+/* Save the rate-limit state of profile + key label (a name, never the key: a label that looks
+ * like a secret is refused). Returns 0 or -1. */
+int store_quota_put(struct store *st, const char *profile, const char *key_label,
+                    const struct store_quota *q);
+/* Load it into *out (free with store_quota_clear). Returns 0, STORE_NOT_FOUND or -1. */
+int store_quota_get(struct store *st, const char *profile, const char *key_label,
+                    struct store_quota *out);
+void store_quota_clear(struct store_quota *q);
+
+#endif

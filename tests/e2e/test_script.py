@@ -1,0 +1,252 @@
+#!/usr/bin/env python3
+"""End-to-end tests of scripted mode: the real binary against the fake server. Prints TAP."""
+
+import sys
+
+sys.dont_write_bytecode = True
+
+import json  # noqa: E402
+import os  # noqa: E402
+import pty  # noqa: E402
+import select  # noqa: E402
+import signal  # noqa: E402
+import subprocess  # noqa: E402
+import time  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ttlib  # noqa: E402
+
+t = ttlib.Tap()
+KEY = ttlib.TEST_KEY
+
+
+def run(srv, spec, args, **kw):
+    env = dict(kw.pop("env", {}) or {})
+    env.setdefault("OPENAI_BASE_URL", srv.base(spec))
+    return ttlib.run_tokterm(args, env=env, **kw)
+
+
+def no_key_leak(out, err, name):
+    t.ok(KEY.encode() not in out and KEY.encode() not in err, name + ": key never printed")
+
+
+FIXTURES = {
+    # fixture: (exit code, stdout, a piece of stderr or None)
+    "openai_length.sse": (6, '{"\n', "cut at the token limit"),
+    "azure_filter.sse": (0, "Hallo Welt!\n", None),
+    "deepseek_keepalive.sse": (0, "你好！有什么可以帮你的吗？😊\n", None),
+    "llamacpp_reasoning.sse": (0, "OK\n", None),
+    "ollama_reasoning.sse": (6, "Hi there\n", "cut at the token limit"),
+    "llamacpp_old_error.sse": (3, "", "exceeds the available context size"),
+    "openrouter_midstream_error.sse": (3, "Partial ans\n", "Provider disconnected unexpectedly"),
+}
+
+with ttlib.FakeServer() as srv:
+    # --- every fixture, whole and one byte per write ---
+    for fx, (code, out_want, err_piece) in FIXTURES.items():
+        for chunk in ("event", "byte"):
+            rc, out, err = run(srv, "replay=%s,chunk=%s" % (fx, chunk), ["-p", "hi"])
+            name = "%s (chunk=%s)" % (fx, chunk)
+            t.eq(rc, code, name + ": exit code")
+            t.eq(out.decode("utf-8", "replace"), out_want, name + ": stdout")
+            if err_piece:
+                t.ok(err_piece in err.decode("utf-8", "replace"), name + ": stderr explains",
+                     err.decode("utf-8", "replace"))
+            else:
+                t.eq(err.decode("utf-8", "replace"), "", name + ": stderr quiet")
+    rc, out, err = run(srv, "replay=deepseek_keepalive.sse", ["--reasoning", "-p", "hi"])
+    t.eq(err.decode(), "Okay, the user greets.\n", "--reasoning sends reasoning to stderr")
+    t.ok(b"Okay" not in out, "reasoning never on stdout")
+
+    # --- the request that leaves ---
+    before = len(srv.requests())
+    rc, out, err = run(srv, "", ["-m", "test-model", "-s", "be terse", "--max-tokens", "33",
+                                 "--temperature", "0.3", "-p", "what is 2+2"])
+    req = srv.requests()[before]
+    body = req["body"]
+    t.eq(rc, 0, "echo: exit 0")
+    t.eq(out.decode(), "what is 2+2\n", "echo: answer streamed to stdout with a final newline")
+    t.eq(body["model"], "test-model", "request: model")
+    t.eq(body["messages"], [{"role": "system", "content": "be terse"},
+                            {"role": "user", "content": "what is 2+2"}], "request: messages")
+    t.eq(body.get("stream"), True, "request: stream true")
+    t.eq(body.get("stream_options"), {"include_usage": True}, "request: include_usage")
+    t.eq(body.get("max_tokens"), 33, "request: max_tokens")
+    t.ok(abs(body.get("temperature", 0) - 0.3) < 1e-9, "request: temperature")
+    t.ok(req["path"].endswith("/v1/chat/completions"), "request: path is BASE/chat/completions")
+    auth = req["headers"].get("authorization", "")
+    t.eq(auth, "<redacted len=%d>" % len("Bearer " + KEY), "request: Bearer key sent")
+    no_key_leak(out, err, "echo")
+    rc, out, err = run(srv, "", ["--no-usage", "-p", "x"])
+    t.ok("stream_options" not in srv.requests()[-1]["body"], "--no-usage drops stream_options")
+
+    # --- stdin ---
+    rc, out, err = run(srv, "", [], stdin="from stdin only\n")
+    t.eq((rc, out.decode()), (0, "from stdin only\n"), "prompt from stdin when it is a pipe")
+    rc, out, err = run(srv, "", ["-p", "review this"], stdin="diff --git a b\n+x\n")
+    t.eq(srv.requests()[-1]["body"]["messages"][-1]["content"], "review this\n\ndiff --git a b\n+x\n",
+         "-p plus stdin: stdin appended as context")
+    rc, out, err = run(srv, "", ["explain", "these", "words"])
+    t.eq(srv.requests()[-1]["body"]["messages"][-1]["content"], "explain these words",
+         "positional words are the prompt")
+    rc, out, err = run(srv, "", [], stdin="   \n")
+    t.eq(rc, 2, "empty prompt: exit 2")
+    t.ok(b"empty" in err, "empty prompt: message")
+
+    # --- --json ---
+    rc, out, err = run(srv, "replay=llamacpp_reasoning.sse", ["--json", "-p", "hi"])
+    try:
+        j = json.loads(out)
+    except ValueError:
+        j = {}
+    t.eq(rc, 0, "--json: exit 0")
+    t.eq(j.get("content"), "OK", "--json: content")
+    t.eq(j.get("reasoning"), "Thinking Process", "--json: reasoning")
+    t.eq(j.get("finish_reason"), "stop", "--json: finish_reason")
+    t.eq(j.get("model"), "carnice", "--json: model from the stream")
+    t.eq((j.get("usage") or {}).get("completion_tokens"), 191, "--json: usage")
+    t.ok(isinstance(j.get("timings", {}).get("ttft_s"), float), "--json: timings.ttft_s")
+    t.ok("connection_reused" in j, "--json: connection_reused")
+    t.eq(out.count(b"\n"), 1, "--json: exactly one line")
+
+    # --- connection reuse: two turns in one process ---
+    before = len(srv.requests())
+    rc, out, err = run(srv, "", ["--json", "-p", "first turn", "-p", "second turn"])
+    lines = [json.loads(x) for x in out.decode().splitlines() if x.strip()]
+    reqs = srv.requests()[before:]
+    t.eq(rc, 0, "two turns: exit 0")
+    t.eq(len(reqs), 2, "two turns: two requests")
+    t.ok(len(reqs) == 2 and reqs[0]["conn"] == reqs[1]["conn"], "two turns: one TCP connection")
+    t.ok(len(reqs) == 2 and reqs[1]["conn_req"] == 2, "two turns: second request reuses it")
+    t.eq([x.get("connection_reused") for x in lines], [False, True],
+         "two turns: --json reports new then reused")
+    t.eq([m["role"] for m in reqs[1]["body"]["messages"]] if len(reqs) == 2 else None,
+         ["user", "assistant", "user"], "two turns: history carries the first answer")
+    rc, out, err = run(srv, "", ["-p", "one", "-p", "two"])
+    t.eq(out.decode(), "one\n\ntwo\n", "two turns as text: answers separated by a blank line")
+
+    # --- HTTP errors ---
+    rc, out, err = run(srv, "status=401,error=Incorrect%20API%20key%20provided,code=invalid_api_key",
+                       ["-p", "hi"])
+    t.eq(rc, 3, "401: exit 3")
+    t.ok(b"HTTP 401" in err and b"Incorrect API key provided" in err, "401: status and message",
+         err.decode())
+    no_key_leak(out, err, "401")
+    rc, out, err = run(srv, "status=429,error=You%20exceeded%20your%20current%20quota,code=insufficient_quota",
+                       ["-p", "hi"])
+    t.ok(rc == 3 and b"insufficient_quota" in err, "429 insufficient_quota: exit 3 with the code",
+         err.decode())
+    rc, out, err = run(srv, "status=502,ctype=text/html,body=proxy_502.html", ["-p", "hi"])
+    t.eq(rc, 3, "502 HTML: exit 3")
+    t.ok(b"HTTP 502" in err and b"502 Bad Gateway" in err and b"proxy" in err,
+         "502 HTML page: status, title, and a hint that a proxy answered", err.decode())
+
+    # --- network failures and truncation ---
+    rc, out, err = run(srv, "gen=50,chunk=event,drop_after=900", ["-p", "hi"])
+    t.eq(rc, 5, "drop mid-answer: exit 5 (truncated)")
+    t.ok(out.startswith(b"tok") and out.endswith(b"\n"), "drop mid-answer: partial text kept",
+         repr(out[:80]))
+    t.ok(b"incomplete" in err, "drop mid-answer: says the answer is incomplete", err.decode())
+    rc, out, err = run(srv, "gen=5,chunk=event,drop_after=0", ["-p", "hi"])
+    t.eq(rc, 4, "drop before any byte: exit 4 (network)")
+    rc, out, err = run(srv, "hang=1,stall_s=5", ["--idle-timeout", "1", "-p", "hi"])
+    t.eq(rc, 4, "server never answers: idle watchdog, exit 4")
+    t.ok(b"idle timeout" in err, "idle watchdog message", err.decode())
+    t0 = time.time()
+    rc, out, err = run(srv, "gen=3,keepalive_ms=100,stall_s=6", ["--idle-timeout", "1", "-p", "hi"])
+    took = time.time() - t0
+    t.eq(rc, 4, "keep-alive comments forever after the role chunk: watchdog fires, exit 4")
+    t.ok(b"idle timeout" in err, "keep-alive: idle timeout message", err.decode())
+    t.ok(took < 4, "keep-alive comments do not reset the watchdog (%.1fs)" % took)
+    rc, out, err = run(srv, "gen=3,stall_after=10", ["--idle-timeout", "1", "-p", "hi"])
+    t.ok(rc in (4, 5), "stall: ends with a network/truncated code (%d)" % rc)
+    rc, out, err = ttlib.run_tokterm(["-p", "hi"], env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"})
+    t.eq(rc, 4, "port nobody listens on: exit 4")
+    t.ok(b"onnect" in err, "connection refused explained", err.decode())
+    rc, out, err = run(srv, "gen=20,chunk=event", ["-p", "hi"])
+    rc2, out2, err2 = run(srv, "json=1", ["-p", "whole answer please"])
+    t.eq((rc2, out2.decode()), (0, "whole answer please\n"),
+         "application/json answer to a stream request is still shown")
+
+    # --- cancel with SIGINT: partial kept, exit 130 ---
+    env = ttlib.clean_env(env={"OPENAI_BASE_URL": srv.base("gen=200,delay_ms=20")})
+    p = subprocess.Popen([ttlib.tokterm_path(), "-p", "hi"], env=env, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    got = b""
+    deadline = time.time() + 10
+    while b"tok5" not in got and time.time() < deadline:
+        r, _, _ = select.select([p.stdout], [], [], 0.5)
+        if r:
+            got += os.read(p.stdout.fileno(), 4096)
+    p.send_signal(signal.SIGINT)
+    rest, err = p.communicate(timeout=10)
+    got += rest
+    t.eq(p.returncode, 130, "SIGINT: exit 130")
+    t.ok(got.startswith(b"tok0") and b"tok199" not in got, "SIGINT: partial answer kept")
+    t.ok(b"cancelled" in err, "SIGINT: says cancelled", err.decode())
+
+    # --- escape sequences: exact bytes to a pipe, neutralised on a terminal ---
+    evil = "A%1B%5D0%3Bpwned%07B%1B%5B2J%C2%9BC"
+    rc, out, err = run(srv, "reply=" + evil, ["-p", "hi"])
+    t.eq(out, b"A\x1b]0;pwned\x07B\x1b[2J\xc2\x9bC\n", "pipe: model bytes passed through exactly")
+    env = ttlib.clean_env(env={"OPENAI_BASE_URL": srv.base("reply=" + evil)})
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execve(ttlib.tokterm_path(), [ttlib.tokterm_path(), "-p", "hi"], env)
+    buf = b""
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        buf += chunk
+    _, status = os.waitpid(pid, 0)
+    t.ok(b"\x1b" not in buf and b"\xc2\x9b" not in buf, "terminal: no ESC or C1 reaches it",
+         repr(buf))
+    t.ok(b"^[]0;pwned^GB^[[2J<U+009B>C" in buf, "terminal: sequences shown visibly", repr(buf))
+
+    # --- no key: a clear message, and a local server offered ---
+    rc, out, err = ttlib.run_tokterm(["-p", "hi"], env={"OPENAI_API_KEY": None,
+                                                        "TOKTERM_LOCAL_PROBE": "Ollama=" + srv.base()})
+    t.eq(rc, 2, "no key: exit 2")
+    t.ok(b"OPENAI_API_KEY" in err and b"OPENAI_BASE_URL" in err and b"profile" in err,
+         "no key: says what to set", err.decode())
+    t.ok(b"A local Ollama server answers at " + srv.base().encode() in err,
+         "no key: offers the local server that answers", err.decode())
+    rc, out, err = ttlib.run_tokterm(["-p", "keyless"], env={"OPENAI_API_KEY": None,
+                                                             "OPENAI_BASE_URL": srv.base()})
+    t.eq((rc, out), (0, b"keyless\n"), "local server needs no key")
+    t.ok("authorization" not in srv.requests()[-1]["headers"], "keyless: no Authorization header")
+
+    # --- config file: profiles, api_key_cmd, garbage ---
+    home = ttlib.make_home()
+    cfgdir = os.path.join(home, ".config", "tokterm")
+    os.makedirs(cfgdir)
+    with open(os.path.join(cfgdir, "config"), "w") as f:
+        f.write("[fake]\nbase_url = %s\nmodel = profile-model\napi_key_cmd = echo sk-from-cmd-123456\n"
+                % srv.base())
+    os.chmod(os.path.join(cfgdir, "config"), 0o600)
+    rc, out, err = ttlib.run_tokterm(["-P", "fake", "-p", "hi"], home=home,
+                                     env={"OPENAI_API_KEY": None, "OPENAI_BASE_URL": None})
+    r = srv.requests()[-1]
+    t.eq(rc, 0, "profile: exit 0")
+    t.eq(r["body"]["model"], "profile-model", "profile: model")
+    t.eq(r["headers"].get("authorization"), "<redacted len=%d>" % len("Bearer sk-from-cmd-123456"),
+         "profile: key from api_key_cmd")
+    with open(os.path.join(cfgdir, "config"), "w") as f:
+        f.write("model = x\n\x01\x02 garbage line\n")
+    rc, out, err = ttlib.run_tokterm(["-p", "hi"], home=home)
+    t.eq(rc, 2, "garbage config: exit 2")
+    t.ok(b"config:2:" in err, "garbage config: file and line named", err.decode())
+    rc, out, err = ttlib.run_tokterm(["--frobnicate"])
+    t.eq(rc, 2, "unknown option: exit 2")
+    rc, out, err = ttlib.run_tokterm(["--help"])
+    t.ok(rc == 0 and b"Exit status" in out and b"count" in out, "--help lists exit codes and subcommands")
+    rc, out, err = ttlib.run_tokterm(["--version"])
+    t.ok(rc == 0 and b"libcurl" in out and b"SQLite" in out, "--version names library versions")
+    rc, out, err = run(srv, "", ["--insecure", "-p", "hi"])
+    t.ok(b"--insecure" in err, "--insecure warns", err.decode())
+
+sys.exit(t.done())

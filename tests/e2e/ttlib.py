@@ -1,0 +1,506 @@
+"""Helpers for tokterm's end-to-end tests (Python 3 standard library only).
+
+    import sys; sys.dont_write_bytecode = True   # keep __pycache__ out of the source tree
+    import ttlib
+    t = ttlib.Tap()
+    with ttlib.FakeServer() as srv:
+        rc, out, err = ttlib.run_tokterm(["--base-url", srv.base("reply=hi"), "-p", "x"])
+        t.eq(rc, 0, "exit status")
+        t.eq(srv.requests()[-1]["body"]["stream"], True, "asked for a stream")
+    sys.exit(t.done())
+
+Pieces: FakeServer (tests/fake-openai/server.py on a free port), run_tokterm (the binary in a
+clean environment), Tap (TAP output for automake's tap-driver), Tmux (a private tmux server for
+terminal tests).
+"""
+
+import atexit
+import http.client
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def srcdir():
+    """The tests/ source directory: $srcdir when make check sets it, else next to this file."""
+    d = os.environ.get("srcdir")
+    if d and os.path.isdir(os.path.join(d, "fake-openai")):
+        return os.path.abspath(d)
+    return os.path.dirname(HERE)
+
+
+def fixtures_dir():
+    return os.path.join(srcdir(), "fixtures")
+
+
+def server_script():
+    return os.path.join(srcdir(), "fake-openai", "server.py")
+
+
+_TEMPS = []
+
+
+def _cleanup_temps():
+    for d in _TEMPS:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+atexit.register(_cleanup_temps)
+
+
+def tempdir(prefix="tt-e2e-"):
+    """A fresh temporary directory, removed when the test process exits."""
+    d = tempfile.mkdtemp(prefix=prefix)
+    _TEMPS.append(d)
+    return d
+
+
+# ---------------------------------------------------------------------------------------------
+# TAP
+
+class Tap:
+    """One test point per assertion; done() prints the plan and returns the exit status."""
+
+    def __init__(self):
+        self.n = 0
+        self.failed = 0
+
+    def _line(self, s):
+        sys.stdout.write(s + "\n")
+        sys.stdout.flush()
+
+    def diag(self, text):
+        for line in str(text).splitlines() or [""]:
+            self._line("# " + line)
+
+    def ok(self, cond, name, diag=""):
+        self.n += 1
+        name = str(name).replace("#", "\\#").replace("\n", " ")
+        self._line("%s %d - %s" % ("ok" if cond else "not ok", self.n, name))
+        if not cond:
+            self.failed += 1
+            if diag:
+                self.diag(diag)
+        return bool(cond)
+
+    def eq(self, got, want, name):
+        return self.ok(got == want, name, "got:  %r\nwant: %r" % (got, want))
+
+    def skip(self, name, why):
+        self.n += 1
+        self._line("ok %d - %s # SKIP %s" % (self.n, str(name).replace("#", "\\#"), why))
+
+    def bail(self, why):
+        self._line("Bail out! %s" % why)
+        sys.exit(1)
+
+    def done(self):
+        self._line("1..%d" % self.n)
+        return 1 if self.failed else 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Fake server
+
+class FakeServer:
+    """Runs tests/fake-openai/server.py on a free loopback port with a log in a temp dir."""
+
+    def __init__(self, default_spec="", startup_timeout=10.0, extra_args=()):
+        self.default_spec = default_spec
+        self.startup_timeout = startup_timeout
+        self.extra_args = list(extra_args)
+        self.proc = None
+        self.port = None
+        self.dir = None
+        self.log_path = None
+        self.returncode = None
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+    def start(self):
+        self.dir = tempdir("tt-fake-")
+        self.log_path = os.path.join(self.dir, "requests.jsonl")
+        port_file = os.path.join(self.dir, "port")
+        cmd = [sys.executable, server_script(), "--port", "0", "--port-file", port_file,
+               "--log", self.log_path, "--fixtures", fixtures_dir()]
+        if self.default_spec:
+            cmd += ["--default-spec", self.default_spec]
+        cmd += self.extra_args
+        with open(os.path.join(self.dir, "stderr"), "wb") as errf:
+            self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=errf)
+        deadline = time.monotonic() + self.startup_timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("fake server exited with %s: %s"
+                                   % (self.proc.returncode, self.stderr()))
+            if os.path.exists(port_file):
+                with open(port_file) as f:
+                    self.port = int(f.read().strip())
+                try:
+                    if self.get("/_health")[0] == 200:
+                        return
+                except OSError:
+                    pass
+            time.sleep(0.02)
+        self.stop()
+        raise RuntimeError("fake server did not start within %.0fs" % self.startup_timeout)
+
+    def stop(self, timeout=5.0):
+        """SIGTERM the server; returns its exit status (killed if it does not stop in time)."""
+        if self.proc is None:
+            return self.returncode
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.returncode = self.proc.returncode
+        self.proc = None
+        return self.returncode
+
+    def stderr(self):
+        try:
+            with open(os.path.join(self.dir, "stderr"), errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def base(self, spec=""):
+        """Base URL for a client: http://127.0.0.1:PORT/v1 or http://127.0.0.1:PORT/<spec>/v1."""
+        if spec:
+            return "http://127.0.0.1:%d/%s/v1" % (self.port, spec)
+        return "http://127.0.0.1:%d/v1" % self.port
+
+    def url(self, path):
+        return "http://127.0.0.1:%d%s" % (self.port, path)
+
+    def request(self, method, path, body=None, headers=None, timeout=10.0):
+        """One request on a fresh connection: (status, headers dict lower-cased, body bytes)."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        try:
+            data = None
+            hdrs = dict(headers or {})
+            if body is not None:
+                data = body if isinstance(body, bytes) else json.dumps(body).encode("utf-8")
+                hdrs.setdefault("Content-Type", "application/json")
+            conn.request(method, path, body=data, headers=hdrs)
+            r = conn.getresponse()
+            return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+        finally:
+            conn.close()
+
+    def get(self, path, **kw):
+        return self.request("GET", path, **kw)
+
+    def post(self, path, body, **kw):
+        return self.request("POST", path, body=body, **kw)
+
+    def queue(self, specs):
+        """Queue specs: the next chat requests use them in order instead of their URL spec."""
+        status, _, body = self.post("/_queue", list(specs))
+        if status != 200:
+            raise RuntimeError("queue rejected: %s" % body.decode("utf-8", "replace"))
+        return json.loads(body)["queued"]
+
+    def clear_queue(self):
+        self.request("DELETE", "/_queue")
+
+    def requests(self, all=False):
+        """Parsed log lines in arrival order: chat requests only, or every request."""
+        out = []
+        try:
+            with open(self.log_path, encoding="utf-8") as f:
+                for line in f:
+                    if line.strip():
+                        out.append(json.loads(line))
+        except FileNotFoundError:
+            return []
+        out.sort(key=lambda r: r["n"])
+        if all:
+            return out
+        return [r for r in out if r["method"] == "POST"
+                and urllib.parse.urlsplit(r["path"]).path.endswith("/chat/completions")]
+
+    def raw_log(self):
+        with open(self.log_path, "rb") as f:
+            return f.read()
+
+
+def sse_events(data):
+    """Split an SSE body (bytes) into events: a list of {"event": name or None, "data": text}.
+
+    Comments are skipped; an event's data lines are joined with newlines (WHATWG rules)."""
+    text = data.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
+    events, lines, name = [], [], None
+    for line in text.split("\n") + [""]:
+        if line == "":
+            if lines:
+                events.append({"event": name, "data": "\n".join(lines)})
+            lines, name = [], None
+            continue
+        if line.startswith(":"):
+            continue
+        field, _, value = line.partition(":")
+        if value.startswith(" "):
+            value = value[1:]
+        if field == "data":
+            lines.append(value)
+        elif field == "event":
+            name = value
+    return events
+
+
+def chunk_deltas(data):
+    """The JSON chunks of an OpenAI stream body (bytes), without the final [DONE]."""
+    return [json.loads(e["data"]) for e in sse_events(data) if e["data"] != "[DONE]"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Running the binary
+
+def tokterm_path():
+    """$TOKTERM (set by make check), else src/tokterm of an in-tree or current build."""
+    p = os.environ.get("TOKTERM")
+    if p:
+        return p
+    for cand in (os.path.join(HERE, "..", "..", "src", "tokterm"),
+                 os.path.join(os.getcwd(), "src", "tokterm")):
+        if os.path.exists(cand):
+            return os.path.abspath(cand)
+    return os.path.abspath(os.path.join(HERE, "..", "..", "src", "tokterm"))
+
+
+TEST_KEY = "sk-test-0123456789abcdefghijklmnopqrstuvwxyz"
+PASS_VARS = ("PATH", "TMPDIR", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "MSAN_OPTIONS",
+             "LD_LIBRARY_PATH")
+
+
+def make_home():
+    """A fresh directory for HOME and the XDG directories (removed at exit)."""
+    return tempdir("tt-home-")
+
+
+def clean_env(home=None, env=None):
+    """The environment tokterm runs in: private HOME/XDG dirs, a test key, LC_ALL=C.UTF-8.
+
+    env overrides it; a value of None removes the variable."""
+    home = home or make_home()
+    e = {k: os.environ[k] for k in PASS_VARS if k in os.environ}
+    e.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    e.update({
+        "HOME": home,
+        "XDG_CONFIG_HOME": os.path.join(home, ".config"),
+        "XDG_DATA_HOME": os.path.join(home, ".local", "share"),
+        "XDG_STATE_HOME": os.path.join(home, ".local", "state"),
+        "XDG_CACHE_HOME": os.path.join(home, ".cache"),
+        "OPENAI_API_KEY": TEST_KEY,
+        "LC_ALL": "C.UTF-8",
+        "LANG": "C.UTF-8",
+        "TERM": "dumb",
+    })
+    for k, v in (env or {}).items():
+        if v is None:
+            e.pop(k, None)
+        else:
+            e[k] = str(v)
+    return e
+
+
+def run_tokterm(args, stdin=None, env=None, timeout=30, home=None, cwd=None):
+    """Run tokterm with args; returns (exit code, stdout bytes, stderr bytes).
+
+    stdin: bytes/str fed to the process (else /dev/null). home: reuse a directory from
+    make_home() across runs (default: a fresh one). On timeout the process is killed and the
+    exit code is 124, as timeout(1) reports it."""
+    e = clean_env(home, env)
+    if isinstance(stdin, str):
+        stdin = stdin.encode("utf-8")
+    p = subprocess.Popen([tokterm_path()] + [str(a) for a in args], env=e, cwd=cwd,
+                         stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         start_new_session=True)
+    try:
+        out, err = p.communicate(stdin, timeout=timeout)
+        return p.returncode, out, err
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        out, err = p.communicate()
+        return 124, out, err + b"\n[ttlib: killed after %gs timeout]\n" % timeout
+
+
+# ---------------------------------------------------------------------------------------------
+# tmux
+
+def tmux_bin():
+    """The tmux to use, or None: $TMUX_BIN (empty = configure found none), else PATH."""
+    if "TMUX_BIN" in os.environ:
+        b = os.environ["TMUX_BIN"].strip()
+        if not b:
+            return None
+        return shutil.which(b) or (b if os.access(b, os.X_OK) else None)
+    return shutil.which("tmux")
+
+
+class Tmux:
+    """A private tmux server (tmux -L NAME -f /dev/null) with one window of width x height.
+
+    with Tmux(80, 24) as tm:
+        tm.run([tokterm_path()], clean_env())
+        tm.wait_for("> ", 5); tm.send("hello", "Enter"); print(tm.capture())
+    Check Tmux.available() first and t.skip() when it is False."""
+
+    _seq = 0
+
+    @staticmethod
+    def available():
+        return tmux_bin() is not None
+
+    def __init__(self, width=80, height=24, term="xterm-256color"):
+        self.width, self.height, self.term = width, height, term
+        self.bin = tmux_bin()
+        Tmux._seq += 1
+        self.name = "tt-%d-%d" % (os.getpid(), Tmux._seq)
+        self.target = "tt:0.0"
+        self.status_file = None
+        self.started = False
+
+    def __enter__(self):
+        if self.bin is None:
+            raise RuntimeError("tmux is not available (check Tmux.available())")
+        return self
+
+    def __exit__(self, *exc):
+        self.kill()
+        return False
+
+    def tmux(self, *args, check=True, env=None):
+        """Run one tmux command on the private socket; returns its stdout as text."""
+        e = env if env is not None else {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+        e = dict(e)
+        e.pop("TMUX", None)
+        e.setdefault("TERM", self.term)
+        r = subprocess.run([self.bin, "-L", self.name, "-f", "/dev/null"] + list(args),
+                           env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=10)
+        if check and r.returncode != 0:
+            raise RuntimeError("tmux %s: %s" % (args[0], r.stderr.decode(errors="replace")))
+        return r.stdout.decode("utf-8", "replace")
+
+    def run(self, cmd, env=None):
+        """Start cmd (a list of argv or a shell string) in the window, with environment env."""
+        if self.started:
+            raise RuntimeError("Tmux.run called twice")
+        env = dict(env if env is not None else clean_env())
+        env["TERM"] = self.term
+        if isinstance(cmd, str):
+            cmd = ["sh", "-c", cmd]
+        # tmux 3.3 sometimes marks a pane dead without ever filling #{pane_dead_status}, so a
+        # wrapper shell records the status in a file. It traps INT/QUIT with a command (not
+        # ignore), so the program still gets default signal handling and C-c reaches only it.
+        self.status_file = os.path.join(tempdir("tt-tmux-"), "status")
+        cmd = "trap : INT QUIT; %s; st=$?; echo $st > %s; exit $st" % (
+            " ".join(_shquote(c) for c in cmd), _shquote(self.status_file))
+        setenv = []
+        for k, v in sorted(env.items()):
+            setenv += ["-e", "%s=%s" % (k, v)]
+        self.tmux("start-server", ";",
+                  "set", "-g", "remain-on-exit", "on", ";",
+                  "set", "-g", "remain-on-exit-format", "", ";",
+                  "set", "-g", "status", "off", ";",
+                  "set", "-g", "escape-time", "0", ";",
+                  "set", "-g", "default-terminal", self.term, ";",
+                  "new-session", "-d", "-s", "tt", "-x", str(self.width), "-y", str(self.height),
+                  *setenv, cmd, env=env)
+        self.started = True
+
+    def send(self, *keys):
+        """send-keys: tmux key names ("Enter", "C-c", "Up") or text words."""
+        self.tmux("send-keys", "-t", self.target, *keys)
+
+    def send_text(self, text):
+        """Type text literally (no key-name lookup)."""
+        self.tmux("send-keys", "-t", self.target, "-l", text)
+
+    def resize(self, width, height):
+        self.width, self.height = width, height
+        self.tmux("resize-window", "-t", "tt", "-x", str(width), "-y", str(height))
+
+    def capture(self, escapes=False):
+        """The visible screen as text (capture-pane -p), one line per row."""
+        args = ["capture-pane", "-p", "-t", self.target]
+        if escapes:
+            args.append("-e")
+        return self.tmux(*args)
+
+    def wait_for(self, pattern, timeout=5.0):
+        """Poll the screen until pattern (a substring or a compiled regex) appears.
+
+        Returns the screen text, or None on timeout."""
+        deadline = time.monotonic() + timeout
+        while True:
+            screen = self.capture()
+            found = pattern.search(screen) if isinstance(pattern, re.Pattern) else pattern in screen
+            if found:
+                return screen
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.05)
+
+    def dead(self):
+        """None while the program runs, else its exit status as a shell reports it (128+N
+        when killed by signal N)."""
+        out = self.tmux("display-message", "-p", "-t", self.target,
+                        "#{pane_dead}:#{pane_dead_status}:#{pane_dead_signal}",
+                        check=False).strip().split(":")
+        if len(out) == 3 and out[0] == "1":
+            try:
+                with open(self.status_file) as f:
+                    return int(f.read().strip())
+            except (OSError, ValueError):
+                pass
+            if out[1].isdigit():
+                return int(out[1])
+            if out[2].isdigit():
+                return 128 + int(out[2])
+        return None  # running, or dead before tmux collected the status
+
+    def wait_exit(self, timeout=5.0):
+        """Wait for the program to end; returns its exit status or None on timeout."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            st = self.dead()
+            if st is not None:
+                return st
+            time.sleep(0.05)
+        return None
+
+    def kill(self):
+        if self.bin:
+            self.tmux("kill-server", check=False)
+        self.started = False
+
+
+def _shquote(s):
+    s = str(s)
+    if s and re.fullmatch(r"[A-Za-z0-9_@%+=:,./-]+", s):
+        return s
+    return "'" + s.replace("'", "'\\''") + "'"

@@ -1,0 +1,681 @@
+#!/usr/bin/env python3
+"""Fake OpenAI-compatible chat-completions server for tokterm's tests and benchmarks.
+
+Loopback HTTP/1.1 (keep-alive, chunked streams). The scenario is chosen per request by a spec
+segment in the URL path: a client pointed at http://127.0.0.1:PORT/<spec>/v1 posts to
+/<spec>/v1/chat/completions. See README.md next to this file for every spec key.
+
+Python 3 standard library only.
+"""
+
+import argparse
+import http.server
+import json
+import os
+import random
+import re
+import select
+import signal
+import socket
+import sys
+import threading
+import time
+import urllib.parse
+
+STOP = threading.Event()          # set on SIGTERM/SIGINT: every wait in a handler ends early
+DEFAULT_STALL_S = 30.0            # upper bound of stall_after / keepalive_ms / hang
+IDLE_TIMEOUT_S = 120.0            # an idle keep-alive connection is closed after this
+BIG_WRITE = 65536                 # pieces above this are framed with separate sendall() calls
+
+# Spec keys and how their values are parsed; anything else is answered with a 400 so that a
+# typo in a test shows up instead of being ignored.
+INT_KEYS = {"gen", "delay_ms", "first_delay_ms", "header_delay_ms", "status", "drop_after",
+            "stall_after", "keepalive_ms", "seed"}
+FLOAT_KEYS = {"stall_s"}
+FLAG_KEYS = {"close", "json", "hang", "rst"}
+STR_KEYS = {"replay", "reply", "chunk", "body", "error", "code", "type", "ctype", "raw",
+            "models"}
+# Routes a spec prefix may stand before; the spec is everything between the first "/" and
+# the route, so an unencoded "/" inside a value (ctype=text/html) is fine.
+ROUTES = ("/v1/chat/completions", "/chat/completions", "/v1/models", "/models")
+
+
+class SpecError(ValueError):
+    pass
+
+
+def spec_parse(text):
+    """Parse 'k=v,k2=v2' (values percent-encoded) into a dict with typed values."""
+    spec = {}
+    if not text:
+        return spec
+    for item in text.split(","):
+        if not item:
+            continue
+        key, sep, value = item.partition("=")
+        key = urllib.parse.unquote(key)
+        value = urllib.parse.unquote(value) if sep else "1"
+        if key.startswith("h.") and len(key) > 2:
+            spec.setdefault("headers", []).append([key[2:], value])
+            continue
+        try:
+            if key in INT_KEYS:
+                spec[key] = int(value)
+            elif key in FLOAT_KEYS:
+                spec[key] = float(value)
+            elif key in FLAG_KEYS:
+                spec[key] = value not in ("0", "", "false", "no")
+            elif key in STR_KEYS:
+                spec[key] = value
+            else:
+                raise SpecError("unknown spec key %r" % key)
+        except ValueError as e:
+            if isinstance(e, SpecError):
+                raise
+            raise SpecError("bad value %r for spec key %r" % (value, key)) from None
+    chunk = spec.get("chunk")
+    if chunk is not None and chunk not in ("whole", "line", "event", "byte", "random"):
+        if not chunk.isdigit() or int(chunk) <= 0:
+            raise SpecError("bad chunk mode %r" % chunk)
+    for k in ("replay", "body"):
+        if k in spec and ("/" in spec[k] or spec[k].startswith(".")):
+            raise SpecError("%s must name a file in the fixtures directory" % k)
+    return spec
+
+
+# ---------------------------------------------------------------------------------------------
+# Bodies
+
+EVENT_END = re.compile(rb"(?:\r\n|\r|\n)(?:\r\n|\r|\n)")
+LINE_END = re.compile(rb"\r\n|\r|\n")
+
+
+def split_after(data, pattern):
+    """Split bytes after each match of pattern; the pieces joined give data back."""
+    pieces = []
+    start = 0
+    for m in pattern.finditer(data):
+        pieces.append(data[start:m.end()])
+        start = m.end()
+    if start < len(data):
+        pieces.append(data[start:])
+    return pieces
+
+
+class Body:
+    """A response body plus (optionally) its pre-split SSE events."""
+
+    def __init__(self, data, events=None):
+        self.data = data
+        self.events = events
+
+    def pieces(self, spec):
+        mode = spec.get("chunk", "event")
+        data = self.data
+        if mode == "whole":
+            return [data] if data else []
+        if mode == "event":
+            return self.events if self.events is not None else split_after(data, EVENT_END)
+        if mode == "line":
+            return split_after(data, LINE_END)
+        if mode == "byte":
+            return [data[i:i + 1] for i in range(len(data))]
+        if mode == "random":
+            rng = random.Random(spec.get("seed", 0))
+            out, i = [], 0
+            while i < len(data):
+                n = rng.randint(1, 64)
+                out.append(data[i:i + n])
+                i += n
+            return out
+        n = int(mode)
+        return [data[i:i + n] for i in range(0, len(data), n)]
+
+
+def jdump(obj):
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+def sse_event(obj):
+    return b"data: " + jdump(obj).encode("utf-8") + b"\n\n"
+
+
+def chunk_obj(cid, created, model, delta=None, finish=None, usage=None):
+    if usage is not None:
+        return {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
+                "choices": [], "usage": usage}
+    return {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
+            "choices": [{"index": 0, "delta": delta if delta is not None else {},
+                         "logprobs": None, "finish_reason": finish}]}
+
+
+def stream_body(pieces, model, cid, created, usage):
+    """SSE stream: role delta, one content delta per piece, stop, usage, [DONE]."""
+    events = [sse_event(chunk_obj(cid, created, model, {"role": "assistant", "content": ""}))]
+    for p in pieces:
+        events.append(sse_event(chunk_obj(cid, created, model, {"content": p})))
+    events.append(sse_event(chunk_obj(cid, created, model, {}, "stop")))
+    events.append(sse_event(chunk_obj(cid, created, model, usage=usage)))
+    events.append(b"data: [DONE]\n\n")
+    return Body(b"".join(events), events)
+
+
+_GEN_CACHE = {}
+_GEN_LOCK = threading.Lock()
+
+
+def gen_body(n, model):
+    """N numbered deltas 'tokI ' in OpenAI chunk shape; built once per (N, model)."""
+    key = (n, model)
+    with _GEN_LOCK:
+        body = _GEN_CACHE.get(key)
+        if body is not None:
+            return body
+        cid = "chatcmpl-fakegen%d" % n
+        m = jdump(model)
+        head = ('data: {"id":"%s","object":"chat.completion.chunk","created":1700000000,'
+                '"model":%s,"choices":[{"index":0,"delta":{"content":"tok' % (cid, m))
+        tail = ' "},"logprobs":null,"finish_reason":null}]}\n\n'
+        events = [sse_event(chunk_obj(cid, 1700000000, model,
+                                      {"role": "assistant", "content": ""}))]
+        events.extend((head + str(i) + tail).encode("utf-8") for i in range(n))
+        events.append(sse_event(chunk_obj(cid, 1700000000, model, {}, "stop")))
+        events.append(sse_event(chunk_obj(cid, 1700000000, model, usage={
+            "prompt_tokens": 8, "completion_tokens": n, "total_tokens": n + 8})))
+        events.append(b"data: [DONE]\n\n")
+        body = Body(b"".join(events), events)
+        if len(_GEN_CACHE) > 16:
+            _GEN_CACHE.clear()
+        _GEN_CACHE[key] = body
+        return body
+
+
+def message_text(content):
+    """Text of a message content: a string, or the text parts of a content array."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for p in content:
+            if isinstance(p, dict) and isinstance(p.get("text"), str):
+                parts.append(p["text"])
+            elif isinstance(p, str):
+                parts.append(p)
+        return "".join(parts)
+    return ""
+
+
+def request_facts(body):
+    """(model, last user text, rough prompt tokens, wants_stream) of a request body."""
+    model, text, chars, nmsg, stream = "fake-model", "", 0, 0, False
+    if isinstance(body, dict):
+        if isinstance(body.get("model"), str) and body["model"]:
+            model = body["model"]
+        stream = body.get("stream") is True
+        msgs = body.get("messages")
+        if isinstance(msgs, list):
+            for m in msgs:
+                if not isinstance(m, dict):
+                    continue
+                t = message_text(m.get("content"))
+                chars += len(t)
+                nmsg += 1
+                if m.get("role") == "user":
+                    text = t
+    return model, text, (chars + 3) // 4 + 3 * nmsg, stream
+
+
+def split_text(text, size=4):
+    return [text[i:i + size] for i in range(0, len(text), size)]
+
+
+def error_type(status):
+    if status == 429:
+        return "requests"
+    if status >= 500:
+        return "server_error"
+    if status == 401:
+        return "invalid_request_error"
+    return "invalid_request_error"
+
+
+def error_json(status, message, etype=None, code=None):
+    return jdump({"error": {"message": message, "type": etype or error_type(status),
+                            "param": None, "code": code}}).encode("utf-8")
+
+
+# ---------------------------------------------------------------------------------------------
+# Server
+
+class State:
+    def __init__(self, fixtures, log_path, default_spec):
+        self.fixtures = fixtures
+        self.default_spec = default_spec
+        self.lock = threading.Lock()
+        self.log_lock = threading.Lock()
+        self.log = open(log_path, "a", encoding="utf-8") if log_path else None
+        self.nreq = 0
+        self.nconn = 0
+        self.queue = []
+
+    def next_conn(self):
+        with self.lock:
+            self.nconn += 1
+            return self.nconn
+
+    def next_req(self):
+        with self.lock:
+            self.nreq += 1
+            return self.nreq
+
+    def pop_queue(self):
+        with self.lock:
+            return self.queue.pop(0) if self.queue else None
+
+    def write_log(self, rec):
+        if not self.log:
+            return
+        line = json.dumps(rec, ensure_ascii=False) + "\n"
+        with self.log_lock:
+            self.log.write(line)
+            self.log.flush()
+
+    def fixture(self, name):
+        with open(os.path.join(self.fixtures, name), "rb") as f:
+            return f.read()
+
+
+REDACT = {"authorization", "api-key", "x-api-key", "proxy-authorization"}
+
+
+class ClientGone(Exception):
+    pass
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "fake-openai/1"
+    sys_version = ""
+    disable_nagle_algorithm = True
+    timeout = IDLE_TIMEOUT_S
+
+    def setup(self):
+        super().setup()
+        self.conn_id = self.server.state.next_conn()
+        self.conn_req = 0
+
+    def version_string(self):
+        return self.server_version
+
+    def log_message(self, fmt, *args):  # keep stderr quiet; the JSON log has everything
+        pass
+
+    # -- request plumbing ---------------------------------------------------------------------
+
+    def read_body(self):
+        te = (self.headers.get("Transfer-Encoding") or "").lower()
+        if "chunked" in te:
+            out = bytearray()
+            while True:
+                line = self.rfile.readline(65537)
+                if not line:
+                    raise ClientGone()
+                size = int(line.split(b";", 1)[0].strip() or b"0", 16)
+                if size == 0:
+                    while True:  # trailers
+                        t = self.rfile.readline(65537)
+                        if not t or t in (b"\r\n", b"\n"):
+                            break
+                    return bytes(out)
+                out += self.rfile.read(size)
+                self.rfile.readline(65537)
+        n = int(self.headers.get("Content-Length") or 0)
+        data = self.rfile.read(n) if n > 0 else b""
+        if len(data) < n:
+            raise ClientGone()
+        return data
+
+    def do_GET(self):
+        self.dispatch("GET")
+
+    def do_POST(self):
+        self.dispatch("POST")
+
+    def do_DELETE(self):
+        self.dispatch("DELETE")
+
+    def dispatch(self, method):
+        try:
+            self.conn_req += 1
+            self.route(method)
+        except (ClientGone, ConnectionError, TimeoutError, socket.timeout, OSError):
+            self.close_connection = True
+
+    def route(self, method):
+        st = self.server.state
+        n = st.next_req()
+        t = time.time()
+        raw = self.read_body()
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        path = urllib.parse.urlsplit(self.path).path
+        spec_text, rest = st.default_spec, path.strip("/")
+        for route in ROUTES:
+            if path.endswith(route):
+                rest = route.strip("/")
+                prefix = path[:-len(route)]
+                if prefix.strip("/"):
+                    spec_text = prefix[1:] if prefix.startswith("/") else prefix
+                break
+        rec = {"n": n, "t": t, "method": method, "path": self.path, "spec": None,
+               "conn": self.conn_id, "conn_req": self.conn_req,
+               "headers": self.log_headers(), "body": body, "status": None}
+
+        if rest == "_health" and method == "GET":
+            rec["status"] = 200
+            st.write_log(rec)
+            return self.send_simple(200, b'{"ok":true}\n')
+        if rest == "_queue":
+            return self.handle_queue(method, body, rec)
+
+        is_chat = rest.endswith("chat/completions") and method == "POST"
+        is_models = rest.endswith("models") and method == "GET"
+        if is_chat:
+            queued = st.pop_queue()
+            if queued is not None:
+                spec_text = queued
+                rec["queued"] = True
+        try:
+            spec = spec_parse(spec_text)
+        except SpecError as e:
+            rec["status"] = 400
+            rec["spec_error"] = str(e)
+            st.write_log(rec)
+            return self.send_simple(400, error_json(400, "fake server: " + str(e)),
+                                    "application/json")
+        rec["spec"] = spec
+        if not (is_chat or is_models):
+            rec["status"] = 404
+            st.write_log(rec)
+            return self.send_simple(404, error_json(404, "fake server: no route for %s %s"
+                                                    % (method, path)), "application/json")
+        self.respond(spec, body, rec, is_chat)
+
+    def log_headers(self):
+        out = {}
+        for k, v in self.headers.items():
+            k = k.lower()
+            if k in REDACT:
+                v = "<redacted len=%d>" % len(v)
+            out[k] = out[k] + ", " + v if k in out else v
+        return out
+
+    def handle_queue(self, method, body, rec):
+        st = self.server.state
+        if method == "DELETE":
+            with st.lock:
+                st.queue.clear()
+            status, reply = 200, {"queued": 0}
+        elif method == "POST" and isinstance(body, list) and all(isinstance(s, str)
+                                                                  for s in body):
+            try:
+                for s in body:
+                    spec_parse(s)
+            except SpecError as e:
+                status, reply = 400, {"error": {"message": str(e)}}
+            else:
+                with st.lock:
+                    st.queue.extend(body)
+                    status, reply = 200, {"queued": len(st.queue)}
+        elif method == "GET":
+            with st.lock:
+                status, reply = 200, {"queue": list(st.queue)}
+        else:
+            status, reply = 400, {"error": {"message": "POST a JSON list of spec strings"}}
+        rec["status"] = status
+        st.write_log(rec)
+        self.send_simple(status, jdump(reply).encode("utf-8") + b"\n", "application/json")
+
+    def send_simple(self, status, data, ctype="application/json"):
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.connection.sendall(data)
+
+    # -- scenario responses -------------------------------------------------------------------
+
+    def respond(self, spec, body, rec, is_chat):
+        st = self.server.state
+        stall_s = spec.get("stall_s", DEFAULT_STALL_S)
+        if spec.get("hang"):
+            rec["hang"] = True
+            st.write_log(rec)
+            self.wait_quiet(stall_s)
+            self.close_connection = True
+            return
+
+        model, text, ptoks, wants_stream = request_facts(body)
+        status = spec.get("status", 200)
+        ctype = None
+        stream = False
+        if "body" in spec:
+            try:
+                data = st.fixture(spec["body"])
+            except OSError as e:
+                status, data = 500, error_json(500, "fake server: %s" % e)
+            ctype = "application/json"
+            out = Body(data)
+        elif "raw" in spec:
+            out, ctype = Body(spec["raw"].encode("utf-8")), "text/plain; charset=utf-8"
+        elif "error" in spec or status >= 400:
+            msg = spec.get("error", "fake server error (HTTP %d)" % status)
+            out = Body(error_json(status, msg, spec.get("type"), spec.get("code")))
+            ctype = "application/json"
+        elif not is_chat:
+            names = spec.get("models", "fake-model|gpt-4o-mini").split("|")
+            out = Body(jdump({"object": "list", "data": [
+                {"id": m, "object": "model", "created": 1700000000, "owned_by": "fake"}
+                for m in names]}).encode("utf-8") + b"\n")
+            ctype = "application/json"
+        elif "replay" in spec:
+            try:
+                out = Body(st.fixture(spec["replay"]))
+                ctype, stream = "text/event-stream", True
+            except OSError as e:
+                status = 500
+                out = Body(error_json(500, "fake server: %s" % e))
+                ctype = "application/json"
+        elif "gen" in spec:
+            out, ctype, stream = gen_body(max(0, spec["gen"]), model), "text/event-stream", True
+        else:
+            if "reply" in spec:
+                text = spec["reply"]
+            pieces = split_text(text)
+            usage = {"prompt_tokens": ptoks, "completion_tokens": len(pieces),
+                     "total_tokens": ptoks + len(pieces)}
+            cid = "chatcmpl-fake%d" % rec["n"]
+            created = int(rec["t"])
+            if spec.get("json") or not wants_stream:
+                out = Body(jdump({
+                    "id": cid, "object": "chat.completion", "created": created, "model": model,
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                 "logprobs": None, "finish_reason": "stop"}],
+                    "usage": usage}).encode("utf-8"))
+                ctype = "application/json"
+            else:
+                out = stream_body(pieces, model, cid, created, usage)
+                ctype, stream = "text/event-stream", True
+
+        rec["status"] = status
+        st.write_log(rec)
+        if spec.get("header_delay_ms"):
+            if STOP.wait(spec["header_delay_ms"] / 1000.0):
+                raise ClientGone()
+        self.send_response(status)
+        self.send_header("Content-Type", spec.get("ctype", ctype))
+        if stream:
+            self.send_header("Transfer-Encoding", "chunked")
+            self.send_header("Cache-Control", "no-cache")
+        else:
+            self.send_header("Content-Length", str(len(out.data)))
+        for name, value in spec.get("headers", []):
+            self.send_header(name, value)
+        if spec.get("close"):
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        self.end_headers()
+        self.send_body(out, spec, stream, stall_s)
+
+    def send_body(self, out, spec, chunked, stall_s):
+        sock = self.connection
+        pieces = out.pieces(spec)
+        limit = spec.get("drop_after", spec.get("stall_after"))
+        delay = spec.get("delay_ms", 0) / 1000.0
+        first_delay = spec.get("first_delay_ms", 0) / 1000.0
+        keepalive = spec.get("keepalive_ms", 0) / 1000.0
+        if keepalive > 0:  # the first event, then comments until stall_s
+            events = out.events if out.events is not None else split_after(out.data, EVENT_END)
+            pieces = events[:1]
+        sent = 0
+        for i, piece in enumerate(pieces):
+            if i == 0 and first_delay > 0:
+                if STOP.wait(first_delay):
+                    raise ClientGone()
+            elif i > 0 and delay > 0:
+                if STOP.wait(delay):
+                    raise ClientGone()
+            if limit is not None and sent + len(piece) >= limit:
+                piece = piece[:limit - sent]
+                self.write_piece(sock, piece, chunked)
+                sent += len(piece)
+                break
+            self.write_piece(sock, piece, chunked)
+            sent += len(piece)
+        if keepalive > 0 and limit is None:
+            self.keep_alive_forever(sock, keepalive, stall_s, chunked)
+            return
+        if "drop_after" in spec and sent >= spec["drop_after"]:
+            self.drop(sock, spec.get("rst"))
+            return
+        if "stall_after" in spec and sent >= spec["stall_after"]:
+            self.wait_quiet(stall_s)
+            self.close_connection = True
+            return
+        if chunked:
+            sock.sendall(b"0\r\n\r\n")
+
+    def write_piece(self, sock, piece, chunked):
+        if not piece:
+            return
+        if not chunked:
+            sock.sendall(piece)
+        elif len(piece) > BIG_WRITE:
+            sock.sendall(b"%x\r\n" % len(piece))
+            sock.sendall(piece)
+            sock.sendall(b"\r\n")
+        else:
+            sock.sendall(b"%x\r\n" % len(piece) + piece + b"\r\n")
+
+    def keep_alive_forever(self, sock, every, stall_s, chunked):
+        deadline = time.monotonic() + stall_s
+        while time.monotonic() < deadline:
+            if self.wait_quiet(min(every, deadline - time.monotonic())) != "timeout":
+                break
+            if time.monotonic() < deadline:
+                self.write_piece(sock, b": keep-alive\n\n", chunked)
+        self.close_connection = True
+
+    def drop(self, sock, rst):
+        self.close_connection = True
+        try:
+            if rst:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                b"\x01\x00\x00\x00\x00\x00\x00\x00")
+            else:
+                sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def wait_quiet(self, seconds):
+        """Send nothing for up to seconds; returns 'timeout', 'gone' or 'stop'."""
+        sock = self.connection
+        deadline = time.monotonic() + max(0.0, seconds)
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return "timeout"
+            if STOP.is_set():
+                return "stop"
+            try:
+                r, _, _ = select.select([sock], [], [], min(0.1, left))
+                if r and not sock.recv(1, socket.MSG_PEEK):
+                    return "gone"
+            except (OSError, ValueError):
+                return "gone"
+            if r:
+                time.sleep(min(0.05, max(0.0, left)))
+
+
+class Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 128
+
+    def handle_error(self, request, client_address):
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, TimeoutError, socket.timeout)):
+            return
+        super().handle_error(request, client_address)
+
+
+def main(argv=None):
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap = argparse.ArgumentParser(description="Fake OpenAI-compatible server for tests")
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    ap.add_argument("--port-file", help="write the chosen port here once listening")
+    ap.add_argument("--log", help="append one JSON line per request to this file")
+    ap.add_argument("--fixtures", default=os.path.join(here, "..", "fixtures"))
+    ap.add_argument("--default-spec", default="", help="spec for URLs without a spec segment")
+    args = ap.parse_args(argv)
+    try:
+        spec_parse(args.default_spec)
+    except SpecError as e:
+        ap.error("--default-spec: %s" % e)
+
+    srv = Server((args.host, args.port), Handler)
+    srv.state = State(os.path.abspath(args.fixtures), args.log, args.default_spec)
+    port = srv.server_address[1]
+    if args.port_file:
+        tmp = args.port_file + ".tmp"
+        with open(tmp, "w") as f:
+            f.write("%d\n" % port)
+        os.replace(tmp, args.port_file)
+    print("PORT %d" % port, flush=True)
+
+    done = threading.Event()
+
+    def on_signal(signum, frame):
+        STOP.set()
+        done.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    if hasattr(signal, "SIGPIPE"):
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    th = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
+    th.start()
+    while not done.wait(0.2):
+        pass
+    srv.shutdown()
+    srv.server_close()
+    if srv.state.log:
+        srv.state.log.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,448 @@
+/* test_markdown.c - each construct, chunking invariance, pending lines, sanitising. */
+#include "config.h"
+#include "tap.h"
+#include "markdown.h"
+#include "buf.h"
+#include "util.h"
+
+static const char *const kind_names[] = {"TEXT", "BLANK", "HEADING", "CODE", "LABEL",
+                                         "LIST", "QUOTE", "RULE", "TABLE", "RAW"};
+
+/* One line as KIND/level/hang/flags: slot[attrs]=text|slot=text... */
+static void dump_line(struct buf *b, const struct markdown_line *l)
+{
+    buf_printf(b, "%s/%d/%d/%d:", kind_names[l->kind], l->level, l->wl.hang, l->wl.flags);
+    size_t at = 0;
+    for (size_t i = 0; i < l->wl.nspans; i++) {
+        const struct theme_span *s = &l->wl.spans[i];
+        if (s->off != at)
+            buf_printf(b, "<GAP %zu..%u>", at, s->off);
+        buf_appends(b, i ? "|" : " ");
+        buf_appends(b, theme_slot_name(s->slot));
+        if (s->attrs) {
+            buf_appendc(b, '[');
+            if (s->attrs & THEME_ATTR_BOLD)
+                buf_appendc(b, 'b');
+            if (s->attrs & THEME_ATTR_ITALIC)
+                buf_appendc(b, 'i');
+            if (s->attrs & THEME_ATTR_DIM)
+                buf_appendc(b, 'd');
+            if (s->attrs & THEME_ATTR_UNDERLINE)
+                buf_appendc(b, 'u');
+            buf_appendc(b, ']');
+        }
+        buf_appendc(b, '=');
+        buf_append(b, l->wl.text + s->off, s->len);
+        at = s->off + s->len;
+    }
+    if (at != l->wl.len)
+        buf_printf(b, "<UNCOVERED %zu..%zu>", at, l->wl.len);
+    if (l->wl.tag != (l->kind | l->level << 8))
+        buf_appends(b, "<BAD TAG>");
+    buf_appendc(b, '\n');
+}
+
+static char *dump_all(struct markdown *md)
+{
+    struct buf b = BUF_INIT;
+    for (size_t i = 0; i < markdown_count(md); i++)
+        dump_line(&b, markdown_line(md, i));
+    return buf_take(&b);
+}
+
+static char *render(const char *src, size_t n)
+{
+    struct markdown *md = markdown_new(THEME_ASSISTANT);
+    markdown_feed(md, src, n);
+    markdown_finish(md);
+    char *s = dump_all(md);
+    markdown_free(md);
+    return s;
+}
+
+static char *render_chunked(const char *src, size_t n, size_t chunk)
+{
+    struct markdown *md = markdown_new(THEME_ASSISTANT);
+    for (size_t at = 0; at < n; at += chunk) {
+        markdown_feed(md, src + at, n - at < chunk ? n - at : chunk);
+        markdown_pending_count(md); /* previews must not disturb the result */
+    }
+    markdown_finish(md);
+    char *s = dump_all(md);
+    markdown_free(md);
+    return s;
+}
+
+static void check_md(const char *src, const char *want, const char *name)
+{
+    char *got = render(src, strlen(src));
+    TAP_STR(got, want, name);
+    free(got);
+}
+
+static void test_inline(void)
+{
+    check_md("plain text", "TEXT/0/0/0: assistant=plain text\n", "plain text");
+    check_md("a **b** *c* ***d*** _e_ `f`",
+             "TEXT/0/0/0: assistant=a |bold=b|assistant= |italic=c|assistant= |bold-italic=d"
+             "|assistant= |italic=e|assistant= |code=f\n",
+             "bold, italic, bold-italic, underscore, inline code");
+    check_md("**bold *both* bold**",
+             "TEXT/0/0/0: bold=bold |bold-italic=both|bold= bold\n", "nested emphasis");
+    check_md("2 * 3 * 4 and snake_case_name",
+             "TEXT/0/0/0: assistant=2 * 3 * 4 and snake_case_name\n",
+             "spaced stars and intraword underscores stay literal");
+    check_md("**unclosed and *also", "TEXT/0/0/0: assistant=**unclosed and *also\n",
+             "unclosed delimiters stay literal");
+    check_md("\\*not emphasis\\*", "TEXT/0/0/0: assistant=*not emphasis*\n",
+             "backslash escapes");
+    check_md("``a ` b`` and `**x**`",
+             "TEXT/0/0/0: code=a ` b|assistant= and |code=**x**\n",
+             "code spans: longer fences, no emphasis inside");
+    check_md("`unclosed code", "TEXT/0/0/0: assistant=`unclosed code\n",
+             "unclosed backtick is literal");
+    check_md("see [the docs](https://x.y/z \"title\") now",
+             "TEXT/0/0/0: assistant=see |link=the docs|dim= (https://x.y/z)|assistant= now\n",
+             "link: text styled, url dimmed in parentheses");
+    check_md("[**bold link**](u)", "TEXT/0/0/0: link[b]=bold link|dim= (u)\n",
+             "emphasis inside link text");
+    check_md("[https://a.b](https://a.b)", "TEXT/0/0/0: link=https://a.b\n",
+             "link whose text is its url shows it once");
+    check_md("![a cat](cat.png)", "TEXT/0/0/0: dim=image: |link=a cat|dim= (cat.png)\n",
+             "image");
+    check_md("go to <https://a.b/c> or https://d.e/f_g_h. ok",
+             "TEXT/0/0/0: assistant=go to |link=https://a.b/c|assistant= or "
+             "|link=https://d.e/f_g_h|assistant=. ok\n",
+             "autolink and bare url (trailing dot excluded, underscores untouched)");
+    check_md("[not a link] (x)", "TEXT/0/0/0: assistant=[not a link] (x)\n",
+             "brackets without (url) stay text");
+    check_md("evil \x1b[2J\x07 text\r", "TEXT/0/0/0: assistant=evil ^[[2J^G text\n",
+             "control characters sanitised, CR dropped");
+    check_md("bad \xFF byte", "TEXT/0/0/0: assistant=bad \xEF\xBF\xBD byte\n",
+             "invalid UTF-8 -> U+FFFD");
+}
+
+static void test_blocks(void)
+{
+    check_md("# Title\n### Sub **b** ###\n#nospace",
+             "HEADING/1/2/0: dim=# |heading=Title\n"
+             "HEADING/3/4/0: dim=### |heading=Sub |heading[b]=b\n"
+             "TEXT/0/0/0: assistant=#nospace\n",
+             "headings (closing #s dropped; # needs a space)");
+    check_md("```python\nx = 1  # *not* styled\n\n\tindented\n```\nafter",
+             "LABEL/0/0/1: code-label=python\n"
+             "CODE/0/0/1: code=x = 1  # *not* styled\n"
+             "CODE/0/0/1:\n"
+             "CODE/0/0/1: code=    indented\n"
+             "TEXT/0/0/0: assistant=after\n",
+             "fenced code block with language label, verbatim, tab expanded");
+    check_md("~~~~\n```\nstill code\n~~~~",
+             "LABEL/0/0/1:\nCODE/0/0/1: code=```\nCODE/0/0/1: code=still code\n",
+             "tilde fence closes only with tildes");
+    check_md("text\n```js\ncode **not bold**\n",
+             "TEXT/0/0/0: assistant=text\nLABEL/0/0/1: code-label=js\n"
+             "CODE/0/0/1: code=code **not bold**\n",
+             "unclosed fence at the end is still code");
+    check_md("---\n***\n_ _ _\n--",
+             "RULE/0/0/2: rule=\xE2\x94\x80\xE2\x94\x80\xE2\x94\x80\n"
+             "RULE/0/0/2: rule=\xE2\x94\x80\xE2\x94\x80\xE2\x94\x80\n"
+             "RULE/0/0/2: rule=\xE2\x94\x80\xE2\x94\x80\xE2\x94\x80\n"
+             "TEXT/0/0/0: assistant=--\n",
+             "horizontal rules");
+    check_md("> quoted *it*\n> > nested\n>",
+             "QUOTE/1/2/0: quote=\xE2\x94\x82 quoted |quote[i]=it\n"
+             "QUOTE/2/4/0: quote=\xE2\x94\x82 \xE2\x94\x82 nested\n"
+             "QUOTE/1/2/0: quote=\xE2\x94\x82 \n",
+             "block quotes and nesting");
+    check_md("- a\n- b **x**\n  - c\n    - d\n      more d\n- e\n\nplain",
+             "LIST/0/2/0: list-marker=\xE2\x80\xA2|assistant= a\n"
+             "LIST/0/2/0: list-marker=\xE2\x80\xA2|assistant= b |bold=x\n"
+             "LIST/1/4/0: assistant=  |list-marker=\xE2\x97\xA6|assistant= c\n"
+             "LIST/2/6/0: assistant=    |list-marker=\xE2\x96\xAA|assistant= d\n"
+             "LIST/2/6/0: assistant=      more d\n"
+             "LIST/0/2/0: list-marker=\xE2\x80\xA2|assistant= e\n"
+             "BLANK/0/0/0:\n"
+             "TEXT/0/0/0: assistant=plain\n",
+             "nested bullet lists with continuation");
+    check_md("1. one\n2. two\n   1) inner\n   2) inner two\n10. ten\n* star\n+ plus",
+             "LIST/0/3/0: list-marker=1.|assistant= one\n"
+             "LIST/0/3/0: list-marker=2.|assistant= two\n"
+             "LIST/1/5/0: assistant=  |list-marker=1)|assistant= inner\n"
+             "LIST/1/5/0: assistant=  |list-marker=2)|assistant= inner two\n"
+             "LIST/0/4/0: list-marker=10.|assistant= ten\n"
+             "LIST/0/2/0: list-marker=\xE2\x80\xA2|assistant= star\n"
+             "LIST/0/2/0: list-marker=\xE2\x80\xA2|assistant= plus\n",
+             "ordered lists, nesting by indentation, other bullets");
+    check_md("    - deep first\n  - shallower\n- top",
+             "LIST/0/2/0: list-marker=\xE2\x80\xA2|assistant= deep first\n"
+             "LIST/0/2/0: list-marker=\xE2\x80\xA2|assistant= shallower\n"
+             "LIST/0/2/0: list-marker=\xE2\x80\xA2|assistant= top\n",
+             "outdenting never goes below level 0");
+    check_md("1. step\n   ```sh\n   ls -l\n   ```\n2. next",
+             "LIST/0/3/0: list-marker=1.|assistant= step\n"
+             "LABEL/0/3/1: assistant=   |code-label=sh\n"
+             "CODE/0/3/1: assistant=   |code=ls -l\n"
+             "LIST/0/3/0: list-marker=2.|assistant= next\n",
+             "code fence inside a list item is indented under it");
+    check_md("**not a list**\n-not a list either",
+             "TEXT/0/0/0: bold=not a list\nTEXT/0/0/0: assistant=-not a list either\n",
+             "bold at line start is not a bullet");
+    check_md("  indented para", "TEXT/0/2/0: assistant=  indented para\n",
+             "indentation kept with a hanging indent");
+}
+
+static void test_tables(void)
+{
+    check_md("| a | b |\n|:--|--:|\n| 1 | 22 |\n| 333 | `4` |\nafter",
+             "TABLE/0/0/1: table-border=\xE2\x94\x82 |bold=a|assistant=  |table-border= "
+             "\xE2\x94\x82 |assistant= |bold=b|table-border= \xE2\x94\x82\n"
+             "TABLE/0/0/1: table-border=\xE2\x94\x9C\xE2\x94\x80\xE2\x94\x80\xE2\x94\x80"
+             "\xE2\x94\x80\xE2\x94\x80\xE2\x94\xBC\xE2\x94\x80\xE2\x94\x80\xE2\x94\x80"
+             "\xE2\x94\x80\xE2\x94\xA4\n"
+             "TABLE/0/0/1: table-border=\xE2\x94\x82 |assistant=1  |table-border= \xE2\x94\x82 "
+             "|assistant=22|table-border= \xE2\x94\x82\n"
+             "TABLE/0/0/1: table-border=\xE2\x94\x82 |assistant=333|table-border= \xE2\x94\x82 "
+             "|assistant= |code=4|table-border= \xE2\x94\x82\n"
+             "TEXT/0/0/0: assistant=after\n",
+             "table aligned (left / right) with borders");
+    check_md("a | b\n--- | :-:\nx | \xE4\xBD\xA0\xE5\xA5\xBD\xE4\xB8\x96",
+             "TABLE/0/0/1: table-border=\xE2\x94\x82 |bold=a|table-border= \xE2\x94\x82 "
+             "|assistant=  |bold=b|assistant=   |table-border= \xE2\x94\x82\n"
+             "TABLE/0/0/1: table-border=\xE2\x94\x9C\xE2\x94\x80\xE2\x94\x80\xE2\x94\x80"
+             "\xE2\x94\xBC\xE2\x94\x80\xE2\x94\x80\xE2\x94\x80\xE2\x94\x80\xE2\x94\x80"
+             "\xE2\x94\x80\xE2\x94\x80\xE2\x94\x80\xE2\x94\xA4\n"
+             "TABLE/0/0/1: table-border=\xE2\x94\x82 |assistant=x|table-border= \xE2\x94\x82 "
+             "|assistant=\xE4\xBD\xA0\xE5\xA5\xBD\xE4\xB8\x96|table-border= \xE2\x94\x82\n",
+             "table without outer pipes, centred, CJK widths, ends at end of input");
+    check_md("a | b\nnot a delimiter",
+             "TEXT/0/0/0: assistant=a | b\nTEXT/0/0/0: assistant=not a delimiter\n",
+             "a line with a pipe but no delimiter row is text");
+    check_md("| a |\n|---|\n| 1 | extra |\n|\n",
+             "TABLE/0/0/1: table-border=\xE2\x94\x82 |bold=a|table-border= \xE2\x94\x82\n"
+             "TABLE/0/0/1: table-border=\xE2\x94\x9C\xE2\x94\x80\xE2\x94\x80\xE2\x94\x80"
+             "\xE2\x94\xA4\n"
+             "TABLE/0/0/1: table-border=\xE2\x94\x82 |assistant=1|table-border= \xE2\x94\x82\n"
+             "TABLE/0/0/1: table-border=\xE2\x94\x82 |assistant= |table-border= \xE2\x94\x82\n",
+             "extra cells dropped, missing cells empty");
+
+    /* a long table: aligned on its first 256 rows, later rows flow with those widths */
+    struct buf b = BUF_INIT;
+    buf_appends(&b, "| n | v |\n|---|---|\n");
+    for (int i = 0; i < 300; i++)
+        buf_printf(&b, "| %d | x |\n", i);
+    struct markdown *md = markdown_new(THEME_ASSISTANT);
+    markdown_feed(md, b.data, b.len);
+    TAP_INT(markdown_count(md), 2 + 300, "long table: rows stream after the first 256");
+    TAP_INT(markdown_pending_count(md), 0, "long table: nothing held back any more");
+    const struct markdown_line *last = markdown_line(md, markdown_count(md) - 1);
+    TAP_OK(last->kind == MARKDOWN_TABLE && strstr(last->wl.text, "299"),
+           "long table: last row aligned");
+    markdown_free(md);
+    buf_free(&b);
+}
+
+static void test_pending(void)
+{
+    struct markdown *md = markdown_new(THEME_REASONING);
+    markdown_feed(md, "# Hea", 5);
+    TAP_INT(markdown_count(md), 0, "pending: nothing finished yet");
+    TAP_INT(markdown_pending_count(md), 1, "pending: one provisional line");
+    const struct markdown_line *p = markdown_pending_line(md, 0);
+    TAP_INT(p->kind, MARKDOWN_HEADING, "pending: provisional heading");
+    TAP_OK(p->wl.len == 5 && memcmp(p->wl.text, "# Hea", 5) == 0, "pending: its text");
+    markdown_feed(md, "ding\nmore **bo", 14);
+    TAP_INT(markdown_count(md), 1, "pending: heading finished");
+    p = markdown_pending_line(md, 0);
+    TAP_OK(p && p->wl.len == 9 && p->wl.spans[0].slot == THEME_REASONING,
+           "pending: unfinished line in the base slot");
+    markdown_feed(md, "ld**\n\xE4\xBD", 7);
+    TAP_INT(markdown_count(md), 2, "pending: second line finished");
+    TAP_INT(markdown_pending_count(md), 0, "pending: an incomplete UTF-8 tail shows nothing");
+    markdown_feed(md, "\xA0", 1);
+    p = markdown_pending_line(md, 0);
+    TAP_OK(p && p->wl.len == 3, "pending: completed character appears");
+    markdown_free(md);
+
+    md = markdown_new(THEME_ASSISTANT);
+    const char *t = "| a | b |\n|---|---|\n| 1 |";
+    markdown_feed(md, t, strlen(t));
+    TAP_INT(markdown_count(md), 0, "table: rows held back while the table grows");
+    TAP_INT(markdown_pending_count(md), 3, "table: header, delimiter and partial row pending");
+    TAP_INT(markdown_pending_line(md, 0)->kind, MARKDOWN_TABLE_RAW, "table: shown raw");
+    TAP_INT(markdown_pending_line(md, 2)->kind, MARKDOWN_TABLE_RAW, "table: partial row raw");
+    markdown_feed(md, " 2 |\n\nnext", 10);
+    TAP_INT(markdown_count(md), 4, "table: emitted aligned when it ends (3 rows + blank)");
+    TAP_INT(markdown_line(md, 0)->kind, MARKDOWN_TABLE, "table: aligned kind");
+    markdown_free(md);
+
+    md = markdown_new(THEME_ASSISTANT);
+    markdown_feed(md, "```c\nint x", 10);
+    TAP_INT(markdown_count(md), 1, "fence: label finished");
+    TAP_INT(markdown_pending_line(md, 0)->kind, MARKDOWN_CODE, "fence: partial line is code");
+    markdown_feed(md, ";\n``", 4);
+    TAP_INT(markdown_pending_line(md, 0)->kind, MARKDOWN_CODE,
+            "fence: a partial closing fence still looks like code");
+    markdown_feed(md, "`\nafter", 7);
+    TAP_INT(markdown_count(md), 2, "fence: closing fence adds no line");
+    TAP_INT(markdown_pending_line(md, 0)->kind, MARKDOWN_TEXT, "fence: text after it");
+    markdown_free(md);
+}
+
+static const char doc[] =
+    "# Streaming **test** document\n"
+    "\n"
+    "Some *emphasis*, **strong**, ***both***, `code`, and a [link](https://example.com/a_b).\n"
+    "Intraword snake_case and 2 * 3 stay literal; \\*escaped\\* too.\n"
+    "\n"
+    "- item one with \xE4\xB8\xAD\xE6\x96\x87 text\n"
+    "  - nested **bold** item\n"
+    "    1. deep numbered\n"
+    "- item two \xF0\x9F\x91\xA8\xE2\x80\x8D\xF0\x9F\x91\xA9\xE2\x80\x8D\xF0\x9F\x91\xA7\n"
+    "\n"
+    "> a quote with `code`\n"
+    "> > nested\n"
+    "\n"
+    "| Name | Value |\n"
+    "|:-----|------:|\n"
+    "| \xC3\xA9t\xC3\xA9 | 1 |\n"
+    "| x | **22** |\n"
+    "\n"
+    "---\n"
+    "```python\n"
+    "def f(x):\n"
+    "\treturn x ** 2  # *not* emphasis\n"
+    "```\n"
+    "Tail line with <https://a.b> and https://c.d/e.\r\n"
+    "Escape \x1b[31m red and invalid \xFF byte\n"
+    "```\n"
+    "unclosed fence at the end";
+
+static void test_chunking(void)
+{
+    size_t n = sizeof(doc) - 1;
+    char *whole = render(doc, n);
+    TAP_OK(strstr(whole, "<GAP") == NULL && strstr(whole, "<UNCOVERED") == NULL &&
+               strstr(whole, "<BAD TAG>") == NULL,
+           "spans cover every line, tags consistent");
+    TAP_OK(strstr(whole, "LABEL/0/0/1: code-label=python") != NULL, "document has its fence");
+    TAP_OK(strstr(whole, "CODE/0/0/1: code=unclosed fence at the end") != NULL,
+           "document ends inside an unclosed fence");
+
+    int split_ok = 1;
+    for (size_t cut = 0; cut <= n; cut++) {
+        struct markdown *md = markdown_new(THEME_ASSISTANT);
+        markdown_feed(md, doc, cut);
+        markdown_pending_count(md);
+        markdown_feed(md, doc + cut, n - cut);
+        markdown_finish(md);
+        char *got = dump_all(md);
+        if (strcmp(got, whole) != 0) {
+            if (split_ok)
+                printf("# split at %zu differs:\n%s\n", cut, got);
+            split_ok = 0;
+        }
+        free(got);
+        markdown_free(md);
+    }
+    TAP_OK(split_ok, "every 2-way split gives the same lines as the whole (%zu splits)", n + 1);
+
+    size_t chunks[] = {1, 2, 3, 7, 64};
+    for (size_t i = 0; i < TT_ARRAY_LEN(chunks); i++) {
+        char *got = render_chunked(doc, n, chunks[i]);
+        TAP_STR(got, whole, chunks[i] == 1 ? "1-byte chunks equal the whole feed"
+                                           : "n-byte chunks equal the whole feed");
+        free(got);
+    }
+
+    /* ** split across chunks */
+    struct markdown *md = markdown_new(THEME_ASSISTANT);
+    markdown_feed(md, "a *", 3);
+    markdown_pending_count(md);
+    markdown_feed(md, "*b*", 3);
+    markdown_pending_count(md);
+    markdown_feed(md, "* c", 3);
+    markdown_finish(md);
+    char *got = dump_all(md);
+    TAP_STR(got, "TEXT/0/0/0: assistant=a |bold=b|assistant= c\n", "** split across chunks");
+    free(got);
+    markdown_free(md);
+
+    /* finished lines never change while more text arrives */
+    md = markdown_new(THEME_ASSISTANT);
+    markdown_feed(md, doc, n / 2);
+    char *early = dump_all(md);
+    size_t early_count = markdown_count(md);
+    const struct markdown_line *first = markdown_line(md, 0);
+    const char *first_text = first->wl.text;
+    markdown_feed(md, doc + n / 2, n - n / 2);
+    markdown_finish(md);
+    char *late = dump_all(md);
+    TAP_OK(early_count > 5 && strncmp(late, early, strlen(early)) == 0,
+           "lines finished early are unchanged at the end (%zu lines)", early_count);
+    TAP_OK(markdown_line(md, 0)->wl.text == first_text, "finished lines are not restyled");
+    free(early);
+    free(late);
+    markdown_free(md);
+
+    md = markdown_new(THEME_ASSISTANT);
+    markdown_finish(md);
+    TAP_INT(markdown_count(md), 0, "empty input: no lines");
+    markdown_feed(md, "x\n", 2);
+    TAP_INT(markdown_count(md), 0, "feed after finish is ignored");
+    markdown_free(md);
+    free(whole);
+}
+
+/* Lines built to make a naive parser rescan (quadratic): each must stay fast. The bound is
+ * generous (sanitizer builds are slow); a quadratic parser needs tens of seconds here. */
+static void test_hostile(void)
+{
+    static const char *const units[] = {"[", "a* ", "[a](", "_a", "` ``", "**a* ", "<http://"};
+    for (size_t u = 0; u < TT_ARRAY_LEN(units); u++) {
+        struct buf b = BUF_INIT;
+        while (b.len < 200000)
+            buf_appends(&b, units[u]);
+        double t0 = util_now();
+        struct markdown *md = markdown_new(THEME_ASSISTANT);
+        markdown_feed(md, b.data, b.len);
+        markdown_finish(md);
+        double dt = util_now() - t0;
+        TAP_OK(markdown_count(md) == 1 && dt < 3.0, "200 KB line of '%s' styled in %.3f s",
+               units[u], dt);
+        markdown_free(md);
+        buf_free(&b);
+    }
+}
+
+/* Wrapping markdown output: code rows hard-wrapped, list rows hang under the text. */
+static void test_with_wrap(void)
+{
+    struct markdown *md = markdown_new(THEME_ASSISTANT);
+    const char *s = "- a list item that wraps\n```\n0123456789abcdef\n```\n";
+    markdown_feed(md, s, strlen(s));
+    markdown_finish(md);
+    struct wrap_doc *d = wrap_doc_new(10);
+    for (size_t i = 0; i < markdown_count(md); i++)
+        wrap_doc_push(d, &markdown_line(md, i)->wl);
+    struct wrap_view v;
+    wrap_doc_row(d, 1, &v);
+    TAP_INT(v.indent, 2, "list continuation row hangs under the item text");
+    TAP_INT(v.tag & 0xFF, MARKDOWN_LIST, "row tag gives the markdown kind");
+    size_t rows = wrap_doc_rows(d);
+    wrap_doc_row(d, rows - 1, &v);
+    TAP_OK(v.len == 6 && memcmp(v.text, "abcdef", 6) == 0, "code line hard-wrapped at 10");
+    wrap_doc_free(d);
+    markdown_free(md);
+}
+
+int main(void)
+{
+    test_inline();
+    test_blocks();
+    test_tables();
+    test_pending();
+    test_chunking();
+    test_with_wrap();
+    test_hostile();
+    return tap_done();
+}

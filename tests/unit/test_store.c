@@ -1,0 +1,1373 @@
+/* test_store.c - the SQLite store: migrations, file mode and errors, streaming saves and crash
+ * recovery, search (quotes, operators, CJK, accents), statistics, response cache (TTL, LRU),
+ * summaries, quota, two writers at once, and the review subcommands. */
+#include "config.h"
+#include "buf.h"
+#include "cmd_store.h"
+#include "sha256.h"
+#include "store.h"
+#include "tap.h"
+#include "util.h"
+#include "xmalloc.h"
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static char tmpdir[64];
+
+/* ---------------------------------------------------------------- helpers */
+
+struct fake_clock {
+    double mono;
+    int64_t epoch;
+};
+
+static double fake_mono(void *ud)
+{
+    return ((struct fake_clock *)ud)->mono;
+}
+
+static int64_t fake_epoch(void *ud)
+{
+    return ((struct fake_clock *)ud)->epoch;
+}
+
+static char *tmp_path(const char *name)
+{
+    return xasprintf("%s/%s", tmpdir, name);
+}
+
+/* A fresh store at tmpdir/name; fails the test run when it cannot be opened. */
+static struct store *open_new(const char *name, struct store_open_info *info)
+{
+    char *path = tmp_path(name), *err = NULL;
+    struct store *st = store_open(path, info, &err);
+    if (!st) {
+        printf("Bail out! cannot open %s: %s\n", path, err);
+        exit(1);
+    }
+    free(path);
+    return st;
+}
+
+/* First column of the first row of sql over a separate raw connection (-1 on error). */
+static long long raw_int(const char *path, const char *sql)
+{
+    sqlite3 *db;
+    long long v = -1;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK) {
+        sqlite3_busy_timeout(db, 5000);
+        sqlite3_stmt *s;
+        if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK) {
+            if (sqlite3_step(s) == SQLITE_ROW)
+                v = sqlite3_column_int64(s, 0);
+            sqlite3_finalize(s);
+        }
+    }
+    sqlite3_close(db);
+    return v;
+}
+
+/* Same for a text result (caller frees; NULL on error). */
+static char *raw_text(const char *path, const char *sql)
+{
+    sqlite3 *db;
+    char *v = NULL;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK) {
+        sqlite3_busy_timeout(db, 5000);
+        sqlite3_stmt *s;
+        if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK) {
+            if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0))
+                v = xstrdup((const char *)sqlite3_column_text(s, 0));
+            sqlite3_finalize(s);
+        }
+    }
+    sqlite3_close(db);
+    return v;
+}
+
+static int raw_exec(const char *path, const char *sql)
+{
+    sqlite3 *db;
+    int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+    sqlite3_close(db);
+    return rc;
+}
+
+static unsigned file_mode(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 ? (unsigned)(sb.st_mode & 0777) : 0;
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+/* Search and return the hit count (-1 on error); *first gets the first snippet (or NULL). */
+static int search_count(struct store *st, const char *q, const struct store_search_opts *o,
+                        char **first, int64_t *first_id)
+{
+    struct store_hit *hits;
+    size_t n;
+    if (first)
+        *first = NULL;
+    if (store_search(st, q, o, &hits, &n) != 0)
+        return -1;
+    if (first && n)
+        *first = xstrdup(hits[0].snippet);
+    if (first_id && n)
+        *first_id = hits[0].message_id;
+    store_hits_free(hits, n);
+    return (int)n;
+}
+
+/* Does a search for q find message id? */
+static int search_finds(struct store *st, const char *q, int64_t id)
+{
+    struct store_hit *hits;
+    size_t n;
+    int found = 0;
+    if (store_search(st, q, NULL, &hits, &n) != 0)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        found |= hits[i].message_id == id;
+    store_hits_free(hits, n);
+    return found;
+}
+
+static void rm_tree(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        char *p = xasprintf("%s/%s", dir, e->d_name);
+        struct stat sb;
+        if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode))
+            rm_tree(p);
+        else
+            unlink(p);
+        free(p);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
+/* ---------------------------------------------------------------- sha256 */
+
+static void hex_of(const void *p, size_t n, char hex[65])
+{
+    unsigned char d[32];
+    sha256_digest(p, n, d);
+    sha256_hex(d, hex);
+}
+
+static void test_sha256(void)
+{
+    char hex[65];
+    hex_of("", 0, hex);
+    TAP_STR(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", "sha256 ''");
+    hex_of("abc", 3, hex);
+    TAP_STR(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+            "sha256 abc");
+    const char *m448 = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+    hex_of(m448, strlen(m448), hex);
+    TAP_STR(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1",
+            "sha256 448-bit message");
+    const char *m896 = "abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklm"
+                       "nopqklmnopqrlmnopqrsmnopqrstnopqrstu";
+    hex_of(m896, strlen(m896), hex);
+    TAP_STR(hex, "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1",
+            "sha256 896-bit message");
+    struct sha256 ctx;
+    unsigned char d[32], d2[32];
+    char chunk[1000];
+    memset(chunk, 'a', sizeof chunk);
+    sha256_init(&ctx);
+    for (int i = 0; i < 1000; i++)
+        sha256_update(&ctx, chunk, sizeof chunk);
+    sha256_final(&ctx, d);
+    sha256_hex(d, hex);
+    TAP_STR(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0",
+            "sha256 one million 'a'");
+    /* Every split of a 150-byte message gives the one-shot digest. */
+    char msg[150];
+    for (size_t i = 0; i < sizeof msg; i++)
+        msg[i] = (char)(i * 7 + 3);
+    sha256_digest(msg, sizeof msg, d);
+    int same = 1;
+    for (size_t cut = 0; cut <= sizeof msg; cut++) {
+        sha256_init(&ctx);
+        sha256_update(&ctx, msg, cut);
+        sha256_update(&ctx, msg + cut, sizeof msg - cut);
+        sha256_final(&ctx, d2);
+        same &= memcmp(d, d2, 32) == 0;
+    }
+    TAP_OK(same, "sha256 incremental at every split equals one-shot");
+    unsigned char key[STORE_CACHE_KEY_LEN];
+    store_cache_key("abc", 3, key);
+    sha256_hex(key, hex);
+    TAP_STR(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+            "store_cache_key is SHA-256");
+}
+
+/* ---------------------------------------------------------------- open, modes, errors */
+
+static void test_open_and_errors(void)
+{
+    struct store_open_info info;
+    char *path = tmp_path("sub/dir/a.db");
+    char *err = NULL;
+    struct store *st = store_open(path, &info, &err);
+    TAP_OK(st != NULL, "open creates a new database (and its directories)");
+    TAP_INT(info.created, 1, "info.created");
+    TAP_INT(info.from_version, 0, "new file starts at version 0");
+    TAP_INT(info.version, STORE_SCHEMA_VERSION, "migrated to the current version");
+    TAP_INT(store_schema_version(st), STORE_SCHEMA_VERSION, "user_version set");
+    TAP_INT(file_mode(path), 0600, "new database has mode 0600");
+    char *dir = tmp_path("sub/dir");
+    TAP_INT(file_mode(dir), 0700, "new directory has mode 0700");
+    free(dir);
+    char *jm = raw_text(path, "PRAGMA journal_mode");
+    TAP_STR(jm, "wal", "journal mode is WAL");
+    free(jm);
+    store_close(st);
+
+    /* A looser mode is tightened and reported. */
+    chmod(path, 0644);
+    st = store_open(path, &info, &err);
+    TAP_OK(st != NULL, "reopen");
+    TAP_INT(info.created, 0, "reopen: not created");
+    TAP_INT(info.mode_fixed, 1, "loose mode reported");
+    TAP_INT(info.old_mode, 0644, "old mode reported");
+    TAP_INT(file_mode(path), 0600, "mode tightened to 0600");
+    TAP_INT(info.from_version, STORE_SCHEMA_VERSION, "no migration on reopen");
+    store_close(st);
+    st = store_open(path, &info, &err);
+    TAP_INT(info.mode_fixed, 0, "0600 is left alone");
+    store_close(st);
+
+    /* Not an SQLite file. */
+    char *bad = tmp_path("notes.txt");
+    write_file(bad, "These are my notes, not a database. They are long enough to have a header "
+                    "that SQLite will look at and reject as not a database file at all.\n");
+    st = store_open(bad, &info, &err);
+    TAP_OK(st == NULL, "a text file is refused");
+    TAP_OK(err && strstr(err, "not a tokterm database"), "clear message: %s", err ? err : "");
+    free(err);
+    err = NULL;
+    char *content = raw_text(bad, "SELECT 1"); /* must not have been rewritten */
+    free(content);
+    FILE *f = fopen(bad, "r");
+    char head[16] = "";
+    if (f) {
+        if (!fgets(head, sizeof head, f))
+            head[0] = '\0';
+        fclose(f);
+    }
+    TAP_OK(strncmp(head, "These are", 9) == 0, "the text file is untouched");
+    free(bad);
+
+    /* Another program's SQLite database. */
+    char *other = tmp_path("other.db");
+    raw_exec(other, "CREATE TABLE photos(id INTEGER PRIMARY KEY, name TEXT)");
+    st = store_open(other, &info, &err);
+    TAP_OK(st == NULL, "another program's database is refused");
+    TAP_OK(err && strstr(err, "another program"), "clear message: %s", err ? err : "");
+    free(err);
+    err = NULL;
+    TAP_INT(raw_int(other, "SELECT count(*) FROM sqlite_schema"), 1, "and left untouched");
+    free(other);
+
+    /* A database from a newer tokterm. */
+    char *newer = tmp_path("newer.db");
+    st = store_open(newer, NULL, &err);
+    store_close(st);
+    raw_exec(newer, "PRAGMA user_version = 99");
+    st = store_open(newer, NULL, &err);
+    TAP_OK(st == NULL, "a newer schema is refused");
+    TAP_OK(err && strstr(err, "newer tokterm"), "clear message: %s", err ? err : "");
+    free(err);
+    err = NULL;
+    free(newer);
+
+    /* Read-only file (as root, try it as "nobody": root ignores permission bits). */
+    char *ro = tmp_path("ro.db");
+    st = store_open(ro, NULL, &err);
+    store_close(st);
+    chmod(ro, 0444);
+    if (geteuid() != 0) {
+        st = store_open(ro, NULL, &err);
+        TAP_OK(st == NULL, "read-only file is refused");
+        TAP_OK(err && strstr(err, "read-only"), "clear message: %s", err ? err : "");
+        free(err);
+        err = NULL;
+        store_close(st);
+    } else {
+        chmod(tmpdir, 0711);
+        pid_t pid = fork();
+        if (pid == 0) {
+            if (setgid(65534) != 0 || setuid(65534) != 0)
+                _exit(3);
+            st = store_open(ro, NULL, &err);
+            _exit(st ? 1 : err && strstr(err, "read-only") ? 0 : 2);
+        }
+        int status = -1;
+        waitpid(pid, &status, 0);
+        chmod(tmpdir, 0700);
+        TAP_OK(WIFEXITED(status) && WEXITSTATUS(status) != 1,
+               "read-only file is refused (as nobody)");
+        TAP_OK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "read-only message (as nobody)");
+    }
+    chmod(ro, 0600);
+    free(ro);
+
+    /* A directory where the file should be. */
+    char *dpath = tmp_path("adir.db");
+    mkdir(dpath, 0700);
+    st = store_open(dpath, NULL, &err);
+    TAP_OK(st == NULL && err && strstr(err, "not a regular file"), "directory refused: %s",
+           err ? err : "");
+    free(err);
+    err = NULL;
+    free(dpath);
+    st = store_open("", NULL, &err);
+    TAP_OK(st == NULL && err, "empty path refused");
+    free(err);
+    free(path);
+}
+
+/* ---------------------------------------------------------------- migration from v1 */
+
+/* Schema version 1 as it shipped (frozen copy): the test builds an old database with it. */
+static const char v1_schema[] =
+    "PRAGMA application_id = 1953199213;"
+    "CREATE TABLE conversations(id INTEGER PRIMARY KEY, title TEXT, system_prompt TEXT,"
+    " model TEXT, profile TEXT, created INTEGER NOT NULL, updated INTEGER NOT NULL);"
+    "CREATE INDEX conversations_updated ON conversations(updated, id);"
+    "CREATE TABLE messages(id INTEGER PRIMARY KEY,"
+    " conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,"
+    " role TEXT NOT NULL CHECK(role IN ('system','user','assistant','tool')),"
+    " status TEXT NOT NULL DEFAULT 'complete' CHECK(status IN ('streaming','complete',"
+    " 'cancelled','error','truncated','interrupted')),"
+    " created INTEGER NOT NULL, model TEXT, profile TEXT, host TEXT, finish_reason TEXT,"
+    " prompt_tokens INTEGER, completion_tokens INTEGER, total_tokens INTEGER, ttft REAL,"
+    " total_time REAL, tokens_per_s REAL, dns_time REAL, connect_time REAL, tls_time REAL,"
+    " cached INTEGER NOT NULL DEFAULT 0, error TEXT, writer TEXT, reasoning TEXT,"
+    " content TEXT NOT NULL DEFAULT '');"
+    "CREATE INDEX messages_conversation ON messages(conversation_id, id);"
+    "CREATE INDEX messages_created ON messages(created);"
+    "CREATE INDEX messages_streaming ON messages(status) WHERE status = 'streaming';"
+    "CREATE TABLE summaries(conversation_id INTEGER NOT NULL REFERENCES conversations(id)"
+    " ON DELETE CASCADE, first_message_id INTEGER NOT NULL, last_message_id INTEGER NOT NULL,"
+    " model TEXT, tokens INTEGER, created INTEGER NOT NULL, summary TEXT NOT NULL,"
+    " PRIMARY KEY(conversation_id, first_message_id, last_message_id));"
+    "CREATE TABLE quota(profile TEXT NOT NULL, key_label TEXT NOT NULL, limit_requests INTEGER,"
+    " remaining_requests INTEGER, reset_requests REAL, limit_tokens INTEGER,"
+    " remaining_tokens INTEGER, reset_tokens REAL, blocked_until REAL, extra TEXT,"
+    " updated INTEGER NOT NULL, PRIMARY KEY(profile, key_label)) WITHOUT ROWID;"
+    "CREATE TABLE response_cache(id INTEGER PRIMARY KEY, key BLOB NOT NULL UNIQUE"
+    " CHECK(length(key) = 32), created INTEGER NOT NULL, last_used INTEGER NOT NULL,"
+    " hits INTEGER NOT NULL DEFAULT 0, size INTEGER NOT NULL, model TEXT, finish_reason TEXT,"
+    " prompt_tokens INTEGER, completion_tokens INTEGER, total_tokens INTEGER, reasoning TEXT,"
+    " content TEXT NOT NULL);"
+    "CREATE INDEX response_cache_lru ON response_cache(last_used, size);"
+    "CREATE INDEX response_cache_created ON response_cache(created);"
+    "CREATE TABLE cache_meta(id INTEGER PRIMARY KEY CHECK(id = 1), entries INTEGER NOT NULL,"
+    " bytes INTEGER NOT NULL, hits INTEGER NOT NULL);"
+    "INSERT INTO cache_meta VALUES(1, 0, 0, 0);"
+    "CREATE TRIGGER response_cache_ai AFTER INSERT ON response_cache BEGIN"
+    " UPDATE cache_meta SET entries = entries + 1, bytes = bytes + new.size WHERE id = 1; END;"
+    "CREATE TRIGGER response_cache_ad AFTER DELETE ON response_cache BEGIN"
+    " UPDATE cache_meta SET entries = entries - 1, bytes = bytes - old.size WHERE id = 1; END;"
+    "CREATE TRIGGER response_cache_au AFTER UPDATE OF size ON response_cache BEGIN"
+    " UPDATE cache_meta SET bytes = bytes - old.size + new.size WHERE id = 1; END;"
+    "PRAGMA user_version = 1;";
+
+static void test_migrate_v1(void)
+{
+    char *path = tmp_path("v1.db");
+    int rc = raw_exec(path, v1_schema);
+    rc |= raw_exec(path,
+                   "INSERT INTO conversations VALUES(1, 'old chat', NULL, 'm-old', NULL, 100, 200);"
+                   "INSERT INTO messages(id, conversation_id, role, created, content) VALUES"
+                   " (1, 1, 'user', 100, '東京タワーはどこですか'),"
+                   " (2, 1, 'assistant', 101, 'Tokyo Tower is in Minato, Tokyo.');"
+                   "INSERT INTO messages(id, conversation_id, role, status, created, writer,"
+                   " content) VALUES (3, 1, 'assistant', 'streaming', 102, '999999999:1',"
+                   " 'half an answer about penguins');"
+                   "INSERT INTO summaries VALUES(1, 1, 2, NULL, 12, 150, 'Tokyo tower talk');");
+    TAP_INT(rc, SQLITE_OK, "built a version 1 database by hand");
+    TAP_INT(raw_int(path, "PRAGMA user_version"), 1, "it says version 1");
+    chmod(path, 0600);
+    struct store_open_info info;
+    char *err = NULL;
+    struct store *st = store_open(path, &info, &err);
+    TAP_OK(st != NULL, "version 1 database opens: %s", err ? err : "");
+    if (!st)
+        return;
+    TAP_INT(info.from_version, 1, "migrated from version 1");
+    TAP_INT(info.version, STORE_SCHEMA_VERSION, "to the current version");
+    TAP_INT(store_schema_version(st), STORE_SCHEMA_VERSION, "user_version updated");
+    TAP_INT(info.recovered, 1, "the dead writer's streaming answer was recovered");
+    TAP_INT(search_finds(st, "タワー", 1), 1, "old CJK message is searchable after migration");
+    TAP_INT(search_finds(st, "Minato", 2), 1, "old answer is searchable after migration");
+    TAP_INT(search_finds(st, "penguins", 3), 1, "recovered answer is indexed");
+    struct store_conversation *c;
+    TAP_INT(store_conversation_load(st, 1, &c), 0, "old conversation loads");
+    if (c) {
+        TAP_INT(c->n_messages, 3, "with its three messages");
+        TAP_STR(c->title, "old chat", "title kept");
+        TAP_INT(c->messages[2].status, STORE_INTERRUPTED, "streaming row is now interrupted");
+        store_conversation_free(c);
+    }
+    struct store_summary sum;
+    TAP_INT(store_summary_get(st, 1, 1, 2, &sum), 0, "old summary kept");
+    TAP_STR(sum.text, "Tokyo tower talk", "summary text");
+    store_summary_clear(&sum);
+    store_close(st);
+    TAP_INT(raw_int(path, "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH "
+                          "'\"Tokyo\"'"),
+            1, "fts table answers raw queries");
+    free(path);
+}
+
+/* ---------------------------------------------------------------- conversations, streaming */
+
+static void test_conversations(void)
+{
+    struct fake_clock clk = {100.0, 1700000000};
+    struct store *st = open_new("conv.db", NULL);
+    store_set_clock(st, fake_mono, fake_epoch, &clk);
+
+    int64_t a = store_conversation_new(st, NULL, "be terse", "gpt-x", "work");
+    TAP_OK(a > 0, "new conversation id");
+    struct store_msg_info ui = {"gpt-x", "work", "api.example.com", 0};
+    const char *prompt = "  How do I\n\tparse   JSON in C without a library?  ";
+    int64_t m1 = store_message_add(st, a, "user", prompt, strlen(prompt), &ui);
+    TAP_OK(m1 > 0, "user message committed");
+    struct store_conversation *c = NULL;
+    store_conversation_load(st, a, &c);
+    TAP_STR(c ? c->title : NULL, "How do I parse JSON in C without a library?",
+            "title from the first prompt, white space collapsed");
+    TAP_STR(c ? c->system_prompt : NULL, "be terse", "system prompt stored");
+    TAP_STR(c && c->n_messages ? c->messages[0].content : NULL, prompt, "content stored raw");
+    TAP_STR(c && c->n_messages ? c->messages[0].host : NULL, "api.example.com", "host stored");
+    store_conversation_free(c);
+
+    const char *p2 = "second prompt must not retitle";
+    store_message_add(st, a, "user", p2, strlen(p2), &ui);
+    store_conversation_load(st, a, &c);
+    TAP_STR(c ? c->title : NULL, "How do I parse JSON in C without a library?",
+            "later prompts keep the title");
+    store_conversation_free(c);
+
+    clk.epoch += 10;
+    int64_t b = store_conversation_new(st, NULL, NULL, "gpt-y", NULL);
+    char longp[400] = "";
+    for (int i = 0; i < 30; i++)
+        strcat(longp, "caf\xC3\xA9 ");
+    store_message_add(st, b, "user", longp, strlen(longp), NULL);
+    store_conversation_load(st, b, &c);
+    const char *t = c ? c->title : "";
+    TAP_OK(strlen(t) > 3 && strcmp(t + strlen(t) - 3, "\xE2\x80\xA6") == 0,
+           "long title is cut with an ellipsis");
+    TAP_OK(strncmp(t, "caf\xC3\xA9 caf\xC3\xA9", 11) == 0, "cut on character boundaries");
+    store_conversation_free(c);
+
+    TAP_INT(store_message_add(st, 9999, "user", "x", 1, NULL), -1, "unknown conversation fails");
+    TAP_OK(strstr(store_error(st), "9999") != NULL, "error names it: %s", store_error(st));
+    TAP_INT(store_message_add(st, a, "robot", "x", 1, NULL), -1, "bad role fails");
+
+    /* Listing: newest first. */
+    clk.epoch += 10;
+    int64_t cc = store_conversation_new(st, "third", NULL, NULL, NULL);
+    clk.epoch += 10;
+    store_message_add(st, a, "user", "bump", 4, NULL); /* a becomes the newest */
+    struct store_conversation *list;
+    size_t n;
+    TAP_INT(store_conversation_list(st, 0, &list, &n), 0, "list");
+    TAP_INT(n, 3, "three conversations");
+    if (n == 3) {
+        TAP_INT(list[0].id, a, "most recently updated first");
+        TAP_INT(list[1].id, cc, "then the next");
+        TAP_INT(list[2].id, b, "oldest last");
+        TAP_INT(list[0].message_count, 3, "message count");
+        TAP_STR(list[0].model, "gpt-x", "model listed");
+    }
+    store_conversation_list_free(list, n);
+    store_conversation_list(st, 2, &list, &n);
+    TAP_INT(n, 2, "limit respected");
+    store_conversation_list_free(list, n);
+
+    TAP_INT(store_conversation_rename(st, cc, "renamed"), 0, "rename");
+    store_conversation_load(st, cc, &c);
+    TAP_STR(c ? c->title : NULL, "renamed", "new title");
+    store_conversation_free(c);
+    TAP_INT(store_conversation_rename(st, 777, "x"), STORE_NOT_FOUND, "rename unknown id");
+    TAP_INT(store_conversation_update(st, cc, "sys2", "model2", NULL), 0, "update");
+    store_conversation_load(st, cc, &c);
+    TAP_STR(c ? c->model : NULL, "model2", "updated model");
+    TAP_STR(c ? c->system_prompt : NULL, "sys2", "updated system prompt");
+    store_conversation_free(c);
+
+    /* Streaming: batches every 250 ms of the store's clock. */
+    struct store_msg_info ai = {"gpt-x", "work", "api.example.com", 0};
+    int64_t m = store_message_begin(st, a, &ai);
+    TAP_OK(m > 0, "answer begun");
+    store_conversation_load(st, a, &c);
+    TAP_INT(c ? (int)c->messages[c->n_messages - 1].status : -1, STORE_STREAMING,
+            "empty streaming row committed at once");
+    store_conversation_free(c);
+    clk.mono += 0.1;
+    TAP_INT(store_message_append(st, m, "Hel", 3), 0, "append within 250 ms only buffers");
+    TAP_OK(store_flush_deadline(st) > clk.mono, "a flush deadline is pending");
+    store_conversation_load(st, a, &c);
+    TAP_STR(c ? c->messages[c->n_messages - 1].content : NULL, "", "nothing committed yet");
+    store_conversation_free(c);
+    clk.mono += 0.2;
+    TAP_INT(store_message_append_reasoning(st, m, "think", 5), 1, "after 250 ms it commits");
+    TAP_OK(store_flush_deadline(st) == 0, "nothing pending after a commit");
+    clk.mono += 0.01;
+    TAP_INT(store_message_append(st, m, "lo", 2), 0, "next append buffers");
+    store_conversation_load(st, a, &c);
+    TAP_STR(c ? c->messages[c->n_messages - 1].content : NULL, "Hel", "first batch committed");
+    TAP_STR(c ? c->messages[c->n_messages - 1].reasoning : NULL, "think", "reasoning committed");
+    store_conversation_free(c);
+    TAP_INT(store_message_flush(st, m), 0, "explicit flush");
+    store_conversation_load(st, a, &c);
+    TAP_STR(c ? c->messages[c->n_messages - 1].content : NULL, "Hello", "flush committed");
+    store_conversation_free(c);
+    TAP_INT(search_finds(st, "Hello", m), 0, "a streaming answer is not indexed yet");
+    store_message_append(st, m, ", world", 7);
+    struct store_usage u = {11, 22, 33};
+    struct store_timings tm = {0.5, 2.0, 44.5, 0.01, 0.02, 0.03};
+    TAP_INT(store_message_finish(st, m, STORE_COMPLETE, "stop", &u, &tm, NULL), 0, "finish");
+    store_conversation_load(st, a, &c);
+    if (c) {
+        struct store_message *x = &c->messages[c->n_messages - 1];
+        TAP_STR(x->content, "Hello, world", "buffered tail committed by finish");
+        TAP_INT(x->status, STORE_COMPLETE, "status complete");
+        TAP_STR(x->finish_reason, "stop", "finish reason");
+        TAP_INT(x->usage.prompt_tokens, 11, "prompt tokens");
+        TAP_INT(x->usage.completion_tokens, 22, "completion tokens");
+        TAP_INT(x->usage.total_tokens, 33, "total tokens");
+        TAP_OK(x->timings.ttft == 0.5 && x->timings.total == 2.0, "ttft and total time");
+        TAP_OK(x->timings.tokens_per_s == 44.5, "tokens/s");
+        TAP_OK(x->timings.dns == 0.01 && x->timings.connect == 0.02 && x->timings.tls == 0.03,
+               "dns, connect, tls times");
+        TAP_STR(x->model, "gpt-x", "answer model");
+        TAP_STR(x->profile, "work", "answer profile");
+        TAP_INT(x->cached, 0, "not cached");
+        TAP_STR(x->role, "assistant", "role assistant");
+    }
+    store_conversation_free(c);
+    TAP_INT(search_finds(st, "Hello, world", m), 1, "finished answer is indexed");
+    TAP_INT(store_message_append(st, m, "more", 4), -1, "append after finish fails");
+    TAP_INT(store_message_finish(st, 424242, STORE_ERROR, NULL, NULL, NULL, "x"),
+            STORE_NOT_FOUND, "finish of an unknown message");
+    TAP_INT(store_message_finish(st, m, STORE_STREAMING, NULL, NULL, NULL, NULL), -1,
+            "finish with status streaming is refused");
+
+    /* An error answer keeps its message; unknown usage stays unknown. */
+    int64_t e = store_message_begin(st, a, &ai);
+    store_message_append(st, e, "partial", 7);
+    store_message_finish(st, e, STORE_ERROR, NULL, NULL, NULL, "HTTP 500 from server");
+    store_conversation_load(st, a, &c);
+    if (c) {
+        struct store_message *x = &c->messages[c->n_messages - 1];
+        TAP_INT(x->status, STORE_ERROR, "error status");
+        TAP_STR(x->error, "HTTP 500 from server", "error message");
+        TAP_STR(x->content, "partial", "partial text kept");
+        TAP_INT(x->usage.total_tokens, -1, "unknown usage is -1");
+        TAP_OK(x->timings.ttft < 0, "unknown timing is < 0");
+    }
+    store_conversation_free(c);
+
+    /* Closing with an unfinished answer saves it as interrupted. */
+    int64_t open_id = store_message_begin(st, b, &ai);
+    store_message_append(st, open_id, "cut short", 9);
+    store_close(st);
+    st = open_new("conv.db", NULL);
+    store_conversation_load(st, b, &c);
+    if (c) {
+        struct store_message *x = &c->messages[c->n_messages - 1];
+        TAP_INT(x->status, STORE_INTERRUPTED, "close marks an unfinished answer interrupted");
+        TAP_STR(x->content, "cut short", "and keeps its buffered text");
+    }
+    store_conversation_free(c);
+
+    /* Delete cascades to messages, summaries and the index. */
+    TAP_INT(store_summary_put(st, a, m1, m, "summary of a", "gpt-x", 9), 0, "summary stored");
+    TAP_INT(store_conversation_delete(st, a), 0, "delete");
+    TAP_INT(store_conversation_load(st, a, &c), STORE_NOT_FOUND, "deleted conversation is gone");
+    TAP_INT(search_finds(st, "Hello, world", m), 0, "its messages left the index");
+    struct store_summary s;
+    TAP_INT(store_summary_get(st, a, m1, m, &s), STORE_NOT_FOUND, "its summaries are gone");
+    TAP_INT(store_conversation_delete(st, a), STORE_NOT_FOUND, "second delete: not found");
+    char *path = tmp_path("conv.db");
+    TAP_INT(raw_int(path, "SELECT count(*) FROM messages WHERE conversation_id = 1"), 0,
+            "no orphan messages");
+    store_close(st);
+    TAP_INT(raw_exec(path, "INSERT INTO messages_fts(messages_fts) VALUES('integrity-check')"),
+            SQLITE_OK, "FTS index agrees with the messages table");
+    char *ic = raw_text(path, "PRAGMA integrity_check");
+    TAP_STR(ic, "ok", "integrity_check ok");
+    free(ic);
+    free(path);
+}
+
+/* ---------------------------------------------------------------- crash recovery */
+
+static void test_crash_recovery(void)
+{
+    char *path = tmp_path("crash.db");
+    int fds[2];
+    if (pipe(fds) != 0)
+        return;
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fds[0]);
+        char *err = NULL;
+        struct store *st = store_open(path, NULL, &err);
+        if (!st)
+            _exit(3);
+        int64_t conv = store_conversation_new(st, "crash", NULL, "m", NULL);
+        int64_t id = store_message_begin(st, conv, NULL);
+        if (write(fds[1], &id, sizeof id) != sizeof id)
+            _exit(4);
+        size_t total = 0;
+        for (int i = 0;; i++) {
+            char chunk[32];
+            int len = snprintf(chunk, sizeof chunk, "chunk %06d \xE5\x8C\x97;", i);
+            total += (size_t)len;
+            int rc = store_message_append(st, id, chunk, (size_t)len);
+            if (rc < 0)
+                _exit(5);
+            if (rc == 1) {
+                int64_t committed = (int64_t)total;
+                if (write(fds[1], &committed, sizeof committed) != sizeof committed)
+                    _exit(6);
+            }
+            usleep(500);
+        }
+    }
+    close(fds[1]);
+    int64_t id = 0, committed = 0, v;
+    int commits = 0;
+    if (read(fds[0], &id, sizeof id) != sizeof id)
+        id = -1;
+    while (commits < 4 && read(fds[0], &v, sizeof v) == sizeof v) {
+        committed = v;
+        commits++;
+    }
+    kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    close(fds[0]);
+    TAP_OK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "writer killed with SIGKILL");
+    TAP_INT(commits, 4, "writer committed four batches before the kill");
+
+    char *ic = raw_text(path, "PRAGMA integrity_check");
+    TAP_STR(ic, "ok", "database intact after kill -9");
+    free(ic);
+    struct store_open_info info;
+    char *err = NULL;
+    struct store *st = store_open(path, &info, &err);
+    TAP_OK(st != NULL, "reopen after the crash");
+    if (!st)
+        return;
+    TAP_INT(info.recovered, 1, "one interrupted answer recovered");
+    TAP_INT(store_recover(st), 0, "nothing left to recover");
+    struct store_conversation *c = NULL;
+    store_conversation_load(st, 1, &c);
+    if (c && c->n_messages == 1) {
+        struct store_message *m = &c->messages[0];
+        TAP_INT(m->id, id, "the streamed answer");
+        TAP_INT(m->status, STORE_INTERRUPTED, "marked interrupted");
+        TAP_OK((int64_t)m->content_len >= committed,
+               "holds every committed batch (%zu >= %lld bytes)", m->content_len,
+               (long long)committed);
+        /* Everything held is a whole prefix of what was streamed. */
+        struct buf want = BUF_INIT;
+        for (int i = 0; want.len < m->content_len; i++)
+            buf_printf(&want, "chunk %06d \xE5\x8C\x97;", i);
+        TAP_OK(want.len == m->content_len && memcmp(want.data, m->content, want.len) == 0,
+               "content is exactly the first batches, in order");
+        buf_free(&want);
+    } else {
+        TAP_OK(0, "the streamed answer");
+    }
+    store_conversation_free(c);
+    TAP_INT(search_finds(st, "chunk 000001", id), 1, "recovered answer is searchable");
+    store_close(st);
+    free(path);
+}
+
+/* ---------------------------------------------------------------- two writers */
+
+static void test_two_writers(void)
+{
+    char *path = tmp_path("two.db");
+    char *err = NULL;
+    struct store *st = store_open(path, NULL, &err);
+    store_close(st);
+    int go[2];
+    if (pipe(go) != 0)
+        return;
+    pid_t kids[2];
+    for (int k = 0; k < 2; k++) {
+        kids[k] = fork();
+        if (kids[k] == 0) {
+            close(go[1]);
+            char c;
+            if (read(go[0], &c, 1) != 1)
+                _exit(9);
+            st = store_open(path, NULL, &err);
+            if (!st) {
+                fprintf(stderr, "child open: %s\n", err);
+                _exit(2);
+            }
+            int64_t conv = store_conversation_new(st, k ? "child 1" : "child 0", NULL, NULL,
+                                                  NULL);
+            for (int i = 0; i < 200; i++) {
+                char text[64];
+                int len = snprintf(text, sizeof text, "writer %d message %d", k, i);
+                if (store_message_add(st, conv, i % 2 ? "assistant" : "user", text,
+                                      (size_t)len, NULL) < 0) {
+                    fprintf(stderr, "child %d: %s\n", k, store_error(st));
+                    _exit(1);
+                }
+            }
+            store_close(st);
+            _exit(0);
+        }
+    }
+    close(go[0]);
+    if (write(go[1], "gg", 2) != 2)
+        TAP_OK(0, "start signal");
+    close(go[1]);
+    int ok = 1;
+    for (int k = 0; k < 2; k++) {
+        int status = 0;
+        waitpid(kids[k], &status, 0);
+        ok &= WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    }
+    TAP_OK(ok, "two processes writing at once both succeed (no 'database is locked')");
+    TAP_INT(raw_int(path, "SELECT count(*) FROM messages"), 400, "all 400 messages present");
+    TAP_INT(raw_int(path, "SELECT count(DISTINCT conversation_id) FROM messages"), 2,
+            "in two conversations");
+    st = store_open(path, NULL, &err);
+    TAP_INT(search_count(st, "\"writer 1 message 199\"", NULL, NULL, NULL), 1,
+            "last one indexed");
+    store_close(st);
+    free(path);
+}
+
+/* ---------------------------------------------------------------- search */
+
+static void test_search(void)
+{
+    struct fake_clock clk = {0, 1700000000};
+    struct store *st = open_new("search.db", NULL);
+    store_set_clock(st, fake_mono, fake_epoch, &clk);
+    int64_t conv = store_conversation_new(st, "search fixture", NULL, NULL, NULL);
+    struct store_msg_info m1 = {"model-one", NULL, NULL, 0}, m2 = {"model-two", NULL, NULL, 0};
+    const char *texts[] = {
+        "我们今天去北京大学参观了图书馆",                              /* 0 CJK */
+        "Café crème brûlée est délicieux",                             /* 1 accents */
+        "he said \"hello\" AND (maybe) NOT; x:y -z *star ^caret {col}", /* 2 operators */
+        "The quick brown fox jumps over the lazy dog",                 /* 3 */
+        "NEAR the end, OR so it seems",                                /* 4 */
+        "apple apple apple apple",                                     /* 5 bm25: dense */
+        "an apple a day keeps many other long words and doctors away", /* 6 bm25: sparse */
+        "東京と京都",                                                  /* 7 */
+    };
+    int64_t ids[8];
+    for (int i = 0; i < 8; i++) {
+        clk.epoch = 1700000000 + i * 86400; /* one message a day */
+        ids[i] = store_message_add(st, conv, i % 2 ? "assistant" : "user", texts[i],
+                                   strlen(texts[i]), i < 4 ? &m1 : &m2);
+    }
+    char *snip = NULL;
+    int64_t fid = 0;
+    /* CJK substrings of 2 and 3 characters. */
+    TAP_INT(search_count(st, "北京", NULL, &snip, &fid), 1, "CJK 2 chars: 北京");
+    TAP_INT(fid, ids[0], "CJK 2 chars finds the right message");
+    TAP_OK(snip && strstr(snip, "[北京]"), "CJK 2-char snippet highlighted: %s",
+           snip ? snip : "");
+    free(snip);
+    TAP_INT(search_count(st, "北京大", NULL, &snip, &fid), 1, "CJK 3 chars: 北京大");
+    TAP_OK(snip && strstr(snip, "[北京大]"), "CJK 3-char snippet: %s", snip ? snip : "");
+    free(snip);
+    TAP_INT(search_count(st, "图书馆", NULL, NULL, &fid), 1, "CJK 3 chars at the end");
+    TAP_INT(fid, ids[0], "right message");
+    TAP_INT(search_count(st, "京", NULL, NULL, NULL), 2, "CJK 1 char finds both messages");
+    TAP_INT(search_count(st, "京都", NULL, NULL, &fid), 1, "京都 2 chars");
+    TAP_INT(fid, ids[7], "right message");
+    TAP_INT(search_count(st, "大阪", NULL, NULL, NULL), 0, "absent CJK: no hits, no error");
+    TAP_INT(search_count(st, "北京 图书馆", NULL, NULL, NULL), 1, "2-char AND 3-char terms");
+    TAP_INT(search_count(st, "北京 京都", NULL, NULL, NULL), 0, "AND across messages: none");
+
+    /* Accents and case. */
+    TAP_INT(search_count(st, "crème", NULL, &snip, &fid), 1, "accented word");
+    TAP_INT(fid, ids[1], "right message");
+    TAP_OK(snip && strstr(snip, "[crème]"), "accented snippet: %s", snip ? snip : "");
+    free(snip);
+    TAP_INT(search_count(st, "CRÈME", NULL, NULL, NULL), 1, "accented word, upper case");
+    TAP_INT(search_count(st, "brûlée délicieux", NULL, NULL, NULL), 1, "two accented words");
+    TAP_INT(search_count(st, "é", NULL, NULL, NULL), 1, "1-char accented letter");
+    TAP_INT(search_count(st, "É", NULL, NULL, NULL), 1, "1-char accented capital");
+    TAP_INT(search_count(st, "FOX", NULL, &snip, NULL), 1, "case-insensitive ASCII");
+    TAP_OK(snip && strstr(snip, "[fox]"), "snippet keeps the text's case: %s", snip ? snip : "");
+    free(snip);
+
+    /* Quotes, operators, parentheses: never an error, matched literally. */
+    static const char *const hostile[] = {
+        "\"",       "\"\"",        "\"unbalanced", "a\"b",    "hello\"",      "AND",
+        "OR",       "NOT",         "NEAR",         "NEAR(",   "NEAR(a b, 2)", "*",
+        "-",        ":",           "(",            ")",       "()",           "x:y",
+        "col:fox",  "fox*",        "-fox",         "+fox",    "^fox",         "{col}",
+        "a OR b",   "NOT fox",     "\"a\" \"b",    "'",       "''",           "\\",
+        "%",        "_",           "%%",           "\x01",    "fox AND",      "AND AND",
+        "\"AND\"",  "(maybe)",     "*star",        "; DROP TABLE messages; --",
+    };
+    int errors = 0;
+    for (size_t i = 0; i < TT_ARRAY_LEN(hostile); i++) {
+        int n = search_count(st, hostile[i], NULL, NULL, NULL);
+        if (n < 0 && strcmp(hostile[i], "\"") != 0 && strcmp(hostile[i], "\"\"") != 0) {
+            printf("# query <%s> failed: %s\n", hostile[i], store_error(st));
+            errors++;
+        }
+    }
+    TAP_INT(errors, 0, "no hostile query produces an error");
+    TAP_INT(search_count(st, "\"", NULL, NULL, NULL), -1, "a lone quote is an empty query");
+    TAP_OK(strstr(store_error(st), "empty"), "empty query message: %s", store_error(st));
+    TAP_INT(search_count(st, "   ", NULL, NULL, NULL), -1, "blank query is an error");
+    TAP_INT(search_count(st, "x:y", NULL, NULL, &fid), 1, "x:y literal");
+    TAP_INT(fid, ids[2], "right message");
+    TAP_INT(search_count(st, "(maybe)", NULL, NULL, NULL), 1, "parentheses literal");
+    TAP_INT(search_count(st, "*star", NULL, NULL, NULL), 1, "star literal");
+    TAP_INT(search_count(st, "-z", NULL, NULL, NULL), 1, "minus literal (2 chars)");
+    TAP_INT(search_count(st, "{col}", NULL, NULL, NULL), 1, "braces literal");
+    TAP_INT(search_count(st, "^caret", NULL, NULL, NULL), 1, "caret literal");
+    TAP_INT(search_count(st, "\"hello\"", NULL, NULL, NULL), 1, "quoted word");
+    TAP_INT(search_count(st, "said \"hello", NULL, NULL, NULL), 1, "unbalanced quote");
+    TAP_INT(search_count(st, "NEAR", NULL, NULL, &fid), 1, "NEAR literal");
+    TAP_INT(fid, ids[4], "right message");
+    TAP_INT(search_count(st, "AND", NULL, NULL, NULL), 2, "AND literal (two messages hold it)");
+    TAP_INT(search_count(st, "NOT fox", NULL, NULL, NULL), 0, "NOT is a word, not negation");
+    TAP_INT(search_count(st, "\"AND (maybe)\"", NULL, NULL, NULL), 1, "phrase with operators");
+    TAP_INT(search_count(st, "; DROP TABLE messages; --", NULL, NULL, NULL), 0,
+            "SQL injection attempt is just text");
+    TAP_INT(search_count(st, "fox", NULL, NULL, NULL), 1, "table still there");
+
+    /* Phrases vs AND. */
+    TAP_INT(search_count(st, "\"quick brown\"", NULL, NULL, NULL), 1, "phrase in order");
+    TAP_INT(search_count(st, "\"brown quick\"", NULL, NULL, NULL), 0, "phrase out of order");
+    TAP_INT(search_count(st, "brown quick", NULL, NULL, NULL), 1, "words in any order");
+    TAP_INT(search_count(st, "quick elephant", NULL, NULL, NULL), 0, "every word required");
+    TAP_INT(search_count(st, "uick bro", NULL, NULL, NULL), 1, "substrings of words");
+
+    /* Ranking. */
+    struct store_hit *hits;
+    size_t n;
+    TAP_INT(store_search(st, "apple", NULL, &hits, &n), 0, "ranked search");
+    TAP_INT(n, 2, "two apple messages");
+    if (n == 2) {
+        TAP_INT(hits[0].message_id, ids[5], "denser match ranks first (bm25)");
+        TAP_OK(hits[0].rank <= hits[1].rank, "ranks ascend");
+        TAP_STR(hits[0].title, "search fixture", "hit carries the title");
+        TAP_STR(hits[0].model, "model-two", "hit carries the model");
+        TAP_INT(hits[0].conversation_id, conv, "hit carries the conversation");
+    }
+    store_hits_free(hits, n);
+
+    /* Filters. */
+    struct store_search_opts o = {0};
+    o.model = "model-one";
+    TAP_INT(search_count(st, "e", &o, NULL, NULL), 3, "model filter (short term)");
+    TAP_INT(search_count(st, "the", &o, NULL, NULL), 1, "model filter (fts)");
+    o.model = "model-two";
+    TAP_INT(search_count(st, "the", &o, NULL, NULL), 2, "other model (\"the\" in \"other\" too)");
+    o.model = NULL;
+    o.since = 1700000000 + 3 * 86400;
+    o.until = 1700000000 + 5 * 86400;
+    TAP_INT(search_count(st, "e", &o, NULL, NULL), 2, "date range [day 3, day 5)");
+    TAP_INT(search_count(st, "apple", &o, NULL, NULL), 0, "date range excludes days 5-6");
+    o.since = o.until = 0;
+    o.limit = 1;
+    TAP_INT(search_count(st, "e", &o, NULL, NULL), 1, "limit");
+    o.limit = 0;
+    o.open = "<<";
+    o.close = ">>";
+    o.snippet_chars = 20;
+    TAP_INT(search_count(st, "lazy", &o, &snip, NULL), 1, "custom markers");
+    TAP_OK(snip && strstr(snip, "<<lazy>>"), "custom markers used: %s", snip ? snip : "");
+    TAP_OK(snip && strncmp(snip, "\xE2\x80\xA6", 3) == 0, "cut start marked with an ellipsis");
+    free(snip);
+    store_close(st);
+}
+
+/* ---------------------------------------------------------------- stats */
+
+static void test_stats(void)
+{
+    struct fake_clock clk = {0, 1700000000};
+    struct store *st = open_new("stats.db", NULL);
+    store_set_clock(st, fake_mono, fake_epoch, &clk);
+    int64_t conv = store_conversation_new(st, "s", NULL, NULL, NULL);
+    for (int i = 1; i <= 20; i++) {
+        clk.epoch = 1700000000 + (i > 10) * 86400;
+        struct store_msg_info info = {i % 2 ? "alpha" : "beta", NULL, NULL, 0};
+        store_message_add(st, conv, "user", "q", 1, &info);
+        int64_t m = store_message_begin(st, conv, &info);
+        struct store_usage u = {10, i, 10 + i};
+        struct store_timings t = {i / 10.0, 1.0, 10.0 * i, -1, -1, -1};
+        store_message_finish(st, m, i == 20 ? STORE_CANCELLED : STORE_COMPLETE, "stop", &u, &t,
+                             NULL);
+    }
+    struct store_msg_info cached = {"alpha", NULL, NULL, 1};
+    int64_t m = store_message_begin(st, conv, &cached);
+    struct store_usage cu = {1000, 1000, 2000};
+    struct store_timings ct = {0.001, 0.001, 99999, -1, -1, -1};
+    store_message_finish(st, m, STORE_COMPLETE, "stop", &cu, &ct, NULL);
+    struct store_stats s;
+    TAP_INT(store_stats(st, 0, 0, &s), 0, "stats");
+    TAP_INT(s.conversations, 1, "conversations");
+    TAP_INT(s.messages, 41, "messages");
+    TAP_INT(s.answers, 21, "answers");
+    TAP_INT(s.by_status[STORE_COMPLETE], 20, "complete answers");
+    TAP_INT(s.by_status[STORE_CANCELLED], 1, "cancelled answers");
+    TAP_INT(s.cached_answers, 1, "cached answers");
+    TAP_OK(s.cache_hit_rate > 0.0476 && s.cache_hit_rate < 0.0477, "cache hit rate 1/21");
+    TAP_OK(s.ttft_p50 > 0.99 && s.ttft_p50 < 1.01, "ttft p50 = 1.0 (cached excluded): %g",
+           s.ttft_p50);
+    TAP_OK(s.ttft_p95 > 1.89 && s.ttft_p95 < 1.91, "ttft p95 = 1.9: %g", s.ttft_p95);
+    TAP_OK(s.tps_p50 > 99.9 && s.tps_p50 < 100.1, "tokens/s p50 = 100: %g", s.tps_p50);
+    TAP_OK(s.tps_p95 > 189.9 && s.tps_p95 < 190.1, "tokens/s p95 = 190: %g", s.tps_p95);
+    TAP_INT(s.n_models, 2, "two models");
+    if (s.n_models == 2) {
+        /* alpha: i odd -> completion 1+3+..+19 = 100; beta: 2+..+20 = 110 */
+        TAP_STR(s.models[0].model, "beta", "most tokens first");
+        TAP_INT(s.models[0].completion_tokens, 110, "beta completion tokens");
+        TAP_INT(s.models[0].total_tokens, 210, "beta total tokens");
+        TAP_INT(s.models[1].answers, 11, "alpha answers include the cached one");
+        TAP_INT(s.models[1].prompt_tokens, 100, "cached answer's tokens are not counted");
+    }
+    TAP_INT(s.n_days, 2, "two days");
+    if (s.n_days == 2) {
+        TAP_INT(s.days[0].answers, 10, "day one answers");
+        TAP_INT(s.days[1].answers, 11, "day two answers");
+        TAP_OK(strcmp(s.days[0].day, s.days[1].day) < 0, "days in order: %s %s", s.days[0].day,
+               s.days[1].day);
+    }
+    store_stats_clear(&s);
+    TAP_INT(store_stats(st, 1700000000 + 86400, 0, &s), 0, "stats since day two");
+    TAP_INT(s.answers, 11, "range filter");
+    store_stats_clear(&s);
+    store_close(st);
+}
+
+/* ---------------------------------------------------------------- cache */
+
+static void key_of(const char *s, unsigned char key[32])
+{
+    store_cache_key(s, strlen(s), key);
+}
+
+static void test_cache(void)
+{
+    struct fake_clock clk = {0, 1700000000};
+    struct store *st = open_new("cache.db", NULL);
+    store_set_clock(st, fake_mono, fake_epoch, &clk);
+    unsigned char k1[32], k2[32], k3[32], k4[32];
+    key_of("request one", k1);
+    key_of("request two", k2);
+    key_of("request three", k3);
+    key_of("request four", k4);
+    struct store_cache_entry e;
+    TAP_INT(store_cache_get(st, k1, &e), STORE_NOT_FOUND, "miss on an empty cache");
+    struct store_usage u = {5, 6, 11};
+    TAP_INT(store_cache_put(st, k1, STORE_COMPLETE, "answer one", "why", "gpt-x", "stop", &u), 0,
+            "put");
+    TAP_INT(store_cache_get(st, k1, &e), 0, "hit");
+    TAP_STR(e.content, "answer one", "content");
+    TAP_STR(e.reasoning, "why", "reasoning");
+    TAP_STR(e.model, "gpt-x", "model");
+    TAP_STR(e.finish_reason, "stop", "finish reason");
+    TAP_INT(e.usage.total_tokens, 11, "usage");
+    TAP_INT(e.hits, 1, "hit counted");
+    store_cache_entry_clear(&e);
+    TAP_INT(store_cache_put(st, k2, STORE_TRUNCATED, "cut", NULL, NULL, "length", NULL), -1,
+            "truncated answer refused");
+    TAP_INT(store_cache_put(st, k2, STORE_CANCELLED, "cut", NULL, NULL, NULL, NULL), -1,
+            "cancelled answer refused");
+    TAP_INT(store_cache_put(st, k2, STORE_ERROR, "x", NULL, NULL, NULL, NULL), -1,
+            "error answer refused");
+    TAP_INT(store_cache_put(st, k2, STORE_COMPLETE, "x", NULL, NULL, "length", NULL), -1,
+            "finish reason length refused");
+    TAP_OK(strstr(store_error(st), "not cached"), "refusal message: %s", store_error(st));
+    TAP_INT(store_cache_get(st, k2, &e), STORE_NOT_FOUND, "nothing stored by refusals");
+    /* Replace keeps one entry. */
+    TAP_INT(store_cache_put(st, k1, STORE_COMPLETE, "answer one v2", NULL, NULL, NULL, NULL), 0,
+            "replace");
+    store_cache_get(st, k1, &e);
+    TAP_STR(e.content, "answer one v2", "replaced content");
+    TAP_STR(e.reasoning, NULL, "replaced reasoning");
+    store_cache_entry_clear(&e);
+    struct store_cache_stats cs;
+    store_cache_stats(st, &cs);
+    TAP_INT(cs.entries, 1, "one entry after replace");
+
+    /* TTL: an entry older than the TTL is a miss and is dropped. */
+    clk.epoch += STORE_CACHE_DEFAULT_TTL + 1;
+    TAP_INT(store_cache_get(st, k1, &e), STORE_NOT_FOUND, "expired after the 7-day TTL");
+    store_cache_stats(st, &cs);
+    TAP_INT(cs.entries, 0, "expired entry dropped");
+    TAP_INT(cs.bytes, 0, "bytes back to zero");
+    store_cache_set_limits(st, 100, 0);
+    store_cache_put(st, k1, STORE_COMPLETE, "short-lived", NULL, NULL, "stop", NULL);
+    clk.epoch += 99;
+    TAP_INT(store_cache_get(st, k1, &e), 0, "custom TTL: still fresh at 99 s");
+    store_cache_entry_clear(&e);
+    clk.epoch += 2;
+    TAP_INT(store_cache_get(st, k1, &e), STORE_NOT_FOUND, "custom TTL: gone at 101 s");
+    store_cache_put(st, k2, STORE_COMPLETE, "will expire", NULL, NULL, "stop", NULL);
+    clk.epoch += 200;
+    store_cache_put(st, k3, STORE_COMPLETE, "fresh", NULL, NULL, "stop", NULL);
+    store_cache_stats(st, &cs);
+    TAP_INT(cs.entries, 1, "put drops expired entries");
+
+    /* LRU under the size cap. */
+    store_cache_clear(st);
+    char big[1001];
+    memset(big, 'x', 1000);
+    big[1000] = '\0';
+    int64_t one = 1000 + 32 + 64; /* size accounting: text + key + overhead */
+    store_cache_set_limits(st, 0, 3 * one);
+    clk.epoch += 1;
+    store_cache_put(st, k1, STORE_COMPLETE, big, NULL, NULL, NULL, NULL);
+    clk.epoch += 1;
+    store_cache_put(st, k2, STORE_COMPLETE, big, NULL, NULL, NULL, NULL);
+    clk.epoch += 1;
+    store_cache_put(st, k3, STORE_COMPLETE, big, NULL, NULL, NULL, NULL);
+    store_cache_stats(st, &cs);
+    TAP_INT(cs.entries, 3, "three entries fit");
+    TAP_INT(cs.bytes, 3 * one, "bytes accounted");
+    clk.epoch += 1;
+    store_cache_get(st, k1, &e); /* k1 becomes the most recently used */
+    store_cache_entry_clear(&e);
+    clk.epoch += 1;
+    TAP_INT(store_cache_put(st, k4, STORE_COMPLETE, big, NULL, NULL, NULL, NULL), 0,
+            "put over the cap");
+    store_cache_stats(st, &cs);
+    TAP_INT(cs.entries, 3, "one entry evicted");
+    TAP_OK(cs.bytes <= cs.max_bytes, "size within the cap");
+    TAP_INT(store_cache_get(st, k2, &e), STORE_NOT_FOUND, "least recently used (k2) evicted");
+    TAP_INT(store_cache_get(st, k1, &e), 0, "recently used k1 kept");
+    store_cache_entry_clear(&e);
+    TAP_INT(store_cache_get(st, k3, &e), 0, "k3 kept");
+    store_cache_entry_clear(&e);
+    TAP_INT(store_cache_get(st, k4, &e), 0, "new k4 kept");
+    store_cache_entry_clear(&e);
+    /* A bigger entry evicts as many as needed. */
+    char *huge = xmalloc((size_t)(2 * one) + 1);
+    memset(huge, 'y', (size_t)(2 * one) - 200);
+    huge[2 * one - 200] = '\0';
+    clk.epoch += 1;
+    store_cache_put(st, k2, STORE_COMPLETE, huge, NULL, NULL, NULL, NULL);
+    store_cache_stats(st, &cs);
+    TAP_INT(cs.entries, 2, "big entry evicted two");
+    TAP_INT(store_cache_get(st, k4, &e), 0, "the most recent old entry stays");
+    store_cache_entry_clear(&e);
+    free(huge);
+    char *toobig = xmalloc((size_t)(4 * one));
+    memset(toobig, 'z', (size_t)(4 * one) - 1);
+    toobig[4 * one - 1] = '\0';
+    TAP_INT(store_cache_put(st, k3, STORE_COMPLETE, toobig, NULL, NULL, NULL, NULL), -1,
+            "an answer larger than the cache is refused");
+    free(toobig);
+    store_cache_stats(st, &cs);
+    TAP_OK(cs.hits >= 4, "hits counted in stats (%lld)", (long long)cs.hits);
+    TAP_INT(store_cache_clear(st), 2, "clear returns the count");
+    store_cache_stats(st, &cs);
+    TAP_INT(cs.entries + cs.bytes + cs.hits, 0, "empty after clear");
+    store_close(st);
+}
+
+/* ---------------------------------------------------------------- summaries, quota */
+
+static void test_summaries_quota(void)
+{
+    struct store *st = open_new("sq.db", NULL);
+    int64_t conv = store_conversation_new(st, "s", NULL, NULL, NULL);
+    TAP_INT(store_summary_put(st, conv, 1, 10, "first ten", "m", 50), 0, "summary put");
+    TAP_INT(store_summary_put(st, conv, 1, 20, "first twenty", NULL, -1), 0, "second summary");
+    TAP_INT(store_summary_put(st, conv, 1, 10, "first ten v2", "m", 40), 0, "replace");
+    struct store_summary s;
+    TAP_INT(store_summary_get(st, conv, 1, 10, &s), 0, "summary get");
+    TAP_STR(s.text, "first ten v2", "replaced text");
+    TAP_INT(s.tokens, 40, "tokens");
+    store_summary_clear(&s);
+    TAP_INT(store_summary_get(st, conv, 2, 10, &s), STORE_NOT_FOUND, "other range not found");
+    struct store_summary *list;
+    size_t n;
+    TAP_INT(store_summary_list(st, conv, &list, &n), 0, "summary list");
+    TAP_INT(n, 2, "two summaries");
+    if (n == 2) {
+        TAP_INT(list[1].last_message_id, 20, "ordered by last message");
+        TAP_INT(list[1].tokens, -1, "unknown tokens");
+    }
+    store_summaries_free(list, n);
+    TAP_INT(store_summary_put(st, 999, 1, 2, "x", NULL, 1), -1, "summary for unknown chat");
+    TAP_INT(store_summary_put(st, conv, 5, 2, "x", NULL, 1), -1, "reversed range refused");
+
+    struct store_quota q = {100, 42, 1000, 900, 1700000000.5, 1700000060.25, -1, NULL, 0};
+    q.extra = "{\"breaker\":\"closed\"}";
+    TAP_INT(store_quota_put(st, "default", "key1", &q), 0, "quota put");
+    struct store_quota g;
+    TAP_INT(store_quota_get(st, "default", "key1", &g), 0, "quota get");
+    TAP_INT(g.limit_requests, 100, "limit requests");
+    TAP_INT(g.remaining_requests, 42, "remaining requests");
+    TAP_INT(g.limit_tokens, 1000, "limit tokens");
+    TAP_INT(g.remaining_tokens, 900, "remaining tokens");
+    TAP_OK(g.reset_requests == 1700000000.5 && g.reset_tokens == 1700000060.25, "reset times");
+    TAP_OK(g.blocked_until < 0, "not blocked");
+    TAP_STR(g.extra, "{\"breaker\":\"closed\"}", "extra state");
+    TAP_OK(g.updated > 0, "updated time set");
+    store_quota_clear(&g);
+    q.remaining_requests = 0;
+    q.blocked_until = 1700000100;
+    store_quota_put(st, "default", "key1", &q);
+    store_quota_get(st, "default", "key1", &g);
+    TAP_INT(g.remaining_requests, 0, "quota replaced");
+    TAP_OK(g.blocked_until == 1700000100, "blocked until");
+    store_quota_clear(&g);
+    TAP_INT(store_quota_get(st, "default", "key2", &g), STORE_NOT_FOUND, "unknown label");
+    TAP_INT(store_quota_put(st, "default", "sk-proj-abcdefghijklmnop", &q), -1,
+            "a key as label is refused");
+    TAP_INT(store_quota_put(st, "default", "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8", &q), -1,
+            "a long token-like label is refused");
+    store_close(st);
+}
+
+/* ---------------------------------------------------------------- review subcommands */
+
+/* Run a subcommand; returns the exit code, *out_text the output (caller frees). */
+static int run_cmd(struct store *st, int tty, char **out_text, const char *a0, ...)
+{
+    char *argv[16];
+    int argc = 0;
+    va_list ap;
+    va_start(ap, a0);
+    for (const char *a = a0; a && argc < 15; a = va_arg(ap, const char *))
+        argv[argc++] = (char *)a;
+    va_end(ap);
+    argv[argc] = NULL;
+    FILE *out = tmpfile(), *err = tmpfile();
+    int code = cmd_store_run(st, argc, argv, out, err, tty);
+    fflush(out);
+    long len = ftell(out);
+    rewind(out);
+    char *text = xmalloc((size_t)len + 1);
+    size_t got = fread(text, 1, (size_t)len, out);
+    text[got] = '\0';
+    fclose(out);
+    fclose(err);
+    if (out_text)
+        *out_text = text;
+    else
+        free(text);
+    return code;
+}
+
+static void test_commands(void)
+{
+    struct store *st = open_new("cmd.db", NULL);
+    int64_t c1 = store_conversation_new(st, NULL, "sys", "gpt-x", "work");
+    const char *evil = "look: \x1b]52;c;SGVsbG8=\x07 and \x1b[2J cleared";
+    store_message_add(st, c1, "user", "Tell me about the red fox", 25, NULL);
+    struct store_msg_info ai = {"gpt-x", "work", "api.example.com", 0};
+    int64_t m = store_message_begin(st, c1, &ai);
+    store_message_append(st, m, evil, strlen(evil));
+    struct store_usage u = {3, 4, 7};
+    store_message_finish(st, m, STORE_COMPLETE, "stop", &u, NULL, NULL);
+    int64_t c2 = store_conversation_new(st, "second chat", NULL, "gpt-y", NULL);
+    store_message_add(st, c2, "user", "another fox question", 20, NULL);
+    char id1[32], id2[32];
+    snprintf(id1, sizeof id1, "%lld", (long long)c1);
+    snprintf(id2, sizeof id2, "%lld", (long long)c2);
+
+    char *out;
+    TAP_INT(run_cmd(st, 0, &out, "ls", NULL), 0, "ls exits 0");
+    TAP_OK(strstr(out, "Tell me about the red fox") && strstr(out, "second chat"), "ls lists both");
+    free(out);
+    TAP_INT(run_cmd(st, 0, &out, "ls", "--limit", "1", NULL), 0, "ls --limit");
+    TAP_OK(!strstr(out, "Tell me about") != !strstr(out, "second chat"), "ls --limit 1: one row");
+    free(out);
+    TAP_INT(run_cmd(st, 0, NULL, "ls", "--limit", "zero", NULL), 2, "ls bad limit: usage");
+
+    TAP_INT(run_cmd(st, 0, &out, "show", id1, NULL), 0, "show exits 0");
+    TAP_OK(strstr(out, "# Tell me about the red fox") && strstr(out, "## Assistant"),
+           "show prints the conversation");
+    TAP_OK(strstr(out, "\x1b]52") != NULL, "not a terminal: text printed raw");
+    free(out);
+    TAP_INT(run_cmd(st, 1, &out, "show", id1, NULL), 0, "show on a terminal");
+    TAP_OK(strchr(out, '\x1b') == NULL, "terminal: no escape byte from the database");
+    TAP_OK(strstr(out, "^[]52;c;SGVsbG8=^G") != NULL, "terminal: escapes made visible");
+    free(out);
+    TAP_INT(run_cmd(st, 0, NULL, "show", "4242", NULL), 1, "show unknown id exits 1");
+    TAP_INT(run_cmd(st, 0, NULL, "show", "abc", NULL), 2, "show bad id exits 2");
+    TAP_INT(run_cmd(st, 0, NULL, "show", NULL), 2, "show without id exits 2");
+
+    TAP_INT(run_cmd(st, 0, &out, "search", "fox", NULL), 0, "search exits 0");
+    TAP_OK(strstr(out, "[fox]") != NULL, "not a terminal: [ ] markers");
+    TAP_OK(strstr(out, "\033[1m") == NULL, "not a terminal: no bold");
+    free(out);
+    TAP_INT(run_cmd(st, 1, &out, "search", "fox", NULL), 0, "search on a terminal");
+    TAP_OK(strstr(out, "\033[1mfox\033[0m") != NULL, "terminal: bold highlight");
+    free(out);
+    TAP_INT(run_cmd(st, 1, &out, "search", "look", NULL), 0, "search hostile text on a terminal");
+    TAP_OK(strstr(out, "\x1b]") == NULL && strstr(out, "\x1b[2J") == NULL,
+           "terminal: snippet escapes neutralised");
+    free(out);
+    TAP_INT(run_cmd(st, 0, &out, "search", "fox", "--model", "gpt-y", NULL), 0, "search --model");
+    TAP_OK(!strstr(out, "red fox") && !strstr(out, "another"), "model filter (user rows have none)");
+    free(out);
+    TAP_INT(run_cmd(st, 0, &out, "search", "another", "fox", "--limit=5", NULL), 0,
+            "search words joined");
+    TAP_OK(strstr(out, "another [fox] question") || strstr(out, "[another] [fox] question"),
+           "two-word search hit");
+    free(out);
+    TAP_INT(run_cmd(st, 0, &out, "search", "fox", "--since", "2000-01-01", "--until",
+                    "2999-12-31", NULL),
+            0, "search with dates");
+    TAP_OK(strstr(out, "[fox]") != NULL, "date range includes now");
+    free(out);
+    TAP_INT(run_cmd(st, 0, NULL, "search", "fox", "--since", "2024-13-01", NULL), 2,
+            "bad date: usage");
+    TAP_INT(run_cmd(st, 0, NULL, "search", "fox", "--until", "yesterday", NULL), 2,
+            "bad --until: usage");
+    TAP_INT(run_cmd(st, 0, NULL, "search", NULL), 2, "search without query: usage");
+    TAP_INT(run_cmd(st, 0, NULL, "search", "\"", NULL), 1, "empty query: error");
+    TAP_INT(run_cmd(st, 0, NULL, "search", "NEAR(\"a", "OR", NULL), 0, "hostile query: ok");
+
+    TAP_INT(run_cmd(st, 0, &out, "export", id1, "--format", "json", NULL), 0, "export json");
+    cJSON *j = cJSON_Parse(out);
+    TAP_OK(j != NULL, "export json parses");
+    cJSON *msgs = cJSON_GetObjectItem(j, "messages");
+    TAP_INT(cJSON_GetArraySize(msgs), 2, "export json has both messages");
+    cJSON *m1 = cJSON_GetArrayItem(msgs, 1);
+    TAP_STR(cJSON_GetStringValue(cJSON_GetObjectItem(m1, "content")), evil,
+            "export json content round-trips exactly");
+    TAP_INT((int)cJSON_GetNumberValue(
+                cJSON_GetObjectItem(cJSON_GetObjectItem(m1, "usage"), "total_tokens")),
+            7, "export json usage");
+    TAP_STR(cJSON_GetStringValue(cJSON_GetObjectItem(m1, "status")), "complete",
+            "export json status");
+    cJSON_Delete(j);
+    TAP_OK(strchr(out, '\x1b') == NULL, "json output escapes control bytes");
+    free(out);
+    TAP_INT(run_cmd(st, 0, &out, "export", id2, NULL), 0, "export md (default)");
+    TAP_OK(strncmp(out, "# second chat", 13) == 0, "markdown heading");
+    free(out);
+    TAP_INT(run_cmd(st, 0, &out, "export", "--all", "--format", "json", NULL), 0, "export --all");
+    j = cJSON_Parse(out);
+    TAP_OK(j != NULL, "export --all parses");
+    TAP_INT(cJSON_GetArraySize(cJSON_GetObjectItem(j, "conversations")), 2,
+            "export --all has both conversations");
+    cJSON_Delete(j);
+    free(out);
+    TAP_INT(run_cmd(st, 0, NULL, "export", id1, "--format", "pdf", NULL), 2, "bad format: usage");
+    TAP_INT(run_cmd(st, 0, NULL, "export", NULL), 2, "export without id: usage");
+
+    TAP_INT(run_cmd(st, 0, &out, "rename", id2, "new", "name", NULL), 0, "rename");
+    free(out);
+    TAP_INT(run_cmd(st, 0, &out, "ls", NULL), 0, "ls after rename");
+    TAP_OK(strstr(out, "new name") != NULL, "renamed title listed");
+    free(out);
+    TAP_INT(run_cmd(st, 0, NULL, "rename", "999", "x", NULL), 1, "rename unknown: 1");
+    TAP_INT(run_cmd(st, 0, NULL, "rename", id2, NULL), 2, "rename without title: usage");
+
+    TAP_INT(run_cmd(st, 0, &out, "stats", NULL), 0, "stats");
+    TAP_OK(strstr(out, "answers") && strstr(out, "gpt-x"), "stats output");
+    free(out);
+    unsigned char key[32];
+    store_cache_key("k", 1, key);
+    store_cache_put(st, key, STORE_COMPLETE, "cached", NULL, NULL, "stop", NULL);
+    TAP_INT(run_cmd(st, 0, &out, "cache", "stats", NULL), 0, "cache stats");
+    TAP_OK(strstr(out, "entries   1") != NULL, "cache stats shows the entry");
+    free(out);
+    TAP_INT(run_cmd(st, 0, &out, "cache", "clear", NULL), 0, "cache clear");
+    TAP_OK(strstr(out, "cleared 1 cached answer") != NULL, "cache clear count");
+    free(out);
+    TAP_INT(run_cmd(st, 0, NULL, "cache", "purge", NULL), 2, "cache bad verb: usage");
+
+    TAP_INT(run_cmd(st, 0, NULL, "rm", id1, NULL), 0, "rm");
+    TAP_INT(run_cmd(st, 0, NULL, "show", id1, NULL), 1, "removed conversation not found");
+    TAP_INT(run_cmd(st, 0, NULL, "rm", id1, NULL), 1, "rm again: not found");
+    TAP_INT(run_cmd(st, 0, NULL, "frobnicate", NULL), 2, "unknown subcommand: usage");
+    TAP_INT(run_cmd(st, 0, NULL, "ls", "--bogus", NULL), 2, "unknown option: usage");
+    TAP_INT(run_cmd(st, 0, &out, "ls", "--help", NULL), 0, "--help");
+    TAP_OK(strstr(out, "usage:") != NULL, "help text");
+    free(out);
+    TAP_OK(cmd_store_is_command("search") && !cmd_store_is_command("chat"), "is_command");
+    store_close(st);
+
+    char *bad = tmp_path("notes.txt");
+    char *argv[] = {"ls", NULL};
+    int saved = dup(2);
+    int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, 2); /* keep the expected error out of the TAP log */
+    int code = cmd_store(bad, 1, argv);
+    dup2(saved, 2);
+    close(saved);
+    close(devnull);
+    TAP_INT(code, 1, "cmd_store on a non-database exits 1");
+    free(bad);
+}
+
+int main(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "%s", "/tmp/tt-store-XXXXXX");
+    if (!mkdtemp(tmpdir)) {
+        printf("Bail out! mkdtemp: %s\n", strerror(errno));
+        return 1;
+    }
+    setenv("TZ", "UTC", 1);
+    tzset();
+    test_sha256();
+    test_open_and_errors();
+    test_migrate_v1();
+    test_conversations();
+    test_crash_recovery();
+    test_two_writers();
+    test_search();
+    test_stats();
+    test_cache();
+    test_summaries_quota();
+    test_commands();
+    rm_tree(tmpdir);
+    return tap_done();
+}
