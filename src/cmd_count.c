@@ -3,6 +3,7 @@
 #include "cmd_count.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,8 +109,17 @@ int cmd_count(int argc, char **argv)
         struct tok_ids v = TOK_IDS_INIT;
         tokenizer_encode(tok, buf_str(&in), in.len, &v);
         struct buf out = BUF_INIT;
-        for (size_t i = 0; i < v.len; i++)
-            buf_printf(&out, i ? " %u" : "%u", (unsigned)v.ids[i]);
+        buf_reserve(&out, v.len * 7 + 1);
+        for (size_t i = 0; i < v.len; i++) {
+            char num[12], *q = num + sizeof num;
+            uint32_t id = v.ids[i];
+            do
+                *--q = (char)('0' + id % 10);
+            while ((id /= 10) != 0);
+            if (i)
+                buf_appendc(&out, ' ');
+            buf_append(&out, q, (size_t)(num + sizeof num - q));
+        }
         buf_appendc(&out, '\n');
         fwrite(out.data, 1, out.len, stdout);
         buf_free(&out);

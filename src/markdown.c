@@ -14,6 +14,7 @@
 #define MAX_COLS 64        /* table columns beyond this are dropped */
 #define TABLE_MAX_ROWS 256 /* rows held back to align a table */
 #define MAX_LINK_DEPTH 3   /* [links [inside [links]]] deeper than this stay text */
+#define LINE_BLOCK 256     /* finished lines are allocated in blocks that never move */
 
 enum { TABLE_NONE, TABLE_CANDIDATE, TABLE_HELD, TABLE_FLOWING };
 
@@ -39,8 +40,8 @@ struct markdown {
     int base;
     int finished;
     struct buf cur; /* the unfinished source line */
-    struct markdown_line *lines;
-    size_t n, cap;
+    struct markdown_line **blocks; /* finished lines, LINE_BLOCK per block: stable addresses */
+    size_t n, nblocks;
     struct mdstate st;
     int table; /* TABLE_* */
     struct held *held;
@@ -437,17 +438,18 @@ static void tokenize(const struct lidx *x, const char *s, size_t n, struct nodes
                        (!cp_punct(after) || cp_space(before) || cp_punct(before));
             int right = !cp_space(before) &&
                         (!cp_punct(before) || cp_space(after) || cp_punct(after));
+            int can_open = c == '*' ? left : left && (!right || cp_punct(before));
+            int can_close = c == '*' ? right : right && (!left || cp_punct(after));
+            if (!can_open && !can_close) { /* plain text (snake_case, 2 * 3) */
+                i += k;
+                continue;
+            }
             FLUSH();
             struct node *nd = nodes_add(ns, N_DELIM, i, i + k);
             nd->ch = (char)c;
             nd->count = nd->rem = (int)k;
-            if (c == '*') {
-                nd->can_open = left;
-                nd->can_close = right;
-            } else {
-                nd->can_open = left && (!right || cp_punct(before));
-                nd->can_close = right && (!left || cp_punct(after));
-            }
+            nd->can_open = can_open;
+            nd->can_close = can_close;
             i += k;
             text = i;
         } else if ((c == '[' || (c == '!' && i + 1 < n && s[i + 1] == '[')) &&
@@ -822,11 +824,13 @@ static int delim_row(const char *s, size_t n, char *align)
 static void commit_line(struct markdown *md, struct lb *b, int kind, int level, int hang,
                         unsigned flags)
 {
-    if (md->n == md->cap) {
-        md->cap = md->cap ? md->cap * 2 : 64;
-        md->lines = xrealloc(md->lines, md->cap * sizeof(*md->lines));
+    if (md->n == md->nblocks * LINE_BLOCK) {
+        md->blocks = xrealloc(md->blocks, (md->nblocks + 1) * sizeof(*md->blocks));
+        md->blocks[md->nblocks++] = xmalloc(LINE_BLOCK * sizeof(**md->blocks));
     }
-    lb_finish(b, &md->lines[md->n++], md->base, kind, level, hang, flags);
+    lb_finish(b, &md->blocks[md->n / LINE_BLOCK][md->n % LINE_BLOCK], md->base, kind, level,
+              hang, flags);
+    md->n++;
 }
 
 /* Where a line lands: committed, or the provisional partial line. */
@@ -1184,8 +1188,9 @@ static void process_line(struct markdown *md, const char *src, size_t n)
         md->table = TABLE_NONE;
     }
     size_t indent = count_indent(s, n);
+    char fch;
     if (md->table == TABLE_NONE && indent <= 3 && has_pipe(s, n) && !is_rule(s, n) &&
-        s[indent] != '>' && s[indent] != '#') {
+        s[indent] != '>' && s[indent] != '#' && !fence_open(s + indent, n - indent, &fch)) {
         size_t ca[MAX_COLS], cb[MAX_COLS];
         md->ncols = split_cells(s, n, ca, cb);
         md->table = TABLE_CANDIDATE;
@@ -1208,8 +1213,10 @@ void markdown_free(struct markdown *md)
     if (!md)
         return;
     for (size_t i = 0; i < md->n; i++)
-        mdline_free(&md->lines[i]);
-    free(md->lines);
+        mdline_free(&md->blocks[i / LINE_BLOCK][i % LINE_BLOCK]);
+    for (size_t b = 0; b < md->nblocks; b++)
+        free(md->blocks[b]);
+    free(md->blocks);
     drop_held(md);
     free(md->held);
     mdline_free(&md->partial);
@@ -1264,7 +1271,7 @@ size_t markdown_count(const struct markdown *md)
 
 const struct markdown_line *markdown_line(const struct markdown *md, size_t i)
 {
-    return i < md->n ? &md->lines[i] : NULL;
+    return i < md->n ? &md->blocks[i / LINE_BLOCK][i % LINE_BLOCK] : NULL;
 }
 
 static void update_pending(struct markdown *md)

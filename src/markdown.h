@@ -80,7 +80,8 @@ void markdown_finish(struct markdown *md);
 /* Number of finished lines (grows with markdown_feed; lines never change once counted). */
 size_t markdown_count(const struct markdown *md);
 
-/* Finished line i (< markdown_count); owned by md, valid until markdown_free. */
+/* Finished line i (< markdown_count), or NULL when out of range. Owned by md; the pointer and
+ * everything it points to stay valid (and unchanged) until markdown_free. */
 const struct markdown_line *markdown_line(const struct markdown *md, size_t i);
 
 /* Number of provisional lines after the finished ones: rows of a table still being received

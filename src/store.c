@@ -27,6 +27,7 @@
 #define STORE_BUSY_DEADLINE 30.0    /* seconds we keep retrying on SQLITE_BUSY in total */
 #define STORE_STMT_CACHE 64
 #define STORE_TITLE_MAX 60          /* user-perceived characters in a derived title */
+#define STORE_RANK_WINDOW 5000      /* newest full-text matches ranked by bm25 */
 
 /* An answer this handle is streaming: text waiting for the next batch commit. */
 struct store_stream {
@@ -65,7 +66,7 @@ struct store {
     size_t n_touches, cap_touches;
 };
 
-#define STORE_TOUCH_MAX 1024 /* pending cache-hit updates before they get their own write */
+#define STORE_TOUCH_MAX 256 /* pending cache-hit updates before they get their own write */
 
 static const char *const status_names[] = {"streaming", "complete",  "cancelled",
                                            "error",     "truncated", "interrupted"};
@@ -169,13 +170,14 @@ static void store_done(struct store *st, sqlite3_stmt *stmt)
 
 /* sqlite3_step that retries a statement which could not start because of SQLITE_BUSY (possible
  * in WAL mode even with a busy timeout, e.g. while another connection recovers the WAL). Only
- * for statements outside an explicit transaction or whose first step failed. */
+ * a statement that has not returned rows yet, outside an explicit transaction, is retried. */
 static int store_step(struct store *st, sqlite3_stmt *stmt)
 {
     double start = util_now();
     for (int attempt = 0;; attempt++) {
+        int started = sqlite3_stmt_busy(stmt);
         int rc = sqlite3_step(stmt);
-        if ((rc & 0xff) != SQLITE_BUSY || util_now() - start > STORE_BUSY_DEADLINE ||
+        if ((rc & 0xff) != SQLITE_BUSY || started || util_now() - start > STORE_BUSY_DEADLINE ||
             !sqlite3_get_autocommit(st->db))
             return rc;
         sqlite3_reset(stmt);
@@ -1425,6 +1427,10 @@ static int store_stream_write(struct store *st, struct store_stream *s)
         "reasoning ELSE coalesce(reasoning, '') || ?3 END WHERE id = ?1";
     if (!s->text.len && !s->has_reasoning)
         return 0;
+    if (s->text.len > INT32_MAX || s->reasoning.len > INT32_MAX) {
+        store_set_err(st, "cannot save the answer: too much text in one batch");
+        return -1;
+    }
     sqlite3_stmt *u = store_prep(st, q);
     if (!u)
         return -1;
@@ -1670,13 +1676,13 @@ static char *store_snippet(const char *text, size_t len, const struct needle *nd
         long best = -1;
         size_t best_len = 0;
         for (size_t i = 0; i < n_nd; i++) {
-            long at = needle_find(&nds[i], text + pos, to - pos, &ml);
+            long at = needle_find(&nds[i], text + pos, len - pos, &ml);
             if (at >= 0 && (best < 0 || at < best || (at == best && ml > best_len))) {
                 best = at;
                 best_len = ml;
             }
         }
-        if (best < 0) {
+        if (best < 0 || pos + (size_t)best >= to) {
             store_snip_text(&b, text + pos, to - pos);
             pos = to;
             break;
@@ -1686,10 +1692,42 @@ static char *store_snippet(const char *text, size_t len, const struct needle *nd
         store_snip_text(&b, text + pos + best, best_len);
         buf_appends(&b, close);
         pos += (size_t)best + best_len;
+        if (pos > to)
+            to = pos; /* a match that crosses the end is shown whole */
     }
     if (pos < len)
         buf_appends(&b, "\xE2\x80\xA6");
     return buf_take(&b);
+}
+
+/* Fill a hit's details and snippet (phase two of a search). 0, 1 when the message is gone,
+ * or -1. */
+static int store_hit_fill(struct store *st, struct store_hit *h, const struct needle *nds,
+                          size_t n_nd, const struct store_search_opts *o)
+{
+    static const char q[] =
+        "SELECT m.conversation_id, c.title, m.role, m.model, m.created, m.content "
+        "FROM messages m JOIN conversations c ON c.id = m.conversation_id WHERE m.id = ?1";
+    sqlite3_stmt *s = store_prep(st, q);
+    if (!s)
+        return -1;
+    sqlite3_bind_int64(s, 1, h->message_id);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        h->conversation_id = sqlite3_column_int64(s, 0);
+        h->title = col_str(s, 1);
+        h->role = col_str(s, 2);
+        h->model = col_str(s, 3);
+        h->created = sqlite3_column_int64(s, 4);
+        const char *text = (const char *)sqlite3_column_text(s, 5);
+        h->snippet = store_snippet(text ? text : "", (size_t)sqlite3_column_bytes(s, 5), nds,
+                                   n_nd, o->snippet_chars > 0 ? o->snippet_chars : 80,
+                                   o->open ? o->open : "[", o->close ? o->close : "]");
+    }
+    store_done(st, s);
+    if (rc == SQLITE_DONE)
+        return 1;
+    return rc == SQLITE_ROW ? 0 : store_fail(st, "cannot search");
 }
 
 int store_search(struct store *st, const char *query, const struct store_search_opts *opts,
@@ -1707,12 +1745,13 @@ int store_search(struct store *st, const char *query, const struct store_search_
         store_set_err(st, "empty search query");
         return -1;
     }
-    /* MATCH expression of the long terms: each an FTS5 string with '"' doubled. */
-    struct buf match = BUF_INIT, sql = BUF_INIT;
+    /* MATCH expression of the long terms: each an FTS5 string with '"' doubled, so nothing
+     * the user types is FTS5 syntax. */
+    struct buf match = BUF_INIT, where = BUF_INIT, sql = BUF_INIT;
     size_t n_short = 0;
     for (size_t i = 0; i < n_terms; i++) {
         if (store_chars(terms[i]) < 3) {
-            n_short++;
+            buf_printf(&where, " AND tt_contains(m.content, ?%zu)", 10 + n_short++);
             continue;
         }
         if (match.len)
@@ -1725,33 +1764,39 @@ int store_search(struct store *st, const char *query, const struct store_search_
         }
         buf_appendc(&match, '"');
     }
-    if (match.len)
-        buf_appends(&sql, "SELECT m.id, m.conversation_id, c.title, m.role, m.model, m.created,"
-                          " m.content, bm25(messages_fts) AS score FROM messages_fts "
-                          "JOIN messages m ON m.id = messages_fts.rowid "
-                          "JOIN conversations c ON c.id = m.conversation_id "
-                          "WHERE messages_fts MATCH ?1");
-    else
-        buf_appends(&sql, "SELECT m.id, m.conversation_id, c.title, m.role, m.model, m.created,"
-                          " m.content, 0 AS score FROM messages m "
-                          "JOIN conversations c ON c.id = m.conversation_id "
-                          "WHERE m.status <> 'streaming' AND ?1 IS NULL");
     if (opts->model)
-        buf_appends(&sql, " AND m.model = ?2");
+        buf_appends(&where, " AND m.model = ?2");
     if (opts->since > 0)
-        buf_appends(&sql, " AND m.created >= ?3");
+        buf_appends(&where, " AND m.created >= ?3");
     if (opts->until > 0)
-        buf_appends(&sql, " AND m.created < ?4");
-    for (size_t i = 0, k = 0; i < n_terms; i++)
-        if (store_chars(terms[i]) < 3)
-            buf_printf(&sql, " AND tt_contains(m.content, ?%zu)", 10 + k++);
-    buf_appends(&sql, match.len ? " ORDER BY score, m.id DESC LIMIT ?5"
-                           : " ORDER BY m.id DESC LIMIT ?5");
+        buf_appends(&where, " AND m.created < ?4");
+    /* Phase one finds ids. bm25 costs a few microseconds per match, so it ranks the newest
+     * STORE_RANK_WINDOW matches only: exact for all but very common terms. */
+    if (match.len && !where.len)
+        buf_appends(&sql, "SELECT id, score FROM (SELECT rowid AS id, bm25(messages_fts) AS score "
+                          "FROM messages_fts WHERE messages_fts MATCH ?1 ORDER BY rowid DESC "
+                          "LIMIT ?6) ORDER BY score, id DESC LIMIT ?5");
+    else if (match.len)
+        buf_printf(&sql, "SELECT id, score FROM (SELECT m.id AS id, bm25(messages_fts) AS score "
+                         "FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid "
+                         "WHERE messages_fts MATCH ?1%s ORDER BY messages_fts.rowid DESC "
+                         "LIMIT ?6) ORDER BY score, id DESC LIMIT ?5",
+                   buf_str(&where));
+    else /* only 1-2 character terms: scan, newest first, until enough hits */
+        buf_printf(&sql, "SELECT m.id, 0 FROM messages m WHERE m.status <> 'streaming' "
+                         "%s ORDER BY m.id DESC LIMIT ?5",
+                   buf_str(&where));
 
+    struct needle *nds = xmalloc(n_terms * sizeof *nds);
+    for (size_t i = 0; i < n_terms; i++)
+        needle_init(&nds[i], terms[i], strlen(terms[i]));
     sqlite3_stmt *s = NULL;
-    int rc = sqlite3_prepare_v2(st->db, buf_str(&sql), -1, &s, NULL);
-    int ret = 0;
-    if (rc != SQLITE_OK) {
+    int ret = 0, rc;
+    if (store_exec(st, "BEGIN", "cannot search") != 0) {
+        ret = -1;
+        goto out;
+    }
+    if (sqlite3_prepare_v2(st->db, buf_str(&sql), -1, &s, NULL) != SQLITE_OK) {
         ret = store_fail(st, "cannot search");
         goto out;
     }
@@ -1763,46 +1808,50 @@ int store_search(struct store *st, const char *query, const struct store_search_
     if (opts->until > 0)
         sqlite3_bind_int64(s, 4, opts->until);
     sqlite3_bind_int(s, 5, opts->limit > 0 ? opts->limit : 20);
+    sqlite3_bind_int(s, 6, STORE_RANK_WINDOW);
     for (size_t i = 0, k = 0; i < n_terms; i++)
         if (store_chars(terms[i]) < 3)
             sqlite3_bind_text(s, (int)(10 + k++), terms[i], -1, SQLITE_STATIC);
-
-    struct needle *nds = xmalloc(n_terms * sizeof *nds);
-    for (size_t i = 0; i < n_terms; i++)
-        needle_init(&nds[i], terms[i], strlen(terms[i]));
-    const char *open = opts->open ? opts->open : "[", *close = opts->close ? opts->close : "]";
-    int chars = opts->snippet_chars > 0 ? opts->snippet_chars : 80;
     size_t cap = 0;
     while ((rc = store_step(st, s)) == SQLITE_ROW) {
         if (*n == cap)
             *out = xrealloc(*out, (cap = cap ? cap * 2 : 16) * sizeof **out);
         struct store_hit *h = &(*out)[(*n)++];
+        memset(h, 0, sizeof *h);
         h->message_id = sqlite3_column_int64(s, 0);
-        h->conversation_id = sqlite3_column_int64(s, 1);
-        h->title = col_str(s, 2);
-        h->role = col_str(s, 3);
-        h->model = col_str(s, 4);
-        h->created = sqlite3_column_int64(s, 5);
-        const char *text = (const char *)sqlite3_column_text(s, 6);
-        h->snippet = store_snippet(text ? text : "", (size_t)sqlite3_column_bytes(s, 6), nds,
-                                   n_terms, chars, open, close);
-        h->rank = sqlite3_column_double(s, 7);
+        h->rank = sqlite3_column_double(s, 1);
     }
-    for (size_t i = 0; i < n_terms; i++)
-        needle_free(&nds[i]);
-    free(nds);
-    if (rc != SQLITE_DONE) {
+    if (rc != SQLITE_DONE)
         ret = store_fail(st, "cannot search");
+    /* Phase two: details and snippets of the few hits. */
+    size_t kept = 0;
+    for (size_t i = 0; ret == 0 && i < *n; i++) {
+        struct store_hit h = (*out)[i];
+        int r = store_hit_fill(st, &h, nds, n_terms, opts);
+        if (r < 0)
+            ret = -1;
+        if (r == 0)
+            (*out)[kept++] = h;
+    }
+    if (ret == 0)
+        *n = kept;
+out:
+    sqlite3_finalize(s);
+    if (!sqlite3_get_autocommit(st->db))
+        sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL);
+    if (ret != 0) {
         store_hits_free(*out, *n);
         *out = NULL;
         *n = 0;
     }
-out:
-    sqlite3_finalize(s);
-    for (size_t i = 0; i < n_terms; i++)
+    for (size_t i = 0; i < n_terms; i++) {
+        needle_free(&nds[i]);
         free(terms[i]);
+    }
+    free(nds);
     free(terms);
     buf_free(&match);
+    buf_free(&where);
     buf_free(&sql);
     return ret;
 }
@@ -1833,139 +1882,153 @@ static double store_percentile(const double *v, size_t n, double p)
     return v[rank - 1];
 }
 
-/* Sorted values of one timing column over the range's uncached answers. */
-static int store_timing_values(struct store *st, const char *sql, int64_t since, int64_t until,
-                               double *p50, double *p95)
+static int store_cmp_double(const void *a, const void *b)
 {
-    sqlite3_stmt *s = store_prep(st, sql);
-    if (!s)
-        return -1;
-    sqlite3_bind_int64(s, 1, since);
-    sqlite3_bind_int64(s, 2, until > 0 ? until : INT64_MAX);
-    double *v = NULL;
-    size_t n = 0, cap = 0;
-    int rc;
-    while ((rc = store_step(st, s)) == SQLITE_ROW) {
-        if (n == cap)
-            v = xrealloc(v, (cap = cap ? cap * 2 : 256) * sizeof *v);
-        v[n++] = sqlite3_column_double(s, 0);
-    }
-    store_done(st, s);
-    if (rc != SQLITE_DONE) {
-        free(v);
-        return store_fail(st, "cannot compute statistics");
-    }
-    *p50 = store_percentile(v, n, 50);
-    *p95 = store_percentile(v, n, 95);
-    free(v);
-    return 0;
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
 }
 
-#define STORE_RANGE " created >= ?1 AND created < ?2 "
-#define STORE_TOKENS                                                                         \
-    "coalesce(sum(CASE WHEN cached = 0 THEN prompt_tokens END), 0), "                      \
-    "coalesce(sum(CASE WHEN cached = 0 THEN completion_tokens END), 0), "                  \
-    "coalesce(sum(CASE WHEN cached = 0 THEN coalesce(total_tokens, prompt_tokens + "       \
-    "completion_tokens) END), 0)"
+static int store_cmp_model(const void *a, const void *b)
+{
+    const struct store_model_stat *x = a, *y = b;
+    if (x->total_tokens != y->total_tokens)
+        return x->total_tokens > y->total_tokens ? -1 : 1;
+    if (x->answers != y->answers)
+        return x->answers > y->answers ? -1 : 1;
+    return strcmp(x->model, y->model);
+}
+
+/* Add one group row (tokens in columns 5..7) to a model or day bucket. */
+static void store_stat_add(int64_t *answers, int64_t *tok, sqlite3_stmt *s)
+{
+    *answers += sqlite3_column_int64(s, 3);
+    for (int k = 0; k < 3; k++)
+        tok[k] += sqlite3_column_int64(s, 5 + k);
+}
 
 int store_stats(struct store *st, int64_t since, int64_t until, struct store_stats *out)
 {
-    static const char q_conv[] = "SELECT count(*) FROM conversations WHERE" STORE_RANGE;
-    static const char q_msgs[] = "SELECT count(*) FROM messages WHERE" STORE_RANGE;
-    static const char q_status[] =
-        "SELECT status, count(*), sum(cached) FROM messages WHERE role = 'assistant' AND"
-        STORE_RANGE "GROUP BY status";
-    static const char q_models[] =
-        "SELECT coalesce(model, '(unknown)'), count(*), " STORE_TOKENS
-        " FROM messages WHERE role = 'assistant' AND" STORE_RANGE
-        "GROUP BY 1 ORDER BY 5 DESC, 2 DESC, 1";
-    static const char q_days[] =
-        "SELECT date(created, 'unixepoch', 'localtime'), count(*), " STORE_TOKENS
-        " FROM messages WHERE role = 'assistant' AND" STORE_RANGE "GROUP BY 1 ORDER BY 1";
-    static const char q_ttft[] =
-        "SELECT ttft FROM messages WHERE role = 'assistant' AND cached = 0 AND ttft IS NOT NULL "
-        "AND" STORE_RANGE "ORDER BY 1";
-    static const char q_tps[] =
-        "SELECT tokens_per_s FROM messages WHERE role = 'assistant' AND cached = 0 AND "
-        "tokens_per_s IS NOT NULL AND" STORE_RANGE "ORDER BY 1";
+    static const char q_counts[] =
+        "SELECT (SELECT count(*) FROM conversations WHERE created >= ?1 AND created < ?2), "
+        "(SELECT count(*) FROM messages WHERE created >= ?1 AND created < ?2)";
+    /* One pass over the answers, grouped by day, model and status. Tokens count what was
+     * billed: answers replayed from the cache are left out of the sums. */
+    static const char q_groups[] =
+        "SELECT date(created, 'unixepoch', 'localtime'), coalesce(model, '(unknown)'), status, "
+        "count(*), sum(cached), "
+        "coalesce(sum(CASE WHEN cached = 0 THEN prompt_tokens END), 0), "
+        "coalesce(sum(CASE WHEN cached = 0 THEN completion_tokens END), 0), "
+        "coalesce(sum(CASE WHEN cached = 0 THEN coalesce(total_tokens, prompt_tokens + "
+        "completion_tokens) END), 0) "
+        "FROM messages WHERE role = 'assistant' AND created >= ?1 AND created < ?2 "
+        "GROUP BY 1, 2, 3 ORDER BY 1";
+    /* Latency and speed of answers that really went to a server. */
+    static const char q_timing[] =
+        "SELECT ttft, tokens_per_s FROM messages WHERE role = 'assistant' AND cached = 0 AND "
+        "(ttft IS NOT NULL OR tokens_per_s IS NOT NULL) AND created >= ?1 AND created < ?2";
     memset(out, 0, sizeof *out);
     int64_t hi = until > 0 ? until : INT64_MAX;
     if (store_exec(st, "BEGIN", "cannot compute statistics") != 0)
         return -1;
-    const char *counts[] = {q_conv, q_msgs};
-    int64_t *dst[] = {&out->conversations, &out->messages};
     sqlite3_stmt *s;
     int rc;
-    for (int i = 0; i < 2; i++) {
-        if (!(s = store_prep(st, counts[i])))
-            goto fail;
-        sqlite3_bind_int64(s, 1, since);
-        sqlite3_bind_int64(s, 2, hi);
-        rc = store_step(st, s);
-        if (rc == SQLITE_ROW)
-            *dst[i] = sqlite3_column_int64(s, 0);
-        store_done(st, s);
-        if (rc != SQLITE_ROW)
-            goto sqlfail;
+    if (!(s = store_prep(st, q_counts)))
+        goto fail;
+    sqlite3_bind_int64(s, 1, since);
+    sqlite3_bind_int64(s, 2, hi);
+    rc = store_step(st, s);
+    if (rc == SQLITE_ROW) {
+        out->conversations = sqlite3_column_int64(s, 0);
+        out->messages = sqlite3_column_int64(s, 1);
     }
-    if (!(s = store_prep(st, q_status)))
+    store_done(st, s);
+    if (rc != SQLITE_ROW)
+        goto sqlfail;
+
+    size_t cap_m = 0, cap_d = 0;
+    if (!(s = store_prep(st, q_groups)))
         goto fail;
     sqlite3_bind_int64(s, 1, since);
     sqlite3_bind_int64(s, 2, hi);
     while ((rc = store_step(st, s)) == SQLITE_ROW) {
-        int k = store_status_parse((const char *)sqlite3_column_text(s, 0));
+        const char *day = (const char *)sqlite3_column_text(s, 0);
+        const char *model = (const char *)sqlite3_column_text(s, 1);
+        int k = store_status_parse((const char *)sqlite3_column_text(s, 2));
+        int64_t count = sqlite3_column_int64(s, 3);
         if (k >= 0)
-            out->by_status[k] = sqlite3_column_int64(s, 1);
-        out->answers += sqlite3_column_int64(s, 1);
-        out->cached_answers += sqlite3_column_int64(s, 2);
+            out->by_status[k] += count;
+        out->answers += count;
+        out->cached_answers += sqlite3_column_int64(s, 4);
+        if (!out->n_days || strcmp(out->days[out->n_days - 1].day, day ? day : "?") != 0) {
+            if (out->n_days == cap_d)
+                out->days = xrealloc(out->days, (cap_d = cap_d ? cap_d * 2 : 32) *
+                                                    sizeof *out->days);
+            struct store_day_stat *d = &out->days[out->n_days++];
+            memset(d, 0, sizeof *d);
+            snprintf(d->day, sizeof d->day, "%s", day ? day : "?");
+        }
+        struct store_day_stat *d = &out->days[out->n_days - 1];
+        int64_t dt[3] = {0, 0, 0};
+        store_stat_add(&d->answers, dt, s);
+        d->prompt_tokens += dt[0];
+        d->completion_tokens += dt[1];
+        d->total_tokens += dt[2];
+        size_t i;
+        for (i = 0; i < out->n_models; i++)
+            if (strcmp(out->models[i].model, model ? model : "") == 0)
+                break;
+        if (i == out->n_models) {
+            if (out->n_models == cap_m)
+                out->models = xrealloc(out->models, (cap_m = cap_m ? cap_m * 2 : 8) *
+                                                        sizeof *out->models);
+            memset(&out->models[i], 0, sizeof out->models[i]);
+            out->models[i].model = xstrdup(model ? model : "");
+            out->n_models++;
+        }
+        struct store_model_stat *m = &out->models[i];
+        int64_t mt[3] = {0, 0, 0};
+        store_stat_add(&m->answers, mt, s);
+        m->prompt_tokens += mt[0];
+        m->completion_tokens += mt[1];
+        m->total_tokens += mt[2];
     }
     store_done(st, s);
     if (rc != SQLITE_DONE)
         goto sqlfail;
+    if (out->n_models > 1)
+        qsort(out->models, out->n_models, sizeof *out->models, store_cmp_model);
     out->cache_hit_rate = out->answers ? (double)out->cached_answers / (double)out->answers : 0;
 
-    size_t cap = 0;
-    if (!(s = store_prep(st, q_models)))
+    if (!(s = store_prep(st, q_timing)))
         goto fail;
     sqlite3_bind_int64(s, 1, since);
     sqlite3_bind_int64(s, 2, hi);
+    double *ttft = NULL, *tps = NULL;
+    size_t n_ttft = 0, n_tps = 0, cap = 0;
     while ((rc = store_step(st, s)) == SQLITE_ROW) {
-        if (out->n_models == cap)
-            out->models = xrealloc(out->models, (cap = cap ? cap * 2 : 8) * sizeof *out->models);
-        struct store_model_stat *m = &out->models[out->n_models++];
-        m->model = col_str(s, 0);
-        m->answers = sqlite3_column_int64(s, 1);
-        m->prompt_tokens = sqlite3_column_int64(s, 2);
-        m->completion_tokens = sqlite3_column_int64(s, 3);
-        m->total_tokens = sqlite3_column_int64(s, 4);
+        if (n_ttft == cap || n_tps == cap) {
+            cap = cap ? cap * 2 : 256;
+            ttft = xrealloc(ttft, cap * sizeof *ttft);
+            tps = xrealloc(tps, cap * sizeof *tps);
+        }
+        if (sqlite3_column_type(s, 0) != SQLITE_NULL)
+            ttft[n_ttft++] = sqlite3_column_double(s, 0);
+        if (sqlite3_column_type(s, 1) != SQLITE_NULL)
+            tps[n_tps++] = sqlite3_column_double(s, 1);
     }
     store_done(st, s);
-    if (rc != SQLITE_DONE)
-        goto sqlfail;
-
-    cap = 0;
-    if (!(s = store_prep(st, q_days)))
-        goto fail;
-    sqlite3_bind_int64(s, 1, since);
-    sqlite3_bind_int64(s, 2, hi);
-    while ((rc = store_step(st, s)) == SQLITE_ROW) {
-        if (out->n_days == cap)
-            out->days = xrealloc(out->days, (cap = cap ? cap * 2 : 32) * sizeof *out->days);
-        struct store_day_stat *d = &out->days[out->n_days++];
-        const char *day = (const char *)sqlite3_column_text(s, 0);
-        snprintf(d->day, sizeof d->day, "%s", day ? day : "?");
-        d->answers = sqlite3_column_int64(s, 1);
-        d->prompt_tokens = sqlite3_column_int64(s, 2);
-        d->completion_tokens = sqlite3_column_int64(s, 3);
-        d->total_tokens = sqlite3_column_int64(s, 4);
+    if (rc == SQLITE_DONE) {
+        qsort(ttft, n_ttft, sizeof *ttft, store_cmp_double);
+        qsort(tps, n_tps, sizeof *tps, store_cmp_double);
+        out->ttft_p50 = store_percentile(ttft, n_ttft, 50);
+        out->ttft_p95 = store_percentile(ttft, n_ttft, 95);
+        out->tps_p50 = store_percentile(tps, n_tps, 50);
+        out->tps_p95 = store_percentile(tps, n_tps, 95);
     }
-    store_done(st, s);
+    free(ttft);
+    free(tps);
     if (rc != SQLITE_DONE)
         goto sqlfail;
-
-    if (store_timing_values(st, q_ttft, since, until, &out->ttft_p50, &out->ttft_p95) != 0 ||
-        store_timing_values(st, q_tps, since, until, &out->tps_p50, &out->tps_p95) != 0)
-        goto fail;
     store_exec(st, "COMMIT", "cannot compute statistics");
     return 0;
 sqlfail:

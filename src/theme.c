@@ -459,6 +459,8 @@ char *theme_path(const char *name)
 struct theme *theme_find(const char *name, char **err, char **warn)
 {
     *err = NULL;
+    if (warn)
+        *warn = NULL;
     if (!valid_theme_name(name)) {
         *err = xasprintf("bad theme name '%s' (letters, digits, '-', '_', '.'); using the "
                          "built-in theme", name ? name : "");

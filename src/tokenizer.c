@@ -219,17 +219,21 @@ static size_t scan_contraction(struct scan *sc, size_t p)
         return 0;
     }
     uint8_t want;
-    switch (s[p + 1]) {
-    case 's': case 'S': case 't': case 'T': case 'm': case 'M': case 'd': case 'D':
+    switch (s[p + 1] | 0x20) { /* ASCII letters to lower case; other bytes never match */
+    case 's':
+    case 't':
+    case 'm':
+    case 'd':
         return 2;
-    case 'r': case 'R': case 'v': case 'V':
+    case 'r':
+    case 'v':
         want = 'e';
         break;
-    case 'l': case 'L':
+    case 'l':
         want = 'l';
         break;
-    case 0xC5: /* U+017F is C5 BF; the text is valid UTF-8, so p + 2 exists */
-        return s[p + 2] == 0xBF ? 3 : 0;
+    case 0xC5 | 0x20: /* U+017F is C5 BF; the text is valid UTF-8, so p + 2 exists */
+        return s[p + 1] == 0xC5 && s[p + 2] == 0xBF ? 3 : 0;
     default:
         return 0;
     }

@@ -50,7 +50,8 @@ struct wrap_line {
     uint16_t tag;   /* caller's data, returned with each row (markdown: kind | level << 8) */
 };
 
-/* One display row of a line: bytes [off, off + len) drawn after `indent` blank columns. */
+/* One display row: bytes [off, off + len) of the text given to wrap_text, drawn after
+ * `indent` blank columns. */
 struct wrap_row {
     uint32_t off;
     uint32_t len;

@@ -51,19 +51,19 @@ static const char *word(void)
     return vocab[(int)(r * r * r * (VOCAB - 1))];
 }
 
-/* About `bytes` of text: words, with a CJK sentence in one message out of ten. */
+/* About `bytes` of text: words, with CJK phrases in one message out of ten. */
 static void text(struct buf *b, size_t bytes)
 {
-    static const char cjk[] = "的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分"
-                              "对成会可主发年动同工也能下过子说产种面而方后多定行学法所民得经";
+    static const char *const cjk[] = {"中国",   "北京大学", "图书馆", "今天",   "天气很好",
+                                      "学习",   "电脑",     "程序",   "数据库", "搜索引擎",
+                                      "东京",   "京都",     "我们",   "问题",   "时间"};
     buf_reset(b);
     int with_cjk = rng() % 10 == 0;
     while (b->len < bytes) {
-        if (with_cjk && rng() % 8 == 0) {
-            size_t nchars = (sizeof cjk - 1) / 3;
-            for (int k = 0; k < 6; k++)
-                buf_append(b, cjk + 3 * (rng() % nchars), 3);
-            buf_appendc(b, ' ');
+        if (with_cjk && rng() % 4 == 0) {
+            for (int k = 0; k < 3; k++)
+                buf_appends(b, cjk[rng() % TT_ARRAY_LEN(cjk)]);
+            buf_appends(b, "\xE3\x80\x82"); /* 。 */
         }
         buf_appends(b, word());
         buf_appendc(b, rng() % 12 == 0 ? '.' : ' ');
@@ -234,9 +234,10 @@ static void bench_messages(const char *dir, int n_msgs, int big_n)
     snprintf(qbuf[++nq], sizeof qbuf[0], "\"%s %s\"", vocab[1], vocab[2]); /* phrase */
     snprintf(qbuf[++nq], sizeof qbuf[0], "%.4s", vocab[5]);              /* 4-char substring */
     snprintf(qbuf[++nq], sizeof qbuf[0], "%s", "中国");                  /* CJK 2 chars */
-    snprintf(qbuf[++nq], sizeof qbuf[0], "%s", "的一是");                /* CJK 3 chars */
+    snprintf(qbuf[++nq], sizeof qbuf[0], "%s", "图书馆");                /* CJK 3 chars */
     snprintf(qbuf[++nq], sizeof qbuf[0], "%s", "zz");                    /* 2 chars, absent */
     snprintf(qbuf[++nq], sizeof qbuf[0], "%s", "NEAR(\"x");              /* hostile */
+    snprintf(qbuf[++nq], sizeof qbuf[0], "%s", "北京大学 数据库");       /* CJK words */
     nq++;
     for (int i = 0; i < nq; i++)
         queries[i] = qbuf[i];

@@ -89,6 +89,8 @@ static void test_inline(void)
              "bold, italic, bold-italic, underscore, inline code");
     check_md("**bold *both* bold**",
              "TEXT/0/0/0: bold=bold |bold-italic=both|bold= bold\n", "nested emphasis");
+    check_md("*foo**bar**baz*", "TEXT/0/0/0: italic=foo|bold-italic=bar|italic=baz\n",
+             "intraword ** inside * (CommonMark's rule of 3)");
     check_md("2 * 3 * 4 and snake_case_name",
              "TEXT/0/0/0: assistant=2 * 3 * 4 and snake_case_name\n",
              "spaced stars and intraword underscores stay literal");
@@ -214,6 +216,9 @@ static void test_tables(void)
              "TABLE/0/0/1: table-border=\xE2\x94\x82 |assistant=x|table-border= \xE2\x94\x82 "
              "|assistant=\xE4\xBD\xA0\xE5\xA5\xBD\xE4\xB8\x96|table-border= \xE2\x94\x82\n",
              "table without outer pipes, centred, CJK widths, ends at end of input");
+    check_md("```sh | x\nls | wc\n```",
+             "LABEL/0/0/1: code-label=sh\nCODE/0/0/1: code=ls | wc\n",
+             "a fence with a pipe in its info string is a fence, pipes in code are code");
     check_md("a | b\nnot a delimiter",
              "TEXT/0/0/0: assistant=a | b\nTEXT/0/0/0: assistant=not a delimiter\n",
              "a line with a pipe but no delimiter row is text");
@@ -379,9 +384,26 @@ static void test_chunking(void)
     char *late = dump_all(md);
     TAP_OK(early_count > 5 && strncmp(late, early, strlen(early)) == 0,
            "lines finished early are unchanged at the end (%zu lines)", early_count);
-    TAP_OK(markdown_line(md, 0)->wl.text == first_text, "finished lines are not restyled");
+    TAP_OK(markdown_line(md, 0) == first && first->wl.text == first_text,
+           "finished lines keep their address and are not restyled");
     free(early);
     free(late);
+    markdown_free(md);
+
+    /* line addresses stay valid across many more lines (read through old pointers) */
+    md = markdown_new(THEME_ASSISTANT);
+    markdown_feed(md, "line 0\n", 7);
+    const struct markdown_line *l0 = markdown_line(md, 0);
+    for (int i = 1; i < 1000; i++) {
+        char tmp[32];
+        int k = snprintf(tmp, sizeof(tmp), "line %d\n", i);
+        markdown_feed(md, tmp, (size_t)k);
+    }
+    const struct markdown_line *l300 = markdown_line(md, 300);
+    TAP_OK(markdown_count(md) == 1000 && l0 == markdown_line(md, 0) && l0->wl.len == 6 &&
+               memcmp(l0->wl.text, "line 0", 6) == 0 && l300->wl.len == 8,
+           "line pointers stable over 1000 lines");
+    TAP_OK(markdown_line(md, 1000) == NULL, "out-of-range line is NULL");
     markdown_free(md);
 
     md = markdown_new(THEME_ASSISTANT);
@@ -412,6 +434,21 @@ static void test_hostile(void)
         markdown_free(md);
         buf_free(&b);
     }
+    /* many openers of one kind, then many closers of another that match none of them */
+    struct buf b = BUF_INIT;
+    while (b.len < 100000)
+        buf_appends(&b, "*a ");
+    while (b.len < 200000)
+        buf_appends(&b, "b_ ");
+    double t0 = util_now();
+    struct markdown *md = markdown_new(THEME_ASSISTANT);
+    markdown_feed(md, b.data, b.len);
+    markdown_finish(md);
+    double dt = util_now() - t0;
+    TAP_OK(markdown_count(md) == 1 && dt < 3.0,
+           "33k '*' openers then 33k unmatched '_' closers styled in %.3f s", dt);
+    markdown_free(md);
+    buf_free(&b);
 }
 
 /* Wrapping markdown output: code rows hard-wrapped, list rows hang under the text. */

@@ -238,11 +238,15 @@ static void test_wrapping(void)
 
     /* CJK at widths 40 / 7 / 2 / 1 */
     check_rows(CJK12, 40, 0, 0, CJK12, "CJK at 40: one row");
-    check_rows(CJK12, 7, 0, 0, "你好世|界你好|世界你|好世界", "CJK at 7: 3 per row");
-    check_rows(CJK12, 2, 0, 0, "你|好|世|界|你|好|世|界|你|好|世|界", "CJK at 2: 1 per row");
-    check_rows(CJK12, 1, 0, 0, "你|好|世|界|你|好|世|界|你|好|世|界",
+    check_rows(CJK12, 7, 0, 0, "你好世|界你好|世界你|好世界",
+               "CJK at 7: 3 per row");
+    check_rows(CJK12, 2, 0, 0, "你|好|世|界|你|好|世|界|你|好|世|界",
+               "CJK at 2: 1 per row");
+    check_rows(CJK12, 1, 0, 0,
+               "你|好|世|界|你|好|世|界|你|好|世|界",
                "CJK at 1: over-wide clusters alone, still progresses");
-    check_rows("see 你好世界 now", 8, 0, 0, "see 你好|世界 now", "CJK breaks between ideographs");
+    check_rows("see 你好世界 now", 8, 0, 0, "see 你好|世界 now",
+               "CJK breaks between ideographs");
     check_rows(FAMILY FAMILY FAMILY, 5, 0, 0, FAMILY FAMILY "|" FAMILY,
                "ZWJ families never split");
     check_rows(FAMILY "x", 1, 0, 0, FAMILY "|x", "width 1 with a 2-wide emoji");
@@ -333,7 +337,8 @@ static void test_doc(void)
 static const char stream_text[] =
     "First paragraph with some words that wrap around at narrow widths.\n"
     "\n"
-    "中文段落，没有空格的长句子需要在字符之间换行。" FAMILY " family " FLAG_JP " flag\n"
+    "中文段落，没有空格的长句子"
+    "需要在字符之间换行。" FAMILY " family " FLAG_JP " flag\n"
     "tab\there\tand\x1b[31m escape\r\n"
     "caf" E_ACUTE " " HANGUL_LVT " " DEVA_KI " bad\xFF byte " THUMB_TONE HEART_VS16 "\n"
     "last line without newline and a very long wooooooooooooooooooooooooooord";
@@ -376,7 +381,8 @@ static void test_incremental(void)
         for (size_t i = 0; match && i < r.n; i++) {
             struct wrap_view v;
             wrap_doc_row(whole, i, &v);
-            match = v.len == r.v[i].len && memcmp(v.text, clean.data + r.v[i].off, v.len) == 0 &&
+            match = v.len == r.v[i].len &&
+                    memcmp(v.text, clean.data + r.v[i].off, v.len) == 0 &&
                     (size_t)v.width == r.v[i].width;
         }
         TAP_OK(match, "doc rows equal wrap_text rows at width %d", w);
