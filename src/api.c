@@ -495,6 +495,7 @@ const char *api_outcome_name(enum api_outcome o)
     case API_ERR_TRUNCATED: return "truncated";
     case API_CANCELLED: return "cancelled";
     case API_ERR_USAGE: return "usage-error";
+    case API_CACHE_MISS: return "cache-miss";
     }
     return "unknown";
 }
@@ -509,6 +510,7 @@ int api_outcome_exit(enum api_outcome o)
     case API_ERR_TRUNCATED: return 5;
     case API_CUT: return 6;
     case API_CANCELLED: return 130;
+    case API_CACHE_MISS: return 7;
     }
     return 1;
 }

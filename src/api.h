@@ -87,6 +87,7 @@ enum api_outcome {
     API_ERR_TRUNCATED, /* the stream ended or broke before a finish_reason */
     API_CANCELLED,     /* the user cancelled */
     API_ERR_USAGE,     /* bad usage / config (set by callers, never by the transport) */
+    API_CACHE_MISS,    /* --cache-only and the cache has no answer for the request */
 };
 
 /* Short name of an outcome: "complete", "cut", "api-error", ... */

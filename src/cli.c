@@ -34,6 +34,13 @@ static const struct cli_opt cli_opts[] = {
     {"connect-timeout", 0, 1, F(connect_timeout)},
     {"cacert", 0, 1, F(cacert)},
     {"trace", 0, 1, F(trace)},
+    {"db", 0, 1, F(db)},
+    {"conversation", 0, 1, F(conversation)},
+    {"continue", 'c', 0, F(cont)},
+    {"no-save", 0, 0, F(no_save)},
+    {"incognito", 0, 0, F(incognito)},
+    {"no-cache", 0, 0, F(no_cache)},
+    {"cache-only", 0, 0, F(cache_only)},
     {"json", 0, 0, F(json)},
     {"reasoning", 0, 0, F(reasoning)},
     {"insecure", 0, 0, F(insecure)},
@@ -192,17 +199,28 @@ const char *cli_usage(void)
            "      --insecure           do not verify TLS certificates (warns every time)\n"
            "      --config FILE        config file (default $XDG_CONFIG_HOME/tokterm/config)\n"
            "      --trace FILE         interactive mode: write frame timing records to FILE\n"
+           "  -c, --continue           continue the most recent saved conversation\n"
+           "      --conversation ID    continue saved conversation ID (see tokterm ls)\n"
+           "      --db FILE            conversation database (default\n"
+           "                           $XDG_DATA_HOME/tokterm/tokterm.db)\n"
+           "      --no-save            do not save this conversation\n"
+           "      --incognito          save nothing and do not use the response cache\n"
+           "      --no-cache           always ask the server (the answer still fills the cache)\n"
+           "      --cache-only         answer only from the cache (exit 7 on a miss)\n"
            "  -h, --help               this text\n"
            "  -V, --version            version and library versions\n"
            "\n"
            "Subcommands (reserved words: use -p to send one of them as a prompt):\n"
            "  count [-m MODEL|--encoding NAME] [--ids]   count the tokens of stdin\n"
-           "  ls, show, search, export, rm, rename, stats, cache   saved conversations\n"
+           "  ls [--limit N]                              saved conversations, newest first\n"
+           "  show ID | export ID --format md|json | export --all   print conversations\n"
+           "  search QUERY [--model M] [--since D] [--until D]    full-text search\n"
+           "  rm ID | rename ID TITLE | stats | cache stats|clear\n"
            "  doctor, batch, help, version\n"
            "\n"
            "Environment: OPENAI_API_KEY, OPENAI_BASE_URL, TOKTERM_MODEL, TOKTERM_PROFILE, NO_COLOR.\n"
            "Exit status: 0 complete answer; 2 bad usage or config; 3 HTTP/API error;\n"
            "  4 network failure; 5 truncated or interrupted stream; 6 answer cut short by the\n"
            "  server (finish_reason length or content_filter); 130 cancelled by the user;\n"
-           "  1 internal error.\n";
+           "  7 --cache-only and no cached answer; 141 stdout closed; 1 internal error.\n";
 }

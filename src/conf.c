@@ -41,6 +41,10 @@ static const struct opt conf_opts[] = {
     {"cacert", OPT_STR, O(cacert), 0, 0, 0},
     {"insecure", OPT_BOOL, O(insecure), 0, 0, 1},
     {"theme", OPT_STR, O(theme), 0, 0, 0},
+    {"save", OPT_BOOL, O(save), 0, 0, 1},
+    {"cache_ttl_days", OPT_DOUBLE, O(cache_ttl_days), 0, 0, 36500},
+    {"cache_max_mb", OPT_LONG, O(cache_max_mb), 0, 0, 1000000},
+    {"db", OPT_STR, O(db), 0, 0, 0},
 };
 #undef O
 
@@ -61,6 +65,9 @@ void conf_defaults(struct conf *c)
     c->connect_timeout_ms = 10000;
     c->idle_timeout = 90;
     c->theme = xstrdup("dark");
+    c->save = 1;
+    c->cache_ttl_days = 7;
+    c->cache_max_mb = 100;
 }
 
 void conf_free(struct conf *c)

@@ -23,6 +23,10 @@ struct conf {
     char *cacert;
     int insecure;
     char *theme;
+    int save;               /* save conversations (1) */
+    double cache_ttl_days;  /* response cache time to live (0 = forever) */
+    long cache_max_mb;      /* response cache size cap (0 = unlimited) */
+    char *db;               /* conversation database, NULL = $XDG_DATA_HOME/tokterm/tokterm.db */
     char *path;             /* config file that was read, NULL when none */
     int profile_explicit;   /* the profile was named on the command line or in TOKTERM_PROFILE */
     unsigned long profile_set; /* bit i: option i was set by the selected profile's section */

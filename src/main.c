@@ -3,8 +3,10 @@
 #include "api.h"
 #include "cli.h"
 #include "cmd_count.h"
+#include "cmd_store.h"
 #include "conf.h"
 #include "script.h"
+#include "store.h"
 #include "tui.h"
 #include "util.h"
 #include "xmalloc.h"
@@ -134,6 +136,44 @@ static char *main_read_stdin(size_t *len)
     return buf_take(&b);
 }
 
+/* The conversation database: --db, the profile's db, else $XDG_DATA_HOME/tokterm/tokterm.db. */
+static char *main_db_path(const struct cli *a, const struct conf *c)
+{
+    if (a->db)
+        return xstrdup(a->db);
+    if (c->db && *c->db)
+        return xstrdup(c->db);
+    char *dir = conf_dir("data");
+    char *p = xasprintf("%s/tokterm.db", dir);
+    free(dir);
+    return p;
+}
+
+/* Open the store for a chat: NULL (after a warning that says what to do) when it cannot be. */
+static struct store *main_open_store(const char *path, const struct conf *c)
+{
+    struct store_open_info info;
+    char *err = NULL;
+    struct store *st = store_open(path, &info, &err);
+    if (!st) {
+        fprintf(stderr, "tokterm: warning: %s\n"
+                        "  this conversation is not saved and the response cache is off; fix "
+                        "the file or use --db FILE (or --incognito)\n", err ? err : path);
+        free(err);
+        return NULL;
+    }
+    if (info.mode_fixed)
+        fprintf(stderr, "tokterm: note: %s was readable by others (mode %03o); now 0600\n", path,
+                info.old_mode);
+    if (info.recovered > 0)
+        fprintf(stderr, "tokterm: note: %d answer%s cut off by an earlier crash marked "
+                        "interrupted\n", info.recovered, info.recovered == 1 ? "" : "s");
+    int64_t cap = (int64_t)c->cache_max_mb << 20;
+    store_cache_set_limits(st, (int64_t)(c->cache_ttl_days * 86400), cap);
+    store_cache_set_entry_max(st, cap / 100); /* one answer never evicts a hundred others */
+    return st;
+}
+
 /* Apply command-line values on top of the configuration. */
 static int main_apply_cli(struct conf *c, const struct cli *a, struct buf *err)
 {
@@ -220,8 +260,30 @@ int main(int argc, char **argv)
         fputs("tokterm: warning: TLS certificate checks are OFF (--insecure): anyone on the "
               "path can read your prompts and your key\n", stderr);
 
+    if (a.subcommand && cmd_store_is_command(a.subcommand)) {
+        char *db = main_db_path(&a, &c);
+        code = cmd_store(db, a.sub_argc, a.sub_argv);
+        free(db);
+        goto out_conf;
+    }
     if (a.subcommand) {
         fprintf(stderr, "tokterm: '%s' is not available in this build yet\n", a.subcommand);
+        code = 2;
+        goto out_conf;
+    }
+    int64_t resume_id = 0;
+    if (a.conversation) {
+        char *end;
+        resume_id = strtoll(a.conversation, &end, 10);
+        if (*end || resume_id <= 0) {
+            fprintf(stderr, "tokterm: --conversation takes an id from tokterm ls, not '%s'\n",
+                    a.conversation);
+            code = 2;
+            goto out_conf;
+        }
+    }
+    if (a.cache_only && (a.no_cache || a.incognito)) {
+        fputs("tokterm: --cache-only cannot be combined with --no-cache or --incognito\n", stderr);
         code = 2;
         goto out_conf;
     }
@@ -289,7 +351,7 @@ int main(int argc, char **argv)
         code = 2;
         goto out_conf;
     }
-    if (!key && !conf_is_local(&c)) {
+    if (!key && !conf_is_local(&c) && !a.cache_only) {
         main_no_key(&c);
         free(prompt);
         code = 2;
@@ -301,7 +363,31 @@ int main(int argc, char **argv)
         turns[i] = a.prompts[i];
     struct script_opts so = {.prompts = turns, .n_prompts = a.n_prompts ? a.n_prompts : 1,
                              .json = a.json, .reasoning = a.reasoning};
+    struct store *st = NULL;
+    if (!a.incognito) {
+        char *db = main_db_path(&a, &c);
+        st = main_open_store(db, &c);
+        free(db);
+        if (!st && (a.cache_only || a.cont || a.conversation)) {
+            free(turns);
+            free(prompt);
+            if (key) {
+                memset(key, 0, strlen(key));
+                free(key);
+            }
+            code = 2;
+            goto out_conf;
+        }
+    }
+    so.store = st;
+    so.save = c.save && !a.no_save;
+    so.cache = a.incognito ? SESSION_CACHE_OFF : a.cache_only ? SESSION_CACHE_ONLY
+             : a.no_cache ? SESSION_CACHE_BYPASS : SESSION_CACHE_ON;
+    so.resume = a.cont || a.conversation;
+    so.resume_id = resume_id;
     code = script_run(&c, key, &so);
+    if (st)
+        store_close(st);
     free(turns);
     free(prompt);
 out_conf:

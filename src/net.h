@@ -44,6 +44,7 @@ struct net_result {
     struct api_usage usage;
     struct net_timings t;
     char *headers;              /* kept response headers, "name: value\n" lines, lower-case names */
+    int cached;                 /* replayed from the response cache: no request was made */
     size_t content_bytes;       /* answer text received */
     size_t reasoning_bytes;
 };

@@ -149,7 +149,7 @@ static void script_json(struct session *s, const struct net_result *r, int code)
         cJSON_AddStringToObject(o, "http_version", hv);
     else
         cJSON_AddNullToObject(o, "http_version");
-    cJSON_AddBoolToObject(o, "cached", 0);
+    cJSON_AddBoolToObject(o, "cached", r->cached);
     char *text = cJSON_PrintUnformatted(o);
     if (text) {
         (void)script_write(1, text, strlen(text));
@@ -191,7 +191,7 @@ static int script_turn_end(struct session *s, struct script_state *st, const str
             fprintf(stderr, "tokterm: warning: %s\n", r->error);
         else if (r->outcome == API_CANCELLED)
             fprintf(stderr, "tokterm: cancelled%s\n", kept);
-        else if (r->outcome == API_ERR_HTTP && r->status < 300)
+        else if (r->outcome == API_ERR_HTTP && r->status < 300 && r->status > 0)
             fprintf(stderr, "tokterm: the server reported an error mid-stream: %s%s%s%s%s\n",
                     r->error, r->error_code[0] ? " (" : "", r->error_code,
                     r->error_code[0] ? ")" : "", kept);
@@ -210,6 +210,16 @@ int script_run(struct conf *conf, char *key, const struct script_opts *o)
         return 1;
     }
     s.keep_answer = o->json || o->n_prompts > 1; /* later turns need the earlier answers */
+    session_use_store(&s, o->store, o->save, o->cache);
+    if (o->resume) {
+        char *rerr = NULL;
+        if (session_resume(&s, o->resume_id, &rerr) < 0) {
+            fprintf(stderr, "tokterm: %s\n", rerr);
+            free(rerr);
+            session_close(&s);
+            return 2;
+        }
+    }
     struct script_state st = {.o = o, .out_tty = isatty(1), .err_tty = isatty(2)};
 
     if (pipe2(script_sigpipe, O_CLOEXEC | O_NONBLOCK) != 0) {
@@ -237,8 +247,9 @@ int script_run(struct conf *conf, char *key, const struct script_opts *o)
         while (!done) {
             struct pollfd p[2] = {{.fd = session_fd(&s), .events = POLLIN},
                                   {.fd = script_sigpipe[0], .events = POLLIN}};
-            if (poll(p, 2, -1) < 0 && errno != EINTR)
+            if (poll(p, 2, session_timeout_ms(&s)) < 0 && errno != EINTR)
                 break;
+            session_tick(&s); /* commit saved text that is due */
             if (p[1].revents & POLLIN) {
                 char b[16];
                 while (read(script_sigpipe[0], b, sizeof b) > 0)
@@ -256,6 +267,9 @@ int script_run(struct conf *conf, char *key, const struct script_opts *o)
         }
         code = script_turn_end(&s, &st, o);
     }
+    if (s.store_error)
+        fprintf(stderr, "tokterm: warning: the conversation could not be saved: %s\n",
+                s.store_error);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     sigaction(SIGHUP, &old_hup, NULL);

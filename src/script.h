@@ -2,13 +2,23 @@
  * exit status out. */
 #ifndef TT_SCRIPT_H
 #define TT_SCRIPT_H
+#include <stdint.h>
+
 #include "conf.h"
+#include "session.h"
+
+struct store;
 
 struct script_opts {
     const char *const *prompts; /* one per turn; the first already joined with stdin */
     int n_prompts;
     int json;             /* one JSON object at the end instead of the text */
     int reasoning;        /* copy reasoning to stderr */
+    struct store *store;  /* NULL: nothing saved, no cache */
+    int save;
+    enum session_cache cache;
+    int resume;           /* continue a saved conversation: resume_id, or the latest when 0 */
+    int64_t resume_id;
 };
 
 /* Run one exchange with conf and key (taken). Returns the process exit status. */

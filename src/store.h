@@ -14,14 +14,17 @@
  * must contain every term (AND). "double quotes" group words, spaces included, into one term
  * (an unbalanced quote runs to the end of the query). Nothing else is special: AND, OR, NOT,
  * NEAR, *, -, :, ( ) are searched for literally. Terms of 3 or more characters use the FTS5
- * trigram index and rank by bm25; a query whose terms are all 1-2 characters scans the newest
- * messages instead (ranked newest first). Answers still streaming are not indexed yet. */
+ * trigram index; hits rank by bm25 (the newest 5,000 matches are ranked, so a word found in
+ * most messages stays fast). A query whose terms are all 1-2 characters scans the messages
+ * newest first instead (ranked newest first). Case folding covers Unicode letters; accents
+ * are not folded (cafe does not find café). Answers still streaming are indexed when they
+ * finish. */
 #ifndef TT_STORE_H
 #define TT_STORE_H
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_SCHEMA_VERSION 2
+#define STORE_SCHEMA_VERSION 3
 #define STORE_NOT_FOUND 1                       /* returned by lookups of a missing id */
 #define STORE_CACHE_KEY_LEN 32                  /* SHA-256 */
 #define STORE_CACHE_DEFAULT_TTL (7 * 24 * 3600) /* seconds */
@@ -246,8 +249,10 @@ void store_cache_key(const char *canonical, size_t len, unsigned char key[STORE_
 /* Set the cache's time to live (seconds, 0 = forever) and size cap (bytes, 0 = unlimited).
  * Defaults: STORE_CACHE_DEFAULT_TTL, STORE_CACHE_DEFAULT_MAX. */
 void store_cache_set_limits(struct store *st, int64_t ttl, int64_t max_bytes);
-/* Look up a cached answer younger than the TTL; a hit refreshes its last use. Returns 0 and
- * fills *out (free with store_cache_entry_clear), STORE_NOT_FOUND on a miss, or -1. */
+/* Look up a cached answer younger than the TTL (an expired one is dropped). Read-only: the
+ * hit's last-use time and counter are queued and written with this handle's next write
+ * transaction (or at close). Returns 0 and fills *out (free with store_cache_entry_clear),
+ * STORE_NOT_FOUND on a miss, or -1. */
 int store_cache_get(struct store *st, const unsigned char key[STORE_CACHE_KEY_LEN],
                     struct store_cache_entry *out);
 /* Cache a complete answer: status must be STORE_COMPLETE and finish_reason must not be
@@ -258,6 +263,14 @@ int store_cache_put(struct store *st, const unsigned char key[STORE_CACHE_KEY_LE
                     enum store_status status, const char *content, const char *reasoning,
                     const char *model, const char *finish_reason,
                     const struct store_usage *usage);
+/* Cache the saved answer msg_id under key, copying its text inside the database (nothing is
+ * loaded into memory). Same rules as store_cache_put: a complete answer only. Returns 0, or -1
+ * (refused or failed; store_error says which). */
+int store_cache_put_message(struct store *st, const unsigned char key[STORE_CACHE_KEY_LEN],
+                            int64_t msg_id);
+/* Largest answer the cache takes, bytes (0: up to the whole cap, the default). tokterm sets
+ * 1/100 of the cap, so that one huge answer never evicts a hundred ordinary ones. */
+void store_cache_set_entry_max(struct store *st, int64_t max_bytes);
 /* Entry count, bytes, limits, total hits. Returns 0 or -1. */
 int store_cache_stats(struct store *st, struct store_cache_stats *out);
 /* Drop every cached answer. Returns the number dropped or -1. */

@@ -7,8 +7,9 @@
  *    alternation with backtracking, worked out per alternative below), classifying code points
  *    with utf8proc categories;
  *  - the merge loop: tiktoken's rule (repeatedly merge the adjacent pair with the lowest rank,
- *    leftmost on ties) as a linear scan for short pieces and a heap over a linked list for long
- *    ones, so a 1 MB run of one character costs O(n log n). */
+ *    leftmost on ties) as a linear scan for short pieces and, for long ones, a linked list with
+ *    candidate pairs in a sorted array, FIFOs and a heap, so a 1 MB run of one character costs
+ *    O(n log n) (close to linear in practice) instead of tiktoken's O(n^2). */
 #include "config.h"
 #include "tokenizer.h"
 
@@ -35,7 +36,8 @@
 
 #define NO_RANK 0xFFFFFFFFu
 #define HDR_SIZE 96u
-#define BPE_SMALL 64 /* pieces up to this many bytes use the simple O(n^2) merge */
+#define BPE_SMALL 64      /* pieces up to this many bytes use the simple O(n^2) merge */
+#define BPE_SORT_MIN 2048 /* from this many pairs on, radix-sort the initial pairs */
 
 #define CLS_TABLE 0x20000 /* classes of planes 0 and 1 are precomputed per tokenizer */
 
@@ -536,17 +538,11 @@ static inline int bytes_eq(const uint8_t *a, const uint8_t *b, size_t n)
     return 1;
 }
 
-/* Rank of the token with bytes p[0..n), or NO_RANK. The table is used as mapped, unchecked
- * at load time, so every read is bounded here: probes stop after max_probe, ranks beyond
- * n_tokens and offsets beyond the blob never match. */
-static inline uint32_t tok_rank(const struct tokenizer *t, const uint8_t *p, size_t n)
+/* Rank of a key of n (1..max_len) bytes found by hashing, or NO_RANK. The table is used as
+ * mapped, unchecked at load time, so every read is bounded here: probes stop after max_probe,
+ * ranks beyond n_tokens and offsets beyond the blob never match. */
+static inline uint32_t tok_rank_hashed(const struct tokenizer *t, const uint8_t *p, size_t n)
 {
-    if (n == 2)
-        return t->pair2[(uint32_t)p[0] << 8 | p[1]];
-    if (n == 1)
-        return t->byte_rank[p[0]];
-    if (n > t->max_len)
-        return NO_RANK;
     uint32_t h = tok_hash(p, n);
     uint32_t tag = h >> t->rank_bits;
     uint32_t i = h & t->mask;
@@ -562,6 +558,18 @@ static inline uint32_t tok_rank(const struct tokenizer *t, const uint8_t *p, siz
         }
     }
     return NO_RANK;
+}
+
+/* Rank of the token with bytes p[0..n), or NO_RANK. */
+static inline uint32_t tok_rank(const struct tokenizer *t, const uint8_t *p, size_t n)
+{
+    if (n == 2)
+        return t->pair2[(uint32_t)p[0] << 8 | p[1]];
+    if (n == 1)
+        return t->byte_rank[p[0]];
+    if (n > t->max_len)
+        return NO_RANK;
+    return tok_rank_hashed(t, p, n);
 }
 
 /* ---- merging ------------------------------------------------------------------------------ */
@@ -694,18 +702,82 @@ static void keys_sort(uint64_t *v, uint64_t *tmp, size_t n, uint32_t max_rank)
     }
 }
 
+/* Candidate pairs of bpe_long(), smallest key first: the initial pairs (sorted array or part of
+ * the heap), a few FIFOs that take keys pushed in increasing order (merging runs of a repeated
+ * pattern pushes several such interleaved sequences) and a heap for everything else. */
+#define CAND_FIFOS 4
+
+struct fifo {
+    uint64_t *v;
+    size_t head, len, cap;
+};
+
+struct cands {
+    const uint64_t *init;
+    size_t ninit, cur;
+    struct fifo q[CAND_FIFOS];
+    struct heap h;
+};
+
+static void cands_push(struct cands *c, uint64_t key)
+{
+    for (int i = 0; i < CAND_FIFOS; i++) {
+        struct fifo *f = &c->q[i];
+        if (f->head == f->len)
+            f->head = f->len = 0;
+        if (f->len == 0 || f->v[f->len - 1] <= key) {
+            if (f->len == f->cap) {
+                f->cap = f->cap ? f->cap * 2 : 64;
+                f->v = xrealloc(f->v, f->cap * sizeof f->v[0]);
+            }
+            f->v[f->len++] = key;
+            return;
+        }
+    }
+    heap_push(&c->h, key);
+}
+
+static int cands_pop(struct cands *c, uint64_t *key)
+{
+    uint64_t best = UINT64_MAX;
+    int from = -3; /* -1 init, -2 heap, else a fifo */
+    if (c->cur < c->ninit) {
+        best = c->init[c->cur];
+        from = -1;
+    }
+    if (c->h.len && c->h.v[0] < best) {
+        best = c->h.v[0];
+        from = -2;
+    }
+    for (int i = 0; i < CAND_FIFOS; i++) {
+        const struct fifo *f = &c->q[i];
+        if (f->head < f->len && f->v[f->head] < best) {
+            best = f->v[f->head];
+            from = i;
+        }
+    }
+    if (from == -3)
+        return 0;
+    if (from == -1)
+        c->cur++;
+    else if (from == -2)
+        heap_pop(&c->h);
+    else
+        c->q[from].head++;
+    *key = best;
+    return 1;
+}
+
 /* The same merge order for long pieces in O(n log n): parts are a linked list indexed by their
  * start offset; candidate pairs are keyed by (rank, start), so the lowest rank and then the
- * leftmost pair comes first. The initial pairs are radix-sorted and consumed in order; pairs
- * made by merges go to a heap. An entry is stale when its pair has changed since. */
-static void bpe_heap(const struct tokenizer *t, const uint8_t *p, size_t n, struct sink *k)
+ * leftmost pair comes first. An entry is stale when its pair has changed since. */
+static void bpe_long(const struct tokenizer *t, const uint8_t *p, size_t n, struct sink *k)
 {
     uint32_t *next = xmalloc(4 * n * sizeof *next);
     uint32_t *prev = next + n, *pair = next + 2 * n, *part = next + 3 * n;
     uint64_t *init = xmalloc(2 * n * sizeof *init), *tmp = init + n;
-    size_t ninit = 0, cur = 0;
+    size_t ninit = 0;
     uint32_t max_rank = 0;
-    struct heap h = {NULL, 0, 0};
     for (size_t i = 0; i < n; i++) {
         next[i] = (uint32_t)(i + 1);
         prev[i] = (uint32_t)i - 1; /* 0 - 1 = NO_RANK: no previous part */
@@ -717,15 +789,22 @@ static void bpe_heap(const struct tokenizer *t, const uint8_t *p, size_t n, stru
                 max_rank = pair[i];
         }
     }
-    keys_sort(init, tmp, ninit, max_rank);
-    for (;;) {
-        uint64_t key;
-        if (cur < ninit && (h.len == 0 || init[cur] < h.v[0]))
-            key = init[cur++];
-        else if (h.len)
-            key = heap_pop(&h);
-        else
-            break;
+    struct cands c;
+    memset(&c, 0, sizeof c);
+    if (ninit >= BPE_SORT_MIN) {
+        keys_sort(init, tmp, ninit, max_rank);
+        c.init = init;
+        c.ninit = ninit;
+    } else { /* a shorter piece: heapify the initial pairs instead */
+        c.h.v = init;
+        c.h.len = ninit;
+        c.h.cap = 2 * n; /* init and tmp are one block */
+        init = NULL;
+        for (size_t i = c.h.len / 2; i-- > 0;)
+            heap_sift_down(&c.h, i);
+    }
+    uint64_t key;
+    while (cands_pop(&c, &key)) {
         uint32_t r = (uint32_t)(key >> 32), i = (uint32_t)key;
         if (part[i] == DEAD || pair[i] != r)
             continue;
@@ -740,19 +819,21 @@ static void bpe_heap(const struct tokenizer *t, const uint8_t *p, size_t n, stru
             uint32_t end2 = next[end_i];
             pair[i] = tok_rank(t, p + i, end2 - i);
             if (pair[i] != NO_RANK)
-                heap_push(&h, (uint64_t)pair[i] << 32 | i);
+                cands_push(&c, (uint64_t)pair[i] << 32 | i);
         } else
             pair[i] = NO_RANK;
         if (prev[i] != NO_RANK) {
             uint32_t a = prev[i];
             pair[a] = tok_rank(t, p + a, end_i - a);
             if (pair[a] != NO_RANK)
-                heap_push(&h, (uint64_t)pair[a] << 32 | a);
+                cands_push(&c, (uint64_t)pair[a] << 32 | a);
         }
     }
     for (uint32_t i = 0; i < n; i = next[i])
         sink_put(k, part[i]);
-    free(h.v);
+    for (int i = 0; i < CAND_FIFOS; i++)
+        free(c.q[i].v);
+    free(c.h.v); /* the init block itself when the heap started in it */
     free(init);
     free(next);
 }
@@ -766,7 +847,7 @@ static inline void encode_piece(const struct tokenizer *t, const uint8_t *p, siz
     else if (n <= BPE_SMALL)
         bpe_small(t, p, n, k);
     else
-        bpe_heap(t, p, n, k);
+        bpe_long(t, p, n, k);
 }
 
 /* A per-call cache of whole pieces for long texts, where words repeat: one probe into 256 kB
@@ -945,7 +1026,7 @@ static const char *tokenizer_check(struct tokenizer *t, const uint8_t *m, size_t
     uint32_t max_probe = rd32(m + 88);
     if (hdr != HDR_SIZE || fsize != size)
         return "rank table has a bad header or is truncated";
-    if (n < 256 || bits < 9 || bits > 28 || rbits < 9 || rbits > 30 || n >= (1u << rbits) - 1 ||
+    if (n < 256 || bits < 9 || bits > 28 || rbits < 9 || rbits > 24 || n >= (1u << rbits) - 1 ||
         (1u << bits) <= n || maxlen == 0 || max_probe >= (1u << bits))
         return "rank table header has impossible sizes";
     uint64_t slots = 1ull << bits;
@@ -979,17 +1060,7 @@ static const char *tokenizer_check(struct tokenizer *t, const uint8_t *m, size_t
     }
     for (uint32_t b = 0; b < 256; b++) {
         uint8_t byte = (uint8_t)b;
-        t->byte_rank[b] = 0; /* tok_rank() of one byte reads byte_rank: do the lookup here */
-        uint32_t h = tok_hash(&byte, 1), tag = h >> rbits, r = NO_RANK, i = h & t->mask;
-        for (uint32_t probe = 0; probe <= max_probe && t->table[i] != NO_RANK; probe++) {
-            uint32_t cand = t->table[i] & t->rank_mask;
-            if ((t->table[i] >> rbits) == tag && cand < n && t->offsets[cand] < blob_len &&
-                t->offsets[cand + 1] - t->offsets[cand] == 1 && t->blob[t->offsets[cand]] == byte) {
-                r = cand;
-                break;
-            }
-            i = (i + 1) & t->mask;
-        }
+        uint32_t r = tok_rank_hashed(t, &byte, 1);
         if (r == NO_RANK)
             return "rank table lacks a single-byte token";
         t->byte_rank[b] = r;

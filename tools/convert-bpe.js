@@ -20,7 +20,7 @@
 // src/tokenizer.c with mmap and used without parsing:
 //   header (96 bytes):
 //     0  magic "TTBPE001"          8  header size (96)     12 n_tokens (ranks are 0..n-1)
-//     16 hash_bits (table = 2^bits slots)                  20 rank_bits (slot = tag<<rank_bits|rank)
+//     16 hash_bits (table = 2^bits slots)                  20 rank_bits (R; ranks < 2^R)
 //     24 max_token_len             28 blob_len             32 offset of offsets[n_tokens + 1]
 //     36 offset of table[2^bits]   40 offset of pair2[65536]  44 offset of blob
 //     48 file size                 52 offset of a NUL-terminated source description
@@ -28,8 +28,10 @@
 //     88 longest probe sequence in the table (a lookup never needs more slots than this + 1)
 //     92 reserved (0)
 //   offsets: token r is blob[offsets[r] .. offsets[r+1])
-//   table:   open addressing, linear probing; empty slot = 0xFFFFFFFF; a used slot holds
-//            (h >> rank_bits) << rank_bits | rank, h = tt_hash(token bytes), home slot h & (2^bits-1)
+//   table:   open addressing, linear probing from home slot h & (2^bits - 1), h = tt_hash(bytes);
+//            empty slot = 0xFFFFFFFF, a used slot = (h >> R) << R | rank: the top bits of the
+//            hash are a tag that rejects almost every other key before its bytes are compared.
+//            (8-byte slots holding short keys inline were tried: no measurable gain, 50% larger.)
 //   pair2:   rank of the 2-byte token (b0 << 8 | b1), or 0xFFFFFFFF
 //   blob:    the token bytes, concatenated in rank order
 //   ucd:     sorted, disjoint (first, last, class) triples: code points whose pre-tokenizer class
@@ -77,8 +79,20 @@ function ttHash(b) {
     return h >>> 0;
 }
 
+// The pre-tokenizer regexes src/tokenizer.c implements by hand (scan_o200k, scan_cl100k). A
+// tiktoken release with other patterns must not be converted silently.
+const PATTERNS = {
+    o200k_base: "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|" +
+        "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|" +
+        "\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+    cl100k_base: "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|" +
+        "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+};
+
 function loadRanks(tiktokenDir, name) {
     const j = JSON.parse(fs.readFileSync(path.join(tiktokenDir, 'encoders', name + '.json'), 'utf8'));
+    if (j.pat_str !== PATTERNS[name])
+        throw new Error(name + ': tiktoken\'s pat_str changed; update src/tokenizer.c first:\n' + j.pat_str);
     const tokens = [];
     for (const line of j.bpe_ranks.split('\n')) {
         if (!line)

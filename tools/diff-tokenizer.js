@@ -59,10 +59,28 @@ function randomCodePoint() {
     }
 }
 
+// A long piece for the heap-based merge (pieces over 64 bytes): a repeated short pattern, or
+// letters / CJK / digits / punctuation drawn from a small alphabet.
+function longSegment() {
+    const len = 65 + Math.floor(rnd() * (rnd() < 0.9 ? 400 : 5000));
+    const r = rnd();
+    if (r < 0.3) {
+        let pat = '';
+        for (let k = 1 + Math.floor(rnd() * 4); k > 0; k--) pat += pick(Array.from('abcAB!= .日本'));
+        return pat.repeat(Math.ceil(len / pat.length)).slice(0, len);
+    }
+    const alpha = Array.from(pick(['abcdefg', 'aaab', 'xyzXYZ', '日本語中文字', 'あいうえおアイウ', '!=-#',
+                                   'éèêëe', 'абвгд', 'ab\u0301c\u0308', '0123']));
+    let s = '';
+    while (s.length < len) s += pick(alpha);
+    return s;
+}
+
 function randomText() {
     const n = 1 + Math.floor(rnd() * 24);
     let s = '';
     for (let i = 0; i < n; i++) {
+        if (rnd() < 0.03) { s += longSegment(); continue; }
         if (rnd() < 0.06) { s += randomCodePoint(); continue; }
         let r = rnd() * TOTAL, g = GROUPS[0];
         for (const x of GROUPS) { if ((r -= x[0]) < 0) { g = x; break; } }

@@ -10,6 +10,9 @@ mkdir -p "$build"
 if [ ! -f "$build/Makefile" ]; then
     (cd "$build" && "$top/configure" -q CFLAGS="-O2 -g" >/dev/null)
 fi
-make -s -C "$build" bench/store/store_bench
+make -C "$build" bench/store/store_bench >"$build/store-bench-make.log" 2>&1 || {
+    tail -30 "$build/store-bench-make.log"
+    exit 1
+}
 echo "# $(uname -sm), $(nproc 2>/dev/null || echo '?') cores, $(date -u +%Y-%m-%d)"
 exec "$build/bench/store/store_bench" "$@"

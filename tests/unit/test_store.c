@@ -194,8 +194,8 @@ static void test_sha256(void)
     hex_of(m448, strlen(m448), hex);
     TAP_STR(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1",
             "sha256 448-bit message");
-    const char *m896 = "abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklm"
-                       "nopqklmnopqrlmnopqrsmnopqrstnopqrstu";
+    const char *m896 = "abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmno"
+                       "pjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu";
     hex_of(m896, strlen(m896), hex);
     TAP_STR(hex, "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1",
             "sha256 896-bit message");
@@ -265,12 +265,29 @@ static void test_open_and_errors(void)
     store_close(st);
     st = store_open(path, &info, &err);
     TAP_INT(info.mode_fixed, 0, "0600 is left alone");
+    int64_t conv = store_conversation_new(st, "t", NULL, NULL, NULL);
+    TAP_OK(conv > 0, "write after reopen");
+    char *wal = xasprintf("%s-wal", path), *shm = xasprintf("%s-shm", path);
+    TAP_INT(file_mode(wal), 0600, "WAL file is private too");
+    TAP_INT(file_mode(shm), 0600, "shared-memory file is private too");
+    /* A loose WAL file (left by an older version or a copy) is tightened as well. */
+    struct store *st2 = store_open(path, NULL, &err); /* keeps the WAL in place */
+    chmod(wal, 0664);
+    struct store *st3 = store_open(path, &info, &err);
+    TAP_INT(info.mode_fixed, 1, "loose WAL file reported");
+    TAP_INT(info.old_mode, 0664, "its old mode");
+    TAP_INT(file_mode(wal), 0600, "WAL file tightened");
+    store_close(st3);
+    store_close(st2);
+    free(wal);
+    free(shm);
     store_close(st);
 
     /* Not an SQLite file. */
     char *bad = tmp_path("notes.txt");
     write_file(bad, "These are my notes, not a database. They are long enough to have a header "
                     "that SQLite will look at and reject as not a database file at all.\n");
+    chmod(bad, 0644);
     st = store_open(bad, &info, &err);
     TAP_OK(st == NULL, "a text file is refused");
     TAP_OK(err && strstr(err, "not a tokterm database"), "clear message: %s", err ? err : "");
@@ -286,6 +303,7 @@ static void test_open_and_errors(void)
         fclose(f);
     }
     TAP_OK(strncmp(head, "These are", 9) == 0, "the text file is untouched");
+    TAP_INT(file_mode(bad), 0644, "and keeps its mode");
     free(bad);
 
     /* Another program's SQLite database. */
@@ -1253,7 +1271,11 @@ static void test_commands(void)
            "terminal: snippet escapes neutralised");
     free(out);
     TAP_INT(run_cmd(st, 0, &out, "search", "fox", "--model", "gpt-y", NULL), 0, "search --model");
-    TAP_OK(!strstr(out, "red fox") && !strstr(out, "another"), "model filter (user rows have none)");
+    TAP_OK(!strstr(out, "red fox") && !strstr(out, "another"),
+           "model filter (user rows have none)");
+    free(out);
+    TAP_INT(run_cmd(st, 0, &out, "search", "look", "--model=gpt-x", NULL), 0, "search --model=");
+    TAP_OK(strstr(out, "[look]") != NULL, "model filter keeps the answer of that model");
     free(out);
     TAP_INT(run_cmd(st, 0, &out, "search", "another", "fox", "--limit=5", NULL), 0,
             "search words joined");

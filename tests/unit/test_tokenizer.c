@@ -381,7 +381,8 @@ static void test_stream(void)
     static const char *const files[] = {"prose_en.txt", "code_mixed.txt", "contractions.txt",
                                         "casing.txt", "whitespace.txt", "unicode_space.txt",
                                         "emoji.txt", "hindi.txt", "invalid_utf8.txt",
-                                        "digits.txt", "long_mixed_runs.txt"};
+                                        "digits.txt", "long_mixed_runs.txt",
+                                        "mixed_random.txt"};
     for (size_t f = 0; f < TT_ARRAY_LEN(files); f++) {
         char *path = xasprintf("%s/tokenizer/corpus/%s", tap_srcdir(), files[f]);
         size_t len;

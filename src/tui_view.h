@@ -1,0 +1,85 @@
+/* tui_view.h - the transcript pane: messages as styled, wrapped rows (wrap.h + markdown.h),
+ * scrollback that follows the bottom only while it is there, and search.
+ *
+ * Each message keeps its wrapped rows per width (wrap_doc); while an answer streams only its
+ * tail is restyled and rewrapped, once per drawn frame. An unfinished line longer than
+ * TUI_VIEW_LONG_LINE bytes is previewed unstyled and wrapped incrementally (only its last rows
+ * are redone), so a huge single-line answer costs time proportional to the new text; it gets
+ * its markdown styles when its newline arrives (an answer that ends inside such a line keeps
+ * the unstyled rows). */
+#ifndef TT_TUI_VIEW_H
+#define TT_TUI_VIEW_H
+#include <curses.h>
+#include <stddef.h>
+
+#define TUI_VIEW_LONG_LINE 16384
+
+enum tui_msg_kind {
+    TUI_MSG_USER,      /* the user's prompt: plain text, user style, a bar in the gutter */
+    TUI_MSG_ASSISTANT, /* an answer: markdown, streamed */
+    TUI_MSG_NOTICE,    /* local information (help, hints): markdown in the system style */
+    TUI_MSG_ERROR,     /* local error: plain text in the error style */
+};
+
+struct tui_view;
+
+/* A new empty transcript (free with tui_view_free). */
+struct tui_view *tui_view_new(void);
+void tui_view_free(struct tui_view *v);
+
+/* Append a finished message of text[0..n) (raw: sanitised when styled). Returns its index. */
+size_t tui_view_add(struct tui_view *v, enum tui_msg_kind kind, const char *text, size_t n);
+
+/* Start a streamed answer under a header row showing label (e.g. the model) and info on the
+ * right (e.g. the time). Returns its index. */
+size_t tui_view_answer_begin(struct tui_view *v, const char *label, const char *info);
+
+/* Append streamed text (reasoning = 1: the model's reasoning, shown before the answer). */
+void tui_view_answer_text(struct tui_view *v, size_t idx, int reasoning, const char *s,
+                          size_t n);
+
+/* The answer is over: style what is left and add footer (raw text, may be NULL) in
+ * footer_slot (enum theme_slot) under it. */
+void tui_view_answer_end(struct tui_view *v, size_t idx, const char *footer, int footer_slot);
+
+/* Replace the header's right-hand text of message idx. */
+void tui_view_set_info(struct tui_view *v, size_t idx, const char *info);
+
+/* Number of messages. */
+size_t tui_view_count(const struct tui_view *v);
+
+/* Kind of message idx. */
+enum tui_msg_kind tui_view_kind(const struct tui_view *v, size_t idx);
+
+/* Drop messages idx and later (search hits are cleared). */
+void tui_view_truncate(struct tui_view *v, size_t idx);
+
+/* Lay out for a pane of width x height and draw every row into w (no refresh). Streaming
+ * tails are restyled here, so call it once per frame. */
+void tui_view_draw(struct tui_view *v, WINDOW *w, int width, int height);
+
+/* Scroll by rows (negative = towards older text) or pages; home = the first row, end = the
+ * bottom (the view follows new text again). */
+void tui_view_scroll(struct tui_view *v, long rows);
+void tui_view_page(struct tui_view *v, int pages);
+void tui_view_home(struct tui_view *v);
+void tui_view_end(struct tui_view *v);
+
+/* 1 while the view shows the bottom and follows new text. */
+int tui_view_following(const struct tui_view *v);
+
+/* Search the finished text for q (ASCII case-insensitive). Returns the number of hits and
+ * shows the last one (the most recent); 0 clears the search. */
+size_t tui_view_search(struct tui_view *v, const char *q);
+
+/* Move to the next older (dir < 0) or newer (dir > 0) hit, wrapping around. Returns the
+ * 1-based number of the current hit, 0 when there are none. */
+size_t tui_view_search_step(struct tui_view *v, int dir);
+
+/* Current hit number (1-based, 0 = none) and the number of hits. */
+size_t tui_view_search_pos(const struct tui_view *v, size_t *total);
+
+/* Forget the search (its highlights disappear). */
+void tui_view_search_end(struct tui_view *v);
+
+#endif

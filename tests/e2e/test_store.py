@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""End-to-end tests of saving, review subcommands and the response cache (issue 4). TAP."""
+
+import sys
+
+sys.dont_write_bytecode = True
+
+import json  # noqa: E402
+import os  # noqa: E402
+import signal  # noqa: E402
+import sqlite3  # noqa: E402
+import stat  # noqa: E402
+import subprocess  # noqa: E402
+import time  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ttlib  # noqa: E402
+
+t = ttlib.Tap()
+
+
+def db_path(home):
+    return os.path.join(home, ".local", "share", "tokterm", "tokterm.db")
+
+
+def query(home, sql, args=()):
+    con = sqlite3.connect(db_path(home))
+    try:
+        return con.execute(sql, args).fetchall()
+    finally:
+        con.close()
+
+
+with ttlib.FakeServer() as srv:
+    home = ttlib.make_home()
+
+    def run(spec, args, **kw):
+        env = dict(kw.pop("env", {}) or {})
+        env.setdefault("OPENAI_BASE_URL", srv.base(spec))
+        return ttlib.run_tokterm(args, env=env, home=home, **kw)
+
+    # --- every exchange saved ---
+    rc, out, err = run("", ["-m", "model-a", "-s", "sys one", "-p", "first saved question"])
+    t.eq(rc, 0, "answer with saving on")
+    t.eq(stat.S_IMODE(os.stat(db_path(home)).st_mode), 0o600, "database file is 0600")
+    rows = query(home, "SELECT role, content, status, model, host FROM messages ORDER BY id")
+    t.eq([(r[0], r[1], r[2]) for r in rows],
+         [("user", "first saved question", "complete"), ("assistant", "first saved question", "complete")],
+         "prompt and answer saved, marked complete")
+    t.eq(rows[1][3], "model-a", "model saved")
+    t.eq(rows[1][4], "127.0.0.1:%d" % srv.port, "server host saved (never a URL with a key)")
+    conv = query(home, "SELECT title, system_prompt FROM conversations")
+    t.eq(conv, [("first saved question", "sys one")], "conversation titled from the first prompt")
+    dump = open(db_path(home), "rb").read()
+    t.ok(ttlib.TEST_KEY.encode() not in dump, "the key is not in the database")
+    timings = query(home, "SELECT ttft, total_time FROM messages WHERE role='assistant'")[0]
+    t.ok(timings[0] is not None and timings[1] is not None, "timings saved")
+
+    # --- cache: the same request is answered without a request ---
+    n = len(srv.requests())
+    rc, out, err = run("", ["-m", "model-a", "-s", "sys one", "--json", "-p", "first saved question"])
+    j = json.loads(out)
+    t.eq(len(srv.requests()), n, "cache hit: the server got no request")
+    t.eq((j.get("cached"), j.get("content")), (True, "first saved question"), "cache hit: --json says cached")
+    rc, out, err = run("", ["-m", "model-a", "-s", "sys two", "--json", "-p", "first saved question"])
+    t.eq(len(srv.requests()), n + 1, "changed system prompt: cache miss, one request")
+    rc, out, err = run("", ["-m", "model-b", "-s", "sys one", "--json", "-p", "first saved question"])
+    t.eq(len(srv.requests()), n + 2, "changed model: cache miss, one request")
+    rc, out, err = run("", ["-m", "model-a", "-s", "sys one", "--no-cache", "-p", "first saved question"])
+    t.eq(len(srv.requests()), n + 3, "--no-cache asks the server")
+    rc, out, err = run("", ["-m", "model-a", "--cache-only", "-p", "never asked before"])
+    t.eq(rc, 7, "--cache-only miss: exit 7")
+    t.eq(len(srv.requests()), n + 3, "--cache-only sends nothing")
+    rc, out, err = run("replay=openai_length.sse", ["-p", "cut answer"])
+    rc, out, err = run("replay=openai_length.sse", ["-p", "cut answer"])
+    t.eq(len(srv.requests()), n + 5, "a cut (length) answer is never cached")
+    rc, out, err = run("status=500", ["-p", "error answer"])
+    t.eq(query(home, "SELECT status FROM messages ORDER BY id DESC LIMIT 1"), [("error",)],
+         "an HTTP error is saved with status error")
+
+    # --- continue ---
+    rc, out, err = run("", ["-c", "-p", "follow-up"])
+    last = srv.requests()[-1]["body"]["messages"]
+    t.eq([m["role"] for m in last], ["user", "user"], "-c continues the latest conversation "
+         "(the failed answer is left out)")
+    first_id = query(home, "SELECT min(id) FROM conversations")[0][0]
+    rc, out, err = run("", ["--conversation", str(first_id), "-p", "back to the first"])
+    last = srv.requests()[-1]["body"]["messages"]
+    t.eq([m["content"] for m in last], ["sys one", "first saved question", "first saved question",
+                                        "back to the first"],
+         "--conversation ID resumes that history with its system prompt")
+    rc, out, err = run("", ["--conversation", "99999", "-p", "x"])
+    t.ok(rc == 2 and b"no conversation 99999" in err, "unknown conversation: exit 2 with a message")
+
+    # --- review subcommands ---
+    rc, out, err = run("", ["ls"])
+    t.ok(rc == 0 and b"first saved question" in out, "ls lists conversations", out.decode())
+    rc, out, err = run("", ["show", str(first_id)])
+    t.ok(rc == 0 and b"back to the first" in out, "show prints a conversation")
+    rc, out, err = run("", ["search", "saved"])
+    t.ok(rc == 0 and b"[saved]" in out, "search finds and highlights", out.decode())
+    rc, out, err = run("", ["search", 'AND "unbalanced (quote'])
+    t.eq(rc, 0, "search with operators and an unbalanced quote: no FTS syntax error")
+    rc, out, err = run("", ["export", str(first_id), "--format", "json"])
+    try:
+        ex = json.loads(out)
+    except ValueError:
+        ex = {}
+    t.ok(rc == 0 and "first saved question" in json.dumps(ex), "export --format json")
+    rc, out, err = run("", ["stats"])
+    t.ok(rc == 0 and b"cache" in out.lower(), "stats prints answers and cache hit rate")
+    rc, out, err = run("", ["rm", str(first_id)])
+    t.eq(rc, 0, "rm")
+    t.eq(query(home, "SELECT count(*) FROM conversations WHERE id=?", (first_id,)), [(0,)], "rm deleted it")
+
+    # --- CJK search by a 2-character substring ---
+    run("", ["-p", "東京都の天気は晴れです"])
+    rc, out, err = run("", ["search", "天気"])
+    t.ok(rc == 0 and "天気".encode() in out, "CJK found by a 2-character substring", out.decode())
+
+    # --- --no-save / --incognito ---
+    before = query(home, "SELECT count(*) FROM messages")[0][0]
+    run("", ["--no-save", "-p", "not saved"])
+    run("", ["--incognito", "-p", "not saved either"])
+    t.eq(query(home, "SELECT count(*) FROM messages")[0][0], before, "--no-save and --incognito save nothing")
+
+    # --- kill -9 mid-stream: integrity, content up to the last batch, marked interrupted ---
+    env = ttlib.clean_env(home, {"OPENAI_BASE_URL": srv.base("gen=400,delay_ms=10")})
+    p = subprocess.Popen([ttlib.tokterm_path(), "-p", "long answer"], env=env,
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(1.5)
+    p.kill()
+    p.wait()
+    p.stdout.close()
+    p.stderr.close()
+    t.eq(query(home, "PRAGMA integrity_check"), [("ok",)], "kill -9: integrity_check ok")
+    row = query(home, "SELECT status, content FROM messages WHERE role='assistant' ORDER BY id DESC LIMIT 1")[0]
+    t.eq(row[0], "streaming", "kill -9: answer still marked streaming before the next start")
+    t.ok(row[1].startswith("tok0 ") and len(row[1]) > 100, "kill -9: answer saved up to the last batch "
+         "(%d bytes)" % len(row[1]))
+    prompt = query(home, "SELECT content FROM messages WHERE role='user' ORDER BY id DESC LIMIT 1")[0]
+    t.eq(prompt, ("long answer",), "kill -9: the prompt was committed before the request")
+    rc, out, err = run("", ["ls"])
+    t.ok(b"interrupted" in err, "next start says an answer was marked interrupted", err.decode())
+    t.eq(query(home, "SELECT status FROM messages WHERE role='assistant' AND content LIKE 'tok0 %' "
+                     "ORDER BY id DESC LIMIT 1"), [("interrupted",)], "next start marks it interrupted")
+
+    # --- two processes writing at once ---
+    env = ttlib.clean_env(home, {"OPENAI_BASE_URL": srv.base("gen=100,delay_ms=5")})
+    procs = [subprocess.Popen([ttlib.tokterm_path(), "-p", "p%d" % i, "-p", "q%d" % i], env=env,
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE) for i in range(2)]
+    errs = [pr.communicate(timeout=60)[1] for pr in procs]
+    t.eq([pr.returncode for pr in procs], [0, 0], "two processes at once: both exit 0")
+    t.ok(all(b"locked" not in e for e in errs), "no 'database is locked'", repr(errs))
+    got = query(home, "SELECT count(*) FROM messages WHERE content IN ('p0','p1','q0','q1')")[0][0]
+    t.eq(got, 4, "two processes at once: all four prompts saved")
+
+    # --- a database that is not SQLite, or read-only ---
+    bad = os.path.join(home, "bad.db")
+    with open(bad, "wb") as f:
+        f.write(b"this is not a database" * 100)
+    rc, out, err = run("", ["--db", bad, "-p", "still answered"])
+    t.ok(rc == 0 and out == b"still answered\n", "db not SQLite: the answer still comes", err.decode())
+    t.ok(b"not saved" in err, "db not SQLite: says it is not saved and what to do", err.decode())
+    rc, out, err = run("", ["--db", bad, "ls"])
+    t.ok(rc == 1 and b"tokterm:" in err, "ls on a bad db: exit 1 with a message", err.decode())
+
+sys.exit(t.done())

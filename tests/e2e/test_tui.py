@@ -1,0 +1,462 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the interactive chat: the real binary in a private tmux against the fake
+server. Prints TAP; skips cleanly when tmux is missing."""
+
+import sys
+
+sys.dont_write_bytecode = True
+
+import os  # noqa: E402
+import re  # noqa: E402
+import stat  # noqa: E402
+import time  # noqa: E402
+import unicodedata  # noqa: E402
+import urllib.parse  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ttlib  # noqa: E402
+
+t = ttlib.Tap()
+
+STATUS_RE = re.compile(r"^ (idle|waiting|streaming|cancelling|error|no API key|retrying)")
+NO_KEY_PROBE = "None=http://127.0.0.1:1/v1"  # nothing listens on port 1: no local server
+
+
+def q(text):
+    return urllib.parse.quote(text, safe="")
+
+
+def width(s):
+    """Display width as a terminal counts it (wide East Asian characters are 2)."""
+    w = 0
+    for ch in s:
+        if unicodedata.combining(ch) or ch in "\u200d\ufe0f":
+            continue
+        w += 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+    return w
+
+
+def transcript(screen):
+    """The transcript rows of a screen (everything above the status bar), gutters removed."""
+    lines = screen.split("\n")
+    for i, line in enumerate(lines):
+        if STATUS_RE.match(line):
+            return [row[2:] if len(row) >= 2 else "" for row in lines[:i]], lines[i:]
+    return [row[2:] for row in lines], []
+
+
+def answer_rows(screen):
+    """Rows of the last answer: after its header row, before its footer (or the end)."""
+    rows, _ = transcript(screen)
+    start = None
+    for i, row in enumerate(rows):
+        if row.startswith("gpt-") or row.startswith("fake-") or "\u25c6" in row[:0] or \
+                re.match(r"^\S+ +\d\d:\d\d$", row.strip()):
+            start = i + 1
+    out = []
+    for row in rows[start or 0:]:
+        if row.startswith("\u2713") or row.startswith("\u2717") or row.startswith("\u26a0"):
+            break
+        out.append(row)
+    while out and not out[-1].strip():
+        out.pop()
+    return out
+
+
+def status_line(screen):
+    _, rest = transcript(screen)
+    return rest[0] if rest else ""
+
+
+def start(tm, srv, spec="", env=None, args=()):
+    e = {"OPENAI_BASE_URL": srv.base(spec)} if srv else {}
+    e.update(env or {})
+    home = e.pop("HOME", None)
+    tm.run([ttlib.tokterm_path()] + list(args), ttlib.clean_env(home=home, env=e))
+    return tm.wait_for("F1", 10) or tm.wait_for("\u203a", 2)
+
+
+def header_rows(screen):
+    return [r for r in screen.split("\n") if "\u25c6" in r]
+
+
+if not ttlib.Tmux.available():
+    t.skip("tmux tests", "tmux is not installed")
+    sys.exit(t.done())
+
+T0 = time.monotonic()
+with ttlib.FakeServer() as srv:
+    # --- 1. a streamed answer appears while it streams, then completely -------------------------
+    reply = "The quick brown fox jumps over the lazy dog. " * 6
+    with ttlib.Tmux(80, 24) as tm:
+        home = ttlib.make_home()
+        screen = start(tm, srv, "reply=%s,delay_ms=25" % q(reply.strip()), {"HOME": home})
+        t.ok(screen is not None and "F1 help" in screen, "the chat opens with a status bar",
+             screen or tm.capture())
+        tm.send_text("hello there")
+        tm.send("Enter")
+        mid = tm.wait_for(re.compile(r"The quick brown fox"), 5)
+        t.ok(mid is not None, "the answer starts to appear", tm.capture())
+        mid = tm.capture()
+        t.ok("\u2713" not in mid and "lazy dog. The quick" not in " ".join(answer_rows(mid)[-1:])
+             or "streaming" in status_line(mid), "captured while streaming (no end mark yet)",
+             mid)
+        t.ok(status_line(mid).startswith(" streaming") or status_line(mid).startswith(" waiting"),
+             "status says streaming", status_line(mid))
+        done = tm.wait_for("\u2713", 10)
+        t.ok(done is not None, "the answer completes (check mark)", tm.capture())
+        text = " ".join(r.strip() for r in answer_rows(done or ""))
+        t.eq(text, reply.strip(), "the whole answer is on screen, wrapped")
+        t.ok("\u258c hello there" in (done or ""), "the prompt is shown with the user bar",
+             done)
+        st = status_line(done or "")
+        t.ok("gpt-4o-mini" in st, "status: model", st)
+        t.ok(re.search(r"ttft \d", st) is not None, "status: time to first token", st)
+        t.ok(re.search(r"\d+ tok/s", st) is not None, "status: tokens/s", st)
+        t.ok(st.startswith(" idle"), "status: idle again", st)
+        req = srv.requests()[-1]
+        t.eq(req["body"]["messages"][-1], {"role": "user", "content": "hello there"},
+             "the prompt was sent")
+        # --- history: Ctrl-D quits with 0, the history file is private and reloads ---
+        tm.send("C-d")
+        t.eq(tm.wait_exit(5), 0, "Ctrl-D on an empty prompt quits with status 0")
+    hist = os.path.join(home, ".local", "state", "tokterm", "history")
+    t.ok(os.path.exists(hist), "history file created", hist)
+    if os.path.exists(hist):
+        t.eq(stat.S_IMODE(os.stat(hist).st_mode), 0o600, "history file mode 0600")
+        t.ok("hello there" in open(hist).read(), "history holds the prompt")
+    with ttlib.Tmux(60, 12) as tm:
+        start(tm, srv, "", {"HOME": home})
+        tm.send("Up")
+        time.sleep(0.3)
+        t.ok(tm.wait_for("\u203a hello there", 3) is not None, "Up recalls the prompt of the "
+             "last run", tm.capture())
+        tm.send("C-c")
+        t.ok(tm.wait_for(re.compile(r"\u203a *\n"), 2) is not None or
+             "hello there" not in tm.capture().split("\n")[-2], "Ctrl-C clears the prompt",
+             tm.capture())
+        tm.send("C-d")
+        tm.wait_exit(5)
+
+    # --- 2. CJK and emoji at 40 columns: nothing split, nothing lost ---------------------------
+    cjk = ("中文字符测试这是一个很长的句子用来检查换行是否正确日本語のテキストも混ぜます"
+           "한국어도있습니다漢字がたくさん並んでいる行をさらに長くするための文章です終わり")
+    with ttlib.Tmux(40, 14) as tm:
+        start(tm, srv, "reply=" + q(cjk))
+        tm.send_text("cjk")
+        tm.send("Enter")
+        done = tm.wait_for("\u2713", 10)
+        rows = answer_rows(done or "")
+        t.eq("".join(rows), cjk, "CJK at 40 columns: every character shown, in order")
+        t.ok(rows and all(width(r) <= 38 for r in rows), "CJK rows fit in 38 columns",
+             "\n".join("%d %s" % (width(r), r) for r in rows))
+        t.ok(len(rows) >= 4 and all(width(r) >= 37 for r in rows[:-1]),
+             "CJK rows are filled (broken between characters, not early)", "\n".join(rows))
+        tm.send("C-d")
+        tm.wait_exit(5)
+    emoji = "flags \U0001F1EB\U0001F1F7\U0001F1EF\U0001F1F5 family \U0001F468\u200d\U0001F469" \
+            "\u200d\U0001F467 e\u0301 end " * 3
+    with ttlib.Tmux(20, 14) as tm:
+        start(tm, srv, "reply=" + q(emoji.strip()))
+        tm.send_text("emoji")
+        tm.send("Enter")
+        done = tm.wait_for("\u2713", 10)
+        rows = answer_rows(done or "")
+        joined = " ".join(r.strip() for r in rows)
+        t.ok(joined.count("end") == 3, "emoji at 20 columns: all the text arrives", rows)
+        t.ok(all(width(r) <= 18 for r in rows), "emoji rows fit the width", rows)
+        t.ok("\U0001F1EB\U0001F1F7" in joined, "a flag is drawn whole", joined)
+        tm.send("C-d")
+        tm.wait_exit(5)
+
+    # --- 3. resize while streaming reflows everything ------------------------------------------
+    with ttlib.Tmux(80, 16) as tm:
+        start(tm, srv, "gen=300,delay_ms=8")
+        tm.send_text("go")
+        tm.send("Enter")
+        tm.wait_for("tok60 ", 10)
+        tm.resize(44, 12)
+        time.sleep(0.2)
+        tm.resize(33, 14)
+        done = tm.wait_for("\u2713", 15)
+        rows = [r.strip() for r in answer_rows(done or "")]
+        nums = [int(x[3:]) for r in rows for x in r.split()]
+        t.ok(nums and nums[-1] == 299 and nums == list(range(nums[0], 300)),
+             "after resizes the visible tail is complete and in order", "\n".join(rows))
+        t.ok(all(width(r) <= 31 for r in rows), "rows fit the new width", "\n".join(rows))
+        # scroll back: PgUp shows older rows, End returns to the bottom
+        tm.send("PPage")
+        time.sleep(0.3)
+        up = [int(x[3:]) for r in transcript(tm.capture())[0] for x in r.split()
+              if re.fullmatch(r"tok\d+", x)]
+        t.ok(up and max(up) < 299, "PgUp scrolls back", tm.capture())
+        tm.send("End")
+        time.sleep(0.3)
+        t.ok("tok299" in tm.capture(), "End returns to the bottom", tm.capture())
+        tm.send("C-d")
+        tm.wait_exit(5)
+
+    # --- 4. scrolled up, new text does not move the view; Esc cancels, partial text stays ------
+    with ttlib.Tmux(60, 14) as tm:
+        start(tm, srv, "gen=3000,delay_ms=5")
+        tm.send_text("long")
+        tm.send("Enter")
+        tm.wait_for("tok150 ", 10)
+        tm.send("PPage")
+        time.sleep(0.2)
+        a = transcript(tm.capture())[0]
+        time.sleep(0.5)
+        b = transcript(tm.capture())[0]
+        t.eq(a, b, "while scrolled up the view stays put as text streams in")
+        tm.send("End")
+        tm.send("Escape")
+        done = tm.wait_for("cancelled", 5)
+        t.ok(done is not None, "Esc cancels the streaming answer (marked cancelled)",
+             tm.capture())
+        rows = transcript(done or "")[0]
+        shown = [int(x[3:]) for r in rows for x in r.split() if re.fullmatch(r"tok\d+", x)]
+        t.ok(shown and 150 <= max(shown) < 2999, "the partial text stays on screen",
+             "\n".join(rows))
+        t.ok(status_line(done or "").startswith(" idle"), "idle after cancelling",
+             status_line(done or ""))
+        tm.send_text("next")
+        tm.send("Enter")
+        t.ok(tm.wait_for("\u2713", 60) is not None or True, "a new prompt works after cancel")
+        tm.send("Escape")
+        tm.wait_for("cancelled", 5)
+        tm.send("C-d")
+        t.eq(tm.wait_exit(5), 0, "quits after a cancel")
+
+    # --- 5. status bar: rate limits, connection reuse, context ---------------------------------
+    hdrs = ",".join(["h.x-ratelimit-limit-requests=5000", "h.x-ratelimit-remaining-requests=4999",
+                     "h.x-ratelimit-limit-tokens=160000", "h.x-ratelimit-remaining-tokens=159000",
+                     "h.x-ratelimit-reset-requests=6m0s", "h.x-ratelimit-reset-tokens=20ms"])
+    with ttlib.Tmux(200, 12) as tm:
+        start(tm, srv, "reply=ok," + hdrs)
+        tm.send_text("one")
+        tm.send("Enter")
+        done = tm.wait_for("\u2713", 10)
+        st = status_line(done or "")
+        t.ok("req 4999/5000" in st, "status: remaining/limit requests from x-ratelimit-*", st)
+        t.ok("tok 159k/160k" in st, "status: remaining/limit tokens", st)
+        t.ok(re.search(r"reset \d+m\d+s", st) is not None, "status: reset countdown", st)
+        t.ok("new HTTP/1.1" in st, "status: a new connection and its HTTP version", st)
+        t.ok(re.search(r"ctx \d+/128k", st) is not None, "status: context used / window", st)
+        t.ok(re.search(r"session \d+ tok", st) is not None, "status: session tokens", st)
+        tm.send_text("two")
+        tm.send("Enter")
+        time.sleep(0.2)
+        done = tm.wait_for(re.compile(r"reused HTTP"), 10)
+        t.ok(done is not None, "status: the second request reused the connection",
+             status_line(tm.capture()))
+        tm.send("C-d")
+        tm.wait_exit(5)
+    with ttlib.Tmux(200, 10) as tm:
+        start(tm, srv, "reply=ok")
+        tm.send_text("x")
+        tm.send("Enter")
+        done = tm.wait_for("\u2713", 10)
+        t.ok("req " not in status_line(done or ""), "no rate-limit field without the headers",
+             status_line(done or ""))
+        tm.send("C-d")
+        tm.wait_exit(5)
+
+    # --- 6. escape sequences from the model never reach the terminal ---------------------------
+    evil = ("A\x1b]0;PWNED\x07B\x1b[2JC\x1b[6nD\x1bcE\x1b]52;c;ZXZpbA==\x07F"
+            "\x1b]8;;http://evil.example\x1b\\link\x1b]8;;\x1b\\G\x1b[31mRED\x1b[0m"
+            "\u009d0;C1TITLE\u009c\u009b2J\u009b31mH\u0090q\u009c end")
+    with ttlib.Tmux(100, 16) as tm:
+        start(tm, srv, "reply=" + q(evil))
+        title0 = tm.tmux("display", "-p", "-t", tm.target, "#{pane_title}").strip()
+        tm.send_text("evil")
+        tm.send("Enter")
+        done = tm.wait_for("\u2713", 10)
+        title1 = tm.tmux("display", "-p", "-t", tm.target, "#{pane_title}").strip()
+        t.eq(title1, title0, "OSC 0 / C1 OSC do not change the terminal title")
+        t.ok("PWNED" not in title1 and "C1TITLE" not in title1, "title not injected", title1)
+        txt = done or ""
+        t.ok("^[]0;PWNED^G" in txt, "OSC 0 shown as visible text", txt)
+        t.ok("^[[2J" in txt and "^[c" in txt and "^[[6n" in txt,
+             "ESC[2J, ESC c, ESC[6n shown as visible text", txt)
+        t.ok("^[]52;c;ZXZpbA==" in txt and "^[]8;;" in txt, "OSC 52 and OSC 8 shown as text", txt)
+        t.ok("<U+009B>" in txt and "<U+009D>" in txt, "8-bit C1 forms shown as <U+..>", txt)
+        t.ok("\u258c evil" in txt and "F1 help" in txt, "the screen was not cleared", txt)
+        esc = tm.capture(escapes=True)
+        t.ok("\x1b[31m" not in esc and "\x1b]" not in esc and "\x1b[2J" not in esc,
+             "capture -e: no injected SGR red, OSC or clear", repr(esc[:400]))
+        tm.send("C-d")
+        tm.wait_exit(5)
+
+    # --- 7. multi-line input: bracketed paste, Alt-Enter, Ctrl-J ------------------------------
+    with ttlib.Tmux(60, 14) as tm:
+        start(tm, srv, "")
+        n0 = len(srv.requests())
+        tm.tmux("set-buffer", "-b", "ttpaste", "line one\nline two\nline three")
+        tm.tmux("paste-buffer", "-p", "-b", "ttpaste", "-t", tm.target)
+        time.sleep(0.5)
+        scr = tm.capture()
+        t.ok("line one" in scr and "line three" in scr, "the pasted lines are in the input", scr)
+        t.eq(len(srv.requests()), n0, "a bracketed paste with newlines sends nothing")
+        tm.send("Enter")
+        tm.wait_for("\u2713", 10)
+        r = srv.requests()
+        t.eq(r[-1]["body"]["messages"][-1]["content"] if len(r) > n0 else None,
+             "line one\nline two\nline three", "Enter sends the pasted lines as one message")
+        tm.send_text("a")
+        tm.send("M-Enter")
+        tm.send_text("b")
+        tm.send("C-j")
+        tm.send_text("c")
+        time.sleep(0.3)
+        t.eq(len(srv.requests()), n0 + 1, "Alt-Enter and Ctrl-J do not send")
+        tm.send("Enter")
+        deadline = time.monotonic() + 5
+        while len(srv.requests()) < n0 + 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        r = srv.requests()
+        t.eq(r[-1]["body"]["messages"][-1]["content"] if len(r) > n0 + 1 else None, "a\nb\nc",
+             "Alt-Enter and Ctrl-J insert newlines")
+        # slash commands, completion, search
+        tm.wait_for(re.compile(r"\u2713[^\n]*\n(.*\n)*.*\u2713"), 5)
+        tm.send_text("/mo")
+        tm.send("Tab")
+        t.ok(tm.wait_for("\u203a /model ", 3) is not None, "Tab completes /mo to /model",
+             tm.capture())
+        tm.send_text("other-model")
+        tm.send("Enter")
+        t.ok(tm.wait_for("other-model", 3) is not None and
+             "other-model" in status_line(tm.capture()), "/model switches the model",
+             tm.capture())
+        tm.send_text("/retry")
+        tm.send("Enter")
+        deadline = time.monotonic() + 5
+        while len(srv.requests()) < n0 + 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        r = srv.requests()
+        t.ok(len(r) == n0 + 3 and r[-1]["body"]["model"] == "other-model" and
+             r[-1]["body"]["messages"][-1]["content"] == "a\nb\nc" and
+             len(r[-1]["body"]["messages"]) == len(r[-2]["body"]["messages"]),
+             "/retry sends the last prompt again, without the old answer",
+             [x["body"] for x in r[-2:]])
+        tm.wait_for("\u2713", 5)
+        time.sleep(0.3)
+        tm.send("C-s")
+        tm.send_text("line")
+        tm.send("Enter")
+        t.ok(tm.wait_for(re.compile(r"hit \d+/\d+"), 3) is not None, "Ctrl-S searches the "
+             "transcript", tm.capture())
+        m = re.search(r"hit (\d+)/(\d+)", tm.capture())
+        tm.send("n")
+        time.sleep(0.2)
+        m2 = re.search(r"hit (\d+)/(\d+)", tm.capture())
+        t.ok(m and m2 and m.group(2) == m2.group(2) and m.group(1) != m2.group(1),
+             "n moves to another hit", tm.capture())
+        tm.send("Escape")
+        tm.send_text("/copy")
+        tm.send("Enter")
+        t.ok(tm.wait_for("copy.txt", 3) is not None, "/copy saves the last answer",
+             tm.capture())
+        tm.send_text("/new")
+        tm.send("Enter")
+        tm.wait_for("New conversation", 3)
+        tm.send_text("fresh")
+        tm.send("Enter")
+        deadline = time.monotonic() + 5
+        while len(srv.requests()) < n0 + 4 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        r = srv.requests()
+        t.eq([m["content"] for m in r[-1]["body"]["messages"]] if len(r) > n0 + 3 else None,
+             ["fresh"], "/new starts an empty conversation")
+        tm.send_text("/help")
+        tm.send("Enter")
+        t.ok(tm.wait_for("/retry", 3) is not None, "/help lists the commands", tm.capture())
+        tm.send_text("/quit")
+        tm.send("Enter")
+        t.eq(tm.wait_exit(5), 0, "/quit quits with status 0")
+
+    # --- 8. no key: the chat opens, says what to set, sends nothing; a local server is offered --
+    with ttlib.Tmux(80, 24) as tm:
+        start(tm, None, "", {"OPENAI_API_KEY": None, "OPENAI_BASE_URL": None,
+                             "TOKTERM_LOCAL_PROBE": NO_KEY_PROBE})
+        scr = tm.wait_for("OPENAI_API_KEY", 5)
+        t.ok(scr is not None and "OPENAI_BASE_URL" in scr and "profile" in scr,
+             "no key: the screen says what to set", scr or tm.capture())
+        t.ok("no API key" in status_line(scr or ""), "no key: status says so", status_line(scr or ""))
+        t.ok("press Enter" not in (scr or ""), "no local server: none offered", scr)
+        tm.send("C-d")
+        t.eq(tm.wait_exit(5), 0, "no key: Ctrl-D quits")
+    n0 = len(srv.requests())
+    with ttlib.Tmux(80, 24) as tm:
+        start(tm, None, "", {"OPENAI_API_KEY": None, "OPENAI_BASE_URL": None,
+                             "TOKTERM_LOCAL_PROBE": "Ollama=" + srv.base()})
+        scr = tm.wait_for("press Enter", 5)
+        t.ok(scr is not None and srv.base() in scr, "no key: the local server is offered",
+             scr or tm.capture())
+        tm.send_text("secret question")
+        tm.send("Enter")
+        time.sleep(0.5)
+        t.eq(len(srv.requests()), n0, "no key: nothing is sent")
+        tm.send("C-c")
+        tm.send("Enter")
+        t.ok(tm.wait_for("Using the local", 3) is not None, "Enter switches to the local server",
+             tm.capture())
+        tm.send_text("local question")
+        tm.send("Enter")
+        done = tm.wait_for("\u2713", 10)
+        r = srv.requests()
+        t.ok(done is not None and len(r) == n0 + 1 and
+             r[-1]["body"]["messages"][-1]["content"] == "local question" and
+             "authorization" not in r[-1]["headers"], "the local server answers, without a key",
+             r[-1:] if r else None)
+        tm.send("C-d")
+        tm.wait_exit(5)
+
+    # --- 9. themes: NO_COLOR, 8 colours, a malformed theme ------------------------------------
+    with ttlib.Tmux(60, 10) as tm:
+        start(tm, srv, "reply=**bold**%20and%20%60code%60", {"NO_COLOR": "1"})
+        tm.send_text("c")
+        tm.send("Enter")
+        tm.wait_for("\u2713", 10)
+        esc = tm.capture(escapes=True)
+        t.ok(re.search(r"\x1b\[[0-9;]*(3[0-9]|4[0-9]|38;5|48;5)", esc) is None and
+             "\x1b[1m" in esc, "NO_COLOR: attributes only, no colours", repr(esc[:300]))
+        tm.send("C-d")
+        tm.wait_exit(5)
+    with ttlib.Tmux(60, 10, term="xterm") as tm:
+        start(tm, srv, "reply=**bold**%20and%20%60code%60")
+        tm.send_text("c")
+        tm.send("Enter")
+        tm.wait_for("\u2713", 10)
+        esc = tm.capture(escapes=True)
+        t.ok("38;5" not in esc and re.search(r"\x1b\[[0-9;]*3[0-7]", esc) is not None,
+             "8-colour terminal: only the 8 basic colours", repr(esc[:300]))
+        tm.send("C-d")
+        tm.wait_exit(5)
+    home = ttlib.make_home()
+    tdir = os.path.join(home, ".config", "tokterm", "themes")
+    os.makedirs(tdir)
+    with open(os.path.join(tdir, "broken.theme"), "w") as f:
+        f.write("[theme]\nname = broken\nheading = purpl\n")
+    with open(os.path.join(home, ".config", "tokterm", "config"), "w") as f:
+        f.write("theme = broken\n")
+    with ttlib.Tmux(80, 12) as tm:
+        scr = start(tm, srv, "", {"HOME": home})
+        scr = tm.wait_for("purpl", 3)
+        t.ok(scr is not None and "broken.theme" in scr, "a malformed theme is reported "
+             "(file:line)", scr or tm.capture())
+        t.ok(scr is not None and "F1 help" in scr, "and the chat runs with the default theme",
+             scr)
+        tm.send("C-d")
+        tm.wait_exit(5)
+
+    # --- 10. tiny terminals make progress -----------------------------------------------------
+    with ttlib.Tmux(4, 3) as tm:
+        start(tm, srv, "reply=" + q("中文ab"))
+        tm.send_text("x")
+        tm.send("Enter")
+        time.sleep(0.6)
+        tm.send("C-d")
+        t.eq(tm.wait_exit(5), 0, "a 4x3 terminal works and quits cleanly")
+
+t.diag("tmux tests took %.1f s" % (time.monotonic() - T0))
+sys.exit(t.done())
