@@ -23,6 +23,8 @@
 
 #define TUI_FRAME (1.0 / 60.0)
 #define TUI_PROMPT "\xE2\x80\xBA "
+#define TUI_KEY_CHOME (KEY_MAX + 1)
+#define TUI_KEY_CEND (KEY_MAX + 2)
 
 static int tui_sigpipe[2] = {-1, -1};
 
@@ -576,6 +578,67 @@ static void tui_search_key(struct tui *t, int c)
     }
 }
 
+static void tui_key(struct tui *t, int c);
+
+/* Keys curses may not know (terminfo and tmux disagree on Home/End, for one): the rest of an
+ * escape sequence is read and matched here; anything else goes to readline as it came. */
+static const struct {
+    const char *seq;
+    int key;
+} tui_escapes[] = {
+    {"[1~", KEY_HOME}, {"[7~", KEY_HOME}, {"[H", KEY_HOME}, {"OH", KEY_HOME},
+    {"[4~", KEY_END}, {"[8~", KEY_END}, {"[F", KEY_END}, {"OF", KEY_END},
+    {"[5~", KEY_PPAGE}, {"[6~", KEY_NPAGE}, {"[1;2A", KEY_SR}, {"[1;2B", KEY_SF},
+    {"[1;5H", TUI_KEY_CHOME}, {"[1;5F", TUI_KEY_CEND}, {"[11~", KEY_F(1)}, {"OP", KEY_F(1)},
+};
+
+static void tui_key_escape(struct tui *t)
+{
+    int seq[24], n = 0;
+    int c = wgetch(t->keys);
+    if (c == ERR) { /* Esc alone */
+        if (t->answer != TUI_NO_ANSWER) {
+            tui_cancel(t);
+            return;
+        }
+        if (tui_input_vi() || tui_input_busy()) {
+            /* vi: to command mode; or leave a Ctrl-R search the readline way */
+            tui_input_push_key(27);
+            tui_input_run();
+        }
+        return; /* emacs: a lone Esc would turn the next key into Meta-key; ignore it */
+    }
+    seq[n++] = c;
+    if (c == '[' || c == 'O') {
+        /* a CSI (parameters, intermediates, a final byte) or an SS3 sequence */
+        while (n < (int)TT_ARRAY_LEN(seq)) {
+            int last = seq[n - 1];
+            if (n > 1 && (c == 'O' || (last >= 0x40 && last <= 0x7E)))
+                break;
+            int d = wgetch(t->keys);
+            if (d == ERR)
+                break;
+            seq[n++] = d;
+            if (d < 0x20 || d > 0x7E)
+                break;
+        }
+    }
+    char text[32];
+    int k = 0;
+    for (int i = 0; i < n && i < 31; i++)
+        text[k++] = seq[i] >= 0 && seq[i] < 256 ? (char)seq[i] : '?';
+    text[k] = '\0';
+    for (size_t i = 0; i < TT_ARRAY_LEN(tui_escapes); i++)
+        if (strcmp(text, tui_escapes[i].seq) == 0) {
+            tui_key(t, tui_escapes[i].key);
+            return;
+        }
+    tui_input_push_key(27);
+    for (int i = 0; i < n; i++)
+        tui_input_push_key(seq[i]);
+    tui_input_run();
+}
+
 /* Handle one key from curses. */
 static void tui_key(struct tui *t, int c)
 {
@@ -606,6 +669,11 @@ static void tui_key(struct tui *t, int c)
             return;
     }
     const char *name = c >= KEY_MIN ? keyname(c) : NULL;
+    if (getenv("TT_DEBUG_KEYS")) {
+        char b[64];
+        snprintf(b, sizeof b, "key %d %s empty=%d", c, name ? name : "", tui_input_empty());
+        tui_hint(t, b);
+    }
     switch (c) {
     case KEY_RESIZE:
         tui_resize(t);
@@ -675,26 +743,15 @@ static void tui_key(struct tui *t, int c)
         raise(SIGTSTP);
         tui_resume_curses(t);
         return;
-    case 27: { /* Esc alone, or the first byte of an Alt- key or unknown sequence */
-        int next = wgetch(t->keys);
-        if (next == ERR) {
-            if (t->answer != TUI_NO_ANSWER) {
-                tui_cancel(t);
-                return;
-            }
-            tui_input_push_key(27);
-        } else {
-            tui_input_push_key(27);
-            tui_input_push_key(next);
-        }
-        tui_input_run();
+    case 27: /* Esc alone, an Alt- key, or a sequence curses does not know */
+        tui_key_escape(t);
         return;
-    }
     default:
         break;
     }
-    if (name && (strcmp(name, "kHOM5") == 0 || strcmp(name, "kEND5") == 0)) {
-        if (name[1] == 'H')
+    if (c == TUI_KEY_CHOME || c == TUI_KEY_CEND ||
+        (name && (strcmp(name, "kHOM5") == 0 || strcmp(name, "kEND5") == 0))) {
+        if (c == TUI_KEY_CHOME || (name && name[1] == 'H'))
             tui_view_home(t->view);
         else
             tui_view_end(t->view);

@@ -537,6 +537,11 @@ void tui_input_touch(void)
     tui_input_changed = 1;
 }
 
+int tui_input_vi(void)
+{
+    return rl_editing_mode == 0;
+}
+
 int tui_input_busy(void)
 {
     return RL_ISSTATE(RL_STATE_ISEARCH | RL_STATE_NSEARCH | RL_STATE_MULTIKEY |

@@ -65,6 +65,9 @@ void tui_input_touch(void);
 /* 1 when the line is empty (and no search or key sequence is under way). */
 int tui_input_empty(void);
 
+/* 1 when readline edits in vi mode. */
+int tui_input_vi(void);
+
 /* 1 inside a readline sub-mode (Ctrl-R search, an unfinished key sequence). */
 int tui_input_busy(void);
 

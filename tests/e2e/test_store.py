@@ -134,16 +134,18 @@ with ttlib.FakeServer() as srv:
     p.stdout.close()
     p.stderr.close()
     t.eq(query(home, "PRAGMA integrity_check"), [("ok",)], "kill -9: integrity_check ok")
-    row = query(home, "SELECT status, content FROM messages WHERE role='assistant' ORDER BY id DESC LIMIT 1")[0]
-    t.eq(row[0], "streaming", "kill -9: answer still marked streaming before the next start")
-    t.ok(row[1].startswith("tok0 ") and len(row[1]) > 100, "kill -9: answer saved up to the last batch "
-         "(%d bytes)" % len(row[1]))
+    row = query(home, "SELECT id, status FROM messages WHERE role='assistant' ORDER BY id DESC LIMIT 1")[0]
+    t.eq(row[1], "streaming", "kill -9: answer still marked streaming before the next start")
+    saved = "".join(r[0] for r in query(home, "SELECT text FROM message_parts WHERE message_id=? "
+                                              "AND reasoning=0 ORDER BY id", (row[0],)))
+    t.ok(saved.startswith("tok0 ") and len(saved) > 100, "kill -9: answer saved up to the last "
+         "batch (%d bytes)" % len(saved))
     prompt = query(home, "SELECT content FROM messages WHERE role='user' ORDER BY id DESC LIMIT 1")[0]
     t.eq(prompt, ("long answer",), "kill -9: the prompt was committed before the request")
     rc, out, err = run("", ["ls"])
     t.ok(b"interrupted" in err, "next start says an answer was marked interrupted", err.decode())
-    t.eq(query(home, "SELECT status FROM messages WHERE role='assistant' AND content LIKE 'tok0 %' "
-                     "ORDER BY id DESC LIMIT 1"), [("interrupted",)], "next start marks it interrupted")
+    t.eq(query(home, "SELECT status, content FROM messages WHERE id=?", (row[0],)),
+         [("interrupted", saved)], "next start marks it interrupted, with the saved text")
 
     # --- two processes writing at once ---
     env = ttlib.clean_env(home, {"OPENAI_BASE_URL": srv.base("gen=100,delay_ms=5")})
