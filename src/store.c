@@ -597,12 +597,13 @@ static const char store_schema_v2[] =
     "    SELECT new.id, new.content WHERE new.status <> 'streaming';\n"
     "END;\n";
 
-/* v3: messages are indexed lazily. A message that is inserted finished, or an answer that
- * finishes, is queued in fts_pending; the next search indexes the queue first
- * (store_fts_catch_up). Finishing a long answer then costs one small insert instead of
- * trigram-indexing megabytes while the user waits for the prompt (measured: 0.12 s and 6 MB
- * for a 1.9 MB answer). Rows in the queue are not in the index yet, so the delete and update
- * triggers leave the index alone for them. */
+/* v3: a long message is indexed lazily. A message over 64 KiB that is inserted finished, or an
+ * answer over 64 KiB that finishes, is queued in fts_pending, and the next search indexes the
+ * queue first (store_fts_catch_up); shorter ones (nearly all) are indexed at once, as in v2.
+ * Finishing a very long answer then costs one small insert instead of trigram-indexing
+ * megabytes while the user waits (measured: 0.12 s and 6 MB for a 1.9 MB answer). Rows in the
+ * queue are not in the index yet, so the delete and update triggers leave the index alone for
+ * them. */
 static const char store_schema_v3[] =
     "CREATE TABLE fts_pending(message_id INTEGER PRIMARY KEY);\n"
     "DROP TRIGGER messages_fts_ai;\n"
@@ -610,11 +611,17 @@ static const char store_schema_v3[] =
     "DROP TRIGGER messages_fts_au;\n"
     "CREATE TRIGGER messages_fts_ai AFTER INSERT ON messages\n"
     "WHEN new.status <> 'streaming' BEGIN\n"
-    "  INSERT OR IGNORE INTO fts_pending(message_id) VALUES(new.id);\n"
+    "  INSERT INTO messages_fts(rowid, content) SELECT new.id, new.content\n"
+    "    WHERE length(CAST(new.content AS BLOB)) <= 65536;\n"
+    "  INSERT OR IGNORE INTO fts_pending(message_id) SELECT new.id\n"
+    "    WHERE length(CAST(new.content AS BLOB)) > 65536;\n"
     "END;\n"
     "CREATE TRIGGER messages_fts_done AFTER UPDATE OF status ON messages\n"
     "WHEN old.status = 'streaming' AND new.status <> 'streaming' BEGIN\n"
-    "  INSERT OR IGNORE INTO fts_pending(message_id) VALUES(new.id);\n"
+    "  INSERT INTO messages_fts(rowid, content) SELECT new.id, new.content\n"
+    "    WHERE length(CAST(new.content AS BLOB)) <= 65536;\n"
+    "  INSERT OR IGNORE INTO fts_pending(message_id) SELECT new.id\n"
+    "    WHERE length(CAST(new.content AS BLOB)) > 65536;\n"
     "END;\n"
     "CREATE TRIGGER messages_fts_ad AFTER DELETE ON messages\n"
     "WHEN old.status <> 'streaming' AND old.id NOT IN (SELECT message_id FROM fts_pending)\n"

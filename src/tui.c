@@ -164,13 +164,12 @@ static void tui_frame(struct tui *t)
         clearok(curscr, TRUE);
         t->dirty |= TUI_D_VIEW | TUI_D_STATUS | TUI_D_INPUT;
     }
-    double dv0 = util_now();
     if ((t->dirty & TUI_D_VIEW) && t->view_h > 0) {
         tui_view_draw(t->view, t->wview, t->cols, t->view_h);
         wnoutrefresh(t->wview);
     }
-    double dv1 = util_now();
     if ((t->dirty & (TUI_D_STATUS | TUI_D_VIEW)) && t->rows >= 2) {
+        t->st.scrolled = !tui_view_following(t->view);
         tui_status_draw(&t->st, t->wstatus, 0, t->cols, now, t->hint);
         wnoutrefresh(t->wstatus);
     }
@@ -181,12 +180,8 @@ static void tui_frame(struct tui *t)
         tui_input_draw(t->winput, t->cols, t->input_h, &cy, &cx);
     wmove(t->winput, cy, cx);
     wnoutrefresh(t->winput);
-    double du0 = util_now();
     doupdate();
     double done = util_now();
-    if (t->trace && getenv("TT_DEBUG_TRACE"))
-        fprintf(t->trace, "f %.3f %.3f %.3f\n", (dv1 - dv0) * 1e3, (du0 - dv1) * 1e3,
-                (done - du0) * 1e3);
     if (t->trace) {
         /* F <arrival of the oldest undrawn delta or -> <frame done> <frame start> <events> */
         if (t->undrawn)
@@ -340,7 +335,6 @@ static void tui_sink_text(void *ud, int reasoning, const char *s, size_t n, doub
     if (!t->oldest || t1 < t->oldest)
         t->oldest = t1;
     t->undrawn++;
-    t->dbg_bytes += n;
     t->dirty |= TUI_D_VIEW | TUI_D_STATUS;
 }
 
@@ -364,8 +358,10 @@ static char *tui_footer(struct tui *t, const struct net_result *r, int *slot)
                        ratelimit_format_duration(r->t.ttft, d2, sizeof d2));
         if (r->usage.present)
             buf_printf(&b, " \xC2\xB7 %lld tokens", r->usage.completion);
-        if (r->t.tokens_per_s > 0)
+        if (r->t.tokens_per_s > 0 && r->t.total - r->t.ttft >= 0.2)
             buf_printf(&b, " \xC2\xB7 %.0f tok/s", r->t.tokens_per_s);
+        if (!r->content_bytes)
+            buf_appends(&b, " \xC2\xB7 the answer is empty");
         break;
     case API_CANCELLED:
         *slot = THEME_ERROR;
@@ -669,11 +665,6 @@ static void tui_key(struct tui *t, int c)
             return;
     }
     const char *name = c >= KEY_MIN ? keyname(c) : NULL;
-    if (getenv("TT_DEBUG_KEYS")) {
-        char b[64];
-        snprintf(b, sizeof b, "key %d %s empty=%d", c, name ? name : "", tui_input_empty());
-        tui_hint(t, b);
-    }
     switch (c) {
     case KEY_RESIZE:
         tui_resize(t);
@@ -955,12 +946,7 @@ int tui_run(struct conf *conf, char *key, const struct tui_opts *o)
                 tui_resize(t);
         }
         if (t->have_session && (p[1].revents & POLLIN))
-        {
-            double d0 = util_now();
             session_dispatch(&t->s, &sink);
-            if (t->trace && getenv("TT_DEBUG_TRACE"))
-                fprintf(t->trace, "D %.6f %.6f %ld %zu\n", d0, util_now(), t->undrawn, t->dbg_bytes);
-        }
         if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
             tui_keys(t);
             if (p[0].revents & (POLLHUP | POLLERR) && !(p[0].revents & POLLIN))

@@ -43,7 +43,6 @@ struct tui {
     int cancelling;
     double oldest;           /* arrival of the oldest delta not yet drawn, 0 = none */
     long undrawn;            /* text events since the last frame */
-    size_t dbg_bytes;
     FILE *trace;
     char hint[512];          /* a transient line in the status bar, "" = none */
     int search;              /* 0 no search, 1 typing the query, 2 moving between hits */

@@ -158,7 +158,7 @@ void tui_status_draw(const struct tui_status *st, WINDOW *w, int y, int width, d
         tui_row_blit(&row, w, y, THEME_STATUS);
         return;
     }
-    struct tui_seg seg[10];
+    struct tui_seg seg[12];
     int n = 0;
     char d[32];
     /* state */
@@ -183,6 +183,11 @@ void tui_status_draw(const struct tui_status *st, WINDOW *w, int y, int width, d
     }
     seg[n].prio = 0;
     seg[n++].slot = base;
+    if (st->scrolled) {
+        snprintf(seg[n].text, sizeof seg[n].text, "\xE2\x86\x91 scrolled (End)");
+        seg[n].prio = 0;
+        seg[n++].slot = THEME_STATUS_WARNING;
+    }
     /* model */
     snprintf(seg[n].text, sizeof seg[n].text, "%s", st->model);
     seg[n].prio = 1;
@@ -206,7 +211,10 @@ void tui_status_draw(const struct tui_status *st, WINDOW *w, int y, int width, d
         else
             snprintf(a, sizeof a, "-");
         ratelimit_format_duration(st->total, b, sizeof b);
-        snprintf(seg[n].text, sizeof seg[n].text, "ttft %s %.0f tok/s %s", a, st->tps, b);
+        if (st->tps > 0 && st->total - st->ttft >= 0.2)
+            snprintf(seg[n].text, sizeof seg[n].text, "ttft %s %.0f tok/s %s", a, st->tps, b);
+        else
+            snprintf(seg[n].text, sizeof seg[n].text, "ttft %s total %s", a, b);
         seg[n].prio = 2;
         seg[n++].slot = base;
     }
@@ -247,7 +255,7 @@ void tui_status_draw(const struct tui_status *st, WINDOW *w, int y, int width, d
     const char *help = "F1 help";
     int helpw = 7;
     /* drop the least important fields until the rest fits */
-    int keep[10];
+    int keep[12];
     for (int i = 0; i < n; i++)
         keep[i] = 1;
     int show_help = 1;

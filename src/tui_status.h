@@ -41,6 +41,7 @@ struct tui_status {
     long long ctx_used;       /* usage.prompt_tokens of the last answer, -1 = unknown */
     long ctx_budget;          /* the model's context window, 0 = unknown */
     long long spent;          /* sum of usage.total_tokens in this session */
+    int scrolled;             /* the transcript is scrolled up (new text is not followed) */
 };
 
 /* Reset everything; model = "profile/model" (raw text; sanitised when drawn). */
