@@ -593,12 +593,13 @@ unsigned net_submit(struct net *n, struct net_request *rq)
     struct xfer *x = xcalloc(1, sizeof *x);
     x->rq = rq;
     pthread_mutex_lock(&n->lock);
-    x->id = ++n->next_id;
+    unsigned id = x->id = ++n->next_id;
     x->next = n->pending;
     n->pending = x;
     pthread_mutex_unlock(&n->lock);
+    /* x belongs to the net thread now: it may already be finished and freed. */
     curl_multi_wakeup(n->multi);
-    return x->id;
+    return id;
 }
 
 void net_cancel(struct net *n, unsigned id)

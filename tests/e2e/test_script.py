@@ -123,7 +123,8 @@ with ttlib.FakeServer() as srv:
     t.eq([m["role"] for m in reqs[1]["body"]["messages"]] if len(reqs) == 2 else None,
          ["user", "assistant", "user"], "two turns: history carries the first answer")
     rc, out, err = run(srv, "", ["-p", "one", "-p", "two"])
-    t.eq(out.decode(), "one\n\ntwo\n", "two turns as text: answers separated by a blank line")
+    t.ok(out.decode() == "one\n\ntwo\n", "two turns as text: answers separated by a blank line",
+         "rc=%d out=%r err=%r last requests=%r" % (rc, out, err, srv.requests()[-2:]))
 
     # --- HTTP errors ---
     rc, out, err = run(srv, "status=401,error=Incorrect%20API%20key%20provided,code=invalid_api_key",
