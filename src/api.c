@@ -2,6 +2,7 @@
 #include "config.h"
 #include "api.h"
 #include "jscan.h"
+#include "utf8.h"
 #include "xmalloc.h"
 
 #include <cjson/cJSON.h>
@@ -53,6 +54,43 @@ void api_stream_free(struct api_stream *st)
 {
     buf_free(&st->error);
     buf_free(&st->scratch);
+}
+
+#define API_MSG_MAX 2000 /* bytes of a server's text kept in one message for the user */
+
+/* Append text the server sent to a message for the user: no control byte or escape sequence
+ * passes (utf8_sanitize makes them visible), line breaks and tabs become spaces, and at most
+ * max bytes are kept ("..." marks a cut, never inside a UTF-8 sequence). */
+static void api_msg_append(struct buf *msg, const char *s, size_t n, size_t max)
+{
+    size_t cut = n;
+    if (cut > max) {
+        cut = max;
+        while (cut > 0 && ((unsigned char)s[cut] & 0xC0) == 0x80)
+            cut--;
+    }
+    size_t from = msg->len;
+    utf8_sanitize(msg, s, cut);
+    for (size_t i = from; i < msg->len; i++)
+        if (msg->data[i] == '\n' || msg->data[i] == '\t')
+            msg->data[i] = ' ';
+    if (cut < n)
+        buf_appends(msg, "...");
+}
+
+/* Replace the error message with server text (see api_msg_append). */
+static void api_error_set(struct api_stream *st, const char *s, size_t n)
+{
+    buf_reset(&st->error);
+    api_msg_append(&st->error, s, n, API_MSG_MAX);
+}
+
+/* An error code is an identifier: anything but printable ASCII becomes '?'. */
+static void api_code_clean(char *code)
+{
+    for (; *code; code++)
+        if ((unsigned char)*code < 0x20 || (unsigned char)*code >= 0x7f)
+            *code = '?';
 }
 
 static void api_copy(char *dst, size_t size, const char *s, size_t n)
@@ -159,8 +197,7 @@ static int api_error_obj(struct api_stream *st, struct jscan *j)
     if (jscan_peek(j) == '"') {
         if (api_text(st, j, &s, &n) < 0)
             return -1;
-        buf_reset(&st->error);
-        buf_append(&st->error, s, n);
+        api_error_set(st, s, n);
         return 0;
     }
     if (jscan_null(j))
@@ -177,13 +214,12 @@ static int api_error_obj(struct api_stream *st, struct jscan *j)
             int t = api_text(st, j, &s, &n);
             if (t < 0)
                 return -1;
-            if (t > 0) {
-                buf_reset(&st->error);
-                buf_append(&st->error, s, n);
-            }
+            if (t > 0)
+                api_error_set(st, s, n);
         } else if (jscan_key_is(k, kn, "code") && (jscan_peek(j) == '"' || jscan_peek(j) == 'n')) {
             if (api_short(st, j, st->error_code, sizeof st->error_code) < 0)
                 return -1;
+            api_code_clean(st->error_code);
         } else if (jscan_key_is(k, kn, "code")) {
             long long code;
             if (jscan_integer(j, &code) < 0)
@@ -198,8 +234,10 @@ static int api_error_obj(struct api_stream *st, struct jscan *j)
     }
     if (r < 0)
         return -1;
+    if (st->error.len == 0 && type[0])
+        api_error_set(st, type, strlen(type));
     if (st->error.len == 0)
-        buf_appends(&st->error, type[0] ? type : "the server reported an error");
+        buf_appends(&st->error, "the server reported an error");
     return 0;
 }
 
@@ -325,7 +363,7 @@ int api_stream_chunk(struct api_stream *st, const char *json, size_t n, api_emit
             if (t < 0)
                 return api_malformed(st, json, n, j.err);
             if (t > 0 && st->error.len == 0) {
-                buf_append(&st->error, s, sn); /* kept only if this is an error object */
+                api_error_set(st, s, sn); /* kept only if this is an error object */
                 object_error |= 2;
             }
         } else if (jscan_skip(&j) < 0) {
@@ -358,18 +396,14 @@ int api_stream_event(struct api_stream *st, const struct sse_event *ev, api_emit
         struct jscan j;
         jscan_init(&j, ev->error, ev->error_len);
         buf_reset(&st->error);
-        if (jscan_peek(&j) != '{' || api_error_obj(st, &j) < 0 || st->error.len == 0) {
-            buf_reset(&st->error);
-            buf_append(&st->error, ev->error, ev->error_len);
-        }
+        if (jscan_peek(&j) != '{' || api_error_obj(st, &j) < 0 || st->error.len == 0)
+            api_error_set(st, ev->error, ev->error_len);
         return 1;
     }
     if (ev->type[0] == 'e' && strcmp(ev->type, "error") == 0) {
         /* `event: error` with the details in data */
-        if (api_stream_chunk(st, ev->data, ev->data_len, fn, ud) < 0 || st->error.len == 0) {
-            buf_reset(&st->error);
-            buf_append(&st->error, ev->data, ev->data_len);
-        }
+        if (api_stream_chunk(st, ev->data, ev->data_len, fn, ud) < 0 || st->error.len == 0)
+            api_error_set(st, ev->data, ev->data_len);
         return 1;
     }
     if (ev->data_len == 6 && memcmp(ev->data, "[DONE]", 6) == 0) {
@@ -408,7 +442,7 @@ static void api_html_summary(const char *body, size_t n, struct buf *msg)
         while (e < body + n && *e != '<')
             e++;
         buf_appends(msg, "an HTML page (\"");
-        buf_append(msg, t, (size_t)(e - t) > 120 ? 120 : (size_t)(e - t));
+        api_msg_append(msg, t, (size_t)(e - t), 120);
         buf_appends(msg, "\") - probably from a proxy or gateway, not the API");
     } else {
         buf_appends(msg, "an HTML page - probably from a proxy or gateway, not the API");
@@ -427,6 +461,12 @@ void api_error_message(long status, const char *ctype, const char *body, size_t 
     if (code_size)
         code[0] = '\0';
     buf_printf(msg, "HTTP %ld", status);
+    if (status >= 300 && status < 400) {
+        /* A redirect's body is a page for browsers; what matters is that it is not followed. */
+        buf_appends(msg, ": the server redirects this request; tokterm does not follow "
+                         "redirects (they could carry your key to another host)");
+        return;
+    }
     const char *text = NULL;
     cJSON *root = n ? cJSON_ParseWithLength(body, n) : NULL;
     if (root) {
@@ -453,9 +493,11 @@ void api_error_message(long status, const char *ctype, const char *body, size_t 
             snprintf(code, code_size, "%d", c->valueint);
         else if (code_size && type)
             snprintf(code, code_size, "%s", type);
+        if (code_size)
+            api_code_clean(code);
         if (text) {
             buf_appends(msg, ": ");
-            buf_appends(msg, text);
+            api_msg_append(msg, text, strlen(text), API_MSG_MAX);
         }
         if (code_size && code[0] && !(text && strstr(text, code))) {
             buf_printf(msg, " (%s)", code);
@@ -473,15 +515,10 @@ void api_error_message(long status, const char *ctype, const char *body, size_t 
     }
     if (n && !root) {
         buf_appends(msg, ": ");
-        size_t show = n < 300 ? n : 300;
+        size_t show = n;
         while (show && (body[show - 1] == '\n' || body[show - 1] == '\r'))
             show--;
-        for (size_t i = 0; i < show; i++) {
-            unsigned char c = (unsigned char)body[i];
-            buf_appendc(msg, (c >= 0x20 && c != 0x7f) || c >= 0x80 ? (char)c : ' ');
-        }
-        if (n > 300)
-            buf_appends(msg, "...");
+        api_msg_append(msg, body, show, 300);
     }
 }
 

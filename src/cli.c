@@ -35,6 +35,7 @@ static const struct cli_opt cli_opts[] = {
     {"cacert", 0, 1, F(cacert)},
     {"trace", 0, 1, F(trace)},
     {"db", 0, 1, F(db)},
+    {"retries", 0, 1, F(retries)},
     {"conversation", 0, 1, F(conversation)},
     {"continue", 'c', 0, F(cont)},
     {"no-save", 0, 0, F(no_save)},
@@ -195,6 +196,8 @@ const char *cli_usage(void)
            "      --no-usage           do not send stream_options.include_usage\n"
            "      --idle-timeout S     give up when no data arrives for S seconds (default 90)\n"
            "      --connect-timeout S  connect timeout in seconds (default 10)\n"
+           "      --retries N          retries before the first byte of an answer on 408, 409,\n"
+           "                           429, 5xx, connection failures, timeouts (default 2)\n"
            "      --cacert FILE        trust this CA bundle for TLS\n"
            "      --insecure           do not verify TLS certificates (warns every time)\n"
            "      --config FILE        config file (default $XDG_CONFIG_HOME/tokterm/config)\n"

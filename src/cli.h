@@ -10,7 +10,7 @@ struct cli {
     char *prompt_buf;         /* the joined words */
     const char *model, *system, *profile, *config_path, *base_url, *cacert, *trace;
     const char *max_tokens, *temperature, *idle_timeout, *connect_timeout; /* checked by conf */
-    const char *db, *conversation;
+    const char *db, *conversation, *retries;
     int json, reasoning, insecure, no_usage, help, version;
     int no_save, incognito, no_cache, cache_only, cont;
     const char *subcommand;   /* a reserved word given as the first positional argument */

@@ -1,6 +1,7 @@
 /* conf.c - option table, INI profiles, XDG paths, key sources. */
 #include "config.h"
 #include "conf.h"
+#include "utf8.h"
 #include "util.h"
 #include "xmalloc.h"
 
@@ -45,6 +46,21 @@ static const struct opt conf_opts[] = {
     {"cache_ttl_days", OPT_DOUBLE, O(cache_ttl_days), 0, 0, 36500},
     {"cache_max_mb", OPT_LONG, O(cache_max_mb), 0, 0, 1000000},
     {"db", OPT_STR, O(db), 0, 0, 0},
+    {"context_window", OPT_LONG, O(context_window), 0, 0, 100000000},
+    {"encoding", OPT_STR, O(encoding), 0, 0, 0},
+    {"reserve_tokens", OPT_LONG, O(reserve_tokens), 0, 0, 10000000},
+    {"context_policy", OPT_STR, O(context_policy), 0, 0, 0},
+    {"budget_tokens", OPT_LONG, O(budget_tokens), 0, 0, 1e15},
+    {"budget_usd", OPT_DOUBLE, O(budget_usd), 0, 0, 1e9},
+    {"max_retries", OPT_LONG, O(max_retries), 0, 0, 20},
+    {"max_retry_wait", OPT_DOUBLE, O(max_retry_wait), 0, 0, 86400},
+    {"rpm", OPT_DOUBLE, O(rpm), 0, 0, 1e9},
+    {"tpm", OPT_DOUBLE, O(tpm), 0, 0, 1e12},
+    {"keys", OPT_STR, O(keys), 0, 0, 0},
+    {"fallback", OPT_STR, O(fallback), 0, 0, 0},
+    {"fallback_model", OPT_STR, O(fallback_model), 0, 0, 0},
+    {"breaker_failures", OPT_LONG, O(breaker_failures), 0, 1, 1000},
+    {"breaker_cooldown", OPT_DOUBLE, O(breaker_cooldown), 0, 0.1, 86400},
 };
 #undef O
 
@@ -68,6 +84,11 @@ void conf_defaults(struct conf *c)
     c->save = 1;
     c->cache_ttl_days = 7;
     c->cache_max_mb = 100;
+    c->context_policy = xstrdup("summarize");
+    c->max_retries = 2;
+    c->max_retry_wait = 60;
+    c->breaker_failures = 5;
+    c->breaker_cooldown = 30;
 }
 
 void conf_free(struct conf *c)
@@ -105,6 +126,29 @@ static int conf_parse_bool(const char *v, int *out)
     return -1;
 }
 
+/* The values a string option allows, "a|b|c", or NULL for any text. */
+static const char *conf_choices(const char *key)
+{
+    if (strcmp(key, "encoding") == 0)
+        return "o200k_base|cl100k_base";
+    if (strcmp(key, "context_policy") == 0)
+        return "summarize|summarise|truncate|off";
+    return NULL;
+}
+
+/* 1 when value is one of the '|'-separated choices. */
+static int conf_choice_ok(const char *choices, const char *value)
+{
+    size_t n = strlen(value);
+    for (const char *p = choices; *p;) {
+        size_t l = strcspn(p, "|");
+        if (l == n && strncmp(p, value, n) == 0)
+            return 1;
+        p += l + (p[l] == '|');
+    }
+    return 0;
+}
+
 int conf_set(struct conf *c, const char *key, const char *value, struct buf *err)
 {
     const struct opt *o = conf_find(key);
@@ -115,6 +159,11 @@ int conf_set(struct conf *c, const char *key, const char *value, struct buf *err
     char *end;
     switch (o->type) {
     case OPT_STR: {
+        const char *choices = conf_choices(key);
+        if (choices && !conf_choice_ok(choices, value)) {
+            buf_printf(err, "%s must be one of %s, not '%s'", key, choices, value);
+            return -1;
+        }
         char **p = conf_str(c, o);
         free(*p);
         *p = xstrdup(value);
@@ -202,6 +251,19 @@ static int conf_apply_section(struct conf *c, struct ini_line *lines, size_t n,
         buf_free(&e);
     }
     return 0;
+}
+
+/* Messages quote text from the file: make control bytes and escape sequences in it harmless
+ * before anyone prints them (a config file must not drive the terminal). */
+static void conf_clean(struct buf *b)
+{
+    if (!b->len)
+        return;
+    struct buf t = BUF_INIT;
+    utf8_sanitize(&t, b->data, b->len);
+    buf_reset(b);
+    buf_append(b, t.data, t.len);
+    buf_free(&t);
 }
 
 int conf_load(struct conf *c, const char *path, const char *explicit_profile,
@@ -315,6 +377,8 @@ int conf_load(struct conf *c, const char *path, const char *explicit_profile,
     struct stat st;
     if (rc == 0 && stat(path, &st) == 0 && (st.st_mode & 002))
         buf_printf(warn, "%s is writable by every user: chmod 600 %s\n", path, path);
+    conf_clean(err);
+    conf_clean(warn);
     free(lines);
     free(text);
     if (rc == 0) {
@@ -383,6 +447,61 @@ char *conf_api_key(const struct conf *c, struct buf *err)
     if (c->api_key && *c->api_key)
         return xstrdup(c->api_key);
     return NULL;
+}
+
+void conf_pool_free(char **labels, char **values, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (values && values[i]) {
+            memset(values[i], 0, strlen(values[i]));
+            free(values[i]);
+        }
+        if (labels)
+            free(labels[i]);
+    }
+    free(labels);
+    free(values);
+}
+
+int conf_key_pool(const struct conf *c, char ***labels, char ***values, struct buf *err)
+{
+    *labels = *values = NULL;
+    if (!c->keys || !*c->keys)
+        return 0;
+    char *list = xstrdup(c->keys);
+    int n = 0, cmds = 0;
+    for (char *save = NULL, *item = strtok_r(list, ",", &save); item;
+         item = strtok_r(NULL, ",", &save)) {
+        item = util_trim(item);
+        if (!*item)
+            continue;
+        char *label, *value;
+        if (strncmp(item, "cmd:", 4) == 0) {
+            label = xasprintf("cmd%d", ++cmds);
+            value = conf_run_key_cmd(util_trim(item + 4), err);
+        } else {
+            const char *name = strncmp(item, "env:", 4) == 0 ? util_trim(item + 4) : item;
+            const char *v = getenv(name);
+            label = xstrdup(name);
+            value = v && *v ? xstrdup(v) : NULL;
+            if (!value)
+                buf_printf(err, "keys: the variable %s is not set", name);
+        }
+        if (!value) {
+            free(label);
+            conf_pool_free(*labels, *values, n);
+            *labels = *values = NULL;
+            free(list);
+            return -1;
+        }
+        *labels = xrealloc(*labels, (size_t)(n + 1) * sizeof **labels);
+        *values = xrealloc(*values, (size_t)(n + 1) * sizeof **values);
+        (*labels)[n] = label;
+        (*values)[n] = value;
+        n++;
+    }
+    free(list);
+    return n;
 }
 
 char *conf_dir(const char *kind)

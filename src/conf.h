@@ -27,6 +27,20 @@ struct conf {
     double cache_ttl_days;  /* response cache time to live (0 = forever) */
     long cache_max_mb;      /* response cache size cap (0 = unlimited) */
     char *db;               /* conversation database, NULL = $XDG_DATA_HOME/tokterm/tokterm.db */
+    long context_window;    /* tokens; 0 = the model's from data/models.tsv */
+    char *encoding;         /* "o200k_base" / "cl100k_base"; NULL = the model's */
+    long reserve_tokens;    /* answer reserve when max_tokens is 0; 0 = automatic */
+    char *context_policy;   /* "summarize" (default), "truncate" or "off" */
+    long budget_tokens;     /* session spending cap in tokens; 0 = none */
+    double budget_usd;      /* session spending cap in US dollars; 0 = none */
+    long max_retries;       /* retries before the first byte of an answer (2) */
+    double max_retry_wait;  /* a server asking to wait longer than this fails at once (60 s) */
+    double rpm, tpm;        /* client-side requests / tokens per minute; 0 = from the headers */
+    char *keys;             /* a key pool: "NAME, env:NAME, cmd:COMMAND" (comma-separated) */
+    char *fallback;         /* profile used while this endpoint's circuit breaker is open */
+    char *fallback_model;   /* or: the same endpoint with another model */
+    long breaker_failures;  /* consecutive failures that open the breaker (5) */
+    double breaker_cooldown;/* seconds it stays open (30) */
     char *path;             /* config file that was read, NULL when none */
     int profile_explicit;   /* the profile was named on the command line or in TOKTERM_PROFILE */
     unsigned long profile_set; /* bit i: option i was set by the selected profile's section */
@@ -56,6 +70,12 @@ void conf_apply_env(struct conf *c);
  * (caller wipes and frees), or NULL with err set when the source is configured but fails, or
  * NULL with err empty when no key is configured. */
 char *conf_api_key(const struct conf *c, struct buf *err);
+
+/* The key pool of "keys": *labels and *values get n new strings each (labels are variable
+ * names or "cmd1", never a key). Returns n (0 when no pool is configured), or -1 with err set.
+ * Free with conf_pool_free. */
+int conf_key_pool(const struct conf *c, char ***labels, char ***values, struct buf *err);
+void conf_pool_free(char **labels, char **values, int n);
 
 /* XDG directories for tokterm (new strings): kind = "config", "data", "state", "cache". */
 char *conf_dir(const char *kind);

@@ -1,6 +1,7 @@
 /* main.c - flags, configuration, and dispatch to scripted mode, the TUI or a subcommand. */
 #include "config.h"
 #include "api.h"
+#include "batch.h"
 #include "cli.h"
 #include "cmd_count.h"
 #include "cmd_store.h"
@@ -182,7 +183,7 @@ static int main_apply_cli(struct conf *c, const struct cli *a, struct buf *err)
     } sets[] = {
         {"model", a->model}, {"system", a->system}, {"base_url", a->base_url},
         {"max_tokens", a->max_tokens}, {"temperature", a->temperature},
-        {"idle_timeout", a->idle_timeout}, {"cacert", a->cacert},
+        {"idle_timeout", a->idle_timeout}, {"cacert", a->cacert}, {"max_retries", a->retries},
     };
     for (size_t i = 0; i < TT_ARRAY_LEN(sets); i++)
         if (sets[i].val && conf_set(c, sets[i].key, sets[i].val, err) < 0)
@@ -202,6 +203,65 @@ static int main_apply_cli(struct conf *c, const struct cli *a, struct buf *err)
     if (a->no_usage)
         c->include_usage = 0;
     return 0;
+}
+
+/* tokterm batch: its arguments first, then the key (or key pool) and the store for the cache. */
+static int main_batch(const struct cli *a, struct conf *c)
+{
+    struct buf err = BUF_INIT;
+    struct batch_opts bo;
+    memset(&bo, 0, sizeof bo);
+    int code = 2;
+    if (batch_parse(&bo, a->sub_argc, a->sub_argv, &err) < 0) {
+        fprintf(stderr, "tokterm %s\n", buf_str(&err));
+        goto out;
+    }
+    if (bo.help) {
+        fputs(batch_usage(), stdout);
+        code = 0;
+        goto out;
+    }
+    if (a->cache_only && (a->no_cache || a->incognito)) {
+        fputs("tokterm: --cache-only cannot be combined with --no-cache or --incognito\n", stderr);
+        goto out;
+    }
+    char *key = conf_api_key(c, &err);
+    if (!key && err.len) {
+        fprintf(stderr, "tokterm: %s\n", buf_str(&err));
+        goto out;
+    }
+    if (!key && !conf_is_local(c) && !a->cache_only && !(c->keys && *c->keys)) {
+        main_no_key(c);
+        goto out;
+    }
+    bo.n_pool = conf_key_pool(c, &bo.pool_labels, &bo.pool_values, &err);
+    struct store *st = NULL;
+    if (bo.n_pool >= 0 && !a->incognito) {
+        char *db = main_db_path(a, c);
+        st = main_open_store(db, c);
+        free(db);
+    }
+    if (bo.n_pool < 0 || (!st && a->cache_only)) {
+        if (bo.n_pool < 0)
+            fprintf(stderr, "tokterm: %s\n", buf_str(&err));
+        if (key) {
+            memset(key, 0, strlen(key));
+            free(key);
+        }
+        if (st)
+            store_close(st);
+        goto out;
+    }
+    bo.store = st;
+    bo.cache = a->incognito ? SESSION_CACHE_OFF : a->cache_only ? SESSION_CACHE_ONLY
+             : a->no_cache ? SESSION_CACHE_BYPASS : SESSION_CACHE_ON;
+    code = batch_run(c, key, &bo);
+    conf_pool_free(bo.pool_labels, bo.pool_values, bo.n_pool);
+    if (st)
+        store_close(st);
+out:
+    buf_free(&err);
+    return code;
 }
 
 int main(int argc, char **argv)
@@ -264,6 +324,10 @@ int main(int argc, char **argv)
         char *db = main_db_path(&a, &c);
         code = cmd_store(db, a.sub_argc, a.sub_argv);
         free(db);
+        goto out_conf;
+    }
+    if (a.subcommand && strcmp(a.subcommand, "batch") == 0) {
+        code = main_batch(&a, &c);
         goto out_conf;
     }
     if (a.subcommand) {
@@ -351,7 +415,7 @@ int main(int argc, char **argv)
         code = 2;
         goto out_conf;
     }
-    if (!key && !conf_is_local(&c) && !a.cache_only) {
+    if (!key && !conf_is_local(&c) && !a.cache_only && !(c.keys && *c.keys)) {
         main_no_key(&c);
         free(prompt);
         code = 2;
@@ -383,9 +447,50 @@ int main(int argc, char **argv)
     so.save = c.save && !a.no_save;
     so.cache = a.incognito ? SESSION_CACHE_OFF : a.cache_only ? SESSION_CACHE_ONLY
              : a.no_cache ? SESSION_CACHE_BYPASS : SESSION_CACHE_ON;
+    /* A key pool, and a fallback profile for when the endpoint's breaker is open. */
+    int n_pool = conf_key_pool(&c, &so.pool_labels, &so.pool_values, &err);
+    if (n_pool < 0) {
+        fprintf(stderr, "tokterm: %s\n", buf_str(&err));
+        n_pool = 0;
+        code = 2;
+    }
+    so.n_pool = n_pool;
+    struct conf fb;
+    int have_fb = 0;
+    if (code == 0 && c.fallback && *c.fallback) {
+        conf_defaults(&fb);
+        buf_reset(&err);
+        if (!c.path || conf_load(&fb, c.path, c.fallback, &err, &warn) != 0) {
+            fprintf(stderr, "tokterm: fallback profile '%s': %s\n", c.fallback,
+                    err.len ? buf_str(&err) : "no config file");
+            code = 2;
+        } else {
+            conf_apply_env(&fb);
+            have_fb = 1;
+            so.fallback = &fb;
+            buf_reset(&err);
+            so.fallback_key = conf_api_key(&fb, &err);
+        }
+    }
+    if (code != 0) {
+        conf_pool_free(so.pool_labels, so.pool_values, n_pool);
+        if (have_fb)
+            conf_free(&fb);
+        if (st)
+            store_close(st);
+        free(turns);
+        free(prompt);
+        if (key) {
+            memset(key, 0, strlen(key));
+            free(key);
+        }
+        goto out_conf;
+    }
     so.resume = a.cont || a.conversation;
     so.resume_id = resume_id;
     code = script_run(&c, key, &so);
+    if (have_fb)
+        conf_free(&fb);
     if (st)
         store_close(st);
     free(turns);

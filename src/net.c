@@ -7,6 +7,7 @@
 #include "xmalloc.h"
 
 #include <curl/curl.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #define NET_BODY_CAP ((size_t)64 << 20)   /* non-streamed bodies (JSON answers, errors) */
 #define NET_GAP_BUCKETS 160              /* quarter octaves of microseconds, up to ~19 h */
@@ -50,6 +52,23 @@ struct xfer {
     int proto_error;       /* the stream could not be parsed */
     int idle_fired;
     int cancelled;
+    struct ratelimit_response resp; /* rate-limit and retry headers of this attempt */
+    struct net_quota *quota; /* quota state of the key in use (pacing, rate-limit headers) */
+    struct net_quota *ep;    /* the endpoint's entry: its circuit breaker */
+    int key_index;           /* pool key of this attempt */
+    int used_fallback;
+    int attempt;           /* 1-based attempt number */
+    double start_at;       /* waiting: monotonic time it may leave */
+    int wait_told;         /* QEV_WAIT sent for the current wait */
+    int breaker_open;      /* failed fast: the endpoint's circuit breaker is open */
+};
+
+/* Quota state, pacing and circuit breaker shared by the requests of one quota name. */
+struct net_quota {
+    struct net_quota *next;
+    char *name;
+    struct ratelimit_key key;   /* .state: the quota; .cool_until: key health (pools) */
+    struct ratelimit_breaker br;
 };
 
 struct net {
@@ -64,6 +83,8 @@ struct net {
     atomic_int stop;
     unsigned next_id;         /* under lock */
     struct xfer *active;      /* net thread only */
+    struct xfer *waiting;     /* net thread only: not sent yet (quota, backoff) */
+    struct net_quota *quotas; /* net thread only */
 };
 
 void net_request_free(struct net_request *rq)
@@ -80,6 +101,19 @@ void net_request_free(struct net_request *rq)
     free(rq->body);
     free(rq->auth_name);
     free(rq->cacert);
+    free(rq->quota_name);
+    free(rq->quota_seed);
+    free(rq->key_env);
+    for (size_t i = 0; i < rq->n_keys; i++) {
+        volatile char *p = rq->keys[i].auth_value;
+        while (p && *p)
+            *p++ = 0;
+        free(rq->keys[i].auth_value);
+        free(rq->keys[i].label);
+    }
+    free(rq->keys);
+    net_request_free(rq->fallback);
+    free(rq->fallback_name);
     free(rq);
 }
 
@@ -90,6 +124,8 @@ void net_result_free(void *p)
         return;
     free(r->error);
     free(r->headers);
+    free(r->quota_line);
+    free(r->quota_text);
     free(r);
 }
 
@@ -246,9 +282,12 @@ static size_t net_header(char *ptr, size_t size, size_t nmemb, void *ud)
     if (n >= 5 && memcmp(ptr, "HTTP/", 5) == 0) {
         /* A new status line (after 100 Continue or a redirect): forget earlier headers. */
         buf_reset(&x->headers);
+        ratelimit_response_init(&x->resp);
         x->ctype[0] = '\0';
         return n;
     }
+    if (x->quota)
+        (void)ratelimit_feed(&x->quota->key.state, &x->resp, ptr, n, util_now(), (double)time(NULL));
     const char *colon = memchr(ptr, ':', n);
     if (!colon)
         return n;
@@ -297,8 +336,9 @@ static int net_xfer_start(struct net *n, struct xfer *x)
     x->hdrs = curl_slist_append(x->hdrs, "Content-Type: application/json");
     x->hdrs = curl_slist_append(x->hdrs, "Accept: text/event-stream, application/json");
     x->hdrs = curl_slist_append(x->hdrs, "Expect:");
-    if (rq->auth_name && rq->auth_value) {
-        char *h = xasprintf("%s: %s", rq->auth_name, rq->auth_value);
+    const char *auth = rq->n_keys ? rq->keys[x->key_index].auth_value : rq->auth_value;
+    if (rq->auth_name && auth) {
+        char *h = xasprintf("%s: %s", rq->auth_name, auth);
         x->hdrs = curl_slist_append(x->hdrs, h);
         memset(h, 0, strlen(h));
         free(h);
@@ -342,14 +382,17 @@ static double net_info_s(CURL *e, CURLINFO what)
     return (double)us / 1e6;
 }
 
-static void net_finish(struct net *n, struct xfer *x, CURLcode res)
+/* What an attempt came to: a result with outcome, message, usage and timings. */
+static struct net_result *net_result_of(struct xfer *x, CURLcode res)
 {
     struct net_result *r = xcalloc(1, sizeof *r);
     double now = util_now();
     net_flush(x);
     r->req = x->id;
-    net_headers_done(x);
-    curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &r->status);
+    if (x->easy) {
+        net_headers_done(x);
+        curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &r->status);
+    }
     r->content_bytes = x->content_bytes;
     r->reasoning_bytes = x->reasoning_bytes;
     struct buf msg = BUF_INIT;
@@ -366,6 +409,9 @@ static void net_finish(struct net *n, struct xfer *x, CURLcode res)
     if (x->cancelled) {
         r->outcome = API_CANCELLED;
         buf_appends(&msg, "cancelled");
+    } else if (x->breaker_open) {
+        r->outcome = API_ERR_NETWORK;
+        buf_appends(&msg, x->errbuf);
     } else if (x->idle_fired) {
         r->outcome = got_text ? API_ERR_TRUNCATED : API_ERR_NETWORK;
         buf_printf(&msg, "no data from the server for %.0f s (idle timeout%s)",
@@ -418,6 +464,9 @@ static void net_finish(struct net *n, struct xfer *x, CURLcode res)
     r->usage = x->api.usage;
 
     struct net_timings *t = &r->t;
+    t->ttft = -1;
+    if (!x->easy)
+        goto no_timings;
     t->dns = net_info_s(x->easy, CURLINFO_NAMELOOKUP_TIME_T);
     t->connect = net_info_s(x->easy, CURLINFO_CONNECT_TIME_T);
     t->tls = net_info_s(x->easy, CURLINFO_APPCONNECT_TIME_T);
@@ -436,16 +485,162 @@ static void net_finish(struct net *n, struct xfer *x, CURLcode res)
     t->reused = r->status > 0 && connects == 0;
     t->http_version = ver == CURL_HTTP_VERSION_1_0 ? 10 : ver == CURL_HTTP_VERSION_1_1 ? 11
                     : ver == CURL_HTTP_VERSION_2_0 ? 20 : ver == CURL_HTTP_VERSION_3 ? 30 : 0;
+no_timings:
     r->headers = buf_take(&x->headers);
+    r->attempts = x->attempt;
+    return r;
+}
 
-    curl_multi_remove_handle(n->multi, x->easy);
-    curl_easy_cleanup(x->easy);
+/* Transport outcome of an attempt, for the retry policy and the breaker. */
+static enum ratelimit_net net_kind(const struct xfer *x, CURLcode res, long status)
+{
+    if (x->idle_fired)
+        return RATELIMIT_NET_TIMEOUT;
+    switch (res) {
+    case CURLE_OK:
+        return status > 0 ? RATELIMIT_NET_OK : RATELIMIT_NET_DROPPED;
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+        return RATELIMIT_NET_CONNECT;
+    case CURLE_OPERATION_TIMEDOUT:
+        return RATELIMIT_NET_TIMEOUT;
+    case CURLE_GOT_NOTHING:
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+        return RATELIMIT_NET_DROPPED;
+    default:
+        return status > 0 ? RATELIMIT_NET_OK : RATELIMIT_NET_FATAL;
+    }
+}
+
+/* Release what one attempt used; x, its request and its place in the quota stay. */
+static void net_xfer_release(struct net *n, struct xfer *x)
+{
+    if (x->easy) {
+        curl_multi_remove_handle(n->multi, x->easy);
+        curl_easy_cleanup(x->easy);
+    }
     curl_slist_free_all(x->hdrs);
     sse_free(&x->sse);
     api_stream_free(&x->api);
     buf_free(&x->body);
     buf_free(&x->headers);
     buf_free(&x->batch);
+    struct xfer keep = *x;
+    memset(x, 0, sizeof *x);
+    x->id = keep.id;
+    x->rq = keep.rq;
+    x->net = keep.net;
+    x->quota = keep.quota;
+    x->ep = keep.ep;
+    x->key_index = keep.key_index;
+    x->used_fallback = keep.used_fallback;
+    x->attempt = keep.attempt;
+    x->cancelled = keep.cancelled;
+}
+
+/* Turn a final failure into advice for the statuses where the user has something to do. */
+static void net_explain(struct xfer *x, struct net_result *r, enum ratelimit_net kind)
+{
+    if (r->status != 401 && r->status != 403 && r->status != 404 && r->status != 413 &&
+        r->status != 429)
+        return;
+    char prefix[32];
+    int k = snprintf(prefix, sizeof prefix, "HTTP %ld: ", r->status);
+    const char *server = r->error ? r->error : "";
+    if (k > 0 && strncmp(server, prefix, (size_t)k) == 0)
+        server += k;
+    else if (r->error && strncmp(server, "HTTP ", 5) == 0)
+        server = ""; /* no message from the server, only the status */
+    struct ratelimit_failure f = {
+        .status = (int)r->status,
+        .net = kind,
+        .error_code = r->error_code[0] ? r->error_code : NULL,
+        .message = *server ? server : NULL,
+        .url = x->rq->url,
+        .key_env = x->rq->key_env,
+        .resp = &x->resp,
+        .max_retry_wait = x->rq->has_policy ? x->rq->policy.max_retry_wait : 60,
+    };
+    char *ex = ratelimit_explain(&f);
+    free(r->error);
+    r->error = ex;
+}
+
+static double net_pick_key(struct net *n, struct xfer *x, double now);
+
+/* The attempt is over: retry it, or hand the result to the UI thread and free x. */
+static void net_finish(struct net *n, struct xfer *x, CURLcode res)
+{
+    struct net_result *r = net_result_of(x, res);
+    double now = util_now();
+    enum ratelimit_net kind = net_kind(x, res, r->status);
+    int got_text = x->content_bytes + x->reasoning_bytes > 0;
+    struct net_quota *q = x->quota;
+    if (x->ep && !x->cancelled && !x->breaker_open) {
+        if (r->outcome == API_OK || r->outcome == API_CUT)
+            ratelimit_breaker_success(&x->ep->br, now);
+        else if (ratelimit_breaker_counts((int)r->status, kind))
+            ratelimit_breaker_failure(&x->ep->br, now);
+    }
+    if (q && x->rq->n_keys && r->status >= 400)
+        ratelimit_key_note_failure(&q->key, (int)r->status,
+                                   r->error_code[0] ? r->error_code : NULL, &x->resp, now);
+    if (x->rq->n_keys)
+        snprintf(r->key_label, sizeof r->key_label, "%s", x->rq->keys[x->key_index].label);
+    r->used_fallback = x->used_fallback;
+    if (!x->cancelled && !got_text &&
+        (r->outcome == API_ERR_HTTP || r->outcome == API_ERR_NETWORK)) {
+        struct ratelimit_policy def;
+        const struct ratelimit_policy *pol = &x->rq->policy;
+        if (!x->rq->has_policy) {
+            ratelimit_policy_init(&def);
+            pol = &def;
+        }
+        double delay = 0;
+        char reason[256] = "";
+        enum ratelimit_verdict v = ratelimit_should_retry(
+            (int)r->status, kind, r->error_code[0] ? r->error_code : NULL, 0, x->attempt, pol,
+            &x->resp, &delay, reason, sizeof reason);
+        if (v == RATELIMIT_RETRY && x->rq->n_keys > 1 && r->status == 429) {
+            /* This key cools down; another healthy key can go at once. */
+            struct xfer probe = *x;
+            if (net_pick_key(n, &probe, now) == 0 && probe.key_index != x->key_index) {
+                delay = 0;
+                snprintf(reason, sizeof reason, "HTTP 429 on key %s: retrying at once with key %s",
+                         x->rq->keys[x->key_index].label, x->rq->keys[probe.key_index].label);
+            }
+        }
+        if (v == RATELIMIT_RETRY) {
+            queue_push_note(n->q, QEV_RETRY, x->id, reason, delay);
+            net_result_free(r);
+            net_xfer_release(n, x);
+            x->attempt++;
+            x->start_at = now + delay;
+            x->next = n->waiting;
+            n->waiting = x;
+            return;
+        }
+        net_explain(x, r, kind);
+        if (x->attempt > 1 && r->error) {
+            char *more = xasprintf("%s (after %d attempts)", r->error, x->attempt);
+            free(r->error);
+            r->error = more;
+        }
+    }
+    char line[512];
+    if (q && q->key.state.seen &&
+        ratelimit_state_save(&q->key.state, now, (double)time(NULL), line, sizeof line) >= 0)
+        r->quota_line = xstrdup(line);
+    else
+        r->quota_line = xstrdup("");
+    char text[128];
+    r->quota_text = xstrdup(q ? ratelimit_format(&q->key.state, now, text, sizeof text) : "");
+    net_xfer_release(n, x);
     net_request_free(x->rq);
     unsigned id = x->id;
     free(x);
@@ -462,6 +657,62 @@ static void net_unlink(struct net *n, struct xfer *x)
 }
 
 /* Pick up submissions and cancellations from other threads. */
+/* The entry named name (created from rq's settings on first use): every request with the same
+ * name shares its quota state, pacing buckets, key health and circuit breaker. */
+static struct net_quota *net_quota_named(struct net *n, const char *name,
+                                         const struct net_request *rq)
+{
+    for (struct net_quota *q = n->quotas; q; q = q->next)
+        if (strcmp(q->name, name) == 0)
+            return q;
+    struct net_quota *q = xcalloc(1, sizeof *q);
+    q->name = xstrdup(name);
+    ratelimit_state_init(&q->key.state, rq->rpm, rq->tpm);
+    if (rq->quota_seed && *rq->quota_seed && !rq->n_keys)
+        (void)ratelimit_state_load(&q->key.state, rq->quota_seed, strlen(rq->quota_seed),
+                                   util_now(), (double)time(NULL));
+    ratelimit_breaker_init(&q->br, rq->breaker_failures, rq->breaker_cooldown);
+    q->next = n->quotas;
+    n->quotas = q;
+    return q;
+}
+
+static const char *net_quota_base(const struct net_request *rq)
+{
+    return rq->quota_name ? rq->quota_name : rq->url;
+}
+
+/* Choose the key (and so the quota) of the next attempt. Returns 0, or the seconds to wait
+ * when every key is cooling down (HUGE_VAL: every key is dead). */
+static double net_pick_key(struct net *n, struct xfer *x, double now)
+{
+    const struct net_request *rq = x->rq;
+    x->ep = net_quota_named(n, net_quota_base(rq), rq);
+    if (!rq->n_keys) {
+        x->quota = x->ep;
+        return 0;
+    }
+    const struct ratelimit_key **ks = xcalloc(rq->n_keys, sizeof *ks);
+    struct net_quota **qs = xcalloc(rq->n_keys, sizeof *qs);
+    for (size_t i = 0; i < rq->n_keys; i++) {
+        char *name = xasprintf("%s|%s", net_quota_base(rq), rq->keys[i].label);
+        qs[i] = net_quota_named(n, name, rq);
+        ks[i] = &qs[i]->key;
+        free(name);
+    }
+    double wait = 0;
+    int idx = ratelimit_pool_pick(ks, rq->n_keys, now, &wait);
+    if (idx >= 0) {
+        x->key_index = idx;
+        x->quota = qs[idx];
+        wait = 0;
+    }
+    free(ks);
+    free(qs);
+    return wait;
+}
+
+/* Pick up submissions and cancellations from other threads. */
 static void net_take_work(struct net *n)
 {
     pthread_mutex_lock(&n->lock);
@@ -473,7 +724,11 @@ static void net_take_work(struct net *n)
     n->n_cancels = 0;
     pthread_mutex_unlock(&n->lock);
 
-    /* Reverse to keep submission order. */
+    /* Pending is newest first: prepending each to the waiting list keeps submission order
+     * for equal start times (net_admit walks the list in order). */
+    struct xfer *tail = NULL;
+    for (struct xfer *w = n->waiting; w; w = w->next)
+        tail = w;
     struct xfer *rev = NULL;
     while (list) {
         struct xfer *next = list->next;
@@ -484,23 +739,109 @@ static void net_take_work(struct net *n)
     while (rev) {
         struct xfer *x = rev;
         rev = rev->next;
+        x->net = n;
+        x->attempt = 1;
+        x->quota = x->ep = NULL; /* chosen when it may leave (net_admit) */
+        x->next = NULL;
+        if (tail)
+            tail->next = x;
+        else
+            n->waiting = x;
+        tail = x;
+    }
+    for (size_t i = 0; i < nc; i++) {
+        for (struct xfer *x = n->active; x; x = x->next)
+            if (x->id == cancels[i] || cancels[i] == 0)
+                x->cancelled = 1;
+        for (struct xfer *x = n->waiting; x; x = x->next)
+            if (x->id == cancels[i] || cancels[i] == 0)
+                x->cancelled = 1;
+    }
+    free(cancels);
+}
+
+/* Send the waiting requests whose time has come and whose quota allows; returns the seconds
+ * until the next one may be due (HUGE_VAL when none waits). */
+static double net_admit(struct net *n)
+{
+    double now = util_now(), next_due = HUGE_VAL;
+    struct xfer **pp = &n->waiting;
+    while (*pp) {
+        struct xfer *x = *pp;
+        struct net_quota *q;
+        if (x->cancelled) {
+            *pp = x->next;
+            net_finish(n, x, CURLE_ABORTED_BY_CALLBACK);
+            continue;
+        }
+        if (now < x->start_at) {
+            next_due = x->start_at - now < next_due ? x->start_at - now : next_due;
+            pp = &x->next;
+            continue;
+        }
+        double kwait = net_pick_key(n, x, now);
+        q = x->quota;
+        if (kwait == HUGE_VAL) {
+            *pp = x->next;
+            snprintf(x->errbuf, sizeof x->errbuf, "every key of the pool was refused (401, 403 "
+                     "or no credit): check the keys of this profile");
+            x->breaker_open = 1;
+            net_finish(n, x, CURLE_COULDNT_CONNECT);
+            continue;
+        }
+        double wait = kwait > 0 ? kwait : ratelimit_wait_time(&q->key.state, now,
+                                                              x->rq->est_tokens);
+        if (wait > 0.001) {
+            x->start_at = now + wait;
+            if (!x->wait_told) {
+                char why[200], tbuf[32], qbuf[100];
+                const char *quota = ratelimit_format(&q->key.state, now, qbuf, sizeof qbuf);
+                snprintf(why, sizeof why, "waiting for quota %s (%s)",
+                         ratelimit_format_duration(wait, tbuf, sizeof tbuf),
+                         *quota ? quota : "client-side limit");
+                queue_push_note(n->q, QEV_WAIT, x->id, why, wait);
+                x->wait_told = 1;
+            }
+            next_due = wait < next_due ? wait : next_due;
+            pp = &x->next;
+            continue;
+        }
+        double bwait = 0;
+        if (!ratelimit_breaker_allow(&x->ep->br, now, &bwait) && x->rq->fallback) {
+            /* The endpoint is failing: send this request to the fallback instead. */
+            struct net_request *fb = x->rq->fallback;
+            x->rq->fallback = NULL;
+            char note[256];
+            snprintf(note, sizeof note, "the endpoint failed %d times in a row (circuit open): "
+                     "using the fallback %s", x->ep->br.failures,
+                     x->rq->fallback_name ? x->rq->fallback_name : "profile");
+            queue_push_note(n->q, QEV_RETRY, x->id, note, 0);
+            net_request_free(x->rq);
+            x->rq = fb;
+            x->used_fallback = 1;
+            x->wait_told = 0;
+            continue; /* look at it again with the fallback's quota */
+        }
+        *pp = x->next;
+        if (!ratelimit_breaker_allow(&x->ep->br, now, &bwait)) {
+            snprintf(x->errbuf, sizeof x->errbuf,
+                     "circuit open: %d failures in a row at this endpoint; not sending for "
+                     "another %.0f s (the server looks down)", x->ep->br.failures, bwait);
+            x->breaker_open = 1;
+            net_finish(n, x, CURLE_COULDNT_CONNECT);
+            continue;
+        }
+        ratelimit_note_sent(&q->key.state, now, x->rq->est_tokens);
+        x->wait_told = 0;
         x->next = n->active;
         n->active = x;
         if (net_xfer_start(n, x) < 0) {
             net_unlink(n, x);
-            x->errbuf[0] = '\0';
             snprintf(x->errbuf, sizeof x->errbuf, "could not set up the request");
-            if (!x->easy)
-                x->easy = curl_easy_init();
             net_finish(n, x, CURLE_FAILED_INIT);
         }
     }
-    for (size_t i = 0; i < nc; i++)
-        for (struct xfer *x = n->active; x; x = x->next)
-            if (x->id == cancels[i] || cancels[i] == 0) {
-                x->cancelled = 1;
-            }
-    free(cancels);
+    return next_due;
 }
 
 static void *net_main(void *arg)
@@ -508,6 +849,7 @@ static void *net_main(void *arg)
     struct net *n = arg;
     while (!atomic_load(&n->stop)) {
         net_take_work(n);
+        double due = net_admit(n);
         int running = 0;
         curl_multi_perform(n->multi, &running);
         /* Text decoded during this pass goes to the queue in one push per transfer: one lock
@@ -537,10 +879,21 @@ static void *net_main(void *arg)
                 net_finish(n, x, CURLE_ABORTED_BY_CALLBACK);
             }
         }
-        curl_multi_poll(n->multi, NULL, 0, n->active ? 100 : 1000, NULL);
+        if (n->waiting && due == HUGE_VAL)
+            due = 0; /* a retry was just queued: look again at once */
+        int ms = n->active ? 100 : 1000;
+        if (due < HUGE_VAL && due * 1000 < ms)
+            ms = (int)(due * 1000) + 1;
+        curl_multi_poll(n->multi, NULL, 0, ms, NULL);
     }
     /* Stopping: cancel what is left. */
     net_take_work(n);
+    while (n->waiting) {
+        struct xfer *x = n->waiting;
+        n->waiting = x->next;
+        x->cancelled = 1;
+        net_finish(n, x, CURLE_ABORTED_BY_CALLBACK);
+    }
     while (n->active) {
         struct xfer *x = n->active;
         n->active = x->next;
@@ -622,5 +975,11 @@ void net_stop(struct net *n)
     curl_share_cleanup(n->share);
     pthread_mutex_destroy(&n->lock);
     free(n->cancels);
+    while (n->quotas) {
+        struct net_quota *q = n->quotas;
+        n->quotas = q->next;
+        free(q->name);
+        free(q);
+    }
     free(n);
 }

@@ -7,8 +7,15 @@
 #include <stddef.h>
 
 #include "api.h"
+#include "ratelimit.h"
 
 struct queue;
+
+/* One key of a pool: a label for people (the variable's name, never the key) and the value. */
+struct net_key {
+    char *label;
+    char *auth_value;     /* as auth_value below; wiped before it is freed */
+};
 
 struct net_request {
     char *url;            /* full URL of .../chat/completions */
@@ -19,6 +26,23 @@ struct net_request {
     double idle_timeout_s;   /* no data event for this long ends the attempt; 0 = 90 s */
     char *cacert;         /* CA bundle to trust, NULL = system */
     int insecure;         /* skip TLS verification */
+    struct ratelimit_policy policy; /* retries before the first byte of an answer */
+    int has_policy;       /* 0: ratelimit_policy_init() defaults */
+    char *quota_name;     /* requests with the same name share one quota state, pacing and
+                             circuit breaker (e.g. "profile|host|key label"); NULL = the URL */
+    char *quota_seed;     /* a saved quota line (ratelimit_state_save) to start from when this
+                             process has no state for quota_name yet; may be NULL */
+    double rpm, tpm;      /* client-side limits per minute from the profile; 0 = none */
+    double est_tokens;    /* tokens this request will use, for pacing; 0 = unknown */
+    char *key_env;        /* variable the key came from, for messages ("OPENAI_API_KEY") */
+    struct net_key *keys; /* a key pool (n_keys > 0): each attempt uses the healthy key with the
+                             most remaining quota; a key that got 429 cools down until its reset;
+                             auth_value is then unused */
+    size_t n_keys;
+    int breaker_failures; /* consecutive failures that open this endpoint's breaker (0: 5) */
+    double breaker_cooldown; /* seconds it stays open (0: 30) */
+    struct net_request *fallback; /* sent instead while this endpoint's breaker is open */
+    char *fallback_name;  /* for messages: the fallback profile or model */
 };
 
 struct net_timings {
@@ -45,6 +69,12 @@ struct net_result {
     struct net_timings t;
     char *headers;              /* kept response headers, "name: value\n" lines, lower-case names */
     int cached;                 /* replayed from the response cache: no request was made */
+    int attempts;               /* attempts made (1 + retries) */
+    char key_label[64];         /* the pool key that served the last attempt ("" without a pool) */
+    int used_fallback;          /* the fallback served it (the primary's breaker was open) */
+    char *quota_line;           /* quota state after this exchange (ratelimit_state_save), "" when
+                                   the server sent no rate-limit header */
+    char *quota_text;           /* the same for people: "req 4999/5000 tok 159k/160k reset 6m0s" */
     size_t content_bytes;       /* answer text received */
     size_t reasoning_bytes;
 };
@@ -54,7 +84,11 @@ struct net;
 /* Start the network thread delivering to q. Returns NULL and sets *err (static text) when curl
  * cannot be set up. curl_global_init must have been called. */
 struct net *net_start(struct queue *q, const char **err);
-/* Queue a request (net takes ownership of rq and its strings). Returns its id (never 0). */
+/* Queue a request (net takes ownership of rq and its strings). Returns its id (never 0).
+ * Before it leaves, the request waits while its quota says so (QEV_WAIT with the seconds); an
+ * attempt that fails before any answer text on 408, 409, 429, 5xx, a connection failure or a
+ * timeout is retried with backoff per rq->policy (QEV_RETRY with the reason and the seconds);
+ * after repeated failures of an endpoint its circuit breaker fails requests fast. */
 unsigned net_submit(struct net *n, struct net_request *rq);
 /* Ask the thread to stop request id; it ends with outcome API_CANCELLED. */
 void net_cancel(struct net *n, unsigned id);

@@ -92,6 +92,19 @@ void queue_push_text(struct queue *q, enum queue_type type, unsigned req, const 
     pthread_mutex_unlock(&q->lock);
 }
 
+void queue_push_note(struct queue *q, enum queue_type type, unsigned req, const char *text,
+                     double num)
+{
+    struct queue_event *e = xcalloc(1, sizeof *e);
+    e->type = type;
+    e->req = req;
+    e->num = num;
+    buf_appends(&e->text, text);
+    pthread_mutex_lock(&q->lock);
+    queue_append(q, e);
+    pthread_mutex_unlock(&q->lock);
+}
+
 void queue_push(struct queue *q, enum queue_type type, unsigned req, double num, void *ptr)
 {
     struct queue_event *e = xcalloc(1, sizeof *e);

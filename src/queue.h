@@ -13,6 +13,7 @@ enum queue_type {
     QEV_REASONING,     /* text: reasoning delta(s) */
     QEV_HEADERS,       /* response headers arrived (status known) */
     QEV_RETRY,         /* text: why; num: seconds until the next attempt */
+    QEV_WAIT,          /* waiting for quota before sending: text: why; num: seconds */
     QEV_END,           /* the exchange is over: ptr = struct net_result * (reader frees) */
 };
 
@@ -37,6 +38,9 @@ void queue_free(struct queue *q, void (*free_ptr)(void *));
 /* Append text to the queue (coalesced with the tail when the tail is the same request and type). */
 void queue_push_text(struct queue *q, enum queue_type type, unsigned req, const char *s, size_t n,
                      double now);
+/* Append an event carrying a short text and a number (never coalesced). */
+void queue_push_note(struct queue *q, enum queue_type type, unsigned req, const char *text,
+                     double num);
 /* Append a non-text event. */
 void queue_push(struct queue *q, enum queue_type type, unsigned req, double num, void *ptr);
 /* Take every pending event (a list in order, NULL when none); the reader frees each with

@@ -98,6 +98,64 @@ static void script_text(void *ud, int reasoning, const char *s, size_t n, double
     }
 }
 
+/* A retry or a wait for quota: say so on stderr (the text is ours, not the server's). */
+static void script_wait(void *ud, int retry, const char *why, double seconds)
+{
+    (void)ud;
+    (void)retry;
+    (void)seconds;
+    fprintf(stderr, "tokterm: %s\n", why);
+}
+
+/* --json "context": the request's tokens against the window, compression, calibration and
+ * the session's spending. */
+static void script_json_context(struct session *s, cJSON *o)
+{
+    struct session_status st;
+    session_status(s, &st);
+    cJSON *c = cJSON_AddObjectToObject(o, "context");
+    cJSON_AddNumberToObject(c, "prompt_tokens", (double)st.sent_tokens);
+    cJSON_AddNumberToObject(c, "prompt_tokens_raw", (double)st.sent_raw);
+    cJSON_AddNumberToObject(c, "messages", (double)st.sent_messages);
+    cJSON_AddNumberToObject(c, "window", (double)st.window);
+    cJSON_AddNumberToObject(c, "reserve", (double)st.reserve);
+    cJSON_AddStringToObject(c, "encoding", st.encoding);
+    cJSON_AddBoolToObject(c, "approximate", st.approximate);
+    cJSON_AddNumberToObject(c, "ratio", st.ratio);
+    cJSON_AddNumberToObject(c, "ratio_samples", (double)st.ratio_samples);
+    cJSON_AddStringToObject(c, "policy", context_policy_name(st.policy));
+    cJSON_AddNumberToObject(c, "shortened", (double)st.n_shortened);
+    cJSON_AddNumberToObject(c, "merged", (double)st.n_merged);
+    cJSON_AddNumberToObject(c, "summarized", (double)st.n_summarized);
+    cJSON_AddNumberToObject(c, "dropped", (double)st.n_dropped);
+    cJSON_AddNumberToObject(c, "summary_requests", st.summary_requests);
+    cJSON_AddBoolToObject(c, "summary_reused", st.summary_reused);
+    cJSON_AddNumberToObject(c, "spent_tokens", (double)st.spent_tokens);
+    if (st.priced)
+        cJSON_AddNumberToObject(c, "spent_usd", st.spent_usd);
+    else
+        cJSON_AddNullToObject(c, "spent_usd");
+    if (st.budget_tokens)
+        cJSON_AddNumberToObject(c, "budget_tokens", (double)st.budget_tokens);
+    if (st.budget_usd > 0)
+        cJSON_AddNumberToObject(c, "budget_usd", st.budget_usd);
+}
+
+/* Warn on stderr when this turn took the session past 80 % of its budget. */
+static void script_budget_warn(struct session *s, int *warned)
+{
+    struct session_status st;
+    session_status(s, &st);
+    if (st.level == CONTEXT_BUDGET_OK || *warned)
+        return;
+    *warned = 1;
+    fprintf(stderr, "tokterm: warning: %.0f%% of the session's budget is spent (%lld tokens",
+            st.budget_frac * 100, st.spent_tokens);
+    if (st.priced)
+        fprintf(stderr, ", $%.4f", st.spent_usd);
+    fputs(")\n", stderr);
+}
+
 static void script_json(struct session *s, const struct net_result *r, int code)
 {
     cJSON *o = cJSON_CreateObject();
@@ -150,6 +208,14 @@ static void script_json(struct session *s, const struct net_result *r, int code)
     else
         cJSON_AddNullToObject(o, "http_version");
     cJSON_AddBoolToObject(o, "cached", r->cached);
+    cJSON_AddNumberToObject(o, "attempts", r->attempts);
+    if (r->key_label[0])
+        cJSON_AddStringToObject(o, "key", r->key_label);
+    if (r->used_fallback)
+        cJSON_AddBoolToObject(o, "fallback", 1);
+    if (r->quota_text && *r->quota_text)
+        cJSON_AddStringToObject(o, "quota", r->quota_text);
+    script_json_context(s, o);
     char *text = cJSON_PrintUnformatted(o);
     if (text) {
         (void)script_write(1, text, strlen(text));
@@ -211,6 +277,10 @@ int script_run(struct conf *conf, char *key, const struct script_opts *o)
     }
     s.keep_answer = o->json || o->n_prompts > 1; /* later turns need the earlier answers */
     session_use_store(&s, o->store, o->save, o->cache);
+    if (o->n_pool)
+        session_use_pool(&s, o->pool_labels, o->pool_values, o->n_pool);
+    if (o->fallback)
+        session_use_fallback(&s, o->fallback, o->fallback_key);
     if (o->resume) {
         char *rerr = NULL;
         if (session_resume(&s, o->resume_id, &rerr) < 0) {
@@ -235,8 +305,8 @@ int script_run(struct conf *conf, char *key, const struct script_opts *o)
     sigaction(SIGTERM, &sa, &old_term);
     sigaction(SIGHUP, &sa, &old_hup);
 
-    struct session_sink sink = {.ud = &st, .text = script_text};
-    int code = 0, cancelled = 0;
+    struct session_sink sink = {.ud = &st, .text = script_text, .wait = script_wait};
+    int code = 0, cancelled = 0, budget_warned = 0;
     for (int turn = 0; turn < o->n_prompts && code == 0 && !cancelled && !st.broken_pipe; turn++) {
         if (turn > 0 && !o->json)
             (void)script_write(1, "\n", 1); /* a blank line between the answers of two turns */
@@ -266,6 +336,7 @@ int script_run(struct conf *conf, char *key, const struct script_opts *o)
             }
         }
         code = script_turn_end(&s, &st, o);
+        script_budget_warn(&s, &budget_warned);
     }
     if (s.store_error)
         fprintf(stderr, "tokterm: warning: the conversation could not be saved: %s\n",

@@ -3,6 +3,7 @@
 #include "session.h"
 #include "queue.h"
 #include "store.h"
+#include "tokenizer.h"
 #include "util.h"
 #include "xmalloc.h"
 
@@ -65,6 +66,9 @@ static const char *session_role(const char *role)
     return NULL;
 }
 
+static void session_context_load_summaries(struct session *s);
+static void session_context_close(struct session *s);
+
 int session_resume(struct session *s, int64_t id, char **err)
 {
     if (!s->store) {
@@ -107,9 +111,11 @@ int session_resume(struct session *s, int64_t id, char **err)
         if (strcmp(role, "assistant") == 0 && m->content_len == 0)
             continue;
         session_add(s, role, m->content, m->content_len);
+        s->msgs[s->n_msgs - 1].id = m->id;
     }
     s->conv_id = c->id;
     store_conversation_free(c);
+    session_context_load_summaries(s);
     return 0;
 }
 
@@ -129,6 +135,12 @@ void session_close(struct session *s)
     buf_free(&s->reasoning);
     net_result_free(s->last);
     free(s->store_error);
+    session_context_close(s);
+    conf_pool_free(s->pool_labels, s->pool_values, s->n_pool);
+    if (s->fallback_key) {
+        memset(s->fallback_key, 0, strlen(s->fallback_key));
+        free(s->fallback_key);
+    }
     memset(s, 0, sizeof *s);
 }
 
@@ -140,6 +152,7 @@ void session_add(struct session *s, const char *role, const char *content, size_
     }
     s->msgs[s->n_msgs].role = role;
     s->msgs[s->n_msgs].content = xstrndup(content, n);
+    s->msgs[s->n_msgs].id = -++s->serial;
     s->n_msgs++;
 }
 
@@ -198,10 +211,174 @@ static void session_cache_miss(struct session *s, unsigned id)
     queue_push(s->q, QEV_END, id, 0, r);
 }
 
+/* Name of this profile's quota: one state per profile and server (never the key itself). */
+static char *session_quota_name(const struct conf *c)
+{
+    char *host = conf_host(c);
+    char *name = xasprintf("%s|%s", c->profile ? c->profile : "default", host);
+    free(host);
+    return name;
+}
+
+/* Retry policy, pacing limits and the saved quota state for a request. */
+static void session_rate_setup(struct session *s, struct net_request *rq)
+{
+    const struct conf *c = s->conf;
+    ratelimit_policy_init(&rq->policy);
+    rq->policy.max_retries = (int)c->max_retries;
+    rq->policy.max_retry_wait = c->max_retry_wait;
+    rq->has_policy = 1;
+    rq->rpm = c->rpm;
+    rq->tpm = c->tpm;
+    /* About 4 bytes a token for the prompt, plus the answer's reserve. */
+    rq->est_tokens = (double)strlen(rq->body) / 4 + (c->max_tokens > 0 ? (double)c->max_tokens : 0);
+    rq->key_env = c->api_key_env ? xstrdup(c->api_key_env) : NULL;
+    rq->quota_name = session_quota_name(c);
+    if (s->store && !s->quota_loaded) {
+        /* The first request starts from what the last run learnt about the quota. */
+        struct store_quota q;
+        memset(&q, 0, sizeof q);
+        if (store_quota_get(s->store, c->profile ? c->profile : "default", rq->quota_name, &q) == 0
+            && q.extra)
+            rq->quota_seed = xstrdup(q.extra);
+        store_quota_clear(&q);
+        s->quota_loaded = 1;
+    }
+}
+
+/* Keep the quota state between runs, so a new process starts informed. */
+static void session_save_quota(struct session *s, const struct net_result *r)
+{
+    if (!s->store || !r->quota_line || !*r->quota_line)
+        return;
+    char *name = session_quota_name(s->conf);
+    struct store_quota q = {-1, -1, -1, -1, -1, -1, -1, r->quota_line, 0};
+    (void)store_quota_put(s->store, s->conf->profile ? s->conf->profile : "default", name, &q);
+    free(name);
+}
+
+/* Header value carrying key for conf: "Bearer KEY" for Authorization, else the key itself. */
+static char *session_auth(const struct conf *c, const char *key)
+{
+    return strcasecmp(c->auth_header, "Authorization") == 0 ? xasprintf("Bearer %s", key)
+                                                            : xstrdup(key);
+}
+
+/* A request of body to conf's server with key (or the session's key pool). body is taken. */
+static struct net_request *session_request(struct session *s, const struct conf *c,
+                                           const char *key, char *body)
+{
+    struct net_request *rq = xcalloc(1, sizeof *rq);
+    rq->url = session_url(c);
+    rq->body = body;
+    if (c->auth_header && *c->auth_header && (key || (c == s->conf && s->n_pool))) {
+        rq->auth_name = xstrdup(c->auth_header);
+        if (key)
+            rq->auth_value = session_auth(c, key);
+    }
+    if (c == s->conf && s->n_pool) {
+        rq->keys = xcalloc((size_t)s->n_pool, sizeof *rq->keys);
+        rq->n_keys = (size_t)s->n_pool;
+        for (int i = 0; i < s->n_pool; i++) {
+            rq->keys[i].label = xstrdup(s->pool_labels[i]);
+            rq->keys[i].auth_value = session_auth(c, s->pool_values[i]);
+        }
+    }
+    rq->connect_timeout_ms = c->connect_timeout_ms;
+    rq->idle_timeout_s = c->idle_timeout;
+    rq->cacert = c->cacert ? xstrdup(c->cacert) : NULL;
+    rq->insecure = c->insecure;
+    rq->breaker_failures = (int)c->breaker_failures;
+    rq->breaker_cooldown = c->breaker_cooldown;
+    session_rate_setup(s, rq);
+    if (c != s->conf) { /* a fallback profile has its own quota and settings */
+        ratelimit_policy_init(&rq->policy);
+        rq->policy.max_retries = (int)c->max_retries;
+        rq->policy.max_retry_wait = c->max_retry_wait;
+        rq->rpm = c->rpm;
+        rq->tpm = c->tpm;
+        free(rq->quota_name);
+        rq->quota_name = session_quota_name(c);
+        free(rq->quota_seed);
+        rq->quota_seed = NULL;
+    }
+    return rq;
+}
+
+/* The same request for the fallback profile or model, when one is configured; NULL else. */
+static struct net_request *session_fallback_request(struct session *s, const char *body)
+{
+    const struct conf *c = s->conf;
+    const struct conf *fc = s->fallback_conf;
+    const char *model = fc ? fc->model : c->fallback_model;
+    if (!fc && !(model && *model))
+        return NULL;
+    /* Same messages and parameters, with the fallback's model. */
+    struct buf b = BUF_INIT;
+    const char *at = strstr(body, "\"model\":");
+    const char *end = at ? strstr(at + 8, "\",") : NULL;
+    if (!at || !end)
+        return NULL;
+    char *qm = api_request_json(&(struct api_request){.model = model});
+    const char *mq = strstr(qm, "\"model\":");
+    const char *mend = mq ? strstr(mq + 8, "\",") : NULL;
+    buf_append(&b, body, (size_t)(at - body));
+    if (mq && mend)
+        buf_append(&b, mq, (size_t)(mend + 1 - mq));
+    buf_appends(&b, end + 1);
+    free(qm);
+    struct net_request *fb = session_request(s, fc ? fc : c, fc ? s->fallback_key : s->key,
+                                             buf_take(&b));
+    if (!fc) { /* the same endpoint with another model: a breaker of its own */
+        char *name = xasprintf("%s|%s", fb->quota_name, model);
+        free(fb->quota_name);
+        fb->quota_name = name;
+    }
+    fb->fallback_name = fc ? xasprintf("profile %s", fc->profile ? fc->profile : "?")
+                           : xasprintf("model %s", model);
+    return fb;
+}
+
+void session_use_pool(struct session *s, char **labels, char **values, int n)
+{
+    conf_pool_free(s->pool_labels, s->pool_values, s->n_pool);
+    s->pool_labels = labels;
+    s->pool_values = values;
+    s->n_pool = n;
+}
+
+void session_use_fallback(struct session *s, struct conf *fallback, char *key)
+{
+    s->fallback_conf = fallback;
+    if (s->fallback_key) {
+        memset(s->fallback_key, 0, strlen(s->fallback_key));
+        free(s->fallback_key);
+    }
+    s->fallback_key = key;
+}
+
+void session_cache_key(const struct conf *c, const char *body, unsigned char key[32])
+{
+    struct buf canon = BUF_INIT;
+    buf_printf(&canon, "tokterm-cache-v1\n%s\n%s", c->base_url, body);
+    store_cache_key(canon.data, canon.len, key);
+    buf_free(&canon);
+}
+
+static char *session_context_begin(struct session *s);
+static int session_context_summarize(struct session *s);
+static unsigned session_refuse(struct session *s, char *why);
+
+static unsigned session_send_planned(struct session *s);
+
 unsigned session_send(struct session *s, const char *prompt)
 {
     const struct conf *c = s->conf;
     session_add(s, "user", prompt, strlen(prompt));
+    /* Fit the history into the window and check the budget before anything is saved or sent. */
+    char *why = session_context_begin(s);
+    if (why)
+        return session_refuse(s, why);
     char *host = conf_host(c);
     struct store_msg_info info = {.model = c->model, .profile = c->profile, .host = host};
     if (s->save) {
@@ -214,20 +391,36 @@ unsigned session_send(struct session *s, const char *prompt)
             }
         }
         /* The prompt is committed before the request leaves. */
-        if (s->save && store_message_add(s->store, s->conv_id, "user", prompt, strlen(prompt),
-                                         &info) < 0)
+        int64_t uid = s->save ? store_message_add(s->store, s->conv_id, "user", prompt,
+                                                  strlen(prompt), &info) : 0;
+        if (uid < 0)
             session_store_failed(s);
+        else if (uid > 0)
+            s->msgs[s->n_msgs - 1].id = uid;
     }
+    free(host);
+    /* Step 3 of the plan may first need a summary of the oldest turns (a request of its own;
+     * session_dispatch sends the answer's request when it is back). */
+    if (session_context_summarize(s))
+        return s->active;
+    return session_send_planned(s);
+}
 
-    struct api_message *m = xcalloc(s->n_msgs, sizeof *m);
-    for (size_t i = 0; i < s->n_msgs; i++) {
-        m[i].role = s->msgs[i].role;
-        m[i].content = s->msgs[i].content;
+/* Send the planned messages (s->plan): from the cache, or to the network thread. */
+static unsigned session_send_planned(struct session *s)
+{
+    const struct conf *c = s->conf;
+    char *host = conf_host(c);
+    struct store_msg_info info = {.model = c->model, .profile = c->profile, .host = host};
+    struct api_message *m = xcalloc(s->plan.n_items + 1, sizeof *m);
+    for (size_t i = 0; i < s->plan.n_items; i++) {
+        m[i].role = s->plan.items[i].role;
+        m[i].content = s->plan.items[i].content;
     }
     struct api_request ar = {
         .model = c->model,
         .messages = m,
-        .n_messages = s->n_msgs,
+        .n_messages = s->plan.n_items,
         .max_tokens = c->max_tokens,
         .max_tokens_field = c->max_tokens_field,
         .temperature = c->temperature,
@@ -239,15 +432,15 @@ unsigned session_send(struct session *s, const char *prompt)
     free(m);
     buf_reset(&s->answer);
     buf_reset(&s->reasoning);
+    s->ans_fed = 0;
+    if (s->ans_count)
+        context_stream_reset(s->ans_count);
 
     /* The cache key covers everything that changes the answer and nothing secret: the server,
      * and the request body (model, every message with the system prompt, sampling). */
     s->cache_key_set = 0;
     if (s->cache != SESSION_CACHE_OFF) {
-        struct buf canon = BUF_INIT;
-        buf_printf(&canon, "tokterm-cache-v1\n%s\n%s", c->base_url, body);
-        store_cache_key(canon.data, canon.len, s->cache_key);
-        buf_free(&canon);
+        session_cache_key(c, body, s->cache_key);
         s->cache_key_set = 1;
     }
     if (s->save) {
@@ -273,18 +466,8 @@ unsigned session_send(struct session *s, const char *prompt)
         }
     }
 
-    struct net_request *rq = xcalloc(1, sizeof *rq);
-    rq->url = session_url(c);
-    rq->body = body;
-    if (s->key && c->auth_header && *c->auth_header) {
-        rq->auth_name = xstrdup(c->auth_header);
-        rq->auth_value = strcasecmp(c->auth_header, "Authorization") == 0
-                             ? xasprintf("Bearer %s", s->key) : xstrdup(s->key);
-    }
-    rq->connect_timeout_ms = c->connect_timeout_ms;
-    rq->idle_timeout_s = c->idle_timeout;
-    rq->cacert = c->cacert ? xstrdup(c->cacert) : NULL;
-    rq->insecure = c->insecure;
+    struct net_request *rq = session_request(s, c, s->key, body);
+    rq->fallback = session_fallback_request(s, body);
     s->active = net_submit(s->net, rq);
     return s->active;
 }
@@ -367,13 +550,20 @@ static void session_save_end(struct session *s, const struct net_result *r)
     s->cache_key_set = 0;
 }
 
+static int session_summary_event(struct session *s, struct queue_event *e,
+                                 const struct session_sink *sink);
+static void session_context_end(struct session *s, const struct net_result *r);
+
 int session_dispatch(struct session *s, const struct session_sink *sink)
 {
     int ended = 0;
     struct queue_event *e = queue_take(s->q);
     while (e) {
         struct queue_event *next = e->next;
-        if (e->req != s->active) {
+        if (s->sum_req && e->req == s->sum_req) {
+            /* the summary request of step 3: its text is not the answer */
+            ended |= session_summary_event(s, e, sink);
+        } else if (e->req != s->active) {
             /* a late event of an exchange that is already over */
             if (e->type == QEV_END)
                 net_result_free(e->ptr);
@@ -381,6 +571,8 @@ int session_dispatch(struct session *s, const struct session_sink *sink)
             int r = e->type == QEV_REASONING;
             if (s->keep_answer)
                 buf_append(r ? &s->reasoning : &s->answer, e->text.data, e->text.len);
+            else if (!r && s->ans_count) /* not kept: count it now (else when asked) */
+                context_stream_feed(s->ans_count, e->text.data, e->text.len);
             if (s->answer_id) {
                 int rc = r ? store_message_append_reasoning(s->store, s->answer_id, e->text.data,
                                                             e->text.len)
@@ -394,13 +586,22 @@ int session_dispatch(struct session *s, const struct session_sink *sink)
         } else if (e->type == QEV_HEADERS) {
             if (sink->headers)
                 sink->headers(sink->ud, (long)e->num);
+        } else if (e->type == QEV_RETRY || e->type == QEV_WAIT) {
+            if (sink->wait)
+                sink->wait(sink->ud, e->type == QEV_RETRY, buf_str(&e->text), e->num);
         } else if (e->type == QEV_END) {
             net_result_free(s->last);
             s->last = e->ptr;
             session_redact(s, s->last->error);
+            int64_t aid = s->answer_id;
             session_save_end(s, s->last);
-            if (s->answer.len || s->last->outcome == API_OK)
+            session_save_quota(s, s->last);
+            session_context_end(s, s->last); /* spend, calibration */
+            if (s->answer.len || s->last->outcome == API_OK) {
                 session_add(s, "assistant", buf_str(&s->answer), s->answer.len);
+                if (aid > 0)
+                    s->msgs[s->n_msgs - 1].id = aid;
+            }
             s->active = 0;
             ended = 1;
             if (sink->end)
@@ -414,6 +615,498 @@ int session_dispatch(struct session *s, const struct session_sink *sink)
 
 void session_cancel(struct session *s)
 {
+    if (s->sum_req)
+        s->sum_cancelled = 1; /* the answer's request must not leave after the summary */
     if (s->active && !(s->active & SESSION_LOCAL_ID))
         net_cancel(s->net, s->active);
+}
+
+/* ---- context window, history compression and budget (context.h) ---------------------------- */
+
+#define SESSION_WINDOW_DEFAULT 8192 /* unknown model without context_window */
+#define SESSION_RESERVE_DEFAULT 4096
+#define SESSION_SUMMARY_ROUNDS 4    /* summary requests at most per message sent */
+
+static void session_context_close(struct session *s)
+{
+    context_plan_free(&s->plan);
+    context_free(s->ctx);
+    context_calib_free(s->calib);
+    context_stream_free(s->ans_count);
+    free(s->ctx_key);
+    free(s->calib_path);
+    free(s->plan_note);
+    free(s->sum_error);
+    for (size_t i = 0; i < s->n_sums; i++)
+        free(s->sums[i].text);
+    free(s->sums);
+    buf_free(&s->sum_text);
+}
+
+/* Remember a summary (in this session; the caller stores it). */
+static void session_summary_add(struct session *s, int64_t first, int64_t last, const char *text)
+{
+    for (size_t i = 0; i < s->n_sums; i++)
+        if (s->sums[i].first_id == first && s->sums[i].last_id == last) {
+            free(s->sums[i].text);
+            s->sums[i].text = xstrdup(text);
+            return;
+        }
+    s->sums = xrealloc(s->sums, (s->n_sums + 1) * sizeof *s->sums);
+    s->sums[s->n_sums++] = (struct session_summary){first, last, xstrdup(text)};
+}
+
+/* The summaries saved with a resumed conversation. */
+static void session_context_load_summaries(struct session *s)
+{
+    struct store_summary *list = NULL;
+    size_t n = 0;
+    if (!s->store || !s->conv_id || store_summary_list(s->store, s->conv_id, &list, &n) != 0)
+        return;
+    for (size_t i = 0; i < n; i++)
+        if (list[i].text)
+            session_summary_add(s, list[i].first_message_id, list[i].last_message_id,
+                                list[i].text);
+    store_summaries_free(list, n);
+}
+
+/* (Re)make the counter, window, reserve and price for the profile's current model. */
+static void session_context_setup(struct session *s)
+{
+    const struct conf *c = s->conf;
+    if (!s->calib) { /* first use */
+        s->calib = context_calib_new();
+        s->budget.cap_tokens = c->budget_tokens;
+        s->budget.cap_usd = c->budget_usd;
+        char *dir = conf_dir("state");
+        s->calib_path = xasprintf("%s/calibration", dir);
+        free(dir);
+        (void)context_calib_load(s->calib, s->calib_path);
+    }
+    const char *model = c->model ? c->model : "";
+    const char *enc_opt = c->encoding && *c->encoding ? c->encoding : NULL;
+    char *key = xasprintf("%s\n%s\n%ld\n%ld\n%ld", model, enc_opt ? enc_opt : "",
+                          c->context_window, c->reserve_tokens, c->max_tokens);
+    if (s->ctx && strcmp(key, s->ctx_key) == 0) {
+        free(key);
+        return;
+    }
+    free(s->ctx_key);
+    s->ctx_key = key;
+    s->status_n = (size_t)-1;
+    struct tok_model_info mi;
+    int known = tokenizer_model_info(model, &mi) == 0;
+    const char *enc = enc_opt ? enc_opt : known ? mi.encoding : "o200k_base";
+    int approx = !enc_opt && !known; /* another tokenizer: estimate and calibrate */
+    if (!s->ctx || strcmp(context_encoding(s->ctx), enc) != 0 ||
+        context_approximate(s->ctx) != approx) {
+        context_stream_free(s->ans_count);
+        context_free(s->ctx);
+        s->ctx = context_new(enc, approx, NULL);
+        s->ans_count = context_stream_new(s->ctx);
+        s->ans_fed = 0;
+    }
+    struct session_model *sm = &s->ctx_model;
+    sm->window = c->context_window > 0 ? c->context_window
+               : known && mi.context_window > 0 ? mi.context_window : SESSION_WINDOW_DEFAULT;
+    sm->window_assumed = c->context_window <= 0 && !(known && mi.context_window > 0);
+    if (c->max_tokens > 0)
+        sm->reserve = c->max_tokens;
+    else if (c->reserve_tokens > 0)
+        sm->reserve = c->reserve_tokens;
+    else {
+        sm->reserve = SESSION_RESERVE_DEFAULT;
+        if (known && mi.max_output > 0 && mi.max_output < sm->reserve)
+            sm->reserve = mi.max_output;
+        if (sm->reserve > sm->window / 4)
+            sm->reserve = sm->window / 4;
+    }
+    char *cdir = conf_dir("config");
+    char *user_prices = xasprintf("%s/prices.tsv", cdir);
+    sm->priced = context_price_lookup(model, user_prices, &sm->price) == 0;
+    free(user_prices);
+    free(cdir);
+}
+
+static void session_context_params(struct session *s, struct context_params *p)
+{
+    const struct conf *c = s->conf;
+    memset(p, 0, sizeof *p);
+    p->window = s->ctx_model.window;
+    p->reserve = s->ctx_model.reserve;
+    if (context_policy_parse(c->context_policy, &p->policy) < 0)
+        p->policy = CONTEXT_SUMMARIZE;
+    p->ratio = context_calib_ratio(s->calib, c->model, NULL);
+    /* --cache-only never talks to the server, not even for a summary */
+    p->no_new_summary = s->sum_failed || s->cache == SESSION_CACHE_ONLY;
+}
+
+/* The history as context messages (+ extra empty user message when placeholder). */
+static struct context_msg *session_context_msgs(const struct session *s, int placeholder,
+                                                size_t *n)
+{
+    struct context_msg *m = xcalloc(s->n_msgs + 1, sizeof *m);
+    for (size_t i = 0; i < s->n_msgs; i++)
+        m[i] = (struct context_msg){s->msgs[i].role, s->msgs[i].content,
+                                    strlen(s->msgs[i].content), s->msgs[i].id};
+    *n = s->n_msgs;
+    if (placeholder)
+        m[(*n)++] = (struct context_msg){"user", "", 0, 0};
+    return m;
+}
+
+static struct context_summary *session_context_sums(const struct session *s)
+{
+    struct context_summary *v = xcalloc(s->n_sums + 1, sizeof *v);
+    for (size_t i = 0; i < s->n_sums; i++)
+        v[i] = (struct context_summary){s->sums[i].first_id, s->sums[i].last_id, s->sums[i].text};
+    return v;
+}
+
+/* Plan the request for the whole history into plan. Returns context_plan's result. */
+static int session_context_plan_into(struct session *s, int placeholder,
+                                     struct context_plan *plan, struct context_params *p)
+{
+    session_context_params(s, p);
+    struct context_summary *sums = session_context_sums(s);
+    p->summaries = sums;
+    p->n_summaries = s->n_sums;
+    size_t n;
+    struct context_msg *m = session_context_msgs(s, placeholder, &n);
+    int rc = context_plan(s->ctx, m, n, p, plan);
+    free(m);
+    free(sums);
+    p->summaries = NULL;
+    p->n_summaries = 0;
+    return rc;
+}
+
+/* Plan the request to send into s->plan. */
+static int session_context_replan(struct session *s)
+{
+    context_plan_free(&s->plan);
+    struct context_params p;
+    int rc = session_context_plan_into(s, 0, &s->plan, &p);
+    s->plan_summary_reused = s->plan.summary_used >= 0;
+    struct buf d = BUF_INIT;
+    context_plan_describe(&s->plan, &d);
+    free(s->plan_note);
+    s->plan_note = buf_take(&d);
+    return rc;
+}
+
+static char *session_context_begin(struct session *s)
+{
+    session_context_setup(s);
+    s->sum_failed = 0;
+    s->sum_cancelled = 0;
+    free(s->sum_error);
+    s->sum_error = NULL;
+    s->plan_summary_requests = 0;
+    if (session_context_replan(s) < 0)
+        return xstrdup(s->plan.error ? s->plan.error : "the message does not fit");
+    if (s->budget.cap_tokens > 0 || s->budget.cap_usd > 0) {
+        double usd = s->ctx_model.priced ? context_cost(&s->ctx_model.price, s->plan.shown, 0, 0)
+                                         : -1;
+        return context_budget_check(&s->budget, s->plan.shown, usd);
+    }
+    return NULL;
+}
+
+/* Refuse to send: the exchange ends at once with outcome API_ERR_USAGE and why (taken). */
+static unsigned session_refuse(struct session *s, char *why)
+{
+    unsigned id = SESSION_LOCAL_ID | ++s->next_local;
+    struct net_result *r = xcalloc(1, sizeof *r);
+    r->req = id;
+    r->outcome = API_ERR_USAGE;
+    r->t.ttft = -1;
+    r->error = why;
+    r->headers = xstrdup("");
+    queue_push(s->q, QEV_END, id, 0, r);
+    return s->active = id;
+}
+
+/* Ask the model for the summary the plan wants (a non-streamed request). */
+static void session_summary_submit(struct session *s)
+{
+    const struct conf *c = s->conf;
+    struct api_message m[2] = {{"system", context_summary_instruction()},
+                               {"user", s->plan.sum_input}};
+    long in = context_msg_tokens(s->ctx, "system", m[0].content, strlen(m[0].content)) +
+              context_msg_tokens(s->ctx, "user", m[1].content, strlen(m[1].content)) +
+              CONTEXT_REPLY_PRIMER;
+    in = (long)(in * s->plan.ratio) + 1;
+    /* Room for reasoning models too, but never more than the window leaves. */
+    long max = s->plan.sum_tokens * 4, room = s->ctx_model.window - in - 16;
+    if (max > room)
+        max = room;
+    if (max < 16)
+        max = 16;
+    struct api_request ar = {
+        .model = c->model,
+        .messages = m,
+        .n_messages = 2,
+        .max_tokens = max,
+        .max_tokens_field = c->max_tokens_field,
+        .stream = 0,
+    };
+    char *body = api_request_json(&ar);
+    struct net_request *rq = session_request(s, c, s->key, body);
+    buf_reset(&s->sum_text);
+    s->plan_summary_requests++;
+    s->sum_req = s->active = net_submit(s->net, rq);
+}
+
+static int session_context_summarize(struct session *s)
+{
+    for (int guard = 0; s->plan.need_summary && guard < 64; guard++) {
+        int64_t first = s->plan.sum_first_id, last = s->plan.sum_last_id;
+        struct store_summary ss;
+        memset(&ss, 0, sizeof ss);
+        if (s->store && s->conv_id && first > 0 && last > 0 &&
+            store_summary_get(s->store, s->conv_id, first, last, &ss) == 0 && ss.text) {
+            /* made by an earlier run: never paid for twice */
+            session_summary_add(s, first, last, ss.text);
+            store_summary_clear(&ss);
+            session_context_replan(s);
+            continue;
+        }
+        store_summary_clear(&ss);
+        if (s->plan_summary_requests >= SESSION_SUMMARY_ROUNDS) {
+            s->sum_failed = 1;
+            session_context_replan(s);
+            break;
+        }
+        session_summary_submit(s);
+        return 1;
+    }
+    return 0;
+}
+
+/* Tokens the request's prompt and answer cost, into the budget. */
+static void session_context_spend(struct session *s, const struct net_result *r, long est_prompt,
+                                  long est_completion)
+{
+    long long prompt = est_prompt, completion = est_completion, cached = 0;
+    if (r->usage.present) {
+        prompt = r->usage.prompt;
+        completion = r->usage.completion;
+        cached = r->usage.cached;
+    } else if (r->status >= 400 || (r->status == 0 && !r->content_bytes)) {
+        return; /* refused or never reached the server: nothing billed */
+    }
+    double usd = s->ctx_model.priced ? context_cost(&s->ctx_model.price, prompt, cached,
+                                                    completion)
+                                     : -1;
+    context_budget_add(&s->budget, prompt, completion, usd);
+}
+
+static int session_summary_event(struct session *s, struct queue_event *e,
+                                 const struct session_sink *sink)
+{
+    if (e->type == QEV_CONTENT) {
+        buf_append(&s->sum_text, e->text.data, e->text.len);
+        return 0;
+    }
+    if (e->type != QEV_END)
+        return 0; /* reasoning, headers, retries of the summary are not the answer's */
+    struct net_result *r = e->ptr;
+    s->sum_req = 0;
+    long in = (long)(context_count(s->ctx, s->plan.sum_input, strlen(s->plan.sum_input)) *
+                     s->plan.ratio);
+    session_context_spend(s, r, in, context_count(s->ctx, buf_str(&s->sum_text),
+                                                  s->sum_text.len));
+    char *text = util_trim((char *)buf_str(&s->sum_text));
+    if ((r->outcome == API_OK || r->outcome == API_CUT) && *text) {
+        int64_t first = s->plan.sum_first_id, last = s->plan.sum_last_id;
+        session_summary_add(s, first, last, text);
+        if (s->save && s->conv_id && first > 0 && last > 0 &&
+            store_summary_put(s->store, s->conv_id, first, last, text, s->conf->model,
+                              r->usage.present ? r->usage.completion : -1) != 0)
+            session_store_failed(s);
+    } else if (r->outcome != API_CANCELLED) {
+        s->sum_failed = 1;
+        session_redact(s, r->error);
+        free(s->sum_error);
+        s->sum_error = xasprintf("the summary request failed (%s); older turns were dropped "
+                                 "instead", r->error ? r->error : api_outcome_name(r->outcome));
+    }
+    if (s->sum_cancelled || r->outcome == API_CANCELLED) {
+        /* the user cancelled while the summary was made: the exchange ends here */
+        r->outcome = API_CANCELLED;
+        if (!r->error)
+            r->error = xstrdup("cancelled");
+        net_result_free(s->last);
+        s->last = r;
+        s->active = 0;
+        if (sink->end)
+            sink->end(sink->ud, r);
+        return 1;
+    }
+    net_result_free(r);
+    session_context_replan(s);
+    if (!session_context_summarize(s))
+        session_send_planned(s);
+    return 0;
+}
+
+/* Tokens of the answer so far: only the text that arrived since the last call is scanned. */
+static long session_answer_tokens(struct session *s)
+{
+    if (!s->ans_count)
+        return 0;
+    if (s->keep_answer && s->answer.len > s->ans_fed) {
+        context_stream_feed(s->ans_count, s->answer.data + s->ans_fed, s->answer.len - s->ans_fed);
+        s->ans_fed = s->answer.len;
+    }
+    return context_stream_count(s->ans_count);
+}
+
+static void session_context_end(struct session *s, const struct net_result *r)
+{
+    if (!s->ctx || !r || r->cached || r->outcome == API_ERR_USAGE ||
+        r->outcome == API_CACHE_MISS)
+        return;
+    long completion = session_answer_tokens(s);
+    if (s->reasoning.len)
+        completion += context_count(s->ctx, s->reasoning.data, s->reasoning.len);
+    session_context_spend(s, r, s->plan.shown, completion);
+    s->status_n = (size_t)-1;
+    if (r->usage.present && r->usage.prompt > 0 && !r->used_fallback &&
+        (r->outcome == API_OK || r->outcome == API_CUT)) {
+        context_calibrate(s->calib, s->conf->model, s->plan.total, (long)r->usage.prompt);
+        /* learnt ratios of approximate models outlive the run (not with --incognito) */
+        if (context_approximate(s->ctx) && s->store && s->calib_path) {
+            char *dir = conf_dir("state");
+            if (util_mkdir_p(dir, 0700) == 0)
+                (void)context_calib_save(s->calib, s->calib_path);
+            free(dir);
+        }
+    }
+}
+
+void session_status(struct session *s, struct session_status *st)
+{
+    memset(st, 0, sizeof *st);
+    session_context_setup(s);
+    const struct conf *c = s->conf;
+    st->window = s->ctx_model.window;
+    st->reserve = s->ctx_model.reserve;
+    st->available = st->window - st->reserve;
+    st->window_assumed = s->ctx_model.window_assumed;
+    st->encoding = context_encoding(s->ctx);
+    st->approximate = context_approximate(s->ctx);
+    st->ratio = st->approximate ? context_calib_ratio(s->calib, c->model, &st->ratio_samples)
+                                : 1.0;
+    if (!st->approximate)
+        (void)context_calib_ratio(s->calib, c->model, &st->ratio_samples);
+    if (context_policy_parse(c->context_policy, &st->policy) < 0)
+        st->policy = CONTEXT_SUMMARIZE;
+    st->summarizing = s->sum_req != 0;
+    if (s->active && !s->sum_req) {
+        st->answer_tokens = session_answer_tokens(s);
+        st->ctx_used = s->plan.shown + CONTEXT_MSG_OVERHEAD + 1 +
+                       (long)(st->answer_tokens * st->ratio + 0.999);
+    } else {
+        const char *last = s->n_msgs ? s->msgs[s->n_msgs - 1].content : NULL;
+        if (s->status_n != s->n_msgs || s->status_last != last) {
+            struct context_plan p;
+            struct context_params par;
+            session_context_plan_into(s, 0, &p, &par);
+            s->status_used = s->n_msgs ? p.shown : 0;
+            context_plan_free(&p);
+            s->status_n = s->n_msgs;
+            s->status_last = last;
+        }
+        st->ctx_used = s->status_used;
+    }
+    st->sent_tokens = s->plan.shown;
+    st->sent_raw = s->plan.total;
+    st->sent_messages = s->plan.n_items;
+    st->n_shortened = s->plan.n_shortened;
+    st->n_merged = s->plan.n_merged;
+    st->n_summarized = s->plan.n_summarized;
+    st->n_dropped = s->plan.n_dropped;
+    st->summary_requests = s->plan_summary_requests;
+    st->summary_reused = s->plan_summary_reused && !s->plan_summary_requests;
+    st->note = s->plan_note ? s->plan_note : "";
+    st->spent_tokens = s->budget.spent_tokens;
+    st->spent_usd = s->budget.spent_usd;
+    st->priced = s->ctx_model.priced;
+    st->budget_tokens = s->budget.cap_tokens;
+    st->budget_usd = s->budget.cap_usd;
+    st->level = context_budget_level(&s->budget, &st->budget_frac);
+}
+
+int session_msg_fate(const struct session *s, size_t i)
+{
+    return i < s->plan.n_history && s->plan.fate ? s->plan.fate[i] : CONTEXT_SENT;
+}
+
+char *session_context_report(struct session *s)
+{
+    session_context_setup(s);
+    const struct conf *c = s->conf;
+    struct buf b = BUF_INIT;
+    long samples = 0;
+    double ratio = context_calib_ratio(s->calib, c->model, &samples);
+    buf_printf(&b, "Model %s: window ", c->model ? c->model : "?");
+    context_format_tokens(&b, s->ctx_model.window, 0);
+    buf_printf(&b, "%s, counted with %s", s->ctx_model.window_assumed
+                                              ? " (assumed: set context_window)" : "",
+               context_encoding(s->ctx));
+    if (context_approximate(s->ctx))
+        buf_printf(&b, " (approximate; x%.3f calibrated from %ld answer%s)", ratio, samples,
+                   samples == 1 ? "" : "s");
+    else
+        buf_appends(&b, " (exact)");
+    buf_appends(&b, "\nThe next request (with your next message last):\n");
+    struct context_plan p;
+    struct context_params par;
+    session_context_plan_into(s, 1, &p, &par);
+    context_plan_report(&p, &par, &b);
+    if (p.need_summary)
+        buf_printf(&b, "Sending it will first ask the model to summarise messages %zu-%zu.\n",
+                   p.sum_from + 1, p.sum_to + 1);
+    context_plan_free(&p);
+    if (s->plan.n_items) {
+        buf_appends(&b, "Last request: ");
+        buf_printf(&b, "%zu messages, ", s->plan.n_items);
+        context_format_tokens(&b, s->plan.shown, s->plan.approximate);
+        buf_appends(&b, " tokens");
+        if (s->plan_note && *s->plan_note)
+            buf_printf(&b, "; %s", s->plan_note);
+        if (s->plan_summary_requests)
+            buf_printf(&b, "; %d summary request%s", s->plan_summary_requests,
+                       s->plan_summary_requests == 1 ? "" : "s");
+        else if (s->plan_summary_reused)
+            buf_appends(&b, "; a saved summary was reused");
+        buf_appendc(&b, '\n');
+    }
+    if (s->sum_error)
+        buf_printf(&b, "Note: %s\n", s->sum_error);
+    buf_appends(&b, "Session: ");
+    context_budget_describe(&s->budget, &b);
+    if (!s->ctx_model.priced)
+        buf_printf(&b, " (no price for %s in prices.tsv: money not counted)",
+                   c->model ? c->model : "?");
+    buf_appendc(&b, '\n');
+    return buf_take(&b);
+}
+
+int session_budget_command(struct session *s, const char *arg, char **msg)
+{
+    session_context_setup(s);
+    struct buf b = BUF_INIT;
+    while (arg && (*arg == ' ' || *arg == '\t'))
+        arg++;
+    if (arg && *arg && context_budget_parse(&s->budget, arg, &b) < 0) {
+        *msg = buf_take(&b);
+        return -1;
+    }
+    buf_appends(&b, "Budget: ");
+    context_budget_describe(&s->budget, &b);
+    *msg = buf_take(&b);
+    return 0;
 }

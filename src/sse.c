@@ -108,7 +108,12 @@ static int sse_line(struct sse_parser *p, const char *s, size_t n, sse_event_fn 
         if (vlen && i == vlen)
             p->retry_ms = ms;
     } else if (sse_field_is(s, flen, "error")) {
-        /* Not in the standard: older llama.cpp servers report errors this way. */
+        /* Not in the standard: older llama.cpp servers report errors this way. Bounded like
+         * data: endless error lines must not grow memory without limit. */
+        if (p->error.len + vlen + 1 > p->max_event) {
+            p->errmsg = "error field larger than the limit";
+            return -1;
+        }
         if (p->has_error_field)
             buf_appendc(&p->error, '\n');
         buf_append(&p->error, v, vlen);

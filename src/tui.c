@@ -13,10 +13,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <langinfo.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
@@ -296,7 +298,8 @@ static void tui_block_signals(int block, sigset_t *old)
         pthread_sigmask(SIG_SETMASK, old, NULL);
 }
 
-int tui_session(struct tui *t, char *key, const struct session_msg *msgs, size_t n)
+int tui_session(struct tui *t, char *key, const struct session_msg *msgs, size_t n,
+                int64_t conv_id)
 {
     const char *err = NULL;
     sigset_t old;
@@ -316,10 +319,45 @@ int tui_session(struct tui *t, char *key, const struct session_msg *msgs, size_t
         return -1;
     }
     t->have_session = 1;
+    if (t->o->store) {
+        session_use_store(&t->s, t->o->store, t->o->save, (enum session_cache)t->o->cache);
+        t->s.conv_id = conv_id;
+    }
     for (size_t i = 0; i < n; i++)
         if (strcmp(msgs[i].role, "system") != 0)
             session_add(&t->s, msgs[i].role, msgs[i].content, strlen(msgs[i].content));
     return 0;
+}
+
+/* Continue a saved conversation: its messages become the history and the transcript. */
+static void tui_resume(struct tui *t)
+{
+    char *err = NULL;
+    if (session_resume(&t->s, t->o->resume_id, &err) < 0) {
+        char *m = xasprintf("cannot continue the conversation: %s", err ? err : "?");
+        tui_error(t, m);
+        free(m);
+        free(err);
+        return;
+    }
+    size_t shown = 0;
+    for (size_t i = 0; i < t->s.n_msgs; i++) {
+        const struct session_msg *m = &t->s.msgs[i];
+        if (strcmp(m->role, "user") == 0) {
+            tui_view_add(t->view, TUI_MSG_USER, m->content, strlen(m->content));
+        } else if (strcmp(m->role, "assistant") == 0) {
+            size_t a = tui_view_answer_begin(t->view, t->conf->model, NULL);
+            tui_view_answer_text(t->view, a, 0, m->content, strlen(m->content));
+            tui_view_answer_end(t->view, a, NULL, THEME_META);
+        } else {
+            continue;
+        }
+        shown++;
+    }
+    char *m = xasprintf("Continuing conversation %lld (%zu messages).",
+                        (long long)t->s.conv_id, shown);
+    tui_notice(t, m);
+    free(m);
 }
 
 static void tui_sink_text(void *ud, int reasoning, const char *s, size_t n, double t1, double t2)
@@ -345,6 +383,14 @@ static void tui_sink_headers(void *ud, long status)
     t->dirty |= TUI_D_STATUS;
 }
 
+static void tui_sink_wait(void *ud, int retry, const char *why, double seconds)
+{
+    struct tui *t = ud;
+    tui_status_wait(&t->st, retry ? TUI_STATE_RETRYING : TUI_STATE_QUOTA,
+                    util_now() + (seconds > 0 ? seconds : 0), why);
+    t->dirty |= TUI_D_STATUS;
+}
+
 static char *tui_footer(struct tui *t, const struct net_result *r, int *slot)
 {
     struct buf b = BUF_INIT;
@@ -362,6 +408,8 @@ static char *tui_footer(struct tui *t, const struct net_result *r, int *slot)
             buf_printf(&b, " \xC2\xB7 %.0f tok/s", r->t.tokens_per_s);
         if (!r->content_bytes)
             buf_appends(&b, " \xC2\xB7 the answer is empty");
+        if (r->cached)
+            buf_appends(&b, " \xC2\xB7 from the cache");
         break;
     case API_CANCELLED:
         *slot = THEME_ERROR;
@@ -541,9 +589,8 @@ static void tui_on_more(void *ud, int timeout_ms)
 static void tui_search_key(struct tui *t, int c)
 {
     if (c == '\r' || c == '\n' || c == KEY_ENTER) {
-        size_t n = tui_view_search(t->view, buf_str(&t->query));
-        (void)n;
-        t->search = 2;
+        tui_view_search(t->view, buf_str(&t->query));
+        t->search = 2; /* n / N move between the hits */
         t->dirty |= TUI_D_VIEW | TUI_D_INPUT;
         return;
     }
@@ -845,7 +892,7 @@ int tui_run(struct conf *conf, char *key, const struct tui_opts *o)
     }
     t->theme = NULL;
     tui_theme(t, conf->theme);
-    tui_session(t, key, NULL, 0);
+    tui_session(t, key, NULL, 0, 0);
 
     struct tui_input_ops ops = {
         .ud = t,
@@ -867,6 +914,12 @@ int tui_run(struct conf *conf, char *key, const struct tui_opts *o)
     }
     free(hist);
 
+    const char *cs = nl_langinfo(CODESET);
+    if (!cs || (strcasecmp(cs, "UTF-8") != 0 && strcasecmp(cs, "utf8") != 0))
+        tui_error(t, "The locale is not UTF-8 (see LANG / LC_ALL): text beyond ASCII may not "
+                     "show. Control characters are still neutralised.");
+    if (t->have_session && o->store && o->resume)
+        tui_resume(t);
     if (t->no_key) {
         tui_status_state(&t->st, TUI_STATE_NOKEY, 0);
         tui_no_key_notice(t);
@@ -882,6 +935,7 @@ int tui_run(struct conf *conf, char *key, const struct tui_opts *o)
         .text = tui_sink_text,
         .headers = tui_sink_headers,
         .end = tui_sink_end,
+        .wait = tui_sink_wait,
     };
     t->dirty = TUI_D_FULL;
     t->urgent = 1;
@@ -911,6 +965,9 @@ int tui_run(struct conf *conf, char *key, const struct tui_opts *o)
         } else {
             next_tick = 0;
         }
+        int st_ms = t->have_session ? session_timeout_ms(&t->s) : -1;
+        if (st_ms >= 0 && (timeout < 0 || st_ms < timeout))
+            timeout = st_ms;
         struct pollfd p[3] = {
             {.fd = STDIN_FILENO, .events = POLLIN},
             {.fd = t->have_session ? session_fd(&t->s) : -1, .events = POLLIN},
@@ -919,6 +976,16 @@ int tui_run(struct conf *conf, char *key, const struct tui_opts *o)
         int n = poll(p, 3, timeout);
         if (n < 0 && errno != EINTR)
             break;
+        if (t->have_session) {
+            session_tick(&t->s); /* commit saved text that is due */
+            if (t->s.store_error && !t->store_warned) {
+                char *m = xasprintf("the conversation store failed: %s (the chat goes on; "
+                                    "this conversation may not be saved)", t->s.store_error);
+                tui_error(t, m);
+                free(m);
+                t->store_warned = 1;
+            }
+        }
         if (next_tick > 0 && util_now() >= next_tick) {
             t->dirty |= TUI_D_STATUS;
             next_tick = 0;

@@ -2,15 +2,26 @@
  * curses or readline. */
 #ifndef TT_TUI_H
 #define TT_TUI_H
+#include <stdint.h>
+
 #include "conf.h"
 
+struct store;
+
 struct tui_opts {
-    const char *trace_path;   /* --trace FILE: write per-frame timing records, NULL = off */
+    const char *trace_path;   /* --trace FILE: timing records (util_now() seconds), NULL = off:
+                                 "S t" request sent, "E t" stream over, one per frame
+                                 "F <arrival of its oldest delta, - = none> <done> <start> <n>" */
     const char *first_prompt; /* sent at start when not NULL */
     int no_key;               /* no API key is configured for a remote server: the chat starts
                                  anyway, explains what to set, and sends nothing */
     const char *local_name;   /* a local server that answered (e.g. "Ollama"), or NULL */
     const char *local_url;    /* its base URL: offer to switch conf->base_url to it */
+    struct store *store;      /* save the conversation / use the response cache; NULL = none */
+    int save;                 /* write the conversation to the store */
+    int cache;                /* enum session_cache: how to use the response cache */
+    int resume;               /* continue a saved conversation: resume_id, the latest when 0 */
+    int64_t resume_id;
 };
 
 /* Run the chat until the user quits. Takes key (wiped and freed). Returns the exit status. */

@@ -4,6 +4,7 @@
 #define TT_TUI_APP_H
 #include <curses.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "buf.h"
@@ -47,6 +48,7 @@ struct tui {
     char hint[512];          /* a transient line in the status bar, "" = none */
     int search;              /* 0 no search, 1 typing the query, 2 moving between hits */
     struct buf query;
+    int store_warned;        /* the store's failure was shown */
     int edit_pending;        /* the next prompt replaces the last one (/edit) */
     char **cands;            /* completion candidates (NULL-terminated, owned) */
     char **models;           /* models seen in answers (NULL-terminated, owned) */
@@ -66,8 +68,10 @@ void tui_hint(struct tui *t, const char *text);
 void tui_theme(struct tui *t, const char *name);
 /* Stop the answer in flight (its partial text stays, marked cancelled). */
 void tui_cancel(struct tui *t);
-/* Open (or reopen) the session for t->conf with key (taken); history msgs carried over. */
-int tui_session(struct tui *t, char *key, const struct session_msg *msgs, size_t n);
+/* Open (or reopen) the session for t->conf with key (taken); history msgs carried over, and
+ * with a store, saving continues into conversation conv_id (0 = a new one). */
+int tui_session(struct tui *t, char *key, const struct session_msg *msgs, size_t n,
+                int64_t conv_id);
 /* Switch to the local server that was found (no key needed). */
 void tui_use_local(struct tui *t);
 /* Show what to configure when there is no key. */

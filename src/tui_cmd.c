@@ -28,6 +28,7 @@ static const char tui_cmd_help_text[] =
     "- **PgUp**/**PgDn**, the mouse wheel, **Shift-Up**/**Shift-Down** scroll; **Home**/**End** "
     "(on an empty prompt) or **Ctrl-Home**/**Ctrl-End** go to the top/bottom; new text is "
     "followed only while the view is at the bottom\n"
+    "- The mouse wheel scrolls; hold **Shift** to select text with the mouse\n"
     "- **Ctrl-S** (or `/find TEXT`) searches the transcript: type, **Enter**, then **n** older "
     "hit, **N** newer hit, **Esc** done\n"
     "- **Ctrl-R** searches the prompt history; **Up**/**Down** walk it; **Tab** completes "
@@ -377,6 +378,7 @@ static void tui_cmd_new(struct tui *t)
         for (size_t i = keep; i < s->n_msgs; i++)
             free(s->msgs[i].content);
         s->n_msgs = keep;
+        s->conv_id = 0; /* saved as a new conversation */
     }
     t->answer = TUI_NO_ANSWER;
     t->edit_pending = 0;
@@ -412,8 +414,12 @@ static void tui_cmd_retry(struct tui *t)
         shown = tui_view_count(t->view) > 0 &&
                 tui_view_kind(t->view, tui_view_count(t->view) - 1) == TUI_MSG_USER;
     }
+    enum session_cache cache = s->cache;
+    if (cache == SESSION_CACHE_ON)
+        s->cache = SESSION_CACHE_BYPASS; /* a new answer, not the cached one */
     if (tui_send(t, prompt, !shown) < 0)
         session_add(s, "user", prompt, strlen(prompt)); /* not sent: keep the history whole */
+    s->cache = cache;
     free(prompt);
 }
 
@@ -524,13 +530,14 @@ static void tui_cmd_profile(struct tui *t, const char *arg)
         msgs[i].role = t->s.msgs[i].role;
         msgs[i].content = xstrdup(t->s.msgs[i].content);
     }
+    int64_t conv = t->have_session ? t->s.conv_id : 0;
     if (t->have_session)
         session_close(&t->s);
     t->have_session = 0;
     conf_free(t->conf);
     *t->conf = nc;
     t->no_key = !key && !conf_is_local(t->conf);
-    tui_session(t, key, msgs, n);
+    tui_session(t, key, msgs, n, conv);
     for (size_t i = 0; i < n; i++)
         free(msgs[i].content);
     free(msgs);

@@ -23,6 +23,13 @@
 
 #define TUI_INPUT_HISTORY_MAX 2000
 
+/* One display row of the input line: its cleaned text. */
+struct tui_input_row {
+    struct buf text;
+};
+
+static struct tui_input_row *tui_input_rowv;
+static size_t tui_input_rown, tui_input_rowcap;
 static struct tui_input_ops tui_input_cb;
 static char *tui_input_hist_path;
 static char *tui_input_prompt;
@@ -374,6 +381,11 @@ void tui_input_end(void)
     tui_input_deferred = NULL;
     free(tui_input_q.v);
     memset(&tui_input_q, 0, sizeof tui_input_q);
+    for (size_t i = 0; i < tui_input_rowcap; i++)
+        buf_free(&tui_input_rowv[i].text);
+    free(tui_input_rowv);
+    tui_input_rowv = NULL;
+    tui_input_rown = tui_input_rowcap = 0;
     rl_outstream = stdout;
     if (tui_input_null)
         fclose(tui_input_null);
@@ -388,14 +400,6 @@ void tui_input_run(void)
 }
 
 /* ---- drawing ---- */
-
-/* One display row of the input: cleaned text, and where it starts. */
-struct tui_input_row {
-    struct buf text;
-};
-
-static struct tui_input_row *tui_input_rowv;
-static size_t tui_input_rown, tui_input_rowcap;
 
 static struct buf *tui_input_newrow(void)
 {
@@ -532,11 +536,6 @@ int tui_input_dirty(void)
     return tui_input_changed;
 }
 
-void tui_input_touch(void)
-{
-    tui_input_changed = 1;
-}
-
 int tui_input_vi(void)
 {
     return rl_editing_mode == 0;
@@ -564,13 +563,6 @@ void tui_input_clear(void)
     rl_replace_line("", 1);
     rl_point = rl_mark = 0;
     using_history();
-    tui_input_changed = 1;
-}
-
-void tui_input_set(const char *text)
-{
-    rl_replace_line(text, 1);
-    rl_point = rl_end;
     tui_input_changed = 1;
 }
 

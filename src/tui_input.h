@@ -60,7 +60,6 @@ void tui_input_draw(WINDOW *w, int width, int height, int *cy, int *cx);
 
 /* 1 when the line changed since the last draw (and clear the flag). */
 int tui_input_dirty(void);
-void tui_input_touch(void);
 
 /* 1 when the line is empty (and no search or key sequence is under way). */
 int tui_input_empty(void);
@@ -73,9 +72,6 @@ int tui_input_busy(void);
 
 /* Abandon any sub-mode and clear the line. */
 void tui_input_clear(void);
-
-/* Replace the line by text, cursor at the end. */
-void tui_input_set(const char *text);
 
 /* Put text into the next fresh line (after the current line is accepted). */
 void tui_input_defer(const char *text);

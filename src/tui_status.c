@@ -44,8 +44,16 @@ void tui_status_text(struct tui_status *st, size_t n, double t_first, double t_l
         st->t_first = t_first;
     st->t_last = t_last;
     st->bytes += n;
-    if (st->state == TUI_STATE_WAITING)
+    if (st->state == TUI_STATE_WAITING || st->state == TUI_STATE_RETRYING ||
+        st->state == TUI_STATE_QUOTA)
         st->state = TUI_STATE_STREAMING;
+}
+
+void tui_status_wait(struct tui_status *st, enum tui_state state, double until, const char *why)
+{
+    st->state = state;
+    st->until = until;
+    snprintf(st->why, sizeof st->why, "%s", why ? why : "");
 }
 
 void tui_status_state(struct tui_status *st, enum tui_state state, double until)
@@ -54,11 +62,10 @@ void tui_status_state(struct tui_status *st, enum tui_state state, double until)
     st->until = until;
 }
 
-/* Hook: an answer served from the local cache. net_result has no such field yet. */
+/* An answer replayed from the response cache (no request was made). */
 static int tui_status_cached(const struct net_result *r)
 {
-    (void)r;
-    return 0;
+    return r->cached;
 }
 
 void tui_status_end(struct tui_status *st, const struct net_result *r, double now,
@@ -118,7 +125,7 @@ static const char *tui_status_http(int v)
 }
 
 struct tui_seg {
-    char text[160];
+    char text[224];
     int prio; /* lower = more important */
     int slot;
 };
@@ -158,7 +165,7 @@ void tui_status_draw(const struct tui_status *st, WINDOW *w, int y, int width, d
         tui_row_blit(&row, w, y, THEME_STATUS);
         return;
     }
-    struct tui_seg seg[12];
+    struct tui_seg seg[14];
     int n = 0;
     char d[32];
     /* state */
@@ -187,6 +194,11 @@ void tui_status_draw(const struct tui_status *st, WINDOW *w, int y, int width, d
         snprintf(seg[n].text, sizeof seg[n].text, "\xE2\x86\x91 scrolled (End)");
         seg[n].prio = 0;
         seg[n++].slot = THEME_STATUS_WARNING;
+    }
+    if ((st->state == TUI_STATE_RETRYING || st->state == TUI_STATE_QUOTA) && st->why[0]) {
+        snprintf(seg[n].text, sizeof seg[n].text, "%s", st->why);
+        seg[n].prio = 7;
+        seg[n++].slot = base;
     }
     /* model */
     snprintf(seg[n].text, sizeof seg[n].text, "%s", st->model);
@@ -255,7 +267,7 @@ void tui_status_draw(const struct tui_status *st, WINDOW *w, int y, int width, d
     const char *help = "F1 help";
     int helpw = 7;
     /* drop the least important fields until the rest fits */
-    int keep[12];
+    int keep[14];
     for (int i = 0; i < n; i++)
         keep[i] = 1;
     int show_help = 1;

@@ -42,6 +42,7 @@ struct tui_status {
     long ctx_budget;          /* the model's context window, 0 = unknown */
     long long spent;          /* sum of usage.total_tokens in this session */
     int scrolled;             /* the transcript is scrolled up (new text is not followed) */
+    char why[200];            /* RETRYING / QUOTA: the reason, as the network thread said it */
 };
 
 /* Reset everything; model = "profile/model" (raw text; sanitised when drawn). */
@@ -58,6 +59,10 @@ void tui_status_text(struct tui_status *st, size_t n, double t_first, double t_l
 
 /* Switch to a waiting state (RETRYING or QUOTA) that ends at until, or another state. */
 void tui_status_state(struct tui_status *st, enum tui_state state, double until);
+
+/* The request waits before it leaves: state RETRYING (after a failed attempt) or QUOTA, until
+ * the monotonic time until, because of why (raw text, may be NULL). */
+void tui_status_wait(struct tui_status *st, enum tui_state state, double until, const char *why);
 
 /* The exchange ended: take timings, usage and rate-limit headers from r. */
 void tui_status_end(struct tui_status *st, const struct net_result *r, double now,

@@ -17,19 +17,22 @@ enum { TUI_PART_REASONING, TUI_PART_BODY, TUI_PART_FOOTER, TUI_PARTS };
 
 /* One block of a message: its styler and its wrapped rows. */
 struct tui_part {
-    struct markdown *md;     /* NULL for plain text */
+    struct markdown *md;     /* the styler while text comes (freed when finished) */
+    int styled;              /* markdown (rows carry markdown tags), not plain text */
     struct wrap_doc *doc;    /* NULL until text arrives */
     size_t done;             /* markdown lines already pushed into doc */
     size_t bytes;            /* text received */
     int slot;                /* base style */
     int finished;            /* no more text will come */
     int dirty;               /* text arrived since the last sync */
-    struct buf line;         /* raw bytes of the unfinished line (until it turns long) */
-    /* An unfinished line longer than TUI_VIEW_LONG_LINE: previewed unstyled, cleaned as it
-     * arrives and wrapped incrementally. */
+    struct buf line;         /* raw bytes of the unfinished line */
+    size_t fed;              /* bytes of line given to the styler */
+    /* An unfinished line longer than TUI_VIEW_LONG_LINE: previewed unstyled and wrapped
+     * incrementally; its bytes wait in line and reach the styler when its newline comes. */
     int long_mode;
+    int lraw;                /* the line is printable ASCII: rows point into line itself */
     struct buf carry;        /* an unfinished UTF-8 sequence held back */
-    struct buf ltext;        /* cleaned text of the line */
+    struct buf ltext;        /* cleaned text of the line (when not lraw) */
     size_t lascii;           /* ltext[lascii..] is printable ASCII only */
     struct wrap_rows lrows;  /* its rows */
     struct wrap_rows lscratch;
@@ -200,9 +203,10 @@ static void tui_part_long_wrap(struct tui_part *p, int width, int full)
     } else {
         p->lrows.n = 0;
     }
-    const char *s = buf_str(&p->ltext) + from;
-    size_t n = p->ltext.len - from;
-    if (from >= p->lascii) {
+    const struct buf *src = p->lraw ? &p->line : &p->ltext;
+    const char *s = buf_str(src) + from;
+    size_t n = src->len - from;
+    if (p->lraw || from >= p->lascii) {
         tui_ascii_wrap(&p->lrows, s, n, from, width < 1 ? 1 : (size_t)width,
                        (p->lflags & WRAP_PRE) != 0);
         return;
@@ -257,13 +261,37 @@ static void tui_part_long_clean(struct tui_part *p, const char *s, size_t n)
         buf_append(&p->carry, s + end, hold);
 }
 
+static int tui_ascii_printable(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] >= 0x7F)
+            return 0;
+    return 1;
+}
+
+/* More text of the long line: kept raw; cleaned into ltext once it is not plain ASCII. */
+static void tui_part_long_append(struct tui_part *p, const char *s, size_t n)
+{
+    buf_append(&p->line, s, n);
+    if (p->lraw && tui_ascii_printable(s, n))
+        return;
+    if (p->lraw) { /* from now on the rows need a cleaned copy (same offsets so far) */
+        p->lraw = 0;
+        buf_reset(&p->ltext);
+        buf_reset(&p->carry);
+        p->lascii = 0;
+        tui_part_long_clean(p, p->line.data, p->line.len);
+        return;
+    }
+    tui_part_long_clean(p, s, n);
+}
+
 static void tui_part_md_feed(struct tui_part *p, const char *s, size_t n, int width)
 {
     if (!n || p->finished)
         return;
     tui_part_doc(p, width);
     p->bytes += n;
-    markdown_feed(p->md, s, n);
     p->dirty = 1;
     const char *nl = NULL;
     for (size_t i = n; i > 0; i--)
@@ -271,19 +299,26 @@ static void tui_part_md_feed(struct tui_part *p, const char *s, size_t n, int wi
             nl = s + i - 1;
             break;
         }
-    if (nl) {
-        /* a line ended: markdown styled it; a long preview is over */
+    if (p->long_mode) {
+        if (!nl) {
+            tui_part_long_append(p, s, n);
+            return;
+        }
+        /* the long line ends: the styler gets it whole, and the preview is over */
+        markdown_feed(p->md, p->line.data + p->fed, p->line.len - p->fed);
         p->long_mode = 0;
         buf_reset(&p->ltext);
         buf_reset(&p->carry);
         p->lrows.n = 0;
+    }
+    markdown_feed(p->md, s, n);
+    if (nl) {
         buf_reset(&p->line);
         buf_append(&p->line, nl + 1, (size_t)(s + n - nl - 1));
-    } else if (p->long_mode) {
-        tui_part_long_clean(p, s, n);
     } else {
         buf_append(&p->line, s, n);
     }
+    p->fed = p->line.len;
 }
 
 static void tui_part_pending(struct tui_part *p)
@@ -318,12 +353,13 @@ static void tui_part_go_long(struct tui_part *p)
         }
     }
     p->long_mode = 1;
+    p->lrows.n = 0;
     buf_reset(&p->ltext);
     buf_reset(&p->carry);
     p->lascii = 0;
-    p->lrows.n = 0;
-    tui_part_long_clean(p, buf_str(&p->line), p->line.len);
-    buf_free(&p->line);
+    p->lraw = tui_ascii_printable(p->line.data, p->line.len);
+    if (!p->lraw)
+        tui_part_long_clean(p, p->line.data, p->line.len);
 }
 
 /* Bring a streamed part's rows up to date: push finished lines, redo the unfinished tail. */
@@ -354,23 +390,27 @@ static void tui_part_finish(struct tui_part *p, int width)
     p->dirty = 1;
     tui_part_sync(p, width);
     p->finished = 1;
-    buf_free(&p->line);
     if (p->long_mode) {
         /* ended inside a huge line: keep its unstyled rows (styling it now would cost as
-         * much as all the frames did) */
-        if (p->carry.len) {
+         * much as all the frames did); the styler never sees it */
+        if (!p->lraw && p->carry.len) {
             wrap_clean(&p->ltext, p->carry.data, p->carry.len);
             p->lascii = p->ltext.len;
             buf_free(&p->carry);
             tui_part_long_wrap(p, width, 0);
         }
+        markdown_free(p->md);
+        p->md = NULL;
         return;
     }
+    buf_free(&p->line);
     markdown_finish(p->md);
     size_t count = markdown_count(p->md);
     while (p->done < count)
         wrap_doc_push(p->doc, &markdown_line(p->md, p->done++)->wl);
     wrap_doc_pending_clear(p->doc);
+    markdown_free(p->md); /* the document holds copies of its lines */
+    p->md = NULL;
 }
 
 static size_t tui_part_rows(const struct tui_part *p)
@@ -393,7 +433,7 @@ static int tui_part_row(const struct tui_part *p, size_t i, struct wrap_view *wv
         return -1;
     const struct wrap_row *r = &p->lrows.v[i];
     memset(wv, 0, sizeof(*wv));
-    wv->text = p->ltext.data + r->off;
+    wv->text = (p->lraw ? p->line.data : p->ltext.data) + r->off;
     wv->len = r->len;
     wv->width = (int)r->width;
     wv->indent = (int)r->indent;
@@ -474,6 +514,7 @@ size_t tui_view_add(struct tui_view *v, enum tui_msg_kind kind, const char *text
     if (kind == TUI_MSG_NOTICE || kind == TUI_MSG_ASSISTANT) {
         p->slot = kind == TUI_MSG_NOTICE ? THEME_SYSTEM : THEME_ASSISTANT;
         p->md = markdown_new(p->slot);
+        p->styled = 1;
         tui_part_md_feed(p, text, n, v->width);
         tui_part_finish(p, v->width);
     } else {
@@ -489,8 +530,10 @@ size_t tui_view_answer_begin(struct tui_view *v, const char *label, const char *
     m->info = info ? xstrdup(info) : NULL;
     m->part[TUI_PART_REASONING].slot = THEME_REASONING;
     m->part[TUI_PART_REASONING].md = markdown_new(THEME_REASONING);
+    m->part[TUI_PART_REASONING].styled = 1;
     m->part[TUI_PART_BODY].slot = THEME_ASSISTANT;
     m->part[TUI_PART_BODY].md = markdown_new(THEME_ASSISTANT);
+    m->part[TUI_PART_BODY].styled = 1;
     return v->n - 1;
 }
 
@@ -514,14 +557,6 @@ void tui_view_answer_end(struct tui_view *v, size_t idx, const char *footer, int
     tui_part_finish(&m->part[TUI_PART_BODY], v->width);
     if (footer && *footer)
         tui_part_plain(&m->part[TUI_PART_FOOTER], footer, strlen(footer), footer_slot, v->width);
-}
-
-void tui_view_set_info(struct tui_view *v, size_t idx, const char *info)
-{
-    if (idx >= v->n)
-        return;
-    free(v->msgs[idx].info);
-    v->msgs[idx].info = info ? xstrdup(info) : NULL;
 }
 
 size_t tui_view_count(const struct tui_view *v)
@@ -704,10 +739,12 @@ static void tui_view_draw_row(struct tui_view *v, WINDOW *w, int y, size_t mi, s
             tui_row_put(row, "\xE2\x96\x8C ", 4, THEME_USER, 0);
         else if (m->kind == TUI_MSG_ERROR)
             tui_row_put(row, "! ", 2, THEME_ERROR, THEME_ATTR_BOLD);
+        else if (part == TUI_PART_REASONING) /* the model thinking aloud */
+            tui_row_put(row, "\xE2\x94\x8A ", 4, THEME_REASONING, 0);
         else
             tui_row_fill(row, v->gutter, THEME_DEFAULT);
     }
-    int kind = p->md ? (wv.tag & 0xFF) : MARKDOWN_TEXT;
+    int kind = p->styled ? (wv.tag & 0xFF) : MARKDOWN_TEXT;
     int level = wv.tag >> 8;
     int code = kind == MARKDOWN_CODE || kind == MARKDOWN_CODE_LABEL;
     int left = row->col;

@@ -42,9 +42,6 @@ void tui_view_answer_text(struct tui_view *v, size_t idx, int reasoning, const c
  * footer_slot (enum theme_slot) under it. */
 void tui_view_answer_end(struct tui_view *v, size_t idx, const char *footer, int footer_slot);
 
-/* Replace the header's right-hand text of message idx. */
-void tui_view_set_info(struct tui_view *v, size_t idx, const char *info);
-
 /* Number of messages. */
 size_t tui_view_count(const struct tui_view *v);
 

@@ -148,20 +148,22 @@ with ttlib.FakeServer() as srv:
     t.ok(out.startswith(b"tok") and out.endswith(b"\n"), "drop mid-answer: partial text kept",
          repr(out[:80]))
     t.ok(b"incomplete" in err, "drop mid-answer: says the answer is incomplete", err.decode())
-    rc, out, err = run(srv, "gen=5,chunk=event,drop_after=0", ["-p", "hi"])
+    rc, out, err = run(srv, "gen=5,chunk=event,drop_after=0", ["--retries", "0", "-p", "hi"])
     t.eq(rc, 4, "drop before any byte: exit 4 (network)")
-    rc, out, err = run(srv, "hang=1,stall_s=5", ["--idle-timeout", "1", "-p", "hi"])
+    rc, out, err = run(srv, "hang=1,stall_s=5", ["--retries", "0", "--idle-timeout", "1", "-p", "hi"])
     t.eq(rc, 4, "server never answers: idle watchdog, exit 4")
     t.ok(b"idle timeout" in err, "idle watchdog message", err.decode())
     t0 = time.time()
-    rc, out, err = run(srv, "gen=3,keepalive_ms=100,stall_s=6", ["--idle-timeout", "1", "-p", "hi"])
+    rc, out, err = run(srv, "gen=3,keepalive_ms=100,stall_s=6", ["--retries", "0", "--idle-timeout", "1",
+                                                                 "-p", "hi"])
     took = time.time() - t0
     t.eq(rc, 4, "keep-alive comments forever after the role chunk: watchdog fires, exit 4")
     t.ok(b"idle timeout" in err, "keep-alive: idle timeout message", err.decode())
     t.ok(took < 4, "keep-alive comments do not reset the watchdog (%.1fs)" % took)
-    rc, out, err = run(srv, "gen=3,stall_after=10", ["--idle-timeout", "1", "-p", "hi"])
+    rc, out, err = run(srv, "gen=3,stall_after=10", ["--retries", "0", "--idle-timeout", "1", "-p", "hi"])
     t.ok(rc in (4, 5), "stall: ends with a network/truncated code (%d)" % rc)
-    rc, out, err = ttlib.run_tokterm(["-p", "hi"], env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"})
+    rc, out, err = ttlib.run_tokterm(["--retries", "0", "-p", "hi"],
+                                     env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"})
     t.eq(rc, 4, "port nobody listens on: exit 4")
     t.ok(b"onnect" in err, "connection refused explained", err.decode())
     rc, out, err = run(srv, "gen=20,chunk=event", ["-p", "hi"])

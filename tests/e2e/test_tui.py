@@ -50,8 +50,7 @@ def answer_rows(screen):
     rows, _ = transcript(screen)
     start = None
     for i, row in enumerate(rows):
-        if row.startswith("gpt-") or row.startswith("fake-") or "\u25c6" in row[:0] or \
-                re.match(r"^\S+ +\d\d:\d\d$", row.strip()):
+        if re.match(r"^\S+ +\d\d:\d\d$", row.strip()):  # "model   12:34" (gutter: the diamond)
             start = i + 1
     out = []
     for row in rows[start or 0:]:
@@ -68,12 +67,18 @@ def status_line(screen):
     return rest[0] if rest else ""
 
 
+STDERR = os.path.join(ttlib.tempdir("tt-tui-stderr-"), "stderr")
+
+
 def start(tm, srv, spec="", env=None, args=()):
+    """Run tokterm in tm; its stderr (nothing, unless a sanitizer reports) goes to STDERR."""
     e = {"OPENAI_BASE_URL": srv.base(spec)} if srv else {}
     e.update(env or {})
     home = e.pop("HOME", None)
-    tm.run([ttlib.tokterm_path()] + list(args), ttlib.clean_env(home=home, env=e))
-    return tm.wait_for("F1", 10) or tm.wait_for("\u203a", 2)
+    e["TT_TEST_STDERR"] = STDERR
+    tm.run(["sh", "-c", 'exec "$0" "$@" 2>>"$TT_TEST_STDERR"', ttlib.tokterm_path()] +
+           list(args), ttlib.clean_env(home=home, env=e))
+    return tm.wait_for(re.compile("F1|\u203a"), 10)
 
 
 def colours(esc):
@@ -91,10 +96,6 @@ def colours(esc):
                 out.append(p[i])
             i += 1
     return out
-
-
-def header_rows(screen):
-    return [r for r in screen.split("\n") if "\u25c6" in r]
 
 
 if not ttlib.Tmux.available():
@@ -115,8 +116,9 @@ with ttlib.FakeServer() as srv:
         mid = tm.wait_for(re.compile(r"The quick brown fox"), 5)
         t.ok(mid is not None, "the answer starts to appear", tm.capture())
         mid = tm.capture()
-        t.ok("\u2713" not in mid and "lazy dog. The quick" not in " ".join(answer_rows(mid)[-1:])
-             or "streaming" in status_line(mid), "captured while streaming (no end mark yet)",
+        partial = " ".join(r.strip() for r in answer_rows(mid))
+        t.ok("\u2713" not in mid and partial and reply.startswith(partial) and
+             len(partial) < len(reply.strip()), "captured while streaming: a strict prefix",
              mid)
         t.ok(status_line(mid).startswith(" streaming") or status_line(mid).startswith(" waiting"),
              "status says streaming", status_line(mid))
@@ -213,6 +215,37 @@ with ttlib.FakeServer() as srv:
         tm.send("C-d")
         tm.wait_exit(5)
 
+    # a single line longer than 16 KiB is previewed and wrapped incrementally: same rows as a
+    # full greedy wrap, through a resize
+    def greedy(words, w):
+        rows, cur = [], ""
+        for word in words:
+            if not cur:
+                cur = word
+            elif len(cur) + 1 + len(word) <= w:
+                cur += " " + word
+            else:
+                rows.append(cur)
+                cur = word
+        return rows + ([cur] if cur else [])
+
+    with ttlib.Tmux(70, 16) as tm:
+        start(tm, srv, "gen=2400,chunk=16384,delay_ms=40")
+        tm.send_text("long line")
+        tm.send("Enter")
+        t.ok(tm.wait_for(re.compile(r"tok1[2-9]\d\d"), 10) is not None and
+             "\u2713" not in tm.capture(), "the long line streams (resized mid-stream)",
+             tm.capture())
+        tm.resize(47, 16)
+        done = tm.wait_for("\u2713", 15)
+        rows = [r.rstrip() for r in answer_rows(done or "")]
+        want = greedy(["tok%d" % i for i in range(2400)], 45)
+        t.ok(rows and rows == want[-len(rows):], "an 18 KB line: the rows of a greedy wrap "
+             "(incremental, after a resize)", "\n".join(rows[-4:]) + "\nwant:\n" +
+             "\n".join(want[-4:]))
+        tm.send("C-d")
+        tm.wait_exit(5)
+
     # --- 4. scrolled up, new text does not move the view; Esc cancels, partial text stays ------
     with ttlib.Tmux(60, 14) as tm:
         start(tm, srv, "gen=3000,delay_ms=5")
@@ -271,6 +304,31 @@ with ttlib.FakeServer() as srv:
         done = tm.wait_for(re.compile(r"reused HTTP"), 10)
         t.ok(done is not None, "status: the second request reused the connection",
              status_line(tm.capture()))
+        # a 503 is retried: the status bar counts down, then the answer streams
+        n0 = len(srv.requests())
+        srv.queue(["status=503,h.retry-after-ms=1500", "reply=after%20the%20retry"])
+        tm.send_text("three")
+        tm.send("Enter")
+        scr = tm.wait_for(re.compile(r"^ retrying in \d", re.M), 5)
+        t.ok(scr is not None, "status: retrying in Ns", status_line(tm.capture()))
+        done = tm.wait_for(re.compile(r"after the retry\n.*\u2713"), 10)
+        t.ok(done is not None and status_line(done).startswith(" idle"),
+             "the retried request answers", tm.capture())
+        t.eq([r["status"] for r in srv.requests()[n0:]], [503, 200],
+             "the server saw the failed attempt and the retry")
+        # no requests left until the reset: the next one waits for the quota
+        srv.queue(["reply=spent,h.x-ratelimit-limit-requests=5000,"
+                   "h.x-ratelimit-remaining-requests=0,h.x-ratelimit-reset-requests=1500ms",
+                   "reply=paced"])
+        tm.send_text("four")
+        tm.send("Enter")
+        tm.wait_for(re.compile(r"spent\n.*\u2713"), 10)
+        tm.send_text("five")
+        tm.send("Enter")
+        scr = tm.wait_for(re.compile(r"^ waiting for quota \d", re.M), 5)
+        t.ok(scr is not None, "status: waiting for quota Ns", status_line(tm.capture()))
+        t.ok(tm.wait_for(re.compile(r"paced\n.*\u2713"), 10) is not None,
+             "the paced request goes after the reset", tm.capture())
         tm.send("C-d")
         tm.wait_exit(5)
     with ttlib.Tmux(200, 10) as tm:
@@ -342,7 +400,8 @@ with ttlib.FakeServer() as srv:
         tm.wait_for(re.compile(r"\u2713[^\n]*\n(.*\n)*.*\u2713"), 5)
         tm.send_text("/mo")
         tm.send("Tab")
-        t.ok(tm.wait_for(re.compile(r"\u203a /model *\n"), 3) is not None, "Tab completes /mo to /model",
+        t.ok(tm.wait_for(re.compile(r"\u203a /model *\n"), 3) is not None,
+             "Tab completes /mo to /model",
              tm.capture())
         tm.send_text("other-model")
         tm.send("Enter")
@@ -404,7 +463,8 @@ with ttlib.FakeServer() as srv:
         scr = tm.wait_for("OPENAI_API_KEY", 5)
         t.ok(scr is not None and "OPENAI_BASE_URL" in scr and "profile" in scr,
              "no key: the screen says what to set", scr or tm.capture())
-        t.ok("no API key" in status_line(scr or ""), "no key: status says so", status_line(scr or ""))
+        t.ok("no API key" in status_line(scr or ""), "no key: status says so",
+             status_line(scr or ""))
         t.ok("press Enter" not in (scr or ""), "no local server: none offered", scr)
         tm.send("C-d")
         t.eq(tm.wait_exit(5), 0, "no key: Ctrl-D quits")
@@ -473,7 +533,70 @@ with ttlib.FakeServer() as srv:
         tm.send("C-d")
         tm.wait_exit(5)
 
-    # --- 10. tiny terminals make progress -----------------------------------------------------
+    # --- 10. $EDITOR, /theme, /profile -------------------------------------------------------
+    home = ttlib.make_home()
+    editor = os.path.join(home, "editor.sh")
+    with open(editor, "w") as f:
+        f.write("#!/bin/sh\nprintf 'from the editor\\nsecond line\\n' > \"$1\"\n")
+    os.chmod(editor, 0o755)
+    cfgdir = os.path.join(home, ".config", "tokterm")
+    os.makedirs(cfgdir)
+    with open(os.path.join(cfgdir, "config"), "w") as f:
+        f.write("[first]\nbase_url = %s\nmodel = model-one\n\n[second]\nbase_url = %s\n"
+                "model = model-two\n" % (srv.base(), srv.base()))
+    with ttlib.Tmux(80, 20) as tm:
+        start(tm, None, "", {"HOME": home, "EDITOR": editor, "TOKTERM_PROFILE": "first",
+                             "OPENAI_BASE_URL": None})
+        n0 = len(srv.requests())
+        tm.send_text("draft")
+        tm.send("C-x", "C-e")
+        scr = tm.wait_for("second line", 5)
+        t.ok(scr is not None and "draft" not in scr.split("\n")[-2], "Ctrl-X Ctrl-E: the "
+             "editor's text replaces the prompt", scr or tm.capture())
+        t.eq(len(srv.requests()), n0, "the edited prompt is not sent by itself")
+        tm.send("Enter")
+        tm.wait_for("\u2713", 5)
+        r = srv.requests()
+        t.ok(len(r) == n0 + 1 and r[-1]["body"]["messages"][-1]["content"] ==
+             "from the editor\nsecond line" and r[-1]["body"]["model"] == "model-one",
+             "Enter sends it (profile first)", r[-1]["body"] if r else None)
+        tm.send_text("/profile se")
+        tm.send("Tab")
+        t.ok(tm.wait_for(re.compile(r"/profile second *\n"), 3) is not None,
+             "Tab completes profile names", tm.capture())
+        tm.send("Enter")
+        t.ok(tm.wait_for("model-two", 3) is not None and "second/model-two" in
+             status_line(tm.capture()), "/profile switches profile and model",
+             tm.capture())
+        tm.send_text("again")
+        tm.send("Enter")
+        deadline = time.monotonic() + 5
+        while len(srv.requests()) < n0 + 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        r = srv.requests()
+        t.ok(len(r) == n0 + 2 and r[-1]["body"]["model"] == "model-two" and
+             [m["content"] for m in r[-1]["body"]["messages"]] ==
+             ["from the editor\nsecond line", "from the editor\nsecond line", "again"],
+             "the conversation carries over to the new profile",
+             r[-1]["body"] if r else None)
+        tm.wait_for("\u2713", 5)
+        tm.send_text("/profile nosuch")
+        tm.send("Enter")
+        t.ok(tm.wait_for("nosuch", 3) is not None and
+             "second/model-two" in status_line(tm.capture()),
+             "an unknown profile is refused, the current one stays", tm.capture())
+        tm.send_text("/theme light")
+        tm.send("Enter")
+        t.ok(tm.wait_for("Theme light", 3) is not None, "/theme switches the theme",
+             tm.capture())
+        tm.send_text("/theme nosuch")
+        tm.send("Enter")
+        t.ok(tm.wait_for(re.compile(r"theme 'nosuch' not found"), 3) is not None,
+             "an unknown theme is reported", tm.capture())
+        tm.send("C-d")
+        t.eq(tm.wait_exit(5), 0, "quits")
+
+    # --- 11. tiny terminals make progress -----------------------------------------------------
     with ttlib.Tmux(4, 3) as tm:
         start(tm, srv, "reply=" + q("中文ab"))
         tm.send_text("x")
@@ -482,5 +605,8 @@ with ttlib.FakeServer() as srv:
         tm.send("C-d")
         t.eq(tm.wait_exit(5), 0, "a 4x3 terminal works and quits cleanly")
 
+err = open(STDERR, errors="replace").read() if os.path.exists(STDERR) else ""
+t.ok("Sanitizer" not in err and "runtime error" not in err, "no sanitizer report on stderr",
+     err[-6000:])
 t.diag("tmux tests took %.1f s" % (time.monotonic() - T0))
 sys.exit(t.done())

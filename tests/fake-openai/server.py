@@ -17,10 +17,12 @@ import re
 import select
 import signal
 import socket
+import ssl
 import sys
 import threading
 import time
 import urllib.parse
+import zlib
 
 STOP = threading.Event()          # set on SIGTERM/SIGINT: every wait in a handler ends early
 DEFAULT_STALL_S = 30.0            # upper bound of stall_after / keepalive_ms / hang
@@ -30,11 +32,14 @@ BIG_WRITE = 65536                 # pieces above this are framed with separate s
 # Spec keys and how their values are parsed; anything else is answered with a 400 so that a
 # typo in a test shows up instead of being ignored.
 INT_KEYS = {"gen", "delay_ms", "first_delay_ms", "header_delay_ms", "status", "drop_after",
-            "stall_after", "keepalive_ms", "seed"}
+            "stall_after", "keepalive_ms", "seed", "prompt_tokens", "huge_line", "big_delta",
+            "nest"}
 FLOAT_KEYS = {"stall_s"}
 FLAG_KEYS = {"close", "json", "hang", "rst"}
 STR_KEYS = {"replay", "reply", "chunk", "body", "error", "code", "type", "ctype", "raw",
-            "models"}
+            "models", "encoding", "redirect"}
+BYTES_KEYS = {"content_json"}     # percent-decoded to bytes, not text
+ENCODINGS = ("gzip", "deflate", "br")
 # Routes a spec prefix may stand before; the spec is everything between the first "/" and
 # the route, so an unencoded "/" inside a value (ctype=text/html) is fine.
 ROUTES = ("/v1/chat/completions", "/chat/completions", "/v1/models", "/models")
@@ -67,6 +72,8 @@ def spec_parse(text):
                 spec[key] = value not in ("0", "", "false", "no")
             elif key in STR_KEYS:
                 spec[key] = value
+            elif key in BYTES_KEYS:
+                spec[key] = urllib.parse.unquote_to_bytes(item.partition("=")[2])
             else:
                 raise SpecError("unknown spec key %r" % key)
         except ValueError as e:
@@ -80,6 +87,11 @@ def spec_parse(text):
     for k in ("replay", "body"):
         if k in spec and ("/" in spec[k] or spec[k].startswith(".")):
             raise SpecError("%s must name a file in the fixtures directory" % k)
+    if spec.get("encoding", "gzip") not in ENCODINGS:
+        raise SpecError("encoding must be one of %s" % ", ".join(ENCODINGS))
+    for k in ("huge_line", "big_delta", "nest"):
+        if spec.get(k, 0) < 0:
+            raise SpecError("%s must not be negative" % k)
     return spec
 
 
@@ -190,6 +202,148 @@ def gen_body(n, model):
         return body
 
 
+class LazyBody(Body):
+    """A streamed body made while it is sent (never held whole in memory): gen() yields the
+    pieces; chunk= modes do not apply."""
+
+    def __init__(self, gen):
+        super().__init__(b"", None)
+        self.gen = gen
+
+    def pieces(self, spec):
+        return self.gen()
+
+
+FLOOD_BLOCK = b"x" * (1 << 20)
+# big_delta text: this 64-byte unit repeated (ASCII, 2- and 3-byte UTF-8, a newline)
+BIG_UNIT = "0123456789 abcdefghijklmnopqrstuvwxyz \u00e9\u4e2d ABCDEFGHIJKLMNOPQRS\n".encode("utf-8")
+assert len(BIG_UNIT) == 64
+
+
+def big_delta_text(n):
+    """The content big_delta=N sends: BIG_UNIT repeated N // 64 times (tests compare it)."""
+    return BIG_UNIT * (n // len(BIG_UNIT))
+
+
+def huge_line_body(n, model):
+    """Role and one normal delta, then `data: {...` followed by N bytes of 'x' with no newline,
+    then the end of the body: a line that never ends."""
+    cid = "chatcmpl-fakehuge"
+
+    def gen():
+        yield sse_event(chunk_obj(cid, 1700000000, model, {"role": "assistant", "content": ""}))
+        yield sse_event(chunk_obj(cid, 1700000000, model, {"content": "before the flood "}))
+        yield b'data: {"choices":[{"index":0,"delta":{"content":"'
+        left = n
+        while left > 0:
+            k = min(left, len(FLOOD_BLOCK))
+            yield FLOOD_BLOCK if k == len(FLOOD_BLOCK) else FLOOD_BLOCK[:k]
+            left -= k
+    return LazyBody(gen)
+
+
+def big_delta_body(n, model):
+    """One content delta holding big_delta_text(n), sent in 1 MiB writes, then stop, usage,
+    [DONE]."""
+    cid = "chatcmpl-fakebig"
+    unit = json.dumps(BIG_UNIT.decode("utf-8"), ensure_ascii=False)[1:-1].encode("utf-8")
+    count = n // len(BIG_UNIT)
+
+    def gen():
+        yield sse_event(chunk_obj(cid, 1700000000, model, {"role": "assistant", "content": ""}))
+        yield b'data: {"id":"' + cid.encode() + b'","choices":[{"index":0,"delta":{"content":"'
+        per = (1 << 20) // len(unit)
+        left = count
+        while left > 0:
+            k = min(left, per)
+            yield unit * k
+            left -= k
+        yield b'"},"finish_reason":null}]}\n\n'
+        yield sse_event(chunk_obj(cid, 1700000000, model, {}, "stop"))
+        yield sse_event(chunk_obj(cid, 1700000000, model, usage={
+            "prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6}))
+        yield b"data: [DONE]\n\n"
+    return LazyBody(gen)
+
+
+def raw_content_body(raw, model):
+    """One content delta whose JSON value is the bytes raw, verbatim (may be invalid JSON or
+    invalid UTF-8 on purpose), between a role delta and stop/usage/[DONE]."""
+    cid = "chatcmpl-fakeraw"
+    events = [sse_event(chunk_obj(cid, 1700000000, model, {"role": "assistant", "content": ""})),
+              b'data: {"id":"' + cid.encode() + b'","choices":[{"index":0,"delta":{"content":'
+              + raw + b'},"finish_reason":null}]}\n\n',
+              sse_event(chunk_obj(cid, 1700000000, model, {}, "stop")),
+              sse_event(chunk_obj(cid, 1700000000, model, usage={
+                  "prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6})),
+              b"data: [DONE]\n\n"]
+    return Body(b"".join(events), events)
+
+
+def nested_json(n):
+    return b"[" * n + b"]" * n
+
+
+def nest_body(n, model):
+    """A normal delta, then a chunk with an extra member nested n arrays deep, stop, [DONE]."""
+    cid = "chatcmpl-fakenest"
+    events = [sse_event(chunk_obj(cid, 1700000000, model, {"role": "assistant", "content": ""})),
+              sse_event(chunk_obj(cid, 1700000000, model, {"content": "before the nest "})),
+              b'data: {"choices":[{"index":0,"delta":{"content":"x","extra":' + nested_json(n)
+              + b'}}]}\n\n',
+              sse_event(chunk_obj(cid, 1700000000, model, {}, "stop")),
+              b"data: [DONE]\n\n"]
+    return Body(b"".join(events), events)
+
+
+class Encoder:
+    """Content-Encoding of a body, piece by piece, so a compressed stream stays a stream:
+    gzip / deflate (zlib, flushed after every piece) or br (see brotli_raw_block)."""
+
+    def __init__(self, kind):
+        self.kind = kind
+        self.started = False
+        if kind != "br":
+            self.z = zlib.compressobj(6, zlib.DEFLATED, 31 if kind == "gzip" else 15)
+
+    def piece(self, data):
+        if not data:
+            return b""
+        if self.kind != "br":
+            return self.z.compress(data) + self.z.flush(zlib.Z_SYNC_FLUSH)
+        out = bytearray()
+        for i in range(0, len(data), 65536):
+            out += brotli_raw_block(data[i:i + 65536], not self.started)
+            self.started = True
+        return bytes(out)
+
+    def finish(self):
+        if self.kind != "br":
+            return self.z.flush(zlib.Z_FINISH)
+        # ISLAST = 1, ISLASTEMPTY = 1 (after the window size bit when nothing was sent)
+        fields = [] if self.started else [(0, 1)]
+        return _bits(fields + [(1, 1), (1, 1)])
+
+
+def _bits(fields):
+    """Pack (value, nbits) fields least significant bit first, padded to whole bytes."""
+    acc, n = 0, 0
+    for v, k in fields:
+        acc |= v << n
+        n += k
+    return acc.to_bytes((n + 7) // 8, "little")
+
+
+def brotli_raw_block(block, first):
+    """A brotli uncompressed meta-block (RFC 7932 section 9.2) of 1..65536 bytes: a valid
+    brotli stream needs no brotli library when it does not compress. first: prefix the
+    stream header (WBITS = 16, one 0 bit)."""
+    fields = [(0, 1)] if first else []
+    # ISLAST = 0, MNIBBLES = 4 (code 0), MLEN - 1 in 16 bits, ISUNCOMPRESSED = 1, pad to a byte
+    fields += [(0, 1), (0, 2), (len(block) - 1, 16), (1, 1)]
+    return _bits(fields) + block
+
+
 def message_text(content):
     """Text of a message content: a string, or the text parts of a content array."""
     if isinstance(content, str):
@@ -247,6 +401,50 @@ def error_json(status, message, etype=None, code=None):
 # ---------------------------------------------------------------------------------------------
 # Server
 
+# rpm=N[,burst=B]: a token bucket shared by all requests with the same (N, B): B requests at
+# once (default N), refilled at N a minute. A chat request that finds it empty gets a 429
+# rate_limit_exceeded (with retry-after-ms: time until one request is free); every answer
+# carries x-ratelimit-limit-requests, -remaining-requests and -reset-requests (time until full).
+INT_KEYS.update({"rpm", "burst"})
+
+
+class RateBuckets:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.buckets = {}  # (rpm, burst) -> [level, monotonic time of level]
+
+    def take(self, spec, rec):
+        """The spec to answer with: headers added, and a 429 error when the bucket is empty."""
+        rpm = max(1, spec["rpm"])
+        cap = max(1, spec.get("burst", rpm))
+        rate = rpm / 60.0
+        now = time.monotonic()
+        with self.lock:
+            b = self.buckets.setdefault((rpm, cap), [float(cap), now])
+            b[0] = min(float(cap), b[0] + (now - b[1]) * rate)
+            b[1] = now
+            ok = b[0] >= 1.0
+            if ok:
+                b[0] -= 1.0
+            level = b[0]
+        spec = dict(spec)
+        spec["headers"] = list(spec.get("headers", [])) + [
+            ["x-ratelimit-limit-requests", str(rpm)],
+            ["x-ratelimit-remaining-requests", str(int(level))],
+            ["x-ratelimit-reset-requests", "%.3fs" % ((cap - level) / rate)]]
+        if not ok:
+            wait_ms = int((1.0 - level) / rate * 1000) + 1
+            spec["headers"].append(["retry-after-ms", str(wait_ms)])
+            spec.update(status=429, code="rate_limit_exceeded", type="requests",
+                        error="Rate limit reached for requests per min (RPM): Limit %d, Used %d, "
+                              "Requested 1. Please try again in %dms." % (rpm, rpm, wait_ms))
+            rec["rate_limited"] = True
+        return spec
+
+
+RATE = RateBuckets()
+
+
 class State:
     def __init__(self, fixtures, log_path, default_spec):
         self.fixtures = fixtures
@@ -275,7 +473,9 @@ class State:
     def write_log(self, rec):
         if not self.log:
             return
-        line = json.dumps(rec, ensure_ascii=False) + "\n"
+        line = json.dumps(rec, ensure_ascii=False,
+                          default=lambda o: o.decode("latin-1") if isinstance(o, bytes) else str(o))
+        line += "\n"
         with self.log_lock:
             self.log.write(line)
             self.log.flush()
@@ -457,11 +657,25 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.close_connection = True
             return
 
+        if is_chat and "rpm" in spec:
+            spec = RATE.take(spec, rec)
         model, text, ptoks, wants_stream = request_facts(body)
+        if "prompt_tokens" in spec:
+            ptoks = spec["prompt_tokens"]
         status = spec.get("status", 200)
         ctype = None
         stream = False
-        if "body" in spec:
+        if "redirect" in spec:
+            status = spec.get("status", 307)
+            spec.setdefault("headers", []).append(["Location", spec["redirect"]])
+            out = Body(b"<html><head><title>%d Redirect</title></head><body>moved to %s"
+                       b"</body></html>\n" % (status, spec["redirect"].encode("utf-8")))
+            ctype = "text/html"
+        elif "nest" in spec and status >= 400:
+            out = Body(b'{"error":{"message":"deeply nested","details":' +
+                       nested_json(spec["nest"]) + b"}}")
+            ctype = "application/json"
+        elif "body" in spec:
             try:
                 data = st.fixture(spec["body"])
             except OSError as e:
@@ -490,6 +704,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 ctype = "application/json"
         elif "gen" in spec:
             out, ctype, stream = gen_body(max(0, spec["gen"]), model), "text/event-stream", True
+        elif "huge_line" in spec:
+            out, ctype, stream = huge_line_body(spec["huge_line"], model), "text/event-stream", True
+        elif "big_delta" in spec:
+            out, ctype, stream = big_delta_body(spec["big_delta"], model), "text/event-stream", True
+        elif "content_json" in spec:
+            out, ctype = raw_content_body(spec["content_json"], model), "text/event-stream"
+            stream = True
+        elif "nest" in spec:
+            out, ctype, stream = nest_body(spec["nest"], model), "text/event-stream", True
         else:
             if "reply" in spec:
                 text = spec["reply"]
@@ -514,8 +737,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if spec.get("header_delay_ms"):
             if STOP.wait(spec["header_delay_ms"] / 1000.0):
                 raise ClientGone()
+        enc = Encoder(spec["encoding"]) if "encoding" in spec else None
+        if enc and not stream:
+            out = Body(enc.piece(out.data) + enc.finish())
+            enc = None
         self.send_response(status)
         self.send_header("Content-Type", spec.get("ctype", ctype))
+        if "encoding" in spec:
+            self.send_header("Content-Encoding", spec["encoding"])
         if stream:
             self.send_header("Transfer-Encoding", "chunked")
             self.send_header("Cache-Control", "no-cache")
@@ -527,9 +756,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_header("Connection", "close")
             self.close_connection = True
         self.end_headers()
-        self.send_body(out, spec, stream, stall_s)
+        self.send_body(out, spec, stream, stall_s, enc)
 
-    def send_body(self, out, spec, chunked, stall_s):
+    def send_body(self, out, spec, chunked, stall_s, enc=None):
         sock = self.connection
         pieces = out.pieces(spec)
         limit = spec.get("drop_after", spec.get("stall_after"))
@@ -549,10 +778,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     raise ClientGone()
             if limit is not None and sent + len(piece) >= limit:
                 piece = piece[:limit - sent]
-                self.write_piece(sock, piece, chunked)
+                self.write_piece(sock, enc.piece(piece) if enc else piece, chunked)
                 sent += len(piece)
                 break
-            self.write_piece(sock, piece, chunked)
+            self.write_piece(sock, enc.piece(piece) if enc else piece, chunked)
             sent += len(piece)
         if keepalive > 0 and limit is None:
             self.keep_alive_forever(sock, keepalive, stall_s, chunked)
@@ -564,6 +793,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.wait_quiet(stall_s)
             self.close_connection = True
             return
+        if enc:
+            self.write_piece(sock, enc.finish(), chunked)
         if chunked:
             sock.sendall(b"0\r\n\r\n")
 
@@ -640,6 +871,8 @@ def main(argv=None):
     ap.add_argument("--log", help="append one JSON line per request to this file")
     ap.add_argument("--fixtures", default=os.path.join(here, "..", "fixtures"))
     ap.add_argument("--default-spec", default="", help="spec for URLs without a spec segment")
+    ap.add_argument("--tls-cert", help="serve HTTPS with this certificate (PEM)")
+    ap.add_argument("--tls-key", help="private key of --tls-cert (PEM)")
     args = ap.parse_args(argv)
     try:
         spec_parse(args.default_spec)
@@ -647,6 +880,12 @@ def main(argv=None):
         ap.error("--default-spec: %s" % e)
 
     srv = Server((args.host, args.port), Handler)
+    if args.tls_cert:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(args.tls_cert, args.tls_key)
+        # The handshake runs in the handler's thread (first read), so a client that rejects
+        # the certificate only ends its own connection.
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True, do_handshake_on_connect=False)
     srv.state = State(os.path.abspath(args.fixtures), args.log, args.default_spec)
     port = srv.server_address[1]
     if args.port_file:

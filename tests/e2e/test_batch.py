@@ -1,0 +1,386 @@
+#!/usr/bin/env python3
+"""End-to-end tests of `tokterm batch`: the real binary against the fake server. Prints TAP.
+
+Input forms, per-line overrides, bad lines, the response cache (shared with the chat),
+--resume, order of completion, requests really in flight together (the server's log times),
+SIGINT (whole lines only, exit 130), and pacing under a server-side requests-per-minute limit.
+The HTTP/2 multiplexing case (one connection for a batch at concurrency 16) is in
+test_nginx.py."""
+
+import sys
+
+sys.dont_write_bytecode = True
+
+import json  # noqa: E402
+import os  # noqa: E402
+import signal  # noqa: E402
+import subprocess  # noqa: E402
+import time  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ttlib  # noqa: E402
+
+t = ttlib.Tap()
+KEY = ttlib.TEST_KEY
+FIELDS = {"id", "line", "content", "reasoning", "model", "finish_reason", "outcome", "exit_code",
+          "http_status", "error", "usage", "timings", "connection_reused", "http_version",
+          "cached", "retries"}
+
+
+def write_lines(path, objs):
+    with open(path, "w", encoding="utf-8") as f:
+        for o in objs:
+            f.write((o if isinstance(o, str) else json.dumps(o)) + "\n")
+    return path
+
+
+def parse(out):
+    """Output lines as objects; None for a line that is not JSON."""
+    res = []
+    for line in out.decode("utf-8").split("\n")[:-1]:
+        try:
+            res.append(json.loads(line))
+        except ValueError:
+            res.append(None)
+    return res
+
+
+def by_id(lines):
+    return {json.dumps(r["id"]): r for r in lines if r}
+
+
+def prompts_sent(srv, since=0):
+    """The last user message of every chat request the server got after the first `since`."""
+    out = []
+    for r in srv.requests()[since:]:
+        msgs = (r.get("body") or {}).get("messages") or []
+        out.append(msgs[-1]["content"] if msgs else None)
+    return out
+
+
+def todo(cond, name, why):
+    """A TAP test point marked TODO: an expected failure until the feature lands."""
+    t.n += 1
+    t._line("%s %d - %s # TODO %s" % ("ok" if cond else "not ok", t.n, name.replace("#", ""),
+                                      why))
+
+
+def max_overlap(intervals):
+    """Largest number of [start, end) intervals that hold one instant."""
+    ev = sorted([(s, 1) for s, e in intervals] + [(e, -1) for s, e in intervals],
+                key=lambda x: (x[0], x[1]))
+    cur = best = 0
+    for _, d in ev:
+        cur += d
+        best = max(best, cur)
+    return best
+
+
+d = ttlib.tempdir("tt-batch-")
+home = ttlib.make_home()
+
+with ttlib.FakeServer() as srv:
+    def run(args, spec="", **kw):
+        env = dict(kw.pop("env", {}) or {})
+        env.setdefault("OPENAI_BASE_URL", srv.base(spec))
+        kw.setdefault("home", home)
+        return ttlib.run_tokterm(args, env=env, **kw)
+
+    # --- usage ---
+    rc, out, err = run(["batch"])
+    t.eq(rc, 2, "no input file: exit 2")
+    t.ok(b"give the input file" in err, "no input file: says what to give", err.decode())
+    rc, out, err = run(["batch", "--help"])
+    t.ok(rc == 0 and b"--concurrency" in out and b"--resume" in out, "batch --help")
+    rc, out, err = run(["batch", "x.jsonl", "--concurrency", "0"])
+    t.ok(rc == 2 and b"--concurrency takes a number" in err, "--concurrency 0 refused", err.decode())
+    rc, out, err = run(["batch", "x.jsonl", "-m", "gpt"])
+    t.ok(rc == 2 and b"go before the word batch" in err, "a global option after batch: hint",
+         err.decode())
+    rc, out, err = run(["batch", os.path.join(d, "missing.jsonl")])
+    t.ok(rc == 2 and b"cannot read" in err, "missing input: exit 2", err.decode())
+    rc, out, err = run(["batch", "x.jsonl", "--resume"])
+    t.ok(rc == 2 and b"--resume needs --out" in err, "--resume without --out: exit 2", err.decode())
+
+    # --- both forms, per-line model, system prompts, every field ---
+    inp = write_lines(os.path.join(d, "forms.jsonl"), [
+        {"id": 1, "prompt": "alpha one"},
+        {"id": "two", "messages": [{"role": "system", "content": "be brief"},
+                                   {"role": "user", "content": "beta two"}]},
+        "",
+        {"id": 3.5, "prompt": "gamma three", "model": "other-model", "temperature": 0.5,
+         "max_tokens": 77},
+        {"id": 4, "prompt": "delta four", "system": "own system"},
+    ])
+    n0 = len(srv.requests())
+    rc, out, err = run(["-s", "global system", "batch", inp, "--concurrency", "2"])
+    lines = parse(out)
+    t.eq(rc, 0, "forms: exit 0 (every item complete)")
+    t.eq(len(lines), 4, "forms: one line per item (the blank line is skipped)")
+    t.ok(all(r is not None and set(r) == FIELDS for r in lines), "forms: every line is JSON with "
+         "the --json fields plus id, line, retries", out.decode())
+    got = by_id(lines)
+    t.eq({k: (v["content"], v["line"], v["outcome"], v["exit_code"]) for k, v in got.items()},
+         {"1": ("alpha one", 1, "complete", 0), '"two"': ("beta two", 2, "complete", 0),
+          "3.5": ("gamma three", 4, "complete", 0), "4": ("delta four", 5, "complete", 0)},
+         "forms: contents echoed, ids kept as given (number, string), input line numbers")
+    t.eq(got["3.5"]["model"], "other-model", "per-line model in the answer")
+    t.ok(all(v["usage"] and v["usage"]["completion_tokens"] > 0 and v["timings"]["total_s"] > 0
+             and v["http_status"] == 200 and v["error"] is None and v["cached"] is False
+             for v in got.values()), "usage, timings, status, error null, cached false")
+    bodies = {r["body"]["messages"][-1]["content"]: r["body"] for r in srv.requests()[n0:]}
+    t.eq(len(bodies), 4, "forms: four requests reached the server")
+    t.eq(bodies["gamma three"]["model"], "other-model", "server got the per-line model")
+    t.eq((bodies["gamma three"].get("temperature"), bodies["gamma three"].get("max_tokens")),
+         (0.5, 77), "server got the per-line temperature and max_tokens")
+    t.eq(bodies["alpha one"]["model"], "gpt-4o-mini", "default model otherwise")
+    t.eq(bodies["alpha one"]["messages"][0], {"role": "system", "content": "global system"},
+         "prompt form: -s system prompt sent")
+    t.eq(bodies["delta four"]["messages"][0], {"role": "system", "content": "own system"},
+         "prompt form: the line's own system wins")
+    t.eq(bodies["beta two"]["messages"], [{"role": "system", "content": "be brief"},
+                                          {"role": "user", "content": "beta two"}],
+         "messages form: sent as given (no -s added)")
+    t.ok(all(b.get("stream") is True for b in bodies.values()), "requests are streamed")
+    t.ok(b"4 items: 4 complete, 0 failed" in err, "one-line summary on stderr (not a terminal)",
+         err.decode())
+    t.ok(b"\r" not in err and b"\033" not in err, "no progress bar when stderr is not a terminal")
+
+    # --- the cache: a second run asks the server nothing ---
+    n0 = len(srv.requests())
+    rc, out2, err = run(["-s", "global system", "batch", inp])
+    lines2 = parse(out2)
+    t.eq(len(srv.requests()), n0, "second run: no request reached the server")
+    t.ok(rc == 0 and len(lines2) == 4 and all(r["cached"] for r in lines2),
+         "second run: four cached answers, exit 0", out2.decode())
+    t.eq({k: v["content"] for k, v in by_id(lines2).items()},
+         {k: v["content"] for k, v in got.items()}, "cached answers equal the first ones")
+    t.ok(b"4 from the cache" in err, "summary counts cache hits", err.decode())
+    rc, out3, err = run(["--no-cache", "batch", inp])
+    t.eq(len(srv.requests()), n0 + 4, "--no-cache: asks the server again")
+    rc, out3, err = run(["--incognito", "batch", inp])
+    t.eq(len(srv.requests()), n0 + 8, "--incognito: no cache")
+    # chat and batch share cache entries
+    rc, out, err = run(["-p", "shared between chat and batch"])
+    t.eq(rc, 0, "a chat answer (fills the cache)")
+    n0 = len(srv.requests())
+    shared = write_lines(os.path.join(d, "shared.jsonl"),
+                         [{"id": "s", "prompt": "shared between chat and batch"},
+                          {"id": "miss", "prompt": "never asked before"}])
+    rc, out, err = run(["batch", shared])
+    got = by_id(parse(out))
+    t.ok(got['"s"']["cached"] and got['"s"']["content"] == "shared between chat and batch",
+         "batch answers from the chat's cache entry")
+    t.eq(prompts_sent(srv, n0), ["never asked before"], "only the new prompt was sent")
+    rc, out, err = run(["--cache-only", "batch", write_lines(os.path.join(d, "co.jsonl"), [
+        {"id": 1, "prompt": "shared between chat and batch"}, {"id": 2, "prompt": "not cached"}])])
+    got = by_id(parse(out))
+    t.eq((got["1"]["outcome"], got["2"]["outcome"], got["2"]["exit_code"], rc),
+         ("complete", "cache-miss", 7, 3), "--cache-only: hit, miss (exit_code 7), exit 3")
+
+    # --- bad lines: an error line each, the run goes on ---
+    bad = write_lines(os.path.join(d, "bad.jsonl"), [
+        {"id": 1, "prompt": "good one"},
+        "this is not json",
+        {"prompt": "no id"},
+        {"id": 1, "prompt": "duplicate"},
+        {"id": 5, "prompt": "p", "messages": [{"role": "user", "content": "m"}]},
+        {"id": 6, "prompt": "p", "temperature": 9},
+        {"id": 7, "messages": [{"role": "wizard", "content": "m"}]},
+        {"id": 8},
+        "[1, 2]",
+        {"id": {"nested": 1}, "prompt": "p"},
+        {"id": 11, "prompt": "fine too", "colour": "blue"},
+    ])
+    n0 = len(srv.requests())
+    rc, out, err = run(["batch", bad])
+    lines = parse(out)
+    t.eq(rc, 3, "bad lines: exit 3 (some items failed)")
+    t.eq(len(lines), 11, "bad lines: one output line per input line")
+    byline = {r["line"]: r for r in lines}
+    t.eq(sorted(r["line"] for r in lines if r["outcome"] == "complete"), [1, 11],
+         "the good lines were answered")
+    errs = {ln: (r["outcome"], r["exit_code"]) for ln, r in byline.items()
+            if r["outcome"] != "complete"}
+    t.eq(errs, {ln: ("usage-error", 2) for ln in range(2, 11)},
+         "every bad line: outcome usage-error, exit_code 2")
+    why = {ln: byline[ln]["error"] for ln in range(2, 11)}
+    checks = {2: "not valid JSON", 3: "no \"id\"", 4: "duplicate id: line 1", 5: "not both",
+              6: "temperature", 7: "role", 8: "no \"prompt\"", 9: "not a JSON object",
+              10: "must be a string or a number"}
+    t.ok(all(why[k].startswith("line %d: " % k) and v in why[k] for k, v in checks.items()),
+         "each error names its line and the reason", json.dumps(why, indent=1))
+    t.eq((byline[4]["id"], byline[3]["id"]), (1, None), "error lines keep the id (null when none)")
+    t.ok(all(byline[ln]["usage"] is None and byline[ln]["timings"] is None for ln in range(2, 11)),
+         "error lines: usage and timings null")
+    t.eq(sorted(prompts_sent(srv, n0)), ["fine too", "good one"], "only good lines were sent")
+    t.ok(b'unknown field "colour"' in err, "unknown field: one warning", err.decode())
+    t.ok(b"2 complete, 9 failed" in err, "summary counts failures", err.decode())
+
+    # --- a failing request: its line says why, the others complete ---
+    srv.queue(["status=400,error=bad%20request%20here"])
+    rc, out, err = run(["batch", "--concurrency", "1", write_lines(
+        os.path.join(d, "fail.jsonl"), [{"id": "f", "prompt": "first"}, {"id": "g", "prompt": "x"}])])
+    got = by_id(parse(out))
+    t.eq((got['"f"']["outcome"], got['"f"']["exit_code"], got['"f"']["http_status"], rc),
+         ("api-error", 3, 400, 3), "HTTP 400: api-error line, exit 3")
+    t.ok("bad request here" in (got['"f"']["error"] or ""), "the server's message is in error")
+    t.eq(got['"g"']["outcome"], "complete", "the next item still completes")
+    t.ok(KEY.encode() not in out + err, "key never printed")
+
+    # --- malformed files ---
+    arr = os.path.join(d, "array.json")
+    with open(arr, "w") as f:
+        json.dump([{"id": 1, "prompt": "a"}, {"id": 2, "prompt": "b"}], f, indent=2)
+    rc, out, err = run(["batch", arr])
+    t.ok(rc == 2 and out == b"" and b"JSON array" in err and b"jq -c" in err,
+         "a JSON array: exit 2, says how to convert", err.decode())
+    pretty = os.path.join(d, "pretty.jsonl")
+    with open(pretty, "w") as f:
+        json.dump({"id": 1, "prompt": "a"}, f, indent=2)
+    rc, out, err = run(["batch", pretty])
+    t.ok(rc == 2 and out == b"" and b"not JSON lines" in err, "a pretty-printed object: exit 2",
+         err.decode())
+    with open(os.path.join(d, "bin.jsonl"), "wb") as f:
+        f.write(b"\x00\x01\x02binary\x00\n\xff\xfe")
+    rc, out, err = run(["batch", os.path.join(d, "bin.jsonl")])
+    t.ok(rc == 2 and b"not JSON lines" in err, "a binary file: exit 2", err.decode())
+    rc, out, err = run(["batch", write_lines(os.path.join(d, "empty.jsonl"), ["", "  "])])
+    t.ok(rc == 0 and out == b"", "blank lines only: nothing to do, exit 0", err.decode())
+    # stdin, CRLF and a byte-order mark
+    rc, out, err = run(["batch", "-"], stdin=b'\xef\xbb\xbf{"id":1,"prompt":"from stdin"}\r\n')
+    lines = parse(out)
+    t.ok(rc == 0 and len(lines) == 1 and lines[0]["content"] == "from stdin",
+         "input from stdin (-), with a BOM and CRLF", out.decode() + err.decode())
+    rc, out, err = run(["batch", inp, "--out", inp])
+    t.ok(rc == 2 and b"is the input file" in err, "--out = the input: refused", err.decode())
+
+    # --- order of completion ---
+    # Whichever request reaches the server first waits 700 ms; its line must come last.
+    n0 = len(srv.requests())
+    srv.queue(["header_delay_ms=700"])
+    rc, out, err = run(["--incognito", "batch", "-j", "2", write_lines(
+        os.path.join(d, "order.jsonl"), [{"id": "a", "prompt": "a"}, {"id": "b", "prompt": "b"}])])
+    slow = [r["body"]["messages"][-1]["content"] for r in srv.requests()[n0:] if r.get("queued")]
+    t.eq([r["id"] for r in parse(out)], sorted({"a", "b"} - set(slow)) + slow,
+         "lines come in order of completion, not input order")
+
+    # --- requests in flight together ---
+    many = write_lines(os.path.join(d, "many.jsonl"),
+                       [{"id": i, "prompt": "overlap %d" % i} for i in range(8)])
+    for conc, want in ((4, 4), (1, 1)):
+        n0 = len(srv.requests())
+        t0 = time.monotonic()
+        rc, out, err = run(["--incognito", "batch", "-j", str(conc), many],
+                           spec="header_delay_ms=400")
+        wall = time.monotonic() - t0
+        reqs = srv.requests()[n0:]
+        t.ok(rc == 0 and len(parse(out)) == 8 and len(reqs) == 8, "-j %d: 8 answers" % conc)
+        got = max_overlap([(r["t"], r["t"] + 0.4) for r in reqs])
+        t.eq(got, want, "-j %d: at most and at least %d requests in flight (server log times)"
+             % (conc, want))
+        if conc == 4:
+            t.ok(wall < 8 * 0.4 * 0.6, "-j 4: 8 x 400 ms took %.2f s, not 3.2 s" % wall)
+
+    # --- --resume ---
+    items = [{"id": "r%d" % i, "prompt": "resume %d" % i} for i in range(6)]
+    full = write_lines(os.path.join(d, "resume.jsonl"), items)
+    part = write_lines(os.path.join(d, "resume3.jsonl"), items[:3])
+    outf = os.path.join(d, "resume.out")
+    rc, out, err = run(["--incognito", "batch", part, "--out", outf])
+    t.ok(rc == 0 and out == b"", "--out: nothing on stdout")
+    with open(outf, "a") as f:  # a failed line for r3, and r4's line cut in half by a crash
+        f.write(json.dumps({"id": "r3", "outcome": "network-error", "error": "boom"}) + "\n")
+        f.write('{"id":"r4","content":"half')
+    n0 = len(srv.requests())
+    rc, out, err = run(["--incognito", "batch", full, "--out", outf, "--resume"])
+    t.eq(rc, 0, "--resume: exit 0")
+    t.eq(sorted(prompts_sent(srv, n0)), ["resume 3", "resume 4", "resume 5"],
+         "--resume: only the ids not complete in OUT were sent")
+    with open(outf, "rb") as f:
+        data = f.read()
+    lines = parse(data)
+    t.ok(data.endswith(b"\n") and None not in lines, "--resume: OUT is whole JSON lines")
+    t.eq(sorted(r["id"] for r in lines), ["r%d" % i for i in range(6)],
+         "--resume: one line per id (the failed and the half line were dropped)")
+    t.ok(all(r["outcome"] == "complete" for r in lines), "--resume: all complete")
+    t.ok(b"3 skipped" in err, "summary counts skipped ids", err.decode())
+    n0 = len(srv.requests())
+    rc, out, err = run(["--incognito", "batch", full, "--out", outf, "--resume"])
+    t.ok(rc == 0 and len(srv.requests()) == n0, "--resume when all are done: nothing sent")
+
+    # --- SIGINT: finished lines whole, the rest cancelled, exit 130; then --resume ---
+    big = write_lines(os.path.join(d, "sigint.jsonl"),
+                      [{"id": i, "prompt": "sig %d" % i} for i in range(12)])
+    env = ttlib.clean_env(home, {"OPENAI_BASE_URL": srv.base("gen=20000,chunk=whole,header_delay_ms=300")})
+    p = subprocess.Popen([ttlib.tokterm_path(), "--incognito", "batch", "-j", "3", big], env=env,
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         start_new_session=True)
+    time.sleep(1.0)
+    t_sig = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    try:
+        out, err = p.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+    took = time.monotonic() - t_sig
+    lines = parse(out)
+    t.eq(p.returncode, 130, "SIGINT: exit 130")
+    t.ok(took < 3, "SIGINT: stops at once (%.2f s)" % took)
+    t.ok(out.endswith(b"\n") and None not in lines, "SIGINT: only whole JSON lines on stdout "
+         "(%d bytes)" % len(out))
+    t.ok(0 < len(lines) < 12, "SIGINT: some finished lines written, not all (%d)" % len(lines))
+    t.ok(all(r["outcome"] == "complete" and len(r["content"]) > 100000 for r in lines),
+         "SIGINT: every written line is a complete answer (cancelled ones are not written)")
+    t.ok(b"interrupted" in err, "SIGINT: the summary says interrupted", err.decode())
+    # the same with --out, then --resume completes the rest
+    outf = os.path.join(d, "sigint.out")
+    p = subprocess.Popen([ttlib.tokterm_path(), "--incognito", "batch", "-j", "3", big,
+                          "--out", outf], env=env, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    time.sleep(1.0)
+    p.send_signal(signal.SIGINT)
+    try:
+        _, err = p.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        _, err = p.communicate()
+    with open(outf, "rb") as f:
+        data = f.read()
+    first = parse(data)
+    t.ok(p.returncode == 130 and data.endswith(b"\n") and None not in first and
+         0 < len(first) < 12, "SIGINT with --out: exit 130, whole lines (%d)" % len(first))
+    t.ok(b"--resume" in err, "SIGINT with --out: says how to finish", err.decode())
+    n0 = len(srv.requests())
+    rc, out, err = ttlib.run_tokterm(["--incognito", "batch", "-j", "3", big, "--out", outf,
+                                      "--resume"], env={"OPENAI_BASE_URL":
+                                                        srv.base("gen=20000,chunk=whole,header_delay_ms=300")},
+                                     home=home, timeout=60)
+    with open(outf, "rb") as f:
+        final = parse(f.read())
+    t.eq(rc, 0, "after SIGINT, --resume: exit 0")
+    t.eq(sorted(r["id"] for r in final), list(range(12)), "after --resume: every id once")
+    t.eq(len(srv.requests()) - n0, 12 - len(first), "--resume sent only the unfinished ones")
+
+# --- pacing: a server that allows 600 requests a minute (10 at once) must see no 429 ---
+with ttlib.FakeServer() as srv:
+    paced = write_lines(os.path.join(d, "paced.jsonl"),
+                        [{"id": i, "prompt": "paced %d" % i} for i in range(40)])
+    t0 = time.monotonic()
+    rc, out, err = ttlib.run_tokterm(["--incognito", "batch", "-j", "8", paced],
+                                     env={"OPENAI_BASE_URL": srv.base("rpm=600,burst=10")},
+                                     timeout=60)
+    wall = time.monotonic() - t0
+    lines = parse(out)
+    limited = [r for r in srv.requests() if r.get("rate_limited")]
+    t.ok(rc == 0 and len(lines) == 40 and all(r["outcome"] == "complete" for r in lines),
+         "rpm=600,burst=10: 40 items complete (%.1f s, %d retries)"
+         % (wall, sum(r["retries"] for r in lines)), err.decode())
+    t.ok(wall >= 2.5, "rpm=600,burst=10: 40 requests need 3 s at 10/s (took %.1f s)" % wall)
+    # TODO: make this a plain test point once the network thread's pacing keeps a batch under
+    # the limit (an unexpected pass, XPASS, says it is time).
+    todo(len(limited) == 0, "rpm=600: zero requests got a 429 (got %d)" % len(limited),
+         "pacing of concurrent requests does not hold the limit yet")
+
+sys.exit(t.done())

@@ -1,0 +1,479 @@
+#!/usr/bin/env python3
+"""The hostile input catalogue: the real binary against broken, hostile or odd servers, files
+and databases. For each case: the exit status tokterm documents, a message that says what
+happened (and what to do), nothing already received lost, bounded memory, no raw control or
+escape byte from the input on stderr. Prints TAP.
+
+A check that fails because of a known bug in a module this catalogue does not own is a TAP
+TODO point ("not ok N - ... # TODO ..."): it is reported, not counted as a failure, and turns
+into "ok ... # TODO" (an unexpected pass) once the bug is fixed.
+
+HOSTILE_TABLE=FILE writes a Markdown table of what tokterm did in each case (for the docs)."""
+
+import sys
+
+sys.dont_write_bytecode = True
+
+import hashlib  # noqa: E402
+import os  # noqa: E402
+import pty  # noqa: E402
+import re  # noqa: E402
+import shutil  # noqa: E402
+import signal  # noqa: E402
+import subprocess  # noqa: E402
+import time  # noqa: E402
+import urllib.parse  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ttlib  # noqa: E402
+
+t = ttlib.Tap()
+TABLE = []
+MIB = 1 << 20
+BIG_UNIT = ("0123456789 abcdefghijklmnopqrstuvwxyz \u00e9\u4e2d ABCDEFGHIJKLMNOPQRS\n"
+            .encode("utf-8"))  # as tests/fake-openai/server.py sends it for big_delta=
+
+
+def q(text):
+    return urllib.parse.quote(text, safe="")
+
+
+def todo(cond, name, why, diag=""):
+    """A test point that documents a known bug elsewhere (TAP TODO)."""
+    t.n += 1
+    status = "ok" if cond else "not ok"
+    t._line("%s %d - %s # TODO %s" % (status, t.n, name.replace("#", "\\#"), why))
+    if not cond and diag:
+        t.diag(diag)
+    return bool(cond)
+
+
+def run(args, env=None, home=None, stdin=None, timeout=60):
+    """Run tokterm; returns (exit code, stdout, stderr)."""
+    e = ttlib.clean_env(home, env)
+    p = subprocess.Popen([ttlib.tokterm_path()] + [str(a) for a in args], env=e,
+                         stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        out, err = p.communicate(stdin, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, err = p.communicate()
+        err += b"\n[killed after %gs]\n" % timeout
+    return p.returncode, out, err
+
+
+def peak_rss(args, env=None, home=None, timeout=60):
+    """Run tokterm with stdout/stderr to files; returns (exit code, stdout, stderr, peak RSS
+    in MiB) with the RSS of exactly this child (wait4)."""
+    d = ttlib.tempdir("tt-rss-")
+    e = ttlib.clean_env(home, env)
+    with open(os.path.join(d, "out"), "wb") as fo, open(os.path.join(d, "err"), "wb") as fe:
+        p = subprocess.Popen([ttlib.tokterm_path()] + [str(a) for a in args], env=e,
+                             stdin=subprocess.DEVNULL, stdout=fo, stderr=fe)
+        deadline = time.monotonic() + timeout
+        while True:
+            pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() > deadline:
+                p.kill()
+                pid, status, ru = os.wait4(p.pid, 0)
+                break
+            time.sleep(0.02)
+        p.returncode = os.waitstatus_to_exitcode(status)
+    with open(os.path.join(d, "out"), "rb") as f:
+        out = f.read()
+    with open(os.path.join(d, "err"), "rb") as f:
+        err = f.read()
+    return p.returncode, out, err, ru.ru_maxrss / 1024.0
+
+
+def safe_stderr(err, name):
+    """No byte of the input may drive the terminal through our messages."""
+    bad = [b for b in err if (b < 0x20 and b not in (0x09, 0x0a)) or b == 0x7f]
+    t.ok(not bad and b"\xc2\x9b" not in err, name + ": stderr holds no control/escape byte",
+         repr(err[:300]))
+
+
+def first_line(err):
+    lines = [ln for ln in err.decode("utf-8", "replace").splitlines() if ln.strip()]
+    return lines[-1] if lines else ""
+
+
+def record(case, rc, err, note=""):
+    msg = first_line(err)
+    if len(msg) > 160:
+        msg = msg[:157] + "..."
+    TABLE.append((case, rc, msg.replace("|", "\\|"), note))
+
+
+class TlsServer:
+    """tests/fake-openai/server.py over HTTPS (ttlib.FakeServer checks health over plain HTTP)."""
+
+    def __init__(self, cert, key):
+        self.dir = ttlib.tempdir("tt-tlssrv-")
+        port_file = os.path.join(self.dir, "port")
+        self.proc = subprocess.Popen([sys.executable, ttlib.server_script(), "--port", "0",
+                                      "--port-file", port_file, "--tls-cert", cert,
+                                      "--tls-key", key], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        self.port = None
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            if os.path.exists(port_file):
+                with open(port_file) as f:
+                    self.port = int(f.read().strip())
+                break
+            time.sleep(0.02)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.proc.terminate()
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        return False
+
+
+def on_pty(env_extra, args):
+    """Run tokterm with its stdout and stderr on a pseudo-terminal; returns (status, bytes)."""
+    env = ttlib.clean_env(env=env_extra)
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execve(ttlib.tokterm_path(), [ttlib.tokterm_path()] + args, env)
+    buf = b""
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        buf += chunk
+    _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    return os.waitstatus_to_exitcode(status), buf
+
+
+with ttlib.FakeServer() as srv:
+    def base(spec):
+        return {"OPENAI_BASE_URL": srv.base(spec)}
+
+    # --- 1. a 100 MB SSE line without a newline -------------------------------------------------
+    t0 = time.monotonic()
+    rc, out, err, rss = peak_rss(["-p", "hi"], base("huge_line=%d" % (100 * 1000 * 1000)))
+    took = time.monotonic() - t0
+    t.eq(rc, 3, "100 MB line: exit 3 (unusable stream)")
+    t.ok(b"line longer than the limit" in err, "100 MB line: says the line is too long",
+         err.decode(errors="replace"))
+    t.eq(out, b"before the flood \n", "100 MB line: the text before it is kept")
+    t.ok(b"partial answer above is kept" in err, "100 MB line: says the partial answer is kept")
+    t.ok(rss < 256, "100 MB line: memory stays bounded (peak %.0f MiB < 256)" % rss)
+    t.ok(took < 30, "100 MB line: ends promptly (%.1f s)" % took)
+    todo(b"try again" in err or b"provider" in err,
+         "100 MB line: says what to do", "net.c composes this message without advice",
+         err.decode(errors="replace"))
+    safe_stderr(err, "100 MB line")
+    record("a 100 MB SSE line without a newline", rc, err, "peak RSS %.0f MiB" % rss)
+
+    # --- 2. a 10 MB single delta ----------------------------------------------------------------
+    n = 10 * 1000 * 1000
+    rc, out, err, rss = peak_rss(["-p", "hi"], base("big_delta=%d" % n))
+    want = BIG_UNIT * (n // len(BIG_UNIT))
+    t.eq(rc, 0, "10 MB delta: exit 0")
+    t.eq(hashlib.sha256(out).hexdigest(), hashlib.sha256(want).hexdigest(),
+         "10 MB delta: every byte on stdout, exactly (%d bytes)" % len(out))
+    t.eq(err, b"", "10 MB delta: stderr quiet")
+    t.ok(rss < 256, "10 MB delta: peak memory %.0f MiB < 256" % rss)
+    record("a 10 MB single delta", rc, err, "all %d bytes printed, peak RSS %.0f MiB"
+           % (len(out), rss))
+
+    # --- 3. invalid UTF-8 and NUL bytes inside content --------------------------------------------
+    esc = q('"a\\u0000b\\ud800c\\u001b[2Jd"')  # JSON escapes: NUL, a lone surrogate, ESC
+    rc, out, err = run(["-p", "hi"], base("content_json=" + esc))
+    t.eq((rc, out), (0, b"a\x00b\xef\xbf\xbdc\x1b[2Jd\n"),
+         "escaped NUL, lone surrogate, ESC: exact bytes to a pipe (U+FFFD for the surrogate)")
+    st, screen = on_pty(base("content_json=" + esc), ["-p", "hi"])
+    t.eq(st, 0, "escaped NUL/ESC on a terminal: exit 0")
+    t.ok(b"a^@b\xef\xbf\xbdc^[[2Jd" in screen and b"\x1b" not in screen and b"\x00" not in screen,
+         "escaped NUL/ESC on a terminal: shown as ^@ and ^[, never raw", repr(screen))
+    record("NUL, ESC and a lone surrogate as JSON escapes in content", rc, err,
+           "pipe: exact bytes; terminal: `^@`, `^[`, U+FFFD")
+    raw = urllib.parse.quote_from_bytes(b'"a\xff\xfeb\xc3"')  # raw invalid UTF-8 in the JSON
+    rc, out, err = run(["-p", "hi"], base("content_json=" + raw))
+    t.eq((rc, out), (0, b"a\xff\xfeb\xc3\n"), "raw invalid UTF-8: passed through to a pipe")
+    st, screen = on_pty(base("content_json=" + raw), ["-p", "hi"])
+    t.ok(b"a\xef\xbf\xbd\xef\xbf\xbdb\xef\xbf\xbd" in screen and b"\xff" not in screen,
+         "raw invalid UTF-8 on a terminal: U+FFFD", repr(screen))
+    record("raw invalid UTF-8 bytes inside a JSON string", rc, err,
+           "pipe: exact bytes; terminal: U+FFFD")
+    raw = urllib.parse.quote_from_bytes(b'"a\x00b\x1b[2J"')  # raw NUL and ESC: invalid JSON
+    rc, out, err = run(["-p", "hi"], base("content_json=" + raw))
+    t.eq(rc, 3, "raw NUL/ESC inside a JSON string: exit 3 (malformed chunk)")
+    t.ok(b"malformed JSON" in err and b"control character" in err,
+         "raw NUL/ESC: says the chunk is malformed", err.decode(errors="replace"))
+    safe_stderr(err, "raw NUL/ESC in a chunk")
+    record("raw NUL and ESC bytes inside a JSON string (invalid JSON)", rc, err)
+
+    # --- 4. deeply nested JSON --------------------------------------------------------------------
+    rc, out, err = run(["-p", "hi"], base("nest=100000"))
+    t.eq(rc, 3, "100,000-deep chunk: exit 3")
+    t.ok(b"nested too deeply" in err, "100,000-deep chunk: says nested too deeply",
+         err.decode(errors="replace"))
+    t.ok(out.startswith(b"before the nest "), "100,000-deep chunk: earlier text kept", repr(out))
+    safe_stderr(err, "deep chunk")
+    record("a stream chunk nested 100,000 arrays deep", rc, err)
+    rc, out, err = run(["-p", "hi"], base("nest=100000,status=400"))
+    t.eq(rc, 3, "100,000-deep error body: exit 3")
+    t.ok(b"HTTP 400" in err and len(err) < 4096, "100,000-deep error body: short HTTP 400 message",
+         err[:300].decode(errors="replace"))
+    safe_stderr(err, "deep error body")
+    record("an HTTP 400 error body nested 100,000 arrays deep", rc, err)
+
+    # --- 5. an HTML error page from a proxy with status 502 --------------------------------------
+    rc, out, err = run(["-p", "hi"], base("status=502,ctype=text/html,body=proxy_502.html"))
+    t.eq(rc, 3, "proxy 502 page: exit 3")
+    t.ok(b"HTTP 502" in err and b"502 Bad Gateway" in err and b"proxy" in err,
+         "proxy 502 page: status, page title, and that a proxy answered",
+         err.decode(errors="replace"))
+    safe_stderr(err, "proxy 502")
+    record("an HTML error page from a proxy, status 502", rc, err)
+    rc, out, err = run(["-p", "hi"], base("status=400,error=" + q("bad \x1b]0;owned\x07 \x1b[2J "
+                                                                 "\u009b1m key")))
+    t.eq(rc, 3, "error message with escape sequences: exit 3")
+    t.ok(b"^[]0;owned^G" in err, "error message with escape sequences: shown visibly",
+         err.decode(errors="replace"))
+    safe_stderr(err, "escapes in an error message")
+    record("an error message full of terminal escape sequences", rc, err)
+
+    # --- 6. gzip- or brotli-encoded streams (never asked for) -------------------------------------
+    for enc in ("gzip", "br", "deflate"):
+        rc, out, err = run(["-p", "hi"], base("reply=%s,encoding=%s" % (q("compressed " + enc),
+                                                                      enc)))
+        ok = rc == 0 and out == b"compressed " + enc.encode() + b"\n"
+        todo(ok, "%s-encoded stream: decoded and shown" % enc,
+             "net.c does not set CURLOPT_ACCEPT_ENCODING",
+             "rc=%d out=%r err=%r" % (rc, out, err))
+        t.ok(rc != 0 or ok, "%s-encoded stream: never garbage with exit 0" % enc)
+        t.ok(not re.search(rb"[\x80-\xff]", err) or b"\xef\xbf\xbd" in err,
+             "%s-encoded stream: no compressed bytes in the message" % enc,
+             err.decode(errors="replace"))
+        record("a %s-encoded stream" % enc, rc, err)
+    rc, out, err = run(["-p", "hi"], base("json=1,encoding=gzip,reply=whole"))
+    todo((rc, out) == (0, b"whole\n"), "gzip-encoded JSON answer: decoded and shown",
+         "net.c does not set CURLOPT_ACCEPT_ENCODING", "rc=%d err=%r" % (rc, err))
+    safe_stderr(err, "gzip JSON answer")
+    record("a gzip-encoded non-streamed answer", rc, err)
+
+    # --- 7. a redirect ----------------------------------------------------------------------------
+    target = srv.base("reply=moved")
+    before = len(srv.requests())
+    rc, out, err = run(["-p", "hi"], base("redirect=" + q(target)))
+    t.eq(rc, 3, "redirect: exit 3")
+    t.ok(b"redirects" in err and target.encode() in err and b"base URL" in err,
+         "redirect: says where to and to change the base URL", err.decode(errors="replace"))
+    t.eq(len(srv.requests()) - before, 1, "redirect: not followed (the key stays home)")
+    record("a 307 redirect", rc, err)
+
+    # --- 8. Content-Type: application/json on a streamed request -----------------------------------
+    rc, out, err = run(["-p", "whole answer"], base("json=1"))
+    t.eq((rc, out, err), (0, b"whole answer\n", b""), "JSON answer to a stream request: shown")
+    record("`Content-Type: application/json` answer to a streamed request", rc, err,
+           "the whole answer is shown")
+    rc, out, err = run(["-p", "labelled json"], base("ctype=application/json"))
+    todo((rc, out) == (0, b"labelled json\n"),
+         "an SSE stream labelled application/json: still read as a stream",
+         "net.c trusts the label and decodes the stream as one JSON body",
+         "rc=%d err=%r" % (rc, err))
+    safe_stderr(err, "mislabelled stream")
+    record("an SSE stream labelled `application/json`", rc, err)
+
+    # --- 9. a server that accepts the connection and never answers --------------------------------
+    t0 = time.monotonic()
+    rc, out, err = run(["--idle-timeout", "1", "-p", "hi"], base("hang=1,stall_s=20"))
+    took = time.monotonic() - t0
+    t.eq(rc, 4, "silent server: exit 4")
+    t.ok(b"no data from the server" in err and b"idle timeout" in err,
+         "silent server: says nothing arrived", err.decode(errors="replace"))
+    t.ok(took < 10, "silent server: gives up after the idle timeout (%.1f s)" % took)
+    todo(b"--idle-timeout" in err or b"idle_timeout" in err,
+         "silent server: says how to wait longer", "net.c's message names no option",
+         err.decode(errors="replace"))
+    record("a server that accepts the connection and never answers (`--idle-timeout 1`)", rc, err)
+
+    # --- 10. a port nobody listens on ------------------------------------------------------------------
+    rc, out, err = run(["-p", "hi"], {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"})
+    t.eq(rc, 4, "closed port: exit 4")
+    t.ok(b"onnect" in err and b"127.0.0.1" in err, "closed port: says the connection failed",
+         err.decode(errors="replace"))
+    todo(b"base_url" in err or b"running" in err or b"OPENAI_BASE_URL" in err,
+         "closed port: says what to check", "net.c passes curl's text on without advice",
+         err.decode(errors="replace"))
+    record("a port nobody listens on", rc, err)
+
+
+# --- 11. a TLS certificate that does not verify ----------------------------------------------------
+OPENSSL = shutil.which("openssl")
+if not OPENSSL:
+    t.skip("TLS cases", "openssl is not installed")
+else:
+    d = ttlib.tempdir("tt-tls-")
+    cert, key = os.path.join(d, "cert.pem"), os.path.join(d, "key.pem")
+    r = subprocess.run([OPENSSL, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                        "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                        "-keyout", key, "-out", cert], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE)
+    if r.returncode != 0:
+        t.skip("TLS cases", "openssl could not make a certificate: %s" % r.stderr[-200:])
+    else:
+        with TlsServer(cert, key) as tls:
+            t.ok(tls.port is not None, "TLS fake server starts")
+            url = "https://127.0.0.1:%d/reply=secure/v1" % (tls.port or 1)
+            rc, out, err = run(["-p", "hi"], {"OPENAI_BASE_URL": url})
+            t.eq(rc, 4, "self-signed certificate: exit 4")
+            t.ok(b"certificate" in err and b"cacert" in err,
+                 "self-signed certificate: says so and how to trust its CA",
+                 err.decode(errors="replace"))
+            t.eq(out, b"", "self-signed certificate: nothing printed")
+            record("a TLS certificate that does not verify (self-signed)", rc, err)
+            warned = 0
+            for i in range(2):
+                rc, out, err = run(["--insecure", "-p", "hi"], {"OPENAI_BASE_URL": url})
+                warned += b"--insecure" in err and b"TLS certificate checks are OFF" in err
+            t.eq((rc, out), (0, b"secure\n"), "--insecure: the answer arrives")
+            t.eq(warned, 2, "--insecure: warns on every run")
+            record("the same with `--insecure`", rc, err, "answer shown; warns every run")
+            rc, out, err = run(["--cacert", cert, "-p", "hi"], {"OPENAI_BASE_URL": url})
+            t.eq((rc, out, err), (0, b"secure\n", b""), "--cacert with its certificate: verified")
+
+# --- 12. a config file with garbage ------------------------------------------------------------------
+home = ttlib.make_home()
+cfgdir = os.path.join(home, ".config", "tokterm")
+os.makedirs(cfgdir)
+cfg = os.path.join(cfgdir, "config")
+with open(cfg, "wb") as f:
+    f.write(b"model = x\n\x1b]0;pwned\x07\x1b[2J garbage \xff\xfe line\n")
+rc, out, err = run(["-p", "hi"], home=home)
+t.eq(rc, 2, "garbage config: exit 2")
+t.ok(b"config:2:" in err and b"key = value" in err, "garbage config: file, line and the syntax",
+     err.decode(errors="replace"))
+safe_stderr(err, "garbage config")
+record("a config file with garbage (escape sequences, invalid UTF-8)", rc, err)
+with open(cfg, "wb") as f:
+    f.write(os.urandom(2000) + b"\x00")
+rc, out, err = run(["-p", "hi"], home=home)
+t.eq(rc, 2, "binary config: exit 2")
+t.ok(b"not a text file" in err or b"config" in err, "binary config: says what is wrong",
+     err.decode(errors="replace"))
+safe_stderr(err, "binary config")
+record("a config file of random binary bytes", rc, err)
+with open(cfg, "w") as f:
+    f.write("[p]\nmax_tokens = lots\x1b[31m\n")
+rc, out, err = run(["-P", "p", "-p", "hi"], home=home)
+t.eq(rc, 2, "bad value: exit 2")
+t.ok(b"max_tokens must be a whole number" in err and b"config:2:" in err,
+     "bad value: names the option, its range, the line", err.decode(errors="replace"))
+safe_stderr(err, "bad value")
+record("a config value out of its type (`max_tokens = lots`)", rc, err)
+
+# --- 13. a database file that is not SQLite, or is read-only -----------------------------------------
+with ttlib.FakeServer() as srv:
+    d = ttlib.tempdir("tt-db-")
+    garbage = os.path.join(d, "garbage.db")
+    with open(garbage, "wb") as f:
+        f.write(b"this is not a database\n" + os.urandom(5000))
+    rc, out, err = run(["--db", garbage, "-p", "hello"], {"OPENAI_BASE_URL": srv.base()})
+    t.eq((rc, out), (0, b"hello\n"), "database not SQLite: the answer still arrives")
+    t.ok(b"not a tokterm database" in err and b"--db" in err and b"not saved" in err,
+         "database not SQLite: warns it is not saved and what to do", err.decode(errors="replace"))
+    record("a database file that is not SQLite (chat)", rc, err, "answer shown, not saved")
+    rc, out, err = run(["--db", garbage, "ls"])
+    t.eq(rc, 1, "database not SQLite: ls exits 1")
+    t.ok(b"not a tokterm database" in err, "database not SQLite: ls says why",
+         err.decode(errors="replace"))
+    record("the same, `tokterm ls`", rc, err)
+    with open(garbage, "rb") as f:
+        t.ok(f.read().startswith(b"this is not a database"), "database not SQLite: left untouched")
+
+    ro_dir = ttlib.tempdir("tt-ro-")
+    os.chmod(ro_dir, 0o777)
+    ro = os.path.join(ro_dir, "ro.db")
+    rc, out, err = run(["--db", ro, "-p", "first"], {"OPENAI_BASE_URL": srv.base()})
+    t.eq(rc, 0, "read-only database: made writable first")
+    os.chmod(ro, 0o444)
+    as_other = []
+    if os.geteuid() == 0:  # root ignores file modes: run as nobody
+        setpriv = shutil.which("setpriv")
+        as_other = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"] if setpriv else None
+    if as_other is None:
+        t.skip("read-only database", "running as root without setpriv")
+    else:
+        for name in os.listdir(ro_dir):
+            os.chmod(os.path.join(ro_dir, name), 0o444)
+        env = ttlib.clean_env(home=ro_dir, env={"OPENAI_BASE_URL": srv.base()})
+        p = subprocess.run(as_other + [ttlib.tokterm_path(), "--db", ro, "-p", "second"], env=env,
+                           stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
+        t.eq((p.returncode, p.stdout), (0, b"second\n"), "read-only database: the answer arrives")
+        t.ok(b"read-only" in p.stderr and b"not saved" in p.stderr,
+             "read-only database: warns it is read-only and nothing is saved",
+             p.stderr.decode(errors="replace"))
+        record("a read-only database file (chat)", p.returncode, p.stderr, "answer shown, not saved")
+        p = subprocess.run(as_other + [ttlib.tokterm_path(), "--db", ro, "ls"], env=env,
+                           stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
+        t.eq(p.returncode, 1, "read-only database: ls exits 1 (documented: database error)")
+        t.ok(b"read-only" in p.stderr, "read-only database: ls says why",
+             p.stderr.decode(errors="replace"))
+        record("the same, `tokterm ls`", p.returncode, p.stderr)
+
+    # --- 14. what was received survives a broken stream in the database too ------------------------
+    db = os.path.join(ttlib.tempdir("tt-keep-"), "keep.db")
+    rc, out, err = run(["--db", db, "-p", "hi"],
+                       {"OPENAI_BASE_URL": srv.base("huge_line=%d" % (80 * MIB))})
+    rc2, shown, err2 = run(["--db", db, "show", "1"])
+    t.ok(rc == 3 and rc2 == 0 and b"before the flood" in shown,
+         "broken stream: the partial answer is in the database", shown.decode(errors="replace"))
+
+# --- 15. a theme file with garbage (interactive chat) ---------------------------------------------
+if not ttlib.Tmux.available():
+    t.skip("garbage theme", "tmux is not installed")
+else:
+    home = ttlib.make_home()
+    tdir = os.path.join(home, ".config", "tokterm", "themes")
+    os.makedirs(tdir)
+    with open(os.path.join(tdir, "junk.theme"), "wb") as f:
+        f.write(b"[theme]\nuser = re\x7fd\r \xc2\x9b bold\n" + os.urandom(64))
+    with open(os.path.join(home, ".config", "tokterm", "config"), "w") as f:
+        f.write("theme = junk\n")
+    with ttlib.FakeServer() as srv, ttlib.Tmux(100, 24) as tm:
+        tm.run([ttlib.tokterm_path()],
+               ttlib.clean_env(home=home, env={"OPENAI_BASE_URL": srv.base("reply=fine")}))
+        screen = tm.wait_for("built-in theme", 10)
+        t.ok(screen is not None, "garbage theme: the chat starts and says it uses the built-in theme",
+             tm.capture())
+        t.ok(screen is not None and "junk.theme" in screen,
+             "garbage theme: names the file", screen)
+        tm.send_text("still works")
+        tm.send("Enter")
+        t.ok(tm.wait_for("fine", 10) is not None, "garbage theme: chatting still works",
+             tm.capture())
+        esc = tm.capture(escapes=True)
+        t.ok("\x07" not in esc and "\x9b" not in esc and "\x7f" not in esc,
+             "garbage theme: no raw control byte from the file reached the screen", repr(esc))
+        tm.send("C-d")
+        t.eq(tm.wait_exit(10), 0, "garbage theme: quits with 0")
+        TABLE.append(("a theme file with garbage (interactive chat)", 0,
+                      "the chat starts with the built-in theme and shows the file's error", ""))
+
+if os.environ.get("HOSTILE_TABLE"):
+    with open(os.environ["HOSTILE_TABLE"], "w") as f:
+        f.write("| input | exit | what tokterm says (last line of stderr) | notes |\n")
+        f.write("|---|---|---|---|\n")
+        for case, rc, msg, note in TABLE:
+            f.write("| %s | %s | %s | %s |\n" % (case, rc, msg.replace("\n", " "), note))
+
+sys.exit(t.done())

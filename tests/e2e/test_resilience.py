@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Rate limits and resilience (issue 6): each fault scenario with the exact number of requests it
+must cause, from the fake server's log. Prints TAP."""
+
+import sys
+
+sys.dont_write_bytecode = True
+
+import email.utils  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import time  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ttlib  # noqa: E402
+
+t = ttlib.Tap()
+
+
+def scenario(srv, specs, args, name, want_requests, env=None, home=None, timeout=60):
+    """Queue specs, run tokterm, return (rc, out, err, elapsed, requests made)."""
+    srv.clear_queue()
+    if specs:
+        srv.queue(specs)
+    before = len(srv.requests())
+    e = {"OPENAI_BASE_URL": srv.base()}
+    e.update(env or {})
+    t0 = time.time()
+    rc, out, err = ttlib.run_tokterm(args, env=e, home=home, timeout=timeout)
+    elapsed = time.time() - t0
+    made = srv.requests()[before:]
+    t.eq(len(made), want_requests, "%s: %d request(s)" % (name, want_requests))
+    srv.clear_queue()
+    return rc, out, err, elapsed, made
+
+
+with ttlib.FakeServer() as srv:
+    rc, out, err, el, _ = scenario(srv, ["status=429,h.retry-after-ms=400,error=slow,code=rate_limit_exceeded", ""],
+                                   ["-p", "after 429"], "429 retry-after-ms", 2)
+    t.ok(rc == 0 and out == b"after 429\n", "429 retry-after-ms: answered after the retry")
+    t.ok(el >= 0.4, "429 retry-after-ms: waited the 400 ms the server asked (%.2fs)" % el)
+    t.ok(b"retrying in 0.4 s" in err, "429: the retry and its countdown are shown", err.decode())
+
+    date = email.utils.formatdate(time.time() + 2, usegmt=True).replace(" ", "%20").replace(",", "%2C")
+    rc, out, err, el, _ = scenario(srv, ["status=429,h.retry-after=%s,error=slow" % date, ""],
+                                   ["-p", "date"], "429 with an HTTP-date retry-after", 2)
+    t.ok(rc == 0 and 0.9 <= el < 6, "HTTP-date retry-after honoured (%.2fs)" % el)
+
+    rc, out, err, el, _ = scenario(srv, ["status=429,error=You%20exceeded%20your%20quota,code=insufficient_quota"],
+                                   ["-p", "x"], "429 insufficient_quota (never retried)", 1)
+    t.eq(rc, 3, "insufficient_quota: exit 3")
+    t.ok(b"billing" in err, "insufficient_quota: says what to do", err.decode())
+
+    rc, out, err, el, _ = scenario(srv, ["status=401,error=Incorrect%20API%20key"], ["-p", "x"],
+                                   "401 (never retried)", 1)
+    t.ok(rc == 3 and b"OPENAI_API_KEY" in err, "401: tells the user to check the key", err.decode())
+    rc, out, err, el, _ = scenario(srv, ["status=403,error=no%20access"], ["-p", "x"], "403 (never retried)", 1)
+
+    rc, out, err, el, _ = scenario(srv, ["status=500", ""], ["-p", "500 then ok"], "500 then success", 2)
+    t.eq((rc, out), (0, b"500 then ok\n"), "500 then success: the answer arrives")
+
+    rc, out, err, el, _ = scenario(srv, ["status=503", "status=502", "status=500"], ["-p", "x"],
+                                   "5xx three times: 1 + 2 retries", 3)
+    t.ok(rc == 3 and b"after 3 attempts" in err, "5xx: gives up after 3 attempts and says so", err.decode())
+
+    rc, out, err, el, _ = scenario(srv, ["gen=5,drop_after=0,rst=1", ""], ["-p", "reset then ok"],
+                                   "connection reset before the first byte", 2)
+    t.eq((rc, out), (0, b"reset then ok\n"), "reset before the first byte: retried and answered")
+
+    rc, out, err, el, _ = scenario(srv, ["gen=50,drop_after=1500", ""], ["-p", "x"],
+                                   "reset after some text (never retried)", 1)
+    t.eq(rc, 5, "reset after text: exit 5")
+    t.ok(out.startswith(b"tok0"), "reset after text: the partial answer is kept")
+
+    rc, out, err, el, _ = scenario(srv, ["gen=3,keepalive_ms=100,stall_s=5"] * 3,
+                                   ["--idle-timeout", "1", "-p", "x"],
+                                   "endless keep-alive comments: watchdog, then retries", 3)
+    t.ok(rc == 4 and b"idle timeout" in err, "keep-alive forever: clear idle-timeout error", err.decode())
+
+    rc, out, err, el, _ = scenario(srv, ["status=429,h.retry-after=120,error=slow"], ["-p", "x"],
+                                   "server asks to wait longer than max_retry_wait", 1)
+    t.ok(rc == 3 and b"120" in err, "too long a wait: fails at once with the reason", err.decode())
+
+    # headers that deplete the quota: the next request waits instead of being sent into a 429
+    home = ttlib.make_home()
+    deplete = ("h.x-ratelimit-limit-requests=10,h.x-ratelimit-remaining-requests=0,"
+               "h.x-ratelimit-reset-requests=2s,h.x-ratelimit-limit-tokens=1000,"
+               "h.x-ratelimit-remaining-tokens=900,h.x-ratelimit-reset-tokens=1s")
+    rc, out, err, el, made = scenario(srv, [deplete, ""], ["--json", "-p", "one", "-p", "two"],
+                                      "quota depleted by headers: both turns sent, no 429", 2)
+    gap = made[1]["t"] - made[0]["t"] if len(made) == 2 else 0
+    t.ok(gap >= 1.8, "the second request waited for the reset (%.2fs after the first)" % gap)
+    t.ok(b"waiting for quota" in err, "the wait is shown", err.decode())
+    first = json.loads(out.splitlines()[0]) if out else {}
+    t.ok("req 0/10" in first.get("quota", ""), "--json shows the quota state", repr(first.get("quota")))
+    # a new process starts informed: the saved state says 0 remaining until the reset
+    rc, out, err, el, made = scenario(srv, [deplete, ""], ["-p", "three"], "quota saved: first", 1,
+                                      home=home)
+    rc, out, err, el, made2 = scenario(srv, [""], ["-p", "four"], "quota saved: next process", 1,
+                                       home=home)
+    t.ok(b"waiting for quota" in err, "a new process knows the quota from the database", err.decode())
+
+    # two keys, one exhausted: every request goes to the other
+    env = {"KEY_A": "sk-aaaaaaaaaaaa", "KEY_B": "sk-bbbbbbbbbbbbbbbbbbbbbbbb", "OPENAI_API_KEY": None}
+    home = ttlib.make_home()
+    cfg = os.path.join(home, ".config", "tokterm")
+    os.makedirs(cfg)
+    with open(os.path.join(cfg, "config"), "w") as f:
+        f.write("keys = KEY_A, KEY_B\n")
+    rc, out, err, el, made = scenario(
+        srv, ["status=429,error=slow,code=rate_limit_exceeded,h.x-ratelimit-remaining-requests=0,"
+              "h.x-ratelimit-reset-requests=60s", "", ""],
+        ["--json", "-p", "k1", "-p", "k2"], "two keys, the first exhausted", 3, env=env, home=home)
+    lens = [r["headers"].get("authorization") for r in made]
+    t.eq(lens, ["<redacted len=22>", "<redacted len=34>", "<redacted len=34>"],
+         "the exhausted key (A) is not used again: the retry and the next turn use B")
+    t.ok(el < 10, "no waiting for A's reset while B is healthy (%.1fs)" % el)
+    res = [json.loads(x) for x in out.splitlines() if x.strip()]
+    t.eq([r.get("key") for r in res], ["KEY_B", "KEY_B"], "--json names the key that served (by label)")
+    t.ok(b"sk-aaaa" not in err + out and b"sk-bbbb" not in err + out, "keys never printed")
+
+    # a breaker that opens and falls back
+    home = ttlib.make_home()
+    cfg = os.path.join(home, ".config", "tokterm")
+    os.makedirs(cfg)
+    with open(os.path.join(cfg, "config"), "w") as f:
+        f.write("profile = main\n[main]\nbase_url = %s\nbreaker_failures = 2\nfallback = backup\n"
+                "[backup]\nbase_url = %s\nmodel = backup-model\n" % (srv.base("status=500"), srv.base()))
+    rc, out, err, el, made = scenario(srv, [], ["--retries", "3", "--json", "-p", "fall back"],
+                                      "breaker opens after 2 failures, then the fallback", 3,
+                                      home=home, env={"OPENAI_BASE_URL": None})
+    res = json.loads(out) if out.strip() else {}
+    t.eq((rc, res.get("content"), res.get("model")), (0, "fall back", "backup-model"),
+         "the fallback profile answered")
+    t.ok(b"fallback" in err, "the switch to the fallback is said", err.decode())
+
+sys.exit(t.done())

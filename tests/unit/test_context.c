@@ -1,0 +1,631 @@
+/* test_context.c - the history plan (each compression step in order, protections, errors),
+ * counting and its cache, calibration, prices and budget thresholds. */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "context.h"
+#include "tap.h"
+#include "tokenizer.h"
+#include "utf8.h"
+#include "util.h"
+#include "xmalloc.h"
+
+static struct tokenizer *tok;
+
+/* A history under construction. */
+struct hist {
+    struct context_msg m[256];
+    char *text[256];
+    size_t n;
+};
+
+static void hist_add(struct hist *h, const char *role, const char *text)
+{
+    h->text[h->n] = xstrdup(text);
+    h->m[h->n] = (struct context_msg){role, h->text[h->n], strlen(text), (int64_t)(h->n + 1)};
+    h->n++;
+}
+
+static void hist_free(struct hist *h)
+{
+    for (size_t i = 0; i < h->n; i++)
+        free(h->text[i]);
+    h->n = 0;
+}
+
+/* Text of about `words` words, distinct per seed. */
+static char *words(int seed, int count)
+{
+    static const char *const w[] = {"river", "stone", "lamp", "orange", "quiet", "window",
+                                    "paper", "seven", "engine", "cloud", "garden", "silver"};
+    struct buf b = BUF_INIT;
+    buf_printf(&b, "Message %d:", seed);
+    for (int i = 0; i < count; i++)
+        buf_printf(&b, " %s", w[(seed * 7 + i * 3 + i / 5) % 12]);
+    return buf_take(&b);
+}
+
+static void hist_words(struct hist *h, const char *role, int seed, int count)
+{
+    char *t = words(seed, count);
+    hist_add(h, role, t);
+    free(t);
+}
+
+/* The exact chat count of the plan's items, from the tokenizer directly. */
+static long chat_count(const struct context_plan *p)
+{
+    struct tok_chat_msg *cm = xcalloc(p->n_items + 1, sizeof *cm);
+    for (size_t i = 0; i < p->n_items; i++)
+        cm[i] = (struct tok_chat_msg){p->items[i].role, p->items[i].content, NULL};
+    long n = (long)tokenizer_chat_count(tok, cm, p->n_items);
+    free(cm);
+    return n;
+}
+
+static long history_count(const struct hist *h)
+{
+    struct tok_chat_msg cm[256];
+    for (size_t i = 0; i < h->n; i++)
+        cm[i] = (struct tok_chat_msg){h->m[i].role, h->m[i].content, NULL};
+    return (long)tokenizer_chat_count(tok, cm, h->n);
+}
+
+static int count_fate(const struct context_plan *p, enum context_fate f)
+{
+    int k = 0;
+    for (size_t i = 0; i < p->n_history; i++)
+        k += p->fate[i] == f;
+    return k;
+}
+
+static void test_policy(void)
+{
+    enum context_policy p;
+    TAP_OK(context_policy_parse("summarize", &p) == 0 && p == CONTEXT_SUMMARIZE, "summarize");
+    TAP_OK(context_policy_parse("summarise", &p) == 0 && p == CONTEXT_SUMMARIZE, "summarise");
+    TAP_OK(context_policy_parse("truncate", &p) == 0 && p == CONTEXT_TRUNCATE, "truncate");
+    TAP_OK(context_policy_parse("OFF", &p) == 0 && p == CONTEXT_OFF, "off (any case)");
+    TAP_OK(context_policy_parse("drop", &p) < 0, "unknown policy refused");
+    TAP_STR(context_policy_name(CONTEXT_TRUNCATE), "truncate", "policy name");
+}
+
+static void test_count(struct context *c)
+{
+    const char *t = "The quick brown fox jumps over the lazy dog, again and again and again.";
+    size_t before = context_cached(c);
+    long n = context_count(c, t, strlen(t));
+    TAP_INT(n, tokenizer_count(tok, t, strlen(t)), "count equals the tokenizer's");
+    TAP_INT(context_cached(c), before + 1, "a counted text is cached");
+    TAP_INT(context_count(c, t, strlen(t)), n, "cached count is the same");
+    TAP_INT(context_cached(c), before + 1, "counting it again adds no entry");
+    TAP_INT(context_msg_tokens(c, "user", t, strlen(t)), n + 4, "message = 3 + role + content");
+    char *big = words(3, 4000);
+    struct context_stream *s = context_stream_new(c);
+    for (size_t i = 0; i < strlen(big); i += 7)
+        context_stream_feed(s, big + i, strlen(big) - i < 7 ? strlen(big) - i : 7);
+    TAP_INT(context_stream_count(s), tokenizer_count(tok, big, strlen(big)),
+            "streamed count (7-byte deltas) equals the whole count");
+    context_stream_reset(s);
+    TAP_INT(context_stream_count(s), 0, "stream reset");
+    context_stream_free(s);
+    free(big);
+    struct buf b = BUF_INIT;
+    context_format_tokens(&b, 1234567, 1);
+    TAP_STR(buf_str(&b), "~1,234,567", "approximate counts shown with ~ and separators");
+    buf_reset(&b);
+    context_format_tokens(&b, 999, 0);
+    TAP_STR(buf_str(&b), "999", "small count");
+    buf_free(&b);
+}
+
+static void test_fits(struct context *c)
+{
+    struct hist h = {0};
+    hist_add(&h, "system", "You are terse.");
+    hist_words(&h, "user", 1, 20);
+    hist_words(&h, "assistant", 2, 20);
+    hist_words(&h, "user", 3, 20);
+    struct context_params p = {.window = 1000, .reserve = 100, .policy = CONTEXT_SUMMARIZE};
+    struct context_plan plan;
+    TAP_INT(context_plan(c, h.m, h.n, &p, &plan), 0, "fits: plan ok");
+    TAP_INT(plan.n_items, 4, "fits: every message sent");
+    TAP_INT(plan.total, history_count(&h), "fits: total equals tokenizer_chat_count");
+    TAP_OK(plan.fits && !plan.need_summary && plan.error == NULL, "fits: nothing to do");
+    TAP_OK(plan.items[3].content == h.m[3].content, "fits: texts are not copied");
+    struct buf d = BUF_INIT;
+    context_plan_describe(&plan, &d);
+    TAP_STR(buf_str(&d), "", "fits: nothing described");
+    buf_free(&d);
+    context_plan_free(&plan);
+    hist_free(&h);
+}
+
+/* A conversation of `turns` user/assistant pairs of `w` words each, a system prompt, and a
+ * newest user message. */
+static void build_chat(struct hist *h, int turns, int w)
+{
+    hist_add(h, "system", "SYSTEM PROMPT: answer briefly.");
+    for (int i = 0; i < turns; i++) {
+        hist_words(h, "user", 100 + i, w);
+        hist_words(h, "assistant", 200 + i, w);
+    }
+    hist_words(h, "user", 999, 10);
+}
+
+static void check_invariants(const struct context_plan *plan, const struct hist *h,
+                             const char *what)
+{
+    TAP_OK(plan->fits && plan->total <= plan->budget, "%s: the request fits (%ld <= %ld)", what,
+           plan->total, plan->budget);
+    TAP_INT(plan->total, chat_count(plan), "plan total equals tokenizer_chat_count");
+    TAP_OK(plan->n_items > 0 && plan->items[0].content == h->m[0].content &&
+               strcmp(plan->items[0].role, "system") == 0,
+           "%s: the system prompt survives unchanged", what);
+    const struct context_item *last = &plan->items[plan->n_items - 1];
+    TAP_OK(last->content == h->m[h->n - 1].content && last->first == h->n - 1,
+           "%s: the newest message is sent last, unchanged", what);
+}
+
+static void test_little_over(struct context *c)
+{
+    struct hist h = {0};
+    build_chat(&h, 6, 30);
+    long all = history_count(&h);
+    struct context_params p = {.window = all + 100 - 40, .reserve = 100,
+                               .policy = CONTEXT_TRUNCATE};
+    struct context_plan plan;
+    TAP_INT(context_plan(c, h.m, h.n, &p, &plan), 0, "little over: plan ok");
+    check_invariants(&plan, &h, "little over (truncate)");
+    TAP_INT(plan.n_dropped, 2, "little over: exactly the oldest turn dropped");
+    TAP_INT(count_fate(&plan, CONTEXT_DROPPED), 2, "fates record the two dropped messages");
+    TAP_OK(plan.fate[1] == CONTEXT_DROPPED && plan.fate[2] == CONTEXT_DROPPED &&
+               plan.fate[3] == CONTEXT_SENT,
+           "little over: the dropped messages are the oldest");
+    TAP_OK(plan.n_shortened == 0 && plan.n_merged == 0 && !plan.need_summary,
+           "little over: nothing shortened or merged, no summary with truncate");
+    context_plan_free(&plan);
+
+    p.policy = CONTEXT_SUMMARIZE;
+    TAP_INT(context_plan(c, h.m, h.n, &p, &plan), 0, "little over, summarize: plan ok");
+    TAP_OK(plan.need_summary, "little over, summarize: a summary is wanted");
+    TAP_OK(plan.sum_first_id == h.m[1].id && plan.sum_from == 1,
+           "the summary starts at the first message after the system prompt");
+    TAP_OK(plan.sum_to >= 2 && plan.sum_to < h.n - 1 &&
+               strcmp(h.m[plan.sum_to].role, "assistant") == 0,
+           "the summary ends at the end of a turn (message %zu)", plan.sum_to + 1);
+    TAP_INT(plan.sum_last_id, h.m[plan.sum_to].id, "summary range keyed by the ids");
+    TAP_OK(plan.sum_input && strstr(plan.sum_input, h.text[1]) &&
+               strstr(plan.sum_input, h.text[plan.sum_to]) &&
+               !strstr(plan.sum_input, h.text[h.n - 1]),
+           "summary input has the covered messages, not the newest");
+    check_invariants(&plan, &h, "fallback while the summary is pending");
+    int64_t f = plan.sum_first_id, l = plan.sum_last_id;
+    size_t to = plan.sum_to;
+    context_plan_free(&plan);
+
+    /* with the summary known: used, nothing dropped */
+    struct context_summary s = {f, l, "The user listed words; the assistant repeated them."};
+    p.summaries = &s;
+    p.n_summaries = 1;
+    TAP_INT(context_plan(c, h.m, h.n, &p, &plan), 0, "with summary: plan ok");
+    check_invariants(&plan, &h, "with summary");
+    TAP_INT(plan.summary_used, 0, "the known summary is used");
+    TAP_OK(!plan.need_summary, "no new summary is wanted");
+    TAP_OK(plan.n_items >= 2 && (plan.items[1].flags & CONTEXT_F_SUMMARY) &&
+               strcmp(plan.items[1].role, "system") == 0 &&
+               strstr(plan.items[1].content, CONTEXT_SUMMARY_HEAD) &&
+               strstr(plan.items[1].content, s.text),
+           "the summary message comes right after the system prompt");
+    TAP_INT(plan.n_dropped, 0, "with summary: nothing dropped");
+    TAP_INT(plan.n_summarized, to, "with summary: the covered messages are marked summarised");
+    struct buf rep = BUF_INIT;
+    context_plan_report(&plan, &p, &rep);
+    char want[64];
+    snprintf(want, sizeof want, "summary of messages 2-%zu", to + 1);
+    TAP_OK(strstr(buf_str(&rep), want) && strstr(buf_str(&rep), "History compressed"),
+           "/context report names the summary and the compression");
+    buf_free(&rep);
+    context_plan_free(&plan);
+
+    /* two turns later the same summary is still reused (it still fits) */
+    hist_words(&h, "assistant", 300, 30);
+    hist_words(&h, "user", 301, 10);
+    TAP_INT(context_plan(c, h.m, h.n, &p, &plan), 0, "later turn: plan ok");
+    TAP_OK(plan.summary_used == 0 && !plan.need_summary, "later turn: the summary is reused");
+    check_invariants(&plan, &h, "later turn");
+    context_plan_free(&plan);
+    hist_free(&h);
+}
+
+static void test_lot_over(struct context *c)
+{
+    struct hist h = {0};
+    build_chat(&h, 20, 400);
+    struct context_params p = {.window = 1500, .reserve = 200, .policy = CONTEXT_SUMMARIZE};
+    struct context_plan plan;
+    TAP_INT(context_plan(c, h.m, h.n, &p, &plan), 0, "lot over: plan ok");
+    check_invariants(&plan, &h, "lot over (fallback)");
+    TAP_OK(plan.n_shortened > 0, "lot over: long old messages shortened (%zu)", plan.n_shortened);
+    TAP_OK(plan.n_dropped > 0, "lot over: the fallback drops turns (%zu)", plan.n_dropped);
+    TAP_OK(plan.need_summary, "lot over: a summary is wanted");
+    /* the summary input is built from the shortened texts and fits a request */
+    long in = context_count(c, plan.sum_input, strlen(plan.sum_input));
+    TAP_OK(in + plan.sum_tokens < p.window, "summary request fits the window (%ld + %ld)", in,
+           plan.sum_tokens);
+    TAP_OK(strstr(plan.sum_input, CONTEXT_ELISION) != NULL,
+           "the summary input holds shortened messages");
+    context_plan_free(&plan);
+
+    p.policy = CONTEXT_TRUNCATE;
+    TAP_INT(context_plan(c, h.m, h.n, &p, &plan), 0, "lot over, truncate: plan ok");
+    check_invariants(&plan, &h, "lot over (truncate)");
+    TAP_OK(!plan.need_summary && plan.sum_input == NULL, "truncate never asks for a summary");
+    int dropped_first = 1;
+    for (size_t i = 1; i < h.n - 1; i++)
+        if (plan.fate[i] != CONTEXT_DROPPED) {
+            for (size_t j = i; j < h.n - 1; j++)
+                if (plan.fate[j] == CONTEXT_DROPPED)
+                    dropped_first = 0;
+            break;
+        }
+    TAP_OK(dropped_first, "dropped messages are the oldest ones (no gap)");
+    context_plan_free(&plan);
+    hist_free(&h);
+}
+
+static void test_steps_in_order(struct context *c)
+{
+    /* Step 1 alone: one very long old message; shortening it is enough. */
+    struct hist h = {0};
+    hist_add(&h, "system", "sys");
+    hist_words(&h, "user", 1, 2000);
+    hist_words(&h, "assistant", 2, 20);
+    hist_words(&h, "user", 3, 20);
+    long all = history_count(&h);
+    struct context_params p = {.window = all / 2 + 300, .reserve = 300,
+                               .policy = CONTEXT_SUMMARIZE};
+    struct context_plan plan;
+    TAP_INT(context_plan(c, h.m, h.n, &p, &plan), 0, "step 1: plan ok");
+    check_invariants(&plan, &h, "step 1");
+    TAP_OK(plan.n_shortened == 1 && plan.n_merged == 0 && plan.n_dropped == 0 &&
+               !plan.need_summary,
+           "step 1 alone: one message shortened, nothing else");
+    const struct context_item *it = &plan.items[1];
+    TAP_OK((it->flags & CONTEXT_F_SHORTENED) && strstr(it->content, CONTEXT_ELISION),
+           "the shortened message has the elision marker");
+    TAP_OK(strncmp(it->content, "Message 1: ", 11) == 0, "the head is kept");
+    size_t tl = strlen(h.text[1]);
+    TAP_OK(it->len > 20 && memcmp(it->content + it->len - 20, h.text[1] + tl - 20, 20) == 0,
+           "the tail is kept");
+    TAP_OK(it->orig_tokens > it->tokens * 3, "shortened well below the original (%ld -> %ld)",
+           it->orig_tokens, it->tokens);
+    context_plan_free(&plan);
+    hist_free(&h);
+
+    /* Step 2: many short user messages in a row (answers failed): merging is enough. */
+    hist_add(&h, "system", "sys");
+    for (int i = 0; i < 40; i++)
+        hist_add(&h, "user", "hi");
+    hist_add(&h, "assistant", "hello");
+    hist_add(&h, "user", "newest");
+    all = history_count(&h);
+    p = (struct context_params){.window = all - 60 + 100, .reserve = 100,
+                                .policy = CONTEXT_SUMMARIZE};
+    TAP_INT(context_plan(c, h.m, h.n, &p, &plan), 0, "step 2: plan ok");
+    check_invariants(&plan, &h, "step 2");
+    TAP_OK(plan.n_merged == 39 && plan.n_dropped == 0 && plan.n_shortened == 0 &&
+               !plan.need_summary,
+           "step 2: the 40 user messages merged into one, nothing dropped");
+    TAP_OK(plan.n_items == 4 && (plan.items[1].flags & CONTEXT_F_MERGED) &&
+               plan.items[1].first == 1 && plan.items[1].last == 40,
+           "merged message stands for messages 2-41");
+    TAP_OK(strncmp(plan.items[1].content, "hi\n\nhi\n\nhi", 10) == 0,
+           "merged texts are joined by a blank line");
+    TAP_OK(strcmp(plan.items[3].content, "newest") == 0 && plan.items[3].first == 42,
+           "the newest message is not merged");
+    context_plan_free(&plan);
+    hist_free(&h);
+
+    /* Merge rules: system is never merged with the user; the newest never merged. */
+    hist_add(&h, "system", "sys one");
+    hist_add(&h, "system", "sys two");
+    hist_words(&h, "user", 1, 10);
+    hist_words(&h, "user", 2, 10);
+    hist_words(&h, "assistant", 3, 10);
+    hist_words(&h, "user", 4, 10);
+    all = history_count(&h);
+    p = (struct context_params){.window = all - 2 + 10, .reserve = 10,
+                                .policy = CONTEXT_TRUNCATE};
+    TAP_INT(context_plan(c, h.m, h.n, &p, &plan), 0, "merge rules: plan ok");
+    TAP_OK(plan.n_items == 5 && plan.items[0].content == h.m[0].content &&
+               plan.items[1].content == h.m[1].content,
+           "leading system messages stay separate and unchanged");
+    TAP_OK(plan.items[2].first == 2 && plan.items[2].last == 3 &&
+               plan.fate[3] == CONTEXT_MERGED && plan.fate[5] == CONTEXT_SENT,
+           "the two old user messages merged; the newest user message is not");
+    TAP_INT(plan.total, chat_count(&plan), "merge: counts exact");
+    context_plan_free(&plan);
+    hist_free(&h);
+}
+
+static void test_newest_too_big(struct context *c)
+{
+    struct hist h = {0};
+    hist_add(&h, "system", "A system prompt.");
+    hist_words(&h, "user", 1, 10);
+    hist_words(&h, "assistant", 2, 10);
+    hist_words(&h, "user", 3, 3000);
+    struct context_params p = {.window = 2000, .reserve = 500, .policy = CONTEXT_SUMMARIZE};
+    struct context_plan plan;
+    TAP_INT(context_plan(c, h.m, h.n, &p, &plan), -1, "newest alone too big: -1");
+    TAP_OK(plan.error && strstr(plan.error, "too long") && strstr(plan.error, "2,000"),
+           "the error says so with the window (%s)", plan.error ? plan.error : "(null)");
+    TAP_INT(plan.n_items, 0, "nothing to send");
+    context_plan_free(&plan);
+    p.policy = CONTEXT_TRUNCATE;
+    TAP_INT(context_plan(c, h.m, h.n, &p, &plan), -1, "truncate: the same error");
+    context_plan_free(&plan);
+    p.policy = CONTEXT_OFF;
+    TAP_INT(context_plan(c, h.m, h.n, &p, &plan), 0, "off: no error, sent as is");
+    TAP_OK(plan.n_items == h.n && !plan.fits && plan.total == history_count(&h),
+           "off: every message, unchanged, even though it does not fit");
+    context_plan_free(&plan);
+    hist_free(&h);
+}
+
+static void test_off(struct context *c)
+{
+    struct hist h = {0};
+    build_chat(&h, 10, 200);
+    struct context_params p = {.window = 500, .reserve = 100, .policy = CONTEXT_OFF};
+    struct context_plan plan;
+    TAP_INT(context_plan(c, h.m, h.n, &p, &plan), 0, "off: plan ok");
+    int same = plan.n_items == h.n;
+    for (size_t i = 0; same && i < h.n; i++)
+        same = plan.items[i].content == h.m[i].content;
+    TAP_OK(same, "off: the history is sent as is");
+    TAP_OK(!plan.fits && plan.n_dropped == 0 && !plan.need_summary, "off: marked not fitting");
+    context_plan_free(&plan);
+    hist_free(&h);
+}
+
+static void test_extend_summary(struct context *c)
+{
+    struct hist h = {0};
+    build_chat(&h, 12, 40);
+    long all = history_count(&h);
+    struct context_params p = {.window = all / 2 + 100, .reserve = 100,
+                               .policy = CONTEXT_SUMMARIZE};
+    /* an old summary of the first turn only: not enough */
+    struct context_summary s = {h.m[1].id, h.m[2].id, "First turn: words."};
+    p.summaries = &s;
+    p.n_summaries = 1;
+    struct context_plan plan;
+    TAP_INT(context_plan(c, h.m, h.n, &p, &plan), 0, "extend: plan ok");
+    TAP_OK(plan.need_summary && plan.sum_prev == 0, "extend: a new summary extends the old one");
+    TAP_OK(plan.sum_first_id == h.m[1].id && plan.sum_from == 3 && plan.sum_to > 3,
+           "extend: it covers from the first message; only newer ones are sent to summarise");
+    TAP_OK(plan.sum_input && strstr(plan.sum_input, "Summary so far:") &&
+               strstr(plan.sum_input, s.text) && !strstr(plan.sum_input, h.text[1]),
+           "extend: the old summary is passed instead of its messages");
+    check_invariants(&plan, &h, "extend fallback");
+    context_plan_free(&plan);
+    p.no_new_summary = 1;
+    TAP_INT(context_plan(c, h.m, h.n, &p, &plan), 0, "no new summary: plan ok");
+    TAP_OK(!plan.need_summary && plan.summary_used == 0 && plan.n_dropped > 0,
+           "no new summary: the old one is used and old turns dropped");
+    check_invariants(&plan, &h, "no new summary");
+    context_plan_free(&plan);
+    hist_free(&h);
+}
+
+static void test_elision_utf8(struct context *c)
+{
+    struct buf b = BUF_INIT;
+    for (int i = 0; i < 3000; i++)
+        buf_appends(&b, i % 3 ? "\xe6\x97\xa5\xe6\x9c\xac " : "\xf0\x9f\x98\x80\xc3\xa9");
+    struct hist h = {0};
+    hist_add(&h, "user", buf_str(&b));
+    hist_add(&h, "assistant", "ok");
+    hist_add(&h, "user", "next");
+    struct context_params p = {.window = 800, .reserve = 100, .policy = CONTEXT_TRUNCATE};
+    struct context_plan plan;
+    TAP_INT(context_plan(c, h.m, h.n, &p, &plan), 0, "multibyte elision: plan ok");
+    TAP_OK(plan.n_items == 3 && (plan.items[0].flags & CONTEXT_F_SHORTENED),
+           "multibyte text shortened");
+    TAP_OK(utf8_valid(plan.items[0].content, plan.items[0].len),
+           "shortened text is valid UTF-8 (no split sequence)");
+    TAP_OK(plan.fits, "multibyte: fits");
+    context_plan_free(&plan);
+    hist_free(&h);
+    buf_free(&b);
+}
+
+static void test_approximate(void)
+{
+    struct context *c = context_new("o200k_base", 1, NULL);
+    TAP_OK(context_approximate(c), "approximate counter");
+    struct hist h = {0};
+    build_chat(&h, 4, 30);
+    long all = history_count(&h);
+    struct context_params p = {.window = all + 100, .reserve = 100, .policy = CONTEXT_TRUNCATE,
+                               .ratio = 1.0};
+    struct context_plan plan;
+    context_plan(c, h.m, h.n, &p, &plan);
+    TAP_OK(plan.fits && plan.n_dropped == 0, "ratio 1: fits exactly");
+    context_plan_free(&plan);
+    p.ratio = 1.3;
+    context_plan(c, h.m, h.n, &p, &plan);
+    TAP_INT(plan.budget, (long)(all / 1.3), "ratio 1.3: the raw budget shrinks");
+    TAP_OK(plan.n_dropped > 0 && plan.fits, "ratio 1.3: turns dropped to fit what the server "
+                                            "counts");
+    TAP_OK(plan.shown >= plan.total * 13 / 10 && plan.shown <= plan.total * 13 / 10 + 1,
+           "shown = total x 1.3 rounded up (%ld, %ld)", plan.shown, plan.total);
+    struct buf r = BUF_INIT;
+    context_plan_report(&plan, &p, &r);
+    TAP_OK(strchr(buf_str(&r), '~') != NULL, "approximate counts carry ~ in /context");
+    buf_free(&r);
+    context_plan_free(&plan);
+    hist_free(&h);
+    context_free(c);
+}
+
+static void test_calibration(void)
+{
+    struct context_calib *cal = context_calib_new();
+    TAP_OK(context_calib_ratio(cal, "llama3", NULL) == 1.0, "unknown model: ratio 1");
+    double r = 0;
+    unsigned seed = 12345;
+    for (int i = 0; i < 60; i++) {
+        seed = seed * 1103515245u + 12345u;
+        long est = 200 + (long)(seed >> 16) % 3000;
+        double noise = ((double)((seed >> 8) % 2001) / 1000.0 - 1.0) * 0.05; /* +-5 % */
+        long rep = (long)(est * 1.3 * (1 + noise) + 0.5);
+        r = context_calibrate(cal, "llama3", est, rep);
+    }
+    TAP_OK(r > 1.27 && r < 1.33, "noisy samples converge near 1.3 (%.4f)", r);
+    struct context_calib *c2 = context_calib_new();
+    double first = context_calibrate(c2, "qwen", 1000, 1300);
+    TAP_OK(first > 1.2999 && first < 1.3001, "first sample gives the ratio at once");
+    for (int i = 0; i < 20; i++)
+        r = context_calibrate(c2, "qwen", 500 + i * 37, (long)((500 + i * 37) * 1.3 + 0.5));
+    TAP_OK(r > 1.299 && r < 1.301, "exact 1.3 samples stay at 1.3 (%.5f)", r);
+    double before = r;
+    r = context_calibrate(c2, "qwen", 1000, 100); /* only the uncached part reported */
+    TAP_OK(r == before, "an outlier (ratio 0.1) is ignored");
+    r = context_calibrate(c2, "qwen", 3, 9);
+    TAP_OK(r == before, "a tiny request is ignored");
+    r = context_calibrate(c2, "qwen", 1000, 2000);
+    TAP_OK(r > before && r < 1.6, "after warm-up one odd sample moves it a little (%.3f)", r);
+    long samples;
+    context_calib_ratio(c2, "qwen", &samples);
+    TAP_INT(samples, 22, "samples counted (ignored ones not)");
+    TAP_OK(context_calib_ratio(c2, "llama3", NULL) == 1.0, "ratios are per model");
+
+    char dir[] = "/tmp/tt-calib-XXXXXX";
+    TAP_OK(mkdtemp(dir) != NULL, "temp dir");
+    char *path = xasprintf("%s/calibration", dir);
+    struct context_calib *c3 = context_calib_new();
+    TAP_INT(context_calib_load(c3, path), 0, "a missing file loads as empty");
+    TAP_INT(context_calib_save(cal, path), 0, "save");
+    struct stat st;
+    TAP_OK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600, "saved 0600");
+    TAP_INT(context_calib_load(c3, path), 0, "load");
+    double a = context_calib_ratio(cal, "llama3", NULL), b = context_calib_ratio(c3, "llama3",
+                                                                                 &samples);
+    TAP_OK(a - b < 1e-5 && b - a < 1e-5 && samples == 60, "the ratio survives a save/load");
+    unlink(path);
+    rmdir(dir);
+    free(path);
+    context_calib_free(c3);
+    context_calib_free(c2);
+    context_calib_free(cal);
+}
+
+static void test_prices(void)
+{
+    struct context_price pr;
+    TAP_INT(context_price_lookup("gpt-4o-mini", NULL, &pr), 0, "gpt-4o-mini has a price");
+    TAP_STR(pr.prefix, "gpt-4o-mini", "longest prefix wins over gpt-4o");
+    TAP_OK(pr.in > 0 && pr.out > pr.in && pr.cached <= pr.in, "input < output, cached <= input");
+    TAP_INT(context_price_lookup("openai/gpt-4o-2024-08-06", NULL, &pr), 0, "provider/ dropped");
+    TAP_STR(pr.prefix, "gpt-4o", "dated model matches its family");
+    TAP_OK(context_price_lookup("llama3.1:8b", NULL, &pr) < 0, "a local model has no price");
+    char dir[] = "/tmp/tt-price-XXXXXX";
+    TAP_OK(mkdtemp(dir) != NULL, "temp dir");
+    char *path = xasprintf("%s/prices.tsv", dir);
+    FILE *f = fopen(path, "w");
+    fputs("# mine\nllama3\t0.1\t0.2\n", f);
+    fclose(f);
+    TAP_INT(context_price_lookup("llama3.1:8b", path, &pr), 0, "the user file adds a model");
+    TAP_OK(pr.in == 0.1 && pr.out == 0.2 && pr.cached == 0.1, "missing cached = input price");
+    struct context_price p2 = {"x", 2.0, 8.0, 0.5};
+    double usd = context_cost(&p2, 1000000, 400000, 500000);
+    TAP_OK(usd > 5.399 && usd < 5.401, "cost: 0.6M x 2 + 0.4M x 0.5 + 0.5M x 8 = 5.4 (%.4f)", usd);
+    unlink(path);
+    rmdir(dir);
+    free(path);
+}
+
+static void test_budget(void)
+{
+    struct context_budget b = {.cap_tokens = 1000};
+    double f;
+    context_budget_add(&b, 500, 290, -1);
+    TAP_INT(context_budget_level(&b, &f), CONTEXT_BUDGET_OK, "79%%: fine");
+    context_budget_add(&b, 10, 0, -1);
+    TAP_INT(context_budget_level(&b, &f), CONTEXT_BUDGET_WARN, "80%%: warning");
+    TAP_OK(f > 0.799 && f < 0.801, "fraction 0.8");
+    char *e = context_budget_check(&b, 100, -1);
+    TAP_OK(e == NULL, "a request that stays under the cap may go");
+    free(e);
+    e = context_budget_check(&b, 300, -1);
+    TAP_OK(e && strstr(e, "would pass") && strstr(e, "/budget"),
+           "a request that would pass the cap is refused, saying how to raise it");
+    free(e);
+    context_budget_add(&b, 150, 50, -1);
+    TAP_INT(context_budget_level(&b, &f), CONTEXT_BUDGET_OVER, "100%%: over");
+    e = context_budget_check(&b, 1, -1);
+    TAP_OK(e && strstr(e, "used up") && strstr(e, "budget_tokens"), "100%%: refused (%s)",
+           e ? e : "(null)");
+    free(e);
+    struct buf err = BUF_INIT;
+    TAP_INT(context_budget_parse(&b, "50k", &err), 0, "/budget 50k");
+    TAP_INT(b.cap_tokens, 50000, "50k tokens");
+    TAP_INT(context_budget_level(&b, NULL), CONTEXT_BUDGET_OK, "raising the cap clears it");
+    TAP_INT(context_budget_parse(&b, "$2.50", &err), 0, "/budget $2.50");
+    TAP_OK(b.cap_usd == 2.5 && b.cap_tokens == 50000, "dollar cap set, token cap kept");
+    b.spent_usd = 2.0;
+    TAP_INT(context_budget_level(&b, &f), CONTEXT_BUDGET_WARN, "80%% of the money cap warns");
+    e = context_budget_check(&b, 10, 0.6);
+    TAP_OK(e && strstr(e, "money budget"), "money cap refuses an expensive request");
+    free(e);
+    TAP_INT(context_budget_parse(&b, "off", &err), 0, "/budget off");
+    TAP_OK(b.cap_usd == 0 && b.cap_tokens == 0, "off removes both caps");
+    TAP_INT(context_budget_parse(&b, "lots", &err), -1, "bad /budget refused");
+    TAP_OK(strstr(buf_str(&err), "/budget takes") != NULL, "with a usage message");
+    buf_free(&err);
+    struct buf d = BUF_INIT;
+    b.cap_tokens = 2000;
+    context_budget_describe(&b, &d);
+    TAP_OK(strstr(buf_str(&d), "1,000 tokens") && strstr(buf_str(&d), "2,000 tokens (50%)"),
+           "describe: %s", buf_str(&d));
+    buf_free(&d);
+}
+
+int main(void)
+{
+    char *err = NULL;
+    tok = tokenizer_open("o200k_base", &err);
+    if (!tok) {
+        printf("Bail out! %s\n", err ? err : "no tokenizer");
+        return 1;
+    }
+    struct context *c = context_new("o200k_base", 0, NULL);
+    TAP_STR(context_encoding(c), "o200k_base", "encoding");
+    TAP_OK(!context_approximate(c), "exact counter");
+    test_policy();
+    test_count(c);
+    test_fits(c);
+    test_little_over(c);
+    test_lot_over(c);
+    test_steps_in_order(c);
+    test_newest_too_big(c);
+    test_off(c);
+    test_extend_summary(c);
+    test_elision_utf8(c);
+    test_approximate();
+    test_calibration();
+    test_prices();
+    test_budget();
+    context_free(c);
+    tokenizer_close(tok);
+    return tap_done();
+}
