@@ -61,6 +61,7 @@ struct xfer {
     double start_at;       /* waiting: monotonic time it may leave */
     int wait_told;         /* QEV_WAIT sent for the current wait */
     int breaker_open;      /* failed fast: the endpoint's circuit breaker is open */
+    int in_flight;         /* counted in quota->in_flight */
 };
 
 /* Quota state, pacing and circuit breaker shared by the requests of one quota name. */
@@ -69,6 +70,8 @@ struct net_quota {
     char *name;
     struct ratelimit_key key;   /* .state: the quota; .cool_until: key health (pools) */
     struct ratelimit_breaker br;
+    int in_flight;              /* attempts of this quota on the wire */
+    long responses;             /* responses seen (any status) */
 };
 
 struct net {
@@ -520,6 +523,11 @@ static enum ratelimit_net net_kind(const struct xfer *x, CURLcode res, long stat
 /* Release what one attempt used; x, its request and its place in the quota stay. */
 static void net_xfer_release(struct net *n, struct xfer *x)
 {
+    if (x->in_flight && x->quota) {
+        x->quota->in_flight--;
+        if (x->status > 0 || x->headers_sent)
+            x->quota->responses++;
+    }
     if (x->easy) {
         curl_multi_remove_handle(n->multi, x->easy);
         curl_easy_cleanup(x->easy);
@@ -789,6 +797,14 @@ static double net_admit(struct net *n)
             net_finish(n, x, CURLE_COULDNT_CONNECT);
             continue;
         }
+        if (!q->responses && q->in_flight > 0) {
+            /* Slow start: until the first answer tells what the quota is, one request at a
+             * time - a batch must not fire 32 requests into a limit it has not seen yet. */
+            x->start_at = now + 0.02;
+            next_due = 0.02 < next_due ? 0.02 : next_due;
+            pp = &x->next;
+            continue;
+        }
         double wait = kwait > 0 ? kwait : ratelimit_wait_time(&q->key.state, now,
                                                               x->rq->est_tokens);
         if (wait > 0.001) {
@@ -835,6 +851,8 @@ static double net_admit(struct net *n)
         x->wait_told = 0;
         x->next = n->active;
         n->active = x;
+        x->in_flight = 1;
+        q->in_flight++;
         if (net_xfer_start(n, x) < 0) {
             net_unlink(n, x);
             snprintf(x->errbuf, sizeof x->errbuf, "could not set up the request");
