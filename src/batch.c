@@ -120,6 +120,13 @@ struct batch_slot {
     struct buf content, reasoning;
 };
 
+struct batch_put {                  /* a complete answer waiting to be cached */
+    unsigned char key[STORE_CACHE_KEY_LEN];
+    char *content, *reasoning, *model, *finish;
+    struct store_usage usage;
+    int has_usage;
+};
+
 struct batch {
     const struct batch_opts *o;
     struct conf *conf;
@@ -145,6 +152,8 @@ struct batch {
     int quota_loaded;           /* the saved quota state went out with the first request */
     char *quota_line;           /* the latest quota state, saved at the end */
     double wait_until;          /* pacing: the network thread holds requests until then */
+    struct batch_put *puts;     /* answers to cache once the next requests are out */
+    size_t n_puts, cap_puts;
 };
 
 static volatile sig_atomic_t batch_signalled;
@@ -169,10 +178,15 @@ const char *batch_usage(void)
            "write one JSON line per answer to stdout (or FILE) as each one finishes.\n"
            "\n"
            "Input lines:  {\"id\": 1, \"prompt\": \"Hello\"}\n"
-           "              {\"id\": \"b\", \"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}]}\n"
-           "  optional per line: \"model\", \"temperature\", \"max_tokens\", \"system\" (with prompt)\n"
-           "Output lines: {\"id\", \"line\", \"content\", \"reasoning\", \"model\", \"finish_reason\",\n"
-           "  \"outcome\", \"exit_code\", \"error\", \"usage\", \"timings\", \"cached\", ...} as --json\n"
+           "              {\"id\": \"b\", \"messages\": [{\"role\": \"user\", "
+           "\"content\": \"Hi\"}]}\n"
+           "  optional per line: \"model\", \"temperature\", \"max_tokens\", "
+           "\"system\" (with prompt)\n"
+           "Output lines: {\"id\", \"line\", \"content\", \"reasoning\", \"model\", "
+           "\"finish_reason\",\n"
+           "  \"outcome\", \"exit_code\", \"error\", \"usage\", \"timings\", \"cached\", "
+           "...} as --json,\n"
+           "  in order of completion (\"line\" is the input line number)\n"
            "\n"
            "  -j, --concurrency N   requests in flight at once (default 8, at most 1024)\n"
            "  -o, --out FILE        write the answers to FILE instead of stdout\n"
@@ -901,14 +915,21 @@ static void batch_finish(struct batch *b, struct batch_slot *s, struct net_resul
         batch_emit(b, it, r, 1, buf_str(&s->content), buf_str(&s->reasoning), s->model,
                    s->retries);
         if (r->outcome == API_OK && s->key_set && !b->out_error) {
-            struct store_usage u = {r->usage.prompt, r->usage.completion, r->usage.total};
-            if (store_cache_put(b->o->store, s->key, STORE_COMPLETE, buf_str(&s->content),
-                                s->reasoning.len ? buf_str(&s->reasoning) : NULL,
-                                r->model[0] ? r->model : s->model,
-                                r->finish[0] ? r->finish : NULL,
-                                r->usage.present ? &u : NULL) < 0 &&
-                strncmp(store_error(b->o->store), "not cached", 10) != 0)
-                batch_store_failed(b); /* a refusal (too large, ...) is not a failure */
+            /* Cached after the next requests are out (batch_cache_flush): a commit must not
+             * delay them. */
+            if (b->n_puts == b->cap_puts) {
+                b->cap_puts = b->cap_puts ? b->cap_puts * 2 : 16;
+                b->puts = xrealloc(b->puts, b->cap_puts * sizeof *b->puts);
+            }
+            struct batch_put *p = &b->puts[b->n_puts++];
+            memcpy(p->key, s->key, sizeof p->key);
+            p->content = buf_take(&s->content);
+            p->reasoning = s->reasoning.len ? buf_take(&s->reasoning) : NULL;
+            p->model = xstrdup(r->model[0] ? r->model : s->model);
+            p->finish = r->finish[0] ? xstrdup(r->finish) : NULL;
+            p->has_usage = r->usage.present;
+            p->usage = (struct store_usage){r->usage.prompt, r->usage.completion,
+                                            r->usage.total};
         }
     }
     net_result_free(r);
@@ -916,6 +937,23 @@ static void batch_finish(struct batch *b, struct batch_slot *s, struct net_resul
     s->model = NULL;
     s->req = 0;
     b->inflight--;
+}
+
+/* Fill the response cache with the answers that completed since the last call. */
+static void batch_cache_flush(struct batch *b)
+{
+    for (size_t i = 0; i < b->n_puts; i++) {
+        struct batch_put *p = &b->puts[i];
+        if (store_cache_put(b->o->store, p->key, STORE_COMPLETE, p->content, p->reasoning,
+                            p->model, p->finish, p->has_usage ? &p->usage : NULL) < 0 &&
+            strncmp(store_error(b->o->store), "not cached", 10) != 0)
+            batch_store_failed(b); /* a refusal (too large, ...) is not a failure */
+        free(p->content);
+        free(p->reasoning);
+        free(p->model);
+        free(p->finish);
+    }
+    b->n_puts = 0;
 }
 
 static void batch_events(struct batch *b)
@@ -1184,6 +1222,7 @@ int batch_run(struct conf *conf, char *key, const struct batch_opts *o)
             batch_start(&b, b.next++);
             batch_progress(&b, 0);
         }
+        batch_cache_flush(&b);
         if (b.inflight == 0 && (b.stopping || batch_signalled || b.next >= b.n_items))
             break;
         struct pollfd p[2] = {{.fd = queue_fd(b.q), .events = POLLIN},
@@ -1245,6 +1284,9 @@ out:
         buf_free(&b.slots[i].reasoning);
     }
     free(b.slots);
+    if (b.n_puts && o->store)
+        batch_cache_flush(&b); /* answers that came in with a second Ctrl-C */
+    free(b.puts);
     for (size_t i = 0; i < b.n_items; i++)
         free(b.items[i].id);
     free(b.items);

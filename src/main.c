@@ -4,6 +4,7 @@
 #include "batch.h"
 #include "cli.h"
 #include "cmd_count.h"
+#include "cmd_doctor.h"
 #include "cmd_store.h"
 #include "conf.h"
 #include "script.h"
@@ -292,6 +293,10 @@ int main(int argc, char **argv)
         code = cmd_count(a.sub_argc, a.sub_argv); /* needs no configuration */
         goto out;
     }
+    if (a.subcommand && strcmp(a.subcommand, "doctor") == 0) {
+        code = cmd_doctor(&a, a.sub_argc, a.sub_argv); /* reads (and checks) the config itself */
+        goto out;
+    }
 
     struct conf c;
     conf_defaults(&c);
@@ -377,7 +382,21 @@ int main(int argc, char **argv)
                 to.local_url = lurl;
             }
         }
+        struct store *tst = NULL;
+        if (!a.incognito) {
+            char *db = main_db_path(&a, &c);
+            tst = main_open_store(db, &c);
+            free(db);
+        }
+        to.store = tst;
+        to.save = c.save && !a.no_save;
+        to.cache = a.incognito ? SESSION_CACHE_OFF : a.cache_only ? SESSION_CACHE_ONLY
+                 : a.no_cache ? SESSION_CACHE_BYPASS : SESSION_CACHE_ON;
+        to.resume = a.cont || a.conversation;
+        to.resume_id = resume_id;
         code = tui_run(&c, tkey, &to);
+        if (tst)
+            store_close(tst);
         goto out_conf;
     }
 

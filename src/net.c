@@ -61,7 +61,6 @@ struct xfer {
     double start_at;       /* waiting: monotonic time it may leave */
     int wait_told;         /* QEV_WAIT sent for the current wait */
     int breaker_open;      /* failed fast: the endpoint's circuit breaker is open */
-    int in_flight;         /* counted in quota->in_flight */
 };
 
 /* Quota state, pacing and circuit breaker shared by the requests of one quota name. */
@@ -70,8 +69,8 @@ struct net_quota {
     char *name;
     struct ratelimit_key key;   /* .state: the quota; .cool_until: key health (pools) */
     struct ratelimit_breaker br;
-    int in_flight;              /* attempts of this quota on the wire */
-    long responses;             /* responses seen (any status) */
+    int probing;                /* slow start: the first request is on the wire, alone */
+    int answered;               /* a response arrived: the limits are known (or absent) */
 };
 
 struct net {
@@ -278,6 +277,21 @@ static const char *const net_kept_headers[] = {
     "x-request-id", "openai-processing-ms", "server", "apim-request-id",
 };
 
+/* The remaining count of a response was computed when its request reached the server:
+ * requests of the same quota sent after it and not answered yet are not in it. Take them off,
+ * so that a batch does not send them twice over the limit. */
+static void net_quota_in_flight(const struct xfer *x)
+{
+    struct ratelimit_dim *d = &x->quota->key.state.req;
+    if (d->remaining == RATELIMIT_UNKNOWN)
+        return;
+    int64_t later = 0;
+    for (const struct xfer *o = x->net->active; o; o = o->next)
+        if (o != x && o->quota == x->quota && !o->headers_sent && o->t_start >= x->t_start)
+            later++;
+    d->remaining = d->remaining > later ? d->remaining - later : 0;
+}
+
 static size_t net_header(char *ptr, size_t size, size_t nmemb, void *ud)
 {
     struct xfer *x = ud;
@@ -291,6 +305,10 @@ static size_t net_header(char *ptr, size_t size, size_t nmemb, void *ud)
     }
     if (x->quota)
         (void)ratelimit_feed(&x->quota->key.state, &x->resp, ptr, n, util_now(), (double)time(NULL));
+    if (x->quota && n <= 2 && (ptr[0] == '\r' || ptr[0] == '\n')) {
+        net_quota_in_flight(x); /* the end of the headers */
+        x->quota->answered = 1;
+    }
     const char *colon = memchr(ptr, ':', n);
     if (!colon)
         return n;
@@ -360,7 +378,9 @@ static int net_xfer_start(struct net *n, struct xfer *x)
     curl_easy_setopt(e, CURLOPT_PRIVATE, x);
     curl_easy_setopt(e, CURLOPT_SHARE, n->share);
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
-    curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
+    /* Wait for a connection that may multiplex only where HTTP/2 can be negotiated (TLS):
+     * on cleartext HTTP/1.1 it would hold every request behind the first one. */
+    curl_easy_setopt(e, CURLOPT_PIPEWAIT, strncasecmp(rq->url, "https:", 6) == 0 ? 1L : 0L);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
@@ -523,11 +543,8 @@ static enum ratelimit_net net_kind(const struct xfer *x, CURLcode res, long stat
 /* Release what one attempt used; x, its request and its place in the quota stay. */
 static void net_xfer_release(struct net *n, struct xfer *x)
 {
-    if (x->in_flight && x->quota) {
-        x->quota->in_flight--;
-        if (x->status > 0 || x->headers_sent)
-            x->quota->responses++;
-    }
+    if (x->quota)
+        x->quota->answered = 1; /* even a failure ends the slow start */
     if (x->easy) {
         curl_multi_remove_handle(n->multi, x->easy);
         curl_easy_cleanup(x->easy);
@@ -797,11 +814,11 @@ static double net_admit(struct net *n)
             net_finish(n, x, CURLE_COULDNT_CONNECT);
             continue;
         }
-        if (!q->responses && q->in_flight > 0) {
-            /* Slow start: until the first answer tells what the quota is, one request at a
-             * time - a batch must not fire 32 requests into a limit it has not seen yet. */
-            x->start_at = now + 0.02;
-            next_due = 0.02 < next_due ? 0.02 : next_due;
+        if (!q->answered && q->probing && !q->key.state.seen && !q->key.state.rpm) {
+            /* Slow start: until the first answer shows the limits, one request at a time, so
+             * a batch never fires 32 requests into a limit it has not seen yet. */
+            x->start_at = now + 0.005;
+            next_due = 0.005 < next_due ? 0.005 : next_due;
             pp = &x->next;
             continue;
         }
@@ -848,11 +865,10 @@ static double net_admit(struct net *n)
             continue;
         }
         ratelimit_note_sent(&q->key.state, now, x->rq->est_tokens);
+        q->probing = 1;
         x->wait_told = 0;
         x->next = n->active;
         n->active = x;
-        x->in_flight = 1;
-        q->in_flight++;
         if (net_xfer_start(n, x) < 0) {
             net_unlink(n, x);
             snprintf(x->errbuf, sizeof x->errbuf, "could not set up the request");

@@ -332,7 +332,11 @@ void ratelimit_response_init(struct ratelimit_response *r)
 static void dim_roll(struct ratelimit_dim *d, double now)
 {
     if (d->reset_at >= 0 && now >= d->reset_at) {
-        d->remaining = d->limit;
+        /* Full again: the limit, unless the server has never shown more than a burst well
+         * below it (a token bucket of B requests refilled at the per-minute limit): then B.
+         * Having seen only 0 remaining says nothing about B. */
+        d->remaining = d->full > 1 && d->limit != RATELIMIT_UNKNOWN && d->full * 2 <= d->limit
+                           ? d->full : d->limit;
         d->updated_at = d->reset_at;
         d->reset_at = RATELIMIT_NO_TIME;
     }
@@ -376,6 +380,8 @@ static void set_count(struct ratelimit_state *s, int64_t *rfield, int is_remaini
     }
     d->remaining = v;
     d->updated_at = now;
+    if (v >= 0 && v < INT64_MAX && v + 1 > d->full)
+        d->full = v + 1;
     if (d->reset_at >= 0 && d->reset_at <= now) /* an old reset does not apply to this report */
         d->reset_at = RATELIMIT_NO_TIME;
 }

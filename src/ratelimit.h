@@ -35,6 +35,9 @@ struct ratelimit_dim {
     int64_t remaining; /* x-ratelimit-remaining-*, minus local debits; or RATELIMIT_UNKNOWN */
     double reset_at;   /* monotonic time the server refills remaining to limit; or NO_TIME */
     double updated_at; /* monotonic time remaining was last reported; or NO_TIME */
+    int64_t full;      /* largest remaining ever reported + 1: what "full" has been seen to be,
+                          when the server's bucket holds less than its per-minute limit (a
+                          burst); 0 = none seen */
 };
 
 /* What the server told us about a key's quota, plus optional configured client-side limits.

@@ -1,6 +1,8 @@
 #!/bin/sh
 # Build tokterm twice (plain, and with ASan+UBSan) in separate build trees and run every test
-# in both. Ends with one line: "N passed, N failed". Exit status 0 only when nothing failed.
+# in both; then valgrind memcheck over real runs of the plain build, and each libFuzzer target
+# for FUZZ_SECONDS (default 30) in a clang tree (_build/fuzz). Ends with one line:
+# "N passed, N failed". Exit status 0 only when nothing failed.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
@@ -30,5 +32,45 @@ run_tree() { # name, configure args...
 }
 run_tree plain
 run_tree asan --enable-asan
+
+# valgrind: one test per run (tests/valgrind/run.py prints TAP); needs the plain build
+if command -v valgrind >/dev/null 2>&1 && [ -x "$top/_build/plain/src/tokterm" ]; then
+    echo "=== valgrind: memcheck over scripted mode, subcommands and a TUI session"
+    out="$top/_build/plain/valgrind.out"
+    TOKTERM="$top/_build/plain/src/tokterm" srcdir="$top/tests" \
+        python3 "$top/tests/valgrind/run.py" >"$out" 2>&1 || status=1
+    grep -E '^not ok' "$out" | grep -v '# TODO' | head -20
+    p=$(grep -cE '^ok ' "$out") f=$(grep -E '^not ok' "$out" | grep -vc '# TODO')
+    echo "=== valgrind: $p passed, $f failed"
+    pass=$((pass + p)); fail=$((fail + f))
+else
+    echo "=== valgrind: skipped (valgrind or the plain build is missing)"
+fi
+
+# fuzzing: each libFuzzer target counts as one test
+if command -v clang >/dev/null 2>&1; then
+    dir="$top/_build/fuzz"
+    mkdir -p "$dir"
+    echo "=== fuzz build: ./configure CC=clang --enable-fuzzing; make fuzz-smoke"
+    if (cd "$dir" && "$top/configure" -q CC=clang --enable-fuzzing >configure.out 2>&1); then
+        (cd "$dir" && make -s -j"$jobs" fuzz-smoke FUZZ_SECONDS="${FUZZ_SECONDS:-30}" \
+            >smoke.out 2>&1) || status=1
+        grep -vE '^PASS:' "$dir/smoke.out" | grep -E '^(FAIL|  )' | head -30
+        p=$(grep -c '^PASS: fuzz_' "$dir/smoke.out") f=$(grep -c '^FAIL: fuzz_' "$dir/smoke.out")
+        if [ "$p" -eq 0 ] && [ "$f" -eq 0 ]; then
+            tail -20 "$dir/smoke.out"
+            f=1
+        fi
+        echo "=== fuzz: $p passed, $f failed"
+        pass=$((pass + p)); fail=$((fail + f))
+    else
+        tail -20 "$dir/configure.out"
+        echo "=== fuzz: configure FAILED"
+        fail=$((fail + 1)); status=1
+    fi
+else
+    echo "=== fuzz: clang is missing"
+    fail=$((fail + 1)); status=1
+fi
 echo "$pass passed, $fail failed"
 [ "$status" -eq 0 ] && [ "$fail" -eq 0 ]

@@ -13,6 +13,8 @@ sys.dont_write_bytecode = True
 
 import json  # noqa: E402
 import os  # noqa: E402
+import pty  # noqa: E402
+import select  # noqa: E402
 import signal  # noqa: E402
 import subprocess  # noqa: E402
 import time  # noqa: E402
@@ -262,6 +264,9 @@ with ttlib.FakeServer() as srv:
     rc, out, err = run(["--incognito", "batch", "-j", "2", write_lines(
         os.path.join(d, "order.jsonl"), [{"id": "a", "prompt": "a"}, {"id": "b", "prompt": "b"}])])
     slow = [r["body"]["messages"][-1]["content"] for r in srv.requests()[n0:] if r.get("queued")]
+    # (This and "the first 4 requests reach the server together" below failed while the
+    # network thread set CURLOPT_PIPEWAIT for cleartext HTTP/1.1 too: the 2nd request then
+    # waited for the whole 1st exchange.)
     t.eq([r["id"] for r in parse(out)], sorted({"a", "b"} - set(slow)) + slow,
          "lines come in order of completion, not input order")
 
@@ -281,6 +286,54 @@ with ttlib.FakeServer() as srv:
              % (conc, want))
         if conc == 4:
             t.ok(wall < 8 * 0.4 * 0.6, "-j 4: 8 x 400 ms took %.2f s, not 3.2 s" % wall)
+            first = sorted(r["t"] for r in reqs)
+            t.ok(first[3] - first[0] < 0.2, "-j 4: the first 4 requests reach the server "
+                 "together (4th %.2f s after the 1st)" % (first[3] - first[0]))
+
+    # --- the progress bar when stderr is a terminal ---
+    master, slave = pty.openpty()
+    env = ttlib.clean_env(home, {"OPENAI_BASE_URL": srv.base("header_delay_ms=150")})
+    p = subprocess.Popen([ttlib.tokterm_path(), "--incognito", "batch", "-j", "2", many],
+                         env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave,
+                         start_new_session=True)
+    os.close(slave)
+    screen = b""
+    while True:
+        r, _, _ = select.select([master], [], [], 10)
+        if not r:
+            break
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        screen += chunk
+    out = p.stdout.read()
+    p.wait()
+    os.close(master)
+    t.ok(p.returncode == 0 and len(parse(out)) == 8, "progress run: 8 answers on stdout")
+    t.ok(b"\r[" in screen and b"/8" in screen and b"failed 0" in screen and b"ETA" in screen
+         and b"/s" in screen, "stderr is a terminal: a progress bar with done/failed/rate/ETA",
+         screen.decode(errors="replace"))
+    t.ok(b"8 items: 8 complete" in screen, "and the summary line at the end")
+    t.ok(b"{" not in screen, "answers never on the terminal's stderr")
+
+    # --- the reader goes away: stop, exit 141 like a pipe writer killed by SIGPIPE ---
+    env = ttlib.clean_env(home, {"OPENAI_BASE_URL": srv.base("header_delay_ms=100")})
+    p = subprocess.Popen([ttlib.tokterm_path(), "--incognito", "batch", "-j", "2", many],
+                         env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, start_new_session=True)
+    first_line = p.stdout.readline()
+    p.stdout.close()
+    try:
+        err = p.stderr.read()
+        p.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+    t.ok(json.loads(first_line)["outcome"] == "complete" and p.returncode == 141,
+         "stdout closed after one line: exit 141 (got %s)" % p.returncode, err.decode())
 
     # --- --resume ---
     items = [{"id": "r%d" % i, "prompt": "resume %d" % i} for i in range(6)]

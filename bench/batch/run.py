@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+"""Batch throughput benchmark (issue 6): N prompts at concurrency C against a server that waits
+50 ms before each answer, `tokterm batch` side by side with the official openai npm SDK doing
+the same requests with a pool of C workers (bench/batch/sdk.mjs).
+
+  ideal = N x 50 ms / C        efficiency = ideal / wall time of the whole process
+
+The server is bench/batch/server.py (asyncio, one thread: it answers on time at these rates);
+--server fake uses tests/fake-openai/server.py (header_delay_ms=50) instead, whose thread per
+connection adds its own latency. Wall, CPU (user+sys) and peak RSS come from wait4(2).
+
+Then the rate-limit check: the same batch against the fake server with rpm=600 (a bucket of 600
+requests refilled at 600 a minute, 429 when empty); every request that got a 429 is counted
+from the server's log. tokterm should pace itself to zero; the SDK retries what failed.
+
+usage: bench/batch/run.py [--tokterm PATH] [--n 1000] [--concurrency 32] [--delay-ms 50]
+                          [--rounds 3] [--server lean|fake] [--rpm 600] [--rpm-n N] [--no-rpm]
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "e2e"))
+sys.dont_write_bytecode = True
+import ttlib  # noqa: E402
+
+
+def measure(argv, env, out_path):
+    """Run argv with stdout to out_path: (wall s, cpu s, peak RSS MiB, exit code)."""
+    t0 = time.perf_counter()
+    with open(out_path, "wb") as out:
+        p = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=out,
+                             stderr=subprocess.PIPE)
+        err = p.stderr.read()
+        _, status, ru = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t0
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode not in (0, 3):
+        sys.stderr.write("%s: exit %d: %s\n" % (argv[0], p.returncode, err.decode()[-500:]))
+    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024.0, p.returncode
+
+
+def count_lines(path):
+    ok = failed = 0
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            r = json.loads(line)
+            if r.get("error") is None and r.get("outcome", "complete") == "complete":
+                ok += 1
+            else:
+                failed += 1
+    return ok, failed
+
+
+class LeanServer:
+    def __init__(self, delay_ms):
+        self.dir = ttlib.tempdir("tt-bench-srv-")
+        pf = os.path.join(self.dir, "port")
+        self.proc = subprocess.Popen([sys.executable, os.path.join(HERE, "server.py"),
+                                      "--port-file", pf, "--delay-ms", str(delay_ms)])
+        deadline = time.monotonic() + 10
+        while not os.path.exists(pf):
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                raise RuntimeError("bench server did not start")
+            time.sleep(0.02)
+        with open(pf) as f:
+            self.port = int(f.read())
+
+    def base(self):
+        return "http://127.0.0.1:%d/v1" % self.port
+
+    def stats(self):
+        import urllib.request
+        with urllib.request.urlopen("http://127.0.0.1:%d/_stats" % self.port) as r:
+            return json.loads(r.read())
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tokterm", default=os.environ.get("TOKTERM") or
+                    os.path.join(HERE, "..", "..", "_build", "plain", "src", "tokterm"))
+    ap.add_argument("--n", type=int, default=1000)
+    ap.add_argument("--concurrency", type=int, default=32)
+    ap.add_argument("--delay-ms", type=int, default=50)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--server", choices=("lean", "fake"), default="lean")
+    ap.add_argument("--rpm", type=int, default=600)
+    ap.add_argument("--rpm-n", type=int, default=0, help="requests for the rpm check (default --n)")
+    ap.add_argument("--no-rpm", action="store_true")
+    a = ap.parse_args()
+    tokterm = os.path.abspath(a.tokterm)
+    node = shutil.which("node")
+    sdk_ok = bool(node) and os.path.isdir(os.path.join(HERE, "node_modules", "openai"))
+    if node and not sdk_ok:
+        print("installing the openai npm package into bench/batch/node_modules ...")
+        subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--silent"], cwd=HERE)
+        sdk_ok = os.path.isdir(os.path.join(HERE, "node_modules", "openai"))
+
+    work = ttlib.tempdir("tt-bench-batch-")
+    inp = os.path.join(work, "in.jsonl")
+    with open(inp, "w") as f:
+        for i in range(a.n):
+            f.write(json.dumps({"id": i, "prompt": "benchmark prompt number %d" % i}) + "\n")
+    ideal = a.n * a.delay_ms / 1000.0 / a.concurrency
+    out = os.path.join(work, "out.jsonl")
+
+    if a.server == "lean":
+        srv = LeanServer(a.delay_ms)
+        base = srv.base()
+    else:
+        srv = ttlib.FakeServer()
+        srv.start()
+        base = srv.base("header_delay_ms=%d,chunk=whole" % a.delay_ms)
+
+    tools = {
+        "tokterm batch": lambda: [tokterm, "batch", "--concurrency", str(a.concurrency), inp],
+        "tokterm --incognito": lambda: [tokterm, "--incognito", "batch", "--concurrency",
+                                        str(a.concurrency), inp],
+    }
+    if sdk_ok:
+        tools["openai SDK (node)"] = lambda: [node, os.path.join(HERE, "sdk.mjs"), inp,
+                                              str(a.concurrency)]
+    results = {name: [] for name in tools}
+    conns = {}
+    try:
+        for r in range(a.rounds):
+            for name, argv in tools.items():
+                env = ttlib.clean_env(env={"OPENAI_BASE_URL": base})  # a fresh HOME: no cache hits
+                before = srv.stats()["connections"] if a.server == "lean" else 0
+                wall, cpu, rss, code = measure(argv(), env, out)
+                ok, failed = count_lines(out)
+                if a.server == "lean":
+                    conns[name] = srv.stats()["connections"] - before
+                results[name].append((wall, cpu, rss, ok, failed))
+    finally:
+        srv.stop()
+
+    print("%d requests, concurrency %d, the server waits %d ms before each answer (%s server)"
+          % (a.n, a.concurrency, a.delay_ms, a.server))
+    print("ideal = %d x %d ms / %d = %.3f s; median of %d rounds, whole process "
+          "(start-up included)\n" % (a.n, a.delay_ms, a.concurrency, ideal, a.rounds))
+    hdr = "%-22s %8s %8s %8s %8s %10s %7s %6s" % ("tool", "wall s", "eff %", "req/s", "cpu s",
+                                               "peak MiB", "failed", "conns")
+    print(hdr)
+    print("-" * len(hdr))
+    med = {}
+    for name, rs in results.items():
+        wall = statistics.median(x[0] for x in rs)
+        cpu = statistics.median(x[1] for x in rs)
+        rss = statistics.median(x[2] for x in rs)
+        failed = max(x[4] for x in rs)
+        med[name] = (wall, cpu, rss)
+        print("%-22s %8.3f %8.1f %8.0f %8.2f %10.1f %7d %6s" % (
+            name, wall, 100 * ideal / wall, a.n / wall, cpu, rss, failed,
+            conns.get(name, "-")))
+    if "openai SDK (node)" in med:
+        t, s = med["tokterm batch"], med["openai SDK (node)"]
+        print("\nSDK / tokterm: wall %.2fx, cpu %.1fx, peak RSS %.1fx"
+              % (s[0] / t[0], s[1] / t[1], s[2] / t[2]))
+    print("target: tokterm batch >= 90%% of ideal: %s"
+          % ("MET" if 100 * ideal / med["tokterm batch"][0] >= 90 else "NOT MET"))
+
+    if a.no_rpm:
+        return
+    n = a.rpm_n or a.n
+    rin = os.path.join(work, "rpm.jsonl")
+    with open(rin, "w") as f:
+        for i in range(n):
+            f.write(json.dumps({"id": i, "prompt": "rate limited prompt %d" % i}) + "\n")
+    print("\nrate limit: %d requests at concurrency %d, fake server rpm=%d (a bucket of %d, "
+          "refilled at %d/min; 429 when empty)" % (n, a.concurrency, a.rpm, a.rpm, a.rpm))
+    floor = max(0.0, (n - a.rpm) * 60.0 / a.rpm)
+    print("the quota alone needs %.1f s\n" % floor)
+    print("%-22s %8s %8s %8s %8s" % ("tool", "wall s", "429s", "failed", "requests"))
+    rtools = [("tokterm batch", [tokterm, "--incognito", "batch", "--concurrency",
+                                 str(a.concurrency), rin])]
+    if sdk_ok:
+        rtools.append(("openai SDK (node)", [node, os.path.join(HERE, "sdk.mjs"), rin,
+                                             str(a.concurrency)]))
+    for name, argv in rtools:
+        with ttlib.FakeServer() as fs:  # a fresh server: a full bucket for each tool
+            env = ttlib.clean_env(env={"OPENAI_BASE_URL": fs.base(
+                "rpm=%d,header_delay_ms=%d" % (a.rpm, a.delay_ms))})
+            wall, cpu, rss, code = measure(argv, env, out)
+            ok, failed = count_lines(out)
+            reqs = fs.requests()
+            limited = sum(1 for r in reqs if r.get("rate_limited"))
+            print("%-22s %8.1f %8d %8d %8d" % (name, wall, limited, failed, len(reqs)))
+            if name == "tokterm batch":
+                print("  zero 429s: %s" % ("PASS" if limited == 0 else "FAIL"))
+
+
+if __name__ == "__main__":
+    main()

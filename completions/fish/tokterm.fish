@@ -1,0 +1,75 @@
+# fish completion for tokterm. Installed as $(datadir)/fish/vendor_completions.d/tokterm.fish.
+
+function __tokterm_profiles
+    set -l cfg (set -q XDG_CONFIG_HOME; and echo $XDG_CONFIG_HOME; or echo $HOME/.config)/tokterm/config
+    test -r $cfg; or return
+    sed -n 's/^[[:space:]]*\[\(profile[[:space:]]\{1,\}\)\{0,1\}\([^]]*\)\].*/\2/p' $cfg | grep -vx default
+end
+
+function __tokterm_ids
+    tokterm ls --limit 100 2>/dev/null | awk 'NR > 1 && $1 ~ /^[0-9]+$/ { id = $1; $1 = $2 = $3 = $4 = $5 = ""; sub(/^ +/, ""); print id "\t" $0 }'
+end
+
+set -l subs count ls show search export rm rename stats cache doctor batch help version
+set -l nosub "not __fish_seen_subcommand_from $subs"
+
+complete -c tokterm -f
+complete -c tokterm -n $nosub -s p -l prompt -r -d 'the prompt (repeat for more turns)'
+complete -c tokterm -n $nosub -s m -l model -r -d 'model'
+complete -c tokterm -n $nosub -s s -l system -r -d 'system prompt'
+complete -c tokterm -n $nosub -s P -l profile -x -a '(__tokterm_profiles)' -d 'config profile'
+complete -c tokterm -n $nosub -l base-url -x -d 'API base URL'
+complete -c tokterm -n $nosub -l max-tokens -x -d 'limit the answer length'
+complete -c tokterm -n $nosub -s t -l temperature -x -d 'sampling temperature (0..2)'
+complete -c tokterm -n $nosub -l json -d 'print one JSON object at the end'
+complete -c tokterm -n $nosub -l reasoning -d 'copy the reasoning to stderr'
+complete -c tokterm -n $nosub -l no-usage -d 'do not ask for usage'
+complete -c tokterm -n $nosub -l idle-timeout -x -d 'give up after S seconds without data'
+complete -c tokterm -n $nosub -l connect-timeout -x -d 'connect timeout (seconds)'
+complete -c tokterm -n $nosub -l retries -x -d 'retries before the first byte'
+complete -c tokterm -n $nosub -l cacert -r -F -d 'trust this CA bundle'
+complete -c tokterm -n $nosub -l insecure -d 'do not verify TLS certificates'
+complete -c tokterm -n $nosub -l config -r -F -d 'config file'
+complete -c tokterm -n $nosub -l trace -r -F -d 'write frame timing records'
+complete -c tokterm -n $nosub -s c -l continue -d 'continue the most recent conversation'
+complete -c tokterm -n $nosub -l conversation -x -a '(__tokterm_ids)' -d 'continue conversation ID'
+complete -c tokterm -n $nosub -l db -r -F -d 'conversation database'
+complete -c tokterm -n $nosub -l no-save -d 'do not save this conversation'
+complete -c tokterm -n $nosub -l incognito -d 'save nothing, no response cache'
+complete -c tokterm -n $nosub -l no-cache -d 'always ask the server'
+complete -c tokterm -n $nosub -l cache-only -d 'answer only from the cache'
+complete -c tokterm -n $nosub -s h -l help -d 'show help'
+complete -c tokterm -n $nosub -s V -l version -d 'version and library versions'
+
+complete -c tokterm -n $nosub -a count -d 'count the tokens of stdin'
+complete -c tokterm -n $nosub -a ls -d 'saved conversations'
+complete -c tokterm -n $nosub -a show -d 'print a conversation'
+complete -c tokterm -n $nosub -a search -d 'full-text search'
+complete -c tokterm -n $nosub -a export -d 'export conversations'
+complete -c tokterm -n $nosub -a rm -d 'delete a conversation'
+complete -c tokterm -n $nosub -a rename -d 'rename a conversation'
+complete -c tokterm -n $nosub -a stats -d 'usage statistics'
+complete -c tokterm -n $nosub -a cache -d 'response cache'
+complete -c tokterm -n $nosub -a doctor -d 'check the setup'
+complete -c tokterm -n $nosub -a batch -d 'answer every line of a JSONL file'
+complete -c tokterm -n $nosub -a help -d 'show help'
+complete -c tokterm -n $nosub -a version -d 'show versions'
+
+complete -c tokterm -n '__fish_seen_subcommand_from count' -s m -l model -x -d 'model'
+complete -c tokterm -n '__fish_seen_subcommand_from count' -s e -l encoding -x -a 'o200k_base cl100k_base'
+complete -c tokterm -n '__fish_seen_subcommand_from count' -l ids -d 'print token ids'
+complete -c tokterm -n '__fish_seen_subcommand_from ls' -l limit -x -d 'how many'
+complete -c tokterm -n '__fish_seen_subcommand_from show rm rename export' -a '(__tokterm_ids)'
+complete -c tokterm -n '__fish_seen_subcommand_from export' -l all -d 'every conversation'
+complete -c tokterm -n '__fish_seen_subcommand_from export' -l format -x -a 'md json'
+complete -c tokterm -n '__fish_seen_subcommand_from search' -l model -x -d 'only this model'
+complete -c tokterm -n '__fish_seen_subcommand_from search stats' -l since -x -d 'YYYY-MM-DD'
+complete -c tokterm -n '__fish_seen_subcommand_from search stats' -l until -x -d 'YYYY-MM-DD'
+complete -c tokterm -n '__fish_seen_subcommand_from search' -l limit -x -d 'how many'
+complete -c tokterm -n '__fish_seen_subcommand_from cache' -a 'stats clear'
+complete -c tokterm -n '__fish_seen_subcommand_from doctor' -l offline -d 'skip the network checks'
+complete -c tokterm -n '__fish_seen_subcommand_from doctor' -l timeout -x -d 'seconds per endpoint'
+complete -c tokterm -n '__fish_seen_subcommand_from batch' -s j -l concurrency -x -d 'requests at once'
+complete -c tokterm -n '__fish_seen_subcommand_from batch' -s o -l out -r -F -d 'write answers to FILE'
+complete -c tokterm -n '__fish_seen_subcommand_from batch' -l resume -d 'skip ids already complete'
+complete -c tokterm -n '__fish_seen_subcommand_from batch' -F

@@ -1,0 +1,213 @@
+#!/usr/bin/env python3
+"""`tokterm doctor` against the fake server: one line per check with ok/warn/fail and what to
+do, the exit status, the key never printed, server text sanitised, the database and the
+terminal checks. Prints TAP."""
+
+import sys
+
+sys.dont_write_bytecode = True
+
+import os  # noqa: E402
+import re  # noqa: E402
+import sqlite3  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ttlib  # noqa: E402
+
+t = ttlib.Tap()
+LINE = re.compile(r"^(ok   |warn |fail ) (\S[^\n]{11}) (\[[^\]]+\] )?\S")  # "%-5s %-12s "
+SUMMARY = re.compile(r"^(\d+) ok, (\d+) warn, (\d+) fail$")
+RL = "h.x-ratelimit-limit-requests=500,h.x-ratelimit-remaining-requests=499," \
+     "h.x-ratelimit-reset-requests=120ms,h.x-ratelimit-limit-tokens=30000," \
+     "h.x-ratelimit-remaining-tokens=29000"
+
+
+def lines_of(out):
+    return out.decode("utf-8", "replace").splitlines()
+
+
+def find(lines, status, check, profile=None, piece=""):
+    """The first line with this status, check name, profile and text piece, or None."""
+    for ln in lines:
+        m = LINE.match(ln)
+        if not m or m.group(1).strip() != status or m.group(2).strip() != check:
+            continue
+        if profile is not None and (m.group(3) or "").strip() != "[%s]" % profile:
+            continue
+        if piece in ln:
+            return ln
+    return None
+
+
+def well_formed(lines, name):
+    body = lines[1:-1]
+    bad = [ln for ln in body if not LINE.match(ln)]
+    t.ok(lines and lines[0].startswith("tokterm doctor: tokterm ") and not bad,
+         name + ": every line is 'ok|warn|fail CHECK ...'", "\n".join(bad or lines[:2]))
+    m = SUMMARY.match(lines[-1]) if lines else None
+    counts = [sum(1 for ln in body if ln.startswith(s + " ")) for s in ("ok", "warn", "fail")]
+    t.ok(m is not None and [int(x) for x in m.groups()] == counts,
+         name + ": the summary counts the lines (%s)" % (lines[-1] if lines else ""))
+    return counts
+
+
+with ttlib.FakeServer() as srv:
+    home = ttlib.make_home()
+    cfgdir = os.path.join(home, ".config", "tokterm")
+    os.makedirs(cfgdir)
+    cfg = os.path.join(cfgdir, "config")
+    with open(cfg, "w") as f:
+        f.write("profile = fake\nmodle = typo\n"
+                "[fake]\nbase_url = %s\nmodel = gpt-4o-mini\n"
+                "[nokey]\nbase_url = %s\napi_key_env = TT_DOCTOR_UNSET\n"
+                "[closed]\nbase_url = http://127.0.0.1:9/v1\n"
+                "[wrongmodel]\nbase_url = %s\nmodel = no-such-model\n"
+                "[hostile]\nbase_url = %s\napi_key_cmd = echo sk-from-cmd-0123456789\n"
+                % (srv.base(RL + ",models=gpt-4o-mini%7Cother"),
+                   srv.base("status=401,error=" + "Incorrect%20API%20key%20provided"),
+                   srv.base(), srv.base("status=403,error=%1B%5D0%3Bowned%07%1B%5B2Jno")))
+    os.chmod(cfg, 0o600)
+    env = {"OPENAI_BASE_URL": None}
+    before = len(srv.requests(all=True))
+    rc, out, err = ttlib.run_tokterm(["doctor", "--timeout", "5"], home=home, env=env)
+    lines = lines_of(out)
+    t.eq(rc, 1, "a failing check: exit 1")
+    well_formed(lines, "five profiles")
+    t.ok(find(lines, "ok", "config", None, "5 profiles (fake, nokey, closed, wrongmodel, "
+                                            "hostile)"), "config: syntax ok, the profiles named")
+    t.ok(find(lines, "warn", "config", None, "unknown option 'modle'"),
+         "config: an unknown option is a warning with the line", "\n".join(lines))
+    t.ok(find(lines, "ok", "config perms", None, "mode 600"), "config perms: 600 is ok")
+    t.ok(find(lines, "ok", "key source", "fake", "$OPENAI_API_KEY is set (%d characters)"
+              % len(ttlib.TEST_KEY)), "key source: the variable and the key's length")
+    t.ok(find(lines, "ok", "http", "fake", "HTTP 200, 2 models"), "http: GET /models answered")
+    t.ok(find(lines, "ok", "key valid", "fake", "accepted"), "key valid: accepted")
+    t.ok(find(lines, "ok", "model", "fake", "gpt-4o-mini is listed"), "model: listed")
+    t.ok(find(lines, "ok", "rate limits", "fake", "499/500"),
+         "rate limits: the headers it saw", "\n".join(lines))
+    t.ok(find(lines, "ok", "rate limits", "fake", "tok 29k/30k"), "rate limits: tokens too")
+    ln = find(lines, "fail", "key valid", "nokey", "HTTP 401")
+    t.ok(ln and "Incorrect API key provided" in ln and "api_key_env" in ln,
+         "key valid: a refused request says what the server said and what to set", ln)
+    t.ok(find(lines, "ok", "key source", "nokey", "$TT_DOCTOR_UNSET is not set"),
+         "key source: names the unset variable")
+    ln = find(lines, "fail", "connect", "closed", "127.0.0.1:9")
+    t.ok(ln and "running" in ln, "connect: a closed port fails with a hint", ln)
+    t.ok(find(lines, "warn", "model", "wrongmodel", "no-such-model is not in the server's list"),
+         "model: an unknown model is a warning")
+    t.ok(find(lines, "ok", "key source", "hostile", "api_key_cmd printed a key"),
+         "key source: api_key_cmd ran")
+    ln = find(lines, "fail", "key valid", "hostile", "HTTP 403")
+    t.ok(ln and "^[]0;owned^G^[[2Jno" in ln, "server text with escapes is shown visibly", ln)
+    t.ok(b"\x1b" not in out and b"\x07" not in out, "no escape byte from the server in the output")
+    t.ok(ttlib.TEST_KEY.encode() not in out + err and b"sk-from-cmd" not in out + err,
+         "no key is ever printed")
+    reqs = [r for r in srv.requests(all=True)[before:] if r["path"].endswith("/models")]
+    t.eq(len(reqs), 4, "one GET /models per reachable profile")
+    auth = [r["headers"].get("authorization") for r in reqs]
+    t.ok("<redacted len=%d>" % len("Bearer " + ttlib.TEST_KEY) in auth,
+         "the key is sent to check it", auth)
+    t.ok(find(lines, "ok", "database", None, "does not exist yet"), "database: not there yet")
+    t.ok(find(lines, "ok", "data", None, "o200k_base"), "data: tokenizer table found")
+    t.ok(find(lines, "ok", "theme", None, "dark"), "theme: the default theme loads")
+
+    # -P: one profile; everything fine: exit 0
+    before = len(srv.requests(all=True))
+    rc, out, err = ttlib.run_tokterm(["-P", "fake", "doctor"], home=home, env=env)
+    lines = lines_of(out)
+    t.eq(rc, 0, "-P fake: all fine, exit 0")
+    t.ok(all("[nokey]" not in ln and "[closed]" not in ln for ln in lines),
+         "-P fake: only that profile is checked")
+    t.eq(len(srv.requests(all=True)) - before, 1, "-P fake: one request")
+
+    # --offline: no network
+    before = len(srv.requests(all=True))
+    rc, out, err = ttlib.run_tokterm(["doctor", "--offline"], home=home, env=env)
+    t.eq(len(srv.requests(all=True)) - before, 0, "--offline: no request leaves")
+    t.ok(find(lines_of(out), "ok", "key source", "fake", "is set"), "--offline: keys still checked")
+
+    # permissions: a key in a file others can read
+    with open(cfg, "a") as f:
+        f.write("[filekey]\nbase_url = %s\napi_key = sk-written-in-the-file\n" % srv.base())
+    os.chmod(cfg, 0o644)
+    rc, out, err = ttlib.run_tokterm(["doctor", "--offline"], home=home, env=env)
+    lines = lines_of(out)
+    ln = find(lines, "fail", "config perms", None, "holds an API key")
+    t.ok(ln and "chmod 600" in ln, "config perms: a readable key fails with chmod 600", ln)
+    t.ok(find(lines, "warn", "key source", "filekey", "written in the config file"),
+         "key source: a key in the file is a warning")
+    t.ok(b"sk-written-in-the-file" not in out, "the key in the file is not printed")
+    os.chmod(cfg, 0o666)
+    rc, out, err = ttlib.run_tokterm(["doctor", "--offline"], home=home, env=env)
+    t.ok(find(lines_of(out), "fail", "config perms", None, "writable by others"),
+         "config perms: writable by others fails")
+
+    # garbage config
+    with open(cfg, "wb") as f:
+        f.write(b"model = x\n\x1b[2J\x07 garbage\n")
+    os.chmod(cfg, 0o600)
+    rc, out, err = ttlib.run_tokterm(["doctor"], home=home, env=env)
+    lines = lines_of(out)
+    t.eq(rc, 1, "garbage config: exit 1")
+    well_formed(lines, "garbage config")
+    ln = find(lines, "fail", "config", None, "config:2:")
+    t.ok(ln and "^[[2J^G" in ln and "fix that line" in ln,
+         "garbage config: file, line, the text made visible, what to do", ln)
+    t.ok(find(lines, "ok", "locale", None, "UTF-8"), "garbage config: the other checks still run")
+
+    # database: a real one, a broken one
+    os.remove(cfg)
+    dbdir = ttlib.tempdir("tt-doc-db-")
+    db = os.path.join(dbdir, "chat.db")
+    rc, out, err = ttlib.run_tokterm(["--db", db, "-p", "hello"],
+                                     env={"OPENAI_BASE_URL": srv.base()})
+    rc, out, err = ttlib.run_tokterm(["--db", db, "doctor", "--offline"], home=home)
+    lines = lines_of(out)
+    t.eq(rc, 0, "database ok: exit 0")
+    t.ok(find(lines, "ok", "database", None, "integrity ok, schema"), "database: integrity ok",
+         "\n".join(lines))
+    t.ok(find(lines, "ok", "database", None, "1 conversation"), "database: counts conversations")
+    t.ok(find(lines, "ok", "db perms", None, "mode 600"), "database: mode 600")
+    junk = os.path.join(dbdir, "junk.db")
+    with open(junk, "wb") as f:
+        f.write(b"not sqlite at all\n" * 300)
+    rc, out, err = ttlib.run_tokterm(["--db", junk, "doctor", "--offline"], home=home)
+    ln = find(lines_of(out), "fail", "database", None, "junk.db")
+    t.eq(rc, 1, "database not SQLite: exit 1")
+    t.ok(ln and "move it away" in ln, "database not SQLite: fail with what to do", ln)
+    other = os.path.join(dbdir, "other.db")
+    sqlite3.connect(other).execute("CREATE TABLE t(x)").connection.close()
+    rc, out, err = ttlib.run_tokterm(["--db", other, "doctor", "--offline"], home=home)
+    t.ok(find(lines_of(out), "fail", "database", None, "not a tokterm database"),
+         "an SQLite file of another program is not a tokterm database")
+
+    # bad usage
+    rc, out, err = ttlib.run_tokterm(["doctor", "--frobnicate"], home=home)
+    t.eq(rc, 2, "doctor --frobnicate: exit 2")
+    rc, out, err = ttlib.run_tokterm(["doctor", "--help"], home=home)
+    t.ok(rc == 0 and b"--offline" in out, "doctor --help")
+
+    # locale that is not UTF-8
+    rc, out, err = ttlib.run_tokterm(["doctor", "--offline"], home=home,
+                                     env={"LC_ALL": "C", "LANG": "C"})
+    ln = find(lines_of(out), "warn", "locale", None, "not UTF-8")
+    t.ok(ln and "LANG=C.UTF-8" in ln, "locale C: a warning that says what to set", ln)
+
+# the terminal check, on a real terminal
+if not ttlib.Tmux.available():
+    t.skip("doctor on a terminal", "tmux is not installed")
+else:
+    with ttlib.Tmux(100, 30) as tm:
+        tm.run([ttlib.tokterm_path(), "doctor", "--offline"], ttlib.clean_env())
+        screen = tm.wait_for(re.compile(r"\d+ ok, \d+ warn, \d+ fail"), 10) or tm.capture()
+        t.ok(find(screen.splitlines(), "ok", "terminal", None, "xterm-256color, 256 colours, 100x30"),
+             "terminal: TERM, colours and size", screen)
+        tm.kill()
+    with ttlib.Tmux(30, 20) as tm:
+        tm.run([ttlib.tokterm_path(), "doctor", "--offline"], ttlib.clean_env())
+        screen = tm.wait_for(re.compile(r"\d+ ok, \d+ warn, \d+ fail"), 10) or tm.capture()
+        joined = screen.replace("\n", "")
+        t.ok("warn  terminal" in joined and "only 30x20" in joined,
+             "terminal: a narrow window is a warning", screen)
+
+sys.exit(t.done())
