@@ -1074,6 +1074,9 @@ static int batch_open_resume(const char *path, struct batch_set *done, struct bu
     if (dropped) {
         struct stat sb;
         mode_t mode = stat(path, &sb) == 0 ? (sb.st_mode & 07777) : 0644;
+        char *real = realpath(path, NULL); /* rewrite the file a symbolic link points to */
+        if (real)
+            path = real;
         char *tmp = xasprintf("%s.tmp-XXXXXX", path);
         int fd = mkstemp(tmp);
         int ok = fd >= 0 && fchmod(fd, mode) == 0 &&
@@ -1085,10 +1088,12 @@ static int batch_open_resume(const char *path, struct batch_set *done, struct bu
             if (fd >= 0)
                 unlink(tmp);
             free(tmp);
+            free(real);
             buf_free(&keep);
             return -1;
         }
         free(tmp);
+        free(real);
     }
     buf_free(&keep);
     int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);

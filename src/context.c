@@ -721,6 +721,8 @@ void context_plan_report(const struct context_plan *p, const struct context_para
             k = nl ? (size_t)(nl - s) + 1 : 0;
         }
         buf_appends(out, ": ");
+        if (it->len == 0 && i + 1 == p->n_items)
+            buf_appends(out, "(your next message)");
         while (k < it->len && shown < 40) {
             uint32_t cp;
             size_t l = utf8_decode(s + k, it->len - k, &cp);

@@ -433,6 +433,7 @@ static unsigned session_send_planned(struct session *s)
     buf_reset(&s->answer);
     buf_reset(&s->reasoning);
     s->ans_fed = 0;
+    s->ans_bytes = 0;
     if (s->ans_count)
         context_stream_reset(s->ans_count);
 
@@ -571,8 +572,8 @@ int session_dispatch(struct session *s, const struct session_sink *sink)
             int r = e->type == QEV_REASONING;
             if (s->keep_answer)
                 buf_append(r ? &s->reasoning : &s->answer, e->text.data, e->text.len);
-            else if (!r && s->ans_count) /* not kept: count it now (else when asked) */
-                context_stream_feed(s->ans_count, e->text.data, e->text.len);
+            else if (!r)
+                s->ans_bytes += e->text.len; /* not kept: the server's usage counts it */
             if (s->answer_id) {
                 int rc = r ? store_message_append_reasoning(s->store, s->answer_id, e->text.data,
                                                             e->text.len)
@@ -705,6 +706,7 @@ static void session_context_setup(struct session *s)
         s->ctx = context_new(enc, approx, NULL);
         s->ans_count = context_stream_new(s->ctx);
         s->ans_fed = 0;
+    s->ans_bytes = 0;
     }
     struct session_model *sm = &s->ctx_model;
     sm->window = c->context_window > 0 ? c->context_window
@@ -968,9 +970,16 @@ static void session_context_end(struct session *s, const struct net_result *r)
     if (!s->ctx || !r || r->cached || r->outcome == API_ERR_USAGE ||
         r->outcome == API_CACHE_MISS)
         return;
-    long completion = session_answer_tokens(s);
-    if (s->reasoning.len)
-        completion += context_count(s->ctx, s->reasoning.data, s->reasoning.len);
+    long completion;
+    if (r->usage.present && r->usage.completion > 0) {
+        completion = (long)r->usage.completion; /* what the server bills: no need to count */
+    } else if (s->keep_answer) {
+        completion = session_answer_tokens(s);
+        if (s->reasoning.len)
+            completion += context_count(s->ctx, s->reasoning.data, s->reasoning.len);
+    } else {
+        completion = (long)(s->ans_bytes / 4); /* text not kept and no usage: an estimate */
+    }
     session_context_spend(s, r, s->plan.shown, completion);
     s->status_n = (size_t)-1;
     if (r->usage.present && r->usage.prompt > 0 && !r->used_fallback &&

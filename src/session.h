@@ -100,6 +100,7 @@ struct session {
     struct context_budget budget;
     struct context_stream *ans_count; /* the streaming answer's tokens, counted incrementally */
     size_t ans_fed;
+    size_t ans_bytes;          /* answer bytes received when the text is not kept */
     int64_t serial;            /* last session serial given to an unsaved message */
     size_t status_n;           /* history length when status_used was computed */
     const char *status_last;

@@ -3,7 +3,8 @@
 
 The same fake-server stream of N small deltas is consumed, several rounds, in one run by
   (a) curl -sN > /dev/null         the floor: bytes only, no parsing
-  (b) tokterm -p x > /dev/null     parse SSE + JSON, write each delta
+  (b) tokterm --incognito -p x     parse SSE + JSON, write each delta (no database)
+  (b') tokterm --no-cache -p x      the default: the conversation saved as it streams
   (c) the official openai npm SDK  parse and print each delta (node)
 and a one-delta request end to end (process start-up included) by curl and tokterm.
 Wall time, CPU time (user+sys) and peak RSS come from wait4(2) for each child process.
@@ -75,7 +76,8 @@ def main():
         cmds = {
             "curl": ["curl", "-sN", url + "/chat/completions", "-H", "Content-Type: application/json",
                      "-H", "Authorization: Bearer sk-bench", "-d", BODY],
-            "tokterm": [tokterm, "-p", "x"],
+            "tokterm": [tokterm, "--incognito", "-p", "x"],
+            "tokterm-saving": [tokterm, "--no-cache", "-p", "x"],
         }
         if sdk_ok:
             cmds["openai-sdk"] = [node, os.path.join(HERE, "sdk.mjs")]
@@ -97,6 +99,9 @@ def main():
         cw, cc, cm = med["curl"]
         print("tokterm / curl:  wall %.2fx (target <= 1.5x)  CPU %.2fx  RSS %.2fx (target <= 1.0x)"
               % (tw / cw, tc / max(cc, 1e-9), tm / cm))
+        sw_, sc_, sm_ = med["tokterm-saving"]
+        print("tokterm saving the conversation (default) / --incognito:  wall %.2fx  CPU %.2fx  "
+              "RSS %.2fx" % (sw_ / tw, sc_ / tc, sm_ / tm))
         if "openai-sdk" in med:
             sw, sc, sm = med["openai-sdk"]
             print("openai-sdk / tokterm:  wall %.1fx (target >= 10x)  CPU %.1fx  RSS %.1fx"
@@ -109,7 +114,7 @@ def main():
         env1 = ttlib.clean_env(env={"OPENAI_BASE_URL": small})
         c1 = ["curl", "-sN", small + "/chat/completions", "-H", "Content-Type: application/json",
               "-d", BODY]
-        t1 = [tokterm, "-p", "x"]
+        t1 = [tokterm, "--incognito", "-p", "x"]
         cs, ts = [], []
         for _ in range(a.small_runs):
             cs.append(measure(c1, env1)[0])

@@ -200,7 +200,8 @@ else:
     with ttlib.Tmux(100, 30) as tm:
         tm.run([ttlib.tokterm_path(), "doctor", "--offline"], ttlib.clean_env())
         screen = tm.wait_for(re.compile(r"\d+ ok, \d+ warn, \d+ fail"), 10) or tm.capture()
-        t.ok(find(screen.splitlines(), "ok", "terminal", None, "xterm-256color, 256 colours, 100x30"),
+        t.ok(find(screen.splitlines(), "ok", "terminal", None,
+                  "xterm-256color, 256 colours, 100x30"),
              "terminal: TERM, colours and size", screen)
         tm.kill()
     with ttlib.Tmux(30, 20) as tm:

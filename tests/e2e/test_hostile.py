@@ -280,7 +280,7 @@ with ttlib.FakeServer() as srv:
     t.eq(len(srv.requests()) - before, 1, "redirect: not followed (the key stays home)")
     record("a 307 redirect", rc, err)
 
-    # --- 8. Content-Type: application/json on a streamed request -----------------------------------
+    # --- 8. Content-Type: application/json on a streamed request ----------------------------------
     rc, out, err = run(["-p", "whole answer"], base("json=1"))
     t.eq((rc, out, err), (0, b"whole answer\n", b""), "JSON answer to a stream request: shown")
     record("`Content-Type: application/json` answer to a streamed request", rc, err,
@@ -306,7 +306,7 @@ with ttlib.FakeServer() as srv:
          err.decode(errors="replace"))
     record("a server that accepts the connection and never answers (`--idle-timeout 1`)", rc, err)
 
-    # --- 10. a port nobody listens on ------------------------------------------------------------------
+    # --- 10. a port nobody listens on -------------------------------------------------------------
     rc, out, err = run(["-p", "hi"], {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"})
     t.eq(rc, 4, "closed port: exit 4")
     t.ok(b"onnect" in err and b"127.0.0.1" in err, "closed port: says the connection failed",
@@ -317,7 +317,7 @@ with ttlib.FakeServer() as srv:
     record("a port nobody listens on", rc, err)
 
 
-# --- 11. a TLS certificate that does not verify ----------------------------------------------------
+# --- 11. a TLS certificate that does not verify ---------------------------------------------------
 OPENSSL = shutil.which("openssl")
 if not OPENSSL:
     t.skip("TLS cases", "openssl is not installed")
@@ -351,7 +351,7 @@ else:
             rc, out, err = run(["--cacert", cert, "-p", "hi"], {"OPENAI_BASE_URL": url})
             t.eq((rc, out, err), (0, b"secure\n", b""), "--cacert with its certificate: verified")
 
-# --- 12. a config file with garbage ------------------------------------------------------------------
+# --- 12. a config file with garbage ---------------------------------------------------------------
 home = ttlib.make_home()
 cfgdir = os.path.join(home, ".config", "tokterm")
 os.makedirs(cfgdir)
@@ -381,7 +381,7 @@ t.ok(b"max_tokens must be a whole number" in err and b"config:2:" in err,
 safe_stderr(err, "bad value")
 record("a config value out of its type (`max_tokens = lots`)", rc, err)
 
-# --- 13. a database file that is not SQLite, or is read-only -----------------------------------------
+# --- 13. a database file that is not SQLite, or is read-only --------------------------------------
 with ttlib.FakeServer() as srv:
     d = ttlib.tempdir("tt-db-")
     garbage = os.path.join(d, "garbage.db")
@@ -409,7 +409,8 @@ with ttlib.FakeServer() as srv:
     as_other = []
     if os.geteuid() == 0:  # root ignores file modes: run as nobody
         setpriv = shutil.which("setpriv")
-        as_other = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"] if setpriv else None
+        as_other = ([setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
+                    if setpriv else None)
     if as_other is None:
         t.skip("read-only database", "running as root without setpriv")
     else:
@@ -422,7 +423,8 @@ with ttlib.FakeServer() as srv:
         t.ok(b"read-only" in p.stderr and b"not saved" in p.stderr,
              "read-only database: warns it is read-only and nothing is saved",
              p.stderr.decode(errors="replace"))
-        record("a read-only database file (chat)", p.returncode, p.stderr, "answer shown, not saved")
+        record("a read-only database file (chat)", p.returncode, p.stderr,
+               "answer shown, not saved")
         p = subprocess.run(as_other + [ttlib.tokterm_path(), "--db", ro, "ls"], env=env,
                            stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
         t.eq(p.returncode, 1, "read-only database: ls exits 1 (documented: database error)")
@@ -430,7 +432,7 @@ with ttlib.FakeServer() as srv:
              p.stderr.decode(errors="replace"))
         record("the same, `tokterm ls`", p.returncode, p.stderr)
 
-    # --- 14. what was received survives a broken stream in the database too ------------------------
+    # --- 14. what was received survives a broken stream in the database too -----------------------
     db = os.path.join(ttlib.tempdir("tt-keep-"), "keep.db")
     rc, out, err = run(["--db", db, "-p", "hi"],
                        {"OPENAI_BASE_URL": srv.base("huge_line=%d" % (80 * MIB))})
@@ -453,8 +455,8 @@ else:
         tm.run([ttlib.tokterm_path()],
                ttlib.clean_env(home=home, env={"OPENAI_BASE_URL": srv.base("reply=fine")}))
         screen = tm.wait_for("built-in theme", 10)
-        t.ok(screen is not None, "garbage theme: the chat starts and says it uses the built-in theme",
-             tm.capture())
+        t.ok(screen is not None,
+             "garbage theme: the chat starts and says it uses the built-in theme", tm.capture())
         t.ok(screen is not None and "junk.theme" in screen,
              "garbage theme: names the file", screen)
         tm.send_text("still works")

@@ -97,7 +97,7 @@ if shutil.which("fish"):
 else:
     t.skip("fish completion", "fish is not installed")
 
-# --- make install into a DESTDIR ----------------------------------------------------------------------
+# --- make install into a DESTDIR ------------------------------------------------------------------
 builddir = os.path.dirname(os.path.dirname(ttlib.tokterm_path()))
 make = shutil.which("make")
 if not make or not os.path.exists(os.path.join(builddir, "Makefile")):

@@ -216,7 +216,7 @@ class LazyBody(Body):
 
 FLOOD_BLOCK = b"x" * (1 << 20)
 # big_delta text: this 64-byte unit repeated (ASCII, 2- and 3-byte UTF-8, a newline)
-BIG_UNIT = "0123456789 abcdefghijklmnopqrstuvwxyz \u00e9\u4e2d ABCDEFGHIJKLMNOPQRS\n".encode("utf-8")
+BIG_UNIT = "0123456789 abcdefghijklmnopqrstuvwxyz \u00e9\u4e2d ABCDEFGHIJKLMNOPQRS\n".encode()
 assert len(BIG_UNIT) == 64
 
 

@@ -2,8 +2,9 @@
  *
  * Any bytes either parse or give one error naming the file and line, with no C0 control byte
  * but TAB and CR in it (theme.c refuses the others; CR, DEL and C1 controls may be quoted - the
- * TUI sanitises every message it draws). A theme that parses resolves, for every colour depth and NO_COLOR, to
- * colour indices the terminal has (-1 = its default) and known attribute bits. */
+ * TUI sanitises every message it draws). A theme that parses resolves, for every colour depth
+ * and NO_COLOR, to colour indices the terminal has (-1 = its default) and known attribute
+ * bits. */
 #include "config.h"
 #include "fuzz.h"
 #include "theme.h"

@@ -96,8 +96,8 @@ with ttlib.FakeServer() as srv:
            ok_codes=(4,))
     vg_run("closed port", ["-p", "x"], {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}, home,
            ok_codes=(4,))
-    vg_run("66 MiB line (over the limit)", ["-p", "x"], base("huge_line=%d" % (66 << 20)), home, ok_codes=(3,),
-           timeout=300)
+    vg_run("66 MiB line (over the limit)", ["-p", "x"], base("huge_line=%d" % (66 << 20)), home,
+           ok_codes=(3,), timeout=300)
     vg_run("deeply nested chunk", ["-p", "x"], base("nest=50000"), home, ok_codes=(3,))
     vg_run("NUL and invalid UTF-8", ["-p", "x"],
            base("content_json=%22a%5Cu0000b%5Cud800%FF%22"), home)
