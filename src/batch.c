@@ -14,7 +14,6 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
@@ -120,11 +119,13 @@ struct batch_slot {
     struct buf content, reasoning;
 };
 
-struct batch_put {                  /* a complete answer waiting to be cached */
+struct batch_done {                 /* a finished request, written once the next are out */
+    size_t item;
+    struct net_result *r;
+    char *content, *reasoning, *model;
+    int retries;
     unsigned char key[STORE_CACHE_KEY_LEN];
-    char *content, *reasoning, *model, *finish;
-    struct store_usage usage;
-    int has_usage;
+    int key_set;                    /* cache it when complete */
 };
 
 struct batch {
@@ -152,8 +153,9 @@ struct batch {
     int quota_loaded;           /* the saved quota state went out with the first request */
     char *quota_line;           /* the latest quota state, saved at the end */
     double wait_until;          /* pacing: the network thread holds requests until then */
-    struct batch_put *puts;     /* answers to cache once the next requests are out */
-    size_t n_puts, cap_puts;
+    struct batch_done *done;    /* finished requests to write (and cache) once the next
+                                   requests are out: writing and committing never delay them */
+    size_t n_done, cap_done;
 };
 
 static volatile sig_atomic_t batch_signalled;
@@ -903,7 +905,6 @@ static void batch_start(struct batch *b, size_t i)
 /* The request of slot s ended with r (taken). */
 static void batch_finish(struct batch *b, struct batch_slot *s, struct net_result *r)
 {
-    const struct batch_item *it = &b->items[s->item];
     batch_redact(b, r->error);
     if (r->quota_line && *r->quota_line) {
         free(b->quota_line);
@@ -911,49 +912,55 @@ static void batch_finish(struct batch *b, struct batch_slot *s, struct net_resul
     }
     if (r->outcome == API_CANCELLED && b->stopping) {
         b->n_cancelled++; /* not written: --resume sends it again */
+        net_result_free(r);
+        free(s->model);
     } else {
-        batch_emit(b, it, r, 1, buf_str(&s->content), buf_str(&s->reasoning), s->model,
-                   s->retries);
-        if (r->outcome == API_OK && s->key_set && !b->out_error) {
-            /* Cached after the next requests are out (batch_cache_flush): a commit must not
-             * delay them. */
-            if (b->n_puts == b->cap_puts) {
-                b->cap_puts = b->cap_puts ? b->cap_puts * 2 : 16;
-                b->puts = xrealloc(b->puts, b->cap_puts * sizeof *b->puts);
-            }
-            struct batch_put *p = &b->puts[b->n_puts++];
-            memcpy(p->key, s->key, sizeof p->key);
-            p->content = buf_take(&s->content);
-            p->reasoning = s->reasoning.len ? buf_take(&s->reasoning) : NULL;
-            p->model = xstrdup(r->model[0] ? r->model : s->model);
-            p->finish = r->finish[0] ? xstrdup(r->finish) : NULL;
-            p->has_usage = r->usage.present;
-            p->usage = (struct store_usage){r->usage.prompt, r->usage.completion,
-                                            r->usage.total};
+        if (b->n_done == b->cap_done) {
+            b->cap_done = b->cap_done ? b->cap_done * 2 : 16;
+            b->done = xrealloc(b->done, b->cap_done * sizeof *b->done);
         }
+        struct batch_done *d = &b->done[b->n_done++];
+        d->item = s->item;
+        d->r = r;
+        d->content = buf_take(&s->content);
+        d->reasoning = buf_take(&s->reasoning);
+        d->model = s->model;
+        d->retries = s->retries;
+        memcpy(d->key, s->key, sizeof d->key);
+        d->key_set = s->key_set;
     }
-    net_result_free(r);
-    free(s->model);
     s->model = NULL;
     s->req = 0;
     b->inflight--;
 }
 
-/* Fill the response cache with the answers that completed since the last call. */
-static void batch_cache_flush(struct batch *b)
+/* Write the lines of the requests that finished since the last call, then fill the response
+ * cache with the complete answers among them. */
+static void batch_done_flush(struct batch *b)
 {
-    for (size_t i = 0; i < b->n_puts; i++) {
-        struct batch_put *p = &b->puts[i];
-        if (store_cache_put(b->o->store, p->key, STORE_COMPLETE, p->content, p->reasoning,
-                            p->model, p->finish, p->has_usage ? &p->usage : NULL) < 0 &&
-            strncmp(store_error(b->o->store), "not cached", 10) != 0)
-            batch_store_failed(b); /* a refusal (too large, ...) is not a failure */
-        free(p->content);
-        free(p->reasoning);
-        free(p->model);
-        free(p->finish);
+    for (size_t i = 0; i < b->n_done; i++) {
+        struct batch_done *d = &b->done[i];
+        batch_emit(b, &b->items[d->item], d->r, 1, d->content, d->reasoning, d->model,
+                   d->retries);
     }
-    b->n_puts = 0;
+    for (size_t i = 0; i < b->n_done; i++) {
+        struct batch_done *d = &b->done[i];
+        const struct net_result *r = d->r;
+        if (r->outcome == API_OK && d->key_set && !b->out_error) {
+            struct store_usage u = {r->usage.prompt, r->usage.completion, r->usage.total};
+            if (store_cache_put(b->o->store, d->key, STORE_COMPLETE, d->content,
+                                *d->reasoning ? d->reasoning : NULL,
+                                r->model[0] ? r->model : d->model, r->finish[0] ? r->finish : NULL,
+                                r->usage.present ? &u : NULL) < 0 &&
+                strncmp(store_error(b->o->store), "not cached", 10) != 0)
+                batch_store_failed(b); /* a refusal (too large, ...) is not a failure */
+        }
+        net_result_free(d->r);
+        free(d->content);
+        free(d->reasoning);
+        free(d->model);
+    }
+    b->n_done = 0;
 }
 
 static void batch_events(struct batch *b)
@@ -1075,15 +1082,14 @@ static int batch_open_resume(const char *path, struct batch_set *done, struct bu
         struct stat sb;
         mode_t mode = stat(path, &sb) == 0 ? (sb.st_mode & 07777) : 0644;
         char *real = realpath(path, NULL); /* rewrite the file a symbolic link points to */
-        if (real)
-            path = real;
-        char *tmp = xasprintf("%s.tmp-XXXXXX", path);
+        const char *target = real ? real : path;
+        char *tmp = xasprintf("%s.tmp-XXXXXX", target);
         int fd = mkstemp(tmp);
         int ok = fd >= 0 && fchmod(fd, mode) == 0 &&
                  batch_write_all(fd, buf_str(&keep), keep.len) == 0 && fsync(fd) == 0;
         if (fd >= 0 && close(fd) != 0)
             ok = 0;
-        if (!ok || rename(tmp, path) != 0) {
+        if (!ok || rename(tmp, target) != 0) {
             buf_printf(err, "batch: cannot rewrite %s: %s", path, strerror(errno));
             if (fd >= 0)
                 unlink(tmp);
@@ -1227,7 +1233,11 @@ int batch_run(struct conf *conf, char *key, const struct batch_opts *o)
             batch_start(&b, b.next++);
             batch_progress(&b, 0);
         }
-        batch_cache_flush(&b);
+        batch_done_flush(&b);
+        if (b.out_error && b.inflight && !interrupted) {
+            batch_cancel_all(&b);
+            interrupted = -1; /* cancelled because the output is gone; not a user stop */
+        }
         if (b.inflight == 0 && (b.stopping || batch_signalled || b.next >= b.n_items))
             break;
         struct pollfd p[2] = {{.fd = queue_fd(b.q), .events = POLLIN},
@@ -1249,12 +1259,9 @@ int batch_run(struct conf *conf, char *key, const struct batch_opts *o)
             batch_cancel_all(&b);
         }
         batch_events(&b);
-        if (b.out_error && b.inflight && !interrupted) {
-            batch_cancel_all(&b);
-            interrupted = -1; /* cancelled because the output is gone; not a user stop */
-        }
         batch_progress(&b, 0);
     }
+    batch_done_flush(&b); /* what finished before a second signal or a failed poll */
     if (hard_stop)
         b.n_cancelled += (size_t)b.inflight;
     /* Stop the network thread before the handlers go: a cancelled transfer must not outlive
@@ -1289,9 +1296,7 @@ out:
         buf_free(&b.slots[i].reasoning);
     }
     free(b.slots);
-    if (b.n_puts && o->store)
-        batch_cache_flush(&b); /* answers that came in with a second Ctrl-C */
-    free(b.puts);
+    free(b.done);
     for (size_t i = 0; i < b.n_items; i++)
         free(b.items[i].id);
     free(b.items);

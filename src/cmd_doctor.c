@@ -527,7 +527,27 @@ static void doctor_profile(struct doctor *d, const char *cfgpath, const char *na
     doctor_linef(d, DOCTOR_OK, "profile", prof, NULL, "%s, model %s", shown, c.model);
     free(shown);
     int local = conf_is_local(&c);
-    char *key = doctor_key(d, &c, prof, local);
+    char *key = NULL;
+    if (c.keys && *c.keys) { /* a key pool replaces the single key */
+        char **labels = NULL, **values = NULL;
+        int n = conf_key_pool(&c, &labels, &values, &err);
+        if (n > 0) {
+            struct buf names = BUF_INIT;
+            for (int i = 0; i < n; i++)
+                buf_printf(&names, "%s%s", i ? ", " : "", labels[i]);
+            doctor_linef(d, DOCTOR_OK, "key source", prof, NULL,
+                         "key pool of %d (%s); the first is checked below", n, buf_str(&names));
+            buf_free(&names);
+            key = xstrdup(values[0]);
+        } else {
+            doctor_linef(d, DOCTOR_FAIL, "key source", prof,
+                         "fix the keys = line (NAME, env:NAME or cmd:COMMAND, comma-separated)",
+                         "key pool: %s", n < 0 ? buf_str(&err) : "no key in keys =");
+        }
+        conf_pool_free(labels, values, n > 0 ? n : 0);
+    } else {
+        key = doctor_key(d, &c, prof, local);
+    }
     if (!d->offline)
         doctor_endpoint(d, &c, prof, key);
     if (key) {

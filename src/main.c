@@ -24,6 +24,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <utf8proc.h>
+#include <curses.h>
+#include <readline/readline.h>
 
 #define MAIN_STDIN_MAX ((size_t)64 << 20)
 
@@ -31,10 +33,10 @@ static void main_version(void)
 {
     curl_version_info_data *cv = curl_version_info(CURLVERSION_NOW);
     printf("%s\n", PACKAGE_STRING);
-    printf("libcurl %s (%s%s), cJSON %s, SQLite %s, utf8proc %s\n", cv->version,
-           cv->ssl_version ? cv->ssl_version : "no TLS",
+    printf("libcurl %s (%s%s), cJSON %s, SQLite %s, utf8proc %s, %s, readline %s\n",
+           cv->version, cv->ssl_version ? cv->ssl_version : "no TLS",
            (cv->features & CURL_VERSION_HTTP2) ? ", HTTP/2" : "", cJSON_Version(),
-           sqlite3_libversion(), utf8proc_version());
+           sqlite3_libversion(), utf8proc_version(), curses_version(), rl_library_version);
 }
 
 /* Does something answer GET url/models within a short time? */

@@ -241,8 +241,8 @@ static size_t net_write(char *ptr, size_t size, size_t nmemb, void *ud)
     if (x->mode == XM_UNDECIDED) {
         net_headers_done(x);
         int sse = strncasecmp(x->ctype, "text/event-stream", 17) == 0;
-        if (!sse && x->status < 300 && !strstr(x->ctype, "json")) {
-            /* Some servers mislabel streams: sniff for SSE fields. */
+        if (!sse && x->status < 300) {
+            /* Some servers mislabel streams (text/plain, even application/json): sniff. */
             sse = (n >= 5 && memcmp(ptr, "data:", 5) == 0) || (n >= 1 && ptr[0] == ':') ||
                   (n >= 6 && memcmp(ptr, "event:", 6) == 0);
         }
@@ -265,7 +265,8 @@ static size_t net_write(char *ptr, size_t size, size_t nmemb, void *ud)
     if (r < 0) {
         x->proto_error = 1;
         buf_reset(&x->api.error);
-        buf_printf(&x->api.error, "the server sent an unusable stream: %s (%zu MiB)",
+        buf_printf(&x->api.error, "the server sent an unusable stream: %s (%zu MiB); the server "
+                   "or a proxy broke the stream - try again, or report it to the provider",
                    x->sse.errmsg, x->sse.max_event >> 20);
         return 0;
     }
@@ -386,6 +387,9 @@ static int net_xfer_start(struct net *n, struct xfer *x)
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
                      rq->connect_timeout_ms > 0 ? rq->connect_timeout_ms : 10000L);
     curl_easy_setopt(e, CURLOPT_BUFFERSIZE, NET_RECV_BUFFER);
+    /* Ask for no compression (a compressed stream arrives late), but decode gzip, deflate or
+     * brotli when a server or proxy sends it anyway. */
+    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "identity");
     if (rq->cacert)
         curl_easy_setopt(e, CURLOPT_CAINFO, rq->cacert);
     if (rq->insecure) {
@@ -437,7 +441,8 @@ static struct net_result *net_result_of(struct xfer *x, CURLcode res)
         buf_appends(&msg, x->errbuf);
     } else if (x->idle_fired) {
         r->outcome = got_text ? API_ERR_TRUNCATED : API_ERR_NETWORK;
-        buf_printf(&msg, "no data from the server for %.0f s (idle timeout%s)",
+        buf_printf(&msg, "no data from the server for %.0f s (idle timeout%s); if the model is "
+                   "slow to start, raise --idle-timeout (idle_timeout = in the profile)",
                    x->rq->idle_timeout_s > 0 ? x->rq->idle_timeout_s : 90.0,
                    got_text ? "; the answer is incomplete" : "");
     } else if (r->status >= 300 && !x->proto_error) {
@@ -465,7 +470,9 @@ static struct net_result *net_result_of(struct xfer *x, CURLcode res)
                    got_text ? " - the connection broke mid-answer; the answer is incomplete" : "",
                    res == CURLE_PEER_FAILED_VERIFICATION || res == CURLE_SSL_CACERT_BADFILE
                        ? " (the server's TLS certificate does not verify: trust its CA with "
-                         "cacert= in the profile)" : "");
+                         "cacert= in the profile)"
+                   : res == CURLE_COULDNT_CONNECT || res == CURLE_COULDNT_RESOLVE_HOST
+                       ? " - is the server running? check base_url (OPENAI_BASE_URL)" : "");
     } else if (!x->api.finish[0]) {
         r->outcome = got_text ? API_ERR_TRUNCATED : API_ERR_NETWORK;
         buf_appends(&msg, x->mode == XM_SSE && x->api.chunks > 0

@@ -19,6 +19,7 @@ usage: bench/batch/run.py [--tokterm PATH] [--n 1000] [--concurrency 32] [--dela
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -31,8 +32,18 @@ sys.dont_write_bytecode = True
 import ttlib  # noqa: E402
 
 
+def run_time(err):
+    """The run's own time from its summary line on stderr (start-up and exit excluded):
+    tokterm batch prints "...; 1.72 s, 581.0/s", sdk.mjs "sdk batch: N items; 1.720 s"."""
+    for line in err.decode("utf-8", "replace").splitlines():
+        m = re.search(r"; ([0-9.]+) s", line)
+        if m and ("tokterm batch:" in line or "sdk batch:" in line):
+            return float(m.group(1))
+    return float("nan")
+
+
 def measure(argv, env, out_path):
-    """Run argv with stdout to out_path: (wall s, cpu s, peak RSS MiB, exit code)."""
+    """Run argv with stdout to out_path: (wall s, run s, cpu s, peak RSS MiB, exit code)."""
     t0 = time.perf_counter()
     with open(out_path, "wb") as out:
         p = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=out,
@@ -43,7 +54,7 @@ def measure(argv, env, out_path):
     p.returncode = os.waitstatus_to_exitcode(status)
     if p.returncode not in (0, 3):
         sys.stderr.write("%s: exit %d: %s\n" % (argv[0], p.returncode, err.decode()[-500:]))
-    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024.0, p.returncode
+    return wall, run_time(err), ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024.0, p.returncode
 
 
 def count_lines(path):
@@ -137,38 +148,44 @@ def main():
             for name, argv in tools.items():
                 env = ttlib.clean_env(env={"OPENAI_BASE_URL": base})  # a fresh HOME: no cache hits
                 before = srv.stats()["connections"] if a.server == "lean" else 0
-                wall, cpu, rss, code = measure(argv(), env, out)
+                wall, run, cpu, rss, code = measure(argv(), env, out)
                 ok, failed = count_lines(out)
                 if a.server == "lean":
                     conns[name] = srv.stats()["connections"] - before
-                results[name].append((wall, cpu, rss, ok, failed))
+                results[name].append((wall, run, cpu, rss, ok, failed))
     finally:
         srv.stop()
 
     print("%d requests, concurrency %d, the server waits %d ms before each answer (%s server)"
           % (a.n, a.concurrency, a.delay_ms, a.server))
-    print("ideal = %d x %d ms / %d = %.3f s; median of %d rounds, whole process "
-          "(start-up included)\n" % (a.n, a.delay_ms, a.concurrency, ideal, a.rounds))
-    hdr = "%-22s %8s %8s %8s %8s %10s %7s %6s" % ("tool", "wall s", "eff %", "req/s", "cpu s",
-                                               "peak MiB", "failed", "conns")
+    print("ideal = %d x %d ms / %d = %.3f s (%.0f req/s); median of %d rounds" % (
+        a.n, a.delay_ms, a.concurrency, ideal, a.n / ideal, a.rounds))
+    print("wall: the whole process (start-up included); run: first request to last answer, "
+          "from the tool's own summary\n")
+    hdr = "%-22s %7s %6s %7s %6s %6s %7s %9s %6s %5s" % (
+        "tool", "wall s", "eff %", "run s", "eff %", "req/s", "cpu s", "peak MiB", "failed",
+        "conns")
     print(hdr)
     print("-" * len(hdr))
     med = {}
     for name, rs in results.items():
         wall = statistics.median(x[0] for x in rs)
-        cpu = statistics.median(x[1] for x in rs)
-        rss = statistics.median(x[2] for x in rs)
-        failed = max(x[4] for x in rs)
-        med[name] = (wall, cpu, rss)
-        print("%-22s %8.3f %8.1f %8.0f %8.2f %10.1f %7d %6s" % (
-            name, wall, 100 * ideal / wall, a.n / wall, cpu, rss, failed,
-            conns.get(name, "-")))
+        run = statistics.median(x[1] for x in rs)
+        cpu = statistics.median(x[2] for x in rs)
+        rss = statistics.median(x[3] for x in rs)
+        failed = max(x[5] for x in rs)
+        med[name] = (wall, run, cpu, rss)
+        print("%-22s %7.3f %6.1f %7.3f %6.1f %6.0f %7.2f %9.1f %6d %5s" % (
+            name, wall, 100 * ideal / wall, run, 100 * ideal / run, a.n / run, cpu, rss,
+            failed, conns.get(name, "-")))
     if "openai SDK (node)" in med:
         t, s = med["tokterm batch"], med["openai SDK (node)"]
-        print("\nSDK / tokterm: wall %.2fx, cpu %.1fx, peak RSS %.1fx"
-              % (s[0] / t[0], s[1] / t[1], s[2] / t[2]))
-    print("target: tokterm batch >= 90%% of ideal: %s"
-          % ("MET" if 100 * ideal / med["tokterm batch"][0] >= 90 else "NOT MET"))
+        print("\nSDK / tokterm: wall %.2fx, run %.2fx, cpu %.1fx, peak RSS %.1fx"
+              % (s[0] / t[0], s[1] / t[1], s[2] / t[2], s[3] / t[3]))
+    t = med["tokterm batch"]
+    print("target, tokterm batch >= 90%% of the ideal throughput: run %.1f%% %s, wall %.1f%% %s"
+          % (100 * ideal / t[1], "MET" if ideal / t[1] >= 0.9 else "NOT MET",
+             100 * ideal / t[0], "MET" if ideal / t[0] >= 0.9 else "NOT MET"))
 
     if a.no_rpm:
         return
@@ -191,7 +208,7 @@ def main():
         with ttlib.FakeServer() as fs:  # a fresh server: a full bucket for each tool
             env = ttlib.clean_env(env={"OPENAI_BASE_URL": fs.base(
                 "rpm=%d,header_delay_ms=%d" % (a.rpm, a.delay_ms))})
-            wall, cpu, rss, code = measure(argv, env, out)
+            wall, run, cpu, rss, code = measure(argv, env, out)
             ok, failed = count_lines(out)
             reqs = fs.requests()
             limited = sum(1 for r in reqs if r.get("rate_limited"))

@@ -11,6 +11,7 @@ const items = fs.readFileSync(inFile, 'utf8').split('\n').filter((l) => l.trim()
   .map((l) => JSON.parse(l));
 const client = new OpenAI({ baseURL: process.env.OPENAI_BASE_URL, apiKey: 'sk-bench-not-a-key' });
 
+const t0 = performance.now();
 let next = 0;
 let failed = 0;
 async function worker() {
@@ -39,4 +40,6 @@ async function worker() {
   }
 }
 await Promise.all(Array.from({ length: concurrency }, worker));
+// Like tokterm batch's summary: the run itself, without the process start-up.
+process.stderr.write(`sdk batch: ${items.length} items; ${((performance.now() - t0) / 1000).toFixed(3)} s\n`);
 process.exitCode = failed ? 3 : 0;

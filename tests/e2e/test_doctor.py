@@ -126,6 +126,25 @@ with ttlib.FakeServer() as srv:
     t.eq(len(srv.requests(all=True)) - before, 0, "--offline: no request leaves")
     t.ok(find(lines_of(out), "ok", "key source", "fake", "is set"), "--offline: keys still checked")
 
+    # a key pool: reported by labels, the first key checked
+    phome = ttlib.make_home()
+    os.makedirs(os.path.join(phome, ".config", "tokterm"))
+    with open(os.path.join(phome, ".config", "tokterm", "config"), "w") as f:
+        f.write("[pool]\nbase_url = %s\nkeys = env:TT_POOL_A, cmd:echo sk-pool-from-cmd-99\n"
+                "[nopool]\nbase_url = %s\nkeys = env:TT_POOL_UNSET\n" % (srv.base(), srv.base()))
+    before = len(srv.requests(all=True))
+    rc, out, err = ttlib.run_tokterm(["doctor"], home=phome,
+                                     env={"OPENAI_BASE_URL": None, "TT_POOL_A": "sk-pool-a-1234"})
+    lines = lines_of(out)
+    t.ok(find(lines, "ok", "key source", "pool", "key pool of 2 (TT_POOL_A, cmd1)"),
+         "key pool: its labels, never its keys", "\n".join(lines))
+    auth = [r["headers"].get("authorization") for r in srv.requests(all=True)[before:]]
+    t.ok("<redacted len=%d>" % len("Bearer sk-pool-a-1234") in auth, "key pool: the first key "
+         "is the one checked", auth)
+    t.ok(find(lines, "fail", "key source", "nopool", "TT_POOL_UNSET is not set"),
+         "key pool: an unset variable fails")
+    t.ok(b"sk-pool" not in out + err, "key pool: no key printed")
+
     # permissions: a key in a file others can read
     with open(cfg, "a") as f:
         f.write("[filekey]\nbase_url = %s\napi_key = sk-written-in-the-file\n" % srv.base())

@@ -89,7 +89,8 @@ static long replay_dir(const struct replay_target *t, const char *dir, char *why
         }
     }
     closedir(d);
-    qsort(names, n, sizeof *names, replay_cmp);
+    if (n)
+        qsort(names, n, sizeof *names, replay_cmp);
     long ran = 0;
     for (size_t i = 0; i < n && ran >= 0; i++) {
         fflush(stdout);
