@@ -178,6 +178,15 @@ static struct store *main_open_store(const char *path, const struct conf *c)
     return st;
 }
 
+/* Wipe and free a key. */
+static void main_wipe(char *key)
+{
+    if (key) {
+        memset(key, 0, strlen(key));
+        free(key);
+    }
+}
+
 /* Apply command-line values on top of the configuration. */
 static int main_apply_cli(struct conf *c, const struct cli *a, struct buf *err)
 {
@@ -456,10 +465,7 @@ int main(int argc, char **argv)
         if (!st && (a.cache_only || a.cont || a.conversation)) {
             free(turns);
             free(prompt);
-            if (key) {
-                memset(key, 0, strlen(key));
-                free(key);
-            }
+            main_wipe(key);
             code = 2;
             goto out_conf;
         }
@@ -501,10 +507,7 @@ int main(int argc, char **argv)
             store_close(st);
         free(turns);
         free(prompt);
-        if (key) {
-            memset(key, 0, strlen(key));
-            free(key);
-        }
+        main_wipe(key);
         goto out_conf;
     }
     so.resume = a.cont || a.conversation;

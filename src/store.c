@@ -2465,12 +2465,33 @@ void store_cache_set_entry_max(struct store *st, int64_t max_bytes)
     st->cache_entry_max = max_bytes;
 }
 
+/* Open the write transaction of a cache insert and drop expired entries in it. Returns 0, or
+ * -1 (rolled back). */
+static int store_cache_begin_put(struct store *st, int64_t now)
+{
+    static const char q_expire[] = "DELETE FROM response_cache WHERE created <= ?1";
+    if (store_begin(st) != 0)
+        return -1;
+    if (st->cache_ttl <= 0)
+        return 0;
+    sqlite3_stmt *s = store_prep(st, q_expire);
+    if (!s)
+        return store_rollback(st);
+    sqlite3_bind_int64(s, 1, now - st->cache_ttl);
+    int rc = sqlite3_step(s);
+    store_done(st, s);
+    if (rc != SQLITE_DONE) {
+        store_fail(st, "cannot update the cache");
+        return store_rollback(st);
+    }
+    return 0;
+}
+
 int store_cache_put(struct store *st, const unsigned char key[STORE_CACHE_KEY_LEN],
                     enum store_status status, const char *content, const char *reasoning,
                     const char *model, const char *finish_reason,
                     const struct store_usage *usage)
 {
-    static const char q_expire[] = "DELETE FROM response_cache WHERE created <= ?1";
     static const char q_put[] =
         "INSERT INTO response_cache(key, created, last_used, hits, size, model, finish_reason, "
         "prompt_tokens, completion_tokens, total_tokens, reasoning, content) "
@@ -2508,19 +2529,10 @@ int store_cache_put(struct store *st, const unsigned char key[STORE_CACHE_KEY_LE
         return -1;
     }
     int64_t now = store_epoch(st);
-    if (store_begin(st) != 0)
+    if (store_cache_begin_put(st, now) != 0)
         return -1;
     sqlite3_stmt *s;
     int rc;
-    if (st->cache_ttl > 0) {
-        if (!(s = store_prep(st, q_expire)))
-            return store_rollback(st);
-        sqlite3_bind_int64(s, 1, now - st->cache_ttl);
-        rc = sqlite3_step(s);
-        store_done(st, s);
-        if (rc != SQLITE_DONE)
-            goto sqlfail;
-    }
     if (!(s = store_prep(st, q_put)))
         return store_rollback(st);
     sqlite3_bind_blob(s, 1, key, STORE_CACHE_KEY_LEN, SQLITE_STATIC);
@@ -2550,7 +2562,6 @@ int store_cache_put_message(struct store *st, const unsigned char key[STORE_CACH
 {
     /* The text goes from the message row to the cache inside SQLite: a long answer is never
      * held in memory for it. Same conditions as store_cache_put(). */
-    static const char q_expire[] = "DELETE FROM response_cache WHERE created <= ?1";
     static const char q_copy[] =
         "INSERT INTO response_cache(key, created, last_used, hits, size, model, finish_reason, "
         "prompt_tokens, completion_tokens, total_tokens, reasoning, content) "
@@ -2568,19 +2579,10 @@ int store_cache_put_message(struct store *st, const unsigned char key[STORE_CACH
         "completion_tokens = excluded.completion_tokens, total_tokens = excluded.total_tokens, "
         "reasoning = excluded.reasoning, content = excluded.content";
     int64_t now = store_epoch(st);
-    if (store_begin(st) != 0)
+    if (store_cache_begin_put(st, now) != 0)
         return -1;
     sqlite3_stmt *s;
     int rc;
-    if (st->cache_ttl > 0) {
-        if (!(s = store_prep(st, q_expire)))
-            return store_rollback(st);
-        sqlite3_bind_int64(s, 1, now - st->cache_ttl);
-        rc = sqlite3_step(s);
-        store_done(st, s);
-        if (rc != SQLITE_DONE)
-            goto sqlfail;
-    }
     if (!(s = store_prep(st, q_copy)))
         return store_rollback(st);
     sqlite3_bind_blob(s, 1, key, STORE_CACHE_KEY_LEN, SQLITE_STATIC);
