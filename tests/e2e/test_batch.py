@@ -95,7 +95,8 @@ with ttlib.FakeServer() as srv:
     rc, out, err = run(["batch", "--help"])
     t.ok(rc == 0 and b"--concurrency" in out and b"--resume" in out, "batch --help")
     rc, out, err = run(["batch", "x.jsonl", "--concurrency", "0"])
-    t.ok(rc == 2 and b"--concurrency takes a number" in err, "--concurrency 0 refused", err.decode())
+    t.ok(rc == 2 and b"--concurrency takes a number" in err, "--concurrency 0 refused",
+         err.decode())
     rc, out, err = run(["batch", "x.jsonl", "-m", "gpt"])
     t.ok(rc == 2 and b"go before the word batch" in err, "a global option after batch: hint",
          err.decode())
@@ -222,7 +223,8 @@ with ttlib.FakeServer() as srv:
     # --- a failing request: its line says why, the others complete ---
     srv.queue(["status=400,error=bad%20request%20here"])
     rc, out, err = run(["batch", "--concurrency", "1", write_lines(
-        os.path.join(d, "fail.jsonl"), [{"id": "f", "prompt": "first"}, {"id": "g", "prompt": "x"}])])
+        os.path.join(d, "fail.jsonl"),
+        [{"id": "f", "prompt": "first"}, {"id": "g", "prompt": "x"}])])
     got = by_id(parse(out))
     t.eq((got['"f"']["outcome"], got['"f"']["exit_code"], got['"f"']["http_status"], rc),
          ("api-error", 3, 400, 3), "HTTP 400: api-error line, exit 3")
@@ -369,7 +371,8 @@ with ttlib.FakeServer() as srv:
     # --- SIGINT: finished lines whole, the rest cancelled, exit 130; then --resume ---
     big = write_lines(os.path.join(d, "sigint.jsonl"),
                       [{"id": i, "prompt": "sig %d" % i} for i in range(12)])
-    env = ttlib.clean_env(home, {"OPENAI_BASE_URL": srv.base("gen=20000,chunk=whole,header_delay_ms=300")})
+    big_spec = "gen=20000,chunk=whole,header_delay_ms=300"  # answers of 130 kB, 300 ms each
+    env = ttlib.clean_env(home, {"OPENAI_BASE_URL": srv.base(big_spec)})
     p = subprocess.Popen([ttlib.tokterm_path(), "--incognito", "batch", "-j", "3", big], env=env,
                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          start_new_session=True)
@@ -411,8 +414,7 @@ with ttlib.FakeServer() as srv:
     t.ok(b"--resume" in err, "SIGINT with --out: says how to finish", err.decode())
     n0 = len(srv.requests())
     rc, out, err = ttlib.run_tokterm(["--incognito", "batch", "-j", "3", big, "--out", outf,
-                                      "--resume"], env={"OPENAI_BASE_URL":
-                                                        srv.base("gen=20000,chunk=whole,header_delay_ms=300")},
+                                      "--resume"], env={"OPENAI_BASE_URL": srv.base(big_spec)},
                                      home=home, timeout=60)
     with open(outf, "rb") as f:
         final = parse(f.read())

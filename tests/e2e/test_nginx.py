@@ -4,7 +4,8 @@
 Shows from nginx's own log ($connection, $connection_requests, $server_protocol) that 20 turns
 in one process use one connection (so one TLS handshake) over HTTP/2, that a certificate
 that does not verify gives a clear error, and that a batch at concurrency 16 is multiplexed:
-32 requests on one connection, up to 16 in flight at once ($msec, $request_time). Prints TAP; skips when nginx or openssl is missing."""
+32 requests on one connection, up to 16 in flight at once ($msec, $request_time).
+Prints TAP; skips when nginx or openssl is missing."""
 
 import sys
 
