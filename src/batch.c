@@ -281,32 +281,11 @@ int batch_parse(struct batch_opts *o, int argc, char **argv, struct buf *err)
 
 /* ---- output ---- */
 
-/* Write all of s to fd (retrying partial writes, so a line is never left half written).
- * Returns 0 or -1 with errno. */
-static int batch_write_all(int fd, const char *s, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, s, n);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN) {
-                struct pollfd p = {.fd = fd, .events = POLLOUT};
-                poll(&p, 1, -1);
-                continue;
-            }
-            return -1;
-        }
-        s += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
 
 static void batch_clear_bar(struct batch *b)
 {
     if (b->drawn) {
-        (void)batch_write_all(2, "\r\033[K", 4);
+        (void)util_write_all(2, "\r\033[K", 4);
         b->drawn = 0;
     }
 }
@@ -417,7 +396,7 @@ static void batch_emit(struct batch *b, const struct batch_item *it, const struc
         return;
     if (b->out_tty)
         batch_clear_bar(b);
-    if (batch_write_all(b->out_fd, b->line.data, b->line.len) < 0) {
+    if (util_write_all(b->out_fd, b->line.data, b->line.len) < 0) {
         b->out_error = errno == EPIPE ? 141 : 1;
         if (errno != EPIPE) {
             batch_clear_bar(b);
@@ -495,7 +474,7 @@ static void batch_progress(struct batch *b, int force)
     }
     buf_appends(&s, stats);
     buf_appends(&s, "\033[K");
-    (void)batch_write_all(2, s.data, s.len);
+    (void)util_write_all(2, s.data, s.len);
     buf_free(&s);
     b->drawn = 1;
 }
@@ -1086,7 +1065,7 @@ static int batch_open_resume(const char *path, struct batch_set *done, struct bu
         char *tmp = xasprintf("%s.tmp-XXXXXX", target);
         int fd = mkstemp(tmp);
         int ok = fd >= 0 && fchmod(fd, mode) == 0 &&
-                 batch_write_all(fd, buf_str(&keep), keep.len) == 0 && fsync(fd) == 0;
+                 util_write_all(fd, buf_str(&keep), keep.len) == 0 && fsync(fd) == 0;
         if (fd >= 0 && close(fd) != 0)
             ok = 0;
         if (!ok || rename(tmp, target) != 0) {

@@ -5,6 +5,7 @@
 #include "script.h"
 #include "session.h"
 #include "utf8.h"
+#include "util.h"
 #include "xmalloc.h"
 
 #include <cjson/cJSON.h>
@@ -38,27 +39,6 @@ static void script_on_signal(int sig)
     errno = e;
 }
 
-/* Write all of s; returns -1 when the reader has gone away. */
-static int script_write(int fd, const char *s, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, s, n);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN) {
-                struct pollfd p = {.fd = fd, .events = POLLOUT};
-                poll(&p, 1, -1);
-                continue;
-            }
-            return -1;
-        }
-        s += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 static void script_text(void *ud, int reasoning, const char *s, size_t n, double t1, double t2)
 {
     struct script_state *st = ud;
@@ -82,10 +62,10 @@ static void script_text(void *ud, int reasoning, const char *s, size_t n, double
     if (!n)
         return;
     if (fd == 1 && st->last_err_byte && st->last_err_byte != '\n') {
-        (void)script_write(2, "\n", 1); /* the reasoning is over: end its line */
+        (void)util_write_all(2, "\n", 1); /* the reasoning is over: end its line */
         st->last_err_byte = '\n';
     }
-    if (script_write(fd, s, n) < 0) {
+    if (util_write_all(fd, s, n) < 0) {
         if (fd == 1)
             st->broken_pipe = 1;
         return;
@@ -218,8 +198,8 @@ static void script_json(struct session *s, const struct net_result *r, int code)
     script_json_context(s, o);
     char *text = cJSON_PrintUnformatted(o);
     if (text) {
-        (void)script_write(1, text, strlen(text));
-        (void)script_write(1, "\n", 1);
+        (void)util_write_all(1, text, strlen(text));
+        (void)util_write_all(1, "\n", 1);
         cJSON_free(text);
     }
     cJSON_Delete(o);
@@ -233,7 +213,7 @@ static int script_turn_end(struct session *s, struct script_state *st, const str
     if (st->broken_pipe)
         return 141; /* the reader went away: like death by SIGPIPE, but quiet */
     if (st->last_err_byte && st->last_err_byte != '\n') {
-        (void)script_write(2, "\n", 1);
+        (void)util_write_all(2, "\n", 1);
         st->last_err_byte = '\n';
     }
     if (o->json && r) {
@@ -243,13 +223,13 @@ static int script_turn_end(struct session *s, struct script_state *st, const str
             buf_reset(&st->scratch);
             utf8_sanitize(&st->scratch, st->pending.data, st->pending.len);
             buf_reset(&st->pending);
-            (void)script_write(1, st->scratch.data, st->scratch.len);
+            (void)util_write_all(1, st->scratch.data, st->scratch.len);
             if (st->scratch.len)
                 st->last_byte = st->scratch.data[st->scratch.len - 1];
             st->written += st->scratch.len;
         }
         if (st->written && st->last_byte != '\n')
-            (void)script_write(1, "\n", 1);
+            (void)util_write_all(1, "\n", 1);
     }
     if (r && r->error) {
         const char *kept = r->content_bytes && !o->json ? " (the partial answer above is kept)" : "";
@@ -309,7 +289,7 @@ int script_run(struct conf *conf, char *key, const struct script_opts *o)
     int code = 0, cancelled = 0, budget_warned = 0;
     for (int turn = 0; turn < o->n_prompts && code == 0 && !cancelled && !st.broken_pipe; turn++) {
         if (turn > 0 && !o->json)
-            (void)script_write(1, "\n", 1); /* a blank line between the answers of two turns */
+            (void)util_write_all(1, "\n", 1); /* a blank line between the answers of two turns */
         st.written = 0;
         st.last_byte = 0;
         session_send(&s, o->prompts[turn]);

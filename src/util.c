@@ -4,6 +4,8 @@
 #include "xmalloc.h"
 
 #include <errno.h>
+#include <poll.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +79,26 @@ int util_mkdir_p(const char *path, unsigned mode)
         }
     }
     free(p);
+    return 0;
+}
+
+int util_write_all(int fd, const char *s, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, s, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN) {
+                struct pollfd p = {.fd = fd, .events = POLLOUT};
+                poll(&p, 1, -1);
+                continue;
+            }
+            return -1;
+        }
+        s += w;
+        n -= (size_t)w;
+    }
     return 0;
 }
 

@@ -18,6 +18,10 @@ char *util_read_file(const char *path, size_t *len, size_t max_bytes);
 /* mkdir -p with the given mode for each created component. Returns 0 or -1 (errno). */
 int util_mkdir_p(const char *path, unsigned mode);
 
+/* Write all of s[0..n) to fd, retrying partial writes, EINTR and EAGAIN (a line is never left
+ * half written). Returns 0, or -1 with errno (EPIPE when the reader went away). */
+int util_write_all(int fd, const char *s, size_t n);
+
 /* Strip leading and trailing ASCII white space in place; returns s. */
 char *util_trim(char *s);
 
