@@ -172,6 +172,11 @@ static void tui_frame(struct tui *t)
     }
     if ((t->dirty & (TUI_D_STATUS | TUI_D_VIEW)) && t->rows >= 2) {
         t->st.scrolled = !tui_view_following(t->view);
+        if (t->have_session) {
+            struct session_status ss;
+            session_status(&t->s, &ss);
+            tui_status_context(&t->st, &ss);
+        }
         tui_status_draw(&t->st, t->wstatus, 0, t->cols, now, t->hint);
         wnoutrefresh(t->wstatus);
     }
@@ -203,6 +208,16 @@ static void tui_frame(struct tui *t)
 void tui_notice(struct tui *t, const char *markdown)
 {
     tui_view_add(t->view, TUI_MSG_NOTICE, markdown, strlen(markdown));
+    tui_view_end(t->view);
+    t->dirty |= TUI_D_VIEW;
+}
+
+void tui_meta(struct tui *t, const char *text)
+{
+    size_t n = strlen(text);
+    while (n && text[n - 1] == '\n')
+        n--;
+    tui_view_add(t->view, TUI_MSG_META, text, n);
     tui_view_end(t->view);
     t->dirty |= TUI_D_VIEW;
 }
@@ -457,6 +472,18 @@ static void tui_sink_end(void *ud, const struct net_result *r)
     }
     if (r->model[0])
         tui_cmd_model_seen(t, r->model);
+    if (t->have_session && !t->ctx_marked) {
+        /* history left out of (or summarised for) the request: say so once */
+        for (size_t i = 0; i < t->s.n_msgs; i++) {
+            int fate = session_msg_fate(&t->s, i);
+            if (fate == CONTEXT_SUMMARIZED || fate == CONTEXT_DROPPED) {
+                tui_meta(t, "\xE2\x94\x80\xE2\x94\x80 earlier messages summarised / dropped to "
+                            "fit the context (/context) \xE2\x94\x80\xE2\x94\x80");
+                t->ctx_marked = 1;
+                break;
+            }
+        }
+    }
     t->answer = TUI_NO_ANSWER;
     t->cancelling = 0;
     if (t->trace) {

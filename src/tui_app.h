@@ -52,6 +52,7 @@ struct tui {
     int edit_pending;        /* the next prompt replaces the last one (/edit) */
     char **cands;            /* completion candidates (NULL-terminated, owned) */
     char **models;           /* models seen in answers (NULL-terminated, owned) */
+    int ctx_marked;          /* the "history compressed" marker was shown */
 };
 
 /* ---- tui.c ---- */
@@ -62,6 +63,8 @@ int tui_send(struct tui *t, const char *prompt, int show_user);
 /* Show a local notice (markdown) or error (plain) in the transcript. */
 void tui_notice(struct tui *t, const char *markdown);
 void tui_error(struct tui *t, const char *text);
+/* Show local plain text (raw: sanitised when drawn) in the meta style in the transcript. */
+void tui_meta(struct tui *t, const char *text);
 /* Show a transient hint in the status bar (until the next key). */
 void tui_hint(struct tui *t, const char *text);
 /* Apply theme `name` (messages go to the transcript). */

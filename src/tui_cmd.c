@@ -15,7 +15,7 @@
 
 static const char *const tui_cmd_names[] = {
     "/help", "/model", "/system", "/new", "/retry", "/edit", "/copy", "/theme",
-    "/profile", "/clear", "/find", "/use-local", "/quit", NULL,
+    "/profile", "/clear", "/find", "/context", "/budget", "/use-local", "/quit", NULL,
 };
 
 static const char tui_cmd_help_text[] =
@@ -49,6 +49,10 @@ static const char tui_cmd_help_text[] =
     "- `/profile [NAME]`: list or switch configuration profiles\n"
     "- `/clear`: clear the screen (the conversation goes on; `/new` starts another)\n"
     "- `/find TEXT`: search the transcript\n"
+    "- `/context`: what the next request will carry (tokens per message, compression, "
+    "calibration) and the session's spend\n"
+    "- `/budget [ARG]`: show or set the session budget (`50k`, `$2`, `off`, `tokens off`, "
+    "`usd off`)\n"
     "- `/use-local`: use the local server that was found (when there is no key)\n"
     "- `/quit`: leave (so does **Ctrl-D**)\n"
     "- `//text` sends `/text` as a message\n";
@@ -177,6 +181,10 @@ const char *const *tui_cmd_complete(struct tui *t, const char *line, int start, 
         t->cands = tui_cmd_themes();
     } else if (w == 8 && strncmp(line, "/profile", 8) == 0) {
         t->cands = tui_cmd_profiles(t);
+    } else if (w == 7 && strncmp(line, "/budget", 7) == 0) {
+        static const char *const args[] = {"off", "tokens off", "usd off", "50k", "$2", NULL};
+        for (size_t i = 0; args[i]; i++)
+            t->cands = tui_cmd_list_add(t->cands, args[i]);
     } else if (w == 6 && strncmp(line, "/model", 6) == 0) {
         t->cands = tui_cmd_list_add(t->cands, t->conf->model);
         for (size_t i = 0; t->models && t->models[i]; i++)
@@ -382,6 +390,7 @@ static void tui_cmd_new(struct tui *t)
     }
     t->answer = TUI_NO_ANSWER;
     t->edit_pending = 0;
+    t->ctx_marked = 0;
     tui_view_truncate(t->view, 0);
     tui_notice(t, "New conversation.");
 }
@@ -611,6 +620,30 @@ void tui_cmd_run(struct tui *t, const char *line)
                 tui_hint(t, "no hits");
         }
         t->dirty |= TUI_D_VIEW | TUI_D_INPUT;
+    } else if (strcmp(cmd, "/context") == 0) {
+        if (!t->have_session) {
+            tui_error(t, "/context: there is no session (no key or server)");
+        } else {
+            char *r = session_context_report(&t->s);
+            tui_meta(t, r);
+            free(r);
+            t->dirty |= TUI_D_STATUS;
+        }
+    } else if (strcmp(cmd, "/budget") == 0) {
+        if (!t->have_session) {
+            tui_error(t, "/budget: there is no session (no key or server)");
+        } else {
+            char *m = NULL;
+            if (session_budget_command(&t->s, arg, &m) < 0) {
+                char *e = xasprintf("/budget: %s", m);
+                tui_error(t, e);
+                free(e);
+            } else {
+                tui_meta(t, m);
+            }
+            free(m);
+            t->dirty |= TUI_D_STATUS;
+        }
     } else if (strcmp(cmd, "/use-local") == 0) {
         tui_use_local(t);
     } else if (strcmp(cmd, "/quit") == 0 || strcmp(cmd, "/exit") == 0 ||

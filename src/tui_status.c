@@ -2,6 +2,8 @@
  * important when the terminal is narrow. */
 #include "config.h"
 #include "tui_status.h"
+#include "context.h"
+#include "session.h"
 #include "theme.h"
 #include "tokenizer.h"
 #include "tui_draw.h"
@@ -27,6 +29,19 @@ void tui_status_init(struct tui_status *st, const char *profile, const char *mod
     ratelimit_state_init(&st->rl, 0, 0);
     st->ctx_used = -1;
     tui_status_model(st, profile, model);
+}
+
+void tui_status_context(struct tui_status *st, const struct session_status *ss)
+{
+    st->have_ctx = 1;
+    st->ctx_used = ss->ctx_used;
+    st->ctx_budget = ss->available > 0 ? ss->available : 0;
+    st->ctx_approx = ss->approximate || ss->window_assumed;
+    st->spent = ss->spent_tokens;
+    st->spent_usd = ss->spent_usd;
+    st->priced = ss->priced;
+    st->budget_level = (int)ss->level;
+    st->budget_frac = ss->budget_frac;
 }
 
 void tui_status_send(struct tui_status *st, double now)
@@ -248,16 +263,26 @@ void tui_status_draw(const struct tui_status *st, WINDOW *w, int y, int width, d
         char a[16], b[16];
         tui_status_count(st->ctx_used, a, sizeof a);
         tui_status_count(st->ctx_budget ? st->ctx_budget : -1, b, sizeof b);
-        snprintf(seg[n].text, sizeof seg[n].text, "ctx %s/%s", a, b);
+        snprintf(seg[n].text, sizeof seg[n].text, "ctx %s%s/%s", st->ctx_approx ? "~" : "", a,
+                 b);
         seg[n].prio = 4;
         seg[n++].slot = base;
     }
-    if (st->spent > 0) {
-        char a[16];
+    int warn = st->budget_level >= CONTEXT_BUDGET_WARN;
+    if (st->spent > 0 || warn) {
+        char a[16], usd[32] = "", pct[48] = "";
         tui_status_count(st->spent, a, sizeof a);
-        snprintf(seg[n].text, sizeof seg[n].text, "session %s tok", a);
-        seg[n].prio = 5;
-        seg[n++].slot = base;
+        if (st->priced && st->spent_usd > 0 && st->spent_usd < 0.0001)
+            snprintf(usd, sizeof usd, " <$0.0001");
+        else if (st->priced && st->spent_usd > 0)
+            snprintf(usd, sizeof usd, " $%.*f", st->spent_usd < 1 ? 4 : 2, st->spent_usd);
+        if (st->budget_level >= CONTEXT_BUDGET_OVER)
+            snprintf(pct, sizeof pct, " (budget reached)");
+        else if (warn)
+            snprintf(pct, sizeof pct, " (%.0f%% of budget)", st->budget_frac * 100);
+        snprintf(seg[n].text, sizeof seg[n].text, "session %s tok%s%s", a, usd, pct);
+        seg[n].prio = warn ? 1 : 5;
+        seg[n++].slot = warn ? THEME_STATUS_WARNING : base;
     }
     if (st->cached) {
         snprintf(seg[n].text, sizeof seg[n].text, "cached");

@@ -41,6 +41,13 @@ struct tui_status {
     long long ctx_used;       /* usage.prompt_tokens of the last answer, -1 = unknown */
     long ctx_budget;          /* the model's context window, 0 = unknown */
     long long spent;          /* sum of usage.total_tokens in this session */
+    /* from session_status() when there is a session (have_ctx): these replace the above */
+    int have_ctx;
+    int ctx_approx;           /* ctx_used is an estimate: shown with "~" */
+    double spent_usd;
+    int priced;               /* spent_usd is known */
+    int budget_level;         /* enum context_budget_level */
+    double budget_frac;
     int scrolled;             /* the transcript is scrolled up (new text is not followed) */
     char why[200];            /* RETRYING / QUOTA: the reason, as the network thread said it */
 };
@@ -67,6 +74,10 @@ void tui_status_wait(struct tui_status *st, enum tui_state state, double until, 
 /* The exchange ended: take timings, usage and rate-limit headers from r. */
 void tui_status_end(struct tui_status *st, const struct net_result *r, double now,
                     double now_epoch);
+
+/* Take the context window, its use and the session's spend from the session's status. */
+struct session_status;
+void tui_status_context(struct tui_status *st, const struct session_status *ss);
 
 /* Draw the bar into row y of w (width columns). A non-empty hint replaces the fields. */
 void tui_status_draw(const struct tui_status *st, WINDOW *w, int y, int width, double now,

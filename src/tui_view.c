@@ -518,7 +518,10 @@ size_t tui_view_add(struct tui_view *v, enum tui_msg_kind kind, const char *text
         tui_part_md_feed(p, text, n, v->width);
         tui_part_finish(p, v->width);
     } else {
-        tui_part_plain(p, text, n, kind == TUI_MSG_USER ? THEME_USER : THEME_ERROR, v->width);
+        int slot = kind == TUI_MSG_USER ? THEME_USER
+                   : kind == TUI_MSG_META ? THEME_META
+                                          : THEME_ERROR;
+        tui_part_plain(p, text, n, slot, v->width);
     }
     return v->n - 1;
 }

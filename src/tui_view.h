@@ -19,6 +19,7 @@ enum tui_msg_kind {
     TUI_MSG_ASSISTANT, /* an answer: markdown, streamed */
     TUI_MSG_NOTICE,    /* local information (help, hints): markdown in the system style */
     TUI_MSG_ERROR,     /* local error: plain text in the error style */
+    TUI_MSG_META,      /* local information as plain text in the meta style (/context) */
 };
 
 struct tui_view;

@@ -296,7 +296,8 @@ with ttlib.FakeServer() as srv:
         t.ok("tok 159k/160k" in st, "status: remaining/limit tokens", st)
         t.ok(re.search(r"reset \d+m\d+s", st) is not None, "status: reset countdown", st)
         t.ok("new HTTP/1.1" in st, "status: a new connection and its HTTP version", st)
-        t.ok(re.search(r"ctx \d+/128k", st) is not None, "status: context used / window", st)
+        t.ok(re.search(r"ctx ~?\d+(\.\d+k)?/\d+(\.\d+)?k", st) is not None,
+             "status: context used / available", st)
         t.ok(re.search(r"session \d+ tok", st) is not None, "status: session tokens", st)
         tm.send_text("two")
         tm.send("Enter")
@@ -331,13 +332,25 @@ with ttlib.FakeServer() as srv:
              "the paced request goes after the reset", tm.capture())
         tm.send("C-d")
         tm.wait_exit(5)
-    with ttlib.Tmux(200, 10) as tm:
+    with ttlib.Tmux(200, 30) as tm:
         start(tm, srv, "reply=ok")
         tm.send_text("x")
         tm.send("Enter")
         done = tm.wait_for("\u2713", 10)
         t.ok("req " not in status_line(done or ""), "no rate-limit field without the headers",
              status_line(done or ""))
+        t.ok(re.search(r"ctx ~?\d+(\.\d+k)?/\d", status_line(done or "")) is not None,
+             "status: a context figure after an answer", status_line(done or ""))
+        # /context and /budget report in the transcript
+        tm.send_text("/context")
+        tm.send("Enter")
+        scr = tm.wait_for(re.compile(r"next request"), 5)
+        t.ok(scr is not None and "tokens" in "\n".join(transcript(scr)[0]),
+             "/context shows a report with token counts", scr or tm.capture())
+        tm.send_text("/budget 50k")
+        tm.send("Enter")
+        scr = tm.wait_for(re.compile(r"Budget:"), 5)
+        t.ok(scr is not None, "/budget shows the budget", scr or tm.capture())
         tm.send("C-d")
         tm.wait_exit(5)
 
