@@ -9,6 +9,7 @@
 #include "session.h"
 #include "store.h"
 #include "util.h"
+#include "script.h"
 #include "xmalloc.h"
 
 #include <cjson/cJSON.h>
@@ -301,24 +302,6 @@ static void batch_redact(const struct batch *b, char *text)
     }
 }
 
-static void batch_add_timings(cJSON *o, const struct net_timings *t)
-{
-    cJSON *tj = cJSON_AddObjectToObject(o, "timings");
-    cJSON_AddNumberToObject(tj, "dns_s", t->dns);
-    cJSON_AddNumberToObject(tj, "connect_s", t->connect);
-    cJSON_AddNumberToObject(tj, "tls_s", t->tls);
-    cJSON_AddNumberToObject(tj, "ttfb_s", t->ttfb);
-    if (t->ttft >= 0)
-        cJSON_AddNumberToObject(tj, "ttft_s", t->ttft);
-    else
-        cJSON_AddNullToObject(tj, "ttft_s");
-    cJSON_AddNumberToObject(tj, "total_s", t->total);
-    cJSON_AddNumberToObject(tj, "gap_p50_s", t->gap_p50);
-    cJSON_AddNumberToObject(tj, "gap_p95_s", t->gap_p95);
-    cJSON_AddNumberToObject(tj, "tokens_per_s", t->tokens_per_s);
-    cJSON_AddNumberToObject(tj, "deltas", (double)t->deltas);
-}
-
 /* Write the line of one finished item. r is the result; timed = 0 for a line that never
  * became a request (usage errors: usage and timings are null). */
 static void batch_emit(struct batch *b, const struct batch_item *it, const struct net_result *r,
@@ -331,49 +314,7 @@ static void batch_emit(struct batch *b, const struct batch_item *it, const struc
     else
         cJSON_AddNullToObject(o, "id");
     cJSON_AddNumberToObject(o, "line", (double)it->line);
-    cJSON_AddStringToObject(o, "content", content ? content : "");
-    cJSON_AddStringToObject(o, "reasoning", reasoning ? reasoning : "");
-    if (r->model[0])
-        cJSON_AddStringToObject(o, "model", r->model);
-    else if (model)
-        cJSON_AddStringToObject(o, "model", model);
-    else
-        cJSON_AddNullToObject(o, "model");
-    if (r->finish[0])
-        cJSON_AddStringToObject(o, "finish_reason", r->finish);
-    else
-        cJSON_AddNullToObject(o, "finish_reason");
-    cJSON_AddStringToObject(o, "outcome", api_outcome_name(r->outcome));
-    cJSON_AddNumberToObject(o, "exit_code", api_outcome_exit(r->outcome));
-    cJSON_AddNumberToObject(o, "http_status", (double)r->status);
-    if (r->error)
-        cJSON_AddStringToObject(o, "error", r->error);
-    else
-        cJSON_AddNullToObject(o, "error");
-    if (r->usage.present) {
-        cJSON *u = cJSON_AddObjectToObject(o, "usage");
-        cJSON_AddNumberToObject(u, "prompt_tokens", (double)r->usage.prompt);
-        cJSON_AddNumberToObject(u, "completion_tokens", (double)r->usage.completion);
-        cJSON_AddNumberToObject(u, "total_tokens", (double)r->usage.total);
-        if (r->usage.reasoning)
-            cJSON_AddNumberToObject(u, "reasoning_tokens", (double)r->usage.reasoning);
-        if (r->usage.cached)
-            cJSON_AddNumberToObject(u, "cached_tokens", (double)r->usage.cached);
-    } else {
-        cJSON_AddNullToObject(o, "usage");
-    }
-    if (timed)
-        batch_add_timings(o, &r->t);
-    else
-        cJSON_AddNullToObject(o, "timings");
-    cJSON_AddBoolToObject(o, "connection_reused", r->t.reused);
-    int v = r->t.http_version;
-    const char *hv = v == 20 ? "2" : v == 11 ? "1.1" : v == 10 ? "1.0" : v == 30 ? "3" : NULL;
-    if (hv)
-        cJSON_AddStringToObject(o, "http_version", hv);
-    else
-        cJSON_AddNullToObject(o, "http_version");
-    cJSON_AddBoolToObject(o, "cached", r->cached);
+    script_result_fields(o, r, content, reasoning, model, api_outcome_exit(r->outcome), timed);
     cJSON_AddNumberToObject(o, "retries", retries);
     char *s = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);

@@ -136,12 +136,15 @@ static void script_budget_warn(struct session *s, int *warned)
     fputs(")\n", stderr);
 }
 
-static void script_json(struct session *s, const struct net_result *r, int code)
+void script_result_fields(cJSON *o, const struct net_result *r, const char *content,
+                          const char *reasoning, const char *model, int code, int timed)
 {
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "content", buf_str(&s->answer));
-    cJSON_AddStringToObject(o, "reasoning", buf_str(&s->reasoning));
-    cJSON_AddStringToObject(o, "model", r->model[0] ? r->model : s->conf->model);
+    cJSON_AddStringToObject(o, "content", content ? content : "");
+    cJSON_AddStringToObject(o, "reasoning", reasoning ? reasoning : "");
+    if (r->model[0] || model)
+        cJSON_AddStringToObject(o, "model", r->model[0] ? r->model : model);
+    else
+        cJSON_AddNullToObject(o, "model");
     if (r->finish[0])
         cJSON_AddStringToObject(o, "finish_reason", r->finish);
     else
@@ -166,20 +169,24 @@ static void script_json(struct session *s, const struct net_result *r, int code)
         cJSON_AddNullToObject(o, "usage");
     }
     const struct net_timings *t = &r->t;
-    cJSON *tj = cJSON_AddObjectToObject(o, "timings");
-    cJSON_AddNumberToObject(tj, "dns_s", t->dns);
-    cJSON_AddNumberToObject(tj, "connect_s", t->connect);
-    cJSON_AddNumberToObject(tj, "tls_s", t->tls);
-    cJSON_AddNumberToObject(tj, "ttfb_s", t->ttfb);
-    if (t->ttft >= 0)
-        cJSON_AddNumberToObject(tj, "ttft_s", t->ttft);
-    else
-        cJSON_AddNullToObject(tj, "ttft_s");
-    cJSON_AddNumberToObject(tj, "total_s", t->total);
-    cJSON_AddNumberToObject(tj, "gap_p50_s", t->gap_p50);
-    cJSON_AddNumberToObject(tj, "gap_p95_s", t->gap_p95);
-    cJSON_AddNumberToObject(tj, "tokens_per_s", t->tokens_per_s);
-    cJSON_AddNumberToObject(tj, "deltas", (double)t->deltas);
+    if (timed) {
+        cJSON *tj = cJSON_AddObjectToObject(o, "timings");
+        cJSON_AddNumberToObject(tj, "dns_s", t->dns);
+        cJSON_AddNumberToObject(tj, "connect_s", t->connect);
+        cJSON_AddNumberToObject(tj, "tls_s", t->tls);
+        cJSON_AddNumberToObject(tj, "ttfb_s", t->ttfb);
+        if (t->ttft >= 0)
+            cJSON_AddNumberToObject(tj, "ttft_s", t->ttft);
+        else
+            cJSON_AddNullToObject(tj, "ttft_s");
+        cJSON_AddNumberToObject(tj, "total_s", t->total);
+        cJSON_AddNumberToObject(tj, "gap_p50_s", t->gap_p50);
+        cJSON_AddNumberToObject(tj, "gap_p95_s", t->gap_p95);
+        cJSON_AddNumberToObject(tj, "tokens_per_s", t->tokens_per_s);
+        cJSON_AddNumberToObject(tj, "deltas", (double)t->deltas);
+    } else {
+        cJSON_AddNullToObject(o, "timings");
+    }
     cJSON_AddBoolToObject(o, "connection_reused", t->reused);
     const char *hv = t->http_version == 20 ? "2" : t->http_version == 11 ? "1.1"
                    : t->http_version == 10 ? "1.0" : t->http_version == 30 ? "3" : NULL;
@@ -195,6 +202,13 @@ static void script_json(struct session *s, const struct net_result *r, int code)
         cJSON_AddBoolToObject(o, "fallback", 1);
     if (r->quota_text && *r->quota_text)
         cJSON_AddStringToObject(o, "quota", r->quota_text);
+}
+
+static void script_json(struct session *s, const struct net_result *r, int code)
+{
+    cJSON *o = cJSON_CreateObject();
+    script_result_fields(o, r, buf_str(&s->answer), buf_str(&s->reasoning), s->conf->model, code,
+                         1);
     script_json_context(s, o);
     char *text = cJSON_PrintUnformatted(o);
     if (text) {

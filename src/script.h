@@ -4,6 +4,8 @@
 #define TT_SCRIPT_H
 #include <stdint.h>
 
+#include <cjson/cJSON.h>
+
 #include "conf.h"
 #include "session.h"
 
@@ -24,6 +26,13 @@ struct script_opts {
     int resume;           /* continue a saved conversation: resume_id, or the latest when 0 */
     int64_t resume_id;
 };
+
+/* Add the fields of one answer in the --json format (content, reasoning, model, finish_reason,
+ * outcome, exit_code, http_status, error, usage, timings (null when !timed), connection_reused,
+ * http_version, cached, attempts, key, fallback, quota) to o. Shared with `tokterm batch`.
+ * model: shown when the stream named none (may be NULL). */
+void script_result_fields(cJSON *o, const struct net_result *r, const char *content,
+                          const char *reasoning, const char *model, int code, int timed);
 
 /* Run one exchange with conf and key (taken). Returns the process exit status. */
 int script_run(struct conf *conf, char *key, const struct script_opts *o);

@@ -26,7 +26,7 @@ t = ttlib.Tap()
 KEY = ttlib.TEST_KEY
 FIELDS = {"id", "line", "content", "reasoning", "model", "finish_reason", "outcome", "exit_code",
           "http_status", "error", "usage", "timings", "connection_reused", "http_version",
-          "cached", "retries"}
+          "cached", "attempts", "retries"}
 
 
 def write_lines(path, objs):
