@@ -34,6 +34,19 @@ def free_port():
     return port
 
 
+def log_lines(d, skip=0, want=None, timeout=3.0):
+    """Lines of nginx's access log after the first skip; waits (bounded) until want are there:
+    nginx writes a request's line after its last byte left, which can be just after tokterm
+    has read the answer and exited."""
+    deadline = time.time() + timeout
+    while True:
+        with open(os.path.join(d, "access.log")) as f:
+            lines = [ln.split() for ln in f.readlines()[skip:] if len(ln.split()) >= 4]
+        if want is None or len(lines) >= want or time.time() > deadline:
+            return lines
+        time.sleep(0.05)
+
+
 def start_nginx(d, port, upstream):
     conf = os.path.join(d, "nginx.conf")
     with open(conf, "w") as f:
@@ -113,12 +126,7 @@ with ttlib.FakeServer() as srv:
         t.eq(sorted(set(r.get("http_version") for r in results)), ["2"], "HTTP/2 negotiated (ALPN)")
         t.eq([r.get("connection_reused") for r in results], [False] + [True] * 19,
              "tokterm reports the first connection new, the other 19 reused")
-        log = []
-        with open(os.path.join(d, "access.log")) as f:
-            for line in f:
-                parts = line.split()
-                if len(parts) >= 4:
-                    log.append(parts)
+        log = log_lines(d, want=20)
         t.eq(len(log), 20, "nginx logged 20 requests")
         t.eq(len(set(p[0] for p in log)), 1, "nginx: all 20 on one connection ($connection), "
              "so one TLS handshake")
@@ -151,8 +159,7 @@ with ttlib.FakeServer() as srv:
              sorted(r["content"] for r in results) == sorted("batch %d" % i for i in range(32)),
              "batch of 32 through nginx: every answer", err.decode())
         t.eq(sorted(set(r["http_version"] for r in results)), ["2"], "batch: HTTP/2 for all")
-        with open(os.path.join(d, "access.log")) as f:
-            blog = [line.split() for line in f.readlines()[before:]]
+        blog = log_lines(d, skip=before, want=32)
         t.eq(len(blog), 32, "batch: nginx logged 32 requests")
         t.eq(len(set(p[0] for p in blog)), 1, "batch: all 32 on one connection ($connection)")
         t.eq(sorted(set(p[2] for p in blog)), ["HTTP/2.0"], "batch: $server_protocol HTTP/2.0")
