@@ -430,8 +430,6 @@ with ttlib.FakeServer() as srv:
          "rpm=600,burst=10: 40 items complete (%.1f s, %d retries)"
          % (wall, sum(r["retries"] for r in lines)), err.decode())
     t.ok(wall >= 2.5, "rpm=600,burst=10: 40 requests need 3 s at 10/s (took %.1f s)" % wall)
-    # TODO: make this a plain test point once the network thread's pacing keeps a batch under
-    # the limit (an unexpected pass, XPASS, says it is time).
     # The target is zero (the 1,000-request benchmark gets 0). At -j 8 against a burst of 10 the
     # pacing still lets a few through now and then (seen: 0 to 7 of 40): the point checks it stays
     # that rare, and the count is in its name. A TODO point could not be used: it would turn
