@@ -133,7 +133,6 @@ struct batch {
     const struct batch_opts *o;
     struct conf *conf;
     char *key;
-    char *url;
     char *text;                 /* the input, each line NUL-terminated in place */
     struct batch_item *items;
     size_t n_items, next;
@@ -683,13 +682,6 @@ static void batch_emit_cached(struct batch *b, const struct batch_item *it,
     batch_emit(b, it, &r, 1, e->content, e->reasoning, model, 0);
 }
 
-/* Header value carrying key: "Bearer KEY" for Authorization, else the key itself. */
-static char *batch_auth(const struct conf *c, const char *key)
-{
-    return strcasecmp(c->auth_header, "Authorization") == 0 ? xasprintf("Bearer %s", key)
-                                                            : xstrdup(key);
-}
-
 /* The request of body (taken), built as the chat builds one: the same URL, key (or key
  * pool), retry policy, pacing limits and quota name, so a batch and a chat of the same profile
  * share one quota state. */
@@ -697,36 +689,8 @@ static struct net_request *batch_request(struct batch *b, char *body, long max_t
 {
     const struct conf *c = b->conf;
     const struct batch_opts *o = b->o;
-    struct net_request *rq = xcalloc(1, sizeof *rq);
-    rq->url = xstrdup(b->url);
-    rq->body = body;
-    if (c->auth_header && *c->auth_header && (b->key || o->n_pool)) {
-        rq->auth_name = xstrdup(c->auth_header);
-        if (b->key)
-            rq->auth_value = batch_auth(c, b->key);
-    }
-    if (o->n_pool) {
-        rq->keys = xcalloc((size_t)o->n_pool, sizeof *rq->keys);
-        rq->n_keys = (size_t)o->n_pool;
-        for (int i = 0; i < o->n_pool; i++) {
-            rq->keys[i].label = xstrdup(o->pool_labels[i]);
-            rq->keys[i].auth_value = batch_auth(c, o->pool_values[i]);
-        }
-    }
-    rq->connect_timeout_ms = c->connect_timeout_ms;
-    rq->idle_timeout_s = c->idle_timeout;
-    rq->cacert = c->cacert ? xstrdup(c->cacert) : NULL;
-    rq->insecure = c->insecure;
-    ratelimit_policy_init(&rq->policy);
-    rq->policy.max_retries = (int)c->max_retries;
-    rq->policy.max_retry_wait = c->max_retry_wait;
-    rq->has_policy = 1;
-    rq->rpm = c->rpm;
-    rq->tpm = c->tpm;
-    rq->est_tokens = (double)strlen(body) / 4 + (max_tokens > 0 ? (double)max_tokens : 0);
-    rq->key_env = c->api_key_env ? xstrdup(c->api_key_env) : NULL;
-    rq->breaker_failures = (int)c->breaker_failures;
-    rq->breaker_cooldown = c->breaker_cooldown;
+    struct net_request *rq = session_request_for(c, body, b->key, o->pool_labels, o->pool_values,
+                                                 o->n_pool, max_tokens);
     rq->quota_name = xstrdup(b->quota_name);
     if (!b->quota_loaded && o->store) {
         /* The first request starts from what the last run learnt about the quota. */
@@ -1123,14 +1087,7 @@ int batch_run(struct conf *conf, char *key, const struct batch_opts *o)
         code = 1;
         goto fail;
     }
-    const char *base = conf->base_url;
-    size_t bl = strlen(base);
-    while (bl && base[bl - 1] == '/')
-        bl--;
-    b.url = xasprintf("%.*s/chat/completions", (int)bl, base);
-    char *host = conf_host(conf);
-    b.quota_name = xasprintf("%s|%s", batch_profile(conf), host);
-    free(host);
+    b.quota_name = session_quota_name(conf);
     b.n_slots = o->concurrency;
     b.slots = xcalloc((size_t)b.n_slots, sizeof *b.slots);
     b.out_tty = isatty(b.out_fd);
@@ -1221,7 +1178,6 @@ out:
         free(b.items[i].id);
     free(b.items);
     free(b.text);
-    free(b.url);
     free(b.quota_name);
     free(b.quota_line);
     free(b.store_error);

@@ -211,8 +211,7 @@ static void session_cache_miss(struct session *s, unsigned id)
     queue_push(s->q, QEV_END, id, 0, r);
 }
 
-/* Name of this profile's quota: one state per profile and server (never the key itself). */
-static char *session_quota_name(const struct conf *c)
+char *session_quota_name(const struct conf *c)
 {
     char *host = conf_host(c);
     char *name = xasprintf("%s|%s", c->profile ? c->profile : "default", host);
@@ -220,30 +219,19 @@ static char *session_quota_name(const struct conf *c)
     return name;
 }
 
-/* Retry policy, pacing limits and the saved quota state for a request. */
-static void session_rate_setup(struct session *s, struct net_request *rq)
+/* The first request starts from what the last run learnt about the quota. */
+static void session_quota_seed(struct session *s, struct net_request *rq)
 {
     const struct conf *c = s->conf;
-    ratelimit_policy_init(&rq->policy);
-    rq->policy.max_retries = (int)c->max_retries;
-    rq->policy.max_retry_wait = c->max_retry_wait;
-    rq->has_policy = 1;
-    rq->rpm = c->rpm;
-    rq->tpm = c->tpm;
-    /* About 4 bytes a token for the prompt, plus the answer's reserve. */
-    rq->est_tokens = (double)strlen(rq->body) / 4 + (c->max_tokens > 0 ? (double)c->max_tokens : 0);
-    rq->key_env = c->api_key_env ? xstrdup(c->api_key_env) : NULL;
-    rq->quota_name = session_quota_name(c);
-    if (s->store && !s->quota_loaded) {
-        /* The first request starts from what the last run learnt about the quota. */
-        struct store_quota q;
-        memset(&q, 0, sizeof q);
-        if (store_quota_get(s->store, c->profile ? c->profile : "default", rq->quota_name, &q) == 0
-            && q.extra)
-            rq->quota_seed = xstrdup(q.extra);
-        store_quota_clear(&q);
-        s->quota_loaded = 1;
-    }
+    if (!s->store || s->quota_loaded)
+        return;
+    struct store_quota q;
+    memset(&q, 0, sizeof q);
+    if (store_quota_get(s->store, c->profile ? c->profile : "default", rq->quota_name, &q) == 0
+        && q.extra)
+        rq->quota_seed = xstrdup(q.extra);
+    store_quota_clear(&q);
+    s->quota_loaded = 1;
 }
 
 /* Keep the quota state between runs, so a new process starts informed. */
@@ -264,24 +252,24 @@ static char *session_auth(const struct conf *c, const char *key)
                                                             : xstrdup(key);
 }
 
-/* A request of body to conf's server with key (or the session's key pool). body is taken. */
-static struct net_request *session_request(struct session *s, const struct conf *c,
-                                           const char *key, char *body)
+struct net_request *session_request_for(const struct conf *c, char *body, const char *key,
+                                        char *const *labels, char *const *values, int n_pool,
+                                        long max_tokens)
 {
     struct net_request *rq = xcalloc(1, sizeof *rq);
     rq->url = session_url(c);
     rq->body = body;
-    if (c->auth_header && *c->auth_header && (key || (c == s->conf && s->n_pool))) {
+    if (c->auth_header && *c->auth_header && (key || n_pool)) {
         rq->auth_name = xstrdup(c->auth_header);
         if (key)
             rq->auth_value = session_auth(c, key);
     }
-    if (c == s->conf && s->n_pool) {
-        rq->keys = xcalloc((size_t)s->n_pool, sizeof *rq->keys);
-        rq->n_keys = (size_t)s->n_pool;
-        for (int i = 0; i < s->n_pool; i++) {
-            rq->keys[i].label = xstrdup(s->pool_labels[i]);
-            rq->keys[i].auth_value = session_auth(c, s->pool_values[i]);
+    if (n_pool) {
+        rq->keys = xcalloc((size_t)n_pool, sizeof *rq->keys);
+        rq->n_keys = (size_t)n_pool;
+        for (int i = 0; i < n_pool; i++) {
+            rq->keys[i].label = xstrdup(labels[i]);
+            rq->keys[i].auth_value = session_auth(c, values[i]);
         }
     }
     rq->connect_timeout_ms = c->connect_timeout_ms;
@@ -290,18 +278,29 @@ static struct net_request *session_request(struct session *s, const struct conf 
     rq->insecure = c->insecure;
     rq->breaker_failures = (int)c->breaker_failures;
     rq->breaker_cooldown = c->breaker_cooldown;
-    session_rate_setup(s, rq);
-    if (c != s->conf) { /* a fallback profile has its own quota and settings */
-        ratelimit_policy_init(&rq->policy);
-        rq->policy.max_retries = (int)c->max_retries;
-        rq->policy.max_retry_wait = c->max_retry_wait;
-        rq->rpm = c->rpm;
-        rq->tpm = c->tpm;
-        free(rq->quota_name);
-        rq->quota_name = session_quota_name(c);
-        free(rq->quota_seed);
-        rq->quota_seed = NULL;
-    }
+    ratelimit_policy_init(&rq->policy);
+    rq->policy.max_retries = (int)c->max_retries;
+    rq->policy.max_retry_wait = c->max_retry_wait;
+    rq->has_policy = 1;
+    rq->rpm = c->rpm;
+    rq->tpm = c->tpm;
+    /* About 4 bytes a token for the prompt, plus the answer's reserve. */
+    rq->est_tokens = (double)strlen(body) / 4 + (max_tokens > 0 ? (double)max_tokens : 0);
+    rq->key_env = c->api_key_env ? xstrdup(c->api_key_env) : NULL;
+    return rq;
+}
+
+/* A request of body (taken) to conf's server with key, or the session's key pool when conf is
+ * the session's own; a fallback profile has a quota of its own and starts from nothing. */
+static struct net_request *session_request(struct session *s, const struct conf *c,
+                                           const char *key, char *body)
+{
+    int own = c == s->conf;
+    struct net_request *rq = session_request_for(c, body, key, s->pool_labels, s->pool_values,
+                                                 own ? s->n_pool : 0, c->max_tokens);
+    rq->quota_name = session_quota_name(c);
+    if (own)
+        session_quota_seed(s, rq);
     return rq;
 }
 
