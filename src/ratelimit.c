@@ -571,7 +571,7 @@ static void dim_debit(struct ratelimit_dim *d, double now, double amount)
     dim_roll(d, now);
     if (d->remaining == RATELIMIT_UNKNOWN)
         return;
-    int64_t a = (int64_t)ceil(amount);
+    int64_t a = (int64_t)util_ceil(amount);
     d->remaining = a >= d->remaining ? 0 : d->remaining - a;
 }
 
@@ -1331,7 +1331,7 @@ char *ratelimit_format_duration(double secs, char *buf, size_t size)
         return buf;
     }
     if (secs < 0.9995) {
-        snprintf(buf, size, "%dms", (int)ceil(secs * 1000 - 1e-9));
+        snprintf(buf, size, "%dms", (int)util_ceil(secs * 1000 - 1e-9));
         return buf;
     }
     if (secs < 9.95) {
@@ -1343,7 +1343,7 @@ char *ratelimit_format_duration(double secs, char *buf, size_t size)
     }
     if (secs > 1e9)
         secs = 1e9;
-    long long t = (long long)ceil(secs - 1e-9);
+    long long t = (long long)util_ceil(secs - 1e-9);
     if (t < 60)
         snprintf(buf, size, "%llds", t);
     else if (t < 3600)

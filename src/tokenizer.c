@@ -39,7 +39,8 @@
 #define BPE_SMALL 64      /* pieces up to this many bytes use the simple O(n^2) merge */
 #define BPE_SORT_MIN 2048 /* from this many pairs on, radix-sort the initial pairs */
 
-#define CLS_TABLE 0x20000 /* classes of planes 0 and 1 are precomputed per tokenizer */
+#define CLS_TABLE 0x20000 /* classes of planes 0 and 1 are kept in a table per tokenizer */
+#define CLS_BLOCK 256
 
 enum tok_kind { KIND_O200K, KIND_CL100K };
 
@@ -62,7 +63,12 @@ struct tokenizer {
     const uint32_t *ucd; /* (first, last, class) override triples, sorted */
     uint32_t n_ucd;
     uint32_t byte_rank[256];
-    uint8_t cls[CLS_TABLE]; /* class of every code point below CLS_TABLE, overrides applied */
+    /* Class of every code point below CLS_TABLE, overrides applied, filled one block of
+     * CLS_BLOCK code points at a time on first use: a text touches only the pages (of this
+     * table and of utf8proc's) of the scripts it is written in. */
+    pthread_mutex_t cls_lock;
+    uint8_t cls_ready[CLS_TABLE / CLS_BLOCK]; /* atomic: 1 once the block is filled */
+    uint8_t cls[CLS_TABLE];
 };
 
 /* ---- character classes ----------------------------------------------------------------- */
@@ -77,8 +83,6 @@ enum {
     C_END = 64 /* past the end of the text (never stored in the table) */
 };
 
-static uint8_t cls_base[CLS_TABLE]; /* utf8proc's classes, shared */
-static pthread_once_t cls_once = PTHREAD_ONCE_INIT;
 
 static unsigned cls_compute(uint32_t cp)
 {
@@ -121,10 +125,40 @@ static unsigned cls_compute(uint32_t cp)
     return c;
 }
 
-static void cls_init(void)
+/* Fill block b of t->cls (a rare path: once per block and tokenizer). */
+static void cls_fill(const struct tokenizer *tc, uint32_t b)
 {
-    for (uint32_t cp = 0; cp < CLS_TABLE; cp++)
-        cls_base[cp] = (uint8_t)cls_compute(cp);
+    struct tokenizer *t = (struct tokenizer *)tc; /* the table is a cache of a pure function */
+    pthread_mutex_lock(&t->cls_lock);
+    if (!__atomic_load_n(&t->cls_ready[b], __ATOMIC_ACQUIRE)) {
+        uint32_t first = b * CLS_BLOCK, last = first + CLS_BLOCK - 1;
+        for (uint32_t cp = first; cp <= last; cp++)
+            t->cls[cp] = (uint8_t)cls_compute(cp);
+        /* the data file's overrides that overlap the block (sorted, disjoint) */
+        size_t lo = 0, hi = t->n_ucd;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (t->ucd[3 * mid + 1] < first)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        for (size_t i = lo; i < t->n_ucd && t->ucd[3 * i] <= last; i++) {
+            const uint32_t *r = t->ucd + 3 * i;
+            for (uint32_t cp = r[0] > first ? r[0] : first; cp <= r[1] && cp <= last; cp++)
+                t->cls[cp] = (uint8_t)r[2];
+        }
+        __atomic_store_n(&t->cls_ready[b], 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&t->cls_lock);
+}
+
+/* Class of a code point below CLS_TABLE. */
+static inline unsigned cls_low(const struct tokenizer *t, uint32_t cp)
+{
+    if (!__atomic_load_n(&t->cls_ready[cp / CLS_BLOCK], __ATOMIC_ACQUIRE))
+        cls_fill(t, cp / CLS_BLOCK);
+    return t->cls[cp];
 }
 
 /* Class of a code point at or above CLS_TABLE: the data file's override, else utf8proc's. */
@@ -162,24 +196,23 @@ static inline unsigned scan_cls(struct scan *sc, size_t p, size_t *next)
         return C_END;
     }
     const uint8_t *s = sc->s + p;
-    const uint8_t *cls = sc->t->cls;
     uint32_t b = s[0];
     if (b < 0x80) {
         *next = p + 1;
-        return cls[b];
+        return sc->t->cls[b]; /* block 0 is filled at open */
     }
     if (b < 0xE0) {
         *next = p + 2;
-        return cls[((b & 0x1F) << 6) | (s[1] & 0x3F)];
+        return cls_low(sc->t, ((b & 0x1F) << 6) | (s[1] & 0x3F));
     }
     if (b < 0xF0) {
         *next = p + 3;
-        return cls[((b & 0x0F) << 12) | ((uint32_t)(s[1] & 0x3F) << 6) | (s[2] & 0x3F)];
+        return cls_low(sc->t, ((b & 0x0F) << 12) | ((uint32_t)(s[1] & 0x3F) << 6) | (s[2] & 0x3F));
     }
     *next = p + 4;
     uint32_t cp = ((b & 0x07) << 18) | ((uint32_t)(s[1] & 0x3F) << 12) |
                   ((uint32_t)(s[2] & 0x3F) << 6) | (s[3] & 0x3F);
-    return cp < CLS_TABLE ? cls[cp] : cls_high(sc->t, cp);
+    return cp < CLS_TABLE ? cls_low(sc->t, cp) : cls_high(sc->t, cp);
 }
 
 /* Offset after the run of characters (from p) whose class has a bit of mask. */
@@ -1050,15 +1083,28 @@ static const char *tokenizer_check(struct tokenizer *t, const uint8_t *m, size_t
     t->blob = m + off_blob;
     t->ucd = (const uint32_t *)(m + off_ucd);
     t->n_ucd = n_ucd;
-    memcpy(t->cls, cls_base, sizeof t->cls);
     for (uint32_t i = 0; i < n_ucd; i++) {
         const uint32_t *r = t->ucd + 3 * i;
         if (r[0] > r[1] || r[1] > 0x10FFFF || r[2] > 63 || (i && r[0] <= r[-2]))
             return "rank table Unicode overrides are corrupt";
-        for (uint32_t cp = r[0]; cp <= r[1] && cp < CLS_TABLE; cp++)
-            t->cls[cp] = (uint8_t)r[2];
     }
-    for (uint32_t b = 0; b < 256; b++) {
+    cls_fill(t, 0);
+    /* Ranks of the 256 single bytes. The tiktoken encodings give them ranks 0-255, which are
+     * read in one pass over the start of the offsets and the blob; looking each byte up in
+     * the hash table instead would touch most of its pages at every start. */
+    uint8_t found[256] = {0};
+    int have = 0;
+    for (uint32_t r = 0; r < 256 && r < n; r++) {
+        uint32_t o = t->offsets[r], e = t->offsets[r + 1];
+        if (e == o + 1 && e <= blob_len && !found[t->blob[o]]) {
+            found[t->blob[o]] = 1;
+            t->byte_rank[t->blob[o]] = r;
+            have++;
+        }
+    }
+    for (uint32_t b = 0; have < 256 && b < 256; b++) {
+        if (found[b])
+            continue;
         uint8_t byte = (uint8_t)b;
         uint32_t r = tok_rank_hashed(t, &byte, 1);
         if (r == NO_RANK)
@@ -1087,8 +1133,6 @@ struct tokenizer *tokenizer_open(const char *encoding, char **err)
             *err = xstrdup("the tokenizer's rank tables need a little-endian host");
         return NULL;
     }
-    pthread_once(&cls_once, cls_init);
-
     char file[64];
     snprintf(file, sizeof file, "%s.bin", encoding);
     struct buf tried = BUF_INIT;
@@ -1123,6 +1167,7 @@ struct tokenizer *tokenizer_open(const char *encoding, char **err)
         return NULL;
     }
     struct tokenizer *t = xcalloc(1, sizeof *t);
+    pthread_mutex_init(&t->cls_lock, NULL);
     t->map = map;
     t->map_len = size;
     t->kind = kind;
@@ -1145,6 +1190,7 @@ void tokenizer_close(struct tokenizer *tok)
         return;
     if (tok->map)
         munmap(tok->map, tok->map_len);
+    pthread_mutex_destroy(&tok->cls_lock);
     free(tok);
 }
 

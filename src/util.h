@@ -28,4 +28,14 @@ char *util_trim(char *s);
 /* 1 when s starts with prefix. */
 int util_starts_with(const char *s, const char *prefix);
 
+/* ceil(x) for |x| < 9e18 (x itself otherwise): the one libm function tokterm needed, and
+ * linking libm for it costs ~300 KB of resident memory at every start. */
+static inline double util_ceil(double x)
+{
+    if (!(x > -9e18 && x < 9e18))
+        return x;
+    double t = (double)(long long)x;
+    return t < x ? t + 1 : t;
+}
+
 #endif
