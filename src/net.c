@@ -59,6 +59,9 @@ struct xfer {
     int used_fallback;
     int attempt;           /* 1-based attempt number */
     double start_at;       /* waiting: monotonic time it may leave */
+    uint64_t seq;          /* its quota's sent count when this attempt left */
+    struct ratelimit_state before; /* its quota's state when this response began */
+    int crowded;           /* other requests of its quota were on the wire when it left */
     int wait_told;         /* QEV_WAIT sent for the current wait */
     int breaker_open;      /* failed fast: the endpoint's circuit breaker is open */
 };
@@ -69,6 +72,7 @@ struct net_quota {
     char *name;
     struct ratelimit_key key;   /* .state: the quota; .cool_until: key health (pools) */
     struct ratelimit_breaker br;
+    uint64_t sent;              /* requests sent so far (attempts) */
     int probing;                /* slow start: the first request is on the wire, alone */
     int answered;               /* a response arrived: the limits are known (or absent) */
 };
@@ -85,6 +89,8 @@ struct net {
     atomic_int stop;
     unsigned next_id;         /* under lock */
     struct xfer *active;      /* net thread only */
+    int n_active;             /* net thread only: length of active */
+    atomic_int max_active;    /* at most this many on the wire (0: no limit) */
     struct xfer *waiting;     /* net thread only: not sent yet (quota, backoff) */
     struct net_quota *quotas; /* net thread only */
 };
@@ -278,19 +284,24 @@ static const char *const net_kept_headers[] = {
     "x-request-id", "openai-processing-ms", "server", "apim-request-id",
 };
 
-/* The remaining count of a response was computed when its request reached the server:
- * requests of the same quota sent after it and not answered yet are not in it. Take them off,
- * so that a batch does not send them twice over the limit. */
-static void net_quota_in_flight(const struct xfer *x)
+/* The end of a response's headers: merge its rate-limit report into the quota state. The
+ * server counted the requests that reached it before this one. It is the newest word only when
+ * nothing else was on the wire while it was (requests sent at once over several connections
+ * reach the server in any order); otherwise ratelimit_merge_report keeps the safer numbers. */
+static void net_quota_report(struct xfer *x)
 {
-    struct ratelimit_dim *d = &x->quota->key.state.req;
-    if (d->remaining == RATELIMIT_UNKNOWN)
-        return;
-    int64_t later = 0;
+    struct net_quota *q = x->quota;
+    ratelimit_merge_report(&q->key.state, &x->before, util_now(), (int64_t)(q->sent - x->seq),
+                           !x->crowded);
+}
+
+/* 1 when another request of x's quota is on the wire without its answer's headers. */
+static int net_quota_crowded(const struct xfer *x)
+{
     for (const struct xfer *o = x->net->active; o; o = o->next)
-        if (o != x && o->quota == x->quota && !o->headers_sent && o->t_start >= x->t_start)
-            later++;
-    d->remaining = d->remaining > later ? d->remaining - later : 0;
+        if (o != x && o->quota == x->quota && !o->headers_sent)
+            return 1;
+    return 0;
 }
 
 static size_t net_header(char *ptr, size_t size, size_t nmemb, void *ud)
@@ -301,13 +312,15 @@ static size_t net_header(char *ptr, size_t size, size_t nmemb, void *ud)
         /* A new status line (after 100 Continue or a redirect): forget earlier headers. */
         buf_reset(&x->headers);
         ratelimit_response_init(&x->resp);
+        if (x->quota)
+            x->before = x->quota->key.state;
         x->ctype[0] = '\0';
         return n;
     }
     if (x->quota)
         (void)ratelimit_feed(&x->quota->key.state, &x->resp, ptr, n, util_now(), (double)time(NULL));
     if (x->quota && n <= 2 && (ptr[0] == '\r' || ptr[0] == '\n')) {
-        net_quota_in_flight(x); /* the end of the headers */
+        net_quota_report(x); /* the end of the headers */
         x->quota->answered = 1;
     }
     const char *colon = memchr(ptr, ':', n);
@@ -684,11 +697,11 @@ static void net_unlink(struct net *n, struct xfer *x)
     for (struct xfer **pp = &n->active; *pp; pp = &(*pp)->next)
         if (*pp == x) {
             *pp = x->next;
+            n->n_active--;
             return;
         }
 }
 
-/* Pick up submissions and cancellations from other threads. */
 /* The entry named name (created from rq's settings on first use): every request with the same
  * name shares its quota state, pacing buckets, key health and circuit breaker. */
 static struct net_quota *net_quota_named(struct net *n, const char *name,
@@ -797,6 +810,7 @@ static void net_take_work(struct net *n)
 static double net_admit(struct net *n)
 {
     double now = util_now(), next_due = HUGE_VAL;
+    int max_active = atomic_load(&n->max_active);
     struct xfer **pp = &n->waiting;
     while (*pp) {
         struct xfer *x = *pp;
@@ -804,6 +818,10 @@ static double net_admit(struct net *n)
         if (x->cancelled) {
             *pp = x->next;
             net_finish(n, x, CURLE_ABORTED_BY_CALLBACK);
+            continue;
+        }
+        if (max_active > 0 && n->n_active >= max_active) {
+            pp = &x->next; /* the next one leaves when a transfer on the wire ends */
             continue;
         }
         if (now < x->start_at) {
@@ -872,10 +890,13 @@ static double net_admit(struct net *n)
             continue;
         }
         ratelimit_note_sent(&q->key.state, now, x->rq->est_tokens);
+        x->seq = ++q->sent;
+        x->crowded = net_quota_crowded(x);
         q->probing = 1;
         x->wait_told = 0;
         x->next = n->active;
         n->active = x;
+        n->n_active++;
         if (net_xfer_start(n, x) < 0) {
             net_unlink(n, x);
             snprintf(x->errbuf, sizeof x->errbuf, "could not set up the request");
@@ -883,6 +904,23 @@ static double net_admit(struct net *n)
         }
     }
     return next_due;
+}
+
+/* Seconds until a waiting request may be due: 0 for one that is due now and not held back by
+ * the limit of requests on the wire (a transfer's end wakes the thread for those). */
+static double net_next_due(const struct net *n)
+{
+    int max_active = atomic_load(&n->max_active);
+    int full = max_active > 0 && n->n_active >= max_active;
+    double now = util_now(), due = HUGE_VAL;
+    for (const struct xfer *x = n->waiting; x; x = x->next) {
+        double d = x->start_at - now;
+        if (d <= 0 && full)
+            continue;
+        if (d < due)
+            due = d > 0 ? d : 0;
+    }
+    return due;
 }
 
 static void *net_main(void *arg)
@@ -898,7 +936,7 @@ static void *net_main(void *arg)
         for (struct xfer *x = n->active; x; x = x->next)
             net_flush(x);
         CURLMsg *m;
-        int left;
+        int left, ended = 0;
         while ((m = curl_multi_info_read(n->multi, &left))) {
             if (m->msg != CURLMSG_DONE)
                 continue;
@@ -907,6 +945,12 @@ static void *net_main(void *arg)
             CURLcode res = m->data.result;
             net_unlink(n, x);
             net_finish(n, x, res);
+            ended = 1;
+        }
+        if (ended && n->waiting) {
+            /* a place on the wire is free: the next request leaves now, not after a poll */
+            due = net_admit(n);
+            curl_multi_perform(n->multi, &running);
         }
         /* Cancellations and the idle watchdog. */
         double now = util_now();
@@ -921,7 +965,7 @@ static void *net_main(void *arg)
             }
         }
         if (n->waiting && due == HUGE_VAL)
-            due = 0; /* a retry was just queued: look again at once */
+            due = net_next_due(n); /* a retry may just have been queued */
         int ms = n->active ? 100 : 1000;
         if (due < HUGE_VAL && due * 1000 < ms)
             ms = (int)(due * 1000) + 1;
@@ -938,6 +982,7 @@ static void *net_main(void *arg)
     while (n->active) {
         struct xfer *x = n->active;
         n->active = x->next;
+        n->n_active--;
         x->cancelled = 1;
         net_finish(n, x, CURLE_ABORTED_BY_CALLBACK);
     }
@@ -981,6 +1026,12 @@ struct net *net_start(struct queue *q, const char **err)
         return NULL;
     }
     return n;
+}
+
+void net_set_max_active(struct net *n, int max)
+{
+    atomic_store(&n->max_active, max > 0 ? max : 0);
+    curl_multi_wakeup(n->multi);
 }
 
 unsigned net_submit(struct net *n, struct net_request *rq)

@@ -90,6 +90,9 @@ struct net *net_start(struct queue *q, const char **err);
  * timeout is retried with backoff per rq->policy (QEV_RETRY with the reason and the seconds);
  * after repeated failures of an endpoint its circuit breaker fails requests fast. */
 unsigned net_submit(struct net *n, struct net_request *rq);
+/* Keep at most max requests on the wire at once (0: no limit); the others wait in submission
+ * order and leave, on the network thread, the moment a place is free. */
+void net_set_max_active(struct net *n, int max);
 /* Ask the thread to stop request id; it ends with outcome API_CANCELLED. */
 void net_cancel(struct net *n, unsigned id);
 /* Stop the thread, cancelling everything; frees n. */

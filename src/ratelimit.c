@@ -299,6 +299,7 @@ int ratelimit_parse_http_date(const char *str, size_t len, double *epoch)
 
 static void dim_init(struct ratelimit_dim *d)
 {
+    memset(d, 0, sizeof *d);
     d->limit = RATELIMIT_UNKNOWN;
     d->remaining = RATELIMIT_UNKNOWN;
     d->reset_at = RATELIMIT_NO_TIME;
@@ -395,6 +396,8 @@ static void set_reset(struct ratelimit_state *s, double *rfield, struct ratelimi
         return;
     s->seen = 1;
     d->reset_at = secs >= 0 ? now + secs : RATELIMIT_NO_TIME;
+    if (secs > d->period)
+        d->period = secs;
 }
 
 int ratelimit_feed(struct ratelimit_state *s, struct ratelimit_response *r, const char *line,
@@ -573,6 +576,8 @@ static void dim_debit(struct ratelimit_dim *d, double now, double amount)
         return;
     int64_t a = (int64_t)util_ceil(amount);
     d->remaining = a >= d->remaining ? 0 : d->remaining - a;
+    if (d->reset_at < 0 && d->period > 0)
+        d->reset_at = now + d->period; /* a spend from a bucket thought full */
 }
 
 void ratelimit_note_sent(struct ratelimit_state *s, double now, double est_tokens)
@@ -592,6 +597,30 @@ void ratelimit_note_sent(struct ratelimit_state *s, double now, double est_token
         if (s->bucket_time < 0 || now > s->bucket_time)
             s->bucket_time = now;
     }
+}
+
+/* One dimension of a report that may be stale: the lower remaining and the later reset. */
+static void dim_merge(struct ratelimit_dim *d, const struct ratelimit_dim *before, double now,
+                      int64_t later)
+{
+    if (d->remaining == RATELIMIT_UNKNOWN)
+        return;
+    int64_t r = d->remaining > later ? d->remaining - later : 0;
+    struct ratelimit_dim b = dim_view(before, now);
+    if (b.remaining != RATELIMIT_UNKNOWN && b.remaining < r)
+        r = b.remaining;
+    d->remaining = r;
+    if (b.reset_at > d->reset_at)
+        d->reset_at = b.reset_at;
+}
+
+void ratelimit_merge_report(struct ratelimit_state *s, const struct ratelimit_state *before,
+                            double now, int64_t later, int newest)
+{
+    if (newest && later <= 0)
+        return; /* the server counted every request we sent: its report is the state */
+    dim_merge(&s->req, &before->req, now, later > 0 ? later : 0);
+    dim_merge(&s->tok, &before->tok, now, 0);
 }
 
 /* ---- retry policy ---- */

@@ -38,6 +38,9 @@ struct ratelimit_dim {
     int64_t full;      /* largest remaining ever reported + 1: what "full" has been seen to be,
                           when the server's bucket holds less than its per-minute limit (a
                           burst); 0 = none seen */
+    double period;     /* longest reset duration reported: how long the server takes to refill
+                          from empty (0 = none seen). A request sent while no reset is known
+                          starts that clock: what it spends is back by then at the latest. */
 };
 
 /* What the server told us about a key's quota, plus optional configured client-side limits.
@@ -105,6 +108,16 @@ double ratelimit_wait_time(const struct ratelimit_state *s, double now, double e
 /* Debit one request and est_tokens tokens from s (known remaining counts and the configured
  * buckets), at time now. Call when the request leaves. */
 void ratelimit_note_sent(struct ratelimit_state *s, double now, double est_tokens);
+
+/* A response's rate-limit headers have just been fed into s; before is s as it was when that
+ * response began. The server counted the requests that reached it before this one: `later`
+ * requests of this quota were sent after it, and when others were in flight too (newest = 0)
+ * some of those may have reached the server first and answered with fresher counts already.
+ * Unless this report is the newest word (newest and later == 0), keep the lower remaining
+ * (minus later) and the later reset of the two, so a stale report never lets more requests
+ * go than the quota has. */
+void ratelimit_merge_report(struct ratelimit_state *s, const struct ratelimit_state *before,
+                            double now, int64_t later, int newest);
 
 /* ---- retry policy ---- */
 

@@ -5,9 +5,13 @@ the same requests with a pool of C workers (bench/batch/sdk.mjs).
 
   ideal = N x 50 ms / C        efficiency = ideal / wall time of the whole process
 
-The server is bench/batch/server.py (asyncio, one thread: it answers on time at these rates);
---server fake uses tests/fake-openai/server.py (header_delay_ms=50) instead, whose thread per
-connection adds its own latency. Wall, CPU (user+sys) and peak RSS come from wait4(2).
+The server is bench/batch/leanserver.c (compiled here with cc: epoll + a timerfd, answers 50 ms
+after each request to ~0.1 ms); --server asyncio uses bench/batch/server.py (Python asyncio,
+wakes up to 1 ms late and spends its own event loop at 600 req/s) and --server fake
+tests/fake-openai/server.py (header_delay_ms=50, a thread per connection). `curl --parallel`
+sending the same 1,000 requests at the same concurrency is the C floor: what a client with no
+work of its own (no JSON, no output lines) gets from this server on this machine. Wall, CPU
+(user+sys) come from wait4(2), peak RSS from /usr/bin/time.
 
 Then the rate-limit check: the same batch against the fake server with rpm=600 (a bucket of 600
 requests refilled at 600 a minute, 429 when empty); every request that got a 429 is counted
@@ -44,9 +48,13 @@ def run_time(err):
 
 def measure(argv, env, out_path):
     """Run argv with stdout to out_path: (wall s, run s, cpu s, peak RSS MiB, exit code)."""
+    # Peak RSS through /usr/bin/time: wait4's ru_maxrss of a child forked from this Python
+    # process counts the pages of the Python copy it was before exec (about 23 MiB).
+    tfile = out_path + ".time"
+    timer = ["/usr/bin/time", "-f", "%M", "-o", tfile] if os.path.exists("/usr/bin/time") else []
     t0 = time.perf_counter()
     with open(out_path, "wb") as out:
-        p = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=out,
+        p = subprocess.Popen(timer + argv, env=env, stdin=subprocess.DEVNULL, stdout=out,
                              stderr=subprocess.PIPE)
         err = p.stderr.read()
         _, status, ru = os.wait4(p.pid, 0)
@@ -54,7 +62,12 @@ def measure(argv, env, out_path):
     p.returncode = os.waitstatus_to_exitcode(status)
     if p.returncode not in (0, 3):
         sys.stderr.write("%s: exit %d: %s\n" % (argv[0], p.returncode, err.decode()[-500:]))
-    return wall, run_time(err), ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024.0, p.returncode
+    rss = ru.ru_maxrss / 1024.0
+    if timer:
+        with open(tfile) as f:
+            lines = [l for l in f.read().split() if l.isdigit()]
+            rss = int(lines[-1]) / 1024.0 if lines else float("nan")
+    return wall, run_time(err), ru.ru_utime + ru.ru_stime, rss, p.returncode
 
 
 def count_lines(path):
@@ -70,11 +83,17 @@ def count_lines(path):
 
 
 class LeanServer:
-    def __init__(self, delay_ms):
+    def __init__(self, delay_ms, kind="lean"):
         self.dir = ttlib.tempdir("tt-bench-srv-")
         pf = os.path.join(self.dir, "port")
-        self.proc = subprocess.Popen([sys.executable, os.path.join(HERE, "server.py"),
-                                      "--port-file", pf, "--delay-ms", str(delay_ms)])
+        if kind == "lean":
+            exe = os.path.join(self.dir, "leanserver")
+            subprocess.run([os.environ.get("CC", "cc"), "-O2", "-o", exe,
+                            os.path.join(HERE, "leanserver.c")], check=True)
+            argv = [exe]
+        else:
+            argv = [sys.executable, os.path.join(HERE, "server.py")]
+        self.proc = subprocess.Popen(argv + ["--port-file", pf, "--delay-ms", str(delay_ms)])
         deadline = time.monotonic() + 10
         while not os.path.exists(pf):
             if time.monotonic() > deadline or self.proc.poll() is not None:
@@ -104,7 +123,7 @@ def main():
     ap.add_argument("--concurrency", type=int, default=32)
     ap.add_argument("--delay-ms", type=int, default=50)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--server", choices=("lean", "fake"), default="lean")
+    ap.add_argument("--server", choices=("lean", "asyncio", "fake"), default="lean")
     ap.add_argument("--rpm", type=int, default=600)
     ap.add_argument("--rpm-n", type=int, default=0, help="requests for the rpm check (default --n)")
     ap.add_argument("--no-rpm", action="store_true")
@@ -125,8 +144,8 @@ def main():
     ideal = a.n * a.delay_ms / 1000.0 / a.concurrency
     out = os.path.join(work, "out.jsonl")
 
-    if a.server == "lean":
-        srv = LeanServer(a.delay_ms)
+    if a.server in ("lean", "asyncio"):
+        srv = LeanServer(a.delay_ms, a.server)
         base = srv.base()
     else:
         srv = ttlib.FakeServer()
@@ -141,18 +160,42 @@ def main():
     if sdk_ok:
         tools["openai SDK (node)"] = lambda: [node, os.path.join(HERE, "sdk.mjs"), inp,
                                               str(a.concurrency)]
+    # The floor: curl sending the same requests, a.concurrency at a time (a config file of
+    # url/data/header/output blocks separated by "next").
+    ccfg = os.path.join(work, "curl.cfg")
+    with open(ccfg, "w") as f:
+        blocks = []
+        for i in range(a.n):
+            body = json.dumps({"model": "gpt-4o-mini", "stream": True,
+                               "stream_options": {"include_usage": True},
+                               "messages": [{"role": "user",
+                                             "content": "benchmark prompt number %d" % i}]})
+            blocks.append('url = "%s/chat/completions"\ndata = %s\n'
+                          'header = "Content-Type: application/json"\n'
+                          'header = "Authorization: Bearer sk-bench"\noutput = "/dev/null"\n'
+                          % (base, json.dumps(body)))
+        f.write("next\n".join(blocks))
+    if shutil.which("curl"):
+        tools["curl --parallel"] = lambda: ["curl", "-s", "-Z", "--parallel-max",
+                                            str(a.concurrency), "--parallel-immediate",
+                                            "-K", ccfg]
     results = {name: [] for name in tools}
     conns = {}
     try:
         for r in range(a.rounds):
             for name, argv in tools.items():
                 env = ttlib.clean_env(env={"OPENAI_BASE_URL": base})  # a fresh HOME: no cache hits
-                before = srv.stats()["connections"] if a.server == "lean" else 0
+                lean = a.server in ("lean", "asyncio")
+                before = srv.stats()["connections"] if lean else 0
                 wall, run, cpu, rss, code = measure(argv(), env, out)
-                ok, failed = count_lines(out)
-                if a.server == "lean":
+                if name.startswith("curl"):
+                    ok, failed, run = (a.n, 0, wall) if code == 0 else (0, a.n, wall)
+                else:
+                    ok, failed = count_lines(out)
+                if lean:
                     conns[name] = srv.stats()["connections"] - before
                 results[name].append((wall, run, cpu, rss, ok, failed))
+        late = srv.stats() if a.server == "lean" else {}
     finally:
         srv.stop()
 
@@ -160,8 +203,11 @@ def main():
           % (a.n, a.concurrency, a.delay_ms, a.server))
     print("ideal = %d x %d ms / %d = %.3f s (%.0f req/s); median of %d rounds" % (
         a.n, a.delay_ms, a.concurrency, ideal, a.n / ideal, a.rounds))
+    if late.get("late_us_p50") is not None:
+        print("the server's own lateness (answer written after its 50 ms): p50 %d us, max %d us"
+              % (late["late_us_p50"], late["late_us_max"]))
     print("wall: the whole process (start-up included); run: first request to last answer, "
-          "from the tool's own summary\n")
+          "from the tool's own summary (curl prints none: its run is its wall)\n")
     hdr = "%-22s %7s %6s %7s %6s %6s %7s %9s %6s %5s" % (
         "tool", "wall s", "eff %", "run s", "eff %", "req/s", "cpu s", "peak MiB", "failed",
         "conns")
@@ -178,6 +224,10 @@ def main():
         print("%-22s %7.3f %6.1f %7.3f %6.1f %6.0f %7.2f %9.1f %6d %5s" % (
             name, wall, 100 * ideal / wall, run, 100 * ideal / run, a.n / run, cpu, rss,
             failed, conns.get(name, "-")))
+    if "curl --parallel" in med:
+        t, c = med["tokterm batch"], med["curl --parallel"]
+        print("\ntokterm batch / curl --parallel (the C floor on this server): run %.2fx, "
+              "wall %.2fx" % (t[1] / c[0], t[0] / c[0]))
     if "openai SDK (node)" in med:
         t, s = med["tokterm batch"], med["openai SDK (node)"]
         print("\nSDK / tokterm: wall %.2fx, run %.2fx, cpu %.1fx, peak RSS %.1fx"

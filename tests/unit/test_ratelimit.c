@@ -913,12 +913,51 @@ static void test_format(void)
     check_fmt_dur(INFINITY, "277777h46m40s");
 }
 
+/* Reports of requests that were on the wire together, and the refill clock after a reset. */
+static void test_merge(void)
+{
+    struct ratelimit_state s, before;
+    ratelimit_state_init(&s, 0, 0);
+    /* A burst of 10 refilled at 10/s: the probe alone says 9 left, full in 0.1 s. */
+    feed(&s, NULL, "x-ratelimit-limit-requests: 600\r\n", NOW);
+    feed(&s, NULL, "x-ratelimit-remaining-requests: 9\r\n", NOW);
+    feed(&s, NULL, "x-ratelimit-reset-requests: 0.1s\r\n", NOW);
+    ratelimit_merge_report(&s, &s, NOW, 0, 1);
+    TAP_INT(s.req.remaining, 9, "a report with nothing else on the wire is the state");
+    for (int i = 0; i < 9; i++)
+        ratelimit_note_sent(&s, NOW, 0);
+    TAP_INT(s.req.remaining, 0, "nine sent: none left");
+    /* The first of the nine reached the server first: it says 8 left and full in 0.2 s. */
+    before = s;
+    feed(&s, NULL, "x-ratelimit-remaining-requests: 8\r\n", NOW + 0.01);
+    feed(&s, NULL, "x-ratelimit-reset-requests: 1s\r\n", NOW + 0.01);
+    ratelimit_merge_report(&s, &before, NOW + 0.01, 8, 0);
+    TAP_INT(s.req.remaining, 0, "8 later requests are not in its count: still none left");
+    /* The last one sent reached the server before some others (other connections): its stale
+     * report says 5 left with a nearer reset. Neither may let more requests go. */
+    before = s;
+    feed(&s, NULL, "x-ratelimit-remaining-requests: 5\r\n", NOW + 0.02);
+    feed(&s, NULL, "x-ratelimit-reset-requests: 0.5s\r\n", NOW + 0.02);
+    ratelimit_merge_report(&s, &before, NOW + 0.02, 0, 0);
+    TAP_INT(s.req.remaining, 0, "a stale report sent in a crowd does not raise remaining");
+    TAP_NEAR(s.req.reset_at, NOW + 1.01, "nor bring the reset nearer");
+    TAP_NEAR(ratelimit_wait_time(&s, NOW + 0.5, 0), 0.51, "wait for the later reset");
+    /* At the reset the bucket is full (10); the first spend starts the refill clock. */
+    TAP_NEAR(ratelimit_wait_time(&s, NOW + 1.01, 0), 0, "at the reset: go");
+    for (int i = 0; i < 10; i++)
+        ratelimit_note_sent(&s, NOW + 1.01, 0);
+    TAP_INT(s.req.remaining, 0, "the full burst of 10 spent");
+    TAP_NEAR(ratelimit_wait_time(&s, NOW + 1.02, 0), 0.99,
+             "the 11th waits a refill period (the longest reset seen), not for nothing");
+}
+
 int main(void)
 {
     test_durations();
     test_http_dates();
     test_feed();
     test_pacing();
+    test_merge();
     test_retry();
     test_explain();
     test_breaker();
