@@ -54,6 +54,8 @@ void api_stream_free(struct api_stream *st)
 {
     buf_free(&st->error);
     buf_free(&st->scratch);
+    buf_free(&st->shape_pre);
+    buf_free(&st->shape_post);
 }
 
 #define API_MSG_MAX 2000 /* bytes of a server's text kept in one message for the user */
@@ -262,9 +264,16 @@ static int api_delta(struct api_stream *st, struct jscan *j, api_emit_fn fn, voi
                 return -1;
             continue;
         }
+        const char *q0 = jscan_peek(j) == '"' ? j->p : NULL;
         int t = api_text(st, j, &s, &n);
         if (t < 0)
             return -1;
+        if (q0) { /* a string: remember where, for the chunk's shape */
+            st->text_q0 = q0;
+            st->text_q1 = j->p;
+            st->text_kind = (int)kind;
+            st->n_text++;
+        }
         if (t > 0)
             fn(ud, kind, s, n);
     }
@@ -315,7 +324,86 @@ static int api_malformed(struct api_stream *st, const char *json, size_t n, cons
     return -1;
 }
 
+#define API_SHAPE_MAX 1024 /* bytes around the text kept as a chunk's shape */
+
+/* The chunk is the last shape's bytes around another valid JSON string: emit that string.
+ * Returns 1 when it was (the chunk is decoded), 0 when a full decode is needed. */
+static int api_shape_match(struct api_stream *st, const char *json, size_t n, api_emit_fn fn,
+                           void *ud)
+{
+    size_t pre = st->shape_pre.len, post = st->shape_post.len;
+    if (!st->shape_kind || n < pre + post || memcmp(json, st->shape_pre.data, pre) != 0 ||
+        memcmp(json + n - post, st->shape_post.data, post) != 0)
+        return 0;
+    /* The string starts at the prefix's last byte (its opening quote) and must end exactly
+     * where the suffix begins (with the closing quote): then every other member is the same. */
+    struct jscan j;
+    const char *s;
+    size_t sn;
+    int esc;
+    jscan_init(&j, json + pre - 1, n - pre + 1);
+    if (jscan_string(&j, &s, &sn, &esc) < 0 || j.p != json + n - post + 1)
+        return 0;
+    if (esc) {
+        buf_reset(&st->scratch);
+        jscan_unescape(s, sn, &st->scratch);
+        s = st->scratch.data;
+        sn = st->scratch.len;
+    }
+    st->chunks++;
+    if (sn)
+        fn(ud, (enum api_kind)st->shape_kind, s, sn);
+    return 1;
+}
+
+/* After a full decode: keep the chunk's shape when it was plain text (one text string, no
+ * finish, usage, error or other emission), else forget the old one. */
+static void api_shape_keep(struct api_stream *st, const char *json, size_t n, int plain)
+{
+    st->shape_kind = 0;
+    if (!plain || st->n_text != 1 || st->n_other || !st->text_q0)
+        return;
+    size_t pre = (size_t)(st->text_q0 - json) + 1, post = n - (size_t)(st->text_q1 - json) + 1;
+    if (pre + post > API_SHAPE_MAX || st->text_q1 <= st->text_q0)
+        return;
+    buf_reset(&st->shape_pre);
+    buf_append(&st->shape_pre, json, pre);
+    buf_reset(&st->shape_post);
+    buf_append(&st->shape_post, st->text_q1 - 1, post);
+    st->shape_kind = st->text_kind;
+}
+
+struct api_counted {
+    struct api_stream *st;
+    api_emit_fn fn;
+    void *ud;
+};
+
+static void api_count_emit(void *ud, enum api_kind kind, const char *s, size_t n)
+{
+    struct api_counted *c = ud;
+    if (kind != API_CONTENT && kind != API_REASONING)
+        c->st->n_other++;
+    c->fn(c->ud, kind, s, n);
+}
+
+static int api_stream_chunk_full(struct api_stream *st, const char *json, size_t n,
+                                 api_emit_fn fn, void *ud);
+
 int api_stream_chunk(struct api_stream *st, const char *json, size_t n, api_emit_fn fn, void *ud)
+{
+    if (api_shape_match(st, json, n, fn, ud))
+        return 0;
+    struct api_counted c = {st, fn, ud};
+    st->text_q0 = st->text_q1 = NULL;
+    st->n_text = st->n_other = 0;
+    int r = api_stream_chunk_full(st, json, n, api_count_emit, &c);
+    api_shape_keep(st, json, n, r == 0 && st->error.len == 0);
+    return r;
+}
+
+static int api_stream_chunk_full(struct api_stream *st, const char *json, size_t n,
+                                 api_emit_fn fn, void *ud)
 {
     struct jscan j;
     jscan_init(&j, json, n);

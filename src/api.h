@@ -50,6 +50,14 @@ struct api_stream {
     struct buf error;       /* error reported by the server inside the stream ("" = none) */
     char error_code[64];
     struct buf scratch;     /* unescaped text */
+    /* The last plain text chunk's shape: its bytes before and after its one text string. A
+     * chunk made of the same bytes around another valid string is decoded from that string
+     * alone (two compares and one string scan instead of a walk over every member). */
+    struct buf shape_pre, shape_post;
+    int shape_kind;         /* API_CONTENT or API_REASONING; 0 = no shape */
+    /* while a chunk is decoded: its text string (raw, quotes included) and what it emitted */
+    const char *text_q0, *text_q1;
+    int text_kind, n_text, n_other;
 };
 
 typedef void (*api_emit_fn)(void *ud, enum api_kind kind, const char *s, size_t n);

@@ -76,6 +76,66 @@ static void error_msg(long status, const char *ctype, const char *body, const ch
     buf_free(&m);
 }
 
+/* A stream of chunks decoded by one decoder (which reuses the last plain chunk's shape) must
+ * give exactly what a fresh decoder gives for each chunk alone (a full walk every time). */
+static void test_shapes(void)
+{
+#define PRE "{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0," \
+            "\"delta\":{\"content\":\""
+#define POST "\"},\"finish_reason\":null}]}"
+    static const char *const chunks[] = {
+        PRE "ab" POST,
+        PRE "cd" POST,                                   /* same shape */
+        PRE "e\\\"f\\\\" POST,                           /* escapes, ends in an escaped \ */
+        PRE "\\u00e9 \\ud83d\\ude00" POST,               /* \u escapes and a pair */
+        PRE "x\\\"},\\\"finish_reason\\\":\\\"stop" POST, /* text that looks like members */
+        PRE "a\",\"refusal\":\"b" POST,                   /* same bytes around, two strings */
+        PRE "" POST,                                     /* empty text: nothing */
+        PRE "g" POST,
+        PRE "tab\there" POST,                            /* raw control byte: malformed */
+        PRE "h" "\"},\"finish_reason\":\"stop\"}]}",       /* the finish: another shape */
+        PRE "i" POST,
+        "{\"id\":\"chatcmpl-1\",\"choices\":[],\"usage\":{\"prompt_tokens\":1,"
+        "\"completion_tokens\":2,\"total_tokens\":3}}",
+        PRE "j" POST,
+        "{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,"
+        "\"delta\":{\"reasoning_content\":\"think\"},\"finish_reason\":null}]}",
+        "{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,"
+        "\"delta\":{\"reasoning_content\":\"more\"},\"finish_reason\":null}]}",
+        PRE "k" POST "  ",                               /* trailing blanks: other bytes */
+        PRE "k2" POST "  ",
+    };
+#undef PRE
+#undef POST
+    struct got seq;
+    memset(&seq, 0, sizeof seq);
+    api_stream_init(&seq.st);
+    for (size_t i = 0; i < sizeof chunks / sizeof *chunks; i++) {
+        struct got one;
+        chunk(&one, chunks[i]);
+        size_t c0 = seq.content.len, r0 = seq.reasoning.len;
+        int f0 = seq.finishes, u0 = seq.usages;
+        seq.ret = api_stream_chunk(&seq.st, chunks[i], strlen(chunks[i]), emit, &seq);
+        char name[64];
+        snprintf(name, sizeof name, "chunk %zu decoded in a stream = alone", i);
+        int same = seq.ret == one.ret && seq.content.len - c0 == one.content.len &&
+                   memcmp(seq.content.data + c0, one.content.data, one.content.len) == 0 &&
+                   seq.reasoning.len - r0 == one.reasoning.len &&
+                   memcmp(seq.reasoning.data + r0, one.reasoning.data, one.reasoning.len) == 0 &&
+                   seq.finishes - f0 == one.finishes && seq.usages - u0 == one.usages;
+        TAP_OK(same, name);
+        if (!same)
+            printf("# alone: ret %d content '%s'; in the stream: ret %d content '%.*s'\n",
+                   one.ret, buf_str(&one.content), seq.ret, (int)(seq.content.len - c0),
+                   seq.content.data + c0);
+        got_free(&one);
+    }
+    TAP_STR(buf_str(&seq.content), "abcde\"f\\\xc3\xa9 \xf0\x9f\x98\x80x\"},\"finish_reason\":\"stop"
+            "abghijkk2", "the stream's text");
+    TAP_INT(seq.st.chunks, (long)(sizeof chunks / sizeof *chunks), "every chunk counted");
+    got_free(&seq);
+}
+
 int main(void)
 {
     struct got g;
@@ -238,6 +298,7 @@ int main(void)
            "unset options are not sent");
     free(body);
 
+    test_shapes();
     TAP_INT(api_outcome_exit(API_OK), 0, "exit 0 for complete");
     TAP_INT(api_outcome_exit(API_ERR_TRUNCATED), 5, "exit 5 for truncated");
     return tap_done();
