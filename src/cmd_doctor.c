@@ -13,10 +13,11 @@
 #include "xmalloc.h"
 
 #include <curl/curl.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <langinfo.h>
 #include <locale.h>
-#include <sqlite3.h>
+#include "sqlite_dl.h" /* <sqlite3.h>, the library loaded when needed */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,9 +26,6 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <curses.h>
-#include <term.h>
 
 #define DOCTOR_BODY_MAX ((size_t)4 << 20) /* a /models list longer than this is cut */
 
@@ -562,6 +560,37 @@ out:
 
 /* ---- terminal, database, data files ------------------------------------------------------- */
 
+/* tigetnum("colors") of $TERM, -1 when terminfo does not know it, -2 (why in *why) when the
+ * terminfo library cannot be loaded: it is loaded here only, as tokterm links no curses (the
+ * chat is the separate program tokterm-tui). */
+static int doctor_colors(int fd, const char **why)
+{
+    void *lib = dlopen(TT_TINFO_SONAME, RTLD_NOW | RTLD_LOCAL);
+    int (*setupterm_fn)(const char *, int, int *) = NULL;
+    int (*tigetnum_fn)(const char *) = NULL;
+    void *(*set_curterm_fn)(void *) = NULL;
+    int (*del_curterm_fn)(void *) = NULL;
+    void *p;
+    if (lib && (p = dlsym(lib, "setupterm")))
+        memcpy(&setupterm_fn, &p, sizeof p);
+    if (lib && (p = dlsym(lib, "tigetnum")))
+        memcpy(&tigetnum_fn, &p, sizeof p);
+    if (lib && (p = dlsym(lib, "set_curterm")))
+        memcpy(&set_curterm_fn, &p, sizeof p);
+    if (lib && (p = dlsym(lib, "del_curterm")))
+        memcpy(&del_curterm_fn, &p, sizeof p);
+    if (!setupterm_fn || !tigetnum_fn || !set_curterm_fn || !del_curterm_fn) {
+        *why = dlerror();
+        return -2;
+    }
+    int err = 0, colors = -1;
+    if (setupterm_fn(NULL, fd, &err) == 0) { /* OK */
+        colors = tigetnum_fn("colors");
+        del_curterm_fn(set_curterm_fn(NULL));
+    }
+    return colors; /* the library stays loaded: doctor ends soon */
+}
+
 static void doctor_terminal(struct doctor *d)
 {
     setlocale(LC_CTYPE, "");
@@ -582,10 +611,13 @@ static void doctor_terminal(struct doctor *d)
         return;
     }
     const char *term = getenv("TERM");
-    int err = 0, colors = -1;
-    if (term && *term && setupterm(NULL, fd, &err) == OK) {
-        colors = tigetnum("colors");
-        del_curterm(cur_term);
+    const char *why = NULL;
+    int colors = term && *term ? doctor_colors(fd, &why) : -1;
+    if (colors == -2) {
+        doctor_linef(d, DOCTOR_WARN, "terminal", NULL,
+                     "install the terminfo library (the Debian package libtinfo6)",
+                     "cannot load %s: %s", TT_TINFO_SONAME, why ? why : "dlopen failed");
+        return;
     }
     struct winsize ws;
     int cols = ioctl(fd, TIOCGWINSZ, &ws) == 0 ? ws.ws_col : 0;
@@ -619,6 +651,12 @@ static void doctor_database(struct doctor *d, const char *path)
     if (!S_ISREG(st.st_mode)) {
         doctor_linef(d, DOCTOR_FAIL, "database", NULL, "point --db or db = at a file",
                      "%s is not a regular file", path);
+        return;
+    }
+    char *load_err = NULL;
+    if (sqlite_dl_load(&load_err) != 0) {
+        doctor_line(d, DOCTOR_FAIL, "database", NULL, load_err, NULL);
+        free(load_err);
         return;
     }
     sqlite3 *db = NULL;

@@ -1,4 +1,8 @@
-/* main.c - flags, configuration, and dispatch to scripted mode, the TUI or a subcommand. */
+/* main.c - flags, configuration, and dispatch to scripted mode, the TUI or a subcommand.
+ *
+ * Compiled twice: as tokterm, which runs everything but the interactive chat and execs
+ * tokterm-tui for it (so that scripted runs never load curses and readline), and with
+ * TOKTERM_TUI_BINARY as tokterm-tui, which runs the chat (and anything else it is asked). */
 #include "config.h"
 #include "api.h"
 #include "batch.h"
@@ -8,6 +12,7 @@
 #include "cmd_store.h"
 #include "conf.h"
 #include "script.h"
+#include "sqlite_dl.h"
 #include "store.h"
 #include "tui.h"
 #include "util.h"
@@ -21,7 +26,6 @@
 #include <malloc.h>
 #endif
 #include <signal.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,15 +36,61 @@
 
 #define MAIN_STDIN_MAX ((size_t)64 << 20)
 
+/* The libraries' versions. SQLite is loaded for this; ncurses and readline are the chat's
+ * (tokterm-tui's), named by the headers both programs were built with. */
 static void main_version(void)
 {
     curl_version_info_data *cv = curl_version_info(CURLVERSION_NOW);
+    char *err = NULL;
+    const char *sqlite = sqlite_dl_load(&err) == 0 ? sqlite3_libversion() : "(not loadable)";
     printf("%s\n", PACKAGE_STRING);
-    printf("libcurl %s (%s%s), cJSON %s, SQLite %s, utf8proc %s, %s, readline %s\n",
+    printf("libcurl %s (%s%s), cJSON %s, SQLite %s, utf8proc %s, ncurses %s.%d, readline %d.%d\n",
            cv->version, cv->ssl_version ? cv->ssl_version : "no TLS",
-           (cv->features & CURL_VERSION_HTTP2) ? ", HTTP/2" : "", cJSON_Version(),
-           sqlite3_libversion(), utf8proc_version(), curses_version(), rl_library_version);
+           (cv->features & CURL_VERSION_HTTP2) ? ", HTTP/2" : "", cJSON_Version(), sqlite,
+           utf8proc_version(), NCURSES_VERSION, NCURSES_VERSION_PATCH, RL_VERSION_MAJOR,
+           RL_VERSION_MINOR);
+    if (err)
+        fprintf(stderr, "tokterm: %s\n", err);
+    free(err);
 }
+
+#ifndef TOKTERM_TUI_BINARY
+/* Run the chat, tokterm-tui, with the same arguments: $TOKTERM_TUI if set, else the one next to
+ * this executable (a build tree), else the installed one. Returns only when none could be run. */
+static int main_exec_tui(char **argv)
+{
+    char *cand[2] = {NULL, NULL};
+    const char *env = getenv("TOKTERM_TUI");
+    if (env && *env) {
+        cand[0] = xstrdup(env);
+    } else {
+        char self[4096];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+        char *slash = NULL;
+        if (n > 0) {
+            self[n] = '\0';
+            slash = strrchr(self, '/');
+        }
+        if (slash) {
+            *slash = '\0';
+            cand[0] = xasprintf("%s/tokterm-tui", self);
+        }
+        if (!cand[0] || strcmp(cand[0], TT_LIBEXECDIR "/tokterm-tui") != 0)
+            cand[cand[0] ? 1 : 0] = xstrdup(TT_LIBEXECDIR "/tokterm-tui");
+    }
+    struct buf tried = BUF_INIT;
+    for (size_t i = 0; i < TT_ARRAY_LEN(cand) && cand[i]; i++) {
+        execv(cand[i], argv);
+        buf_printf(&tried, "\n    %s: %s", cand[i], strerror(errno));
+        free(cand[i]);
+    }
+    fprintf(stderr, "tokterm: cannot start the interactive chat (the program tokterm-tui); "
+                    "tried:%s\n  reinstall tokterm, or set TOKTERM_TUI to tokterm-tui's path\n",
+            buf_str(&tried));
+    buf_free(&tried);
+    return 1;
+}
+#endif
 
 /* Does something answer GET url/models within a short time? */
 static int main_probe(const char *base)
@@ -279,6 +329,47 @@ out:
     return code;
 }
 
+#ifdef TOKTERM_TUI_BINARY
+/* The interactive chat (tokterm-tui only): the key, the store, then the TUI's own loop. */
+static int main_chat(const struct cli *a, struct conf *c, int64_t resume_id)
+{
+    setlocale(LC_ALL, ""); /* wide characters; scripted mode passes bytes through */
+    struct buf err = BUF_INIT;
+    char *tkey = conf_api_key(c, &err);
+    if (!tkey && err.len) {
+        fprintf(stderr, "tokterm: %s\n", buf_str(&err));
+        buf_free(&err);
+        return 2;
+    }
+    buf_free(&err);
+    struct tui_opts to = {.trace_path = a->trace};
+    char lname[64], lurl[512];
+    if (!tkey && !conf_is_local(c)) {
+        to.no_key = 1; /* the chat still starts, and says what to set */
+        if (main_find_local(lname, sizeof lname, lurl, sizeof lurl)) {
+            to.local_name = lname;
+            to.local_url = lurl;
+        }
+    }
+    struct store *tst = NULL;
+    if (!a->incognito) {
+        char *db = main_db_path(a, c);
+        tst = main_open_store(db, c);
+        free(db);
+    }
+    to.store = tst;
+    to.save = c->save && !a->no_save;
+    to.cache = a->incognito ? SESSION_CACHE_OFF : a->cache_only ? SESSION_CACHE_ONLY
+             : a->no_cache ? SESSION_CACHE_BYPASS : SESSION_CACHE_ON;
+    to.resume = a->cont || a->conversation;
+    to.resume_id = resume_id;
+    int code = tui_run(c, tkey, &to);
+    if (tst)
+        store_close(tst);
+    return code;
+}
+#endif
+
 int main(int argc, char **argv)
 {
 #if defined(__GLIBC__) && defined(M_ARENA_MAX)
@@ -286,11 +377,6 @@ int main(int argc, char **argv)
      * without contention that matters, and a second arena would cost ~0.4 MB resident. */
     mallopt(M_ARENA_MAX, 1);
 #endif
-    signal(SIGPIPE, SIG_IGN);
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-        fputs("tokterm: curl could not be initialised\n", stderr);
-        return 1;
-    }
     struct cli a;
     struct buf err = BUF_INIT, warn = BUF_INIT;
     int code = 0;
@@ -301,6 +387,20 @@ int main(int argc, char **argv)
     }
     if (a.help || (a.subcommand && strcmp(a.subcommand, "help") == 0)) {
         fputs(cli_usage(), stdout);
+        goto out;
+    }
+#ifndef TOKTERM_TUI_BINARY
+    /* No prompt and a terminal on both ends: the interactive chat, before anything else is
+     * set up (tokterm-tui reads the configuration itself). */
+    if (!a.version && !a.subcommand && !a.n_prompts && isatty(0) && isatty(1)) {
+        code = main_exec_tui(argv);
+        goto out;
+    }
+#endif
+    signal(SIGPIPE, SIG_IGN);
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        fputs("tokterm: curl could not be initialised\n", stderr);
+        code = 1;
         goto out;
     }
     if (a.version || (a.subcommand && strcmp(a.subcommand, "version") == 0)) {
@@ -376,7 +476,8 @@ int main(int argc, char **argv)
         goto out_conf;
     }
 
-    /* No prompt and a terminal on both ends: the interactive chat. */
+    /* No prompt and a terminal on both ends: the interactive chat (tokterm has exec'ed
+     * tokterm-tui for it above, unless standard output is not a terminal). */
     int stdin_tty = isatty(0);
     if (!a.n_prompts && stdin_tty) {
         if (!isatty(1)) {
@@ -385,37 +486,9 @@ int main(int argc, char **argv)
             code = 2;
             goto out_conf;
         }
-        setlocale(LC_ALL, ""); /* wide characters; scripted mode passes bytes through */
-        char *tkey = conf_api_key(&c, &err);
-        if (!tkey && err.len) {
-            fprintf(stderr, "tokterm: %s\n", buf_str(&err));
-            code = 2;
-            goto out_conf;
-        }
-        struct tui_opts to = {.trace_path = a.trace};
-        char lname[64], lurl[512];
-        if (!tkey && !conf_is_local(&c)) {
-            to.no_key = 1; /* the chat still starts, and says what to set */
-            if (main_find_local(lname, sizeof lname, lurl, sizeof lurl)) {
-                to.local_name = lname;
-                to.local_url = lurl;
-            }
-        }
-        struct store *tst = NULL;
-        if (!a.incognito) {
-            char *db = main_db_path(&a, &c);
-            tst = main_open_store(db, &c);
-            free(db);
-        }
-        to.store = tst;
-        to.save = c.save && !a.no_save;
-        to.cache = a.incognito ? SESSION_CACHE_OFF : a.cache_only ? SESSION_CACHE_ONLY
-                 : a.no_cache ? SESSION_CACHE_BYPASS : SESSION_CACHE_ON;
-        to.resume = a.cont || a.conversation;
-        to.resume_id = resume_id;
-        code = tui_run(&c, tkey, &to);
-        if (tst)
-            store_close(tst);
+#ifdef TOKTERM_TUI_BINARY
+        code = main_chat(&a, &c, resume_id);
+#endif
         goto out_conf;
     }
 

@@ -12,7 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <sqlite3.h>
+#include "sqlite_dl.h" /* <sqlite3.h>, the library loaded on first open */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +28,7 @@
 #define STORE_STMT_CACHE 64
 #define STORE_TITLE_MAX 60          /* user-perceived characters in a derived title */
 #define STORE_RANK_WINDOW 5000      /* newest full-text matches ranked by bm25 */
+#define STORE_SAMPLE 2000           /* newest indexed messages a search samples first */
 
 /* An answer this handle is streaming: text waiting for the next batch commit. */
 struct store_stream {
@@ -65,6 +66,7 @@ struct store {
     char writer[64];    /* "pid:starttime" of this process, stored on streaming rows */
     struct store_touch *touches; /* pending cache-hit updates */
     size_t n_touches, cap_touches;
+    int fts_rank;                /* tt_rank() registered on this connection (search) */
 };
 
 #define STORE_TOUCH_MAX 256 /* pending cache-hit updates before they get their own write */
@@ -835,6 +837,8 @@ struct store *store_open(const char *path, struct store_open_info *info, char **
         *err = xstrdup("no database path given");
         return NULL;
     }
+    if (sqlite_dl_load(err) != 0)
+        return NULL;
     if (store_prepare_file(path, info, err) != 0)
         return NULL;
 
@@ -975,7 +979,9 @@ int store_status_parse(const char *name)
 }
 
 struct store_stream;
-static int store_parts_fold(struct store *st, int64_t id, const struct store_stream *s);
+struct store_fin;
+static int store_parts_fold(struct store *st, int64_t id, const struct store_stream *s,
+                            const struct store_fin *fin);
 
 int store_recover(struct store *st)
 {
@@ -1009,7 +1015,7 @@ int store_recover(struct store *st)
         return -1;
     }
     for (size_t i = 0; i < n; i++)
-        if (store_parts_fold(st, dead[i], NULL) != 0) {
+        if (store_parts_fold(st, dead[i], NULL, NULL) != 0) {
             free(dead);
             return store_rollback(st);
         }
@@ -1562,19 +1568,38 @@ static int store_stream_write(struct store *st, struct store_stream *s)
     return 0;
 }
 
+/* How an answer ended: what store_message_finish writes with the folded text. */
+struct store_fin {
+    enum store_status status;
+    const char *finish_reason, *error;
+    const struct store_usage *usage;
+    const struct store_timings *timings;
+};
+
 /* Fold the saved parts of answer id, then the buffered text of s (may be NULL), into
- * messages.content / reasoning, and drop the parts. Inside a write transaction. */
-static int store_parts_fold(struct store *st, int64_t id, const struct store_stream *s)
+ * messages.content / reasoning, and drop the parts. With fin, the same UPDATE also writes how
+ * the answer ended: a long answer's row (its overflow pages) is written once, not twice.
+ * Inside a write transaction. Returns 0, -1, or STORE_NOT_FOUND (fin given, no such row). */
+static int store_parts_fold(struct store *st, int64_t id, const struct store_stream *s,
+                            const struct store_fin *fin)
 {
     static const char q_read[] = "SELECT reasoning, text FROM message_parts "
                                  "WHERE message_id = ?1 ORDER BY id";
-    static const char q_set[] =
-        "UPDATE messages SET content = CASE WHEN content = '' THEN ?2 ELSE content || ?2 END, "
-        "reasoning = CASE WHEN ?3 IS NULL THEN reasoning WHEN reasoning IS NULL THEN ?3 "
-        "ELSE reasoning || ?3 END WHERE id = ?1";
+#define STORE_FOLD_SET                                                                    \
+    "UPDATE messages SET content = CASE WHEN ?2 IS NULL THEN content WHEN content = '' "    \
+    "THEN ?2 ELSE content || ?2 END, "                                                     \
+    "reasoning = CASE WHEN ?3 IS NULL THEN reasoning WHEN reasoning IS NULL THEN ?3 "       \
+    "ELSE reasoning || ?3 END"
+    static const char q_set[] = STORE_FOLD_SET " WHERE id = ?1";
+    static const char q_fin[] =
+        STORE_FOLD_SET ", status = ?4, finish_reason = ?5, prompt_tokens = ?6, "
+        "completion_tokens = ?7, total_tokens = ?8, ttft = ?9, total_time = ?10, "
+        "tokens_per_s = ?11, dns_time = ?12, connect_time = ?13, tls_time = ?14, error = ?15, "
+        "writer = NULL WHERE id = ?1";
+#undef STORE_FOLD_SET
     static const char q_drop[] = "DELETE FROM message_parts WHERE message_id = ?1";
     struct buf text = BUF_INIT, reasoning = BUF_INIT;
-    int has_reasoning = 0, rc, ret = -1;
+    int has_reasoning = 0, has_parts = 0, rc, ret = -1;
     sqlite3_stmt *q = store_prep(st, q_read);
     if (!q)
         return -1;
@@ -1585,6 +1610,7 @@ static int store_parts_fold(struct store *st, int64_t id, const struct store_str
         size_t n = (size_t)sqlite3_column_bytes(q, 1);
         buf_append(r ? &reasoning : &text, t ? t : "", n);
         has_reasoning |= r;
+        has_parts = 1;
     }
     store_done(st, q);
     if (rc != SQLITE_DONE) {
@@ -1592,7 +1618,7 @@ static int store_parts_fold(struct store *st, int64_t id, const struct store_str
         goto out;
     }
     const struct buf *tp = &text, *rp = &reasoning;
-    if (s && text.len == 0 && !has_reasoning) {
+    if (s && !has_parts) {
         /* Nothing was committed as parts yet: write the buffered text as it is. */
         tp = &s->text;
         rp = &s->reasoning;
@@ -1608,28 +1634,51 @@ static int store_parts_fold(struct store *st, int64_t id, const struct store_str
         store_set_err(st, "cannot save the answer: larger than 2 GiB");
         goto out;
     }
-    if (tp->len || has_reasoning) {
-        if (!(q = store_prep(st, q_set)))
+    if (tp->len || has_reasoning || fin) {
+        if (!(q = store_prep(st, fin ? q_fin : q_set)))
             goto out;
         sqlite3_bind_int64(q, 1, id);
-        sqlite3_bind_text(q, 2, buf_str(tp), (int)tp->len, SQLITE_STATIC);
+        if (tp->len)
+            sqlite3_bind_text(q, 2, buf_str(tp), (int)tp->len, SQLITE_STATIC);
         if (has_reasoning)
             sqlite3_bind_text(q, 3, buf_str(rp), (int)rp->len, SQLITE_STATIC);
+        if (fin) {
+            const struct store_usage *u = fin->usage;
+            const struct store_timings *t = fin->timings;
+            bind_text(q, 4, status_names[fin->status]);
+            bind_text(q, 5, fin->finish_reason);
+            bind_count(q, 6, u ? u->prompt_tokens : -1);
+            bind_count(q, 7, u ? u->completion_tokens : -1);
+            bind_count(q, 8, u ? u->total_tokens : -1);
+            bind_seconds(q, 9, t ? t->ttft : -1);
+            bind_seconds(q, 10, t ? t->total : -1);
+            bind_seconds(q, 11, t ? t->tokens_per_s : -1);
+            bind_seconds(q, 12, t ? t->dns : -1);
+            bind_seconds(q, 13, t ? t->connect : -1);
+            bind_seconds(q, 14, t ? t->tls : -1);
+            bind_text(q, 15, fin->error);
+        }
         rc = sqlite3_step(q);
         store_done(st, q);
         if (rc != SQLITE_DONE) {
             store_fail(st, "cannot save the answer");
             goto out;
         }
+        if (fin && sqlite3_changes(st->db) == 0) {
+            ret = STORE_NOT_FOUND;
+            goto out;
+        }
     }
-    if (!(q = store_prep(st, q_drop)))
-        goto out;
-    sqlite3_bind_int64(q, 1, id);
-    rc = sqlite3_step(q);
-    store_done(st, q);
-    if (rc != SQLITE_DONE) {
-        store_fail(st, "cannot save the answer");
-        goto out;
+    if (has_parts) {
+        if (!(q = store_prep(st, q_drop)))
+            goto out;
+        sqlite3_bind_int64(q, 1, id);
+        rc = sqlite3_step(q);
+        store_done(st, q);
+        if (rc != SQLITE_DONE) {
+            store_fail(st, "cannot save the answer");
+            goto out;
+        }
     }
     ret = 0;
 out:
@@ -1710,11 +1759,6 @@ int store_message_finish(struct store *st, int64_t msg_id, enum store_status sta
                          const char *finish_reason, const struct store_usage *usage,
                          const struct store_timings *timings, const char *error)
 {
-    static const char q[] =
-        "UPDATE messages SET status = ?2, finish_reason = ?3, prompt_tokens = ?4, "
-        "completion_tokens = ?5, total_tokens = ?6, ttft = ?7, total_time = ?8, "
-        "tokens_per_s = ?9, dns_time = ?10, connect_time = ?11, tls_time = ?12, error = ?13, "
-        "writer = NULL WHERE id = ?1";
     static const char q_touch[] = "UPDATE conversations SET updated = ?2 WHERE id = "
                                   "(SELECT conversation_id FROM messages WHERE id = ?1)";
     if (status == STORE_STREAMING || (unsigned)status >= TT_ARRAY_LEN(status_names)) {
@@ -1725,37 +1769,18 @@ int store_message_finish(struct store *st, int64_t msg_id, enum store_status sta
     struct store_stream *str = store_stream_find(st, msg_id);
     if (store_begin(st) != 0)
         return -1;
-    if (store_parts_fold(st, msg_id, str) != 0)
-        return store_rollback(st);
-    sqlite3_stmt *s = store_prep(st, q);
-    if (!s)
-        return store_rollback(st);
-    sqlite3_bind_int64(s, 1, msg_id);
-    bind_text(s, 2, status_names[status]);
-    bind_text(s, 3, finish_reason);
-    bind_count(s, 4, usage ? usage->prompt_tokens : -1);
-    bind_count(s, 5, usage ? usage->completion_tokens : -1);
-    bind_count(s, 6, usage ? usage->total_tokens : -1);
-    bind_seconds(s, 7, timings ? timings->ttft : -1);
-    bind_seconds(s, 8, timings ? timings->total : -1);
-    bind_seconds(s, 9, timings ? timings->tokens_per_s : -1);
-    bind_seconds(s, 10, timings ? timings->dns : -1);
-    bind_seconds(s, 11, timings ? timings->connect : -1);
-    bind_seconds(s, 12, timings ? timings->tls : -1);
-    bind_text(s, 13, error);
-    int rc = sqlite3_step(s);
-    store_done(st, s);
-    if (rc != SQLITE_DONE) {
-        store_fail(st, "cannot save the answer");
-        return store_rollback(st);
-    }
-    if (sqlite3_changes(st->db) == 0) {
+    struct store_fin fin = {status, finish_reason, error, usage, timings};
+    int rc = store_parts_fold(st, msg_id, str, &fin);
+    if (rc == STORE_NOT_FOUND) {
         store_rollback(st);
         store_stream_drop(st, msg_id);
         store_set_err(st, "no message %lld", (long long)msg_id);
         return STORE_NOT_FOUND;
     }
-    if (!(s = store_prep(st, q_touch)))
+    if (rc != 0)
+        return store_rollback(st);
+    sqlite3_stmt *s = store_prep(st, q_touch);
+    if (!s)
         return store_rollback(st);
     sqlite3_bind_int64(s, 1, msg_id);
     sqlite3_bind_int64(s, 2, store_epoch(st));
@@ -1957,6 +1982,257 @@ static void store_fts_catch_up(struct store *st)
     store_commit(st);
 }
 
+/* Natural logarithm of x > 0 (tokterm links no libm: see util_ceil). */
+static double store_ln(double x)
+{
+    if (!(x > 0 && x < 1e300))
+        return 0;
+    int e = 0;
+    while (x >= 2) {
+        x /= 2;
+        e++;
+    }
+    while (x < 1) {
+        x *= 2;
+        e--;
+    }
+    double y = (x - 1) / (x + 1), y2 = y * y, term = y, sum = 0; /* ln x = 2 atanh(y) */
+    for (int k = 1; k < 40; k += 2) {
+        sum += term / k;
+        term *= y2;
+    }
+    return 2 * sum + e * 0.69314718055994530942;
+}
+
+/* Per-query state of tt_rank(): average row size and each phrase's IDF, then scratch space for
+ * the phrase frequencies of one row. */
+struct store_rank {
+    double avgdl;
+    int n;
+    double *idf, *freq;
+};
+
+/* FTS5 auxiliary function tt_rank(messages_fts, f1, f2, ...): bm25 computed as FTS5's bm25()
+ * does (k1 = 1.2, b = 0.75, IDF = log((N - n + 0.5) / (n + 0.5)), at least 1e-6), except that
+ * n, the number of rows holding phrase i, is fi * N with fi given by the caller: bm25() counts
+ * every match of every phrase with xQueryPhrase before ranking the first row, which was most
+ * of the time of a search (13-40 ms of a 20-80 ms query over 100,000 messages). */
+static void store_fts_rank(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx,
+                           int n_val, sqlite3_value **val)
+{
+    struct store_rank *r = api->xGetAuxdata(fts, 0);
+    int rc = SQLITE_OK;
+    if (!r) {
+        int n = api->xPhraseCount(fts);
+        sqlite3_int64 rows = 0, tokens = 0;
+        rc = api->xRowCount(fts, &rows);
+        if (rc == SQLITE_OK)
+            rc = api->xColumnTotalSize(fts, -1, &tokens);
+        if (rc == SQLITE_OK &&
+            !(r = sqlite3_malloc64(sizeof *r + 2 * (size_t)(n > 0 ? n : 1) * sizeof(double))))
+            rc = SQLITE_NOMEM;
+        if (rc != SQLITE_OK) {
+            sqlite3_result_error_code(ctx, rc);
+            return;
+        }
+        r->n = n;
+        r->avgdl = rows > 0 && tokens > 0 ? (double)tokens / (double)rows : 1.0;
+        r->idf = (double *)(r + 1);
+        r->freq = r->idf + (n > 0 ? n : 1);
+        for (int i = 0; i < n; i++) {
+            double f = i < n_val ? sqlite3_value_double(val[i]) : 0.0;
+            double hits = (f > 0 ? (f < 1 ? f : 1) : 0) * (double)rows;
+            double idf = store_ln(((double)rows - hits + 0.5) / (hits + 0.5));
+            r->idf[i] = idf > 0 ? idf : 1e-6;
+        }
+        if ((rc = api->xSetAuxdata(fts, r, sqlite3_free)) != SQLITE_OK) {
+            sqlite3_result_error_code(ctx, rc);
+            return;
+        }
+    }
+    int n_inst = 0, tokens = 0;
+    for (int i = 0; i < r->n; i++)
+        r->freq[i] = 0;
+    rc = api->xInstCount(fts, &n_inst);
+    for (int i = 0; rc == SQLITE_OK && i < n_inst; i++) {
+        int phrase, col, off;
+        rc = api->xInst(fts, i, &phrase, &col, &off);
+        if (rc == SQLITE_OK && phrase >= 0 && phrase < r->n)
+            r->freq[phrase] += 1;
+    }
+    if (rc == SQLITE_OK)
+        rc = api->xColumnSize(fts, -1, &tokens);
+    if (rc != SQLITE_OK) {
+        sqlite3_result_error_code(ctx, rc);
+        return;
+    }
+    const double k1 = 1.2, b = 0.75;
+    double score = 0, norm = k1 * (1 - b + b * (double)tokens / r->avgdl);
+    for (int i = 0; i < r->n; i++)
+        score += r->idf[i] * (r->freq[i] * (k1 + 1)) / (r->freq[i] + norm);
+    sqlite3_result_double(ctx, -score);
+}
+
+/* Register tt_rank() on this connection (once). 0, or -1 when FTS5 has no API for it. */
+static int store_fts_rank_init(struct store *st)
+{
+    if (st->fts_rank)
+        return st->fts_rank > 0 ? 0 : -1;
+    fts5_api *api = NULL;
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(st->db, "SELECT fts5(?1)", -1, &s, NULL) == SQLITE_OK) {
+        sqlite3_bind_pointer(s, 1, (void *)&api, "fts5_api_ptr", NULL);
+        sqlite3_step(s);
+    }
+    sqlite3_finalize(s);
+    st->fts_rank = api && api->iVersion >= 2 &&
+                           api->xCreateFunction(api, "tt_rank", NULL, store_fts_rank, NULL) ==
+                               SQLITE_OK
+                       ? 1
+                       : -1;
+    return st->fts_rank > 0 ? 0 : -1;
+}
+
+/* The sample of a search: the newest STORE_SAMPLE indexed messages, those with id >= *bound
+ * (*bound = 0 and *rows = all of them when there are no more). With frac, the fraction of
+ * them holding each of the n MATCH phrases, for tt_rank()'s IDFs (exact when the sample is
+ * every message: then the IDF is bm25()'s). A phrase's count stops at the sample's oldest
+ * message, so a common term costs no more than a rare one. Inside the search's read
+ * transaction. 0 or -1. */
+static int store_sample(struct store *st, char *const *phrases, size_t n, double *frac,
+                        int64_t *bound, double *rows)
+{
+    static const char q_bound[] =
+        "SELECT id FROM messages_fts_docsize ORDER BY id DESC LIMIT 1 OFFSET ?1";
+    static const char q_rows[] = "SELECT count(*) FROM messages_fts_docsize";
+    static const char q_count[] =
+        "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?1 AND rowid >= ?2";
+    sqlite3_stmt *s = store_prep(st, q_bound);
+    if (!s)
+        return -1;
+    sqlite3_bind_int(s, 1, STORE_SAMPLE - 1);
+    int rc = store_step(st, s);
+    *bound = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
+    store_done(st, s);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return store_fail(st, "cannot search");
+    *rows = STORE_SAMPLE;
+    if (rc == SQLITE_DONE) { /* fewer indexed messages than the sample: all of them */
+        if (!(s = store_prep(st, q_rows)))
+            return -1;
+        rc = store_step(st, s);
+        *rows = rc == SQLITE_ROW ? (double)sqlite3_column_int64(s, 0) : 0;
+        store_done(st, s);
+        if (rc != SQLITE_ROW)
+            return store_fail(st, "cannot search");
+    }
+    for (size_t i = 0; frac && i < n; i++) {
+        if (!(s = store_prep(st, q_count)))
+            return -1;
+        sqlite3_bind_text(s, 1, phrases[i], -1, SQLITE_STATIC);
+        sqlite3_bind_int64(s, 2, *bound);
+        rc = store_step(st, s);
+        double hits = rc == SQLITE_ROW ? (double)sqlite3_column_int64(s, 0) : 0;
+        store_done(st, s);
+        if (rc != SQLITE_ROW)
+            return store_fail(st, "cannot search");
+        if (hits == 0 && *bound > 0)
+            hits = 0.5; /* absent from the sample: rarer than that, not absent */
+        frac[i] = *rows > 0 ? hits / *rows : 0;
+    }
+    return 0;
+}
+
+/* A full-text match ranked in phase one of a search. */
+struct store_cand {
+    int64_t id;
+    double score;
+};
+
+/* Best first: lowest score, then newest. */
+static int store_cand_cmp(const void *a, const void *b)
+{
+    const struct store_cand *x = a, *y = b;
+    if (x->score != y->score)
+        return x->score < y->score ? -1 : 1;
+    return x->id < y->id ? 1 : x->id > y->id ? -1 : 0;
+}
+
+/* What each phase-one statement of a search binds (see store_search). */
+struct store_query {
+    const struct store_search_opts *opts;
+    const char *match;
+    char *const *terms; /* short terms (1-2 characters) bound at ?10... */
+    size_t n_terms, n_short;
+    const double *frac; /* tt_rank() arguments bound after them (NULL: bm25()) */
+    size_t n_long;
+};
+
+static void store_query_bind(sqlite3_stmt *s, const struct store_query *q)
+{
+    if (q->match)
+        sqlite3_bind_text(s, 1, q->match, -1, SQLITE_STATIC);
+    bind_text(s, 2, q->opts->model);
+    if (q->opts->since > 0)
+        sqlite3_bind_int64(s, 3, q->opts->since);
+    if (q->opts->until > 0)
+        sqlite3_bind_int64(s, 4, q->opts->until);
+    sqlite3_bind_int(s, 5, q->opts->limit > 0 ? q->opts->limit : 20);
+    for (size_t i = 0, k = 0; i < q->n_terms; i++)
+        if (store_chars(q->terms[i]) < 3)
+            sqlite3_bind_text(s, (int)(10 + k++), q->terms[i], -1, SQLITE_STATIC);
+    for (size_t k = 0; q->frac && k < q->n_long; k++)
+        sqlite3_bind_double(s, (int)(10 + q->n_short + k), q->frac[k]);
+}
+
+/* Run one phase-one statement (rows: id, score; ?6 its LIMIT, ?7 the sample bound) and append
+ * its rows to c[*n...]. Descending (asc = 0), at most `room` rows. Ascending (oldest first),
+ * every row is read and the newest `room` kept (a ring); 1 when there turn out to be more
+ * than 2 * room, to be read descending instead. 0, 1 or -1. */
+static int store_cand_run(struct store *st, const char *sql, int asc, size_t room,
+                          int64_t bound, const struct store_query *q, struct store_cand *c,
+                          size_t *n)
+{
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK)
+        return store_fail(st, "cannot search");
+    store_query_bind(s, q);
+    sqlite3_bind_int64(s, 6, asc ? -1 : (sqlite3_int64)room);
+    sqlite3_bind_int64(s, 7, bound);
+    int rc = SQLITE_DONE;
+    size_t got = 0;
+    struct store_cand *ring = c + *n;
+    while (room > 0 && (rc = store_step(st, s)) == SQLITE_ROW) {
+        if (asc && got == 2 * room)
+            break;
+        struct store_cand *e = &ring[got++ % room];
+        e->id = sqlite3_column_int64(s, 0);
+        e->score = sqlite3_column_double(s, 1);
+    }
+    sqlite3_finalize(s);
+    if (room > 0 && rc != SQLITE_DONE && rc != SQLITE_ROW)
+        return store_fail(st, "cannot search");
+    if (asc && rc == SQLITE_ROW)
+        return 1;
+    *n += got < room ? got : room;
+    return 0;
+}
+
+/* Phase-one SQL of a full-text search (see store_cand_run): rank is the score expression,
+ * where the filters on messages m (may be empty), op ">=" (the sample) or "<" (below it). */
+static char *store_cand_sql(const char *rank, const char *where, const char *op,
+                            const char *order)
+{
+    if (!*where)
+        return xasprintf("SELECT rowid, %s FROM messages_fts WHERE messages_fts MATCH ?1 "
+                         "AND rowid %s ?7 ORDER BY rowid %s LIMIT ?6",
+                         rank, op, order);
+    return xasprintf("SELECT m.id, %s FROM messages_fts CROSS JOIN messages m "
+                     "ON m.id = messages_fts.rowid WHERE messages_fts MATCH ?1%s "
+                     "AND messages_fts.rowid %s ?7 ORDER BY messages_fts.rowid %s LIMIT ?6",
+                     rank, where, op, order);
+}
+
 int store_search(struct store *st, const char *query, const struct store_search_opts *opts,
                  struct store_hit **out, size_t *n)
 {
@@ -1973,24 +2249,27 @@ int store_search(struct store *st, const char *query, const struct store_search_
         store_set_err(st, "empty search query");
         return -1;
     }
-    /* MATCH expression of the long terms: each an FTS5 string with '"' doubled, so nothing
-     * the user types is FTS5 syntax. */
-    struct buf match = BUF_INIT, where = BUF_INIT, sql = BUF_INIT;
-    size_t n_short = 0;
+    /* Each term of 3+ characters becomes an FTS5 string with '"' doubled, so nothing the user
+     * types is FTS5 syntax; shorter terms filter the rows with tt_contains. */
+    struct buf match = BUF_INIT, where = BUF_INIT, sql = BUF_INIT, rank = BUF_INIT;
+    char **phr = xmalloc(n_terms * sizeof *phr);
+    double *frac = xcalloc(2 * n_terms, sizeof *frac);
+    size_t *ord = xmalloc(n_terms * sizeof *ord);
+    size_t n_short = 0, n_long = 0;
     for (size_t i = 0; i < n_terms; i++) {
         if (store_chars(terms[i]) < 3) {
             buf_printf(&where, " AND tt_contains(m.content, ?%zu)", 10 + n_short++);
             continue;
         }
-        if (match.len)
-            buf_appendc(&match, ' ');
-        buf_appendc(&match, '"');
-        for (const char *p = terms[i]; *p; p++) {
-            if (*p == '"')
-                buf_appendc(&match, '"');
-            buf_appendc(&match, *p);
+        struct buf p = BUF_INIT;
+        buf_appendc(&p, '"');
+        for (const char *c = terms[i]; *c; c++) {
+            if (*c == '"')
+                buf_appendc(&p, '"');
+            buf_appendc(&p, *c);
         }
-        buf_appendc(&match, '"');
+        buf_appendc(&p, '"');
+        phr[n_long++] = buf_take(&p);
     }
     if (opts->model)
         buf_appends(&where, " AND m.model = ?2");
@@ -1998,59 +2277,109 @@ int store_search(struct store *st, const char *query, const struct store_search_
         buf_appends(&where, " AND m.created >= ?3");
     if (opts->until > 0)
         buf_appends(&where, " AND m.created < ?4");
-    /* Phase one finds ids. bm25 costs a few microseconds per match, so it ranks the newest
-     * STORE_RANK_WINDOW matches only: exact for all but very common terms. */
-    if (match.len && !where.len)
-        buf_appends(&sql, "SELECT id, score FROM (SELECT rowid AS id, bm25(messages_fts) AS score "
-                          "FROM messages_fts WHERE messages_fts MATCH ?1 ORDER BY rowid DESC "
-                          "LIMIT ?6) ORDER BY score, id DESC LIMIT ?5");
-    else if (match.len)
-        buf_printf(&sql, "SELECT id, score FROM (SELECT m.id AS id, bm25(messages_fts) AS score "
-                         "FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid "
-                         "WHERE messages_fts MATCH ?1%s ORDER BY messages_fts.rowid DESC "
-                         "LIMIT ?6) ORDER BY score, id DESC LIMIT ?5",
-                   buf_str(&where));
-    else /* only 1-2 character terms: scan, newest first, until enough hits */
-        buf_printf(&sql, "SELECT m.id, 0 FROM messages m WHERE m.status <> 'streaming' "
-                         "%s ORDER BY m.id DESC LIMIT ?5",
-                   buf_str(&where));
 
     struct needle *nds = xmalloc(n_terms * sizeof *nds);
     for (size_t i = 0; i < n_terms; i++)
         needle_init(&nds[i], terms[i], strlen(terms[i]));
     sqlite3_stmt *s = NULL;
+    struct store_cand *cand = NULL;
+    size_t n_cand = 0;
     int ret = 0, rc;
     if (store_exec(st, "BEGIN", "cannot search") != 0) {
         ret = -1;
         goto out;
     }
-    if (sqlite3_prepare_v2(st->db, buf_str(&sql), -1, &s, NULL) != SQLITE_OK) {
-        ret = store_fail(st, "cannot search");
-        goto out;
+    struct store_query q = {opts, NULL, terms, n_terms, n_short, NULL, n_long};
+    if (n_long) {
+        /* Phase one, full text. The phrases go rarest first (FTS5 intersects them in MATCH
+         * order); tt_rank() ranks the matches with IDFs from the sample (bm25() when it cannot
+         * be registered). Ranking costs a few microseconds per match, so only the newest
+         * STORE_RANK_WINDOW matches are ranked: exact for all but very common terms. The
+         * sample's matches are read newest first; below it, oldest first when the sample
+         * says that they fit the window (FTS5 reads a doclist forwards about a fifth faster
+         * than backwards), else newest first up to the window. */
+        int ranked = store_fts_rank_init(st) == 0;
+        int64_t bound = 0;
+        double rows = 0;
+        if (store_sample(st, phr, n_long, ranked ? frac : NULL, &bound, &rows) != 0) {
+            ret = -1;
+            goto out;
+        }
+        for (size_t i = 0; i < n_long; i++) { /* stable insertion sort by frac */
+            size_t j = i;
+            while (j > 0 && frac[ord[j - 1]] > frac[i]) {
+                ord[j] = ord[j - 1];
+                j--;
+            }
+            ord[j] = i;
+        }
+        double *frac_m = frac + n_terms; /* frac in MATCH order */
+        for (size_t k = 0; k < n_long; k++) {
+            if (k)
+                buf_appendc(&match, ' ');
+            buf_appends(&match, phr[ord[k]]);
+            frac_m[k] = frac[ord[k]];
+        }
+        if (ranked) {
+            buf_appends(&rank, "tt_rank(messages_fts");
+            for (size_t k = 0; k < n_long; k++)
+                buf_printf(&rank, ", ?%zu", 10 + n_short + k);
+            buf_appendc(&rank, ')');
+        } else {
+            buf_appends(&rank, "bm25(messages_fts)");
+        }
+        q.match = buf_str(&match);
+        q.frac = ranked ? frac_m : NULL;
+        size_t win = STORE_RANK_WINDOW;
+        cand = xmalloc(win * sizeof *cand);
+        char *text = store_cand_sql(buf_str(&rank), buf_str(&where), ">=", "DESC");
+        rc = store_cand_run(st, text, 0, win, bound, &q, cand, &n_cand);
+        free(text);
+        if (rc == 0 && bound > 0 && n_cand < win) {
+            size_t room = win - n_cand;
+            /* matches below the sample if as dense as in it (ids: about one per message) */
+            int asc = (double)n_cand * (double)bound / rows <= 0.8 * (double)room;
+            text = store_cand_sql(buf_str(&rank), buf_str(&where), "<", asc ? "ASC" : "DESC");
+            rc = store_cand_run(st, text, asc, room, bound, &q, cand, &n_cand);
+            free(text);
+            if (rc == 1) { /* far more than the sample said: the newest first after all */
+                text = store_cand_sql(buf_str(&rank), buf_str(&where), "<", "DESC");
+                rc = store_cand_run(st, text, 0, room, bound, &q, cand, &n_cand);
+                free(text);
+            }
+        }
+        if (rc != 0) {
+            ret = -1;
+            goto out;
+        }
+        qsort(cand, n_cand, sizeof *cand, store_cand_cmp);
+        size_t lim = opts->limit > 0 ? (size_t)opts->limit : 20;
+        *n = n_cand < lim ? n_cand : lim;
+        *out = *n ? xcalloc(*n, sizeof **out) : NULL;
+        for (size_t i = 0; i < *n; i++) {
+            (*out)[i].message_id = cand[i].id;
+            (*out)[i].rank = cand[i].score;
+        }
+    } else { /* only 1-2 character terms: scan, newest first, until enough hits */
+        buf_printf(&sql, "SELECT m.id, 0 FROM messages m WHERE m.status <> 'streaming' "
+                         "%s ORDER BY m.id DESC LIMIT ?5",
+                   buf_str(&where));
+        if (sqlite3_prepare_v2(st->db, buf_str(&sql), -1, &s, NULL) != SQLITE_OK) {
+            ret = store_fail(st, "cannot search");
+            goto out;
+        }
+        store_query_bind(s, &q);
+        size_t cap = 0;
+        while ((rc = store_step(st, s)) == SQLITE_ROW) {
+            if (*n == cap)
+                *out = xrealloc(*out, (cap = cap ? cap * 2 : 16) * sizeof **out);
+            struct store_hit *h = &(*out)[(*n)++];
+            memset(h, 0, sizeof *h);
+            h->message_id = sqlite3_column_int64(s, 0);
+        }
+        if (rc != SQLITE_DONE)
+            ret = store_fail(st, "cannot search");
     }
-    if (match.len)
-        sqlite3_bind_text(s, 1, buf_str(&match), (int)match.len, SQLITE_STATIC);
-    bind_text(s, 2, opts->model);
-    if (opts->since > 0)
-        sqlite3_bind_int64(s, 3, opts->since);
-    if (opts->until > 0)
-        sqlite3_bind_int64(s, 4, opts->until);
-    sqlite3_bind_int(s, 5, opts->limit > 0 ? opts->limit : 20);
-    sqlite3_bind_int(s, 6, STORE_RANK_WINDOW);
-    for (size_t i = 0, k = 0; i < n_terms; i++)
-        if (store_chars(terms[i]) < 3)
-            sqlite3_bind_text(s, (int)(10 + k++), terms[i], -1, SQLITE_STATIC);
-    size_t cap = 0;
-    while ((rc = store_step(st, s)) == SQLITE_ROW) {
-        if (*n == cap)
-            *out = xrealloc(*out, (cap = cap ? cap * 2 : 16) * sizeof **out);
-        struct store_hit *h = &(*out)[(*n)++];
-        memset(h, 0, sizeof *h);
-        h->message_id = sqlite3_column_int64(s, 0);
-        h->rank = sqlite3_column_double(s, 1);
-    }
-    if (rc != SQLITE_DONE)
-        ret = store_fail(st, "cannot search");
     /* Phase two: details and snippets of the few hits. */
     size_t kept = 0;
     for (size_t i = 0; ret == 0 && i < *n; i++) {
@@ -2076,11 +2405,18 @@ out:
         needle_free(&nds[i]);
         free(terms[i]);
     }
+    for (size_t i = 0; i < n_long; i++)
+        free(phr[i]);
+    free(phr);
+    free(frac);
+    free(ord);
+    free(cand);
     free(nds);
     free(terms);
     buf_free(&match);
     buf_free(&where);
     buf_free(&sql);
+    buf_free(&rank);
     return ret;
 }
 

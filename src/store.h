@@ -15,7 +15,8 @@
  * (an unbalanced quote runs to the end of the query). Nothing else is special: AND, OR, NOT,
  * NEAR, *, -, :, ( ) are searched for literally. Terms of 3 or more characters use the FTS5
  * trigram index; hits rank by bm25 (the newest 5,000 matches are ranked, so a word found in
- * most messages stays fast). A query whose terms are all 1-2 characters scans the messages
+ * most messages stays fast; a term's IDF is estimated from the newest 2,000 messages, exact
+ * in a smaller store). A query whose terms are all 1-2 characters scans the messages
  * newest first instead (ranked newest first). Case folding covers Unicode letters; accents
  * are not folded (cafe does not find café). Answers still streaming are indexed when they
  * finish. */

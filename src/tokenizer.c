@@ -132,7 +132,8 @@ static void cls_fill(const struct tokenizer *tc, uint32_t b)
     pthread_mutex_lock(&t->cls_lock);
     if (!__atomic_load_n(&t->cls_ready[b], __ATOMIC_ACQUIRE)) {
         uint32_t first = b * CLS_BLOCK, last = first + CLS_BLOCK - 1;
-        for (uint32_t cp = first; cp <= last; cp++)
+        /* ASCII is filled at open without utf8proc (cls_ascii), and read without this check */
+        for (uint32_t cp = first ? first : 0x80; cp <= last; cp++)
             t->cls[cp] = (uint8_t)cls_compute(cp);
         /* the data file's overrides that overlap the block (sorted, disjoint) */
         size_t lo = 0, hi = t->n_ucd;
@@ -151,6 +152,25 @@ static void cls_fill(const struct tokenizer *tc, uint32_t b)
         __atomic_store_n(&t->cls_ready[b], 1, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&t->cls_lock);
+}
+
+/* The classes of ASCII, as cls_compute gives them, without touching utf8proc's tables (a
+ * prompt in English then maps none of them). The overrides of the data file are applied by
+ * cls_fill (block 0) and checked not to touch ASCII at open. */
+static void cls_ascii(struct tokenizer *t)
+{
+    for (uint32_t cp = 0; cp < 0x80; cp++) {
+        unsigned c = 0;
+        if (cp >= 'A' && cp <= 'Z')
+            c = C_L | C_U;
+        else if (cp >= 'a' && cp <= 'z')
+            c = C_L | C_LW;
+        else if (cp >= '0' && cp <= '9')
+            c = C_N;
+        else if (cp == ' ' || (cp >= 0x09 && cp <= 0x0D))
+            c = C_WS | (cp == '\r' || cp == '\n' ? C_NL : 0);
+        t->cls[cp] = (uint8_t)c;
+    }
 }
 
 /* Class of a code point below CLS_TABLE. */
@@ -199,7 +219,7 @@ static inline unsigned scan_cls(struct scan *sc, size_t p, size_t *next)
     uint32_t b = s[0];
     if (b < 0x80) {
         *next = p + 1;
-        return sc->t->cls[b]; /* block 0 is filled at open */
+        return sc->t->cls[b]; /* ASCII is filled at open */
     }
     if (b < 0xE0) {
         *next = p + 2;
@@ -1088,7 +1108,9 @@ static const char *tokenizer_check(struct tokenizer *t, const uint8_t *m, size_t
         if (r[0] > r[1] || r[1] > 0x10FFFF || r[2] > 63 || (i && r[0] <= r[-2]))
             return "rank table Unicode overrides are corrupt";
     }
-    cls_fill(t, 0);
+    if (n_ucd && t->ucd[0] < 0x80)
+        return "rank table Unicode overrides change ASCII";
+    cls_ascii(t);
     /* Ranks of the 256 single bytes. The tiktoken encodings give them ranks 0-255, which are
      * read in one pass over the start of the offsets and the blob; looking each byte up in
      * the hash table instead would touch most of its pages at every start. */

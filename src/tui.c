@@ -7,6 +7,7 @@
 #include "ratelimit.h"
 #include "tui_app.h"
 #include "tui_draw.h"
+#include "tui_history.h"
 #include "tui_input.h"
 #include "util.h"
 #include "xmalloc.h"
@@ -165,6 +166,17 @@ static void tui_frame(struct tui *t)
     if (t->dirty & TUI_D_FULL) {
         clearok(curscr, TRUE);
         t->dirty |= TUI_D_VIEW | TUI_D_STATUS | TUI_D_INPUT;
+    }
+    if (t->hist) { /* the conversation browser covers the chat */
+        tui_hist_draw(t);
+        doupdate();
+        tui_hist_drawn(t, util_now());
+        t->oldest = 0;
+        t->undrawn = 0;
+        t->dirty = 0;
+        t->urgent = 0;
+        t->last_frame = now;
+        return;
     }
     if ((t->dirty & TUI_D_VIEW) && t->view_h > 0) {
         tui_view_draw(t->view, t->wview, t->cols, t->view_h);
@@ -344,16 +356,20 @@ int tui_session(struct tui *t, char *key, const struct session_msg *msgs, size_t
     return 0;
 }
 
-/* Continue a saved conversation: its messages become the history and the transcript. */
-static void tui_resume(struct tui *t)
+void tui_resume(struct tui *t, int64_t id, int replace)
 {
     char *err = NULL;
-    if (session_resume(&t->s, t->o->resume_id, &err) < 0) {
+    if (session_resume(&t->s, id, &err) < 0) {
         char *m = xasprintf("cannot continue the conversation: %s", err ? err : "?");
         tui_error(t, m);
         free(m);
         free(err);
         return;
+    }
+    if (replace) {
+        tui_view_truncate(t->view, 0);
+        t->edit_pending = 0;
+        t->ctx_marked = 0;
     }
     size_t shown = 0;
     for (size_t i = 0; i < t->s.n_msgs; i++) {
@@ -660,6 +676,7 @@ static const struct {
     {"[4~", KEY_END}, {"[8~", KEY_END}, {"[F", KEY_END}, {"OF", KEY_END},
     {"[5~", KEY_PPAGE}, {"[6~", KEY_NPAGE}, {"[1;2A", KEY_SR}, {"[1;2B", KEY_SF},
     {"[1;5H", TUI_KEY_CHOME}, {"[1;5F", TUI_KEY_CEND}, {"[11~", KEY_F(1)}, {"OP", KEY_F(1)},
+    {"[12~", KEY_F(2)}, {"OQ", KEY_F(2)},
 };
 
 static void tui_key_escape(struct tui *t)
@@ -667,6 +684,10 @@ static void tui_key_escape(struct tui *t)
     int seq[24], n = 0;
     int c = wgetch(t->keys);
     if (c == ERR) { /* Esc alone */
+        if (t->hist) {
+            tui_hist_key(t, 27);
+            return;
+        }
         if (t->answer != TUI_NO_ANSWER) {
             tui_cancel(t);
             return;
@@ -703,6 +724,16 @@ static void tui_key_escape(struct tui *t)
             tui_key(t, tui_escapes[i].key);
             return;
         }
+    if (t->hist) { /* the browser has no Alt- keys: Esc then the key, typed quickly */
+        if (n == 1 && seq[0] != '[' && seq[0] != 'O') {
+            tui_hist_key(t, 27);
+            if (seq[0] != 27)
+                tui_key(t, seq[0]);
+            else if (t->hist)
+                tui_hist_key(t, 27);
+        }
+        return; /* an unknown CSI / SS3 sequence: nothing */
+    }
     tui_input_push_key(27);
     for (int i = 0; i < n; i++)
         tui_input_push_key(seq[i]);
@@ -717,6 +748,10 @@ static void tui_key(struct tui *t, int c)
         t->dirty |= TUI_D_STATUS;
     }
     t->urgent = 1;
+    if (t->hist && c != KEY_RESIZE && c != 27 && c != 12 && c != 26) {
+        tui_hist_key(t, c); /* the conversation browser is open */
+        return;
+    }
     if (t->search == 1) {
         tui_search_key(t, c);
         return;
@@ -745,6 +780,9 @@ static void tui_key(struct tui *t, int c)
         return;
     case KEY_F(1):
         tui_notice(t, tui_cmd_help());
+        return;
+    case KEY_F(2):
+        tui_hist_open(t, NULL);
         return;
     case KEY_PPAGE:
         tui_view_page(t->view, -1);
@@ -946,7 +984,7 @@ int tui_run(struct conf *conf, char *key, const struct tui_opts *o)
         tui_error(t, "The locale is not UTF-8 (see LANG / LC_ALL): text beyond ASCII may not "
                      "show. Control characters are still neutralised.");
     if (t->have_session && o->store && o->resume)
-        tui_resume(t);
+        tui_resume(t, o->resume_id, 0);
     if (t->no_key) {
         tui_status_state(&t->st, TUI_STATE_NOKEY, 0);
         tui_no_key_notice(t);
@@ -1050,6 +1088,7 @@ int tui_run(struct conf *conf, char *key, const struct tui_opts *o)
 
     if (t->answer != TUI_NO_ANSWER && t->have_session)
         session_cancel(&t->s);
+    tui_hist_close(t);
     tui_input_end();
     tui_term_modes(0);
     endwin();

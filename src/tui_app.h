@@ -53,6 +53,7 @@ struct tui {
     char **cands;            /* completion candidates (NULL-terminated, owned) */
     char **models;           /* models seen in answers (NULL-terminated, owned) */
     int ctx_marked;          /* the "history compressed" marker was shown */
+    struct tui_hist *hist;   /* the conversation browser while it is open (tui_history.c) */
 };
 
 /* ---- tui.c ---- */
@@ -75,6 +76,9 @@ void tui_cancel(struct tui *t);
  * with a store, saving continues into conversation conv_id (0 = a new one). */
 int tui_session(struct tui *t, char *key, const struct session_msg *msgs, size_t n,
                 int64_t conv_id);
+/* Continue saved conversation id (0 = the latest): its messages become the history and the
+ * transcript (replace: the transcript is cleared first, once the conversation loaded). */
+void tui_resume(struct tui *t, int64_t id, int replace);
 /* Switch to the local server that was found (no key needed). */
 void tui_use_local(struct tui *t);
 /* Show what to configure when there is no key. */
@@ -92,5 +96,7 @@ const char *tui_cmd_help(void);
 void tui_cmd_model_seen(struct tui *t, const char *model);
 /* Free what the commands keep. */
 void tui_cmd_free(struct tui *t);
+/* /new: cancel the answer in flight and start a new conversation (the system prompt stays). */
+void tui_cmd_new(struct tui *t);
 
 #endif

@@ -1,6 +1,7 @@
 /* tui_cmd.c - slash commands, their completion, and the help text. */
 #include "config.h"
 #include "tui_app.h"
+#include "tui_history.h"
 #include "tui_input.h"
 #include "util.h"
 #include "xmalloc.h"
@@ -15,7 +16,8 @@
 
 static const char *const tui_cmd_names[] = {
     "/help", "/model", "/system", "/new", "/retry", "/edit", "/copy", "/theme",
-    "/profile", "/clear", "/find", "/context", "/budget", "/use-local", "/quit", NULL,
+    "/profile", "/clear", "/find", "/history", "/context", "/budget", "/use-local", "/quit",
+    NULL,
 };
 
 static const char tui_cmd_help_text[] =
@@ -31,6 +33,9 @@ static const char tui_cmd_help_text[] =
     "- The mouse wheel scrolls; hold **Shift** to select text with the mouse\n"
     "- **Ctrl-S** (or `/find TEXT`) searches the transcript: type, **Enter**, then **n** older "
     "hit, **N** newer hit, **Esc** done\n"
+    "- **F2** (or `/history`) opens the conversation browser: saved conversations newest "
+    "first; **/** searches them as you type; **Enter** reads one (read-only), **r** resumes "
+    "it here, **e** renames, **d** deletes (asks first); **Esc** or **q** closes it\n"
     "- **Ctrl-R** searches the prompt history; **Up**/**Down** walk it; **Tab** completes "
     "commands, themes, profiles and models\n"
     "- **Ctrl-X Ctrl-E** edits the prompt in `$EDITOR` (vi mode: **v**); **Ctrl-L** redraws; "
@@ -49,6 +54,8 @@ static const char tui_cmd_help_text[] =
     "- `/profile [NAME]`: list or switch configuration profiles\n"
     "- `/clear`: clear the screen (the conversation goes on; `/new` starts another)\n"
     "- `/find TEXT`: search the transcript\n"
+    "- `/history [TEXT]`: browse, search, read, resume, rename or delete saved conversations "
+    "(**F2**)\n"
     "- `/context`: what the next request will carry (tokens per message, compression, "
     "calibration) and the session's spend\n"
     "- `/budget [ARG]`: show or set the session budget (`50k`, `$2`, `off`, `tokens off`, "
@@ -377,7 +384,7 @@ static void tui_cmd_system(struct tui *t, const char *arg)
     tui_notice(t, clear ? "System prompt removed." : "System prompt set for the next requests.");
 }
 
-static void tui_cmd_new(struct tui *t)
+void tui_cmd_new(struct tui *t)
 {
     tui_cancel(t);
     if (t->have_session) {
@@ -620,6 +627,8 @@ void tui_cmd_run(struct tui *t, const char *line)
                 tui_hint(t, "no hits");
         }
         t->dirty |= TUI_D_VIEW | TUI_D_INPUT;
+    } else if (strcmp(cmd, "/history") == 0) {
+        tui_hist_open(t, arg);
     } else if (strcmp(cmd, "/context") == 0) {
         if (!t->have_session) {
             tui_error(t, "/context: there is no session (no key or server)");

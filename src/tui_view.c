@@ -761,9 +761,9 @@ static void tui_view_draw_row(struct tui_view *v, WINDOW *w, int y, size_t mi, s
     tui_row_blit(row, w, y, code ? THEME_CODE : THEME_DEFAULT);
 }
 
-void tui_view_draw(struct tui_view *v, WINDOW *w, int width, int height)
+/* Bring every message's rows up to date and sum them into v->total. */
+static size_t tui_view_sync(struct tui_view *v)
 {
-    tui_view_layout(v, width, height);
     size_t total = 0;
     for (size_t i = 0; i < v->n; i++) {
         struct tui_msg *m = &v->msgs[i];
@@ -772,6 +772,49 @@ void tui_view_draw(struct tui_view *v, WINDOW *w, int width, int height)
         total += tui_msg_rows(m);
     }
     v->total = total;
+    return total;
+}
+
+/* Draw rows top.. of the transcript into rows y0..y0+height-1 of w (blank past the end). */
+static void tui_view_paint(struct tui_view *v, WINDOW *w, int y0, int width, int height,
+                           size_t top)
+{
+    size_t mi = 0, acc = 0;
+    while (mi < v->n && acc + v->msgs[mi].rows <= top)
+        acc += v->msgs[mi++].rows;
+    size_t r = top - acc;
+    for (int y = y0; y < y0 + height; y++) {
+        if (mi < v->n) {
+            tui_view_draw_row(v, w, y, mi, r);
+            if (++r >= v->msgs[mi].rows) {
+                mi++;
+                r = 0;
+            }
+        } else {
+            tui_row_begin(&v->row, width);
+            tui_row_blit(&v->row, w, y, THEME_DEFAULT);
+        }
+    }
+}
+
+size_t tui_view_rows(struct tui_view *v, int width)
+{
+    tui_view_layout(v, width, v->pane_h);
+    return tui_view_sync(v);
+}
+
+void tui_view_draw_rows(struct tui_view *v, WINDOW *w, int y0, int width, int height,
+                        size_t top)
+{
+    tui_view_layout(v, width, v->pane_h);
+    tui_view_sync(v);
+    tui_view_paint(v, w, y0, width, height, top);
+}
+
+void tui_view_draw(struct tui_view *v, WINDOW *w, int width, int height)
+{
+    tui_view_layout(v, width, height);
+    size_t total = tui_view_sync(v);
     size_t h = height > 0 ? (size_t)height : 0;
     size_t max_top = total > h ? total - h : 0;
     if (v->jump && v->cur) {
@@ -787,22 +830,7 @@ void tui_view_draw(struct tui_view *v, WINDOW *w, int width, int height)
         v->top = max_top;
         v->follow = 1;
     }
-    size_t mi = 0, acc = 0;
-    while (mi < v->n && acc + v->msgs[mi].rows <= v->top)
-        acc += v->msgs[mi++].rows;
-    size_t r = v->top - acc;
-    for (int y = 0; y < height; y++) {
-        if (mi < v->n) {
-            tui_view_draw_row(v, w, y, mi, r);
-            if (++r >= v->msgs[mi].rows) {
-                mi++;
-                r = 0;
-            }
-        } else {
-            tui_row_begin(&v->row, width);
-            tui_row_blit(&v->row, w, y, THEME_DEFAULT);
-        }
-    }
+    tui_view_paint(v, w, 0, width, height, v->top);
 }
 
 /* ---- scrolling ---- */

@@ -56,6 +56,15 @@ void tui_view_truncate(struct tui_view *v, size_t idx);
  * tails are restyled here, so call it once per frame. */
 void tui_view_draw(struct tui_view *v, WINDOW *w, int width, int height);
 
+/* For a caller that scrolls by itself (the conversation browser shows a long conversation as
+ * one view per message and styles only the messages it shows): the rows of the whole
+ * transcript laid out at width, and rows [top, top + height) of it drawn into rows
+ * y0..y0+height-1 of w (blank past the end). Neither uses nor moves the view's own scroll
+ * position. */
+size_t tui_view_rows(struct tui_view *v, int width);
+void tui_view_draw_rows(struct tui_view *v, WINDOW *w, int y0, int width, int height,
+                        size_t top);
+
 /* Scroll by rows (negative = towards older text) or pages; home = the first row, end = the
  * bottom (the view follows new text again). */
 void tui_view_scroll(struct tui_view *v, long rows);

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """`make install` (into a DESTDIR) and the shell completions: what gets installed, that the
-installed binary finds its data, that --version names the libraries, and that each
-completion script is valid, knows every option of --help and every subcommand, and completes
-profiles and conversation ids. Prints TAP."""
+installed binary finds its data, that --version names the libraries, that the installed
+tokterm starts the installed chat (tokterm-tui, in tmux) and links neither curses, readline nor
+SQLite, and that each completion script is valid, knows every option of --help and every
+subcommand, and completes profiles and conversation ids. Prints TAP."""
 
 import sys
 
@@ -12,6 +13,7 @@ import os  # noqa: E402
 import re  # noqa: E402
 import shutil  # noqa: E402
 import subprocess  # noqa: E402
+import time  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ttlib  # noqa: E402
@@ -97,6 +99,70 @@ if shutil.which("fish"):
 else:
     t.skip("fish completion", "fish is not installed")
 
+
+def check_chat(dest, root, binary):
+    """The chat is the separate program tokterm-tui in $(pkglibexecdir): tokterm execs it."""
+    tuis = [os.path.join(dp, f) for dp, _, fs in os.walk(root) for f in fs if f == "tokterm-tui"]
+    rel = [os.path.relpath(p, root) for p in tuis]
+    t.ok(len(rel) == 1 and rel[0].endswith(os.path.join("tokterm", "tokterm-tui")) and
+         not rel[0].startswith("bin"),
+         "installs the chat program once, into $(pkglibexecdir) (libexec/tokterm/)", rel)
+    readelf = shutil.which("readelf")
+    if readelf:
+        r = subprocess.run([readelf, "-d", binary], capture_output=True, timeout=30)
+        needed = re.findall(r"\(NEEDED\).*\[(.*)\]", r.stdout.decode())
+        lazy = [n for n in needed if re.match(r"lib(n?cursesw?|tinfo|readline|sqlite3)", n)]
+        t.ok(needed and not lazy, "the installed tokterm links neither curses, readline nor "
+             "SQLite", needed)
+    else:
+        t.skip("NEEDED entries of the installed tokterm", "readelf is not installed")
+    if not tuis or not ttlib.Tmux.available():
+        t.skip("the installed chat in tmux", "no tokterm-tui installed" if not tuis else
+               "tmux is not installed")
+        return
+    data = os.path.join(root, "share", "tokterm")
+    errfile = os.path.join(ttlib.tempdir("tt-install-tui-"), "stderr")
+
+    def start(tm, extra):
+        e = {"TOKTERM_DATADIR": data, "OPENAI_BASE_URL": srv.base(), "TT_ERR": errfile}
+        e.update(extra)
+        tm.run(["sh", "-c", 'exec "$0" --incognito 2>"$TT_ERR"', binary],
+               ttlib.clean_env(env=e))
+
+    with ttlib.FakeServer() as srv:
+        # Installed without DESTDIR, tokterm would find tokterm-tui by itself; here it is under
+        # the DESTDIR, so tokterm names the configured place, which must be where it went.
+        configured = "/" + os.path.relpath(tuis[0], dest)
+        if os.path.exists(configured):
+            t.skip("tokterm names the configured tokterm-tui", "%s exists" % configured)
+        else:
+            with ttlib.Tmux(80, 24) as tm:
+                start(tm, {})
+                st = tm.wait_exit(10)
+                with open(errfile, errors="replace") as f:
+                    err = f.read()
+                t.ok(st == 1 and configured in err and "TOKTERM_TUI" in err,
+                     "without tokterm-tui where it is configured: exit 1, a message naming "
+                     "the places tried", "status %s, stderr %r" % (st, err))
+        with ttlib.Tmux(80, 24) as tm:
+            start(tm, {"TOKTERM_TUI": tuis[0]})
+            screen = tm.wait_for("F1 help", 10)
+            t.ok(screen is not None, "the installed tokterm starts the installed chat "
+                 "(status bar in tmux)", tm.capture())
+            time.sleep(0.2)
+            tm.send_text("hello")
+            tm.send("Enter")
+            screen = tm.wait_for("\u2713", 10)
+            t.ok(screen is not None and "hello" in screen,
+                 "the installed chat streams an answer", tm.capture())
+            tm.send("C-d")
+            st = tm.wait_exit(10)
+            with open(errfile, errors="replace") as f:
+                err = f.read()
+            t.ok(st == 0 and not err, "Ctrl-D ends it with status 0 and nothing on stderr",
+                 "status %s, stderr %r" % (st, err))
+
+
 # --- make install into a DESTDIR ------------------------------------------------------------------
 builddir = os.path.dirname(os.path.dirname(ttlib.tokterm_path()))
 make = shutil.which("make")
@@ -144,6 +210,7 @@ else:
     r = subprocess.run([binary, "doctor", "--offline"], env=env, capture_output=True, timeout=30)
     t.ok(b"ok    data" in r.stdout and b"ok    theme" in r.stdout,
          "the installed binary's doctor finds its data and theme", r.stdout.decode())
+    check_chat(dest, root, binary)
     r = subprocess.run([make, "-s", "uninstall", "DESTDIR=" + dest], cwd=builddir,
                        env={k: v for k, v in os.environ.items()
                             if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")},

@@ -119,9 +119,11 @@ static void test_shapes(void)
         char name[64];
         snprintf(name, sizeof name, "chunk %zu decoded in a stream = alone", i);
         int same = seq.ret == one.ret && seq.content.len - c0 == one.content.len &&
-                   memcmp(seq.content.data + c0, one.content.data, one.content.len) == 0 &&
+                   (!one.content.len ||
+                    memcmp(seq.content.data + c0, one.content.data, one.content.len) == 0) &&
                    seq.reasoning.len - r0 == one.reasoning.len &&
-                   memcmp(seq.reasoning.data + r0, one.reasoning.data, one.reasoning.len) == 0 &&
+                   (!one.reasoning.len ||
+                    memcmp(seq.reasoning.data + r0, one.reasoning.data, one.reasoning.len) == 0) &&
                    seq.finishes - f0 == one.finishes && seq.usages - u0 == one.usages;
         TAP_OK(same, name);
         if (!same)

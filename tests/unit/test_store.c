@@ -947,6 +947,149 @@ static void test_search(void)
     store_close(st);
 }
 
+/* ---------------------------------------------------------------- search ranking and window */
+
+/* The ids (and bm25 scores) that FTS5's own bm25() gives for a MATCH expression: the best
+ * `limit` of the newest `window` matches, lowest score first, then newest. n gets the count. */
+static size_t bm25_expect(const char *path, const char *match, int window, int limit,
+                          int64_t *ids, double *scores)
+{
+    sqlite3 *db;
+    size_t n = 0;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK) {
+        sqlite3_stmt *s;
+        if (sqlite3_prepare_v2(db,
+                               "SELECT id, sc FROM (SELECT rowid AS id, bm25(messages_fts) AS sc "
+                               "FROM messages_fts WHERE messages_fts MATCH ?1 ORDER BY rowid DESC "
+                               "LIMIT ?2) ORDER BY sc, id DESC LIMIT ?3",
+                               -1, &s, NULL) == SQLITE_OK) {
+            sqlite3_bind_text(s, 1, match, -1, SQLITE_STATIC);
+            sqlite3_bind_int(s, 2, window);
+            sqlite3_bind_int(s, 3, limit);
+            while (sqlite3_step(s) == SQLITE_ROW) {
+                ids[n] = sqlite3_column_int64(s, 0);
+                scores[n++] = sqlite3_column_double(s, 1);
+            }
+            sqlite3_finalize(s);
+        }
+    }
+    sqlite3_close(db);
+    return n;
+}
+
+/* store_search's hits for q equal bm25()'s for match: same ids in the same order, and with
+ * exact, the same scores (the IDF is exact when the store has fewer messages than its
+ * sample); otherwise only the order (one term: the IDF scales every score alike). */
+static void check_ranking(struct store *st, const char *path, const char *q, const char *match,
+                          int limit, int exact)
+{
+    int64_t ids[64];
+    double sc[64];
+    size_t want = bm25_expect(path, match, 5000, limit, ids, sc);
+    struct store_search_opts o = {0};
+    o.limit = limit;
+    struct store_hit *h = NULL;
+    size_t n = 0;
+    int rc = store_search(st, q, &o, &h, &n);
+    int same = rc == 0 && n == want && want > 0;
+    for (size_t i = 0; same && i < n; i++) {
+        double tol = 1e-9 * (sc[i] < 0 ? -sc[i] : sc[i]) + 1e-12;
+        same = h[i].message_id == ids[i] &&
+               (!exact || (h[i].rank - sc[i] <= tol && sc[i] - h[i].rank <= tol));
+    }
+    TAP_OK(same, "%s: %zu hits ranked as bm25() ranks them%s (got %zu%s)", q, want,
+           exact ? ", same scores" : "", n, rc ? ", error" : "");
+    store_hits_free(h, n);
+}
+
+static void test_search_ranking(void)
+{
+    /* A small store: the IDF comes from every message, so scores are bm25()'s exactly. */
+    struct store *st = open_new("rank.db", NULL);
+    char *path = tmp_path("rank.db");
+    int64_t conv = store_conversation_new(st, "ranking", NULL, NULL, NULL);
+    const char *texts[] = {
+        "alpha", "alpha alpha beta", "beta beta beta gamma", "alpha beta gamma delta",
+        "gamma gamma", "a long message about alpha and then many other words follow it here",
+        "alpha beta", "beta alpha", "delta", "alpha gamma alpha gamma alpha gamma",
+    };
+    for (size_t i = 0; i < TT_ARRAY_LEN(texts); i++)
+        store_message_add(st, conv, i % 2 ? "assistant" : "user", texts[i], strlen(texts[i]),
+                          NULL);
+    check_ranking(st, path, "alpha", "\"alpha\"", 20, 1);
+    check_ranking(st, path, "alpha beta", "\"alpha\" \"beta\"", 20, 1);
+    check_ranking(st, path, "gamma alpha", "\"gamma\" \"alpha\"", 20, 1);
+    check_ranking(st, path, "\"alpha beta\"", "\"alpha beta\"", 20, 1);
+    check_ranking(st, path, "lph eta", "\"lph\" \"eta\"", 3, 1);
+    store_close(st);
+    free(path);
+
+    /* 13,000 messages, more than the sample (the newest 2,000) and the ranked window (the
+     * newest 5,000 matches): every way of reading the matches below the sample. */
+    st = open_new("window.db", NULL);
+    path = tmp_path("window.db");
+    conv = store_conversation_new(st, "window", NULL, NULL, NULL);
+    store_close(st);
+    sqlite3 *db;
+    sqlite3_stmt *ins = NULL;
+    int ok = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK &&
+             sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK &&
+             sqlite3_prepare_v2(db, "INSERT INTO messages(conversation_id, role, created, "
+                                    "content) VALUES(?1, 'user', ?2, ?3)",
+                                -1, &ins, NULL) == SQLITE_OK;
+    struct buf b = BUF_INIT;
+    for (int i = 1; ok && i <= 13000; i++) {
+        buf_reset(&b);
+        if (i <= 11000) /* none in the sample, more than twice the window below it */
+            for (int k = 0; k <= i % 5; k++)
+                buf_appends(&b, "driftx ");
+        if (i > 4000 && i <= 10000) /* none in the sample, 6,000 below it */
+            for (int k = 0; k <= i % 3; k++)
+                buf_appends(&b, "ringx ");
+        if (i % 400 == 7) /* rare: a few in the sample, all ranked */
+            for (int k = 0; k <= i % 4; k++)
+                buf_appends(&b, "rarex ");
+        for (int k = 0; k <= i % 2; k++) /* in every message */
+            buf_appends(&b, "commonx ");
+        for (int k = 0; k < i % 37; k++) /* lengths vary */
+            buf_printf(&b, "w%d ", (i * 7 + k) % 1000);
+        sqlite3_bind_int64(ins, 1, conv);
+        sqlite3_bind_int64(ins, 2, 1700000000 + i);
+        sqlite3_bind_text(ins, 3, buf_str(&b), (int)b.len, SQLITE_TRANSIENT);
+        ok = sqlite3_step(ins) == SQLITE_DONE && sqlite3_reset(ins) == SQLITE_OK;
+    }
+    buf_free(&b);
+    sqlite3_finalize(ins);
+    ok = ok && sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK;
+    sqlite3_close(db);
+    TAP_OK(ok, "13,000 messages loaded");
+    st = open_new("window.db", NULL);
+    check_ranking(st, path, "driftx", "\"driftx\"", 20, 0); /* read oldest first: too many */
+    check_ranking(st, path, "ringx", "\"ringx\"", 20, 0);   /* oldest first, newest kept */
+    check_ranking(st, path, "rarex", "\"rarex\"", 20, 0);   /* oldest first, all of them */
+    check_ranking(st, path, "commonx", "\"commonx\"", 20, 0); /* newest first */
+    check_ranking(st, path, "ommon", "\"ommon\"", 50, 0);
+    struct store_hit *h = NULL;
+    size_t n = 0;
+    TAP_INT(store_search(st, "ringx driftx rarex", NULL, &h, &n), 0, "three terms");
+    int all = n > 0;
+    for (size_t i = 0; i < n; i++) /* in ringx and driftx: 4000 < id <= 10000, id % 400 == 7 */
+        all = all && h[i].message_id > 4000 && h[i].message_id <= 10000 &&
+              h[i].message_id % 400 == 7;
+    TAP_OK(all && n == 15, "three terms: the 15 messages holding all three (%zu)", n);
+    store_hits_free(h, n);
+    struct store_search_opts o = {0};
+    o.since = 1700000000 + 9000;
+    TAP_INT(store_search(st, "ringx", &o, &h, &n), 0, "filtered search");
+    all = n == 20;
+    for (size_t i = 0; i < n; i++)
+        all = all && h[i].message_id >= 9000 && h[i].message_id <= 10000;
+    TAP_OK(all, "filtered: 20 hits, all in the date range (%zu)", n);
+    store_hits_free(h, n);
+    store_close(st);
+    free(path);
+}
+
 /* ---------------------------------------------------------------- stats */
 
 static void test_stats(void)
@@ -1386,6 +1529,7 @@ int main(void)
     test_crash_recovery();
     test_two_writers();
     test_search();
+    test_search_ranking();
     test_stats();
     test_cache();
     test_summaries_quota();

@@ -1,0 +1,74 @@
+/* sqlite_dl.c - dlopen() of SQLite on first use (see sqlite_dl.h). */
+#include "config.h"
+#include "sqlite_dl.h"
+
+#include "xmalloc.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+/* configure finds the soname the development library links to; this is Debian's. */
+#ifndef TT_SQLITE_SONAME
+#define TT_SQLITE_SONAME "libsqlite3.so.0"
+#endif
+#define SQLITE_DL_HOW "install SQLite 3 (the Debian package libsqlite3-0)"
+
+struct sqlite_dl sqlite_dl_api;
+
+static pthread_once_t sqlite_dl_once = PTHREAD_ONCE_INIT;
+static char sqlite_dl_error[512]; /* empty once loaded */
+
+/* The symbol's address into a function pointer of any type (dlsym returns void *). */
+static int sqlite_dl_sym(void *lib, const char *name, void *slot, size_t size)
+{
+    void *p = dlsym(lib, name);
+    if (!p)
+        return -1;
+    memcpy(slot, &p, size);
+    return 0;
+}
+
+static void sqlite_dl_init(void)
+{
+    void *lib = dlopen(TT_SQLITE_SONAME, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        const char *why = dlerror();
+        snprintf(sqlite_dl_error, sizeof sqlite_dl_error, "cannot load SQLite (%s): %s; %s",
+                 TT_SQLITE_SONAME, why ? why : "dlopen failed", SQLITE_DL_HOW);
+        return;
+    }
+    struct sqlite_dl api;
+    memset(&api, 0, sizeof api);
+    const char *missing = NULL;
+#define SQLITE_DL_LOAD(name)                                                                   \
+    if (!missing && sqlite_dl_sym(lib, "sqlite3_" #name, &api.name, sizeof api.name) != 0)    \
+        missing = "sqlite3_" #name;
+    SQLITE_DL_FUNCS(SQLITE_DL_LOAD)
+#undef SQLITE_DL_LOAD
+    if (missing) {
+        const char *(*version)(void) = NULL;
+        sqlite_dl_sym(lib, "sqlite3_libversion", &version, sizeof version);
+        snprintf(sqlite_dl_error, sizeof sqlite_dl_error,
+                 "cannot load SQLite (%s): it has no %s%s%s%s; %s", TT_SQLITE_SONAME, missing,
+                 version ? " (SQLite " : "", version ? version() : "",
+                 version ? " is too old)" : "", SQLITE_DL_HOW);
+        dlclose(lib);
+        return;
+    }
+    sqlite_dl_api = api; /* the library stays loaded until the process ends */
+}
+
+int sqlite_dl_load(char **err)
+{
+    if (pthread_once(&sqlite_dl_once, sqlite_dl_init) != 0) {
+        *err = xstrdup("cannot load SQLite: pthread_once failed");
+        return -1;
+    }
+    if (sqlite_dl_error[0]) {
+        *err = xstrdup(sqlite_dl_error);
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,89 @@
+/* sqlite_dl.h - SQLite, loaded with dlopen() when the store is first opened.
+ *
+ * A scripted `tokterm --incognito -p ...` never touches the store, and mapping libsqlite3 (and
+ * the libm it pulls in) at start-up costs ~0.9 MB of resident memory, so tokterm does not link
+ * it: sqlite_dl_load() opens the library (its soname comes from configure) and fills a table
+ * of function pointers, once per process (thread-safe).
+ *
+ * Include this header instead of <sqlite3.h>: it includes it for the types and constants, and
+ * redirects each sqlite3_*() function tokterm calls through the table. Call sqlite_dl_load()
+ * before the first of them (store_open() does). A function that is not in SQLITE_DL_FUNCS
+ * fails to link with "undefined reference to sqlite3_...": add it to the list and to the
+ * #defines below. */
+#ifndef TT_SQLITE_DL_H
+#define TT_SQLITE_DL_H
+
+#include <sqlite3.h>
+
+/* Every sqlite3_ function tokterm uses, without its prefix. */
+#define SQLITE_DL_FUNCS(X)                                                                     \
+    X(bind_blob) X(bind_double) X(bind_int) X(bind_int64) X(bind_null) X(bind_pointer)         \
+    X(bind_text) X(busy_timeout) X(changes) X(changes64) X(clear_bindings) X(close)            \
+    X(column_blob) X(column_bytes) X(column_double) X(column_int) X(column_int64)              \
+    X(column_text) X(column_type) X(create_function) X(db_config) X(db_readonly) X(errmsg)     \
+    X(errstr) X(exec) X(extended_errcode) X(extended_result_codes) X(finalize) X(free)         \
+    X(get_autocommit) X(get_auxdata) X(last_insert_rowid) X(libversion) X(malloc64) X(open_v2) \
+    X(prepare_v2) X(prepare_v3) X(reset) X(result_double) X(result_error_code) X(result_int)   \
+    X(set_auxdata) X(step) X(stmt_busy) X(value_bytes) X(value_double) X(value_text)
+
+/* The table: one pointer per function, with the type of its declaration in <sqlite3.h>. */
+struct sqlite_dl {
+#define SQLITE_DL_MEMBER(name) __typeof__(sqlite3_##name) *name;
+    SQLITE_DL_FUNCS(SQLITE_DL_MEMBER)
+#undef SQLITE_DL_MEMBER
+};
+extern struct sqlite_dl sqlite_dl_api;
+
+/* Load the library and every function of the list (only the first call does the work).
+ * 0 on success; -1 with *err set to a message that says what to install (free it). */
+int sqlite_dl_load(char **err);
+
+#define sqlite3_bind_blob (sqlite_dl_api.bind_blob)
+#define sqlite3_bind_double (sqlite_dl_api.bind_double)
+#define sqlite3_bind_int (sqlite_dl_api.bind_int)
+#define sqlite3_bind_int64 (sqlite_dl_api.bind_int64)
+#define sqlite3_bind_null (sqlite_dl_api.bind_null)
+#define sqlite3_bind_pointer (sqlite_dl_api.bind_pointer)
+#define sqlite3_bind_text (sqlite_dl_api.bind_text)
+#define sqlite3_busy_timeout (sqlite_dl_api.busy_timeout)
+#define sqlite3_changes (sqlite_dl_api.changes)
+#define sqlite3_changes64 (sqlite_dl_api.changes64)
+#define sqlite3_clear_bindings (sqlite_dl_api.clear_bindings)
+#define sqlite3_close (sqlite_dl_api.close)
+#define sqlite3_column_blob (sqlite_dl_api.column_blob)
+#define sqlite3_column_bytes (sqlite_dl_api.column_bytes)
+#define sqlite3_column_double (sqlite_dl_api.column_double)
+#define sqlite3_column_int (sqlite_dl_api.column_int)
+#define sqlite3_column_int64 (sqlite_dl_api.column_int64)
+#define sqlite3_column_text (sqlite_dl_api.column_text)
+#define sqlite3_column_type (sqlite_dl_api.column_type)
+#define sqlite3_create_function (sqlite_dl_api.create_function)
+#define sqlite3_db_config (sqlite_dl_api.db_config)
+#define sqlite3_db_readonly (sqlite_dl_api.db_readonly)
+#define sqlite3_errmsg (sqlite_dl_api.errmsg)
+#define sqlite3_errstr (sqlite_dl_api.errstr)
+#define sqlite3_exec (sqlite_dl_api.exec)
+#define sqlite3_extended_errcode (sqlite_dl_api.extended_errcode)
+#define sqlite3_extended_result_codes (sqlite_dl_api.extended_result_codes)
+#define sqlite3_finalize (sqlite_dl_api.finalize)
+#define sqlite3_free (sqlite_dl_api.free)
+#define sqlite3_get_autocommit (sqlite_dl_api.get_autocommit)
+#define sqlite3_get_auxdata (sqlite_dl_api.get_auxdata)
+#define sqlite3_last_insert_rowid (sqlite_dl_api.last_insert_rowid)
+#define sqlite3_libversion (sqlite_dl_api.libversion)
+#define sqlite3_malloc64 (sqlite_dl_api.malloc64)
+#define sqlite3_open_v2 (sqlite_dl_api.open_v2)
+#define sqlite3_prepare_v2 (sqlite_dl_api.prepare_v2)
+#define sqlite3_prepare_v3 (sqlite_dl_api.prepare_v3)
+#define sqlite3_reset (sqlite_dl_api.reset)
+#define sqlite3_result_double (sqlite_dl_api.result_double)
+#define sqlite3_result_error_code (sqlite_dl_api.result_error_code)
+#define sqlite3_result_int (sqlite_dl_api.result_int)
+#define sqlite3_set_auxdata (sqlite_dl_api.set_auxdata)
+#define sqlite3_step (sqlite_dl_api.step)
+#define sqlite3_stmt_busy (sqlite_dl_api.stmt_busy)
+#define sqlite3_value_bytes (sqlite_dl_api.value_bytes)
+#define sqlite3_value_double (sqlite_dl_api.value_double)
+#define sqlite3_value_text (sqlite_dl_api.value_text)
+
+#endif
