@@ -1097,6 +1097,8 @@ int batch_run(struct conf *conf, char *key, const struct batch_opts *o)
     b.out_tty = isatty(b.out_fd);
     b.err_tty = isatty(2);
     b.t_start = util_now();
+    if (o->store)
+        store_checkpoint_async(o->store); /* the WAL copied while requests are out */
 
     struct sigaction sa, old_int, old_term, old_hup;
     memset(&sa, 0, sizeof sa);

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include "sqlite_dl.h" /* <sqlite3.h>, the library loaded on first open */
 #include <stdarg.h>
@@ -67,6 +68,9 @@ struct store {
     struct store_touch *touches; /* pending cache-hit updates */
     size_t n_touches, cap_touches;
     int fts_rank;                /* tt_rank() registered on this connection (search) */
+    pthread_t ckpt;              /* store_checkpoint_async's thread */
+    int ckpt_started;
+    int ckpt_done;               /* atomic: set by that thread as it ends */
 };
 
 #define STORE_TOUCH_MAX 256 /* pending cache-hit updates before they get their own write */
@@ -808,8 +812,71 @@ static void store_fix_modes(const char *path, struct store_open_info *info)
     }
 }
 
+/* ---------------------------------------------------------------- background checkpoint */
+
+#define TT_XSTR(x) #x
+#define TT_STR(x) TT_XSTR(x)
+/* Commits checkpoint the WAL themselves only past this many pages (16 MB): below it the copy
+ * is left to store_checkpoint_async, off the path of a streaming answer. */
+#define STORE_CKPT_PAGES 4000
+#define STORE_CKPT_ASYNC_BYTES ((off_t)1 << 20) /* a WAL this large is worth a checkpoint */
+
+/* Copy the WAL into the database on a connection of its own (PRAGMA wal_checkpoint(PASSIVE):
+ * never waits for, nor blocks, this process's writes). */
+struct store_ckpt_arg {
+    char *path;
+    int *done;
+};
+
+static void *store_ckpt_main(void *arg)
+{
+    struct store_ckpt_arg *a = arg;
+    char *path = a->path;
+    sqlite3 *db = NULL;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK) {
+        sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL);
+        sqlite3_exec(db, "PRAGMA synchronous = NORMAL; PRAGMA wal_checkpoint(PASSIVE)", NULL,
+                     NULL, NULL);
+    }
+    sqlite3_close(db);
+    free(path);
+    __atomic_store_n(a->done, 1, __ATOMIC_RELEASE);
+    free(a);
+    return NULL;
+}
+
+void store_checkpoint_async(struct store *st)
+{
+    if (!st)
+        return;
+    if (st->ckpt_started) {
+        if (!__atomic_load_n(&st->ckpt_done, __ATOMIC_ACQUIRE))
+            return; /* the last one is still copying */
+        pthread_join(st->ckpt, NULL);
+        st->ckpt_started = 0;
+    }
+    char *wal = xasprintf("%s-wal", st->path);
+    struct stat sb;
+    int big = stat(wal, &sb) == 0 && sb.st_size >= STORE_CKPT_ASYNC_BYTES;
+    free(wal);
+    if (!big)
+        return;
+    struct store_ckpt_arg *a = xcalloc(1, sizeof *a);
+    a->path = xstrdup(st->path);
+    a->done = &st->ckpt_done;
+    st->ckpt_done = 0;
+    if (pthread_create(&st->ckpt, NULL, store_ckpt_main, a) == 0) {
+        st->ckpt_started = 1;
+    } else {
+        free(a->path);
+        free(a);
+    }
+}
+
 static void store_free(struct store *st)
 {
+    if (st->ckpt_started)
+        pthread_join(st->ckpt, NULL);
     for (size_t i = 0; i < st->n_stmts; i++)
         sqlite3_finalize(st->stmts[i].stmt);
     sqlite3_close(st->db);
@@ -856,8 +923,9 @@ struct store *store_open(const char *path, struct store_open_info *info, char **
         return NULL;
     }
     /* No checkpoint when the last connection closes: a script that runs tokterm in a loop would
-     * otherwise copy the WAL into the database and fsync at every exit. The WAL is
-     * checkpointed by later commits once it passes 1,000 pages (wal_autocheckpoint). */
+     * otherwise copy the WAL into the database and fsync at every exit. The WAL is copied by
+     * store_checkpoint_async while a request is on the wire, or by a commit once it passes
+     * STORE_CKPT_PAGES (wal_autocheckpoint). */
     sqlite3_db_config(st->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL);
     sqlite3_extended_result_codes(st->db, 1);
     sqlite3_busy_timeout(st->db, STORE_BUSY_TIMEOUT_MS);
@@ -900,7 +968,8 @@ struct store *store_open(const char *path, struct store_open_info *info, char **
     if (store_exec(st,
                    "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; "
                    "PRAGMA secure_delete = FAST;"
-                   "PRAGMA temp_store = MEMORY; PRAGMA cache_size = -2048",
+                   "PRAGMA temp_store = MEMORY; PRAGMA cache_size = -2048; "
+                   "PRAGMA wal_autocheckpoint = " TT_STR(STORE_CKPT_PAGES),
                    "cannot configure the database") != 0 ||
         sqlite3_create_function(st->db, "tt_contains", 2,
                                 SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS, NULL,

@@ -165,6 +165,11 @@ struct store_quota {
 struct store *store_open(const char *path, struct store_open_info *info, char **err);
 /* Commit text still buffered, mark this handle's unfinished answers 'interrupted', close. */
 void store_close(struct store *st);
+/* When the WAL has grown past 1 MB, copy it into the database on a thread and connection of
+ * its own (a passive checkpoint: it never blocks this process's writes), so that the copy and
+ * its fsyncs overlap the wait for an answer instead of a commit. Nothing while the last one
+ * still runs; store_close waits for it. */
+void store_checkpoint_async(struct store *st);
 /* Message of the last failure on st; valid until the next call on st. Never NULL. */
 const char *store_error(const struct store *st);
 
