@@ -20,7 +20,7 @@
 #define NET_BODY_CAP ((size_t)64 << 20)   /* non-streamed bodies (JSON answers, errors) */
 #define NET_GAP_BUCKETS 160              /* quarter octaves of microseconds, up to ~19 h */
 #define NET_BATCH_MAX ((size_t)16 << 10)     /* text handed to the queue at once, at most */
-#define NET_RECV_BUFFER 131072L              /* curl receive buffer, bytes: fewer reads and wakeups */
+#define NET_RECV_BUFFER 65536L               /* curl receive buffer, bytes */
 
 enum xfer_mode { XM_UNDECIDED, XM_SSE, XM_BODY };
 

@@ -123,11 +123,13 @@ static int sse_line(struct sse_parser *p, const char *s, size_t n, sse_event_fn 
 }
 
 /* Position of the first CR or LF in s[0..n), or n. */
-static size_t sse_find_eol(const char *s, size_t n)
+/* Offset of the first line end (CR or LF) in s[0..n), or n. has_cr: 0 when the caller knows
+ * s holds no CR (one scan for the whole read instead of one per line). */
+static size_t sse_find_eol(const char *s, size_t n, int has_cr)
 {
     const char *lf = memchr(s, '\n', n);
     size_t lim = lf ? (size_t)(lf - s) : n;
-    const char *cr = memchr(s, '\r', lim);
+    const char *cr = has_cr ? memchr(s, '\r', lim) : NULL;
     return cr ? (size_t)(cr - s) : lim;
 }
 
@@ -159,8 +161,9 @@ int sse_feed(struct sse_parser *p, const char *s, size_t n, sse_event_fn fn, voi
             n--;
         }
     }
+    int has_cr = n > 0 && memchr(s, '\r', n) != NULL;
     while (n > 0) {
-        size_t eol = sse_find_eol(s, n);
+        size_t eol = sse_find_eol(s, n, has_cr);
         if (eol == n) {
             if (p->line.len + n > p->max_event) {
                 p->errmsg = "line longer than the limit";
