@@ -15,12 +15,6 @@
 #include <strings.h>
 #include <unistd.h>
 
-#ifndef TT_DATADIR
-#define TT_DATADIR "/usr/local/share/tokterm"
-#endif
-#ifndef TT_SRCDIR
-#define TT_SRCDIR "."
-#endif
 
 #define CONTEXT_CACHE_MAX 16384 /* entries before the count cache starts over */
 
@@ -958,22 +952,10 @@ int context_price_lookup(const char *model, const char *user_file, struct contex
     memset(out, 0, sizeof *out);
     if (user_file && price_scan(user_file, model, out))
         return 0;
-    const char *env = getenv("TOKTERM_DATADIR");
-    const char *dirs[2] = {TT_DATADIR, TT_SRCDIR "/data"};
-    size_t nd = 2;
-    if (env && *env) {
-        dirs[0] = env;
-        nd = 1;
-    }
-    for (size_t i = 0; i < nd; i++) {
-        char *path = xasprintf("%s/prices.tsv", dirs[i]);
-        int ok = access(path, R_OK) == 0;
-        int found = ok && price_scan(path, model, out);
-        free(path);
-        if (ok)
-            return found ? 0 : -1;
-    }
-    return -1;
+    char *path = util_data_path("prices.tsv", NULL);
+    int found = path && price_scan(path, model, out);
+    free(path);
+    return found ? 0 : -1;
 }
 
 double context_cost(const struct context_price *p, long long prompt, long long cached,

@@ -24,15 +24,10 @@
 #include <unistd.h>
 #include <utf8proc.h>
 
+#include "utf8.h"
 #include "util.h"
 #include "xmalloc.h"
 
-#ifndef TT_DATADIR
-#define TT_DATADIR "/usr/local/share/tokterm"
-#endif
-#ifndef TT_SRCDIR
-#define TT_SRCDIR "."
-#endif
 
 #define NO_RANK 0xFFFFFFFFu
 #define HDR_SIZE 96u
@@ -425,50 +420,6 @@ static inline size_t scan_piece(const struct tokenizer *t, struct scan *sc, size
 /* ---- invalid UTF-8 ------------------------------------------------------------------------ */
 
 static const char REPLACEMENT[3] = {(char)0xEF, (char)0xBF, (char)0xBD};
-
-/* 1 when s[0..n) is valid UTF-8 (no surrogates, no overlongs). */
-static int text_valid(const uint8_t *s, size_t n)
-{
-    size_t i = 0;
-    while (i < n) {
-        if (i + 8 <= n) {
-            uint64_t w;
-            memcpy(&w, s + i, 8);
-            if (!(w & 0x8080808080808080ull)) {
-                i += 8;
-                continue;
-            }
-        }
-        uint8_t b = s[i];
-        if (b < 0x80) {
-            i++;
-            continue;
-        }
-        size_t need;
-        uint8_t lo = 0x80, hi = 0xBF;
-        if (b >= 0xC2 && b <= 0xDF)
-            need = 1;
-        else if (b >= 0xE0 && b <= 0xEF) {
-            need = 2;
-            lo = b == 0xE0 ? 0xA0 : 0x80;
-            hi = b == 0xED ? 0x9F : 0xBF;
-        } else if (b >= 0xF0 && b <= 0xF4) {
-            need = 3;
-            lo = b == 0xF0 ? 0x90 : 0x80;
-            hi = b == 0xF4 ? 0x8F : 0xBF;
-        } else
-            return 0;
-        if (i + need >= n)
-            return 0;
-        if (s[i + 1] < lo || s[i + 1] > hi)
-            return 0;
-        for (size_t k = 2; k <= need; k++)
-            if ((s[i + k] & 0xC0) != 0x80)
-                return 0;
-        i += need + 1;
-    }
-    return 1;
-}
 
 /* Append s[0..n) to out with every maximal ill-formed subsequence replaced by U+FFFD (the
  * WHATWG decoder's rule, which TextDecoder and Node use). When final is 0 a valid but
@@ -980,7 +931,7 @@ static void encode_valid(const struct tokenizer *t, const uint8_t *s, size_t len
 static void encode_any(const struct tokenizer *t, const char *text, size_t len, struct sink *k)
 {
     const uint8_t *s = (const uint8_t *)text;
-    if (text_valid(s, len)) {
+    if (utf8_valid((const char *)s, len)) {
         encode_valid(t, s, len, k);
         return;
     }
@@ -1035,27 +986,6 @@ size_t tokenizer_vocab_size(const struct tokenizer *tok)
 }
 
 /* ---- loading ------------------------------------------------------------------------------ */
-
-/* Path of an existing, readable data file (caller frees), or NULL with the places tried in
- * *tried. $TOKTERM_DATADIR, when set, is the only place looked at. */
-static char *datadir_find(const char *file, struct buf *tried)
-{
-    const char *env = getenv("TOKTERM_DATADIR");
-    const char *dirs[2] = {TT_DATADIR, TT_SRCDIR "/data"};
-    size_t ndirs = 2;
-    if (env && *env) {
-        dirs[0] = env;
-        ndirs = 1;
-    }
-    for (size_t i = 0; i < ndirs; i++) {
-        char *path = xasprintf("%s/%s", dirs[i], file);
-        if (access(path, R_OK) == 0)
-            return path;
-        buf_printf(tried, "%s%s", tried->len ? ", " : "", path);
-        free(path);
-    }
-    return NULL;
-}
 
 static inline uint32_t rd32(const uint8_t *p)
 {
@@ -1158,7 +1088,7 @@ struct tokenizer *tokenizer_open(const char *encoding, char **err)
     char file[64];
     snprintf(file, sizeof file, "%s.bin", encoding);
     struct buf tried = BUF_INIT;
-    char *path = datadir_find(file, &tried);
+    char *path = util_data_path(file, &tried);
     if (!path) {
         if (err)
             *err = xasprintf("cannot find %s (looked for %s; set TOKTERM_DATADIR)", file,
@@ -1232,7 +1162,7 @@ static pthread_once_t models_once = PTHREAD_ONCE_INIT;
 static void models_load(void)
 {
     struct buf tried = BUF_INIT;
-    char *path = datadir_find("models.tsv", &tried);
+    char *path = util_data_path("models.tsv", &tried);
     buf_free(&tried);
     if (!path)
         return;

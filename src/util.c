@@ -1,6 +1,7 @@
 /* util.c - clocks, files, strings. */
 #include "config.h"
 #include "util.h"
+#include "buf.h"
 #include "xmalloc.h"
 
 #include <errno.h>
@@ -115,4 +116,31 @@ char *util_trim(char *s)
 int util_starts_with(const char *s, const char *prefix)
 {
     return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+#ifndef TT_DATADIR
+#define TT_DATADIR "/usr/local/share/tokterm"
+#endif
+#ifndef TT_SRCDIR
+#define TT_SRCDIR "."
+#endif
+
+char *util_data_path(const char *file, struct buf *tried)
+{
+    const char *env = getenv("TOKTERM_DATADIR");
+    const char *dirs[2] = {TT_DATADIR, TT_SRCDIR "/data"};
+    size_t ndirs = 2;
+    if (env && *env) {
+        dirs[0] = env;
+        ndirs = 1;
+    }
+    for (size_t i = 0; i < ndirs; i++) {
+        char *path = xasprintf("%s/%s", dirs[i], file);
+        if (access(path, R_OK) == 0)
+            return path;
+        if (tried)
+            buf_printf(tried, "%s%s", tried->len ? ", " : "", path);
+        free(path);
+    }
+    return NULL;
 }

@@ -28,6 +28,13 @@ char *util_trim(char *s);
 /* 1 when s starts with prefix. */
 int util_starts_with(const char *s, const char *prefix);
 
+struct buf;
+/* Path of an existing, readable file of tokterm's data directory (caller frees): looked for in
+ * $TOKTERM_DATADIR when set (only there), else in the installed data directory, then in the
+ * source tree's data/. NULL when none is readable; the places tried are appended to *tried
+ * (may be NULL), comma-separated. */
+char *util_data_path(const char *file, struct buf *tried);
+
 /* ceil(x) for |x| < 9e18 (x itself otherwise): the one libm function tokterm needed, and
  * linking libm for it costs ~300 KB of resident memory at every start. */
 static inline double util_ceil(double x)
