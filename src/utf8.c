@@ -77,6 +77,14 @@ int utf8_valid(const char *s, size_t n)
 {
     size_t i = 0;
     while (i < n) {
+        if (i + 8 <= n) { /* ASCII eight bytes at a time */
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            if (!(w & 0x8080808080808080ull)) {
+                i += 8;
+                continue;
+            }
+        }
         if ((unsigned char)s[i] < 0x80) {
             i++;
             continue;
