@@ -836,12 +836,7 @@ int context_calib_load(struct context_calib *cal, const char *path)
     char *text = util_read_file(path, &len, 1 << 20);
     if (!text)
         return errno == ENOENT ? 0 : -1;
-    for (char *line = text, *nl; line && *line; line = nl ? nl + 1 : NULL) {
-        nl = strchr(line, '\n');
-        if (nl)
-            *nl = '\0';
-        if (*line == '#' || !*line)
-            continue;
+    for (char *cur = text, *line; (line = util_next_data_line(&cur));) {
         char *tab = strchr(line, '\t');
         if (!tab)
             continue;
@@ -910,12 +905,7 @@ static int price_scan(const char *path, const char *model, struct context_price 
         return 0;
     size_t best = 0;
     int found = 0;
-    for (char *line = text, *nl; line && *line; line = nl ? nl + 1 : NULL) {
-        nl = strchr(line, '\n');
-        if (nl)
-            *nl = '\0';
-        if (*line == '#' || !*line)
-            continue;
+    for (char *cur = text, *line; (line = util_next_data_line(&cur));) {
         char *tab = strchr(line, '\t');
         if (!tab)
             continue;

@@ -1161,9 +1161,7 @@ static pthread_once_t models_once = PTHREAD_ONCE_INIT;
 
 static void models_load(void)
 {
-    struct buf tried = BUF_INIT;
-    char *path = util_data_path("models.tsv", &tried);
-    buf_free(&tried);
+    char *path = util_data_path("models.tsv", NULL);
     if (!path)
         return;
     size_t len;
@@ -1172,12 +1170,7 @@ static void models_load(void)
     if (!text)
         return;
     size_t cap = 0;
-    for (char *line = text, *nl; line && *line; line = nl ? nl + 1 : NULL) {
-        nl = strchr(line, '\n');
-        if (nl)
-            *nl = '\0';
-        if (*line == '#' || *line == '\0')
-            continue;
+    for (char *cur = text, *line; (line = util_next_data_line(&cur));) {
         char *f[4] = {line, NULL, NULL, NULL};
         for (int i = 1; i < 4; i++) {
             char *tab = f[i - 1] ? strchr(f[i - 1], '\t') : NULL;

@@ -118,6 +118,19 @@ int util_starts_with(const char *s, const char *prefix)
     return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
+char *util_next_data_line(char **cur)
+{
+    while (*cur && **cur) {
+        char *line = *cur, *nl = strchr(line, '\n');
+        if (nl)
+            *nl = '\0';
+        *cur = nl ? nl + 1 : NULL;
+        if (*line != '#' && *line)
+            return line;
+    }
+    return NULL;
+}
+
 #ifndef TT_DATADIR
 #define TT_DATADIR "/usr/local/share/tokterm"
 #endif

@@ -28,6 +28,10 @@ char *util_trim(char *s);
 /* 1 when s starts with prefix. */
 int util_starts_with(const char *s, const char *prefix);
 
+/* The next line of a line-oriented data file at *cur, NUL-terminated in place, skipping empty
+ * lines and '#' comments; NULL at the end of the text. */
+char *util_next_data_line(char **cur);
+
 struct buf;
 /* Path of an existing, readable file of tokterm's data directory (caller frees): looked for in
  * $TOKTERM_DATADIR when set (only there), else in the installed data directory, then in the
