@@ -582,18 +582,12 @@ int main(int argc, char **argv)
     }
     if (code != 0) {
         conf_pool_free(so.pool_labels, so.pool_values, n_pool);
-        if (have_fb)
-            conf_free(&fb);
-        if (st)
-            store_close(st);
-        free(turns);
-        free(prompt);
         main_wipe(key);
-        goto out_conf;
+    } else {
+        so.resume = a.cont || a.conversation;
+        so.resume_id = resume_id;
+        code = script_run(&c, key, &so); /* takes the key and the pool */
     }
-    so.resume = a.cont || a.conversation;
-    so.resume_id = resume_id;
-    code = script_run(&c, key, &so);
     if (have_fb)
         conf_free(&fb);
     if (st)

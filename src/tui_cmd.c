@@ -509,31 +509,23 @@ static void tui_cmd_profile(struct tui *t, const char *arg)
     struct conf nc;
     conf_defaults(&nc);
     struct buf err = BUF_INIT, warn = BUF_INIT;
+    char *why = NULL, *key = NULL;
     if (conf_load(&nc, t->conf->path, arg, &err, &warn) < 0) {
-        char *m = xasprintf("/profile %s: %s", arg, buf_str(&err));
-        tui_error(t, m);
-        free(m);
-        conf_free(&nc);
-        buf_free(&err);
-        buf_free(&warn);
-        return;
+        why = xasprintf("/profile %s: %s", arg, buf_str(&err));
+    } else {
+        conf_apply_env(&nc);
+        if (!nc.profile || strcmp(nc.profile, arg) != 0) {
+            why = xasprintf("/profile: there is no profile '%s'", arg);
+        } else {
+            buf_reset(&err);
+            key = conf_api_key(&nc, &err);
+            if (!key && err.len)
+                why = xasprintf("/profile %s: %s", arg, buf_str(&err));
+        }
     }
-    conf_apply_env(&nc);
-    if (!nc.profile || strcmp(nc.profile, arg) != 0) {
-        char *m = xasprintf("/profile: there is no profile '%s'", arg);
-        tui_error(t, m);
-        free(m);
-        conf_free(&nc);
-        buf_free(&err);
-        buf_free(&warn);
-        return;
-    }
-    buf_reset(&err);
-    char *key = conf_api_key(&nc, &err);
-    if (!key && err.len) {
-        char *m = xasprintf("/profile %s: %s", arg, buf_str(&err));
-        tui_error(t, m);
-        free(m);
+    if (why) {
+        tui_error(t, why);
+        free(why);
         conf_free(&nc);
         buf_free(&err);
         buf_free(&warn);
