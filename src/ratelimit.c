@@ -3,7 +3,9 @@
  * Quota model ("step" buckets): the server's x-ratelimit-remaining-* is taken as the budget
  * until x-ratelimit-reset-* (converted to an absolute monotonic time when the header arrives);
  * at that time the dimension is full again (remaining = limit). The reset duration is taken
- * literally, whatever the window (OpenAI per minute, Groq per day). A remaining count without a
+ * literally, whatever the window (OpenAI per minute, Groq per day); each local spend moves it on
+ * by the time the server takes to give one unit back (60/limit, or slower when a report shows it),
+ * so requests whose reports are not back yet are paid for. A remaining count without a
  * reset (Azure) is trusted for STALE_AFTER seconds, then it is taken as refilled (the limit, or
  * unknown when no limit was sent). Unknown never
  * causes a wait. Configured rpm/tpm are classic token buckets: capacity = the per-minute figure,
@@ -330,14 +332,19 @@ void ratelimit_response_init(struct ratelimit_response *r)
 /* Apply the passage of time to one dimension: a reset that has come refills it to the limit; a
  * count below the limit without a reset goes stale after STALE_AFTER (then it is taken as
  * refilled: the limit, or unknown when the limit is). */
+/* What "full" is for a dimension: the limit, unless the server has never shown more than a burst
+ * well below it (a token bucket of B requests refilled at the per-minute limit): then B. Having
+ * seen only 0 remaining says nothing about B. */
+static int64_t dim_capacity(const struct ratelimit_dim *d)
+{
+    return d->full > 1 && d->limit != RATELIMIT_UNKNOWN && d->full * 2 <= d->limit ? d->full
+                                                                                   : d->limit;
+}
+
 static void dim_roll(struct ratelimit_dim *d, double now)
 {
     if (d->reset_at >= 0 && now >= d->reset_at) {
-        /* Full again: the limit, unless the server has never shown more than a burst well
-         * below it (a token bucket of B requests refilled at the per-minute limit): then B.
-         * Having seen only 0 remaining says nothing about B. */
-        d->remaining = d->full > 1 && d->limit != RATELIMIT_UNKNOWN && d->full * 2 <= d->limit
-                           ? d->full : d->limit;
+        d->remaining = dim_capacity(d); /* full again */
         d->updated_at = d->reset_at;
         d->reset_at = RATELIMIT_NO_TIME;
     }
@@ -346,6 +353,38 @@ static void dim_roll(struct ratelimit_dim *d, double now)
         d->remaining = d->limit; /* assume refilled; unknown when the limit is */
         d->updated_at = now;
     }
+}
+
+/* Seconds per unit given back: what a fresh report shows, else 60/limit (a per-minute limit). */
+static double dim_unit(const struct ratelimit_dim *d)
+{
+    if (!(d->limit > 0) || d->limit == RATELIMIT_UNKNOWN)
+        return 0;
+    return d->unit > 0 ? d->unit : 60.0 / (double)d->limit;
+}
+
+/* Learn the bucket from a fresh report. Its refill rate: never faster than a per-minute limit
+ * allows, slower when the time to full over the units missing from the limit says so (a per-day
+ * limit). Its size: what is left plus what the reset says is missing; as the count is rounded
+ * down, this is a lower bound (never more than the limit), so a burst sized from it cannot
+ * overrun the server even when the only report seen says 0 left. */
+static void dim_learn(struct ratelimit_dim *d, double now)
+{
+    d->unit = 0;
+    double u = dim_unit(d);
+    if (!(u > 0) || d->remaining == RATELIMIT_UNKNOWN || d->remaining >= d->limit ||
+        !(d->reset_at > now))
+        return;
+    double left = d->reset_at - now;
+    double seen = left / (double)(d->limit - d->remaining);
+    if (seen > u)
+        u = seen;
+    d->unit = u;
+    double size = util_ceil((double)d->remaining + left / u - 0.02);
+    if (size > (double)d->limit)
+        size = (double)d->limit;
+    if ((int64_t)size > d->full)
+        d->full = (int64_t)size;
 }
 
 /* The dimension as it stands at time now (s is not modified). */
@@ -569,6 +608,10 @@ double ratelimit_wait_time(const struct ratelimit_state *s, double now, double e
     return w > 0 ? w : 0;
 }
 
+/* Spend `amount` locally. The server gives it back `unit` seconds a unit later than it would
+ * have been full: the reset moves on by that much (capped at one whole refill from now), so a
+ * burst sent before the reports of the last one are back cannot overrun the bucket (at most one
+ * whole window from now). With the rate unknown, a spend from a bucket thought full starts the longest refill clock seen. */
 static void dim_debit(struct ratelimit_dim *d, double now, double amount)
 {
     dim_roll(d, now);
@@ -576,8 +619,17 @@ static void dim_debit(struct ratelimit_dim *d, double now, double amount)
         return;
     int64_t a = (int64_t)util_ceil(amount);
     d->remaining = a >= d->remaining ? 0 : d->remaining - a;
-    if (d->reset_at < 0 && d->period > 0)
-        d->reset_at = now + d->period; /* a spend from a bucket thought full */
+    double unit = dim_unit(d);
+    if (unit > 0) {
+        double at = d->reset_at >= 0 ? d->reset_at + (double)a * unit
+                                     : now + (double)(dim_capacity(d) - d->remaining) * unit;
+        double most = now + (double)d->limit * unit;
+        d->reset_at = at < most ? at : most;
+        if (d->reset_at < now + unit)
+            d->reset_at = now + unit; /* what was just spent is back no sooner */
+    } else if (d->reset_at < 0 && d->period > 0) {
+        d->reset_at = now + d->period;
+    }
 }
 
 void ratelimit_note_sent(struct ratelimit_state *s, double now, double est_tokens)
@@ -617,6 +669,8 @@ static void dim_merge(struct ratelimit_dim *d, const struct ratelimit_dim *befor
 void ratelimit_merge_report(struct ratelimit_state *s, const struct ratelimit_state *before,
                             double now, int64_t later, int newest)
 {
+    dim_learn(&s->req, now);
+    dim_learn(&s->tok, now);
     if (newest && later <= 0)
         return; /* the server counted every request we sent: its report is the state */
     dim_merge(&s->req, &before->req, now, later > 0 ? later : 0);

@@ -35,12 +35,17 @@ struct ratelimit_dim {
     int64_t remaining; /* x-ratelimit-remaining-*, minus local debits; or RATELIMIT_UNKNOWN */
     double reset_at;   /* monotonic time the server refills remaining to limit; or NO_TIME */
     double updated_at; /* monotonic time remaining was last reported; or NO_TIME */
-    int64_t full;      /* largest remaining ever reported + 1: what "full" has been seen to be,
-                          when the server's bucket holds less than its per-minute limit (a
-                          burst); 0 = none seen */
+    int64_t full;      /* the largest bucket size a report has shown (remaining + 1, or
+                          remaining + what its reset says is missing): what "full" is when the
+                          server's bucket holds less than its per-minute limit (a burst);
+                          0 = none seen */
     double period;     /* longest reset duration reported: how long the server takes to refill
                           from empty (0 = none seen). A request sent while no reset is known
                           starts that clock: what it spends is back by then at the latest. */
+    double unit;       /* seconds the server takes to give one unit back (0 = unknown): 60/limit,
+                          or more when a report shows a slower refill (Groq's requests per day).
+                          Each local spend moves reset_at on by this much, so requests still on
+                          their way (their reports not back yet) are paid for in the clock. */
 };
 
 /* What the server told us about a key's quota, plus optional configured client-side limits.

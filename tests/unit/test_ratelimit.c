@@ -332,7 +332,8 @@ static void test_pacing(void)
     TAP_NEAR(ratelimit_wait_time(&t, NOW + 31, 5000), 0, "more than the limit, full: go");
     ratelimit_note_sent(&t, NOW, 60);
     TAP_INT(t.tok.remaining, 40, "note_sent debits tokens");
-    TAP_NEAR(ratelimit_wait_time(&t, NOW, 50), 30, "after the debit 50 no longer fits");
+    TAP_NEAR(ratelimit_wait_time(&t, NOW, 50), 33.6,
+             "after the debit 50 no longer fits: the reset moves on by 60 x 60/1000 s");
     ratelimit_note_sent(&t, NOW, 1e30);
     TAP_INT(t.tok.remaining, 0, "huge debit clamps at 0");
     ratelimit_note_sent(&t, NOW, NAN);
@@ -930,9 +931,11 @@ static void test_merge(void)
     /* The first of the nine reached the server first: it says 8 left and full in 0.2 s. */
     before = s;
     feed(&s, NULL, "x-ratelimit-remaining-requests: 8\r\n", NOW + 0.01);
-    feed(&s, NULL, "x-ratelimit-reset-requests: 1s\r\n", NOW + 0.01);
+    feed(&s, NULL, "x-ratelimit-reset-requests: 0.2s\r\n", NOW + 0.01);
     ratelimit_merge_report(&s, &before, NOW + 0.01, 8, 0);
     TAP_INT(s.req.remaining, 0, "8 later requests are not in its count: still none left");
+    TAP_INT(s.req.full, 10, "8 left and 2 missing: a bucket of 10");
+    TAP_NEAR(s.req.reset_at, NOW + 1.0, "its near reset does not undo the nine sends' clock");
     /* The last one sent reached the server before some others (other connections): its stale
      * report says 5 left with a nearer reset. Neither may let more requests go. */
     before = s;
@@ -940,15 +943,57 @@ static void test_merge(void)
     feed(&s, NULL, "x-ratelimit-reset-requests: 0.5s\r\n", NOW + 0.02);
     ratelimit_merge_report(&s, &before, NOW + 0.02, 0, 0);
     TAP_INT(s.req.remaining, 0, "a stale report sent in a crowd does not raise remaining");
-    TAP_NEAR(s.req.reset_at, NOW + 1.01, "nor bring the reset nearer");
-    TAP_NEAR(ratelimit_wait_time(&s, NOW + 0.5, 0), 0.51, "wait for the later reset");
+    TAP_NEAR(s.req.reset_at, NOW + 1.0, "nor bring the reset nearer");
+    TAP_NEAR(ratelimit_wait_time(&s, NOW + 0.5, 0), 0.5, "wait for the later reset");
     /* At the reset the bucket is full (10); the first spend starts the refill clock. */
-    TAP_NEAR(ratelimit_wait_time(&s, NOW + 1.01, 0), 0, "at the reset: go");
+    TAP_NEAR(ratelimit_wait_time(&s, NOW + 1.0, 0), 0, "at the reset: go");
     for (int i = 0; i < 10; i++)
-        ratelimit_note_sent(&s, NOW + 1.01, 0);
+        ratelimit_note_sent(&s, NOW + 1.0, 0);
     TAP_INT(s.req.remaining, 0, "the full burst of 10 spent");
-    TAP_NEAR(ratelimit_wait_time(&s, NOW + 1.02, 0), 0.99,
-             "the 11th waits a refill period (the longest reset seen), not for nothing");
+    TAP_NEAR(ratelimit_wait_time(&s, NOW + 1.02, 0), 0.98,
+             "the 11th waits until the ten are back (10 x 0.1 s), not for nothing");
+
+    /* Answers slower than the refill: a burst of 5 refilled at 20/s (1,200 a minute). The probe
+     * alone says 4 left, full in 0.05 s; four more go at once. Their reports are not back when
+     * that reset comes, so the reset must have moved on by what they spent. */
+    ratelimit_state_init(&s, 0, 0);
+    feed(&s, NULL, "x-ratelimit-limit-requests: 1200\r\n", NOW);
+    feed(&s, NULL, "x-ratelimit-remaining-requests: 4\r\n", NOW);
+    feed(&s, NULL, "x-ratelimit-reset-requests: 0.050s\r\n", NOW);
+    ratelimit_merge_report(&s, &s, NOW, 0, 1);
+    TAP_NEAR(s.req.unit, 0.05, "the refill rate of a per-minute limit: 60/1200 s a request");
+    for (int i = 0; i < 4; i++)
+        ratelimit_note_sent(&s, NOW, 0);
+    TAP_NEAR(s.req.reset_at, NOW + 0.25, "four spent: full again 4 x 0.05 s after the report's reset");
+    TAP_NEAR(ratelimit_wait_time(&s, NOW + 0.06, 0), 0.19,
+             "past the report's own reset, the reports of the four still out: wait");
+    TAP_NEAR(ratelimit_wait_time(&s, NOW + 0.25, 0), 0, "once the four are back in the bucket: go");
+    /* A send from a bucket thought full starts a clock of one request, not of the whole burst. */
+    ratelimit_note_sent(&s, NOW + 0.3, 0);
+    TAP_INT(s.req.remaining, 4, "after the reset: the burst of 5, one spent");
+    TAP_NEAR(s.req.reset_at, NOW + 0.35, "full again one refill (0.05 s) later");
+
+    /* A new process whose first report says 0 left (the last one emptied the bucket), full in
+     * 0.22 s: 4.4 requests missing at 20/s, so the bucket holds 5, not the 1,200 of the limit. */
+    ratelimit_state_init(&s, 0, 0);
+    feed(&s, NULL, "x-ratelimit-limit-requests: 1200\r\n", NOW);
+    feed(&s, NULL, "x-ratelimit-remaining-requests: 0\r\n", NOW);
+    feed(&s, NULL, "x-ratelimit-reset-requests: 0.220s\r\n", NOW);
+    ratelimit_merge_report(&s, &s, NOW, 0, 1);
+    TAP_INT(s.req.full, 5, "0 left and full in 0.22 s at 20/s: a bucket of 5");
+    TAP_NEAR(ratelimit_wait_time(&s, NOW + 0.1, 0), 0.12, "wait for the reset");
+    ratelimit_note_sent(&s, NOW + 0.22, 0);
+    TAP_INT(s.req.remaining, 4, "at the reset the bucket holds 5 (one now spent), not 1,200");
+
+    /* Groq: requests per day. The report shows the slower rate: 179.56 s for 30 missing. */
+    ratelimit_state_init(&s, 0, 0);
+    feed(&s, NULL, "x-ratelimit-limit-requests: 14400\r\n", NOW);
+    feed(&s, NULL, "x-ratelimit-remaining-requests: 14370\r\n", NOW);
+    feed(&s, NULL, "x-ratelimit-reset-requests: 2m59.56s\r\n", NOW);
+    ratelimit_merge_report(&s, &s, NOW, 0, 1);
+    TAP_NEAR(s.req.unit, 179.56 / 30, "a per-day limit: the report's slower rate is learnt");
+    ratelimit_note_sent(&s, NOW, 0);
+    TAP_NEAR(s.req.reset_at, NOW + 179.56 + 179.56 / 30, "one spend moves the reset on by it");
 }
 
 int main(void)
