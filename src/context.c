@@ -59,7 +59,8 @@ struct cache_entry {
 };
 
 struct context {
-    struct tokenizer *tok; /* NULL: bytes/4 */
+    struct tokenizer *tok; /* NULL: bytes/4, or not opened yet */
+    char *pending;         /* the encoding to open on the first count (the table was found) */
     int approx;
     struct cache_entry *slots;
     size_t cap, used;
@@ -91,12 +92,30 @@ struct context *context_new(const char *encoding, int approximate, char **err)
 {
     struct context *c = xcalloc(1, sizeof *c);
     c->approx = approximate;
-    c->tok = tokenizer_open(encoding ? encoding : "o200k_base", err);
-    if (!c->tok)
+    const char *enc = encoding ? encoding : "o200k_base";
+    /* The table is mapped on the first count: a request that provably fits (context_plan's
+     * byte bound) never touches it. */
+    if (tokenizer_available(enc, err) == 0)
+        c->pending = xstrdup(enc);
+    else
         c->approx = 1;
     c->cap = 256;
     c->slots = xcalloc(c->cap, sizeof *c->slots);
     return c;
+}
+
+/* The tokenizer, opened now if this is the first count; NULL: bytes/4. A table that was found
+ * but does not open turns the counts into estimates. */
+static struct tokenizer *context_tok(struct context *c)
+{
+    if (c->pending) {
+        c->tok = tokenizer_open(c->pending, NULL);
+        if (!c->tok)
+            c->approx = 1;
+        free(c->pending);
+        c->pending = NULL;
+    }
+    return c->tok;
 }
 
 void context_free(struct context *c)
@@ -104,13 +123,14 @@ void context_free(struct context *c)
     if (!c)
         return;
     tokenizer_close(c->tok);
+    free(c->pending);
     free(c->slots);
     free(c);
 }
 
 const char *context_encoding(const struct context *c)
 {
-    return c->tok ? tokenizer_name(c->tok) : "bytes/4";
+    return c->pending ? c->pending : c->tok ? tokenizer_name(c->tok) : "bytes/4";
 }
 
 int context_approximate(const struct context *c)
@@ -123,10 +143,11 @@ size_t context_cached(const struct context *c)
     return c->used;
 }
 
-static long context_count_raw(const struct context *c, const char *text, size_t len)
+static long context_count_raw(struct context *c, const char *text, size_t len)
 {
-    if (c->tok)
-        return (long)tokenizer_count(c->tok, text, len);
+    struct tokenizer *t = context_tok(c);
+    if (t)
+        return (long)tokenizer_count(t, text, len);
     return (long)((len + 3) / 4);
 }
 
@@ -181,20 +202,25 @@ long context_msg_tokens(struct context *c, const char *role, const char *text, s
 }
 
 struct context_stream {
-    struct tok_stream *ts; /* NULL: bytes/4 */
+    struct context *c;
+    struct tok_stream *ts; /* NULL: bytes/4, or nothing fed yet */
     size_t bytes;
 };
 
 struct context_stream *context_stream_new(struct context *c)
 {
     struct context_stream *s = xcalloc(1, sizeof *s);
-    if (c->tok)
-        s->ts = tokenizer_stream_new(c->tok);
+    s->c = c;
     return s;
 }
 
 void context_stream_feed(struct context_stream *s, const char *delta, size_t len)
 {
+    if (!s->ts && !s->bytes && len) {
+        struct tokenizer *t = context_tok(s->c);
+        if (t)
+            s->ts = tokenizer_stream_new(t);
+    }
     s->bytes += len;
     if (s->ts)
         tokenizer_stream_feed(s->ts, delta, len);
@@ -478,12 +504,24 @@ int context_plan(struct context *c, const struct context_msg *m, size_t n,
     out->fate = xcalloc(n ? n : 1, 1);
     out->items = xcalloc(n ? n : 1, sizeof *out->items);
     struct plan_work w = {c, m, out};
+    /* A byte-level BPE token covers at least one byte: when the bytes fit, so do the tokens,
+     * and an exact counter need not count (nor map its table) at all. */
+    if (p->bounds_ok && !c->approx) {
+        size_t sum = CONTEXT_REPLY_PRIMER, lim = out->budget > 0 ? (size_t)out->budget : 0;
+        for (size_t i = 0; i < n && sum <= lim; i++) {
+            size_t len = m[i].content ? m[i].len : 0;
+            sum += len < lim ? CONTEXT_MSG_OVERHEAD + strlen(m[i].role) + len : lim + 1;
+        }
+        out->bounded = sum <= lim;
+    }
     for (size_t i = 0; i < n; i++) {
         struct context_item *it = &out->items[i];
         it->role = m[i].role;
         it->content = m[i].content ? m[i].content : "";
         it->len = m[i].content ? m[i].len : 0;
-        it->tokens = it->orig_tokens = context_msg_tokens(c, it->role, it->content, it->len);
+        it->tokens = it->orig_tokens =
+            out->bounded ? (long)(CONTEXT_MSG_OVERHEAD + strlen(it->role) + it->len)
+                         : context_msg_tokens(c, it->role, it->content, it->len);
         it->first = it->last = i;
     }
     out->n_items = n;

@@ -101,6 +101,8 @@ struct context_params {
     const struct context_summary *summaries;
     size_t n_summaries;
     int no_new_summary;       /* never ask for a new summary (one failed): go on to step 4 */
+    int bounds_ok;            /* an exact counter may skip counting when the bytes fit (every
+                                 token is at least one byte): the plan is then out->bounded */
 };
 
 /* Flags of a planned message. */
@@ -142,6 +144,8 @@ struct context_plan {
     double ratio;                /* ratio applied (1 when exact) */
     int approximate;
     int fits;                    /* total <= budget */
+    int bounded;                 /* nothing was counted: every message fits by its bytes, and
+                                    tokens/total/shown are upper bounds (params->bounds_ok) */
     size_t n_shortened, n_merged, n_summarized, n_dropped; /* history messages */
     int summary_used;            /* index into params->summaries of the one sent, or -1 */
     /* Step 3 wants a new summary (policy summarize, none of the known ones is enough): */

@@ -124,9 +124,11 @@ static void script_json_context(struct session *s, cJSON *o)
 /* Warn on stderr when this turn took the session past 80 % of its budget. */
 static void script_budget_warn(struct session *s, int *warned)
 {
+    if (*warned || (s->budget.cap_tokens <= 0 && s->budget.cap_usd <= 0))
+        return; /* no budget: nothing to warn of (and no status to count) */
     struct session_status st;
     session_status(s, &st);
-    if (st.level == CONTEXT_BUDGET_OK || *warned)
+    if (st.level == CONTEXT_BUDGET_OK)
         return;
     *warned = 1;
     fprintf(stderr, "tokterm: warning: %.0f%% of the session's budget is spent (%lld tokens",
@@ -270,6 +272,7 @@ int script_run(struct conf *conf, char *key, const struct script_opts *o)
         return 1;
     }
     s.keep_answer = o->json || o->n_prompts > 1; /* later turns need the earlier answers */
+    s.count_lazily = !o->json; /* --json reports the request's exact tokens */
     session_use_store(&s, o->store, o->save, o->cache);
     if (o->n_pool)
         session_use_pool(&s, o->pool_labels, o->pool_values, o->n_pool);

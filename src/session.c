@@ -744,6 +744,8 @@ static void session_context_params(struct session *s, struct context_params *p)
     p->ratio = context_calib_ratio(s->calib, c->model, NULL);
     /* --cache-only never talks to the server, not even for a summary */
     p->no_new_summary = s->sum_failed || s->cache == SESSION_CACHE_ONLY;
+    /* A budget is checked against the exact count. */
+    p->bounds_ok = s->count_lazily && s->budget.cap_tokens <= 0 && s->budget.cap_usd <= 0;
 }
 
 /* The history as context messages (+ extra empty user message when placeholder). */
@@ -798,6 +800,17 @@ static int session_context_replan(struct session *s)
     free(s->plan_note);
     s->plan_note = buf_take(&d);
     return rc;
+}
+
+/* Count what a plan sent on its bytes alone (context_plan's bound): the same messages, exactly. */
+static void session_context_exact(struct session *s)
+{
+    if (!s->plan.bounded)
+        return;
+    int lazy = s->count_lazily;
+    s->count_lazily = 0;
+    (void)session_context_replan(s);
+    s->count_lazily = lazy;
 }
 
 static char *session_context_begin(struct session *s)
@@ -973,6 +986,8 @@ static void session_context_end(struct session *s, const struct net_result *r)
     if (!s->ctx || !r || r->cached || r->outcome == API_ERR_USAGE ||
         r->outcome == API_CACHE_MISS)
         return;
+    if (!r->usage.present)
+        session_context_exact(s); /* the spend is our own count */
     long completion;
     if (r->usage.present && r->usage.completion > 0) {
         completion = (long)r->usage.completion; /* what the server bills: no need to count */
@@ -985,7 +1000,7 @@ static void session_context_end(struct session *s, const struct net_result *r)
     }
     session_context_spend(s, r, s->plan.shown, completion);
     s->status_n = (size_t)-1;
-    if (r->usage.present && r->usage.prompt > 0 && !r->used_fallback &&
+    if (r->usage.present && r->usage.prompt > 0 && !r->used_fallback && !s->plan.bounded &&
         (r->outcome == API_OK || r->outcome == API_CUT)) {
         context_calibrate(s->calib, s->conf->model, s->plan.total, (long)r->usage.prompt);
         /* learnt ratios of approximate models outlive the run (not with --incognito) */
@@ -998,10 +1013,11 @@ static void session_context_end(struct session *s, const struct net_result *r)
     }
 }
 
-void session_status(struct session *s, struct session_status *st)
+static void session_status_fill(struct session *s, struct session_status *st)
 {
     memset(st, 0, sizeof *st);
     session_context_setup(s);
+    session_context_exact(s);
     const struct conf *c = s->conf;
     st->window = s->ctx_model.window;
     st->reserve = s->ctx_model.reserve;
@@ -1049,6 +1065,14 @@ void session_status(struct session *s, struct session_status *st)
     st->budget_tokens = s->budget.cap_tokens;
     st->budget_usd = s->budget.cap_usd;
     st->level = context_budget_level(&s->budget, &st->budget_frac);
+}
+
+void session_status(struct session *s, struct session_status *st)
+{
+    int lazy = s->count_lazily;
+    s->count_lazily = 0; /* the status shows exact counts */
+    session_status_fill(s, st);
+    s->count_lazily = lazy;
 }
 
 int session_msg_fate(const struct session *s, size_t i)

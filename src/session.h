@@ -59,6 +59,8 @@ struct session {
     struct buf answer;         /* text of the answer in flight */
     struct buf reasoning;
     int keep_answer;           /* collect the answer text (history, --json) */
+    int count_lazily;          /* count tokens only when asked (status, no usage): a request
+                                  that fits by its bytes is sent without tokenizing it */
     struct net_result *last;   /* result of the last exchange */
 
     struct store *store;       /* NULL: nothing saved, no cache (borrowed) */

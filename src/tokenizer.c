@@ -1066,13 +1066,13 @@ static const char *tokenizer_check(struct tokenizer *t, const uint8_t *m, size_t
     return NULL;
 }
 
-struct tokenizer *tokenizer_open(const char *encoding, char **err)
+/* The table file of an encoding: its path (the caller frees it), or NULL with *err set. */
+static char *tok_find(const char *encoding, enum tok_kind *kind, char **err)
 {
-    enum tok_kind kind;
     if (encoding && strcmp(encoding, "o200k_base") == 0)
-        kind = KIND_O200K;
+        *kind = KIND_O200K;
     else if (encoding && strcmp(encoding, "cl100k_base") == 0)
-        kind = KIND_CL100K;
+        *kind = KIND_CL100K;
     else {
         if (err)
             *err = xasprintf("unknown encoding '%s' (known: o200k_base, cl100k_base)",
@@ -1089,14 +1089,28 @@ struct tokenizer *tokenizer_open(const char *encoding, char **err)
     snprintf(file, sizeof file, "%s.bin", encoding);
     struct buf tried = BUF_INIT;
     char *path = util_data_path(file, &tried);
-    if (!path) {
-        if (err)
-            *err = xasprintf("cannot find %s (looked for %s; set TOKTERM_DATADIR)", file,
-                             buf_str(&tried));
-        buf_free(&tried);
-        return NULL;
-    }
+    if (!path && err)
+        *err = xasprintf("cannot find %s (looked for %s; set TOKTERM_DATADIR)", file,
+                         buf_str(&tried));
     buf_free(&tried);
+    return path;
+}
+
+int tokenizer_available(const char *encoding, char **err)
+{
+    enum tok_kind kind;
+    char *path = tok_find(encoding, &kind, err);
+    int found = path != NULL;
+    free(path);
+    return found ? 0 : -1;
+}
+
+struct tokenizer *tokenizer_open(const char *encoding, char **err)
+{
+    enum tok_kind kind;
+    char *path = tok_find(encoding, &kind, err);
+    if (!path)
+        return NULL;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) < 0) {

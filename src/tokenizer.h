@@ -34,6 +34,10 @@ void tok_ids_free(struct tok_ids *v);
  * Returns NULL on failure and sets *err (when err != NULL) to a message the caller frees. */
 struct tokenizer *tokenizer_open(const char *encoding, char **err);
 
+/* 0 when the encoding is known and its table file is found (nothing is mapped or read), else
+ * -1 with *err set as tokenizer_open would. */
+int tokenizer_available(const char *encoding, char **err);
+
 /* Unmap and free (NULL is fine). */
 void tokenizer_close(struct tokenizer *tok);
 

@@ -252,4 +252,31 @@ with ttlib.FakeServer() as srv:
     rc, out, err = run(srv, "", ["--insecure", "-p", "hi"])
     t.ok(b"--insecure" in err, "--insecure warns", err.decode())
 
+    # --- a prompt that fits by its bytes is sent without mapping the tokenizer's table ---
+    def maps_while_streaming(args):
+        """The tokenizer tables tokterm has mapped while the answer stalls mid-stream."""
+        env = ttlib.clean_env(None, {"OPENAI_BASE_URL": srv.base("gen=50,stall_after=2000,stall_s=5")})
+        n0 = len(srv.requests())
+        p = subprocess.Popen([ttlib.tokterm_path()] + args, env=env, stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while len(srv.requests()) == n0 and time.monotonic() < deadline:
+            time.sleep(0.02)  # the request was planned before it left
+        time.sleep(0.2)       # the stream stalls for 5 s: tokterm is still running
+        with open("/proc/%d/maps" % p.pid) as f:
+            maps = f.read()
+        alive = p.poll() is None
+        p.kill()
+        p.wait()
+        return alive, [ln.split()[-1] for ln in maps.splitlines() if ln.endswith(".bin")]
+    first, bins = maps_while_streaming(["--incognito", "-p", "how are you"])
+    t.ok(first and not bins, "-p: the request fits by its bytes, no tokenizer table mapped (%s)"
+         % bins)
+    first, bins = maps_while_streaming(["--incognito", "--json", "-p", "how are you"])
+    t.ok(first and any(b.endswith("o200k_base.bin") for b in bins),
+         "--json: exact counts, the table is mapped (%s)" % bins)
+    rc, out, err = run(srv, "", ["--incognito", "--json", "-p", "how are you"])
+    t.eq(json.loads(out)["context"]["prompt_tokens"], 3 + 1 + 3 + 3,
+         "--json: the request's exact tokens (3 + user 1 + 'how are you' 3 + primer 3)")
+
 sys.exit(t.done())

@@ -147,6 +147,43 @@ static void test_fits(struct context *c)
     hist_free(&h);
 }
 
+/* bounds_ok: a history that fits by its bytes is planned without counting (a fresh context
+ * never maps its table); one that fits only by its tokens is counted exactly. */
+static void test_bounded(void)
+{
+    struct context *c = context_new("o200k_base", 0, NULL);
+    struct hist h = {0};
+    hist_add(&h, "system", "You are terse.");
+    hist_words(&h, "user", 1, 20);
+    long bytes = CONTEXT_REPLY_PRIMER;
+    for (size_t i = 0; i < h.n; i++)
+        bytes += CONTEXT_MSG_OVERHEAD + (long)strlen(h.m[i].role) + (long)h.m[i].len;
+    struct context_params p = {.window = 1000, .reserve = 100, .policy = CONTEXT_SUMMARIZE,
+                               .bounds_ok = 1};
+    struct context_plan plan;
+    TAP_INT(context_plan(c, h.m, h.n, &p, &plan), 0, "bounded: plan ok");
+    TAP_OK(plan.bounded && plan.fits && plan.n_items == 2, "bounded: fits by its bytes");
+    TAP_INT(plan.total, bytes, "bounded: the total is the byte bound");
+    TAP_INT(context_cached(c), 0, "bounded: nothing was counted");
+    TAP_OK(plan.total >= history_count(&h), "bounded: the bound is not below the exact count");
+    context_plan_free(&plan);
+    /* A window the bytes overrun but the tokens fit: counted, exactly. */
+    p.window = 100 + history_count(&h) + 1;
+    TAP_INT(context_plan(c, h.m, h.n, &p, &plan), 0, "bytes over, tokens fit: plan ok");
+    TAP_OK(!plan.bounded && plan.fits, "bytes over, tokens fit: counted, not bounded");
+    TAP_INT(plan.total, history_count(&h), "bytes over, tokens fit: the exact count");
+    context_plan_free(&plan);
+    context_free(c);
+    /* An approximate counter is calibrated from its counts: never bounded. */
+    c = context_new("o200k_base", 1, NULL);
+    p.window = 1000;
+    TAP_INT(context_plan(c, h.m, h.n, &p, &plan), 0, "approximate: plan ok");
+    TAP_OK(!plan.bounded && context_cached(c) > 0, "approximate: counted even with bounds_ok");
+    context_plan_free(&plan);
+    context_free(c);
+    hist_free(&h);
+}
+
 /* A conversation of `turns` user/assistant pairs of `w` words each, a system prompt, and a
  * newest user message. */
 static void build_chat(struct hist *h, int turns, int w)
@@ -614,6 +651,7 @@ int main(void)
     test_policy();
     test_count(c);
     test_fits(c);
+    test_bounded();
     test_little_over(c);
     test_lot_over(c);
     test_steps_in_order(c);
