@@ -8,10 +8,18 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
+
+/* Text waiting for the consumer past which the producer waits for it (at most QUEUE_WAIT_MS
+ * at a time, so a consumer that is busy elsewhere never stalls the network for long): a fast
+ * stream then costs this much memory, not whatever arrived while the consumer was descheduled. */
+#define QUEUE_TEXT_HIGH (64 * 1024)
+#define QUEUE_WAIT_MS 20
 
 struct queue {
     pthread_mutex_t lock;
+    pthread_cond_t taken; /* signalled by queue_take */
     struct queue_event *head, *tail;
     int fds[2];
     int signalled;   /* a wakeup byte is in the pipe */
@@ -25,6 +33,11 @@ struct queue *queue_new(void)
         return NULL;
     }
     pthread_mutex_init(&q->lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&q->taken, &ca);
+    pthread_condattr_destroy(&ca);
     return q;
 }
 
@@ -48,6 +61,7 @@ void queue_free(struct queue *q, void (*free_ptr)(void *))
     }
     close(q->fds[0]);
     close(q->fds[1]);
+    pthread_cond_destroy(&q->taken);
     pthread_mutex_destroy(&q->lock);
     free(q);
 }
@@ -72,6 +86,18 @@ void queue_push_text(struct queue *q, enum queue_type type, unsigned req, const 
 {
     pthread_mutex_lock(&q->lock);
     struct queue_event *t = q->tail;
+    if (t && t->text.len >= QUEUE_TEXT_HIGH) {
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_nsec += QUEUE_WAIT_MS * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        while (q->tail == t && pthread_cond_timedwait(&q->taken, &q->lock, &until) == 0)
+            ;
+        t = q->tail;
+    }
     if (t && t->type == type && t->req == req) {
         buf_append(&t->text, s, n);
         t->t_last = now;
@@ -122,6 +148,7 @@ struct queue_event *queue_take(struct queue *q)
     pthread_mutex_lock(&q->lock);
     struct queue_event *e = q->head;
     q->head = q->tail = NULL;
+    pthread_cond_broadcast(&q->taken);
     if (q->signalled) {
         char drain[64];
         while (read(q->fds[0], drain, sizeof drain) > 0)

@@ -58,6 +58,7 @@ def vg_run(name, args, env=None, home=None, stdin=None, ok_codes=(0,), timeout=1
     _seq[0] += 1
     log = os.path.join(LOGS, "%02d-%s.log" % (_seq[0], re.sub(r"\W+", "_", name)[:40]))
     e = ttlib.clean_env(home, env)
+    e["TOKTERM_FULL_CLEANUP"] = "1"  # the libraries' teardown too: leaks are theirs or ours
     p = subprocess.run(VG + ["--log-file=" + log, BIN] + [str(a) for a in args], env=e,
                        input=stdin if stdin is not None else None,
                        stdin=None if stdin is not None else subprocess.DEVNULL,
