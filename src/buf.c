@@ -16,7 +16,19 @@ void buf_reserve(struct buf *b, size_t extra)
     size_t cap = b->cap ? b->cap : 64;
     while (cap < need)
         cap = cap < ((size_t)1 << 30) ? cap * 2 : cap + ((size_t)1 << 30);
-    b->data = xrealloc(b->data, cap);
+    if (cap >= XMALLOC_HUGE_MIN) {
+        /* A long answer: a new block in huge pages each time it doubles (the copy is cheaper
+         * than faulting in the new half page by page). */
+        cap = (cap + XMALLOC_HUGE_PAGE - 1) & ~(XMALLOC_HUGE_PAGE - 1);
+        char *p = xmalloc_huge(cap);
+        if (b->len)
+            memcpy(p, b->data, b->len);
+        p[b->len] = '\0';
+        free(b->data);
+        b->data = p;
+    } else {
+        b->data = xrealloc(b->data, cap);
+    }
     b->cap = cap;
 }
 

@@ -542,7 +542,8 @@ static void session_save_end(struct session *s, const struct net_result *r)
     }
     if (r->outcome == API_OK && !r->cached && s->cache_key_set) {
         if (s->answer_id) {
-            (void)store_cache_put_message(s->store, s->cache_key, s->answer_id);
+            (void)store_cache_put_message(s->store, s->cache_key, s->answer_id,
+                                          (int64_t)(r->content_bytes + r->reasoning_bytes));
         } else if (s->keep_answer) {
             struct store_usage u = {r->usage.prompt, r->usage.completion, r->usage.total};
             (void)store_cache_put(s->store, s->cache_key, STORE_COMPLETE, buf_str(&s->answer),

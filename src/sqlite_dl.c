@@ -5,8 +5,11 @@
 #include "xmalloc.h"
 
 #include <dlfcn.h>
+#include <limits.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* configure finds the soname the development library links to; this is Debian's. */
@@ -29,6 +32,62 @@ static int sqlite_dl_sym(void *lib, const char *name, void *slot, size_t size)
     memcpy(slot, &p, size);
     return 0;
 }
+
+/* SQLite's allocator: malloc, except that a block of XMALLOC_HUGE_MIN bytes or more goes in huge
+ * pages (huge_alloc: still a malloc'd block, so free, realloc and malloc_usable_size apply). */
+static void *sqlite_dl_malloc(int n)
+{
+    size_t z = n > 0 ? (size_t)n : 1;
+    return z >= XMALLOC_HUGE_MIN ? huge_alloc(z) : malloc(z);
+}
+
+static void sqlite_dl_free(void *p)
+{
+    free(p);
+}
+
+static int sqlite_dl_size(void *p)
+{
+    size_t z = p ? malloc_usable_size(p) : 0;
+    return z > INT_MAX ? INT_MAX : (int)z;
+}
+
+static void *sqlite_dl_realloc(void *p, int n)
+{
+    size_t z = n > 0 ? (size_t)n : 1;
+    if (z < XMALLOC_HUGE_MIN || !p)
+        return p ? realloc(p, z) : sqlite_dl_malloc(n);
+    size_t old = malloc_usable_size(p);
+    if (old >= z)
+        return p;
+    void *q = huge_alloc(z);
+    if (q) {
+        memcpy(q, p, old);
+        free(p);
+    }
+    return q;
+}
+
+static int sqlite_dl_roundup(int n)
+{
+    return n > INT_MAX - 7 ? n : (n + 7) & ~7;
+}
+
+static int sqlite_dl_mem_init(void *ud)
+{
+    (void)ud;
+    return SQLITE_OK;
+}
+
+static void sqlite_dl_mem_shutdown(void *ud)
+{
+    (void)ud;
+}
+
+static const sqlite3_mem_methods sqlite_dl_mem = {
+    sqlite_dl_malloc, sqlite_dl_free, sqlite_dl_realloc, sqlite_dl_size, sqlite_dl_roundup,
+    sqlite_dl_mem_init, sqlite_dl_mem_shutdown, NULL,
+};
 
 static void sqlite_dl_init(void)
 {
@@ -58,6 +117,11 @@ static void sqlite_dl_init(void)
         return;
     }
     sqlite_dl_api = api; /* the library stays loaded until the process ends */
+    /* Before SQLite initialises itself: the allocator that puts large blocks (the record of a
+     * long answer) in huge pages. Refused (SQLITE_MISUSE) if something initialised it first. */
+    int (*config)(int, ...) = NULL;
+    if (sqlite_dl_sym(lib, "sqlite3_config", &config, sizeof config) == 0)
+        (void)config(SQLITE_CONFIG_MALLOC, &sqlite_dl_mem);
 }
 
 int sqlite_dl_load(char **err)

@@ -270,10 +270,12 @@ int store_cache_put(struct store *st, const unsigned char key[STORE_CACHE_KEY_LE
                     const char *model, const char *finish_reason,
                     const struct store_usage *usage);
 /* Cache the saved answer msg_id under key, copying its text inside the database (nothing is
- * loaded into memory). Same rules as store_cache_put: a complete answer only. Returns 0, or -1
- * (refused or failed; store_error says which). */
+ * loaded into memory). Same rules as store_cache_put: a complete answer only. bytes: the size
+ * of its content and reasoning when the caller knows it (else -1), so that an answer too large
+ * for the cache is refused without reading it back. Returns 0, or -1 (refused or failed;
+ * store_error says which). */
 int store_cache_put_message(struct store *st, const unsigned char key[STORE_CACHE_KEY_LEN],
-                            int64_t msg_id);
+                            int64_t msg_id, int64_t bytes);
 /* Largest answer the cache takes, bytes (0: up to the whole cap, the default). tokterm sets
  * 1/100 of the cap, so that one huge answer never evicts a hundred ordinary ones. */
 void store_cache_set_entry_max(struct store *st, int64_t max_bytes);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 static void xmalloc_die(size_t n)
@@ -20,6 +21,24 @@ static void xmalloc_die(size_t n)
 void *xmalloc(size_t n)
 {
     void *p = malloc(n ? n : 1);
+    if (!p)
+        xmalloc_die(n);
+    return p;
+}
+
+void *huge_alloc(size_t n)
+{
+    size_t len = (n + XMALLOC_HUGE_PAGE - 1) & ~(XMALLOC_HUGE_PAGE - 1);
+    void *p = NULL;
+    if (len < n || posix_memalign(&p, XMALLOC_HUGE_PAGE, len ? len : XMALLOC_HUGE_PAGE) != 0)
+        return NULL;
+    (void)madvise(p, len, MADV_HUGEPAGE); /* only advice: without THP, plain pages */
+    return p;
+}
+
+void *xmalloc_huge(size_t n)
+{
+    void *p = huge_alloc(n);
     if (!p)
         xmalloc_die(n);
     return p;

@@ -1514,6 +1514,71 @@ static void test_commands(void)
 }
 
 /* store_checkpoint_async copies the WAL into the database file off the committing thread. */
+/* A long answer (past STORE_BIG_ANSWER): written through a small page cache, whole or after
+ * parts were committed; and refused by the cache by its size before it is read back. */
+static void test_long_answer(void)
+{
+    char *path = tmp_path("long.db"), *err = NULL;
+    struct store *st = store_open(path, NULL, &err);
+    TAP_OK(st != NULL, "open long.db");
+    if (!st)
+        return;
+    struct fake_clock clk = {100.0, 1700000000};
+    store_set_clock(st, fake_mono, fake_epoch, &clk);
+    int64_t c = store_conversation_new(st, "long", NULL, "m", NULL);
+    size_t n = 600 * 1024;
+    char *text = xmalloc(n + 1);
+    for (size_t i = 0; i < n; i++)
+        text[i] = (char)('a' + (i * 7) % 26);
+    text[n] = '\0';
+    /* Whole: nothing committed while it streams (no time passes). */
+    int64_t m1 = store_message_begin(st, c, NULL);
+    for (size_t off = 0; off < n; off += 1000)
+        store_message_append(st, m1, text + off, n - off < 1000 ? n - off : 1000);
+    TAP_INT(raw_int(path, "SELECT count(*) FROM message_parts"), 0, "whole: no part committed");
+    TAP_INT(store_message_finish(st, m1, STORE_COMPLETE, "stop", NULL, NULL, NULL), 0,
+            "whole: finish");
+    /* In parts: a batch interval passes twice while it streams. */
+    int64_t m2 = store_message_begin(st, c, NULL);
+    for (size_t off = 0; off < n; off += 1000) {
+        if (off == 200000 || off == 400000)
+            clk.mono += 0.3;
+        store_message_append(st, m2, text + off, n - off < 1000 ? n - off : 1000);
+    }
+    store_message_append_reasoning(st, m2, "hmm", 3);
+    TAP_OK(raw_int(path, "SELECT count(*) FROM message_parts") >= 2, "parts: parts committed");
+    TAP_INT(store_message_finish(st, m2, STORE_COMPLETE, "stop", NULL, NULL, NULL), 0,
+            "parts: finish");
+    struct store_conversation *cv = NULL;
+    store_conversation_load(st, c, &cv);
+    TAP_OK(cv && cv->n_messages == 2 && strcmp(cv->messages[0].content, text) == 0 &&
+               cv->messages[0].reasoning == NULL,
+           "whole: the answer reads back byte for byte, no reasoning");
+    TAP_OK(cv && cv->n_messages == 2 && strcmp(cv->messages[1].content, text) == 0 &&
+               cv->messages[1].reasoning && strcmp(cv->messages[1].reasoning, "hmm") == 0,
+           "parts: the answer reads back byte for byte, with its reasoning");
+    store_conversation_free(cv);
+    TAP_INT(raw_int(path, "SELECT count(*) FROM message_parts"), 0, "no part left behind");
+    /* A third answer, finished right after a small one: the page cache is back to its size. */
+    int64_t m3 = store_message_begin(st, c, NULL);
+    store_message_append(st, m3, "short", 5);
+    TAP_INT(store_message_finish(st, m3, STORE_COMPLETE, "stop", NULL, NULL, NULL), 0,
+            "a short answer after the long ones");
+    /* The cache: 600 KB over a 100 KB limit, refused by the size the caller knows. */
+    unsigned char key[STORE_CACHE_KEY_LEN] = {1, 2, 3};
+    store_cache_set_entry_max(st, 100 * 1024);
+    TAP_INT(store_cache_put_message(st, key, m1, (int64_t)n), -1, "cache: too large, refused");
+    TAP_OK(strstr(store_error(st), "larger") != NULL, "cache: says why (%s)", store_error(st));
+    TAP_INT(store_cache_put_message(st, key, m1, -1), -1,
+            "cache: size unknown, refused all the same");
+    TAP_INT(store_cache_put_message(st, key, m3, 5), 0, "cache: the short answer is taken");
+    store_close(st);
+    TAP_INT(raw_int(path, "SELECT count(*) FROM pragma_integrity_check WHERE integrity_check = 'ok'"),
+            1, "integrity_check ok");
+    free(text);
+    free(path);
+}
+
 static void test_checkpoint_async(void)
 {
     char *path = tmp_path("ckpt.db"), *err = NULL;
@@ -1571,6 +1636,7 @@ int main(void)
     test_cache();
     test_summaries_quota();
     test_commands();
+    test_long_answer();
     test_checkpoint_async();
     rm_tree(tmpdir);
     return tap_done();

@@ -1,0 +1,55 @@
+/* test_buf.c - the growable buffer, across the size where it moves into huge pages. */
+#include "config.h"
+#include "buf.h"
+#include "tap.h"
+#include "xmalloc.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+int main(void)
+{
+    struct buf b = BUF_INIT;
+    TAP_STR(buf_str(&b), "", "empty buffer reads as an empty string");
+    /* Grow one short piece at a time past XMALLOC_HUGE_MIN and past one huge page. */
+    size_t want = 5 * XMALLOC_HUGE_MIN / 2, pieces = 0;
+    char piece[1000];
+    while (b.len < want) {
+        for (size_t i = 0; i < sizeof piece; i++)
+            piece[i] = (char)('a' + (pieces + i) % 26);
+        buf_append(&b, piece, sizeof piece);
+        pieces++;
+    }
+    int same = 1;
+    for (size_t p = 0; p < pieces && same; p++)
+        for (size_t i = 0; i < sizeof piece; i++)
+            if (b.data[p * sizeof piece + i] != (char)('a' + (p + i) % 26)) {
+                same = 0;
+                break;
+            }
+    TAP_OK(same, "%zu bytes appended in %zu pieces read back in order", b.len, pieces);
+    TAP_INT(b.data[b.len], 0, "terminated after the last byte");
+    TAP_OK(b.cap >= b.len + 1 && b.cap % XMALLOC_HUGE_PAGE == 0,
+           "a large buffer's capacity is whole huge pages (%zu)", b.cap);
+    TAP_OK(((uintptr_t)b.data & (XMALLOC_HUGE_PAGE - 1)) == 0, "and starts on a huge page");
+    /* It stays an ordinary malloc'd block: buf_take hands it out, free() takes it back. */
+    size_t len = b.len;
+    char *taken = buf_take(&b);
+    TAP_OK(taken && strlen(taken) == len && b.len == 0, "buf_take hands the text out");
+    taken = realloc(taken, 10);
+    TAP_OK(taken != NULL, "realloc shrinks it like any block");
+    free(taken);
+    /* huge_alloc rounds up and aligns. */
+    char *h = huge_alloc(1);
+    TAP_OK(h && ((uintptr_t)h & (XMALLOC_HUGE_PAGE - 1)) == 0, "huge_alloc(1) is aligned");
+    if (h)
+        memset(h, 1, XMALLOC_HUGE_PAGE); /* the whole page is ours (ASan checks) */
+    free(h);
+    /* Reset and reuse keep the large block. */
+    buf_append(&b, "x", 1);
+    buf_reset(&b);
+    TAP_STR(buf_str(&b), "", "reset empties it");
+    buf_free(&b);
+    return tap_done();
+}
