@@ -12,12 +12,12 @@
 #include "util.h"
 #include "xmalloc.h"
 
-#include <curl/curl.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <langinfo.h>
 #include <locale.h>
 #include "sqlite_dl.h" /* <sqlite3.h>, the library loaded when needed */
+#include "curl_dl.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -327,9 +327,11 @@ static void doctor_endpoint(struct doctor *d, const struct conf *c, const char *
                      "base_url '%s' is not an HTTP URL", b);
         goto out;
     }
-    CURL *e = curl_easy_init();
+    const char *unloaded = NULL;
+    CURL *e = curl_dl_load(&unloaded) == 0 ? curl_easy_init() : NULL;
     if (!e) {
-        doctor_line(d, DOCTOR_FAIL, "endpoint", prof, "curl could not be initialised", NULL);
+        doctor_line(d, DOCTOR_FAIL, "endpoint", prof,
+                    unloaded ? unloaded : "curl could not be initialised", NULL);
         goto out;
     }
     struct doctor_xfer x;

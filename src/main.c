@@ -17,8 +17,8 @@
 #include "tui.h"
 #include "util.h"
 #include "xmalloc.h"
+#include "curl_dl.h"
 
-#include <curl/curl.h>
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <locale.h>
@@ -40,15 +40,20 @@
  * (tokterm-tui's), named by the headers both programs were built with. */
 static void main_version(void)
 {
-    curl_version_info_data *cv = curl_version_info(CURLVERSION_NOW);
+    const char *why = NULL;
+    curl_version_info_data *cv = curl_dl_load(&why) == 0 ? curl_version_info(CURLVERSION_NOW)
+                                                           : NULL;
     char *err = NULL;
     const char *sqlite = sqlite_dl_load(&err) == 0 ? sqlite3_libversion() : "(not loadable)";
     printf("%s\n", PACKAGE_STRING);
     printf("libcurl %s (%s%s), cJSON %s, SQLite %s, utf8proc %s, ncurses %s.%d, readline %d.%d\n",
-           cv->version, cv->ssl_version ? cv->ssl_version : "no TLS",
-           (cv->features & CURL_VERSION_HTTP2) ? ", HTTP/2" : "", cJSON_Version(), sqlite,
+           cv ? cv->version : "(not loadable)",
+           !cv ? "-" : cv->ssl_version ? cv->ssl_version : "no TLS",
+           cv && (cv->features & CURL_VERSION_HTTP2) ? ", HTTP/2" : "", cJSON_Version(), sqlite,
            utf8proc_version(), NCURSES_VERSION, NCURSES_VERSION_PATCH, RL_VERSION_MAJOR,
            RL_VERSION_MINOR);
+    if (why)
+        fprintf(stderr, "tokterm: %s\n", why);
     if (err)
         fprintf(stderr, "tokterm: %s\n", err);
     free(err);
@@ -95,6 +100,8 @@ static int main_exec_tui(char **argv)
 /* Does something answer GET url/models within a short time? */
 static int main_probe(const char *base)
 {
+    if (curl_dl_load(NULL) != 0)
+        return 0;
     CURL *e = curl_easy_init();
     if (!e)
         return 0;
@@ -383,7 +390,8 @@ static int main_exit(int code)
         _exit(code);
     }
 #endif
-    curl_global_cleanup();
+    if (curl_dl_loaded())
+        curl_global_cleanup();
     return code;
 }
 
@@ -415,11 +423,6 @@ int main(int argc, char **argv)
     }
 #endif
     signal(SIGPIPE, SIG_IGN);
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-        fputs("tokterm: curl could not be initialised\n", stderr);
-        code = 1;
-        goto out;
-    }
     if (a.version || (a.subcommand && strcmp(a.subcommand, "version") == 0)) {
         main_version();
         goto out;

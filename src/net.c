@@ -5,8 +5,8 @@
 #include "sse.h"
 #include "util.h"
 #include "xmalloc.h"
+#include "curl_dl.h"
 
-#include <curl/curl.h>
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
@@ -991,6 +991,8 @@ static void *net_main(void *arg)
 
 struct net *net_start(struct queue *q, const char **err)
 {
+    if (curl_dl_load(err) != 0)
+        return NULL;
     struct net *n = xcalloc(1, sizeof *n);
     n->q = q;
     n->multi = curl_multi_init();

@@ -2,6 +2,7 @@
 #include "config.h"
 #include "sqlite_dl.h"
 
+#include "util.h"
 #include "xmalloc.h"
 
 #include <dlfcn.h>
@@ -22,16 +23,6 @@ struct sqlite_dl sqlite_dl_api;
 
 static pthread_once_t sqlite_dl_once = PTHREAD_ONCE_INIT;
 static char sqlite_dl_error[512]; /* empty once loaded */
-
-/* The symbol's address into a function pointer of any type (dlsym returns void *). */
-static int sqlite_dl_sym(void *lib, const char *name, void *slot, size_t size)
-{
-    void *p = dlsym(lib, name);
-    if (!p)
-        return -1;
-    memcpy(slot, &p, size);
-    return 0;
-}
 
 /* SQLite's allocator: malloc, except that a block of XMALLOC_HUGE_MIN bytes or more goes in huge
  * pages (huge_alloc: still a malloc'd block, so free, realloc and malloc_usable_size apply). */
@@ -102,13 +93,13 @@ static void sqlite_dl_init(void)
     memset(&api, 0, sizeof api);
     const char *missing = NULL;
 #define SQLITE_DL_LOAD(name)                                                                   \
-    if (!missing && sqlite_dl_sym(lib, "sqlite3_" #name, &api.name, sizeof api.name) != 0)    \
+    if (!missing && util_dlsym(lib, "sqlite3_" #name, &api.name, sizeof api.name) != 0)    \
         missing = "sqlite3_" #name;
     SQLITE_DL_FUNCS(SQLITE_DL_LOAD)
 #undef SQLITE_DL_LOAD
     if (missing) {
         const char *(*version)(void) = NULL;
-        sqlite_dl_sym(lib, "sqlite3_libversion", &version, sizeof version);
+        util_dlsym(lib, "sqlite3_libversion", &version, sizeof version);
         snprintf(sqlite_dl_error, sizeof sqlite_dl_error,
                  "cannot load SQLite (%s): it has no %s%s%s%s; %s", TT_SQLITE_SONAME, missing,
                  version ? " (SQLite " : "", version ? version() : "",
@@ -120,7 +111,7 @@ static void sqlite_dl_init(void)
     /* Before SQLite initialises itself: the allocator that puts large blocks (the record of a
      * long answer) in huge pages. Refused (SQLITE_MISUSE) if something initialised it first. */
     int (*config)(int, ...) = NULL;
-    if (sqlite_dl_sym(lib, "sqlite3_config", &config, sizeof config) == 0)
+    if (!getenv("NOHUGE") && util_dlsym(lib, "sqlite3_config", &config, sizeof config) == 0)
         (void)config(SQLITE_CONFIG_MALLOC, &sqlite_dl_mem);
 }
 

@@ -4,6 +4,7 @@
 #include "buf.h"
 #include "xmalloc.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
 #include <unistd.h>
@@ -156,4 +157,13 @@ char *util_data_path(const char *file, struct buf *tried)
         free(path);
     }
     return NULL;
+}
+
+int util_dlsym(void *lib, const char *name, void *slot, size_t size)
+{
+    void *p = dlsym(lib, name);
+    if (!p)
+        return -1;
+    memcpy(slot, &p, size);
+    return 0;
 }

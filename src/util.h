@@ -39,6 +39,10 @@ struct buf;
  * (may be NULL), comma-separated. */
 char *util_data_path(const char *file, struct buf *tried);
 
+/* dlsym(lib, name) into a function pointer of any type (slot, size: the pointer variable):
+ * 0, or -1 when the library has no such symbol. */
+int util_dlsym(void *lib, const char *name, void *slot, size_t size);
+
 /* ceil(x) for |x| < 9e18 (x itself otherwise): the one libm function tokterm needed, and
  * linking libm for it costs ~300 KB of resident memory at every start. */
 static inline double util_ceil(double x)

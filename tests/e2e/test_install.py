@@ -111,9 +111,9 @@ def check_chat(dest, root, binary):
     if readelf:
         r = subprocess.run([readelf, "-d", binary], capture_output=True, timeout=30)
         needed = re.findall(r"\(NEEDED\).*\[(.*)\]", r.stdout.decode())
-        lazy = [n for n in needed if re.match(r"lib(n?cursesw?|tinfo|readline|sqlite3)", n)]
-        t.ok(needed and not lazy, "the installed tokterm links neither curses, readline nor "
-             "SQLite", needed)
+        lazy = [n for n in needed if re.match(r"lib(n?cursesw?|tinfo|readline|sqlite3|curl)", n)]
+        t.ok(needed and not lazy, "the installed tokterm links neither curses, readline, SQLite "
+             "nor libcurl (loaded when needed)", needed)
     else:
         t.skip("NEEDED entries of the installed tokterm", "readelf is not installed")
     if not tuis or not ttlib.Tmux.available():
