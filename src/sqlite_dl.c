@@ -111,7 +111,7 @@ static void sqlite_dl_init(void)
     /* Before SQLite initialises itself: the allocator that puts large blocks (the record of a
      * long answer) in huge pages. Refused (SQLITE_MISUSE) if something initialised it first. */
     int (*config)(int, ...) = NULL;
-    if (!getenv("NOHUGE") && util_dlsym(lib, "sqlite3_config", &config, sizeof config) == 0)
+    if (util_dlsym(lib, "sqlite3_config", &config, sizeof config) == 0)
         (void)config(SQLITE_CONFIG_MALLOC, &sqlite_dl_mem);
 }
 

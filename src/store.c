@@ -987,7 +987,6 @@ struct store *store_open(const char *path, struct store_open_info *info, char **
         store_free(st);
         return NULL;
     }
-    if (getenv("TT_MMAP")) { char q[80]; snprintf(q, sizeof q, "PRAGMA mmap_size = %s", getenv("TT_MMAP")); sqlite3_exec(st->db, q, NULL, NULL, NULL); }
     info->version = STORE_SCHEMA_VERSION;
     store_fix_modes(path, info);
     int n = store_recover(st);
