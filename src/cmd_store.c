@@ -3,6 +3,7 @@
 #include "cmd_store.h"
 
 #include "buf.h"
+#include "sqlite_dl.h"
 #include "store.h"
 #include "utf8.h"
 #include "util.h"
@@ -836,6 +837,8 @@ int cmd_store_run(struct store *st, int argc, char **argv, FILE *out, FILE *err,
 int cmd_store(const char *db_path, int argc, char **argv)
 {
     char *err = NULL;
+    if (argc > 0 && strcmp(argv[0], "search") == 0)
+        sqlite_dl_prefer_large_reads(); /* before SQLite is loaded */
     struct store_open_info info;
     struct store *st = store_open(db_path, &info, &err);
     if (!st) {

@@ -37,6 +37,9 @@ extern struct sqlite_dl sqlite_dl_api;
 /* Load the library and every function of the list (only the first call does the work).
  * 0 on success; -1 with *err set to a message that says what to install (free it). */
 int sqlite_dl_load(char **err);
+/* Before the first sqlite_dl_load: this process will read many pages (a search), so that the
+ * page cache is set up in a huge page (see sqlite_dl.c). */
+void sqlite_dl_prefer_large_reads(void);
 
 #define sqlite3_bind_blob (sqlite_dl_api.bind_blob)
 #define sqlite3_bind_double (sqlite_dl_api.bind_double)
