@@ -14,7 +14,7 @@
 /* Text waiting for the consumer past which the producer waits for it (at most QUEUE_WAIT_MS
  * at a time, so a consumer that is busy elsewhere never stalls the network for long): a fast
  * stream then costs this much memory, not whatever arrived while the consumer was descheduled. */
-#define QUEUE_TEXT_HIGH (64 * 1024)
+#define QUEUE_TEXT_HIGH (256 * 1024)
 #define QUEUE_WAIT_MS 20
 
 struct queue {
