@@ -62,6 +62,32 @@ static int sse_dispatch(struct sse_parser *p, sse_event_fn fn, void *ud)
     return rc;
 }
 
+/* The usual event, one `data:` line then a blank line, both whole in the bytes being fed and
+ * ended by LF alone: dispatched from those bytes, without copying the data. */
+static int sse_dispatch_line(struct sse_parser *p, const char *s, size_t n, sse_event_fn fn,
+                             void *ud)
+{
+    const char *v = s + 5;
+    if (v < s + n && *v == ' ')
+        v++;
+    size_t vlen = (size_t)(s + n - v);
+    if (vlen + 1 > p->max_event) {
+        p->errmsg = "event data larger than the limit";
+        return -1;
+    }
+    struct sse_event ev;
+    ev.type = p->type.len ? buf_str(&p->type) : "message";
+    ev.data = v;
+    ev.data_len = vlen;
+    ev.id = buf_str(&p->id);
+    ev.error = NULL;
+    ev.error_len = 0;
+    p->events++;
+    int rc = fn(ud, &ev);
+    sse_reset_event(p);
+    return rc;
+}
+
 static int sse_field_is(const char *f, size_t n, const char *name)
 {
     size_t k = strlen(name);
@@ -173,6 +199,15 @@ int sse_feed(struct sse_parser *p, const char *s, size_t n, sse_event_fn fn, voi
             return 0;
         }
         int rc;
+        if (!p->line.len && eol + 1 < n && s[eol] == '\n' && s[eol + 1] == '\n' &&
+            !p->data.len && !p->has_error_field && eol >= 5 && memcmp(s, "data:", 5) == 0) {
+            rc = sse_dispatch_line(p, s, eol, fn, ud);
+            s += eol + 2;
+            n -= eol + 2;
+            if (rc)
+                return rc;
+            continue;
+        }
         if (p->line.len) {
             if (p->line.len + eol > p->max_event) {
                 p->errmsg = "line longer than the limit";

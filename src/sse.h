@@ -8,7 +8,8 @@
 
 struct sse_event {
     const char *type;   /* "message" unless an `event:` field set it */
-    const char *data;   /* the joined data lines (LF between them), NUL-terminated */
+    const char *data;   /* the joined data lines (LF between them): data_len bytes, not
+                           always NUL-terminated (a one-line event points into the bytes fed) */
     size_t data_len;
     const char *id;     /* last event id ("" when none) */
     const char *error;  /* non-standard `error:` field (old llama.cpp), NULL when absent */

@@ -8,7 +8,8 @@
 static int collect(void *ud, const struct sse_event *ev)
 {
     struct buf *b = ud;
-    buf_printf(b, "%s|%s|%s;", ev->type, ev->data, ev->error ? ev->error : "-");
+    buf_printf(b, "%s|%.*s|%s;", ev->type, (int)ev->data_len, ev->data,
+               ev->error ? ev->error : "-");
     return 0;
 }
 
