@@ -90,7 +90,7 @@ void sqlite_dl_prefer_large_reads(void)
 /* For a command that will read many pages (a search walks the index's long doclists): the
  * page cache in one huge page, shared by every connection. A 4 KiB page fresh from the kernel
  * costs ~11 us to fault in on the machines tokterm is measured on, and the ~1,000 pages of a
- * cold search were a fifth of its time; a 2 MiB huge page costs ~0.07 ms. SQLite writes into
+ * cold search were a fifth of its time; a 2 MiB huge page costs 0.07-0.3 ms. SQLite writes into
  * every slot when it takes the buffer, so the whole of it is resident from then on: other
  * commands keep malloc's pages, as many as they read. Past the buffer SQLite uses malloc. */
 static void sqlite_dl_page_cache(int (*config)(int, ...))
