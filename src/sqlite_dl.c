@@ -102,8 +102,12 @@ static void sqlite_dl_page_cache(int (*config)(int, ...))
         return;
     size_t slot = ((size_t)4096 + (size_t)hdr + 7) & ~(size_t)7; /* the store's page size */
     char *buf = huge_alloc(XMALLOC_HUGE_PAGE);
-    if (buf && config(SQLITE_CONFIG_PAGECACHE, buf, (int)slot,
-                      (int)(XMALLOC_HUGE_PAGE / slot)) != SQLITE_OK)
+    if (!buf)
+        return;
+    /* Only if the kernel gave a huge page: without one (THP off, or none free), SQLite's
+     * setup would fault in the whole buffer page by page, dearer than malloc on demand. */
+    if (!huge_is_huge(buf) || config(SQLITE_CONFIG_PAGECACHE, buf, (int)slot,
+                                     (int)(XMALLOC_HUGE_PAGE / slot)) != SQLITE_OK)
         free(buf);
     /* else SQLite owns it until the process ends */
 }

@@ -36,6 +36,16 @@ void *huge_alloc(size_t n)
     return p;
 }
 
+int huge_is_huge(void *p)
+{
+    volatile char *c = p;
+    c[0] = 0;
+    size_t small = (size_t)sysconf(_SC_PAGESIZE);
+    unsigned char vec[1] = {0};
+    char *last = (char *)p + XMALLOC_HUGE_PAGE - small;
+    return small > 0 && mincore(last, small, vec) == 0 && (vec[0] & 1);
+}
+
 void *xmalloc_huge(size_t n)
 {
     void *p = huge_alloc(n);

@@ -16,6 +16,9 @@ char *xstrndup(const char *s, size_t n);
 #define XMALLOC_HUGE_PAGE ((size_t)2 << 20)
 #define XMALLOC_HUGE_MIN ((size_t)1 << 20)
 void *huge_alloc(size_t n);
+/* 1 when the first huge page of p (from huge_alloc) is backed by one huge page: p[0] is written
+ * and the page's last 4 KiB is then resident too. 0 otherwise (no THP, none free). */
+int huge_is_huge(void *p);
 void *xmalloc_huge(size_t n);
 /* printf into a new string; caller frees. */
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -5,6 +5,7 @@
 #include "xmalloc.h"
 
 #include <stdint.h>
+#include <sys/prctl.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,6 +47,16 @@ int main(void)
     if (h)
         memset(h, 1, XMALLOC_HUGE_PAGE); /* the whole page is ours (ASan checks) */
     free(h);
+    /* huge_is_huge tells a huge page from plain pages: with THP off for this process (as on a
+     * machine without it), never. */
+    if (prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) == 0) {
+        char *plain = huge_alloc(XMALLOC_HUGE_PAGE);
+        TAP_OK(plain && !huge_is_huge(plain), "THP off: huge_is_huge says no");
+        free(plain);
+    } else {
+        printf("ok %d - THP off: huge_is_huge says no # SKIP prctl(PR_SET_THP_DISABLE) failed\n",
+               ++tap_count);
+    }
     /* Reset and reuse keep the large block. */
     buf_append(&b, "x", 1);
     buf_reset(&b);
