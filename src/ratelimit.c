@@ -337,7 +337,7 @@ void ratelimit_response_init(struct ratelimit_response *r)
  * seen only 0 remaining says nothing about B. */
 static int64_t dim_capacity(const struct ratelimit_dim *d)
 {
-    return d->full > 1 && d->limit != RATELIMIT_UNKNOWN && d->full * 2 <= d->limit ? d->full
+    return d->full > 1 && d->limit != RATELIMIT_UNKNOWN && d->full <= d->limit / 2 ? d->full
                                                                                    : d->limit;
 }
 
@@ -376,14 +376,16 @@ static void dim_learn(struct ratelimit_dim *d, double now)
         !(d->reset_at > now))
         return;
     double left = d->reset_at - now;
-    double seen = left / (double)(d->limit - d->remaining);
+    /* A reset rounded to whole seconds says little about a rate: only one of 10 s or more
+     * (Groq's per-day limits) may show a slower one. */
+    double seen = left >= 10 ? left / (double)(d->limit - d->remaining) : 0;
     if (seen > u)
         u = seen;
     d->unit = u;
     double size = util_ceil((double)d->remaining + left / u - 0.02);
     if (size > (double)d->limit)
         size = (double)d->limit;
-    if ((int64_t)size > d->full)
+    if (size < 9e18 && (int64_t)size > d->full)
         d->full = (int64_t)size;
 }
 
@@ -610,20 +612,24 @@ double ratelimit_wait_time(const struct ratelimit_state *s, double now, double e
 
 /* Spend `amount` locally. The server gives it back `unit` seconds a unit later than it would
  * have been full: the reset moves on by that much (capped at one whole refill from now), so a
- * burst sent before the reports of the last one are back cannot overrun the bucket (at most one
- * whole window from now). With the rate unknown, a spend from a bucket thought full starts the longest refill clock seen. */
-static void dim_debit(struct ratelimit_dim *d, double now, double amount)
+ * burst sent before the reports of the last one are back cannot overrun the bucket (at most the
+ * longest reset reported, or a minute, from now). Requests only (refill): a token estimate is
+ * rough, and in this step model a spend that moved the reset would make the next request wait
+ * for a full bucket where it needs only its share. Otherwise, and with the rate unknown, a spend
+ * from a bucket thought full starts the longest refill clock seen. */
+static void dim_debit(struct ratelimit_dim *d, double now, double amount, int refill)
 {
     dim_roll(d, now);
     if (d->remaining == RATELIMIT_UNKNOWN)
         return;
     int64_t a = (int64_t)util_ceil(amount);
     d->remaining = a >= d->remaining ? 0 : d->remaining - a;
-    double unit = dim_unit(d);
+    double unit = refill ? dim_unit(d) : 0;
     if (unit > 0) {
         double at = d->reset_at >= 0 ? d->reset_at + (double)a * unit
                                      : now + (double)(dim_capacity(d) - d->remaining) * unit;
-        double most = now + (double)d->limit * unit;
+        /* never beyond the longest refill the server has reported (or a minute) */
+        double most = now + (d->period > 60 ? d->period : 60);
         d->reset_at = at < most ? at : most;
         if (d->reset_at < now + unit)
             d->reset_at = now + unit; /* what was just spent is back no sooner */
@@ -635,9 +641,9 @@ static void dim_debit(struct ratelimit_dim *d, double now, double amount)
 void ratelimit_note_sent(struct ratelimit_state *s, double now, double est_tokens)
 {
     double est = clamp_tokens(est_tokens);
-    dim_debit(&s->req, now, 1);
+    dim_debit(&s->req, now, 1, 1);
     if (est > 0)
-        dim_debit(&s->tok, now, est);
+        dim_debit(&s->tok, now, est, 0);
     if (s->rpm > 0 || s->tpm > 0) {
         s->req_level = bucket_level(s->req_level, s->rpm, s->bucket_time, now) - 1;
         s->tok_level = bucket_level(s->tok_level, s->tpm, s->bucket_time, now) - est;

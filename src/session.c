@@ -808,10 +808,15 @@ static void session_context_exact(struct session *s)
 {
     if (!s->plan.bounded)
         return;
+    /* the history as it was sent (the answer may have been added since) */
+    size_t n = s->n_msgs;
+    if (s->plan.n_history < n)
+        s->n_msgs = s->plan.n_history;
     int lazy = s->count_lazily;
     s->count_lazily = 0;
     (void)session_context_replan(s);
     s->count_lazily = lazy;
+    s->n_msgs = n;
 }
 
 static char *session_context_begin(struct session *s)
@@ -1084,6 +1089,7 @@ int session_msg_fate(const struct session *s, size_t i)
 char *session_context_report(struct session *s)
 {
     session_context_setup(s);
+    session_context_exact(s);
     const struct conf *c = s->conf;
     struct buf b = BUF_INIT;
     long samples = 0;

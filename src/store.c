@@ -1674,9 +1674,11 @@ static int store_parts_fold(struct store *st, int64_t id, const struct store_str
     /* The whole answer in one piece (no part committed while it streamed, as with any answer
      * shorter than a batch interval; the row still holds what store_message_begin wrote: ''
      * and NULL): set, not appended, so that SQLite copies the bound text once, into the
-     * record. */
+     * record. A row that holds more (another process's recovery folded parts of ours into it)
+     * is appended to with q_fin instead. */
     static const char q_fin_whole[] =
-        "UPDATE messages SET content = ifnull(?2, ''), reasoning = ?3" STORE_FIN_SET;
+        "UPDATE messages SET content = ifnull(?2, ''), reasoning = ?3" STORE_FIN_SET
+        " AND content = '' AND reasoning IS NULL";
 #undef STORE_FIN_SET
 #undef STORE_FOLD_SET
     static const char q_drop[] = "DELETE FROM message_parts WHERE message_id = ?1";
@@ -1716,8 +1718,10 @@ static int store_parts_fold(struct store *st, int64_t id, const struct store_str
         store_set_err(st, "cannot save the answer: larger than 2 GiB");
         goto out;
     }
+    const char *sql = !fin ? q_set : s && !has_parts ? q_fin_whole : q_fin;
+again:
     if (tp->len || has_reasoning || fin) {
-        if (!(q = store_prep(st, !fin ? q_set : s && !has_parts ? q_fin_whole : q_fin)))
+        if (!(q = store_prep(st, sql)))
             goto out;
         sqlite3_bind_int64(q, 1, id);
         if (tp->len)
@@ -1747,6 +1751,10 @@ static int store_parts_fold(struct store *st, int64_t id, const struct store_str
             goto out;
         }
         if (fin && sqlite3_changes(st->db) == 0) {
+            if (sql == q_fin_whole) {
+                sql = q_fin; /* not as store_message_begin left it: append */
+                goto again;
+            }
             ret = STORE_NOT_FOUND;
             goto out;
         }

@@ -332,8 +332,8 @@ static void test_pacing(void)
     TAP_NEAR(ratelimit_wait_time(&t, NOW + 31, 5000), 0, "more than the limit, full: go");
     ratelimit_note_sent(&t, NOW, 60);
     TAP_INT(t.tok.remaining, 40, "note_sent debits tokens");
-    TAP_NEAR(ratelimit_wait_time(&t, NOW, 50), 33.6,
-             "after the debit 50 no longer fits: the reset moves on by 60 x 60/1000 s");
+    TAP_NEAR(ratelimit_wait_time(&t, NOW, 50), 30,
+             "after the debit 50 no longer fits (tokens do not move the reset)");
     ratelimit_note_sent(&t, NOW, 1e30);
     TAP_INT(t.tok.remaining, 0, "huge debit clamps at 0");
     ratelimit_note_sent(&t, NOW, NAN);
@@ -993,7 +993,30 @@ static void test_merge(void)
     ratelimit_merge_report(&s, &s, NOW, 0, 1);
     TAP_NEAR(s.req.unit, 179.56 / 30, "a per-day limit: the report's slower rate is learnt");
     ratelimit_note_sent(&s, NOW, 0);
-    TAP_NEAR(s.req.reset_at, NOW + 179.56 + 179.56 / 30, "one spend moves the reset on by it");
+    TAP_NEAR(s.req.reset_at, NOW + 179.56, "one spend: never past the longest reset reported");
+    /* A reset rounded to a second teaches no rate: 1 s for 10 missing is not 0.1 s each. */
+    ratelimit_state_init(&s, 0, 0);
+    feed(&s, NULL, "x-ratelimit-limit-requests: 10000\r\n", NOW);
+    feed(&s, NULL, "x-ratelimit-remaining-requests: 9990\r\n", NOW);
+    feed(&s, NULL, "x-ratelimit-reset-requests: 1s\r\n", NOW);
+    ratelimit_merge_report(&s, &s, NOW, 0, 1);
+    TAP_NEAR(s.req.unit, 0.006, "a 1 s reset: the per-minute rate, 60/10000 s");
+    /* A 20-hour window: the reset never moves past it, however many are sent. */
+    ratelimit_state_init(&s, 0, 0);
+    feed(&s, NULL, "x-ratelimit-limit-requests: 1000\r\n", NOW);
+    feed(&s, NULL, "x-ratelimit-remaining-requests: 999\r\n", NOW);
+    feed(&s, NULL, "x-ratelimit-reset-requests: 20h\r\n", NOW);
+    ratelimit_merge_report(&s, &s, NOW, 0, 1);
+    for (int i = 0; i < 999; i++)
+        ratelimit_note_sent(&s, NOW, 0);
+    TAP_NEAR(ratelimit_wait_time(&s, NOW, 0), 72000, "999 sent in a 20 h window: wait 20 h, no more");
+    /* A limit near INT64_MAX: no overflow (UBSan) and no wait. */
+    ratelimit_state_init(&s, 0, 0);
+    feed(&s, NULL, "x-ratelimit-limit-tokens: 9223372036854775500\r\n", NOW);
+    feed(&s, NULL, "x-ratelimit-remaining-tokens: 0\r\n", NOW);
+    feed(&s, NULL, "x-ratelimit-reset-tokens: 60s\r\n", NOW);
+    ratelimit_merge_report(&s, &s, NOW, 0, 1);
+    TAP_OK(s.tok.full <= 1, "a huge limit: no bucket size learnt from it");
 }
 
 int main(void)

@@ -1564,6 +1564,20 @@ static void test_long_answer(void)
     store_message_append(st, m3, "short", 5);
     TAP_INT(store_message_finish(st, m3, STORE_COMPLETE, "stop", NULL, NULL, NULL), 0,
             "a short answer after the long ones");
+    /* Another process's recovery folded a committed part of ours into the row (it took this
+     * writer for dead); the rest, never committed as a part, must be appended, not set. */
+    int64_t m4 = store_message_begin(st, c, NULL);
+    store_message_append(st, m4, "PART-ONE ", 9);
+    store_message_flush(st, m4);
+    raw_exec(path, "UPDATE messages SET content = 'PART-ONE ' WHERE id = (SELECT max(id) FROM "
+                   "messages); DELETE FROM message_parts");
+    store_message_append(st, m4, "PART-TWO", 8);
+    TAP_INT(store_message_finish(st, m4, STORE_COMPLETE, "stop", NULL, NULL, NULL), 0,
+            "finish after another process folded a part");
+    char *got = raw_text(path, "SELECT content FROM messages WHERE id = (SELECT max(id) FROM "
+                               "messages)");
+    TAP_STR(got, "PART-ONE PART-TWO", "the folded part is kept, the rest appended");
+    free(got);
     /* The cache: 600 KB over a 100 KB limit, refused by the size the caller knows. */
     unsigned char key[STORE_CACHE_KEY_LEN] = {1, 2, 3};
     store_cache_set_entry_max(st, 100 * 1024);
