@@ -914,6 +914,22 @@ static void test_format(void)
     check_fmt_dur(INFINITY, "277777h46m40s");
 }
 
+/* A fresh state holding one report that was alone on the wire: limit, remaining and reset of
+ * the dimension dim ("requests" or "tokens"). */
+static void alone(struct ratelimit_state *s, const char *dim, const char *limit,
+                  const char *remaining, const char *reset)
+{
+    char line[128];
+    ratelimit_state_init(s, 0, 0);
+    snprintf(line, sizeof line, "x-ratelimit-limit-%s: %s\r\n", dim, limit);
+    feed(s, NULL, line, NOW);
+    snprintf(line, sizeof line, "x-ratelimit-remaining-%s: %s\r\n", dim, remaining);
+    feed(s, NULL, line, NOW);
+    snprintf(line, sizeof line, "x-ratelimit-reset-%s: %s\r\n", dim, reset);
+    feed(s, NULL, line, NOW);
+    ratelimit_merge_report(s, s, NOW, 0, 1);
+}
+
 /* Reports of requests that were on the wire together, and the refill clock after a reset. */
 static void test_merge(void)
 {
@@ -956,11 +972,7 @@ static void test_merge(void)
     /* Answers slower than the refill: a burst of 5 refilled at 20/s (1,200 a minute). The probe
      * alone says 4 left, full in 0.05 s; four more go at once. Their reports are not back when
      * that reset comes, so the reset must have moved on by what they spent. */
-    ratelimit_state_init(&s, 0, 0);
-    feed(&s, NULL, "x-ratelimit-limit-requests: 1200\r\n", NOW);
-    feed(&s, NULL, "x-ratelimit-remaining-requests: 4\r\n", NOW);
-    feed(&s, NULL, "x-ratelimit-reset-requests: 0.050s\r\n", NOW);
-    ratelimit_merge_report(&s, &s, NOW, 0, 1);
+    alone(&s, "requests", "1200", "4", "0.050s");
     TAP_NEAR(s.req.unit, 0.05, "the refill rate of a per-minute limit: 60/1200 s a request");
     for (int i = 0; i < 4; i++)
         ratelimit_note_sent(&s, NOW, 0);
@@ -975,47 +987,27 @@ static void test_merge(void)
 
     /* A new process whose first report says 0 left (the last one emptied the bucket), full in
      * 0.22 s: 4.4 requests missing at 20/s, so the bucket holds 5, not the 1,200 of the limit. */
-    ratelimit_state_init(&s, 0, 0);
-    feed(&s, NULL, "x-ratelimit-limit-requests: 1200\r\n", NOW);
-    feed(&s, NULL, "x-ratelimit-remaining-requests: 0\r\n", NOW);
-    feed(&s, NULL, "x-ratelimit-reset-requests: 0.220s\r\n", NOW);
-    ratelimit_merge_report(&s, &s, NOW, 0, 1);
+    alone(&s, "requests", "1200", "0", "0.220s");
     TAP_INT(s.req.full, 5, "0 left and full in 0.22 s at 20/s: a bucket of 5");
     TAP_NEAR(ratelimit_wait_time(&s, NOW + 0.1, 0), 0.12, "wait for the reset");
     ratelimit_note_sent(&s, NOW + 0.22, 0);
     TAP_INT(s.req.remaining, 4, "at the reset the bucket holds 5 (one now spent), not 1,200");
 
     /* Groq: requests per day. The report shows the slower rate: 179.56 s for 30 missing. */
-    ratelimit_state_init(&s, 0, 0);
-    feed(&s, NULL, "x-ratelimit-limit-requests: 14400\r\n", NOW);
-    feed(&s, NULL, "x-ratelimit-remaining-requests: 14370\r\n", NOW);
-    feed(&s, NULL, "x-ratelimit-reset-requests: 2m59.56s\r\n", NOW);
-    ratelimit_merge_report(&s, &s, NOW, 0, 1);
+    alone(&s, "requests", "14400", "14370", "2m59.56s");
     TAP_NEAR(s.req.unit, 179.56 / 30, "a per-day limit: the report's slower rate is learnt");
     ratelimit_note_sent(&s, NOW, 0);
     TAP_NEAR(s.req.reset_at, NOW + 179.56, "one spend: never past the longest reset reported");
     /* A reset rounded to a second teaches no rate: 1 s for 10 missing is not 0.1 s each. */
-    ratelimit_state_init(&s, 0, 0);
-    feed(&s, NULL, "x-ratelimit-limit-requests: 10000\r\n", NOW);
-    feed(&s, NULL, "x-ratelimit-remaining-requests: 9990\r\n", NOW);
-    feed(&s, NULL, "x-ratelimit-reset-requests: 1s\r\n", NOW);
-    ratelimit_merge_report(&s, &s, NOW, 0, 1);
+    alone(&s, "requests", "10000", "9990", "1s");
     TAP_NEAR(s.req.unit, 0.006, "a 1 s reset: the per-minute rate, 60/10000 s");
     /* A 20-hour window: the reset never moves past it, however many are sent. */
-    ratelimit_state_init(&s, 0, 0);
-    feed(&s, NULL, "x-ratelimit-limit-requests: 1000\r\n", NOW);
-    feed(&s, NULL, "x-ratelimit-remaining-requests: 999\r\n", NOW);
-    feed(&s, NULL, "x-ratelimit-reset-requests: 20h\r\n", NOW);
-    ratelimit_merge_report(&s, &s, NOW, 0, 1);
+    alone(&s, "requests", "1000", "999", "20h");
     for (int i = 0; i < 999; i++)
         ratelimit_note_sent(&s, NOW, 0);
     TAP_NEAR(ratelimit_wait_time(&s, NOW, 0), 72000, "999 sent in a 20 h window: wait 20 h, no more");
     /* A limit near INT64_MAX: no overflow (UBSan) and no wait. */
-    ratelimit_state_init(&s, 0, 0);
-    feed(&s, NULL, "x-ratelimit-limit-tokens: 9223372036854775500\r\n", NOW);
-    feed(&s, NULL, "x-ratelimit-remaining-tokens: 0\r\n", NOW);
-    feed(&s, NULL, "x-ratelimit-reset-tokens: 60s\r\n", NOW);
-    ratelimit_merge_report(&s, &s, NOW, 0, 1);
+    alone(&s, "tokens", "9223372036854775500", "0", "60s");
     TAP_OK(s.tok.full <= 1, "a huge limit: no bucket size learnt from it");
 }
 
