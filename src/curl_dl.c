@@ -22,13 +22,10 @@ static char curl_dl_error[512] = "not loaded"; /* empty once loaded */
 
 static void curl_dl_init(void)
 {
-    void *lib = dlopen(TT_CURL_SONAME, RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        const char *why = dlerror();
-        snprintf(curl_dl_error, sizeof curl_dl_error, "cannot load libcurl (%s): %s; %s",
-                 TT_CURL_SONAME, why ? why : "dlopen failed", CURL_DL_HOW);
+    void *lib = util_dlopen(TT_CURL_SONAME, "libcurl", CURL_DL_HOW, curl_dl_error,
+                            sizeof curl_dl_error);
+    if (!lib)
         return;
-    }
     struct curl_dl api;
     memset(&api, 0, sizeof api);
     const char *missing = NULL;

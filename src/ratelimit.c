@@ -3,9 +3,10 @@
  * Quota model ("step" buckets): the server's x-ratelimit-remaining-* is taken as the budget
  * until x-ratelimit-reset-* (converted to an absolute monotonic time when the header arrives);
  * at that time the dimension is full again (remaining = limit). The reset duration is taken
- * literally, whatever the window (OpenAI per minute, Groq per day); each local spend moves it on
- * by the time the server takes to give one unit back (60/limit, or slower when a report shows it),
- * so requests whose reports are not back yet are paid for. A remaining count without a
+ * literally, whatever the window (OpenAI per minute, Groq per day); each request sent moves the
+ * requests' reset on by the time the server takes to give one back (60/limit, or slower when a
+ * report shows it), so requests whose reports are not back yet are paid for. A remaining count
+ * without a
  * reset (Azure) is trusted for STALE_AFTER seconds, then it is taken as refilled (the limit, or
  * unknown when no limit was sent). Unknown never
  * causes a wait. Configured rpm/tpm are classic token buckets: capacity = the per-minute figure,

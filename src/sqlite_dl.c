@@ -114,13 +114,10 @@ static void sqlite_dl_page_cache(int (*config)(int, ...))
 
 static void sqlite_dl_init(void)
 {
-    void *lib = dlopen(TT_SQLITE_SONAME, RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        const char *why = dlerror();
-        snprintf(sqlite_dl_error, sizeof sqlite_dl_error, "cannot load SQLite (%s): %s; %s",
-                 TT_SQLITE_SONAME, why ? why : "dlopen failed", SQLITE_DL_HOW);
+    void *lib = util_dlopen(TT_SQLITE_SONAME, "SQLite", SQLITE_DL_HOW, sqlite_dl_error,
+                            sizeof sqlite_dl_error);
+    if (!lib)
         return;
-    }
     struct sqlite_dl api;
     memset(&api, 0, sizeof api);
     const char *missing = NULL;

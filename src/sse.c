@@ -41,18 +41,14 @@ static void sse_reset_event(struct sse_parser *p)
     p->has_error_field = 0;
 }
 
-static int sse_dispatch(struct sse_parser *p, sse_event_fn fn, void *ud)
+/* Hand the event being built, with data[0..len), to fn; then start the next one. */
+static int sse_emit(struct sse_parser *p, const char *data, size_t len, sse_event_fn fn,
+                    void *ud)
 {
-    if (p->data.len == 0 && !p->has_error_field) {
-        sse_reset_event(p);
-        return 0;
-    }
     struct sse_event ev;
-    if (p->data.len > 0)
-        p->data.data[--p->data.len] = '\0'; /* drop the LF after the last data line */
     ev.type = p->type.len ? buf_str(&p->type) : "message";
-    ev.data = buf_str(&p->data);
-    ev.data_len = p->data.len;
+    ev.data = data;
+    ev.data_len = len;
     ev.id = buf_str(&p->id);
     ev.error = p->has_error_field ? buf_str(&p->error) : NULL;
     ev.error_len = p->error.len;
@@ -60,6 +56,17 @@ static int sse_dispatch(struct sse_parser *p, sse_event_fn fn, void *ud)
     int rc = fn(ud, &ev);
     sse_reset_event(p);
     return rc;
+}
+
+static int sse_dispatch(struct sse_parser *p, sse_event_fn fn, void *ud)
+{
+    if (p->data.len == 0 && !p->has_error_field) {
+        sse_reset_event(p);
+        return 0;
+    }
+    if (p->data.len > 0)
+        p->data.data[--p->data.len] = '\0'; /* drop the LF after the last data line */
+    return sse_emit(p, buf_str(&p->data), p->data.len, fn, ud);
 }
 
 /* The usual event, one `data:` line then a blank line, both whole in the bytes being fed and
@@ -75,17 +82,7 @@ static int sse_dispatch_line(struct sse_parser *p, const char *s, size_t n, sse_
         p->errmsg = "event data larger than the limit";
         return -1;
     }
-    struct sse_event ev;
-    ev.type = p->type.len ? buf_str(&p->type) : "message";
-    ev.data = v;
-    ev.data_len = vlen;
-    ev.id = buf_str(&p->id);
-    ev.error = NULL;
-    ev.error_len = 0;
-    p->events++;
-    int rc = fn(ud, &ev);
-    sse_reset_event(p);
-    return rc;
+    return sse_emit(p, v, vlen, fn, ud);
 }
 
 static int sse_field_is(const char *f, size_t n, const char *name)

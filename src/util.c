@@ -159,6 +159,17 @@ char *util_data_path(const char *file, struct buf *tried)
     return NULL;
 }
 
+void *util_dlopen(const char *soname, const char *what, const char *how, char *err, size_t size)
+{
+    void *lib = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        const char *why = dlerror();
+        snprintf(err, size, "cannot load %s (%s): %s; %s", what, soname,
+                 why ? why : "dlopen failed", how);
+    }
+    return lib;
+}
+
 int util_dlsym(void *lib, const char *name, void *slot, size_t size)
 {
     void *p = dlsym(lib, name);

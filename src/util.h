@@ -39,6 +39,10 @@ struct buf;
  * (may be NULL), comma-separated. */
 char *util_data_path(const char *file, struct buf *tried);
 
+/* dlopen(soname) for a library loaded on first use; NULL with err[0..size) set to "cannot load
+ * WHAT (SONAME): why; HOW" (how: what to install). */
+void *util_dlopen(const char *soname, const char *what, const char *how, char *err, size_t size);
+
 /* dlsym(lib, name) into a function pointer of any type (slot, size: the pointer variable):
  * 0, or -1 when the library has no such symbol. */
 int util_dlsym(void *lib, const char *name, void *slot, size_t size);

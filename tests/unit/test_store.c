@@ -59,6 +59,16 @@ static struct store *open_new(const char *name, struct store_open_info *info)
     return st;
 }
 
+/* n letters a-z over and over, NUL-terminated (caller frees). */
+static char *letters(size_t n)
+{
+    char *t = xmalloc(n + 1);
+    for (size_t i = 0; i < n; i++)
+        t[i] = (char)('a' + i % 26);
+    t[n] = '\0';
+    return t;
+}
+
 /* First column of the first row of sql over a separate raw connection (-1 on error). */
 static long long raw_int(const char *path, const char *sql)
 {
@@ -1513,24 +1523,17 @@ static void test_commands(void)
     free(bad);
 }
 
-/* store_checkpoint_async copies the WAL into the database file off the committing thread. */
 /* A long answer (past STORE_BIG_ANSWER): written through a small page cache, whole or after
  * parts were committed; and refused by the cache by its size before it is read back. */
 static void test_long_answer(void)
 {
-    char *path = tmp_path("long.db"), *err = NULL;
-    struct store *st = store_open(path, NULL, &err);
-    TAP_OK(st != NULL, "open long.db");
-    if (!st)
-        return;
+    char *path = tmp_path("long.db");
+    struct store *st = open_new("long.db", NULL);
     struct fake_clock clk = {100.0, 1700000000};
     store_set_clock(st, fake_mono, fake_epoch, &clk);
     int64_t c = store_conversation_new(st, "long", NULL, "m", NULL);
     size_t n = 600 * 1024;
-    char *text = xmalloc(n + 1);
-    for (size_t i = 0; i < n; i++)
-        text[i] = (char)('a' + (i * 7) % 26);
-    text[n] = '\0';
+    char *text = letters(n);
     /* Whole: nothing committed while it streams (no time passes). */
     int64_t m1 = store_message_begin(st, c, NULL);
     for (size_t off = 0; off < n; off += 1000)
@@ -1593,6 +1596,7 @@ static void test_long_answer(void)
     free(path);
 }
 
+/* store_checkpoint_async copies the WAL into the database file off the committing thread. */
 static void test_checkpoint_async(void)
 {
     char *path = tmp_path("ckpt.db"), *err = NULL;
@@ -1602,10 +1606,7 @@ static void test_checkpoint_async(void)
         return;
     int64_t c = store_conversation_new(st, "big", NULL, "m", NULL);
     size_t n = (size_t)3 << 20;
-    char *big = xmalloc(n + 1);
-    for (size_t i = 0; i < n; i++)
-        big[i] = (char)('a' + i % 26);
-    big[n] = '\0';
+    char *big = letters(n);
     int64_t id = store_message_add(st, c, "assistant", big, n, NULL);
     TAP_OK(id > 0, "a 3 MB message committed");
     struct stat sb;
