@@ -4,6 +4,7 @@
 #include "store.h"
 
 #include "buf.h"
+#include "fts_words.h"
 #include "sha256.h"
 #include "utf8.h"
 #include "util.h"
@@ -30,6 +31,7 @@
 #define STORE_TITLE_MAX 60          /* user-perceived characters in a derived title */
 #define STORE_RANK_WINDOW 5000      /* newest full-text matches ranked by bm25 */
 #define STORE_SAMPLE 2000           /* newest indexed messages a search samples first */
+#define STORE_WORDS_BATCH 5000      /* queued changes a search applies to the word index */
 
 /* An answer this handle is streaming: text waiting for the next batch commit. */
 struct store_stream {
@@ -69,6 +71,7 @@ struct store {
     struct store_touch *touches; /* pending cache-hit updates */
     size_t n_touches, cap_touches;
     int fts_rank;                /* tt_rank() registered on this connection (search) */
+    struct fts_words *words;     /* the tt_words tokenizer, registered at open */
     pthread_t ckpt;              /* store_checkpoint_async's thread */
     int ckpt_started;
     int ckpt_done;               /* atomic: set by that thread as it ends */
@@ -660,13 +663,46 @@ static const char store_schema_v4[] =
     "  text TEXT NOT NULL);\n"
     "CREATE INDEX message_parts_message ON message_parts(message_id, id);\n";
 
-/* Migration steps: store_migrations[v] turns schema v-1 into v. Add v5 here. */
+/* v5: the word index (fts_words.h), for fast searches of whole words of 5-16 characters.
+ * Its tokenizer is tokterm's own, so no trigger may touch the index: any other program that
+ * writes the messages (the sqlite3 shell) would fail with "no such tokenizer". The triggers
+ * queue the changes instead, in plain SQL, and a search applies the queue first
+ * (store_words_catch_up): a row to index, or the text of a row as it was before a change or a
+ * delete, which is what the index holds for it. A search uses the word index only when the
+ * queue is empty, so the index is never behind. Upgrading queues every message; the searches
+ * index them, STORE_WORDS_BATCH at a time. */
+static const char store_schema_v5[] =
+    "CREATE VIRTUAL TABLE messages_words USING fts5(content, content = 'messages',\n"
+    "  content_rowid = 'id', tokenize = 'tt_words');\n"
+    "CREATE TABLE words_queue(seq INTEGER PRIMARY KEY, message_id INTEGER NOT NULL, old TEXT);\n"
+    "INSERT INTO words_queue(message_id) SELECT id FROM messages WHERE status <> 'streaming';\n"
+    "CREATE TRIGGER messages_words_ai AFTER INSERT ON messages\n"
+    "WHEN new.status <> 'streaming' BEGIN\n"
+    "  INSERT INTO words_queue(message_id) VALUES(new.id);\n"
+    "END;\n"
+    "CREATE TRIGGER messages_words_done AFTER UPDATE OF status ON messages\n"
+    "WHEN old.status = 'streaming' AND new.status <> 'streaming' BEGIN\n"
+    "  INSERT INTO words_queue(message_id) VALUES(new.id);\n"
+    "END;\n"
+    "CREATE TRIGGER messages_words_ad AFTER DELETE ON messages\n"
+    "WHEN old.status <> 'streaming' BEGIN\n"
+    "  INSERT INTO words_queue(message_id, old) VALUES(old.id, old.content);\n"
+    "END;\n"
+    "CREATE TRIGGER messages_words_au AFTER UPDATE OF content ON messages\n"
+    "WHEN old.status <> 'streaming' AND new.status <> 'streaming'\n"
+    "  AND old.content IS NOT new.content BEGIN\n"
+    "  INSERT INTO words_queue(message_id, old) VALUES(old.id, old.content);\n"
+    "  INSERT INTO words_queue(message_id) VALUES(new.id);\n"
+    "END;\n";
+
+/* Migration steps: store_migrations[v] turns schema v-1 into v. Add v6 here. */
 static const char *const store_migrations[STORE_SCHEMA_VERSION + 1] = {
     NULL,
     store_schema_v1,
     store_schema_v2,
     store_schema_v3,
     store_schema_v4,
+    store_schema_v5,
 };
 
 static int store_pragma_int(struct store *st, const char *sql, int *out)
@@ -980,7 +1016,9 @@ struct store *store_open(const char *path, struct store_open_info *info, char **
         sqlite3_create_function(st->db, "tt_contains", 2,
                                 SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS, NULL,
                                 store_sql_contains, NULL, NULL) != SQLITE_OK ||
-        store_migrate(st, &info->from_version) != 0) {
+        !(st->words = fts_words_register(st->db)) || store_migrate(st, &info->from_version) != 0) {
+        if (!st->words)
+            store_set_err(st, "this SQLite has no FTS5 full-text search (tokterm needs it)");
         if (!st->err)
             store_fail(st, "cannot set up the database");
         *err = xstrdup(st->err);
@@ -2097,6 +2135,78 @@ static void store_fts_catch_up(struct store *st)
     store_commit(st);
 }
 
+/* Apply the word index's queue (schema v5), or its oldest STORE_WORDS_BATCH changes (and any
+ * later ones of the same messages). For each message: when the index holds it, the text of
+ * its first queued delete or change is what the index holds, and is taken out; then a message
+ * that exists and has finished is indexed as it is now. 1 when the queue is empty, 0 when
+ * some of it is left (another process held the write lock, or more than a batch), -1 on an
+ * error. */
+static int store_words_catch_up(struct store *st, int all)
+{
+    static const char q_any[] = "SELECT seq FROM words_queue ORDER BY seq LIMIT 1 OFFSET ?1";
+    static const char q_out[] =
+        "INSERT INTO messages_words(messages_words, rowid, content) "
+        "SELECT 'delete', q.message_id, q.old FROM words_queue q "
+        "WHERE q.seq IN (SELECT min(seq) FROM words_queue WHERE old IS NOT NULL "
+        "AND message_id IN (SELECT message_id FROM words_queue WHERE seq <= ?1) "
+        "GROUP BY message_id) "
+        "AND EXISTS (SELECT 1 FROM messages_words_docsize d WHERE d.id = q.message_id)";
+    static const char q_in[] =
+        "INSERT INTO messages_words(rowid, content) SELECT m.id, m.content FROM messages m "
+        "WHERE m.id IN (SELECT message_id FROM words_queue WHERE seq <= ?1) "
+        "AND m.status <> 'streaming' "
+        "AND NOT EXISTS (SELECT 1 FROM messages_words_docsize d WHERE d.id = m.id)";
+    static const char q_clear[] =
+        "DELETE FROM words_queue "
+        "WHERE message_id IN (SELECT message_id FROM words_queue WHERE seq <= ?1)";
+    for (;;) {
+        sqlite3_stmt *s = store_prep(st, q_any);
+        if (!s)
+            return -1;
+        sqlite3_bind_int(s, 1, 0);
+        int rc = store_step(st, s);
+        store_done(st, s);
+        if (rc == SQLITE_DONE)
+            return 1;
+        if (rc != SQLITE_ROW)
+            return store_fail(st, "cannot search");
+        if (store_begin(st) != 0)
+            return 0;
+        int64_t cut = INT64_MAX; /* the batch: changes up to this seq */
+        if (!(s = store_prep(st, q_any)))
+            return store_rollback(st);
+        sqlite3_bind_int(s, 1, STORE_WORDS_BATCH - 1);
+        rc = store_step(st, s);
+        if (rc == SQLITE_ROW)
+            cut = sqlite3_column_int64(s, 0);
+        store_done(st, s);
+        if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+            return store_fail(st, "cannot index messages"), store_rollback(st);
+        const char *steps[] = {q_out, q_in, q_clear};
+        for (size_t i = 0; i < 3; i++) {
+            if (!(s = store_prep(st, steps[i])))
+                return store_rollback(st);
+            sqlite3_bind_int64(s, 1, cut);
+            rc = store_step(st, s);
+            store_done(st, s);
+            if (rc != SQLITE_DONE)
+                return store_fail(st, "cannot index messages"), store_rollback(st);
+        }
+        if (store_commit(st) != 0)
+            return -1;
+        if (cut == INT64_MAX)
+            return 1;
+        if (!all)
+            return 0;
+    }
+}
+
+int store_search_index(struct store *st)
+{
+    store_fts_catch_up(st);
+    return store_words_catch_up(st, 1) == 1 ? 0 : -1;
+}
+
 /* Natural logarithm of x > 0 (tokterm links no libm: see util_ceil). */
 static double store_ln(double x)
 {
@@ -2214,14 +2324,18 @@ static int store_fts_rank_init(struct store *st)
  * every message: then the IDF is bm25()'s). A phrase's count stops at the sample's oldest
  * message, so a common term costs no more than a rare one. Inside the search's read
  * transaction. 0 or -1. */
-static int store_sample(struct store *st, char *const *phrases, size_t n, double *frac,
-                        int64_t *bound, double *rows)
+static int store_sample(struct store *st, int words, char *const *phrases, size_t n,
+                        double *frac, int64_t *bound, double *rows)
 {
-    static const char q_bound[] =
-        "SELECT id FROM messages_fts_docsize ORDER BY id DESC LIMIT 1 OFFSET ?1";
-    static const char q_rows[] = "SELECT count(*) FROM messages_fts_docsize";
-    static const char q_count[] =
-        "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?1 AND rowid >= ?2";
+    static const char *const q_bounds[] = {
+        "SELECT id FROM messages_fts_docsize ORDER BY id DESC LIMIT 1 OFFSET ?1",
+        "SELECT id FROM messages_words_docsize ORDER BY id DESC LIMIT 1 OFFSET ?1"};
+    static const char *const q_rowss[] = {"SELECT count(*) FROM messages_fts_docsize",
+                                          "SELECT count(*) FROM messages_words_docsize"};
+    static const char *const q_counts[] = {
+        "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?1 AND rowid >= ?2",
+        "SELECT count(*) FROM messages_words WHERE messages_words MATCH ?1 AND rowid >= ?2"};
+    const char *q_bound = q_bounds[words], *q_rows = q_rowss[words], *q_count = q_counts[words];
     sqlite3_stmt *s = store_prep(st, q_bound);
     if (!s)
         return -1;
@@ -2333,19 +2447,20 @@ static int store_cand_run(struct store *st, const char *sql, int asc, size_t roo
     return 0;
 }
 
-/* Phase-one SQL of a full-text search (see store_cand_run): rank is the score expression,
- * where the filters on messages m (may be empty), op ">=" (the sample) or "<" (below it). */
-static char *store_cand_sql(const char *rank, const char *where, const char *op,
-                            const char *order)
+/* Phase-one SQL of a full-text search (see store_cand_run) on the index tbl: rank is the
+ * score expression, where the filters on messages m (may be empty), op ">=" (the sample) or
+ * "<" (below it). */
+static char *store_cand_sql(const char *tbl, const char *rank, const char *where,
+                            const char *op, const char *order)
 {
     if (!*where)
-        return xasprintf("SELECT rowid, %s FROM messages_fts WHERE messages_fts MATCH ?1 "
+        return xasprintf("SELECT rowid, %s FROM %s WHERE %s MATCH ?1 "
                          "AND rowid %s ?7 ORDER BY rowid %s LIMIT ?6",
-                         rank, op, order);
-    return xasprintf("SELECT m.id, %s FROM messages_fts CROSS JOIN messages m "
-                     "ON m.id = messages_fts.rowid WHERE messages_fts MATCH ?1%s "
-                     "AND messages_fts.rowid %s ?7 ORDER BY messages_fts.rowid %s LIMIT ?6",
-                     rank, where, op, order);
+                         rank, tbl, tbl, op, order);
+    return xasprintf("SELECT m.id, %s FROM %s CROSS JOIN messages m "
+                     "ON m.id = %s.rowid WHERE %s MATCH ?1%s "
+                     "AND %s.rowid %s ?7 ORDER BY %s.rowid %s LIMIT ?6",
+                     rank, tbl, tbl, tbl, where, tbl, op, tbl, order);
 }
 
 int store_search(struct store *st, const char *query, const struct store_search_opts *opts,
@@ -2355,6 +2470,7 @@ int store_search(struct store *st, const char *query, const struct store_search_
     struct store_search_opts def = {0};
     if (!opts)
         opts = &def;
+    int words = !opts->no_words && store_words_catch_up(st, 0) == 1;
     *out = NULL;
     *n = 0;
     char **terms;
@@ -2364,8 +2480,27 @@ int store_search(struct store *st, const char *query, const struct store_search_
         store_set_err(st, "empty search query");
         return -1;
     }
+    if (store_exec(st, "BEGIN", "cannot search") != 0) {
+        for (size_t i = 0; i < n_terms; i++)
+            free(terms[i]);
+        free(terms);
+        return -1;
+    }
+    /* The word index answers when every term of 3+ characters is a word it finds, and it is
+     * not behind in this read transaction (store_words_catch_up). */
+    for (size_t i = 0; words && i < n_terms; i++)
+        if (store_chars(terms[i]) >= 3 &&
+            !fts_words_term(st->words, terms[i], (int)strlen(terms[i])))
+            words = 0;
+    if (words) {
+        sqlite3_stmt *q = store_prep(st, "SELECT 1 FROM words_queue LIMIT 1");
+        words = q && store_step(st, q) == SQLITE_DONE;
+        store_done(st, q);
+    }
+    const char *tbl = words ? "messages_words" : "messages_fts";
     /* Each term of 3+ characters becomes an FTS5 string with '"' doubled, so nothing the user
-     * types is FTS5 syntax; shorter terms filter the rows with tt_contains. */
+     * types is FTS5 syntax (a prefix query "term"* on the word index); shorter terms filter the
+     * rows with tt_contains. */
     struct buf match = BUF_INIT, where = BUF_INIT, sql = BUF_INIT, rank = BUF_INIT;
     char **phr = xmalloc(n_terms * sizeof *phr);
     double *frac = xcalloc(2 * n_terms, sizeof *frac);
@@ -2383,7 +2518,7 @@ int store_search(struct store *st, const char *query, const struct store_search_
                 buf_appendc(&p, '"');
             buf_appendc(&p, *c);
         }
-        buf_appendc(&p, '"');
+        buf_appends(&p, words ? "\"*" : "\"");
         phr[n_long++] = buf_take(&p);
     }
     if (opts->model)
@@ -2400,10 +2535,6 @@ int store_search(struct store *st, const char *query, const struct store_search_
     struct store_cand *cand = NULL;
     size_t n_cand = 0;
     int ret = 0, rc;
-    if (store_exec(st, "BEGIN", "cannot search") != 0) {
-        ret = -1;
-        goto out;
-    }
     struct store_query q = {opts, NULL, terms, n_terms, n_short, NULL, n_long};
     if (n_long) {
         /* Phase one, full text. The phrases go rarest first (FTS5 intersects them in MATCH
@@ -2416,7 +2547,7 @@ int store_search(struct store *st, const char *query, const struct store_search_
         int ranked = store_fts_rank_init(st) == 0;
         int64_t bound = 0;
         double rows = 0;
-        if (store_sample(st, phr, n_long, ranked ? frac : NULL, &bound, &rows) != 0) {
+        if (store_sample(st, words, phr, n_long, ranked ? frac : NULL, &bound, &rows) != 0) {
             ret = -1;
             goto out;
         }
@@ -2436,29 +2567,29 @@ int store_search(struct store *st, const char *query, const struct store_search_
             frac_m[k] = frac[ord[k]];
         }
         if (ranked) {
-            buf_appends(&rank, "tt_rank(messages_fts");
+            buf_printf(&rank, "tt_rank(%s", tbl);
             for (size_t k = 0; k < n_long; k++)
                 buf_printf(&rank, ", ?%zu", 10 + n_short + k);
             buf_appendc(&rank, ')');
         } else {
-            buf_appends(&rank, "bm25(messages_fts)");
+            buf_printf(&rank, "bm25(%s)", tbl);
         }
         q.match = buf_str(&match);
         q.frac = ranked ? frac_m : NULL;
         size_t win = STORE_RANK_WINDOW;
         cand = xmalloc(win * sizeof *cand);
-        char *text = store_cand_sql(buf_str(&rank), buf_str(&where), ">=", "DESC");
+        char *text = store_cand_sql(tbl, buf_str(&rank), buf_str(&where), ">=", "DESC");
         rc = store_cand_run(st, text, 0, win, bound, &q, cand, &n_cand);
         free(text);
         if (rc == 0 && bound > 0 && n_cand < win) {
             size_t room = win - n_cand;
             /* matches below the sample if as dense as in it (ids: about one per message) */
             int asc = (double)n_cand * (double)bound / rows <= 0.8 * (double)room;
-            text = store_cand_sql(buf_str(&rank), buf_str(&where), "<", asc ? "ASC" : "DESC");
+            text = store_cand_sql(tbl, buf_str(&rank), buf_str(&where), "<", asc ? "ASC" : "DESC");
             rc = store_cand_run(st, text, asc, room, bound, &q, cand, &n_cand);
             free(text);
             if (rc == 1) { /* far more than the sample said: the newest first after all */
-                text = store_cand_sql(buf_str(&rank), buf_str(&where), "<", "DESC");
+                text = store_cand_sql(tbl, buf_str(&rank), buf_str(&where), "<", "DESC");
                 rc = store_cand_run(st, text, 0, room, bound, &q, cand, &n_cand);
                 free(text);
             }

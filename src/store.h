@@ -13,8 +13,9 @@
  * is a substring to find, case-insensitively, anywhere in a message's content, and a message
  * must contain every term (AND). "double quotes" group words, spaces included, into one term
  * (an unbalanced quote runs to the end of the query). Nothing else is special: AND, OR, NOT,
- * NEAR, *, -, :, ( ) are searched for literally. Terms of 3 or more characters use the FTS5
- * trigram index; hits rank by bm25 (the newest 5,000 matches are ranked, so a word found in
+ * NEAR, *, -, :, ( ) are searched for literally. Terms of 3 or more characters use an FTS5
+ * index: the word index (fts_words.h) when each is one whole word of 5-16 letters or digits,
+ * else the trigram index; both find the same messages. Hits rank by bm25 (the newest 5,000 matches are ranked, so a word found in
  * most messages stays fast; a term's IDF is estimated from the newest 2,000 messages, exact
  * in a smaller store). A query whose terms are all 1-2 characters scans the messages
  * newest first instead (ranked newest first). Case folding covers Unicode letters; accents
@@ -25,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_SCHEMA_VERSION 4
+#define STORE_SCHEMA_VERSION 5
 #define STORE_NOT_FOUND 1                       /* returned by lookups of a missing id */
 #define STORE_CACHE_KEY_LEN 32                  /* SHA-256 */
 #define STORE_CACHE_DEFAULT_TTL (7 * 24 * 3600) /* seconds */
@@ -105,6 +106,7 @@ struct store_search_opts {
     int limit;                 /* 0 = 20 */
     const char *open, *close;  /* highlight markers (NULL: "[" and "]") */
     int snippet_chars;         /* characters of context in a snippet (0 = 80) */
+    int no_words;              /* 1: the trigram index only, never the word index (tests) */
 };
 
 struct store_model_stat {
@@ -238,6 +240,11 @@ int store_message_finish(struct store *st, int64_t msg_id, enum store_status sta
                          const struct store_timings *timings, const char *error);
 /* Free the strings of a message (not m itself). */
 void store_message_clear(struct store_message *m);
+
+/* Bring the search indexes up to date now (a search does it first anyway, a batch at a
+ * time): the answers queued for the trigram index and every change queued for the word
+ * index. 0, or -1 when the queue is left (another process held the write lock too long). */
+int store_search_index(struct store *st);
 
 /* Full-text search (query language above). *out gets *n hits, best first (free with
  * store_hits_free). An empty query is an error. Returns 0 or -1. */

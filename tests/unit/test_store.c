@@ -4,6 +4,7 @@
 #include "config.h"
 #include "buf.h"
 #include "cmd_store.h"
+#include "fts_words.h"
 #include "sha256.h"
 #include "store.h"
 #include "tap.h"
@@ -959,20 +960,26 @@ static void test_search(void)
 
 /* ---------------------------------------------------------------- search ranking and window */
 
-/* The ids (and bm25 scores) that FTS5's own bm25() gives for a MATCH expression: the best
- * `limit` of the newest `window` matches, lowest score first, then newest. n gets the count. */
-static size_t bm25_expect(const char *path, const char *match, int window, int limit,
-                          int64_t *ids, double *scores)
+/* The ids (and bm25 scores) that FTS5's own bm25() gives for a MATCH expression on the
+ * index tbl: the best `limit` of the newest `window` matches, lowest score first, then
+ * newest. n gets the count. The connection registers tt_words to read the word index. */
+static size_t bm25_expect(const char *path, const char *tbl, const char *match, int window,
+                          int limit, int64_t *ids, double *scores)
 {
-    sqlite3 *db;
+    sqlite3 *db = NULL;
     size_t n = 0;
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK) {
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK ||
+        !fts_words_register(db)) {
+        sqlite3_close(db);
+        return 0;
+    }
+    char *sql = xasprintf("SELECT id, sc FROM (SELECT rowid AS id, bm25(%s) AS sc FROM %s "
+                          "WHERE %s MATCH ?1 ORDER BY rowid DESC LIMIT ?2) "
+                          "ORDER BY sc, id DESC LIMIT ?3",
+                          tbl, tbl, tbl);
+    {
         sqlite3_stmt *s;
-        if (sqlite3_prepare_v2(db,
-                               "SELECT id, sc FROM (SELECT rowid AS id, bm25(messages_fts) AS sc "
-                               "FROM messages_fts WHERE messages_fts MATCH ?1 ORDER BY rowid DESC "
-                               "LIMIT ?2) ORDER BY sc, id DESC LIMIT ?3",
-                               -1, &s, NULL) == SQLITE_OK) {
+        if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK) {
             sqlite3_bind_text(s, 1, match, -1, SQLITE_STATIC);
             sqlite3_bind_int(s, 2, window);
             sqlite3_bind_int(s, 3, limit);
@@ -983,21 +990,27 @@ static size_t bm25_expect(const char *path, const char *match, int window, int l
             sqlite3_finalize(s);
         }
     }
+    free(sql);
     sqlite3_close(db);
     return n;
 }
 
 /* store_search's hits for q equal bm25()'s for match: same ids in the same order, and with
  * exact, the same scores (the IDF is exact when the store has fewer messages than its
- * sample); otherwise only the order (one term: the IDF scales every score alike). */
-static void check_ranking(struct store *st, const char *path, const char *q, const char *match,
-                          int limit, int exact)
+ * sample); otherwise only the order (one term: the IDF scales every score alike). On the
+ * trigram index with match, and, with wmatch (q's words as prefix queries), on the word
+ * index, which a search of such words takes. */
+static void check_ranking_on(struct store *st, const char *path, const char *tbl,
+                             const char *q, const char *match, int limit, int exact)
 {
     int64_t ids[64];
     double sc[64];
-    size_t want = bm25_expect(path, match, 5000, limit, ids, sc);
+    int words = strcmp(tbl, "messages_words") == 0;
+    store_search_index(st);
+    size_t want = bm25_expect(path, tbl, match, 5000, limit, ids, sc);
     struct store_search_opts o = {0};
     o.limit = limit;
+    o.no_words = !words;
     struct store_hit *h = NULL;
     size_t n = 0;
     int rc = store_search(st, q, &o, &h, &n);
@@ -1007,9 +1020,17 @@ static void check_ranking(struct store *st, const char *path, const char *q, con
         same = h[i].message_id == ids[i] &&
                (!exact || (h[i].rank - sc[i] <= tol && sc[i] - h[i].rank <= tol));
     }
-    TAP_OK(same, "%s: %zu hits ranked as bm25() ranks them%s (got %zu%s)", q, want,
-           exact ? ", same scores" : "", n, rc ? ", error" : "");
+    TAP_OK(same, "%s: %zu hits ranked as bm25() ranks them%s on %s (got %zu%s)", q, want,
+           exact ? ", same scores" : "", tbl, n, rc ? ", error" : "");
     store_hits_free(h, n);
+}
+
+static void check_ranking(struct store *st, const char *path, const char *q, const char *match,
+                          const char *wmatch, int limit, int exact)
+{
+    check_ranking_on(st, path, "messages_fts", q, match, limit, exact);
+    if (wmatch)
+        check_ranking_on(st, path, "messages_words", q, wmatch, limit, exact);
 }
 
 static void test_search_ranking(void)
@@ -1026,11 +1047,11 @@ static void test_search_ranking(void)
     for (size_t i = 0; i < TT_ARRAY_LEN(texts); i++)
         store_message_add(st, conv, i % 2 ? "assistant" : "user", texts[i], strlen(texts[i]),
                           NULL);
-    check_ranking(st, path, "alpha", "\"alpha\"", 20, 1);
-    check_ranking(st, path, "alpha beta", "\"alpha\" \"beta\"", 20, 1);
-    check_ranking(st, path, "gamma alpha", "\"gamma\" \"alpha\"", 20, 1);
-    check_ranking(st, path, "\"alpha beta\"", "\"alpha beta\"", 20, 1);
-    check_ranking(st, path, "lph eta", "\"lph\" \"eta\"", 3, 1);
+    check_ranking(st, path, "alpha", "\"alpha\"", "\"alpha\"*", 20, 1);
+    check_ranking(st, path, "alpha beta", "\"alpha\" \"beta\"", NULL, 20, 1);
+    check_ranking(st, path, "gamma alpha", "\"gamma\" \"alpha\"", "\"gamma\"* \"alpha\"*", 20, 1);
+    check_ranking(st, path, "\"alpha beta\"", "\"alpha beta\"", NULL, 20, 1);
+    check_ranking(st, path, "lph eta", "\"lph\" \"eta\"", NULL, 3, 1);
     store_close(st);
     free(path);
 
@@ -1074,11 +1095,11 @@ static void test_search_ranking(void)
     sqlite3_close(db);
     TAP_OK(ok, "13,000 messages loaded");
     st = open_new("window.db", NULL);
-    check_ranking(st, path, "driftx", "\"driftx\"", 20, 0); /* read oldest first: too many */
-    check_ranking(st, path, "ringx", "\"ringx\"", 20, 0);   /* oldest first, newest kept */
-    check_ranking(st, path, "rarex", "\"rarex\"", 20, 0);   /* oldest first, all of them */
-    check_ranking(st, path, "commonx", "\"commonx\"", 20, 0); /* newest first */
-    check_ranking(st, path, "ommon", "\"ommon\"", 50, 0);
+    check_ranking(st, path, "driftx", "\"driftx\"", "\"driftx\"*", 20, 0); /* oldest first: too many */
+    check_ranking(st, path, "ringx", "\"ringx\"", "\"ringx\"*", 20, 0); /* oldest first, newest kept */
+    check_ranking(st, path, "rarex", "\"rarex\"", "\"rarex\"*", 20, 0); /* oldest first, all of them */
+    check_ranking(st, path, "commonx", "\"commonx\"", "\"commonx\"*", 20, 0); /* newest first */
+    check_ranking(st, path, "ommon", "\"ommon\"", "\"ommon\"*", 50, 0);
     struct store_hit *h = NULL;
     size_t n = 0;
     TAP_INT(store_search(st, "ringx driftx rarex", NULL, &h, &n), 0, "three terms");
@@ -1098,6 +1119,176 @@ static void test_search_ranking(void)
     store_hits_free(h, n);
     store_close(st);
     free(path);
+}
+
+/* ---------------------------------------------------------------- the word index */
+
+/* The ids store_search finds for q (limit 1000), sorted, on the word index (words = 1) or the
+ * trigram index only; n gets the count, -1 on an error. */
+static int64_t *search_ids(struct store *st, const char *q, int words, int *n)
+{
+    struct store_search_opts o = {0};
+    o.limit = 1000;
+    o.no_words = !words;
+    struct store_hit *h = NULL;
+    size_t k = 0;
+    *n = store_search(st, q, &o, &h, &k) == 0 ? (int)k : -1;
+    int64_t *ids = xcalloc(k + 1, sizeof *ids);
+    for (size_t i = 0; i < k; i++) { /* insertion sort: few */
+        size_t j = i;
+        while (j > 0 && ids[j - 1] > h[i].message_id) {
+            ids[j] = ids[j - 1];
+            j--;
+        }
+        ids[j] = h[i].message_id;
+    }
+    store_hits_free(h, k);
+    return ids;
+}
+
+/* 1 when the ids of q through the word index equal those through the trigram index. */
+static int same_both_ways(struct store *st, const char *q, int *count)
+{
+    int nw, nt;
+    int64_t *w = search_ids(st, q, 1, &nw), *t = search_ids(st, q, 0, &nt);
+    int same = nw >= 0 && nw == nt;
+    for (int i = 0; same && i < nw; i++)
+        same = w[i] == t[i];
+    free(w);
+    free(t);
+    *count = nw;
+    return same;
+}
+
+/* FTS5's own check of the word index against the messages (all finished, none queued). */
+static int words_integrity(const char *path)
+{
+    sqlite3 *db = NULL;
+    int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL);
+    if (rc == SQLITE_OK)
+        rc = fts_words_register(db) ? SQLITE_OK : SQLITE_ERROR;
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(db, "INSERT INTO messages_words(messages_words) VALUES('integrity-check')",
+                          NULL, NULL, NULL);
+    sqlite3_close(db);
+    return rc;
+}
+
+static void test_words_index(void)
+{
+    /* Same answers as the trigram index: words of 5-16 characters, found at the start, the
+     * middle and the end of longer words, in any case, next to punctuation, in non-ASCII
+     * text; terms that are not one whole word go to the trigram index. */
+    struct store *st = open_new("words.db", NULL);
+    char *path = tmp_path("words.db");
+    int64_t conv = store_conversation_new(st, "words", NULL, NULL, NULL);
+    const char *syl[] = {"ka", "lo", "rem", "ish", "tra", "vo", "en", "quu", "zel", "pa"};
+    const char *extra[] = {"Überprüfung", "ÜBERPRÜFUNG", "straße", "ΑΘΗΝΑ", "αθηνα",
+                           "图书馆数据库系统", "naïve", "x-ray", "foo.bar", "e=mc2"};
+    struct buf b = BUF_INIT, w = BUF_INIT;
+    uint64_t seed = 7;
+    for (int i = 0; i < 400; i++) {
+        buf_reset(&b);
+        int words = 3 + (int)(seed % 30);
+        for (int k = 0; k < words; k++) {
+            seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+            if ((seed >> 33) % 13 == 0) {
+                buf_appends(&b, extra[(seed >> 40) % TT_ARRAY_LEN(extra)]);
+            } else {
+                int n = 1 + (int)((seed >> 36) % 8);
+                for (int j = 0; j < n; j++) {
+                    const char *x = syl[(seed >> (20 + 3 * j)) % TT_ARRAY_LEN(syl)];
+                    buf_appends(&b, (seed >> (50 + j)) & 1 && j == 0 ? "KA" : x);
+                }
+            }
+            buf_appends(&b, (seed >> 60) % 3 ? " " : ", ");
+        }
+        store_message_add(st, conv, i % 2 ? "assistant" : "user", buf_str(&b), b.len, NULL);
+    }
+    const char *queries[] = {
+        "karem", "remish", "ishtra", "traquu", "kalorem", "lorem", "ishtravo", "quuzelpa",
+        "KaRem", "zelpaka", "enenen", "remishtraquuzelp", "absent", "überprüfung", "ÜBERPRÜF",
+        "prüfung", "STRASSE", "straße", "αθηνα", "ΑΘΗΝ", "书馆数据库", "naïve", "karem lorem",
+        "ishtra vo", "x-ray", "foo.bar", "remishtraquuzelpaka", "ka", "rem,"};
+    int all_same = 1, found = 0;
+    const char *word = NULL; /* one of the first 12 (plain words) that is found */
+    for (size_t i = 0; i < TT_ARRAY_LEN(queries); i++) {
+        int n = 0;
+        int same = same_both_ways(st, queries[i], &n);
+        if (!word && i < 12 && n > 0)
+            word = queries[i];
+        if (!same)
+            TAP_OK(0, "word index and trigram index disagree on '%s'", queries[i]);
+        all_same = all_same && same;
+        found += n > 0;
+    }
+    TAP_OK(all_same, "%zu queries: the word index finds what the trigram index finds",
+           TT_ARRAY_LEN(queries));
+    TAP_OK(found >= 20, "most of them find something (%d)", found);
+    TAP_INT(words_integrity(path), SQLITE_OK, "FTS5 finds the word index consistent");
+
+    /* It is the word index that answers: without the trigram index, words are still found
+     * (and a substring of 4 characters, which goes to the trigram index, is not). */
+    TAP_INT(raw_exec(path, "INSERT INTO messages_fts(messages_fts) VALUES('delete-all')"),
+            SQLITE_OK, "trigram index emptied");
+    int n = 0;
+    int64_t *ids = search_ids(st, word ? word : "-", 1, &n);
+    TAP_OK(n > 0, "a word is still found, through the word index (%s: %d)", word, n);
+    free(ids);
+    char four[5];
+    snprintf(four, sizeof four, "%s", word ? word : "-");
+    ids = search_ids(st, four, 1, &n);
+    TAP_INT(n, 0, "a 4-character term goes to the trigram index");
+    free(ids);
+    TAP_INT(raw_exec(path, "INSERT INTO messages_fts(messages_fts) VALUES('rebuild')"),
+            SQLITE_OK, "trigram index rebuilt");
+    store_close(st);
+    free(path);
+
+    /* Changes by another program (the sqlite3 shell, no tt_words tokenizer) reach the word
+     * index through its queue: updates, deletes, a row deleted before it was indexed, an id
+     * used again; an answer is indexed when it finishes. */
+    st = open_new("wordsq.db", NULL);
+    path = tmp_path("wordsq.db");
+    conv = store_conversation_new(st, "queue", NULL, NULL, NULL);
+    int64_t a = store_message_add(st, conv, "user", "about zebrafish", 15, NULL);
+    int64_t c = store_message_add(st, conv, "user", "about kangaroos", 15, NULL);
+    TAP_INT(search_finds(st, "zebrafish", a), 1, "a word found");
+    char *sql = xasprintf("UPDATE messages SET content = 'about platypuses' WHERE id = %lld;"
+                          "UPDATE messages SET content = 'about echidnas now' WHERE id = %lld;"
+                          "DELETE FROM messages WHERE id = %lld;",
+                          (long long)a, (long long)a, (long long)c);
+    TAP_INT(raw_exec(path, sql), SQLITE_OK, "another program changes and deletes messages");
+    free(sql);
+    TAP_INT(search_count(st, "zebrafish", NULL, NULL, NULL), 0, "the old text is gone");
+    TAP_INT(search_count(st, "platypuses", NULL, NULL, NULL), 0, "so is the text between");
+    TAP_INT(search_finds(st, "echidnas", a), 1, "the new text is found");
+    TAP_INT(search_count(st, "kangaroos", NULL, NULL, NULL), 0, "the deleted message is gone");
+    int64_t d = store_message_add(st, conv, "user", "wombats here", 12, NULL);
+    sql = xasprintf("DELETE FROM messages WHERE id = %lld;"
+                    "INSERT INTO messages(id, conversation_id, role, created, content) "
+                    "VALUES(%lld, %lld, 'user', 1, 'numbats there');",
+                    (long long)d, (long long)d, (long long)conv);
+    TAP_INT(raw_exec(path, sql), SQLITE_OK, "a message deleted before it was indexed, its id "
+                                             "used again");
+    free(sql);
+    TAP_INT(search_count(st, "wombats", NULL, NULL, NULL), 0, "its text is not found");
+    TAP_INT(search_finds(st, "numbats", d), 1, "the new message is");
+    int64_t e = store_message_begin(st, conv, NULL);
+    store_message_append(st, e, "streaming ", 10);
+    store_message_flush(st, e);
+    TAP_INT(search_count(st, "streaming", NULL, NULL, NULL), 0, "an answer still streaming: "
+                                                                 "not yet");
+    store_message_append(st, e, "answered", 8);
+    store_message_finish(st, e, STORE_COMPLETE, "stop", NULL, NULL, NULL);
+    TAP_INT(search_finds(st, "answered", e), 1, "found once finished");
+    TAP_INT(search_finds(st, "streaming", e), 1, "with its first batch");
+    TAP_INT(raw_int(path, "SELECT count(*) FROM words_queue"), 0, "the queue is empty");
+    TAP_INT(words_integrity(path), SQLITE_OK, "FTS5 finds the word index consistent");
+    store_close(st);
+    free(path);
+    buf_free(&b);
+    buf_free(&w);
 }
 
 /* ---------------------------------------------------------------- stats */
@@ -1647,6 +1838,7 @@ int main(void)
     test_two_writers();
     test_search();
     test_search_ranking();
+    test_words_index();
     test_stats();
     test_cache();
     test_summaries_quota();
