@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <langinfo.h>
 #include <locale.h>
+#include "fts_words.h"
 #include "sqlite_dl.h" /* <sqlite3.h>, the library loaded when needed */
 #include "curl_dl.h"
 #include <stdarg.h>
@@ -671,6 +672,7 @@ static void doctor_database(struct doctor *d, const char *path)
         return;
     }
     sqlite3_busy_timeout(db, 2000);
+    fts_words_register(db); /* SQLite 3.44-3.46's quick_check loads every FTS5 tokenizer */
     sqlite3_stmt *s = NULL;
     const char *check = "?";
     int version = -1;

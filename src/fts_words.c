@@ -24,7 +24,8 @@ struct words_emit {
     int (*token)(void *, int, const char *, int, int, int);
 };
 
-static const char *const words_args[] = {"remove_diacritics", "0"};
+static const char *const words_args[] = {"remove_diacritics", "0", "tokenchars", "\xCD\x85"};
+#define WORDS_NARGS 4
 
 static int words_create(void *data, const char **argv, int argc, Fts5Tokenizer **out)
 {
@@ -35,7 +36,7 @@ static int words_create(void *data, const char **argv, int argc, Fts5Tokenizer *
     if (!t)
         return SQLITE_NOMEM;
     t->w = w;
-    int rc = w->u61.xCreate(w->u61_data, (const char **)words_args, 2, &t->inner);
+    int rc = w->u61.xCreate(w->u61_data, (const char **)words_args, WORDS_NARGS, &t->inner);
     if (rc != SQLITE_OK) {
         sqlite3_free(t);
         return rc;
@@ -66,6 +67,8 @@ static int words_pieces(void *ctx, int flags, const char *tok, int n, int start,
     int chars = 0;
     for (int i = 0; i < n; i++)
         chars += utf8_lead((unsigned char)tok[i]);
+    if (chars > FTS_WORDS_LONG) /* its message is not indexed here (tt_words_long) */
+        return SQLITE_OK;
     int first = 1;
     for (int i = 0; i < n && chars >= FTS_WORDS_MIN; chars--) {
         int j = i, k = 0;
@@ -104,6 +107,8 @@ static void words_destroy(void *data)
     free(w);
 }
 
+static void words_long_sql(sqlite3_context *ctx, int argc, sqlite3_value **argv);
+
 struct fts_words *fts_words_register(sqlite3 *db)
 {
     fts5_api *api = NULL;
@@ -119,7 +124,7 @@ struct fts_words *fts_words_register(sqlite3 *db)
     if (!w)
         return NULL;
     if (api->xFindTokenizer(api, "unicode61", &w->u61_data, &w->u61) != SQLITE_OK ||
-        w->u61.xCreate(w->u61_data, (const char **)words_args, 2, &w->query) != SQLITE_OK) {
+        w->u61.xCreate(w->u61_data, (const char **)words_args, WORDS_NARGS, &w->query) != SQLITE_OK) {
         free(w);
         return NULL;
     }
@@ -128,7 +133,44 @@ struct fts_words *fts_words_register(sqlite3 *db)
         words_destroy(w);
         return NULL;
     }
+    /* w is freed with the tokenizer, when the connection closes: no call comes after */
+    if (sqlite3_create_function(db, "tt_words_long", 1,
+                                SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS, w,
+                                words_long_sql, NULL, NULL) != SQLITE_OK)
+        return NULL;
     return w;
+}
+
+/* tt_words_long(text): is any word longer than FTS_WORDS_LONG characters? */
+static int words_long_token(void *ctx, int flags, const char *tok, int n, int start, int end)
+{
+    (void)flags;
+    (void)start;
+    (void)end;
+    int chars = 0;
+    for (int i = 0; i < n; i++)
+        chars += utf8_lead((unsigned char)tok[i]);
+    if (chars > FTS_WORDS_LONG) {
+        *(int *)ctx = 1;
+        return SQLITE_DONE; /* stops the tokenizer: one is enough */
+    }
+    return SQLITE_OK;
+}
+
+static void words_long_sql(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+    (void)argc;
+    struct fts_words *w = sqlite3_user_data(ctx);
+    const char *text = (const char *)sqlite3_value_text(argv[0]);
+    int n = sqlite3_value_bytes(argv[0]), found = 0;
+    int rc = text && n > FTS_WORDS_LONG
+                 ? w->u61.xTokenize(w->query, &found, FTS5_TOKENIZE_DOCUMENT, text, n,
+                                    words_long_token)
+                 : SQLITE_OK;
+    if (rc != SQLITE_OK && rc != SQLITE_DONE)
+        sqlite3_result_error_code(ctx, rc);
+    else
+        sqlite3_result_int(ctx, found);
 }
 
 /* fts_words_term's count of a term's tokens. */

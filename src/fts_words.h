@@ -11,17 +11,26 @@
  * A term that is one whole word of FTS_WORDS_MIN..FTS_WORDS_MAX characters occurs in a text
  * exactly when some indexed piece starts with it, so the prefix query "term"* finds the same
  * messages as the trigram phrase, reading only the doclists of pieces that start with the
- * term. Queries are tokenised as unicode61 does (no pieces). */
+ * term. Queries are tokenised as unicode61 does (no pieces).
+ *
+ * A word of more than FTS_WORDS_LONG characters (base64, hex, a paragraph of CJK text, which
+ * has no spaces) would add one distinct piece per character: megabytes of index terms and
+ * memory for one pasted blob. A message holding one is not put in the word index at all
+ * (tt_words_long() tells the store) and is searched through the trigram index instead.
+ * U+0345 (combining ypogegrammeni) counts as a letter here: unicode61 takes it for a
+ * separator, but the trigram tokenizer folds it to iota, and the two must agree. */
 #ifndef TT_FTS_WORDS_H
 #define TT_FTS_WORDS_H
 #include "sqlite_dl.h"
 
 #define FTS_WORDS_MIN 5  /* shortest term the word index answers, in characters */
 #define FTS_WORDS_MAX 16 /* longest */
+#define FTS_WORDS_LONG 32 /* a longer word keeps its message out of the word index */
 
 struct fts_words;
 
-/* Register tt_words on this connection. The state belongs to the connection (SQLite frees it
+/* Register tt_words on this connection, and the SQL function tt_words_long(text): 1 when the
+ * text has a word of more than FTS_WORDS_LONG characters, else 0. The state belongs to the connection (SQLite frees it
  * when the connection closes). NULL when FTS5 or its unicode61 tokenizer is missing. */
 struct fts_words *fts_words_register(sqlite3 *db);
 

@@ -31,7 +31,8 @@
 #define STORE_TITLE_MAX 60          /* user-perceived characters in a derived title */
 #define STORE_RANK_WINDOW 5000      /* newest full-text matches ranked by bm25 */
 #define STORE_SAMPLE 2000           /* newest indexed messages a search samples first */
-#define STORE_WORDS_BATCH 5000      /* queued changes a search applies to the word index */
+#define STORE_WORDS_BATCH 2000      /* queued changes a search applies to the word index */
+#define STORE_WORDS_LONG_MAX 50     /* messages out of the word index (long words) it can take */
 
 /* An answer this handle is streaming: text waiting for the next batch commit. */
 struct store_stream {
@@ -222,6 +223,19 @@ static int store_begin(struct store *st)
             return store_fail(st, "cannot start a write");
         store_sleep_ms(1 + (int)((unsigned)getpid() % 7) + (attempt % 10) * 2);
     }
+}
+
+/* BEGIN IMMEDIATE without waiting: 0, or -1 when another connection holds the write lock. */
+static int store_try_begin(struct store *st)
+{
+    sqlite3_busy_timeout(st->db, 0);
+    int rc = sqlite3_exec(st->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+    sqlite3_busy_timeout(st->db, STORE_BUSY_TIMEOUT_MS);
+    if (rc != SQLITE_OK)
+        return -1;
+    if (st->n_touches)
+        store_touch_apply(st);
+    return 0;
 }
 
 static int store_commit(struct store *st)
@@ -670,12 +684,27 @@ static const char store_schema_v4[] =
  * (store_words_catch_up): a row to index, or the text of a row as it was before a change or a
  * delete, which is what the index holds for it. A search uses the word index only when the
  * queue is empty, so the index is never behind. Upgrading queues every message; the searches
- * index them, STORE_WORDS_BATCH at a time. */
+ * index them, STORE_WORDS_BATCH at a time. A message with a word of more than FTS_WORDS_LONG
+ * characters is listed in words_long instead of indexed, and searched through the trigram
+ * index. An INSERT OR REPLACE (no delete trigger fires for the row it replaces) and a change
+ * of id are queued as a delete and an insert. */
 static const char store_schema_v5[] =
     "CREATE VIRTUAL TABLE messages_words USING fts5(content, content = 'messages',\n"
     "  content_rowid = 'id', tokenize = 'tt_words');\n"
     "CREATE TABLE words_queue(seq INTEGER PRIMARY KEY, message_id INTEGER NOT NULL, old TEXT);\n"
+    "CREATE TABLE words_long(message_id INTEGER PRIMARY KEY);\n"
     "INSERT INTO words_queue(message_id) SELECT id FROM messages WHERE status <> 'streaming';\n"
+    "CREATE TRIGGER messages_words_bi BEFORE INSERT ON messages\n"
+    "WHEN EXISTS (SELECT 1 FROM messages WHERE id = new.id AND status <> 'streaming')\n"
+    "BEGIN\n"
+    "  INSERT INTO words_queue(message_id, old) SELECT id, content FROM messages\n"
+    "    WHERE id = new.id;\n"
+    "END;\n"
+    "CREATE TRIGGER messages_words_id AFTER UPDATE OF id ON messages\n"
+    "WHEN old.id <> new.id AND old.status <> 'streaming' BEGIN\n"
+    "  INSERT INTO words_queue(message_id, old) VALUES(old.id, old.content);\n"
+    "  INSERT INTO words_queue(message_id) VALUES(new.id);\n"
+    "END;\n"
     "CREATE TRIGGER messages_words_ai AFTER INSERT ON messages\n"
     "WHEN new.status <> 'streaming' BEGIN\n"
     "  INSERT INTO words_queue(message_id) VALUES(new.id);\n"
@@ -1016,9 +1045,9 @@ struct store *store_open(const char *path, struct store_open_info *info, char **
         sqlite3_create_function(st->db, "tt_contains", 2,
                                 SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS, NULL,
                                 store_sql_contains, NULL, NULL) != SQLITE_OK ||
-        !(st->words = fts_words_register(st->db)) || store_migrate(st, &info->from_version) != 0) {
-        if (!st->words)
-            store_set_err(st, "this SQLite has no FTS5 full-text search (tokterm needs it)");
+        (!(st->words = fts_words_register(st->db)) &&
+         (store_set_err(st, "this SQLite has no FTS5 full-text search (tokterm needs it)"), 1)) ||
+        store_migrate(st, &info->from_version) != 0) {
         if (!st->err)
             store_fail(st, "cannot set up the database");
         *err = xstrdup(st->err);
@@ -2138,9 +2167,10 @@ static void store_fts_catch_up(struct store *st)
 /* Apply the word index's queue (schema v5), or its oldest STORE_WORDS_BATCH changes (and any
  * later ones of the same messages). For each message: when the index holds it, the text of
  * its first queued delete or change is what the index holds, and is taken out; then a message
- * that exists and has finished is indexed as it is now. 1 when the queue is empty, 0 when
- * some of it is left (another process held the write lock, or more than a batch), -1 on an
- * error. */
+ * that exists and has finished is indexed as it is now (or listed in words_long). A search
+ * does not wait for the write lock for this: it uses the trigram index instead. 1 when the
+ * queue is empty, 0 when some of it is left (another process held the write lock, or more
+ * than a batch), -1 on an error. */
 static int store_words_catch_up(struct store *st, int all)
 {
     static const char q_any[] = "SELECT seq FROM words_queue ORDER BY seq LIMIT 1 OFFSET ?1";
@@ -2151,11 +2181,19 @@ static int store_words_catch_up(struct store *st, int all)
         "AND message_id IN (SELECT message_id FROM words_queue WHERE seq <= ?1) "
         "GROUP BY message_id) "
         "AND EXISTS (SELECT 1 FROM messages_words_docsize d WHERE d.id = q.message_id)";
+    static const char q_long_out[] =
+        "DELETE FROM words_long "
+        "WHERE message_id IN (SELECT message_id FROM words_queue WHERE seq <= ?1)";
     static const char q_in[] =
         "INSERT INTO messages_words(rowid, content) SELECT m.id, m.content FROM messages m "
         "WHERE m.id IN (SELECT message_id FROM words_queue WHERE seq <= ?1) "
         "AND m.status <> 'streaming' "
+        "AND NOT EXISTS (SELECT 1 FROM words_long l WHERE l.message_id = m.id) "
         "AND NOT EXISTS (SELECT 1 FROM messages_words_docsize d WHERE d.id = m.id)";
+    static const char q_long_in[] =
+        "INSERT OR IGNORE INTO words_long(message_id) SELECT m.id FROM messages m "
+        "WHERE m.id IN (SELECT message_id FROM words_queue WHERE seq <= ?1) "
+        "AND m.status <> 'streaming' AND tt_words_long(m.content)";
     static const char q_clear[] =
         "DELETE FROM words_queue "
         "WHERE message_id IN (SELECT message_id FROM words_queue WHERE seq <= ?1)";
@@ -2170,7 +2208,7 @@ static int store_words_catch_up(struct store *st, int all)
             return 1;
         if (rc != SQLITE_ROW)
             return store_fail(st, "cannot search");
-        if (store_begin(st) != 0)
+        if (store_try_begin(st) != 0)
             return 0;
         int64_t cut = INT64_MAX; /* the batch: changes up to this seq */
         if (!(s = store_prep(st, q_any)))
@@ -2182,8 +2220,8 @@ static int store_words_catch_up(struct store *st, int all)
         store_done(st, s);
         if (rc != SQLITE_ROW && rc != SQLITE_DONE)
             return store_fail(st, "cannot index messages"), store_rollback(st);
-        const char *steps[] = {q_out, q_in, q_clear};
-        for (size_t i = 0; i < 3; i++) {
+        const char *steps[] = {q_out, q_long_out, q_long_in, q_in, q_clear};
+        for (size_t i = 0; i < TT_ARRAY_LEN(steps); i++) {
             if (!(s = store_prep(st, steps[i])))
                 return store_rollback(st);
             sqlite3_bind_int64(s, 1, cut);
@@ -2447,20 +2485,36 @@ static int store_cand_run(struct store *st, const char *sql, int asc, size_t roo
     return 0;
 }
 
+/* The score of a phase-one row on the index tbl: tt_rank() with the n IDF fractions bound at
+ * ?first..., or bm25() when tt_rank() could not be registered. */
+static void store_rank_sql(struct buf *b, const char *tbl, int ranked, size_t first, size_t n)
+{
+    if (!ranked) {
+        buf_printf(b, "bm25(%s)", tbl);
+        return;
+    }
+    buf_printf(b, "tt_rank(%s", tbl);
+    for (size_t k = 0; k < n; k++)
+        buf_printf(b, ", ?%zu", first + k);
+    buf_appendc(b, ')');
+}
+
 /* Phase-one SQL of a full-text search (see store_cand_run) on the index tbl: rank is the
  * score expression, where the filters on messages m (may be empty), op ">=" (the sample) or
- * "<" (below it). */
+ * "<" (below it); with long_only, only the messages of words_long. */
 static char *store_cand_sql(const char *tbl, const char *rank, const char *where,
-                            const char *op, const char *order)
+                            const char *op, const char *order, int long_only)
 {
+    const char *only = long_only ? " IN (SELECT message_id FROM words_long) AND rowid" : "";
     if (!*where)
         return xasprintf("SELECT rowid, %s FROM %s WHERE %s MATCH ?1 "
-                         "AND rowid %s ?7 ORDER BY rowid %s LIMIT ?6",
-                         rank, tbl, tbl, op, order);
+                         "AND rowid%s %s ?7 ORDER BY rowid %s LIMIT ?6",
+                         rank, tbl, tbl, only, op, order);
+    only = long_only ? " IN (SELECT message_id FROM words_long) AND m.id" : "";
     return xasprintf("SELECT m.id, %s FROM %s CROSS JOIN messages m "
                      "ON m.id = %s.rowid WHERE %s MATCH ?1%s "
-                     "AND %s.rowid %s ?7 ORDER BY %s.rowid %s LIMIT ?6",
-                     rank, tbl, tbl, tbl, where, tbl, op, tbl, order);
+                     "AND %s.rowid%s %s ?7 ORDER BY %s.rowid %s LIMIT ?6",
+                     rank, tbl, tbl, tbl, where, tbl, only, op, tbl, order);
 }
 
 int store_search(struct store *st, const char *query, const struct store_search_opts *opts,
@@ -2470,7 +2524,6 @@ int store_search(struct store *st, const char *query, const struct store_search_
     struct store_search_opts def = {0};
     if (!opts)
         opts = &def;
-    int words = !opts->no_words && store_words_catch_up(st, 0) == 1;
     *out = NULL;
     *n = 0;
     char **terms;
@@ -2480,22 +2533,36 @@ int store_search(struct store *st, const char *query, const struct store_search_
         store_set_err(st, "empty search query");
         return -1;
     }
+    /* The word index answers when every term of 3+ characters is a word it finds (there is at
+     * least one), it is not behind in this read transaction (store_words_catch_up), and few
+     * messages are left out of it for their long words (words_long: those go through the
+     * trigram index, one lookup each). */
+    int words = !opts->no_words, wide = 0;
+    int64_t n_wlong = 0;
+    for (size_t i = 0; words && i < n_terms; i++)
+        if (store_chars(terms[i]) >= 3) {
+            wide = 1;
+            if (!fts_words_term(st->words, terms[i], (int)strlen(terms[i])))
+                words = 0;
+        }
+    words = words && wide && store_words_catch_up(st, 0) == 1;
     if (store_exec(st, "BEGIN", "cannot search") != 0) {
         for (size_t i = 0; i < n_terms; i++)
             free(terms[i]);
         free(terms);
         return -1;
     }
-    /* The word index answers when every term of 3+ characters is a word it finds, and it is
-     * not behind in this read transaction (store_words_catch_up). */
-    for (size_t i = 0; words && i < n_terms; i++)
-        if (store_chars(terms[i]) >= 3 &&
-            !fts_words_term(st->words, terms[i], (int)strlen(terms[i])))
-            words = 0;
     if (words) {
         sqlite3_stmt *q = store_prep(st, "SELECT 1 FROM words_queue LIMIT 1");
         words = q && store_step(st, q) == SQLITE_DONE;
         store_done(st, q);
+    }
+    if (words) {
+        sqlite3_stmt *q = store_prep(st, "SELECT count(*) FROM words_long");
+        words = q && store_step(st, q) == SQLITE_ROW;
+        n_wlong = words ? sqlite3_column_int64(q, 0) : 0;
+        store_done(st, q);
+        words = words && n_wlong <= STORE_WORDS_LONG_MAX;
     }
     const char *tbl = words ? "messages_words" : "messages_fts";
     /* Each term of 3+ characters becomes an FTS5 string with '"' doubled, so nothing the user
@@ -2566,33 +2633,43 @@ int store_search(struct store *st, const char *query, const struct store_search_
             buf_appends(&match, phr[ord[k]]);
             frac_m[k] = frac[ord[k]];
         }
-        if (ranked) {
-            buf_printf(&rank, "tt_rank(%s", tbl);
-            for (size_t k = 0; k < n_long; k++)
-                buf_printf(&rank, ", ?%zu", 10 + n_short + k);
-            buf_appendc(&rank, ')');
-        } else {
-            buf_printf(&rank, "bm25(%s)", tbl);
-        }
+        store_rank_sql(&rank, tbl, ranked, 10 + n_short, n_long);
         q.match = buf_str(&match);
         q.frac = ranked ? frac_m : NULL;
         size_t win = STORE_RANK_WINDOW;
-        cand = xmalloc(win * sizeof *cand);
-        char *text = store_cand_sql(tbl, buf_str(&rank), buf_str(&where), ">=", "DESC");
+        cand = xmalloc((win + (size_t)n_wlong) * sizeof *cand);
+        char *text = store_cand_sql(tbl, buf_str(&rank), buf_str(&where), ">=", "DESC", 0);
         rc = store_cand_run(st, text, 0, win, bound, &q, cand, &n_cand);
         free(text);
         if (rc == 0 && bound > 0 && n_cand < win) {
             size_t room = win - n_cand;
             /* matches below the sample if as dense as in it (ids: about one per message) */
             int asc = (double)n_cand * (double)bound / rows <= 0.8 * (double)room;
-            text = store_cand_sql(tbl, buf_str(&rank), buf_str(&where), "<", asc ? "ASC" : "DESC");
+            text = store_cand_sql(tbl, buf_str(&rank), buf_str(&where), "<", asc ? "ASC" : "DESC",
+                                  0);
             rc = store_cand_run(st, text, asc, room, bound, &q, cand, &n_cand);
             free(text);
             if (rc == 1) { /* far more than the sample said: the newest first after all */
-                text = store_cand_sql(tbl, buf_str(&rank), buf_str(&where), "<", "DESC");
+                text = store_cand_sql(tbl, buf_str(&rank), buf_str(&where), "<", "DESC", 0);
                 rc = store_cand_run(st, text, 0, room, bound, &q, cand, &n_cand);
                 free(text);
             }
+        }
+        if (rc == 0 && words && n_wlong > 0) { /* the messages left out of the word index */
+            struct buf tmatch = BUF_INIT, trank = BUF_INIT;
+            for (size_t k = 0; k < n_long; k++) {
+                const char *ph = phr[ord[k]];
+                buf_printf(&tmatch, "%s%.*s", k ? " " : "", (int)strlen(ph) - 1, ph);
+            }
+            store_rank_sql(&trank, "messages_fts", ranked, 10 + n_short, n_long);
+            struct store_query ql = q;
+            ql.match = buf_str(&tmatch);
+            text = store_cand_sql("messages_fts", buf_str(&trank), buf_str(&where), ">=", "DESC",
+                                  1);
+            rc = store_cand_run(st, text, 0, (size_t)n_wlong, 0, &ql, cand, &n_cand);
+            free(text);
+            buf_free(&tmatch);
+            buf_free(&trank);
         }
         if (rc != 0) {
             ret = -1;

@@ -15,7 +15,8 @@
  * (an unbalanced quote runs to the end of the query). Nothing else is special: AND, OR, NOT,
  * NEAR, *, -, :, ( ) are searched for literally. Terms of 3 or more characters use an FTS5
  * index: the word index (fts_words.h) when each is one whole word of 5-16 letters or digits,
- * else the trigram index; both find the same messages. Hits rank by bm25 (the newest 5,000 matches are ranked, so a word found in
+ * else the trigram index; both find the same messages (the word index counts a message's
+ * length in its own pieces, so the order of hits can differ a little). Hits rank by bm25 (the newest 5,000 matches are ranked, so a word found in
  * most messages stays fast; a term's IDF is estimated from the newest 2,000 messages, exact
  * in a smaller store). A query whose terms are all 1-2 characters scans the messages
  * newest first instead (ranked newest first). Case folding covers Unicode letters; accents

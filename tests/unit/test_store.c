@@ -1184,7 +1184,8 @@ static void test_words_index(void)
     int64_t conv = store_conversation_new(st, "words", NULL, NULL, NULL);
     const char *syl[] = {"ka", "lo", "rem", "ish", "tra", "vo", "en", "quu", "zel", "pa"};
     const char *extra[] = {"Überprüfung", "ÜBERPRÜFUNG", "straße", "ΑΘΗΝΑ", "αθηνα",
-                           "图书馆数据库系统", "naïve", "x-ray", "foo.bar", "e=mc2"};
+                           "图书馆数据库系统", "naïve", "x-ray", "foo.bar", "e=mc2",
+                           "node\xCD\x85system" /* U+0345: folds to iota */};
     struct buf b = BUF_INIT, w = BUF_INIT;
     uint64_t seed = 7;
     for (int i = 0; i < 400; i++) {
@@ -1203,13 +1204,16 @@ static void test_words_index(void)
             }
             buf_appends(&b, (seed >> 60) % 3 ? " " : ", ");
         }
+        if (i % 80 == 3) /* five messages with a word too long for the word index */
+            buf_appends(&b, " 0f3a9c0d2e7b41aa9e5ckaremishtralo88d1c2b3a4f5e6d7c8b9");
         store_message_add(st, conv, i % 2 ? "assistant" : "user", buf_str(&b), b.len, NULL);
     }
     const char *queries[] = {
         "karem", "remish", "ishtra", "traquu", "kalorem", "lorem", "ishtravo", "quuzelpa",
         "KaRem", "zelpaka", "enenen", "remishtraquuzelp", "absent", "überprüfung", "ÜBERPRÜF",
         "prüfung", "STRASSE", "straße", "αθηνα", "ΑΘΗΝ", "书馆数据库", "naïve", "karem lorem",
-        "ishtra vo", "x-ray", "foo.bar", "remishtraquuzelpaka", "ka", "rem,"};
+        "ishtra vo", "x-ray", "foo.bar", "remishtraquuzelpaka", "ka", "rem,", "nodeιsystem",
+        "NODEΙSYSTEM", "node\xCD\x85sys", "2e7b41aa9e5c", "88d1c2b3a4f5e6d7"};
     int all_same = 1, found = 0;
     const char *word = NULL; /* one of the first 12 (plain words) that is found */
     for (size_t i = 0; i < TT_ARRAY_LEN(queries); i++) {
@@ -1225,6 +1229,11 @@ static void test_words_index(void)
     TAP_OK(all_same, "%zu queries: the word index finds what the trigram index finds",
            TT_ARRAY_LEN(queries));
     TAP_OK(found >= 20, "most of them find something (%d)", found);
+    TAP_INT(raw_int(path, "SELECT count(*) FROM words_long"), 5,
+            "the five messages with a long word are left out of the word index");
+    TAP_INT(raw_int(path, "SELECT count(*) FROM messages_words_docsize WHERE id IN "
+                          "(SELECT message_id FROM words_long)"),
+            0, "none of them is in it");
     TAP_INT(words_integrity(path), SQLITE_OK, "FTS5 finds the word index consistent");
 
     /* It is the word index that answers: without the trigram index, words are still found
@@ -1274,6 +1283,27 @@ static void test_words_index(void)
     free(sql);
     TAP_INT(search_count(st, "wombats", NULL, NULL, NULL), 0, "its text is not found");
     TAP_INT(search_finds(st, "numbats", d), 1, "the new message is");
+    sql = xasprintf("REPLACE INTO messages(id, conversation_id, role, created, content) "
+                    "VALUES(%lld, %lld, 'user', 2, 'gamma platypus')",
+                    (long long)d, (long long)conv);
+    TAP_INT(raw_exec(path, sql), SQLITE_OK, "another program replaces a message");
+    free(sql);
+    TAP_INT(search_count(st, "numbats", NULL, NULL, NULL), 0, "the replaced text is gone");
+    TAP_INT(search_finds(st, "platypus", d), 1, "the new text is found");
+    /* A search never waits for the write lock to bring the word index up to date: while
+     * another connection holds it, the trigram index answers. */
+    int64_t f = store_message_add(st, conv, "user", "lockword here", 13, NULL);
+    sqlite3 *lock = NULL;
+    int held = sqlite3_open_v2(path, &lock, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK &&
+               sqlite3_exec(lock, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK;
+    TAP_OK(held, "another connection holds the write lock");
+    double t0 = util_now();
+    TAP_INT(search_finds(st, "lockword", f), 1, "a search finds the new message meanwhile");
+    TAP_OK(util_now() - t0 < 2.0, "without waiting for the lock (%.2f s)", util_now() - t0);
+    TAP_OK(raw_int(path, "SELECT count(*) FROM words_queue") > 0, "its change is still queued");
+    sqlite3_exec(lock, "ROLLBACK", NULL, NULL, NULL);
+    sqlite3_close(lock);
+    TAP_INT(search_finds(st, "lockword", f), 1, "and indexed by the next search");
     int64_t e = store_message_begin(st, conv, NULL);
     store_message_append(st, e, "streaming ", 10);
     store_message_flush(st, e);
