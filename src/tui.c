@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #define TUI_FRAME (1.0 / 60.0)
+#define TUI_RESUME_SHOWN 500 /* messages a resumed conversation shows in the chat */
 #define TUI_PROMPT "\xE2\x80\xBA "
 #define TUI_KEY_CHOME (KEY_MAX + 1)
 #define TUI_KEY_CEND (KEY_MAX + 2)
@@ -356,6 +357,12 @@ int tui_session(struct tui *t, char *key, const struct session_msg *msgs, size_t
     return 0;
 }
 
+/* 1 for the roles the chat shows (user and assistant). */
+static int tui_shown_role(const char *role)
+{
+    return strcmp(role, "user") == 0 || strcmp(role, "assistant") == 0;
+}
+
 void tui_resume(struct tui *t, int64_t id, int replace)
 {
     char *err = NULL;
@@ -371,8 +378,23 @@ void tui_resume(struct tui *t, int64_t id, int replace)
         t->edit_pending = 0;
         t->ctx_marked = 0;
     }
-    size_t shown = 0;
-    for (size_t i = 0; i < t->s.n_msgs; i++) {
+    /* The chat shows the newest TUI_RESUME_SHOWN messages: rendering all of a 10,000-message
+     * conversation took 0.26 s and ~60 MB; the browser (F2) reads the whole of it, page by
+     * page. Every message stays in the conversation and its context. */
+    size_t total = 0, from = 0;
+    for (size_t i = 0; i < t->s.n_msgs; i++)
+        total += tui_shown_role(t->s.msgs[i].role);
+    if (total > TUI_RESUME_SHOWN) {
+        size_t skip = total - TUI_RESUME_SHOWN;
+        for (size_t k = 0; from < t->s.n_msgs && k < skip; from++)
+            k += tui_shown_role(t->s.msgs[from].role);
+        char *m = xasprintf("%zu earlier messages are not shown here (they are still part of "
+                            "the conversation): F2 opens the whole conversation.",
+                            skip);
+        tui_meta(t, m);
+        free(m);
+    }
+    for (size_t i = from; i < t->s.n_msgs; i++) {
         const struct session_msg *m = &t->s.msgs[i];
         if (strcmp(m->role, "user") == 0) {
             tui_view_add(t->view, TUI_MSG_USER, m->content, strlen(m->content));
@@ -380,13 +402,10 @@ void tui_resume(struct tui *t, int64_t id, int replace)
             size_t a = tui_view_answer_begin(t->view, t->conf->model, NULL);
             tui_view_answer_text(t->view, a, 0, m->content, strlen(m->content));
             tui_view_answer_end(t->view, a, NULL, THEME_META);
-        } else {
-            continue;
         }
-        shown++;
     }
     char *m = xasprintf("Continuing conversation %lld (%zu messages).",
-                        (long long)t->s.conv_id, shown);
+                        (long long)t->s.conv_id, total);
     tui_notice(t, m);
     free(m);
 }

@@ -374,8 +374,16 @@ with ttlib.FakeServer() as srv:
             t.ok(lat[-1] < 0.5, "every scroll frame under 500 ms")
         else:
             t.ok(False, "the trace has scroll records")
-        tm.send("q")
-        time.sleep(0.3)
+        # --- r resumes it: the chat shows its newest 500 messages, says so at the top ---
+        tm.send("r")
+        scr = settle(tm, "Continuing conversation %d (10000 messages)" % big, 10)
+        t.ok("Continuing conversation %d (10000 messages)" % big in scr and
+             "bigendmarker" in scr, "r resumes the 10,000-message conversation", scr)
+        tm.send("Home")
+        scr = settle(tm, "earlier messages are not shown", 5)
+        t.ok("9500 earlier messages are not shown here" in scr and "F2 opens the" in scr
+             and "question 9500 about" in scr and "bigstartmarker" not in scr,
+             "the chat shows the newest 500 and says where the rest is", scr)
         tm.send("C-d")
         t.eq(tm.wait_exit(5), 0, "quits with status 0")
 
