@@ -702,7 +702,8 @@ static void doctor_database(struct doctor *d, const char *path)
         const char *sql;
         int which;
     } q[] = {{"PRAGMA user_version", 0}, {"PRAGMA page_count", 1}, {"PRAGMA page_size", 2},
-             {"SELECT count(*) FROM conversations", 3}};
+             {"SELECT count(*) FROM conversations", 3}, {"SELECT count(*) FROM words_queue", 4}};
+    long long queued = 0;
     for (size_t i = 0; i < TT_ARRAY_LEN(q); i++) {
         if (sqlite3_prepare_v2(db, q[i].sql, -1, &s, NULL) != SQLITE_OK)
             continue;
@@ -714,8 +715,10 @@ static void doctor_database(struct doctor *d, const char *path)
                 pages = v;
             else if (q[i].which == 2)
                 page_size = v;
-            else
+            else if (q[i].which == 3)
                 convs = v;
+            else
+                queued = v;
         }
         sqlite3_finalize(s);
     }
@@ -740,6 +743,11 @@ static void doctor_database(struct doctor *d, const char *path)
     doctor_linef(d, DOCTOR_OK, "database", NULL, NULL,
                  "%s: integrity ok, schema %d, %.1f MiB, %lld conversation%s", path, version,
                  (double)bytes / 1048576.0, convs, convs == 1 ? "" : "s");
+    if (queued > 0) /* after an upgrade, or changes made by another program */
+        doctor_linef(d, DOCTOR_OK, "word index", NULL, NULL,
+                     "%lld changes to apply; each search applies %d and uses the trigram "
+                     "index until none is left",
+                     queued, STORE_WORDS_BATCH);
     unsigned mode = st.st_mode & 0777;
     if (mode & 077)
         doctor_linef(d, DOCTOR_WARN, "db perms", NULL, NULL,

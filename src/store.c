@@ -31,7 +31,6 @@
 #define STORE_TITLE_MAX 60          /* user-perceived characters in a derived title */
 #define STORE_RANK_WINDOW 5000      /* newest full-text matches ranked by bm25 */
 #define STORE_SAMPLE 2000           /* newest indexed messages a search samples first */
-#define STORE_WORDS_BATCH 2000      /* queued changes a search applies to the word index */
 #define STORE_WORDS_LONG_MAX 50     /* messages out of the word index (long words) it can take */
 
 /* An answer this handle is streaming: text waiting for the next batch commit. */

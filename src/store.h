@@ -33,6 +33,7 @@
 #define STORE_CACHE_DEFAULT_TTL (7 * 24 * 3600) /* seconds */
 #define STORE_CACHE_DEFAULT_MAX ((int64_t)100 * 1024 * 1024) /* bytes */
 #define STORE_BATCH_INTERVAL 0.25               /* seconds between streaming commits */
+#define STORE_WORDS_BATCH 2000 /* queued changes a search applies to the word index at most */
 
 struct store;
 

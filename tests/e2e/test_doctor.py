@@ -187,6 +187,13 @@ with ttlib.FakeServer() as srv:
          "\n".join(lines))
     t.ok(find(lines, "ok", "database", None, "1 conversation"), "database: counts conversations")
     t.ok(find(lines, "ok", "db perms", None, "mode 600"), "database: mode 600")
+    # the word index: its queue after the scripted run, none after a search applied it
+    ln = find(lines, "ok", "word index", None, "changes to apply")
+    t.ok(ln and "2 changes" in ln, "word index: the prompt and the answer are queued", ln)
+    rc, out, err = ttlib.run_tokterm(["--db", db, "search", "hello"], home=home)
+    rc, out, err = ttlib.run_tokterm(["--db", db, "doctor", "--offline"], home=home)
+    t.ok(not find(lines_of(out), "ok", "word index"),
+         "word index: nothing to apply after a search", out.decode(errors="replace"))
     junk = os.path.join(dbdir, "junk.db")
     with open(junk, "wb") as f:
         f.write(b"not sqlite at all\n" * 300)
