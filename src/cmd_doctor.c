@@ -702,8 +702,9 @@ static void doctor_database(struct doctor *d, const char *path)
         const char *sql;
         int which;
     } q[] = {{"PRAGMA user_version", 0}, {"PRAGMA page_count", 1}, {"PRAGMA page_size", 2},
-             {"SELECT count(*) FROM conversations", 3}, {"SELECT count(*) FROM words_queue", 4}};
-    long long queued = 0;
+             {"SELECT count(*) FROM conversations", 3}, {"SELECT count(*) FROM words_queue", 4},
+             {"SELECT count(*) FROM words_long", 5}};
+    long long queued = 0, blobs = 0;
     for (size_t i = 0; i < TT_ARRAY_LEN(q); i++) {
         if (sqlite3_prepare_v2(db, q[i].sql, -1, &s, NULL) != SQLITE_OK)
             continue;
@@ -717,8 +718,10 @@ static void doctor_database(struct doctor *d, const char *path)
                 page_size = v;
             else if (q[i].which == 3)
                 convs = v;
-            else
+            else if (q[i].which == 4)
                 queued = v;
+            else
+                blobs = v;
         }
         sqlite3_finalize(s);
     }
@@ -743,10 +746,17 @@ static void doctor_database(struct doctor *d, const char *path)
     doctor_linef(d, DOCTOR_OK, "database", NULL, NULL,
                  "%s: integrity ok, schema %d, %.1f MiB, %lld conversation%s", path, version,
                  (double)bytes / 1048576.0, convs, convs == 1 ? "" : "s");
-    if (queued > 0) /* after an upgrade, or changes made by another program */
+    /* The word index (store.c): behind after an upgrade or another program's changes (the
+     * few changes of a chat are applied by the next search at once), off with many blobs. */
+    if (blobs > STORE_WORDS_LONG_MAX)
         doctor_linef(d, DOCTOR_OK, "word index", NULL, NULL,
-                     "%lld changes to apply; each search applies %d and uses the trigram "
-                     "index until none is left",
+                     "not used: %lld messages hold a word of over %d characters (more than %d), "
+                     "so every search uses the trigram index",
+                     blobs, FTS_WORDS_LONG, STORE_WORDS_LONG_MAX);
+    else if (queued > STORE_WORDS_BATCH)
+        doctor_linef(d, DOCTOR_OK, "word index", NULL, NULL,
+                     "%lld changes to apply; each search for a word applies %d and uses the "
+                     "trigram index until none is left",
                      queued, STORE_WORDS_BATCH);
     unsigned mode = st.st_mode & 0777;
     if (mode & 077)

@@ -22,6 +22,8 @@ struct words_tok {
 struct words_emit {
     void *ctx;
     int (*token)(void *, int, const char *, int, int, int);
+    int placed;     /* a piece of this word was emitted: the next ones are colocated */
+    int start, end; /* the word's offsets */
 };
 
 static const char *const words_args[] = {"remove_diacritics", "0", "tokenchars", "\xCD\x85"};
@@ -59,34 +61,95 @@ static int utf8_lead(unsigned char c)
     return (c & 0xC0) != 0x80;
 }
 
-/* One word (folded by unicode61): its pieces, each at the word's position. */
-static int words_pieces(void *ctx, int flags, const char *tok, int n, int start, int end)
+/* The code point at s[0..n) (UTF-8 from unicode61: valid); *len gets its bytes. */
+static unsigned words_cp(const char *s, int n, int *len)
 {
-    (void)flags;
+    const unsigned char *u = (const unsigned char *)s;
+    int k = u[0] < 0x80 ? 1 : u[0] < 0xE0 ? 2 : u[0] < 0xF0 ? 3 : 4;
+    if (k > n)
+        k = n;
+    unsigned cp = k == 1 ? u[0] : u[0] & (0xFFu >> (k + 1));
+    for (int i = 1; i < k; i++)
+        cp = (cp << 6) | (u[i] & 0x3F);
+    *len = k;
+    return cp;
+}
+
+/* Scripts written without spaces between words: Thai, Lao, Myanmar, Khmer, Hangul, kana, CJK
+ * ideographs. unicode61 makes a whole sentence of them one word, one distinct piece per
+ * character here; the trigram index finds them as well, with shorter doclists than Latin
+ * text has. So the word index leaves them out, and a term holding one goes to the trigram
+ * index. */
+static int words_unspaced(unsigned cp)
+{
+    return (cp >= 0x0E00 && cp <= 0x0EFF) || (cp >= 0x1000 && cp <= 0x109F) ||
+           (cp >= 0x1100 && cp <= 0x11FF) || (cp >= 0x1780 && cp <= 0x17FF) ||
+           (cp >= 0x2E80 && cp <= 0x9FFF) || (cp >= 0xA960 && cp <= 0xA97F) ||
+           (cp >= 0xAC00 && cp <= 0xD7FF) || (cp >= 0xF900 && cp <= 0xFAFF) ||
+           (cp >= 0xFF66 && cp <= 0xFFDC) || (cp >= 0x20000 && cp <= 0x3FFFF);
+}
+
+/* Call run() for each run of a word's characters that are not of an unspaced script
+ * (usually the whole word): its bytes and characters. Stops at a run's non-OK code. */
+static int words_runs(const char *tok, int n, void *ctx,
+                      int (*run)(void *ctx, const char *s, int len, int chars))
+{
+    int from = 0, chars = 0;
+    for (int i = 0; i <= n;) {
+        int len = 1;
+        unsigned cp = i < n ? words_cp(tok + i, n - i, &len) : 0;
+        if (i == n || words_unspaced(cp)) {
+            if (chars > 0) {
+                int rc = run(ctx, tok + from, i - from, chars);
+                if (rc != SQLITE_OK)
+                    return rc;
+            }
+            i += len;
+            from = i;
+            chars = 0;
+            continue;
+        }
+        i += len;
+        chars++;
+    }
+    return SQLITE_OK;
+}
+
+/* One run of a word: its pieces, all at the word's position. */
+static int words_run_pieces(void *ctx, const char *s, int n, int chars)
+{
     struct words_emit *e = ctx;
-    int chars = 0;
-    for (int i = 0; i < n; i++)
-        chars += utf8_lead((unsigned char)tok[i]);
     if (chars > FTS_WORDS_LONG) /* its message is not indexed here (tt_words_long) */
         return SQLITE_OK;
-    int first = 1;
     for (int i = 0; i < n && chars >= FTS_WORDS_MIN; chars--) {
         int j = i, k = 0;
         while (j < n && k < FTS_WORDS_MAX) {
             j++;
-            while (j < n && !utf8_lead((unsigned char)tok[j]))
+            while (j < n && !utf8_lead((unsigned char)s[j]))
                 j++;
             k++;
         }
-        int rc = e->token(e->ctx, first ? 0 : FTS5_TOKEN_COLOCATED, tok + i, j - i, start, end);
+        int rc = e->token(e->ctx, e->placed ? FTS5_TOKEN_COLOCATED : 0, s + i, j - i, e->start,
+                          e->end);
         if (rc != SQLITE_OK)
             return rc;
-        first = 0;
+        e->placed = 1;
         i++;
-        while (i < n && !utf8_lead((unsigned char)tok[i]))
+        while (i < n && !utf8_lead((unsigned char)s[i]))
             i++;
     }
     return SQLITE_OK;
+}
+
+/* One word (folded by unicode61): the pieces of its runs. */
+static int words_pieces(void *ctx, int flags, const char *tok, int n, int start, int end)
+{
+    (void)flags;
+    struct words_emit *e = ctx;
+    e->placed = 0;
+    e->start = start;
+    e->end = end;
+    return words_runs(tok, n, e, words_run_pieces);
 }
 
 static int words_tokenize(Fts5Tokenizer *tok, void *ctx, int flags, const char *text, int n,
@@ -95,7 +158,7 @@ static int words_tokenize(Fts5Tokenizer *tok, void *ctx, int flags, const char *
     struct words_tok *t = (struct words_tok *)tok;
     if (flags & FTS5_TOKENIZE_QUERY) /* a query's words are looked up whole (as prefixes) */
         return t->w->u61.xTokenize(t->inner, ctx, flags, text, n, token);
-    struct words_emit e = {ctx, token};
+    struct words_emit e = {ctx, token, 0, 0, 0};
     return t->w->u61.xTokenize(t->inner, &e, flags, text, n, words_pieces);
 }
 
@@ -141,20 +204,24 @@ struct fts_words *fts_words_register(sqlite3 *db)
     return w;
 }
 
-/* tt_words_long(text): is any word longer than FTS_WORDS_LONG characters? */
-static int words_long_token(void *ctx, int flags, const char *tok, int n, int start, int end)
+/* tt_words_long(text): is any run of a word longer than FTS_WORDS_LONG characters? */
+static int words_long_run(void *ctx, const char *s, int n, int chars)
 {
-    (void)flags;
-    (void)start;
-    (void)end;
-    int chars = 0;
-    for (int i = 0; i < n; i++)
-        chars += utf8_lead((unsigned char)tok[i]);
+    (void)s;
+    (void)n;
     if (chars > FTS_WORDS_LONG) {
         *(int *)ctx = 1;
         return SQLITE_DONE; /* stops the tokenizer: one is enough */
     }
     return SQLITE_OK;
+}
+
+static int words_long_token(void *ctx, int flags, const char *tok, int n, int start, int end)
+{
+    (void)flags;
+    (void)start;
+    (void)end;
+    return words_runs(tok, n, ctx, words_long_run);
 }
 
 static void words_long_sql(sqlite3_context *ctx, int argc, sqlite3_value **argv)
@@ -175,7 +242,7 @@ static void words_long_sql(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 
 /* fts_words_term's count of a term's tokens. */
 struct words_check {
-    int n, start, end, chars;
+    int n, start, end, chars, unspaced;
 };
 
 static int words_check_token(void *ctx, int flags, const char *tok, int n, int start, int end)
@@ -185,8 +252,10 @@ static int words_check_token(void *ctx, int flags, const char *tok, int n, int s
     if (c->n++ == 0) {
         c->start = start;
         c->end = end;
-        for (int i = 0; i < n; i++)
-            c->chars += utf8_lead((unsigned char)tok[i]);
+        for (int i = 0, len = 1; i < n; i += len) {
+            c->unspaced |= words_unspaced(words_cp(tok + i, n - i, &len));
+            c->chars++;
+        }
     }
     return SQLITE_OK;
 }
@@ -195,10 +264,10 @@ int fts_words_term(struct fts_words *w, const char *term, int len)
 {
     if (!w || !term || len <= 0)
         return 0;
-    struct words_check c = {0, 0, 0, 0};
+    struct words_check c = {0, 0, 0, 0, 0};
     if (w->u61.xTokenize(w->query, &c, FTS5_TOKENIZE_QUERY, term, len, words_check_token) !=
         SQLITE_OK)
         return 0;
-    return c.n == 1 && c.start == 0 && c.end == len && c.chars >= FTS_WORDS_MIN &&
+    return c.n == 1 && c.start == 0 && c.end == len && !c.unspaced && c.chars >= FTS_WORDS_MIN &&
            c.chars <= FTS_WORDS_MAX;
 }

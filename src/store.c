@@ -31,7 +31,6 @@
 #define STORE_TITLE_MAX 60          /* user-perceived characters in a derived title */
 #define STORE_RANK_WINDOW 5000      /* newest full-text matches ranked by bm25 */
 #define STORE_SAMPLE 2000           /* newest indexed messages a search samples first */
-#define STORE_WORDS_LONG_MAX 50     /* messages out of the word index (long words) it can take */
 
 /* An answer this handle is streaming: text waiting for the next batch commit. */
 struct store_stream {
@@ -686,7 +685,7 @@ static const char store_schema_v4[] =
  * index them, STORE_WORDS_BATCH at a time. A message with a word of more than FTS_WORDS_LONG
  * characters is listed in words_long instead of indexed, and searched through the trigram
  * index. An INSERT OR REPLACE (no delete trigger fires for the row it replaces) and a change
- * of id are queued as a delete and an insert. */
+ * of id (also onto an existing id, with OR REPLACE) are queued as deletes and an insert. */
 static const char store_schema_v5[] =
     "CREATE VIRTUAL TABLE messages_words USING fts5(content, content = 'messages',\n"
     "  content_rowid = 'id', tokenize = 'tt_words');\n"
@@ -696,6 +695,12 @@ static const char store_schema_v5[] =
     "CREATE TRIGGER messages_words_bi BEFORE INSERT ON messages\n"
     "WHEN EXISTS (SELECT 1 FROM messages WHERE id = new.id AND status <> 'streaming')\n"
     "BEGIN\n"
+    "  INSERT INTO words_queue(message_id, old) SELECT id, content FROM messages\n"
+    "    WHERE id = new.id;\n"
+    "END;\n"
+    "CREATE TRIGGER messages_words_bu BEFORE UPDATE OF id ON messages\n"
+    "WHEN old.id <> new.id\n"
+    "  AND EXISTS (SELECT 1 FROM messages WHERE id = new.id AND status <> 'streaming') BEGIN\n"
     "  INSERT INTO words_queue(message_id, old) SELECT id, content FROM messages\n"
     "    WHERE id = new.id;\n"
     "END;\n"

@@ -14,8 +14,8 @@
  * must contain every term (AND). "double quotes" group words, spaces included, into one term
  * (an unbalanced quote runs to the end of the query). Nothing else is special: AND, OR, NOT,
  * NEAR, *, -, :, ( ) are searched for literally. Terms of 3 or more characters use an FTS5
- * index: the word index (fts_words.h) when each is one whole word of 5-16 letters or digits,
- * else the trigram index; both find the same messages (the word index counts a message's
+ * index: the word index (fts_words.h) when each is one whole word of 5-16 letters or digits
+ * (not CJK or another script written without spaces), else the trigram index; both find the same messages (the word index counts a message's
  * length in its own pieces, so the order of hits can differ a little). Hits rank by bm25 (the newest 5,000 matches are ranked, so a word found in
  * most messages stays fast; a term's IDF is estimated from the newest 2,000 messages, exact
  * in a smaller store). A query whose terms are all 1-2 characters scans the messages
@@ -34,6 +34,7 @@
 #define STORE_CACHE_DEFAULT_MAX ((int64_t)100 * 1024 * 1024) /* bytes */
 #define STORE_BATCH_INTERVAL 0.25               /* seconds between streaming commits */
 #define STORE_WORDS_BATCH 2000 /* queued changes a search applies to the word index at most */
+#define STORE_WORDS_LONG_MAX 20 /* messages left out of it (blobs) it can do with */
 
 struct store;
 

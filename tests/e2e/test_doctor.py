@@ -187,13 +187,25 @@ with ttlib.FakeServer() as srv:
          "\n".join(lines))
     t.ok(find(lines, "ok", "database", None, "1 conversation"), "database: counts conversations")
     t.ok(find(lines, "ok", "db perms", None, "mode 600"), "database: mode 600")
-    # the word index: its queue after the scripted run, none after a search applied it
-    ln = find(lines, "ok", "word index", None, "changes to apply")
-    t.ok(ln and "2 changes" in ln, "word index: the prompt and the answer are queued", ln)
-    rc, out, err = ttlib.run_tokterm(["--db", db, "search", "hello"], home=home)
+    # the word index: nothing to say after a chat (the next search applies its two changes);
+    # 2,500 messages written by another program are queued, and a search applies 2,000
+    t.ok(not find(lines, "ok", "word index"), "word index: nothing to say after a chat",
+         "\n".join(lines))
+    con = sqlite3.connect(db)
+    with con:
+        con.executemany("INSERT INTO messages(conversation_id, role, created, content) "
+                        "VALUES(1, 'user', 1, ?)", [("imported message %d" % i,)
+                                                    for i in range(2500)])
+    con.close()
+    rc, out, err = ttlib.run_tokterm(["--db", db, "doctor", "--offline"], home=home)
+    ln = find(lines_of(out), "ok", "word index", None, "changes to apply")
+    t.ok(ln and "2502 changes" in ln and "applies 2000" in ln,
+         "word index: 2,502 changes queued, and what a search does with them", ln)
+    rc, out, err = ttlib.run_tokterm(["--db", db, "search", "imported"], home=home)
+    t.ok(rc == 0 and b"imported" in out, "a search finds the imported messages meanwhile")
     rc, out, err = ttlib.run_tokterm(["--db", db, "doctor", "--offline"], home=home)
     t.ok(not find(lines_of(out), "ok", "word index"),
-         "word index: nothing to apply after a search", out.decode(errors="replace"))
+         "word index: 502 left, nothing to say", out.decode(errors="replace"))
     junk = os.path.join(dbdir, "junk.db")
     with open(junk, "wb") as f:
         f.write(b"not sqlite at all\n" * 300)

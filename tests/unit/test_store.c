@@ -1185,7 +1185,9 @@ static void test_words_index(void)
     const char *syl[] = {"ka", "lo", "rem", "ish", "tra", "vo", "en", "quu", "zel", "pa"};
     const char *extra[] = {"Überprüfung", "ÜBERPRÜFUNG", "straße", "ΑΘΗΝΑ", "αθηνα",
                            "图书馆数据库系统", "naïve", "x-ray", "foo.bar", "e=mc2",
-                           "node\xCD\x85system" /* U+0345: folds to iota */};
+                           "node\xCD\x85system" /* U+0345: folds to iota */,
+                           "database数据库系统", "数据库Database", "ภาษาไทยสวัสดีครับ",
+                           "vectorデータベース"};
     struct buf b = BUF_INIT, w = BUF_INIT;
     uint64_t seed = 7;
     for (int i = 0; i < 400; i++) {
@@ -1204,8 +1206,13 @@ static void test_words_index(void)
             }
             buf_appends(&b, (seed >> 60) % 3 ? " " : ", ");
         }
-        if (i % 80 == 3) /* five messages with a word too long for the word index */
+        if (i % 80 == 3) { /* five messages with a word too long for the word index (a blob) */
             buf_appends(&b, " 0f3a9c0d2e7b41aa9e5ckaremishtralo88d1c2b3a4f5e6d7c8b9");
+            for (int k = 0; k < 16; k++)
+                buf_appends(&b, "0123456789abcdef");
+        }
+        if (i % 50 == 9) /* a hash: long, but not for the word index */
+            buf_appends(&b, " e83c5163316f89bfbde7d9ab23ca2e25604af290");
         store_message_add(st, conv, i % 2 ? "assistant" : "user", buf_str(&b), b.len, NULL);
     }
     const char *queries[] = {
@@ -1213,7 +1220,9 @@ static void test_words_index(void)
         "KaRem", "zelpaka", "enenen", "remishtraquuzelp", "absent", "überprüfung", "ÜBERPRÜF",
         "prüfung", "STRASSE", "straße", "αθηνα", "ΑΘΗΝ", "书馆数据库", "naïve", "karem lorem",
         "ishtra vo", "x-ray", "foo.bar", "remishtraquuzelpaka", "ka", "rem,", "nodeιsystem",
-        "NODEΙSYSTEM", "node\xCD\x85sys", "2e7b41aa9e5c", "88d1c2b3a4f5e6d7"};
+        "NODEΙSYSTEM", "node\xCD\x85sys", "2e7b41aa9e5c", "88d1c2b3a4f5e6d7", "89abcdef012",
+        "316f89bfbde7d9ab", "e83c5163316f", "database", "tabase", "DATABASE", "vector",
+        "สวัสดีครับ", "データベース", "数据库Data"};
     int all_same = 1, found = 0;
     const char *word = NULL; /* one of the first 12 (plain words) that is found */
     for (size_t i = 0; i < TT_ARRAY_LEN(queries); i++) {
@@ -1234,6 +1243,9 @@ static void test_words_index(void)
     TAP_INT(raw_int(path, "SELECT count(*) FROM messages_words_docsize WHERE id IN "
                           "(SELECT message_id FROM words_long)"),
             0, "none of them is in it");
+    TAP_INT(raw_int(path, "SELECT count(*) FROM messages_words_docsize d JOIN messages m "
+                          "ON m.id = d.id WHERE m.content LIKE '%e83c5163316f89bf%'"),
+            8, "the eight with a 40-character hash are");
     TAP_INT(words_integrity(path), SQLITE_OK, "FTS5 finds the word index consistent");
 
     /* It is the word index that answers: without the trigram index, words are still found
@@ -1290,6 +1302,12 @@ static void test_words_index(void)
     free(sql);
     TAP_INT(search_count(st, "numbats", NULL, NULL, NULL), 0, "the replaced text is gone");
     TAP_INT(search_finds(st, "platypus", d), 1, "the new text is found");
+    sql = xasprintf("UPDATE OR REPLACE messages SET id = %lld WHERE id = %lld",
+                    (long long)d, (long long)a);
+    TAP_INT(raw_exec(path, sql), SQLITE_OK, "another program moves a message onto another's id");
+    free(sql);
+    TAP_INT(search_count(st, "platypus", NULL, NULL, NULL), 0, "the displaced text is gone");
+    TAP_INT(search_finds(st, "echidnas", d), 1, "the moved text is found under its new id");
     /* A search never waits for the write lock to bring the word index up to date: while
      * another connection holds it, the trigram index answers. */
     int64_t f = store_message_add(st, conv, "user", "lockword here", 13, NULL);
