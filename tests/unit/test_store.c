@@ -1301,6 +1301,9 @@ static void test_words_index(void)
     TAP_INT(raw_exec(path, sql), SQLITE_OK, "another program replaces a message");
     free(sql);
     TAP_INT(search_count(st, "numbats", NULL, NULL, NULL), 0, "the replaced text is gone");
+    ids = search_ids(st, "numbats", 0, &n);
+    TAP_INT(n, 0, "from the trigram index too");
+    free(ids);
     TAP_INT(search_finds(st, "platypus", d), 1, "the new text is found");
     sql = xasprintf("UPDATE OR REPLACE messages SET id = %lld WHERE id = %lld",
                     (long long)d, (long long)a);
@@ -1322,6 +1325,44 @@ static void test_words_index(void)
     sqlite3_exec(lock, "ROLLBACK", NULL, NULL, NULL);
     sqlite3_close(lock);
     TAP_INT(search_finds(st, "lockword", f), 1, "and indexed by the next search");
+    /* The trigram index follows such changes too (an INSERT OR REPLACE used to leave the old
+     * text in it, and a later delete corrupted it). */
+    ids = search_ids(st, "platypus", 0, &n);
+    TAP_INT(n, 0, "trigram index: the displaced text is gone");
+    free(ids);
+    ids = search_ids(st, "echidnas", 0, &n);
+    TAP_OK(n == 1 && ids[0] == d, "trigram index: the moved text is under its new id");
+    free(ids);
+    sql = xasprintf("INSERT OR IGNORE INTO messages(id, conversation_id, role, created, content) "
+                    "VALUES(%lld, %lld, 'user', 3, 'ignored text');"
+                    "UPDATE messages SET id = 99999, content = 'kiwis now' WHERE id = %lld;"
+                    "UPDATE messages SET id = 99998 WHERE id = 99999;",
+                    (long long)d, (long long)conv, (long long)f);
+    TAP_INT(raw_exec(path, sql), SQLITE_OK, "an ignored insert, a new id with new text, a new id");
+    free(sql);
+    for (int wi = 0; wi < 2; wi++) {
+        const char *idx = wi ? "word index" : "trigram index";
+        ids = search_ids(st, "echidnas", wi, &n);
+        TAP_OK(n == 1 && ids[0] == d, "%s: the row an insert left alone is still found", idx);
+        free(ids);
+        ids = search_ids(st, "ignored", wi, &n);
+        TAP_OK(n == 0, "%s: the ignored text is not", idx);
+        free(ids);
+        ids = search_ids(st, "kiwis", wi, &n);
+        TAP_OK(n == 1 && ids[0] == 99998, "%s: the moved, changed text under its last id", idx);
+        free(ids);
+        ids = search_ids(st, "lockword", wi, &n);
+        TAP_OK(n == 0, "%s: its old text is gone", idx);
+        free(ids);
+    }
+    sql = xasprintf("DELETE FROM messages WHERE id IN (%lld, 99998)", (long long)d);
+    TAP_INT(raw_exec(path, sql), SQLITE_OK, "another program deletes them");
+    free(sql);
+    ids = search_ids(st, "echidnas", 0, &n);
+    TAP_INT(n, 0, "trigram index: deleted, and no error");
+    free(ids);
+    TAP_INT(raw_exec(path, "INSERT INTO messages_fts(messages_fts) VALUES('integrity-check')"),
+            SQLITE_OK, "FTS5 finds the trigram index consistent");
     int64_t e = store_message_begin(st, conv, NULL);
     store_message_append(st, e, "streaming ", 10);
     store_message_flush(st, e);
