@@ -204,13 +204,22 @@ struct fts_words *fts_words_register(sqlite3 *db)
     return w;
 }
 
-/* tt_words_long(text): is any run of a word longer than FTS_WORDS_LONG characters? */
+/* tt_words_long(text): does the text look like a blob: a run of a word longer than
+ * FTS_WORDS_LONG characters, or more than FTS_WORDS_LONGISH_MAX runs of FTS_WORDS_LONGISH or
+ * more (base64, PEM or a hex dump wrapped in lines of 60-76 characters)? */
+struct words_blob {
+    int found, longish;
+};
+
 static int words_long_run(void *ctx, const char *s, int n, int chars)
 {
     (void)s;
     (void)n;
-    if (chars > FTS_WORDS_LONG) {
-        *(int *)ctx = 1;
+    struct words_blob *b = ctx;
+    if (chars >= FTS_WORDS_LONGISH)
+        b->longish++;
+    if (chars > FTS_WORDS_LONG || b->longish > FTS_WORDS_LONGISH_MAX) {
+        b->found = 1;
         return SQLITE_DONE; /* stops the tokenizer: one is enough */
     }
     return SQLITE_OK;
@@ -229,15 +238,16 @@ static void words_long_sql(sqlite3_context *ctx, int argc, sqlite3_value **argv)
     (void)argc;
     struct fts_words *w = sqlite3_user_data(ctx);
     const char *text = (const char *)sqlite3_value_text(argv[0]);
-    int n = sqlite3_value_bytes(argv[0]), found = 0;
+    int n = sqlite3_value_bytes(argv[0]);
+    struct words_blob b = {0, 0};
     int rc = text && n > FTS_WORDS_LONG
-                 ? w->u61.xTokenize(w->query, &found, FTS5_TOKENIZE_DOCUMENT, text, n,
+                 ? w->u61.xTokenize(w->query, &b, FTS5_TOKENIZE_DOCUMENT, text, n,
                                     words_long_token)
                  : SQLITE_OK;
     if (rc != SQLITE_OK && rc != SQLITE_DONE)
         sqlite3_result_error_code(ctx, rc);
     else
-        sqlite3_result_int(ctx, found);
+        sqlite3_result_int(ctx, b.found);
 }
 
 /* fts_words_term's count of a term's tokens. */

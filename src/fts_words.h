@@ -13,12 +13,14 @@
  * messages as the trigram phrase, reading only the doclists of pieces that start with the
  * term. Queries are tokenised as unicode61 does (no pieces).
  *
- * A word of more than FTS_WORDS_LONG characters (a pasted hex or base64 blob) would add one
- * distinct piece per character: a 2 MB blob took 7.4 s and 279 MB to index. A message holding
- * one is not put in the word index at all (tt_words_long() tells the store) and is searched
- * through the trigram index instead. Shorter long words (hashes, keys) are indexed: a piece per
- * character, as the trigram index has. Scripts written without spaces (CJK, Thai, ...: a
- * sentence is one unicode61 word) are left out, and terms in them go to the trigram index,
+ * Random data (a pasted hex or base64 blob) would add one distinct piece per character: a
+ * 2 MB blob took 7.4 s and 279 MB to index. A message that looks like one (a word of more
+ * than FTS_WORDS_LONG characters, or many words of FTS_WORDS_LONGISH or more: base64, PEM and
+ * hex dumps are wrapped in lines of 60-76) is not put in the word index at all (tt_words_long()
+ * tells the store) and is searched through the trigram index instead. A few long words
+ * (hashes, keys) are indexed: a piece per character, as the trigram index has. Scripts written
+ * without spaces (CJK, Thai, ...: a sentence is one unicode61 word; and Hangul, whose words
+ * are short) are left out, and terms in them go to the trigram index,
  * where their doclists are short anyway: a CJK corpus of 5.3 MB made a word index of 56 MB
  * (its trigram index: 20 MB).
  * U+0345 (combining ypogegrammeni) counts as a letter here: unicode61 takes it for a
@@ -30,6 +32,8 @@
 #define FTS_WORDS_MIN 5  /* shortest term the word index answers, in characters */
 #define FTS_WORDS_MAX 16 /* longest */
 #define FTS_WORDS_LONG 256 /* a longer word keeps its message out of the word index */
+#define FTS_WORDS_LONGISH 24    /* ... and so do more than FTS_WORDS_LONGISH_MAX words */
+#define FTS_WORDS_LONGISH_MAX 32 /* of FTS_WORDS_LONGISH characters or more */
 
 struct fts_words;
 

@@ -1246,6 +1246,22 @@ static void test_words_index(void)
     TAP_INT(raw_int(path, "SELECT count(*) FROM messages_words_docsize d JOIN messages m "
                           "ON m.id = d.id WHERE m.content LIKE '%e83c5163316f89bf%'"),
             8, "the eight with a 40-character hash are");
+    /* A hex dump wrapped at 60 characters has no long word, but many of 24 or more. */
+    buf_reset(&b);
+    for (int k = 0; k < 40; k++) {
+        for (int j = 0; j < 60; j++)
+            buf_appendc(&b, "0123456789abcdef"[(k * 7 + j * 13 + j / 5) % 16]);
+        buf_appendc(&b, '\n');
+    }
+    char probe[13];
+    memcpy(probe, b.data + 5 * 61 + 20, 12);
+    probe[12] = 0;
+    store_message_add(st, conv, "user", buf_str(&b), b.len, NULL);
+    int n_probe = 0, same_probe = same_both_ways(st, probe, &n_probe);
+    TAP_OK(same_probe && n_probe == 1, "a hex dump is found through both indexes (%s: %d)",
+           probe, n_probe);
+    TAP_INT(raw_int(path, "SELECT count(*) FROM words_long"), 6,
+            "and it is left out of the word index, as a blob");
     TAP_INT(words_integrity(path), SQLITE_OK, "FTS5 finds the word index consistent");
 
     /* It is the word index that answers: without the trigram index, words are still found
