@@ -2,6 +2,7 @@
 #include "config.h"
 #include "fts_words.h"
 #include "sqlite_dl.h"
+#include "utf8.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,22 +57,12 @@ static void words_delete(Fts5Tokenizer *tok)
     }
 }
 
-static int utf8_lead(unsigned char c)
+/* The code point at s[i] of s[0..n) (UTF-8 from unicode61: valid); *next gets the offset of
+ * the character after it. */
+static uint32_t words_cp(const char *s, int n, int i, int *next)
 {
-    return (c & 0xC0) != 0x80;
-}
-
-/* The code point at s[0..n) (UTF-8 from unicode61: valid); *len gets its bytes. */
-static unsigned words_cp(const char *s, int n, int *len)
-{
-    const unsigned char *u = (const unsigned char *)s;
-    int k = u[0] < 0x80 ? 1 : u[0] < 0xE0 ? 2 : u[0] < 0xF0 ? 3 : 4;
-    if (k > n)
-        k = n;
-    unsigned cp = k == 1 ? u[0] : u[0] & (0xFFu >> (k + 1));
-    for (int i = 1; i < k; i++)
-        cp = (cp << 6) | (u[i] & 0x3F);
-    *len = k;
+    uint32_t cp = 0;
+    *next = i + (int)utf8_decode(s + i, (size_t)(n - i), &cp);
     return cp;
 }
 
@@ -80,7 +71,7 @@ static unsigned words_cp(const char *s, int n, int *len)
  * character here; the trigram index finds them as well, with shorter doclists than Latin
  * text has. So the word index leaves them out, and a term holding one goes to the trigram
  * index. */
-static int words_unspaced(unsigned cp)
+static int words_unspaced(uint32_t cp)
 {
     return (cp >= 0x0E00 && cp <= 0x0EFF) || (cp >= 0x1000 && cp <= 0x109F) ||
            (cp >= 0x1100 && cp <= 0x11FF) || (cp >= 0x1780 && cp <= 0x17FF) ||
@@ -96,21 +87,20 @@ static int words_runs(const char *tok, int n, void *ctx,
 {
     int from = 0, chars = 0;
     for (int i = 0; i <= n;) {
-        int len = 1;
-        unsigned cp = i < n ? words_cp(tok + i, n - i, &len) : 0;
+        int next = i + 1;
+        uint32_t cp = i < n ? words_cp(tok, n, i, &next) : 0;
         if (i == n || words_unspaced(cp)) {
             if (chars > 0) {
                 int rc = run(ctx, tok + from, i - from, chars);
                 if (rc != SQLITE_OK)
                     return rc;
             }
-            i += len;
-            from = i;
+            from = next;
             chars = 0;
-            continue;
+        } else {
+            chars++;
         }
-        i += len;
-        chars++;
+        i = next;
     }
     return SQLITE_OK;
 }
@@ -122,21 +112,15 @@ static int words_run_pieces(void *ctx, const char *s, int n, int chars)
     if (chars > FTS_WORDS_LONG) /* its message is not indexed here (tt_words_long) */
         return SQLITE_OK;
     for (int i = 0; i < n && chars >= FTS_WORDS_MIN; chars--) {
-        int j = i, k = 0;
-        while (j < n && k < FTS_WORDS_MAX) {
-            j++;
-            while (j < n && !utf8_lead((unsigned char)s[j]))
-                j++;
-            k++;
-        }
+        int j = i;
+        for (int k = 0; j < n && k < FTS_WORDS_MAX; k++)
+            words_cp(s, n, j, &j);
         int rc = e->token(e->ctx, e->placed ? FTS5_TOKEN_COLOCATED : 0, s + i, j - i, e->start,
                           e->end);
         if (rc != SQLITE_OK)
             return rc;
         e->placed = 1;
-        i++;
-        while (i < n && !utf8_lead((unsigned char)s[i]))
-            i++;
+        words_cp(s, n, i, &i);
     }
     return SQLITE_OK;
 }
@@ -187,7 +171,8 @@ struct fts_words *fts_words_register(sqlite3 *db)
     if (!w)
         return NULL;
     if (api->xFindTokenizer(api, "unicode61", &w->u61_data, &w->u61) != SQLITE_OK ||
-        w->u61.xCreate(w->u61_data, (const char **)words_args, WORDS_NARGS, &w->query) != SQLITE_OK) {
+        w->u61.xCreate(w->u61_data, (const char **)words_args, WORDS_NARGS, &w->query) !=
+            SQLITE_OK) {
         free(w);
         return NULL;
     }
@@ -262,10 +247,8 @@ static int words_check_token(void *ctx, int flags, const char *tok, int n, int s
     if (c->n++ == 0) {
         c->start = start;
         c->end = end;
-        for (int i = 0, len = 1; i < n; i += len) {
-            c->unspaced |= words_unspaced(words_cp(tok + i, n - i, &len));
-            c->chars++;
-        }
+        for (int i = 0; i < n; c->chars++)
+            c->unspaced |= words_unspaced(words_cp(tok, n, i, &i));
     }
     return SQLITE_OK;
 }
