@@ -619,6 +619,29 @@ static const char store_schema_v2[] =
     "    SELECT new.id, new.content WHERE new.status <> 'streaming';\n"
     "END;\n";
 
+/* Trigger bodies that several schema steps share (they expand to the same SQL text). */
+/* Index the new row in the trigram index, or queue it in fts_pending when it is long (v3). */
+#define STORE_TRIG_FTS_INDEX_NEW                                                               \
+    "  INSERT INTO messages_fts(rowid, content) SELECT new.id, new.content\n"                   \
+    "    WHERE length(CAST(new.content AS BLOB)) <= 65536;\n"                                   \
+    "  INSERT OR IGNORE INTO fts_pending(message_id) SELECT new.id\n"                           \
+    "    WHERE length(CAST(new.content AS BLOB)) > 65536;\n"
+/* Take the row that holds new.id (about to be replaced) out of the trigram index and queue it
+ * for the next search (v5). */
+#define STORE_TRIG_FTS_TAKE_OUT_NEW_ID                                                         \
+    "  INSERT INTO messages_fts(messages_fts, rowid, content)\n"                                \
+    "    SELECT 'delete', id, content FROM messages WHERE id = new.id;\n"                       \
+    "  INSERT OR IGNORE INTO fts_pending(message_id) VALUES(new.id);\n"
+/* Queue the text of the row that holds new.id (about to be replaced) for the word index
+ * (v5). */
+#define STORE_TRIG_WORDS_QUEUE_NEW_ID                                                          \
+    "  INSERT INTO words_queue(message_id, old) SELECT id, content FROM messages\n"             \
+    "    WHERE id = new.id;\n"
+/* Queue the old text out of the word index and the row under its new id in (v5). */
+#define STORE_TRIG_WORDS_REQUEUE                                                               \
+    "  INSERT INTO words_queue(message_id, old) VALUES(old.id, old.content);\n"                 \
+    "  INSERT INTO words_queue(message_id) VALUES(new.id);\n"
+
 /* v3: a long message is indexed lazily. A message over 64 KiB that is inserted finished, or an
  * answer over 64 KiB that finishes, is queued in fts_pending, and the next search indexes the
  * queue first (store_fts_catch_up); shorter ones (nearly all) are indexed at once, as in v2.
@@ -633,17 +656,11 @@ static const char store_schema_v3[] =
     "DROP TRIGGER messages_fts_au;\n"
     "CREATE TRIGGER messages_fts_ai AFTER INSERT ON messages\n"
     "WHEN new.status <> 'streaming' BEGIN\n"
-    "  INSERT INTO messages_fts(rowid, content) SELECT new.id, new.content\n"
-    "    WHERE length(CAST(new.content AS BLOB)) <= 65536;\n"
-    "  INSERT OR IGNORE INTO fts_pending(message_id) SELECT new.id\n"
-    "    WHERE length(CAST(new.content AS BLOB)) > 65536;\n"
+    STORE_TRIG_FTS_INDEX_NEW
     "END;\n"
     "CREATE TRIGGER messages_fts_done AFTER UPDATE OF status ON messages\n"
     "WHEN old.status = 'streaming' AND new.status <> 'streaming' BEGIN\n"
-    "  INSERT INTO messages_fts(rowid, content) SELECT new.id, new.content\n"
-    "    WHERE length(CAST(new.content AS BLOB)) <= 65536;\n"
-    "  INSERT OR IGNORE INTO fts_pending(message_id) SELECT new.id\n"
-    "    WHERE length(CAST(new.content AS BLOB)) > 65536;\n"
+    STORE_TRIG_FTS_INDEX_NEW
     "END;\n"
     "CREATE TRIGGER messages_fts_ad AFTER DELETE ON messages\n"
     "WHEN old.status <> 'streaming' AND old.id NOT IN (SELECT message_id FROM fts_pending)\n"
@@ -701,19 +718,13 @@ static const char store_schema_v5[] =
     "CREATE TRIGGER messages_fts_ai AFTER INSERT ON messages\n"
     "WHEN new.status <> 'streaming' AND new.id NOT IN (SELECT message_id FROM fts_pending)\n"
     "BEGIN\n"
-    "  INSERT INTO messages_fts(rowid, content) SELECT new.id, new.content\n"
-    "    WHERE length(CAST(new.content AS BLOB)) <= 65536;\n"
-    "  INSERT OR IGNORE INTO fts_pending(message_id) SELECT new.id\n"
-    "    WHERE length(CAST(new.content AS BLOB)) > 65536;\n"
+    STORE_TRIG_FTS_INDEX_NEW
     "END;\n"
     "DROP TRIGGER messages_fts_done;\n"
     "CREATE TRIGGER messages_fts_done AFTER UPDATE OF status ON messages\n"
     "WHEN old.status = 'streaming' AND new.status <> 'streaming'\n"
     "  AND new.id NOT IN (SELECT message_id FROM fts_pending) BEGIN\n"
-    "  INSERT INTO messages_fts(rowid, content) SELECT new.id, new.content\n"
-    "    WHERE length(CAST(new.content AS BLOB)) <= 65536;\n"
-    "  INSERT OR IGNORE INTO fts_pending(message_id) SELECT new.id\n"
-    "    WHERE length(CAST(new.content AS BLOB)) > 65536;\n"
+    STORE_TRIG_FTS_INDEX_NEW
     "END;\n"
     "DROP TRIGGER messages_fts_au;\n"
     "CREATE TRIGGER messages_fts_au AFTER UPDATE OF content ON messages\n"
@@ -728,16 +739,12 @@ static const char store_schema_v5[] =
     "CREATE TRIGGER messages_fts_bi BEFORE INSERT ON messages\n"
     "WHEN EXISTS (SELECT 1 FROM messages WHERE id = new.id AND status <> 'streaming'\n"
     "  AND id NOT IN (SELECT message_id FROM fts_pending)) BEGIN\n"
-    "  INSERT INTO messages_fts(messages_fts, rowid, content)\n"
-    "    SELECT 'delete', id, content FROM messages WHERE id = new.id;\n"
-    "  INSERT OR IGNORE INTO fts_pending(message_id) VALUES(new.id);\n"
+    STORE_TRIG_FTS_TAKE_OUT_NEW_ID
     "END;\n"
     "CREATE TRIGGER messages_fts_bu BEFORE UPDATE OF id ON messages\n"
     "WHEN old.id <> new.id AND EXISTS (SELECT 1 FROM messages WHERE id = new.id\n"
     "  AND status <> 'streaming' AND id NOT IN (SELECT message_id FROM fts_pending)) BEGIN\n"
-    "  INSERT INTO messages_fts(messages_fts, rowid, content)\n"
-    "    SELECT 'delete', id, content FROM messages WHERE id = new.id;\n"
-    "  INSERT OR IGNORE INTO fts_pending(message_id) VALUES(new.id);\n"
+    STORE_TRIG_FTS_TAKE_OUT_NEW_ID
     "END;\n"
     "CREATE TRIGGER messages_fts_id AFTER UPDATE OF id ON messages\n"
     "WHEN old.id <> new.id AND old.content IS new.content BEGIN\n"
@@ -751,19 +758,16 @@ static const char store_schema_v5[] =
     "CREATE TRIGGER messages_words_bi BEFORE INSERT ON messages\n"
     "WHEN EXISTS (SELECT 1 FROM messages WHERE id = new.id AND status <> 'streaming')\n"
     "BEGIN\n"
-    "  INSERT INTO words_queue(message_id, old) SELECT id, content FROM messages\n"
-    "    WHERE id = new.id;\n"
+    STORE_TRIG_WORDS_QUEUE_NEW_ID
     "END;\n"
     "CREATE TRIGGER messages_words_bu BEFORE UPDATE OF id ON messages\n"
     "WHEN old.id <> new.id\n"
     "  AND EXISTS (SELECT 1 FROM messages WHERE id = new.id AND status <> 'streaming') BEGIN\n"
-    "  INSERT INTO words_queue(message_id, old) SELECT id, content FROM messages\n"
-    "    WHERE id = new.id;\n"
+    STORE_TRIG_WORDS_QUEUE_NEW_ID
     "END;\n"
     "CREATE TRIGGER messages_words_id AFTER UPDATE OF id ON messages\n"
     "WHEN old.id <> new.id AND old.status <> 'streaming' BEGIN\n"
-    "  INSERT INTO words_queue(message_id, old) VALUES(old.id, old.content);\n"
-    "  INSERT INTO words_queue(message_id) VALUES(new.id);\n"
+    STORE_TRIG_WORDS_REQUEUE
     "END;\n"
     "CREATE TRIGGER messages_words_ai AFTER INSERT ON messages\n"
     "WHEN new.status <> 'streaming' BEGIN\n"
@@ -780,8 +784,7 @@ static const char store_schema_v5[] =
     "CREATE TRIGGER messages_words_au AFTER UPDATE OF content ON messages\n"
     "WHEN old.status <> 'streaming' AND new.status <> 'streaming'\n"
     "  AND old.content IS NOT new.content BEGIN\n"
-    "  INSERT INTO words_queue(message_id, old) VALUES(old.id, old.content);\n"
-    "  INSERT INTO words_queue(message_id) VALUES(new.id);\n"
+    STORE_TRIG_WORDS_REQUEUE
     "END;\n";
 
 /* Migration steps: store_migrations[v] turns schema v-1 into v. Add v6 here. */
