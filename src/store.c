@@ -2193,6 +2193,29 @@ static int store_hit_fill(struct store *st, struct store_hit *h, const struct ne
     return rc == SQLITE_ROW ? 0 : store_fail(st, "cannot search");
 }
 
+/* Run the statements steps[0..n) inside the open write transaction, each with ?1 bound to
+ * *bind when bind is not NULL. On a failure: roll back, record what failed (unless what is
+ * NULL: best effort) and return -1; else 0. */
+static int store_run_steps(struct store *st, const char *const *steps, size_t n,
+                           const int64_t *bind, const char *what)
+{
+    for (size_t i = 0; i < n; i++) {
+        sqlite3_stmt *s = store_prep(st, steps[i]);
+        if (!s)
+            return store_rollback(st);
+        if (bind)
+            sqlite3_bind_int64(s, 1, *bind);
+        int rc = store_step(st, s);
+        store_done(st, s);
+        if (rc != SQLITE_DONE) {
+            if (what)
+                store_fail(st, what);
+            return store_rollback(st);
+        }
+    }
+    return 0;
+}
+
 /* Index the messages queued in fts_pending (schema v3). Best effort: when another process
  * holds the write lock, the search goes on without the newest messages. */
 static void store_fts_catch_up(struct store *st)
@@ -2211,20 +2234,9 @@ static void store_fts_catch_up(struct store *st)
     store_done(st, s);
     if (rc != SQLITE_ROW || store_begin(st) != 0)
         return;
-    const char *steps[] = {q_index, q_clear};
-    for (size_t i = 0; i < 2; i++) {
-        if (!(s = store_prep(st, steps[i]))) {
-            store_rollback(st);
-            return;
-        }
-        rc = sqlite3_step(s);
-        store_done(st, s);
-        if (rc != SQLITE_DONE) {
-            store_rollback(st);
-            return;
-        }
-    }
-    store_commit(st);
+    const char *const steps[] = {q_index, q_clear};
+    if (store_run_steps(st, steps, TT_ARRAY_LEN(steps), NULL, NULL) == 0)
+        store_commit(st);
 }
 
 /* Apply the word index's queue (schema v5), or its oldest STORE_WORDS_BATCH changes (and any
@@ -2283,16 +2295,9 @@ static int store_words_catch_up(struct store *st, int all)
         store_done(st, s);
         if (rc != SQLITE_ROW && rc != SQLITE_DONE)
             return store_fail(st, "cannot index messages"), store_rollback(st);
-        const char *steps[] = {q_out, q_long_out, q_long_in, q_in, q_clear};
-        for (size_t i = 0; i < TT_ARRAY_LEN(steps); i++) {
-            if (!(s = store_prep(st, steps[i])))
-                return store_rollback(st);
-            sqlite3_bind_int64(s, 1, cut);
-            rc = store_step(st, s);
-            store_done(st, s);
-            if (rc != SQLITE_DONE)
-                return store_fail(st, "cannot index messages"), store_rollback(st);
-        }
+        const char *const steps[] = {q_out, q_long_out, q_long_in, q_in, q_clear};
+        if (store_run_steps(st, steps, TT_ARRAY_LEN(steps), &cut, "cannot index messages") != 0)
+            return -1;
         if (store_commit(st) != 0)
             return -1;
         if (cut == INT64_MAX)
