@@ -7,10 +7,10 @@
  *                    (only open DIR/messages.db, search Q N times (1), close: for a profiler)
  * Prints one line per measurement: name, count, p50, p99 and max in milliseconds. */
 #include "config.h"
-#include "buf.h"
-#include "store.h"
-#include "util.h"
-#include "xmalloc.h"
+#include "base/buf.h"
+#include "store/store.h"
+#include "base/util.h"
+#include "base/xmalloc.h"
 
 #include <sqlite3.h>
 #include <stdio.h>

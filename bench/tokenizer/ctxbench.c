@@ -6,9 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "context.h"
-#include "util.h"
-#include "xmalloc.h"
+#include "tokens/context.h"
+#include "base/util.h"
+#include "base/xmalloc.h"
 
 int main(int argc, char **argv)
 {

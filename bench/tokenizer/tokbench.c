@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tokenizer.h"
-#include "util.h"
-#include "xmalloc.h"
+#include "tokens/tokenizer.h"
+#include "base/util.h"
+#include "base/xmalloc.h"
 #include "../../tests/unit/tap.h"
 
 static struct tokenizer *bench_open(const char *enc)

@@ -233,7 +233,7 @@ with ttlib.FakeServer() as srv:
 
 # the terminal check, on a real terminal
 if not ttlib.Tmux.available():
-    t.skip("doctor on a terminal", "tmux is not installed")
+    t.skip("doctor on a terminal", "tmux is not installed", tool="tmux")
 else:
     with ttlib.Tmux(100, 30) as tm:
         tm.run([ttlib.tokterm_path(), "doctor", "--offline"], ttlib.clean_env())

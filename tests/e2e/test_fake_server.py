@@ -97,7 +97,7 @@ def test_replay(srv):
                 t.ok(rc == 0 and got == want, "curl %s chunk=%s byte-identical" % (name, mode),
                      "rc=%d, %d bytes vs %d" % (rc, len(got), len(want)))
             else:
-                t.skip("curl %s chunk=%s" % (name, mode), "curl not found")
+                t.skip("curl %s chunk=%s" % (name, mode), "curl not found", tool="curl")
         status, _, got = srv.post(chat_path("replay=%s,chunk=random,seed=7" % name), {})
         t.ok(status == 200 and got == want, "http.client %s chunk=random identical" % name)
     # How the writes are split, seen as HTTP chunks.
@@ -231,7 +231,7 @@ def test_faults(srv):
         t.ok(rc == 18 and len(got) == 100, "drop_after=100: curl sees a partial transfer",
              "rc=%d len=%d" % (rc, len(got)))
     else:
-        t.skip("drop_after with curl", "curl not found")
+        t.skip("drop_after with curl", "curl not found", tool="curl")
     conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=5)
     conn.request("POST", chat_path(spec.replace("chunk=byte", "chunk=event")), body=b"{}")
     r = conn.getresponse()
@@ -378,7 +378,7 @@ def test_ttlib(srv):
     t.eq(ttlib.sse_events(b": c\r\ndata: a\r\ndata: b\r\n\r\nevent: x\ndata:c\n\n"),
          [{"event": None, "data": "a\nb"}, {"event": "x", "data": "c"}], "sse_events")
     if not ttlib.Tmux.available():
-        t.skip("tmux helper", "tmux not available")
+        t.skip("tmux helper", "tmux not available", tool="tmux")
         return
     with ttlib.Tmux(30, 6) as tm:
         tm.run(["sh", "-c", 'printf "cols=%s\\n" "$(tput cols)"; printf "ready> "; read x; '

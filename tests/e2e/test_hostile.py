@@ -188,7 +188,7 @@ with ttlib.FakeServer() as srv:
         t.ok(r.returncode == 0 and text == "brotli!",
              "fake server: encoding=br decodes with curl's brotli", repr(r.stdout[:200]))
     else:
-        t.skip("fake server: encoding=br", "no curl with brotli")
+        t.skip("fake server: encoding=br", "no curl with brotli", tool="curl with brotli")
     st, hd, body = raw("content_json=" + urllib.parse.quote_from_bytes(b'"a\xff\x00b"'))
     t.ok(b'"content":"a\xff\x00b"}' in body, "fake server: content_json bytes are sent verbatim")
     st, hd, body = raw("redirect=" + q("http://example.invalid/v1"))
@@ -352,7 +352,7 @@ with ttlib.FakeServer() as srv:
 # --- 11. a TLS certificate that does not verify ---------------------------------------------------
 OPENSSL = shutil.which("openssl")
 if not OPENSSL:
-    t.skip("TLS cases", "openssl is not installed")
+    t.skip("TLS cases", "openssl is not installed", tool="openssl")
 else:
     d = ttlib.tempdir("tt-tls-")
     cert, key = os.path.join(d, "cert.pem"), os.path.join(d, "key.pem")
@@ -361,7 +361,8 @@ else:
                         "-keyout", key, "-out", cert], stdout=subprocess.DEVNULL,
                        stderr=subprocess.PIPE)
     if r.returncode != 0:
-        t.skip("TLS cases", "openssl could not make a certificate: %s" % r.stderr[-200:])
+        t.skip("TLS cases", "openssl could not make a certificate: %s" % r.stderr[-200:],
+               tool="openssl")
     else:
         with TlsServer(cert, key) as tls:
             t.ok(tls.port is not None, "TLS fake server starts")
@@ -444,7 +445,7 @@ with ttlib.FakeServer() as srv:
         as_other = ([setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
                     if setpriv else None)
     if as_other is None:
-        t.skip("read-only database", "running as root without setpriv")
+        t.skip("read-only database", "running as root without setpriv", tool="setpriv")
     else:
         for name in os.listdir(ro_dir):
             os.chmod(os.path.join(ro_dir, name), 0o444)
@@ -474,7 +475,7 @@ with ttlib.FakeServer() as srv:
 
 # --- 15. a theme file with garbage (interactive chat) ---------------------------------------------
 if not ttlib.Tmux.available():
-    t.skip("garbage theme", "tmux is not installed")
+    t.skip("garbage theme", "tmux is not installed", tool="tmux")
 else:
     home = ttlib.make_home()
     tdir = os.path.join(home, ".config", "tokterm", "themes")

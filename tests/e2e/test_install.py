@@ -67,7 +67,7 @@ def bash_complete(words):
 
 
 if not shutil.which("bash"):
-    t.skip("bash completion", "bash is not installed")
+    t.skip("bash completion", "bash is not installed", tool="bash")
 else:
     t.eq(bash_complete(["tokterm", "--pro"]), ["--profile", "--prompt"], "bash: --pro<TAB>")
     t.eq(bash_complete(["tokterm", "do"]), ["doctor"], "bash: a subcommand")
@@ -85,7 +85,7 @@ if shutil.which("zsh"):
     r = subprocess.run(["zsh", "-n", COMP["zsh"]], capture_output=True)
     t.eq(r.returncode, 0, "zsh completion: valid syntax")
 else:
-    t.skip("zsh completion syntax", "zsh is not installed")
+    t.skip("zsh completion syntax", "zsh is not installed", tool="zsh")
 if shutil.which("fish"):
     r = subprocess.run(["fish", "--no-execute", COMP["fish"]], capture_output=True)
     t.eq(r.returncode, 0, "fish completion: valid syntax")
@@ -97,7 +97,7 @@ if shutil.which("fish"):
     t.ok("work" in got and "local llama" in got and re.search(r"^1\t", got, re.M),
          "fish: profiles and conversation ids", got)
 else:
-    t.skip("fish completion", "fish is not installed")
+    t.skip("fish completion", "fish is not installed", tool="fish")
 
 
 def check_chat(dest, root, binary):
@@ -115,10 +115,11 @@ def check_chat(dest, root, binary):
         t.ok(needed and not lazy, "the installed tokterm links neither curses, readline, SQLite "
              "nor libcurl (loaded when needed)", needed)
     else:
-        t.skip("NEEDED entries of the installed tokterm", "readelf is not installed")
+        t.skip("NEEDED entries of the installed tokterm", "readelf is not installed",
+               tool="readelf")
     if not tuis or not ttlib.Tmux.available():
         t.skip("the installed chat in tmux", "no tokterm-tui installed" if not tuis else
-               "tmux is not installed")
+               "tmux is not installed", tool=None if not tuis else "tmux")
         return
     data = os.path.join(root, "share", "tokterm")
     errfile = os.path.join(ttlib.tempdir("tt-install-tui-"), "stderr")
@@ -166,7 +167,9 @@ def check_chat(dest, root, binary):
 # --- make install into a DESTDIR ------------------------------------------------------------------
 builddir = os.path.dirname(os.path.dirname(ttlib.tokterm_path()))
 make = shutil.which("make")
-if not make or not os.path.exists(os.path.join(builddir, "Makefile")):
+if not make:
+    t.skip("make install", "make is not installed", tool="make")
+elif not os.path.exists(os.path.join(builddir, "Makefile")):
     t.skip("make install", "no build tree with a Makefile next to %s" % ttlib.tokterm_path())
 else:
     dest = ttlib.tempdir("tt-destdir-")

@@ -98,7 +98,8 @@ http {
 
 
 if not NGINX or not OPENSSL:
-    t.skip("nginx TLS + HTTP/2 proxy", "nginx or openssl not installed")
+    t.skip("nginx TLS + HTTP/2 proxy", "nginx or openssl not installed",
+           tool="nginx" if not NGINX else "openssl")
     sys.exit(t.done())
 
 d = ttlib.tempdir("tt-nginx-")

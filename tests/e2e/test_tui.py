@@ -99,7 +99,7 @@ def colours(esc):
 
 
 if not ttlib.Tmux.available():
-    t.skip("tmux tests", "tmux is not installed")
+    t.skip("tmux tests", "tmux is not installed", tool="tmux")
     sys.exit(t.done())
 
 T0 = time.monotonic()

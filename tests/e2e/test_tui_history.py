@@ -109,7 +109,7 @@ def make_big(db):
 
 
 if not ttlib.Tmux.available():
-    t.skip("tmux tests", "tmux is not installed")
+    t.skip("tmux tests", "tmux is not installed", tool="tmux")
     sys.exit(t.done())
 
 T0 = time.monotonic()

@@ -64,6 +64,14 @@ def tempdir(prefix="tt-e2e-"):
     return d
 
 
+def require_tools():
+    """True when a missing tool must fail the tests instead of skipping them: under CI (CI set
+    to anything but "", "0" or "false") or with TOKTERM_REQUIRE_TOOLS=1."""
+    def on(name):
+        return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no")
+    return on("CI") or on("TOKTERM_REQUIRE_TOOLS")
+
+
 # ---------------------------------------------------------------------------------------------
 # TAP
 
@@ -95,7 +103,14 @@ class Tap:
     def eq(self, got, want, name):
         return self.ok(got == want, name, "got:  %r\nwant: %r" % (got, want))
 
-    def skip(self, name, why):
+    def skip(self, name, why, tool=None):
+        """A skipped test point. tool: the program whose absence is the reason (e.g. "tmux");
+        under CI (require_tools()) that is a failure, not a skip."""
+        if tool and require_tools():
+            self.ok(False, "%s: %s" % (name, why),
+                    "%s is required when CI or TOKTERM_REQUIRE_TOOLS is set (.ci/packages "
+                    "lists the Debian packages)" % tool)
+            return
         self.n += 1
         self._line("ok %d - %s # SKIP %s" % (self.n, str(name).replace("#", "\\#"), why))
 
@@ -351,13 +366,23 @@ def run_tokterm(args, stdin=None, env=None, timeout=30, home=None, cwd=None):
 # ---------------------------------------------------------------------------------------------
 # tmux
 
+def _executable(path):
+    return bool(path) and os.path.isfile(path) and os.access(path, os.X_OK)
+
+
 def tmux_bin():
-    """The tmux to use, or None: $TMUX_BIN (empty = configure found none), else PATH."""
-    if "TMUX_BIN" in os.environ:
-        b = os.environ["TMUX_BIN"].strip()
-        if not b:
-            return None
-        return shutil.which(b) or (b if os.access(b, os.X_OK) else None)
+    """The tmux to use, or None: $TMUX_BIN (what configure found, as TMUX_PROG) when it names
+    an executable, else tmux on PATH.
+
+    Anything else in $TMUX_BIN (empty, or not a program: a build configured by an older
+    configure.ac inside tmux got tmux's $TMUX, its socket path "/tmp/tmux-0/default,123,0")
+    falls back to PATH, so the terminal tests are not skipped for want of a program that is
+    installed."""
+    b = os.environ.get("TMUX_BIN", "").strip()
+    if b:
+        found = shutil.which(b) if os.sep not in b else (b if _executable(b) else None)
+        if found:
+            return found
     return shutil.which("tmux")
 
 
@@ -367,7 +392,7 @@ class Tmux:
     with Tmux(80, 24) as tm:
         tm.run([tokterm_path()], clean_env())
         tm.wait_for("> ", 5); tm.send("hello", "Enter"); print(tm.capture())
-    Check Tmux.available() first and t.skip() when it is False."""
+    Check Tmux.available() first and t.skip(..., tool="tmux") when it is False."""
 
     _seq = 0
 

@@ -11,9 +11,9 @@
  *     {"choices":[{"delta":{"content":"..."}}]} (no duplicate keys), the text decoded equals
  *     cJSON's string (differential check against a reference parser). */
 #include "config.h"
-#include "api.h"
+#include "proto/api.h"
 #include "fuzz.h"
-#include "sse.h"
+#include "proto/sse.h"
 
 #include <cjson/cJSON.h>
 #include <string.h>

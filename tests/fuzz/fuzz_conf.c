@@ -6,7 +6,7 @@
  * error always says where (the file name) and, like every warning, is terminal safe - a
  * config file full of escape sequences must not drive the terminal when tokterm reports it. */
 #include "config.h"
-#include "conf.h"
+#include "core/conf.h"
 #include "fuzz.h"
 
 #include <string.h>

@@ -12,8 +12,8 @@
  *   - wrap_text/wrap_fit/wrap_width on the raw bytes stay in bounds. */
 #include "config.h"
 #include "fuzz.h"
-#include "markdown.h"
-#include "wrap.h"
+#include "text/markdown.h"
+#include "text/wrap.h"
 
 #include <string.h>
 

@@ -7,7 +7,7 @@
  * stopped by it reports why. */
 #include "config.h"
 #include "fuzz.h"
-#include "sse.h"
+#include "proto/sse.h"
 
 #include <string.h>
 

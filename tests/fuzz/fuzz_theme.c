@@ -7,7 +7,7 @@
  * bits. */
 #include "config.h"
 #include "fuzz.h"
-#include "theme.h"
+#include "text/theme.h"
 
 #include <string.h>
 

@@ -7,8 +7,8 @@
  * sequences too) counts the same; model lookup never fails on odd names. */
 #include "config.h"
 #include "fuzz.h"
-#include "tokenizer.h"
-#include "utf8.h"
+#include "tokens/tokenizer.h"
+#include "base/utf8.h"
 
 #include <string.h>
 

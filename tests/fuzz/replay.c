@@ -9,8 +9,8 @@
 #include "config.h"
 #include "fuzz.h"
 #include "tap.h"
-#include "util.h"
-#include "xmalloc.h"
+#include "base/util.h"
+#include "base/xmalloc.h"
 
 #include <dirent.h>
 #include <signal.h>

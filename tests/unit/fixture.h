@@ -5,8 +5,8 @@
 #include <stdlib.h>
 
 #include "tap.h"
-#include "util.h"
-#include "xmalloc.h"
+#include "base/util.h"
+#include "base/xmalloc.h"
 
 static const char *const fixture_names[] = {
     "azure_filter.sse", "deepseek_keepalive.sse", "llamacpp_old_error.sse",

@@ -10,7 +10,7 @@
  *         -lm -o /tmp/fuzz_ratelimit && /tmp/fuzz_ratelimit -max_total_time=60 CORPUS_DIR
  * Input layout: byte 0 picks a header name (or raw), the rest is the value/line. */
 #include "config.h"
-#include "ratelimit.h"
+#include "net/ratelimit.h"
 
 #include <math.h>
 #include <stdint.h>

@@ -1,8 +1,8 @@
 /* test_api.c - chunk decoding for each provider dialect, error bodies, request JSON. */
 #include "config.h"
-#include "api.h"
+#include "proto/api.h"
 #include "fixture.h"
-#include "sse.h"
+#include "proto/sse.h"
 
 #include <cjson/cJSON.h>
 

@@ -1,8 +1,8 @@
 /* test_buf.c - the growable buffer, across the size where it moves into huge pages. */
 #include "config.h"
-#include "buf.h"
+#include "base/buf.h"
 #include "tap.h"
-#include "xmalloc.h"
+#include "base/xmalloc.h"
 
 #include <stdint.h>
 #include <sys/prctl.h>

@@ -1,6 +1,6 @@
 /* test_cli.c - command-line parsing. */
 #include "config.h"
-#include "cli.h"
+#include "core/cli.h"
 #include "tap.h"
 
 static int parse(struct cli *c, struct buf *err, char **argv)

@@ -1,9 +1,9 @@
 /* test_conf.c - config file parsing, profiles, precedence, malformed files, key sources. */
 #include "config.h"
-#include "conf.h"
+#include "core/conf.h"
 #include "tap.h"
-#include "util.h"
-#include "xmalloc.h"
+#include "base/util.h"
+#include "base/xmalloc.h"
 
 #include <stdlib.h>
 #include <sys/stat.h>

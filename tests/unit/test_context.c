@@ -8,13 +8,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "context.h"
+#include "base/buf.h"
+#include "tokens/context.h"
 #include "tap.h"
-#include "tokenizer.h"
-#include "utf8.h"
-#include "util.h"
-#include "xmalloc.h"
+#include "tokens/tokenizer.h"
+#include "base/utf8.h"
+#include "base/util.h"
+#include "base/xmalloc.h"
 
 static struct tokenizer *tok;
 

@@ -1,7 +1,7 @@
 /* test_jscan.c - the allocation-free scanner agrees with cJSON on valid documents and rejects
  * invalid ones. */
 #include "config.h"
-#include "jscan.h"
+#include "proto/jscan.h"
 #include "tap.h"
 
 #include <cjson/cJSON.h>

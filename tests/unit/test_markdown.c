@@ -1,9 +1,9 @@
 /* test_markdown.c - each construct, chunking invariance, pending lines, sanitising. */
 #include "config.h"
 #include "tap.h"
-#include "markdown.h"
-#include "buf.h"
-#include "util.h"
+#include "text/markdown.h"
+#include "base/buf.h"
+#include "base/util.h"
 
 static const char *const kind_names[] = {"TEXT", "BLANK", "HEADING", "CODE", "LABEL",
                                          "LIST", "QUOTE", "RULE", "TABLE", "RAW"};

@@ -1,8 +1,8 @@
 /* test_ratelimit.c - header parsing, pacing, retry policy, breaker, key pool, persistence. */
 #include "config.h"
-#include "ratelimit.h"
+#include "net/ratelimit.h"
 #include "tap.h"
-#include "util.h"
+#include "base/util.h"
 
 #include <limits.h>
 #include <math.h>

@@ -1,8 +1,8 @@
 /* test_sse.c - the event-stream parser: WHATWG line rules, every fixture split at every byte. */
 #include "config.h"
-#include "buf.h"
+#include "base/buf.h"
 #include "fixture.h"
-#include "sse.h"
+#include "proto/sse.h"
 
 /* Serialise events as "type|data|error;" so runs can be compared. */
 static int collect(void *ud, const struct sse_event *ev)

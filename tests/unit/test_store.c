@@ -2,14 +2,14 @@
  * recovery, search (quotes, operators, CJK, accents), statistics, response cache (TTL, LRU),
  * summaries, quota, two writers at once, and the review subcommands. */
 #include "config.h"
-#include "buf.h"
-#include "cmd_store.h"
-#include "fts_words.h"
-#include "sha256.h"
-#include "store.h"
+#include "base/buf.h"
+#include "cmd/store.h"
+#include "store/fts_words.h"
+#include "base/sha256.h"
+#include "store/store.h"
 #include "tap.h"
-#include "util.h"
-#include "xmalloc.h"
+#include "base/util.h"
+#include "base/xmalloc.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>

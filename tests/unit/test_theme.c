@@ -1,9 +1,9 @@
 /* test_theme.c - shipped themes, colour downgrading, NO_COLOR, malformed files, lookup. */
 #include "config.h"
 #include "tap.h"
-#include "theme.h"
-#include "util.h"
-#include "xmalloc.h"
+#include "text/theme.h"
+#include "base/util.h"
+#include "base/xmalloc.h"
 
 #include <limits.h>
 #include <stdlib.h>

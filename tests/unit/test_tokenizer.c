@@ -12,12 +12,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "cmd_count.h"
+#include "base/buf.h"
+#include "cmd/count.h"
 #include "tap.h"
-#include "tokenizer.h"
-#include "util.h"
-#include "xmalloc.h"
+#include "tokens/tokenizer.h"
+#include "base/util.h"
+#include "base/xmalloc.h"
 
 static const char *const ENCODINGS[2] = {"o200k_base", "cl100k_base"};
 static struct tokenizer *toks[2];

@@ -1,7 +1,7 @@
 /* test_utf8.c - decoding, incomplete tails and terminal sanitising. */
 #include "config.h"
 #include "tap.h"
-#include "utf8.h"
+#include "base/utf8.h"
 
 static void check_sanitize(const char *in, size_t n, const char *want, const char *name)
 {

@@ -1,9 +1,9 @@
 /* test_wrap.c - cluster widths, wrapping at many widths, preformatted rows, wrap_doc. */
 #include "config.h"
 #include "tap.h"
-#include "wrap.h"
-#include "buf.h"
-#include "util.h"
+#include "text/wrap.h"
+#include "base/buf.h"
+#include "base/util.h"
 
 #include <stdint.h>
 

@@ -70,7 +70,7 @@ def vg_run(name, args, env=None, home=None, stdin=None, ok_codes=(0,), timeout=1
 
 
 if not VALGRIND:
-    t.skip("valgrind runs", "valgrind is not installed")
+    t.skip("valgrind runs", "valgrind is not installed", tool="valgrind")
     sys.exit(t.done())
 with open(BIN, "rb") as f:
     if b"__asan_init" in f.read():
@@ -121,7 +121,7 @@ with ttlib.FakeServer() as srv:
 
     # --- a short interactive session in tmux ------------------------------------------------
     if not ttlib.Tmux.available():
-        t.skip("interactive session", "tmux is not installed")
+        t.skip("interactive session", "tmux is not installed", tool="tmux")
     else:
         _seq[0] += 1
         log = os.path.join(LOGS, "%02d-tui.log" % _seq[0])

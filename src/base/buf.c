@@ -1,0 +1,94 @@
+/* buf.c - growable byte buffer. */
+#include "config.h"
+#include "base/buf.h"
+#include "base/xmalloc.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void buf_reserve(struct buf *b, size_t extra)
+{
+    size_t need = b->len + extra + 1;
+    if (need <= b->cap)
+        return;
+    size_t cap = b->cap ? b->cap : 64;
+    while (cap < need)
+        cap = cap < ((size_t)1 << 30) ? cap * 2 : cap + ((size_t)1 << 30);
+    if (cap >= XMALLOC_HUGE_MIN) {
+        /* A long answer: a new block in huge pages each time it doubles (the copy is cheaper
+         * than faulting in the new half page by page). */
+        cap = (cap + XMALLOC_HUGE_PAGE - 1) & ~(XMALLOC_HUGE_PAGE - 1);
+        char *p = xmalloc_huge(cap);
+        if (b->len)
+            memcpy(p, b->data, b->len);
+        p[b->len] = '\0';
+        free(b->data);
+        b->data = p;
+    } else {
+        b->data = xrealloc(b->data, cap);
+    }
+    b->cap = cap;
+}
+
+void buf_append(struct buf *b, const void *p, size_t n)
+{
+    buf_reserve(b, n);
+    if (n)
+        memcpy(b->data + b->len, p, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+}
+
+void buf_appends(struct buf *b, const char *s)
+{
+    buf_append(b, s, strlen(s));
+}
+
+void buf_appendc(struct buf *b, char c)
+{
+    buf_append(b, &c, 1);
+}
+
+void buf_printf(struct buf *b, const char *fmt, ...)
+{
+    va_list ap, ap2;
+    va_start(ap, fmt);
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n > 0) {
+        buf_reserve(b, (size_t)n);
+        vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap2);
+        b->len += (size_t)n;
+    }
+    va_end(ap2);
+}
+
+void buf_reset(struct buf *b)
+{
+    b->len = 0;
+    if (b->data)
+        b->data[0] = '\0';
+}
+
+const char *buf_str(const struct buf *b)
+{
+    return b->data ? b->data : "";
+}
+
+char *buf_take(struct buf *b)
+{
+    char *p = b->data ? b->data : xstrdup("");
+    b->data = NULL;
+    b->len = b->cap = 0;
+    return p;
+}
+
+void buf_free(struct buf *b)
+{
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}

@@ -1,0 +1,32 @@
+/* utf8.h - UTF-8 decoding and terminal-safe sanitising (no curses, no I/O). */
+#ifndef TT_UTF8_H
+#define TT_UTF8_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/buf.h"
+
+#define UTF8_REPLACEMENT 0xFFFDu
+
+/* Decode one code point from s[0..n). Returns the bytes consumed (>= 1 when n > 0, 0 when
+ * n == 0). An invalid or overlong sequence, a surrogate or a truncated sequence consumes one
+ * byte and yields U+FFFD in *cp. */
+size_t utf8_decode(const char *s, size_t n, uint32_t *cp);
+
+/* Encode cp into out (at least 4 bytes); returns the length (1..4). */
+size_t utf8_encode(uint32_t cp, char *out);
+
+/* 1 when s[0..n) is entirely valid UTF-8. */
+int utf8_valid(const char *s, size_t n);
+
+/* Bytes at the end of s[0..n) that begin a valid but unfinished sequence (0..3): hold them
+ * back and prepend them to the next chunk when text arrives in pieces. */
+size_t utf8_incomplete_tail(const char *s, size_t n);
+
+/* Append s[0..n) to out so that no byte of it can drive a terminal:
+ * C0 controls except TAB and LF become caret notation (ESC -> "^["), DEL -> "^?", a CR of a
+ * CRLF pair is dropped (a lone CR -> "^M"), C1 controls (U+0080..U+009F) become "<U+009B>",
+ * invalid UTF-8 bytes become U+FFFD. Everything else is copied as is. */
+void utf8_sanitize(struct buf *out, const char *s, size_t n);
+
+#endif

@@ -1,0 +1,180 @@
+/* util.c - clocks, files, strings. */
+#include "config.h"
+#include "base/util.h"
+#include "base/buf.h"
+#include "base/xmalloc.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <poll.h>
+#include <unistd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+double util_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int64_t util_epoch(void)
+{
+    return (int64_t)time(NULL);
+}
+
+char *util_read_file(const char *path, size_t *len, size_t max_bytes)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 4096, n = 0;
+    char *p = xmalloc(cap);
+    for (;;) {
+        if (n + 1 >= cap) {
+            cap *= 2;
+            p = xrealloc(p, cap);
+        }
+        size_t k = fread(p + n, 1, cap - n - 1, f);
+        n += k;
+        if (max_bytes && n > max_bytes) {
+            free(p);
+            fclose(f);
+            errno = EFBIG;
+            return NULL;
+        }
+        if (k == 0)
+            break;
+    }
+    int err = ferror(f);
+    fclose(f);
+    if (err) {
+        free(p);
+        errno = EIO;
+        return NULL;
+    }
+    p[n] = '\0';
+    if (len)
+        *len = n;
+    return p;
+}
+
+int util_mkdir_p(const char *path, unsigned mode)
+{
+    char *p = xstrdup(path);
+    for (char *s = p + 1;; s++) {
+        if (*s == '/' || *s == '\0') {
+            char c = *s;
+            *s = '\0';
+            if (mkdir(p, (mode_t)mode) != 0 && errno != EEXIST) {
+                int e = errno;
+                free(p);
+                errno = e;
+                return -1;
+            }
+            *s = c;
+            if (c == '\0')
+                break;
+        }
+    }
+    free(p);
+    return 0;
+}
+
+int util_write_all(int fd, const char *s, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, s, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN) {
+                struct pollfd p = {.fd = fd, .events = POLLOUT};
+                poll(&p, 1, -1);
+                continue;
+            }
+            return -1;
+        }
+        s += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+char *util_trim(char *s)
+{
+    while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n')
+        s++;
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r' || s[n - 1] == '\n'))
+        s[--n] = '\0';
+    return s;
+}
+
+int util_starts_with(const char *s, const char *prefix)
+{
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+char *util_next_data_line(char **cur)
+{
+    while (*cur && **cur) {
+        char *line = *cur, *nl = strchr(line, '\n');
+        if (nl)
+            *nl = '\0';
+        *cur = nl ? nl + 1 : NULL;
+        if (*line != '#' && *line)
+            return line;
+    }
+    return NULL;
+}
+
+#ifndef TT_DATADIR
+#define TT_DATADIR "/usr/local/share/tokterm"
+#endif
+#ifndef TT_SRCDIR
+#define TT_SRCDIR "."
+#endif
+
+char *util_data_path(const char *file, struct buf *tried)
+{
+    const char *env = getenv("TOKTERM_DATADIR");
+    const char *dirs[2] = {TT_DATADIR, TT_SRCDIR "/data"};
+    size_t ndirs = 2;
+    if (env && *env) {
+        dirs[0] = env;
+        ndirs = 1;
+    }
+    for (size_t i = 0; i < ndirs; i++) {
+        char *path = xasprintf("%s/%s", dirs[i], file);
+        if (access(path, R_OK) == 0)
+            return path;
+        if (tried)
+            buf_printf(tried, "%s%s", tried->len ? ", " : "", path);
+        free(path);
+    }
+    return NULL;
+}
+
+void *util_dlopen(const char *soname, const char *what, const char *how, char *err, size_t size)
+{
+    void *lib = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        const char *why = dlerror();
+        snprintf(err, size, "cannot load %s (%s): %s; %s", what, soname,
+                 why ? why : "dlopen failed", how);
+    }
+    return lib;
+}
+
+int util_dlsym(void *lib, const char *name, void *slot, size_t size)
+{
+    void *p = dlsym(lib, name);
+    if (!p)
+        return -1;
+    memcpy(slot, &p, size);
+    return 0;
+}

@@ -1,0 +1,99 @@
+/* xmalloc.c - allocation wrappers: out of memory is fatal, never a silent NULL. */
+#include "config.h"
+#include "base/xmalloc.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+static void xmalloc_die(size_t n)
+{
+    char msg[96];
+    int len = snprintf(msg, sizeof msg, "tokterm: out of memory (%zu bytes)\n", n);
+    if (len > 0)
+        (void)!write(2, msg, (size_t)len);
+    abort();
+}
+
+void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        xmalloc_die(n);
+    return p;
+}
+
+void *huge_alloc(size_t n)
+{
+    size_t len = (n + XMALLOC_HUGE_PAGE - 1) & ~(XMALLOC_HUGE_PAGE - 1);
+    void *p = NULL;
+    if (len < n || posix_memalign(&p, XMALLOC_HUGE_PAGE, len ? len : XMALLOC_HUGE_PAGE) != 0)
+        return NULL;
+    (void)madvise(p, len, MADV_HUGEPAGE); /* only advice: without THP, plain pages */
+    return p;
+}
+
+int huge_is_huge(void *p)
+{
+    volatile char *c = p;
+    c[0] = 0;
+    size_t small = (size_t)sysconf(_SC_PAGESIZE);
+    unsigned char vec[1] = {0};
+    char *last = (char *)p + XMALLOC_HUGE_PAGE - small;
+    return small > 0 && mincore(last, small, vec) == 0 && (vec[0] & 1);
+}
+
+void *xmalloc_huge(size_t n)
+{
+    void *p = huge_alloc(n);
+    if (!p)
+        xmalloc_die(n);
+    return p;
+}
+
+void *xcalloc(size_t nmemb, size_t size)
+{
+    void *p = calloc(nmemb ? nmemb : 1, size ? size : 1);
+    if (!p)
+        xmalloc_die(nmemb * size);
+    return p;
+}
+
+void *xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (!q)
+        xmalloc_die(n);
+    return q;
+}
+
+char *xstrdup(const char *s)
+{
+    return xstrndup(s, strlen(s));
+}
+
+char *xstrndup(const char *s, size_t n)
+{
+    char *p = xmalloc(n + 1);
+    memcpy(p, s, n);
+    p[n] = '\0';
+    return p;
+}
+
+char *xasprintf(const char *fmt, ...)
+{
+    va_list ap, ap2;
+    va_start(ap, fmt);
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        xmalloc_die(0);
+    char *p = xmalloc((size_t)n + 1);
+    vsnprintf(p, (size_t)n + 1, fmt, ap2);
+    va_end(ap2);
+    return p;
+}

@@ -1,0 +1,1206 @@
+/* batch.c - `tokterm batch`: JSON lines in, one request per line with several in flight, JSON
+ * lines out in order of completion (see batch.h for the formats and the rules). */
+#include "config.h"
+#include "cmd/batch.h"
+#include "proto/api.h"
+#include "net/net.h"
+#include "net/queue.h"
+#include "net/ratelimit.h"
+#include "core/session.h"
+#include "store/store.h"
+#include "base/util.h"
+#include "cmd/script.h"
+#include "base/xmalloc.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define BATCH_DRAW_INTERVAL 0.1   /* seconds between progress-bar redraws */
+#define BATCH_MAX_WARN_KEYS 8     /* unknown field names listed in the warning */
+
+/* ---- a set of strings with a number each (ids -> line numbers) ---- */
+
+struct batch_set {
+    char **keys;
+    long *vals;
+    size_t cap, n;
+};
+
+static uint64_t batch_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+/* The slot of k: where it is, or the empty slot where it would go. */
+static size_t batch_set_slot(const struct batch_set *s, const char *k)
+{
+    size_t i = (size_t)batch_hash(k) & (s->cap - 1);
+    while (s->keys[i] && strcmp(s->keys[i], k) != 0)
+        i = (i + 1) & (s->cap - 1);
+    return i;
+}
+
+/* The number stored with k, or 0 when k is not in the set. */
+static long batch_set_get(const struct batch_set *s, const char *k)
+{
+    if (!s->n)
+        return 0;
+    size_t i = batch_set_slot(s, k);
+    return s->keys[i] ? s->vals[i] : 0;
+}
+
+/* Add k with v (v != 0) unless it is there already. Returns 1 when added. */
+static int batch_set_add(struct batch_set *s, const char *k, long v)
+{
+    if (2 * (s->n + 1) > s->cap) {
+        struct batch_set big = {NULL, NULL, s->cap ? s->cap * 2 : 64, 0};
+        big.keys = xcalloc(big.cap, sizeof *big.keys);
+        big.vals = xcalloc(big.cap, sizeof *big.vals);
+        for (size_t i = 0; i < s->cap; i++)
+            if (s->keys[i]) {
+                size_t j = batch_set_slot(&big, s->keys[i]);
+                big.keys[j] = s->keys[i];
+                big.vals[j] = s->vals[i];
+                big.n++;
+            }
+        free(s->keys);
+        free(s->vals);
+        *s = big;
+    }
+    size_t i = batch_set_slot(s, k);
+    if (s->keys[i])
+        return 0;
+    s->keys[i] = xstrdup(k);
+    s->vals[i] = v;
+    s->n++;
+    return 1;
+}
+
+static void batch_set_free(struct batch_set *s)
+{
+    for (size_t i = 0; i < s->cap; i++)
+        free(s->keys[i]);
+    free(s->keys);
+    free(s->vals);
+    memset(s, 0, sizeof *s);
+}
+
+/* ---- state ---- */
+
+struct batch_item {
+    size_t off;      /* the line, NUL-terminated inside the input text */
+    long line;       /* 1-based line number in the input */
+    char *id;        /* canonical JSON of the id; NULL when the line has no usable one */
+    long dup_of;     /* line of the first item with the same id; 0 = this is the first */
+    int skip;        /* complete in the output already (--resume) */
+    int nul;         /* the line holds a NUL byte */
+};
+
+struct batch_slot {
+    unsigned req;    /* request id; 0 = free */
+    size_t item;
+    char *model;     /* model asked for */
+    unsigned char key[STORE_CACHE_KEY_LEN];
+    int key_set;     /* fill the cache with a complete answer */
+    int retries;
+    struct buf content, reasoning;
+};
+
+struct batch_done {                 /* a finished request, written once the next are out */
+    size_t item;
+    struct net_result *r;
+    char *content, *reasoning, *model;
+    int retries;
+    unsigned char key[STORE_CACHE_KEY_LEN];
+    int key_set;                    /* cache it when complete */
+};
+
+struct batch {
+    const struct batch_opts *o;
+    struct conf *conf;
+    char *key;
+    char *text;                 /* the input, each line NUL-terminated in place */
+    struct batch_item *items;
+    size_t n_items, next;
+    struct batch_set seen_keys; /* unknown fields met (for one warning) */
+    struct queue *q;
+    struct net *net;
+    struct batch_slot *slots;
+    int n_slots, inflight;
+    int out_fd, out_tty, err_tty;
+    int stopping;               /* interrupted, or the output failed: start nothing new */
+    int out_error;              /* 0, or the exit status for a failed output (141 or 1) */
+    char *store_error;          /* first cache failure, reported at the end */
+    size_t todo, n_ok, n_failed, n_cached, n_skipped, n_cancelled, n_retries;
+    double t_start, last_draw;
+    int drawn;                  /* a progress bar is on the screen */
+    struct buf line;
+    char *quota_name;           /* "profile|host", as the chat names it */
+    int quota_loaded;           /* the saved quota state went out with the first request */
+    char *quota_line;           /* the latest quota state, saved at the end */
+    double wait_until;          /* pacing: the network thread holds requests until then */
+    struct batch_done *done;    /* finished requests to write (and cache) once the next
+                                   requests are out: writing and committing never delay them */
+    size_t n_done, cap_done;
+};
+
+static volatile sig_atomic_t batch_signalled;
+static int batch_sigpipe[2] = {-1, -1};
+
+static void batch_on_signal(int sig)
+{
+    int e = errno;
+    char c = (char)sig;
+    batch_signalled = 1;
+    (void)!write(batch_sigpipe[1], &c, 1);
+    errno = e;
+}
+
+/* ---- arguments ---- */
+
+const char *batch_usage(void)
+{
+    return "Usage: tokterm [OPTIONS] batch IN.jsonl [--concurrency N] [--out FILE [--resume]]\n"
+           "\n"
+           "Send every line of IN.jsonl (\"-\" = stdin) as its own request, N at a time, and\n"
+           "write one JSON line per answer to stdout (or FILE) as each one finishes.\n"
+           "\n"
+           "Input lines:  {\"id\": 1, \"prompt\": \"Hello\"}\n"
+           "              {\"id\": \"b\", \"messages\": [{\"role\": \"user\", "
+           "\"content\": \"Hi\"}]}\n"
+           "  optional per line: \"model\", \"temperature\", \"max_tokens\", "
+           "\"system\" (with prompt)\n"
+           "Output lines: {\"id\", \"line\", \"content\", \"reasoning\", \"model\", "
+           "\"finish_reason\",\n"
+           "  \"outcome\", \"exit_code\", \"error\", \"usage\", \"timings\", \"cached\", "
+           "...} as --json,\n"
+           "  in order of completion (\"line\" is the input line number)\n"
+           "\n"
+           "  -j, --concurrency N   requests in flight at once (default 8, at most 1024)\n"
+           "  -o, --out FILE        write the answers to FILE instead of stdout\n"
+           "      --resume          skip ids FILE already has complete; retry the rest\n"
+           "  -h, --help            this text\n"
+           "Options before 'batch' apply to every line: -m, -s, -P, --base-url, --max-tokens,\n"
+           "-t, --no-cache, --cache-only, --incognito (no cache), --db ...\n"
+           "Answers are not saved as conversations; they use and fill the response cache.\n"
+           "Exit status: 0 all complete; 3 some items failed (see their lines); 2 bad usage or\n"
+           "  input; 130 interrupted (finished lines are all written: finish with --resume).\n";
+}
+
+int batch_parse(struct batch_opts *o, int argc, char **argv, struct buf *err)
+{
+    struct batch_opts keep = *o;
+    memset(o, 0, sizeof *o);
+    o->store = keep.store;
+    o->cache = keep.cache;
+    o->pool_labels = keep.pool_labels;
+    o->pool_values = keep.pool_values;
+    o->n_pool = keep.n_pool;
+    o->concurrency = BATCH_DEFAULT_CONCURRENCY;
+    int only_words = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *val = NULL;
+        if (!only_words && strcmp(a, "--") == 0) {
+            only_words = 1;
+            continue;
+        }
+        if (!only_words && a[0] == '-' && a[1] != '\0') {
+            const char *eq = a[1] == '-' ? strchr(a, '=') : NULL;
+            size_t n = eq ? (size_t)(eq - a) : strlen(a);
+#define BATCH_IS(s) (strlen(s) == n && strncmp(a, s, n) == 0)
+            int takes = BATCH_IS("--concurrency") || BATCH_IS("-j") || BATCH_IS("--out") ||
+                        BATCH_IS("-o");
+            if (takes) {
+                val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+                if (!val) {
+                    buf_printf(err, "batch: option '%.*s' needs a value", (int)n, a);
+                    return -1;
+                }
+            } else if (eq) {
+                buf_printf(err, "batch: option '%.*s' takes no value", (int)n, a);
+                return -1;
+            }
+            if (BATCH_IS("--concurrency") || BATCH_IS("-j")) {
+                char *end;
+                errno = 0;
+                long c = strtol(val, &end, 10);
+                if (errno || end == val || *end || c < 1 || c > BATCH_MAX_CONCURRENCY) {
+                    buf_printf(err, "batch: --concurrency takes a number from 1 to %d, not '%s'",
+                               BATCH_MAX_CONCURRENCY, val);
+                    return -1;
+                }
+                o->concurrency = (int)c;
+            } else if (BATCH_IS("--out") || BATCH_IS("-o")) {
+                o->out = val;
+            } else if (BATCH_IS("--resume")) {
+                o->resume = 1;
+            } else if (BATCH_IS("--help") || BATCH_IS("-h")) {
+                o->help = 1;
+            } else {
+                buf_printf(err, "batch: unknown option '%s' (options for every line, such as -m "
+                                "MODEL, go before the word batch: tokterm -m MODEL batch IN)", a);
+                return -1;
+            }
+#undef BATCH_IS
+            continue;
+        }
+        if (o->in) {
+            buf_printf(err, "batch: one input file only ('%s' and '%s')", o->in, a);
+            return -1;
+        }
+        o->in = a;
+    }
+    if (o->help)
+        return 0;
+    if (!o->in) {
+        buf_appends(err, "batch: give the input file: tokterm batch IN.jsonl > OUT.jsonl");
+        return -1;
+    }
+    if (o->resume && !o->out) {
+        buf_appends(err, "batch: --resume needs --out FILE (tokterm reads what FILE already "
+                         "has; the shell's > would empty it first)");
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- output ---- */
+
+
+static void batch_clear_bar(struct batch *b)
+{
+    if (b->drawn) {
+        (void)util_write_all(2, "\r\033[K", 4);
+        b->drawn = 0;
+    }
+}
+
+static void batch_redact(const struct batch *b, char *text)
+{
+    if (!b->key || strlen(b->key) < 8 || !text)
+        return;
+    size_t k = strlen(b->key);
+    for (char *p = strstr(text, b->key); p; p = strstr(p, b->key)) {
+        memset(p, '*', k);
+        p += k;
+    }
+}
+
+/* Write the line of one finished item. r is the result; timed = 0 for a line that never
+ * became a request (usage errors: usage and timings are null). */
+static void batch_emit(struct batch *b, const struct batch_item *it, const struct net_result *r,
+                       int timed, const char *content, const char *reasoning, const char *model,
+                       int retries)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (it->id)
+        cJSON_AddRawToObject(o, "id", it->id);
+    else
+        cJSON_AddNullToObject(o, "id");
+    cJSON_AddNumberToObject(o, "line", (double)it->line);
+    script_result_fields(o, r, content, reasoning, model, api_outcome_exit(r->outcome), timed);
+    cJSON_AddNumberToObject(o, "retries", retries);
+    char *s = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    if (!s) {
+        fputs("tokterm: out of memory writing an answer\n", stderr);
+        abort();
+    }
+    buf_reset(&b->line);
+    buf_appends(&b->line, s);
+    buf_appendc(&b->line, '\n');
+    cJSON_free(s);
+
+    if (r->outcome == API_OK)
+        b->n_ok++;
+    else
+        b->n_failed++;
+    if (r->cached)
+        b->n_cached++;
+    if (b->out_error)
+        return;
+    if (b->out_tty)
+        batch_clear_bar(b);
+    if (util_write_all(b->out_fd, b->line.data, b->line.len) < 0) {
+        b->out_error = errno == EPIPE ? 141 : 1;
+        if (errno != EPIPE) {
+            batch_clear_bar(b);
+            fprintf(stderr, "tokterm batch: writing %s: %s\n", b->o->out ? b->o->out : "stdout",
+                    strerror(errno));
+        }
+        b->stopping = 1;
+    }
+}
+
+/* A line that did not become a request. */
+static void batch_emit_usage(struct batch *b, const struct batch_item *it, const char *model,
+                             const char *why)
+{
+    struct net_result r;
+    memset(&r, 0, sizeof r);
+    r.outcome = API_ERR_USAGE;
+    r.t.ttft = -1;
+    r.error = xasprintf("line %ld: %s", it->line, why);
+    batch_emit(b, it, &r, 0, "", "", model, 0);
+    free(r.error);
+}
+
+/* ---- progress ---- */
+
+static void batch_fmt_time(char *out, size_t size, double s)
+{
+    if (!(s >= 0) || s > 359999) {
+        snprintf(out, size, "--:--");
+        return;
+    }
+    long t = (long)(s + 0.5);
+    if (t >= 3600)
+        snprintf(out, size, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+    else
+        snprintf(out, size, "%ld:%02ld", t / 60, t % 60);
+}
+
+static void batch_progress(struct batch *b, int force)
+{
+    if (!b->err_tty || b->todo == 0)
+        return;
+    double now = util_now();
+    if (!force && now - b->last_draw < BATCH_DRAW_INTERVAL)
+        return;
+    b->last_draw = now;
+    size_t fin = b->n_ok + b->n_failed;
+    double el = now - b->t_start;
+    double rate = el > 0.05 ? (double)fin / el : 0;
+    char eta[32];
+    batch_fmt_time(eta, sizeof eta, rate > 0 ? (double)(b->todo - fin) / rate : -1);
+    char stats[256];
+    int sn = snprintf(stats, sizeof stats, " %zu/%zu  failed %zu", fin, b->todo, b->n_failed);
+    if (b->n_cached)
+        sn += snprintf(stats + sn, sizeof stats - (size_t)sn, "  cached %zu", b->n_cached);
+    if (b->n_retries)
+        sn += snprintf(stats + sn, sizeof stats - (size_t)sn, "  retries %zu", b->n_retries);
+    if (b->wait_until > now)
+        sn += snprintf(stats + sn, sizeof stats - (size_t)sn, "  quota wait %.1fs",
+                       b->wait_until - now);
+    snprintf(stats + sn, sizeof stats - (size_t)sn, "  %.1f/s  ETA %s", rate, eta);
+    struct winsize ws;
+    int cols = ioctl(2, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 ? ws.ws_col : 80;
+    int width = cols - (int)strlen(stats) - 3;
+    if (width > 40)
+        width = 40;
+    struct buf s = BUF_INIT;
+    buf_appendc(&s, '\r');
+    if (width >= 8) {
+        int fill = (int)((double)width * (double)fin / (double)b->todo);
+        buf_appendc(&s, '[');
+        for (int i = 0; i < width; i++)
+            buf_appendc(&s, i < fill ? '#' : '-');
+        buf_appendc(&s, ']');
+    }
+    buf_appends(&s, stats);
+    buf_appends(&s, "\033[K");
+    (void)util_write_all(2, s.data, s.len);
+    buf_free(&s);
+    b->drawn = 1;
+}
+
+/* ---- input ---- */
+
+/* Split the input into NUL-terminated lines and index the items. Returns 0, or -1 with err
+ * set when the text is not JSON lines at all. */
+static int batch_scan(struct batch *b, char *text, size_t len, const struct batch_set *done,
+                      struct buf *err)
+{
+    const char *name = strcmp(b->o->in, "-") == 0 ? "stdin" : b->o->in;
+    size_t start = 0;
+    if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0)
+        start = 3; /* a UTF-8 byte-order mark */
+    struct batch_set ids = {0};
+    size_t cap = 0, objects = 0;
+    long line = 0;
+    long first_bad = 0;
+    char first_why[128] = "";
+    char first = 0;
+    while (start < len) {
+        char *nl = memchr(text + start, '\n', len - start);
+        size_t end = nl ? (size_t)(nl - text) : len;
+        line++;
+        size_t e = end;
+        if (e > start && text[e - 1] == '\r')
+            e--;
+        text[e] = '\0'; /* text has a spare byte after len, so this is safe at the end */
+        size_t off = start;
+        start = end + 1;
+        const char *s = text + off;
+        s += strspn(s, " \t\r\f\v");
+        if (!*s && (size_t)(s - text) == e)
+            continue; /* a blank line (a NUL byte does not make one) */
+        if (!first)
+            first = *s;
+        if (b->n_items == cap) {
+            cap = cap ? cap * 2 : 256;
+            b->items = xrealloc(b->items, cap * sizeof *b->items);
+        }
+        struct batch_item *it = &b->items[b->n_items++];
+        memset(it, 0, sizeof *it);
+        it->off = off;
+        it->line = line;
+        it->nul = strlen(text + off) != e - off;
+        const char *stop = NULL;
+        cJSON *o = it->nul ? NULL : cJSON_ParseWithOpts(text + off, &stop, 1);
+        if (!cJSON_IsObject(o)) {
+            if (!first_bad) {
+                first_bad = line;
+                snprintf(first_why, sizeof first_why, "%s",
+                         it->nul ? "a NUL byte" : o ? "a JSON value that is not an object"
+                                                    : "not valid JSON");
+            }
+            cJSON_Delete(o);
+            continue;
+        }
+        objects++;
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id");
+        if (cJSON_IsString(id) || cJSON_IsNumber(id)) {
+            char *canon = cJSON_PrintUnformatted(id);
+            if (!canon) {
+                fputs("tokterm: out of memory\n", stderr);
+                abort();
+            }
+            it->id = xstrdup(canon);
+            cJSON_free(canon);
+            long prev = batch_set_get(&ids, it->id);
+            if (prev)
+                it->dup_of = prev;
+            else
+                batch_set_add(&ids, it->id, line);
+            if (!prev && done && batch_set_get(done, it->id))
+                it->skip = 1;
+        }
+        cJSON_Delete(o);
+    }
+    batch_set_free(&ids);
+    if (b->n_items && !objects) {
+        if (first == '[')
+            buf_printf(err, "%s holds a JSON array, not JSON lines; convert it with: "
+                            "jq -c '.[]' %s > IN.jsonl", name, name);
+        else
+            buf_printf(err, "%s is not JSON lines: no line is a JSON object (line %ld: %s). "
+                            "Give one object per line, e.g. {\"id\": 1, \"prompt\": \"Hello\"}",
+                       name, first_bad, first_why);
+        return -1;
+    }
+    for (size_t i = 0; i < b->n_items; i++) {
+        if (b->items[i].skip)
+            b->n_skipped++;
+        else
+            b->todo++;
+    }
+    return 0;
+}
+
+static void batch_note_key(struct batch *b, const char *k)
+{
+    static const char *const known[] = {"id", "prompt", "messages", "model", "system",
+                                        "temperature", "max_tokens"};
+    for (size_t i = 0; i < TT_ARRAY_LEN(known); i++)
+        if (strcmp(k, known[i]) == 0)
+            return;
+    batch_set_add(&b->seen_keys, k, 1);
+}
+
+static const char *batch_role(const char *r)
+{
+    static const char *const roles[] = {"system", "developer", "user", "assistant"};
+    for (size_t i = 0; i < TT_ARRAY_LEN(roles); i++)
+        if (strcmp(r, roles[i]) == 0)
+            return roles[i];
+    return NULL;
+}
+
+/* Build the request body of one item. Returns it (caller frees) with *model pointing into o
+ * or the configuration and *max_tokens (0 = none), or NULL with err set. */
+static char *batch_body(struct batch *b, const cJSON *o, const char **model, long *max_tokens,
+                        struct buf *err)
+{
+    const struct conf *c = b->conf;
+    for (const cJSON *k = o->child; k; k = k->next)
+        if (k->string)
+            batch_note_key(b, k->string);
+    const cJSON *jm = cJSON_GetObjectItemCaseSensitive(o, "model");
+    *model = c->model;
+    if (jm) {
+        if (!cJSON_IsString(jm) || !jm->valuestring[0]) {
+            buf_appends(err, "\"model\" must be a non-empty string");
+            return NULL;
+        }
+        *model = jm->valuestring;
+    }
+    if (!*model || !**model) {
+        buf_appends(err, "no model: give -m MODEL, a profile's model, or a \"model\" field");
+        return NULL;
+    }
+    struct api_request ar = {
+        .model = *model,
+        .max_tokens = c->max_tokens,
+        .max_tokens_field = c->max_tokens_field,
+        .temperature = c->temperature,
+        .has_temperature = c->has_temperature,
+        .stream = 1,
+        .include_usage = c->include_usage,
+    };
+    const cJSON *jt = cJSON_GetObjectItemCaseSensitive(o, "temperature");
+    if (jt) {
+        if (!cJSON_IsNumber(jt) || !(jt->valuedouble >= 0 && jt->valuedouble <= 2)) {
+            buf_appends(err, "\"temperature\" must be a number from 0 to 2");
+            return NULL;
+        }
+        ar.temperature = jt->valuedouble;
+        ar.has_temperature = 1;
+    }
+    const cJSON *jx = cJSON_GetObjectItemCaseSensitive(o, "max_tokens");
+    if (jx) {
+        double v = cJSON_IsNumber(jx) ? jx->valuedouble : -1;
+        if (!(v >= 1 && v <= 1e9) || v != (double)(long)v) {
+            buf_appends(err, "\"max_tokens\" must be a whole number above 0");
+            return NULL;
+        }
+        ar.max_tokens = (long)v;
+    }
+    const cJSON *jp = cJSON_GetObjectItemCaseSensitive(o, "prompt");
+    const cJSON *jms = cJSON_GetObjectItemCaseSensitive(o, "messages");
+    const cJSON *js = cJSON_GetObjectItemCaseSensitive(o, "system");
+    if (jp && jms) {
+        buf_appends(err, "give either \"prompt\" or \"messages\", not both");
+        return NULL;
+    }
+    if (!jp && !jms) {
+        buf_appends(err, "no \"prompt\" (a string) or \"messages\" (a list) to send");
+        return NULL;
+    }
+    if (js && (!cJSON_IsString(js) || jms)) {
+        buf_appends(err, jms ? "\"system\" goes with \"prompt\"; with \"messages\" put a system "
+                               "message in the list"
+                             : "\"system\" must be a string");
+        return NULL;
+    }
+    struct api_message *m = NULL;
+    size_t n = 0;
+    if (jp) {
+        if (!cJSON_IsString(jp) || !jp->valuestring[strspn(jp->valuestring, " \t\r\n")]) {
+            buf_appends(err, "\"prompt\" must be a non-empty string");
+            return NULL;
+        }
+        m = xcalloc(2, sizeof *m);
+        const char *sys = js ? js->valuestring : c->system;
+        if (sys && *sys)
+            m[n++] = (struct api_message){"system", sys};
+        m[n++] = (struct api_message){"user", jp->valuestring};
+    } else {
+        int count = cJSON_GetArraySize(jms);
+        if (!cJSON_IsArray(jms) || count == 0) {
+            buf_appends(err, "\"messages\" must be a non-empty list of {\"role\", \"content\"}");
+            return NULL;
+        }
+        m = xcalloc((size_t)count, sizeof *m);
+        const cJSON *e;
+        cJSON_ArrayForEach(e, jms) {
+            const cJSON *r = cJSON_GetObjectItemCaseSensitive(e, "role");
+            const cJSON *ct = cJSON_GetObjectItemCaseSensitive(e, "content");
+            const char *role = cJSON_IsString(r) ? batch_role(r->valuestring) : NULL;
+            if (!role || !cJSON_IsString(ct)) {
+                buf_printf(err, "messages[%zu] needs a \"role\" (system, developer, user or "
+                                "assistant) and a string \"content\"", n);
+                free(m);
+                return NULL;
+            }
+            m[n++] = (struct api_message){role, ct->valuestring};
+        }
+    }
+    ar.messages = m;
+    ar.n_messages = n;
+    *max_tokens = ar.max_tokens;
+    char *body = api_request_json(&ar);
+    free(m);
+    return body;
+}
+
+/* ---- requests ---- */
+
+static const char *batch_profile(const struct conf *c)
+{
+    return c->profile ? c->profile : "default";
+}
+
+static struct batch_slot *batch_find(struct batch *b, unsigned req)
+{
+    for (int i = 0; i < b->n_slots; i++)
+        if (b->slots[i].req == req)
+            return &b->slots[i];
+    return NULL;
+}
+
+static void batch_store_failed(struct batch *b)
+{
+    if (!b->store_error)
+        b->store_error = xstrdup(store_error(b->o->store));
+}
+
+/* Answer an item from a cache entry. */
+static void batch_emit_cached(struct batch *b, const struct batch_item *it,
+                              const struct store_cache_entry *e, const char *model)
+{
+    struct net_result r;
+    memset(&r, 0, sizeof r);
+    r.outcome = API_OK;
+    r.status = 200;
+    r.cached = 1;
+    snprintf(r.model, sizeof r.model, "%s", e->model ? e->model : model);
+    snprintf(r.finish, sizeof r.finish, "%s", e->finish_reason ? e->finish_reason : "stop");
+    if (e->usage.total_tokens >= 0 || e->usage.completion_tokens >= 0) {
+        r.usage.present = 1;
+        r.usage.prompt = e->usage.prompt_tokens > 0 ? e->usage.prompt_tokens : 0;
+        r.usage.completion = e->usage.completion_tokens > 0 ? e->usage.completion_tokens : 0;
+        r.usage.total = e->usage.total_tokens > 0 ? e->usage.total_tokens : 0;
+    }
+    r.t.ttft = 0;
+    r.t.deltas = 1;
+    batch_emit(b, it, &r, 1, e->content, e->reasoning, model, 0);
+}
+
+/* The request of body (taken), built as the chat builds one: the same URL, key (or key
+ * pool), retry policy, pacing limits and quota name, so a batch and a chat of the same profile
+ * share one quota state. */
+static struct net_request *batch_request(struct batch *b, char *body, long max_tokens)
+{
+    const struct conf *c = b->conf;
+    const struct batch_opts *o = b->o;
+    struct net_request *rq = session_request_for(c, body, b->key, o->pool_labels, o->pool_values,
+                                                 o->n_pool, max_tokens);
+    rq->quota_name = xstrdup(b->quota_name);
+    if (!b->quota_loaded && o->store) {
+        /* The first request starts from what the last run learnt about the quota. */
+        struct store_quota q;
+        memset(&q, 0, sizeof q);
+        if (store_quota_get(o->store, batch_profile(c), b->quota_name, &q) == 0 && q.extra)
+            rq->quota_seed = xstrdup(q.extra);
+        store_quota_clear(&q);
+    }
+    b->quota_loaded = 1;
+    return rq;
+}
+
+/* Start item i: a line for a bad item or a cache hit at once, else a request. */
+static void batch_start(struct batch *b, size_t i)
+{
+    struct batch_item *it = &b->items[i];
+    if (it->skip)
+        return;
+    const char *stop = NULL;
+    cJSON *o = it->nul ? NULL : cJSON_ParseWithOpts(b->text + it->off, &stop, 1);
+    struct buf err = BUF_INIT;
+    const char *model = NULL;
+    long max_tokens = 0;
+    char *body = NULL;
+    if (it->nul)
+        buf_appends(&err, "holds a NUL byte: not text");
+    else if (!o)
+        buf_printf(&err, "not valid JSON (at byte %ld of the line)",
+                   stop ? (long)(stop - (b->text + it->off)) + 1 : 0L);
+    else if (!cJSON_IsObject(o))
+        buf_appends(&err, "not a JSON object");
+    else if (!it->id)
+        buf_appends(&err, cJSON_GetObjectItemCaseSensitive(o, "id")
+                              ? "\"id\" must be a string or a number"
+                              : "no \"id\": every line needs one (a string or a number)");
+    else if (it->dup_of)
+        buf_printf(&err, "duplicate id: line %ld has the same id", it->dup_of);
+    else
+        body = batch_body(b, o, &model, &max_tokens, &err);
+    if (!body) {
+        batch_emit_usage(b, it, model, buf_str(&err));
+        buf_free(&err);
+        cJSON_Delete(o);
+        return;
+    }
+    buf_free(&err);
+
+    const struct batch_opts *bo = b->o;
+    unsigned char key[STORE_CACHE_KEY_LEN];
+    int key_set = 0;
+    if (bo->store && bo->cache != SESSION_CACHE_OFF) {
+        session_cache_key(b->conf, body, key);
+        key_set = 1;
+    }
+    if (key_set && (bo->cache == SESSION_CACHE_ON || bo->cache == SESSION_CACHE_ONLY)) {
+        struct store_cache_entry e;
+        memset(&e, 0, sizeof e);
+        int rc = store_cache_get(bo->store, key, &e);
+        if (rc == 0) {
+            batch_emit_cached(b, it, &e, model);
+            store_cache_entry_clear(&e);
+            free(body);
+            cJSON_Delete(o);
+            return;
+        }
+        if (rc < 0)
+            batch_store_failed(b);
+        if (bo->cache == SESSION_CACHE_ONLY) {
+            struct net_result r;
+            memset(&r, 0, sizeof r);
+            r.outcome = API_CACHE_MISS;
+            r.t.ttft = -1;
+            r.error = xasprintf("--cache-only: the cache has no answer for this exact request "
+                                "(model, messages, system prompt and parameters)");
+            batch_emit(b, it, &r, 0, "", "", model, 0);
+            free(r.error);
+            free(body);
+            cJSON_Delete(o);
+            return;
+        }
+    }
+    struct batch_slot *s = batch_find(b, 0);
+    s->item = i;
+    s->model = xstrdup(model);
+    memcpy(s->key, key, sizeof s->key);
+    s->key_set = key_set;
+    s->retries = 0;
+    buf_reset(&s->content);
+    buf_reset(&s->reasoning);
+    cJSON_Delete(o);
+    s->req = net_submit(b->net, batch_request(b, body, max_tokens));
+    b->inflight++;
+}
+
+/* The request of slot s ended with r (taken). */
+static void batch_finish(struct batch *b, struct batch_slot *s, struct net_result *r)
+{
+    batch_redact(b, r->error);
+    if (r->quota_line && *r->quota_line) {
+        free(b->quota_line);
+        b->quota_line = xstrdup(r->quota_line);
+    }
+    if (r->outcome == API_CANCELLED && b->stopping) {
+        b->n_cancelled++; /* not written: --resume sends it again */
+        net_result_free(r);
+        free(s->model);
+    } else {
+        if (b->n_done == b->cap_done) {
+            b->cap_done = b->cap_done ? b->cap_done * 2 : 16;
+            b->done = xrealloc(b->done, b->cap_done * sizeof *b->done);
+        }
+        struct batch_done *d = &b->done[b->n_done++];
+        d->item = s->item;
+        d->r = r;
+        d->content = buf_take(&s->content);
+        d->reasoning = buf_take(&s->reasoning);
+        d->model = s->model;
+        d->retries = s->retries;
+        memcpy(d->key, s->key, sizeof d->key);
+        d->key_set = s->key_set;
+    }
+    s->model = NULL;
+    s->req = 0;
+    b->inflight--;
+}
+
+/* Write the lines of the requests that finished since the last call, then fill the response
+ * cache with the complete answers among them. */
+static void batch_done_flush(struct batch *b)
+{
+    for (size_t i = 0; i < b->n_done; i++) {
+        struct batch_done *d = &b->done[i];
+        batch_emit(b, &b->items[d->item], d->r, 1, d->content, d->reasoning, d->model,
+                   d->retries);
+    }
+    for (size_t i = 0; i < b->n_done; i++) {
+        struct batch_done *d = &b->done[i];
+        const struct net_result *r = d->r;
+        if (r->outcome == API_OK && d->key_set && !b->out_error) {
+            struct store_usage u = {r->usage.prompt, r->usage.completion, r->usage.total};
+            if (store_cache_put(b->o->store, d->key, STORE_COMPLETE, d->content,
+                                *d->reasoning ? d->reasoning : NULL,
+                                r->model[0] ? r->model : d->model, r->finish[0] ? r->finish : NULL,
+                                r->usage.present ? &u : NULL) < 0 &&
+                strncmp(store_error(b->o->store), "not cached", 10) != 0)
+                batch_store_failed(b); /* a refusal (too large, ...) is not a failure */
+        }
+        net_result_free(d->r);
+        free(d->content);
+        free(d->reasoning);
+        free(d->model);
+    }
+    b->n_done = 0;
+}
+
+static void batch_events(struct batch *b)
+{
+    for (struct queue_event *e = queue_take(b->q), *next; e; e = next) {
+        next = e->next;
+        struct batch_slot *s = batch_find(b, e->req);
+        if (!s || !e->req) {
+            if (e->type == QEV_END)
+                net_result_free(e->ptr);
+        } else if (e->type == QEV_CONTENT) {
+            buf_append(&s->content, e->text.data, e->text.len);
+        } else if (e->type == QEV_REASONING) {
+            buf_append(&s->reasoning, e->text.data, e->text.len);
+        } else if (e->type == QEV_WAIT) {
+            b->wait_until = util_now() + e->num; /* pacing: shown on the progress bar */
+        } else if (e->type == QEV_RETRY) {
+            /* Another attempt follows: whatever this one sent is not the answer. */
+            s->retries++;
+            b->n_retries++;
+            buf_reset(&s->content);
+            buf_reset(&s->reasoning);
+        } else if (e->type == QEV_END) {
+            batch_finish(b, s, e->ptr);
+        }
+        queue_event_free(e);
+    }
+}
+
+static void batch_cancel_all(struct batch *b)
+{
+    for (int i = 0; i < b->n_slots; i++)
+        if (b->slots[i].req)
+            net_cancel(b->net, b->slots[i].req);
+}
+
+/* ---- files ---- */
+
+/* Read the input (a file or stdin) with a spare byte after the end. */
+static char *batch_read_input(const char *path, size_t *len, struct buf *err)
+{
+    struct buf in = BUF_INIT;
+    int fd = strcmp(path, "-") == 0 ? 0 : open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        buf_printf(err, "batch: cannot read %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        buf_printf(err, "batch: %s is a directory", path);
+        close(fd);
+        return NULL;
+    }
+    char chunk[65536];
+    for (;;) {
+        ssize_t n = read(fd, chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            buf_printf(err, "batch: reading %s: %s", path, strerror(errno));
+            buf_free(&in);
+            if (fd)
+                close(fd);
+            return NULL;
+        }
+        if (n == 0)
+            break;
+        buf_append(&in, chunk, (size_t)n);
+    }
+    if (fd)
+        close(fd);
+    *len = in.len;
+    buf_appendc(&in, '\0'); /* the spare byte */
+    return buf_take(&in);
+}
+
+/* --resume: collect the ids FILE has complete into done, drop its other lines (rewriting it
+ * through a temporary file), and open it for appending. Returns the fd, or -1 with err. */
+static int batch_open_resume(const char *path, struct batch_set *done, struct buf *err)
+{
+    size_t len = 0;
+    char *text = util_read_file(path, &len, 0);
+    if (!text && errno != ENOENT) {
+        buf_printf(err, "batch: cannot read %s: %s", path, strerror(errno));
+        return -1;
+    }
+    size_t dropped = 0;
+    struct buf keep = BUF_INIT;
+    for (size_t start = 0; text && start < len;) {
+        char *nl = memchr(text + start, '\n', len - start);
+        if (!nl) {
+            dropped++; /* a half-written last line */
+            break;
+        }
+        *nl = '\0';
+        const char *line = text + start;
+        size_t n = (size_t)(nl - line);
+        start = (size_t)(nl - text) + 1;
+        cJSON *o = cJSON_ParseWithOpts(line, NULL, 1);
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id");
+        const cJSON *oc = cJSON_GetObjectItemCaseSensitive(o, "outcome");
+        int complete = (cJSON_IsString(id) || cJSON_IsNumber(id)) && cJSON_IsString(oc) &&
+                       strcmp(oc->valuestring, "complete") == 0;
+        if (complete) {
+            char *canon = cJSON_PrintUnformatted(id);
+            if (canon) {
+                batch_set_add(done, canon, 1);
+                cJSON_free(canon);
+            }
+            buf_append(&keep, line, n);
+            buf_appendc(&keep, '\n');
+        } else if (n > 0) {
+            dropped++;
+        }
+        cJSON_Delete(o);
+    }
+    free(text);
+    if (dropped) {
+        struct stat sb;
+        mode_t mode = stat(path, &sb) == 0 ? (sb.st_mode & 07777) : 0644;
+        char *real = realpath(path, NULL); /* rewrite the file a symbolic link points to */
+        const char *target = real ? real : path;
+        char *tmp = xasprintf("%s.tmp-XXXXXX", target);
+        int fd = mkstemp(tmp);
+        int ok = fd >= 0 && fchmod(fd, mode) == 0 &&
+                 util_write_all(fd, buf_str(&keep), keep.len) == 0 && fsync(fd) == 0;
+        if (fd >= 0 && close(fd) != 0)
+            ok = 0;
+        if (!ok || rename(tmp, target) != 0) {
+            buf_printf(err, "batch: cannot rewrite %s: %s", path, strerror(errno));
+            if (fd >= 0)
+                unlink(tmp);
+            free(tmp);
+            free(real);
+            buf_free(&keep);
+            return -1;
+        }
+        free(tmp);
+        free(real);
+    }
+    buf_free(&keep);
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0)
+        buf_printf(err, "batch: cannot open %s: %s", path, strerror(errno));
+    return fd;
+}
+
+/* ---- the run ---- */
+
+static int batch_same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    return strcmp(a, "-") != 0 && stat(a, &sa) == 0 && stat(b, &sb) == 0 &&
+           sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+static void batch_summary(struct batch *b, int interrupted)
+{
+    batch_clear_bar(b);
+    if (b->seen_keys.n) {
+        struct buf k = BUF_INIT;
+        size_t shown = 0;
+        for (size_t i = 0; i < b->seen_keys.cap && shown < BATCH_MAX_WARN_KEYS; i++)
+            if (b->seen_keys.keys[i])
+                buf_printf(&k, "%s\"%s\"", shown++ ? ", " : "", b->seen_keys.keys[i]);
+        fprintf(stderr, "tokterm batch: warning: ignored unknown field%s %s%s (known: id, "
+                        "prompt, messages, model, system, temperature, max_tokens)\n",
+                b->seen_keys.n > 1 ? "s" : "", buf_str(&k),
+                b->seen_keys.n > shown ? ", ..." : "");
+        buf_free(&k);
+    }
+    if (b->store_error)
+        fprintf(stderr, "tokterm batch: warning: the response cache failed: %s\n",
+                b->store_error);
+    double el = util_now() - b->t_start;
+    size_t fin = b->n_ok + b->n_failed;
+    struct buf s = BUF_INIT;
+    if (interrupted)
+        buf_printf(&s, "interrupted: %zu of %zu written (%zu complete, %zu failed), %zu "
+                       "cancelled", fin, b->todo, b->n_ok, b->n_failed, b->n_cancelled);
+    else
+        buf_printf(&s, "%zu item%s: %zu complete, %zu failed", fin, fin == 1 ? "" : "s",
+                   b->n_ok, b->n_failed);
+    if (b->n_cached)
+        buf_printf(&s, ", %zu from the cache", b->n_cached);
+    if (b->n_skipped)
+        buf_printf(&s, ", %zu skipped (complete in %s)", b->n_skipped, b->o->out);
+    if (b->n_retries)
+        buf_printf(&s, ", %zu retr%s", b->n_retries, b->n_retries == 1 ? "y" : "ies");
+    buf_printf(&s, "; %.2f s, %.1f/s", el, el > 0 ? (double)fin / el : 0.0);
+    fprintf(stderr, "tokterm batch: %s\n", buf_str(&s));
+    if (interrupted && b->o->out)
+        fprintf(stderr, "tokterm batch: to finish, run the same command with --resume\n");
+    else if (interrupted)
+        fprintf(stderr, "tokterm batch: to finish later, use --out FILE and --resume\n");
+    buf_free(&s);
+}
+
+int batch_run(struct conf *conf, char *key, const struct batch_opts *o)
+{
+    struct batch b;
+    memset(&b, 0, sizeof b);
+    b.o = o;
+    b.conf = conf;
+    b.key = key;
+    b.out_fd = 1;
+    struct buf err = BUF_INIT;
+    struct batch_set done = {0};
+    int code = 2;
+    size_t len = 0;
+
+    if (o->out && batch_same_file(o->in, o->out)) {
+        buf_printf(&err, "batch: --out %s is the input file", o->out);
+        goto fail;
+    }
+    b.text = batch_read_input(o->in, &len, &err);
+    if (!b.text)
+        goto fail;
+    if (o->out && o->resume) {
+        b.out_fd = batch_open_resume(o->out, &done, &err);
+    } else if (o->out) {
+        b.out_fd = open(o->out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+        if (b.out_fd < 0)
+            buf_printf(&err, "batch: cannot write %s: %s", o->out, strerror(errno));
+    }
+    if (b.out_fd < 0) {
+        code = 1;
+        goto fail;
+    }
+    if (batch_scan(&b, b.text, len, o->resume ? &done : NULL, &err) < 0)
+        goto fail;
+    batch_set_free(&done);
+
+    const char *nerr = NULL;
+    b.q = queue_new();
+    if (b.q)
+        b.net = net_start(b.q, &nerr);
+    if (!b.q || !b.net || pipe2(batch_sigpipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+        buf_printf(&err, "batch: %s", nerr ? nerr : strerror(errno));
+        code = 1;
+        goto fail;
+    }
+    b.quota_name = session_quota_name(conf);
+    /* Twice the concurrency is handed to the network thread, which keeps `concurrency` on the
+     * wire: when one ends, the next leaves from that thread at once instead of after a round
+     * trip through this loop. */
+    b.n_slots = 2 * o->concurrency;
+    b.slots = xcalloc((size_t)b.n_slots, sizeof *b.slots);
+    net_set_max_active(b.net, o->concurrency);
+    b.out_tty = isatty(b.out_fd);
+    b.err_tty = isatty(2);
+    b.t_start = util_now();
+    if (o->store)
+        store_checkpoint_async(o->store); /* the WAL copied while requests are out */
+
+    struct sigaction sa, old_int, old_term, old_hup;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = batch_on_signal;
+    sigemptyset(&sa.sa_mask);
+    batch_signalled = 0;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    sigaction(SIGHUP, &sa, &old_hup);
+
+    int interrupted = 0, hard_stop = 0;
+    for (;;) {
+        while (!b.stopping && !batch_signalled && b.inflight < b.n_slots &&
+               b.next < b.n_items) {
+            batch_start(&b, b.next++);
+            batch_progress(&b, 0);
+        }
+        batch_done_flush(&b);
+        if (b.out_error && b.inflight && !interrupted) {
+            batch_cancel_all(&b);
+            interrupted = -1; /* cancelled because the output is gone; not a user stop */
+        }
+        if (b.inflight == 0 && (b.stopping || batch_signalled || b.next >= b.n_items))
+            break;
+        struct pollfd p[2] = {{.fd = queue_fd(b.q), .events = POLLIN},
+                              {.fd = batch_sigpipe[0], .events = POLLIN}};
+        if (poll(p, 2, b.err_tty ? (int)(BATCH_DRAW_INTERVAL * 1000) : -1) < 0 &&
+            errno != EINTR)
+            break;
+        if (batch_signalled) {
+            char c[16];
+            while (read(batch_sigpipe[0], c, sizeof c) > 0)
+                ;
+            batch_signalled = 0;
+            if (interrupted) {
+                hard_stop = 1; /* a second signal: stop waiting for the cancellations */
+                break;
+            }
+            interrupted = 1;
+            b.stopping = 1;
+            batch_cancel_all(&b);
+        }
+        batch_events(&b);
+        batch_progress(&b, 0);
+    }
+    batch_done_flush(&b); /* what finished before a second signal or a failed poll */
+    if (hard_stop)
+        b.n_cancelled += (size_t)b.inflight;
+    /* Stop the network thread before the handlers go: a cancelled transfer must not outlive
+     * the run, and a signal now still only sets the flag. */
+    net_stop(b.net);
+    b.net = NULL;
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    sigaction(SIGHUP, &old_hup, NULL);
+
+    if (o->store && b.quota_line) {
+        /* Keep the quota state between runs, so the next one starts informed. */
+        struct store_quota q = {-1, -1, -1, -1, -1, -1, -1, b.quota_line, 0};
+        (void)store_quota_put(o->store, batch_profile(conf), b.quota_name, &q);
+    }
+    if (b.out_error != 141)
+        batch_summary(&b, interrupted > 0);
+    else
+        batch_clear_bar(&b);
+    code = b.out_error ? b.out_error : interrupted > 0 ? 130 : b.n_failed ? 3 : 0;
+    goto out;
+fail:
+    fprintf(stderr, "tokterm %s\n", buf_str(&err));
+out:
+    if (b.net)
+        net_stop(b.net);
+    if (b.q)
+        queue_free(b.q, net_result_free);
+    for (int i = 0; i < b.n_slots; i++) {
+        free(b.slots[i].model);
+        buf_free(&b.slots[i].content);
+        buf_free(&b.slots[i].reasoning);
+    }
+    free(b.slots);
+    free(b.done);
+    for (size_t i = 0; i < b.n_items; i++)
+        free(b.items[i].id);
+    free(b.items);
+    free(b.text);
+    free(b.quota_name);
+    free(b.quota_line);
+    free(b.store_error);
+    batch_set_free(&b.seen_keys);
+    batch_set_free(&done);
+    buf_free(&b.line);
+    buf_free(&err);
+    if (b.out_fd > 1)
+        close(b.out_fd);
+    for (int i = 0; i < 2; i++)
+        if (batch_sigpipe[i] >= 0) {
+            close(batch_sigpipe[i]);
+            batch_sigpipe[i] = -1;
+        }
+    if (key) {
+        memset(key, 0, strlen(key));
+        free(key);
+    }
+    return code;
+}

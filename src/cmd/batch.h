@@ -1,0 +1,71 @@
+/* batch.h - `tokterm batch IN.jsonl > OUT.jsonl`: many independent requests from a JSON-lines
+ * file, several in flight at once over the network thread's shared connection pool (HTTP/2
+ * multiplexing when the server offers it), answered from the response cache where possible.
+ *
+ * Input: one JSON object per line (blank lines are skipped, CRLF and a UTF-8 BOM are fine):
+ *   {"id": ID, "prompt": "text"}                       system prompt from -s / the profile,
+ *                                                      or the line's own "system"
+ *   {"id": ID, "messages": [{"role": "user", "content": "text"}, ...]}   the whole list as is
+ * ID is a string or a number, unique in the file. Optional per line: "model", "temperature"
+ * (0..2), "max_tokens" (> 0); they override the configuration. Other fields are ignored (one
+ * warning on stderr names them). Roles: system, developer, user, assistant; content must be a
+ * string.
+ *
+ * Output: one JSON line per input line, written with one write() as the item finishes, so the
+ * lines come in order of completion, not input order ("line" gives the input line number):
+ *   {"id", "line", "content", "reasoning", "model", "finish_reason", "outcome", "exit_code",
+ *    "http_status", "error", "usage", "timings", "connection_reused", "http_version", "cached",
+ *    "retries"}
+ * with the field names and meanings of `tokterm --json`. A bad input line (not an object, no
+ * id, a duplicate id, no prompt/messages, a bad value) gets a line with outcome "usage-error",
+ * exit_code 2 and the reason in "error"; the run goes on. A file in which no line is a JSON
+ * object (a JSON array, a pretty-printed object, a binary file) is refused as a whole (exit 2).
+ *
+ * Answers are not saved as conversations (a batch is not a chat); they do use and fill the
+ * response cache, with the same keys as the chat (session_cache_key).
+ *
+ * --resume (needs --out FILE): ids whose line in FILE has outcome "complete" are skipped; every
+ * other line of FILE (errors, cut answers, a half-written last line) is dropped from it (FILE
+ * is rewritten through a temporary file and a rename) and its item is tried again; new lines
+ * are appended.
+ *
+ * Exit status: 0 every item complete (or nothing to do); 3 one or more items were not complete
+ * (see each line's outcome and exit_code); 2 bad usage or an unreadable/malformed input;
+ * 130 interrupted (SIGINT/SIGTERM/SIGHUP: requests in flight are cancelled and not written,
+ * every finished line is); 141 the output was closed; 1 other output errors. */
+#ifndef TT_BATCH_H
+#define TT_BATCH_H
+#include "base/buf.h"
+#include "core/conf.h"
+#include "core/session.h"
+
+struct store;
+
+#define BATCH_DEFAULT_CONCURRENCY 8
+#define BATCH_MAX_CONCURRENCY 1024
+
+struct batch_opts {
+    const char *in;        /* input file, "-" = stdin */
+    const char *out;       /* output file (--out), NULL = stdout */
+    int concurrency;       /* requests in flight at most */
+    int resume;            /* --resume */
+    int help;              /* --help was given: print batch_usage() and stop */
+    struct store *store;   /* response cache and quota state (borrowed); NULL = none */
+    enum session_cache cache;
+    char **pool_labels;    /* a key pool (conf_key_pool; borrowed), n_pool keys; 0 = none */
+    char **pool_values;
+    int n_pool;
+};
+
+/* Parse the batch arguments; argv[0] is "batch". Fills o (store, cache and the pool are left
+ * as they are, the rest gets defaults). Returns 0, or -1 with a message in err (bad usage). */
+int batch_parse(struct batch_opts *o, int argc, char **argv, struct buf *err);
+
+/* Usage text of `tokterm batch` (static). */
+const char *batch_usage(void);
+
+/* Run the batch with conf (borrowed) and key (taken: wiped and freed; NULL for keyless local
+ * servers). Prints progress and errors on stderr. Returns the process exit status (above). */
+int batch_run(struct conf *conf, char *key, const struct batch_opts *o);
+
+#endif

@@ -1,0 +1,883 @@
+/* cmd_doctor.c - `tokterm doctor`: one line per check of the setup (see cmd_doctor.h). */
+#include "config.h"
+#include "cmd/doctor.h"
+#include "proto/api.h"
+#include "core/cli.h"
+#include "core/conf.h"
+#include "net/ratelimit.h"
+#include "store/store.h"
+#include "text/theme.h"
+#include "tokens/tokenizer.h"
+#include "base/utf8.h"
+#include "base/util.h"
+#include "base/xmalloc.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <langinfo.h>
+#include <locale.h>
+#include "store/fts_words.h"
+#include "store/sqlite_dl.h" /* <sqlite3.h>, the library loaded when needed */
+#include "net/curl_dl.h"
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define DOCTOR_BODY_MAX ((size_t)4 << 20) /* a /models list longer than this is cut */
+
+enum doctor_status { DOCTOR_OK, DOCTOR_WARN, DOCTOR_FAIL };
+
+struct doctor {
+    int counts[3];
+    int offline;
+    long timeout_ms;
+    const struct cli *a;
+};
+
+/* Print one check: "ok    config       [profile] what; todo". Text from files or the network
+ * is sanitised, so nothing a server sends can drive the terminal. */
+static void doctor_line(struct doctor *d, enum doctor_status st, const char *check,
+                        const char *profile, const char *what, const char *todo)
+{
+    static const char *const names[] = {"ok", "warn", "fail"};
+    struct buf b = BUF_INIT;
+    buf_printf(&b, "%-5s %-12s ", names[st], check);
+    if (profile)
+        buf_printf(&b, "[%s] ", profile);
+    buf_appends(&b, what);
+    if (todo && *todo) {
+        buf_appends(&b, "; ");
+        buf_appends(&b, todo);
+    }
+    struct buf safe = BUF_INIT;
+    utf8_sanitize(&safe, b.data, b.len);
+    for (size_t i = 0; i < safe.len; i++)
+        if (safe.data[i] == '\n' || safe.data[i] == '\t')
+            safe.data[i] = ' ';
+    printf("%s\n", buf_str(&safe));
+    fflush(stdout);
+    buf_free(&safe);
+    buf_free(&b);
+    d->counts[st]++;
+}
+
+/* printf-style variant of doctor_line for the "what" part. */
+static void doctor_linef(struct doctor *d, enum doctor_status st, const char *check,
+                         const char *profile, const char *todo, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+static void doctor_linef(struct doctor *d, enum doctor_status st, const char *check,
+                         const char *profile, const char *todo, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *what = NULL;
+    if (vasprintf(&what, fmt, ap) < 0)
+        what = NULL;
+    va_end(ap);
+    doctor_line(d, st, check, profile, what ? what : fmt, todo);
+    free(what);
+}
+
+/* ---- config ---------------------------------------------------------------------------- */
+
+/* Section names of the config text (profiles), in order, without duplicates and [default]. */
+static char **doctor_profiles(const char *text, size_t *n)
+{
+    char **names = NULL;
+    *n = 0;
+    char *copy = xstrdup(text);
+    for (char *save = NULL, *line = strtok_r(copy, "\n", &save); line;
+         line = strtok_r(NULL, "\n", &save)) {
+        char *s = util_trim(line);
+        if (*s != '[')
+            continue;
+        char *close = strchr(s, ']');
+        if (!close)
+            continue;
+        *close = '\0';
+        s = util_trim(s + 1);
+        if (strncmp(s, "profile ", 8) == 0)
+            s = util_trim(s + 8);
+        size_t len = strlen(s);
+        if (len >= 2 && (s[0] == '"' || s[0] == '\'') && s[len - 1] == s[0]) {
+            s[len - 1] = '\0';
+            s++;
+        }
+        if (!*s || strcmp(s, "default") == 0)
+            continue;
+        int dup = 0;
+        for (size_t i = 0; i < *n && !dup; i++)
+            dup = strcmp(names[i], s) == 0;
+        if (dup)
+            continue;
+        names = xrealloc(names, (*n + 1) * sizeof *names);
+        names[(*n)++] = xstrdup(s);
+    }
+    free(copy);
+    return names;
+}
+
+/* Check the config file; returns 0 when it loads (profiles in *names), -1 when it does not. */
+static int doctor_config(struct doctor *d, const char *path, char ***names, size_t *n)
+{
+    *names = NULL;
+    *n = 0;
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        if (errno == ENOENT) {
+            doctor_linef(d, DOCTOR_OK, "config", NULL,
+                         "create it to keep profiles (see tokterm(1), CONFIGURATION)",
+                         "no config file at %s: built-in defaults and the environment", path);
+            return 0;
+        }
+        doctor_linef(d, DOCTOR_FAIL, "config", NULL, "fix its permissions or path",
+                     "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    struct conf c;
+    struct buf err = BUF_INIT, warn = BUF_INIT;
+    conf_defaults(&c);
+    int rc = conf_load(&c, path, NULL, &err, &warn);
+    if (rc < 0) {
+        doctor_linef(d, DOCTOR_FAIL, "config", NULL, "fix that line (tokterm(1), CONFIGURATION)",
+                     "%s", buf_str(&err));
+    } else {
+        size_t len;
+        char *text = util_read_file(path, &len, 4 << 20);
+        *names = doctor_profiles(text ? text : "", n);
+        free(text);
+        struct buf list = BUF_INIT;
+        for (size_t i = 0; i < *n; i++)
+            buf_printf(&list, "%s%s", i ? ", " : "", (*names)[i]);
+        doctor_linef(d, DOCTOR_OK, "config", NULL, NULL, "%s: syntax ok, %zu profile%s%s%s%s",
+                     path, *n, *n == 1 ? "" : "s", *n ? " (" : "", buf_str(&list), *n ? ")" : "");
+        buf_free(&list);
+    }
+    /* warnings: one line each (unknown options, a key readable by others...) */
+    char *w = xstrdup(buf_str(&warn));
+    int holds_key = strstr(w, "holds an API key") != NULL;
+    for (char *save = NULL, *line = strtok_r(w, "\n", &save); line;
+         line = strtok_r(NULL, "\n", &save))
+        if (!strstr(line, "holds an API key")) /* said by the permission check below */
+            doctor_line(d, DOCTOR_WARN, "config", NULL, line,
+                        strstr(line, "unknown option") ? "fix or remove that line" : NULL);
+    free(w);
+    unsigned mode = st.st_mode & 0777;
+    if (mode & 022)
+        doctor_linef(d, DOCTOR_FAIL, "config perms", NULL, NULL,
+                     "%s is writable by others (mode %03o): they could change api_key_cmd; "
+                     "chmod 600 %s", path, mode, path);
+    else if ((mode & 044) && holds_key)
+        doctor_linef(d, DOCTOR_FAIL, "config perms", NULL, NULL,
+                     "%s holds an API key and others can read it (mode %03o); chmod 600 %s",
+                     path, mode, path);
+    else if (st.st_uid != geteuid())
+        doctor_linef(d, DOCTOR_WARN, "config perms", NULL, "chown it to yourself",
+                     "%s belongs to another user (uid %u)", path, (unsigned)st.st_uid);
+    else
+        doctor_linef(d, DOCTOR_OK, "config perms", NULL, NULL, "mode %03o", mode);
+    conf_free(&c);
+    buf_free(&err);
+    buf_free(&warn);
+    return rc < 0 ? -1 : 0;
+}
+
+/* ---- one profile: key source and endpoint --------------------------------------------------- */
+
+/* base_url without user:password@ (for display: never show credentials). */
+static char *doctor_display_url(const char *url)
+{
+    const char *p = strstr(url, "://");
+    const char *host = p ? p + 3 : url;
+    const char *at = NULL;
+    for (const char *q = host; *q && *q != '/'; q++)
+        if (*q == '@')
+            at = q;
+    if (!at)
+        return xstrdup(url);
+    return xasprintf("%.*s%s", (int)(host - url), url, at + 1);
+}
+
+/* Check where the key comes from; returns the key (caller wipes and frees) or NULL. */
+static char *doctor_key(struct doctor *d, const struct conf *c, const char *prof, int local)
+{
+    struct buf err = BUF_INIT;
+    char *key = conf_api_key(c, &err);
+    if (c->api_key_cmd && *c->api_key_cmd) {
+        if (key)
+            doctor_linef(d, DOCTOR_OK, "key source", prof, NULL,
+                         "api_key_cmd printed a key (%zu characters)", strlen(key));
+        else
+            doctor_linef(d, DOCTOR_FAIL, "key source", prof,
+                         "run the command yourself and fix it, or use api_key_env",
+                         "%s (api_key_cmd = %s)", buf_str(&err), c->api_key_cmd);
+    } else if (key && c->api_key_env && *c->api_key_env && getenv(c->api_key_env) &&
+               *getenv(c->api_key_env)) {
+        doctor_linef(d, DOCTOR_OK, "key source", prof, NULL, "$%s is set (%zu characters)",
+                     c->api_key_env, strlen(key));
+    } else if (key) {
+        doctor_line(d, DOCTOR_WARN, "key source", prof,
+                    "the key is written in the config file (api_key)",
+                    "keep it in a password manager: api_key_cmd = pass show NAME");
+    } else if (local) {
+        doctor_linef(d, DOCTOR_OK, "key source", prof, NULL,
+                     "no key ($%s is not set); a local server needs none",
+                     c->api_key_env && *c->api_key_env ? c->api_key_env : "OPENAI_API_KEY");
+    } else {
+        char *todo = xasprintf("export %s=... or set api_key_cmd in the profile",
+                               c->api_key_env && *c->api_key_env ? c->api_key_env
+                                                                 : "OPENAI_API_KEY");
+        doctor_linef(d, DOCTOR_FAIL, "key source", prof, todo, "no key: $%s is not set",
+                     c->api_key_env && *c->api_key_env ? c->api_key_env : "OPENAI_API_KEY");
+        free(todo);
+    }
+    if (c->api_key && *c->api_key && key && strcmp(key, c->api_key) != 0)
+        doctor_line(d, DOCTOR_WARN, "key source", prof,
+                    "an api_key written in the config file is not used (another source wins)",
+                    "remove it from the file");
+    buf_free(&err);
+    return key;
+}
+
+struct doctor_xfer {
+    struct buf body;
+    struct ratelimit_state rl;
+    struct ratelimit_response resp;
+    char ctype[128];
+};
+
+static size_t doctor_write(char *p, size_t size, size_t nmemb, void *ud)
+{
+    struct doctor_xfer *x = ud;
+    size_t n = size * nmemb;
+    if (x->body.len + n > DOCTOR_BODY_MAX)
+        return x->body.len >= DOCTOR_BODY_MAX ? n : (buf_append(&x->body, p,
+                                                               DOCTOR_BODY_MAX - x->body.len), n);
+    buf_append(&x->body, p, n);
+    return n;
+}
+
+static size_t doctor_header(char *p, size_t size, size_t nmemb, void *ud)
+{
+    struct doctor_xfer *x = ud;
+    size_t n = size * nmemb;
+    if (n >= 5 && memcmp(p, "HTTP/", 5) == 0) { /* a new response (after a 100 or a redirect) */
+        ratelimit_state_init(&x->rl, 0, 0);
+        ratelimit_response_init(&x->resp);
+    }
+    ratelimit_feed(&x->rl, &x->resp, p, n, util_now(), (double)util_epoch());
+    if (n > 13 && strncasecmp(p, "content-type:", 13) == 0) {
+        size_t k = n - 13 < sizeof x->ctype - 1 ? n - 13 : sizeof x->ctype - 1;
+        memcpy(x->ctype, p + 13, k);
+        x->ctype[k] = '\0';
+        util_trim(x->ctype);
+    }
+    return n;
+}
+
+/* Number of "id" strings in a /models list, and whether model is one of them. */
+static int doctor_models(const char *body, size_t n, const char *model, int *listed)
+{
+    *listed = 0;
+    int count = 0;
+    char *needle = xasprintf("\"%s\"", model);
+    for (const char *p = body, *end = body + n; p < end;) {
+        const char *id = memmem(p, (size_t)(end - p), "\"id\"", 4);
+        if (!id)
+            break;
+        count++;
+        const char *q = id + 4;
+        while (q < end && (*q == ' ' || *q == ':' || *q == '\t' || *q == '\n'))
+            q++;
+        size_t nl = strlen(needle);
+        if ((size_t)(end - q) >= nl && memcmp(q, needle, nl) == 0)
+            *listed = 1;
+        p = id + 4;
+    }
+    free(needle);
+    return count;
+}
+
+static double doctor_ms(CURL *e, CURLINFO what)
+{
+    curl_off_t us = 0;
+    curl_easy_getinfo(e, what, &us);
+    return (double)us / 1000.0;
+}
+
+/* DNS, connection, TLS and HTTP checks of GET base_url/models with the key. */
+static void doctor_endpoint(struct doctor *d, const struct conf *c, const char *prof,
+                            const char *key)
+{
+    const char *b = c->base_url;
+    size_t bl = strlen(b);
+    while (bl && b[bl - 1] == '/')
+        bl--;
+    char *url = xasprintf("%.*s/models", (int)bl, b);
+    char *shown = doctor_display_url(url);
+    char *host = conf_host(c);
+    int https = strncasecmp(b, "https://", 8) == 0;
+    if (strncasecmp(b, "http://", 7) != 0 && !https) {
+        doctor_linef(d, DOCTOR_FAIL, "endpoint", prof,
+                     "base_url must start with https:// (or http:// for a local server)",
+                     "base_url '%s' is not an HTTP URL", b);
+        goto out;
+    }
+    const char *unloaded = NULL;
+    CURL *e = curl_dl_load(&unloaded) == 0 ? curl_easy_init() : NULL;
+    if (!e) {
+        doctor_line(d, DOCTOR_FAIL, "endpoint", prof,
+                    unloaded ? unloaded : "curl could not be initialised", NULL);
+        goto out;
+    }
+    struct doctor_xfer x;
+    memset(&x, 0, sizeof x);
+    ratelimit_state_init(&x.rl, 0, 0);
+    ratelimit_response_init(&x.resp);
+    struct curl_slist *hdrs = NULL;
+    char *auth = NULL;
+    if (key && c->auth_header && *c->auth_header) {
+        auth = strcasecmp(c->auth_header, "Authorization") == 0
+                   ? xasprintf("Authorization: Bearer %s", key)
+                   : xasprintf("%s: %s", c->auth_header, key);
+        hdrs = curl_slist_append(hdrs, auth);
+    }
+    hdrs = curl_slist_append(hdrs, "Accept: application/json");
+    char errbuf[CURL_ERROR_SIZE] = "";
+    curl_easy_setopt(e, CURLOPT_URL, url);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, hdrs);
+    curl_easy_setopt(e, CURLOPT_USERAGENT, PACKAGE_NAME "/" PACKAGE_VERSION " (doctor)");
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, doctor_write);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, &x);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, doctor_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, &x);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf);
+    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "identity"); /* decode whatever arrives */
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, d->timeout_ms);
+    long cto = c->connect_timeout_ms > 0 && c->connect_timeout_ms < d->timeout_ms
+                   ? c->connect_timeout_ms : d->timeout_ms;
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, cto);
+    if (c->cacert && *c->cacert)
+        curl_easy_setopt(e, CURLOPT_CAINFO, c->cacert);
+    if (c->insecure) {
+        curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+    CURLcode res = curl_easy_perform(e);
+    const char *why = errbuf[0] ? errbuf : curl_easy_strerror(res);
+    char *ip = NULL;
+    curl_easy_getinfo(e, CURLINFO_PRIMARY_IP, &ip);
+
+    /* DNS */
+    if (res == CURLE_COULDNT_RESOLVE_HOST) {
+        doctor_linef(d, DOCTOR_FAIL, "dns", prof,
+                     "check the host name in base_url, your DNS and network", "%s: %s", host,
+                     why);
+        goto done;
+    }
+    doctor_linef(d, DOCTOR_OK, "dns", prof, NULL, "%s %s%s (%.0f ms)", host,
+                 ip && *ip ? "-> " : "resolved", ip && *ip ? ip : "",
+                 doctor_ms(e, CURLINFO_NAMELOOKUP_TIME_T));
+
+    /* TCP */
+    if (res == CURLE_COULDNT_CONNECT ||
+        (res == CURLE_OPERATION_TIMEDOUT && doctor_ms(e, CURLINFO_CONNECT_TIME_T) == 0)) {
+        doctor_linef(d, DOCTOR_FAIL, "connect", prof,
+                     conf_is_local(c) ? "is the local server running on that port?"
+                                      : "check base_url, a proxy or firewall in between",
+                     "%s: %s", host, why);
+        goto done;
+    }
+    doctor_linef(d, DOCTOR_OK, "connect", prof, NULL, "%s in %.0f ms", host,
+                 doctor_ms(e, CURLINFO_CONNECT_TIME_T) - doctor_ms(e, CURLINFO_NAMELOOKUP_TIME_T));
+
+    /* TLS */
+    if (https) {
+        if (res == CURLE_PEER_FAILED_VERIFICATION || res == CURLE_SSL_CACERT_BADFILE ||
+            res == CURLE_SSL_CONNECT_ERROR || res == CURLE_SSL_CERTPROBLEM) {
+            doctor_linef(d, DOCTOR_FAIL, "tls", prof,
+                         "trust its CA with cacert = FILE in the profile (or --cacert FILE)",
+                         "%s", why);
+            goto done;
+        }
+        if (c->insecure)
+            doctor_line(d, DOCTOR_WARN, "tls", prof,
+                        "certificate checks are OFF (insecure): anyone on the path can read "
+                        "your prompts and key", "remove insecure, use cacert = FILE instead");
+        else
+            doctor_linef(d, DOCTOR_OK, "tls", prof, NULL, "certificate verified (%.0f ms)",
+                         doctor_ms(e, CURLINFO_APPCONNECT_TIME_T) -
+                             doctor_ms(e, CURLINFO_CONNECT_TIME_T));
+    } else if (!conf_is_local(c)) {
+        doctor_line(d, DOCTOR_WARN, "tls", prof,
+                    "plain http to a remote host: the key and prompts travel unencrypted",
+                    "use https://");
+    }
+
+    /* HTTP */
+    long status = 0;
+    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+    if (res != CURLE_OK && status == 0) {
+        doctor_linef(d, DOCTOR_FAIL, "http", prof,
+                     "check that base_url ends where the API starts (e.g. .../v1)",
+                     "GET %s: %s", shown, why);
+        goto done;
+    }
+    double total = doctor_ms(e, CURLINFO_TOTAL_TIME_T);
+    struct buf msg = BUF_INIT;
+    char code[64];
+    if (status >= 200 && status < 300) {
+        int listed;
+        int count = doctor_models(buf_str(&x.body), x.body.len, c->model, &listed);
+        doctor_linef(d, DOCTOR_OK, "http", prof, NULL, "GET %s: HTTP %ld, %d model%s (%.0f ms)",
+                     shown, status, count, count == 1 ? "" : "s", total);
+        if (key)
+            doctor_line(d, DOCTOR_OK, "key valid", prof, "the server accepted the key", NULL);
+        if (count > 0 && listed)
+            doctor_linef(d, DOCTOR_OK, "model", prof, NULL, "%s is listed", c->model);
+        else if (count > 0)
+            doctor_linef(d, DOCTOR_WARN, "model", prof,
+                         "check the name (tokterm -m NAME, or model = in the profile)",
+                         "%s is not in the server's list", c->model);
+    } else {
+        api_error_message(status, x.ctype, buf_str(&x.body), x.body.len, &msg, code,
+                          sizeof code);
+        if (status == 401 || status == 403) {
+            doctor_linef(d, DOCTOR_OK, "http", prof, NULL, "GET %s answered (%.0f ms)", shown,
+                         total);
+            doctor_linef(d, DOCTOR_FAIL, "key valid", prof,
+                         key ? "check the key source of this profile (or a new key)"
+                             : "this server wants a key: set api_key_env or api_key_cmd",
+                         "the server refused %s: %s", key ? "the key" : "a request without a key",
+                         buf_str(&msg));
+        } else if (status == 404) {
+            doctor_linef(d, DOCTOR_WARN, "http", prof,
+                         "some servers have no model list; a chat request will tell, else "
+                         "check base_url",
+                         "GET %s: %s", shown, buf_str(&msg));
+        } else if (status == 429) {
+            doctor_linef(d, DOCTOR_WARN, "http", prof, "wait, or check your plan and quota",
+                         "GET %s: %s", shown, buf_str(&msg));
+        } else {
+            doctor_linef(d, DOCTOR_FAIL, "http", prof,
+                         status >= 500 ? "the server has trouble: try again later"
+                                       : "check base_url",
+                         "GET %s: %s", shown, buf_str(&msg));
+        }
+    }
+    buf_free(&msg);
+
+    /* rate limits */
+    if (x.rl.seen) {
+        char rl[160];
+        ratelimit_format(&x.rl, util_now(), rl, sizeof rl);
+        doctor_linef(d, DOCTOR_OK, "rate limits", prof, NULL, "%s", rl);
+    } else {
+        doctor_line(d, DOCTOR_OK, "rate limits", prof,
+                    "no x-ratelimit-* headers on this answer (many servers send them only on "
+                    "chat requests)", NULL);
+    }
+
+done:
+    curl_slist_free_all(hdrs);
+    if (auth) {
+        memset(auth, 0, strlen(auth));
+        free(auth);
+    }
+    buf_free(&x.body);
+    curl_easy_cleanup(e);
+out:
+    free(host);
+    free(shown);
+    free(url);
+}
+
+/* Apply the command-line settings doctor honours (the endpoint and its TLS). */
+static void doctor_apply_cli(const struct cli *a, struct conf *c)
+{
+    struct buf err = BUF_INIT;
+    if (a->base_url)
+        conf_set(c, "base_url", a->base_url, &err);
+    if (a->cacert)
+        conf_set(c, "cacert", a->cacert, &err);
+    if (a->insecure)
+        c->insecure = 1;
+    buf_free(&err);
+}
+
+static void doctor_profile(struct doctor *d, const char *cfgpath, const char *name)
+{
+    struct conf c;
+    struct buf err = BUF_INIT, warn = BUF_INIT;
+    conf_defaults(&c);
+    if (conf_load(&c, cfgpath, name, &err, &warn) < 0) {
+        doctor_linef(d, DOCTOR_FAIL, "profile", name, "fix the config file", "%s",
+                     buf_str(&err));
+        goto out;
+    }
+    conf_apply_env(&c);
+    doctor_apply_cli(d->a, &c);
+    const char *prof = name ? name : "default";
+    char *shown = doctor_display_url(c.base_url);
+    doctor_linef(d, DOCTOR_OK, "profile", prof, NULL, "%s, model %s", shown, c.model);
+    free(shown);
+    int local = conf_is_local(&c);
+    char *key = NULL;
+    if (c.keys && *c.keys) { /* a key pool replaces the single key */
+        char **labels = NULL, **values = NULL;
+        int n = conf_key_pool(&c, &labels, &values, &err);
+        if (n > 0) {
+            struct buf names = BUF_INIT;
+            for (int i = 0; i < n; i++)
+                buf_printf(&names, "%s%s", i ? ", " : "", labels[i]);
+            doctor_linef(d, DOCTOR_OK, "key source", prof, NULL,
+                         "key pool of %d (%s); the first is checked below", n, buf_str(&names));
+            buf_free(&names);
+            key = xstrdup(values[0]);
+        } else {
+            doctor_linef(d, DOCTOR_FAIL, "key source", prof,
+                         "fix the keys = line (NAME, env:NAME or cmd:COMMAND, comma-separated)",
+                         "key pool: %s", n < 0 ? buf_str(&err) : "no key in keys =");
+        }
+        conf_pool_free(labels, values, n > 0 ? n : 0);
+    } else {
+        key = doctor_key(d, &c, prof, local);
+    }
+    if (!d->offline)
+        doctor_endpoint(d, &c, prof, key);
+    if (key) {
+        memset(key, 0, strlen(key));
+        free(key);
+    }
+out:
+    conf_free(&c);
+    buf_free(&err);
+    buf_free(&warn);
+}
+
+/* ---- terminal, database, data files ------------------------------------------------------- */
+
+/* tigetnum("colors") of $TERM, -1 when terminfo does not know it, -2 (why in *why) when the
+ * terminfo library cannot be loaded: it is loaded here only, as tokterm links no curses (the
+ * chat is the separate program tokterm-tui). */
+static int doctor_colors(int fd, const char **why)
+{
+    void *lib = dlopen(TT_TINFO_SONAME, RTLD_NOW | RTLD_LOCAL);
+    int (*setupterm_fn)(const char *, int, int *) = NULL;
+    int (*tigetnum_fn)(const char *) = NULL;
+    void *(*set_curterm_fn)(void *) = NULL;
+    int (*del_curterm_fn)(void *) = NULL;
+    void *p;
+    if (lib && (p = dlsym(lib, "setupterm")))
+        memcpy(&setupterm_fn, &p, sizeof p);
+    if (lib && (p = dlsym(lib, "tigetnum")))
+        memcpy(&tigetnum_fn, &p, sizeof p);
+    if (lib && (p = dlsym(lib, "set_curterm")))
+        memcpy(&set_curterm_fn, &p, sizeof p);
+    if (lib && (p = dlsym(lib, "del_curterm")))
+        memcpy(&del_curterm_fn, &p, sizeof p);
+    if (!setupterm_fn || !tigetnum_fn || !set_curterm_fn || !del_curterm_fn) {
+        *why = dlerror();
+        return -2;
+    }
+    int err = 0, colors = -1;
+    if (setupterm_fn(NULL, fd, &err) == 0) { /* OK */
+        colors = tigetnum_fn("colors");
+        del_curterm_fn(set_curterm_fn(NULL));
+    }
+    return colors; /* the library stays loaded: doctor ends soon */
+}
+
+static void doctor_terminal(struct doctor *d)
+{
+    setlocale(LC_CTYPE, "");
+    const char *cs = nl_langinfo(CODESET);
+    const char *lc = setlocale(LC_CTYPE, NULL);
+    if (cs && strcmp(cs, "UTF-8") == 0)
+        doctor_linef(d, DOCTOR_OK, "locale", NULL, NULL, "%s (UTF-8)", lc ? lc : "?");
+    else
+        doctor_linef(d, DOCTOR_WARN, "locale", NULL,
+                     "export LANG=C.UTF-8 (or another UTF-8 locale) for wide characters",
+                     "%s uses %s, not UTF-8", lc ? lc : "the locale", cs ? cs : "?");
+    setlocale(LC_CTYPE, "C");
+
+    int fd = isatty(1) ? 1 : isatty(0) ? 0 : -1;
+    if (fd < 0) {
+        doctor_line(d, DOCTOR_OK, "terminal", NULL,
+                    "not on a terminal (scripted mode needs none)", NULL);
+        return;
+    }
+    const char *term = getenv("TERM");
+    const char *why = NULL;
+    int colors = term && *term ? doctor_colors(fd, &why) : -1;
+    if (colors == -2) {
+        doctor_linef(d, DOCTOR_WARN, "terminal", NULL,
+                     "install the terminfo library (the Debian package libtinfo6)",
+                     "cannot load %s: %s", TT_TINFO_SONAME, why ? why : "dlopen failed");
+        return;
+    }
+    struct winsize ws;
+    int cols = ioctl(fd, TIOCGWINSZ, &ws) == 0 ? ws.ws_col : 0;
+    int rows = cols ? ws.ws_row : 0;
+    const char *nc = getenv("NO_COLOR");
+    if (!term || !*term || colors == -1) {
+        doctor_linef(d, DOCTOR_WARN, "terminal", NULL,
+                     "set TERM to your terminal's name (e.g. xterm-256color)",
+                     "TERM=%s is unknown to terminfo", term && *term ? term : "(unset)");
+    } else if (cols && cols < 40) {
+        doctor_linef(d, DOCTOR_WARN, "terminal", NULL, "widen the window for the chat",
+                     "%s, %d colours, only %dx%d", term, colors, cols, rows);
+    } else {
+        doctor_linef(d, DOCTOR_OK, "terminal", NULL, NULL, "%s, %d colours%s, %dx%d", term,
+                     colors, nc && *nc ? " (NO_COLOR set: none used)" : "", cols, rows);
+    }
+}
+
+static void doctor_database(struct doctor *d, const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        if (errno == ENOENT)
+            doctor_linef(d, DOCTOR_OK, "database", NULL, NULL,
+                         "%s does not exist yet (the first chat creates it, mode 600)", path);
+        else
+            doctor_linef(d, DOCTOR_FAIL, "database", NULL, "fix the path or its permissions",
+                         "%s: %s", path, strerror(errno));
+        return;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        doctor_linef(d, DOCTOR_FAIL, "database", NULL, "point --db or db = at a file",
+                     "%s is not a regular file", path);
+        return;
+    }
+    char *load_err = NULL;
+    if (sqlite_dl_load(&load_err) != 0) {
+        doctor_line(d, DOCTOR_FAIL, "database", NULL, load_err, NULL);
+        free(load_err);
+        return;
+    }
+    sqlite3 *db = NULL;
+    int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL);
+    const char *todo_bad = "move it away (the next chat creates a new one) or use --db FILE";
+    if (rc != SQLITE_OK) {
+        doctor_linef(d, DOCTOR_FAIL, "database", NULL, todo_bad, "%s: %s", path,
+                     db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+        sqlite3_close(db);
+        return;
+    }
+    sqlite3_busy_timeout(db, 2000);
+    fts_words_register(db); /* SQLite 3.44-3.46's quick_check loads every FTS5 tokenizer */
+    sqlite3_stmt *s = NULL;
+    const char *check = "?";
+    int version = -1;
+    long long pages = 0, page_size = 0, convs = -1;
+    char *first_problem = NULL;
+    if (sqlite3_prepare_v2(db, "PRAGMA quick_check", -1, &s, NULL) == SQLITE_OK) {
+        int r;
+        while ((r = sqlite3_step(s)) == SQLITE_ROW)
+            if (!first_problem)
+                first_problem = xstrdup((const char *)sqlite3_column_text(s, 0));
+        if (r != SQLITE_DONE && !first_problem)
+            first_problem = xstrdup(sqlite3_errmsg(db));
+        sqlite3_finalize(s);
+        check = first_problem ? first_problem : "?";
+    } else {
+        first_problem = xstrdup(sqlite3_errmsg(db));
+        check = first_problem;
+    }
+    if (strcmp(check, "ok") != 0) {
+        doctor_linef(d, DOCTOR_FAIL, "database", NULL, todo_bad,
+                     "%s: integrity check failed: %s", path, check);
+        free(first_problem);
+        sqlite3_close(db);
+        return;
+    }
+    static const struct {
+        const char *sql;
+        int which;
+    } q[] = {{"PRAGMA user_version", 0}, {"PRAGMA page_count", 1}, {"PRAGMA page_size", 2},
+             {"SELECT count(*) FROM conversations", 3}, {"SELECT count(*) FROM words_queue", 4},
+             {"SELECT count(*) FROM words_long", 5}};
+    long long queued = 0, blobs = 0;
+    for (size_t i = 0; i < TT_ARRAY_LEN(q); i++) {
+        if (sqlite3_prepare_v2(db, q[i].sql, -1, &s, NULL) != SQLITE_OK)
+            continue;
+        if (sqlite3_step(s) == SQLITE_ROW) {
+            long long v = sqlite3_column_int64(s, 0);
+            if (q[i].which == 0)
+                version = (int)v;
+            else if (q[i].which == 1)
+                pages = v;
+            else if (q[i].which == 2)
+                page_size = v;
+            else if (q[i].which == 3)
+                convs = v;
+            else if (q[i].which == 4)
+                queued = v;
+            else
+                blobs = v;
+        }
+        sqlite3_finalize(s);
+    }
+    sqlite3_close(db);
+    free(first_problem);
+    char *wal = xasprintf("%s-wal", path);
+    struct stat ws;
+    long long bytes = pages * page_size + (stat(wal, &ws) == 0 ? (long long)ws.st_size : 0);
+    free(wal);
+    if (convs < 0) {
+        doctor_linef(d, DOCTOR_FAIL, "database", NULL, todo_bad,
+                     "%s is an SQLite file but not a tokterm database (no conversations table)",
+                     path);
+        return;
+    }
+    if (version > STORE_SCHEMA_VERSION) {
+        doctor_linef(d, DOCTOR_WARN, "database", NULL, "update tokterm",
+                     "%s has schema %d, newer than this tokterm knows (%d)", path, version,
+                     STORE_SCHEMA_VERSION);
+        return;
+    }
+    doctor_linef(d, DOCTOR_OK, "database", NULL, NULL,
+                 "%s: integrity ok, schema %d, %.1f MiB, %lld conversation%s", path, version,
+                 (double)bytes / 1048576.0, convs, convs == 1 ? "" : "s");
+    /* The word index (store.c): behind after an upgrade or another program's changes (the
+     * few changes of a chat are applied by the next search at once), off with many blobs. */
+    if (blobs > STORE_WORDS_LONG_MAX)
+        doctor_linef(d, DOCTOR_OK, "word index", NULL, NULL,
+                     "not used: %lld messages hold a word of over %d characters (more than %d), "
+                     "so every search uses the trigram index",
+                     blobs, FTS_WORDS_LONG, STORE_WORDS_LONG_MAX);
+    else if (queued > STORE_WORDS_BATCH)
+        doctor_linef(d, DOCTOR_OK, "word index", NULL, NULL,
+                     "%lld changes to apply; each search for a word applies %d and uses the "
+                     "trigram index until none is left",
+                     queued, STORE_WORDS_BATCH);
+    unsigned mode = st.st_mode & 0777;
+    if (mode & 077)
+        doctor_linef(d, DOCTOR_WARN, "db perms", NULL, NULL,
+                     "others can read your conversations (mode %03o); chmod 600 %s", mode, path);
+    else if (access(path, W_OK) != 0)
+        doctor_linef(d, DOCTOR_WARN, "db perms", NULL, "chmod 600 it (or use --db FILE)",
+                     "%s is read-only: chats will not be saved", path);
+    else
+        doctor_linef(d, DOCTOR_OK, "db perms", NULL, NULL, "mode %03o", mode);
+}
+
+static void doctor_data(struct doctor *d, const char *theme)
+{
+    char *err = NULL;
+    struct tokenizer *tok = tokenizer_open("o200k_base", &err);
+    if (tok) {
+        doctor_linef(d, DOCTOR_OK, "data", NULL, NULL, "tokenizer table o200k_base (%zu tokens)",
+                     tokenizer_vocab_size(tok));
+        tokenizer_close(tok);
+    } else {
+        doctor_linef(d, DOCTOR_WARN, "data", NULL,
+                     "reinstall (make install) or set TOKTERM_DATADIR; token counts are "
+                     "estimates until then", "%s", err ? err : "tokenizer tables not found");
+    }
+    free(err);
+    err = NULL;
+    char *warn = NULL;
+    struct theme *t = theme_find(theme && *theme ? theme : "default", &err, &warn);
+    if (err)
+        doctor_linef(d, DOCTOR_WARN, "theme", NULL, "fix the file or choose another theme",
+                     "%s", err);
+    else
+        doctor_linef(d, DOCTOR_OK, "theme", NULL, NULL, "%s%s", theme_name(t),
+                     warn ? " (with warnings)" : "");
+    theme_free(t);
+    free(err);
+    free(warn);
+}
+
+/* ---- the subcommand -------------------------------------------------------------------------- */
+
+static const char doctor_usage[] =
+    "Usage: tokterm [-P NAME] [--config FILE] [--db FILE] doctor [--offline] [--timeout S]\n"
+    "Checks the config file, each profile's key and endpoint (DNS, TLS, GET /models, the\n"
+    "key's validity, rate-limit headers), the terminal, the database and the data files.\n"
+    "One line per check: ok, warn or fail, and what to do. Exit status 1 when a check failed.\n";
+
+int cmd_doctor(const struct cli *a, int argc, char **argv)
+{
+    struct doctor d = {.timeout_ms = 10000, .a = a};
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i];
+        if (strcmp(o, "-h") == 0 || strcmp(o, "--help") == 0) {
+            fputs(doctor_usage, stdout);
+            return 0;
+        } else if (strcmp(o, "--offline") == 0) {
+            d.offline = 1;
+        } else if (strcmp(o, "--timeout") == 0 || strncmp(o, "--timeout=", 10) == 0) {
+            const char *v = o[9] == '=' ? o + 10 : i + 1 < argc ? argv[++i] : NULL;
+            char *end = NULL;
+            double s = v ? strtod(v, &end) : 0;
+            if (!v || end == v || *end || !(s > 0 && s <= 600)) {
+                fprintf(stderr, "tokterm: doctor: --timeout takes seconds from 0.001 to 600\n");
+                return 2;
+            }
+            d.timeout_ms = (long)(s * 1000 + 0.5);
+        } else {
+            fprintf(stderr, "tokterm: doctor: unknown argument '%s'\n%s", o, doctor_usage);
+            return 2;
+        }
+    }
+    printf("tokterm doctor: %s\n", PACKAGE_STRING);
+
+    char *cfgdir = conf_dir("config");
+    char *cfgpath = a->config_path ? xstrdup(a->config_path) : xasprintf("%s/config", cfgdir);
+    free(cfgdir);
+    char **names;
+    size_t n;
+    int cfg_ok = doctor_config(&d, cfgpath, &names, &n) == 0;
+
+    const char *only = a->profile ? a->profile : getenv("TOKTERM_PROFILE");
+    if (only && !*only)
+        only = NULL;
+    struct conf c; /* the settings the chat would use: theme, database */
+    struct buf err = BUF_INIT, warn = BUF_INIT;
+    conf_defaults(&c);
+    if (cfg_ok && conf_load(&c, cfgpath, only, &err, &warn) >= 0)
+        conf_apply_env(&c);
+    if (cfg_ok) {
+        if (only)
+            doctor_profile(&d, cfgpath, only);
+        else if (n == 0)
+            doctor_profile(&d, cfgpath, NULL);
+        for (size_t i = 0; i < n && !only; i++)
+            doctor_profile(&d, cfgpath, names[i]);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+
+    doctor_terminal(&d);
+    char *db;
+    if (a->db)
+        db = xstrdup(a->db);
+    else if (c.db && *c.db)
+        db = xstrdup(c.db);
+    else {
+        char *dir = conf_dir("data");
+        db = xasprintf("%s/tokterm.db", dir);
+        free(dir);
+    }
+    doctor_database(&d, db);
+    free(db);
+    doctor_data(&d, c.theme);
+    conf_free(&c);
+    buf_free(&err);
+    buf_free(&warn);
+    free(cfgpath);
+
+    printf("%d ok, %d warn, %d fail\n", d.counts[DOCTOR_OK], d.counts[DOCTOR_WARN],
+           d.counts[DOCTOR_FAIL]);
+    return d.counts[DOCTOR_FAIL] ? 1 : 0;
+}

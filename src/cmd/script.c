@@ -1,0 +1,350 @@
+/* script.c - scripted mode: stream the answer to stdout as each delta arrives. When stdout is
+ * a terminal, control and escape sequences in the model's text are neutralised; when it is a
+ * pipe or file, the bytes pass through exactly. */
+#include "config.h"
+#include "cmd/script.h"
+#include "core/session.h"
+#include "base/utf8.h"
+#include "base/util.h"
+#include "base/xmalloc.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct script_state {
+    const struct script_opts *o;
+    int out_tty, err_tty;
+    int broken_pipe;
+    char last_byte;       /* last byte written to stdout */
+    char last_err_byte;   /* last reasoning byte written to stderr */
+    size_t written;
+    struct buf scratch;
+    struct buf pending;   /* an unfinished UTF-8 sequence held back (terminal only) */
+};
+
+static int script_sigpipe[2] = {-1, -1};
+
+static void script_on_signal(int sig)
+{
+    char b = (char)sig;
+    int e = errno;
+    (void)!write(script_sigpipe[1], &b, 1);
+    errno = e;
+}
+
+static void script_text(void *ud, int reasoning, const char *s, size_t n, double t1, double t2)
+{
+    struct script_state *st = ud;
+    if (st->o->json || st->broken_pipe)
+        return;
+    int fd = reasoning ? 2 : 1;
+    int tty = reasoning ? st->err_tty : st->out_tty;
+    if (reasoning && !st->o->reasoning)
+        return;
+    if (tty) {
+        buf_reset(&st->scratch);
+        /* Keep an unfinished UTF-8 sequence back so it is not shown as U+FFFD. */
+        buf_append(&st->pending, s, n);
+        size_t hold = utf8_incomplete_tail(st->pending.data, st->pending.len);
+        utf8_sanitize(&st->scratch, st->pending.data, st->pending.len - hold);
+        memmove(st->pending.data, st->pending.data + st->pending.len - hold, hold);
+        st->pending.len = hold;
+        s = st->scratch.data;
+        n = st->scratch.len;
+    }
+    if (!n)
+        return;
+    if (fd == 1 && st->last_err_byte && st->last_err_byte != '\n') {
+        (void)util_write_all(2, "\n", 1); /* the reasoning is over: end its line */
+        st->last_err_byte = '\n';
+    }
+    if (util_write_all(fd, s, n) < 0) {
+        if (fd == 1)
+            st->broken_pipe = 1;
+        return;
+    }
+    if (fd == 1) {
+        st->last_byte = s[n - 1];
+        st->written += n;
+    } else {
+        st->last_err_byte = s[n - 1];
+    }
+}
+
+/* A retry or a wait for quota: say so on stderr (the text is ours, not the server's). */
+static void script_wait(void *ud, int retry, const char *why, double seconds)
+{
+    (void)ud;
+    (void)retry;
+    (void)seconds;
+    fprintf(stderr, "tokterm: %s\n", why);
+}
+
+/* --json "context": the request's tokens against the window, compression, calibration and
+ * the session's spending. */
+static void script_json_context(struct session *s, cJSON *o)
+{
+    struct session_status st;
+    session_status(s, &st);
+    cJSON *c = cJSON_AddObjectToObject(o, "context");
+    cJSON_AddNumberToObject(c, "prompt_tokens", (double)st.sent_tokens);
+    cJSON_AddNumberToObject(c, "prompt_tokens_raw", (double)st.sent_raw);
+    cJSON_AddNumberToObject(c, "messages", (double)st.sent_messages);
+    cJSON_AddNumberToObject(c, "window", (double)st.window);
+    cJSON_AddNumberToObject(c, "reserve", (double)st.reserve);
+    cJSON_AddStringToObject(c, "encoding", st.encoding);
+    cJSON_AddBoolToObject(c, "approximate", st.approximate);
+    cJSON_AddNumberToObject(c, "ratio", st.ratio);
+    cJSON_AddNumberToObject(c, "ratio_samples", (double)st.ratio_samples);
+    cJSON_AddStringToObject(c, "policy", context_policy_name(st.policy));
+    cJSON_AddNumberToObject(c, "shortened", (double)st.n_shortened);
+    cJSON_AddNumberToObject(c, "merged", (double)st.n_merged);
+    cJSON_AddNumberToObject(c, "summarized", (double)st.n_summarized);
+    cJSON_AddNumberToObject(c, "dropped", (double)st.n_dropped);
+    cJSON_AddNumberToObject(c, "summary_requests", st.summary_requests);
+    cJSON_AddBoolToObject(c, "summary_reused", st.summary_reused);
+    cJSON_AddNumberToObject(c, "spent_tokens", (double)st.spent_tokens);
+    if (st.priced)
+        cJSON_AddNumberToObject(c, "spent_usd", st.spent_usd);
+    else
+        cJSON_AddNullToObject(c, "spent_usd");
+    if (st.budget_tokens)
+        cJSON_AddNumberToObject(c, "budget_tokens", (double)st.budget_tokens);
+    if (st.budget_usd > 0)
+        cJSON_AddNumberToObject(c, "budget_usd", st.budget_usd);
+}
+
+/* Warn on stderr when this turn took the session past 80 % of its budget. */
+static void script_budget_warn(struct session *s, int *warned)
+{
+    if (*warned || (s->budget.cap_tokens <= 0 && s->budget.cap_usd <= 0))
+        return; /* no budget: nothing to warn of (and no status to count) */
+    struct session_status st;
+    session_status(s, &st);
+    if (st.level == CONTEXT_BUDGET_OK)
+        return;
+    *warned = 1;
+    fprintf(stderr, "tokterm: warning: %.0f%% of the session's budget is spent (%lld tokens",
+            st.budget_frac * 100, st.spent_tokens);
+    if (st.priced)
+        fprintf(stderr, ", $%.4f", st.spent_usd);
+    fputs(")\n", stderr);
+}
+
+void script_result_fields(cJSON *o, const struct net_result *r, const char *content,
+                          const char *reasoning, const char *model, int code, int timed)
+{
+    cJSON_AddStringToObject(o, "content", content ? content : "");
+    cJSON_AddStringToObject(o, "reasoning", reasoning ? reasoning : "");
+    if (r->model[0] || model)
+        cJSON_AddStringToObject(o, "model", r->model[0] ? r->model : model);
+    else
+        cJSON_AddNullToObject(o, "model");
+    if (r->finish[0])
+        cJSON_AddStringToObject(o, "finish_reason", r->finish);
+    else
+        cJSON_AddNullToObject(o, "finish_reason");
+    cJSON_AddStringToObject(o, "outcome", api_outcome_name(r->outcome));
+    cJSON_AddNumberToObject(o, "exit_code", code);
+    cJSON_AddNumberToObject(o, "http_status", (double)r->status);
+    if (r->error)
+        cJSON_AddStringToObject(o, "error", r->error);
+    else
+        cJSON_AddNullToObject(o, "error");
+    if (r->usage.present) {
+        cJSON *u = cJSON_AddObjectToObject(o, "usage");
+        cJSON_AddNumberToObject(u, "prompt_tokens", (double)r->usage.prompt);
+        cJSON_AddNumberToObject(u, "completion_tokens", (double)r->usage.completion);
+        cJSON_AddNumberToObject(u, "total_tokens", (double)r->usage.total);
+        if (r->usage.reasoning)
+            cJSON_AddNumberToObject(u, "reasoning_tokens", (double)r->usage.reasoning);
+        if (r->usage.cached)
+            cJSON_AddNumberToObject(u, "cached_tokens", (double)r->usage.cached);
+    } else {
+        cJSON_AddNullToObject(o, "usage");
+    }
+    const struct net_timings *t = &r->t;
+    if (timed) {
+        cJSON *tj = cJSON_AddObjectToObject(o, "timings");
+        cJSON_AddNumberToObject(tj, "dns_s", t->dns);
+        cJSON_AddNumberToObject(tj, "connect_s", t->connect);
+        cJSON_AddNumberToObject(tj, "tls_s", t->tls);
+        cJSON_AddNumberToObject(tj, "ttfb_s", t->ttfb);
+        if (t->ttft >= 0)
+            cJSON_AddNumberToObject(tj, "ttft_s", t->ttft);
+        else
+            cJSON_AddNullToObject(tj, "ttft_s");
+        cJSON_AddNumberToObject(tj, "total_s", t->total);
+        cJSON_AddNumberToObject(tj, "gap_p50_s", t->gap_p50);
+        cJSON_AddNumberToObject(tj, "gap_p95_s", t->gap_p95);
+        cJSON_AddNumberToObject(tj, "tokens_per_s", t->tokens_per_s);
+        cJSON_AddNumberToObject(tj, "deltas", (double)t->deltas);
+    } else {
+        cJSON_AddNullToObject(o, "timings");
+    }
+    cJSON_AddBoolToObject(o, "connection_reused", t->reused);
+    const char *hv = t->http_version == 20 ? "2" : t->http_version == 11 ? "1.1"
+                   : t->http_version == 10 ? "1.0" : t->http_version == 30 ? "3" : NULL;
+    if (hv)
+        cJSON_AddStringToObject(o, "http_version", hv);
+    else
+        cJSON_AddNullToObject(o, "http_version");
+    cJSON_AddBoolToObject(o, "cached", r->cached);
+    cJSON_AddNumberToObject(o, "attempts", r->attempts);
+    if (r->key_label[0])
+        cJSON_AddStringToObject(o, "key", r->key_label);
+    if (r->used_fallback)
+        cJSON_AddBoolToObject(o, "fallback", 1);
+    if (r->quota_text && *r->quota_text)
+        cJSON_AddStringToObject(o, "quota", r->quota_text);
+}
+
+static void script_json(struct session *s, const struct net_result *r, int code)
+{
+    cJSON *o = cJSON_CreateObject();
+    script_result_fields(o, r, buf_str(&s->answer), buf_str(&s->reasoning), s->conf->model, code,
+                         1);
+    script_json_context(s, o);
+    char *text = cJSON_PrintUnformatted(o);
+    if (text) {
+        (void)util_write_all(1, text, strlen(text));
+        (void)util_write_all(1, "\n", 1);
+        cJSON_free(text);
+    }
+    cJSON_Delete(o);
+}
+
+/* Report the end of one turn; returns its exit status. */
+static int script_turn_end(struct session *s, struct script_state *st, const struct script_opts *o)
+{
+    const struct net_result *r = s->last;
+    int code = r ? api_outcome_exit(r->outcome) : 1;
+    if (st->broken_pipe)
+        return 141; /* the reader went away: like death by SIGPIPE, but quiet */
+    if (st->last_err_byte && st->last_err_byte != '\n') {
+        (void)util_write_all(2, "\n", 1);
+        st->last_err_byte = '\n';
+    }
+    if (o->json && r) {
+        script_json(s, r, code);
+    } else {
+        if (st->pending.len) { /* a trailing unfinished UTF-8 sequence */
+            buf_reset(&st->scratch);
+            utf8_sanitize(&st->scratch, st->pending.data, st->pending.len);
+            buf_reset(&st->pending);
+            (void)util_write_all(1, st->scratch.data, st->scratch.len);
+            if (st->scratch.len)
+                st->last_byte = st->scratch.data[st->scratch.len - 1];
+            st->written += st->scratch.len;
+        }
+        if (st->written && st->last_byte != '\n')
+            (void)util_write_all(1, "\n", 1);
+    }
+    if (r && r->error) {
+        const char *kept = r->content_bytes && !o->json ? " (the partial answer above is kept)" : "";
+        if (r->outcome == API_CUT)
+            fprintf(stderr, "tokterm: warning: %s\n", r->error);
+        else if (r->outcome == API_CANCELLED)
+            fprintf(stderr, "tokterm: cancelled%s\n", kept);
+        else if (r->outcome == API_ERR_HTTP && r->status < 300 && r->status > 0)
+            fprintf(stderr, "tokterm: the server reported an error mid-stream: %s%s%s%s%s\n",
+                    r->error, r->error_code[0] ? " (" : "", r->error_code,
+                    r->error_code[0] ? ")" : "", kept);
+        else
+            fprintf(stderr, "tokterm: %s%s\n", r->error, kept);
+    }
+    return code;
+}
+
+int script_run(struct conf *conf, char *key, const struct script_opts *o)
+{
+    struct session s;
+    const char *err = NULL;
+    if (session_open(&s, conf, key, &err) < 0) {
+        fprintf(stderr, "tokterm: %s\n", err);
+        return 1;
+    }
+    s.keep_answer = o->json || o->n_prompts > 1; /* later turns need the earlier answers */
+    s.count_lazily = !o->json; /* --json reports the request's exact tokens */
+    session_use_store(&s, o->store, o->save, o->cache);
+    if (o->n_pool)
+        session_use_pool(&s, o->pool_labels, o->pool_values, o->n_pool);
+    if (o->fallback)
+        session_use_fallback(&s, o->fallback, o->fallback_key);
+    if (o->resume) {
+        char *rerr = NULL;
+        if (session_resume(&s, o->resume_id, &rerr) < 0) {
+            fprintf(stderr, "tokterm: %s\n", rerr);
+            free(rerr);
+            session_close(&s);
+            return 2;
+        }
+    }
+    struct script_state st = {.o = o, .out_tty = isatty(1), .err_tty = isatty(2)};
+
+    if (pipe2(script_sigpipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+        fprintf(stderr, "tokterm: pipe: %s\n", strerror(errno));
+        session_close(&s);
+        return 1;
+    }
+    struct sigaction sa, old_int, old_term, old_hup;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = script_on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    sigaction(SIGHUP, &sa, &old_hup);
+
+    struct session_sink sink = {.ud = &st, .text = script_text, .wait = script_wait};
+    int code = 0, cancelled = 0, budget_warned = 0;
+    for (int turn = 0; turn < o->n_prompts && code == 0 && !cancelled && !st.broken_pipe; turn++) {
+        if (turn > 0 && !o->json)
+            (void)util_write_all(1, "\n", 1); /* a blank line between the answers of two turns */
+        st.written = 0;
+        st.last_byte = 0;
+        session_send(&s, o->prompts[turn]);
+        int done = 0;
+        while (!done) {
+            struct pollfd p[2] = {{.fd = session_fd(&s), .events = POLLIN},
+                                  {.fd = script_sigpipe[0], .events = POLLIN}};
+            if (poll(p, 2, session_timeout_ms(&s)) < 0 && errno != EINTR)
+                break;
+            session_tick(&s); /* commit saved text that is due */
+            if (p[1].revents & POLLIN) {
+                char b[16];
+                while (read(script_sigpipe[0], b, sizeof b) > 0)
+                    ;
+                if (!cancelled) {
+                    cancelled = 1;
+                    session_cancel(&s);
+                }
+            }
+            done = session_dispatch(&s, &sink);
+            if (st.broken_pipe && !cancelled) {
+                cancelled = 1;
+                session_cancel(&s);
+            }
+        }
+        code = script_turn_end(&s, &st, o);
+        script_budget_warn(&s, &budget_warned);
+    }
+    if (s.store_error)
+        fprintf(stderr, "tokterm: warning: the conversation could not be saved: %s\n",
+                s.store_error);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    sigaction(SIGHUP, &old_hup, NULL);
+    close(script_sigpipe[0]);
+    close(script_sigpipe[1]);
+    buf_free(&st.scratch);
+    buf_free(&st.pending);
+    session_close(&s);
+    return code;
+}

@@ -1,0 +1,40 @@
+/* script.h - the scripted front end: one prompt in, the answer streamed to stdout, an honest
+ * exit status out. */
+#ifndef TT_SCRIPT_H
+#define TT_SCRIPT_H
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "core/conf.h"
+#include "core/session.h"
+
+struct store;
+
+struct script_opts {
+    const char *const *prompts; /* one per turn; the first already joined with stdin */
+    int n_prompts;
+    int json;             /* one JSON object at the end instead of the text */
+    int reasoning;        /* copy reasoning to stderr */
+    struct store *store;  /* NULL: nothing saved, no cache */
+    int save;
+    enum session_cache cache;
+    char **pool_labels, **pool_values; /* key pool (taken), n_pool of each */
+    int n_pool;
+    struct conf *fallback;  /* fallback profile (borrowed), with fallback_key (taken) */
+    char *fallback_key;
+    int resume;           /* continue a saved conversation: resume_id, or the latest when 0 */
+    int64_t resume_id;
+};
+
+/* Add the fields of one answer in the --json format (content, reasoning, model, finish_reason,
+ * outcome, exit_code, http_status, error, usage, timings (null when !timed), connection_reused,
+ * http_version, cached, attempts, key, fallback, quota) to o. Shared with `tokterm batch`.
+ * model: shown when the stream named none (may be NULL). */
+void script_result_fields(cJSON *o, const struct net_result *r, const char *content,
+                          const char *reasoning, const char *model, int code, int timed);
+
+/* Run one exchange with conf and key (taken). Returns the process exit status. */
+int script_run(struct conf *conf, char *key, const struct script_opts *o);
+
+#endif

@@ -1,0 +1,868 @@
+/* cmd_store.c - review subcommands: ls, show, search, export, rm, rename, stats, cache. */
+#include "config.h"
+#include "cmd/store.h"
+
+#include "base/buf.h"
+#include "store/sqlite_dl.h"
+#include "store/store.h"
+#include "base/utf8.h"
+#include "base/util.h"
+#include "base/xmalloc.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Highlight markers handed to the store on a terminal: noncharacters U+FDD0/U+FDD1, which
+ * text never legitimately holds; they are replaced by bold on/off after sanitising. */
+#define CMD_MARK_OPEN "\xEF\xB7\x90"
+#define CMD_MARK_CLOSE "\xEF\xB7\x91"
+#define CMD_BOLD "\033[1m"
+#define CMD_NORMAL "\033[0m"
+
+enum {
+    OPT_LIMIT = 1 << 0,
+    OPT_MODEL = 1 << 1,
+    OPT_SINCE = 1 << 2,
+    OPT_UNTIL = 1 << 3,
+    OPT_FORMAT = 1 << 4,
+    OPT_ALL = 1 << 5,
+};
+
+struct cmd_ctx {
+    struct store *st;
+    FILE *out, *err;
+    int tty;
+    const char *name; /* subcommand */
+};
+
+struct cmd_opts {
+    const char *limit, *model, *since, *until, *format;
+    int all, help;
+    char **pos;
+    int n_pos;
+};
+
+static const char cmd_usage_text[] =
+    "usage: tokterm ls [--limit N]\n"
+    "       tokterm show ID\n"
+    "       tokterm search QUERY... [--model M] [--since YYYY-MM-DD] [--until YYYY-MM-DD]"
+    " [--limit N]\n"
+    "       tokterm export ID [--format md|json]\n"
+    "       tokterm export --all [--format json|md]\n"
+    "       tokterm rm ID\n"
+    "       tokterm rename ID TITLE...\n"
+    "       tokterm stats [--since YYYY-MM-DD] [--until YYYY-MM-DD]\n"
+    "       tokterm cache stats|clear\n"
+    "search: words must all occur (as substrings, any case); \"quoted words\" form one phrase;\n"
+    "        nothing else is special.\n";
+
+const char *cmd_store_usage(void)
+{
+    return cmd_usage_text;
+}
+
+int cmd_store_is_command(const char *name)
+{
+    static const char *const names[] = {"ls",     "show",  "search", "export",
+                                        "rm",     "rename", "stats", "cache"};
+    for (size_t i = 0; name && i < TT_ARRAY_LEN(names); i++)
+        if (strcmp(name, names[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- output helpers */
+
+/* Print s[0..n) from the database: sanitised on a terminal, raw otherwise. */
+static void cmd_put(struct cmd_ctx *c, const char *s, size_t n)
+{
+    if (!s)
+        return;
+    if (!c->tty) {
+        fwrite(s, 1, n, c->out);
+        return;
+    }
+    struct buf b = BUF_INIT;
+    utf8_sanitize(&b, s, n);
+    fwrite(buf_str(&b), 1, b.len, c->out);
+    buf_free(&b);
+}
+
+static void cmd_puts(struct cmd_ctx *c, const char *s)
+{
+    if (s)
+        cmd_put(c, s, strlen(s));
+}
+
+static void cmd_error(struct cmd_ctx *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void cmd_error(struct cmd_ctx *c, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    struct buf b = BUF_INIT;
+    utf8_sanitize(&b, msg, strlen(msg)); /* messages may quote paths or titles */
+    fprintf(c->err, "tokterm %s: %s\n", c->name, buf_str(&b));
+    buf_free(&b);
+}
+
+static int cmd_usage(struct cmd_ctx *c, const char *why)
+{
+    if (why)
+        cmd_error(c, "%s", why);
+    fputs(cmd_usage_text, c->err);
+    return CMD_STORE_USAGE;
+}
+
+/* Local "YYYY-MM-DD HH:MM" of unix time t. */
+static void cmd_time(int64_t t, char out[32])
+{
+    time_t tt = (time_t)t;
+    struct tm tm;
+    if (!localtime_r(&tt, &tm) || !strftime(out, 32, "%Y-%m-%d %H:%M", &tm))
+        snprintf(out, 32, "%lld", (long long)t);
+}
+
+/* ---------------------------------------------------------------- argument parsing */
+
+static int cmd_parse(struct cmd_ctx *c, int argc, char **argv, unsigned allowed,
+                     struct cmd_opts *o)
+{
+    static const struct {
+        const char *name;
+        unsigned bit;
+        size_t off;
+    } opts[] = {
+        {"--limit", OPT_LIMIT, offsetof(struct cmd_opts, limit)},
+        {"--model", OPT_MODEL, offsetof(struct cmd_opts, model)},
+        {"--since", OPT_SINCE, offsetof(struct cmd_opts, since)},
+        {"--until", OPT_UNTIL, offsetof(struct cmd_opts, until)},
+        {"--format", OPT_FORMAT, offsetof(struct cmd_opts, format)},
+    };
+    memset(o, 0, sizeof *o);
+    o->pos = xcalloc((size_t)argc + 1, sizeof *o->pos);
+    int dashdash = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (dashdash || a[0] != '-' || a[1] == '\0') {
+            o->pos[o->n_pos++] = argv[i];
+            continue;
+        }
+        if (strcmp(a, "--") == 0) {
+            dashdash = 1;
+            continue;
+        }
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            o->help = 1;
+            continue;
+        }
+        if (strcmp(a, "--all") == 0 && (allowed & OPT_ALL)) {
+            o->all = 1;
+            continue;
+        }
+        size_t k;
+        for (k = 0; k < TT_ARRAY_LEN(opts); k++) {
+            size_t len = strlen(opts[k].name);
+            if (!(allowed & opts[k].bit) || strncmp(a, opts[k].name, len) != 0 ||
+                (a[len] != '\0' && a[len] != '='))
+                continue;
+            const char *val = a[len] == '=' ? a + len + 1 : NULL;
+            if (!val) {
+                if (i + 1 >= argc) {
+                    cmd_error(c, "option %s needs a value", opts[k].name);
+                    return -1;
+                }
+                val = argv[++i];
+            }
+            *(const char **)((char *)o + opts[k].off) = val;
+            break;
+        }
+        if (k == TT_ARRAY_LEN(opts)) {
+            cmd_error(c, "unknown option %s", a);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* A positive integer id or count; -1 when s is not one. */
+static int64_t cmd_number(const char *s)
+{
+    if (!s || !*s || *s == '-' || *s == '+')
+        return -1;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end || v <= 0)
+        return -1;
+    return v;
+}
+
+/* Local midnight starting YYYY-MM-DD (+ days); -1 when s is not such a date. */
+static int64_t cmd_date(const char *s, int days)
+{
+    int y, m, d;
+    char extra;
+    if (!s || strlen(s) != 10 || sscanf(s, "%4d-%2d-%2d%c", &y, &m, &d, &extra) != 3 ||
+        s[4] != '-' || s[7] != '-' || m < 1 || m > 12 || d < 1 || d > 31)
+        return -1;
+    struct tm tm = {0};
+    tm.tm_year = y - 1900;
+    tm.tm_mon = m - 1;
+    tm.tm_mday = d + days;
+    tm.tm_isdst = -1;
+    time_t t = mktime(&tm);
+    if (t == (time_t)-1)
+        return -1;
+    if (days == 0 && (tm.tm_mon != m - 1 || tm.tm_mday != d))
+        return -1; /* 2024-02-31 normalised into March */
+    return (int64_t)t;
+}
+
+static int cmd_range(struct cmd_ctx *c, const struct cmd_opts *o, int64_t *since,
+                     int64_t *until)
+{
+    *since = *until = 0;
+    if (o->since && (*since = cmd_date(o->since, 0)) < 0) {
+        cmd_error(c, "--since wants a date like 2024-05-31, not \"%s\"", o->since);
+        return -1;
+    }
+    if (o->until) {
+        if (cmd_date(o->until, 0) < 0) {
+            cmd_error(c, "--until wants a date like 2024-05-31, not \"%s\"", o->until);
+            return -1;
+        }
+        *until = cmd_date(o->until, 1); /* the whole day is included */
+    }
+    return 0;
+}
+
+static int cmd_limit(struct cmd_ctx *c, const struct cmd_opts *o, int def)
+{
+    if (!o->limit)
+        return def;
+    int64_t v = cmd_number(o->limit);
+    if (v < 0 || v > 1000000) {
+        cmd_error(c, "--limit wants a positive number, not \"%s\"", o->limit);
+        return -1;
+    }
+    return (int)v;
+}
+
+/* Map a store result to an exit code, printing the store's message when it failed. */
+static int cmd_store_result(struct cmd_ctx *c, int rc)
+{
+    if (rc == 0)
+        return CMD_STORE_OK;
+    cmd_error(c, "%s", store_error(c->st));
+    return CMD_STORE_FAIL;
+}
+
+/* ---------------------------------------------------------------- ls */
+
+static int cmd_ls(struct cmd_ctx *c, const struct cmd_opts *o)
+{
+    int limit = cmd_limit(c, o, 50);
+    if (limit < 0 || o->n_pos)
+        return cmd_usage(c, limit < 0 ? NULL : "ls takes no arguments");
+    struct store_conversation *list;
+    size_t n;
+    if (store_conversation_list(c->st, limit, &list, &n) != 0)
+        return cmd_store_result(c, -1);
+    if (n == 0 && c->tty)
+        fputs("no conversations yet\n", c->out);
+    int wmodel = 5;
+    for (size_t i = 0; i < n; i++) {
+        int w = list[i].model ? (int)strlen(list[i].model) : 1;
+        if (w > wmodel)
+            wmodel = w < 30 ? w : 30;
+    }
+    if (n)
+        fprintf(c->out, "%6s  %-16s  %5s  %-*s  %s\n", "ID", "UPDATED", "MSGS", wmodel, "MODEL",
+                "TITLE");
+    for (size_t i = 0; i < n; i++) {
+        char when[32];
+        cmd_time(list[i].updated, when);
+        fprintf(c->out, "%6lld  %-16s  %5lld  ", (long long)list[i].id, when,
+                (long long)list[i].message_count);
+        const char *model = list[i].model ? list[i].model : "-";
+        cmd_puts(c, model);
+        for (int pad = (int)strlen(model); pad < wmodel; pad++)
+            fputc(' ', c->out);
+        fputs("  ", c->out);
+        cmd_puts(c, list[i].title ? list[i].title : "(untitled)");
+        fputc('\n', c->out);
+    }
+    store_conversation_list_free(list, n);
+    return CMD_STORE_OK;
+}
+
+/* ---------------------------------------------------------------- markdown / show */
+
+static void cmd_md_meta(struct cmd_ctx *c, const char *key, const char *val)
+{
+    if (!val)
+        return;
+    fprintf(c->out, "- %s: ", key);
+    cmd_puts(c, val);
+    fputc('\n', c->out);
+}
+
+static void cmd_md_message(struct cmd_ctx *c, const struct store_message *m)
+{
+    char when[32];
+    cmd_time(m->created, when);
+    const char *role = m->role ? m->role : "?";
+    fprintf(c->out, "## %c%s", role[0] >= 'a' && role[0] <= 'z' ? role[0] - 'a' + 'A' : role[0],
+            role + 1);
+    if (m->model && strcmp(role, "assistant") == 0) {
+        fputs(" \xC2\xB7 ", c->out);
+        cmd_puts(c, m->model);
+    }
+    fprintf(c->out, " \xC2\xB7 %s\n\n", when);
+    if (m->reasoning && *m->reasoning) {
+        fputs("<details><summary>Reasoning</summary>\n\n", c->out);
+        cmd_puts(c, m->reasoning);
+        fputs("\n\n</details>\n\n", c->out);
+    }
+    cmd_put(c, m->content, m->content_len);
+    fputs("\n\n", c->out);
+    if (strcmp(role, "assistant") != 0 && m->status == STORE_COMPLETE)
+        return;
+    struct buf f = BUF_INIT;
+    buf_appends(&f, store_status_name(m->status));
+    if (m->finish_reason)
+        buf_printf(&f, " (%s)", m->finish_reason);
+    if (m->usage.prompt_tokens >= 0 || m->usage.completion_tokens >= 0)
+        buf_printf(&f, " \xC2\xB7 %lld prompt + %lld completion tokens",
+                   (long long)(m->usage.prompt_tokens > 0 ? m->usage.prompt_tokens : 0),
+                   (long long)(m->usage.completion_tokens > 0 ? m->usage.completion_tokens : 0));
+    if (m->timings.ttft >= 0)
+        buf_printf(&f, " \xC2\xB7 first token %.2f s", m->timings.ttft);
+    if (m->timings.total >= 0)
+        buf_printf(&f, " \xC2\xB7 total %.2f s", m->timings.total);
+    if (m->timings.tokens_per_s >= 0)
+        buf_printf(&f, " \xC2\xB7 %.1f tokens/s", m->timings.tokens_per_s);
+    if (m->cached)
+        buf_appends(&f, " \xC2\xB7 from cache");
+    fputc('*', c->out);
+    cmd_put(c, f.data, f.len);
+    fputs("*\n\n", c->out);
+    buf_free(&f);
+    if (m->error) {
+        fputs("> error: ", c->out);
+        cmd_puts(c, m->error);
+        fputs("\n\n", c->out);
+    }
+}
+
+static void cmd_md_conversation(struct cmd_ctx *c, const struct store_conversation *conv)
+{
+    char when[32];
+    fputs("# ", c->out);
+    cmd_puts(c, conv->title ? conv->title : "(untitled)");
+    fputs("\n\n", c->out);
+    fprintf(c->out, "- conversation: %lld\n", (long long)conv->id);
+    cmd_md_meta(c, "model", conv->model);
+    cmd_md_meta(c, "profile", conv->profile);
+    cmd_time(conv->created, when);
+    fprintf(c->out, "- created: %s\n", when);
+    cmd_time(conv->updated, when);
+    fprintf(c->out, "- updated: %s\n", when);
+    fprintf(c->out, "- messages: %zu\n\n", conv->n_messages);
+    if (conv->system_prompt && *conv->system_prompt) {
+        fputs("## System prompt\n\n", c->out);
+        cmd_puts(c, conv->system_prompt);
+        fputs("\n\n", c->out);
+    }
+    for (size_t i = 0; i < conv->n_messages; i++)
+        cmd_md_message(c, &conv->messages[i]);
+}
+
+/* Load conversation `arg` (an id) or report why not. NULL on failure with *code set. */
+static struct store_conversation *cmd_load(struct cmd_ctx *c, const char *arg, int *code)
+{
+    int64_t id = cmd_number(arg);
+    if (id < 0) {
+        *code = cmd_usage(c, "expected a conversation id (a positive number)");
+        return NULL;
+    }
+    struct store_conversation *conv;
+    int rc = store_conversation_load(c->st, id, &conv);
+    if (rc != 0) {
+        *code = cmd_store_result(c, rc);
+        return NULL;
+    }
+    return conv;
+}
+
+static int cmd_show(struct cmd_ctx *c, const struct cmd_opts *o)
+{
+    if (o->n_pos != 1)
+        return cmd_usage(c, "show takes one conversation id");
+    int code;
+    struct store_conversation *conv = cmd_load(c, o->pos[0], &code);
+    if (!conv)
+        return code;
+    cmd_md_conversation(c, conv);
+    store_conversation_free(conv);
+    return CMD_STORE_OK;
+}
+
+/* ---------------------------------------------------------------- search */
+
+/* Print a snippet holding CMD_MARK_* markers: bold on a terminal (text sanitised). */
+static void cmd_snippet(struct cmd_ctx *c, const char *s)
+{
+    while (*s) {
+        const char *o = strstr(s, CMD_MARK_OPEN), *cl = strstr(s, CMD_MARK_CLOSE);
+        const char *next = o && (!cl || o < cl) ? o : cl;
+        if (!next) {
+            cmd_puts(c, s);
+            return;
+        }
+        cmd_put(c, s, (size_t)(next - s));
+        fputs(next == o ? CMD_BOLD : CMD_NORMAL, c->out);
+        s = next + strlen(CMD_MARK_OPEN);
+    }
+}
+
+static int cmd_search(struct cmd_ctx *c, const struct cmd_opts *o)
+{
+    if (o->n_pos == 0)
+        return cmd_usage(c, "search needs a query");
+    struct store_search_opts so = {0};
+    so.limit = cmd_limit(c, o, 20);
+    if (so.limit < 0 || cmd_range(c, o, &so.since, &so.until) != 0)
+        return cmd_usage(c, NULL);
+    so.model = o->model;
+    so.open = c->tty ? CMD_MARK_OPEN : "[";
+    so.close = c->tty ? CMD_MARK_CLOSE : "]";
+    struct buf q = BUF_INIT;
+    for (int i = 0; i < o->n_pos; i++) {
+        if (i)
+            buf_appendc(&q, ' ');
+        buf_appends(&q, o->pos[i]);
+    }
+    struct store_hit *hits;
+    size_t n;
+    int rc = store_search(c->st, buf_str(&q), &so, &hits, &n);
+    buf_free(&q);
+    if (rc != 0)
+        return cmd_store_result(c, rc);
+    if (n == 0 && c->tty)
+        fputs("no matches\n", c->out);
+    for (size_t i = 0; i < n; i++) {
+        char when[32];
+        cmd_time(hits[i].created, when);
+        fprintf(c->out, "%lld/%lld  %s  ", (long long)hits[i].conversation_id,
+                (long long)hits[i].message_id, when);
+        cmd_puts(c, hits[i].role);
+        if (hits[i].model) {
+            fputs("  ", c->out);
+            cmd_puts(c, hits[i].model);
+        }
+        fputs("  ", c->out);
+        cmd_puts(c, hits[i].title ? hits[i].title : "(untitled)");
+        fputs("\n    ", c->out);
+        if (c->tty)
+            cmd_snippet(c, hits[i].snippet);
+        else
+            cmd_puts(c, hits[i].snippet);
+        fputc('\n', c->out);
+    }
+    store_hits_free(hits, n);
+    return CMD_STORE_OK;
+}
+
+/* ---------------------------------------------------------------- export */
+
+/* A JSON string of possibly invalid UTF-8: bad bytes become U+FFFD. */
+static cJSON *cmd_json_str(const char *s, size_t n)
+{
+    if (utf8_valid(s, n) && memchr(s, '\0', n) == NULL)
+        return cJSON_CreateString(s);
+    struct buf b = BUF_INIT;
+    for (size_t i = 0; i < n;) {
+        uint32_t cp;
+        size_t k = utf8_decode(s + i, n - i, &cp);
+        char enc[4];
+        if (cp != 0)
+            buf_append(&b, enc, utf8_encode(cp, enc));
+        i += k;
+    }
+    cJSON *j = cJSON_CreateString(buf_str(&b));
+    buf_free(&b);
+    return j;
+}
+
+static void cmd_json_add_str(cJSON *obj, const char *key, const char *s)
+{
+    cJSON_AddItemToObject(obj, key, s ? cmd_json_str(s, strlen(s)) : cJSON_CreateNull());
+}
+
+static void cmd_json_add_count(cJSON *obj, const char *key, int64_t v)
+{
+    if (v >= 0)
+        cJSON_AddNumberToObject(obj, key, (double)v);
+    else
+        cJSON_AddNullToObject(obj, key);
+}
+
+static cJSON *cmd_json_conversation(const struct store_conversation *conv)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "id", (double)conv->id);
+    cmd_json_add_str(o, "title", conv->title);
+    cmd_json_add_str(o, "model", conv->model);
+    cmd_json_add_str(o, "profile", conv->profile);
+    cmd_json_add_str(o, "system_prompt", conv->system_prompt);
+    cJSON_AddNumberToObject(o, "created", (double)conv->created);
+    cJSON_AddNumberToObject(o, "updated", (double)conv->updated);
+    cJSON *msgs = cJSON_AddArrayToObject(o, "messages");
+    for (size_t i = 0; i < conv->n_messages; i++) {
+        const struct store_message *m = &conv->messages[i];
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddNumberToObject(j, "id", (double)m->id);
+        cmd_json_add_str(j, "role", m->role);
+        cJSON_AddItemToObject(j, "content", cmd_json_str(m->content, m->content_len));
+        cmd_json_add_str(j, "reasoning", m->reasoning);
+        cmd_json_add_str(j, "status", store_status_name(m->status));
+        cmd_json_add_str(j, "finish_reason", m->finish_reason);
+        cmd_json_add_str(j, "error", m->error);
+        cmd_json_add_str(j, "model", m->model);
+        cmd_json_add_str(j, "profile", m->profile);
+        cmd_json_add_str(j, "host", m->host);
+        cJSON_AddNumberToObject(j, "created", (double)m->created);
+        cJSON_AddBoolToObject(j, "cached", m->cached);
+        cJSON *u = cJSON_AddObjectToObject(j, "usage");
+        cmd_json_add_count(u, "prompt_tokens", m->usage.prompt_tokens);
+        cmd_json_add_count(u, "completion_tokens", m->usage.completion_tokens);
+        cmd_json_add_count(u, "total_tokens", m->usage.total_tokens);
+        cJSON *t = cJSON_AddObjectToObject(j, "timings");
+        const double tv[] = {m->timings.ttft, m->timings.total, m->timings.tokens_per_s,
+                             m->timings.dns,  m->timings.connect, m->timings.tls};
+        static const char *const tk[] = {"ttft", "total", "tokens_per_s", "dns", "connect", "tls"};
+        for (size_t k = 0; k < TT_ARRAY_LEN(tk); k++) {
+            if (tv[k] >= 0)
+                cJSON_AddNumberToObject(t, tk[k], tv[k]);
+            else
+                cJSON_AddNullToObject(t, tk[k]);
+        }
+        cJSON_AddItemToArray(msgs, j);
+    }
+    return o;
+}
+
+static void cmd_json_print(struct cmd_ctx *c, cJSON *j, const char *indent)
+{
+    char *s = cJSON_Print(j);
+    /* cJSON escapes control characters, so the text is terminal-safe as it is. */
+    for (const char *p = s; *p; p++) {
+        fputc(*p, c->out);
+        if (*p == '\n' && indent)
+            fputs(indent, c->out);
+    }
+    free(s);
+}
+
+static int cmd_export(struct cmd_ctx *c, const struct cmd_opts *o)
+{
+    const char *fmt = o->format ? o->format : o->all ? "json" : "md";
+    int json = strcmp(fmt, "json") == 0;
+    if (!json && strcmp(fmt, "md") != 0)
+        return cmd_usage(c, "--format is md or json");
+    if (o->all ? o->n_pos != 0 : o->n_pos != 1)
+        return cmd_usage(c, "export takes one conversation id, or --all");
+    if (!o->all) {
+        int code;
+        struct store_conversation *conv = cmd_load(c, o->pos[0], &code);
+        if (!conv)
+            return code;
+        if (json) {
+            cJSON *j = cmd_json_conversation(conv);
+            cmd_json_print(c, j, NULL);
+            fputc('\n', c->out);
+            cJSON_Delete(j);
+        } else {
+            cmd_md_conversation(c, conv);
+        }
+        store_conversation_free(conv);
+        return CMD_STORE_OK;
+    }
+    int64_t *ids;
+    size_t n;
+    if (store_conversation_ids(c->st, &ids, &n) != 0)
+        return cmd_store_result(c, -1);
+    /* One conversation in memory at a time. */
+    if (json)
+        fputs("{\n  \"format\": \"tokterm-export\",\n  \"version\": 1,\n  \"conversations\": [",
+              c->out);
+    int code = CMD_STORE_OK, first = 1;
+    for (size_t i = 0; i < n; i++) {
+        struct store_conversation *conv;
+        int rc = store_conversation_load(c->st, ids[i], &conv);
+        if (rc == STORE_NOT_FOUND)
+            continue; /* deleted meanwhile */
+        if (rc != 0) {
+            code = cmd_store_result(c, rc);
+            break;
+        }
+        if (json) {
+            fputs(first ? "\n    " : ",\n    ", c->out);
+            cJSON *j = cmd_json_conversation(conv);
+            cmd_json_print(c, j, "    ");
+            cJSON_Delete(j);
+        } else {
+            if (!first)
+                fputs("---\n\n", c->out);
+            cmd_md_conversation(c, conv);
+        }
+        first = 0;
+        store_conversation_free(conv);
+    }
+    if (json)
+        fputs(first ? "]\n}\n" : "\n  ]\n}\n", c->out);
+    free(ids);
+    return code;
+}
+
+/* ---------------------------------------------------------------- rm, rename */
+
+static int cmd_rm(struct cmd_ctx *c, const struct cmd_opts *o)
+{
+    if (o->n_pos != 1)
+        return cmd_usage(c, "rm takes one conversation id");
+    int64_t id = cmd_number(o->pos[0]);
+    if (id < 0)
+        return cmd_usage(c, "expected a conversation id (a positive number)");
+    int rc = store_conversation_delete(c->st, id);
+    if (rc != 0)
+        return cmd_store_result(c, rc);
+    fprintf(c->out, "deleted conversation %lld\n", (long long)id);
+    return CMD_STORE_OK;
+}
+
+static int cmd_rename(struct cmd_ctx *c, const struct cmd_opts *o)
+{
+    if (o->n_pos < 2)
+        return cmd_usage(c, "rename takes a conversation id and a title");
+    int64_t id = cmd_number(o->pos[0]);
+    if (id < 0)
+        return cmd_usage(c, "expected a conversation id (a positive number)");
+    struct buf t = BUF_INIT;
+    for (int i = 1; i < o->n_pos; i++) {
+        if (i > 1)
+            buf_appendc(&t, ' ');
+        buf_appends(&t, o->pos[i]);
+    }
+    char *title = util_trim(t.data);
+    if (!*title) {
+        buf_free(&t);
+        return cmd_usage(c, "the title is empty");
+    }
+    int rc = store_conversation_rename(c->st, id, title);
+    if (rc == 0) {
+        fprintf(c->out, "renamed conversation %lld to \"", (long long)id);
+        cmd_puts(c, title);
+        fputs("\"\n", c->out);
+    }
+    buf_free(&t);
+    return cmd_store_result(c, rc);
+}
+
+/* ---------------------------------------------------------------- stats, cache */
+
+static void cmd_seconds(FILE *out, const char *label, double p50, double p95, const char *unit,
+                        int prec)
+{
+    fprintf(out, "%-22s", label);
+    if (p50 < 0)
+        fputs("-\n", out);
+    else
+        fprintf(out, "p50 %.*f%s   p95 %.*f%s\n", prec, p50, unit, prec, p95, unit);
+}
+
+static int cmd_stats(struct cmd_ctx *c, const struct cmd_opts *o)
+{
+    int64_t since, until;
+    if (o->n_pos)
+        return cmd_usage(c, "stats takes no arguments");
+    if (cmd_range(c, o, &since, &until) != 0)
+        return cmd_usage(c, NULL);
+    struct store_stats s;
+    if (store_stats(c->st, since, until, &s) != 0)
+        return cmd_store_result(c, -1);
+    FILE *f = c->out;
+    fprintf(f, "%-22s%lld\n", "conversations", (long long)s.conversations);
+    fprintf(f, "%-22s%lld\n", "messages", (long long)s.messages);
+    fprintf(f, "%-22s%lld", "answers", (long long)s.answers);
+    const char *sep = " (";
+    for (int k = STORE_COMPLETE; k <= STORE_INTERRUPTED; k++)
+        if (s.by_status[k]) {
+            fprintf(f, "%s%s %lld", sep, store_status_name((enum store_status)k),
+                    (long long)s.by_status[k]);
+            sep = ", ";
+        }
+    if (s.by_status[STORE_STREAMING])
+        fprintf(f, "%sstreaming %lld", sep, (long long)s.by_status[STORE_STREAMING]), sep = ", ";
+    fputs(*sep == ',' ? ")\n" : "\n", f);
+    fprintf(f, "%-22s%lld of %lld answers (%.1f%%)\n", "cache hits", (long long)s.cached_answers,
+            (long long)s.answers, s.cache_hit_rate * 100.0);
+    cmd_seconds(f, "time to first token", s.ttft_p50, s.ttft_p95, " s", 2);
+    cmd_seconds(f, "tokens/s", s.tps_p50, s.tps_p95, "", 1);
+    if (s.n_models) {
+        fprintf(f, "\n%-30s %8s %12s %12s %12s\n", "MODEL", "ANSWERS", "PROMPT", "COMPLETION",
+                "TOTAL");
+        for (size_t i = 0; i < s.n_models; i++) {
+            const struct store_model_stat *m = &s.models[i];
+            int w = (int)strlen(m->model);
+            cmd_puts(c, m->model);
+            fprintf(f, "%*s %8lld %12lld %12lld %12lld\n", w < 30 ? 30 - w : 0, "",
+                    (long long)m->answers, (long long)m->prompt_tokens,
+                    (long long)m->completion_tokens, (long long)m->total_tokens);
+        }
+    }
+    if (s.n_days) {
+        fprintf(f, "\n%-30s %8s %12s %12s %12s\n", "DAY", "ANSWERS", "PROMPT", "COMPLETION",
+                "TOTAL");
+        for (size_t i = 0; i < s.n_days; i++) {
+            const struct store_day_stat *d = &s.days[i];
+            fprintf(f, "%-30s %8lld %12lld %12lld %12lld\n", d->day, (long long)d->answers,
+                    (long long)d->prompt_tokens, (long long)d->completion_tokens,
+                    (long long)d->total_tokens);
+        }
+    }
+    store_stats_clear(&s);
+    return CMD_STORE_OK;
+}
+
+static void cmd_bytes(char out[32], int64_t b)
+{
+    if (b >= 1024 * 1024)
+        snprintf(out, 32, "%.1f MB", (double)b / (1024.0 * 1024.0));
+    else if (b >= 1024)
+        snprintf(out, 32, "%.1f kB", (double)b / 1024.0);
+    else
+        snprintf(out, 32, "%lld B", (long long)b);
+}
+
+static int cmd_cache(struct cmd_ctx *c, const struct cmd_opts *o)
+{
+    if (o->n_pos != 1)
+        return cmd_usage(c, "cache takes \"stats\" or \"clear\"");
+    if (strcmp(o->pos[0], "clear") == 0) {
+        int64_t n = store_cache_clear(c->st);
+        if (n < 0)
+            return cmd_store_result(c, -1);
+        fprintf(c->out, "cleared %lld cached answer%s\n", (long long)n, n == 1 ? "" : "s");
+        return CMD_STORE_OK;
+    }
+    if (strcmp(o->pos[0], "stats") != 0)
+        return cmd_usage(c, "cache takes \"stats\" or \"clear\"");
+    struct store_cache_stats s;
+    if (store_cache_stats(c->st, &s) != 0)
+        return cmd_store_result(c, -1);
+    char used[32], cap[32], t1[32], t2[32];
+    cmd_bytes(used, s.bytes);
+    cmd_bytes(cap, s.max_bytes);
+    fprintf(c->out, "%-10s%lld\n", "entries", (long long)s.entries);
+    fprintf(c->out, "%-10s%s of %s\n", "size", used, s.max_bytes ? cap : "unlimited");
+    if (s.ttl)
+        fprintf(c->out, "%-10s%.1f days\n", "ttl", (double)s.ttl / 86400.0);
+    else
+        fprintf(c->out, "%-10s%s\n", "ttl", "none");
+    fprintf(c->out, "%-10s%lld\n", "hits", (long long)s.hits);
+    if (s.entries) {
+        cmd_time(s.oldest, t1);
+        cmd_time(s.newest, t2);
+        fprintf(c->out, "%-10s%s\n%-10s%s\n", "oldest", t1, "newest", t2);
+    }
+    return CMD_STORE_OK;
+}
+
+/* ---------------------------------------------------------------- dispatch */
+
+int cmd_store_run(struct store *st, int argc, char **argv, FILE *out, FILE *err,
+                  int out_is_tty)
+{
+    struct cmd_ctx c = {st, out, err, out_is_tty, argc > 0 ? argv[0] : "store"};
+    static const struct {
+        const char *name;
+        unsigned opts;
+        int (*fn)(struct cmd_ctx *, const struct cmd_opts *);
+    } cmds[] = {
+        {"ls", OPT_LIMIT, cmd_ls},
+        {"show", 0, cmd_show},
+        {"search", OPT_LIMIT | OPT_MODEL | OPT_SINCE | OPT_UNTIL, cmd_search},
+        {"export", OPT_FORMAT | OPT_ALL, cmd_export},
+        {"rm", 0, cmd_rm},
+        {"rename", 0, cmd_rename},
+        {"stats", OPT_SINCE | OPT_UNTIL, cmd_stats},
+        {"cache", 0, cmd_cache},
+    };
+    if (argc < 1)
+        return cmd_usage(&c, "no subcommand");
+    for (size_t i = 0; i < TT_ARRAY_LEN(cmds); i++) {
+        if (strcmp(argv[0], cmds[i].name) != 0)
+            continue;
+        struct cmd_opts o;
+        int code;
+        if (cmd_parse(&c, argc, argv, cmds[i].opts, &o) != 0) {
+            code = cmd_usage(&c, NULL);
+        } else if (o.help) {
+            fputs(cmd_usage_text, out);
+            code = CMD_STORE_OK;
+        } else {
+            code = cmds[i].fn(&c, &o);
+        }
+        free(o.pos);
+        fflush(out);
+        return code;
+    }
+    cmd_error(&c, "unknown subcommand");
+    fputs(cmd_usage_text, err);
+    return CMD_STORE_USAGE;
+}
+
+int cmd_store(const char *db_path, int argc, char **argv)
+{
+    char *err = NULL;
+    if (argc > 0 && strcmp(argv[0], "search") == 0)
+        sqlite_dl_prefer_large_reads(); /* before SQLite is loaded */
+    struct store_open_info info;
+    struct store *st = store_open(db_path, &info, &err);
+    if (!st) {
+        struct buf b = BUF_INIT;
+        utf8_sanitize(&b, err, strlen(err));
+        fprintf(stderr, "tokterm: %s\n", buf_str(&b));
+        buf_free(&b);
+        free(err);
+        return CMD_STORE_FAIL;
+    }
+    if (info.mode_fixed)
+        fprintf(stderr, "tokterm: the database was readable by others (mode %04o); it is now "
+                        "private (0600)\n",
+                info.old_mode);
+    if (info.recovered)
+        fprintf(stderr, "tokterm: %d answer%s cut off when tokterm stopped %s marked "
+                        "interrupted\n",
+                info.recovered, info.recovered == 1 ? "" : "s",
+                info.recovered == 1 ? "is" : "are");
+    int code = cmd_store_run(st, argc, argv, stdout, stderr, isatty(STDOUT_FILENO));
+    store_close(st);
+    if (fflush(stdout) != 0 && code == CMD_STORE_OK) {
+        fprintf(stderr, "tokterm: cannot write the output: %s\n", strerror(errno));
+        code = CMD_STORE_FAIL;
+    }
+    return code;
+}

@@ -1,0 +1,229 @@
+/* cli.c - command-line parsing. Options come first; the first positional word is a subcommand
+ * when it is a reserved name, otherwise all positional words form the prompt. */
+#include "config.h"
+#include "core/cli.h"
+#include "base/util.h"
+#include "base/xmalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *const cli_subcommands[] = {
+    "ls", "show", "search", "export", "rm", "rename", "stats", "cache", "count", "doctor",
+    "batch", "help", "version", NULL,
+};
+
+struct cli_opt {
+    const char *lng;
+    char shrt;
+    int has_arg;
+    size_t off;     /* offset of the const char * (has_arg) or int (flag) in struct cli */
+};
+
+#define F(f) offsetof(struct cli, f)
+static const struct cli_opt cli_opts[] = {
+    {"prompt", 'p', 1, 0},
+    {"model", 'm', 1, F(model)},
+    {"system", 's', 1, F(system)},
+    {"profile", 'P', 1, F(profile)},
+    {"config", 0, 1, F(config_path)},
+    {"base-url", 0, 1, F(base_url)},
+    {"max-tokens", 0, 1, F(max_tokens)},
+    {"temperature", 't', 1, F(temperature)},
+    {"idle-timeout", 0, 1, F(idle_timeout)},
+    {"connect-timeout", 0, 1, F(connect_timeout)},
+    {"cacert", 0, 1, F(cacert)},
+    {"trace", 0, 1, F(trace)},
+    {"db", 0, 1, F(db)},
+    {"retries", 0, 1, F(retries)},
+    {"conversation", 0, 1, F(conversation)},
+    {"continue", 'c', 0, F(cont)},
+    {"no-save", 0, 0, F(no_save)},
+    {"incognito", 0, 0, F(incognito)},
+    {"no-cache", 0, 0, F(no_cache)},
+    {"cache-only", 0, 0, F(cache_only)},
+    {"json", 0, 0, F(json)},
+    {"reasoning", 0, 0, F(reasoning)},
+    {"insecure", 0, 0, F(insecure)},
+    {"no-usage", 0, 0, F(no_usage)},
+    {"help", 'h', 0, F(help)},
+    {"version", 'V', 0, F(version)},
+};
+#undef F
+
+static const struct cli_opt *cli_find_long(const char *name, size_t n)
+{
+    for (size_t i = 0; i < TT_ARRAY_LEN(cli_opts); i++)
+        if (strlen(cli_opts[i].lng) == n && strncmp(cli_opts[i].lng, name, n) == 0)
+            return &cli_opts[i];
+    return NULL;
+}
+
+static const struct cli_opt *cli_find_short(char c)
+{
+    for (size_t i = 0; i < TT_ARRAY_LEN(cli_opts); i++)
+        if (cli_opts[i].shrt && cli_opts[i].shrt == c)
+            return &cli_opts[i];
+    return NULL;
+}
+
+static void cli_store(struct cli *c, const struct cli_opt *o, const char *arg)
+{
+    if (o->shrt == 'p') {
+        c->prompts = xrealloc(c->prompts, (size_t)(c->n_prompts + 1) * sizeof *c->prompts);
+        c->prompts[c->n_prompts++] = arg;
+    } else if (o->has_arg)
+        *(const char **)((char *)c + o->off) = arg;
+    else
+        *(int *)((char *)c + o->off) = 1;
+}
+
+int cli_parse(struct cli *c, int argc, char **argv, struct buf *err)
+{
+    memset(c, 0, sizeof *c);
+    struct buf words = BUF_INIT;
+    int nwords = 0, only_words = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!only_words && strcmp(a, "--") == 0) {
+            only_words = 1;
+            continue;
+        }
+        if (!only_words && a[0] == '-' && a[1] == '-') {
+            const char *eq = strchr(a + 2, '=');
+            size_t n = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+            const struct cli_opt *o = cli_find_long(a + 2, n);
+            if (!o) {
+                buf_printf(err, "unknown option '%s' (see tokterm --help)", a);
+                goto fail;
+            }
+            if (o->has_arg) {
+                const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+                if (!v) {
+                    buf_printf(err, "option '--%s' needs a value", o->lng);
+                    goto fail;
+                }
+                cli_store(c, o, v);
+            } else if (eq) {
+                buf_printf(err, "option '--%s' takes no value", o->lng);
+                goto fail;
+            } else {
+                cli_store(c, o, NULL);
+            }
+            continue;
+        }
+        if (!only_words && a[0] == '-' && a[1] != '\0') {
+            /* -abc short flags; a value may follow in the same word (-mgpt-4o) or the next. */
+            for (const char *p = a + 1; *p; p++) {
+                const struct cli_opt *o = cli_find_short(*p);
+                if (!o) {
+                    buf_printf(err, "unknown option '-%c' (see tokterm --help)", *p);
+                    goto fail;
+                }
+                if (o->has_arg) {
+                    const char *v = p[1] ? p + 1 : (i + 1 < argc ? argv[++i] : NULL);
+                    if (!v) {
+                        buf_printf(err, "option '-%c' needs a value", *p);
+                        goto fail;
+                    }
+                    cli_store(c, o, v);
+                    break;
+                }
+                cli_store(c, o, NULL);
+            }
+            continue;
+        }
+        /* A positional word. */
+        if (nwords == 0 && !only_words) {
+            for (size_t k = 0; cli_subcommands[k]; k++)
+                if (strcmp(a, cli_subcommands[k]) == 0) {
+                    c->subcommand = cli_subcommands[k];
+                    c->sub_argc = argc - i;
+                    c->sub_argv = argv + i;
+                    buf_free(&words);
+                    return 0;
+                }
+        }
+        if (nwords++)
+            buf_appendc(&words, ' ');
+        buf_appends(&words, a);
+    }
+    if (nwords) {
+        if (c->n_prompts) {
+            buf_printf(err, "give the prompt either with -p or as words, not both");
+            goto fail;
+        }
+        c->prompt_buf = buf_take(&words);
+        c->prompts = xmalloc(sizeof *c->prompts);
+        c->prompts[c->n_prompts++] = c->prompt_buf;
+    }
+    buf_free(&words);
+    return 0;
+fail:
+    buf_free(&words);
+    cli_free(c);
+    return -1;
+}
+
+void cli_free(struct cli *c)
+{
+    free(c->prompt_buf);
+    free(c->prompts);
+    c->prompt_buf = NULL;
+    c->prompts = NULL;
+    c->n_prompts = 0;
+}
+
+const char *cli_usage(void)
+{
+    return "Usage: tokterm [OPTIONS] [PROMPT WORDS...]\n"
+           "       tokterm -p PROMPT            answer one prompt on stdout (scripted mode)\n"
+           "       COMMAND | tokterm -p PROMPT  stdin is appended to the prompt as context\n"
+           "       tokterm                      interactive chat when stdin is a terminal\n"
+           "       tokterm SUBCOMMAND [ARGS]    see below\n"
+           "\n"
+           "Options:\n"
+           "  -p, --prompt TEXT        the prompt (or give it as words after the options);\n"
+           "                           repeat -p for a multi-turn conversation in one run\n"
+           "  -m, --model NAME         model (env TOKTERM_MODEL; profile 'model')\n"
+           "  -s, --system TEXT        system prompt\n"
+           "  -P, --profile NAME       use the [NAME] section of the config file\n"
+           "      --base-url URL       API base URL (env OPENAI_BASE_URL)\n"
+           "      --max-tokens N       limit the answer's length\n"
+           "  -t, --temperature T      sampling temperature (0..2)\n"
+           "      --json               print one JSON object at the end instead of the text\n"
+           "      --reasoning          copy the model's reasoning to stderr\n"
+           "      --no-usage           do not send stream_options.include_usage\n"
+           "      --idle-timeout S     give up when no data arrives for S seconds (default 90)\n"
+           "      --connect-timeout S  connect timeout in seconds (default 10)\n"
+           "      --retries N          retries before the first byte of an answer on 408, 409,\n"
+           "                           429, 5xx, connection failures, timeouts (default 2)\n"
+           "      --cacert FILE        trust this CA bundle for TLS\n"
+           "      --insecure           do not verify TLS certificates (warns every time)\n"
+           "      --config FILE        config file (default $XDG_CONFIG_HOME/tokterm/config)\n"
+           "      --trace FILE         interactive mode: write frame timing records to FILE\n"
+           "  -c, --continue           continue the most recent saved conversation\n"
+           "      --conversation ID    continue saved conversation ID (see tokterm ls)\n"
+           "      --db FILE            conversation database (default\n"
+           "                           $XDG_DATA_HOME/tokterm/tokterm.db)\n"
+           "      --no-save            do not save this conversation\n"
+           "      --incognito          save nothing and do not use the response cache\n"
+           "      --no-cache           always ask the server (the answer still fills the cache)\n"
+           "      --cache-only         answer only from the cache (exit 7 on a miss)\n"
+           "  -h, --help               this text\n"
+           "  -V, --version            version and library versions\n"
+           "\n"
+           "Subcommands (reserved words: use -p to send one of them as a prompt):\n"
+           "  count [-m MODEL|--encoding NAME] [--ids]   count the tokens of stdin\n"
+           "  ls [--limit N]                              saved conversations, newest first\n"
+           "  show ID | export ID --format md|json | export --all   print conversations\n"
+           "  search QUERY [--model M] [--since D] [--until D]    full-text search\n"
+           "  rm ID | rename ID TITLE | stats | cache stats|clear\n"
+           "  doctor, batch, help, version\n"
+           "\n"
+           "Environment: OPENAI_API_KEY, OPENAI_BASE_URL, TOKTERM_MODEL, TOKTERM_PROFILE, NO_COLOR.\n"
+           "Exit status: 0 complete answer; 2 bad usage or config; 3 HTTP/API error;\n"
+           "  4 network failure; 5 truncated or interrupted stream; 6 answer cut short by the\n"
+           "  server (finish_reason length or content_filter); 130 cancelled by the user;\n"
+           "  7 --cache-only and no cached answer; 141 stdout closed; 1 internal error.\n";
+}

@@ -1,0 +1,31 @@
+/* cli.h - command-line parsing into a plain struct (no I/O), so it can be unit-tested. */
+#ifndef TT_CLI_H
+#define TT_CLI_H
+#include "base/buf.h"
+
+struct cli {
+    const char **prompts;     /* each -p TEXT (a turn of one conversation), or the joined
+                                 positional words; n_prompts of them (array owned) */
+    int n_prompts;
+    char *prompt_buf;         /* the joined words */
+    const char *model, *system, *profile, *config_path, *base_url, *cacert, *trace;
+    const char *max_tokens, *temperature, *idle_timeout, *connect_timeout; /* checked by conf */
+    const char *db, *conversation, *retries;
+    int json, reasoning, insecure, no_usage, help, version;
+    int no_save, incognito, no_cache, cache_only, cont;
+    const char *subcommand;   /* a reserved word given as the first positional argument */
+    int sub_argc;             /* arguments after the subcommand name */
+    char **sub_argv;          /* points into argv: sub_argv[0] is the subcommand */
+};
+
+/* Reserved subcommand names, NULL-terminated (listed in --help). */
+extern const char *const cli_subcommands[];
+
+/* Parse argv. Returns 0, or -1 with err set (bad usage). Free with cli_free. */
+int cli_parse(struct cli *c, int argc, char **argv, struct buf *err);
+void cli_free(struct cli *c);
+
+/* The --help text. */
+const char *cli_usage(void);
+
+#endif

@@ -1,0 +1,89 @@
+/* conf.h - typed option table, INI config file with per-provider profiles, XDG paths,
+ * environment, and where the API key comes from. No I/O to the terminal. */
+#ifndef TT_CONF_H
+#define TT_CONF_H
+#include "base/buf.h"
+
+struct conf {
+    char *profile;          /* selected profile name, NULL = none */
+    char *base_url;         /* e.g. https://api.openai.com/v1 */
+    char *model;
+    char *system;           /* system prompt */
+    char *api_key_env;      /* name of the environment variable holding the key */
+    char *api_key_cmd;      /* shell command printing the key */
+    char *api_key;          /* literal key in the file (discouraged: warned about) */
+    char *auth_header;      /* "Authorization" (Bearer) or e.g. "api-key" (Azure) */
+    long max_tokens;        /* 0 = not sent */
+    char *max_tokens_field; /* "max_tokens" or "max_completion_tokens" */
+    double temperature;
+    int has_temperature;
+    int include_usage;      /* ask for usage with stream_options (1) */
+    long connect_timeout_ms;
+    double idle_timeout;    /* seconds without a data event before giving up */
+    char *cacert;
+    int insecure;
+    char *theme;
+    int save;               /* save conversations (1) */
+    double cache_ttl_days;  /* response cache time to live (0 = forever) */
+    long cache_max_mb;      /* response cache size cap (0 = unlimited) */
+    char *db;               /* conversation database, NULL = $XDG_DATA_HOME/tokterm/tokterm.db */
+    long context_window;    /* tokens; 0 = the model's from data/models.tsv */
+    char *encoding;         /* "o200k_base" / "cl100k_base"; NULL = the model's */
+    long reserve_tokens;    /* answer reserve when max_tokens is 0; 0 = automatic */
+    char *context_policy;   /* "summarize" (default), "truncate" or "off" */
+    long budget_tokens;     /* session spending cap in tokens; 0 = none */
+    double budget_usd;      /* session spending cap in US dollars; 0 = none */
+    long max_retries;       /* retries before the first byte of an answer (2) */
+    double max_retry_wait;  /* a server asking to wait longer than this fails at once (60 s) */
+    double rpm, tpm;        /* client-side requests / tokens per minute; 0 = from the headers */
+    char *keys;             /* a key pool: "NAME, env:NAME, cmd:COMMAND" (comma-separated) */
+    char *fallback;         /* profile used while this endpoint's circuit breaker is open */
+    char *fallback_model;   /* or: the same endpoint with another model */
+    long breaker_failures;  /* consecutive failures that open the breaker (5) */
+    double breaker_cooldown;/* seconds it stays open (30) */
+    char *path;             /* config file that was read, NULL when none */
+    int profile_explicit;   /* the profile was named on the command line or in TOKTERM_PROFILE */
+    unsigned long profile_set; /* bit i: option i was set by the selected profile's section */
+};
+
+/* Fill c with built-in defaults. */
+void conf_defaults(struct conf *c);
+/* Free every string in c. */
+void conf_free(struct conf *c);
+
+/* Read the INI file at path (a missing file is not an error: returns 1). Top-level keys and a
+ * [default] section apply first, then `profile = NAME` from the top level, unless
+ * explicit_profile names another. Returns 0 (read), 1 (no file), -1 on a syntax or value error
+ * (err gets "FILE:LINE: what is wrong"). warn gets one line per warning (unknown keys, a file
+ * readable by other users that holds a key). */
+int conf_load(struct conf *c, const char *path, const char *explicit_profile,
+                struct buf *err, struct buf *warn);
+
+/* Set one option by name from text, as a config line would. Returns 0, or -1 with err set. */
+int conf_set(struct conf *c, const char *key, const char *value, struct buf *err);
+
+/* Apply OPENAI_BASE_URL, TOKTERM_MODEL from the environment (only where set). An explicitly
+ * chosen profile wins over the environment for the options its section sets. */
+void conf_apply_env(struct conf *c);
+
+/* The API key from api_key_cmd, api_key_env or api_key (in that order). Returns a new string
+ * (caller wipes and frees), or NULL with err set when the source is configured but fails, or
+ * NULL with err empty when no key is configured. */
+char *conf_api_key(const struct conf *c, struct buf *err);
+
+/* The key pool of "keys": *labels and *values get n new strings each (labels are variable
+ * names or "cmd1", never a key). Returns n (0 when no pool is configured), or -1 with err set.
+ * Free with conf_pool_free. */
+int conf_key_pool(const struct conf *c, char ***labels, char ***values, struct buf *err);
+void conf_pool_free(char **labels, char **values, int n);
+
+/* XDG directories for tokterm (new strings): kind = "config", "data", "state", "cache". */
+char *conf_dir(const char *kind);
+
+/* 1 when base_url points at this machine (a local server that needs no key). */
+int conf_is_local(const struct conf *c);
+
+/* Host part of base_url (new string), for display and storage (never the key). */
+char *conf_host(const struct conf *c);
+
+#endif

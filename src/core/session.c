@@ -1,0 +1,1155 @@
+/* session.c - drives exchanges for either front end: cache, network, store. */
+#include "config.h"
+#include "core/session.h"
+#include "net/queue.h"
+#include "store/store.h"
+#include "tokens/tokenizer.h"
+#include "base/util.h"
+#include "base/xmalloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define SESSION_LOCAL_ID 0x80000000u
+
+int session_open(struct session *s, struct conf *conf, char *key, const char **err)
+{
+    memset(s, 0, sizeof *s);
+    s->conf = conf;
+    s->key = key;
+    s->keep_answer = 1;
+    s->cache = SESSION_CACHE_OFF;
+    s->q = queue_new();
+    if (!s->q) {
+        *err = "could not create the event queue";
+        return -1;
+    }
+    s->net = net_start(s->q, err);
+    if (!s->net) {
+        queue_free(s->q, net_result_free);
+        s->q = NULL;
+        return -1;
+    }
+    if (conf->system && *conf->system)
+        session_add(s, "system", conf->system, strlen(conf->system));
+    return 0;
+}
+
+void session_use_store(struct session *s, struct store *st, int save, enum session_cache cache)
+{
+    s->store = st;
+    s->save = st && save;
+    s->cache = st ? cache : SESSION_CACHE_OFF;
+}
+
+static void session_store_failed(struct session *s)
+{
+    if (!s->store_error)
+        s->store_error = xstrdup(store_error(s->store));
+}
+
+static void session_clear_history(struct session *s)
+{
+    for (size_t i = 0; i < s->n_msgs; i++)
+        free(s->msgs[i].content);
+    s->n_msgs = 0;
+}
+
+static const char *session_role(const char *role)
+{
+    static const char *const roles[] = {"system", "user", "assistant", "tool"};
+    for (size_t i = 0; i < TT_ARRAY_LEN(roles); i++)
+        if (strcmp(role, roles[i]) == 0)
+            return roles[i];
+    return NULL;
+}
+
+static void session_context_load_summaries(struct session *s);
+static void session_context_close(struct session *s);
+
+int session_resume(struct session *s, int64_t id, char **err)
+{
+    if (!s->store) {
+        *err = xstrdup("no conversation store is open");
+        return -1;
+    }
+    if (id == 0) {
+        struct store_conversation *list = NULL;
+        size_t n = 0;
+        if (store_conversation_list(s->store, 1, &list, &n) != 0) {
+            *err = xstrdup(store_error(s->store));
+            return -1;
+        }
+        if (n == 0) {
+            *err = xstrdup("there is no saved conversation to continue yet");
+            return -1;
+        }
+        id = list[0].id;
+        store_conversation_list_free(list, n);
+    }
+    struct store_conversation *c = NULL;
+    int rc = store_conversation_load(s->store, id, &c);
+    if (rc != 0) {
+        *err = rc == STORE_NOT_FOUND ? xasprintf("no conversation %lld (see tokterm ls)",
+                                                 (long long)id)
+                                     : xstrdup(store_error(s->store));
+        return -1;
+    }
+    session_clear_history(s);
+    /* A system prompt given now replaces the saved one. */
+    const char *sys = s->conf->system && *s->conf->system ? s->conf->system : c->system_prompt;
+    if (sys && *sys)
+        session_add(s, "system", sys, strlen(sys));
+    for (size_t i = 0; i < c->n_messages; i++) {
+        const struct store_message *m = &c->messages[i];
+        const char *role = session_role(m->role);
+        if (!role || strcmp(role, "system") == 0)
+            continue;
+        /* An answer that failed before any text says nothing: leave it out of the history. */
+        if (strcmp(role, "assistant") == 0 && m->content_len == 0)
+            continue;
+        session_add(s, role, m->content, m->content_len);
+        s->msgs[s->n_msgs - 1].id = m->id;
+    }
+    s->conv_id = c->id;
+    store_conversation_free(c);
+    session_context_load_summaries(s);
+    return 0;
+}
+
+void session_close(struct session *s)
+{
+    net_stop(s->net);
+    queue_free(s->q, net_result_free);
+    if (s->store && s->answer_id)
+        store_message_flush(s->store, s->answer_id);
+    session_clear_history(s);
+    free(s->msgs);
+    if (s->key) {
+        memset(s->key, 0, strlen(s->key));
+        free(s->key);
+    }
+    buf_free(&s->answer);
+    buf_free(&s->reasoning);
+    net_result_free(s->last);
+    free(s->store_error);
+    session_context_close(s);
+    conf_pool_free(s->pool_labels, s->pool_values, s->n_pool);
+    if (s->fallback_key) {
+        memset(s->fallback_key, 0, strlen(s->fallback_key));
+        free(s->fallback_key);
+    }
+    memset(s, 0, sizeof *s);
+}
+
+void session_add(struct session *s, const char *role, const char *content, size_t n)
+{
+    if (s->n_msgs == s->cap_msgs) {
+        s->cap_msgs = s->cap_msgs ? s->cap_msgs * 2 : 16;
+        s->msgs = xrealloc(s->msgs, s->cap_msgs * sizeof *s->msgs);
+    }
+    s->msgs[s->n_msgs].role = role;
+    s->msgs[s->n_msgs].content = xstrndup(content, n);
+    s->msgs[s->n_msgs].id = -++s->serial;
+    s->n_msgs++;
+}
+
+static char *session_url(const struct conf *c)
+{
+    const char *b = c->base_url;
+    size_t n = strlen(b);
+    while (n && b[n - 1] == '/')
+        n--;
+    return xasprintf("%.*s/chat/completions", (int)n, b);
+}
+
+/* Answer from the cache: the stored text goes through the same queue as a stream would. */
+static int session_replay(struct session *s, unsigned id)
+{
+    struct store_cache_entry e;
+    memset(&e, 0, sizeof e);
+    if (store_cache_get(s->store, s->cache_key, &e) != 0)
+        return 0;
+    double now = util_now();
+    if (e.reasoning && *e.reasoning)
+        queue_push_text(s->q, QEV_REASONING, id, e.reasoning, strlen(e.reasoning), now);
+    if (e.content && *e.content)
+        queue_push_text(s->q, QEV_CONTENT, id, e.content, strlen(e.content), now);
+    struct net_result *r = xcalloc(1, sizeof *r);
+    r->req = id;
+    r->outcome = API_OK;
+    r->status = 200;
+    r->cached = 1;
+    snprintf(r->model, sizeof r->model, "%s", e.model ? e.model : s->conf->model);
+    snprintf(r->finish, sizeof r->finish, "%s", e.finish_reason ? e.finish_reason : "stop");
+    if (e.usage.total_tokens >= 0 || e.usage.completion_tokens >= 0) {
+        r->usage.present = 1;
+        r->usage.prompt = e.usage.prompt_tokens > 0 ? e.usage.prompt_tokens : 0;
+        r->usage.completion = e.usage.completion_tokens > 0 ? e.usage.completion_tokens : 0;
+        r->usage.total = e.usage.total_tokens > 0 ? e.usage.total_tokens : 0;
+    }
+    r->t.ttft = 0;
+    r->t.deltas = 1;
+    r->content_bytes = e.content ? strlen(e.content) : 0;
+    r->headers = xstrdup("");
+    store_cache_entry_clear(&e);
+    queue_push(s->q, QEV_END, id, 0, r);
+    return 1;
+}
+
+static void session_cache_miss(struct session *s, unsigned id)
+{
+    struct net_result *r = xcalloc(1, sizeof *r);
+    r->req = id;
+    r->outcome = API_CACHE_MISS;
+    r->t.ttft = -1;
+    r->error = xstrdup("--cache-only: the cache has no answer for this exact request (model, "
+                       "messages, system prompt and parameters)");
+    r->headers = xstrdup("");
+    queue_push(s->q, QEV_END, id, 0, r);
+}
+
+char *session_quota_name(const struct conf *c)
+{
+    char *host = conf_host(c);
+    char *name = xasprintf("%s|%s", c->profile ? c->profile : "default", host);
+    free(host);
+    return name;
+}
+
+/* The first request starts from what the last run learnt about the quota. */
+static void session_quota_seed(struct session *s, struct net_request *rq)
+{
+    const struct conf *c = s->conf;
+    if (!s->store || s->quota_loaded)
+        return;
+    struct store_quota q;
+    memset(&q, 0, sizeof q);
+    if (store_quota_get(s->store, c->profile ? c->profile : "default", rq->quota_name, &q) == 0
+        && q.extra)
+        rq->quota_seed = xstrdup(q.extra);
+    store_quota_clear(&q);
+    s->quota_loaded = 1;
+}
+
+/* Keep the quota state between runs, so a new process starts informed. */
+static void session_save_quota(struct session *s, const struct net_result *r)
+{
+    if (!s->store || !r->quota_line || !*r->quota_line)
+        return;
+    char *name = session_quota_name(s->conf);
+    struct store_quota q = {-1, -1, -1, -1, -1, -1, -1, r->quota_line, 0};
+    (void)store_quota_put(s->store, s->conf->profile ? s->conf->profile : "default", name, &q);
+    free(name);
+}
+
+/* Header value carrying key for conf: "Bearer KEY" for Authorization, else the key itself. */
+static char *session_auth(const struct conf *c, const char *key)
+{
+    return strcasecmp(c->auth_header, "Authorization") == 0 ? xasprintf("Bearer %s", key)
+                                                            : xstrdup(key);
+}
+
+struct net_request *session_request_for(const struct conf *c, char *body, const char *key,
+                                        char *const *labels, char *const *values, int n_pool,
+                                        long max_tokens)
+{
+    struct net_request *rq = xcalloc(1, sizeof *rq);
+    rq->url = session_url(c);
+    rq->body = body;
+    if (c->auth_header && *c->auth_header && (key || n_pool)) {
+        rq->auth_name = xstrdup(c->auth_header);
+        if (key)
+            rq->auth_value = session_auth(c, key);
+    }
+    if (n_pool) {
+        rq->keys = xcalloc((size_t)n_pool, sizeof *rq->keys);
+        rq->n_keys = (size_t)n_pool;
+        for (int i = 0; i < n_pool; i++) {
+            rq->keys[i].label = xstrdup(labels[i]);
+            rq->keys[i].auth_value = session_auth(c, values[i]);
+        }
+    }
+    rq->connect_timeout_ms = c->connect_timeout_ms;
+    rq->idle_timeout_s = c->idle_timeout;
+    rq->cacert = c->cacert ? xstrdup(c->cacert) : NULL;
+    rq->insecure = c->insecure;
+    rq->breaker_failures = (int)c->breaker_failures;
+    rq->breaker_cooldown = c->breaker_cooldown;
+    ratelimit_policy_init(&rq->policy);
+    rq->policy.max_retries = (int)c->max_retries;
+    rq->policy.max_retry_wait = c->max_retry_wait;
+    rq->has_policy = 1;
+    rq->rpm = c->rpm;
+    rq->tpm = c->tpm;
+    /* About 4 bytes a token for the prompt, plus the answer's reserve. */
+    rq->est_tokens = (double)strlen(body) / 4 + (max_tokens > 0 ? (double)max_tokens : 0);
+    rq->key_env = c->api_key_env ? xstrdup(c->api_key_env) : NULL;
+    return rq;
+}
+
+/* A request of body (taken) to conf's server with key, or the session's key pool when conf is
+ * the session's own; a fallback profile has a quota of its own and starts from nothing. */
+static struct net_request *session_request(struct session *s, const struct conf *c,
+                                           const char *key, char *body)
+{
+    int own = c == s->conf;
+    struct net_request *rq = session_request_for(c, body, key, s->pool_labels, s->pool_values,
+                                                 own ? s->n_pool : 0, c->max_tokens);
+    rq->quota_name = session_quota_name(c);
+    if (own)
+        session_quota_seed(s, rq);
+    return rq;
+}
+
+/* The same request for the fallback profile or model, when one is configured; NULL else. */
+static struct net_request *session_fallback_request(struct session *s, const char *body)
+{
+    const struct conf *c = s->conf;
+    const struct conf *fc = s->fallback_conf;
+    const char *model = fc ? fc->model : c->fallback_model;
+    if (!fc && !(model && *model))
+        return NULL;
+    /* Same messages and parameters, with the fallback's model. */
+    struct buf b = BUF_INIT;
+    const char *at = strstr(body, "\"model\":");
+    const char *end = at ? strstr(at + 8, "\",") : NULL;
+    if (!at || !end)
+        return NULL;
+    char *qm = api_request_json(&(struct api_request){.model = model});
+    const char *mq = strstr(qm, "\"model\":");
+    const char *mend = mq ? strstr(mq + 8, "\",") : NULL;
+    buf_append(&b, body, (size_t)(at - body));
+    if (mq && mend)
+        buf_append(&b, mq, (size_t)(mend + 1 - mq));
+    buf_appends(&b, end + 1);
+    free(qm);
+    struct net_request *fb = session_request(s, fc ? fc : c, fc ? s->fallback_key : s->key,
+                                             buf_take(&b));
+    if (!fc) { /* the same endpoint with another model: a breaker of its own */
+        char *name = xasprintf("%s|%s", fb->quota_name, model);
+        free(fb->quota_name);
+        fb->quota_name = name;
+    }
+    fb->fallback_name = fc ? xasprintf("profile %s", fc->profile ? fc->profile : "?")
+                           : xasprintf("model %s", model);
+    return fb;
+}
+
+void session_use_pool(struct session *s, char **labels, char **values, int n)
+{
+    conf_pool_free(s->pool_labels, s->pool_values, s->n_pool);
+    s->pool_labels = labels;
+    s->pool_values = values;
+    s->n_pool = n;
+}
+
+void session_use_fallback(struct session *s, struct conf *fallback, char *key)
+{
+    s->fallback_conf = fallback;
+    if (s->fallback_key) {
+        memset(s->fallback_key, 0, strlen(s->fallback_key));
+        free(s->fallback_key);
+    }
+    s->fallback_key = key;
+}
+
+void session_cache_key(const struct conf *c, const char *body, unsigned char key[32])
+{
+    struct buf canon = BUF_INIT;
+    buf_printf(&canon, "tokterm-cache-v1\n%s\n%s", c->base_url, body);
+    store_cache_key(canon.data, canon.len, key);
+    buf_free(&canon);
+}
+
+static char *session_context_begin(struct session *s);
+static int session_context_summarize(struct session *s);
+static unsigned session_refuse(struct session *s, char *why);
+
+static unsigned session_send_planned(struct session *s);
+
+unsigned session_send(struct session *s, const char *prompt)
+{
+    const struct conf *c = s->conf;
+    session_add(s, "user", prompt, strlen(prompt));
+    /* Fit the history into the window and check the budget before anything is saved or sent. */
+    char *why = session_context_begin(s);
+    if (why)
+        return session_refuse(s, why);
+    char *host = conf_host(c);
+    struct store_msg_info info = {.model = c->model, .profile = c->profile, .host = host};
+    if (s->save) {
+        if (!s->conv_id) {
+            s->conv_id = store_conversation_new(s->store, NULL, c->system, c->model, c->profile);
+            if (s->conv_id < 0) {
+                session_store_failed(s);
+                s->conv_id = 0;
+                s->save = 0;
+            }
+        }
+        /* The prompt is committed before the request leaves. */
+        int64_t uid = s->save ? store_message_add(s->store, s->conv_id, "user", prompt,
+                                                  strlen(prompt), &info) : 0;
+        if (uid < 0)
+            session_store_failed(s);
+        else if (uid > 0)
+            s->msgs[s->n_msgs - 1].id = uid;
+    }
+    free(host);
+    /* While the request is on the wire, the WAL that earlier commits left is copied into the
+     * database on another thread (not by a commit of this answer). */
+    if (s->store)
+        store_checkpoint_async(s->store);
+    /* Step 3 of the plan may first need a summary of the oldest turns (a request of its own;
+     * session_dispatch sends the answer's request when it is back). */
+    if (session_context_summarize(s))
+        return s->active;
+    return session_send_planned(s);
+}
+
+/* Send the planned messages (s->plan): from the cache, or to the network thread. */
+static unsigned session_send_planned(struct session *s)
+{
+    const struct conf *c = s->conf;
+    char *host = conf_host(c);
+    struct store_msg_info info = {.model = c->model, .profile = c->profile, .host = host};
+    struct api_message *m = xcalloc(s->plan.n_items + 1, sizeof *m);
+    for (size_t i = 0; i < s->plan.n_items; i++) {
+        m[i].role = s->plan.items[i].role;
+        m[i].content = s->plan.items[i].content;
+    }
+    struct api_request ar = {
+        .model = c->model,
+        .messages = m,
+        .n_messages = s->plan.n_items,
+        .max_tokens = c->max_tokens,
+        .max_tokens_field = c->max_tokens_field,
+        .temperature = c->temperature,
+        .has_temperature = c->has_temperature,
+        .stream = 1,
+        .include_usage = c->include_usage,
+    };
+    char *body = api_request_json(&ar);
+    free(m);
+    buf_reset(&s->answer);
+    buf_reset(&s->reasoning);
+    s->ans_fed = 0;
+    s->ans_bytes = 0;
+    if (s->ans_count)
+        context_stream_reset(s->ans_count);
+
+    /* The cache key covers everything that changes the answer and nothing secret: the server,
+     * and the request body (model, every message with the system prompt, sampling). */
+    s->cache_key_set = 0;
+    if (s->cache != SESSION_CACHE_OFF) {
+        session_cache_key(c, body, s->cache_key);
+        s->cache_key_set = 1;
+    }
+    if (s->save) {
+        s->answer_id = store_message_begin(s->store, s->conv_id, &info);
+        if (s->answer_id < 0) {
+            session_store_failed(s);
+            s->answer_id = 0;
+        }
+    }
+    free(host);
+    if (s->cache == SESSION_CACHE_ON || s->cache == SESSION_CACHE_ONLY) {
+        unsigned id = SESSION_LOCAL_ID | ++s->next_local;
+        if (session_replay(s, id)) {
+            free(body);
+            s->cache_key_set = 0; /* nothing new to cache */
+            return s->active = id;
+        }
+        if (s->cache == SESSION_CACHE_ONLY) {
+            free(body);
+            s->cache_key_set = 0;
+            session_cache_miss(s, id);
+            return s->active = id;
+        }
+    }
+
+    struct net_request *rq = session_request(s, c, s->key, body);
+    rq->fallback = session_fallback_request(s, body);
+    s->active = net_submit(s->net, rq);
+    return s->active;
+}
+
+int session_fd(const struct session *s)
+{
+    return queue_fd(s->q);
+}
+
+int session_timeout_ms(const struct session *s)
+{
+    if (!s->store)
+        return -1;
+    double due = store_flush_deadline(s->store);
+    if (due <= 0)
+        return -1;
+    double left = due - util_now();
+    return left <= 0 ? 0 : (int)(left * 1000) + 1;
+}
+
+void session_tick(struct session *s)
+{
+    if (s->store && store_flush_deadline(s->store) > 0 && session_timeout_ms(s) == 0 &&
+        store_message_flush(s->store, 0) < 0)
+        session_store_failed(s);
+}
+
+void session_redact(const struct session *s, char *text)
+{
+    if (!s->key || strlen(s->key) < 8 || !text)
+        return;
+    size_t k = strlen(s->key);
+    for (char *p = strstr(text, s->key); p; p = strstr(p, s->key)) {
+        memset(p, '*', k);
+        p += k;
+    }
+}
+
+static enum store_status session_store_status(enum api_outcome o)
+{
+    switch (o) {
+    case API_OK:
+    case API_CUT:
+        return STORE_COMPLETE;
+    case API_CANCELLED:
+        return STORE_CANCELLED;
+    case API_ERR_TRUNCATED:
+        return STORE_TRUNCATED;
+    default:
+        return STORE_ERROR;
+    }
+}
+
+/* Record the end of an answer in the store, and fill the cache with a complete one. */
+static void session_save_end(struct session *s, const struct net_result *r)
+{
+    if (s->answer_id) {
+        struct store_usage u = {-1, -1, -1};
+        if (r->usage.present)
+            u = (struct store_usage){r->usage.prompt, r->usage.completion, r->usage.total};
+        struct store_timings t = {r->t.ttft, r->t.total, r->t.tokens_per_s, r->t.dns,
+                                  r->t.connect, r->t.tls};
+        if (r->cached)
+            t = (struct store_timings){-1, -1, -1, -1, -1, -1};
+        if (store_message_finish(s->store, s->answer_id, session_store_status(r->outcome),
+                                 r->finish[0] ? r->finish : NULL, &u, &t, r->error) != 0)
+            session_store_failed(s);
+    }
+    if (r->outcome == API_OK && !r->cached && s->cache_key_set) {
+        if (s->answer_id) {
+            (void)store_cache_put_message(s->store, s->cache_key, s->answer_id,
+                                          (int64_t)(r->content_bytes + r->reasoning_bytes));
+        } else if (s->keep_answer) {
+            struct store_usage u = {r->usage.prompt, r->usage.completion, r->usage.total};
+            (void)store_cache_put(s->store, s->cache_key, STORE_COMPLETE, buf_str(&s->answer),
+                                  s->reasoning.len ? buf_str(&s->reasoning) : NULL, r->model,
+                                  r->finish[0] ? r->finish : NULL, r->usage.present ? &u : NULL);
+        }
+    }
+    s->answer_id = 0;
+    s->cache_key_set = 0;
+}
+
+static int session_summary_event(struct session *s, struct queue_event *e,
+                                 const struct session_sink *sink);
+static void session_context_end(struct session *s, const struct net_result *r);
+
+int session_dispatch(struct session *s, const struct session_sink *sink)
+{
+    int ended = 0;
+    struct queue_event *e = queue_take(s->q);
+    while (e) {
+        struct queue_event *next = e->next;
+        if (s->sum_req && e->req == s->sum_req) {
+            /* the summary request of step 3: its text is not the answer */
+            ended |= session_summary_event(s, e, sink);
+        } else if (e->req != s->active) {
+            /* a late event of an exchange that is already over */
+            if (e->type == QEV_END)
+                net_result_free(e->ptr);
+        } else if (e->type == QEV_CONTENT || e->type == QEV_REASONING) {
+            int r = e->type == QEV_REASONING;
+            if (s->keep_answer)
+                buf_append(r ? &s->reasoning : &s->answer, e->text.data, e->text.len);
+            else if (!r)
+                s->ans_bytes += e->text.len; /* not kept: the server's usage counts it */
+            if (s->answer_id) {
+                int rc = r ? store_message_append_reasoning(s->store, s->answer_id, e->text.data,
+                                                            e->text.len)
+                           : store_message_append(s->store, s->answer_id, e->text.data,
+                                                  e->text.len);
+                if (rc < 0)
+                    session_store_failed(s);
+            }
+            if (sink->text)
+                sink->text(sink->ud, r, e->text.data, e->text.len, e->t_first, e->t_last);
+        } else if (e->type == QEV_HEADERS) {
+            if (sink->headers)
+                sink->headers(sink->ud, (long)e->num);
+        } else if (e->type == QEV_RETRY || e->type == QEV_WAIT) {
+            if (sink->wait)
+                sink->wait(sink->ud, e->type == QEV_RETRY, buf_str(&e->text), e->num);
+        } else if (e->type == QEV_END) {
+            net_result_free(s->last);
+            s->last = e->ptr;
+            session_redact(s, s->last->error);
+            int64_t aid = s->answer_id;
+            session_save_end(s, s->last);
+            session_save_quota(s, s->last);
+            session_context_end(s, s->last); /* spend, calibration */
+            if (s->answer.len || s->last->outcome == API_OK) {
+                session_add(s, "assistant", buf_str(&s->answer), s->answer.len);
+                if (aid > 0)
+                    s->msgs[s->n_msgs - 1].id = aid;
+            }
+            s->active = 0;
+            ended = 1;
+            if (sink->end)
+                sink->end(sink->ud, s->last);
+        }
+        queue_event_free(e);
+        e = next;
+    }
+    return ended;
+}
+
+void session_cancel(struct session *s)
+{
+    if (s->sum_req)
+        s->sum_cancelled = 1; /* the answer's request must not leave after the summary */
+    if (s->active && !(s->active & SESSION_LOCAL_ID))
+        net_cancel(s->net, s->active);
+}
+
+/* ---- context window, history compression and budget (context.h) ---------------------------- */
+
+#define SESSION_WINDOW_DEFAULT 8192 /* unknown model without context_window */
+#define SESSION_RESERVE_DEFAULT 4096
+#define SESSION_SUMMARY_ROUNDS 4    /* summary requests at most per message sent */
+
+static void session_context_close(struct session *s)
+{
+    context_plan_free(&s->plan);
+    context_free(s->ctx);
+    context_calib_free(s->calib);
+    context_stream_free(s->ans_count);
+    free(s->ctx_key);
+    free(s->calib_path);
+    free(s->plan_note);
+    free(s->sum_error);
+    for (size_t i = 0; i < s->n_sums; i++)
+        free(s->sums[i].text);
+    free(s->sums);
+    buf_free(&s->sum_text);
+}
+
+/* Remember a summary (in this session; the caller stores it). */
+static void session_summary_add(struct session *s, int64_t first, int64_t last, const char *text)
+{
+    for (size_t i = 0; i < s->n_sums; i++)
+        if (s->sums[i].first_id == first && s->sums[i].last_id == last) {
+            free(s->sums[i].text);
+            s->sums[i].text = xstrdup(text);
+            return;
+        }
+    s->sums = xrealloc(s->sums, (s->n_sums + 1) * sizeof *s->sums);
+    s->sums[s->n_sums++] = (struct session_summary){first, last, xstrdup(text)};
+}
+
+/* The summaries saved with a resumed conversation. */
+static void session_context_load_summaries(struct session *s)
+{
+    struct store_summary *list = NULL;
+    size_t n = 0;
+    if (!s->store || !s->conv_id || store_summary_list(s->store, s->conv_id, &list, &n) != 0)
+        return;
+    for (size_t i = 0; i < n; i++)
+        if (list[i].text)
+            session_summary_add(s, list[i].first_message_id, list[i].last_message_id,
+                                list[i].text);
+    store_summaries_free(list, n);
+}
+
+/* (Re)make the counter, window, reserve and price for the profile's current model. */
+static void session_context_setup(struct session *s)
+{
+    const struct conf *c = s->conf;
+    if (!s->calib) { /* first use */
+        s->calib = context_calib_new();
+        s->budget.cap_tokens = c->budget_tokens;
+        s->budget.cap_usd = c->budget_usd;
+        char *dir = conf_dir("state");
+        s->calib_path = xasprintf("%s/calibration", dir);
+        free(dir);
+        (void)context_calib_load(s->calib, s->calib_path);
+    }
+    const char *model = c->model ? c->model : "";
+    const char *enc_opt = c->encoding && *c->encoding ? c->encoding : NULL;
+    char *key = xasprintf("%s\n%s\n%ld\n%ld\n%ld", model, enc_opt ? enc_opt : "",
+                          c->context_window, c->reserve_tokens, c->max_tokens);
+    if (s->ctx && strcmp(key, s->ctx_key) == 0) {
+        free(key);
+        return;
+    }
+    free(s->ctx_key);
+    s->ctx_key = key;
+    s->status_n = (size_t)-1;
+    struct tok_model_info mi;
+    int known = tokenizer_model_info(model, &mi) == 0;
+    const char *enc = enc_opt ? enc_opt : known ? mi.encoding : "o200k_base";
+    int approx = !enc_opt && !known; /* another tokenizer: estimate and calibrate */
+    if (!s->ctx || strcmp(context_encoding(s->ctx), enc) != 0 ||
+        context_approximate(s->ctx) != approx) {
+        context_stream_free(s->ans_count);
+        context_free(s->ctx);
+        s->ctx = context_new(enc, approx, NULL);
+        s->ans_count = context_stream_new(s->ctx);
+        s->ans_fed = 0;
+    s->ans_bytes = 0;
+    }
+    struct session_model *sm = &s->ctx_model;
+    sm->window = c->context_window > 0 ? c->context_window
+               : known && mi.context_window > 0 ? mi.context_window : SESSION_WINDOW_DEFAULT;
+    sm->window_assumed = c->context_window <= 0 && !(known && mi.context_window > 0);
+    if (c->max_tokens > 0)
+        sm->reserve = c->max_tokens;
+    else if (c->reserve_tokens > 0)
+        sm->reserve = c->reserve_tokens;
+    else {
+        sm->reserve = SESSION_RESERVE_DEFAULT;
+        if (known && mi.max_output > 0 && mi.max_output < sm->reserve)
+            sm->reserve = mi.max_output;
+        if (sm->reserve > sm->window / 4)
+            sm->reserve = sm->window / 4;
+    }
+    char *cdir = conf_dir("config");
+    char *user_prices = xasprintf("%s/prices.tsv", cdir);
+    sm->priced = context_price_lookup(model, user_prices, &sm->price) == 0;
+    free(user_prices);
+    free(cdir);
+}
+
+static void session_context_params(struct session *s, struct context_params *p)
+{
+    const struct conf *c = s->conf;
+    memset(p, 0, sizeof *p);
+    p->window = s->ctx_model.window;
+    p->reserve = s->ctx_model.reserve;
+    if (context_policy_parse(c->context_policy, &p->policy) < 0)
+        p->policy = CONTEXT_SUMMARIZE;
+    p->ratio = context_calib_ratio(s->calib, c->model, NULL);
+    /* --cache-only never talks to the server, not even for a summary */
+    p->no_new_summary = s->sum_failed || s->cache == SESSION_CACHE_ONLY;
+    /* A budget is checked against the exact count. */
+    p->bounds_ok = s->count_lazily && s->budget.cap_tokens <= 0 && s->budget.cap_usd <= 0;
+}
+
+/* The history as context messages (+ extra empty user message when placeholder). */
+static struct context_msg *session_context_msgs(const struct session *s, int placeholder,
+                                                size_t *n)
+{
+    struct context_msg *m = xcalloc(s->n_msgs + 1, sizeof *m);
+    for (size_t i = 0; i < s->n_msgs; i++)
+        m[i] = (struct context_msg){s->msgs[i].role, s->msgs[i].content,
+                                    strlen(s->msgs[i].content), s->msgs[i].id};
+    *n = s->n_msgs;
+    if (placeholder)
+        m[(*n)++] = (struct context_msg){"user", "", 0, 0};
+    return m;
+}
+
+static struct context_summary *session_context_sums(const struct session *s)
+{
+    struct context_summary *v = xcalloc(s->n_sums + 1, sizeof *v);
+    for (size_t i = 0; i < s->n_sums; i++)
+        v[i] = (struct context_summary){s->sums[i].first_id, s->sums[i].last_id, s->sums[i].text};
+    return v;
+}
+
+/* Plan the request for the whole history into plan. Returns context_plan's result. */
+static int session_context_plan_into(struct session *s, int placeholder,
+                                     struct context_plan *plan, struct context_params *p)
+{
+    session_context_params(s, p);
+    struct context_summary *sums = session_context_sums(s);
+    p->summaries = sums;
+    p->n_summaries = s->n_sums;
+    size_t n;
+    struct context_msg *m = session_context_msgs(s, placeholder, &n);
+    int rc = context_plan(s->ctx, m, n, p, plan);
+    free(m);
+    free(sums);
+    p->summaries = NULL;
+    p->n_summaries = 0;
+    return rc;
+}
+
+/* Plan the request to send into s->plan. */
+static int session_context_replan(struct session *s)
+{
+    context_plan_free(&s->plan);
+    struct context_params p;
+    int rc = session_context_plan_into(s, 0, &s->plan, &p);
+    s->plan_summary_reused = s->plan.summary_used >= 0;
+    struct buf d = BUF_INIT;
+    context_plan_describe(&s->plan, &d);
+    free(s->plan_note);
+    s->plan_note = buf_take(&d);
+    return rc;
+}
+
+/* Count what a plan sent on its bytes alone (context_plan's bound): the same messages, exactly. */
+static void session_context_exact(struct session *s)
+{
+    if (!s->plan.bounded)
+        return;
+    /* the history as it was sent (the answer may have been added since) */
+    size_t n = s->n_msgs;
+    if (s->plan.n_history < n)
+        s->n_msgs = s->plan.n_history;
+    int lazy = s->count_lazily;
+    s->count_lazily = 0;
+    (void)session_context_replan(s);
+    s->count_lazily = lazy;
+    s->n_msgs = n;
+}
+
+static char *session_context_begin(struct session *s)
+{
+    session_context_setup(s);
+    s->sum_failed = 0;
+    s->sum_cancelled = 0;
+    free(s->sum_error);
+    s->sum_error = NULL;
+    s->plan_summary_requests = 0;
+    if (session_context_replan(s) < 0)
+        return xstrdup(s->plan.error ? s->plan.error : "the message does not fit");
+    if (s->budget.cap_tokens > 0 || s->budget.cap_usd > 0) {
+        double usd = s->ctx_model.priced ? context_cost(&s->ctx_model.price, s->plan.shown, 0, 0)
+                                         : -1;
+        return context_budget_check(&s->budget, s->plan.shown, usd);
+    }
+    return NULL;
+}
+
+/* Refuse to send: the exchange ends at once with outcome API_ERR_USAGE and why (taken). */
+static unsigned session_refuse(struct session *s, char *why)
+{
+    unsigned id = SESSION_LOCAL_ID | ++s->next_local;
+    struct net_result *r = xcalloc(1, sizeof *r);
+    r->req = id;
+    r->outcome = API_ERR_USAGE;
+    r->t.ttft = -1;
+    r->error = why;
+    r->headers = xstrdup("");
+    queue_push(s->q, QEV_END, id, 0, r);
+    return s->active = id;
+}
+
+/* Ask the model for the summary the plan wants (a non-streamed request). */
+static void session_summary_submit(struct session *s)
+{
+    const struct conf *c = s->conf;
+    struct api_message m[2] = {{"system", context_summary_instruction()},
+                               {"user", s->plan.sum_input}};
+    long in = context_msg_tokens(s->ctx, "system", m[0].content, strlen(m[0].content)) +
+              context_msg_tokens(s->ctx, "user", m[1].content, strlen(m[1].content)) +
+              CONTEXT_REPLY_PRIMER;
+    in = (long)(in * s->plan.ratio) + 1;
+    /* Room for reasoning models too, but never more than the window leaves. */
+    long max = s->plan.sum_tokens * 4, room = s->ctx_model.window - in - 16;
+    if (max > room)
+        max = room;
+    if (max < 16)
+        max = 16;
+    struct api_request ar = {
+        .model = c->model,
+        .messages = m,
+        .n_messages = 2,
+        .max_tokens = max,
+        .max_tokens_field = c->max_tokens_field,
+        .stream = 0,
+    };
+    char *body = api_request_json(&ar);
+    struct net_request *rq = session_request(s, c, s->key, body);
+    buf_reset(&s->sum_text);
+    s->plan_summary_requests++;
+    s->sum_req = s->active = net_submit(s->net, rq);
+}
+
+static int session_context_summarize(struct session *s)
+{
+    for (int guard = 0; s->plan.need_summary && guard < 64; guard++) {
+        int64_t first = s->plan.sum_first_id, last = s->plan.sum_last_id;
+        struct store_summary ss;
+        memset(&ss, 0, sizeof ss);
+        if (s->store && s->conv_id && first > 0 && last > 0 &&
+            store_summary_get(s->store, s->conv_id, first, last, &ss) == 0 && ss.text) {
+            /* made by an earlier run: never paid for twice */
+            session_summary_add(s, first, last, ss.text);
+            store_summary_clear(&ss);
+            session_context_replan(s);
+            continue;
+        }
+        store_summary_clear(&ss);
+        if (s->plan_summary_requests >= SESSION_SUMMARY_ROUNDS) {
+            s->sum_failed = 1;
+            session_context_replan(s);
+            break;
+        }
+        session_summary_submit(s);
+        return 1;
+    }
+    return 0;
+}
+
+/* Tokens the request's prompt and answer cost, into the budget. */
+static void session_context_spend(struct session *s, const struct net_result *r, long est_prompt,
+                                  long est_completion)
+{
+    long long prompt = est_prompt, completion = est_completion, cached = 0;
+    if (r->usage.present) {
+        prompt = r->usage.prompt;
+        completion = r->usage.completion;
+        cached = r->usage.cached;
+    } else if (r->status >= 400 || (r->status == 0 && !r->content_bytes)) {
+        return; /* refused or never reached the server: nothing billed */
+    }
+    double usd = s->ctx_model.priced ? context_cost(&s->ctx_model.price, prompt, cached,
+                                                    completion)
+                                     : -1;
+    context_budget_add(&s->budget, prompt, completion, usd);
+}
+
+static int session_summary_event(struct session *s, struct queue_event *e,
+                                 const struct session_sink *sink)
+{
+    if (e->type == QEV_CONTENT) {
+        buf_append(&s->sum_text, e->text.data, e->text.len);
+        return 0;
+    }
+    if (e->type != QEV_END)
+        return 0; /* reasoning, headers, retries of the summary are not the answer's */
+    struct net_result *r = e->ptr;
+    s->sum_req = 0;
+    long in = (long)(context_count(s->ctx, s->plan.sum_input, strlen(s->plan.sum_input)) *
+                     s->plan.ratio);
+    session_context_spend(s, r, in, context_count(s->ctx, buf_str(&s->sum_text),
+                                                  s->sum_text.len));
+    char *text = util_trim((char *)buf_str(&s->sum_text));
+    if ((r->outcome == API_OK || r->outcome == API_CUT) && *text) {
+        int64_t first = s->plan.sum_first_id, last = s->plan.sum_last_id;
+        session_summary_add(s, first, last, text);
+        if (s->save && s->conv_id && first > 0 && last > 0 &&
+            store_summary_put(s->store, s->conv_id, first, last, text, s->conf->model,
+                              r->usage.present ? r->usage.completion : -1) != 0)
+            session_store_failed(s);
+    } else if (r->outcome != API_CANCELLED) {
+        s->sum_failed = 1;
+        session_redact(s, r->error);
+        free(s->sum_error);
+        s->sum_error = xasprintf("the summary request failed (%s); older turns were dropped "
+                                 "instead", r->error ? r->error : api_outcome_name(r->outcome));
+    }
+    if (s->sum_cancelled || r->outcome == API_CANCELLED) {
+        /* the user cancelled while the summary was made: the exchange ends here */
+        r->outcome = API_CANCELLED;
+        if (!r->error)
+            r->error = xstrdup("cancelled");
+        net_result_free(s->last);
+        s->last = r;
+        s->active = 0;
+        if (sink->end)
+            sink->end(sink->ud, r);
+        return 1;
+    }
+    net_result_free(r);
+    session_context_replan(s);
+    if (!session_context_summarize(s))
+        session_send_planned(s);
+    return 0;
+}
+
+/* Tokens of the answer so far: only the text that arrived since the last call is scanned. */
+static long session_answer_tokens(struct session *s)
+{
+    if (!s->ans_count)
+        return 0;
+    if (s->keep_answer && s->answer.len > s->ans_fed) {
+        context_stream_feed(s->ans_count, s->answer.data + s->ans_fed, s->answer.len - s->ans_fed);
+        s->ans_fed = s->answer.len;
+    }
+    return context_stream_count(s->ans_count);
+}
+
+static void session_context_end(struct session *s, const struct net_result *r)
+{
+    if (!s->ctx || !r || r->cached || r->outcome == API_ERR_USAGE ||
+        r->outcome == API_CACHE_MISS)
+        return;
+    if (!r->usage.present)
+        session_context_exact(s); /* the spend is our own count */
+    long completion;
+    if (r->usage.present && r->usage.completion > 0) {
+        completion = (long)r->usage.completion; /* what the server bills: no need to count */
+    } else if (s->keep_answer) {
+        completion = session_answer_tokens(s);
+        if (s->reasoning.len)
+            completion += context_count(s->ctx, s->reasoning.data, s->reasoning.len);
+    } else {
+        completion = (long)(s->ans_bytes / 4); /* text not kept and no usage: an estimate */
+    }
+    session_context_spend(s, r, s->plan.shown, completion);
+    s->status_n = (size_t)-1;
+    if (r->usage.present && r->usage.prompt > 0 && !r->used_fallback && !s->plan.bounded &&
+        (r->outcome == API_OK || r->outcome == API_CUT)) {
+        context_calibrate(s->calib, s->conf->model, s->plan.total, (long)r->usage.prompt);
+        /* learnt ratios of approximate models outlive the run (not with --incognito) */
+        if (context_approximate(s->ctx) && s->store && s->calib_path) {
+            char *dir = conf_dir("state");
+            if (util_mkdir_p(dir, 0700) == 0)
+                (void)context_calib_save(s->calib, s->calib_path);
+            free(dir);
+        }
+    }
+}
+
+static void session_status_fill(struct session *s, struct session_status *st)
+{
+    memset(st, 0, sizeof *st);
+    session_context_setup(s);
+    session_context_exact(s);
+    const struct conf *c = s->conf;
+    st->window = s->ctx_model.window;
+    st->reserve = s->ctx_model.reserve;
+    st->available = st->window - st->reserve;
+    st->window_assumed = s->ctx_model.window_assumed;
+    st->encoding = context_encoding(s->ctx);
+    st->approximate = context_approximate(s->ctx);
+    st->ratio = st->approximate ? context_calib_ratio(s->calib, c->model, &st->ratio_samples)
+                                : 1.0;
+    if (!st->approximate)
+        (void)context_calib_ratio(s->calib, c->model, &st->ratio_samples);
+    if (context_policy_parse(c->context_policy, &st->policy) < 0)
+        st->policy = CONTEXT_SUMMARIZE;
+    st->summarizing = s->sum_req != 0;
+    if (s->active && !s->sum_req) {
+        st->answer_tokens = session_answer_tokens(s);
+        st->ctx_used = s->plan.shown + CONTEXT_MSG_OVERHEAD + 1 +
+                       (long)(st->answer_tokens * st->ratio + 0.999);
+    } else {
+        const char *last = s->n_msgs ? s->msgs[s->n_msgs - 1].content : NULL;
+        if (s->status_n != s->n_msgs || s->status_last != last) {
+            struct context_plan p;
+            struct context_params par;
+            session_context_plan_into(s, 0, &p, &par);
+            s->status_used = s->n_msgs ? p.shown : 0;
+            context_plan_free(&p);
+            s->status_n = s->n_msgs;
+            s->status_last = last;
+        }
+        st->ctx_used = s->status_used;
+    }
+    st->sent_tokens = s->plan.shown;
+    st->sent_raw = s->plan.total;
+    st->sent_messages = s->plan.n_items;
+    st->n_shortened = s->plan.n_shortened;
+    st->n_merged = s->plan.n_merged;
+    st->n_summarized = s->plan.n_summarized;
+    st->n_dropped = s->plan.n_dropped;
+    st->summary_requests = s->plan_summary_requests;
+    st->summary_reused = s->plan_summary_reused && !s->plan_summary_requests;
+    st->note = s->plan_note ? s->plan_note : "";
+    st->spent_tokens = s->budget.spent_tokens;
+    st->spent_usd = s->budget.spent_usd;
+    st->priced = s->ctx_model.priced;
+    st->budget_tokens = s->budget.cap_tokens;
+    st->budget_usd = s->budget.cap_usd;
+    st->level = context_budget_level(&s->budget, &st->budget_frac);
+}
+
+void session_status(struct session *s, struct session_status *st)
+{
+    int lazy = s->count_lazily;
+    s->count_lazily = 0; /* the status shows exact counts */
+    session_status_fill(s, st);
+    s->count_lazily = lazy;
+}
+
+int session_msg_fate(const struct session *s, size_t i)
+{
+    return i < s->plan.n_history && s->plan.fate ? s->plan.fate[i] : CONTEXT_SENT;
+}
+
+char *session_context_report(struct session *s)
+{
+    session_context_setup(s);
+    session_context_exact(s);
+    const struct conf *c = s->conf;
+    struct buf b = BUF_INIT;
+    long samples = 0;
+    double ratio = context_calib_ratio(s->calib, c->model, &samples);
+    buf_printf(&b, "Model %s: window ", c->model ? c->model : "?");
+    context_format_tokens(&b, s->ctx_model.window, 0);
+    buf_printf(&b, "%s, counted with %s", s->ctx_model.window_assumed
+                                              ? " (assumed: set context_window)" : "",
+               context_encoding(s->ctx));
+    if (context_approximate(s->ctx))
+        buf_printf(&b, " (approximate; x%.3f calibrated from %ld answer%s)", ratio, samples,
+                   samples == 1 ? "" : "s");
+    else
+        buf_appends(&b, " (exact)");
+    buf_appends(&b, "\nThe next request (with your next message last):\n");
+    struct context_plan p;
+    struct context_params par;
+    session_context_plan_into(s, 1, &p, &par);
+    context_plan_report(&p, &par, &b);
+    if (p.need_summary)
+        buf_printf(&b, "Sending it will first ask the model to summarise messages %zu-%zu.\n",
+                   p.sum_from + 1, p.sum_to + 1);
+    context_plan_free(&p);
+    if (s->plan.n_items) {
+        buf_appends(&b, "Last request: ");
+        buf_printf(&b, "%zu messages, ", s->plan.n_items);
+        context_format_tokens(&b, s->plan.shown, s->plan.approximate);
+        buf_appends(&b, " tokens");
+        if (s->plan_note && *s->plan_note)
+            buf_printf(&b, "; %s", s->plan_note);
+        if (s->plan_summary_requests)
+            buf_printf(&b, "; %d summary request%s", s->plan_summary_requests,
+                       s->plan_summary_requests == 1 ? "" : "s");
+        else if (s->plan_summary_reused)
+            buf_appends(&b, "; a saved summary was reused");
+        buf_appendc(&b, '\n');
+    }
+    if (s->sum_error)
+        buf_printf(&b, "Note: %s\n", s->sum_error);
+    buf_appends(&b, "Session: ");
+    context_budget_describe(&s->budget, &b);
+    if (!s->ctx_model.priced)
+        buf_printf(&b, " (no price for %s in prices.tsv: money not counted)",
+                   c->model ? c->model : "?");
+    buf_appendc(&b, '\n');
+    return buf_take(&b);
+}
+
+int session_budget_command(struct session *s, const char *arg, char **msg)
+{
+    session_context_setup(s);
+    struct buf b = BUF_INIT;
+    while (arg && (*arg == ' ' || *arg == '\t'))
+        arg++;
+    if (arg && *arg && context_budget_parse(&s->budget, arg, &b) < 0) {
+        *msg = buf_take(&b);
+        return -1;
+    }
+    buf_appends(&b, "Budget: ");
+    context_budget_describe(&s->budget, &b);
+    *msg = buf_take(&b);
+    return 0;
+}

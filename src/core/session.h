@@ -1,0 +1,208 @@
+/* session.h - one conversation: builds each request from the history and the profile, answers
+ * it from the response cache or hands it to the network thread, saves it to the store as it
+ * streams, and dispatches the events that come back to a sink (the TUI or the scripted-mode
+ * writer). Both front ends share everything up to the sink. */
+#ifndef TT_SESSION_H
+#define TT_SESSION_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/api.h"
+#include "base/buf.h"
+#include "core/conf.h"
+#include "tokens/context.h"
+#include "net/net.h"
+
+struct store;
+
+struct session_msg {
+    const char *role;   /* static string */
+    char *content;
+    int64_t id;         /* > 0: store id; < 0: this session's serial (not saved); 0: none */
+};
+
+/* A summary of history messages first_id..last_id (see context.h). */
+struct session_summary {
+    int64_t first_id, last_id;
+    char *text;
+};
+
+struct session_sink {
+    void *ud;
+    /* Text of the answer (reasoning = 0) or of the reasoning (1), as it arrives. */
+    void (*text)(void *ud, int reasoning, const char *s, size_t n, double t_first, double t_last);
+    /* Response headers arrived (optional). */
+    void (*headers)(void *ud, long status);
+    /* The exchange ended; r stays valid until the next exchange. */
+    void (*end)(void *ud, const struct net_result *r);
+    /* Waiting before the request leaves (optional): retry = 1 for a retry after a failed
+     * attempt, 0 for waiting on the quota; why is a sentence; seconds until it goes. */
+    void (*wait)(void *ud, int retry, const char *why, double seconds);
+};
+
+enum session_cache {
+    SESSION_CACHE_ON,     /* answer from the cache when it has the exact request; fill it */
+    SESSION_CACHE_BYPASS, /* always ask the server (--no-cache, /retry); still fill the cache */
+    SESSION_CACHE_ONLY,   /* never ask the server (--cache-only): a miss is API_CACHE_MISS */
+    SESSION_CACHE_OFF,    /* neither read nor write (--incognito) */
+};
+
+struct session {
+    struct conf *conf;
+    char *key;                 /* API key (wiped on close); NULL for keyless local servers */
+    struct queue *q;
+    struct net *net;
+    struct session_msg *msgs;
+    size_t n_msgs, cap_msgs;
+    unsigned active;           /* request in flight, 0 = none */
+    unsigned next_local;       /* ids of cache replays (high bit set, never a net id) */
+    struct buf answer;         /* text of the answer in flight */
+    struct buf reasoning;
+    int keep_answer;           /* collect the answer text (history, --json) */
+    int count_lazily;          /* count tokens only when asked (status, no usage): a request
+                                  that fits by its bytes is sent without tokenizing it */
+    struct net_result *last;   /* result of the last exchange */
+
+    struct store *store;       /* NULL: nothing saved, no cache (borrowed) */
+    int save;                  /* write the conversation to the store */
+    enum session_cache cache;
+    int64_t conv_id;           /* saved conversation, 0 until the first message is saved */
+    int64_t answer_id;         /* saved answer being streamed, 0 = none */
+    unsigned char cache_key[32];
+    int cache_key_set;         /* the request in flight may fill the cache */
+    char *store_error;         /* first store failure to report (caller may print), or NULL */
+    int quota_loaded;          /* the saved quota state was handed to the network thread */
+    char **pool_labels, **pool_values; /* key pool (values wiped on close) */
+    int n_pool;
+    struct conf *fallback_conf;        /* profile used while the breaker is open (borrowed) */
+    char *fallback_key;
+
+    /* Context window, compression and budget (context.h); set up on the first send. */
+    struct context *ctx;       /* counter for the model's encoding */
+    char *ctx_key;             /* model + encoding option ctx was made for */
+    struct session_model {
+        long window, reserve;
+        int window_assumed;    /* unknown model and no context_window: 8,192 assumed */
+        int priced;
+        struct context_price price;
+    } ctx_model;
+    struct context_calib *calib;
+    char *calib_path;          /* $XDG_STATE_HOME/tokterm/calibration */
+    struct context_plan plan;  /* plan of the last request that left (or is about to) */
+    int plan_summary_reused;
+    int plan_summary_requests;
+    char *plan_note;           /* what the last plan did, for the status bar */
+    struct session_summary *sums; /* summaries known to this session */
+    size_t n_sums;
+    unsigned sum_req;          /* summary request in flight, 0 = none */
+    struct buf sum_text;
+    int sum_failed;            /* a summary failed for this send: drop turns instead */
+    int sum_cancelled;         /* cancelled while the summary was being made */
+    char *sum_error;
+    struct context_budget budget;
+    struct context_stream *ans_count; /* the streaming answer's tokens, counted incrementally */
+    size_t ans_fed;
+    size_t ans_bytes;          /* answer bytes received when the text is not kept */
+    int64_t serial;            /* last session serial given to an unsaved message */
+    size_t status_n;           /* history length when status_used was computed */
+    const char *status_last;
+    long status_used;
+};
+
+/* Start a session with conf (borrowed) and key (taken: the session wipes and frees it).
+ * Returns 0, or -1 with *err (static text). */
+int session_open(struct session *s, struct conf *conf, char *key, const char **err);
+/* Attach a store (borrowed): save = write the conversation; cache = how to use the response
+ * cache. Call before the first send. */
+void session_use_store(struct session *s, struct store *st, int save, enum session_cache cache);
+/* Continue saved conversation id (or the most recent when id is 0): its messages become the
+ * history and new messages are added to it. Returns 0, or -1 with a message in *err (caller
+ * frees). */
+int session_resume(struct session *s, int64_t id, char **err);
+/* Use a key pool: labels and values (n of each) are taken (see conf_key_pool). */
+void session_use_pool(struct session *s, char **labels, char **values, int n);
+/* Use the fallback profile conf (borrowed) with key (taken) while the endpoint's circuit
+ * breaker is open. A conf fallback_model needs no call: it is used by itself. */
+void session_use_fallback(struct session *s, struct conf *fallback, char *key);
+/* A request of body (taken) to conf's server carrying key (may be NULL) or a key pool (labels
+ * and values, n_pool of each, copied), with conf's timeouts, TLS settings, retry policy, pacing
+ * limits and breaker; est_tokens from the body and max_tokens. The quota name and the saved
+ * quota state are the caller's to set. Shared by the chat and `tokterm batch`. */
+struct net_request *session_request_for(const struct conf *c, char *body, const char *key,
+                                        char *const *labels, char *const *values, int n_pool,
+                                        long max_tokens);
+/* The quota name of conf: "profile|host" (never a key); caller frees. */
+char *session_quota_name(const struct conf *c);
+/* Stop the network thread and free everything. */
+void session_close(struct session *s);
+/* Append a message to the history (not saved). */
+void session_add(struct session *s, const char *role, const char *content, size_t n);
+/* Send the history plus a new user message; returns the request id. */
+unsigned session_send(struct session *s, const char *prompt);
+/* File descriptor to poll for events. */
+int session_fd(const struct session *s);
+/* Milliseconds until session_tick() has work (a batch of saved text to commit), -1 = none. */
+int session_timeout_ms(const struct session *s);
+/* Commit saved text that is due; call when session_timeout_ms() has elapsed. */
+void session_tick(struct session *s);
+/* Hand pending events to the sink. Returns 1 when the exchange in flight ended (its answer is
+ * added to the history, whatever arrived of it), else 0. */
+int session_dispatch(struct session *s, const struct session_sink *sink);
+/* Ask the network thread to stop the exchange in flight. */
+void session_cancel(struct session *s);
+/* Replace every occurrence of the key in text by '*' (defence in depth for messages that echo
+ * what they were sent). */
+void session_redact(const struct session *s, char *text);
+/* Response-cache key (SHA-256, 32 bytes into key) of request body sent to c's server: covers
+ * the base URL and the body (model, messages, sampling), never the API key. Chat and batch
+ * share it, so they share cache entries. */
+void session_cache_key(const struct conf *c, const char *body, unsigned char key[32]);
+
+/* ---- context window and budget (for the status bar, /context, /budget, --json) ---- */
+
+struct session_status {
+    long window, reserve, available;  /* available = window - reserve (tokens for the prompt) */
+    int window_assumed;        /* unknown model, no context_window: 8,192 assumed */
+    const char *encoding;      /* counting encoding (static / owned by the session) */
+    int approximate;           /* counts are estimates: show them with "~" */
+    double ratio;              /* calibration ratio applied (1 when exact) */
+    long ratio_samples;
+    enum context_policy policy;
+    long ctx_used;             /* tokens the history takes in the next request (compressed as
+                                  it would be), as the server counts them */
+    long answer_tokens;        /* tokens of the answer streaming now (counted incrementally) */
+    /* the last request that left */
+    long sent_tokens;          /* its prompt, as the server counts it (estimate) */
+    long sent_raw;             /* the same in raw tokens of the encoding */
+    size_t sent_messages;
+    size_t n_shortened, n_merged, n_summarized, n_dropped;
+    int summary_requests;      /* summary requests made for it */
+    int summary_reused;        /* a summary made earlier was sent (not paid for again) */
+    const char *note;          /* what compression did, "" when nothing (valid until the next
+                                  session call) */
+    int summarizing;           /* a summary request is in flight */
+    /* spending */
+    long long spent_tokens;
+    double spent_usd;
+    int priced;                /* the current model has a price (data/prices.tsv) */
+    long long budget_tokens;   /* 0 = no cap */
+    double budget_usd;         /* 0 = no cap */
+    enum context_budget_level level; /* OK, WARN (>= 80 %), OVER (>= 100 %: sending refused) */
+    double budget_frac;
+};
+
+/* Fill *st. Cheap enough for every frame (the history is re-planned only when it changed). */
+void session_status(struct session *s, struct session_status *st);
+/* What happened to history message i in the last request: enum context_fate (CONTEXT_SENT for
+ * messages added since). The TUI puts its "history compressed" marker after the last message
+ * that is not CONTEXT_SENT. */
+int session_msg_fate(const struct session *s, size_t i);
+/* The /context text: every message the next request will carry with its tokens, what was
+ * compressed, the calibration and the budget. Caller frees. */
+char *session_context_report(struct session *s);
+/* /budget ARG: "" shows the budget; "50000", "50k", "$2", "2usd", "off", "tokens off",
+ * "usd off" set it. Returns 0 with a confirmation in *msg, or -1 with the error in *msg
+ * (caller frees *msg either way). */
+int session_budget_command(struct session *s, const char *arg, char **msg);
+
+#endif

@@ -1,0 +1,1080 @@
+/* net.c - the network thread (see net.h). */
+#include "config.h"
+#include "net/net.h"
+#include "net/queue.h"
+#include "proto/sse.h"
+#include "base/util.h"
+#include "base/xmalloc.h"
+#include "net/curl_dl.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#define NET_BODY_CAP ((size_t)64 << 20)   /* non-streamed bodies (JSON answers, errors) */
+#define NET_GAP_BUCKETS 160              /* quarter octaves of microseconds, up to ~19 h */
+#define NET_BATCH_MAX ((size_t)16 << 10)     /* text handed to the queue at once, at most */
+#define NET_RECV_BUFFER 65536L               /* curl receive buffer, bytes */
+
+enum xfer_mode { XM_UNDECIDED, XM_SSE, XM_BODY };
+
+struct xfer {
+    struct xfer *next;
+    unsigned id;
+    CURL *easy;
+    struct curl_slist *hdrs;
+    struct net_request *rq;
+    struct net *net;
+    enum xfer_mode mode;
+    struct sse_parser sse;
+    struct api_stream api;
+    struct buf body;
+    struct buf headers;
+    char ctype[128];
+    char errbuf[CURL_ERROR_SIZE];
+    long status;
+    double t_start, t_first_token, t_last_delta, t_last_event;
+    unsigned gaps[NET_GAP_BUCKETS];
+    double now;            /* clock read once per network read */
+    struct buf batch;      /* decoded text of this read, handed to the queue in one push */
+    enum api_kind batch_kind;
+    double batch_t_first;
+    long deltas;
+    size_t content_bytes, reasoning_bytes;
+    int headers_sent;      /* QEV_HEADERS pushed */
+    int stream_over;       /* [DONE] or an error event: ignore the rest */
+    int proto_error;       /* the stream could not be parsed */
+    int idle_fired;
+    int cancelled;
+    struct ratelimit_response resp; /* rate-limit and retry headers of this attempt */
+    struct net_quota *quota; /* quota state of the key in use (pacing, rate-limit headers) */
+    struct net_quota *ep;    /* the endpoint's entry: its circuit breaker */
+    int key_index;           /* pool key of this attempt */
+    int used_fallback;
+    int attempt;           /* 1-based attempt number */
+    double start_at;       /* waiting: monotonic time it may leave */
+    uint64_t seq;          /* its quota's sent count when this attempt left */
+    struct ratelimit_state before; /* its quota's state when this response began */
+    int crowded;           /* other requests of its quota were on the wire when it left */
+    int wait_told;         /* QEV_WAIT sent for the current wait */
+    int breaker_open;      /* failed fast: the endpoint's circuit breaker is open */
+};
+
+/* Quota state, pacing and circuit breaker shared by the requests of one quota name. */
+struct net_quota {
+    struct net_quota *next;
+    char *name;
+    struct ratelimit_key key;   /* .state: the quota; .cool_until: key health (pools) */
+    struct ratelimit_breaker br;
+    uint64_t sent;              /* requests sent so far (attempts) */
+    int probing;                /* slow start: the first request is on the wire, alone */
+    int answered;               /* a response arrived: the limits are known (or absent) */
+};
+
+struct net {
+    pthread_t thread;
+    CURLM *multi;
+    CURLSH *share;
+    struct queue *q;
+    pthread_mutex_t lock;
+    struct xfer *pending;     /* submitted, not yet added (under lock) */
+    unsigned *cancels;        /* ids to cancel (under lock) */
+    size_t n_cancels;
+    atomic_int stop;
+    unsigned next_id;         /* under lock */
+    struct xfer *active;      /* net thread only */
+    int n_active;             /* net thread only: length of active */
+    atomic_int max_active;    /* at most this many on the wire (0: no limit) */
+    struct xfer *waiting;     /* net thread only: not sent yet (quota, backoff) */
+    struct net_quota *quotas; /* net thread only */
+};
+
+void net_request_free(struct net_request *rq)
+{
+    if (!rq)
+        return;
+    if (rq->auth_value) {
+        volatile char *p = rq->auth_value;
+        while (*p)
+            *p++ = 0;
+        free(rq->auth_value);
+    }
+    free(rq->url);
+    free(rq->body);
+    free(rq->auth_name);
+    free(rq->cacert);
+    free(rq->quota_name);
+    free(rq->quota_seed);
+    free(rq->key_env);
+    for (size_t i = 0; i < rq->n_keys; i++) {
+        volatile char *p = rq->keys[i].auth_value;
+        while (p && *p)
+            *p++ = 0;
+        free(rq->keys[i].auth_value);
+        free(rq->keys[i].label);
+    }
+    free(rq->keys);
+    net_request_free(rq->fallback);
+    free(rq->fallback_name);
+    free(rq);
+}
+
+void net_result_free(void *p)
+{
+    struct net_result *r = p;
+    if (!r)
+        return;
+    free(r->error);
+    free(r->headers);
+    free(r->quota_line);
+    free(r->quota_text);
+    free(r);
+}
+
+/* ---- gap histogram: quarter-octave buckets over whole microseconds (no libm) ---- */
+
+static size_t net_gap_bucket(uint64_t us)
+{
+    if (us < 4)
+        return (size_t)us;
+    int e = 63 - __builtin_clzll(us);             /* floor(log2(us)) >= 2 */
+    size_t b = (size_t)(4 * e + (int)((us >> (e - 2)) & 3) - 4);
+    return b < NET_GAP_BUCKETS ? b : NET_GAP_BUCKETS - 1;
+}
+
+/* Middle of bucket b, in microseconds. */
+static double net_gap_value(size_t b)
+{
+    if (b < 4)
+        return (double)b;
+    int e = (int)(b + 4) / 4, m = (int)(b + 4) % 4;
+    uint64_t lo = (uint64_t)(4 + m) << (e - 2), width = (uint64_t)1 << (e - 2);
+    return (double)lo + (double)width / 2;
+}
+
+static void net_gap_add(struct xfer *x, double seconds)
+{
+    x->gaps[net_gap_bucket(seconds > 0 ? (uint64_t)(seconds * 1e6) : 0)]++;
+}
+
+static double net_gap_quantile(const struct xfer *x, double q)
+{
+    unsigned long total = 0, seen = 0;
+    for (size_t i = 0; i < NET_GAP_BUCKETS; i++)
+        total += x->gaps[i];
+    if (!total)
+        return 0;
+    double want = q * (double)total;
+    for (size_t i = 0; i < NET_GAP_BUCKETS; i++) {
+        seen += x->gaps[i];
+        if ((double)seen >= want)
+            return net_gap_value(i) / 1e6;
+    }
+    return 0;
+}
+
+/* ---- decoding callbacks (net thread) ---- */
+
+/* Hand the text decoded so far to the queue. */
+static void net_flush(struct xfer *x)
+{
+    if (!x->batch.len)
+        return;
+    queue_push_text(x->net->q, x->batch_kind == API_CONTENT ? QEV_CONTENT : QEV_REASONING, x->id,
+                    x->batch.data, x->batch.len, x->batch_t_first);
+    buf_reset(&x->batch);
+}
+
+static void net_emit(void *ud, enum api_kind kind, const char *s, size_t n)
+{
+    struct xfer *x = ud;
+    if (kind != API_CONTENT && kind != API_REASONING)
+        return;
+    double now = x->now;
+    if (x->deltas == 0)
+        x->t_first_token = now;
+    else
+        net_gap_add(x, now - x->t_last_delta);
+    x->t_last_delta = now;
+    x->deltas++;
+    if (kind == API_CONTENT)
+        x->content_bytes += n;
+    else
+        x->reasoning_bytes += n;
+    if (x->batch.len && x->batch_kind != kind)
+        net_flush(x);
+    if (!x->batch.len) {
+        x->batch_kind = kind;
+        x->batch_t_first = now;
+    }
+    buf_append(&x->batch, s, n);
+    if (x->batch.len >= NET_BATCH_MAX)
+        net_flush(x); /* bound the memory held when a fast server fills the socket */
+}
+
+static int net_on_event(void *ud, const struct sse_event *ev)
+{
+    struct xfer *x = ud;
+    x->t_last_event = x->now;
+    int r = api_stream_event(&x->api, ev, net_emit, x);
+    if (r < 0)
+        x->proto_error = 1;
+    if (r != 0)
+        x->stream_over = 1;
+    return r != 0;
+}
+
+static void net_headers_done(struct xfer *x)
+{
+    if (x->headers_sent)
+        return;
+    x->headers_sent = 1;
+    curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &x->status);
+    queue_push(x->net->q, QEV_HEADERS, x->id, (double)x->status, NULL);
+}
+
+static size_t net_write(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+    struct xfer *x = ud;
+    size_t n = size * nmemb;
+    x->now = util_now();
+    if (x->mode == XM_UNDECIDED) {
+        net_headers_done(x);
+        int sse = strncasecmp(x->ctype, "text/event-stream", 17) == 0;
+        if (!sse && x->status < 300) {
+            /* Some servers mislabel streams (text/plain, even application/json): sniff. */
+            sse = (n >= 5 && memcmp(ptr, "data:", 5) == 0) || (n >= 1 && ptr[0] == ':') ||
+                  (n >= 6 && memcmp(ptr, "event:", 6) == 0);
+        }
+        x->mode = (sse && x->status < 300) ? XM_SSE : XM_BODY;
+    }
+    if (x->stream_over)
+        return n; /* after [DONE] or an error: drain quietly */
+    if (x->mode == XM_BODY) {
+        x->t_last_event = util_now();
+        if (x->body.len + n > NET_BODY_CAP) {
+            x->proto_error = 1;
+            buf_reset(&x->api.error);
+            buf_appends(&x->api.error, "the server's answer is larger than 64 MiB");
+            return 0;
+        }
+        buf_append(&x->body, ptr, n);
+        return n;
+    }
+    int r = sse_feed(&x->sse, ptr, n, net_on_event, x);
+    if (r < 0) {
+        x->proto_error = 1;
+        buf_reset(&x->api.error);
+        buf_printf(&x->api.error, "the server sent an unusable stream: %s (%zu MiB); the server "
+                   "or a proxy broke the stream - try again, or report it to the provider",
+                   x->sse.errmsg, x->sse.max_event >> 20);
+        return 0;
+    }
+    return n;
+}
+
+static const char *const net_kept_headers[] = {
+    "x-ratelimit-", "retry-after", "x-should-retry", "content-type", "location",
+    "x-request-id", "openai-processing-ms", "server", "apim-request-id",
+};
+
+/* The end of a response's headers: merge its rate-limit report into the quota state. The
+ * server counted the requests that reached it before this one. It is the newest word only when
+ * nothing else was on the wire while it was (requests sent at once over several connections
+ * reach the server in any order); otherwise ratelimit_merge_report keeps the safer numbers. */
+static void net_quota_report(struct xfer *x)
+{
+    struct net_quota *q = x->quota;
+    ratelimit_merge_report(&q->key.state, &x->before, util_now(), (int64_t)(q->sent - x->seq),
+                           !x->crowded);
+}
+
+/* 1 when another request of x's quota is on the wire without its answer's headers. */
+static int net_quota_crowded(const struct xfer *x)
+{
+    for (const struct xfer *o = x->net->active; o; o = o->next)
+        if (o != x && o->quota == x->quota && !o->headers_sent)
+            return 1;
+    return 0;
+}
+
+static size_t net_header(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+    struct xfer *x = ud;
+    size_t n = size * nmemb;
+    if (n >= 5 && memcmp(ptr, "HTTP/", 5) == 0) {
+        /* A new status line (after 100 Continue or a redirect): forget earlier headers. */
+        buf_reset(&x->headers);
+        ratelimit_response_init(&x->resp);
+        if (x->quota)
+            x->before = x->quota->key.state;
+        x->ctype[0] = '\0';
+        return n;
+    }
+    if (x->quota)
+        (void)ratelimit_feed(&x->quota->key.state, &x->resp, ptr, n, util_now(), (double)time(NULL));
+    if (x->quota && n <= 2 && (ptr[0] == '\r' || ptr[0] == '\n')) {
+        net_quota_report(x); /* the end of the headers */
+        x->quota->answered = 1;
+    }
+    const char *colon = memchr(ptr, ':', n);
+    if (!colon)
+        return n;
+    size_t nlen = (size_t)(colon - ptr);
+    const char *v = colon + 1;
+    size_t vlen = n - nlen - 1;
+    while (vlen && (*v == ' ' || *v == '\t')) {
+        v++;
+        vlen--;
+    }
+    while (vlen && (v[vlen - 1] == '\r' || v[vlen - 1] == '\n' || v[vlen - 1] == ' '))
+        vlen--;
+    for (size_t i = 0; i < TT_ARRAY_LEN(net_kept_headers); i++) {
+        size_t k = strlen(net_kept_headers[i]);
+        int prefix = net_kept_headers[i][k - 1] == '-';
+        if ((prefix ? nlen >= k : nlen == k) && strncasecmp(ptr, net_kept_headers[i], k) == 0) {
+            for (size_t c = 0; c < nlen; c++)
+                buf_appendc(&x->headers, (char)((ptr[c] >= 'A' && ptr[c] <= 'Z') ? ptr[c] + 32 : ptr[c]));
+            buf_appends(&x->headers, ": ");
+            buf_append(&x->headers, v, vlen > 512 ? 512 : vlen);
+            buf_appendc(&x->headers, '\n');
+            if (nlen == 12 && strncasecmp(ptr, "content-type", 12) == 0) {
+                size_t c = vlen < sizeof x->ctype - 1 ? vlen : sizeof x->ctype - 1;
+                memcpy(x->ctype, v, c);
+                x->ctype[c] = '\0';
+            }
+            break;
+        }
+    }
+    return n;
+}
+
+/* ---- transfer set-up and completion ---- */
+
+static int net_xfer_start(struct net *n, struct xfer *x)
+{
+    struct net_request *rq = x->rq;
+    CURL *e = curl_easy_init();
+    if (!e)
+        return -1;
+    x->easy = e;
+    x->net = n;
+    x->t_start = x->t_last_event = util_now();
+    sse_init(&x->sse, 0);
+    api_stream_init(&x->api);
+    x->hdrs = curl_slist_append(x->hdrs, "Content-Type: application/json");
+    x->hdrs = curl_slist_append(x->hdrs, "Accept: text/event-stream, application/json");
+    x->hdrs = curl_slist_append(x->hdrs, "Expect:");
+    const char *auth = rq->n_keys ? rq->keys[x->key_index].auth_value : rq->auth_value;
+    if (rq->auth_name && auth) {
+        char *h = xasprintf("%s: %s", rq->auth_name, auth);
+        x->hdrs = curl_slist_append(x->hdrs, h);
+        memset(h, 0, strlen(h));
+        free(h);
+    }
+    curl_easy_setopt(e, CURLOPT_URL, rq->url);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->hdrs);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, rq->body);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(rq->body));
+    curl_easy_setopt(e, CURLOPT_USERAGENT, PACKAGE_NAME "/" PACKAGE_VERSION);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, net_write);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, net_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->errbuf);
+    curl_easy_setopt(e, CURLOPT_PRIVATE, x);
+    curl_easy_setopt(e, CURLOPT_SHARE, n->share);
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+    /* Wait for a connection that may multiplex only where HTTP/2 can be negotiated (TLS):
+     * on cleartext HTTP/1.1 it would hold every request behind the first one. */
+    curl_easy_setopt(e, CURLOPT_PIPEWAIT, strncasecmp(rq->url, "https:", 6) == 0 ? 1L : 0L);
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
+                     rq->connect_timeout_ms > 0 ? rq->connect_timeout_ms : 10000L);
+    curl_easy_setopt(e, CURLOPT_BUFFERSIZE, NET_RECV_BUFFER);
+    /* Ask for no compression (a compressed stream arrives late), but decode gzip, deflate or
+     * brotli when a server or proxy sends it anyway. */
+    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "identity");
+    if (rq->cacert)
+        curl_easy_setopt(e, CURLOPT_CAINFO, rq->cacert);
+    if (rq->insecure) {
+        curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+    if (curl_multi_add_handle(n->multi, e) != CURLM_OK)
+        return -1;
+    return 0;
+}
+
+static double net_info_s(CURL *e, CURLINFO what)
+{
+    curl_off_t us = 0;
+    if (curl_easy_getinfo(e, what, &us) != CURLE_OK)
+        return -1;
+    return (double)us / 1e6;
+}
+
+/* What an attempt came to: a result with outcome, message, usage and timings. */
+static struct net_result *net_result_of(struct xfer *x, CURLcode res)
+{
+    struct net_result *r = xcalloc(1, sizeof *r);
+    double now = util_now();
+    net_flush(x);
+    r->req = x->id;
+    if (x->easy) {
+        net_headers_done(x);
+        curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &r->status);
+    }
+    r->content_bytes = x->content_bytes;
+    r->reasoning_bytes = x->reasoning_bytes;
+    struct buf msg = BUF_INIT;
+
+    if (x->mode == XM_BODY && r->status >= 200 && r->status < 300 && res == CURLE_OK && !x->proto_error) {
+        /* A whole JSON answer where a stream was asked for: still an answer. */
+        x->now = util_now();
+        if (api_decode_completion(&x->api, x->body.data ? x->body.data : "", x->body.len,
+                                  net_emit, x) < 0 && x->api.error.len == 0)
+            buf_appends(&x->api.error, "the server's answer is not valid JSON");
+        net_flush(x);
+    }
+    int got_text = x->content_bytes + x->reasoning_bytes > 0;
+    if (x->cancelled) {
+        r->outcome = API_CANCELLED;
+        buf_appends(&msg, "cancelled");
+    } else if (x->breaker_open) {
+        r->outcome = API_ERR_NETWORK;
+        buf_appends(&msg, x->errbuf);
+    } else if (x->idle_fired) {
+        r->outcome = got_text ? API_ERR_TRUNCATED : API_ERR_NETWORK;
+        buf_printf(&msg, "no data from the server for %.0f s (idle timeout%s); if the model is "
+                   "slow to start, raise --idle-timeout (idle_timeout = in the profile)",
+                   x->rq->idle_timeout_s > 0 ? x->rq->idle_timeout_s : 90.0,
+                   got_text ? "; the answer is incomplete" : "");
+    } else if (r->status >= 300 && !x->proto_error) {
+        r->outcome = API_ERR_HTTP;
+        const char *body = x->body.data ? x->body.data : "";
+        api_error_message(r->status, x->ctype, body, x->body.len, &msg, r->error_code,
+                          sizeof r->error_code);
+        if (r->status >= 300 && r->status < 400) {
+            const char *loc = strstr(buf_str(&x->headers), "location: ");
+            if (loc) {
+                const char *e = strchr(loc, '\n');
+                buf_printf(&msg, " - redirected to %.*s; point the base URL there",
+                           (int)(e ? e - loc - 10 : 200), loc + 10);
+            }
+        }
+        if (res != CURLE_OK)
+            buf_printf(&msg, " (then: %s)", curl_easy_strerror(res));
+    } else if (x->proto_error || x->api.error.len) {
+        r->outcome = API_ERR_HTTP;
+        buf_appends(&msg, buf_str(&x->api.error));
+        memcpy(r->error_code, x->api.error_code, sizeof r->error_code);
+    } else if (res != CURLE_OK) {
+        r->outcome = got_text ? API_ERR_TRUNCATED : API_ERR_NETWORK;
+        buf_printf(&msg, "%s%s%s", x->errbuf[0] ? x->errbuf : curl_easy_strerror(res),
+                   got_text ? " - the connection broke mid-answer; the answer is incomplete" : "",
+                   res == CURLE_PEER_FAILED_VERIFICATION || res == CURLE_SSL_CACERT_BADFILE
+                       ? " (the server's TLS certificate does not verify: trust its CA with "
+                         "cacert= in the profile)"
+                   : res == CURLE_COULDNT_CONNECT || res == CURLE_COULDNT_RESOLVE_HOST
+                       ? " - is the server running? check base_url (OPENAI_BASE_URL)" : "");
+    } else if (!x->api.finish[0]) {
+        r->outcome = got_text ? API_ERR_TRUNCATED : API_ERR_NETWORK;
+        buf_appends(&msg, x->mode == XM_SSE && x->api.chunks > 0
+                              ? "the stream ended without a finish_reason: the answer is incomplete"
+                              : "the server closed the stream without an answer");
+    } else if (strcmp(x->api.finish, "length") == 0) {
+        r->outcome = API_CUT;
+        buf_appends(&msg, "the answer was cut at the token limit (finish_reason \"length\")");
+    } else if (strcmp(x->api.finish, "content_filter") == 0) {
+        r->outcome = API_CUT;
+        buf_appends(&msg, "the answer was stopped by the provider's content filter");
+    } else {
+        r->outcome = API_OK;
+    }
+    r->error = r->outcome == API_OK ? NULL : buf_take(&msg);
+    buf_free(&msg);
+    memcpy(r->model, x->api.model, sizeof r->model);
+    memcpy(r->finish, x->api.finish, sizeof r->finish);
+    r->usage = x->api.usage;
+
+    struct net_timings *t = &r->t;
+    t->ttft = -1;
+    if (!x->easy)
+        goto no_timings;
+    t->dns = net_info_s(x->easy, CURLINFO_NAMELOOKUP_TIME_T);
+    t->connect = net_info_s(x->easy, CURLINFO_CONNECT_TIME_T);
+    t->tls = net_info_s(x->easy, CURLINFO_APPCONNECT_TIME_T);
+    t->ttfb = net_info_s(x->easy, CURLINFO_STARTTRANSFER_TIME_T);
+    t->total = now - x->t_start;
+    t->ttft = x->deltas ? x->t_first_token - x->t_start : -1;
+    t->deltas = x->deltas;
+    t->gap_p50 = net_gap_quantile(x, 0.50);
+    t->gap_p95 = net_gap_quantile(x, 0.95);
+    double span = x->deltas > 1 ? x->t_last_delta - x->t_first_token : 0;
+    double toks = r->usage.completion > 0 ? (double)r->usage.completion : (double)x->deltas;
+    t->tokens_per_s = span > 0 ? toks / span : 0;
+    long connects = 0, ver = 0;
+    curl_easy_getinfo(x->easy, CURLINFO_NUM_CONNECTS, &connects);
+    curl_easy_getinfo(x->easy, CURLINFO_HTTP_VERSION, &ver);
+    t->reused = r->status > 0 && connects == 0;
+    t->http_version = ver == CURL_HTTP_VERSION_1_0 ? 10 : ver == CURL_HTTP_VERSION_1_1 ? 11
+                    : ver == CURL_HTTP_VERSION_2_0 ? 20 : ver == CURL_HTTP_VERSION_3 ? 30 : 0;
+no_timings:
+    r->headers = buf_take(&x->headers);
+    r->attempts = x->attempt;
+    return r;
+}
+
+/* Transport outcome of an attempt, for the retry policy and the breaker. */
+static enum ratelimit_net net_kind(const struct xfer *x, CURLcode res, long status)
+{
+    if (x->idle_fired)
+        return RATELIMIT_NET_TIMEOUT;
+    switch (res) {
+    case CURLE_OK:
+        return status > 0 ? RATELIMIT_NET_OK : RATELIMIT_NET_DROPPED;
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+        return RATELIMIT_NET_CONNECT;
+    case CURLE_OPERATION_TIMEDOUT:
+        return RATELIMIT_NET_TIMEOUT;
+    case CURLE_GOT_NOTHING:
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+        return RATELIMIT_NET_DROPPED;
+    default:
+        return status > 0 ? RATELIMIT_NET_OK : RATELIMIT_NET_FATAL;
+    }
+}
+
+/* Release what one attempt used; x, its request and its place in the quota stay. */
+static void net_xfer_release(struct net *n, struct xfer *x)
+{
+    if (x->quota)
+        x->quota->answered = 1; /* even a failure ends the slow start */
+    if (x->easy) {
+        curl_multi_remove_handle(n->multi, x->easy);
+        curl_easy_cleanup(x->easy);
+    }
+    curl_slist_free_all(x->hdrs);
+    sse_free(&x->sse);
+    api_stream_free(&x->api);
+    buf_free(&x->body);
+    buf_free(&x->headers);
+    buf_free(&x->batch);
+    struct xfer keep = *x;
+    memset(x, 0, sizeof *x);
+    x->id = keep.id;
+    x->rq = keep.rq;
+    x->net = keep.net;
+    x->quota = keep.quota;
+    x->ep = keep.ep;
+    x->key_index = keep.key_index;
+    x->used_fallback = keep.used_fallback;
+    x->attempt = keep.attempt;
+    x->cancelled = keep.cancelled;
+}
+
+/* Turn a final failure into advice for the statuses where the user has something to do. */
+static void net_explain(struct xfer *x, struct net_result *r, enum ratelimit_net kind)
+{
+    if (r->status != 401 && r->status != 403 && r->status != 404 && r->status != 413 &&
+        r->status != 429)
+        return;
+    char prefix[32];
+    int k = snprintf(prefix, sizeof prefix, "HTTP %ld: ", r->status);
+    const char *server = r->error ? r->error : "";
+    if (k > 0 && strncmp(server, prefix, (size_t)k) == 0)
+        server += k;
+    else if (r->error && strncmp(server, "HTTP ", 5) == 0)
+        server = ""; /* no message from the server, only the status */
+    struct ratelimit_failure f = {
+        .status = (int)r->status,
+        .net = kind,
+        .error_code = r->error_code[0] ? r->error_code : NULL,
+        .message = *server ? server : NULL,
+        .url = x->rq->url,
+        .key_env = x->rq->key_env,
+        .resp = &x->resp,
+        .max_retry_wait = x->rq->has_policy ? x->rq->policy.max_retry_wait : 60,
+    };
+    char *ex = ratelimit_explain(&f);
+    free(r->error);
+    r->error = ex;
+}
+
+static double net_pick_key(struct net *n, struct xfer *x, double now);
+
+/* The attempt is over: retry it, or hand the result to the UI thread and free x. */
+static void net_finish(struct net *n, struct xfer *x, CURLcode res)
+{
+    struct net_result *r = net_result_of(x, res);
+    double now = util_now();
+    enum ratelimit_net kind = net_kind(x, res, r->status);
+    int got_text = x->content_bytes + x->reasoning_bytes > 0;
+    struct net_quota *q = x->quota;
+    if (x->ep && !x->cancelled && !x->breaker_open) {
+        if (r->outcome == API_OK || r->outcome == API_CUT)
+            ratelimit_breaker_success(&x->ep->br, now);
+        else if (ratelimit_breaker_counts((int)r->status, kind))
+            ratelimit_breaker_failure(&x->ep->br, now);
+    }
+    if (q && x->rq->n_keys && r->status >= 400)
+        ratelimit_key_note_failure(&q->key, (int)r->status,
+                                   r->error_code[0] ? r->error_code : NULL, &x->resp, now);
+    if (x->rq->n_keys)
+        snprintf(r->key_label, sizeof r->key_label, "%s", x->rq->keys[x->key_index].label);
+    r->used_fallback = x->used_fallback;
+    if (!x->cancelled && !got_text &&
+        (r->outcome == API_ERR_HTTP || r->outcome == API_ERR_NETWORK)) {
+        struct ratelimit_policy def;
+        const struct ratelimit_policy *pol = &x->rq->policy;
+        if (!x->rq->has_policy) {
+            ratelimit_policy_init(&def);
+            pol = &def;
+        }
+        double delay = 0;
+        char reason[256] = "";
+        enum ratelimit_verdict v = ratelimit_should_retry(
+            (int)r->status, kind, r->error_code[0] ? r->error_code : NULL, 0, x->attempt, pol,
+            &x->resp, &delay, reason, sizeof reason);
+        if (v == RATELIMIT_RETRY && x->rq->n_keys > 1 && r->status == 429) {
+            /* This key cools down; another healthy key can go at once. */
+            struct xfer probe = *x;
+            if (net_pick_key(n, &probe, now) == 0 && probe.key_index != x->key_index) {
+                delay = 0;
+                snprintf(reason, sizeof reason, "HTTP 429 on key %s: retrying at once with key %s",
+                         x->rq->keys[x->key_index].label, x->rq->keys[probe.key_index].label);
+            }
+        }
+        if (v == RATELIMIT_RETRY) {
+            queue_push_note(n->q, QEV_RETRY, x->id, reason, delay);
+            net_result_free(r);
+            net_xfer_release(n, x);
+            x->attempt++;
+            x->start_at = now + delay;
+            x->next = n->waiting;
+            n->waiting = x;
+            return;
+        }
+        net_explain(x, r, kind);
+        if (x->attempt > 1 && r->error) {
+            char *more = xasprintf("%s (after %d attempts)", r->error, x->attempt);
+            free(r->error);
+            r->error = more;
+        }
+    }
+    char line[512];
+    if (q && q->key.state.seen &&
+        ratelimit_state_save(&q->key.state, now, (double)time(NULL), line, sizeof line) >= 0)
+        r->quota_line = xstrdup(line);
+    else
+        r->quota_line = xstrdup("");
+    char text[128];
+    r->quota_text = xstrdup(q ? ratelimit_format(&q->key.state, now, text, sizeof text) : "");
+    net_xfer_release(n, x);
+    net_request_free(x->rq);
+    unsigned id = x->id;
+    free(x);
+    queue_push(n->q, QEV_END, id, 0, r);
+}
+
+static void net_unlink(struct net *n, struct xfer *x)
+{
+    for (struct xfer **pp = &n->active; *pp; pp = &(*pp)->next)
+        if (*pp == x) {
+            *pp = x->next;
+            n->n_active--;
+            return;
+        }
+}
+
+/* The entry named name (created from rq's settings on first use): every request with the same
+ * name shares its quota state, pacing buckets, key health and circuit breaker. */
+static struct net_quota *net_quota_named(struct net *n, const char *name,
+                                         const struct net_request *rq)
+{
+    for (struct net_quota *q = n->quotas; q; q = q->next)
+        if (strcmp(q->name, name) == 0)
+            return q;
+    struct net_quota *q = xcalloc(1, sizeof *q);
+    q->name = xstrdup(name);
+    ratelimit_state_init(&q->key.state, rq->rpm, rq->tpm);
+    if (rq->quota_seed && *rq->quota_seed && !rq->n_keys)
+        (void)ratelimit_state_load(&q->key.state, rq->quota_seed, strlen(rq->quota_seed),
+                                   util_now(), (double)time(NULL));
+    ratelimit_breaker_init(&q->br, rq->breaker_failures, rq->breaker_cooldown);
+    q->next = n->quotas;
+    n->quotas = q;
+    return q;
+}
+
+static const char *net_quota_base(const struct net_request *rq)
+{
+    return rq->quota_name ? rq->quota_name : rq->url;
+}
+
+/* Choose the key (and so the quota) of the next attempt. Returns 0, or the seconds to wait
+ * when every key is cooling down (HUGE_VAL: every key is dead). */
+static double net_pick_key(struct net *n, struct xfer *x, double now)
+{
+    const struct net_request *rq = x->rq;
+    x->ep = net_quota_named(n, net_quota_base(rq), rq);
+    if (!rq->n_keys) {
+        x->quota = x->ep;
+        return 0;
+    }
+    const struct ratelimit_key **ks = xcalloc(rq->n_keys, sizeof *ks);
+    struct net_quota **qs = xcalloc(rq->n_keys, sizeof *qs);
+    for (size_t i = 0; i < rq->n_keys; i++) {
+        char *name = xasprintf("%s|%s", net_quota_base(rq), rq->keys[i].label);
+        qs[i] = net_quota_named(n, name, rq);
+        ks[i] = &qs[i]->key;
+        free(name);
+    }
+    double wait = 0;
+    int idx = ratelimit_pool_pick(ks, rq->n_keys, now, &wait);
+    if (idx >= 0) {
+        x->key_index = idx;
+        x->quota = qs[idx];
+        wait = 0;
+    }
+    free(ks);
+    free(qs);
+    return wait;
+}
+
+/* Pick up submissions and cancellations from other threads. */
+static void net_take_work(struct net *n)
+{
+    pthread_mutex_lock(&n->lock);
+    struct xfer *list = n->pending;
+    n->pending = NULL;
+    unsigned *cancels = n->cancels;
+    size_t nc = n->n_cancels;
+    n->cancels = NULL;
+    n->n_cancels = 0;
+    pthread_mutex_unlock(&n->lock);
+
+    /* Pending is newest first: prepending each to the waiting list keeps submission order
+     * for equal start times (net_admit walks the list in order). */
+    struct xfer *tail = NULL;
+    for (struct xfer *w = n->waiting; w; w = w->next)
+        tail = w;
+    struct xfer *rev = NULL;
+    while (list) {
+        struct xfer *next = list->next;
+        list->next = rev;
+        rev = list;
+        list = next;
+    }
+    while (rev) {
+        struct xfer *x = rev;
+        rev = rev->next;
+        x->net = n;
+        x->attempt = 1;
+        x->quota = x->ep = NULL; /* chosen when it may leave (net_admit) */
+        x->next = NULL;
+        if (tail)
+            tail->next = x;
+        else
+            n->waiting = x;
+        tail = x;
+    }
+    for (size_t i = 0; i < nc; i++) {
+        for (struct xfer *x = n->active; x; x = x->next)
+            if (x->id == cancels[i] || cancels[i] == 0)
+                x->cancelled = 1;
+        for (struct xfer *x = n->waiting; x; x = x->next)
+            if (x->id == cancels[i] || cancels[i] == 0)
+                x->cancelled = 1;
+    }
+    free(cancels);
+}
+
+/* Send the waiting requests whose time has come and whose quota allows; returns the seconds
+ * until the next one may be due (HUGE_VAL when none waits). */
+static double net_admit(struct net *n)
+{
+    double now = util_now(), next_due = HUGE_VAL;
+    int max_active = atomic_load(&n->max_active);
+    struct xfer **pp = &n->waiting;
+    while (*pp) {
+        struct xfer *x = *pp;
+        struct net_quota *q;
+        if (x->cancelled) {
+            *pp = x->next;
+            net_finish(n, x, CURLE_ABORTED_BY_CALLBACK);
+            continue;
+        }
+        if (max_active > 0 && n->n_active >= max_active) {
+            pp = &x->next; /* the next one leaves when a transfer on the wire ends */
+            continue;
+        }
+        if (now < x->start_at) {
+            next_due = x->start_at - now < next_due ? x->start_at - now : next_due;
+            pp = &x->next;
+            continue;
+        }
+        double kwait = net_pick_key(n, x, now);
+        q = x->quota;
+        if (kwait == HUGE_VAL) {
+            *pp = x->next;
+            snprintf(x->errbuf, sizeof x->errbuf, "every key of the pool was refused (401, 403 "
+                     "or no credit): check the keys of this profile");
+            x->breaker_open = 1;
+            net_finish(n, x, CURLE_COULDNT_CONNECT);
+            continue;
+        }
+        if (!q->answered && q->probing && !q->key.state.seen && !q->key.state.rpm) {
+            /* Slow start: until the first answer shows the limits, one request at a time, so
+             * a batch never fires 32 requests into a limit it has not seen yet. */
+            x->start_at = now + 0.005;
+            next_due = 0.005 < next_due ? 0.005 : next_due;
+            pp = &x->next;
+            continue;
+        }
+        double wait = kwait > 0 ? kwait : ratelimit_wait_time(&q->key.state, now,
+                                                              x->rq->est_tokens);
+        if (wait > 0.001) {
+            x->start_at = now + wait;
+            if (!x->wait_told) {
+                char why[200], tbuf[32], qbuf[100];
+                const char *quota = ratelimit_format(&q->key.state, now, qbuf, sizeof qbuf);
+                snprintf(why, sizeof why, "waiting for quota %s (%s)",
+                         ratelimit_format_duration(wait, tbuf, sizeof tbuf),
+                         *quota ? quota : "client-side limit");
+                queue_push_note(n->q, QEV_WAIT, x->id, why, wait);
+                x->wait_told = 1;
+            }
+            next_due = wait < next_due ? wait : next_due;
+            pp = &x->next;
+            continue;
+        }
+        double bwait = 0;
+        if (!ratelimit_breaker_allow(&x->ep->br, now, &bwait) && x->rq->fallback) {
+            /* The endpoint is failing: send this request to the fallback instead. */
+            struct net_request *fb = x->rq->fallback;
+            x->rq->fallback = NULL;
+            char note[256];
+            snprintf(note, sizeof note, "the endpoint failed %d times in a row (circuit open): "
+                     "using the fallback %s", x->ep->br.failures,
+                     x->rq->fallback_name ? x->rq->fallback_name : "profile");
+            queue_push_note(n->q, QEV_RETRY, x->id, note, 0);
+            net_request_free(x->rq);
+            x->rq = fb;
+            x->used_fallback = 1;
+            x->wait_told = 0;
+            continue; /* look at it again with the fallback's quota */
+        }
+        *pp = x->next;
+        if (!ratelimit_breaker_allow(&x->ep->br, now, &bwait)) {
+            snprintf(x->errbuf, sizeof x->errbuf,
+                     "circuit open: %d failures in a row at this endpoint; not sending for "
+                     "another %.0f s (the server looks down)", x->ep->br.failures, bwait);
+            x->breaker_open = 1;
+            net_finish(n, x, CURLE_COULDNT_CONNECT);
+            continue;
+        }
+        ratelimit_note_sent(&q->key.state, now, x->rq->est_tokens);
+        x->seq = ++q->sent;
+        x->crowded = net_quota_crowded(x);
+        q->probing = 1;
+        x->wait_told = 0;
+        x->next = n->active;
+        n->active = x;
+        n->n_active++;
+        if (net_xfer_start(n, x) < 0) {
+            net_unlink(n, x);
+            snprintf(x->errbuf, sizeof x->errbuf, "could not set up the request");
+            net_finish(n, x, CURLE_FAILED_INIT);
+        }
+    }
+    return next_due;
+}
+
+/* Seconds until a waiting request may be due: 0 for one that is due now and not held back by
+ * the limit of requests on the wire (a transfer's end wakes the thread for those). */
+static double net_next_due(const struct net *n)
+{
+    int max_active = atomic_load(&n->max_active);
+    int full = max_active > 0 && n->n_active >= max_active;
+    double now = util_now(), due = HUGE_VAL;
+    for (const struct xfer *x = n->waiting; x; x = x->next) {
+        double d = x->start_at - now;
+        if (d <= 0 && full)
+            continue;
+        if (d < due)
+            due = d > 0 ? d : 0;
+    }
+    return due;
+}
+
+static void *net_main(void *arg)
+{
+    struct net *n = arg;
+    while (!atomic_load(&n->stop)) {
+        net_take_work(n);
+        double due = net_admit(n);
+        int running = 0;
+        curl_multi_perform(n->multi, &running);
+        /* Text decoded during this pass goes to the queue in one push per transfer: one lock
+         * and at most one wakeup per socket read, however many deltas it held. */
+        for (struct xfer *x = n->active; x; x = x->next)
+            net_flush(x);
+        CURLMsg *m;
+        int left, ended = 0;
+        while ((m = curl_multi_info_read(n->multi, &left))) {
+            if (m->msg != CURLMSG_DONE)
+                continue;
+            struct xfer *x = NULL;
+            curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
+            CURLcode res = m->data.result;
+            net_unlink(n, x);
+            net_finish(n, x, res);
+            ended = 1;
+        }
+        if (ended && n->waiting) {
+            /* a place on the wire is free: the next request leaves now, not after a poll */
+            due = net_admit(n);
+            curl_multi_perform(n->multi, &running);
+        }
+        /* Cancellations and the idle watchdog. */
+        double now = util_now();
+        for (struct xfer *x = n->active, *next; x; x = next) {
+            next = x->next;
+            double idle = x->rq->idle_timeout_s > 0 ? x->rq->idle_timeout_s : 90.0;
+            if (!x->cancelled && now - x->t_last_event > idle)
+                x->idle_fired = 1;
+            if (x->cancelled || x->idle_fired) {
+                net_unlink(n, x);
+                net_finish(n, x, CURLE_ABORTED_BY_CALLBACK);
+            }
+        }
+        if (n->waiting && due == HUGE_VAL)
+            due = net_next_due(n); /* a retry may just have been queued */
+        int ms = n->active ? 100 : 1000;
+        if (due < HUGE_VAL && due * 1000 < ms)
+            ms = (int)(due * 1000) + 1;
+        curl_multi_poll(n->multi, NULL, 0, ms, NULL);
+    }
+    /* Stopping: cancel what is left. */
+    net_take_work(n);
+    while (n->waiting) {
+        struct xfer *x = n->waiting;
+        n->waiting = x->next;
+        x->cancelled = 1;
+        net_finish(n, x, CURLE_ABORTED_BY_CALLBACK);
+    }
+    while (n->active) {
+        struct xfer *x = n->active;
+        n->active = x->next;
+        n->n_active--;
+        x->cancelled = 1;
+        net_finish(n, x, CURLE_ABORTED_BY_CALLBACK);
+    }
+    return NULL;
+}
+
+struct net *net_start(struct queue *q, const char **err)
+{
+    if (curl_dl_load(err) != 0)
+        return NULL;
+    struct net *n = xcalloc(1, sizeof *n);
+    n->q = q;
+    n->multi = curl_multi_init();
+    n->share = curl_share_init();
+    if (!n->multi || !n->share) {
+        *err = "curl could not be initialised";
+        if (n->multi)
+            curl_multi_cleanup(n->multi);
+        if (n->share)
+            curl_share_cleanup(n->share);
+        free(n);
+        return NULL;
+    }
+    /* Every handle lives on this one thread, so the share needs no lock callbacks. */
+    curl_share_setopt(n->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+    curl_share_setopt(n->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+    curl_multi_setopt(n->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+    /* No CURLMOPT_MAXCONNECTS: curl's default keeps 4 connections per handle in use, so a
+     * batch at concurrency 32 over HTTP/1.1 keeps its 32 connections instead of churning. */
+    pthread_mutex_init(&n->lock, NULL);
+    atomic_init(&n->stop, 0);
+
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    int rc = pthread_create(&n->thread, NULL, net_main, n);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        *err = "could not start the network thread";
+        curl_multi_cleanup(n->multi);
+        curl_share_cleanup(n->share);
+        free(n);
+        return NULL;
+    }
+    return n;
+}
+
+void net_set_max_active(struct net *n, int max)
+{
+    atomic_store(&n->max_active, max > 0 ? max : 0);
+    curl_multi_wakeup(n->multi);
+}
+
+unsigned net_submit(struct net *n, struct net_request *rq)
+{
+    struct xfer *x = xcalloc(1, sizeof *x);
+    x->rq = rq;
+    pthread_mutex_lock(&n->lock);
+    unsigned id = x->id = ++n->next_id;
+    x->next = n->pending;
+    n->pending = x;
+    pthread_mutex_unlock(&n->lock);
+    /* x belongs to the net thread now: it may already be finished and freed. */
+    curl_multi_wakeup(n->multi);
+    return id;
+}
+
+void net_cancel(struct net *n, unsigned id)
+{
+    pthread_mutex_lock(&n->lock);
+    n->cancels = xrealloc(n->cancels, (n->n_cancels + 1) * sizeof *n->cancels);
+    n->cancels[n->n_cancels++] = id;
+    pthread_mutex_unlock(&n->lock);
+    curl_multi_wakeup(n->multi);
+}
+
+void net_stop(struct net *n)
+{
+    if (!n)
+        return;
+    atomic_store(&n->stop, 1);
+    curl_multi_wakeup(n->multi);
+    pthread_join(n->thread, NULL);
+    curl_multi_cleanup(n->multi);
+    curl_share_cleanup(n->share);
+    pthread_mutex_destroy(&n->lock);
+    free(n->cancels);
+    while (n->quotas) {
+        struct net_quota *q = n->quotas;
+        n->quotas = q->next;
+        free(q->name);
+        free(q);
+    }
+    free(n);
+}

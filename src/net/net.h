@@ -1,0 +1,105 @@
+/* net.h - the network thread: owns a curl multi handle with pooled, reused connections
+ * (keep-alive, shared TLS sessions and DNS cache, HTTP/2 when offered). Requests are queued to
+ * it; it decodes streams (sse + api) and hands events to a queue (queue.h). Never touches the
+ * terminal. */
+#ifndef TT_NET_H
+#define TT_NET_H
+#include <stddef.h>
+
+#include "proto/api.h"
+#include "net/ratelimit.h"
+
+struct queue;
+
+/* One key of a pool: a label for people (the variable's name, never the key) and the value. */
+struct net_key {
+    char *label;
+    char *auth_value;     /* as auth_value below; wiped before it is freed */
+};
+
+struct net_request {
+    char *url;            /* full URL of .../chat/completions */
+    char *body;           /* JSON request body */
+    char *auth_name;      /* header carrying the key: "Authorization" or "api-key"; NULL = none */
+    char *auth_value;     /* "Bearer sk-..." or the key itself; wiped before it is freed */
+    long connect_timeout_ms; /* 0 = 10 s */
+    double idle_timeout_s;   /* no data event for this long ends the attempt; 0 = 90 s */
+    char *cacert;         /* CA bundle to trust, NULL = system */
+    int insecure;         /* skip TLS verification */
+    struct ratelimit_policy policy; /* retries before the first byte of an answer */
+    int has_policy;       /* 0: ratelimit_policy_init() defaults */
+    char *quota_name;     /* requests with the same name share one quota state, pacing and
+                             circuit breaker (e.g. "profile|host|key label"); NULL = the URL */
+    char *quota_seed;     /* a saved quota line (ratelimit_state_save) to start from when this
+                             process has no state for quota_name yet; may be NULL */
+    double rpm, tpm;      /* client-side limits per minute from the profile; 0 = none */
+    double est_tokens;    /* tokens this request will use, for pacing; 0 = unknown */
+    char *key_env;        /* variable the key came from, for messages ("OPENAI_API_KEY") */
+    struct net_key *keys; /* a key pool (n_keys > 0): each attempt uses the healthy key with the
+                             most remaining quota; a key that got 429 cools down until its reset;
+                             auth_value is then unused */
+    size_t n_keys;
+    int breaker_failures; /* consecutive failures that open this endpoint's breaker (0: 5) */
+    double breaker_cooldown; /* seconds it stays open (0: 30) */
+    struct net_request *fallback; /* sent instead while this endpoint's breaker is open */
+    char *fallback_name;  /* for messages: the fallback profile or model */
+};
+
+struct net_timings {
+    double dns, connect, tls, ttfb;   /* seconds since the request started (curl's view) */
+    double ttft;                      /* time to the first answer token; -1 when none */
+    double total;
+    double gap_p50, gap_p95;          /* inter-token gaps, seconds */
+    double tokens_per_s;
+    long deltas;                      /* text deltas received */
+    int reused;                       /* 1 when an existing connection carried the request */
+    int http_version;                 /* 10, 11, 20, 30; 0 unknown */
+};
+
+/* Everything known when an exchange ends; the reader of QEV_END owns it (net_result_free). */
+struct net_result {
+    unsigned req;
+    enum api_outcome outcome;
+    long status;                /* HTTP status, 0 when none arrived */
+    char *error;                /* message for the user, NULL when complete */
+    char error_code[64];        /* e.g. "insufficient_quota" */
+    char model[128];
+    char finish[32];
+    struct api_usage usage;
+    struct net_timings t;
+    char *headers;              /* kept response headers, "name: value\n" lines, lower-case names */
+    int cached;                 /* replayed from the response cache: no request was made */
+    int attempts;               /* attempts made (1 + retries) */
+    char key_label[64];         /* the pool key that served the last attempt ("" without a pool) */
+    int used_fallback;          /* the fallback served it (the primary's breaker was open) */
+    char *quota_line;           /* quota state after this exchange (ratelimit_state_save), "" when
+                                   the server sent no rate-limit header */
+    char *quota_text;           /* the same for people: "req 4999/5000 tok 159k/160k reset 6m0s" */
+    size_t content_bytes;       /* answer text received */
+    size_t reasoning_bytes;
+};
+
+struct net;
+
+/* Start the network thread delivering to q. Returns NULL and sets *err (static text) when curl
+ * cannot be set up. curl_global_init must have been called. */
+struct net *net_start(struct queue *q, const char **err);
+/* Queue a request (net takes ownership of rq and its strings). Returns its id (never 0).
+ * Before it leaves, the request waits while its quota says so (QEV_WAIT with the seconds); an
+ * attempt that fails before any answer text on 408, 409, 429, 5xx, a connection failure or a
+ * timeout is retried with backoff per rq->policy (QEV_RETRY with the reason and the seconds);
+ * after repeated failures of an endpoint its circuit breaker fails requests fast. */
+unsigned net_submit(struct net *n, struct net_request *rq);
+/* Keep at most max requests on the wire at once (0: no limit); the others wait in submission
+ * order and leave, on the network thread, the moment a place is free. */
+void net_set_max_active(struct net *n, int max);
+/* Ask the thread to stop request id; it ends with outcome API_CANCELLED. */
+void net_cancel(struct net *n, unsigned id);
+/* Stop the thread, cancelling everything; frees n. */
+void net_stop(struct net *n);
+/* Free a request that was never submitted (wipes the key). */
+void net_request_free(struct net_request *rq);
+/* Free a QEV_END result. */
+void net_result_free(void *result);
+
+#endif

@@ -1,0 +1,180 @@
+/* queue.c - coalescing event queue from the network thread to the UI thread. */
+#include "config.h"
+#include "net/queue.h"
+#include "base/xmalloc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Text waiting for the consumer past which the producer waits for it (at most QUEUE_WAIT_MS
+ * at a time, so a consumer that is busy elsewhere never stalls the network for long): a fast
+ * stream then costs this much memory, not whatever arrived while the consumer was descheduled. */
+#define QUEUE_TEXT_HIGH (256 * 1024)
+#define QUEUE_WAIT_MS 20
+
+struct queue {
+    pthread_mutex_t lock;
+    pthread_cond_t taken; /* signalled by queue_take */
+    pthread_t consumer;   /* the thread that made the queue, then the last to call queue_take */
+    struct queue_event *head, *tail;
+    int fds[2];
+    int signalled;   /* a wakeup byte is in the pipe */
+};
+
+struct queue *queue_new(void)
+{
+    struct queue *q = xcalloc(1, sizeof *q);
+    if (pipe2(q->fds, O_CLOEXEC | O_NONBLOCK) != 0) {
+        free(q);
+        return NULL;
+    }
+    pthread_mutex_init(&q->lock, NULL);
+    q->consumer = pthread_self();
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&q->taken, &ca);
+    pthread_condattr_destroy(&ca);
+    return q;
+}
+
+void queue_event_free(struct queue_event *e)
+{
+    buf_free(&e->text);
+    free(e);
+}
+
+void queue_free(struct queue *q, void (*free_ptr)(void *))
+{
+    if (!q)
+        return;
+    struct queue_event *e = q->head;
+    while (e) {
+        struct queue_event *next = e->next;
+        if (e->ptr && free_ptr)
+            free_ptr(e->ptr);
+        queue_event_free(e);
+        e = next;
+    }
+    close(q->fds[0]);
+    close(q->fds[1]);
+    pthread_cond_destroy(&q->taken);
+    pthread_mutex_destroy(&q->lock);
+    free(q);
+}
+
+/* Called with the lock held. */
+static void queue_append(struct queue *q, struct queue_event *e)
+{
+    if (q->tail)
+        q->tail->next = e;
+    else
+        q->head = e;
+    q->tail = e;
+    if (!q->signalled) {
+        q->signalled = 1;
+        char b = 1;
+        (void)!write(q->fds[1], &b, 1);
+    }
+}
+
+void queue_push_text(struct queue *q, enum queue_type type, unsigned req, const char *s, size_t n,
+                     double now)
+{
+    pthread_mutex_lock(&q->lock);
+    struct queue_event *t = q->tail;
+    /* (the consumer itself, replaying a cached answer, would only wait for itself) */
+    if (t && t->text.len >= QUEUE_TEXT_HIGH &&
+        !pthread_equal(q->consumer, pthread_self())) {
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_nsec += QUEUE_WAIT_MS * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        while (q->tail == t && pthread_cond_timedwait(&q->taken, &q->lock, &until) == 0)
+            ;
+        t = q->tail;
+    }
+    if (t && t->type == type && t->req == req) {
+        buf_append(&t->text, s, n);
+        t->t_last = now;
+        t->count++;
+        pthread_mutex_unlock(&q->lock);
+        return;
+    }
+    pthread_mutex_unlock(&q->lock);
+    /* Allocate outside the lock. */
+    struct queue_event *e = xcalloc(1, sizeof *e);
+    e->type = type;
+    e->req = req;
+    buf_append(&e->text, s, n);
+    e->t_first = e->t_last = now;
+    e->count = 1;
+    pthread_mutex_lock(&q->lock);
+    queue_append(q, e);
+    pthread_mutex_unlock(&q->lock);
+}
+
+void queue_push_note(struct queue *q, enum queue_type type, unsigned req, const char *text,
+                     double num)
+{
+    struct queue_event *e = xcalloc(1, sizeof *e);
+    e->type = type;
+    e->req = req;
+    e->num = num;
+    buf_appends(&e->text, text);
+    pthread_mutex_lock(&q->lock);
+    queue_append(q, e);
+    pthread_mutex_unlock(&q->lock);
+}
+
+void queue_push(struct queue *q, enum queue_type type, unsigned req, double num, void *ptr)
+{
+    struct queue_event *e = xcalloc(1, sizeof *e);
+    e->type = type;
+    e->req = req;
+    e->num = num;
+    e->ptr = ptr;
+    pthread_mutex_lock(&q->lock);
+    queue_append(q, e);
+    pthread_mutex_unlock(&q->lock);
+}
+
+struct queue_event *queue_take(struct queue *q)
+{
+    pthread_mutex_lock(&q->lock);
+    struct queue_event *e = q->head;
+    q->head = q->tail = NULL;
+    q->consumer = pthread_self();
+    pthread_cond_broadcast(&q->taken);
+    if (q->signalled) {
+        char drain[64];
+        while (read(q->fds[0], drain, sizeof drain) > 0)
+            ;
+        q->signalled = 0;
+    }
+    pthread_mutex_unlock(&q->lock);
+    return e;
+}
+
+int queue_fd(const struct queue *q)
+{
+    return q->fds[0];
+}
+
+int queue_wait(struct queue *q, int timeout_ms)
+{
+    struct pollfd p = {.fd = q->fds[0], .events = POLLIN};
+    int r;
+    do
+        r = poll(&p, 1, timeout_ms);
+    while (r < 0 && errno == EINTR && timeout_ms < 0);
+    return r > 0;
+}

@@ -1,0 +1,641 @@
+/* api.c - chat-completions request building and stream decoding for all provider dialects. */
+#include "config.h"
+#include "proto/api.h"
+#include "proto/jscan.h"
+#include "base/utf8.h"
+#include "base/xmalloc.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+char *api_request_json(const struct api_request *r)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "model", r->model ? r->model : "");
+    cJSON *msgs = cJSON_AddArrayToObject(o, "messages");
+    for (size_t i = 0; i < r->n_messages; i++) {
+        cJSON *m = cJSON_CreateObject();
+        cJSON_AddStringToObject(m, "role", r->messages[i].role);
+        cJSON_AddStringToObject(m, "content", r->messages[i].content ? r->messages[i].content : "");
+        cJSON_AddItemToArray(msgs, m);
+    }
+    if (r->max_tokens > 0)
+        cJSON_AddNumberToObject(o, r->max_tokens_field ? r->max_tokens_field : "max_tokens",
+                                (double)r->max_tokens);
+    if (r->has_temperature)
+        cJSON_AddNumberToObject(o, "temperature", r->temperature);
+    if (r->stream) {
+        cJSON_AddTrueToObject(o, "stream");
+        if (r->include_usage) {
+            cJSON *so = cJSON_AddObjectToObject(o, "stream_options");
+            cJSON_AddTrueToObject(so, "include_usage");
+        }
+    }
+    char *s = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    if (!s) {
+        fputs("tokterm: out of memory building a request\n", stderr);
+        abort();
+    }
+    char *copy = xstrdup(s);
+    cJSON_free(s);
+    return copy;
+}
+
+void api_stream_init(struct api_stream *st)
+{
+    memset(st, 0, sizeof *st);
+}
+
+void api_stream_free(struct api_stream *st)
+{
+    buf_free(&st->error);
+    buf_free(&st->scratch);
+    buf_free(&st->shape_pre);
+    buf_free(&st->shape_post);
+}
+
+#define API_MSG_MAX 2000 /* bytes of a server's text kept in one message for the user */
+
+/* Append text the server sent to a message for the user: no control byte or escape sequence
+ * passes (utf8_sanitize makes them visible), line breaks and tabs become spaces, and at most
+ * max bytes are kept ("..." marks a cut, never inside a UTF-8 sequence). */
+static void api_msg_append(struct buf *msg, const char *s, size_t n, size_t max)
+{
+    size_t cut = n;
+    if (cut > max) {
+        cut = max;
+        while (cut > 0 && ((unsigned char)s[cut] & 0xC0) == 0x80)
+            cut--;
+    }
+    size_t from = msg->len;
+    utf8_sanitize(msg, s, cut);
+    for (size_t i = from; i < msg->len; i++)
+        if (msg->data[i] == '\n' || msg->data[i] == '\t')
+            msg->data[i] = ' ';
+    if (cut < n)
+        buf_appends(msg, "...");
+}
+
+/* Replace the error message with server text (see api_msg_append). */
+static void api_error_set(struct api_stream *st, const char *s, size_t n)
+{
+    buf_reset(&st->error);
+    api_msg_append(&st->error, s, n, API_MSG_MAX);
+}
+
+/* An error code is an identifier: anything but printable ASCII becomes '?'. */
+static void api_code_clean(char *code)
+{
+    for (; *code; code++)
+        if ((unsigned char)*code < 0x20 || (unsigned char)*code >= 0x7f)
+            *code = '?';
+}
+
+static void api_copy(char *dst, size_t size, const char *s, size_t n)
+{
+    if (n >= size)
+        n = size - 1;
+    memcpy(dst, s, n);
+    dst[n] = '\0';
+}
+
+/* Read a string value (or null) at the scanner; deliver decoded text. Returns -1 on bad JSON,
+ * 0 when null or empty, 1 with text in *out and *outn (valid until the next call). */
+static int api_text(struct api_stream *st, struct jscan *j, const char **out, size_t *outn)
+{
+    if (jscan_null(j))
+        return 0;
+    if (jscan_peek(j) != '"')
+        return jscan_skip(j) < 0 ? -1 : 0; /* a number or object where text belongs: ignore */
+    const char *s;
+    size_t n;
+    int esc;
+    if (jscan_string(j, &s, &n, &esc) < 0)
+        return -1;
+    if (esc) {
+        buf_reset(&st->scratch);
+        jscan_unescape(s, n, &st->scratch);
+        s = st->scratch.data;
+        n = st->scratch.len;
+    }
+    *out = s;
+    *outn = n;
+    return n > 0;
+}
+
+/* Copy a short string value (or nothing for null/other) into dst. */
+static int api_short(struct api_stream *st, struct jscan *j, char *dst, size_t size)
+{
+    const char *s;
+    size_t n;
+    int r = api_text(st, j, &s, &n);
+    if (r > 0)
+        api_copy(dst, size, s, n);
+    return r < 0 ? -1 : 0;
+}
+
+static int api_usage_obj(struct api_stream *st, struct jscan *j)
+{
+    if (jscan_null(j))
+        return 0;
+    if (jscan_object_begin(j) < 0)
+        return -1;
+    struct api_usage *u = &st->usage;
+    int first = 1, r;
+    const char *k;
+    size_t kn;
+    while ((r = jscan_object_next(j, &first, &k, &kn)) == 1) {
+        long long *dst = jscan_key_is(k, kn, "prompt_tokens") ? &u->prompt
+                       : jscan_key_is(k, kn, "completion_tokens") ? &u->completion
+                       : jscan_key_is(k, kn, "total_tokens") ? &u->total : NULL;
+        if (dst && jscan_peek(j) != '{') {
+            if (jscan_null(j))
+                continue;
+            if (jscan_integer(j, dst) < 0)
+                return -1;
+            continue;
+        }
+        int details = jscan_key_is(k, kn, "completion_tokens_details") ||
+                      jscan_key_is(k, kn, "prompt_tokens_details");
+        if (details && jscan_peek(j) == '{') {
+            int f2 = 1, r2;
+            const char *k2;
+            size_t kn2;
+            jscan_object_begin(j);
+            while ((r2 = jscan_object_next(j, &f2, &k2, &kn2)) == 1) {
+                long long *d2 = jscan_key_is(k2, kn2, "reasoning_tokens") ? &u->reasoning
+                              : jscan_key_is(k2, kn2, "cached_tokens") ? &u->cached : NULL;
+                if (d2 && jscan_peek(j) != 'n' && jscan_peek(j) != '{' && jscan_peek(j) != '"') {
+                    if (jscan_integer(j, d2) < 0)
+                        return -1;
+                } else if (jscan_skip(j) < 0) {
+                    return -1;
+                }
+            }
+            if (r2 < 0)
+                return -1;
+            continue;
+        }
+        if (jscan_skip(j) < 0)
+            return -1;
+    }
+    if (r < 0)
+        return -1;
+    u->present = 1;
+    if (!u->total)
+        u->total = u->prompt + u->completion;
+    return 0;
+}
+
+/* {"message": ..., "code": ..., "type": ...} or a plain string. */
+static int api_error_obj(struct api_stream *st, struct jscan *j)
+{
+    const char *s;
+    size_t n;
+    if (jscan_peek(j) == '"') {
+        if (api_text(st, j, &s, &n) < 0)
+            return -1;
+        api_error_set(st, s, n);
+        return 0;
+    }
+    if (jscan_null(j))
+        return 0;
+    if (jscan_peek(j) != '{')
+        return jscan_skip(j);
+    jscan_object_begin(j);
+    int first = 1, r;
+    const char *k;
+    size_t kn;
+    char type[64] = "";
+    while ((r = jscan_object_next(j, &first, &k, &kn)) == 1) {
+        if (jscan_key_is(k, kn, "message")) {
+            int t = api_text(st, j, &s, &n);
+            if (t < 0)
+                return -1;
+            if (t > 0)
+                api_error_set(st, s, n);
+        } else if (jscan_key_is(k, kn, "code") && (jscan_peek(j) == '"' || jscan_peek(j) == 'n')) {
+            if (api_short(st, j, st->error_code, sizeof st->error_code) < 0)
+                return -1;
+            api_code_clean(st->error_code);
+        } else if (jscan_key_is(k, kn, "code")) {
+            long long code;
+            if (jscan_integer(j, &code) < 0)
+                return -1;
+            snprintf(st->error_code, sizeof st->error_code, "%lld", code);
+        } else if (jscan_key_is(k, kn, "type")) {
+            if (api_short(st, j, type, sizeof type) < 0)
+                return -1;
+        } else if (jscan_skip(j) < 0) {
+            return -1;
+        }
+    }
+    if (r < 0)
+        return -1;
+    if (st->error.len == 0 && type[0])
+        api_error_set(st, type, strlen(type));
+    if (st->error.len == 0)
+        buf_appends(&st->error, "the server reported an error");
+    return 0;
+}
+
+/* The delta (stream) or message (non-stream) object of a choice. */
+static int api_delta(struct api_stream *st, struct jscan *j, api_emit_fn fn, void *ud)
+{
+    if (jscan_null(j))
+        return 0;
+    if (jscan_object_begin(j) < 0)
+        return -1;
+    int first = 1, r;
+    const char *k, *s;
+    size_t kn, n;
+    while ((r = jscan_object_next(j, &first, &k, &kn)) == 1) {
+        enum api_kind kind = 0;
+        if (jscan_key_is(k, kn, "content") || jscan_key_is(k, kn, "refusal"))
+            kind = API_CONTENT;
+        else if (jscan_key_is(k, kn, "reasoning_content") || jscan_key_is(k, kn, "reasoning"))
+            kind = API_REASONING;
+        if (!kind) {
+            if (jscan_skip(j) < 0)
+                return -1;
+            continue;
+        }
+        const char *q0 = jscan_peek(j) == '"' ? j->p : NULL;
+        int t = api_text(st, j, &s, &n);
+        if (t < 0)
+            return -1;
+        if (q0) { /* a string: remember where, for the chunk's shape */
+            st->text_q0 = q0;
+            st->text_q1 = j->p;
+            st->text_kind = (int)kind;
+            st->n_text++;
+        }
+        if (t > 0)
+            fn(ud, kind, s, n);
+    }
+    return r;
+}
+
+static int api_choice(struct api_stream *st, struct jscan *j, api_emit_fn fn, void *ud)
+{
+    if (jscan_object_begin(j) < 0)
+        return -1;
+    int first = 1, r;
+    const char *k;
+    size_t kn;
+    while ((r = jscan_object_next(j, &first, &k, &kn)) == 1) {
+        if (jscan_key_is(k, kn, "delta") || jscan_key_is(k, kn, "message")) {
+            if (api_delta(st, j, fn, ud) < 0)
+                return -1;
+        } else if (jscan_key_is(k, kn, "finish_reason")) {
+            char fr[32] = "";
+            if (api_short(st, j, fr, sizeof fr) < 0)
+                return -1;
+            if (fr[0]) {
+                memcpy(st->finish, fr, sizeof fr);
+                fn(ud, API_FINISH, NULL, 0);
+            }
+        } else if (jscan_key_is(k, kn, "usage")) {
+            /* some servers put usage on the choice */
+            if (api_usage_obj(st, j) < 0)
+                return -1;
+        } else if (jscan_skip(j) < 0) {
+            return -1;
+        }
+    }
+    return r;
+}
+
+static int api_malformed(struct api_stream *st, const char *json, size_t n, const char *why)
+{
+    buf_reset(&st->error);
+    buf_printf(&st->error, "the server sent malformed JSON (%s): ", why ? why : "invalid");
+    size_t show = n < 80 ? n : 80;
+    for (size_t i = 0; i < show; i++) {
+        unsigned char c = (unsigned char)json[i];
+        buf_appendc(&st->error, c >= 0x20 && c < 0x7f ? (char)c : '?');
+    }
+    if (n > show)
+        buf_appends(&st->error, "...");
+    return -1;
+}
+
+#define API_SHAPE_MAX 1024 /* bytes around the text kept as a chunk's shape */
+
+/* The chunk is the last shape's bytes around another valid JSON string: emit that string.
+ * Returns 1 when it was (the chunk is decoded), 0 when a full decode is needed. */
+static int api_shape_match(struct api_stream *st, const char *json, size_t n, api_emit_fn fn,
+                           void *ud)
+{
+    size_t pre = st->shape_pre.len, post = st->shape_post.len;
+    if (!st->shape_kind || n < pre + post || memcmp(json, st->shape_pre.data, pre) != 0 ||
+        memcmp(json + n - post, st->shape_post.data, post) != 0)
+        return 0;
+    /* The string starts at the prefix's last byte (its opening quote) and must end exactly
+     * where the suffix begins (with the closing quote): then every other member is the same. */
+    struct jscan j;
+    const char *s;
+    size_t sn;
+    int esc;
+    jscan_init(&j, json + pre - 1, n - pre + 1);
+    if (jscan_string(&j, &s, &sn, &esc) < 0 || j.p != json + n - post + 1)
+        return 0;
+    if (esc) {
+        buf_reset(&st->scratch);
+        jscan_unescape(s, sn, &st->scratch);
+        s = st->scratch.data;
+        sn = st->scratch.len;
+    }
+    st->chunks++;
+    if (sn)
+        fn(ud, (enum api_kind)st->shape_kind, s, sn);
+    return 1;
+}
+
+/* After a full decode: keep the chunk's shape when it was plain text (one text string, no
+ * finish, usage, error or other emission), else forget the old one. */
+static void api_shape_keep(struct api_stream *st, const char *json, size_t n, int plain)
+{
+    st->shape_kind = 0;
+    if (!plain || st->n_text != 1 || st->n_other || !st->text_q0)
+        return;
+    size_t pre = (size_t)(st->text_q0 - json) + 1, post = n - (size_t)(st->text_q1 - json) + 1;
+    if (pre + post > API_SHAPE_MAX || st->text_q1 <= st->text_q0)
+        return;
+    buf_reset(&st->shape_pre);
+    buf_append(&st->shape_pre, json, pre);
+    buf_reset(&st->shape_post);
+    buf_append(&st->shape_post, st->text_q1 - 1, post);
+    st->shape_kind = st->text_kind;
+}
+
+struct api_counted {
+    struct api_stream *st;
+    api_emit_fn fn;
+    void *ud;
+};
+
+static void api_count_emit(void *ud, enum api_kind kind, const char *s, size_t n)
+{
+    struct api_counted *c = ud;
+    if (kind != API_CONTENT && kind != API_REASONING)
+        c->st->n_other++;
+    c->fn(c->ud, kind, s, n);
+}
+
+static int api_stream_chunk_full(struct api_stream *st, const char *json, size_t n,
+                                 api_emit_fn fn, void *ud);
+
+int api_stream_chunk(struct api_stream *st, const char *json, size_t n, api_emit_fn fn, void *ud)
+{
+    if (api_shape_match(st, json, n, fn, ud))
+        return 0;
+    struct api_counted c = {st, fn, ud};
+    st->text_q0 = st->text_q1 = NULL;
+    st->n_text = st->n_other = 0;
+    int r = api_stream_chunk_full(st, json, n, api_count_emit, &c);
+    api_shape_keep(st, json, n, r == 0 && st->error.len == 0);
+    return r;
+}
+
+static int api_stream_chunk_full(struct api_stream *st, const char *json, size_t n,
+                                 api_emit_fn fn, void *ud)
+{
+    struct jscan j;
+    jscan_init(&j, json, n);
+    if (jscan_object_begin(&j) < 0)
+        return api_malformed(st, json, n, "not an object");
+    int first = 1, r, had_error = 0, usage_before = st->usage.present;
+    int object_error = 0; /* vLLM's old {"object":"error","message":...} */
+    const char *k;
+    size_t kn;
+    st->chunks++;
+    while ((r = jscan_object_next(&j, &first, &k, &kn)) == 1) {
+        if (jscan_key_is(k, kn, "choices")) {
+            if (jscan_null(&j))
+                continue;
+            if (jscan_array_begin(&j) < 0)
+                return api_malformed(st, json, n, j.err);
+            int af = 1, ar, idx = 0;
+            while ((ar = jscan_array_next(&j, &af)) == 1) {
+                /* One answer is asked for; choices past the first are ignored. */
+                int rc = idx++ == 0 ? api_choice(st, &j, fn, ud) : jscan_skip(&j);
+                if (rc < 0)
+                    return api_malformed(st, json, n, j.err);
+            }
+            if (ar < 0)
+                return api_malformed(st, json, n, j.err);
+        } else if (jscan_key_is(k, kn, "usage")) {
+            if (api_usage_obj(st, &j) < 0)
+                return api_malformed(st, json, n, j.err);
+        } else if (jscan_key_is(k, kn, "model")) {
+            if (api_short(st, &j, st->model, sizeof st->model) < 0)
+                return api_malformed(st, json, n, j.err);
+        } else if (jscan_key_is(k, kn, "error")) {
+            if (api_error_obj(st, &j) < 0)
+                return api_malformed(st, json, n, j.err);
+            had_error = st->error.len > 0;
+        } else if (jscan_key_is(k, kn, "object")) {
+            char obj[32] = "";
+            if (api_short(st, &j, obj, sizeof obj) < 0)
+                return api_malformed(st, json, n, j.err);
+            object_error = strcmp(obj, "error") == 0;
+        } else if (jscan_key_is(k, kn, "message")) {
+            const char *s;
+            size_t sn;
+            int t = api_text(st, &j, &s, &sn);
+            if (t < 0)
+                return api_malformed(st, json, n, j.err);
+            if (t > 0 && st->error.len == 0) {
+                api_error_set(st, s, sn); /* kept only if this is an error object */
+                object_error |= 2;
+            }
+        } else if (jscan_skip(&j) < 0) {
+            return api_malformed(st, json, n, j.err);
+        }
+    }
+    if (r < 0 || !jscan_at_end(&j))
+        return api_malformed(st, json, n, j.err ? j.err : "trailing bytes");
+    if (object_error & 1) {
+        if (st->error.len == 0)
+            buf_appends(&st->error, "the server reported an error");
+        return 1;
+    }
+    if (object_error & 2 && !had_error)
+        buf_reset(&st->error); /* a top-level "message" that was not an error */
+    if (st->usage.present && !usage_before)
+        fn(ud, API_USAGE, NULL, 0);
+    if (had_error || (st->finish[0] == 'e' && strcmp(st->finish, "error") == 0)) {
+        if (st->error.len == 0)
+            buf_appends(&st->error, "the server ended the answer with finish_reason \"error\"");
+        return 1;
+    }
+    return 0;
+}
+
+int api_stream_event(struct api_stream *st, const struct sse_event *ev, api_emit_fn fn, void *ud)
+{
+    if (ev->error) {
+        /* Old llama.cpp: `error: {json}` as its own SSE field. */
+        struct jscan j;
+        jscan_init(&j, ev->error, ev->error_len);
+        buf_reset(&st->error);
+        if (jscan_peek(&j) != '{' || api_error_obj(st, &j) < 0 || st->error.len == 0)
+            api_error_set(st, ev->error, ev->error_len);
+        return 1;
+    }
+    if (ev->type[0] == 'e' && strcmp(ev->type, "error") == 0) {
+        /* `event: error` with the details in data */
+        if (api_stream_chunk(st, ev->data, ev->data_len, fn, ud) < 0 || st->error.len == 0)
+            api_error_set(st, ev->data, ev->data_len);
+        return 1;
+    }
+    if (ev->data_len == 6 && memcmp(ev->data, "[DONE]", 6) == 0) {
+        st->done = 1;
+        return 1;
+    }
+    if (ev->data_len == 0)
+        return 0;
+    return api_stream_chunk(st, ev->data, ev->data_len, fn, ud);
+}
+
+int api_decode_completion(struct api_stream *st, const char *body, size_t n, api_emit_fn fn,
+                          void *ud)
+{
+    int r = api_stream_chunk(st, body, n, fn, ud);
+    if (r < 0)
+        return -1;
+    if (st->error.len)
+        return -1;
+    if (!st->finish[0])
+        memcpy(st->finish, "stop", 5); /* a whole answer that names no reason is complete */
+    return 0;
+}
+
+/* Text of an HTML page reduced to its <title> or first words. */
+static void api_html_summary(const char *body, size_t n, struct buf *msg)
+{
+    const char *t = NULL;
+    for (size_t i = 0; i + 7 <= n; i++)
+        if (strncasecmp(body + i, "<title>", 7) == 0) {
+            t = body + i + 7;
+            break;
+        }
+    if (t) {
+        const char *e = t;
+        while (e < body + n && *e != '<')
+            e++;
+        buf_appends(msg, "an HTML page (\"");
+        api_msg_append(msg, t, (size_t)(e - t), 120);
+        buf_appends(msg, "\") - probably from a proxy or gateway, not the API");
+    } else {
+        buf_appends(msg, "an HTML page - probably from a proxy or gateway, not the API");
+    }
+}
+
+static const char *api_json_str(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+void api_error_message(long status, const char *ctype, const char *body, size_t n,
+                       struct buf *msg, char *code, size_t code_size)
+{
+    if (code_size)
+        code[0] = '\0';
+    buf_printf(msg, "HTTP %ld", status);
+    if (status >= 300 && status < 400) {
+        /* A redirect's body is a page for browsers; what matters is that it is not followed. */
+        buf_appends(msg, ": the server redirects this request; tokterm does not follow "
+                         "redirects (they could carry your key to another host)");
+        return;
+    }
+    const char *text = NULL;
+    cJSON *root = n ? cJSON_ParseWithLength(body, n) : NULL;
+    if (root) {
+        const cJSON *err = cJSON_GetObjectItemCaseSensitive(root, "error");
+        const cJSON *src = cJSON_IsObject(err) ? err : root;
+        if (cJSON_IsString(err))
+            text = err->valuestring;
+        else if (cJSON_IsObject(err) && cJSON_IsObject(cJSON_GetObjectItem(err, "error")))
+            src = cJSON_GetObjectItem(err, "error"); /* some proxies nest it twice */
+        if (!text)
+            text = api_json_str(src, "message");
+        if (!text)
+            text = api_json_str(root, "detail");
+        if (!text) {
+            const cJSON *d = cJSON_GetObjectItemCaseSensitive(root, "detail");
+            if (cJSON_IsArray(d) && cJSON_IsObject(cJSON_GetArrayItem(d, 0)))
+                text = api_json_str(cJSON_GetArrayItem(d, 0), "msg");
+        }
+        const cJSON *c = cJSON_GetObjectItemCaseSensitive(src, "code");
+        const char *type = api_json_str(src, "type");
+        if (code_size && cJSON_IsString(c))
+            snprintf(code, code_size, "%s", c->valuestring);
+        else if (code_size && cJSON_IsNumber(c))
+            snprintf(code, code_size, "%d", c->valueint);
+        else if (code_size && type)
+            snprintf(code, code_size, "%s", type);
+        if (code_size)
+            api_code_clean(code);
+        if (text) {
+            buf_appends(msg, ": ");
+            api_msg_append(msg, text, strlen(text), API_MSG_MAX);
+        }
+        if (code_size && code[0] && !(text && strstr(text, code))) {
+            buf_printf(msg, " (%s)", code);
+        }
+        cJSON_Delete(root);
+        if (text)
+            return;
+    }
+    int html = (ctype && strstr(ctype, "html")) ||
+               (n >= 5 && (strncasecmp(body, "<!DOC", 5) == 0 || strncasecmp(body, "<html", 5) == 0));
+    if (html) {
+        buf_appends(msg, ": ");
+        api_html_summary(body, n, msg);
+        return;
+    }
+    if (n && !root) {
+        buf_appends(msg, ": ");
+        size_t show = n;
+        while (show && (body[show - 1] == '\n' || body[show - 1] == '\r'))
+            show--;
+        api_msg_append(msg, body, show, 300);
+    }
+}
+
+const char *api_outcome_name(enum api_outcome o)
+{
+    switch (o) {
+    case API_OK: return "complete";
+    case API_CUT: return "cut";
+    case API_ERR_HTTP: return "api-error";
+    case API_ERR_NETWORK: return "network-error";
+    case API_ERR_TRUNCATED: return "truncated";
+    case API_CANCELLED: return "cancelled";
+    case API_ERR_USAGE: return "usage-error";
+    case API_CACHE_MISS: return "cache-miss";
+    }
+    return "unknown";
+}
+
+int api_outcome_exit(enum api_outcome o)
+{
+    switch (o) {
+    case API_OK: return 0;
+    case API_ERR_USAGE: return 2;
+    case API_ERR_HTTP: return 3;
+    case API_ERR_NETWORK: return 4;
+    case API_ERR_TRUNCATED: return 5;
+    case API_CUT: return 6;
+    case API_CANCELLED: return 130;
+    case API_CACHE_MISS: return 7;
+    }
+    return 1;
+}

@@ -1,0 +1,160 @@
+/* sqlite_dl.c - dlopen() of SQLite on first use (see sqlite_dl.h). */
+#include "config.h"
+#include "store/sqlite_dl.h"
+
+#include "base/util.h"
+#include "base/xmalloc.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* configure finds the soname the development library links to; this is Debian's. */
+#ifndef TT_SQLITE_SONAME
+#define TT_SQLITE_SONAME "libsqlite3.so.0"
+#endif
+#define SQLITE_DL_HOW "install SQLite 3 (the Debian package libsqlite3-0)"
+
+struct sqlite_dl sqlite_dl_api;
+
+static pthread_once_t sqlite_dl_once = PTHREAD_ONCE_INIT;
+static char sqlite_dl_error[512]; /* empty once loaded */
+
+/* SQLite's allocator: malloc, except that a block of XMALLOC_HUGE_MIN bytes or more goes in huge
+ * pages (huge_alloc: still a malloc'd block, so free, realloc and malloc_usable_size apply). */
+static void *sqlite_dl_malloc(int n)
+{
+    size_t z = n > 0 ? (size_t)n : 1;
+    return z >= XMALLOC_HUGE_MIN ? huge_alloc(z) : malloc(z);
+}
+
+static void sqlite_dl_free(void *p)
+{
+    free(p);
+}
+
+static int sqlite_dl_size(void *p)
+{
+    size_t z = p ? malloc_usable_size(p) : 0;
+    return z > INT_MAX ? INT_MAX : (int)z;
+}
+
+static void *sqlite_dl_realloc(void *p, int n)
+{
+    size_t z = n > 0 ? (size_t)n : 1;
+    if (z < XMALLOC_HUGE_MIN || !p)
+        return p ? realloc(p, z) : sqlite_dl_malloc(n);
+    size_t old = malloc_usable_size(p);
+    if (old >= z)
+        return p;
+    void *q = huge_alloc(z);
+    if (q) {
+        memcpy(q, p, old);
+        free(p);
+    }
+    return q;
+}
+
+static int sqlite_dl_roundup(int n)
+{
+    return n > INT_MAX - 7 ? n : (n + 7) & ~7;
+}
+
+static int sqlite_dl_mem_init(void *ud)
+{
+    (void)ud;
+    return SQLITE_OK;
+}
+
+static void sqlite_dl_mem_shutdown(void *ud)
+{
+    (void)ud;
+}
+
+static const sqlite3_mem_methods sqlite_dl_mem = {
+    sqlite_dl_malloc, sqlite_dl_free, sqlite_dl_realloc, sqlite_dl_size, sqlite_dl_roundup,
+    sqlite_dl_mem_init, sqlite_dl_mem_shutdown, NULL,
+};
+
+static int sqlite_dl_large_reads; /* sqlite_dl_prefer_large_reads() was called */
+
+void sqlite_dl_prefer_large_reads(void)
+{
+    sqlite_dl_large_reads = 1;
+}
+
+/* For a command that will read many pages (a search walks the index's long doclists): the
+ * page cache in one huge page, shared by every connection. A 4 KiB page fresh from the kernel
+ * costs ~11 us to fault in on the machines tokterm is measured on, and the ~1,000 pages of a
+ * cold search were a fifth of its time; a 2 MiB huge page costs 0.07-0.3 ms. SQLite writes into
+ * every slot when it takes the buffer, so the whole of it is resident from then on: other
+ * commands keep malloc's pages, as many as they read. Past the buffer SQLite uses malloc. */
+static void sqlite_dl_page_cache(int (*config)(int, ...))
+{
+    if (!sqlite_dl_large_reads)
+        return;
+    int hdr = 0;
+    if (config(SQLITE_CONFIG_PCACHE_HDRSZ, &hdr) != SQLITE_OK || hdr < 0)
+        return;
+    size_t slot = ((size_t)4096 + (size_t)hdr + 7) & ~(size_t)7; /* the store's page size */
+    char *buf = huge_alloc(XMALLOC_HUGE_PAGE);
+    if (!buf)
+        return;
+    /* Only if the kernel gave a huge page: without one (THP off, or none free), SQLite's
+     * setup would fault in the whole buffer page by page, dearer than malloc on demand. */
+    if (!huge_is_huge(buf) || config(SQLITE_CONFIG_PAGECACHE, buf, (int)slot,
+                                     (int)(XMALLOC_HUGE_PAGE / slot)) != SQLITE_OK)
+        free(buf);
+    /* else SQLite owns it until the process ends */
+}
+
+static void sqlite_dl_init(void)
+{
+    void *lib = util_dlopen(TT_SQLITE_SONAME, "SQLite", SQLITE_DL_HOW, sqlite_dl_error,
+                            sizeof sqlite_dl_error);
+    if (!lib)
+        return;
+    struct sqlite_dl api;
+    memset(&api, 0, sizeof api);
+    const char *missing = NULL;
+#define SQLITE_DL_LOAD(name)                                                                   \
+    if (!missing && util_dlsym(lib, "sqlite3_" #name, &api.name, sizeof api.name) != 0)    \
+        missing = "sqlite3_" #name;
+    SQLITE_DL_FUNCS(SQLITE_DL_LOAD)
+#undef SQLITE_DL_LOAD
+    if (missing) {
+        const char *(*version)(void) = NULL;
+        util_dlsym(lib, "sqlite3_libversion", &version, sizeof version);
+        snprintf(sqlite_dl_error, sizeof sqlite_dl_error,
+                 "cannot load SQLite (%s): it has no %s%s%s%s; %s", TT_SQLITE_SONAME, missing,
+                 version ? " (SQLite " : "", version ? version() : "",
+                 version ? " is too old)" : "", SQLITE_DL_HOW);
+        dlclose(lib);
+        return;
+    }
+    sqlite_dl_api = api; /* the library stays loaded until the process ends */
+    /* Before SQLite initialises itself: the allocator that puts large blocks (the record of a
+     * long answer) in huge pages. Refused (SQLITE_MISUSE) if something initialised it first. */
+    int (*config)(int, ...) = NULL;
+    if (util_dlsym(lib, "sqlite3_config", &config, sizeof config) == 0) {
+        (void)config(SQLITE_CONFIG_MALLOC, &sqlite_dl_mem);
+        sqlite_dl_page_cache(config);
+    }
+}
+
+int sqlite_dl_load(char **err)
+{
+    if (pthread_once(&sqlite_dl_once, sqlite_dl_init) != 0) {
+        *err = xstrdup("cannot load SQLite: pthread_once failed");
+        return -1;
+    }
+    if (sqlite_dl_error[0]) {
+        *err = xstrdup(sqlite_dl_error);
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,1323 @@
+/* markdown.c - streaming Markdown styler: complete lines are styled once, in order. */
+#include "config.h"
+#include "text/markdown.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <utf8proc.h>
+
+#include "base/buf.h"
+#include "base/utf8.h"
+#include "base/xmalloc.h"
+
+#define MAX_LIST 16        /* deeper list nesting is treated as the deepest level */
+#define MAX_COLS 64        /* table columns beyond this are dropped */
+#define TABLE_MAX_ROWS 256 /* rows held back to align a table */
+#define MAX_LINK_DEPTH 3   /* [links [inside [links]]] deeper than this stay text */
+#define LINE_BLOCK 256     /* finished lines are allocated in blocks that never move */
+
+enum { TABLE_NONE, TABLE_CANDIDATE, TABLE_HELD, TABLE_FLOWING };
+
+struct mdstate {
+    int fence;        /* inside a fenced code block */
+    char fence_ch;    /* ` or ~ */
+    int fence_len;    /* length of the opening run */
+    int fence_indent; /* spaces before the opening fence, stripped from content lines */
+    int code_indent;  /* display columns before code (inside a list item) */
+    int nlist;
+    int lind[MAX_LIST];  /* source column of each level's marker */
+    int lcont[MAX_LIST]; /* source column of each level's content */
+    int lout[MAX_LIST];  /* display column of each level's content */
+};
+
+struct held {
+    char *raw; /* cleaned source line */
+    size_t len;
+    struct markdown_line shown; /* raw rendering for markdown_pending_* */
+};
+
+struct markdown {
+    int base;
+    int finished;
+    struct buf cur; /* the unfinished source line */
+    struct markdown_line **blocks; /* finished lines, LINE_BLOCK per block: stable addresses */
+    size_t n, nblocks;
+    struct mdstate st;
+    int table; /* TABLE_* */
+    struct held *held;
+    size_t nheld, capheld;
+    int ncols;
+    char align[MAX_COLS]; /* 'l', 'r', 'c' */
+    size_t colw[MAX_COLS];
+    int pending_dirty;
+    struct markdown_line partial;
+    int have_partial;
+    struct buf scratch;
+};
+
+/* ---- line builder ---- */
+
+struct lb {
+    struct buf t;
+    struct theme_span *sp;
+    size_t n, cap;
+};
+
+static void lb_add(struct lb *b, const char *s, size_t n, int slot, unsigned attrs)
+{
+    if (n == 0)
+        return;
+    size_t off = b->t.len;
+    buf_append(&b->t, s, n);
+    if (b->n && b->sp[b->n - 1].slot == slot && b->sp[b->n - 1].attrs == attrs &&
+        b->sp[b->n - 1].off + b->sp[b->n - 1].len == off) {
+        b->sp[b->n - 1].len += (uint32_t)n;
+        return;
+    }
+    if (b->n == b->cap) {
+        b->cap = b->cap ? b->cap * 2 : 8;
+        b->sp = xrealloc(b->sp, b->cap * sizeof(*b->sp));
+    }
+    b->sp[b->n++] = (struct theme_span){(uint32_t)off, (uint32_t)n, (uint16_t)slot,
+                                        (uint16_t)attrs};
+}
+
+static void lb_spaces(struct lb *b, size_t k, int slot)
+{
+    static const char sp[] = "                                ";
+    while (k > 0) {
+        size_t c = k < sizeof(sp) - 1 ? k : sizeof(sp) - 1;
+        lb_add(b, sp, c, slot, 0);
+        k -= c;
+    }
+}
+
+static void lb_repeat(struct lb *b, const char *s, size_t k, int slot)
+{
+    for (size_t i = 0; i < k; i++)
+        lb_add(b, s, strlen(s), slot, 0);
+}
+
+/* Append the builder's contents to another builder (spans shifted). */
+static void lb_cat(struct lb *dst, const struct lb *src)
+{
+    for (size_t i = 0; i < src->n; i++)
+        lb_add(dst, src->t.data + src->sp[i].off, src->sp[i].len, src->sp[i].slot,
+               src->sp[i].attrs);
+}
+
+static void lb_free(struct lb *b)
+{
+    buf_free(&b->t);
+    free(b->sp);
+    memset(b, 0, sizeof(*b));
+}
+
+/* Move the builder's contents into *out. */
+static void lb_finish(struct lb *b, struct markdown_line *out, int base, int kind, int level,
+                      int hang, unsigned flags)
+{
+    memset(out, 0, sizeof(*out));
+    out->wl.len = b->t.len;
+    out->wl.text = buf_take(&b->t);
+    out->wl.spans = b->sp;
+    out->wl.nspans = b->n;
+    out->wl.slot = (uint16_t)base;
+    out->wl.hang = (uint16_t)(hang < 0 ? 0 : hang > 0xFFFF ? 0xFFFF : hang);
+    out->wl.flags = (uint16_t)flags;
+    out->kind = (uint8_t)kind;
+    out->level = (uint8_t)(level > 255 ? 255 : level);
+    out->wl.tag = (uint16_t)(kind | out->level << 8);
+    b->sp = NULL;
+    b->n = b->cap = 0;
+}
+
+static void mdline_free(struct markdown_line *l)
+{
+    free((char *)l->wl.text);
+    free((void *)l->wl.spans);
+    memset(l, 0, sizeof(*l));
+}
+
+/* ---- character classes for emphasis flanking ---- */
+
+static int is_ascii_punct(unsigned c)
+{
+    return (c >= '!' && c <= '/') || (c >= ':' && c <= '@') || (c >= '[' && c <= '`') ||
+           (c >= '{' && c <= '~');
+}
+
+static int cp_space(uint32_t c)
+{
+    if (c == ' ' || c == '\t')
+        return 1;
+    if (c < 0x80)
+        return 0;
+    return utf8proc_category((utf8proc_int32_t)c) == UTF8PROC_CATEGORY_ZS;
+}
+
+static int cp_punct(uint32_t c)
+{
+    if (c < 0x80)
+        return is_ascii_punct(c);
+    utf8proc_category_t k = utf8proc_category((utf8proc_int32_t)c);
+    return (k >= UTF8PROC_CATEGORY_PC && k <= UTF8PROC_CATEGORY_PO) ||
+           (k >= UTF8PROC_CATEGORY_SM && k <= UTF8PROC_CATEGORY_SO);
+}
+
+/* The code point ending just before s[i] (' ' at the start of the line). */
+static uint32_t cp_before(const char *s, size_t i)
+{
+    if (i == 0)
+        return ' ';
+    size_t j = i - 1;
+    while (j > 0 && i - j < 4 && ((unsigned char)s[j] & 0xC0) == 0x80)
+        j--;
+    uint32_t cp;
+    utf8_decode(s + j, i - j, &cp);
+    return cp;
+}
+
+static uint32_t cp_at(const char *s, size_t n, size_t i)
+{
+    if (i >= n)
+        return ' ';
+    uint32_t cp;
+    utf8_decode(s + i, n - i, &cp);
+    return cp;
+}
+
+/* ---- inline parsing ---- */
+
+enum { N_TEXT, N_CODE, N_DELIM, N_LINK, N_AUTOLINK };
+
+struct node {
+    uint8_t type;
+    uint8_t image;
+    char ch;
+    size_t a, b;   /* text / code content / link text */
+    size_t ua, ub; /* link url */
+    int count, rem, can_open, can_close;
+    int open_s, open_e, close_s, close_e;
+};
+
+struct nodes {
+    struct node *v;
+    size_t n, cap;
+};
+
+static struct node *nodes_add(struct nodes *ns, int type, size_t a, size_t b)
+{
+    if (ns->n == ns->cap) {
+        ns->cap = ns->cap ? ns->cap * 2 : 16;
+        ns->v = xrealloc(ns->v, ns->cap * sizeof(*ns->v));
+    }
+    struct node *nd = &ns->v[ns->n++];
+    memset(nd, 0, sizeof(*nd));
+    nd->type = (uint8_t)type;
+    nd->a = a;
+    nd->b = b;
+    return nd;
+}
+
+static size_t run_len(const char *s, size_t n, size_t i, char c)
+{
+    size_t k = 0;
+    while (i + k < n && s[i + k] == c)
+        k++;
+    return k;
+}
+
+/* Per-line index so that no construct rescans the line (hostile input must stay linear):
+ * maximal backtick runs sorted by (length, start) answer "where does the code span opened
+ * here close?" in O(log n); bracket and parenthesis partners come from one stack pass. */
+struct tick_run {
+    size_t start, len;
+};
+
+struct lidx {
+    struct tick_run *bylen; /* maximal backtick runs sorted by (len, start) */
+    size_t nruns;
+    size_t *match; /* for '[' and '(' positions: index of the partner, or SIZE_MAX */
+};
+
+static int tick_cmp(const void *a, const void *b)
+{
+    const struct tick_run *x = a, *y = b;
+    if (x->len != y->len)
+        return x->len < y->len ? -1 : 1;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* A code span opening with k backticks at i: start of the closing run of exactly k backticks
+ * (the first maximal run of that length after the opener), or 0 when there is none. */
+static size_t code_close(const struct lidx *x, size_t i, size_t k)
+{
+    size_t lo = 0, hi = x->nruns;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const struct tick_run *r = &x->bylen[mid];
+        if (r->len < k || (r->len == k && r->start < i + k))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < x->nruns && x->bylen[lo].len == k ? x->bylen[lo].start : 0;
+}
+
+static void lidx_build(struct lidx *x, const char *s, size_t n, int links)
+{
+    memset(x, 0, sizeof(*x));
+    if (memchr(s, '`', n)) {
+        size_t cap = 0;
+        for (size_t i = 0; i < n;) {
+            if (s[i] != '`') {
+                i++;
+                continue;
+            }
+            size_t k = run_len(s, n, i, '`');
+            if (x->nruns == cap) {
+                cap = cap ? cap * 2 : 8;
+                x->bylen = xrealloc(x->bylen, cap * sizeof(*x->bylen));
+            }
+            x->bylen[x->nruns++] = (struct tick_run){i, k};
+            i += k;
+        }
+        qsort(x->bylen, x->nruns, sizeof(*x->bylen), tick_cmp);
+    }
+    if (!links || !memchr(s, '[', n))
+        return;
+    x->match = xmalloc(n * sizeof(*x->match));
+    size_t *stack = xmalloc(n * sizeof(*stack)), top = 0;
+    for (size_t i = 0; i < n; i++)
+        x->match[i] = SIZE_MAX;
+    for (size_t i = 0; i < n;) { /* brackets: code spans hide them */
+        if (s[i] == '\\' && i + 1 < n) {
+            i += 2;
+        } else if (s[i] == '`') {
+            size_t k = run_len(s, n, i, '`'), e = code_close(x, i, k);
+            i = e ? e + k : i + k;
+        } else {
+            if (s[i] == '[')
+                stack[top++] = i;
+            else if (s[i] == ']' && top)
+                x->match[stack[--top]] = i;
+            i++;
+        }
+    }
+    top = 0;
+    for (size_t i = 0; i < n;) { /* parentheses of link destinations */
+        if (s[i] == '\\' && i + 1 < n) {
+            i += 2;
+            continue;
+        }
+        if (s[i] == '(')
+            stack[top++] = i;
+        else if (s[i] == ')' && top)
+            x->match[stack[--top]] = i;
+        i++;
+    }
+    free(stack);
+}
+
+static void lidx_free(struct lidx *x)
+{
+    free(x->bylen);
+    free(x->match);
+}
+
+/* [text](url) starting with '[' at i: fills the node ranges; returns the end or 0. */
+static size_t parse_link(const struct lidx *x, const char *s, size_t n, size_t i,
+                         struct node *nd)
+{
+    size_t j = x->match ? x->match[i] : SIZE_MAX;
+    if (j == SIZE_MAX || j + 1 >= n || s[j + 1] != '(')
+        return 0;
+    size_t k = x->match[j + 1];
+    if (k == SIZE_MAX)
+        return 0;
+    size_t ua = j + 2, ub = k;
+    while (ua < ub && s[ua] == ' ')
+        ua++;
+    while (ub > ua && s[ub - 1] == ' ')
+        ub--;
+    if (ua < ub && s[ua] == '<') {
+        const char *gt = memchr(s + ua, '>', ub - ua);
+        if (gt) {
+            ub = (size_t)(gt - s);
+            ua++;
+        }
+    } else {
+        const char *sp = memchr(s + ua, ' ', ub - ua); /* drop a "title" */
+        if (sp)
+            ub = (size_t)(sp - s);
+    }
+    nd->a = i + 1;
+    nd->b = j;
+    nd->ua = ua;
+    nd->ub = ub;
+    return k + 1;
+}
+
+static int url_scheme_at(const char *s, size_t n, size_t i)
+{
+    if (n - i >= 8 && memcmp(s + i, "https://", 8) == 0)
+        return 8;
+    if (n - i >= 7 && memcmp(s + i, "http://", 7) == 0)
+        return 7;
+    return 0;
+}
+
+/* A bare URL starting at i: returns its end. */
+static size_t bare_url_end(const char *s, size_t n, size_t i)
+{
+    size_t j = i;
+    int parens = 0;
+    while (j < n && s[j] != ' ' && s[j] != '<' && s[j] != '>' && s[j] != '"' && s[j] != '`') {
+        if (s[j] == '(')
+            parens++;
+        else if (s[j] == ')')
+            parens--;
+        j++;
+    }
+    while (j > i) {
+        char c = s[j - 1];
+        if (c == ')' && parens < 0) {
+            parens++;
+            j--;
+        } else if (c && strchr(".,:;!?'*_", c)) {
+            j--;
+        } else {
+            break;
+        }
+    }
+    return j;
+}
+
+static void tokenize(const struct lidx *x, const char *s, size_t n, struct nodes *ns, int depth)
+{
+    size_t i = 0, text = 0;
+#define FLUSH()                                   \
+    do {                                          \
+        if (i > text)                             \
+            nodes_add(ns, N_TEXT, text, i);       \
+    } while (0)
+    while (i < n) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '\\' && i + 1 < n && is_ascii_punct((unsigned char)s[i + 1])) {
+            FLUSH();
+            nodes_add(ns, N_TEXT, i + 1, i + 2);
+            i += 2;
+            text = i;
+        } else if (c == '`') {
+            size_t k = run_len(s, n, i, '`');
+            size_t e = code_close(x, i, k);
+            if (!e) {
+                i += k;
+                continue;
+            }
+            FLUSH();
+            size_t a = i + k, b = e;
+            /* strip one space on each side when both are there and it isn't all spaces */
+            if (b - a >= 2 && s[a] == ' ' && s[b - 1] == ' ') {
+                size_t t = a;
+                while (t < b && s[t] == ' ')
+                    t++;
+                if (t < b) {
+                    a++;
+                    b--;
+                }
+            }
+            nodes_add(ns, N_CODE, a, b);
+            i = e + k;
+            text = i;
+        } else if (c == '*' || c == '_') {
+            size_t k = run_len(s, n, i, (char)c);
+            uint32_t before = cp_before(s, i), after = cp_at(s, n, i + k);
+            int left = !cp_space(after) &&
+                       (!cp_punct(after) || cp_space(before) || cp_punct(before));
+            int right = !cp_space(before) &&
+                        (!cp_punct(before) || cp_space(after) || cp_punct(after));
+            int can_open = c == '*' ? left : left && (!right || cp_punct(before));
+            int can_close = c == '*' ? right : right && (!left || cp_punct(after));
+            if (!can_open && !can_close) { /* plain text (snake_case, 2 * 3) */
+                i += k;
+                continue;
+            }
+            FLUSH();
+            struct node *nd = nodes_add(ns, N_DELIM, i, i + k);
+            nd->ch = (char)c;
+            nd->count = nd->rem = (int)k;
+            nd->can_open = can_open;
+            nd->can_close = can_close;
+            i += k;
+            text = i;
+        } else if ((c == '[' || (c == '!' && i + 1 < n && s[i + 1] == '[')) &&
+                   depth < MAX_LINK_DEPTH) {
+            struct node tmp;
+            size_t start = c == '!' ? i + 1 : i;
+            size_t end = parse_link(x, s, n, start, &tmp);
+            if (!end) {
+                i++;
+                continue;
+            }
+            FLUSH();
+            struct node *nd = nodes_add(ns, N_LINK, tmp.a, tmp.b);
+            nd->ua = tmp.ua;
+            nd->ub = tmp.ub;
+            nd->image = c == '!';
+            i = end;
+            text = i;
+        } else if (c == '<' && url_scheme_at(s, n, i + 1)) {
+            size_t j = i + 1;
+            while (j < n && s[j] != '>' && s[j] != ' ' && s[j] != '<')
+                j++;
+            if (j >= n || s[j] != '>') {
+                i++;
+                continue;
+            }
+            FLUSH();
+            nodes_add(ns, N_AUTOLINK, i + 1, j);
+            i = j + 1;
+            text = i;
+        } else if (c == 'h' && url_scheme_at(s, n, i) &&
+                   (i == 0 || (s[i - 1] && strchr(" (\"'", s[i - 1])))) {
+            size_t e = bare_url_end(s, n, i);
+            if (e <= i + (size_t)url_scheme_at(s, n, i)) {
+                i++;
+                continue;
+            }
+            FLUSH();
+            nodes_add(ns, N_AUTOLINK, i, e);
+            i = e;
+            text = i;
+        } else {
+            i++;
+        }
+    }
+    FLUSH();
+#undef FLUSH
+}
+
+/* CommonMark's "process emphasis": each closer, left to right, takes the nearest usable
+ * opener; delimiters between a matched pair leave the stack, and a failed search records a
+ * floor ("openers bottom") so later closers of that kind don't search below it again. This
+ * keeps a line of thousands of unmatched delimiters linear. */
+static void pair_emphasis(struct nodes *ns)
+{
+    long n = (long)ns->n, last = -1;
+    if (n == 0)
+        return;
+    long *prev = xmalloc((size_t)n * sizeof(*prev)), *next = xmalloc((size_t)n * sizeof(*next));
+    long bottom[2][2][3];
+    for (int a = 0; a < 2; a++)
+        for (int b = 0; b < 2; b++)
+            for (int c = 0; c < 3; c++)
+                bottom[a][b][c] = -1;
+    for (long i = 0; i < n; i++) {
+        prev[i] = next[i] = -1;
+        if (ns->v[i].type != N_DELIM)
+            continue;
+        prev[i] = last;
+        if (last >= 0)
+            next[last] = i;
+        last = i;
+    }
+#define UNLINK(x)                          \
+    do {                                   \
+        if (prev[x] >= 0)                  \
+            next[prev[x]] = next[x];       \
+        if (next[x] >= 0)                  \
+            prev[next[x]] = prev[x];       \
+    } while (0)
+    for (long c = 0; c < n; c++) {
+        struct node *cl = &ns->v[c];
+        if (cl->type != N_DELIM || !cl->can_close)
+            continue;
+        while (cl->rem > 0) {
+            long *floor = &bottom[cl->ch == '*'][cl->can_open != 0][cl->count % 3];
+            long o = prev[c];
+            for (; o >= 0 && o > *floor; o = prev[o]) {
+                struct node *op = &ns->v[o];
+                if (op->ch != cl->ch || !op->can_open || op->rem == 0)
+                    continue;
+                if ((op->can_close || cl->can_open) && (op->count + cl->count) % 3 == 0 &&
+                    !(op->count % 3 == 0 && cl->count % 3 == 0))
+                    continue; /* the "rule of 3" */
+                break;
+            }
+            if (o < 0 || o <= *floor) {
+                *floor = prev[c];
+                if (!cl->can_open)
+                    UNLINK(c);
+                break;
+            }
+            struct node *op = &ns->v[o];
+            int use = op->rem >= 2 && cl->rem >= 2 ? 2 : 1;
+            op->rem -= use;
+            cl->rem -= use;
+            if (use == 2) {
+                op->open_s++;
+                cl->close_s++;
+            } else {
+                op->open_e++;
+                cl->close_e++;
+            }
+            next[o] = c; /* delimiters in between can't pair any more */
+            prev[c] = o;
+            if (op->rem == 0)
+                UNLINK(o);
+            if (cl->rem == 0)
+                UNLINK(c);
+        }
+    }
+#undef UNLINK
+    free(prev);
+    free(next);
+}
+
+struct ictx {
+    struct markdown *md;
+    int slot;       /* slot of the surrounding block (heading, quote, link, base) */
+    unsigned attrs; /* attributes inherited from outside */
+    int depth;
+};
+
+static void style_for(const struct ictx *cx, int strong, int em, int *slot, unsigned *attrs)
+{
+    unsigned e = (strong > 0 ? THEME_ATTR_BOLD : 0) | (em > 0 ? THEME_ATTR_ITALIC : 0);
+    if (cx->slot == cx->md->base && e) {
+        *slot = e == (THEME_ATTR_BOLD | THEME_ATTR_ITALIC) ? THEME_BOLD_ITALIC
+              : e == THEME_ATTR_BOLD                        ? THEME_BOLD
+                                                            : THEME_ITALIC;
+        *attrs = cx->attrs;
+    } else {
+        *slot = cx->slot;
+        *attrs = cx->attrs | e;
+    }
+}
+
+static void render_inline(struct lb *out, const char *s, size_t n, const struct ictx *cx);
+
+static void emit_nodes(struct lb *out, const char *s, const struct nodes *ns,
+                       const struct ictx *cx)
+{
+    int strong = 0, em = 0, slot;
+    unsigned attrs;
+    for (size_t i = 0; i < ns->n; i++) {
+        const struct node *nd = &ns->v[i];
+        switch (nd->type) {
+        case N_TEXT:
+            style_for(cx, strong, em, &slot, &attrs);
+            lb_add(out, s + nd->a, nd->b - nd->a, slot, attrs);
+            break;
+        case N_CODE:
+            lb_add(out, s + nd->a, nd->b - nd->a, THEME_CODE, 0);
+            break;
+        case N_DELIM:
+            strong -= nd->close_s;
+            em -= nd->close_e;
+            style_for(cx, strong, em, &slot, &attrs);
+            for (int k = 0; k < nd->rem; k++)
+                lb_add(out, &nd->ch, 1, slot, attrs);
+            strong += nd->open_s;
+            em += nd->open_e;
+            break;
+        case N_LINK: {
+            unsigned e = (strong > 0 ? THEME_ATTR_BOLD : 0) | (em > 0 ? THEME_ATTR_ITALIC : 0);
+            struct ictx sub = {cx->md, THEME_LINK, cx->attrs | e, cx->depth + 1};
+            if (nd->image)
+                lb_add(out, "image: ", 7, THEME_DIM, 0);
+            size_t mark = out->t.len;
+            render_inline(out, s + nd->a, nd->b - nd->a, &sub);
+            size_t ulen = nd->ub - nd->ua;
+            int same = out->t.len - mark == ulen &&
+                       memcmp(out->t.data + mark, s + nd->ua, ulen) == 0;
+            if (ulen && !same) {
+                lb_add(out, " (", 2, THEME_DIM, 0);
+                lb_add(out, s + nd->ua, ulen, THEME_DIM, 0);
+                lb_add(out, ")", 1, THEME_DIM, 0);
+            }
+            break;
+        }
+        case N_AUTOLINK: {
+            unsigned e = (strong > 0 ? THEME_ATTR_BOLD : 0) | (em > 0 ? THEME_ATTR_ITALIC : 0);
+            lb_add(out, s + nd->a, nd->b - nd->a, THEME_LINK, cx->attrs | e);
+            break;
+        }
+        }
+    }
+}
+
+static void render_inline(struct lb *out, const char *s, size_t n, const struct ictx *cx)
+{
+    struct nodes ns = {NULL, 0, 0};
+    struct lidx x;
+    lidx_build(&x, s, n, cx->depth < MAX_LINK_DEPTH);
+    tokenize(&x, s, n, &ns, cx->depth);
+    lidx_free(&x);
+    pair_emphasis(&ns);
+    emit_nodes(out, s, &ns, cx);
+    free(ns.v);
+}
+
+static void inline_into(struct markdown *md, struct lb *out, const char *s, size_t n, int slot)
+{
+    struct ictx cx = {md, slot, 0, 0};
+    render_inline(out, s, n, &cx);
+}
+
+/* ---- block helpers ---- */
+
+static size_t count_indent(const char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n && s[i] == ' ')
+        i++;
+    return i;
+}
+
+static int is_blank(const char *s, size_t n)
+{
+    return count_indent(s, n) == n;
+}
+
+/* A thematic break: 3+ of one of - * _ with only spaces between. */
+static int is_rule(const char *s, size_t n)
+{
+    size_t i = count_indent(s, n);
+    if (i > 3 || i >= n || !s[i] || !strchr("-*_", s[i]))
+        return 0;
+    char c = s[i];
+    int cnt = 0;
+    for (; i < n; i++) {
+        if (s[i] == c)
+            cnt++;
+        else if (s[i] != ' ')
+            return 0;
+    }
+    return cnt >= 3;
+}
+
+/* Opening fence at s: run length (>= 3) or 0; *ch gets the fence character. */
+static size_t fence_open(const char *s, size_t n, char *ch)
+{
+    if (n < 3 || (s[0] != '`' && s[0] != '~'))
+        return 0;
+    size_t k = run_len(s, n, 0, s[0]);
+    if (k < 3)
+        return 0;
+    if (s[0] == '`' && memchr(s + k, '`', n - k))
+        return 0; /* a backtick fence's info string has no backticks */
+    *ch = s[0];
+    return k;
+}
+
+static int fence_close(const struct mdstate *st, const char *s, size_t n)
+{
+    size_t i = count_indent(s, n);
+    size_t k = run_len(s, n, i, st->fence_ch);
+    if (k < (size_t)st->fence_len)
+        return 0;
+    return is_blank(s + i + k, n - i - k);
+}
+
+/* Unescaped '|' outside code spans? */
+static int has_pipe(const char *s, size_t n)
+{
+    if (!memchr(s, '|', n))
+        return 0;
+    struct lidx x;
+    int found = 0;
+    lidx_build(&x, s, n, 0);
+    for (size_t i = 0; i < n && !found; i++) {
+        if (s[i] == '\\') {
+            i++;
+        } else if (s[i] == '`') {
+            size_t k = run_len(s, n, i, '`');
+            size_t e = code_close(&x, i, k);
+            i = (e ? e + k : i + k) - 1;
+        } else if (s[i] == '|') {
+            found = 1;
+        }
+    }
+    lidx_free(&x);
+    return found;
+}
+
+/* Split a table row into trimmed cells: returns the count (<= MAX_COLS; more are dropped). */
+static int split_cells(const char *s, size_t n, size_t *ca, size_t *cb)
+{
+    size_t a = count_indent(s, n), b = n;
+    while (b > a && s[b - 1] == ' ')
+        b--;
+    if (a < b && s[a] == '|')
+        a++;
+    if (b > a && s[b - 1] == '|' && !(b >= a + 2 && s[b - 2] == '\\'))
+        b--;
+    int nc = 0;
+    size_t start = a;
+    struct lidx ix;
+    lidx_build(&ix, s, n, 0);
+    for (size_t i = a; i <= b; i++) {
+        if (i < b && s[i] == '\\') {
+            i++;
+            continue;
+        }
+        if (i < b && s[i] == '`') {
+            size_t k = run_len(s, b, i, '`');
+            size_t e = code_close(&ix, i, k);
+            if (e >= b)
+                e = 0;
+            i = (e ? e + k : i + k) - 1;
+            continue;
+        }
+        if (i == b || s[i] == '|') {
+            size_t x = start, y = i;
+            while (x < y && s[x] == ' ')
+                x++;
+            while (y > x && s[y - 1] == ' ')
+                y--;
+            if (nc < MAX_COLS) {
+                ca[nc] = x;
+                cb[nc] = y;
+                nc++;
+            }
+            start = i + 1;
+        }
+    }
+    lidx_free(&ix);
+    return nc;
+}
+
+/* A delimiter row (|---|:--:|): its cell count, alignments into align[]; 0 when not one. */
+static int delim_row(const char *s, size_t n, char *align)
+{
+    size_t ca[MAX_COLS], cb[MAX_COLS];
+    if (!memchr(s, '-', n))
+        return 0;
+    int pipe = memchr(s, '|', n) != NULL;
+    int nc = split_cells(s, n, ca, cb);
+    if (nc == 0 || (!pipe && nc < 2))
+        return 0;
+    for (int c = 0; c < nc; c++) {
+        size_t x = ca[c], y = cb[c];
+        if (x == y)
+            return 0;
+        int left = s[x] == ':', right = s[y - 1] == ':';
+        if (left)
+            x++;
+        if (right && y > x)
+            y--;
+        if (x >= y)
+            return 0;
+        for (size_t i = x; i < y; i++)
+            if (s[i] != '-')
+                return 0;
+        align[c] = left && right ? 'c' : right ? 'r' : 'l';
+    }
+    return nc;
+}
+
+/* ---- emitting lines ---- */
+
+static void commit_line(struct markdown *md, struct lb *b, int kind, int level, int hang,
+                        unsigned flags)
+{
+    if (md->n == md->nblocks * LINE_BLOCK) {
+        md->blocks = xrealloc(md->blocks, (md->nblocks + 1) * sizeof(*md->blocks));
+        md->blocks[md->nblocks++] = xmalloc(LINE_BLOCK * sizeof(**md->blocks));
+    }
+    lb_finish(b, &md->blocks[md->n / LINE_BLOCK][md->n % LINE_BLOCK], md->base, kind, level,
+              hang, flags);
+    md->n++;
+}
+
+/* Where a line lands: committed, or the provisional partial line. */
+struct sink {
+    struct markdown *md;
+    int commit;
+};
+
+static void sink_line(const struct sink *k, struct lb *b, int kind, int level, int hang,
+                      unsigned flags)
+{
+    if (k->commit) {
+        commit_line(k->md, b, kind, level, hang, flags);
+    } else {
+        mdline_free(&k->md->partial);
+        lb_finish(b, &k->md->partial, k->md->base, kind, level, hang, flags);
+        k->md->have_partial = 1;
+    }
+}
+
+/* The deepest list level whose content column is <= indent (0 when none). */
+static int list_level_for(const struct mdstate *st, size_t indent)
+{
+    int d = 0;
+    for (int i = 0; i < st->nlist; i++)
+        if ((size_t)st->lcont[i] <= indent)
+            d = i;
+    return d;
+}
+
+static void code_line(struct markdown *md, const struct mdstate *st, const char *s, size_t n,
+                      const struct sink *k)
+{
+    struct lb b = {BUF_INIT, NULL, 0, 0};
+    size_t strip = count_indent(s, n);
+    if (strip > (size_t)st->fence_indent)
+        strip = (size_t)st->fence_indent;
+    lb_spaces(&b, (size_t)st->code_indent, md->base);
+    lb_add(&b, s + strip, n - strip, THEME_CODE, 0);
+    sink_line(k, &b, MARKDOWN_CODE, 0, st->code_indent, WRAP_PRE);
+}
+
+static void raw_table_line(struct markdown *md, const char *s, size_t n, struct markdown_line *out)
+{
+    struct lb b = {BUF_INIT, NULL, 0, 0};
+    inline_into(md, &b, s, n, md->base);
+    lb_finish(&b, out, md->base, MARKDOWN_TABLE_RAW, 0, 0, WRAP_PRE);
+}
+
+/* One line of block structure outside code fences and tables. */
+static void block_line(struct markdown *md, struct mdstate *st, const char *s, size_t n,
+                       const struct sink *k)
+{
+    struct lb b = {BUF_INIT, NULL, 0, 0};
+    size_t indent = count_indent(s, n);
+    const char *p = s + indent;
+    size_t rest = n - indent;
+    char fch;
+    size_t flen;
+
+    if (rest == 0) {
+        sink_line(k, &b, MARKDOWN_BLANK, 0, 0, 0);
+        return;
+    }
+    if ((flen = fence_open(p, rest, &fch)) != 0) {
+        st->fence = 1;
+        st->fence_ch = fch;
+        st->fence_len = (int)flen;
+        st->fence_indent = (int)indent;
+        st->code_indent = st->nlist > 0 && indent > 0 ? st->lout[list_level_for(st, indent)] : 0;
+        size_t a = flen;
+        while (a < rest && p[a] == ' ')
+            a++;
+        size_t e = a;
+        while (e < rest && p[e] != ' ')
+            e++;
+        lb_spaces(&b, (size_t)st->code_indent, md->base);
+        lb_add(&b, p + a, e - a, THEME_CODE_LABEL, 0);
+        sink_line(k, &b, MARKDOWN_CODE_LABEL, 0, st->code_indent, WRAP_PRE);
+        return;
+    }
+    if (indent <= 3 && p[0] == '#') {
+        size_t h = run_len(p, rest, 0, '#');
+        if (h <= 6 && (h == rest || p[h] == ' ')) {
+            size_t a = h, e = rest;
+            while (a < e && p[a] == ' ')
+                a++;
+            while (e > a && p[e - 1] == ' ')
+                e--;
+            size_t t = e; /* an optional closing run of #s after a space */
+            while (t > a && p[t - 1] == '#')
+                t--;
+            if (t < e && (t == a || p[t - 1] == ' ')) {
+                e = t;
+                while (e > a && p[e - 1] == ' ')
+                    e--;
+            }
+            st->nlist = 0;
+            lb_add(&b, p, h, THEME_DIM, 0);
+            lb_add(&b, " ", 1, THEME_DIM, 0);
+            inline_into(md, &b, p + a, e - a, THEME_HEADING);
+            sink_line(k, &b, MARKDOWN_HEADING, (int)h, (int)h + 1, 0);
+            return;
+        }
+    }
+    if (is_rule(s, n)) {
+        st->nlist = 0;
+        lb_add(&b, "\xE2\x94\x80\xE2\x94\x80\xE2\x94\x80", 9, THEME_RULE, 0);
+        sink_line(k, &b, MARKDOWN_RULE, 0, 0, WRAP_RULE);
+        return;
+    }
+    if (indent <= 3 && p[0] == '>') {
+        int depth = 0;
+        size_t i = indent;
+        while (i < n && s[i] == '>') {
+            depth++;
+            i++;
+            if (i < n && s[i] == ' ')
+                i++;
+            size_t j = i;
+            while (j < n && j - i < 3 && s[j] == ' ')
+                j++;
+            if (j < n && s[j] == '>')
+                i = j;
+        }
+        st->nlist = 0;
+        for (int d = 0; d < depth; d++)
+            lb_add(&b, "\xE2\x94\x82 ", 4, THEME_QUOTE, 0);
+        inline_into(md, &b, s + i, n - i, THEME_QUOTE);
+        sink_line(k, &b, MARKDOWN_QUOTE, depth, 2 * depth, 0);
+        return;
+    }
+    /* list item? */
+    size_t mlen = 0;
+    int ordered = 0;
+    if ((p[0] == '-' || p[0] == '*' || p[0] == '+') && (rest == 1 || p[1] == ' ')) {
+        mlen = 1;
+    } else {
+        size_t d = 0;
+        while (d < rest && d < 10 && p[d] >= '0' && p[d] <= '9')
+            d++;
+        if (d >= 1 && d <= 9 && d < rest && (p[d] == '.' || p[d] == ')') &&
+            (d + 1 == rest || p[d + 1] == ' ')) {
+            mlen = d + 1;
+            ordered = 1;
+        }
+    }
+    if (mlen) {
+        size_t sp = 0;
+        while (mlen + sp < rest && p[mlen + sp] == ' ')
+            sp++;
+        if (sp > 4)
+            sp = 1; /* the extra spaces belong to the content */
+        if (sp == 0)
+            sp = 1;
+        int cont = (int)(indent + mlen + sp);
+        while (st->nlist > 0 && st->lind[st->nlist - 1] > (int)indent)
+            st->nlist--;
+        if (st->nlist > 0 && (int)indent < st->lcont[st->nlist - 1])
+            st->nlist--; /* a sibling: replace the top level */
+        if (st->nlist == MAX_LIST)
+            st->nlist--;
+        int depth = st->nlist++;
+        st->lind[depth] = (int)indent;
+        st->lcont[depth] = cont;
+        static const char *const bullets[3] = {"\xE2\x80\xA2", "\xE2\x97\xA6", "\xE2\x96\xAA"};
+        lb_spaces(&b, (size_t)depth * 2, md->base);
+        size_t mw;
+        if (ordered) {
+            lb_add(&b, p, mlen, THEME_LIST_MARKER, 0);
+            mw = mlen;
+        } else {
+            lb_add(&b, bullets[depth % 3], strlen(bullets[depth % 3]), THEME_LIST_MARKER, 0);
+            mw = 1;
+        }
+        lb_add(&b, " ", 1, md->base, 0);
+        st->lout[depth] = depth * 2 + (int)mw + 1;
+        size_t a = mlen + sp;
+        if (a > rest)
+            a = rest;
+        inline_into(md, &b, p + a, rest - a, md->base);
+        sink_line(k, &b, MARKDOWN_LIST, depth, st->lout[depth], 0);
+        return;
+    }
+    if (indent > 0 && st->nlist > 0) {
+        int d = list_level_for(st, indent);
+        lb_spaces(&b, (size_t)st->lout[d], md->base);
+        inline_into(md, &b, p, rest, md->base);
+        sink_line(k, &b, MARKDOWN_LIST, d, st->lout[d], 0);
+        return;
+    }
+    if (indent == 0)
+        st->nlist = 0;
+    lb_spaces(&b, indent, md->base);
+    inline_into(md, &b, p, rest, md->base);
+    sink_line(k, &b, MARKDOWN_TEXT, 0, (int)indent, 0);
+}
+
+/* ---- tables ---- */
+
+static void hold_row(struct markdown *md, const char *s, size_t n)
+{
+    if (md->nheld == md->capheld) {
+        md->capheld = md->capheld ? md->capheld * 2 : 8;
+        md->held = xrealloc(md->held, md->capheld * sizeof(*md->held));
+    }
+    struct held *h = &md->held[md->nheld++];
+    h->raw = xstrndup(s, n);
+    h->len = n;
+    raw_table_line(md, s, n, &h->shown);
+}
+
+static void drop_held(struct markdown *md)
+{
+    for (size_t i = 0; i < md->nheld; i++) {
+        free(md->held[i].raw);
+        mdline_free(&md->held[i].shown);
+    }
+    md->nheld = 0;
+}
+
+/* Rendered cells of one row. */
+struct cells {
+    struct lb c[MAX_COLS];
+    size_t w[MAX_COLS];
+};
+
+static void render_cells(struct markdown *md, const char *s, size_t n, int header,
+                         struct cells *out)
+{
+    size_t ca[MAX_COLS], cb[MAX_COLS];
+    int nc = split_cells(s, n, ca, cb);
+    for (int c = 0; c < md->ncols; c++) {
+        memset(&out->c[c], 0, sizeof(out->c[c]));
+        if (c < nc)
+            inline_into(md, &out->c[c], s + ca[c], cb[c] - ca[c],
+                        header ? THEME_BOLD : md->base);
+        out->w[c] = wrap_width(buf_str(&out->c[c].t), out->c[c].t.len);
+    }
+}
+
+static void emit_table_row(struct markdown *md, struct cells *cl)
+{
+    struct lb b = {BUF_INIT, NULL, 0, 0};
+    for (int c = 0; c < md->ncols; c++) {
+        lb_add(&b, c == 0 ? "\xE2\x94\x82 " : " \xE2\x94\x82 ", c == 0 ? 4 : 5,
+               THEME_TABLE_BORDER, 0);
+        size_t pad = md->colw[c] > cl->w[c] ? md->colw[c] - cl->w[c] : 0;
+        size_t left = md->align[c] == 'r' ? pad : md->align[c] == 'c' ? pad / 2 : 0;
+        lb_spaces(&b, left, md->base);
+        lb_cat(&b, &cl->c[c]);
+        lb_spaces(&b, pad - left, md->base);
+        lb_free(&cl->c[c]);
+    }
+    lb_add(&b, " \xE2\x94\x82", 4, THEME_TABLE_BORDER, 0);
+    commit_line(md, &b, MARKDOWN_TABLE, 0, 0, WRAP_PRE);
+}
+
+static void emit_table_separator(struct markdown *md)
+{
+    struct lb b = {BUF_INIT, NULL, 0, 0};
+    for (int c = 0; c < md->ncols; c++) {
+        lb_add(&b, c == 0 ? "\xE2\x94\x9C\xE2\x94\x80" : "\xE2\x94\x80\xE2\x94\xBC\xE2\x94\x80",
+               c == 0 ? 6 : 9, THEME_TABLE_BORDER, 0);
+        lb_repeat(&b, "\xE2\x94\x80", md->colw[c], THEME_TABLE_BORDER);
+    }
+    lb_add(&b, "\xE2\x94\x80\xE2\x94\xA4", 6, THEME_TABLE_BORDER, 0);
+    commit_line(md, &b, MARKDOWN_TABLE, 0, 0, WRAP_PRE);
+}
+
+/* Emit the held rows (header, delimiter, body...) aligned. */
+static void flush_table(struct markdown *md)
+{
+    size_t rows = md->nheld;
+    struct cells *cl = xcalloc(rows, sizeof(*cl));
+    for (int c = 0; c < md->ncols; c++)
+        md->colw[c] = 1;
+    for (size_t r = 0; r < rows; r++) {
+        if (r == 1)
+            continue;
+        render_cells(md, md->held[r].raw, md->held[r].len, r == 0, &cl[r]);
+        for (int c = 0; c < md->ncols; c++)
+            if (cl[r].w[c] > md->colw[c])
+                md->colw[c] = cl[r].w[c];
+    }
+    for (size_t r = 0; r < rows; r++) {
+        if (r == 1)
+            emit_table_separator(md);
+        else
+            emit_table_row(md, &cl[r]);
+    }
+    free(cl);
+    drop_held(md);
+}
+
+/* ---- feeding ---- */
+
+/* Release a held table candidate as ordinary text. */
+static void release_candidate(struct markdown *md)
+{
+    struct sink k = {md, 1};
+    char *raw = md->held[0].raw;
+    size_t len = md->held[0].len;
+    md->held[0].raw = NULL;
+    drop_held(md);
+    md->table = TABLE_NONE;
+    block_line(md, &md->st, raw, len, &k);
+    free(raw);
+}
+
+static void process_line(struct markdown *md, const char *src, size_t n)
+{
+    struct sink k = {md, 1};
+    if (n && src[n - 1] == '\r')
+        n--;
+    buf_reset(&md->scratch);
+    wrap_clean(&md->scratch, src, n);
+    const char *s = buf_str(&md->scratch);
+    n = md->scratch.len;
+
+    if (md->st.fence) {
+        if (fence_close(&md->st, s, n))
+            md->st.fence = 0;
+        else
+            code_line(md, &md->st, s, n, &k);
+        return;
+    }
+    if (md->table == TABLE_CANDIDATE) {
+        char align[MAX_COLS];
+        int nc = delim_row(s, n, align);
+        if (nc > 0 && nc == md->ncols) {
+            memcpy(md->align, align, sizeof(align));
+            md->table = TABLE_HELD;
+            hold_row(md, s, n);
+            return;
+        }
+        release_candidate(md);
+    } else if (md->table == TABLE_HELD || md->table == TABLE_FLOWING) {
+        if (!is_blank(s, n) && has_pipe(s, n)) {
+            if (md->table == TABLE_FLOWING) {
+                struct cells cl;
+                render_cells(md, s, n, 0, &cl);
+                emit_table_row(md, &cl);
+                return;
+            }
+            hold_row(md, s, n);
+            if (md->nheld >= TABLE_MAX_ROWS + 2) {
+                flush_table(md);
+                md->table = TABLE_FLOWING;
+            }
+            return;
+        }
+        if (md->table == TABLE_HELD)
+            flush_table(md);
+        md->table = TABLE_NONE;
+    }
+    size_t indent = count_indent(s, n);
+    char fch;
+    if (md->table == TABLE_NONE && indent <= 3 && has_pipe(s, n) && !is_rule(s, n) &&
+        s[indent] != '>' && s[indent] != '#' && !fence_open(s + indent, n - indent, &fch)) {
+        size_t ca[MAX_COLS], cb[MAX_COLS];
+        md->ncols = split_cells(s, n, ca, cb);
+        md->table = TABLE_CANDIDATE;
+        hold_row(md, s, n);
+        return;
+    }
+    block_line(md, &md->st, s, n, &k);
+}
+
+struct markdown *markdown_new(int base_slot)
+{
+    struct markdown *md = xcalloc(1, sizeof(*md));
+    md->base = base_slot;
+    md->pending_dirty = 1;
+    return md;
+}
+
+void markdown_free(struct markdown *md)
+{
+    if (!md)
+        return;
+    for (size_t i = 0; i < md->n; i++)
+        mdline_free(&md->blocks[i / LINE_BLOCK][i % LINE_BLOCK]);
+    for (size_t b = 0; b < md->nblocks; b++)
+        free(md->blocks[b]);
+    free(md->blocks);
+    drop_held(md);
+    free(md->held);
+    mdline_free(&md->partial);
+    buf_free(&md->cur);
+    buf_free(&md->scratch);
+    free(md);
+}
+
+void markdown_feed(struct markdown *md, const char *s, size_t n)
+{
+    if (md->finished || n == 0)
+        return;
+    size_t scan = md->cur.len, start = 0;
+    buf_append(&md->cur, s, n);
+    md->pending_dirty = 1;
+    for (;;) {
+        const char *t = md->cur.data;
+        const char *nl = memchr(t + scan, '\n', md->cur.len - scan);
+        if (!nl)
+            break;
+        size_t end = (size_t)(nl - t);
+        process_line(md, t + start, end - start);
+        start = scan = end + 1;
+    }
+    if (start) {
+        memmove(md->cur.data, md->cur.data + start, md->cur.len - start);
+        md->cur.len -= start;
+        md->cur.data[md->cur.len] = '\0';
+    }
+}
+
+void markdown_finish(struct markdown *md)
+{
+    if (md->finished)
+        return;
+    if (md->cur.len)
+        process_line(md, md->cur.data, md->cur.len);
+    buf_reset(&md->cur);
+    if (md->table == TABLE_CANDIDATE)
+        release_candidate(md);
+    else if (md->table == TABLE_HELD)
+        flush_table(md);
+    md->table = TABLE_NONE;
+    md->finished = 1;
+    md->pending_dirty = 1;
+}
+
+size_t markdown_count(const struct markdown *md)
+{
+    return md->n;
+}
+
+const struct markdown_line *markdown_line(const struct markdown *md, size_t i)
+{
+    return i < md->n ? &md->blocks[i / LINE_BLOCK][i % LINE_BLOCK] : NULL;
+}
+
+static void update_pending(struct markdown *md)
+{
+    if (!md->pending_dirty)
+        return;
+    md->pending_dirty = 0;
+    mdline_free(&md->partial);
+    md->have_partial = 0;
+    size_t n = md->cur.len;
+    if (n == 0)
+        return;
+    n -= utf8_incomplete_tail(md->cur.data, n);
+    if (n && md->cur.data[n - 1] == '\r')
+        n--;
+    if (n == 0)
+        return;
+    struct buf clean = BUF_INIT;
+    wrap_clean(&clean, md->cur.data, n);
+    const char *s = buf_str(&clean);
+    n = clean.len;
+    struct sink k = {md, 0};
+    if (md->st.fence) {
+        code_line(md, &md->st, s, n, &k);
+    } else if (md->table != TABLE_NONE && has_pipe(s, n)) {
+        raw_table_line(md, s, n, &md->partial);
+        md->have_partial = 1;
+    } else {
+        struct mdstate copy = md->st; /* a preview must not change the block state */
+        block_line(md, &copy, s, n, &k);
+    }
+    buf_free(&clean);
+}
+
+size_t markdown_pending_count(struct markdown *md)
+{
+    update_pending(md);
+    return md->nheld + (md->have_partial ? 1 : 0);
+}
+
+const struct markdown_line *markdown_pending_line(struct markdown *md, size_t i)
+{
+    update_pending(md);
+    if (i < md->nheld)
+        return &md->held[i].shown;
+    if (i == md->nheld && md->have_partial)
+        return &md->partial;
+    return NULL;
+}

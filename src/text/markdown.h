@@ -1,0 +1,94 @@
+/* markdown.h - a streaming Markdown styler: chunks of text in, styled logical lines out.
+ *
+ * Input may be split anywhere (inside a UTF-8 sequence, inside `**`). A line is styled when its
+ * '\n' arrives (or at markdown_finish) and never again: the cost of a chunk is its own size;
+ * markdown_pending_*() re-examines only the unfinished last line (plus the rows of a table
+ * still being received). The finished lines never depend on how the input was split.
+ *
+ * Output lines are display text, not the source: every line is sanitised (wrap_clean: control
+ * characters made visible, TAB expanded to 4 columns) and markup is rendered like this:
+ *   - **strong**, *em*, _em_, ***both***: markers hidden; text in the bold / italic /
+ *     bold-italic slot, or, inside a heading, quote or link, that slot plus ATTR_BOLD/ITALIC.
+ *     Emphasis follows CommonMark's delimiter rules but does not span lines.
+ *   - `code`: backticks hidden, content in the code slot. Backslash escapes (\*) drop the
+ *     backslash.
+ *   - # headings: the #s stay visible in the dim slot ("## " then the text in heading).
+ *     Setext headings (text underlined with === or ---) are not recognised: --- is a rule.
+ *   - ``` / ~~~ fences: the opening fence becomes a CODE_LABEL line whose text is the language
+ *     ("" when none); each content line is a CODE line, verbatim, WRAP_PRE; the closing fence
+ *     produces no line. A fence still open at the end stays code.
+ *   - lists (-, *, + or 1. / 1)): nesting from indentation (any consistent step), re-indented
+ *     to 2 columns per level; bullets become U+2022 / U+25E6 / U+25AA by depth, numbers stay as
+ *     written; both in the list-marker slot. Continuation rows hang under the item text.
+ *     Indented lines after an item continue it. Indented code blocks are not recognised.
+ *   - > quotes: each level becomes "│ " in the quote slot; text in the quote slot.
+ *   - ---, ***, ___: a RULE line (WRAP_RULE: wrap_doc draws it across the width).
+ *   - tables (a row with |, then a delimiter row like |---|:-:|): rows are held back while the
+ *     table grows (shown raw by markdown_pending_*, kind TABLE_RAW) and emitted aligned, with
+ *     box-drawing borders, when the first non-table line or the end arrives. Column widths come
+ *     from all rows; a table longer than 256 rows is aligned on its first 256 and later rows
+ *     use those widths. Cells beyond the header's count are dropped, missing cells are empty.
+ *   - [text](url): text in the link slot then " (url)" in the dim slot (only the text when it
+ *     equals the url); ![alt](url) shows "image: alt (url)"; <https://...> and bare
+ *     http(s):// URLs are links.
+ *   - A soft line break inside a paragraph stays a line break (no joining of source lines).
+ * Text without markup uses the base slot given to markdown_new(). */
+#ifndef TT_MARKDOWN_H
+#define TT_MARKDOWN_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "text/theme.h"
+#include "text/wrap.h"
+
+enum markdown_kind {
+    MARKDOWN_TEXT,       /* paragraph text */
+    MARKDOWN_BLANK,      /* an empty line */
+    MARKDOWN_HEADING,    /* level = 1..6 */
+    MARKDOWN_CODE,       /* a line of a fenced code block (verbatim, WRAP_PRE) */
+    MARKDOWN_CODE_LABEL, /* the opening fence: text = the language, "" when none */
+    MARKDOWN_LIST,       /* a list item or its continuation; level = depth (0 = outermost) */
+    MARKDOWN_QUOTE,      /* block quote; level = depth (1 = "> ") */
+    MARKDOWN_RULE,       /* horizontal rule (WRAP_RULE) */
+    MARKDOWN_TABLE,      /* an aligned table row or separator (WRAP_PRE) */
+    MARKDOWN_TABLE_RAW   /* a row of a table still growing, shown as typed (pending only) */
+};
+
+/* A styled logical line. wl.text has no '\n'; wl.spans cover it completely; wl.tag is
+ * kind | level << 8, so the curses layer can tell code rows (paint the background to the
+ * right edge) or quote rows (draw the bar in the hanging indent) from a wrap_view. */
+struct markdown_line {
+    struct wrap_line wl;
+    uint8_t kind;  /* enum markdown_kind */
+    uint8_t level;
+};
+
+struct markdown;
+
+/* A new styler; plain text gets `base_slot` (THEME_ASSISTANT, THEME_REASONING, ...). */
+struct markdown *markdown_new(int base_slot);
+
+void markdown_free(struct markdown *md);
+
+/* Append a chunk of source text. Ignored after markdown_finish. */
+void markdown_feed(struct markdown *md, const char *s, size_t n);
+
+/* End of input: the unfinished line (if any) is styled, a held table is emitted aligned, an
+ * unclosed code fence stays code. A final '\n' does not add an empty line. */
+void markdown_finish(struct markdown *md);
+
+/* Number of finished lines (grows with markdown_feed; lines never change once counted). */
+size_t markdown_count(const struct markdown *md);
+
+/* Finished line i (< markdown_count), or NULL when out of range. Owned by md; the pointer and
+ * everything it points to stay valid (and unchanged) until markdown_free. */
+const struct markdown_line *markdown_line(const struct markdown *md, size_t i);
+
+/* Number of provisional lines after the finished ones: rows of a table still being received
+ * and the unfinished last line. Recomputed lazily after a feed. */
+size_t markdown_pending_count(struct markdown *md);
+
+/* Provisional line i (< markdown_pending_count), owned by md, valid until the next feed. */
+const struct markdown_line *markdown_pending_line(struct markdown *md, size_t i);
+
+#endif

@@ -1,0 +1,638 @@
+/* wrap.c - grapheme cluster widths, line wrapping and an incrementally wrapped document. */
+#include "config.h"
+#include "text/wrap.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <utf8proc.h>
+
+#include "base/utf8.h"
+#include "base/xmalloc.h"
+
+#define TAB_STOP 4
+
+/* ---- widths ---- */
+
+static int is_pictographic(uint32_t cp)
+{
+    if (cp < 0xA9)
+        return 0;
+    int b = utf8proc_get_property((utf8proc_int32_t)cp)->boundclass;
+    return b == UTF8PROC_BOUNDCLASS_EXTENDED_PICTOGRAPHIC || b == UTF8PROC_BOUNDCLASS_E_BASE ||
+           b == UTF8PROC_BOUNDCLASS_E_BASE_GAZ || b == UTF8PROC_BOUNDCLASS_GLUE_AFTER_ZWJ;
+}
+
+static int is_regional(uint32_t cp)
+{
+    return cp >= 0x1F1E6 && cp <= 0x1F1FF;
+}
+
+static int is_mark(uint32_t cp)
+{
+    utf8proc_category_t c = utf8proc_category((utf8proc_int32_t)cp);
+    return c == UTF8PROC_CATEGORY_MN || c == UTF8PROC_CATEGORY_MC || c == UTF8PROC_CATEGORY_ME;
+}
+
+int wrap_cp_width(uint32_t cp)
+{
+    if (cp < 0x20 || (cp >= 0x7F && cp < 0xA0))
+        return 0;
+    if (cp < 0x300)
+        return 1;
+    if ((cp >= 0x1160 && cp <= 0x11FF) || (cp >= 0xD7B0 && cp <= 0xD7FF))
+        return 0; /* Hangul Jamo vowels and final consonants join the leading consonant */
+    if (cp > 0x10FFFF)
+        return 1;
+    if (utf8proc_category((utf8proc_int32_t)cp) == UTF8PROC_CATEGORY_MC)
+        return 1; /* spacing marks advance the cursor in terminals */
+    return utf8proc_charwidth((utf8proc_int32_t)cp);
+}
+
+/* Cluster flags */
+#define CL_CJK 0x01u /* a wide, non-emoji cluster: a line may break before and after it */
+
+static size_t cluster_info(const char *s, size_t n, int *width, unsigned *flags)
+{
+    *flags = 0;
+    if (n == 0) {
+        *width = 0;
+        return 0;
+    }
+    unsigned char c0 = (unsigned char)s[0];
+    if (c0 < 0x80 && (n == 1 || (unsigned char)s[1] < 0x80) && !(c0 == '\r' && n > 1 &&
+                                                                   s[1] == '\n')) {
+        *width = c0 >= 0x20 && c0 < 0x7F ? 1 : 0;
+        return 1;
+    }
+    uint32_t first, cp;
+    size_t pos = utf8_decode(s, n, &first);
+    if (first == UTF8_REPLACEMENT && pos == 1) {
+        *width = 1; /* an invalid byte stands alone, drawn as U+FFFD */
+        return 1;
+    }
+    utf8proc_int32_t state = 0;
+    uint32_t prev = first;
+    int pict = is_pictographic(first), ri = is_regional(first);
+    int keycap = first == '#' || first == '*' || (first >= '0' && first <= '9');
+    int sum = wrap_cp_width(first), emoji = 0, text = 0, after_zwj = 0;
+    while (pos < n) {
+        size_t k = utf8_decode(s + pos, n - pos, &cp);
+        if (cp == UTF8_REPLACEMENT && k == 1)
+            break;
+        if (utf8proc_grapheme_break_stateful((utf8proc_int32_t)prev, (utf8proc_int32_t)cp,
+                                             &state))
+            break;
+        if (cp == 0xFE0F) {
+            if (pict || keycap)
+                emoji = 1;
+        } else if (cp == 0xFE0E) {
+            if (pict)
+                text = 1;
+        } else if (cp == 0x200D) {
+            after_zwj = 1;
+        } else if (cp >= 0x1F3FB && cp <= 0x1F3FF) {
+            if (pict)
+                emoji = 1;
+        } else if (ri && is_regional(cp)) {
+            emoji = 1;
+        } else if (after_zwj && is_pictographic(cp)) {
+            if (pict)
+                emoji = 1;
+        } else {
+            sum += wrap_cp_width(cp);
+        }
+        prev = cp;
+        pos += k;
+    }
+    if (emoji)
+        *width = 2;
+    else if (text)
+        *width = 1;
+    else if (sum == 0 && is_mark(first))
+        *width = 1;
+    else
+        *width = sum;
+    if (!emoji && !pict && wrap_cp_width(first) == 2)
+        *flags |= CL_CJK;
+    return pos;
+}
+
+size_t wrap_cluster(const char *s, size_t n, int *width)
+{
+    int w;
+    unsigned f;
+    size_t k = cluster_info(s, n, &w, &f);
+    if (width)
+        *width = w;
+    return k;
+}
+
+size_t wrap_width(const char *s, size_t n)
+{
+    size_t total = 0, pos = 0;
+    while (pos < n) {
+        int w;
+        pos += wrap_cluster(s + pos, n - pos, &w);
+        total += (size_t)w;
+    }
+    return total;
+}
+
+size_t wrap_fit(const char *s, size_t n, size_t cols, size_t *used)
+{
+    size_t total = 0, pos = 0;
+    while (pos < n) {
+        int w;
+        size_t k = wrap_cluster(s + pos, n - pos, &w);
+        if (total + (size_t)w > cols)
+            break;
+        total += (size_t)w;
+        pos += k;
+    }
+    if (used)
+        *used = total;
+    return pos;
+}
+
+void wrap_clean(struct buf *out, const char *s, size_t n)
+{
+    struct buf tmp = BUF_INIT;
+    utf8_sanitize(&tmp, s, n);
+    const char *t = buf_str(&tmp);
+    size_t len = tmp.len, pos = 0, run = 0, col = 0;
+    buf_reserve(out, len);
+    while (pos < len) {
+        if (t[pos] == '\t') {
+            buf_append(out, t + run, pos - run);
+            size_t spaces = TAB_STOP - col % TAB_STOP;
+            for (size_t i = 0; i < spaces; i++)
+                buf_appendc(out, ' ');
+            col += spaces;
+            run = ++pos;
+        } else if (t[pos] == '\n') {
+            col = 0;
+            pos++;
+        } else {
+            int w;
+            pos += wrap_cluster(t + pos, len - pos, &w);
+            col += (size_t)w;
+        }
+    }
+    buf_append(out, t + run, len - run);
+    buf_free(&tmp);
+}
+
+/* ---- wrapping ---- */
+
+static void rows_add(struct wrap_rows *r, size_t off, size_t len, size_t width, size_t indent)
+{
+    if (r->n == r->cap) {
+        r->cap = r->cap ? r->cap * 2 : 8;
+        r->v = xrealloc(r->v, r->cap * sizeof(*r->v));
+    }
+    r->v[r->n++] = (struct wrap_row){(uint32_t)off, (uint32_t)len, (uint32_t)width,
+                                     (uint32_t)indent};
+}
+
+/* Wrap one hard line s[0..n) whose first byte is at `base` in the caller's text. */
+static void wrap_one(struct wrap_rows *out, const char *s, size_t n, size_t base, size_t width,
+                     size_t hang, unsigned flags)
+{
+    size_t eff_hang = hang > 0 && hang * 2 <= width ? hang : 0;
+    size_t row_start = 0, col = 0, pos = 0, emitted = 0;
+    int first = 1;
+#define AVAIL (first ? width : width - eff_hang)
+#define EMIT(end, w)                                                                   \
+    do {                                                                               \
+        rows_add(out, base + row_start, (end) - row_start, (w), first ? 0 : eff_hang); \
+        emitted++;                                                                     \
+        first = 0;                                                                     \
+    } while (0)
+
+    if (flags & WRAP_PRE) {
+        while (pos < n) {
+            int cw;
+            unsigned cf;
+            size_t k = cluster_info(s + pos, n - pos, &cw, &cf);
+            if (col > 0 && col + (size_t)cw > AVAIL) {
+                EMIT(pos, col);
+                row_start = pos;
+                col = 0;
+            }
+            col += (size_t)cw;
+            pos += k;
+        }
+        if (row_start < n || emitted == 0)
+            EMIT(n, col);
+        return;
+    }
+
+    /* A break opportunity in the current row: the row would end at brk_end (brk_endcol
+     * columns) and the next one start at brk. */
+    size_t brk = 0, brk_end = 0, brk_endcol = 0;
+    int have_brk = 0, prev_cjk = 0;
+    while (pos < n) {
+        if (s[pos] == ' ' && pos == row_start) {
+            /* indentation: kept, cut like any text when it is wider than the row, and
+             * never a break opportunity */
+            while (pos < n && s[pos] == ' ') {
+                if (col > 0 && col + 1 > AVAIL) {
+                    EMIT(pos, col);
+                    row_start = pos;
+                    col = 0;
+                }
+                col++;
+                pos++;
+            }
+            prev_cjk = 0;
+            continue;
+        }
+        if (s[pos] == ' ') {
+            size_t run_start = pos, run_col = col;
+            while (pos < n && s[pos] == ' ') {
+                pos++;
+                col++;
+            }
+            if (col > AVAIL && run_start > row_start) {
+                /* the spaces overflow: end the row before them and drop them */
+                EMIT(run_start, run_col);
+                row_start = pos;
+                col = 0;
+                have_brk = 0;
+            } else if (run_start > row_start) {
+                have_brk = 1;
+                brk = pos;
+                brk_end = run_start;
+                brk_endcol = run_col;
+            }
+            prev_cjk = 0;
+            continue;
+        }
+        int cw;
+        unsigned cf;
+        size_t k = cluster_info(s + pos, n - pos, &cw, &cf);
+        int cjk = (cf & CL_CJK) != 0;
+        if ((cjk || prev_cjk) && pos > row_start) {
+            have_brk = 1;
+            brk = brk_end = pos;
+            brk_endcol = col;
+        }
+        if (col + (size_t)cw > AVAIL && col > 0) {
+            if (have_brk && brk > row_start && brk_end > row_start) {
+                EMIT(brk_end, brk_endcol);
+                row_start = pos = brk; /* rescan the carried word on the new row */
+            } else {
+                EMIT(pos, col);
+                row_start = pos;
+            }
+            col = 0;
+            have_brk = 0;
+            prev_cjk = 0;
+            continue;
+        }
+        col += (size_t)cw;
+        pos += k;
+        prev_cjk = cjk;
+    }
+    if (row_start < n || emitted == 0)
+        EMIT(n, col);
+#undef AVAIL
+#undef EMIT
+}
+
+void wrap_text(struct wrap_rows *out, const char *s, size_t n, int width, int hang,
+               unsigned flags)
+{
+    size_t w = width < 1 ? 1 : (size_t)width, h = hang < 0 ? 0 : (size_t)hang, start = 0;
+    for (;;) {
+        const char *nl = memchr(s + start, '\n', n - start);
+        size_t end = nl ? (size_t)(nl - s) : n;
+        wrap_one(out, s + start, end - start, start, w, h, flags);
+        if (!nl)
+            break;
+        start = end + 1;
+    }
+}
+
+void wrap_rows_free(struct wrap_rows *rows)
+{
+    free(rows->v);
+    rows->v = NULL;
+    rows->n = rows->cap = 0;
+}
+
+/* ---- wrap_doc ---- */
+
+struct dline {
+    char *text;
+    size_t len;
+    struct theme_span *spans; /* normalised: sorted, covering the whole text */
+    size_t nspans;
+    uint16_t slot, hang, flags, tag;
+    struct wrap_row *rows;
+    size_t nrows;
+    struct theme_span *rspans; /* spans cut per row, offsets relative to the row */
+    size_t *rspan0;            /* nrows + 1 entries: row r uses rspans[rspan0[r] .. r + 1] */
+};
+
+struct dlist {
+    struct dline *v;
+    size_t n, cap;
+    size_t *row0; /* row0[i] = rows before line i */
+    size_t rows;
+};
+
+struct wrap_doc {
+    int width;
+    struct dlist fin, pend;
+    struct buf tail;   /* append_text: the unfinished raw line */
+    struct buf scratch;
+};
+
+static void spans_push(struct theme_span **v, size_t *n, size_t *cap, struct theme_span sp)
+{
+    if (sp.len == 0)
+        return;
+    if (*n && (*v)[*n - 1].slot == sp.slot && (*v)[*n - 1].attrs == sp.attrs &&
+        (*v)[*n - 1].off + (*v)[*n - 1].len == sp.off) {
+        (*v)[*n - 1].len += sp.len;
+        return;
+    }
+    if (*n == *cap) {
+        *cap = *cap ? *cap * 2 : 4;
+        *v = xrealloc(*v, *cap * sizeof(**v));
+    }
+    (*v)[(*n)++] = sp;
+}
+
+/* Copy spans so that they are sorted, inside the text, and cover it (gaps get `slot`). */
+static void normalise_spans(struct dline *l, const struct theme_span *sp, size_t nsp)
+{
+    size_t cap = 0, at = 0;
+    l->spans = NULL;
+    l->nspans = 0;
+    for (size_t i = 0; i < nsp; i++) {
+        size_t a = sp[i].off, b = (size_t)sp[i].off + sp[i].len;
+        if (b > l->len)
+            b = l->len;
+        if (a < at)
+            a = at; /* overlapping or unsorted: keep the earlier one */
+        if (a >= b)
+            continue;
+        if (a > at)
+            spans_push(&l->spans, &l->nspans, &cap,
+                       (struct theme_span){(uint32_t)at, (uint32_t)(a - at), l->slot, 0});
+        spans_push(&l->spans, &l->nspans, &cap,
+                   (struct theme_span){(uint32_t)a, (uint32_t)(b - a), sp[i].slot,
+                                       sp[i].attrs});
+        at = b;
+    }
+    if (at < l->len)
+        spans_push(&l->spans, &l->nspans, &cap,
+                   (struct theme_span){(uint32_t)at, (uint32_t)(l->len - at), l->slot, 0});
+}
+
+static void dline_unwrap(struct dline *l)
+{
+    free(l->rows);
+    free(l->rspans);
+    free(l->rspan0);
+    l->rows = NULL;
+    l->rspans = NULL;
+    l->rspan0 = NULL;
+    l->nrows = 0;
+}
+
+static void dline_wrap(struct dline *l, int width)
+{
+    dline_unwrap(l);
+    if (l->flags & WRAP_RULE) {
+        /* a rule is as wide as the window: rebuild its text for this width */
+        size_t w = width < 1 ? 1 : (size_t)width;
+        uint16_t slot = l->nspans ? l->spans[0].slot : l->slot;
+        free(l->text);
+        free(l->spans);
+        l->text = xmalloc(w * 3 + 1);
+        for (size_t i = 0; i < w; i++)
+            memcpy(l->text + i * 3, "\xE2\x94\x80", 3);
+        l->len = w * 3;
+        l->text[l->len] = '\0';
+        l->spans = xmalloc(sizeof(*l->spans));
+        l->spans[0] = (struct theme_span){0, (uint32_t)l->len, slot, 0};
+        l->nspans = 1;
+        l->rows = xmalloc(sizeof(*l->rows));
+        l->rows[0] = (struct wrap_row){0, (uint32_t)l->len, (uint32_t)w, 0};
+        l->nrows = 1;
+    } else {
+        struct wrap_rows r = {NULL, 0, 0};
+        wrap_text(&r, l->text, l->len, width, l->hang, l->flags);
+        l->rows = r.v;
+        l->nrows = r.n;
+    }
+    size_t cap = 0, nsp = 0, si = 0;
+    l->rspan0 = xmalloc((l->nrows + 1) * sizeof(*l->rspan0));
+    for (size_t r = 0; r < l->nrows; r++) {
+        size_t a = l->rows[r].off, b = a + l->rows[r].len;
+        l->rspan0[r] = nsp;
+        while (si < l->nspans && (size_t)l->spans[si].off + l->spans[si].len <= a)
+            si++;
+        for (size_t j = si; j < l->nspans && l->spans[j].off < b; j++) {
+            size_t sa = l->spans[j].off > a ? l->spans[j].off : a;
+            size_t sb = (size_t)l->spans[j].off + l->spans[j].len;
+            if (sb > b)
+                sb = b;
+            if (sa < sb)
+                spans_push(&l->rspans, &nsp, &cap,
+                           (struct theme_span){(uint32_t)(sa - a), (uint32_t)(sb - sa),
+                                               l->spans[j].slot, l->spans[j].attrs});
+        }
+        /* (spans_push never merges across rows: a row's offsets restart at 0) */
+    }
+    l->rspan0[l->nrows] = nsp;
+}
+
+static void dline_free(struct dline *l)
+{
+    dline_unwrap(l);
+    free(l->text);
+    free(l->spans);
+}
+
+static void dlist_add(struct dlist *dl, const struct wrap_line *in, int width)
+{
+    if (dl->n == dl->cap) {
+        dl->cap = dl->cap ? dl->cap * 2 : 16;
+        dl->v = xrealloc(dl->v, dl->cap * sizeof(*dl->v));
+        dl->row0 = xrealloc(dl->row0, dl->cap * sizeof(*dl->row0));
+    }
+    struct dline *l = &dl->v[dl->n];
+    memset(l, 0, sizeof(*l));
+    l->text = xmalloc(in->len + 1);
+    if (in->len)
+        memcpy(l->text, in->text, in->len);
+    l->text[in->len] = '\0';
+    l->len = in->len;
+    l->slot = in->slot;
+    l->hang = in->hang;
+    l->flags = in->flags;
+    l->tag = in->tag;
+    normalise_spans(l, in->spans, in->nspans);
+    dline_wrap(l, width);
+    dl->row0[dl->n] = dl->rows;
+    dl->rows += l->nrows;
+    dl->n++;
+}
+
+static void dlist_clear(struct dlist *dl)
+{
+    for (size_t i = 0; i < dl->n; i++)
+        dline_free(&dl->v[i]);
+    dl->n = 0;
+    dl->rows = 0;
+}
+
+static void dlist_rewrap(struct dlist *dl, int width)
+{
+    dl->rows = 0;
+    for (size_t i = 0; i < dl->n; i++) {
+        dline_wrap(&dl->v[i], width);
+        dl->row0[i] = dl->rows;
+        dl->rows += dl->v[i].nrows;
+    }
+}
+
+struct wrap_doc *wrap_doc_new(int width)
+{
+    struct wrap_doc *d = xcalloc(1, sizeof(*d));
+    d->width = width < 1 ? 1 : width;
+    return d;
+}
+
+void wrap_doc_free(struct wrap_doc *d)
+{
+    if (!d)
+        return;
+    dlist_clear(&d->fin);
+    dlist_clear(&d->pend);
+    free(d->fin.v);
+    free(d->fin.row0);
+    free(d->pend.v);
+    free(d->pend.row0);
+    buf_free(&d->tail);
+    buf_free(&d->scratch);
+    free(d);
+}
+
+void wrap_doc_set_width(struct wrap_doc *d, int width)
+{
+    width = width < 1 ? 1 : width;
+    if (width == d->width)
+        return;
+    d->width = width;
+    dlist_rewrap(&d->fin, width);
+    dlist_rewrap(&d->pend, width);
+}
+
+int wrap_doc_width(const struct wrap_doc *d)
+{
+    return d->width;
+}
+
+void wrap_doc_push(struct wrap_doc *d, const struct wrap_line *line)
+{
+    dlist_add(&d->fin, line, d->width);
+}
+
+void wrap_doc_pending_clear(struct wrap_doc *d)
+{
+    dlist_clear(&d->pend);
+}
+
+void wrap_doc_pending_add(struct wrap_doc *d, const struct wrap_line *line)
+{
+    dlist_add(&d->pend, line, d->width);
+}
+
+static void push_clean(struct wrap_doc *d, struct dlist *dl, const char *s, size_t n, int slot,
+                       unsigned flags)
+{
+    if (n && s[n - 1] == '\r')
+        n--;
+    buf_reset(&d->scratch);
+    wrap_clean(&d->scratch, s, n);
+    struct wrap_line wl = {buf_str(&d->scratch), d->scratch.len, NULL, 0, (uint16_t)slot, 0,
+                           (uint16_t)flags, 0};
+    dlist_add(dl, &wl, d->width);
+}
+
+void wrap_doc_append_text(struct wrap_doc *d, const char *s, size_t n, int slot,
+                          unsigned flags)
+{
+    size_t scan = d->tail.len, start = 0;
+    buf_append(&d->tail, s, n);
+    const char *t = buf_str(&d->tail);
+    for (;;) {
+        const char *nl = memchr(t + scan, '\n', d->tail.len - scan);
+        if (!nl)
+            break;
+        size_t end = (size_t)(nl - t);
+        push_clean(d, &d->fin, t + start, end - start, slot, flags);
+        start = scan = end + 1;
+    }
+    if (start) {
+        memmove(d->tail.data, d->tail.data + start, d->tail.len - start);
+        d->tail.len -= start;
+        d->tail.data[d->tail.len] = '\0';
+    }
+    dlist_clear(&d->pend);
+    size_t keep = d->tail.len - utf8_incomplete_tail(d->tail.data ? d->tail.data : "",
+                                                     d->tail.len);
+    if (keep)
+        push_clean(d, &d->pend, d->tail.data, keep, slot, flags);
+}
+
+size_t wrap_doc_lines(const struct wrap_doc *d)
+{
+    return d->fin.n;
+}
+
+size_t wrap_doc_rows(const struct wrap_doc *d)
+{
+    return d->fin.rows + d->pend.rows;
+}
+
+int wrap_doc_row(const struct wrap_doc *d, size_t i, struct wrap_view *v)
+{
+    const struct dlist *dl = &d->fin;
+    size_t line_base = 0;
+    if (i >= dl->rows) {
+        i -= dl->rows;
+        line_base = dl->n;
+        dl = &d->pend;
+        if (i >= dl->rows)
+            return -1;
+    }
+    size_t lo = 0, hi = dl->n; /* last line with row0 <= i */
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (dl->row0[mid] <= i)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    /* every line has at least one row, so line lo holds row i */
+    const struct dline *l = &dl->v[lo];
+    size_t r = i - dl->row0[lo];
+    const struct wrap_row *row = &l->rows[r];
+    v->text = l->text + row->off;
+    v->len = row->len;
+    v->width = (int)row->width;
+    v->indent = (int)row->indent;
+    v->spans = l->rspans ? l->rspans + l->rspan0[r] : NULL;
+    v->nspans = l->rspan0[r + 1] - l->rspan0[r];
+    v->line = line_base + lo;
+    v->tag = l->tag;
+    v->flags = l->flags;
+    v->first = r == 0;
+    return 0;
+}

@@ -1,0 +1,1144 @@
+/* context.c - token counting with a content cache, the history plan (shorten, merge, summarise,
+ * drop), calibration of approximate counts, prices and the session budget. */
+#include "config.h"
+#include "tokens/context.h"
+#include "tokens/tokenizer.h"
+#include "base/utf8.h"
+#include "base/util.h"
+#include "base/xmalloc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+
+#define CONTEXT_CACHE_MAX 16384 /* entries before the count cache starts over */
+
+/* x rounded up (x >= 0), without libm. */
+static long context_ceil(double x)
+{
+    long l = (long)x;
+    return (double)l < x - 1e-9 ? l + 1 : l;
+}
+
+int context_policy_parse(const char *s, enum context_policy *out)
+{
+    if (!s)
+        return -1;
+    if (strcasecmp(s, "summarize") == 0 || strcasecmp(s, "summarise") == 0)
+        *out = CONTEXT_SUMMARIZE;
+    else if (strcasecmp(s, "truncate") == 0)
+        *out = CONTEXT_TRUNCATE;
+    else if (strcasecmp(s, "off") == 0)
+        *out = CONTEXT_OFF;
+    else
+        return -1;
+    return 0;
+}
+
+const char *context_policy_name(enum context_policy p)
+{
+    switch (p) {
+    case CONTEXT_SUMMARIZE: return "summarize";
+    case CONTEXT_TRUNCATE: return "truncate";
+    case CONTEXT_OFF: return "off";
+    }
+    return "?";
+}
+
+/* ---- counting ------------------------------------------------------------------------------ */
+
+struct cache_entry {
+    uint64_t hash;   /* 0 = empty slot */
+    size_t len;
+    long tokens;
+};
+
+struct context {
+    struct tokenizer *tok; /* NULL: bytes/4, or not opened yet */
+    char *pending;         /* the encoding to open on the first count (the table was found) */
+    int approx;
+    struct cache_entry *slots;
+    size_t cap, used;
+};
+
+/* 64-bit hash of text (8 bytes a step); never 0. */
+static uint64_t context_hash(const char *s, size_t n)
+{
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ (n * 0xC2B2AE3D27D4EB4Full);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        h ^= w * 0x87C37B91114253D5ull;
+        h = (h << 31 | h >> 33) * 0x4CF5AD432745937Full;
+    }
+    uint64_t w = 0;
+    memcpy(&w, s + i, n - i);
+    h ^= w * 0x87C37B91114253D5ull;
+    h ^= h >> 33;
+    h *= 0xFF51AFD7ED558CCDull;
+    h ^= h >> 33;
+    h *= 0xC4CEB9FE1A85EC53ull;
+    h ^= h >> 33;
+    return h ? h : 1;
+}
+
+struct context *context_new(const char *encoding, int approximate, char **err)
+{
+    struct context *c = xcalloc(1, sizeof *c);
+    c->approx = approximate;
+    const char *enc = encoding ? encoding : "o200k_base";
+    /* The table is mapped on the first count: a request that provably fits (context_plan's
+     * byte bound) never touches it. */
+    if (tokenizer_available(enc, err) == 0)
+        c->pending = xstrdup(enc);
+    else
+        c->approx = 1;
+    c->cap = 256;
+    c->slots = xcalloc(c->cap, sizeof *c->slots);
+    return c;
+}
+
+/* The tokenizer, opened now if this is the first count; NULL: bytes/4. A table that was found
+ * but does not open turns the counts into estimates. */
+static struct tokenizer *context_tok(struct context *c)
+{
+    if (c->pending) {
+        c->tok = tokenizer_open(c->pending, NULL);
+        if (!c->tok)
+            c->approx = 1;
+        free(c->pending);
+        c->pending = NULL;
+    }
+    return c->tok;
+}
+
+void context_free(struct context *c)
+{
+    if (!c)
+        return;
+    tokenizer_close(c->tok);
+    free(c->pending);
+    free(c->slots);
+    free(c);
+}
+
+const char *context_encoding(const struct context *c)
+{
+    return c->pending ? c->pending : c->tok ? tokenizer_name(c->tok) : "bytes/4";
+}
+
+int context_approximate(const struct context *c)
+{
+    return c->approx;
+}
+
+size_t context_cached(const struct context *c)
+{
+    return c->used;
+}
+
+static long context_count_raw(struct context *c, const char *text, size_t len)
+{
+    struct tokenizer *t = context_tok(c);
+    if (t)
+        return (long)tokenizer_count(t, text, len);
+    return (long)((len + 3) / 4);
+}
+
+static void context_cache_grow(struct context *c)
+{
+    size_t ncap = c->cap * 2;
+    struct cache_entry *ns = xcalloc(ncap, sizeof *ns);
+    for (size_t i = 0; i < c->cap; i++) {
+        if (!c->slots[i].hash)
+            continue;
+        size_t j = c->slots[i].hash & (ncap - 1);
+        while (ns[j].hash)
+            j = (j + 1) & (ncap - 1);
+        ns[j] = c->slots[i];
+    }
+    free(c->slots);
+    c->slots = ns;
+    c->cap = ncap;
+}
+
+long context_count(struct context *c, const char *text, size_t len)
+{
+    if (len < 16) /* cheaper to count than to remember */
+        return context_count_raw(c, text, len);
+    uint64_t h = context_hash(text, len);
+    size_t j = h & (c->cap - 1);
+    while (c->slots[j].hash) {
+        if (c->slots[j].hash == h && c->slots[j].len == len)
+            return c->slots[j].tokens;
+        j = (j + 1) & (c->cap - 1);
+    }
+    long t = context_count_raw(c, text, len);
+    if (c->used >= CONTEXT_CACHE_MAX) { /* start over rather than grow without end */
+        memset(c->slots, 0, c->cap * sizeof *c->slots);
+        c->used = 0;
+        j = h & (c->cap - 1);
+    } else if ((c->used + 1) * 10 > c->cap * 7) {
+        context_cache_grow(c);
+        j = h & (c->cap - 1);
+        while (c->slots[j].hash)
+            j = (j + 1) & (c->cap - 1);
+    }
+    c->slots[j] = (struct cache_entry){h, len, t};
+    c->used++;
+    return t;
+}
+
+long context_msg_tokens(struct context *c, const char *role, const char *text, size_t len)
+{
+    return CONTEXT_MSG_OVERHEAD + context_count(c, role, strlen(role)) +
+           context_count(c, text ? text : "", text ? len : 0);
+}
+
+struct context_stream {
+    struct context *c;
+    struct tok_stream *ts; /* NULL: bytes/4, or nothing fed yet */
+    size_t bytes;
+};
+
+struct context_stream *context_stream_new(struct context *c)
+{
+    struct context_stream *s = xcalloc(1, sizeof *s);
+    s->c = c;
+    return s;
+}
+
+void context_stream_feed(struct context_stream *s, const char *delta, size_t len)
+{
+    if (!s->ts && !s->bytes && len) {
+        struct tokenizer *t = context_tok(s->c);
+        if (t)
+            s->ts = tokenizer_stream_new(t);
+    }
+    s->bytes += len;
+    if (s->ts)
+        tokenizer_stream_feed(s->ts, delta, len);
+}
+
+long context_stream_count(struct context_stream *s)
+{
+    return s->ts ? (long)tokenizer_stream_count(s->ts) : (long)((s->bytes + 3) / 4);
+}
+
+void context_stream_reset(struct context_stream *s)
+{
+    s->bytes = 0;
+    if (s->ts)
+        tokenizer_stream_reset(s->ts);
+}
+
+void context_stream_free(struct context_stream *s)
+{
+    if (!s)
+        return;
+    if (s->ts)
+        tokenizer_stream_free(s->ts);
+    free(s);
+}
+
+/* ---- formatting ---------------------------------------------------------------------------- */
+
+void context_format_tokens(struct buf *out, long long n, int approximate)
+{
+    char digits[32];
+    int neg = n < 0;
+    snprintf(digits, sizeof digits, "%lld", neg ? -n : n);
+    size_t d = strlen(digits);
+    if (approximate)
+        buf_appendc(out, '~');
+    if (neg)
+        buf_appendc(out, '-');
+    for (size_t i = 0; i < d; i++) {
+        if (i && (d - i) % 3 == 0)
+            buf_appendc(out, ',');
+        buf_appendc(out, digits[i]);
+    }
+}
+
+/* A new string with the tokens formatted. */
+static char *context_fmt(long long n, int approximate)
+{
+    struct buf b = BUF_INIT;
+    context_format_tokens(&b, n, approximate);
+    return buf_take(&b);
+}
+
+/* ---- the plan ------------------------------------------------------------------------------ */
+
+/* Shorten text (tok_content tokens) to about keep tokens: head and tail with a marker between.
+ * Returns a new string (caller frees) and its length in *out_len. */
+static char *context_shorten(struct context *c, const char *text, size_t len, long tok_content,
+                             long keep, size_t *out_len)
+{
+    long head = keep / 2, tail = keep - head;
+    struct buf hb = BUF_INIT, tb = BUF_INIT, out = BUF_INIT;
+    if (c->tok) {
+        struct tok_ids v = TOK_IDS_INIT;
+        tokenizer_encode(c->tok, text, len, &v);
+        if ((long)v.len < head + tail)
+            head = tail = (long)v.len / 2;
+        (void)tokenizer_decode(c->tok, v.ids, (size_t)head, &hb);
+        (void)tokenizer_decode(c->tok, v.ids + v.len - (size_t)tail, (size_t)tail, &tb);
+        tok_ids_free(&v);
+    } else {
+        size_t hbytes = (size_t)head * 4, tbytes = (size_t)tail * 4;
+        if (hbytes + tbytes > len)
+            hbytes = tbytes = len / 2;
+        buf_append(&hb, text, hbytes);
+        buf_append(&tb, text + len - tbytes, tbytes);
+    }
+    /* Never cut a UTF-8 sequence: the head loses an unfinished tail, the tail its leading
+     * continuation bytes. */
+    size_t hl = hb.len - utf8_incomplete_tail(buf_str(&hb), hb.len);
+    size_t ts = 0;
+    while (ts < tb.len && ts < 3 && ((unsigned char)tb.data[ts] & 0xC0) == 0x80)
+        ts++;
+    buf_append(&out, buf_str(&hb), hl);
+    long elided = tok_content - head - tail;
+    char *n = context_fmt(elided > 0 ? elided : 0, 0);
+    buf_printf(&out, "\n[... %s " CONTEXT_ELISION " ...]\n", n);
+    free(n);
+    buf_append(&out, buf_str(&tb) + ts, tb.len - ts);
+    buf_free(&hb);
+    buf_free(&tb);
+    *out_len = out.len;
+    return buf_take(&out);
+}
+
+/* Working state of one plan. */
+struct plan_work {
+    struct context *c;
+    const struct context_msg *m;
+    struct context_plan *out;
+};
+
+static void item_set_owned(struct plan_work *w, struct context_item *it, char *text, size_t len)
+{
+    free(it->owned);
+    it->owned = text;
+    it->content = text;
+    it->len = len;
+    it->tokens = context_msg_tokens(w->c, it->role, text, len);
+}
+
+static long plan_sum(const struct context_plan *p, size_t from, size_t to)
+{
+    long s = 0;
+    for (size_t i = from; i < to && i < p->n_items; i++)
+        s += p->items[i].tokens;
+    return s;
+}
+
+static long plan_total(const struct context_plan *p)
+{
+    return CONTEXT_REPLY_PRIMER + plan_sum(p, 0, p->n_items);
+}
+
+/* Remove items [from, to) (their owned text is freed). */
+static void plan_remove(struct context_plan *p, size_t from, size_t to)
+{
+    for (size_t i = from; i < to; i++)
+        free(p->items[i].owned);
+    memmove(p->items + from, p->items + to, (p->n_items - to) * sizeof *p->items);
+    p->n_items -= to - from;
+}
+
+static void plan_set_fate(struct context_plan *p, size_t first, size_t last, unsigned char f)
+{
+    for (size_t i = first; i <= last && i < p->n_history; i++)
+        p->fate[i] = f;
+}
+
+static int is_role(const char *r, const char *want)
+{
+    return r && strcmp(r, want) == 0;
+}
+
+/* Summary budget in raw tokens. */
+static long plan_summary_budget(const struct context_params *p, double ratio)
+{
+    if (p->summary_tokens > 0)
+        return p->summary_tokens;
+    long s = (long)(p->window / 8 / ratio);
+    return s < 32 ? 32 : s > 1024 ? 1024 : s;
+}
+
+/* The summary message for text; shortened when far longer than the budget. */
+static void plan_summary_item(struct plan_work *w, struct context_item *it, const char *text,
+                              long sbudget)
+{
+    struct buf b = BUF_INIT;
+    buf_printf(&b, "%s\n%s", CONTEXT_SUMMARY_HEAD, text);
+    it->role = "system";
+    it->flags = CONTEXT_F_SUMMARY;
+    it->owned = NULL;
+    long ct = context_count(w->c, b.data, b.len);
+    if (ct > sbudget + sbudget / 2) {
+        size_t nl;
+        char *s = context_shorten(w->c, b.data, b.len, ct, sbudget, &nl);
+        buf_free(&b);
+        item_set_owned(w, it, s, nl);
+        return;
+    }
+    size_t n = b.len;
+    item_set_owned(w, it, buf_take(&b), n);
+}
+
+static void plan_role_label(struct buf *b, const char *role)
+{
+    if (is_role(role, "user"))
+        buf_appends(b, "User");
+    else if (is_role(role, "assistant"))
+        buf_appends(b, "Assistant");
+    else if (is_role(role, "system"))
+        buf_appends(b, "System");
+    else
+        buf_appends(b, role);
+}
+
+const char *context_summary_instruction(void)
+{
+    return "You condense chat history. The user gives you part of a conversation between a user "
+           "and an assistant (and maybe a summary of what came before it). Write one concise "
+           "summary of all of it, in the conversation's language, for the assistant to continue "
+           "from: keep facts, names, numbers, decisions, code identifiers, the user's wishes and "
+           "open questions; leave out pleasantries. Answer with the summary only.";
+}
+
+/* Step 3: choose the range a new summary must cover; items[start..z) is the region after the
+ * known summary (or from the first unprotected item), prot the tokens that stay anyway. */
+static void plan_need_summary(struct plan_work *w, const struct context_params *p, size_t a,
+                              size_t start, size_t z, const char *prev, int prev_idx, long sbudget)
+{
+    struct context_plan *out = w->out;
+    const struct context_msg *m = w->m;
+    if (start >= z || !m[out->items[a].first].id)
+        return;
+    long prot = CONTEXT_REPLY_PRIMER + plan_sum(out, 0, a) + out->items[z].tokens;
+    long prev_tokens = prev ? context_count(w->c, prev, strlen(prev)) : 0;
+    /* The summary request must fit the window too: instruction, framing, the summary. */
+    const char *instr = context_summary_instruction();
+    long in_limit = (long)(p->window / out->ratio) - sbudget - CONTEXT_REPLY_PRIMER - 32 -
+                    context_msg_tokens(w->c, "system", instr, strlen(instr));
+    in_limit -= in_limit / 20;
+    long target = out->budget / 2;
+    long input = prev_tokens;
+    size_t pick = (size_t)-1, largest = (size_t)-1;
+    for (size_t k = start; k < z; k++) {
+        input += out->items[k].tokens;
+        if (input > in_limit)
+            break;
+        int turn_end = k + 1 == z || is_role(out->items[k + 1].role, "user");
+        if (!turn_end || !m[out->items[k].last].id)
+            continue;
+        largest = k;
+        if (prot + sbudget + plan_sum(out, k + 1, z) <= target) {
+            pick = k;
+            break;
+        }
+    }
+    if (pick == (size_t)-1)
+        pick = largest;
+    if (pick == (size_t)-1)
+        return;
+    struct buf b = BUF_INIT;
+    if (prev)
+        buf_printf(&b, "Summary so far:\n%s\n\nMessages to add to it:\n\n", prev);
+    else
+        buf_appends(&b, "Conversation to summarise:\n\n");
+    for (size_t k = start; k <= pick; k++) {
+        plan_role_label(&b, out->items[k].role);
+        buf_appends(&b, ": ");
+        buf_append(&b, out->items[k].content, out->items[k].len);
+        buf_appends(&b, "\n\n");
+    }
+    buf_printf(&b, "(Write at most about %ld words.)", sbudget * 3 / 4);
+    out->need_summary = 1;
+    out->sum_first_id = m[out->items[a].first].id;
+    out->sum_last_id = m[out->items[pick].last].id;
+    out->sum_from = out->items[start].first;
+    out->sum_to = out->items[pick].last;
+    out->sum_prev = prev_idx;
+    out->sum_input = buf_take(&b);
+    out->sum_tokens = sbudget;
+}
+
+static void plan_finish(struct context_plan *out)
+{
+    out->total = plan_total(out);
+    out->shown = out->approximate ? context_ceil(out->total * out->ratio) : out->total;
+    out->fits = out->total <= out->budget;
+    out->n_shortened = out->n_merged = out->n_summarized = out->n_dropped = 0;
+    for (size_t i = 0; i < out->n_history; i++)
+        switch (out->fate[i]) {
+        case CONTEXT_SHORTENED: out->n_shortened++; break;
+        case CONTEXT_MERGED: out->n_merged++; break;
+        case CONTEXT_SUMMARIZED: out->n_summarized++; break;
+        case CONTEXT_DROPPED: out->n_dropped++; break;
+        default: break;
+        }
+}
+
+int context_plan(struct context *c, const struct context_msg *m, size_t n,
+                 const struct context_params *p, struct context_plan *out)
+{
+    memset(out, 0, sizeof *out);
+    out->summary_used = -1;
+    out->sum_prev = -1;
+    out->approximate = c->approx;
+    out->ratio = c->approx && p->ratio > 0 ? p->ratio : 1.0;
+    long avail = p->window - p->reserve;
+    out->budget = avail > 0 ? (long)(avail / out->ratio) : 0;
+    out->n_history = n;
+    out->fate = xcalloc(n ? n : 1, 1);
+    out->items = xcalloc(n ? n : 1, sizeof *out->items);
+    struct plan_work w = {c, m, out};
+    /* A byte-level BPE token covers at least one byte: when the bytes fit, so do the tokens,
+     * and an exact counter need not count (nor map its table) at all. */
+    if (p->bounds_ok && !c->approx) {
+        size_t sum = CONTEXT_REPLY_PRIMER, lim = out->budget > 0 ? (size_t)out->budget : 0;
+        for (size_t i = 0; i < n && sum <= lim; i++) {
+            size_t len = m[i].content ? m[i].len : 0;
+            sum += len < lim ? CONTEXT_MSG_OVERHEAD + strlen(m[i].role) + len : lim + 1;
+        }
+        out->bounded = sum <= lim;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct context_item *it = &out->items[i];
+        it->role = m[i].role;
+        it->content = m[i].content ? m[i].content : "";
+        it->len = m[i].content ? m[i].len : 0;
+        it->tokens = it->orig_tokens =
+            out->bounded ? (long)(CONTEXT_MSG_OVERHEAD + strlen(it->role) + it->len)
+                         : context_msg_tokens(c, it->role, it->content, it->len);
+        it->first = it->last = i;
+    }
+    out->n_items = n;
+    out->history_tokens = plan_total(out);
+    plan_finish(out);
+    if (p->policy == CONTEXT_OFF || out->fits || n == 0)
+        return 0;
+
+    size_t P = 0; /* leading system messages: never touched */
+    while (P < n && is_role(m[P].role, "system"))
+        P++;
+    if (P >= n)
+        return 0; /* nothing but system messages: nothing to do */
+    long need = CONTEXT_REPLY_PRIMER + plan_sum(out, 0, P) + out->items[n - 1].tokens;
+    if (need > out->budget) {
+        struct buf e = BUF_INIT;
+        int ap = out->approximate;
+        char *msg = context_fmt(context_ceil(out->items[n - 1].tokens * out->ratio), ap);
+        char *sys = context_fmt(context_ceil(plan_sum(out, 0, P) * out->ratio), ap);
+        char *res = context_fmt(p->reserve, 0), *win = context_fmt(p->window, 0);
+        char *needs = context_fmt(context_ceil(need * out->ratio) + p->reserve, ap);
+        buf_printf(&e, "the message is too long for the model's context window: it takes %s "
+                       "tokens; with the system prompt (%s) and the answer reserve (%s) the "
+                       "request needs %s tokens, but the window is %s. Shorten the message%s, "
+                       "or lower the answer reserve (--max-tokens / reserve_tokens)",
+                   msg, sys, res, needs, win, P ? " or the system prompt" : "");
+        free(msg);
+        free(sys);
+        free(res);
+        free(win);
+        free(needs);
+        out->error = buf_take(&e);
+        plan_remove(out, 0, out->n_items);
+        out->fits = 0;
+        out->total = out->shown = 0;
+        return -1;
+    }
+    size_t newest = n - 1;
+
+    /* 1. Shorten very long old messages, oldest first. */
+    long long_limit = out->budget / 6 > 64 ? out->budget / 6 : 64;
+    long keep = long_limit / 3 > 32 ? long_limit / 3 : 32;
+    long total = plan_total(out);
+    for (size_t i = P; i < newest && total > out->budget; i++) {
+        struct context_item *it = &out->items[i];
+        long ct = context_count(c, it->content, it->len);
+        if (ct <= long_limit)
+            continue;
+        size_t nl;
+        char *s = context_shorten(c, it->content, it->len, ct, keep, &nl);
+        long before = it->tokens;
+        item_set_owned(&w, it, s, nl);
+        it->flags |= CONTEXT_F_SHORTENED;
+        out->fate[i] = CONTEXT_SHORTENED;
+        total += it->tokens - before;
+    }
+
+    /* 2. Merge consecutive messages of the same role (not the protected ones): one pass, each
+     * run of one role joined once. */
+    if (total > out->budget) {
+        size_t z = out->n_items - 1, dst = P;
+        for (size_t j = P; j < z;) {
+            size_t k = j + 1;
+            while (k < z && strcmp(out->items[k].role, out->items[j].role) == 0)
+                k++;
+            struct context_item it = out->items[j];
+            if (k - j > 1) {
+                struct buf t = BUF_INIT;
+                for (size_t q = j; q < k; q++) {
+                    if (q > j)
+                        buf_appends(&t, "\n\n");
+                    buf_append(&t, out->items[q].content, out->items[q].len);
+                    if (q > j) {
+                        it.orig_tokens += out->items[q].orig_tokens;
+                        it.flags |= out->items[q].flags & CONTEXT_F_SHORTENED;
+                        plan_set_fate(out, out->items[q].first, out->items[q].last,
+                                      CONTEXT_MERGED);
+                        free(out->items[q].owned);
+                    }
+                }
+                it.owned = NULL;
+                size_t tl = t.len;
+                free(out->items[j].owned);
+                item_set_owned(&w, &it, buf_take(&t), tl);
+                it.flags |= CONTEXT_F_MERGED;
+                it.last = out->items[k - 1].last;
+            }
+            out->items[dst++] = it;
+            j = k;
+        }
+        out->items[dst++] = out->items[z];
+        out->n_items = dst;
+        total = plan_total(out);
+    }
+
+    /* 3. Summarise the oldest turns. */
+    if (total > out->budget && p->policy == CONTEXT_SUMMARIZE) {
+        size_t a = P, z = out->n_items - 1;
+        long sbudget = plan_summary_budget(p, out->ratio);
+        int best = -1;
+        size_t best_k = 0;
+        int64_t first_id = m[out->items[a].first].id;
+        for (size_t s = 0; s < p->n_summaries && first_id; s++) {
+            if (p->summaries[s].first_id != first_id || !p->summaries[s].text)
+                continue;
+            for (size_t k = a; k < z; k++)
+                if (m[out->items[k].last].id == p->summaries[s].last_id &&
+                    (best < 0 || k > best_k)) {
+                    best = (int)s;
+                    best_k = k;
+                }
+        }
+        size_t start = a;
+        const char *prev = NULL;
+        if (best >= 0) {
+            struct context_item si;
+            memset(&si, 0, sizeof si);
+            si.first = out->items[a].first;
+            si.last = out->items[best_k].last;
+            for (size_t k = a; k <= best_k; k++)
+                si.orig_tokens += out->items[k].orig_tokens;
+            plan_summary_item(&w, &si, p->summaries[best].text, sbudget);
+            plan_set_fate(out, si.first, si.last, CONTEXT_SUMMARIZED);
+            plan_remove(out, a + 1, best_k + 1);
+            free(out->items[a].owned);
+            out->items[a] = si;
+            out->summary_used = best;
+            z = out->n_items - 1;
+            start = a + 1;
+            prev = p->summaries[best].text;
+            total = plan_total(out);
+        }
+        if (total > out->budget && !p->no_new_summary)
+            plan_need_summary(&w, p, a, start, z, prev, best, sbudget);
+    }
+
+    /* 4. Drop the oldest turns (the summary first: it stands for the oldest ones). One pass:
+     * find how many leading units must go, then remove them at once. */
+    if (total > out->budget) {
+        size_t a = P, z = out->n_items - 1, e = a;
+        while (total > out->budget && e < z) {
+            size_t u = e + 1;
+            if (!(out->items[e].flags & CONTEXT_F_SUMMARY))
+                while (u < z && !is_role(out->items[u].role, "user"))
+                    u++;
+            for (size_t k = e; k < u; k++) {
+                total -= out->items[k].tokens;
+                plan_set_fate(out, out->items[k].first, out->items[k].last, CONTEXT_DROPPED);
+            }
+            e = u;
+        }
+        plan_remove(out, a, e);
+    }
+    plan_finish(out);
+    return 0;
+}
+
+void context_plan_free(struct context_plan *plan)
+{
+    if (!plan)
+        return;
+    for (size_t i = 0; i < plan->n_items; i++)
+        free(plan->items[i].owned);
+    free(plan->items);
+    free(plan->fate);
+    free(plan->sum_input);
+    free(plan->error);
+    memset(plan, 0, sizeof *plan);
+    plan->summary_used = plan->sum_prev = -1;
+}
+
+void context_plan_describe(const struct context_plan *p, struct buf *out)
+{
+    const struct {
+        size_t n;
+        const char *what;
+    } parts[] = {
+        {p->n_shortened, "shortened"},
+        {p->n_merged, "merged"},
+        {p->n_summarized, "summarised"},
+        {p->n_dropped, "dropped"},
+    };
+    int any = 0;
+    for (size_t i = 0; i < TT_ARRAY_LEN(parts); i++) {
+        if (!parts[i].n)
+            continue;
+        buf_printf(out, "%s%zu %s", any ? ", " : "", parts[i].n, parts[i].what);
+        any = 1;
+    }
+    if (any)
+        buf_appends(out, p->n_shortened + p->n_merged + p->n_summarized + p->n_dropped == 1
+                             ? " (old message)" : " (old messages)");
+}
+
+void context_plan_report(const struct context_plan *p, const struct context_params *par,
+                         struct buf *out)
+{
+    int ap = p->approximate;
+    struct buf t = BUF_INIT;
+    buf_printf(out, "%zu message%s, ", p->n_items, p->n_items == 1 ? "" : "s");
+    context_format_tokens(out, p->shown, ap);
+    buf_appends(out, " tokens of ");
+    context_format_tokens(out, par->window - par->reserve, 0);
+    buf_appends(out, " available (window ");
+    context_format_tokens(out, par->window, 0);
+    buf_appends(out, " - answer reserve ");
+    context_format_tokens(out, par->reserve, 0);
+    buf_printf(out, "), policy %s\n", context_policy_name(par->policy));
+    for (size_t i = 0; i < p->n_items; i++) {
+        const struct context_item *it = &p->items[i];
+        buf_reset(&t);
+        context_format_tokens(&t, ap ? context_ceil(it->tokens * p->ratio) : it->tokens, ap);
+        buf_printf(out, "%4zu  %-9s %9s", i + 1, it->role, buf_str(&t));
+        if (it->flags & CONTEXT_F_SUMMARY)
+            buf_printf(out, "  summary of messages %zu-%zu", it->first + 1, it->last + 1);
+        else if (it->first != it->last)
+            buf_printf(out, "  messages %zu-%zu merged", it->first + 1, it->last + 1);
+        else
+            buf_printf(out, "  message %zu", it->first + 1);
+        if (it->flags & CONTEXT_F_SHORTENED) {
+            buf_appends(out, ", shortened from ");
+            context_format_tokens(out, it->orig_tokens, ap);
+        }
+        /* first line of the text, as a reminder */
+        size_t k = 0, shown = 0;
+        const char *s = it->content;
+        if (it->flags & CONTEXT_F_SUMMARY) {
+            const char *nl = memchr(s, '\n', it->len);
+            k = nl ? (size_t)(nl - s) + 1 : 0;
+        }
+        buf_appends(out, ": ");
+        if (it->len == 0 && i + 1 == p->n_items)
+            buf_appends(out, "(your next message)");
+        while (k < it->len && shown < 40) {
+            uint32_t cp;
+            size_t l = utf8_decode(s + k, it->len - k, &cp);
+            if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0))
+                buf_appendc(out, ' ');
+            else
+                buf_append(out, s + k, l);
+            k += l ? l : 1;
+            shown++;
+        }
+        if (k < it->len)
+            buf_appends(out, "...");
+        buf_appendc(out, '\n');
+    }
+    buf_printf(out, "      reply primer %5d\n", CONTEXT_REPLY_PRIMER);
+    if (p->n_shortened + p->n_merged + p->n_summarized + p->n_dropped) {
+        buf_appends(out, "History compressed: ");
+        context_plan_describe(p, out);
+        buf_appendc(out, '\n');
+    }
+    if (!p->fits) {
+        buf_appends(out, "It does not fit: ");
+        context_format_tokens(out, p->shown, ap);
+        buf_appends(out, " > ");
+        context_format_tokens(out, par->window - par->reserve, 0);
+        buf_appendc(out, '\n');
+    }
+    buf_free(&t);
+}
+
+/* ---- calibration --------------------------------------------------------------------------- */
+
+struct calib_row {
+    char *model;
+    double ratio;
+    long samples;
+    double sum_est, sum_rep;
+};
+
+struct context_calib {
+    struct calib_row *rows;
+    size_t n, cap;
+};
+
+struct context_calib *context_calib_new(void)
+{
+    return xcalloc(1, sizeof(struct context_calib));
+}
+
+void context_calib_free(struct context_calib *cal)
+{
+    if (!cal)
+        return;
+    for (size_t i = 0; i < cal->n; i++)
+        free(cal->rows[i].model);
+    free(cal->rows);
+    free(cal);
+}
+
+static struct calib_row *calib_find(const struct context_calib *cal, const char *model)
+{
+    for (size_t i = 0; i < cal->n; i++)
+        if (strcmp(cal->rows[i].model, model) == 0)
+            return &cal->rows[i];
+    return NULL;
+}
+
+static struct calib_row *calib_add(struct context_calib *cal, const char *model)
+{
+    if (cal->n == cal->cap) {
+        cal->cap = cal->cap ? cal->cap * 2 : 8;
+        cal->rows = xrealloc(cal->rows, cal->cap * sizeof *cal->rows);
+    }
+    struct calib_row *r = &cal->rows[cal->n++];
+    memset(r, 0, sizeof *r);
+    r->model = xstrdup(model);
+    r->ratio = 1.0;
+    return r;
+}
+
+double context_calibrate(struct context_calib *cal, const char *model, long estimated,
+                         long reported)
+{
+    if (!model)
+        model = "";
+    struct calib_row *r = calib_find(cal, model);
+    double cur = r ? r->ratio : 1.0;
+    if (estimated < CONTEXT_CALIB_MIN || reported <= 0)
+        return cur;
+    double x = (double)reported / (double)estimated;
+    if (x < 0.25 || x > 4)
+        return cur;
+    if (!r)
+        r = calib_add(cal, model);
+    r->samples++;
+    if (r->samples <= CONTEXT_CALIB_WARMUP) {
+        r->sum_est += (double)estimated;
+        r->sum_rep += (double)reported;
+        r->ratio = r->sum_rep / r->sum_est;
+    } else {
+        r->ratio += CONTEXT_CALIB_ALPHA * (x - r->ratio);
+    }
+    return r->ratio;
+}
+
+double context_calib_ratio(const struct context_calib *cal, const char *model, long *samples)
+{
+    const struct calib_row *r = cal && model ? calib_find(cal, model) : NULL;
+    if (samples)
+        *samples = r ? r->samples : 0;
+    return r ? r->ratio : 1.0;
+}
+
+int context_calib_load(struct context_calib *cal, const char *path)
+{
+    size_t len;
+    char *text = util_read_file(path, &len, 1 << 20);
+    if (!text)
+        return errno == ENOENT ? 0 : -1;
+    for (char *cur = text, *line; (line = util_next_data_line(&cur));) {
+        char *tab = strchr(line, '\t');
+        if (!tab)
+            continue;
+        *tab = '\0';
+        double ratio = 0, se = 0, sr = 0;
+        long samples = 0;
+        if (sscanf(tab + 1, "%lf\t%ld\t%lf\t%lf", &ratio, &samples, &se, &sr) < 2 ||
+            !(ratio >= 0.25 && ratio <= 4) || samples < 0)
+            continue;
+        struct calib_row *r = calib_find(cal, line);
+        if (!r)
+            r = calib_add(cal, line);
+        r->ratio = ratio;
+        r->samples = samples;
+        r->sum_est = se;
+        r->sum_rep = sr;
+    }
+    free(text);
+    return 0;
+}
+
+int context_calib_save(const struct context_calib *cal, const char *path)
+{
+    char *tmp = xasprintf("%s.%ld.tmp", path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        free(tmp);
+        return -1;
+    }
+    struct buf b = BUF_INIT;
+    buf_appends(&b, "# tokterm calibration: model, ratio of the server's prompt tokens to "
+                    "tokterm's estimate, samples, sums\n");
+    for (size_t i = 0; i < cal->n; i++) {
+        const struct calib_row *r = &cal->rows[i];
+        if (strchr(r->model, '\n') || strchr(r->model, '\t'))
+            continue;
+        buf_printf(&b, "%s\t%.6f\t%ld\t%.0f\t%.0f\n", r->model, r->ratio, r->samples, r->sum_est,
+                   r->sum_rep);
+    }
+    ssize_t wr = write(fd, buf_str(&b), b.len);
+    int ok = wr == (ssize_t)b.len;
+    int e = errno;
+    buf_free(&b);
+    if (close(fd) != 0)
+        ok = 0;
+    if (ok && rename(tmp, path) != 0) {
+        e = errno;
+        ok = 0;
+    }
+    if (!ok) {
+        unlink(tmp);
+        errno = e ? e : EIO;
+    }
+    free(tmp);
+    return ok ? 0 : -1;
+}
+
+/* ---- prices -------------------------------------------------------------------------------- */
+
+/* Longest-prefix row for model in the price file text; 1 when found. */
+static int price_scan(const char *path, const char *model, struct context_price *out)
+{
+    size_t len;
+    char *text = util_read_file(path, &len, 1 << 20);
+    if (!text)
+        return 0;
+    size_t best = 0;
+    int found = 0;
+    for (char *cur = text, *line; (line = util_next_data_line(&cur));) {
+        char *tab = strchr(line, '\t');
+        if (!tab)
+            continue;
+        *tab = '\0';
+        size_t pl = strlen(line);
+        if (pl >= sizeof out->prefix || pl <= best || strncmp(model, line, pl) != 0)
+            continue;
+        double in = -1, outp = -1, cached = -1;
+        int got = sscanf(tab + 1, "%lf\t%lf\t%lf", &in, &outp, &cached);
+        if (got < 2 || in < 0 || outp < 0)
+            continue;
+        if (got < 3 || cached < 0)
+            cached = in;
+        snprintf(out->prefix, sizeof out->prefix, "%s", line);
+        out->in = in;
+        out->out = outp;
+        out->cached = cached;
+        best = pl;
+        found = 1;
+    }
+    free(text);
+    return found;
+}
+
+int context_price_lookup(const char *model, const char *user_file, struct context_price *out)
+{
+    if (!model || !*model)
+        return -1;
+    const char *slash = strrchr(model, '/');
+    if (slash)
+        model = slash + 1;
+    if (strncmp(model, "ft:", 3) == 0)
+        model += 3;
+    memset(out, 0, sizeof *out);
+    if (user_file && price_scan(user_file, model, out))
+        return 0;
+    char *path = util_data_path("prices.tsv", NULL);
+    int found = path && price_scan(path, model, out);
+    free(path);
+    return found ? 0 : -1;
+}
+
+double context_cost(const struct context_price *p, long long prompt, long long cached,
+                    long long completion)
+{
+    if (cached > prompt)
+        cached = prompt;
+    if (cached < 0)
+        cached = 0;
+    return ((double)(prompt - cached) * p->in + (double)cached * p->cached +
+            (double)completion * p->out) / 1e6;
+}
+
+/* ---- budget -------------------------------------------------------------------------------- */
+
+void context_budget_add(struct context_budget *b, long long prompt, long long completion,
+                        double usd)
+{
+    b->spent_tokens += (prompt > 0 ? prompt : 0) + (completion > 0 ? completion : 0);
+    if (usd >= 0)
+        b->spent_usd += usd;
+    else
+        b->usd_unknown = 1;
+}
+
+enum context_budget_level context_budget_level(const struct context_budget *b, double *frac)
+{
+    double f = 0;
+    if (b->cap_tokens > 0)
+        f = (double)b->spent_tokens / (double)b->cap_tokens;
+    if (b->cap_usd > 0 && b->spent_usd / b->cap_usd > f)
+        f = b->spent_usd / b->cap_usd;
+    if (frac)
+        *frac = f;
+    return f >= 1.0 ? CONTEXT_BUDGET_OVER
+         : f >= CONTEXT_BUDGET_WARN_FRAC ? CONTEXT_BUDGET_WARN : CONTEXT_BUDGET_OK;
+}
+
+char *context_budget_check(const struct context_budget *b, long long prompt_tokens,
+                           double prompt_usd)
+{
+    struct buf e = BUF_INIT;
+    if (b->cap_tokens > 0 && b->spent_tokens + prompt_tokens > b->cap_tokens) {
+        char *sp = context_fmt(b->spent_tokens, 0), *cap = context_fmt(b->cap_tokens, 0);
+        char *pr = context_fmt(prompt_tokens, 0);
+        if (b->spent_tokens >= b->cap_tokens)
+            buf_printf(&e, "the session's token budget is used up: %s of %s tokens spent", sp,
+                       cap);
+        else
+            buf_printf(&e, "this request (%s prompt tokens) would pass the session's token "
+                           "budget: %s of %s tokens spent", pr, sp, cap);
+        buf_appends(&e, ". Raise the cap with /budget N in the chat or budget_tokens = N in "
+                        "the config file (0 = no cap)");
+        free(sp);
+        free(cap);
+        free(pr);
+        return buf_take(&e);
+    }
+    if (b->cap_usd > 0 && b->spent_usd + (prompt_usd > 0 ? prompt_usd : 0) > b->cap_usd) {
+        if (b->spent_usd >= b->cap_usd)
+            buf_printf(&e, "the session's money budget is used up: $%.4f of $%.2f spent",
+                       b->spent_usd, b->cap_usd);
+        else
+            buf_printf(&e, "this request (about $%.4f of input) would pass the session's money "
+                           "budget: $%.4f of $%.2f spent", prompt_usd, b->spent_usd, b->cap_usd);
+        buf_appends(&e, ". Raise the cap with /budget $N in the chat or budget_usd = N in the "
+                        "config file (0 = no cap)");
+        return buf_take(&e);
+    }
+    return NULL;
+}
+
+int context_budget_parse(struct context_budget *b, const char *arg, struct buf *err)
+{
+    char s[64];
+    size_t k = 0;
+    for (const char *q = arg ? arg : ""; *q && k + 1 < sizeof s; q++)
+        if (*q != ' ' && *q != '\t' && *q != ',' && *q != '_')
+            s[k++] = (char)(*q >= 'A' && *q <= 'Z' ? *q - 'A' + 'a' : *q);
+    s[k] = '\0';
+    if (!strcmp(s, "off") || !strcmp(s, "none")) {
+        b->cap_tokens = 0;
+        b->cap_usd = 0;
+        return 0;
+    }
+    if (!strcmp(s, "tokensoff")) {
+        b->cap_tokens = 0;
+        return 0;
+    }
+    if (!strcmp(s, "usdoff") || !strcmp(s, "$off")) {
+        b->cap_usd = 0;
+        return 0;
+    }
+    int usd = 0;
+    char *p = s;
+    size_t l = strlen(p);
+    if (*p == '$') {
+        usd = 1;
+        p++;
+        l--;
+    } else if (l && p[l - 1] == '$') {
+        usd = 1;
+        p[--l] = '\0';
+    } else if (l > 3 && !strcmp(p + l - 3, "usd")) {
+        usd = 1;
+        l -= 3;
+        p[l] = '\0';
+    } else if (l > 6 && !strcmp(p + l - 6, "tokens")) {
+        l -= 6;
+        p[l] = '\0';
+    }
+    char *end;
+    errno = 0;
+    double v = strtod(p, &end);
+    double mult = 1;
+    if (!usd && end != p && (*end == 'k' || *end == 'm') && end[1] == '\0') {
+        mult = *end == 'k' ? 1e3 : 1e6;
+        end++;
+    }
+    if (errno || end == p || *end || !(v >= 0) || v * mult > 1e15) {
+        buf_printf(err, "/budget takes tokens (50000, 50k), dollars ($2, 2usd) or off, not '%s'",
+                   arg ? arg : "");
+        return -1;
+    }
+    if (usd)
+        b->cap_usd = v;
+    else
+        b->cap_tokens = (long long)(v * mult + 0.5);
+    return 0;
+}
+
+void context_budget_describe(const struct context_budget *b, struct buf *out)
+{
+    buf_appends(out, "spent ");
+    context_format_tokens(out, b->spent_tokens, 0);
+    buf_appends(out, " tokens");
+    if (b->spent_usd > 0 || !b->usd_unknown)
+        buf_printf(out, ", $%.4f%s", b->spent_usd, b->usd_unknown ? " (some models unpriced)"
+                                                                 : "");
+    if (b->cap_tokens <= 0 && b->cap_usd <= 0) {
+        buf_appends(out, "; no budget set");
+        return;
+    }
+    buf_appends(out, "; budget ");
+    if (b->cap_tokens > 0) {
+        context_format_tokens(out, b->cap_tokens, 0);
+        buf_printf(out, " tokens (%.0f%%)", 100.0 * (double)b->spent_tokens / (double)b->cap_tokens);
+    }
+    if (b->cap_usd > 0)
+        buf_printf(out, "%s$%.2f (%.0f%%)", b->cap_tokens > 0 ? ", " : "", b->cap_usd,
+                   100.0 * b->spent_usd / b->cap_usd);
+    double f;
+    enum context_budget_level lv = context_budget_level(b, &f);
+    if (lv == CONTEXT_BUDGET_OVER)
+        buf_appends(out, " - used up: raise it to send more");
+    else if (lv == CONTEXT_BUDGET_WARN)
+        buf_appends(out, " - over 80%");
+}

@@ -1,0 +1,1132 @@
+/* tui.c - the interactive chat: the main loop (poll on the keyboard, the session's event queue
+ * and a signal pipe), the window layout, and frames drawn from dirty flags (one doupdate per
+ * frame, at most ~60 frames a second while an answer streams; keystrokes are drawn at once). */
+#include "config.h"
+#include "tui/tui.h"
+#include "proto/api.h"
+#include "net/ratelimit.h"
+#include "tui/tui_app.h"
+#include "tui/tui_draw.h"
+#include "tui/tui_history.h"
+#include "tui/tui_input.h"
+#include "base/util.h"
+#include "base/xmalloc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <langinfo.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TUI_FRAME (1.0 / 60.0)
+#define TUI_RESUME_SHOWN 500 /* messages a resumed conversation shows in the chat */
+#define TUI_PROMPT "\xE2\x80\xBA "
+#define TUI_KEY_CHOME (KEY_MAX + 1)
+#define TUI_KEY_CEND (KEY_MAX + 2)
+
+static int tui_sigpipe[2] = {-1, -1};
+
+static void tui_on_signal(int sig)
+{
+    int e = errno;
+    char b = (char)sig;
+    (void)!write(tui_sigpipe[1], &b, 1);
+    errno = e;
+}
+
+/* ---- terminal modes ---- */
+
+static void tui_term_modes(int on)
+{
+    /* bracketed paste: pasted newlines are inserted, not sent */
+    const char *s = on ? "\033[?2004h" : "\033[?2004l";
+    fflush(stdout);
+    (void)!write(STDOUT_FILENO, s, strlen(s));
+}
+
+static void tui_suspend_curses(void *ud)
+{
+    (void)ud;
+    tui_term_modes(0);
+    def_prog_mode();
+    endwin();
+}
+
+static void tui_resume_curses(void *ud)
+{
+    struct tui *t = ud;
+    reset_prog_mode();
+    tui_term_modes(1);
+    clearok(curscr, TRUE);
+    t->dirty |= TUI_D_FULL;
+    t->urgent = 1;
+}
+
+/* ---- layout ---- */
+
+static void tui_layout(struct tui *t)
+{
+    int rows = LINES, cols = COLS;
+    if (rows < 1)
+        rows = 1;
+    if (cols < 1)
+        cols = 1;
+    int max_in = rows >= 3 ? rows / 3 : 1;
+    if (max_in < 1)
+        max_in = 1;
+    int in_h = t->search ? 1 : tui_input_rows(cols);
+    if (in_h > max_in)
+        in_h = max_in;
+    if (in_h < 1)
+        in_h = 1;
+    int view_h = rows - 1 - in_h;
+    if (rows < 3) {
+        view_h = 0;
+        in_h = 1;
+    }
+    if (view_h < 0)
+        view_h = 0;
+    if (rows == t->rows && cols == t->cols && in_h == t->input_h && t->wview)
+        return;
+    t->rows = rows;
+    t->cols = cols;
+    t->input_h = in_h;
+    t->view_h = view_h;
+    int status_y = rows >= 2 ? rows - 1 - in_h : -1;
+    if (!t->wview) {
+        t->wview = newwin(view_h > 0 ? view_h : 1, cols, 0, 0);
+        t->wstatus = newwin(1, cols, status_y >= 0 ? status_y : 0, 0);
+        t->winput = newwin(in_h, cols, rows - in_h, 0);
+    } else {
+        /* shrink first so that no window sticks out of the screen while moving */
+        wresize(t->wview, 1, cols);
+        mvwin(t->wview, 0, 0);
+        wresize(t->wview, view_h > 0 ? view_h : 1, cols);
+        wresize(t->wstatus, 1, cols);
+        mvwin(t->wstatus, status_y >= 0 ? status_y : 0, 0);
+        wresize(t->winput, in_h, cols);
+        mvwin(t->winput, rows - in_h, 0);
+    }
+    idlok(t->wview, TRUE);
+    t->dirty |= TUI_D_VIEW | TUI_D_STATUS | TUI_D_INPUT;
+}
+
+static void tui_resize(struct tui *t)
+{
+    struct winsize ws;
+    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0 && ws.ws_col > 0)
+        resize_term(ws.ws_row, ws.ws_col);
+    clearok(curscr, TRUE);
+    t->rows = -1; /* force the layout */
+    tui_layout(t);
+    t->dirty |= TUI_D_FULL;
+    t->urgent = 1;
+}
+
+/* ---- frames ---- */
+
+static void tui_draw_search_prompt(struct tui *t, int *cy, int *cx)
+{
+    static struct tui_row row;
+    tui_row_begin(&row, t->cols);
+    if (t->search == 1) {
+        tui_row_put(&row, "find: ", 6, THEME_PROMPT, THEME_ATTR_BOLD);
+        tui_row_put_raw(&row, buf_str(&t->query), t->query.len, THEME_INPUT, 0);
+        *cx = row.col < t->cols ? row.col : t->cols - 1;
+    } else {
+        size_t total, cur = tui_view_search_pos(t->view, &total);
+        char b[160];
+        snprintf(b, sizeof b, "find: ");
+        tui_row_put(&row, b, strlen(b), THEME_PROMPT, THEME_ATTR_BOLD);
+        tui_row_put_raw(&row, buf_str(&t->query), t->query.len, THEME_INPUT, 0);
+        if (total)
+            snprintf(b, sizeof b, "  hit %zu/%zu  n older  N newer  Esc done", cur, total);
+        else
+            snprintf(b, sizeof b, "  no hits  Esc done");
+        *cx = row.col < t->cols ? row.col : t->cols - 1;
+        tui_row_put(&row, b, strlen(b), THEME_META, 0);
+    }
+    *cy = 0;
+    tui_row_blit(&row, t->winput, 0, THEME_INPUT);
+    for (int y = 1; y < t->input_h; y++) {
+        tui_row_begin(&row, t->cols);
+        tui_row_blit(&row, t->winput, y, THEME_INPUT);
+    }
+}
+
+static void tui_frame(struct tui *t)
+{
+    double now = util_now();
+    tui_layout(t);
+    if (t->dirty & TUI_D_FULL) {
+        clearok(curscr, TRUE);
+        t->dirty |= TUI_D_VIEW | TUI_D_STATUS | TUI_D_INPUT;
+    }
+    if (t->hist) { /* the conversation browser covers the chat */
+        tui_hist_draw(t);
+        doupdate();
+        tui_hist_drawn(t, util_now());
+        t->oldest = 0;
+        t->undrawn = 0;
+        t->dirty = 0;
+        t->urgent = 0;
+        t->last_frame = now;
+        return;
+    }
+    if ((t->dirty & TUI_D_VIEW) && t->view_h > 0) {
+        tui_view_draw(t->view, t->wview, t->cols, t->view_h);
+        wnoutrefresh(t->wview);
+    }
+    if ((t->dirty & (TUI_D_STATUS | TUI_D_VIEW)) && t->rows >= 2) {
+        t->st.scrolled = !tui_view_following(t->view);
+        if (t->have_session) {
+            struct session_status ss;
+            session_status(&t->s, &ss);
+            tui_status_context(&t->st, &ss);
+        }
+        tui_status_draw(&t->st, t->wstatus, 0, t->cols, now, t->hint);
+        wnoutrefresh(t->wstatus);
+    }
+    int cy = 0, cx = 0;
+    if (t->search)
+        tui_draw_search_prompt(t, &cy, &cx);
+    else
+        tui_input_draw(t->winput, t->cols, t->input_h, &cy, &cx);
+    wmove(t->winput, cy, cx);
+    wnoutrefresh(t->winput);
+    doupdate();
+    double done = util_now();
+    if (t->trace) {
+        /* F <arrival of the oldest undrawn delta or -> <frame done> <frame start> <events> */
+        if (t->undrawn)
+            fprintf(t->trace, "F %.6f %.6f %.6f %ld\n", t->oldest, done, now, t->undrawn);
+        else
+            fprintf(t->trace, "F - %.6f %.6f 0\n", done, now);
+    }
+    t->oldest = 0;
+    t->undrawn = 0;
+    t->dirty = 0;
+    t->urgent = 0;
+    t->last_frame = now; /* frames start at most every TUI_FRAME */
+}
+
+/* ---- transcript helpers ---- */
+
+void tui_notice(struct tui *t, const char *markdown)
+{
+    tui_view_add(t->view, TUI_MSG_NOTICE, markdown, strlen(markdown));
+    tui_view_end(t->view);
+    t->dirty |= TUI_D_VIEW;
+}
+
+void tui_meta(struct tui *t, const char *text)
+{
+    size_t n = strlen(text);
+    while (n && text[n - 1] == '\n')
+        n--;
+    tui_view_add(t->view, TUI_MSG_META, text, n);
+    tui_view_end(t->view);
+    t->dirty |= TUI_D_VIEW;
+}
+
+void tui_error(struct tui *t, const char *text)
+{
+    tui_view_add(t->view, TUI_MSG_ERROR, text, strlen(text));
+    tui_view_end(t->view);
+    t->dirty |= TUI_D_VIEW;
+}
+
+void tui_hint(struct tui *t, const char *text)
+{
+    snprintf(t->hint, sizeof t->hint, "%s", text);
+    t->dirty |= TUI_D_STATUS;
+}
+
+void tui_no_key_notice(struct tui *t)
+{
+    char *cfg = conf_dir("config");
+    struct buf b = BUF_INIT;
+    buf_printf(&b,
+               "**No API key** for `%s`, so nothing will be sent.\n"
+               "Set one of these and start tokterm again:\n"
+               "- `export OPENAI_API_KEY=sk-...` (the key for the API)\n"
+               "- `export OPENAI_BASE_URL=https://...` (another OpenAI-compatible server)\n"
+               "- a profile in `%s/config`:\n"
+               "```ini\n[openai]\nbase_url = https://api.openai.com/v1\n"
+               "api_key_cmd = pass show openai\nmodel = gpt-4o-mini\n```\n",
+               t->conf->base_url, cfg);
+    if (t->local_url)
+        buf_printf(&b,
+                   "A local **%s** server answers at `%s` and needs no key: press **Enter** on "
+                   "the empty line (or type `/use-local`) to use it.\n",
+                   t->local_name ? t->local_name : "OpenAI-compatible", t->local_url);
+    free(cfg);
+    tui_notice(t, buf_str(&b));
+    buf_free(&b);
+}
+
+void tui_use_local(struct tui *t)
+{
+    if (!t->local_url) {
+        tui_error(t, "No local server was found (tokterm looks for Ollama on port 11434 and "
+                     "llama.cpp on 8080 at start).");
+        return;
+    }
+    free(t->conf->base_url);
+    t->conf->base_url = xstrdup(t->local_url);
+    t->no_key = 0;
+    tui_status_state(&t->st, TUI_STATE_IDLE, 0);
+    char *msg = xasprintf("Using the local %s server at `%s` (no key needed). Pick its model "
+                          "with `/model NAME` if `%s` is not one of its models.",
+                          t->local_name ? t->local_name : "", t->local_url, t->conf->model);
+    tui_notice(t, msg);
+    free(msg);
+    t->dirty |= TUI_D_STATUS;
+}
+
+void tui_theme(struct tui *t, const char *name)
+{
+    char *err = NULL, *warn = NULL;
+    struct theme *th = theme_find(name && *name ? name : "default", &err, &warn);
+    if (err)
+        tui_error(t, err);
+    if (warn) {
+        char *m = xasprintf("theme warnings:\n%s", warn);
+        tui_error(t, m);
+        free(m);
+    }
+    free(err);
+    free(warn);
+    theme_free(t->theme);
+    t->theme = th;
+    tui_draw_setup(t->theme, t->no_color);
+    t->dirty |= TUI_D_FULL;
+}
+
+/* ---- the session ---- */
+
+static void tui_block_signals(int block, sigset_t *old)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGWINCH);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGCONT);
+    if (block)
+        pthread_sigmask(SIG_BLOCK, &set, old);
+    else
+        pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
+int tui_session(struct tui *t, char *key, const struct session_msg *msgs, size_t n,
+                int64_t conv_id)
+{
+    const char *err = NULL;
+    sigset_t old;
+    tui_block_signals(1, &old); /* the network thread inherits a mask without our signals */
+    int rc = session_open(&t->s, t->conf, key, &err);
+    tui_block_signals(0, &old);
+    if (rc < 0) {
+        t->have_session = 0;
+        if (t->s.key) {
+            memset(t->s.key, 0, strlen(t->s.key));
+            free(t->s.key);
+            t->s.key = NULL;
+        }
+        char *m = xasprintf("cannot start the network thread: %s", err);
+        tui_error(t, m);
+        free(m);
+        return -1;
+    }
+    t->have_session = 1;
+    if (t->o->store) {
+        session_use_store(&t->s, t->o->store, t->o->save, (enum session_cache)t->o->cache);
+        t->s.conv_id = conv_id;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(msgs[i].role, "system") != 0)
+            session_add(&t->s, msgs[i].role, msgs[i].content, strlen(msgs[i].content));
+    return 0;
+}
+
+/* 1 for the roles the chat shows (user and assistant). */
+static int tui_shown_role(const char *role)
+{
+    return strcmp(role, "user") == 0 || strcmp(role, "assistant") == 0;
+}
+
+void tui_resume(struct tui *t, int64_t id, int replace)
+{
+    char *err = NULL;
+    if (session_resume(&t->s, id, &err) < 0) {
+        char *m = xasprintf("cannot continue the conversation: %s", err ? err : "?");
+        tui_error(t, m);
+        free(m);
+        free(err);
+        return;
+    }
+    if (replace) {
+        tui_view_truncate(t->view, 0);
+        t->edit_pending = 0;
+        t->ctx_marked = 0;
+    }
+    /* The chat shows the newest TUI_RESUME_SHOWN messages: rendering all of a 10,000-message
+     * conversation took 0.26 s and ~60 MB; the browser (F2) reads the whole of it, page by
+     * page. Every message stays in the conversation and its context. */
+    size_t total = 0, from = 0;
+    for (size_t i = 0; i < t->s.n_msgs; i++)
+        total += tui_shown_role(t->s.msgs[i].role);
+    if (total > TUI_RESUME_SHOWN) {
+        size_t skip = total - TUI_RESUME_SHOWN;
+        for (size_t k = 0; from < t->s.n_msgs && k < skip; from++)
+            k += tui_shown_role(t->s.msgs[from].role);
+        char *m = xasprintf("%zu earlier messages are not shown here (they are still part of "
+                            "the conversation): F2 opens the whole conversation.",
+                            skip);
+        tui_meta(t, m);
+        free(m);
+    }
+    for (size_t i = from; i < t->s.n_msgs; i++) {
+        const struct session_msg *m = &t->s.msgs[i];
+        if (strcmp(m->role, "user") == 0) {
+            tui_view_add(t->view, TUI_MSG_USER, m->content, strlen(m->content));
+        } else if (strcmp(m->role, "assistant") == 0) {
+            size_t a = tui_view_answer_begin(t->view, t->conf->model, NULL);
+            tui_view_answer_text(t->view, a, 0, m->content, strlen(m->content));
+            tui_view_answer_end(t->view, a, NULL, THEME_META);
+        }
+    }
+    char *m = xasprintf("Continuing conversation %lld (%zu messages).",
+                        (long long)t->s.conv_id, total);
+    tui_notice(t, m);
+    free(m);
+}
+
+static void tui_sink_text(void *ud, int reasoning, const char *s, size_t n, double t1, double t2)
+{
+    struct tui *t = ud;
+    if (t->answer == TUI_NO_ANSWER)
+        return;
+    tui_view_answer_text(t->view, t->answer, reasoning, s, n);
+    if (!reasoning)
+        tui_status_text(&t->st, n, t1, t2);
+    else if (t->st.state == TUI_STATE_WAITING)
+        t->st.state = TUI_STATE_STREAMING;
+    if (!t->oldest || t1 < t->oldest)
+        t->oldest = t1;
+    t->undrawn++;
+    t->dirty |= TUI_D_VIEW | TUI_D_STATUS;
+}
+
+static void tui_sink_headers(void *ud, long status)
+{
+    struct tui *t = ud;
+    (void)status;
+    t->dirty |= TUI_D_STATUS;
+}
+
+static void tui_sink_wait(void *ud, int retry, const char *why, double seconds)
+{
+    struct tui *t = ud;
+    tui_status_wait(&t->st, retry ? TUI_STATE_RETRYING : TUI_STATE_QUOTA,
+                    util_now() + (seconds > 0 ? seconds : 0), why);
+    t->dirty |= TUI_D_STATUS;
+}
+
+static char *tui_footer(struct tui *t, const struct net_result *r, int *slot)
+{
+    struct buf b = BUF_INIT;
+    char d1[32], d2[32];
+    *slot = THEME_META;
+    switch (r->outcome) {
+    case API_OK:
+        buf_printf(&b, "\xE2\x9C\x93 %s", ratelimit_format_duration(r->t.total, d1, sizeof d1));
+        if (r->t.ttft >= 0)
+            buf_printf(&b, " \xC2\xB7 first token %s",
+                       ratelimit_format_duration(r->t.ttft, d2, sizeof d2));
+        if (r->usage.present)
+            buf_printf(&b, " \xC2\xB7 %lld tokens", r->usage.completion);
+        if (r->t.tokens_per_s > 0 && r->t.total - r->t.ttft >= 0.2)
+            buf_printf(&b, " \xC2\xB7 %.0f tok/s", r->t.tokens_per_s);
+        if (!r->content_bytes)
+            buf_appends(&b, " \xC2\xB7 the answer is empty");
+        if (r->cached)
+            buf_appends(&b, " \xC2\xB7 from the cache");
+        break;
+    case API_CANCELLED:
+        *slot = THEME_ERROR;
+        buf_appends(&b, r->content_bytes ? "\xE2\x9C\x97 cancelled (the partial answer above is "
+                                           "kept)"
+                                         : "\xE2\x9C\x97 cancelled");
+        break;
+    case API_CUT:
+        *slot = THEME_ERROR;
+        buf_printf(&b, "\xE2\x9A\xA0 %s", r->error ? r->error : "the answer was cut short");
+        break;
+    default: {
+        *slot = THEME_ERROR;
+        buf_printf(&b, "\xE2\x9C\x97 %s", r->error ? r->error : api_outcome_name(r->outcome));
+        if (r->outcome == API_ERR_HTTP && r->status >= 400) {
+            struct ratelimit_failure f = {.status = (int)r->status,
+                                          .net = RATELIMIT_NET_OK,
+                                          .error_code = r->error_code[0] ? r->error_code : NULL,
+                                          .key_env = t->conf->api_key_env};
+            char *ex = ratelimit_explain(&f);
+            if (ex && *ex)
+                buf_printf(&b, "\n%s", ex);
+            free(ex);
+        }
+        if (r->content_bytes)
+            buf_appends(&b, "\n(the partial answer above is kept)");
+        break;
+    }
+    }
+    return buf_take(&b);
+}
+
+static void tui_sink_end(void *ud, const struct net_result *r)
+{
+    struct tui *t = ud;
+    double now = util_now();
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    tui_status_end(&t->st, r, now, (double)ts.tv_sec + ts.tv_nsec / 1e9);
+    if (t->answer != TUI_NO_ANSWER) {
+        int slot;
+        char *footer = tui_footer(t, r, &slot);
+        tui_view_answer_end(t->view, t->answer, footer, slot);
+        free(footer);
+    }
+    if (r->model[0])
+        tui_cmd_model_seen(t, r->model);
+    if (t->have_session && !t->ctx_marked) {
+        /* history left out of (or summarised for) the request: say so once */
+        for (size_t i = 0; i < t->s.n_msgs; i++) {
+            int fate = session_msg_fate(&t->s, i);
+            if (fate == CONTEXT_SUMMARIZED || fate == CONTEXT_DROPPED) {
+                tui_meta(t, "\xE2\x94\x80\xE2\x94\x80 earlier messages summarised / dropped to "
+                            "fit the context (/context) \xE2\x94\x80\xE2\x94\x80");
+                t->ctx_marked = 1;
+                break;
+            }
+        }
+    }
+    t->answer = TUI_NO_ANSWER;
+    t->cancelling = 0;
+    if (t->trace) {
+        fprintf(t->trace, "E %.6f\n", now);
+        fflush(t->trace);
+    }
+    t->dirty |= TUI_D_VIEW | TUI_D_STATUS;
+}
+
+
+int tui_send(struct tui *t, const char *prompt, int show_user)
+{
+    if (t->answer != TUI_NO_ANSWER) {
+        tui_hint(t, "an answer is still streaming: Esc cancels it");
+        return -1;
+    }
+    if (!t->have_session) {
+        tui_error(t, "nothing can be sent: the network thread is not running");
+        return -1;
+    }
+    if (t->no_key || (!t->s.key && !conf_is_local(t->conf))) {
+        /* never send a request to a remote server without a key */
+        tui_no_key_notice(t);
+        return -1;
+    }
+    if (show_user)
+        tui_view_add(t->view, TUI_MSG_USER, prompt, strlen(prompt));
+    char when[16] = "";
+    time_t now = time(NULL);
+    struct tm tm;
+    if (localtime_r(&now, &tm))
+        strftime(when, sizeof when, "%H:%M", &tm);
+    t->answer = tui_view_answer_begin(t->view, t->conf->model, when);
+    tui_view_end(t->view);
+    double tn = util_now();
+    tui_status_send(&t->st, tn);
+    if (t->trace)
+        fprintf(t->trace, "S %.6f\n", tn);
+    session_send(&t->s, prompt);
+    t->dirty |= TUI_D_VIEW | TUI_D_STATUS;
+    t->urgent = 1;
+    return 0;
+}
+
+void tui_cancel(struct tui *t)
+{
+    if (t->answer == TUI_NO_ANSWER || t->cancelling)
+        return;
+    t->cancelling = 1;
+    session_cancel(&t->s);
+    tui_status_state(&t->st, TUI_STATE_CANCELLING, 0);
+    t->dirty |= TUI_D_STATUS;
+}
+
+/* ---- input ---- */
+
+static void tui_on_line(void *ud, char *line)
+{
+    struct tui *t = ud;
+    if (!line) { /* Ctrl-D on an empty line */
+        t->quit = 1;
+        return;
+    }
+    if (!*line) {
+        if (t->no_key && t->local_url)
+            tui_use_local(t);
+        free(line);
+        return;
+    }
+    if (line[0] == '/' && line[1] != '/') {
+        tui_input_history_add(line);
+        tui_cmd_run(t, line);
+        free(line);
+        return;
+    }
+    const char *text = line[0] == '/' ? line + 1 : line; /* "//x" sends "/x" */
+    if (t->answer != TUI_NO_ANSWER) {
+        tui_input_defer(line); /* keep what was typed */
+        tui_hint(t, "an answer is still streaming: Esc cancels it, then press Enter");
+        free(line);
+        return;
+    }
+    if (t->edit_pending && t->have_session) {
+        /* /edit: the new prompt replaces the last one and its answer */
+        t->edit_pending = 0;
+        size_t u = t->s.n_msgs;
+        while (u > 0 && strcmp(t->s.msgs[u - 1].role, "user") != 0)
+            u--;
+        if (u > 0) {
+            for (size_t i = u - 1; i < t->s.n_msgs; i++)
+                free(t->s.msgs[i].content);
+            t->s.n_msgs = u - 1;
+        }
+        size_t v = tui_view_count(t->view);
+        while (v > 0 && tui_view_kind(t->view, v - 1) != TUI_MSG_USER)
+            v--;
+        if (v > 0)
+            tui_view_truncate(t->view, v - 1);
+    }
+    tui_input_history_add(line);
+    if (tui_send(t, text, 1) < 0)
+        tui_input_defer(line);
+    free(line);
+}
+
+static const char *const *tui_on_complete(void *ud, const char *line, int start, int end)
+{
+    return tui_cmd_complete(ud, line, start, end);
+}
+
+static void tui_on_matches(void *ud, const char *text)
+{
+    tui_hint(ud, text);
+}
+
+/* Read keys that are already waiting (or arrive within timeout_ms) into readline's queue
+ * without interpreting them: readline asked for more (the rest of a bracketed paste). */
+static void tui_on_more(void *ud, int timeout_ms)
+{
+    struct tui *t = ud;
+    wtimeout(t->keys, timeout_ms);
+    int c = wgetch(t->keys);
+    wtimeout(t->keys, 0);
+    while (c != ERR) {
+        tui_input_push_key(c);
+        c = wgetch(t->keys);
+    }
+}
+
+static void tui_search_key(struct tui *t, int c)
+{
+    if (c == '\r' || c == '\n' || c == KEY_ENTER) {
+        tui_view_search(t->view, buf_str(&t->query));
+        t->search = 2; /* n / N move between the hits */
+        t->dirty |= TUI_D_VIEW | TUI_D_INPUT;
+        return;
+    }
+    if (c == 27 || c == 3 || c == 7) {
+        t->search = 0;
+        tui_view_search_end(t->view);
+        t->dirty |= TUI_D_VIEW | TUI_D_INPUT;
+        return;
+    }
+    if (c == KEY_BACKSPACE || c == 127 || c == 8) {
+        while (t->query.len && ((unsigned char)t->query.data[t->query.len - 1] & 0xC0) == 0x80)
+            t->query.len--;
+        if (t->query.len)
+            t->query.len--;
+        if (t->query.data)
+            t->query.data[t->query.len] = '\0';
+        t->dirty |= TUI_D_INPUT;
+        return;
+    }
+    if (c == 21) { /* Ctrl-U */
+        buf_reset(&t->query);
+        t->dirty |= TUI_D_INPUT;
+        return;
+    }
+    if (c >= 0x20 && c < 256 && c != 127) {
+        buf_appendc(&t->query, (char)c);
+        t->dirty |= TUI_D_INPUT;
+    }
+}
+
+static void tui_key(struct tui *t, int c);
+
+/* Keys curses may not know (terminfo and tmux disagree on Home/End, for one): the rest of an
+ * escape sequence is read and matched here; anything else goes to readline as it came. */
+static const struct {
+    const char *seq;
+    int key;
+} tui_escapes[] = {
+    {"[1~", KEY_HOME}, {"[7~", KEY_HOME}, {"[H", KEY_HOME}, {"OH", KEY_HOME},
+    {"[4~", KEY_END}, {"[8~", KEY_END}, {"[F", KEY_END}, {"OF", KEY_END},
+    {"[5~", KEY_PPAGE}, {"[6~", KEY_NPAGE}, {"[1;2A", KEY_SR}, {"[1;2B", KEY_SF},
+    {"[1;5H", TUI_KEY_CHOME}, {"[1;5F", TUI_KEY_CEND}, {"[11~", KEY_F(1)}, {"OP", KEY_F(1)},
+    {"[12~", KEY_F(2)}, {"OQ", KEY_F(2)},
+};
+
+static void tui_key_escape(struct tui *t)
+{
+    int seq[24], n = 0;
+    int c = wgetch(t->keys);
+    if (c == ERR) { /* Esc alone */
+        if (t->hist) {
+            tui_hist_key(t, 27);
+            return;
+        }
+        if (t->answer != TUI_NO_ANSWER) {
+            tui_cancel(t);
+            return;
+        }
+        if (tui_input_vi() || tui_input_busy()) {
+            /* vi: to command mode; or leave a Ctrl-R search the readline way */
+            tui_input_push_key(27);
+            tui_input_run();
+        }
+        return; /* emacs: a lone Esc would turn the next key into Meta-key; ignore it */
+    }
+    seq[n++] = c;
+    if (c == '[' || c == 'O') {
+        /* a CSI (parameters, intermediates, a final byte) or an SS3 sequence */
+        while (n < (int)TT_ARRAY_LEN(seq)) {
+            int last = seq[n - 1];
+            if (n > 1 && (c == 'O' || (last >= 0x40 && last <= 0x7E)))
+                break;
+            int d = wgetch(t->keys);
+            if (d == ERR)
+                break;
+            seq[n++] = d;
+            if (d < 0x20 || d > 0x7E)
+                break;
+        }
+    }
+    char text[32];
+    int k = 0;
+    for (int i = 0; i < n && i < 31; i++)
+        text[k++] = seq[i] >= 0 && seq[i] < 256 ? (char)seq[i] : '?';
+    text[k] = '\0';
+    for (size_t i = 0; i < TT_ARRAY_LEN(tui_escapes); i++)
+        if (strcmp(text, tui_escapes[i].seq) == 0) {
+            tui_key(t, tui_escapes[i].key);
+            return;
+        }
+    if (t->hist) { /* the browser has no Alt- keys: Esc then the key, typed quickly */
+        if (n == 1 && seq[0] != '[' && seq[0] != 'O') {
+            tui_hist_key(t, 27);
+            if (seq[0] != 27)
+                tui_key(t, seq[0]);
+            else if (t->hist)
+                tui_hist_key(t, 27);
+        }
+        return; /* an unknown CSI / SS3 sequence: nothing */
+    }
+    tui_input_push_key(27);
+    for (int i = 0; i < n; i++)
+        tui_input_push_key(seq[i]);
+    tui_input_run();
+}
+
+/* Handle one key from curses. */
+static void tui_key(struct tui *t, int c)
+{
+    if (t->hint[0]) {
+        t->hint[0] = '\0';
+        t->dirty |= TUI_D_STATUS;
+    }
+    t->urgent = 1;
+    if (t->hist && c != KEY_RESIZE && c != 27 && c != 12 && c != 26) {
+        tui_hist_key(t, c); /* the conversation browser is open */
+        return;
+    }
+    if (t->search == 1) {
+        tui_search_key(t, c);
+        return;
+    }
+    if (t->search == 2) {
+        if (c == 'n' || c == 19) {
+            tui_view_search_step(t->view, -1);
+            t->dirty |= TUI_D_VIEW | TUI_D_INPUT;
+            return;
+        }
+        if (c == 'N') {
+            tui_view_search_step(t->view, 1);
+            t->dirty |= TUI_D_VIEW | TUI_D_INPUT;
+            return;
+        }
+        t->search = 0;
+        tui_view_search_end(t->view);
+        t->dirty |= TUI_D_VIEW | TUI_D_INPUT;
+        if (c == 27 || c == '\r' || c == 'q' || c == 3 || c == 7)
+            return;
+    }
+    const char *name = c >= KEY_MIN ? keyname(c) : NULL;
+    switch (c) {
+    case KEY_RESIZE:
+        tui_resize(t);
+        return;
+    case KEY_F(1):
+        tui_notice(t, tui_cmd_help());
+        return;
+    case KEY_F(2):
+        tui_hist_open(t, NULL);
+        return;
+    case KEY_PPAGE:
+        tui_view_page(t->view, -1);
+        t->dirty |= TUI_D_VIEW;
+        return;
+    case KEY_NPAGE:
+        tui_view_page(t->view, 1);
+        t->dirty |= TUI_D_VIEW;
+        return;
+    case KEY_SR:
+        tui_view_scroll(t->view, -1);
+        t->dirty |= TUI_D_VIEW;
+        return;
+    case KEY_SF:
+        tui_view_scroll(t->view, 1);
+        t->dirty |= TUI_D_VIEW;
+        return;
+    case KEY_HOME:
+    case KEY_END:
+        if (tui_input_empty()) {
+            if (c == KEY_HOME)
+                tui_view_home(t->view);
+            else
+                tui_view_end(t->view);
+            t->dirty |= TUI_D_VIEW;
+            return;
+        }
+        break;
+    case KEY_MOUSE: {
+        MEVENT ev;
+        if (getmouse(&ev) == OK) {
+            if (ev.bstate & BUTTON4_PRESSED)
+                tui_view_scroll(t->view, -3);
+#ifdef BUTTON5_PRESSED
+            else if (ev.bstate & BUTTON5_PRESSED)
+                tui_view_scroll(t->view, 3);
+#endif
+            t->dirty |= TUI_D_VIEW;
+        }
+        return;
+    }
+    case 3: /* Ctrl-C: cancel the answer, else clear the line */
+        if (t->answer != TUI_NO_ANSWER) {
+            tui_cancel(t);
+        } else {
+            tui_input_clear();
+            t->edit_pending = 0;
+        }
+        t->dirty |= TUI_D_INPUT;
+        return;
+    case 19: /* Ctrl-S: search the transcript */
+        t->search = 1;
+        buf_reset(&t->query);
+        t->dirty |= TUI_D_INPUT;
+        return;
+    case 12: /* Ctrl-L */
+        t->dirty |= TUI_D_FULL;
+        return;
+    case 26: /* Ctrl-Z */
+        tui_suspend_curses(t);
+        raise(SIGTSTP);
+        tui_resume_curses(t);
+        return;
+    case 27: /* Esc alone, an Alt- key, or a sequence curses does not know */
+        tui_key_escape(t);
+        return;
+    default:
+        break;
+    }
+    if (c == TUI_KEY_CHOME || c == TUI_KEY_CEND ||
+        (name && (strcmp(name, "kHOM5") == 0 || strcmp(name, "kEND5") == 0))) {
+        if (c == TUI_KEY_CHOME || (name && name[1] == 'H'))
+            tui_view_home(t->view);
+        else
+            tui_view_end(t->view);
+        t->dirty |= TUI_D_VIEW;
+        return;
+    }
+    tui_input_push_key(c);
+    tui_input_run();
+}
+
+static void tui_keys(struct tui *t)
+{
+    int c;
+    while (!t->quit && (c = wgetch(t->keys)) != ERR)
+        tui_key(t, c);
+    if (tui_input_dirty())
+        t->dirty |= TUI_D_INPUT;
+}
+
+/* ---- setup and the loop ---- */
+
+static void tui_signals(int install)
+{
+    static struct sigaction old[5];
+    static const int sigs[5] = {SIGWINCH, SIGINT, SIGTERM, SIGHUP, SIGCONT};
+    for (int i = 0; i < 5; i++) {
+        if (install) {
+            struct sigaction sa;
+            memset(&sa, 0, sizeof sa);
+            sa.sa_handler = tui_on_signal;
+            sigemptyset(&sa.sa_mask);
+            sa.sa_flags = SA_RESTART;
+            sigaction(sigs[i], &sa, &old[i]);
+        } else {
+            sigaction(sigs[i], &old[i], NULL);
+        }
+    }
+}
+
+static int tui_curses_start(struct tui *t)
+{
+    const char *esc = getenv("ESCDELAY");
+    if (!esc || !*esc)
+        set_escdelay(25);
+    if (!initscr())
+        return -1;
+    raw();
+    noecho();
+    nonl();
+    t->keys = newpad(1, 1);
+    keypad(t->keys, TRUE);
+    nodelay(t->keys, TRUE);
+    meta(t->keys, TRUE);
+    mousemask(BUTTON4_PRESSED
+#ifdef BUTTON5_PRESSED
+                  | BUTTON5_PRESSED
+#endif
+              , NULL);
+    mouseinterval(0);
+    tui_term_modes(1);
+    return 0;
+}
+
+int tui_run(struct conf *conf, char *key, const struct tui_opts *o)
+{
+    struct tui tt, *t = &tt;
+    memset(t, 0, sizeof *t);
+    t->conf = conf;
+    t->o = o;
+    t->answer = TUI_NO_ANSWER;
+    t->no_key = o->no_key;
+    t->local_name = o->local_name ? xstrdup(o->local_name) : NULL;
+    t->local_url = o->local_url ? xstrdup(o->local_url) : NULL;
+    const char *nc = getenv("NO_COLOR");
+    t->no_color = nc && *nc;
+    if (o->trace_path) {
+        t->trace = fopen(o->trace_path, "w");
+        if (!t->trace) {
+            fprintf(stderr, "tokterm: --trace %s: %s\n", o->trace_path, strerror(errno));
+            if (key) {
+                memset(key, 0, strlen(key));
+                free(key);
+            }
+            free(t->local_name);
+            free(t->local_url);
+            return 2;
+        }
+    }
+    if (pipe2(tui_sigpipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+        fprintf(stderr, "tokterm: pipe: %s\n", strerror(errno));
+        return 1;
+    }
+    t->view = tui_view_new();
+    tui_status_init(&t->st, conf->profile, conf->model);
+    tui_signals(1); /* before initscr: curses then leaves SIGWINCH to us */
+    if (tui_curses_start(t) < 0) {
+        tui_signals(0);
+        fputs("tokterm: cannot start the terminal interface\n", stderr);
+        return 1;
+    }
+    t->theme = NULL;
+    tui_theme(t, conf->theme);
+    tui_session(t, key, NULL, 0, 0);
+
+    struct tui_input_ops ops = {
+        .ud = t,
+        .line = tui_on_line,
+        .complete = tui_on_complete,
+        .matches = tui_on_matches,
+        .more = tui_on_more,
+        .suspend = tui_suspend_curses,
+        .resume = tui_resume_curses,
+    };
+    char *state = conf_dir("state");
+    char *hist = xasprintf("%s/history", state);
+    free(state);
+    const char *herr = NULL;
+    if (tui_input_init(&ops, TUI_PROMPT, hist, &herr) < 0) {
+        char *m = xasprintf("%s %s: history is not saved", herr, hist);
+        tui_error(t, m);
+        free(m);
+    }
+    free(hist);
+
+    const char *cs = nl_langinfo(CODESET);
+    if (!cs || (strcasecmp(cs, "UTF-8") != 0 && strcasecmp(cs, "utf8") != 0))
+        tui_error(t, "The locale is not UTF-8 (see LANG / LC_ALL): text beyond ASCII may not "
+                     "show. Control characters are still neutralised.");
+    if (t->have_session && o->store && o->resume)
+        tui_resume(t, o->resume_id, 0);
+    if (t->no_key) {
+        tui_status_state(&t->st, TUI_STATE_NOKEY, 0);
+        tui_no_key_notice(t);
+    } else if (!tui_view_count(t->view)) {
+        tui_notice(t, "Type a message and press **Enter**. **F1** or `/help` lists the keys and "
+                      "commands; **Ctrl-D** quits.");
+    }
+    if (o->first_prompt && *o->first_prompt)
+        tui_send(t, o->first_prompt, 1);
+
+    const struct session_sink sink = {
+        .ud = t,
+        .text = tui_sink_text,
+        .headers = tui_sink_headers,
+        .end = tui_sink_end,
+        .wait = tui_sink_wait,
+    };
+    t->dirty = TUI_D_FULL;
+    t->urgent = 1;
+    double next_tick = 0;
+    while (!t->quit) {
+        double now = util_now();
+        int timeout = -1;
+        if (t->dirty) {
+            if (t->urgent || now >= t->last_frame + TUI_FRAME) {
+                if (t->have_session) /* show what arrived while we waited, too */
+                    session_dispatch(&t->s, &sink);
+                tui_frame(t);
+                now = util_now();
+            } else {
+                timeout = (int)((t->last_frame + TUI_FRAME - now) * 1000) + 1;
+            }
+        }
+        int tick = tui_status_tick(&t->st, now);
+        if (tick >= 0) {
+            if (next_tick <= 0)
+                next_tick = now + tick / 1000.0;
+            int ms = (int)((next_tick - now) * 1000) + 1;
+            if (ms < 0)
+                ms = 0;
+            if (timeout < 0 || ms < timeout)
+                timeout = ms;
+        } else {
+            next_tick = 0;
+        }
+        int st_ms = t->have_session ? session_timeout_ms(&t->s) : -1;
+        if (st_ms >= 0 && (timeout < 0 || st_ms < timeout))
+            timeout = st_ms;
+        struct pollfd p[3] = {
+            {.fd = STDIN_FILENO, .events = POLLIN},
+            {.fd = t->have_session ? session_fd(&t->s) : -1, .events = POLLIN},
+            {.fd = tui_sigpipe[0], .events = POLLIN},
+        };
+        int n = poll(p, 3, timeout);
+        if (n < 0 && errno != EINTR)
+            break;
+        if (t->have_session) {
+            session_tick(&t->s); /* commit saved text that is due */
+            if (t->s.store_error && !t->store_warned) {
+                char *m = xasprintf("the conversation store failed: %s (the chat goes on; "
+                                    "this conversation may not be saved)", t->s.store_error);
+                tui_error(t, m);
+                free(m);
+                t->store_warned = 1;
+            }
+        }
+        if (next_tick > 0 && util_now() >= next_tick) {
+            t->dirty |= TUI_D_STATUS;
+            next_tick = 0;
+        }
+        if (n <= 0)
+            continue;
+        if (p[2].revents & POLLIN) {
+            char b[32];
+            ssize_t k;
+            int resize = 0;
+            while ((k = read(tui_sigpipe[0], b, sizeof b)) > 0)
+                for (ssize_t i = 0; i < k; i++) {
+                    if (b[i] == SIGWINCH || b[i] == SIGCONT)
+                        resize = 1;
+                    else if (b[i] == SIGINT && t->answer != TUI_NO_ANSWER)
+                        tui_cancel(t);
+                    else if (b[i] == SIGINT)
+                        t->quit = 1;
+                    else {
+                        t->quit = 1;
+                        t->exit_code = 128 + b[i];
+                    }
+                }
+            if (resize)
+                tui_resize(t);
+        }
+        if (t->have_session && (p[1].revents & POLLIN))
+            session_dispatch(&t->s, &sink);
+        if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+            tui_keys(t);
+            if (p[0].revents & (POLLHUP | POLLERR) && !(p[0].revents & POLLIN))
+                t->quit = 1; /* the terminal went away */
+        }
+    }
+
+    if (t->answer != TUI_NO_ANSWER && t->have_session)
+        session_cancel(&t->s);
+    tui_hist_close(t);
+    tui_input_end();
+    tui_term_modes(0);
+    endwin();
+    tui_signals(0);
+    if (t->have_session)
+        session_close(&t->s);
+    close(tui_sigpipe[0]);
+    close(tui_sigpipe[1]);
+    if (t->trace)
+        fclose(t->trace);
+    delwin(t->wview);
+    delwin(t->wstatus);
+    delwin(t->winput);
+    delwin(t->keys);
+    tui_view_free(t->view);
+    theme_free(t->theme);
+    buf_free(&t->query);
+    tui_cmd_free(t);
+    free(t->local_name);
+    free(t->local_url);
+    return t->exit_code;
+}

@@ -1,0 +1,31 @@
+/* tui.h - the interactive full-screen chat (ncurses + readline). The only module that calls
+ * curses or readline. */
+#ifndef TT_TUI_H
+#define TT_TUI_H
+#include <stdint.h>
+
+#include "core/conf.h"
+
+struct store;
+
+struct tui_opts {
+    const char *trace_path;   /* --trace FILE: timing records (util_now() seconds), NULL = off:
+                                 "S t" request sent, "E t" stream over, one per frame
+                                 "F <arrival of its oldest delta, - = none> <done> <start> <n>";
+                                 the conversation browser adds "B ..." (tui_history.h) */
+    const char *first_prompt; /* sent at start when not NULL */
+    int no_key;               /* no API key is configured for a remote server: the chat starts
+                                 anyway, explains what to set, and sends nothing */
+    const char *local_name;   /* a local server that answered (e.g. "Ollama"), or NULL */
+    const char *local_url;    /* its base URL: offer to switch conf->base_url to it */
+    struct store *store;      /* save the conversation / use the response cache; NULL = none */
+    int save;                 /* write the conversation to the store */
+    int cache;                /* enum session_cache: how to use the response cache */
+    int resume;               /* continue a saved conversation: resume_id, the latest when 0 */
+    int64_t resume_id;
+};
+
+/* Run the chat until the user quits. Takes key (wiped and freed). Returns the exit status. */
+int tui_run(struct conf *conf, char *key, const struct tui_opts *o);
+
+#endif

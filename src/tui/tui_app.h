@@ -1,0 +1,102 @@
+/* tui_app.h - the state of the running chat, shared by the main loop (tui.c) and the slash
+ * commands (tui_cmd.c). Internal to the TUI: nothing outside src/tui*.c includes it. */
+#ifndef TT_TUI_APP_H
+#define TT_TUI_APP_H
+#include <curses.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "base/buf.h"
+#include "core/conf.h"
+#include "core/session.h"
+#include "text/theme.h"
+#include "tui/tui.h"
+#include "tui/tui_status.h"
+#include "tui/tui_view.h"
+
+#define TUI_NO_ANSWER ((size_t)-1)
+
+/* Dirty flags: what the next frame redraws. */
+#define TUI_D_VIEW 0x01u
+#define TUI_D_STATUS 0x02u
+#define TUI_D_INPUT 0x04u
+#define TUI_D_FULL 0x08u  /* everything, and repaint the terminal from scratch */
+
+struct tui {
+    struct conf *conf;
+    const struct tui_opts *o;
+    struct session s;
+    int have_session;
+    int no_key;              /* no key for a remote server: nothing may be sent */
+    char *local_name, *local_url;
+    struct tui_view *view;
+    struct tui_status st;
+    struct theme *theme;
+    int no_color;
+    WINDOW *wview, *wstatus, *winput, *keys;
+    int rows, cols, view_h, input_h;
+    int quit, exit_code;
+    unsigned dirty;
+    int urgent;              /* draw at once (keystrokes), not at the streaming frame rate */
+    double last_frame;
+    size_t answer;           /* view index of the answer in flight, TUI_NO_ANSWER when none */
+    int cancelling;
+    double oldest;           /* arrival of the oldest delta not yet drawn, 0 = none */
+    long undrawn;            /* text events since the last frame */
+    FILE *trace;
+    char hint[512];          /* a transient line in the status bar, "" = none */
+    int search;              /* 0 no search, 1 typing the query, 2 moving between hits */
+    struct buf query;
+    int store_warned;        /* the store's failure was shown */
+    int edit_pending;        /* the next prompt replaces the last one (/edit) */
+    char **cands;            /* completion candidates (NULL-terminated, owned) */
+    char **models;           /* models seen in answers (NULL-terminated, owned) */
+    int ctx_marked;          /* the "history compressed" marker was shown */
+    struct tui_hist *hist;   /* the conversation browser while it is open (tui_history.c) */
+};
+
+/* ---- tui.c ---- */
+
+/* Send prompt as the user's next message (show_user: add it to the transcript). Returns 0, or
+ * -1 when nothing may be sent (no key, an answer in flight) with the reason shown. */
+int tui_send(struct tui *t, const char *prompt, int show_user);
+/* Show a local notice (markdown) or error (plain) in the transcript. */
+void tui_notice(struct tui *t, const char *markdown);
+void tui_error(struct tui *t, const char *text);
+/* Show local plain text (raw: sanitised when drawn) in the meta style in the transcript. */
+void tui_meta(struct tui *t, const char *text);
+/* Show a transient hint in the status bar (until the next key). */
+void tui_hint(struct tui *t, const char *text);
+/* Apply theme `name` (messages go to the transcript). */
+void tui_theme(struct tui *t, const char *name);
+/* Stop the answer in flight (its partial text stays, marked cancelled). */
+void tui_cancel(struct tui *t);
+/* Open (or reopen) the session for t->conf with key (taken); history msgs carried over, and
+ * with a store, saving continues into conversation conv_id (0 = a new one). */
+int tui_session(struct tui *t, char *key, const struct session_msg *msgs, size_t n,
+                int64_t conv_id);
+/* Continue saved conversation id (0 = the latest): its messages become the history and the
+ * transcript (replace: the transcript is cleared first, once the conversation loaded). */
+void tui_resume(struct tui *t, int64_t id, int replace);
+/* Switch to the local server that was found (no key needed). */
+void tui_use_local(struct tui *t);
+/* Show what to configure when there is no key. */
+void tui_no_key_notice(struct tui *t);
+
+/* ---- tui_cmd.c ---- */
+
+/* Run a slash command line ("/model gpt-4o"). */
+void tui_cmd_run(struct tui *t, const char *line);
+/* Completion candidates for the word at [start, end) of line, NULL-terminated (owned by t). */
+const char *const *tui_cmd_complete(struct tui *t, const char *line, int start, int end);
+/* The help text (markdown). */
+const char *tui_cmd_help(void);
+/* Remember a model name for /model completion. */
+void tui_cmd_model_seen(struct tui *t, const char *model);
+/* Free what the commands keep. */
+void tui_cmd_free(struct tui *t);
+/* /new: cancel the answer in flight and start a new conversation (the system prompt stays). */
+void tui_cmd_new(struct tui *t);
+
+#endif

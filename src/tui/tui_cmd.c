@@ -1,0 +1,660 @@
+/* tui_cmd.c - slash commands, their completion, and the help text. */
+#include "config.h"
+#include "tui/tui_app.h"
+#include "tui/tui_history.h"
+#include "tui/tui_input.h"
+#include "base/util.h"
+#include "base/xmalloc.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+static const char *const tui_cmd_names[] = {
+    "/help", "/model", "/system", "/new", "/retry", "/edit", "/copy", "/theme",
+    "/profile", "/clear", "/find", "/history", "/context", "/budget", "/use-local", "/quit",
+    NULL,
+};
+
+static const char tui_cmd_help_text[] =
+    "## Keys\n"
+    "- **Enter** sends; **Alt-Enter** or **Ctrl-J** starts a new line; pasted text keeps its "
+    "newlines\n"
+    "- **Esc** or **Ctrl-C** cancels a streaming answer (the partial text stays, marked "
+    "cancelled); **Ctrl-C** on the prompt clears it\n"
+    "- **Ctrl-D** on an empty prompt quits\n"
+    "- **PgUp**/**PgDn**, the mouse wheel, **Shift-Up**/**Shift-Down** scroll; **Home**/**End** "
+    "(on an empty prompt) or **Ctrl-Home**/**Ctrl-End** go to the top/bottom; new text is "
+    "followed only while the view is at the bottom\n"
+    "- The mouse wheel scrolls; hold **Shift** to select text with the mouse\n"
+    "- **Ctrl-S** (or `/find TEXT`) searches the transcript: type, **Enter**, then **n** older "
+    "hit, **N** newer hit, **Esc** done\n"
+    "- **F2** (or `/history`) opens the conversation browser: saved conversations newest "
+    "first; **/** searches them as you type; **Enter** reads one (read-only), **r** resumes "
+    "it here, **e** renames, **d** deletes (asks first); **Esc** or **q** closes it\n"
+    "- **Ctrl-R** searches the prompt history; **Up**/**Down** walk it; **Tab** completes "
+    "commands, themes, profiles and models\n"
+    "- **Ctrl-X Ctrl-E** edits the prompt in `$EDITOR` (vi mode: **v**); **Ctrl-L** redraws; "
+    "**Ctrl-Z** suspends; **F1** shows this\n"
+    "- Editing is readline's: Emacs keys, or vi when `~/.inputrc` says `set editing-mode vi`\n"
+    "\n"
+    "## Commands\n"
+    "- `/model [NAME]`: show or set the model\n"
+    "- `/system [TEXT]`: show or set the system prompt (`/system -` removes it)\n"
+    "- `/new`: a new conversation\n"
+    "- `/retry`: regenerate the last answer\n"
+    "- `/edit`: edit the last prompt; **Enter** sends it in place of the old one\n"
+    "- `/copy [N]`: copy the last answer, or its code block N, to the clipboard (OSC 52) and "
+    "to a file\n"
+    "- `/theme [NAME]`: list or switch themes\n"
+    "- `/profile [NAME]`: list or switch configuration profiles\n"
+    "- `/clear`: clear the screen (the conversation goes on; `/new` starts another)\n"
+    "- `/find TEXT`: search the transcript\n"
+    "- `/history [TEXT]`: browse, search, read, resume, rename or delete saved conversations "
+    "(**F2**)\n"
+    "- `/context`: what the next request will carry (tokens per message, compression, "
+    "calibration) and the session's spend\n"
+    "- `/budget [ARG]`: show or set the session budget (`50k`, `$2`, `off`, `tokens off`, "
+    "`usd off`)\n"
+    "- `/use-local`: use the local server that was found (when there is no key)\n"
+    "- `/quit`: leave (so does **Ctrl-D**)\n"
+    "- `//text` sends `/text` as a message\n";
+
+const char *tui_cmd_help(void)
+{
+    return tui_cmd_help_text;
+}
+
+static void tui_cmd_free_list(char **v)
+{
+    for (size_t i = 0; v && v[i]; i++)
+        free(v[i]);
+    free(v);
+}
+
+void tui_cmd_free(struct tui *t)
+{
+    tui_cmd_free_list(t->cands);
+    tui_cmd_free_list(t->models);
+    t->cands = t->models = NULL;
+}
+
+static size_t tui_cmd_list_len(char **v)
+{
+    size_t n = 0;
+    while (v && v[n])
+        n++;
+    return n;
+}
+
+/* Append s to a NULL-terminated list unless it is there already. */
+static char **tui_cmd_list_add(char **v, const char *s)
+{
+    size_t n = tui_cmd_list_len(v);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(v[i], s) == 0)
+            return v;
+    v = xrealloc(v, (n + 2) * sizeof(*v));
+    v[n] = xstrdup(s);
+    v[n + 1] = NULL;
+    return v;
+}
+
+static int tui_cmd_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void tui_cmd_model_seen(struct tui *t, const char *model)
+{
+    t->models = tui_cmd_list_add(t->models, model);
+}
+
+/* Theme names found in the theme directories (sorted; "default" included). */
+static char **tui_cmd_themes(void)
+{
+    char **v = tui_cmd_list_add(NULL, "default");
+    char *cfg = conf_dir("config");
+    const char *env = getenv("TOKTERM_DATADIR");
+    char *dirs[4] = {
+        xasprintf("%s/themes", cfg),
+        env && *env ? xasprintf("%s/themes", env) : xasprintf("%s/themes", TT_DATADIR),
+        xasprintf("%s/themes", TT_SRCDIR),
+        NULL,
+    };
+    free(cfg);
+    for (int i = 0; dirs[i]; i++) {
+        DIR *d = opendir(dirs[i]);
+        struct dirent *e;
+        while (d && (e = readdir(d))) {
+            size_t n = strlen(e->d_name);
+            if (n > 6 && strcmp(e->d_name + n - 6, ".theme") == 0 && e->d_name[0] != '.') {
+                char *name = xstrndup(e->d_name, n - 6);
+                v = tui_cmd_list_add(v, name);
+                free(name);
+            }
+        }
+        if (d)
+            closedir(d);
+        free(dirs[i]);
+    }
+    qsort(v, tui_cmd_list_len(v), sizeof(*v), tui_cmd_cmp);
+    return v;
+}
+
+/* Profile names: the [sections] of the configuration file. */
+static char **tui_cmd_profiles(const struct tui *t)
+{
+    char **v = NULL;
+    if (!t->conf->path)
+        return v;
+    size_t len;
+    char *text = util_read_file(t->conf->path, &len, 1u << 20);
+    if (!text)
+        return v;
+    for (char *save = NULL, *line = strtok_r(text, "\n", &save); line;
+         line = strtok_r(NULL, "\n", &save)) {
+        line = util_trim(line);
+        char *end = strchr(line, ']');
+        if (line[0] == '[' && end) {
+            *end = '\0';
+            char *name = util_trim(line + 1);
+            if (*name && strcmp(name, "default") != 0)
+                v = tui_cmd_list_add(v, name);
+        }
+    }
+    free(text);
+    return v;
+}
+
+const char *const *tui_cmd_complete(struct tui *t, const char *line, int start, int end)
+{
+    (void)end;
+    tui_cmd_free_list(t->cands);
+    t->cands = NULL;
+    if (line[0] != '/')
+        return NULL;
+    if (start == 0) {
+        for (size_t i = 0; tui_cmd_names[i]; i++)
+            t->cands = tui_cmd_list_add(t->cands, tui_cmd_names[i]);
+        return (const char *const *)t->cands;
+    }
+    size_t w = strcspn(line, " ");
+    if (w == 6 && strncmp(line, "/theme", 6) == 0) {
+        t->cands = tui_cmd_themes();
+    } else if (w == 8 && strncmp(line, "/profile", 8) == 0) {
+        t->cands = tui_cmd_profiles(t);
+    } else if (w == 7 && strncmp(line, "/budget", 7) == 0) {
+        static const char *const args[] = {"off", "tokens off", "usd off", "50k", "$2", NULL};
+        for (size_t i = 0; args[i]; i++)
+            t->cands = tui_cmd_list_add(t->cands, args[i]);
+    } else if (w == 6 && strncmp(line, "/model", 6) == 0) {
+        t->cands = tui_cmd_list_add(t->cands, t->conf->model);
+        for (size_t i = 0; t->models && t->models[i]; i++)
+            t->cands = tui_cmd_list_add(t->cands, t->models[i]);
+    }
+    return (const char *const *)t->cands;
+}
+
+/* ---- /copy ---- */
+
+static void tui_cmd_base64(struct buf *out, const unsigned char *s, size_t n)
+{
+    static const char tab[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    for (size_t i = 0; i < n; i += 3) {
+        unsigned v = (unsigned)s[i] << 16;
+        if (i + 1 < n)
+            v |= (unsigned)s[i + 1] << 8;
+        if (i + 2 < n)
+            v |= s[i + 2];
+        char q[4] = {tab[(v >> 18) & 63], tab[(v >> 12) & 63],
+                     i + 1 < n ? tab[(v >> 6) & 63] : '=', i + 2 < n ? tab[v & 63] : '='};
+        buf_append(out, q, 4);
+    }
+}
+
+/* Code block `want` (1-based) of markdown text s: its lines between the fences, into out.
+ * Returns the number of blocks seen when it is not found (0 = found). */
+static int tui_cmd_code_block(const char *s, size_t n, int want, struct buf *out)
+{
+    int seen = 0, in = 0;
+    char fch = 0;
+    size_t flen = 0;
+    for (size_t pos = 0; pos < n;) {
+        const char *nl = memchr(s + pos, '\n', n - pos);
+        size_t end = nl ? (size_t)(nl - s) : n;
+        const char *l = s + pos;
+        size_t len = end - pos, ind = 0;
+        while (ind < len && ind < 4 && l[ind] == ' ')
+            ind++;
+        size_t run = 0;
+        if (ind < 4)
+            while (ind + run < len && (l[ind + run] == '`' || l[ind + run] == '~') &&
+                   l[ind + run] == l[ind])
+                run++;
+        if (!in && run >= 3) {
+            in = 1;
+            fch = l[ind];
+            flen = run;
+            seen++;
+        } else if (in && run >= flen && l[ind] == fch) {
+            size_t k = ind + run;
+            while (k < len && (l[k] == ' ' || l[k] == '\t' || l[k] == '\r'))
+                k++;
+            if (k == len) {
+                in = 0;
+                if (seen == want)
+                    return 0;
+            } else if (seen == want) {
+                buf_append(out, l, len);
+                buf_appendc(out, '\n');
+            }
+        } else if (in && seen == want) {
+            buf_append(out, l, len);
+            buf_appendc(out, '\n');
+        }
+        pos = end + 1;
+    }
+    return seen >= want ? 0 : (seen ? seen : -1);
+}
+
+static int tui_cmd_osc52_ok(void)
+{
+    const char *term = getenv("TERM");
+    if (getenv("TMUX") || getenv("STY"))
+        return 1;
+    if (!term || !*term || strcmp(term, "dumb") == 0 || strncmp(term, "linux", 5) == 0)
+        return 0;
+    return 1;
+}
+
+static void tui_cmd_copy(struct tui *t, const char *arg)
+{
+    size_t i = t->have_session ? t->s.n_msgs : 0;
+    while (i > 0 && strcmp(t->s.msgs[i - 1].role, "assistant") != 0)
+        i--;
+    if (!i) {
+        tui_error(t, "/copy: there is no finished answer to copy yet");
+        return;
+    }
+    const char *text = t->s.msgs[i - 1].content;
+    size_t n = strlen(text);
+    struct buf sel = BUF_INIT;
+    char what[64] = "the last answer";
+    if (arg && *arg) {
+        char *endp;
+        long k = strtol(arg, &endp, 10);
+        if (endp == arg || *endp || k < 1) {
+            tui_error(t, "/copy takes the number of a code block: /copy 2");
+            return;
+        }
+        int r = tui_cmd_code_block(text, n, (int)k, &sel);
+        if (r != 0) {
+            char *m = r < 0 ? xasprintf("/copy %ld: the last answer has no code block", k)
+                            : xasprintf("/copy %ld: the last answer has %d code block%s", k, r,
+                                        r == 1 ? "" : "s");
+            tui_error(t, m);
+            free(m);
+            buf_free(&sel);
+            return;
+        }
+        snprintf(what, sizeof what, "code block %ld", k);
+    } else {
+        buf_append(&sel, text, n);
+    }
+    struct buf msg = BUF_INIT;
+    if (tui_cmd_osc52_ok() && sel.len <= 74000) {
+        struct buf seq = BUF_INIT;
+        buf_appends(&seq, "\033]52;c;");
+        tui_cmd_base64(&seq, (const unsigned char *)buf_str(&sel), sel.len);
+        buf_appends(&seq, "\a");
+        fflush(stdout);
+        (void)!write(STDOUT_FILENO, seq.data, seq.len);
+        buf_free(&seq);
+        buf_printf(&msg, "Copied %s (%zu bytes) to the clipboard (OSC 52, if the terminal allows "
+                         "it)", what, sel.len);
+    }
+    char *dir = conf_dir("state");
+    char *path = xasprintf("%s/copy.txt", dir);
+    util_mkdir_p(dir, 0700);
+    free(dir);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int ok = fd >= 0;
+    for (size_t off = 0; ok && off < sel.len;) {
+        ssize_t w = write(fd, sel.data + off, sel.len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            ok = 0;
+        else
+            off += (size_t)w;
+    }
+    if (fd >= 0)
+        close(fd);
+    if (ok)
+        buf_printf(&msg, "%s%s saved to `%s`", msg.len ? "; " : "", msg.len ? "and" : what, path);
+    else
+        buf_printf(&msg, "%scannot write `%s`", msg.len ? "; " : "", path);
+    tui_notice(t, buf_str(&msg));
+    buf_free(&msg);
+    buf_free(&sel);
+    free(path);
+}
+
+/* ---- the other commands ---- */
+
+static void tui_cmd_system(struct tui *t, const char *arg)
+{
+    if (!arg || !*arg) {
+        const char *cur = t->have_session && t->s.n_msgs &&
+                                  strcmp(t->s.msgs[0].role, "system") == 0
+                              ? t->s.msgs[0].content
+                              : NULL;
+        char *m = cur ? xasprintf("System prompt:\n\n> %s", cur)
+                      : xstrdup("No system prompt. Set one with `/system TEXT`.");
+        tui_notice(t, m);
+        free(m);
+        return;
+    }
+    int clear = strcmp(arg, "-") == 0;
+    free(t->conf->system);
+    t->conf->system = clear ? NULL : xstrdup(arg);
+    if (t->have_session) {
+        struct session *s = &t->s;
+        int has = s->n_msgs && strcmp(s->msgs[0].role, "system") == 0;
+        if (has && clear) {
+            free(s->msgs[0].content);
+            memmove(s->msgs, s->msgs + 1, (s->n_msgs - 1) * sizeof(*s->msgs));
+            s->n_msgs--;
+        } else if (has) {
+            free(s->msgs[0].content);
+            s->msgs[0].content = xstrdup(arg);
+        } else if (!clear) {
+            session_add(s, "system", arg, strlen(arg)); /* then move it to the front */
+            struct session_msg m = s->msgs[s->n_msgs - 1];
+            memmove(s->msgs + 1, s->msgs, (s->n_msgs - 1) * sizeof(*s->msgs));
+            s->msgs[0] = m;
+        }
+    }
+    tui_notice(t, clear ? "System prompt removed." : "System prompt set for the next requests.");
+}
+
+void tui_cmd_new(struct tui *t)
+{
+    tui_cancel(t);
+    if (t->have_session) {
+        struct session *s = &t->s;
+        size_t keep = s->n_msgs && strcmp(s->msgs[0].role, "system") == 0 ? 1 : 0;
+        for (size_t i = keep; i < s->n_msgs; i++)
+            free(s->msgs[i].content);
+        s->n_msgs = keep;
+        s->conv_id = 0; /* saved as a new conversation */
+    }
+    t->answer = TUI_NO_ANSWER;
+    t->edit_pending = 0;
+    t->ctx_marked = 0;
+    tui_view_truncate(t->view, 0);
+    tui_notice(t, "New conversation.");
+}
+
+static void tui_cmd_retry(struct tui *t)
+{
+    if (t->answer != TUI_NO_ANSWER) {
+        tui_hint(t, "an answer is still streaming: Esc cancels it");
+        return;
+    }
+    struct session *s = &t->s;
+    size_t u = t->have_session ? s->n_msgs : 0;
+    while (u > 0 && strcmp(s->msgs[u - 1].role, "user") != 0)
+        u--;
+    if (!u) {
+        tui_error(t, "/retry: there is no prompt to answer again");
+        return;
+    }
+    char *prompt = xstrdup(s->msgs[u - 1].content);
+    for (size_t i = u - 1; i < s->n_msgs; i++)
+        free(s->msgs[i].content);
+    s->n_msgs = u - 1;
+    size_t v = tui_view_count(t->view);
+    while (v > 0 && tui_view_kind(t->view, v - 1) != TUI_MSG_ASSISTANT &&
+           tui_view_kind(t->view, v - 1) != TUI_MSG_USER)
+        v--;
+    int shown = v > 0 && tui_view_kind(t->view, v - 1) == TUI_MSG_USER;
+    if (v > 0 && tui_view_kind(t->view, v - 1) == TUI_MSG_ASSISTANT) {
+        tui_view_truncate(t->view, v - 1); /* the old answer goes; its prompt stays */
+        shown = tui_view_count(t->view) > 0 &&
+                tui_view_kind(t->view, tui_view_count(t->view) - 1) == TUI_MSG_USER;
+    }
+    enum session_cache cache = s->cache;
+    if (cache == SESSION_CACHE_ON)
+        s->cache = SESSION_CACHE_BYPASS; /* a new answer, not the cached one */
+    if (tui_send(t, prompt, !shown) < 0)
+        session_add(s, "user", prompt, strlen(prompt)); /* not sent: keep the history whole */
+    s->cache = cache;
+    free(prompt);
+}
+
+static void tui_cmd_edit(struct tui *t)
+{
+    if (t->answer != TUI_NO_ANSWER) {
+        tui_hint(t, "an answer is still streaming: Esc cancels it");
+        return;
+    }
+    size_t u = t->have_session ? t->s.n_msgs : 0;
+    while (u > 0 && strcmp(t->s.msgs[u - 1].role, "user") != 0)
+        u--;
+    if (!u) {
+        tui_error(t, "/edit: there is no prompt to edit");
+        return;
+    }
+    tui_input_defer(t->s.msgs[u - 1].content);
+    t->edit_pending = 1;
+    tui_hint(t, "edit the last prompt; Enter sends it in place of the old one, Ctrl-C gives up");
+}
+
+static void tui_cmd_theme(struct tui *t, const char *arg)
+{
+    if (!arg || !*arg) {
+        char **v = tui_cmd_themes();
+        struct buf b = BUF_INIT;
+        buf_printf(&b, "Theme: **%s**. Available:", theme_name(t->theme));
+        for (size_t i = 0; v[i]; i++)
+            buf_printf(&b, " `%s`", v[i]);
+        buf_appends(&b, "\nUser themes go in `~/.config/tokterm/themes/NAME.theme`.");
+        tui_notice(t, buf_str(&b));
+        buf_free(&b);
+        tui_cmd_free_list(v);
+        return;
+    }
+    tui_theme(t, arg);
+    free(t->conf->theme);
+    t->conf->theme = xstrdup(arg);
+    char *m = xasprintf("Theme **%s**.", theme_name(t->theme));
+    tui_notice(t, m);
+    free(m);
+}
+
+static void tui_cmd_profile(struct tui *t, const char *arg)
+{
+    if (!arg || !*arg) {
+        char **v = tui_cmd_profiles(t);
+        struct buf b = BUF_INIT;
+        buf_printf(&b, "Profile: **%s**.", t->conf->profile ? t->conf->profile : "(none)");
+        if (v) {
+            buf_appends(&b, " Available:");
+            for (size_t i = 0; v[i]; i++)
+                buf_printf(&b, " `%s`", v[i]);
+        } else {
+            buf_printf(&b, " No profiles in %s.", t->conf->path ? t->conf->path
+                                                                 : "a configuration file");
+        }
+        tui_notice(t, buf_str(&b));
+        buf_free(&b);
+        tui_cmd_free_list(v);
+        return;
+    }
+    if (t->answer != TUI_NO_ANSWER) {
+        tui_hint(t, "an answer is still streaming: Esc cancels it");
+        return;
+    }
+    if (!t->conf->path) {
+        tui_error(t, "/profile: no configuration file was read");
+        return;
+    }
+    struct conf nc;
+    conf_defaults(&nc);
+    struct buf err = BUF_INIT, warn = BUF_INIT;
+    char *why = NULL, *key = NULL;
+    if (conf_load(&nc, t->conf->path, arg, &err, &warn) < 0) {
+        why = xasprintf("/profile %s: %s", arg, buf_str(&err));
+    } else {
+        conf_apply_env(&nc);
+        if (!nc.profile || strcmp(nc.profile, arg) != 0) {
+            why = xasprintf("/profile: there is no profile '%s'", arg);
+        } else {
+            buf_reset(&err);
+            key = conf_api_key(&nc, &err);
+            if (!key && err.len)
+                why = xasprintf("/profile %s: %s", arg, buf_str(&err));
+        }
+    }
+    if (why) {
+        tui_error(t, why);
+        free(why);
+        conf_free(&nc);
+        buf_free(&err);
+        buf_free(&warn);
+        return;
+    }
+    /* carry the conversation over to a session for the new profile */
+    size_t n = t->have_session ? t->s.n_msgs : 0;
+    struct session_msg *msgs = xcalloc(n + 1, sizeof(*msgs));
+    for (size_t i = 0; i < n; i++) {
+        msgs[i].role = t->s.msgs[i].role;
+        msgs[i].content = xstrdup(t->s.msgs[i].content);
+    }
+    int64_t conv = t->have_session ? t->s.conv_id : 0;
+    if (t->have_session)
+        session_close(&t->s);
+    t->have_session = 0;
+    conf_free(t->conf);
+    *t->conf = nc;
+    t->no_key = !key && !conf_is_local(t->conf);
+    tui_session(t, key, msgs, n, conv);
+    for (size_t i = 0; i < n; i++)
+        free(msgs[i].content);
+    free(msgs);
+    tui_status_model(&t->st, t->conf->profile, t->conf->model);
+    tui_status_state(&t->st, t->no_key ? TUI_STATE_NOKEY : TUI_STATE_IDLE, 0);
+    if (warn.len)
+        tui_error(t, buf_str(&warn));
+    char *m = xasprintf("Profile **%s**: `%s` at `%s`.", arg, t->conf->model, t->conf->base_url);
+    tui_notice(t, m);
+    free(m);
+    if (t->no_key)
+        tui_no_key_notice(t);
+    buf_free(&err);
+    buf_free(&warn);
+}
+
+void tui_cmd_run(struct tui *t, const char *line)
+{
+    char *copy = xstrdup(line);
+    char *arg = copy + strcspn(copy, " \t");
+    if (*arg)
+        *arg++ = '\0';
+    arg = util_trim(arg);
+    const char *cmd = copy;
+    if (strcmp(cmd, "/help") == 0 || strcmp(cmd, "/?") == 0) {
+        tui_notice(t, tui_cmd_help());
+    } else if (strcmp(cmd, "/model") == 0) {
+        if (*arg) {
+            free(t->conf->model);
+            t->conf->model = xstrdup(arg);
+            tui_status_model(&t->st, t->conf->profile, t->conf->model);
+            char *m = xasprintf("Model **%s** for the next requests.", arg);
+            tui_notice(t, m);
+            free(m);
+        } else {
+            char *m = xasprintf("Model: **%s** at `%s`. Change it with `/model NAME`.",
+                                t->conf->model, t->conf->base_url);
+            tui_notice(t, m);
+            free(m);
+        }
+        t->dirty |= TUI_D_STATUS;
+    } else if (strcmp(cmd, "/system") == 0) {
+        tui_cmd_system(t, arg);
+    } else if (strcmp(cmd, "/new") == 0) {
+        tui_cmd_new(t);
+    } else if (strcmp(cmd, "/retry") == 0) {
+        tui_cmd_retry(t);
+    } else if (strcmp(cmd, "/edit") == 0) {
+        tui_cmd_edit(t);
+    } else if (strcmp(cmd, "/copy") == 0) {
+        tui_cmd_copy(t, arg);
+    } else if (strcmp(cmd, "/theme") == 0) {
+        tui_cmd_theme(t, arg);
+    } else if (strcmp(cmd, "/profile") == 0) {
+        tui_cmd_profile(t, arg);
+    } else if (strcmp(cmd, "/clear") == 0) {
+        tui_view_truncate(t->view, 0);
+        if (t->answer != TUI_NO_ANSWER) /* keep streaming into a fresh answer block */
+            t->answer = tui_view_answer_begin(t->view, t->conf->model, NULL);
+        t->dirty |= TUI_D_VIEW;
+    } else if (strcmp(cmd, "/find") == 0) {
+        if (!*arg) {
+            t->search = 1;
+            buf_reset(&t->query);
+        } else {
+            buf_reset(&t->query);
+            buf_appends(&t->query, arg);
+            size_t n = tui_view_search(t->view, arg);
+            t->search = 2;
+            if (!n)
+                tui_hint(t, "no hits");
+        }
+        t->dirty |= TUI_D_VIEW | TUI_D_INPUT;
+    } else if (strcmp(cmd, "/history") == 0) {
+        tui_hist_open(t, arg);
+    } else if (strcmp(cmd, "/context") == 0) {
+        if (!t->have_session) {
+            tui_error(t, "/context: there is no session (no key or server)");
+        } else {
+            char *r = session_context_report(&t->s);
+            tui_meta(t, r);
+            free(r);
+            t->dirty |= TUI_D_STATUS;
+        }
+    } else if (strcmp(cmd, "/budget") == 0) {
+        if (!t->have_session) {
+            tui_error(t, "/budget: there is no session (no key or server)");
+        } else {
+            char *m = NULL;
+            if (session_budget_command(&t->s, arg, &m) < 0) {
+                char *e = xasprintf("/budget: %s", m);
+                tui_error(t, e);
+                free(e);
+            } else {
+                tui_meta(t, m);
+            }
+            free(m);
+            t->dirty |= TUI_D_STATUS;
+        }
+    } else if (strcmp(cmd, "/use-local") == 0) {
+        tui_use_local(t);
+    } else if (strcmp(cmd, "/quit") == 0 || strcmp(cmd, "/exit") == 0 ||
+               strcmp(cmd, "/q") == 0) {
+        t->quit = 1;
+    } else {
+        char *m = xasprintf("unknown command %s (F1 or /help lists the commands; //text sends "
+                            "/text)", cmd);
+        tui_error(t, m);
+        free(m);
+    }
+    free(copy);
+}

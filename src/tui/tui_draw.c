@@ -1,0 +1,269 @@
+/* tui_draw.c - theme slots to curses attributes; rows of cchar_t built per grapheme cluster. */
+#include "config.h"
+#include "tui/tui_draw.h"
+#include "base/buf.h"
+#include "base/utf8.h"
+#include "text/wrap.h"
+#include "base/xmalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <wchar.h>
+
+static attr_t tui_draw_attrs[THEME_SLOT_COUNT];
+static short tui_draw_pairs[THEME_SLOT_COUNT];
+
+static attr_t tui_draw_map(unsigned a)
+{
+    attr_t r = A_NORMAL;
+    if (a & THEME_ATTR_BOLD)
+        r |= A_BOLD;
+    if (a & THEME_ATTR_DIM)
+        r |= A_DIM;
+    if (a & THEME_ATTR_ITALIC)
+        r |= A_ITALIC;
+    if (a & THEME_ATTR_UNDERLINE)
+        r |= A_UNDERLINE;
+    if (a & THEME_ATTR_REVERSE)
+        r |= A_REVERSE;
+    return r;
+}
+
+void tui_draw_setup(const struct theme *t, int no_color)
+{
+    static int started, default_ok;
+    int ncolors = 0;
+    if (has_colors() && !no_color) {
+        if (!started) {
+            start_color();
+            default_ok = use_default_colors() == OK;
+            started = 1;
+        }
+        ncolors = COLORS;
+    }
+    struct theme_style st[THEME_SLOT_COUNT];
+    theme_resolve(t, ncolors, no_color || ncolors == 0, st);
+    for (int i = 0; i < THEME_SLOT_COUNT; i++) {
+        tui_draw_attrs[i] = tui_draw_map(st[i].attrs);
+        tui_draw_pairs[i] = 0;
+        if (ncolors && !no_color && i + 1 < COLOR_PAIRS) {
+            short fg = st[i].fg, bg = st[i].bg;
+            if (!default_ok) {
+                if (fg < 0)
+                    fg = COLOR_WHITE;
+                if (bg < 0)
+                    bg = COLOR_BLACK;
+            }
+            if (fg >= COLORS)
+                fg = -1;
+            if (bg >= COLORS)
+                bg = -1;
+            if (init_pair((short)(i + 1), fg, bg) == OK)
+                tui_draw_pairs[i] = (short)(i + 1);
+        }
+    }
+}
+
+attr_t tui_draw_attr(int slot, unsigned extra)
+{
+    if (slot < 0 || slot >= THEME_SLOT_COUNT)
+        slot = THEME_DEFAULT;
+    return tui_draw_attrs[slot] | tui_draw_map(extra);
+}
+
+short tui_draw_pair(int slot)
+{
+    if (slot < 0 || slot >= THEME_SLOT_COUNT)
+        slot = THEME_DEFAULT;
+    return tui_draw_pairs[slot];
+}
+
+void tui_row_begin(struct tui_row *r, int width)
+{
+    r->n = 0;
+    r->col = 0;
+    r->width = width < 0 ? 0 : width;
+}
+
+/* Append one cell of wc[0..nwc) (a spacing character plus combining ones) w columns wide. */
+static void tui_row_cell(struct tui_row *r, const wchar_t *wc, int nwc, attr_t a, short pair,
+                         int w)
+{
+    if (r->n == r->cap) {
+        r->cap = r->cap ? r->cap * 2 : 256;
+        r->cells = xrealloc(r->cells, r->cap * sizeof(*r->cells));
+    }
+    wchar_t tmp[CCHARW_MAX + 1];
+    int k = nwc < CCHARW_MAX ? nwc : CCHARW_MAX;
+    memcpy(tmp, wc, (size_t)k * sizeof(wchar_t));
+    tmp[k] = L'\0';
+    setcchar(&r->cells[r->n], tmp, a, pair, NULL);
+    r->n++;
+    r->col += w;
+}
+
+static void tui_row_spaces(struct tui_row *r, int k, attr_t a, short pair)
+{
+    static const wchar_t sp[1] = {L' '};
+    while (k-- > 0 && r->col < r->width)
+        tui_row_cell(r, sp, 1, a, pair, 1);
+}
+
+static int tui_draw_is_control(uint32_t cp)
+{
+    return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F);
+}
+
+#define TUI_DRAW_MAXCP 32
+
+/* Emit one cluster s[0..k) that wrap.h says is ow columns wide. */
+static void tui_row_cluster(struct tui_row *r, const char *s, size_t k, int ow, attr_t a,
+                            short pair)
+{
+    uint32_t cps[TUI_DRAW_MAXCP];
+    int widths[TUI_DRAW_MAXCP];
+    int ncp = 0, ww = 0, bad = 0;
+    for (size_t i = 0; i < k && ncp < TUI_DRAW_MAXCP;) {
+        uint32_t cp;
+        size_t m = utf8_decode(s + i, k - i, &cp);
+        int w = tui_draw_is_control(cp) ? -1 : wcwidth((wchar_t)cp);
+        if (w < 0)
+            bad = 1;
+        else
+            ww += w;
+        cps[ncp] = cp;
+        widths[ncp] = w;
+        ncp++;
+        i += m;
+    }
+    if (ncp == 0 || ow <= 0)
+        return; /* zero-width format characters take no cell */
+    if (!bad && ww == ow && widths[0] > 0) {
+        /* curses and wrap.h agree: one cell per spacing character, marks attached */
+        wchar_t cell[CCHARW_MAX];
+        int nc = 0, cw = 0;
+        for (int i = 0; i < ncp; i++) {
+            if (widths[i] > 0) {
+                if (nc)
+                    tui_row_cell(r, cell, nc, a, pair, cw);
+                nc = 0;
+                cw = widths[i];
+            }
+            if (nc < CCHARW_MAX)
+                cell[nc++] = (wchar_t)cps[i];
+        }
+        if (nc)
+            tui_row_cell(r, cell, nc, a, pair, cw);
+        return;
+    }
+    /* They disagree (terminals do too): draw a form every terminal measures the same way. */
+    wchar_t cell[2];
+    int cw;
+    if (bad) {
+        cell[0] = (wchar_t)UTF8_REPLACEMENT;
+        tui_row_cell(r, cell, 1, a, pair, 1);
+        cw = 1;
+    } else if (widths[0] > 0 && widths[0] <= ow) {
+        cell[0] = (wchar_t)cps[0];
+        tui_row_cell(r, cell, 1, a, pair, widths[0]);
+        cw = widths[0];
+    } else if (widths[0] == 0) {
+        cell[0] = L' '; /* a mark with no base sits on a space */
+        cell[1] = (wchar_t)cps[0];
+        tui_row_cell(r, cell, 2, a, pair, 1);
+        cw = 1;
+    } else {
+        cell[0] = (wchar_t)UTF8_REPLACEMENT;
+        tui_row_cell(r, cell, 1, a, pair, 1);
+        cw = 1;
+    }
+    tui_row_spaces(r, ow - cw, a, pair);
+}
+
+int tui_row_put(struct tui_row *r, const char *s, size_t n, int slot, unsigned extra)
+{
+    attr_t a = tui_draw_attr(slot, extra);
+    short pair = tui_draw_pair(slot);
+    int start = r->col;
+    size_t pos = 0;
+    while (pos < n && r->col < r->width) {
+        unsigned char c = (unsigned char)s[pos];
+        if (c < 0x80 && (pos + 1 == n || (unsigned char)s[pos + 1] < 0x80)) {
+            wchar_t wc = c >= 0x20 && c < 0x7F ? (wchar_t)c
+                       : (c == '\t' || c == '\n') ? L' ' : (wchar_t)UTF8_REPLACEMENT;
+            tui_row_cell(r, &wc, 1, a, pair, 1);
+            pos++;
+            continue;
+        }
+        int ow;
+        size_t k = wrap_cluster(s + pos, n - pos, &ow);
+        if (k == 0)
+            break;
+        if (ow > 0 && r->col + ow > r->width) {
+            if (r->col == 0) { /* wider than the whole row: a placeholder, and progress */
+                wchar_t el = 0x2026;
+                tui_row_cell(r, &el, 1, a, pair, 1);
+            }
+            tui_row_spaces(r, r->width - r->col, a, pair);
+            break;
+        }
+        tui_row_cluster(r, s + pos, k, ow, a, pair);
+        pos += k;
+    }
+    return r->col - start;
+}
+
+void tui_row_put_spans(struct tui_row *r, const char *s, size_t n,
+                       const struct theme_span *spans, size_t nspans, int base_slot)
+{
+    size_t at = 0;
+    for (size_t i = 0; i < nspans && r->col < r->width; i++) {
+        size_t a = spans[i].off, b = (size_t)spans[i].off + spans[i].len;
+        if (b > n)
+            b = n;
+        if (a < at)
+            a = at;
+        if (a >= b)
+            continue;
+        if (a > at)
+            tui_row_put(r, s + at, a - at, base_slot, 0);
+        tui_row_put(r, s + a, b - a, spans[i].slot, spans[i].attrs);
+        at = b;
+    }
+    if (at < n)
+        tui_row_put(r, s + at, n - at, base_slot, 0);
+}
+
+int tui_row_put_raw(struct tui_row *r, const char *s, size_t n, int slot, unsigned extra)
+{
+    struct buf b = BUF_INIT;
+    utf8_sanitize(&b, s, n);
+    int w = tui_row_put(r, buf_str(&b), b.len, slot, extra);
+    buf_free(&b);
+    return w;
+}
+
+void tui_row_fill(struct tui_row *r, int to, int slot)
+{
+    if (to > r->width)
+        to = r->width;
+    tui_row_spaces(r, to - r->col, tui_draw_attr(slot, 0), tui_draw_pair(slot));
+}
+
+void tui_row_blit(struct tui_row *r, WINDOW *w, int y, int slot)
+{
+    tui_row_fill(r, r->width, slot);
+    if (r->n)
+        mvwadd_wchnstr(w, y, 0, r->cells, (int)r->n);
+}
+
+void tui_row_free(struct tui_row *r)
+{
+    free(r->cells);
+    memset(r, 0, sizeof(*r));
+}
+
+int tui_draw_width(const char *s, size_t n)
+{
+    return (int)wrap_width(s, n);
+}

@@ -1,0 +1,336 @@
+/* tui_status.c - the status bar: fields ranked by importance, dropped from the least
+ * important when the terminal is narrow. */
+#include "config.h"
+#include "tui/tui_status.h"
+#include "tokens/context.h"
+#include "core/session.h"
+#include "text/theme.h"
+#include "tokens/tokenizer.h"
+#include "tui/tui_draw.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void tui_status_model(struct tui_status *st, const char *profile, const char *model)
+{
+    if (profile && *profile)
+        snprintf(st->model, sizeof st->model, "%s/%s", profile, model ? model : "?");
+    else
+        snprintf(st->model, sizeof st->model, "%s", model ? model : "?");
+    /* Hook: the context budget is the model's window from data/models.tsv; a context module
+     * that knows the configured budget should set st->ctx_budget instead. */
+    struct tok_model_info info;
+    st->ctx_budget = model && tokenizer_model_info(model, &info) == 0 ? info.context_window : 0;
+}
+
+void tui_status_init(struct tui_status *st, const char *profile, const char *model)
+{
+    memset(st, 0, sizeof(*st));
+    ratelimit_state_init(&st->rl, 0, 0);
+    st->ctx_used = -1;
+    tui_status_model(st, profile, model);
+}
+
+void tui_status_context(struct tui_status *st, const struct session_status *ss)
+{
+    st->have_ctx = 1;
+    st->ctx_used = ss->ctx_used;
+    st->ctx_budget = ss->available > 0 ? ss->available : 0;
+    st->ctx_approx = ss->approximate || ss->window_assumed;
+    st->spent = ss->spent_tokens;
+    st->spent_usd = ss->spent_usd;
+    st->priced = ss->priced;
+    st->budget_level = (int)ss->level;
+    st->budget_frac = ss->budget_frac;
+}
+
+void tui_status_send(struct tui_status *st, double now)
+{
+    st->state = TUI_STATE_WAITING;
+    st->t_send = now;
+    st->t_first = 0;
+    st->t_last = 0;
+    st->bytes = 0;
+}
+
+void tui_status_text(struct tui_status *st, size_t n, double t_first, double t_last)
+{
+    if (!st->t_first)
+        st->t_first = t_first;
+    st->t_last = t_last;
+    st->bytes += n;
+    if (st->state == TUI_STATE_WAITING || st->state == TUI_STATE_RETRYING ||
+        st->state == TUI_STATE_QUOTA)
+        st->state = TUI_STATE_STREAMING;
+}
+
+void tui_status_wait(struct tui_status *st, enum tui_state state, double until, const char *why)
+{
+    st->state = state;
+    st->until = until;
+    snprintf(st->why, sizeof st->why, "%s", why ? why : "");
+}
+
+void tui_status_state(struct tui_status *st, enum tui_state state, double until)
+{
+    st->state = state;
+    st->until = until;
+}
+
+/* An answer replayed from the response cache (no request was made). */
+static int tui_status_cached(const struct net_result *r)
+{
+    return r->cached;
+}
+
+void tui_status_end(struct tui_status *st, const struct net_result *r, double now,
+                    double now_epoch)
+{
+    st->have_last = 1;
+    st->ttft = r->t.ttft;
+    st->total = r->t.total > 0 ? r->t.total : now - st->t_send;
+    st->tps = r->t.tokens_per_s;
+    st->reused = r->t.reused;
+    st->http_version = r->t.http_version;
+    st->cached = tui_status_cached(r);
+    if (r->usage.present) {
+        st->ctx_used = r->usage.prompt;
+        st->spent += r->usage.total;
+    }
+    if (r->model[0] && strcmp(r->model, st->model) != 0) {
+        struct tok_model_info info;
+        if (tokenizer_model_info(r->model, &info) == 0 && info.context_window)
+            st->ctx_budget = info.context_window;
+    }
+    for (const char *h = r->headers; h && *h;) {
+        const char *nl = strchr(h, '\n');
+        size_t len = nl ? (size_t)(nl - h) : strlen(h);
+        ratelimit_feed(&st->rl, NULL, h, len, now, now_epoch);
+        h += len + (nl ? 1 : 0);
+    }
+    if (r->outcome == API_OK || r->outcome == API_CUT || r->outcome == API_CANCELLED)
+        st->state = TUI_STATE_IDLE;
+    else
+        st->state = TUI_STATE_ERROR;
+}
+
+static void tui_status_count(long long n, char *buf, size_t size)
+{
+    if (n < 0)
+        snprintf(buf, size, "?");
+    else if (n < 1000)
+        snprintf(buf, size, "%lld", n);
+    else if (n < 100000)
+        snprintf(buf, size, "%.1fk", (double)n / 1000);
+    else if (n < 1000000)
+        snprintf(buf, size, "%lldk", n / 1000);
+    else
+        snprintf(buf, size, "%.1fM", (double)n / 1e6);
+}
+
+static const char *tui_status_http(int v)
+{
+    switch (v) {
+    case 10: return "HTTP/1.0";
+    case 11: return "HTTP/1.1";
+    case 20: return "HTTP/2";
+    case 30: return "HTTP/3";
+    default: return "HTTP/?";
+    }
+}
+
+struct tui_seg {
+    char text[224];
+    int prio; /* lower = more important */
+    int slot;
+};
+
+int tui_status_tick(const struct tui_status *st, double now)
+{
+    switch (st->state) {
+    case TUI_STATE_WAITING:
+    case TUI_STATE_STREAMING:
+    case TUI_STATE_CANCELLING:
+        return 250;
+    case TUI_STATE_RETRYING:
+    case TUI_STATE_QUOTA:
+        return 250;
+    default:
+        break;
+    }
+    if (st->rl.seen && ((st->rl.req.reset_at > now) || (st->rl.tok.reset_at > now)))
+        return 1000;
+    return -1;
+}
+
+void tui_status_draw(const struct tui_status *st, WINDOW *w, int y, int width, double now,
+                     const char *hint)
+{
+    static struct tui_row row;
+    int base = THEME_STATUS;
+    if (st->state == TUI_STATE_ERROR || st->state == TUI_STATE_NOKEY)
+        base = THEME_STATUS_ERROR;
+    else if (st->state == TUI_STATE_RETRYING || st->state == TUI_STATE_QUOTA ||
+             st->state == TUI_STATE_CANCELLING)
+        base = THEME_STATUS_WARNING;
+    tui_row_begin(&row, width);
+    if (hint && *hint) {
+        tui_row_put(&row, " ", 1, THEME_STATUS, 0);
+        tui_row_put_raw(&row, hint, strlen(hint), THEME_STATUS, 0);
+        tui_row_blit(&row, w, y, THEME_STATUS);
+        return;
+    }
+    struct tui_seg seg[14];
+    int n = 0;
+    char d[32];
+    /* state */
+    switch (st->state) {
+    case TUI_STATE_IDLE: snprintf(seg[n].text, sizeof seg[n].text, "idle"); break;
+    case TUI_STATE_WAITING:
+        snprintf(seg[n].text, sizeof seg[n].text, "waiting %s",
+                 ratelimit_format_duration(now - st->t_send, d, sizeof d));
+        break;
+    case TUI_STATE_STREAMING: snprintf(seg[n].text, sizeof seg[n].text, "streaming"); break;
+    case TUI_STATE_CANCELLING: snprintf(seg[n].text, sizeof seg[n].text, "cancelling"); break;
+    case TUI_STATE_RETRYING:
+        snprintf(seg[n].text, sizeof seg[n].text, "retrying in %s",
+                 ratelimit_format_duration(st->until - now, d, sizeof d));
+        break;
+    case TUI_STATE_QUOTA:
+        snprintf(seg[n].text, sizeof seg[n].text, "waiting for quota %s",
+                 ratelimit_format_duration(st->until - now, d, sizeof d));
+        break;
+    case TUI_STATE_ERROR: snprintf(seg[n].text, sizeof seg[n].text, "error"); break;
+    case TUI_STATE_NOKEY: snprintf(seg[n].text, sizeof seg[n].text, "no API key"); break;
+    }
+    seg[n].prio = 0;
+    seg[n++].slot = base;
+    if (st->scrolled) {
+        snprintf(seg[n].text, sizeof seg[n].text, "\xE2\x86\x91 scrolled (End)");
+        seg[n].prio = 0;
+        seg[n++].slot = THEME_STATUS_WARNING;
+    }
+    if ((st->state == TUI_STATE_RETRYING || st->state == TUI_STATE_QUOTA) && st->why[0]) {
+        snprintf(seg[n].text, sizeof seg[n].text, "%s", st->why);
+        seg[n].prio = 7;
+        seg[n++].slot = base;
+    }
+    /* model */
+    snprintf(seg[n].text, sizeof seg[n].text, "%s", st->model);
+    seg[n].prio = 1;
+    seg[n++].slot = base;
+    /* timings */
+    if (st->state == TUI_STATE_STREAMING && st->t_first) {
+        double span = st->t_last - st->t_first;
+        char a[32];
+        ratelimit_format_duration(st->t_first - st->t_send, a, sizeof a);
+        if (span > 0.05)
+            snprintf(seg[n].text, sizeof seg[n].text, "ttft %s %.0f tok/s~", a,
+                     (double)st->bytes / 4.0 / span);
+        else
+            snprintf(seg[n].text, sizeof seg[n].text, "ttft %s", a);
+        seg[n].prio = 2;
+        seg[n++].slot = base;
+    } else if (st->have_last && st->state != TUI_STATE_WAITING) {
+        char a[32], b[32];
+        if (st->ttft >= 0)
+            ratelimit_format_duration(st->ttft, a, sizeof a);
+        else
+            snprintf(a, sizeof a, "-");
+        ratelimit_format_duration(st->total, b, sizeof b);
+        if (st->tps > 0 && st->total - st->ttft >= 0.2)
+            snprintf(seg[n].text, sizeof seg[n].text, "ttft %s %.0f tok/s %s", a, st->tps, b);
+        else
+            snprintf(seg[n].text, sizeof seg[n].text, "ttft %s total %s", a, b);
+        seg[n].prio = 2;
+        seg[n++].slot = base;
+    }
+    if (st->have_last) {
+        snprintf(seg[n].text, sizeof seg[n].text, "%s %s", st->reused ? "reused" : "new",
+                 tui_status_http(st->http_version));
+        seg[n].prio = 6;
+        seg[n++].slot = base;
+    }
+    char rl[128];
+    ratelimit_format(&st->rl, now, rl, sizeof rl);
+    if (rl[0]) {
+        snprintf(seg[n].text, sizeof seg[n].text, "%s", rl);
+        seg[n].prio = 3;
+        int low = (st->rl.req.remaining == 0 || st->rl.tok.remaining == 0);
+        seg[n++].slot = low ? THEME_STATUS_WARNING : base;
+    }
+    if (st->ctx_used >= 0) {
+        char a[16], b[16];
+        tui_status_count(st->ctx_used, a, sizeof a);
+        tui_status_count(st->ctx_budget ? st->ctx_budget : -1, b, sizeof b);
+        snprintf(seg[n].text, sizeof seg[n].text, "ctx %s%s/%s", st->ctx_approx ? "~" : "", a,
+                 b);
+        seg[n].prio = 4;
+        seg[n++].slot = base;
+    }
+    int warn = st->budget_level >= CONTEXT_BUDGET_WARN;
+    if (st->spent > 0 || warn) {
+        char a[16], usd[32] = "", pct[48] = "";
+        tui_status_count(st->spent, a, sizeof a);
+        if (st->priced && st->spent_usd > 0 && st->spent_usd < 0.0001)
+            snprintf(usd, sizeof usd, " <$0.0001");
+        else if (st->priced && st->spent_usd > 0)
+            snprintf(usd, sizeof usd, " $%.*f", st->spent_usd < 1 ? 4 : 2, st->spent_usd);
+        if (st->budget_level >= CONTEXT_BUDGET_OVER)
+            snprintf(pct, sizeof pct, " (budget reached)");
+        else if (warn)
+            snprintf(pct, sizeof pct, " (%.0f%% of budget)", st->budget_frac * 100);
+        snprintf(seg[n].text, sizeof seg[n].text, "session %s tok%s%s", a, usd, pct);
+        seg[n].prio = warn ? 1 : 5;
+        seg[n++].slot = warn ? THEME_STATUS_WARNING : base;
+    }
+    if (st->cached) {
+        snprintf(seg[n].text, sizeof seg[n].text, "cached");
+        seg[n].prio = 2;
+        seg[n++].slot = base;
+    }
+    const char *help = "F1 help";
+    int helpw = 7;
+    /* drop the least important fields until the rest fits */
+    int keep[14];
+    for (int i = 0; i < n; i++)
+        keep[i] = 1;
+    int show_help = 1;
+    for (;;) {
+        int total = 1;
+        for (int i = 0; i < n; i++)
+            if (keep[i])
+                total += tui_draw_width(seg[i].text, strlen(seg[i].text)) + 3;
+        if (show_help)
+            total += helpw + 1;
+        if (total <= width)
+            break;
+        if (show_help) {
+            show_help = 0;
+            continue;
+        }
+        int worst = -1;
+        for (int i = 0; i < n; i++)
+            if (keep[i] && seg[i].prio > 0 && (worst < 0 || seg[i].prio > seg[worst].prio))
+                worst = i;
+        if (worst < 0)
+            break;
+        keep[worst] = 0;
+    }
+    tui_row_put(&row, " ", 1, base, 0);
+    int first = 1;
+    for (int i = 0; i < n; i++) {
+        if (!keep[i])
+            continue;
+        if (!first)
+            tui_row_put(&row, " \xE2\x94\x82 ", 5, base, THEME_ATTR_DIM);
+        first = 0;
+        tui_row_put_raw(&row, seg[i].text, strlen(seg[i].text), seg[i].slot,
+                        i == 0 ? THEME_ATTR_BOLD : 0);
+    }
+    if (show_help) {
+        tui_row_fill(&row, width - helpw - 1, base);
+        tui_row_put(&row, help, strlen(help), base, THEME_ATTR_DIM);
+    }
+    tui_row_blit(&row, w, y, base);
+}

@@ -1,0 +1,972 @@
+/* tui_view.c - the transcript: messages, wrapped rows cached per width, scrollback, search. */
+#include "config.h"
+#include "tui/tui_view.h"
+#include "base/buf.h"
+#include "text/markdown.h"
+#include "text/theme.h"
+#include "tui/tui_draw.h"
+#include "base/utf8.h"
+#include "text/wrap.h"
+#include "base/xmalloc.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { TUI_PART_REASONING, TUI_PART_BODY, TUI_PART_FOOTER, TUI_PARTS };
+
+/* One block of a message: its styler and its wrapped rows. */
+struct tui_part {
+    struct markdown *md;     /* the styler while text comes (freed when finished) */
+    int styled;              /* markdown (rows carry markdown tags), not plain text */
+    struct wrap_doc *doc;    /* NULL until text arrives */
+    size_t done;             /* markdown lines already pushed into doc */
+    size_t bytes;            /* text received */
+    int slot;                /* base style */
+    int finished;            /* no more text will come */
+    int dirty;               /* text arrived since the last sync */
+    struct buf line;         /* raw bytes of the unfinished line */
+    size_t fed;              /* bytes of line given to the styler */
+    /* An unfinished line longer than TUI_VIEW_LONG_LINE: previewed unstyled and wrapped
+     * incrementally; its bytes wait in line and reach the styler when its newline comes. */
+    int long_mode;
+    int lraw;                /* the line is printable ASCII: rows point into line itself */
+    struct buf carry;        /* an unfinished UTF-8 sequence held back */
+    struct buf ltext;        /* cleaned text of the line (when not lraw) */
+    size_t lascii;           /* ltext[lascii..] is printable ASCII only */
+    struct wrap_rows lrows;  /* its rows */
+    struct wrap_rows lscratch;
+    int lslot;
+    unsigned lflags;
+    uint16_t ltag;
+};
+
+struct tui_msg {
+    enum tui_msg_kind kind;
+    char *label;             /* header row text; NULL = no header row */
+    char *info;              /* right side of the header row */
+    struct tui_part part[TUI_PARTS];
+    size_t rows;             /* rows at the current width (set by tui_msg_rows) */
+};
+
+struct tui_hit {
+    size_t msg;
+    int part;
+    size_t line;             /* its logical line in the part's document */
+    const char *p;           /* inside a finished line's text (stable for the doc's life) */
+    size_t len;
+};
+
+struct tui_view {
+    struct tui_msg *msgs;
+    size_t n, cap;
+    int pane_w, pane_h;      /* last layout */
+    int width;               /* content width the documents are wrapped at */
+    int gutter;
+    int follow;
+    size_t top;              /* first shown row when not following */
+    size_t total;            /* rows of the whole transcript at the last draw */
+    char *query;
+    struct tui_hit *hits;
+    size_t nhits, caphits;
+    size_t cur;              /* current hit, 1-based; 0 = none */
+    int jump;                /* bring the current hit into view at the next draw */
+    struct tui_row row;
+    struct theme_span *spans;
+    size_t spans_cap;
+};
+
+static void tui_part_free(struct tui_part *p)
+{
+    markdown_free(p->md);
+    wrap_doc_free(p->doc);
+    buf_free(&p->line);
+    buf_free(&p->carry);
+    buf_free(&p->ltext);
+    wrap_rows_free(&p->lrows);
+    wrap_rows_free(&p->lscratch);
+    memset(p, 0, sizeof(*p));
+}
+
+static void tui_part_doc(struct tui_part *p, int width)
+{
+    if (!p->doc)
+        p->doc = wrap_doc_new(width);
+}
+
+static void tui_part_plain(struct tui_part *p, const char *s, size_t n, int slot, int width)
+{
+    p->slot = slot;
+    tui_part_doc(p, width);
+    p->bytes += n;
+    wrap_doc_append_text(p->doc, s, n, slot, 0);
+    p->finished = 1;
+}
+
+static void tui_rows_push(struct wrap_rows *r, struct wrap_row row)
+{
+    if (r->n == r->cap) {
+        r->cap = r->cap ? r->cap * 2 : 64;
+        r->v = xrealloc(r->v, r->cap * sizeof(*r->v));
+    }
+    r->v[r->n++] = row;
+}
+
+/* wrap_text for printable ASCII (one column per byte, no clusters to find), with the same
+ * rules: break after spaces and drop them, keep indentation, cut words wider than the row;
+ * WRAP_PRE cuts at the width. Row offsets are relative to s plus base. */
+static void tui_ascii_wrap(struct wrap_rows *out, const char *s, size_t n, size_t base, size_t w,
+                           int pre)
+{
+    size_t row_start = 0, col = 0, pos = 0;
+    int emitted = 0;
+#define TUI_EMIT(end, c)                                                                     \
+    do {                                                                                     \
+        tui_rows_push(out, (struct wrap_row){(uint32_t)(base + row_start),                   \
+                                             (uint32_t)((end) - row_start), (uint32_t)(c), 0}); \
+        emitted = 1;                                                                         \
+    } while (0)
+    if (pre) {
+        for (; pos < n; pos += w) {
+            row_start = pos;
+            size_t take = n - pos < w ? n - pos : w;
+            TUI_EMIT(pos + take, take);
+        }
+        if (!emitted) {
+            row_start = 0;
+            TUI_EMIT(0, 0);
+        }
+        return;
+    }
+    size_t brk = 0, brk_end = 0, brk_endcol = 0;
+    int have_brk = 0;
+    while (pos < n) {
+        if (s[pos] == ' ' && pos == row_start) { /* indentation: kept, never a break */
+            while (pos < n && s[pos] == ' ') {
+                if (col > 0 && col + 1 > w) {
+                    TUI_EMIT(pos, col);
+                    row_start = pos;
+                    col = 0;
+                }
+                col++;
+                pos++;
+            }
+            continue;
+        }
+        if (s[pos] == ' ') {
+            size_t run_start = pos, run_col = col;
+            while (pos < n && s[pos] == ' ') {
+                pos++;
+                col++;
+            }
+            if (col > w && run_start > row_start) {
+                TUI_EMIT(run_start, run_col);
+                row_start = pos;
+                col = 0;
+                have_brk = 0;
+            } else if (run_start > row_start) {
+                have_brk = 1;
+                brk = pos;
+                brk_end = run_start;
+                brk_endcol = run_col;
+            }
+            continue;
+        }
+        if (col + 1 > w && col > 0) {
+            if (have_brk && brk > row_start && brk_end > row_start) {
+                TUI_EMIT(brk_end, brk_endcol);
+                row_start = pos = brk;
+            } else {
+                TUI_EMIT(pos, col);
+                row_start = pos;
+            }
+            col = 0;
+            have_brk = 0;
+            continue;
+        }
+        col++;
+        pos++;
+    }
+    if (row_start < n || !emitted)
+        TUI_EMIT(n, col);
+#undef TUI_EMIT
+}
+
+/* Rewrap the long line's rows from its last two rows on (greedy wrapping never changes rows
+ * before the last one when text is appended), or from scratch when full is set. */
+static void tui_part_long_wrap(struct tui_part *p, int width, int full)
+{
+    size_t from = 0;
+    if (!full && p->lrows.n >= 2) {
+        from = p->lrows.v[p->lrows.n - 2].off;
+        p->lrows.n -= 2;
+    } else {
+        p->lrows.n = 0;
+    }
+    const struct buf *src = p->lraw ? &p->line : &p->ltext;
+    const char *s = buf_str(src) + from;
+    size_t n = src->len - from;
+    if (p->lraw || from >= p->lascii) {
+        tui_ascii_wrap(&p->lrows, s, n, from, width < 1 ? 1 : (size_t)width,
+                       (p->lflags & WRAP_PRE) != 0);
+        return;
+    }
+    p->lscratch.n = 0;
+    wrap_text(&p->lscratch, s, n, width, 0, p->lflags);
+    for (size_t i = 0; i < p->lscratch.n; i++) {
+        struct wrap_row r = p->lscratch.v[i];
+        r.off += (uint32_t)from;
+        tui_rows_push(&p->lrows, r);
+    }
+}
+
+/* Clean s[0..n) of the long line onto ltext: printable ASCII runs are copied, the rest goes
+ * through wrap_clean (controls made visible, TABs expanded). An unfinished UTF-8 sequence at
+ * the end waits in carry for the next chunk. */
+static void tui_part_long_clean(struct tui_part *p, const char *s, size_t n)
+{
+    if (p->carry.len) { /* complete the held sequence first */
+        size_t take = 0;
+        while (take < n && p->carry.len < 4) {
+            buf_appendc(&p->carry, s[take++]);
+            if (utf8_incomplete_tail(p->carry.data, p->carry.len) == 0)
+                break;
+        }
+        if (utf8_incomplete_tail(p->carry.data, p->carry.len) == p->carry.len)
+            return; /* still unfinished, and s is used up */
+        wrap_clean(&p->ltext, p->carry.data, p->carry.len);
+        p->lascii = p->ltext.len;
+        buf_reset(&p->carry);
+        s += take;
+        n -= take;
+    }
+    size_t hold = utf8_incomplete_tail(s, n);
+    size_t end = n - hold;
+    size_t i = 0;
+    while (i < end) {
+        size_t j = i;
+        while (j < end && (unsigned char)s[j] >= 0x20 && (unsigned char)s[j] < 0x7F)
+            j++;
+        buf_append(&p->ltext, s + i, j - i);
+        if (j == end)
+            break;
+        size_t k = j;
+        while (k < end && !((unsigned char)s[k] >= 0x20 && (unsigned char)s[k] < 0x7F))
+            k++;
+        wrap_clean(&p->ltext, s + j, k - j);
+        p->lascii = p->ltext.len;
+        i = k;
+    }
+    if (hold)
+        buf_append(&p->carry, s + end, hold);
+}
+
+static int tui_ascii_printable(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] >= 0x7F)
+            return 0;
+    return 1;
+}
+
+/* More text of the long line: kept raw; cleaned into ltext once it is not plain ASCII. */
+static void tui_part_long_append(struct tui_part *p, const char *s, size_t n)
+{
+    buf_append(&p->line, s, n);
+    if (p->lraw && tui_ascii_printable(s, n))
+        return;
+    if (p->lraw) { /* from now on the rows need a cleaned copy (same offsets so far) */
+        p->lraw = 0;
+        buf_reset(&p->ltext);
+        buf_reset(&p->carry);
+        p->lascii = 0;
+        tui_part_long_clean(p, p->line.data, p->line.len);
+        return;
+    }
+    tui_part_long_clean(p, s, n);
+}
+
+static void tui_part_md_feed(struct tui_part *p, const char *s, size_t n, int width)
+{
+    if (!n || p->finished)
+        return;
+    tui_part_doc(p, width);
+    p->bytes += n;
+    p->dirty = 1;
+    const char *nl = NULL;
+    for (size_t i = n; i > 0; i--)
+        if (s[i - 1] == '\n') {
+            nl = s + i - 1;
+            break;
+        }
+    if (p->long_mode) {
+        if (!nl) {
+            tui_part_long_append(p, s, n);
+            return;
+        }
+        /* the long line ends: the styler gets it whole, and the preview is over */
+        markdown_feed(p->md, p->line.data + p->fed, p->line.len - p->fed);
+        p->long_mode = 0;
+        buf_reset(&p->ltext);
+        buf_reset(&p->carry);
+        p->lrows.n = 0;
+    }
+    markdown_feed(p->md, s, n);
+    if (nl) {
+        buf_reset(&p->line);
+        buf_append(&p->line, nl + 1, (size_t)(s + n - nl - 1));
+    } else {
+        buf_append(&p->line, s, n);
+    }
+    p->fed = p->line.len;
+}
+
+static void tui_part_pending(struct tui_part *p)
+{
+    wrap_doc_pending_clear(p->doc);
+    size_t np = markdown_pending_count(p->md);
+    for (size_t i = 0; i < np; i++)
+        wrap_doc_pending_add(p->doc, &markdown_pending_line(p->md, i)->wl);
+}
+
+/* Turn the unfinished line into a long-line preview. */
+static void tui_part_go_long(struct tui_part *p)
+{
+    /* keep the provisional lines before the unfinished one (rows of a growing table) */
+    wrap_doc_pending_clear(p->doc);
+    size_t np = markdown_pending_count(p->md);
+    p->lslot = p->slot;
+    p->lflags = 0;
+    p->ltag = MARKDOWN_TEXT;
+    for (size_t i = 0; i < np; i++) {
+        const struct markdown_line *ml = markdown_pending_line(p->md, i);
+        if (i + 1 < np) {
+            wrap_doc_pending_add(p->doc, &ml->wl);
+            continue;
+        }
+        p->ltag = ml->wl.tag;
+        if (ml->kind == MARKDOWN_CODE) {
+            p->lslot = THEME_CODE;
+            p->lflags = WRAP_PRE;
+        } else if (ml->kind == MARKDOWN_TABLE_RAW) {
+            p->lflags = WRAP_PRE;
+        }
+    }
+    p->long_mode = 1;
+    p->lrows.n = 0;
+    buf_reset(&p->ltext);
+    buf_reset(&p->carry);
+    p->lascii = 0;
+    p->lraw = tui_ascii_printable(p->line.data, p->line.len);
+    if (!p->lraw)
+        tui_part_long_clean(p, p->line.data, p->line.len);
+}
+
+/* Bring a streamed part's rows up to date: push finished lines, redo the unfinished tail. */
+static void tui_part_sync(struct tui_part *p, int width)
+{
+    if (!p->md || !p->dirty)
+        return;
+    p->dirty = 0;
+    size_t count = markdown_count(p->md);
+    while (p->done < count)
+        wrap_doc_push(p->doc, &markdown_line(p->md, p->done++)->wl);
+    if (p->finished)
+        return;
+    if (!p->long_mode && p->line.len > TUI_VIEW_LONG_LINE)
+        tui_part_go_long(p);
+    if (p->long_mode) {
+        tui_part_long_wrap(p, width, 0);
+        return;
+    }
+    tui_part_pending(p);
+}
+
+static void tui_part_finish(struct tui_part *p, int width)
+{
+    if (!p->md || p->finished)
+        return;
+    tui_part_doc(p, width);
+    p->dirty = 1;
+    tui_part_sync(p, width);
+    p->finished = 1;
+    if (p->long_mode) {
+        /* ended inside a huge line: keep its unstyled rows (styling it now would cost as
+         * much as all the frames did); the styler never sees it */
+        if (!p->lraw && p->carry.len) {
+            wrap_clean(&p->ltext, p->carry.data, p->carry.len);
+            p->lascii = p->ltext.len;
+            buf_free(&p->carry);
+            tui_part_long_wrap(p, width, 0);
+        }
+        markdown_free(p->md);
+        p->md = NULL;
+        return;
+    }
+    buf_free(&p->line);
+    markdown_finish(p->md);
+    size_t count = markdown_count(p->md);
+    while (p->done < count)
+        wrap_doc_push(p->doc, &markdown_line(p->md, p->done++)->wl);
+    wrap_doc_pending_clear(p->doc);
+    markdown_free(p->md); /* the document holds copies of its lines */
+    p->md = NULL;
+}
+
+static size_t tui_part_rows(const struct tui_part *p)
+{
+    size_t n = p->doc ? wrap_doc_rows(p->doc) : 0;
+    if (p->long_mode)
+        n += p->lrows.n;
+    return n;
+}
+
+/* Row i of a part; *slot gets the base style for bytes no span covers. */
+static int tui_part_row(const struct tui_part *p, size_t i, struct wrap_view *wv, int *slot)
+{
+    size_t dn = p->doc ? wrap_doc_rows(p->doc) : 0;
+    *slot = p->slot;
+    if (i < dn)
+        return wrap_doc_row(p->doc, i, wv);
+    i -= dn;
+    if (!p->long_mode || i >= p->lrows.n)
+        return -1;
+    const struct wrap_row *r = &p->lrows.v[i];
+    memset(wv, 0, sizeof(*wv));
+    wv->text = (p->lraw ? p->line.data : p->ltext.data) + r->off;
+    wv->len = r->len;
+    wv->width = (int)r->width;
+    wv->indent = (int)r->indent;
+    wv->line = SIZE_MAX;
+    wv->tag = p->ltag;
+    wv->flags = (uint16_t)p->lflags;
+    wv->first = i == 0;
+    *slot = p->lslot;
+    return 0;
+}
+
+static void tui_part_set_width(struct tui_part *p, int width)
+{
+    if (p->doc)
+        wrap_doc_set_width(p->doc, width);
+    if (p->long_mode)
+        tui_part_long_wrap(p, width, 1);
+}
+
+/* ---- messages ---- */
+
+static void tui_msg_free(struct tui_msg *m)
+{
+    for (int i = 0; i < TUI_PARTS; i++)
+        tui_part_free(&m->part[i]);
+    free(m->label);
+    free(m->info);
+}
+
+static size_t tui_msg_rows(struct tui_msg *m)
+{
+    size_t n = (m->label ? 1 : 0) + 1;
+    for (int i = 0; i < TUI_PARTS; i++)
+        n += tui_part_rows(&m->part[i]);
+    m->rows = n;
+    return n;
+}
+
+struct tui_view *tui_view_new(void)
+{
+    struct tui_view *v = xcalloc(1, sizeof(*v));
+    v->follow = 1;
+    v->width = 78;
+    v->gutter = 2;
+    return v;
+}
+
+void tui_view_free(struct tui_view *v)
+{
+    if (!v)
+        return;
+    for (size_t i = 0; i < v->n; i++)
+        tui_msg_free(&v->msgs[i]);
+    free(v->msgs);
+    free(v->query);
+    free(v->hits);
+    free(v->spans);
+    tui_row_free(&v->row);
+    free(v);
+}
+
+static struct tui_msg *tui_view_push(struct tui_view *v, enum tui_msg_kind kind)
+{
+    if (v->n == v->cap) {
+        v->cap = v->cap ? v->cap * 2 : 32;
+        v->msgs = xrealloc(v->msgs, v->cap * sizeof(*v->msgs));
+    }
+    struct tui_msg *m = &v->msgs[v->n++];
+    memset(m, 0, sizeof(*m));
+    m->kind = kind;
+    return m;
+}
+
+size_t tui_view_add(struct tui_view *v, enum tui_msg_kind kind, const char *text, size_t n)
+{
+    struct tui_msg *m = tui_view_push(v, kind);
+    struct tui_part *p = &m->part[TUI_PART_BODY];
+    if (kind == TUI_MSG_NOTICE || kind == TUI_MSG_ASSISTANT) {
+        p->slot = kind == TUI_MSG_NOTICE ? THEME_SYSTEM : THEME_ASSISTANT;
+        p->md = markdown_new(p->slot);
+        p->styled = 1;
+        tui_part_md_feed(p, text, n, v->width);
+        tui_part_finish(p, v->width);
+    } else {
+        int slot = kind == TUI_MSG_USER ? THEME_USER
+                   : kind == TUI_MSG_META ? THEME_META
+                                          : THEME_ERROR;
+        tui_part_plain(p, text, n, slot, v->width);
+    }
+    return v->n - 1;
+}
+
+size_t tui_view_answer_begin(struct tui_view *v, const char *label, const char *info)
+{
+    struct tui_msg *m = tui_view_push(v, TUI_MSG_ASSISTANT);
+    m->label = xstrdup(label ? label : "assistant");
+    m->info = info ? xstrdup(info) : NULL;
+    m->part[TUI_PART_REASONING].slot = THEME_REASONING;
+    m->part[TUI_PART_REASONING].md = markdown_new(THEME_REASONING);
+    m->part[TUI_PART_REASONING].styled = 1;
+    m->part[TUI_PART_BODY].slot = THEME_ASSISTANT;
+    m->part[TUI_PART_BODY].md = markdown_new(THEME_ASSISTANT);
+    m->part[TUI_PART_BODY].styled = 1;
+    return v->n - 1;
+}
+
+void tui_view_answer_text(struct tui_view *v, size_t idx, int reasoning, const char *s,
+                          size_t n)
+{
+    if (idx >= v->n)
+        return;
+    struct tui_msg *m = &v->msgs[idx];
+    if (!reasoning && m->part[TUI_PART_REASONING].bytes)
+        tui_part_finish(&m->part[TUI_PART_REASONING], v->width); /* the answer has begun */
+    tui_part_md_feed(&m->part[reasoning ? TUI_PART_REASONING : TUI_PART_BODY], s, n, v->width);
+}
+
+void tui_view_answer_end(struct tui_view *v, size_t idx, const char *footer, int footer_slot)
+{
+    if (idx >= v->n)
+        return;
+    struct tui_msg *m = &v->msgs[idx];
+    tui_part_finish(&m->part[TUI_PART_REASONING], v->width);
+    tui_part_finish(&m->part[TUI_PART_BODY], v->width);
+    if (footer && *footer)
+        tui_part_plain(&m->part[TUI_PART_FOOTER], footer, strlen(footer), footer_slot, v->width);
+}
+
+size_t tui_view_count(const struct tui_view *v)
+{
+    return v->n;
+}
+
+enum tui_msg_kind tui_view_kind(const struct tui_view *v, size_t idx)
+{
+    return idx < v->n ? v->msgs[idx].kind : TUI_MSG_NOTICE;
+}
+
+void tui_view_truncate(struct tui_view *v, size_t idx)
+{
+    tui_view_search_end(v);
+    while (v->n > idx)
+        tui_msg_free(&v->msgs[--v->n]);
+}
+
+/* ---- layout ---- */
+
+static void tui_view_layout(struct tui_view *v, int width, int height)
+{
+    int gutter = width >= 8 ? 2 : 0;
+    int cw = width - gutter < 1 ? 1 : width - gutter;
+    v->pane_w = width;
+    v->pane_h = height;
+    v->gutter = gutter;
+    if (cw == v->width)
+        return;
+    /* keep the message at the top of the pane in view when not following */
+    size_t anchor = 0, acc = 0;
+    if (!v->follow)
+        for (; anchor < v->n && acc + v->msgs[anchor].rows <= v->top; anchor++)
+            acc += v->msgs[anchor].rows;
+    v->width = cw;
+    for (size_t i = 0; i < v->n; i++)
+        for (int j = 0; j < TUI_PARTS; j++)
+            tui_part_set_width(&v->msgs[i].part[j], cw);
+    if (!v->follow) {
+        size_t top = 0;
+        for (size_t i = 0; i < anchor && i < v->n; i++)
+            top += tui_msg_rows(&v->msgs[i]);
+        v->top = top;
+    }
+    v->jump = v->cur != 0;
+}
+
+/* Global row of the hit h (its message's first row + the row holding h->p). */
+static size_t tui_view_hit_row(struct tui_view *v, const struct tui_hit *h)
+{
+    size_t row = 0;
+    for (size_t i = 0; i < h->msg && i < v->n; i++)
+        row += v->msgs[i].rows;
+    if (h->msg >= v->n)
+        return row;
+    struct tui_msg *m = &v->msgs[h->msg];
+    row += m->label ? 1 : 0;
+    for (int j = 0; j < h->part; j++)
+        row += tui_part_rows(&m->part[j]);
+    const struct tui_part *p = &m->part[h->part];
+    size_t n = p->doc ? wrap_doc_rows(p->doc) : 0, best = 0;
+    uintptr_t hp = (uintptr_t)h->p;
+    for (size_t i = 0; i < n; i++) {
+        struct wrap_view wv;
+        if (wrap_doc_row(p->doc, i, &wv) < 0)
+            break;
+        if (wv.line < h->line)
+            continue;
+        if (wv.line > h->line)
+            break;
+        if ((uintptr_t)wv.text <= hp)
+            best = i;
+    }
+    return row + best;
+}
+
+/* Spans of one row with the search hits in it laid over them (into v->spans). */
+static size_t tui_view_overlay(struct tui_view *v, size_t msg, int part, const struct wrap_view *wv,
+                               int base_slot)
+{
+    struct theme_span one = {0, (uint32_t)wv->len, (uint16_t)base_slot, 0};
+    const struct theme_span *sp = wv->nspans ? wv->spans : &one;
+    size_t nsp = wv->nspans ? wv->nspans : 1;
+    size_t need = nsp * 3 + 8, n = 0;
+    uintptr_t ra = (uintptr_t)wv->text, rb = ra + wv->len;
+    /* collect the hits in this row */
+    size_t o_a[16], o_b[16];
+    int o_s[16], no = 0;
+    for (size_t i = 0; i < v->nhits && no < 16; i++) {
+        const struct tui_hit *h = &v->hits[i];
+        if (h->msg != msg || h->part != part || h->line != wv->line)
+            continue;
+        uintptr_t ha = (uintptr_t)h->p, hb = ha + h->len;
+        if (hb <= ra || ha >= rb)
+            continue;
+        o_a[no] = ha > ra ? (size_t)(ha - ra) : 0;
+        o_b[no] = hb < rb ? (size_t)(hb - ra) : wv->len;
+        o_s[no] = i + 1 == v->cur ? THEME_SELECTION : THEME_SEARCH_HIT;
+        no++;
+    }
+    if (need + (size_t)no * 2 > v->spans_cap) {
+        v->spans_cap = need + (size_t)no * 2;
+        v->spans = xrealloc(v->spans, v->spans_cap * sizeof(*v->spans));
+    }
+    if (!no) {
+        memcpy(v->spans, sp, nsp * sizeof(*sp));
+        return nsp;
+    }
+    /* split every span at the hit boundaries */
+    for (size_t i = 0; i < nsp; i++) {
+        size_t a = sp[i].off, b = (size_t)sp[i].off + sp[i].len;
+        while (a < b) {
+            int in = -1;
+            size_t next = b;
+            for (int k = 0; k < no; k++) {
+                if (a >= o_a[k] && a < o_b[k]) {
+                    in = k;
+                    if (o_b[k] < next)
+                        next = o_b[k];
+                } else if (o_a[k] > a && o_a[k] < next) {
+                    next = o_a[k];
+                }
+            }
+            if (n + 1 > v->spans_cap) {
+                v->spans_cap *= 2;
+                v->spans = xrealloc(v->spans, v->spans_cap * sizeof(*v->spans));
+            }
+            v->spans[n].off = (uint32_t)a;
+            v->spans[n].len = (uint32_t)(next - a);
+            v->spans[n].slot = in >= 0 ? (uint16_t)o_s[in] : sp[i].slot;
+            v->spans[n].attrs = in >= 0 ? 0 : sp[i].attrs;
+            n++;
+            a = next;
+        }
+    }
+    return n;
+}
+
+static void tui_view_draw_row(struct tui_view *v, WINDOW *w, int y, size_t mi, size_t r)
+{
+    struct tui_msg *m = &v->msgs[mi];
+    struct tui_row *row = &v->row;
+    tui_row_begin(row, v->pane_w);
+    if (m->label && r == 0) {
+        if (v->gutter)
+            tui_row_put(row, "\xE2\x97\x86 ", 4, THEME_META, THEME_ATTR_BOLD);
+        tui_row_put_raw(row, m->label, strlen(m->label), THEME_META, THEME_ATTR_BOLD);
+        if (m->info) {
+            int iw = tui_draw_width(m->info, strlen(m->info));
+            if (row->col + 1 + iw <= v->pane_w) {
+                tui_row_fill(row, v->pane_w - iw, THEME_DEFAULT);
+                tui_row_put_raw(row, m->info, strlen(m->info), THEME_META, 0);
+            }
+        }
+        tui_row_blit(row, w, y, THEME_DEFAULT);
+        return;
+    }
+    r -= m->label ? 1 : 0;
+    int part = 0;
+    for (; part < TUI_PARTS; part++) {
+        size_t pr = tui_part_rows(&m->part[part]);
+        if (r < pr)
+            break;
+        r -= pr;
+    }
+    if (part == TUI_PARTS) { /* the blank row after the message */
+        tui_row_blit(row, w, y, THEME_DEFAULT);
+        return;
+    }
+    const struct tui_part *p = &m->part[part];
+    struct wrap_view wv;
+    int slot;
+    if (tui_part_row(p, r, &wv, &slot) < 0) {
+        tui_row_blit(row, w, y, THEME_DEFAULT);
+        return;
+    }
+    if (v->gutter) {
+        if (m->kind == TUI_MSG_USER)
+            tui_row_put(row, "\xE2\x96\x8C ", 4, THEME_USER, 0);
+        else if (m->kind == TUI_MSG_ERROR)
+            tui_row_put(row, "! ", 2, THEME_ERROR, THEME_ATTR_BOLD);
+        else if (part == TUI_PART_REASONING) /* the model thinking aloud */
+            tui_row_put(row, "\xE2\x94\x8A ", 4, THEME_REASONING, 0);
+        else
+            tui_row_fill(row, v->gutter, THEME_DEFAULT);
+    }
+    int kind = p->styled ? (wv.tag & 0xFF) : MARKDOWN_TEXT;
+    int level = wv.tag >> 8;
+    int code = kind == MARKDOWN_CODE || kind == MARKDOWN_CODE_LABEL;
+    int left = row->col;
+    if (kind == MARKDOWN_QUOTE && !wv.first && wv.indent >= 2 * level) {
+        for (int d = 0; d < level; d++)
+            tui_row_put(row, "\xE2\x94\x82 ", 4, THEME_QUOTE, 0);
+    }
+    tui_row_fill(row, left + wv.indent, slot);
+    size_t nsp = tui_view_overlay(v, mi, part, &wv, slot);
+    tui_row_put_spans(row, wv.text, wv.len, v->spans, nsp, slot);
+    tui_row_blit(row, w, y, code ? THEME_CODE : THEME_DEFAULT);
+}
+
+/* Bring every message's rows up to date and sum them into v->total. */
+static size_t tui_view_sync(struct tui_view *v)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < v->n; i++) {
+        struct tui_msg *m = &v->msgs[i];
+        for (int j = 0; j < TUI_PARTS; j++)
+            tui_part_sync(&m->part[j], v->width);
+        total += tui_msg_rows(m);
+    }
+    v->total = total;
+    return total;
+}
+
+/* Draw rows top.. of the transcript into rows y0..y0+height-1 of w (blank past the end). */
+static void tui_view_paint(struct tui_view *v, WINDOW *w, int y0, int width, int height,
+                           size_t top)
+{
+    size_t mi = 0, acc = 0;
+    while (mi < v->n && acc + v->msgs[mi].rows <= top)
+        acc += v->msgs[mi++].rows;
+    size_t r = top - acc;
+    for (int y = y0; y < y0 + height; y++) {
+        if (mi < v->n) {
+            tui_view_draw_row(v, w, y, mi, r);
+            if (++r >= v->msgs[mi].rows) {
+                mi++;
+                r = 0;
+            }
+        } else {
+            tui_row_begin(&v->row, width);
+            tui_row_blit(&v->row, w, y, THEME_DEFAULT);
+        }
+    }
+}
+
+size_t tui_view_rows(struct tui_view *v, int width)
+{
+    tui_view_layout(v, width, v->pane_h);
+    return tui_view_sync(v);
+}
+
+void tui_view_draw_rows(struct tui_view *v, WINDOW *w, int y0, int width, int height,
+                        size_t top)
+{
+    tui_view_layout(v, width, v->pane_h);
+    tui_view_sync(v);
+    tui_view_paint(v, w, y0, width, height, top);
+}
+
+void tui_view_draw(struct tui_view *v, WINDOW *w, int width, int height)
+{
+    tui_view_layout(v, width, height);
+    size_t total = tui_view_sync(v);
+    size_t h = height > 0 ? (size_t)height : 0;
+    size_t max_top = total > h ? total - h : 0;
+    if (v->jump && v->cur) {
+        size_t r = tui_view_hit_row(v, &v->hits[v->cur - 1]);
+        size_t eff = v->follow ? max_top : v->top;
+        if (r < eff || r >= eff + h) {
+            v->top = r > h / 2 ? r - h / 2 : 0;
+            v->follow = 0;
+        }
+    }
+    v->jump = 0;
+    if (v->follow || v->top >= max_top) {
+        v->top = max_top;
+        v->follow = 1;
+    }
+    tui_view_paint(v, w, 0, width, height, v->top);
+}
+
+/* ---- scrolling ---- */
+
+void tui_view_scroll(struct tui_view *v, long rows)
+{
+    size_t h = v->pane_h > 0 ? (size_t)v->pane_h : 0;
+    size_t max_top = v->total > h ? v->total - h : 0;
+    size_t top = v->follow ? max_top : v->top;
+    if (rows < 0) {
+        size_t d = (size_t)-rows;
+        top = top > d ? top - d : 0;
+    } else {
+        top += (size_t)rows;
+    }
+    v->follow = top >= max_top;
+    v->top = v->follow ? max_top : top;
+}
+
+void tui_view_page(struct tui_view *v, int pages)
+{
+    long page = v->pane_h > 2 ? v->pane_h - 2 : 1;
+    tui_view_scroll(v, page * pages);
+}
+
+void tui_view_home(struct tui_view *v)
+{
+    size_t h = v->pane_h > 0 ? (size_t)v->pane_h : 0;
+    v->top = 0;
+    v->follow = v->total <= h;
+}
+
+void tui_view_end(struct tui_view *v)
+{
+    v->follow = 1;
+}
+
+int tui_view_following(const struct tui_view *v)
+{
+    return v->follow;
+}
+
+/* ---- search ---- */
+
+static int tui_view_lower(int c)
+{
+    return c >= 'A' && c <= 'Z' ? c + 32 : c;
+}
+
+static void tui_view_hit_add(struct tui_view *v, size_t msg, int part, size_t line,
+                             const char *p, size_t len)
+{
+    if (v->nhits == v->caphits) {
+        v->caphits = v->caphits ? v->caphits * 2 : 64;
+        v->hits = xrealloc(v->hits, v->caphits * sizeof(*v->hits));
+    }
+    v->hits[v->nhits++] = (struct tui_hit){msg, part, line, p, len};
+}
+
+static void tui_view_search_line(struct tui_view *v, size_t msg, int part, size_t line,
+                                 const char *s, size_t n, const char *q, size_t qn)
+{
+    for (size_t i = 0; i + qn <= n; i++) {
+        size_t k = 0;
+        while (k < qn && tui_view_lower((unsigned char)s[i + k]) ==
+                             tui_view_lower((unsigned char)q[k]))
+            k++;
+        if (k == qn) {
+            tui_view_hit_add(v, msg, part, line, s + i, qn);
+            i += qn - 1;
+        }
+    }
+}
+
+size_t tui_view_search(struct tui_view *v, const char *q)
+{
+    tui_view_search_end(v);
+    size_t qn = q ? strlen(q) : 0;
+    if (!qn)
+        return 0;
+    v->query = xstrdup(q);
+    for (size_t mi = 0; mi < v->n; mi++) {
+        for (int pj = 0; pj < TUI_PARTS; pj++) {
+            const struct tui_part *p = &v->msgs[mi].part[pj];
+            if (!p->doc)
+                continue;
+            size_t rows = wrap_doc_rows(p->doc), fin = wrap_doc_lines(p->doc);
+            const char *start = NULL, *end = NULL;
+            size_t line = SIZE_MAX;
+            int ok = 0;
+            for (size_t r = 0; r <= rows; r++) {
+                struct wrap_view wv;
+                int have = r < rows && wrap_doc_row(p->doc, r, &wv) == 0;
+                if (!have || wv.line != line) {
+                    if (start && ok)
+                        tui_view_search_line(v, mi, pj, line, start, (size_t)(end - start), q,
+                                             qn);
+                    if (!have)
+                        break;
+                    line = wv.line;
+                    start = wv.text;
+                    ok = (p->finished || wv.line < fin) && !(wv.flags & WRAP_RULE);
+                }
+                end = wv.text + wv.len;
+            }
+        }
+    }
+    v->cur = v->nhits;
+    v->jump = v->nhits > 0;
+    return v->nhits;
+}
+
+size_t tui_view_search_step(struct tui_view *v, int dir)
+{
+    if (!v->nhits)
+        return 0;
+    if (dir < 0)
+        v->cur = v->cur > 1 ? v->cur - 1 : v->nhits;
+    else
+        v->cur = v->cur < v->nhits ? v->cur + 1 : 1;
+    v->jump = 1;
+    return v->cur;
+}
+
+size_t tui_view_search_pos(const struct tui_view *v, size_t *total)
+{
+    if (total)
+        *total = v->nhits;
+    return v->cur;
+}
+
+void tui_view_search_end(struct tui_view *v)
+{
+    free(v->query);
+    v->query = NULL;
+    v->nhits = 0;
+    v->cur = 0;
+    v->jump = 0;
+}
