@@ -3,56 +3,174 @@
 # in both; then valgrind memcheck over real runs of the plain build, and each libFuzzer target
 # for FUZZ_SECONDS (default 30) in a clang tree (_build/fuzz). Ends with one line:
 # "N passed, N failed". Exit status 0 only when nothing failed.
+#
+# The three trees (_build/plain, _build/asan, _build/fuzz) are VPATH builds of a copy of the
+# source, _build/src: the tracked files and new files git does not ignore, refreshed at every
+# run (timestamps kept, so rebuilds stay incremental; autogen.sh runs there when configure.ac,
+# Makefile.am or m4/ changed). The checkout itself is left alone, so an in-tree build
+# (./configure && make, the README's quick start) and these builds live side by side; automake
+# refuses a VPATH build of a source directory that is configured in-tree. Outside a git
+# checkout (a release tarball) the trees build from the source directory itself, which must
+# then not be configured in-tree.
+#
+# Tests skipped for a missing program are listed. Under CI (CI set, and not 0/false/no) or with
+# TOKTERM_REQUIRE_TOOLS=1 they fail instead, and so does any other skip: CI installs every
+# package in .ci/packages, so nothing has a reason to be skipped there.
 set -u
-top=$(cd "$(dirname "$0")/.." && pwd)
+top=$(cd "$(dirname "$0")/.." && pwd -P)
 cd "$top" || exit 1
 jobs=$(nproc 2>/dev/null || echo 2)
-[ -x configure ] || ./autogen.sh || exit 1
-pass=0 fail=0 status=0
+pass=0 fail=0 skip=0 status=0
+
+yes_var() { # true when $1 is set to something other than "", 0, false or no
+    case $(printf '%s' "$1" | tr '[:upper:]' '[:lower:]') in
+    "" | 0 | false | no) return 1 ;;
+    esac
+    return 0
+}
+if yes_var "${CI:-}" || yes_var "${TOKTERM_REQUIRE_TOOLS:-}"; then
+    TOKTERM_REQUIRE_TOOLS=1 # read by tests/e2e/ttlib.py too
+    echo "=== CI: a missing tool or a skipped test counts as a failure"
+else
+    TOKTERM_REQUIRE_TOOLS=
+fi
+export TOKTERM_REQUIRE_TOOLS
+
+give_up() { # message: print it and the summary line, exit 1
+    echo "check-all: $*"
+    echo "0 passed, 1 failed"
+    exit 1
+}
+
+missing=
+for tool in python3 tmux valgrind clang curl openssl nginx zsh fish; do
+    command -v "$tool" >/dev/null 2>&1 || PATH=$PATH:/usr/sbin:/sbin command -v "$tool" \
+        >/dev/null 2>&1 || missing="$missing $tool"
+done
+[ -z "$missing" ] || echo "=== missing programs:$missing (tests that need them are skipped;" \
+    "sudo apt-get install -y \$(cat .ci/packages) installs them)"
+
+# snapshot: refresh _build/src from the working tree (tracked files and untracked ones git does
+# not ignore, without deleted ones) and regenerate its build system when needed.
+snapshot() {
+    s=$top/_build/src
+    mkdir -p "$top/_build" || return 1
+    list=$top/_build/src.files
+    {
+        git -C "$top" ls-files -z -c -o --exclude-standard -- . ':(exclude)_build' &&
+            printf '\0deleted:\0' && git -C "$top" ls-files -z -d
+    } >"$list.new" || return 1
+    # A file added, removed or renamed: start from an empty copy, so nothing stale is left.
+    if ! cmp -s "$list.new" "$list" || [ ! -d "$s" ]; then
+        rm -rf "$s" && mkdir -p "$s" || return 1
+    fi
+    git -C "$top" ls-files -z -c -o --exclude-standard -- . ':(exclude)_build' |
+        tar -c -f - --null --verbatim-files-from -T - --ignore-failed-read \
+            --warning=no-failed-read | tar -x -f - -C "$s" --no-same-owner || return 1
+    mv "$list.new" "$list" || return 1
+    stamp=$s/.check-all-autogen
+    if [ ! -f "$stamp" ] || [ ! -x "$s/configure" ] || [ -n "$(find "$s" -path "$s/autom4te.cache" \
+        -prune -o \( -name '*.ac' -o -name '*.am' -o -name '*.mk' -o -name '*.m4' \
+        -o -name autogen.sh \) -newer "$stamp" -print | head -1)" ]; then
+        echo "=== source copy: _build/src/autogen.sh"
+        (cd "$s" && ./autogen.sh >autogen.out 2>&1) || { cat "$s/autogen.out"; return 1; }
+        touch "$stamp"
+    fi
+}
+
+gittop=$(git -C "$top" rev-parse --show-toplevel 2>/dev/null) &&
+    gittop=$(cd "$gittop" && pwd -P) || gittop=
+if [ "$gittop" = "$top" ]; then
+    snapshot || give_up "could not copy the source into _build/src"
+    src=$top/_build/src
+elif [ -f "$top/config.status" ]; then
+    give_up "$top is configured in-tree (config.status) and is not a git checkout (or git is" \
+        "missing), so there is no pristine copy to build out of tree. Run 'make distclean'" \
+        "there first, or run this script in a git clone."
+else
+    src=$top
+    [ -x configure ] || ./autogen.sh || give_up "autogen.sh failed"
+fi
+
+prepare_tree() { # dir: create it; empty it (but the fuzz corpora) if built from another source
+    mkdir -p "$1" || return 1
+    if [ "$(cat "$1/.check-all-srcdir" 2>/dev/null)" != "$src" ]; then
+        find "$1" -mindepth 1 -maxdepth 1 ! -name fuzz-work ! -name fuzz-artifacts \
+            -exec rm -rf {} + || return 1
+        printf '%s\n' "$src" >"$1/.check-all-srcdir"
+    fi
+}
+
 run_tree() { # name, configure args...
     name=$1; shift
     dir="$top/_build/$name"
-    mkdir -p "$dir"
     echo "=== $name build: ./configure $*"
-    if ! (cd "$dir" && "$top/configure" -q "$@" >configure.out 2>&1 && make -s -j"$jobs" >make.out 2>&1); then
+    if ! prepare_tree "$dir" || ! (cd "$dir" && "$src/configure" -q "$@" >configure.out 2>&1 &&
+        make -s -j"$jobs" >make.out 2>&1); then
         cat "$dir/configure.out" "$dir/make.out" 2>/dev/null | tail -40
         echo "=== $name: build FAILED"
         fail=$((fail + 1)); status=1
         return
     fi
     (cd "$dir" && make -s -j"$jobs" check >check.out 2>&1) || status=1
-    grep -E '^(PASS|FAIL|XPASS|ERROR):' "$dir/check.out" | grep -v '^PASS' || true
+    grep -E '^(FAIL|XPASS|ERROR|SKIP):' "$dir/check.out"
     [ -f "$dir/test-suite.log" ] && grep -E '^(not ok|# failed|#   )' "$dir"/tests/*/*.log 2>/dev/null | head -40
     p=$(sed -n 's/^# PASS: *//p' "$dir/check.out" | tail -1)
     f=$(sed -n 's/^# FAIL: *//p' "$dir/check.out" | tail -1)
     e=$(sed -n 's/^# ERROR: *//p' "$dir/check.out" | tail -1)
+    x=$(sed -n 's/^# XPASS: *//p' "$dir/check.out" | tail -1)
     s=$(sed -n 's/^# SKIP: *//p' "$dir/check.out" | tail -1)
+    if [ -z "$p$f$e" ]; then # no summary: make check stopped before running the tests
+        tail -40 "$dir/check.out"
+        e=1
+    fi
     echo "=== $name: ${p:-0} passed, ${f:-0} failed, ${e:-0} errors, ${s:-0} skipped"
-    pass=$((pass + ${p:-0})); fail=$((fail + ${f:-0} + ${e:-0}))
+    pass=$((pass + ${p:-0})); fail=$((fail + ${f:-0} + ${e:-0} + ${x:-0})); skip=$((skip + ${s:-0}))
+    if [ -n "$TOKTERM_REQUIRE_TOOLS" ] && [ "${s:-0}" -gt 0 ]; then
+        fail=$((fail + s)); status=1
+    fi
 }
 run_tree plain
 run_tree asan --enable-asan
 
 # valgrind: one test per run (tests/valgrind/run.py prints TAP); needs the plain build
-if command -v valgrind >/dev/null 2>&1 && [ -x "$top/_build/plain/src/tokterm" ]; then
+if command -v valgrind >/dev/null 2>&1 && command -v python3 >/dev/null 2>&1 &&
+    [ -x "$top/_build/plain/src/tokterm" ]; then
     echo "=== valgrind: memcheck over scripted mode, subcommands and a TUI session"
     out="$top/_build/plain/valgrind.out"
-    TOKTERM="$top/_build/plain/src/tokterm" srcdir="$top/tests" \
-        python3 "$top/tests/valgrind/run.py" >"$out" 2>&1 || status=1
+    TOKTERM="$top/_build/plain/src/tokterm" srcdir="$src/tests" \
+        python3 "$src/tests/valgrind/run.py" >"$out" 2>&1 || status=1
     grep -E '^not ok' "$out" | grep -v '# TODO' | head -20
-    p=$(grep -cE '^ok ' "$out") f=$(grep -E '^not ok' "$out" | grep -vc '# TODO')
-    echo "=== valgrind: $p passed, $f failed"
-    pass=$((pass + p)); fail=$((fail + f))
+    grep -E '^ok .*# SKIP' "$out"
+    p=$(grep -E '^ok ' "$out" | grep -vc '# SKIP') s=$(grep -cE '^ok .*# SKIP' "$out")
+    f=$(grep -E '^not ok' "$out" | grep -vc '# TODO')
+    if ! grep -qE '^1\.\.[0-9]' "$out"; then # no plan: run.py died
+        tail -20 "$out"
+        f=$((f + 1))
+    fi
+    echo "=== valgrind: $p passed, $f failed, $s skipped"
+    pass=$((pass + p)); fail=$((fail + f)); skip=$((skip + s))
+    if [ -n "$TOKTERM_REQUIRE_TOOLS" ] && [ "$s" -gt 0 ]; then
+        fail=$((fail + s)); status=1
+    fi
 else
-    echo "=== valgrind: skipped (valgrind or the plain build is missing)"
+    why="valgrind or python3 is missing"
+    [ -x "$top/_build/plain/src/tokterm" ] || why="the plain build is missing"
+    if [ -n "$TOKTERM_REQUIRE_TOOLS" ]; then
+        echo "=== valgrind: FAILED ($why)"
+        fail=$((fail + 1)); status=1
+    else
+        echo "=== valgrind: SKIP ($why)"
+        skip=$((skip + 1))
+    fi
 fi
 
 # fuzzing: each libFuzzer target counts as one test
 if command -v clang >/dev/null 2>&1; then
     dir="$top/_build/fuzz"
-    mkdir -p "$dir"
     echo "=== fuzz build: ./configure CC=clang --enable-fuzzing; make fuzz-smoke"
-    if (cd "$dir" && "$top/configure" -q CC=clang --enable-fuzzing >configure.out 2>&1); then
+    if prepare_tree "$dir" &&
+        (cd "$dir" && "$src/configure" -q CC=clang --enable-fuzzing >configure.out 2>&1); then
         (cd "$dir" && make -s -j"$jobs" fuzz-smoke FUZZ_SECONDS="${FUZZ_SECONDS:-30}" \
             >smoke.out 2>&1) || status=1
         grep -vE '^PASS:' "$dir/smoke.out" | grep -E '^(FAIL|  )' | head -30
@@ -72,5 +190,6 @@ else
     echo "=== fuzz: clang is missing"
     fail=$((fail + 1)); status=1
 fi
+[ "$skip" -eq 0 ] || echo "=== $skip skipped (the SKIP lines above say why)"
 echo "$pass passed, $fail failed"
 [ "$status" -eq 0 ] && [ "$fail" -eq 0 ]

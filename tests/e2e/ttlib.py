@@ -66,7 +66,7 @@ def tempdir(prefix="tt-e2e-"):
 
 def require_tools():
     """True when a missing tool must fail the tests instead of skipping them: under CI (CI set
-    to anything but "", "0" or "false") or with TOKTERM_REQUIRE_TOOLS=1."""
+    to anything but "", "0", "false" or "no") or with TOKTERM_REQUIRE_TOOLS=1."""
     def on(name):
         return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no")
     return on("CI") or on("TOKTERM_REQUIRE_TOOLS")
