@@ -12,12 +12,12 @@
 #include "cmd/store.h"
 #include "core/conf.h"
 #include "cmd/script.h"
-#include "store/sqlite_dl.h"
+#include "store/info.h"
 #include "store/store.h"
 #include "tui/tui.h"
 #include "base/util.h"
 #include "base/xmalloc.h"
-#include "net/curl_dl.h"
+#include "net/probe.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -41,17 +41,14 @@
 static void main_version(void)
 {
     const char *why = NULL;
-    curl_version_info_data *cv = curl_dl_load(&why) == 0 ? curl_version_info(CURLVERSION_NOW)
-                                                           : NULL;
+    char *curl = net_library_version(&why);
     char *err = NULL;
-    const char *sqlite = sqlite_dl_load(&err) == 0 ? sqlite3_libversion() : "(not loadable)";
+    const char *sqlite = store_library_version(&err);
     printf("%s\n", PACKAGE_STRING);
-    printf("libcurl %s (%s%s), cJSON %s, SQLite %s, utf8proc %s, ncurses %s.%d, readline %d.%d\n",
-           cv ? cv->version : "(not loadable)",
-           !cv ? "-" : cv->ssl_version ? cv->ssl_version : "no TLS",
-           cv && (cv->features & CURL_VERSION_HTTP2) ? ", HTTP/2" : "", cJSON_Version(), sqlite,
-           utf8proc_version(), NCURSES_VERSION, NCURSES_VERSION_PATCH, RL_VERSION_MAJOR,
-           RL_VERSION_MINOR);
+    printf("libcurl %s, cJSON %s, SQLite %s, utf8proc %s, ncurses %s.%d, readline %d.%d\n", curl,
+           cJSON_Version(), sqlite ? sqlite : "(not loadable)", utf8proc_version(),
+           NCURSES_VERSION, NCURSES_VERSION_PATCH, RL_VERSION_MAJOR, RL_VERSION_MINOR);
+    free(curl);
     if (why)
         fprintf(stderr, "tokterm: %s\n", why);
     if (err)
@@ -100,25 +97,8 @@ static int main_exec_tui(char **argv)
 /* Does something answer GET url/models within a short time? */
 static int main_probe(const char *base)
 {
-    if (curl_dl_load(NULL) != 0)
-        return 0;
-    CURL *e = curl_easy_init();
-    if (!e)
-        return 0;
     char *url = xasprintf("%s/models", base);
-    curl_easy_setopt(e, CURLOPT_URL, url);
-    curl_easy_setopt(e, CURLOPT_NOBODY, 0L);
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 400L);
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, NULL);
-    FILE *devnull = fopen("/dev/null", "w");
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, devnull);
-    long status = 0;
-    int ok = curl_easy_perform(e) == CURLE_OK &&
-             curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK && status == 200;
-    if (devnull)
-        fclose(devnull);
-    curl_easy_cleanup(e);
+    int ok = net_answers(url, 400L);
     free(url);
     return ok;
 }
@@ -390,8 +370,7 @@ static int main_exit(int code)
         _exit(code);
     }
 #endif
-    if (curl_dl_loaded())
-        curl_global_cleanup();
+    net_library_cleanup();
     return code;
 }
 
