@@ -3,6 +3,7 @@
 #include "base/xmalloc.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,5 +96,23 @@ char *xasprintf(const char *fmt, ...)
     char *p = xmalloc((size_t)n + 1);
     vsnprintf(p, (size_t)n + 1, fmt, ap2);
     va_end(ap2);
+    return p;
+}
+
+void *xgrow(void *p, size_t need, size_t *cap, size_t elem)
+{
+    if (need <= *cap)
+        return p;
+    size_t n = *cap ? *cap : 16;
+    while (n < need) {
+        if (n > SIZE_MAX / 2)
+            n = need;
+        else
+            n *= 2;
+    }
+    if (elem && n > SIZE_MAX / elem)
+        xmalloc_die(SIZE_MAX);
+    p = xrealloc(p, n * elem);
+    *cap = n;
     return p;
 }

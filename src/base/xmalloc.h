@@ -20,6 +20,10 @@ void *huge_alloc(size_t n);
  * and the page's last 4 KiB is then resident too. 0 otherwise (no THP, none free). */
 int huge_is_huge(void *p);
 void *xmalloc_huge(size_t n);
+/* Growable arrays: make room for at least need elements of *p, whose capacity is *cap
+ * (doubling, at least 16; a size that would overflow size_t is fatal). Use XGROW. */
+void *xgrow(void *p, size_t need, size_t *cap, size_t elem);
+#define XGROW(p, need, cap) ((p) = xgrow((p), (need), &(cap), sizeof *(p)))
 /* printf into a new string; caller frees. */
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -4,7 +4,10 @@
 #include "tap.h"
 #include "base/xmalloc.h"
 
+#include <signal.h>
 #include <stdint.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <sys/prctl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,5 +65,27 @@ int main(void)
     buf_reset(&b);
     TAP_STR(buf_str(&b), "", "reset empties it");
     buf_free(&b);
+    /* XGROW: room for what is needed, doubling; an overflowing size is fatal, not a wrap. */
+    int *v = NULL;
+    size_t cap = 0;
+    XGROW(v, 1, cap);
+    TAP_OK(v != NULL && cap == 16, "XGROW starts at 16 elements");
+    XGROW(v, 17, cap);
+    TAP_OK(cap == 32, "XGROW doubles");
+    XGROW(v, 1000, cap);
+    TAP_OK(cap == 1024, "XGROW doubles until the need is met");
+    v[999] = 7;
+    free(v);
+    pid_t pid = fork();
+    if (pid == 0) {
+        prctl(PR_SET_DUMPABLE, 0);
+        size_t c2 = 0;
+        double *d = NULL;
+        XGROW(d, SIZE_MAX / 4, c2); /* SIZE_MAX/4 * 8 bytes overflows size_t */
+        _exit(d ? 0 : 1);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    TAP_OK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT, "XGROW aborts on a size that overflows");
     return tap_done();
 }
