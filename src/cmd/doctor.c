@@ -4,7 +4,9 @@
 #include "proto/api.h"
 #include "core/cli.h"
 #include "core/conf.h"
+#include "net/probe.h"
 #include "net/ratelimit.h"
+#include "store/info.h"
 #include "store/store.h"
 #include "text/theme.h"
 #include "tokens/tokenizer.h"
@@ -16,9 +18,6 @@
 #include <errno.h>
 #include <langinfo.h>
 #include <locale.h>
-#include "store/fts_words.h"
-#include "store/sqlite_dl.h" /* <sqlite3.h>, the library loaded when needed */
-#include "net/curl_dl.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -244,40 +243,31 @@ static char *doctor_key(struct doctor *d, const struct conf *c, const char *prof
     return key;
 }
 
+/* What doctor reads in the answer's headers: its rate limits and content type. */
 struct doctor_xfer {
-    struct buf body;
     struct ratelimit_state rl;
     struct ratelimit_response resp;
     char ctype[128];
 };
 
-static size_t doctor_write(char *p, size_t size, size_t nmemb, void *ud)
+static void doctor_headers(struct doctor_xfer *x, const struct buf *headers)
 {
-    struct doctor_xfer *x = ud;
-    size_t n = size * nmemb;
-    if (x->body.len + n > DOCTOR_BODY_MAX)
-        return x->body.len >= DOCTOR_BODY_MAX ? n : (buf_append(&x->body, p,
-                                                               DOCTOR_BODY_MAX - x->body.len), n);
-    buf_append(&x->body, p, n);
-    return n;
-}
-
-static size_t doctor_header(char *p, size_t size, size_t nmemb, void *ud)
-{
-    struct doctor_xfer *x = ud;
-    size_t n = size * nmemb;
-    if (n >= 5 && memcmp(p, "HTTP/", 5) == 0) { /* a new response (after a 100 or a redirect) */
-        ratelimit_state_init(&x->rl, 0, 0);
-        ratelimit_response_init(&x->resp);
+    ratelimit_state_init(&x->rl, 0, 0);
+    ratelimit_response_init(&x->resp);
+    x->ctype[0] = '\0';
+    const char *p = headers->data, *end = p + headers->len;
+    while (p && p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t n = nl ? (size_t)(nl + 1 - p) : (size_t)(end - p);
+        ratelimit_feed(&x->rl, &x->resp, p, n, util_now(), (double)util_epoch());
+        if (n > 13 && strncasecmp(p, "content-type:", 13) == 0) {
+            size_t k = n - 13 < sizeof x->ctype - 1 ? n - 13 : sizeof x->ctype - 1;
+            memcpy(x->ctype, p + 13, k);
+            x->ctype[k] = '\0';
+            util_trim(x->ctype);
+        }
+        p += n;
     }
-    ratelimit_feed(&x->rl, &x->resp, p, n, util_now(), (double)util_epoch());
-    if (n > 13 && strncasecmp(p, "content-type:", 13) == 0) {
-        size_t k = n - 13 < sizeof x->ctype - 1 ? n - 13 : sizeof x->ctype - 1;
-        memcpy(x->ctype, p + 13, k);
-        x->ctype[k] = '\0';
-        util_trim(x->ctype);
-    }
-    return n;
 }
 
 /* Number of "id" strings in a /models list, and whether model is one of them. */
@@ -303,11 +293,124 @@ static int doctor_models(const char *body, size_t n, const char *model, int *lis
     return count;
 }
 
-static double doctor_ms(CURL *e, CURLINFO what)
+/* The DNS, TCP and TLS lines of a probe; 0 when the request got that far, -1 after a fail. */
+static int doctor_transport(struct doctor *d, const struct conf *c, const char *prof,
+                            const char *host, int https, const struct net_probe_result *r)
 {
-    curl_off_t us = 0;
-    curl_easy_getinfo(e, what, &us);
-    return (double)us / 1000.0;
+    if (r->failure == NET_PROBE_RESOLVE) {
+        doctor_linef(d, DOCTOR_FAIL, "dns", prof,
+                     "check the host name in base_url, your DNS and network", "%s: %s", host,
+                     r->why);
+        return -1;
+    }
+    doctor_linef(d, DOCTOR_OK, "dns", prof, NULL, "%s %s%s (%.0f ms)", host,
+                 r->ip[0] ? "-> " : "resolved", r->ip, r->dns_ms);
+
+    if (r->failure == NET_PROBE_CONNECT) {
+        doctor_linef(d, DOCTOR_FAIL, "connect", prof,
+                     conf_is_local(c) ? "is the local server running on that port?"
+                                      : "check base_url, a proxy or firewall in between",
+                     "%s: %s", host, r->why);
+        return -1;
+    }
+    doctor_linef(d, DOCTOR_OK, "connect", prof, NULL, "%s in %.0f ms", host,
+                 r->connect_ms - r->dns_ms);
+
+    if (https) {
+        if (r->failure == NET_PROBE_TLS) {
+            doctor_linef(d, DOCTOR_FAIL, "tls", prof,
+                         "trust its CA with cacert = FILE in the profile (or --cacert FILE)",
+                         "%s", r->why);
+            return -1;
+        }
+        if (c->insecure)
+            doctor_line(d, DOCTOR_WARN, "tls", prof,
+                        "certificate checks are OFF (insecure): anyone on the path can read "
+                        "your prompts and key", "remove insecure, use cacert = FILE instead");
+        else
+            doctor_linef(d, DOCTOR_OK, "tls", prof, NULL, "certificate verified (%.0f ms)",
+                         r->tls_ms - r->connect_ms);
+    } else if (!conf_is_local(c)) {
+        doctor_line(d, DOCTOR_WARN, "tls", prof,
+                    "plain http to a remote host: the key and prompts travel unencrypted",
+                    "use https://");
+    }
+    return 0;
+}
+
+/* The lines of an HTTP error status: the key refused, no model list, a quota, the server. */
+static void doctor_http_error(struct doctor *d, const char *prof, const char *shown,
+                              const char *key, const struct net_probe_result *r,
+                              const struct doctor_xfer *x)
+{
+    struct buf msg = BUF_INIT;
+    char code[64];
+    long status = r->status;
+    api_error_message(status, x->ctype, buf_str(&r->body), r->body.len, &msg, code,
+                      sizeof code);
+    if (status == 401 || status == 403) {
+        doctor_linef(d, DOCTOR_OK, "http", prof, NULL, "GET %s answered (%.0f ms)", shown,
+                     r->total_ms);
+        doctor_linef(d, DOCTOR_FAIL, "key valid", prof,
+                     key ? "check the key source of this profile (or a new key)"
+                         : "this server wants a key: set api_key_env or api_key_cmd",
+                     "the server refused %s: %s", key ? "the key" : "a request without a key",
+                     buf_str(&msg));
+    } else if (status == 404) {
+        doctor_linef(d, DOCTOR_WARN, "http", prof,
+                     "some servers have no model list; a chat request will tell, else "
+                     "check base_url",
+                     "GET %s: %s", shown, buf_str(&msg));
+    } else if (status == 429) {
+        doctor_linef(d, DOCTOR_WARN, "http", prof, "wait, or check your plan and quota",
+                     "GET %s: %s", shown, buf_str(&msg));
+    } else {
+        doctor_linef(d, DOCTOR_FAIL, "http", prof,
+                     status >= 500 ? "the server has trouble: try again later"
+                                   : "check base_url",
+                     "GET %s: %s", shown, buf_str(&msg));
+    }
+    buf_free(&msg);
+}
+
+/* The HTTP, key, model and rate-limit lines of a probe that got an answer (or began to). */
+static void doctor_http(struct doctor *d, const struct conf *c, const char *prof,
+                        const char *shown, const char *key, const struct net_probe_result *r)
+{
+    if (r->failure != NET_PROBE_OK && r->status == 0) {
+        doctor_linef(d, DOCTOR_FAIL, "http", prof,
+                     "check that base_url ends where the API starts (e.g. .../v1)",
+                     "GET %s: %s", shown, r->why);
+        return;
+    }
+    struct doctor_xfer x;
+    doctor_headers(&x, &r->headers);
+    if (r->status >= 200 && r->status < 300) {
+        int listed;
+        int count = doctor_models(buf_str(&r->body), r->body.len, c->model, &listed);
+        doctor_linef(d, DOCTOR_OK, "http", prof, NULL, "GET %s: HTTP %ld, %d model%s (%.0f ms)",
+                     shown, r->status, count, count == 1 ? "" : "s", r->total_ms);
+        if (key)
+            doctor_line(d, DOCTOR_OK, "key valid", prof, "the server accepted the key", NULL);
+        if (count > 0 && listed)
+            doctor_linef(d, DOCTOR_OK, "model", prof, NULL, "%s is listed", c->model);
+        else if (count > 0)
+            doctor_linef(d, DOCTOR_WARN, "model", prof,
+                         "check the name (tokterm -m NAME, or model = in the profile)",
+                         "%s is not in the server's list", c->model);
+    } else {
+        doctor_http_error(d, prof, shown, key, r, &x);
+    }
+
+    if (x.rl.seen) {
+        char rl[160];
+        ratelimit_format(&x.rl, util_now(), rl, sizeof rl);
+        doctor_linef(d, DOCTOR_OK, "rate limits", prof, NULL, "%s", rl);
+    } else {
+        doctor_line(d, DOCTOR_OK, "rate limits", prof,
+                    "no x-ratelimit-* headers on this answer (many servers send them only on "
+                    "chat requests)", NULL);
+    }
 }
 
 /* DNS, connection, TLS and HTTP checks of GET base_url/models with the key. */
@@ -328,170 +431,37 @@ static void doctor_endpoint(struct doctor *d, const struct conf *c, const char *
                      "base_url '%s' is not an HTTP URL", b);
         goto out;
     }
-    const char *unloaded = NULL;
-    CURL *e = curl_dl_load(&unloaded) == 0 ? curl_easy_init() : NULL;
-    if (!e) {
-        doctor_line(d, DOCTOR_FAIL, "endpoint", prof,
-                    unloaded ? unloaded : "curl could not be initialised", NULL);
-        goto out;
-    }
-    struct doctor_xfer x;
-    memset(&x, 0, sizeof x);
-    ratelimit_state_init(&x.rl, 0, 0);
-    ratelimit_response_init(&x.resp);
-    struct curl_slist *hdrs = NULL;
     char *auth = NULL;
-    if (key && c->auth_header && *c->auth_header) {
+    if (key && c->auth_header && *c->auth_header)
         auth = strcasecmp(c->auth_header, "Authorization") == 0
                    ? xasprintf("Authorization: Bearer %s", key)
                    : xasprintf("%s: %s", c->auth_header, key);
-        hdrs = curl_slist_append(hdrs, auth);
-    }
-    hdrs = curl_slist_append(hdrs, "Accept: application/json");
-    char errbuf[CURL_ERROR_SIZE] = "";
-    curl_easy_setopt(e, CURLOPT_URL, url);
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, hdrs);
-    curl_easy_setopt(e, CURLOPT_USERAGENT, PACKAGE_NAME "/" PACKAGE_VERSION " (doctor)");
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, doctor_write);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, &x);
-    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, doctor_header);
-    curl_easy_setopt(e, CURLOPT_HEADERDATA, &x);
-    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf);
-    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "identity"); /* decode whatever arrives */
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, d->timeout_ms);
-    long cto = c->connect_timeout_ms > 0 && c->connect_timeout_ms < d->timeout_ms
-                   ? c->connect_timeout_ms : d->timeout_ms;
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, cto);
-    if (c->cacert && *c->cacert)
-        curl_easy_setopt(e, CURLOPT_CAINFO, c->cacert);
-    if (c->insecure) {
-        curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
-        curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
-    }
-    CURLcode res = curl_easy_perform(e);
-    const char *why = errbuf[0] ? errbuf : curl_easy_strerror(res);
-    char *ip = NULL;
-    curl_easy_getinfo(e, CURLINFO_PRIMARY_IP, &ip);
-
-    /* DNS */
-    if (res == CURLE_COULDNT_RESOLVE_HOST) {
-        doctor_linef(d, DOCTOR_FAIL, "dns", prof,
-                     "check the host name in base_url, your DNS and network", "%s: %s", host,
-                     why);
-        goto done;
-    }
-    doctor_linef(d, DOCTOR_OK, "dns", prof, NULL, "%s %s%s (%.0f ms)", host,
-                 ip && *ip ? "-> " : "resolved", ip && *ip ? ip : "",
-                 doctor_ms(e, CURLINFO_NAMELOOKUP_TIME_T));
-
-    /* TCP */
-    if (res == CURLE_COULDNT_CONNECT ||
-        (res == CURLE_OPERATION_TIMEDOUT && doctor_ms(e, CURLINFO_CONNECT_TIME_T) == 0)) {
-        doctor_linef(d, DOCTOR_FAIL, "connect", prof,
-                     conf_is_local(c) ? "is the local server running on that port?"
-                                      : "check base_url, a proxy or firewall in between",
-                     "%s: %s", host, why);
-        goto done;
-    }
-    doctor_linef(d, DOCTOR_OK, "connect", prof, NULL, "%s in %.0f ms", host,
-                 doctor_ms(e, CURLINFO_CONNECT_TIME_T) - doctor_ms(e, CURLINFO_NAMELOOKUP_TIME_T));
-
-    /* TLS */
-    if (https) {
-        if (res == CURLE_PEER_FAILED_VERIFICATION || res == CURLE_SSL_CACERT_BADFILE ||
-            res == CURLE_SSL_CONNECT_ERROR || res == CURLE_SSL_CERTPROBLEM) {
-            doctor_linef(d, DOCTOR_FAIL, "tls", prof,
-                         "trust its CA with cacert = FILE in the profile (or --cacert FILE)",
-                         "%s", why);
-            goto done;
-        }
-        if (c->insecure)
-            doctor_line(d, DOCTOR_WARN, "tls", prof,
-                        "certificate checks are OFF (insecure): anyone on the path can read "
-                        "your prompts and key", "remove insecure, use cacert = FILE instead");
-        else
-            doctor_linef(d, DOCTOR_OK, "tls", prof, NULL, "certificate verified (%.0f ms)",
-                         doctor_ms(e, CURLINFO_APPCONNECT_TIME_T) -
-                             doctor_ms(e, CURLINFO_CONNECT_TIME_T));
-    } else if (!conf_is_local(c)) {
-        doctor_line(d, DOCTOR_WARN, "tls", prof,
-                    "plain http to a remote host: the key and prompts travel unencrypted",
-                    "use https://");
-    }
-
-    /* HTTP */
-    long status = 0;
-    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
-    if (res != CURLE_OK && status == 0) {
-        doctor_linef(d, DOCTOR_FAIL, "http", prof,
-                     "check that base_url ends where the API starts (e.g. .../v1)",
-                     "GET %s: %s", shown, why);
-        goto done;
-    }
-    double total = doctor_ms(e, CURLINFO_TOTAL_TIME_T);
-    struct buf msg = BUF_INIT;
-    char code[64];
-    if (status >= 200 && status < 300) {
-        int listed;
-        int count = doctor_models(buf_str(&x.body), x.body.len, c->model, &listed);
-        doctor_linef(d, DOCTOR_OK, "http", prof, NULL, "GET %s: HTTP %ld, %d model%s (%.0f ms)",
-                     shown, status, count, count == 1 ? "" : "s", total);
-        if (key)
-            doctor_line(d, DOCTOR_OK, "key valid", prof, "the server accepted the key", NULL);
-        if (count > 0 && listed)
-            doctor_linef(d, DOCTOR_OK, "model", prof, NULL, "%s is listed", c->model);
-        else if (count > 0)
-            doctor_linef(d, DOCTOR_WARN, "model", prof,
-                         "check the name (tokterm -m NAME, or model = in the profile)",
-                         "%s is not in the server's list", c->model);
-    } else {
-        api_error_message(status, x.ctype, buf_str(&x.body), x.body.len, &msg, code,
-                          sizeof code);
-        if (status == 401 || status == 403) {
-            doctor_linef(d, DOCTOR_OK, "http", prof, NULL, "GET %s answered (%.0f ms)", shown,
-                         total);
-            doctor_linef(d, DOCTOR_FAIL, "key valid", prof,
-                         key ? "check the key source of this profile (or a new key)"
-                             : "this server wants a key: set api_key_env or api_key_cmd",
-                         "the server refused %s: %s", key ? "the key" : "a request without a key",
-                         buf_str(&msg));
-        } else if (status == 404) {
-            doctor_linef(d, DOCTOR_WARN, "http", prof,
-                         "some servers have no model list; a chat request will tell, else "
-                         "check base_url",
-                         "GET %s: %s", shown, buf_str(&msg));
-        } else if (status == 429) {
-            doctor_linef(d, DOCTOR_WARN, "http", prof, "wait, or check your plan and quota",
-                         "GET %s: %s", shown, buf_str(&msg));
-        } else {
-            doctor_linef(d, DOCTOR_FAIL, "http", prof,
-                         status >= 500 ? "the server has trouble: try again later"
-                                       : "check base_url",
-                         "GET %s: %s", shown, buf_str(&msg));
-        }
-    }
-    buf_free(&msg);
-
-    /* rate limits */
-    if (x.rl.seen) {
-        char rl[160];
-        ratelimit_format(&x.rl, util_now(), rl, sizeof rl);
-        doctor_linef(d, DOCTOR_OK, "rate limits", prof, NULL, "%s", rl);
-    } else {
-        doctor_line(d, DOCTOR_OK, "rate limits", prof,
-                    "no x-ratelimit-* headers on this answer (many servers send them only on "
-                    "chat requests)", NULL);
-    }
-
-done:
-    curl_slist_free_all(hdrs);
+    const char *headers[3] = {NULL, NULL, NULL};
+    size_t nh = 0;
+    if (auth)
+        headers[nh++] = auth;
+    headers[nh++] = "Accept: application/json";
+    struct net_probe_request req = {
+        .url = url,
+        .headers = headers,
+        .user_agent = PACKAGE_NAME "/" PACKAGE_VERSION " (doctor)",
+        .timeout_ms = d->timeout_ms,
+        .connect_timeout_ms = c->connect_timeout_ms > 0 && c->connect_timeout_ms < d->timeout_ms
+                                  ? c->connect_timeout_ms : d->timeout_ms,
+        .cacert = c->cacert,
+        .insecure = c->insecure,
+        .body_max = DOCTOR_BODY_MAX,
+    };
+    struct net_probe_result r;
+    if (net_probe(&req, &r) != 0)
+        doctor_line(d, DOCTOR_FAIL, "endpoint", prof, r.why, NULL);
+    else if (doctor_transport(d, c, prof, host, https, &r) == 0)
+        doctor_http(d, c, prof, shown, key, &r);
+    net_probe_result_free(&r);
     if (auth) {
         memset(auth, 0, strlen(auth));
         free(auth);
     }
-    buf_free(&x.body);
-    curl_easy_cleanup(e);
 out:
     free(host);
     free(shown);
@@ -656,80 +626,30 @@ static void doctor_database(struct doctor *d, const char *path)
                      "%s is not a regular file", path);
         return;
     }
-    char *load_err = NULL;
-    if (sqlite_dl_load(&load_err) != 0) {
-        doctor_line(d, DOCTOR_FAIL, "database", NULL, load_err, NULL);
-        free(load_err);
-        return;
-    }
-    sqlite3 *db = NULL;
-    int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL);
+    struct store_inspect in;
+    char *open_err = NULL;
+    int rc = store_inspect(path, &in, &open_err);
     const char *todo_bad = "move it away (the next chat creates a new one) or use --db FILE";
-    if (rc != SQLITE_OK) {
-        doctor_linef(d, DOCTOR_FAIL, "database", NULL, todo_bad, "%s: %s", path,
-                     db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
-        sqlite3_close(db);
-        return;
-    }
-    sqlite3_busy_timeout(db, 2000);
-    fts_words_register(db); /* SQLite 3.44-3.46's quick_check loads every FTS5 tokenizer */
-    sqlite3_stmt *s = NULL;
-    const char *check = "?";
-    int version = -1;
-    long long pages = 0, page_size = 0, convs = -1;
-    char *first_problem = NULL;
-    if (sqlite3_prepare_v2(db, "PRAGMA quick_check", -1, &s, NULL) == SQLITE_OK) {
-        int r;
-        while ((r = sqlite3_step(s)) == SQLITE_ROW)
-            if (!first_problem)
-                first_problem = xstrdup((const char *)sqlite3_column_text(s, 0));
-        if (r != SQLITE_DONE && !first_problem)
-            first_problem = xstrdup(sqlite3_errmsg(db));
-        sqlite3_finalize(s);
-        check = first_problem ? first_problem : "?";
-    } else {
-        first_problem = xstrdup(sqlite3_errmsg(db));
-        check = first_problem;
-    }
-    if (strcmp(check, "ok") != 0) {
+    if (rc == STORE_INSPECT_UNLOADED) {
+        doctor_line(d, DOCTOR_FAIL, "database", NULL, open_err, NULL);
+    } else if (rc != 0) {
+        doctor_linef(d, DOCTOR_FAIL, "database", NULL, todo_bad, "%s: %s", path, open_err);
+    } else if (in.problem) {
         doctor_linef(d, DOCTOR_FAIL, "database", NULL, todo_bad,
-                     "%s: integrity check failed: %s", path, check);
-        free(first_problem);
-        sqlite3_close(db);
+                     "%s: integrity check failed: %s", path, in.problem);
+    }
+    free(open_err);
+    if (rc != 0 || in.problem) {
+        store_inspect_clear(&in);
         return;
     }
-    static const struct {
-        const char *sql;
-        int which;
-    } q[] = {{"PRAGMA user_version", 0}, {"PRAGMA page_count", 1}, {"PRAGMA page_size", 2},
-             {"SELECT count(*) FROM conversations", 3}, {"SELECT count(*) FROM words_queue", 4},
-             {"SELECT count(*) FROM words_long", 5}};
-    long long queued = 0, blobs = 0;
-    for (size_t i = 0; i < TT_ARRAY_LEN(q); i++) {
-        if (sqlite3_prepare_v2(db, q[i].sql, -1, &s, NULL) != SQLITE_OK)
-            continue;
-        if (sqlite3_step(s) == SQLITE_ROW) {
-            long long v = sqlite3_column_int64(s, 0);
-            if (q[i].which == 0)
-                version = (int)v;
-            else if (q[i].which == 1)
-                pages = v;
-            else if (q[i].which == 2)
-                page_size = v;
-            else if (q[i].which == 3)
-                convs = v;
-            else if (q[i].which == 4)
-                queued = v;
-            else
-                blobs = v;
-        }
-        sqlite3_finalize(s);
-    }
-    sqlite3_close(db);
-    free(first_problem);
+    int version = in.version;
+    long long convs = in.conversations, queued = in.words_queued, blobs = in.words_long;
+    store_inspect_clear(&in);
     char *wal = xasprintf("%s-wal", path);
     struct stat ws;
-    long long bytes = pages * page_size + (stat(wal, &ws) == 0 ? (long long)ws.st_size : 0);
+    long long bytes = in.pages * in.page_size +
+                      (stat(wal, &ws) == 0 ? (long long)ws.st_size : 0);
     free(wal);
     if (convs < 0) {
         doctor_linef(d, DOCTOR_FAIL, "database", NULL, todo_bad,
@@ -752,7 +672,7 @@ static void doctor_database(struct doctor *d, const char *path)
         doctor_linef(d, DOCTOR_OK, "word index", NULL, NULL,
                      "not used: %lld messages hold a word of over %d characters (more than %d), "
                      "so every search uses the trigram index",
-                     blobs, FTS_WORDS_LONG, STORE_WORDS_LONG_MAX);
+                     blobs, STORE_WORDS_LONG_CHARS, STORE_WORDS_LONG_MAX);
     else if (queued > STORE_WORDS_BATCH)
         doctor_linef(d, DOCTOR_OK, "word index", NULL, NULL,
                      "%lld changes to apply; each search for a word applies %d and uses the "

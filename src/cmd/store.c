@@ -3,7 +3,7 @@
 #include "cmd/store.h"
 
 #include "base/buf.h"
-#include "store/sqlite_dl.h"
+#include "store/info.h"
 #include "store/store.h"
 #include "base/utf8.h"
 #include "base/util.h"
@@ -838,7 +838,7 @@ int cmd_store(const char *db_path, int argc, char **argv)
 {
     char *err = NULL;
     if (argc > 0 && strcmp(argv[0], "search") == 0)
-        sqlite_dl_prefer_large_reads(); /* before SQLite is loaded */
+        store_prefer_large_reads(); /* before SQLite is loaded */
     struct store_open_info info;
     struct store *st = store_open(db_path, &info, &err);
     if (!st) {

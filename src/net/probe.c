@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 char *net_library_version(const char **why)
 {
@@ -45,4 +46,126 @@ void net_library_cleanup(void)
 {
     if (curl_dl_loaded())
         curl_global_cleanup();
+}
+
+/* ---- net_probe ------------------------------------------------------------------------ */
+
+struct net_probe_xfer {
+    struct net_probe_result *out;
+    size_t body_max;
+};
+
+static size_t net_probe_write(char *p, size_t size, size_t nmemb, void *ud)
+{
+    struct net_probe_xfer *x = ud;
+    struct buf *b = &x->out->body;
+    size_t n = size * nmemb;
+    if (b->len < x->body_max)
+        buf_append(b, p, n < x->body_max - b->len ? n : x->body_max - b->len);
+    return n;
+}
+
+static size_t net_probe_header(char *p, size_t size, size_t nmemb, void *ud)
+{
+    struct net_probe_xfer *x = ud;
+    size_t n = size * nmemb;
+    if (n >= 5 && memcmp(p, "HTTP/", 5) == 0) /* a new answer (after a 100 or a redirect) */
+        buf_reset(&x->out->headers);
+    buf_append(&x->out->headers, p, n);
+    return n;
+}
+
+static double net_probe_ms(CURL *e, CURLINFO what)
+{
+    curl_off_t us = 0;
+    curl_easy_getinfo(e, what, &us);
+    return (double)us / 1000.0;
+}
+
+/* The step of the request that res says failed. */
+static enum net_probe_failure net_probe_failure_of(CURLcode res, double connect_ms)
+{
+    switch (res) {
+    case CURLE_OK:
+        return NET_PROBE_OK;
+    case CURLE_COULDNT_RESOLVE_HOST:
+        return NET_PROBE_RESOLVE;
+    case CURLE_COULDNT_CONNECT:
+        return NET_PROBE_CONNECT;
+    case CURLE_OPERATION_TIMEDOUT:
+        return connect_ms == 0 ? NET_PROBE_CONNECT : NET_PROBE_OTHER;
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_SSL_CERTPROBLEM:
+        return NET_PROBE_TLS;
+    default:
+        return NET_PROBE_OTHER;
+    }
+}
+
+/* The request's options on handle e; the header list to free afterwards. */
+static struct curl_slist *net_probe_setup(CURL *e, const struct net_probe_request *req,
+                                          struct net_probe_xfer *x, char *errbuf)
+{
+    struct curl_slist *hdrs = NULL;
+    for (const char *const *h = req->headers; h && *h; h++)
+        hdrs = curl_slist_append(hdrs, *h);
+    curl_easy_setopt(e, CURLOPT_URL, req->url);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, hdrs);
+    if (req->user_agent)
+        curl_easy_setopt(e, CURLOPT_USERAGENT, req->user_agent);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, net_probe_write);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, net_probe_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf);
+    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "identity"); /* decode whatever arrives */
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, req->timeout_ms);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, req->connect_timeout_ms);
+    if (req->cacert && *req->cacert)
+        curl_easy_setopt(e, CURLOPT_CAINFO, req->cacert);
+    if (req->insecure) {
+        curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+    return hdrs;
+}
+
+int net_probe(const struct net_probe_request *req, struct net_probe_result *out)
+{
+    memset(out, 0, sizeof *out);
+    const char *unloaded = NULL;
+    CURL *e = curl_dl_load(&unloaded) == 0 ? curl_easy_init() : NULL;
+    if (!e) {
+        out->failure = NET_PROBE_UNLOADED;
+        snprintf(out->why, sizeof out->why, "%s",
+                 unloaded ? unloaded : "curl could not be initialised");
+        return -1;
+    }
+    struct net_probe_xfer x = {out, req->body_max};
+    char errbuf[CURL_ERROR_SIZE] = "";
+    struct curl_slist *hdrs = net_probe_setup(e, req, &x, errbuf);
+    CURLcode res = curl_easy_perform(e);
+    if (res != CURLE_OK)
+        snprintf(out->why, sizeof out->why, "%s", errbuf[0] ? errbuf : curl_easy_strerror(res));
+    char *ip = NULL;
+    if (curl_easy_getinfo(e, CURLINFO_PRIMARY_IP, &ip) == CURLE_OK && ip)
+        snprintf(out->ip, sizeof out->ip, "%s", ip);
+    out->dns_ms = net_probe_ms(e, CURLINFO_NAMELOOKUP_TIME_T);
+    out->connect_ms = net_probe_ms(e, CURLINFO_CONNECT_TIME_T);
+    out->tls_ms = net_probe_ms(e, CURLINFO_APPCONNECT_TIME_T);
+    out->total_ms = net_probe_ms(e, CURLINFO_TOTAL_TIME_T);
+    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &out->status);
+    out->failure = net_probe_failure_of(res, out->connect_ms);
+    curl_slist_free_all(hdrs);
+    curl_easy_cleanup(e);
+    return 0;
+}
+
+void net_probe_result_free(struct net_probe_result *out)
+{
+    buf_free(&out->headers);
+    buf_free(&out->body);
 }

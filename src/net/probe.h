@@ -3,6 +3,9 @@
  * includes curl_dl.h: only net/ talks to libcurl. */
 #ifndef TT_NET_PROBE_H
 #define TT_NET_PROBE_H
+#include <stddef.h>
+
+#include "base/buf.h"
 
 /* libcurl for --version: "8.5.0 (OpenSSL/3.0.13, HTTP/2)", or "(not loadable) (-)" with *why
  * (when why != NULL) pointing to what to install (static). The string is malloc'd. */
@@ -13,5 +16,43 @@ int net_answers(const char *url, long timeout_ms);
 
 /* At the very end of the process: libcurl's global cleanup, when it was loaded. */
 void net_library_cleanup(void);
+
+/* One GET, its answer kept whole (up to body_max bytes) with curl's timings. */
+struct net_probe_request {
+    const char *url;
+    const char *const *headers; /* "Name: value" lines to send, NULL-terminated; may be NULL */
+    const char *user_agent;     /* NULL: curl's none */
+    long timeout_ms;            /* the whole request */
+    long connect_timeout_ms;
+    const char *cacert;         /* CA bundle to trust; NULL or "" = the system's */
+    int insecure;               /* skip the certificate checks */
+    size_t body_max;            /* a longer body is cut (the request still succeeds) */
+};
+
+/* Where a probe failed, in the order the request goes. */
+enum net_probe_failure {
+    NET_PROBE_OK,         /* an HTTP answer arrived completely (any status) */
+    NET_PROBE_UNLOADED,   /* libcurl could not be loaded or a handle made: nothing was sent */
+    NET_PROBE_RESOLVE,    /* the host name did not resolve */
+    NET_PROBE_CONNECT,    /* no TCP connection (refused, or the time ran out before one) */
+    NET_PROBE_TLS,        /* the TLS handshake or the certificate check failed */
+    NET_PROBE_OTHER,      /* any other transport failure (see status: an answer may have begun) */
+};
+
+struct net_probe_result {
+    enum net_probe_failure failure;
+    char why[256];        /* curl's message for a failure ("" when OK) */
+    char ip[64];          /* the address connected to, "" when none */
+    double dns_ms, connect_ms, tls_ms, total_ms; /* since the start (curl's *_TIME_T); 0 = none */
+    long status;          /* HTTP status of the last answer, 0 when none */
+    struct buf headers;   /* the last answer's header lines as received, status line first */
+    struct buf body;      /* up to body_max bytes */
+};
+
+/* Send req (loads libcurl if needed; no signal is used) and fill *out. Returns 0 when the
+ * request was made (see out->failure), -1 with out->failure = NET_PROBE_UNLOADED and out->why
+ * set otherwise. Free with net_probe_result_free in both cases. */
+int net_probe(const struct net_probe_request *req, struct net_probe_result *out);
+void net_probe_result_free(struct net_probe_result *out);
 
 #endif
