@@ -1,0 +1,347 @@
+/* conv.c - conversations: create, rename, update, delete, load with their messages, list. */
+#include "config.h"
+#include "store/store_int.h"
+
+#include "base/util.h"
+#include "base/xmalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- conversations */
+
+int64_t store_conversation_new(struct store *st, const char *title, const char *system_prompt,
+                               const char *model, const char *profile)
+{
+    static const char q[] = "INSERT INTO conversations(title, system_prompt, model, profile, "
+                            "created, updated) VALUES(?1, ?2, ?3, ?4, ?5, ?5)";
+    if (store_begin(st) != 0)
+        return -1;
+    sqlite3_stmt *s = store_prep(st, q);
+    if (!s)
+        return store_rollback(st);
+    store_bind_text(s, 1, title && *title ? title : NULL);
+    store_bind_text(s, 2, system_prompt);
+    store_bind_text(s, 3, model);
+    store_bind_text(s, 4, profile);
+    sqlite3_bind_int64(s, 5, store_epoch(st));
+    int rc = sqlite3_step(s);
+    store_done(st, s);
+    if (rc != SQLITE_DONE) {
+        store_fail(st, "cannot create the conversation");
+        return store_rollback(st);
+    }
+    int64_t id = sqlite3_last_insert_rowid(st->db);
+    return store_commit(st) == 0 ? id : -1;
+}
+
+/* Run one write statement on a conversation id in its own transaction: 0, STORE_NOT_FOUND or
+ * -1. bind() binds parameters 2.. (1 is the id). */
+static int store_conv_write(struct store *st, const char *sql, int64_t id, const char *what,
+                            void (*bind)(sqlite3_stmt *, const void *), const void *arg)
+{
+    if (store_begin(st) != 0)
+        return -1;
+    sqlite3_stmt *s = store_prep(st, sql);
+    if (!s)
+        return store_rollback(st);
+    sqlite3_bind_int64(s, 1, id);
+    if (bind)
+        bind(s, arg);
+    int rc = sqlite3_step(s);
+    store_done(st, s);
+    if (rc != SQLITE_DONE) {
+        store_fail(st, what);
+        return store_rollback(st);
+    }
+    if (sqlite3_changes(st->db) == 0) {
+        store_rollback(st);
+        store_set_err(st, "no conversation %lld", (long long)id);
+        return STORE_NOT_FOUND;
+    }
+    return store_commit(st);
+}
+
+struct store_rename_arg {
+    const char *title;
+    int64_t now;
+};
+
+static void store_bind_rename(sqlite3_stmt *s, const void *p)
+{
+    const struct store_rename_arg *a = p;
+    store_bind_text(s, 2, a->title);
+    sqlite3_bind_int64(s, 3, a->now);
+}
+
+int store_conversation_rename(struct store *st, int64_t id, const char *title)
+{
+    static const char q[] = "UPDATE conversations SET title = ?2, updated = ?3 WHERE id = ?1";
+    struct store_rename_arg a = {title && *title ? title : NULL, store_epoch(st)};
+    return store_conv_write(st, q, id, "cannot rename the conversation", store_bind_rename, &a);
+}
+
+struct store_update_arg {
+    const char *system_prompt, *model, *profile;
+    int64_t now;
+};
+
+static void store_bind_update(sqlite3_stmt *s, const void *p)
+{
+    const struct store_update_arg *a = p;
+    store_bind_text(s, 2, a->system_prompt);
+    store_bind_text(s, 3, a->model);
+    store_bind_text(s, 4, a->profile);
+    sqlite3_bind_int64(s, 5, a->now);
+}
+
+int store_conversation_update(struct store *st, int64_t id, const char *system_prompt,
+                              const char *model, const char *profile)
+{
+    static const char q[] = "UPDATE conversations SET system_prompt = coalesce(?2, system_prompt),"
+                            " model = coalesce(?3, model), profile = coalesce(?4, profile), "
+                            "updated = ?5 WHERE id = ?1";
+    struct store_update_arg a = {system_prompt, model, profile, store_epoch(st)};
+    return store_conv_write(st, q, id, "cannot update the conversation", store_bind_update, &a);
+}
+
+int store_conversation_delete(struct store *st, int64_t id)
+{
+    /* Streaming writes run with secure_delete = FAST (Debian's default ON zeroes every page a
+     * batch frees: 6 page writes per byte of a long answer). What the user deletes is zeroed. */
+    static const char q[] = "DELETE FROM conversations WHERE id = ?1";
+    store_exec(st, "PRAGMA secure_delete = ON", "cannot delete the conversation");
+    int rc = store_conv_write(st, q, id, "cannot delete the conversation", NULL, NULL);
+    store_exec(st, "PRAGMA secure_delete = FAST", "cannot delete the conversation");
+    return rc;
+}
+
+/* Columns of a conversation row: id, title, system_prompt, model, profile, created, updated,
+ * message count. */
+static void store_conv_row(sqlite3_stmt *s, struct store_conversation *c)
+{
+    memset(c, 0, sizeof *c);
+    c->id = sqlite3_column_int64(s, 0);
+    c->title = store_col_str(s, 1);
+    c->system_prompt = store_col_str(s, 2);
+    c->model = store_col_str(s, 3);
+    c->profile = store_col_str(s, 4);
+    c->created = sqlite3_column_int64(s, 5);
+    c->updated = sqlite3_column_int64(s, 6);
+    c->message_count = sqlite3_column_int64(s, 7);
+}
+
+#define STORE_MSG_COLS                                                                       \
+    "id, conversation_id, role, status, created, model, profile, host, finish_reason, "     \
+    "prompt_tokens, completion_tokens, total_tokens, ttft, total_time, tokens_per_s, "       \
+    "dns_time, connect_time, tls_time, cached, error, reasoning, content"
+
+static void store_msg_row(sqlite3_stmt *s, struct store_message *m)
+{
+    m->id = sqlite3_column_int64(s, 0);
+    m->conversation_id = sqlite3_column_int64(s, 1);
+    m->role = store_col_str(s, 2);
+    int status = store_status_parse((const char *)sqlite3_column_text(s, 3));
+    m->status = status < 0 ? STORE_ERROR : (enum store_status)status;
+    m->created = sqlite3_column_int64(s, 4);
+    m->model = store_col_str(s, 5);
+    m->profile = store_col_str(s, 6);
+    m->host = store_col_str(s, 7);
+    m->finish_reason = store_col_str(s, 8);
+    m->usage.prompt_tokens = store_col_count(s, 9);
+    m->usage.completion_tokens = store_col_count(s, 10);
+    m->usage.total_tokens = store_col_count(s, 11);
+    m->timings.ttft = store_col_seconds(s, 12);
+    m->timings.total = store_col_seconds(s, 13);
+    m->timings.tokens_per_s = store_col_seconds(s, 14);
+    m->timings.dns = store_col_seconds(s, 15);
+    m->timings.connect = store_col_seconds(s, 16);
+    m->timings.tls = store_col_seconds(s, 17);
+    m->cached = sqlite3_column_int(s, 18) != 0;
+    m->error = store_col_str(s, 19);
+    m->reasoning = store_col_str(s, 20);
+    m->content = store_col_str(s, 21);
+    m->content_len = (size_t)sqlite3_column_bytes(s, 21);
+    if (!m->content)
+        m->content = xstrdup("");
+}
+
+/* An answer still streaming (in another process): add the parts committed so far to its text.
+ * Returns 0 or -1. */
+static int store_msg_add_parts(struct store *st, struct store_message *m)
+{
+    static const char q[] = "SELECT reasoning, text FROM message_parts WHERE message_id = ?1 "
+                            "ORDER BY id";
+    sqlite3_stmt *s = store_prep(st, q);
+    if (!s)
+        return -1;
+    sqlite3_bind_int64(s, 1, m->id);
+    struct buf text = BUF_INIT, reasoning = BUF_INIT;
+    buf_append(&text, m->content ? m->content : "", m->content_len);
+    if (m->reasoning)
+        buf_appends(&reasoning, m->reasoning);
+    int rc, has_reasoning = m->reasoning != NULL;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        int r = sqlite3_column_int(s, 0);
+        const void *t = sqlite3_column_blob(s, 1);
+        buf_append(r ? &reasoning : &text, t ? t : "", (size_t)sqlite3_column_bytes(s, 1));
+        has_reasoning |= r;
+    }
+    store_done(st, s);
+    free(m->content);
+    m->content_len = text.len;
+    m->content = buf_take(&text);
+    free(m->reasoning);
+    m->reasoning = has_reasoning ? buf_take(&reasoning) : NULL;
+    buf_free(&reasoning);
+    return rc == SQLITE_DONE ? 0 : -1;
+}
+
+int store_conversation_load(struct store *st, int64_t id, struct store_conversation **out)
+{
+    static const char q_conv[] =
+        "SELECT id, title, system_prompt, model, profile, created, updated, 0 "
+        "FROM conversations WHERE id = ?1";
+    static const char q_msgs[] =
+        "SELECT " STORE_MSG_COLS " FROM messages WHERE conversation_id = ?1 ORDER BY id";
+    *out = NULL;
+    /* One read transaction so that the conversation and its messages agree. */
+    if (store_exec(st, "BEGIN", "cannot read the conversation") != 0)
+        return -1;
+    sqlite3_stmt *s = store_prep(st, q_conv);
+    if (!s)
+        return store_rollback(st);
+    sqlite3_bind_int64(s, 1, id);
+    int rc = store_step(st, s);
+    if (rc != SQLITE_ROW) {
+        store_done(st, s);
+        store_rollback(st);
+        if (rc == SQLITE_DONE) {
+            store_set_err(st, "no conversation %lld", (long long)id);
+            return STORE_NOT_FOUND;
+        }
+        return store_fail(st, "cannot read the conversation");
+    }
+    struct store_conversation *c = xmalloc(sizeof *c);
+    store_conv_row(s, c);
+    store_done(st, s);
+    s = store_prep(st, q_msgs);
+    if (!s) {
+        store_conversation_free(c);
+        return store_rollback(st);
+    }
+    sqlite3_bind_int64(s, 1, id);
+    size_t cap = 0;
+    while ((rc = store_step(st, s)) == SQLITE_ROW) {
+        if (c->n_messages == cap)
+            c->messages = xrealloc(c->messages, (cap = cap ? cap * 2 : 16) * sizeof *c->messages);
+        store_msg_row(s, &c->messages[c->n_messages++]);
+    }
+    store_done(st, s);
+    for (size_t i = 0; rc == SQLITE_DONE && i < c->n_messages; i++)
+        if (c->messages[i].status == STORE_STREAMING && store_msg_add_parts(st, &c->messages[i]))
+            rc = SQLITE_ERROR;
+    if (rc != SQLITE_DONE) {
+        store_fail(st, "cannot read the messages");
+        store_conversation_free(c);
+        return store_rollback(st);
+    }
+    store_exec(st, "COMMIT", "cannot read the conversation");
+    c->message_count = (int64_t)c->n_messages;
+    *out = c;
+    return 0;
+}
+
+int store_conversation_list(struct store *st, int limit, struct store_conversation **out,
+                            size_t *n)
+{
+    static const char q[] =
+        "SELECT c.id, c.title, c.system_prompt, c.model, c.profile, c.created, c.updated, "
+        "(SELECT count(*) FROM messages m WHERE m.conversation_id = c.id) "
+        "FROM conversations c ORDER BY c.updated DESC, c.id DESC LIMIT ?1";
+    *out = NULL;
+    *n = 0;
+    sqlite3_stmt *s = store_prep(st, q);
+    if (!s)
+        return -1;
+    sqlite3_bind_int64(s, 1, limit > 0 ? limit : -1);
+    size_t cap = 0;
+    int rc;
+    while ((rc = store_step(st, s)) == SQLITE_ROW) {
+        if (*n == cap)
+            *out = xrealloc(*out, (cap = cap ? cap * 2 : 16) * sizeof **out);
+        store_conv_row(s, &(*out)[(*n)++]);
+    }
+    store_done(st, s);
+    if (rc != SQLITE_DONE) {
+        store_conversation_list_free(*out, *n);
+        *out = NULL;
+        *n = 0;
+        return store_fail(st, "cannot list conversations");
+    }
+    return 0;
+}
+
+int store_conversation_ids(struct store *st, int64_t **ids, size_t *n)
+{
+    static const char q[] = "SELECT id FROM conversations ORDER BY id";
+    *ids = NULL;
+    *n = 0;
+    sqlite3_stmt *s = store_prep(st, q);
+    if (!s)
+        return -1;
+    size_t cap = 0;
+    int rc;
+    while ((rc = store_step(st, s)) == SQLITE_ROW) {
+        if (*n == cap)
+            *ids = xrealloc(*ids, (cap = cap ? cap * 2 : 64) * sizeof **ids);
+        (*ids)[(*n)++] = sqlite3_column_int64(s, 0);
+    }
+    store_done(st, s);
+    if (rc != SQLITE_DONE) {
+        free(*ids);
+        *ids = NULL;
+        *n = 0;
+        return store_fail(st, "cannot list conversations");
+    }
+    return 0;
+}
+
+void store_message_clear(struct store_message *m)
+{
+    free(m->role);
+    free(m->content);
+    free(m->reasoning);
+    free(m->model);
+    free(m->profile);
+    free(m->host);
+    free(m->finish_reason);
+    free(m->error);
+    memset(m, 0, sizeof *m);
+}
+
+static void store_conv_clear(struct store_conversation *c)
+{
+    free(c->title);
+    free(c->system_prompt);
+    free(c->model);
+    free(c->profile);
+    for (size_t i = 0; i < c->n_messages; i++)
+        store_message_clear(&c->messages[i]);
+    free(c->messages);
+}
+
+void store_conversation_free(struct store_conversation *c)
+{
+    if (!c)
+        return;
+    store_conv_clear(c);
+    free(c);
+}
+
+void store_conversation_list_free(struct store_conversation *list, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        store_conv_clear(&list[i]);
+    free(list);
+}

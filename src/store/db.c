@@ -1,0 +1,519 @@
+/* db.c - the connection: open and close, errors, cached statements, steps and transactions
+ * that wait out other writers, the clocks, and the background checkpoint. */
+#include "config.h"
+#include "store/store_int.h"
+
+#include "store/fts_words.h"
+#include "base/util.h"
+#include "base/xmalloc.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+const char *const store_status_names[STORE_INTERRUPTED + 1] = {
+    "streaming", "complete", "cancelled", "error", "truncated", "interrupted"};
+
+/* ---------------------------------------------------------------- errors and helpers */
+
+void store_set_err(struct store *st, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char tmp[1024];
+    vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    free(st->err);
+    st->err = xstrdup(tmp);
+}
+
+/* A user-facing explanation of an SQLite failure. */
+static const char *store_hint(int rc)
+{
+    switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+        return " (another tokterm kept the database busy for too long; try again)";
+    case SQLITE_READONLY:
+        return " (the database file or its directory is read-only)";
+    case SQLITE_FULL:
+        return " (the disk is full)";
+    case SQLITE_CORRUPT:
+        return " (the database file is damaged)";
+    case SQLITE_NOTADB:
+        return " (the file is not an SQLite database)";
+    case SQLITE_IOERR:
+        return " (input/output error)";
+    case SQLITE_CANTOPEN:
+        return " (cannot open the file)";
+    default:
+        return "";
+    }
+}
+
+int store_fail(struct store *st, const char *what)
+{
+    int rc = sqlite3_extended_errcode(st->db);
+    store_set_err(st, "%s: %s%s", what, sqlite3_errmsg(st->db), store_hint(rc));
+    return -1;
+}
+
+double store_mono(struct store *st)
+{
+    return st->mono ? st->mono(st->clock_ud) : util_now();
+}
+
+int64_t store_epoch(struct store *st)
+{
+    return st->epoch ? st->epoch(st->clock_ud) : util_epoch();
+}
+
+static void store_sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+sqlite3_stmt *store_prep(struct store *st, const char *sql)
+{
+    for (size_t i = 0; i < st->n_stmts; i++)
+        if (st->stmts[i].sql == sql)
+            return st->stmts[i].stmt;
+    sqlite3_stmt *stmt = NULL;
+    unsigned flags = st->n_stmts < STORE_STMT_CACHE ? SQLITE_PREPARE_PERSISTENT : 0;
+    if (sqlite3_prepare_v3(st->db, sql, -1, flags, &stmt, NULL) != SQLITE_OK) {
+        store_fail(st, "internal query failed to compile");
+        return NULL;
+    }
+    if (st->n_stmts < STORE_STMT_CACHE) {
+        st->stmts[st->n_stmts].sql = sql;
+        st->stmts[st->n_stmts++].stmt = stmt;
+    }
+    return stmt;
+}
+
+void store_done(struct store *st, sqlite3_stmt *stmt)
+{
+    if (!stmt)
+        return;
+    for (size_t i = 0; i < st->n_stmts; i++)
+        if (st->stmts[i].stmt == stmt) {
+            sqlite3_reset(stmt);
+            sqlite3_clear_bindings(stmt);
+            return;
+        }
+    sqlite3_finalize(stmt);
+}
+
+/* sqlite3_step that retries a statement which could not start because of SQLITE_BUSY (possible
+ * in WAL mode even with a busy timeout, e.g. while another connection recovers the WAL). Only
+ * a statement that has not returned rows yet, outside an explicit transaction, is retried. */
+int store_step(struct store *st, sqlite3_stmt *stmt)
+{
+    double start = util_now();
+    for (int attempt = 0;; attempt++) {
+        int started = sqlite3_stmt_busy(stmt);
+        int rc = sqlite3_step(stmt);
+        if ((rc & 0xff) != SQLITE_BUSY || started || util_now() - start > STORE_BUSY_DEADLINE ||
+            !sqlite3_get_autocommit(st->db))
+            return rc;
+        sqlite3_reset(stmt);
+        store_sleep_ms(2 + (attempt % 16) * 3);
+    }
+}
+
+int store_exec(struct store *st, const char *sql, const char *what)
+{
+    if (sqlite3_exec(st->db, sql, NULL, NULL, NULL) != SQLITE_OK)
+        return store_fail(st, what);
+    return 0;
+}
+
+/* BEGIN IMMEDIATE, retrying on SQLITE_BUSY beyond the busy timeout so that concurrent
+ * writers queue up instead of failing. Pending cache-hit updates ride along. */
+int store_begin(struct store *st)
+{
+    double start = util_now();
+    for (int attempt = 0;; attempt++) {
+        int rc = sqlite3_exec(st->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+        if (rc == SQLITE_OK) {
+            if (st->n_touches)
+                store_touch_apply(st);
+            return 0;
+        }
+        if ((rc & 0xff) != SQLITE_BUSY || util_now() - start > STORE_BUSY_DEADLINE)
+            return store_fail(st, "cannot start a write");
+        store_sleep_ms(1 + (int)((unsigned)getpid() % 7) + (attempt % 10) * 2);
+    }
+}
+
+int store_try_begin(struct store *st)
+{
+    sqlite3_busy_timeout(st->db, 0);
+    int rc = sqlite3_exec(st->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+    sqlite3_busy_timeout(st->db, STORE_BUSY_TIMEOUT_MS);
+    if (rc != SQLITE_OK)
+        return -1;
+    if (st->n_touches)
+        store_touch_apply(st);
+    return 0;
+}
+
+int store_commit(struct store *st)
+{
+    double start = util_now();
+    for (;;) {
+        int rc = sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL);
+        if (rc == SQLITE_OK)
+            return 0;
+        if ((rc & 0xff) != SQLITE_BUSY || util_now() - start > STORE_BUSY_DEADLINE) {
+            store_fail(st, "cannot commit");
+            sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+            return -1;
+        }
+        store_sleep_ms(5);
+    }
+}
+
+int store_rollback(struct store *st)
+{
+    if (!sqlite3_get_autocommit(st->db))
+        sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+    return -1;
+}
+
+void store_bind_text(sqlite3_stmt *s, int i, const char *v)
+{
+    if (v)
+        sqlite3_bind_text(s, i, v, -1, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(s, i);
+}
+
+void store_bind_count(sqlite3_stmt *s, int i, int64_t v)
+{
+    if (v >= 0)
+        sqlite3_bind_int64(s, i, v);
+    else
+        sqlite3_bind_null(s, i);
+}
+
+void store_bind_seconds(sqlite3_stmt *s, int i, double v)
+{
+    if (v >= 0)
+        sqlite3_bind_double(s, i, v);
+    else
+        sqlite3_bind_null(s, i);
+}
+
+char *store_col_str(sqlite3_stmt *s, int i)
+{
+    const unsigned char *t = sqlite3_column_text(s, i);
+    return t ? xstrndup((const char *)t, (size_t)sqlite3_column_bytes(s, i)) : NULL;
+}
+
+int64_t store_col_count(sqlite3_stmt *s, int i)
+{
+    return sqlite3_column_type(s, i) == SQLITE_NULL ? -1 : sqlite3_column_int64(s, i);
+}
+
+double store_col_seconds(sqlite3_stmt *s, int i)
+{
+    return sqlite3_column_type(s, i) == SQLITE_NULL ? -1.0 : sqlite3_column_double(s, i);
+}
+
+int store_pragma_int(struct store *st, const char *sql, int *out)
+{
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(st->db, sql, -1, &s, NULL);
+    if (rc == SQLITE_OK) {
+        rc = store_step(st, s);
+        if (rc == SQLITE_ROW) {
+            *out = sqlite3_column_int(s, 0);
+            rc = SQLITE_OK;
+        }
+    }
+    sqlite3_finalize(s);
+    return rc == SQLITE_OK || rc == SQLITE_DONE ? 0 : -1;
+}
+
+int store_run_steps(struct store *st, const char *const *steps, size_t n, const int64_t *bind,
+                    const char *what)
+{
+    for (size_t i = 0; i < n; i++) {
+        sqlite3_stmt *s = store_prep(st, steps[i]);
+        if (!s)
+            return store_rollback(st);
+        if (bind)
+            sqlite3_bind_int64(s, 1, *bind);
+        int rc = store_step(st, s);
+        store_done(st, s);
+        if (rc != SQLITE_DONE) {
+            if (what)
+                store_fail(st, what);
+            return store_rollback(st);
+        }
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- background checkpoint */
+
+/* Commits checkpoint the WAL themselves only past this many pages (16 MB): below it the copy
+ * is left to store_checkpoint_async, off the path of a streaming answer. */
+#define STORE_CKPT_PAGES 4000
+#define STORE_CKPT_ASYNC_BYTES ((off_t)1 << 20) /* a WAL this large is worth a checkpoint */
+
+/* Copy the WAL into the database on a connection of its own (PRAGMA wal_checkpoint(PASSIVE):
+ * never waits for, nor blocks, this process's writes). */
+struct store_ckpt_arg {
+    char *path;
+    int *done;
+};
+
+static void *store_ckpt_main(void *arg)
+{
+    struct store_ckpt_arg *a = arg;
+    char *path = a->path;
+    sqlite3 *db = NULL;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK) {
+        sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL);
+        sqlite3_exec(db, "PRAGMA synchronous = NORMAL; PRAGMA wal_checkpoint(PASSIVE)", NULL,
+                     NULL, NULL);
+    }
+    sqlite3_close(db);
+    free(path);
+    __atomic_store_n(a->done, 1, __ATOMIC_RELEASE);
+    free(a);
+    return NULL;
+}
+
+void store_checkpoint_async(struct store *st)
+{
+    if (!st)
+        return;
+    if (st->ckpt_started) {
+        if (!__atomic_load_n(&st->ckpt_done, __ATOMIC_ACQUIRE))
+            return; /* the last one is still copying */
+        pthread_join(st->ckpt, NULL);
+        st->ckpt_started = 0;
+    }
+    char *wal = xasprintf("%s-wal", st->path);
+    struct stat sb;
+    int big = stat(wal, &sb) == 0 && sb.st_size >= STORE_CKPT_ASYNC_BYTES;
+    free(wal);
+    if (!big)
+        return;
+    struct store_ckpt_arg *a = xcalloc(1, sizeof *a);
+    a->path = xstrdup(st->path);
+    a->done = &st->ckpt_done;
+    st->ckpt_done = 0;
+    if (pthread_create(&st->ckpt, NULL, store_ckpt_main, a) == 0) {
+        st->ckpt_started = 1;
+    } else {
+        free(a->path);
+        free(a);
+    }
+}
+
+/* ---------------------------------------------------------------- open / close */
+
+static void store_free(struct store *st)
+{
+    if (st->ckpt_started)
+        pthread_join(st->ckpt, NULL);
+    for (size_t i = 0; i < st->n_stmts; i++)
+        sqlite3_finalize(st->stmts[i].stmt);
+    sqlite3_close(st->db);
+    while (st->streams) {
+        struct store_stream *s = st->streams;
+        st->streams = s->next;
+        buf_free(&s->text);
+        buf_free(&s->reasoning);
+        free(s);
+    }
+    free(st->touches);
+    free(st->path);
+    free(st->err);
+    free(st);
+}
+
+/* Open the connection and check it can write and read: 0, or -1 with *err set. */
+static int store_connect(struct store *st, const char *path, char **err)
+{
+    int rc = sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+    if (rc != SQLITE_OK) {
+        *err = xasprintf("cannot open the database %s: %s%s", path,
+                         st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc), store_hint(rc));
+        return -1;
+    }
+    /* No checkpoint when the last connection closes: a script that runs tokterm in a loop would
+     * otherwise copy the WAL into the database and fsync at every exit. The WAL is copied by
+     * store_checkpoint_async while a request is on the wire, or by a commit once it passes
+     * STORE_CKPT_PAGES (wal_autocheckpoint). */
+    sqlite3_db_config(st->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL);
+    sqlite3_extended_result_codes(st->db, 1);
+    sqlite3_busy_timeout(st->db, STORE_BUSY_TIMEOUT_MS);
+    if (sqlite3_db_readonly(st->db, "main") == 1) {
+        *err = xasprintf("the database %s is read-only: tokterm needs to write to it", path);
+        return -1;
+    }
+    /* The first read tells whether this is an SQLite file at all. */
+    int v = 0;
+    if (store_pragma_int(st, "PRAGMA user_version", &v) != 0) {
+        rc = sqlite3_extended_errcode(st->db);
+        if ((rc & 0xff) == SQLITE_NOTADB)
+            *err = xasprintf("%s is not a tokterm database (not an SQLite file)", path);
+        else
+            *err = xasprintf("cannot read the database %s: %s%s", path, sqlite3_errmsg(st->db),
+                             store_hint(rc));
+        return -1;
+    }
+    return 0;
+}
+
+/* Switch to WAL mode. That needs a moment of exclusive access: retry while others hold it.
+ * 0, or -1 with *err set. */
+static int store_wal(struct store *st, const char *path, char **err)
+{
+    double start = util_now();
+    for (int attempt = 0;; attempt++) {
+        sqlite3_stmt *s = NULL;
+        int rc = sqlite3_prepare_v2(st->db, "PRAGMA journal_mode = WAL", -1, &s, NULL);
+        if (rc == SQLITE_OK)
+            rc = sqlite3_step(s);
+        sqlite3_finalize(s);
+        if (rc == SQLITE_ROW || rc == SQLITE_DONE)
+            return 0;
+        if ((rc & 0xff) != SQLITE_BUSY || util_now() - start > STORE_BUSY_DEADLINE) {
+            store_fail(st, "cannot switch the database to WAL mode");
+            *err = xasprintf("%s: %s", path, st->err);
+            return -1;
+        }
+        store_sleep_ms(2 + attempt % 20);
+    }
+}
+
+/* The connection's settings and functions (tt_contains, the tt_words tokenizer), then the
+ * schema brought up to date. 0, or -1 with the error recorded. */
+static int store_setup(struct store *st, struct store_open_info *info)
+{
+    if (store_exec(st,
+                   "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; "
+                   "PRAGMA secure_delete = FAST;"
+                   "PRAGMA temp_store = MEMORY; PRAGMA cache_size = " TT_STR(STORE_CACHE_KIB) "; "
+                   "PRAGMA wal_autocheckpoint = " TT_STR(STORE_CKPT_PAGES),
+                   "cannot configure the database") != 0 ||
+        store_search_functions(st) != SQLITE_OK ||
+        (!(st->words = fts_words_register(st->db)) &&
+         (store_set_err(st, "this SQLite has no FTS5 full-text search (tokterm needs it)"), 1)) ||
+        store_migrate(st, &info->from_version) != 0) {
+        if (!st->err)
+            store_fail(st, "cannot set up the database");
+        return -1;
+    }
+    return 0;
+}
+
+struct store *store_open(const char *path, struct store_open_info *info, char **err)
+{
+    struct store_open_info dummy;
+    if (!info)
+        info = &dummy;
+    memset(info, 0, sizeof *info);
+    *err = NULL;
+    if (!path || !*path) {
+        *err = xstrdup("no database path given");
+        return NULL;
+    }
+    if (sqlite_dl_load(err) != 0)
+        return NULL;
+    if (store_prepare_file(path, info, err) != 0)
+        return NULL;
+
+    struct store *st = xcalloc(1, sizeof *st);
+    st->path = xstrdup(path);
+    st->cache_ttl = STORE_CACHE_DEFAULT_TTL;
+    st->cache_max = STORE_CACHE_DEFAULT_MAX;
+    snprintf(st->writer, sizeof st->writer, "%ld:%llu", (long)getpid(),
+             store_proc_start((long)getpid(), NULL));
+    if (store_connect(st, path, err) != 0 || store_wal(st, path, err) != 0) {
+        store_free(st);
+        return NULL;
+    }
+    if (store_setup(st, info) != 0) {
+        *err = xstrdup(st->err);
+        store_free(st);
+        return NULL;
+    }
+    info->version = STORE_SCHEMA_VERSION;
+    store_fix_modes(path, info);
+    int n = store_recover(st);
+    if (n < 0) {
+        *err = xstrdup(st->err);
+        store_free(st);
+        return NULL;
+    }
+    info->recovered = n;
+    st->last_commit = store_mono(st);
+    return st;
+}
+
+void store_close(struct store *st)
+{
+    if (!st)
+        return;
+    while (st->streams) {
+        int64_t id = st->streams->id;
+        if (store_message_finish(st, id, STORE_INTERRUPTED, NULL, NULL, NULL, NULL) != 0 &&
+            st->streams && st->streams->id == id) {
+            struct store_stream *s = st->streams; /* could not save: drop it */
+            st->streams = s->next;
+            buf_free(&s->text);
+            buf_free(&s->reasoning);
+            free(s);
+        }
+    }
+    if (st->n_touches && store_begin(st) == 0) /* store_begin applies them */
+        store_commit(st);
+    store_free(st);
+}
+
+const char *store_error(const struct store *st)
+{
+    return st && st->err ? st->err : "no error";
+}
+
+void store_set_clock(struct store *st, double (*mono)(void *), int64_t (*epoch)(void *), void *ud)
+{
+    st->mono = mono;
+    st->epoch = epoch;
+    st->clock_ud = ud;
+    st->last_commit = store_mono(st);
+}
+
+int store_schema_version(struct store *st)
+{
+    int v = -1;
+    store_pragma_int(st, "PRAGMA user_version", &v);
+    return v;
+}
+
+const char *store_status_name(enum store_status s)
+{
+    return (unsigned)s < TT_ARRAY_LEN(store_status_names) ? store_status_names[s] : "?";
+}
+
+int store_status_parse(const char *name)
+{
+    for (size_t i = 0; name && i < TT_ARRAY_LEN(store_status_names); i++)
+        if (strcmp(name, store_status_names[i]) == 0)
+            return (int)i;
+    return -1;
+}

@@ -1,0 +1,551 @@
+/* schema.c - the schema and its migrations, the database file (created 0600, modes
+ * tightened), and the recovery of answers whose writing process died. */
+#include "config.h"
+#include "store/store_int.h"
+
+#include "base/util.h"
+#include "base/xmalloc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---------------------------------------------------------------- schema */
+
+/* v1: conversations, messages, summaries, quota, response cache. Frozen: change the schema
+ * only by adding a step below (tests/unit/test_store.c keeps a copy to test migrations). */
+static const char store_schema_v1[] =
+    "PRAGMA application_id = 1953199213;\n" /* STORE_APP_ID */
+    "CREATE TABLE conversations(\n"
+    "  id INTEGER PRIMARY KEY,\n"
+    "  title TEXT,\n"
+    "  system_prompt TEXT,\n"
+    "  model TEXT,\n"
+    "  profile TEXT,\n"
+    "  created INTEGER NOT NULL,\n"
+    "  updated INTEGER NOT NULL);\n"
+    "CREATE INDEX conversations_updated ON conversations(updated, id);\n"
+    "CREATE TABLE messages(\n"
+    "  id INTEGER PRIMARY KEY,\n"
+    "  conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,\n"
+    "  role TEXT NOT NULL CHECK(role IN ('system','user','assistant','tool')),\n"
+    "  status TEXT NOT NULL DEFAULT 'complete' CHECK(status IN ('streaming','complete',\n"
+    "    'cancelled','error','truncated','interrupted')),\n"
+    "  created INTEGER NOT NULL,\n"
+    "  model TEXT,\n"
+    "  profile TEXT,\n"
+    "  host TEXT,\n"
+    "  finish_reason TEXT,\n"
+    "  prompt_tokens INTEGER,\n"
+    "  completion_tokens INTEGER,\n"
+    "  total_tokens INTEGER,\n"
+    "  ttft REAL,\n"
+    "  total_time REAL,\n"
+    "  tokens_per_s REAL,\n"
+    "  dns_time REAL,\n"
+    "  connect_time REAL,\n"
+    "  tls_time REAL,\n"
+    "  cached INTEGER NOT NULL DEFAULT 0,\n"
+    "  error TEXT,\n"
+    "  writer TEXT,\n"
+    "  reasoning TEXT,\n"
+    "  content TEXT NOT NULL DEFAULT '');\n"
+    "CREATE INDEX messages_conversation ON messages(conversation_id, id);\n"
+    "CREATE INDEX messages_created ON messages(created);\n"
+    "CREATE INDEX messages_streaming ON messages(status) WHERE status = 'streaming';\n"
+    "CREATE TABLE summaries(\n"
+    "  conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,\n"
+    "  first_message_id INTEGER NOT NULL,\n"
+    "  last_message_id INTEGER NOT NULL,\n"
+    "  model TEXT,\n"
+    "  tokens INTEGER,\n"
+    "  created INTEGER NOT NULL,\n"
+    "  summary TEXT NOT NULL,\n"
+    "  PRIMARY KEY(conversation_id, first_message_id, last_message_id));\n"
+    "CREATE TABLE quota(\n"
+    "  profile TEXT NOT NULL,\n"
+    "  key_label TEXT NOT NULL,\n"
+    "  limit_requests INTEGER,\n"
+    "  remaining_requests INTEGER,\n"
+    "  reset_requests REAL,\n"
+    "  limit_tokens INTEGER,\n"
+    "  remaining_tokens INTEGER,\n"
+    "  reset_tokens REAL,\n"
+    "  blocked_until REAL,\n"
+    "  extra TEXT,\n"
+    "  updated INTEGER NOT NULL,\n"
+    "  PRIMARY KEY(profile, key_label)) WITHOUT ROWID;\n"
+    "CREATE TABLE response_cache(\n"
+    "  id INTEGER PRIMARY KEY,\n"
+    "  key BLOB NOT NULL UNIQUE CHECK(length(key) = 32),\n"
+    "  created INTEGER NOT NULL,\n"
+    "  last_used INTEGER NOT NULL,\n"
+    "  hits INTEGER NOT NULL DEFAULT 0,\n"
+    "  size INTEGER NOT NULL,\n"
+    "  model TEXT,\n"
+    "  finish_reason TEXT,\n"
+    "  prompt_tokens INTEGER,\n"
+    "  completion_tokens INTEGER,\n"
+    "  total_tokens INTEGER,\n"
+    "  reasoning TEXT,\n"
+    "  content TEXT NOT NULL);\n"
+    "CREATE INDEX response_cache_lru ON response_cache(last_used, size);\n"
+    "CREATE INDEX response_cache_created ON response_cache(created);\n"
+    "CREATE TABLE cache_meta(\n"
+    "  id INTEGER PRIMARY KEY CHECK(id = 1),\n"
+    "  entries INTEGER NOT NULL,\n"
+    "  bytes INTEGER NOT NULL,\n"
+    "  hits INTEGER NOT NULL);\n"
+    "INSERT INTO cache_meta VALUES(1, 0, 0, 0);\n"
+    "CREATE TRIGGER response_cache_ai AFTER INSERT ON response_cache BEGIN\n"
+    "  UPDATE cache_meta SET entries = entries + 1, bytes = bytes + new.size WHERE id = 1;\n"
+    "END;\n"
+    "CREATE TRIGGER response_cache_ad AFTER DELETE ON response_cache BEGIN\n"
+    "  UPDATE cache_meta SET entries = entries - 1, bytes = bytes - old.size WHERE id = 1;\n"
+    "END;\n"
+    "CREATE TRIGGER response_cache_au AFTER UPDATE OF size ON response_cache BEGIN\n"
+    "  UPDATE cache_meta SET bytes = bytes - old.size + new.size WHERE id = 1;\n"
+    "END;\n";
+
+/* v2: trigram full-text index over message content. Answers still streaming are left out
+ * (they are indexed once, when they finish) so that batch commits stay cheap. */
+static const char store_schema_v2[] =
+    "CREATE VIRTUAL TABLE messages_fts USING fts5(content, content = 'messages',\n"
+    "  content_rowid = 'id', tokenize = 'trigram');\n"
+    "INSERT INTO messages_fts(rowid, content)\n"
+    "  SELECT id, content FROM messages WHERE status <> 'streaming';\n"
+    "CREATE TRIGGER messages_fts_ai AFTER INSERT ON messages\n"
+    "WHEN new.status <> 'streaming' BEGIN\n"
+    "  INSERT INTO messages_fts(rowid, content) VALUES(new.id, new.content);\n"
+    "END;\n"
+    "CREATE TRIGGER messages_fts_ad AFTER DELETE ON messages\n"
+    "WHEN old.status <> 'streaming' BEGIN\n"
+    "  INSERT INTO messages_fts(messages_fts, rowid, content) VALUES('delete', old.id, "
+    "old.content);\n"
+    "END;\n"
+    "CREATE TRIGGER messages_fts_au AFTER UPDATE OF content, status ON messages\n"
+    "WHEN old.content IS NOT new.content\n"
+    "  OR (old.status = 'streaming') <> (new.status = 'streaming') BEGIN\n"
+    "  INSERT INTO messages_fts(messages_fts, rowid, content)\n"
+    "    SELECT 'delete', old.id, old.content WHERE old.status <> 'streaming';\n"
+    "  INSERT INTO messages_fts(rowid, content)\n"
+    "    SELECT new.id, new.content WHERE new.status <> 'streaming';\n"
+    "END;\n";
+
+/* Trigger bodies that several schema steps share (they expand to the same SQL text). */
+/* Index the new row in the trigram index, or queue it in fts_pending when it is long (v3). */
+#define STORE_TRIG_FTS_INDEX_NEW                                                               \
+    "  INSERT INTO messages_fts(rowid, content) SELECT new.id, new.content\n"                   \
+    "    WHERE length(CAST(new.content AS BLOB)) <= 65536;\n"                                   \
+    "  INSERT OR IGNORE INTO fts_pending(message_id) SELECT new.id\n"                           \
+    "    WHERE length(CAST(new.content AS BLOB)) > 65536;\n"
+/* Take the row that holds new.id (about to be replaced) out of the trigram index and queue it
+ * for the next search (v5). */
+#define STORE_TRIG_FTS_TAKE_OUT_NEW_ID                                                         \
+    "  INSERT INTO messages_fts(messages_fts, rowid, content)\n"                                \
+    "    SELECT 'delete', id, content FROM messages WHERE id = new.id;\n"                       \
+    "  INSERT OR IGNORE INTO fts_pending(message_id) VALUES(new.id);\n"
+/* Queue the text of the row that holds new.id (about to be replaced) for the word index
+ * (v5). */
+#define STORE_TRIG_WORDS_QUEUE_NEW_ID                                                          \
+    "  INSERT INTO words_queue(message_id, old) SELECT id, content FROM messages\n"             \
+    "    WHERE id = new.id;\n"
+/* Queue the old text out of the word index and the row under its new id in (v5). */
+#define STORE_TRIG_WORDS_REQUEUE                                                               \
+    "  INSERT INTO words_queue(message_id, old) VALUES(old.id, old.content);\n"                 \
+    "  INSERT INTO words_queue(message_id) VALUES(new.id);\n"
+
+/* v3: a long message is indexed lazily. A message over 64 KiB that is inserted finished, or an
+ * answer over 64 KiB that finishes, is queued in fts_pending, and the next search indexes the
+ * queue first (store_fts_catch_up); shorter ones (nearly all) are indexed at once, as in v2.
+ * Finishing a very long answer then costs one small insert instead of trigram-indexing
+ * megabytes while the user waits (measured: 0.12 s and 6 MB for a 1.9 MB answer). Rows in the
+ * queue are not in the index yet, so the delete and update triggers leave the index alone for
+ * them. */
+static const char store_schema_v3[] =
+    "CREATE TABLE fts_pending(message_id INTEGER PRIMARY KEY);\n"
+    "DROP TRIGGER messages_fts_ai;\n"
+    "DROP TRIGGER messages_fts_ad;\n"
+    "DROP TRIGGER messages_fts_au;\n"
+    "CREATE TRIGGER messages_fts_ai AFTER INSERT ON messages\n"
+    "WHEN new.status <> 'streaming' BEGIN\n"
+    STORE_TRIG_FTS_INDEX_NEW
+    "END;\n"
+    "CREATE TRIGGER messages_fts_done AFTER UPDATE OF status ON messages\n"
+    "WHEN old.status = 'streaming' AND new.status <> 'streaming' BEGIN\n"
+    STORE_TRIG_FTS_INDEX_NEW
+    "END;\n"
+    "CREATE TRIGGER messages_fts_ad AFTER DELETE ON messages\n"
+    "WHEN old.status <> 'streaming' AND old.id NOT IN (SELECT message_id FROM fts_pending)\n"
+    "BEGIN\n"
+    "  INSERT INTO messages_fts(messages_fts, rowid, content) VALUES('delete', old.id, "
+    "old.content);\n"
+    "END;\n"
+    "CREATE TRIGGER messages_pending_ad AFTER DELETE ON messages BEGIN\n"
+    "  DELETE FROM fts_pending WHERE message_id = old.id;\n"
+    "END;\n"
+    "CREATE TRIGGER messages_fts_au AFTER UPDATE OF content ON messages\n"
+    "WHEN old.status <> 'streaming' AND new.status <> 'streaming'\n"
+    "  AND old.content IS NOT new.content\n"
+    "  AND old.id NOT IN (SELECT message_id FROM fts_pending) BEGIN\n"
+    "  INSERT INTO messages_fts(messages_fts, rowid, content) VALUES('delete', old.id, "
+    "old.content);\n"
+    "  INSERT INTO messages_fts(rowid, content) VALUES(new.id, new.content);\n"
+    "END;\n";
+
+/* v4: text of an answer still streaming is committed as parts (one row per batch), and folded
+ * into messages.content once, when the answer ends (or when recovery finds it interrupted).
+ * Appending to messages.content directly re-wrote the whole growing answer at every batch:
+ * quadratic in the answer's length (measured: 3,585 page writes for a 1.9 MB answer). */
+static const char store_schema_v4[] =
+    "CREATE TABLE message_parts(\n"
+    "  id INTEGER PRIMARY KEY,\n"
+    "  message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,\n"
+    "  reasoning INTEGER NOT NULL,\n"
+    "  text TEXT NOT NULL);\n"
+    "CREATE INDEX message_parts_message ON message_parts(message_id, id);\n";
+
+/* v5: the word index (fts_words.h), for fast searches of whole words of 5-16 characters.
+ * Its tokenizer is tokterm's own, so no trigger may touch the index: any other program that
+ * writes the messages (the sqlite3 shell) would fail with "no such tokenizer". The triggers
+ * queue the changes instead, in plain SQL, and a search applies the queue first
+ * (store_words_catch_up): a row to index, or the text of a row as it was before a change or a
+ * delete, which is what the index holds for it. A search uses the word index only when the
+ * queue is empty, so the index is never behind. Upgrading queues every message; the searches
+ * index them, STORE_WORDS_BATCH at a time. A message with a word of more than FTS_WORDS_LONG
+ * characters is listed in words_long instead of indexed, and searched through the trigram
+ * index. An INSERT OR REPLACE (no delete trigger fires for the row it replaces) and a change
+ * of id (also onto an existing id, with OR REPLACE) are queued as deletes and an insert. */
+static const char store_schema_v5[] =
+    "CREATE VIRTUAL TABLE messages_words USING fts5(content, content = 'messages',\n"
+    "  content_rowid = 'id', tokenize = 'tt_words');\n"
+    "CREATE TABLE words_queue(seq INTEGER PRIMARY KEY, message_id INTEGER NOT NULL, old TEXT);\n"
+    "CREATE TABLE words_long(message_id INTEGER PRIMARY KEY);\n"
+    "INSERT INTO words_queue(message_id) SELECT id FROM messages WHERE status <> 'streaming';\n"
+    /* the trigram index: a row replaced by INSERT OR REPLACE (no delete trigger fires for it)
+     * or by UPDATE OR REPLACE of an id, and a change of id, left its old text in the index
+     * (a later delete then corrupted it). Such a row is taken out and queued in fts_pending
+     * (the next search indexes it as it is then); the insert trigger leaves a queued id to
+     * the queue. */
+    "DROP TRIGGER messages_fts_ai;\n"
+    "CREATE TRIGGER messages_fts_ai AFTER INSERT ON messages\n"
+    "WHEN new.status <> 'streaming' AND new.id NOT IN (SELECT message_id FROM fts_pending)\n"
+    "BEGIN\n"
+    STORE_TRIG_FTS_INDEX_NEW
+    "END;\n"
+    "DROP TRIGGER messages_fts_done;\n"
+    "CREATE TRIGGER messages_fts_done AFTER UPDATE OF status ON messages\n"
+    "WHEN old.status = 'streaming' AND new.status <> 'streaming'\n"
+    "  AND new.id NOT IN (SELECT message_id FROM fts_pending) BEGIN\n"
+    STORE_TRIG_FTS_INDEX_NEW
+    "END;\n"
+    "DROP TRIGGER messages_fts_au;\n"
+    "CREATE TRIGGER messages_fts_au AFTER UPDATE OF content ON messages\n"
+    "WHEN old.status <> 'streaming' AND new.status <> 'streaming'\n"
+    "  AND old.content IS NOT new.content\n"
+    "  AND old.id NOT IN (SELECT message_id FROM fts_pending) BEGIN\n"
+    "  INSERT INTO messages_fts(messages_fts, rowid, content) VALUES('delete', old.id, "
+    "old.content);\n"
+    "  INSERT INTO messages_fts(rowid, content) SELECT new.id, new.content\n"
+    "    WHERE new.id NOT IN (SELECT message_id FROM fts_pending);\n"
+    "END;\n"
+    "CREATE TRIGGER messages_fts_bi BEFORE INSERT ON messages\n"
+    "WHEN EXISTS (SELECT 1 FROM messages WHERE id = new.id AND status <> 'streaming'\n"
+    "  AND id NOT IN (SELECT message_id FROM fts_pending)) BEGIN\n"
+    STORE_TRIG_FTS_TAKE_OUT_NEW_ID
+    "END;\n"
+    "CREATE TRIGGER messages_fts_bu BEFORE UPDATE OF id ON messages\n"
+    "WHEN old.id <> new.id AND EXISTS (SELECT 1 FROM messages WHERE id = new.id\n"
+    "  AND status <> 'streaming' AND id NOT IN (SELECT message_id FROM fts_pending)) BEGIN\n"
+    STORE_TRIG_FTS_TAKE_OUT_NEW_ID
+    "END;\n"
+    "CREATE TRIGGER messages_fts_id AFTER UPDATE OF id ON messages\n"
+    "WHEN old.id <> new.id AND old.content IS new.content BEGIN\n"
+    "  INSERT INTO messages_fts(messages_fts, rowid, content)\n"
+    "    SELECT 'delete', old.id, old.content WHERE old.status <> 'streaming'\n"
+    "    AND old.id NOT IN (SELECT message_id FROM fts_pending);\n"
+    "  DELETE FROM fts_pending WHERE message_id = old.id;\n"
+    "  INSERT OR IGNORE INTO fts_pending(message_id) SELECT new.id WHERE new.status <> "
+    "'streaming';\n"
+    "END;\n"
+    "CREATE TRIGGER messages_words_bi BEFORE INSERT ON messages\n"
+    "WHEN EXISTS (SELECT 1 FROM messages WHERE id = new.id AND status <> 'streaming')\n"
+    "BEGIN\n"
+    STORE_TRIG_WORDS_QUEUE_NEW_ID
+    "END;\n"
+    "CREATE TRIGGER messages_words_bu BEFORE UPDATE OF id ON messages\n"
+    "WHEN old.id <> new.id\n"
+    "  AND EXISTS (SELECT 1 FROM messages WHERE id = new.id AND status <> 'streaming') BEGIN\n"
+    STORE_TRIG_WORDS_QUEUE_NEW_ID
+    "END;\n"
+    "CREATE TRIGGER messages_words_id AFTER UPDATE OF id ON messages\n"
+    "WHEN old.id <> new.id AND old.status <> 'streaming' BEGIN\n"
+    STORE_TRIG_WORDS_REQUEUE
+    "END;\n"
+    "CREATE TRIGGER messages_words_ai AFTER INSERT ON messages\n"
+    "WHEN new.status <> 'streaming' BEGIN\n"
+    "  INSERT INTO words_queue(message_id) VALUES(new.id);\n"
+    "END;\n"
+    "CREATE TRIGGER messages_words_done AFTER UPDATE OF status ON messages\n"
+    "WHEN old.status = 'streaming' AND new.status <> 'streaming' BEGIN\n"
+    "  INSERT INTO words_queue(message_id) VALUES(new.id);\n"
+    "END;\n"
+    "CREATE TRIGGER messages_words_ad AFTER DELETE ON messages\n"
+    "WHEN old.status <> 'streaming' BEGIN\n"
+    "  INSERT INTO words_queue(message_id, old) VALUES(old.id, old.content);\n"
+    "END;\n"
+    "CREATE TRIGGER messages_words_au AFTER UPDATE OF content ON messages\n"
+    "WHEN old.status <> 'streaming' AND new.status <> 'streaming'\n"
+    "  AND old.content IS NOT new.content BEGIN\n"
+    STORE_TRIG_WORDS_REQUEUE
+    "END;\n";
+
+/* Migration steps: store_migrations[v] turns schema v-1 into v. Add v6 here. */
+static const char *const store_migrations[STORE_SCHEMA_VERSION + 1] = {
+    NULL,
+    store_schema_v1,
+    store_schema_v2,
+    store_schema_v3,
+    store_schema_v4,
+    store_schema_v5,
+};
+
+/* Bring the schema to STORE_SCHEMA_VERSION, one step per version, in one write transaction
+ * (re-checking the version inside it: another process may have just migrated). */
+int store_migrate(struct store *st, int *from)
+{
+    int v = 0;
+    if (store_pragma_int(st, "PRAGMA user_version", &v) != 0)
+        return store_fail(st, "cannot read the database");
+    *from = v;
+    if (v == STORE_SCHEMA_VERSION)
+        goto check_app;
+    if (v > STORE_SCHEMA_VERSION) {
+        store_set_err(st,
+                      "%s was written by a newer tokterm (schema version %d; this one knows up to "
+                      "%d): upgrade tokterm",
+                      st->path, v, STORE_SCHEMA_VERSION);
+        return -1;
+    }
+    if (store_begin(st) != 0)
+        return -1;
+    if (store_pragma_int(st, "PRAGMA user_version", &v) != 0)
+        return store_fail(st, "cannot read the database"), store_rollback(st);
+    *from = v;
+    if (v == 0) {
+        int tables = 0;
+        if (store_pragma_int(st, "SELECT count(*) FROM sqlite_schema", &tables) != 0)
+            return store_fail(st, "cannot read the database"), store_rollback(st);
+        if (tables > 0) {
+            store_set_err(st, "%s is an SQLite database of another program, not tokterm's",
+                          st->path);
+            return store_rollback(st);
+        }
+    }
+    for (int next = v + 1; next <= STORE_SCHEMA_VERSION; next++) {
+        char what[64];
+        snprintf(what, sizeof what, "cannot upgrade the database to schema version %d", next);
+        if (store_exec(st, store_migrations[next], what) != 0)
+            return store_rollback(st);
+    }
+    char sql[64];
+    snprintf(sql, sizeof sql, "PRAGMA user_version = %d", STORE_SCHEMA_VERSION);
+    if (store_exec(st, sql, "cannot record the schema version") != 0)
+        return store_rollback(st);
+    if (store_commit(st) != 0)
+        return -1;
+check_app:;
+    int app = 0;
+    if (store_pragma_int(st, "PRAGMA application_id", &app) != 0)
+        return store_fail(st, "cannot read the database");
+    if (app != STORE_APP_ID) {
+        store_set_err(st, "%s is an SQLite database of another program, not tokterm's", st->path);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- writer identity */
+
+unsigned long long store_proc_start(long pid, int *zombie)
+{
+    char path[64], data[1024];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, data, sizeof data - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    data[n] = '\0';
+    char *p = strrchr(data, ')'); /* the command name may hold spaces and parentheses */
+    if (!p)
+        return 0;
+    p++;
+    unsigned long long start = 0;
+    for (int field = 3; field <= 22; field++) {
+        while (*p == ' ')
+            p++;
+        if (field == 3 && zombie)
+            *zombie = *p == 'Z' || *p == 'X';
+        if (field == 22)
+            start = strtoull(p, NULL, 10);
+        while (*p && *p != ' ')
+            p++;
+    }
+    return start;
+}
+
+/* 1 when the process that wrote "pid:start" may still be running. */
+static int store_writer_alive(const char *writer)
+{
+    if (!writer)
+        return 0;
+    char *end;
+    long pid = strtol(writer, &end, 10);
+    if (pid <= 0 || *end != ':')
+        return 0;
+    unsigned long long start = strtoull(end + 1, NULL, 10);
+    int zombie = 0;
+    unsigned long long now = store_proc_start(pid, &zombie);
+    if (now)
+        return !zombie && (start == 0 || now == start);
+    if (store_proc_start((long)getpid(), NULL))
+        return 0; /* /proc works and has no such process */
+    return kill((pid_t)pid, 0) == 0 || errno == EPERM;
+}
+
+/* ---------------------------------------------------------------- the file */
+
+/* Tighten a file's mode to 0600; returns the old mode when it was looser, else 0. */
+static unsigned store_fix_mode(const char *path)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) || (sb.st_mode & 077) == 0)
+        return 0;
+    if (chmod(path, 0600) != 0)
+        return 0;
+    return (unsigned)(sb.st_mode & 07777);
+}
+
+int store_prepare_file(const char *path, struct store_open_info *info, char **err)
+{
+    char *dir = xstrdup(path), *slash = strrchr(dir, '/');
+    if (slash && slash != dir) {
+        *slash = '\0';
+        struct stat dsb;
+        if (stat(dir, &dsb) != 0 && util_mkdir_p(dir, 0700) != 0) {
+            *err = xasprintf("cannot create the directory %s: %s", dir, strerror(errno));
+            free(dir);
+            return -1;
+        }
+    }
+    free(dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+        info->created = 1;
+        fchmod(fd, 0600); /* the umask may have removed our own read/write bits */
+        close(fd);
+        return 0;
+    }
+    if (errno != EEXIST) {
+        *err = xasprintf("cannot create the database %s: %s%s", path, strerror(errno),
+                         errno == EACCES || errno == EROFS ? " (read-only location)" : "");
+        return -1;
+    }
+    struct stat sb;
+    if (stat(path, &sb) != 0) {
+        *err = xasprintf("cannot open the database %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        *err = xasprintf("cannot open the database %s: not a regular file", path);
+        return -1;
+    }
+    fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+        *err = xasprintf("cannot open the database %s for writing: %s%s", path, strerror(errno),
+                         errno == EACCES || errno == EROFS ? " (the file is read-only)" : "");
+        return -1;
+    }
+    close(fd);
+    return 0;
+}
+
+void store_fix_modes(const char *path, struct store_open_info *info)
+{
+    static const char *const suffixes[] = {"", "-wal", "-shm"};
+    for (size_t i = 0; i < TT_ARRAY_LEN(suffixes); i++) {
+        char *p = xasprintf("%s%s", path, suffixes[i]);
+        unsigned old = store_fix_mode(p); /* SQLite gives the WAL files the main file's mode */
+        if (old && !info->mode_fixed) {
+            info->old_mode = old;
+            info->mode_fixed = 1;
+        }
+        free(p);
+    }
+}
+
+/* ---------------------------------------------------------------- recovery */
+
+int store_recover(struct store *st)
+{
+    static const char q_list[] = "SELECT id, writer FROM messages WHERE status = 'streaming'";
+    static const char q_mark[] = "UPDATE messages SET status = 'interrupted', writer = NULL "
+                                 "WHERE id = ?1 AND status = 'streaming'";
+    /* Find candidates without a write lock: usually there are none. */
+    sqlite3_stmt *s = store_prep(st, q_list);
+    if (!s)
+        return -1;
+    int64_t *dead = NULL;
+    size_t n = 0, cap = 0;
+    int rc;
+    while ((rc = store_step(st, s)) == SQLITE_ROW) {
+        if (store_writer_alive((const char *)sqlite3_column_text(s, 1)))
+            continue;
+        if (n == cap)
+            dead = xrealloc(dead, (cap = cap ? cap * 2 : 8) * sizeof *dead);
+        dead[n++] = sqlite3_column_int64(s, 0);
+    }
+    store_done(st, s);
+    if (rc != SQLITE_DONE) {
+        free(dead);
+        return store_fail(st, "cannot look for interrupted answers");
+    }
+    if (n == 0)
+        return 0;
+    int changed = 0;
+    if (store_begin(st) != 0) {
+        free(dead);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (store_parts_fold(st, dead[i], NULL, NULL) != 0) {
+            free(dead);
+            return store_rollback(st);
+        }
+    sqlite3_stmt *u = store_prep(st, q_mark);
+    for (size_t i = 0; u && i < n; i++) {
+        sqlite3_bind_int64(u, 1, dead[i]);
+        rc = sqlite3_step(u);
+        store_done(st, u);
+        if (rc != SQLITE_DONE) {
+            free(dead);
+            store_fail(st, "cannot mark interrupted answers");
+            return store_rollback(st);
+        }
+        changed += sqlite3_changes(st->db);
+    }
+    free(dead);
+    if (!u)
+        return store_rollback(st);
+    if (store_commit(st) != 0)
+        return -1;
+    return changed;
+}

@@ -1,0 +1,158 @@
+/* store_int.h - private to src/store/: the connection (struct store) and the helpers the
+ * store's files share. Nothing outside src/store/ includes it; the public API is store.h.
+ *
+ * Files: db.c (connection, statements, transactions, clocks, checkpoint), schema.c (schema,
+ * migrations, the file, recovery), conv.c (conversations), message.c (messages and streamed
+ * answers), search.c, stats.c, cache.c, summary.c, quota.c. */
+#ifndef TT_STORE_INT_H
+#define TT_STORE_INT_H
+#include "store/store.h"
+
+#include "base/buf.h"
+#include "store/sqlite_dl.h" /* <sqlite3.h>, the library loaded on first open */
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define STORE_APP_ID 0x746b746d     /* "tktm" in PRAGMA application_id */
+#define STORE_BUSY_TIMEOUT_MS 5000  /* SQLite's own wait for a lock */
+#define STORE_BUSY_DEADLINE 30.0    /* seconds we keep retrying on SQLITE_BUSY in total */
+#define STORE_STMT_CACHE 64
+
+#define TT_XSTR(x) #x
+#define TT_STR(x) TT_XSTR(x)
+/* The page cache: 2 MiB (PRAGMA cache_size in KiB, negative); an answer of STORE_BIG_ANSWER
+ * bytes or more is written through STORE_BIG_CACHE_PAGES pages (store_message_finish). */
+#define STORE_CACHE_KIB -2048
+#define STORE_BIG_ANSWER (256 * 1024)
+#define STORE_BIG_CACHE_PAGES 50
+
+/* An answer this handle is streaming: text waiting for the next batch commit. */
+struct store_stream {
+    int64_t id, conversation_id;
+    struct buf text, reasoning;  /* appended since the last committed part */
+    size_t total;                /* bytes appended over the whole answer */
+    int has_reasoning;
+    struct store_stream *next;
+};
+
+/* A cache hit whose last_used/hits update waits for the next write transaction. */
+struct store_touch {
+    unsigned char key[STORE_CACHE_KEY_LEN];
+    int64_t when;
+    int64_t hits;
+};
+
+struct store_stmt {
+    const char *sql; /* identity: the address of a string literal in the store's files */
+    sqlite3_stmt *stmt;
+};
+
+struct store {
+    sqlite3 *db;
+    char *path;
+    char *err;
+    struct store_stmt stmts[STORE_STMT_CACHE];
+    size_t n_stmts;
+    double (*mono)(void *);
+    int64_t (*epoch)(void *);
+    void *clock_ud;
+    int64_t cache_ttl, cache_max;
+    int64_t cache_entry_max;  /* largest answer cached, bytes (0 = cache_max) */
+    struct store_stream *streams;
+    double last_commit; /* mono time of the last batch commit */
+    char writer[64];    /* "pid:starttime" of this process, stored on streaming rows */
+    struct store_touch *touches; /* pending cache-hit updates */
+    size_t n_touches, cap_touches;
+    int fts_rank;                /* tt_rank() registered on this connection (search) */
+    struct fts_words *words;     /* the tt_words tokenizer, registered at open */
+    pthread_t ckpt;              /* store_checkpoint_async's thread */
+    int ckpt_started;
+    int ckpt_done;               /* atomic: set by that thread as it ends */
+};
+
+/* "streaming", "complete", ... indexed by enum store_status (db.c). */
+extern const char *const store_status_names[STORE_INTERRUPTED + 1];
+
+/* ---- db.c: errors, clocks, statements, transactions */
+
+/* Record a printf-style message as the store's error. */
+void store_set_err(struct store *st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Record "what: sqlite message (hint)" and return -1. */
+int store_fail(struct store *st, const char *what);
+/* The store's clocks: monotonic seconds, unix seconds (store_set_clock). */
+double store_mono(struct store *st);
+int64_t store_epoch(struct store *st);
+/* A prepared statement for a string literal, kept for the life of the connection. The caller
+ * resets it with store_done(). NULL (error recorded) when it does not compile. */
+sqlite3_stmt *store_prep(struct store *st, const char *sql);
+/* Reset a statement from store_prep() (or finalize one that did not fit the cache). */
+void store_done(struct store *st, sqlite3_stmt *stmt);
+/* sqlite3_step, retried while a statement outside a transaction cannot start (SQLITE_BUSY). */
+int store_step(struct store *st, sqlite3_stmt *stmt);
+/* Run SQL without results (several statements allowed). 0 or -1 with the error recorded. */
+int store_exec(struct store *st, const char *sql, const char *what);
+/* BEGIN IMMEDIATE, waiting for other writers (pending cache-hit updates ride along). 0 or -1. */
+int store_begin(struct store *st);
+/* BEGIN IMMEDIATE without waiting: 0, or -1 when another connection holds the write lock. */
+int store_try_begin(struct store *st);
+/* COMMIT, retried on SQLITE_BUSY; rolls back and returns -1 when it fails. */
+int store_commit(struct store *st);
+/* Roll back after a failure; keeps the recorded error and returns -1. */
+int store_rollback(struct store *st);
+/* Run steps[0..n) inside the open write transaction, each with ?1 bound to *bind (when not
+ * NULL). On a failure: roll back, record what failed (unless what is NULL) and return -1. */
+int store_run_steps(struct store *st, const char *const *steps, size_t n, const int64_t *bind,
+                    const char *what);
+/* First column of the first row of sql (a PRAGMA or a count) into *out. 0 or -1. */
+int store_pragma_int(struct store *st, const char *sql, int *out);
+
+/* Bind NULL for NULL text, a negative count or negative seconds; else the value. */
+void store_bind_text(sqlite3_stmt *s, int i, const char *v);
+void store_bind_count(sqlite3_stmt *s, int i, int64_t v);
+void store_bind_seconds(sqlite3_stmt *s, int i, double v);
+/* A column as a malloc'd string (NULL for NULL), a count (-1), seconds (-1.0). */
+char *store_col_str(sqlite3_stmt *s, int i);
+int64_t store_col_count(sqlite3_stmt *s, int i);
+double store_col_seconds(sqlite3_stmt *s, int i);
+
+/* ---- schema.c: schema, the file, recovery */
+
+/* Bring the schema to STORE_SCHEMA_VERSION; *from gets the version found. 0 or -1. */
+int store_migrate(struct store *st, int *from);
+/* Create the file (0600) and its directory (0700) when missing and check it is a regular file
+ * we can write. 0 or -1 with *err set. */
+int store_prepare_file(const char *path, struct store_open_info *info, char **err);
+/* Tighten the modes of the database and its WAL files to 0600 (info records the old one). */
+void store_fix_modes(const char *path, struct store_open_info *info);
+/* Start time of a process from /proc (0 when unknown); *zombie (may be NULL) set when it has
+ * exited unreaped. */
+unsigned long long store_proc_start(long pid, int *zombie);
+
+/* ---- message.c */
+
+/* How an answer ended: what store_message_finish writes with the folded text. */
+struct store_fin {
+    enum store_status status;
+    const char *finish_reason, *error;
+    const struct store_usage *usage;
+    const struct store_timings *timings;
+};
+/* Fold the saved parts of answer id, then the buffered text of s (may be NULL), into the row
+ * (with fin, also how it ended). Inside a write transaction. 0, -1, or STORE_NOT_FOUND. */
+int store_parts_fold(struct store *st, int64_t id, const struct store_stream *s,
+                     const struct store_fin *fin);
+
+/* ---- search.c */
+
+/* Register the SQL function tt_contains(haystack, needle) on the connection. SQLITE_OK or an
+ * SQLite error code. */
+int store_search_functions(struct store *st);
+
+/* ---- cache.c */
+
+/* Write pending cache-hit updates inside the current write transaction (best effort). */
+void store_touch_apply(struct store *st);
+
+#endif
