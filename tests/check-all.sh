@@ -173,7 +173,7 @@ if command -v clang >/dev/null 2>&1; then
         (cd "$dir" && "$src/configure" -q CC=clang --enable-fuzzing >configure.out 2>&1); then
         (cd "$dir" && make -s -j"$jobs" fuzz-smoke FUZZ_SECONDS="${FUZZ_SECONDS:-30}" \
             >smoke.out 2>&1) || status=1
-        grep -vE '^PASS:' "$dir/smoke.out" | grep -E '^(FAIL|  )' | head -30
+        grep -E '^(FAIL|  )' "$dir/smoke.out" | grep -vE '^  (CC|CCLD|AR) ' | head -30
         p=$(grep -c '^PASS: fuzz_' "$dir/smoke.out") f=$(grep -c '^FAIL: fuzz_' "$dir/smoke.out")
         if [ "$p" -eq 0 ] && [ "$f" -eq 0 ]; then
             tail -20 "$dir/smoke.out"
