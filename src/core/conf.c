@@ -4,6 +4,7 @@
 #include "base/utf8.h"
 #include "base/util.h"
 #include "base/xmalloc.h"
+#include "text/ini.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -206,8 +207,8 @@ int conf_set(struct conf *c, const char *key, const char *value, struct buf *err
     return -1;
 }
 
-/* One parsed line of the file. */
-struct ini_line {
+/* One setting of the file (pieces of its text), or a section marker (key ""). */
+struct conf_line {
     int lineno;
     char *section;   /* NULL for top-level */
     char *key, *value;
@@ -232,7 +233,7 @@ static char *conf_section_name(char *s)
     return s;
 }
 
-static int conf_apply_section(struct conf *c, struct ini_line *lines, size_t n,
+static int conf_apply_section(struct conf *c, struct conf_line *lines, size_t n,
                                 const char *section, const char *path, struct buf *err)
 {
     for (size_t i = 0; i < n; i++) {
@@ -266,6 +267,74 @@ static void conf_clean(struct buf *b)
     buf_free(&t);
 }
 
+/* What conf_read_line gathers from the file. */
+struct conf_reader {
+    const char *path;
+    struct buf *err, *warn;
+    struct conf_line *lines; /* the settings, in order, and a marker for each section */
+    size_t n, cap;
+    char *section;           /* the current section's profile name; NULL at the top */
+    char *chosen;            /* the top-level "profile =" */
+};
+
+/* One line of the config file (an ini_handler): the message of a malformed line, else the
+ * setting or section marker remembered for conf_apply_section. */
+static int conf_read_line(void *ud, struct ini_line *l)
+{
+    struct conf_reader *r = ud;
+    const char *path = r->path;
+    int lineno = l->lineno;
+    char *key, *value;
+    if (l->type == INI_ERROR) {
+        if (l->error == INI_ERR_SECTION)
+            buf_printf(r->err, "%s:%d: a section header must look like [name]", path, lineno);
+        else if (l->error == INI_ERR_NO_EQUALS)
+            buf_printf(r->err, "%s:%d: expected 'key = value', got '%.40s'", path, lineno,
+                       l->text);
+        else /* a NUL byte: conf_load refuses the file before */
+            buf_printf(r->err, "%s:%d: not a text file", path, lineno);
+        return -1;
+    }
+    if (l->type == INI_SECTION) {
+        r->section = conf_section_name(l->section);
+        if (!*r->section) {
+            buf_printf(r->err, "%s:%d: empty section name", path, lineno);
+            return -1;
+        }
+        /* A marker line (empty key) remembers the section even when it has no keys. */
+        key = value = "";
+    } else {
+        key = l->key;
+        value = l->value;
+        conf_unquote(value);
+        if (!*key) {
+            buf_printf(r->err, "%s:%d: missing key before '='", path, lineno);
+            return -1;
+        }
+    }
+    if (*key && strcmp(key, "profile") == 0) {
+        if (r->section)
+            buf_printf(r->warn, "%s:%d: 'profile' only means something at the top\n", path,
+                       lineno);
+        else
+            r->chosen = value;
+        return 0;
+    }
+    if (*key && !conf_find(key)) {
+        buf_printf(r->warn, "%s:%d: unknown option '%s' ignored\n", path, lineno, key);
+        return 0;
+    }
+    if (strcmp(key, "api_key") == 0) {
+        struct stat st;
+        if (stat(path, &st) == 0 && (st.st_mode & 077))
+            buf_printf(r->warn, "%s holds an API key and other users can read it: chmod 600 %s\n",
+                       path, path);
+    }
+    XGROW(r->lines, r->n + 1, r->cap);
+    r->lines[r->n++] = (struct conf_line){lineno, r->section, key, value};
+    return 0;
+}
+
 int conf_load(struct conf *c, const char *path, const char *explicit_profile,
                 struct buf *err, struct buf *warn)
 {
@@ -288,74 +357,11 @@ int conf_load(struct conf *c, const char *path, const char *explicit_profile,
         free(text);
         return -1;
     }
-    struct ini_line *lines = NULL;
-    size_t n = 0, cap = 0;
-    char *section = NULL, *chosen = NULL;
-    int lineno = 0, rc = 0;
-    for (char *line = text, *next; line && *line; line = next) {
-        next = strchr(line, '\n');
-        if (next)
-            *next++ = '\0';
-        lineno++;
-        char *s = util_trim(line), *key, *value;
-        if (*s == '\0' || *s == '#' || *s == ';')
-            continue;
-        if (*s == '[') {
-            char *close = strchr(s, ']');
-            if (!close || util_trim(close + 1)[0] != '\0') {
-                buf_printf(err, "%s:%d: a section header must look like [name]", path, lineno);
-                rc = -1;
-                break;
-            }
-            *close = '\0';
-            section = conf_section_name(s + 1);
-            if (!*section) {
-                buf_printf(err, "%s:%d: empty section name", path, lineno);
-                rc = -1;
-                break;
-            }
-            /* A marker line (empty key) remembers the section even when it has no keys. */
-            key = value = "";
-        } else {
-            char *eq = strchr(s, '=');
-            if (!eq) {
-                buf_printf(err, "%s:%d: expected 'key = value', got '%.40s'", path, lineno, s);
-                rc = -1;
-                break;
-            }
-            *eq = '\0';
-            key = util_trim(s);
-            value = util_trim(eq + 1);
-            conf_unquote(value);
-            if (!*key) {
-                buf_printf(err, "%s:%d: missing key before '='", path, lineno);
-                rc = -1;
-                break;
-            }
-        }
-        if (*key && strcmp(key, "profile") == 0) {
-            if (section)
-                buf_printf(warn, "%s:%d: 'profile' only means something at the top\n", path, lineno);
-            else
-                chosen = value;
-            continue;
-        }
-        if (*key && !conf_find(key)) {
-            buf_printf(warn, "%s:%d: unknown option '%s' ignored\n", path, lineno, key);
-            continue;
-        }
-        if (strcmp(key, "api_key") == 0) {
-            struct stat st;
-            if (stat(path, &st) == 0 && (st.st_mode & 077))
-                buf_printf(warn, "%s holds an API key and other users can read it: chmod 600 %s\n",
-                           path, path);
-        }
-        if (n == cap) {
-            cap = cap ? cap * 2 : 32;
-            lines = xrealloc(lines, cap * sizeof *lines);
-        }
-        lines[n++] = (struct ini_line){lineno, section, key, value};
-    }
+    struct conf_reader r = {.path = path, .err = err, .warn = warn};
+    int rc = ini_parse(text, len, 0, conf_read_line, &r, NULL) == 0 ? 0 : -1;
+    struct conf_line *lines = r.lines;
+    size_t n = r.n;
+    const char *chosen = r.chosen;
     const char *profile = explicit_profile ? explicit_profile : chosen;
     if (rc == 0)
         rc = conf_apply_section(c, lines, n, NULL, path, err);

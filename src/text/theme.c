@@ -1,6 +1,7 @@
 /* theme.c - theme files, slot inheritance and colour downgrading (no curses). */
 #include "config.h"
 #include "text/theme.h"
+#include "text/ini.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -267,121 +268,132 @@ static char *base_name(const char *file)
     return xstrndup(b, n);
 }
 
+/* What theme_read_line gathers from a theme file. */
+struct theme_reader {
+    struct theme *t;
+    const char *file;
+    struct buf warnings;
+    char *msg;        /* the error that ends the file */
+    int section;      /* 0 before any, 1 in [theme], 2 in another (ignored) */
+    int seen_theme;
+    int content;      /* a line that is not blank or a comment */
+};
+
+/* The message of a malformed line. */
+static char *theme_line_error(const char *file, const struct ini_line *l)
+{
+    switch (l->error) {
+    case INI_ERR_NUL:
+        return xasprintf("%s:%d: binary data (NUL byte); not a theme file", file, l->lineno);
+    case INI_ERR_UTF8:
+        return xasprintf("%s:%d: invalid UTF-8; not a theme file", file, l->lineno);
+    case INI_ERR_CONTROL:
+        return xasprintf("%s:%d: control character 0x%02x; not a theme file", file, l->lineno,
+                         l->byte);
+    case INI_ERR_SECTION:
+        return xasprintf("%s:%d: malformed section header '%s' (expected [theme])", file,
+                         l->lineno, l->text);
+    default:
+        return xasprintf("%s:%d: missing '=' (expected 'slot = colour [colour] "
+                         "[attributes]', got '%s')", file, l->lineno, l->text);
+    }
+}
+
+/* One "key = value" of the [theme] section: the name, or a slot's style. */
+static char *theme_setting(struct theme_reader *r, int lineno, char *key, char *value)
+{
+    const char *file = r->file;
+    struct theme *t = r->t;
+    for (char *p = key; *p; p++)
+        *p = (char)tolower((unsigned char)*p);
+    int slot;
+    if (*key == '\0')
+        return xasprintf("%s:%d: missing slot name before '='", file, lineno);
+    if (strcmp(key, "name") == 0) {
+        if (*value == '\0' || !printable_name(value) || strlen(value) > 64)
+            return xasprintf("%s:%d: bad theme name '%s' (letters, digits, - _ . only)", file,
+                             lineno, value);
+        free(t->name);
+        t->name = xstrdup(value);
+    } else if (strcmp(key, "description") == 0) {
+        /* free text for people reading the file */
+    } else if ((slot = theme_slot_from_name(key)) < 0) {
+        buf_printf(&r->warnings, "%s:%d: unknown slot '%s' ignored\n", file, lineno, key);
+    } else {
+        for (char *p = value; *p; p++)
+            *p = (char)tolower((unsigned char)*p);
+        char *why = parse_style(value, key, &t->slot[slot]);
+        if (why) {
+            char *msg = xasprintf("%s:%d: %s", file, lineno, why);
+            free(why);
+            return msg;
+        }
+        t->set[slot] = 1;
+    }
+    return NULL;
+}
+
+/* One line of a theme file (an ini_handler). */
+static int theme_read_line(void *ud, struct ini_line *l)
+{
+    struct theme_reader *r = ud;
+    if (l->type == INI_ERROR) {
+        r->msg = theme_line_error(r->file, l);
+        return 1;
+    }
+    r->content = 1;
+    if (l->type == INI_SECTION) {
+        r->section = strcmp(l->section, "theme") == 0 ? 1 : 2;
+        if (r->section == 1)
+            r->seen_theme = 1;
+        else
+            buf_printf(&r->warnings, "%s:%d: unknown section [%s] ignored\n", r->file,
+                       l->lineno, l->section);
+        return 0;
+    }
+    if (r->section == 0)
+        r->msg = xasprintf("%s:%d: setting before the [theme] section", r->file, l->lineno);
+    else if (r->section == 1) /* lines of an unknown section were reported with it */
+        r->msg = theme_setting(r, l->lineno, l->key, l->value);
+    return r->msg != NULL;
+}
+
 struct theme *theme_parse(const char *text, size_t len, const char *file, char **err,
                           char **warn)
 {
-    struct theme *t = xcalloc(1, sizeof(*t));
-    struct buf warnings = BUF_INIT;
-    char *msg = NULL;
-    int lineno = 0, section = 0, seen_theme = 0, content = 0;
-    size_t pos = 0;
-    if (!file)
-        file = "theme";
+    struct theme_reader r = {.t = xcalloc(1, sizeof(struct theme)),
+                             .file = file ? file : "theme",
+                             .warnings = BUF_INIT};
     *err = NULL;
     if (warn)
         *warn = NULL;
-    while (pos < len && !msg) {
-        const char *nl = memchr(text + pos, '\n', len - pos);
-        size_t end = nl ? (size_t)(nl - text) : len;
-        lineno++;
-        char *line = xstrndup(text + pos, end - pos);
-        size_t raw_len = end - pos;
-        pos = nl ? end + 1 : len;
-        if (strlen(line) != raw_len) {
-            msg = xasprintf("%s:%d: binary data (NUL byte); not a theme file", file, lineno);
-        } else if (!utf8_valid(line, raw_len)) {
-            msg = xasprintf("%s:%d: invalid UTF-8; not a theme file", file, lineno);
-        }
-        for (char *p = line; !msg && *p; p++) {
-            if ((unsigned char)*p < 0x20 && *p != '\t' && *p != '\r')
-                msg = xasprintf("%s:%d: control character 0x%02x; not a theme file", file,
-                                lineno, (unsigned char)*p);
-        }
-        char *s = util_trim(line);
-        if (msg || *s == '\0' || *s == '#' || *s == ';') {
-            free(line);
-            continue;
-        }
-        content = 1;
-        if (*s == '[') {
-            char *close = strchr(s, ']');
-            if (!close || close[1] != '\0') {
-                msg = xasprintf("%s:%d: malformed section header '%s' (expected [theme])", file,
-                                lineno, s);
-            } else {
-                *close = '\0';
-                char *name = util_trim(s + 1);
-                section = strcmp(name, "theme") == 0 ? 1 : 2;
-                if (section == 1)
-                    seen_theme = 1;
-                else
-                    buf_printf(&warnings, "%s:%d: unknown section [%s] ignored\n", file, lineno,
-                               name);
-            }
-            free(line);
-            continue;
-        }
-        char *eq = strchr(s, '=');
-        if (!eq) {
-            msg = xasprintf("%s:%d: missing '=' (expected 'slot = colour [colour] "
-                            "[attributes]', got '%s')", file, lineno, s);
-        } else if (section == 0) {
-            msg = xasprintf("%s:%d: setting before the [theme] section", file, lineno);
-        } else if (section == 2) {
-            /* lines of an unknown section were reported with the section */
-        } else {
-            *eq = '\0';
-            char *key = util_trim(s), *value = util_trim(eq + 1);
-            for (char *p = key; *p; p++)
-                *p = (char)tolower((unsigned char)*p);
-            int slot;
-            if (*key == '\0') {
-                msg = xasprintf("%s:%d: missing slot name before '='", file, lineno);
-            } else if (strcmp(key, "name") == 0) {
-                if (*value == '\0' || !printable_name(value) || strlen(value) > 64)
-                    msg = xasprintf("%s:%d: bad theme name '%s' (letters, digits, - _ . only)",
-                                    file, lineno, value);
-                else {
-                    free(t->name);
-                    t->name = xstrdup(value);
-                }
-            } else if (strcmp(key, "description") == 0) {
-                /* free text for people reading the file */
-            } else if ((slot = theme_slot_from_name(key)) < 0) {
-                buf_printf(&warnings, "%s:%d: unknown slot '%s' ignored\n", file, lineno, key);
-            } else {
-                for (char *p = value; *p; p++)
-                    *p = (char)tolower((unsigned char)*p);
-                char *why = parse_style(value, key, &t->slot[slot]);
-                if (why) {
-                    msg = xasprintf("%s:%d: %s", file, lineno, why);
-                    free(why);
-                } else {
-                    t->set[slot] = 1;
-                }
-            }
-        }
-        free(line);
-    }
-    if (!msg && !content)
-        msg = xasprintf("%s:%d: empty theme file (expected a [theme] section)", file,
-                        lineno ? lineno : 1);
-    else if (!msg && !seen_theme)
-        msg = xasprintf("%s:%d: no [theme] section", file, lineno);
-    if (msg) {
-        *err = msg;
-        buf_free(&warnings);
-        theme_free(t);
+    char *copy = xmalloc(len + 1); /* the reader cuts it into pieces */
+    if (len)
+        memcpy(copy, text, len);
+    copy[len] = '\0';
+    int lineno = 0;
+    ini_parse(copy, len, INI_TEXT_ONLY, theme_read_line, &r, &lineno);
+    free(copy);
+    if (!r.msg && !r.content)
+        r.msg = xasprintf("%s:%d: empty theme file (expected a [theme] section)", r.file,
+                          lineno ? lineno : 1);
+    else if (!r.msg && !r.seen_theme)
+        r.msg = xasprintf("%s:%d: no [theme] section", r.file, lineno);
+    if (r.msg) {
+        *err = r.msg;
+        buf_free(&r.warnings);
+        theme_free(r.t);
         return NULL;
     }
+    struct theme *t = r.t;
     if (!t->name)
-        t->name = base_name(file);
-    if (warn && warnings.len) {
-        if (warnings.data[warnings.len - 1] == '\n')
-            warnings.data[--warnings.len] = '\0';
-        *warn = buf_take(&warnings);
+        t->name = base_name(r.file);
+    if (warn && r.warnings.len) {
+        if (r.warnings.data[r.warnings.len - 1] == '\n')
+            r.warnings.data[--r.warnings.len] = '\0';
+        *warn = buf_take(&r.warnings);
     }
-    buf_free(&warnings);
+    buf_free(&r.warnings);
     return t;
 }
 
