@@ -104,6 +104,20 @@ int util_write_all(int fd, const char *s, size_t n)
     return 0;
 }
 
+void util_wipe(void *p, size_t n)
+{
+    if (p && n)
+        explicit_bzero(p, n);
+}
+
+void util_free_secret(char *s)
+{
+    if (s) {
+        util_wipe(s, strlen(s));
+        free(s);
+    }
+}
+
 char *util_trim(char *s)
 {
     while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n')

@@ -22,6 +22,13 @@ int util_mkdir_p(const char *path, unsigned mode);
  * half written). Returns 0, or -1 with errno (EPIPE when the reader went away). */
 int util_write_all(int fd, const char *s, size_t n);
 
+/* Overwrite n bytes at p with zeros in a way the compiler may not drop as a dead store
+ * (explicit_bzero): for keys and anything holding one, before it is freed or goes out of
+ * scope. p may be NULL when n is 0. */
+void util_wipe(void *p, size_t n);
+/* Wipe the string s (up to its NUL) and free it; NULL is fine. */
+void util_free_secret(char *s);
+
 /* Strip leading and trailing ASCII white space in place; returns s. */
 char *util_trim(char *s);
 

@@ -89,6 +89,7 @@ static char **doctor_profiles(const char *text, size_t *n)
 {
     char **names = NULL;
     *n = 0;
+    size_t size = strlen(text);
     char *copy = xstrdup(text);
     for (char *save = NULL, *line = strtok_r(copy, "\n", &save); line;
          line = strtok_r(NULL, "\n", &save)) {
@@ -117,6 +118,7 @@ static char **doctor_profiles(const char *text, size_t *n)
         names = xrealloc(names, (*n + 1) * sizeof *names);
         names[(*n)++] = xstrdup(s);
     }
+    util_wipe(copy, size); /* the config text may hold an api_key */
     free(copy);
     return names;
 }
@@ -149,6 +151,8 @@ static int doctor_config(struct doctor *d, const char *path, char ***names, size
         size_t len;
         char *text = util_read_file(path, &len, 4 << 20);
         *names = doctor_profiles(text ? text : "", n);
+        if (text)
+            util_wipe(text, len); /* it may hold an api_key */
         free(text);
         struct buf list = BUF_INIT;
         for (size_t i = 0; i < *n; i++)
@@ -458,10 +462,7 @@ static void doctor_endpoint(struct doctor *d, const struct conf *c, const char *
     else if (doctor_transport(d, c, prof, host, https, &r) == 0)
         doctor_http(d, c, prof, shown, key, &r);
     net_probe_result_free(&r);
-    if (auth) {
-        memset(auth, 0, strlen(auth));
-        free(auth);
-    }
+    util_free_secret(auth);
 out:
     free(host);
     free(shown);
@@ -521,10 +522,7 @@ static void doctor_profile(struct doctor *d, const char *cfgpath, const char *na
     }
     if (!d->offline)
         doctor_endpoint(d, &c, prof, key);
-    if (key) {
-        memset(key, 0, strlen(key));
-        free(key);
-    }
+    util_free_secret(key);
 out:
     conf_free(&c);
     buf_free(&err);

@@ -92,15 +92,21 @@ void conf_defaults(struct conf *c)
     c->breaker_cooldown = 30;
 }
 
+/* Free the string option *p of o; api_key is wiped first. */
+static void conf_free_str(const struct opt *o, char **p)
+{
+    if (o->off == offsetof(struct conf, api_key))
+        util_free_secret(*p);
+    else
+        free(*p);
+    *p = NULL;
+}
+
 void conf_free(struct conf *c)
 {
     for (size_t i = 0; i < TT_ARRAY_LEN(conf_opts); i++)
         if (conf_opts[i].type == OPT_STR) {
-            char **p = conf_str(c, &conf_opts[i]);
-            if (*p && conf_opts[i].off == offsetof(struct conf, api_key))
-                memset(*p, 0, strlen(*p));
-            free(*p);
-            *p = NULL;
+            conf_free_str(&conf_opts[i], conf_str(c, &conf_opts[i]));
         }
     free(c->profile);
     free(c->path);
@@ -166,7 +172,7 @@ int conf_set(struct conf *c, const char *key, const char *value, struct buf *err
             return -1;
         }
         char **p = conf_str(c, o);
-        free(*p);
+        conf_free_str(o, p);
         *p = xstrdup(value);
         return 0;
     }
@@ -354,6 +360,7 @@ int conf_load(struct conf *c, const char *path, const char *explicit_profile,
     }
     if (memchr(text, '\0', len)) {
         buf_printf(err, "%s: not a text file (it contains NUL bytes)", path);
+        util_wipe(text, len);
         free(text);
         return -1;
     }
@@ -386,6 +393,7 @@ int conf_load(struct conf *c, const char *path, const char *explicit_profile,
     conf_clean(err);
     conf_clean(warn);
     free(lines);
+    util_wipe(text, len); /* it may hold an api_key */
     free(text);
     if (rc == 0) {
         free(c->path);
@@ -422,6 +430,7 @@ static char *conf_run_key_cmd(const char *cmd, struct buf *err)
         buf_printf(err, "api_key_cmd could not run: %s", strerror(errno));
         return NULL;
     }
+    setvbuf(p, NULL, _IONBF, 0); /* the key is read into line only, no stdio buffer */
     char line[4096];
     size_t got = fread(line, 1, sizeof line - 1, p);
     line[got] = '\0';
@@ -433,11 +442,11 @@ static char *conf_run_key_cmd(const char *cmd, struct buf *err)
     if (st != 0 || !*key) {
         buf_printf(err, "api_key_cmd %s", st != 0 ? "failed (non-zero exit status)"
                                                   : "printed nothing");
-        memset(line, 0, sizeof line);
+        util_wipe(line, sizeof line);
         return NULL;
     }
     char *out = xstrdup(key);
-    memset(line, 0, sizeof line);
+    util_wipe(line, sizeof line);
     return out;
 }
 
@@ -458,10 +467,8 @@ char *conf_api_key(const struct conf *c, struct buf *err)
 void conf_pool_free(char **labels, char **values, int n)
 {
     for (int i = 0; i < n; i++) {
-        if (values && values[i]) {
-            memset(values[i], 0, strlen(values[i]));
-            free(values[i]);
-        }
+        if (values)
+            util_free_secret(values[i]);
         if (labels)
             free(labels[i]);
     }

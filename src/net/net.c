@@ -1,6 +1,7 @@
 /* net.c - the network thread (see net.h). */
 #include "config.h"
 #include "net/net.h"
+#include "net/probe.h"
 #include "net/queue.h"
 #include "proto/sse.h"
 #include "base/util.h"
@@ -99,12 +100,7 @@ void net_request_free(struct net_request *rq)
 {
     if (!rq)
         return;
-    if (rq->auth_value) {
-        volatile char *p = rq->auth_value;
-        while (*p)
-            *p++ = 0;
-        free(rq->auth_value);
-    }
+    util_free_secret(rq->auth_value);
     free(rq->url);
     free(rq->body);
     free(rq->auth_name);
@@ -113,10 +109,7 @@ void net_request_free(struct net_request *rq)
     free(rq->quota_seed);
     free(rq->key_env);
     for (size_t i = 0; i < rq->n_keys; i++) {
-        volatile char *p = rq->keys[i].auth_value;
-        while (p && *p)
-            *p++ = 0;
-        free(rq->keys[i].auth_value);
+        util_free_secret(rq->keys[i].auth_value);
         free(rq->keys[i].label);
     }
     free(rq->keys);
@@ -375,8 +368,7 @@ static int net_xfer_start(struct net *n, struct xfer *x)
     if (rq->auth_name && auth) {
         char *h = xasprintf("%s: %s", rq->auth_name, auth);
         x->hdrs = curl_slist_append(x->hdrs, h);
-        memset(h, 0, strlen(h));
-        free(h);
+        util_free_secret(h);
     }
     curl_easy_setopt(e, CURLOPT_URL, rq->url);
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->hdrs);
@@ -569,7 +561,7 @@ static void net_xfer_release(struct net *n, struct xfer *x)
         curl_multi_remove_handle(n->multi, x->easy);
         curl_easy_cleanup(x->easy);
     }
-    curl_slist_free_all(x->hdrs);
+    net_headers_free(x->hdrs);
     sse_free(&x->sse);
     api_stream_free(&x->api);
     buf_free(&x->body);

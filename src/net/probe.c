@@ -3,6 +3,7 @@
 #include "net/probe.h"
 
 #include "net/curl_dl.h"
+#include "base/util.h"
 #include "base/xmalloc.h"
 
 #include <stdio.h>
@@ -40,6 +41,13 @@ int net_answers(const char *url, long timeout_ms)
         fclose(devnull);
     curl_easy_cleanup(e);
     return ok;
+}
+
+void net_headers_free(struct curl_slist *headers)
+{
+    for (struct curl_slist *h = headers; h; h = h->next)
+        util_wipe(h->data, strlen(h->data));
+    curl_slist_free_all(headers);
 }
 
 void net_library_cleanup(void)
@@ -159,7 +167,7 @@ int net_probe(const struct net_probe_request *req, struct net_probe_result *out)
     out->total_ms = net_probe_ms(e, CURLINFO_TOTAL_TIME_T);
     curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &out->status);
     out->failure = net_probe_failure_of(res, out->connect_ms);
-    curl_slist_free_all(hdrs);
+    net_headers_free(hdrs);
     curl_easy_cleanup(e);
     return 0;
 }

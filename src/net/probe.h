@@ -14,6 +14,10 @@ char *net_library_version(const char **why);
 /* Does GET url answer 200 within timeout_ms? 1 yes, 0 no (nothing, an error, libcurl missing). */
 int net_answers(const char *url, long timeout_ms);
 
+struct curl_slist;
+/* For net/: wipe each line of a header list (one may carry a key) and free the list. */
+void net_headers_free(struct curl_slist *headers);
+
 /* At the very end of the process: libcurl's global cleanup, when it was loaded. */
 void net_library_cleanup(void);
 

@@ -2,6 +2,7 @@
 #include "config.h"
 #include "base/buf.h"
 #include "tap.h"
+#include "base/util.h"
 #include "base/xmalloc.h"
 
 #include <signal.h>
@@ -87,5 +88,14 @@ int main(void)
     int st = 0;
     waitpid(pid, &st, 0);
     TAP_OK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT, "XGROW aborts on a size that overflows");
+
+    /* util_wipe: zeros exactly n bytes; util_free_secret takes NULL. */
+    char secret[8] = "sk-abcd";
+    util_wipe(secret + 3, 3);
+    TAP_OK(memcmp(secret, "sk-\0\0\0d", 8) == 0, "util_wipe zeroes exactly n bytes");
+    util_wipe(NULL, 0);
+    util_free_secret(NULL);
+    util_free_secret(xstrdup("sk-secret"));
+    TAP_OK(1, "util_wipe(NULL, 0) and util_free_secret(NULL) are no-ops");
     return tap_done();
 }
