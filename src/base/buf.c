@@ -4,18 +4,23 @@
 #include "base/xmalloc.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 void buf_reserve(struct buf *b, size_t extra)
 {
+    if (extra >= SIZE_MAX - b->len)
+        xmalloc_die(SIZE_MAX); /* len + extra + 1 would wrap */
     size_t need = b->len + extra + 1;
     if (need <= b->cap)
         return;
     size_t cap = b->cap ? b->cap : 64;
     while (cap < need)
-        cap = cap < ((size_t)1 << 30) ? cap * 2 : cap + ((size_t)1 << 30);
+        cap = cap < ((size_t)1 << 30)                  ? cap * 2
+              : cap <= SIZE_MAX - ((size_t)1 << 30) ? cap + ((size_t)1 << 30)
+                                                    : need;
     if (cap >= XMALLOC_HUGE_MIN) {
         /* A long answer: a new block in huge pages each time it doubles (the copy is cheaper
          * than faulting in the new half page by page). */

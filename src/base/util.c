@@ -34,10 +34,7 @@ char *util_read_file(const char *path, size_t *len, size_t max_bytes)
     size_t cap = 4096, n = 0;
     char *p = xmalloc(cap);
     for (;;) {
-        if (n + 1 >= cap) {
-            cap *= 2;
-            p = xrealloc(p, cap);
-        }
+        XGROW(p, n + 2, cap); /* room for a byte and the NUL */
         size_t k = fread(p + n, 1, cap - n - 1, f);
         n += k;
         if (max_bytes && n > max_bytes) {

@@ -10,7 +10,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-static void xmalloc_die(size_t n)
+void xmalloc_die(size_t n)
 {
     char msg[96];
     int len = snprintf(msg, sizeof msg, "tokterm: out of memory (%zu bytes)\n", n);
@@ -110,9 +110,14 @@ void *xgrow(void *p, size_t need, size_t *cap, size_t elem)
         else
             n *= 2;
     }
-    if (elem && n > SIZE_MAX / elem)
-        xmalloc_die(SIZE_MAX);
-    p = xrealloc(p, n * elem);
+    p = xreallocarray(p, n, elem);
     *cap = n;
     return p;
+}
+
+void *xreallocarray(void *p, size_t n, size_t elem)
+{
+    if (elem && n > SIZE_MAX / elem)
+        xmalloc_die(SIZE_MAX);
+    return xrealloc(p, n * elem);
 }

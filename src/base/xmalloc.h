@@ -3,6 +3,8 @@
 #define TT_XMALLOC_H
 #include <stddef.h>
 
+/* "tokterm: out of memory (n bytes)" on stderr, then abort(). */
+void xmalloc_die(size_t n) __attribute__((noreturn));
 void *xmalloc(size_t n);
 void *xcalloc(size_t nmemb, size_t size);
 void *xrealloc(void *p, size_t n);
@@ -20,10 +22,19 @@ void *huge_alloc(size_t n);
  * and the page's last 4 KiB is then resident too. 0 otherwise (no THP, none free). */
 int huge_is_huge(void *p);
 void *xmalloc_huge(size_t n);
+/* realloc p to n elements of elem bytes; an n * elem that overflows size_t is fatal. For an
+ * array that shares the capacity XGROW chose for another. */
+void *xreallocarray(void *p, size_t n, size_t elem);
 /* Growable arrays: make room for at least need elements of *p, whose capacity is *cap
  * (doubling, at least 16; a size that would overflow size_t is fatal). Use XGROW. */
 void *xgrow(void *p, size_t need, size_t *cap, size_t elem);
-#define XGROW(p, need, cap) ((p) = xgrow((p), (need), &(cap), sizeof *(p)))
+/* XGROW(array, elements needed, its size_t capacity), git's ALLOC_GROW: a statement that
+ * calls xgrow only when the array is full (need is evaluated twice: no side effects). */
+#define XGROW(p, need, cap)                                                                   \
+    do {                                                                                      \
+        if ((size_t)(need) > (cap))                                                           \
+            (p) = xgrow((p), (need), &(cap), sizeof *(p));                                    \
+    } while (0)
 /* printf into a new string; caller frees. */
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -88,6 +88,7 @@ static void doctor_linef(struct doctor *d, enum doctor_status st, const char *ch
 static char **doctor_profiles(const char *text, size_t *n)
 {
     char **names = NULL;
+    size_t cap = 0;
     *n = 0;
     size_t size = strlen(text);
     char *copy = xstrdup(text);
@@ -115,7 +116,7 @@ static char **doctor_profiles(const char *text, size_t *n)
             dup = strcmp(names[i], s) == 0;
         if (dup)
             continue;
-        names = xrealloc(names, (*n + 1) * sizeof *names);
+        XGROW(names, *n + 1, cap);
         names[(*n)++] = xstrdup(s);
     }
     util_wipe(copy, size); /* the config text may hold an api_key */

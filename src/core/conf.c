@@ -483,6 +483,7 @@ int conf_key_pool(const struct conf *c, char ***labels, char ***values, struct b
         return 0;
     char *list = xstrdup(c->keys);
     int n = 0, cmds = 0;
+    size_t cap_labels = 0, cap_values = 0;
     for (char *save = NULL, *item = strtok_r(list, ",", &save); item;
          item = strtok_r(NULL, ",", &save)) {
         item = util_trim(item);
@@ -507,8 +508,8 @@ int conf_key_pool(const struct conf *c, char ***labels, char ***values, struct b
             free(list);
             return -1;
         }
-        *labels = xrealloc(*labels, (size_t)(n + 1) * sizeof **labels);
-        *values = xrealloc(*values, (size_t)(n + 1) * sizeof **values);
+        XGROW(*labels, (size_t)n + 1, cap_labels);
+        XGROW(*values, (size_t)n + 1, cap_values);
         (*labels)[n] = label;
         (*values)[n] = value;
         n++;

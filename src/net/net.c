@@ -86,7 +86,7 @@ struct net {
     pthread_mutex_t lock;
     struct xfer *pending;     /* submitted, not yet added (under lock) */
     unsigned *cancels;        /* ids to cancel (under lock) */
-    size_t n_cancels;
+    size_t n_cancels, cap_cancels;
     atomic_int stop;
     unsigned next_id;         /* under lock */
     struct xfer *active;      /* net thread only */
@@ -758,7 +758,7 @@ static void net_take_work(struct net *n)
     unsigned *cancels = n->cancels;
     size_t nc = n->n_cancels;
     n->cancels = NULL;
-    n->n_cancels = 0;
+    n->n_cancels = n->cap_cancels = 0;
     pthread_mutex_unlock(&n->lock);
 
     /* Pending is newest first: prepending each to the waiting list keeps submission order
@@ -1045,7 +1045,7 @@ unsigned net_submit(struct net *n, struct net_request *rq)
 void net_cancel(struct net *n, unsigned id)
 {
     pthread_mutex_lock(&n->lock);
-    n->cancels = xrealloc(n->cancels, (n->n_cancels + 1) * sizeof *n->cancels);
+    XGROW(n->cancels, n->n_cancels + 1, n->cap_cancels);
     n->cancels[n->n_cancels++] = id;
     pthread_mutex_unlock(&n->lock);
     curl_multi_wakeup(n->multi);

@@ -41,7 +41,7 @@ struct markdown {
     int finished;
     struct buf cur; /* the unfinished source line */
     struct markdown_line **blocks; /* finished lines, LINE_BLOCK per block: stable addresses */
-    size_t n, nblocks;
+    size_t n, nblocks, capblocks;
     struct mdstate st;
     int table; /* TABLE_* */
     struct held *held;
@@ -74,10 +74,7 @@ static void lb_add(struct lb *b, const char *s, size_t n, int slot, unsigned att
         b->sp[b->n - 1].len += (uint32_t)n;
         return;
     }
-    if (b->n == b->cap) {
-        b->cap = b->cap ? b->cap * 2 : 8;
-        b->sp = xrealloc(b->sp, b->cap * sizeof(*b->sp));
-    }
+    XGROW(b->sp, b->n + 1, b->cap);
     b->sp[b->n++] = (struct theme_span){(uint32_t)off, (uint32_t)n, (uint16_t)slot,
                                         (uint16_t)attrs};
 }
@@ -208,10 +205,7 @@ struct nodes {
 
 static struct node *nodes_add(struct nodes *ns, int type, size_t a, size_t b)
 {
-    if (ns->n == ns->cap) {
-        ns->cap = ns->cap ? ns->cap * 2 : 16;
-        ns->v = xrealloc(ns->v, ns->cap * sizeof(*ns->v));
-    }
+    XGROW(ns->v, ns->n + 1, ns->cap);
     struct node *nd = &ns->v[ns->n++];
     memset(nd, 0, sizeof(*nd));
     nd->type = (uint8_t)type;
@@ -276,10 +270,7 @@ static void lidx_build(struct lidx *x, const char *s, size_t n, int links)
                 continue;
             }
             size_t k = run_len(s, n, i, '`');
-            if (x->nruns == cap) {
-                cap = cap ? cap * 2 : 8;
-                x->bylen = xrealloc(x->bylen, cap * sizeof(*x->bylen));
-            }
+            XGROW(x->bylen, x->nruns + 1, cap);
             x->bylen[x->nruns++] = (struct tick_run){i, k};
             i += k;
         }
@@ -825,7 +816,7 @@ static void commit_line(struct markdown *md, struct lb *b, int kind, int level, 
                         unsigned flags)
 {
     if (md->n == md->nblocks * LINE_BLOCK) {
-        md->blocks = xrealloc(md->blocks, (md->nblocks + 1) * sizeof(*md->blocks));
+        XGROW(md->blocks, md->nblocks + 1, md->capblocks);
         md->blocks[md->nblocks++] = xmalloc(LINE_BLOCK * sizeof(**md->blocks));
     }
     lb_finish(b, &md->blocks[md->n / LINE_BLOCK][md->n % LINE_BLOCK], md->base, kind, level,
@@ -1033,10 +1024,7 @@ static void block_line(struct markdown *md, struct mdstate *st, const char *s, s
 
 static void hold_row(struct markdown *md, const char *s, size_t n)
 {
-    if (md->nheld == md->capheld) {
-        md->capheld = md->capheld ? md->capheld * 2 : 8;
-        md->held = xrealloc(md->held, md->capheld * sizeof(*md->held));
-    }
+    XGROW(md->held, md->nheld + 1, md->capheld);
     struct held *h = &md->held[md->nheld++];
     h->raw = xstrndup(s, n);
     h->len = n;

@@ -186,10 +186,7 @@ void wrap_clean(struct buf *out, const char *s, size_t n)
 
 static void rows_add(struct wrap_rows *r, size_t off, size_t len, size_t width, size_t indent)
 {
-    if (r->n == r->cap) {
-        r->cap = r->cap ? r->cap * 2 : 8;
-        r->v = xrealloc(r->v, r->cap * sizeof(*r->v));
-    }
+    XGROW(r->v, r->n + 1, r->cap);
     r->v[r->n++] = (struct wrap_row){(uint32_t)off, (uint32_t)len, (uint32_t)width,
                                      (uint32_t)indent};
 }
@@ -358,10 +355,7 @@ static void spans_push(struct theme_span **v, size_t *n, size_t *cap, struct the
         (*v)[*n - 1].len += sp.len;
         return;
     }
-    if (*n == *cap) {
-        *cap = *cap ? *cap * 2 : 4;
-        *v = xrealloc(*v, *cap * sizeof(**v));
-    }
+    XGROW(*v, *n + 1, *cap);
     (*v)[(*n)++] = sp;
 }
 
@@ -460,10 +454,9 @@ static void dline_free(struct dline *l)
 
 static void dlist_add(struct dlist *dl, const struct wrap_line *in, int width)
 {
-    if (dl->n == dl->cap) {
-        dl->cap = dl->cap ? dl->cap * 2 : 16;
-        dl->v = xrealloc(dl->v, dl->cap * sizeof(*dl->v));
-        dl->row0 = xrealloc(dl->row0, dl->cap * sizeof(*dl->row0));
+    if (dl->n == dl->cap) { /* row0 has the capacity of v */
+        XGROW(dl->v, dl->n + 1, dl->cap);
+        dl->row0 = xreallocarray(dl->row0, dl->cap, sizeof(*dl->row0));
     }
     struct dline *l = &dl->v[dl->n];
     memset(l, 0, sizeof(*l));

@@ -824,10 +824,7 @@ static struct calib_row *calib_find(const struct context_calib *cal, const char 
 
 static struct calib_row *calib_add(struct context_calib *cal, const char *model)
 {
-    if (cal->n == cal->cap) {
-        cal->cap = cal->cap ? cal->cap * 2 : 8;
-        cal->rows = xrealloc(cal->rows, cal->cap * sizeof *cal->rows);
-    }
+    XGROW(cal->rows, cal->n + 1, cal->cap);
     struct calib_row *r = &cal->rows[cal->n++];
     memset(r, 0, sizeof *r);
     r->model = xstrdup(model);

@@ -589,10 +589,7 @@ static inline void sink_put(struct sink *k, uint32_t id)
     k->count++;
     struct tok_ids *v = k->out;
     if (v) {
-        if (v->len == v->cap) {
-            v->cap = v->cap ? v->cap * 2 : 256;
-            v->ids = xrealloc(v->ids, v->cap * sizeof v->ids[0]);
-        }
+        XGROW(v->ids, v->len + 1, v->cap);
         v->ids[v->len++] = id;
     }
 }
@@ -643,10 +640,7 @@ struct heap {
 
 static void heap_push(struct heap *h, uint64_t key)
 {
-    if (h->len == h->cap) {
-        h->cap = h->cap ? h->cap * 2 : 64;
-        h->v = xrealloc(h->v, h->cap * sizeof h->v[0]);
-    }
+    XGROW(h->v, h->len + 1, h->cap);
     size_t i = h->len++;
     while (i > 0) {
         size_t up = (i - 1) / 2;
@@ -730,10 +724,7 @@ static void cands_push(struct cands *c, uint64_t key)
         if (f->head == f->len)
             f->head = f->len = 0;
         if (f->len == 0 || f->v[f->len - 1] <= key) {
-            if (f->len == f->cap) {
-                f->cap = f->cap ? f->cap * 2 : 64;
-                f->v = xrealloc(f->v, f->cap * sizeof f->v[0]);
-            }
+            XGROW(f->v, f->len + 1, f->cap);
             f->v[f->len++] = key;
             return;
         }
@@ -1200,10 +1191,7 @@ static void models_load(void)
             enc = "cl100k_base";
         else
             continue;
-        if (models_len == cap) {
-            cap = cap ? cap * 2 : 64;
-            models = xrealloc(models, cap * sizeof *models);
-        }
+        XGROW(models, models_len + 1, cap);
         struct model_row *r = &models[models_len++];
         r->prefix = xstrdup(f[0]);
         r->encoding = enc;

@@ -89,10 +89,7 @@ void tui_row_begin(struct tui_row *r, int width)
 static void tui_row_cell(struct tui_row *r, const wchar_t *wc, int nwc, attr_t a, short pair,
                          int w)
 {
-    if (r->n == r->cap) {
-        r->cap = r->cap ? r->cap * 2 : 256;
-        r->cells = xrealloc(r->cells, r->cap * sizeof(*r->cells));
-    }
+    XGROW(r->cells, r->n + 1, r->cap);
     wchar_t tmp[CCHARW_MAX + 1];
     int k = nwc < CCHARW_MAX ? nwc : CCHARW_MAX;
     memcpy(tmp, wc, (size_t)k * sizeof(wchar_t));

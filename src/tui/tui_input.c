@@ -58,10 +58,7 @@ void tui_input_push(const char *s, size_t n)
             tui_input_q.tail -= tui_input_q.head;
             tui_input_q.head = 0;
         }
-        while (tui_input_q.tail + n > tui_input_q.cap) {
-            tui_input_q.cap = tui_input_q.cap ? tui_input_q.cap * 2 : 256;
-            tui_input_q.v = xrealloc(tui_input_q.v, tui_input_q.cap);
-        }
+        XGROW(tui_input_q.v, tui_input_q.tail + n, tui_input_q.cap);
     }
     memcpy(tui_input_q.v + tui_input_q.tail, s, n);
     tui_input_q.tail += n;
@@ -405,8 +402,7 @@ static struct buf *tui_input_newrow(void)
 {
     if (tui_input_rown == tui_input_rowcap) {
         size_t old = tui_input_rowcap;
-        tui_input_rowcap = tui_input_rowcap ? tui_input_rowcap * 2 : 8;
-        tui_input_rowv = xrealloc(tui_input_rowv, tui_input_rowcap * sizeof(*tui_input_rowv));
+        XGROW(tui_input_rowv, tui_input_rown + 1, tui_input_rowcap);
         memset(tui_input_rowv + old, 0, (tui_input_rowcap - old) * sizeof(*tui_input_rowv));
     }
     struct buf *b = &tui_input_rowv[tui_input_rown++].text;
@@ -570,4 +566,14 @@ void tui_input_defer(const char *text)
 {
     free(tui_input_deferred);
     tui_input_deferred = xstrdup(text);
+}
+
+void tui_input_offer(const char *text)
+{
+    if (rl_line_buffer && rl_end == 0 && !tui_input_deferred) {
+        rl_insert_text(text); /* the line is empty: the text is there now */
+        tui_input_changed = 1;
+        return;
+    }
+    tui_input_defer(text);
 }

@@ -105,10 +105,7 @@ static void tui_part_plain(struct tui_part *p, const char *s, size_t n, int slot
 
 static void tui_rows_push(struct wrap_rows *r, struct wrap_row row)
 {
-    if (r->n == r->cap) {
-        r->cap = r->cap ? r->cap * 2 : 64;
-        r->v = xrealloc(r->v, r->cap * sizeof(*r->v));
-    }
+    XGROW(r->v, r->n + 1, r->cap);
     r->v[r->n++] = row;
 }
 
@@ -497,10 +494,7 @@ void tui_view_free(struct tui_view *v)
 
 static struct tui_msg *tui_view_push(struct tui_view *v, enum tui_msg_kind kind)
 {
-    if (v->n == v->cap) {
-        v->cap = v->cap ? v->cap * 2 : 32;
-        v->msgs = xrealloc(v->msgs, v->cap * sizeof(*v->msgs));
-    }
+    XGROW(v->msgs, v->n + 1, v->cap);
     struct tui_msg *m = &v->msgs[v->n++];
     memset(m, 0, sizeof(*m));
     m->kind = kind;
@@ -661,10 +655,7 @@ static size_t tui_view_overlay(struct tui_view *v, size_t msg, int part, const s
         o_s[no] = i + 1 == v->cur ? THEME_SELECTION : THEME_SEARCH_HIT;
         no++;
     }
-    if (need + (size_t)no * 2 > v->spans_cap) {
-        v->spans_cap = need + (size_t)no * 2;
-        v->spans = xrealloc(v->spans, v->spans_cap * sizeof(*v->spans));
-    }
+    XGROW(v->spans, need + (size_t)no * 2, v->spans_cap);
     if (!no) {
         memcpy(v->spans, sp, nsp * sizeof(*sp));
         return nsp;
@@ -684,10 +675,7 @@ static size_t tui_view_overlay(struct tui_view *v, size_t msg, int part, const s
                     next = o_a[k];
                 }
             }
-            if (n + 1 > v->spans_cap) {
-                v->spans_cap *= 2;
-                v->spans = xrealloc(v->spans, v->spans_cap * sizeof(*v->spans));
-            }
+            XGROW(v->spans, n + 1, v->spans_cap);
             v->spans[n].off = (uint32_t)a;
             v->spans[n].len = (uint32_t)(next - a);
             v->spans[n].slot = in >= 0 ? (uint16_t)o_s[in] : sp[i].slot;
@@ -883,10 +871,7 @@ static int tui_view_lower(int c)
 static void tui_view_hit_add(struct tui_view *v, size_t msg, int part, size_t line,
                              const char *p, size_t len)
 {
-    if (v->nhits == v->caphits) {
-        v->caphits = v->caphits ? v->caphits * 2 : 64;
-        v->hits = xrealloc(v->hits, v->caphits * sizeof(*v->hits));
-    }
+    XGROW(v->hits, v->nhits + 1, v->caphits);
     v->hits[v->nhits++] = (struct tui_hit){msg, part, line, p, len};
 }
 
