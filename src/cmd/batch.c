@@ -6,6 +6,8 @@
 #include "net/net.h"
 #include "net/queue.h"
 #include "net/ratelimit.h"
+#include "core/loop.h"
+#include "core/request.h"
 #include "core/session.h"
 #include "store/store.h"
 #include "base/util.h"
@@ -149,7 +151,6 @@ struct batch {
     double t_start, last_draw;
     int drawn;                  /* a progress bar is on the screen */
     struct buf line;
-    char *quota_name;           /* "profile|host", as the chat names it */
     int quota_loaded;           /* the saved quota state went out with the first request */
     char *quota_line;           /* the latest quota state, saved at the end */
     double wait_until;          /* pacing: the network thread holds requests until then */
@@ -157,18 +158,6 @@ struct batch {
                                    requests are out: writing and committing never delay them */
     size_t n_done, cap_done;
 };
-
-static volatile sig_atomic_t batch_signalled;
-static int batch_sigpipe[2] = {-1, -1};
-
-static void batch_on_signal(int sig)
-{
-    int e = errno;
-    char c = (char)sig;
-    batch_signalled = 1;
-    (void)!write(batch_sigpipe[1], &c, 1);
-    errno = e;
-}
 
 /* ---- arguments ---- */
 
@@ -210,6 +199,8 @@ int batch_parse(struct batch_opts *o, int argc, char **argv, struct buf *err)
     o->pool_labels = keep.pool_labels;
     o->pool_values = keep.pool_values;
     o->n_pool = keep.n_pool;
+    o->fallback = keep.fallback;
+    o->fallback_key = keep.fallback_key;
     o->concurrency = BATCH_DEFAULT_CONCURRENCY;
     int only_words = 0;
     for (int i = 1; i < argc; i++) {
@@ -513,12 +504,24 @@ static int batch_scan(struct batch *b, char *text, size_t len, const struct batc
     return 0;
 }
 
+static const char *const batch_fields[] = {"id", "prompt", "messages", "model", "system"};
+
+/* The fields a line may have: batch_fields and the sampling parameters, as "id, prompt, ...". */
+static void batch_known_fields(struct buf *out)
+{
+    for (size_t i = 0; i < TT_ARRAY_LEN(batch_fields); i++)
+        buf_printf(out, "%s%s", i ? ", " : "", batch_fields[i]);
+    for (size_t i = 0; i < API_N_PARAMS; i++)
+        buf_printf(out, ", %s", api_params[i].name);
+}
+
 static void batch_note_key(struct batch *b, const char *k)
 {
-    static const char *const known[] = {"id", "prompt", "messages", "model", "system",
-                                        "temperature", "max_tokens"};
-    for (size_t i = 0; i < TT_ARRAY_LEN(known); i++)
-        if (strcmp(k, known[i]) == 0)
+    for (size_t i = 0; i < TT_ARRAY_LEN(batch_fields); i++)
+        if (strcmp(k, batch_fields[i]) == 0)
+            return;
+    for (size_t i = 0; i < API_N_PARAMS; i++)
+        if (strcmp(k, api_params[i].name) == 0)
             return;
     batch_set_add(&b->seen_keys, k, 1);
 }
@@ -532,10 +535,17 @@ static const char *batch_role(const char *r)
     return NULL;
 }
 
+/* The key or key pool every request carries. */
+static struct request_keys batch_keys(const struct batch *b)
+{
+    return (struct request_keys){b->key, b->o->pool_labels, b->o->pool_values, b->o->n_pool};
+}
+
 /* Build the request body of one item. Returns it (caller frees) with *model pointing into o
- * or the configuration and *max_tokens (0 = none), or NULL with err set. */
+ * or the configuration, *max_tokens (0 = none) and *fallback (the request sent while the
+ * breaker is open, NULL when no fallback is configured; caller frees), or NULL with err set. */
 static char *batch_body(struct batch *b, const cJSON *o, const char **model, long *max_tokens,
-                        struct buf *err)
+                        struct net_request **fallback, struct buf *err)
 {
     const struct conf *c = b->conf;
     for (const cJSON *k = o->child; k; k = k->next)
@@ -554,32 +564,16 @@ static char *batch_body(struct batch *b, const cJSON *o, const char **model, lon
         buf_appends(err, "no model: give -m MODEL, a profile's model, or a \"model\" field");
         return NULL;
     }
-    struct api_request ar = {
-        .model = *model,
-        .max_tokens = c->max_tokens,
-        .max_tokens_field = c->max_tokens_field,
-        .temperature = c->temperature,
-        .has_temperature = c->has_temperature,
-        .stream = 1,
-        .include_usage = c->include_usage,
-    };
-    const cJSON *jt = cJSON_GetObjectItemCaseSensitive(o, "temperature");
-    if (jt) {
-        if (!cJSON_IsNumber(jt) || !(jt->valuedouble >= 0 && jt->valuedouble <= 2)) {
-            buf_appends(err, "\"temperature\" must be a number from 0 to 2");
+    struct api_request ar;
+    request_api(&ar, c, NULL, 0);
+    ar.model = *model;
+    /* the line's own sampling parameters override the configuration's */
+    for (size_t i = 0; i < API_N_PARAMS; i++) {
+        const cJSON *jv = cJSON_GetObjectItemCaseSensitive(o, api_params[i].name);
+        if (jv && api_param_from_json(&ar, &api_params[i], cJSON_IsNumber(jv) ? jv->valuedouble
+                                                                               : 0,
+                                      cJSON_IsNumber(jv), err) < 0)
             return NULL;
-        }
-        ar.temperature = jt->valuedouble;
-        ar.has_temperature = 1;
-    }
-    const cJSON *jx = cJSON_GetObjectItemCaseSensitive(o, "max_tokens");
-    if (jx) {
-        double v = cJSON_IsNumber(jx) ? jx->valuedouble : -1;
-        if (!(v >= 1 && v <= 1e9) || v != (double)(long)v) {
-            buf_appends(err, "\"max_tokens\" must be a whole number above 0");
-            return NULL;
-        }
-        ar.max_tokens = (long)v;
     }
     const cJSON *jp = cJSON_GetObjectItemCaseSensitive(o, "prompt");
     const cJSON *jms = cJSON_GetObjectItemCaseSensitive(o, "messages");
@@ -635,16 +629,13 @@ static char *batch_body(struct batch *b, const cJSON *o, const char **model, lon
     ar.n_messages = n;
     *max_tokens = ar.max_tokens;
     char *body = api_request_json(&ar);
+    struct request_keys k = batch_keys(b);
+    *fallback = request_fallback(c, &ar, &k, b->o->fallback, b->o->fallback_key);
     free(m);
     return body;
 }
 
 /* ---- requests ---- */
-
-static const char *batch_profile(const struct conf *c)
-{
-    return c->profile ? c->profile : "default";
-}
 
 static struct batch_slot *batch_find(struct batch *b, unsigned req)
 {
@@ -687,19 +678,10 @@ static void batch_emit_cached(struct batch *b, const struct batch_item *it,
  * share one quota state. */
 static struct net_request *batch_request(struct batch *b, char *body, long max_tokens)
 {
-    const struct conf *c = b->conf;
-    const struct batch_opts *o = b->o;
-    struct net_request *rq = session_request_for(c, body, b->key, o->pool_labels, o->pool_values,
-                                                 o->n_pool, max_tokens);
-    rq->quota_name = xstrdup(b->quota_name);
-    if (!b->quota_loaded && o->store) {
-        /* The first request starts from what the last run learnt about the quota. */
-        struct store_quota q;
-        memset(&q, 0, sizeof q);
-        if (store_quota_get(o->store, batch_profile(c), b->quota_name, &q) == 0 && q.extra)
-            rq->quota_seed = xstrdup(q.extra);
-        store_quota_clear(&q);
-    }
+    struct request_keys k = batch_keys(b);
+    struct net_request *rq = request_new(b->conf, body, &k, max_tokens);
+    if (!b->quota_loaded) /* the first request starts from what the last run learnt */
+        request_quota_seed(rq, b->o->store, b->conf);
     b->quota_loaded = 1;
     return rq;
 }
@@ -716,6 +698,7 @@ static void batch_start(struct batch *b, size_t i)
     const char *model = NULL;
     long max_tokens = 0;
     char *body = NULL;
+    struct net_request *fallback = NULL;
     if (it->nul)
         buf_appends(&err, "holds a NUL byte: not text");
     else if (!o)
@@ -730,7 +713,7 @@ static void batch_start(struct batch *b, size_t i)
     else if (it->dup_of)
         buf_printf(&err, "duplicate id: line %ld has the same id", it->dup_of);
     else
-        body = batch_body(b, o, &model, &max_tokens, &err);
+        body = batch_body(b, o, &model, &max_tokens, &fallback, &err);
     if (!body) {
         batch_emit_usage(b, it, model, buf_str(&err));
         buf_free(&err);
@@ -743,7 +726,7 @@ static void batch_start(struct batch *b, size_t i)
     unsigned char key[STORE_CACHE_KEY_LEN];
     int key_set = 0;
     if (bo->store && bo->cache != SESSION_CACHE_OFF) {
-        session_cache_key(b->conf, body, key);
+        request_cache_key(b->conf, body, key);
         key_set = 1;
     }
     if (key_set && (bo->cache == SESSION_CACHE_ON || bo->cache == SESSION_CACHE_ONLY)) {
@@ -754,6 +737,7 @@ static void batch_start(struct batch *b, size_t i)
             batch_emit_cached(b, it, &e, model);
             store_cache_entry_clear(&e);
             free(body);
+            net_request_free(fallback);
             cJSON_Delete(o);
             return;
         }
@@ -769,6 +753,7 @@ static void batch_start(struct batch *b, size_t i)
             batch_emit(b, it, &r, 0, "", "", model, 0);
             free(r.error);
             free(body);
+            net_request_free(fallback);
             cJSON_Delete(o);
             return;
         }
@@ -782,7 +767,9 @@ static void batch_start(struct batch *b, size_t i)
     buf_reset(&s->content);
     buf_reset(&s->reasoning);
     cJSON_Delete(o);
-    s->req = net_submit(b->net, batch_request(b, body, max_tokens));
+    struct net_request *rq = batch_request(b, body, max_tokens);
+    rq->fallback = fallback;
+    s->req = net_submit(b->net, rq);
     b->inflight++;
 }
 
@@ -1010,10 +997,12 @@ static void batch_summary(struct batch *b, int interrupted)
         for (size_t i = 0; i < b->seen_keys.cap && shown < BATCH_MAX_WARN_KEYS; i++)
             if (b->seen_keys.keys[i])
                 buf_printf(&k, "%s\"%s\"", shown++ ? ", " : "", b->seen_keys.keys[i]);
-        fprintf(stderr, "tokterm batch: warning: ignored unknown field%s %s%s (known: id, "
-                        "prompt, messages, model, system, temperature, max_tokens)\n",
+        struct buf known = BUF_INIT;
+        batch_known_fields(&known);
+        fprintf(stderr, "tokterm batch: warning: ignored unknown field%s %s%s (known: %s)\n",
                 b->seen_keys.n > 1 ? "s" : "", buf_str(&k),
-                b->seen_keys.n > shown ? ", ..." : "");
+                b->seen_keys.n > shown ? ", ..." : "", buf_str(&known));
+        buf_free(&known);
         buf_free(&k);
     }
     if (b->store_error)
@@ -1053,6 +1042,7 @@ int batch_run(struct conf *conf, char *key, const struct batch_opts *o)
     b.out_fd = 1;
     struct buf err = BUF_INIT;
     struct batch_set done = {0};
+    struct loop lp = {.pipe = {-1, -1}};
     int code = 2;
     size_t len = 0;
 
@@ -1082,12 +1072,11 @@ int batch_run(struct conf *conf, char *key, const struct batch_opts *o)
     b.q = queue_new();
     if (b.q)
         b.net = net_start(b.q, &nerr);
-    if (!b.q || !b.net || pipe2(batch_sigpipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+    if (!b.q || !b.net) {
         buf_printf(&err, "batch: %s", nerr ? nerr : strerror(errno));
         code = 1;
         goto fail;
     }
-    b.quota_name = session_quota_name(conf);
     /* Twice the concurrency is handed to the network thread, which keeps `concurrency` on the
      * wire: when one ends, the next leaves from that thread at once instead of after a round
      * trip through this loop. */
@@ -1100,18 +1089,16 @@ int batch_run(struct conf *conf, char *key, const struct batch_opts *o)
     if (o->store)
         store_checkpoint_async(o->store); /* the WAL copied while requests are out */
 
-    struct sigaction sa, old_int, old_term, old_hup;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = batch_on_signal;
-    sigemptyset(&sa.sa_mask);
-    batch_signalled = 0;
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
-    sigaction(SIGHUP, &sa, &old_hup);
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    if (loop_init(&lp, sigs, (int)TT_ARRAY_LEN(sigs), 0, &nerr) < 0) {
+        buf_printf(&err, "batch: %s: %s", nerr, strerror(errno));
+        code = 1;
+        goto fail;
+    }
 
     int interrupted = 0, hard_stop = 0;
     for (;;) {
-        while (!b.stopping && !batch_signalled && b.inflight < b.n_slots &&
+        while (!b.stopping && !loop_signalled(&lp) && b.inflight < b.n_slots &&
                b.next < b.n_items) {
             batch_start(&b, b.next++);
             batch_progress(&b, 0);
@@ -1121,18 +1108,14 @@ int batch_run(struct conf *conf, char *key, const struct batch_opts *o)
             batch_cancel_all(&b);
             interrupted = -1; /* cancelled because the output is gone; not a user stop */
         }
-        if (b.inflight == 0 && (b.stopping || batch_signalled || b.next >= b.n_items))
+        if (b.inflight == 0 && (b.stopping || loop_signalled(&lp) || b.next >= b.n_items))
             break;
-        struct pollfd p[2] = {{.fd = queue_fd(b.q), .events = POLLIN},
-                              {.fd = batch_sigpipe[0], .events = POLLIN}};
-        if (poll(p, 2, b.err_tty ? (int)(BATCH_DRAW_INTERVAL * 1000) : -1) < 0 &&
-            errno != EINTR)
+        int qfd = queue_fd(b.q);
+        if (loop_wait(&lp, &qfd, 1, b.err_tty ? (int)(BATCH_DRAW_INTERVAL * 1000) : -1) < 0)
             break;
-        if (batch_signalled) {
-            char c[16];
-            while (read(batch_sigpipe[0], c, sizeof c) > 0)
-                ;
-            batch_signalled = 0;
+        if (loop_signal(&lp)) {
+            while (loop_signal(&lp))
+                ; /* signals that came together are one */
             if (interrupted) {
                 hard_stop = 1; /* a second signal: stop waiting for the cancellations */
                 break;
@@ -1151,15 +1134,10 @@ int batch_run(struct conf *conf, char *key, const struct batch_opts *o)
      * the run, and a signal now still only sets the flag. */
     net_stop(b.net);
     b.net = NULL;
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
-    sigaction(SIGHUP, &old_hup, NULL);
+    loop_end(&lp);
 
-    if (o->store && b.quota_line) {
-        /* Keep the quota state between runs, so the next one starts informed. */
-        struct store_quota q = {-1, -1, -1, -1, -1, -1, -1, b.quota_line, 0};
-        (void)store_quota_put(o->store, batch_profile(conf), b.quota_name, &q);
-    }
+    /* Keep the quota state between runs, so the next one starts informed. */
+    request_quota_save(o->store, conf, b.quota_line);
     if (b.out_error != 141)
         batch_summary(&b, interrupted > 0);
     else
@@ -1184,7 +1162,6 @@ out:
         free(b.items[i].id);
     free(b.items);
     free(b.text);
-    free(b.quota_name);
     free(b.quota_line);
     free(b.store_error);
     batch_set_free(&b.seen_keys);
@@ -1193,14 +1170,7 @@ out:
     buf_free(&err);
     if (b.out_fd > 1)
         close(b.out_fd);
-    for (int i = 0; i < 2; i++)
-        if (batch_sigpipe[i] >= 0) {
-            close(batch_sigpipe[i]);
-            batch_sigpipe[i] = -1;
-        }
-    if (key) {
-        memset(key, 0, strlen(key));
-        free(key);
-    }
+    loop_end(&lp);
+    util_free_secret(key);
     return code;
 }

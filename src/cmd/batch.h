@@ -22,7 +22,7 @@
  * object (a JSON array, a pretty-printed object, a binary file) is refused as a whole (exit 2).
  *
  * Answers are not saved as conversations (a batch is not a chat); they do use and fill the
- * response cache, with the same keys as the chat (session_cache_key).
+ * response cache, with the same keys as the chat (request_cache_key).
  *
  * --resume (needs --out FILE): ids whose line in FILE has outcome "complete" are skipped; every
  * other line of FILE (errors, cut answers, a half-written last line) is dropped from it (FILE
@@ -55,10 +55,13 @@ struct batch_opts {
     char **pool_labels;    /* a key pool (conf_key_pool; borrowed), n_pool keys; 0 = none */
     char **pool_values;
     int n_pool;
+    const struct conf *fallback; /* profile used while the breaker is open (borrowed), with
+                                    fallback_key (borrowed); NULL: conf's fallback_model, if any */
+    const char *fallback_key;
 };
 
-/* Parse the batch arguments; argv[0] is "batch". Fills o (store, cache and the pool are left
- * as they are, the rest gets defaults). Returns 0, or -1 with a message in err (bad usage). */
+/* Parse the batch arguments; argv[0] is "batch". Fills o (store, cache, the pool and the
+ * fallback are left as they are, the rest gets defaults). Returns 0, or -1 with a message in err (bad usage). */
 int batch_parse(struct batch_opts *o, int argc, char **argv, struct buf *err);
 
 /* Usage text of `tokterm batch` (static). */

@@ -3,6 +3,7 @@
  * pipe or file, the bytes pass through exactly. */
 #include "config.h"
 #include "cmd/script.h"
+#include "core/loop.h"
 #include "core/session.h"
 #include "base/utf8.h"
 #include "base/util.h"
@@ -28,16 +29,6 @@ struct script_state {
     struct buf scratch;
     struct buf pending;   /* an unfinished UTF-8 sequence held back (terminal only) */
 };
-
-static int script_sigpipe[2] = {-1, -1};
-
-static void script_on_signal(int sig)
-{
-    char b = (char)sig;
-    int e = errno;
-    (void)!write(script_sigpipe[1], &b, 1);
-    errno = e;
-}
 
 static void script_text(void *ud, int reasoning, const char *s, size_t n, double t1, double t2)
 {
@@ -289,18 +280,14 @@ int script_run(struct conf *conf, char *key, const struct script_opts *o)
     }
     struct script_state st = {.o = o, .out_tty = isatty(1), .err_tty = isatty(2)};
 
-    if (pipe2(script_sigpipe, O_CLOEXEC | O_NONBLOCK) != 0) {
-        fprintf(stderr, "tokterm: pipe: %s\n", strerror(errno));
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    struct loop lp;
+    const char *lerr = NULL;
+    if (loop_init(&lp, sigs, (int)TT_ARRAY_LEN(sigs), 0, &lerr) < 0) {
+        fprintf(stderr, "tokterm: %s: %s\n", lerr, strerror(errno));
         session_close(&s);
         return 1;
     }
-    struct sigaction sa, old_int, old_term, old_hup;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = script_on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
-    sigaction(SIGHUP, &sa, &old_hup);
 
     struct session_sink sink = {.ud = &st, .text = script_text, .wait = script_wait};
     int code = 0, cancelled = 0, budget_warned = 0;
@@ -312,20 +299,15 @@ int script_run(struct conf *conf, char *key, const struct script_opts *o)
         session_send(&s, o->prompts[turn]);
         int done = 0;
         while (!done) {
-            struct pollfd p[2] = {{.fd = session_fd(&s), .events = POLLIN},
-                                  {.fd = script_sigpipe[0], .events = POLLIN}};
-            if (poll(p, 2, session_timeout_ms(&s)) < 0 && errno != EINTR)
+            int fd = session_fd(&s);
+            if (loop_wait(&lp, &fd, 1, session_timeout_ms(&s)) < 0)
                 break;
             session_tick(&s); /* commit saved text that is due */
-            if (p[1].revents & POLLIN) {
-                char b[16];
-                while (read(script_sigpipe[0], b, sizeof b) > 0)
-                    ;
+            while (loop_signal(&lp)) /* SIGINT, SIGTERM, SIGHUP: cancel the exchange */
                 if (!cancelled) {
                     cancelled = 1;
                     session_cancel(&s);
                 }
-            }
             done = session_dispatch(&s, &sink);
             if (st.broken_pipe && !cancelled) {
                 cancelled = 1;
@@ -338,11 +320,7 @@ int script_run(struct conf *conf, char *key, const struct script_opts *o)
     if (s.store_error)
         fprintf(stderr, "tokterm: warning: the conversation could not be saved: %s\n",
                 s.store_error);
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
-    sigaction(SIGHUP, &old_hup, NULL);
-    close(script_sigpipe[0]);
-    close(script_sigpipe[1]);
+    loop_end(&lp);
     buf_free(&st.scratch);
     buf_free(&st.pending);
     session_close(&s);

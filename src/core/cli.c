@@ -28,8 +28,9 @@ static const struct cli_opt cli_opts[] = {
     {"profile", 'P', 1, F(profile)},
     {"config", 0, 1, F(config_path)},
     {"base-url", 0, 1, F(base_url)},
-    {"max-tokens", 0, 1, F(max_tokens)},
-    {"temperature", 't', 1, F(temperature)},
+#define CLI_PARAM_OPT(f, kind, min, max, opt, shrt, metavar, help) {opt, shrt, 1, F(f)},
+    API_SAMPLING(CLI_PARAM_OPT)
+#undef CLI_PARAM_OPT
     {"idle-timeout", 0, 1, F(idle_timeout)},
     {"connect-timeout", 0, 1, F(connect_timeout)},
     {"cacert", 0, 1, F(cacert)},
@@ -174,9 +175,8 @@ void cli_free(struct cli *c)
     c->n_prompts = 0;
 }
 
-const char *cli_usage(void)
-{
-    return "Usage: tokterm [OPTIONS] [PROMPT WORDS...]\n"
+static const char cli_usage_head[] =
+           "Usage: tokterm [OPTIONS] [PROMPT WORDS...]\n"
            "       tokterm -p PROMPT            answer one prompt on stdout (scripted mode)\n"
            "       COMMAND | tokterm -p PROMPT  stdin is appended to the prompt as context\n"
            "       tokterm                      interactive chat when stdin is a terminal\n"
@@ -188,9 +188,9 @@ const char *cli_usage(void)
            "  -m, --model NAME         model (env TOKTERM_MODEL; profile 'model')\n"
            "  -s, --system TEXT        system prompt\n"
            "  -P, --profile NAME       use the [NAME] section of the config file\n"
-           "      --base-url URL       API base URL (env OPENAI_BASE_URL)\n"
-           "      --max-tokens N       limit the answer's length\n"
-           "  -t, --temperature T      sampling temperature (0..2)\n"
+           "      --base-url URL       API base URL (env OPENAI_BASE_URL)\n";
+/* then one line per sampling parameter (API_SAMPLING), then: */
+static const char cli_usage_tail[] =
            "      --json               print one JSON object at the end instead of the text\n"
            "      --reasoning          copy the model's reasoning to stderr\n"
            "      --no-usage           do not send stream_options.include_usage\n"
@@ -226,4 +226,24 @@ const char *cli_usage(void)
            "  4 network failure; 5 truncated or interrupted stream; 6 answer cut short by the\n"
            "  server (finish_reason length or content_filter); 130 cancelled by the user;\n"
            "  7 --cache-only and no cached answer; 141 stdout closed; 1 internal error.\n";
+
+const char *cli_usage(void)
+{
+    static char *text;
+    if (!text) {
+        struct buf b = BUF_INIT;
+        buf_appends(&b, cli_usage_head);
+        for (size_t i = 0; i < API_N_PARAMS; i++) {
+            const struct api_param *p = &api_params[i];
+            char *lng = xasprintf("--%s %s", p->opt, p->metavar);
+            if (p->shrt)
+                buf_printf(&b, "  -%c, %-21s%s\n", p->shrt, lng, p->help);
+            else
+                buf_printf(&b, "      %-21s%s\n", lng, p->help);
+            free(lng);
+        }
+        buf_appends(&b, cli_usage_tail);
+        text = buf_take(&b);
+    }
+    return text;
 }

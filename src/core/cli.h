@@ -2,6 +2,9 @@
 #ifndef TT_CLI_H
 #define TT_CLI_H
 #include "base/buf.h"
+#include "proto/api.h"
+
+#define CLI_PARAM_FIELD(f, kind, min, max, opt, shrt, metavar, help) const char *f;
 
 struct cli {
     const char **prompts;     /* each -p TEXT (a turn of one conversation), or the joined
@@ -9,7 +12,8 @@ struct cli {
     int n_prompts;
     char *prompt_buf;         /* the joined words */
     const char *model, *system, *profile, *config_path, *base_url, *cacert, *trace;
-    const char *max_tokens, *temperature, *idle_timeout, *connect_timeout; /* checked by conf */
+    API_SAMPLING(CLI_PARAM_FIELD) /* --max-tokens, --temperature, ... (checked by conf) */
+    const char *idle_timeout, *connect_timeout; /* checked by conf */
     const char *db, *conversation, *retries;
     int json, reasoning, insecure, no_usage, help, version;
     int no_save, incognito, no_cache, cache_only, cont;

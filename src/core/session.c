@@ -1,6 +1,7 @@
 /* session.c - drives exchanges for either front end: cache, network, store. */
 #include "config.h"
 #include "core/session.h"
+#include "core/request.h"
 #include "net/queue.h"
 #include "store/store.h"
 #include "tokens/tokenizer.h"
@@ -156,15 +157,6 @@ void session_add(struct session *s, const char *role, const char *content, size_
     s->n_msgs++;
 }
 
-static char *session_url(const struct conf *c)
-{
-    const char *b = c->base_url;
-    size_t n = strlen(b);
-    while (n && b[n - 1] == '/')
-        n--;
-    return xasprintf("%.*s/chat/completions", (int)n, b);
-}
-
 /* Answer from the cache: the stored text goes through the same queue as a stream would. */
 static int session_replay(struct session *s, unsigned id)
 {
@@ -211,131 +203,38 @@ static void session_cache_miss(struct session *s, unsigned id)
     queue_push(s->q, QEV_END, id, 0, r);
 }
 
-char *session_quota_name(const struct conf *c)
-{
-    char *host = conf_host(c);
-    char *name = xasprintf("%s|%s", c->profile ? c->profile : "default", host);
-    free(host);
-    return name;
-}
-
 /* The first request starts from what the last run learnt about the quota. */
 static void session_quota_seed(struct session *s, struct net_request *rq)
 {
-    const struct conf *c = s->conf;
     if (!s->store || s->quota_loaded)
         return;
-    struct store_quota q;
-    memset(&q, 0, sizeof q);
-    if (store_quota_get(s->store, c->profile ? c->profile : "default", rq->quota_name, &q) == 0
-        && q.extra)
-        rq->quota_seed = xstrdup(q.extra);
-    store_quota_clear(&q);
+    request_quota_seed(rq, s->store, s->conf);
     s->quota_loaded = 1;
 }
 
 /* Keep the quota state between runs, so a new process starts informed. */
 static void session_save_quota(struct session *s, const struct net_result *r)
 {
-    if (!s->store || !r->quota_line || !*r->quota_line)
-        return;
-    char *name = session_quota_name(s->conf);
-    struct store_quota q = {-1, -1, -1, -1, -1, -1, -1, r->quota_line, 0};
-    (void)store_quota_put(s->store, s->conf->profile ? s->conf->profile : "default", name, &q);
-    free(name);
+    request_quota_save(s->store, s->conf, r->quota_line);
 }
 
-/* Header value carrying key for conf: "Bearer KEY" for Authorization, else the key itself. */
-static char *session_auth(const struct conf *c, const char *key)
-{
-    return strcasecmp(c->auth_header, "Authorization") == 0 ? xasprintf("Bearer %s", key)
-                                                            : xstrdup(key);
-}
-
-struct net_request *session_request_for(const struct conf *c, char *body, const char *key,
-                                        char *const *labels, char *const *values, int n_pool,
-                                        long max_tokens)
-{
-    struct net_request *rq = xcalloc(1, sizeof *rq);
-    rq->url = session_url(c);
-    rq->body = body;
-    if (c->auth_header && *c->auth_header && (key || n_pool)) {
-        rq->auth_name = xstrdup(c->auth_header);
-        if (key)
-            rq->auth_value = session_auth(c, key);
-    }
-    if (n_pool) {
-        rq->keys = xcalloc((size_t)n_pool, sizeof *rq->keys);
-        rq->n_keys = (size_t)n_pool;
-        for (int i = 0; i < n_pool; i++) {
-            rq->keys[i].label = xstrdup(labels[i]);
-            rq->keys[i].auth_value = session_auth(c, values[i]);
-        }
-    }
-    rq->connect_timeout_ms = c->connect_timeout_ms;
-    rq->idle_timeout_s = c->idle_timeout;
-    rq->cacert = c->cacert ? xstrdup(c->cacert) : NULL;
-    rq->insecure = c->insecure;
-    rq->breaker_failures = (int)c->breaker_failures;
-    rq->breaker_cooldown = c->breaker_cooldown;
-    ratelimit_policy_init(&rq->policy);
-    rq->policy.max_retries = (int)c->max_retries;
-    rq->policy.max_retry_wait = c->max_retry_wait;
-    rq->has_policy = 1;
-    rq->rpm = c->rpm;
-    rq->tpm = c->tpm;
-    /* About 4 bytes a token for the prompt, plus the answer's reserve. */
-    rq->est_tokens = (double)strlen(body) / 4 + (max_tokens > 0 ? (double)max_tokens : 0);
-    rq->key_env = c->api_key_env ? xstrdup(c->api_key_env) : NULL;
-    return rq;
-}
-
-/* A request of body (taken) to conf's server with key, or the session's key pool when conf is
- * the session's own; a fallback profile has a quota of its own and starts from nothing. */
+/* A request of body (taken) to the session's server with its key and key pool; the first one
+ * starts from the quota state the last run saved. */
 static struct net_request *session_request(struct session *s, const struct conf *c,
                                            const char *key, char *body)
 {
-    int own = c == s->conf;
-    struct net_request *rq = session_request_for(c, body, key, s->pool_labels, s->pool_values,
-                                                 own ? s->n_pool : 0, c->max_tokens);
-    rq->quota_name = session_quota_name(c);
-    if (own)
-        session_quota_seed(s, rq);
+    struct request_keys k = {key, s->pool_labels, s->pool_values, s->n_pool};
+    struct net_request *rq = request_new(c, body, &k, c->max_tokens);
+    session_quota_seed(s, rq);
     return rq;
 }
 
-/* The same request for the fallback profile or model, when one is configured; NULL else. */
-static struct net_request *session_fallback_request(struct session *s, const char *body)
+/* The same request (ar) for the fallback profile or model, when one is configured; NULL else. */
+static struct net_request *session_fallback_request(struct session *s,
+                                                    const struct api_request *ar)
 {
-    const struct conf *c = s->conf;
-    const struct conf *fc = s->fallback_conf;
-    const char *model = fc ? fc->model : c->fallback_model;
-    if (!fc && !(model && *model))
-        return NULL;
-    /* Same messages and parameters, with the fallback's model. */
-    struct buf b = BUF_INIT;
-    const char *at = strstr(body, "\"model\":");
-    const char *end = at ? strstr(at + 8, "\",") : NULL;
-    if (!at || !end)
-        return NULL;
-    char *qm = api_request_json(&(struct api_request){.model = model});
-    const char *mq = strstr(qm, "\"model\":");
-    const char *mend = mq ? strstr(mq + 8, "\",") : NULL;
-    buf_append(&b, body, (size_t)(at - body));
-    if (mq && mend)
-        buf_append(&b, mq, (size_t)(mend + 1 - mq));
-    buf_appends(&b, end + 1);
-    free(qm);
-    struct net_request *fb = session_request(s, fc ? fc : c, fc ? s->fallback_key : s->key,
-                                             buf_take(&b));
-    if (!fc) { /* the same endpoint with another model: a breaker of its own */
-        char *name = xasprintf("%s|%s", fb->quota_name, model);
-        free(fb->quota_name);
-        fb->quota_name = name;
-    }
-    fb->fallback_name = fc ? xasprintf("profile %s", fc->profile ? fc->profile : "?")
-                           : xasprintf("model %s", model);
-    return fb;
+    struct request_keys k = {s->key, s->pool_labels, s->pool_values, s->n_pool};
+    return request_fallback(s->conf, ar, &k, s->fallback_conf, s->fallback_key);
 }
 
 void session_use_pool(struct session *s, char **labels, char **values, int n)
@@ -354,14 +253,6 @@ void session_use_fallback(struct session *s, struct conf *fallback, char *key)
         free(s->fallback_key);
     }
     s->fallback_key = key;
-}
-
-void session_cache_key(const struct conf *c, const char *body, unsigned char key[32])
-{
-    struct buf canon = BUF_INIT;
-    buf_printf(&canon, "tokterm-cache-v1\n%s\n%s", c->base_url, body);
-    store_cache_key(canon.data, canon.len, key);
-    buf_free(&canon);
 }
 
 static char *session_context_begin(struct session *s);
@@ -420,19 +311,9 @@ static unsigned session_send_planned(struct session *s)
         m[i].role = s->plan.items[i].role;
         m[i].content = s->plan.items[i].content;
     }
-    struct api_request ar = {
-        .model = c->model,
-        .messages = m,
-        .n_messages = s->plan.n_items,
-        .max_tokens = c->max_tokens,
-        .max_tokens_field = c->max_tokens_field,
-        .temperature = c->temperature,
-        .has_temperature = c->has_temperature,
-        .stream = 1,
-        .include_usage = c->include_usage,
-    };
+    struct api_request ar;
+    request_api(&ar, c, m, s->plan.n_items);
     char *body = api_request_json(&ar);
-    free(m);
     buf_reset(&s->answer);
     buf_reset(&s->reasoning);
     s->ans_fed = 0;
@@ -444,7 +325,7 @@ static unsigned session_send_planned(struct session *s)
      * and the request body (model, every message with the system prompt, sampling). */
     s->cache_key_set = 0;
     if (s->cache != SESSION_CACHE_OFF) {
-        session_cache_key(c, body, s->cache_key);
+        request_cache_key(c, body, s->cache_key);
         s->cache_key_set = 1;
     }
     if (s->save) {
@@ -459,11 +340,13 @@ static unsigned session_send_planned(struct session *s)
         unsigned id = SESSION_LOCAL_ID | ++s->next_local;
         if (session_replay(s, id)) {
             free(body);
+            free(m);
             s->cache_key_set = 0; /* nothing new to cache */
             return s->active = id;
         }
         if (s->cache == SESSION_CACHE_ONLY) {
             free(body);
+            free(m);
             s->cache_key_set = 0;
             session_cache_miss(s, id);
             return s->active = id;
@@ -471,7 +354,8 @@ static unsigned session_send_planned(struct session *s)
     }
 
     struct net_request *rq = session_request(s, c, s->key, body);
-    rq->fallback = session_fallback_request(s, body);
+    rq->fallback = session_fallback_request(s, &ar);
+    free(m);
     s->active = net_submit(s->net, rq);
     return s->active;
 }

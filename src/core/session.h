@@ -124,15 +124,6 @@ void session_use_pool(struct session *s, char **labels, char **values, int n);
 /* Use the fallback profile conf (borrowed) with key (taken) while the endpoint's circuit
  * breaker is open. A conf fallback_model needs no call: it is used by itself. */
 void session_use_fallback(struct session *s, struct conf *fallback, char *key);
-/* A request of body (taken) to conf's server carrying key (may be NULL) or a key pool (labels
- * and values, n_pool of each, copied), with conf's timeouts, TLS settings, retry policy, pacing
- * limits and breaker; est_tokens from the body and max_tokens. The quota name and the saved
- * quota state are the caller's to set. Shared by the chat and `tokterm batch`. */
-struct net_request *session_request_for(const struct conf *c, char *body, const char *key,
-                                        char *const *labels, char *const *values, int n_pool,
-                                        long max_tokens);
-/* The quota name of conf: "profile|host" (never a key); caller frees. */
-char *session_quota_name(const struct conf *c);
 /* Stop the network thread and free everything. */
 void session_close(struct session *s);
 /* Append a message to the history (not saved). */
@@ -153,10 +144,6 @@ void session_cancel(struct session *s);
 /* Replace every occurrence of the key in text by '*' (defence in depth for messages that echo
  * what they were sent). */
 void session_redact(const struct session *s, char *text);
-/* Response-cache key (SHA-256, 32 bytes into key) of request body sent to c's server: covers
- * the base URL and the body (model, messages, sampling), never the API key. Chat and batch
- * share it, so they share cache entries. */
-void session_cache_key(const struct conf *c, const char *body, unsigned char key[32]);
 
 /* ---- context window and budget (for the status bar, /context, /budget, --json) ---- */
 

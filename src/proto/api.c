@@ -6,10 +6,58 @@
 #include "base/xmalloc.h"
 
 #include <cjson/cJSON.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+#define API_PARAM_DESC_INT(f) .off = offsetof(struct api_request, f)
+#define API_PARAM_DESC_REAL(f) \
+    .real = 1, .off = offsetof(struct api_request, f), .has_off = offsetof(struct api_request, has_##f)
+#define API_PARAM_DESC(f, kind, lo, hi, lng, sh, mv, hlp)                                    \
+    {.name = #f, .min = lo, .max = hi, .opt = lng, .shrt = sh, .metavar = mv, .help = hlp, \
+     API_PARAM_DESC_##kind(f)},
+const struct api_param api_params[] = {API_SAMPLING(API_PARAM_DESC)};
+#undef API_PARAM_DESC
+
+/* The value of parameter p in r; 0 when it is not sent. */
+static int api_param_get(const struct api_request *r, const struct api_param *p, double *v)
+{
+    const char *base = (const char *)r;
+    if (p->real) {
+        *v = *(const double *)(base + p->off);
+        return *(const int *)(base + p->has_off);
+    }
+    long n = *(const long *)(base + p->off);
+    *v = (double)n;
+    return n > 0;
+}
+
+int api_param_from_json(struct api_request *r, const struct api_param *p, double v, int is_number,
+                        struct buf *err)
+{
+    char *base = (char *)r;
+    if (p->real) {
+        if (!is_number || !(v >= p->min && v <= p->max)) {
+            buf_printf(err, "\"%s\" must be a number from %g to %g", p->name, p->min, p->max);
+            return -1;
+        }
+        *(double *)(base + p->off) = v;
+        *(int *)(base + p->has_off) = 1;
+        return 0;
+    }
+    if (!is_number || !(v >= p->min && v <= p->max) || v != (double)(long)v) {
+        if (p->min == 1)
+            buf_printf(err, "\"%s\" must be a whole number above 0", p->name);
+        else
+            buf_printf(err, "\"%s\" must be a whole number from %g to %g", p->name, p->min,
+                       p->max);
+        return -1;
+    }
+    *(long *)(base + p->off) = (long)v;
+    return 0;
+}
 
 char *api_request_json(const struct api_request *r)
 {
@@ -22,11 +70,16 @@ char *api_request_json(const struct api_request *r)
         cJSON_AddStringToObject(m, "content", r->messages[i].content ? r->messages[i].content : "");
         cJSON_AddItemToArray(msgs, m);
     }
-    if (r->max_tokens > 0)
-        cJSON_AddNumberToObject(o, r->max_tokens_field ? r->max_tokens_field : "max_tokens",
-                                (double)r->max_tokens);
-    if (r->has_temperature)
-        cJSON_AddNumberToObject(o, "temperature", r->temperature);
+    for (size_t i = 0; i < API_N_PARAMS; i++) {
+        const struct api_param *p = &api_params[i];
+        double v;
+        if (!api_param_get(r, p, &v))
+            continue;
+        const char *name = p->name;
+        if (p->off == offsetof(struct api_request, max_tokens) && r->max_tokens_field)
+            name = r->max_tokens_field; /* max_completion_tokens for the o-series */
+        cJSON_AddNumberToObject(o, name, v);
+    }
     if (r->stream) {
         cJSON_AddTrueToObject(o, "stream");
         if (r->include_usage) {

@@ -13,17 +13,68 @@ struct api_message {
     const char *content;
 };
 
+/* The sampling parameters, in the order a request body carries them: the one table to extend.
+ * Each line gives the field(s) of struct api_request (and of struct conf, by the same name), the
+ * body member (api_request_json), the command-line option and its --help line (cli.c), the
+ * per-line override of `tokterm batch` (api_param_from_json), and so the response-cache key,
+ * which hashes the body:
+ *   X(name, kind, min, max, long option, short option or 0, metavar, help)
+ * kind INT: `long name`, a whole number, not sent when <= 0; REAL: `double name` and
+ * `int has_name`, sent when has_name is set. min..max is the range a batch line may give
+ * (the configuration and the command line are checked by conf.c's option table, which needs
+ * the parameter too). */
+#define API_SAMPLING(X)                                                                     \
+    X(max_tokens, INT, 1, 1e9, "max-tokens", 0, "N", "limit the answer's length")            \
+    X(temperature, REAL, 0, 2, "temperature", 't', "T", "sampling temperature (0..2)")
+
+#define API_PARAM_FIELD_INT(name) long name;
+#define API_PARAM_FIELD_REAL(name) double name; int has_##name;
+/* X callback declaring a parameter's field(s) in a struct: API_SAMPLING(API_PARAM_FIELD). */
+#define API_PARAM_FIELD(name, kind, min, max, opt, shrt, metavar, help) API_PARAM_FIELD_##kind(name)
+
+/* Copy one parameter between two structs with the fields above (a struct conf into a struct
+ * api_request): #define X(name, kind, ...) API_PARAM_COPY_##kind(dst, src, name). */
+#define API_PARAM_COPY_INT(dst, src, name) (dst)->name = (src)->name;
+#define API_PARAM_COPY_REAL(dst, src, name) \
+    (dst)->name = (src)->name;              \
+    (dst)->has_##name = (src)->has_##name;
+
 struct api_request {
     const char *model;
     const struct api_message *messages;
     size_t n_messages;
-    long max_tokens;            /* <= 0: not sent */
     const char *max_tokens_field; /* "max_tokens" (default) or "max_completion_tokens" */
-    double temperature;
-    int has_temperature;
+    API_SAMPLING(API_PARAM_FIELD)
     int stream;
     int include_usage;          /* stream_options.include_usage */
 };
+
+/* One sampling parameter, described for code that walks them all (the batch override, the
+ * command line). */
+struct api_param {
+    const char *name;      /* "temperature": the body member and the configuration key */
+    int real;              /* REAL (a number) rather than INT (a whole number) */
+    double min, max;
+    const char *opt;       /* long command-line option: "max-tokens" */
+    char shrt;             /* short command-line option, 0 = none */
+    const char *metavar, *help;
+    size_t off, has_off;   /* where it is in struct api_request (has_off: REAL only) */
+};
+
+/* The parameters of API_SAMPLING, in its order; API_N_PARAMS of them. */
+extern const struct api_param api_params[];
+enum {
+#define API_PARAM_COUNT_(name, kind, min, max, opt, shrt, metavar, help) API_PARAM_IDX_##name,
+    API_SAMPLING(API_PARAM_COUNT_)
+#undef API_PARAM_COUNT_
+    API_N_PARAMS
+};
+
+/* Set parameter p of r from the JSON value v (a batch line's override): 0 when v is a number in
+ * range (whole for INT), else -1 with err set ("\"temperature\" must be a number from 0 to
+ * 2"). */
+int api_param_from_json(struct api_request *r, const struct api_param *p, double v, int is_number,
+                        struct buf *err);
 
 /* Build the JSON body of a chat-completions request; caller frees. */
 char *api_request_json(const struct api_request *r);

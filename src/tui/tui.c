@@ -3,6 +3,7 @@
  * frame, at most ~60 frames a second while an answer streams; keystrokes are drawn at once). */
 #include "config.h"
 #include "tui/tui.h"
+#include "core/loop.h"
 #include "proto/api.h"
 #include "net/ratelimit.h"
 #include "tui/tui_app.h"
@@ -29,16 +30,6 @@
 #define TUI_PROMPT "\xE2\x80\xBA "
 #define TUI_KEY_CHOME (KEY_MAX + 1)
 #define TUI_KEY_CEND (KEY_MAX + 2)
-
-static int tui_sigpipe[2] = {-1, -1};
-
-static void tui_on_signal(int sig)
-{
-    int e = errno;
-    char b = (char)sig;
-    (void)!write(tui_sigpipe[1], &b, 1);
-    errno = e;
-}
 
 /* ---- terminal modes ---- */
 
@@ -895,24 +886,6 @@ static void tui_keys(struct tui *t)
 
 /* ---- setup and the loop ---- */
 
-static void tui_signals(int install)
-{
-    static struct sigaction old[5];
-    static const int sigs[5] = {SIGWINCH, SIGINT, SIGTERM, SIGHUP, SIGCONT};
-    for (int i = 0; i < 5; i++) {
-        if (install) {
-            struct sigaction sa;
-            memset(&sa, 0, sizeof sa);
-            sa.sa_handler = tui_on_signal;
-            sigemptyset(&sa.sa_mask);
-            sa.sa_flags = SA_RESTART;
-            sigaction(sigs[i], &sa, &old[i]);
-        } else {
-            sigaction(sigs[i], &old[i], NULL);
-        }
-    }
-}
-
 static int tui_curses_start(struct tui *t)
 {
     const char *esc = getenv("ESCDELAY");
@@ -962,15 +935,18 @@ int tui_run(struct conf *conf, char *key, const struct tui_opts *o)
             return 2;
         }
     }
-    if (pipe2(tui_sigpipe, O_CLOEXEC | O_NONBLOCK) != 0) {
-        fprintf(stderr, "tokterm: pipe: %s\n", strerror(errno));
+    /* The signals, before initscr: curses then leaves SIGWINCH to us. */
+    static const int sigs[] = {SIGWINCH, SIGINT, SIGTERM, SIGHUP, SIGCONT};
+    struct loop lp;
+    const char *lerr = NULL;
+    if (loop_init(&lp, sigs, (int)TT_ARRAY_LEN(sigs), 1, &lerr) < 0) {
+        fprintf(stderr, "tokterm: %s: %s\n", lerr, strerror(errno));
         return 1;
     }
     t->view = tui_view_new();
     tui_status_init(&t->st, conf->profile, conf->model);
-    tui_signals(1); /* before initscr: curses then leaves SIGWINCH to us */
     if (tui_curses_start(t) < 0) {
-        tui_signals(0);
+        loop_end(&lp);
         fputs("tokterm: cannot start the terminal interface\n", stderr);
         return 1;
     }
@@ -1052,13 +1028,9 @@ int tui_run(struct conf *conf, char *key, const struct tui_opts *o)
         int st_ms = t->have_session ? session_timeout_ms(&t->s) : -1;
         if (st_ms >= 0 && (timeout < 0 || st_ms < timeout))
             timeout = st_ms;
-        struct pollfd p[3] = {
-            {.fd = STDIN_FILENO, .events = POLLIN},
-            {.fd = t->have_session ? session_fd(&t->s) : -1, .events = POLLIN},
-            {.fd = tui_sigpipe[0], .events = POLLIN},
-        };
-        int n = poll(p, 3, timeout);
-        if (n < 0 && errno != EINTR)
+        int fds[2] = {STDIN_FILENO, t->have_session ? session_fd(&t->s) : -1};
+        int n = loop_wait(&lp, fds, 2, timeout);
+        if (n < 0)
             break;
         if (t->have_session) {
             session_tick(&t->s); /* commit saved text that is due */
@@ -1076,31 +1048,27 @@ int tui_run(struct conf *conf, char *key, const struct tui_opts *o)
         }
         if (n <= 0)
             continue;
-        if (p[2].revents & POLLIN) {
-            char b[32];
-            ssize_t k;
-            int resize = 0;
-            while ((k = read(tui_sigpipe[0], b, sizeof b)) > 0)
-                for (ssize_t i = 0; i < k; i++) {
-                    if (b[i] == SIGWINCH || b[i] == SIGCONT)
-                        resize = 1;
-                    else if (b[i] == SIGINT && t->answer != TUI_NO_ANSWER)
-                        tui_cancel(t);
-                    else if (b[i] == SIGINT)
-                        t->quit = 1;
-                    else {
-                        t->quit = 1;
-                        t->exit_code = 128 + b[i];
-                    }
-                }
-            if (resize)
-                tui_resize(t);
+        int resize = 0;
+        for (int sig; (sig = loop_signal(&lp)) != 0;) {
+            if (sig == SIGWINCH || sig == SIGCONT)
+                resize = 1;
+            else if (sig == SIGINT && t->answer != TUI_NO_ANSWER)
+                tui_cancel(t);
+            else if (sig == SIGINT)
+                t->quit = 1;
+            else {
+                t->quit = 1;
+                t->exit_code = 128 + sig;
+            }
         }
-        if (t->have_session && (p[1].revents & POLLIN))
+        if (resize)
+            tui_resize(t);
+        if (t->have_session && (loop_ready(&lp, 1) & POLLIN))
             session_dispatch(&t->s, &sink);
-        if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+        short in = loop_ready(&lp, 0);
+        if (in & (POLLIN | POLLHUP | POLLERR)) {
             tui_keys(t);
-            if (p[0].revents & (POLLHUP | POLLERR) && !(p[0].revents & POLLIN))
+            if (in & (POLLHUP | POLLERR) && !(in & POLLIN))
                 t->quit = 1; /* the terminal went away */
         }
     }
@@ -1111,11 +1079,9 @@ int tui_run(struct conf *conf, char *key, const struct tui_opts *o)
     tui_input_end();
     tui_term_modes(0);
     endwin();
-    tui_signals(0);
+    loop_end(&lp);
     if (t->have_session)
         session_close(&t->s);
-    close(tui_sigpipe[0]);
-    close(tui_sigpipe[1]);
     if (t->trace)
         fclose(t->trace);
     delwin(t->wview);

@@ -1,0 +1,153 @@
+/* request.c - profile + messages -> the wire request, for the main model and the fallback. */
+#include "config.h"
+#include "core/request.h"
+#include "net/ratelimit.h"
+#include "store/store.h"
+#include "base/util.h"
+#include "base/xmalloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static const char *request_profile(const struct conf *c)
+{
+    return c->profile ? c->profile : "default";
+}
+
+void request_api(struct api_request *ar, const struct conf *c, const struct api_message *m,
+                 size_t n)
+{
+    memset(ar, 0, sizeof *ar);
+    ar->model = c->model;
+    ar->messages = m;
+    ar->n_messages = n;
+    ar->max_tokens_field = c->max_tokens_field;
+#define REQUEST_PARAM_COPY(f, kind, min, max, opt, shrt, metavar, help) \
+    API_PARAM_COPY_##kind(ar, c, f)
+    API_SAMPLING(REQUEST_PARAM_COPY)
+#undef REQUEST_PARAM_COPY
+    ar->stream = 1;
+    ar->include_usage = c->include_usage;
+}
+
+char *request_url(const struct conf *c)
+{
+    const char *b = c->base_url;
+    size_t n = strlen(b);
+    while (n && b[n - 1] == '/')
+        n--;
+    return xasprintf("%.*s/chat/completions", (int)n, b);
+}
+
+char *request_auth(const struct conf *c, const char *key)
+{
+    return strcasecmp(c->auth_header, "Authorization") == 0 ? xasprintf("Bearer %s", key)
+                                                            : xstrdup(key);
+}
+
+char *request_quota_name(const struct conf *c)
+{
+    char *host = conf_host(c);
+    char *name = xasprintf("%s|%s", request_profile(c), host);
+    free(host);
+    return name;
+}
+
+void request_cache_key(const struct conf *c, const char *body, unsigned char key[32])
+{
+    struct buf canon = BUF_INIT;
+    buf_printf(&canon, "tokterm-cache-v1\n%s\n%s", c->base_url, body);
+    store_cache_key(canon.data, canon.len, key);
+    buf_free(&canon);
+}
+
+struct net_request *request_new(const struct conf *c, char *body, const struct request_keys *k,
+                                long max_tokens)
+{
+    const char *key = k ? k->key : NULL;
+    int n_pool = k ? k->n_pool : 0;
+    struct net_request *rq = xcalloc(1, sizeof *rq);
+    rq->url = request_url(c);
+    rq->body = body;
+    if (c->auth_header && *c->auth_header && (key || n_pool)) {
+        rq->auth_name = xstrdup(c->auth_header);
+        if (key)
+            rq->auth_value = request_auth(c, key);
+    }
+    if (n_pool) {
+        rq->keys = xcalloc((size_t)n_pool, sizeof *rq->keys);
+        rq->n_keys = (size_t)n_pool;
+        for (int i = 0; i < n_pool; i++) {
+            rq->keys[i].label = xstrdup(k->labels[i]);
+            rq->keys[i].auth_value = request_auth(c, k->values[i]);
+        }
+    }
+    rq->connect_timeout_ms = c->connect_timeout_ms;
+    rq->idle_timeout_s = c->idle_timeout;
+    rq->cacert = c->cacert ? xstrdup(c->cacert) : NULL;
+    rq->insecure = c->insecure;
+    rq->breaker_failures = (int)c->breaker_failures;
+    rq->breaker_cooldown = c->breaker_cooldown;
+    ratelimit_policy_init(&rq->policy);
+    rq->policy.max_retries = (int)c->max_retries;
+    rq->policy.max_retry_wait = c->max_retry_wait;
+    rq->has_policy = 1;
+    rq->rpm = c->rpm;
+    rq->tpm = c->tpm;
+    /* About 4 bytes a token for the prompt, plus the answer's reserve. */
+    rq->est_tokens = (double)strlen(body) / 4 + (max_tokens > 0 ? (double)max_tokens : 0);
+    rq->key_env = c->api_key_env ? xstrdup(c->api_key_env) : NULL;
+    rq->quota_name = request_quota_name(c);
+    return rq;
+}
+
+struct net_request *request_fallback(const struct conf *c, const struct api_request *ar,
+                                     const struct request_keys *k, const struct conf *fc,
+                                     const char *fkey)
+{
+    const char *model = fc ? fc->model : c->fallback_model;
+    if (!fc && !(model && *model))
+        return NULL;
+    /* Same messages and parameters, with the fallback's model. */
+    struct api_request far = *ar;
+    far.model = model;
+    char *body = api_request_json(&far);
+    struct net_request *fb;
+    if (fc) {
+        /* another profile: its server, its key, a quota of its own starting from nothing */
+        struct request_keys fk = {.key = fkey};
+        fb = request_new(fc, body, &fk, fc->max_tokens);
+        fb->fallback_name = xasprintf("profile %s", fc->profile ? fc->profile : "?");
+    } else {
+        /* the same endpoint with another model: a breaker of its own */
+        fb = request_new(c, body, k, c->max_tokens);
+        char *name = xasprintf("%s|%s", fb->quota_name, model);
+        free(fb->quota_name);
+        fb->quota_name = name;
+        fb->fallback_name = xasprintf("model %s", model);
+    }
+    return fb;
+}
+
+void request_quota_seed(struct net_request *rq, struct store *st, const struct conf *c)
+{
+    if (!st)
+        return;
+    struct store_quota q;
+    memset(&q, 0, sizeof q);
+    if (store_quota_get(st, request_profile(c), rq->quota_name, &q) == 0 && q.extra)
+        rq->quota_seed = xstrdup(q.extra);
+    store_quota_clear(&q);
+}
+
+void request_quota_save(struct store *st, const struct conf *c, const char *quota_line)
+{
+    if (!st || !quota_line || !*quota_line)
+        return;
+    char *name = request_quota_name(c);
+    struct store_quota q = {-1, -1, -1, -1, -1, -1, -1, (char *)quota_line, 0};
+    (void)store_quota_put(st, request_profile(c), name, &q);
+    free(name);
+}

@@ -1,0 +1,176 @@
+/* test_request.c - the request builder (core/request.c), the sampling table (API_SAMPLING) and
+ * the event loop's signal pipe (core/loop.c). */
+#include "config.h"
+#include "core/loop.h"
+#include "core/request.h"
+#include "base/buf.h"
+#include "base/xmalloc.h"
+#include "tap.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The fallback body as the old code made it: the main body with its "model" value spliced. */
+static char *old_splice(const char *body, const char *model)
+{
+    struct buf b = BUF_INIT;
+    const char *at = strstr(body, "\"model\":");
+    const char *end = at ? strstr(at + 8, "\",") : NULL;
+    char *qm = api_request_json(&(struct api_request){.model = model});
+    const char *mq = strstr(qm, "\"model\":");
+    const char *mend = mq ? strstr(mq + 8, "\",") : NULL;
+    buf_append(&b, body, (size_t)(at - body));
+    buf_append(&b, mq, (size_t)(mend + 1 - mq));
+    buf_appends(&b, end + 1);
+    free(qm);
+    return buf_take(&b);
+}
+
+static void test_bodies(void)
+{
+    struct conf c;
+    conf_defaults(&c);
+    free(c.model);
+    c.model = xstrdup("gpt-4o");
+    c.max_tokens = 50;
+    c.temperature = 0.5;
+    c.has_temperature = 1;
+    struct api_message m[] = {{"system", "be brief"}, {"user", "hi \"there\"\n"}};
+    struct api_request ar;
+    request_api(&ar, &c, m, 2);
+    char *body = api_request_json(&ar);
+    TAP_STR(body,
+            "{\"model\":\"gpt-4o\",\"messages\":[{\"role\":\"system\",\"content\":\"be brief\"},"
+            "{\"role\":\"user\",\"content\":\"hi \\\"there\\\"\\n\"}],\"max_tokens\":50,"
+            "\"temperature\":0.5,\"stream\":true,\"stream_options\":{\"include_usage\":true}}",
+            "the body from the profile, byte for byte as before");
+
+    /* the fallback: the same api_request with another model, never spliced text */
+    struct request_keys k = {"sk-main-key-000", NULL, NULL, 0};
+    TAP_OK(request_fallback(&c, &ar, &k, NULL, NULL) == NULL, "no fallback configured: none");
+    c.fallback_model = xstrdup("spare-\"model\"");
+    struct net_request *fb = request_fallback(&c, &ar, &k, NULL, NULL);
+    char *spliced = old_splice(body, "spare-\"model\"");
+    TAP_STR(fb ? fb->body : "", spliced, "fallback_model: the body the old splicing made");
+    char *host = conf_host(&c);
+    char *want = xasprintf("default|%s|spare-\"model\"", host);
+    TAP_STR(fb ? fb->quota_name : "", want, "fallback_model: a quota and breaker of its own");
+    TAP_STR(fb ? fb->fallback_name : "", "model spare-\"model\"", "fallback_model: named");
+    TAP_STR(fb && fb->auth_value ? fb->auth_value : "", "Bearer sk-main-key-000",
+            "fallback_model: the same key");
+    free(want);
+    free(host);
+    free(spliced);
+    net_request_free(fb);
+
+    struct conf f;
+    conf_defaults(&f);
+    free(f.base_url);
+    f.base_url = xstrdup("http://backup.example/v1/");
+    free(f.model);
+    f.model = xstrdup("backup-model");
+    free(f.profile);
+    f.profile = xstrdup("backup");
+    free(f.auth_header);
+    f.auth_header = xstrdup("api-key");
+    fb = request_fallback(&c, &ar, &k, &f, "sk-backup");
+    spliced = old_splice(body, "backup-model");
+    TAP_STR(fb ? fb->body : "", spliced, "fallback profile: the body the old splicing made");
+    TAP_STR(fb ? fb->url : "", "http://backup.example/v1/chat/completions",
+            "fallback profile: its own server");
+    TAP_STR(fb && fb->auth_value ? fb->auth_value : "", "sk-backup",
+            "fallback profile: its own key in its own header");
+    TAP_STR(fb ? fb->quota_name : "", "backup|backup.example", "fallback profile: its quota");
+    TAP_STR(fb ? fb->fallback_name : "", "profile backup", "fallback profile: named");
+    free(spliced);
+    net_request_free(fb);
+    conf_free(&f);
+
+    /* the max_tokens field name, and nothing unset sent */
+    free(c.max_tokens_field);
+    c.max_tokens_field = xstrdup("max_completion_tokens");
+    c.has_temperature = 0;
+    c.include_usage = 0;
+    request_api(&ar, &c, m + 1, 1);
+    free(body);
+    body = api_request_json(&ar);
+    TAP_STR(body,
+            "{\"model\":\"gpt-4o\",\"messages\":[{\"role\":\"user\",\"content\":\"hi "
+            "\\\"there\\\"\\n\"}],\"max_completion_tokens\":50,\"stream\":true}",
+            "max_completion_tokens; no temperature, no stream_options");
+    free(body);
+
+    /* a pool: every key in the request, none printed in the quota name */
+    char *labels[] = {"KEY_A", "KEY_B"}, *values[] = {"sk-a", "sk-b"};
+    struct request_keys pk = {NULL, labels, values, 2};
+    struct net_request *rq = request_new(&c, xstrdup("{}"), &pk, 0);
+    TAP_INT((long)rq->n_keys, 2, "pool: two keys");
+    TAP_STR(rq->keys[1].auth_value, "Bearer sk-b", "pool: each key's header value");
+    TAP_OK(rq->auth_value == NULL && rq->auth_name != NULL, "pool: no single key");
+    net_request_free(rq);
+    conf_free(&c);
+}
+
+static void test_params(void)
+{
+    TAP_INT(API_N_PARAMS, 2, "two sampling parameters in the table");
+    TAP_STR(api_params[API_PARAM_IDX_temperature].opt, "temperature", "the option name");
+    struct api_request ar;
+    memset(&ar, 0, sizeof ar);
+    struct buf err = BUF_INIT;
+    const struct api_param *t = &api_params[API_PARAM_IDX_temperature];
+    const struct api_param *mt = &api_params[API_PARAM_IDX_max_tokens];
+    TAP_INT(api_param_from_json(&ar, t, 0.7, 1, &err), 0, "temperature 0.7 is taken");
+    TAP_OK(ar.has_temperature && ar.temperature == 0.7, "temperature set");
+    TAP_INT(api_param_from_json(&ar, t, 9, 1, &err), -1, "temperature 9 is refused");
+    TAP_STR(buf_str(&err), "\"temperature\" must be a number from 0 to 2", "and says why");
+    buf_reset(&err);
+    TAP_INT(api_param_from_json(&ar, mt, 2.5, 1, &err), -1, "max_tokens 2.5 is refused");
+    TAP_STR(buf_str(&err), "\"max_tokens\" must be a whole number above 0", "and says why");
+    buf_reset(&err);
+    TAP_INT(api_param_from_json(&ar, mt, 0, 0, &err), -1, "max_tokens \"x\" is refused");
+    TAP_INT(api_param_from_json(&ar, mt, 77, 1, &err), 0, "max_tokens 77 is taken");
+    TAP_INT(ar.max_tokens, 77, "max_tokens set");
+    buf_free(&err);
+}
+
+static void test_loop(void)
+{
+    struct loop lp;
+    const char *err = NULL;
+    const int sigs[] = {SIGUSR1, SIGUSR2};
+    TAP_INT(loop_init(&lp, sigs, 2, 0, &err), 0, "loop: init");
+    int fds[2];
+    TAP_INT(pipe(fds), 0, "a pipe to watch");
+    TAP_INT(loop_wait(&lp, &fds[0], 1, 0), 0, "loop: nothing ready, timeout 0");
+    TAP_INT(loop_signal(&lp), 0, "loop: no signal");
+    TAP_OK(!loop_signalled(&lp), "loop: nothing signalled");
+    raise(SIGUSR2);
+    raise(SIGUSR1);
+    TAP_OK(loop_signalled(&lp), "loop: a signal is seen without a wait");
+    TAP_INT(loop_wait(&lp, &fds[0], 1, 5000), 1, "loop: the wait ends at once for it");
+    TAP_INT(loop_ready(&lp, 0), 0, "loop: the fd is not ready");
+    TAP_INT(loop_signal(&lp), SIGUSR2, "loop: the first signal");
+    TAP_INT(loop_signal(&lp), SIGUSR1, "loop: then the second, in order");
+    TAP_INT(loop_signal(&lp), 0, "loop: then none");
+    TAP_OK(!loop_signalled(&lp), "loop: all taken");
+    TAP_INT((int)write(fds[1], "x", 1), 1, "write to the pipe");
+    TAP_INT(loop_wait(&lp, &fds[0], 1, 5000), 1, "loop: the fd wakes it");
+    TAP_OK(loop_ready(&lp, 0) & POLLIN, "loop: the fd is readable");
+    loop_end(&lp);
+    struct sigaction sa;
+    sigaction(SIGUSR1, NULL, &sa);
+    TAP_OK(sa.sa_handler == SIG_DFL, "loop: the old handler is back");
+    close(fds[0]);
+    close(fds[1]);
+}
+
+int main(void)
+{
+    test_bodies();
+    test_params();
+    test_loop();
+    return tap_done();
+}
