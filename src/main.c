@@ -1,4 +1,6 @@
-/* main.c - flags, configuration, and dispatch to scripted mode, the TUI or a subcommand.
+/* main.c - the table of commands and the dispatch: each command (a subcommand, the chat, a
+ * scripted prompt) says what it needs (configuration, key, store, terminal); core/setup.c
+ * provides it the same way for all of them, then the command's handler runs.
  *
  * Compiled twice: as tokterm, which runs everything but the interactive chat and execs
  * tokterm-tui for it (so that scripted runs never load curses and readline), and with
@@ -11,9 +13,9 @@
 #include "cmd/doctor.h"
 #include "cmd/store.h"
 #include "core/conf.h"
+#include "core/setup.h"
 #include "cmd/script.h"
 #include "store/info.h"
-#include "store/store.h"
 #include "tui/tui.h"
 #include "base/util.h"
 #include "base/xmalloc.h"
@@ -94,40 +96,6 @@ static int main_exec_tui(char **argv)
 }
 #endif
 
-/* Does something answer GET url/models within a short time? */
-static int main_probe(const char *base)
-{
-    char *url = xasprintf("%s/models", base);
-    int ok = net_answers(url, 400L);
-    free(url);
-    return ok;
-}
-
-/* The first local server (Ollama, llama.cpp) that answers on its usual port: 1 with its name
- * and base URL copied out, else 0. TOKTERM_LOCAL_PROBE ("Name=URL;Name=URL") replaces the
- * list (tests point it at the fake server). */
-static int main_find_local(char *name, size_t name_size, char *url, size_t url_size)
-{
-    const char *probe = getenv("TOKTERM_LOCAL_PROBE");
-    const char *defaults = "Ollama=http://127.0.0.1:11434/v1;llama.cpp=http://127.0.0.1:8080/v1";
-    char *list = xstrdup(probe && *probe ? probe : defaults);
-    int found = 0;
-    for (char *save = NULL, *item = strtok_r(list, ";", &save); item && !found;
-         item = strtok_r(NULL, ";", &save)) {
-        char *eq = strchr(item, '=');
-        if (!eq)
-            continue;
-        *eq = '\0';
-        if (main_probe(eq + 1)) {
-            snprintf(name, name_size, "%s", item);
-            snprintf(url, url_size, "%s", eq + 1);
-            found = 1;
-        }
-    }
-    free(list);
-    return found;
-}
-
 /* No key: say what to set, and offer a local server when one answers on its usual port. */
 static void main_no_key(const struct conf *c)
 {
@@ -145,7 +113,7 @@ static void main_no_key(const struct conf *c)
             c->base_url, cfg);
     free(cfg);
     char name[64], url[512];
-    if (main_find_local(name, sizeof name, url, sizeof url))
+    if (setup_find_local(name, sizeof name, url, sizeof url))
         fprintf(stderr,
                 "  A local %s server answers at %s - it needs no key. To use it:\n"
                 "    OPENAI_BASE_URL=%s tokterm -m MODEL ...\n",
@@ -180,183 +148,6 @@ static char *main_read_stdin(size_t *len)
     return buf_take(&b);
 }
 
-/* The conversation database: --db, the profile's db, else $XDG_DATA_HOME/tokterm/tokterm.db. */
-static char *main_db_path(const struct cli *a, const struct conf *c)
-{
-    if (a->db)
-        return xstrdup(a->db);
-    if (c->db && *c->db)
-        return xstrdup(c->db);
-    char *dir = conf_dir("data");
-    char *p = xasprintf("%s/tokterm.db", dir);
-    free(dir);
-    return p;
-}
-
-/* Open the store for a chat: NULL (after a warning that says what to do) when it cannot be. */
-static struct store *main_open_store(const char *path, const struct conf *c)
-{
-    struct store_open_info info;
-    char *err = NULL;
-    struct store *st = store_open(path, &info, &err);
-    if (!st) {
-        fprintf(stderr, "tokterm: warning: %s\n"
-                        "  this conversation is not saved and the response cache is off; fix "
-                        "the file or use --db FILE (or --incognito)\n", err ? err : path);
-        free(err);
-        return NULL;
-    }
-    if (info.mode_fixed)
-        fprintf(stderr, "tokterm: note: %s was readable by others (mode %03o); now 0600\n", path,
-                info.old_mode);
-    if (info.recovered > 0)
-        fprintf(stderr, "tokterm: note: %d answer%s cut off by an earlier crash marked "
-                        "interrupted\n", info.recovered, info.recovered == 1 ? "" : "s");
-    int64_t cap = (int64_t)c->cache_max_mb << 20;
-    store_cache_set_limits(st, (int64_t)(c->cache_ttl_days * 86400), cap);
-    store_cache_set_entry_max(st, cap / 100); /* one answer never evicts a hundred others */
-    return st;
-}
-
-/* Wipe and free a key. */
-static void main_wipe(char *key)
-{
-    if (key) {
-        memset(key, 0, strlen(key));
-        free(key);
-    }
-}
-
-/* Apply command-line values on top of the configuration. */
-static int main_apply_cli(struct conf *c, const struct cli *a, struct buf *err)
-{
-    const struct {
-        const char *key, *val;
-    } sets[] = {
-        {"model", a->model}, {"system", a->system}, {"base_url", a->base_url},
-        {"max_tokens", a->max_tokens}, {"temperature", a->temperature},
-        {"idle_timeout", a->idle_timeout}, {"cacert", a->cacert}, {"max_retries", a->retries},
-    };
-    for (size_t i = 0; i < TT_ARRAY_LEN(sets); i++)
-        if (sets[i].val && conf_set(c, sets[i].key, sets[i].val, err) < 0)
-            return -1;
-    if (a->connect_timeout) {
-        char *end;
-        double s = strtod(a->connect_timeout, &end);
-        if (end == a->connect_timeout || *end || !(s > 0 && s <= 600)) {
-            buf_printf(err, "--connect-timeout takes seconds from 0.001 to 600, not '%s'",
-                       a->connect_timeout);
-            return -1;
-        }
-        c->connect_timeout_ms = (long)(s * 1000 + 0.5);
-    }
-    if (a->insecure)
-        c->insecure = 1;
-    if (a->no_usage)
-        c->include_usage = 0;
-    return 0;
-}
-
-/* tokterm batch: its arguments first, then the key (or key pool) and the store for the cache. */
-static int main_batch(const struct cli *a, struct conf *c)
-{
-    struct buf err = BUF_INIT;
-    struct batch_opts bo;
-    memset(&bo, 0, sizeof bo);
-    int code = 2;
-    if (batch_parse(&bo, a->sub_argc, a->sub_argv, &err) < 0) {
-        fprintf(stderr, "tokterm %s\n", buf_str(&err));
-        goto out;
-    }
-    if (bo.help) {
-        fputs(batch_usage(), stdout);
-        code = 0;
-        goto out;
-    }
-    if (a->cache_only && (a->no_cache || a->incognito)) {
-        fputs("tokterm: --cache-only cannot be combined with --no-cache or --incognito\n", stderr);
-        goto out;
-    }
-    char *key = conf_api_key(c, &err);
-    if (!key && err.len) {
-        fprintf(stderr, "tokterm: %s\n", buf_str(&err));
-        goto out;
-    }
-    if (!key && !conf_is_local(c) && !a->cache_only && !(c->keys && *c->keys)) {
-        main_no_key(c);
-        goto out;
-    }
-    bo.n_pool = conf_key_pool(c, &bo.pool_labels, &bo.pool_values, &err);
-    struct store *st = NULL;
-    if (bo.n_pool >= 0 && !a->incognito) {
-        char *db = main_db_path(a, c);
-        st = main_open_store(db, c);
-        free(db);
-    }
-    if (bo.n_pool < 0 || (!st && a->cache_only)) {
-        if (bo.n_pool < 0)
-            fprintf(stderr, "tokterm: %s\n", buf_str(&err));
-        if (key) {
-            memset(key, 0, strlen(key));
-            free(key);
-        }
-        if (st)
-            store_close(st);
-        goto out;
-    }
-    bo.store = st;
-    bo.cache = a->incognito ? SESSION_CACHE_OFF : a->cache_only ? SESSION_CACHE_ONLY
-             : a->no_cache ? SESSION_CACHE_BYPASS : SESSION_CACHE_ON;
-    code = batch_run(c, key, &bo);
-    conf_pool_free(bo.pool_labels, bo.pool_values, bo.n_pool);
-    if (st)
-        store_close(st);
-out:
-    buf_free(&err);
-    return code;
-}
-
-#ifdef TOKTERM_TUI_BINARY
-/* The interactive chat (tokterm-tui only): the key, the store, then the TUI's own loop. */
-static int main_chat(const struct cli *a, struct conf *c, int64_t resume_id)
-{
-    setlocale(LC_ALL, ""); /* wide characters; scripted mode passes bytes through */
-    struct buf err = BUF_INIT;
-    char *tkey = conf_api_key(c, &err);
-    if (!tkey && err.len) {
-        fprintf(stderr, "tokterm: %s\n", buf_str(&err));
-        buf_free(&err);
-        return 2;
-    }
-    buf_free(&err);
-    struct tui_opts to = {.trace_path = a->trace};
-    char lname[64], lurl[512];
-    if (!tkey && !conf_is_local(c)) {
-        to.no_key = 1; /* the chat still starts, and says what to set */
-        if (main_find_local(lname, sizeof lname, lurl, sizeof lurl)) {
-            to.local_name = lname;
-            to.local_url = lurl;
-        }
-    }
-    struct store *tst = NULL;
-    if (!a->incognito) {
-        char *db = main_db_path(a, c);
-        tst = main_open_store(db, c);
-        free(db);
-    }
-    to.store = tst;
-    to.save = c->save && !a->no_save;
-    to.cache = a->incognito ? SESSION_CACHE_OFF : a->cache_only ? SESSION_CACHE_ONLY
-             : a->no_cache ? SESSION_CACHE_BYPASS : SESSION_CACHE_ON;
-    to.resume = a->cont || a->conversation;
-    to.resume_id = resume_id;
-    int code = tui_run(c, tkey, &to);
-    if (tst)
-        store_close(tst);
-    return code;
-}
-#endif
-
 /* The end of a run, everything of ours closed. The libraries' own teardown (curl_global_cleanup,
  * OpenSSL's atexit handler, GnuTLS's and p11-kit's destructors) frees only what the kernel takes
  * back anyway, and runs ~400 KB of their code that nothing else touched: it was the peak RSS of
@@ -374,6 +165,299 @@ static int main_exit(int code)
     return code;
 }
 
+/* Print the warnings and notes of warn (setup.h): "tokterm: " before each line but the
+ * indented continuation lines. */
+static void main_print_warn(struct buf *warn)
+{
+    const char *t = buf_str(warn);
+    while (*t) {
+        size_t n = strcspn(t, "\n");
+        fprintf(stderr, "%s%.*s\n", t[0] == ' ' ? "" : "tokterm: ", (int)n, t);
+        t += n + (t[n] == '\n');
+    }
+    buf_reset(warn);
+}
+
+/* One run: the command line, what setup made of it, and the handlers' own state. */
+struct main_run {
+    struct cli a;
+    struct setup su;
+    struct buf err, warn;
+    char *prompt;              /* scripted mode: the first prompt, joined with stdin */
+    struct batch_opts bo;      /* tokterm batch */
+};
+
+/* A command: its name (the reserved word of cli.c; "chat" and "prompt" are the two modes
+ * without one), what it needs before its handler runs (enum setup_need: SETUP_CONFIG reads
+ * the configuration, SETUP_KEY the key or key pool and the fallback, SETUP_STORE opens the
+ * store, SETUP_TERMINAL makes it the chat that tokterm-tui runs), a check of its own arguments
+ * before the key and the store (optional: returns -1 to go on, else the exit status), and the
+ * handler (returns the exit status). A store is required (its failure ends the run) for
+ * --cache-only and --continue/--conversation, except in the chat, which says so and goes on. */
+struct main_cmd {
+    const char *name;
+    unsigned needs;
+    int (*check)(struct main_run *r);
+    int (*run)(struct main_run *r);
+};
+
+static int main_help(struct main_run *r)
+{
+    (void)r;
+    fputs(cli_usage(), stdout);
+    return 0;
+}
+
+static int main_version_cmd(struct main_run *r)
+{
+    (void)r;
+    main_version();
+    return 0;
+}
+
+static int main_count(struct main_run *r)
+{
+    return cmd_count(r->a.sub_argc, r->a.sub_argv);
+}
+
+static int main_doctor(struct main_run *r)
+{
+    return cmd_doctor(&r->a, r->a.sub_argc, r->a.sub_argv); /* reads and checks the config */
+}
+
+/* ls, show, search, ...: cmd_store opens the database itself (search reads it its own way). */
+static int main_store(struct main_run *r)
+{
+    char *db = setup_db_path(&r->a, &r->su.conf);
+    int code = cmd_store(db, r->a.sub_argc, r->a.sub_argv);
+    free(db);
+    return code;
+}
+
+static int main_unavailable(struct main_run *r)
+{
+    fprintf(stderr, "tokterm: '%s' is not available in this build yet\n", r->a.subcommand);
+    return 2;
+}
+
+/* tokterm batch: its own arguments first. */
+static int main_batch_check(struct main_run *r)
+{
+    if (batch_parse(&r->bo, r->a.sub_argc, r->a.sub_argv, &r->err) < 0) {
+        fprintf(stderr, "tokterm %s\n", buf_str(&r->err));
+        return 2;
+    }
+    if (r->bo.help) {
+        fputs(batch_usage(), stdout);
+        return 0;
+    }
+    if (setup_cache(&r->su, &r->a, &r->err) < 0) {
+        fprintf(stderr, "tokterm: %s\n", buf_str(&r->err));
+        return 2;
+    }
+    return -1;
+}
+
+static int main_batch(struct main_run *r)
+{
+    struct setup *su = &r->su;
+    r->bo.store = su->store;
+    r->bo.cache = su->cache;
+    r->bo.pool_labels = su->pool_labels;
+    r->bo.pool_values = su->pool_values;
+    r->bo.n_pool = su->n_pool;
+    r->bo.fallback = su->have_fallback ? &su->fallback : NULL;
+    r->bo.fallback_key = su->fallback_key;
+    char *key = su->key;
+    su->key = NULL;
+    return batch_run(&su->conf, key, &r->bo); /* takes the key */
+}
+
+/* The chat and scripted mode: --continue/--conversation and the cache flags. */
+static int main_flags(struct main_run *r)
+{
+    if (setup_resume(&r->su, &r->a, &r->err) < 0 || setup_cache(&r->su, &r->a, &r->err) < 0) {
+        fprintf(stderr, "tokterm: %s\n", buf_str(&r->err));
+        return 2;
+    }
+    return -1;
+}
+
+static int main_chat_check(struct main_run *r)
+{
+    int code = main_flags(r);
+    if (code >= 0)
+        return code;
+    if (!isatty(1)) {
+        /* tokterm exec'ed tokterm-tui when both ends are terminals */
+        fputs("tokterm: no prompt: give one with -p or on stdin (see tokterm --help)\n", stderr);
+        return 2;
+    }
+#ifdef TOKTERM_TUI_BINARY
+    setlocale(LC_ALL, ""); /* wide characters; scripted mode passes bytes through */
+    return -1;
+#else
+    return 1; /* not reached: the chat is tokterm-tui's */
+#endif
+}
+
+/* The interactive chat (tokterm-tui only), with the key or key pool and the fallback. */
+static int main_chat(struct main_run *r)
+{
+#ifdef TOKTERM_TUI_BINARY
+    struct setup *su = &r->su;
+    struct tui_opts to = {.trace_path = r->a.trace, .setup = su};
+    char lname[64], lurl[512];
+    if (su->no_key || (!su->key && !su->n_pool && !conf_is_local(&su->conf))) {
+        to.no_key = 1; /* the chat still starts, and says what to set */
+        if (setup_find_local(lname, sizeof lname, lurl, sizeof lurl)) {
+            to.local_name = lname;
+            to.local_url = lurl;
+        }
+    }
+    to.store = su->store;
+    to.save = su->save;
+    to.cache = su->cache;
+    to.resume = su->resume;
+    to.resume_id = su->resume_id;
+    char *key = su->key;
+    su->key = NULL;
+    return tui_run(&su->conf, key, &to); /* takes the key; the pool and fallback via setup */
+#else
+    (void)r;
+    return 1;
+#endif
+}
+
+/* Scripted mode: the prompt from -p and/or stdin, before the key is read. */
+static int main_prompt_check(struct main_run *r)
+{
+    int code = main_flags(r);
+    if (code >= 0)
+        return code;
+    char *input = NULL;
+    size_t input_len = 0;
+    if (!isatty(0)) {
+        input = main_read_stdin(&input_len);
+        if (!input)
+            return 2;
+    }
+    /* stdin is context for the first prompt: `git diff | tokterm -p "review this"` */
+    const struct cli *a = &r->a;
+    if (a->n_prompts && input_len)
+        r->prompt = xasprintf("%s\n\n%s", a->prompts[0], input);
+    else if (a->n_prompts)
+        r->prompt = xstrdup(a->prompts[0]);
+    else
+        r->prompt = xstrdup(input ? input : "");
+    free(input);
+    if (r->prompt[strspn(r->prompt, " \t\r\n")] == '\0') {
+        fputs("tokterm: the prompt is empty (give one with -p or on stdin)\n", stderr);
+        return 2;
+    }
+    return -1;
+}
+
+static int main_prompt(struct main_run *r)
+{
+    const struct cli *a = &r->a;
+    struct setup *su = &r->su;
+    int n = a->n_prompts ? a->n_prompts : 1;
+    const char **turns = xcalloc((size_t)n, sizeof *turns);
+    turns[0] = r->prompt;
+    for (int i = 1; i < n; i++)
+        turns[i] = a->prompts[i];
+    struct script_opts so = {.prompts = turns, .n_prompts = n, .json = a->json,
+                             .reasoning = a->reasoning, .store = su->store, .save = su->save,
+                             .cache = su->cache, .setup = su, .resume = su->resume,
+                             .resume_id = su->resume_id};
+    char *key = su->key;
+    su->key = NULL;
+    int code = script_run(&su->conf, key, &so); /* takes the key; the pool and fallback too */
+    free(turns);
+    return code;
+}
+
+#define MAIN_SESSION (SETUP_CONFIG | SETUP_KEY | SETUP_STORE)
+static const struct main_cmd main_cmds[] = {
+    {"help", 0, NULL, main_help},
+    {"version", 0, NULL, main_version_cmd},
+    {"count", 0, NULL, main_count},   /* needs no configuration */
+    {"doctor", 0, NULL, main_doctor}, /* reads (and checks) the configuration itself */
+    {"ls", SETUP_CONFIG, NULL, main_store},
+    {"show", SETUP_CONFIG, NULL, main_store},
+    {"search", SETUP_CONFIG, NULL, main_store},
+    {"export", SETUP_CONFIG, NULL, main_store},
+    {"rm", SETUP_CONFIG, NULL, main_store},
+    {"rename", SETUP_CONFIG, NULL, main_store},
+    {"stats", SETUP_CONFIG, NULL, main_store},
+    {"cache", SETUP_CONFIG, NULL, main_store},
+    {"batch", MAIN_SESSION, main_batch_check, main_batch},
+    {"chat", MAIN_SESSION | SETUP_TERMINAL, main_chat_check, main_chat},
+    {"prompt", MAIN_SESSION, main_prompt_check, main_prompt},
+};
+
+static const struct main_cmd *main_find(const char *name)
+{
+    for (size_t i = 0; i < TT_ARRAY_LEN(main_cmds); i++)
+        if (strcmp(main_cmds[i].name, name) == 0)
+            return &main_cmds[i];
+    return NULL;
+}
+
+/* The command a asks for: --help, --version, a subcommand, else the chat (no prompt, a
+ * terminal on stdin) or a scripted prompt. */
+static const struct main_cmd *main_pick(const struct cli *a)
+{
+    static const struct main_cmd unavailable = {"", SETUP_CONFIG, NULL, main_unavailable};
+    if (a->help)
+        return main_find("help");
+    if (a->version)
+        return main_find("version");
+    if (a->subcommand) {
+        const struct main_cmd *c = main_find(a->subcommand);
+        return c ? c : &unavailable;
+    }
+    return main_find(!a->n_prompts && isatty(0) ? "chat" : "prompt");
+}
+
+/* Provide what cmd needs, then run it. Returns the exit status. */
+static int main_dispatch(struct main_run *r, const struct main_cmd *cmd)
+{
+    struct setup *su = &r->su;
+    if (cmd->needs & SETUP_CONFIG) {
+        int rc = setup_conf(su, &r->a, &r->err, &r->warn);
+        main_print_warn(&r->warn);
+        if (rc < 0) {
+            fprintf(stderr, "tokterm: %s\n", buf_str(&r->err));
+            return 2;
+        }
+    }
+    if (cmd->check) {
+        int code = cmd->check(r);
+        if (code >= 0)
+            return code;
+    }
+    if (cmd->needs & SETUP_KEY) {
+        if (setup_keys(su, &r->a, &r->err) < 0) {
+            fprintf(stderr, "tokterm: %s\n", buf_str(&r->err));
+            return 2;
+        }
+        if (su->no_key && !(cmd->needs & SETUP_TERMINAL)) {
+            main_no_key(&su->conf); /* the chat starts anyway and says it there */
+            return 2;
+        }
+    }
+    if (cmd->needs & SETUP_STORE) {
+        int required = !(cmd->needs & SETUP_TERMINAL) && (r->a.cache_only || su->resume);
+        int rc = setup_store(su, &r->a, required, &r->warn);
+        main_print_warn(&r->warn);
+        if (rc < 0)
+            return 2;
+    }
+    return cmd->run(r);
+}
+
 int main(int argc, char **argv)
 {
 #if defined(__GLIBC__) && defined(M_ARENA_MAX)
@@ -381,223 +465,31 @@ int main(int argc, char **argv)
      * without contention that matters, and a second arena would cost ~0.4 MB resident. */
     mallopt(M_ARENA_MAX, 1);
 #endif
-    struct cli a;
-    struct buf err = BUF_INIT, warn = BUF_INIT;
-    int code = 0;
-    if (cli_parse(&a, argc, argv, &err) < 0) {
-        fprintf(stderr, "tokterm: %s\n", buf_str(&err));
+    struct main_run r;
+    memset(&r, 0, sizeof r);
+    int code;
+    if (cli_parse(&r.a, argc, argv, &r.err) < 0) {
+        fprintf(stderr, "tokterm: %s\n", buf_str(&r.err));
         code = 2;
         goto out;
     }
-    if (a.help || (a.subcommand && strcmp(a.subcommand, "help") == 0)) {
-        fputs(cli_usage(), stdout);
-        goto out;
-    }
+    const struct main_cmd *cmd = main_pick(&r.a);
 #ifndef TOKTERM_TUI_BINARY
-    /* No prompt and a terminal on both ends: the interactive chat, before anything else is
-     * set up (tokterm-tui reads the configuration itself). */
-    if (!a.version && !a.subcommand && !a.n_prompts && isatty(0) && isatty(1)) {
+    /* The chat with a terminal on both ends: tokterm-tui, before anything else is set up
+     * (it reads the configuration itself). */
+    if ((cmd->needs & SETUP_TERMINAL) && isatty(1)) {
         code = main_exec_tui(argv);
         goto out;
     }
 #endif
-    signal(SIGPIPE, SIG_IGN);
-    if (a.version || (a.subcommand && strcmp(a.subcommand, "version") == 0)) {
-        main_version();
-        goto out;
-    }
-
-    if (a.subcommand && strcmp(a.subcommand, "count") == 0) {
-        code = cmd_count(a.sub_argc, a.sub_argv); /* needs no configuration */
-        goto out;
-    }
-    if (a.subcommand && strcmp(a.subcommand, "doctor") == 0) {
-        code = cmd_doctor(&a, a.sub_argc, a.sub_argv); /* reads (and checks) the config itself */
-        goto out;
-    }
-
-    struct conf c;
-    conf_defaults(&c);
-    char *cfgdir = conf_dir("config");
-    char *cfgpath = a.config_path ? xstrdup(a.config_path) : xasprintf("%s/config", cfgdir);
-    free(cfgdir);
-    const char *profile = a.profile ? a.profile : getenv("TOKTERM_PROFILE");
-    if (profile && !*profile)
-        profile = NULL;
-    int lr = conf_load(&c, cfgpath, profile, &err, &warn);
-    free(cfgpath);
-    if (warn.len)
-        fprintf(stderr, "tokterm: warning: %s", buf_str(&warn));
-    if (lr < 0) {
-        fprintf(stderr, "tokterm: config: %s\n", buf_str(&err));
-        code = 2;
-        goto out_conf;
-    }
-    conf_apply_env(&c);
-    if (main_apply_cli(&c, &a, &err) < 0) {
-        fprintf(stderr, "tokterm: %s\n", buf_str(&err));
-        code = 2;
-        goto out_conf;
-    }
-    if (c.insecure)
-        fputs("tokterm: warning: TLS certificate checks are OFF (--insecure): anyone on the "
-              "path can read your prompts and your key\n", stderr);
-
-    if (a.subcommand && cmd_store_is_command(a.subcommand)) {
-        char *db = main_db_path(&a, &c);
-        code = cmd_store(db, a.sub_argc, a.sub_argv);
-        free(db);
-        goto out_conf;
-    }
-    if (a.subcommand && strcmp(a.subcommand, "batch") == 0) {
-        code = main_batch(&a, &c);
-        goto out_conf;
-    }
-    if (a.subcommand) {
-        fprintf(stderr, "tokterm: '%s' is not available in this build yet\n", a.subcommand);
-        code = 2;
-        goto out_conf;
-    }
-    int64_t resume_id = 0;
-    if (a.conversation) {
-        char *end;
-        resume_id = strtoll(a.conversation, &end, 10);
-        if (*end || resume_id <= 0) {
-            fprintf(stderr, "tokterm: --conversation takes an id from tokterm ls, not '%s'\n",
-                    a.conversation);
-            code = 2;
-            goto out_conf;
-        }
-    }
-    if (a.cache_only && (a.no_cache || a.incognito)) {
-        fputs("tokterm: --cache-only cannot be combined with --no-cache or --incognito\n", stderr);
-        code = 2;
-        goto out_conf;
-    }
-
-    /* No prompt and a terminal on both ends: the interactive chat (tokterm has exec'ed
-     * tokterm-tui for it above, unless standard output is not a terminal). */
-    int stdin_tty = isatty(0);
-    if (!a.n_prompts && stdin_tty) {
-        if (!isatty(1)) {
-            fputs("tokterm: no prompt: give one with -p or on stdin (see tokterm --help)\n",
-                  stderr);
-            code = 2;
-            goto out_conf;
-        }
-#ifdef TOKTERM_TUI_BINARY
-        code = main_chat(&a, &c, resume_id);
-#endif
-        goto out_conf;
-    }
-
-    /* Scripted mode: a prompt on the command line and/or on stdin. */
-    char *input = NULL;
-    size_t input_len = 0;
-    if (!stdin_tty) {
-        input = main_read_stdin(&input_len);
-        if (!input) {
-            code = 2;
-            goto out_conf;
-        }
-    }
-    /* stdin is context for the first prompt: `git diff | tokterm -p "review this"` */
-    char *prompt;
-    if (a.n_prompts && input_len)
-        prompt = xasprintf("%s\n\n%s", a.prompts[0], input);
-    else if (a.n_prompts)
-        prompt = xstrdup(a.prompts[0]);
-    else
-        prompt = xstrdup(input ? input : "");
-    free(input);
-    size_t blank = strspn(prompt, " \t\r\n");
-    if (prompt[blank] == '\0') {
-        fputs("tokterm: the prompt is empty (give one with -p or on stdin)\n", stderr);
-        free(prompt);
-        code = 2;
-        goto out_conf;
-    }
-
-    char *key = conf_api_key(&c, &err);
-    if (!key && err.len) {
-        fprintf(stderr, "tokterm: %s\n", buf_str(&err));
-        free(prompt);
-        code = 2;
-        goto out_conf;
-    }
-    if (!key && !conf_is_local(&c) && !a.cache_only && !(c.keys && *c.keys)) {
-        main_no_key(&c);
-        free(prompt);
-        code = 2;
-        goto out_conf;
-    }
-    const char **turns = xcalloc((size_t)(a.n_prompts ? a.n_prompts : 1), sizeof *turns);
-    turns[0] = prompt;
-    for (int i = 1; i < a.n_prompts; i++)
-        turns[i] = a.prompts[i];
-    struct script_opts so = {.prompts = turns, .n_prompts = a.n_prompts ? a.n_prompts : 1,
-                             .json = a.json, .reasoning = a.reasoning};
-    struct store *st = NULL;
-    if (!a.incognito) {
-        char *db = main_db_path(&a, &c);
-        st = main_open_store(db, &c);
-        free(db);
-        if (!st && (a.cache_only || a.cont || a.conversation)) {
-            free(turns);
-            free(prompt);
-            main_wipe(key);
-            code = 2;
-            goto out_conf;
-        }
-    }
-    so.store = st;
-    so.save = c.save && !a.no_save;
-    so.cache = a.incognito ? SESSION_CACHE_OFF : a.cache_only ? SESSION_CACHE_ONLY
-             : a.no_cache ? SESSION_CACHE_BYPASS : SESSION_CACHE_ON;
-    /* A key pool, and a fallback profile for when the endpoint's breaker is open. */
-    int n_pool = conf_key_pool(&c, &so.pool_labels, &so.pool_values, &err);
-    if (n_pool < 0) {
-        fprintf(stderr, "tokterm: %s\n", buf_str(&err));
-        n_pool = 0;
-        code = 2;
-    }
-    so.n_pool = n_pool;
-    struct conf fb;
-    int have_fb = 0;
-    if (code == 0 && c.fallback && *c.fallback) {
-        conf_defaults(&fb);
-        buf_reset(&err);
-        if (!c.path || conf_load(&fb, c.path, c.fallback, &err, &warn) != 0) {
-            fprintf(stderr, "tokterm: fallback profile '%s': %s\n", c.fallback,
-                    err.len ? buf_str(&err) : "no config file");
-            code = 2;
-        } else {
-            conf_apply_env(&fb);
-            have_fb = 1;
-            so.fallback = &fb;
-            buf_reset(&err);
-            so.fallback_key = conf_api_key(&fb, &err);
-        }
-    }
-    if (code != 0) {
-        conf_pool_free(so.pool_labels, so.pool_values, n_pool);
-        main_wipe(key);
-    } else {
-        so.resume = a.cont || a.conversation;
-        so.resume_id = resume_id;
-        code = script_run(&c, key, &so); /* takes the key and the pool */
-    }
-    if (have_fb)
-        conf_free(&fb);
-    if (st)
-        store_close(st);
-    free(turns);
-    free(prompt);
-out_conf:
-    conf_free(&c);
+    if (cmd->run != main_help)
+        signal(SIGPIPE, SIG_IGN); /* --help keeps the default, like before */
+    code = main_dispatch(&r, cmd);
 out:
-    cli_free(&a);
-    buf_free(&err);
-    buf_free(&warn);
+    free(r.prompt);
+    setup_free(&r.su);
+    cli_free(&r.a);
+    buf_free(&r.err);
+    buf_free(&r.warn);
     return main_exit(code);
 }

@@ -5,6 +5,7 @@
 #include "cmd/script.h"
 #include "core/loop.h"
 #include "core/session.h"
+#include "core/setup.h"
 #include "base/utf8.h"
 #include "base/util.h"
 #include "base/xmalloc.h"
@@ -265,10 +266,8 @@ int script_run(struct conf *conf, char *key, const struct script_opts *o)
     s.keep_answer = o->json || o->n_prompts > 1; /* later turns need the earlier answers */
     s.count_lazily = !o->json; /* --json reports the request's exact tokens */
     session_use_store(&s, o->store, o->save, o->cache);
-    if (o->n_pool)
-        session_use_pool(&s, o->pool_labels, o->pool_values, o->n_pool);
-    if (o->fallback)
-        session_use_fallback(&s, o->fallback, o->fallback_key);
+    if (o->setup)
+        setup_use_keys(o->setup, &s); /* the key pool and the fallback */
     if (o->resume) {
         char *rerr = NULL;
         if (session_resume(&s, o->resume_id, &rerr) < 0) {

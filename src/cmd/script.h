@@ -9,6 +9,7 @@
 #include "core/conf.h"
 #include "core/session.h"
 
+struct setup;
 struct store;
 
 struct script_opts {
@@ -19,10 +20,7 @@ struct script_opts {
     struct store *store;  /* NULL: nothing saved, no cache */
     int save;
     enum session_cache cache;
-    char **pool_labels, **pool_values; /* key pool (taken), n_pool of each */
-    int n_pool;
-    struct conf *fallback;  /* fallback profile (borrowed), with fallback_key (taken) */
-    char *fallback_key;
+    struct setup *setup;  /* the key pool and the fallback (setup_use_keys); NULL = none */
     int resume;           /* continue a saved conversation: resume_id, or the latest when 0 */
     int64_t resume_id;
 };

@@ -4,6 +4,7 @@
 #include "config.h"
 #include "tui/tui.h"
 #include "core/loop.h"
+#include "core/setup.h"
 #include "proto/api.h"
 #include "net/ratelimit.h"
 #include "tui/tui_app.h"
@@ -530,7 +531,7 @@ int tui_send(struct tui *t, const char *prompt, int show_user)
         tui_error(t, "nothing can be sent: the network thread is not running");
         return -1;
     }
-    if (t->no_key || (!t->s.key && !conf_is_local(t->conf))) {
+    if (t->no_key || (!t->s.key && !t->s.n_pool && !conf_is_local(t->conf))) {
         /* never send a request to a remote server without a key */
         tui_no_key_notice(t);
         return -1;
@@ -953,6 +954,8 @@ int tui_run(struct conf *conf, char *key, const struct tui_opts *o)
     t->theme = NULL;
     tui_theme(t, conf->theme);
     tui_session(t, key, NULL, 0, 0);
+    if (t->have_session && o->setup)
+        setup_use_keys(o->setup, &t->s); /* `keys =` and `fallback =`, as -p */
 
     struct tui_input_ops ops = {
         .ud = t,

@@ -6,6 +6,7 @@
 
 #include "core/conf.h"
 
+struct setup;
 struct store;
 
 struct tui_opts {
@@ -23,6 +24,8 @@ struct tui_opts {
     int cache;                /* enum session_cache: how to use the response cache */
     int resume;               /* continue a saved conversation: resume_id, the latest when 0 */
     int64_t resume_id;
+    struct setup *setup;      /* the key pool and the fallback for the first session (moved
+                                 to it by setup_use_keys); NULL = none */
 };
 
 /* Run the chat until the user quits. Takes key (wiped and freed). Returns the exit status. */

@@ -1,0 +1,253 @@
+/* setup.c - command line + environment + profile -> conf, keys, fallback, store, cache mode. */
+#include "config.h"
+#include "core/setup.h"
+#include "net/probe.h"
+#include "store/store.h"
+#include "base/util.h"
+#include "base/xmalloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void setup_wipe(char **key)
+{
+    util_free_secret(*key);
+    *key = NULL;
+}
+
+/* Each line of text (conf_load's warnings) as a "warning: " line of warn. */
+static void setup_warn_lines(struct buf *warn, const char *text)
+{
+    while (*text) {
+        size_t n = strcspn(text, "\n");
+        buf_printf(warn, "warning: %.*s\n", (int)n, text);
+        text += n + (text[n] == '\n');
+    }
+}
+
+/* Command-line values on top of the configuration. */
+static int setup_apply_cli(struct conf *c, const struct cli *a, struct buf *err)
+{
+    const struct {
+        const char *key, *val;
+    } sets[] = {
+        {"model", a->model}, {"system", a->system}, {"base_url", a->base_url},
+#define SETUP_PARAM_SET(f, kind, min, max, opt, shrt, metavar, help) {#f, a->f},
+        API_SAMPLING(SETUP_PARAM_SET)
+#undef SETUP_PARAM_SET
+        {"idle_timeout", a->idle_timeout}, {"cacert", a->cacert}, {"max_retries", a->retries},
+    };
+    for (size_t i = 0; i < TT_ARRAY_LEN(sets); i++)
+        if (sets[i].val && conf_set(c, sets[i].key, sets[i].val, err) < 0)
+            return -1;
+    if (a->connect_timeout) {
+        char *end;
+        double s = strtod(a->connect_timeout, &end);
+        if (end == a->connect_timeout || *end || !(s > 0 && s <= 600)) {
+            buf_printf(err, "--connect-timeout takes seconds from 0.001 to 600, not '%s'",
+                       a->connect_timeout);
+            return -1;
+        }
+        c->connect_timeout_ms = (long)(s * 1000 + 0.5);
+    }
+    if (a->insecure)
+        c->insecure = 1;
+    if (a->no_usage)
+        c->include_usage = 0;
+    return 0;
+}
+
+int setup_conf(struct setup *su, const struct cli *a, struct buf *err, struct buf *warn)
+{
+    conf_defaults(&su->conf);
+    su->have_conf = 1;
+    char *cfgdir = conf_dir("config");
+    char *cfgpath = a->config_path ? xstrdup(a->config_path) : xasprintf("%s/config", cfgdir);
+    free(cfgdir);
+    const char *profile = a->profile ? a->profile : getenv("TOKTERM_PROFILE");
+    if (profile && !*profile)
+        profile = NULL;
+    struct buf cerr = BUF_INIT, cwarn = BUF_INIT;
+    int lr = conf_load(&su->conf, cfgpath, profile, &cerr, &cwarn);
+    free(cfgpath);
+    setup_warn_lines(warn, buf_str(&cwarn));
+    buf_free(&cwarn);
+    if (lr < 0) {
+        buf_printf(err, "config: %s", buf_str(&cerr));
+        buf_free(&cerr);
+        return -1;
+    }
+    buf_free(&cerr);
+    conf_apply_env(&su->conf);
+    if (setup_apply_cli(&su->conf, a, err) < 0)
+        return -1;
+    if (su->conf.insecure)
+        buf_appends(warn, "warning: TLS certificate checks are OFF (--insecure): anyone on the "
+                          "path can read your prompts and your key\n");
+    return 0;
+}
+
+int setup_resume(struct setup *su, const struct cli *a, struct buf *err)
+{
+    su->resume = a->cont || a->conversation;
+    su->resume_id = 0;
+    if (a->conversation) {
+        char *end;
+        long long id = strtoll(a->conversation, &end, 10);
+        if (*end || id <= 0) {
+            buf_printf(err, "--conversation takes an id from tokterm ls, not '%s'",
+                       a->conversation);
+            return -1;
+        }
+        su->resume_id = id;
+    }
+    return 0;
+}
+
+int setup_cache(struct setup *su, const struct cli *a, struct buf *err)
+{
+    if (a->cache_only && (a->no_cache || a->incognito)) {
+        buf_appends(err, "--cache-only cannot be combined with --no-cache or --incognito");
+        return -1;
+    }
+    su->cache = a->incognito ? SESSION_CACHE_OFF : a->cache_only ? SESSION_CACHE_ONLY
+              : a->no_cache ? SESSION_CACHE_BYPASS : SESSION_CACHE_ON;
+    su->save = su->conf.save && !a->no_save;
+    return 0;
+}
+
+int setup_keys(struct setup *su, const struct cli *a, struct buf *err)
+{
+    struct conf *c = &su->conf;
+    su->key = conf_api_key(c, err);
+    if (!su->key && err->len)
+        return -1;
+    su->no_key = !su->key && !conf_is_local(c) && !a->cache_only && !(c->keys && *c->keys);
+    if (su->no_key)
+        return 0; /* nothing will be sent: neither a pool nor a fallback is needed */
+    /* A key pool, and a fallback profile for when the endpoint's breaker is open. */
+    int n = conf_key_pool(c, &su->pool_labels, &su->pool_values, err);
+    if (n < 0)
+        return -1;
+    su->n_pool = n;
+    if (c->fallback && *c->fallback) {
+        struct buf ferr = BUF_INIT, fwarn = BUF_INIT;
+        conf_defaults(&su->fallback);
+        if (!c->path || conf_load(&su->fallback, c->path, c->fallback, &ferr, &fwarn) != 0) {
+            buf_printf(err, "fallback profile '%s': %s", c->fallback,
+                       ferr.len ? buf_str(&ferr) : "no config file");
+            conf_free(&su->fallback);
+            buf_free(&ferr);
+            buf_free(&fwarn);
+            return -1;
+        }
+        conf_apply_env(&su->fallback);
+        su->have_fallback = 1;
+        buf_reset(&ferr);
+        su->fallback_key = conf_api_key(&su->fallback, &ferr); /* none: sent without one */
+        buf_free(&ferr);
+        buf_free(&fwarn);
+    }
+    return 0;
+}
+
+char *setup_db_path(const struct cli *a, const struct conf *c)
+{
+    if (a->db)
+        return xstrdup(a->db);
+    if (c->db && *c->db)
+        return xstrdup(c->db);
+    char *dir = conf_dir("data");
+    char *p = xasprintf("%s/tokterm.db", dir);
+    free(dir);
+    return p;
+}
+
+int setup_store(struct setup *su, const struct cli *a, int required, struct buf *warn)
+{
+    if (a->incognito)
+        return 0;
+    const struct conf *c = &su->conf;
+    char *path = setup_db_path(a, c);
+    struct store_open_info info;
+    char *err = NULL;
+    su->store = store_open(path, &info, &err);
+    if (!su->store) {
+        buf_printf(warn, "warning: %s\n"
+                         "  this conversation is not saved and the response cache is off; fix "
+                         "the file or use --db FILE (or --incognito)\n", err ? err : path);
+        free(err);
+        free(path);
+        return required ? -1 : 0;
+    }
+    if (info.mode_fixed)
+        buf_printf(warn, "note: %s was readable by others (mode %03o); now 0600\n", path,
+                   info.old_mode);
+    if (info.recovered > 0)
+        buf_printf(warn, "note: %d answer%s cut off by an earlier crash marked interrupted\n",
+                   info.recovered, info.recovered == 1 ? "" : "s");
+    free(path);
+    int64_t cap = (int64_t)c->cache_max_mb << 20;
+    store_cache_set_limits(su->store, (int64_t)(c->cache_ttl_days * 86400), cap);
+    store_cache_set_entry_max(su->store, cap / 100); /* one answer never evicts a hundred */
+    return 0;
+}
+
+void setup_use_keys(struct setup *su, struct session *s)
+{
+    if (su->n_pool) {
+        session_use_pool(s, su->pool_labels, su->pool_values, su->n_pool);
+        su->pool_labels = su->pool_values = NULL;
+        su->n_pool = 0;
+    }
+    if (su->have_fallback) {
+        session_use_fallback(s, &su->fallback, su->fallback_key);
+        su->fallback_key = NULL;
+    }
+}
+
+/* Does something answer GET base/models within a short time? */
+static int setup_probe(const char *base)
+{
+    char *url = xasprintf("%s/models", base);
+    int ok = net_answers(url, 400L);
+    free(url);
+    return ok;
+}
+
+int setup_find_local(char *name, size_t name_size, char *url, size_t url_size)
+{
+    const char *probe = getenv("TOKTERM_LOCAL_PROBE");
+    const char *defaults = "Ollama=http://127.0.0.1:11434/v1;llama.cpp=http://127.0.0.1:8080/v1";
+    char *list = xstrdup(probe && *probe ? probe : defaults);
+    int found = 0;
+    for (char *save = NULL, *item = strtok_r(list, ";", &save); item && !found;
+         item = strtok_r(NULL, ";", &save)) {
+        char *eq = strchr(item, '=');
+        if (!eq)
+            continue;
+        *eq = '\0';
+        if (setup_probe(eq + 1)) {
+            snprintf(name, name_size, "%s", item);
+            snprintf(url, url_size, "%s", eq + 1);
+            found = 1;
+        }
+    }
+    free(list);
+    return found;
+}
+
+void setup_free(struct setup *su)
+{
+    setup_wipe(&su->key);
+    setup_wipe(&su->fallback_key);
+    conf_pool_free(su->pool_labels, su->pool_values, su->n_pool);
+    if (su->have_fallback)
+        conf_free(&su->fallback);
+    if (su->store)
+        store_close(su->store);
+    if (su->have_conf)
+        conf_free(&su->conf);
+    memset(su, 0, sizeof *su);
+}
