@@ -5,6 +5,9 @@
  *                    [--reuse]   (--keep leaves the databases in DIR; --reuse runs on them again)
  *        store_bench --dir DIR --query Q [--rounds N]
  *                    (only open DIR/messages.db, search Q N times (1), close: for a profiler)
+ *        store_bench [--dir DIR] --migrate N [--rounds R] [--keep] [--reuse]
+ *                    (the upgrade to schema v6 of a version 5 database of N messages, R times;
+ *                    --keep leaves DIR/v5.db, --reuse upgrades copies of it again)
  * Prints one line per measurement: name, count, p50, p99 and max in milliseconds. */
 #include "config.h"
 #include "base/buf.h"
@@ -444,10 +447,121 @@ static void bench_messages(const char *dir, int n_msgs, int big_n)
     free(path);
 }
 
+/* A version 5 database of n messages in n / 100 conversations: turns (a prompt and its answer)
+ * go to random conversations, so a conversation's rows are spread over the file; one prompt in
+ * 20 repeats the conversation's previous one (an old /retry). Made as test_store.c's make_v5
+ * does: a new store taken back to version 5, then rows through a raw connection. */
+static void make_v5_db(const char *path, int n)
+{
+    char *err = NULL;
+    struct store *st = store_open(path, NULL, &err);
+    if (!st)
+        die("open", err);
+    store_close(st);
+    sqlite3 *db;
+    if (sqlite3_open(path, &db) != SQLITE_OK ||
+        sqlite3_exec(db, "DROP INDEX messages_parent; ALTER TABLE messages DROP COLUMN parent_id;"
+                         "ALTER TABLE conversations DROP COLUMN head_id; PRAGMA user_version = 5;"
+                         "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+        die("make v5", sqlite3_errmsg(db));
+    int n_convs = n / 100 > 0 ? n / 100 : 1;
+    char **last = xcalloc((size_t)n_convs + 1, sizeof *last); /* each conversation's prompt */
+    sqlite3_stmt *c, *m;
+    sqlite3_prepare_v2(db, "INSERT INTO conversations(id, title, created, updated) "
+                           "VALUES(?1, 'c', 1700000000, 1700000000)", -1, &c, NULL);
+    sqlite3_prepare_v2(db, "INSERT INTO messages(conversation_id, role, created, content) "
+                           "VALUES(?1, ?2, 1700000000, ?3)", -1, &m, NULL);
+    for (int i = 1; i <= n_convs; i++) {
+        sqlite3_bind_int(c, 1, i);
+        sqlite3_step(c);
+        sqlite3_reset(c);
+    }
+    struct buf b = BUF_INIT;
+    for (int i = 0; i + 1 < n; i += 2) {
+        int conv = 1 + (int)(rng() % (uint64_t)n_convs);
+        if (!last[conv] || rng() % 20) {
+            text(&b, 40 + rng() % 200);
+            free(last[conv]);
+            last[conv] = xstrdup(buf_str(&b));
+        }
+        for (int k = 0; k < 2; k++) {
+            if (k)
+                text(&b, 300 + rng() % 1500);
+            sqlite3_bind_int(m, 1, conv);
+            sqlite3_bind_text(m, 2, k ? "assistant" : "user", -1, SQLITE_STATIC);
+            sqlite3_bind_text(m, 3, k ? buf_str(&b) : last[conv], -1, SQLITE_STATIC);
+            if (sqlite3_step(m) != SQLITE_DONE)
+                die("raw insert", sqlite3_errmsg(db));
+            sqlite3_reset(m);
+        }
+    }
+    buf_free(&b);
+    for (int i = 0; i <= n_convs; i++)
+        free(last[i]);
+    free(last);
+    sqlite3_finalize(c);
+    sqlite3_finalize(m);
+    if (sqlite3_exec(db, "COMMIT; PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL) !=
+        SQLITE_OK)
+        die("raw commit", sqlite3_errmsg(db));
+    sqlite3_close(db);
+}
+
+/* The upgrade to v6 (store_open of a version 5 database), rounds times on copies of one. */
+static void bench_migrate(const char *dir, int n, int rounds, int keep)
+{
+    char *base = xasprintf("%s/v5.db", dir), *path = xasprintf("%s/migrate.db", dir);
+    char *wal = xasprintf("%s-wal", path), *shm = xasprintf("%s-shm", path), *err = NULL;
+    double t0 = util_now();
+    struct stat sb;
+    if (!(reuse && access(base, F_OK) == 0)) {
+        unlink(base);
+        make_v5_db(base, n);
+    }
+    stat(base, &sb);
+    printf("# version 5 database of %d messages (%.0f MB) made in %.1f s\n", n,
+           (double)sb.st_size / 1e6, util_now() - t0);
+    double *v = xcalloc((size_t)rounds, sizeof *v);
+    off_t wal_size = 0;
+    for (int r = 0; r < rounds; r++) {
+        unlink(path);
+        unlink(wal);
+        unlink(shm);
+        size_t len;
+        char *data = util_read_file(base, &len, 0);
+        FILE *f = data ? fopen(path, "wb") : NULL;
+        if (!f || fwrite(data, 1, len, f) != len || fclose(f) != 0)
+            die("copy", base);
+        free(data);
+        struct store_open_info info;
+        t0 = util_now();
+        struct store *st = store_open(path, &info, &err);
+        v[r] = util_now() - t0;
+        if (!st || info.from_version != 5)
+            die("migrate", st ? "not from version 5" : err);
+        if (stat(wal, &sb) == 0)
+            wal_size = sb.st_size;
+        store_close(st);
+    }
+    char note[96];
+    snprintf(note, sizeof note, "(WAL after it: %.0f MB)", (double)wal_size / 1e6);
+    report_note("migrate v5 -> v6 (store_open)", v, (size_t)rounds, note);
+    unlink(path);
+    unlink(wal);
+    unlink(shm);
+    if (!keep)
+        unlink(base);
+    free(v);
+    free(base);
+    free(path);
+    free(wal);
+    free(shm);
+}
+
 int main(int argc, char **argv)
 {
     const char *dir = NULL, *query = NULL;
-    int n_cache = 100000, n_msgs = 100000, big_n = 10000, keep = 0, rounds = 1;
+    int n_cache = 100000, n_msgs = 100000, big_n = 10000, keep = 0, rounds = 1, migrate = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
             dir = argv[++i];
@@ -465,10 +579,13 @@ int main(int argc, char **argv)
             query = argv[++i];
         else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
             rounds = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--migrate") == 0 && i + 1 < argc)
+            migrate = atoi(argv[++i]);
         else {
             fprintf(stderr, "usage: store_bench [--dir DIR] [--cache N] [--messages M] "
                             "[--conversation K] [--keep] [--reuse]\n"
-                            "       store_bench --dir DIR --query Q [--rounds N]\n");
+                            "       store_bench --dir DIR --query Q [--rounds N]\n"
+                            "       store_bench [--dir DIR] --migrate N [--rounds R]\n");
             return 2;
         }
     }
@@ -480,6 +597,17 @@ int main(int argc, char **argv)
     char tmpl[] = "/tmp/tt-store-bench-XXXXXX";
     if (!dir && !(dir = mkdtemp(tmpl)))
         die("mkdtemp", "failed");
+    if (migrate > 0) {
+        printf("# store_bench: SQLite %s, upgrade of %d messages\n", sqlite3_libversion(),
+               migrate);
+        vocab_init();
+        bench_migrate(dir, migrate, rounds > 0 ? rounds : 1, keep);
+        if (dir == tmpl && !keep)
+            rmdir(dir);
+        for (int i = 0; i < VOCAB; i++)
+            free(vocab[i]);
+        return 0;
+    }
     printf("# store_bench: SQLite %s, %d cached answers, %d messages, %d-message conversation\n",
            sqlite3_libversion(), n_cache, n_msgs, big_n);
     vocab_init();

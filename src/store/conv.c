@@ -117,7 +117,7 @@ int store_conversation_delete(struct store *st, int64_t id)
 }
 
 /* Columns of a conversation row: id, title, system_prompt, model, profile, created, updated,
- * message count. */
+ * message count, head_id. */
 static void store_conv_row(sqlite3_stmt *s, struct store_conversation *c)
 {
     memset(c, 0, sizeof *c);
@@ -129,12 +129,13 @@ static void store_conv_row(sqlite3_stmt *s, struct store_conversation *c)
     c->created = sqlite3_column_int64(s, 5);
     c->updated = sqlite3_column_int64(s, 6);
     c->message_count = sqlite3_column_int64(s, 7);
+    c->head_id = sqlite3_column_int64(s, 8); /* NULL reads as 0 */
 }
 
 #define STORE_MSG_COLS                                                                       \
     "id, conversation_id, role, status, created, model, profile, host, finish_reason, "     \
     "prompt_tokens, completion_tokens, total_tokens, ttft, total_time, tokens_per_s, "       \
-    "dns_time, connect_time, tls_time, cached, error, reasoning, content"
+    "dns_time, connect_time, tls_time, cached, error, reasoning, content, parent_id"
 
 static void store_msg_row(sqlite3_stmt *s, struct store_message *m)
 {
@@ -164,6 +165,7 @@ static void store_msg_row(sqlite3_stmt *s, struct store_message *m)
     m->content_len = (size_t)sqlite3_column_bytes(s, 21);
     if (!m->content)
         m->content = xstrdup("");
+    m->parent_id = sqlite3_column_int64(s, 22); /* NULL reads as 0 */
 }
 
 /* An answer still streaming (in another process): add the parts committed so far to its text.
@@ -200,7 +202,7 @@ static int store_msg_add_parts(struct store *st, struct store_message *m)
 int store_conversation_load(struct store *st, int64_t id, struct store_conversation **out)
 {
     static const char q_conv[] =
-        "SELECT id, title, system_prompt, model, profile, created, updated, 0 "
+        "SELECT id, title, system_prompt, model, profile, created, updated, 0, head_id "
         "FROM conversations WHERE id = ?1";
     static const char q_msgs[] =
         "SELECT " STORE_MSG_COLS " FROM messages WHERE conversation_id = ?1 ORDER BY id";
@@ -257,7 +259,7 @@ int store_conversation_list(struct store *st, int limit, struct store_conversati
 {
     static const char q[] =
         "SELECT c.id, c.title, c.system_prompt, c.model, c.profile, c.created, c.updated, "
-        "(SELECT count(*) FROM messages m WHERE m.conversation_id = c.id) "
+        "(SELECT count(*) FROM messages m WHERE m.conversation_id = c.id), c.head_id "
         "FROM conversations c ORDER BY c.updated DESC, c.id DESC LIMIT ?1";
     *out = NULL;
     *n = 0;
@@ -280,6 +282,58 @@ int store_conversation_list(struct store *st, int limit, struct store_conversati
         return store_fail(st, "cannot list conversations");
     }
     return 0;
+}
+
+int store_conversation_set_head(struct store *st, int64_t conv, int64_t head_user_id)
+{
+    static const char q[] =
+        "UPDATE conversations SET head_id = ?2, updated = ?3 WHERE id = ?1 AND EXISTS "
+        "(SELECT 1 FROM messages WHERE id = ?2 AND conversation_id = ?1 AND role = 'user')";
+    if (store_begin(st) != 0)
+        return -1;
+    sqlite3_stmt *s = store_prep(st, q);
+    if (!s)
+        return store_rollback(st);
+    sqlite3_bind_int64(s, 1, conv);
+    sqlite3_bind_int64(s, 2, head_user_id);
+    sqlite3_bind_int64(s, 3, store_epoch(st));
+    int rc = sqlite3_step(s);
+    store_done(st, s);
+    if (rc != SQLITE_DONE) {
+        store_fail(st, "cannot move the conversation's head");
+        return store_rollback(st);
+    }
+    if (sqlite3_changes(st->db) == 0) {
+        store_rollback(st);
+        store_set_err(st, "no user message %lld in conversation %lld", (long long)head_user_id,
+                      (long long)conv);
+        return STORE_NOT_FOUND;
+    }
+    return store_commit(st);
+}
+
+int store_conversation_latest_answered(struct store *st, int64_t *id)
+{
+    /* Newest first through conversations_updated; the first whose messages hold an answer.
+     * The status test comes first so that the content of a finished answer is not read. */
+    static const char q[] =
+        "SELECT c.id FROM conversations c WHERE EXISTS (SELECT 1 FROM messages m "
+        "WHERE m.conversation_id = c.id AND m.role = 'assistant' "
+        "AND (m.status IN ('complete', 'truncated') OR m.content <> '')) "
+        "ORDER BY c.updated DESC, c.id DESC LIMIT 1";
+    *id = 0;
+    sqlite3_stmt *s = store_prep(st, q);
+    if (!s)
+        return -1;
+    int rc = store_step(st, s);
+    if (rc == SQLITE_ROW)
+        *id = sqlite3_column_int64(s, 0);
+    store_done(st, s);
+    if (rc == SQLITE_DONE) {
+        store_set_err(st, "no conversation has an answer");
+        return STORE_NOT_FOUND;
+    }
+    return rc == SQLITE_ROW ? 0 : store_fail(st, "cannot list conversations");
 }
 
 int store_conversation_ids(struct store *st, int64_t **ids, size_t *n)

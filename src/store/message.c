@@ -62,8 +62,30 @@ static char *store_title_from(const char *text, size_t len)
     return buf_take(&b);
 }
 
+/* 0 when parent (> 0) is a user row of conversation conv, else -1 with the error recorded. */
+static int store_msg_parent_ok(struct store *st, int64_t conv, int64_t parent)
+{
+    static const char q[] =
+        "SELECT 1 FROM messages WHERE id = ?1 AND conversation_id = ?2 AND role = 'user'";
+    sqlite3_stmt *s = store_prep(st, q);
+    if (!s)
+        return -1;
+    sqlite3_bind_int64(s, 1, parent);
+    sqlite3_bind_int64(s, 2, conv);
+    int rc = sqlite3_step(s);
+    store_done(st, s);
+    if (rc == SQLITE_ROW)
+        return 0;
+    if (rc != SQLITE_DONE)
+        return store_fail(st, "cannot save the message");
+    store_set_err(st, "cannot save the message: its parent %lld is not a user message of "
+                      "conversation %lld", (long long)parent, (long long)conv);
+    return -1;
+}
+
 /* Insert a message row and touch its conversation, inside the caller's transaction. title is
- * set on an untitled conversation. Returns the id, or -1 (STORE_NOT_FOUND-style message). */
+ * set on an untitled conversation; in->parent_id must be a user row of it. Returns the id, or
+ * -1 (STORE_NOT_FOUND-style message). */
 static int64_t store_msg_insert(struct store *st, int64_t conv, const char *role,
                                 const char *content, size_t len, const struct store_msg_info *in,
                                 const char *status, const char *writer, const char *title)
@@ -73,7 +95,8 @@ static int64_t store_msg_insert(struct store *st, int64_t conv, const char *role
         "THEN ?3 ELSE title END WHERE id = ?1";
     static const char q_ins[] =
         "INSERT INTO messages(conversation_id, role, status, created, model, profile, host, "
-        "cached, writer, content) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
+        "cached, writer, content, parent_id, error) "
+        "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)";
     int64_t now = store_epoch(st);
     sqlite3_stmt *s = store_prep(st, q_touch);
     if (!s)
@@ -89,6 +112,8 @@ static int64_t store_msg_insert(struct store *st, int64_t conv, const char *role
         store_set_err(st, "cannot save the message: no conversation %lld", (long long)conv);
         return -1;
     }
+    if (in && in->parent_id > 0 && store_msg_parent_ok(st, conv, in->parent_id) != 0)
+        return -1;
     if (!(s = store_prep(st, q_ins)))
         return -1;
     sqlite3_bind_int64(s, 1, conv);
@@ -101,6 +126,9 @@ static int64_t store_msg_insert(struct store *st, int64_t conv, const char *role
     sqlite3_bind_int(s, 8, in && in->cached);
     store_bind_text(s, 9, writer);
     sqlite3_bind_text(s, 10, content ? content : "", content ? (int)len : 0, SQLITE_STATIC);
+    if (in && in->parent_id > 0)
+        sqlite3_bind_int64(s, 11, in->parent_id);
+    store_bind_text(s, 12, in ? in->error : NULL);
     rc = sqlite3_step(s);
     store_done(st, s);
     if (rc != SQLITE_DONE) {
@@ -111,6 +139,21 @@ static int64_t store_msg_insert(struct store *st, int64_t conv, const char *role
         return -1;
     }
     return sqlite3_last_insert_rowid(st->db);
+}
+
+/* A new user row is the live path's last turn: conversations.head_id, inside the caller's
+ * transaction. 0 or -1. */
+static int store_msg_head(struct store *st, int64_t conv, int64_t id)
+{
+    static const char q[] = "UPDATE conversations SET head_id = ?2 WHERE id = ?1";
+    sqlite3_stmt *s = store_prep(st, q);
+    if (!s)
+        return -1;
+    sqlite3_bind_int64(s, 1, conv);
+    sqlite3_bind_int64(s, 2, id);
+    int rc = sqlite3_step(s);
+    store_done(st, s);
+    return rc == SQLITE_DONE ? 0 : store_fail(st, "cannot save the message");
 }
 
 int64_t store_message_add(struct store *st, int64_t conversation_id, const char *role,
@@ -129,7 +172,7 @@ int64_t store_message_add(struct store *st, int64_t conversation_id, const char 
     int64_t id = store_msg_insert(st, conversation_id, role, content, len, info, "complete",
                                   NULL, title);
     free(title);
-    if (id < 0)
+    if (id < 0 || (strcmp(role, "user") == 0 && store_msg_head(st, conversation_id, id) != 0))
         return store_rollback(st);
     return store_commit(st) == 0 ? id : -1;
 }

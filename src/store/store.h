@@ -9,6 +9,18 @@
  * Times: `created`/`updated` are unix seconds (store_set_clock() can replace the clocks for
  * tests). Token counts are -1 when unknown, durations are REAL seconds and < 0 when unknown.
  *
+ * Conversations as trees (schema v6): a conversation is a tree of turns. A turn is a user row
+ * and its outcome: an assistant row (complete, truncated, cancelled or interrupted with the
+ * text so far, error with none) and tool rows, or nothing when it was refused before sending
+ * (the user row's error says why; its status stays 'complete'). messages.parent_id links a user
+ * row to the user row of the previous turn on its path (NULL for a first turn) and an
+ * assistant or tool row to the user row it answers; siblings (an /edit, a /retry) share a
+ * parent. conversations.head_id is the user row of the live path's last turn: the live path
+ * runs from it up the parents. Nothing is deleted to change the path. Databases from before
+ * v6 get the links on upgrade: rows in id order, each user row starting a turn, a user row
+ * whose text equals the previous turn's a sibling of it (an old /retry), the last user row
+ * the head.
+ *
  * Search query language (store_search): the query is split into terms at white space; a term
  * is a substring to find, case-insensitively, anywhere in a message's content, and a message
  * must contain every term (AND). "double quotes" group words, spaces included, into one term
@@ -27,7 +39,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_SCHEMA_VERSION 5
+#define STORE_SCHEMA_VERSION 6
 #define STORE_NOT_FOUND 1                       /* returned by lookups of a missing id */
 #define STORE_CACHE_KEY_LEN 32                  /* SHA-256 */
 #define STORE_CACHE_DEFAULT_TTL (7 * 24 * 3600) /* seconds */
@@ -63,6 +75,11 @@ struct store_msg_info {
     const char *profile;
     const char *host; /* server host name only, never a URL with credentials, never a key */
     int cached;       /* 1 when the answer was replayed from the response cache */
+    /* The turn tree (see "Conversations as trees" below): for a user row, the user row of the
+     * previous turn on its path; for an assistant or tool row, the user row it answers. 0 =
+     * none (a first turn). */
+    int64_t parent_id;
+    const char *error; /* a user row refused before sending: why (NULL: it was sent) */
 };
 
 struct store_usage {
@@ -75,10 +92,13 @@ struct store_timings {
 
 struct store_message {
     int64_t id, conversation_id;
+    int64_t parent_id; /* 0 = none (a first turn's user row, or a row older than the tree) */
     char *role; /* "system", "user", "assistant" or "tool" */
     char *content;
     size_t content_len;
-    char *reasoning, *model, *profile, *host, *finish_reason, *error; /* NULL when unset */
+    /* NULL when unset. error: why an answer failed, or why a user row was refused before it
+     * was sent (a refused turn: no assistant row answers it). */
+    char *reasoning, *model, *profile, *host, *finish_reason, *error;
     enum store_status status;
     struct store_usage usage;
     struct store_timings timings;
@@ -90,6 +110,7 @@ struct store_conversation {
     int64_t id;
     char *title, *system_prompt, *model, *profile; /* NULL when unset */
     int64_t created, updated;
+    int64_t head_id; /* user row of the live path's last turn; 0: take the newest user row */
     int64_t message_count;
     struct store_message *messages; /* oldest first; NULL/0 in list results */
     size_t n_messages;
@@ -204,13 +225,22 @@ int store_conversation_update(struct store *st, int64_t id, const char *system_p
                               const char *model, const char *profile);
 /* Delete a conversation with its messages and summaries. Returns 0, STORE_NOT_FOUND or -1. */
 int store_conversation_delete(struct store *st, int64_t id);
-/* Load a conversation and all its messages (oldest first) into *out (free with
- * store_conversation_free). Returns 0, STORE_NOT_FOUND or -1. */
+/* Load a conversation and all its messages (oldest first, every branch of the tree, with
+ * parent_id; head_id set) into *out (free with store_conversation_free). Returns 0,
+ * STORE_NOT_FOUND or -1. */
 int store_conversation_load(struct store *st, int64_t id, struct store_conversation **out);
 /* Newest (last updated) conversations first, at most limit (<= 0: all), without messages.
  * *out is an array of *n (free with store_conversation_list_free). Returns 0 or -1. */
 int store_conversation_list(struct store *st, int limit, struct store_conversation **out,
                             size_t *n);
+/* Make head_user_id (a user row of conversation conv) the last turn of the live path, and
+ * touch the conversation's updated time. Returns 0, STORE_NOT_FOUND (no such conversation, or
+ * that row is not one of its user rows) or -1. */
+int store_conversation_set_head(struct store *st, int64_t conv, int64_t head_user_id);
+/* The most recently updated conversation that has at least one answered turn (an assistant
+ * row that is complete or truncated, or has text) into *id. Returns 0, STORE_NOT_FOUND (none)
+ * or -1. */
+int store_conversation_latest_answered(struct store *st, int64_t *id);
 /* Ids of all conversations, oldest first (caller frees *ids). Returns 0 or -1. */
 int store_conversation_ids(struct store *st, int64_t **ids, size_t *n);
 void store_conversation_free(struct store_conversation *c);
@@ -218,10 +248,14 @@ void store_conversation_list_free(struct store_conversation *list, size_t n);
 
 /* Add a finished message (a user prompt: call it before the request leaves) and commit it at
  * once. role: "system", "user", "assistant" or "tool". content is len bytes (raw, as received).
- * The first user message titles an untitled conversation. Returns the message id or -1. */
+ * info's parent_id and error are saved with it (a refused prompt: a user row with error). A
+ * user row becomes the conversation's head (a new turn is the live path's last), in the same
+ * transaction. The first user message titles an untitled conversation. Returns the message id
+ * or -1. */
 int64_t store_message_add(struct store *st, int64_t conversation_id, const char *role,
                           const char *content, size_t len, const struct store_msg_info *info);
-/* Commit an empty assistant answer with status 'streaming'. Returns its id or -1. */
+/* Commit an empty assistant answer with status 'streaming'; info->parent_id is the user row
+ * it answers. Returns its id or -1. */
 int64_t store_message_begin(struct store *st, int64_t conversation_id,
                             const struct store_msg_info *info);
 /* Buffer len bytes of answer text (or of reasoning with the _reasoning variant) and commit

@@ -468,6 +468,10 @@ static void test_migrate_v1(void)
         TAP_INT(c->n_messages, 3, "with its three messages");
         TAP_STR(c->title, "old chat", "title kept");
         TAP_INT(c->messages[2].status, STORE_INTERRUPTED, "streaming row is now interrupted");
+        TAP_INT(c->messages[0].parent_id, 0, "v1 -> v6: the first prompt starts the tree");
+        TAP_INT(c->messages[1].parent_id, 1, "v1 -> v6: the answer's parent is the prompt");
+        TAP_INT(c->messages[2].parent_id, 1, "v1 -> v6: so is the interrupted answer's");
+        TAP_INT(c->head_id, 1, "v1 -> v6: the prompt is the head");
         store_conversation_free(c);
     }
     struct store_summary sum;
@@ -481,6 +485,313 @@ static void test_migrate_v1(void)
     free(path);
 }
 
+/* ---------------------------------------------------------------- the turn tree (v6) */
+
+/* "id:parent_id ..." of every message, by id (0 for NULL); caller frees. */
+static char *tree_of(const char *path)
+{
+    return raw_text(path, "SELECT group_concat(id || ':' || ifnull(parent_id, 0), ' ') FROM "
+                          "(SELECT id, parent_id FROM messages ORDER BY id)");
+}
+
+/* "id:head_id ..." of every conversation, by id (0 for NULL); caller frees. */
+static char *heads_of(const char *path)
+{
+    return raw_text(path, "SELECT group_concat(id || ':' || ifnull(head_id, 0), ' ') FROM "
+                          "(SELECT id, head_id FROM conversations ORDER BY id)");
+}
+
+/* A version 5 database at path: a new store (version 6) taken back to version 5 (the tree's
+ * index and columns dropped, user_version 5), so that rows raw_exec inserts then go through
+ * the v5 triggers. test_migrate_prev has the real thing, written by the previous release.
+ * 0 or -1. */
+static int make_v5(const char *path)
+{
+    char *err = NULL;
+    struct store *st = store_open(path, NULL, &err);
+    if (!st) {
+        free(err);
+        return -1;
+    }
+    store_close(st);
+    return raw_exec(path, "DROP INDEX messages_parent;"
+                          "ALTER TABLE messages DROP COLUMN parent_id;"
+                          "ALTER TABLE conversations DROP COLUMN head_id;"
+                          "PRAGMA user_version = 5;") == SQLITE_OK
+               ? 0
+               : -1;
+}
+
+/* v5 -> v6: every row kept and linked; a resent prompt (old /retry) is a sibling; failed turns
+ * stay; the last prompt is the head. */
+static void test_migrate_v5(void)
+{
+    char *path = tmp_path("v5.db");
+    TAP_INT(make_v5(path), 0, "v5: built a version 5 database");
+    TAP_INT(raw_int(path, "SELECT count(*) FROM pragma_table_info('messages') "
+                          "WHERE name = 'parent_id'"),
+            0, "v5: no parent_id column");
+    int rc = raw_exec(
+        path,
+        "INSERT INTO conversations(id, title, created, updated) VALUES"
+        " (1, 'normal', 100, 200), (2, 'retry', 110, 800), (3, 'failed', 120, 900),"
+        " (4, 'system first', 130, 300), (5, 'empty', 140, 150);"
+        "INSERT INTO messages(id, conversation_id, role, status, created, error, content) VALUES"
+        " (1, 1, 'user', 'complete', 100, NULL, 'hello'),"
+        " (2, 1, 'assistant', 'complete', 101, NULL, 'hi there'),"
+        " (3, 1, 'user', 'complete', 102, NULL, 'more'),"
+        " (4, 1, 'assistant', 'complete', 103, NULL, 'sure'),"
+        " (5, 2, 'user', 'complete', 110, NULL, 'Q'),"
+        " (6, 2, 'assistant', 'error', 111, 'HTTP 500', ''),"
+        " (7, 2, 'user', 'complete', 112, NULL, 'Q'),"
+        " (8, 2, 'assistant', 'complete', 113, NULL, 'the answer about quokkas'),"
+        " (9, 3, 'user', 'complete', 120, NULL, 'fail me'),"
+        " (10, 2, 'user', 'complete', 114, NULL, 'next'),"
+        " (11, 2, 'assistant', 'complete', 115, NULL, 'ok'),"
+        " (12, 2, 'tool', 'complete', 116, NULL, 'tool output'),"
+        " (13, 2, 'user', 'complete', 117, NULL, 'next'),"
+        " (14, 2, 'user', 'complete', 118, NULL, 'next'),"
+        " (15, 3, 'assistant', 'error', 121, 'HTTP 502', ''),"
+        " (16, 4, 'system', 'complete', 130, NULL, 'be brief'),"
+        " (17, 4, 'user', 'complete', 131, NULL, 'x'),"
+        " (18, 4, 'assistant', 'complete', 132, NULL, 'y'),"
+        " (19, 1, 'user', 'complete', 104, NULL, 'hello'),"
+        " (20, 1, 'assistant', 'complete', 105, NULL, 'hi again');");
+    TAP_INT(rc, SQLITE_OK, "v5: rows inserted");
+    long long queued = raw_int(path, "SELECT count(*) FROM words_queue");
+    struct store_open_info info;
+    char *err = NULL;
+    struct store *st = store_open(path, &info, &err);
+    TAP_OK(st != NULL, "v5 database opens: %s", err ? err : "");
+    if (!st) {
+        free(err);
+        free(path);
+        return;
+    }
+    TAP_INT(info.from_version, 5, "v5: migrated from version 5");
+    TAP_INT(store_schema_version(st), 6, "v5: now version 6");
+    char *tree = tree_of(path), *heads = heads_of(path);
+    TAP_STR(tree,
+            "1:0 2:1 3:1 4:3 5:0 6:5 7:0 8:7 9:0 10:7 11:10 12:10 13:7 14:7 15:9 16:0 17:0 "
+            "18:17 19:3 20:19",
+            "v5: every row linked (a resent prompt is its twin's sibling, three times too; "
+            "the same text two turns later is not)");
+    TAP_STR(heads, "1:19 2:14 3:9 4:17 5:0", "v5: each conversation's last prompt is its head");
+    free(tree);
+    free(heads);
+    TAP_INT(raw_int(path, "SELECT count(*) FROM messages"), 20, "v5: no row lost");
+    TAP_INT(raw_int(path, "SELECT count(*) FROM words_queue"), queued,
+            "v5: linking the rows queued no change for the word index");
+    TAP_INT(raw_int(path, "SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND "
+                          "name = 'messages_parent'"),
+            1, "v5: messages(parent_id) is indexed");
+    struct store_conversation *c = NULL;
+    TAP_INT(store_conversation_load(st, 2, &c), 0, "v5: the retried conversation loads");
+    if (c) {
+        TAP_INT(c->n_messages, 9, "v5: with all its rows");
+        TAP_INT(c->head_id, 14, "v5: and its head");
+        TAP_INT(c->messages[1].id, 6, "v5: the failed answer is kept");
+        TAP_INT(c->messages[1].status, STORE_ERROR, "v5: as an error");
+        TAP_INT(c->messages[1].content_len, 0, "v5: without text");
+        TAP_STR(c->messages[1].error, "HTTP 500", "v5: with its error");
+        TAP_INT(c->messages[1].parent_id, 5, "v5: answering the first Q");
+        TAP_INT(c->messages[2].parent_id, 0, "v5: the resent Q is a first turn too");
+        store_conversation_free(c);
+    }
+    TAP_INT(search_finds(st, "quokkas", 8), 1, "v5: search still finds old answers");
+    int64_t latest = 0;
+    TAP_INT(store_conversation_latest_answered(st, &latest), 0, "latest answered: found");
+    TAP_INT(latest, 2, "latest answered: skips the newer conversation whose only turn failed");
+    /* newer still: a refused turn, an answer interrupted before any text; then a cancelled
+     * answer with text, which counts */
+    int64_t refused = store_conversation_new(st, NULL, NULL, NULL, NULL);
+    struct store_msg_info why = {.error = "the message does not fit"};
+    int64_t u = store_message_add(st, refused, "user", "a very long paste", 17, &why);
+    TAP_OK(u > 0, "refused turn saved");
+    TAP_INT(store_conversation_latest_answered(st, &latest), 0, "latest answered: found again");
+    TAP_INT(latest, 2, "latest answered: skips a conversation whose only turn was refused");
+    int64_t empty = store_conversation_new(st, NULL, NULL, NULL, NULL);
+    u = store_message_add(st, empty, "user", "hello?", 6, NULL);
+    struct store_msg_info ai = {.parent_id = u};
+    int64_t a = store_message_begin(st, empty, &ai);
+    store_message_finish(st, a, STORE_INTERRUPTED, NULL, NULL, NULL, NULL);
+    store_conversation_latest_answered(st, &latest);
+    TAP_INT(latest, 2, "latest answered: skips an answer interrupted before its first word");
+    int64_t cut = store_conversation_new(st, NULL, NULL, NULL, NULL);
+    u = store_message_add(st, cut, "user", "tell me", 7, NULL);
+    ai.parent_id = u;
+    a = store_message_begin(st, cut, &ai);
+    store_message_append(st, a, "Once upon", 9);
+    store_message_finish(st, a, STORE_CANCELLED, NULL, NULL, NULL, NULL);
+    store_conversation_latest_answered(st, &latest);
+    TAP_INT(latest, cut, "latest answered: a cancelled answer with text counts");
+    store_close(st);
+    free(path);
+
+    st = open_new("latest-none.db", NULL);
+    latest = -5;
+    TAP_INT(store_conversation_latest_answered(st, &latest), STORE_NOT_FOUND,
+            "latest answered: none in an empty store");
+    store_close(st);
+}
+
+/* Copy src to dst. 0 or -1. */
+static int copy_file(const char *src, const char *dst)
+{
+    size_t len;
+    char *data = util_read_file(src, &len, 0);
+    if (!data)
+        return -1;
+    FILE *f = fopen(dst, "wb");
+    int ok = f && fwrite(data, 1, len, f) == len;
+    if (f && fclose(f) != 0)
+        ok = 0;
+    free(data);
+    return ok ? 0 : -1;
+}
+
+/* tests/fixtures/store-v5-prev-release.db, written by the release before the tree (see
+ * tests/fixtures/README.md): a two-turn conversation, one whose second request failed with
+ * HTTP 500, and a chat where the user sent A, did /edit to B, then /retry. */
+static void test_migrate_prev(void)
+{
+    char *fixture = xasprintf("%s/fixtures/store-v5-prev-release.db", tap_srcdir());
+    char *path = tmp_path("prev-release.db");
+    if (copy_file(fixture, path) != 0) {
+        printf("Bail out! cannot copy %s\n", fixture);
+        exit(1);
+    }
+    chmod(path, 0600);
+    TAP_INT(raw_int(path, "PRAGMA user_version"), 5, "previous release: a version 5 database");
+    TAP_INT(raw_int(path, "SELECT count(*) FROM messages"), 14, "previous release: 14 rows");
+    struct store_open_info info;
+    char *err = NULL;
+    struct store *st = store_open(path, &info, &err);
+    TAP_OK(st != NULL, "previous release: opens: %s", err ? err : "");
+    if (!st) {
+        free(err);
+        free(path);
+        free(fixture);
+        return;
+    }
+    TAP_INT(info.from_version, 5, "previous release: migrated from version 5");
+    TAP_INT(store_schema_version(st), STORE_SCHEMA_VERSION, "previous release: to the current");
+    char *tree = tree_of(path), *heads = heads_of(path);
+    /* 1-4 two turns; 5-8 a turn, then one whose answer failed (8: error, no text); 9-14 A and
+     * its answer, B (/edit: the old release sent B alone but kept A, so B follows A), then B
+     * again (/retry): a sibling of the first B */
+    TAP_STR(tree, "1:0 2:1 3:1 4:3 5:0 6:5 7:5 8:7 9:0 10:9 11:9 12:11 13:9 14:13",
+            "previous release: every row linked, the /retry a sibling");
+    TAP_STR(heads, "1:3 2:7 3:13", "previous release: heads at the last prompts");
+    free(tree);
+    free(heads);
+    TAP_INT(raw_int(path, "SELECT count(*) FROM messages"), 14, "previous release: no row lost");
+    struct store_conversation *c = NULL;
+    TAP_INT(store_conversation_load(st, 2, &c), 0, "previous release: the failed one loads");
+    if (c && c->n_messages == 4) {
+        TAP_INT(c->messages[3].status, STORE_ERROR, "previous release: the failed answer kept");
+        TAP_INT(c->messages[3].content_len, 0, "previous release: without text");
+        TAP_OK(c->messages[3].error && strstr(c->messages[3].error, "HTTP 500"),
+               "previous release: its error says HTTP 500");
+        TAP_INT(c->messages[3].parent_id, 7, "previous release: answering the second prompt");
+    } else {
+        TAP_OK(0, "previous release: conversation 2 has 4 messages");
+    }
+    store_conversation_free(c);
+    int64_t latest = 0;
+    TAP_INT(store_conversation_latest_answered(st, &latest), 0, "previous release: answered");
+    TAP_INT(latest, 3, "previous release: the chat is the latest answered");
+    TAP_INT(search_count(st, "wolf", NULL, NULL, NULL), 2, "previous release: still searchable");
+    store_close(st);
+    free(path);
+    free(fixture);
+}
+
+/* The tree through the API: who moves the head, set_head, the parent's checks, refusals. */
+static void test_tree(void)
+{
+    struct store *st = open_new("tree.db", NULL);
+    int64_t c = store_conversation_new(st, NULL, NULL, NULL, NULL);
+    int64_t other = store_conversation_new(st, NULL, NULL, NULL, NULL);
+    int64_t u1 = store_message_add(st, c, "user", "first", 5, NULL);
+    struct store_conversation *cv = NULL;
+    store_conversation_load(st, c, &cv);
+    TAP_INT(cv ? cv->head_id : -1, u1, "tree: a first prompt is the head");
+    store_conversation_free(cv);
+    struct store_msg_info ai = {.parent_id = u1};
+    int64_t a1 = store_message_begin(st, c, &ai);
+    store_message_append(st, a1, "one", 3);
+    store_message_finish(st, a1, STORE_COMPLETE, "stop", NULL, NULL, NULL);
+    struct store_msg_info ui = {.parent_id = u1};
+    int64_t u2 = store_message_add(st, c, "user", "second", 6, &ui);
+    ai.parent_id = u2;
+    int64_t a2 = store_message_add(st, c, "assistant", "two", 3, &ai);
+    int64_t u2b = store_message_add(st, c, "user", "second, edited", 14, &ui); /* a sibling */
+    TAP_OK(a1 > 0 && u2 > 0 && a2 > 0 && u2b > 0, "tree: rows added");
+    TAP_INT(store_conversation_load(st, c, &cv), 0, "tree: loads");
+    if (cv && cv->n_messages == 5) {
+        TAP_INT(cv->head_id, u2b, "tree: the newest prompt is the head; answers leave it");
+        TAP_INT(cv->messages[0].parent_id, 0, "tree: first prompt, no parent");
+        TAP_INT(cv->messages[1].parent_id, u1, "tree: streamed answer -> its prompt");
+        TAP_INT(cv->messages[2].parent_id, u1, "tree: second prompt -> first");
+        TAP_INT(cv->messages[3].parent_id, u2, "tree: added answer -> its prompt");
+        TAP_INT(cv->messages[4].parent_id, u1, "tree: the edit is the second's sibling");
+    } else {
+        TAP_OK(0, "tree: all five rows loaded");
+    }
+    store_conversation_free(cv);
+    TAP_INT(store_conversation_set_head(st, c, u2), 0, "set_head: back to the first branch");
+    store_conversation_load(st, c, &cv);
+    TAP_INT(cv ? cv->head_id : -1, u2, "set_head: the head moved");
+    store_conversation_free(cv);
+    TAP_INT(store_conversation_set_head(st, c, a2), STORE_NOT_FOUND,
+            "set_head: an answer cannot be the head");
+    TAP_INT(store_conversation_set_head(st, other, u1), STORE_NOT_FOUND,
+            "set_head: nor another conversation's prompt");
+    TAP_INT(store_conversation_set_head(st, c, 999999), STORE_NOT_FOUND,
+            "set_head: nor a missing row");
+    TAP_INT(store_conversation_set_head(st, 999999, u1), STORE_NOT_FOUND,
+            "set_head: nor in a missing conversation");
+    struct store_conversation *list = NULL;
+    size_t n = 0;
+    store_conversation_list(st, 0, &list, &n);
+    int64_t listed = -1;
+    for (size_t i = 0; i < n; i++)
+        if (list[i].id == c)
+            listed = list[i].head_id;
+    TAP_INT(listed, u2, "set_head: failures left it alone; the list shows it");
+    store_conversation_list_free(list, n);
+
+    struct store_msg_info bad = {.parent_id = u1};
+    TAP_INT(store_message_add(st, other, "user", "x", 1, &bad), -1,
+            "a parent from another conversation is refused");
+    TAP_OK(strstr(store_error(st), "parent"), "with a message about the parent: %s",
+           store_error(st));
+    bad.parent_id = a1;
+    TAP_INT(store_message_add(st, c, "user", "x", 1, &bad), -1, "an answer as parent is refused");
+    TAP_INT(store_message_begin(st, c, &bad), -1, "also for a streamed answer");
+    store_conversation_load(st, other, &cv);
+    TAP_INT(cv ? (long long)cv->n_messages : -1, 0, "the refused rows were not saved");
+    TAP_INT(cv ? cv->head_id : -1, 0, "nor did they move a head");
+    store_conversation_free(cv);
+
+    struct store_msg_info refused = {.parent_id = u2, .error = "too long for the context"};
+    int64_t u3 = store_message_add(st, c, "user", "a huge paste", 12, &refused);
+    TAP_OK(u3 > 0, "refused: saved");
+    store_conversation_load(st, c, &cv);
+    if (cv && cv->n_messages == 6) {
+        TAP_INT(cv->head_id, u3, "refused: it is the head (the live path's last turn)");
+        TAP_STR(cv->messages[5].error, "too long for the context", "refused: why");
+        TAP_INT(cv->messages[5].status, STORE_COMPLETE, "refused: status stays complete");
+        TAP_INT(cv->messages[5].parent_id, u2, "refused: after the second prompt");
+        TAP_OK(cv->messages[2].error == NULL, "a sent prompt has no error");
+    } else {
+        TAP_OK(0, "refused: six rows");
+    }
+    store_conversation_free(cv);
+    store_close(st);
+}
+
 /* ---------------------------------------------------------------- conversations, streaming */
 
 static void test_conversations(void)
@@ -491,7 +802,7 @@ static void test_conversations(void)
 
     int64_t a = store_conversation_new(st, NULL, "be terse", "gpt-x", "work");
     TAP_OK(a > 0, "new conversation id");
-    struct store_msg_info ui = {"gpt-x", "work", "api.example.com", 0};
+    struct store_msg_info ui = {.model = "gpt-x", .profile = "work", .host = "api.example.com"};
     const char *prompt = "  How do I\n\tparse   JSON in C without a library?  ";
     int64_t m1 = store_message_add(st, a, "user", prompt, strlen(prompt), &ui);
     TAP_OK(m1 > 0, "user message committed");
@@ -561,7 +872,7 @@ static void test_conversations(void)
     store_conversation_free(c);
 
     /* Streaming: batches every 250 ms of the store's clock. */
-    struct store_msg_info ai = {"gpt-x", "work", "api.example.com", 0};
+    struct store_msg_info ai = {.model = "gpt-x", .profile = "work", .host = "api.example.com"};
     int64_t m = store_message_begin(st, a, &ai);
     TAP_OK(m > 0, "answer begun");
     store_conversation_load(st, a, &c);
@@ -821,7 +1132,7 @@ static void test_search(void)
     struct store *st = open_new("search.db", NULL);
     store_set_clock(st, fake_mono, fake_epoch, &clk);
     int64_t conv = store_conversation_new(st, "search fixture", NULL, NULL, NULL);
-    struct store_msg_info m1 = {"model-one", NULL, NULL, 0}, m2 = {"model-two", NULL, NULL, 0};
+    struct store_msg_info m1 = {.model = "model-one"}, m2 = {.model = "model-two"};
     const char *texts[] = {
         "我们今天去北京大学参观了图书馆",                              /* 0 CJK */
         "Café crème brûlée est délicieux",                             /* 1 accents */
@@ -1406,7 +1717,7 @@ static void test_stats(void)
     int64_t conv = store_conversation_new(st, "s", NULL, NULL, NULL);
     for (int i = 1; i <= 20; i++) {
         clk.epoch = 1700000000 + (i > 10) * 86400;
-        struct store_msg_info info = {i % 2 ? "alpha" : "beta", NULL, NULL, 0};
+        struct store_msg_info info = {.model = i % 2 ? "alpha" : "beta"};
         store_message_add(st, conv, "user", "q", 1, &info);
         int64_t m = store_message_begin(st, conv, &info);
         struct store_usage u = {10, i, 10 + i};
@@ -1414,7 +1725,7 @@ static void test_stats(void)
         store_message_finish(st, m, i == 20 ? STORE_CANCELLED : STORE_COMPLETE, "stop", &u, &t,
                              NULL);
     }
-    struct store_msg_info cached = {"alpha", NULL, NULL, 1};
+    struct store_msg_info cached = {.model = "alpha", .cached = 1};
     int64_t m = store_message_begin(st, conv, &cached);
     struct store_usage cu = {1000, 1000, 2000};
     struct store_timings ct = {0.001, 0.001, 99999, -1, -1, -1};
@@ -1674,8 +1985,9 @@ static void test_commands(void)
     struct store *st = open_new("cmd.db", NULL);
     int64_t c1 = store_conversation_new(st, NULL, "sys", "gpt-x", "work");
     const char *evil = "look: \x1b]52;c;SGVsbG8=\x07 and \x1b[2J cleared";
-    store_message_add(st, c1, "user", "Tell me about the red fox", 25, NULL);
-    struct store_msg_info ai = {"gpt-x", "work", "api.example.com", 0};
+    int64_t u1 = store_message_add(st, c1, "user", "Tell me about the red fox", 25, NULL);
+    struct store_msg_info ai = {.model = "gpt-x", .profile = "work", .host = "api.example.com",
+                                .parent_id = u1};
     int64_t m = store_message_begin(st, c1, &ai);
     store_message_append(st, m, evil, strlen(evil));
     struct store_usage u = {3, 4, 7};
@@ -1938,6 +2250,9 @@ int main(void)
     test_sha256();
     test_open_and_errors();
     test_migrate_v1();
+    test_migrate_v5();
+    test_migrate_prev();
+    test_tree();
     test_conversations();
     test_crash_recovery();
     test_two_writers();
