@@ -608,6 +608,36 @@ static void doctor_terminal(struct doctor *d)
     }
 }
 
+/* The word index (store/): behind after an upgrade or another program's changes (the few
+ * changes of a chat are applied by the next search at once), off with many blobs. Silent
+ * when it is in use and nearly up to date. */
+static void doctor_word_index(struct doctor *d, long long queued, long long blobs)
+{
+    if (blobs > STORE_WORDS_LONG_MAX)
+        doctor_linef(d, DOCTOR_OK, "word index", NULL, NULL,
+                     "not used: %lld messages hold a word of over %d characters (more than %d), "
+                     "so every search uses the trigram index",
+                     blobs, STORE_WORDS_LONG_CHARS, STORE_WORDS_LONG_MAX);
+    else if (queued > STORE_WORDS_BATCH)
+        doctor_linef(d, DOCTOR_OK, "word index", NULL, NULL,
+                     "%lld changes to apply; each search for a word applies %d and uses the "
+                     "trigram index until none is left",
+                     queued, STORE_WORDS_BATCH);
+}
+
+/* The database file's mode: private and writable. */
+static void doctor_db_perms(struct doctor *d, const char *path, unsigned mode)
+{
+    if (mode & 077)
+        doctor_linef(d, DOCTOR_WARN, "db perms", NULL, NULL,
+                     "others can read your conversations (mode %03o); chmod 600 %s", mode, path);
+    else if (access(path, W_OK) != 0)
+        doctor_linef(d, DOCTOR_WARN, "db perms", NULL, "chmod 600 it (or use --db FILE)",
+                     "%s is read-only: chats will not be saved", path);
+    else
+        doctor_linef(d, DOCTOR_OK, "db perms", NULL, NULL, "mode %03o", mode);
+}
+
 static void doctor_database(struct doctor *d, const char *path)
 {
     struct stat st;
@@ -665,27 +695,8 @@ static void doctor_database(struct doctor *d, const char *path)
     doctor_linef(d, DOCTOR_OK, "database", NULL, NULL,
                  "%s: integrity ok, schema %d, %.1f MiB, %lld conversation%s", path, version,
                  (double)bytes / 1048576.0, convs, convs == 1 ? "" : "s");
-    /* The word index (store.c): behind after an upgrade or another program's changes (the
-     * few changes of a chat are applied by the next search at once), off with many blobs. */
-    if (blobs > STORE_WORDS_LONG_MAX)
-        doctor_linef(d, DOCTOR_OK, "word index", NULL, NULL,
-                     "not used: %lld messages hold a word of over %d characters (more than %d), "
-                     "so every search uses the trigram index",
-                     blobs, STORE_WORDS_LONG_CHARS, STORE_WORDS_LONG_MAX);
-    else if (queued > STORE_WORDS_BATCH)
-        doctor_linef(d, DOCTOR_OK, "word index", NULL, NULL,
-                     "%lld changes to apply; each search for a word applies %d and uses the "
-                     "trigram index until none is left",
-                     queued, STORE_WORDS_BATCH);
-    unsigned mode = st.st_mode & 0777;
-    if (mode & 077)
-        doctor_linef(d, DOCTOR_WARN, "db perms", NULL, NULL,
-                     "others can read your conversations (mode %03o); chmod 600 %s", mode, path);
-    else if (access(path, W_OK) != 0)
-        doctor_linef(d, DOCTOR_WARN, "db perms", NULL, "chmod 600 it (or use --db FILE)",
-                     "%s is read-only: chats will not be saved", path);
-    else
-        doctor_linef(d, DOCTOR_OK, "db perms", NULL, NULL, "mode %03o", mode);
+    doctor_word_index(d, queued, blobs);
+    doctor_db_perms(d, path, st.st_mode & 0777);
 }
 
 static void doctor_data(struct doctor *d, const char *theme)
@@ -724,16 +735,16 @@ static const char doctor_usage[] =
     "key's validity, rate-limit headers), the terminal, the database and the data files.\n"
     "One line per check: ok, warn or fail, and what to do. Exit status 1 when a check failed.\n";
 
-int cmd_doctor(const struct cli *a, int argc, char **argv)
+/* doctor's own arguments into d: -1 to go on, else the exit status (--help, a mistake). */
+static int doctor_args(struct doctor *d, int argc, char **argv)
 {
-    struct doctor d = {.timeout_ms = 10000, .a = a};
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
         if (strcmp(o, "-h") == 0 || strcmp(o, "--help") == 0) {
             fputs(doctor_usage, stdout);
             return 0;
         } else if (strcmp(o, "--offline") == 0) {
-            d.offline = 1;
+            d->offline = 1;
         } else if (strcmp(o, "--timeout") == 0 || strncmp(o, "--timeout=", 10) == 0) {
             const char *v = o[9] == '=' ? o + 10 : i + 1 < argc ? argv[++i] : NULL;
             char *end = NULL;
@@ -742,12 +753,21 @@ int cmd_doctor(const struct cli *a, int argc, char **argv)
                 fprintf(stderr, "tokterm: doctor: --timeout takes seconds from 0.001 to 600\n");
                 return 2;
             }
-            d.timeout_ms = (long)(s * 1000 + 0.5);
+            d->timeout_ms = (long)(s * 1000 + 0.5);
         } else {
             fprintf(stderr, "tokterm: doctor: unknown argument '%s'\n%s", o, doctor_usage);
             return 2;
         }
     }
+    return -1;
+}
+
+int cmd_doctor(const struct cli *a, int argc, char **argv)
+{
+    struct doctor d = {.timeout_ms = 10000, .a = a};
+    int rc = doctor_args(&d, argc, argv);
+    if (rc >= 0)
+        return rc;
     printf("tokterm doctor: %s\n", PACKAGE_STRING);
 
     char *cfgdir = conf_dir("config");

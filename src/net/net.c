@@ -414,94 +414,97 @@ static double net_info_s(CURL *e, CURLINFO what)
     return (double)us / 1e6;
 }
 
-/* What an attempt came to: a result with outcome, message, usage and timings. */
-static struct net_result *net_result_of(struct xfer *x, CURLcode res)
+/* The message of an HTTP error status: the body's error, where a redirect pointed, and the
+ * transport error that followed. */
+static void net_http_message(struct xfer *x, CURLcode res, struct net_result *r,
+                             struct buf *msg)
 {
-    struct net_result *r = xcalloc(1, sizeof *r);
-    double now = util_now();
-    net_flush(x);
-    r->req = x->id;
-    if (x->easy) {
-        net_headers_done(x);
-        curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &r->status);
+    const char *body = x->body.data ? x->body.data : "";
+    api_error_message(r->status, x->ctype, body, x->body.len, msg, r->error_code,
+                      sizeof r->error_code);
+    if (r->status >= 300 && r->status < 400) {
+        const char *loc = strstr(buf_str(&x->headers), "location: ");
+        if (loc) {
+            const char *e = strchr(loc, '\n');
+            buf_printf(msg, " - redirected to %.*s; point the base URL there",
+                       (int)(e ? e - loc - 10 : 200), loc + 10);
+        }
     }
-    r->content_bytes = x->content_bytes;
-    r->reasoning_bytes = x->reasoning_bytes;
-    struct buf msg = BUF_INIT;
+    if (res != CURLE_OK)
+        buf_printf(msg, " (then: %s)", curl_easy_strerror(res));
+}
 
-    if (x->mode == XM_BODY && r->status >= 200 && r->status < 300 && res == CURLE_OK && !x->proto_error) {
-        /* A whole JSON answer where a stream was asked for: still an answer. */
-        x->now = util_now();
-        if (api_decode_completion(&x->api, x->body.data ? x->body.data : "", x->body.len,
-                                  net_emit, x) < 0 && x->api.error.len == 0)
-            buf_appends(&x->api.error, "the server's answer is not valid JSON");
-        net_flush(x);
-    }
+/* The message of a transport error, with what to check for the usual ones. */
+static void net_transport_message(const struct xfer *x, CURLcode res, int got_text,
+                                  struct buf *msg)
+{
+    buf_printf(msg, "%s%s%s", x->errbuf[0] ? x->errbuf : curl_easy_strerror(res),
+               got_text ? " - the connection broke mid-answer; the answer is incomplete" : "",
+               res == CURLE_PEER_FAILED_VERIFICATION || res == CURLE_SSL_CACERT_BADFILE
+                   ? " (the server's TLS certificate does not verify: trust its CA with "
+                     "cacert= in the profile)"
+               : res == CURLE_COULDNT_CONNECT || res == CURLE_COULDNT_RESOLVE_HOST
+                   ? " - is the server running? check base_url (OPENAI_BASE_URL)" : "");
+}
+
+/* The outcome of an attempt, in the order docs/ARCHITECTURE.md ("Outcomes and exit status")
+ * gives, with its message for the user in msg (r->status is set; r->error_code may be). */
+static enum api_outcome net_outcome(struct xfer *x, CURLcode res, struct net_result *r,
+                                    struct buf *msg)
+{
     int got_text = x->content_bytes + x->reasoning_bytes > 0;
     if (x->cancelled) {
-        r->outcome = API_CANCELLED;
-        buf_appends(&msg, "cancelled");
-    } else if (x->breaker_open) {
-        r->outcome = API_ERR_NETWORK;
-        buf_appends(&msg, x->errbuf);
-    } else if (x->idle_fired) {
-        r->outcome = got_text ? API_ERR_TRUNCATED : API_ERR_NETWORK;
-        buf_printf(&msg, "no data from the server for %.0f s (idle timeout%s); if the model is "
+        buf_appends(msg, "cancelled");
+        return API_CANCELLED;
+    }
+    if (x->breaker_open) {
+        buf_appends(msg, x->errbuf);
+        return API_ERR_NETWORK;
+    }
+    if (x->idle_fired) {
+        buf_printf(msg, "no data from the server for %.0f s (idle timeout%s); if the model is "
                    "slow to start, raise --idle-timeout (idle_timeout = in the profile)",
                    x->rq->idle_timeout_s > 0 ? x->rq->idle_timeout_s : 90.0,
                    got_text ? "; the answer is incomplete" : "");
-    } else if (r->status >= 300 && !x->proto_error) {
-        r->outcome = API_ERR_HTTP;
-        const char *body = x->body.data ? x->body.data : "";
-        api_error_message(r->status, x->ctype, body, x->body.len, &msg, r->error_code,
-                          sizeof r->error_code);
-        if (r->status >= 300 && r->status < 400) {
-            const char *loc = strstr(buf_str(&x->headers), "location: ");
-            if (loc) {
-                const char *e = strchr(loc, '\n');
-                buf_printf(&msg, " - redirected to %.*s; point the base URL there",
-                           (int)(e ? e - loc - 10 : 200), loc + 10);
-            }
-        }
-        if (res != CURLE_OK)
-            buf_printf(&msg, " (then: %s)", curl_easy_strerror(res));
-    } else if (x->proto_error || x->api.error.len) {
-        r->outcome = API_ERR_HTTP;
-        buf_appends(&msg, buf_str(&x->api.error));
-        memcpy(r->error_code, x->api.error_code, sizeof r->error_code);
-    } else if (res != CURLE_OK) {
-        r->outcome = got_text ? API_ERR_TRUNCATED : API_ERR_NETWORK;
-        buf_printf(&msg, "%s%s%s", x->errbuf[0] ? x->errbuf : curl_easy_strerror(res),
-                   got_text ? " - the connection broke mid-answer; the answer is incomplete" : "",
-                   res == CURLE_PEER_FAILED_VERIFICATION || res == CURLE_SSL_CACERT_BADFILE
-                       ? " (the server's TLS certificate does not verify: trust its CA with "
-                         "cacert= in the profile)"
-                   : res == CURLE_COULDNT_CONNECT || res == CURLE_COULDNT_RESOLVE_HOST
-                       ? " - is the server running? check base_url (OPENAI_BASE_URL)" : "");
-    } else if (!x->api.finish[0]) {
-        r->outcome = got_text ? API_ERR_TRUNCATED : API_ERR_NETWORK;
-        buf_appends(&msg, x->mode == XM_SSE && x->api.chunks > 0
-                              ? "the stream ended without a finish_reason: the answer is incomplete"
-                              : "the server closed the stream without an answer");
-    } else if (strcmp(x->api.finish, "length") == 0) {
-        r->outcome = API_CUT;
-        buf_appends(&msg, "the answer was cut at the token limit (finish_reason \"length\")");
-    } else if (strcmp(x->api.finish, "content_filter") == 0) {
-        r->outcome = API_CUT;
-        buf_appends(&msg, "the answer was stopped by the provider's content filter");
-    } else {
-        r->outcome = API_OK;
+        return got_text ? API_ERR_TRUNCATED : API_ERR_NETWORK;
     }
-    r->error = r->outcome == API_OK ? NULL : buf_take(&msg);
-    buf_free(&msg);
-    memcpy(r->model, x->api.model, sizeof r->model);
-    memcpy(r->finish, x->api.finish, sizeof r->finish);
-    r->usage = x->api.usage;
+    if (r->status >= 300 && !x->proto_error) {
+        net_http_message(x, res, r, msg);
+        return API_ERR_HTTP;
+    }
+    if (x->proto_error || x->api.error.len) {
+        buf_appends(msg, buf_str(&x->api.error));
+        memcpy(r->error_code, x->api.error_code, sizeof r->error_code);
+        return API_ERR_HTTP;
+    }
+    if (res != CURLE_OK) {
+        net_transport_message(x, res, got_text, msg);
+        return got_text ? API_ERR_TRUNCATED : API_ERR_NETWORK;
+    }
+    if (!x->api.finish[0]) {
+        buf_appends(msg, x->mode == XM_SSE && x->api.chunks > 0
+                             ? "the stream ended without a finish_reason: the answer is incomplete"
+                             : "the server closed the stream without an answer");
+        return got_text ? API_ERR_TRUNCATED : API_ERR_NETWORK;
+    }
+    if (strcmp(x->api.finish, "length") == 0) {
+        buf_appends(msg, "the answer was cut at the token limit (finish_reason \"length\")");
+        return API_CUT;
+    }
+    if (strcmp(x->api.finish, "content_filter") == 0) {
+        buf_appends(msg, "the answer was stopped by the provider's content filter");
+        return API_CUT;
+    }
+    return API_OK;
+}
 
+/* curl's timings of the attempt and tokterm's own (first token, gaps, tokens/s). */
+static void net_timings_of(struct xfer *x, struct net_result *r, double now)
+{
     struct net_timings *t = &r->t;
     t->ttft = -1;
     if (!x->easy)
-        goto no_timings;
+        return;
     t->dns = net_info_s(x->easy, CURLINFO_NAMELOOKUP_TIME_T);
     t->connect = net_info_s(x->easy, CURLINFO_CONNECT_TIME_T);
     t->tls = net_info_s(x->easy, CURLINFO_APPCONNECT_TIME_T);
@@ -520,7 +523,38 @@ static struct net_result *net_result_of(struct xfer *x, CURLcode res)
     t->reused = r->status > 0 && connects == 0;
     t->http_version = ver == CURL_HTTP_VERSION_1_0 ? 10 : ver == CURL_HTTP_VERSION_1_1 ? 11
                     : ver == CURL_HTTP_VERSION_2_0 ? 20 : ver == CURL_HTTP_VERSION_3 ? 30 : 0;
-no_timings:
+}
+
+/* What an attempt came to: a result with outcome, message, usage and timings. */
+static struct net_result *net_result_of(struct xfer *x, CURLcode res)
+{
+    struct net_result *r = xcalloc(1, sizeof *r);
+    double now = util_now();
+    net_flush(x);
+    r->req = x->id;
+    if (x->easy) {
+        net_headers_done(x);
+        curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &r->status);
+    }
+    r->content_bytes = x->content_bytes;
+    r->reasoning_bytes = x->reasoning_bytes;
+    if (x->mode == XM_BODY && r->status >= 200 && r->status < 300 && res == CURLE_OK &&
+        !x->proto_error) {
+        /* A whole JSON answer where a stream was asked for: still an answer. */
+        x->now = util_now();
+        if (api_decode_completion(&x->api, x->body.data ? x->body.data : "", x->body.len,
+                                  net_emit, x) < 0 && x->api.error.len == 0)
+            buf_appends(&x->api.error, "the server's answer is not valid JSON");
+        net_flush(x);
+    }
+    struct buf msg = BUF_INIT;
+    r->outcome = net_outcome(x, res, r, &msg);
+    r->error = r->outcome == API_OK ? NULL : buf_take(&msg);
+    buf_free(&msg);
+    memcpy(r->model, x->api.model, sizeof r->model);
+    memcpy(r->finish, x->api.finish, sizeof r->finish);
+    r->usage = x->api.usage;
+    net_timings_of(x, r, now);
     r->headers = buf_take(&x->headers);
     r->attempts = x->attempt;
     return r;
@@ -797,6 +831,58 @@ static void net_take_work(struct net *n)
     free(cancels);
 }
 
+/* x waits wait seconds for its quota: its new start time, and a note to the sink the first
+ * time. */
+static void net_hold(struct net *n, struct xfer *x, double wait, double now)
+{
+    x->start_at = now + wait;
+    if (x->wait_told)
+        return;
+    char why[200], tbuf[32], qbuf[100];
+    const char *quota = ratelimit_format(&x->quota->key.state, now, qbuf, sizeof qbuf);
+    snprintf(why, sizeof why, "waiting for quota %s (%s)",
+             ratelimit_format_duration(wait, tbuf, sizeof tbuf),
+             *quota ? quota : "client-side limit");
+    queue_push_note(n->q, QEV_WAIT, x->id, why, wait);
+    x->wait_told = 1;
+}
+
+/* x's endpoint is failing (its circuit is open): x becomes its fallback request, with a note
+ * to the sink. */
+static void net_to_fallback(struct net *n, struct xfer *x)
+{
+    struct net_request *fb = x->rq->fallback;
+    x->rq->fallback = NULL;
+    char note[256];
+    snprintf(note, sizeof note, "the endpoint failed %d times in a row (circuit open): "
+             "using the fallback %s", x->ep->br.failures,
+             x->rq->fallback_name ? x->rq->fallback_name : "profile");
+    queue_push_note(n->q, QEV_RETRY, x->id, note, 0);
+    net_request_free(x->rq);
+    x->rq = fb;
+    x->used_fallback = 1;
+    x->wait_told = 0;
+}
+
+/* Put x, out of the waiting list, on the wire: counted as sent against its quota. */
+static void net_send(struct net *n, struct xfer *x, double now)
+{
+    struct net_quota *q = x->quota;
+    ratelimit_note_sent(&q->key.state, now, x->rq->est_tokens);
+    x->seq = ++q->sent;
+    x->crowded = net_quota_crowded(x);
+    q->probing = 1;
+    x->wait_told = 0;
+    x->next = n->active;
+    n->active = x;
+    n->n_active++;
+    if (net_xfer_start(n, x) < 0) {
+        net_unlink(n, x);
+        snprintf(x->errbuf, sizeof x->errbuf, "could not set up the request");
+        net_finish(n, x, CURLE_FAILED_INIT);
+    }
+}
+
 /* Send the waiting requests whose time has come and whose quota allows; returns the seconds
  * until the next one may be due (HUGE_VAL when none waits). */
 static double net_admit(struct net *n)
@@ -842,34 +928,14 @@ static double net_admit(struct net *n)
         double wait = kwait > 0 ? kwait : ratelimit_wait_time(&q->key.state, now,
                                                               x->rq->est_tokens);
         if (wait > 0.001) {
-            x->start_at = now + wait;
-            if (!x->wait_told) {
-                char why[200], tbuf[32], qbuf[100];
-                const char *quota = ratelimit_format(&q->key.state, now, qbuf, sizeof qbuf);
-                snprintf(why, sizeof why, "waiting for quota %s (%s)",
-                         ratelimit_format_duration(wait, tbuf, sizeof tbuf),
-                         *quota ? quota : "client-side limit");
-                queue_push_note(n->q, QEV_WAIT, x->id, why, wait);
-                x->wait_told = 1;
-            }
+            net_hold(n, x, wait, now);
             next_due = wait < next_due ? wait : next_due;
             pp = &x->next;
             continue;
         }
         double bwait = 0;
         if (!ratelimit_breaker_allow(&x->ep->br, now, &bwait) && x->rq->fallback) {
-            /* The endpoint is failing: send this request to the fallback instead. */
-            struct net_request *fb = x->rq->fallback;
-            x->rq->fallback = NULL;
-            char note[256];
-            snprintf(note, sizeof note, "the endpoint failed %d times in a row (circuit open): "
-                     "using the fallback %s", x->ep->br.failures,
-                     x->rq->fallback_name ? x->rq->fallback_name : "profile");
-            queue_push_note(n->q, QEV_RETRY, x->id, note, 0);
-            net_request_free(x->rq);
-            x->rq = fb;
-            x->used_fallback = 1;
-            x->wait_told = 0;
+            net_to_fallback(n, x);
             continue; /* look at it again with the fallback's quota */
         }
         *pp = x->next;
@@ -881,19 +947,7 @@ static double net_admit(struct net *n)
             net_finish(n, x, CURLE_COULDNT_CONNECT);
             continue;
         }
-        ratelimit_note_sent(&q->key.state, now, x->rq->est_tokens);
-        x->seq = ++q->sent;
-        x->crowded = net_quota_crowded(x);
-        q->probing = 1;
-        x->wait_told = 0;
-        x->next = n->active;
-        n->active = x;
-        n->n_active++;
-        if (net_xfer_start(n, x) < 0) {
-            net_unlink(n, x);
-            snprintf(x->errbuf, sizeof x->errbuf, "could not set up the request");
-            net_finish(n, x, CURLE_FAILED_INIT);
-        }
+        net_send(n, x, now);
     }
     return next_due;
 }

@@ -442,55 +442,95 @@ static void set_reset(struct ratelimit_state *s, double *rfield, struct ratelimi
         d->period = secs;
 }
 
+/* Which header of ours the name [name, name_end) is (any case); H_NONE for another. */
+static enum hdr hdr_find(const char *name, const char *name_end)
+{
+    for (size_t i = 0; i < TT_ARRAY_LEN(hdr_names); i++)
+        if (equals_nocase(name, name_end, hdr_names[i]))
+            return (enum hdr)i;
+    return H_NONE;
+}
+
+/* x-ratelimit-limit-* and x-ratelimit-remaining-*: into s and r (either may be NULL).
+ * 1 when the value parses (else it is recorded as unknown). */
+static int feed_count(struct ratelimit_state *s, struct ratelimit_response *r, enum hdr h,
+                      const char *v, const char *vend, double now)
+{
+    int64_t n = RATELIMIT_UNKNOWN;
+    int ok = parse_count(v, vend, &n) == 0;
+    if (!ok)
+        n = RATELIMIT_UNKNOWN;
+    int is_req = h == H_LIMIT_REQ || h == H_REM_REQ;
+    int is_rem = h == H_REM_REQ || h == H_REM_TOK;
+    int64_t *rf = NULL;
+    if (r)
+        rf = is_req ? (is_rem ? &r->remaining_req : &r->limit_req)
+                    : (is_rem ? &r->remaining_tok : &r->limit_tok);
+    set_count(s, rf, is_rem, s ? (is_req ? &s->req : &s->tok) : NULL, n, now);
+    return ok;
+}
+
+/* x-ratelimit-reset-requests and -tokens: a duration. 1 when it parses. */
+static int feed_reset(struct ratelimit_state *s, struct ratelimit_response *r, enum hdr h,
+                      const char *v, const char *vend, double now)
+{
+    double secs = RATELIMIT_NO_TIME;
+    int ok = ratelimit_parse_duration(v, (size_t)(vend - v), &secs) == 0;
+    if (!ok)
+        secs = RATELIMIT_NO_TIME;
+    if (h == H_RESET_REQ)
+        set_reset(s, r ? &r->reset_req : NULL, s ? &s->req : NULL, secs, now);
+    else
+        set_reset(s, r ? &r->reset_tok : NULL, s ? &s->tok : NULL, secs, now);
+    return ok;
+}
+
+/* retry-after: seconds, or an HTTP date (then the seconds from now_epoch, never negative).
+ * 1 when it parses. */
+static int feed_retry_after(struct ratelimit_response *r, const char *v, const char *vend,
+                            double now_epoch)
+{
+    const char *p = v;
+    double val;
+    int ok = 0;
+    if (parse_decimal(&p, vend, &val) == 0 && p == vend) {
+        ok = 1;
+    } else if (ratelimit_parse_http_date(v, (size_t)(vend - v), &val) == 0 &&
+               isfinite(now_epoch)) {
+        ok = 1;
+        val -= now_epoch;
+        if (!(val > 0))
+            val = 0;
+    }
+    if (r)
+        r->retry_after = ok ? val : RATELIMIT_NO_TIME;
+    return ok;
+}
+
 int ratelimit_feed(struct ratelimit_state *s, struct ratelimit_response *r, const char *line,
                    size_t len, double now, double now_epoch)
 {
-    const char *end = line + len;
     const char *colon = memchr(line, ':', len);
     if (!colon)
         return 0;
     const char *name = line, *name_end = colon;
     trim(&name, &name_end);
-    enum hdr h = H_NONE;
-    for (size_t i = 0; i < TT_ARRAY_LEN(hdr_names); i++) {
-        if (equals_nocase(name, name_end, hdr_names[i])) {
-            h = (enum hdr)i;
-            break;
-        }
-    }
+    enum hdr h = hdr_find(name, name_end);
     if (h == H_NONE)
         return 0;
-    const char *v = colon + 1, *vend = end;
+    const char *v = colon + 1, *vend = line + len;
     trim(&v, &vend);
-    int64_t n = RATELIMIT_UNKNOWN;
-    double secs = RATELIMIT_NO_TIME;
     int ok = 0;
     switch (h) {
     case H_LIMIT_REQ:
     case H_LIMIT_TOK:
     case H_REM_REQ:
-    case H_REM_TOK: {
-        ok = parse_count(v, vend, &n) == 0;
-        if (!ok)
-            n = RATELIMIT_UNKNOWN;
-        int is_req = h == H_LIMIT_REQ || h == H_REM_REQ;
-        int is_rem = h == H_REM_REQ || h == H_REM_TOK;
-        int64_t *rf = NULL;
-        if (r)
-            rf = is_req ? (is_rem ? &r->remaining_req : &r->limit_req)
-                        : (is_rem ? &r->remaining_tok : &r->limit_tok);
-        set_count(s, rf, is_rem, s ? (is_req ? &s->req : &s->tok) : NULL, n, now);
+    case H_REM_TOK:
+        ok = feed_count(s, r, h, v, vend, now);
         break;
-    }
     case H_RESET_REQ:
     case H_RESET_TOK:
-        ok = ratelimit_parse_duration(v, (size_t)(vend - v), &secs) == 0;
-        if (!ok)
-            secs = RATELIMIT_NO_TIME;
-        if (h == H_RESET_REQ)
-            set_reset(s, r ? &r->reset_req : NULL, s ? &s->req : NULL, secs, now);
-        else
-            set_reset(s, r ? &r->reset_tok : NULL, s ? &s->tok : NULL, secs, now);
+        ok = feed_reset(s, r, h, v, vend, now);
         break;
     case H_RETRY_AFTER_MS: {
         const char *p = v;
@@ -500,22 +540,9 @@ int ratelimit_feed(struct ratelimit_state *s, struct ratelimit_response *r, cons
             r->retry_after_ms = ok ? ms / 1000.0 : RATELIMIT_NO_TIME;
         break;
     }
-    case H_RETRY_AFTER: {
-        const char *p = v;
-        double val;
-        if (parse_decimal(&p, vend, &val) == 0 && p == vend) {
-            ok = 1;
-        } else if (ratelimit_parse_http_date(v, (size_t)(vend - v), &val) == 0 &&
-                   isfinite(now_epoch)) {
-            ok = 1;
-            val -= now_epoch;
-            if (!(val > 0))
-                val = 0;
-        }
-        if (r)
-            r->retry_after = ok ? val : RATELIMIT_NO_TIME;
+    case H_RETRY_AFTER:
+        ok = feed_retry_after(r, v, vend, now_epoch);
         break;
-    }
     case H_SHOULD_RETRY: {
         int sr = -1;
         if (equals_nocase(v, vend, "true"))

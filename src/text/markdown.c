@@ -385,109 +385,140 @@ static size_t bare_url_end(const char *s, size_t n, size_t i)
     return j;
 }
 
-static void tokenize(const struct lidx *x, const char *s, size_t n, struct nodes *ns, int depth)
+/* The inline scanner of one paragraph line: each tok_* below looks at s[i], where its
+ * construct may start, and returns where scanning goes on; a construct found becomes a node
+ * (tok_emit), after the plain text before it. */
+struct tok {
+    const struct lidx *x;
+    const char *s;
+    size_t n;
+    struct nodes *ns;
+    size_t text; /* plain text not yet made a node starts here */
+};
+
+/* Add the node [a, b) of a construct found at [at, end): the text before it first. */
+static struct node *tok_emit(struct tok *t, size_t at, size_t end, int type, size_t a, size_t b)
 {
-    size_t i = 0, text = 0;
-#define FLUSH()                                   \
-    do {                                          \
-        if (i > text)                             \
-            nodes_add(ns, N_TEXT, text, i);       \
-    } while (0)
-    while (i < n) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '\\' && i + 1 < n && is_ascii_punct((unsigned char)s[i + 1])) {
-            FLUSH();
-            nodes_add(ns, N_TEXT, i + 1, i + 2);
-            i += 2;
-            text = i;
-        } else if (c == '`') {
-            size_t k = run_len(s, n, i, '`');
-            size_t e = code_close(x, i, k);
-            if (!e) {
-                i += k;
-                continue;
-            }
-            FLUSH();
-            size_t a = i + k, b = e;
-            /* strip one space on each side when both are there and it isn't all spaces */
-            if (b - a >= 2 && s[a] == ' ' && s[b - 1] == ' ') {
-                size_t t = a;
-                while (t < b && s[t] == ' ')
-                    t++;
-                if (t < b) {
-                    a++;
-                    b--;
-                }
-            }
-            nodes_add(ns, N_CODE, a, b);
-            i = e + k;
-            text = i;
-        } else if (c == '*' || c == '_') {
-            size_t k = run_len(s, n, i, (char)c);
-            uint32_t before = cp_before(s, i), after = cp_at(s, n, i + k);
-            int left = !cp_space(after) &&
-                       (!cp_punct(after) || cp_space(before) || cp_punct(before));
-            int right = !cp_space(before) &&
-                        (!cp_punct(before) || cp_space(after) || cp_punct(after));
-            int can_open = c == '*' ? left : left && (!right || cp_punct(before));
-            int can_close = c == '*' ? right : right && (!left || cp_punct(after));
-            if (!can_open && !can_close) { /* plain text (snake_case, 2 * 3) */
-                i += k;
-                continue;
-            }
-            FLUSH();
-            struct node *nd = nodes_add(ns, N_DELIM, i, i + k);
-            nd->ch = (char)c;
-            nd->count = nd->rem = (int)k;
-            nd->can_open = can_open;
-            nd->can_close = can_close;
-            i += k;
-            text = i;
-        } else if ((c == '[' || (c == '!' && i + 1 < n && s[i + 1] == '[')) &&
-                   depth < MAX_LINK_DEPTH) {
-            struct node tmp;
-            size_t start = c == '!' ? i + 1 : i;
-            size_t end = parse_link(x, s, n, start, &tmp);
-            if (!end) {
-                i++;
-                continue;
-            }
-            FLUSH();
-            struct node *nd = nodes_add(ns, N_LINK, tmp.a, tmp.b);
-            nd->ua = tmp.ua;
-            nd->ub = tmp.ub;
-            nd->image = c == '!';
-            i = end;
-            text = i;
-        } else if (c == '<' && url_scheme_at(s, n, i + 1)) {
-            size_t j = i + 1;
-            while (j < n && s[j] != '>' && s[j] != ' ' && s[j] != '<')
-                j++;
-            if (j >= n || s[j] != '>') {
-                i++;
-                continue;
-            }
-            FLUSH();
-            nodes_add(ns, N_AUTOLINK, i + 1, j);
-            i = j + 1;
-            text = i;
-        } else if (c == 'h' && url_scheme_at(s, n, i) &&
-                   (i == 0 || (s[i - 1] && strchr(" (\"'", s[i - 1])))) {
-            size_t e = bare_url_end(s, n, i);
-            if (e <= i + (size_t)url_scheme_at(s, n, i)) {
-                i++;
-                continue;
-            }
-            FLUSH();
-            nodes_add(ns, N_AUTOLINK, i, e);
-            i = e;
-            text = i;
-        } else {
-            i++;
+    if (at > t->text)
+        nodes_add(t->ns, N_TEXT, t->text, at);
+    t->text = end;
+    return nodes_add(t->ns, type, a, b);
+}
+
+/* A backslash before ASCII punctuation: the punctuation as text. */
+static size_t tok_escape(struct tok *t, size_t i)
+{
+    tok_emit(t, i, i + 2, N_TEXT, i + 1, i + 2);
+    return i + 2;
+}
+
+/* A code span: a run of backticks up to the next run of the same length. */
+static size_t tok_code(struct tok *t, size_t i)
+{
+    const char *s = t->s;
+    size_t k = run_len(s, t->n, i, '`');
+    size_t e = code_close(t->x, i, k);
+    if (!e)
+        return i + k;
+    size_t a = i + k, b = e;
+    /* strip one space on each side when both are there and it isn't all spaces */
+    if (b - a >= 2 && s[a] == ' ' && s[b - 1] == ' ') {
+        size_t q = a;
+        while (q < b && s[q] == ' ')
+            q++;
+        if (q < b) {
+            a++;
+            b--;
         }
     }
-    FLUSH();
-#undef FLUSH
+    tok_emit(t, i, e + k, N_CODE, a, b);
+    return e + k;
+}
+
+/* A run of * or _: a delimiter that may open or close emphasis, or plain text. */
+static size_t tok_delim(struct tok *t, size_t i)
+{
+    const char *s = t->s;
+    unsigned char c = (unsigned char)s[i];
+    size_t k = run_len(s, t->n, i, (char)c);
+    uint32_t before = cp_before(s, i), after = cp_at(s, t->n, i + k);
+    int left = !cp_space(after) && (!cp_punct(after) || cp_space(before) || cp_punct(before));
+    int right = !cp_space(before) && (!cp_punct(before) || cp_space(after) || cp_punct(after));
+    int can_open = c == '*' ? left : left && (!right || cp_punct(before));
+    int can_close = c == '*' ? right : right && (!left || cp_punct(after));
+    if (!can_open && !can_close) /* plain text (snake_case, 2 * 3) */
+        return i + k;
+    struct node *nd = tok_emit(t, i, i + k, N_DELIM, i, i + k);
+    nd->ch = (char)c;
+    nd->count = nd->rem = (int)k;
+    nd->can_open = can_open;
+    nd->can_close = can_close;
+    return i + k;
+}
+
+/* [text](url) or ![alt](url). */
+static size_t tok_link(struct tok *t, size_t i)
+{
+    struct node tmp;
+    int image = t->s[i] == '!';
+    size_t end = parse_link(t->x, t->s, t->n, image ? i + 1 : i, &tmp);
+    if (!end)
+        return i + 1;
+    struct node *nd = tok_emit(t, i, end, N_LINK, tmp.a, tmp.b);
+    nd->ua = tmp.ua;
+    nd->ub = tmp.ub;
+    nd->image = image;
+    return end;
+}
+
+/* <http://...>. */
+static size_t tok_autolink(struct tok *t, size_t i)
+{
+    const char *s = t->s;
+    size_t j = i + 1;
+    while (j < t->n && s[j] != '>' && s[j] != ' ' && s[j] != '<')
+        j++;
+    if (j >= t->n || s[j] != '>')
+        return i + 1;
+    tok_emit(t, i, j + 1, N_AUTOLINK, i + 1, j);
+    return j + 1;
+}
+
+/* A bare http:// or https:// URL. */
+static size_t tok_bare_url(struct tok *t, size_t i)
+{
+    size_t e = bare_url_end(t->s, t->n, i);
+    if (e <= i + (size_t)url_scheme_at(t->s, t->n, i))
+        return i + 1;
+    tok_emit(t, i, e, N_AUTOLINK, i, e);
+    return e;
+}
+
+static void tokenize(const struct lidx *x, const char *s, size_t n, struct nodes *ns, int depth)
+{
+    struct tok t = {x, s, n, ns, 0};
+    size_t i = 0;
+    while (i < n) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '\\' && i + 1 < n && is_ascii_punct((unsigned char)s[i + 1]))
+            i = tok_escape(&t, i);
+        else if (c == '`')
+            i = tok_code(&t, i);
+        else if (c == '*' || c == '_')
+            i = tok_delim(&t, i);
+        else if ((c == '[' || (c == '!' && i + 1 < n && s[i + 1] == '[')) &&
+                 depth < MAX_LINK_DEPTH)
+            i = tok_link(&t, i);
+        else if (c == '<' && url_scheme_at(s, n, i + 1))
+            i = tok_autolink(&t, i);
+        else if (c == 'h' && url_scheme_at(s, n, i) &&
+                 (i == 0 || (s[i - 1] && strchr(" (\"'", s[i - 1]))))
+            i = tok_bare_url(&t, i);
+        else
+            i++;
+    }
+    if (i > t.text)
+        nodes_add(ns, N_TEXT, t.text, i);
 }
 
 /* CommonMark's "process emphasis": each closer, left to right, takes the nearest usable
@@ -871,6 +902,142 @@ static void raw_table_line(struct markdown *md, const char *s, size_t n, struct 
     lb_finish(&b, out, md->base, MARKDOWN_TABLE_RAW, 0, 0, WRAP_PRE);
 }
 
+/* The opening line of a code fence of flen fence characters fch: remember the fence; the line
+ * shows the info string's first word (the language). */
+static void block_fence(struct markdown *md, struct mdstate *st, const char *p, size_t rest,
+                        size_t indent, size_t flen, char fch, const struct sink *k)
+{
+    struct lb b = {BUF_INIT, NULL, 0, 0};
+    st->fence = 1;
+    st->fence_ch = fch;
+    st->fence_len = (int)flen;
+    st->fence_indent = (int)indent;
+    st->code_indent = st->nlist > 0 && indent > 0 ? st->lout[list_level_for(st, indent)] : 0;
+    size_t a = flen;
+    while (a < rest && p[a] == ' ')
+        a++;
+    size_t e = a;
+    while (e < rest && p[e] != ' ')
+        e++;
+    lb_spaces(&b, (size_t)st->code_indent, md->base);
+    lb_add(&b, p + a, e - a, THEME_CODE_LABEL, 0);
+    sink_line(k, &b, MARKDOWN_CODE_LABEL, 0, st->code_indent, WRAP_PRE);
+}
+
+/* An ATX heading at p ("## text", an optional closing run of #s); 0 when p is not one. */
+static int block_heading(struct markdown *md, struct mdstate *st, const char *p, size_t rest,
+                         const struct sink *k)
+{
+    size_t h = run_len(p, rest, 0, '#');
+    if (h > 6 || (h != rest && p[h] != ' '))
+        return 0;
+    size_t a = h, e = rest;
+    while (a < e && p[a] == ' ')
+        a++;
+    while (e > a && p[e - 1] == ' ')
+        e--;
+    size_t t = e; /* an optional closing run of #s after a space */
+    while (t > a && p[t - 1] == '#')
+        t--;
+    if (t < e && (t == a || p[t - 1] == ' ')) {
+        e = t;
+        while (e > a && p[e - 1] == ' ')
+            e--;
+    }
+    struct lb b = {BUF_INIT, NULL, 0, 0};
+    st->nlist = 0;
+    lb_add(&b, p, h, THEME_DIM, 0);
+    lb_add(&b, " ", 1, THEME_DIM, 0);
+    inline_into(md, &b, p + a, e - a, THEME_HEADING);
+    sink_line(k, &b, MARKDOWN_HEADING, (int)h, (int)h + 1, 0);
+    return 1;
+}
+
+/* A block quote line (s[indent] is '>'), nested as many levels as it has '>'s. */
+static void block_quote(struct markdown *md, struct mdstate *st, const char *s, size_t n,
+                        size_t indent, const struct sink *k)
+{
+    struct lb b = {BUF_INIT, NULL, 0, 0};
+    int depth = 0;
+    size_t i = indent;
+    while (i < n && s[i] == '>') {
+        depth++;
+        i++;
+        if (i < n && s[i] == ' ')
+            i++;
+        size_t j = i;
+        while (j < n && j - i < 3 && s[j] == ' ')
+            j++;
+        if (j < n && s[j] == '>')
+            i = j;
+    }
+    st->nlist = 0;
+    for (int d = 0; d < depth; d++)
+        lb_add(&b, "\xE2\x94\x82 ", 4, THEME_QUOTE, 0);
+    inline_into(md, &b, s + i, n - i, THEME_QUOTE);
+    sink_line(k, &b, MARKDOWN_QUOTE, depth, 2 * depth, 0);
+}
+
+/* The length of the list marker at p ("-", "*", "+", "1." or "1)" before a space or the end),
+ * with *ordered set for a number; 0 when p starts no list item. */
+static size_t list_marker(const char *p, size_t rest, int *ordered)
+{
+    *ordered = 0;
+    if ((p[0] == '-' || p[0] == '*' || p[0] == '+') && (rest == 1 || p[1] == ' '))
+        return 1;
+    size_t d = 0;
+    while (d < rest && d < 10 && p[d] >= '0' && p[d] <= '9')
+        d++;
+    if (d >= 1 && d <= 9 && d < rest && (p[d] == '.' || p[d] == ')') &&
+        (d + 1 == rest || p[d + 1] == ' ')) {
+        *ordered = 1;
+        return d + 1;
+    }
+    return 0;
+}
+
+/* A list item whose marker (mlen bytes) starts at p: find its level in the list stack, draw
+ * the bullet or number and the item's first line. */
+static void block_list_item(struct markdown *md, struct mdstate *st, const char *p, size_t rest,
+                            size_t indent, size_t mlen, int ordered, const struct sink *k)
+{
+    struct lb b = {BUF_INIT, NULL, 0, 0};
+    size_t sp = 0;
+    while (mlen + sp < rest && p[mlen + sp] == ' ')
+        sp++;
+    if (sp > 4)
+        sp = 1; /* the extra spaces belong to the content */
+    if (sp == 0)
+        sp = 1;
+    int cont = (int)(indent + mlen + sp);
+    while (st->nlist > 0 && st->lind[st->nlist - 1] > (int)indent)
+        st->nlist--;
+    if (st->nlist > 0 && (int)indent < st->lcont[st->nlist - 1])
+        st->nlist--; /* a sibling: replace the top level */
+    if (st->nlist == MAX_LIST)
+        st->nlist--;
+    int depth = st->nlist++;
+    st->lind[depth] = (int)indent;
+    st->lcont[depth] = cont;
+    static const char *const bullets[3] = {"\xE2\x80\xA2", "\xE2\x97\xA6", "\xE2\x96\xAA"};
+    lb_spaces(&b, (size_t)depth * 2, md->base);
+    size_t mw;
+    if (ordered) {
+        lb_add(&b, p, mlen, THEME_LIST_MARKER, 0);
+        mw = mlen;
+    } else {
+        lb_add(&b, bullets[depth % 3], strlen(bullets[depth % 3]), THEME_LIST_MARKER, 0);
+        mw = 1;
+    }
+    lb_add(&b, " ", 1, md->base, 0);
+    st->lout[depth] = depth * 2 + (int)mw + 1;
+    size_t a = mlen + sp;
+    if (a > rest)
+        a = rest;
+    inline_into(md, &b, p + a, rest - a, md->base);
+    sink_line(k, &b, MARKDOWN_LIST, depth, st->lout[depth], 0);
+}
+
 /* One line of block structure outside code fences and tables. */
 static void block_line(struct markdown *md, struct mdstate *st, const char *s, size_t n,
                        const struct sink *k)
@@ -880,53 +1047,19 @@ static void block_line(struct markdown *md, struct mdstate *st, const char *s, s
     const char *p = s + indent;
     size_t rest = n - indent;
     char fch;
-    size_t flen;
+    size_t flen, mlen;
+    int ordered;
 
     if (rest == 0) {
         sink_line(k, &b, MARKDOWN_BLANK, 0, 0, 0);
         return;
     }
     if ((flen = fence_open(p, rest, &fch)) != 0) {
-        st->fence = 1;
-        st->fence_ch = fch;
-        st->fence_len = (int)flen;
-        st->fence_indent = (int)indent;
-        st->code_indent = st->nlist > 0 && indent > 0 ? st->lout[list_level_for(st, indent)] : 0;
-        size_t a = flen;
-        while (a < rest && p[a] == ' ')
-            a++;
-        size_t e = a;
-        while (e < rest && p[e] != ' ')
-            e++;
-        lb_spaces(&b, (size_t)st->code_indent, md->base);
-        lb_add(&b, p + a, e - a, THEME_CODE_LABEL, 0);
-        sink_line(k, &b, MARKDOWN_CODE_LABEL, 0, st->code_indent, WRAP_PRE);
+        block_fence(md, st, p, rest, indent, flen, fch, k);
         return;
     }
-    if (indent <= 3 && p[0] == '#') {
-        size_t h = run_len(p, rest, 0, '#');
-        if (h <= 6 && (h == rest || p[h] == ' ')) {
-            size_t a = h, e = rest;
-            while (a < e && p[a] == ' ')
-                a++;
-            while (e > a && p[e - 1] == ' ')
-                e--;
-            size_t t = e; /* an optional closing run of #s after a space */
-            while (t > a && p[t - 1] == '#')
-                t--;
-            if (t < e && (t == a || p[t - 1] == ' ')) {
-                e = t;
-                while (e > a && p[e - 1] == ' ')
-                    e--;
-            }
-            st->nlist = 0;
-            lb_add(&b, p, h, THEME_DIM, 0);
-            lb_add(&b, " ", 1, THEME_DIM, 0);
-            inline_into(md, &b, p + a, e - a, THEME_HEADING);
-            sink_line(k, &b, MARKDOWN_HEADING, (int)h, (int)h + 1, 0);
-            return;
-        }
-    }
+    if (indent <= 3 && p[0] == '#' && block_heading(md, st, p, rest, k))
+        return;
     if (is_rule(s, n)) {
         st->nlist = 0;
         lb_add(&b, "\xE2\x94\x80\xE2\x94\x80\xE2\x94\x80", 9, THEME_RULE, 0);
@@ -934,76 +1067,11 @@ static void block_line(struct markdown *md, struct mdstate *st, const char *s, s
         return;
     }
     if (indent <= 3 && p[0] == '>') {
-        int depth = 0;
-        size_t i = indent;
-        while (i < n && s[i] == '>') {
-            depth++;
-            i++;
-            if (i < n && s[i] == ' ')
-                i++;
-            size_t j = i;
-            while (j < n && j - i < 3 && s[j] == ' ')
-                j++;
-            if (j < n && s[j] == '>')
-                i = j;
-        }
-        st->nlist = 0;
-        for (int d = 0; d < depth; d++)
-            lb_add(&b, "\xE2\x94\x82 ", 4, THEME_QUOTE, 0);
-        inline_into(md, &b, s + i, n - i, THEME_QUOTE);
-        sink_line(k, &b, MARKDOWN_QUOTE, depth, 2 * depth, 0);
+        block_quote(md, st, s, n, indent, k);
         return;
     }
-    /* list item? */
-    size_t mlen = 0;
-    int ordered = 0;
-    if ((p[0] == '-' || p[0] == '*' || p[0] == '+') && (rest == 1 || p[1] == ' ')) {
-        mlen = 1;
-    } else {
-        size_t d = 0;
-        while (d < rest && d < 10 && p[d] >= '0' && p[d] <= '9')
-            d++;
-        if (d >= 1 && d <= 9 && d < rest && (p[d] == '.' || p[d] == ')') &&
-            (d + 1 == rest || p[d + 1] == ' ')) {
-            mlen = d + 1;
-            ordered = 1;
-        }
-    }
-    if (mlen) {
-        size_t sp = 0;
-        while (mlen + sp < rest && p[mlen + sp] == ' ')
-            sp++;
-        if (sp > 4)
-            sp = 1; /* the extra spaces belong to the content */
-        if (sp == 0)
-            sp = 1;
-        int cont = (int)(indent + mlen + sp);
-        while (st->nlist > 0 && st->lind[st->nlist - 1] > (int)indent)
-            st->nlist--;
-        if (st->nlist > 0 && (int)indent < st->lcont[st->nlist - 1])
-            st->nlist--; /* a sibling: replace the top level */
-        if (st->nlist == MAX_LIST)
-            st->nlist--;
-        int depth = st->nlist++;
-        st->lind[depth] = (int)indent;
-        st->lcont[depth] = cont;
-        static const char *const bullets[3] = {"\xE2\x80\xA2", "\xE2\x97\xA6", "\xE2\x96\xAA"};
-        lb_spaces(&b, (size_t)depth * 2, md->base);
-        size_t mw;
-        if (ordered) {
-            lb_add(&b, p, mlen, THEME_LIST_MARKER, 0);
-            mw = mlen;
-        } else {
-            lb_add(&b, bullets[depth % 3], strlen(bullets[depth % 3]), THEME_LIST_MARKER, 0);
-            mw = 1;
-        }
-        lb_add(&b, " ", 1, md->base, 0);
-        st->lout[depth] = depth * 2 + (int)mw + 1;
-        size_t a = mlen + sp;
-        if (a > rest)
-            a = rest;
-        inline_into(md, &b, p + a, rest - a, md->base);
-        sink_line(k, &b, MARKDOWN_LIST, depth, st->lout[depth], 0);
+    if ((mlen = list_marker(p, rest, &ordered)) != 0) {
+        block_list_item(md, st, p, rest, indent, mlen, ordered, k);
         return;
     }
     if (indent > 0 && st->nlist > 0) {

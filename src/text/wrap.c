@@ -191,110 +191,138 @@ static void rows_add(struct wrap_rows *r, size_t off, size_t len, size_t width, 
                                      (uint32_t)indent};
 }
 
+/* Wrapping one hard line: the row being filled and the last break opportunity in it. */
+struct wrapper {
+    struct wrap_rows *out;
+    const char *s;
+    size_t n, base, width, hang; /* hang: indent of the rows after the first (0 when wide) */
+    size_t row_start, col, pos, emitted;
+    int first;
+    /* the row could end at brk_end (brk_endcol columns) and the next one start at brk */
+    size_t brk, brk_end, brk_endcol;
+    int have_brk, prev_cjk;
+};
+
+/* Columns of the current row. */
+static inline size_t wrapper_avail(const struct wrapper *w)
+{
+    return w->first ? w->width : w->width - w->hang;
+}
+
+/* End the current row at byte end, cols columns wide. */
+static inline void wrapper_emit(struct wrapper *w, size_t end, size_t cols)
+{
+    rows_add(w->out, w->base + w->row_start, end - w->row_start, cols, w->first ? 0 : w->hang);
+    w->emitted++;
+    w->first = 0;
+}
+
+/* End the current row at the current position and start the next one there. */
+static inline void wrapper_cut(struct wrapper *w)
+{
+    wrapper_emit(w, w->pos, w->col);
+    w->row_start = w->pos;
+    w->col = 0;
+}
+
+/* WRAP_PRE: cut wherever the next character does not fit; spaces are text. */
+static void wrap_pre(struct wrapper *w)
+{
+    while (w->pos < w->n) {
+        int cw;
+        unsigned cf;
+        size_t k = cluster_info(w->s + w->pos, w->n - w->pos, &cw, &cf);
+        if (w->col > 0 && w->col + (size_t)cw > wrapper_avail(w))
+            wrapper_cut(w);
+        w->col += (size_t)cw;
+        w->pos += k;
+    }
+}
+
+/* A run of spaces. At the start of a row it is indentation: kept, cut like any text when it
+ * is wider than the row, never a break opportunity. Elsewhere it is a break opportunity, or,
+ * when it overflows the row, the row ends before it and it is dropped. */
+static void wrap_spaces(struct wrapper *w)
+{
+    const char *s = w->s;
+    if (w->pos == w->row_start) {
+        while (w->pos < w->n && s[w->pos] == ' ') {
+            if (w->col > 0 && w->col + 1 > wrapper_avail(w))
+                wrapper_cut(w);
+            w->col++;
+            w->pos++;
+        }
+        w->prev_cjk = 0;
+        return;
+    }
+    size_t run_start = w->pos, run_col = w->col;
+    while (w->pos < w->n && s[w->pos] == ' ') {
+        w->pos++;
+        w->col++;
+    }
+    if (w->col > wrapper_avail(w) && run_start > w->row_start) {
+        wrapper_emit(w, run_start, run_col);
+        w->row_start = w->pos;
+        w->col = 0;
+        w->have_brk = 0;
+    } else if (run_start > w->row_start) {
+        w->have_brk = 1;
+        w->brk = w->pos;
+        w->brk_end = run_start;
+        w->brk_endcol = run_col;
+    }
+    w->prev_cjk = 0;
+}
+
+/* One character cluster: placed on the row, or the row ends (at the last break opportunity,
+ * the carried word rescanned on the next row, else right here). CJK characters may break
+ * anywhere. */
+static void wrap_char(struct wrapper *w)
+{
+    int cw;
+    unsigned cf;
+    size_t k = cluster_info(w->s + w->pos, w->n - w->pos, &cw, &cf);
+    int cjk = (cf & CL_CJK) != 0;
+    if ((cjk || w->prev_cjk) && w->pos > w->row_start) {
+        w->have_brk = 1;
+        w->brk = w->brk_end = w->pos;
+        w->brk_endcol = w->col;
+    }
+    if (w->col + (size_t)cw > wrapper_avail(w) && w->col > 0) {
+        if (w->have_brk && w->brk > w->row_start && w->brk_end > w->row_start) {
+            wrapper_emit(w, w->brk_end, w->brk_endcol);
+            w->row_start = w->pos = w->brk; /* rescan the carried word on the new row */
+        } else {
+            wrapper_emit(w, w->pos, w->col);
+            w->row_start = w->pos;
+        }
+        w->col = 0;
+        w->have_brk = 0;
+        w->prev_cjk = 0;
+        return;
+    }
+    w->col += (size_t)cw;
+    w->pos += k;
+    w->prev_cjk = cjk;
+}
+
 /* Wrap one hard line s[0..n) whose first byte is at `base` in the caller's text. */
 static void wrap_one(struct wrap_rows *out, const char *s, size_t n, size_t base, size_t width,
                      size_t hang, unsigned flags)
 {
-    size_t eff_hang = hang > 0 && hang * 2 <= width ? hang : 0;
-    size_t row_start = 0, col = 0, pos = 0, emitted = 0;
-    int first = 1;
-#define AVAIL (first ? width : width - eff_hang)
-#define EMIT(end, w)                                                                   \
-    do {                                                                               \
-        rows_add(out, base + row_start, (end) - row_start, (w), first ? 0 : eff_hang); \
-        emitted++;                                                                     \
-        first = 0;                                                                     \
-    } while (0)
-
-    if (flags & WRAP_PRE) {
-        while (pos < n) {
-            int cw;
-            unsigned cf;
-            size_t k = cluster_info(s + pos, n - pos, &cw, &cf);
-            if (col > 0 && col + (size_t)cw > AVAIL) {
-                EMIT(pos, col);
-                row_start = pos;
-                col = 0;
-            }
-            col += (size_t)cw;
-            pos += k;
+    struct wrapper w = {.out = out, .s = s, .n = n, .base = base, .width = width,
+                        .hang = hang > 0 && hang * 2 <= width ? hang : 0, .first = 1};
+    if (flags & WRAP_PRE)
+        wrap_pre(&w);
+    else
+        while (w.pos < n) {
+            if (s[w.pos] == ' ')
+                wrap_spaces(&w);
+            else
+                wrap_char(&w);
         }
-        if (row_start < n || emitted == 0)
-            EMIT(n, col);
-        return;
-    }
-
-    /* A break opportunity in the current row: the row would end at brk_end (brk_endcol
-     * columns) and the next one start at brk. */
-    size_t brk = 0, brk_end = 0, brk_endcol = 0;
-    int have_brk = 0, prev_cjk = 0;
-    while (pos < n) {
-        if (s[pos] == ' ' && pos == row_start) {
-            /* indentation: kept, cut like any text when it is wider than the row, and
-             * never a break opportunity */
-            while (pos < n && s[pos] == ' ') {
-                if (col > 0 && col + 1 > AVAIL) {
-                    EMIT(pos, col);
-                    row_start = pos;
-                    col = 0;
-                }
-                col++;
-                pos++;
-            }
-            prev_cjk = 0;
-            continue;
-        }
-        if (s[pos] == ' ') {
-            size_t run_start = pos, run_col = col;
-            while (pos < n && s[pos] == ' ') {
-                pos++;
-                col++;
-            }
-            if (col > AVAIL && run_start > row_start) {
-                /* the spaces overflow: end the row before them and drop them */
-                EMIT(run_start, run_col);
-                row_start = pos;
-                col = 0;
-                have_brk = 0;
-            } else if (run_start > row_start) {
-                have_brk = 1;
-                brk = pos;
-                brk_end = run_start;
-                brk_endcol = run_col;
-            }
-            prev_cjk = 0;
-            continue;
-        }
-        int cw;
-        unsigned cf;
-        size_t k = cluster_info(s + pos, n - pos, &cw, &cf);
-        int cjk = (cf & CL_CJK) != 0;
-        if ((cjk || prev_cjk) && pos > row_start) {
-            have_brk = 1;
-            brk = brk_end = pos;
-            brk_endcol = col;
-        }
-        if (col + (size_t)cw > AVAIL && col > 0) {
-            if (have_brk && brk > row_start && brk_end > row_start) {
-                EMIT(brk_end, brk_endcol);
-                row_start = pos = brk; /* rescan the carried word on the new row */
-            } else {
-                EMIT(pos, col);
-                row_start = pos;
-            }
-            col = 0;
-            have_brk = 0;
-            prev_cjk = 0;
-            continue;
-        }
-        col += (size_t)cw;
-        pos += k;
-        prev_cjk = cjk;
-    }
-    if (row_start < n || emitted == 0)
-        EMIT(n, col);
-#undef AVAIL
-#undef EMIT
+    if (w.row_start < n || w.emitted == 0)
+        wrapper_emit(&w, n, w.col);
 }
 
 void wrap_text(struct wrap_rows *out, const char *s, size_t n, int width, int hang,

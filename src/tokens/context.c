@@ -490,8 +490,10 @@ static void plan_finish(struct context_plan *out)
         }
 }
 
-int context_plan(struct context *c, const struct context_msg *m, size_t n,
-                 const struct context_params *p, struct context_plan *out)
+/* Every message as one item with its token count (an upper bound from its bytes when
+ * p->bounds_ok shows the whole history fits anyway), and the totals. */
+static void plan_items(struct context *c, const struct context_msg *m, size_t n,
+                       const struct context_params *p, struct context_plan *out)
 {
     memset(out, 0, sizeof *out);
     out->summary_used = -1;
@@ -503,7 +505,6 @@ int context_plan(struct context *c, const struct context_msg *m, size_t n,
     out->n_history = n;
     out->fate = xcalloc(n ? n : 1, 1);
     out->items = xcalloc(n ? n : 1, sizeof *out->items);
-    struct plan_work w = {c, m, out};
     /* A byte-level BPE token covers at least one byte: when the bytes fit, so do the tokens,
      * and an exact counter need not count (nor map its table) at all. */
     if (p->bounds_ok && !c->approx) {
@@ -527,6 +528,173 @@ int context_plan(struct context *c, const struct context_msg *m, size_t n,
     out->n_items = n;
     out->history_tokens = plan_total(out);
     plan_finish(out);
+}
+
+/* The newest message with the system prompt (P leading items) and the reserve does not fit
+ * whatever is left out: out->error says so, and nothing is sent. */
+static void plan_too_long(struct context_plan *out, const struct context_params *p, size_t P,
+                          long need)
+{
+    struct buf e = BUF_INIT;
+    int ap = out->approximate;
+    size_t n = out->n_items;
+    char *msg = context_fmt(context_ceil(out->items[n - 1].tokens * out->ratio), ap);
+    char *sys = context_fmt(context_ceil(plan_sum(out, 0, P) * out->ratio), ap);
+    char *res = context_fmt(p->reserve, 0), *win = context_fmt(p->window, 0);
+    char *needs = context_fmt(context_ceil(need * out->ratio) + p->reserve, ap);
+    buf_printf(&e, "the message is too long for the model's context window: it takes %s "
+                   "tokens; with the system prompt (%s) and the answer reserve (%s) the "
+                   "request needs %s tokens, but the window is %s. Shorten the message%s, "
+                   "or lower the answer reserve (--max-tokens / reserve_tokens)",
+               msg, sys, res, needs, win, P ? " or the system prompt" : "");
+    free(msg);
+    free(sys);
+    free(res);
+    free(win);
+    free(needs);
+    out->error = buf_take(&e);
+    plan_remove(out, 0, out->n_items);
+    out->fits = 0;
+    out->total = out->shown = 0;
+}
+
+/* Step 1: shorten very long old messages (after the P protected ones, before the newest),
+ * oldest first, until the plan fits. Returns the new total. */
+static long plan_shorten(struct plan_work *w, size_t P, long total)
+{
+    struct context_plan *out = w->out;
+    struct context *c = w->c;
+    size_t newest = out->n_items - 1;
+    long long_limit = out->budget / 6 > 64 ? out->budget / 6 : 64;
+    long keep = long_limit / 3 > 32 ? long_limit / 3 : 32;
+    for (size_t i = P; i < newest && total > out->budget; i++) {
+        struct context_item *it = &out->items[i];
+        long ct = context_count(c, it->content, it->len);
+        if (ct <= long_limit)
+            continue;
+        size_t nl;
+        char *s = context_shorten(c, it->content, it->len, ct, keep, &nl);
+        long before = it->tokens;
+        item_set_owned(w, it, s, nl);
+        it->flags |= CONTEXT_F_SHORTENED;
+        out->fate[i] = CONTEXT_SHORTENED;
+        total += it->tokens - before;
+    }
+    return total;
+}
+
+/* Step 2: merge consecutive messages of the same role (not the protected ones): one pass,
+ * each run of one role joined once. Returns the new total. */
+static long plan_merge(struct plan_work *w, size_t P)
+{
+    struct context_plan *out = w->out;
+    size_t z = out->n_items - 1, dst = P;
+    for (size_t j = P; j < z;) {
+        size_t k = j + 1;
+        while (k < z && strcmp(out->items[k].role, out->items[j].role) == 0)
+            k++;
+        struct context_item it = out->items[j];
+        if (k - j > 1) {
+            struct buf t = BUF_INIT;
+            for (size_t q = j; q < k; q++) {
+                if (q > j)
+                    buf_appends(&t, "\n\n");
+                buf_append(&t, out->items[q].content, out->items[q].len);
+                if (q > j) {
+                    it.orig_tokens += out->items[q].orig_tokens;
+                    it.flags |= out->items[q].flags & CONTEXT_F_SHORTENED;
+                    plan_set_fate(out, out->items[q].first, out->items[q].last,
+                                  CONTEXT_MERGED);
+                    free(out->items[q].owned);
+                }
+            }
+            it.owned = NULL;
+            size_t tl = t.len;
+            free(out->items[j].owned);
+            item_set_owned(w, &it, buf_take(&t), tl);
+            it.flags |= CONTEXT_F_MERGED;
+            it.last = out->items[k - 1].last;
+        }
+        out->items[dst++] = it;
+        j = k;
+    }
+    out->items[dst++] = out->items[z];
+    out->n_items = dst;
+    return plan_total(out);
+}
+
+/* Step 3: summarise the oldest turns (after the P protected items): reuse the saved summary
+ * that covers the most of them, and ask for a new one when that is not enough. Returns the
+ * new total. */
+static long plan_summarize(struct plan_work *w, const struct context_params *p, size_t P,
+                           long total)
+{
+    struct context_plan *out = w->out;
+    const struct context_msg *m = w->m;
+    size_t a = P, z = out->n_items - 1;
+    long sbudget = plan_summary_budget(p, out->ratio);
+    int best = -1;
+    size_t best_k = 0;
+    int64_t first_id = m[out->items[a].first].id;
+    for (size_t s = 0; s < p->n_summaries && first_id; s++) {
+        if (p->summaries[s].first_id != first_id || !p->summaries[s].text)
+            continue;
+        for (size_t k = a; k < z; k++)
+            if (m[out->items[k].last].id == p->summaries[s].last_id &&
+                (best < 0 || k > best_k)) {
+                best = (int)s;
+                best_k = k;
+            }
+    }
+    size_t start = a;
+    const char *prev = NULL;
+    if (best >= 0) {
+        struct context_item si;
+        memset(&si, 0, sizeof si);
+        si.first = out->items[a].first;
+        si.last = out->items[best_k].last;
+        for (size_t k = a; k <= best_k; k++)
+            si.orig_tokens += out->items[k].orig_tokens;
+        plan_summary_item(w, &si, p->summaries[best].text, sbudget);
+        plan_set_fate(out, si.first, si.last, CONTEXT_SUMMARIZED);
+        plan_remove(out, a + 1, best_k + 1);
+        free(out->items[a].owned);
+        out->items[a] = si;
+        out->summary_used = best;
+        z = out->n_items - 1;
+        start = a + 1;
+        prev = p->summaries[best].text;
+        total = plan_total(out);
+    }
+    if (total > out->budget && !p->no_new_summary)
+        plan_need_summary(w, p, a, start, z, prev, best, sbudget);
+    return total;
+}
+
+/* Step 4: drop the oldest turns after the P protected items (the summary first: it stands
+ * for the oldest ones). One pass: find how many leading units must go, then remove them at
+ * once. */
+static void plan_drop(struct context_plan *out, size_t P, long total)
+{
+    size_t a = P, z = out->n_items - 1, e = a;
+    while (total > out->budget && e < z) {
+        size_t u = e + 1;
+        if (!(out->items[e].flags & CONTEXT_F_SUMMARY))
+            while (u < z && !is_role(out->items[u].role, "user"))
+                u++;
+        for (size_t k = e; k < u; k++) {
+            total -= out->items[k].tokens;
+            plan_set_fate(out, out->items[k].first, out->items[k].last, CONTEXT_DROPPED);
+        }
+        e = u;
+    }
+    plan_remove(out, a, e);
+}
+
+int context_plan(struct context *c, const struct context_msg *m, size_t n,
+                 const struct context_params *p, struct context_plan *out)
+{
+    plan_items(c, m, n, p, out);
     if (p->policy == CONTEXT_OFF || out->fits || n == 0)
         return 0;
 
@@ -537,144 +705,17 @@ int context_plan(struct context *c, const struct context_msg *m, size_t n,
         return 0; /* nothing but system messages: nothing to do */
     long need = CONTEXT_REPLY_PRIMER + plan_sum(out, 0, P) + out->items[n - 1].tokens;
     if (need > out->budget) {
-        struct buf e = BUF_INIT;
-        int ap = out->approximate;
-        char *msg = context_fmt(context_ceil(out->items[n - 1].tokens * out->ratio), ap);
-        char *sys = context_fmt(context_ceil(plan_sum(out, 0, P) * out->ratio), ap);
-        char *res = context_fmt(p->reserve, 0), *win = context_fmt(p->window, 0);
-        char *needs = context_fmt(context_ceil(need * out->ratio) + p->reserve, ap);
-        buf_printf(&e, "the message is too long for the model's context window: it takes %s "
-                       "tokens; with the system prompt (%s) and the answer reserve (%s) the "
-                       "request needs %s tokens, but the window is %s. Shorten the message%s, "
-                       "or lower the answer reserve (--max-tokens / reserve_tokens)",
-                   msg, sys, res, needs, win, P ? " or the system prompt" : "");
-        free(msg);
-        free(sys);
-        free(res);
-        free(win);
-        free(needs);
-        out->error = buf_take(&e);
-        plan_remove(out, 0, out->n_items);
-        out->fits = 0;
-        out->total = out->shown = 0;
+        plan_too_long(out, p, P, need);
         return -1;
     }
-    size_t newest = n - 1;
-
-    /* 1. Shorten very long old messages, oldest first. */
-    long long_limit = out->budget / 6 > 64 ? out->budget / 6 : 64;
-    long keep = long_limit / 3 > 32 ? long_limit / 3 : 32;
-    long total = plan_total(out);
-    for (size_t i = P; i < newest && total > out->budget; i++) {
-        struct context_item *it = &out->items[i];
-        long ct = context_count(c, it->content, it->len);
-        if (ct <= long_limit)
-            continue;
-        size_t nl;
-        char *s = context_shorten(c, it->content, it->len, ct, keep, &nl);
-        long before = it->tokens;
-        item_set_owned(&w, it, s, nl);
-        it->flags |= CONTEXT_F_SHORTENED;
-        out->fate[i] = CONTEXT_SHORTENED;
-        total += it->tokens - before;
-    }
-
-    /* 2. Merge consecutive messages of the same role (not the protected ones): one pass, each
-     * run of one role joined once. */
-    if (total > out->budget) {
-        size_t z = out->n_items - 1, dst = P;
-        for (size_t j = P; j < z;) {
-            size_t k = j + 1;
-            while (k < z && strcmp(out->items[k].role, out->items[j].role) == 0)
-                k++;
-            struct context_item it = out->items[j];
-            if (k - j > 1) {
-                struct buf t = BUF_INIT;
-                for (size_t q = j; q < k; q++) {
-                    if (q > j)
-                        buf_appends(&t, "\n\n");
-                    buf_append(&t, out->items[q].content, out->items[q].len);
-                    if (q > j) {
-                        it.orig_tokens += out->items[q].orig_tokens;
-                        it.flags |= out->items[q].flags & CONTEXT_F_SHORTENED;
-                        plan_set_fate(out, out->items[q].first, out->items[q].last,
-                                      CONTEXT_MERGED);
-                        free(out->items[q].owned);
-                    }
-                }
-                it.owned = NULL;
-                size_t tl = t.len;
-                free(out->items[j].owned);
-                item_set_owned(&w, &it, buf_take(&t), tl);
-                it.flags |= CONTEXT_F_MERGED;
-                it.last = out->items[k - 1].last;
-            }
-            out->items[dst++] = it;
-            j = k;
-        }
-        out->items[dst++] = out->items[z];
-        out->n_items = dst;
-        total = plan_total(out);
-    }
-
-    /* 3. Summarise the oldest turns. */
-    if (total > out->budget && p->policy == CONTEXT_SUMMARIZE) {
-        size_t a = P, z = out->n_items - 1;
-        long sbudget = plan_summary_budget(p, out->ratio);
-        int best = -1;
-        size_t best_k = 0;
-        int64_t first_id = m[out->items[a].first].id;
-        for (size_t s = 0; s < p->n_summaries && first_id; s++) {
-            if (p->summaries[s].first_id != first_id || !p->summaries[s].text)
-                continue;
-            for (size_t k = a; k < z; k++)
-                if (m[out->items[k].last].id == p->summaries[s].last_id &&
-                    (best < 0 || k > best_k)) {
-                    best = (int)s;
-                    best_k = k;
-                }
-        }
-        size_t start = a;
-        const char *prev = NULL;
-        if (best >= 0) {
-            struct context_item si;
-            memset(&si, 0, sizeof si);
-            si.first = out->items[a].first;
-            si.last = out->items[best_k].last;
-            for (size_t k = a; k <= best_k; k++)
-                si.orig_tokens += out->items[k].orig_tokens;
-            plan_summary_item(&w, &si, p->summaries[best].text, sbudget);
-            plan_set_fate(out, si.first, si.last, CONTEXT_SUMMARIZED);
-            plan_remove(out, a + 1, best_k + 1);
-            free(out->items[a].owned);
-            out->items[a] = si;
-            out->summary_used = best;
-            z = out->n_items - 1;
-            start = a + 1;
-            prev = p->summaries[best].text;
-            total = plan_total(out);
-        }
-        if (total > out->budget && !p->no_new_summary)
-            plan_need_summary(&w, p, a, start, z, prev, best, sbudget);
-    }
-
-    /* 4. Drop the oldest turns (the summary first: it stands for the oldest ones). One pass:
-     * find how many leading units must go, then remove them at once. */
-    if (total > out->budget) {
-        size_t a = P, z = out->n_items - 1, e = a;
-        while (total > out->budget && e < z) {
-            size_t u = e + 1;
-            if (!(out->items[e].flags & CONTEXT_F_SUMMARY))
-                while (u < z && !is_role(out->items[u].role, "user"))
-                    u++;
-            for (size_t k = e; k < u; k++) {
-                total -= out->items[k].tokens;
-                plan_set_fate(out, out->items[k].first, out->items[k].last, CONTEXT_DROPPED);
-            }
-            e = u;
-        }
-        plan_remove(out, a, e);
-    }
+    struct plan_work w = {c, m, out};
+    long total = plan_shorten(&w, P, plan_total(out));
+    if (total > out->budget)
+        total = plan_merge(&w, P);
+    if (total > out->budget && p->policy == CONTEXT_SUMMARIZE)
+        total = plan_summarize(&w, p, P, total);
+    if (total > out->budget)
+        plan_drop(out, P, total);
     plan_finish(out);
     return 0;
 }

@@ -8,6 +8,7 @@
 #include "tokens/tokenizer.h"
 #include "tui/tui_draw.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -145,6 +146,29 @@ struct tui_seg {
     int slot;
 };
 
+#define TUI_SEGS 14
+
+/* The fields of the status line, most important first where the order is shown. */
+struct tui_segs {
+    struct tui_seg v[TUI_SEGS];
+    int n;
+};
+
+static void tui_seg_add(struct tui_segs *s, int prio, int slot, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void tui_seg_add(struct tui_segs *s, int prio, int slot, const char *fmt, ...)
+{
+    if (s->n >= TUI_SEGS)
+        return;
+    struct tui_seg *g = &s->v[s->n++];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g->text, sizeof g->text, fmt, ap);
+    va_end(ap);
+    g->prio = prio;
+    g->slot = slot;
+}
+
 int tui_status_tick(const struct tui_status *st, double now)
 {
     switch (st->state) {
@@ -163,144 +187,138 @@ int tui_status_tick(const struct tui_status *st, double now)
     return -1;
 }
 
-void tui_status_draw(const struct tui_status *st, WINDOW *w, int y, int width, double now,
-                     const char *hint)
+/* The colour of the whole line: error, warning (retrying, quota, cancelling) or normal. */
+static int tui_status_base(const struct tui_status *st)
 {
-    static struct tui_row row;
-    int base = THEME_STATUS;
     if (st->state == TUI_STATE_ERROR || st->state == TUI_STATE_NOKEY)
-        base = THEME_STATUS_ERROR;
-    else if (st->state == TUI_STATE_RETRYING || st->state == TUI_STATE_QUOTA ||
-             st->state == TUI_STATE_CANCELLING)
-        base = THEME_STATUS_WARNING;
-    tui_row_begin(&row, width);
-    if (hint && *hint) {
-        tui_row_put(&row, " ", 1, THEME_STATUS, 0);
-        tui_row_put_raw(&row, hint, strlen(hint), THEME_STATUS, 0);
-        tui_row_blit(&row, w, y, THEME_STATUS);
-        return;
-    }
-    struct tui_seg seg[14];
-    int n = 0;
+        return THEME_STATUS_ERROR;
+    if (st->state == TUI_STATE_RETRYING || st->state == TUI_STATE_QUOTA ||
+        st->state == TUI_STATE_CANCELLING)
+        return THEME_STATUS_WARNING;
+    return THEME_STATUS;
+}
+
+/* The state field: "idle", "waiting 3s", "retrying in 2s"... */
+static void tui_status_state_text(const struct tui_status *st, double now, char *out,
+                                  size_t size)
+{
     char d[32];
-    /* state */
+    out[0] = '\0';
     switch (st->state) {
-    case TUI_STATE_IDLE: snprintf(seg[n].text, sizeof seg[n].text, "idle"); break;
+    case TUI_STATE_IDLE: snprintf(out, size, "idle"); break;
     case TUI_STATE_WAITING:
-        snprintf(seg[n].text, sizeof seg[n].text, "waiting %s",
+        snprintf(out, size, "waiting %s",
                  ratelimit_format_duration(now - st->t_send, d, sizeof d));
         break;
-    case TUI_STATE_STREAMING: snprintf(seg[n].text, sizeof seg[n].text, "streaming"); break;
-    case TUI_STATE_CANCELLING: snprintf(seg[n].text, sizeof seg[n].text, "cancelling"); break;
+    case TUI_STATE_STREAMING: snprintf(out, size, "streaming"); break;
+    case TUI_STATE_CANCELLING: snprintf(out, size, "cancelling"); break;
     case TUI_STATE_RETRYING:
-        snprintf(seg[n].text, sizeof seg[n].text, "retrying in %s",
+        snprintf(out, size, "retrying in %s",
                  ratelimit_format_duration(st->until - now, d, sizeof d));
         break;
     case TUI_STATE_QUOTA:
-        snprintf(seg[n].text, sizeof seg[n].text, "waiting for quota %s",
+        snprintf(out, size, "waiting for quota %s",
                  ratelimit_format_duration(st->until - now, d, sizeof d));
         break;
-    case TUI_STATE_ERROR: snprintf(seg[n].text, sizeof seg[n].text, "error"); break;
-    case TUI_STATE_NOKEY: snprintf(seg[n].text, sizeof seg[n].text, "no API key"); break;
+    case TUI_STATE_ERROR: snprintf(out, size, "error"); break;
+    case TUI_STATE_NOKEY: snprintf(out, size, "no API key"); break;
     }
-    seg[n].prio = 0;
-    seg[n++].slot = base;
-    if (st->scrolled) {
-        snprintf(seg[n].text, sizeof seg[n].text, "\xE2\x86\x91 scrolled (End)");
-        seg[n].prio = 0;
-        seg[n++].slot = THEME_STATUS_WARNING;
-    }
-    if ((st->state == TUI_STATE_RETRYING || st->state == TUI_STATE_QUOTA) && st->why[0]) {
-        snprintf(seg[n].text, sizeof seg[n].text, "%s", st->why);
-        seg[n].prio = 7;
-        seg[n++].slot = base;
-    }
-    /* model */
-    snprintf(seg[n].text, sizeof seg[n].text, "%s", st->model);
-    seg[n].prio = 1;
-    seg[n++].slot = base;
-    /* timings */
+}
+
+/* The timings field: the stream's so far, or the last exchange's; 0 when there is none. */
+static int tui_status_timings(const struct tui_status *st, char *out, size_t size)
+{
+    char a[32], b[32];
     if (st->state == TUI_STATE_STREAMING && st->t_first) {
         double span = st->t_last - st->t_first;
-        char a[32];
         ratelimit_format_duration(st->t_first - st->t_send, a, sizeof a);
         if (span > 0.05)
-            snprintf(seg[n].text, sizeof seg[n].text, "ttft %s %.0f tok/s~", a,
-                     (double)st->bytes / 4.0 / span);
+            snprintf(out, size, "ttft %s %.0f tok/s~", a, (double)st->bytes / 4.0 / span);
         else
-            snprintf(seg[n].text, sizeof seg[n].text, "ttft %s", a);
-        seg[n].prio = 2;
-        seg[n++].slot = base;
-    } else if (st->have_last && st->state != TUI_STATE_WAITING) {
-        char a[32], b[32];
-        if (st->ttft >= 0)
-            ratelimit_format_duration(st->ttft, a, sizeof a);
-        else
-            snprintf(a, sizeof a, "-");
-        ratelimit_format_duration(st->total, b, sizeof b);
-        if (st->tps > 0 && st->total - st->ttft >= 0.2)
-            snprintf(seg[n].text, sizeof seg[n].text, "ttft %s %.0f tok/s %s", a, st->tps, b);
-        else
-            snprintf(seg[n].text, sizeof seg[n].text, "ttft %s total %s", a, b);
-        seg[n].prio = 2;
-        seg[n++].slot = base;
+            snprintf(out, size, "ttft %s", a);
+        return 1;
     }
-    if (st->have_last) {
-        snprintf(seg[n].text, sizeof seg[n].text, "%s %s", st->reused ? "reused" : "new",
-                 tui_status_http(st->http_version));
-        seg[n].prio = 6;
-        seg[n++].slot = base;
-    }
+    if (!st->have_last || st->state == TUI_STATE_WAITING)
+        return 0;
+    if (st->ttft >= 0)
+        ratelimit_format_duration(st->ttft, a, sizeof a);
+    else
+        snprintf(a, sizeof a, "-");
+    ratelimit_format_duration(st->total, b, sizeof b);
+    if (st->tps > 0 && st->total - st->ttft >= 0.2)
+        snprintf(out, size, "ttft %s %.0f tok/s %s", a, st->tps, b);
+    else
+        snprintf(out, size, "ttft %s total %s", a, b);
+    return 1;
+}
+
+/* The session's spending field (tokens, dollars, share of the budget), when there is one. */
+static void tui_status_spend(const struct tui_status *st, struct tui_segs *s, int base)
+{
+    int warn = st->budget_level >= CONTEXT_BUDGET_WARN;
+    if (!(st->spent > 0 || warn))
+        return;
+    char a[16], usd[32] = "", pct[48] = "";
+    tui_status_count(st->spent, a, sizeof a);
+    if (st->priced && st->spent_usd > 0 && st->spent_usd < 0.0001)
+        snprintf(usd, sizeof usd, " <$0.0001");
+    else if (st->priced && st->spent_usd > 0)
+        snprintf(usd, sizeof usd, " $%.*f", st->spent_usd < 1 ? 4 : 2, st->spent_usd);
+    if (st->budget_level >= CONTEXT_BUDGET_OVER)
+        snprintf(pct, sizeof pct, " (budget reached)");
+    else if (warn)
+        snprintf(pct, sizeof pct, " (%.0f%% of budget)", st->budget_frac * 100);
+    tui_seg_add(s, warn ? 1 : 5, warn ? THEME_STATUS_WARNING : base, "session %s tok%s%s", a,
+                usd, pct);
+}
+
+/* Every field the status line could show, with its priority and colour. */
+static void tui_status_fields(const struct tui_status *st, double now, int base,
+                              struct tui_segs *s)
+{
+    char text[224];
+    tui_status_state_text(st, now, text, sizeof text);
+    tui_seg_add(s, 0, base, "%s", text);
+    if (st->scrolled)
+        tui_seg_add(s, 0, THEME_STATUS_WARNING, "\xE2\x86\x91 scrolled (End)");
+    if ((st->state == TUI_STATE_RETRYING || st->state == TUI_STATE_QUOTA) && st->why[0])
+        tui_seg_add(s, 7, base, "%s", st->why);
+    tui_seg_add(s, 1, base, "%s", st->model);
+    if (tui_status_timings(st, text, sizeof text))
+        tui_seg_add(s, 2, base, "%s", text);
+    if (st->have_last)
+        tui_seg_add(s, 6, base, "%s %s", st->reused ? "reused" : "new",
+                    tui_status_http(st->http_version));
     char rl[128];
     ratelimit_format(&st->rl, now, rl, sizeof rl);
     if (rl[0]) {
-        snprintf(seg[n].text, sizeof seg[n].text, "%s", rl);
-        seg[n].prio = 3;
         int low = (st->rl.req.remaining == 0 || st->rl.tok.remaining == 0);
-        seg[n++].slot = low ? THEME_STATUS_WARNING : base;
+        tui_seg_add(s, 3, low ? THEME_STATUS_WARNING : base, "%s", rl);
     }
     if (st->ctx_used >= 0) {
         char a[16], b[16];
         tui_status_count(st->ctx_used, a, sizeof a);
         tui_status_count(st->ctx_budget ? st->ctx_budget : -1, b, sizeof b);
-        snprintf(seg[n].text, sizeof seg[n].text, "ctx %s%s/%s", st->ctx_approx ? "~" : "", a,
-                 b);
-        seg[n].prio = 4;
-        seg[n++].slot = base;
+        tui_seg_add(s, 4, base, "ctx %s%s/%s", st->ctx_approx ? "~" : "", a, b);
     }
-    int warn = st->budget_level >= CONTEXT_BUDGET_WARN;
-    if (st->spent > 0 || warn) {
-        char a[16], usd[32] = "", pct[48] = "";
-        tui_status_count(st->spent, a, sizeof a);
-        if (st->priced && st->spent_usd > 0 && st->spent_usd < 0.0001)
-            snprintf(usd, sizeof usd, " <$0.0001");
-        else if (st->priced && st->spent_usd > 0)
-            snprintf(usd, sizeof usd, " $%.*f", st->spent_usd < 1 ? 4 : 2, st->spent_usd);
-        if (st->budget_level >= CONTEXT_BUDGET_OVER)
-            snprintf(pct, sizeof pct, " (budget reached)");
-        else if (warn)
-            snprintf(pct, sizeof pct, " (%.0f%% of budget)", st->budget_frac * 100);
-        snprintf(seg[n].text, sizeof seg[n].text, "session %s tok%s%s", a, usd, pct);
-        seg[n].prio = warn ? 1 : 5;
-        seg[n++].slot = warn ? THEME_STATUS_WARNING : base;
-    }
-    if (st->cached) {
-        snprintf(seg[n].text, sizeof seg[n].text, "cached");
-        seg[n].prio = 2;
-        seg[n++].slot = base;
-    }
-    const char *help = "F1 help";
-    int helpw = 7;
-    /* drop the least important fields until the rest fits */
-    int keep[14];
-    for (int i = 0; i < n; i++)
+    tui_status_spend(st, s, base);
+    if (st->cached)
+        tui_seg_add(s, 2, base, "cached");
+}
+
+/* Leave out fields (keep[i] = 0) until the rest fits width: first the "F1 help" hint (helpw
+ * columns), then the least important field, never one of priority 0. Returns 1 when the
+ * hint stays. */
+static int tui_status_fit(const struct tui_segs *s, int width, int helpw, int *keep)
+{
+    for (int i = 0; i < s->n; i++)
         keep[i] = 1;
     int show_help = 1;
     for (;;) {
         int total = 1;
-        for (int i = 0; i < n; i++)
+        for (int i = 0; i < s->n; i++)
             if (keep[i])
-                total += tui_draw_width(seg[i].text, strlen(seg[i].text)) + 3;
+                total += tui_draw_width(s->v[i].text, strlen(s->v[i].text)) + 3;
         if (show_help)
             total += helpw + 1;
         if (total <= width)
@@ -310,22 +328,43 @@ void tui_status_draw(const struct tui_status *st, WINDOW *w, int y, int width, d
             continue;
         }
         int worst = -1;
-        for (int i = 0; i < n; i++)
-            if (keep[i] && seg[i].prio > 0 && (worst < 0 || seg[i].prio > seg[worst].prio))
+        for (int i = 0; i < s->n; i++)
+            if (keep[i] && s->v[i].prio > 0 && (worst < 0 || s->v[i].prio > s->v[worst].prio))
                 worst = i;
         if (worst < 0)
             break;
         keep[worst] = 0;
     }
+    return show_help;
+}
+
+void tui_status_draw(const struct tui_status *st, WINDOW *w, int y, int width, double now,
+                     const char *hint)
+{
+    static struct tui_row row;
+    int base = tui_status_base(st);
+    tui_row_begin(&row, width);
+    if (hint && *hint) {
+        tui_row_put(&row, " ", 1, THEME_STATUS, 0);
+        tui_row_put_raw(&row, hint, strlen(hint), THEME_STATUS, 0);
+        tui_row_blit(&row, w, y, THEME_STATUS);
+        return;
+    }
+    struct tui_segs s = {.n = 0};
+    tui_status_fields(st, now, base, &s);
+    const char *help = "F1 help";
+    int helpw = 7;
+    int keep[TUI_SEGS];
+    int show_help = tui_status_fit(&s, width, helpw, keep);
     tui_row_put(&row, " ", 1, base, 0);
     int first = 1;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < s.n; i++) {
         if (!keep[i])
             continue;
         if (!first)
             tui_row_put(&row, " \xE2\x94\x82 ", 5, base, THEME_ATTR_DIM);
         first = 0;
-        tui_row_put_raw(&row, seg[i].text, strlen(seg[i].text), seg[i].slot,
+        tui_row_put_raw(&row, s.v[i].text, strlen(s.v[i].text), s.v[i].slot,
                         i == 0 ? THEME_ATTR_BOLD : 0);
     }
     if (show_help) {
