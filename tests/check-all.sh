@@ -81,7 +81,7 @@ snapshot() {
 gittop=$(git -C "$top" rev-parse --show-toplevel 2>/dev/null) &&
     gittop=$(cd "$gittop" && pwd -P) || gittop=
 if [ "$gittop" = "$top" ]; then
-    snapshot || give_up "could not copy the source into _build/src"
+    snapshot || give_up "could not prepare the source copy _build/src (see above)"
     src=$top/_build/src
 elif [ -f "$top/config.status" ]; then
     give_up "$top is configured in-tree (config.status) and is not a git checkout (or git is" \
