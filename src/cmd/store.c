@@ -3,6 +3,7 @@
 #include "cmd/store.h"
 
 #include "base/buf.h"
+#include "core/conv.h"
 #include "store/info.h"
 #include "store/store.h"
 #include "base/utf8.h"
@@ -32,6 +33,7 @@ enum {
     OPT_UNTIL = 1 << 3,
     OPT_FORMAT = 1 << 4,
     OPT_ALL = 1 << 5,
+    OPT_VERSIONS = 1 << 6,
 };
 
 struct cmd_ctx {
@@ -43,24 +45,27 @@ struct cmd_ctx {
 
 struct cmd_opts {
     const char *limit, *model, *since, *until, *format;
-    int all, help;
+    int all, help, versions;
     char **pos;
     int n_pos;
 };
 
 static const char cmd_usage_text[] =
     "usage: tokterm ls [--limit N]\n"
-    "       tokterm show ID\n"
+    "       tokterm show ID [--all-versions]\n"
     "       tokterm search QUERY... [--model M] [--since YYYY-MM-DD] [--until YYYY-MM-DD]"
     " [--limit N]\n"
-    "       tokterm export ID [--format md|json]\n"
-    "       tokterm export --all [--format json|md]\n"
+    "       tokterm export ID [--format md|json] [--all-versions]\n"
+    "       tokterm export --all [--format json|md] [--all-versions]\n"
     "       tokterm rm ID\n"
     "       tokterm rename ID TITLE...\n"
     "       tokterm stats [--since YYYY-MM-DD] [--until YYYY-MM-DD]\n"
     "       tokterm cache stats|clear\n"
     "search: words must all occur (as substrings, any case); \"quoted words\" form one phrase;\n"
-    "        nothing else is special.\n";
+    "        nothing else is special.\n"
+    "show, export: the live path of each conversation (what the next request would carry,\n"
+    "        with failed and refused turns); --all-versions adds the earlier versions that\n"
+    "        /edit and /retry replaced.\n";
 
 const char *cmd_store_usage(void)
 {
@@ -167,6 +172,10 @@ static int cmd_parse(struct cmd_ctx *c, int argc, char **argv, unsigned allowed,
         }
         if (strcmp(a, "--all") == 0 && (allowed & OPT_ALL)) {
             o->all = 1;
+            continue;
+        }
+        if (strcmp(a, "--all-versions") == 0 && (allowed & OPT_VERSIONS)) {
+            o->versions = 1;
             continue;
         }
         size_t k;
@@ -317,7 +326,8 @@ static void cmd_md_meta(struct cmd_ctx *c, const char *key, const char *val)
     fputc('\n', c->out);
 }
 
-static void cmd_md_message(struct cmd_ctx *c, const struct store_message *m)
+static void cmd_md_message(struct cmd_ctx *c, const struct store_message *m,
+                           const struct conv_rowinfo *ri)
 {
     char when[32];
     cmd_time(m->created, when);
@@ -328,7 +338,12 @@ static void cmd_md_message(struct cmd_ctx *c, const struct store_message *m)
         fputs(" \xC2\xB7 ", c->out);
         cmd_puts(c, m->model);
     }
-    fprintf(c->out, " \xC2\xB7 %s\n\n", when);
+    fprintf(c->out, " \xC2\xB7 %s", when);
+    if (ri->versions > 1)
+        fprintf(c->out, " \xC2\xB7 version %d of %d", ri->version, ri->versions);
+    if (!ri->live)
+        fputs(" \xC2\xB7 replaced (not on the live path, never sent again)", c->out);
+    fputs("\n\n", c->out);
     if (m->reasoning && *m->reasoning) {
         fputs("<details><summary>Reasoning</summary>\n\n", c->out);
         cmd_puts(c, m->reasoning);
@@ -336,6 +351,12 @@ static void cmd_md_message(struct cmd_ctx *c, const struct store_message *m)
     }
     cmd_put(c, m->content, m->content_len);
     fputs("\n\n", c->out);
+    if (strcmp(role, "user") == 0 && m->error) {
+        fputs("*refused: not sent*\n\n> ", c->out);
+        cmd_puts(c, m->error);
+        fputs("\n\n", c->out);
+        return;
+    }
     if (strcmp(role, "assistant") != 0 && m->status == STORE_COMPLETE)
         return;
     struct buf f = BUF_INIT;
@@ -365,8 +386,23 @@ static void cmd_md_message(struct cmd_ctx *c, const struct store_message *m)
     }
 }
 
-static void cmd_md_conversation(struct cmd_ctx *c, const struct store_conversation *conv)
+/* Where each row stands (conv_rows), and how many rows are shown: the live path, or all. */
+static struct conv_rowinfo *cmd_rows(const struct store_conversation *conv, int all,
+                                     size_t *shown)
 {
+    size_t turns;
+    struct conv_rowinfo *ri = conv_rows(conv, &turns);
+    *shown = 0;
+    for (size_t i = 0; i < conv->n_messages; i++)
+        *shown += all || ri[i].live;
+    return ri;
+}
+
+static void cmd_md_conversation(struct cmd_ctx *c, const struct store_conversation *conv,
+                                int all)
+{
+    size_t shown;
+    struct conv_rowinfo *ri = cmd_rows(conv, all, &shown);
     char when[32];
     fputs("# ", c->out);
     cmd_puts(c, conv->title ? conv->title : "(untitled)");
@@ -378,14 +414,20 @@ static void cmd_md_conversation(struct cmd_ctx *c, const struct store_conversati
     fprintf(c->out, "- created: %s\n", when);
     cmd_time(conv->updated, when);
     fprintf(c->out, "- updated: %s\n", when);
-    fprintf(c->out, "- messages: %zu\n\n", conv->n_messages);
+    fprintf(c->out, "- messages: %zu", shown);
+    if (shown < conv->n_messages)
+        fprintf(c->out, " (%zu more in earlier versions: --all-versions)",
+                conv->n_messages - shown);
+    fputs("\n\n", c->out);
     if (conv->system_prompt && *conv->system_prompt) {
         fputs("## System prompt\n\n", c->out);
         cmd_puts(c, conv->system_prompt);
         fputs("\n\n", c->out);
     }
     for (size_t i = 0; i < conv->n_messages; i++)
-        cmd_md_message(c, &conv->messages[i]);
+        if (all || ri[i].live)
+            cmd_md_message(c, &conv->messages[i], &ri[i]);
+    free(ri);
 }
 
 /* Load conversation `arg` (an id) or report why not. NULL on failure with *code set. */
@@ -413,7 +455,7 @@ static int cmd_show(struct cmd_ctx *c, const struct cmd_opts *o)
     struct store_conversation *conv = cmd_load(c, o->pos[0], &code);
     if (!conv)
         return code;
-    cmd_md_conversation(c, conv);
+    cmd_md_conversation(c, conv, o->versions);
     store_conversation_free(conv);
     return CMD_STORE_OK;
 }
@@ -518,8 +560,10 @@ static void cmd_json_add_count(cJSON *obj, const char *key, int64_t v)
         cJSON_AddNullToObject(obj, key);
 }
 
-static cJSON *cmd_json_conversation(const struct store_conversation *conv)
+static cJSON *cmd_json_conversation(const struct store_conversation *conv, int all)
 {
+    size_t shown;
+    struct conv_rowinfo *ri = cmd_rows(conv, all, &shown);
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "id", (double)conv->id);
     cmd_json_add_str(o, "title", conv->title);
@@ -531,9 +575,17 @@ static cJSON *cmd_json_conversation(const struct store_conversation *conv)
     cJSON *msgs = cJSON_AddArrayToObject(o, "messages");
     for (size_t i = 0; i < conv->n_messages; i++) {
         const struct store_message *m = &conv->messages[i];
+        if (!all && !ri[i].live)
+            continue;
         cJSON *j = cJSON_CreateObject();
         cJSON_AddNumberToObject(j, "id", (double)m->id);
+        cmd_json_add_count(j, "parent_id", m->parent_id > 0 ? m->parent_id : -1);
         cmd_json_add_str(j, "role", m->role);
+        cJSON_AddNumberToObject(j, "turn", ri[i].turn);
+        cJSON_AddNumberToObject(j, "version", ri[i].version);
+        cJSON_AddNumberToObject(j, "versions", ri[i].versions);
+        if (all)
+            cJSON_AddBoolToObject(j, "live", ri[i].live);
         cJSON_AddItemToObject(j, "content", cmd_json_str(m->content, m->content_len));
         cmd_json_add_str(j, "reasoning", m->reasoning);
         cmd_json_add_str(j, "status", store_status_name(m->status));
@@ -560,6 +612,7 @@ static cJSON *cmd_json_conversation(const struct store_conversation *conv)
         }
         cJSON_AddItemToArray(msgs, j);
     }
+    free(ri);
     return o;
 }
 
@@ -589,12 +642,12 @@ static int cmd_export(struct cmd_ctx *c, const struct cmd_opts *o)
         if (!conv)
             return code;
         if (json) {
-            cJSON *j = cmd_json_conversation(conv);
+            cJSON *j = cmd_json_conversation(conv, o->versions);
             cmd_json_print(c, j, NULL);
             fputc('\n', c->out);
             cJSON_Delete(j);
         } else {
-            cmd_md_conversation(c, conv);
+            cmd_md_conversation(c, conv, o->versions);
         }
         store_conversation_free(conv);
         return CMD_STORE_OK;
@@ -619,13 +672,13 @@ static int cmd_export(struct cmd_ctx *c, const struct cmd_opts *o)
         }
         if (json) {
             fputs(first ? "\n    " : ",\n    ", c->out);
-            cJSON *j = cmd_json_conversation(conv);
+            cJSON *j = cmd_json_conversation(conv, o->versions);
             cmd_json_print(c, j, "    ");
             cJSON_Delete(j);
         } else {
             if (!first)
                 fputs("---\n\n", c->out);
-            cmd_md_conversation(c, conv);
+            cmd_md_conversation(c, conv, o->versions);
         }
         first = 0;
         store_conversation_free(conv);
@@ -802,9 +855,9 @@ int cmd_store_run(struct store *st, int argc, char **argv, FILE *out, FILE *err,
         int (*fn)(struct cmd_ctx *, const struct cmd_opts *);
     } cmds[] = {
         {"ls", OPT_LIMIT, cmd_ls},
-        {"show", 0, cmd_show},
+        {"show", OPT_VERSIONS, cmd_show},
         {"search", OPT_LIMIT | OPT_MODEL | OPT_SINCE | OPT_UNTIL, cmd_search},
-        {"export", OPT_FORMAT | OPT_ALL, cmd_export},
+        {"export", OPT_FORMAT | OPT_ALL | OPT_VERSIONS, cmd_export},
         {"rm", 0, cmd_rm},
         {"rename", 0, cmd_rename},
         {"stats", OPT_SINCE | OPT_UNTIL, cmd_stats},

@@ -15,6 +15,8 @@
 
 #define SESSION_LOCAL_ID 0x80000000u
 
+static void session_history(struct session *s);
+
 int session_open(struct session *s, struct conf *conf, char *key, const char **err)
 {
     memset(s, 0, sizeof *s);
@@ -33,8 +35,9 @@ int session_open(struct session *s, struct conf *conf, char *key, const char **e
         s->q = NULL;
         return -1;
     }
-    if (conf->system && *conf->system)
-        session_add(s, "system", conf->system, strlen(conf->system));
+    conv_init(&s->conv);
+    conv_set_system(&s->conv, conf->system);
+    session_history(s);
     return 0;
 }
 
@@ -51,24 +54,42 @@ static void session_store_failed(struct session *s)
         s->store_error = xstrdup(store_error(s->store));
 }
 
-static void session_clear_history(struct session *s)
+static void session_msgs_push(struct session *s, const char *role, const char *content,
+                              size_t len, int64_t id)
 {
-    for (size_t i = 0; i < s->n_msgs; i++)
-        free(s->msgs[i].content);
-    s->n_msgs = 0;
+    XGROW(s->msgs, s->n_msgs + 1, s->cap_msgs);
+    s->msgs[s->n_msgs++] = (struct session_msg){role, content ? content : "", len, id};
 }
 
-static const char *session_role(const char *role)
+/* The history the next request carries, from the live path: the system prompt, then the user
+ * message and answer of each turn that is sent, then the prompt of a pending turn. It always
+ * alternates user/assistant, whatever failed or was refused on the way. */
+static void session_history(struct session *s)
 {
-    static const char *const roles[] = {"system", "user", "assistant", "tool"};
-    for (size_t i = 0; i < TT_ARRAY_LEN(roles); i++)
-        if (strcmp(role, roles[i]) == 0)
-            return roles[i];
-    return NULL;
+    s->n_msgs = 0;
+    if (s->conv.system)
+        session_msgs_push(s, "system", s->conv.system, strlen(s->conv.system), 0);
+    for (size_t i = 0; i < s->conv.n; i++) {
+        const struct conv_turn *t = &s->conv.turns[i];
+        if (conv_turn_sent(t)) {
+            session_msgs_push(s, "user", t->prompt, t->prompt_len, t->user_id);
+            session_msgs_push(s, "assistant", t->answer, t->answer_len, t->answer_id);
+        } else if (t->outcome == CONV_PENDING && i + 1 == s->conv.n) {
+            session_msgs_push(s, "user", t->prompt, t->prompt_len, t->user_id);
+        }
+    }
+    s->status_n = (size_t)-1;
 }
 
 static void session_context_load_summaries(struct session *s);
 static void session_context_close(struct session *s);
+
+static void session_forget_summaries(struct session *s)
+{
+    for (size_t i = 0; i < s->n_sums; i++)
+        free(s->sums[i].text);
+    s->n_sums = 0;
+}
 
 int session_resume(struct session *s, int64_t id, char **err)
 {
@@ -76,48 +97,59 @@ int session_resume(struct session *s, int64_t id, char **err)
         *err = xstrdup("no conversation store is open");
         return -1;
     }
-    if (id == 0) {
-        struct store_conversation *list = NULL;
-        size_t n = 0;
-        if (store_conversation_list(s->store, 1, &list, &n) != 0) {
-            *err = xstrdup(store_error(s->store));
-            return -1;
-        }
-        if (n == 0) {
-            *err = xstrdup("there is no saved conversation to continue yet");
-            return -1;
-        }
-        id = list[0].id;
-        store_conversation_list_free(list, n);
-    }
-    struct store_conversation *c = NULL;
-    int rc = store_conversation_load(s->store, id, &c);
-    if (rc != 0) {
-        *err = rc == STORE_NOT_FOUND ? xasprintf("no conversation %lld (see tokterm ls)",
-                                                 (long long)id)
-                                     : xstrdup(store_error(s->store));
+    /* A system prompt given now replaces the saved one. */
+    struct conv c;
+    conv_init(&c);
+    if (conv_load(&c, s->store, id, s->conf->system, err) < 0) {
+        conv_free(&c);
         return -1;
     }
-    session_clear_history(s);
-    /* A system prompt given now replaces the saved one. */
-    const char *sys = s->conf->system && *s->conf->system ? s->conf->system : c->system_prompt;
-    if (sys && *sys)
-        session_add(s, "system", sys, strlen(sys));
-    for (size_t i = 0; i < c->n_messages; i++) {
-        const struct store_message *m = &c->messages[i];
-        const char *role = session_role(m->role);
-        if (!role || strcmp(role, "system") == 0)
-            continue;
-        /* An answer that failed before any text says nothing: leave it out of the history. */
-        if (strcmp(role, "assistant") == 0 && m->content_len == 0)
-            continue;
-        session_add(s, role, m->content, m->content_len);
-        s->msgs[s->n_msgs - 1].id = m->id;
-    }
-    s->conv_id = c->id;
-    store_conversation_free(c);
+    conv_free(&s->conv);
+    s->conv = c;
+    s->conv_id = c.id;
+    session_history(s);
+    session_forget_summaries(s);
     session_context_load_summaries(s);
     return 0;
+}
+
+void session_adopt(struct session *s, const struct conv *c)
+{
+    char *sys = s->conv.system ? xstrdup(s->conv.system) : NULL;
+    conv_copy(&s->conv, c);
+    if (!s->conv.system && sys)
+        conv_set_system(&s->conv, sys);
+    free(sys);
+    s->conv_id = c->id;
+    session_history(s);
+}
+
+void session_new_conversation(struct session *s)
+{
+    conv_clear(&s->conv);
+    s->conv_id = 0;
+    session_forget_summaries(s);
+    session_history(s);
+}
+
+void session_set_system(struct session *s, const char *text)
+{
+    conv_set_system(&s->conv, text);
+    session_history(s);
+}
+
+int session_fork_last(struct session *s)
+{
+    if (!s->conv.n || s->active)
+        return -1;
+    conv_fork(&s->conv, s->conv.n - 1);
+    session_history(s);
+    return 0;
+}
+
+const struct conv *session_conv(const struct session *s)
+{
+    return &s->conv;
 }
 
 void session_close(struct session *s)
@@ -126,7 +158,7 @@ void session_close(struct session *s)
     queue_free(s->q, net_result_free);
     if (s->store && s->answer_id)
         store_message_flush(s->store, s->answer_id);
-    session_clear_history(s);
+    conv_free(&s->conv);
     free(s->msgs);
     if (s->key) {
         memset(s->key, 0, strlen(s->key));
@@ -143,18 +175,6 @@ void session_close(struct session *s)
         free(s->fallback_key);
     }
     memset(s, 0, sizeof *s);
-}
-
-void session_add(struct session *s, const char *role, const char *content, size_t n)
-{
-    if (s->n_msgs == s->cap_msgs) {
-        s->cap_msgs = s->cap_msgs ? s->cap_msgs * 2 : 16;
-        s->msgs = xrealloc(s->msgs, s->cap_msgs * sizeof *s->msgs);
-    }
-    s->msgs[s->n_msgs].role = role;
-    s->msgs[s->n_msgs].content = xstrndup(content, n);
-    s->msgs[s->n_msgs].id = -++s->serial;
-    s->n_msgs++;
 }
 
 /* Answer from the cache: the stored text goes through the same queue as a stream would. */
@@ -257,55 +277,131 @@ void session_use_fallback(struct session *s, struct conf *fallback, char *key)
 
 static char *session_context_begin(struct session *s);
 static int session_context_summarize(struct session *s);
-static unsigned session_refuse(struct session *s, char *why);
 
 static unsigned session_send_planned(struct session *s);
 
-unsigned session_send(struct session *s, const char *prompt)
+/* The saved conversation, made on the first turn that is saved. 0, or -1 (saving stops). */
+static int session_save_conversation(struct session *s)
 {
     const struct conf *c = s->conf;
-    session_add(s, "user", prompt, strlen(prompt));
+    if (!s->save)
+        return -1;
+    if (s->conv_id)
+        return 0;
+    s->conv_id = store_conversation_new(s->store, NULL, s->conv.system, c->model, c->profile);
+    if (s->conv_id < 0) {
+        session_store_failed(s);
+        s->conv_id = 0;
+        s->save = 0;
+        return -1;
+    }
+    s->conv.id = s->conv_id;
+    return 0;
+}
+
+/* Save the user row of the last turn (once): before its request leaves, or when its answer
+ * comes from the cache, or (refused, error set) when the chat shows a refusal. */
+static void session_save_prompt(struct session *s, const char *error)
+{
+    const struct conf *c = s->conf;
+    struct conv_turn *t = conv_last(&s->conv);
+    if (!t || t->user_id > 0 || session_save_conversation(s) < 0)
+        return;
+    char *host = conf_host(c);
+    struct store_msg_info info = {.model = c->model, .profile = c->profile, .host = host,
+                                  .parent_id = 0, .error = error};
+    /* the parent: the last saved turn before this one on the live path */
+    s->conv.n--;
+    info.parent_id = conv_parent_id(&s->conv);
+    s->conv.n++;
+    int64_t uid = store_message_add(s->store, s->conv_id, "user", t->prompt, t->prompt_len,
+                                    &info);
+    free(host);
+    if (uid < 0) {
+        session_store_failed(s);
+        return;
+    }
+    t->user_id = uid;
+    if (s->n_msgs && s->msgs[s->n_msgs - 1].content == t->prompt)
+        s->msgs[s->n_msgs - 1].id = uid;
+}
+
+/* Refuse to send the pending turn: it is settled as refused with why (taken), saved when the
+ * chat saves refusals, and the exchange ends at once with outcome API_ERR_USAGE. */
+static unsigned session_refuse(struct session *s, char *why)
+{
+    struct conv_turn *t = conv_last(&s->conv);
+    if (t && t->outcome == CONV_PENDING) {
+        if (s->save_refused)
+            session_save_prompt(s, why);
+        conv_settle(t, CONV_REFUSED, NULL, 0, why, NULL);
+        session_history(s);
+    }
+    unsigned id = SESSION_LOCAL_ID | ++s->next_local;
+    struct net_result *r = xcalloc(1, sizeof *r);
+    r->req = id;
+    r->outcome = API_ERR_USAGE;
+    r->t.ttft = -1;
+    r->error = why;
+    r->headers = xstrdup("");
+    queue_push(s->q, QEV_END, id, 0, r);
+    return s->active = id;
+}
+
+void session_refuse_turn(struct session *s, const char *prompt, const char *why)
+{
+    conv_push(&s->conv, prompt, strlen(prompt));
+    if (s->save_refused)
+        session_save_prompt(s, why);
+    conv_settle(conv_last(&s->conv), CONV_REFUSED, NULL, 0, why, NULL);
+    session_history(s);
+}
+
+unsigned session_send(struct session *s, const char *prompt)
+{
+    conv_push(&s->conv, prompt, strlen(prompt));
+    session_history(s);
     /* Fit the history into the window and check the budget before anything is saved or sent. */
     char *why = session_context_begin(s);
     if (why)
         return session_refuse(s, why);
-    char *host = conf_host(c);
-    struct store_msg_info info = {.model = c->model, .profile = c->profile, .host = host};
-    if (s->save) {
-        if (!s->conv_id) {
-            s->conv_id = store_conversation_new(s->store, NULL, c->system, c->model, c->profile);
-            if (s->conv_id < 0) {
-                session_store_failed(s);
-                s->conv_id = 0;
-                s->save = 0;
-            }
-        }
-        /* The prompt is committed before the request leaves. */
-        int64_t uid = s->save ? store_message_add(s->store, s->conv_id, "user", prompt,
-                                                  strlen(prompt), &info) : 0;
-        if (uid < 0)
-            session_store_failed(s);
-        else if (uid > 0)
-            s->msgs[s->n_msgs - 1].id = uid;
-    }
-    free(host);
     /* While the request is on the wire, the WAL that earlier commits left is copied into the
      * database on another thread (not by a commit of this answer). */
     if (s->store)
         store_checkpoint_async(s->store);
     /* Step 3 of the plan may first need a summary of the oldest turns (a request of its own;
-     * session_dispatch sends the answer's request when it is back). */
+     * session_dispatch sends the answer's request when it is back). The prompt is committed
+     * before any request leaves. */
+    if (s->plan.need_summary && s->cache != SESSION_CACHE_ONLY)
+        session_save_prompt(s, NULL);
     if (session_context_summarize(s))
         return s->active;
     return session_send_planned(s);
+}
+
+/* Begin saving the answer of the last turn (its prompt first). */
+static void session_save_begin(struct session *s)
+{
+    const struct conf *c = s->conf;
+    session_save_prompt(s, NULL);
+    struct conv_turn *t = conv_last(&s->conv);
+    if (!s->save || !t || t->user_id <= 0)
+        return;
+    char *host = conf_host(c);
+    struct store_msg_info info = {.model = c->model, .profile = c->profile, .host = host,
+                                  .parent_id = t->user_id};
+    s->answer_id = store_message_begin(s->store, s->conv_id, &info);
+    free(host);
+    if (s->answer_id < 0) {
+        session_store_failed(s);
+        s->answer_id = 0;
+    }
 }
 
 /* Send the planned messages (s->plan): from the cache, or to the network thread. */
 static unsigned session_send_planned(struct session *s)
 {
     const struct conf *c = s->conf;
-    char *host = conf_host(c);
-    struct store_msg_info info = {.model = c->model, .profile = c->profile, .host = host};
     struct api_message *m = xcalloc(s->plan.n_items + 1, sizeof *m);
     for (size_t i = 0; i < s->plan.n_items; i++) {
         m[i].role = s->plan.items[i].role;
@@ -328,17 +424,11 @@ static unsigned session_send_planned(struct session *s)
         request_cache_key(c, body, s->cache_key);
         s->cache_key_set = 1;
     }
-    if (s->save) {
-        s->answer_id = store_message_begin(s->store, s->conv_id, &info);
-        if (s->answer_id < 0) {
-            session_store_failed(s);
-            s->answer_id = 0;
-        }
-    }
-    free(host);
+    /* Nothing is saved for a request that is never made (a --cache-only miss). */
     if (s->cache == SESSION_CACHE_ON || s->cache == SESSION_CACHE_ONLY) {
         unsigned id = SESSION_LOCAL_ID | ++s->next_local;
         if (session_replay(s, id)) {
+            session_save_begin(s);
             free(body);
             free(m);
             s->cache_key_set = 0; /* nothing new to cache */
@@ -352,6 +442,7 @@ static unsigned session_send_planned(struct session *s)
             return s->active = id;
         }
     }
+    session_save_begin(s);
 
     struct net_request *rq = session_request(s, c, s->key, body);
     rq->fallback = session_fallback_request(s, &ar);
@@ -443,6 +534,42 @@ static int session_summary_event(struct session *s, struct queue_event *e,
                                  const struct session_sink *sink);
 static void session_context_end(struct session *s, const struct net_result *r);
 
+/* What an exchange's result makes of its turn. */
+static enum conv_outcome session_outcome(const struct net_result *r, size_t answer_len)
+{
+    switch (r->outcome) {
+    case API_OK:
+        return CONV_ANSWERED;
+    case API_CUT:
+        return CONV_CUT;
+    case API_CANCELLED:
+    case API_ERR_TRUNCATED:
+        return CONV_INTERRUPTED;
+    case API_ERR_USAGE:
+        return CONV_REFUSED;
+    default: /* HTTP, network, a --cache-only miss: the text that arrived is kept */
+        return answer_len ? CONV_INTERRUPTED : CONV_FAILED;
+    }
+}
+
+/* Settle the pending turn with the exchange's result (answer row aid): the live path, and so
+ * the next request, takes the answer only when there is one. */
+static void session_settle(struct session *s, const struct net_result *r, int64_t aid)
+{
+    struct conv_turn *t = conv_last(&s->conv);
+    if (!t || t->outcome != CONV_PENDING)
+        return;
+    size_t n = s->keep_answer ? s->answer.len : 0;
+    enum conv_outcome o = session_outcome(r, n);
+    conv_settle(t, o, n || o == CONV_ANSWERED || o == CONV_CUT ? buf_str(&s->answer) : NULL, n,
+                r->error, r->model[0] ? r->model : NULL);
+    if (aid > 0)
+        t->answer_id = aid;
+    else if (conv_turn_sent(t))
+        t->answer_id = -++s->conv.serial;
+    session_history(s);
+}
+
 int session_dispatch(struct session *s, const struct session_sink *sink)
 {
     int ended = 0;
@@ -486,11 +613,7 @@ int session_dispatch(struct session *s, const struct session_sink *sink)
             session_save_end(s, s->last);
             session_save_quota(s, s->last);
             session_context_end(s, s->last); /* spend, calibration */
-            if (s->answer.len || s->last->outcome == API_OK) {
-                session_add(s, "assistant", buf_str(&s->answer), s->answer.len);
-                if (aid > 0)
-                    s->msgs[s->n_msgs - 1].id = aid;
-            }
+            session_settle(s, s->last, aid);
             s->active = 0;
             ended = 1;
             if (sink->end)
@@ -639,8 +762,8 @@ static struct context_msg *session_context_msgs(const struct session *s, int pla
 {
     struct context_msg *m = xcalloc(s->n_msgs + 1, sizeof *m);
     for (size_t i = 0; i < s->n_msgs; i++)
-        m[i] = (struct context_msg){s->msgs[i].role, s->msgs[i].content,
-                                    strlen(s->msgs[i].content), s->msgs[i].id};
+        m[i] = (struct context_msg){s->msgs[i].role, s->msgs[i].content, s->msgs[i].len,
+                                    s->msgs[i].id};
     *n = s->n_msgs;
     if (placeholder)
         m[(*n)++] = (struct context_msg){"user", "", 0, 0};
@@ -719,20 +842,6 @@ static char *session_context_begin(struct session *s)
         return context_budget_check(&s->budget, s->plan.shown, usd);
     }
     return NULL;
-}
-
-/* Refuse to send: the exchange ends at once with outcome API_ERR_USAGE and why (taken). */
-static unsigned session_refuse(struct session *s, char *why)
-{
-    unsigned id = SESSION_LOCAL_ID | ++s->next_local;
-    struct net_result *r = xcalloc(1, sizeof *r);
-    r->req = id;
-    r->outcome = API_ERR_USAGE;
-    r->t.ttft = -1;
-    r->error = why;
-    r->headers = xstrdup("");
-    queue_push(s->q, QEV_END, id, 0, r);
-    return s->active = id;
 }
 
 /* Ask the model for the summary the plan wants (a non-streamed request). */
@@ -968,6 +1077,14 @@ void session_status(struct session *s, struct session_status *st)
 int session_msg_fate(const struct session *s, size_t i)
 {
     return i < s->plan.n_history && s->plan.fate ? s->plan.fate[i] : CONTEXT_SENT;
+}
+
+int session_compressed(const struct session *s)
+{
+    for (size_t i = 0; i < s->plan.n_history && s->plan.fate; i++)
+        if (s->plan.fate[i] == CONTEXT_SUMMARIZED || s->plan.fate[i] == CONTEXT_DROPPED)
+            return 1;
+    return 0;
 }
 
 char *session_context_report(struct session *s)

@@ -10,15 +10,19 @@
 #include "proto/api.h"
 #include "base/buf.h"
 #include "core/conf.h"
+#include "core/conv.h"
 #include "tokens/context.h"
 #include "net/net.h"
 
 struct store;
 
+/* One message of the history the next request carries (derived from the conversation's live
+ * path: system prompt, then the user message and answer of every turn that is sent). */
 struct session_msg {
-    const char *role;   /* static string */
-    char *content;
-    int64_t id;         /* > 0: store id; < 0: this session's serial (not saved); 0: none */
+    const char *role;    /* static string */
+    const char *content; /* borrowed from the conversation */
+    size_t len;
+    int64_t id;          /* > 0: store id; < 0: this session's serial (not saved); 0: none */
 };
 
 /* A summary of history messages first_id..last_id (see context.h). */
@@ -52,8 +56,10 @@ struct session {
     char *key;                 /* API key (wiped on close); NULL for keyless local servers */
     struct queue *q;
     struct net *net;
-    struct session_msg *msgs;
+    struct conv conv;          /* the conversation: its live path is what is shown and sent */
+    struct session_msg *msgs;  /* the history the next request carries (session_history) */
     size_t n_msgs, cap_msgs;
+    int save_refused;          /* save turns refused before sending (the chat shows them) */
     unsigned active;           /* request in flight, 0 = none */
     unsigned next_local;       /* ids of cache replays (high bit set, never a net id) */
     struct buf answer;         /* text of the answer in flight */
@@ -103,7 +109,6 @@ struct session {
     struct context_stream *ans_count; /* the streaming answer's tokens, counted incrementally */
     size_t ans_fed;
     size_t ans_bytes;          /* answer bytes received when the text is not kept */
-    int64_t serial;            /* last session serial given to an unsaved message */
     size_t status_n;           /* history length when status_used was computed */
     const char *status_last;
     long status_used;
@@ -115,10 +120,25 @@ int session_open(struct session *s, struct conf *conf, char *key, const char **e
 /* Attach a store (borrowed): save = write the conversation; cache = how to use the response
  * cache. Call before the first send. */
 void session_use_store(struct session *s, struct store *st, int save, enum session_cache cache);
-/* Continue saved conversation id (or the most recent when id is 0): its messages become the
- * history and new messages are added to it. Returns 0, or -1 with a message in *err (caller
- * frees). */
+/* Continue saved conversation id (or, when id is 0, the most recent one with an answered
+ * turn): its live path becomes the conversation, and new turns are added to it. Returns 0, or
+ * -1 with a message in *err (caller frees). */
 int session_resume(struct session *s, int64_t id, char **err);
+/* Take over conversation c's live path (copied): /profile carries the conversation over. */
+void session_adopt(struct session *s, const struct conv *c);
+/* /new: an empty conversation (the system prompt stays). */
+void session_new_conversation(struct session *s);
+/* /system: replace the system prompt (NULL or "" removes it). */
+void session_set_system(struct session *s, const char *text);
+/* /edit and /retry of the last turn: the live path ends before it, and the next
+ * session_send is a new version of it (the old one stays saved, never sent). Returns 0, or -1
+ * when there is no turn. */
+int session_fork_last(struct session *s);
+/* Record prompt as a turn refused before sending (no key): shown, saved when the chat saves
+ * refused turns, never sent. */
+void session_refuse_turn(struct session *s, const char *prompt, const char *why);
+/* The conversation (its live path). */
+const struct conv *session_conv(const struct session *s);
 /* Use a key pool: labels and values (n of each) are taken (see conf_key_pool). */
 void session_use_pool(struct session *s, char **labels, char **values, int n);
 /* Use the fallback profile conf (borrowed) with key (taken) while the endpoint's circuit
@@ -126,8 +146,6 @@ void session_use_pool(struct session *s, char **labels, char **values, int n);
 void session_use_fallback(struct session *s, struct conf *fallback, char *key);
 /* Stop the network thread and free everything. */
 void session_close(struct session *s);
-/* Append a message to the history (not saved). */
-void session_add(struct session *s, const char *role, const char *content, size_t n);
 /* Send the history plus a new user message; returns the request id. */
 unsigned session_send(struct session *s, const char *prompt);
 /* File descriptor to poll for events. */
@@ -136,8 +154,8 @@ int session_fd(const struct session *s);
 int session_timeout_ms(const struct session *s);
 /* Commit saved text that is due; call when session_timeout_ms() has elapsed. */
 void session_tick(struct session *s);
-/* Hand pending events to the sink. Returns 1 when the exchange in flight ended (its answer is
- * added to the history, whatever arrived of it), else 0. */
+/* Hand pending events to the sink. Returns 1 when the exchange in flight ended (its turn is
+ * settled: answered, cut, interrupted with the text so far, failed or refused), else 0. */
 int session_dispatch(struct session *s, const struct session_sink *sink);
 /* Ask the network thread to stop the exchange in flight. */
 void session_cancel(struct session *s);
@@ -184,6 +202,8 @@ void session_status(struct session *s, struct session_status *st);
  * messages added since). The TUI puts its "history compressed" marker after the last message
  * that is not CONTEXT_SENT. */
 int session_msg_fate(const struct session *s, size_t i);
+/* 1 when the last request left history out or summarised it (the chat says so once). */
+int session_compressed(const struct session *s);
 /* The /context text: every message the next request will carry with its tokens, what was
  * compressed, the calibration and the budget. Caller frees. */
 char *session_context_report(struct session *s);

@@ -318,8 +318,7 @@ static void tui_block_signals(int block, sigset_t *old)
         pthread_sigmask(SIG_SETMASK, old, NULL);
 }
 
-int tui_session(struct tui *t, char *key, const struct session_msg *msgs, size_t n,
-                int64_t conv_id)
+int tui_session(struct tui *t, char *key, const struct conv *carry)
 {
     const char *err = NULL;
     sigset_t old;
@@ -339,20 +338,59 @@ int tui_session(struct tui *t, char *key, const struct session_msg *msgs, size_t
         return -1;
     }
     t->have_session = 1;
-    if (t->o->store) {
+    t->s.save_refused = 1; /* the transcript shows refused turns: so does a resume */
+    if (t->o->store)
         session_use_store(&t->s, t->o->store, t->o->save, (enum session_cache)t->o->cache);
-        t->s.conv_id = conv_id;
-    }
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(msgs[i].role, "system") != 0)
-            session_add(&t->s, msgs[i].role, msgs[i].content, strlen(msgs[i].content));
+    if (carry)
+        session_adopt(&t->s, carry);
     return 0;
 }
 
-/* 1 for the roles the chat shows (user and assistant). */
-static int tui_shown_role(const char *role)
+/* The footer of a saved turn's answer: how it ended, and which version of the turn it is. */
+static char *tui_turn_footer(const struct conv_turn *tt, int *slot)
 {
-    return strcmp(role, "user") == 0 || strcmp(role, "assistant") == 0;
+    struct buf b = BUF_INIT;
+    *slot = THEME_META;
+    switch (tt->outcome) {
+    case CONV_CUT:
+        *slot = THEME_ERROR;
+        buf_printf(&b, "\xE2\x9A\xA0 %s", tt->error ? tt->error : "the answer was cut short");
+        break;
+    case CONV_INTERRUPTED:
+        *slot = THEME_ERROR;
+        buf_printf(&b, "\xE2\x9C\x97 %s%s", tt->error ? tt->error : "interrupted",
+                   tt->answer_len ? " (the partial answer above is kept)" : "");
+        break;
+    case CONV_FAILED:
+        *slot = THEME_ERROR;
+        buf_printf(&b, "\xE2\x9C\x97 %s (not sent again)", tt->error ? tt->error : "failed");
+        break;
+    case CONV_REFUSED:
+        *slot = THEME_ERROR;
+        buf_printf(&b, "\xE2\x9C\x97 not sent: %s", tt->error ? tt->error : "refused");
+        break;
+    default:
+        break;
+    }
+    if (tt->n_versions > 1)
+        buf_printf(&b, "%sversion %d of %d", b.len ? " \xC2\xB7 " : "", tt->version,
+                   tt->n_versions);
+    return b.len ? buf_take(&b) : (buf_free(&b), NULL);
+}
+
+/* Show turn tt of the conversation as the live session showed it. */
+static void tui_show_turn(struct tui *t, const struct conv_turn *tt)
+{
+    tui_view_add(t->view, TUI_MSG_USER, tt->prompt, tt->prompt_len);
+    if (tt->outcome == CONV_PENDING)
+        return;
+    size_t a = tui_view_answer_begin(t->view, tt->model ? tt->model : t->conf->model, NULL);
+    if (tt->answer_len)
+        tui_view_answer_text(t->view, a, 0, tt->answer, tt->answer_len);
+    int slot;
+    char *footer = tui_turn_footer(tt, &slot);
+    tui_view_answer_end(t->view, a, footer, slot);
+    free(footer);
 }
 
 void tui_resume(struct tui *t, int64_t id, int replace)
@@ -370,34 +408,21 @@ void tui_resume(struct tui *t, int64_t id, int replace)
         t->edit_pending = 0;
         t->ctx_marked = 0;
     }
-    /* The chat shows the newest TUI_RESUME_SHOWN messages: rendering all of a 10,000-message
-     * conversation took 0.26 s and ~60 MB; the browser (F2) reads the whole of it, page by
-     * page. Every message stays in the conversation and its context. */
-    size_t total = 0, from = 0;
-    for (size_t i = 0; i < t->s.n_msgs; i++)
-        total += tui_shown_role(t->s.msgs[i].role);
-    if (total > TUI_RESUME_SHOWN) {
-        size_t skip = total - TUI_RESUME_SHOWN;
-        for (size_t k = 0; from < t->s.n_msgs && k < skip; from++)
-            k += tui_shown_role(t->s.msgs[from].role);
-        char *m = xasprintf("%zu earlier messages are not shown here (they are still part of "
-                            "the conversation): F2 opens the whole conversation.",
-                            skip);
+    /* The chat shows the newest TUI_RESUME_SHOWN messages (a turn shows two): rendering all
+     * of a 10,000-message conversation took 0.26 s and ~60 MB; the browser (F2) reads the whole
+     * of it, page by page. Every turn stays in the conversation and its context. */
+    const struct conv *c = session_conv(&t->s);
+    size_t from = c->n > TUI_RESUME_SHOWN / 2 ? c->n - TUI_RESUME_SHOWN / 2 : 0;
+    if (from) {
+        char *m = xasprintf("%zu earlier turns are not shown here (they are still part of the "
+                            "conversation): F2 opens the whole conversation.",
+                            from);
         tui_meta(t, m);
         free(m);
     }
-    for (size_t i = from; i < t->s.n_msgs; i++) {
-        const struct session_msg *m = &t->s.msgs[i];
-        if (strcmp(m->role, "user") == 0) {
-            tui_view_add(t->view, TUI_MSG_USER, m->content, strlen(m->content));
-        } else if (strcmp(m->role, "assistant") == 0) {
-            size_t a = tui_view_answer_begin(t->view, t->conf->model, NULL);
-            tui_view_answer_text(t->view, a, 0, m->content, strlen(m->content));
-            tui_view_answer_end(t->view, a, NULL, THEME_META);
-        }
-    }
-    char *m = xasprintf("Continuing conversation %lld (%zu messages).",
-                        (long long)t->s.conv_id, total);
+    for (size_t i = from; i < c->n; i++)
+        tui_show_turn(t, &c->turns[i]);
+    char *m = xasprintf("Continuing conversation %lld (%zu turns).", (long long)c->id, c->n);
     tui_notice(t, m);
     free(m);
 }
@@ -465,7 +490,8 @@ static char *tui_footer(struct tui *t, const struct net_result *r, int *slot)
         break;
     default: {
         *slot = THEME_ERROR;
-        buf_printf(&b, "\xE2\x9C\x97 %s", r->error ? r->error : api_outcome_name(r->outcome));
+        buf_printf(&b, "\xE2\x9C\x97 %s%s", r->outcome == API_ERR_USAGE ? "not sent: " : "",
+                   r->error ? r->error : api_outcome_name(r->outcome));
         if (r->outcome == API_ERR_HTTP && r->status >= 400) {
             struct ratelimit_failure f = {.status = (int)r->status,
                                           .net = RATELIMIT_NET_OK,
@@ -494,21 +520,31 @@ static void tui_sink_end(void *ud, const struct net_result *r)
     if (t->answer != TUI_NO_ANSWER) {
         int slot;
         char *footer = tui_footer(t, r, &slot);
+        const struct conv *c = t->have_session ? session_conv(&t->s) : NULL;
+        if (c && c->n && c->turns[c->n - 1].n_versions > 1) {
+            char *v = xasprintf("%s \xC2\xB7 version %d of %d", footer,
+                                c->turns[c->n - 1].version, c->turns[c->n - 1].n_versions);
+            free(footer);
+            footer = v;
+        }
         tui_view_answer_end(t->view, t->answer, footer, slot);
         free(footer);
     }
     if (r->model[0])
         tui_cmd_model_seen(t, r->model);
-    if (t->have_session && !t->ctx_marked) {
+    if (t->have_session && !t->ctx_marked && session_compressed(&t->s)) {
         /* history left out of (or summarised for) the request: say so once */
-        for (size_t i = 0; i < t->s.n_msgs; i++) {
-            int fate = session_msg_fate(&t->s, i);
-            if (fate == CONTEXT_SUMMARIZED || fate == CONTEXT_DROPPED) {
-                tui_meta(t, "\xE2\x94\x80\xE2\x94\x80 earlier messages summarised / dropped to "
-                            "fit the context (/context) \xE2\x94\x80\xE2\x94\x80");
-                t->ctx_marked = 1;
-                break;
-            }
+        tui_meta(t, "\xE2\x94\x80\xE2\x94\x80 earlier messages summarised / dropped to "
+                    "fit the context (/context) \xE2\x94\x80\xE2\x94\x80");
+        t->ctx_marked = 1;
+    }
+    if (t->have_session) {
+        /* a failed or refused prompt is never sent later: it goes back to the input line */
+        const struct conv *c = session_conv(&t->s);
+        const struct conv_turn *last = c->n ? &c->turns[c->n - 1] : NULL;
+        if (last && (last->outcome == CONV_FAILED || last->outcome == CONV_REFUSED)) {
+            tui_input_offer(last->prompt);
+            tui_hint(t, "the prompt is back in the input line: Enter sends it again");
         }
     }
     t->answer = TUI_NO_ANSWER;
@@ -521,6 +557,15 @@ static void tui_sink_end(void *ud, const struct net_result *r)
 }
 
 
+void tui_view_drop_last_turn(struct tui *t)
+{
+    size_t v = tui_view_count(t->view);
+    while (v > 0 && tui_view_kind(t->view, v - 1) != TUI_MSG_USER)
+        v--;
+    if (v > 0)
+        tui_view_truncate(t->view, v - 1);
+}
+
 int tui_send(struct tui *t, const char *prompt, int show_user)
 {
     if (t->answer != TUI_NO_ANSWER) {
@@ -532,7 +577,10 @@ int tui_send(struct tui *t, const char *prompt, int show_user)
         return -1;
     }
     if (t->no_key || (!t->s.key && !t->s.n_pool && !conf_is_local(t->conf))) {
-        /* never send a request to a remote server without a key */
+        /* never send a request to a remote server without a key: the turn is refused */
+        session_refuse_turn(&t->s, prompt, "no API key");
+        const struct conv *c = session_conv(&t->s);
+        tui_show_turn(t, &c->turns[c->n - 1]);
         tui_no_key_notice(t);
         return -1;
     }
@@ -594,21 +642,11 @@ static void tui_on_line(void *ud, char *line)
         return;
     }
     if (t->edit_pending && t->have_session) {
-        /* /edit: the new prompt replaces the last one and its answer */
+        /* /edit: the new prompt is a new version of the last turn, which leaves the live path
+         * (and the transcript) but stays saved */
         t->edit_pending = 0;
-        size_t u = t->s.n_msgs;
-        while (u > 0 && strcmp(t->s.msgs[u - 1].role, "user") != 0)
-            u--;
-        if (u > 0) {
-            for (size_t i = u - 1; i < t->s.n_msgs; i++)
-                free(t->s.msgs[i].content);
-            t->s.n_msgs = u - 1;
-        }
-        size_t v = tui_view_count(t->view);
-        while (v > 0 && tui_view_kind(t->view, v - 1) != TUI_MSG_USER)
-            v--;
-        if (v > 0)
-            tui_view_truncate(t->view, v - 1);
+        if (session_fork_last(&t->s) == 0)
+            tui_view_drop_last_turn(t);
     }
     tui_input_history_add(line);
     if (tui_send(t, text, 1) < 0)
@@ -953,7 +991,7 @@ int tui_run(struct conf *conf, char *key, const struct tui_opts *o)
     }
     t->theme = NULL;
     tui_theme(t, conf->theme);
-    tui_session(t, key, NULL, 0, 0);
+    tui_session(t, key, NULL);
     if (t->have_session && o->setup)
         setup_use_keys(o->setup, &t->s); /* `keys =` and `fallback =`, as -p */
 

@@ -72,12 +72,13 @@ void tui_hint(struct tui *t, const char *text);
 void tui_theme(struct tui *t, const char *name);
 /* Stop the answer in flight (its partial text stays, marked cancelled). */
 void tui_cancel(struct tui *t);
-/* Open (or reopen) the session for t->conf with key (taken); history msgs carried over, and
- * with a store, saving continues into conversation conv_id (0 = a new one). */
-int tui_session(struct tui *t, char *key, const struct session_msg *msgs, size_t n,
-                int64_t conv_id);
-/* Continue saved conversation id (0 = the latest): its messages become the history and the
- * transcript (replace: the transcript is cleared first, once the conversation loaded). */
+/* Open (or reopen) the session for t->conf with key (taken); the conversation carry (NULL:
+ * none) is carried over, and with a store saving continues into it (a new one when unsaved). */
+int tui_session(struct tui *t, char *key, const struct conv *carry);
+/* Drop the last turn (the user's message and what followed it) from the transcript. */
+void tui_view_drop_last_turn(struct tui *t);
+/* Continue saved conversation id (0 = the latest with an answer): its live path becomes the
+ * conversation and the transcript (replace: the transcript is cleared first, once it loaded). */
 void tui_resume(struct tui *t, int64_t id, int replace);
 /* Switch to the local server that was found (no key needed). */
 void tui_use_local(struct tui *t);

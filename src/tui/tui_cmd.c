@@ -275,15 +275,16 @@ static int tui_cmd_osc52_ok(void)
 
 static void tui_cmd_copy(struct tui *t, const char *arg)
 {
-    size_t i = t->have_session ? t->s.n_msgs : 0;
-    while (i > 0 && strcmp(t->s.msgs[i - 1].role, "assistant") != 0)
+    const struct conv *c = t->have_session ? session_conv(&t->s) : NULL;
+    size_t i = c ? c->n : 0;
+    while (i > 0 && !c->turns[i - 1].answer_len)
         i--;
     if (!i) {
         tui_error(t, "/copy: there is no finished answer to copy yet");
         return;
     }
-    const char *text = t->s.msgs[i - 1].content;
-    size_t n = strlen(text);
+    const char *text = c->turns[i - 1].answer;
+    size_t n = c->turns[i - 1].answer_len;
     struct buf sel = BUF_INIT;
     char what[64] = "the last answer";
     if (arg && *arg) {
@@ -351,10 +352,7 @@ static void tui_cmd_copy(struct tui *t, const char *arg)
 static void tui_cmd_system(struct tui *t, const char *arg)
 {
     if (!arg || !*arg) {
-        const char *cur = t->have_session && t->s.n_msgs &&
-                                  strcmp(t->s.msgs[0].role, "system") == 0
-                              ? t->s.msgs[0].content
-                              : NULL;
+        const char *cur = t->have_session ? session_conv(&t->s)->system : NULL;
         char *m = cur ? xasprintf("System prompt:\n\n> %s", cur)
                       : xstrdup("No system prompt. Set one with `/system TEXT`.");
         tui_notice(t, m);
@@ -364,42 +362,28 @@ static void tui_cmd_system(struct tui *t, const char *arg)
     int clear = strcmp(arg, "-") == 0;
     free(t->conf->system);
     t->conf->system = clear ? NULL : xstrdup(arg);
-    if (t->have_session) {
-        struct session *s = &t->s;
-        int has = s->n_msgs && strcmp(s->msgs[0].role, "system") == 0;
-        if (has && clear) {
-            free(s->msgs[0].content);
-            memmove(s->msgs, s->msgs + 1, (s->n_msgs - 1) * sizeof(*s->msgs));
-            s->n_msgs--;
-        } else if (has) {
-            free(s->msgs[0].content);
-            s->msgs[0].content = xstrdup(arg);
-        } else if (!clear) {
-            session_add(s, "system", arg, strlen(arg)); /* then move it to the front */
-            struct session_msg m = s->msgs[s->n_msgs - 1];
-            memmove(s->msgs + 1, s->msgs, (s->n_msgs - 1) * sizeof(*s->msgs));
-            s->msgs[0] = m;
-        }
-    }
+    if (t->have_session)
+        session_set_system(&t->s, t->conf->system);
     tui_notice(t, clear ? "System prompt removed." : "System prompt set for the next requests.");
 }
 
 void tui_cmd_new(struct tui *t)
 {
     tui_cancel(t);
-    if (t->have_session) {
-        struct session *s = &t->s;
-        size_t keep = s->n_msgs && strcmp(s->msgs[0].role, "system") == 0 ? 1 : 0;
-        for (size_t i = keep; i < s->n_msgs; i++)
-            free(s->msgs[i].content);
-        s->n_msgs = keep;
-        s->conv_id = 0; /* saved as a new conversation */
-    }
+    if (t->have_session)
+        session_new_conversation(&t->s); /* saved as a new conversation */
     t->answer = TUI_NO_ANSWER;
     t->edit_pending = 0;
     t->ctx_marked = 0;
     tui_view_truncate(t->view, 0);
     tui_notice(t, "New conversation.");
+}
+
+/* The last turn of the conversation, or NULL. */
+static const struct conv_turn *tui_cmd_last_turn(struct tui *t)
+{
+    const struct conv *c = t->have_session ? session_conv(&t->s) : NULL;
+    return c && c->n ? &c->turns[c->n - 1] : NULL;
 }
 
 static void tui_cmd_retry(struct tui *t)
@@ -408,33 +392,21 @@ static void tui_cmd_retry(struct tui *t)
         tui_hint(t, "an answer is still streaming: Esc cancels it");
         return;
     }
-    struct session *s = &t->s;
-    size_t u = t->have_session ? s->n_msgs : 0;
-    while (u > 0 && strcmp(s->msgs[u - 1].role, "user") != 0)
-        u--;
-    if (!u) {
+    const struct conv_turn *last = tui_cmd_last_turn(t);
+    if (!last) {
         tui_error(t, "/retry: there is no prompt to answer again");
         return;
     }
-    char *prompt = xstrdup(s->msgs[u - 1].content);
-    for (size_t i = u - 1; i < s->n_msgs; i++)
-        free(s->msgs[i].content);
-    s->n_msgs = u - 1;
-    size_t v = tui_view_count(t->view);
-    while (v > 0 && tui_view_kind(t->view, v - 1) != TUI_MSG_ASSISTANT &&
-           tui_view_kind(t->view, v - 1) != TUI_MSG_USER)
-        v--;
-    int shown = v > 0 && tui_view_kind(t->view, v - 1) == TUI_MSG_USER;
-    if (v > 0 && tui_view_kind(t->view, v - 1) == TUI_MSG_ASSISTANT) {
-        tui_view_truncate(t->view, v - 1); /* the old answer goes; its prompt stays */
-        shown = tui_view_count(t->view) > 0 &&
-                tui_view_kind(t->view, tui_view_count(t->view) - 1) == TUI_MSG_USER;
-    }
+    /* a new version of the last turn: the old one leaves the live path, stays saved */
+    char *prompt = xstrdup(last->prompt);
+    struct session *s = &t->s;
+    session_fork_last(s);
+    tui_view_drop_last_turn(t);
     enum session_cache cache = s->cache;
     if (cache == SESSION_CACHE_ON)
         s->cache = SESSION_CACHE_BYPASS; /* a new answer, not the cached one */
-    if (tui_send(t, prompt, !shown) < 0)
-        session_add(s, "user", prompt, strlen(prompt)); /* not sent: keep the history whole */
+    if (tui_send(t, prompt, 1) < 0)
+        tui_input_defer(prompt);
     s->cache = cache;
     free(prompt);
 }
@@ -445,14 +417,12 @@ static void tui_cmd_edit(struct tui *t)
         tui_hint(t, "an answer is still streaming: Esc cancels it");
         return;
     }
-    size_t u = t->have_session ? t->s.n_msgs : 0;
-    while (u > 0 && strcmp(t->s.msgs[u - 1].role, "user") != 0)
-        u--;
-    if (!u) {
+    const struct conv_turn *last = tui_cmd_last_turn(t);
+    if (!last) {
         tui_error(t, "/edit: there is no prompt to edit");
         return;
     }
-    tui_input_defer(t->s.msgs[u - 1].content);
+    tui_input_defer(last->prompt);
     t->edit_pending = 1;
     tui_hint(t, "edit the last prompt; Enter sends it in place of the old one, Ctrl-C gives up");
 }
@@ -532,23 +502,18 @@ static void tui_cmd_profile(struct tui *t, const char *arg)
         return;
     }
     /* carry the conversation over to a session for the new profile */
-    size_t n = t->have_session ? t->s.n_msgs : 0;
-    struct session_msg *msgs = xcalloc(n + 1, sizeof(*msgs));
-    for (size_t i = 0; i < n; i++) {
-        msgs[i].role = t->s.msgs[i].role;
-        msgs[i].content = xstrdup(t->s.msgs[i].content);
-    }
-    int64_t conv = t->have_session ? t->s.conv_id : 0;
+    struct conv carry;
+    conv_init(&carry);
+    if (t->have_session)
+        conv_copy(&carry, session_conv(&t->s));
     if (t->have_session)
         session_close(&t->s);
     t->have_session = 0;
     conf_free(t->conf);
     *t->conf = nc;
     t->no_key = !key && !conf_is_local(t->conf);
-    tui_session(t, key, msgs, n, conv);
-    for (size_t i = 0; i < n; i++)
-        free(msgs[i].content);
-    free(msgs);
+    tui_session(t, key, &carry);
+    conv_free(&carry);
     tui_status_model(&t->st, t->conf->profile, t->conf->model);
     tui_status_state(&t->st, t->no_key ? TUI_STATE_NOKEY : TUI_STATE_IDLE, 0);
     if (warn.len)

@@ -2,6 +2,7 @@
  * delete (see tui_history.h). */
 #include "config.h"
 #include "tui/tui_history.h"
+#include "core/conv.h"
 #include "store/store.h"
 #include "tui/tui_app.h"
 #include "tui/tui_draw.h"
@@ -62,6 +63,7 @@ struct tui_hist {
     /* the read-only view: one tui_view per message, made when it is first shown (a long
      * conversation costs the messages on screen, not all of them) */
     struct store_conversation *conv;  /* the conversation read, with all its messages */
+    struct conv_rowinfo *ri;          /* where each of its messages stands in the tree */
     struct tui_view **mv;             /* mv[i]: item i (0: the system prompt, when there is
                                          one; then the messages), NULL until shown */
     size_t nitems, sys, nlive;        /* sys: 1 when item 0 is the system prompt */
@@ -315,6 +317,8 @@ static void tui_hist_view_free(struct tui_hist *h)
     h->mv = NULL;
     h->nitems = h->nlive = h->sys = h->pos = h->off = 0;
     store_conversation_free(h->conv);
+    free(h->ri);
+    h->ri = NULL;
     h->conv = NULL;
     free(h->hitv);
     h->hitv = NULL;
@@ -337,8 +341,22 @@ static void tui_hist_item_fill(struct tui_hist *h, struct tui_view *v, size_t i)
         return;
     }
     const struct store_message *m = &h->conv->messages[i - h->sys];
+    const struct conv_rowinfo *ri = &h->ri[i - h->sys];
     if (strcmp(m->role, "user") == 0) {
+        if (ri->versions > 1 || !ri->live) {
+            /* /edit and /retry keep earlier versions: shown, marked, never sent again */
+            char *note = xasprintf("version %d of %d%s", ri->version, ri->versions,
+                                   ri->live ? "" : " \xC2\xB7 replaced: not on the live path, "
+                                                   "never sent again");
+            tui_view_add(v, TUI_MSG_META, note, strlen(note));
+            free(note);
+        }
         tui_view_add(v, TUI_MSG_USER, m->content, m->content_len);
+        if (m->error) {
+            char *note = xasprintf("\xE2\x9C\x97 not sent: %s", m->error);
+            tui_view_add(v, TUI_MSG_META, note, strlen(note));
+            free(note);
+        }
     } else if (strcmp(m->role, "assistant") == 0) {
         char when[32] = "";
         time_t tt = (time_t)m->created;
@@ -578,6 +596,8 @@ static void tui_hist_view_open(struct tui *t, int64_t id, int64_t hit_msg)
     tui_hist_view_free(h);
     tui_hist_layout(h);
     h->conv = c;
+    size_t turns;
+    h->ri = conv_rows(c, &turns);
     h->sys = c->system_prompt && *c->system_prompt ? 1 : 0;
     h->nitems = h->sys + c->n_messages;
     h->mv = xcalloc(h->nitems + 1, sizeof *h->mv);

@@ -74,6 +74,9 @@ int tui_input_busy(void);
 void tui_input_clear(void);
 
 /* Put text into the next fresh line (after the current line is accepted). */
+/* Put text in the input line now when it is empty (else as tui_input_defer does): a prompt
+ * that failed or was refused comes back for the user to send again. */
+void tui_input_offer(const char *text);
 void tui_input_defer(const char *text);
 
 #endif

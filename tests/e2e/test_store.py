@@ -81,8 +81,10 @@ with ttlib.FakeServer() as srv:
     # --- continue ---
     rc, out, err = run("", ["-c", "-p", "follow-up"])
     last = srv.requests()[-1]["body"]["messages"]
-    t.eq([m["role"] for m in last], ["user", "user"], "-c continues the latest conversation "
-         "(the failed answer is left out)")
+    t.eq([(m["role"], m["content"] if m["role"] == "user" else "...") for m in last],
+         [("user", "cut answer"), ("assistant", "..."), ("user", "follow-up")],
+         "-c continues the latest conversation with an answer (not the failed one): "
+         "its turns alternate")
     first_id = query(home, "SELECT min(id) FROM conversations")[0][0]
     rc, out, err = run("", ["--conversation", str(first_id), "-p", "back to the first"])
     last = srv.requests()[-1]["body"]["messages"]

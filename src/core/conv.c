@@ -1,0 +1,383 @@
+/* conv.c - the conversation model: turns, the live path, and how a saved tree becomes it. */
+#include "config.h"
+#include "core/conv.h"
+#include "base/util.h"
+#include "base/xmalloc.h"
+#include "store/store.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void conv_init(struct conv *c)
+{
+    memset(c, 0, sizeof *c);
+}
+
+static void conv_turn_free(struct conv_turn *t)
+{
+    free(t->prompt);
+    free(t->answer);
+    free(t->error);
+    free(t->model);
+    memset(t, 0, sizeof *t);
+}
+
+void conv_clear(struct conv *c)
+{
+    for (size_t i = 0; i < c->n; i++)
+        conv_turn_free(&c->turns[i]);
+    c->n = 0;
+    c->id = 0;
+}
+
+void conv_free(struct conv *c)
+{
+    conv_clear(c);
+    free(c->turns);
+    free(c->system);
+    memset(c, 0, sizeof *c);
+}
+
+void conv_set_system(struct conv *c, const char *system)
+{
+    free(c->system);
+    c->system = system && *system ? xstrdup(system) : NULL;
+}
+
+static char *conv_dup(const char *s, size_t n)
+{
+    return s ? xstrndup(s, n) : NULL;
+}
+
+static char *conv_dups(const char *s)
+{
+    return s ? xstrdup(s) : NULL;
+}
+
+static struct conv_turn *conv_append(struct conv *c)
+{
+    XGROW(c->turns, c->n + 1, c->cap);
+    struct conv_turn *t = &c->turns[c->n++];
+    memset(t, 0, sizeof *t);
+    t->version = t->n_versions = 1;
+    return t;
+}
+
+void conv_copy(struct conv *dst, const struct conv *src)
+{
+    if (dst == src)
+        return;
+    conv_clear(dst);
+    conv_set_system(dst, src->system);
+    dst->id = src->id;
+    dst->serial = src->serial;
+    for (size_t i = 0; i < src->n; i++) {
+        const struct conv_turn *s = &src->turns[i];
+        struct conv_turn *t = conv_append(dst);
+        *t = *s;
+        t->prompt = conv_dup(s->prompt, s->prompt_len);
+        t->answer = conv_dup(s->answer, s->answer_len);
+        t->error = conv_dups(s->error);
+        t->model = conv_dups(s->model);
+    }
+}
+
+struct conv_turn *conv_push(struct conv *c, const char *prompt, size_t n)
+{
+    int versions = c->next_version;
+    c->next_version = 0;
+    struct conv_turn *t = conv_append(c);
+    t->prompt = xstrndup(prompt, n);
+    t->prompt_len = n;
+    t->user_id = -++c->serial;
+    t->outcome = CONV_PENDING;
+    if (versions > 1)
+        t->version = t->n_versions = versions;
+    return t;
+}
+
+struct conv_turn *conv_last(struct conv *c)
+{
+    return c->n ? &c->turns[c->n - 1] : NULL;
+}
+
+void conv_settle(struct conv_turn *t, enum conv_outcome o, const char *answer, size_t n,
+                 const char *error, const char *model)
+{
+    t->outcome = o;
+    free(t->answer);
+    t->answer = conv_dup(answer, n);
+    t->answer_len = answer ? n : 0;
+    free(t->error);
+    t->error = conv_dups(error);
+    if (model && *model) {
+        free(t->model);
+        t->model = xstrdup(model);
+    }
+}
+
+int conv_fork(struct conv *c, size_t i)
+{
+    if (i >= c->n)
+        return -1;
+    int versions = c->turns[i].n_versions + 1;
+    for (size_t k = i; k < c->n; k++)
+        conv_turn_free(&c->turns[k]);
+    c->n = i;
+    c->next_version = versions;
+    return versions;
+}
+
+int conv_turn_sent(const struct conv_turn *t)
+{
+    switch (t->outcome) {
+    case CONV_ANSWERED:
+    case CONV_CUT:
+        return 1;
+    case CONV_INTERRUPTED:
+        return t->answer_len > 0; /* the text so far; nothing arrived: nothing to answer for */
+    default:
+        return 0;
+    }
+}
+
+int64_t conv_parent_id(const struct conv *c)
+{
+    for (size_t i = c->n; i > 0; i--)
+        if (c->turns[i - 1].user_id > 0)
+            return c->turns[i - 1].user_id;
+    return 0;
+}
+
+const char *conv_outcome_name(enum conv_outcome o)
+{
+    static const char *const names[] = {"pending", "answered", "cut", "interrupted", "failed",
+                                        "refused"};
+    return (size_t)o < TT_ARRAY_LEN(names) ? names[o] : "?";
+}
+
+enum conv_outcome conv_outcome_saved(int has_answer, int status, const char *finish,
+                                     size_t answer_len, const char *user_error)
+{
+    if (!has_answer)
+        return user_error ? CONV_REFUSED : CONV_FAILED;
+    switch (status) {
+    case STORE_COMPLETE:
+        if (finish && (strcmp(finish, "length") == 0 || strcmp(finish, "content_filter") == 0))
+            return CONV_CUT;
+        return CONV_ANSWERED;
+    case STORE_ERROR:
+        return answer_len ? CONV_INTERRUPTED : CONV_FAILED;
+    default: /* cancelled, truncated, interrupted, streaming (a process that died) */
+        return CONV_INTERRUPTED;
+    }
+}
+
+/* Index of the row with id in sc's rows (sorted by id, oldest first), or -1. */
+static long conv_row(const struct store_conversation *sc, int64_t id)
+{
+    size_t lo = 0, hi = sc->n_messages;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (sc->messages[mid].id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < sc->n_messages && sc->messages[lo].id == id ? (long)lo : -1;
+}
+
+static int conv_is(const struct store_message *m, const char *role)
+{
+    return m->role && strcmp(m->role, role) == 0;
+}
+
+struct conv_sib {
+    int64_t parent, id;
+};
+
+static int conv_sib_cmp(const void *a, const void *b)
+{
+    const struct conv_sib *x = a, *y = b;
+    if (x->parent != y->parent)
+        return x->parent < y->parent ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* The head row of sc: the saved head when it is a user row, else the newest user row; -1. */
+static long conv_head(const struct store_conversation *sc)
+{
+    long head = sc->head_id > 0 ? conv_row(sc, sc->head_id) : -1;
+    if (head >= 0 && !conv_is(&sc->messages[head], "user"))
+        head = -1;
+    for (size_t i = sc->n_messages; head < 0 && i > 0; i--)
+        if (conv_is(&sc->messages[i - 1], "user"))
+            head = (long)(i - 1);
+    return head;
+}
+
+struct conv_rowinfo *conv_rows(const struct store_conversation *sc, size_t *n_turns)
+{
+    size_t n = sc->n_messages;
+    struct conv_rowinfo *ri = xcalloc(n + 1, sizeof *ri);
+    *n_turns = 0;
+    for (size_t i = 0; i < n; i++)
+        ri[i].answer = ri[i].user = -1;
+    /* user rows by (parent, id): a turn's versions are the user rows that share its parent */
+    struct conv_sib *sib = xcalloc(n + 1, sizeof *sib);
+    size_t n_sib = 0;
+    for (size_t i = 0; i < n; i++)
+        if (conv_is(&sc->messages[i], "user"))
+            sib[n_sib++] = (struct conv_sib){sc->messages[i].parent_id, sc->messages[i].id};
+    qsort(sib, n_sib, sizeof *sib, conv_sib_cmp);
+    for (size_t k = 0; k < n_sib;) {
+        size_t end = k;
+        while (end < n_sib && sib[end].parent == sib[k].parent)
+            end++;
+        for (size_t v = k; v < end; v++) {
+            long r = conv_row(sc, sib[v].id);
+            ri[r].user = r;
+            ri[r].version = (int)(v - k) + 1;
+            ri[r].versions = (int)(end - k);
+        }
+        k = end;
+    }
+    free(sib);
+    /* each other row belongs to the user row it names; a user row's answer is its newest */
+    for (size_t i = 0; i < n; i++) {
+        const struct store_message *m = &sc->messages[i];
+        if (conv_is(m, "user") || m->parent_id <= 0)
+            continue;
+        long p = conv_row(sc, m->parent_id);
+        if (p < 0 || !conv_is(&sc->messages[p], "user"))
+            continue;
+        ri[p].answer = (long)i;
+        ri[i].user = p;
+        ri[i].version = ri[p].version;
+        ri[i].versions = ri[p].versions;
+    }
+    /* the live path, from the head up through the parents (smaller ids, so this ends) */
+    size_t len = 0;
+    for (long r = conv_head(sc); r >= 0 && len <= n; len++) {
+        ri[r].turn = -1; /* numbered below */
+        int64_t p = sc->messages[r].parent_id;
+        long next = p > 0 && p < sc->messages[r].id ? conv_row(sc, p) : -1;
+        r = next >= 0 && conv_is(&sc->messages[next], "user") ? next : -1;
+    }
+    size_t turn = 0;
+    for (size_t i = 0; i < n; i++)
+        if (ri[i].turn == -1) {
+            ri[i].turn = (int)++turn;
+            ri[i].live = 1;
+            if (ri[i].answer >= 0) {
+                ri[ri[i].answer].turn = ri[i].turn;
+                ri[ri[i].answer].live = 1;
+            }
+        }
+    *n_turns = turn;
+    return ri;
+}
+
+void conv_from_saved(struct conv *c, const struct store_conversation *sc, const char *system)
+{
+    conv_clear(c);
+    c->id = sc->id;
+    conv_set_system(c, system && *system ? system : sc->system_prompt);
+    size_t n_turns;
+    struct conv_rowinfo *ri = conv_rows(sc, &n_turns);
+    for (size_t i = 0; i < sc->n_messages; i++) {
+        if (!ri[i].live || !conv_is(&sc->messages[i], "user"))
+            continue;
+        const struct store_message *u = &sc->messages[i];
+        struct conv_turn *t = conv_append(c);
+        t->user_id = u->id;
+        t->prompt = xstrndup(u->content ? u->content : "", u->content_len);
+        t->prompt_len = u->content_len;
+        t->version = ri[i].version;
+        t->n_versions = ri[i].versions;
+        const struct store_message *m = ri[i].answer >= 0 ? &sc->messages[ri[i].answer] : NULL;
+        t->outcome = conv_outcome_saved(m != NULL, m ? (int)m->status : 0,
+                                        m ? m->finish_reason : NULL, m ? m->content_len : 0,
+                                        u->error);
+        if (!m) {
+            t->error = conv_dups(u->error ? u->error : "no answer was saved");
+            continue;
+        }
+        t->answer_id = m->id;
+        if (m->content_len || t->outcome == CONV_ANSWERED || t->outcome == CONV_CUT) {
+            t->answer = xstrndup(m->content ? m->content : "", m->content_len);
+            t->answer_len = m->content_len;
+        }
+        t->error = conv_dups(m->error);
+        t->model = conv_dups(m->model);
+    }
+    free(ri);
+}
+
+int conv_load(struct conv *c, struct store *st, int64_t id, const char *system, char **err)
+{
+    if (!st) {
+        *err = xstrdup("no conversation store is open");
+        return -1;
+    }
+    if (id == 0) {
+        int rc = store_conversation_latest_answered(st, &id);
+        if (rc == STORE_NOT_FOUND) {
+            *err = xstrdup("there is no saved conversation with an answer to continue yet");
+            return -1;
+        }
+        if (rc != 0) {
+            *err = xstrdup(store_error(st));
+            return -1;
+        }
+    }
+    struct store_conversation *sc = NULL;
+    int rc = store_conversation_load(st, id, &sc);
+    if (rc != 0) {
+        *err = rc == STORE_NOT_FOUND ? xasprintf("no conversation %lld (see tokterm ls)",
+                                                 (long long)id)
+                                     : xstrdup(store_error(st));
+        return -1;
+    }
+    conv_from_saved(c, sc, system);
+    store_conversation_free(sc);
+    return 0;
+}
+
+static void conv_block(struct buf *out, const char *label, const char *text, size_t n)
+{
+    buf_appends(out, label);
+    buf_appends(out, ": ");
+    buf_append(out, text ? text : "", text ? n : 0);
+    buf_appendc(out, '\n');
+}
+
+void conv_transcript(const struct conv *c, struct buf *out)
+{
+    if (c->system)
+        conv_block(out, "system", c->system, strlen(c->system));
+    for (size_t i = 0; i < c->n; i++) {
+        const struct conv_turn *t = &c->turns[i];
+        conv_block(out, "user", t->prompt, t->prompt_len);
+        switch (t->outcome) {
+        case CONV_ANSWERED:
+        case CONV_CUT:
+        case CONV_INTERRUPTED:
+            if (t->answer_len || t->outcome != CONV_INTERRUPTED)
+                conv_block(out, t->outcome == CONV_ANSWERED ? "assistant"
+                                : t->outcome == CONV_CUT    ? "assistant (cut)"
+                                                            : "assistant (interrupted)",
+                           t->answer, t->answer_len);
+            else
+                conv_block(out, "interrupted", t->error, t->error ? strlen(t->error) : 0);
+            break;
+        case CONV_FAILED:
+        case CONV_REFUSED:
+            conv_block(out, conv_outcome_name(t->outcome), t->error,
+                       t->error ? strlen(t->error) : 0);
+            break;
+        case CONV_PENDING:
+            break;
+        }
+    }
+}

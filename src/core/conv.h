@@ -1,0 +1,117 @@
+/* conv.h - one conversation: a tree of turns, and the live path through it.
+ *
+ * A turn is a user message and its outcome: an answer (complete, cut short by the server,
+ * interrupted with the text so far), a failure (the error, no answer) or a refusal before
+ * anything was sent (budget, no key). /edit and /retry do not change a turn: they add a
+ * sibling and move the live path to it, so earlier versions stay saved as alternatives.
+ *
+ * The live path is what the transcript shows and what the next request carries: every turn
+ * whose outcome is an answer contributes its user message and the answer, in order (so a
+ * request always alternates user/assistant after the system prompt); failed and refused turns
+ * are shown and saved but never sent. Every front end reads this one model: the chat, -p,
+ * batch, resume (-c, --conversation, the browser), show and export.
+ *
+ * In the store (schema v6): a user row's parent_id is the user row of the previous turn on
+ * its path, an answer's parent_id is its user row, and conversations.head_id is the user row
+ * of the last turn of the live path. */
+#ifndef TT_CONV_H
+#define TT_CONV_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/buf.h"
+
+struct store;
+struct store_conversation;
+
+enum conv_outcome {
+    CONV_PENDING,     /* the request is in flight */
+    CONV_ANSWERED,    /* a complete answer */
+    CONV_CUT,         /* cut short by the server (finish_reason length / content_filter) */
+    CONV_INTERRUPTED, /* cancelled, dropped or broken off: the text so far (may be empty) */
+    CONV_FAILED,      /* the request failed: an error, no answer */
+    CONV_REFUSED,     /* never sent (budget, context, no key) */
+};
+
+struct conv_turn {
+    int64_t user_id;   /* store id of the user row (> 0), or a serial of this process (< 0) */
+    int64_t answer_id; /* store id of the answer row (> 0), a serial (< 0), or 0: none */
+    char *prompt;
+    size_t prompt_len;
+    char *answer;      /* NULL: no answer text */
+    size_t answer_len;
+    char *error;       /* why it failed, was refused or was interrupted; NULL */
+    char *model;       /* the model that answered; NULL */
+    enum conv_outcome outcome;
+    int version;       /* 1-based: which of the turn's versions (siblings) this is */
+    int n_versions;
+};
+
+struct conv {
+    int64_t id;        /* saved conversation, 0 until it is saved */
+    char *system;      /* system prompt, NULL */
+    struct conv_turn *turns; /* the live path, oldest first */
+    size_t n, cap;
+    int64_t serial;    /* last serial given to an unsaved message */
+    int next_version;  /* set by conv_fork: the version count the next turn shows */
+};
+
+void conv_init(struct conv *c);
+void conv_free(struct conv *c);
+/* Drop every turn (a new conversation; id 0). The system prompt stays. */
+void conv_clear(struct conv *c);
+/* Replace the system prompt (NULL or "" removes it). */
+void conv_set_system(struct conv *c, const char *system);
+/* Copy src's live path and system prompt into dst (cleared first). */
+void conv_copy(struct conv *dst, const struct conv *src);
+
+/* Add a new pending turn with prompt (n bytes) at the end of the live path; returns it (valid
+ * until the next call that adds a turn). */
+struct conv_turn *conv_push(struct conv *c, const char *prompt, size_t n);
+/* The last turn of the live path, or NULL. */
+struct conv_turn *conv_last(struct conv *c);
+/* Settle turn t: outcome, answer text (n bytes; NULL for none), error and model (each NULL
+ * or copied). */
+void conv_settle(struct conv_turn *t, enum conv_outcome o, const char *answer, size_t n,
+                 const char *error, const char *model);
+/* /edit and /retry of turn i: the live path ends before it, and the turn that replaces it is
+ * one more version of it. Returns the version count the replacement will show, or -1 when i
+ * is out of range. The next conv_push takes that version. */
+int conv_fork(struct conv *c, size_t i);
+
+/* 1 when turn t carries its user message and answer into later requests. */
+int conv_turn_sent(const struct conv_turn *t);
+/* Store id of the user row the next turn hangs under (the last saved turn), 0 for none. */
+int64_t conv_parent_id(const struct conv *c);
+/* "answered", "cut", "interrupted", "failed", "refused", "pending". */
+const char *conv_outcome_name(enum conv_outcome o);
+
+/* Outcome of a saved turn from its rows: status/finish/content of the answer (has_answer 0
+ * when there is none) and the user row's error. */
+enum conv_outcome conv_outcome_saved(int has_answer, int status, const char *finish,
+                                     size_t answer_len, const char *user_error);
+/* Where each row of a loaded conversation stands in its tree (store_conversation_load's rows,
+ * oldest first). */
+struct conv_rowinfo {
+    long user;         /* index of the row's user row (itself for a user row), -1: none */
+    long answer;       /* for a user row: index of its answer row, -1: none */
+    int version;       /* which version of its turn (1-based), 0 when not in a turn */
+    int versions;      /* how many versions that turn has */
+    int live;          /* on the live path */
+    int turn;          /* 1-based turn number on the live path, 0 when not on it */
+};
+/* One conv_rowinfo per row of sc (caller frees); *n_turns = turns on the live path. */
+struct conv_rowinfo *conv_rows(const struct store_conversation *sc, size_t *n_turns);
+/* Rebuild the live path of a loaded conversation (all its rows, as store_conversation_load
+ * returns them) into c (cleared first): from the head (or the newest user row) up through the
+ * parents. system overrides the saved system prompt when not NULL/"". */
+void conv_from_saved(struct conv *c, const struct store_conversation *sc, const char *system);
+/* Load conversation id (0: the most recent with an answered turn) from st into c. Returns 0,
+ * or -1 with a message in *err (caller frees). */
+int conv_load(struct conv *c, struct store *st, int64_t id, const char *system, char **err);
+
+/* The transcript in a canonical text form, one block per turn (tests, the model-based test's
+ * reference, `show`): "user: ...", then "assistant: ..." or "failed: ..." / "refused: ...". */
+void conv_transcript(const struct conv *c, struct buf *out);
+
+#endif

@@ -1,0 +1,281 @@
+#!/usr/bin/env python3
+"""One conversation, the same everywhere: what the model is sent, what the transcript shows,
+what is saved and what a resume sends agree, after budget refusals, failures, /edit, /retry,
+cancels and resumes. The chat runs in a private tmux against the fake server. Prints TAP."""
+
+import sys
+
+sys.dont_write_bytecode = True
+
+import json  # noqa: E402
+import os  # noqa: E402
+import re  # noqa: E402
+import sqlite3  # noqa: E402
+import time  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ttlib  # noqa: E402
+
+t = ttlib.Tap()
+PROMPT = re.compile("\u203a")
+
+
+def msgs(req):
+    """A request's messages as (role, content) pairs."""
+    return [(m["role"], m["content"]) for m in (req.get("body") or {}).get("messages", [])]
+
+
+def alternates(pairs):
+    """System first (if any), then strictly user/assistant/user..., ending with user."""
+    roles = [r for r, _ in pairs if r != "system"]
+    return all(r == ("user" if i % 2 == 0 else "assistant") for i, r in enumerate(roles)) \
+        and roles and roles[-1] == "user"
+
+
+def start_chat(tm, srv, home, args=(), env=None):
+    e = {"OPENAI_BASE_URL": srv.base("")}
+    e.update(env or {})
+    tm.run([ttlib.tokterm_path()] + list(args), ttlib.clean_env(home=home, env=e))
+    return tm.wait_for(re.compile("F1"), 10)
+
+
+def send(tm, text, wait=None, timeout=8):
+    tm.send_text(text)
+    tm.send("Enter")
+    if wait:
+        return tm.wait_for(wait if hasattr(wait, "search") else re.compile(re.escape(wait)),
+                           timeout)
+    return None
+
+
+def wait_idle(tm, n_ticks, timeout=8):
+    """Wait until the number of answer footers (✓/✗/⚠) on screen reaches n_ticks."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        scr = tm.capture()
+        if len(re.findall("[\u2713\u2717\u26a0]", scr)) >= n_ticks and " idle" in scr:
+            return scr
+        time.sleep(0.05)
+    return tm.capture()
+
+
+def wait_requests(srv, n, timeout=8):
+    """Wait until the server has logged n chat requests; returns them."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and len(srv.requests()) < n:
+        time.sleep(0.05)
+    return srv.requests()
+
+
+def export(home, cid, *extra):
+    rc, out, err = ttlib.run_tokterm(["export", str(cid), "--format", "json"] + list(extra),
+                                     home=home)
+    return json.loads(out) if rc == 0 else {"error": err.decode(errors="replace")}
+
+
+def no_retries(home):
+    """A config file in home's XDG config dir: no retries, so a failure shows at once."""
+    d = os.path.join(home, ".config", "tokterm")
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "config"), "w") as f:
+        f.write("max_retries = 0\n")
+    os.chmod(os.path.join(d, "config"), 0o600)
+
+
+def db_path(home):
+    return os.path.join(home, ".local", "share", "tokterm", "tokterm.db")
+
+
+def latest_id(home):
+    rc, out, _ = ttlib.run_tokterm(["ls"], home=home)
+    rows = [ln.split() for ln in out.decode().splitlines()[1:] if ln.strip()]
+    return int(rows[0][0]) if rows else None
+
+
+if not ttlib.Tmux.available():
+    t.skip("conversation tests in tmux", "tmux is not installed", tool="tmux")
+    sys.exit(t.done())
+
+with ttlib.FakeServer() as srv:
+    # --- 1. budget refusals are shown and saved, never sent -------------------------------------
+    home = ttlib.make_home()
+    with ttlib.Tmux(100, 40) as tm:
+        t.ok(start_chat(tm, srv, home) is not None, "budget: the chat opens", tm.capture())
+        send(tm, "/budget 60", "Budget")
+        for i, p in enumerate(["alpha one", "beta two", "gamma three"]):
+            send(tm, p)
+            wait_idle(tm, i + 1)
+        n_before = len(srv.requests())
+        send(tm, "delta four", "not sent")
+        scr = wait_idle(tm, 4)
+        t.ok("budget" in scr and "delta four" in scr, "budget: delta four is refused, shown", scr)
+        t.ok(re.search("\u203a delta four", scr) is not None,
+             "budget: the refused prompt is back in the input line", scr)
+        tm.send("C-u")
+        send(tm, "epsilon five")
+        wait_idle(tm, 5)
+        t.eq(len(srv.requests()), n_before, "budget: the refused prompts never reach the server")
+        tm.send("C-u")
+        send(tm, "/budget off", "Budget")
+        send(tm, "zeta six")
+        scr = wait_idle(tm, 6)
+        req = srv.requests()[-1]
+        got = msgs(req)
+        want = [("user", "alpha one"), ("assistant", "alpha one"), ("user", "beta two"),
+                ("assistant", "beta two"), ("user", "gamma three"), ("assistant", "gamma three"),
+                ("user", "zeta six")]
+        t.eq(got, want, "budget: the next request carries only the answered turns, alternating")
+        t.ok(scr.count("not sent") >= 2, "budget: the transcript shows both refusals", scr)
+        tm.send("C-u")
+        tm.send_text("/quit")
+        tm.send("Enter")
+        tm.wait_exit(5)
+    cid = latest_id(home)
+    ex = export(home, cid)
+    rows = [(m["role"], m["content"], m.get("error") is not None) for m in ex.get("messages", [])]
+    t.eq([r for r in rows if r[0] == "user"],
+         [("user", p, p in ("delta four", "epsilon five")) for p in
+          ["alpha one", "beta two", "gamma three", "delta four", "epsilon five", "zeta six"]],
+         "budget: the saved conversation has the refused turns, marked refused")
+    # a resume sends what the live session would have sent next
+    rc, out, err = ttlib.run_tokterm(["-c", "-p", "eta seven"], home=home,
+                                     env={"OPENAI_BASE_URL": srv.base("")})
+    t.eq(msgs(srv.requests()[-1]), want[:-1] + [("user", "zeta six"), ("assistant", "zeta six"),
+                                                 ("user", "eta seven")],
+         "budget: -c sends the same history, refused turns left out")
+
+    # --- 2. /edit and /retry replace the turn: versions, never duplicates ----------------------
+    home = ttlib.make_home()
+    with ttlib.Tmux(100, 40) as tm:
+        start_chat(tm, srv, home)
+        n0 = len(srv.requests())
+        send(tm, "A")
+        wait_idle(tm, 1)
+        send(tm, "/edit")
+        time.sleep(0.3)
+        tm.send("C-u")
+        send(tm, "B")
+        t.eq(msgs(wait_requests(srv, n0 + 2)[-1]), [("user", "B")],
+             "edit: the request carries B alone")
+        scr = wait_idle(tm, 1)
+        send(tm, "/retry")
+        scr = tm.wait_for(re.compile("version 3 of 3"), 8) or tm.capture()
+        t.eq(msgs(wait_requests(srv, n0 + 3)[-1]), [("user", "B")],
+             "retry: the request carries B alone")
+        t.ok("version 3 of 3" in scr and "\u203a A" not in scr,
+             "retry: the transcript shows the third version, not A", scr)
+        # a cancelled answer that is retried does not come back
+        srv.queue(["reply=slow%20words%20come%20one%20by%20one,delay_ms=300"])
+        send(tm, "X")
+        tm.wait_for(re.compile("slow"), 5)
+        tm.send("Escape")
+        wait_idle(tm, 2)
+        send(tm, "/retry")
+        wait_idle(tm, 2)
+        tm.send("C-u")
+        tm.send_text("/quit")
+        tm.send("Enter")
+        tm.wait_exit(5)
+    rc, out, err = ttlib.run_tokterm(["-c", "-p", "C"], home=home,
+                                     env={"OPENAI_BASE_URL": srv.base("")})
+    t.eq(msgs(srv.requests()[-1]), [("user", "B"), ("assistant", "B"), ("user", "X"),
+                                     ("assistant", "X"), ("user", "C")],
+         "resume: -c sends B, the retried X and C: no A, no duplicate, no cancelled answer")
+    cid = latest_id(home)
+    rc, out, err = ttlib.run_tokterm(["--conversation", str(cid), "-p", "D"], home=home,
+                                     env={"OPENAI_BASE_URL": srv.base("")})
+    t.eq(msgs(srv.requests()[-1])[:6], [("user", "B"), ("assistant", "B"), ("user", "X"),
+                                        ("assistant", "X"), ("user", "C"), ("assistant", "C")],
+         "resume: --conversation sends the live path too")
+    ex = export(home, cid)
+    users = [m["content"] for m in ex["messages"] if m["role"] == "user"]
+    t.eq(users, ["B", "X", "C", "D"], "export: the live path, no duplicates")
+    exall = export(home, cid, "--all-versions")
+    users_all = [m["content"] for m in exall["messages"] if m["role"] == "user"]
+    t.eq(users_all, ["A", "B", "B", "X", "X", "C", "D"],
+         "export --all-versions: every version is kept")
+    t.ok(sum(1 for m in exall["messages"] if not m["live"]) == 6,
+         "export --all-versions: the replaced rows are marked", json.dumps(exall)[:2000])
+    rc, out, err = ttlib.run_tokterm(["show", str(cid)], home=home)
+    show = out.decode()
+    t.ok("version 3 of 3" in show and "\n\nA\n\n" not in show,
+         "show: the live path with the version of each turn", show)
+    # F2 -> r resumes the live path too
+    with ttlib.Tmux(100, 40) as tm:
+        start_chat(tm, srv, home)
+        tm.send("F2")
+        tm.wait_for(re.compile("X"), 5)
+        tm.send("r")
+        scr = tm.wait_for(re.compile("Continuing conversation"), 5) or tm.capture()
+        t.ok(scr is not None and "4 turns" in scr, "F2 r: the browser resumes 4 turns", scr)
+        send(tm, "E")
+        wait_idle(tm, 5)
+        t.eq([m for m in msgs(srv.requests()[-1])][-3:], [("user", "D"), ("assistant", "D"),
+                                                          ("user", "E")],
+             "F2 r: the next request continues the live path")
+        t.ok(alternates(msgs(srv.requests()[-1])), "F2 r: the request alternates",
+             repr(msgs(srv.requests()[-1])))
+        tm.send("C-u")
+        tm.send_text("/quit")
+        tm.send("Enter")
+        tm.wait_exit(5)
+
+    # --- 3. failures: shown, saved, never sent; the prompt comes back --------------------------
+    home = ttlib.make_home()
+    no_retries(home)
+    with ttlib.Tmux(100, 40) as tm:
+        start_chat(tm, srv, home)
+        send(tm, "first")
+        wait_idle(tm, 1)
+        for i, spec in enumerate(["status=401", "status=429", "status=500"]):
+            srv.queue([spec])
+            tm.send("C-u")
+            send(tm, "second")
+            scr = wait_idle(tm, 2 + i)
+            t.ok(re.search("\u203a second", scr) is not None,
+                 "%s: the failed prompt is back in the input line" % spec, scr)
+        tm.send("C-u")
+        send(tm, "third")
+        wait_idle(tm, 5)
+        got = msgs(srv.requests()[-1])
+        t.eq(got, [("user", "first"), ("assistant", "first"), ("user", "third")],
+             "after 401/429/500 the next request alternates: no two user messages in a row")
+        tm.send("C-u")
+        tm.send_text("/quit")
+        tm.send("Enter")
+        tm.wait_exit(5)
+    # a refused connection, scripted
+    rc, out, err = ttlib.run_tokterm(["-c", "-p", "fourth"], home=home,
+                                     env={"OPENAI_BASE_URL": "http://127.0.0.1:1/v1"})
+    t.eq(rc, 4, "a refused connection: exit 4")
+    rc, out, err = ttlib.run_tokterm(["-c", "-p", "fifth"], home=home,
+                                     env={"OPENAI_BASE_URL": srv.base("")})
+    t.eq(msgs(srv.requests()[-1]),
+         [("user", "first"), ("assistant", "first"), ("user", "third"), ("assistant", "third"),
+          ("user", "fifth")], "after a refused connection -c still alternates")
+    # a scripted run that sent nothing saves nothing; -c skips a failed conversation
+    home = ttlib.make_home()
+    env = {"OPENAI_BASE_URL": srv.base("")}
+    ttlib.run_tokterm(["-p", "kept"], home=home, env=env)
+    n_convs = len(ttlib.run_tokterm(["ls"], home=home)[1].decode().splitlines())
+    rc, _, _ = ttlib.run_tokterm(["--cache-only", "-p", "never asked"], home=home, env=env)
+    t.eq(rc, 7, "--cache-only miss: exit 7")
+    rc, _, _ = ttlib.run_tokterm(["-p", "no key"], home=home,
+                                 env={"OPENAI_API_KEY": None,
+                                      "OPENAI_BASE_URL": "https://api.example.invalid/v1"})
+    t.eq(rc, 2, "no key: exit 2")
+    t.eq(len(ttlib.run_tokterm(["ls"], home=home)[1].decode().splitlines()), n_convs,
+         "a scripted run that sent nothing saves nothing")
+    srv.queue(["status=500"])
+    no_retries(home)
+    rc, _, _ = ttlib.run_tokterm(["-p", "fails"], home=home, env=env)
+    t.eq(rc, 3, "HTTP 500: exit 3")
+    con = sqlite3.connect(db_path(home))
+    n_saved = con.execute("SELECT count(*) FROM conversations").fetchone()[0]
+    con.close()
+    t.eq(n_saved, 2, "the failed run is saved (it sent a request)")
+    ttlib.run_tokterm(["-c", "-p", "go on"], home=home, env=env)
+    t.eq(msgs(srv.requests()[-1]), [("user", "kept"), ("assistant", "kept"), ("user", "go on")],
+         "-c continues the latest conversation with an answer, not the failed one")
+
+sys.exit(t.done())
