@@ -13,7 +13,8 @@ char *xstrndup(const char *s, size_t n);
 /* Large transient buffers: n bytes (rounded up to XMALLOC_HUGE_PAGE) aligned on a huge page and
  * advised for transparent huge pages; free() and realloc() take it like any malloc'd block.
  * Worth it from XMALLOC_HUGE_MIN bytes: a fresh 4 KiB page costs ~11 us to fault in on the
- * virtual machines tokterm is measured on, a fresh 2 MiB huge page 0.07-0.3 ms (docs/PERFORMANCE.md).
+ * virtual machines tokterm is measured on, a fresh 2 MiB huge page 0.07-0.3 ms
+ * (docs/PERFORMANCE.md).
  * huge_alloc returns NULL when out of memory; xmalloc_huge does not return then. */
 #define XMALLOC_HUGE_PAGE ((size_t)2 << 20)
 #define XMALLOC_HUGE_MIN ((size_t)1 << 20)

@@ -123,7 +123,8 @@ static const struct opt *conf_find(const char *key)
 
 static int conf_parse_bool(const char *v, int *out)
 {
-    static const char *const yes[] = {"1", "true", "yes", "on"}, *const no[] = {"0", "false", "no", "off"};
+    static const char *const yes[] = {"1", "true", "yes", "on"};
+    static const char *const no[] = {"0", "false", "no", "off"};
     for (size_t i = 0; i < 4; i++) {
         if (strcasecmp(v, yes[i]) == 0)
             return *out = 1, 0;

@@ -311,7 +311,8 @@ static size_t net_header(char *ptr, size_t size, size_t nmemb, void *ud)
         return n;
     }
     if (x->quota)
-        (void)ratelimit_feed(&x->quota->key.state, &x->resp, ptr, n, util_now(), (double)time(NULL));
+        (void)ratelimit_feed(&x->quota->key.state, &x->resp, ptr, n, util_now(),
+                             (double)time(NULL));
     if (x->quota && n <= 2 && (ptr[0] == '\r' || ptr[0] == '\n')) {
         net_quota_report(x); /* the end of the headers */
         x->quota->answered = 1;
@@ -333,7 +334,8 @@ static size_t net_header(char *ptr, size_t size, size_t nmemb, void *ud)
         int prefix = net_kept_headers[i][k - 1] == '-';
         if ((prefix ? nlen >= k : nlen == k) && strncasecmp(ptr, net_kept_headers[i], k) == 0) {
             for (size_t c = 0; c < nlen; c++)
-                buf_appendc(&x->headers, (char)((ptr[c] >= 'A' && ptr[c] <= 'Z') ? ptr[c] + 32 : ptr[c]));
+                buf_appendc(&x->headers,
+                            (char)((ptr[c] >= 'A' && ptr[c] <= 'Z') ? ptr[c] + 32 : ptr[c]));
             buf_appends(&x->headers, ": ");
             buf_append(&x->headers, v, vlen > 512 ? 512 : vlen);
             buf_appendc(&x->headers, '\n');

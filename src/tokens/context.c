@@ -1168,7 +1168,8 @@ void context_budget_describe(const struct context_budget *b, struct buf *out)
     buf_appends(out, "; budget ");
     if (b->cap_tokens > 0) {
         context_format_tokens(out, b->cap_tokens, 0);
-        buf_printf(out, " tokens (%.0f%%)", 100.0 * (double)b->spent_tokens / (double)b->cap_tokens);
+        buf_printf(out, " tokens (%.0f%%)",
+                   100.0 * (double)b->spent_tokens / (double)b->cap_tokens);
     }
     if (b->cap_usd > 0)
         buf_printf(out, "%s$%.2f (%.0f%%)", b->cap_tokens > 0 ? ", " : "", b->cap_usd,
