@@ -116,7 +116,7 @@ static void script_json_context(struct session *s, cJSON *o)
 /* Warn on stderr when this turn took the session past 80 % of its budget. */
 static void script_budget_warn(struct session *s, int *warned)
 {
-    if (*warned || (s->budget.cap_tokens <= 0 && s->budget.cap_usd <= 0))
+    if (*warned || !session_has_budget(s))
         return; /* no budget: nothing to warn of (and no status to count) */
     struct session_status st;
     session_status(s, &st);
@@ -201,7 +201,7 @@ void script_result_fields(cJSON *o, const struct net_result *r, const char *cont
 static void script_json(struct session *s, const struct net_result *r, int code)
 {
     cJSON *o = cJSON_CreateObject();
-    script_result_fields(o, r, buf_str(&s->answer), buf_str(&s->reasoning), s->conf->model, code,
+    script_result_fields(o, r, session_answer(s), session_reasoning(s), session_profile(s)->model, code,
                          1);
     script_json_context(s, o);
     char *text = cJSON_PrintUnformatted(o);
@@ -216,7 +216,7 @@ static void script_json(struct session *s, const struct net_result *r, int code)
 /* Report the end of one turn; returns its exit status. */
 static int script_turn_end(struct session *s, struct script_state *st, const struct script_opts *o)
 {
-    const struct net_result *r = s->last;
+    const struct net_result *r = session_last(s);
     int code = r ? api_outcome_exit(r->outcome) : 1;
     if (st->broken_pipe)
         return 141; /* the reader went away: like death by SIGPIPE, but quiet */
@@ -257,23 +257,26 @@ static int script_turn_end(struct session *s, struct script_state *st, const str
 
 int script_run(struct conf *conf, char *key, const struct script_opts *o)
 {
-    struct session s;
     const char *err = NULL;
-    if (session_open(&s, conf, key, &err) < 0) {
+    struct session *s = session_open(conf, key, &err);
+    if (!s) {
         fprintf(stderr, "tokterm: %s\n", err);
         return 1;
     }
-    s.keep_answer = o->json || o->n_prompts > 1; /* later turns need the earlier answers */
-    s.count_lazily = !o->json; /* --json reports the request's exact tokens */
-    session_use_store(&s, o->store, o->save, o->cache);
+    session_set_options(s, &(struct session_opts){
+                               /* later turns need the earlier answers */
+                               .keep_answer = o->json || o->n_prompts > 1,
+                               /* --json reports the request's exact tokens */
+                               .count_lazily = !o->json});
+    session_use_store(s, o->store, o->save, o->cache);
     if (o->setup)
-        setup_use_keys(o->setup, &s); /* the key pool and the fallback */
+        setup_use_keys(o->setup, s); /* the key pool and the fallback */
     if (o->resume) {
         char *rerr = NULL;
-        if (session_resume(&s, o->resume_id, &rerr) < 0) {
+        if (session_resume(s, o->resume_id, &rerr) < 0) {
             fprintf(stderr, "tokterm: %s\n", rerr);
             free(rerr);
-            session_close(&s);
+            session_close(s);
             return 2;
         }
     }
@@ -284,7 +287,7 @@ int script_run(struct conf *conf, char *key, const struct script_opts *o)
     const char *lerr = NULL;
     if (loop_init(&lp, sigs, (int)TT_ARRAY_LEN(sigs), 0, &lerr) < 0) {
         fprintf(stderr, "tokterm: %s: %s\n", lerr, strerror(errno));
-        session_close(&s);
+        session_close(s);
         return 1;
     }
 
@@ -295,33 +298,33 @@ int script_run(struct conf *conf, char *key, const struct script_opts *o)
             (void)util_write_all(1, "\n", 1); /* a blank line between the answers of two turns */
         st.written = 0;
         st.last_byte = 0;
-        session_send(&s, o->prompts[turn]);
+        session_send(s, o->prompts[turn]);
         int done = 0;
         while (!done) {
-            int fd = session_fd(&s);
-            if (loop_wait(&lp, &fd, 1, session_timeout_ms(&s)) < 0)
+            int fd = session_fd(s);
+            if (loop_wait(&lp, &fd, 1, session_timeout_ms(s)) < 0)
                 break;
-            session_tick(&s); /* commit saved text that is due */
+            session_tick(s); /* commit saved text that is due */
             while (loop_signal(&lp)) /* SIGINT, SIGTERM, SIGHUP: cancel the exchange */
                 if (!cancelled) {
                     cancelled = 1;
-                    session_cancel(&s);
+                    session_cancel(s);
                 }
-            done = session_dispatch(&s, &sink);
+            done = session_dispatch(s, &sink);
             if (st.broken_pipe && !cancelled) {
                 cancelled = 1;
-                session_cancel(&s);
+                session_cancel(s);
             }
         }
-        code = script_turn_end(&s, &st, o);
-        script_budget_warn(&s, &budget_warned);
+        code = script_turn_end(s, &st, o);
+        script_budget_warn(s, &budget_warned);
     }
-    if (s.store_error)
+    if (session_store_error(s))
         fprintf(stderr, "tokterm: warning: the conversation could not be saved: %s\n",
-                s.store_error);
+                session_store_error(s));
     loop_end(&lp);
     buf_free(&st.scratch);
     buf_free(&st.pending);
-    session_close(&s);
+    session_close(s);
     return code;
 }

@@ -15,30 +15,137 @@
 
 #define SESSION_LOCAL_ID 0x80000000u
 
+struct session {
+    struct conf *conf;
+    char *key;                 /* API key (wiped on close); NULL for keyless local servers */
+    struct queue *q;
+    struct net *net;
+    struct conv conv;          /* the conversation: its live path is what is shown and sent */
+    struct session_msg *msgs;  /* the history the next request carries (session_history) */
+    size_t n_msgs, cap_msgs;
+    int save_refused;          /* save turns refused before sending (the chat shows them) */
+    unsigned active;           /* request in flight, 0 = none */
+    unsigned next_local;       /* ids of cache replays (high bit set, never a net id) */
+    struct buf answer;         /* text of the answer in flight */
+    struct buf reasoning;
+    int keep_answer;           /* collect the answer text (history, --json) */
+    int count_lazily;          /* count tokens only when asked (status, no usage): a request
+                                  that fits by its bytes is sent without tokenizing it */
+    struct net_result *last;   /* result of the last exchange */
+
+    struct store *store;       /* NULL: nothing saved, no cache (borrowed) */
+    int save;                  /* write the conversation to the store */
+    enum session_cache cache;
+    int64_t conv_id;           /* saved conversation, 0 until the first message is saved */
+    int64_t answer_id;         /* saved answer being streamed, 0 = none */
+    unsigned char cache_key[32];
+    int cache_key_set;         /* the request in flight may fill the cache */
+    char *store_error;         /* first store failure to report (caller may print), or NULL */
+    int quota_loaded;          /* the saved quota state was handed to the network thread */
+    char **pool_labels, **pool_values; /* key pool (values wiped on close) */
+    int n_pool;
+    struct conf *fallback_conf;        /* profile used while the breaker is open (borrowed) */
+    char *fallback_key;
+
+    /* Context window, compression and budget (context.h); set up on the first send. */
+    struct context *ctx;       /* counter for the model's encoding */
+    char *ctx_key;             /* model + encoding option ctx was made for */
+    struct session_model {
+        long window, reserve;
+        int window_assumed;    /* unknown model and no context_window: 8,192 assumed */
+        int priced;
+        struct context_price price;
+    } ctx_model;
+    struct context_calib *calib;
+    char *calib_path;          /* $XDG_STATE_HOME/tokterm/calibration */
+    struct context_plan plan;  /* plan of the last request that left (or is about to) */
+    int plan_summary_reused;
+    int plan_summary_requests;
+    char *plan_note;           /* what the last plan did, for the status bar */
+    struct session_summary *sums; /* summaries known to this session */
+    size_t n_sums;
+    unsigned sum_req;          /* summary request in flight, 0 = none */
+    struct buf sum_text;
+    int sum_failed;            /* a summary failed for this send: drop turns instead */
+    int sum_cancelled;         /* cancelled while the summary was being made */
+    char *sum_error;
+    struct context_budget budget;
+    struct context_stream *ans_count; /* the streaming answer's tokens, counted incrementally */
+    size_t ans_fed;
+    size_t ans_bytes;          /* answer bytes received when the text is not kept */
+    size_t status_n;           /* history length when status_used was computed */
+    const char *status_last;
+    long status_used;
+};
+
 static void session_history(struct session *s);
 
-int session_open(struct session *s, struct conf *conf, char *key, const char **err)
+struct session *session_open(struct conf *conf, char *key, const char **err)
 {
-    memset(s, 0, sizeof *s);
+    struct session *s = xcalloc(1, sizeof *s);
     s->conf = conf;
     s->key = key;
     s->keep_answer = 1;
     s->cache = SESSION_CACHE_OFF;
     s->q = queue_new();
-    if (!s->q) {
+    s->net = s->q ? net_start(s->q, err) : NULL;
+    if (!s->q)
         *err = "could not create the event queue";
-        return -1;
-    }
-    s->net = net_start(s->q, err);
     if (!s->net) {
-        queue_free(s->q, net_result_free);
-        s->q = NULL;
-        return -1;
+        if (s->q)
+            queue_free(s->q, net_result_free);
+        util_free_secret(key);
+        free(s);
+        return NULL;
     }
     conv_init(&s->conv);
     conv_set_system(&s->conv, conf->system);
     session_history(s);
-    return 0;
+    return s;
+}
+
+void session_set_options(struct session *s, const struct session_opts *o)
+{
+    s->keep_answer = o->keep_answer;
+    s->count_lazily = o->count_lazily;
+    s->save_refused = o->save_refused;
+}
+
+enum session_cache session_set_cache(struct session *s, enum session_cache cache)
+{
+    enum session_cache old = s->cache;
+    s->cache = s->store ? cache : SESSION_CACHE_OFF;
+    return old;
+}
+
+int session_has_key(const struct session *s)
+{
+    return s->key || s->n_pool;
+}
+
+const char *session_store_error(const struct session *s)
+{
+    return s->store_error;
+}
+
+const struct net_result *session_last(const struct session *s)
+{
+    return s->last;
+}
+
+const char *session_answer(const struct session *s)
+{
+    return buf_str(&s->answer);
+}
+
+const char *session_reasoning(const struct session *s)
+{
+    return buf_str(&s->reasoning);
+}
+
+const struct conf *session_profile(const struct session *s)
+{
+    return s->conf;
 }
 
 void session_use_store(struct session *s, struct store *st, int save, enum session_cache cache)
@@ -154,27 +261,23 @@ const struct conv *session_conv(const struct session *s)
 
 void session_close(struct session *s)
 {
+    if (!s)
+        return;
     net_stop(s->net);
     queue_free(s->q, net_result_free);
     if (s->store && s->answer_id)
         store_message_flush(s->store, s->answer_id);
     conv_free(&s->conv);
     free(s->msgs);
-    if (s->key) {
-        memset(s->key, 0, strlen(s->key));
-        free(s->key);
-    }
+    util_free_secret(s->key);
     buf_free(&s->answer);
     buf_free(&s->reasoning);
     net_result_free(s->last);
     free(s->store_error);
     session_context_close(s);
     conf_pool_free(s->pool_labels, s->pool_values, s->n_pool);
-    if (s->fallback_key) {
-        memset(s->fallback_key, 0, strlen(s->fallback_key));
-        free(s->fallback_key);
-    }
-    memset(s, 0, sizeof *s);
+    util_free_secret(s->fallback_key);
+    free(s);
 }
 
 /* Answer from the cache: the stored text goes through the same queue as a stream would. */
@@ -268,10 +371,7 @@ void session_use_pool(struct session *s, char **labels, char **values, int n)
 void session_use_fallback(struct session *s, struct conf *fallback, char *key)
 {
     s->fallback_conf = fallback;
-    if (s->fallback_key) {
-        memset(s->fallback_key, 0, strlen(s->fallback_key));
-        free(s->fallback_key);
-    }
+    util_free_secret(s->fallback_key);
     s->fallback_key = key;
 }
 
@@ -1137,6 +1237,11 @@ char *session_context_report(struct session *s)
                    c->model ? c->model : "?");
     buf_appendc(&b, '\n');
     return buf_take(&b);
+}
+
+int session_has_budget(const struct session *s)
+{
+    return s->budget.cap_tokens > 0 || s->budget.cap_usd > 0;
 }
 
 int session_budget_command(struct session *s, const char *arg, char **msg)

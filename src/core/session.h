@@ -51,72 +51,36 @@ enum session_cache {
     SESSION_CACHE_OFF,    /* neither read nor write (--incognito) */
 };
 
-struct session {
-    struct conf *conf;
-    char *key;                 /* API key (wiped on close); NULL for keyless local servers */
-    struct queue *q;
-    struct net *net;
-    struct conv conv;          /* the conversation: its live path is what is shown and sent */
-    struct session_msg *msgs;  /* the history the next request carries (session_history) */
-    size_t n_msgs, cap_msgs;
-    int save_refused;          /* save turns refused before sending (the chat shows them) */
-    unsigned active;           /* request in flight, 0 = none */
-    unsigned next_local;       /* ids of cache replays (high bit set, never a net id) */
-    struct buf answer;         /* text of the answer in flight */
-    struct buf reasoning;
-    int keep_answer;           /* collect the answer text (history, --json) */
-    int count_lazily;          /* count tokens only when asked (status, no usage): a request
-                                  that fits by its bytes is sent without tokenizing it */
-    struct net_result *last;   /* result of the last exchange */
+/* One conversation with its network thread, store and budget. Opaque: the front ends use
+ * the functions below (the history through session_conv). */
+struct session;
 
-    struct store *store;       /* NULL: nothing saved, no cache (borrowed) */
-    int save;                  /* write the conversation to the store */
-    enum session_cache cache;
-    int64_t conv_id;           /* saved conversation, 0 until the first message is saved */
-    int64_t answer_id;         /* saved answer being streamed, 0 = none */
-    unsigned char cache_key[32];
-    int cache_key_set;         /* the request in flight may fill the cache */
-    char *store_error;         /* first store failure to report (caller may print), or NULL */
-    int quota_loaded;          /* the saved quota state was handed to the network thread */
-    char **pool_labels, **pool_values; /* key pool (values wiped on close) */
-    int n_pool;
-    struct conf *fallback_conf;        /* profile used while the breaker is open (borrowed) */
-    char *fallback_key;
-
-    /* Context window, compression and budget (context.h); set up on the first send. */
-    struct context *ctx;       /* counter for the model's encoding */
-    char *ctx_key;             /* model + encoding option ctx was made for */
-    struct session_model {
-        long window, reserve;
-        int window_assumed;    /* unknown model and no context_window: 8,192 assumed */
-        int priced;
-        struct context_price price;
-    } ctx_model;
-    struct context_calib *calib;
-    char *calib_path;          /* $XDG_STATE_HOME/tokterm/calibration */
-    struct context_plan plan;  /* plan of the last request that left (or is about to) */
-    int plan_summary_reused;
-    int plan_summary_requests;
-    char *plan_note;           /* what the last plan did, for the status bar */
-    struct session_summary *sums; /* summaries known to this session */
-    size_t n_sums;
-    unsigned sum_req;          /* summary request in flight, 0 = none */
-    struct buf sum_text;
-    int sum_failed;            /* a summary failed for this send: drop turns instead */
-    int sum_cancelled;         /* cancelled while the summary was being made */
-    char *sum_error;
-    struct context_budget budget;
-    struct context_stream *ans_count; /* the streaming answer's tokens, counted incrementally */
-    size_t ans_fed;
-    size_t ans_bytes;          /* answer bytes received when the text is not kept */
-    size_t status_n;           /* history length when status_used was computed */
-    const char *status_last;
-    long status_used;
+/* How a front end wants the session to behave (session_set_options). */
+struct session_opts {
+    int keep_answer;   /* collect the answer text (history, --json); default 1 */
+    int count_lazily;  /* count tokens only when asked: a request that fits by its bytes is
+                          sent without tokenizing it (scripted -p); default 0 */
+    int save_refused;  /* save turns refused before sending (the chat shows them); default 0 */
 };
 
-/* Start a session with conf (borrowed) and key (taken: the session wipes and frees it).
- * Returns 0, or -1 with *err (static text). */
-int session_open(struct session *s, struct conf *conf, char *key, const char **err);
+/* Start a session with conf (borrowed) and key (taken: the session wipes and frees it, also
+ * on failure). Returns it, or NULL with *err (static text). */
+struct session *session_open(struct conf *conf, char *key, const char **err);
+void session_set_options(struct session *s, const struct session_opts *o);
+/* The response-cache mode now; session_set_cache returns the one it replaces (/retry asks
+ * the server for a new answer once). */
+enum session_cache session_set_cache(struct session *s, enum session_cache cache);
+/* 1 when requests to a remote server carry a key (a key, or a key pool). */
+int session_has_key(const struct session *s);
+/* The first store failure to report, or NULL. */
+const char *session_store_error(const struct session *s);
+/* The result of the last exchange (NULL before one), and its answer and reasoning text (kept
+ * when keep_answer is set). */
+const struct net_result *session_last(const struct session *s);
+const char *session_answer(const struct session *s);
+const char *session_reasoning(const struct session *s);
+/* The profile the session sends with. */
+const struct conf *session_profile(const struct session *s);
 /* Attach a store (borrowed): save = write the conversation; cache = how to use the response
  * cache. Call before the first send. */
 void session_use_store(struct session *s, struct store *st, int save, enum session_cache cache);
@@ -144,7 +108,7 @@ void session_use_pool(struct session *s, char **labels, char **values, int n);
 /* Use the fallback profile conf (borrowed) with key (taken) while the endpoint's circuit
  * breaker is open. A conf fallback_model needs no call: it is used by itself. */
 void session_use_fallback(struct session *s, struct conf *fallback, char *key);
-/* Stop the network thread and free everything. */
+/* Stop the network thread and free everything, s included. NULL is fine. */
 void session_close(struct session *s);
 /* Send the history plus a new user message; returns the request id. */
 unsigned session_send(struct session *s, const char *prompt);
@@ -207,6 +171,8 @@ int session_compressed(const struct session *s);
 /* The /context text: every message the next request will carry with its tokens, what was
  * compressed, the calibration and the budget. Caller frees. */
 char *session_context_report(struct session *s);
+/* 1 when the session has a spending cap (tokens or dollars). */
+int session_has_budget(const struct session *s);
 /* /budget ARG: "" shows the budget; "50000", "50k", "$2", "2usd", "off", "tokens off",
  * "usd off" set it. Returns 0 with a confirmation in *msg, or -1 with the error in *msg
  * (caller frees *msg either way). */

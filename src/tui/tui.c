@@ -179,7 +179,7 @@ static void tui_frame(struct tui *t)
         t->st.scrolled = !tui_view_following(t->view);
         if (t->have_session) {
             struct session_status ss;
-            session_status(&t->s, &ss);
+            session_status(t->s, &ss);
             tui_status_context(&t->st, &ss);
         }
         tui_status_draw(&t->st, t->wstatus, 0, t->cols, now, t->hint);
@@ -323,26 +323,22 @@ int tui_session(struct tui *t, char *key, const struct conv *carry)
     const char *err = NULL;
     sigset_t old;
     tui_block_signals(1, &old); /* the network thread inherits a mask without our signals */
-    int rc = session_open(&t->s, t->conf, key, &err);
+    t->s = session_open(t->conf, key, &err); /* the key is wiped when it fails */
     tui_block_signals(0, &old);
-    if (rc < 0) {
+    if (!t->s) {
         t->have_session = 0;
-        if (t->s.key) {
-            memset(t->s.key, 0, strlen(t->s.key));
-            free(t->s.key);
-            t->s.key = NULL;
-        }
         char *m = xasprintf("cannot start the network thread: %s", err);
         tui_error(t, m);
         free(m);
         return -1;
     }
     t->have_session = 1;
-    t->s.save_refused = 1; /* the transcript shows refused turns: so does a resume */
+    /* the transcript shows refused turns: so does a resume */
+    session_set_options(t->s, &(struct session_opts){.keep_answer = 1, .save_refused = 1});
     if (t->o->store)
-        session_use_store(&t->s, t->o->store, t->o->save, (enum session_cache)t->o->cache);
+        session_use_store(t->s, t->o->store, t->o->save, (enum session_cache)t->o->cache);
     if (carry)
-        session_adopt(&t->s, carry);
+        session_adopt(t->s, carry);
     return 0;
 }
 
@@ -396,7 +392,7 @@ static void tui_show_turn(struct tui *t, const struct conv_turn *tt)
 void tui_resume(struct tui *t, int64_t id, int replace)
 {
     char *err = NULL;
-    if (session_resume(&t->s, id, &err) < 0) {
+    if (session_resume(t->s, id, &err) < 0) {
         char *m = xasprintf("cannot continue the conversation: %s", err ? err : "?");
         tui_error(t, m);
         free(m);
@@ -411,7 +407,7 @@ void tui_resume(struct tui *t, int64_t id, int replace)
     /* The chat shows the newest TUI_RESUME_SHOWN messages (a turn shows two): rendering all
      * of a 10,000-message conversation took 0.26 s and ~60 MB; the browser (F2) reads the whole
      * of it, page by page. Every turn stays in the conversation and its context. */
-    const struct conv *c = session_conv(&t->s);
+    const struct conv *c = session_conv(t->s);
     size_t from = c->n > TUI_RESUME_SHOWN / 2 ? c->n - TUI_RESUME_SHOWN / 2 : 0;
     if (from) {
         char *m = xasprintf("%zu earlier turns are not shown here (they are still part of the "
@@ -520,7 +516,7 @@ static void tui_sink_end(void *ud, const struct net_result *r)
     if (t->answer != TUI_NO_ANSWER) {
         int slot;
         char *footer = tui_footer(t, r, &slot);
-        const struct conv *c = t->have_session ? session_conv(&t->s) : NULL;
+        const struct conv *c = t->have_session ? session_conv(t->s) : NULL;
         if (c && c->n && c->turns[c->n - 1].n_versions > 1) {
             char *v = xasprintf("%s \xC2\xB7 version %d of %d", footer,
                                 c->turns[c->n - 1].version, c->turns[c->n - 1].n_versions);
@@ -532,7 +528,7 @@ static void tui_sink_end(void *ud, const struct net_result *r)
     }
     if (r->model[0])
         tui_cmd_model_seen(t, r->model);
-    if (t->have_session && !t->ctx_marked && session_compressed(&t->s)) {
+    if (t->have_session && !t->ctx_marked && session_compressed(t->s)) {
         /* history left out of (or summarised for) the request: say so once */
         tui_meta(t, "\xE2\x94\x80\xE2\x94\x80 earlier messages summarised / dropped to "
                     "fit the context (/context) \xE2\x94\x80\xE2\x94\x80");
@@ -540,7 +536,7 @@ static void tui_sink_end(void *ud, const struct net_result *r)
     }
     if (t->have_session) {
         /* a failed or refused prompt is never sent later: it goes back to the input line */
-        const struct conv *c = session_conv(&t->s);
+        const struct conv *c = session_conv(t->s);
         const struct conv_turn *last = c->n ? &c->turns[c->n - 1] : NULL;
         if (last && (last->outcome == CONV_FAILED || last->outcome == CONV_REFUSED)) {
             tui_input_offer(last->prompt);
@@ -576,10 +572,10 @@ int tui_send(struct tui *t, const char *prompt, int show_user)
         tui_error(t, "nothing can be sent: the network thread is not running");
         return -1;
     }
-    if (t->no_key || (!t->s.key && !t->s.n_pool && !conf_is_local(t->conf))) {
+    if (t->no_key || (!session_has_key(t->s) && !conf_is_local(t->conf))) {
         /* never send a request to a remote server without a key: the turn is refused */
-        session_refuse_turn(&t->s, prompt, "no API key");
-        const struct conv *c = session_conv(&t->s);
+        session_refuse_turn(t->s, prompt, "no API key");
+        const struct conv *c = session_conv(t->s);
         tui_show_turn(t, &c->turns[c->n - 1]);
         tui_no_key_notice(t);
         return -1;
@@ -597,7 +593,7 @@ int tui_send(struct tui *t, const char *prompt, int show_user)
     tui_status_send(&t->st, tn);
     if (t->trace)
         fprintf(t->trace, "S %.6f\n", tn);
-    session_send(&t->s, prompt);
+    session_send(t->s, prompt);
     t->dirty |= TUI_D_VIEW | TUI_D_STATUS;
     t->urgent = 1;
     return 0;
@@ -608,7 +604,7 @@ void tui_cancel(struct tui *t)
     if (t->answer == TUI_NO_ANSWER || t->cancelling)
         return;
     t->cancelling = 1;
-    session_cancel(&t->s);
+    session_cancel(t->s);
     tui_status_state(&t->st, TUI_STATE_CANCELLING, 0);
     t->dirty |= TUI_D_STATUS;
 }
@@ -645,7 +641,7 @@ static void tui_on_line(void *ud, char *line)
         /* /edit: the new prompt is a new version of the last turn, which leaves the live path
          * (and the transcript) but stays saved */
         t->edit_pending = 0;
-        if (session_fork_last(&t->s) == 0)
+        if (session_fork_last(t->s) == 0)
             tui_view_drop_last_turn(t);
     }
     tui_input_history_add(line);
@@ -790,6 +786,114 @@ static void tui_key_escape(struct tui *t)
 }
 
 /* Handle one key from curses. */
+/* A key while the transcript search has found something: n / N / Ctrl-S move through the
+ * matches; any other key ends the search (Esc, Enter, q, Ctrl-C and Ctrl-G only that). 1 when
+ * the key is used up. */
+static int tui_key_found(struct tui *t, int c)
+{
+    if (c == 'n' || c == 19 || c == 'N') {
+        tui_view_search_step(t->view, c == 'N' ? 1 : -1);
+        t->dirty |= TUI_D_VIEW | TUI_D_INPUT;
+        return 1;
+    }
+    t->search = 0;
+    tui_view_search_end(t->view);
+    t->dirty |= TUI_D_VIEW | TUI_D_INPUT;
+    return c == 27 || c == '\r' || c == 'q' || c == 3 || c == 7;
+}
+
+/* Keys that move the transcript, help and the browser. 1 when the key is used up. */
+static int tui_key_view(struct tui *t, int c)
+{
+    switch (c) {
+    case KEY_RESIZE:
+        tui_resize(t);
+        return 1;
+    case KEY_F(1):
+        tui_notice(t, tui_cmd_help());
+        return 1;
+    case KEY_F(2):
+        tui_hist_open(t, NULL);
+        return 1;
+    case KEY_PPAGE:
+        tui_view_page(t->view, -1);
+        t->dirty |= TUI_D_VIEW;
+        return 1;
+    case KEY_NPAGE:
+        tui_view_page(t->view, 1);
+        t->dirty |= TUI_D_VIEW;
+        return 1;
+    case KEY_SR:
+        tui_view_scroll(t->view, -1);
+        t->dirty |= TUI_D_VIEW;
+        return 1;
+    case KEY_SF:
+        tui_view_scroll(t->view, 1);
+        t->dirty |= TUI_D_VIEW;
+        return 1;
+    case KEY_HOME:
+    case KEY_END:
+        if (tui_input_empty()) {
+            if (c == KEY_HOME)
+                tui_view_home(t->view);
+            else
+                tui_view_end(t->view);
+            t->dirty |= TUI_D_VIEW;
+            return 1;
+        }
+        return 0;
+    case KEY_MOUSE: {
+        MEVENT ev;
+        if (getmouse(&ev) == OK) {
+            if (ev.bstate & BUTTON4_PRESSED)
+                tui_view_scroll(t->view, -3);
+#ifdef BUTTON5_PRESSED
+            else if (ev.bstate & BUTTON5_PRESSED)
+                tui_view_scroll(t->view, 3);
+#endif
+            t->dirty |= TUI_D_VIEW;
+        }
+        return 1;
+    }
+    default:
+        return 0;
+    }
+}
+
+/* Control keys of the chat: cancel, search, redraw, suspend, Esc. 1 when used up. */
+static int tui_key_control(struct tui *t, int c)
+{
+    switch (c) {
+    case 3: /* Ctrl-C: cancel the answer, else clear the line */
+        if (t->answer != TUI_NO_ANSWER) {
+            tui_cancel(t);
+        } else {
+            tui_input_clear();
+            t->edit_pending = 0;
+        }
+        t->dirty |= TUI_D_INPUT;
+        return 1;
+    case 19: /* Ctrl-S: search the transcript */
+        t->search = 1;
+        buf_reset(&t->query);
+        t->dirty |= TUI_D_INPUT;
+        return 1;
+    case 12: /* Ctrl-L */
+        t->dirty |= TUI_D_FULL;
+        return 1;
+    case 26: /* Ctrl-Z */
+        tui_suspend_curses(t);
+        raise(SIGTSTP);
+        tui_resume_curses(t);
+        return 1;
+    case 27: /* Esc alone, an Alt- key, or a sequence curses does not know */
+        tui_key_escape(t);
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 static void tui_key(struct tui *t, int c)
 {
     if (t->hint[0]) {
@@ -805,102 +909,11 @@ static void tui_key(struct tui *t, int c)
         tui_search_key(t, c);
         return;
     }
-    if (t->search == 2) {
-        if (c == 'n' || c == 19) {
-            tui_view_search_step(t->view, -1);
-            t->dirty |= TUI_D_VIEW | TUI_D_INPUT;
-            return;
-        }
-        if (c == 'N') {
-            tui_view_search_step(t->view, 1);
-            t->dirty |= TUI_D_VIEW | TUI_D_INPUT;
-            return;
-        }
-        t->search = 0;
-        tui_view_search_end(t->view);
-        t->dirty |= TUI_D_VIEW | TUI_D_INPUT;
-        if (c == 27 || c == '\r' || c == 'q' || c == 3 || c == 7)
-            return;
-    }
+    if (t->search == 2 && tui_key_found(t, c))
+        return;
+    if (tui_key_view(t, c) || tui_key_control(t, c))
+        return;
     const char *name = c >= KEY_MIN ? keyname(c) : NULL;
-    switch (c) {
-    case KEY_RESIZE:
-        tui_resize(t);
-        return;
-    case KEY_F(1):
-        tui_notice(t, tui_cmd_help());
-        return;
-    case KEY_F(2):
-        tui_hist_open(t, NULL);
-        return;
-    case KEY_PPAGE:
-        tui_view_page(t->view, -1);
-        t->dirty |= TUI_D_VIEW;
-        return;
-    case KEY_NPAGE:
-        tui_view_page(t->view, 1);
-        t->dirty |= TUI_D_VIEW;
-        return;
-    case KEY_SR:
-        tui_view_scroll(t->view, -1);
-        t->dirty |= TUI_D_VIEW;
-        return;
-    case KEY_SF:
-        tui_view_scroll(t->view, 1);
-        t->dirty |= TUI_D_VIEW;
-        return;
-    case KEY_HOME:
-    case KEY_END:
-        if (tui_input_empty()) {
-            if (c == KEY_HOME)
-                tui_view_home(t->view);
-            else
-                tui_view_end(t->view);
-            t->dirty |= TUI_D_VIEW;
-            return;
-        }
-        break;
-    case KEY_MOUSE: {
-        MEVENT ev;
-        if (getmouse(&ev) == OK) {
-            if (ev.bstate & BUTTON4_PRESSED)
-                tui_view_scroll(t->view, -3);
-#ifdef BUTTON5_PRESSED
-            else if (ev.bstate & BUTTON5_PRESSED)
-                tui_view_scroll(t->view, 3);
-#endif
-            t->dirty |= TUI_D_VIEW;
-        }
-        return;
-    }
-    case 3: /* Ctrl-C: cancel the answer, else clear the line */
-        if (t->answer != TUI_NO_ANSWER) {
-            tui_cancel(t);
-        } else {
-            tui_input_clear();
-            t->edit_pending = 0;
-        }
-        t->dirty |= TUI_D_INPUT;
-        return;
-    case 19: /* Ctrl-S: search the transcript */
-        t->search = 1;
-        buf_reset(&t->query);
-        t->dirty |= TUI_D_INPUT;
-        return;
-    case 12: /* Ctrl-L */
-        t->dirty |= TUI_D_FULL;
-        return;
-    case 26: /* Ctrl-Z */
-        tui_suspend_curses(t);
-        raise(SIGTSTP);
-        tui_resume_curses(t);
-        return;
-    case 27: /* Esc alone, an Alt- key, or a sequence curses does not know */
-        tui_key_escape(t);
-        return;
-    default:
-        break;
-    }
     if (c == TUI_KEY_CHOME || c == TUI_KEY_CEND ||
         (name && (strcmp(name, "kHOM5") == 0 || strcmp(name, "kEND5") == 0))) {
         if (c == TUI_KEY_CHOME || (name && name[1] == 'H'))
@@ -949,52 +962,9 @@ static int tui_curses_start(struct tui *t)
     return 0;
 }
 
-int tui_run(struct conf *conf, char *key, const struct tui_opts *o)
+/* Readline on the input window, with the history file; a failure is said in the transcript. */
+static void tui_run_input(struct tui *t)
 {
-    struct tui tt, *t = &tt;
-    memset(t, 0, sizeof *t);
-    t->conf = conf;
-    t->o = o;
-    t->answer = TUI_NO_ANSWER;
-    t->no_key = o->no_key;
-    t->local_name = o->local_name ? xstrdup(o->local_name) : NULL;
-    t->local_url = o->local_url ? xstrdup(o->local_url) : NULL;
-    const char *nc = getenv("NO_COLOR");
-    t->no_color = nc && *nc;
-    if (o->trace_path) {
-        t->trace = fopen(o->trace_path, "w");
-        if (!t->trace) {
-            fprintf(stderr, "tokterm: --trace %s: %s\n", o->trace_path, strerror(errno));
-            if (key) {
-                memset(key, 0, strlen(key));
-                free(key);
-            }
-            free(t->local_name);
-            free(t->local_url);
-            return 2;
-        }
-    }
-    /* The signals, before initscr: curses then leaves SIGWINCH to us. */
-    static const int sigs[] = {SIGWINCH, SIGINT, SIGTERM, SIGHUP, SIGCONT};
-    struct loop lp;
-    const char *lerr = NULL;
-    if (loop_init(&lp, sigs, (int)TT_ARRAY_LEN(sigs), 1, &lerr) < 0) {
-        fprintf(stderr, "tokterm: %s: %s\n", lerr, strerror(errno));
-        return 1;
-    }
-    t->view = tui_view_new();
-    tui_status_init(&t->st, conf->profile, conf->model);
-    if (tui_curses_start(t) < 0) {
-        loop_end(&lp);
-        fputs("tokterm: cannot start the terminal interface\n", stderr);
-        return 1;
-    }
-    t->theme = NULL;
-    tui_theme(t, conf->theme);
-    tui_session(t, key, NULL);
-    if (t->have_session && o->setup)
-        setup_use_keys(o->setup, &t->s); /* `keys =` and `fallback =`, as -p */
-
     struct tui_input_ops ops = {
         .ud = t,
         .line = tui_on_line,
@@ -1014,7 +984,11 @@ int tui_run(struct conf *conf, char *key, const struct tui_opts *o)
         free(m);
     }
     free(hist);
+}
 
+/* What the chat says before the first key: the locale, the resumed conversation, what to do. */
+static void tui_run_greet(struct tui *t, const struct tui_opts *o)
+{
     const char *cs = nl_langinfo(CODESET);
     if (!cs || (strcasecmp(cs, "UTF-8") != 0 && strcasecmp(cs, "utf8") != 0))
         tui_error(t, "The locale is not UTF-8 (see LANG / LC_ALL): text beyond ASCII may not "
@@ -1030,7 +1004,81 @@ int tui_run(struct conf *conf, char *key, const struct tui_opts *o)
     }
     if (o->first_prompt && *o->first_prompt)
         tui_send(t, o->first_prompt, 1);
+}
 
+/* Milliseconds the loop may sleep: until the next frame is due, the status bar's next tick
+ * (*next_tick, monotonic seconds; 0 = none planned) or saved text is due; -1 = until input.
+ * Draws the frame first when one is due. */
+static int tui_run_timeout(struct tui *t, const struct session_sink *sink, double *next_tick)
+{
+    double now = util_now();
+    int timeout = -1;
+    if (t->dirty) {
+        if (t->urgent || now >= t->last_frame + TUI_FRAME) {
+            if (t->have_session) /* show what arrived while we waited, too */
+                session_dispatch(t->s, sink);
+            tui_frame(t);
+            now = util_now();
+        } else {
+            timeout = (int)((t->last_frame + TUI_FRAME - now) * 1000) + 1;
+        }
+    }
+    int tick = tui_status_tick(&t->st, now);
+    if (tick >= 0) {
+        if (*next_tick <= 0)
+            *next_tick = now + tick / 1000.0;
+        int ms = (int)((*next_tick - now) * 1000) + 1;
+        if (ms < 0)
+            ms = 0;
+        if (timeout < 0 || ms < timeout)
+            timeout = ms;
+    } else {
+        *next_tick = 0;
+    }
+    int st_ms = t->have_session ? session_timeout_ms(t->s) : -1;
+    if (st_ms >= 0 && (timeout < 0 || st_ms < timeout))
+        timeout = st_ms;
+    return timeout;
+}
+
+/* Commit saved text that is due, and say once when the store failed. */
+static void tui_run_store(struct tui *t)
+{
+    if (!t->have_session)
+        return;
+    session_tick(t->s);
+    if (session_store_error(t->s) && !t->store_warned) {
+        char *m = xasprintf("the conversation store failed: %s (the chat goes on; this "
+                            "conversation may not be saved)", session_store_error(t->s));
+        tui_error(t, m);
+        free(m);
+        t->store_warned = 1;
+    }
+}
+
+/* The signals the loop caught: resize, cancel the answer (Ctrl-C), or quit. */
+static void tui_run_signals(struct tui *t, struct loop *lp)
+{
+    int resize = 0;
+    for (int sig; (sig = loop_signal(lp)) != 0;) {
+        if (sig == SIGWINCH || sig == SIGCONT)
+            resize = 1;
+        else if (sig == SIGINT && t->answer != TUI_NO_ANSWER)
+            tui_cancel(t);
+        else if (sig == SIGINT)
+            t->quit = 1;
+        else {
+            t->quit = 1;
+            t->exit_code = 128 + sig;
+        }
+    }
+    if (resize)
+        tui_resize(t);
+}
+
+/* The loop: frames, the network's events, keys and signals, until the chat quits. */
+static void tui_run_loop(struct tui *t, struct loop *lp)
+{
     const struct session_sink sink = {
         .ud = t,
         .text = tui_sink_text,
@@ -1042,87 +1090,48 @@ int tui_run(struct conf *conf, char *key, const struct tui_opts *o)
     t->urgent = 1;
     double next_tick = 0;
     while (!t->quit) {
-        double now = util_now();
-        int timeout = -1;
-        if (t->dirty) {
-            if (t->urgent || now >= t->last_frame + TUI_FRAME) {
-                if (t->have_session) /* show what arrived while we waited, too */
-                    session_dispatch(&t->s, &sink);
-                tui_frame(t);
-                now = util_now();
-            } else {
-                timeout = (int)((t->last_frame + TUI_FRAME - now) * 1000) + 1;
-            }
-        }
-        int tick = tui_status_tick(&t->st, now);
-        if (tick >= 0) {
-            if (next_tick <= 0)
-                next_tick = now + tick / 1000.0;
-            int ms = (int)((next_tick - now) * 1000) + 1;
-            if (ms < 0)
-                ms = 0;
-            if (timeout < 0 || ms < timeout)
-                timeout = ms;
-        } else {
-            next_tick = 0;
-        }
-        int st_ms = t->have_session ? session_timeout_ms(&t->s) : -1;
-        if (st_ms >= 0 && (timeout < 0 || st_ms < timeout))
-            timeout = st_ms;
-        int fds[2] = {STDIN_FILENO, t->have_session ? session_fd(&t->s) : -1};
-        int n = loop_wait(&lp, fds, 2, timeout);
+        int timeout = tui_run_timeout(t, &sink, &next_tick);
+        int fds[2] = {STDIN_FILENO, t->have_session ? session_fd(t->s) : -1};
+        int n = loop_wait(lp, fds, 2, timeout);
         if (n < 0)
             break;
-        if (t->have_session) {
-            session_tick(&t->s); /* commit saved text that is due */
-            if (t->s.store_error && !t->store_warned) {
-                char *m = xasprintf("the conversation store failed: %s (the chat goes on; "
-                                    "this conversation may not be saved)", t->s.store_error);
-                tui_error(t, m);
-                free(m);
-                t->store_warned = 1;
-            }
-        }
+        tui_run_store(t);
         if (next_tick > 0 && util_now() >= next_tick) {
             t->dirty |= TUI_D_STATUS;
             next_tick = 0;
         }
         if (n <= 0)
             continue;
-        int resize = 0;
-        for (int sig; (sig = loop_signal(&lp)) != 0;) {
-            if (sig == SIGWINCH || sig == SIGCONT)
-                resize = 1;
-            else if (sig == SIGINT && t->answer != TUI_NO_ANSWER)
-                tui_cancel(t);
-            else if (sig == SIGINT)
-                t->quit = 1;
-            else {
-                t->quit = 1;
-                t->exit_code = 128 + sig;
-            }
-        }
-        if (resize)
-            tui_resize(t);
-        if (t->have_session && (loop_ready(&lp, 1) & POLLIN))
-            session_dispatch(&t->s, &sink);
-        short in = loop_ready(&lp, 0);
+        tui_run_signals(t, lp);
+        if (t->have_session && (loop_ready(lp, 1) & POLLIN))
+            session_dispatch(t->s, &sink);
+        short in = loop_ready(lp, 0);
         if (in & (POLLIN | POLLHUP | POLLERR)) {
             tui_keys(t);
             if (in & (POLLHUP | POLLERR) && !(in & POLLIN))
                 t->quit = 1; /* the terminal went away */
         }
     }
+}
 
+/* Leave the terminal as it was and free everything of t. */
+static void tui_run_end(struct tui *t, struct loop *lp)
+{
     if (t->answer != TUI_NO_ANSWER && t->have_session)
-        session_cancel(&t->s);
+        session_cancel(t->s);
     tui_hist_close(t);
     tui_input_end();
     tui_term_modes(0);
     endwin();
-    loop_end(&lp);
+    loop_end(lp);
     if (t->have_session)
-        session_close(&t->s);
+        session_close(t->s);
+    t->s = NULL;
+    if (t->profile_setup) {
+        setup_free(t->profile_setup);
+        free(t->profile_setup);
+        t->profile_setup = NULL;
+    }
     if (t->trace)
         fclose(t->trace);
     delwin(t->wview);
@@ -1135,5 +1144,55 @@ int tui_run(struct conf *conf, char *key, const struct tui_opts *o)
     tui_cmd_free(t);
     free(t->local_name);
     free(t->local_url);
+}
+
+int tui_run(struct conf *conf, char *key, const struct tui_opts *o)
+{
+    struct tui tt, *t = &tt;
+    memset(t, 0, sizeof *t);
+    t->conf = conf;
+    t->o = o;
+    t->answer = TUI_NO_ANSWER;
+    t->no_key = o->no_key;
+    t->local_name = o->local_name ? xstrdup(o->local_name) : NULL;
+    t->local_url = o->local_url ? xstrdup(o->local_url) : NULL;
+    const char *nc = getenv("NO_COLOR");
+    t->no_color = nc && *nc;
+    if (o->trace_path) {
+        t->trace = fopen(o->trace_path, "w");
+        if (!t->trace) {
+            fprintf(stderr, "tokterm: --trace %s: %s\n", o->trace_path, strerror(errno));
+            util_free_secret(key);
+            free(t->local_name);
+            free(t->local_url);
+            return 2;
+        }
+    }
+    /* The signals, before initscr: curses then leaves SIGWINCH to us. */
+    static const int sigs[] = {SIGWINCH, SIGINT, SIGTERM, SIGHUP, SIGCONT};
+    struct loop lp;
+    const char *lerr = NULL;
+    if (loop_init(&lp, sigs, (int)TT_ARRAY_LEN(sigs), 1, &lerr) < 0) {
+        fprintf(stderr, "tokterm: %s: %s\n", lerr, strerror(errno));
+        util_free_secret(key);
+        return 1;
+    }
+    t->view = tui_view_new();
+    tui_status_init(&t->st, conf->profile, conf->model);
+    if (tui_curses_start(t) < 0) {
+        loop_end(&lp);
+        util_free_secret(key);
+        fputs("tokterm: cannot start the terminal interface\n", stderr);
+        return 1;
+    }
+    t->theme = NULL;
+    tui_theme(t, conf->theme);
+    tui_session(t, key, NULL);
+    if (t->have_session && o->setup)
+        setup_use_keys(o->setup, t->s); /* `keys =` and `fallback =`, as -p */
+    tui_run_input(t);
+    tui_run_greet(t, o);
+    tui_run_loop(t, &lp);
+    tui_run_end(t, &lp);
     return t->exit_code;
 }

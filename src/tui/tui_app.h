@@ -26,7 +26,7 @@
 struct tui {
     struct conf *conf;
     const struct tui_opts *o;
-    struct session s;
+    struct session *s;     /* NULL until the first session opens */
     int have_session;
     int no_key;              /* no key for a remote server: nothing may be sent */
     char *local_name, *local_url;
@@ -54,6 +54,8 @@ struct tui {
     char **models;           /* models seen in answers (NULL-terminated, owned) */
     int ctx_marked;          /* the "history compressed" marker was shown */
     struct tui_hist *hist;   /* the conversation browser while it is open (tui_history.c) */
+    struct setup *profile_setup; /* after /profile: its fallback profile, which the session
+                                    borrows (freed with the chat) */
 };
 
 /* ---- tui.c ---- */

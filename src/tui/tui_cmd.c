@@ -1,5 +1,6 @@
 /* tui_cmd.c - slash commands, their completion, and the help text. */
 #include "config.h"
+#include "core/setup.h"
 #include "tui/tui_app.h"
 #include "tui/tui_history.h"
 #include "tui/tui_input.h"
@@ -275,7 +276,7 @@ static int tui_cmd_osc52_ok(void)
 
 static void tui_cmd_copy(struct tui *t, const char *arg)
 {
-    const struct conv *c = t->have_session ? session_conv(&t->s) : NULL;
+    const struct conv *c = t->have_session ? session_conv(t->s) : NULL;
     size_t i = c ? c->n : 0;
     while (i > 0 && !c->turns[i - 1].answer_len)
         i--;
@@ -352,7 +353,7 @@ static void tui_cmd_copy(struct tui *t, const char *arg)
 static void tui_cmd_system(struct tui *t, const char *arg)
 {
     if (!arg || !*arg) {
-        const char *cur = t->have_session ? session_conv(&t->s)->system : NULL;
+        const char *cur = t->have_session ? session_conv(t->s)->system : NULL;
         char *m = cur ? xasprintf("System prompt:\n\n> %s", cur)
                       : xstrdup("No system prompt. Set one with `/system TEXT`.");
         tui_notice(t, m);
@@ -363,7 +364,7 @@ static void tui_cmd_system(struct tui *t, const char *arg)
     free(t->conf->system);
     t->conf->system = clear ? NULL : xstrdup(arg);
     if (t->have_session)
-        session_set_system(&t->s, t->conf->system);
+        session_set_system(t->s, t->conf->system);
     tui_notice(t, clear ? "System prompt removed." : "System prompt set for the next requests.");
 }
 
@@ -371,7 +372,7 @@ void tui_cmd_new(struct tui *t)
 {
     tui_cancel(t);
     if (t->have_session)
-        session_new_conversation(&t->s); /* saved as a new conversation */
+        session_new_conversation(t->s); /* saved as a new conversation */
     t->answer = TUI_NO_ANSWER;
     t->edit_pending = 0;
     t->ctx_marked = 0;
@@ -382,7 +383,7 @@ void tui_cmd_new(struct tui *t)
 /* The last turn of the conversation, or NULL. */
 static const struct conv_turn *tui_cmd_last_turn(struct tui *t)
 {
-    const struct conv *c = t->have_session ? session_conv(&t->s) : NULL;
+    const struct conv *c = t->have_session ? session_conv(t->s) : NULL;
     return c && c->n ? &c->turns[c->n - 1] : NULL;
 }
 
@@ -399,15 +400,14 @@ static void tui_cmd_retry(struct tui *t)
     }
     /* a new version of the last turn: the old one leaves the live path, stays saved */
     char *prompt = xstrdup(last->prompt);
-    struct session *s = &t->s;
-    session_fork_last(s);
+    session_fork_last(t->s);
     tui_view_drop_last_turn(t);
-    enum session_cache cache = s->cache;
-    if (cache == SESSION_CACHE_ON)
-        s->cache = SESSION_CACHE_BYPASS; /* a new answer, not the cached one */
+    enum session_cache cache = session_set_cache(t->s, SESSION_CACHE_BYPASS);
+    if (cache != SESSION_CACHE_ON) /* a new answer, not the cached one; otherwise as it was */
+        session_set_cache(t->s, cache);
     if (tui_send(t, prompt, 1) < 0)
         tui_input_defer(prompt);
-    s->cache = cache;
+    session_set_cache(t->s, cache);
     free(prompt);
 }
 
@@ -476,27 +476,31 @@ static void tui_cmd_profile(struct tui *t, const char *arg)
         tui_error(t, "/profile: no configuration file was read");
         return;
     }
-    struct conf nc;
-    conf_defaults(&nc);
+    /* the new profile through the same setup as -p: its key, key pool and fallback */
+    struct setup *ns = xcalloc(1, sizeof *ns);
+    conf_defaults(&ns->conf);
+    ns->have_conf = 1;
     struct buf err = BUF_INIT, warn = BUF_INIT;
-    char *why = NULL, *key = NULL;
-    if (conf_load(&nc, t->conf->path, arg, &err, &warn) < 0) {
+    char *why = NULL;
+    if (conf_load(&ns->conf, t->conf->path, arg, &err, &warn) < 0) {
         why = xasprintf("/profile %s: %s", arg, buf_str(&err));
     } else {
-        conf_apply_env(&nc);
-        if (!nc.profile || strcmp(nc.profile, arg) != 0) {
+        conf_apply_env(&ns->conf);
+        if (!ns->conf.profile || strcmp(ns->conf.profile, arg) != 0) {
             why = xasprintf("/profile: there is no profile '%s'", arg);
         } else {
             buf_reset(&err);
-            key = conf_api_key(&nc, &err);
-            if (!key && err.len)
+            struct cli none;
+            memset(&none, 0, sizeof none);
+            if (setup_keys(ns, &none, &err) < 0)
                 why = xasprintf("/profile %s: %s", arg, buf_str(&err));
         }
     }
     if (why) {
         tui_error(t, why);
         free(why);
-        conf_free(&nc);
+        setup_free(ns);
+        free(ns);
         buf_free(&err);
         buf_free(&warn);
         return;
@@ -505,15 +509,25 @@ static void tui_cmd_profile(struct tui *t, const char *arg)
     struct conv carry;
     conv_init(&carry);
     if (t->have_session)
-        conv_copy(&carry, session_conv(&t->s));
+        conv_copy(&carry, session_conv(t->s));
     if (t->have_session)
-        session_close(&t->s);
+        session_close(t->s);
+    t->s = NULL;
     t->have_session = 0;
     conf_free(t->conf);
-    *t->conf = nc;
-    t->no_key = !key && !conf_is_local(t->conf);
-    tui_session(t, key, &carry);
+    *t->conf = ns->conf; /* the profile moves to the chat; the fallback stays in ns */
+    memset(&ns->conf, 0, sizeof ns->conf);
+    ns->have_conf = 0;
+    char *key = ns->key;
+    ns->key = NULL;
+    t->no_key = ns->no_key;
+    if (tui_session(t, key, &carry) == 0)
+        setup_use_keys(ns, t->s);
     conv_free(&carry);
+    if (t->profile_setup) /* the fallback profile the old session borrowed */
+        setup_free(t->profile_setup);
+    free(t->profile_setup);
+    t->profile_setup = ns;
     tui_status_model(&t->st, t->conf->profile, t->conf->model);
     tui_status_state(&t->st, t->no_key ? TUI_STATE_NOKEY : TUI_STATE_IDLE, 0);
     if (warn.len)
@@ -527,6 +541,129 @@ static void tui_cmd_profile(struct tui *t, const char *arg)
     buf_free(&warn);
 }
 
+static void tui_cmd_help_cmd(struct tui *t, const char *arg)
+{
+    (void)arg;
+    tui_notice(t, tui_cmd_help());
+}
+
+static void tui_cmd_model(struct tui *t, const char *arg)
+{
+    char *m;
+    if (*arg) {
+        free(t->conf->model);
+        t->conf->model = xstrdup(arg);
+        tui_status_model(&t->st, t->conf->profile, t->conf->model);
+        m = xasprintf("Model **%s** for the next requests.", arg);
+    } else {
+        m = xasprintf("Model: **%s** at `%s`. Change it with `/model NAME`.", t->conf->model,
+                      t->conf->base_url);
+    }
+    tui_notice(t, m);
+    free(m);
+    t->dirty |= TUI_D_STATUS;
+}
+
+static void tui_cmd_new_cmd(struct tui *t, const char *arg)
+{
+    (void)arg;
+    tui_cmd_new(t);
+}
+
+static void tui_cmd_retry_cmd(struct tui *t, const char *arg)
+{
+    (void)arg;
+    tui_cmd_retry(t);
+}
+
+static void tui_cmd_edit_cmd(struct tui *t, const char *arg)
+{
+    (void)arg;
+    tui_cmd_edit(t);
+}
+
+static void tui_cmd_clear(struct tui *t, const char *arg)
+{
+    (void)arg;
+    tui_view_truncate(t->view, 0);
+    if (t->answer != TUI_NO_ANSWER) /* keep streaming into a fresh answer block */
+        t->answer = tui_view_answer_begin(t->view, t->conf->model, NULL);
+    t->dirty |= TUI_D_VIEW;
+}
+
+static void tui_cmd_find(struct tui *t, const char *arg)
+{
+    buf_reset(&t->query);
+    if (!*arg) {
+        t->search = 1;
+    } else {
+        buf_appends(&t->query, arg);
+        size_t n = tui_view_search(t->view, arg);
+        t->search = 2;
+        if (!n)
+            tui_hint(t, "no hits");
+    }
+    t->dirty |= TUI_D_VIEW | TUI_D_INPUT;
+}
+
+static void tui_cmd_history(struct tui *t, const char *arg)
+{
+    tui_hist_open(t, arg);
+}
+
+static void tui_cmd_context(struct tui *t, const char *arg)
+{
+    (void)arg;
+    char *r = session_context_report(t->s);
+    tui_meta(t, r);
+    free(r);
+    t->dirty |= TUI_D_STATUS;
+}
+
+static void tui_cmd_budget(struct tui *t, const char *arg)
+{
+    char *m = NULL;
+    if (session_budget_command(t->s, arg, &m) < 0) {
+        char *e = xasprintf("/budget: %s", m);
+        tui_error(t, e);
+        free(e);
+    } else {
+        tui_meta(t, m);
+    }
+    free(m);
+    t->dirty |= TUI_D_STATUS;
+}
+
+static void tui_cmd_use_local(struct tui *t, const char *arg)
+{
+    (void)arg;
+    tui_use_local(t);
+}
+
+static void tui_cmd_quit(struct tui *t, const char *arg)
+{
+    (void)arg;
+    t->quit = 1;
+}
+
+/* The chat's commands: name, whether it needs a session, the handler (its argument trimmed). */
+static const struct tui_cmd_entry {
+    const char *name;
+    int needs_session;
+    void (*run)(struct tui *t, const char *arg);
+} tui_cmd_table[] = {
+    {"/help", 0, tui_cmd_help_cmd},   {"/?", 0, tui_cmd_help_cmd},
+    {"/model", 0, tui_cmd_model},     {"/system", 0, tui_cmd_system},
+    {"/new", 0, tui_cmd_new_cmd},     {"/retry", 0, tui_cmd_retry_cmd},
+    {"/edit", 0, tui_cmd_edit_cmd},   {"/copy", 0, tui_cmd_copy},
+    {"/theme", 0, tui_cmd_theme},     {"/profile", 0, tui_cmd_profile},
+    {"/clear", 0, tui_cmd_clear},     {"/find", 0, tui_cmd_find},
+    {"/history", 0, tui_cmd_history}, {"/context", 1, tui_cmd_context},
+    {"/budget", 1, tui_cmd_budget},   {"/use-local", 0, tui_cmd_use_local},
+    {"/quit", 0, tui_cmd_quit},       {"/exit", 0, tui_cmd_quit},
+    {"/q", 0, tui_cmd_quit},
+};
+
 void tui_cmd_run(struct tui *t, const char *line)
 {
     char *copy = xstrdup(line);
@@ -535,91 +672,20 @@ void tui_cmd_run(struct tui *t, const char *line)
         *arg++ = '\0';
     arg = util_trim(arg);
     const char *cmd = copy;
-    if (strcmp(cmd, "/help") == 0 || strcmp(cmd, "/?") == 0) {
-        tui_notice(t, tui_cmd_help());
-    } else if (strcmp(cmd, "/model") == 0) {
-        if (*arg) {
-            free(t->conf->model);
-            t->conf->model = xstrdup(arg);
-            tui_status_model(&t->st, t->conf->profile, t->conf->model);
-            char *m = xasprintf("Model **%s** for the next requests.", arg);
-            tui_notice(t, m);
-            free(m);
-        } else {
-            char *m = xasprintf("Model: **%s** at `%s`. Change it with `/model NAME`.",
-                                t->conf->model, t->conf->base_url);
-            tui_notice(t, m);
-            free(m);
-        }
-        t->dirty |= TUI_D_STATUS;
-    } else if (strcmp(cmd, "/system") == 0) {
-        tui_cmd_system(t, arg);
-    } else if (strcmp(cmd, "/new") == 0) {
-        tui_cmd_new(t);
-    } else if (strcmp(cmd, "/retry") == 0) {
-        tui_cmd_retry(t);
-    } else if (strcmp(cmd, "/edit") == 0) {
-        tui_cmd_edit(t);
-    } else if (strcmp(cmd, "/copy") == 0) {
-        tui_cmd_copy(t, arg);
-    } else if (strcmp(cmd, "/theme") == 0) {
-        tui_cmd_theme(t, arg);
-    } else if (strcmp(cmd, "/profile") == 0) {
-        tui_cmd_profile(t, arg);
-    } else if (strcmp(cmd, "/clear") == 0) {
-        tui_view_truncate(t->view, 0);
-        if (t->answer != TUI_NO_ANSWER) /* keep streaming into a fresh answer block */
-            t->answer = tui_view_answer_begin(t->view, t->conf->model, NULL);
-        t->dirty |= TUI_D_VIEW;
-    } else if (strcmp(cmd, "/find") == 0) {
-        if (!*arg) {
-            t->search = 1;
-            buf_reset(&t->query);
-        } else {
-            buf_reset(&t->query);
-            buf_appends(&t->query, arg);
-            size_t n = tui_view_search(t->view, arg);
-            t->search = 2;
-            if (!n)
-                tui_hint(t, "no hits");
-        }
-        t->dirty |= TUI_D_VIEW | TUI_D_INPUT;
-    } else if (strcmp(cmd, "/history") == 0) {
-        tui_hist_open(t, arg);
-    } else if (strcmp(cmd, "/context") == 0) {
-        if (!t->have_session) {
-            tui_error(t, "/context: there is no session (no key or server)");
-        } else {
-            char *r = session_context_report(&t->s);
-            tui_meta(t, r);
-            free(r);
-            t->dirty |= TUI_D_STATUS;
-        }
-    } else if (strcmp(cmd, "/budget") == 0) {
-        if (!t->have_session) {
-            tui_error(t, "/budget: there is no session (no key or server)");
-        } else {
-            char *m = NULL;
-            if (session_budget_command(&t->s, arg, &m) < 0) {
-                char *e = xasprintf("/budget: %s", m);
-                tui_error(t, e);
-                free(e);
-            } else {
-                tui_meta(t, m);
-            }
-            free(m);
-            t->dirty |= TUI_D_STATUS;
-        }
-    } else if (strcmp(cmd, "/use-local") == 0) {
-        tui_use_local(t);
-    } else if (strcmp(cmd, "/quit") == 0 || strcmp(cmd, "/exit") == 0 ||
-               strcmp(cmd, "/q") == 0) {
-        t->quit = 1;
-    } else {
+    size_t i = 0;
+    while (i < TT_ARRAY_LEN(tui_cmd_table) && strcmp(cmd, tui_cmd_table[i].name) != 0)
+        i++;
+    if (i == TT_ARRAY_LEN(tui_cmd_table)) {
         char *m = xasprintf("unknown command %s (F1 or /help lists the commands; //text sends "
                             "/text)", cmd);
         tui_error(t, m);
         free(m);
+    } else if (tui_cmd_table[i].needs_session && !t->have_session) {
+        char *m = xasprintf("%s: there is no session (no key or server)", cmd);
+        tui_error(t, m);
+        free(m);
+    } else {
+        tui_cmd_table[i].run(t, arg);
     }
     free(copy);
 }

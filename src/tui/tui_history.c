@@ -710,7 +710,7 @@ static void tui_hist_delete_start(struct tui *t)
     int64_t id = tui_hist_selected(h);
     if (!id)
         return;
-    if (t->have_session && t->s.conv_id == id && t->answer != TUI_NO_ANSWER) {
+    if (t->have_session && session_conv(t->s)->id == id && t->answer != TUI_NO_ANSWER) {
         tui_hist_say(h, 1, "an answer is streaming into this conversation: cancel it in the "
                            "chat first");
         return;
@@ -737,7 +737,7 @@ static void tui_hist_delete_done(struct tui *t, int yes)
     } else {
         tui_hist_say(h, 0, "conversation %lld deleted", (long long)id);
     }
-    if (t->have_session && t->s.conv_id == id) {
+    if (t->have_session && session_conv(t->s)->id == id) {
         /* the chat showed it: the chat goes on with a new conversation */
         tui_cmd_new(t);
         char *m = xasprintf("Conversation %lld was deleted in the browser; this is a new "
@@ -842,7 +842,7 @@ static void tui_hist_draw_conv(struct tui *t, int y, const struct store_conversa
     struct tui_hist *h = t->hist;
     struct tui_row *r = &h->row;
     int base = sel ? THEME_SELECTION : THEME_DEFAULT;
-    int cur = t->have_session && t->s.conv_id == c->id;
+    int cur = t->have_session && session_conv(t->s)->id == c->id;
     tui_row_begin(r, h->cols);
     char b[64];
     snprintf(b, sizeof b, "%s%*lld  ", cur ? "\xE2\x97\x8F" : " ", h->idw, (long long)c->id);
@@ -896,7 +896,7 @@ static void tui_hist_draw_hit(struct tui *t, int y, const struct tui_hist_ent *e
     const struct store_hit *hit = &h->hits[e->hit];
     int base = sel ? THEME_SELECTION : THEME_DEFAULT;
     int meta = sel ? base : THEME_META;
-    int cur = t->have_session && t->s.conv_id == e->conv;
+    int cur = t->have_session && session_conv(t->s)->id == e->conv;
     tui_row_begin(r, h->cols);
     char b[96];
     snprintf(b, sizeof b, "%s%*lld  ", cur ? "\xE2\x97\x8F" : " ", h->idw, (long long)e->conv);
@@ -1156,8 +1156,8 @@ void tui_hist_open(struct tui *t, const char *arg)
     t->hist = h;
     tui_hist_layout(h);
     tui_hist_load(t);
-    if (t->have_session && t->s.conv_id)
-        tui_hist_select_id(h, t->s.conv_id);
+    if (t->have_session && session_conv(t->s)->id)
+        tui_hist_select_id(h, session_conv(t->s)->id);
     if (arg && *arg) {
         buf_appends(&h->query, arg);
         tui_hist_search(t);
@@ -1331,38 +1331,33 @@ static void tui_hist_key_view(struct tui *t, int c)
     }
 }
 
-void tui_hist_key(struct tui *t, int c)
+/* The wheel: scroll the conversation read, or the list. */
+static void tui_hist_key_mouse(struct tui_hist *h)
 {
-    struct tui_hist *h = t->hist;
-    if (!h)
-        return;
-    double now = util_now();
-    t->dirty |= TUI_D_VIEW; /* the next frame draws the browser */
-    h->msg[0] = '\0';
-    h->what = "key";
-    h->t_key = now;
-    if (c == KEY_MOUSE) {
-        MEVENT ev;
-        int d = 0;
-        if (getmouse(&ev) == OK) {
-            if (ev.bstate & BUTTON4_PRESSED)
-                d = -3;
+    MEVENT ev;
+    int d = 0;
+    if (getmouse(&ev) == OK) {
+        if (ev.bstate & BUTTON4_PRESSED)
+            d = -3;
 #ifdef BUTTON5_PRESSED
-            else if (ev.bstate & BUTTON5_PRESSED)
-                d = 3;
+        else if (ev.bstate & BUTTON5_PRESSED)
+            d = 3;
 #endif
-        }
-        h->what = "scroll";
-        if (h->mode == TUI_HIST_VIEW)
-            tui_hist_view_scroll(h, d);
-        else
-            tui_hist_move(h, d);
-        return;
     }
+    h->what = "scroll";
+    if (h->mode == TUI_HIST_VIEW)
+        tui_hist_view_scroll(h, d);
+    else
+        tui_hist_move(h, d);
+}
+
+/* A key while a prompt (delete? rename, find) is open. 1 when it was one. */
+static int tui_hist_key_prompt(struct tui *t, struct tui_hist *h, int c)
+{
     switch (h->prompt) {
     case TUI_HIST_P_DELETE:
         tui_hist_delete_done(t, c == 'y' || c == 'Y');
-        return;
+        return 1;
     case TUI_HIST_P_RENAME:
         if (c == '\r' || c == '\n' || c == KEY_ENTER)
             tui_hist_rename_done(t);
@@ -1372,7 +1367,7 @@ void tui_hist_key(struct tui *t, int c)
         } else {
             tui_hist_edit(&h->edit, c);
         }
-        return;
+        return 1;
     case TUI_HIST_P_FIND:
         if (c == '\r' || c == '\n' || c == KEY_ENTER || c == '\t') {
             h->prompt = TUI_HIST_P_NONE; /* keep the results; the keys act on them */
@@ -1384,18 +1379,16 @@ void tui_hist_key(struct tui *t, int c)
         } else {
             tui_hist_edit(&h->query, c);
         }
-        return;
+        return 1;
     case TUI_HIST_P_NONE:
         break;
     }
-    if (h->mode == TUI_HIST_VIEW) {
-        tui_hist_key_view(t, c);
-        return;
-    }
-    if (tui_hist_nav(h, c)) {
-        h->what = "scroll";
-        return;
-    }
+    return 0;
+}
+
+/* A key on the list of conversations. */
+static void tui_hist_key_list(struct tui *t, struct tui_hist *h, int c)
+{
     switch (c) {
     case 'k':
         tui_hist_move(h, -1);
@@ -1442,4 +1435,25 @@ void tui_hist_key(struct tui *t, int c)
     default:
         break;
     }
+}
+
+void tui_hist_key(struct tui *t, int c)
+{
+    struct tui_hist *h = t->hist;
+    if (!h)
+        return;
+    t->dirty |= TUI_D_VIEW; /* the next frame draws the browser */
+    h->msg[0] = '\0';
+    h->what = "key";
+    h->t_key = util_now();
+    if (c == KEY_MOUSE)
+        tui_hist_key_mouse(h);
+    else if (tui_hist_key_prompt(t, h, c))
+        return;
+    else if (h->mode == TUI_HIST_VIEW)
+        tui_hist_key_view(t, c);
+    else if (tui_hist_nav(h, c))
+        h->what = "scroll";
+    else
+        tui_hist_key_list(t, h, c);
 }

@@ -239,7 +239,7 @@ static char *ref_export(const struct ref *r)
 struct sut {
     struct conf conf;
     struct store *st;
-    struct session s;
+    struct session *s;
     int open;
     struct buf text;          /* answer text seen by the sink in this exchange */
     char *error;              /* the exchange's error */
@@ -274,12 +274,14 @@ static void set_url(struct sut *u, int port, const char *spec)
 static int sut_open(struct sut *u)
 {
     const char *err = NULL;
-    if (session_open(&u->s, &u->conf, xstrdup("sk-model-test-key-0123456789"), &err) < 0) {
+    u->s = session_open(&u->conf, xstrdup("sk-model-test-key-0123456789"), &err);
+    if (!u->s) {
         printf("# session_open: %s\n", err);
         return -1;
     }
-    session_use_store(&u->s, u->st, 1, SESSION_CACHE_OFF);
-    u->s.save_refused = 1; /* as the chat does */
+    session_use_store(u->s, u->st, 1, SESSION_CACHE_OFF);
+    /* as the chat does */
+    session_set_options(u->s, &(struct session_opts){.keep_answer = 1, .save_refused = 1});
     u->open = 1;
     return 0;
 }
@@ -287,7 +289,7 @@ static int sut_open(struct sut *u)
 static void sut_close(struct sut *u)
 {
     if (u->open)
-        session_close(&u->s);
+        session_close(u->s);
     u->open = 0;
 }
 
@@ -301,19 +303,19 @@ static int run_exchange(struct sut *u, int cancel_after_text, int cancel_logged)
     while (!u->ended) {
         if (util_now() > until)
             return -1;
-        struct pollfd p = {.fd = session_fd(&u->s), .events = POLLIN};
-        int t = session_timeout_ms(&u->s);
+        struct pollfd p = {.fd = session_fd(u->s), .events = POLLIN};
+        int t = session_timeout_ms(u->s);
         poll(&p, 1, cancel_logged && !cancelled ? 5 : t < 0 || t > 50 ? 50 : t);
-        session_tick(&u->s);
-        session_dispatch(&u->s, &sink);
+        session_tick(u->s);
+        session_dispatch(u->s, &sink);
         if (!cancelled && !u->ended && cancel_after_text && u->text.len) {
-            session_cancel(&u->s);
+            session_cancel(u->s);
             cancelled = 1;
         }
         if (!cancelled && !u->ended && cancel_logged) {
             struct stat sb;
             if (stat(log_path, &sb) == 0 && sb.st_size > log_off) {
-                session_cancel(&u->s);
+                session_cancel(u->s);
                 cancelled = 1;
             }
         }
@@ -340,13 +342,13 @@ static int check(int ok, const char *what, const char *got, const char *want)
 static void check_state(struct sut *u, const struct ref *r)
 {
     struct buf tb = BUF_INIT;
-    conv_transcript(session_conv(&u->s), &tb);
+    conv_transcript(session_conv(u->s), &tb);
     char *want = ref_transcript(r);
     check(strcmp(buf_str(&tb), want) == 0, "transcript", buf_str(&tb), want);
     free(want);
     buf_free(&tb);
 
-    int64_t id = session_conv(&u->s)->id;
+    int64_t id = session_conv(u->s)->id;
     want = ref_export(r);
     if (!id) { /* nothing saved yet: nothing to export, and nothing should be owed */
         check(r->n == 0 || strcmp(want, "") == 0, "a conversation with turns is saved", "", want);
@@ -429,7 +431,7 @@ static void step_send(struct sut *u, struct ref *r, const char *prompt, enum kin
         set_url(u, srv_port, spec);
     char *msg = NULL;
     if (k == K_BUDGET) {
-        session_budget_command(&u->s, "1", &msg);
+        session_budget_command(u->s, "1", &msg);
         free(msg);
     }
     cJSON *want_req = ref_request(r, prompt);
@@ -438,11 +440,11 @@ static void step_send(struct sut *u, struct ref *r, const char *prompt, enum kin
     cJSON_Delete(junk);
     buf_reset(&u->text);
     u->ended = 0;
-    session_send(&u->s, prompt);
+    session_send(u->s, prompt);
     int timed_out = run_exchange(u, cancel_text, cancel_logged) < 0;
     check(!timed_out, "the exchange ends", NULL, NULL);
     if (k == K_BUDGET) {
-        session_budget_command(&u->s, "off", &msg);
+        session_budget_command(u->s, "off", &msg);
         free(msg);
     }
     /* the request the server saw */
@@ -565,7 +567,7 @@ static int run_sequence(unsigned seed, int seq)
         } else if (what < 67) { /* /edit: a new version of the last turn */
             enum kind k = rnd(3) ? K_OK : (enum kind)rnd(K_NKINDS);
             buf_printf(&steps, "edit(%s) ", kind_names[k]);
-            session_fork_last(&u.s);
+            session_fork_last(u.s);
             r.n--;
             free(r.t[r.n].prompt), free(r.t[r.n].answer), free(r.t[r.n].error);
             step_send(&u, &r, prompt, k, seq * 100 + i);
@@ -573,24 +575,24 @@ static int run_sequence(unsigned seed, int seq)
             enum kind k = rnd(3) ? K_OK : (enum kind)rnd(K_NKINDS);
             buf_printf(&steps, "retry(%s) ", kind_names[k]);
             char *again = xstrdup(r.t[r.n - 1].prompt);
-            session_fork_last(&u.s);
+            session_fork_last(u.s);
             r.n--;
             free(r.t[r.n].prompt), free(r.t[r.n].answer), free(r.t[r.n].error);
             step_send(&u, &r, again, k, seq * 100 + i);
             free(again);
         } else if (what < 85) { /* /new */
             buf_appends(&steps, "new ");
-            session_new_conversation(&u.s);
+            session_new_conversation(u.s);
             ref_clear(&r);
         } else { /* quit, then resume the conversation */
             buf_appends(&steps, "quit+resume ");
-            int64_t id = session_conv(&u.s)->id;
+            int64_t id = session_conv(u.s)->id;
             sut_close(&u);
             if (sut_open(&u) < 0)
                 break;
             if (id) {
                 char *e = NULL;
-                if (!check(session_resume(&u.s, id, &e) == 0, "resume", e, NULL))
+                if (!check(session_resume(u.s, id, &e) == 0, "resume", e, NULL))
                     free(e);
             } else {
                 ref_clear(&r);
