@@ -189,3 +189,14 @@ int util_dlsym(void *lib, const char *name, void *slot, size_t size)
     memcpy(slot, &p, size);
     return 0;
 }
+
+void util_redact(char *text, const char *secret)
+{
+    if (!secret || !text || strlen(secret) < 8)
+        return;
+    size_t k = strlen(secret);
+    for (char *p = strstr(text, secret); p; p = strstr(p, secret)) {
+        memset(p, '*', k);
+        p += k;
+    }
+}

@@ -63,7 +63,7 @@ struct session {
     int plan_summary_requests;
     char *plan_note;           /* what the last plan did, for the status bar */
     struct session_summary *sums; /* summaries known to this session */
-    size_t n_sums;
+    size_t n_sums, cap_sums;
     unsigned sum_req;          /* summary request in flight, 0 = none */
     struct buf sum_text;
     int sum_failed;            /* a summary failed for this send: drop turns instead */
@@ -576,13 +576,7 @@ void session_tick(struct session *s)
 
 void session_redact(const struct session *s, char *text)
 {
-    if (!s->key || strlen(s->key) < 8 || !text)
-        return;
-    size_t k = strlen(s->key);
-    for (char *p = strstr(text, s->key); p; p = strstr(p, s->key)) {
-        memset(p, '*', k);
-        p += k;
-    }
+    util_redact(text, s->key);
 }
 
 static enum store_status session_store_status(enum api_outcome o)
@@ -764,7 +758,7 @@ static void session_summary_add(struct session *s, int64_t first, int64_t last, 
             s->sums[i].text = xstrdup(text);
             return;
         }
-    s->sums = xrealloc(s->sums, (s->n_sums + 1) * sizeof *s->sums);
+    XGROW(s->sums, s->n_sums + 1, s->cap_sums);
     s->sums[s->n_sums++] = (struct session_summary){first, last, xstrdup(text)};
 }
 
