@@ -65,6 +65,7 @@ struct xfer {
     int crowded;           /* other requests of its quota were on the wire when it left */
     int wait_told;         /* QEV_WAIT sent for the current wait */
     int breaker_open;      /* failed fast: the endpoint's circuit breaker is open */
+    int pool_dead;         /* failed fast: every key of its pool was refused */
 };
 
 /* Quota state, pacing and circuit breaker shared by the requests of one quota name. */
@@ -459,6 +460,10 @@ static enum api_outcome net_outcome(struct xfer *x, CURLcode res, struct net_res
         buf_appends(msg, "cancelled");
         return API_CANCELLED;
     }
+    if (x->pool_dead) {
+        buf_appends(msg, x->errbuf);
+        return API_ERR_HTTP; /* the keys were refused, as a 401 would be */
+    }
     if (x->breaker_open) {
         buf_appends(msg, x->errbuf);
         return API_ERR_NETWORK;
@@ -644,7 +649,7 @@ static void net_explain(struct xfer *x, struct net_result *r, enum ratelimit_net
     r->error = ex;
 }
 
-static double net_pick_key(struct net *n, struct xfer *x, double now);
+static double net_pick_key(struct net *n, struct xfer *x, double now, int *soonest);
 
 /* The attempt is over: retry it, or hand the result to the UI thread and free x. */
 static void net_finish(struct net *n, struct xfer *x, CURLcode res)
@@ -654,7 +659,7 @@ static void net_finish(struct net *n, struct xfer *x, CURLcode res)
     enum ratelimit_net kind = net_kind(x, res, r->status);
     int got_text = x->content_bytes + x->reasoning_bytes > 0;
     struct net_quota *q = x->quota;
-    if (x->ep && !x->cancelled && !x->breaker_open) {
+    if (x->ep && !x->cancelled && !x->breaker_open && !x->pool_dead) {
         if (r->outcome == API_OK || r->outcome == API_CUT)
             ratelimit_breaker_success(&x->ep->br, now);
         else if (ratelimit_breaker_counts((int)r->status, kind))
@@ -663,10 +668,10 @@ static void net_finish(struct net *n, struct xfer *x, CURLcode res)
     if (q && x->rq->n_keys && r->status >= 400)
         ratelimit_key_note_failure(&q->key, (int)r->status,
                                    r->error_code[0] ? r->error_code : NULL, &x->resp, now);
-    if (x->rq->n_keys)
+    if (x->rq->n_keys && q) /* no quota: no key was used (all dead, or cancelled first) */
         snprintf(r->key_label, sizeof r->key_label, "%s", x->rq->keys[x->key_index].label);
     r->used_fallback = x->used_fallback;
-    if (!x->cancelled && !got_text &&
+    if (!x->cancelled && !got_text && !x->pool_dead &&
         (r->outcome == API_ERR_HTTP || r->outcome == API_ERR_NETWORK)) {
         struct ratelimit_policy def;
         const struct ratelimit_policy *pol = &x->rq->policy;
@@ -682,7 +687,7 @@ static void net_finish(struct net *n, struct xfer *x, CURLcode res)
         if (v == RATELIMIT_RETRY && x->rq->n_keys > 1 && r->status == 429) {
             /* This key cools down; another healthy key can go at once. */
             struct xfer probe = *x;
-            if (net_pick_key(n, &probe, now) == 0 && probe.key_index != x->key_index) {
+            if (net_pick_key(n, &probe, now, NULL) == 0 && probe.key_index != x->key_index) {
                 delay = 0;
                 snprintf(reason, sizeof reason, "HTTP 429 on key %s: retrying at once with key %s",
                          x->rq->keys[x->key_index].label, x->rq->keys[probe.key_index].label);
@@ -755,9 +760,11 @@ static const char *net_quota_base(const struct net_request *rq)
     return rq->quota_name ? rq->quota_name : rq->url;
 }
 
-/* Choose the key (and so the quota) of the next attempt. Returns 0, or the seconds to wait
- * when every key is cooling down (HUGE_VAL: every key is dead). */
-static double net_pick_key(struct net *n, struct xfer *x, double now)
+/* Choose the key (and so the quota) of the next attempt: sets x->key_index and x->quota and
+ * returns 0. When no key may be used now, x's key and quota stay as they were (NULL before a
+ * first attempt), *soonest (may be NULL) gets the index of the key that comes back first, and
+ * it returns the seconds until then (HUGE_VAL: every key is dead). */
+static double net_pick_key(struct net *n, struct xfer *x, double now, int *soonest)
 {
     const struct net_request *rq = x->rq;
     x->ep = net_quota_named(n, net_quota_base(rq), rq);
@@ -779,6 +786,11 @@ static double net_pick_key(struct net *n, struct xfer *x, double now)
         x->key_index = idx;
         x->quota = qs[idx];
         wait = 0;
+    } else if (soonest) {
+        *soonest = 0;
+        for (size_t i = 1; i < rq->n_keys; i++)
+            if (ks[i]->cool_until < ks[*soonest]->cool_until)
+                *soonest = (int)i;
     }
     free(ks);
     free(qs);
@@ -849,6 +861,36 @@ static void net_hold(struct net *n, struct xfer *x, double wait, double now)
     x->wait_told = 1;
 }
 
+/* Every key of x's pool is cooling down after a 429: x waits wait seconds for key k, the first
+ * to come back, with a note to the sink the first time. */
+static void net_hold_for_key(struct net *n, struct xfer *x, double wait, double now, int k)
+{
+    x->start_at = now + wait;
+    if (x->wait_told)
+        return;
+    char why[200], tbuf[32];
+    snprintf(why, sizeof why, "every key of the pool is cooling down (HTTP 429): waiting %s "
+             "for key %s", ratelimit_format_duration(wait, tbuf, sizeof tbuf),
+             x->rq->keys[k].label);
+    queue_push_note(n->q, QEV_WAIT, x->id, why, wait);
+    x->wait_told = 1;
+}
+
+/* Every key of x's pool was refused (401, 403, no credit): x fails at once, not retried. */
+static void net_fail_pool(struct net *n, struct xfer *x)
+{
+    struct buf b = BUF_INIT;
+    buf_appends(&b, "every key of the pool (");
+    for (size_t i = 0; i < x->rq->n_keys; i++)
+        buf_printf(&b, "%s%s", i ? ", " : "", x->rq->keys[i].label);
+    buf_appends(&b, ") was refused (HTTP 401, 403 or no credit): check the keys of this "
+                    "profile");
+    snprintf(x->errbuf, sizeof x->errbuf, "%s", buf_str(&b));
+    buf_free(&b);
+    x->pool_dead = 1;
+    net_finish(n, x, CURLE_COULDNT_CONNECT);
+}
+
 /* x's endpoint is failing (its circuit is open): x becomes its fallback request, with a note
  * to the sink. */
 static void net_to_fallback(struct net *n, struct xfer *x)
@@ -909,16 +951,22 @@ static double net_admit(struct net *n)
             pp = &x->next;
             continue;
         }
-        double kwait = net_pick_key(n, x, now);
-        q = x->quota;
+        int soonest = 0;
+        double kwait = net_pick_key(n, x, now, &soonest);
         if (kwait == HUGE_VAL) {
             *pp = x->next;
-            snprintf(x->errbuf, sizeof x->errbuf, "every key of the pool was refused (401, 403 "
-                     "or no credit): check the keys of this profile");
-            x->breaker_open = 1;
-            net_finish(n, x, CURLE_COULDNT_CONNECT);
+            net_fail_pool(n, x);
             continue;
         }
+        if (kwait > 0) {
+            /* No key may be used now, so none was picked: x->quota is not this attempt's
+             * (NULL before a first attempt). Wait for the first key to come back. */
+            net_hold_for_key(n, x, kwait, now, soonest);
+            next_due = kwait < next_due ? kwait : next_due;
+            pp = &x->next;
+            continue;
+        }
+        q = x->quota;
         if (!q->answered && q->probing && !q->key.state.seen && !q->key.state.rpm) {
             /* Slow start: until the first answer shows the limits, one request at a time, so
              * a batch never fires 32 requests into a limit it has not seen yet. */
@@ -927,8 +975,7 @@ static double net_admit(struct net *n)
             pp = &x->next;
             continue;
         }
-        double wait = kwait > 0 ? kwait : ratelimit_wait_time(&q->key.state, now,
-                                                              x->rq->est_tokens);
+        double wait = ratelimit_wait_time(&q->key.state, now, x->rq->est_tokens);
         if (wait > 0.001) {
             net_hold(n, x, wait, now);
             next_due = wait < next_due ? wait : next_due;

@@ -36,8 +36,10 @@ struct net_request {
     double est_tokens;    /* tokens this request will use, for pacing; 0 = unknown */
     char *key_env;        /* variable the key came from, for messages ("OPENAI_API_KEY") */
     struct net_key *keys; /* a key pool (n_keys > 0): each attempt uses the healthy key with the
-                             most remaining quota; a key that got 429 cools down until its reset;
-                             auth_value is then unused */
+                             most remaining quota; a key that got 429 cools down until its reset
+                             (when all are cooling, the request waits for the first back: QEV_WAIT);
+                             one refused (401, 403, no credit) is dead, and when all are, the
+                             request fails at once; auth_value is then unused */
     size_t n_keys;
     int breaker_failures; /* consecutive failures that open this endpoint's breaker (0: 5) */
     double breaker_cooldown; /* seconds it stays open (0: 30) */

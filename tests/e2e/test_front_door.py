@@ -151,6 +151,28 @@ with ttlib.FakeServer() as srv:
         tm.send("C-d")
         t.eq(tm.wait_exit(5), 0, "chat with a pool: Ctrl-D quits with status 0 (2)")
 
+    # every key cooling down, none dead: the next turn waits for the first key to come back
+    # (it used a NULL quota and the chat crashed). A's 429 cools it 4 s, B's 401 kills B.
+    home = home_with("keys = KEY_A, KEY_B\n")
+    with ttlib.Tmux(80, 24) as tm:
+        start_chat(tm, pool_env(srv, home), ["--no-cache"])
+        srv.clear_queue()
+        srv.queue([REFUSE_429.replace("60s", "4s") + ",h.retry-after=4", "",
+                   REFUSE_401, ""])
+        n0 = len(srv.requests())
+        scr = chat_send(tm, "cool one")
+        scr = chat_send(tm, "cool two", mark="\u2717")
+        scr = chat_send(tm, "cool three", timeout=20)
+        made = srv.requests()[n0:]
+        t.ok(scr is not None and scr.count("cool three") >= 2 and tm.dead() is None,
+             "chat: with A cooling and B refused, the next turn waits for A and is answered",
+             tm.capture())
+        t.eq(auths(made), [LEN_A, LEN_B, LEN_B, LEN_A], "chat: A (429), B, B (401), then A again")
+        gap = made[3]["t"] - made[0]["t"] if len(made) == 4 else 0
+        t.ok(gap >= 3.8, "chat: A was not used again before its 4 s were over (%.2fs)" % gap)
+        tm.send("C-d")
+        t.eq(tm.wait_exit(5), 0, "chat with a cooling pool: Ctrl-D quits with status 0")
+
     # --- the chat: a `fallback =` profile when the breaker opens ----------------------------------
     home = home_with(fallback_config(srv))
     srv.clear_queue()

@@ -9,12 +9,18 @@ sys.dont_write_bytecode = True
 import email.utils  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
+import shutil  # noqa: E402
 import time  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ttlib  # noqa: E402
 
 t = ttlib.Tap()
+LEN_A, LEN_B = "<redacted len=22>", "<redacted len=34>"  # "Bearer " + KEY_A, KEY_B below
+
+
+def lens_of(made):
+    return [r["headers"].get("authorization") for r in made]
 
 
 def scenario(srv, specs, args, name, want_requests, env=None, home=None, timeout=60):
@@ -118,6 +124,49 @@ with ttlib.FakeServer() as srv:
     res = [json.loads(x) for x in out.splitlines() if x.strip()]
     t.eq([r.get("key") for r in res], ["KEY_B", "KEY_B"], "--json names the key that served (by label)")
     t.ok(b"sk-aaaa" not in err + out and b"sk-bbbb" not in err + out, "keys never printed")
+
+    # every key cooling down, none dead: a new request waits for the first key to come back (it
+    # used a NULL quota and crashed). A's 429 cools it for 2 s, B's 401 kills B; line 3 waits.
+    home = ttlib.make_home()
+    cfg = os.path.join(home, ".config", "tokterm")
+    os.makedirs(cfg)
+    with open(os.path.join(cfg, "config"), "w") as f:
+        f.write("keys = KEY_A, KEY_B\n")
+    lines = os.path.join(home, "in.jsonl")
+    with open(lines, "w") as f:
+        f.write("".join(json.dumps({"id": i, "prompt": "pool %d" % i}) + "\n" for i in (1, 2, 3)))
+    cool = ("status=429,error=slow,code=rate_limit_exceeded,h.retry-after=2,"
+            "h.x-ratelimit-remaining-requests=0,h.x-ratelimit-reset-requests=2s")
+    rc, out, err, el, made = scenario(
+        srv, [cool, "", "status=401,error=bad%20key", ""],
+        ["--no-cache", "batch", "-j", "1", lines], "pool: every key cooling or dead", 4,
+        env=env, home=home)
+    t.ok(rc not in (-11, 124) and b"Segmentation" not in err,
+         "pool all cooling: no crash (exit %d)" % rc, err.decode())
+    res = {r.get("id"): r for r in (json.loads(x) for x in out.splitlines() if x.strip())}
+    t.eq([(res.get(i) or {}).get("outcome") for i in (1, 2, 3)],
+         ["complete", "api-error", "complete"],
+         "pool all cooling: line 1 via B, line 2 B refused, line 3 answered")
+    t.eq(((res.get(3) or {}).get("key"), (res.get(3) or {}).get("content")), ("KEY_A", "pool 3"),
+         "pool all cooling: line 3 waited for key A to come back")
+    gap = made[3]["t"] - made[0]["t"] if len(made) == 4 else 0
+    t.ok(gap >= 1.8, "pool all cooling: A was not used before its 2 s were over (%.2fs)" % gap)
+    t.eq(lens_of(made), [LEN_A, LEN_B, LEN_B, LEN_A], "pool all cooling: A, B, B, then A again")
+
+    # every key dead: the request fails at once with a clear message, nothing more is sent
+    with open(lines, "w") as f:
+        f.write("".join(json.dumps({"id": i, "prompt": "dead %d" % i}) + "\n" for i in (1, 2, 3)))
+    home2 = ttlib.make_home()
+    shutil.copytree(cfg, os.path.join(home2, ".config", "tokterm"))
+    rc, out, err, el, made = scenario(
+        srv, ["status=401,error=bad%20key", "status=403,error=no%20access"],
+        ["--no-cache", "batch", "-j", "1", lines], "pool: every key dead", 2, env=env, home=home2)
+    res = {r.get("id"): r for r in (json.loads(x) for x in out.splitlines() if x.strip())}
+    last = res.get(3) or {}
+    t.eq((rc, last.get("outcome"), last.get("exit_code"), last.get("attempts")),
+         (3, "api-error", 3, 1), "pool all dead: line 3 fails at once as an API error, not retried")
+    t.ok("every key of the pool (KEY_A, KEY_B) was refused" in (last.get("error") or ""),
+         "pool all dead: the message names the keys", repr(last.get("error")))
 
     # a breaker that opens and falls back
     home = ttlib.make_home()
