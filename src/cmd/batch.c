@@ -161,18 +161,46 @@ struct batch {
 
 /* ---- arguments ---- */
 
+/* Append ", " and item to b, whose last line is *col columns wide: on a new line indented by
+ * indent columns when it would pass the 79th. */
+static void batch_usage_item(struct buf *b, size_t *col, const char *item, size_t indent)
+{
+    size_t n = strlen(item);
+    if (*col + 2 + n > 79) {
+        buf_printf(b, ",\n%*s%s", (int)indent, "", item);
+        *col = indent + n;
+    } else {
+        buf_printf(b, ", %s", item);
+        *col += 2 + n;
+    }
+}
+
 const char *batch_usage(void)
 {
-    return "Usage: tokterm [OPTIONS] batch IN.jsonl [--concurrency N] [--out FILE [--resume]]\n"
+    static char *text;
+    if (text)
+        return text;
+    struct buf b = BUF_INIT;
+    buf_appends(&b,
+           "Usage: tokterm [OPTIONS] batch IN.jsonl [--concurrency N] [--out FILE [--resume]]\n"
            "\n"
            "Send every line of IN.jsonl (\"-\" = stdin) as its own request, N at a time, and\n"
            "write one JSON line per answer to stdout (or FILE) as each one finishes.\n"
            "\n"
            "Input lines:  {\"id\": 1, \"prompt\": \"Hello\"}\n"
            "              {\"id\": \"b\", \"messages\": [{\"role\": \"user\", "
-           "\"content\": \"Hi\"}]}\n"
-           "  optional per line: \"model\", \"temperature\", \"max_tokens\", "
-           "\"system\" (with prompt)\n"
+           "\"content\": \"Hi\"}]}\n");
+    /* the sampling parameters (API_SAMPLING) by their JSON names, then by their options */
+    const char *head = "  optional per line: \"model\"";
+    size_t col = strlen(head);
+    buf_appends(&b, head);
+    char item[64];
+    for (size_t i = 0; i < API_N_PARAMS; i++) {
+        snprintf(item, sizeof item, "\"%s\"", api_params[i].name);
+        batch_usage_item(&b, &col, item, 4);
+    }
+    batch_usage_item(&b, &col, "\"system\" (with prompt)", 4);
+    buf_appends(&b, "\n"
            "Output lines: {\"id\", \"line\", \"content\", \"reasoning\", \"model\", "
            "\"finish_reason\",\n"
            "  \"outcome\", \"exit_code\", \"error\", \"usage\", \"timings\", \"cached\", "
@@ -182,12 +210,28 @@ const char *batch_usage(void)
            "  -j, --concurrency N   requests in flight at once (default 8, at most 1024)\n"
            "  -o, --out FILE        write the answers to FILE instead of stdout\n"
            "      --resume          skip ids FILE already has complete; retry the rest\n"
-           "  -h, --help            this text\n"
-           "Options before 'batch' apply to every line: -m, -s, -P, --base-url, --max-tokens,\n"
-           "-t, --no-cache, --cache-only, --incognito (no cache), --db ...\n"
+           "  -h, --help            this text\n");
+    head = "Options before 'batch' apply to every line: -m, -s, -P";
+    col = strlen(head);
+    buf_appends(&b, head);
+    batch_usage_item(&b, &col, "--base-url", 0);
+    for (size_t i = 0; i < API_N_PARAMS; i++) {
+        if (api_params[i].shrt)
+            snprintf(item, sizeof item, "-%c", api_params[i].shrt);
+        else
+            snprintf(item, sizeof item, "--%s", api_params[i].opt);
+        batch_usage_item(&b, &col, item, 0);
+    }
+    static const char *const more[] = {"--no-cache", "--cache-only", "--incognito (no cache)",
+                                       "--db ..."};
+    for (size_t i = 0; i < TT_ARRAY_LEN(more); i++)
+        batch_usage_item(&b, &col, more[i], 0);
+    buf_appends(&b, "\n"
            "Answers are not saved as conversations; they use and fill the response cache.\n"
            "Exit status: 0 all complete; 3 some items failed (see their lines); 2 bad usage or\n"
-           "  input; 130 interrupted (finished lines are all written: finish with --resume).\n";
+           "  input; 130 interrupted (finished lines are all written: finish with --resume).\n");
+    text = buf_take(&b);
+    return text;
 }
 
 int batch_parse(struct batch_opts *o, int argc, char **argv, struct buf *err)

@@ -7,6 +7,7 @@
 #include "text/ini.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +22,7 @@ struct opt {
     const char *name;
     enum opt_type type;
     size_t off;
-    size_t flag_off;  /* for doubles with a "has" flag; 0 = none */
+    size_t flag_off;  /* an int set to 1 with the value ("has_temperature"); 0 = none */
     double min, max;
 };
 
@@ -34,9 +35,14 @@ static const struct opt conf_opts[] = {
     {"api_key_cmd", OPT_STR, O(api_key_cmd), 0, 0, 0},
     {"api_key", OPT_STR, O(api_key), 0, 0, 0},
     {"auth_header", OPT_STR, O(auth_header), 0, 0, 0},
-    {"max_tokens", OPT_LONG, O(max_tokens), 0, 0, 10000000},
+    /* the sampling parameters, one row each from API_SAMPLING (INT also takes 0: not sent) */
+#define CONF_PARAM_OPT_INT(f, lo, hi) {#f, OPT_LONG, O(f), 0, 0, hi},
+#define CONF_PARAM_OPT_REAL(f, lo, hi) {#f, OPT_DOUBLE, O(f), O(has_##f), lo, hi},
+#define CONF_PARAM_OPT_WHOLE(f, lo, hi) {#f, OPT_LONG, O(f), O(has_##f), lo, hi},
+#define CONF_PARAM_OPT(f, kind, lo, hi, opt, shrt, metavar, help) CONF_PARAM_OPT_##kind(f, lo, hi)
+    API_SAMPLING(CONF_PARAM_OPT)
+#undef CONF_PARAM_OPT
     {"max_tokens_field", OPT_STR, O(max_tokens_field), 0, 0, 0},
-    {"temperature", OPT_DOUBLE, O(temperature), O(has_temperature), 0, 2},
     {"include_usage", OPT_BOOL, O(include_usage), 0, 0, 1},
     {"connect_timeout_ms", OPT_LONG, O(connect_timeout_ms), 0, 1, 600000},
     {"idle_timeout", OPT_DOUBLE, O(idle_timeout), 0, 0.1, 86400},
@@ -64,6 +70,9 @@ static const struct opt conf_opts[] = {
     {"breaker_cooldown", OPT_DOUBLE, O(breaker_cooldown), 0, 0.1, 86400},
 };
 #undef O
+/* struct conf's profile_set has a bit per option. */
+_Static_assert(TT_ARRAY_LEN(conf_opts) <= sizeof(unsigned long) * CHAR_BIT,
+               "more options than bits in profile_set");
 
 static char **conf_str(struct conf *c, const struct opt *o)
 {
@@ -186,6 +195,8 @@ int conf_set(struct conf *c, const char *key, const char *value, struct buf *err
             return -1;
         }
         *(long *)((char *)c + o->off) = v;
+        if (o->flag_off)
+            *(int *)((char *)c + o->flag_off) = 1;
         return 0;
     }
     case OPT_DOUBLE: {

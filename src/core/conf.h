@@ -3,6 +3,7 @@
 #ifndef TT_CONF_H
 #define TT_CONF_H
 #include "base/buf.h"
+#include "proto/api.h"
 
 struct conf {
     char *profile;          /* selected profile name, NULL = none */
@@ -13,10 +14,9 @@ struct conf {
     char *api_key_cmd;      /* shell command printing the key */
     char *api_key;          /* literal key in the file (discouraged: warned about) */
     char *auth_header;      /* "Authorization" (Bearer) or e.g. "api-key" (Azure) */
-    long max_tokens;        /* 0 = not sent */
+    API_SAMPLING(API_PARAM_FIELD) /* max_tokens (0 = not sent), temperature and has_temperature,
+                             ...: the sampling parameters, with their keys (proto/api.h) */
     char *max_tokens_field; /* "max_tokens" or "max_completion_tokens" */
-    double temperature;
-    int has_temperature;
     int include_usage;      /* ask for usage with stream_options (1) */
     long connect_timeout_ms;
     double idle_timeout;    /* seconds without a data event before giving up */

@@ -13,8 +13,9 @@
 #include <strings.h>
 
 #define API_PARAM_DESC_INT(f) .off = offsetof(struct api_request, f)
-#define API_PARAM_DESC_REAL(f) \
-    .real = 1, .off = offsetof(struct api_request, f), .has_off = offsetof(struct api_request, has_##f)
+#define API_PARAM_DESC_FLAG(f) .flagged = 1, .has_off = offsetof(struct api_request, has_##f)
+#define API_PARAM_DESC_REAL(f) .real = 1, API_PARAM_DESC_INT(f), API_PARAM_DESC_FLAG(f)
+#define API_PARAM_DESC_WHOLE(f) API_PARAM_DESC_INT(f), API_PARAM_DESC_FLAG(f)
 #define API_PARAM_DESC(f, kind, lo, hi, lng, sh, mv, hlp)                                    \
     {.name = #f, .min = lo, .max = hi, .opt = lng, .shrt = sh, .metavar = mv, .help = hlp, \
      API_PARAM_DESC_##kind(f)},
@@ -25,13 +26,12 @@ const struct api_param api_params[] = {API_SAMPLING(API_PARAM_DESC)};
 static int api_param_get(const struct api_request *r, const struct api_param *p, double *v)
 {
     const char *base = (const char *)r;
-    if (p->real) {
+    long n = 0;
+    if (p->real)
         *v = *(const double *)(base + p->off);
-        return *(const int *)(base + p->has_off);
-    }
-    long n = *(const long *)(base + p->off);
-    *v = (double)n;
-    return n > 0;
+    else
+        *v = (double)(n = *(const long *)(base + p->off));
+    return p->flagged ? *(const int *)(base + p->has_off) : n > 0;
 }
 
 int api_param_from_json(struct api_request *r, const struct api_param *p, double v, int is_number,
@@ -44,18 +44,17 @@ int api_param_from_json(struct api_request *r, const struct api_param *p, double
             return -1;
         }
         *(double *)(base + p->off) = v;
+    } else {
+        /* the range first: v is cast to long only inside it */
+        if (!is_number || !(v >= p->min && v <= p->max) || v != (double)(long)v) {
+            buf_printf(err, "\"%s\" must be a whole number from %.0f to %.0f", p->name,
+                       p->min, p->max);
+            return -1;
+        }
+        *(long *)(base + p->off) = (long)v;
+    }
+    if (p->flagged)
         *(int *)(base + p->has_off) = 1;
-        return 0;
-    }
-    if (!is_number || !(v >= p->min && v <= p->max) || v != (double)(long)v) {
-        if (p->min == 1)
-            buf_printf(err, "\"%s\" must be a whole number above 0", p->name);
-        else
-            buf_printf(err, "\"%s\" must be a whole number from %g to %g", p->name, p->min,
-                       p->max);
-        return -1;
-    }
-    *(long *)(base + p->off) = (long)v;
     return 0;
 }
 

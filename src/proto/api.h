@@ -14,21 +14,27 @@ struct api_message {
 };
 
 /* The sampling parameters, in the order a request body carries them: the one table to extend.
- * Each line gives the field(s) of struct api_request (and of struct conf, by the same name), the
- * body member (api_request_json), the command-line option and its --help line (cli.c), the
- * per-line override of `tokterm batch` (api_param_from_json), and so the response-cache key,
- * which hashes the body:
+ * Each line gives the field(s) of struct api_request and of struct conf (API_PARAM_FIELD), the
+ * body member (api_request_json), the configuration key and its check (conf.c's option table),
+ * the command-line option and its --help line (cli.c), its layering onto the profile
+ * (setup.c), the per-line override of `tokterm batch` and its --help (api_param_from_json,
+ * batch.c), and so the response-cache key, which hashes the body:
  *   X(name, kind, min, max, long option, short option or 0, metavar, help)
- * kind INT: `long name`, a whole number, not sent when <= 0; REAL: `double name` and
- * `int has_name`, sent when has_name is set. min..max is the range a batch line may give
- * (the configuration and the command line are checked by conf.c's option table, which needs
- * the parameter too). */
-#define API_SAMPLING(X)                                                                     \
-    X(max_tokens, INT, 1, 1e9, "max-tokens", 0, "N", "limit the answer's length")            \
-    X(temperature, REAL, 0, 2, "temperature", 't', "T", "sampling temperature (0..2)")
+ * kind INT: `long name`, a whole number, not sent when <= 0 (the configuration and the
+ * command line also take 0: not sent); REAL: `double name` and `int has_name`, a number, sent
+ * when has_name is set; WHOLE: `long name` and `int has_name`, a whole number, sent when
+ * has_name is set (0 too). min..max is the range a value may take (max at most 2^53). An
+ * unset parameter is not sent, so a new line leaves every body that does not set it byte for
+ * byte the same (and its cache entry valid); besides its line, only the docs and the shell
+ * completions name it. */
+#define API_SAMPLING(X)                                                                            \
+    X(max_tokens, INT, 1, 1e7, "max-tokens", 0, "N", "limit the answer's length")                  \
+    X(temperature, REAL, 0, 2, "temperature", 't', "T", "sampling temperature (0..2)")             \
+    /* one line per parameter, each ending in a backslash */
 
 #define API_PARAM_FIELD_INT(name) long name;
 #define API_PARAM_FIELD_REAL(name) double name; int has_##name;
+#define API_PARAM_FIELD_WHOLE(name) long name; int has_##name;
 /* X callback declaring a parameter's field(s) in a struct: API_SAMPLING(API_PARAM_FIELD). */
 #define API_PARAM_FIELD(name, kind, min, max, opt, shrt, metavar, help) API_PARAM_FIELD_##kind(name)
 
@@ -38,6 +44,7 @@ struct api_message {
 #define API_PARAM_COPY_REAL(dst, src, name) \
     (dst)->name = (src)->name;              \
     (dst)->has_##name = (src)->has_##name;
+#define API_PARAM_COPY_WHOLE(dst, src, name) API_PARAM_COPY_REAL(dst, src, name)
 
 struct api_request {
     const char *model;
@@ -53,12 +60,13 @@ struct api_request {
  * command line). */
 struct api_param {
     const char *name;      /* "temperature": the body member and the configuration key */
-    int real;              /* REAL (a number) rather than INT (a whole number) */
+    int real;              /* REAL (a number) rather than INT or WHOLE (a whole number) */
+    int flagged;           /* REAL, WHOLE: sent when its has_ flag is set; INT: when above 0 */
     double min, max;
     const char *opt;       /* long command-line option: "max-tokens" */
     char shrt;             /* short command-line option, 0 = none */
     const char *metavar, *help;
-    size_t off, has_off;   /* where it is in struct api_request (has_off: REAL only) */
+    size_t off, has_off;   /* where it is in struct api_request (has_off: if flagged) */
 };
 
 /* The parameters of API_SAMPLING, in its order; API_N_PARAMS of them. */
@@ -71,8 +79,8 @@ enum {
 };
 
 /* Set parameter p of r from the JSON value v (a batch line's override): 0 when v is a number in
- * range (whole for INT), else -1 with err set ("\"temperature\" must be a number from 0 to
- * 2"). */
+ * range (whole for INT and WHOLE), else -1 with err set ("\"temperature\" must be a number
+ * from 0 to 2"). */
 int api_param_from_json(struct api_request *r, const struct api_param *p, double v, int is_number,
                         struct buf *err);
 

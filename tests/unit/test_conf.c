@@ -118,6 +118,31 @@ int main(void)
     TAP_OK(strstr(buf_str(&warn), "unknown option 'colour'") != NULL, "unknown key warned");
     conf_free(&c);
 
+    /* Every sampling parameter (API_SAMPLING) is a key of the file, in a profile too, with the
+     * table's range (an INT also takes 0: not sent). */
+    for (size_t i = 0; i < API_N_PARAMS; i++) {
+        const struct api_param *p = &api_params[i];
+        double lo = p->flagged ? p->min : 0;
+        char *text = xasprintf("[p]\n%s = %.17g\n", p->name, p->max);
+        char *name = xasprintf("%s = its largest value in a profile", p->name);
+        TAP_INT(load(&c, text, "p", &err, &warn), 0, name);
+        conf_free(&c);
+        free(text);
+        free(name);
+        for (int side = 0; side < 2; side++) {
+            double v = side ? p->max + 1 : lo - 1;
+            text = xasprintf("%s = %.17g\n", p->name, v);
+            name = xasprintf("%s = %.17g is refused and named", p->name, v);
+            char *want = xasprintf(":1: %s must be a ", p->name);
+            TAP_OK(load(&c, text, NULL, &err, &warn) == -1 && strstr(buf_str(&err), want),
+                   name);
+            conf_free(&c);
+            free(text);
+            free(name);
+            free(want);
+        }
+    }
+
     /* Missing file */
     conf_defaults(&c);
     char *none = xasprintf("%s/none", dir);
