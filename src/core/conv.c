@@ -243,7 +243,8 @@ struct conv_rowinfo *conv_rows(const struct store_conversation *sc, size_t *n_tu
         k = end;
     }
     free(sib);
-    /* each other row belongs to the user row it names; a user row's answer is its newest */
+    /* each other row belongs to the user row it names; a user row's answer is its newest
+     * assistant row (tool rows belong to the turn, but are not its answer) */
     for (size_t i = 0; i < n; i++) {
         const struct store_message *m = &sc->messages[i];
         if (conv_is(m, "user") || m->parent_id <= 0)
@@ -251,7 +252,8 @@ struct conv_rowinfo *conv_rows(const struct store_conversation *sc, size_t *n_tu
         long p = conv_row(sc, m->parent_id);
         if (p < 0 || !conv_is(&sc->messages[p], "user"))
             continue;
-        ri[p].answer = (long)i;
+        if (conv_is(m, "assistant"))
+            ri[p].answer = (long)i;
         ri[i].user = p;
         ri[i].version = ri[p].version;
         ri[i].versions = ri[p].versions;
@@ -269,10 +271,11 @@ struct conv_rowinfo *conv_rows(const struct store_conversation *sc, size_t *n_tu
         if (ri[i].turn == -1) {
             ri[i].turn = (int)++turn;
             ri[i].live = 1;
-            if (ri[i].answer >= 0) {
-                ri[ri[i].answer].turn = ri[i].turn;
-                ri[ri[i].answer].live = 1;
-            }
+        }
+    for (size_t i = 0; i < n; i++) /* the rest of a live turn: its answer, its tool rows */
+        if (ri[i].user >= 0 && ri[ri[i].user].live && !ri[i].live) {
+            ri[i].turn = ri[ri[i].user].turn;
+            ri[i].live = 1;
         }
     *n_turns = turn;
     return ri;

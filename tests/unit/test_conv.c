@@ -135,6 +135,7 @@ static void test_saved_tree(void)
     row(&r, 7, "user", "B", 1, STORE_COMPLETE, NULL);
     row(&r, 8, "assistant", "b2", 7, STORE_COMPLETE, NULL);
     row(&r, 9, "user", "R", 7, STORE_COMPLETE, "over budget");
+    row(&r, 10, "tool", "tool output", 7, STORE_COMPLETE, NULL);
     r.sc.head_id = 9;
     struct conv c;
     conv_init(&c);
@@ -157,7 +158,9 @@ static void test_saved_tree(void)
     int live = 0;
     for (size_t i = 0; i < r.sc.n_messages; i++)
         live += ri[i].live;
-    TAP_INT(live, 5, "five rows on it (F, its failure, B, b2, R)");
+    TAP_INT(live, 6, "six rows on it (F, its failure, B, b2, R, B's tool row)");
+    TAP_OK(ri[7].answer == -1 && ri[6].answer == 7 && ri[9].turn == 2,
+           "a tool row is part of its turn, never its answer");
     TAP_OK(!ri[2].live && !ri[3].live && !ri[4].live && ri[6].live && ri[7].live,
            "replaced versions are off the live path");
     TAP_OK(ri[3].version == 1 && ri[3].versions == 3 && ri[7].turn == 2,
