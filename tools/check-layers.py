@@ -27,8 +27,9 @@ OWNER = {
     "ncursesw/curses.h": "tui", "readline/readline.h": "tui", "readline/history.h": "tui",
 }
 
-# headers private to their folder: the library loaders and the tokenizer SQLite calls back
-PRIVATE = {"store/sqlite_dl.h", "store/fts_words.h", "net/curl_dl.h"}
+# headers private to their folder: the library loaders, the tokenizer SQLite calls back and
+# the store's internals (struct store)
+PRIVATE = {"store/sqlite_dl.h", "store/fts_words.h", "store/store_int.h", "net/curl_dl.h"}
 
 # library headers main.c may include although another folder owns them (version macros)
 MAIN_MAY = {"curses.h", "readline/readline.h"}

@@ -126,8 +126,9 @@ static int64_t store_msg_insert(struct store *st, int64_t conv, const char *role
     sqlite3_bind_int(s, 8, in && in->cached);
     store_bind_text(s, 9, writer);
     sqlite3_bind_text(s, 10, content ? content : "", content ? (int)len : 0, SQLITE_STATIC);
-    if (in && in->parent_id > 0)
-        sqlite3_bind_int64(s, 11, in->parent_id);
+    /* 0, never NULL, without a parent: NULL is a row another program wrote, which the
+     * messages_tree_ai trigger links (schema.c) */
+    sqlite3_bind_int64(s, 11, in && in->parent_id > 0 ? in->parent_id : 0);
     store_bind_text(s, 12, in ? in->error : NULL);
     rc = sqlite3_step(s);
     store_done(st, s);

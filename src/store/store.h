@@ -13,13 +13,19 @@
  * and its outcome: an assistant row (complete, truncated, cancelled or interrupted with the
  * text so far, error with none) and tool rows, or nothing when it was refused before sending
  * (the user row's error says why; its status stays 'complete'). messages.parent_id links a user
- * row to the user row of the previous turn on its path (NULL for a first turn) and an
+ * row to the user row of the previous turn on its path (0 for a first turn: a root) and an
  * assistant or tool row to the user row it answers; siblings (an /edit, a /retry) share a
  * parent. conversations.head_id is the user row of the live path's last turn: the live path
  * runs from it up the parents. Nothing is deleted to change the path. Databases from before
- * v6 get the links on upgrade: rows in id order, each user row starting a turn, a user row
- * whose text equals the previous turn's a sibling of it (an old /retry), the last user row
- * the head.
+ * v6 get the links on upgrade: rows in id order, each user row starting a turn (the first
+ * with parent 0), a user row whose text equals the previous turn's a sibling of it (an old
+ * /retry), the last user row the head.
+ * NULL means "not linked by tokterm": tokterm writes 0, never NULL, for a row without a
+ * parent. A row another program inserts (the sqlite3 shell, a script) with parent_id NULL is
+ * linked by a trigger (plain SQL) as flat conversations were: a user row gets the newest user
+ * row of its conversation with a smaller id (0 when none) and becomes the head; any other row
+ * gets that user row (NULL when none, as for a system row before the first prompt, which
+ * the upgrade also leaves NULL). The loader reads NULL as 0 (store_message.parent_id: none).
  *
  * Search query language (store_search): the query is split into terms at white space; a term
  * is a substring to find, case-insensitively, anywhere in a message's content, and a message
@@ -77,7 +83,7 @@ struct store_msg_info {
     int cached;       /* 1 when the answer was replayed from the response cache */
     /* The turn tree (see "Conversations as trees" below): for a user row, the user row of the
      * previous turn on its path; for an assistant or tool row, the user row it answers. 0 =
-     * none (a first turn). */
+     * none (a first turn); saved as 0, not NULL. */
     int64_t parent_id;
     const char *error; /* a user row refused before sending: why (NULL: it was sent) */
 };
@@ -92,7 +98,7 @@ struct store_timings {
 
 struct store_message {
     int64_t id, conversation_id;
-    int64_t parent_id; /* 0 = none (a first turn's user row, or a row older than the tree) */
+    int64_t parent_id; /* 0 = none (a first turn's user row; a system row); NULL reads 0 */
     char *role; /* "system", "user", "assistant" or "tool" */
     char *content;
     size_t content_len;

@@ -502,8 +502,8 @@ static char *heads_of(const char *path)
 }
 
 /* A version 5 database at path: a new store (version 6) taken back to version 5 (the tree's
- * index and columns dropped, user_version 5), so that rows raw_exec inserts then go through
- * the v5 triggers. test_migrate_prev has the real thing, written by the previous release.
+ * trigger, indexes and columns dropped, user_version 5), so that rows raw_exec inserts then go
+ * through the v5 triggers. test_migrate_prev has the real thing, written by the previous release.
  * 0 or -1. */
 static int make_v5(const char *path)
 {
@@ -514,7 +514,9 @@ static int make_v5(const char *path)
         return -1;
     }
     store_close(st);
-    return raw_exec(path, "DROP INDEX messages_parent;"
+    return raw_exec(path, "DROP TRIGGER IF EXISTS messages_tree_ai;"
+                          "DROP INDEX IF EXISTS messages_user;"
+                          "DROP INDEX messages_parent;"
                           "ALTER TABLE messages DROP COLUMN parent_id;"
                           "ALTER TABLE conversations DROP COLUMN head_id;"
                           "PRAGMA user_version = 5;") == SQLITE_OK
@@ -579,12 +581,20 @@ static void test_migrate_v5(void)
     TAP_STR(heads, "1:19 2:14 3:9 4:17 5:0", "v5: each conversation's last prompt is its head");
     free(tree);
     free(heads);
+    TAP_INT(raw_int(path, "SELECT count(*) FROM messages WHERE role = 'user' AND "
+                          "parent_id IS NULL"),
+            0, "v5: a first turn's prompt is linked to 0, not left NULL");
+    TAP_INT(raw_int(path, "SELECT count(*) FROM messages WHERE parent_id IS NULL"), 1,
+            "v5: only the system row before any prompt stays NULL");
     TAP_INT(raw_int(path, "SELECT count(*) FROM messages"), 20, "v5: no row lost");
     TAP_INT(raw_int(path, "SELECT count(*) FROM words_queue"), queued,
             "v5: linking the rows queued no change for the word index");
     TAP_INT(raw_int(path, "SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND "
                           "name = 'messages_parent'"),
             1, "v5: messages(parent_id) is indexed");
+    TAP_INT(raw_int(path, "SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND "
+                          "name = 'messages_user'"),
+            1, "v5: so are the user rows (for the trigger that links other programs' rows)");
     struct store_conversation *c = NULL;
     TAP_INT(store_conversation_load(st, 2, &c), 0, "v5: the retried conversation loads");
     if (c) {
@@ -599,6 +609,15 @@ static void test_migrate_v5(void)
         store_conversation_free(c);
     }
     TAP_INT(search_finds(st, "quokkas", 8), 1, "v5: search still finds old answers");
+    TAP_INT(raw_exec(path, "INSERT INTO messages(id, conversation_id, role, created, content) "
+                           "VALUES(21, 1, 'user', 106, 'appended by a script');"),
+            SQLITE_OK, "v5: a script appends a prompt to an upgraded conversation");
+    tree = raw_text(path, "SELECT parent_id FROM messages WHERE id = 21");
+    heads = heads_of(path);
+    TAP_STR(tree, "19", "v5: the upgrade's trigger linked it after the last prompt");
+    TAP_STR(heads, "1:21 2:14 3:9 4:17 5:0", "v5: and made it the head");
+    free(tree);
+    free(heads);
     int64_t latest = 0;
     TAP_INT(store_conversation_latest_answered(st, &latest), 0, "latest answered: found");
     TAP_INT(latest, 2, "latest answered: skips the newer conversation whose only turn failed");
@@ -790,6 +809,129 @@ static void test_tree(void)
     }
     store_conversation_free(cv);
     store_close(st);
+}
+
+/* Rows another program inserts (raw SQL, parent_id NULL) are linked by the messages_tree_ai
+ * trigger as a flat conversation was; tokterm's own rows are saved with 0, never NULL, and
+ * never fire it. */
+static void test_tree_foreign(void)
+{
+    char *path = tmp_path("foreign.db");
+    char *err = NULL;
+    struct store *st = store_open(path, NULL, &err);
+    if (!st) {
+        printf("Bail out! cannot open %s: %s\n", path, err);
+        exit(1);
+    }
+    int64_t c = store_conversation_new(st, NULL, NULL, NULL, NULL);
+    int64_t u1 = store_message_add(st, c, "user", "first", 5, NULL);
+    struct store_msg_info ai = {.parent_id = u1};
+    int64_t a1 = store_message_add(st, c, "assistant", "one", 3, &ai);
+    struct store_msg_info ui = {.parent_id = u1};
+    int64_t u2 = store_message_add(st, c, "user", "second", 6, &ui);
+    int64_t u2b = store_message_add(st, c, "user", "second, edited", 14, &ui);
+    TAP_INT(store_conversation_set_head(st, c, u2), 0, "foreign: the head on the first branch");
+    TAP_OK(u1 > 0 && a1 > 0 && u2 > 0 && u2b > 0, "foreign: tokterm's rows added");
+    char *sql = xasprintf("SELECT typeof(parent_id) || ':' || parent_id FROM messages "
+                          "WHERE id = %lld", (long long)u1);
+    char *got = raw_text(path, sql);
+    TAP_STR(got, "integer:0", "foreign: tokterm saves a first turn's parent as 0, not NULL");
+    free(got);
+    free(sql);
+    TAP_INT(raw_int(path, "SELECT count(*) FROM messages WHERE parent_id IS NULL"), 0,
+            "foreign: tokterm saved no NULL parent");
+    /* the trigger would turn a NULL into the same 0: look without it */
+    char *own = tmp_path("foreign-own.db");
+    struct store *o = store_open(own, NULL, &err);
+    TAP_OK(o != NULL, "foreign: a second store opens: %s", err ? err : "");
+    TAP_INT(raw_exec(own, "DROP TRIGGER messages_tree_ai"), SQLITE_OK,
+            "foreign: its trigger dropped");
+    int64_t oc = o ? store_conversation_new(o, NULL, NULL, NULL, NULL) : -1;
+    int64_t ou = o ? store_message_add(o, oc, "user", "first", 5, NULL) : -1;
+    int64_t oa = o ? store_message_add(o, oc, "assistant", "unlinked", 8, NULL) : -1;
+    TAP_OK(ou > 0 && oa > 0, "foreign: rows added without the trigger");
+    got = raw_text(own, "SELECT group_concat(ifnull(typeof(parent_id) || ':' || parent_id, "
+                        "'NULL'), ' ') FROM (SELECT parent_id FROM messages ORDER BY id)");
+    TAP_STR(got, "integer:0 integer:0",
+            "foreign: tokterm itself writes 0 for a row without a parent");
+    free(got);
+    store_close(o);
+    free(own);
+
+    /* appended by a script to a conversation with a head: one statement, several rows */
+    sql = xasprintf("INSERT INTO messages(conversation_id, role, created, content) VALUES"
+                    " (%1$lld, 'user', 1, 'script prompt about wombats'),"
+                    " (%1$lld, 'assistant', 2, 'script answer about wombats'),"
+                    " (%1$lld, 'tool', 3, 'script tool output'),"
+                    " (%1$lld, 'user', 4, 'script follow-up')",
+                    (long long)c);
+    TAP_INT(raw_exec(path, sql), SQLITE_OK, "foreign: a script appends four rows");
+    free(sql);
+    int64_t f = u2b + 1; /* the script's rows: f .. f + 3 */
+    struct store_conversation *cv = NULL;
+    TAP_INT(store_conversation_load(st, c, &cv), 0, "foreign: the conversation loads");
+    if (cv && cv->n_messages == 8) {
+        TAP_INT(cv->messages[4].id, f, "foreign: the script's rows follow tokterm's");
+        TAP_INT(cv->messages[4].parent_id, u2b,
+                "foreign: its prompt follows the newest prompt before it");
+        TAP_INT(cv->messages[5].parent_id, f, "foreign: its answer answers that prompt");
+        TAP_INT(cv->messages[6].parent_id, f, "foreign: so does its tool row");
+        TAP_INT(cv->messages[7].parent_id, f, "foreign: its next prompt follows its first");
+        TAP_INT(cv->head_id, f + 3, "foreign: its last prompt is the head");
+        TAP_INT(cv->messages[3].parent_id, u1, "foreign: tokterm's rows are left alone");
+    } else {
+        TAP_OK(0, "foreign: eight rows loaded");
+    }
+    store_conversation_free(cv);
+
+    /* a new conversation written by a script alone */
+    TAP_INT(raw_exec(path,
+                     "INSERT INTO conversations(id, title, created, updated) "
+                     "VALUES(100, 'by a script', 10, 10);"
+                     "INSERT INTO messages(id, conversation_id, role, created, content) VALUES"
+                     " (1000, 100, 'system', 10, 'be brief'),"
+                     " (1001, 100, 'user', 11, 'first scripted question'),"
+                     " (1002, 100, 'assistant', 12, 'first scripted answer'),"
+                     " (1003, 100, 'user', 13, 'second scripted question'),"
+                     " (1004, 100, 'assistant', 14, 'second scripted answer');"
+                     "INSERT INTO messages(id, conversation_id, role, created, content) "
+                     "VALUES(1005, 100, 'assistant', 15, 'another answer');"),
+            SQLITE_OK, "foreign: a script writes a conversation of its own");
+    got = raw_text(path, "SELECT group_concat(id || ':' || ifnull(typeof(parent_id) || ':' || "
+                         "parent_id, 'NULL'), ' ') FROM (SELECT id, parent_id FROM messages "
+                         "WHERE conversation_id = 100 ORDER BY id)");
+    TAP_STR(got,
+            "1000:NULL 1001:integer:0 1002:integer:1001 1003:integer:1001 1004:integer:1003 "
+            "1005:integer:1003",
+            "foreign: a first prompt is a root (0), each prompt follows the one before, "
+            "answers answer the newest; a system row before any prompt stays NULL");
+    free(got);
+    TAP_INT(raw_int(path, "SELECT head_id FROM conversations WHERE id = 100"), 1003,
+            "foreign: the last prompt is the head (an answer leaves it)");
+
+    /* a script that links its rows itself is left alone */
+    TAP_INT(raw_exec(path, "INSERT INTO messages(id, conversation_id, role, created, parent_id, "
+                           "content) VALUES(1006, 100, 'user', 16, 1001, 'an edit');"),
+            SQLITE_OK, "foreign: a script inserts a prompt with its parent");
+    TAP_INT(raw_int(path, "SELECT parent_id FROM messages WHERE id = 1006"), 1001,
+            "foreign: its parent is kept");
+    TAP_INT(raw_int(path, "SELECT head_id FROM conversations WHERE id = 100"), 1003,
+            "foreign: and the head stays");
+
+    /* the search indexes took the script's rows in */
+    struct store_search_opts trigram = {.no_words = 1};
+    TAP_INT(search_finds(st, "wombats", f), 1, "foreign: the word index finds a script's row");
+    TAP_INT(search_count(st, "wombats", &trigram, NULL, NULL), 2,
+            "foreign: the trigram index finds both");
+    TAP_INT(search_count(st, "scripted", NULL, NULL, NULL), 4,
+            "foreign: and the other conversation's");
+    store_close(st);
+    TAP_INT(raw_int(path, "SELECT count(*) FROM pragma_integrity_check WHERE integrity_check = "
+                          "'ok'"),
+            1, "foreign: the database is intact");
+    TAP_INT(raw_exec(path, "INSERT INTO messages_fts(messages_fts) VALUES('integrity-check')"),
+            SQLITE_OK, "foreign: the trigram index matches the messages");
+    free(path);
 }
 
 /* ---------------------------------------------------------------- conversations, streaming */
@@ -2253,6 +2395,7 @@ int main(void)
     test_migrate_v5();
     test_migrate_prev();
     test_tree();
+    test_tree_foreign();
     test_conversations();
     test_crash_recovery();
     test_two_writers();
