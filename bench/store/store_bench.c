@@ -460,7 +460,9 @@ static void make_v5_db(const char *path, int n)
     store_close(st);
     sqlite3 *db;
     if (sqlite3_open(path, &db) != SQLITE_OK ||
-        sqlite3_exec(db, "DROP INDEX messages_parent; ALTER TABLE messages DROP COLUMN parent_id;"
+        sqlite3_exec(db, "DROP TRIGGER IF EXISTS messages_tree_ai;"
+                         " DROP INDEX IF EXISTS messages_user; DROP INDEX messages_parent;"
+                         " ALTER TABLE messages DROP COLUMN parent_id;"
                          "ALTER TABLE conversations DROP COLUMN head_id; PRAGMA user_version = 5;"
                          "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
         die("make v5", sqlite3_errmsg(db));

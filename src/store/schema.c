@@ -313,9 +313,9 @@ static const char store_schema_v5[] =
  * user row with an error). The rows already there are linked by store_tree_backfill, then the
  * index is made.
  * tokterm never inserts a NULL parent_id; another program (the sqlite3 shell, a script) does,
- * and messages_tree_ai links such a row as a flat conversation was: a user row follows the
- * newest user row before it (0: none) and becomes the head, any other row answers it (NULL:
- * none). Plain SQL, so that any program that writes the messages fires it. messages_user
+ * and messages_tree_ai links such a row as a flat conversation was, from where the live path
+ * ends: a user row follows the head (else the newest user row before it; 0: none) and becomes
+ * the head, any other row answers that prompt (NULL: none). Plain SQL, so that any program that writes the messages fires it. messages_user
  * finds that prompt in one step: through messages_conversation, each answer a script adds
  * after a prompt walked back over all the answers before it (10,000 answers to one prompt:
  * 24 s instead of 1.3 s). */
@@ -325,7 +325,10 @@ static const char store_schema_v6[] =
     "CREATE INDEX messages_user ON messages(conversation_id, id) WHERE role = 'user';\n"
     "CREATE TRIGGER messages_tree_ai AFTER INSERT ON messages\n"
     "WHEN new.parent_id IS NULL BEGIN\n"
-    "  UPDATE messages SET parent_id = coalesce((SELECT id FROM messages\n"
+    "  UPDATE messages SET parent_id = coalesce((SELECT h.id FROM conversations c\n"
+    "    JOIN messages h ON h.id = c.head_id WHERE c.id = new.conversation_id\n"
+    "    AND h.conversation_id = new.conversation_id AND h.role = 'user' AND h.id < new.id),\n"
+    "    (SELECT id FROM messages\n"
     "    WHERE conversation_id = new.conversation_id AND role = 'user' AND id < new.id\n"
     "    ORDER BY id DESC LIMIT 1), CASE WHEN new.role = 'user' THEN 0 END)\n"
     "  WHERE id = new.id;\n"

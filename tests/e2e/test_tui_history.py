@@ -376,12 +376,12 @@ with ttlib.FakeServer() as srv:
             t.ok(False, "the trace has scroll records")
         # --- r resumes it: the chat shows its newest 500 messages, says so at the top ---
         tm.send("r")
-        scr = settle(tm, "Continuing conversation %d (10000 messages)" % big, 10)
-        t.ok("Continuing conversation %d (10000 messages)" % big in scr and
+        scr = settle(tm, "Continuing conversation %d (5000 turns)" % big, 10)
+        t.ok("Continuing conversation %d (5000 turns)" % big in scr and
              "bigendmarker" in scr, "r resumes the 10,000-message conversation", scr)
         tm.send("Home")
-        scr = settle(tm, "earlier messages are not shown", 5)
-        t.ok("9500 earlier messages are not shown here" in scr and "F2 opens the" in scr
+        scr = settle(tm, "earlier turns are not shown", 5)
+        t.ok("4750 earlier turns are not shown here" in scr and "F2 opens the" in scr
              and "question 9500 about" in scr and "bigstartmarker" not in scr,
              "the chat shows the newest 500 and says where the rest is", scr)
         tm.send("C-d")

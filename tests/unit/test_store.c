@@ -872,8 +872,9 @@ static void test_tree_foreign(void)
     TAP_INT(store_conversation_load(st, c, &cv), 0, "foreign: the conversation loads");
     if (cv && cv->n_messages == 8) {
         TAP_INT(cv->messages[4].id, f, "foreign: the script's rows follow tokterm's");
-        TAP_INT(cv->messages[4].parent_id, u2b,
-                "foreign: its prompt follows the newest prompt before it");
+        TAP_INT(cv->messages[4].parent_id, u2,
+                "foreign: its prompt follows the head (the path the user chose), not the "
+                "newest prompt");
         TAP_INT(cv->messages[5].parent_id, f, "foreign: its answer answers that prompt");
         TAP_INT(cv->messages[6].parent_id, f, "foreign: so does its tool row");
         TAP_INT(cv->messages[7].parent_id, f, "foreign: its next prompt follows its first");
