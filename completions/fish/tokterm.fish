@@ -21,6 +21,8 @@ complete -c tokterm -n $nosub -s P -l profile -x -a '(__tokterm_profiles)' -d 'c
 complete -c tokterm -n $nosub -l base-url -x -d 'API base URL'
 complete -c tokterm -n $nosub -l max-tokens -x -d 'limit the answer length'
 complete -c tokterm -n $nosub -s t -l temperature -x -d 'sampling temperature (0..2)'
+complete -c tokterm -n $nosub -l top-p -x -d 'nucleus sampling (0..1)'
+complete -c tokterm -n $nosub -l seed -x -d 'sample repeatably with this seed'
 complete -c tokterm -n $nosub -l json -d 'print one JSON object at the end'
 complete -c tokterm -n $nosub -l reasoning -d 'copy the reasoning to stderr'
 complete -c tokterm -n $nosub -l no-usage -d 'do not ask for usage'

@@ -22,16 +22,18 @@
 const struct api_param api_params[] = {API_SAMPLING(API_PARAM_DESC)};
 #undef API_PARAM_DESC
 
-/* The value of parameter p in r; 0 when it is not sent. */
-static int api_param_get(const struct api_request *r, const struct api_param *p, double *v)
+/* The value of parameter p in r (*v for REAL, *n for a whole number); 0 when it is not sent. */
+static int api_param_get(const struct api_request *r, const struct api_param *p, double *v,
+                         long *n)
 {
     const char *base = (const char *)r;
-    long n = 0;
+    *v = 0;
+    *n = 0;
     if (p->real)
         *v = *(const double *)(base + p->off);
     else
-        *v = (double)(n = *(const long *)(base + p->off));
-    return p->flagged ? *(const int *)(base + p->has_off) : n > 0;
+        *n = *(const long *)(base + p->off);
+    return p->flagged ? *(const int *)(base + p->has_off) : *n > 0;
 }
 
 int api_param_from_json(struct api_request *r, const struct api_param *p, double v, int is_number,
@@ -72,12 +74,21 @@ char *api_request_json(const struct api_request *r)
     for (size_t i = 0; i < API_N_PARAMS; i++) {
         const struct api_param *p = &api_params[i];
         double v;
-        if (!api_param_get(r, p, &v))
+        long n;
+        if (!api_param_get(r, p, &v, &n))
             continue;
         const char *name = p->name;
         if (p->off == offsetof(struct api_request, max_tokens) && r->max_tokens_field)
             name = r->max_tokens_field; /* max_completion_tokens for the o-series */
-        cJSON_AddNumberToObject(o, name, v);
+        if (p->real) {
+            cJSON_AddNumberToObject(o, name, v);
+        } else {
+            /* digits, as cJSON prints a whole number up to 2^31; past 1e15 it would print
+             * 9.00719925474099e+15 (a seed must stay exact) */
+            char digits[24];
+            snprintf(digits, sizeof digits, "%ld", n);
+            cJSON_AddRawToObject(o, name, digits);
+        }
     }
     if (r->stream) {
         cJSON_AddTrueToObject(o, "stream");

@@ -30,6 +30,8 @@ struct api_message {
 #define API_SAMPLING(X)                                                                            \
     X(max_tokens, INT, 1, 1e7, "max-tokens", 0, "N", "limit the answer's length")                  \
     X(temperature, REAL, 0, 2, "temperature", 't', "T", "sampling temperature (0..2)")             \
+    X(top_p, REAL, 0, 1, "top-p", 0, "P", "nucleus sampling: the top P of probability (0..1)")     \
+    X(seed, WHOLE, 0, 9007199254740991, "seed", 0, "N", "sample repeatably with seed N")           \
     /* one line per parameter, each ending in a backslash */
 
 #define API_PARAM_FIELD_INT(name) long name;

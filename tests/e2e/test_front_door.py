@@ -110,6 +110,47 @@ with ttlib.FakeServer() as srv:
     same = [dict(r["body"], model=None) for r in made]
     t.ok(len(same) == 3 and same[0] == same[2], "batch fallback: messages and parameters kept")
 
+    # --- the sampling parameters of API_SAMPLING reach the body from every door ----------------
+    # top_p and seed are one line each in the table: a profile, the command line (over the
+    # profile) and a batch line (over both) set them; unset, they are not sent
+    home = home_with("profile = p\n[p]\ntop_p = 0.5\nseed = 7\n")
+    env = {"OPENAI_BASE_URL": srv.base()}
+
+    def sent(args, stdin=None):
+        srv.clear_queue()
+        n0 = len(srv.requests())
+        rc, out, err = ttlib.run_tokterm(["--no-cache"] + args, env=env, home=home, stdin=stdin)
+        return rc, out, err, [r["body"] for r in srv.requests()[n0:]]
+
+    def params(body):
+        return tuple((body or {}).get(k) for k in ("top_p", "seed"))
+
+    rc, out, err, bodies = sent(["-p", "profile params"])
+    t.eq((rc, [params(b) for b in bodies]), (0, [(0.5, 7)]),
+         "-p: top_p = 0.5 and seed = 7 of the profile reach the body")
+    rc, out, err, bodies = sent(["--top-p", "0.25", "--seed", "0", "-p", "cli params"])
+    t.eq((rc, [params(b) for b in bodies]), (0, [(0.25, 0)]),
+         "-p: --top-p 0.25 and --seed 0 win over the profile (a seed of 0 is sent)")
+    with open(lines, "w") as f:
+        f.write(json.dumps({"id": 1, "prompt": "line params", "top_p": 0.9, "seed": 3}) + "\n")
+        f.write(json.dumps({"id": 2, "prompt": "profile params"}) + "\n")
+        f.write(json.dumps({"id": 3, "prompt": "bad", "top_p": 2}) + "\n")
+    rc, out, err, bodies = sent(["--seed", "11", "batch", "-j", "1", lines])
+    by = {b["messages"][-1]["content"]: params(b) for b in bodies}
+    t.eq(by, {"line params": (0.9, 3), "profile params": (0.5, 11)},
+         "batch: a line's top_p and seed win over --seed 11 and the profile's top_p")
+    res = {r.get("id"): r for r in (json.loads(x) for x in out.splitlines() if x.strip())}
+    t.eq(((res.get(3) or {}).get("error"), rc),
+         ("line 3: \"top_p\" must be a number from 0 to 1", 3),
+         "batch: a line's top_p out of range is refused and named")
+    rc, out, err, bodies = sent(["--top-p", "1.5", "-p", "x"])
+    t.ok(rc == 2 and b"top_p must be a number from 0 to 1" in err and not bodies,
+         "--top-p 1.5: bad usage (exit 2), nothing sent", err.decode())
+    home = home_with("")
+    rc, out, err, bodies = sent(["-p", "no params"])
+    t.ok(rc == 0 and len(bodies) == 1 and "top_p" not in bodies[0] and "seed" not in bodies[0],
+         "no top_p or seed configured: neither is sent", repr(bodies))
+
     if not ttlib.Tmux.available():
         t.skip("the chat with keys and fallback", "tmux is not installed", tool="tmux")
         sys.exit(t.done())

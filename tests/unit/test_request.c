@@ -88,6 +88,28 @@ static void test_bodies(void)
     net_request_free(fb);
     conf_free(&f);
 
+    /* top_p and seed (a line each in API_SAMPLING): after temperature, in the table's order;
+     * a seed of 0 is sent */
+    c.top_p = 0.5;
+    c.has_top_p = 1;
+    c.has_seed = 1;
+    request_api(&ar, &c, m + 1, 1);
+    char *more = api_request_json(&ar);
+    TAP_STR(more,
+            "{\"model\":\"gpt-4o\",\"messages\":[{\"role\":\"user\",\"content\":\"hi "
+            "\\\"there\\\"\\n\"}],\"max_tokens\":50,\"temperature\":0.5,\"top_p\":0.5,\"seed\":0,"
+            "\"stream\":true,\"stream_options\":{\"include_usage\":true}}",
+            "top_p and seed from the profile, after temperature; seed 0 is sent");
+    free(more);
+    c.seed = 9007199254740991L;
+    c.has_top_p = 0;
+    request_api(&ar, &c, m + 1, 1);
+    more = api_request_json(&ar);
+    TAP_OK(strstr(more, ",\"seed\":9007199254740991,") && !strstr(more, "top_p"),
+           "the largest seed is sent exactly; an unset top_p is not");
+    free(more);
+    c.has_seed = 0;
+
     /* the max_tokens field name, and nothing unset sent */
     free(c.max_tokens_field);
     c.max_tokens_field = xstrdup("max_completion_tokens");
@@ -115,7 +137,7 @@ static void test_bodies(void)
 
 static void test_params(void)
 {
-    TAP_INT(API_N_PARAMS, 2, "two sampling parameters in the table");
+    TAP_INT(API_N_PARAMS, 4, "four sampling parameters in the table");
     TAP_STR(api_params[API_PARAM_IDX_temperature].opt, "temperature", "the option name");
     struct api_request ar;
     memset(&ar, 0, sizeof ar);
@@ -134,6 +156,22 @@ static void test_params(void)
     TAP_INT(api_param_from_json(&ar, mt, 0, 0, &err), -1, "max_tokens \"x\" is refused");
     TAP_INT(api_param_from_json(&ar, mt, 77, 1, &err), 0, "max_tokens 77 is taken");
     TAP_INT(ar.max_tokens, 77, "max_tokens set");
+    const struct api_param *tp = &api_params[API_PARAM_IDX_top_p];
+    const struct api_param *sd = &api_params[API_PARAM_IDX_seed];
+    TAP_STR(tp->opt, "top-p", "top_p: its option");
+    buf_reset(&err);
+    TAP_INT(api_param_from_json(&ar, tp, 1.5, 1, &err), -1, "top_p 1.5 is refused");
+    TAP_STR(buf_str(&err), "\"top_p\" must be a number from 0 to 1", "and says why");
+    TAP_INT(api_param_from_json(&ar, tp, 0.25, 1, &err), 0, "top_p 0.25 is taken");
+    TAP_OK(ar.has_top_p && ar.top_p == 0.25, "top_p set");
+    buf_reset(&err);
+    TAP_INT(api_param_from_json(&ar, sd, 1.5, 1, &err), -1, "seed 1.5 is refused");
+    TAP_STR(buf_str(&err), "\"seed\" must be a whole number from 0 to 9007199254740991",
+            "and says why");
+    TAP_INT(api_param_from_json(&ar, sd, -1, 1, &err), -1, "seed -1 is refused");
+    TAP_INT(api_param_from_json(&ar, sd, 1e300, 1, &err), -1, "seed 1e300 is refused");
+    TAP_INT(api_param_from_json(&ar, sd, 0, 1, &err), 0, "seed 0 is taken");
+    TAP_OK(ar.has_seed && ar.seed == 0, "seed 0 set (and so sent)");
     buf_free(&err);
 }
 
