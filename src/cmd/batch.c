@@ -487,10 +487,7 @@ static int batch_scan(struct batch *b, char *text, size_t len, const struct batc
             continue; /* a blank line (a NUL byte does not make one) */
         if (!first)
             first = *s;
-        if (b->n_items == cap) {
-            cap = cap ? cap * 2 : 256;
-            b->items = xrealloc(b->items, cap * sizeof *b->items);
-        }
+        XGROW(b->items, b->n_items + 1, cap);
         struct batch_item *it = &b->items[b->n_items++];
         memset(it, 0, sizeof *it);
         it->off = off;
@@ -830,10 +827,7 @@ static void batch_finish(struct batch *b, struct batch_slot *s, struct net_resul
         net_result_free(r);
         free(s->model);
     } else {
-        if (b->n_done == b->cap_done) {
-            b->cap_done = b->cap_done ? b->cap_done * 2 : 16;
-            b->done = xrealloc(b->done, b->cap_done * sizeof *b->done);
-        }
+        XGROW(b->done, b->n_done + 1, b->cap_done);
         struct batch_done *d = &b->done[b->n_done++];
         d->item = s->item;
         d->r = r;

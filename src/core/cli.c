@@ -68,10 +68,11 @@ static const struct cli_opt *cli_find_short(char c)
     return NULL;
 }
 
-static void cli_store(struct cli *c, const struct cli_opt *o, const char *arg)
+/* Store option o's value; *cap is the capacity of c->prompts. */
+static void cli_store(struct cli *c, const struct cli_opt *o, const char *arg, size_t *cap)
 {
     if (o->shrt == 'p') {
-        c->prompts = xrealloc(c->prompts, (size_t)(c->n_prompts + 1) * sizeof *c->prompts);
+        XGROW(c->prompts, (size_t)c->n_prompts + 1, *cap);
         c->prompts[c->n_prompts++] = arg;
     } else if (o->has_arg)
         *(const char **)((char *)c + o->off) = arg;
@@ -84,6 +85,7 @@ int cli_parse(struct cli *c, int argc, char **argv, struct buf *err)
     memset(c, 0, sizeof *c);
     struct buf words = BUF_INIT;
     int nwords = 0, only_words = 0;
+    size_t cap_prompts = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!only_words && strcmp(a, "--") == 0) {
@@ -104,12 +106,12 @@ int cli_parse(struct cli *c, int argc, char **argv, struct buf *err)
                     buf_printf(err, "option '--%s' needs a value", o->lng);
                     goto fail;
                 }
-                cli_store(c, o, v);
+                cli_store(c, o, v, &cap_prompts);
             } else if (eq) {
                 buf_printf(err, "option '--%s' takes no value", o->lng);
                 goto fail;
             } else {
-                cli_store(c, o, NULL);
+                cli_store(c, o, NULL, &cap_prompts);
             }
             continue;
         }
@@ -127,10 +129,10 @@ int cli_parse(struct cli *c, int argc, char **argv, struct buf *err)
                         buf_printf(err, "option '-%c' needs a value", *p);
                         goto fail;
                     }
-                    cli_store(c, o, v);
+                    cli_store(c, o, v, &cap_prompts);
                     break;
                 }
-                cli_store(c, o, NULL);
+                cli_store(c, o, NULL, &cap_prompts);
             }
             continue;
         }
