@@ -445,7 +445,8 @@ static int store_tree_backfill(struct store *st)
         store_fail(st, "cannot upgrade the database to schema version 6");
         goto out;
     }
-    qsort(links, n_links, sizeof *links, store_link_cmp); /* heads are sorted already */
+    if (n_links) /* a new database has no rows: links is NULL, which qsort may not take */
+        qsort(links, n_links, sizeof *links, store_link_cmp); /* heads are sorted already */
     if (store_links_write(st, "UPDATE messages SET parent_id = tt_link(id) "
                               "WHERE tt_link(id) IS NOT NULL", links, n_links) != 0 ||
         store_links_write(st, "UPDATE conversations SET head_id = tt_link(id) "

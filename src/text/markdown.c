@@ -274,7 +274,8 @@ static void lidx_build(struct lidx *x, const char *s, size_t n, int links)
             x->bylen[x->nruns++] = (struct tick_run){i, k};
             i += k;
         }
-        qsort(x->bylen, x->nruns, sizeof(*x->bylen), tick_cmp);
+        if (x->nruns) /* none: bylen is still NULL */
+            qsort(x->bylen, x->nruns, sizeof(*x->bylen), tick_cmp);
     }
     if (!links || !memchr(s, '[', n))
         return;

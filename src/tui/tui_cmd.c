@@ -143,7 +143,8 @@ static char **tui_cmd_themes(void)
             closedir(d);
         free(dirs[i]);
     }
-    qsort(v, tui_cmd_list_len(v), sizeof(*v), tui_cmd_cmp);
+    if (v)
+        qsort(v, tui_cmd_list_len(v), sizeof(*v), tui_cmd_cmp);
     return v;
 }
 
