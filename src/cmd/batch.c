@@ -325,16 +325,6 @@ static void batch_clear_bar(struct batch *b)
     }
 }
 
-static void batch_redact(const struct batch *b, char *text)
-{
-    if (!b->key || strlen(b->key) < 8 || !text)
-        return;
-    size_t k = strlen(b->key);
-    for (char *p = strstr(text, b->key); p; p = strstr(p, b->key)) {
-        memset(p, '*', k);
-        p += k;
-    }
-}
 
 /* Write the line of one finished item. r is the result; timed = 0 for a line that never
  * became a request (usage errors: usage and timings are null). */
@@ -817,7 +807,7 @@ static void batch_start(struct batch *b, size_t i)
 /* The request of slot s ended with r (taken). */
 static void batch_finish(struct batch *b, struct batch_slot *s, struct net_result *r)
 {
-    batch_redact(b, r->error);
+    util_redact(r->error, b->key);
     if (r->quota_line && *r->quota_line) {
         free(b->quota_line);
         b->quota_line = xstrdup(r->quota_line);
