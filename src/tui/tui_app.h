@@ -1,5 +1,5 @@
 /* tui_app.h - the state of the running chat, shared by the main loop (tui.c) and the slash
- * commands (tui_cmd.c). Internal to the TUI: nothing outside src/tui*.c includes it. */
+ * commands (tui_cmd.c). Internal to the TUI: nothing outside src/tui/ includes it. */
 #ifndef TT_TUI_APP_H
 #define TT_TUI_APP_H
 #include <curses.h>
