@@ -523,8 +523,6 @@ static void step_send(struct sut *u, struct ref *r, const char *prompt, enum kin
     }
     if (t->outcome != CONV_ANSWERED && t->outcome != CONV_CUT)
         t->error = u->error ? xstrdup(u->error) : NULL;
-    if (t->outcome == CONV_INTERRUPTED && t->answer)
-        t->error = u->error ? xstrdup(u->error) : NULL;
 }
 
 static int run_sequence(unsigned seed, int seq)
