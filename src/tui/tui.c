@@ -578,6 +578,8 @@ int tui_send(struct tui *t, const char *prompt, int show_user)
         const struct conv *c = session_conv(t->s);
         tui_show_turn(t, &c->turns[c->n - 1]);
         tui_no_key_notice(t);
+        tui_view_end(t->view);
+        t->dirty |= TUI_D_VIEW;
         return -1;
     }
     if (show_user)

@@ -244,6 +244,28 @@ with ttlib.FakeServer() as srv:
         tm.send_text("/quit")
         tm.send("Enter")
         tm.wait_exit(5)
+    # no key: the turn is refused, shown at once and saved; the prompt comes back
+    home_nk = ttlib.make_home()
+    with ttlib.Tmux(100, 40) as tm:
+        tm.run([ttlib.tokterm_path()],
+               ttlib.clean_env(home=home_nk, env={"OPENAI_API_KEY": None,
+                                               "OPENAI_BASE_URL": "https://api.example.invalid/v1",
+                                               "TOKTERM_LOCAL_PROBE": "None=http://127.0.0.1:1/v1"}))
+        tm.wait_for(re.compile("No API key"), 10)
+        send(tm, "hello without a key")
+        scr = tm.wait_for(re.compile("not sent: no API key"), 5) or tm.capture()
+        t.ok("not sent: no API key" in scr and "\u258c hello without a key" in scr,
+             "no key: the refused turn shows at once", scr)
+        t.ok(re.search("\u203a hello without a key", scr) is not None,
+             "no key: the prompt is back in the input line", scr)
+        tm.send("C-u")
+        tm.send("C-d")
+        tm.wait_exit(5)
+    con = sqlite3.connect(db_path(home_nk))
+    rows = con.execute("SELECT role, content, error FROM messages ORDER BY id").fetchall()
+    con.close()
+    t.eq(rows, [("user", "hello without a key", "no API key")],
+         "no key: the refused turn is saved, with no answer row")
     # a refused connection, scripted
     rc, out, err = ttlib.run_tokterm(["-c", "-p", "fourth"], home=home,
                                      env={"OPENAI_BASE_URL": "http://127.0.0.1:1/v1"})
