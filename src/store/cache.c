@@ -91,11 +91,7 @@ int store_cache_get(struct store *st, const unsigned char key[STORE_CACHE_KEY_LE
             out->hits += st->touches[i].hits++;
             return 0;
         }
-    if (st->n_touches == st->cap_touches)
-        st->touches = xrealloc(st->touches, (st->cap_touches = st->cap_touches
-                                                                   ? st->cap_touches * 2
-                                                                   : 16) *
-                                                sizeof *st->touches);
+    XGROW(st->touches, st->n_touches + 1, st->cap_touches);
     struct store_touch *t = &st->touches[st->n_touches++];
     memcpy(t->key, key, STORE_CACHE_KEY_LEN);
     t->when = now;
@@ -157,8 +153,7 @@ static int store_cache_evict(struct store *st)
     if (!(s = store_prep(st, q_lru)))
         return -1;
     while (bytes > st->cache_max && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-        if (n == cap)
-            ids = xrealloc(ids, (cap = cap ? cap * 2 : 16) * sizeof *ids);
+        XGROW(ids, n + 1, cap);
         ids[n++] = sqlite3_column_int64(s, 0);
         bytes -= sqlite3_column_int64(s, 1);
     }

@@ -235,8 +235,7 @@ int store_conversation_load(struct store *st, int64_t id, struct store_conversat
     sqlite3_bind_int64(s, 1, id);
     size_t cap = 0;
     while ((rc = store_step(st, s)) == SQLITE_ROW) {
-        if (c->n_messages == cap)
-            c->messages = xrealloc(c->messages, (cap = cap ? cap * 2 : 16) * sizeof *c->messages);
+        XGROW(c->messages, c->n_messages + 1, cap);
         store_msg_row(s, &c->messages[c->n_messages++]);
     }
     store_done(st, s);
@@ -270,8 +269,7 @@ int store_conversation_list(struct store *st, int limit, struct store_conversati
     size_t cap = 0;
     int rc;
     while ((rc = store_step(st, s)) == SQLITE_ROW) {
-        if (*n == cap)
-            *out = xrealloc(*out, (cap = cap ? cap * 2 : 16) * sizeof **out);
+        XGROW(*out, *n + 1, cap);
         store_conv_row(s, &(*out)[(*n)++]);
     }
     store_done(st, s);
@@ -347,8 +345,7 @@ int store_conversation_ids(struct store *st, int64_t **ids, size_t *n)
     size_t cap = 0;
     int rc;
     while ((rc = store_step(st, s)) == SQLITE_ROW) {
-        if (*n == cap)
-            *ids = xrealloc(*ids, (cap = cap ? cap * 2 : 64) * sizeof **ids);
+        XGROW(*ids, *n + 1, cap);
         (*ids)[(*n)++] = sqlite3_column_int64(s, 0);
     }
     store_done(st, s);

@@ -196,8 +196,7 @@ static size_t store_query_terms(const char *q, char ***terms)
         }
         if (end == start)
             continue;
-        if (n == cap)
-            *terms = xrealloc(*terms, (cap = cap ? cap * 2 : 8) * sizeof **terms);
+        XGROW(*terms, n + 1, cap);
         (*terms)[n++] = xstrndup(start, (size_t)(end - start));
     }
     return n;
@@ -926,8 +925,7 @@ static int store_search_scan(struct store *st, const struct store_srch *sr,
     store_query_bind(s, &q);
     size_t cap = 0;
     while ((rc = store_step(st, s)) == SQLITE_ROW) {
-        if (*n == cap)
-            *out = xrealloc(*out, (cap = cap ? cap * 2 : 16) * sizeof **out);
+        XGROW(*out, *n + 1, cap);
         struct store_hit *h = &(*out)[(*n)++];
         memset(h, 0, sizeof *h);
         h->message_id = sqlite3_column_int64(s, 0);

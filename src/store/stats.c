@@ -54,8 +54,7 @@ static struct store_day_stat *store_stats_day(struct store_stats *out, size_t *c
                                               const char *day)
 {
     if (!out->n_days || strcmp(out->days[out->n_days - 1].day, day ? day : "?") != 0) {
-        if (out->n_days == *cap)
-            out->days = xrealloc(out->days, (*cap = *cap ? *cap * 2 : 32) * sizeof *out->days);
+        XGROW(out->days, out->n_days + 1, *cap);
         struct store_day_stat *d = &out->days[out->n_days++];
         memset(d, 0, sizeof *d);
         snprintf(d->day, sizeof d->day, "%s", day ? day : "?");
@@ -71,8 +70,7 @@ static struct store_model_stat *store_stats_model(struct store_stats *out, size_
     for (i = 0; i < out->n_models; i++)
         if (strcmp(out->models[i].model, model ? model : "") == 0)
             return &out->models[i];
-    if (out->n_models == *cap)
-        out->models = xrealloc(out->models, (*cap = *cap ? *cap * 2 : 8) * sizeof *out->models);
+    XGROW(out->models, out->n_models + 1, *cap);
     memset(&out->models[i], 0, sizeof out->models[i]);
     out->models[i].model = xstrdup(model ? model : "");
     out->n_models++;
@@ -176,10 +174,9 @@ static int store_stats_timing(struct store *st, int64_t since, int64_t hi,
     size_t n_ttft = 0, n_tps = 0, cap = 0;
     int rc;
     while ((rc = store_step(st, s)) == SQLITE_ROW) {
-        if (n_ttft == cap || n_tps == cap) {
-            cap = cap ? cap * 2 : 256;
-            ttft = xrealloc(ttft, cap * sizeof *ttft);
-            tps = xrealloc(tps, cap * sizeof *tps);
+        if (n_ttft == cap || n_tps == cap) { /* two arrays of one capacity */
+            XGROW(ttft, cap + 1, cap);
+            tps = xreallocarray(tps, cap, sizeof *tps);
         }
         if (sqlite3_column_type(s, 0) != SQLITE_NULL)
             ttft[n_ttft++] = sqlite3_column_double(s, 0);

@@ -97,8 +97,7 @@ int store_summary_list(struct store *st, int64_t conversation_id, struct store_s
     size_t cap = 0;
     int rc;
     while ((rc = store_step(st, s)) == SQLITE_ROW) {
-        if (*n == cap)
-            *out = xrealloc(*out, (cap = cap ? cap * 2 : 4) * sizeof **out);
+        XGROW(*out, *n + 1, cap);
         store_summary_row(s, &(*out)[(*n)++]);
     }
     store_done(st, s);
