@@ -141,9 +141,9 @@ int conv_turn_sent(const struct conv_turn *t)
     }
 }
 
-int64_t conv_parent_id(const struct conv *c)
+int64_t conv_parent_id(const struct conv *c, size_t at)
 {
-    for (size_t i = c->n; i > 0; i--)
+    for (size_t i = at < c->n ? at : c->n; i > 0; i--)
         if (c->turns[i - 1].user_id > 0)
             return c->turns[i - 1].user_id;
     return 0;

@@ -81,8 +81,9 @@ int conv_fork(struct conv *c, size_t i);
 
 /* 1 when turn t carries its user message and answer into later requests. */
 int conv_turn_sent(const struct conv_turn *t);
-/* Store id of the user row the next turn hangs under (the last saved turn), 0 for none. */
-int64_t conv_parent_id(const struct conv *c);
+/* Store id of the user row a turn at index at (c->n: the next one) hangs under: the last
+ * saved turn before it on the live path; 0 for none. */
+int64_t conv_parent_id(const struct conv *c, size_t at);
 /* "answered", "cut", "interrupted", "failed", "refused", "pending". */
 const char *conv_outcome_name(enum conv_outcome o);
 

@@ -408,12 +408,10 @@ static void session_save_prompt(struct session *s, const char *error)
     if (!t || t->user_id > 0 || session_save_conversation(s) < 0)
         return;
     char *host = conf_host(c);
-    struct store_msg_info info = {.model = c->model, .profile = c->profile, .host = host,
-                                  .parent_id = 0, .error = error};
     /* the parent: the last saved turn before this one on the live path */
-    s->conv.n--;
-    info.parent_id = conv_parent_id(&s->conv);
-    s->conv.n++;
+    struct store_msg_info info = {.model = c->model, .profile = c->profile, .host = host,
+                                  .parent_id = conv_parent_id(&s->conv, s->conv.n - 1),
+                                  .error = error};
     int64_t uid = store_message_add(s->store, s->conv_id, "user", t->prompt, t->prompt_len,
                                     &info);
     free(host);

@@ -89,7 +89,7 @@ static void test_live(void)
     TAP_STR(s, "u:alpha a:A u:eps a:E-part u:zeta! a:Z3 ", "only the live version is sent");
     free(s);
     TAP_INT(conv_fork(&c, 99), -1, "fork out of range");
-    TAP_OK(conv_parent_id(&c) == 0, "nothing saved: no parent id");
+    TAP_OK(conv_parent_id(&c, c.n) == 0, "nothing saved: no parent id");
 
     struct conv d;
     conv_init(&d);
@@ -150,7 +150,8 @@ static void test_saved_tree(void)
     TAP_OK(c.n == 3 && c.turns[1].version == 3 && c.turns[1].n_versions == 3,
            "the retried turn is version 3 of 3");
     TAP_OK(c.turns[1].user_id == 7 && c.turns[1].answer_id == 8, "ids of the live turn");
-    TAP_INT(conv_parent_id(&c), 9, "the next turn hangs under the head");
+    TAP_INT(conv_parent_id(&c, c.n), 9, "the next turn hangs under the head");
+    TAP_INT(conv_parent_id(&c, 2), 7, "the last turn hangs under the saved turn before it");
 
     size_t turns = 0;
     struct conv_rowinfo *ri = conv_rows(&r.sc, &turns);
