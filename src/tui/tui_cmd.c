@@ -15,11 +15,8 @@
 #include <strings.h>
 #include <unistd.h>
 
-static const char *const tui_cmd_names[] = {
-    "/help", "/model", "/system", "/new", "/retry", "/edit", "/copy", "/theme",
-    "/profile", "/clear", "/find", "/history", "/context", "/budget", "/use-local", "/quit",
-    NULL,
-};
+/* Candidates for a command name: every command of tui_cmd_table but the aliases. */
+static void tui_cmd_complete_names(struct tui *t);
 
 static const char tui_cmd_help_text[] =
     "## Keys\n"
@@ -181,8 +178,7 @@ const char *const *tui_cmd_complete(struct tui *t, const char *line, int start, 
     if (line[0] != '/')
         return NULL;
     if (start == 0) {
-        for (size_t i = 0; tui_cmd_names[i]; i++)
-            t->cands = tui_cmd_list_add(t->cands, tui_cmd_names[i]);
+        tui_cmd_complete_names(t);
         return (const char *const *)t->cands;
     }
     size_t w = strcspn(line, " ");
@@ -647,23 +643,31 @@ static void tui_cmd_quit(struct tui *t, const char *arg)
     t->quit = 1;
 }
 
-/* The chat's commands: name, whether it needs a session, the handler (its argument trimmed). */
+/* The chat's commands: name, whether it needs a session, the handler (its argument trimmed);
+ * alias: not offered by Tab (another name of the command before it). */
 static const struct tui_cmd_entry {
     const char *name;
-    int needs_session;
+    int needs_session, alias;
     void (*run)(struct tui *t, const char *arg);
 } tui_cmd_table[] = {
-    {"/help", 0, tui_cmd_help_cmd},   {"/?", 0, tui_cmd_help_cmd},
-    {"/model", 0, tui_cmd_model},     {"/system", 0, tui_cmd_system},
-    {"/new", 0, tui_cmd_new_cmd},     {"/retry", 0, tui_cmd_retry_cmd},
-    {"/edit", 0, tui_cmd_edit_cmd},   {"/copy", 0, tui_cmd_copy},
-    {"/theme", 0, tui_cmd_theme},     {"/profile", 0, tui_cmd_profile},
-    {"/clear", 0, tui_cmd_clear},     {"/find", 0, tui_cmd_find},
-    {"/history", 0, tui_cmd_history}, {"/context", 1, tui_cmd_context},
-    {"/budget", 1, tui_cmd_budget},   {"/use-local", 0, tui_cmd_use_local},
-    {"/quit", 0, tui_cmd_quit},       {"/exit", 0, tui_cmd_quit},
-    {"/q", 0, tui_cmd_quit},
+    {"/help", 0, 0, tui_cmd_help_cmd},   {"/?", 0, 1, tui_cmd_help_cmd},
+    {"/model", 0, 0, tui_cmd_model},     {"/system", 0, 0, tui_cmd_system},
+    {"/new", 0, 0, tui_cmd_new_cmd},     {"/retry", 0, 0, tui_cmd_retry_cmd},
+    {"/edit", 0, 0, tui_cmd_edit_cmd},   {"/copy", 0, 0, tui_cmd_copy},
+    {"/theme", 0, 0, tui_cmd_theme},     {"/profile", 0, 0, tui_cmd_profile},
+    {"/clear", 0, 0, tui_cmd_clear},     {"/find", 0, 0, tui_cmd_find},
+    {"/history", 0, 0, tui_cmd_history}, {"/context", 1, 0, tui_cmd_context},
+    {"/budget", 1, 0, tui_cmd_budget},   {"/use-local", 0, 0, tui_cmd_use_local},
+    {"/quit", 0, 0, tui_cmd_quit},       {"/exit", 0, 1, tui_cmd_quit},
+    {"/q", 0, 1, tui_cmd_quit},
 };
+
+static void tui_cmd_complete_names(struct tui *t)
+{
+    for (size_t i = 0; i < TT_ARRAY_LEN(tui_cmd_table); i++)
+        if (!tui_cmd_table[i].alias)
+            t->cands = tui_cmd_list_add(t->cands, tui_cmd_table[i].name);
+}
 
 void tui_cmd_run(struct tui *t, const char *line)
 {
