@@ -32,6 +32,8 @@ static const struct cli_opt cli_opts[] = {
     API_SAMPLING(CLI_PARAM_OPT)
 #undef CLI_PARAM_OPT
     {"idle-timeout", 0, 1, F(idle_timeout)},
+    {"max-time", 0, 1, F(max_time)},
+    {"max-answer-mb", 0, 1, F(max_answer_mb)},
     {"connect-timeout", 0, 1, F(connect_timeout)},
     {"cacert", 0, 1, F(cacert)},
     {"trace", 0, 1, F(trace)},
@@ -196,8 +198,10 @@ static const char cli_usage_tail[] =
            "      --json               print one JSON object at the end instead of the text\n"
            "      --reasoning          copy the model's reasoning to stderr\n"
            "      --no-usage           do not send stream_options.include_usage\n"
-           "      --idle-timeout S     give up when no data arrives for S seconds (default 90)\n"
+           "      --idle-timeout S     give up when no new text arrives for S seconds (default 90)\n"
            "      --connect-timeout S  connect timeout in seconds (default 10)\n"
+           "      --max-time S         give up on a request after S seconds in all (default: none)\n"
+           "      --max-answer-mb N    stop an answer past N MiB, keeping what came (default 64)\n"
            "      --retries N          retries before the first byte of an answer on 408, 409,\n"
            "                           429, 5xx, connection failures, timeouts (default 2)\n"
            "      --cacert FILE        trust this CA bundle for TLS\n"

@@ -46,6 +46,9 @@ static const struct opt conf_opts[] = {
     {"include_usage", OPT_BOOL, O(include_usage), 0, 0, 1},
     {"connect_timeout_ms", OPT_LONG, O(connect_timeout_ms), 0, 1, 600000},
     {"idle_timeout", OPT_DOUBLE, O(idle_timeout), 0, 0.1, 86400},
+    {"max_time", OPT_DOUBLE, O(max_time), 0, 0, 864000},
+    {"max_answer_mb", OPT_LONG, O(max_answer_mb), 0, 1, 4096},
+    {"key_cmd_timeout", OPT_DOUBLE, O(key_cmd_timeout), 0, 0.1, 3600},
     {"cacert", OPT_STR, O(cacert), 0, 0, 0},
     {"insecure", OPT_BOOL, O(insecure), 0, 0, 1},
     {"theme", OPT_STR, O(theme), 0, 0, 0},
@@ -90,6 +93,8 @@ void conf_defaults(struct conf *c)
     c->include_usage = 1;
     c->connect_timeout_ms = 10000;
     c->idle_timeout = 90;
+    c->max_answer_mb = 64;
+    c->key_cmd_timeout = 10;
     c->theme = xstrdup("dark");
     c->save = 1;
     c->cache_ttl_days = 7;

@@ -19,7 +19,10 @@ struct conf {
     char *max_tokens_field; /* "max_tokens" or "max_completion_tokens" */
     int include_usage;      /* ask for usage with stream_options (1) */
     long connect_timeout_ms;
-    double idle_timeout;    /* seconds without a data event before giving up */
+    double idle_timeout;    /* seconds without new answer text before giving up */
+    double max_time;        /* seconds a whole request may take, retries included; 0 = none */
+    long max_answer_mb;     /* an answer stops (kept, exit 5) past this many MiB (64) */
+    double key_cmd_timeout; /* api_key_cmd / cmd: keys are killed after this many seconds (10) */
     char *cacert;
     int insecure;
     char *theme;

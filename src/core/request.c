@@ -86,6 +86,8 @@ struct net_request *request_new(const struct conf *c, char *body, const struct r
     }
     rq->connect_timeout_ms = c->connect_timeout_ms;
     rq->idle_timeout_s = c->idle_timeout;
+    rq->max_time_s = c->max_time;
+    rq->max_answer_bytes = (size_t)c->max_answer_mb << 20;
     rq->cacert = c->cacert ? xstrdup(c->cacert) : NULL;
     rq->insecure = c->insecure;
     rq->breaker_failures = (int)c->breaker_failures;
