@@ -130,7 +130,7 @@ void utf8_sanitize(struct buf *out, const char *s, size_t n)
         if (c >= 0x80) {
             uint32_t cp;
             size_t k = utf8_decode(s + i, n - i, &cp);
-            if (cp >= 0x80 && cp <= 0x9F) {
+            if ((cp >= 0x80 && cp <= 0x9F) || utf8_bidi_control(cp)) {
                 buf_append(out, s + run, i - run);
                 buf_printf(out, "<U+%04X>", (unsigned)cp);
                 i += k;
@@ -157,6 +157,37 @@ void utf8_sanitize(struct buf *out, const char *s, size_t n)
         }
         i++;
         run = i;
+    }
+    buf_append(out, s + run, n - run);
+}
+
+int utf8_bidi_control(uint32_t cp)
+{
+    if (cp < 0x061C || cp > 0x2069)
+        return 0;
+    return cp == 0x061C || cp == 0x200E || cp == 0x200F || (cp >= 0x202A && cp <= 0x202E) ||
+           cp >= 0x2066;
+}
+
+void utf8_json_terminal(struct buf *out, const char *s, size_t n)
+{
+    size_t i = 0, run = 0; /* run = start of bytes copied verbatim */
+    buf_reserve(out, n);
+    while (i < n) {
+        unsigned char c = (unsigned char)s[i];
+        uint32_t cp = c;
+        size_t k = 1;
+        if (c >= 0x80)
+            k = utf8_decode(s + i, n - i, &cp);
+        int raw = (c >= 0x20 && c < 0x7F) || c == '\n' || c == '\t' ||
+                  (c >= 0x80 && !(cp <= 0x9F || utf8_bidi_control(cp) ||
+                                  (cp == UTF8_REPLACEMENT && k == 1)));
+        if (!raw) {
+            buf_append(out, s + run, i - run);
+            buf_printf(out, "\\u%04x", (unsigned)cp); /* an invalid byte is \ufffd */
+            run = i + k;
+        }
+        i += k;
     }
     buf_append(out, s + run, n - run);
 }

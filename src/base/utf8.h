@@ -26,7 +26,19 @@ size_t utf8_incomplete_tail(const char *s, size_t n);
 /* Append s[0..n) to out so that no byte of it can drive a terminal:
  * C0 controls except TAB and LF become caret notation (ESC -> "^["), DEL -> "^?", a CR of a
  * CRLF pair is dropped (a lone CR -> "^M"), C1 controls (U+0080..U+009F) become "<U+009B>",
- * invalid UTF-8 bytes become U+FFFD. Everything else is copied as is. */
+ * bidi controls (utf8_bidi_control) become "<U+202E>" (shown, not obeyed: they would reorder
+ * the rest of the line), invalid UTF-8 bytes become U+FFFD. Everything else is copied as is. */
 void utf8_sanitize(struct buf *out, const char *s, size_t n);
+
+/* 1 for the bidi controls that reorder displayed text: the embeddings and overrides
+ * U+202A..U+202E, the isolates U+2066..U+2069, the marks U+200E, U+200F and U+061C. */
+int utf8_bidi_control(uint32_t cp);
+
+/* Append JSON text s[0..n) to out for a terminal: the same JSON value, but no character in it
+ * that a terminal obeys or that reorders what it shows. C0 controls but TAB and LF (cJSON
+ * escapes them in strings already), DEL, C1 controls and bidi controls become \uXXXX escapes;
+ * an invalid UTF-8 byte (a raw 8-bit C1 byte among them) becomes \ufffd. Valid JSON stays
+ * valid and decodes to the same string (but for the invalid bytes). */
+void utf8_json_terminal(struct buf *out, const char *s, size_t n);
 
 #endif

@@ -11,6 +11,14 @@ static void check_sanitize(const char *in, size_t n, const char *want, const cha
     buf_free(&b);
 }
 
+static void check_json(const char *in, const char *want, const char *name)
+{
+    struct buf b = BUF_INIT;
+    utf8_json_terminal(&b, in, strlen(in));
+    TAP_STR(buf_str(&b), want, name);
+    buf_free(&b);
+}
+
 int main(void)
 {
     uint32_t cp;
@@ -47,5 +55,32 @@ int main(void)
     check_sanitize("bad\xFF\xFEz", 6, "bad\xEF\xBF\xBD\xEF\xBF\xBDz", "invalid bytes replaced");
     check_sanitize("\xE4\xBD\xA0\xE5\xA5\xBD", 6, "\xE4\xBD\xA0\xE5\xA5\xBD", "CJK kept");
     check_sanitize("a\0b", 3, "a^@b", "NUL visible");
+
+    /* bidi controls are shown, not obeyed (the Trojan Source reordering) */
+    check_sanitize("a\xE2\x80\xAE" "cba", 7, "a<U+202E>cba", "RLO U+202E visible");
+    check_sanitize("\xE2\x80\xAA\xE2\x80\xAB\xE2\x80\xAC\xE2\x80\xAD", 12,
+                   "<U+202A><U+202B><U+202C><U+202D>", "LRE RLE PDF LRO visible");
+    check_sanitize("\xE2\x81\xA6\xE2\x81\xA7\xE2\x81\xA8\xE2\x81\xA9", 12,
+                   "<U+2066><U+2067><U+2068><U+2069>", "isolates U+2066..U+2069 visible");
+    check_sanitize("\xE2\x80\x8E\xE2\x80\x8F\xD8\x9C", 8, "<U+200E><U+200F><U+061C>",
+                   "LRM RLM ALM visible");
+    check_sanitize("\xE2\x80\x8D\xE2\x80\xAF\xE2\x81\xA5\xE2\x81\xAA\xD8\x9B", 14,
+                   "\xE2\x80\x8D\xE2\x80\xAF\xE2\x81\xA5\xE2\x81\xAA\xD8\x9B",
+                   "neighbours of the bidi controls (ZWJ, U+202F, U+2065, U+206A, U+061B) kept");
+    check_sanitize("\xD7\xA9\xD7\x9C\xD7\x95\xD7\x9D \xD8\xB3\xD9\x84\xD8\xA7\xD9\x85", 17,
+                   "\xD7\xA9\xD7\x9C\xD7\x95\xD7\x9D \xD8\xB3\xD9\x84\xD8\xA7\xD9\x85",
+                   "Hebrew and Arabic letters kept");
+
+    /* JSON for a terminal: the same JSON value, no byte that can drive a terminal */
+    check_json("{\"a\":\"x\xC2\x9B" "2J\"}", "{\"a\":\"x\\u009b2J\"}", "JSON: raw C1 CSI escaped");
+    check_json("[\"\xC2\x80\xC2\x9F\x7F\"]", "[\"\\u0080\\u009f\\u007f\"]",
+               "JSON: C1 range ends and DEL escaped");
+    check_json("\"a\xE2\x80\xAE" "b\xE2\x81\xA6\xE2\x80\x8F\xD8\x9C\"",
+               "\"a\\u202eb\\u2066\\u200f\\u061c\"", "JSON: bidi controls escaped");
+    check_json("{\n\t\"k\":\t\"\\u001b[2J \xE4\xBD\xA0 \xF0\x9F\x98\x8A\"\n}",
+               "{\n\t\"k\":\t\"\\u001b[2J \xE4\xBD\xA0 \xF0\x9F\x98\x8A\"\n}",
+               "JSON: layout, escapes already there, CJK and emoji kept byte for byte");
+    check_json("\"bad\x9B\xFF\"", "\"bad\\ufffd\\ufffd\"", "JSON: raw 8-bit bytes become \\ufffd");
+    check_json("\"\x1b]0;t\x07\"", "\"\\u001b]0;t\\u0007\"", "JSON: raw C0 (never from cJSON) escaped");
     return tap_done();
 }
