@@ -198,7 +198,9 @@ void script_result_fields(cJSON *o, const struct net_result *r, const char *cont
         cJSON_AddStringToObject(o, "quota", r->quota_text);
 }
 
-static void script_json(struct session *s, const struct net_result *r, int code)
+/* The one JSON object of --json. On a terminal, C1, DEL and bidi controls are escaped as
+ * \uXXXX too (cJSON escapes only C0): the same JSON value, nothing the terminal obeys. */
+static void script_json(struct session *s, const struct net_result *r, int code, int tty)
 {
     cJSON *o = cJSON_CreateObject();
     script_result_fields(o, r, session_answer(s), session_reasoning(s), session_profile(s)->model, code,
@@ -206,7 +208,14 @@ static void script_json(struct session *s, const struct net_result *r, int code)
     script_json_context(s, o);
     char *text = cJSON_PrintUnformatted(o);
     if (text) {
-        (void)util_write_all(1, text, strlen(text));
+        if (tty) {
+            struct buf safe = BUF_INIT;
+            utf8_json_terminal(&safe, text, strlen(text));
+            (void)util_write_all(1, safe.data, safe.len);
+            buf_free(&safe);
+        } else {
+            (void)util_write_all(1, text, strlen(text));
+        }
         (void)util_write_all(1, "\n", 1);
         cJSON_free(text);
     }
@@ -225,7 +234,7 @@ static int script_turn_end(struct session *s, struct script_state *st, const str
         st->last_err_byte = '\n';
     }
     if (o->json && r) {
-        script_json(s, r, code);
+        script_json(s, r, code, st->out_tty);
     } else {
         if (st->pending.len) { /* a trailing unfinished UTF-8 sequence */
             buf_reset(&st->scratch);

@@ -478,6 +478,24 @@ static void cmd_snippet(struct cmd_ctx *c, const char *s)
     }
 }
 
+/* 1 when query holds no search term: only white space and empty "" phrases (the terms
+ * store_search would find; it refuses an empty query as an error, this is bad usage). */
+static int cmd_query_empty(const char *q)
+{
+    for (const char *p = q; *p;) {
+        if (strchr(" \t\n\r\f\v", *p)) {
+            p++;
+        } else if (*p == '"') {
+            if (p[1] && p[1] != '"')
+                return 0;
+            p += p[1] ? 2 : 1;
+        } else {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 static int cmd_search(struct cmd_ctx *c, const struct cmd_opts *o)
 {
     if (o->n_pos == 0)
@@ -494,6 +512,10 @@ static int cmd_search(struct cmd_ctx *c, const struct cmd_opts *o)
         if (i)
             buf_appendc(&q, ' ');
         buf_appends(&q, o->pos[i]);
+    }
+    if (cmd_query_empty(buf_str(&q))) {
+        buf_free(&q);
+        return cmd_usage(c, "the search query is empty: give a word or a \"phrase\"");
     }
     struct store_hit *hits;
     size_t n;
@@ -619,12 +641,20 @@ static cJSON *cmd_json_conversation(const struct store_conversation *conv, int a
 static void cmd_json_print(struct cmd_ctx *c, cJSON *j, const char *indent)
 {
     char *s = cJSON_Print(j);
-    /* cJSON escapes control characters, so the text is terminal-safe as it is. */
-    for (const char *p = s; *p; p++) {
+    /* cJSON escapes C0 controls only: on a terminal, C1, DEL and bidi controls become \uXXXX
+     * too (the same JSON value); a pipe or file gets cJSON's bytes. */
+    struct buf safe = BUF_INIT;
+    const char *p = s;
+    if (c->tty) {
+        utf8_json_terminal(&safe, s, strlen(s));
+        p = buf_str(&safe);
+    }
+    for (; *p; p++) {
         fputc(*p, c->out);
         if (*p == '\n' && indent)
             fputs(indent, c->out);
     }
+    buf_free(&safe);
     free(s);
 }
 
