@@ -68,6 +68,26 @@ def escaped_json(data, name, strings):
          name + ": decodes to the same strings", dump[:400])
 
 
+# --- the checker itself: ttlib.safe_stderr must catch every class, and pass clean text ------
+HAZARDS = {"ESC": b"a\x1b[2J", "BEL": b"\x07", "CR": b"a\rb", "NUL": b"\x00", "BS": b"\x08",
+           "DEL": b"\x7f", "C1 CSI as UTF-8": "\u009b".encode(), "C1 U+0080": "\u0080".encode(),
+           "C1 U+009F": "\u009f".encode(), "raw 8-bit CSI": b"x\x9b2J",
+           "raw 8-bit 0x80": b"\x80", "raw 8-bit OSC": b"\x9d0;t\x9c"}
+HAZARDS.update(("bidi U+%04X" % cp, ("ab" + chr(cp) + "c").encode()) for cp in
+               sorted(ttlib.BIDI_CONTROLS))
+for name, data in HAZARDS.items():
+    sub = ttlib.Tap()
+    sub._line = lambda s: None  # a private Tap: only its verdict counts
+    t.ok(not ttlib.safe_stderr(sub, data, name) and sub.failed == 1,
+         "safe_stderr rejects %s" % name)
+CLEAN = ("tokterm: tab\tand lf\n \u4f60\u597d \U0001F600 \ufffd <U+202E> ^[[2J "
+         "\u00a0\u00e9 \u05e9\u05dc\u05d5\u05dd \u0633\u0644\u0627\u0645 \u200d\n").encode()
+sub = ttlib.Tap()
+sub._line = lambda s: None
+t.ok(ttlib.safe_stderr(sub, CLEAN, "clean"), "safe_stderr passes clean text (TAB, LF, CJK, "
+     "emoji, U+FFFD, visible forms, NBSP, Hebrew, Arabic, ZWJ)", ttlib.terminal_hazards(CLEAN))
+t.ok(len(ttlib.BIDI_CONTROLS) == 12, "twelve bidi controls are checked")
+
 home = ttlib.make_home()
 db = os.path.join(home, "t.db")
 with ttlib.FakeServer() as srv:

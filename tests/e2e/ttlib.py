@@ -364,6 +364,139 @@ def run_tokterm(args, stdin=None, env=None, timeout=30, home=None, cwd=None):
 
 
 # ---------------------------------------------------------------------------------------------
+# Terminal safety: what tokterm writes must not be able to drive or mislead a terminal
+
+BIDI_CONTROLS = frozenset(list(range(0x202A, 0x202F)) + list(range(0x2066, 0x206A)) +
+                          [0x200E, 0x200F, 0x061C])
+
+
+def _hazards(data, allow_escapes):
+    """(offset, what) for each byte or character in data (bytes) that a terminal would obey:
+    C0 controls but TAB and LF (but ESC, CR, BS, BEL too when allow_escapes: a curses program
+    draws with them), DEL, C1 controls as UTF-8 (U+0080..U+009F), raw 8-bit C1 bytes
+    (0x80..0x9F outside a valid UTF-8 sequence) and bidi controls (U+202A..U+202E,
+    U+2066..U+2069, U+200E, U+200F, U+061C)."""
+    out = []
+    text = data.decode("utf-8", "surrogateescape")
+    pos = 0  # byte offset of ch
+    ok_c0 = (0x09, 0x0A) + ((0x1B, 0x0D, 0x08, 0x07, 0x0F, 0x0E) if allow_escapes else ())
+    for ch in text:
+        cp = ord(ch)
+        what = None
+        if cp < 0x20 and cp not in ok_c0:
+            what = "C0 control 0x%02x" % cp
+        elif cp == 0x7F:
+            what = "DEL"
+        elif 0x80 <= cp <= 0x9F:
+            what = "C1 control U+%04X" % cp
+        elif 0xDC80 <= cp <= 0xDC9F:
+            what = "raw 8-bit C1 byte 0x%02x" % (cp - 0xDC00)
+        elif cp in BIDI_CONTROLS:
+            what = "bidi control U+%04X" % cp
+        if what:
+            out.append((pos, what))
+        pos += 1 if 0xDC80 <= cp <= 0xDCFF else len(ch.encode("utf-8"))
+    return out
+
+
+def terminal_hazards(data):
+    """Problems of text meant for a terminal (messages, scripted output): a list of
+    "offset: what", empty when data (bytes) is safe. See _hazards."""
+    return ["%d: %s" % h for h in _hazards(data, False)]
+
+
+def safe_stderr(t, err, name):
+    """One test point: err (bytes) holds nothing that can drive a terminal (terminal_hazards)."""
+    bad = terminal_hazards(err)
+    return t.ok(not bad, name + ": stderr holds no control, C1 or bidi character",
+                "%s\n%r" % ("; ".join(bad[:8]), err[:300]))
+
+
+# The introducers a curses program never needs, and that text from outside must never bring:
+# OSC (title, clipboard OSC 52, hyperlink OSC 8, colours), DCS, SOS, PM, APC; RIS (ESC c).
+_SEQ_NAMES = {"]": "OSC", "P": "DCS", "X": "SOS", "^": "PM", "_": "APC", "c": "RIS"}
+
+
+def recording_hazards(data):
+    """Problems in the bytes a curses program wrote to its terminal (a recording, see
+    Tmux(record=True)): any OSC, DCS, SOS, PM, APC or RIS sequence, C1 controls (UTF-8 or raw),
+    DEL, bidi controls and C0 controls other than those curses draws with. Empty when safe."""
+    out = ["%d: %s" % h for h in _hazards(data, True)]
+    for m in re.finditer(rb"\x1b([\]PX^_c])", data):
+        out.append("%d: %s sequence %r" % (m.start(), _SEQ_NAMES[m.group(1).decode()],
+                                            data[m.start():m.start() + 24]))
+    return out
+
+
+def _pty_pair(cols=80, rows=24):
+    """A pseudo-terminal (master, slave) whose output is passed as is (no LF -> CRLF)."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+    master, slave = pty.openpty()
+    attrs = termios.tcgetattr(slave)
+    attrs[1] &= ~termios.OPOST
+    termios.tcsetattr(slave, termios.TCSANOW, attrs)
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+    return master, slave
+
+
+def _drain(fd, sink):
+    while True:
+        try:
+            b = os.read(fd, 65536)
+        except OSError:  # EIO: every slave end is closed
+            break
+        if not b:
+            break
+        sink.append(b)
+
+
+def run_tokterm_tty(args, stdin=None, env=None, timeout=30, home=None, ttys=(1,)):
+    """Like run_tokterm, but the descriptors in ttys (1: stdout, 2: stderr) are a terminal
+    (isatty() is true there); returns (exit code, stdout bytes, stderr bytes) with exactly the
+    bytes tokterm wrote, terminal or pipe."""
+    import threading
+    e = clean_env(home, env)
+    if isinstance(stdin, str):
+        stdin = stdin.encode("utf-8")
+    ptys = {fd: _pty_pair() for fd in ttys}
+    kw = {}
+    for fd, name in ((1, "stdout"), (2, "stderr")):
+        kw[name] = ptys[fd][1] if fd in ptys else subprocess.PIPE
+    p = subprocess.Popen([tokterm_path()] + [str(a) for a in args], env=e,
+                         stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                         start_new_session=True, **kw)
+    got = {1: [], 2: []}
+    threads = []
+    for fd, (master, slave) in ptys.items():
+        os.close(slave)
+        th = threading.Thread(target=_drain, args=(master, got[fd]), daemon=True)
+        th.start()
+        threads.append(th)
+    try:
+        out, err = p.communicate(stdin, timeout=timeout)
+        rc = p.returncode
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        out, err = p.communicate()
+        rc = 124
+    for th in threads:
+        th.join(5)
+    for master, _ in ptys.values():
+        os.close(master)
+    out = b"".join(got[1]) if 1 in ptys else out
+    err = b"".join(got[2]) if 2 in ptys else err
+    if rc == 124:
+        err += b"\n[ttlib: killed after %gs timeout]\n" % timeout
+    return rc, out, err
+
+
+# ---------------------------------------------------------------------------------------------
 # tmux
 
 def _executable(path):
@@ -400,8 +533,13 @@ class Tmux:
     def available():
         return tmux_bin() is not None
 
-    def __init__(self, width=80, height=24, term="xterm-256color"):
+    def __init__(self, width=80, height=24, term="xterm-256color", record=False):
+        """record: keep every byte the program writes to its terminal (tmux pipe-pane -O,
+        before tmux interprets them); recording() returns them. A capture cannot show an
+        injected escape sequence: tmux has already obeyed or dropped it."""
         self.width, self.height, self.term = width, height, term
+        self.record = record
+        self.record_file = None
         self.bin = tmux_bin()
         Tmux._seq += 1
         self.name = "tt-%d-%d" % (os.getpid(), Tmux._seq)
@@ -444,6 +582,12 @@ class Tmux:
         self.status_file = os.path.join(tempdir("tt-tmux-"), "status")
         cmd = "trap : INT QUIT; %s; st=$?; echo $st > %s; exit $st" % (
             " ".join(_shquote(c) for c in cmd), _shquote(self.status_file))
+        if self.record:
+            # The program starts once the pipe is there, so the recording has its first byte.
+            d = os.path.dirname(self.status_file)
+            self.record_file = os.path.join(d, "output")
+            ready = os.path.join(d, "recording")
+            cmd = "while [ ! -e %s ]; do sleep 0.02; done; %s" % (_shquote(ready), cmd)
         setenv = []
         for k, v in sorted(env.items()):
             setenv += ["-e", "%s=%s" % (k, v)]
@@ -456,6 +600,15 @@ class Tmux:
                   "new-session", "-d", "-s", "tt", "-x", str(self.width), "-y", str(self.height),
                   *setenv, cmd, env=env)
         self.started = True
+        if self.record:
+            self.tmux("pipe-pane", "-O", "-t", self.target, "touch %s; exec cat >> %s" % (
+                _shquote(ready), _shquote(self.record_file)))
+
+    def recording(self, settle=0.2):
+        """Every byte the program has written to the terminal so far (Tmux(record=True))."""
+        time.sleep(settle)
+        with open(self.record_file, "rb") as f:
+            return f.read()
 
     def send(self, *keys):
         """send-keys: tmux key names ("Enter", "C-c", "Up") or text words."""
