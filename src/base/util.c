@@ -190,13 +190,64 @@ int util_dlsym(void *lib, const char *name, void *slot, size_t size)
     return 0;
 }
 
+/* A window of 8 bytes as one number: the last byte read in the low bits. */
+#define UTIL_GRAM 8
+
+static uint64_t util_gram_hash(uint64_t v, unsigned shift)
+{
+    return (v * 0x9E3779B97F4A7C15ull) >> shift;
+}
+
 void util_redact(char *text, const char *secret)
 {
-    if (!secret || !text || strlen(secret) < 8)
+    if (!secret || !text)
         return;
     size_t k = strlen(secret);
-    for (char *p = strstr(text, secret); p; p = strstr(p, secret)) {
-        memset(p, '*', k);
-        p += k;
+    if (k < UTIL_GRAM)
+        return;
+    /* A run of 8 or more of the secret's characters is a union of windows of 8 that are each a
+     * piece of the secret, and every such window is such a run: hide each window of text whose
+     * 8 bytes are one of the secret's k - 7 windows. The windows live in an open-addressed table
+     * (a quarter full at most), the text is read once with a rolling 64-bit window: O(n), ~1 ns
+     * a byte; the bytes the secret never uses skip the lookup. */
+    size_t grams = k - UTIL_GRAM + 1, cap = 16;
+    unsigned shift = 60;
+    while (cap < grams * 4)
+        cap <<= 1, shift--;
+    uint64_t *table = xcalloc(cap, sizeof *table);
+    unsigned char *used = xcalloc(cap, 1);
+    unsigned char in_secret[256] = {0};
+    uint64_t v = 0;
+    for (size_t i = 0; i < k; i++) {
+        unsigned char c = (unsigned char)secret[i];
+        in_secret[c] = 1;
+        v = (v << 8) | c;
+        if (i + 1 < UTIL_GRAM)
+            continue;
+        size_t h = (size_t)util_gram_hash(v, shift);
+        while (used[h] && table[h] != v)
+            h = (h + 1) & (cap - 1);
+        used[h] = 1;
+        table[h] = v;
     }
+    v = 0;
+    size_t run = 0; /* how many of the last bytes read are characters of the secret */
+    for (size_t i = 0; text[i]; i++) {
+        unsigned char c = (unsigned char)text[i];
+        v = (v << 8) | c;
+        if (!in_secret[c]) {
+            run = 0;
+            continue;
+        }
+        if (++run < UTIL_GRAM)
+            continue;
+        size_t h = (size_t)util_gram_hash(v, shift);
+        while (used[h] && table[h] != v)
+            h = (h + 1) & (cap - 1);
+        if (used[h]) /* text[i - 7 .. i] is a piece of the secret; v keeps the bytes read */
+            memset(text + i + 1 - UTIL_GRAM, '*', UTIL_GRAM);
+    }
+    util_wipe(table, cap * sizeof *table);
+    free(table);
+    free(used);
 }

@@ -28,8 +28,10 @@ int util_write_all(int fd, const char *s, size_t n);
 void util_wipe(void *p, size_t n);
 /* Wipe the string s (up to its NUL) and free it; NULL is fine. */
 void util_free_secret(char *s);
-/* Replace every occurrence of secret in text by '*' (defence in depth for messages that echo
- * what they were sent); nothing when either is NULL or the secret is shorter than 8 bytes. */
+/* Replace by '*' every run of 8 or more bytes of text that is a piece of secret (the whole key,
+ * the key minus a character, a middle slice: defence in depth for messages that echo what they
+ * were sent); a run of 7 is left. Nothing when either is NULL or the secret is shorter than 8
+ * bytes. Linear in the text (10 MB: ~20 ms). */
 void util_redact(char *text, const char *secret);
 
 /* Strip leading and trailing ASCII white space in place; returns s. */

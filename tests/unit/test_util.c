@@ -1,0 +1,132 @@
+/* test_util.c - base/util.c: key redaction (any run of 8 or more of the key's characters),
+ * its speed on a long text, and the small string helpers. */
+#include "config.h"
+#include "base/util.h"
+#include "tap.h"
+#include "base/xmalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define KEY "sk-proj-A1b2C3d4E5f6G7h8I9j0KlMnOpQr"
+
+/* text with secret redacted (a new string). */
+static char *redacted(const char *text, const char *secret)
+{
+    char *t = xstrdup(text);
+    util_redact(t, secret);
+    return t;
+}
+
+/* "pre" + n stars + "post" (a new string). */
+static char *stars(const char *pre, size_t n, const char *post)
+{
+    char *s = xmalloc(strlen(pre) + n + strlen(post) + 1);
+    strcpy(s, pre);
+    memset(s + strlen(pre), '*', n);
+    strcpy(s + strlen(pre) + n, post);
+    return s;
+}
+
+static void check(const char *name, const char *pre, const char *piece, const char *post,
+                  int hidden)
+{
+    char *text = xasprintf("%s%s%s", pre, piece, post);
+    char *got = redacted(text, KEY);
+    char *want = hidden ? stars(pre, strlen(piece), post) : xstrdup(text);
+    TAP_STR(got, want, name);
+    free(text);
+    free(got);
+    free(want);
+}
+
+int main(void)
+{
+    const size_t k = strlen(KEY);
+    char piece[64];
+
+    check("the whole key", "Incorrect API key provided: ", KEY, ".", 1);
+    snprintf(piece, sizeof piece, "%.*s", (int)k - 1, KEY);
+    check("the key minus its last character", "key '", piece, "' is wrong", 1);
+    check("the key minus its first character", "key '", KEY + 1, "' is wrong", 1);
+    snprintf(piece, sizeof piece, "%.8s", KEY + 12);
+    check("a middle slice of 8 characters", "x", piece, "y", 1);
+    snprintf(piece, sizeof piece, "%.7s", KEY + 12);
+    check("a middle slice of 7 characters is left alone", "x", piece, "y", 0);
+    snprintf(piece, sizeof piece, "%.12s", KEY);
+    check("the key's first 12 characters", "", piece, "", 1);
+    snprintf(piece, sizeof piece, "%.10s", KEY + k - 10);
+    check("the key's last 10 characters, at the end of the text", "tail ", piece, "", 1);
+    check("a masked key (sk-...OpQr) is left alone", "key sk-...", "OpQr", " wrong", 0);
+
+    /* two slices, overlapping pieces, a slice next to text that is not the key */
+    {
+        char *text = xasprintf("a=%.9s b=%.11s c=%.7s", KEY + 3, KEY + 20, KEY);
+        char *got = redacted(text, KEY);
+        char *want = xasprintf("a=********* b=*********** c=%.7s", KEY);
+        TAP_STR(got, want, "two slices in one text, a 7-character one kept");
+        free(text);
+        free(got);
+        free(want);
+    }
+    {
+        /* a slice that continues past the key's end into other text: only the key's part */
+        char *text = xasprintf("%sZZZZ", KEY + k - 9);
+        char *got = redacted(text, KEY);
+        TAP_STR(got, "*********ZZZZ", "only the characters that are the key's");
+        free(text);
+        free(got);
+    }
+    {
+        /* a key with a repeating piece: every occurrence, also overlapping ones */
+        const char *rk = "abababababXYZ12345";
+        char *got = redacted("abababababababab xx", rk);
+        TAP_STR(got, "**************** xx", "overlapping runs of a repetitive key");
+        free(got);
+    }
+    {
+        char *got = redacted("short secret sk-123 here", "sk-1234");
+        TAP_STR(got, "short secret sk-123 here", "a secret under 8 characters: nothing");
+        free(got);
+        util_redact(NULL, KEY);
+        got = redacted("text", NULL);
+        TAP_STR(got, "text", "NULL secret: text unchanged");
+        free(got);
+    }
+
+    /* 10 MB of text that shares characters with the key, slices planted at the start, the
+     * middle and the end: every one hidden, in well under a second */
+    {
+        size_t n = 10u << 20;
+        char *big = xmalloc(n + 1);
+        for (size_t i = 0; i < n; i++)
+            big[i] = KEY[(i * 7) % 5 + (i % 3)]; /* the key's characters, never 8 in a row */
+        big[n] = '\0';
+        memcpy(big, KEY, k);
+        memcpy(big + n / 2, KEY + 5, 20);
+        memcpy(big + n - 9, KEY + k - 9, 9);
+        big[k] = big[n / 2 - 1] = big[n / 2 + 20] = big[n - 10] = ' '; /* the slices' ends */
+        double t0 = util_now();
+        util_redact(big, KEY);
+        double dt = util_now() - t0;
+        int hidden = big[0] == '*' && big[k - 1] == '*' && big[k] != '*' &&
+                     big[n / 2 - 1] != '*' && big[n / 2] == '*' && big[n / 2 + 19] == '*' &&
+                     big[n / 2 + 20] != '*' && big[n - 9] == '*' && big[n - 1] == '*';
+        TAP_OK(hidden, "10 MB: each planted slice hidden, nothing around it");
+        size_t starred = 0;
+        for (size_t i = 0; i < n; i++)
+            starred += big[i] == '*';
+        TAP_INT(starred, k + 20 + 9, "10 MB: exactly the planted characters starred");
+        TAP_OK(dt < 1.0, "10 MB redacted in %.3f s (< 1 s)", dt);
+        free(big);
+    }
+
+    /* the string helpers */
+    {
+        char s[] = " \t x y \r\n";
+        TAP_STR(util_trim(s), "x y", "util_trim");
+        TAP_OK(util_starts_with("cmd:echo", "cmd:") && !util_starts_with("cm", "cmd:"),
+               "util_starts_with");
+    }
+    return tap_done();
+}
