@@ -20,8 +20,11 @@ t = ttlib.Tap()
 
 BIG = 10000
 EVIL_ANSWER = ("evil answer A\x1b]0;pwned\x07B\x1b[2JC\x1b[31mRED\x1b[0m D\x1b]52;c;ZXZpbA==\x07 "
-               "\u009b2J end")
-EVIL_PROMPT = "nasty title \x1b]0;titlepwned\x07 \x1b[2J here"
+               "\u009b2J \u202eRLO\u202c \x1b]8;;http://evil.example\x1b\\link\x1b]8;;\x1b\\ "
+               "\x1bP1$r\x1b\\ \u009d0;C1TITLE\u009c \u2066iso\u2069 end")
+# (the browser's title column shows the first 54 columns: the rest is checked in the view)
+EVIL_PROMPT = ("nasty \x1b]0;titlepwned\x07 \x1b[2J \u202eRLO\u202c \u009d0;c1\u009c "
+               "\x1b]52;c;dGl0bGU=\x07 \x1bP1$r\x1b\\ here")
 
 
 def q(text):
@@ -61,6 +64,18 @@ def conv_id(db, home, word):
         if word in line:
             return cid
     return None
+
+
+def no_raw(tm, must_show, name):
+    """Check the bytes tokterm wrote to the terminal (the recording, before tmux interprets
+    them: a capture can never show a raw sequence): no OSC, DCS, C1 or bidi control; and
+    must_show (bytes), the neutralised text, is there, so the recording is the real one."""
+    rec = tm.recording()
+    bad = ttlib.recording_hazards(rec)
+    t.ok(rec and not bad, name + ": no raw OSC, DCS, C1 or bidi in the bytes written",
+         "; ".join(bad[:6]) + " (%d bytes recorded)" % len(rec))
+    t.ok(all(m in rec for m in must_show), name + ": the recording holds the text shown",
+         [m for m in must_show if m not in rec])
 
 
 def settle(tm, pattern, timeout=5.0):
@@ -124,6 +139,16 @@ if not ttlib.Tmux.available():
     t.skip("tmux tests", "tmux is not installed", tool="tmux")
     sys.exit(t.done())
 
+# The recorder can fail: raw sequences written by a program are in its recording.
+with ttlib.Tmux(40, 5, record=True) as tm:
+    tm.run(["printf", "plain \\033]0;T\\007 \\033]52;c;eA==\\007 \\033P1$r\\033\\\\ "
+            "\\302\\233 \\342\\200\\256 \\233 done\\n"])
+    tm.wait_exit(5)
+    found = " ".join(ttlib.recording_hazards(tm.recording()))
+    t.ok(all(w in found for w in ("OSC sequence", "DCS sequence", "C1 control U+009B",
+                                  "bidi control U+202E", "raw 8-bit C1 byte 0x9b")),
+         "the output recorder sees raw OSC, DCS, C1 and bidi that a capture cannot", found)
+
 T0 = time.monotonic()
 home = ttlib.make_home()
 db = os.path.join(home, "hist.db")
@@ -155,7 +180,7 @@ with ttlib.FakeServer() as srv:
     t.eq(len(ids), 6, "six conversations in the database")
 
     env = {"HOME": home, "OPENAI_BASE_URL": srv.base()}
-    with ttlib.Tmux(100, 30) as tm:
+    with ttlib.Tmux(100, 30, record=True) as tm:
         scr = start(tm, env, ["--db", db, "--trace", trace])
         t.ok(scr is not None and "F1 help" in scr, "the chat opens", scr or tm.capture())
         before = tm.capture()
@@ -171,11 +196,9 @@ with ttlib.FakeServer() as srv:
         t.ok("10000" in scr and "the huge conversation" in scr and "a recipe for pancakes" in scr,
              "rows show title and message count", scr)
         t.ok(re.search(r"\d+[mhd] ago|just now", scr) is not None, "rows show when", scr)
-        t.ok("^[]0;titlepwned^G" in scr and "^[[2J" in scr,
-             "an escape sequence in a saved title is shown neutralised", scr)
-        esc = tm.capture(escapes=True)
-        t.ok("\x1b]" not in esc and "\x1b[2J" not in esc, "capture -e: no raw OSC or clear",
-             repr(esc[:300]))
+        t.ok("^[]0;titlepwned^G" in scr and "^[[2J" in scr and "<U+202E>RLO<U+202C>" in scr,
+             "escape sequences and bidi controls in a saved title are shown neutralised", scr)
+        no_raw(tm, [b"^[]0;titlepwned^G", b"<U+202E>RLO<U+202C>"], "the browser's titles")
         # --- q closes and restores the chat exactly ---
         tm.send("q")
         time.sleep(0.4)
@@ -329,10 +352,14 @@ with ttlib.FakeServer() as srv:
         tm.send("Enter")
         scr = settle(tm, "READ-ONLY")
         t.ok("^[]0;pwned^G" in scr and "^[[2J" in scr and "^[[31mRED" in scr and
-             "<U+009B>" in scr, "the read-only view shows escape sequences as text", scr)
-        esc = tm.capture(escapes=True)
-        t.ok("\x1b]" not in esc and "\x1b[2J" not in esc and "\x1b[31m" not in esc,
-             "capture -e: nothing from the saved text reached the terminal", repr(esc[:400]))
+             "<U+009B>" in scr and "<U+202E>RLO<U+202C>" in scr and "^[]8;;http" in scr and
+             "^[P1$r" in scr and "<U+009D>0;C1TITLE<U+009C>" in scr and
+             "<U+2066>iso<U+2069>" in scr and "^[]52;c;ZXZpbA==^G" in scr and
+             "<U+009D>0;c1<U+009C>" in scr and "^[]52;c;dGl0bGU=^G" in scr and
+             "^[P1$r^[\\ here" in scr,
+             "the read-only view shows escape sequences, C1 and bidi controls as text", scr)
+        no_raw(tm, [b"^[]0;pwned^G", b"<U+2066>iso<U+2069>", b"^[]8;;http"],
+               "the saved conversation's text")
         title1 = tm.tmux("display", "-p", "-t", tm.target, "#{pane_title}").strip()
         t.eq(title1, title0, "the terminal title is unchanged")
 
