@@ -62,7 +62,8 @@ int ini_parse(char *text, size_t len, unsigned flags, ini_handler fn, void *ud, 
 {
     char *section = NULL;
     int lineno = 0, rc = 0;
-    size_t pos = 0;
+    /* A UTF-8 byte order mark (some Windows editors write one) is not part of the first line. */
+    size_t pos = len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
     while (pos < len && rc == 0) {
         char *line = text + pos;
         char *nl = memchr(line, '\n', len - pos);

@@ -1,8 +1,9 @@
 /* ini.h - the one reader of INI text, for the config file (core/conf.c) and the themes
  * (text/theme.c).
  *
- * A line is '\n'-terminated (a '\r' before it is blank space); blank lines and lines whose
- * first non-blank character is '#' or ';' are skipped. Every other line is a section header
+ * A UTF-8 byte order mark at the start of the text is skipped. A line is '\n'-terminated (a
+ * '\r' before it is blank space); blank lines and lines whose first non-blank character is '#'
+ * or ';' are skipped. Every other line is a section header
  * "[name]" (nothing but blanks after the ']'), or "key = value" split at the first '=' (the
  * value may hold '=', '#', ';' and quotes: nothing is removed from it but the blanks around
  * it). Blanks are space, tab, CR. Nothing is a continuation line and there is no length limit

@@ -96,6 +96,21 @@ int main(void)
             "INI_TEXT_ONLY: tab, CR and UTF-8 pass; ESC is a control character");
     free(r);
 
+    /* a UTF-8 byte order mark (what some Windows editors write first) is not part of the
+     * first line: it hid the first key */
+    r = PARSE("\xef\xbb\xbfmodel = m\n[p]\n", INI_TEXT_ONLY);
+    TAP_STR(r, "1 P [-] model=m\n2 S p\n", "a BOM at the start is skipped (key on line 1)");
+    free(r);
+    r = PARSE("\xef\xbb\xbf[p]\nk = v\n", 0);
+    TAP_STR(r, "1 S p\n2 P [p] k=v\n", "a BOM before a section header");
+    free(r);
+    r = PARSE("a = 1\n\xef\xbb\xbf" "b = 2\n", 0);
+    TAP_STR(r, "1 P [-] a=1\n2 P [-] \xef\xbb\xbf" "b=2\n", "only at the start of the text");
+    free(r);
+    r = PARSE("\xef\xbb", 0);
+    TAP_STR(r, "1 E 5 \xef\xbb 00\n", "half a BOM is text");
+    free(r);
+
     char text[] = "a = 1\nb = 2\nc = 3\n";
     int seen = 0;
     rc = ini_parse(text, strlen(text), 0, stop_at_second, &seen, &lines);
