@@ -9,8 +9,14 @@
  * event loop on 32 connections, which the benchmark would count against the client.
  * GET /_stats: {"requests":n,"connections":n,"max_in_flight":n,"late_us_p50":n,"late_us_max":n}.
  *
+ * --capture PREFIX: while the file PREFIX.on exists, each POST's body is written to PREFIX.1,
+ * PREFIX.2, ... (numbered from 1 again once PREFIX.on has been absent), so that a benchmark can
+ * post with curl exactly the bytes a client sent (bench/resume/run.py); the requests it times
+ * write nothing. A request
+ * with "Expect: 100-continue" gets its interim 100 at once, as a real server sends it.
+ *
  * cc -O2 -o leanserver leanserver.c
- * usage: leanserver --port-file F [--port 0] [--delay-ms 50]
+ * usage: leanserver --port-file F [--port 0] [--delay-ms 50] [--capture PREFIX]
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -37,6 +43,7 @@ struct conn {
     size_t in_len, in_cap;
     char *out; /* what a short write left */
     size_t out_len, out_off;
+    int continued; /* the 100 Continue of the request being read was sent */
 };
 
 struct job {
@@ -54,6 +61,25 @@ static int64_t delay_ns = 50000000;
 static int64_t *late;
 static size_t late_len, late_cap;
 static int ep, tfd;
+static const char *capture_prefix;
+static int capture_n;
+
+/* --capture: keep the body of a POST while PREFIX.on exists. */
+static void capture(const char *body, size_t len)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s.on", capture_prefix);
+    if (access(path, F_OK) != 0) {
+        capture_n = 0;
+        return;
+    }
+    snprintf(path, sizeof path, "%s.%d", capture_prefix, ++capture_n);
+    FILE *f = fopen(path, "wb");
+    if (f) {
+        fwrite(body, 1, len, f);
+        fclose(f);
+    }
+}
 
 static int64_t now_ns(void)
 {
@@ -86,6 +112,7 @@ static void conn_close(int fd)
     c->gen++;
     c->open = 0;
     c->in_len = c->out_len = c->out_off = 0;
+    c->continued = 0;
 }
 
 static void conn_send(int fd, const char *data, size_t len)
@@ -234,8 +261,18 @@ static void parse(int fd)
             if ((p == c->in || p[-1] == '\n') && strncasecmp(p, "content-length:", 15) == 0)
                 clen = strtoul(p + 15, NULL, 10);
         }
-        if (c->in_len < head_len + clen)
+        if (c->in_len < head_len + clen) {
+            /* the interim answer a client that asked for one waits for (once per request) */
+            if (!c->continued && memmem(c->in, head_len, "100-continue", 12)) {
+                c->continued = 1;
+                static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+                conn_send(fd, cont, sizeof cont - 1);
+            }
             return;
+        }
+        c->continued = 0;
+        if (capture_prefix && strncmp(c->in, "POST ", 5) == 0)
+            capture(c->in + head_len, clen);
         int get = strncmp(c->in, "GET ", 4) == 0;
         if (get) {
             stats(fd);
@@ -304,9 +341,12 @@ int main(int argc, char **argv)
             port = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--delay-ms") == 0)
             delay_ns = (int64_t)(atof(argv[i + 1]) * 1e6);
+        else if (strcmp(argv[i], "--capture") == 0)
+            capture_prefix = argv[i + 1];
     }
     if (!port_file) {
-        fputs("usage: leanserver --port-file F [--port 0] [--delay-ms 50]\n", stderr);
+        fputs("usage: leanserver --port-file F [--port 0] [--delay-ms 50] [--capture PREFIX]\n",
+              stderr);
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);

@@ -19,6 +19,7 @@ from the server's log. tokterm should pace itself to zero; the SDK retries what 
 
 usage: bench/batch/run.py [--tokterm PATH] [--n 1000] [--concurrency 32] [--delay-ms 50]
                           [--rounds 3] [--server lean|fake] [--rpm 600] [--rpm-n N] [--no-rpm]
+                          [--rows FILE]
 """
 import argparse
 import json
@@ -32,7 +33,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "e2e"))
+sys.path.insert(0, os.path.join(HERE, ".."))
 sys.dont_write_bytecode = True
+import benchlib  # noqa: E402
 import ttlib  # noqa: E402
 
 
@@ -127,8 +130,10 @@ def main():
     ap.add_argument("--rpm", type=int, default=600)
     ap.add_argument("--rpm-n", type=int, default=0, help="requests for the rpm check (default --n)")
     ap.add_argument("--no-rpm", action="store_true")
+    ap.add_argument("--rows", default="", help="append run-all's table row (JSON) here")
     a = ap.parse_args()
     tokterm = os.path.abspath(a.tokterm)
+    benchlib.header("batch (bench/batch/run.py)", "tokterm %s" % tokterm)
     node = shutil.which("node")
     sdk_ok = bool(node) and os.path.isdir(os.path.join(HERE, "node_modules", "openai"))
     if node and not sdk_ok:
@@ -236,6 +241,12 @@ def main():
     print("target, tokterm batch >= 90%% of the ideal throughput: run %.1f%% %s, wall %.1f%% %s"
           % (100 * ideal / t[1], "MET" if ideal / t[1] >= 0.9 else "NOT MET",
              100 * ideal / t[0], "MET" if ideal / t[0] >= 0.9 else "NOT MET"))
+    c = med.get("curl --parallel")
+    benchlib.Rows(a.rows).add(
+        "`batch -j %d`, %s requests: share of the ideal throughput (whole process)"
+        % (a.concurrency, format(a.n, ",")), "%.1f %% (%.2f s)" % (100 * ideal / t[0], t[0]),
+        "curl --parallel %.1f %%" % (100 * ideal / c[0]) if c else "", None, ">= 90 %",
+        100 * ideal / t[0], note="ideal %.2f s" % ideal)
 
     if a.no_rpm:
         return

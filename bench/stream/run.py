@@ -1,53 +1,183 @@
 #!/usr/bin/env python3
-"""Side-by-side benchmark of streaming consumption (issue 2).
+"""Side-by-side benchmark of streaming consumption (issues 2, 4, 14).
 
-The same fake-server stream of N small deltas is consumed, several rounds, in one run by
-  (a) curl -sN > /dev/null         the floor: bytes only, no parsing
-  (b) tokterm --incognito -p x     parse SSE + JSON, write each delta (no database)
-  (b') tokterm --no-cache -p x      the default: the conversation saved as it streams
-  (c) the official openai npm SDK  parse and print each delta (node)
-and a one-delta request end to end (process start-up included) by curl and tokterm.
-Wall time, CPU time (user+sys) and peak RSS come from wait4(2) for each child process.
+Every comparison runs its competitors in one run, interleaved (each round runs each once, the
+order rotating), and reports medians:
 
-usage: bench/stream/run.py [--tokterm PATH] [--deltas 200000] [--rounds 5] [--small-runs 30]
+ 1. the fake server's stream of N small deltas (gen=N,chunk=whole: at loopback speed), N =
+    200,000 (40.5 MB of SSE) and 1,000,000 (~210 MB), consumed by
+      curl -sN > /dev/null          the floor: bytes only, no parsing
+      tokterm --incognito -p x      SSE + JSON decoding, each delta written to stdout
+      the openai npm SDK            parse and print each delta (node; 200,000 only)
+    wall, CPU (user+sys) and peak RSS of each process (GNU time; wall from here);
+ 2. saving the conversation as it streams vs --no-save (both --no-cache, both open the same
+    database), answers of 1 kB, 64 kB (just under the 64 KiB of synchronous indexing), 1 MB and
+    10 MB (gen=N with N chosen for the size);
+ 3. one short request, start-up included: curl vs tokterm --incognito (one delta), and curl vs
+    tokterm in the default mode (store opened, cache looked up, conversation saved; a new prompt
+    each run, so the cache misses as a new question does).
+Targets (issue 14): wall <= 1.15x curl at both lengths, CPU <= 1.3x, RSS <= 1.0x, SDK >= 10x
+slower, saving <= 1.1x --no-save at every size, one request <= 1.3x (default mode included).
+
+usage: bench/stream/run.py [--tokterm PATH] [--rounds 11] [--small-runs 21] [--deltas 200000]
+                           [--big-deltas 1000000] [--sdk-rounds N] [--sizes 1000,64000,...]
+                           [--rows FILE]
 """
 import argparse
 import os
 import shutil
-import statistics
 import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "e2e"))
+sys.path.insert(0, os.path.join(HERE, ".."))
 sys.dont_write_bytecode = True
+import benchlib  # noqa: E402
 import ttlib  # noqa: E402
+from benchlib import measure, med  # noqa: E402
 
 BODY = '{"model":"bench","messages":[{"role":"user","content":"x"}],"stream":true}'
 
 
-TIME = "/usr/bin/time"  # GNU time: its own small fork, so the child's peak RSS is its own
+def gen_text_bytes(n):
+    """Bytes of the answer of gen=n: "tok0 tok1 ... tok{n-1} "."""
+    total, lo, d = 0, 0, 1
+    while lo < n:
+        hi = min(n, 10 ** d)
+        total += (hi - lo) * (d + 4)
+        lo, d = hi, d + 1
+    return total
 
 
-def measure(argv, env):
-    """Run argv with stdout to /dev/null; returns (wall s, cpu s, peak RSS KiB, exit code)."""
-    rfd, wfd = os.pipe()
-    t0 = time.perf_counter()
-    with open(os.devnull, "wb") as null:
-        p = subprocess.Popen([TIME, "-f", "%e %U %S %M %x", "-o", "/dev/fd/%d" % wfd] + argv,
-                             env=env, stdin=subprocess.DEVNULL, stdout=null,
-                             stderr=subprocess.DEVNULL, pass_fds=(wfd,))
-        os.close(wfd)
-        out = os.read(rfd, 4096).decode()
-        os.close(rfd)
-        p.wait()
-    wall = time.perf_counter() - t0  # finer than time(1)'s 10 ms; same overhead for every tool
-    fields = out.split()[-5:]
-    user, sys_, rss, code = float(fields[1]), float(fields[2]), int(fields[3]), int(fields[4])
-    if code != 0:
-        sys.stderr.write("%s failed (%d)\n" % (argv[0], code))
-    return wall, user + sys_, rss, code
+def gen_for(size):
+    """The smallest gen=N whose answer has at least size bytes."""
+    lo, hi = 1, 1
+    while gen_text_bytes(hi) < size:
+        hi *= 2
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if gen_text_bytes(mid) < size:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+def human(n):
+    for unit, f in (("MB", 1e6), ("kB", 1e3)):
+        if n >= f:
+            return "%g %s" % (round(n / f, 1), unit)
+    return "%d B" % n
+
+
+def curl_cmd(url, body=BODY):
+    return ["curl", "-sN", url + "/chat/completions", "-H", "Content-Type: application/json",
+            "-H", "Authorization: Bearer sk-bench", "-d", body]
+
+
+def stream(srv, tokterm, node, deltas, rounds, sdk_rounds, rows, label_sdk):
+    spec = "gen=%d,chunk=whole" % deltas
+    url = srv.base(spec)
+    env = ttlib.clean_env(env={"OPENAI_BASE_URL": url})
+    _, _, body = srv.post("/%s/v1/chat/completions" % spec, BODY.encode())  # build it once
+    cmds = {"curl": curl_cmd(url), "tokterm": [tokterm, "--incognito", "-p", "x"]}
+    res = benchlib.interleave(cmds, rounds, env_of=lambda k: env)
+    if node and sdk_rounds:
+        sdk = [node, os.path.join(HERE, "sdk.mjs")]
+        res["openai-sdk"] = benchlib.interleave({"sdk": sdk}, sdk_rounds,
+                                                env_of=lambda k: env, warmup=0)["sdk"]
+    print()
+    print("stream: %s deltas, %.1f MB of SSE (%s of text), %d rounds (median; CPU = user+sys)"
+          % (format(deltas, ","), len(body) / 1e6, human(gen_text_bytes(deltas)), rounds))
+    print("| | wall | CPU | peak RSS |")
+    print("|---|---|---|---|")
+    m = {}
+    for k, r in res.items():
+        m[k] = (med(r, 0), med(r, 1), med(r, 2))
+        print("| %s | %.1f ms | %.1f ms | %.1f MB |" % (k, m[k][0] * 1e3, m[k][1] * 1e3,
+                                                  m[k][2] / 1024))
+    (tw, tc, tm), (cw, cc, cm) = m["tokterm"], m["curl"]
+    print("tokterm / curl: wall %.2fx (target <= 1.15x), CPU %.2fx (target <= 1.3x), "
+          "RSS %.2fx (target <= 1.0x)" % (tw / cw, tc / max(cc, 1e-9), tm / cm))
+    n = format(deltas, ",")
+    rows.add("stream wall / curl, %s deltas" % n, "%.1f ms" % (tw * 1e3), "curl %.1f ms" %
+             (cw * 1e3), tw / cw, "<= 1.15")
+    rows.add("stream CPU / curl, %s deltas" % n, "%.1f ms" % (tc * 1e3), "curl %.1f ms" %
+             (cc * 1e3), tc / max(cc, 1e-9), "<= 1.3",
+             )
+    rows.add("stream peak RSS / curl, %s deltas" % n, "%.2f MB" % (tm / 1024), "curl %.2f MB" %
+             (cm / 1024), tm / cm, "<= 1.0")
+    if "openai-sdk" in m:
+        sw = m["openai-sdk"][0]
+        print("openai-sdk / tokterm: wall %.1fx (target >= 10x), %d rounds" % (sw / tw,
+                                                                              sdk_rounds))
+        rows.add("openai SDK wall / tokterm, %s deltas" % n, "%.1f ms" % (tw * 1e3),
+                 "SDK %.2f s" % sw, sw / tw, ">= 10", note="%d SDK rounds" % sdk_rounds)
+    elif label_sdk:
+        print("openai-sdk: skipped (node or the openai package missing)")
+    sys.stdout.flush()
+
+
+def saving(srv, tokterm, sizes, rounds, rows):
+    print()
+    print("saving the conversation as it streams (default) vs --no-save, both --no-cache, %d "
+          "rounds (median wall)" % rounds)
+    print("| answer | deltas | saving | --no-save | ratio (target <= 1.1x) |")
+    print("|---|---|---|---|---|")
+    home = ttlib.make_home()
+    for size in sizes:
+        n = gen_for(size)
+        spec = "gen=%d,chunk=whole" % n
+        url = srv.base(spec)
+        env = ttlib.clean_env(home=home, env={"OPENAI_BASE_URL": url})
+        srv.post("/%s/v1/chat/completions" % spec, BODY.encode())
+        cmds = {"saving": [tokterm, "--no-cache", "-p", "x"],
+                "nosave": [tokterm, "--no-cache", "--no-save", "-p", "x"]}
+        res = benchlib.interleave(cmds, rounds, env_of=lambda k: env)
+        sw, nw = med(res["saving"]), med(res["nosave"])
+        print("| %s | %s | %.1f ms | %.1f ms | %.2fx |" % (human(gen_text_bytes(n)),
+                                                         format(n, ","), sw * 1e3, nw * 1e3,
+                                                         sw / nw))
+        sys.stdout.flush()
+        rows.add("saving / `--no-save`, %s answer" % human(gen_text_bytes(n)),
+                 "%.1f ms" % (sw * 1e3), "--no-save %.1f ms" % (nw * 1e3), sw / nw, "<= 1.1")
+
+
+def short_requests(srv, tokterm, runs, rows):
+    print()
+    small = srv.base("gen=1,chunk=whole")
+    env = ttlib.clean_env(env={"OPENAI_BASE_URL": small})
+    res = benchlib.interleave({"curl": curl_cmd(small),
+                               "tokterm": [tokterm, "--incognito", "-p", "x"]}, runs,
+                              env_of=lambda k: env)
+    c, t = med(res["curl"]), med(res["tokterm"])
+    print("one-delta request, start-up included, %d runs (median): curl %.1f ms, tokterm "
+          "--incognito %.1f ms: %.2fx (target <= 1.3x)" % (runs, c * 1e3, t * 1e3, t / c))
+    rows.add("one short request, `--incognito`", "%.1f ms" % (t * 1e3), "curl %.1f ms" %
+             (c * 1e3), t / c, "<= 1.3")
+    # The default mode: the store, a cache lookup (a miss: a new question each run), the save.
+    home = ttlib.make_home()
+    env = ttlib.clean_env(home=home, env={"OPENAI_BASE_URL": small})
+    n = [0]
+
+    def prompt():
+        n[0] += 1
+        return "question %06d" % n[0]
+
+    def run_tokterm():
+        return measure([tokterm, "-p", prompt()], env)
+
+    def run_curl():
+        body = BODY.replace('"x"', '"%s"' % prompt())
+        return measure(curl_cmd(small, body), env)
+
+    res = benchlib.interleave({"curl": run_curl, "tokterm": run_tokterm}, runs)
+    c, t = med(res["curl"]), med(res["tokterm"])
+    print("one short request, default mode (store, cache miss, save), %d runs (median): curl "
+          "%.1f ms, tokterm %.1f ms: %.2fx (target <= 1.3x)" % (runs, c * 1e3, t * 1e3, t / c))
+    rows.add("one short request, default mode (saving + cache)", "%.1f ms" % (t * 1e3),
+             "curl %.1f ms" % (c * 1e3), t / c, "<= 1.3")
 
 
 def main():
@@ -55,77 +185,35 @@ def main():
     ap.add_argument("--tokterm", default=os.environ.get("TOKTERM") or
                     os.path.join(HERE, "..", "..", "_build", "plain", "src", "tokterm"))
     ap.add_argument("--deltas", type=int, default=200000)
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--small-runs", type=int, default=30)
+    ap.add_argument("--big-deltas", type=int, default=1000000, help="0: skip")
+    ap.add_argument("--rounds", type=int, default=11)
+    ap.add_argument("--sdk-rounds", type=int, default=None, help="default: --rounds; 0: skip")
+    ap.add_argument("--small-runs", type=int, default=21)
+    ap.add_argument("--sizes", default="1000,64000,1000000,10000000",
+                    help="answer sizes in bytes for saving vs --no-save ('' to skip)")
+    ap.add_argument("--rows", default="", help="append run-all's table rows (JSON) here")
     a = ap.parse_args()
     tokterm = os.path.abspath(a.tokterm)
+    rows = benchlib.Rows(a.rows)
     node = shutil.which("node")
     sdk_ok = node and os.path.isdir(os.path.join(HERE, "node_modules", "openai"))
     if node and not sdk_ok:
         print("installing the openai npm package into bench/stream/node_modules ...")
         subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--silent"], cwd=HERE)
         sdk_ok = os.path.isdir(os.path.join(HERE, "node_modules", "openai"))
-
+    sdk_rounds = a.rounds if a.sdk_rounds is None else a.sdk_rounds
+    benchlib.header("stream (bench/stream/run.py)", "tokterm %s" % tokterm)
     with ttlib.FakeServer() as srv:
-        spec = "gen=%d,chunk=whole" % a.deltas
-        url = srv.base(spec)
-        env = ttlib.clean_env(env={"OPENAI_BASE_URL": url})
-        # warm the server's body cache and measure the stream's size
-        _, _, body = srv.post("/%s/v1/chat/completions" % spec, BODY.encode())
-        size_mb = len(body) / 1e6
-        cmds = {
-            "curl": ["curl", "-sN", url + "/chat/completions", "-H", "Content-Type: application/json",
-                     "-H", "Authorization: Bearer sk-bench", "-d", BODY],
-            "tokterm": [tokterm, "--incognito", "-p", "x"],
-            # issue 4's pair: saving as it streams vs --no-save (both without the response
-            # cache, which would answer the later rounds; both open the same database)
-            "tokterm-saving": [tokterm, "--no-cache", "-p", "x"],
-            "tokterm-nosave": [tokterm, "--no-cache", "--no-save", "-p", "x"],
-        }
-        if sdk_ok:
-            cmds["openai-sdk"] = [node, os.path.join(HERE, "sdk.mjs")]
-        res = {k: [] for k in cmds}
-        for r in range(a.rounds):
-            for k, argv in cmds.items():
-                res[k].append(measure(argv, env))
-        print("stream: %d deltas, %.1f MB, %d rounds (median; CPU = user+sys)" %
-              (a.deltas, size_mb, a.rounds))
-        print("%-12s %9s %9s %10s" % ("", "wall s", "CPU s", "peak RSS"))
-        med = {}
-        for k, rows in res.items():
-            w = statistics.median(x[0] for x in rows)
-            c = statistics.median(x[1] for x in rows)
-            m = statistics.median(x[2] for x in rows)
-            med[k] = (w, c, m)
-            print("%-12s %9.3f %9.3f %8.1f MB" % (k, w, c, m / 1024))
-        tw, tc, tm = med["tokterm"]
-        cw, cc, cm = med["curl"]
-        print("tokterm / curl:  wall %.2fx (target <= 1.5x)  CPU %.2fx  RSS %.2fx (target <= 1.0x)"
-              % (tw / cw, tc / max(cc, 1e-9), tm / cm))
-        sw_, sc_, sm_ = med["tokterm-saving"]
-        nw_, nc_, nm_ = med["tokterm-nosave"]
-        print("tokterm saving the conversation (default) / --no-save:  wall %.2fx (target <= 1.2x)"
-              "  CPU %.2fx  RSS %.2fx" % (sw_ / nw_, sc_ / max(nc_, 1e-9), sm_ / nm_))
-        if "openai-sdk" in med:
-            sw, sc, sm = med["openai-sdk"]
-            print("openai-sdk / tokterm:  wall %.1fx (target >= 10x)  CPU %.1fx  RSS %.1fx"
-                  % (sw / tw, sc / tc, sm / tm))
-        else:
-            print("openai-sdk: skipped (node or the openai package missing)")
-
-        # one delta, start-up included
-        small = srv.base("gen=1,chunk=whole")
-        env1 = ttlib.clean_env(env={"OPENAI_BASE_URL": small})
-        c1 = ["curl", "-sN", small + "/chat/completions", "-H", "Content-Type: application/json",
-              "-d", BODY]
-        t1 = [tokterm, "--incognito", "-p", "x"]
-        cs, ts = [], []
-        for _ in range(a.small_runs):
-            cs.append(measure(c1, env1)[0])
-            ts.append(measure(t1, env1)[0])
-        cmed, tmed = statistics.median(cs), statistics.median(ts)
-        print("one-delta request, start-up included, %d runs (median): curl %.1f ms, tokterm "
-              "%.1f ms: %.2fx (target <= 1.3x)" % (a.small_runs, cmed * 1e3, tmed * 1e3, tmed / cmed))
+        stream(srv, tokterm, node if sdk_ok else None, a.deltas, a.rounds, sdk_rounds, rows,
+               True)
+        if a.big_deltas:
+            stream(srv, tokterm, None, a.big_deltas, a.rounds, 0, rows, False)
+        sizes = [int(s) for s in a.sizes.split(",") if s]
+        if sizes:
+            saving(srv, tokterm, sizes, a.rounds, rows)
+        if a.small_runs:
+            short_requests(srv, tokterm, a.small_runs, rows)
+    print("# load average at the end %s" % benchlib.loadavg())
 
 
 if __name__ == "__main__":

@@ -1,0 +1,20 @@
+#!/bin/sh
+# run-all.sh - run every benchmark and print one Markdown table of ratios against their targets
+# (issue 14), so that a regression is visible in one command.
+#
+#   bench/run-all.sh [--build DIR] [--quick] [--no-fail] [--rounds N] [--only STEPS]
+#                    [--skip STEPS] [--logs DIR] [--work DIR]
+#
+# DIR is a configured and built build tree (default _build/plain; $BENCH_BUILD): its
+# src/tokterm, bench/store/store_bench, and bench/tokenizer/tokbench (made on demand). Steps, in
+# order: stream (bench/stream/run.py), resume (bench/resume/run.py), tui (bench/tui/run.py),
+# tokenizer (bench/tokenizer/run.sh), store (store_bench and bench/store/search_e2e.py), batch
+# (bench/batch/run.py). Each comparison runs its competitors interleaved in one run, 11 rounds
+# (--quick: 3, smaller data, no tokenizer), and reports medians; the table's header gives the
+# commit ("-dirty" when the tree differs from it), the load average at the start and the end,
+# and the run time. Exit 1 when a target is missed or a measure could not be taken (--no-fail:
+# exit 0). Every benchmark's whole output is kept in --logs (default $TMPDIR/tokterm-bench-DATE).
+# Run time on the 2-core VM: ~12 minutes; --quick ~3 minutes (bench/README.md).
+# Needs: python3, cc, curl, tmux, node and npm (the SDK and JS tokenizers; their packages are
+# installed into bench/*/node_modules on first use).
+exec python3 "$(dirname "$0")/run_all.py" "$@"
