@@ -7,8 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/buf.h"
+#include "base/xmalloc.h"
 #include "tokens/tokenizer.h"
 
 static void count_usage(FILE *f)
@@ -17,7 +19,8 @@ static void count_usage(FILE *f)
           "  Print the number of tokens of standard input.\n"
           "  -m, --model MODEL        count as MODEL does (default: o200k_base)\n"
           "  -e, --encoding NAME      o200k_base or cl100k_base\n"
-          "      --ids                print the token ids instead of the count\n",
+          "      --ids                print the token ids instead of the count\n"
+          "  Standard input may hold at most 64 MiB.\n",
           f);
 }
 
@@ -65,47 +68,83 @@ static const char *count_encoding(const char *model, const char *encoding)
     return encoding;
 }
 
-/* The token ids of text on one line of stdout, separated by spaces. */
-static void count_print_ids(struct tokenizer *tok, const struct buf *text)
+/* Write ids to stdout as decimal numbers separated by spaces (first: nothing written yet). */
+static void count_put_ids(void *arg, const uint32_t *ids, size_t n)
 {
-    struct tok_ids v = TOK_IDS_INIT;
-    tokenizer_encode(tok, buf_str(text), text->len, &v);
-    struct buf out = BUF_INIT;
-    buf_reserve(&out, v.len * 7 + 1);
-    for (size_t i = 0; i < v.len; i++) {
+    int *first = arg;
+    char out[4096 * 11 + 16];
+    size_t len = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (len > sizeof out - 12) {
+            fwrite(out, 1, len, stdout);
+            len = 0;
+        }
         char num[12], *q = num + sizeof num;
-        uint32_t id = v.ids[i];
+        uint32_t id = ids[i];
         do
             *--q = (char)('0' + id % 10);
         while ((id /= 10) != 0);
-        if (i)
-            buf_appendc(&out, ' ');
-        buf_append(&out, q, (size_t)(num + sizeof num - q));
+        if (!*first)
+            out[len++] = ' ';
+        *first = 0;
+        memcpy(out + len, q, (size_t)(num + sizeof num - q));
+        len += (size_t)(num + sizeof num - q);
     }
-    buf_appendc(&out, '\n');
-    fwrite(out.data, 1, out.len, stdout);
-    buf_free(&out);
-    tok_ids_free(&v);
+    fwrite(out, 1, len, stdout);
 }
 
-/* Count (or list the ids of) all of stdin with tok: the exit status. */
+/* Read all of stdin, at most COUNT_MAX_INPUT bytes, into *text (with a NUL after it). Returns
+ * 0, 2 past the limit or 1 on a read error (after the message). */
+static int count_read(char **text, size_t *len)
+{
+    size_t cap = 65536, n = 0;
+    char *s = xmalloc(cap + 1);
+    for (;;) {
+        if (n == cap) {
+            if (cap > COUNT_MAX_INPUT) { /* one byte past the limit was read */
+                fprintf(stderr, "tokterm count: standard input is larger than the limit "
+                                "(%d MiB); count it in parts\n", COUNT_MAX_INPUT >> 20);
+                free(s);
+                return 2;
+            }
+            cap = cap * 2 > COUNT_MAX_INPUT ? (size_t)COUNT_MAX_INPUT + 1 : cap * 2;
+            s = xrealloc(s, cap + 1); /* large blocks move by mremap: no copy, no double */
+        }
+        ssize_t got = read(0, s + n, cap - n);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            fprintf(stderr, "tokterm count: reading stdin: %s\n", strerror(errno));
+            free(s);
+            return 1;
+        }
+        if (got == 0)
+            break;
+        n += (size_t)got;
+    }
+    s[n] = '\0';
+    *text = s;
+    *len = n;
+    return 0;
+}
+
+/* Count (or list the ids of) all of stdin with tok: the exit status. Memory: the input (at
+ * most COUNT_MAX_INPUT) and the tokenizer's O(TOKENIZER_PIECE_MAX); ids are written as they
+ * come, never all kept. */
 static int count_stdin(struct tokenizer *tok, int ids)
 {
-    struct buf in = BUF_INIT;
-    char chunk[65536];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, stdin)) > 0)
-        buf_append(&in, chunk, n);
-    if (ferror(stdin)) {
-        fprintf(stderr, "tokterm count: reading stdin: %s\n", strerror(errno));
-        buf_free(&in);
-        return 1;
-    }
-    if (ids)
-        count_print_ids(tok, &in);
-    else
-        printf("%zu\n", tokenizer_count(tok, buf_str(&in), in.len));
-    buf_free(&in);
+    char *in = NULL;
+    size_t len = 0;
+    int rc = count_read(&in, &len);
+    if (rc)
+        return rc;
+    if (ids) {
+        int first = 1;
+        tokenizer_encode_each(tok, in, len, count_put_ids, &first);
+        putchar('\n');
+    } else
+        printf("%zu\n", tokenizer_count(tok, in, len));
+    free(in);
     if (fflush(stdout) != 0) {
         fprintf(stderr, "tokterm count: writing stdout: %s\n", strerror(errno));
         return 1;

@@ -276,21 +276,45 @@ static char *context_fmt(long long n, int approximate)
 
 /* ---- the plan ------------------------------------------------------------------------------ */
 
+/* The first `head` and the last `tail` ids of a text, collected from tokenizer_encode_each():
+ * memory O(head + tail), not O(tokens of the text). */
+struct ends {
+    uint32_t *head, *ring; /* ring: the last `tail` ids, the oldest at (n - tail) % tail */
+    size_t want_head, want_tail, n;
+};
+
+static void ends_take(void *arg, const uint32_t *ids, size_t k)
+{
+    struct ends *e = arg;
+    for (size_t i = 0; i < k; i++, e->n++) {
+        if (e->n < e->want_head)
+            e->head[e->n] = ids[i];
+        if (e->want_tail)
+            e->ring[e->n % e->want_tail] = ids[i];
+    }
+}
+
 /* Shorten text (tok_content tokens) to about keep tokens: head and tail with a marker between.
- * Returns a new string (caller frees) and its length in *out_len. */
+ * Returns a new string (caller frees) and its length in *out_len. Memory: O(keep) besides the
+ * tokenizer's bounded pieces, whatever the length of text. */
 static char *context_shorten(struct context *c, const char *text, size_t len, long tok_content,
                              long keep, size_t *out_len)
 {
     long head = keep / 2, tail = keep - head;
     struct buf hb = BUF_INIT, tb = BUF_INIT, out = BUF_INIT;
     if (c->tok) {
-        struct tok_ids v = TOK_IDS_INIT;
-        tokenizer_encode(c->tok, text, len, &v);
-        if ((long)v.len < head + tail)
-            head = tail = (long)v.len / 2;
-        (void)tokenizer_decode(c->tok, v.ids, (size_t)head, &hb);
-        (void)tokenizer_decode(c->tok, v.ids + v.len - (size_t)tail, (size_t)tail, &tb);
-        tok_ids_free(&v);
+        struct ends e = {xmalloc(((size_t)head + 1) * sizeof *e.head),
+                         xmalloc(((size_t)tail + 1) * sizeof *e.ring), (size_t)head,
+                         (size_t)tail, 0};
+        tokenizer_encode_each(c->tok, text, len, ends_take, &e);
+        size_t th = (size_t)tail;
+        if (e.n < (size_t)(head + tail)) /* then n / 2 <= head <= tail: both ends are here */
+            head = tail = (long)(e.n / 2);
+        (void)tokenizer_decode(c->tok, e.head, (size_t)head, &hb);
+        for (size_t i = e.n - (size_t)tail; i < e.n; i++)
+            (void)tokenizer_decode(c->tok, &e.ring[i % th], 1, &tb);
+        free(e.head);
+        free(e.ring);
     } else {
         size_t hbytes = (size_t)head * 4, tbytes = (size_t)tail * 4;
         if (hbytes + tbytes > len)

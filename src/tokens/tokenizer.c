@@ -9,7 +9,10 @@
  *  - the merge loop: tiktoken's rule (repeatedly merge the adjacent pair with the lowest rank,
  *    leftmost on ties) as a linear scan for short pieces and, for long ones, a linked list with
  *    candidate pairs in a sorted array, FIFOs and a heap, so a 1 MB run of one character costs
- *    O(n log n) (close to linear in practice) instead of tiktoken's O(n^2). */
+ *    O(n log n) (close to linear in practice) instead of tiktoken's O(n^2).
+ * Pieces are bounded (see TOKENIZER_PIECE_MAX): the matchers look at most PIECE_WINDOW bytes
+ * ahead of a piece's start and a longer piece is cut, so memory is O(TOKENIZER_PIECE_MAX)
+ * whatever the text, not ~40 bytes per byte of its longest run. */
 #include "config.h"
 #include "tokens/tokenizer.h"
 
@@ -33,6 +36,9 @@
 #define HDR_SIZE 96u
 #define BPE_SMALL 64      /* pieces up to this many bytes use the simple O(n^2) merge */
 #define BPE_SORT_MIN 2048 /* from this many pairs on, radix-sort the initial pairs */
+#define PIECE_MAX TOKENIZER_PIECE_MAX
+#define PIECE_WINDOW (PIECE_MAX + 64) /* bytes the matchers see from a piece's start */
+#define SINK_BATCH 4096   /* ids handed to a tokenizer_encode_each() callback at a time */
 
 #define CLS_TABLE 0x20000 /* classes of planes 0 and 1 are kept in a table per tokenizer */
 #define CLS_BLOCK 256
@@ -417,6 +423,31 @@ static inline size_t scan_piece(const struct tokenizer *t, struct scan *sc, size
     return t->kind == KIND_O200K ? scan_o200k(sc, i) : scan_cl100k(sc, i);
 }
 
+/* The end of the bounded piece at i of s[0..len) (the whole text, or what a stream has so far):
+ * the matcher runs on the window s[i .. i + PIECE_WINDOW) (extended to a character's end), and
+ * a piece longer than PIECE_MAX is cut at the start of the character that holds byte
+ * i + PIECE_MAX. A run of one class is then cut every PIECE_MAX bytes, and the matcher reads
+ * at most one window per piece: linear time, bounded memory. Any text in which no run is
+ * longer than PIECE_MAX is split exactly as by the regex. sc->len is set to the window's end;
+ * sc->hit_end tells whether the matcher looked at it. */
+static inline size_t piece_end(const struct tokenizer *t, struct scan *sc, size_t len, size_t i)
+{
+    size_t lim = len;
+    if (len - i > PIECE_WINDOW) {
+        lim = i + PIECE_WINDOW;
+        while (lim < len && (sc->s[lim] & 0xC0) == 0x80)
+            lim++;
+    }
+    sc->len = lim;
+    size_t e = scan_piece(t, sc, i);
+    if (e - i > PIECE_MAX) {
+        e = i + PIECE_MAX;
+        while ((sc->s[e] & 0xC0) == 0x80)
+            e--;
+    }
+    return e;
+}
+
 /* ---- invalid UTF-8 ------------------------------------------------------------------------ */
 
 static const char REPLACEMENT[3] = {(char)0xEF, (char)0xBF, (char)0xBD};
@@ -578,11 +609,28 @@ static inline uint32_t tok_rank(const struct tokenizer *t, const uint8_t *p, siz
 
 /* ---- merging ------------------------------------------------------------------------------ */
 
-/* Where tokens go: counted always, stored when out != NULL. */
+/* Where tokens go: counted always, stored when out != NULL; with flush, out is handed over
+ * and emptied every SINK_BATCH ids or so (sink_maybe_flush, between pieces). */
 struct sink {
     struct tok_ids *out;
     size_t count;
+    void (*flush)(void *arg, const uint32_t *ids, size_t n);
+    void *arg;
 };
+
+static void sink_flush(struct sink *k)
+{
+    if (k->flush && k->out->len) {
+        k->flush(k->arg, k->out->ids, k->out->len);
+        k->out->len = 0;
+    }
+}
+
+static inline void sink_maybe_flush(struct sink *k)
+{
+    if (k->flush && k->out->len >= SINK_BATCH)
+        sink_flush(k);
+}
 
 static inline void sink_put(struct sink *k, uint32_t id)
 {
@@ -896,11 +944,12 @@ static void encode_valid(const struct tokenizer *t, const uint8_t *s, size_t len
 {
     struct scan sc = {s, len, 0, t};
     size_t i = 0;
-    if (len >= PCACHE_MIN_TEXT) {
+    if (len >= PCACHE_MIN_TEXT) { /* a long text: its pieces are bounded (piece_end) */
         struct pcache_ent *cache = xcalloc(1u << PCACHE_BITS, sizeof *cache);
         while (i < len) {
-            size_t e = scan_piece(t, &sc, i);
+            size_t e = piece_end(t, &sc, len, i);
             encode_piece_cached(t, s + i, e - i, k, cache);
+            sink_maybe_flush(k);
             i = e;
         }
         free(cache);
@@ -919,17 +968,16 @@ static void encode_valid(const struct tokenizer *t, const uint8_t *s, size_t len
     }
 }
 
+static void encode_invalid(const struct tokenizer *t, const uint8_t *s, size_t len,
+                           struct sink *k);
+
 static void encode_any(const struct tokenizer *t, const char *text, size_t len, struct sink *k)
 {
     const uint8_t *s = (const uint8_t *)text;
-    if (utf8_valid((const char *)s, len)) {
+    if (utf8_valid((const char *)s, len))
         encode_valid(t, s, len, k);
-        return;
-    }
-    struct buf clean = BUF_INIT;
-    text_sanitize(&clean, s, len, 1);
-    encode_valid(t, (const uint8_t *)clean.data, clean.len, k);
-    buf_free(&clean);
+    else
+        encode_invalid(t, s, len, k);
 }
 
 void tok_ids_free(struct tok_ids *v)
@@ -942,14 +990,25 @@ void tok_ids_free(struct tok_ids *v)
 void tokenizer_encode(const struct tokenizer *tok, const char *text, size_t len,
                       struct tok_ids *out)
 {
-    struct sink k = {out, 0};
+    struct sink k = {out, 0, NULL, NULL};
     encode_any(tok, text, len, &k);
 }
 
 size_t tokenizer_count(const struct tokenizer *tok, const char *text, size_t len)
 {
-    struct sink k = {NULL, 0};
+    struct sink k = {NULL, 0, NULL, NULL};
     encode_any(tok, text, len, &k);
+    return k.count;
+}
+
+size_t tokenizer_encode_each(const struct tokenizer *tok, const char *text, size_t len,
+                             void (*fn)(void *arg, const uint32_t *ids, size_t n), void *arg)
+{
+    struct tok_ids v = TOK_IDS_INIT;
+    struct sink k = {&v, 0, fn, arg};
+    encode_any(tok, text, len, &k);
+    sink_flush(&k);
+    tok_ids_free(&v);
     return k.count;
 }
 
@@ -1275,22 +1334,23 @@ struct tok_stream *tokenizer_stream_new(const struct tokenizer *tok)
     return st;
 }
 
-/* Count and drop the pieces of pending that more text can no longer change. */
-static void stream_commit(struct tok_stream *st)
+/* Encode into k and drop the pieces of pending that more text can no longer change: those
+ * whose matcher did not look at the end of pending, and any piece once a whole window from its
+ * start is there (piece_end never looks further). pending then holds less than a window. */
+static void stream_commit(struct tok_stream *st, struct sink *k)
 {
     const uint8_t *s = (const uint8_t *)st->pending.data;
     size_t len = st->pending.len, i = 0;
     struct scan sc = {s, len, 0, st->tok};
-    struct sink k = {NULL, 0};
     while (i < len) {
         sc.hit_end = 0;
-        size_t e = scan_piece(st->tok, &sc, i);
-        if (sc.hit_end)
+        size_t e = piece_end(st->tok, &sc, len, i);
+        if (sc.hit_end && len - i < PIECE_WINDOW)
             break;
-        encode_piece(st->tok, s + i, e - i, &k);
+        encode_piece(st->tok, s + i, e - i, k);
+        sink_maybe_flush(k);
         i = e;
     }
-    st->committed += k.count;
     if (i) {
         memmove(st->pending.data, st->pending.data + i, len - i);
         st->pending.len = len - i;
@@ -1298,11 +1358,9 @@ static void stream_commit(struct tok_stream *st)
     }
 }
 
-void tokenizer_stream_feed(struct tok_stream *st, const char *delta, size_t len)
+/* Append delta (sanitised; an unfinished UTF-8 sequence waits in tail) to pending. */
+static void stream_take(struct tok_stream *st, const char *delta, size_t len)
 {
-    if (!len)
-        return;
-    st->cache_ok = 0;
     const uint8_t *in = (const uint8_t *)delta;
     uint8_t *joined = NULL;
     if (st->tail_len) {
@@ -1316,7 +1374,36 @@ void tokenizer_stream_feed(struct tok_stream *st, const char *delta, size_t len)
     st->tail_len = len - used; /* at most 3 */
     memcpy(st->tail, in + used, st->tail_len);
     free(joined);
-    stream_commit(st);
+}
+
+void tokenizer_stream_feed(struct tok_stream *st, const char *delta, size_t len)
+{
+    if (!len)
+        return;
+    st->cache_ok = 0;
+    stream_take(st, delta, len);
+    struct sink k = {NULL, 0, NULL, NULL};
+    stream_commit(st, &k);
+    st->committed += k.count;
+}
+
+/* Text with invalid UTF-8: sanitised and encoded a block at a time, as a stream (the result is
+ * the same as for the whole sanitised text; memory stays O(block + window)). */
+static void encode_invalid(const struct tokenizer *t, const uint8_t *s, size_t len,
+                           struct sink *k)
+{
+    struct tok_stream st;
+    memset(&st, 0, sizeof st);
+    st.tok = t;
+    const size_t block = 65536;
+    for (size_t off = 0; off < len; off += block) {
+        stream_take(&st, (const char *)s + off, len - off < block ? len - off : block);
+        stream_commit(&st, k);
+    }
+    if (st.tail_len)
+        text_sanitize(&st.pending, st.tail, st.tail_len, 1);
+    encode_valid(t, (const uint8_t *)st.pending.data, st.pending.len, k);
+    buf_free(&st.pending);
 }
 
 size_t tokenizer_stream_count(struct tok_stream *st)
@@ -1326,7 +1413,7 @@ size_t tokenizer_stream_count(struct tok_stream *st)
     size_t keep = st->pending.len;
     if (st->tail_len)
         text_sanitize(&st->pending, st->tail, st->tail_len, 1);
-    struct sink k = {NULL, 0};
+    struct sink k = {NULL, 0, NULL, NULL};
     encode_valid(st->tok, (const uint8_t *)st->pending.data, st->pending.len, &k);
     if (st->pending.data) {
         st->pending.len = keep;

@@ -9,6 +9,14 @@
  * equal tiktoken.encode(new TextDecoder().decode(bytes)). Special-token text such as
  * "<|endoftext|>" is encoded as ordinary text (tiktoken's encode_ordinary).
  *
+ * Long runs are split, as tiktoken's users do (Meta's Llama 3 tokenizer cuts runs at 25,000
+ * characters before calling tiktoken): a pre-tokenizer piece (a run of letters, of white space
+ * or of punctuation) longer than TOKENIZER_PIECE_MAX bytes is cut into pieces of that size
+ * (at a character start), each merged alone. Text without such a run gives tiktoken's ids
+ * exactly; past it the count may differ from tiktoken's by about one token per cut. So the
+ * memory of encoding is O(TOKENIZER_PIECE_MAX) (a few MiB) whatever the text, besides the
+ * ids themselves, and time stays linear.
+ *
  * A struct tokenizer is immutable after tokenizer_open(): it may be shared between threads. */
 #ifndef TT_TOKENIZER_H
 #define TT_TOKENIZER_H
@@ -18,6 +26,9 @@
 #include "base/buf.h"
 
 struct tokenizer;
+
+/* Longest pre-tokenizer piece, in bytes; longer ones are cut (see above). */
+#define TOKENIZER_PIECE_MAX 65536
 
 /* A growable array of token ids. */
 struct tok_ids {
@@ -53,6 +64,12 @@ void tokenizer_encode(const struct tokenizer *tok, const char *text, size_t len,
 
 /* Number of tokens of text[0..len) (same as the length tokenizer_encode() would produce). */
 size_t tokenizer_count(const struct tokenizer *tok, const char *text, size_t len);
+
+/* The ids of text[0..len), handed to fn in order a batch at a time (a few thousand ids per
+ * call): the same ids as tokenizer_encode(), in memory that does not grow with len. Returns
+ * the number of ids. */
+size_t tokenizer_encode_each(const struct tokenizer *tok, const char *text, size_t len,
+                             void (*fn)(void *arg, const uint32_t *ids, size_t n), void *arg);
 
 /* Append the bytes of the given ids to out. Returns 0, or -1 when an id is out of range (the
  * bytes of the ids before it are appended). */
@@ -100,7 +117,8 @@ struct tok_stream;
 struct tok_stream *tokenizer_stream_new(const struct tokenizer *tok);
 
 /* Add delta[0..len) (any byte split, also inside a UTF-8 sequence). Only the last unfinished
- * pre-token piece is kept and re-scanned; finished pieces are counted once. */
+ * pre-token piece is kept and re-scanned (less than TOKENIZER_PIECE_MAX + 64 bytes of it);
+ * finished pieces are counted once. */
 void tokenizer_stream_feed(struct tok_stream *st, const char *delta, size_t len);
 
 /* Tokens of all bytes fed so far: always equal to tokenizer_count() of their concatenation. */

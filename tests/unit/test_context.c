@@ -1,5 +1,6 @@
 /* test_context.c - the history plan (each compression step in order, protections, errors),
- * counting and its cache, calibration, prices and budget thresholds. */
+ * counting and its cache, calibration, prices and budget thresholds, and the memory a huge
+ * message costs (counting it, shortening it). */
 #include "config.h"
 
 #include <stdio.h>
@@ -637,6 +638,95 @@ static void test_budget(void)
     buf_free(&d);
 }
 
+/* ---- memory of huge messages ------------------------------------------------------------ */
+
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+#ifndef UNDER_ASAN
+#define UNDER_ASAN 0
+#endif
+
+/* A field of /proc/self/status in kB; -1 when unknown. */
+static long proc_kb(const char *field)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long v = -1;
+    size_t n = strlen(field);
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, field, n) == 0 && line[n] == ':')
+            v = strtol(line + n + 1, NULL, 10);
+    if (f)
+        fclose(f);
+    return v;
+}
+
+/* Reset VmHWM to the current RSS; then the growth of the peak since. -1: cannot measure. */
+static long hwm_mark(void)
+{
+    if (UNDER_ASAN)
+        return -1;
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (!f)
+        return -1;
+    int ok = fputs("5", f) >= 0;
+    if (fclose(f) != 0 || !ok)
+        return -1;
+    return proc_kb("VmRSS");
+}
+
+/* A prompt of 16 MiB that is one word cost 715 MiB to count in scripted mode (the merge of one
+ * piece took ~43 bytes per byte); an old message of 8M tokens was shortened through all its
+ * ids. Both stay within a few MiB now. */
+static void test_huge_memory(void)
+{
+    size_t n = (size_t)16 << 20;
+    char *word = xmalloc(n + 1);
+    memset(word, 'a', n);
+    word[n] = '\0';
+    struct context *c = context_new("o200k_base", 0, NULL);
+    long base = hwm_mark();
+    long got = context_count(c, word, n);
+    if (base < 0)
+        TAP_OK(got > 0, "# SKIP peak memory of counting 16 MiB (ASan or no clear_refs)");
+    else
+        TAP_OK(got > 0 && proc_kb("VmHWM") - base < 16 * 1024,
+               "counting a 16 MiB one-word message: %ld tokens, peak +%ld KiB (< 16 MiB)", got,
+               proc_kb("VmHWM") - base);
+    /* the same text as an old message in a history that must shrink */
+    for (size_t i = 0; i < n; i += 2)
+        memcpy(word + i, "x ", 2); /* 8M tokens */
+    struct hist h = {0};
+    h.m[0] = (struct context_msg){"user", word, n, 1};
+    h.n = 1;
+    hist_words(&h, "assistant", 2, 10);
+    hist_words(&h, "user", 3, 10);
+    struct context_params p = {.window = 20000, .reserve = 1000, .policy = CONTEXT_TRUNCATE};
+    struct context_plan plan;
+    base = hwm_mark();
+    int rc = context_plan(c, h.m, h.n, &p, &plan);
+    long grew = base < 0 ? -1 : proc_kb("VmHWM") - base;
+    TAP_OK(rc == 0 && plan.fits && plan.n_shortened == 1 && plan.items[0].len < 100000 &&
+               strstr(plan.items[0].content, CONTEXT_ELISION),
+           "an old 16 MiB message (8M tokens) is shortened to %zu bytes",
+           plan.n_items ? plan.items[0].len : 0);
+    if (grew < 0)
+        TAP_OK(1, "# SKIP peak memory of shortening it (ASan or no clear_refs)");
+    else
+        TAP_OK(grew < 16 * 1024, "shortening it: peak +%ld KiB (< 16 MiB; its ids are 32 MiB)",
+               grew);
+    context_plan_free(&plan);
+    h.text[0] = NULL; /* word is freed below */
+    hist_free(&h);
+    free(word);
+    context_free(c);
+}
+
 int main(void)
 {
     char *err = NULL;
@@ -663,6 +753,7 @@ int main(void)
     test_calibration();
     test_prices();
     test_budget();
+    test_huge_memory();
     context_free(c);
     tokenizer_close(tok);
     return tap_done();

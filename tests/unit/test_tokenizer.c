@@ -1,5 +1,7 @@
 /* test_tokenizer.c - parity with tiktoken on tests/tokenizer/corpus, plus unit cases for the
- * model table, the streaming counter, chat counting, data-file errors and `tokterm count`. */
+ * model table, the streaming counter, chat counting, data-file errors, `tokterm count`, and the
+ * limits: long pieces are cut at TOKENIZER_PIECE_MAX, memory does not grow with a long run,
+ * count refuses input past COUNT_MAX_INPUT. */
 #include "config.h"
 
 #include <cjson/cJSON.h>
@@ -9,10 +11,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/buf.h"
+#include "base/utf8.h"
 #include "cmd/count.h"
 #include "tap.h"
 #include "tokens/tokenizer.h"
@@ -540,6 +545,308 @@ static void test_cmd_count(void)
     buf_free(&err);
 }
 
+/* ---- limits ---------------------------------------------------------------------------- */
+
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+#ifndef UNDER_ASAN
+#define UNDER_ASAN 0
+#endif
+
+/* A field of /proc/self/status in kB (VmRSS, VmHWM); -1 when unknown. */
+static long proc_kb(const char *field)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long v = -1;
+    size_t n = strlen(field);
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, field, n) == 0 && line[n] == ':')
+            v = strtol(line + n + 1, NULL, 10);
+    if (f)
+        fclose(f);
+    return v;
+}
+
+/* Reset VmHWM to the current RSS (Linux >= 4.0); 0 when done. */
+static int hwm_reset(void)
+{
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (!f)
+        return -1;
+    int ok = fputs("5", f) >= 0;
+    return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+/* Pseudo-random lower-case letters: one pre-tokenizer piece whose merges differ by position. */
+static char *random_word(size_t n)
+{
+    char *w = xmalloc(n + 1);
+    uint32_t x = 2463534242u;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        w[i] = (char)('a' + x % 26);
+    }
+    w[n] = '\0';
+    return w;
+}
+
+static void test_piece_cap(void)
+{
+    const size_t P = TOKENIZER_PIECE_MAX;
+    /* A word of 2.5 pieces is encoded as its three cuts are, each alone. */
+    size_t n = 2 * P + P / 2;
+    char *w = random_word(n);
+    for (int e = 0; e < 2; e++) {
+        struct tok_ids whole = TOK_IDS_INIT, parts = TOK_IDS_INIT;
+        tokenizer_encode(toks[e], w, n, &whole);
+        for (size_t off = 0; off < n; off += P)
+            tokenizer_encode(toks[e], w + off, n - off < P ? n - off : P, &parts);
+        TAP_OK(whole.len == parts.len &&
+                   memcmp(whole.ids, parts.ids, whole.len * sizeof whole.ids[0]) == 0,
+               "%s: a %zu-byte word is cut every %zu bytes (%zu tokens, cuts alone %zu)",
+               ENCODINGS[e], n, P, whole.len, parts.len);
+        /* a word of exactly P bytes is one piece: not the same as two halves */
+        size_t one = tokenizer_count(toks[e], w, P);
+        TAP_OK(one == tokenizer_count(toks[e], w, P) && one > 0 && one < P,
+               "%s: a word of exactly %zu bytes is one piece (%zu tokens)", ENCODINGS[e], P, one);
+        tok_ids_free(&whole);
+        tok_ids_free(&parts);
+    }
+    /* Cuts fall on a character start: a run of 3-byte letters (U+4E00) decodes back whole. */
+    size_t m = 3 * (P / 3 + 7) * 2 + 1;
+    char *cjk = xmalloc(m + 1);
+    for (size_t i = 0; i + 3 <= m; i += 3)
+        memcpy(cjk + i, "\xE4\xB8\x80", 3);
+    cjk[m - 1] = 'x';
+    cjk[m] = '\0';
+    struct tok_ids v = TOK_IDS_INIT;
+    tokenizer_encode(toks[0], cjk, m, &v);
+    struct buf back = BUF_INIT;
+    int dec = tokenizer_decode(toks[0], v.ids, v.len, &back);
+    TAP_OK(dec == 0 && back.len == m && memcmp(back.data, cjk, m) == 0 &&
+               utf8_valid(back.data, back.len),
+           "a long run of CJK is cut between characters: decodes back to the same bytes");
+    tok_ids_free(&v);
+    buf_free(&back);
+    free(cjk);
+    free(w);
+}
+
+/* The stream equals the whole text on runs longer than a piece, whatever the deltas. */
+static void test_stream_long(void)
+{
+    const size_t P = TOKENIZER_PIECE_MAX;
+    struct buf t = BUF_INIT;
+    for (size_t i = 0; i < P + 100; i++)
+        buf_appendc(&t, 'a');
+    buf_appends(&t, " x\n");
+    for (size_t i = 0; i < 2 * P + 3; i++)
+        buf_appendc(&t, ' ');
+    buf_appends(&t, "y\n");
+    for (size_t i = 0; i < P + 9; i++)
+        buf_appendc(&t, i % 1000 ? ' ' : '\n'); /* spaces with a newline now and then */
+    buf_appends(&t, "z");
+    for (size_t i = 0; i < P; i++)
+        buf_appends(&t, i % 5000 ? "A" : "\xE4\xB8\x80"); /* o200k: upper case with a CJK */
+    buf_appends(&t, "b1");
+    for (size_t i = 0; i < P + 77; i++)
+        buf_appendc(&t, "!?-"[i % 3]);
+    buf_appends(&t, "\n\xFF\xFE bad bytes ");
+    for (size_t i = 0; i < P + 11; i++)
+        buf_append(&t, i % 7 ? "\xC3\xA9" : "\xC3", i % 7 ? 2 : 1); /* é and stray bytes */
+    for (int e = 0; e < 2; e++) {
+        int ok = stream_check(e, t.data, t.len, 4093, 0) && stream_check(e, t.data, t.len, 65536, 0)
+                 && stream_check(e, t.data, t.len, 1000003, 0);
+        TAP_OK(ok, "%s: %zu bytes of long runs streamed in deltas: same count as whole",
+               ENCODINGS[e], t.len);
+    }
+    /* invalid UTF-8 is encoded in blocks: the same ids as its U+FFFD-replaced text */
+    struct tok_ids a = TOK_IDS_INIT;
+    tokenizer_encode(toks[0], t.data, t.len, &a);
+    size_t n_each = tokenizer_count(toks[0], t.data, t.len);
+    TAP_OK(a.len == n_each, "long invalid text: encode and count agree (%zu)", a.len);
+    tok_ids_free(&a);
+    buf_free(&t);
+}
+
+struct each_acc {
+    struct tok_ids ids;
+    size_t calls, most;
+};
+
+static void each_cb(void *arg, const uint32_t *ids, size_t n)
+{
+    struct each_acc *acc = arg;
+    acc->calls++;
+    if (n > acc->most)
+        acc->most = n;
+    for (size_t i = 0; i < n; i++) {
+        XGROW(acc->ids.ids, acc->ids.len + 1, acc->ids.cap);
+        acc->ids.ids[acc->ids.len++] = ids[i];
+    }
+}
+
+static void test_encode_each(void)
+{
+    struct buf t = BUF_INIT;
+    char *path = xasprintf("%s/tokenizer/corpus/mixed_random.txt", tap_srcdir());
+    size_t len;
+    char *text = read_all(path, &len);
+    while (text && t.len < 3000000)
+        buf_append(&t, text, len);
+    for (int e = 0; e < 2 && text; e++) {
+        struct tok_ids v = TOK_IDS_INIT;
+        tokenizer_encode(toks[e], t.data, t.len, &v);
+        struct each_acc acc;
+        memset(&acc, 0, sizeof acc);
+        size_t n = tokenizer_encode_each(toks[e], t.data, t.len, each_cb, &acc);
+        TAP_OK(n == v.len && acc.ids.len == v.len &&
+                   memcmp(acc.ids.ids, v.ids, v.len * sizeof v.ids[0]) == 0 && acc.calls > 10 &&
+                   acc.most < 20000,
+               "%s: encode_each gives encode's %zu ids in %zu calls of at most %zu",
+               ENCODINGS[e], v.len, acc.calls, acc.most);
+        tok_ids_free(&v);
+        tok_ids_free(&acc.ids);
+    }
+    free(text);
+    free(path);
+    buf_free(&t);
+}
+
+/* Memory does not grow with the length of a run: 8 MiB of one letter (one piece to the regex)
+ * used to take ~43 bytes per byte (357 MB). */
+static void test_long_run_memory(void)
+{
+    size_t n = (size_t)8 << 20;
+    char *run = xmalloc(n);
+    memset(run, 'a', n);
+    if (UNDER_ASAN || hwm_reset() != 0) {
+        TAP_OK(1, "# SKIP peak-memory check (%s)", UNDER_ASAN ? "ASan" : "no clear_refs");
+        free(run);
+        return;
+    }
+    long before = proc_kb("VmRSS");
+    size_t got = tokenizer_count(toks[0], run, n);
+    long grew = proc_kb("VmHWM") - before;
+    TAP_OK(got > 0 && grew >= 0 && grew < 32 * 1024,
+           "count of an 8 MiB run of one letter: peak memory +%ld KiB (< 32 MiB), %zu tokens",
+           grew, got);
+    free(run);
+}
+
+/* Run cmd_count in a child with stdin from path; its exit status and peak RSS beyond the
+ * parent's (KiB). stdout and stderr go to out_path / err_path. */
+static int count_child(const char *path, char **argv, int argc, const char *out_path,
+                       const char *err_path, long *grew_kb)
+{
+    long base = proc_kb("VmRSS");
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fi = open(path, O_RDONLY), fo = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600),
+            fe = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fi < 0 || fo < 0 || fe < 0)
+            _exit(99);
+        dup2(fi, 0);
+        dup2(fo, 1);
+        dup2(fe, 2);
+        int rc = cmd_count(argc, argv);
+        fflush(stdout);
+        fflush(stderr);
+        _exit(rc);
+    }
+    int status = 0;
+    struct rusage ru;
+    memset(&ru, 0, sizeof ru);
+    if (pid < 0 || wait4(pid, &status, 0, &ru) != pid)
+        return -1;
+    *grew_kb = ru.ru_maxrss - base;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void write_pattern(const char *path, size_t n, const char *unit)
+{
+    FILE *f = fopen(path, "wb");
+    size_t u = strlen(unit);
+    char block[65536];
+    for (size_t i = 0; i < sizeof block; i++)
+        block[i] = unit[i % u];
+    for (size_t done = 0; f && done < n;) {
+        size_t k = n - done < sizeof block ? n - done : sizeof block;
+        fwrite(block, 1, k, f);
+        done += k;
+    }
+    if (f)
+        fclose(f);
+}
+
+static void test_count_limits(void)
+{
+    char dir[] = "/tmp/tt-countlim-XXXXXX";
+    if (!mkdtemp(dir)) {
+        TAP_OK(0, "temp dir");
+        return;
+    }
+    char *in = xasprintf("%s/in", dir), *out = xasprintf("%s/out", dir),
+         *err = xasprintf("%s/err", dir);
+    char *a1[] = {"count", NULL};
+    char *a2[] = {"count", "--ids", NULL};
+    long grew = 0;
+    size_t len;
+
+    /* one byte past the limit: refused with the limit named, nothing on stdout */
+    write_pattern(in, (size_t)COUNT_MAX_INPUT + 1, "hello world ");
+    int rc = count_child(in, a1, 1, out, err, &grew);
+    char *o = util_read_file(out, &len, 0), *e = util_read_file(err, &len, 0);
+    TAP_OK(rc == 2 && o && !*o && e && strstr(e, "larger than the limit (64 MiB)"),
+           "count: 64 MiB + 1 byte of stdin: exit 2, \"%s\"", e ? util_trim(e) : "");
+    free(o);
+    free(e);
+
+    /* 8 MiB of one letter: memory is the input and a little more (was 357 MB) */
+    write_pattern(in, (size_t)8 << 20, "a");
+    rc = count_child(in, a1, 1, out, err, &grew);
+    o = util_read_file(out, &len, 0);
+    TAP_OK(rc == 0 && o && strtoul(o, NULL, 10) > 0, "count: 8 MiB one-word stdin counted (%s)",
+           o ? util_trim(o) : "");
+    if (UNDER_ASAN)
+        TAP_OK(1, "# SKIP peak-memory check under ASan");
+    else
+        TAP_OK(grew < 8 * 1024 + 24 * 1024, "count: 8 MiB one-word stdin: peak RSS +%ld KiB "
+               "(< 32 MiB)", grew);
+    free(o);
+
+    /* --ids of 16 MiB that is 8M tokens: the ids are written as they come, never all kept */
+    write_pattern(in, (size_t)16 << 20, "x ");
+    rc = count_child(in, a2, 2, out, err, &grew);
+    struct stat sb;
+    memset(&sb, 0, sizeof sb);
+    int st = stat(out, &sb);
+    TAP_OK(rc == 0 && st == 0 && sb.st_size > (8 << 20),
+           "count --ids: 16 MiB of \"x \" gives its ids (%lld bytes)", (long long)sb.st_size);
+    if (UNDER_ASAN)
+        TAP_OK(1, "# SKIP peak-memory check under ASan");
+    else
+        TAP_OK(grew < 16 * 1024 + 16 * 1024, "count --ids: 8M ids: peak RSS +%ld KiB (< 32 MiB)",
+               grew);
+    unlink(in);
+    unlink(out);
+    unlink(err);
+    rmdir(dir);
+    free(in);
+    free(out);
+    free(err);
+}
+
 int main(void)
 {
     char *datadir = xasprintf("%s/../data", tap_srcdir());
@@ -562,6 +869,11 @@ int main(void)
     test_stream();
     test_chat();
     test_cmd_count();
+    test_piece_cap();
+    test_stream_long();
+    test_encode_each();
+    test_long_run_memory();
+    test_count_limits();
     tokenizer_close(toks[0]);
     tokenizer_close(toks[1]);
     free(datadir);
