@@ -14,8 +14,12 @@
 # then not be configured in-tree.
 #
 # Tests skipped for a missing program are listed. Under CI (CI set, and not 0/false/no) or with
-# TOKTERM_REQUIRE_TOOLS=1 they fail instead, and so does any other skip: CI installs every
-# package in .ci/packages, so nothing has a reason to be skipped there.
+# TOKTERM_REQUIRE_TOOLS=1 they fail instead, and so does any other skip and each missing
+# program itself: CI installs every package in .ci/packages, so nothing has a reason to be
+# skipped there. A stage that fails without a failed test to show for it (make check dying
+# before or after its summary, run.py or fuzz-smoke exiting non-zero) counts as a failure, so
+# the last line never says "0 failed" when the exit status is not 0
+# (tests/e2e/test_check_all.py checks this with stand-ins for make and the tools).
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd -P)
 cd "$top" || exit 1
@@ -47,8 +51,17 @@ for tool in python3 tmux valgrind clang curl openssl nginx zsh fish; do
     command -v "$tool" >/dev/null 2>&1 || PATH=$PATH:/usr/sbin:/sbin command -v "$tool" \
         >/dev/null 2>&1 || missing="$missing $tool"
 done
-[ -z "$missing" ] || echo "=== missing programs:$missing (tests that need them are skipped;" \
-    "sudo apt-get install -y \$(cat .ci/packages) installs them)"
+if [ -n "$missing" ] && [ -n "$TOKTERM_REQUIRE_TOOLS" ]; then
+    # Under CI each missing program is a failure of its own, whether or not a test notices.
+    n=0
+    for tool in $missing; do n=$((n + 1)); done
+    echo "=== FAILED: missing programs:$missing ($n failure(s); sudo apt-get install -y" \
+        "\$(cat .ci/packages) installs them)"
+    fail=$((fail + n)); status=1
+elif [ -n "$missing" ]; then
+    echo "=== missing programs:$missing (tests that need them are skipped;" \
+        "sudo apt-get install -y \$(cat .ci/packages) installs them)"
+fi
 
 # snapshot: refresh _build/src from the working tree (tracked files and untracked ones git does
 # not ignore, without deleted ones) and regenerate its build system when needed.
@@ -112,7 +125,9 @@ run_tree() { # name, configure args...
         fail=$((fail + 1)); status=1
         return
     fi
-    (cd "$dir" && make -s -j"$jobs" check >check.out 2>&1) || status=1
+    (cd "$dir" && make -s -j"$jobs" check >check.out 2>&1)
+    rc=$?
+    [ "$rc" -eq 0 ] || status=1
     grep -E '^(FAIL|XPASS|ERROR|SKIP):' "$dir/check.out"
     [ -f "$dir/test-suite.log" ] && grep -E '^(not ok|# failed|#   )' "$dir"/tests/*/*.log 2>/dev/null | head -40
     p=$(sed -n 's/^# PASS: *//p' "$dir/check.out" | tail -1)
@@ -122,6 +137,11 @@ run_tree() { # name, configure args...
     s=$(sed -n 's/^# SKIP: *//p' "$dir/check.out" | tail -1)
     if [ -z "$p$f$e" ]; then # no summary: make check stopped before running the tests
         tail -40 "$dir/check.out"
+        echo "=== $name: make check exited $rc before its summary: counted as a failure"
+        e=1
+    elif [ "$rc" -ne 0 ] && [ "$((${f:-0} + ${e:-0} + ${x:-0}))" -eq 0 ]; then
+        tail -20 "$dir/check.out" # it failed after (or outside) the tests it counted
+        echo "=== $name: make check exited $rc with no failure in its summary: counted as one"
         e=1
     fi
     echo "=== $name: ${p:-0} passed, ${f:-0} failed, ${e:-0} errors, ${s:-0} skipped"
@@ -139,7 +159,9 @@ if command -v valgrind >/dev/null 2>&1 && command -v python3 >/dev/null 2>&1 &&
     echo "=== valgrind: memcheck over scripted mode, subcommands and a TUI session"
     out="$top/_build/plain/valgrind.out"
     TOKTERM="$top/_build/plain/src/tokterm" srcdir="$src/tests" \
-        python3 "$src/tests/valgrind/run.py" >"$out" 2>&1 || status=1
+        python3 "$src/tests/valgrind/run.py" >"$out" 2>&1
+    rc=$?
+    [ "$rc" -eq 0 ] || status=1
     grep -E '^not ok' "$out" | grep -v '# TODO' | head -20
     grep -E '^ok .*# SKIP' "$out"
     p=$(grep -E '^ok ' "$out" | grep -vc '# SKIP') s=$(grep -cE '^ok .*# SKIP' "$out")
@@ -147,6 +169,10 @@ if command -v valgrind >/dev/null 2>&1 && command -v python3 >/dev/null 2>&1 &&
     if ! grep -qE '^1\.\.[0-9]' "$out"; then # no plan: run.py died
         tail -20 "$out"
         f=$((f + 1))
+    elif [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+        tail -20 "$out"
+        echo "=== valgrind: run.py exited $rc with no failed test: counted as a failure"
+        f=1
     fi
     echo "=== valgrind: $p passed, $f failed, $s skipped"
     pass=$((pass + p)); fail=$((fail + f)); skip=$((skip + s))
@@ -172,11 +198,17 @@ if command -v clang >/dev/null 2>&1; then
     if prepare_tree "$dir" &&
         (cd "$dir" && "$src/configure" -q CC=clang --enable-fuzzing >configure.out 2>&1); then
         (cd "$dir" && make -s -j"$jobs" fuzz-smoke FUZZ_SECONDS="${FUZZ_SECONDS:-30}" \
-            >smoke.out 2>&1) || status=1
+            >smoke.out 2>&1)
+        rc=$?
+        [ "$rc" -eq 0 ] || status=1
         grep -E '^(FAIL|  )' "$dir/smoke.out" | grep -vE '^  (CC|CCLD|AR) ' | head -30
         p=$(grep -c '^PASS: fuzz_' "$dir/smoke.out") f=$(grep -c '^FAIL: fuzz_' "$dir/smoke.out")
         if [ "$p" -eq 0 ] && [ "$f" -eq 0 ]; then
             tail -20 "$dir/smoke.out"
+            f=1
+        elif [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+            tail -20 "$dir/smoke.out"
+            echo "=== fuzz: make fuzz-smoke exited $rc with no FAIL line: counted as a failure"
             f=1
         fi
         echo "=== fuzz: $p passed, $f failed"
@@ -191,5 +223,7 @@ else
     fail=$((fail + 1)); status=1
 fi
 [ "$skip" -eq 0 ] || echo "=== $skip skipped (the SKIP lines above say why)"
+# The last line and the exit status agree: a failed stage is never "0 failed".
+[ "$status" -eq 0 ] || [ "$fail" -gt 0 ] || fail=1
 echo "$pass passed, $fail failed"
-[ "$status" -eq 0 ] && [ "$fail" -eq 0 ]
+[ "$fail" -eq 0 ]
