@@ -923,7 +923,13 @@ int cmd_store(const char *db_path, int argc, char **argv)
     if (argc > 0 && strcmp(argv[0], "search") == 0)
         store_prefer_large_reads(); /* before SQLite is loaded */
     struct store_open_info info;
-    struct store *st = store_open(db_path, &info, &err);
+    /* commands that only read never write (a full disk, a read-only file): no recovery */
+    static const char *const readers[] = {"ls", "show", "search", "export", "stats"};
+    int reader = 0;
+    for (size_t i = 0; argc > 0 && i < TT_ARRAY_LEN(readers); i++)
+        reader |= strcmp(argv[0], readers[i]) == 0;
+    struct store *st = reader ? store_open_reader(db_path, &info, &err)
+                              : store_open(db_path, &info, &err);
     if (!st) {
         struct buf b = BUF_INIT;
         utf8_sanitize(&b, err, strlen(err));
@@ -936,6 +942,9 @@ int cmd_store(const char *db_path, int argc, char **argv)
         fprintf(stderr, "tokterm: the database was readable by others (mode %04o); it is now "
                         "private (0600)\n",
                 info.old_mode);
+    if (info.dir_mode_fixed)
+        fprintf(stderr, "tokterm: the database's directory was writable by others (mode %04o); "
+                        "it is now %04o\n", info.old_dir_mode, info.new_dir_mode);
     if (info.recovered)
         fprintf(stderr, "tokterm: %d answer%s cut off when tokterm stopped %s marked "
                         "interrupted\n",

@@ -185,6 +185,9 @@ int setup_store(struct setup *su, const struct cli *a, int required, struct buf 
     if (info.mode_fixed)
         buf_printf(warn, "note: %s was readable by others (mode %03o); now 0600\n", path,
                    info.old_mode);
+    if (info.dir_mode_fixed)
+        buf_printf(warn, "note: the directory of %s was writable by others (mode %04o); now "
+                         "%04o\n", path, info.old_dir_mode, info.new_dir_mode);
     if (info.recovered > 0)
         buf_printf(warn, "note: %d answer%s cut off by an earlier crash marked interrupted\n",
                    info.recovered, info.recovered == 1 ? "" : "s");

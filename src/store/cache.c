@@ -282,8 +282,11 @@ int store_cache_put(struct store *st, const unsigned char key[STORE_CACHE_KEY_LE
     store_bind_count(s, 6, usage ? usage->prompt_tokens : -1);
     store_bind_count(s, 7, usage ? usage->completion_tokens : -1);
     store_bind_count(s, 8, usage ? usage->total_tokens : -1);
-    store_bind_text(s, 9, reasoning);
-    store_bind_text(s, 10, content);
+    if ((reasoning && store_bind_big(st, s, 9, reasoning, strlen(reasoning), "not cached") != 0) ||
+        store_bind_big(st, s, 10, content, strlen(content), "not cached") != 0) {
+        store_done(st, s);
+        return store_rollback(st);
+    }
     rc = sqlite3_step(s);
     store_done(st, s);
     if (rc != SQLITE_DONE)
@@ -309,6 +312,7 @@ int store_cache_put_message(struct store *st, const unsigned char key[STORE_CACH
         "ifnull(length(finish_reason), 0) + 96, model, finish_reason, prompt_tokens, "
         "completion_tokens, total_tokens, reasoning, content FROM messages "
         "WHERE id = ?3 AND role = 'assistant' AND status = 'complete' AND "
+        "NOT EXISTS (SELECT 1 FROM message_parts WHERE message_id = ?3) AND "
         "ifnull(finish_reason, '') NOT IN ('length', 'content_filter', 'error') AND "
         "(?4 <= 0 OR length(CAST(content AS BLOB)) + ifnull(length(CAST(reasoning AS BLOB)), 0) "
         "+ 96 <= ?4) "

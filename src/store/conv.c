@@ -5,6 +5,7 @@
 #include "base/util.h"
 #include "base/xmalloc.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -105,15 +106,90 @@ int store_conversation_update(struct store *st, int64_t id, const char *system_p
     return store_conv_write(st, q, id, "cannot update the conversation", store_bind_update, &a);
 }
 
+/* Overwrite every page on the freelist with zeros inside the open write transaction: pages
+ * freed while secure_delete was FAST (the parts of a streamed answer once folded, an old
+ * overflow chain, a merged FTS segment) still hold their old text. A scratch table takes them
+ * all with zero-filled blobs and is dropped again (its pages are zero). 0 or -1. */
+static int store_scrub_free(struct store *st)
+{
+    int free_pages = 0, page = 0;
+    if (store_pragma_int(st, "PRAGMA freelist_count", &free_pages) != 0 ||
+        store_pragma_int(st, "PRAGMA page_size", &page) != 0)
+        return store_fail(st, "cannot delete the conversation");
+    if (free_pages <= 0)
+        return 0;
+    if (store_exec(st, "CREATE TABLE tt_scrub(b BLOB)", "cannot delete the conversation") != 0)
+        return -1;
+    int64_t left = (int64_t)free_pages * page;
+    int64_t piece = (int64_t)store_max_value(st);
+    if (piece > ((int64_t)64 << 20))
+        piece = (int64_t)64 << 20;
+    while (left > 0) {
+        char sql[80];
+        snprintf(sql, sizeof sql, "INSERT INTO tt_scrub VALUES(zeroblob(%lld))",
+                 (long long)(left < piece ? left : piece));
+        if (store_exec(st, sql, "cannot delete the conversation") != 0)
+            return -1;
+        left -= piece;
+    }
+    return store_exec(st, "DROP TABLE tt_scrub", "cannot delete the conversation");
+}
+
 int store_conversation_delete(struct store *st, int64_t id)
 {
     /* Streaming writes run with secure_delete = FAST (Debian's default ON zeroes every page a
-     * batch frees: 6 page writes per byte of a long answer). What the user deletes is zeroed. */
-    static const char q[] = "DELETE FROM conversations WHERE id = ?1";
-    store_exec(st, "PRAGMA secure_delete = ON", "cannot delete the conversation");
-    int rc = store_conv_write(st, q, id, "cannot delete the conversation", NULL, NULL);
-    store_exec(st, "PRAGMA secure_delete = FAST", "cannot delete the conversation");
+     * batch frees: 6 page writes per byte of a long answer). What the user deletes is zeroed,
+     * and so is every page already free. A cached answer that equals one of the deleted ones
+     * goes too (a cache holds nothing that cannot be asked again). Both full-text indexes
+     * are merged into one segment each ('optimize'): a delete only adds a tombstone, and the
+     * older segments keep the words until a merge. */
+    static const char q_cache[] =
+        "DELETE FROM response_cache WHERE content IN (SELECT content FROM messages "
+        "WHERE conversation_id = ?1 AND role = 'assistant' AND content <> '')";
+    static const char q_del[] = "DELETE FROM conversations WHERE id = ?1";
+    static const char *const q_merge[] = {
+        "INSERT INTO messages_fts(messages_fts) VALUES('optimize')",
+        "INSERT INTO messages_words(messages_words) VALUES('optimize')"};
+    const char *what = "cannot delete the conversation";
+    if (store_exec(st, "PRAGMA secure_delete = ON", what) != 0 || store_begin(st) != 0)
+        goto fail;
+    const char *const steps[] = {q_cache, q_del};
+    for (size_t i = 0; i < TT_ARRAY_LEN(steps); i++) {
+        sqlite3_stmt *s = store_prep(st, steps[i]);
+        if (!s)
+            goto rollback;
+        sqlite3_bind_int64(s, 1, id);
+        int rc = sqlite3_step(s);
+        store_done(st, s);
+        if (rc != SQLITE_DONE) {
+            store_fail(st, what);
+            goto rollback;
+        }
+    }
+    if (sqlite3_changes(st->db) == 0) {
+        store_rollback(st);
+        store_exec(st, "PRAGMA secure_delete = FAST", what);
+        store_set_err(st, "no conversation %lld", (long long)id);
+        return STORE_NOT_FOUND;
+    }
+    if (store_words_forget(st) != 0 ||
+        store_run_steps(st, q_merge, TT_ARRAY_LEN(q_merge), NULL, what) != 0)
+        goto fail;
+    if (store_scrub_free(st) != 0)
+        goto rollback;
+    if (store_commit(st) != 0)
+        goto fail;
+    int rc = store_wal_truncate(st);
+    store_exec(st, "PRAGMA secure_delete = FAST", what);
     return rc;
+rollback:
+    store_rollback(st);
+fail:;
+    char *err = xstrdup(store_error(st));
+    store_exec(st, "PRAGMA secure_delete = FAST", what);
+    store_set_err(st, "%s", err);
+    free(err);
+    return -1;
 }
 
 /* Columns of a conversation row: id, title, system_prompt, model, profile, created, updated,
@@ -135,7 +211,8 @@ static void store_conv_row(sqlite3_stmt *s, struct store_conversation *c)
 #define STORE_MSG_COLS                                                                       \
     "id, conversation_id, role, status, created, model, profile, host, finish_reason, "     \
     "prompt_tokens, completion_tokens, total_tokens, ttft, total_time, tokens_per_s, "       \
-    "dns_time, connect_time, tls_time, cached, error, reasoning, content, parent_id"
+    "dns_time, connect_time, tls_time, cached, error, reasoning, content, parent_id, writer, " \
+    "EXISTS (SELECT 1 FROM message_parts p WHERE p.message_id = messages.id)"
 
 static void store_msg_row(sqlite3_stmt *s, struct store_message *m)
 {
@@ -168,8 +245,8 @@ static void store_msg_row(sqlite3_stmt *s, struct store_message *m)
     m->parent_id = sqlite3_column_int64(s, 22); /* NULL reads as 0 */
 }
 
-/* An answer still streaming (in another process): add the parts committed so far to its text.
- * Returns 0 or -1. */
+/* An answer still streaming (in another process), or one too large for one SQLite value: add
+ * the parts committed so far to its text. Returns 0 or -1. */
 static int store_msg_add_parts(struct store *st, struct store_message *m)
 {
     static const char q[] = "SELECT reasoning, text FROM message_parts WHERE message_id = ?1 "
@@ -233,15 +310,24 @@ int store_conversation_load(struct store *st, int64_t id, struct store_conversat
         return store_rollback(st);
     }
     sqlite3_bind_int64(s, 1, id);
-    size_t cap = 0;
+    size_t cap = 0, cap_parts = 0;
+    char *parts = NULL; /* the message has text in message_parts (streaming, or too large) */
     while ((rc = store_step(st, s)) == SQLITE_ROW) {
         XGROW(c->messages, c->n_messages + 1, cap);
-        store_msg_row(s, &c->messages[c->n_messages++]);
+        XGROW(parts, c->n_messages + 1, cap_parts);
+        struct store_message *m = &c->messages[c->n_messages];
+        store_msg_row(s, m);
+        parts[c->n_messages++] = (char)sqlite3_column_int(s, 24);
+        /* a read-only handle recovers nothing: a dead writer's answer reads as interrupted */
+        if (st->readonly && m->status == STORE_STREAMING &&
+            !store_writer_alive((const char *)sqlite3_column_text(s, 23)))
+            m->status = STORE_INTERRUPTED;
     }
     store_done(st, s);
     for (size_t i = 0; rc == SQLITE_DONE && i < c->n_messages; i++)
-        if (c->messages[i].status == STORE_STREAMING && store_msg_add_parts(st, &c->messages[i]))
+        if (parts[i] && store_msg_add_parts(st, &c->messages[i]))
             rc = SQLITE_ERROR;
+    free(parts);
     if (rc != SQLITE_DONE) {
         store_fail(st, "cannot read the messages");
         store_conversation_free(c);

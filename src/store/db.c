@@ -170,8 +170,10 @@ int store_commit(struct store *st)
     double start = util_now();
     for (;;) {
         int rc = sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL);
-        if (rc == SQLITE_OK)
+        if (rc == SQLITE_OK) {
+            st->wrote = 1;
             return 0;
+        }
         if ((rc & 0xff) != SQLITE_BUSY || util_now() - start > STORE_BUSY_DEADLINE) {
             store_fail(st, "cannot commit");
             sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
@@ -210,6 +212,29 @@ void store_bind_seconds(sqlite3_stmt *s, int i, double v)
         sqlite3_bind_double(s, i, v);
     else
         sqlite3_bind_null(s, i);
+}
+
+size_t store_max_value(struct store *st)
+{
+    int lim = sqlite3_limit(st->db, SQLITE_LIMIT_LENGTH, -1);
+    size_t room = lim > 8192 ? 4096 : (size_t)lim / 2; /* the row's other columns, its header */
+    return lim > 0 ? (size_t)lim - room : 0;
+}
+
+int store_bind_big(struct store *st, sqlite3_stmt *s, int i, const char *v, size_t len,
+                   const char *what)
+{
+    int rc = len <= (size_t)INT32_MAX
+                 ? sqlite3_bind_text(s, i, v ? v : "", (int)len, SQLITE_STATIC)
+                 : SQLITE_TOOBIG;
+    if (rc == SQLITE_OK)
+        return 0;
+    if (rc == SQLITE_TOOBIG)
+        store_set_err(st, "%s: %zu bytes is too large (SQLite stores at most %d bytes in one "
+                          "value)", what, len, sqlite3_limit(st->db, SQLITE_LIMIT_LENGTH, -1));
+    else
+        store_set_err(st, "%s: %s", what, sqlite3_errstr(rc));
+    return -1;
 }
 
 char *store_col_str(sqlite3_stmt *s, int i)
@@ -324,10 +349,40 @@ void store_checkpoint_async(struct store *st)
 
 /* ---------------------------------------------------------------- open / close */
 
+int store_wal_truncate(struct store *st)
+{
+    double start = util_now();
+    for (int attempt = 0;; attempt++) {
+        sqlite3_stmt *s = NULL;
+        int busy = 1;
+        if (sqlite3_prepare_v2(st->db, "PRAGMA wal_checkpoint(TRUNCATE)", -1, &s, NULL) ==
+                SQLITE_OK &&
+            sqlite3_step(s) == SQLITE_ROW)
+            busy = sqlite3_column_int(s, 0);
+        sqlite3_finalize(s);
+        if (!busy)
+            return 0;
+        if (util_now() - start > 10.0) {
+            store_set_err(st, "the write-ahead log %s-wal could not be emptied: another "
+                              "process kept reading the database", st->path);
+            return -1;
+        }
+        store_sleep_ms(5 + (attempt % 10) * 5);
+    }
+}
+
 static void store_free(struct store *st)
 {
     if (st->ckpt_started)
         pthread_join(st->ckpt, NULL);
+    if (st->wrote && !st->readonly) {
+        /* What this process wrote goes into the database file, so that tokterm.db alone is a
+         * complete copy once tokterm exits (a backup that copies only it loses nothing): a
+         * passive checkpoint (another process still open keeps its own pages in the WAL), and
+         * the last connection to close removes the WAL. A few ms and two fsyncs per run. */
+        sqlite3_db_config(st->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 0, (int *)NULL);
+        sqlite3_exec(st->db, "PRAGMA wal_checkpoint(PASSIVE)", NULL, NULL, NULL);
+    }
     for (size_t i = 0; i < st->n_stmts; i++)
         sqlite3_finalize(st->stmts[i].stmt);
     sqlite3_close(st->db);
@@ -344,6 +399,16 @@ static void store_free(struct store *st)
     free(st);
 }
 
+/* Tests only: TOKTERM_TEST_SQLITE_LENGTH=N lowers SQLITE_LIMIT_LENGTH to N bytes, so that a
+ * test plays an answer over SQLite's limit (1e9 bytes by default) with 100 KB. */
+static void store_test_limit(struct store *st)
+{
+    const char *v = getenv("TOKTERM_TEST_SQLITE_LENGTH");
+    long n = v ? strtol(v, NULL, 10) : 0;
+    if (n > 0 && n < INT32_MAX)
+        sqlite3_limit(st->db, SQLITE_LIMIT_LENGTH, (int)n);
+}
+
 /* Open the connection and check it can write and read: 0, or -1 with *err set. */
 static int store_connect(struct store *st, const char *path, char **err)
 {
@@ -353,13 +418,14 @@ static int store_connect(struct store *st, const char *path, char **err)
                          st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc), store_hint(rc));
         return -1;
     }
-    /* No checkpoint when the last connection closes: a script that runs tokterm in a loop would
-     * otherwise copy the WAL into the database and fsync at every exit. The WAL is copied by
+    /* No checkpoint when a connection that wrote nothing closes (a read or a failed open);
+     * store_free checkpoints after writes. While tokterm runs, the WAL is copied by
      * store_checkpoint_async while a request is on the wire, or by a commit once it passes
      * STORE_CKPT_PAGES (wal_autocheckpoint). */
     sqlite3_db_config(st->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL);
     sqlite3_extended_result_codes(st->db, 1);
     sqlite3_busy_timeout(st->db, STORE_BUSY_TIMEOUT_MS);
+    store_test_limit(st);
     if (sqlite3_db_readonly(st->db, "main") == 1) {
         *err = xasprintf("the database %s is read-only: tokterm needs to write to it", path);
         return -1;
@@ -461,6 +527,109 @@ struct store *store_open(const char *path, struct store_open_info *info, char **
         return NULL;
     }
     info->recovered = n;
+    st->last_commit = store_mono(st);
+    return st;
+}
+
+/* A read-only connection to path (SQLITE_OPEN_READONLY; with immutable=1 when the WAL index
+ * cannot be made: a read-only directory, a full disk). 0, 1 when the schema is not this
+ * tokterm's current one (a writer must upgrade it), or -1 with *err set. */
+static int store_connect_reader(struct store *st, const char *path, int immutable, int *version,
+                                char **err)
+{
+    struct buf uri = BUF_INIT;
+    buf_appends(&uri, "file:");
+    for (const char *p = path; *p; p++) {
+        if (*p == '%' || *p == '?' || *p == '#')
+            buf_printf(&uri, "%%%02X", (unsigned char)*p);
+        else
+            buf_appendc(&uri, *p);
+    }
+    if (immutable)
+        buf_appends(&uri, "?immutable=1");
+    int rc = sqlite3_open_v2(buf_str(&uri), &st->db,
+                             SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, NULL);
+    buf_free(&uri);
+    if (rc != SQLITE_OK) {
+        *err = xasprintf("cannot open the database %s: %s%s", path,
+                         st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc), store_hint(rc));
+        return -1;
+    }
+    sqlite3_extended_result_codes(st->db, 1);
+    sqlite3_busy_timeout(st->db, STORE_BUSY_TIMEOUT_MS);
+    store_test_limit(st);
+    int app = 0;
+    if (store_pragma_int(st, "PRAGMA user_version", version) != 0 ||
+        store_pragma_int(st, "PRAGMA application_id", &app) != 0) {
+        rc = sqlite3_extended_errcode(st->db);
+        *err = xasprintf((rc & 0xff) == SQLITE_NOTADB
+                             ? "%s is not a tokterm database (not an SQLite file)%.0s%.0s"
+                             : "cannot read the database %s: %s%s",
+                         path, sqlite3_errmsg(st->db), store_hint(rc));
+        return -1;
+    }
+    if (*version != STORE_SCHEMA_VERSION || app != STORE_APP_ID)
+        return 1;
+    return 0;
+}
+
+static struct store *store_reader_new(const char *path)
+{
+    struct store *st = xcalloc(1, sizeof *st);
+    st->path = xstrdup(path);
+    st->readonly = 1;
+    st->cache_ttl = STORE_CACHE_DEFAULT_TTL;
+    st->cache_max = STORE_CACHE_DEFAULT_MAX;
+    return st;
+}
+
+struct store *store_open_reader(const char *path, struct store_open_info *info, char **err)
+{
+    struct store_open_info dummy;
+    if (!info)
+        info = &dummy;
+    struct stat sb;
+    *err = NULL;
+    if (!path || !*path || stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size == 0)
+        return store_open(path, info, err); /* nothing to read yet: as a writer opens it */
+    memset(info, 0, sizeof *info);
+    if (sqlite_dl_load(err) != 0)
+        return NULL;
+    struct store *st = store_reader_new(path);
+    int version = 0;
+    int rc = store_connect_reader(st, path, 0, &version, err);
+    if (rc < 0) { /* no WAL index could be made (a read-only directory, a full disk) */
+        char *first = *err;
+        *err = NULL;
+        store_free(st);
+        st = store_reader_new(path);
+        rc = store_connect_reader(st, path, 1, &version, err);
+        if (rc < 0) {
+            free(*err);
+            *err = first;
+        } else {
+            free(first);
+        }
+    }
+    if (rc != 0) {
+        store_free(st);
+        if (rc < 0)
+            return NULL;
+        free(*err);
+        return store_open(path, info, err); /* an older schema: a writer upgrades it */
+    }
+    if (store_exec(st,
+                   "PRAGMA temp_store = MEMORY; PRAGMA cache_size = " TT_STR(STORE_CACHE_KIB),
+                   "cannot configure the database") != 0 ||
+        store_search_functions(st) != SQLITE_OK ||
+        (!(st->words = fts_words_register(st->db)) &&
+         (store_set_err(st, "this SQLite has no FTS5 full-text search (tokterm needs it)"), 1))) {
+        *err = xstrdup(st->err ? st->err : "cannot set up the database");
+        store_free(st);
+        return NULL;
+    }
+    info->from_version = info->version = STORE_SCHEMA_VERSION;
+    store_fix_modes(path, info);
     st->last_commit = store_mono(st);
     return st;
 }

@@ -125,7 +125,10 @@ static int64_t store_msg_insert(struct store *st, int64_t conv, const char *role
     store_bind_text(s, 7, in ? in->host : NULL);
     sqlite3_bind_int(s, 8, in && in->cached);
     store_bind_text(s, 9, writer);
-    sqlite3_bind_text(s, 10, content ? content : "", content ? (int)len : 0, SQLITE_STATIC);
+    if (store_bind_big(st, s, 10, content, content ? len : 0, "cannot save the message") != 0) {
+        store_done(st, s);
+        return -1;
+    }
     /* 0, never NULL, without a parent: NULL is a row another program wrote, which the
      * messages_tree_ai trigger links (schema.c) */
     sqlite3_bind_int64(s, 11, in && in->parent_id > 0 ? in->parent_id : 0);
@@ -219,32 +222,44 @@ static void store_stream_drop(struct store *st, int64_t id)
         }
 }
 
-/* Write one stream's buffered text inside the caller's transaction. */
-/* Commit the buffered text of a streaming answer as new parts (no read of what is saved). */
+/* Commit the buffered text of a streaming answer as new parts (no read of what is saved),
+ * inside the caller's transaction. A batch longer than one SQLite value may be is split at
+ * UTF-8 boundaries. 0 or -1. */
 static int store_stream_write(struct store *st, struct store_stream *s)
 {
     static const char q[] = "INSERT INTO message_parts(message_id, reasoning, text) "
                             "VALUES(?1, ?2, ?3)";
     if (!s->text.len && !s->has_reasoning)
         return 0;
-    if (s->text.len > INT32_MAX || s->reasoning.len > INT32_MAX) {
-        store_set_err(st, "cannot save the answer: too much text in one batch");
-        return -1;
-    }
+    size_t max = store_max_value(st);
     const struct buf *parts[2] = {&s->text, &s->reasoning};
     for (int r = 0; r < 2; r++) {
         if (r == 0 ? !s->text.len : !s->has_reasoning)
             continue;
-        sqlite3_stmt *u = store_prep(st, q);
-        if (!u)
-            return -1;
-        sqlite3_bind_int64(u, 1, s->id);
-        sqlite3_bind_int(u, 2, r);
-        sqlite3_bind_text(u, 3, buf_str(parts[r]), (int)parts[r]->len, SQLITE_STATIC);
-        int rc = sqlite3_step(u);
-        store_done(st, u);
-        if (rc != SQLITE_DONE)
-            return store_fail(st, "cannot save the answer");
+        size_t off = 0, len = parts[r]->len;
+        const char *t = buf_str(parts[r]);
+        do {
+            size_t n = len - off;
+            if (n > max) {
+                n = max;
+                while (n > 1 && ((unsigned char)t[off + n] & 0xC0) == 0x80)
+                    n--; /* not inside a UTF-8 sequence */
+            }
+            sqlite3_stmt *u = store_prep(st, q);
+            if (!u)
+                return -1;
+            sqlite3_bind_int64(u, 1, s->id);
+            sqlite3_bind_int(u, 2, r);
+            if (store_bind_big(st, u, 3, t + off, n, "cannot save the answer") != 0) {
+                store_done(st, u);
+                return -1;
+            }
+            int rc = sqlite3_step(u);
+            store_done(st, u);
+            if (rc != SQLITE_DONE)
+                return store_fail(st, "cannot save the answer");
+            off += n;
+        } while (off < len);
     }
     return 0;
 }
@@ -318,8 +333,11 @@ static const char store_q_fold_whole[] =
 #undef STORE_FIN_SET
 #undef STORE_FOLD_SET
 
+#define STORE_FOLD_TOOBIG 2 /* the folded text would pass SQLite's length limit */
+
 /* Run one of the fold statements on answer id with the text tp (reasoning rp when
- * has_reasoning) and fin (may be NULL). 0, -1, or 1 when fin was given and no row changed. */
+ * has_reasoning; either may be NULL: unchanged) and fin (may be NULL). 0, -1, 1 when fin was
+ * given and no row changed, or STORE_FOLD_TOOBIG (nothing written). */
 static int store_fold_write(struct store *st, const char *sql, int64_t id, const struct buf *tp,
                             const struct buf *rp, int has_reasoning, const struct store_fin *fin)
 {
@@ -327,14 +345,21 @@ static int store_fold_write(struct store *st, const char *sql, int64_t id, const
     if (!q)
         return -1;
     sqlite3_bind_int64(q, 1, id);
-    if (tp->len)
-        sqlite3_bind_text(q, 2, buf_str(tp), (int)tp->len, SQLITE_STATIC);
-    if (has_reasoning)
-        sqlite3_bind_text(q, 3, buf_str(rp), (int)rp->len, SQLITE_STATIC);
+    if ((tp && tp->len &&
+         store_bind_big(st, q, 2, buf_str(tp), tp->len, "cannot save the answer") != 0) ||
+        (rp && has_reasoning &&
+         store_bind_big(st, q, 3, buf_str(rp), rp->len, "cannot save the answer") != 0)) {
+        store_done(st, q);
+        return STORE_FOLD_TOOBIG;
+    }
     if (fin)
         store_fin_bind(q, fin);
     int rc = sqlite3_step(q);
     store_done(st, q);
+    if ((rc & 0xff) == SQLITE_TOOBIG) {
+        store_fail(st, "cannot save the answer");
+        return STORE_FOLD_TOOBIG;
+    }
     if (rc != SQLITE_DONE)
         return store_fail(st, "cannot save the answer");
     return fin && sqlite3_changes(st->db) == 0 ? 1 : 0;
@@ -377,11 +402,9 @@ int store_parts_fold(struct store *st, int64_t id, const struct store_stream *s,
             has_reasoning = 1;
         }
     }
-    if (tp->len > INT32_MAX || rp->len > INT32_MAX) {
-        store_set_err(st, "cannot save the answer: larger than 2 GiB");
-        goto out;
-    }
-    if (tp->len || has_reasoning || fin) {
+    size_t max = store_max_value(st);
+    int too_big = tp->len > max || rp->len > max;
+    if (!too_big && (tp->len || has_reasoning || fin)) {
         const char *sql = !fin ? store_q_fold : s && !has_parts ? store_q_fold_whole
                                                                  : store_q_fold_fin;
         int rc = store_fold_write(st, sql, id, tp, rp, has_reasoning, fin);
@@ -389,8 +412,20 @@ int store_parts_fold(struct store *st, int64_t id, const struct store_stream *s,
             rc = store_fold_write(st, store_q_fold_fin, id, tp, rp, has_reasoning, fin);
         if (rc == 1)
             ret = STORE_NOT_FOUND;
-        if (rc != 0)
+        if (rc == STORE_FOLD_TOOBIG)
+            too_big = 1;
+        else if (rc != 0)
             goto out;
+    }
+    if (too_big) {
+        /* Too large for one SQLite value: the answer stays in parts (the buffered text
+         * joins them), which every reader appends to the row (store_conversation_load); only
+         * how it ended is written. Nothing is deleted. */
+        if (s && store_stream_write(st, (struct store_stream *)s) != 0)
+            goto out;
+        int rc = fin ? store_fold_write(st, store_q_fold_fin, id, NULL, NULL, 0, fin) : 0;
+        ret = rc == 1 ? STORE_NOT_FOUND : rc == 0 ? 0 : -1;
+        goto out;
     }
     if (has_parts && store_parts_drop(st, id) != 0)
         goto out;

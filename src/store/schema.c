@@ -564,8 +564,7 @@ unsigned long long store_proc_start(long pid, int *zombie)
     return start;
 }
 
-/* 1 when the process that wrote "pid:start" may still be running. */
-static int store_writer_alive(const char *writer)
+int store_writer_alive(const char *writer)
 {
     if (!writer)
         return 0;
@@ -596,16 +595,40 @@ static unsigned store_fix_mode(const char *path)
     return (unsigned)(sb.st_mode & 07777);
 }
 
+/* A directory others may write to lets them swap the database or its WAL for their own.
+ * Tighten one we own that is group/world-writable and not sticky (a shared /tmp is left
+ * alone): the data directory (named "tokterm") to 0700, any other (a --db elsewhere, such as
+ * the home directory) by its write bits only. */
+static void store_fix_dir_mode(const char *dir, const struct stat *sb,
+                               struct store_open_info *info)
+{
+    if (!S_ISDIR(sb->st_mode) || !(sb->st_mode & 022) || (sb->st_mode & S_ISVTX) ||
+        sb->st_uid != geteuid())
+        return;
+    const char *base = strrchr(dir, '/');
+    base = base ? base + 1 : dir;
+    mode_t want = strcmp(base, "tokterm") == 0 ? 0700 : (sb->st_mode & 07777 & ~(mode_t)022);
+    if (chmod(dir, want) != 0)
+        return;
+    info->old_dir_mode = (unsigned)(sb->st_mode & 07777);
+    info->new_dir_mode = (unsigned)want;
+    info->dir_mode_fixed = 1;
+}
+
 int store_prepare_file(const char *path, struct store_open_info *info, char **err)
 {
     char *dir = xstrdup(path), *slash = strrchr(dir, '/');
     if (slash && slash != dir) {
         *slash = '\0';
         struct stat dsb;
-        if (stat(dir, &dsb) != 0 && util_mkdir_p(dir, 0700) != 0) {
-            *err = xasprintf("cannot create the directory %s: %s", dir, strerror(errno));
-            free(dir);
-            return -1;
+        if (stat(dir, &dsb) != 0) {
+            if (util_mkdir_p(dir, 0700) != 0) {
+                *err = xasprintf("cannot create the directory %s: %s", dir, strerror(errno));
+                free(dir);
+                return -1;
+            }
+        } else {
+            store_fix_dir_mode(dir, &dsb, info);
         }
     }
     free(dir);

@@ -331,6 +331,8 @@ static void store_fts_catch_up(struct store *st)
     static const char q_clear[] =
         "DELETE FROM fts_pending WHERE message_id IN (SELECT id FROM messages "
         "WHERE status <> 'streaming') OR message_id NOT IN (SELECT id FROM messages)";
+    if (st->readonly) /* a reader never writes: the queued messages are scanned instead */
+        return;
     sqlite3_stmt *s = store_prep(st, q_any);
     if (!s)
         return;
@@ -387,7 +389,7 @@ static int store_words_catch_up(struct store *st, int all)
             return 1;
         if (rc != SQLITE_ROW)
             return store_fail(st, "cannot search");
-        if (store_try_begin(st) != 0)
+        if (st->readonly || store_try_begin(st) != 0)
             return 0;
         int64_t cut = INT64_MAX; /* the batch: changes up to this seq */
         if (!(s = store_prep(st, q_any)))
@@ -409,6 +411,22 @@ static int store_words_catch_up(struct store *st, int all)
         if (!all)
             return 0;
     }
+}
+
+int store_words_forget(struct store *st)
+{
+    static const char q_out[] =
+        "INSERT INTO messages_words(messages_words, rowid, content) "
+        "SELECT 'delete', q.message_id, q.old FROM words_queue q "
+        "WHERE q.seq IN (SELECT min(seq) FROM words_queue WHERE old IS NOT NULL "
+        "AND message_id NOT IN (SELECT id FROM messages) GROUP BY message_id) "
+        "AND EXISTS (SELECT 1 FROM messages_words_docsize d WHERE d.id = q.message_id)";
+    static const char q_long_out[] =
+        "DELETE FROM words_long WHERE message_id NOT IN (SELECT id FROM messages)";
+    static const char q_clear[] =
+        "DELETE FROM words_queue WHERE message_id NOT IN (SELECT id FROM messages)";
+    const char *const steps[] = {q_out, q_long_out, q_clear};
+    return store_run_steps(st, steps, TT_ARRAY_LEN(steps), NULL, "cannot update the word index");
 }
 
 int store_search_index(struct store *st)

@@ -22,7 +22,8 @@
     X(column_blob) X(column_bytes) X(column_double) X(column_int) X(column_int64)              \
     X(column_text) X(column_type) X(create_function) X(db_config) X(db_readonly) X(errmsg)     \
     X(errstr) X(exec) X(extended_errcode) X(extended_result_codes) X(finalize) X(free)         \
-    X(get_autocommit) X(get_auxdata) X(last_insert_rowid) X(libversion) X(malloc64) X(open_v2) \
+    X(get_autocommit) X(get_auxdata) X(last_insert_rowid) X(libversion) X(limit) X(malloc64) \
+    X(open_v2)                                                                                 \
     X(prepare_v2) X(prepare_v3) X(reset) X(result_double) X(result_error_code) X(result_int)   \
     X(result_int64) X(result_null) X(set_auxdata) X(step) X(stmt_busy) X(user_data)            \
     X(value_bytes) X(value_double) X(value_int64) X(value_text)
@@ -75,6 +76,7 @@ void sqlite_dl_prefer_large_reads(void);
 #define sqlite3_get_auxdata (sqlite_dl_api.get_auxdata)
 #define sqlite3_last_insert_rowid (sqlite_dl_api.last_insert_rowid)
 #define sqlite3_libversion (sqlite_dl_api.libversion)
+#define sqlite3_limit (sqlite_dl_api.limit)
 #define sqlite3_malloc64 (sqlite_dl_api.malloc64)
 #define sqlite3_open_v2 (sqlite_dl_api.open_v2)
 #define sqlite3_prepare_v2 (sqlite_dl_api.prepare_v2)

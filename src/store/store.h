@@ -70,6 +70,11 @@ struct store_open_info {
     int created;         /* 1 when the file was new */
     unsigned old_mode;   /* permission bits before, when they were looser than 0600 */
     int mode_fixed;      /* 1 when the file's mode was tightened to 0600 */
+    /* The directory of the file was writable by group or others (mode old_dir_mode): now
+     * new_dir_mode (0700 for a directory named "tokterm", the default data directory; else
+     * only those write bits removed). A sticky directory (/tmp) is left alone. */
+    unsigned old_dir_mode, new_dir_mode;
+    int dir_mode_fixed;
     int from_version;    /* schema version found (0 for a new file) */
     int version;         /* schema version now (STORE_SCHEMA_VERSION) */
     int recovered;       /* answers left 'streaming' by a dead process, now 'interrupted' */
@@ -195,7 +200,15 @@ struct store_quota {
  * message for the user (caller frees) - e.g. when the file is not a tokterm database, is
  * read-only, or comes from a newer tokterm. */
 struct store *store_open(const char *path, struct store_open_info *info, char **err);
-/* Commit text still buffered, mark this handle's unfinished answers 'interrupted', close. */
+/* Open the database at path for a command that only reads (ls, show, search, export,
+ * stats): a read-only connection that never writes - no recovery (an answer left
+ * 'streaming' by a dead process loads as 'interrupted' without being changed), no index
+ * catch-up - so that it works on a full disk or a read-only file. When the file does not
+ * exist yet or needs a schema upgrade, it is opened as store_open() does. Writes on it fail. */
+struct store *store_open_reader(const char *path, struct store_open_info *info, char **err);
+/* Commit text still buffered, mark this handle's unfinished answers 'interrupted', close.
+ * After writes, the WAL is copied into the database file (tokterm.db alone is then a
+ * complete copy; the last process to close removes the WAL). */
 void store_close(struct store *st);
 /* When the WAL has grown past 1 MB, copy it into the database on a thread and connection of
  * its own (a passive checkpoint: it never blocks this process's writes), so that the copy and
@@ -229,7 +242,12 @@ int store_conversation_rename(struct store *st, int64_t id, const char *title);
 /* Change the system prompt, model and profile (NULL leaves that field alone). 0, 1 or -1. */
 int store_conversation_update(struct store *st, int64_t id, const char *system_prompt,
                               const char *model, const char *profile);
-/* Delete a conversation with its messages and summaries. Returns 0, STORE_NOT_FOUND or -1. */
+/* Delete a conversation with its messages and summaries, and leave no copy of their text in
+ * any file: the cached answers that equal one of its answers go too, the freed pages are
+ * zeroed (secure_delete; pages already free are overwritten), both full-text indexes are
+ * merged so that no segment keeps its words, and the WAL is emptied and truncated. Returns 0,
+ * STORE_NOT_FOUND or -1 (also when another process kept the WAL from being emptied within
+ * 10 s: the conversation is deleted, but its text may stay in the WAL until it is reused). */
 int store_conversation_delete(struct store *st, int64_t id);
 /* Load a conversation and all its messages (oldest first, every branch of the tree, with
  * parent_id; head_id set) into *out (free with store_conversation_free). Returns 0,

@@ -70,6 +70,8 @@ struct store {
     pthread_t ckpt;              /* store_checkpoint_async's thread */
     int ckpt_started;
     int ckpt_done;               /* atomic: set by that thread as it ends */
+    int readonly;                /* store_open_reader: a read-only connection, never writes */
+    int wrote;                   /* a write was committed: store_close checkpoints */
 };
 
 /* "streaming", "complete", ... indexed by enum store_status (db.c). */
@@ -105,6 +107,16 @@ int store_rollback(struct store *st);
  * NULL). On a failure: roll back, record what failed (unless what is NULL) and return -1. */
 int store_run_steps(struct store *st, const char *const *steps, size_t n, const int64_t *bind,
                     const char *what);
+/* Bind len bytes of text at i, checked: a value over SQLite's length limit (SQLITE_TOOBIG)
+ * records "what: N bytes is too large ..." and returns -1 (never a NULL bound instead). */
+int store_bind_big(struct store *st, sqlite3_stmt *s, int i, const char *v, size_t len,
+                   const char *what);
+/* The largest text value this connection stores in one piece (SQLITE_LIMIT_LENGTH less room
+ * for the rest of a row). */
+size_t store_max_value(struct store *st);
+/* Empty the WAL into the database and truncate it to 0 bytes (PRAGMA
+ * wal_checkpoint(TRUNCATE)), waiting a while for readers. 0, or -1 when readers kept it. */
+int store_wal_truncate(struct store *st);
 /* First column of the first row of sql (a PRAGMA or a count) into *out. 0 or -1. */
 int store_pragma_int(struct store *st, const char *sql, int *out);
 
@@ -129,6 +141,8 @@ void store_fix_modes(const char *path, struct store_open_info *info);
 /* Start time of a process from /proc (0 when unknown); *zombie (may be NULL) set when it has
  * exited unreaped. */
 unsigned long long store_proc_start(long pid, int *zombie);
+/* 1 when the process that wrote "pid:start" (messages.writer) may still be running. */
+int store_writer_alive(const char *writer);
 
 /* ---- message.c */
 
@@ -145,6 +159,10 @@ int store_parts_fold(struct store *st, int64_t id, const struct store_stream *s,
                      const struct store_fin *fin);
 
 /* ---- search.c */
+
+/* Inside a write transaction: take messages that no longer exist out of the word index (the
+ * text their delete queued) and drop their queue entries. 0, or -1 (rolled back). */
+int store_words_forget(struct store *st);
 
 /* Register the SQL function tt_contains(haystack, needle) on the connection. SQLITE_OK or an
  * SQLite error code. */

@@ -30,7 +30,10 @@ int store_summary_put(struct store *st, int64_t conversation_id, int64_t first_i
     store_bind_text(s, 4, model);
     store_bind_count(s, 5, tokens);
     sqlite3_bind_int64(s, 6, store_epoch(st));
-    store_bind_text(s, 7, text);
+    if (store_bind_big(st, s, 7, text, strlen(text), "cannot save the summary") != 0) {
+        store_done(st, s);
+        return store_rollback(st);
+    }
     int rc = sqlite3_step(s);
     store_done(st, s);
     if (rc != SQLITE_DONE) {

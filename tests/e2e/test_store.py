@@ -145,7 +145,11 @@ with ttlib.FakeServer() as srv:
     prompt = query(home, "SELECT content FROM messages WHERE role='user' ORDER BY id DESC LIMIT 1")[0]
     t.eq(prompt, ("long answer",), "kill -9: the prompt was committed before the request")
     rc, out, err = run("", ["ls"])
-    t.ok(b"interrupted" in err, "next start says an answer was marked interrupted", err.decode())
+    t.eq(query(home, "SELECT status FROM messages WHERE id=?", (row[0],)), [("streaming",)],
+         "ls only reads: it recovers nothing (issue 13)")
+    conv_id = query(home, "SELECT conversation_id FROM messages WHERE id=?", (row[0],))[0][0]
+    rc, out, err = run("", ["rename", str(conv_id), "cut"])
+    t.ok(b"interrupted" in err, "next writer says an answer was marked interrupted", err.decode())
     t.eq(query(home, "SELECT status, content FROM messages WHERE id=?", (row[0],)),
          [("interrupted", saved)], "next start marks it interrupted, with the saved text")
 

@@ -2381,6 +2381,88 @@ static void test_checkpoint_async(void)
     free(path);
 }
 
+/* ---------------------------------------------------------------- an answer over SQLite's limit */
+
+/* SQLite refuses a value over SQLITE_LIMIT_LENGTH (1e9 bytes by default) with SQLITE_TOOBIG.
+ * TOKTERM_TEST_SQLITE_LENGTH lowers the limit on the store's connection so that 100 KB plays
+ * the part of a gigabyte: an answer longer than that stays in parts, nothing is dropped. */
+static void test_too_big(void)
+{
+    setenv("TOKTERM_TEST_SQLITE_LENGTH", "100000", 1);
+    struct store *st = open_new("toobig.db", NULL);
+    unsetenv("TOKTERM_TEST_SQLITE_LENGTH");
+    char *path = tmp_path("toobig.db");
+    struct fake_clock clk = {1000.0, 1700000000};
+    store_set_clock(st, fake_mono, fake_epoch, &clk);
+    int64_t conv = store_conversation_new(st, "big", NULL, "m", NULL);
+    size_t chunk = 60000, n_chunks = 3;
+    char *text = letters(chunk * n_chunks + 10000);
+    /* streamed: three batches of 60 KB committed as parts, 10 KB still buffered at the end */
+    int64_t id = store_message_begin(st, conv, NULL);
+    int commits = 0;
+    for (size_t i = 0; i < n_chunks; i++) {
+        clk.mono += 1.0;
+        commits += store_message_append(st, id, text + i * chunk, chunk) == 1;
+    }
+    TAP_INT(commits, 3, "three batches committed as parts");
+    store_message_append(st, id, text + n_chunks * chunk, 10000);
+    int rc = store_message_finish(st, id, STORE_COMPLETE, "stop", NULL, NULL, NULL);
+    TAP_OK(rc == 0, "finishing a 190 KB answer over a 100 KB limit succeeds (%s)",
+           rc ? store_error(st) : "");
+    struct store_conversation *c = NULL;
+    store_conversation_load(st, conv, &c);
+    size_t want = chunk * n_chunks + 10000;
+    TAP_OK(c && c->n_messages == 1 && c->messages[0].content_len == want &&
+               memcmp(c->messages[0].content, text, want) == 0,
+           "the whole answer reads back (%zu of %zu bytes)",
+           c && c->n_messages ? c->messages[0].content_len : 0, want);
+    TAP_OK(c && c->n_messages == 1 && c->messages[0].status == STORE_COMPLETE,
+           "and it is marked complete");
+    store_conversation_free(c);
+    TAP_OK(raw_int(path, "SELECT count(*) FROM message_parts") > 0,
+           "its text stays in parts (not deleted)");
+
+    /* the recovery path: an answer cut by a crash, over the limit */
+    int64_t id2 = store_message_begin(st, conv, NULL);
+    for (size_t i = 0; i < n_chunks; i++) {
+        clk.mono += 1.0;
+        store_message_append(st, id2, text + i * chunk, chunk);
+    }
+    char *sql = xasprintf("UPDATE messages SET writer = '999999999:1' WHERE id = %lld",
+                          (long long)id2);
+    raw_exec(path, sql);
+    free(sql);
+    int rec = store_recover(st);
+    TAP_OK(rec == 1, "recovery of a cut answer over the limit (%d: %s)", rec,
+           rec < 0 ? store_error(st) : "ok");
+    c = NULL;
+    store_conversation_load(st, conv, &c);
+    TAP_OK(c && c->n_messages == 2 && c->messages[1].content_len == chunk * n_chunks &&
+               memcmp(c->messages[1].content, text, chunk * n_chunks) == 0 &&
+               c->messages[1].status == STORE_INTERRUPTED,
+           "recovered: interrupted, with all its text (%zu bytes)",
+           c && c->n_messages == 2 ? c->messages[1].content_len : 0);
+    store_conversation_free(c);
+
+    /* one message over the limit at once: refused with a clear message, nothing half-saved */
+    int64_t before = raw_int(path, "SELECT count(*) FROM messages");
+    int64_t r = store_message_add(st, conv, "user", text, 150000, NULL);
+    TAP_OK(r < 0 && strstr(store_error(st), "too large"), "a 150 KB prompt: refused (%s)",
+           store_error(st));
+    TAP_INT(raw_int(path, "SELECT count(*) FROM messages"), before, "and nothing was added");
+    /* a cache entry over the limit: refused, not stored empty */
+    unsigned char key[STORE_CACHE_KEY_LEN] = {7};
+    TAP_OK(store_cache_put(st, key, STORE_COMPLETE, text, NULL, "m", "stop", NULL) != 0,
+           "a cache entry over the limit is refused");
+    TAP_INT(raw_int(path, "SELECT count(*) FROM response_cache"), 0, "no empty entry cached");
+    store_close(st);
+    char *ic = raw_text(path, "PRAGMA integrity_check");
+    TAP_STR(ic, "ok", "integrity_check ok");
+    free(ic);
+    free(text);
+    free(path);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "%s", "/tmp/tt-store-XXXXXX");
@@ -2409,6 +2491,7 @@ int main(void)
     test_commands();
     test_long_answer();
     test_checkpoint_async();
+    test_too_big();
     rm_tree(tmpdir);
     return tap_done();
 }

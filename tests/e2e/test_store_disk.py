@@ -1,0 +1,264 @@
+#!/usr/bin/env python3
+"""The store on disk (issue 13): `rm` leaves no copy of the text in any file of the data
+directory, tokterm.db alone is a complete backup once tokterm exits, read-only commands never
+write (a full disk, a read-only file), the data directory is made private, eight writers at
+once lose nothing, kill -9 at 50 random points never damages the database. TAP."""
+
+import sys
+
+sys.dont_write_bytecode = True
+
+import os  # noqa: E402
+import random  # noqa: E402
+import shutil  # noqa: E402
+import sqlite3  # noqa: E402
+import stat  # noqa: E402
+import subprocess  # noqa: E402
+import time  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ttlib  # noqa: E402
+
+t = ttlib.Tap()
+rng = random.Random(int(os.environ.get("TT_SEED", "0")) or int(time.time()))
+
+
+def data_dir(home):
+    return os.path.join(home, ".local", "share", "tokterm")
+
+
+def db_path(home):
+    return os.path.join(data_dir(home), "tokterm.db")
+
+
+def query(path, sql, args=()):
+    """Read through a read-only connection (it never checkpoints or deletes the WAL)."""
+    con = sqlite3.connect("file:%s?mode=ro" % path, uri=True, timeout=30)
+    try:
+        return con.execute(sql, args).fetchall()
+    finally:
+        con.close()
+
+
+def files_holding(d, needle):
+    """Names of the files under d whose raw bytes hold needle, and the names of all files."""
+    hit, names = [], []
+    for root, _dirs, files in os.walk(d):
+        for f in files:
+            p = os.path.join(root, f)
+            names.append(os.path.relpath(p, d))
+            with open(p, "rb") as fh:
+                if needle in fh.read():
+                    hit.append(os.path.relpath(p, d))
+    return hit, sorted(names)
+
+
+with ttlib.FakeServer() as srv:
+
+    def run(home, spec, args, **kw):
+        env = dict(kw.pop("env", {}) or {})
+        env.setdefault("OPENAI_BASE_URL", srv.base(spec))
+        return ttlib.run_tokterm(args, env=env, home=home, **kw)
+
+    # --- rm: no copy of the text left in any file --------------------------------------------
+    home = ttlib.make_home()
+    marker = "qz" + "".join(rng.choice("bcdfghjklmnpqrstvwxz") for _ in range(10))
+    keep = "kp" + "".join(rng.choice("bcdfghjklmnpqrstvwxz") for _ in range(10))
+    rc, _, err = run(home, "", ["-p", "keep this one %s please" % keep])
+    t.eq(rc, 0, "rm: a conversation to keep")
+    # a 40 KB prompt echoed back over ~1 s: the answer is saved in several batches of ~9 KB
+    # (parts on overflow pages, freed when the answer is folded into its row), its
+    # conversation gets a second turn, and it is cached
+    long_prompt = " ".join("w%d %s" % (i, marker) for i in range(2500))
+    rc, _, err = run(home, "chunk=131072,delay_ms=100", ["-p", long_prompt])
+    t.ok(rc == 0, "rm: a conversation holding the marker", err.decode())
+    rc, _, err = run(home, "", ["-c", "-p", "again %s" % marker])
+    t.ok(rc == 0, "rm: a second turn", err.decode())
+    rc, out, err = run(home, "", ["search", marker])
+    t.ok(rc == 0 and marker.encode() in out, "rm: search finds the marker (both indexes fed)",
+         out.decode() + err.decode())
+    conv = query(db_path(home), "SELECT conversation_id FROM messages WHERE content LIKE ?",
+                 ("%" + marker + "%",))[0][0]
+    hit, names = files_holding(data_dir(home), marker.encode())
+    t.ok(hit, "rm: before, the marker is on disk (%s of %s)" % (hit, names))
+    rc, out, err = run(home, "", ["rm", str(conv)])
+    t.eq(rc, 0, "rm: exit 0")
+    hit, names = files_holding(data_dir(home), marker.encode())
+    t.eq(hit, [], "rm: no file of the data directory holds the marker (%s)" % names)
+    for f in names:
+        p = os.path.join(data_dir(home), f)
+        t.diag("after rm: %s %d bytes" % (f, os.path.getsize(p)))
+    t.eq(query(db_path(home), "PRAGMA integrity_check"), [("ok",)], "rm: integrity_check ok")
+    rc, out, err = run(home, "", ["search", keep])
+    t.ok(rc == 0 and keep.encode() in out, "rm: the other conversation is still found")
+    rc, out, err = run(home, "", ["search", marker])
+    t.ok(rc == 0 and marker.encode() not in out, "rm: the marker is found no more")
+    rc, out, err = run(home, "", ["-m", "x", "-p", "keep this one %s please" % keep])
+    t.eq(rc, 0, "rm: writing after rm works")
+
+    # --- tokterm.db alone is a backup ------------------------------------------------------
+    home = ttlib.make_home()
+    rc, _, err = run(home, "", ["-p", "backup question one"])
+    rc2, _, err2 = run(home, "gen=300", ["-c", "-p", "backup question two"])
+    t.ok(rc == 0 and rc2 == 0, "backup: two turns", (err + err2).decode())
+    copy = os.path.join(ttlib.tempdir("tt-backup-"), "copy.db")
+    shutil.copyfile(db_path(home), copy)  # the main file ALONE, no -wal, no -shm
+    try:
+        got = query(copy, "SELECT role, substr(content, 1, 20), status FROM messages ORDER BY id")
+    except sqlite3.Error as e:
+        got = str(e)
+    t.eq(got, [("user", "backup question one", "complete"),
+               ("assistant", "backup question one", "complete"),
+               ("user", "backup question two", "complete"),
+               ("assistant", "tok0 tok1 tok2 tok3 ", "complete")],
+         "backup: a copy of tokterm.db alone holds the whole conversation")
+    try:
+        got = query(copy, "PRAGMA integrity_check")
+    except sqlite3.Error as e:
+        got = str(e)
+    t.eq(got, [("ok",)], "backup: the copy is intact")
+
+    # --- read-only commands never write: a full disk, or a read-only file ------------------------
+    home = ttlib.make_home()
+    rc, _, err = run(home, "", ["-p", "an earlier turn"])
+    env = ttlib.clean_env(home, {"OPENAI_BASE_URL": srv.base("gen=400,delay_ms=10")})
+    p = subprocess.Popen([ttlib.tokterm_path(), "-p", "cut by the crash"], env=env,
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL)
+    time.sleep(1.2)
+    p.kill()
+    p.communicate()
+    st = query(db_path(home), "SELECT status FROM messages ORDER BY id DESC LIMIT 1")
+    t.eq(st, [("streaming",)], "read-only: a row left 'streaming' by a killed writer")
+    conv = query(db_path(home), "SELECT conversation_id FROM messages ORDER BY id DESC LIMIT 1")[0][0]
+    mnt = None
+    if os.geteuid() == 0 and shutil.which("mount"):
+        # a real full disk: a small tmpfs holding the data directory, filled to the last byte
+        mnt = ttlib.tempdir("tt-full-")
+        if subprocess.call(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", mnt],
+                           stderr=subprocess.DEVNULL) != 0:
+            mnt = None
+    ro_home = ttlib.make_home()
+    os.makedirs(os.path.dirname(data_dir(ro_home)), exist_ok=True)
+    if mnt:
+        shutil.copytree(data_dir(home), os.path.join(mnt, "tokterm"))
+        os.symlink(os.path.join(mnt, "tokterm"), data_dir(ro_home))
+        with open(os.path.join(mnt, "filler"), "wb") as f:
+            try:
+                while True:
+                    f.write(b"\0" * 65536)
+                    f.flush()
+            except OSError:
+                pass
+        how = "a full disk"
+    else:
+        shutil.copytree(data_dir(home), data_dir(ro_home))
+        for f in os.listdir(data_dir(ro_home)):
+            os.chmod(os.path.join(data_dir(ro_home), f), 0o400)
+        os.chmod(data_dir(ro_home), 0o500)
+        how = "a read-only file and directory"
+    t.diag("read-only commands on %s" % how)
+    before = {f: open(os.path.join(data_dir(ro_home), f), "rb").read()
+              for f in os.listdir(data_dir(ro_home))}
+    rc, out, err = run(ro_home, "", ["ls"])
+    t.ok(rc == 0 and b"an earlier turn" in out, "%s: ls works (exit %d)" % (how, rc), err.decode())
+    rc, out, err = run(ro_home, "", ["show", str(conv)])
+    t.ok(rc == 0 and b"cut by the crash" in out and b"tok0 tok1" in out,
+         "%s: show works, with the text saved so far" % how, err.decode())
+    t.ok(b"interrupted" in out, "%s: show says the answer was interrupted" % how, out.decode())
+    rc, out, err = run(ro_home, "", ["export", str(conv), "--format", "json"])
+    t.ok(rc == 0 and b"tok0 tok1" in out, "%s: export works" % how, err.decode())
+    rc, out, err = run(ro_home, "", ["search", "earlier"])
+    t.ok(rc == 0 and b"earlier" in out, "%s: search works" % how, err.decode())
+    rc, out, err = run(ro_home, "", ["stats"])
+    t.eq(rc, 0, "%s: stats works" % how)
+    after = {f: open(os.path.join(data_dir(ro_home), f), "rb").read()
+             for f in os.listdir(data_dir(ro_home))}
+    t.ok(before.keys() == after.keys() and all(
+        before[f] == after[f] for f in before if not f.endswith("-shm")),
+        "%s: the read-only commands wrote nothing" % how)
+    if mnt:
+        subprocess.call(["umount", mnt])
+    else:
+        os.chmod(data_dir(ro_home), 0o700)
+    rc, out, err = run(home, "", ["-p", "a writer recovers"])
+    t.eq(query(db_path(home), "SELECT status FROM messages WHERE conversation_id = ? "
+                              "AND role = 'assistant'", (conv,)), [("interrupted",)],
+         "the next writer marks it interrupted")
+
+    # --- the data directory is made private ------------------------------------------------
+    home = ttlib.make_home()
+    d = data_dir(home)
+    os.makedirs(d)
+    os.chmod(d, 0o777)
+    rc, _, err = run(home, "", ["-p", "private please"])
+    t.eq(stat.S_IMODE(os.stat(d).st_mode), 0o700, "a 0777 data directory is tightened to 0700")
+    t.ok(b"0777" in err and b"0700" in err, "and tokterm says so", err.decode())
+    os.chmod(d, 0o750)
+    rc, _, err = run(home, "", ["-p", "group may read"])
+    t.eq(stat.S_IMODE(os.stat(d).st_mode), 0o750, "a 0750 directory (not writable by others) is left alone")
+    home = ttlib.make_home()
+    rc, _, err = run(home, "", ["-p", "new dir"])
+    t.eq(stat.S_IMODE(os.stat(data_dir(home)).st_mode), 0o700, "a directory tokterm creates is 0700")
+
+    # --- eight writers at once ---------------------------------------------------------------
+    home = ttlib.make_home()
+    run(home, "", ["-p", "create the database"])
+    env = ttlib.clean_env(home, {"OPENAI_BASE_URL": srv.base("gen=120,delay_ms=3")})
+    t0 = time.time()
+    procs = [subprocess.Popen([ttlib.tokterm_path(), "-p", "p%d" % i, "-p", "q%d" % i], env=env,
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE) for i in range(8)]
+    errs = [pr.communicate(timeout=120)[1] for pr in procs]
+    t.diag("8 writers: %.1f s" % (time.time() - t0))
+    t.eq([pr.returncode for pr in procs], [0] * 8, "8 writers: all exit 0")
+    t.ok(all(b"locked" not in e and b"busy" not in e for e in errs),
+         "8 writers: no 'locked' or 'busy'", repr(errs))
+    want = ["p%d" % i for i in range(8)] + ["q%d" % i for i in range(8)]
+    got = query(db_path(home), "SELECT content FROM messages WHERE role = 'user' AND content <> "
+                               "'create the database' ORDER BY content")
+    t.eq([r[0] for r in got], sorted(want), "8 writers: all 16 prompts saved, once each")
+    gen = "".join("tok%d " % i for i in range(120))
+    got = query(db_path(home), "SELECT count(*) FROM messages WHERE role = 'assistant' AND "
+                               "status = 'complete' AND content = ?", (gen,))
+    t.eq(got, [(16,)], "8 writers: all 16 answers saved whole and complete")
+    t.eq(query(db_path(home), "SELECT count(*) FROM message_parts"), [(0,)],
+         "8 writers: no part left over")
+    t.eq(query(db_path(home), "PRAGMA integrity_check"), [("ok",)], "8 writers: integrity_check ok")
+
+    # --- kill -9 at 50 random points -------------------------------------------------------------
+    home = ttlib.make_home()
+    for i in range(3):
+        run(home, "", ["-p", "earlier turn %d" % i])
+    earlier = query(db_path(home), "SELECT id, role, status, content FROM messages ORDER BY id")
+    env = ttlib.clean_env(home, {"OPENAI_BASE_URL": srv.base("gen=300,delay_ms=1")})
+    bad, finished, t0 = [], 0, time.time()
+    for trial in range(50):
+        args = ["-p", "trial %d" % trial] if trial % 2 else ["-c", "-p", "trial %d" % trial]
+        p = subprocess.Popen([ttlib.tokterm_path()] + args, env=env, stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.0, 0.6))
+        if p.poll() is not None:
+            finished += 1
+        p.kill()
+        p.wait()
+        con = sqlite3.connect("file:%s?mode=ro" % db_path(home), uri=True, timeout=30)
+        try:
+            ic = con.execute("PRAGMA integrity_check").fetchall()
+            now = con.execute("SELECT id, role, status, content FROM messages WHERE id <= ? "
+                              "ORDER BY id", (earlier[-1][0],)).fetchall()
+        finally:
+            con.close()
+        if ic != [("ok",)] or now != earlier:
+            bad.append((trial, ic, len(now)))
+    t.diag("kill -9: 50 trials in %.1f s, %d finished before the kill" % (time.time() - t0, finished))
+    t.eq(bad, [], "kill -9 at 50 random points: integrity ok and earlier turns intact each time")
+    rc, out, err = run(home, "", ["-p", "after the kills"])
+    t.eq(rc, 0, "kill -9: the next run works")
+    left = query(db_path(home), "SELECT count(*) FROM messages WHERE status = 'streaming'")
+    t.eq(left, [(0,)], "kill -9: the next writer recovered every cut answer")
+    t.eq(query(db_path(home), "PRAGMA integrity_check"), [("ok",)], "kill -9: integrity ok at the end")
+    n_user = query(db_path(home), "SELECT count(*) FROM messages WHERE content LIKE 'trial %'")
+    t.diag("kill -9: %d of 50 prompts were saved before the kill" % n_user[0][0])
+
+sys.exit(t.done())
