@@ -248,8 +248,11 @@ static int script_turn_end(struct session *s, struct script_state *st, const str
         if (st->written && st->last_byte != '\n')
             (void)util_write_all(1, "\n", 1);
     }
+    if (r && r->warning)
+        fprintf(stderr, "tokterm: warning: %s\n", r->warning);
     if (r && r->error) {
-        const char *kept = r->content_bytes && !o->json ? " (the partial answer above is kept)" : "";
+        const char *kept = r->content_bytes && !o->json && r->outcome != API_LIMIT
+                               ? " (the partial answer above is kept)" : "";
         if (r->outcome == API_CUT)
             fprintf(stderr, "tokterm: warning: %s\n", r->error);
         else if (r->outcome == API_CANCELLED)

@@ -25,6 +25,7 @@ struct session {
     size_t n_msgs, cap_msgs;
     int save_refused;          /* save turns refused before sending (the chat shows them) */
     unsigned active;           /* request in flight, 0 = none */
+    unsigned cancel_asked;     /* the request the user asked to cancel (Esc, SIGINT), 0 = none */
     unsigned next_local;       /* ids of cache replays (high bit set, never a net id) */
     struct buf answer;         /* text of the answer in flight */
     struct buf reasoning;
@@ -586,6 +587,7 @@ static enum store_status session_store_status(enum api_outcome o)
     case API_CANCELLED:
         return STORE_CANCELLED;
     case API_ERR_TRUNCATED:
+    case API_LIMIT: /* stopped by our own limit: the text so far is kept, like a break */
         return STORE_TRUNCATED;
     default:
         return STORE_ERROR;
@@ -607,7 +609,9 @@ static void session_save_end(struct session *s, const struct net_result *r)
                                  r->finish[0] ? r->finish : NULL, &u, &t, r->error) != 0)
             session_store_failed(s);
     }
-    if (r->outcome == API_OK && !r->cached && s->cache_key_set) {
+    /* Only a complete answer with text is cached: never an empty or failed one. */
+    if (r->outcome == API_OK && !r->cached && s->cache_key_set &&
+        r->content_bytes + r->reasoning_bytes > 0) {
         if (s->answer_id) {
             (void)store_cache_put_message(s->store, s->cache_key, s->answer_id,
                                           (int64_t)(r->content_bytes + r->reasoning_bytes));
@@ -639,7 +643,8 @@ static enum conv_outcome session_outcome(const struct net_result *r, size_t answ
         return CONV_INTERRUPTED;
     case API_ERR_USAGE:
         return CONV_REFUSED;
-    default: /* HTTP, network, a --cache-only miss: the text that arrived is kept */
+    default: /* HTTP, network, a --cache-only miss, our own limits: the text that arrived is
+                kept */
         return answer_len ? CONV_INTERRUPTED : CONV_FAILED;
     }
 }
@@ -700,6 +705,16 @@ int session_dispatch(struct session *s, const struct session_sink *sink)
         } else if (e->type == QEV_END) {
             net_result_free(s->last);
             s->last = e->ptr;
+            if (s->cancel_asked == e->req && s->last->outcome != API_OK &&
+                s->last->outcome != API_CUT && s->last->outcome != API_CANCELLED) {
+                /* The user asked to stop: whatever broke while the cancel was on its way (a
+                 * limit, a timeout, an error), it ends as cancelled, with the text kept. */
+                s->last->outcome = API_CANCELLED;
+                free(s->last->error);
+                s->last->error = xstrdup("cancelled");
+            }
+            if (s->cancel_asked == e->req)
+                s->cancel_asked = 0;
             session_redact(s, s->last->error);
             int64_t aid = s->answer_id;
             session_save_end(s, s->last);
@@ -721,8 +736,10 @@ void session_cancel(struct session *s)
 {
     if (s->sum_req)
         s->sum_cancelled = 1; /* the answer's request must not leave after the summary */
-    if (s->active && !(s->active & SESSION_LOCAL_ID))
+    if (s->active && !(s->active & SESSION_LOCAL_ID)) {
         net_cancel(s->net, s->active);
+        s->cancel_asked = s->active;
+    }
 }
 
 /* ---- context window, history compression and budget (context.h) ---------------------------- */

@@ -4,6 +4,7 @@
 #include "net/probe.h"
 #include "net/queue.h"
 #include "proto/sse.h"
+#include "base/utf8.h"
 #include "base/util.h"
 #include "base/xmalloc.h"
 #include "net/curl_dl.h"
@@ -18,7 +19,9 @@
 #include <strings.h>
 #include <time.h>
 
-#define NET_BODY_CAP ((size_t)64 << 20)   /* non-streamed bodies (JSON answers, errors) */
+#define NET_BODY_CAP ((size_t)64 << 20)   /* non-streamed bodies (JSON answers, errors), at least */
+#define NET_ANSWER_CAP ((size_t)64 << 20) /* an answer's text when the request sets no limit */
+#define NET_DRAIN_MAX ((size_t)1 << 20)   /* bytes read after the end of a stream, at most */
 #define NET_GAP_BUCKETS 160              /* quarter octaves of microseconds, up to ~19 h */
 #define NET_BATCH_MAX ((size_t)16 << 10)     /* text handed to the queue at once, at most */
 #define NET_RECV_BUFFER 65536L               /* curl receive buffer, bytes */
@@ -40,7 +43,9 @@ struct xfer {
     char ctype[128];
     char errbuf[CURL_ERROR_SIZE];
     long status;
-    double t_start, t_first_token, t_last_delta, t_last_event;
+    double t_start, t_first_token, t_last_delta;
+    double t_last_event;   /* the last progress: new answer or reasoning text (the idle timer) */
+    double deadline;       /* monotonic time the whole request ends (--max-time); HUGE_VAL */
     unsigned gaps[NET_GAP_BUCKETS];
     double now;            /* clock read once per network read */
     struct buf batch;      /* decoded text of this read, handed to the queue in one push */
@@ -53,6 +58,12 @@ struct xfer {
     int proto_error;       /* the stream could not be parsed */
     int idle_fired;
     int cancelled;
+    int time_fired;        /* stopped by --max-time */
+    int limit_fired;       /* stopped by --max-answer-mb: the text up to the limit is kept */
+    int drained_stop;      /* stopped reading bytes that followed the end of the stream */
+    size_t drained;        /* bytes read after the end of the stream */
+    unsigned cancel_seen;  /* net->cancel_seq when this transfer last looked at the cancels */
+    char last_failure[256]; /* why the last attempt failed, for a --max-time message */
     struct ratelimit_response resp; /* rate-limit and retry headers of this attempt */
     struct net_quota *quota; /* quota state of the key in use (pacing, rate-limit headers) */
     struct net_quota *ep;    /* the endpoint's entry: its circuit breaker */
@@ -88,6 +99,8 @@ struct net {
     struct xfer *pending;     /* submitted, not yet added (under lock) */
     unsigned *cancels;        /* ids to cancel (under lock) */
     size_t n_cancels, cap_cancels;
+    atomic_uint cancel_seq;   /* counts net_cancel calls: a transfer looks at the cancels
+                                 from inside curl's callbacks when it moved */
     atomic_int stop;
     unsigned next_id;         /* under lock */
     struct xfer *active;      /* net thread only */
@@ -125,6 +138,7 @@ void net_result_free(void *p)
     if (!r)
         return;
     free(r->error);
+    free(r->warning);
     free(r->headers);
     free(r->quota_line);
     free(r->quota_text);
@@ -185,12 +199,32 @@ static void net_flush(struct xfer *x)
     buf_reset(&x->batch);
 }
 
+/* The most answer text (content + reasoning) x may receive. */
+static size_t net_answer_cap(const struct xfer *x)
+{
+    return x->rq->max_answer_bytes ? x->rq->max_answer_bytes : NET_ANSWER_CAP;
+}
+
 static void net_emit(void *ud, enum api_kind kind, const char *s, size_t n)
 {
     struct xfer *x = ud;
     if (kind != API_CONTENT && kind != API_REASONING)
         return;
+    if (x->limit_fired || !n)
+        return; /* past the limit: nothing more; an empty delta is no progress */
+    size_t have = x->content_bytes + x->reasoning_bytes, cap = net_answer_cap(x);
+    if (n > cap - have) {
+        /* Keep the text up to the limit, cut where a UTF-8 sequence begins. */
+        size_t room = cap - have;
+        while (room > 0 && ((unsigned char)s[room] & 0xC0) == 0x80)
+            room--;
+        n = room;
+        x->limit_fired = 1;
+        if (!n)
+            return;
+    }
     double now = x->now;
+    x->t_last_event = now; /* progress: the idle timer starts again */
     if (x->deltas == 0)
         x->t_first_token = now;
     else
@@ -215,13 +249,50 @@ static void net_emit(void *ud, enum api_kind kind, const char *s, size_t n)
 static int net_on_event(void *ud, const struct sse_event *ev)
 {
     struct xfer *x = ud;
-    x->t_last_event = x->now;
     int r = api_stream_event(&x->api, ev, net_emit, x);
     if (r < 0)
         x->proto_error = 1;
     if (r != 0)
         x->stream_over = 1;
-    return r != 0;
+    return r != 0 || x->limit_fired;
+}
+
+/* Look at the cancellations from inside a transfer (a decompression bomb can keep one
+ * curl_multi_perform busy for minutes): 1 when x is cancelled or the thread is stopping. */
+static int net_cancel_seen(struct xfer *x)
+{
+    struct net *n = x->net;
+    if (atomic_load(&n->stop))
+        x->cancelled = 1;
+    unsigned seq = atomic_load(&n->cancel_seq);
+    if (seq != x->cancel_seen) {
+        x->cancel_seen = seq;
+        pthread_mutex_lock(&n->lock);
+        for (size_t i = 0; i < n->n_cancels; i++)
+            if (n->cancels[i] == x->id || n->cancels[i] == 0)
+                x->cancelled = 1;
+        pthread_mutex_unlock(&n->lock);
+    }
+    return x->cancelled;
+}
+
+static double net_idle_s(const struct xfer *x)
+{
+    return x->rq->idle_timeout_s > 0 ? x->rq->idle_timeout_s : 90.0;
+}
+
+/* The limits of a transfer, checked at every piece of data it gets (after decompression) and
+ * by the watchdog between reads: cancellation, --max-time, the idle timer (new text only).
+ * 1 when x must stop now (the flag says why). */
+static int net_over_limit(struct xfer *x, double now)
+{
+    if (x->cancelled || x->time_fired || x->idle_fired || net_cancel_seen(x))
+        return 1;
+    if (now >= x->deadline)
+        x->time_fired = 1;
+    else if (!x->stream_over && now - x->t_last_event > net_idle_s(x))
+        x->idle_fired = 1;
+    return x->time_fired || x->idle_fired;
 }
 
 static void net_headers_done(struct xfer *x)
@@ -238,6 +309,8 @@ static size_t net_write(char *ptr, size_t size, size_t nmemb, void *ud)
     struct xfer *x = ud;
     size_t n = size * nmemb;
     x->now = util_now();
+    if (net_over_limit(x, x->now))
+        return 0; /* abort the transfer: curl stops decoding at once */
     if (x->mode == XM_UNDECIDED) {
         net_headers_done(x);
         int sse = strncasecmp(x->ctype, "text/event-stream", 17) == 0;
@@ -248,14 +321,22 @@ static size_t net_write(char *ptr, size_t size, size_t nmemb, void *ud)
         }
         x->mode = (sse && x->status < 300) ? XM_SSE : XM_BODY;
     }
-    if (x->stream_over)
-        return n; /* after [DONE] or an error: drain quietly */
+    if (x->stream_over) {
+        /* after [DONE] or an error: drain quietly, but not forever */
+        x->drained += n;
+        if (x->drained <= NET_DRAIN_MAX)
+            return n;
+        x->drained_stop = 1;
+        return 0;
+    }
     if (x->mode == XM_BODY) {
-        x->t_last_event = util_now();
-        if (x->body.len + n > NET_BODY_CAP) {
+        x->t_last_event = x->now; /* the body is the answer: its bytes are progress */
+        size_t cap = net_answer_cap(x), body_cap = cap < NET_BODY_CAP / 2 ? NET_BODY_CAP : 2 * cap;
+        if (x->body.len + n > body_cap) {
             x->proto_error = 1;
             buf_reset(&x->api.error);
-            buf_appends(&x->api.error, "the server's answer is larger than 64 MiB");
+            buf_printf(&x->api.error, "the server's answer is larger than %zu MiB (twice "
+                       "max_answer_mb, or 64 MiB); it was not read", body_cap >> 20);
             return 0;
         }
         buf_append(&x->body, ptr, n);
@@ -270,6 +351,8 @@ static size_t net_write(char *ptr, size_t size, size_t nmemb, void *ud)
                    x->sse.errmsg, x->sse.max_event >> 20);
         return 0;
     }
+    if (x->limit_fired)
+        return 0; /* the answer passed max_answer_mb: stop reading */
     return n;
 }
 
@@ -338,7 +421,8 @@ static size_t net_header(char *ptr, size_t size, size_t nmemb, void *ud)
                 buf_appendc(&x->headers,
                             (char)((ptr[c] >= 'A' && ptr[c] <= 'Z') ? ptr[c] + 32 : ptr[c]));
             buf_appends(&x->headers, ": ");
-            buf_append(&x->headers, v, vlen > 512 ? 512 : vlen);
+            /* a server's text: made harmless for a terminal here, once for every reader */
+            utf8_sanitize(&x->headers, v, vlen > 512 ? 512 : vlen);
             buf_appendc(&x->headers, '\n');
             if (nlen == 12 && strncasecmp(ptr, "content-type", 12) == 0) {
                 size_t c = vlen < sizeof x->ctype - 1 ? vlen : sizeof x->ctype - 1;
@@ -468,10 +552,23 @@ static enum api_outcome net_outcome(struct xfer *x, CURLcode res, struct net_res
         buf_appends(msg, x->errbuf);
         return API_ERR_NETWORK;
     }
+    if (x->limit_fired) {
+        buf_printf(msg, "the answer passed the %zu MiB limit (max_answer_mb); stopped, the text "
+                   "so far is kept", net_answer_cap(x) >> 20);
+        return API_LIMIT;
+    }
+    if (x->time_fired) {
+        buf_printf(msg, "stopped by --max-time after %g s (max_time in the profile)%s%s",
+                   x->rq->max_time_s, got_text ? "; the text so far is kept" : "",
+                   !got_text && x->last_failure[0] ? "; the last attempt: " : "");
+        if (!got_text && x->last_failure[0])
+            buf_appends(msg, x->last_failure);
+        return API_LIMIT;
+    }
     if (x->idle_fired) {
-        buf_printf(msg, "no data from the server for %.0f s (idle timeout%s); if the model is "
-                   "slow to start, raise --idle-timeout (idle_timeout = in the profile)",
-                   x->rq->idle_timeout_s > 0 ? x->rq->idle_timeout_s : 90.0,
+        buf_printf(msg, "no answer text from the server for %.0f s (idle timeout; keep-alives "
+                   "and empty deltas do not count%s); if the model is slow to start, raise "
+                   "--idle-timeout (idle_timeout = in the profile)", net_idle_s(x),
                    got_text ? "; the answer is incomplete" : "");
         return got_text ? API_ERR_TRUNCATED : API_ERR_NETWORK;
     }
@@ -484,12 +581,17 @@ static enum api_outcome net_outcome(struct xfer *x, CURLcode res, struct net_res
         memcpy(r->error_code, x->api.error_code, sizeof r->error_code);
         return API_ERR_HTTP;
     }
+    if (res == CURLE_WRITE_ERROR && x->drained_stop)
+        res = CURLE_OK; /* the stream was over; what followed it was not read */
     if (res != CURLE_OK) {
         net_transport_message(x, res, got_text, msg);
         return got_text ? API_ERR_TRUNCATED : API_ERR_NETWORK;
     }
     if (!x->api.finish[0]) {
-        buf_appends(msg, x->mode == XM_SSE && x->api.chunks > 0
+        buf_appends(msg, x->mode == XM_BODY && r->status >= 200 && r->status < 300
+                             ? "the server sent no answer: its HTTP 200 held no text and no "
+                               "finish_reason"
+                         : x->mode == XM_SSE && x->api.chunks > 0
                              ? "the stream ended without a finish_reason: the answer is incomplete"
                              : "the server closed the stream without an answer");
         return got_text ? API_ERR_TRUNCATED : API_ERR_NETWORK;
@@ -532,6 +634,32 @@ static void net_timings_of(struct xfer *x, struct net_result *r, double now)
                     : ver == CURL_HTTP_VERSION_2_0 ? 20 : ver == CURL_HTTP_VERSION_3 ? 30 : 0;
 }
 
+/* Copy the server's text src into dst (size bytes) made harmless for a terminal, cut where
+ * a UTF-8 sequence begins. */
+static void net_copy_clean(char *dst, size_t size, const char *src)
+{
+    struct buf b = BUF_INIT;
+    utf8_sanitize(&b, src, strlen(src));
+    size_t n = b.len < size - 1 ? b.len : size - 1;
+    while (n > 0 && n < b.len && ((unsigned char)b.data[n] & 0xC0) == 0x80)
+        n--;
+    memcpy(dst, buf_str(&b), n);
+    dst[n] = '\0';
+    buf_free(&b);
+}
+
+/* Make a message that carries a server's text (a body, a header, a reason) harmless for a
+ * terminal, whichever front end shows it: every message leaves the thread through here. */
+static char *net_clean_message(char *msg)
+{
+    if (!msg)
+        return NULL;
+    struct buf b = BUF_INIT;
+    utf8_sanitize(&b, msg, strlen(msg));
+    free(msg);
+    return buf_take(&b);
+}
+
 /* What an attempt came to: a result with outcome, message, usage and timings. */
 static struct net_result *net_result_of(struct xfer *x, CURLcode res)
 {
@@ -558,9 +686,12 @@ static struct net_result *net_result_of(struct xfer *x, CURLcode res)
     r->outcome = net_outcome(x, res, r, &msg);
     r->error = r->outcome == API_OK ? NULL : buf_take(&msg);
     buf_free(&msg);
-    memcpy(r->model, x->api.model, sizeof r->model);
+    net_copy_clean(r->model, sizeof r->model, x->api.model);
     memcpy(r->finish, x->api.finish, sizeof r->finish);
     r->usage = x->api.usage;
+    if (x->api.usage_bad)
+        r->warning = xstrdup("the server's usage counts were not whole numbers (a string, null, "
+                             "negative or huge): they were ignored");
     net_timings_of(x, r, now);
     r->headers = buf_take(&x->headers);
     r->attempts = x->attempt;
@@ -619,6 +750,10 @@ static void net_xfer_release(struct net *n, struct xfer *x)
     x->used_fallback = keep.used_fallback;
     x->attempt = keep.attempt;
     x->cancelled = keep.cancelled;
+    x->time_fired = keep.time_fired;
+    x->deadline = keep.deadline;
+    x->cancel_seen = keep.cancel_seen;
+    memcpy(x->last_failure, keep.last_failure, sizeof x->last_failure);
 }
 
 /* Turn a final failure into advice for the statuses where the user has something to do. */
@@ -659,7 +794,7 @@ static void net_finish(struct net *n, struct xfer *x, CURLcode res)
     enum ratelimit_net kind = net_kind(x, res, r->status);
     int got_text = x->content_bytes + x->reasoning_bytes > 0;
     struct net_quota *q = x->quota;
-    if (x->ep && !x->cancelled && !x->breaker_open && !x->pool_dead) {
+    if (x->ep && !x->cancelled && !x->breaker_open && !x->pool_dead && r->outcome != API_LIMIT) {
         if (r->outcome == API_OK || r->outcome == API_CUT)
             ratelimit_breaker_success(&x->ep->br, now);
         else if (ratelimit_breaker_counts((int)r->status, kind))
@@ -671,7 +806,7 @@ static void net_finish(struct net *n, struct xfer *x, CURLcode res)
     if (x->rq->n_keys && q) /* no quota: no key was used (all dead, or cancelled first) */
         snprintf(r->key_label, sizeof r->key_label, "%s", x->rq->keys[x->key_index].label);
     r->used_fallback = x->used_fallback;
-    if (!x->cancelled && !got_text && !x->pool_dead &&
+    if (!x->cancelled && !got_text && !x->pool_dead && !x->time_fired &&
         (r->outcome == API_ERR_HTTP || r->outcome == API_ERR_NETWORK)) {
         struct ratelimit_policy def;
         const struct ratelimit_policy *pol = &x->rq->policy;
@@ -694,7 +829,10 @@ static void net_finish(struct net *n, struct xfer *x, CURLcode res)
             }
         }
         if (v == RATELIMIT_RETRY) {
-            queue_push_note(n->q, QEV_RETRY, x->id, reason, delay);
+            snprintf(x->last_failure, sizeof x->last_failure, "%s", r->error ? r->error : reason);
+            char *clean = net_clean_message(xstrdup(reason));
+            queue_push_note(n->q, QEV_RETRY, x->id, clean, delay);
+            free(clean);
             net_result_free(r);
             net_xfer_release(n, x);
             x->attempt++;
@@ -710,6 +848,7 @@ static void net_finish(struct net *n, struct xfer *x, CURLcode res)
             r->error = more;
         }
     }
+    r->error = net_clean_message(r->error);
     char line[512];
     if (q && q->key.state.seen &&
         ratelimit_state_save(&q->key.state, now, (double)time(NULL), line, sizeof line) >= 0)
@@ -827,6 +966,7 @@ static void net_take_work(struct net *n)
         x->net = n;
         x->attempt = 1;
         x->quota = x->ep = NULL; /* chosen when it may leave (net_admit) */
+        x->deadline = x->rq->max_time_s > 0 ? util_now() + x->rq->max_time_s : HUGE_VAL;
         x->next = NULL;
         if (tail)
             tail->next = x;
@@ -937,11 +1077,14 @@ static double net_admit(struct net *n)
     while (*pp) {
         struct xfer *x = *pp;
         struct net_quota *q;
-        if (x->cancelled) {
+        if (x->cancelled || now >= x->deadline) {
+            x->time_fired = !x->cancelled;
             *pp = x->next;
             net_finish(n, x, CURLE_ABORTED_BY_CALLBACK);
             continue;
         }
+        if (x->deadline - now < next_due)
+            next_due = x->deadline - now; /* --max-time ends a wait too */
         if (max_active > 0 && n->n_active >= max_active) {
             pp = &x->next; /* the next one leaves when a transfer on the wire ends */
             continue;
@@ -1009,6 +1152,8 @@ static double net_next_due(const struct net *n)
     int full = max_active > 0 && n->n_active >= max_active;
     double now = util_now(), due = HUGE_VAL;
     for (const struct xfer *x = n->waiting; x; x = x->next) {
+        if (x->deadline - now < due)
+            due = x->deadline - now > 0 ? x->deadline - now : 0;
         double d = x->start_at - now;
         if (d <= 0 && full)
             continue;
@@ -1051,10 +1196,7 @@ static void *net_main(void *arg)
         double now = util_now();
         for (struct xfer *x = n->active, *next; x; x = next) {
             next = x->next;
-            double idle = x->rq->idle_timeout_s > 0 ? x->rq->idle_timeout_s : 90.0;
-            if (!x->cancelled && now - x->t_last_event > idle)
-                x->idle_fired = 1;
-            if (x->cancelled || x->idle_fired) {
+            if (net_over_limit(x, now)) {
                 net_unlink(n, x);
                 net_finish(n, x, CURLE_ABORTED_BY_CALLBACK);
             }
@@ -1150,6 +1292,7 @@ void net_cancel(struct net *n, unsigned id)
     pthread_mutex_lock(&n->lock);
     XGROW(n->cancels, n->n_cancels + 1, n->cap_cancels);
     n->cancels[n->n_cancels++] = id;
+    atomic_fetch_add(&n->cancel_seq, 1);
     pthread_mutex_unlock(&n->lock);
     curl_multi_wakeup(n->multi);
 }

@@ -79,6 +79,8 @@ struct net_result {
     char *quota_line;           /* quota state after this exchange (ratelimit_state_save), "" when
                                    the server sent no rate-limit header */
     char *quota_text;           /* the same for people: "req 4999/5000 tok 159k/160k reset 6m0s" */
+    char *warning;              /* a note for the user that does not change the outcome (usage
+                                   of the wrong type was ignored); NULL when none */
     size_t content_bytes;       /* answer text received */
     size_t reasoning_bytes;
 };

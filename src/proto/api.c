@@ -201,6 +201,37 @@ static int api_short(struct api_stream *st, struct jscan *j, char *dst, size_t s
     return r < 0 ? -1 : 0;
 }
 
+/* One usage count at the scanner into *dst: a whole number from 0 to 2^53. Anything else (a
+ * string, null, an object, a negative, fractional or huge number) is skipped, *dst is left as
+ * it was and st->usage_bad is set: usage is the server's bookkeeping, never worth an answer.
+ * -1 only when the JSON itself is broken. */
+static int api_usage_number(struct api_stream *st, struct jscan *j, long long *dst)
+{
+    int c = jscan_peek(j);
+    if (c == '-' || (c >= '0' && c <= '9')) {
+        const char *from = j->p;
+        while (from < j->end && (*from == ' ' || *from == '\t' || *from == '\n' || *from == '\r'))
+            from++;
+        if (jscan_skip(j) < 0)
+            return -1;
+        size_t len = (size_t)(j->p - from);
+        long long v = 0;
+        size_t i = 0;
+        while (i < len && from[i] >= '0' && from[i] <= '9' && v <= (1LL << 53))
+            v = v * 10 + (from[i++] - '0');
+        if (i == len && len <= 16 && v <= (1LL << 53)) {
+            *dst = v;
+            st->usage_good++;
+            return 0;
+        }
+        st->usage_bad = 1; /* negative, fractional, exponent or too large */
+        return 0;
+    }
+    if (c != 'n')
+        st->usage_bad = 1; /* a string, an object, an array, a boolean */
+    return jscan_skip(j);
+}
+
 static int api_usage_obj(struct api_stream *st, struct jscan *j)
 {
     if (jscan_null(j))
@@ -215,10 +246,8 @@ static int api_usage_obj(struct api_stream *st, struct jscan *j)
         long long *dst = jscan_key_is(k, kn, "prompt_tokens") ? &u->prompt
                        : jscan_key_is(k, kn, "completion_tokens") ? &u->completion
                        : jscan_key_is(k, kn, "total_tokens") ? &u->total : NULL;
-        if (dst && jscan_peek(j) != '{') {
-            if (jscan_null(j))
-                continue;
-            if (jscan_integer(j, dst) < 0)
+        if (dst) {
+            if (api_usage_number(st, j, dst) < 0)
                 return -1;
             continue;
         }
@@ -232,8 +261,8 @@ static int api_usage_obj(struct api_stream *st, struct jscan *j)
             while ((r2 = jscan_object_next(j, &f2, &k2, &kn2)) == 1) {
                 long long *d2 = jscan_key_is(k2, kn2, "reasoning_tokens") ? &u->reasoning
                               : jscan_key_is(k2, kn2, "cached_tokens") ? &u->cached : NULL;
-                if (d2 && jscan_peek(j) != 'n' && jscan_peek(j) != '{' && jscan_peek(j) != '"') {
-                    if (jscan_integer(j, d2) < 0)
+                if (d2) {
+                    if (api_usage_number(st, j, d2) < 0)
                         return -1;
                 } else if (jscan_skip(j) < 0) {
                     return -1;
@@ -248,6 +277,8 @@ static int api_usage_obj(struct api_stream *st, struct jscan *j)
     }
     if (r < 0)
         return -1;
+    if (!st->usage_good)
+        return 0; /* not one count could be used: no usage */
     u->present = 1;
     if (!u->total)
         u->total = u->prompt + u->completion;
@@ -566,16 +597,34 @@ int api_stream_event(struct api_stream *st, const struct sse_event *ev, api_emit
     return api_stream_chunk(st, ev->data, ev->data_len, fn, ud);
 }
 
+/* Counts the text an emit function is handed (api_decode_completion). */
+struct api_textcount {
+    api_emit_fn fn;
+    void *ud;
+    size_t text;
+};
+
+static void api_textcount_emit(void *ud, enum api_kind kind, const char *s, size_t n)
+{
+    struct api_textcount *c = ud;
+    if (kind == API_CONTENT || kind == API_REASONING)
+        c->text += n;
+    c->fn(c->ud, kind, s, n);
+}
+
 int api_decode_completion(struct api_stream *st, const char *body, size_t n, api_emit_fn fn,
                           void *ud)
 {
-    int r = api_stream_chunk(st, body, n, fn, ud);
+    struct api_textcount c = {fn, ud, 0};
+    int r = api_stream_chunk(st, body, n, api_textcount_emit, &c);
     if (r < 0)
         return -1;
     if (st->error.len)
         return -1;
-    if (!st->finish[0])
-        memcpy(st->finish, "stop", 5); /* a whole answer that names no reason is complete */
+    /* A whole answer with text that names no reason is complete; one with neither text nor
+     * a reason ({}, {"choices":[]}, an empty message) is no answer at all: finish stays "". */
+    if (!st->finish[0] && c.text)
+        memcpy(st->finish, "stop", 5);
     return 0;
 }
 
@@ -684,6 +733,7 @@ const char *api_outcome_name(enum api_outcome o)
     case API_CANCELLED: return "cancelled";
     case API_ERR_USAGE: return "usage-error";
     case API_CACHE_MISS: return "cache-miss";
+    case API_LIMIT: return "limit";
     }
     return "unknown";
 }
@@ -699,6 +749,7 @@ int api_outcome_exit(enum api_outcome o)
     case API_CUT: return 6;
     case API_CANCELLED: return 130;
     case API_CACHE_MISS: return 7;
+    case API_LIMIT: return 8;
     }
     return 1;
 }

@@ -108,6 +108,8 @@ struct api_stream {
     struct api_usage usage;
     int done;               /* "[DONE]" seen */
     long chunks;            /* data events decoded */
+    int usage_bad;          /* a usage count was of the wrong type or range: it was ignored */
+    int usage_good;         /* usage counts read */
     struct buf error;       /* error reported by the server inside the stream ("" = none) */
     char error_code[64];
     struct buf scratch;     /* unescaped text */
@@ -157,6 +159,8 @@ enum api_outcome {
     API_CANCELLED,     /* the user cancelled */
     API_ERR_USAGE,     /* bad usage / config (set by callers, never by the transport) */
     API_CACHE_MISS,    /* --cache-only and the cache has no answer for the request */
+    API_LIMIT,         /* stopped by one of tokterm's own limits (--max-answer-mb, --max-time);
+                          the text that came is kept */
 };
 
 /* Short name of an outcome: "complete", "cut", "api-error", ... */

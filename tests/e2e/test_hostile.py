@@ -92,10 +92,62 @@ def peak_rss(args, env=None, home=None, timeout=60):
 
 
 def safe_stderr(err, name):
-    """No byte of the input may drive the terminal through our messages."""
+    """No byte of the input may drive the terminal through our messages: no C0 control but TAB
+    and LF, no DEL, no C1 control (U+0080..U+009F, which some terminals obey as CSI, OSC, DCS),
+    and valid UTF-8 (a stray byte could complete a C1 or an escape with what follows)."""
     bad = [b for b in err if (b < 0x20 and b not in (0x09, 0x0a)) or b == 0x7f]
-    t.ok(not bad and b"\xc2\x9b" not in err, name + ": stderr holds no control/escape byte",
-         repr(err[:300]))
+    try:
+        text = err.decode("utf-8")
+    except UnicodeDecodeError as e:
+        text, bad = "", bad + ["invalid UTF-8 at %d" % e.start]
+    bad += ["U+%04X" % ord(c) for c in text if 0x80 <= ord(c) <= 0x9f]
+    t.ok(not bad, name + ": stderr holds no control/escape byte", "%r %r" % (bad[:5], err[:300]))
+
+
+def clean_message(rc, err):
+    """A message with nothing of the server's raw bytes: valid UTF-8, no U+FFFD (which would
+    show that undecoded or binary bytes reached it), and no message at all for a success."""
+    try:
+        text = err.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return "\ufffd" not in text and (rc != 0 or text == "")
+
+
+def need_tool(tool, name):
+    """True when tool is on PATH; else a skip (a failure under CI: t.skip with tool)."""
+    if shutil.which(tool):
+        return True
+    t.skip(name, "the %s tool is not installed" % tool, tool=tool)
+    return False
+
+
+def timed_run(args, env, timeout=120):
+    """run() with the elapsed seconds: (rc, out, err, seconds)."""
+    t0 = time.monotonic()
+    rc, out, err = run(args, env, timeout=timeout)
+    return rc, out, err, time.monotonic() - t0
+
+
+def start(args, env):
+    """Start tokterm (stdout and stderr to files); returns (process, out path, err path)."""
+    d = ttlib.tempdir("tt-sig-")
+    fo, fe = os.path.join(d, "out"), os.path.join(d, "err")
+    with open(fo, "wb") as o, open(fe, "wb") as e:
+        p = subprocess.Popen([ttlib.tokterm_path()] + [str(a) for a in args],
+                             env=ttlib.clean_env(env=env), stdin=subprocess.DEVNULL, stdout=o,
+                             stderr=e, start_new_session=True)
+    return p, fo, fe
+
+
+def wait_exit(p, timeout):
+    """The exit status of p, or None when it did not end within timeout (then it is killed)."""
+    try:
+        return p.wait(timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+        return None
 
 
 def first_line(err):
@@ -284,7 +336,9 @@ with ttlib.FakeServer() as srv:
     record("an error message full of terminal escape sequences", rc, err)
 
     # --- 6. gzip- or brotli-encoded streams (never asked for) -------------------------------------
-    for enc in ("gzip", "br", "deflate"):
+    for enc in ("gzip", "br", "deflate", "zstd"):
+        if enc == "zstd" and not need_tool("zstd", "zstd-encoded stream"):
+            continue
         rc, out, err = run(["-p", "hi"], base("reply=%s,encoding=%s" % (q("compressed " + enc),
                                                                       enc)))
         ok = rc == 0 and out == b"compressed " + enc.encode() + b"\n"
@@ -292,10 +346,74 @@ with ttlib.FakeServer() as srv:
              "net.c does not set CURLOPT_ACCEPT_ENCODING",
              "rc=%d out=%r err=%r" % (rc, out, err))
         t.ok(rc != 0 or ok, "%s-encoded stream: never garbage with exit 0" % enc)
-        t.ok(not re.search(rb"[\x80-\xff]", err) or b"\xef\xbf\xbd" in err,
-             "%s-encoded stream: no compressed bytes in the message" % enc,
-             err.decode(errors="replace"))
+        t.ok(clean_message(rc, err), "%s-encoded stream: no compressed bytes in the message" % enc,
+             repr(err[:300]))
         record("a %s-encoded stream" % enc, rc, err)
+    # Real bombs: a few KB that expand to 1 GiB of newlines (no event at all) arrive in one
+    # read, so the whole expansion ran inside one curl_multi_perform, past every limit.
+    BOMB = 1 << 30
+
+    def fetch(spec):
+        return srv.post("/%s/v1/chat/completions" % spec,
+                        {"messages": [{"role": "user", "content": "x"}], "stream": True})
+    for enc, tool in (("gzip", None), ("br", "brotli"), ("zstd", "zstd")):
+        name = "%s bomb (1 GiB of newlines)" % enc
+        if tool and not need_tool(tool, name):
+            continue
+        spec = "bomb=%d,encoding=%s" % (BOMB, enc)
+        st, hd, body = fetch(spec)  # made once by the server and kept: the runs are not slowed
+        t.ok(st == 200 and hd.get("content-encoding") == enc and len(body) < 2 * MIB,
+             "fake server: %s is %d compressed bytes" % (name, len(body)))
+        rc, out, err, took = timed_run(["--retries", "0", "--idle-timeout", "1", "-p", "hi"],
+                                       base(spec))
+        t.eq(rc, 4, "%s, --idle-timeout 1: exit 4 (no answer text)" % name)
+        t.ok(b"idle timeout" in err, "%s: says the idle timeout ended it" % name,
+             err.decode(errors="replace"))
+        t.ok(took < 3.5, "%s: ends within the idle timeout + 2.5 s (%.1f s)" % (name, took))
+        safe_stderr(err, name)
+        record("a %s bomb: 1 GiB of newlines in %d KB (`--idle-timeout 1`)"
+               % (enc, len(body) >> 10), rc, err, "ended after %.1f s" % took)
+        rc, out, err, took = timed_run(["--max-time", "1", "-p", "hi"], base(spec))  # retries too
+        t.eq(rc, 8, "%s, --max-time 1: exit 8 (tokterm's own limit)" % name)
+        t.ok(b"--max-time" in err, "%s, --max-time: names the option" % name,
+             err.decode(errors="replace"))
+        t.ok(took < 3.5, "%s, --max-time 1: ends within 2.5 s of it (%.1f s)" % (name, took))
+        # SIGINT in the middle of the expansion: cancelled (130), at once
+        p, fo, fe = start(["-p", "hi"], base(spec))
+        n0 = len(srv.requests())
+        deadline = time.monotonic() + 10
+        while len(srv.requests()) == n0 and time.monotonic() < deadline and p.poll() is None:
+            time.sleep(0.01)
+        time.sleep(0.3)  # the bomb is on its way or being expanded
+        t0 = time.monotonic()
+        p.send_signal(signal.SIGINT)
+        rc = wait_exit(p, 30)
+        took = time.monotonic() - t0
+        with open(fe, "rb") as f:
+            err = f.read()
+        t.eq(rc, 130, "%s, SIGINT: exit 130 (cancelled)" % name)
+        t.ok(rc is not None and took < 1.5, "%s, SIGINT: ends within 1.5 s (%.2f s)" % (name, took))
+        t.ok(b"cancelled" in err, "%s, SIGINT: says cancelled" % name, err.decode(errors="replace"))
+        record("the same, SIGINT during the expansion", rc, err, "ended %.2f s after it" % took)
+
+    # A bomb of answer text: 1 GiB of content deltas in a few hundred KB. The answer stops at
+    # the --max-answer-mb limit, exit 8, and keeps exactly what came before it.
+    spec = "bomb_text=%d,encoding=gzip" % BOMB
+    st, hd, body = fetch(spec)
+    t.ok(st == 200 and len(body) < 4 * MIB, "fake server: a text bomb in %d KB" % (len(body) >> 10))
+    text = BIG_UNIT * (8 * MIB // len(BIG_UNIT))  # the answer's first 8 MiB; it ends in "\n"
+    rc, out, err, rss = peak_rss(["--max-answer-mb", "8", "-p", "hi"], base(spec), timeout=120)
+    t.eq(rc, 8, "text bomb, --max-answer-mb 8: exit 8")
+    t.ok(b"passed the 8 MiB limit" in err and b"max_answer_mb" in err and b"kept" in err,
+         "text bomb: says which limit stopped it and that the text is kept",
+         err.decode(errors="replace"))
+    t.eq((len(out), hashlib.sha256(out).hexdigest()), (len(text), hashlib.sha256(text).hexdigest()),
+         "text bomb: exactly the first 8 MiB of the answer on stdout")
+    t.ok(rss < RSS_LIMIT, "text bomb: peak RSS %.0f MiB < %d" % (rss, RSS_LIMIT))
+    safe_stderr(err, "text bomb")
+    record("a gzip bomb of answer text: 1 GiB in %d KB (`--max-answer-mb 8`)" % (len(body) >> 10),
+           rc, err, "the first 8 MiB printed and kept, peak RSS %.0f MiB" % rss)
+
     rc, out, err = run(["-p", "hi"], base("json=1,encoding=gzip,reply=whole"))
     todo((rc, out) == (0, b"whole\n"), "gzip-encoded JSON answer: decoded and shown",
          "net.c does not set CURLOPT_ACCEPT_ENCODING", "rc=%d err=%r" % (rc, err))
@@ -310,7 +428,24 @@ with ttlib.FakeServer() as srv:
     t.ok(b"redirects" in err and target.encode() in err and b"base URL" in err,
          "redirect: says where to and to change the base URL", err.decode(errors="replace"))
     t.eq(len(srv.requests()) - before, 1, "redirect: not followed (the key stays home)")
+    safe_stderr(err, "redirect")
     record("a 307 redirect", rc, err)
+    # A Location (and a reason phrase) made of terminal commands: a window title (OSC 0), a
+    # screen clear (CSI 2J), a clipboard write (OSC 52), a C1 CSI; on a pipe and on a terminal.
+    evil = ("http://x.invalid/\x1b]0;owned\x07\x1b[2J\x1b]52;c;ZWNobyBvd25lZA==\x07"
+            "\u009b31m/v1")
+    spec = "redirect=%s,reason=%s" % (q(evil), q("Moved \x1b]0;reason\x07\x1b[2J"))
+    rc, out, err = run(["-p", "hi"], base(spec))
+    t.eq(rc, 3, "hostile Location: exit 3")
+    t.ok(b"redirected to" in err and b"^[]0;owned^G^[[2J^[]52;c;" in err,
+         "hostile Location: shown visibly (^[ for ESC)", err.decode(errors="replace"))
+    safe_stderr(err, "hostile Location on a pipe")
+    st, screen = on_pty(base(spec), ["-p", "hi"])
+    t.ok(st == 3 and b"redirected to" in screen and b"\x1b" not in screen
+         and b"\x07" not in screen and b"\xc2\x9b" not in screen,
+         "hostile Location on a terminal: no ESC, BEL or C1 written", repr(screen[:400]))
+    record("a 307 whose `Location` holds OSC 0, CSI 2J, OSC 52 and a C1 CSI", rc, err,
+           "shown as `^[`, `^G`, `<U+009B>`")
 
     # --- 8. Content-Type: application/json on a streamed request ----------------------------------
     rc, out, err = run(["-p", "whole answer"], base("json=1"))
@@ -330,7 +465,7 @@ with ttlib.FakeServer() as srv:
     rc, out, err = run(["--idle-timeout", "1", "-p", "hi"], base("hang=1,stall_s=20"))
     took = time.monotonic() - t0
     t.eq(rc, 4, "silent server: exit 4")
-    t.ok(b"no data from the server" in err and b"idle timeout" in err,
+    t.ok(b"no answer text from the server" in err and b"idle timeout" in err,
          "silent server: says nothing arrived", err.decode(errors="replace"))
     t.ok(took < 10, "silent server: gives up after the idle timeout (%.1f s)" % took)
     todo(b"--idle-timeout" in err or b"idle_timeout" in err,
@@ -472,6 +607,77 @@ with ttlib.FakeServer() as srv:
     rc2, shown, err2 = run(["--db", db, "show", "1"])
     t.ok(rc == 3 and rc2 == 0 and b"before the flood" in shown,
          "broken stream: the partial answer is in the database", shown.decode(errors="replace"))
+
+# --- 16. tokterm's own limits: progress, --max-time, --max-answer-mb; empty and odd answers ------
+with ttlib.FakeServer() as srv:
+    def base(spec):
+        return {"OPENAI_BASE_URL": srv.base(spec)}
+
+    # empty deltas every 10 ms are not progress: the idle timer still runs
+    rc, out, err, took = timed_run(["--retries", "0", "--idle-timeout", "1", "-p", "hi"],
+                                   base("empty_deltas=1,delay_ms=10,stall_s=20"))
+    t.eq(rc, 4, "empty deltas every 10 ms: exit 4")
+    t.ok(b"idle timeout" in err, "empty deltas: the idle timeout ended it", err.decode())
+    t.ok(took < 3.5, "empty deltas: within 2.5 s of --idle-timeout 1 (%.1f s)" % took)
+    record("a stream of empty deltas every 10 ms (`--idle-timeout 1`)", rc, err,
+           "only new text counts as progress")
+
+    # --max-time: the whole request; text that came is kept, exit 8
+    rc, out, err, took = timed_run(["--max-time", "1", "-p", "hi"], base("gen=200,delay_ms=20"))
+    t.eq(rc, 8, "--max-time 1 on a 4 s answer: exit 8")
+    t.ok(out.startswith(b"tok0 tok1 ") and len(out) < 2000,
+         "--max-time: the text so far is printed", repr(out[:100]))
+    t.ok(b"--max-time" in err and b"kept" in err, "--max-time: names the limit, says kept",
+         err.decode())
+    t.ok(took < 2.5, "--max-time 1: ends on time (%.1f s)" % took)
+    record("an answer longer than `--max-time 1`", rc, err, "the text so far printed and kept")
+    # retries and their waits count too
+    srv.queue(["status=503,h.retry-after=1"] * 4)
+    rc, out, err, took = timed_run(["--retries", "5", "--max-time", "1.5", "-p", "hi"], base(""))
+    srv.clear_queue()
+    t.eq(rc, 8, "--max-time over retries: exit 8")
+    t.ok(took < 3, "--max-time 1.5 over retries and their waits: ends on time (%.1f s)" % took)
+    t.ok(b"--max-time" in err, "--max-time over retries: says so", err.decode())
+    record("retries past `--max-time 1.5` (503 with retry-after 1, four times)", rc, err)
+
+    # an answer past --max-answer-mb, not compressed: the same stop, memory bounded
+    rc, out, err, rss = peak_rss(["--max-answer-mb", "4", "-p", "hi"],
+                                 base("bomb_text=%d" % (64 * MIB)), timeout=120)
+    t.eq((rc, len(out)), (8, 4 * MIB), "64 MiB answer, --max-answer-mb 4: exit 8, 4 MiB kept")
+    t.ok(rss < RSS_LIMIT, "64 MiB answer, limit 4: peak RSS %.0f MiB < %d" % (rss, RSS_LIMIT))
+    rc2, out2, err2 = run(["--max-answer-mb", "0", "-p", "hi"], base("reply=x"))
+    t.eq(rc2, 2, "--max-answer-mb 0: bad usage (exit 2)")
+
+    # a 200 with no answer in it: exit 4 like the stream, and never cached
+    home = ttlib.make_home()
+    for body in ("{}", '{"choices":[]}',
+                 '{"choices":[{"index":0,"message":{"role":"assistant","content":""}}]}'):
+        spec = "raw=%s,ctype=application/json" % q(body)
+        before = len(srv.requests())
+        rc, out, err = run(["-p", "empty please"], base(spec), home=home)
+        t.eq((rc, out), (4, b""), "HTTP 200 %s: exit 4, nothing printed" % body)
+        t.ok(b"no answer" in err, "HTTP 200 %s: says the server sent no answer" % body,
+             err.decode())
+        rc, out, err = run(["-p", "empty please"], base(spec), home=home)
+        t.eq((rc, len(srv.requests()) - before), (4, 2),
+             "HTTP 200 %s: not cached (asked again)" % body)
+        record("HTTP 200 with `%s` (not streamed)" % body, rc, err, "nothing cached")
+    rc, out, err = run(["--cache-only", "-p", "empty please"], base("reply=x"), home=home)
+    t.eq(rc, 7, "--cache-only after the empty answers: a miss (exit 7)")
+
+    # usage of the wrong type: one warning, the answer stands (exit 0)
+    for usage in ('{"prompt_tokens":1,"completion_tokens":2,"total_tokens":"8"}',
+                  '{"prompt_tokens":null,"completion_tokens":-5,"total_tokens":1e300}',
+                  '{"prompt_tokens":"x","completion_tokens":{},"total_tokens":[1]}'):
+        for mode in ("", "json=1,"):
+            spec = "%sreply=fine,usage_json=%s" % (mode, q(usage))
+            rc, out, err = run(["-p", "hi"], base(spec))
+            t.eq((rc, out), (0, b"fine\n"), "usage %s%s: the answer, exit 0" % (mode, usage))
+            t.ok(err.count(b"warning") == 1 and b"usage" in err,
+                 "usage %s%s: one warning" % (mode, usage), err.decode())
+        safe_stderr(err, "usage of the wrong type")
+    record('usage with `"total_tokens":"8"` (a string), null, negative or huge', rc, err,
+           "the answer stands; usage ignored")
 
 # --- 15. a theme file with garbage (interactive chat) ---------------------------------------------
 if not ttlib.Tmux.available():

@@ -15,9 +15,11 @@ import os
 import random
 import re
 import select
+import shutil
 import signal
 import socket
 import ssl
+import subprocess
 import sys
 import threading
 import time
@@ -33,13 +35,13 @@ BIG_WRITE = 65536                 # pieces above this are framed with separate s
 # typo in a test shows up instead of being ignored.
 INT_KEYS = {"gen", "delay_ms", "first_delay_ms", "header_delay_ms", "status", "drop_after",
             "stall_after", "keepalive_ms", "seed", "prompt_tokens", "huge_line", "big_delta",
-            "nest"}
+            "nest", "bomb", "bomb_text"}
 FLOAT_KEYS = {"stall_s"}
-FLAG_KEYS = {"close", "json", "hang", "rst"}
+FLAG_KEYS = {"close", "json", "hang", "rst", "empty_deltas"}
 STR_KEYS = {"replay", "reply", "chunk", "body", "error", "code", "type", "ctype", "raw",
-            "models", "encoding", "redirect"}
-BYTES_KEYS = {"content_json"}     # percent-decoded to bytes, not text
-ENCODINGS = ("gzip", "deflate", "br")
+            "models", "encoding", "redirect", "reason"}
+BYTES_KEYS = {"content_json", "usage_json"}     # percent-decoded to bytes, not text
+ENCODINGS = ("gzip", "deflate", "br", "zstd")
 # Routes a spec prefix may stand before; the spec is everything between the first "/" and
 # the route, so an unencoded "/" inside a value (ctype=text/html) is fine.
 ROUTES = ("/v1/chat/completions", "/chat/completions", "/v1/models", "/models")
@@ -89,7 +91,7 @@ def spec_parse(text):
             raise SpecError("%s must name a file in the fixtures directory" % k)
     if spec.get("encoding", "gzip") not in ENCODINGS:
         raise SpecError("encoding must be one of %s" % ", ".join(ENCODINGS))
-    for k in ("huge_line", "big_delta", "nest"):
+    for k in ("huge_line", "big_delta", "nest", "bomb", "bomb_text"):
         if spec.get(k, 0) < 0:
             raise SpecError("%s must not be negative" % k)
     return spec
@@ -161,13 +163,26 @@ def chunk_obj(cid, created, model, delta=None, finish=None, usage=None):
                          "logprobs": None, "finish_reason": finish}]}
 
 
-def stream_body(pieces, model, cid, created, usage):
-    """SSE stream: role delta, one content delta per piece, stop, usage, [DONE]."""
+USAGE_MARK = "@@usage_json@@"
+
+
+def with_usage_raw(data, usage_raw):
+    """data (bytes of JSON) with the usage placeholder replaced by the raw bytes usage_raw."""
+    return data.replace(jdump(USAGE_MARK).encode("utf-8"), usage_raw)
+
+
+def stream_body(pieces, model, cid, created, usage, usage_raw=None):
+    """SSE stream: role delta, one content delta per piece, stop, usage, [DONE]. usage_raw:
+    the usage member's bytes, verbatim (may be of the wrong types on purpose)."""
     events = [sse_event(chunk_obj(cid, created, model, {"role": "assistant", "content": ""}))]
     for p in pieces:
         events.append(sse_event(chunk_obj(cid, created, model, {"content": p})))
     events.append(sse_event(chunk_obj(cid, created, model, {}, "stop")))
-    events.append(sse_event(chunk_obj(cid, created, model, usage=usage)))
+    if usage_raw is not None:
+        events.append(with_usage_raw(sse_event(chunk_obj(cid, created, model, usage=USAGE_MARK)),
+                                     usage_raw))
+    else:
+        events.append(sse_event(chunk_obj(cid, created, model, usage=usage)))
     events.append(b"data: [DONE]\n\n")
     return Body(b"".join(events), events)
 
@@ -296,6 +311,127 @@ def nest_body(n, model):
     return Body(b"".join(events), events)
 
 
+BOMB_UNIT_TEXT = BIG_UNIT * 64   # 4 KiB of answer text per event of bomb_text=
+BOMB_BLOCK = 16 << 20            # bytes of filler compressed once and repeated
+_BOMB_CACHE = {}
+_BOMB_LOCK = threading.Lock()
+
+
+def bomb_parts(n, text, model):
+    """(head, filler unit, count, tail) of bomb=N (N newlines: no event at all) or
+    bomb_text=N (N bytes of answer text, BOMB_UNIT_TEXT per content delta) after a role delta,
+    then stop and [DONE]."""
+    cid = "chatcmpl-fakebomb"
+    head = sse_event(chunk_obj(cid, 1700000000, model, {"role": "assistant", "content": ""}))
+    tail = sse_event(chunk_obj(cid, 1700000000, model, {}, "stop")) + b"data: [DONE]\n\n"
+    if not text:
+        return head, b"\n", n, tail
+    unit = sse_event({"choices": [{"index": 0, "delta": {
+        "content": BOMB_UNIT_TEXT.decode("utf-8")}, "finish_reason": None}]})
+    return head, unit, n // len(BOMB_UNIT_TEXT), tail
+
+
+def bomb_plain(n, text, model):
+    """The bomb's body made while it is sent (no Content-Encoding)."""
+    head, unit, count, tail = bomb_parts(n, text, model)
+
+    def gen():
+        yield head
+        per = max(1, (1 << 20) // len(unit))
+        left = count
+        while left > 0:
+            k = min(left, per)
+            yield unit * k
+            left -= k
+        yield tail
+    return LazyBody(gen)
+
+
+def bomb_compressed(n, text, kind, model):
+    """The bomb's whole body compressed with kind (made once per process and kept): gzip and
+    deflate repeat one compressed 16 MiB block (after a full flush the compressor's output for
+    the same block is the same bytes) with the right trailer; br and zstd use their command-line
+    tools. None when the tool is missing."""
+    key = (n, text, kind, model)
+    with _BOMB_LOCK:
+        if key in _BOMB_CACHE:
+            return _BOMB_CACHE[key]
+    head, unit, count, tail = bomb_parts(n, text, model)
+    per = max(1, BOMB_BLOCK // len(unit))
+    block = unit * per
+    reps, rem = divmod(count, per)
+    if kind in ("gzip", "deflate"):
+        z = zlib.compressobj(9, zlib.DEFLATED, 31 if kind == "gzip" else 15)
+        out = [z.compress(head) + z.flush(zlib.Z_FULL_FLUSH)]
+        check = 0 if kind == "gzip" else 1
+        fold = zlib.crc32 if kind == "gzip" else zlib.adler32
+        check = fold(head, check)
+        if reps:
+            rep = z.compress(block) + z.flush(zlib.Z_FULL_FLUSH)
+            again = z.compress(block) + z.flush(zlib.Z_FULL_FLUSH)
+            assert rep == again, "a full flush does not repeat"
+            out.append(rep * reps)
+            for _ in range(reps):
+                check = fold(block, check)
+        last = unit * rem + tail
+        check = fold(last, check)
+        end = z.compress(last) + z.flush(zlib.Z_FINISH)
+        size = len(head) + reps * len(block) + len(last)
+        if kind == "gzip":  # CRC-32 and the size modulo 2^32, little-endian
+            end = end[:-8] + check.to_bytes(4, "little") + (size & 0xFFFFFFFF).to_bytes(4, "little")
+        else:               # Adler-32, big-endian
+            end = end[:-4] + check.to_bytes(4, "big")
+        data = b"".join(out) + end
+    else:
+        tool = "brotli" if kind == "br" else "zstd"
+        if not shutil.which(tool):
+            return None
+        args = [tool, "-c", "-q", "1"] if kind == "br" else [tool, "-q", "-c", "-1"]
+        p = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+        def feed():
+            try:
+                p.stdin.write(head)
+                for _ in range(reps):
+                    p.stdin.write(block)
+                p.stdin.write(unit * rem + tail)
+            finally:
+                p.stdin.close()
+        th = threading.Thread(target=feed, daemon=True)
+        th.start()
+        data = p.stdout.read()
+        th.join()
+        if p.wait() != 0:
+            return None
+    with _BOMB_LOCK:
+        if len(_BOMB_CACHE) > 8:
+            _BOMB_CACHE.clear()
+        _BOMB_CACHE[key] = data
+    return data
+
+
+def empty_deltas_body(model, seconds):
+    """A role delta, then deltas with empty content until seconds have passed (paced by
+    delay_ms), then stop and [DONE]: a stream that never makes progress."""
+    cid = "chatcmpl-fakeempty"
+
+    def gen():
+        yield sse_event(chunk_obj(cid, 1700000000, model, {"role": "assistant", "content": ""}))
+        deadline = time.monotonic() + seconds
+        empty = sse_event(chunk_obj(cid, 1700000000, model, {"content": ""}))
+        while time.monotonic() < deadline and not STOP.is_set():
+            yield empty
+        yield sse_event(chunk_obj(cid, 1700000000, model, {}, "stop"))
+        yield b"data: [DONE]\n\n"
+    return LazyBody(gen)
+
+
+def zstd_frame(data):
+    """data as one zstd frame (the zstd tool; frames may follow each other in a stream)."""
+    return subprocess.run(["zstd", "-q", "-c", "-1"], input=data, stdout=subprocess.PIPE,
+                          check=True).stdout
+
+
 class Encoder:
     """Content-Encoding of a body, piece by piece, so a compressed stream stays a stream:
     gzip / deflate (zlib, flushed after every piece) or br (see brotli_raw_block)."""
@@ -309,6 +445,8 @@ class Encoder:
     def piece(self, data):
         if not data:
             return b""
+        if self.kind == "zstd":
+            return zstd_frame(data)
         if self.kind != "br":
             return self.z.compress(data) + self.z.flush(zlib.Z_SYNC_FLUSH)
         out = bytearray()
@@ -318,6 +456,8 @@ class Encoder:
         return bytes(out)
 
     def finish(self):
+        if self.kind == "zstd":
+            return b""
         if self.kind != "br":
             return self.z.flush(zlib.Z_FINISH)
         # ISLAST = 1, ISLASTEMPTY = 1 (after the window size bit when nothing was sent)
@@ -665,6 +805,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         status = spec.get("status", 200)
         ctype = None
         stream = False
+        precompressed = False  # out is already encoded as spec["encoding"] says
         if "redirect" in spec:
             status = spec.get("status", 307)
             spec.setdefault("headers", []).append(["Location", spec["redirect"]])
@@ -713,6 +854,25 @@ class Handler(http.server.BaseHTTPRequestHandler):
             stream = True
         elif "nest" in spec:
             out, ctype, stream = nest_body(spec["nest"], model), "text/event-stream", True
+        elif "bomb" in spec or "bomb_text" in spec:
+            text_bomb = "bomb_text" in spec
+            n_bomb = spec["bomb_text" if text_bomb else "bomb"]
+            ctype, stream = "text/event-stream", True
+            if "encoding" in spec:
+                data = bomb_compressed(n_bomb, text_bomb, spec["encoding"], model)
+                if data is None:
+                    status, ctype, stream = 500, "application/json", False
+                    out = Body(error_json(500, "fake server: the %s tool is missing" % (
+                        "brotli" if spec["encoding"] == "br" else "zstd")))
+                    spec = dict(spec)
+                    del spec["encoding"]
+                else:
+                    out = Body(data, [data])  # one write: the whole bomb in one read
+                    precompressed = True
+            else:
+                out = bomb_plain(n_bomb, text_bomb, model)
+        elif spec.get("empty_deltas"):
+            out, ctype, stream = empty_deltas_body(model, stall_s), "text/event-stream", True
         else:
             if "reply" in spec:
                 text = spec["reply"]
@@ -721,15 +881,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
                      "total_tokens": ptoks + len(pieces)}
             cid = "chatcmpl-fake%d" % rec["n"]
             created = int(rec["t"])
+            usage_raw = spec.get("usage_json")
             if spec.get("json") or not wants_stream:
                 out = Body(jdump({
                     "id": cid, "object": "chat.completion", "created": created, "model": model,
                     "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
                                  "logprobs": None, "finish_reason": "stop"}],
-                    "usage": usage}).encode("utf-8"))
+                    "usage": usage if usage_raw is None else USAGE_MARK}).encode("utf-8"))
+                if usage_raw is not None:
+                    out = Body(with_usage_raw(out.data, usage_raw))
                 ctype = "application/json"
             else:
-                out = stream_body(pieces, model, cid, created, usage)
+                out = stream_body(pieces, model, cid, created, usage, usage_raw)
                 ctype, stream = "text/event-stream", True
 
         rec["status"] = status
@@ -737,11 +900,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if spec.get("header_delay_ms"):
             if STOP.wait(spec["header_delay_ms"] / 1000.0):
                 raise ClientGone()
-        enc = Encoder(spec["encoding"]) if "encoding" in spec else None
+        enc = Encoder(spec["encoding"]) if "encoding" in spec and not precompressed else None
         if enc and not stream:
             out = Body(enc.piece(out.data) + enc.finish())
             enc = None
-        self.send_response(status)
+        self.send_response(status, spec.get("reason"))
         self.send_header("Content-Type", spec.get("ctype", ctype))
         if "encoding" in spec:
             self.send_header("Content-Encoding", spec["encoding"])

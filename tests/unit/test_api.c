@@ -247,6 +247,61 @@ int main(void)
     TAP_STR(g.st.finish, "stop", "completion finish");
     got_free(&g);
 
+    /* A non-streamed 200 with nothing in it is no answer: no text, finish stays "" (the
+     * transport then says "the server sent no answer", exit 4), never "stop". */
+    static const char *const empties[] = {
+        "{}", "{\"choices\":[]}",
+        "{\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"\"}}]}",
+        "{\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":null}}]}",
+    };
+    for (size_t i = 0; i < sizeof empties / sizeof *empties; i++) {
+        memset(&g, 0, sizeof g);
+        api_stream_init(&g.st);
+        int rc = api_decode_completion(&g.st, empties[i], strlen(empties[i]), emit, &g);
+        TAP_OK(rc == 0 && g.content.len == 0 && g.st.finish[0] == '\0',
+               "empty completion %s: no text and no finish", empties[i]);
+        got_free(&g);
+    }
+    /* Text without a finish_reason is still a complete whole answer. */
+    memset(&g, 0, sizeof g);
+    api_stream_init(&g.st);
+    comp = "{\"choices\":[{\"message\":{\"content\":\"x\"}}]}";
+    TAP_OK(api_decode_completion(&g.st, comp, strlen(comp), emit, &g) == 0 &&
+           strcmp(g.st.finish, "stop") == 0, "completion with text and no finish: stop");
+    got_free(&g);
+
+    /* Usage counts of the wrong type or range are ignored (and flagged), never fatal; the
+     * good counts of the same object are kept. */
+    static const struct {
+        const char *usage;
+        int ok;                     /* usage.present */
+        long long p, c, t;
+    } usages[] = {
+        {"{\"prompt_tokens\":1,\"completion_tokens\":2,\"total_tokens\":\"8\"}", 1, 1, 2, 3},
+        {"{\"prompt_tokens\":null,\"completion_tokens\":-5,\"total_tokens\":1e300}", 0, 0, 0, 0},
+        {"{\"prompt_tokens\":\"x\",\"completion_tokens\":{},\"total_tokens\":[1]}", 0, 0, 0, 0},
+        {"{\"prompt_tokens\":4,\"completion_tokens\":2.5,\"total_tokens\":99999999999999999999}",
+         1, 4, 0, 4},
+        {"{\"prompt_tokens\":7,\"completion_tokens\":true,\"total_tokens\":9,"
+         "\"completion_tokens_details\":{\"reasoning_tokens\":\"3\"}}", 1, 7, 0, 9},
+    };
+    for (size_t i = 0; i < sizeof usages / sizeof *usages; i++) {
+        char json[512];
+        snprintf(json, sizeof json, "{\"choices\":[],\"usage\":%s}", usages[i].usage);
+        chunk(&g, json);
+        TAP_OK(g.ret == 0 && g.st.error.len == 0, "usage %s: not an error", usages[i].usage);
+        TAP_INT(g.st.usage_bad, 1, "usage of the wrong type is flagged");
+        TAP_OK(g.st.usage.present == usages[i].ok && g.st.usage.prompt == usages[i].p &&
+               g.st.usage.completion == usages[i].c && g.st.usage.total == usages[i].t,
+               "usage %s: the good counts kept (%lld %lld %lld)", usages[i].usage,
+               g.st.usage.prompt, g.st.usage.completion, g.st.usage.total);
+        got_free(&g);
+    }
+    chunk(&g, "{\"choices\":[],\"usage\":{\"prompt_tokens\":9007199254740992,\"total_tokens\":0}}");
+    TAP_OK(g.ret == 0 && !g.st.usage_bad && g.st.usage.prompt == 9007199254740992LL,
+           "usage up to 2^53 is read");
+    got_free(&g);
+
     /* HTTP error bodies */
     error_msg(401, "application/json",
               "{\"error\":{\"message\":\"Incorrect API key provided.\",\"type\":\"invalid_request_error\","
@@ -303,5 +358,7 @@ int main(void)
     test_shapes();
     TAP_INT(api_outcome_exit(API_OK), 0, "exit 0 for complete");
     TAP_INT(api_outcome_exit(API_ERR_TRUNCATED), 5, "exit 5 for truncated");
+    TAP_INT(api_outcome_exit(API_LIMIT), 8, "exit 8 for tokterm's own limits");
+    TAP_STR(api_outcome_name(API_LIMIT), "limit", "API_LIMIT is \"limit\"");
     return tap_done();
 }
