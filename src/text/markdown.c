@@ -353,6 +353,8 @@ static size_t parse_link(const struct lidx *x, const char *s, size_t n, size_t i
 
 static int url_scheme_at(const char *s, size_t n, size_t i)
 {
+    if (n - i < 7 || s[i] != 'h' || s[i + 1] != 't')
+        return 0;
     if (n - i >= 8 && memcmp(s + i, "https://", 8) == 0)
         return 8;
     if (n - i >= 7 && memcmp(s + i, "http://", 7) == 0)
@@ -495,12 +497,27 @@ static size_t tok_bare_url(struct tok *t, size_t i)
     return e;
 }
 
+/* Bytes that may start an inline construct (tokenize looks at no other). */
+static inline int inline_special(unsigned char c)
+{
+    switch (c) {
+    case '\\': case '`': case '*': case '_': case '[': case '!': case '<': case 'h':
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 static void tokenize(const struct lidx *x, const char *s, size_t n, struct nodes *ns, int depth)
 {
     struct tok t = {x, s, n, ns, 0};
     size_t i = 0;
     while (i < n) {
         unsigned char c = (unsigned char)s[i];
+        if (!inline_special(c)) {
+            i++;
+            continue;
+        }
         if (c == '\\' && i + 1 < n && is_ascii_punct((unsigned char)s[i + 1]))
             i = tok_escape(&t, i);
         else if (c == '`')

@@ -48,6 +48,17 @@ int wrap_cp_width(uint32_t cp)
     return utf8proc_charwidth((utf8proc_int32_t)cp);
 }
 
+/* Code points of 2 columns that no grapheme rule joins to what precedes or follows them
+ * other than by the rules for Extend, ZWJ and SpacingMark: CJK ideographs (URO, extension A),
+ * hiragana and katakana letters, precomposed Hangul syllables (LV/LVT: nothing but jamo V/T
+ * joins them). */
+static inline int simple_wide(uint32_t cp)
+{
+    return (cp >= 0x4E00 && cp <= 0x9FEF) || (cp >= 0x3400 && cp <= 0x4DBF) ||
+           (cp >= 0x3041 && cp <= 0x3096) || (cp >= 0x30A1 && cp <= 0x30FA) ||
+           (cp >= 0xAC00 && cp <= 0xD7A3);
+}
+
 /* Cluster flags */
 #define CL_CJK 0x01u /* a wide, non-emoji cluster: a line may break before and after it */
 
@@ -69,6 +80,18 @@ static size_t cluster_info(const char *s, size_t n, int *width, unsigned *flags)
     if (first == UTF8_REPLACEMENT && pos == 1) {
         *width = 1; /* an invalid byte stands alone, drawn as U+FFFD */
         return 1;
+    }
+    if (simple_wide(first)) {
+        /* CJK text: a cluster ends before ASCII or another such character (none of them is
+         * Prepend, Extend, ZWJ, SpacingMark or a Hangul jamo); anything else takes the long
+         * way below */
+        uint32_t next = 0;
+        if (pos == n || (unsigned char)s[pos] < 0x80 ||
+            (utf8_decode(s + pos, n - pos, &next) > 1 && simple_wide(next))) {
+            *width = 2;
+            *flags = CL_CJK;
+            return pos;
+        }
     }
     utf8proc_int32_t state = 0;
     uint32_t prev = first;
@@ -117,6 +140,18 @@ static size_t cluster_info(const char *s, size_t n, int *width, unsigned *flags)
     return pos;
 }
 
+/* cluster_info with printable ASCII (not followed by a combining sequence) inline. */
+static inline size_t cluster_ascii(const char *s, size_t n, int *width, unsigned *flags)
+{
+    unsigned char c = (unsigned char)s[0];
+    if (c >= 0x20 && c < 0x7F && (n == 1 || (unsigned char)s[1] < 0x80)) {
+        *width = 1;
+        *flags = 0;
+        return 1;
+    }
+    return cluster_info(s, n, width, flags);
+}
+
 size_t wrap_cluster(const char *s, size_t n, int *width)
 {
     int w;
@@ -156,6 +191,10 @@ size_t wrap_fit(const char *s, size_t n, size_t cols, size_t *used)
 
 void wrap_clean(struct buf *out, const char *s, size_t n)
 {
+    if (!memchr(s, '\t', n)) { /* nothing to expand: the sanitised text as it is */
+        utf8_sanitize(out, s, n);
+        return;
+    }
     struct buf tmp = BUF_INIT;
     utf8_sanitize(&tmp, s, n);
     const char *t = buf_str(&tmp);
@@ -231,7 +270,7 @@ static void wrap_pre(struct wrapper *w)
     while (w->pos < w->n) {
         int cw;
         unsigned cf;
-        size_t k = cluster_info(w->s + w->pos, w->n - w->pos, &cw, &cf);
+        size_t k = cluster_ascii(w->s + w->pos, w->n - w->pos, &cw, &cf);
         if (w->col > 0 && w->col + (size_t)cw > wrapper_avail(w))
             wrapper_cut(w);
         w->col += (size_t)cw;
@@ -281,7 +320,7 @@ static void wrap_char(struct wrapper *w)
 {
     int cw;
     unsigned cf;
-    size_t k = cluster_info(w->s + w->pos, w->n - w->pos, &cw, &cf);
+    size_t k = cluster_ascii(w->s + w->pos, w->n - w->pos, &cw, &cf);
     int cjk = (cf & CL_CJK) != 0;
     if ((cjk || w->prev_cjk) && w->pos > w->row_start) {
         w->have_brk = 1;
@@ -306,6 +345,31 @@ static void wrap_char(struct wrapper *w)
     w->prev_cjk = cjk;
 }
 
+/* A run of printable ASCII other than spaces that fits the row whole: placed at once, as
+ * wrap_char would place it one byte at a time (its last byte is left to wrap_char when a
+ * non-ASCII byte follows, which may be a combining mark of its cluster). Returns 0 when the
+ * run is empty or does not fit (wrap_char then takes it byte by byte). */
+static inline int wrap_ascii_word(struct wrapper *w)
+{
+    const unsigned char *s = (const unsigned char *)w->s;
+    size_t e = w->pos;
+    while (e < w->n && s[e] > 0x20 && s[e] < 0x7F)
+        e++;
+    if (e < w->n && s[e] >= 0x80)
+        e--;
+    if (e <= w->pos || w->col + (e - w->pos) > wrapper_avail(w))
+        return 0;
+    if (w->prev_cjk && w->pos > w->row_start) { /* a break opportunity after CJK */
+        w->have_brk = 1;
+        w->brk = w->brk_end = w->pos;
+        w->brk_endcol = w->col;
+    }
+    w->col += e - w->pos;
+    w->pos = e;
+    w->prev_cjk = 0;
+    return 1;
+}
+
 /* Wrap one hard line s[0..n) whose first byte is at `base` in the caller's text. */
 static void wrap_one(struct wrap_rows *out, const char *s, size_t n, size_t base, size_t width,
                      size_t hang, unsigned flags)
@@ -318,7 +382,7 @@ static void wrap_one(struct wrap_rows *out, const char *s, size_t n, size_t base
         while (w.pos < n) {
             if (s[w.pos] == ' ')
                 wrap_spaces(&w);
-            else
+            else if (!wrap_ascii_word(&w))
                 wrap_char(&w);
         }
     if (w.row_start < n || w.emitted == 0)

@@ -152,6 +152,35 @@ static void tui_draw_search_prompt(struct tui *t, int *cy, int *cx)
     }
 }
 
+/* The session's counts for the status bar. While an answer streams, the context used is the
+ * count at the answer's first frame plus an estimate of the answer (bytes / 4 times the
+ * calibration ratio, shown with "~", like tokens/s): counting the answer's tokens exactly on
+ * every frame cost more than styling and drawing it. When the answer ends the exact count is
+ * taken once: by the frame that shows the end when the answer is short (a millisecond or
+ * less), else after that frame (tui_run_timeout), off the drawing path. */
+#define TUI_CTX_DEFER_BYTES (16 * 1024)
+static void tui_frame_status(struct tui *t)
+{
+    if (!t->have_session)
+        return;
+    if (t->answer != TUI_NO_ANSWER && t->ctx_base_ok) {
+        t->st.ctx_used = t->ctx_base + (long)((double)((t->st.bytes + 3) / 4) * t->ctx_ratio +
+                                              0.999);
+        t->st.ctx_approx = 1;
+        return;
+    }
+    if (t->answer == TUI_NO_ANSWER && t->ctx_stale)
+        return; /* the answer's last frame: the estimate stays until the exact count */
+    struct session_status ss;
+    session_status(t->s, &ss);
+    tui_status_context(&t->st, &ss);
+    if (t->answer != TUI_NO_ANSWER && !ss.summarizing) {
+        t->ctx_base = ss.ctx_used - (long)(ss.answer_tokens * ss.ratio + 0.999);
+        t->ctx_ratio = ss.ratio > 0 ? ss.ratio : 1.0;
+        t->ctx_base_ok = 1;
+    }
+}
+
 static void tui_frame(struct tui *t)
 {
     double now = util_now();
@@ -177,11 +206,7 @@ static void tui_frame(struct tui *t)
     }
     if ((t->dirty & (TUI_D_STATUS | TUI_D_VIEW)) && t->rows >= 2) {
         t->st.scrolled = !tui_view_following(t->view);
-        if (t->have_session) {
-            struct session_status ss;
-            session_status(t->s, &ss);
-            tui_status_context(&t->st, &ss);
-        }
+        tui_frame_status(t);
         tui_status_draw(&t->st, t->wstatus, 0, t->cols, now, t->hint);
         wnoutrefresh(t->wstatus);
     }
@@ -545,6 +570,9 @@ static void tui_sink_end(void *ud, const struct net_result *r)
     }
     t->answer = TUI_NO_ANSWER;
     t->cancelling = 0;
+    /* a long answer is counted after the frame that shows its end, a short one by it */
+    t->ctx_stale = t->ctx_base_ok && t->st.bytes > TUI_CTX_DEFER_BYTES;
+    t->ctx_base_ok = 0;
     if (t->trace) {
         fprintf(t->trace, "E %.6f\n", now);
         fflush(t->trace);
@@ -593,6 +621,8 @@ int tui_send(struct tui *t, const char *prompt, int show_user)
     tui_view_end(t->view);
     double tn = util_now();
     tui_status_send(&t->st, tn);
+    t->ctx_base_ok = 0;
+    t->ctx_stale = 0;
     if (t->trace)
         fprintf(t->trace, "S %.6f\n", tn);
     session_send(t->s, prompt);
@@ -1024,6 +1054,18 @@ static int tui_run_timeout(struct tui *t, const struct session_sink *sink, doubl
         } else {
             timeout = (int)((t->last_frame + TUI_FRAME - now) * 1000) + 1;
         }
+    }
+    if (t->ctx_stale && !t->dirty && t->have_session) {
+        /* the frame that showed the answer's end is drawn: now the exact count, shown by
+         * the next frame */
+        t->ctx_stale = 0;
+        struct session_status ss;
+        session_status(t->s, &ss);
+        tui_status_context(&t->st, &ss);
+        t->dirty |= TUI_D_STATUS;
+        now = util_now();
+        timeout = now >= t->last_frame + TUI_FRAME
+                      ? 0 : (int)((t->last_frame + TUI_FRAME - now) * 1000) + 1;
     }
     int tick = tui_status_tick(&t->st, now);
     if (tick >= 0) {

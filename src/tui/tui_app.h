@@ -53,6 +53,12 @@ struct tui {
     char **cands;            /* completion candidates (NULL-terminated, owned) */
     char **models;           /* models seen in answers (NULL-terminated, owned) */
     int ctx_marked;          /* the "history compressed" marker was shown */
+    /* While an answer streams the status bar's context is an estimate (tui_frame_status):
+     * ctx_base = the history's count at the answer's first frame, plus answer bytes / 4. */
+    int ctx_base_ok;
+    long ctx_base;
+    double ctx_ratio;
+    int ctx_stale;           /* an answer ended: take the exact count after the next frame */
     struct tui_hist *hist;   /* the conversation browser while it is open (tui_history.c) */
     struct setup *profile_setup; /* after /profile: its fallback profile, which the session
                                     borrows (freed with the chat) */

@@ -95,7 +95,8 @@ void tui_status_end(struct tui_status *st, const struct net_result *r, double no
     st->http_version = r->t.http_version;
     st->cached = tui_status_cached(r);
     if (r->usage.present) {
-        st->ctx_used = r->usage.prompt;
+        if (!st->have_ctx) /* the session's count (tui_status_context) is the better one */
+            st->ctx_used = r->usage.prompt;
         st->spent += r->usage.total;
     }
     if (r->model[0] && strcmp(r->model, st->model) != 0) {

@@ -283,6 +283,14 @@ static void tui_part_long_append(struct tui_part *p, const char *s, size_t n)
     tui_part_long_clean(p, s, n);
 }
 
+/* Push the styler's finished lines into the document (wrapped there, once). */
+static void tui_part_push(struct tui_part *p)
+{
+    size_t count = markdown_count(p->md);
+    while (p->done < count)
+        wrap_doc_push(p->doc, &markdown_line(p->md, p->done++)->wl);
+}
+
 static void tui_part_md_feed(struct tui_part *p, const char *s, size_t n, int width)
 {
     if (!n || p->finished)
@@ -312,6 +320,7 @@ static void tui_part_md_feed(struct tui_part *p, const char *s, size_t n, int wi
     if (nl) {
         buf_reset(&p->line);
         buf_append(&p->line, nl + 1, (size_t)(s + n - nl - 1));
+        tui_part_push(p); /* each line wrapped once, when it is done, not by a frame */
     } else {
         buf_append(&p->line, s, n);
     }
@@ -365,9 +374,7 @@ static void tui_part_sync(struct tui_part *p, int width)
     if (!p->md || !p->dirty)
         return;
     p->dirty = 0;
-    size_t count = markdown_count(p->md);
-    while (p->done < count)
-        wrap_doc_push(p->doc, &markdown_line(p->md, p->done++)->wl);
+    tui_part_push(p);
     if (p->finished)
         return;
     if (!p->long_mode && p->line.len > TUI_VIEW_LONG_LINE)

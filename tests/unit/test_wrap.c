@@ -415,8 +415,41 @@ static void test_incremental(void)
     wrap_doc_free(d);
 }
 
+/* The fast paths (CJK clusters, runs of ASCII placed whole, clean text without tabs) give
+ * what the general code gives at their edges. */
+static void test_fast_paths(void)
+{
+    check_cluster("\xE4\xB8\xAD" "a", 4, 3, 2, "CJK before ASCII ends its cluster");
+    check_cluster("\xE4\xB8\xAD\xE6\x96\x87", 6, 3, 2, "CJK before CJK ends its cluster");
+    check_cluster("\xE3\x81\x8B\xE3\x82\x99", 6, 6, 2, "kana + U+3099 is one cluster");
+    check_cluster("\xE4\xB8\xAD\xEF\xB8\x8F", 6, 6, 2, "CJK + VS16 is one cluster");
+    check_cluster("\xE4\xB8\xAD\xE2\x80\x8D", 6, 6, 2, "CJK + ZWJ is one cluster");
+    check_cluster("\xEA\xB0\x80\xE1\x86\xA8", 6, 6, 2, "Hangul LV + jamo T is one cluster");
+    check_cluster("\xEA\xB0\x80\xEA\xB0\x80", 6, 3, 2, "two Hangul syllables: two clusters");
+    check_cluster("\xE4\xB8\xAD\xE4", 4, 3, 2, "CJK before a cut sequence");
+    check_rows("abcde fghij", 5, 0, 0, "abcde|fghij", "a word that fills the row exactly");
+    check_rows("abcd" E_ACUTE "f", 5, 0, 0, "abcd" E_ACUTE "|f",
+               "a mark after an ASCII run belongs to its last letter");
+    check_rows("abcde" E_ACUTE, 5, 0, 0, "abcde|" E_ACUTE, "a word one cluster too wide");
+    check_rows("\xE4\xBD\xA0\xE5\xA5\xBD" "abc", 5, 0, 0, "\xE4\xBD\xA0\xE5\xA5\xBD|abc",
+               "ASCII after CJK may start a row");
+    check_rows("ab\xE4\xBD\xA0\xE5\xA5\xBD", 4, 0, 0, "ab\xE4\xBD\xA0|\xE5\xA5\xBD",
+               "CJK after ASCII may start a row");
+    check_rows("- **bold** and `code` \xE4\xB8\xAD\xE6\x96\x87 text", 12, 2, 0,
+               "- **bold**|>>and `code`|>>\xE4\xB8\xAD\xE6\x96\x87 text",
+               "markdown-ish text with a hang");
+    struct buf b = BUF_INIT;
+    wrap_clean(&b, "a\x1b" "b\xE4\xB8\xAD", 6);
+    TAP_STR(buf_str(&b), "a^[b\xE4\xB8\xAD", "clean without tabs still sanitises");
+    buf_reset(&b);
+    wrap_clean(&b, "\xE4\xB8\xAD\tx", 5);
+    TAP_STR(buf_str(&b), "\xE4\xB8\xAD  x", "a tab after CJK counts its two columns");
+    buf_free(&b);
+}
+
 int main(void)
 {
+    test_fast_paths();
     test_widths();
     test_clean();
     test_wrapping();
