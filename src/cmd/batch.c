@@ -10,6 +10,9 @@
 #include "core/request.h"
 #include "core/session.h"
 #include "store/store.h"
+#include "tokens/context.h"
+#include "tokens/tokenizer.h"
+#include "base/sha256.h"
 #include "base/util.h"
 #include "cmd/script.h"
 #include "base/xmalloc.h"
@@ -30,6 +33,11 @@
 
 #define BATCH_DRAW_INTERVAL 0.1   /* seconds between progress-bar redraws */
 #define BATCH_MAX_WARN_KEYS 8     /* unknown field names listed in the warning */
+#define BATCH_READ_CHUNK 65536    /* bytes read from the input at a time */
+#define BATCH_HOLD_MAX 1000       /* bad lines held back until the first JSON object */
+#define BATCH_WINDOW_DEFAULT 8192 /* as the chat: an unknown model without context_window */
+#define BATCH_RESERVE_DEFAULT 4096
+#define BATCH_ID_KEY_MAX 40       /* longer ids are remembered by their SHA-256 */
 
 /* ---- a set of strings with a number each (ids -> line numbers) ---- */
 
@@ -104,7 +112,6 @@ static void batch_set_free(struct batch_set *s)
 /* ---- state ---- */
 
 struct batch_item {
-    size_t off;      /* the line, NUL-terminated inside the input text */
     long line;       /* 1-based line number in the input */
     char *id;        /* canonical JSON of the id; NULL when the line has no usable one */
     long dup_of;     /* line of the first item with the same id; 0 = this is the first */
@@ -114,7 +121,7 @@ struct batch_item {
 
 struct batch_slot {
     unsigned req;    /* request id; 0 = free */
-    size_t item;
+    struct batch_item item; /* owns item.id */
     char *model;     /* model asked for */
     unsigned char key[STORE_CACHE_KEY_LEN];
     int key_set;     /* fill the cache with a complete answer */
@@ -123,7 +130,7 @@ struct batch_slot {
 };
 
 struct batch_done {                 /* a finished request, written once the next are out */
-    size_t item;
+    struct batch_item item;         /* owns item.id */
     struct net_result *r;
     char *content, *reasoning, *model;
     int retries;
@@ -131,14 +138,57 @@ struct batch_done {                 /* a finished request, written once the next
     int key_set;                    /* cache it when complete */
 };
 
+/* The input, read a chunk at a time and cut into lines: only the line being gathered is kept
+ * (at most `limit` bytes of it; the rest of a longer line is skipped). */
+struct batch_reader {
+    int fd;
+    char *buf;       /* BATCH_READ_CHUNK bytes */
+    size_t start, end;
+    int eof;         /* read() said end of file (or failed: error) */
+    int error;       /* errno of a failed read; 0 = none */
+    size_t limit;    /* longest line kept */
+    long line;       /* lines returned so far */
+    struct buf cur;  /* the line being gathered */
+    int cur_any;     /* a byte of it was seen */
+    int cur_long;    /* it passed limit: not kept */
+    int cur_nl;      /* the last line returned ended with a newline */
+    int returned;    /* cur holds the line returned last: reset it at the next call */
+};
+
+/* A bad line met before any JSON object: its error line waits until the file proves to be
+ * JSON lines (else the whole file is refused and nothing is written). */
+struct batch_held {
+    long line;
+    char *why;
+};
+
+/* A counter per encoding, for the context check. */
+struct batch_ctx {
+    char *enc;
+    int approx;
+    struct context *c;
+};
+
 struct batch {
     const struct batch_opts *o;
     struct conf *conf;
     char *key;
-    char *text;                 /* the input, each line NUL-terminated in place */
-    struct batch_item *items;
-    size_t n_items, next;
-    struct batch_set seen_keys; /* unknown fields met (for one warning) */
+    const char *in_name;        /* "stdin" or the input path */
+    struct batch_reader rd;
+    int in_done;                /* the input is read to its end (or failed) */
+    int refused;                /* the input is not JSON lines at all: exit 2, nothing written */
+    struct batch_set ids;       /* ids met (batch_id_key) -> line number */
+    const struct batch_set *done_ids; /* --resume: ids complete in the output */
+    struct batch_held *held;
+    size_t n_held, cap_held;
+    size_t objects;             /* lines that are JSON objects */
+    char first;                 /* first non-blank character of the first non-blank line */
+    long first_bad;             /* the first line that is not a JSON object, and why */
+    char first_why[64];
+    long total;                 /* non-blank lines of the input when known (a regular file and
+                                   a progress bar); -1 = unknown */
+    struct batch_ctx ctxs[4];
+    struct batch_set seen_keys; /* unknown fields met (for one warning; at most a few) */
     struct queue *q;
     struct net *net;
     struct batch_slot *slots;
@@ -147,7 +197,7 @@ struct batch {
     int stopping;               /* interrupted, or the output failed: start nothing new */
     int out_error;              /* 0, or the exit status for a failed output (141 or 1) */
     char *store_error;          /* first cache failure, reported at the end */
-    size_t todo, n_ok, n_failed, n_cached, n_skipped, n_cancelled, n_retries;
+    size_t n_ok, n_failed, n_cached, n_skipped, n_cancelled, n_retries;
     double t_start, last_draw;
     int drawn;                  /* a progress bar is on the screen */
     struct buf line;
@@ -158,6 +208,14 @@ struct batch {
                                    requests are out: writing and committing never delay them */
     size_t n_done, cap_done;
 };
+
+/* Items to do as far as known: the non-blank lines minus those --resume skipped; 0 when the
+ * total is unknown (stdin, or no progress bar). */
+static size_t batch_todo(const struct batch *b)
+{
+    return b->total >= 0 && (size_t)b->total > b->n_skipped ? (size_t)b->total - b->n_skipped
+                                                             : 0;
+}
 
 /* ---- arguments ---- */
 
@@ -402,7 +460,8 @@ static void batch_fmt_time(char *out, size_t size, double s)
 
 static void batch_progress(struct batch *b, int force)
 {
-    if (!b->err_tty || b->todo == 0)
+    size_t todo = batch_todo(b);
+    if (!b->err_tty || (todo == 0 && b->n_ok + b->n_failed == 0))
         return;
     double now = util_now();
     if (!force && now - b->last_draw < BATCH_DRAW_INTERVAL)
@@ -412,9 +471,10 @@ static void batch_progress(struct batch *b, int force)
     double el = now - b->t_start;
     double rate = el > 0.05 ? (double)fin / el : 0;
     char eta[32];
-    batch_fmt_time(eta, sizeof eta, rate > 0 ? (double)(b->todo - fin) / rate : -1);
+    batch_fmt_time(eta, sizeof eta, rate > 0 && todo > fin ? (double)(todo - fin) / rate : -1);
     char stats[256];
-    int sn = snprintf(stats, sizeof stats, " %zu/%zu  failed %zu", fin, b->todo, b->n_failed);
+    int sn = todo ? snprintf(stats, sizeof stats, " %zu/%zu  failed %zu", fin, todo, b->n_failed)
+                  : snprintf(stats, sizeof stats, " %zu done  failed %zu", fin, b->n_failed);
     if (b->n_cached)
         sn += snprintf(stats + sn, sizeof stats - (size_t)sn, "  cached %zu", b->n_cached);
     if (b->n_retries)
@@ -430,8 +490,8 @@ static void batch_progress(struct batch *b, int force)
         width = 40;
     struct buf s = BUF_INIT;
     buf_appendc(&s, '\r');
-    if (width >= 8) {
-        int fill = (int)((double)width * (double)fin / (double)b->todo);
+    if (width >= 8 && todo) {
+        int fill = (int)((double)width * (double)(fin < todo ? fin : todo) / (double)todo);
         buf_appendc(&s, '[');
         for (int i = 0; i < width; i++)
             buf_appendc(&s, i < fill ? '#' : '-');
@@ -446,93 +506,267 @@ static void batch_progress(struct batch *b, int force)
 
 /* ---- input ---- */
 
-/* Split the input into NUL-terminated lines and index the items. Returns 0, or -1 with err
- * set when the text is not JSON lines at all. */
-static int batch_scan(struct batch *b, char *text, size_t len, const struct batch_set *done,
-                      struct buf *err)
+/* The key an id is remembered by: its canonical JSON, or '#' and the hex of the first half of
+ * its SHA-256 when longer than BATCH_ID_KEY_MAX (so the sets stay small whatever the ids). */
+static void batch_id_key(const char *canon, char out[BATCH_ID_KEY_MAX + 2])
 {
-    const char *name = strcmp(b->o->in, "-") == 0 ? "stdin" : b->o->in;
-    size_t start = 0;
-    if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0)
-        start = 3; /* a UTF-8 byte-order mark */
-    struct batch_set ids = {0};
-    size_t cap = 0, objects = 0;
-    long line = 0;
-    long first_bad = 0;
-    char first_why[128] = "";
-    char first = 0;
-    while (start < len) {
-        char *nl = memchr(text + start, '\n', len - start);
-        size_t end = nl ? (size_t)(nl - text) : len;
-        line++;
-        size_t e = end;
-        if (e > start && text[e - 1] == '\r')
-            e--;
-        text[e] = '\0'; /* text has a spare byte after len, so this is safe at the end */
-        size_t off = start;
-        start = end + 1;
-        const char *s = text + off;
-        s += strspn(s, " \t\r\f\v");
-        if (!*s && (size_t)(s - text) == e)
-            continue; /* a blank line (a NUL byte does not make one) */
-        if (!first)
-            first = *s;
-        XGROW(b->items, b->n_items + 1, cap);
-        struct batch_item *it = &b->items[b->n_items++];
-        memset(it, 0, sizeof *it);
-        it->off = off;
-        it->line = line;
-        it->nul = strlen(text + off) != e - off;
-        const char *stop = NULL;
-        cJSON *o = it->nul ? NULL : cJSON_ParseWithOpts(text + off, &stop, 1);
-        if (!cJSON_IsObject(o)) {
-            if (!first_bad) {
-                first_bad = line;
-                snprintf(first_why, sizeof first_why, "%s",
-                         it->nul ? "a NUL byte" : o ? "a JSON value that is not an object"
-                                                    : "not valid JSON");
-            }
-            cJSON_Delete(o);
+    size_t n = strlen(canon);
+    if (n <= BATCH_ID_KEY_MAX) {
+        memcpy(out, canon, n + 1);
+        return;
+    }
+    unsigned char d[SHA256_DIGEST_LEN];
+    char hex[65];
+    sha256_digest(canon, n, d);
+    sha256_hex(d, hex);
+    out[0] = '#';
+    memcpy(out + 1, hex, 32);
+    out[33] = '\0';
+}
+
+static void batch_reader_init(struct batch_reader *rd, int fd, size_t limit)
+{
+    memset(rd, 0, sizeof *rd);
+    rd->fd = fd;
+    rd->limit = limit;
+    rd->buf = xmalloc(BATCH_READ_CHUNK);
+}
+
+static void batch_reader_free(struct batch_reader *rd)
+{
+    free(rd->buf);
+    rd->buf = NULL;
+    buf_free(&rd->cur);
+}
+
+/* Read the next chunk once everything read is used (one read(); blocks on a pipe only when
+ * called after poll() said readable). Returns 0, or -1 on a read error (rd->error). */
+static int batch_fill(struct batch_reader *rd)
+{
+    if (rd->start < rd->end || rd->eof)
+        return 0;
+    rd->start = rd->end = 0;
+    for (;;) {
+        ssize_t n = read(rd->fd, rd->buf, BATCH_READ_CHUNK);
+        if (n < 0 && errno == EINTR)
             continue;
+        if (n < 0) {
+            rd->error = errno;
+            rd->eof = 1;
+            return -1;
         }
-        objects++;
-        const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id");
-        if (cJSON_IsString(id) || cJSON_IsNumber(id)) {
-            char *canon = cJSON_PrintUnformatted(id);
-            if (!canon) {
-                fputs("tokterm: out of memory\n", stderr);
-                abort();
-            }
-            it->id = xstrdup(canon);
-            cJSON_free(canon);
-            long prev = batch_set_get(&ids, it->id);
-            if (prev)
-                it->dup_of = prev;
-            else
-                batch_set_add(&ids, it->id, line);
-            if (!prev && done && batch_set_get(done, it->id))
-                it->skip = 1;
+        if (n == 0)
+            rd->eof = 1;
+        rd->end = (size_t)n;
+        return 0;
+    }
+}
+
+/* The next line of what was read: 1 with it in *text / *len (NUL-terminated, valid until the
+ * next call; a trailing CR and a UTF-8 byte-order mark at the very start dropped; empty and
+ * *too_long set when it passed rd->limit), 0 when more must be read first (batch_fill), -1 at
+ * the end of the input. */
+static int batch_line(struct batch_reader *rd, const char **text, size_t *len, int *too_long)
+{
+    if (rd->returned) {
+        buf_reset(&rd->cur);
+        rd->cur_any = rd->cur_long = rd->returned = 0;
+    }
+    char *nl = NULL;
+    for (;;) {
+        if (rd->start == rd->end) {
+            if (!rd->eof)
+                return 0;
+            if (!rd->cur_any)
+                return -1;
+            break; /* a last line without a newline */
+        }
+        char *p = rd->buf + rd->start;
+        size_t avail = rd->end - rd->start;
+        nl = memchr(p, '\n', avail);
+        size_t n = nl ? (size_t)(nl - p) : avail;
+        rd->cur_any = 1;
+        if (!rd->cur_long) {
+            if (n > rd->limit - rd->cur.len) {
+                rd->cur_long = 1; /* the rest of the line is skipped, not kept */
+                buf_free(&rd->cur);
+            } else
+                buf_append(&rd->cur, p, n);
+        }
+        rd->start += n + (nl != NULL);
+        if (nl)
+            break;
+    }
+    rd->line++;
+    rd->returned = 1;
+    rd->cur_nl = nl != NULL;
+    *too_long = rd->cur_long;
+    char *s = rd->cur.data ? rd->cur.data : (char *)"";
+    size_t l = rd->cur.len;
+    if (rd->line == 1 && l >= 3 && memcmp(s, "\xEF\xBB\xBF", 3) == 0) {
+        s += 3; /* a UTF-8 byte-order mark */
+        l -= 3;
+    }
+    if (l && s[l - 1] == '\r')
+        s[--l] = '\0';
+    *text = s;
+    *len = l;
+    return 1;
+}
+
+/* Non-blank lines of a regular file, read with pread() (the offset does not move), for the
+ * progress bar; -1 when fd is not a regular file. */
+static long batch_count_lines(int fd)
+{
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))
+        return -1;
+    char *chunk = xmalloc(BATCH_READ_CHUNK);
+    long n = 0;
+    int nonblank = 0;
+    off_t off = lseek(fd, 0, SEEK_CUR);
+    if (off < 0)
+        off = 0;
+    off_t first = off;
+    for (;;) {
+        ssize_t got = pread(fd, chunk, BATCH_READ_CHUNK, off);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            break;
+        size_t from = 0;
+        if (off == first && got >= 3 && memcmp(chunk, "\xEF\xBB\xBF", 3) == 0)
+            from = 3;
+        for (size_t i = from; i < (size_t)got; i++) {
+            char c = chunk[i];
+            if (c == '\n') {
+                n += nonblank;
+                nonblank = 0;
+            } else if (!strchr(" \t\r\f\v", c) || c == '\0')
+                nonblank = 1;
+        }
+        off += got;
+    }
+    free(chunk);
+    return n + nonblank;
+}
+
+static void batch_emit_usage(struct batch *b, const struct batch_item *it, const char *model,
+                             const char *why);
+static void batch_start(struct batch *b, struct batch_item *it, const cJSON *o);
+
+/* The input is not JSON lines at all: say so (the run stops, exit 2, nothing written). */
+static void batch_refuse(struct batch *b, struct buf *err)
+{
+    const char *name = b->in_name;
+    if (b->first == '[')
+        buf_printf(err, "%s holds a JSON array, not JSON lines; convert it with: "
+                        "jq -c '.[]' %s > IN.jsonl", name, name);
+    else
+        buf_printf(err, "%s is not JSON lines: no line%s is a JSON object (line %ld: %s). "
+                        "Give one object per line, e.g. {\"id\": 1, \"prompt\": \"Hello\"}",
+                   name, b->n_held >= BATCH_HOLD_MAX ? " of the first 1000" : "", b->first_bad,
+                   b->first_why);
+    b->refused = 1;
+}
+
+static void batch_held_free(struct batch *b)
+{
+    for (size_t i = 0; i < b->n_held; i++)
+        free(b->held[i].why);
+    free(b->held);
+    b->held = NULL;
+    b->n_held = b->cap_held = 0;
+}
+
+/* One line of the input: skipped when blank, else an item answered now (an error line, a
+ * cache hit) or sent. */
+static void batch_take(struct batch *b, const char *text, size_t len, int too_long,
+                       struct buf *err)
+{
+    const char *s = text + strspn(text, " \t\r\f\v");
+    int nul = !too_long && strlen(text) != len;
+    if (!too_long && !nul && !*s)
+        return; /* a blank line (a NUL byte does not make one) */
+    if (!b->first)
+        b->first = too_long ? '?' : *s;
+    struct batch_item it;
+    memset(&it, 0, sizeof it);
+    it.line = b->rd.line;
+    it.nul = nul;
+    const char *stop = NULL;
+    cJSON *o = too_long || nul ? NULL : cJSON_ParseWithOpts(text, &stop, 1);
+    if (!cJSON_IsObject(o)) {
+        char why[160];
+        if (too_long)
+            snprintf(why, sizeof why, "longer than the limit of %zu MiB per line: not read, "
+                                      "not sent", b->rd.limit >> 20);
+        else if (nul)
+            snprintf(why, sizeof why, "holds a NUL byte: not text");
+        else if (!o)
+            snprintf(why, sizeof why, "not valid JSON (at byte %ld of the line)",
+                     stop ? (long)(stop - text) + 1 : 0L);
+        else
+            snprintf(why, sizeof why, "not a JSON object");
+        if (!b->first_bad) {
+            b->first_bad = it.line;
+            snprintf(b->first_why, sizeof b->first_why, "%s",
+                     too_long ? "a line longer than the limit" : nul ? "a NUL byte"
+                     : o ? "a JSON value that is not an object" : "not valid JSON");
         }
         cJSON_Delete(o);
+        if (b->objects) {
+            batch_emit_usage(b, &it, NULL, why);
+        } else if (b->n_held >= BATCH_HOLD_MAX) {
+            batch_refuse(b, err);
+        } else {
+            XGROW(b->held, b->n_held + 1, b->cap_held);
+            b->held[b->n_held++] = (struct batch_held){it.line, xstrdup(why)};
+        }
+        return;
     }
-    batch_set_free(&ids);
-    if (b->n_items && !objects) {
-        if (first == '[')
-            buf_printf(err, "%s holds a JSON array, not JSON lines; convert it with: "
-                            "jq -c '.[]' %s > IN.jsonl", name, name);
+    if (!b->objects++) { /* JSON lines after all: the bad lines before this one get theirs */
+        for (size_t i = 0; i < b->n_held; i++) {
+            struct batch_item h;
+            memset(&h, 0, sizeof h);
+            h.line = b->held[i].line;
+            batch_emit_usage(b, &h, NULL, b->held[i].why);
+        }
+        batch_held_free(b);
+    }
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id");
+    if (cJSON_IsString(id) || cJSON_IsNumber(id)) {
+        char *canon = cJSON_PrintUnformatted(id);
+        if (!canon) {
+            fputs("tokterm: out of memory\n", stderr);
+            abort();
+        }
+        it.id = xstrdup(canon);
+        char key[BATCH_ID_KEY_MAX + 2];
+        batch_id_key(canon, key);
+        cJSON_free(canon);
+        long prev = batch_set_get(&b->ids, key);
+        if (prev)
+            it.dup_of = prev;
         else
-            buf_printf(err, "%s is not JSON lines: no line is a JSON object (line %ld: %s). "
-                            "Give one object per line, e.g. {\"id\": 1, \"prompt\": \"Hello\"}",
-                       name, first_bad, first_why);
-        return -1;
+            batch_set_add(&b->ids, key, it.line);
+        if (!prev && b->done_ids && batch_set_get(b->done_ids, key))
+            it.skip = 1;
     }
-    for (size_t i = 0; i < b->n_items; i++) {
-        if (b->items[i].skip)
-            b->n_skipped++;
-        else
-            b->todo++;
-    }
-    return 0;
+    if (it.skip) {
+        b->n_skipped++;
+        free(it.id);
+    } else
+        batch_start(b, &it, o);
+    cJSON_Delete(o);
+}
+
+/* The end of the input: a file that held no JSON object at all is refused. */
+static void batch_input_end(struct batch *b, struct buf *err)
+{
+    b->in_done = 1;
+    if (!b->objects && b->n_held)
+        batch_refuse(b, err);
 }
 
 static const char *const batch_fields[] = {"id", "prompt", "messages", "model", "system"};
@@ -554,7 +788,8 @@ static void batch_note_key(struct batch *b, const char *k)
     for (size_t i = 0; i < API_N_PARAMS; i++)
         if (strcmp(k, api_params[i].name) == 0)
             return;
-    batch_set_add(&b->seen_keys, k, 1);
+    if (b->seen_keys.n <= BATCH_MAX_WARN_KEYS) /* one more than is shown: "..." */
+        batch_set_add(&b->seen_keys, k, 1);
 }
 
 static const char *batch_role(const char *r)
@@ -570,6 +805,75 @@ static const char *batch_role(const char *r)
 static struct request_keys batch_keys(const struct batch *b)
 {
     return (struct request_keys){b->key, b->o->pool_labels, b->o->pool_values, b->o->n_pool};
+}
+
+/* The counter for encoding enc (exact, or an estimate for a model of another tokenizer). */
+static struct context *batch_ctx(struct batch *b, const char *enc, int approx)
+{
+    size_t i = 0;
+    for (; i < TT_ARRAY_LEN(b->ctxs) && b->ctxs[i].c; i++)
+        if (b->ctxs[i].approx == approx && strcmp(b->ctxs[i].enc, enc) == 0)
+            return b->ctxs[i].c;
+    if (i == TT_ARRAY_LEN(b->ctxs)) { /* never with the two encodings; start over */
+        i = 0;
+        context_free(b->ctxs[0].c);
+        free(b->ctxs[0].enc);
+    }
+    b->ctxs[i] = (struct batch_ctx){xstrdup(enc), approx, context_new(enc, approx, NULL)};
+    return b->ctxs[i].c;
+}
+
+/* The context check of the chat for one request: the window and answer reserve of model as
+ * the chat finds them (context_window, the model table, else 8,192 assumed; max_tokens,
+ * reserve_tokens, else 4,096 at most a quarter of the window), the messages counted as the API
+ * bills them. A batch sends its messages as given (nothing is shortened or dropped), so one
+ * that does not fit is not sent. context_policy = off skips the check, as in the chat.
+ * Returns 0, or -1 with err set. */
+static int batch_context_check(struct batch *b, const char *model, long max_tokens,
+                               const struct api_message *m, size_t n, struct buf *err)
+{
+    const struct conf *c = b->conf;
+    enum context_policy pol;
+    if (context_policy_parse(c->context_policy, &pol) == 0 && pol == CONTEXT_OFF)
+        return 0;
+    struct tok_model_info mi;
+    int known = tokenizer_model_info(model, &mi) == 0;
+    const char *enc_opt = c->encoding && *c->encoding ? c->encoding : NULL;
+    const char *enc = enc_opt ? enc_opt : known ? mi.encoding : "o200k_base";
+    int approx = !enc_opt && !known;
+    int assumed = c->context_window <= 0 && !(known && mi.context_window > 0);
+    long window = c->context_window > 0 ? c->context_window
+                : !assumed ? mi.context_window : BATCH_WINDOW_DEFAULT;
+    long reserve;
+    if (max_tokens > 0)
+        reserve = max_tokens;
+    else if (c->reserve_tokens > 0)
+        reserve = c->reserve_tokens;
+    else {
+        reserve = BATCH_RESERVE_DEFAULT;
+        if (known && mi.max_output > 0 && mi.max_output < reserve)
+            reserve = mi.max_output;
+        if (reserve > window / 4)
+            reserve = window / 4;
+    }
+    long room = window - reserve;
+    /* Every token is at least one byte: most prompts fit on their bytes, uncounted. */
+    size_t bytes = CONTEXT_REPLY_PRIMER;
+    for (size_t i = 0; i < n; i++)
+        bytes += CONTEXT_MSG_OVERHEAD + strlen(m[i].role) + strlen(m[i].content);
+    if (room > 0 && bytes <= (size_t)room)
+        return 0;
+    struct context *ctx = batch_ctx(b, enc, approx);
+    long total = CONTEXT_REPLY_PRIMER;
+    for (size_t i = 0; i < n; i++)
+        total += context_msg_tokens(ctx, m[i].role, m[i].content, strlen(m[i].content));
+    if (total <= room)
+        return 0;
+    buf_printf(err, "prompt too long for the context window (%s%ld tokens > %ld): the window "
+                    "of %s is %ld tokens%s, %ld of them kept for the answer (max_tokens / "
+                    "reserve_tokens); not sent", context_approximate(ctx) ? "~" : "", total,
+               room, model, window, assumed ? " (assumed: set context_window)" : "", reserve);
+    return -1;
 }
 
 /* Build the request body of one item. Returns it (caller frees) with *model pointing into o
@@ -659,6 +963,10 @@ static char *batch_body(struct batch *b, const cJSON *o, const char **model, lon
     ar.messages = m;
     ar.n_messages = n;
     *max_tokens = ar.max_tokens;
+    if (batch_context_check(b, *model, ar.max_tokens, m, n, err) < 0) {
+        free(m);
+        return NULL;
+    }
     char *body = api_request_json(&ar);
     struct request_keys k = batch_keys(b);
     *fallback = request_fallback(c, &ar, &k, b->o->fallback, b->o->fallback_key);
@@ -717,27 +1025,16 @@ static struct net_request *batch_request(struct batch *b, char *body, long max_t
     return rq;
 }
 
-/* Start item i: a line for a bad item or a cache hit at once, else a request. */
-static void batch_start(struct batch *b, size_t i)
+/* Start item it (its line is the JSON object o; it->id is taken): a line for a bad item or a
+ * cache hit at once, else a request. */
+static void batch_start(struct batch *b, struct batch_item *it, const cJSON *o)
 {
-    struct batch_item *it = &b->items[i];
-    if (it->skip)
-        return;
-    const char *stop = NULL;
-    cJSON *o = it->nul ? NULL : cJSON_ParseWithOpts(b->text + it->off, &stop, 1);
     struct buf err = BUF_INIT;
     const char *model = NULL;
     long max_tokens = 0;
     char *body = NULL;
     struct net_request *fallback = NULL;
-    if (it->nul)
-        buf_appends(&err, "holds a NUL byte: not text");
-    else if (!o)
-        buf_printf(&err, "not valid JSON (at byte %ld of the line)",
-                   stop ? (long)(stop - (b->text + it->off)) + 1 : 0L);
-    else if (!cJSON_IsObject(o))
-        buf_appends(&err, "not a JSON object");
-    else if (!it->id)
+    if (!it->id)
         buf_appends(&err, cJSON_GetObjectItemCaseSensitive(o, "id")
                               ? "\"id\" must be a string or a number"
                               : "no \"id\": every line needs one (a string or a number)");
@@ -748,7 +1045,7 @@ static void batch_start(struct batch *b, size_t i)
     if (!body) {
         batch_emit_usage(b, it, model, buf_str(&err));
         buf_free(&err);
-        cJSON_Delete(o);
+        free(it->id);
         return;
     }
     buf_free(&err);
@@ -769,7 +1066,7 @@ static void batch_start(struct batch *b, size_t i)
             store_cache_entry_clear(&e);
             free(body);
             net_request_free(fallback);
-            cJSON_Delete(o);
+            free(it->id);
             return;
         }
         if (rc < 0)
@@ -785,19 +1082,19 @@ static void batch_start(struct batch *b, size_t i)
             free(r.error);
             free(body);
             net_request_free(fallback);
-            cJSON_Delete(o);
+            free(it->id);
             return;
         }
     }
     struct batch_slot *s = batch_find(b, 0);
-    s->item = i;
+    s->item = *it;
+    it->id = NULL;
     s->model = xstrdup(model);
     memcpy(s->key, key, sizeof s->key);
     s->key_set = key_set;
     s->retries = 0;
     buf_reset(&s->content);
     buf_reset(&s->reasoning);
-    cJSON_Delete(o);
     struct net_request *rq = batch_request(b, body, max_tokens);
     rq->fallback = fallback;
     s->req = net_submit(b->net, rq);
@@ -816,6 +1113,7 @@ static void batch_finish(struct batch *b, struct batch_slot *s, struct net_resul
         b->n_cancelled++; /* not written: --resume sends it again */
         net_result_free(r);
         free(s->model);
+        free(s->item.id);
     } else {
         XGROW(b->done, b->n_done + 1, b->cap_done);
         struct batch_done *d = &b->done[b->n_done++];
@@ -829,6 +1127,7 @@ static void batch_finish(struct batch *b, struct batch_slot *s, struct net_resul
         d->key_set = s->key_set;
     }
     s->model = NULL;
+    s->item.id = NULL;
     s->req = 0;
     b->inflight--;
 }
@@ -839,13 +1138,13 @@ static void batch_done_flush(struct batch *b)
 {
     for (size_t i = 0; i < b->n_done; i++) {
         struct batch_done *d = &b->done[i];
-        batch_emit(b, &b->items[d->item], d->r, 1, d->content, d->reasoning, d->model,
-                   d->retries);
+        batch_emit(b, &d->item, d->r, 1, d->content, d->reasoning, d->model, d->retries);
     }
     for (size_t i = 0; i < b->n_done; i++) {
         struct batch_done *d = &b->done[i];
         const struct net_result *r = d->r;
-        if (r->outcome == API_OK && d->key_set && !b->out_error) {
+        if (r->outcome == API_OK && d->key_set && !b->out_error &&
+            r->content_bytes + r->reasoning_bytes > 0) { /* never an empty answer */
             struct store_usage u = {r->usage.prompt, r->usage.completion, r->usage.total};
             if (store_cache_put(b->o->store, d->key, STORE_COMPLETE, d->content,
                                 *d->reasoning ? d->reasoning : NULL,
@@ -858,6 +1157,7 @@ static void batch_done_flush(struct batch *b)
         free(d->content);
         free(d->reasoning);
         free(d->model);
+        free(d->item.id);
     }
     b->n_done = 0;
 }
@@ -898,85 +1198,101 @@ static void batch_cancel_all(struct batch *b)
 
 /* ---- files ---- */
 
-/* Read the input (a file or stdin) with a spare byte after the end. */
-static char *batch_read_input(const char *path, size_t *len, struct buf *err)
+/* Open the input (a file, or "-" for stdin). Returns the fd, or -1 with err set. */
+static int batch_open_input(const char *path, struct buf *err)
 {
-    struct buf in = BUF_INIT;
     int fd = strcmp(path, "-") == 0 ? 0 : open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         buf_printf(err, "batch: cannot read %s: %s", path, strerror(errno));
-        return NULL;
+        return -1;
     }
     struct stat sb;
     if (fstat(fd, &sb) == 0 && S_ISDIR(sb.st_mode)) {
         buf_printf(err, "batch: %s is a directory", path);
-        close(fd);
-        return NULL;
+        if (fd)
+            close(fd);
+        return -1;
     }
-    char chunk[65536];
+    return fd;
+}
+
+/* One line of an output file being resumed: 1 when it is a whole line (it ended with a
+ * newline) whose outcome is "complete"; *key gets its id's key then. */
+static int batch_resume_complete(const char *line, int whole, char key[BATCH_ID_KEY_MAX + 2])
+{
+    if (!whole)
+        return 0; /* a half-written last line */
+    cJSON *o = cJSON_ParseWithOpts(line, NULL, 1);
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id");
+    const cJSON *oc = cJSON_GetObjectItemCaseSensitive(o, "outcome");
+    int complete = (cJSON_IsString(id) || cJSON_IsNumber(id)) && cJSON_IsString(oc) &&
+                   strcmp(oc->valuestring, "complete") == 0;
+    if (complete) {
+        char *canon = cJSON_PrintUnformatted(id);
+        if (canon)
+            batch_id_key(canon, key);
+        else
+            complete = 0;
+        cJSON_free(canon);
+    }
+    cJSON_Delete(o);
+    return complete;
+}
+
+/* Read FILE line by line (memory: its longest line), collecting the complete ids into done
+ * when done != NULL, copying the complete lines to out_fd when out_fd >= 0. Returns the number
+ * of other non-empty lines (to drop), or -1 on a read error (errno). */
+static long batch_resume_pass(const char *path, struct batch_set *done, int out_fd)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : -1;
+    struct batch_reader rd;
+    batch_reader_init(&rd, fd, (size_t)-1 / 2);
+    long dropped = 0;
+    const char *line;
+    size_t n;
+    int tl, r, rc = 0;
     for (;;) {
-        ssize_t n = read(fd, chunk, sizeof chunk);
-        if (n < 0 && errno == EINTR)
+        r = batch_line(&rd, &line, &n, &tl);
+        if (r == 0) {
+            if (batch_fill(&rd) < 0)
+                break;
             continue;
-        if (n < 0) {
-            buf_printf(err, "batch: reading %s: %s", path, strerror(errno));
-            buf_free(&in);
-            if (fd)
-                close(fd);
-            return NULL;
         }
-        if (n == 0)
+        if (r < 0)
             break;
-        buf_append(&in, chunk, (size_t)n);
+        char key[BATCH_ID_KEY_MAX + 2];
+        if (batch_resume_complete(line, rd.cur_nl, key)) {
+            if (done)
+                batch_set_add(done, key, 1);
+            if (out_fd >= 0 && (util_write_all(out_fd, line, n) < 0 ||
+                                util_write_all(out_fd, "\n", 1) < 0)) {
+                rc = -1;
+                break;
+            }
+        } else if (n > 0 || !rd.cur_nl)
+            dropped++;
     }
-    if (fd)
-        close(fd);
-    *len = in.len;
-    buf_appendc(&in, '\0'); /* the spare byte */
-    return buf_take(&in);
+    int e = rd.error ? rd.error : errno;
+    if (rd.error)
+        rc = -1;
+    batch_reader_free(&rd);
+    close(fd);
+    errno = e;
+    return rc < 0 ? -1 : dropped;
 }
 
 /* --resume: collect the ids FILE has complete into done, drop its other lines (rewriting it
- * through a temporary file), and open it for appending. Returns the fd, or -1 with err. */
+ * through a temporary file), and open it for appending. Returns the fd, or -1 with err. FILE
+ * is read a line at a time, twice when lines must be dropped: memory is its longest line. */
 static int batch_open_resume(const char *path, struct batch_set *done, struct buf *err)
 {
-    size_t len = 0;
-    char *text = util_read_file(path, &len, 0);
-    if (!text && errno != ENOENT) {
+    long dropped = batch_resume_pass(path, done, -1);
+    if (dropped < 0) {
         buf_printf(err, "batch: cannot read %s: %s", path, strerror(errno));
         return -1;
     }
-    size_t dropped = 0;
-    struct buf keep = BUF_INIT;
-    for (size_t start = 0; text && start < len;) {
-        char *nl = memchr(text + start, '\n', len - start);
-        if (!nl) {
-            dropped++; /* a half-written last line */
-            break;
-        }
-        *nl = '\0';
-        const char *line = text + start;
-        size_t n = (size_t)(nl - line);
-        start = (size_t)(nl - text) + 1;
-        cJSON *o = cJSON_ParseWithOpts(line, NULL, 1);
-        const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id");
-        const cJSON *oc = cJSON_GetObjectItemCaseSensitive(o, "outcome");
-        int complete = (cJSON_IsString(id) || cJSON_IsNumber(id)) && cJSON_IsString(oc) &&
-                       strcmp(oc->valuestring, "complete") == 0;
-        if (complete) {
-            char *canon = cJSON_PrintUnformatted(id);
-            if (canon) {
-                batch_set_add(done, canon, 1);
-                cJSON_free(canon);
-            }
-            buf_append(&keep, line, n);
-            buf_appendc(&keep, '\n');
-        } else if (n > 0) {
-            dropped++;
-        }
-        cJSON_Delete(o);
-    }
-    free(text);
     if (dropped) {
         struct stat sb;
         mode_t mode = stat(path, &sb) == 0 ? (sb.st_mode & 07777) : 0644;
@@ -984,8 +1300,8 @@ static int batch_open_resume(const char *path, struct batch_set *done, struct bu
         const char *target = real ? real : path;
         char *tmp = xasprintf("%s.tmp-XXXXXX", target);
         int fd = mkstemp(tmp);
-        int ok = fd >= 0 && fchmod(fd, mode) == 0 &&
-                 util_write_all(fd, buf_str(&keep), keep.len) == 0 && fsync(fd) == 0;
+        int ok = fd >= 0 && fchmod(fd, mode) == 0 && batch_resume_pass(path, NULL, fd) >= 0 &&
+                 fsync(fd) == 0;
         if (fd >= 0 && close(fd) != 0)
             ok = 0;
         if (!ok || rename(tmp, target) != 0) {
@@ -994,13 +1310,11 @@ static int batch_open_resume(const char *path, struct batch_set *done, struct bu
                 unlink(tmp);
             free(tmp);
             free(real);
-            buf_free(&keep);
             return -1;
         }
         free(tmp);
         free(real);
     }
-    buf_free(&keep);
     int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
     if (fd < 0)
         buf_printf(err, "batch: cannot open %s: %s", path, strerror(errno));
@@ -1039,9 +1353,12 @@ static void batch_summary(struct batch *b, int interrupted)
     double el = util_now() - b->t_start;
     size_t fin = b->n_ok + b->n_failed;
     struct buf s = BUF_INIT;
-    if (interrupted)
+    if (interrupted && batch_todo(b))
         buf_printf(&s, "interrupted: %zu of %zu written (%zu complete, %zu failed), %zu "
-                       "cancelled", fin, b->todo, b->n_ok, b->n_failed, b->n_cancelled);
+                       "cancelled", fin, batch_todo(b), b->n_ok, b->n_failed, b->n_cancelled);
+    else if (interrupted)
+        buf_printf(&s, "interrupted: %zu written (%zu complete, %zu failed), %zu cancelled",
+                   fin, b->n_ok, b->n_failed, b->n_cancelled);
     else
         buf_printf(&s, "%zu item%s: %zu complete, %zu failed", fin, fin == 1 ? "" : "s",
                    b->n_ok, b->n_failed);
@@ -1068,21 +1385,27 @@ int batch_run(struct conf *conf, char *key, const struct batch_opts *o)
     b.conf = conf;
     b.key = key;
     b.out_fd = 1;
+    b.total = -1;
+    b.rd.fd = -1;
+    b.in_name = strcmp(o->in, "-") == 0 ? "stdin" : o->in;
     struct buf err = BUF_INIT;
     struct batch_set done = {0};
     struct loop lp = {.pipe = {-1, -1}};
     int code = 2;
-    size_t len = 0;
 
     if (o->out && batch_same_file(o->in, o->out)) {
         buf_printf(&err, "batch: --out %s is the input file", o->out);
         goto fail;
     }
-    b.text = batch_read_input(o->in, &len, &err);
-    if (!b.text)
+    int in_fd = batch_open_input(o->in, &err);
+    if (in_fd < 0)
         goto fail;
+    /* The input is read as the run goes, a line at a time: memory holds the lines in flight
+     * and the answers not yet written, whatever the size of the input. */
+    batch_reader_init(&b.rd, in_fd, BATCH_MAX_LINE);
     if (o->out && o->resume) {
         b.out_fd = batch_open_resume(o->out, &done, &err);
+        b.done_ids = &done;
     } else if (o->out) {
         b.out_fd = open(o->out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
         if (b.out_fd < 0)
@@ -1092,9 +1415,6 @@ int batch_run(struct conf *conf, char *key, const struct batch_opts *o)
         code = 1;
         goto fail;
     }
-    if (batch_scan(&b, b.text, len, o->resume ? &done : NULL, &err) < 0)
-        goto fail;
-    batch_set_free(&done);
 
     const char *nerr = NULL;
     b.q = queue_new();
@@ -1113,6 +1433,8 @@ int batch_run(struct conf *conf, char *key, const struct batch_opts *o)
     net_set_max_active(b.net, o->concurrency);
     b.out_tty = isatty(b.out_fd);
     b.err_tty = isatty(2);
+    if (b.err_tty) /* the bar's total: a file's non-blank lines (a pipe's are not known) */
+        b.total = batch_count_lines(in_fd);
     b.t_start = util_now();
     if (o->store)
         store_checkpoint_async(o->store); /* the WAL copied while requests are out */
@@ -1126,21 +1448,38 @@ int batch_run(struct conf *conf, char *key, const struct batch_opts *o)
 
     int interrupted = 0, hard_stop = 0;
     for (;;) {
-        while (!b.stopping && !loop_signalled(&lp) && b.inflight < b.n_slots &&
-               b.next < b.n_items) {
-            batch_start(&b, b.next++);
+        int need_input = 0;
+        while (!b.stopping && !b.refused && !b.in_done && !loop_signalled(&lp) &&
+               b.inflight < b.n_slots) {
+            const char *text;
+            size_t len;
+            int too_long;
+            int r = batch_line(&b.rd, &text, &len, &too_long);
+            if (r == 0) {
+                need_input = 1;
+                break;
+            }
+            if (r < 0)
+                batch_input_end(&b, &err);
+            else
+                batch_take(&b, text, len, too_long, &err);
             batch_progress(&b, 0);
         }
+        if (b.refused)
+            break; /* nothing was sent nor written */
         batch_done_flush(&b);
         if (b.out_error && b.inflight && !interrupted) {
             batch_cancel_all(&b);
             interrupted = -1; /* cancelled because the output is gone; not a user stop */
         }
-        if (b.inflight == 0 && (b.stopping || loop_signalled(&lp) || b.next >= b.n_items))
+        if (b.inflight == 0 && (b.stopping || loop_signalled(&lp) || b.in_done))
             break;
-        int qfd = queue_fd(b.q);
-        if (loop_wait(&lp, &qfd, 1, b.err_tty ? (int)(BATCH_DRAW_INTERVAL * 1000) : -1) < 0)
+        int fds[2] = {queue_fd(b.q), b.rd.fd};
+        if (loop_wait(&lp, fds, need_input ? 2 : 1,
+                      b.err_tty ? (int)(BATCH_DRAW_INTERVAL * 1000) : -1) < 0)
             break;
+        if (need_input && loop_ready(&lp, 1) && batch_fill(&b.rd) < 0)
+            b.in_done = 1; /* said at the end; what was read is done */
         if (loop_signal(&lp)) {
             while (loop_signal(&lp))
                 ; /* signals that came together are one */
@@ -1154,6 +1493,12 @@ int batch_run(struct conf *conf, char *key, const struct batch_opts *o)
         }
         batch_events(&b);
         batch_progress(&b, 0);
+    }
+    if (b.refused) {
+        net_stop(b.net);
+        b.net = NULL;
+        loop_end(&lp);
+        goto fail;
     }
     batch_done_flush(&b); /* what finished before a second signal or a failed poll */
     if (hard_stop)
@@ -1171,6 +1516,11 @@ int batch_run(struct conf *conf, char *key, const struct batch_opts *o)
     else
         batch_clear_bar(&b);
     code = b.out_error ? b.out_error : interrupted > 0 ? 130 : b.n_failed ? 3 : 0;
+    if (b.rd.error && !b.out_error && interrupted <= 0) {
+        fprintf(stderr, "tokterm batch: reading %s: %s (the lines before were done)\n",
+                b.in_name, strerror(b.rd.error));
+        code = 2;
+    }
     goto out;
 fail:
     fprintf(stderr, "tokterm %s\n", buf_str(&err));
@@ -1181,17 +1531,25 @@ out:
         queue_free(b.q, net_result_free);
     for (int i = 0; i < b.n_slots; i++) {
         free(b.slots[i].model);
+        free(b.slots[i].item.id);
         buf_free(&b.slots[i].content);
         buf_free(&b.slots[i].reasoning);
     }
     free(b.slots);
+    for (size_t i = 0; i < b.n_done; i++)
+        free(b.done[i].item.id);
     free(b.done);
-    for (size_t i = 0; i < b.n_items; i++)
-        free(b.items[i].id);
-    free(b.items);
-    free(b.text);
+    for (size_t i = 0; i < TT_ARRAY_LEN(b.ctxs); i++) {
+        context_free(b.ctxs[i].c);
+        free(b.ctxs[i].enc);
+    }
+    batch_held_free(&b);
+    if (b.rd.fd > 0)
+        close(b.rd.fd);
+    batch_reader_free(&b.rd);
     free(b.quota_line);
     free(b.store_error);
+    batch_set_free(&b.ids);
     batch_set_free(&b.seen_keys);
     batch_set_free(&done);
     buf_free(&b.line);

@@ -17,9 +17,21 @@
  *    "http_status", "error", "usage", "timings", "connection_reused", "http_version", "cached",
  *    "retries"}
  * with the field names and meanings of `tokterm --json`. A bad input line (not an object, no
- * id, a duplicate id, no prompt/messages, a bad value) gets a line with outcome "usage-error",
+ * id, a duplicate id, no prompt/messages, a bad value, a line longer than BATCH_MAX_LINE, a
+ * prompt that does not fit the model's context window) gets a line with outcome "usage-error",
  * exit_code 2 and the reason in "error"; the run goes on. A file in which no line is a JSON
- * object (a JSON array, a pretty-printed object, a binary file) is refused as a whole (exit 2).
+ * object (a JSON array, a pretty-printed object, a binary file) is refused as a whole (exit 2):
+ * the error lines of bad lines before the first object wait for it (at most 1000 of them; a
+ * file whose first 1000 non-blank lines hold no object is refused).
+ *
+ * The input is streamed: read a chunk at a time as requests leave, so memory holds the lines in
+ * flight (2 x concurrency), the answers not yet written and a small key per id (duplicates,
+ * --resume), never the whole input. A line is kept up to BATCH_MAX_LINE bytes; the rest of a
+ * longer one is skipped unread and it gets an error line. Each request is checked against the
+ * context window as the chat checks it (context_window or the model table, else 8,192; the
+ * answer reserve max_tokens / reserve_tokens): one that does not fit is not sent and its line
+ * says "prompt too long for the context window (N tokens > M)". context_policy = off skips the
+ * check.
  *
  * Answers are not saved as conversations (a batch is not a chat); they do use and fill the
  * response cache, with the same keys as the chat (request_cache_key).
@@ -27,7 +39,7 @@
  * --resume (needs --out FILE): ids whose line in FILE has outcome "complete" are skipped; every
  * other line of FILE (errors, cut answers, a half-written last line) is dropped from it (FILE
  * is rewritten through a temporary file and a rename) and its item is tried again; new lines
- * are appended.
+ * are appended. FILE is read a line at a time too.
  *
  * Exit status: 0 every item complete (or nothing to do); 3 one or more items were not complete
  * (see each line's outcome and exit_code); 2 bad usage or an unreadable/malformed input;
@@ -42,6 +54,7 @@
 struct store;
 
 #define BATCH_DEFAULT_CONCURRENCY 8
+#define BATCH_MAX_LINE ((size_t)64 << 20) /* longest input line read (bytes) */
 #define BATCH_MAX_CONCURRENCY 1024
 
 struct batch_opts {

@@ -4,6 +4,8 @@
 Input forms, per-line overrides, bad lines, the response cache (shared with the chat),
 --resume, order of completion, requests really in flight together (the server's log times),
 SIGINT (whole lines only, exit 130), and pacing under a server-side requests-per-minute limit.
+The input is streamed: answers come while stdin is still open, 256 MB of stdin runs in a few
+MiB, a line past 64 MiB gets an error line, a prompt past the context window is not sent.
 The HTTP/2 multiplexing case (one connection for a batch at concurrency 16) is in
 test_nginx.py."""
 
@@ -17,6 +19,7 @@ import pty  # noqa: E402
 import select  # noqa: E402
 import signal  # noqa: E402
 import subprocess  # noqa: E402
+import threading  # noqa: E402
 import time  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -69,6 +72,46 @@ def max_overlap(intervals):
         cur += d
         best = max(best, cur)
     return best
+
+
+def run_rss(args, feed, env, home, timeout=120):
+    """Run tokterm with stdin written by feed(pipe) from a thread (or a file: feed is a path);
+    returns (exit code, stdout, stderr, peak RSS in MiB) of exactly this child (wait4)."""
+    dd = ttlib.tempdir("tt-rss-")
+    e = ttlib.clean_env(home, env)
+    fin = open(feed, "rb") if isinstance(feed, str) else None
+    with open(os.path.join(dd, "out"), "wb") as fo, open(os.path.join(dd, "err"), "wb") as fe:
+        p = subprocess.Popen([ttlib.tokterm_path()] + [str(a) for a in args], env=e,
+                             stdin=fin or subprocess.PIPE, stdout=fo, stderr=fe)
+        th = None
+        if not fin:
+            def write():
+                try:
+                    feed(p.stdin)
+                    p.stdin.close()
+                except (BrokenPipeError, OSError):
+                    pass
+            th = threading.Thread(target=write, daemon=True)
+            th.start()
+        deadline = time.monotonic() + timeout
+        while True:
+            pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() > deadline:
+                p.kill()
+                pid, status, ru = os.wait4(p.pid, 0)
+                break
+            time.sleep(0.02)
+        if th:
+            th.join(5)
+    if fin:
+        fin.close()
+    with open(os.path.join(dd, "out"), "rb") as f:
+        out = f.read()
+    with open(os.path.join(dd, "err"), "rb") as f:
+        err = f.read()
+    return os.waitstatus_to_exitcode(status), out, err, ru.ru_maxrss / 1024.0
 
 
 d = ttlib.tempdir("tt-batch-")
@@ -414,6 +457,111 @@ with ttlib.FakeServer() as srv:
     t.eq(rc, 0, "after SIGINT, --resume: exit 0")
     t.eq(sorted(r["id"] for r in final), list(range(12)), "after --resume: every id once")
     t.eq(len(srv.requests()) - n0, 12 - len(first), "--resume sent only the unfinished ones")
+
+    # --- the input is streamed ---
+    # Answers come while stdin is still open: the first line is answered before the second
+    # is written (the old reader waited for the end of the input).
+    p = subprocess.Popen([ttlib.tokterm_path(), "--incognito", "batch", "-"],
+                         env=ttlib.clean_env(home, {"OPENAI_BASE_URL": srv.base("")}),
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         start_new_session=True)
+    p.stdin.write(b'{"id": "s1", "prompt": "streamed one"}\n')
+    p.stdin.flush()
+    r, _, _ = select.select([p.stdout], [], [], 10)
+    first = p.stdout.readline() if r else b""
+    try:
+        rest, err = p.communicate(b'{"id": "s2", "prompt": "streamed two"}\n', timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        rest, err = p.communicate()
+    got = [json.loads(x) for x in (first + rest).decode().splitlines()]
+    t.ok(first and json.loads(first)["id"] == "s1" and json.loads(first)["outcome"] == "complete",
+         "stdin still open: the first line is answered before the second is written (%r)"
+         % first[:80], err.decode())
+    t.ok(p.returncode == 0 and [x["id"] for x in got] == ["s1", "s2"],
+         "then the second one, exit 0 (%s)" % p.returncode)
+
+    # A bad line before the first object waits for it, then gets its error line.
+    rc, out, err = run(["--incognito", "batch", "-"],
+                       stdin=b'not json\n{"id": 1, "prompt": "after a bad line"}\n')
+    got = {r["line"]: r for r in parse(out)}
+    t.ok(rc == 3 and got.get(1, {}).get("outcome") == "usage-error"
+         and got.get(2, {}).get("outcome") == "complete",
+         "a bad first line: its error line, then the object is answered (exit 3)", err.decode())
+
+    # 256 MB on stdin (2,560 lines of 100 kB) in a few MiB: --cache-only answers each line
+    # at once (a miss) without the network. The whole input used to be read first (300 MB:
+    # 528 MiB).
+    words = ("lorem ipsum dolor sit amet " * 4000)[:100000]
+
+    def feed_big(pipe):
+        for i in range(2560):
+            pipe.write(b'{"id": %d, "prompt": "%s"}\n' % (i, words.encode()))
+
+    t0 = time.monotonic()
+    rc, out, err, rss = run_rss(["--cache-only", "batch", "-"], feed_big,
+                                {"OPENAI_BASE_URL": srv.base("")}, home)
+    lines = parse(out)
+    t.ok(rc == 3 and len(lines) == 2560 and all(r and r["outcome"] == "cache-miss" for r in lines),
+         "256 MB of stdin: 2,560 lines answered (cache misses) in %.1f s" % (time.monotonic() - t0),
+         err.decode()[-500:])
+    t.ok(rss < 64, "256 MB of stdin: peak RSS %.0f MiB < 64 (streamed, not read whole)" % rss)
+
+    # A 100 MB line: skipped unread past 64 MiB, an error line, the others go on.
+    big_path = os.path.join(d, "bigline.jsonl")
+    with open(big_path, "wb") as f:
+        f.write(b'{"id": "a", "prompt": "before the big line"}\n')
+        f.write(b'{"id": "big", "prompt": "')
+        chunk = b"x" * (1 << 20)
+        for _ in range(100):
+            f.write(chunk)
+        f.write(b'"}\n')
+        f.write(b'{"id": "b", "prompt": "after the big line"}\n')
+    n0 = len(srv.requests())
+    rc, out, err, rss = run_rss(["--incognito", "batch", big_path], big_path,
+                                {"OPENAI_BASE_URL": srv.base("")}, home)
+    got = {r["line"]: r for r in parse(out) if r}
+    t.ok(rc == 3 and got.get(1, {}).get("outcome") == "complete"
+         and got.get(3, {}).get("outcome") == "complete"
+         and got.get(2, {}).get("outcome") == "usage-error"
+         and "longer than the limit of 64 MiB" in (got.get(2, {}).get("error") or ""),
+         "a 100 MB line: its error line says the 64 MiB limit; the lines around it complete",
+         out.decode()[:600] + err.decode())
+    t.eq(sorted(prompts_sent(srv, n0)), ["after the big line", "before the big line"],
+         "the 100 MB line was not sent")
+    t.ok(rss < 200, "a 100 MB line: peak RSS %.0f MiB < 200" % rss)
+    os.unlink(big_path)
+
+    # A prompt past the model's context window (gpt-4o-mini: 128,000) is not sent: ~1M
+    # tokens in 4 MB. It used to go to the server as it was.
+    huge = os.path.join(d, "huge.jsonl")
+    with open(huge, "w") as f:
+        f.write(json.dumps({"id": "h", "prompt": "word " * 800000}) + "\n")
+        f.write(json.dumps({"id": "ok", "prompt": "small enough"}) + "\n")
+        f.write(json.dumps({"id": "cut", "prompt": "word " * 200, "max_tokens": 127900}) + "\n")
+    n0 = len(srv.requests())
+    rc, out, err = run(["--incognito", "batch", huge])
+    got = by_id(parse(out))
+    h = got.get('"h"', {})
+    t.ok(rc == 3 and h.get("outcome") == "usage-error" and h.get("exit_code") == 2
+         and "prompt too long for the context window (800008 tokens > 123904)"
+         in (h.get("error") or ""), "a 1M-token prompt: \"prompt too long for the context "
+         "window (N tokens > M)\"", h.get("error") or out.decode()[:300])
+    c = got.get('"cut"', {})
+    t.ok(c.get("outcome") == "usage-error" and "> 100)" in (c.get("error") or ""),
+         "the line's max_tokens is the answer reserve (%s)" % c.get("error"))
+    t.eq(prompts_sent(srv, n0), ["small enough"], "only the prompt that fits was sent")
+    cfg = os.path.join(home, ".config", "tokterm")
+    os.makedirs(cfg, exist_ok=True)
+    with open(os.path.join(cfg, "config"), "w") as f:
+        f.write("context_policy = off\n")
+    os.chmod(os.path.join(cfg, "config"), 0o600)
+    n0 = len(srv.requests())
+    rc, out, err = run(["--incognito", "batch", write_lines(os.path.join(d, "off.jsonl"), [
+        {"id": "cut", "prompt": "word " * 200, "max_tokens": 127900}])])
+    os.unlink(os.path.join(cfg, "config"))
+    t.ok(rc == 0 and len(srv.requests()) - n0 == 1, "context_policy = off: no check, sent as is "
+         "(as the chat)", err.decode())
 
 # --- pacing: a server that allows 600 requests a minute (10 at once) must see no 429 ---
 with ttlib.FakeServer() as srv:
