@@ -161,6 +161,26 @@ void utf8_sanitize(struct buf *out, const char *s, size_t n)
     buf_append(out, s + run, n - run);
 }
 
+size_t utf8_cut(const char *s, size_t n, size_t max)
+{
+    if (n <= max)
+        return n;
+    size_t cut = max ? max : 1, back = 0;
+    /* back over continuation bytes (at most 3: a sequence is at most 4 bytes) */
+    while (back < 3 && cut > 0 && ((unsigned char)s[cut] & 0xC0) == 0x80) {
+        cut--;
+        back++;
+    }
+    if (cut == 0) { /* max is shorter than the first sequence: take it whole */
+        cut = max ? max : 1;
+        while (cut < n && cut < 4 && ((unsigned char)s[cut] & 0xC0) == 0x80)
+            cut++;
+    }
+    if (s[cut - 1] == '\r' && cut < n && s[cut] == '\n')
+        cut = cut > 1 ? cut - 1 : 2;
+    return cut;
+}
+
 int utf8_bidi_control(uint32_t cp)
 {
     if (cp < 0x061C || cp > 0x2069)

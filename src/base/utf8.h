@@ -30,6 +30,12 @@ size_t utf8_incomplete_tail(const char *s, size_t n);
  * the rest of the line), invalid UTF-8 bytes become U+FFFD. Everything else is copied as is. */
 void utf8_sanitize(struct buf *out, const char *s, size_t n);
 
+/* The length of a first piece of s[0..n) of at most max bytes that splits no UTF-8 sequence
+ * and no CRLF pair, so that text sanitised piece by piece comes out as it would whole (and
+ * memory stays bounded by the piece). Never 0 when n > 0: a sequence or CRLF at the start
+ * longer than max is taken whole (at most 4 bytes). */
+size_t utf8_cut(const char *s, size_t n, size_t max);
+
 /* 1 for the bidi controls that reorder displayed text: the embeddings and overrides
  * U+202A..U+202E, the isolates U+2066..U+2069, the marks U+200E, U+200F and U+061C. */
 int utf8_bidi_control(uint32_t cp);

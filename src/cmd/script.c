@@ -31,27 +31,12 @@ struct script_state {
     struct buf pending;   /* an unfinished UTF-8 sequence held back (terminal only) */
 };
 
-static void script_text(void *ud, int reasoning, const char *s, size_t n, double t1, double t2)
+#define SCRIPT_PIECE ((size_t)64 << 10) /* text sanitised at a time: memory O(piece) */
+
+/* Write text to fd (already sanitised when fd is a terminal). */
+static void script_put(struct script_state *st, int fd, const char *s, size_t n)
 {
-    struct script_state *st = ud;
-    if (st->o->json || st->broken_pipe)
-        return;
-    int fd = reasoning ? 2 : 1;
-    int tty = reasoning ? st->err_tty : st->out_tty;
-    if (reasoning && !st->o->reasoning)
-        return;
-    if (tty) {
-        buf_reset(&st->scratch);
-        /* Keep an unfinished UTF-8 sequence back so it is not shown as U+FFFD. */
-        buf_append(&st->pending, s, n);
-        size_t hold = utf8_incomplete_tail(st->pending.data, st->pending.len);
-        utf8_sanitize(&st->scratch, st->pending.data, st->pending.len - hold);
-        memmove(st->pending.data, st->pending.data + st->pending.len - hold, hold);
-        st->pending.len = hold;
-        s = st->scratch.data;
-        n = st->scratch.len;
-    }
-    if (!n)
+    if (!n || st->broken_pipe)
         return;
     if (fd == 1 && st->last_err_byte && st->last_err_byte != '\n') {
         (void)util_write_all(2, "\n", 1); /* the reasoning is over: end its line */
@@ -68,6 +53,41 @@ static void script_text(void *ud, int reasoning, const char *s, size_t n, double
     } else {
         st->last_err_byte = s[n - 1];
     }
+}
+
+/* Sanitise s[0..n) for a terminal and write it, a piece at a time. */
+static void script_put_tty(struct script_state *st, int fd, const char *s, size_t n)
+{
+    for (size_t at = 0, k; at < n; at += k) {
+        k = utf8_cut(s + at, n - at, SCRIPT_PIECE);
+        buf_reset(&st->scratch);
+        utf8_sanitize(&st->scratch, s + at, k);
+        script_put(st, fd, st->scratch.data, st->scratch.len);
+    }
+}
+
+static void script_text(void *ud, int reasoning, const char *s, size_t n, double t1, double t2)
+{
+    struct script_state *st = ud;
+    if (st->o->json || st->broken_pipe)
+        return;
+    int fd = reasoning ? 2 : 1;
+    int tty = reasoning ? st->err_tty : st->out_tty;
+    if (reasoning && !st->o->reasoning)
+        return;
+    if (!tty) {
+        script_put(st, fd, s, n);
+        return;
+    }
+    /* Keep back an unfinished UTF-8 sequence (not shown as U+FFFD) or a CR that may begin a
+     * CRLF (not shown as ^M) until the next piece. */
+    buf_append(&st->pending, s, n);
+    size_t len = st->pending.len, hold = utf8_incomplete_tail(st->pending.data, len);
+    if (!hold && len && st->pending.data[len - 1] == '\r')
+        hold = 1;
+    script_put_tty(st, fd, st->pending.data, len - hold);
+    memmove(st->pending.data, st->pending.data + len - hold, hold);
+    st->pending.len = hold;
 }
 
 /* A retry or a wait for quota: say so on stderr (the text is ours, not the server's). */
@@ -208,13 +228,18 @@ static void script_json(struct session *s, const struct net_result *r, int code,
     script_json_context(s, o);
     char *text = cJSON_PrintUnformatted(o);
     if (text) {
-        if (tty) {
+        size_t n = strlen(text);
+        if (tty) { /* a piece at a time: memory O(piece), not 6 bytes per C1 control */
             struct buf safe = BUF_INIT;
-            utf8_json_terminal(&safe, text, strlen(text));
-            (void)util_write_all(1, safe.data, safe.len);
+            for (size_t at = 0, k; at < n; at += k) {
+                k = utf8_cut(text + at, n - at, SCRIPT_PIECE);
+                buf_reset(&safe);
+                utf8_json_terminal(&safe, text + at, k);
+                (void)util_write_all(1, safe.data, safe.len);
+            }
             buf_free(&safe);
         } else {
-            (void)util_write_all(1, text, strlen(text));
+            (void)util_write_all(1, text, n);
         }
         (void)util_write_all(1, "\n", 1);
         cJSON_free(text);
@@ -236,14 +261,9 @@ static int script_turn_end(struct session *s, struct script_state *st, const str
     if (o->json && r) {
         script_json(s, r, code, st->out_tty);
     } else {
-        if (st->pending.len) { /* a trailing unfinished UTF-8 sequence */
-            buf_reset(&st->scratch);
-            utf8_sanitize(&st->scratch, st->pending.data, st->pending.len);
+        if (st->pending.len) { /* a trailing unfinished UTF-8 sequence or CR */
+            script_put_tty(st, 1, st->pending.data, st->pending.len);
             buf_reset(&st->pending);
-            (void)util_write_all(1, st->scratch.data, st->scratch.len);
-            if (st->scratch.len)
-                st->last_byte = st->scratch.data[st->scratch.len - 1];
-            st->written += st->scratch.len;
         }
         if (st->written && st->last_byte != '\n')
             (void)util_write_all(1, "\n", 1);

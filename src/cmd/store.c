@@ -84,7 +84,10 @@ int cmd_store_is_command(const char *name)
 
 /* ---------------------------------------------------------------- output helpers */
 
-/* Print s[0..n) from the database: sanitised on a terminal, raw otherwise. */
+#define CMD_PIECE ((size_t)64 << 10) /* text made terminal-safe at a time: memory O(piece) */
+
+/* Print s[0..n) from the database: sanitised on a terminal (a piece at a time), raw
+ * otherwise. */
 static void cmd_put(struct cmd_ctx *c, const char *s, size_t n)
 {
     if (!s)
@@ -94,8 +97,12 @@ static void cmd_put(struct cmd_ctx *c, const char *s, size_t n)
         return;
     }
     struct buf b = BUF_INIT;
-    utf8_sanitize(&b, s, n);
-    fwrite(buf_str(&b), 1, b.len, c->out);
+    for (size_t at = 0, k; at < n; at += k) {
+        k = utf8_cut(s + at, n - at, CMD_PIECE);
+        buf_reset(&b);
+        utf8_sanitize(&b, s + at, k);
+        fwrite(b.data, 1, b.len, c->out);
+    }
     buf_free(&b);
 }
 
@@ -644,15 +651,21 @@ static void cmd_json_print(struct cmd_ctx *c, cJSON *j, const char *indent)
     /* cJSON escapes C0 controls only: on a terminal, C1, DEL and bidi controls become \uXXXX
      * too (the same JSON value); a pipe or file gets cJSON's bytes. */
     struct buf safe = BUF_INIT;
-    const char *p = s;
-    if (c->tty) {
-        utf8_json_terminal(&safe, s, strlen(s));
-        p = buf_str(&safe);
-    }
-    for (; *p; p++) {
-        fputc(*p, c->out);
-        if (*p == '\n' && indent)
-            fputs(indent, c->out);
+    size_t n = strlen(s);
+    for (size_t at = 0, k; at < n; at += k) {
+        k = c->tty ? utf8_cut(s + at, n - at, CMD_PIECE) : n - at;
+        const char *p = s + at, *end = p + k;
+        if (c->tty) { /* a piece at a time: memory O(piece) */
+            buf_reset(&safe);
+            utf8_json_terminal(&safe, p, k);
+            p = safe.data;
+            end = p + safe.len;
+        }
+        for (; p < end; p++) {
+            fputc(*p, c->out);
+            if (*p == '\n' && indent)
+                fputs(indent, c->out);
+        }
     }
     buf_free(&safe);
     free(s);

@@ -104,6 +104,14 @@ with ttlib.FakeServer() as srv:
     t.ok(rc == 0 and out == (EVIL + "\n").encode(), "scripted text on a pipe: byte-exact",
          repr(out[:300]))
 
+    # a CRLF split between two deltas ("abc\r" + "\ndef": the server sends 4 code points at
+    # a time) is a line break, as it is within one delta; a lone CR is shown
+    rc, out, err = ttlib.run_tokterm_tty(["--no-save", "--base-url",
+                                          srv.base("delay_ms=60,reply=" + q("abc\r\ndef\rg\r")),
+                                          "-p", "x"])
+    t.ok(rc == 0 and out == b"abc\ndef^Mg^M\n", "a CRLF across deltas on a terminal: one line "
+         "break, no ^M", repr(out))
+
     # --- reasoning on a terminal's stderr (stdout a pipe) ------------------------------------
     sse = "".join("data: %s\n\n" % json.dumps(c) for c in (
         {"choices": [{"index": 0, "delta": {"reasoning_content": EVIL}}]},

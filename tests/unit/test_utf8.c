@@ -71,6 +71,39 @@ int main(void)
                    "\xD7\xA9\xD7\x9C\xD7\x95\xD7\x9D \xD8\xB3\xD9\x84\xD8\xA7\xD9\x85",
                    "Hebrew and Arabic letters kept");
 
+    /* pieces that keep sequences and CRLF whole */
+    TAP_INT(utf8_cut("abcdef", 6, 4), 4, "cut: ASCII at the limit");
+    TAP_INT(utf8_cut("abc", 3, 8), 3, "cut: all of a short text");
+    TAP_INT(utf8_cut("ab\xE4\xBD\xA0", 5, 3), 2, "cut: not inside a 3-byte sequence");
+    TAP_INT(utf8_cut("ab\xE4\xBD\xA0", 5, 4), 2, "cut: not before its last byte");
+    TAP_INT(utf8_cut("ab\xE4\xBD\xA0x", 6, 5), 5, "cut: after a whole sequence");
+    TAP_INT(utf8_cut("ab\r\nc", 5, 3), 2, "cut: not between CR and LF");
+    TAP_INT(utf8_cut("ab\r\rc", 5, 3), 3, "cut: after a lone CR");
+    TAP_OK(utf8_cut("\x80\x80\x80\x80\x80", 5, 2) - 1 < 4, "cut: stray continuation bytes");
+    TAP_INT(utf8_cut("\xE4\xBD\xA0x", 4, 1), 3, "cut: a sequence longer than max is whole");
+    TAP_INT(utf8_cut("\r\nx", 3, 1), 2, "cut: so is a CRLF");
+    TAP_INT(utf8_cut("xyz", 3, 0), 1, "cut: max 0 still makes progress");
+    {
+        /* sanitising piece by piece gives the same text as at once */
+        const char *t = "a\r\nb\xC2\x9B\xE2\x80\xAE\xE4\xBD\xA0\r\n\x1b[2J\xFF\xF0\x9F\x98\x8A\r";
+        size_t n = strlen(t);
+        struct buf whole = BUF_INIT;
+        utf8_sanitize(&whole, t, n);
+        int same = 1;
+        for (size_t max = 1; max <= n; max++) {
+            struct buf parts = BUF_INIT;
+            for (size_t at = 0; at < n;) {
+                size_t k = utf8_cut(t + at, n - at, max);
+                utf8_sanitize(&parts, t + at, k);
+                at += k;
+            }
+            same &= strcmp(buf_str(&parts), buf_str(&whole)) == 0;
+            buf_free(&parts);
+        }
+        TAP_OK(same, "sanitising utf8_cut pieces of every size = sanitising the whole");
+        buf_free(&whole);
+    }
+
     /* JSON for a terminal: the same JSON value, no byte that can drive a terminal */
     check_json("{\"a\":\"x\xC2\x9B" "2J\"}", "{\"a\":\"x\\u009b2J\"}", "JSON: raw C1 CSI escaped");
     check_json("[\"\xC2\x80\xC2\x9F\x7F\"]", "[\"\\u0080\\u009f\\u007f\"]",
