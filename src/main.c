@@ -31,6 +31,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <unistd.h>
 #include <utf8proc.h>
 #include <curses.h>
@@ -458,8 +462,22 @@ static int main_dispatch(struct main_run *r, const struct main_cmd *cmd)
     return cmd->run(r);
 }
 
+/* The key lives in this process's memory: no core file of it (RLIMIT_CORE 0, also for the
+ * commands it runs: api_key_cmd, the editor), and not dumpable, so that neither a core handler
+ * that ignores the limit (core_pattern "|...") nor another process of the user (ptrace,
+ * /proc/PID/mem) can read it. Set again by tokterm-tui: exec makes a process dumpable. */
+static void main_no_core(void)
+{
+    struct rlimit none = {0, 0};
+    (void)setrlimit(RLIMIT_CORE, &none);
+#ifdef PR_SET_DUMPABLE
+    (void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+#endif
+}
+
 int main(int argc, char **argv)
 {
+    main_no_core();
 #if defined(__GLIBC__) && defined(M_ARENA_MAX)
     /* Two threads (UI and network) hand memory to each other: one malloc arena serves them
      * without contention that matters, and a second arena would cost ~0.4 MB resident. */
