@@ -28,9 +28,20 @@ int64_t util_epoch(void)
 
 char *util_read_file(const char *path, size_t *len, size_t max_bytes)
 {
+    return util_read_file_stat(path, len, max_bytes, NULL);
+}
+
+char *util_read_file_stat(const char *path, size_t *len, size_t max_bytes, struct stat *st)
+{
     FILE *f = fopen(path, "rb");
     if (!f)
         return NULL;
+    if (st && fstat(fileno(f), st) != 0) {
+        int e = errno;
+        fclose(f);
+        errno = e;
+        return NULL;
+    }
     size_t cap = 4096, n = 0;
     char *p = xmalloc(cap);
     for (;;) {

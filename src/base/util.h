@@ -14,6 +14,9 @@ int64_t util_epoch(void);
 /* Read a whole file into a new NUL-terminated string (caller frees); *len gets its length.
  * Returns NULL (errno set) on failure. max_bytes = 0 means no limit. */
 char *util_read_file(const char *path, size_t *len, size_t max_bytes);
+struct stat;
+/* The same, and *st gets the fstat of the file that was read (not of what path names later). */
+char *util_read_file_stat(const char *path, size_t *len, size_t max_bytes, struct stat *st);
 
 /* mkdir -p with the given mode for each created component. Returns 0 or -1 (errno). */
 int util_mkdir_p(const char *path, unsigned mode);

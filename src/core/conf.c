@@ -6,8 +6,14 @@
 #include "base/xmalloc.h"
 #include "text/ini.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <pwd.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +21,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 enum opt_type { OPT_STR, OPT_LONG, OPT_DOUBLE, OPT_BOOL };
 
@@ -171,6 +178,84 @@ static int conf_choice_ok(const char *choices, const char *value)
     return 0;
 }
 
+/* Messages quote text from the file: make control bytes and escape sequences in it harmless
+ * before anyone prints them (a config file must not drive the terminal). */
+static void conf_clean(struct buf *b)
+{
+    if (!b->len)
+        return;
+    struct buf t = BUF_INIT;
+    utf8_sanitize(&t, b->data, b->len);
+    buf_reset(b);
+    buf_append(b, t.data, t.len);
+    buf_free(&t);
+}
+
+/* What is wrong with url as a base URL (what[size] may hold the text), or NULL. */
+static const char *conf_url_problem(const char *url, char *what, size_t size)
+{
+    for (const char *q = url; *q; q++)
+        if ((unsigned char)*q <= ' ' || *q == 0x7f)
+            return "it holds blank space or a control character";
+    const char *sep = strstr(url, "://");
+    if (!*url)
+        return "it is empty";
+    if (!sep)
+        return "it has no http:// or https:// in front";
+    size_t scheme = (size_t)(sep - url);
+    if (!((scheme == 4 && strncasecmp(url, "http", 4) == 0) ||
+          (scheme == 5 && strncasecmp(url, "https", 5) == 0))) {
+        snprintf(what, size, "the scheme '%.*s' is neither http nor https",
+                 (int)(scheme < 20 ? scheme : 20), url);
+        return what;
+    }
+    const char *host = sep + 3, *end = host + strcspn(host, "/?#");
+    for (const char *q = host; q < end; q++)
+        if (*q == '@')
+            host = q + 1; /* user:password@ */
+    const char *port = NULL;
+    if (*host == '[') { /* [IPv6]:port */
+        const char *close = memchr(host, ']', (size_t)(end - host));
+        if (!close || close == host + 1)
+            return "the [IPv6 address] is not closed";
+        if (close + 1 < end && close[1] != ':')
+            return "something follows the ] of the address";
+        if (close + 1 < end)
+            port = close + 2;
+    } else {
+        const char *colon = memchr(host, ':', (size_t)(end - host));
+        if (host == end || colon == host)
+            return "it names no host";
+        if (colon)
+            port = colon + 1;
+    }
+    if (port) {
+        long v = 0;
+        const char *q = port;
+        while (q < end && *q >= '0' && *q <= '9' && v <= 65535)
+            v = v * 10 + (*q++ - '0');
+        if (q != end || port == end || v < 1 || v > 65535)
+            return "the port is not a number from 1 to 65535";
+    }
+    return NULL;
+}
+
+int conf_check_url(const char *url, const char *name, struct buf *err)
+{
+    char what[80];
+    const char *why = conf_url_problem(url, what, sizeof what);
+    if (!why)
+        return 0;
+    struct buf m = BUF_INIT; /* the URL made visible: it may hold control characters */
+    buf_printf(&m, "%s must be an http:// or https:// URL with a host (like "
+                   "https://api.openai.com/v1), not '%.200s%s': %s",
+               name, url, strlen(url) > 200 ? "..." : "", why);
+    conf_clean(&m);
+    buf_append(err, m.data, m.len);
+    buf_free(&m);
+    return -1;
+}
+
 int conf_set(struct conf *c, const char *key, const char *value, struct buf *err)
 {
     const struct opt *o = conf_find(key);
@@ -186,6 +271,8 @@ int conf_set(struct conf *c, const char *key, const char *value, struct buf *err
             buf_printf(err, "%s must be one of %s, not '%s'", key, choices, value);
             return -1;
         }
+        if (o->off == offsetof(struct conf, base_url) && conf_check_url(value, key, err) < 0)
+            return -1;
         char **p = conf_str(c, o);
         conf_free_str(o, p);
         *p = xstrdup(value);
@@ -277,17 +364,60 @@ static int conf_apply_section(struct conf *c, struct conf_line *lines, size_t n,
     return 0;
 }
 
-/* Messages quote text from the file: make control bytes and escape sequences in it harmless
- * before anyone prints them (a config file must not drive the terminal). */
-static void conf_clean(struct buf *b)
+/* The edit distance of a and b (a transposition counts one), or max + 1 when it is larger. */
+static size_t conf_distance(const char *a, const char *b, size_t max)
 {
-    if (!b->len)
-        return;
-    struct buf t = BUF_INIT;
-    utf8_sanitize(&t, b->data, b->len);
-    buf_reset(b);
-    buf_append(b, t.data, t.len);
-    buf_free(&t);
+    size_t n = strlen(a), m = strlen(b);
+    if (n > 64 || m > 64 || (n > m ? n - m : m - n) > max)
+        return max + 1;
+    unsigned short d[65][65];
+    for (size_t i = 0; i <= n; i++)
+        d[i][0] = (unsigned short)i;
+    for (size_t j = 0; j <= m; j++)
+        d[0][j] = (unsigned short)j;
+    for (size_t i = 1; i <= n; i++)
+        for (size_t j = 1; j <= m; j++) {
+            int same = tolower((unsigned char)a[i - 1]) == tolower((unsigned char)b[j - 1]);
+            unsigned short v = (unsigned short)(d[i - 1][j - 1] + !same);
+            if (d[i - 1][j] + 1 < v)
+                v = (unsigned short)(d[i - 1][j] + 1);
+            if (d[i][j - 1] + 1 < v)
+                v = (unsigned short)(d[i][j - 1] + 1);
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                d[i - 2][j - 2] + 1 < v)
+                v = (unsigned short)(d[i - 2][j - 2] + 1);
+            d[i][j] = v;
+        }
+    return d[n][m];
+}
+
+/* The option name nearest to an unknown key (a typo), or NULL when none is near. */
+static const char *conf_suggest(const char *key)
+{
+    size_t n = strlen(key);
+    size_t max = n <= 4 ? 1 : n <= 8 ? 2 : 3, best = max + 1;
+    const char *name = NULL;
+    for (size_t i = 0; i <= TT_ARRAY_LEN(conf_opts); i++) {
+        const char *cand = i < TT_ARRAY_LEN(conf_opts) ? conf_opts[i].name : "profile";
+        size_t d = conf_distance(key, cand, max);
+        if (d < best) {
+            best = d;
+            name = cand;
+        }
+    }
+    return name;
+}
+
+/* 1 when a value of "keys =" holds a cmd: entry (a command conf_key_pool would run). */
+static int conf_keys_run(const char *keys)
+{
+    for (const char *p = keys; *p;) {
+        p += strspn(p, " \t,");
+        if (strncmp(p, "cmd:", 4) == 0)
+            return 1;
+        p += strcspn(p, ",");
+    }
+    return 0;
 }
 
 /* What conf_read_line gathers from the file. */
@@ -298,6 +428,9 @@ struct conf_reader {
     size_t n, cap;
     char *section;           /* the current section's profile name; NULL at the top */
     char *chosen;            /* the top-level "profile =" */
+    int chosen_line;         /* its line */
+    int cmd_line;            /* the first line that sets a command (api_key_cmd, cmd: keys) */
+    const char *cmd_key;     /* its key */
 };
 
 /* One line of the config file (an ini_handler): the message of a malformed line, else the
@@ -336,15 +469,25 @@ static int conf_read_line(void *ud, struct ini_line *l)
         }
     }
     if (*key && strcmp(key, "profile") == 0) {
-        if (r->section)
+        if (r->section) {
             buf_printf(r->warn, "%s:%d: 'profile' only means something at the top\n", path,
                        lineno);
-        else
+        } else {
+            if (r->chosen)
+                buf_printf(r->warn, "%s:%d: duplicate key 'profile' (first at line %d); the "
+                                    "last one wins\n", path, lineno, r->chosen_line);
             r->chosen = value;
+            r->chosen_line = lineno;
+        }
         return 0;
     }
     if (*key && !conf_find(key)) {
-        buf_printf(r->warn, "%s:%d: unknown option '%s' ignored\n", path, lineno, key);
+        const char *near = conf_suggest(key);
+        buf_printf(r->warn, "%s:%d: unknown option '%.60s%s' ignored", path, lineno, key,
+                   strlen(key) > 60 ? "..." : "");
+        if (near)
+            buf_printf(r->warn, "; did you mean '%s'?", near);
+        buf_appendc(r->warn, '\n');
         return 0;
     }
     if (strcmp(key, "api_key") == 0) {
@@ -353,16 +496,149 @@ static int conf_read_line(void *ud, struct ini_line *l)
             buf_printf(r->warn, "%s holds an API key and other users can read it: chmod 600 %s\n",
                        path, path);
     }
+    if (!r->cmd_line && ((strcmp(key, "api_key_cmd") == 0 && *util_trim(value)) ||
+                         (strcmp(key, "keys") == 0 && conf_keys_run(value)))) {
+        r->cmd_line = lineno;
+        r->cmd_key = strcmp(key, "keys") == 0 ? "a cmd: key" : "api_key_cmd";
+    }
     XGROW(r->lines, r->n + 1, r->cap);
     r->lines[r->n++] = (struct conf_line){lineno, r->section, key, value};
     return 0;
+}
+
+/* One setting or section marker, for finding duplicates: the top level and [default] are one
+ * place (scope ""), each other section its own; a section marker has the key "". */
+struct conf_seen {
+    const char *scope, *key;
+    int lineno;
+    size_t at; /* its index in the lines */
+};
+
+static int conf_seen_cmp(const void *pa, const void *pb)
+{
+    const struct conf_seen *a = pa, *b = pb;
+    int d = strcmp(a->scope, b->scope);
+    if (!d)
+        d = strcmp(a->key, b->key);
+    return d ? d : (a->lineno > b->lineno) - (a->lineno < b->lineno);
+}
+
+/* first[i]: for a line that repeats a key of its section, or a section header that repeats
+ * another, the line of the first one; else 0 (a new array of n). O(n log n): a file of 4 MiB
+ * may hold 500,000 lines. */
+static int *conf_duplicates(const struct conf_line *lines, size_t n)
+{
+    int *first = xcalloc(n ? n : 1, sizeof *first);
+    struct conf_seen *seen = xcalloc(n ? n : 1, sizeof *seen);
+    for (size_t i = 0; i < n; i++) {
+        const char *sec = lines[i].section;
+        int marker = !lines[i].key[0];
+        const char *scope = marker ? sec : !sec || strcmp(sec, "default") == 0 ? "" : sec;
+        seen[i] = (struct conf_seen){scope, lines[i].key, lines[i].lineno, i};
+    }
+    qsort(seen, n, sizeof *seen, conf_seen_cmp);
+    for (size_t i = 0, g; i < n; i = g)
+        for (g = i + 1; g < n && strcmp(seen[g].scope, seen[i].scope) == 0 &&
+                        strcmp(seen[g].key, seen[i].key) == 0; g++)
+            first[seen[g].at] = seen[i].lineno;
+    free(seen);
+    return first;
+}
+
+/* The sections the file defines, for a message: "[a], [b]" (at most 20 named). */
+static void conf_list_sections(struct buf *b, const struct conf_line *lines, size_t n,
+                               const int *first)
+{
+    size_t count = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!lines[i].key[0] && !first[i] && count++ < 20)
+            buf_printf(b, "%s[%.40s]", count > 1 ? ", " : "", lines[i].section);
+    if (count > 20)
+        buf_printf(b, " and %zu more", count - 20);
+}
+
+static char *conf_user_name(unsigned uid)
+{
+    struct passwd *pw = getpwuid((uid_t)uid);
+    return pw && pw->pw_name ? xasprintf("uid %u (%s)", uid, pw->pw_name)
+                             : xasprintf("uid %u", uid);
+}
+
+/* Who else may change the file or directory at path (with its stat st): 1 when only uid or
+ * root may, else 0 with why set ("PATH is writable by ...; fix it with: ..."). */
+static int conf_trust_one(const char *path, const struct stat *st, unsigned uid, int is_dir,
+                          struct buf *why)
+{
+    unsigned mode = (unsigned)st->st_mode & 07777;
+    if (st->st_uid != (uid_t)uid && st->st_uid != 0) {
+        char *owner = conf_user_name((unsigned)st->st_uid);
+        char *me = conf_user_name(uid);
+        buf_printf(why, "%s belongs to %s, not to you (%s) or root; fix it with: chown %u %s",
+                   path, owner, me, uid, path);
+        free(owner);
+        free(me);
+        return 0;
+    }
+    if ((mode & 022) && !(is_dir && (mode & S_ISVTX))) {
+        buf_printf(why, "%s is writable by %s (mode %03o); fix it with: chmod go-w %s", path,
+                   (mode & 002) ? "every user" : "its group", mode & 0777, path);
+        return 0;
+    }
+    return 1;
+}
+
+/* conf_trust_one for each directory above the file at path (a copy, cut up here). */
+static int conf_trust_dirs(char *path, unsigned uid, struct buf *why)
+{
+    for (char *slash = strrchr(path, '/'); slash; slash = strrchr(path, '/')) {
+        int root = slash == path;
+        slash[root] = '\0'; /* "/" itself is the last */
+        struct stat ds;
+        if (stat(path, &ds) == 0 && S_ISDIR(ds.st_mode) &&
+            !conf_trust_one(path, &ds, uid, 1, why))
+            return 0;
+        if (root)
+            break;
+    }
+    return 1;
+}
+
+/* conf_file_trusted for the file whose stat is st: the file, the directories above the path
+ * as given (whoever can write one could replace a symbolic link in it) and above its real
+ * path. */
+static int conf_trust(const char *path, const struct stat *st, unsigned uid, struct buf *why)
+{
+    if (!conf_trust_one(path, st, uid, 0, why))
+        return 0;
+    int ok = 1;
+    if (path[0] == '/') {
+        char *given = xstrdup(path);
+        ok = conf_trust_dirs(given, uid, why);
+        free(given);
+    }
+    char *real = ok ? realpath(path, NULL) : NULL;
+    if (real && strcmp(real, path) != 0)
+        ok = conf_trust_dirs(real, uid, why);
+    free(real);
+    return ok;
+}
+
+int conf_file_trusted(const char *path, unsigned uid, struct buf *why)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        buf_printf(why, "%s: %s", path, strerror(errno));
+        return 0;
+    }
+    return conf_trust(path, &st, uid, why);
 }
 
 int conf_load(struct conf *c, const char *path, const char *explicit_profile,
                 struct buf *err, struct buf *warn)
 {
     size_t len;
-    char *text = util_read_file(path, &len, 4 << 20);
+    struct stat st;
+    char *text = util_read_file_stat(path, &len, 4 << 20, &st);
     if (!text) {
         if (errno == ENOENT) {
             if (explicit_profile) {
@@ -385,6 +661,31 @@ int conf_load(struct conf *c, const char *path, const char *explicit_profile,
     int rc = ini_parse(text, len, 0, conf_read_line, &r, NULL) == 0 ? 0 : -1;
     struct conf_line *lines = r.lines;
     size_t n = r.n;
+    int *first = conf_duplicates(lines, n);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        if (!first[i])
+            continue;
+        if (!lines[i].key[0])
+            buf_printf(warn, "%s:%d: duplicate section [%.40s] (first at line %d); its settings "
+                             "are added to the first's\n", path, lines[i].lineno,
+                       lines[i].section, first[i]);
+        else
+            buf_printf(warn, "%s:%d: duplicate key '%s' (first at line %d); the last one wins\n",
+                       path, lines[i].lineno, lines[i].key, first[i]);
+    }
+    /* Commands run only from a file no one else can change (the user's own, or root's). */
+    struct buf why = BUF_INIT;
+    if (rc == 0 && !conf_trust(path, &st, (unsigned)geteuid(), &why)) {
+        if (r.cmd_line) {
+            buf_printf(err, "%s:%d: %s is not run: %s (others could change the command)", path,
+                       r.cmd_line, r.cmd_key, buf_str(&why));
+            rc = -1;
+        } else {
+            buf_printf(warn, "%s (others could send your key elsewhere with base_url)\n",
+                       buf_str(&why));
+        }
+    }
+    buf_free(&why);
     const char *chosen = r.chosen;
     const char *profile = explicit_profile ? explicit_profile : chosen;
     if (rc == 0)
@@ -394,8 +695,15 @@ int conf_load(struct conf *c, const char *path, const char *explicit_profile,
         for (size_t i = 0; i < n && !found; i++)
             found = lines[i].section && strcmp(lines[i].section, profile) == 0;
         if (!found) {
-            buf_printf(err, "%s: no profile '%s' (sections define profiles: [%s])", path, profile,
-                       profile);
+            struct buf list = BUF_INIT;
+            conf_list_sections(&list, lines, n, first);
+            if (list.len)
+                buf_printf(err, "%s: no profile '%s' (the file defines %s)", path, profile,
+                           buf_str(&list));
+            else
+                buf_printf(err, "%s: no profile '%s': the file defines no profiles (a section "
+                                "[%s] with its settings would)", path, profile, profile);
+            buf_free(&list);
             rc = -1;
         } else {
             rc = conf_apply_section(c, lines, n, profile, path, err);
@@ -404,11 +712,9 @@ int conf_load(struct conf *c, const char *path, const char *explicit_profile,
             c->profile_explicit = explicit_profile != NULL;
         }
     }
-    struct stat st;
-    if (rc == 0 && stat(path, &st) == 0 && (st.st_mode & 002))
-        buf_printf(warn, "%s is writable by every user: chmod 600 %s\n", path, path);
     conf_clean(err);
     conf_clean(warn);
+    free(first);
     free(lines);
     util_wipe(text, len); /* it may hold an api_key */
     free(text);
@@ -440,37 +746,186 @@ void conf_apply_env(struct conf *c)
     }
 }
 
-static char *conf_run_key_cmd(const char *cmd, struct buf *err)
+/* The terminal, open, when tokterm is its foreground job: a key command is given it while it
+ * runs, so that it can ask for a passphrase there; else -1. */
+static int conf_foreground_tty(void)
 {
-    FILE *p = popen(cmd, "r");
-    if (!p) {
-        buf_printf(err, "api_key_cmd could not run: %s", strerror(errno));
+    int fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (fd >= 0 && tcgetpgrp(fd) != getpgrp()) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+/* Make pgrp the terminal's foreground job (SIGTTOU held off: the caller may be in the
+ * background by now). */
+static void conf_give_tty(int tty, pid_t pgrp)
+{
+    sigset_t ttou, old;
+    sigemptyset(&ttou);
+    sigaddset(&ttou, SIGTTOU);
+    pthread_sigmask(SIG_BLOCK, &ttou, &old);
+    (void)tcsetpgrp(tty, pgrp);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* The child of conf_run_key_cmd: its own process group (the terminal's foreground job when
+ * tokterm was), default signals, stdout into the pipe, then sh -c cmd. Only async-signal-safe
+ * calls: the network thread may run. */
+static void conf_key_child(const char *cmd, int out, int tty)
+{
+    sigset_t none, ttou;
+    sigemptyset(&none);
+    sigemptyset(&ttou);
+    sigaddset(&ttou, SIGTTOU);
+    setpgid(0, 0);
+    if (tty >= 0) {
+        sigprocmask(SIG_BLOCK, &ttou, NULL);
+        tcsetpgrp(tty, getpid());
+    }
+    static const int sigs[] = {SIGPIPE, SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGCHLD,
+                               SIGTSTP, SIGTTIN, SIGTTOU};
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    for (size_t i = 0; i < TT_ARRAY_LEN(sigs); i++)
+        sigaction(sigs[i], &dfl, NULL);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    if (out != STDOUT_FILENO && dup2(out, STDOUT_FILENO) < 0)
+        _exit(126);
+    execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+    _exit(127);
+}
+
+/* Has the child exited? Looked at without reaping it: while it is a zombie its pid, which is
+ * also the process group's id, cannot be reused, so killpg() hits only the command's group. */
+static int conf_child_exited(pid_t pid)
+{
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    return waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid;
+}
+
+#define CONF_KEY_LINE 4096
+
+/* Read the command's output until end of file and its exit, until the deadline (util_now()):
+ * the first line into line[CONF_KEY_LINE], the rest read and dropped (wiped). *got counts the
+ * first line's bytes; *nl says whether it ended. Returns 1 when both happened. */
+static int conf_key_read(int fd, pid_t pid, double deadline, char *line, size_t *got, int *nl,
+                         int *eof)
+{
+    int exited = 0;
+    char chunk[4096];
+    while (!(*eof && exited)) {
+        double left = deadline - util_now();
+        if (left <= 0)
+            break;
+        if (*eof) {
+            exited = conf_child_exited(pid);
+            if (!exited)
+                poll(NULL, 0, left < 0.01 ? 1 : 10);
+            continue;
+        }
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int r = poll(&p, 1, (int)(left * 1000) + 1);
+        if (r <= 0)
+            continue; /* EINTR, or the deadline */
+        ssize_t k = read(fd, chunk, sizeof chunk);
+        if (k < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        if (k <= 0) {
+            *eof = 1;
+            continue;
+        }
+        for (ssize_t i = 0; i < k && !*nl; i++) {
+            if (chunk[i] == '\n')
+                *nl = 1;
+            else if (*got < CONF_KEY_LINE - 1)
+                line[(*got)++] = chunk[i];
+            else
+                *got = CONF_KEY_LINE; /* too long */
+        }
+        util_wipe(chunk, (size_t)k);
+    }
+    return *eof && exited;
+}
+
+/* Run cmd (api_key_cmd or a cmd: key; what names it in messages) in its own process group,
+ * for at most timeout seconds: the first line it prints is the key (a new string), or NULL
+ * with err set. After the timeout the group gets SIGTERM, then SIGKILL 0.5 s later: a child
+ * that keeps the output open cannot hang tokterm either. */
+static char *conf_run_key_cmd(const char *cmd, const char *what, double timeout,
+                              struct buf *err)
+{
+    if (!(timeout > 0))
+        timeout = 10;
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+        buf_printf(err, "%s could not run: %s", what, strerror(errno));
         return NULL;
     }
-    setvbuf(p, NULL, _IONBF, 0); /* the key is read into line only, no stdio buffer */
-    char line[4096];
-    size_t got = fread(line, 1, sizeof line - 1, p);
-    line[got] = '\0';
-    int st = pclose(p);
-    char *nl = strchr(line, '\n');
-    if (nl)
-        *nl = '\0';
-    char *key = util_trim(line);
-    if (st != 0 || !*key) {
-        buf_printf(err, "api_key_cmd %s", st != 0 ? "failed (non-zero exit status)"
-                                                  : "printed nothing");
-        util_wipe(line, sizeof line);
+    int tty = conf_foreground_tty();
+    pid_t pid = fork();
+    if (pid == 0)
+        conf_key_child(cmd, fds[1], tty);
+    close(fds[1]);
+    if (pid < 0) {
+        buf_printf(err, "%s could not run: %s", what, strerror(errno));
+        close(fds[0]);
+        if (tty >= 0)
+            close(tty);
         return NULL;
     }
-    char *out = xstrdup(key);
+    setpgid(pid, pid); /* also here: the group exists before anything is sent to it */
+    if (tty >= 0)
+        conf_give_tty(tty, pid);
+    char line[CONF_KEY_LINE];
+    size_t got = 0;
+    int nl = 0, eof = 0;
+    int done = conf_key_read(fds[0], pid, util_now() + timeout, line, &got, &nl, &eof);
+    int status = 0;
+    if (!done) {
+        int exited = conf_child_exited(pid);
+        killpg(pid, SIGTERM);
+        killpg(pid, SIGCONT); /* a stopped process gets its SIGTERM now */
+        conf_key_read(fds[0], pid, util_now() + 0.5, line, &got, &nl, &eof);
+        killpg(pid, SIGKILL);
+        buf_printf(err, "%s did not finish in %g s (killed)%s; raise key_cmd_timeout or fix "
+                        "the command", what, timeout,
+                   exited ? ": a process it started kept its output open" : "");
+    }
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    close(fds[0]);
+    if (tty >= 0) {
+        conf_give_tty(tty, getpgrp());
+        close(tty);
+    }
+    char *key = NULL;
+    if (done) {
+        line[got < CONF_KEY_LINE ? got : 0] = '\0';
+        char *k = util_trim(line);
+        if (WIFSIGNALED(status))
+            buf_printf(err, "%s failed (killed by signal %d)", what, WTERMSIG(status));
+        else if (WEXITSTATUS(status) != 0)
+            buf_printf(err, "%s failed (exit status %d)", what, WEXITSTATUS(status));
+        else if (got >= CONF_KEY_LINE)
+            buf_printf(err, "%s printed a first line longer than %d bytes", what,
+                       CONF_KEY_LINE - 1);
+        else if (!*k)
+            buf_printf(err, "%s printed nothing", what);
+        else
+            key = xstrdup(k);
+    }
     util_wipe(line, sizeof line);
-    return out;
+    return key;
 }
 
 char *conf_api_key(const struct conf *c, struct buf *err)
 {
     if (c->api_key_cmd && *c->api_key_cmd)
-        return conf_run_key_cmd(c->api_key_cmd, err);
+        return conf_run_key_cmd(c->api_key_cmd, "api_key_cmd", c->key_cmd_timeout, err);
     if (c->api_key_env && *c->api_key_env) {
         const char *v = getenv(c->api_key_env);
         if (v && *v)
@@ -509,7 +964,12 @@ int conf_key_pool(const struct conf *c, char ***labels, char ***values, struct b
         char *label, *value;
         if (strncmp(item, "cmd:", 4) == 0) {
             label = xasprintf("cmd%d", ++cmds);
-            value = conf_run_key_cmd(util_trim(item + 4), err);
+            const char *cmd = util_trim(item + 4);
+            struct buf what = BUF_INIT;
+            buf_printf(&what, "keys: cmd:%.60s%s", cmd, strlen(cmd) > 60 ? "..." : "");
+            conf_clean(&what);
+            value = conf_run_key_cmd(cmd, buf_str(&what), c->key_cmd_timeout, err);
+            buf_free(&what);
         } else {
             const char *name = strncmp(item, "env:", 4) == 0 ? util_trim(item + 4) : item;
             const char *v = getenv(name);

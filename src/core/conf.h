@@ -57,10 +57,26 @@ void conf_free(struct conf *c);
 /* Read the INI file at path (a missing file is not an error: returns 1). Top-level keys and a
  * [default] section apply first, then `profile = NAME` from the top level, unless
  * explicit_profile names another. Returns 0 (read), 1 (no file), -1 on a syntax or value error
- * (err gets "FILE:LINE: what is wrong"). warn gets one line per warning (unknown keys, a file
- * readable by other users that holds a key). */
+ * (err gets "FILE:LINE: what is wrong"), a profile the file lacks (err lists those it has),
+ * or a file that sets a command (api_key_cmd, cmd: keys) but fails conf_file_trusted. warn
+ * gets one line per warning: unknown keys (with the nearest option name), a key or section
+ * given twice (the last value wins), a file readable by other users that holds a key, a file
+ * others can change. */
 int conf_load(struct conf *c, const char *path, const char *explicit_profile,
                 struct buf *err, struct buf *warn);
+
+/* May the config file at path run commands (api_key_cmd, cmd: keys)? Like ssh's StrictModes:
+ * the file and every directory above it belong to uid or to root, and no one else can write
+ * them (a directory others can write needs the sticky bit, as /tmp has). Returns 1, or 0 with
+ * why set to what is wrong and the command that fixes it ("FILE is writable by other users
+ * (mode 666); fix it with: chmod go-w FILE"). conf_load refuses a file that sets a command
+ * and fails this for the user running tokterm. */
+int conf_file_trusted(const char *path, unsigned uid, struct buf *why);
+
+/* 0 when url is an http:// or https:// URL with a host (and a port from 1 to 65535 when it
+ * has one), without blank space or control characters; else -1 with err set to "NAME must be
+ * an http:// or https:// URL ... not 'URL': what is wrong". conf_set checks base_url so. */
+int conf_check_url(const char *url, const char *name, struct buf *err);
 
 /* Set one option by name from text, as a config line would. Returns 0, or -1 with err set. */
 int conf_set(struct conf *c, const char *key, const char *value, struct buf *err);
@@ -71,7 +87,11 @@ void conf_apply_env(struct conf *c);
 
 /* The API key from api_key_cmd, api_key_env or api_key (in that order). Returns a new string
  * (caller wipes and frees), or NULL with err set when the source is configured but fails, or
- * NULL with err empty when no key is configured. */
+ * NULL with err empty when no key is configured. api_key_cmd (and each cmd: key of a pool)
+ * runs as `sh -c` in its own process group, which is the terminal's foreground job while it
+ * runs (it may ask for a passphrase there); its first output line is the key. It gets
+ * key_cmd_timeout seconds to print it, exit and close its output; then its group is killed
+ * (SIGTERM, SIGKILL 0.5 s later) and err says so. */
 char *conf_api_key(const struct conf *c, struct buf *err);
 
 /* The key pool of "keys": *labels and *values get n new strings each (labels are variable

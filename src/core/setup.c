@@ -71,9 +71,13 @@ int setup_conf(struct setup *su, const struct cli *a, struct buf *err, struct bu
         profile = NULL;
     struct buf cerr = BUF_INIT, cwarn = BUF_INIT;
     int lr = conf_load(&su->conf, cfgpath, profile, &cerr, &cwarn);
-    free(cfgpath);
     setup_warn_lines(warn, buf_str(&cwarn));
     buf_free(&cwarn);
+    if (lr == 1 && a->config_path) { /* only the default file may be missing */
+        buf_printf(&cerr, "%s: no such file (given with --config)", cfgpath);
+        lr = -1;
+    }
+    free(cfgpath);
     if (lr < 0) {
         buf_printf(err, "config: %s", buf_str(&cerr));
         buf_free(&cerr);
@@ -82,6 +86,10 @@ int setup_conf(struct setup *su, const struct cli *a, struct buf *err, struct bu
     buf_free(&cerr);
     conf_apply_env(&su->conf);
     if (setup_apply_cli(&su->conf, a, err) < 0)
+        return -1;
+    /* the file's and the command line's base_url were checked when set: this one is the
+     * environment's */
+    if (conf_check_url(su->conf.base_url, "OPENAI_BASE_URL", err) < 0)
         return -1;
     if (su->conf.insecure)
         buf_appends(warn, "warning: TLS certificate checks are OFF (--insecure): anyone on the "

@@ -143,6 +143,269 @@ int main(void)
         }
     }
 
+    /* A UTF-8 byte order mark does not hide the first key */
+    TAP_INT(load(&c, "\xef\xbb\xbfmodel = bom-model\n", NULL, &err, &warn), 0, "BOM: loads");
+    TAP_STR(c.model, "bom-model", "BOM: the first key is read");
+    TAP_STR(buf_str(&warn), "", "BOM: no warning");
+    conf_free(&c);
+
+    /* Duplicates: a warning with both lines, the last one wins */
+    TAP_INT(load(&c, "model = a\nmodel = b\n", NULL, &err, &warn), 0, "duplicate key: loads");
+    TAP_STR(c.model, "b", "duplicate key: the last one wins");
+    if (!TAP_OK(strstr(buf_str(&warn), "config:2: duplicate key 'model' (first at line 1); "
+                                       "the last one wins"), "duplicate key: warned with both lines"))
+        printf("#   got: %s\n", buf_str(&warn));
+    conf_free(&c);
+    TAP_INT(load(&c, "model = a\n[default]\nmodel = b\n", NULL, &err, &warn), 0,
+            "top level and [default]: loads");
+    TAP_OK(strstr(buf_str(&warn), "config:3: duplicate key 'model' (first at line 1)"),
+           "top level and [default] are one place: a duplicate");
+    conf_free(&c);
+    TAP_INT(load(&c, "[p]\nmodel = a\n[q]\nmodel = q\n[profile p]\nmodel = b\ntheme = x\n", "p",
+                 &err, &warn), 0, "duplicate section: loads");
+    TAP_STR(c.model, "b", "duplicate section: the last value wins");
+    TAP_STR(c.theme, "x", "duplicate section: both parts apply");
+    if (!TAP_OK(strstr(buf_str(&warn), "config:5: duplicate section [p] (first at line 1)") &&
+                    strstr(buf_str(&warn), "config:6: duplicate key 'model' (first at line 2)") &&
+                    !strstr(buf_str(&warn), "line 4"),
+                "duplicate section: warned; [q]'s model is no duplicate"))
+        printf("#   got: %s\n", buf_str(&warn));
+    conf_free(&c);
+    TAP_INT(load(&c, "[p]\nmodel = a\n[q]\nmodel = b\n", "q", &err, &warn), 0, "two sections");
+    TAP_STR(buf_str(&warn), "", "the same key in two sections is no duplicate");
+    conf_free(&c);
+
+    /* A missing profile: the message lists the sections the file defines */
+    TAP_INT(load(&c, cfg, "nosuch", &err, &warn), -1, "profile nosuch: an error");
+    if (!TAP_OK(strstr(buf_str(&err), "no profile 'nosuch'") &&
+                    strstr(buf_str(&err), "[groq], [ollama], [empty]") &&
+                    !strstr(buf_str(&err), "[nosuch]"),
+                "profile nosuch: the defined sections listed, not [nosuch]"))
+        printf("#   got: %s\n", buf_str(&err));
+    conf_free(&c);
+    TAP_INT(load(&c, "model = m\n", "nosuch", &err, &warn), -1, "no sections: an error");
+    if (!TAP_OK(strstr(buf_str(&err), "defines no profile") && strstr(buf_str(&err), "[nosuch]"),
+                "no sections: says so, and how to add one"))
+        printf("#   got: %s\n", buf_str(&err));
+    conf_free(&c);
+
+    /* An unknown key: the nearest option name */
+    static const struct {
+        const char *key, *want;
+    } typos[] = {
+        {"modle", "model"}, {"temprature", "temperature"}, {"api_key_comd", "api_key_cmd"},
+        {"baseurl", "base_url"}, {"Model", "model"}, {"profle", "profile"},
+        {"key_cmd_timeot", "key_cmd_timeout"}, {"zzzzzz", NULL}, {"colour", NULL},
+    };
+    for (size_t i = 0; i < sizeof typos / sizeof typos[0]; i++) {
+        char *text = xasprintf("%s = 1\n", typos[i].key);
+        TAP_INT(load(&c, text, NULL, &err, &warn), 0, "unknown key: not fatal");
+        char *want = typos[i].want ? xasprintf("did you mean '%s'?", typos[i].want)
+                                   : xstrdup("did you mean");
+        int has = strstr(buf_str(&warn), want) != NULL;
+        if (!TAP_OK(strstr(buf_str(&warn), "unknown option") && has == (typos[i].want != NULL),
+                    "unknown '%s': %s", typos[i].key, typos[i].want ? want : "no suggestion"))
+            printf("#   got: %s\n", buf_str(&warn));
+        free(text);
+        free(want);
+        conf_free(&c);
+    }
+
+    /* The base URL: a malformed one is a configuration error (it was a network error, 4) */
+    static const char *const bad_urls[] = {
+        "htp://x/v1", "api.openai.com/v1", "http:///v1", "https://", "http://a b/v1",
+        "http://x:port/v1", "", "ftp://x/v1", "http//x/v1", "https://x\t/v1",
+    };
+    for (size_t i = 0; i < sizeof bad_urls / sizeof bad_urls[0]; i++) {
+        char *text = xasprintf("base_url = \"%s\"\n", bad_urls[i]);
+        int rc = load(&c, text, NULL, &err, &warn);
+        if (!TAP_OK(rc == -1 && strstr(buf_str(&err), "config:1: base_url") &&
+                        strstr(buf_str(&err), "http://") && strstr(buf_str(&err), "https://"),
+                    "base_url '%s' refused with a message", bad_urls[i]))
+            printf("#   got: %d %s\n", rc, buf_str(&err));
+        free(text);
+        conf_free(&c);
+    }
+    static const char *const good_urls[] = {
+        "http://127.0.0.1:11434/v1", "https://user:pw@api.example.com:8443/v1",
+        "http://[::1]:8080/v1", "HTTPS://API.example.com/v1", "http://localhost",
+        "https://x.example/openai/deployments/d?api-version=2024-06-01",
+    };
+    for (size_t i = 0; i < sizeof good_urls / sizeof good_urls[0]; i++) {
+        conf_defaults(&c);
+        buf_reset(&err);
+        int rc = conf_set(&c, "base_url", good_urls[i], &err);
+        if (!TAP_OK(rc == 0, "base_url '%s' accepted", good_urls[i]))
+            printf("#   got: %s\n", buf_str(&err));
+        conf_free(&c);
+    }
+
+    /* Commands run only from a file nobody else can change (as ssh's StrictModes) */
+    {
+        static const struct {
+            const char *text;
+            int mode;
+            int ok;
+            const char *name;
+        } perms[] = {
+            {"api_key_cmd = echo sk-x\n", 0600, 1, "api_key_cmd, mode 600: loads"},
+            {"api_key_cmd = echo sk-x\n", 0644, 1, "api_key_cmd, mode 644: loads"},
+            {"api_key_cmd = echo sk-x\n", 0666, 0, "api_key_cmd, mode 666: refused"},
+            {"api_key_cmd = echo sk-x\n", 0620, 0, "api_key_cmd, mode 620: refused"},
+            {"[p]\napi_key_cmd = echo sk-x\n", 0602, 0, "api_key_cmd in any profile: refused"},
+            {"keys = env:A, cmd:echo sk-x\n", 0666, 0, "a cmd: key, mode 666: refused"},
+            {"keys = env:A, env:B\n", 0666, 1, "keys without cmd:, mode 666: loads"},
+            {"model = m\n", 0666, 1, "no command, mode 666: loads (a warning)"},
+        };
+        for (size_t i = 0; i < sizeof perms / sizeof perms[0]; i++) {
+            char *path = write_cfg("perm", perms[i].text, strlen(perms[i].text), perms[i].mode);
+            conf_defaults(&c);
+            buf_reset(&err);
+            buf_reset(&warn);
+            int rc = conf_load(&c, path, NULL, &err, &warn);
+            int ok = perms[i].ok ? rc == 0
+                                 : rc == -1 && strstr(buf_str(&err), "writable by") &&
+                                       strstr(buf_str(&err), "chmod go-w");
+            if (!TAP_OK(ok, "%s", perms[i].name))
+                printf("#   got: %d %s%s\n", rc, buf_str(&err), buf_str(&warn));
+            if (perms[i].mode == 0666 && perms[i].ok)
+                TAP_OK(strstr(buf_str(&warn), "chmod go-w"), "%s: warned", perms[i].name);
+            conf_free(&c);
+            free(path);
+        }
+        /* another user's file: refused whatever its mode (root's is fine) */
+        char *path = write_cfg("owned", "api_key_cmd = echo sk-x\n", 24, 0644);
+        struct buf why = BUF_INIT;
+        unsigned me = (unsigned)getuid(); /* root gives it away; others pretend to be another */
+        if (me == 0)
+            TAP_INT(chown(path, 65534, (gid_t)-1), 0, "root: the file given to uid 65534");
+        else
+            me = me + 1;
+        TAP_INT(conf_file_trusted(path, me, &why), 0, "another user's file is not trusted");
+        TAP_OK(strstr(buf_str(&why), "belongs to") && strstr(buf_str(&why), "chown"),
+               "... the message says whose and what to do");
+        buf_reset(&why);
+        TAP_INT(conf_file_trusted(path, (unsigned)getuid() == 0 ? 65534 : (unsigned)getuid(),
+                                  &why), 1, "the owner's own file is trusted");
+        buf_free(&why);
+        free(path);
+        /* a directory others can write: refused; with the sticky bit (like /tmp): fine */
+        char *sub = xasprintf("%s/open", dir);
+        mkdir(sub, 0700);
+        chmod(sub, 0777);
+        char *text = "api_key_cmd = echo sk-x\n";
+        path = write_cfg("open/config", text, strlen(text), 0600);
+        conf_defaults(&c);
+        buf_reset(&err);
+        int rc = conf_load(&c, path, NULL, &err, &warn);
+        if (!TAP_OK(rc == -1 && strstr(buf_str(&err), "/open is writable by") &&
+                        strstr(buf_str(&err), "chmod go-w"),
+                    "a directory others can write: refused, the directory named"))
+            printf("#   got: %d %s\n", rc, buf_str(&err));
+        conf_free(&c);
+        /* a symbolic link: the directories of both the link and what it points to count */
+        char *safe = write_cfg("safe", text, strlen(text), 0600);
+        char *link_in_open = xasprintf("%s/link", sub), *link_to_open = xasprintf("%s/link", dir);
+        TAP_OK(symlink(safe, link_in_open) == 0 && symlink(path, link_to_open) == 0, "symlinks");
+        conf_defaults(&c);
+        buf_reset(&err);
+        rc = conf_load(&c, link_in_open, NULL, &err, &warn);
+        TAP_OK(rc == -1 && strstr(buf_str(&err), "/open is writable by"),
+               "a link in a directory others can write, to a safe file: refused");
+        conf_free(&c);
+        conf_defaults(&c);
+        buf_reset(&err);
+        rc = conf_load(&c, link_to_open, NULL, &err, &warn);
+        TAP_OK(rc == -1 && strstr(buf_str(&err), "/open is writable by"),
+               "a link in a safe directory, to a file in one others can write: refused");
+        conf_free(&c);
+        unlink(link_in_open);
+        unlink(link_to_open);
+        free(link_in_open);
+        free(link_to_open);
+        free(safe);
+        chmod(sub, 01777);
+        conf_defaults(&c);
+        TAP_INT(conf_load(&c, path, NULL, &err, &warn), 0, "the same directory with the sticky bit");
+        conf_free(&c);
+        chmod(sub, 0700);
+        free(path);
+        free(sub);
+    }
+
+    /* api_key_cmd has a time limit; its whole process group is killed */
+    {
+        conf_defaults(&c);
+        conf_set(&c, "key_cmd_timeout", "0.5", &err);
+        static const struct {
+            const char *cmd, *name;
+        } slow[] = {
+            {"sleep 30", "a command that never ends"},
+            {"sleep 30 & echo sk-from-a-child", "a child that keeps the output open"},
+        };
+        for (size_t i = 0; i < 2; i++) {
+            char *pidfile = xasprintf("%s/pid%zu", dir, i);
+            char *cmd = xasprintf("sh -c 'echo $$ >%s; exec sleep 31' & %s", pidfile,
+                                  slow[i].cmd);
+            conf_set(&c, "api_key_cmd", cmd, &err);
+            buf_reset(&err);
+            double t0 = util_now();
+            char *k = conf_api_key(&c, &err);
+            double dt = util_now() - t0;
+            if (!TAP_OK(k == NULL && strstr(buf_str(&err), "did not finish in 0.5 s (killed)") &&
+                            strstr(buf_str(&err), "key_cmd_timeout"),
+                        "%s: refused, said so", slow[i].name))
+                printf("#   got: %s\n", buf_str(&err));
+            TAP_OK(dt > 0.4 && dt < 3, "%s: ended after %.2f s (limit 0.5 s)", slow[i].name, dt);
+            /* the background sleep of the same group is gone too */
+            char *pidtext = util_read_file(pidfile, NULL, 100);
+            int gone = 0;
+            for (int tries = 0; pidtext && tries < 100 && !gone; tries++) {
+                char *stat = xasprintf("/proc/%d/stat", atoi(pidtext));
+                char *st = util_read_file(stat, NULL, 0);
+                char *paren = st ? strrchr(st, ')') : NULL;
+                gone = !st || (paren && paren[2] == 'Z');
+                free(st);
+                free(stat);
+                if (!gone)
+                    usleep(20000);
+            }
+            TAP_OK(pidtext && gone, "%s: the group's other processes killed", slow[i].name);
+            util_free_secret(k);
+            free(pidtext);
+            free(pidfile);
+            free(cmd);
+        }
+        conf_set(&c, "api_key_cmd", "echo 'sk-quick'; exit 0", &err);
+        buf_reset(&err);
+        char *k = conf_api_key(&c, &err);
+        TAP_STR(k, "sk-quick", "a quick command within the limit: its key");
+        free(k);
+        conf_set(&c, "api_key_cmd", "echo sk-partial; exit 4", &err);
+        buf_reset(&err);
+        k = conf_api_key(&c, &err);
+        TAP_OK(!k && strstr(buf_str(&err), "exit status 4"), "a failing command: its status");
+        conf_set(&c, "api_key_cmd", "echo sk-first-line; head -c 100000 /dev/zero", &err);
+        buf_reset(&err);
+        k = conf_api_key(&c, &err);
+        TAP_STR(k, "sk-first-line", "100 KB after the first line: the first line is the key");
+        free(k);
+        conf_set(&c, "api_key_cmd", "head -c 100000 /dev/zero | tr '\\0' x; echo", &err);
+        buf_reset(&err);
+        k = conf_api_key(&c, &err);
+        TAP_OK(!k && strstr(buf_str(&err), "longer than"), "a first line of 100 KB: refused (%s)",
+               buf_str(&err));
+        conf_set(&c, "keys", "cmd:sleep 30", &err);
+        char **labels, **values;
+        buf_reset(&err);
+        double t0 = util_now();
+        int n = conf_key_pool(&c, &labels, &values, &err);
+        double dt = util_now() - t0;
+        TAP_OK(n == -1 && dt < 3 && strstr(buf_str(&err), "did not finish"),
+               "a cmd: key has the same limit (%.2f s): %s", dt, buf_str(&err));
+        conf_free(&c);
+    }
+
     /* Missing file */
     conf_defaults(&c);
     char *none = xasprintf("%s/none", dir);
