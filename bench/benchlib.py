@@ -79,6 +79,12 @@ def med(rows, i=0):
     return statistics.median(x[i] for x in rows)
 
 
+def pratio(a, b, i=0):
+    """The median of the per-round ratios a[r][i] / b[r][i] (each round ran both back to back:
+    steadier than the ratio of the medians when the load of a shared machine drifts)."""
+    return statistics.median(x[i] / max(y[i], 1e-9) for x, y in zip(a, b))
+
+
 def loadavg():
     try:
         return " ".join(open("/proc/loadavg").read().split()[:3])

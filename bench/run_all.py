@@ -318,7 +318,9 @@ def main():
     table, missed = t.render()
     print("## tokterm benchmarks: commit %s, %s" % (commit, started))
     print()
-    print("%s, %d cores; %d rounds per comparison (medians)%s; load average %s at the start, "
+    print("%s, %d cores; %d rounds per comparison (tokterm and its baseline back to back in "
+          "each round, the order alternating; medians; a ratio is the median of the per-round "
+          "ratios)%s; load average %s at the start, "
           "%s at the end; run time %d min %02d s (%s)." %
           (" ".join(os.uname()[0:1] + os.uname()[4:5]), os.cpu_count(), rounds,
            ", --quick" if a.quick else "", load0, benchlib.loadavg(), total // 60, total % 60,

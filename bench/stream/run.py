@@ -98,16 +98,17 @@ def stream(srv, tokterm, node, deltas, rounds, sdk_rounds, rows, label_sdk):
         print("| %s | %.1f ms | %.1f ms | %.1f MB |" % (k, m[k][0] * 1e3, m[k][1] * 1e3,
                                                   m[k][2] / 1024))
     (tw, tc, tm), (cw, cc, cm) = m["tokterm"], m["curl"]
+    rw, rc, rm = (benchlib.pratio(res["tokterm"], res["curl"], i) for i in (0, 1, 2))
     print("tokterm / curl: wall %.2fx (target <= 1.15x), CPU %.2fx (target <= 1.3x), "
-          "RSS %.2fx (target <= 1.0x)" % (tw / cw, tc / max(cc, 1e-9), tm / cm))
+          "RSS %.2fx (target <= 1.0x); medians of the per-round ratios" % (rw, rc, rm))
     n = format(deltas, ",")
     rows.add("stream wall / curl, %s deltas" % n, "%.1f ms" % (tw * 1e3), "curl %.1f ms" %
-             (cw * 1e3), tw / cw, "<= 1.15")
+             (cw * 1e3), rw, "<= 1.15")
     rows.add("stream CPU / curl, %s deltas" % n, "%.1f ms" % (tc * 1e3), "curl %.1f ms" %
-             (cc * 1e3), tc / max(cc, 1e-9), "<= 1.3",
+             (cc * 1e3), rc, "<= 1.3",
              )
     rows.add("stream peak RSS / curl, %s deltas" % n, "%.2f MB" % (tm / 1024), "curl %.2f MB" %
-             (cm / 1024), tm / cm, "<= 1.0")
+             (cm / 1024), rm, "<= 1.0")
     if "openai-sdk" in m:
         sw = m["openai-sdk"][0]
         print("openai-sdk / tokterm: wall %.1fx (target >= 10x), %d rounds" % (sw / tw,
@@ -119,7 +120,7 @@ def stream(srv, tokterm, node, deltas, rounds, sdk_rounds, rows, label_sdk):
     sys.stdout.flush()
 
 
-def saving(srv, tokterm, sizes, rounds, rows):
+def saving(srv, tokterm, sizes, rounds, rows, reuse=0):
     print()
     print("saving the conversation as it streams (default) vs --no-save, both --no-cache, %d "
           "rounds (median wall)" % rounds)
@@ -128,6 +129,8 @@ def saving(srv, tokterm, sizes, rounds, rows):
     home = ttlib.make_home()
     for size in sizes:
         n = gen_for(size)
+        if reuse and abs(n - reuse) < 0.02 * reuse:
+            n = reuse  # the stream the server has built already (1,000,000: 9.9 MB)
         spec = "gen=%d,chunk=whole" % n
         url = srv.base(spec)
         env = ttlib.clean_env(home=home, env={"OPENAI_BASE_URL": url})
@@ -136,12 +139,13 @@ def saving(srv, tokterm, sizes, rounds, rows):
                 "nosave": [tokterm, "--no-cache", "--no-save", "-p", "x"]}
         res = benchlib.interleave(cmds, rounds, env_of=lambda k: env)
         sw, nw = med(res["saving"]), med(res["nosave"])
+        r = benchlib.pratio(res["saving"], res["nosave"])
         print("| %s | %s | %.1f ms | %.1f ms | %.2fx |" % (human(gen_text_bytes(n)),
                                                          format(n, ","), sw * 1e3, nw * 1e3,
-                                                         sw / nw))
+                                                         r))
         sys.stdout.flush()
         rows.add("saving / `--no-save`, %s answer" % human(gen_text_bytes(n)),
-                 "%.1f ms" % (sw * 1e3), "--no-save %.1f ms" % (nw * 1e3), sw / nw, "<= 1.1")
+                 "%.1f ms" % (sw * 1e3), "--no-save %.1f ms" % (nw * 1e3), r, "<= 1.1")
 
 
 def short_requests(srv, tokterm, runs, rows):
@@ -152,10 +156,11 @@ def short_requests(srv, tokterm, runs, rows):
                                "tokterm": [tokterm, "--incognito", "-p", "x"]}, runs,
                               env_of=lambda k: env)
     c, t = med(res["curl"]), med(res["tokterm"])
+    r = benchlib.pratio(res["tokterm"], res["curl"])
     print("one-delta request, start-up included, %d runs (median): curl %.1f ms, tokterm "
-          "--incognito %.1f ms: %.2fx (target <= 1.3x)" % (runs, c * 1e3, t * 1e3, t / c))
+          "--incognito %.1f ms: %.2fx (target <= 1.3x)" % (runs, c * 1e3, t * 1e3, r))
     rows.add("one short request, `--incognito`", "%.1f ms" % (t * 1e3), "curl %.1f ms" %
-             (c * 1e3), t / c, "<= 1.3")
+             (c * 1e3), r, "<= 1.3")
     # The default mode: the store, a cache lookup (a miss: a new question each run), the save.
     home = ttlib.make_home()
     env = ttlib.clean_env(home=home, env={"OPENAI_BASE_URL": small})
@@ -174,10 +179,11 @@ def short_requests(srv, tokterm, runs, rows):
 
     res = benchlib.interleave({"curl": run_curl, "tokterm": run_tokterm}, runs)
     c, t = med(res["curl"]), med(res["tokterm"])
+    r = benchlib.pratio(res["tokterm"], res["curl"])
     print("one short request, default mode (store, cache miss, save), %d runs (median): curl "
-          "%.1f ms, tokterm %.1f ms: %.2fx (target <= 1.3x)" % (runs, c * 1e3, t * 1e3, t / c))
+          "%.1f ms, tokterm %.1f ms: %.2fx (target <= 1.3x)" % (runs, c * 1e3, t * 1e3, r))
     rows.add("one short request, default mode (saving + cache)", "%.1f ms" % (t * 1e3),
-             "curl %.1f ms" % (c * 1e3), t / c, "<= 1.3")
+             "curl %.1f ms" % (c * 1e3), r, "<= 1.3")
 
 
 def main():
@@ -210,7 +216,7 @@ def main():
             stream(srv, tokterm, None, a.big_deltas, a.rounds, 0, rows, False)
         sizes = [int(s) for s in a.sizes.split(",") if s]
         if sizes:
-            saving(srv, tokterm, sizes, a.rounds, rows)
+            saving(srv, tokterm, sizes, a.rounds, rows, a.big_deltas)
         if a.small_runs:
             short_requests(srv, tokterm, a.small_runs, rows)
     print("# load average at the end %s" % benchlib.loadavg())
