@@ -1325,6 +1325,7 @@ struct tok_stream {
     size_t committed; /* tokens of the finished pieces before pending */
     size_t cached;    /* tokenizer_stream_count() result, valid when cache_ok */
     int cache_ok;
+    size_t retry_at;  /* try to commit once pending is this long (see tokenizer_stream_feed) */
 };
 
 struct tok_stream *tokenizer_stream_new(const struct tokenizer *tok)
@@ -1382,9 +1383,16 @@ void tokenizer_stream_feed(struct tok_stream *st, const char *delta, size_t len)
         return;
     st->cache_ok = 0;
     stream_take(st, delta, len);
+    /* Committing rescans pending from its first piece; after an attempt, the next one waits
+     * until pending has grown by a quarter (64 bytes at least), so a long unfinished piece fed
+     * in small deltas costs O(1) per byte, not O(its length). pending stays below
+     * 1.25 x PIECE_WINDOW + a delta. Committing later changes no count. */
+    if (st->pending.len < st->retry_at)
+        return;
     struct sink k = {NULL, 0, NULL, NULL};
     stream_commit(st, &k);
     st->committed += k.count;
+    st->retry_at = st->pending.len + (st->pending.len / 4 > 64 ? st->pending.len / 4 : 64);
 }
 
 /* Text with invalid UTF-8: sanitised and encoded a block at a time, as a stream (the result is
@@ -1428,6 +1436,7 @@ void tokenizer_stream_reset(struct tok_stream *st)
 {
     buf_reset(&st->pending);
     st->tail_len = 0;
+    st->retry_at = 0;
     st->committed = 0;
     st->cached = 0;
     st->cache_ok = 0;

@@ -117,8 +117,9 @@ struct tok_stream;
 struct tok_stream *tokenizer_stream_new(const struct tokenizer *tok);
 
 /* Add delta[0..len) (any byte split, also inside a UTF-8 sequence). Only the last unfinished
- * pre-token piece is kept and re-scanned (less than TOKENIZER_PIECE_MAX + 64 bytes of it);
- * finished pieces are counted once. */
+ * pre-token piece is kept and re-scanned (at most about 1.25 x TOKENIZER_PIECE_MAX bytes of
+ * it, plus the delta; rescans wait until it has grown by a quarter, so a long piece fed in
+ * small deltas costs O(1) per byte); finished pieces are counted once. */
 void tokenizer_stream_feed(struct tok_stream *st, const char *delta, size_t len);
 
 /* Tokens of all bytes fed so far: always equal to tokenizer_count() of their concatenation. */

@@ -668,6 +668,20 @@ static void test_stream_long(void)
         TAP_OK(ok, "%s: %zu bytes of long runs streamed in deltas: same count as whole",
                ENCODINGS[e], t.len);
     }
+    /* a 2 MB run fed in 5-byte deltas: each feed used to rescan the whole unfinished piece */
+    size_t rn = (size_t)2 << 20;
+    char *run = xmalloc(rn);
+    memset(run, 'a', rn);
+    struct tok_stream *st = tokenizer_stream_new(toks[0]);
+    double t0 = util_now();
+    for (size_t off = 0; off < rn; off += 5)
+        tokenizer_stream_feed(st, run + off, rn - off < 5 ? rn - off : 5);
+    size_t sc = tokenizer_stream_count(st);
+    double dt = util_now() - t0;
+    TAP_OK(sc == tokenizer_count(toks[0], run, rn) && dt < 5.0,
+           "a 2 MB run streamed in 5-byte deltas: %.2f s (< 5), same count", dt);
+    tokenizer_stream_free(st);
+    free(run);
     /* invalid UTF-8 is encoded in blocks: the same ids as its U+FFFD-replaced text */
     struct tok_ids a = TOK_IDS_INIT;
     tokenizer_encode(toks[0], t.data, t.len, &a);
