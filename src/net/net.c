@@ -687,7 +687,7 @@ static struct net_result *net_result_of(struct xfer *x, CURLcode res)
     r->error = r->outcome == API_OK ? NULL : buf_take(&msg);
     buf_free(&msg);
     net_copy_clean(r->model, sizeof r->model, x->api.model);
-    memcpy(r->finish, x->api.finish, sizeof r->finish);
+    net_copy_clean(r->finish, sizeof r->finish, x->api.finish);
     r->usage = x->api.usage;
     if (x->api.usage_bad)
         r->warning = xstrdup("the server's usage counts were not whole numbers (a string, null, "
