@@ -755,7 +755,11 @@ static int doctor_args(struct doctor *d, int argc, char **argv)
             }
             d->timeout_ms = (long)(s * 1000 + 0.5);
         } else {
-            fprintf(stderr, "tokterm: doctor: unknown argument '%s'\n%s", o, doctor_usage);
+            struct buf b = BUF_INIT; /* an argument can come from anywhere: shown, not obeyed */
+            utf8_sanitize(&b, o, strlen(o));
+            fprintf(stderr, "tokterm: doctor: unknown argument '%s'\n%s", buf_str(&b),
+                    doctor_usage);
+            buf_free(&b);
             return 2;
         }
     }

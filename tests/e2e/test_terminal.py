@@ -198,6 +198,10 @@ with ttlib.FakeServer() as srv:
         tty_safe(err, name + ", stderr")
         visible(out, name, ["no <U+202E>entry<U+202C> <U+009B>2J ^? here", "gpt<U+202E>-4o"])
 
+    rc, out, err = ttlib.run_tokterm(["doctor", "--\x1b]0;pwned\x07\u202eevil\u009b"])
+    t.eq(rc, 2, "doctor with a hostile unknown argument: exit 2")
+    ttlib.safe_stderr(t, err, "doctor's unknown argument")
+
     # --- an empty search query is bad usage ---------------------------------------------------
     for qry in ([""], ["   "], ["", ""], ['""']):
         rc, out, err = ttlib.run_tokterm(["--db", db, "search"] + qry)
