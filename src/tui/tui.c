@@ -26,7 +26,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#define TUI_FRAME (1.0 / 60.0)
+#define TUI_FRAME (1.0 / 60.0)     /* frames start at most this far apart... */
+#define TUI_DELAY 0.016            /* ...or sooner, so that text is on screen this soon after
+                                      it arrived (one 60 Hz frame), */
+#define TUI_DELAY_SLACK 0.002      /* less this for waking up, */
+#define TUI_FRAME_MIN (1.0 / 120.0) /* but never closer than this */
 #define TUI_RESUME_SHOWN 500 /* messages a resumed conversation shows in the chat */
 #define TUI_PROMPT "\xE2\x80\xBA "
 #define TUI_KEY_CHOME (KEY_MAX + 1)
@@ -1041,18 +1045,45 @@ static void tui_run_greet(struct tui *t, const struct tui_opts *o)
 /* Milliseconds the loop may sleep: until the next frame is due, the status bar's next tick
  * (*next_tick, monotonic seconds; 0 = none planned) or saved text is due; -1 = until input.
  * Draws the frame first when one is due. */
+/* When the next frame is due: TUI_FRAME after the last one started, or sooner when the oldest
+ * text not yet drawn would otherwise wait longer than TUI_DELAY (what the last frames cost
+ * counted in), but not sooner than TUI_FRAME_MIN after the last one. */
+static double tui_frame_due(const struct tui *t)
+{
+    double due = t->last_frame + TUI_FRAME;
+    if (t->oldest > 0) {
+        double by = t->oldest + TUI_DELAY - t->frame_cost - TUI_DELAY_SLACK;
+        double floor = t->last_frame + TUI_FRAME_MIN;
+        if (by < due)
+            due = by > floor ? by : floor;
+    }
+    return due;
+}
+
+/* Milliseconds from now until t (at least 1: poll() takes whole milliseconds). */
+static int tui_ms_until(double t, double now)
+{
+    double ms = (t - now) * 1000;
+    return ms <= 1 ? 1 : (int)ms + (ms > (int)ms);
+}
+
 static int tui_run_timeout(struct tui *t, const struct session_sink *sink, double *next_tick)
 {
     double now = util_now();
     int timeout = -1;
     if (t->dirty) {
-        if (t->urgent || now >= t->last_frame + TUI_FRAME) {
+        double due = tui_frame_due(t);
+        if (t->urgent || now >= due) {
+            double t0 = now;
             if (t->have_session) /* show what arrived while we waited, too */
                 session_dispatch(t->s, sink);
             tui_frame(t);
             now = util_now();
+            /* what a frame takes (the text taken just before it included), smoothed */
+            double cost = now - t0 < 0.008 ? now - t0 : 0.008;
+            t->frame_cost = t->frame_cost > 0 ? 0.75 * t->frame_cost + 0.25 * cost : cost;
         } else {
-            timeout = (int)((t->last_frame + TUI_FRAME - now) * 1000) + 1;
+            timeout = tui_ms_until(due, now);
         }
     }
     if (t->ctx_stale && !t->dirty && t->have_session) {
@@ -1064,8 +1095,8 @@ static int tui_run_timeout(struct tui *t, const struct session_sink *sink, doubl
         tui_status_context(&t->st, &ss);
         t->dirty |= TUI_D_STATUS;
         now = util_now();
-        timeout = now >= t->last_frame + TUI_FRAME
-                      ? 0 : (int)((t->last_frame + TUI_FRAME - now) * 1000) + 1;
+        double due = tui_frame_due(t);
+        timeout = now >= due ? 0 : tui_ms_until(due, now);
     }
     int tick = tui_status_tick(&t->st, now);
     if (tick >= 0) {

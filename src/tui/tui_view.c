@@ -181,8 +181,12 @@ static void tui_ascii_wrap(struct wrap_rows *out, const char *s, size_t n, size_
             have_brk = 0;
             continue;
         }
-        col++;
-        pos++;
+        /* the word goes on to the next space, the end, or the end of the row's room */
+        size_t room = w - col, lim = n - pos < room ? n - pos : room;
+        const char *sp = memchr(s + pos, ' ', lim);
+        size_t k = sp ? (size_t)(sp - (s + pos)) : lim;
+        col += k;
+        pos += k;
     }
     if (row_start < n || !emitted)
         TUI_EMIT(n, col);
@@ -260,7 +264,16 @@ static void tui_part_long_clean(struct tui_part *p, const char *s, size_t n)
 
 static int tui_ascii_printable(const char *s, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
+    /* eight bytes at a time: any byte < 0x20, or > 0x7E (which takes in bytes >= 0x80) */
+    const uint64_t ones = 0x0101010101010101u, high = 0x8080808080808080u;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x;
+        memcpy(&x, s + i, 8);
+        if (((x - ones * 0x20) & ~x & high) || (((x + ones * (127 - 0x7E)) | x) & high))
+            return 0;
+    }
+    for (; i < n; i++)
         if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] >= 0x7F)
             return 0;
     return 1;
@@ -298,12 +311,7 @@ static void tui_part_md_feed(struct tui_part *p, const char *s, size_t n, int wi
     tui_part_doc(p, width);
     p->bytes += n;
     p->dirty = 1;
-    const char *nl = NULL;
-    for (size_t i = n; i > 0; i--)
-        if (s[i - 1] == '\n') {
-            nl = s + i - 1;
-            break;
-        }
+    const char *nl = memrchr(s, '\n', n);
     if (p->long_mode) {
         if (!nl) {
             tui_part_long_append(p, s, n);
