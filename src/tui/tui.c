@@ -527,7 +527,7 @@ static char *tui_footer(struct tui *t, const struct net_result *r, int *slot)
                 buf_printf(&b, "\n%s", ex);
             free(ex);
         }
-        if (r->content_bytes)
+        if (r->content_bytes && r->outcome != API_LIMIT) /* that message says it already */
             buf_appends(&b, "\n(the partial answer above is kept)");
         break;
     }
