@@ -85,6 +85,15 @@ def pratio(a, b, i=0):
     return statistics.median(x[i] / max(y[i], 1e-9) for x, y in zip(a, b))
 
 
+def pspread(a, b, i=0):
+    """The first and third quartiles of the per-round ratios (None with fewer than 4 rounds)."""
+    v = [x[i] / max(y[i], 1e-9) for x, y in zip(a, b)]
+    if len(v) < 4:
+        return None
+    q = statistics.quantiles(v, n=4)
+    return [q[0], q[2]]
+
+
 def loadavg():
     try:
         return " ".join(open("/proc/loadavg").read().split()[:3])
@@ -120,16 +129,17 @@ class Rows:
     def __init__(self, path):
         self.path = path or os.environ.get("BENCH_ROWS") or ""
 
-    def add(self, measure, tokterm, baseline, ratio, target, value=None, note=""):
+    def add(self, measure, tokterm, baseline, ratio, target, value=None, note="", spread=None):
         """tokterm, baseline: the shown values (text); ratio: tokterm / baseline (or baseline /
         tokterm where more is better), compared with target ("<= 1.15", ">= 10"); ratio None
-        and value V: an absolute measure, V compared with target ("<= 50" for "<= 50 ms")."""
+        and value V: an absolute measure, V compared with target ("<= 50" for "<= 50 ms");
+        spread: [q1, q3] of the per-round ratios."""
         if not self.path:
             return
         with open(self.path, "a") as f:
             f.write(json.dumps({"measure": measure, "tokterm": tokterm, "baseline": baseline,
                                 "ratio": ratio, "value": value, "target": target,
-                                "note": note}) + "\n")
+                                "note": note, "spread": spread}) + "\n")
 
 
 def ms(s):

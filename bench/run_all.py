@@ -99,6 +99,8 @@ class Table:
             if not ok:
                 missed += 1
             ratio = "%.2fx" % r["ratio"] if r["ratio"] is not None else "—"
+            if r.get("spread"):
+                ratio += " (%.2f-%.2f)" % tuple(r["spread"])
             tgt = r["target"].replace("<=", "≤").replace(">=", "≥")
             if r["ratio"] is not None:
                 tgt += "x"
@@ -320,7 +322,7 @@ def main():
     print()
     print("%s, %d cores; %d rounds per comparison (tokterm and its baseline back to back in "
           "each round, the order alternating; medians; a ratio is the median of the per-round "
-          "ratios)%s; load average %s at the start, "
+          "ratios, in parentheses their quartiles)%s; load average %s at the start, "
           "%s at the end; run time %d min %02d s (%s)." %
           (" ".join(os.uname()[0:1] + os.uname()[4:5]), os.cpu_count(), rounds,
            ", --quick" if a.quick else "", load0, benchlib.loadavg(), total // 60, total % 60,

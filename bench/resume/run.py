@@ -210,7 +210,8 @@ def main():
             sys.stdout.flush()
             rows.add("`-c -p`, %s" % label, benchlib.ms(tw), "curl " + benchlib.ms(cw), r,
                      target, note="%d request(s), %.0f kB"
-                     % (len(bodies), sent / 1e3))
+                     % (len(bodies), sent / 1e3),
+                     spread=benchlib.pspread(res["tokterm"], res["curl"]))
     finally:
         srv.terminate()
         srv.wait()
