@@ -937,12 +937,14 @@ int cmd_store(const char *db_path, int argc, char **argv)
         store_prefer_large_reads(); /* before SQLite is loaded */
     struct store_open_info info;
     /* commands that only read never write (a full disk, a read-only file): no recovery */
-    static const char *const readers[] = {"ls", "show", "search", "export", "stats"};
-    int reader = 0;
+    /* search may update its indexes, best effort */
+    static const char *const readers[] = {"ls", "show", "export", "stats"};
+    int reader = 0, search = argc > 0 && strcmp(argv[0], "search") == 0;
     for (size_t i = 0; argc > 0 && i < TT_ARRAY_LEN(readers); i++)
         reader |= strcmp(argv[0], readers[i]) == 0;
-    struct store *st = reader ? store_open_reader(db_path, &info, &err)
-                              : store_open(db_path, &info, &err);
+    struct store *st = search   ? store_open_searcher(db_path, &info, &err)
+                       : reader ? store_open_reader(db_path, &info, &err)
+                                : store_open(db_path, &info, &err);
     if (!st) {
         struct buf b = BUF_INIT;
         utf8_sanitize(&b, err, strlen(err));

@@ -146,6 +146,17 @@ int store_conversation_delete(struct store *st, int64_t id)
     static const char q_cache[] =
         "DELETE FROM response_cache WHERE content IN (SELECT content FROM messages "
         "WHERE conversation_id = ?1 AND role = 'assistant' AND content <> '')";
+    /* A finished message over 64 KiB waits in fts_pending for the next search to index it,
+     * and the delete triggers would take it out of the trigram index all the same
+     * (messages_pending_ad fires before messages_fts_ad: "database disk image is malformed").
+     * Index such messages first, so that the delete takes out what is there. */
+    static const char q_index[] =
+        "INSERT INTO messages_fts(rowid, content) SELECT id, content FROM messages "
+        "WHERE conversation_id = ?1 AND status <> 'streaming' "
+        "AND id IN (SELECT message_id FROM fts_pending)";
+    static const char q_unqueue[] =
+        "DELETE FROM fts_pending WHERE message_id IN (SELECT id FROM messages "
+        "WHERE conversation_id = ?1 AND status <> 'streaming')";
     static const char q_del[] = "DELETE FROM conversations WHERE id = ?1";
     static const char *const q_merge[] = {
         "INSERT INTO messages_fts(messages_fts) VALUES('optimize')",
@@ -153,7 +164,7 @@ int store_conversation_delete(struct store *st, int64_t id)
     const char *what = "cannot delete the conversation";
     if (store_exec(st, "PRAGMA secure_delete = ON", what) != 0 || store_begin(st) != 0)
         goto fail;
-    const char *const steps[] = {q_cache, q_del};
+    const char *const steps[] = {q_cache, q_index, q_unqueue, q_del};
     for (size_t i = 0; i < TT_ARRAY_LEN(steps); i++) {
         sqlite3_stmt *s = store_prep(st, steps[i]);
         if (!s)

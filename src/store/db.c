@@ -487,7 +487,9 @@ static int store_setup(struct store *st, struct store_open_info *info)
     return 0;
 }
 
-struct store *store_open(const char *path, struct store_open_info *info, char **err)
+/* store_open, and store_open_searcher with recover = 0. */
+static struct store *store_open_as(const char *path, struct store_open_info *info, char **err,
+                                   int recover)
 {
     struct store_open_info dummy;
     if (!info)
@@ -520,7 +522,7 @@ struct store *store_open(const char *path, struct store_open_info *info, char **
     }
     info->version = STORE_SCHEMA_VERSION;
     store_fix_modes(path, info);
-    int n = store_recover(st);
+    int n = recover ? store_recover(st) : 0;
     if (n < 0) {
         *err = xstrdup(st->err);
         store_free(st);
@@ -529,6 +531,23 @@ struct store *store_open(const char *path, struct store_open_info *info, char **
     info->recovered = n;
     st->last_commit = store_mono(st);
     return st;
+}
+
+struct store *store_open(const char *path, struct store_open_info *info, char **err)
+{
+    return store_open_as(path, info, err, 1);
+}
+
+struct store *store_open_searcher(const char *path, struct store_open_info *info, char **err)
+{
+    struct stat sb;
+    if (!path || stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size == 0)
+        return store_open(path, info, err);
+    struct store *st = store_open_as(path, info, err, 0);
+    if (st)
+        return st;
+    free(*err); /* a file it cannot write: read it as it is */
+    return store_open_reader(path, info, err);
 }
 
 /* A read-only connection to path (SQLITE_OPEN_READONLY; with immutable=1 when the WAL index

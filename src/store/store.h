@@ -206,6 +206,11 @@ struct store *store_open(const char *path, struct store_open_info *info, char **
  * catch-up - so that it works on a full disk or a read-only file. When the file does not
  * exist yet or needs a schema upgrade, it is opened as store_open() does. Writes on it fail. */
 struct store *store_open_reader(const char *path, struct store_open_info *info, char **err);
+/* Open the database for a search: as store_open() does but without recovery, so that the
+ * search may bring its indexes up to date (best effort: on a full disk it searches without),
+ * or, when the file cannot be written, as store_open_reader() does (then messages over 64 KiB
+ * that no search has indexed yet are not found). */
+struct store *store_open_searcher(const char *path, struct store_open_info *info, char **err);
 /* Commit text still buffered, mark this handle's unfinished answers 'interrupted', close.
  * After writes, the WAL is copied into the database file (tokterm.db alone is then a
  * complete copy; the last process to close removes the WAL). */

@@ -2463,6 +2463,74 @@ static void test_too_big(void)
     free(path);
 }
 
+/* ---------------------------------------------------------------- rm leaves no copy */
+
+/* Occurrences of needle in the files of tmpdir whose names start with prefix. */
+static int files_hold(const char *prefix, const char *needle)
+{
+    DIR *d = opendir(tmpdir);
+    struct dirent *e;
+    int hits = 0;
+    while (d && (e = readdir(d))) {
+        if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
+            continue;
+        char *p = tmp_path(e->d_name);
+        FILE *f = fopen(p, "rb");
+        struct buf b = BUF_INIT;
+        char chunk[65536];
+        size_t n;
+        while (f && (n = fread(chunk, 1, sizeof chunk, f)) > 0)
+            buf_append(&b, chunk, n);
+        if (f)
+            fclose(f);
+        if (b.len && memmem(b.data, b.len, needle, strlen(needle)))
+            hits++;
+        buf_free(&b);
+        free(p);
+    }
+    if (d)
+        closedir(d);
+    return hits;
+}
+
+/* Pages freed while secure_delete is FAST keep their text: here a cached answer replaced by
+ * a newer one for the same request (asked again with --no-cache). rm overwrites the free
+ * pages too, and the WAL is emptied. */
+static void test_rm_scrub(void)
+{
+    const char *marker = "qzvkmarkerxq";
+    struct store *st = open_new("scrub.db", NULL);
+    char *path = tmp_path("scrub.db");
+    int64_t keep = store_conversation_new(st, "keep", NULL, "m", NULL);
+    store_message_add(st, keep, "user", "keep me", 7, NULL);
+    int64_t conv = store_conversation_new(st, "secret", NULL, "m", NULL);
+    store_message_add(st, conv, "user", marker, strlen(marker), NULL);
+    struct buf a = BUF_INIT;
+    for (int i = 0; i < 3000; i++)
+        buf_printf(&a, "%s %04d ", marker, i); /* 51 KB */
+    store_message_add(st, conv, "assistant", buf_str(&a), a.len, NULL);
+    unsigned char key[STORE_CACHE_KEY_LEN] = {9};
+    store_cache_put(st, key, STORE_COMPLETE, buf_str(&a), NULL, "m", "stop", NULL);
+    char *b = letters(100); /* a short answer this time */
+    store_cache_put(st, key, STORE_COMPLETE, b, NULL, "m", "stop", NULL);
+    free(b);
+    store_close(st); /* checkpoints: everything is in scrub.db */
+    long long free_pages = raw_int(path, "PRAGMA freelist_count");
+    TAP_OK(free_pages > 8, "the replaced cache entry left %lld free pages", free_pages);
+    TAP_OK(files_hold("scrub.db", marker) > 0, "before rm: the text is on disk");
+    st = open_new("scrub.db", NULL);
+    TAP_INT(store_conversation_delete(st, conv), 0, "rm");
+    TAP_INT(files_hold("scrub.db", marker), 0, "after rm (still open): no file holds the text");
+    store_close(st);
+    TAP_INT(files_hold("scrub.db", marker), 0, "after close: no file holds the text");
+    TAP_INT(raw_int(path, "SELECT count(*) FROM messages"), 1, "the other conversation is kept");
+    char *ic = raw_text(path, "PRAGMA integrity_check");
+    TAP_STR(ic, "ok", "integrity_check ok");
+    free(ic);
+    buf_free(&a);
+    free(path);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "%s", "/tmp/tt-store-XXXXXX");
@@ -2492,6 +2560,7 @@ int main(void)
     test_long_answer();
     test_checkpoint_async();
     test_too_big();
+    test_rm_scrub();
     rm_tree(tmpdir);
     return tap_done();
 }
