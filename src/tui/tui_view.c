@@ -304,6 +304,8 @@ static void tui_part_push(struct tui_part *p)
         wrap_doc_push(p->doc, &markdown_line(p->md, p->done++)->wl);
 }
 
+static void tui_part_go_long(struct tui_part *p);
+
 static void tui_part_md_feed(struct tui_part *p, const char *s, size_t n, int width)
 {
     if (!n || p->finished)
@@ -323,6 +325,19 @@ static void tui_part_md_feed(struct tui_part *p, const char *s, size_t n, int wi
         buf_reset(&p->ltext);
         buf_reset(&p->carry);
         p->lrows.n = 0;
+    }
+    if (!nl && !p->long_mode && p->line.len + n > TUI_VIEW_LONG_LINE) {
+        /* the unfinished line gets long: the styler sees its start (what kind of line it
+         * is), the rest waits unstyled for its newline (no styling of a huge pending line
+         * by the next frame) */
+        size_t take = p->line.len < TUI_VIEW_LONG_LINE ? TUI_VIEW_LONG_LINE - p->line.len : 0;
+        markdown_feed(p->md, s, take);
+        buf_append(&p->line, s, take);
+        p->fed = p->line.len;
+        tui_part_go_long(p);
+        if (n > take)
+            tui_part_long_append(p, s + take, n - take);
+        return;
     }
     markdown_feed(p->md, s, n);
     if (nl) {
