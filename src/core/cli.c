@@ -2,6 +2,7 @@
  * when it is a reserved name, otherwise all positional words form the prompt. */
 #include "config.h"
 #include "core/cli.h"
+#include "base/utf8.h"
 #include "base/util.h"
 #include "base/xmalloc.h"
 
@@ -70,6 +71,15 @@ static const struct cli_opt *cli_find_short(char c)
     return NULL;
 }
 
+/* "unknown option 'TEXT' (see tokterm --help)", TEXT made terminal-safe: it is argv. */
+static void cli_unknown(struct buf *err, const char *dash, const char *text, size_t n)
+{
+    struct buf safe = {0};
+    utf8_sanitize(&safe, text, n);
+    buf_printf(err, "unknown option '%s%s' (see tokterm --help)", dash, safe.len ? safe.data : "");
+    buf_free(&safe);
+}
+
 /* Store option o's value; *cap is the capacity of c->prompts. */
 static void cli_store(struct cli *c, const struct cli_opt *o, const char *arg, size_t *cap)
 {
@@ -99,7 +109,7 @@ int cli_parse(struct cli *c, int argc, char **argv, struct buf *err)
             size_t n = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
             const struct cli_opt *o = cli_find_long(a + 2, n);
             if (!o) {
-                buf_printf(err, "unknown option '%s' (see tokterm --help)", a);
+                cli_unknown(err, "", a, strlen(a));
                 goto fail;
             }
             if (o->has_arg) {
@@ -122,7 +132,8 @@ int cli_parse(struct cli *c, int argc, char **argv, struct buf *err)
             for (const char *p = a + 1; *p; p++) {
                 const struct cli_opt *o = cli_find_short(*p);
                 if (!o) {
-                    buf_printf(err, "unknown option '-%c' (see tokterm --help)", *p);
+                    uint32_t cp;
+                    cli_unknown(err, "-", p, utf8_decode(p, strlen(p), &cp));
                     goto fail;
                 }
                 if (o->has_arg) {

@@ -3,6 +3,8 @@
 #include "core/cli.h"
 #include "tap.h"
 
+#include <string.h>
+
 static int parse(struct cli *c, struct buf *err, char **argv)
 {
     int argc = 0;
@@ -74,5 +76,17 @@ int main(void)
     cli_free(&c);
     TAP_OK(strstr(cli_usage(), "Exit status") != NULL, "usage documents exit codes");
     buf_free(&err);
+    /* an unknown option is echoed made safe: it is argv, anything can be in it */
+    char *bad_long[] = {"tokterm", "--\x1b]0;x\x07\xe2\x80\xae", NULL};
+    TAP_INT(parse(&c, &err, bad_long), -1, "unknown long option refused");
+    TAP_OK(err.data && !strchr(err.data, 0x1b) && !strchr(err.data, 0x07) &&
+               !strstr(err.data, "\xe2\x80\xae") && strstr(err.data, "^[]0;x^G<U+202E>"),
+           "unknown long option shown neutralised");
+    cli_free(&c);
+    char *bad_short[] = {"tokterm", "-\x1b", NULL};
+    TAP_INT(parse(&c, &err, bad_short), -1, "unknown short option refused");
+    TAP_OK(err.data && !strchr(err.data, 0x1b) && strstr(err.data, "'-^['"),
+           "unknown short option shown neutralised");
+    cli_free(&c);
     return tap_done();
 }
