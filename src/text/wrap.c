@@ -59,6 +59,17 @@ static inline int simple_wide(uint32_t cp)
            (cp >= 0xAC00 && cp <= 0xD7A3);
 }
 
+/* The code point of the three-byte sequence at s when it is simple_wide, else 0 (the lead
+ * bytes E3..ED are never overlong; simple_wide excludes the surrogates). */
+static inline uint32_t dec3_cjk(const char *str, size_t n)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    if (n < 3 || s[0] < 0xE3 || s[0] > 0xED || (s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80)
+        return 0;
+    uint32_t cp = ((uint32_t)(s[0] & 0x0F) << 12) | ((uint32_t)(s[1] & 0x3F) << 6) | (s[2] & 0x3F);
+    return simple_wide(cp) ? cp : 0;
+}
+
 /* Cluster flags */
 #define CL_CJK 0x01u /* a wide, non-emoji cluster: a line may break before and after it */
 
@@ -74,6 +85,12 @@ static size_t cluster_info(const char *s, size_t n, int *width, unsigned *flags)
                                                                    s[1] == '\n')) {
         *width = c0 >= 0x20 && c0 < 0x7F ? 1 : 0;
         return 1;
+    }
+    uint32_t w3 = dec3_cjk(s, n);
+    if (w3 && (n == 3 || (unsigned char)s[3] < 0x80 || dec3_cjk(s + 3, n - 3))) {
+        *width = 2; /* CJK before ASCII or CJK: see the simple_wide case below */
+        *flags = CL_CJK;
+        return 3;
     }
     uint32_t first, cp;
     size_t pos = utf8_decode(s, n, &first);
