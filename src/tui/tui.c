@@ -984,6 +984,10 @@ static int tui_curses_start(struct tui *t)
     raw();
     noecho();
     nonl();
+    /* No look for typed keys in the middle of doupdate(): ncurses polled stdin every five
+     * changed lines (8 poll() calls per frame of the chat at 120x40); keys are read between
+     * frames, which are at most 1/60 s apart. */
+    typeahead(-1);
     t->keys = newpad(1, 1);
     keypad(t->keys, TRUE);
     nodelay(t->keys, TRUE);
