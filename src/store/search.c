@@ -881,6 +881,45 @@ static int store_cand_wlong(struct store *st, const struct store_srch *sr,
     return rc;
 }
 
+/* The messages still queued for the trigram index (over 64 KiB, finished since the last
+ * search; a read-only store, or another process held the write lock) are scanned with
+ * tt_contains and added to the candidates (rank 0: after the ranked ones) unless already
+ * there. 0 or -1. */
+static int store_cand_pending(struct store *st, const struct store_srch *sr,
+                              const struct store_query *q, struct store_cand **cand, size_t *n,
+                              size_t *cap)
+{
+    size_t base = 10 + sr->n_short + sr->n_long; /* after the short terms and the IDFs */
+    struct buf sql = BUF_INIT;
+    buf_printf(&sql, "SELECT m.id FROM fts_pending p JOIN messages m ON m.id = p.message_id "
+                     "WHERE m.status <> 'streaming'%s", buf_str(&sr->where));
+    for (size_t k = 0, j = 0; k < sr->n_terms; k++)
+        if (store_chars(sr->terms[k]) >= 3)
+            buf_printf(&sql, " AND tt_contains(m.content, ?%zu)", base + j++);
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(st->db, buf_str(&sql), -1, &s, NULL);
+    buf_free(&sql);
+    if (rc != SQLITE_OK)
+        return store_fail(st, "cannot search");
+    store_query_bind(s, q); /* parameters this statement does not use are ignored */
+    for (size_t k = 0, j = 0; k < sr->n_terms; k++)
+        if (store_chars(sr->terms[k]) >= 3)
+            sqlite3_bind_text(s, (int)(base + j++), sr->terms[k], -1, SQLITE_STATIC);
+    size_t before = *n;
+    while ((rc = store_step(st, s)) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(s, 0);
+        size_t i = 0;
+        while (i < before && (*cand)[i].id != id)
+            i++;
+        if (i < before)
+            continue;
+        XGROW(*cand, *n + 1, *cap);
+        (*cand)[(*n)++] = (struct store_cand){id, 0.0};
+    }
+    sqlite3_finalize(s);
+    return rc == SQLITE_DONE ? 0 : store_fail(st, "cannot search");
+}
+
 /* Phase one, full text: the best matches into *out (message ids and ranks) and *n. tt_rank()
  * ranks the matches with IDFs from the sample (bm25() when it cannot be registered). Ranking
  * costs a few microseconds per match, so only the newest STORE_RANK_WINDOW matches are
@@ -903,9 +942,12 @@ static int store_search_fulltext(struct store *st, const struct store_srch *sr,
     struct store_query q = {sr->opts,     buf_str(&match),        sr->terms, sr->n_terms,
                             sr->n_short, ranked ? frac_m : NULL, n_long};
     cand = xmalloc((STORE_RANK_WINDOW + (size_t)sr->n_wlong) * sizeof *cand);
+    size_t cap = STORE_RANK_WINDOW + (size_t)sr->n_wlong;
     int rc = store_cand_window(st, sr, &q, buf_str(&rank), bound, rows, cand, &n_cand);
     if (rc == 0 && sr->words && sr->n_wlong > 0)
         rc = store_cand_wlong(st, sr, &q, ord, ranked, cand, &n_cand);
+    if (rc == 0)
+        rc = store_cand_pending(st, sr, &q, &cand, &n_cand, &cap);
     if (rc != 0)
         goto out;
     qsort(cand, n_cand, sizeof *cand, store_cand_cmp);

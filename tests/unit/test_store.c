@@ -2531,6 +2531,54 @@ static void test_rm_scrub(void)
     free(path);
 }
 
+/* ---------------------------------------------------------------- a read-only handle */
+
+static void test_reader(void)
+{
+    struct store *st = open_new("reader.db", NULL);
+    char *path = tmp_path("reader.db"), *err = NULL;
+    int64_t conv = store_conversation_new(st, "r", NULL, "m", NULL);
+    struct buf big = BUF_INIT;
+    while (big.len < 70000)
+        buf_appends(&big, "lorem ipsum dolor ");
+    buf_appends(&big, "needleword at the end");
+    int64_t id = store_message_add(st, conv, "assistant", buf_str(&big), big.len, NULL);
+    int64_t cut = store_message_begin(st, conv, NULL);
+    store_message_append(st, cut, "cut short", 9);
+    store_message_flush(st, cut);
+    store_close(st); /* marks it interrupted: make it look like a dead writer's again */
+    char *sql = xasprintf("UPDATE messages SET status = 'streaming', writer = '999999999:1' "
+                          "WHERE id = %lld", (long long)cut);
+    raw_exec(path, sql);
+    free(sql);
+    TAP_INT(raw_int(path, "SELECT count(*) FROM fts_pending"), 1,
+            "a message over 64 KiB waits for the next search to be indexed");
+    struct store_open_info info;
+    st = store_open_reader(path, &info, &err);
+    TAP_OK(st != NULL, "open read-only (%s)", err ? err : "ok");
+    if (!st)
+        return;
+    TAP_INT(info.recovered, 0, "a reader recovers nothing");
+    TAP_INT(search_finds(st, "needleword", id), 1, "a reader still finds text in the queued message");
+    struct store_conversation *c = NULL;
+    store_conversation_load(st, conv, &c);
+    TAP_OK(c && c->n_messages == 2 && c->messages[1].status == STORE_INTERRUPTED &&
+               strcmp(c->messages[1].content, "cut short") == 0,
+           "a dead writer's answer reads as interrupted, with its text");
+    store_conversation_free(c);
+    TAP_OK(store_conversation_rename(st, conv, "x") < 0, "a write on a reader fails (%s)",
+           store_error(st));
+    store_close(st);
+    sql = xasprintf("SELECT status FROM messages WHERE id = %lld", (long long)cut);
+    char *status = raw_text(path, sql);
+    TAP_STR(status, "streaming", "nothing was written");
+    free(status);
+    free(sql);
+    TAP_INT(raw_int(path, "SELECT count(*) FROM fts_pending"), 1, "the queue is left as it was");
+    buf_free(&big);
+    free(path);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "%s", "/tmp/tt-store-XXXXXX");
@@ -2561,6 +2609,7 @@ int main(void)
     test_checkpoint_async();
     test_too_big();
     test_rm_scrub();
+    test_reader();
     rm_tree(tmpdir);
     return tap_done();
 }
