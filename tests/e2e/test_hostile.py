@@ -91,6 +91,10 @@ def peak_rss(args, env=None, home=None, timeout=60):
     return p.returncode, out, err, ru.ru_maxrss / 1024.0
 
 
+# the bidi controls a terminal obeys (they reorder what is shown): utf8_bidi_control()
+BIDI = set(range(0x202A, 0x202F)) | set(range(0x2066, 0x206A)) | {0x200E, 0x200F, 0x061C}
+
+
 def safe_stderr(err, name):
     """No byte of the input may drive the terminal through our messages: no C0 control but TAB
     and LF, no DEL, no C1 control (U+0080..U+009F, which some terminals obey as CSI, OSC, DCS),
@@ -100,7 +104,7 @@ def safe_stderr(err, name):
         text = err.decode("utf-8")
     except UnicodeDecodeError as e:
         text, bad = "", bad + ["invalid UTF-8 at %d" % e.start]
-    bad += ["U+%04X" % ord(c) for c in text if 0x80 <= ord(c) <= 0x9f]
+    bad += ["U+%04X" % ord(c) for c in text if 0x80 <= ord(c) <= 0x9f or ord(c) in BIDI]
     t.ok(not bad, name + ": stderr holds no control/escape byte", "%r %r" % (bad[:5], err[:300]))
 
 
@@ -433,19 +437,23 @@ with ttlib.FakeServer() as srv:
     # A Location (and a reason phrase) made of terminal commands: a window title (OSC 0), a
     # screen clear (CSI 2J), a clipboard write (OSC 52), a C1 CSI; on a pipe and on a terminal.
     evil = ("http://x.invalid/\x1b]0;owned\x07\x1b[2J\x1b]52;c;ZWNobyBvd25lZA==\x07"
-            "\u009b31m/v1")
+            "\u009b31m\u202egnp.exe/v1")
     spec = "redirect=%s,reason=%s" % (q(evil), q("Moved \x1b]0;reason\x07\x1b[2J"))
     rc, out, err = run(["-p", "hi"], base(spec))
     t.eq(rc, 3, "hostile Location: exit 3")
-    t.ok(b"redirected to" in err and b"^[]0;owned^G^[[2J^[]52;c;" in err,
-         "hostile Location: shown visibly (^[ for ESC)", err.decode(errors="replace"))
+    t.ok(b"redirected to" in err and b"^[]0;owned^G^[[2J^[]52;c;" in err
+         and b"<U+009B>31m<U+202E>gnp" in err,
+         "hostile Location: shown visibly (^[ for ESC, <U+009B> for C1, <U+202E> for bidi)",
+         err.decode(errors="replace"))
     safe_stderr(err, "hostile Location on a pipe")
     st, screen = on_pty(base(spec), ["-p", "hi"])
     t.ok(st == 3 and b"redirected to" in screen and b"\x1b" not in screen
-         and b"\x07" not in screen and b"\xc2\x9b" not in screen,
-         "hostile Location on a terminal: no ESC, BEL or C1 written", repr(screen[:400]))
-    record("a 307 whose `Location` holds OSC 0, CSI 2J, OSC 52 and a C1 CSI", rc, err,
-           "shown as `^[`, `^G`, `<U+009B>`")
+         and b"\x07" not in screen and b"\xc2\x9b" not in screen
+         and "\u202e".encode() not in screen,
+         "hostile Location on a terminal: no ESC, BEL, C1 or bidi control written",
+         repr(screen[:400]))
+    record("a 307 whose `Location` holds OSC 0, CSI 2J, OSC 52, a C1 CSI and U+202E", rc, err,
+           "shown as `^[`, `^G`, `<U+009B>`, `<U+202E>`")
 
     # --- 8. Content-Type: application/json on a streamed request ----------------------------------
     rc, out, err = run(["-p", "whole answer"], base("json=1"))

@@ -808,7 +808,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         precompressed = False  # out is already encoded as spec["encoding"] says
         if "redirect" in spec:
             status = spec.get("status", 307)
-            spec.setdefault("headers", []).append(["Location", spec["redirect"]])
+            # the bytes of the text as UTF-8 (http.server sends header values as Latin-1)
+            spec.setdefault("headers", []).append(
+                ["Location", spec["redirect"].encode("utf-8").decode("latin-1")])
             out = Body(b"<html><head><title>%d Redirect</title></head><body>moved to %s"
                        b"</body></html>\n" % (status, spec["redirect"].encode("utf-8")))
             ctype = "text/html"
@@ -904,7 +906,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if enc and not stream:
             out = Body(enc.piece(out.data) + enc.finish())
             enc = None
-        self.send_response(status, spec.get("reason"))
+        reason = spec.get("reason")
+        self.send_response(status, reason.encode("utf-8").decode("latin-1") if reason else None)
         self.send_header("Content-Type", spec.get("ctype", ctype))
         if "encoding" in spec:
             self.send_header("Content-Encoding", spec["encoding"])
