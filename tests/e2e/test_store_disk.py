@@ -197,6 +197,21 @@ with ttlib.FakeServer() as srv:
                               "AND role = 'assistant'", (conv,)), [("interrupted",)],
          "the next writer marks it interrupted")
 
+    # --- an answer over SQLite's length limit (lowered to 1 MB: a 1 GB answer in small) ------
+    home = ttlib.make_home()
+    rc, out, err = run(home, "gen=300000", ["-p", "a long one"],
+                       env={"TOKTERM_TEST_SQLITE_LENGTH": "1000000"})
+    gen = "".join("tok%d " % i for i in range(300000)).encode()
+    t.ok(rc == 0 and out.rstrip(b"\n") == gen, "over the limit: a 2.9 MB answer, exit 0",
+         err.decode())
+    rc, out, err = run(home, "", ["show", "1"], env={"TOKTERM_TEST_SQLITE_LENGTH": "1000000"})
+    t.ok(rc == 0 and gen.rstrip() in out, "over the limit: show prints the whole answer "
+         "(kept in parts)", err.decode())
+    rc, out, err = run(home, "", ["export", "1", "--format", "md"])
+    t.ok(rc == 0 and gen.rstrip() in out, "over the limit: export has it whole", err.decode())
+    t.eq(query(db_path(home), "SELECT status FROM messages WHERE role = 'assistant'"),
+         [("complete",)], "over the limit: marked complete")
+
     # --- the data directory is made private ------------------------------------------------
     home = ttlib.make_home()
     d = data_dir(home)
