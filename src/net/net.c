@@ -22,6 +22,7 @@
 #define NET_BODY_CAP ((size_t)64 << 20)   /* non-streamed bodies (JSON answers, errors), at least */
 #define NET_ANSWER_CAP ((size_t)64 << 20) /* an answer's text when the request sets no limit */
 #define NET_DRAIN_MAX ((size_t)1 << 20)   /* bytes read after the end of a stream, at most */
+#define NET_DRAIN_S 2.0                   /* seconds waited for the end of the response after it */
 #define NET_GAP_BUCKETS 160              /* quarter octaves of microseconds, up to ~19 h */
 #define NET_BATCH_MAX ((size_t)16 << 10)     /* text handed to the queue at once, at most */
 #define NET_RECV_BUFFER 65536L               /* curl receive buffer, bytes */
@@ -62,6 +63,7 @@ struct xfer {
     int limit_fired;       /* stopped by --max-answer-mb: the text up to the limit is kept */
     int drained_stop;      /* stopped reading bytes that followed the end of the stream */
     size_t drained;        /* bytes read after the end of the stream */
+    double t_over;         /* when the stream ended ([DONE] or an error event) */
     unsigned cancel_seen;  /* net->cancel_seq when this transfer last looked at the cancels */
     char last_failure[256]; /* why the last attempt failed, for a --max-time message */
     struct ratelimit_response resp; /* rate-limit and retry headers of this attempt */
@@ -252,8 +254,10 @@ static int net_on_event(void *ud, const struct sse_event *ev)
     int r = api_stream_event(&x->api, ev, net_emit, x);
     if (r < 0)
         x->proto_error = 1;
-    if (r != 0)
+    if (r != 0) {
         x->stream_over = 1;
+        x->t_over = x->now;
+    }
     return r != 0 || x->limit_fired;
 }
 
@@ -286,13 +290,15 @@ static double net_idle_s(const struct xfer *x)
  * 1 when x must stop now (the flag says why). */
 static int net_over_limit(struct xfer *x, double now)
 {
-    if (x->cancelled || x->time_fired || x->idle_fired || net_cancel_seen(x))
+    if (x->cancelled || x->time_fired || x->idle_fired || x->drained_stop || net_cancel_seen(x))
         return 1;
     if (now >= x->deadline)
         x->time_fired = 1;
+    else if (x->stream_over && now - x->t_over > NET_DRAIN_S)
+        x->drained_stop = 1; /* the stream is over; the server does not end the response */
     else if (!x->stream_over && now - x->t_last_event > net_idle_s(x))
         x->idle_fired = 1;
-    return x->time_fired || x->idle_fired;
+    return x->time_fired || x->idle_fired || x->drained_stop;
 }
 
 static void net_headers_done(struct xfer *x)
@@ -581,7 +587,7 @@ static enum api_outcome net_outcome(struct xfer *x, CURLcode res, struct net_res
         memcpy(r->error_code, x->api.error_code, sizeof r->error_code);
         return API_ERR_HTTP;
     }
-    if (res == CURLE_WRITE_ERROR && x->drained_stop)
+    if (x->drained_stop && (res == CURLE_WRITE_ERROR || res == CURLE_ABORTED_BY_CALLBACK))
         res = CURLE_OK; /* the stream was over; what followed it was not read */
     if (res != CURLE_OK) {
         net_transport_message(x, res, got_text, msg);

@@ -630,6 +630,14 @@ with ttlib.FakeServer() as srv:
     record("a stream of empty deltas every 10 ms (`--idle-timeout 1`)", rc, err,
            "only new text counts as progress")
 
+    # [DONE], then the response never ends: complete after a short wait, not an idle timeout
+    rc, out, err, took = timed_run(["-p", "hi"], base("reply=done%20then%20silence,linger=1,"
+                                                      "stall_s=30"))
+    t.eq((rc, out, err), (0, b"done then silence\n", b""),
+         "[DONE] and a response that never ends: the answer, exit 0")
+    t.ok(took < 6, "[DONE] and a response that never ends: over in %.1f s" % took)
+    record("`[DONE]`, then a response that never ends", rc, err, "complete after 2 s")
+
     # --max-time: the whole request; text that came is kept, exit 8
     rc, out, err, took = timed_run(["--max-time", "1", "-p", "hi"], base("gen=200,delay_ms=20"))
     t.eq(rc, 8, "--max-time 1 on a 4 s answer: exit 8")

@@ -37,7 +37,7 @@ INT_KEYS = {"gen", "delay_ms", "first_delay_ms", "header_delay_ms", "status", "d
             "stall_after", "keepalive_ms", "seed", "prompt_tokens", "huge_line", "big_delta",
             "nest", "bomb", "bomb_text"}
 FLOAT_KEYS = {"stall_s"}
-FLAG_KEYS = {"close", "json", "hang", "rst", "empty_deltas"}
+FLAG_KEYS = {"close", "json", "hang", "rst", "empty_deltas", "linger"}
 STR_KEYS = {"replay", "reply", "chunk", "body", "error", "code", "type", "ctype", "raw",
             "models", "encoding", "redirect", "reason"}
 BYTES_KEYS = {"content_json", "usage_json"}     # percent-decoded to bytes, not text
@@ -961,6 +961,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         if enc:
             self.write_piece(sock, enc.finish(), chunked)
+        if spec.get("linger"):  # the whole body, but the response never ends
+            self.wait_quiet(stall_s)
+            self.close_connection = True
+            return
         if chunked:
             sock.sendall(b"0\r\n\r\n")
 
