@@ -620,6 +620,30 @@ static void test_piece_cap(void)
         tok_ids_free(&whole);
         tok_ids_free(&parts);
     }
+    /* A run of one letter is cut into identical pieces: the ids of the first serve the
+     * others (encode, count, encode_each and the stream agree with the cuts merged alone). */
+    size_t rn = 3 * P + 5;
+    char *run = xmalloc(rn);
+    memset(run, 'a', rn);
+    for (int e = 0; e < 2; e++) {
+        struct tok_ids whole = TOK_IDS_INIT, parts = TOK_IDS_INIT;
+        tokenizer_encode(toks[e], run, rn, &whole);
+        for (size_t off = 0; off < rn; off += P)
+            tokenizer_encode(toks[e], run + off, rn - off < P ? rn - off : P, &parts);
+        struct tok_stream *st = tokenizer_stream_new(toks[e]);
+        for (size_t off = 0; off < rn; off += 1000)
+            tokenizer_stream_feed(st, run + off, rn - off < 1000 ? rn - off : 1000);
+        TAP_OK(whole.len == parts.len &&
+                   memcmp(whole.ids, parts.ids, whole.len * sizeof whole.ids[0]) == 0 &&
+                   tokenizer_count(toks[e], run, rn) == whole.len &&
+                   tokenizer_stream_count(st) == whole.len,
+               "%s: a run of 3 pieces + 5 bytes of 'a': %zu tokens, as its cuts", ENCODINGS[e],
+               whole.len);
+        tokenizer_stream_free(st);
+        tok_ids_free(&whole);
+        tok_ids_free(&parts);
+    }
+    free(run);
     /* Cuts fall on a character start: a run of 3-byte letters (U+4E00) decodes back whole. */
     size_t m = 3 * (P / 3 + 7) * 2 + 1;
     char *cjk = xmalloc(m + 1);
