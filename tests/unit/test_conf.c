@@ -175,6 +175,28 @@ int main(void)
     TAP_STR(buf_str(&warn), "", "the same key in two sections is no duplicate");
     conf_free(&c);
 
+    /* A hostile file of 4 MiB: a few warnings, not one a line; read in well under a second */
+    {
+        struct buf big = BUF_INIT;
+        for (int i = 0; i < 1000; i++)
+            buf_printf(&big, "unknown%d = x\nmodel = m%d\n[s%d]\nprofile = p\n", i, i, i % 7);
+        while (big.len < (4u << 20) - 16)
+            buf_appends(&big, "model = again\n");
+        double t0 = util_now();
+        TAP_INT(load(&c, big.data, NULL, &err, &warn), 0, "4 MiB of repeated lines: loads");
+        double dt = util_now() - t0;
+        size_t nl = 0;
+        for (const char *p = buf_str(&warn); *p; p++)
+            nl += *p == '\n';
+        if (!TAP_OK(nl <= 2 * 20 + 2 && strstr(buf_str(&warn), "more duplicate keys or sections") &&
+                        strstr(buf_str(&warn), "more warnings about single lines"),
+                    "... %zu warning lines: 20 of each kind, then a count", nl))
+            printf("#   got %zu bytes of warnings\n", warn.len);
+        TAP_OK(dt < 1.5, "... in %.2f s", dt);
+        conf_free(&c);
+        buf_free(&big);
+    }
+
     /* A missing profile: the message lists the sections the file defines */
     TAP_INT(load(&c, cfg, "nosuch", &err, &warn), -1, "profile nosuch: an error");
     if (!TAP_OK(strstr(buf_str(&err), "no profile 'nosuch'") &&
