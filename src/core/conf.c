@@ -808,8 +808,8 @@ static void conf_key_child(const char *cmd, int out, int tty)
     for (size_t i = 0; i < TT_ARRAY_LEN(sigs); i++)
         sigaction(sigs[i], &dfl, NULL);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    if (out != STDOUT_FILENO && dup2(out, STDOUT_FILENO) < 0)
-        _exit(126);
+    if (out == STDOUT_FILENO ? fcntl(out, F_SETFD, 0) < 0 : dup2(out, STDOUT_FILENO) < 0)
+        _exit(126); /* (the pipe is close-on-exec; a dup2 copy is not) */
     execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
     _exit(127);
 }

@@ -417,6 +417,21 @@ int main(void)
         k = conf_api_key(&c, &err);
         TAP_OK(!k && strstr(buf_str(&err), "longer than"), "a first line of 100 KB: refused (%s)",
                buf_str(&err));
+        {
+            /* stdin and stdout closed: the pipe is descriptors 0 and 1 themselves */
+            int saved_in = dup(0), saved_out = dup(1);
+            close(0);
+            close(1);
+            conf_set(&c, "api_key_cmd", "echo sk-with-stdout-closed", &err);
+            buf_reset(&err);
+            k = conf_api_key(&c, &err);
+            dup2(saved_in, 0);
+            dup2(saved_out, 1);
+            close(saved_in);
+            close(saved_out);
+            TAP_STR(k, "sk-with-stdout-closed", "stdout closed: the key still comes through");
+            free(k);
+        }
         conf_set(&c, "keys", "cmd:sleep 30", &err);
         char **labels, **values;
         buf_reset(&err);
