@@ -134,7 +134,7 @@ int main(void)
             text = xasprintf("%s = %.17g\n", p->name, v);
             name = xasprintf("%s = %.17g is refused and named", p->name, v);
             char *want = xasprintf(":1: %s must be a ", p->name);
-            TAP_OK(load(&c, text, NULL, &err, &warn) == -1 && strstr(buf_str(&err), want),
+            TAP_OK(load(&c, text, NULL, &err, &warn) == -1 && strstr(buf_str(&err), want), "%s",
                    name);
             conf_free(&c);
             free(text);
