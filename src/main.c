@@ -471,7 +471,11 @@ static void main_no_core(void)
     struct rlimit none = {0, 0};
     (void)setrlimit(RLIMIT_CORE, &none);
 #ifdef PR_SET_DUMPABLE
-    (void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    /* TOKTERM_DEBUG_DUMPABLE=1 keeps the process readable by the user's own debugger and
+     * /proc/PID/maps (tests); core files stay off. */
+    const char *dbg = getenv("TOKTERM_DEBUG_DUMPABLE");
+    if (!dbg || strcmp(dbg, "1") != 0)
+        (void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 #endif
 }
 

@@ -255,7 +255,10 @@ with ttlib.FakeServer() as srv:
     # --- a prompt that fits by its bytes is sent without mapping the tokenizer's table ---
     def maps_while_streaming(args):
         """The tokenizer tables tokterm has mapped while the answer stalls mid-stream."""
-        env = ttlib.clean_env(None, {"OPENAI_BASE_URL": srv.base("gen=50,stall_after=2000,stall_s=5")})
+        # tokterm makes itself undumpable (no core, no /proc/PID/maps for other users' eyes);
+        # the documented debug switch lets a non-root tester read its maps
+        env = ttlib.clean_env(None, {"OPENAI_BASE_URL": srv.base("gen=50,stall_after=2000,stall_s=5"),
+                                     "TOKTERM_DEBUG_DUMPABLE": "1"})
         n0 = len(srv.requests())
         p = subprocess.Popen([ttlib.tokterm_path()] + args, env=env, stdin=subprocess.DEVNULL,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
