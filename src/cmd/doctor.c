@@ -125,12 +125,18 @@ static char **doctor_profiles(const char *text, size_t *n)
 }
 
 /* Check the config file; returns 0 when it loads (profiles in *names), -1 when it does not. */
-static int doctor_config(struct doctor *d, const char *path, char ***names, size_t *n)
+static int doctor_config(struct doctor *d, const char *path, int given, char ***names,
+                         size_t *n)
 {
     *names = NULL;
     *n = 0;
     struct stat st;
     if (stat(path, &st) != 0) {
+        if (errno == ENOENT && given) {
+            doctor_linef(d, DOCTOR_FAIL, "config", NULL, "fix the path given with --config",
+                         "%s: no such file (given with --config)", path);
+            return -1;
+        }
         if (errno == ENOENT) {
             doctor_linef(d, DOCTOR_OK, "config", NULL,
                          "create it to keep profiles (see tokterm(1), CONFIGURATION)",
@@ -779,7 +785,7 @@ int cmd_doctor(const struct cli *a, int argc, char **argv)
     free(cfgdir);
     char **names;
     size_t n;
-    int cfg_ok = doctor_config(&d, cfgpath, &names, &n) == 0;
+    int cfg_ok = doctor_config(&d, cfgpath, a->config_path != NULL, &names, &n) == 0;
 
     const char *only = a->profile ? a->profile : getenv("TOKTERM_PROFILE");
     if (only && !*only)

@@ -174,6 +174,14 @@ with ttlib.FakeServer() as srv:
          "garbage config: file, line, the text made visible, what to do", ln)
     t.ok(find(lines, "ok", "locale", None, "UTF-8"), "garbage config: the other checks still run")
 
+    # --config naming a file that is not there: a failure, not "no config file"
+    rc, out, err = ttlib.run_tokterm(["--config", cfg + ".missing", "doctor", "--offline"],
+                                     home=home, env=env)
+    lines = lines_of(out)
+    t.eq(rc, 1, "--config to a missing file: exit 1")
+    t.ok(find(lines, "fail", "config", None, "no such file (given with --config)"),
+         "--config to a missing file: a failed check", "\n".join(lines))
+
     # database: a real one, a broken one
     os.remove(cfg)
     dbdir = ttlib.tempdir("tt-doc-db-")
