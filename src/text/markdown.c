@@ -42,6 +42,7 @@ struct markdown {
     struct buf cur; /* the unfinished source line */
     struct markdown_line **blocks; /* finished lines, LINE_BLOCK per block: stable addresses */
     size_t n, nblocks, capblocks;
+    size_t released; /* lines before this one were freed (markdown_release) */
     struct mdstate st;
     int table; /* TABLE_* */
     struct held *held;
@@ -1286,7 +1287,7 @@ void markdown_free(struct markdown *md)
 {
     if (!md)
         return;
-    for (size_t i = 0; i < md->n; i++)
+    for (size_t i = md->released; i < md->n; i++)
         mdline_free(&md->blocks[i / LINE_BLOCK][i % LINE_BLOCK]);
     for (size_t b = 0; b < md->nblocks; b++)
         free(md->blocks[b]);
@@ -1345,7 +1346,21 @@ size_t markdown_count(const struct markdown *md)
 
 const struct markdown_line *markdown_line(const struct markdown *md, size_t i)
 {
-    return i < md->n ? &md->blocks[i / LINE_BLOCK][i % LINE_BLOCK] : NULL;
+    return i < md->n && i >= md->released ? &md->blocks[i / LINE_BLOCK][i % LINE_BLOCK] : NULL;
+}
+
+void markdown_release(struct markdown *md, size_t upto)
+{
+    if (upto > md->n)
+        upto = md->n;
+    for (; md->released < upto; md->released++) {
+        size_t i = md->released;
+        mdline_free(&md->blocks[i / LINE_BLOCK][i % LINE_BLOCK]);
+        if (i % LINE_BLOCK == LINE_BLOCK - 1) { /* the block's last line: the block goes */
+            free(md->blocks[i / LINE_BLOCK]);
+            md->blocks[i / LINE_BLOCK] = NULL;
+        }
+    }
 }
 
 static void update_pending(struct markdown *md)

@@ -84,6 +84,11 @@ size_t markdown_count(const struct markdown *md);
  * everything it points to stay valid (and unchanged) until markdown_free. */
 const struct markdown_line *markdown_line(const struct markdown *md, size_t i);
 
+/* Free the finished lines before upto (the caller has copied them): markdown_line() is NULL for
+ * them afterwards, markdown_count() does not change. A streamed answer then costs the styler
+ * only its unfinished line, not a second copy of the document. */
+void markdown_release(struct markdown *md, size_t upto);
+
 /* Number of provisional lines after the finished ones: rows of a table still being received
  * and the unfinished last line. Recomputed lazily after a feed. */
 size_t markdown_pending_count(struct markdown *md);

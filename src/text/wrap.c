@@ -427,25 +427,38 @@ void wrap_rows_free(struct wrap_rows *rows)
     rows->n = rows->cap = 0;
 }
 
-/* ---- wrap_doc ---- */
+/* ---- wrap_doc ----
+ *
+ * Memory: a line costs its text (in an arena of blocks that never move), one struct dline
+ * (40 bytes), a wrap_row (16 bytes) per row and its spans (12 bytes each; none when the line
+ * is in one style, the common case). The spans of a row are cut from its line's spans when the
+ * row is asked for, and a rule's text is one string per document, so the rows of an answer
+ * cost about twice its size at most, not a copy per row. */
+
+#define ARENA_BLOCK 65536 /* text arena blocks; a longer line gets a block of its own */
+
+struct arena {
+    char **blocks;
+    size_t n, cap;
+    size_t used, size; /* of the last block */
+};
 
 struct dline {
-    char *text;
-    size_t len;
-    struct theme_span *spans; /* normalised: sorted, covering the whole text */
-    size_t nspans;
+    const char *text; /* in the list's arena; NULL for a rule (the document's rule string) */
+    size_t row0;      /* rows before this line in its list = index of its first row */
+    size_t span0;     /* its spans: spans[span0 .. span0 + nspans) */
+    uint32_t len;
+    uint32_t nspans;  /* 0: the whole line in `slot`, no attributes */
     uint16_t slot, hang, flags, tag;
-    struct wrap_row *rows;
-    size_t nrows;
-    struct theme_span *rspans; /* spans cut per row, offsets relative to the row */
-    size_t *rspan0;            /* nrows + 1 entries: row r uses rspans[rspan0[r] .. r + 1] */
 };
 
 struct dlist {
     struct dline *v;
     size_t n, cap;
-    size_t *row0; /* row0[i] = rows before line i */
-    size_t rows;
+    struct wrap_rows rows;  /* the rows of every line, in order */
+    struct theme_span *spans;
+    size_t nspans, capspans;
+    struct arena text;
 };
 
 struct wrap_doc {
@@ -453,13 +466,42 @@ struct wrap_doc {
     struct dlist fin, pend;
     struct buf tail;   /* append_text: the unfinished raw line */
     struct buf scratch;
+    struct buf rule;   /* a rule's text at this width */
+    struct theme_span *rsp; /* the spans of the row wrap_doc_row gave last */
+    size_t caprsp;
 };
 
-static void spans_push(struct theme_span **v, size_t *n, size_t *cap, struct theme_span sp)
+static const char *arena_put(struct arena *a, const char *s, size_t n)
+{
+    if (!a->n || a->size - a->used < n + 1) {
+        size_t size = n + 1 > ARENA_BLOCK ? n + 1 : ARENA_BLOCK;
+        XGROW(a->blocks, a->n + 1, a->cap);
+        a->blocks[a->n++] = xmalloc(size);
+        a->size = size;
+        a->used = 0;
+    }
+    char *p = a->blocks[a->n - 1] + a->used;
+    if (n)
+        memcpy(p, s, n);
+    p[n] = '\0';
+    a->used += n + 1;
+    return p;
+}
+
+static void arena_free(struct arena *a)
+{
+    for (size_t i = 0; i < a->n; i++)
+        free(a->blocks[i]);
+    free(a->blocks);
+    memset(a, 0, sizeof(*a));
+}
+
+static void spans_push(struct theme_span **v, size_t *n, size_t *cap, size_t first,
+                       struct theme_span sp)
 {
     if (sp.len == 0)
         return;
-    if (*n && (*v)[*n - 1].slot == sp.slot && (*v)[*n - 1].attrs == sp.attrs &&
+    if (*n > first && (*v)[*n - 1].slot == sp.slot && (*v)[*n - 1].attrs == sp.attrs &&
         (*v)[*n - 1].off + (*v)[*n - 1].len == sp.off) {
         (*v)[*n - 1].len += sp.len;
         return;
@@ -468,12 +510,13 @@ static void spans_push(struct theme_span **v, size_t *n, size_t *cap, struct the
     (*v)[(*n)++] = sp;
 }
 
-/* Copy spans so that they are sorted, inside the text, and cover it (gaps get `slot`). */
-static void normalise_spans(struct dline *l, const struct theme_span *sp, size_t nsp)
+/* Append l's spans to the list so that they are sorted, inside the text, and cover it (gaps
+ * get the line's slot); one span in the line's slot without attributes is not stored. */
+static void normalise_spans(struct dlist *dl, struct dline *l, const struct theme_span *sp,
+                            size_t nsp)
 {
-    size_t cap = 0, at = 0;
-    l->spans = NULL;
-    l->nspans = 0;
+    size_t at = 0, first = dl->nspans;
+    l->span0 = first;
     for (size_t i = 0; i < nsp; i++) {
         size_t a = sp[i].off, b = (size_t)sp[i].off + sp[i].len;
         if (b > l->len)
@@ -483,124 +526,79 @@ static void normalise_spans(struct dline *l, const struct theme_span *sp, size_t
         if (a >= b)
             continue;
         if (a > at)
-            spans_push(&l->spans, &l->nspans, &cap,
+            spans_push(&dl->spans, &dl->nspans, &dl->capspans, first,
                        (struct theme_span){(uint32_t)at, (uint32_t)(a - at), l->slot, 0});
-        spans_push(&l->spans, &l->nspans, &cap,
+        spans_push(&dl->spans, &dl->nspans, &dl->capspans, first,
                    (struct theme_span){(uint32_t)a, (uint32_t)(b - a), sp[i].slot,
                                        sp[i].attrs});
         at = b;
     }
     if (at < l->len)
-        spans_push(&l->spans, &l->nspans, &cap,
+        spans_push(&dl->spans, &dl->nspans, &dl->capspans, first,
                    (struct theme_span){(uint32_t)at, (uint32_t)(l->len - at), l->slot, 0});
+    l->nspans = (uint32_t)(dl->nspans - first);
+    if (l->nspans == 1 && dl->spans[first].slot == l->slot && dl->spans[first].attrs == 0) {
+        dl->nspans = first; /* the whole line in its own slot: implied */
+        l->nspans = 0;
+    }
 }
 
-static void dline_unwrap(struct dline *l)
+/* Append the rows of l at width to the list's rows. */
+static void dline_wrap(struct dlist *dl, struct dline *l, int width)
 {
-    free(l->rows);
-    free(l->rspans);
-    free(l->rspan0);
-    l->rows = NULL;
-    l->rspans = NULL;
-    l->rspan0 = NULL;
-    l->nrows = 0;
-}
-
-static void dline_wrap(struct dline *l, int width)
-{
-    dline_unwrap(l);
+    l->row0 = dl->rows.n;
     if (l->flags & WRAP_RULE) {
-        /* a rule is as wide as the window: rebuild its text for this width */
         size_t w = width < 1 ? 1 : (size_t)width;
-        uint16_t slot = l->nspans ? l->spans[0].slot : l->slot;
-        free(l->text);
-        free(l->spans);
-        l->text = xmalloc(w * 3 + 1);
-        for (size_t i = 0; i < w; i++)
-            memcpy(l->text + i * 3, "\xE2\x94\x80", 3);
-        l->len = w * 3;
-        l->text[l->len] = '\0';
-        l->spans = xmalloc(sizeof(*l->spans));
-        l->spans[0] = (struct theme_span){0, (uint32_t)l->len, slot, 0};
-        l->nspans = 1;
-        l->rows = xmalloc(sizeof(*l->rows));
-        l->rows[0] = (struct wrap_row){0, (uint32_t)l->len, (uint32_t)w, 0};
-        l->nrows = 1;
-    } else {
-        struct wrap_rows r = {NULL, 0, 0};
-        wrap_text(&r, l->text, l->len, width, l->hang, l->flags);
-        l->rows = r.v;
-        l->nrows = r.n;
+        XGROW(dl->rows.v, dl->rows.n + 1, dl->rows.cap);
+        dl->rows.v[dl->rows.n++] = (struct wrap_row){0, (uint32_t)(w * 3), (uint32_t)w, 0};
+        return;
     }
-    size_t cap = 0, nsp = 0, si = 0;
-    l->rspan0 = xmalloc((l->nrows + 1) * sizeof(*l->rspan0));
-    for (size_t r = 0; r < l->nrows; r++) {
-        size_t a = l->rows[r].off, b = a + l->rows[r].len;
-        l->rspan0[r] = nsp;
-        while (si < l->nspans && (size_t)l->spans[si].off + l->spans[si].len <= a)
-            si++;
-        for (size_t j = si; j < l->nspans && l->spans[j].off < b; j++) {
-            size_t sa = l->spans[j].off > a ? l->spans[j].off : a;
-            size_t sb = (size_t)l->spans[j].off + l->spans[j].len;
-            if (sb > b)
-                sb = b;
-            if (sa < sb)
-                spans_push(&l->rspans, &nsp, &cap,
-                           (struct theme_span){(uint32_t)(sa - a), (uint32_t)(sb - sa),
-                                               l->spans[j].slot, l->spans[j].attrs});
-        }
-        /* (spans_push never merges across rows: a row's offsets restart at 0) */
-    }
-    l->rspan0[l->nrows] = nsp;
-}
-
-static void dline_free(struct dline *l)
-{
-    dline_unwrap(l);
-    free(l->text);
-    free(l->spans);
+    wrap_text(&dl->rows, l->text, l->len, width, l->hang, l->flags);
 }
 
 static void dlist_add(struct dlist *dl, const struct wrap_line *in, int width)
 {
-    if (dl->n == dl->cap) { /* row0 has the capacity of v */
-        XGROW(dl->v, dl->n + 1, dl->cap);
-        dl->row0 = xreallocarray(dl->row0, dl->cap, sizeof(*dl->row0));
-    }
+    XGROW(dl->v, dl->n + 1, dl->cap);
     struct dline *l = &dl->v[dl->n];
     memset(l, 0, sizeof(*l));
-    l->text = xmalloc(in->len + 1);
-    if (in->len)
-        memcpy(l->text, in->text, in->len);
-    l->text[in->len] = '\0';
-    l->len = in->len;
     l->slot = in->slot;
     l->hang = in->hang;
     l->flags = in->flags;
     l->tag = in->tag;
-    normalise_spans(l, in->spans, in->nspans);
-    dline_wrap(l, width);
-    dl->row0[dl->n] = dl->rows;
-    dl->rows += l->nrows;
+    if (in->flags & WRAP_RULE) {
+        /* a rule is as wide as the window: its text is the document's, made per width */
+        l->slot = in->nspans && in->spans[0].len ? in->spans[0].slot : in->slot;
+        l->span0 = dl->nspans;
+    } else {
+        l->len = (uint32_t)in->len;
+        l->text = arena_put(&dl->text, in->text, in->len);
+        normalise_spans(dl, l, in->spans, in->nspans);
+    }
+    dline_wrap(dl, l, width);
     dl->n++;
 }
 
 static void dlist_clear(struct dlist *dl)
 {
-    for (size_t i = 0; i < dl->n; i++)
-        dline_free(&dl->v[i]);
     dl->n = 0;
-    dl->rows = 0;
+    dl->rows.n = 0;
+    dl->nspans = 0;
+    arena_free(&dl->text);
+}
+
+static void dlist_free(struct dlist *dl)
+{
+    dlist_clear(dl);
+    free(dl->v);
+    wrap_rows_free(&dl->rows);
+    free(dl->spans);
 }
 
 static void dlist_rewrap(struct dlist *dl, int width)
 {
-    dl->rows = 0;
-    for (size_t i = 0; i < dl->n; i++) {
-        dline_wrap(&dl->v[i], width);
-        dl->row0[i] = dl->rows;
-        dl->rows += dl->v[i].nrows;
-    }
+    dl->rows.n = 0;
+    for (size_t i = 0; i < dl->n; i++)
+        dline_wrap(dl, &dl->v[i], width);
 }
 
 struct wrap_doc *wrap_doc_new(int width)
@@ -614,14 +612,12 @@ void wrap_doc_free(struct wrap_doc *d)
 {
     if (!d)
         return;
-    dlist_clear(&d->fin);
-    dlist_clear(&d->pend);
-    free(d->fin.v);
-    free(d->fin.row0);
-    free(d->pend.v);
-    free(d->pend.row0);
+    dlist_free(&d->fin);
+    dlist_free(&d->pend);
     buf_free(&d->tail);
     buf_free(&d->scratch);
+    buf_free(&d->rule);
+    free(d->rsp);
     free(d);
 }
 
@@ -700,41 +696,76 @@ size_t wrap_doc_lines(const struct wrap_doc *d)
 
 size_t wrap_doc_rows(const struct wrap_doc *d)
 {
-    return d->fin.rows + d->pend.rows;
+    return d->fin.rows.n + d->pend.rows.n;
 }
 
-int wrap_doc_row(const struct wrap_doc *d, size_t i, struct wrap_view *v)
+int wrap_doc_row(const struct wrap_doc *cd, size_t i, struct wrap_view *v)
 {
+    struct wrap_doc *d = (struct wrap_doc *)cd; /* the row's span scratch (heap object) */
     const struct dlist *dl = &d->fin;
     size_t line_base = 0;
-    if (i >= dl->rows) {
-        i -= dl->rows;
+    if (i >= dl->rows.n) {
+        i -= dl->rows.n;
         line_base = dl->n;
         dl = &d->pend;
-        if (i >= dl->rows)
+        if (i >= dl->rows.n)
             return -1;
     }
     size_t lo = 0, hi = dl->n; /* last line with row0 <= i */
     while (hi - lo > 1) {
         size_t mid = lo + (hi - lo) / 2;
-        if (dl->row0[mid] <= i)
+        if (dl->v[mid].row0 <= i)
             lo = mid;
         else
             hi = mid;
     }
     /* every line has at least one row, so line lo holds row i */
     const struct dline *l = &dl->v[lo];
-    size_t r = i - dl->row0[lo];
-    const struct wrap_row *row = &l->rows[r];
-    v->text = l->text + row->off;
+    const struct wrap_row *row = &dl->rows.v[i];
+    size_t a = row->off, b = a + row->len, n = 0;
+    if (l->flags & WRAP_RULE) {
+        if ((size_t)d->rule.len != b || !d->rule.data) { /* the width the row was made at */
+            buf_reset(&d->rule);
+            for (size_t k = 0; k < row->width; k++)
+                buf_append(&d->rule, "\xE2\x94\x80", 3);
+        }
+        v->text = d->rule.data;
+    } else {
+        v->text = l->text + a;
+    }
+    if (row->len && !l->nspans) {
+        XGROW(d->rsp, 1, d->caprsp);
+        d->rsp[n++] = (struct theme_span){0, row->len, l->slot, 0};
+    } else if (row->len) {
+        const struct theme_span *sp = dl->spans + l->span0;
+        size_t s0 = 0, s1 = l->nspans; /* first span that ends after a */
+        while (s0 < s1) {
+            size_t mid = s0 + (s1 - s0) / 2;
+            if ((size_t)sp[mid].off + sp[mid].len <= a)
+                s0 = mid + 1;
+            else
+                s1 = mid;
+        }
+        for (size_t j = s0; j < l->nspans && sp[j].off < b; j++) {
+            size_t sa = sp[j].off > a ? sp[j].off : a;
+            size_t sb = (size_t)sp[j].off + sp[j].len;
+            if (sb > b)
+                sb = b;
+            if (sa < sb) {
+                XGROW(d->rsp, n + 1, d->caprsp);
+                d->rsp[n++] = (struct theme_span){(uint32_t)(sa - a), (uint32_t)(sb - sa),
+                                                  sp[j].slot, sp[j].attrs};
+            }
+        }
+    }
     v->len = row->len;
     v->width = (int)row->width;
     v->indent = (int)row->indent;
-    v->spans = l->rspans ? l->rspans + l->rspan0[r] : NULL;
-    v->nspans = l->rspan0[r + 1] - l->rspan0[r];
+    v->spans = n ? d->rsp : NULL;
+    v->nspans = n;
     v->line = line_base + lo;
     v->tag = l->tag;
     v->flags = l->flags;
-    v->first = r == 0;
+    v->first = i == l->row0;
     return 0;
 }

@@ -111,8 +111,10 @@ void wrap_rows_free(struct wrap_rows *rows);
  * buffers may change afterwards. */
 struct wrap_doc;
 
-/* A row ready to draw. text/spans point into the document and stay valid until the next
- * change to it; span offsets are relative to `text` and the spans cover it completely. */
+/* A row ready to draw. text points into the document and stays valid until the next change
+ * to it; spans (cut from the line's spans when the row is asked for) stay valid until the next
+ * wrap_doc_row() on the document. Span offsets are relative to `text` and the spans cover it
+ * completely. */
 struct wrap_view {
     const char *text;
     size_t len;

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define TUI_VIEW_ADD_PIECE (1u << 20) /* tui_view_add styles a long text this much at a time */
+
 enum { TUI_PART_REASONING, TUI_PART_BODY, TUI_PART_FOOTER, TUI_PARTS };
 
 /* One block of a message: its styler and its wrapped rows. */
@@ -302,6 +304,7 @@ static void tui_part_push(struct tui_part *p)
     size_t count = markdown_count(p->md);
     while (p->done < count)
         wrap_doc_push(p->doc, &markdown_line(p->md, p->done++)->wl);
+    markdown_release(p->md, p->done); /* the document has its copy */
 }
 
 static void tui_part_go_long(struct tui_part *p);
@@ -348,6 +351,28 @@ static void tui_part_md_feed(struct tui_part *p, const char *s, size_t n, int wi
         buf_append(&p->line, s, n);
     }
     p->fed = p->line.len;
+}
+
+/* tui_part_md_feed for a text of any size: fed in pieces of about TUI_VIEW_ADD_PIECE that end
+ * after a newline (the last one keeps the text's last newline with what follows it, so no
+ * piece starts a long-line preview that the whole text would not), each piece's lines moved
+ * into the document before the next: the styler never holds a copy of a long message. */
+static void tui_part_md_feed_pieces(struct tui_part *p, const char *text, size_t n, int width)
+{
+    size_t at = 0;
+    while (at < n) {
+        size_t end = n - at > TUI_VIEW_ADD_PIECE ? at + TUI_VIEW_ADD_PIECE : n;
+        if (end < n) {
+            const char *nl = memrchr(text + at, '\n', end - at);
+            if (!nl)
+                nl = memchr(text + end, '\n', n - end);
+            end = nl ? (size_t)(nl - text) + 1 : n;
+            if (end < n && !memchr(text + end, '\n', n - end))
+                end = n;
+        }
+        tui_part_md_feed(p, text + at, end - at, width);
+        at = end;
+    }
 }
 
 static void tui_part_pending(struct tui_part *p)
@@ -539,7 +564,7 @@ size_t tui_view_add(struct tui_view *v, enum tui_msg_kind kind, const char *text
         p->slot = kind == TUI_MSG_NOTICE ? THEME_SYSTEM : THEME_ASSISTANT;
         p->md = markdown_new(p->slot);
         p->styled = 1;
-        tui_part_md_feed(p, text, n, v->width);
+        tui_part_md_feed_pieces(p, text, n, v->width);
         tui_part_finish(p, v->width);
     } else {
         int slot = kind == TUI_MSG_USER ? THEME_USER
@@ -572,7 +597,8 @@ void tui_view_answer_text(struct tui_view *v, size_t idx, int reasoning, const c
     struct tui_msg *m = &v->msgs[idx];
     if (!reasoning && m->part[TUI_PART_REASONING].bytes)
         tui_part_finish(&m->part[TUI_PART_REASONING], v->width); /* the answer has begun */
-    tui_part_md_feed(&m->part[reasoning ? TUI_PART_REASONING : TUI_PART_BODY], s, n, v->width);
+    tui_part_md_feed_pieces(&m->part[reasoning ? TUI_PART_REASONING : TUI_PART_BODY], s, n,
+                            v->width);
 }
 
 void tui_view_answer_end(struct tui_view *v, size_t idx, const char *footer, int footer_slot)

@@ -404,7 +404,21 @@ static void test_chunking(void)
                memcmp(l0->wl.text, "line 0", 6) == 0 && l300->wl.len == 8,
            "line pointers stable over 1000 lines");
     TAP_OK(markdown_line(md, 1000) == NULL, "out-of-range line is NULL");
-    markdown_free(md);
+    /* released lines are gone (their blocks freed), the rest and the count stay */
+    markdown_release(md, 600);
+    const struct markdown_line *l600 = markdown_line(md, 600);
+    TAP_OK(markdown_line(md, 0) == NULL && markdown_line(md, 599) == NULL && l600 &&
+               l600->wl.len == 8 && memcmp(l600->wl.text, "line 600", 8) == 0 &&
+               markdown_count(md) == 1000,
+           "markdown_release frees the lines before 600, keeps 600.. and the count");
+    markdown_feed(md, "line 1000\n", 10);
+    markdown_release(md, 5000); /* past the end: up to the count */
+    markdown_feed(md, "**bold** after\n", 15);
+    const struct markdown_line *lb = markdown_line(md, 1001);
+    TAP_OK(markdown_count(md) == 1002 && markdown_line(md, 1000) == NULL && lb &&
+               lb->wl.len == 10 && memcmp(lb->wl.text, "bold after", 10) == 0,
+           "after a release past the end, new lines still come");
+    markdown_free(md); /* frees only what is left (ASan: no double free) */
 
     md = markdown_new(THEME_ASSISTANT);
     markdown_finish(md);

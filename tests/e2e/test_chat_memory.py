@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+"""The chat's memory for a huge answer (issue 13, item 8): the real binary in a private tmux
+streams an answer of 2 x --max-answer-mb from the fake server; the answer stops at the limit,
+and the chat's peak RSS (VmHWM, read before it quits) stays within a small multiple of the
+limit while it streams, is scrolled and resized. Prints TAP; skips cleanly without tmux.
+
+TT_CHAT_MEMORY_MB (default 16) sets the limit; the answer is twice as big.
+
+Where the memory goes at the limit (massif, 2 MiB; VmRSS, 16 MiB): the transcript's rows ~1.9x
+the answer (its text once in an arena, 40 bytes a line, 16 a row); the session's copy of the
+answer, the store's append buffer and SQLite ~3x while it streams; saving it (the parts
+folded) ~3x more at the end. Before the rows were compact (one styled copy per line in the
+styler and per row in the view) the chat took ~25x: 403 MiB for 16 MiB."""
+
+import sys
+
+sys.dont_write_bytecode = True
+
+import os  # noqa: E402
+import re  # noqa: E402
+import time  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ttlib  # noqa: E402
+
+t = ttlib.Tap()
+
+MIB = 1 << 20
+LIMIT = int(os.environ.get("TT_CHAT_MEMORY_MB", "16"))
+BASE_MB = 40      # the chat's own memory (curses, SQLite, the tokenizer's tables): ~12 MiB
+FACTOR = 8        # the bound: FACTOR x the answer + BASE_MB (the view ~1.9x; see below)
+# the fake server's bomb text: 64-byte lines, one of them with é and 中 (not plain ASCII)
+UNIT_TAIL = "ABCDEFGHIJKLMNOPQRS"
+
+STDERR = os.path.join(ttlib.tempdir("tt-mem-stderr-"), "stderr")
+
+
+def start(tm, srv, spec, home, args=()):
+    e = {"OPENAI_BASE_URL": srv.base(spec), "TT_TEST_STDERR": STDERR}
+    tm.run(["sh", "-c", 'exec "$0" "$@" 2>>"$TT_TEST_STDERR"', ttlib.tokterm_path()] +
+           list(args), ttlib.clean_env(home=home, env=e))
+    return tm.wait_for(re.compile("F1|\u203a"), 10)
+
+
+def tokterm_pid(tm):
+    """The pid of tokterm in the pane: the descendant of the pane's shell that runs the
+    binary or the chat program it execs (tokterm-tui beside it)."""
+    want = os.path.dirname(os.path.realpath(ttlib.tokterm_path()))
+    kids = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open("/proc/%s/stat" % d) as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+                kids.setdefault(ppid, []).append(int(d))
+            except (OSError, ValueError, IndexError):
+                pass
+    todo = [int(tm.tmux("display-message", "-p", "-t", tm.target, "#{pane_pid}").strip())]
+    while todo:
+        pid = todo.pop()
+        try:
+            exe = os.path.realpath("/proc/%d/exe" % pid)
+            if os.path.dirname(exe) == want and os.path.basename(exe).startswith("tokterm"):
+                return pid
+        except OSError:
+            pass
+        todo += kids.get(pid, [])
+    return None
+
+
+def hwm_mib(pid):
+    """Peak resident set size (VmHWM) of pid in MiB, None when it is gone."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        return None
+    return None
+
+
+def sanitized(pid):
+    """1 when the binary runs under AddressSanitizer (its shadow memory and quarantine make
+    RSS meaningless as a bound)."""
+    try:
+        with open("/proc/%d/maps" % pid) as f:
+            return "libasan" in f.read()
+    except OSError:
+        return False
+
+
+def check_bound(peak, name):
+    if pid and sanitized(pid):
+        t.skip(name, "an AddressSanitizer build: RSS is not the program's")
+        return
+    t.ok(peak is not None and peak <= bound, "%s: peak RSS %.0f MiB <= %d x %d MiB + %d MiB = "
+         "%d MiB" % (name, peak or -1, FACTOR, LIMIT, BASE_MB, bound))
+
+
+if not ttlib.Tmux.available():
+    t.skip("chat memory", "tmux is not installed", tool="tmux")
+    sys.exit(t.done())
+
+bound = FACTOR * LIMIT + BASE_MB
+with ttlib.FakeServer() as srv:
+    home = ttlib.make_home()
+    with ttlib.Tmux(100, 30) as tm:
+        scr = start(tm, srv, "bomb_text=%d" % (2 * LIMIT * MIB), home,
+                    ["--max-answer-mb", str(LIMIT)])
+        t.ok(scr is not None, "the chat opens", tm.capture())
+        pid = tokterm_pid(tm)
+        t.ok(pid is not None, "tokterm's pid found in the pane")
+        tm.send_text("a huge answer please")
+        tm.send("Enter")
+        t0 = time.monotonic()
+        done = tm.wait_for("passed the %d MiB limit" % LIMIT, 240)
+        secs = time.monotonic() - t0
+        t.ok(done is not None, "the chat says the answer passed the %d MiB limit (%.1f s)"
+             % (LIMIT, secs), tm.capture())
+        idle = tm.wait_for(re.compile(r"^ (idle|error) ", re.M), 30)
+        t.ok(idle is not None, "the chat waits for input again", tm.capture())
+        screen = idle or ""
+        t.ok(UNIT_TAIL[:8] in screen or "0123456789" in screen,
+             "the tail of the answer is on screen", screen)
+        streamed = hwm_mib(pid) if pid else None
+        t.diag("VmHWM after streaming %d MiB: %s MiB" % (LIMIT, streamed))
+        # scroll to the top and back, resize twice (every row rewrapped), draw each time
+        tm.send("Home")
+        top = tm.wait_for("a huge answer please", 30)
+        t.ok(top is not None, "Home shows the prompt above the answer", tm.capture())
+        tm.send("End")
+        tm.resize(61, 30)
+        time.sleep(1)
+        tm.resize(100, 30)
+        time.sleep(1)
+        tm.send("PPage")
+        time.sleep(0.5)
+        tm.send("End")
+        back = tm.wait_for(re.compile(r"^ (idle|error) ", re.M), 30)
+        after = hwm_mib(pid) if pid else None
+        t.diag("VmHWM after scrolling and resizing: %s MiB" % after)
+        t.ok(back is not None and "passed the %d MiB limit" % LIMIT in back,
+             "after the resizes the end of the answer is on screen again", tm.capture())
+        check_bound(after, "streamed, scrolled and resized")
+        tm.send("C-d")
+        st = tm.wait_exit(30)
+        t.eq(st, 0, "Ctrl-D quits with 0")
+    # the saved conversation opened again: read in the browser (F2), scrolled, resized, then
+    # resumed into the chat (the whole transcript styled and wrapped again)
+    with ttlib.Tmux(100, 30) as tm:
+        scr = start(tm, srv, "reply=ok", home)
+        pid = tokterm_pid(tm)
+        tm.send("F2")
+        scr = tm.wait_for("a huge answer please", 30)
+        t.ok(scr is not None, "F2 lists the conversation", tm.capture())
+        tm.send("Enter")
+        scr = tm.wait_for("READ-ONLY", 60)
+        t.ok(scr is not None, "Enter opens it read-only", tm.capture())
+        tm.send("End")
+        tm.resize(61, 30)
+        time.sleep(1)
+        tm.resize(100, 30)
+        tm.send("Home")
+        time.sleep(1)
+        tm.send("r")
+        scr = tm.wait_for("Continuing conversation", 60)
+        t.ok(scr is not None, "r resumes it in the chat", tm.capture())
+        tm.send("Home")
+        scr = tm.wait_for("a huge answer please", 30)
+        tm.send("End")
+        tm.resize(61, 30)
+        time.sleep(1)
+        scr = tm.wait_for(re.compile(r"^ (idle|error) ", re.M), 30)
+        t.ok(scr is not None and UNIT_TAIL[:8] in scr,
+             "the resumed chat shows the end of the answer at 61 columns", tm.capture())
+        again = hwm_mib(pid) if pid else None
+        t.diag("VmHWM reading, scrolling, resizing and resuming it: %s MiB" % again)
+        check_bound(again, "read back, scrolled, resized and resumed")
+        tm.send("C-d")
+        t.eq(tm.wait_exit(30), 0, "Ctrl-D quits with 0")
+    # what came is saved: tokterm show prints the prompt and the answer up to the limit
+    rc, out, err = ttlib.run_tokterm(["ls"], home=home, timeout=60)
+    ids = [ln.split()[0] for ln in out.decode("utf-8", "replace").splitlines()[1:] if ln.strip()]
+    t.eq(len(ids), 1, "tokterm ls: one conversation")
+    rc, out, err = ttlib.run_tokterm(["show", ids[0] if ids else "1"], home=home, timeout=120)
+    t.eq(rc, 0, "tokterm show: exit 0")
+    t.ok(b"a huge answer please" in out, "the prompt is saved")
+    body = out.count(UNIT_TAIL.encode())
+    want = (LIMIT * MIB) // 64
+    t.ok(want - 80 <= body <= want + 1, "the answer is saved up to the limit: %d of ~%d lines"
+         % (body, want))
+    with open(STDERR, "rb") as f:
+        err = f.read()
+    t.eq(err.decode("utf-8", "replace"), "", "nothing on stderr (no sanitizer report)")
+sys.exit(t.done())
