@@ -430,10 +430,11 @@ void wrap_rows_free(struct wrap_rows *rows)
 /* ---- wrap_doc ----
  *
  * Memory: a line costs its text (in an arena of blocks that never move), one struct dline
- * (40 bytes), a wrap_row (16 bytes) per row and its spans (12 bytes each; none when the line
- * is in one style, the common case). The spans of a row are cut from its line's spans when the
- * row is asked for, and a rule's text is one string per document, so the rows of an answer
- * cost about twice its size at most, not a copy per row. */
+ * (40 bytes), a wrap_row (16 bytes) per row when it has more than one and its spans (12 bytes
+ * each; none when the line is in one style, the common case). The spans of a row are cut from
+ * its line's spans when the row is asked for, and a rule's text is one string per document, so
+ * the rows of an answer cost well under twice its size, not a copy per row. (Indexes are 32
+ * bits: an answer is at most 4 GiB, max_answer_mb.) */
 
 #define ARENA_BLOCK 65536 /* text arena blocks; a longer line gets a block of its own */
 
@@ -443,19 +444,23 @@ struct arena {
     size_t used, size; /* of the last block */
 };
 
+#define DL_ONEROW 0x8000u /* dline.flags: one row {0, len, ri = its width, 0}, not in rows */
+
 struct dline {
     const char *text; /* in the list's arena; NULL for a rule (the document's rule string) */
-    size_t row0;      /* rows before this line in its list = index of its first row */
-    size_t span0;     /* its spans: spans[span0 .. span0 + nspans) */
+    size_t row0;      /* rows before this line in its list */
     uint32_t len;
     uint32_t nspans;  /* 0: the whole line in `slot`, no attributes */
+    uint32_t span0;   /* its spans: spans[span0 .. span0 + nspans) */
+    uint32_t ri;      /* its rows: rows.v[ri ..]; with DL_ONEROW, the width of its one row */
     uint16_t slot, hang, flags, tag;
 };
 
 struct dlist {
     struct dline *v;
     size_t n, cap;
-    struct wrap_rows rows;  /* the rows of every line, in order */
+    struct wrap_rows rows;  /* the rows of every line that has more than one, in order */
+    size_t total;           /* rows of all lines */
     struct theme_span *spans;
     size_t nspans, capspans;
     struct arena text;
@@ -473,18 +478,18 @@ struct wrap_doc {
 
 static const char *arena_put(struct arena *a, const char *s, size_t n)
 {
-    if (!a->n || a->size - a->used < n + 1) {
-        size_t size = n + 1 > ARENA_BLOCK ? n + 1 : ARENA_BLOCK;
+    if (!n)
+        return "";
+    if (!a->n || a->size - a->used < n) {
+        size_t size = n > ARENA_BLOCK ? n : ARENA_BLOCK;
         XGROW(a->blocks, a->n + 1, a->cap);
         a->blocks[a->n++] = xmalloc(size);
         a->size = size;
         a->used = 0;
     }
     char *p = a->blocks[a->n - 1] + a->used;
-    if (n)
-        memcpy(p, s, n);
-    p[n] = '\0';
-    a->used += n + 1;
+    memcpy(p, s, n);
+    a->used += n;
     return p;
 }
 
@@ -516,7 +521,7 @@ static void normalise_spans(struct dlist *dl, struct dline *l, const struct them
                             size_t nsp)
 {
     size_t at = 0, first = dl->nspans;
-    l->span0 = first;
+    l->span0 = (uint32_t)first;
     for (size_t i = 0; i < nsp; i++) {
         size_t a = sp[i].off, b = (size_t)sp[i].off + sp[i].len;
         if (b > l->len)
@@ -543,17 +548,29 @@ static void normalise_spans(struct dlist *dl, struct dline *l, const struct them
     }
 }
 
-/* Append the rows of l at width to the list's rows. */
+/* Wrap l at width: a line of one row that is all of it keeps only its width, other rows are
+ * appended to the list's rows. */
 static void dline_wrap(struct dlist *dl, struct dline *l, int width)
 {
-    l->row0 = dl->rows.n;
+    l->row0 = dl->total;
+    l->flags &= (uint16_t)~DL_ONEROW;
     if (l->flags & WRAP_RULE) {
-        size_t w = width < 1 ? 1 : (size_t)width;
-        XGROW(dl->rows.v, dl->rows.n + 1, dl->rows.cap);
-        dl->rows.v[dl->rows.n++] = (struct wrap_row){0, (uint32_t)(w * 3), (uint32_t)w, 0};
+        l->flags |= DL_ONEROW;
+        l->ri = (uint32_t)(width < 1 ? 1 : width);
+        dl->total++;
         return;
     }
-    wrap_text(&dl->rows, l->text, l->len, width, l->hang, l->flags);
+    size_t n0 = dl->rows.n;
+    wrap_text(&dl->rows, l->text, l->len, width, l->hang, l->flags & (WRAP_PRE | WRAP_RULE));
+    const struct wrap_row *r = &dl->rows.v[n0];
+    dl->total += dl->rows.n - n0;
+    if (dl->rows.n - n0 == 1 && r->off == 0 && r->len == l->len && r->indent == 0) {
+        l->flags |= DL_ONEROW;
+        l->ri = r->width;
+        dl->rows.n = n0;
+    } else {
+        l->ri = (uint32_t)n0;
+    }
 }
 
 static void dlist_add(struct dlist *dl, const struct wrap_line *in, int width)
@@ -568,7 +585,7 @@ static void dlist_add(struct dlist *dl, const struct wrap_line *in, int width)
     if (in->flags & WRAP_RULE) {
         /* a rule is as wide as the window: its text is the document's, made per width */
         l->slot = in->nspans && in->spans[0].len ? in->spans[0].slot : in->slot;
-        l->span0 = dl->nspans;
+        l->span0 = (uint32_t)dl->nspans;
     } else {
         l->len = (uint32_t)in->len;
         l->text = arena_put(&dl->text, in->text, in->len);
@@ -582,6 +599,7 @@ static void dlist_clear(struct dlist *dl)
 {
     dl->n = 0;
     dl->rows.n = 0;
+    dl->total = 0;
     dl->nspans = 0;
     arena_free(&dl->text);
 }
@@ -597,6 +615,7 @@ static void dlist_free(struct dlist *dl)
 static void dlist_rewrap(struct dlist *dl, int width)
 {
     dl->rows.n = 0;
+    dl->total = 0;
     for (size_t i = 0; i < dl->n; i++)
         dline_wrap(dl, &dl->v[i], width);
 }
@@ -696,7 +715,7 @@ size_t wrap_doc_lines(const struct wrap_doc *d)
 
 size_t wrap_doc_rows(const struct wrap_doc *d)
 {
-    return d->fin.rows.n + d->pend.rows.n;
+    return d->fin.total + d->pend.total;
 }
 
 int wrap_doc_row(const struct wrap_doc *cd, size_t i, struct wrap_view *v)
@@ -704,11 +723,11 @@ int wrap_doc_row(const struct wrap_doc *cd, size_t i, struct wrap_view *v)
     struct wrap_doc *d = (struct wrap_doc *)cd; /* the row's span scratch (heap object) */
     const struct dlist *dl = &d->fin;
     size_t line_base = 0;
-    if (i >= dl->rows.n) {
-        i -= dl->rows.n;
+    if (i >= dl->total) {
+        i -= dl->total;
         line_base = dl->n;
         dl = &d->pend;
-        if (i >= dl->rows.n)
+        if (i >= dl->total)
             return -1;
     }
     size_t lo = 0, hi = dl->n; /* last line with row0 <= i */
@@ -721,7 +740,14 @@ int wrap_doc_row(const struct wrap_doc *cd, size_t i, struct wrap_view *v)
     }
     /* every line has at least one row, so line lo holds row i */
     const struct dline *l = &dl->v[lo];
-    const struct wrap_row *row = &dl->rows.v[i];
+    struct wrap_row one;
+    const struct wrap_row *row = &one;
+    if (!(l->flags & DL_ONEROW))
+        row = &dl->rows.v[l->ri + (i - l->row0)];
+    else if (l->flags & WRAP_RULE)
+        one = (struct wrap_row){0, l->ri * 3, l->ri, 0};
+    else
+        one = (struct wrap_row){0, l->len, l->ri, 0};
     size_t a = row->off, b = a + row->len, n = 0;
     if (l->flags & WRAP_RULE) {
         if ((size_t)d->rule.len != b || !d->rule.data) { /* the width the row was made at */
@@ -765,7 +791,7 @@ int wrap_doc_row(const struct wrap_doc *cd, size_t i, struct wrap_view *v)
     v->nspans = n;
     v->line = line_base + lo;
     v->tag = l->tag;
-    v->flags = l->flags;
+    v->flags = l->flags & (uint16_t)~DL_ONEROW;
     v->first = i == l->row0;
     return 0;
 }
