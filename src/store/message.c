@@ -378,15 +378,91 @@ static int store_parts_drop(struct store *st, int64_t id)
     return rc == SQLITE_DONE ? 0 : store_fail(st, "cannot save the answer");
 }
 
+/* The buffered text of a stream, released while the row is written from a copy that holds it
+ * too (the answer is then in memory twice, the copy and SQLite's record, not three times), and
+ * put back from that copy's tail when the write does not happen. */
+struct store_hold {
+    struct store_stream *s; /* NULL: nothing released */
+    size_t text, reasoning; /* bytes released */
+};
+
+static void store_hold_release(struct store_hold *h, struct store_stream *s)
+{
+    *h = (struct store_hold){s, s->text.len, s->reasoning.len};
+    buf_free(&s->text);
+    buf_free(&s->reasoning);
+}
+
+/* Put the released text back: the last h->text bytes of text[0..tlen), likewise reasoning. */
+static void store_hold_restore(struct store_hold *h, const char *text, size_t tlen,
+                               const char *reasoning, size_t rlen)
+{
+    struct store_stream *s = h->s;
+    if (!s)
+        return;
+    buf_reset(&s->text);
+    buf_reset(&s->reasoning);
+    if (h->text)
+        buf_append(&s->text, text + tlen - h->text, h->text);
+    if (h->reasoning)
+        buf_append(&s->reasoning, reasoning + rlen - h->reasoning, h->reasoning);
+    h->s = NULL;
+}
+
+/* 1 when the caller's whole text w is what answer stream s was given: the parts committed so
+ * far and the text still buffered. */
+static int store_whole_matches(const struct store_stream *s, const struct store_whole *w)
+{
+    return w->len + w->reasoning_len == s->total && s->text.len <= w->len &&
+           s->reasoning.len <= w->reasoning_len &&
+           (!s->text.len || memcmp(w->text + w->len - s->text.len, s->text.data,
+                                   s->text.len) == 0) &&
+           (!s->reasoning.len ||
+            memcmp(w->reasoning + w->reasoning_len - s->reasoning.len, s->reasoning.data,
+                   s->reasoning.len) == 0);
+}
+
+/* Write answer id from the caller's whole text w (stream s buffered its tail; the parts hold
+ * the rest): the row is set in one piece, without reading the parts back, and the parts are
+ * dropped. 0, -1, 1 when the row is not as store_message_begin left it, or STORE_FOLD_TOOBIG
+ * (nothing written either way: the usual fold takes over). */
+static int store_fold_given(struct store *st, int64_t id, struct store_stream *s,
+                            const struct store_whole *w, const struct store_fin *fin)
+{
+    size_t max = store_max_value(st);
+    if (w->len > max || w->reasoning_len > max)
+        return STORE_FOLD_TOOBIG;
+    struct buf tv = {(char *)w->text, w->len, 0};
+    struct buf rv = {(char *)w->reasoning, w->reasoning_len, 0};
+    struct store_hold h;
+    store_hold_release(&h, s);
+    int rc = store_fold_write(st, store_q_fold_whole, id, &tv, &rv, w->reasoning_len > 0, fin);
+    if (rc == 0 && store_parts_drop(st, id) != 0)
+        rc = -1;
+    if (rc != 0)
+        store_hold_restore(&h, w->text, w->len, w->reasoning, w->reasoning_len);
+    return rc;
+}
+
 /* Fold the saved parts of answer id, then the buffered text of s (may be NULL), into
  * messages.content / reasoning, and drop the parts. With fin, the same UPDATE also writes how
  * the answer ended: a long answer's row (its overflow pages) is written once, not twice.
- * Inside a write transaction. Returns 0, -1, or STORE_NOT_FOUND (fin given, no such row). */
-int store_parts_fold(struct store *st, int64_t id, const struct store_stream *s,
-                     const struct store_fin *fin)
+ * With w (and s, fin), the caller's copy of the whole text is written instead when it is what
+ * s was given. Inside a write transaction. Returns 0, -1, or STORE_NOT_FOUND (fin given, no
+ * such row). */
+static int store_fold(struct store *st, int64_t id, struct store_stream *s,
+                      const struct store_whole *w, const struct store_fin *fin)
 {
+    if (s && w && fin && store_whole_matches(s, w)) {
+        int rc = store_fold_given(st, id, s, w, fin);
+        if (rc == 0 || rc == -1)
+            return rc;
+    }
     struct buf text = BUF_INIT, reasoning = BUF_INIT;
     int has_reasoning = 0, has_parts = 0, ret = -1;
+    struct store_hold hold = {NULL, 0, 0};
+    if (s && s->total > s->text.len)
+        buf_reserve(&text, s->total); /* no copy as it grows (only what is written is touched) */
     if (store_parts_read(st, id, &text, &reasoning, &has_parts, &has_reasoning) != 0)
         goto out;
     const struct buf *tp = &text, *rp = &reasoning;
@@ -401,6 +477,7 @@ int store_parts_fold(struct store *st, int64_t id, const struct store_stream *s,
             buf_append(&reasoning, buf_str(&s->reasoning), s->reasoning.len);
             has_reasoning = 1;
         }
+        store_hold_release(&hold, s); /* text holds it now */
     }
     size_t max = store_max_value(st);
     int too_big = tp->len > max || rp->len > max;
@@ -421,7 +498,8 @@ int store_parts_fold(struct store *st, int64_t id, const struct store_stream *s,
         /* Too large for one SQLite value: the answer stays in parts (the buffered text
          * joins them), which every reader appends to the row (store_conversation_load); only
          * how it ended is written. Nothing is deleted. */
-        if (s && store_stream_write(st, (struct store_stream *)s) != 0)
+        store_hold_restore(&hold, text.data, text.len, reasoning.data, reasoning.len);
+        if (s && store_stream_write(st, s) != 0)
             goto out;
         int rc = fin ? store_fold_write(st, store_q_fold_fin, id, NULL, NULL, 0, fin) : 0;
         ret = rc == 1 ? STORE_NOT_FOUND : rc == 0 ? 0 : -1;
@@ -431,13 +509,33 @@ int store_parts_fold(struct store *st, int64_t id, const struct store_stream *s,
         goto out;
     ret = 0;
 out:
+    if (ret != 0) /* the transaction is rolled back: the stream keeps its text */
+        store_hold_restore(&hold, text.data, text.len, reasoning.data, reasoning.len);
     buf_free(&text);
     buf_free(&reasoning);
     return ret;
 }
 
+int store_parts_fold(struct store *st, int64_t id, const struct store_stream *s,
+                     const struct store_fin *fin)
+{
+    return store_fold(st, id, (struct store_stream *)s, NULL, fin);
+}
+
+/* Buffered text past which a streaming answer is committed at once, not at the next batch
+ * interval: what a fast server sends in one interval can be most of a long answer, and this
+ * copy of it (the caller may hold another) is what the fold would then add to its own. */
+#define STORE_PART_MAX ((size_t)4 << 20)
+
+/* The stream's text is committed: its buffer is kept for the next batch, unless one long
+ * delta grew it past what a batch holds (kept, those pages would stay resident while the fold
+ * makes its copies of the whole answer). */
 static void store_stream_sent(struct store_stream *s)
 {
+    if (s->text.cap > 2 * STORE_PART_MAX)
+        buf_free(&s->text);
+    if (s->reasoning.cap > 2 * STORE_PART_MAX)
+        buf_free(&s->reasoning);
     buf_reset(&s->text);
     buf_reset(&s->reasoning);
     s->has_reasoning = 0;
@@ -481,7 +579,8 @@ static int store_append(struct store *st, int64_t msg_id, const char *text, size
         buf_append(&s->text, text, len);
     }
     s->total += len;
-    if (store_mono(st) - st->last_commit < STORE_BATCH_INTERVAL)
+    if (store_mono(st) - st->last_commit < STORE_BATCH_INTERVAL &&
+        s->text.len + s->reasoning.len < STORE_PART_MAX)
         return 0;
     return store_message_flush(st, 0) == 0 ? 1 : -1;
 }
@@ -507,8 +606,8 @@ double store_flush_deadline(const struct store *st)
 
 /* store_message_finish's transaction: the folded text and the outcome in one row write. */
 static int store_finish_write(struct store *st, int64_t msg_id, struct store_stream *str,
-                              enum store_status status, const char *finish_reason,
-                              const struct store_usage *usage,
+                              const struct store_whole *whole, enum store_status status,
+                              const char *finish_reason, const struct store_usage *usage,
                               const struct store_timings *timings, const char *error)
 {
     static const char q_touch[] = "UPDATE conversations SET updated = ?2 WHERE id = "
@@ -516,7 +615,7 @@ static int store_finish_write(struct store *st, int64_t msg_id, struct store_str
     if (store_begin(st) != 0)
         return -1;
     struct store_fin fin = {status, finish_reason, error, usage, timings};
-    int rc = store_parts_fold(st, msg_id, str, &fin);
+    int rc = store_fold(st, msg_id, str, whole, &fin);
     if (rc == STORE_NOT_FOUND) {
         store_rollback(st);
         store_stream_drop(st, msg_id);
@@ -539,9 +638,10 @@ static int store_finish_write(struct store *st, int64_t msg_id, struct store_str
     return store_commit(st);
 }
 
-int store_message_finish(struct store *st, int64_t msg_id, enum store_status status,
-                         const char *finish_reason, const struct store_usage *usage,
-                         const struct store_timings *timings, const char *error)
+int store_message_finish_whole(struct store *st, int64_t msg_id, const struct store_whole *whole,
+                               enum store_status status, const char *finish_reason,
+                               const struct store_usage *usage,
+                               const struct store_timings *timings, const char *error)
 {
     if (status == STORE_STREAMING || (unsigned)status >= TT_ARRAY_LEN(store_status_names)) {
         store_set_err(st, "cannot finish message %lld with status %s", (long long)msg_id,
@@ -556,11 +656,20 @@ int store_message_finish(struct store *st, int64_t msg_id, enum store_status sta
     if (big)
         (void)sqlite3_exec(st->db, "PRAGMA cache_size = " TT_STR(STORE_BIG_CACHE_PAGES), NULL,
                            NULL, NULL);
-    int rc = store_finish_write(st, msg_id, str, status, finish_reason, usage, timings, error);
+    int rc = store_finish_write(st, msg_id, str, whole, status, finish_reason, usage, timings,
+                                error);
     if (big)
         (void)sqlite3_exec(st->db, "PRAGMA cache_size = " TT_STR(STORE_CACHE_KIB), NULL, NULL,
                            NULL);
     if (rc == 0)
         store_stream_drop(st, msg_id);
     return rc;
+}
+
+int store_message_finish(struct store *st, int64_t msg_id, enum store_status status,
+                         const char *finish_reason, const struct store_usage *usage,
+                         const struct store_timings *timings, const char *error)
+{
+    return store_message_finish_whole(st, msg_id, NULL, status, finish_reason, usage, timings,
+                                      error);
 }

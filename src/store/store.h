@@ -304,6 +304,22 @@ double store_flush_deadline(const struct store *st);
 int store_message_finish(struct store *st, int64_t msg_id, enum store_status status,
                          const char *finish_reason, const struct store_usage *usage,
                          const struct store_timings *timings, const char *error);
+/* The whole text of an answer as its caller holds it: every byte given to
+ * store_message_append (text) and store_message_append_reasoning (reasoning), in order. */
+struct store_whole {
+    const char *text;
+    size_t len;
+    const char *reasoning;
+    size_t reasoning_len;
+};
+/* store_message_finish for a caller that holds the whole text (whole, borrowed): the row is
+ * written from it in one piece and the copy buffered here is released first, so that a long
+ * answer is in memory twice (whole and SQLite's record), not three times. When whole is not
+ * what was appended, the same as store_message_finish. */
+int store_message_finish_whole(struct store *st, int64_t msg_id, const struct store_whole *whole,
+                               enum store_status status, const char *finish_reason,
+                               const struct store_usage *usage,
+                               const struct store_timings *timings, const char *error);
 /* Free the strings of a message (not m itself). */
 void store_message_clear(struct store_message *m);
 
