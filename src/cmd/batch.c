@@ -13,6 +13,7 @@
 #include "tokens/context.h"
 #include "tokens/tokenizer.h"
 #include "base/sha256.h"
+#include "base/utf8.h"
 #include "base/util.h"
 #include "cmd/script.h"
 #include "base/xmalloc.h"
@@ -405,7 +406,10 @@ static void batch_emit(struct batch *b, const struct batch_item *it, const struc
         abort();
     }
     buf_reset(&b->line);
-    buf_appends(&b->line, s);
+    if (b->out_tty) /* the same JSON, with nothing a terminal would obey (C1, bidi) */
+        utf8_json_terminal(&b->line, s, strlen(s));
+    else
+        buf_appends(&b->line, s);
     buf_appendc(&b->line, '\n');
     cJSON_free(s);
 

@@ -202,6 +202,23 @@ with ttlib.FakeServer() as srv:
     t.eq(rc, 2, "doctor with a hostile unknown argument: exit 2")
     ttlib.safe_stderr(t, err, "doctor's unknown argument")
 
+    # --- batch: its JSON lines on a terminal are escaped, into a pipe byte-exact -------------
+    lines = '{"id":1,"prompt":"a"}\n'
+    rc, out, err = ttlib.run_tokterm_tty(["--db", db, "--base-url", base, "batch", "-"],
+                                         stdin=lines)
+    t.eq(rc, 0, "batch on a terminal: exit 0")
+    tty_safe(out, "batch JSON lines on a terminal")
+    line = out.decode("utf-8", "replace").strip().splitlines()[-1] if out.strip() else ""
+    try:
+        got = json.loads(line).get("content")
+    except ValueError:
+        got = None
+    t.eq(got, EVIL, "batch on a terminal: still JSON, the same content when decoded")
+    rc, out, err = ttlib.run_tokterm(["--db", db, "--base-url", base, "--no-cache", "batch", "-"],
+                                     stdin=lines)
+    t.ok(rc == 0 and json.loads(out.decode().splitlines()[-1])["content"] == EVIL
+         and b"\xe2\x80\xae" in out, "batch into a pipe: the raw bytes", repr(out[:300]))
+
     # --- an empty search query is bad usage ---------------------------------------------------
     for qry in ([""], ["   "], ["", ""], ['""']):
         rc, out, err = ttlib.run_tokterm(["--db", db, "search"] + qry)
