@@ -104,7 +104,7 @@ static void script_wait(void *ud, int retry, const char *why, double seconds)
 static void script_json_context(struct session *s, cJSON *o)
 {
     struct session_status st;
-    session_status(s, &st);
+    session_status_sent(s, &st);
     cJSON *c = cJSON_AddObjectToObject(o, "context");
     cJSON_AddNumberToObject(c, "prompt_tokens", (double)st.sent_tokens);
     cJSON_AddNumberToObject(c, "prompt_tokens_raw", (double)st.sent_raw);
@@ -123,6 +123,8 @@ static void script_json_context(struct session *s, cJSON *o)
     cJSON_AddNumberToObject(c, "summary_requests", st.summary_requests);
     cJSON_AddBoolToObject(c, "summary_reused", st.summary_reused);
     cJSON_AddNumberToObject(c, "spent_tokens", (double)st.spent_tokens);
+    if (st.spent_estimated)
+        cJSON_AddBoolToObject(c, "spent_estimated", 1);
     if (st.priced)
         cJSON_AddNumberToObject(c, "spent_usd", st.spent_usd);
     else
@@ -139,7 +141,7 @@ static void script_budget_warn(struct session *s, int *warned)
     if (*warned || !session_has_budget(s))
         return; /* no budget: nothing to warn of (and no status to count) */
     struct session_status st;
-    session_status(s, &st);
+    session_status_sent(s, &st);
     if (st.level == CONTEXT_BUDGET_OK)
         return;
     *warned = 1;
@@ -150,11 +152,28 @@ static void script_budget_warn(struct session *s, int *warned)
     fputs(")\n", stderr);
 }
 
+const char script_json_streamed[] = "";
+
+/* The placeholders of the streamed texts: raw values that no printed string can hold (cJSON
+ * escapes every byte under 0x20 in strings). */
+#define SCRIPT_MARK_CONTENT '\001'
+#define SCRIPT_MARK_REASONING '\002'
+
+static void script_add_text(cJSON *o, const char *name, const char *text, char mark)
+{
+    if (text == SCRIPT_JSON_STREAMED) {
+        char raw[] = {'"', mark, '"', '\0'};
+        cJSON_AddRawToObject(o, name, raw);
+    } else {
+        cJSON_AddStringToObject(o, name, text ? text : "");
+    }
+}
+
 void script_result_fields(cJSON *o, const struct net_result *r, const char *content,
                           const char *reasoning, const char *model, int code, int timed)
 {
-    cJSON_AddStringToObject(o, "content", content ? content : "");
-    cJSON_AddStringToObject(o, "reasoning", reasoning ? reasoning : "");
+    script_add_text(o, "content", content, SCRIPT_MARK_CONTENT);
+    script_add_text(o, "reasoning", reasoning, SCRIPT_MARK_REASONING);
     if (r->model[0] || model)
         cJSON_AddStringToObject(o, "model", r->model[0] ? r->model : model);
     else
@@ -218,32 +237,110 @@ void script_result_fields(cJSON *o, const struct net_result *r, const char *cont
         cJSON_AddStringToObject(o, "quota", r->quota_text);
 }
 
-/* The one JSON object of --json. On a terminal, C1, DEL and bidi controls are escaped as
- * \uXXXX too (cJSON escapes only C0): the same JSON value, nothing the terminal obeys. */
+/* script_json_write's output: JSON text gathered into pieces of about SCRIPT_PIECE bytes. */
+struct script_jw {
+    int fd, tty, failed;
+    struct buf out;  /* JSON text not written yet */
+    struct buf safe; /* a piece escaped for a terminal */
+};
+
+/* Write what is gathered; unless last, an unfinished UTF-8 sequence at its end waits for the
+ * rest (so that a terminal's escaping sees it whole, as it would see the whole text). */
+static void script_jw_flush(struct script_jw *w, int last)
+{
+    size_t n = w->out.len, hold = last || !w->tty ? 0 : utf8_incomplete_tail(w->out.data, n);
+    if (n - hold && !w->failed) {
+        const char *p = w->out.data;
+        if (w->tty) {
+            buf_reset(&w->safe);
+            utf8_json_terminal(&w->safe, p, n - hold);
+            p = w->safe.data;
+        }
+        if (util_write_all(w->fd, p, w->tty ? w->safe.len : n - hold) < 0)
+            w->failed = 1;
+    }
+    memmove(w->out.data, w->out.data + n - hold, hold);
+    w->out.len = hold;
+}
+
+static void script_jw_put(struct script_jw *w, const char *s, size_t n)
+{
+    while (n) {
+        size_t k = w->out.len < SCRIPT_PIECE ? SCRIPT_PIECE - w->out.len : 0;
+        k = k < n ? k : n;
+        buf_append(&w->out, s, k);
+        if (w->out.len >= SCRIPT_PIECE)
+            script_jw_flush(w, 0);
+        s += k;
+        n -= k;
+    }
+}
+
+/* s[0..n) as the inside of a JSON string, escaped as cJSON escapes it. */
+static void script_jw_string(struct script_jw *w, const char *s, size_t n)
+{
+    size_t run = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        script_jw_put(w, s + run, i - run);
+        char e[8];
+        switch (c) {
+        case '"': memcpy(e, "\\\"", 3); break;
+        case '\\': memcpy(e, "\\\\", 3); break;
+        case '\b': memcpy(e, "\\b", 3); break;
+        case '\f': memcpy(e, "\\f", 3); break;
+        case '\n': memcpy(e, "\\n", 3); break;
+        case '\r': memcpy(e, "\\r", 3); break;
+        case '\t': memcpy(e, "\\t", 3); break;
+        default: snprintf(e, sizeof e, "\\u%04x", c); break;
+        }
+        script_jw_put(w, e, strlen(e));
+        run = i + 1;
+    }
+    script_jw_put(w, s + run, n - run);
+}
+
+int script_json_write(int fd, const cJSON *o, const char *content, size_t clen,
+                      const char *reasoning, size_t rlen, int tty)
+{
+    char *text = cJSON_PrintUnformatted(o);
+    if (!text) {
+        errno = ENOMEM;
+        return -1;
+    }
+    struct script_jw w = {fd, tty, 0, BUF_INIT, BUF_INIT};
+    for (const char *p = text;;) {
+        size_t k = strcspn(p, "\001\002");
+        script_jw_put(&w, p, k);
+        if (!p[k])
+            break;
+        if (p[k] == SCRIPT_MARK_CONTENT)
+            script_jw_string(&w, content ? content : "", content ? clen : 0);
+        else
+            script_jw_string(&w, reasoning ? reasoning : "", reasoning ? rlen : 0);
+        p += k + 1;
+    }
+    script_jw_put(&w, "\n", 1);
+    script_jw_flush(&w, 1);
+    cJSON_free(text);
+    buf_free(&w.out);
+    buf_free(&w.safe);
+    return w.failed ? -1 : 0;
+}
+
+/* The one JSON object of --json, written as it is made (script_json_write). On a terminal,
+ * C1, DEL and bidi controls are escaped as \uXXXX too (cJSON escapes only C0): the same JSON
+ * value, nothing the terminal obeys. */
 static void script_json(struct session *s, const struct net_result *r, int code, int tty)
 {
     cJSON *o = cJSON_CreateObject();
-    script_result_fields(o, r, session_answer(s), session_reasoning(s), session_profile(s)->model, code,
-                         1);
+    script_result_fields(o, r, SCRIPT_JSON_STREAMED, SCRIPT_JSON_STREAMED,
+                         session_profile(s)->model, code, 1);
     script_json_context(s, o);
-    char *text = cJSON_PrintUnformatted(o);
-    if (text) {
-        size_t n = strlen(text);
-        if (tty) { /* a piece at a time: memory O(piece), not 6 bytes per C1 control */
-            struct buf safe = BUF_INIT;
-            for (size_t at = 0, k; at < n; at += k) {
-                k = utf8_cut(text + at, n - at, SCRIPT_PIECE);
-                buf_reset(&safe);
-                utf8_json_terminal(&safe, text + at, k);
-                (void)util_write_all(1, safe.data, safe.len);
-            }
-            buf_free(&safe);
-        } else {
-            (void)util_write_all(1, text, n);
-        }
-        (void)util_write_all(1, "\n", 1);
-        cJSON_free(text);
-    }
+    (void)script_json_write(1, o, session_answer(s), session_answer_len(s), session_reasoning(s),
+                            session_reasoning_len(s), tty);
     cJSON_Delete(o);
 }
 

@@ -32,6 +32,19 @@ struct script_opts {
 void script_result_fields(cJSON *o, const struct net_result *r, const char *content,
                           const char *reasoning, const char *model, int code, int timed);
 
+/* Pass as content and reasoning to script_result_fields to leave the texts out of the tree:
+ * script_json_write writes them in their place. */
+extern const char script_json_streamed[];
+#define SCRIPT_JSON_STREAMED script_json_streamed
+
+/* Write o, built with SCRIPT_JSON_STREAMED, and a newline to fd: the same bytes as
+ * cJSON_PrintUnformatted(o) with content[0..clen) and reasoning[0..rlen) as those members
+ * would print (a NUL byte is \u0000, not the end), but a piece at a time: memory O(piece),
+ * not a tree and a printed copy of each text. tty: what a terminal obeys is escaped too
+ * (utf8_json_terminal). Returns 0, or -1 when a write failed (errno). */
+int script_json_write(int fd, const cJSON *o, const char *content, size_t clen,
+                      const char *reasoning, size_t rlen, int tty);
+
 /* Run one exchange with conf and key (taken). Returns the process exit status. */
 int script_run(struct conf *conf, char *key, const struct script_opts *o);
 

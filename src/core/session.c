@@ -28,6 +28,8 @@ struct session {
     unsigned cancel_asked;     /* the request the user asked to cancel (Esc, SIGINT), 0 = none */
     unsigned next_local;       /* ids of cache replays (high bit set, never a net id) */
     struct buf answer;         /* text of the answer in flight */
+    const struct conv_turn *answer_turn; /* the turn that took it when it ended, until the
+                                            history changes (session_answer) */
     struct buf reasoning;
     int keep_answer;           /* collect the answer text (history, --json) */
     int count_lazily;          /* count tokens only when asked (status, no usage): a request
@@ -74,6 +76,8 @@ struct session {
     struct context_stream *ans_count; /* the streaming answer's tokens, counted incrementally */
     size_t ans_fed;
     size_t ans_bytes;          /* answer bytes received when the text is not kept */
+    int spent_estimated;       /* an answer's tokens in the spending were estimated (no usage,
+                                  and too long to count: SESSION_COUNT_MAX) */
     size_t status_n;           /* history length when status_used was computed */
     const char *status_last;
     long status_used;
@@ -136,12 +140,22 @@ const struct net_result *session_last(const struct session *s)
 
 const char *session_answer(const struct session *s)
 {
-    return buf_str(&s->answer);
+    return s->answer_turn ? s->answer_turn->answer : buf_str(&s->answer);
 }
 
 const char *session_reasoning(const struct session *s)
 {
     return buf_str(&s->reasoning);
+}
+
+size_t session_answer_len(const struct session *s)
+{
+    return s->answer_turn ? s->answer_turn->answer_len : s->answer.len;
+}
+
+size_t session_reasoning_len(const struct session *s)
+{
+    return s->reasoning.len;
 }
 
 const struct conf *session_profile(const struct session *s)
@@ -174,6 +188,7 @@ static void session_msgs_push(struct session *s, const char *role, const char *c
  * alternates user/assistant, whatever failed or was refused on the way. */
 static void session_history(struct session *s)
 {
+    s->answer_turn = NULL;
     s->n_msgs = 0;
     if (s->conv.system)
         session_msgs_push(s, "system", s->conv.system, strlen(s->conv.system), 0);
@@ -510,6 +525,7 @@ static unsigned session_send_planned(struct session *s)
     request_api(&ar, c, m, s->plan.n_items);
     char *body = api_request_json(&ar);
     buf_reset(&s->answer);
+    s->answer_turn = NULL;
     buf_reset(&s->reasoning);
     s->ans_fed = 0;
     s->ans_bytes = 0;
@@ -605,8 +621,13 @@ static void session_save_end(struct session *s, const struct net_result *r)
                                   r->t.connect, r->t.tls};
         if (r->cached)
             t = (struct store_timings){-1, -1, -1, -1, -1, -1};
-        if (store_message_finish(s->store, s->answer_id, session_store_status(r->outcome),
-                                 r->finish[0] ? r->finish : NULL, &u, &t, r->error) != 0)
+        /* The answer kept here is written as it is: the store gives back its own copy first
+         * (a long answer is then in memory twice while it is saved, not three times). */
+        struct store_whole w = {s->answer.data, s->answer.len, s->reasoning.data,
+                                s->reasoning.len};
+        if (store_message_finish_whole(s->store, s->answer_id, s->keep_answer ? &w : NULL,
+                                       session_store_status(r->outcome),
+                                       r->finish[0] ? r->finish : NULL, &u, &t, r->error) != 0)
             session_store_failed(s);
     }
     /* Only a complete answer with text is cached: never an empty or failed one. */
@@ -658,13 +679,31 @@ static void session_settle(struct session *s, const struct net_result *r, int64_
         return;
     size_t n = s->keep_answer ? s->answer.len : 0;
     enum conv_outcome o = session_outcome(r, n);
-    conv_settle(t, o, n || o == CONV_ANSWERED || o == CONV_CUT ? buf_str(&s->answer) : NULL, n,
-                r->error, r->model[0] ? r->model : NULL);
+    conv_settle(t, o, !n && (o == CONV_ANSWERED || o == CONV_CUT) ? "" : NULL, 0, r->error,
+                r->model[0] ? r->model : NULL);
+    if (n) { /* the turn takes the text kept here: no second copy of a long answer */
+        t->answer = buf_take(&s->answer);
+        t->answer_len = n;
+    }
     if (aid > 0)
         t->answer_id = aid;
     else if (conv_turn_sent(t))
         t->answer_id = -++s->conv.serial;
     session_history(s);
+    s->answer_turn = n ? t : NULL;
+}
+
+#define SESSION_ANSWER_GROW ((size_t)1 << 20)
+
+/* Keep text of the answer (or of its reasoning) in b. Once it is long, b takes room for the
+ * rest up to max_answer_mb at once: only what is written is resident, and no doubling copies
+ * the whole answer again (with the old block, twice the answer for a moment). */
+static void session_keep(struct session *s, struct buf *b, const char *text, size_t n)
+{
+    size_t limit = (size_t)(s->conf->max_answer_mb > 0 ? s->conf->max_answer_mb : 64) << 20;
+    if (b->len + n >= b->cap && b->len + n >= SESSION_ANSWER_GROW && b->len + n < limit)
+        buf_reserve(b, limit - b->len);
+    buf_append(b, text, n);
 }
 
 int session_dispatch(struct session *s, const struct session_sink *sink)
@@ -683,7 +722,7 @@ int session_dispatch(struct session *s, const struct session_sink *sink)
         } else if (e->type == QEV_CONTENT || e->type == QEV_REASONING) {
             int r = e->type == QEV_REASONING;
             if (s->keep_answer)
-                buf_append(r ? &s->reasoning : &s->answer, e->text.data, e->text.len);
+                session_keep(s, r ? &s->reasoning : &s->answer, e->text.data, e->text.len);
             else if (!r)
                 s->ans_bytes += e->text.len; /* not kept: the server's usage counts it */
             if (s->answer_id) {
@@ -747,6 +786,7 @@ void session_cancel(struct session *s)
 #define SESSION_WINDOW_DEFAULT 8192 /* unknown model without context_window */
 #define SESSION_RESERVE_DEFAULT 4096
 #define SESSION_SUMMARY_ROUNDS 4    /* summary requests at most per message sent */
+#define SESSION_COUNT_MAX ((size_t)4 << 20) /* longer answers without usage: tokens estimated */
 
 static void session_context_close(struct session *s)
 {
@@ -1089,6 +1129,26 @@ static long session_answer_tokens(struct session *s)
     return context_stream_count(s->ans_count);
 }
 
+/* The answer goes into the history: its tokens, when they are known without counting it
+ * again, are recorded for the plans that will carry it (the status, /context, the next
+ * request). Known: counted as it streamed (the chat's status counts it incrementally), or the
+ * server's completion_tokens when they are the answer's alone (the model's own encoding, no
+ * reasoning). Otherwise the first plan that needs it counts it. */
+static void session_answer_record(struct session *s, const struct net_result *r)
+{
+    if (!s->keep_answer || !s->answer.len)
+        return;
+    long tokens = -1;
+    if (s->ans_count && s->ans_fed == s->answer.len)
+        tokens = context_stream_count(s->ans_count);
+    else if (r->usage.present && r->usage.completion > 0 && !r->usage.reasoning &&
+             !s->reasoning.len && !context_approximate(s->ctx) &&
+             (r->outcome == API_OK || r->outcome == API_CUT))
+        tokens = (long)r->usage.completion;
+    if (tokens >= 0)
+        context_count_record(s->ctx, s->answer.data, s->answer.len, tokens);
+}
+
 static void session_context_end(struct session *s, const struct net_result *r)
 {
     if (!s->ctx || !r || r->cached || r->outcome == API_ERR_USAGE ||
@@ -1097,16 +1157,21 @@ static void session_context_end(struct session *s, const struct net_result *r)
     if (!r->usage.present)
         session_context_exact(s); /* the spend is our own count */
     long completion;
+    size_t kept = s->answer.len + s->reasoning.len;
     if (r->usage.present && r->usage.completion > 0) {
         completion = (long)r->usage.completion; /* what the server bills: no need to count */
-    } else if (s->keep_answer) {
+    } else if (s->keep_answer && (kept <= SESSION_COUNT_MAX || s->ans_fed == s->answer.len)) {
         completion = session_answer_tokens(s);
         if (s->reasoning.len)
             completion += context_count(s->ctx, s->reasoning.data, s->reasoning.len);
     } else {
-        completion = (long)(s->ans_bytes / 4); /* text not kept and no usage: an estimate */
+        /* not kept, or too long to count now (a server that sent no usage, a limit): an
+         * estimate, and said to be one */
+        completion = (long)((s->keep_answer ? kept : s->ans_bytes) / 4);
+        s->spent_estimated = 1;
     }
     session_context_spend(s, r, s->plan.shown, completion);
+    session_answer_record(s, r);
     s->status_n = (size_t)-1;
     if (r->usage.present && r->usage.prompt > 0 && !r->used_fallback && !s->plan.bounded &&
         (r->outcome == API_OK || r->outcome == API_CUT)) {
@@ -1121,7 +1186,7 @@ static void session_context_end(struct session *s, const struct net_result *r)
     }
 }
 
-static void session_status_fill(struct session *s, struct session_status *st)
+static void session_status_fill(struct session *s, struct session_status *st, int history)
 {
     memset(st, 0, sizeof *st);
     session_context_setup(s);
@@ -1140,7 +1205,9 @@ static void session_status_fill(struct session *s, struct session_status *st)
     if (context_policy_parse(c->context_policy, &st->policy) < 0)
         st->policy = CONTEXT_SUMMARIZE;
     st->summarizing = s->sum_req != 0;
-    if (s->active && !s->sum_req) {
+    if (!history) {
+        /* the request that left and the spending only: nothing of the history is counted */
+    } else if (s->active && !s->sum_req) {
         st->answer_tokens = session_answer_tokens(s);
         st->ctx_used = s->plan.shown + CONTEXT_MSG_OVERHEAD + 1 +
                        (long)(st->answer_tokens * st->ratio + 0.999);
@@ -1168,6 +1235,7 @@ static void session_status_fill(struct session *s, struct session_status *st)
     st->summary_reused = s->plan_summary_reused && !s->plan_summary_requests;
     st->note = s->plan_note ? s->plan_note : "";
     st->spent_tokens = s->budget.spent_tokens;
+    st->spent_estimated = s->spent_estimated;
     st->spent_usd = s->budget.spent_usd;
     st->priced = s->ctx_model.priced;
     st->budget_tokens = s->budget.cap_tokens;
@@ -1179,7 +1247,15 @@ void session_status(struct session *s, struct session_status *st)
 {
     int lazy = s->count_lazily;
     s->count_lazily = 0; /* the status shows exact counts */
-    session_status_fill(s, st);
+    session_status_fill(s, st, 1);
+    s->count_lazily = lazy;
+}
+
+void session_status_sent(struct session *s, struct session_status *st)
+{
+    int lazy = s->count_lazily;
+    s->count_lazily = 0;
+    session_status_fill(s, st, 0);
     s->count_lazily = lazy;
 }
 

@@ -79,6 +79,9 @@ const char *session_store_error(const struct session *s);
 const struct net_result *session_last(const struct session *s);
 const char *session_answer(const struct session *s);
 const char *session_reasoning(const struct session *s);
+/* Their lengths in bytes (the text may hold a NUL byte). */
+size_t session_answer_len(const struct session *s);
+size_t session_reasoning_len(const struct session *s);
 /* The profile the session sends with. */
 const struct conf *session_profile(const struct session *s);
 /* Attach a store (borrowed): save = write the conversation; cache = how to use the response
@@ -152,6 +155,8 @@ struct session_status {
     int summarizing;           /* a summary request is in flight */
     /* spending */
     long long spent_tokens;
+    int spent_estimated;       /* spent_tokens holds an estimate of an answer's tokens (no usage
+                                  from the server, and too long to count) */
     double spent_usd;
     int priced;                /* the current model has a price (data/prices.tsv) */
     long long budget_tokens;   /* 0 = no cap */
@@ -162,6 +167,9 @@ struct session_status {
 
 /* Fill *st. Cheap enough for every frame (the history is re-planned only when it changed). */
 void session_status(struct session *s, struct session_status *st);
+/* The same without ctx_used and answer_tokens (left 0): only the request that left and the
+ * spending, so that nothing of the history is counted (--json, the budget warning). */
+void session_status_sent(struct session *s, struct session_status *st);
 /* What happened to history message i in the last request: enum context_fate (CONTEXT_SENT for
  * messages added since). The TUI puts its "history compressed" marker after the last message
  * that is not CONTEXT_SENT. */

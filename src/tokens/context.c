@@ -168,31 +168,54 @@ static void context_cache_grow(struct context *c)
     c->cap = ncap;
 }
 
-long context_count(struct context *c, const char *text, size_t len)
+/* The slot of text (hash h) in the cache: the one that holds it, or the empty one where it
+ * goes. */
+static size_t context_slot(const struct context *c, uint64_t h, size_t len)
 {
-    if (len < 16) /* cheaper to count than to remember */
-        return context_count_raw(c, text, len);
-    uint64_t h = context_hash(text, len);
     size_t j = h & (c->cap - 1);
-    while (c->slots[j].hash) {
-        if (c->slots[j].hash == h && c->slots[j].len == len)
-            return c->slots[j].tokens;
+    while (c->slots[j].hash && !(c->slots[j].hash == h && c->slots[j].len == len))
         j = (j + 1) & (c->cap - 1);
-    }
-    long t = context_count_raw(c, text, len);
+    return j;
+}
+
+/* Remember tokens for text (hash h) at slot j, an empty one. */
+static void context_remember(struct context *c, uint64_t h, size_t len, size_t j, long tokens)
+{
     if (c->used >= CONTEXT_CACHE_MAX) { /* start over rather than grow without end */
         memset(c->slots, 0, c->cap * sizeof *c->slots);
         c->used = 0;
         j = h & (c->cap - 1);
     } else if ((c->used + 1) * 10 > c->cap * 7) {
         context_cache_grow(c);
-        j = h & (c->cap - 1);
-        while (c->slots[j].hash)
-            j = (j + 1) & (c->cap - 1);
+        j = context_slot(c, h, len);
     }
-    c->slots[j] = (struct cache_entry){h, len, t};
+    c->slots[j] = (struct cache_entry){h, len, tokens};
     c->used++;
+}
+
+long context_count(struct context *c, const char *text, size_t len)
+{
+    if (len < 16) /* cheaper to count than to remember */
+        return context_count_raw(c, text, len);
+    uint64_t h = context_hash(text, len);
+    size_t j = context_slot(c, h, len);
+    if (c->slots[j].hash)
+        return c->slots[j].tokens;
+    long t = context_count_raw(c, text, len);
+    context_remember(c, h, len, j, t);
     return t;
+}
+
+void context_count_record(struct context *c, const char *text, size_t len, long tokens)
+{
+    if (len < 16 || tokens < 0)
+        return;
+    uint64_t h = context_hash(text, len);
+    size_t j = context_slot(c, h, len);
+    if (c->slots[j].hash)
+        c->slots[j].tokens = tokens;
+    else
+        context_remember(c, h, len, j, tokens);
 }
 
 long context_msg_tokens(struct context *c, const char *role, const char *text, size_t len)

@@ -62,6 +62,9 @@ int context_approximate(const struct context *c);
 /* Tokens of text[0..len). Counts are cached by content (hash + length), so a message that is
  * sent again each turn is tokenised once. */
 long context_count(struct context *c, const char *text, size_t len);
+/* Record that text[0..len) is tokens tokens (counted elsewhere: incrementally as it streamed,
+ * or by the server), so that context_count finds it instead of tokenising it again. */
+void context_count_record(struct context *c, const char *text, size_t len, long tokens);
 /* Tokens one chat message costs: CONTEXT_MSG_OVERHEAD + tokens(role) + tokens(content). */
 long context_msg_tokens(struct context *c, const char *role, const char *text, size_t len);
 /* Number of texts in the count cache (for tests). */
