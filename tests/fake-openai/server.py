@@ -37,7 +37,7 @@ INT_KEYS = {"gen", "delay_ms", "first_delay_ms", "header_delay_ms", "status", "d
             "stall_after", "keepalive_ms", "seed", "prompt_tokens", "huge_line", "big_delta",
             "nest", "bomb", "bomb_text"}
 FLOAT_KEYS = {"stall_s"}
-FLAG_KEYS = {"close", "json", "hang", "rst", "empty_deltas", "linger"}
+FLAG_KEYS = {"close", "json", "hang", "rst", "empty_deltas", "linger", "bomb_usage"}
 STR_KEYS = {"replay", "reply", "chunk", "body", "error", "code", "type", "ctype", "raw",
             "models", "encoding", "redirect", "reason"}
 BYTES_KEYS = {"content_json", "usage_json"}     # percent-decoded to bytes, not text
@@ -317,13 +317,18 @@ _BOMB_CACHE = {}
 _BOMB_LOCK = threading.Lock()
 
 
-def bomb_parts(n, text, model):
+def bomb_parts(n, text, model, usage=False):
     """(head, filler unit, count, tail) of bomb=N (N newlines: no event at all) or
     bomb_text=N (N bytes of answer text, BOMB_UNIT_TEXT per content delta) after a role delta,
-    then stop and [DONE]."""
+    then stop, a usage chunk when usage (bomb_usage: completion_tokens = N // 4), and
+    [DONE]."""
     cid = "chatcmpl-fakebomb"
     head = sse_event(chunk_obj(cid, 1700000000, model, {"role": "assistant", "content": ""}))
     tail = sse_event(chunk_obj(cid, 1700000000, model, {}, "stop")) + b"data: [DONE]\n\n"
+    if usage:
+        tail = tail[:-len(b"data: [DONE]\n\n")] + sse_event(chunk_obj(
+            cid, 1700000000, model, usage={"prompt_tokens": 8, "completion_tokens": n // 4,
+                                           "total_tokens": 8 + n // 4})) + b"data: [DONE]\n\n"
     if not text:
         return head, b"\n", n, tail
     unit = sse_event({"choices": [{"index": 0, "delta": {
@@ -331,9 +336,9 @@ def bomb_parts(n, text, model):
     return head, unit, n // len(BOMB_UNIT_TEXT), tail
 
 
-def bomb_plain(n, text, model):
+def bomb_plain(n, text, model, usage=False):
     """The bomb's body made while it is sent (no Content-Encoding)."""
-    head, unit, count, tail = bomb_parts(n, text, model)
+    head, unit, count, tail = bomb_parts(n, text, model, usage)
 
     def gen():
         yield head
@@ -872,7 +877,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     out = Body(data, [data])  # one write: the whole bomb in one read
                     precompressed = True
             else:
-                out = bomb_plain(n_bomb, text_bomb, model)
+                out = bomb_plain(n_bomb, text_bomb, model, spec.get("bomb_usage"))
         elif spec.get("empty_deltas"):
             out, ctype, stream = empty_deltas_body(model, stall_s), "text/event-stream", True
         else:
