@@ -141,7 +141,10 @@ static void tui_draw_search_prompt(struct tui *t, int *cy, int *cx)
         snprintf(b, sizeof b, "find: ");
         tui_row_put(&row, b, strlen(b), THEME_PROMPT, THEME_ATTR_BOLD);
         tui_row_put_raw(&row, buf_str(&t->query), t->query.len, THEME_INPUT, 0);
-        if (total)
+        if (total && tui_view_search_dropped(t->view))
+            snprintf(b, sizeof b, "  hit %zu/%zu (the newest of %zu)  n older  N newer  Esc done",
+                     cur, total, total + tui_view_search_dropped(t->view));
+        else if (total)
             snprintf(b, sizeof b, "  hit %zu/%zu  n older  N newer  Esc done", cur, total);
         else
             snprintf(b, sizeof b, "  no hits  Esc done");

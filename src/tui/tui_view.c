@@ -71,6 +71,7 @@ struct tui_view {
     char *query;
     struct tui_hit *hits;
     size_t nhits, caphits;
+    size_t dropped;          /* older hits not kept (more than TUI_VIEW_MAX_HITS) */
     size_t cur;              /* current hit, 1-based; 0 = none */
     int jump;                /* bring the current hit into view at the next draw */
     struct tui_row row;
@@ -927,6 +928,11 @@ static int tui_view_lower(int c)
 static void tui_view_hit_add(struct tui_view *v, size_t msg, int part, size_t line,
                              const char *p, size_t len)
 {
+    if (v->nhits == 2 * TUI_VIEW_MAX_HITS) { /* keep the newest: memory stays bounded */
+        memmove(v->hits, v->hits + TUI_VIEW_MAX_HITS, TUI_VIEW_MAX_HITS * sizeof(*v->hits));
+        v->nhits = TUI_VIEW_MAX_HITS;
+        v->dropped += TUI_VIEW_MAX_HITS;
+    }
     XGROW(v->hits, v->nhits + 1, v->caphits);
     v->hits[v->nhits++] = (struct tui_hit){msg, part, line, p, len};
 }
@@ -979,6 +985,12 @@ size_t tui_view_search(struct tui_view *v, const char *q)
             }
         }
     }
+    if (v->nhits > TUI_VIEW_MAX_HITS) {
+        size_t drop = v->nhits - TUI_VIEW_MAX_HITS;
+        memmove(v->hits, v->hits + drop, TUI_VIEW_MAX_HITS * sizeof(*v->hits));
+        v->nhits = TUI_VIEW_MAX_HITS;
+        v->dropped += drop;
+    }
     v->cur = v->nhits;
     v->jump = v->nhits > 0;
     return v->nhits;
@@ -996,6 +1008,11 @@ size_t tui_view_search_step(struct tui_view *v, int dir)
     return v->cur;
 }
 
+size_t tui_view_search_dropped(const struct tui_view *v)
+{
+    return v->dropped;
+}
+
 size_t tui_view_search_pos(const struct tui_view *v, size_t *total)
 {
     if (total)
@@ -1008,6 +1025,7 @@ void tui_view_search_end(struct tui_view *v)
     free(v->query);
     v->query = NULL;
     v->nhits = 0;
+    v->dropped = 0;
     v->cur = 0;
     v->jump = 0;
 }

@@ -13,6 +13,7 @@
 #include <stddef.h>
 
 #define TUI_VIEW_LONG_LINE 16384
+#define TUI_VIEW_MAX_HITS 100000 /* a search keeps this many hits (40 bytes each) at most */
 
 enum tui_msg_kind {
     TUI_MSG_USER,      /* the user's prompt: plain text, user style, a bar in the gutter */
@@ -76,12 +77,17 @@ void tui_view_end(struct tui_view *v);
 int tui_view_following(const struct tui_view *v);
 
 /* Search the finished text for q (ASCII case-insensitive). Returns the number of hits and
- * shows the last one (the most recent); 0 clears the search. */
+ * shows the last one (the most recent); 0 clears the search. Only the newest
+ * TUI_VIEW_MAX_HITS hits are kept (tui_view_search_dropped() counts the others). */
 size_t tui_view_search(struct tui_view *v, const char *q);
 
 /* Move to the next older (dir < 0) or newer (dir > 0) hit, wrapping around. Returns the
  * 1-based number of the current hit, 0 when there are none. */
 size_t tui_view_search_step(struct tui_view *v, int dir);
+
+/* Hits of the last search older than the ones kept (0 unless it found more than
+ * TUI_VIEW_MAX_HITS). */
+size_t tui_view_search_dropped(const struct tui_view *v);
 
 /* Current hit number (1-based, 0 = none) and the number of hits. */
 size_t tui_view_search_pos(const struct tui_view *v, size_t *total);

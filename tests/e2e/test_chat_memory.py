@@ -137,6 +137,17 @@ with ttlib.FakeServer() as srv:
         tm.send("PPage")
         time.sleep(0.5)
         tm.send("End")
+        # a search that hits every line keeps the newest 100000 hits (40 bytes each), not all
+        lines = (LIMIT * MIB) // 64
+        tm.send_text("/find 0123456789")
+        tm.send("Enter")
+        found = tm.wait_for(re.compile(r"hit \d+/\d+"), 60)
+        m = re.search(r"hit (\d+)/(\d+)( \(the newest of (\d+)\))?", found or "")
+        t.ok(m is not None and int(m.group(2)) == min(lines, 100000) and
+             (lines <= 100000 or int(m.group(4) or 0) == lines),
+             "a search with %d hits keeps the newest 100000 and says how many there are"
+             % lines, m.group(0) if m else tm.capture())
+        tm.send("Escape")
         back = tm.wait_for(re.compile(r"^ (idle|error) ", re.M), 30)
         after = hwm_mib(pid) if pid else None
         t.diag("VmHWM after scrolling and resizing: %s MiB" % after)
