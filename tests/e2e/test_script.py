@@ -12,6 +12,7 @@ import select  # noqa: E402
 import signal  # noqa: E402
 import subprocess  # noqa: E402
 import time  # noqa: E402
+import urllib.parse  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ttlib  # noqa: E402
@@ -108,6 +109,26 @@ with ttlib.FakeServer() as srv:
     t.ok(isinstance(j.get("timings", {}).get("ttft_s"), float), "--json: timings.ttft_s")
     t.ok("connection_reused" in j, "--json: connection_reused")
     t.eq(out.count(b"\n"), 1, "--json: exactly one line")
+    # a long answer is written a piece (64 KiB) at a time, 3-byte characters across the
+    # pieces' edges, C1 and bidi controls among them: on a pipe and on a terminal (where those
+    # controls are escaped) one line that decodes to the whole answer
+    text = ("\u4e2d" * 1000 + "\u009b\u202e") * 40
+    outs = []
+    for runner in (ttlib.run_tokterm, ttlib.run_tokterm_tty):
+        srv.queue(["reply=" + urllib.parse.quote(text, safe="")])
+        outs.append(runner(["--no-save", "--json", "-p", "hi"],
+                           env={"OPENAI_BASE_URL": srv.base()})[1])
+    srv.clear_queue()
+    try:
+        js = [json.loads(x) for x in outs]
+    except ValueError:
+        js = [{}, {}]
+    t.ok([x.get("content") for x in js] == [text] * 2 and
+         all(x.endswith(b"}\n") and x.count(b"\n") == 1 for x in outs),
+         "--json, a 120 KB answer: one line, the whole answer, on a pipe and on a terminal")
+    t.ok(b"\xc2\x9b" not in outs[1] and b"\xe2\x80\xae" not in outs[1] and
+         b"\\u009b" in outs[1] and b"\\u202e" in outs[1],
+         "--json, a 120 KB answer on a terminal: C1 and bidi controls escaped")
 
     # --- connection reuse: two turns in one process ---
     before = len(srv.requests())
