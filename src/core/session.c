@@ -1158,9 +1158,12 @@ static void session_context_end(struct session *s, const struct net_result *r)
         session_context_exact(s); /* the spend is our own count */
     long completion;
     size_t kept = s->answer.len + s->reasoning.len;
+    /* counted as it streamed (the chat's status), or short enough to count now */
+    int countable = (s->answer.len <= SESSION_COUNT_MAX || s->ans_fed == s->answer.len) &&
+                    s->reasoning.len <= SESSION_COUNT_MAX;
     if (r->usage.present && r->usage.completion > 0) {
         completion = (long)r->usage.completion; /* what the server bills: no need to count */
-    } else if (s->keep_answer && (kept <= SESSION_COUNT_MAX || s->ans_fed == s->answer.len)) {
+    } else if (s->keep_answer && countable) {
         completion = session_answer_tokens(s);
         if (s->reasoning.len)
             completion += context_count(s->ctx, s->reasoning.data, s->reasoning.len);

@@ -158,6 +158,9 @@ with ttlib.FakeServer() as srv:
     t.ok(same(j.get("content", "").encode("utf-8"), TEXT) and out.endswith(b"}\n"),
          "--json: one object, its content exactly the first %d MiB" % LIMIT)
     t.eq((j.get("outcome"), j.get("exit_code")), ("limit", 8), "--json: outcome limit, exit_code 8")
+    t.ok((j.get("context") or {}).get("spent_estimated") is True and j.get("usage") is None,
+         "--json: no usage came, the answer's tokens are estimated and said to be",
+         j.get("context"))
     check_rss("--json", rss)
     # CPU, not wall-clock: against -p's on this machine (the same transfer, save and write),
     # plus the JSON escaping. Counting the whole answer again cost 2-3 s at 32 MiB.
@@ -181,7 +184,9 @@ with ttlib.FakeServer() as srv:
         j = {}
     t.eq((rc, j.get("outcome"), len(j.get("content", "").encode("utf-8"))), (0, "complete", n),
          "--json, 24 MiB with usage: complete")
-    t.ok(j.get("usage") and j["usage"]["completion_tokens"] > 0, "--json, 24 MiB: the usage came")
+    t.ok(j.get("usage") and j["usage"]["completion_tokens"] > 0 and
+         "spent_estimated" not in (j.get("context") or {}),
+         "--json, 24 MiB: the usage came, nothing estimated")
     t.ok(rss <= BASE + COPIES["--json"] * 24, "--json, 24 MiB: peak RSS %.0f MiB <= %.0f" %
          (rss, BASE + COPIES["--json"] * 24))
     # less than -p took for 32 MiB, and a margin: counting 24 MiB took ~0.7 s more
