@@ -1349,6 +1349,19 @@ const struct markdown_line *markdown_line(const struct markdown *md, size_t i)
     return i < md->n && i >= md->released ? &md->blocks[i / LINE_BLOCK][i % LINE_BLOCK] : NULL;
 }
 
+void markdown_skip_line(struct markdown *md)
+{
+    if (md->finished)
+        return;
+    buf_free(&md->cur);
+    if (md->table == TABLE_CANDIDATE)
+        release_candidate(md);
+    else if (md->table == TABLE_HELD)
+        flush_table(md);
+    md->table = TABLE_NONE;
+    md->pending_dirty = 1;
+}
+
 void markdown_release(struct markdown *md, size_t upto)
 {
     if (upto > md->n)

@@ -84,6 +84,10 @@ size_t markdown_count(const struct markdown *md);
  * everything it points to stay valid (and unchanged) until markdown_free. */
 const struct markdown_line *markdown_line(const struct markdown *md, size_t i);
 
+/* Forget the unfinished source line (the caller shows that line itself: one too long to
+ * style). A table being received ends first: its rows become finished lines. */
+void markdown_skip_line(struct markdown *md);
+
 /* Free the finished lines before upto (the caller has copied them): markdown_line() is NULL for
  * them afterwards, markdown_count() does not change. A streamed answer then costs the styler
  * only its unfinished line, not a second copy of the document. */

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #define TUI_VIEW_ADD_PIECE (1u << 20) /* tui_view_add styles a long text this much at a time */
+#define TUI_VIEW_STYLE_MAX (1u << 20) /* a longer line is never styled (shown as previewed) */
 
 enum { TUI_PART_REASONING, TUI_PART_BODY, TUI_PART_FOOTER, TUI_PARTS };
 
@@ -33,6 +34,9 @@ struct tui_part {
      * incrementally; its bytes wait in line and reach the styler when its newline comes. */
     int long_mode;
     int lraw;                /* the line is printable ASCII: rows point into line itself */
+    int ldrop;               /* not ASCII and over TUI_VIEW_STYLE_MAX: never styled, so its
+                                raw bytes are not kept (line is empty, ltext has it) */
+    size_t llen;             /* with ldrop: the line's raw length */
     struct buf carry;        /* an unfinished UTF-8 sequence held back */
     struct buf ltext;        /* cleaned text of the line (when not lraw) */
     size_t lascii;           /* ltext[lascii..] is printable ASCII only */
@@ -285,6 +289,11 @@ static int tui_ascii_printable(const char *s, size_t n)
 /* More text of the long line: kept raw; cleaned into ltext once it is not plain ASCII. */
 static void tui_part_long_append(struct tui_part *p, const char *s, size_t n)
 {
+    if (p->ldrop) {
+        p->llen += n;
+        tui_part_long_clean(p, s, n);
+        return;
+    }
     buf_append(&p->line, s, n);
     if (p->lraw && tui_ascii_printable(s, n))
         return;
@@ -294,9 +303,14 @@ static void tui_part_long_append(struct tui_part *p, const char *s, size_t n)
         buf_reset(&p->carry);
         p->lascii = 0;
         tui_part_long_clean(p, p->line.data, p->line.len);
-        return;
+    } else {
+        tui_part_long_clean(p, s, n);
     }
-    tui_part_long_clean(p, s, n);
+    if (p->line.len > TUI_VIEW_STYLE_MAX) { /* it will never be styled: ltext is enough */
+        p->ldrop = 1;
+        p->llen = p->line.len;
+        buf_free(&p->line);
+    }
 }
 
 /* Push the styler's finished lines into the document (wrapped there, once). */
@@ -309,6 +323,40 @@ static void tui_part_push(struct tui_part *p)
 }
 
 static void tui_part_go_long(struct tui_part *p);
+
+/* The long-line preview is over: its buffers go (not only emptied: they were large). */
+static void tui_part_long_free(struct tui_part *p)
+{
+    p->long_mode = 0;
+    p->ldrop = 0;
+    p->llen = 0;
+    buf_free(&p->ltext);
+    buf_free(&p->carry);
+    wrap_rows_free(&p->lrows);
+    wrap_rows_free(&p->lscratch);
+    p->lascii = 0;
+}
+
+/* A long line over TUI_VIEW_STYLE_MAX has ended (its bytes are all in line): it becomes a
+ * finished line of the document as previewed (unstyled, cleaned), the styler forgets it. */
+static void tui_part_long_done(struct tui_part *p)
+{
+    if (!p->lraw && p->carry.len) { /* an unfinished UTF-8 sequence before the newline */
+        wrap_clean(&p->ltext, p->carry.data, p->carry.len);
+        buf_reset(&p->carry);
+    }
+    markdown_skip_line(p->md);
+    tui_part_push(p); /* a table the styler held ends before it */
+    const struct buf *src = p->lraw ? &p->line : &p->ltext;
+    struct wrap_line wl = {buf_str(src), src->len, NULL, 0, (uint16_t)p->lslot, 0,
+                           (uint16_t)p->lflags, p->ltag};
+    wrap_doc_pending_clear(p->doc);
+    wrap_doc_push(p->doc, &wl);
+    p->done = markdown_count(p->md);
+    tui_part_long_free(p);
+    buf_free(&p->line);
+    p->fed = 0;
+}
 
 static void tui_part_md_feed(struct tui_part *p, const char *s, size_t n, int width)
 {
@@ -323,12 +371,18 @@ static void tui_part_md_feed(struct tui_part *p, const char *s, size_t n, int wi
             tui_part_long_append(p, s, n);
             return;
         }
+        size_t end = (size_t)((const char *)memchr(s, '\n', n) - s);
+        if ((p->ldrop ? p->llen : p->line.len) + end > TUI_VIEW_STYLE_MAX) {
+            /* too long to style (that takes ~16x its size): it stays as previewed */
+            tui_part_long_append(p, s, end);
+            tui_part_long_done(p);
+            p->bytes -= n - end - 1;
+            tui_part_md_feed(p, s + end + 1, n - end - 1, width);
+            return;
+        }
         /* the long line ends: the styler gets it whole, and the preview is over */
         markdown_feed(p->md, p->line.data + p->fed, p->line.len - p->fed);
-        p->long_mode = 0;
-        buf_reset(&p->ltext);
-        buf_reset(&p->carry);
-        p->lrows.n = 0;
+        tui_part_long_free(p);
     }
     if (!nl && !p->long_mode && p->line.len + n > TUI_VIEW_LONG_LINE) {
         /* the unfinished line gets long: the styler sees its start (what kind of line it
@@ -345,7 +399,10 @@ static void tui_part_md_feed(struct tui_part *p, const char *s, size_t n, int wi
     }
     markdown_feed(p->md, s, n);
     if (nl) {
-        buf_reset(&p->line);
+        if (p->line.cap > TUI_VIEW_LONG_LINE * 4)
+            buf_free(&p->line); /* a long line's room is not kept */
+        else
+            buf_reset(&p->line);
         buf_append(&p->line, nl + 1, (size_t)(s + n - nl - 1));
         tui_part_push(p); /* each line wrapped once, when it is done, not by a frame */
     } else {
@@ -354,24 +411,37 @@ static void tui_part_md_feed(struct tui_part *p, const char *s, size_t n, int wi
     p->fed = p->line.len;
 }
 
-/* tui_part_md_feed for a text of any size: fed in pieces of about TUI_VIEW_ADD_PIECE that end
- * after a newline (the last one keeps the text's last newline with what follows it, so no
- * piece starts a long-line preview that the whole text would not), each piece's lines moved
- * into the document before the next: the styler never holds a copy of a long message. */
+/* tui_part_md_feed for a text of any size, as if it streamed: lines in pieces of about
+ * TUI_VIEW_ADD_PIECE, each piece's lines moved into the document before the next (the styler
+ * never holds a copy of a long message), and a line longer than TUI_VIEW_LONG_LINE in pieces
+ * without its newline, then the newline: it is previewed like a streamed one, and one over
+ * TUI_VIEW_STYLE_MAX stays unstyled, so reading a saved answer back costs what streaming it
+ * did. */
 static void tui_part_md_feed_pieces(struct tui_part *p, const char *text, size_t n, int width)
 {
     size_t at = 0;
     while (at < n) {
-        size_t end = n - at > TUI_VIEW_ADD_PIECE ? at + TUI_VIEW_ADD_PIECE : n;
-        if (end < n) {
-            const char *nl = memrchr(text + at, '\n', end - at);
-            if (!nl)
-                nl = memchr(text + end, '\n', n - end);
-            end = nl ? (size_t)(nl - text) + 1 : n;
-            if (end < n && !memchr(text + end, '\n', n - end))
-                end = n;
+        size_t end = at;
+        while (end < n && end - at < TUI_VIEW_ADD_PIECE) {
+            const char *nl = memchr(text + end, '\n', n - end);
+            size_t le = nl ? (size_t)(nl - text) + 1 : n;
+            if (le - end > TUI_VIEW_LONG_LINE) {
+                if (end > at)
+                    break; /* what comes before it first */
+                size_t body = nl ? le - 1 : n;
+                for (size_t k = end; k < body; k += TUI_VIEW_ADD_PIECE)
+                    tui_part_md_feed(p, text + k,
+                                     body - k < TUI_VIEW_ADD_PIECE ? body - k : TUI_VIEW_ADD_PIECE,
+                                     width);
+                if (nl)
+                    tui_part_md_feed(p, text + body, 1, width);
+                at = end = le;
+                break;
+            }
+            end = le;
         }
-        tui_part_md_feed(p, text + at, end - at, width);
+        if (end > at)
+            tui_part_md_feed(p, text + at, end - at, width);
         at = end;
     }
 }
@@ -408,6 +478,8 @@ static void tui_part_go_long(struct tui_part *p)
         }
     }
     p->long_mode = 1;
+    p->ldrop = 0;
+    p->llen = 0;
     p->lrows.n = 0;
     buf_reset(&p->ltext);
     buf_reset(&p->carry);

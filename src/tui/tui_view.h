@@ -6,7 +6,10 @@
  * TUI_VIEW_LONG_LINE bytes is previewed unstyled and wrapped incrementally (only its last rows
  * are redone), so a huge single-line answer costs time proportional to the new text; it gets
  * its markdown styles when its newline arrives (an answer that ends inside such a line keeps
- * the unstyled rows). */
+ * the unstyled rows). A line over TUI_VIEW_STYLE_MAX (1 MiB) is never styled (styling costs
+ * ~16x its size): it stays as previewed. A message added whole (tui_view_add, or a saved answer
+ * given to tui_view_answer_text at once) is fed the same way, in pieces, so reading a
+ * transcript back costs what streaming it did: its text about twice, once in the rows. */
 #ifndef TT_TUI_VIEW_H
 #define TT_TUI_VIEW_H
 #include <curses.h>

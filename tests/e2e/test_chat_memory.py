@@ -16,8 +16,12 @@ import sys
 
 sys.dont_write_bytecode = True
 
+import http.server  # noqa: E402
+import json  # noqa: E402
 import os  # noqa: E402
 import re  # noqa: E402
+import socketserver  # noqa: E402
+import threading  # noqa: E402
 import time  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -96,6 +100,44 @@ def check_bound(peak, name):
         return
     t.ok(peak is not None and peak <= bound, "%s: peak RSS %.0f MiB <= %d x %d MiB + %d MiB = "
          "%d MiB" % (name, peak or -1, FACTOR, LIMIT, BASE_MB, bound))
+
+
+# One answer that is a single line of LINE_BYTES (markdown in it, not ASCII), then a newline
+# and "the end": a line too long to style. The fake server's answers are made of short lines.
+LINE_UNIT = ("abcdefghij klmnopqrst uvwxyz \u00e9\u4e2d *bold* [x](y) " * 80)[:4000]
+LINE_BYTES = max(1, LIMIT - 1) * MIB
+
+
+class LineHandler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *a):
+        pass
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+
+        def ev(delta, finish=None):
+            self.wfile.write(b"data: " + json.dumps({"choices": [{
+                "index": 0, "delta": delta, "finish_reason": finish}]}).encode() + b"\n\n")
+        try:
+            ev({"role": "assistant", "content": ""})
+            unit = LINE_UNIT.encode()
+            for _ in range(LINE_BYTES // len(unit)):
+                ev({"content": LINE_UNIT})
+            ev({"content": "\nthe end\n"})
+            ev({}, "stop")
+            self.wfile.write(b"data: [DONE]\n\n")
+        except OSError:
+            pass
+
+
+class LineServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
 
 
 if not ttlib.Tmux.available():
@@ -190,6 +232,36 @@ with ttlib.FakeServer() as srv:
         check_bound(again, "read back, scrolled, resized and resumed")
         tm.send("C-d")
         t.eq(tm.wait_exit(30), 0, "Ctrl-D quits with 0")
+    # one line of LINE_BYTES: shown unstyled as it streamed (styling it took ~16x its size)
+    line_srv = LineServer(("127.0.0.1", 0), LineHandler)
+    threading.Thread(target=line_srv.serve_forever, daemon=True).start()
+    line_home = ttlib.make_home()
+    with ttlib.Tmux(100, 30) as tm:
+        e = {"OPENAI_BASE_URL": "http://127.0.0.1:%d/v1" % line_srv.server_address[1],
+             "TT_TEST_STDERR": STDERR}
+        tm.run(["sh", "-c", 'exec "$0" "$@" 2>>"$TT_TEST_STDERR"', ttlib.tokterm_path(),
+                "--max-answer-mb", str(LIMIT)], ttlib.clean_env(home=line_home, env=e))
+        tm.wait_for(re.compile("F1|\u203a"), 10)
+        pid = tokterm_pid(tm)
+        tm.send_text("one long line please")
+        tm.send("Enter")
+        scr = tm.wait_for("\u2713", 120)
+        t.ok(scr is not None and "the end" in scr and "uvwxyz" in scr,
+             "a %d MiB line then 'the end': both on screen" % (LINE_BYTES >> 20), tm.capture())
+        tm.resize(61, 30)
+        time.sleep(1)
+        tm.send("F2")
+        tm.wait_for("one long line please", 30)
+        tm.send("Enter")
+        scr = tm.wait_for("READ-ONLY", 60)
+        tm.send("End")
+        scr = tm.wait_for("the end", 30)
+        t.ok(scr is not None and "READ-ONLY" in scr, "read back, its end is shown", tm.capture())
+        check_bound(hwm_mib(pid) if pid else None, "a %d MiB line streamed and read back"
+                    % (LINE_BYTES >> 20))
+        tm.send("Escape")
+        tm.send("C-d")
+    line_srv.shutdown()
     # what came is saved: tokterm show prints the prompt and the answer up to the limit
     rc, out, err = ttlib.run_tokterm(["ls"], home=home, timeout=60)
     ids = [ln.split()[0] for ln in out.decode("utf-8", "replace").splitlines()[1:] if ln.strip()]
