@@ -397,41 +397,30 @@ static void batch_emit(struct batch *b, const struct batch_item *it, const struc
     else
         cJSON_AddNullToObject(o, "id");
     cJSON_AddNumberToObject(o, "line", (double)it->line);
-    script_result_fields(o, r, content, reasoning, model, api_outcome_exit(r->outcome), timed);
+    script_result_fields(o, r, SCRIPT_JSON_STREAMED, SCRIPT_JSON_STREAMED, model,
+                         api_outcome_exit(r->outcome), timed);
     cJSON_AddNumberToObject(o, "retries", retries);
-    char *s = cJSON_PrintUnformatted(o);
-    cJSON_Delete(o);
-    if (!s) {
-        fputs("tokterm: out of memory writing an answer\n", stderr);
-        abort();
-    }
-    buf_reset(&b->line);
-    if (b->out_tty) /* the same JSON, with nothing a terminal would obey (C1, bidi) */
-        utf8_json_terminal(&b->line, s, strlen(s));
-    else
-        buf_appends(&b->line, s);
-    buf_appendc(&b->line, '\n');
-    cJSON_free(s);
-
     if (r->outcome == API_OK)
         b->n_ok++;
     else
         b->n_failed++;
     if (r->cached)
         b->n_cached++;
-    if (b->out_error)
-        return;
-    if (b->out_tty)
-        batch_clear_bar(b);
-    if (util_write_all(b->out_fd, b->line.data, b->line.len) < 0) {
-        b->out_error = errno == EPIPE ? 141 : 1;
-        if (errno != EPIPE) {
+    if (!b->out_error) {
+        if (b->out_tty)
             batch_clear_bar(b);
-            fprintf(stderr, "tokterm batch: writing %s: %s\n", b->o->out ? b->o->out : "stdout",
-                    strerror(errno));
+        if (script_json_write(b->out_fd, o, content, content ? strlen(content) : 0, reasoning,
+                              reasoning ? strlen(reasoning) : 0, b->out_tty) < 0) {
+            b->out_error = errno == EPIPE ? 141 : 1;
+            if (errno != EPIPE) {
+                batch_clear_bar(b);
+                fprintf(stderr, "tokterm batch: writing %s: %s\n",
+                        b->o->out ? b->o->out : "stdout", strerror(errno));
+            }
+            b->stopping = 1;
         }
-        b->stopping = 1;
     }
+    cJSON_Delete(o);
 }
 
 /* A line that did not become a request. */
