@@ -493,6 +493,21 @@ static const char *arena_put(struct arena *a, const char *s, size_t n)
     return p;
 }
 
+/* Take p (malloc'd, n bytes of text) as a block of its own, full. */
+static const char *arena_adopt(struct arena *a, char *p, size_t n)
+{
+    XGROW(a->blocks, a->n + 1, a->cap);
+    if (a->n && a->used < a->size) { /* keep the last block open: the adopted one goes before */
+        a->blocks[a->n] = a->blocks[a->n - 1];
+        a->blocks[a->n - 1] = p;
+    } else {
+        a->blocks[a->n] = p;
+        a->size = a->used = n;
+    }
+    a->n++;
+    return p;
+}
+
 static void arena_free(struct arena *a)
 {
     for (size_t i = 0; i < a->n; i++)
@@ -573,7 +588,7 @@ static void dline_wrap(struct dlist *dl, struct dline *l, int width)
     }
 }
 
-static void dlist_add(struct dlist *dl, const struct wrap_line *in, int width)
+static void dlist_add(struct dlist *dl, const struct wrap_line *in, int width, char *owned)
 {
     XGROW(dl->v, dl->n + 1, dl->cap);
     struct dline *l = &dl->v[dl->n];
@@ -588,9 +603,12 @@ static void dlist_add(struct dlist *dl, const struct wrap_line *in, int width)
         l->span0 = (uint32_t)dl->nspans;
     } else {
         l->len = (uint32_t)in->len;
-        l->text = arena_put(&dl->text, in->text, in->len);
+        l->text = owned ? arena_adopt(&dl->text, owned, in->len)
+                        : arena_put(&dl->text, in->text, in->len);
+        owned = NULL;
         normalise_spans(dl, l, in->spans, in->nspans);
     }
+    free(owned); /* a rule's text is the document's */
     dline_wrap(dl, l, width);
     dl->n++;
 }
@@ -657,7 +675,12 @@ int wrap_doc_width(const struct wrap_doc *d)
 
 void wrap_doc_push(struct wrap_doc *d, const struct wrap_line *line)
 {
-    dlist_add(&d->fin, line, d->width);
+    dlist_add(&d->fin, line, d->width, NULL);
+}
+
+void wrap_doc_push_take(struct wrap_doc *d, const struct wrap_line *line, char *text)
+{
+    dlist_add(&d->fin, line, d->width, text);
 }
 
 void wrap_doc_pending_clear(struct wrap_doc *d)
@@ -667,7 +690,7 @@ void wrap_doc_pending_clear(struct wrap_doc *d)
 
 void wrap_doc_pending_add(struct wrap_doc *d, const struct wrap_line *line)
 {
-    dlist_add(&d->pend, line, d->width);
+    dlist_add(&d->pend, line, d->width, NULL);
 }
 
 static void push_clean(struct wrap_doc *d, struct dlist *dl, const char *s, size_t n, int slot,
@@ -679,7 +702,7 @@ static void push_clean(struct wrap_doc *d, struct dlist *dl, const char *s, size
     wrap_clean(&d->scratch, s, n);
     struct wrap_line wl = {buf_str(&d->scratch), d->scratch.len, NULL, 0, (uint16_t)slot, 0,
                            (uint16_t)flags, 0};
-    dlist_add(dl, &wl, d->width);
+    dlist_add(dl, &wl, d->width, NULL);
 }
 
 void wrap_doc_append_text(struct wrap_doc *d, const char *s, size_t n, int slot,

@@ -141,6 +141,10 @@ int wrap_doc_width(const struct wrap_doc *d);
 /* Append a finished line (copied) and wrap it once. */
 void wrap_doc_push(struct wrap_doc *d, const struct wrap_line *line);
 
+/* wrap_doc_push for a line whose text (line->text, malloc'd) the document takes over instead of
+ * copying it (a huge line is not held twice). */
+void wrap_doc_push_take(struct wrap_doc *d, const struct wrap_line *line, char *text);
+
 /* Drop the pending lines. */
 void wrap_doc_pending_clear(struct wrap_doc *d);
 

@@ -347,11 +347,13 @@ static void tui_part_long_done(struct tui_part *p)
     }
     markdown_skip_line(p->md);
     tui_part_push(p); /* a table the styler held ends before it */
-    const struct buf *src = p->lraw ? &p->line : &p->ltext;
-    struct wrap_line wl = {buf_str(src), src->len, NULL, 0, (uint16_t)p->lslot, 0,
-                           (uint16_t)p->lflags, p->ltag};
+    struct buf *src = p->lraw ? &p->line : &p->ltext;
+    size_t len = src->len;
+    char *text = buf_take(src); /* the document takes it over: not held twice */
+    struct wrap_line wl = {text, len, NULL, 0, (uint16_t)p->lslot, 0, (uint16_t)p->lflags,
+                           p->ltag};
     wrap_doc_pending_clear(p->doc);
-    wrap_doc_push(p->doc, &wl);
+    wrap_doc_push_take(p->doc, &wl, text);
     p->done = markdown_count(p->md);
     tui_part_long_free(p);
     buf_free(&p->line);

@@ -2,6 +2,7 @@
 #include "config.h"
 #include "tap.h"
 #include "text/wrap.h"
+#include "base/xmalloc.h"
 #include "base/buf.h"
 #include "base/util.h"
 
@@ -331,7 +332,21 @@ static void test_doc(void)
     wrap_doc_pending_clear(d);
     TAP_INT(wrap_doc_rows(d), 3, "doc: pending cleared");
     TAP_INT(wrap_doc_lines(d), 2, "doc: 2 finished lines");
-    wrap_doc_free(d);
+    /* a line handed over (not copied), after a line in the open arena block, then another */
+    char *own = xstrdup("taken over text");
+    struct wrap_line tl = {own, 15, NULL, 0, THEME_ASSISTANT, 0, 0, 0};
+    wrap_doc_push_take(d, &tl, own);
+    struct wrap_line after = {"next one", 8, NULL, 0, THEME_ASSISTANT, 0, 0, 0};
+    wrap_doc_push(d, &after);
+    TAP_INT(wrap_doc_rows(d), 6, "doc: a taken line wraps like a copied one (2 rows at 12)");
+    TAP_INT(wrap_doc_row(d, 3, &v), 0, "doc: the taken line's first row");
+    TAP_OK(v.text == own && v.len == 10 && memcmp(v.text, "taken over", 10) == 0,
+           "doc: its row points into the buffer handed over");
+    TAP_INT(wrap_doc_row(d, 5, &v), 0, "doc: the line after it");
+    TAP_OK(v.len == 8 && memcmp(v.text, "next one", 8) == 0, "doc: and its text");
+    wrap_doc_set_width(d, 40);
+    TAP_INT(wrap_doc_rows(d), 4, "doc: rewrapped at 40: one row a line");
+    wrap_doc_free(d); /* frees the taken buffer (ASan: no leak) */
 }
 
 static const char stream_text[] =
