@@ -591,7 +591,12 @@ void session_tick(struct session *s)
 
 void session_redact(const struct session *s, char *text)
 {
+    /* every secret this session holds: an error may come from any key of the pool or from
+     * the fallback's server */
     util_redact(text, s->key);
+    for (int i = 0; i < s->n_pool; i++)
+        util_redact(text, s->pool_values[i]);
+    util_redact(text, s->fallback_key);
 }
 
 static enum store_status session_store_status(enum api_outcome o)

@@ -9,6 +9,7 @@ import sys
 sys.dont_write_bytecode = True
 
 import json  # noqa: E402
+import urllib.parse  # noqa: E402
 import os  # noqa: E402
 import re  # noqa: E402
 
@@ -91,6 +92,27 @@ with ttlib.FakeServer() as srv:
     t.eq((rc, res.get("content"), res.get("key")), (0, "pool batch", "KEY_B"),
          "batch with a pool: key A refused (429), key B answers")
     t.eq(auths(made), [LEN_A, LEN_B], "batch with a pool: A then B on the wire")
+
+    # a server echoing pieces of the pool's keys: starred in messages, output and the store
+    echo = "your keys %s and %s are wrong" % (KEY_A[:-1], KEY_B[1:])
+    leaks = lambda data: [k for k in (KEY_A[:8], KEY_A[-8:], KEY_B[:8], KEY_B[-8:])
+                          if k.encode() in data]
+    srv.clear_queue()
+    srv.queue(["status=400,error=" + urllib.parse.quote(echo)])
+    rc, out, err = ttlib.run_tokterm(["-p", "pool echo"], env=pool_env(srv, home), home=home)
+    rc2, dump, _ = ttlib.run_tokterm(["export", "--all", "--format", "json"],
+                                     env=pool_env(srv, home), home=home)
+    t.ok(rc == 3 and b"are wrong" in err and not leaks(err) and not leaks(dump),
+         "-p with a pool: a server's echo of any pool key is starred (stderr, database)",
+         "rc %d, leaks %r / %r: %r" % (rc, leaks(err), leaks(dump), err))
+    with open(lines, "w") as f:
+        f.write(json.dumps({"id": 2, "prompt": "pool echo batch"}) + "\n")
+    srv.clear_queue()
+    srv.queue(["status=400,error=" + urllib.parse.quote(echo)])
+    rc, out, err = ttlib.run_tokterm(["--no-cache", "batch", lines], env=pool_env(srv, home),
+                                     home=home)
+    t.ok(b"are wrong" in out and not leaks(out) and not leaks(err),
+         "batch with a pool: the echo of any pool key is starred", "%r %r" % (leaks(out), out))
 
     # batch now has the fallback too: the same endpoint with fallback_model
     home = home_with("base_url = %s\nbreaker_failures = 2\nfallback_model = spare-model\n"
