@@ -75,7 +75,6 @@ int main(void)
     TAP_OK(c.help && c.version, "both flags set");
     cli_free(&c);
     TAP_OK(strstr(cli_usage(), "Exit status") != NULL, "usage documents exit codes");
-    buf_free(&err);
     /* an unknown option is echoed made safe: it is argv, anything can be in it */
     char *bad_long[] = {"tokterm", "--\x1b]0;x\x07\xe2\x80\xae", NULL};
     TAP_INT(parse(&c, &err, bad_long), -1, "unknown long option refused");
@@ -88,5 +87,6 @@ int main(void)
     TAP_OK(err.data && !strchr(err.data, 0x1b) && strstr(err.data, "'-^['"),
            "unknown short option shown neutralised");
     cli_free(&c);
+    buf_free(&err);
     return tap_done();
 }

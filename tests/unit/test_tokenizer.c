@@ -767,7 +767,8 @@ static void test_long_run_memory(void)
     char *run = xmalloc(n);
     memset(run, 'a', n);
     if (UNDER_ASAN || hwm_reset() != 0) {
-        TAP_OK(1, "# SKIP peak-memory check (%s)", UNDER_ASAN ? "ASan" : "no clear_refs");
+        printf("# peak-memory check not made here (%s): the plain build makes it\n",
+               UNDER_ASAN ? "ASan" : "no clear_refs");
         free(run);
         return;
     }
@@ -857,7 +858,7 @@ static void test_count_limits(void)
     TAP_OK(rc == 0 && o && strtoul(o, NULL, 10) > 0, "count: 8 MiB one-word stdin counted (%s)",
            o ? util_trim(o) : "");
     if (UNDER_ASAN)
-        TAP_OK(1, "# SKIP peak-memory check under ASan");
+        printf("# peak-memory check not made under ASan: the plain build makes it\n");
     else
         TAP_OK(grew < 8 * 1024 + 24 * 1024, "count: 8 MiB one-word stdin: peak RSS +%ld KiB "
                "(< 32 MiB)", grew);
@@ -872,7 +873,7 @@ static void test_count_limits(void)
     TAP_OK(rc == 0 && st == 0 && sb.st_size > (8 << 20),
            "count --ids: 16 MiB of \"x \" gives its ids (%lld bytes)", (long long)sb.st_size);
     if (UNDER_ASAN)
-        TAP_OK(1, "# SKIP peak-memory check under ASan");
+        printf("# peak-memory check not made under ASan: the plain build makes it\n");
     else
         TAP_OK(grew < 16 * 1024 + 16 * 1024, "count --ids: 8M ids: peak RSS +%ld KiB (< 32 MiB)",
                grew);
