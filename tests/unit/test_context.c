@@ -12,6 +12,7 @@
 #include "base/buf.h"
 #include "tokens/context.h"
 #include "tap.h"
+#include "memprobe.h"
 #include "tokens/tokenizer.h"
 #include "base/utf8.h"
 #include "base/util.h"
@@ -640,42 +641,10 @@ static void test_budget(void)
 
 /* ---- memory of huge messages ------------------------------------------------------------ */
 
-#if defined(__SANITIZE_ADDRESS__)
-#define UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define UNDER_ASAN 1
-#endif
-#endif
-#ifndef UNDER_ASAN
-#define UNDER_ASAN 0
-#endif
-
-/* A field of /proc/self/status in kB; -1 when unknown. */
-static long proc_kb(const char *field)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long v = -1;
-    size_t n = strlen(field);
-    while (f && fgets(line, sizeof line, f))
-        if (strncmp(line, field, n) == 0 && line[n] == ':')
-            v = strtol(line + n + 1, NULL, 10);
-    if (f)
-        fclose(f);
-    return v;
-}
-
 /* Reset VmHWM to the current RSS; then the growth of the peak since. -1: cannot measure. */
 static long hwm_mark(void)
 {
-    if (UNDER_ASAN)
-        return -1;
-    FILE *f = fopen("/proc/self/clear_refs", "w");
-    if (!f)
-        return -1;
-    int ok = fputs("5", f) >= 0;
-    if (fclose(f) != 0 || !ok)
+    if (UNDER_ASAN || hwm_reset() != 0)
         return -1;
     return proc_kb("VmRSS");
 }

@@ -20,6 +20,7 @@
 #include "base/utf8.h"
 #include "cmd/count.h"
 #include "tap.h"
+#include "memprobe.h"
 #include "tokens/tokenizer.h"
 #include "base/util.h"
 #include "base/xmalloc.h"
@@ -546,42 +547,6 @@ static void test_cmd_count(void)
 }
 
 /* ---- limits ---------------------------------------------------------------------------- */
-
-#if defined(__SANITIZE_ADDRESS__)
-#define UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define UNDER_ASAN 1
-#endif
-#endif
-#ifndef UNDER_ASAN
-#define UNDER_ASAN 0
-#endif
-
-/* A field of /proc/self/status in kB (VmRSS, VmHWM); -1 when unknown. */
-static long proc_kb(const char *field)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long v = -1;
-    size_t n = strlen(field);
-    while (f && fgets(line, sizeof line, f))
-        if (strncmp(line, field, n) == 0 && line[n] == ':')
-            v = strtol(line + n + 1, NULL, 10);
-    if (f)
-        fclose(f);
-    return v;
-}
-
-/* Reset VmHWM to the current RSS (Linux >= 4.0); 0 when done. */
-static int hwm_reset(void)
-{
-    FILE *f = fopen("/proc/self/clear_refs", "w");
-    if (!f)
-        return -1;
-    int ok = fputs("5", f) >= 0;
-    return fclose(f) == 0 && ok ? 0 : -1;
-}
 
 /* Pseudo-random lower-case letters: one pre-tokenizer piece whose merges differ by position. */
 static char *random_word(size_t n)
