@@ -101,16 +101,7 @@ def run_rss(args, feed, env, home, timeout=120):
                     pass
             th = threading.Thread(target=write, daemon=True)
             th.start()
-        deadline = time.monotonic() + timeout
-        while True:
-            pid, status, ru = os.wait4(p.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() > deadline:
-                p.kill()
-                pid, status, ru = os.wait4(p.pid, 0)
-                break
-            time.sleep(0.02)
+        status, ru = ttlib.wait_rusage(p, timeout)
         if th:
             th.join(5)
     if fin:

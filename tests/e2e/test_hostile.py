@@ -73,16 +73,7 @@ def peak_rss(args, env=None, home=None, timeout=60):
     with open(os.path.join(d, "out"), "wb") as fo, open(os.path.join(d, "err"), "wb") as fe:
         p = subprocess.Popen([ttlib.tokterm_path()] + [str(a) for a in args], env=e,
                              stdin=subprocess.DEVNULL, stdout=fo, stderr=fe)
-        deadline = time.monotonic() + timeout
-        while True:
-            pid, status, ru = os.wait4(p.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() > deadline:
-                p.kill()
-                pid, status, ru = os.wait4(p.pid, 0)
-                break
-            time.sleep(0.02)
+        status, ru = ttlib.wait_rusage(p, timeout)
         p.returncode = os.waitstatus_to_exitcode(status)
     with open(os.path.join(d, "out"), "rb") as f:
         out = f.read()

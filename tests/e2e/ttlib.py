@@ -312,6 +312,35 @@ def make_home():
     return tempdir("tt-home-")
 
 
+
+def wait_rusage(p, timeout):
+    """Wait for Popen p (killed after timeout seconds); returns (status, rusage) of os.wait4."""
+    deadline = time.monotonic() + timeout
+    while True:
+        pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+        if pid:
+            return status, ru
+        if time.monotonic() > deadline:
+            p.kill()
+            pid, status, ru = os.wait4(p.pid, 0)
+            return status, ru
+        time.sleep(0.02)
+
+
+def _communicate(p, stdin, timeout):
+    """p.communicate(stdin); after timeout seconds its process group is killed and the code is
+    124. Returns (code, out, err)."""
+    try:
+        out, err = p.communicate(stdin, timeout=timeout)
+        return p.returncode, out, err
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        out, err = p.communicate()
+        return 124, out, err
+
 def clean_env(home=None, env=None):
     """The environment tokterm runs in: private HOME/XDG dirs, a test key, LC_ALL=C.UTF-8.
 
@@ -351,16 +380,10 @@ def run_tokterm(args, stdin=None, env=None, timeout=30, home=None, cwd=None):
                          stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          start_new_session=True)
-    try:
-        out, err = p.communicate(stdin, timeout=timeout)
-        return p.returncode, out, err
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        out, err = p.communicate()
-        return 124, out, err + b"\n[ttlib: killed after %gs timeout]\n" % timeout
+    rc, out, err = _communicate(p, stdin, timeout)
+    if rc == 124:
+        err += b"\n[ttlib: killed after %gs timeout]\n" % timeout
+    return rc, out, err
 
 
 # ---------------------------------------------------------------------------------------------
@@ -475,16 +498,7 @@ def run_tokterm_tty(args, stdin=None, env=None, timeout=30, home=None, ttys=(1,)
         th = threading.Thread(target=_drain, args=(master, got[fd]), daemon=True)
         th.start()
         threads.append(th)
-    try:
-        out, err = p.communicate(stdin, timeout=timeout)
-        rc = p.returncode
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        out, err = p.communicate()
-        rc = 124
+    rc, out, err = _communicate(p, stdin, timeout)
     for th in threads:
         th.join(5)
     for master, _ in ptys.values():
