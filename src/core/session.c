@@ -493,8 +493,10 @@ unsigned session_send(struct session *s, const char *prompt)
     return session_send_planned(s);
 }
 
-/* Begin saving the answer of the last turn (its prompt first). */
-static void session_save_begin(struct session *s)
+/* Begin saving the answer of the last turn (its prompt first). cached: the answer is replayed
+ * from the response cache (saved with cached = 1: stats counts it as a hit, and leaves it out of
+ * the time to first token and tokens/s). */
+static void session_save_begin(struct session *s, int cached)
 {
     const struct conf *c = s->conf;
     session_save_prompt(s, NULL);
@@ -503,7 +505,7 @@ static void session_save_begin(struct session *s)
         return;
     char *host = conf_host(c);
     struct store_msg_info info = {.model = c->model, .profile = c->profile, .host = host,
-                                  .parent_id = t->user_id};
+                                  .parent_id = t->user_id, .cached = cached};
     s->answer_id = store_message_begin(s->store, s->conv_id, &info);
     free(host);
     if (s->answer_id < 0) {
@@ -543,7 +545,7 @@ static unsigned session_send_planned(struct session *s)
     if (s->cache == SESSION_CACHE_ON || s->cache == SESSION_CACHE_ONLY) {
         unsigned id = SESSION_LOCAL_ID | ++s->next_local;
         if (session_replay(s, id)) {
-            session_save_begin(s);
+            session_save_begin(s, 1);
             free(body);
             free(m);
             s->cache_key_set = 0; /* nothing new to cache */
@@ -557,7 +559,7 @@ static unsigned session_send_planned(struct session *s)
             return s->active = id;
         }
     }
-    session_save_begin(s);
+    session_save_begin(s, 0);
 
     struct net_request *rq = session_request(s, c, s->key, body);
     rq->fallback = session_fallback_request(s, &ar);

@@ -78,6 +78,25 @@ with ttlib.FakeServer() as srv:
     t.eq(query(home, "SELECT status FROM messages ORDER BY id DESC LIMIT 1"), [("error",)],
          "an HTTP error is saved with status error")
 
+    # --- a cached answer is saved as cached: stats counts it as a hit, not in TTFT or tokens/s ---
+    home2 = ttlib.make_home()
+    env2 = {"OPENAI_BASE_URL": srv.base("")}
+    n = len(srv.requests())
+    ttlib.run_tokterm(["-p", "cache me once"], env=env2, home=home2)
+    rc, out, err = ttlib.run_tokterm(["--json", "-p", "cache me once"], env=env2, home=home2)
+    t.ok(rc == 0 and len(srv.requests()) == n + 1 and json.loads(out).get("cached") is True,
+         "the second -p came from the cache", err.decode())
+    rows = query(home2, "SELECT cached, ttft, tokens_per_s FROM messages WHERE role='assistant' "
+                        "ORDER BY id")
+    t.eq([r[0] for r in rows], [0, 1], "the cached answer is saved with cached = 1")
+    t.ok(len(rows) == 2 and rows[0][1] is not None and rows[1][1] is None and rows[1][2] is None,
+         "only the answer from the server has timings", repr(rows))
+    rc, out, err = ttlib.run_tokterm(["stats"], env=env2, home=home2)
+    lines = {ln[:22].strip(): ln[22:].strip() for ln in out.decode().splitlines()}
+    t.eq(lines.get("cache hits"), "1 of 2 answers (50.0%)", "stats: one hit of two answers")
+    ttft = "p50 %.2f s   p95 %.2f s" % (rows[0][1], rows[0][1]) if rows and rows[0][1] else None
+    t.eq(lines.get("time to first token"), ttft, "stats: TTFT of the first answer only")
+
     # --- continue ---
     rc, out, err = run("", ["-c", "-p", "follow-up"])
     last = srv.requests()[-1]["body"]["messages"]
