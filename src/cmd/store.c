@@ -509,6 +509,11 @@ static int cmd_search(struct cmd_ctx *c, const struct cmd_opts *o)
         return cmd_usage(c, "search needs a query");
     struct store_search_opts so = {0};
     so.limit = cmd_limit(c, o, 20);
+    if (so.limit > STORE_SEARCH_MAX) { /* said, never cut silently */
+        cmd_error(c, "--limit takes 1 to %d (only the newest %d matches are ranked), not %s",
+                  STORE_SEARCH_MAX, STORE_SEARCH_MAX, o->limit);
+        return cmd_usage(c, NULL);
+    }
     if (so.limit < 0 || cmd_range(c, o, &so.since, &so.until) != 0)
         return cmd_usage(c, NULL);
     so.model = o->model;

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <utf8proc.h>
 
-#define STORE_RANK_WINDOW 5000      /* newest full-text matches ranked by bm25 */
+#define STORE_RANK_WINDOW STORE_SEARCH_MAX /* newest full-text matches ranked by bm25 */
 #define STORE_SAMPLE 2000           /* newest indexed messages a search samples first */
 
 /* ---------------------------------------------------------------- case-insensitive matching */
@@ -1024,6 +1024,11 @@ int store_search(struct store *st, const char *query, const struct store_search_
     struct store_srch sr = {.opts = opts ? opts : &def};
     *out = NULL;
     *n = 0;
+    if (sr.opts->limit < 0 || sr.opts->limit > STORE_SEARCH_MAX) {
+        store_set_err(st, "a search returns 1 to %d hits, not %d", STORE_SEARCH_MAX,
+                      sr.opts->limit);
+        return -1;
+    }
     sr.n_terms = store_query_terms(query ? query : "", &sr.terms);
     if (sr.n_terms == 0) {
         free(sr.terms);

@@ -135,10 +135,15 @@ struct store_hit {
     char *snippet; /* text around the match with the caller's markers */
 };
 
+/* The most hits one search returns: only the newest STORE_SEARCH_MAX full-text matches are
+ * ranked (a few microseconds each), so memory and time stay bounded. A larger limit is an
+ * error, never a silent cut. */
+#define STORE_SEARCH_MAX 5000
+
 struct store_search_opts {
     const char *model;         /* only messages with this model (NULL: any) */
     int64_t since, until;      /* created in [since, until); 0 = unbounded */
-    int limit;                 /* 0 = 20 */
+    int limit;                 /* 0 = 20; at most STORE_SEARCH_MAX */
     const char *open, *close;  /* highlight markers (NULL: "[" and "]") */
     int snippet_chars;         /* characters of context in a snippet (0 = 80) */
     int no_words;              /* 1: the trigram index only, never the word index (tests) */

@@ -2186,6 +2186,16 @@ static void test_commands(void)
     TAP_OK(strstr(out, "another [fox] question") || strstr(out, "[another] [fox] question"),
            "two-word search hit");
     free(out);
+    /* Only the newest 5,000 full-text matches are ranked: a larger --limit is refused, not
+     * silently cut (issue 14). */
+    TAP_INT(run_cmd(st, 0, NULL, "search", "fox", "--limit", "5001", NULL), 2,
+            "search --limit over 5000: usage, not a silent cap");
+    TAP_INT(run_cmd(st, 0, NULL, "search", "fox", "--limit", "0", NULL), 2,
+            "search --limit 0: usage");
+    TAP_INT(run_cmd(st, 0, &out, "search", "fox", "--limit", "5000", NULL), 0,
+            "search --limit 5000: the most allowed");
+    TAP_OK(strstr(out, "[fox]") != NULL, "search --limit 5000 finds");
+    free(out);
     TAP_INT(run_cmd(st, 0, &out, "search", "fox", "--since", "2000-01-01", "--until",
                     "2999-12-31", NULL),
             0, "search with dates");
