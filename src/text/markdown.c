@@ -1323,6 +1323,17 @@ void markdown_feed(struct markdown *md, const char *s, size_t n)
     }
 }
 
+/* A table being held ends where the text ends or a line is skipped: a candidate header is
+ * released as plain lines, a held table is laid out and flushed. */
+static void end_table(struct markdown *md)
+{
+    if (md->table == TABLE_CANDIDATE)
+        release_candidate(md);
+    else if (md->table == TABLE_HELD)
+        flush_table(md);
+    md->table = TABLE_NONE;
+}
+
 void markdown_finish(struct markdown *md)
 {
     if (md->finished)
@@ -1330,11 +1341,7 @@ void markdown_finish(struct markdown *md)
     if (md->cur.len)
         process_line(md, md->cur.data, md->cur.len);
     buf_reset(&md->cur);
-    if (md->table == TABLE_CANDIDATE)
-        release_candidate(md);
-    else if (md->table == TABLE_HELD)
-        flush_table(md);
-    md->table = TABLE_NONE;
+    end_table(md);
     md->finished = 1;
     md->pending_dirty = 1;
 }
@@ -1354,11 +1361,7 @@ void markdown_skip_line(struct markdown *md)
     if (md->finished)
         return;
     buf_free(&md->cur);
-    if (md->table == TABLE_CANDIDATE)
-        release_candidate(md);
-    else if (md->table == TABLE_HELD)
-        flush_table(md);
-    md->table = TABLE_NONE;
+    end_table(md);
     md->pending_dirty = 1;
 }
 
