@@ -1,6 +1,7 @@
 /* api.c - chat-completions request building and stream decoding for all provider dialects. */
 #include "config.h"
 #include "proto/api.h"
+#include "proto/api_int.h"
 #include "proto/jscan.h"
 #include "base/utf8.h"
 #include "base/xmalloc.h"
@@ -23,7 +24,7 @@ const struct api_param api_params[] = {API_SAMPLING(API_PARAM_DESC)};
 #undef API_PARAM_DESC
 
 /* The value of parameter p in r (*v for REAL, *n for a whole number); 0 when it is not sent. */
-static int api_param_get(const struct api_request *r, const struct api_param *p, double *v,
+int api_param_get(const struct api_request *r, const struct api_param *p, double *v,
                          long *n)
 {
     const char *base = (const char *)r;
@@ -60,6 +61,51 @@ int api_param_from_json(struct api_request *r, const struct api_param *p, double
     return 0;
 }
 
+void api_params_add(cJSON *o, const struct api_request *r, api_param_name_fn name_of, void *ud)
+{
+    for (size_t i = 0; i < API_N_PARAMS; i++) {
+        const struct api_param *p = &api_params[i];
+        double v;
+        long n;
+        if (!api_param_get(r, p, &v, &n))
+            continue;
+        const char *name = name_of ? name_of(ud, p) : p->name;
+        if (!name)
+            continue;
+        if (p->real) {
+            cJSON_AddNumberToObject(o, name, v);
+        } else {
+            /* digits, as cJSON prints a whole number up to 2^31; past 1e15 it would print
+             * 9.00719925474099e+15 (a seed must stay exact) */
+            char digits[24];
+            snprintf(digits, sizeof digits, "%ld", n);
+            cJSON_AddRawToObject(o, name, digits);
+        }
+    }
+}
+
+char *api_json_finish(cJSON *o)
+{
+    char *s = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    if (!s) {
+        fputs("tokterm: out of memory building a request\n", stderr);
+        abort();
+    }
+    char *copy = xstrdup(s);
+    cJSON_free(s);
+    return copy;
+}
+
+/* max_tokens goes as max_completion_tokens for the o-series */
+static const char *api_chat_param_name(void *ud, const struct api_param *p)
+{
+    const struct api_request *r = ud;
+    if (p->off == offsetof(struct api_request, max_tokens) && r->max_tokens_field)
+        return r->max_tokens_field;
+    return p->name;
+}
+
 char *api_request_json(const struct api_request *r)
 {
     cJSON *o = cJSON_CreateObject();
@@ -71,25 +117,7 @@ char *api_request_json(const struct api_request *r)
         cJSON_AddStringToObject(m, "content", r->messages[i].content ? r->messages[i].content : "");
         cJSON_AddItemToArray(msgs, m);
     }
-    for (size_t i = 0; i < API_N_PARAMS; i++) {
-        const struct api_param *p = &api_params[i];
-        double v;
-        long n;
-        if (!api_param_get(r, p, &v, &n))
-            continue;
-        const char *name = p->name;
-        if (p->off == offsetof(struct api_request, max_tokens) && r->max_tokens_field)
-            name = r->max_tokens_field; /* max_completion_tokens for the o-series */
-        if (p->real) {
-            cJSON_AddNumberToObject(o, name, v);
-        } else {
-            /* digits, as cJSON prints a whole number up to 2^31; past 1e15 it would print
-             * 9.00719925474099e+15 (a seed must stay exact) */
-            char digits[24];
-            snprintf(digits, sizeof digits, "%ld", n);
-            cJSON_AddRawToObject(o, name, digits);
-        }
-    }
+    api_params_add(o, r, api_chat_param_name, (void *)r);
     if (r->stream) {
         cJSON_AddTrueToObject(o, "stream");
         if (r->include_usage) {
@@ -97,15 +125,7 @@ char *api_request_json(const struct api_request *r)
             cJSON_AddTrueToObject(so, "include_usage");
         }
     }
-    char *s = cJSON_PrintUnformatted(o);
-    cJSON_Delete(o);
-    if (!s) {
-        fputs("tokterm: out of memory building a request\n", stderr);
-        abort();
-    }
-    char *copy = xstrdup(s);
-    cJSON_free(s);
-    return copy;
+    return api_json_finish(o);
 }
 
 void api_stream_init(struct api_stream *st)
@@ -121,12 +141,10 @@ void api_stream_free(struct api_stream *st)
     buf_free(&st->shape_post);
 }
 
-#define API_MSG_MAX 2000 /* bytes of a server's text kept in one message for the user */
-
 /* Append text the server sent to a message for the user: no control byte or escape sequence
  * passes (utf8_sanitize makes them visible), line breaks and tabs become spaces, and at most
  * max bytes are kept ("..." marks a cut, never inside a UTF-8 sequence). */
-static void api_msg_append(struct buf *msg, const char *s, size_t n, size_t max)
+void api_msg_append(struct buf *msg, const char *s, size_t n, size_t max)
 {
     size_t cut = n;
     if (cut > max) {
@@ -144,21 +162,21 @@ static void api_msg_append(struct buf *msg, const char *s, size_t n, size_t max)
 }
 
 /* Replace the error message with server text (see api_msg_append). */
-static void api_error_set(struct api_stream *st, const char *s, size_t n)
+void api_error_set(struct api_stream *st, const char *s, size_t n)
 {
     buf_reset(&st->error);
     api_msg_append(&st->error, s, n, API_MSG_MAX);
 }
 
 /* An error code is an identifier: anything but printable ASCII becomes '?'. */
-static void api_code_clean(char *code)
+void api_code_clean(char *code)
 {
     for (; *code; code++)
         if ((unsigned char)*code < 0x20 || (unsigned char)*code >= 0x7f)
             *code = '?';
 }
 
-static void api_copy(char *dst, size_t size, const char *s, size_t n)
+void api_copy(char *dst, size_t size, const char *s, size_t n)
 {
     if (n >= size)
         n = size - 1;
@@ -168,7 +186,7 @@ static void api_copy(char *dst, size_t size, const char *s, size_t n)
 
 /* Read a string value (or null) at the scanner; deliver decoded text. Returns -1 on bad JSON,
  * 0 when null or empty, 1 with text in *out and *outn (valid until the next call). */
-static int api_text(struct api_stream *st, struct jscan *j, const char **out, size_t *outn)
+int api_text(struct api_stream *st, struct jscan *j, const char **out, size_t *outn)
 {
     if (jscan_null(j))
         return 0;
@@ -191,7 +209,7 @@ static int api_text(struct api_stream *st, struct jscan *j, const char **out, si
 }
 
 /* Copy a short string value (or nothing for null/other) into dst. */
-static int api_short(struct api_stream *st, struct jscan *j, char *dst, size_t size)
+int api_short(struct api_stream *st, struct jscan *j, char *dst, size_t size)
 {
     const char *s;
     size_t n;
@@ -205,7 +223,7 @@ static int api_short(struct api_stream *st, struct jscan *j, char *dst, size_t s
  * string, null, an object, a negative, fractional or huge number) is skipped, *dst is left as
  * it was and st->usage_bad is set: usage is the server's bookkeeping, never worth an answer.
  * -1 only when the JSON itself is broken. */
-static int api_usage_number(struct api_stream *st, struct jscan *j, long long *dst)
+int api_usage_number(struct api_stream *st, struct jscan *j, long long *dst)
 {
     int c = jscan_peek(j);
     if (c == '-' || (c >= '0' && c <= '9')) {
@@ -286,7 +304,7 @@ static int api_usage_obj(struct api_stream *st, struct jscan *j)
 }
 
 /* {"message": ..., "code": ..., "type": ...} or a plain string. */
-static int api_error_obj(struct api_stream *st, struct jscan *j)
+int api_error_obj(struct api_stream *st, struct jscan *j)
 {
     const char *s;
     size_t n;
@@ -404,7 +422,7 @@ static int api_choice(struct api_stream *st, struct jscan *j, api_emit_fn fn, vo
     return r;
 }
 
-static int api_malformed(struct api_stream *st, const char *json, size_t n, const char *why)
+int api_malformed(struct api_stream *st, const char *json, size_t n, const char *why)
 {
     buf_reset(&st->error);
     buf_printf(&st->error, "the server sent malformed JSON (%s): ", why ? why : "invalid");

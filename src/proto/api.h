@@ -104,7 +104,10 @@ struct api_usage {
 /* Everything learnt from one stream so far. */
 struct api_stream {
     char model[128];
-    char finish[32];        /* finish_reason, "" until one arrives */
+    char finish[32];        /* finish_reason, "" until one arrives: "stop", "length",
+                               "content_filter" for the native dialects (gemini.c, ...) */
+    char finish_detail[48]; /* the provider's own reason behind finish when it is not the
+                               same word ("SAFETY", "prompt blocked: OTHER"), else "" */
     struct api_usage usage;
     int done;               /* "[DONE]" seen */
     long chunks;            /* data events decoded */

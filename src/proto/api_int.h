@@ -1,0 +1,51 @@
+/* api_int.h - private to src/proto/: the pieces of api.c that every dialect's codec shares
+ * (gemini.c, responses.c, ...): reading strings, usage counts and error objects with jscan,
+ * messages for the user from server text, and building request bodies with cJSON. */
+#ifndef TT_API_INT_H
+#define TT_API_INT_H
+#include <stddef.h>
+
+#include "proto/api.h"
+#include "proto/jscan.h"
+
+struct cJSON;
+
+#define API_MSG_MAX 2000 /* bytes of a server's text kept in one message for the user */
+
+/* The value of parameter p in r (*v for REAL, *n for a whole number); 0 when it is not sent. */
+int api_param_get(const struct api_request *r, const struct api_param *p, double *v, long *n);
+
+/* The body member a parameter goes by in a dialect, NULL to leave it out. */
+typedef const char *(*api_param_name_fn)(void *ud, const struct api_param *p);
+/* Add every set sampling parameter of r to the object o, named by name_of (NULL: its own
+ * name); whole numbers as exact digits. */
+void api_params_add(struct cJSON *o, const struct api_request *r, api_param_name_fn name_of,
+                    void *ud);
+/* Print o unformatted, delete it, and return the text (caller frees); aborts when out of
+ * memory. */
+char *api_json_finish(struct cJSON *o);
+
+/* Append server text to a message for the user: controls made visible, line breaks and tabs
+ * as spaces, at most max bytes ("..." marks a cut, never inside a UTF-8 sequence). */
+void api_msg_append(struct buf *msg, const char *s, size_t n, size_t max);
+/* Replace st->error with server text (as api_msg_append, API_MSG_MAX bytes). */
+void api_error_set(struct api_stream *st, const char *s, size_t n);
+/* An error code is an identifier: anything but printable ASCII becomes '?'. */
+void api_code_clean(char *code);
+/* Copy s[0..n) into dst as a string, cut to size - 1 bytes. */
+void api_copy(char *dst, size_t size, const char *s, size_t n);
+/* A string value (or null) at the scanner: -1 on bad JSON, 0 when null, empty or not a string
+ * (skipped), 1 with the decoded text in *out, *outn (valid until the next call). */
+int api_text(struct api_stream *st, struct jscan *j, const char **out, size_t *outn);
+/* A short string value into dst (nothing for null or another type); -1 on bad JSON. */
+int api_short(struct api_stream *st, struct jscan *j, char *dst, size_t size);
+/* One usage count into *dst: a whole number from 0 to 2^53 (st->usage_good counts it);
+ * anything else is skipped and flags st->usage_bad. -1 only on bad JSON. */
+int api_usage_number(struct api_stream *st, struct jscan *j, long long *dst);
+/* An OpenAI-shaped error at the scanner ({"message", "code", "type"} or a string) into
+ * st->error and st->error_code. -1 on bad JSON. */
+int api_error_obj(struct api_stream *st, struct jscan *j);
+/* st->error = "the server sent malformed JSON (why): <the first bytes>"; returns -1. */
+int api_malformed(struct api_stream *st, const char *json, size_t n, const char *why);
+
+#endif
