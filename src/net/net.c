@@ -602,15 +602,7 @@ static enum api_outcome net_outcome(struct xfer *x, CURLcode res, struct net_res
                              : "the server closed the stream without an answer");
         return got_text ? API_ERR_TRUNCATED : API_ERR_NETWORK;
     }
-    if (strcmp(x->api.finish, "length") == 0) {
-        buf_appends(msg, "the answer was cut at the token limit (finish_reason \"length\")");
-        return API_CUT;
-    }
-    if (strcmp(x->api.finish, "content_filter") == 0) {
-        buf_appends(msg, "the answer was stopped by the provider's content filter");
-        return API_CUT;
-    }
-    return API_OK;
+    return api_finish_outcome(&x->api, msg);
 }
 
 /* curl's timings of the attempt and tokterm's own (first token, gaps, tokens/s). */

@@ -740,6 +740,19 @@ void api_error_message(long status, const char *ctype, const char *body, size_t 
     }
 }
 
+enum api_outcome api_finish_outcome(const struct api_stream *st, struct buf *msg)
+{
+    if (strcmp(st->finish, "length") == 0) {
+        buf_appends(msg, "the answer was cut at the token limit (finish_reason \"length\")");
+        return API_CUT;
+    }
+    if (strcmp(st->finish, "content_filter") == 0) {
+        buf_appends(msg, "the answer was stopped by the provider's content filter");
+        return API_CUT;
+    }
+    return API_OK;
+}
+
 const char *api_outcome_name(enum api_outcome o)
 {
     switch (o) {

@@ -124,6 +124,9 @@ struct api_stream {
     /* while a chunk is decoded: its text string (raw, quotes included) and what it emitted */
     const char *text_q0, *text_q1;
     int text_kind, n_text, n_other;
+    /* a dialect decoder's own state between events (0 after api_stream_init) */
+    int dstate;
+    long dindex;
 };
 
 typedef void (*api_emit_fn)(void *ud, enum api_kind kind, const char *s, size_t n);
@@ -165,6 +168,10 @@ enum api_outcome {
     API_LIMIT,         /* stopped by one of tokterm's own limits (--max-answer-mb, --max-time);
                           the text that came is kept */
 };
+
+/* The outcome of a chat-completions stream whose finish is set: API_CUT for "length" and
+ * "content_filter" (with a message appended to msg), else API_OK. */
+enum api_outcome api_finish_outcome(const struct api_stream *st, struct buf *msg);
 
 /* Short name of an outcome: "complete", "cut", "api-error", ... */
 const char *api_outcome_name(enum api_outcome o);

@@ -1,0 +1,58 @@
+/* test_dialect.c - the dialect table (proto/dialect.h): lookup, paths, the OpenAI entry. */
+#include "config.h"
+#include "proto/dialect.h"
+#include "tap.h"
+
+int main(void)
+{
+    const struct dialect *d = dialect_find("openai");
+    TAP_OK(d == &dialect_openai, "openai: found by name");
+    TAP_OK(dialect_find(NULL) == d && dialect_find("") == d, "no name: openai");
+    TAP_OK(dialect_default() == d, "the default is openai");
+    TAP_OK(dialect_find("OpenAI") == NULL && dialect_find("nope") == NULL, "unknown name: NULL");
+    TAP_STR(d->base_url, "https://api.openai.com/v1", "openai: base URL");
+    TAP_STR(d->key_env[0], "OPENAI_API_KEY", "openai: key variable");
+    TAP_OK(d->key_env[1] == NULL && d->headers[0] == NULL, "openai: one key variable, no headers");
+    TAP_STR(d->auth_header, "Authorization", "openai: auth header");
+    TAP_STR(d->auth_prefix, "Bearer ", "openai: Bearer");
+    TAP_OK(d->request_json == api_request_json && d->stream_event == api_stream_event &&
+               d->decode_body == api_decode_completion && d->error_message == api_error_message,
+           "openai: today's functions, unchanged");
+    TAP_INT(d->retryable(529, "overloaded_error"), -1, "openai: the generic retry rules decide");
+
+    char *p = dialect_path(d, "gpt-4o");
+    TAP_STR(p, "/chat/completions", "openai: path");
+    free(p);
+    struct dialect g = dialect_openai;
+    g.path = "/models/{model}:streamGenerateContent?alt=sse";
+    p = dialect_path(&g, "gemini-2.0-flash");
+    TAP_STR(p, "/models/gemini-2.0-flash:streamGenerateContent?alt=sse", "path: model put in");
+    free(p);
+    p = dialect_path(&g, "a/b c?d%");
+    TAP_STR(p, "/models/a%2Fb%20c%3Fd%25:streamGenerateContent?alt=sse", "path: model escaped");
+    free(p);
+    p = dialect_path(&g, NULL);
+    TAP_STR(p, "/models/:streamGenerateContent?alt=sse", "path: no model");
+    free(p);
+
+    struct buf b = BUF_INIT;
+    dialect_names(&b);
+    TAP_OK(strncmp(buf_str(&b), "openai", 6) == 0, "names: openai first (%s)", buf_str(&b));
+    buf_free(&b);
+
+    /* the outcome of a finished stream */
+    struct api_stream st;
+    api_stream_init(&st);
+    struct buf m = BUF_INIT;
+    strcpy(st.finish, "stop");
+    TAP_INT(d->finish_outcome(&st, &m), API_OK, "openai: stop is complete");
+    strcpy(st.finish, "length");
+    TAP_INT(d->finish_outcome(&st, &m), API_CUT, "openai: length is cut");
+    TAP_OK(strstr(buf_str(&m), "token limit") != NULL, "openai: cut message");
+    buf_reset(&m);
+    strcpy(st.finish, "content_filter");
+    TAP_INT(d->finish_outcome(&st, &m), API_CUT, "openai: content_filter is cut");
+    buf_free(&m);
+    api_stream_free(&st);
+    return tap_done();
+}
