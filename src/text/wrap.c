@@ -206,6 +206,17 @@ size_t wrap_fit(const char *s, size_t n, size_t cols, size_t *used)
     return pos;
 }
 
+int wrap_one_visible(const char *s, size_t n)
+{
+    size_t seen = 0;
+    for (size_t i = 0; i < n && seen <= 1;) {
+        int w;
+        i += wrap_cluster(s + i, n - i, &w);
+        seen += w > 0;
+    }
+    return seen <= 1;
+}
+
 void wrap_clean(struct buf *out, const char *s, size_t n)
 {
     if (!memchr(s, '\t', n)) { /* nothing to expand: the sanitised text as it is */

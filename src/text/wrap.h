@@ -79,6 +79,9 @@ size_t wrap_width(const char *s, size_t n);
  * cluster; its width goes to *used (may be NULL). */
 size_t wrap_fit(const char *s, size_t n, size_t cols, size_t *used);
 
+/* 1 when at most one cluster of s[0..n) has a non-zero width. */
+int wrap_one_visible(const char *s, size_t n);
+
 /* Append s[0..n) to out made safe and measurable: utf8_sanitize (controls become visible
  * caret notation, invalid bytes U+FFFD), then TAB expanded to spaces up to the next multiple of
  * 4 columns (counted from the start of s or from the last '\n'). */
@@ -86,7 +89,9 @@ void wrap_clean(struct buf *out, const char *s, size_t n);
 
 /* Wrap s[0..n) into rows of at most `width` columns and append them to out. A '\n' is a hard
  * break (its byte belongs to no row); every line yields at least one row, so "" gives one empty
- * row and "a\n" two. flags: WRAP_PRE. width < 1 counts as 1. */
+ * row and "a\n" two. flags: WRAP_PRE. width < 1 counts as 1. A row is wider than its room only
+ * when wrap_one_visible holds for it: a cluster wider than the row, alone but for zero-width
+ * clusters beside it (at width 1, a lone ZWJ then U+1F469: no blank row for the ZWJ). */
 void wrap_text(struct wrap_rows *out, const char *s, size_t n, int width, int hang,
                unsigned flags);
 

@@ -19,6 +19,9 @@
 #define DEVA_KI "\xE0\xA4\x95\xE0\xA4\xBF"                 /* U+0915 U+093F */
 #define KEYCAP_1 "1\xEF\xB8\x8F\xE2\x83\xA3"
 #define CJK12 "你好世界你好世界你好世界"
+#define ZWJ "\xE2\x80\x8D"
+#define WOMAN "\xF0\x9F\x91\xA9"
+#define FFFD "\xEF\xBF\xBD"
 
 static void check_cluster(const char *s, size_t n, size_t want_len, int want_w,
                           const char *name)
@@ -55,8 +58,8 @@ static void check_rows(const char *s, int width, int hang, unsigned flags, const
 }
 
 /* Invariants that must hold for any text and width: rows are in order and at cluster
- * boundaries, each row's width is measured right, no row is wider than its room unless it is
- * a single cluster, and only spaces (soft breaks) or '\n' are left out. Returns 1 when ok. */
+ * boundaries, each row's width is measured right, no row is wider than its room unless it holds
+ * one visible cluster, and only spaces (soft breaks) or '\n' are left out. Returns 1 when ok. */
 static int check_invariants(const char *s, size_t n, int width, int hang, unsigned flags,
                             char *why, size_t whylen)
 {
@@ -93,7 +96,7 @@ static int check_invariants(const char *s, size_t n, int width, int hang, unsign
             ok = 0;
         }
         size_t room = (size_t)width - w->indent;
-        if (w->width > room && wrap_cluster(s + w->off, w->len, NULL) != w->len) {
+        if (w->width > room && !wrap_one_visible(s + w->off, w->len)) {
             snprintf(why, whylen, "row %zu is %u wide in %zu columns", i, w->width, room);
             ok = 0;
         }
@@ -126,6 +129,9 @@ static const char *const samples[] = {
     "a\n\nb c d\n" CJK12 "\n",
     "   ",
     "",
+    /* fuzz regress/markdown/width1-zwj: a lone ZWJ (its own zero-width cluster) before a
+     * 2-wide emoji; at width 1 their row is 2 wide */
+    ZWJ WOMAN ZWJ FFFD FFFD,
 };
 
 /* Render all rows of a document into one string (text, width, indent, spans). */
@@ -251,6 +257,11 @@ static void test_wrapping(void)
     check_rows(FAMILY FAMILY FAMILY, 5, 0, 0, FAMILY FAMILY "|" FAMILY,
                "ZWJ families never split");
     check_rows(FAMILY "x", 1, 0, 0, FAMILY "|x", "width 1 with a 2-wide emoji");
+    TAP_OK(wrap_one_visible(ZWJ WOMAN ZWJ, strlen(ZWJ WOMAN ZWJ)) &&
+               !wrap_one_visible(WOMAN "a", strlen(WOMAN "a")) && wrap_one_visible("", 0),
+           "wrap_one_visible: zero-width clusters do not count");
+    check_rows(ZWJ WOMAN ZWJ FFFD FFFD, 1, 0, 0, ZWJ WOMAN ZWJ "|" FFFD "|" FFFD,
+               "width 1: a zero-width cluster stays with the wide one after it, no blank row");
     check_rows(FLAG_JP FLAG_JP, 3, 0, 0, FLAG_JP "|" FLAG_JP, "flags never split");
     check_rows("n" E_ACUTE E_ACUTE "e", 2, 0, 0, "n" E_ACUTE "|" E_ACUTE "e",
                "combining marks stay with their base");
