@@ -615,14 +615,7 @@ int api_stream_event(struct api_stream *st, const struct sse_event *ev, api_emit
     return api_stream_chunk(st, ev->data, ev->data_len, fn, ud);
 }
 
-/* Counts the text an emit function is handed (api_decode_completion). */
-struct api_textcount {
-    api_emit_fn fn;
-    void *ud;
-    size_t text;
-};
-
-static void api_textcount_emit(void *ud, enum api_kind kind, const char *s, size_t n)
+void api_textcount_emit(void *ud, enum api_kind kind, const char *s, size_t n)
 {
     struct api_textcount *c = ud;
     if (kind == API_CONTENT || kind == API_REASONING)

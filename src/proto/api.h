@@ -127,6 +127,7 @@ struct api_stream {
     /* a dialect decoder's own state between events (0 after api_stream_init) */
     int dstate;
     long dindex;
+    long long dcount[4];
 };
 
 typedef void (*api_emit_fn)(void *ud, enum api_kind kind, const char *s, size_t n);

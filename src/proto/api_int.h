@@ -48,4 +48,14 @@ int api_error_obj(struct api_stream *st, struct jscan *j);
 /* st->error = "the server sent malformed JSON (why): <the first bytes>"; returns -1. */
 int api_malformed(struct api_stream *st, const char *json, size_t n, const char *why);
 
+/* Counts the text (content and reasoning) an emit function is handed, for the whole-body
+ * decoders: an answer with text and no stated reason is complete, one with neither is none.
+ * Pass api_textcount_emit with a struct api_textcount {fn, ud, 0}. */
+struct api_textcount {
+    api_emit_fn fn;
+    void *ud;
+    size_t text;
+};
+void api_textcount_emit(void *ud, enum api_kind kind, const char *s, size_t n);
+
 #endif

@@ -33,6 +33,7 @@ const struct dialect dialect_openai = {
 /* Every dialect, the default first. A new one is one line here and its entry. */
 static const struct dialect *const dialects[] = {
     &dialect_openai,
+    &dialect_anthropic,
 };
 #define N_DIALECTS (sizeof dialects / sizeof dialects[0])
 

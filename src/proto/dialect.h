@@ -87,6 +87,7 @@ void dialect_names(struct buf *out);
 char *dialect_path(const struct dialect *d, const char *model);
 
 /* The entries (each defined next to its decoder). */
-extern const struct dialect dialect_openai;    /* proto/api.c */
+extern const struct dialect dialect_openai;    /* proto/dialect.c, api.c's functions */
+extern const struct dialect dialect_anthropic; /* proto/anthropic.c */
 
 #endif

@@ -11,7 +11,8 @@
 static const char *const fixture_names[] = {
     "azure_filter.sse", "deepseek_keepalive.sse", "llamacpp_old_error.sse",
     "llamacpp_reasoning.sse", "ollama_reasoning.sse", "openai_length.sse",
-    "openrouter_midstream_error.sse",
+    "openrouter_midstream_error.sse", "anthropic_text.sse", "anthropic_thinking.sse",
+    "anthropic_overloaded.sse",
 };
 #define FIXTURE_COUNT (sizeof fixture_names / sizeof fixture_names[0])
 

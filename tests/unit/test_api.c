@@ -2,44 +2,14 @@
 #include "config.h"
 #include "proto/api.h"
 #include "fixture.h"
+#include "got.h"
 #include "proto/sse.h"
 
 #include <cjson/cJSON.h>
 
-struct got {
-    struct api_stream st;
-    struct buf content, reasoning;
-    int finishes, usages, ret;
-};
-
-static void emit(void *ud, enum api_kind kind, const char *s, size_t n)
-{
-    struct got *g = ud;
-    if (kind == API_CONTENT)
-        buf_append(&g->content, s, n);
-    else if (kind == API_REASONING)
-        buf_append(&g->reasoning, s, n);
-    else if (kind == API_FINISH)
-        g->finishes++;
-    else if (kind == API_USAGE)
-        g->usages++;
-}
-
-static int on_event(void *ud, const struct sse_event *ev)
-{
-    struct got *g = ud;
-    g->ret = api_stream_event(&g->st, ev, emit, g);
-    return g->ret != 0;
-}
-
 static void decode_text(struct got *g, const char *s, size_t n)
 {
-    memset(g, 0, sizeof *g);
-    api_stream_init(&g->st);
-    struct sse_parser p;
-    sse_init(&p, 0);
-    sse_feed(&p, s, n, on_event, g);
-    sse_free(&p);
+    got_decode(g, api_stream_event, s, n, n);
 }
 
 static void decode(struct got *g, const char *name)
@@ -50,18 +20,11 @@ static void decode(struct got *g, const char *name)
     free(s);
 }
 
-static void got_free(struct got *g)
-{
-    api_stream_free(&g->st);
-    buf_free(&g->content);
-    buf_free(&g->reasoning);
-}
-
 static void chunk(struct got *g, const char *json)
 {
     memset(g, 0, sizeof *g);
     api_stream_init(&g->st);
-    g->ret = api_stream_chunk(&g->st, json, strlen(json), emit, g);
+    g->ret = api_stream_chunk(&g->st, json, strlen(json), got_emit, g);
 }
 
 static void error_msg(long status, const char *ctype, const char *body, const char *want,
@@ -115,7 +78,7 @@ static void test_shapes(void)
         chunk(&one, chunks[i]);
         size_t c0 = seq.content.len, r0 = seq.reasoning.len;
         int f0 = seq.finishes, u0 = seq.usages;
-        seq.ret = api_stream_chunk(&seq.st, chunks[i], strlen(chunks[i]), emit, &seq);
+        seq.ret = api_stream_chunk(&seq.st, chunks[i], strlen(chunks[i]), got_emit, &seq);
         char name[64];
         snprintf(name, sizeof name, "chunk %zu decoded in a stream = alone", i);
         int same = seq.ret == one.ret && seq.content.len - c0 == one.content.len &&
@@ -242,7 +205,7 @@ int main(void)
                        "\"message\":{\"role\":\"assistant\",\"content\":\"whole answer\"},"
                        "\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":3,"
                        "\"completion_tokens\":2,\"total_tokens\":5}}";
-    TAP_INT(api_decode_completion(&g.st, comp, strlen(comp), emit, &g), 0, "completion decoded");
+    TAP_INT(api_decode_completion(&g.st, comp, strlen(comp), got_emit, &g), 0, "completion decoded");
     TAP_STR(buf_str(&g.content), "whole answer", "completion content");
     TAP_STR(g.st.finish, "stop", "completion finish");
     got_free(&g);
@@ -257,7 +220,7 @@ int main(void)
     for (size_t i = 0; i < sizeof empties / sizeof *empties; i++) {
         memset(&g, 0, sizeof g);
         api_stream_init(&g.st);
-        int rc = api_decode_completion(&g.st, empties[i], strlen(empties[i]), emit, &g);
+        int rc = api_decode_completion(&g.st, empties[i], strlen(empties[i]), got_emit, &g);
         TAP_OK(rc == 0 && g.content.len == 0 && g.st.finish[0] == '\0',
                "empty completion %s: no text and no finish", empties[i]);
         got_free(&g);
@@ -266,7 +229,7 @@ int main(void)
     memset(&g, 0, sizeof g);
     api_stream_init(&g.st);
     comp = "{\"choices\":[{\"message\":{\"content\":\"x\"}}]}";
-    TAP_OK(api_decode_completion(&g.st, comp, strlen(comp), emit, &g) == 0 &&
+    TAP_OK(api_decode_completion(&g.st, comp, strlen(comp), got_emit, &g) == 0 &&
            strcmp(g.st.finish, "stop") == 0, "completion with text and no finish: stop");
     got_free(&g);
 

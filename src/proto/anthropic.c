@@ -1,0 +1,354 @@
+/* anthropic.c - the Anthropic Messages dialect (proto/dialect.h): POST {base}/messages with
+ * x-api-key and anthropic-version, system prompt top-level, max_tokens always sent; the stream
+ * of message_start, content_block_start/delta/stop, message_delta, message_stop, ping and
+ * error events decoded into struct api_stream. */
+#include "config.h"
+#include "proto/api_int.h"
+#include "proto/dialect.h"
+#include "base/xmalloc.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- the request ---- */
+
+/* max_tokens when the profile sets none: the Messages API requires one. 4096 is the most
+ * the Claude 3 models (claude-3-opus/sonnet/haiku-*) allow; every later model allows 8192 or
+ * more, and 8192 is what a chat answer rarely reaches. */
+static long anthropic_default_max_tokens(const char *model)
+{
+    static const char *const old[] = {"claude-3-opus", "claude-3-sonnet", "claude-3-haiku"};
+    for (size_t i = 0; i < sizeof old / sizeof old[0]; i++)
+        if (model && strncmp(model, old[i], strlen(old[i])) == 0)
+            return 4096;
+    return 8192;
+}
+
+/* The sampling parameters the Messages API takes under their own names; max_tokens is added
+ * first by the caller, seed does not exist there. */
+static const char *anthropic_param_name(void *ud, const struct api_param *p)
+{
+    (void)ud;
+    return strcmp(p->name, "temperature") == 0 || strcmp(p->name, "top_p") == 0 ? p->name : NULL;
+}
+
+/* The Messages API's role for a chat-completions role: system text goes top-level. */
+static const char *anthropic_role(const char *role)
+{
+    if (!role || strcmp(role, "system") == 0 || strcmp(role, "developer") == 0)
+        return NULL;
+    return strcmp(role, "assistant") == 0 ? "assistant" : "user";
+}
+
+static char *anthropic_request_json(const struct api_request *r)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "model", r->model ? r->model : "");
+    char digits[24];
+    snprintf(digits, sizeof digits, "%ld",
+             r->max_tokens > 0 ? r->max_tokens : anthropic_default_max_tokens(r->model));
+    cJSON_AddRawToObject(o, "max_tokens", digits);
+    /* System messages, wherever they are, joined into one top-level system; the others in
+     * user/assistant alternation: consecutive messages of one role joined, empty ones left
+     * out (the API refuses an empty text). */
+    struct buf sys = BUF_INIT, text = BUF_INIT;
+    const char *role = NULL;
+    cJSON *msgs = cJSON_CreateArray();
+    for (size_t i = 0; i <= r->n_messages; i++) {
+        const struct api_message *m = i < r->n_messages ? &r->messages[i] : NULL;
+        const char *c = m && m->content ? m->content : "";
+        const char *to = m ? anthropic_role(m->role) : NULL;
+        if (m && !*c)
+            continue;
+        if (m && !to) {
+            buf_printf(&sys, "%s%s", sys.len ? "\n\n" : "", c);
+            continue;
+        }
+        if (role && (!m || strcmp(to, role) != 0)) {
+            cJSON *jm = cJSON_CreateObject();
+            cJSON_AddStringToObject(jm, "role", role);
+            cJSON_AddStringToObject(jm, "content", buf_str(&text));
+            cJSON_AddItemToArray(msgs, jm);
+            buf_reset(&text);
+        }
+        if (!m)
+            break;
+        buf_printf(&text, "%s%s", text.len ? "\n\n" : "", c);
+        role = to;
+    }
+    if (sys.len)
+        cJSON_AddStringToObject(o, "system", buf_str(&sys));
+    cJSON_AddItemToObject(o, "messages", msgs);
+    buf_free(&sys);
+    buf_free(&text);
+    api_params_add(o, r, anthropic_param_name, NULL);
+    if (r->stream)
+        cJSON_AddTrueToObject(o, "stream");
+    return api_json_finish(o);
+}
+
+/* ---- the answer ---- */
+
+/* What one event (or a whole message) said besides its text. */
+struct anth_info {
+    char type[32];  /* the top-level "type": "message_start", ..., "message", "error" */
+    int error;      /* an "error" object was read */
+};
+
+enum { ANTH_IN, ANTH_CREATE, ANTH_READ }; /* st->dcount: input token counts as the API splits them */
+
+/* usage: cumulative counts (message_start has the input ones, message_delta the output so far
+ * and, on newer servers, the input ones again). prompt = input + cache writes + cache reads,
+ * as OpenAI's prompt_tokens counts cached tokens too; cached = cache reads. */
+static int anth_usage(struct api_stream *st, struct jscan *j)
+{
+    if (jscan_null(j))
+        return 0;
+    if (jscan_peek(j) != '{')
+        return jscan_skip(j);
+    jscan_object_begin(j);
+    int first = 1, r, good = st->usage_good;
+    const char *k;
+    size_t kn;
+    while ((r = jscan_object_next(j, &first, &k, &kn)) == 1) {
+        long long *dst = jscan_key_is(k, kn, "input_tokens") ? &st->dcount[ANTH_IN]
+                       : jscan_key_is(k, kn, "cache_creation_input_tokens") ? &st->dcount[ANTH_CREATE]
+                       : jscan_key_is(k, kn, "cache_read_input_tokens") ? &st->dcount[ANTH_READ]
+                       : jscan_key_is(k, kn, "output_tokens") ? &st->usage.completion : NULL;
+        if (dst ? api_usage_number(st, j, dst) < 0 : jscan_skip(j) < 0)
+            return -1;
+    }
+    if (r < 0)
+        return -1;
+    if (st->usage_good == good)
+        return 0;
+    struct api_usage *u = &st->usage;
+    u->prompt = st->dcount[ANTH_IN] + st->dcount[ANTH_CREATE] + st->dcount[ANTH_READ];
+    u->cached = st->dcount[ANTH_READ];
+    u->total = u->prompt + u->completion;
+    u->present = 1;
+    return 0;
+}
+
+/* {"type": "overloaded_error", "message": "Overloaded"}: the message, the type as the code. */
+static int anth_error(struct api_stream *st, struct jscan *j)
+{
+    if (jscan_peek(j) != '{')
+        return api_error_obj(st, j); /* a string, null: as chat completions reads it */
+    jscan_object_begin(j);
+    int first = 1, r;
+    const char *k, *s;
+    size_t kn, n;
+    while ((r = jscan_object_next(j, &first, &k, &kn)) == 1) {
+        if (jscan_key_is(k, kn, "type")) {
+            if (api_short(st, j, st->error_code, sizeof st->error_code) < 0)
+                return -1;
+            api_code_clean(st->error_code);
+        } else if (jscan_key_is(k, kn, "message")) {
+            int t = api_text(st, j, &s, &n);
+            if (t < 0)
+                return -1;
+            if (t > 0)
+                api_error_set(st, s, n);
+        } else if (jscan_skip(j) < 0) {
+            return -1;
+        }
+    }
+    if (r < 0)
+        return -1;
+    if (st->error.len == 0 && st->error_code[0])
+        api_error_set(st, st->error_code, strlen(st->error_code));
+    return 0;
+}
+
+#define ANTH_DEPTH 2 /* event -> message / delta / content_block -> content[] item */
+
+/* An event's object, or one nested in it (depth > 0): text and thinking of a delta, a content
+ * block or a message's content are emitted as found (whatever order the members come in);
+ * the model, usage, stop_reason and error are kept in st; the top-level type in info. */
+static int anth_obj(struct api_stream *st, struct jscan *j, int depth, struct anth_info *info,
+                    api_emit_fn fn, void *ud)
+{
+    if (jscan_null(j))
+        return 0;
+    if (jscan_peek(j) != '{')
+        return jscan_skip(j);
+    jscan_object_begin(j);
+    int first = 1, r;
+    const char *k, *s;
+    size_t kn, n;
+    while ((r = jscan_object_next(j, &first, &k, &kn)) == 1) {
+        int rc = 0;
+        enum api_kind kind = jscan_key_is(k, kn, "text") ? API_CONTENT
+                           : jscan_key_is(k, kn, "thinking") ? API_REASONING : 0;
+        if (kind && depth > 0) {
+            int t = api_text(st, j, &s, &n);
+            if (t > 0)
+                fn(ud, kind, s, n);
+            rc = t < 0 ? -1 : 0;
+        } else if (depth == 0 && jscan_key_is(k, kn, "type")) {
+            rc = api_short(st, j, info->type, sizeof info->type);
+        } else if (depth < ANTH_DEPTH &&
+                   (jscan_key_is(k, kn, "message") || jscan_key_is(k, kn, "delta") ||
+                    jscan_key_is(k, kn, "content_block"))) {
+            rc = anth_obj(st, j, depth + 1, info, fn, ud);
+        } else if (depth < ANTH_DEPTH && jscan_key_is(k, kn, "content") &&
+                   jscan_peek(j) == '[') {
+            int af = 1, ar;
+            jscan_array_begin(j);
+            while ((ar = jscan_array_next(j, &af)) == 1)
+                if (anth_obj(st, j, depth + 1, info, fn, ud) < 0)
+                    return -1;
+            rc = ar;
+        } else if (jscan_key_is(k, kn, "usage")) {
+            int had = st->usage.present;
+            rc = anth_usage(st, j);
+            if (rc == 0 && st->usage.present && !had)
+                fn(ud, API_USAGE, NULL, 0);
+        } else if (jscan_key_is(k, kn, "model")) {
+            rc = api_short(st, j, st->model, sizeof st->model);
+        } else if (jscan_key_is(k, kn, "stop_reason")) {
+            /* kept until message_stop says the message is whole */
+            rc = api_short(st, j, st->finish_detail, sizeof st->finish_detail);
+        } else if (jscan_key_is(k, kn, "error")) {
+            rc = anth_error(st, j);
+            info->error = 1;
+        } else {
+            rc = jscan_skip(j); /* index, id, role, signature, partial_json, citations, ... */
+        }
+        if (rc < 0)
+            return -1;
+    }
+    return r;
+}
+
+/* A stop_reason in chat-completions words: what the cache, the conversation and the exit
+ * status go by (finish_detail keeps the server's own word). */
+static const char *anth_finish(const char *stop)
+{
+    static const struct { const char *stop, *finish; } map[] = {
+        {"end_turn", "stop"},       {"stop_sequence", "stop"},
+        {"max_tokens", "length"},   {"model_context_window_exceeded", "length"},
+        {"pause_turn", "length"},   /* the server paused a long turn: the answer is not whole */
+        {"refusal", "content_filter"}, {"tool_use", "tool_calls"},
+    };
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (strcmp(stop, map[i].stop) == 0)
+            return map[i].finish;
+    return "stop";
+}
+
+static void anth_set_finish(struct api_stream *st, api_emit_fn fn, void *ud)
+{
+    snprintf(st->finish, sizeof st->finish, "%s", anth_finish(st->finish_detail));
+    fn(ud, API_FINISH, NULL, 0);
+}
+
+/* One event's data (or a whole body): 0 on, 1 over, -1 malformed. */
+static int anth_decode(struct api_stream *st, const char *json, size_t n, int is_error_event,
+                       struct anth_info *info, api_emit_fn fn, void *ud)
+{
+    struct jscan j;
+    jscan_init(&j, json, n);
+    if (jscan_peek(&j) != '{')
+        return api_malformed(st, json, n, "not an object");
+    st->chunks++;
+    if (anth_obj(st, &j, 0, info, fn, ud) < 0 || !jscan_at_end(&j))
+        return api_malformed(st, json, n, j.err ? j.err : "trailing bytes");
+    if (info->error || is_error_event || strcmp(info->type, "error") == 0) {
+        if (st->error.len == 0)
+            buf_appends(&st->error, "the server reported an error");
+        return 1;
+    }
+    return 0;
+}
+
+static int anthropic_stream_event(struct api_stream *st, const struct sse_event *ev, api_emit_fn fn,
+                           void *ud)
+{
+    if (ev->data_len == 0)
+        return 0;
+    if (ev->data_len == 6 && memcmp(ev->data, "[DONE]", 6) == 0) {
+        st->done = 1; /* not Anthropic's: the end without message_stop is truncated */
+        return 1;
+    }
+    struct anth_info info = {"", 0};
+    int r = anth_decode(st, ev->data, ev->data_len, strcmp(ev->type, "error") == 0, &info, fn,
+                        ud);
+    if (r != 0)
+        return r;
+    if (strcmp(info.type, "message_stop") == 0) {
+        st->done = 1;
+        anth_set_finish(st, fn, ud);
+        return 1;
+    }
+    if (strcmp(info.type, "message_start") == 0)
+        st->finish_detail[0] = '\0'; /* its message's stop_reason is null */
+    return 0;
+}
+
+static int anthropic_decode_body(struct api_stream *st, const char *body, size_t n, api_emit_fn fn,
+                          void *ud)
+{
+    struct anth_info info = {"", 0};
+    struct api_textcount c = {fn, ud, 0};
+    int r = anth_decode(st, body, n, 0, &info, api_textcount_emit, &c);
+    if (r != 0)
+        return -1;
+    /* a whole message is over: its stop_reason, or "end_turn" when it has text and names none
+     * ({} or a message without content is no answer: finish stays "") */
+    if (st->finish_detail[0] || c.text)
+        anth_set_finish(st, fn, ud);
+    return 0;
+}
+
+static enum api_outcome anthropic_finish_outcome(const struct api_stream *st, struct buf *msg)
+{
+    if (strcmp(st->finish, "length") == 0) {
+        buf_printf(msg, "the answer was cut at the token limit (stop_reason \"%s\"); raise "
+                   "max_tokens", st->finish_detail);
+        return API_CUT;
+    }
+    if (strcmp(st->finish, "content_filter") == 0) {
+        buf_printf(msg, "the model declined to answer (stop_reason \"%s\")", st->finish_detail);
+        return API_CUT;
+    }
+    return API_OK;
+}
+
+/* Anthropic's error types (https://docs.anthropic.com/en/api/errors): api_error (500) and
+ * overloaded_error (529) pass; a request the API refuses fails again. */
+static int anthropic_retryable(long status, const char *code)
+{
+    if (code && (strcmp(code, "overloaded_error") == 0 || strcmp(code, "api_error") == 0))
+        return 1;
+    if (status == 529)
+        return 1;
+    if (code && (strcmp(code, "invalid_request_error") == 0 ||
+                 strcmp(code, "authentication_error") == 0 ||
+                 strcmp(code, "permission_error") == 0 || strcmp(code, "not_found_error") == 0 ||
+                 strcmp(code, "request_too_large") == 0 || strcmp(code, "billing_error") == 0))
+        return 0;
+    return -1; /* rate_limit_error and the rest: the generic rules, with retry-after */
+}
+
+const struct dialect dialect_anthropic = {
+    .name = "anthropic",
+    .base_url = "https://api.anthropic.com/v1",
+    .base_env = "ANTHROPIC_BASE_URL",
+    .key_env = {"ANTHROPIC_API_KEY"},
+    .path = "/messages",
+    .models_path = "/models",
+    .auth_header = "x-api-key",
+    .auth_prefix = "",
+    .headers = {"anthropic-version: 2023-06-01"},
+    .request_json = anthropic_request_json,
+    .stream_event = anthropic_stream_event,
+    .decode_body = anthropic_decode_body,
+    /* {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}} reads as
+     * chat completions' {"error":{...}}: the message, and the type as the code */
+    .error_message = api_error_message,
+    .retryable = anthropic_retryable,
+    .finish_outcome = anthropic_finish_outcome,
+};

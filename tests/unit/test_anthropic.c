@@ -1,0 +1,261 @@
+/* test_anthropic.c - the Anthropic Messages dialect (proto/anthropic.c): streams decoded whole
+ * and split at every byte, a mid-stream error, a truncated stream, the request body, error
+ * bodies, the outcome of each stop_reason. */
+#include "config.h"
+#include "proto/dialect.h"
+#include "fixture.h"
+#include "got.h"
+#include "proto/sse.h"
+
+#include <cjson/cJSON.h>
+
+static const struct dialect *D;
+
+static void decode_fixture(struct got *g, const char *name)
+{
+    size_t n;
+    char *s = fixture_read(name, &n);
+    got_every_split(g, D->stream_event, s, n, name);
+    free(s);
+}
+
+static void decode_split(struct got *g, const char *s, size_t n, size_t cut)
+{
+    got_decode(g, D->stream_event, s, n, cut);
+}
+
+/* The request body of r, parsed. */
+static cJSON *body_of(const struct api_request *r)
+{
+    char *s = D->request_json(r);
+    cJSON *o = cJSON_Parse(s);
+    free(s);
+    return o;
+}
+
+static void test_request(void)
+{
+    struct api_message m[] = {
+        {"system", "You are terse."}, {"user", "first"},     {"user", "second"},
+        {"system", "Answer in French."}, {"assistant", ""}, {"assistant", "Bonjour"},
+        {"assistant", "encore"},        {"user", "third"},
+    };
+    struct api_request r = {.model = "claude-sonnet-4-5", .messages = m, .n_messages = 8,
+                            .stream = 1, .include_usage = 1, .temperature = 0.5,
+                            .has_temperature = 1, .top_p = 0.9, .has_top_p = 1, .seed = 7,
+                            .has_seed = 1};
+    char *s = D->request_json(&r);
+    TAP_STR(s,
+            "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":8192,"
+            "\"system\":\"You are terse.\\n\\nAnswer in French.\","
+            "\"messages\":[{\"role\":\"user\",\"content\":\"first\\n\\nsecond\"},"
+            "{\"role\":\"assistant\",\"content\":\"Bonjour\\n\\nencore\"},"
+            "{\"role\":\"user\",\"content\":\"third\"}],"
+            "\"temperature\":0.5,\"top_p\":0.9,\"stream\":true}",
+            "request: system top-level, same roles merged, empty left out, no seed, "
+            "no stream_options");
+    free(s);
+
+    r.max_tokens = 300;
+    r.stream = 0;
+    r.has_temperature = r.has_top_p = 0;
+    r.n_messages = 2;
+    cJSON *o = body_of(&r);
+    TAP_INT(cJSON_GetObjectItem(o, "max_tokens")->valueint, 300, "request: max_tokens as set");
+    TAP_OK(!cJSON_GetObjectItem(o, "stream") && !cJSON_GetObjectItem(o, "temperature"),
+           "request: no stream, no temperature when unset");
+    TAP_INT(cJSON_GetArraySize(cJSON_GetObjectItem(o, "messages")), 1, "request: one message");
+    cJSON_Delete(o);
+
+    r.max_tokens = 0;
+    r.model = "claude-3-haiku-20240307";
+    o = body_of(&r);
+    TAP_INT(cJSON_GetObjectItem(o, "max_tokens")->valueint, 4096,
+            "request: Claude 3 default max_tokens 4096");
+    cJSON_Delete(o);
+    r.model = "claude-3-5-haiku-20241022";
+    o = body_of(&r);
+    TAP_INT(cJSON_GetObjectItem(o, "max_tokens")->valueint, 8192,
+            "request: later models default to 8192");
+    cJSON_Delete(o);
+
+    r.n_messages = 1; /* a system prompt alone */
+    o = body_of(&r);
+    TAP_INT(cJSON_GetArraySize(cJSON_GetObjectItem(o, "messages")), 0,
+            "request: system alone, no messages");
+    TAP_STR(cJSON_GetObjectItem(o, "system")->valuestring, "You are terse.", "request: system");
+    cJSON_Delete(o);
+}
+
+static void error_body(long status, const char *body, const char *want, const char *want_code,
+                       int retry)
+{
+    struct buf m = BUF_INIT;
+    char code[64];
+    D->error_message(status, "application/json", body, strlen(body), &m, code, sizeof code);
+    char name[64];
+    snprintf(name, sizeof name, "error body %ld: message", status);
+    TAP_STR(buf_str(&m), want, name);
+    snprintf(name, sizeof name, "error body %ld: code", status);
+    TAP_STR(code, want_code, name);
+    snprintf(name, sizeof name, "error body %ld: retryable %d", status, retry);
+    TAP_INT(D->retryable(status, code), retry, name);
+    buf_free(&m);
+}
+
+int main(void)
+{
+    D = dialect_find("anthropic");
+    if (!TAP_OK(D != NULL, "anthropic: found by name"))
+        return tap_done();
+    TAP_STR(D->base_url, "https://api.anthropic.com/v1", "anthropic: base URL");
+    TAP_STR(D->key_env[0], "ANTHROPIC_API_KEY", "anthropic: key variable");
+    TAP_STR(D->auth_header, "x-api-key", "anthropic: x-api-key");
+    TAP_STR(D->auth_prefix, "", "anthropic: the key alone");
+    TAP_STR(D->headers[0], "anthropic-version: 2023-06-01", "anthropic: version header");
+    char *path = dialect_path(D, "claude-x");
+    TAP_STR(path, "/messages", "anthropic: path");
+    free(path);
+
+    struct got g;
+    struct buf m = BUF_INIT;
+    decode_fixture(&g, "anthropic_text.sse");
+    TAP_STR(buf_str(&g.content), "Hello, w\xC3\xB6rld \xE2\x80\x94 \xF0\x9F\x98\x80\n\"quoted\"!",
+            "text: text_delta, escapes and a surrogate pair");
+    TAP_STR(buf_str(&g.reasoning), "", "text: no reasoning");
+    TAP_STR(g.st.model, "claude-sonnet-4-5-20250929", "text: model from message_start");
+    TAP_STR(g.st.finish, "stop", "text: end_turn is stop");
+    TAP_STR(g.st.finish_detail, "end_turn", "text: the server's word kept");
+    TAP_INT(g.finishes, 1, "text: finish announced once, at message_stop");
+    TAP_INT(g.st.usage.prompt, 25 + 2048, "text: prompt = input + cache reads");
+    TAP_INT(g.st.usage.cached, 2048, "text: cache reads");
+    TAP_INT(g.st.usage.completion, 15, "text: output_tokens from message_delta");
+    TAP_INT(g.st.usage.total, 2088, "text: total");
+    TAP_INT(g.usages, 1, "text: usage announced once");
+    TAP_INT(g.ret, 1, "text: message_stop ends the stream");
+    TAP_OK(g.st.done, "text: done");
+    TAP_INT(D->finish_outcome(&g.st, &m), API_OK, "text: complete");
+    got_free(&g);
+
+    decode_fixture(&g, "anthropic_thinking.sse");
+    TAP_STR(buf_str(&g.reasoning),
+            "Let me solve this step by step:\n\n1. First break down 27 * 453\n2. 453 = 400 + 50 + 3",
+            "thinking: thinking_delta is reasoning");
+    TAP_STR(buf_str(&g.content), "27 * 453 = 12,231",
+            "thinking: text only; signature and input_json_delta ignored");
+    TAP_STR(g.st.finish, "length", "thinking: max_tokens is length");
+    TAP_STR(g.st.finish_detail, "max_tokens", "thinking: stop_reason kept");
+    TAP_INT(g.st.usage.prompt, 52, "thinking: prompt = input + cache writes");
+    TAP_INT(g.st.usage.completion, 100, "thinking: output tokens");
+    TAP_STR(buf_str(&g.st.error), "", "thinking: no error");
+    enum api_outcome o = D->finish_outcome(&g.st, &m);
+    TAP_INT(o, API_CUT, "thinking: max_tokens is cut");
+    TAP_INT(api_outcome_exit(o), 6, "thinking: exit 6");
+    TAP_OK(strstr(buf_str(&m), "stop_reason \"max_tokens\"") != NULL, "thinking: message (%s)",
+           buf_str(&m));
+    got_free(&g);
+
+    decode_fixture(&g, "anthropic_overloaded.sse");
+    TAP_STR(buf_str(&g.content), "Partial ans", "overloaded: partial text kept");
+    TAP_INT(g.ret, 1, "overloaded: the error event ends the stream");
+    TAP_STR(buf_str(&g.st.error), "Overloaded", "overloaded: message");
+    TAP_STR(g.st.error_code, "overloaded_error", "overloaded: code is the error type");
+    TAP_STR(g.st.finish, "", "overloaded: no finish");
+    TAP_INT(D->retryable(200, g.st.error_code), 1, "overloaded: retryable");
+    got_free(&g);
+
+    /* Truncated: the stream ends before message_stop, even after message_delta said why. */
+    size_t n;
+    char *s = fixture_read("anthropic_text.sse", &n);
+    const char *cut = strstr(s, "event: message_stop");
+    got_every_split(&g, D->stream_event, s, (size_t)(cut - s), "truncated before message_stop");
+    TAP_STR(buf_str(&g.content), "Hello, w\xC3\xB6rld \xE2\x80\x94 \xF0\x9F\x98\x80\n\"quoted\"!",
+            "truncated: the text so far");
+    TAP_STR(g.st.finish, "", "truncated: no finish (the answer is not known whole)");
+    TAP_INT(g.finishes, 0, "truncated: no finish announced");
+    TAP_INT(g.ret, 0, "truncated: the stream never said it was over");
+    got_free(&g);
+    cut = strstr(s, "event: content_block_stop");
+    decode_split(&g, s, (size_t)(cut - s), (size_t)(cut - s));
+    TAP_STR(g.st.finish, "", "truncated mid-block: no finish");
+    got_free(&g);
+    free(s);
+
+    /* An `event: error` whose data is not Anthropic's shape, and bad JSON. */
+    struct sse_event ev = {.type = "error", .data = "{\"type\":\"error\"}", .data_len = 16};
+    got_init(&g, D->stream_event);
+    TAP_INT(D->stream_event(&g.st, &ev, got_emit, &g), 1, "error event without details: over");
+    TAP_STR(buf_str(&g.st.error), "the server reported an error", "error event: a message");
+    got_free(&g);
+    ev = (struct sse_event){.type = "content_block_delta",
+                            .data = "{\"type\":\"content_block_delta\",\"delta\":{\"text\":\"a",
+                            .data_len = 48};
+    got_init(&g, D->stream_event);
+    TAP_INT(D->stream_event(&g.st, &ev, got_emit, &g), -1, "broken JSON: -1");
+    TAP_OK(strstr(buf_str(&g.st.error), "malformed JSON") != NULL, "broken JSON: message");
+    got_free(&g);
+
+    /* stop_reason refusal, and message_stop with no stop_reason */
+    static const char refusal[] =
+        "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":"
+        "\"refusal\"},\"usage\":{\"output_tokens\":2}}\n\nevent: message_stop\ndata: "
+        "{\"type\":\"message_stop\"}\n\n";
+    decode_split(&g, refusal, sizeof refusal - 1, 0);
+    buf_reset(&m);
+    TAP_STR(g.st.finish, "content_filter", "refusal: content_filter");
+    TAP_INT(D->finish_outcome(&g.st, &m), API_CUT, "refusal: cut");
+    TAP_OK(strstr(buf_str(&m), "refusal") != NULL, "refusal: message says so");
+    got_free(&g);
+    static const char bare_stop[] = "data: {\"type\":\"message_stop\"}\n\n";
+    decode_split(&g, bare_stop, sizeof bare_stop - 1, 0);
+    TAP_STR(g.st.finish, "stop", "message_stop alone (no event: line): stop");
+    got_free(&g);
+
+    /* a whole answer (stream: false) */
+    static const char whole[] =
+        "{\"id\":\"msg_01\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-x\","
+        "\"content\":[{\"type\":\"thinking\",\"thinking\":\"hmm\",\"signature\":\"abc\"},"
+        "{\"type\":\"text\",\"text\":\"Hi!\"}],\"stop_reason\":\"end_turn\",\"stop_sequence\":null,"
+        "\"usage\":{\"input_tokens\":10,\"cache_creation_input_tokens\":null,"
+        "\"cache_read_input_tokens\":4,\"output_tokens\":3}}";
+    got_init(&g, D->stream_event);
+    TAP_INT(D->decode_body(&g.st, whole, strlen(whole), got_emit, &g), 0, "body: decoded");
+    TAP_STR(buf_str(&g.content), "Hi!", "body: text");
+    TAP_STR(buf_str(&g.reasoning), "hmm", "body: thinking");
+    TAP_STR(g.st.finish, "stop", "body: finish");
+    TAP_INT(g.st.usage.prompt, 14, "body: prompt");
+    TAP_INT(g.st.usage.total, 17, "body: total");
+    got_free(&g);
+    static const char err[] = "{\"type\":\"error\",\"error\":{\"type\":\"not_found_error\","
+                              "\"message\":\"model: claude-nope\"}}";
+    got_init(&g, D->stream_event);
+    TAP_INT(D->decode_body(&g.st, err, strlen(err), got_emit, &g), -1, "body: an error is -1");
+    TAP_STR(buf_str(&g.st.error), "model: claude-nope", "body: its message");
+    got_free(&g);
+
+    test_request();
+
+    error_body(529,
+               "{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":"
+               "\"Overloaded\"},\"request_id\":\"req_011CSHoEeqs5C35K2UUqR7Fy\"}",
+               "HTTP 529: Overloaded (overloaded_error)", "overloaded_error", 1);
+    error_body(401,
+               "{\"type\":\"error\",\"error\":{\"type\":\"authentication_error\",\"message\":"
+               "\"invalid x-api-key\"}}",
+               "HTTP 401: invalid x-api-key (authentication_error)", "authentication_error", 0);
+    error_body(400,
+               "{\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":"
+               "\"max_tokens: Field required\"}}",
+               "HTTP 400: max_tokens: Field required (invalid_request_error)",
+               "invalid_request_error", 0);
+    error_body(429,
+               "{\"type\":\"error\",\"error\":{\"type\":\"rate_limit_error\",\"message\":"
+               "\"Number of request tokens has exceeded your per-minute rate limit\"}}",
+               "HTTP 429: Number of request tokens has exceeded your per-minute rate limit "
+               "(rate_limit_error)", "rate_limit_error", -1);
+    error_body(500, "{\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":"
+                    "\"Internal server error\"}}",
+               "HTTP 500: Internal server error (api_error)", "api_error", 1);
+    buf_free(&m);
+    return tap_done();
+}
