@@ -960,7 +960,7 @@ static char *batch_body(struct batch *b, const cJSON *o, const char **model, lon
         free(m);
         return NULL;
     }
-    char *body = api_request_json(&ar);
+    char *body = request_body(c, &ar);
     struct request_keys k = batch_keys(b);
     *fallback = request_fallback(c, &ar, &k, b->o->fallback, b->o->fallback_key);
     free(m);

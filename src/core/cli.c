@@ -29,6 +29,7 @@ static const struct cli_opt cli_opts[] = {
     {"profile", 'P', 1, F(profile)},
     {"config", 0, 1, F(config_path)},
     {"base-url", 0, 1, F(base_url)},
+    {"api", 0, 1, F(api)},
 #define CLI_PARAM_OPT(f, kind, min, max, opt, shrt, metavar, help) {opt, shrt, 1, F(f)},
     API_SAMPLING(CLI_PARAM_OPT)
 #undef CLI_PARAM_OPT
@@ -203,7 +204,9 @@ static const char cli_usage_head[] =
            "  -m, --model NAME         model (env TOKTERM_MODEL; profile 'model')\n"
            "  -s, --system TEXT        system prompt\n"
            "  -P, --profile NAME       use the [NAME] section of the config file\n"
-           "      --base-url URL       API base URL (env OPENAI_BASE_URL)\n";
+           "      --base-url URL       API base URL (env OPENAI_BASE_URL, ANTHROPIC_BASE_URL)\n"
+           "      --api NAME           the provider's protocol: openai (chat completions, the\n"
+           "                           default) or anthropic (Messages); profile 'api'\n";
 /* then one line per sampling parameter (API_SAMPLING), then: */
 static const char cli_usage_tail[] =
            "      --json               print one JSON object at the end instead of the text\n"

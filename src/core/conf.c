@@ -35,6 +35,7 @@ struct opt {
 
 #define O(f) offsetof(struct conf, f)
 static const struct opt conf_opts[] = {
+    {"api", OPT_STR, O(api), 0, 0, 0},
     {"base_url", OPT_STR, O(base_url), 0, 0, 0},
     {"model", OPT_STR, O(model), 0, 0, 0},
     {"system", OPT_STR, O(system), 0, 0, 0},
@@ -92,10 +93,11 @@ static char **conf_str(struct conf *c, const struct opt *o)
 void conf_defaults(struct conf *c)
 {
     memset(c, 0, sizeof *c);
-    c->base_url = xstrdup("https://api.openai.com/v1");
-    c->model = xstrdup("gpt-4o-mini");
-    c->api_key_env = xstrdup("OPENAI_API_KEY");
-    c->auth_header = xstrdup("Authorization");
+    c->api = xstrdup(dialect_openai.name);
+    c->base_url = xstrdup(dialect_openai.base_url);
+    c->model = xstrdup(dialect_openai.model);
+    c->api_key_env = xstrdup(dialect_openai.key_env[0]);
+    c->auth_header = xstrdup(dialect_openai.auth_header);
     c->max_tokens_field = xstrdup("max_tokens");
     c->include_usage = 1;
     c->connect_timeout_ms = 10000;
@@ -273,6 +275,13 @@ int conf_set(struct conf *c, const char *key, const char *value, struct buf *err
         }
         if (o->off == offsetof(struct conf, base_url) && conf_check_url(value, key, err) < 0)
             return -1;
+        if (o->off == offsetof(struct conf, api) && !dialect_find(value)) {
+            struct buf names = BUF_INIT;
+            dialect_names(&names);
+            buf_printf(err, "api must be one of %s, not '%s'", buf_str(&names), value);
+            buf_free(&names);
+            return -1;
+        }
         char **p = conf_str(c, o);
         conf_free_str(o, p);
         *p = xstrdup(value);
@@ -748,9 +757,45 @@ static int conf_profile_owns(const struct conf *c, const char *name)
     return c->profile_explicit && o && (c->profile_set & (1ul << (o - conf_opts)));
 }
 
+const struct dialect *conf_dialect(const struct conf *c)
+{
+    const struct dialect *d = dialect_find(c->api);
+    return d ? d : dialect_default();
+}
+
+/* Replace *p with to when it is still from; 1 when it was. */
+static int conf_default_to(char **p, const char *from, const char *to)
+{
+    if (!*p || strcmp(*p, from) != 0)
+        return 0;
+    free(*p);
+    *p = xstrdup(to);
+    return 1;
+}
+
+void conf_apply_dialect(struct conf *c)
+{
+    const struct dialect *d = conf_dialect(c), *o = &dialect_openai;
+    if (d == o)
+        return;
+    conf_default_to(&c->base_url, o->base_url, d->base_url);
+    conf_default_to(&c->model, o->model, d->model);
+    conf_default_to(&c->auth_header, o->auth_header, d->auth_header);
+    const char *key_env = d->key_env[0];
+    for (size_t i = 0; i < DIALECT_MAX_KEY_ENV && d->key_env[i]; i++) {
+        const char *v = getenv(d->key_env[i]);
+        if (v && *v) {
+            key_env = d->key_env[i];
+            break;
+        }
+    }
+    conf_default_to(&c->api_key_env, o->key_env[0], key_env);
+}
+
 void conf_apply_env(struct conf *c)
 {
-    const char *v = getenv("OPENAI_BASE_URL");
+    const char *base_env = conf_dialect(c)->base_env;
+    const char *v = base_env ? getenv(base_env) : NULL;
     if (v && *v && !conf_profile_owns(c, "base_url")) {
         free(c->base_url);
         c->base_url = xstrdup(v);

@@ -4,9 +4,11 @@
 #define TT_CONF_H
 #include "base/buf.h"
 #include "proto/api.h"
+#include "proto/dialect.h"
 
 struct conf {
     char *profile;          /* selected profile name, NULL = none */
+    char *api;              /* the dialect: "openai" (default), "anthropic", ... (dialect.h) */
     char *base_url;         /* e.g. https://api.openai.com/v1 */
     char *model;
     char *system;           /* system prompt */
@@ -81,9 +83,19 @@ int conf_check_url(const char *url, const char *name, struct buf *err);
 /* Set one option by name from text, as a config line would. Returns 0, or -1 with err set. */
 int conf_set(struct conf *c, const char *key, const char *value, struct buf *err);
 
-/* Apply OPENAI_BASE_URL, TOKTERM_MODEL from the environment (only where set). An explicitly
- * chosen profile wins over the environment for the options its section sets. */
+/* Apply the dialect's base URL variable (OPENAI_BASE_URL, ANTHROPIC_BASE_URL) and
+ * TOKTERM_MODEL from the environment (only where set). An explicitly chosen profile wins over
+ * the environment for the options its section sets. */
 void conf_apply_env(struct conf *c);
+
+/* The dialect of c->api (the default one when unset). */
+const struct dialect *conf_dialect(const struct conf *c);
+
+/* A dialect other than openai: base_url, model, api_key_env and auth_header still at the
+ * OpenAI defaults take the dialect's (its base URL, model, the first of its key variables
+ * that is set, else its first, and its auth header). Run after the file, the environment and
+ * the command line. */
+void conf_apply_dialect(struct conf *c);
 
 /* The API key from api_key_cmd, api_key_env or api_key (in that order). Returns a new string
  * (caller wipes and frees), or NULL with err set when the source is configured but fails, or

@@ -32,13 +32,27 @@ void request_api(struct api_request *ar, const struct conf *c, const struct api_
     ar->include_usage = c->include_usage;
 }
 
-char *request_url(const struct conf *c)
+/* The URL of a request for model: the base URL and the dialect's path. */
+static char *request_url_for(const struct conf *c, const char *model)
 {
     const char *b = c->base_url;
     size_t n = strlen(b);
     while (n && b[n - 1] == '/')
         n--;
-    return xasprintf("%.*s/chat/completions", (int)n, b);
+    char *path = dialect_path(conf_dialect(c), model);
+    char *url = xasprintf("%.*s%s", (int)n, b, path);
+    free(path);
+    return url;
+}
+
+char *request_url(const struct conf *c)
+{
+    return request_url_for(c, c->model);
+}
+
+char *request_body(const struct conf *c, const struct api_request *ar)
+{
+    return conf_dialect(c)->request_json(ar);
 }
 
 char *request_auth(const struct conf *c, const char *key)
@@ -58,7 +72,10 @@ char *request_quota_name(const struct conf *c)
 void request_cache_key(const struct conf *c, const char *body, unsigned char key[32])
 {
     struct buf canon = BUF_INIT;
-    buf_printf(&canon, "tokterm-cache-v1\n%s\n%s", c->base_url, body);
+    const struct dialect *d = conf_dialect(c);
+    /* openai's key is what it was before there were dialects, so its entries stay valid */
+    buf_printf(&canon, "tokterm-cache-v1\n%s%s%s\n%s", d == &dialect_openai ? "" : d->name,
+               d == &dialect_openai ? "" : " ", c->base_url, body);
     store_cache_key(canon.data, canon.len, key);
     buf_free(&canon);
 }
@@ -71,6 +88,7 @@ struct net_request *request_new(const struct conf *c, char *body, const struct r
     struct net_request *rq = xcalloc(1, sizeof *rq);
     rq->url = request_url(c);
     rq->body = body;
+    rq->dialect = conf_dialect(c);
     if (c->auth_header && *c->auth_header && (key || n_pool)) {
         rq->auth_name = xstrdup(c->auth_header);
         if (key)
@@ -115,7 +133,7 @@ struct net_request *request_fallback(const struct conf *c, const struct api_requ
     /* Same messages and parameters, with the fallback's model. */
     struct api_request far = *ar;
     far.model = model;
-    char *body = api_request_json(&far);
+    char *body = request_body(fc ? fc : c, &far); /* the fallback's dialect */
     struct net_request *fb;
     if (fc) {
         /* another profile: its server, its key, a quota of its own starting from nothing */
@@ -125,6 +143,8 @@ struct net_request *request_fallback(const struct conf *c, const struct api_requ
     } else {
         /* the same endpoint with another model: a breaker of its own */
         fb = request_new(c, body, k, c->max_tokens);
+        free(fb->url);
+        fb->url = request_url_for(c, model); /* a dialect may name the model in the path */
         char *name = xasprintf("%s|%s", fb->quota_name, model);
         free(fb->quota_name);
         fb->quota_name = name;

@@ -31,8 +31,12 @@ struct request_keys {
 void request_api(struct api_request *ar, const struct conf *c, const struct api_message *m,
                  size_t n);
 
-/* The chat-completions URL of c's base_url (trailing slashes dropped). Caller frees. */
+/* The URL of a request to c: its base_url (trailing slashes dropped) and its dialect's path
+ * ("/chat/completions", "/messages") for c's model. Caller frees. */
 char *request_url(const struct conf *c);
+
+/* The JSON body of *ar in c's dialect (proto/dialect.h). Caller frees. */
+char *request_body(const struct conf *c, const struct api_request *ar);
 
 /* The auth header value carrying key for c: "Bearer KEY" for Authorization, else the key
  * itself (Azure's api-key). Caller wipes and frees. */
@@ -42,7 +46,7 @@ char *request_auth(const struct conf *c, const char *key);
 char *request_quota_name(const struct conf *c);
 
 /* Response-cache key (SHA-256, 32 bytes into key) of body sent to c's server: covers the base
- * URL and the body (model, messages, sampling), never the API key. The chat, -p and batch
+ * URL, the dialect (but for openai) and the body (model, messages, sampling), never the API key. The chat, -p and batch
  * share it, so they share cache entries. */
 void request_cache_key(const struct conf *c, const char *body, unsigned char key[32]);
 

@@ -525,7 +525,7 @@ static unsigned session_send_planned(struct session *s)
     }
     struct api_request ar;
     request_api(&ar, c, m, s->plan.n_items);
-    char *body = api_request_json(&ar);
+    char *body = request_body(c, &ar);
     buf_reset(&s->answer);
     s->answer_turn = NULL;
     buf_reset(&s->reasoning);
@@ -1024,7 +1024,7 @@ static void session_summary_submit(struct session *s)
         .max_tokens_field = c->max_tokens_field,
         .stream = 0,
     };
-    char *body = api_request_json(&ar);
+    char *body = request_body(c, &ar);
     struct net_request *rq = session_request(s, c, s->key, body);
     buf_reset(&s->sum_text);
     s->plan_summary_requests++;

@@ -84,12 +84,17 @@ int setup_conf(struct setup *su, const struct cli *a, struct buf *err, struct bu
         return -1;
     }
     buf_free(&cerr);
+    /* the dialect first: it names the environment's base URL variable and the defaults */
+    if (a->api && conf_set(&su->conf, "api", a->api, err) < 0)
+        return -1;
     conf_apply_env(&su->conf);
     if (setup_apply_cli(&su->conf, a, err) < 0)
         return -1;
+    conf_apply_dialect(&su->conf);
     /* the file's and the command line's base_url were checked when set: this one is the
      * environment's */
-    if (conf_check_url(su->conf.base_url, "OPENAI_BASE_URL", err) < 0)
+    const char *base_env = conf_dialect(&su->conf)->base_env;
+    if (conf_check_url(su->conf.base_url, base_env ? base_env : "base_url", err) < 0)
         return -1;
     if (su->conf.insecure)
         buf_appends(warn, "warning: TLS certificate checks are OFF (--insecure): anyone on the "
@@ -152,6 +157,7 @@ int setup_keys(struct setup *su, const struct cli *a, struct buf *err)
             return -1;
         }
         conf_apply_env(&su->fallback);
+        conf_apply_dialect(&su->fallback); /* it may speak another dialect than the main one */
         su->have_fallback = 1;
         buf_reset(&ferr);
         su->fallback_key = conf_api_key(&su->fallback, &ferr); /* none: sent without one */

@@ -207,6 +207,12 @@ static size_t net_answer_cap(const struct xfer *x)
     return x->rq->max_answer_bytes ? x->rq->max_answer_bytes : NET_ANSWER_CAP;
 }
 
+/* The dialect x speaks (chat completions unless its request names another). */
+static const struct dialect *net_dialect(const struct xfer *x)
+{
+    return x->rq->dialect ? x->rq->dialect : dialect_default();
+}
+
 static void net_emit(void *ud, enum api_kind kind, const char *s, size_t n)
 {
     struct xfer *x = ud;
@@ -251,7 +257,7 @@ static void net_emit(void *ud, enum api_kind kind, const char *s, size_t n)
 static int net_on_event(void *ud, const struct sse_event *ev)
 {
     struct xfer *x = ud;
-    int r = api_stream_event(&x->api, ev, net_emit, x);
+    int r = net_dialect(x)->stream_event(&x->api, ev, net_emit, x);
     if (r < 0)
         x->proto_error = 1;
     if (r != 0) {
@@ -457,6 +463,8 @@ static int net_xfer_start(struct net *n, struct xfer *x)
     x->hdrs = curl_slist_append(x->hdrs, "Content-Type: application/json");
     x->hdrs = curl_slist_append(x->hdrs, "Accept: text/event-stream, application/json");
     x->hdrs = curl_slist_append(x->hdrs, "Expect:");
+    for (size_t i = 0; i < DIALECT_MAX_HEADERS && net_dialect(x)->headers[i]; i++)
+        x->hdrs = curl_slist_append(x->hdrs, net_dialect(x)->headers[i]);
     const char *auth = rq->n_keys ? rq->keys[x->key_index].auth_value : rq->auth_value;
     if (rq->auth_name && auth) {
         char *h = xasprintf("%s: %s", rq->auth_name, auth);
@@ -513,7 +521,7 @@ static void net_http_message(struct xfer *x, CURLcode res, struct net_result *r,
                              struct buf *msg)
 {
     const char *body = x->body.data ? x->body.data : "";
-    api_error_message(r->status, x->ctype, body, x->body.len, msg, r->error_code,
+    net_dialect(x)->error_message(r->status, x->ctype, body, x->body.len, msg, r->error_code,
                       sizeof r->error_code);
     if (r->status >= 300 && r->status < 400) {
         const char *loc = strstr(buf_str(&x->headers), "location: ");
@@ -602,7 +610,7 @@ static enum api_outcome net_outcome(struct xfer *x, CURLcode res, struct net_res
                              : "the server closed the stream without an answer");
         return got_text ? API_ERR_TRUNCATED : API_ERR_NETWORK;
     }
-    return api_finish_outcome(&x->api, msg);
+    return net_dialect(x)->finish_outcome(&x->api, msg);
 }
 
 /* curl's timings of the attempt and tokterm's own (first token, gaps, tokens/s). */
@@ -675,7 +683,7 @@ static struct net_result *net_result_of(struct xfer *x, CURLcode res)
         !x->proto_error) {
         /* A whole JSON answer where a stream was asked for: still an answer. */
         x->now = util_now();
-        if (api_decode_completion(&x->api, x->body.data ? x->body.data : "", x->body.len,
+        if (net_dialect(x)->decode_body(&x->api, x->body.data ? x->body.data : "", x->body.len,
                                   net_emit, x) < 0 && x->api.error.len == 0)
             buf_appends(&x->api.error, "the server's answer is not valid JSON");
         net_flush(x);

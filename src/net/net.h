@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "proto/api.h"
+#include "proto/dialect.h"
 #include "net/ratelimit.h"
 
 struct queue;
@@ -20,6 +21,8 @@ struct net_key {
 struct net_request {
     char *url;            /* full URL of .../chat/completions */
     char *body;           /* JSON request body */
+    const struct dialect *dialect; /* how the answer is decoded and its extra headers; NULL =
+                                      openai (chat completions) */
     char *auth_name;      /* header carrying the key: "Authorization" or "api-key"; NULL = none */
     char *auth_value;     /* "Bearer sk-..." or the key itself; wiped before it is freed */
     long connect_timeout_ms; /* 0 = 10 s */

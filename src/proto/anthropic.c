@@ -336,6 +336,7 @@ static int anthropic_retryable(long status, const char *code)
 const struct dialect dialect_anthropic = {
     .name = "anthropic",
     .base_url = "https://api.anthropic.com/v1",
+    .model = "claude-haiku-4-5", /* the small, fast one, as gpt-4o-mini is for openai */
     .base_env = "ANTHROPIC_BASE_URL",
     .key_env = {"ANTHROPIC_API_KEY"},
     .path = "/messages",

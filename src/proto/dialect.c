@@ -16,6 +16,7 @@ static int dialect_openai_retryable(long status, const char *code)
 const struct dialect dialect_openai = {
     .name = "openai",
     .base_url = "https://api.openai.com/v1",
+    .model = "gpt-4o-mini",
     .base_env = "OPENAI_BASE_URL",
     .key_env = {"OPENAI_API_KEY"},
     .path = "/chat/completions",

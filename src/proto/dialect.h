@@ -43,6 +43,7 @@
 struct dialect {
     const char *name;        /* "openai": the profile's `api =` and --api */
     const char *base_url;    /* default base URL, no trailing slash */
+    const char *model;       /* default model, when the profile names none */
     const char *base_env;    /* variable that overrides the base URL ("OPENAI_BASE_URL"), or NULL */
     const char *key_env[DIALECT_MAX_KEY_ENV]; /* key variables, the first one set wins; NULL ends */
     const char *path;        /* request path after the base URL; "{model}" stands for the model

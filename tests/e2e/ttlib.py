@@ -238,7 +238,8 @@ class FakeServer:
         self.request("DELETE", "/_queue")
 
     def requests(self, all=False):
-        """Parsed log lines in arrival order: chat requests only, or every request."""
+        """Parsed log lines in arrival order: chat requests (chat completions, Anthropic
+        messages) only, or every request."""
         out = []
         try:
             with open(self.log_path, encoding="utf-8") as f:
@@ -251,7 +252,8 @@ class FakeServer:
         if all:
             return out
         return [r for r in out if r["method"] == "POST"
-                and urllib.parse.urlsplit(r["path"]).path.endswith("/chat/completions")]
+                and urllib.parse.urlsplit(r["path"]).path.endswith(("/chat/completions",
+                                                                     "/messages"))]
 
     def raw_log(self):
         with open(self.log_path, "rb") as f:

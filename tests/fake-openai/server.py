@@ -39,12 +39,13 @@ INT_KEYS = {"gen", "delay_ms", "first_delay_ms", "header_delay_ms", "status", "d
 FLOAT_KEYS = {"stall_s"}
 FLAG_KEYS = {"close", "json", "hang", "rst", "empty_deltas", "linger", "bomb_usage"}
 STR_KEYS = {"replay", "reply", "chunk", "body", "error", "code", "type", "ctype", "raw",
-            "models", "encoding", "redirect", "reason"}
+            "models", "encoding", "redirect", "reason", "stop"}
 BYTES_KEYS = {"content_json", "usage_json"}     # percent-decoded to bytes, not text
 ENCODINGS = ("gzip", "deflate", "br", "zstd")
 # Routes a spec prefix may stand before; the spec is everything between the first "/" and
 # the route, so an unencoded "/" inside a value (ctype=text/html) is fine.
-ROUTES = ("/v1/chat/completions", "/chat/completions", "/v1/models", "/models")
+ROUTES = ("/v1/chat/completions", "/chat/completions", "/v1/messages", "/messages", "/v1/models",
+          "/models")
 
 
 class SpecError(ValueError):
@@ -511,6 +512,8 @@ def request_facts(body):
         if isinstance(body.get("model"), str) and body["model"]:
             model = body["model"]
         stream = body.get("stream") is True
+        if isinstance(body.get("system"), str):  # Anthropic's top-level system prompt
+            chars += len(body["system"])
         msgs = body.get("messages")
         if isinstance(msgs, list):
             for m in msgs:
@@ -541,6 +544,51 @@ def error_type(status):
 def error_json(status, message, etype=None, code=None):
     return jdump({"error": {"message": message, "type": etype or error_type(status),
                             "param": None, "code": code}}).encode("utf-8")
+
+
+# Anthropic Messages (POST .../v1/messages): its own stream events, message and error shapes.
+ANTHROPIC_ERRORS = {400: "invalid_request_error", 401: "authentication_error",
+                    403: "permission_error", 404: "not_found_error", 413: "request_too_large",
+                    429: "rate_limit_error", 529: "overloaded_error"}
+
+
+def anthropic_error_json(status, message, etype=None):
+    etype = etype or ANTHROPIC_ERRORS.get(status, "api_error")
+    return jdump({"type": "error", "error": {"type": etype, "message": message},
+                  "request_id": "req_fake"}).encode("utf-8")
+
+
+def anthropic_event(name, obj):
+    return b"event: " + name.encode() + b"\n" + sse_event(obj)
+
+
+def anthropic_body(pieces, model, mid, ptoks, stop, stream):
+    """An answer of pieces in Anthropic's shape: the stream of events (message_start,
+    content_block_start, ping, text_delta per piece, content_block_stop, message_delta with
+    stop_reason and usage, message_stop), or the whole message."""
+    usage = {"input_tokens": ptoks, "cache_creation_input_tokens": 0,
+             "cache_read_input_tokens": 0, "output_tokens": len(pieces)}
+    msg = {"id": mid, "type": "message", "role": "assistant", "model": model,
+           "content": [{"type": "text", "text": "".join(pieces)}], "stop_reason": stop,
+           "stop_sequence": None, "usage": usage}
+    if not stream:
+        return Body(jdump(msg).encode("utf-8"))
+    start = dict(msg, content=[], stop_reason=None, usage=dict(usage, output_tokens=1))
+    events = [anthropic_event("message_start", {"type": "message_start", "message": start}),
+              anthropic_event("content_block_start", {"type": "content_block_start", "index": 0,
+                                                      "content_block": {"type": "text",
+                                                                        "text": ""}}),
+              anthropic_event("ping", {"type": "ping"})]
+    for p in pieces:
+        events.append(anthropic_event("content_block_delta", {
+            "type": "content_block_delta", "index": 0,
+            "delta": {"type": "text_delta", "text": p}}))
+    events += [anthropic_event("content_block_stop", {"type": "content_block_stop", "index": 0}),
+               anthropic_event("message_delta", {
+                   "type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
+                   "usage": {"output_tokens": len(pieces)}}),
+               anthropic_event("message_stop", {"type": "message_stop"})]
+    return Body(b"".join(events), events)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -725,7 +773,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if rest == "_queue":
             return self.handle_queue(method, body, rec)
 
-        is_chat = rest.endswith("chat/completions") and method == "POST"
+        is_chat = (rest.endswith("chat/completions") or rest.endswith("messages")) and \
+            method == "POST"
+        rec["anthropic"] = rest.endswith("messages")
         is_models = rest.endswith("models") and method == "GET"
         if is_chat:
             queued = st.pop_queue()
@@ -834,7 +884,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             out, ctype = Body(spec["raw"].encode("utf-8")), "text/plain; charset=utf-8"
         elif "error" in spec or status >= 400:
             msg = spec.get("error", "fake server error (HTTP %d)" % status)
-            out = Body(error_json(status, msg, spec.get("type"), spec.get("code")))
+            if rec.get("anthropic"):
+                out = Body(anthropic_error_json(status, msg, spec.get("type")))
+            else:
+                out = Body(error_json(status, msg, spec.get("type"), spec.get("code")))
             ctype = "application/json"
         elif not is_chat:
             names = spec.get("models", "fake-model|gpt-4o-mini").split("|")
@@ -884,12 +937,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if "reply" in spec:
                 text = spec["reply"]
             pieces = split_text(text)
+            if rec.get("anthropic"):
+                wants = wants_stream and not spec.get("json")
+                out = anthropic_body(pieces, model, "msg_fake%d" % rec["n"], ptoks,
+                                     spec.get("stop", "end_turn"), wants)
+                ctype, stream = "text/event-stream" if wants else "application/json", wants
             usage = {"prompt_tokens": ptoks, "completion_tokens": len(pieces),
                      "total_tokens": ptoks + len(pieces)}
             cid = "chatcmpl-fake%d" % rec["n"]
             created = int(rec["t"])
             usage_raw = spec.get("usage_json")
-            if spec.get("json") or not wants_stream:
+            if rec.get("anthropic"):
+                pass
+            elif spec.get("json") or not wants_stream:
                 out = Body(jdump({
                     "id": cid, "object": "chat.completion", "created": created, "model": model,
                     "choices": [{"index": 0, "message": {"role": "assistant", "content": text},

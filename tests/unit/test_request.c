@@ -3,6 +3,7 @@
 #include "config.h"
 #include "core/loop.h"
 #include "core/request.h"
+#include "store/store.h"
 #include "base/buf.h"
 #include "base/xmalloc.h"
 #include "tap.h"
@@ -206,8 +207,77 @@ static void test_loop(void)
     close(fds[1]);
 }
 
+/* The dialect of a profile: its defaults, URL, body, cache key, and a fallback in another. */
+static void test_dialects(void)
+{
+    struct conf c;
+    conf_defaults(&c);
+    struct buf err = BUF_INIT;
+    TAP_INT(conf_set(&c, "api", "klingon", &err), -1, "api: an unknown dialect is refused");
+    TAP_OK(strstr(buf_str(&err), "openai|anthropic") != NULL, "api: the message names them");
+    const char *body = "{\"model\":\"m\"}";
+    unsigned char k_openai[32], k_old[32], k_anth[32];
+    request_cache_key(&c, body, k_openai);
+    struct buf canon = BUF_INIT;
+    buf_printf(&canon, "tokterm-cache-v1\n%s\n%s", c.base_url, body);
+    store_cache_key(canon.data, canon.len, k_old);
+    buf_free(&canon);
+    TAP_OK(memcmp(k_openai, k_old, 32) == 0, "cache key: openai's as before dialects");
+    char *url = request_url(&c);
+    TAP_STR(url, "https://api.openai.com/v1/chat/completions", "openai: URL");
+    free(url);
+
+    struct conf a;
+    conf_defaults(&a);
+    TAP_INT(conf_set(&a, "api", "anthropic", &err), 0, "api = anthropic");
+    conf_apply_dialect(&a);
+    TAP_STR(a.base_url, "https://api.anthropic.com/v1", "anthropic: its base URL");
+    TAP_STR(a.model, "claude-haiku-4-5", "anthropic: its model");
+    TAP_STR(a.api_key_env, "ANTHROPIC_API_KEY", "anthropic: its key variable");
+    TAP_STR(a.auth_header, "x-api-key", "anthropic: its header");
+    free(a.base_url);
+    a.base_url = xstrdup(c.base_url);
+    request_cache_key(&a, body, k_anth);
+    TAP_OK(memcmp(k_openai, k_anth, 32) != 0,
+           "cache key: the same URL and body in another dialect is another entry");
+    url = request_url(&a);
+    TAP_STR(url, "https://api.openai.com/v1/messages", "anthropic: URL {base}/messages");
+    free(url);
+    struct conf b;
+    conf_defaults(&b);
+    conf_set(&b, "base_url", "http://proxy.example/v1", &err);
+    conf_set(&b, "model", "claude-z", &err);
+    conf_set(&b, "api", "anthropic", &err);
+    conf_apply_dialect(&b);
+    TAP_OK(strcmp(b.base_url, "http://proxy.example/v1") == 0 && strcmp(b.model, "claude-z") == 0,
+           "anthropic: a base_url and model set are kept");
+
+    /* main openai, fallback profile anthropic: the fallback's body, URL, header, decoder */
+    struct api_message m[] = {{"system", "be brief"}, {"user", "hi"}};
+    struct api_request ar;
+    request_api(&ar, &c, m, 2);
+    char *main_body = request_body(&c, &ar);
+    TAP_OK(strstr(main_body, "\"role\":\"system\"") != NULL, "main: chat-completions body");
+    free(main_body);
+    struct request_keys k = {"sk-main", NULL, NULL, 0};
+    struct net_request *fb = request_fallback(&c, &ar, &k, &b, "sk-ant");
+    TAP_OK(fb && strstr(fb->body, "\"system\":\"be brief\"") &&
+               strstr(fb->body, "\"max_tokens\":8192"),
+           "fallback in anthropic: its body (%s)", fb ? fb->body : "");
+    TAP_STR(fb ? fb->url : "", "http://proxy.example/v1/messages", "fallback: its URL");
+    TAP_STR(fb && fb->auth_name ? fb->auth_name : "", "x-api-key", "fallback: x-api-key");
+    TAP_STR(fb && fb->auth_value ? fb->auth_value : "", "sk-ant", "fallback: the key alone");
+    TAP_OK(fb && fb->dialect == &dialect_anthropic, "fallback: decoded as anthropic");
+    net_request_free(fb);
+    buf_free(&err);
+    conf_free(&a);
+    conf_free(&b);
+    conf_free(&c);
+}
+
 int main(void)
 {
+    test_dialects();
     test_bodies();
     test_params();
     test_loop();

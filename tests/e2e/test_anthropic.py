@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the Anthropic dialect (--api anthropic, profile `api = anthropic`):
+the real binary against the fake server's /v1/messages. Prints TAP."""
+
+import sys
+
+sys.dont_write_bytecode = True
+
+import json  # noqa: E402
+import os  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ttlib  # noqa: E402
+
+t = ttlib.Tap()
+KEY = "sk-ant-test-0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+def env_for(srv, spec="", **more):
+    """Only an Anthropic key and base URL; the OpenAI ones gone or pointing elsewhere."""
+    e = {"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": srv.base(spec), "OPENAI_API_KEY": None,
+         "OPENAI_BASE_URL": "http://127.0.0.1:9/never"}
+    e.update(more)
+    return e
+
+
+def run(srv, spec, args, **kw):
+    env = env_for(srv, spec, **kw.pop("env", {}))
+    return ttlib.run_tokterm(["--api", "anthropic"] + args, env=env, **kw)
+
+
+def last(srv):
+    return srv.requests()[-1]
+
+
+def text(b):
+    return b.decode("utf-8", "replace")
+
+
+with ttlib.FakeServer() as srv:
+    # --- -p with only ANTHROPIC_API_KEY: path, headers, body -----------------------------------
+    rc, out, err = run(srv, "", ["-s", "Be brief.", "-p", "hello there"])
+    t.eq(rc, 0, "--api anthropic -p: exit 0")
+    t.eq(text(out), "hello there\n", "--api anthropic -p: the echo streamed back")
+    t.eq(text(err), "", "--api anthropic -p: stderr quiet")
+    r = last(srv)
+    t.ok(r["path"].endswith("/v1/messages"), "POST {base}/messages", r["path"])
+    h = r["headers"]
+    t.eq(h.get("x-api-key"), "<redacted len=%d>" % len(KEY), "the key in x-api-key")
+    t.ok("authorization" not in h, "no Authorization header", json.dumps(h))
+    t.eq(h.get("anthropic-version"), "2023-06-01", "anthropic-version header")
+    b = r["body"]
+    t.eq(b.get("model"), "claude-haiku-4-5", "the dialect's default model")
+    t.eq(b.get("max_tokens"), 8192, "max_tokens always sent")
+    t.eq(b.get("system"), "Be brief.", "system prompt top-level")
+    t.eq(b.get("messages"), [{"role": "user", "content": "hello there"}], "messages")
+    t.eq(b.get("stream"), True, "stream: true")
+    t.ok("stream_options" not in b, "no stream_options")
+    t.ok(KEY.encode() not in out + err, "the key never printed")
+
+    # --- --json: content, finish, model, usage ---------------------------------------------------
+    rc, out, err = run(srv, "", ["--json", "-m", "claude-x", "--max-tokens", "50", "-p", "abcdefgh"])
+    t.eq(rc, 0, "--json: exit 0")
+    try:
+        j = json.loads(out)
+    except ValueError:
+        j = {}
+    t.eq(j.get("content"), "abcdefgh", "--json: content")
+    t.eq(j.get("finish_reason"), "stop", "--json: finish_reason stop (end_turn)")
+    t.eq(j.get("model"), "claude-x", "--json: model")
+    usage = j.get("usage") or {}
+    t.eq(usage.get("completion_tokens"), 2, "--json: output_tokens as completion_tokens",)
+    t.ok((usage.get("prompt_tokens") or 0) > 0, "--json: input_tokens as prompt_tokens",
+         json.dumps(j))
+    t.eq(last(srv)["body"].get("max_tokens"), 50, "--max-tokens sent as max_tokens")
+
+    # --- stop_reason max_tokens: cut, exit 6 ----------------------------------------------------
+    rc, out, err = run(srv, "stop=max_tokens", ["-p", "long answer"])
+    t.eq(rc, 6, "stop_reason max_tokens: exit 6")
+    t.eq(text(out), "long answer\n", "max_tokens: the text kept")
+    t.ok('stop_reason "max_tokens"' in text(err), "max_tokens: stderr says so", text(err))
+
+    # --- mid-stream overloaded_error after text: not retried, exit 3 ----------------------------
+    n0 = len(srv.requests())
+    rc, out, err = run(srv, "replay=anthropic_overloaded.sse", ["-p", "hi"])
+    t.eq(rc, 3, "mid-stream overloaded_error: exit 3")
+    t.eq(text(out), "Partial ans\n", "mid-stream error: partial text kept")
+    t.ok("Overloaded" in text(err), "mid-stream error: the message", text(err))
+    t.eq(len(srv.requests()) - n0, 1, "text was shown: no retry")
+
+    # --- HTTP 529 overloaded_error: retried, then its message -----------------------------------
+    n0 = len(srv.requests())
+    rc, out, err = run(srv, "status=529", ["--retries", "1", "-p", "hi"])
+    t.eq(rc, 3, "529: exit 3")
+    t.ok("Overloaded" in text(err) or "overloaded_error" in text(err), "529: the error type",
+         text(err))
+    t.eq(len(srv.requests()) - n0, 2, "529 overloaded_error: retried")
+    rc, out, err = run(srv, "status=401,error=invalid%20x-api-key", ["-p", "hi"])
+    t.eq(rc, 3, "401: exit 3")
+    t.ok("invalid x-api-key (authentication_error)" in text(err), "401: message and type",
+         text(err))
+
+    # --- the truncated stream (no message_stop) -------------------------------------------------
+    fixture = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures",
+                           "anthropic_text.sse")
+    with open(fixture, "rb") as f:
+        cut = f.read().index(b"event: message_stop")
+    rc, out, err = run(srv, "replay=anthropic_text.sse,drop_after=%d" % cut, ["-p", "hi"])
+    t.eq(rc, 5, "no message_stop (after message_delta): truncated, exit 5")
+    t.ok(text(out).startswith("Hello, w"), "truncated: the text kept", text(out))
+
+    # --- the profile key `api = anthropic`, and its base_url -------------------------------------
+    home = ttlib.make_home()
+    cfg = os.path.join(home, ".config", "tokterm")
+    os.makedirs(cfg)
+    with open(os.path.join(cfg, "config"), "w") as f:
+        f.write("profile = claude\n[claude]\napi = anthropic\nbase_url = %s\nmodel = claude-y\n"
+                % srv.base())
+    rc, out, err = ttlib.run_tokterm(["-p", "from the profile"], home=home,
+                                     env={"ANTHROPIC_API_KEY": KEY, "OPENAI_API_KEY": None})
+    t.eq(rc, 0, "profile api = anthropic: exit 0")
+    t.eq(text(out), "from the profile\n", "profile api = anthropic: answer")
+    r = last(srv)
+    t.ok(r["path"].endswith("/v1/messages") and r["body"].get("model") == "claude-y",
+         "profile: /messages with the profile's model", r["path"])
+
+    # --- an unknown dialect ---------------------------------------------------------------------
+    rc, out, err = ttlib.run_tokterm(["--api", "klingon", "-p", "hi"])
+    t.eq(rc, 2, "--api klingon: exit 2")
+    t.ok("api must be one of openai|anthropic" in text(err), "--api klingon: the names",
+         text(err))
+
+    # --- the cache keys on the dialect: the same base URL, an OpenAI request is not a hit --------
+    home = ttlib.make_home()
+    rc, out, err = run(srv, "", ["-p", "cached"], home=home)
+    n0 = len(srv.requests())
+    rc, out, err = run(srv, "", ["-p", "cached"], home=home)
+    t.eq(len(srv.requests()), n0, "anthropic: the second ask is a cache hit")
+    t.eq(text(out), "cached\n", "anthropic: the cached answer")
+
+sys.exit(t.done())
