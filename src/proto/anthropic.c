@@ -209,8 +209,9 @@ static int anth_obj(struct api_stream *st, struct jscan *j, int depth, struct an
         } else if (jscan_key_is(k, kn, "model")) {
             rc = api_short(st, j, st->model, sizeof st->model);
         } else if (jscan_key_is(k, kn, "stop_reason")) {
-            /* kept until message_stop says the message is whole */
+            /* kept until message_stop says the message is whole; shown in messages */
             rc = api_short(st, j, st->finish_detail, sizeof st->finish_detail);
+            api_code_clean(st->finish_detail);
         } else if (jscan_key_is(k, kn, "error")) {
             rc = anth_error(st, j);
             info->error = 1;

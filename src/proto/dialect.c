@@ -48,6 +48,11 @@ const struct dialect *dialect_find(const char *name)
     return NULL;
 }
 
+const struct dialect *dialect_at(size_t i)
+{
+    return i < N_DIALECTS ? dialects[i] : NULL;
+}
+
 const struct dialect *dialect_default(void)
 {
     return dialects[0];

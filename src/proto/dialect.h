@@ -77,6 +77,10 @@ struct dialect {
  * there is none by that name. */
 const struct dialect *dialect_find(const char *name);
 
+/* The i-th dialect of the table (0 = the default), NULL past the last: for code that walks
+ * them all (the fuzz target, tests). */
+const struct dialect *dialect_at(size_t i);
+
 /* The default dialect: OpenAI chat completions, what tokterm spoke before there were others. */
 const struct dialect *dialect_default(void);
 

@@ -56,6 +56,7 @@ static inline int fuzz_terminal_safe(const char *s, size_t n)
 #ifndef TT_LIBFUZZER
 int fuzz_sse_one(const uint8_t *data, size_t size);
 int fuzz_api_one(const uint8_t *data, size_t size);
+int fuzz_dialect_one(const uint8_t *data, size_t size);
 int fuzz_conf_one(const uint8_t *data, size_t size);
 int fuzz_theme_one(const uint8_t *data, size_t size);
 int fuzz_markdown_one(const uint8_t *data, size_t size);

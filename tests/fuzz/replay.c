@@ -28,6 +28,7 @@ struct replay_target {
 static const struct replay_target replay_targets[] = {
     {"sse", fuzz_sse_one, {"fixtures", "fuzz/corpus/sse", "fuzz/regress/sse"}},
     {"api", fuzz_api_one, {"fixtures", "fuzz/corpus/api", "fuzz/regress/api"}},
+    {"dialect", fuzz_dialect_one, {"fixtures", "fuzz/corpus/dialect", "fuzz/regress/dialect"}},
     {"conf", fuzz_conf_one, {"fuzz/corpus/conf", "fuzz/regress/conf"}},
     {"theme", fuzz_theme_one, {"../themes", "theme", "fuzz/corpus/theme", "fuzz/regress/theme"}},
     {"markdown", fuzz_markdown_one, {"fuzz/corpus/markdown", "fuzz/regress/markdown"}},
