@@ -432,7 +432,8 @@ static void doctor_endpoint(struct doctor *d, const struct conf *c, const char *
     size_t bl = strlen(b);
     while (bl && b[bl - 1] == '/')
         bl--;
-    char *url = xasprintf("%.*s/models", (int)bl, b);
+    const struct dialect *dl = conf_dialect(c);
+    char *url = xasprintf("%.*s%s", (int)bl, b, dl->models_path); /* in the profile's dialect */
     char *shown = doctor_display_url(url);
     char *host = conf_host(c);
     int https = strncasecmp(b, "https://", 8) == 0;
@@ -447,11 +448,13 @@ static void doctor_endpoint(struct doctor *d, const struct conf *c, const char *
         auth = strcasecmp(c->auth_header, "Authorization") == 0
                    ? xasprintf("Authorization: Bearer %s", key)
                    : xasprintf("%s: %s", c->auth_header, key);
-    const char *headers[3] = {NULL, NULL, NULL};
+    const char *headers[3 + DIALECT_MAX_HEADERS] = {NULL};
     size_t nh = 0;
     if (auth)
         headers[nh++] = auth;
     headers[nh++] = "Accept: application/json";
+    for (size_t i = 0; i < DIALECT_MAX_HEADERS && dl->headers[i]; i++)
+        headers[nh++] = dl->headers[i]; /* anthropic-version */
     struct net_probe_request req = {
         .url = url,
         .headers = headers,

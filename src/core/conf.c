@@ -805,6 +805,7 @@ void conf_apply_env(struct conf *c)
         free(c->model);
         c->model = xstrdup(v);
     }
+    conf_apply_dialect(c);
 }
 
 /* The terminal, open, when tokterm is its foreground job: a key command is given it while it

@@ -84,8 +84,9 @@ int conf_check_url(const char *url, const char *name, struct buf *err);
 int conf_set(struct conf *c, const char *key, const char *value, struct buf *err);
 
 /* Apply the dialect's base URL variable (OPENAI_BASE_URL, ANTHROPIC_BASE_URL) and
- * TOKTERM_MODEL from the environment (only where set). An explicitly chosen profile wins over
- * the environment for the options its section sets. */
+ * TOKTERM_MODEL from the environment (only where set), then the dialect's defaults
+ * (conf_apply_dialect). An explicitly chosen profile wins over the environment for the
+ * options its section sets. */
 void conf_apply_env(struct conf *c);
 
 /* The dialect of c->api (the default one when unset). */
@@ -93,8 +94,8 @@ const struct dialect *conf_dialect(const struct conf *c);
 
 /* A dialect other than openai: base_url, model, api_key_env and auth_header still at the
  * OpenAI defaults take the dialect's (its base URL, model, the first of its key variables
- * that is set, else its first, and its auth header). Run after the file, the environment and
- * the command line. */
+ * that is set, else its first, and its auth header). conf_apply_env ends with it; a value
+ * the command line sets later wins. */
 void conf_apply_dialect(struct conf *c);
 
 /* The API key from api_key_cmd, api_key_env or api_key (in that order). Returns a new string

@@ -84,13 +84,13 @@ int setup_conf(struct setup *su, const struct cli *a, struct buf *err, struct bu
         return -1;
     }
     buf_free(&cerr);
-    /* the dialect first: it names the environment's base URL variable and the defaults */
+    /* the dialect first: it names the environment's base URL variable and the defaults
+     * (conf_apply_env) */
     if (a->api && conf_set(&su->conf, "api", a->api, err) < 0)
         return -1;
     conf_apply_env(&su->conf);
     if (setup_apply_cli(&su->conf, a, err) < 0)
         return -1;
-    conf_apply_dialect(&su->conf);
     /* the file's and the command line's base_url were checked when set: this one is the
      * environment's */
     const char *base_env = conf_dialect(&su->conf)->base_env;
@@ -157,7 +157,6 @@ int setup_keys(struct setup *su, const struct cli *a, struct buf *err)
             return -1;
         }
         conf_apply_env(&su->fallback);
-        conf_apply_dialect(&su->fallback); /* it may speak another dialect than the main one */
         su->have_fallback = 1;
         buf_reset(&ferr);
         su->fallback_key = conf_api_key(&su->fallback, &ferr); /* none: sent without one */

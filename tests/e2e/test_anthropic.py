@@ -124,6 +124,17 @@ with ttlib.FakeServer() as srv:
     t.ok(r["path"].endswith("/v1/messages") and r["body"].get("model") == "claude-y",
          "profile: /messages with the profile's model", r["path"])
 
+    # --- doctor checks the profile in its dialect: GET {base}/models with its headers ----------
+    rc, out, err = ttlib.run_tokterm(["doctor"], home=home,
+                                     env={"ANTHROPIC_API_KEY": KEY, "OPENAI_API_KEY": None})
+    got = [r for r in srv.requests(all=True) if r["method"] == "GET"
+           and r["path"].endswith("/v1/models")]
+    h = got[-1]["headers"] if got else {}
+    t.ok(got and h.get("anthropic-version") == "2023-06-01" and "x-api-key" in h
+         and "authorization" not in h, "doctor: GET /models with x-api-key and anthropic-version",
+         json.dumps(h))
+    t.ok("x-api-key" not in text(out) or KEY not in text(out), "doctor: the key never printed")
+
     # --- an unknown dialect ---------------------------------------------------------------------
     rc, out, err = ttlib.run_tokterm(["--api", "klingon", "-p", "hi"])
     t.eq(rc, 2, "--api klingon: exit 2")
