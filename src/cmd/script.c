@@ -428,6 +428,10 @@ int script_run(struct conf *conf, char *key, const struct script_opts *o)
         st.written = 0;
         st.last_byte = 0;
         session_send(s, o->prompts[turn]);
+        char *note = session_notice(s); /* a large summary request has just left */
+        if (note)
+            fprintf(stderr, "tokterm: note: %s\n", note);
+        free(note);
         int done = 0;
         while (!done) {
             int fd = session_fd(s);

@@ -105,6 +105,8 @@ void conv_settle(struct conv_turn *t, enum conv_outcome o, const char *answer, s
                  const char *error, const char *model)
 {
     t->outcome = o;
+    t->answer_tokens = 0; /* a new text: its count is not known */
+    t->tokens_saved &= ~2u;
     free(t->answer);
     t->answer = conv_dup(answer, n);
     t->answer_len = answer ? n : 0;

@@ -45,6 +45,9 @@ struct conv_turn {
     enum conv_outcome outcome;
     int version;       /* 1-based: which of the turn's versions (siblings) this is */
     int n_versions;
+    long prompt_tokens, answer_tokens; /* their texts' tokens in the session's encoding when
+                                          known (stored, or counted once); 0 = unknown */
+    unsigned tokens_saved; /* 1: prompt_tokens is in the store, 2: answer_tokens is */
 };
 
 struct conv {

@@ -74,8 +74,15 @@ void request_cache_key(const struct conf *c, const char *body, unsigned char key
     struct buf canon = BUF_INIT;
     const struct dialect *d = conf_dialect(c);
     /* openai's key is what it was before there were dialects, so its entries stay valid */
-    buf_printf(&canon, "tokterm-cache-v1\n%s%s%s\n%s", d == &dialect_openai ? "" : d->name,
-               d == &dialect_openai ? "" : " ", c->base_url, body);
+    /* appended, not printed: a body of megabytes is copied once, not scanned by vsnprintf */
+    buf_appends(&canon, "tokterm-cache-v1\n");
+    if (d != &dialect_openai) {
+        buf_appends(&canon, d->name);
+        buf_appendc(&canon, ' ');
+    }
+    buf_appends(&canon, c->base_url ? c->base_url : "(null)");
+    buf_appendc(&canon, '\n');
+    buf_appends(&canon, body);
     store_cache_key(canon.data, canon.len, key);
     buf_free(&canon);
 }

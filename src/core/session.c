@@ -72,6 +72,9 @@ struct session {
     int sum_failed;            /* a summary failed for this send: drop turns instead */
     int sum_cancelled;         /* cancelled while the summary was being made */
     char *sum_error;
+    int tokens_loaded;         /* the stored counts of the conversation were read (for ctx's
+                                  encoding) */
+    char *sum_notice;          /* a large summary request is on its way (session_notice) */
     struct context_budget budget;
     struct context_stream *ans_count; /* the streaming answer's tokens, counted incrementally */
     size_t ans_fed;
@@ -177,10 +180,10 @@ static void session_store_failed(struct session *s)
 }
 
 static void session_msgs_push(struct session *s, const char *role, const char *content,
-                              size_t len, int64_t id)
+                              size_t len, int64_t id, long *tokens)
 {
     XGROW(s->msgs, s->n_msgs + 1, s->cap_msgs);
-    s->msgs[s->n_msgs++] = (struct session_msg){role, content ? content : "", len, id};
+    s->msgs[s->n_msgs++] = (struct session_msg){role, content ? content : "", len, id, tokens};
 }
 
 /* The history the next request carries, from the live path: the system prompt, then the user
@@ -191,14 +194,17 @@ static void session_history(struct session *s)
     s->answer_turn = NULL;
     s->n_msgs = 0;
     if (s->conv.system)
-        session_msgs_push(s, "system", s->conv.system, strlen(s->conv.system), 0);
+        session_msgs_push(s, "system", s->conv.system, strlen(s->conv.system), 0, NULL);
     for (size_t i = 0; i < s->conv.n; i++) {
-        const struct conv_turn *t = &s->conv.turns[i];
+        struct conv_turn *t = &s->conv.turns[i];
         if (conv_turn_sent(t)) {
-            session_msgs_push(s, "user", t->prompt, t->prompt_len, t->user_id);
-            session_msgs_push(s, "assistant", t->answer, t->answer_len, t->answer_id);
+            session_msgs_push(s, "user", t->prompt, t->prompt_len, t->user_id,
+                              &t->prompt_tokens);
+            session_msgs_push(s, "assistant", t->answer, t->answer_len, t->answer_id,
+                              &t->answer_tokens);
         } else if (t->outcome == CONV_PENDING && i + 1 == s->conv.n) {
-            session_msgs_push(s, "user", t->prompt, t->prompt_len, t->user_id);
+            session_msgs_push(s, "user", t->prompt, t->prompt_len, t->user_id,
+                              &t->prompt_tokens);
         }
     }
     s->status_n = (size_t)-1;
@@ -206,6 +212,7 @@ static void session_history(struct session *s)
 
 static void session_context_load_summaries(struct session *s);
 static void session_context_close(struct session *s);
+static void session_tokens_forget(struct session *s);
 
 static void session_forget_summaries(struct session *s)
 {
@@ -230,6 +237,7 @@ int session_resume(struct session *s, int64_t id, char **err)
     conv_free(&s->conv);
     s->conv = c;
     s->conv_id = c.id;
+    s->tokens_loaded = 0;
     session_history(s);
     session_forget_summaries(s);
     session_context_load_summaries(s);
@@ -244,6 +252,7 @@ void session_adopt(struct session *s, const struct conv *c)
         conv_set_system(&s->conv, sys);
     free(sys);
     s->conv_id = c->id;
+    session_tokens_forget(s); /* counted in whatever encoding the other session used */
     session_history(s);
 }
 
@@ -251,6 +260,7 @@ void session_new_conversation(struct session *s)
 {
     conv_clear(&s->conv);
     s->conv_id = 0;
+    s->tokens_loaded = 0;
     session_forget_summaries(s);
     session_history(s);
 }
@@ -657,6 +667,7 @@ static void session_save_end(struct session *s, const struct net_result *r)
 static int session_summary_event(struct session *s, struct queue_event *e,
                                  const struct session_sink *sink);
 static void session_context_end(struct session *s, const struct net_result *r);
+static void session_tokens_save(struct session *s);
 
 /* What an exchange's result makes of its turn. */
 static enum conv_outcome session_outcome(const struct net_result *r, size_t answer_len)
@@ -767,6 +778,7 @@ int session_dispatch(struct session *s, const struct session_sink *sink)
             session_save_quota(s, s->last);
             session_context_end(s, s->last); /* spend, calibration */
             session_settle(s, s->last, aid);
+            session_tokens_save(s); /* the counts of the turn, and of older rows counted now */
             s->active = 0;
             ended = 1;
             if (sink->end)
@@ -792,11 +804,21 @@ void session_cancel(struct session *s)
 
 #define SESSION_WINDOW_DEFAULT 8192 /* unknown model without context_window */
 #define SESSION_RESERVE_DEFAULT 4096
-#define SESSION_SUMMARY_ROUNDS 4    /* summary requests at most per message sent */
+#define SESSION_SUMMARY_ROUNDS 1    /* summary requests at most per message sent */
+/* A summary request this large (raw prompt tokens) is announced before it is spent: on stderr
+ * in scripted mode (session_notice), and /context flags it. About $0.04 at $2.50 per million;
+ * a tenth of a 128k window. */
+#define SESSION_SUMMARY_LARGE 16384
 #define SESSION_COUNT_MAX ((size_t)4 << 20) /* longer answers without usage: tokens estimated */
 
 static void session_context_close(struct session *s)
 {
+    if (s->ctx && getenv("TOKTERM_DEBUG_TOKENIZED")) {
+        size_t texts, bytes;
+        context_tokenized(s->ctx, &texts, &bytes);
+        fprintf(stderr, "tokterm: debug: tokenised %zu texts, %zu bytes\n", texts, bytes);
+    }
+    free(s->sum_notice);
     context_plan_free(&s->plan);
     context_free(s->ctx);
     context_calib_free(s->calib);
@@ -838,6 +860,106 @@ static void session_context_load_summaries(struct session *s)
     store_summaries_free(list, n);
 }
 
+/* ---- token counts stored with the messages (store v7) ---- */
+
+/* The encoding counts are stored under, or NULL (bytes/4: not worth storing). */
+static const char *session_tokens_encoding(const struct session *s)
+{
+    const char *enc = s->ctx ? context_encoding(s->ctx) : NULL;
+    return enc && strcmp(enc, "bytes/4") != 0 ? enc : NULL;
+}
+
+/* Forget the turns' counts (another encoding, or another session's conversation). */
+static void session_tokens_forget(struct session *s)
+{
+    for (size_t i = 0; i < s->conv.n; i++) {
+        s->conv.turns[i].prompt_tokens = s->conv.turns[i].answer_tokens = 0;
+        s->conv.turns[i].tokens_saved = 0;
+    }
+    s->tokens_loaded = 0;
+}
+
+static int session_tokens_cmp(const void *a, const void *b)
+{
+    const struct store_tokens *x = a, *y = b;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Take a stored count for the text of message id (len bytes) into *tokens. */
+static int session_tokens_take(const struct store_tokens *v, size_t n, int64_t id, size_t len,
+                               long *tokens)
+{
+    struct store_tokens key = {id, 0, 0};
+    const struct store_tokens *r = id > 0 && n ? bsearch(&key, v, n, sizeof *v,
+                                                         session_tokens_cmp) : NULL;
+    if (!r || r->bytes != (int64_t)len || r->tokens <= 0)
+        return 0;
+    *tokens = r->tokens;
+    return 1;
+}
+
+/* Read the counts stored with the conversation's messages (once per conversation and
+ * encoding): a resume then tokenises only the messages that have none. */
+static void session_tokens_load(struct session *s)
+{
+    const char *enc = session_tokens_encoding(s);
+    if (s->tokens_loaded || !enc || !s->store || !s->conv_id)
+        return;
+    s->tokens_loaded = 1;
+    struct store_tokens *v = NULL;
+    size_t n = 0;
+    if (store_tokens_get(s->store, s->conv_id, enc, &v, &n) != 0)
+        return; /* counted as before */
+    for (size_t i = 0; i < s->conv.n; i++) {
+        struct conv_turn *t = &s->conv.turns[i];
+        if (t->prompt_tokens <= 0 &&
+            session_tokens_take(v, n, t->user_id, t->prompt_len, &t->prompt_tokens))
+            t->tokens_saved |= 1;
+        if (t->answer && t->answer_tokens <= 0 &&
+            session_tokens_take(v, n, t->answer_id, t->answer_len, &t->answer_tokens))
+            t->tokens_saved |= 2;
+    }
+    free(v);
+}
+
+/* Store the counts known and not stored yet: the last turn's (its prompt counted by the plan,
+ * its answer as it streamed or by the server's usage), and older rows' that a plan counted
+ * (an older database: once). One transaction; nothing when nothing is new. */
+static void session_tokens_save(struct session *s)
+{
+    const char *enc = session_tokens_encoding(s);
+    if (!enc || !s->save || !s->store || !s->conv_id)
+        return;
+    struct store_tokens *v = NULL;
+    size_t n = 0, cap = 0;
+    for (size_t i = 0; i < s->conv.n; i++) {
+        struct conv_turn *t = &s->conv.turns[i];
+        if (t->answer && t->answer_tokens <= 0 && t->answer_id > 0 && i + 1 == s->conv.n) {
+            long k = context_count_known(s->ctx, t->answer, t->answer_len);
+            if (k > 0)
+                t->answer_tokens = k;
+        }
+        if (t->user_id > 0 && t->prompt_tokens > 0 && !(t->tokens_saved & 1)) {
+            XGROW(v, n + 1, cap);
+            v[n++] = (struct store_tokens){t->user_id, (int64_t)t->prompt_len, t->prompt_tokens};
+        }
+        if (t->answer && t->answer_id > 0 && t->answer_tokens > 0 && !(t->tokens_saved & 2)) {
+            XGROW(v, n + 1, cap);
+            v[n++] = (struct store_tokens){t->answer_id, (int64_t)t->answer_len,
+                                           t->answer_tokens};
+        }
+    }
+    if (n && store_tokens_put(s->store, s->conv_id, enc, v, n) == 0)
+        for (size_t i = 0; i < s->conv.n; i++) {
+            struct conv_turn *t = &s->conv.turns[i];
+            if (t->user_id > 0 && t->prompt_tokens > 0)
+                t->tokens_saved |= 1;
+            if (t->answer && t->answer_id > 0 && t->answer_tokens > 0)
+                t->tokens_saved |= 2;
+        }
+    free(v);
+}
+
 /* (Re)make the counter, window, reserve and price for the profile's current model. */
 static void session_context_setup(struct session *s)
 {
@@ -871,6 +993,7 @@ static void session_context_setup(struct session *s)
         context_stream_free(s->ans_count);
         context_free(s->ctx);
         s->ctx = context_new(enc, approx, NULL);
+        session_tokens_forget(s);
         s->ans_count = context_stream_new(s->ctx);
         s->ans_fed = 0;
     s->ans_bytes = 0;
@@ -919,10 +1042,10 @@ static struct context_msg *session_context_msgs(const struct session *s, int pla
     struct context_msg *m = xcalloc(s->n_msgs + 1, sizeof *m);
     for (size_t i = 0; i < s->n_msgs; i++)
         m[i] = (struct context_msg){s->msgs[i].role, s->msgs[i].content, s->msgs[i].len,
-                                    s->msgs[i].id};
+                                    s->msgs[i].id, s->msgs[i].tokens ? *s->msgs[i].tokens : 0};
     *n = s->n_msgs;
     if (placeholder)
-        m[(*n)++] = (struct context_msg){"user", "", 0, 0};
+        m[(*n)++] = (struct context_msg){"user", "", 0, 0, 0};
     return m;
 }
 
@@ -943,8 +1066,13 @@ static int session_context_plan_into(struct session *s, int placeholder,
     p->summaries = sums;
     p->n_summaries = s->n_sums;
     size_t n;
+    session_tokens_load(s);
     struct context_msg *m = session_context_msgs(s, placeholder, &n);
     int rc = context_plan(s->ctx, m, n, p, plan);
+    /* what the plan counted is not counted again (session_tokens_save stores it) */
+    for (size_t i = 0; i < s->n_msgs && i < n && plan->content_tokens; i++)
+        if (s->msgs[i].tokens && *s->msgs[i].tokens <= 0 && plan->content_tokens[i] > 0)
+            *s->msgs[i].tokens = plan->content_tokens[i];
     free(m);
     free(sums);
     p->summaries = NULL;
@@ -1006,10 +1134,8 @@ static void session_summary_submit(struct session *s)
     const struct conf *c = s->conf;
     struct api_message m[2] = {{"system", context_summary_instruction()},
                                {"user", s->plan.sum_input}};
-    long in = context_msg_tokens(s->ctx, "system", m[0].content, strlen(m[0].content)) +
-              context_msg_tokens(s->ctx, "user", m[1].content, strlen(m[1].content)) +
-              CONTEXT_REPLY_PRIMER;
-    in = (long)(in * s->plan.ratio) + 1;
+    /* the plan's own counts: a request of hundreds of kB is not tokenised again */
+    long in = (long)(s->plan.sum_prompt * s->plan.ratio) + 1;
     /* Room for reasoning models too, but never more than the window leaves. */
     long max = s->plan.sum_tokens * 4, room = s->ctx_model.window - in - 16;
     if (max > room)
@@ -1029,6 +1155,47 @@ static void session_summary_submit(struct session *s)
     buf_reset(&s->sum_text);
     s->plan_summary_requests++;
     s->sum_req = s->active = net_submit(s->net, rq);
+}
+
+/* What a summary request of the plan p will cost: "a summary request of N prompt tokens (up
+ * to M for the summary), of messages X-Y[, leaving out messages U-V]". */
+static void session_summary_cost(const struct session *s, const struct context_plan *p,
+                                 struct buf *b)
+{
+    long in = p->approximate ? (long)(p->sum_prompt * p->ratio) + 1 : p->sum_prompt;
+    buf_appends(b, "a summary request of ");
+    context_format_tokens(b, in, p->approximate);
+    buf_appends(b, " prompt tokens (up to ");
+    context_format_tokens(b, p->sum_tokens * 4, 0);
+    buf_printf(b, " for the summary) of messages %zu-%zu", p->sum_from + 1, p->sum_to + 1);
+    if (p->sum_skipped)
+        buf_printf(b, "; messages %zu-%zu are too many for one request and are dropped "
+                      "unsummarised", p->sum_from - p->sum_skipped + 1, p->sum_from);
+    if (s->ctx_model.priced) {
+        double usd = context_cost(&s->ctx_model.price, in, 0, p->sum_tokens);
+        buf_printf(b, ", about $%.4f", usd);
+    }
+}
+
+/* A large summary request is about to leave: say what it costs (session_notice). */
+static void session_summary_note(struct session *s)
+{
+    free(s->sum_notice);
+    s->sum_notice = NULL;
+    if (s->plan.sum_prompt < SESSION_SUMMARY_LARGE)
+        return;
+    struct buf b = BUF_INIT;
+    buf_appends(&b, "the history is over the context window (context_policy = summarize): "
+                    "this turn first sends ");
+    session_summary_cost(s, &s->plan, &b);
+    s->sum_notice = buf_take(&b);
+}
+
+char *session_notice(struct session *s)
+{
+    char *n = s->sum_notice;
+    s->sum_notice = NULL;
+    return n;
 }
 
 static int session_context_summarize(struct session *s)
@@ -1051,6 +1218,7 @@ static int session_context_summarize(struct session *s)
             session_context_replan(s);
             break;
         }
+        session_summary_note(s);
         session_summary_submit(s);
         return 1;
     }
@@ -1086,8 +1254,7 @@ static int session_summary_event(struct session *s, struct queue_event *e,
         return 0; /* reasoning, headers, retries of the summary are not the answer's */
     struct net_result *r = e->ptr;
     s->sum_req = 0;
-    long in = (long)(context_count(s->ctx, s->plan.sum_input, strlen(s->plan.sum_input)) *
-                     s->plan.ratio);
+    long in = (long)(s->plan.sum_prompt * s->plan.ratio);
     session_context_spend(s, r, in, context_count(s->ctx, buf_str(&s->sum_text),
                                                   s->sum_text.len));
     char *text = util_trim((char *)buf_str(&s->sum_text));
@@ -1305,9 +1472,24 @@ char *session_context_report(struct session *s)
     struct context_params par;
     session_context_plan_into(s, 1, &p, &par);
     context_plan_report(&p, &par, &b);
-    if (p.need_summary)
-        buf_printf(&b, "Sending it will first ask the model to summarise messages %zu-%zu.\n",
-                   p.sum_from + 1, p.sum_to + 1);
+    if (p.need_summary) {
+        long in = p.approximate ? (long)(p.sum_prompt * p.ratio) + 1 : p.sum_prompt;
+        buf_appends(&b, in >= SESSION_SUMMARY_LARGE ? "Large summary first: sending it will "
+                                                      "first send "
+                                                    : "Sending it will first send ");
+        session_summary_cost(s, &p, &b);
+        buf_appends(&b, ".\nThe next turn costs about ");
+        context_format_tokens(&b, in + p.shown, p.approximate);
+        long after = p.approximate ? (long)(p.sum_after * p.ratio) + 1 : p.sum_after;
+        buf_appends(&b, " prompt tokens in all (the summary request, then the request with the "
+                        "summary in it, about ");
+        context_format_tokens(&b, after, p.approximate);
+        buf_appends(&b, " tokens with the summary in it).\n");
+    } else {
+        buf_appends(&b, "The next turn costs ");
+        context_format_tokens(&b, p.shown, p.approximate);
+        buf_appends(&b, " prompt tokens and your message's; no summary request.\n");
+    }
     context_plan_free(&p);
     if (s->plan.n_items) {
         buf_appends(&b, "Last request: ");

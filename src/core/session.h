@@ -23,6 +23,7 @@ struct session_msg {
     const char *content; /* borrowed from the conversation */
     size_t len;
     int64_t id;          /* > 0: store id; < 0: this session's serial (not saved); 0: none */
+    long *tokens;        /* its text's count in the turn (0 = unknown), or NULL */
 };
 
 /* A summary of history messages first_id..last_id (see context.h). */
@@ -164,6 +165,9 @@ struct session_status {
     enum context_budget_level level; /* OK, WARN (>= 80 %), OVER (>= 100 %: sending refused) */
     double budget_frac;
 };
+/* A notice the caller should show before the request's answer (a large summary request has
+ * just left, with what it costs), or NULL; the caller frees it. */
+char *session_notice(struct session *s);
 
 /* Fill *st. Cheap enough for every frame (the history is re-planned only when it changed). */
 void session_status(struct session *s, struct session_status *st);

@@ -106,17 +106,48 @@ static const char *api_chat_param_name(void *ud, const struct api_param *p)
     return p->name;
 }
 
+/* s as a JSON string, escaped byte for byte as cJSON prints it (so a body, and the response
+ * cache's key, are the same as before): quote, backslash and control characters escaped, the
+ * rest as it is. Runs of plain bytes are copied at once. */
+static void api_json_string(struct buf *b, const char *s)
+{
+    static const char hex[] = "0123456789abcdef";
+    buf_appendc(b, '"');
+    const unsigned char *p = (const unsigned char *)s, *run = p;
+    for (;; p++) {
+        unsigned c = *p;
+        if (c >= 32 && c != '"' && c != '\\')
+            continue;
+        buf_append(b, (const char *)run, (size_t)(p - run));
+        run = p + 1;
+        if (!c)
+            break;
+        char e[7] = {'\\', 0};
+        size_t n = 2;
+        switch (c) {
+        case '"': e[1] = '"'; break;
+        case '\\': e[1] = '\\'; break;
+        case '\b': e[1] = 'b'; break;
+        case '\f': e[1] = 'f'; break;
+        case '\n': e[1] = 'n'; break;
+        case '\r': e[1] = 'r'; break;
+        case '\t': e[1] = 't'; break;
+        default:
+            memcpy(e + 1, "u00", 3);
+            e[4] = hex[c >> 4];
+            e[5] = hex[c & 15];
+            n = 6;
+        }
+        buf_append(b, e, n);
+    }
+    buf_appendc(b, '"');
+}
+
 char *api_request_json(const struct api_request *r)
 {
+    /* The messages are written here (a long history is not copied into a cJSON tree, escaped
+     * and copied again); the parameters after them by cJSON, as before. */
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "model", r->model ? r->model : "");
-    cJSON *msgs = cJSON_AddArrayToObject(o, "messages");
-    for (size_t i = 0; i < r->n_messages; i++) {
-        cJSON *m = cJSON_CreateObject();
-        cJSON_AddStringToObject(m, "role", r->messages[i].role);
-        cJSON_AddStringToObject(m, "content", r->messages[i].content ? r->messages[i].content : "");
-        cJSON_AddItemToArray(msgs, m);
-    }
     api_params_add(o, r, api_chat_param_name, (void *)r);
     if (r->stream) {
         cJSON_AddTrueToObject(o, "stream");
@@ -125,7 +156,32 @@ char *api_request_json(const struct api_request *r)
             cJSON_AddTrueToObject(so, "include_usage");
         }
     }
-    return api_json_finish(o);
+    char *rest = api_json_finish(o);
+    size_t bytes = 64 + strlen(rest);
+    for (size_t i = 0; i < r->n_messages; i++)
+        bytes += 32 + strlen(r->messages[i].role) +
+                 (r->messages[i].content ? strlen(r->messages[i].content) : 0);
+    struct buf b = BUF_INIT;
+    buf_reserve(&b, bytes + bytes / 16);
+    buf_appends(&b, "{\"model\":");
+    api_json_string(&b, r->model ? r->model : "");
+    buf_appends(&b, ",\"messages\":[");
+    for (size_t i = 0; i < r->n_messages; i++) {
+        buf_appends(&b, i ? ",{\"role\":" : "{\"role\":");
+        api_json_string(&b, r->messages[i].role);
+        buf_appends(&b, ",\"content\":");
+        api_json_string(&b, r->messages[i].content ? r->messages[i].content : "");
+        buf_appendc(&b, '}');
+    }
+    buf_appendc(&b, ']');
+    if (rest[0] == '{' && rest[1] != '}') { /* "{...}": its members follow the messages */
+        buf_appendc(&b, ',');
+        buf_appends(&b, rest + 1);
+    } else {
+        buf_appendc(&b, '}');
+    }
+    free(rest);
+    return buf_take(&b);
 }
 
 void api_stream_init(struct api_stream *st)

@@ -673,3 +673,68 @@ int store_message_finish(struct store *st, int64_t msg_id, enum store_status sta
     return store_message_finish_whole(st, msg_id, NULL, status, finish_reason, usage, timings,
                                       error);
 }
+
+/* ---------------------------------------------------------------- token counts (v7) */
+
+int store_tokens_get(struct store *st, int64_t conversation_id, const char *encoding,
+                     struct store_tokens **out, size_t *n)
+{
+    static const char q[] = "SELECT message_id, bytes, tokens FROM message_tokens "
+                            "WHERE conversation_id = ?1 AND encoding = ?2 ORDER BY message_id";
+    *out = NULL;
+    *n = 0;
+    sqlite3_stmt *s = store_prep(st, q);
+    if (!s)
+        return -1;
+    sqlite3_bind_int64(s, 1, conversation_id);
+    store_bind_text(s, 2, encoding);
+    size_t cap = 0;
+    int rc;
+    while ((rc = store_step(st, s)) == SQLITE_ROW) {
+        XGROW(*out, *n + 1, cap);
+        (*out)[(*n)++] = (struct store_tokens){sqlite3_column_int64(s, 0),
+                                               sqlite3_column_int64(s, 1),
+                                               (long)sqlite3_column_int64(s, 2)};
+    }
+    store_done(st, s);
+    if (rc != SQLITE_DONE) {
+        free(*out);
+        *out = NULL;
+        *n = 0;
+        return store_fail(st, "cannot read the token counts");
+    }
+    return 0;
+}
+
+int store_tokens_put(struct store *st, int64_t conversation_id, const char *encoding,
+                     const struct store_tokens *v, size_t n)
+{
+    /* only rows of messages of that conversation (a count never outlives its message) */
+    static const char q[] =
+        "INSERT OR REPLACE INTO message_tokens(conversation_id, message_id, encoding, bytes, "
+        "tokens) SELECT conversation_id, id, ?3, ?4, ?5 FROM messages "
+        "WHERE id = ?2 AND conversation_id = ?1";
+    if (!n)
+        return 0;
+    if (store_begin(st) != 0)
+        return -1;
+    sqlite3_stmt *s = store_prep(st, q);
+    if (!s)
+        return store_rollback(st);
+    int rc = SQLITE_DONE;
+    for (size_t i = 0; i < n && rc == SQLITE_DONE; i++) {
+        sqlite3_bind_int64(s, 1, conversation_id);
+        sqlite3_bind_int64(s, 2, v[i].id);
+        store_bind_text(s, 3, encoding);
+        sqlite3_bind_int64(s, 4, v[i].bytes);
+        sqlite3_bind_int64(s, 5, v[i].tokens);
+        rc = sqlite3_step(s);
+        sqlite3_reset(s);
+    }
+    store_done(st, s);
+    if (rc != SQLITE_DONE) {
+        store_fail(st, "cannot save the token counts");
+        return store_rollback(st);
+    }
+    return store_commit(st);
+}

@@ -336,6 +336,30 @@ static const char store_schema_v6[] =
     "  WHERE id = new.conversation_id AND new.role = 'user';\n"
     "END;\n";
 
+/* v7: each message's token count per encoding, so that resuming a conversation tokenises only
+ * what is new (issue 14). Written when a message's count is first known (its plan, its
+ * stream), and for the rows of older versions lazily, by the first plan that counts them. Keyed
+ * by conversation first: a resume reads its counts in one range. bytes: the length of the text
+ * counted (a count whose message changed length is not used); the triggers forget the counts
+ * of a message that is deleted or rewritten. */
+static const char store_schema_v7[] =
+    "CREATE TABLE message_tokens(\n"
+    "  conversation_id INTEGER NOT NULL,\n"
+    "  message_id INTEGER NOT NULL,\n"
+    "  encoding TEXT NOT NULL,\n"
+    "  bytes INTEGER NOT NULL,\n"
+    "  tokens INTEGER NOT NULL,\n"
+    "  PRIMARY KEY(conversation_id, message_id, encoding)\n"
+    ") WITHOUT ROWID;\n"
+    "CREATE TRIGGER message_tokens_ad AFTER DELETE ON messages BEGIN\n"
+    "  DELETE FROM message_tokens WHERE conversation_id = old.conversation_id\n"
+    "    AND message_id = old.id;\n"
+    "END;\n"
+    "CREATE TRIGGER message_tokens_au AFTER UPDATE OF content, conversation_id ON messages BEGIN\n"
+    "  DELETE FROM message_tokens WHERE conversation_id = old.conversation_id\n"
+    "    AND message_id = old.id;\n"
+    "END;\n";
+
 /* A message's new parent, collected by store_tree_backfill. */
 struct store_link {
     int64_t id, parent;
@@ -462,7 +486,7 @@ out:
 }
 
 /* Migration steps: store_migrations[v] turns schema v-1 into v: its SQL, then its C part (may
- * be NULL). Add v7 here. */
+ * be NULL). Add v8 here. */
 static const struct {
     const char *sql;
     int (*fill)(struct store *st);
@@ -474,6 +498,7 @@ static const struct {
     {store_schema_v4, NULL},
     {store_schema_v5, NULL},
     {store_schema_v6, store_tree_backfill},
+    {store_schema_v7, NULL},
 };
 
 /* Bring the schema to STORE_SCHEMA_VERSION, one step per version, in one write transaction

@@ -45,7 +45,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_SCHEMA_VERSION 6
+#define STORE_SCHEMA_VERSION 7
 #define STORE_NOT_FOUND 1                       /* returned by lookups of a missing id */
 #define STORE_CACHE_KEY_LEN 32                  /* SHA-256 */
 #define STORE_CACHE_DEFAULT_TTL (7 * 24 * 3600) /* seconds */
@@ -378,6 +378,21 @@ int store_cache_stats(struct store *st, struct store_cache_stats *out);
 /* Drop every cached answer. Returns the number dropped or -1. */
 int64_t store_cache_clear(struct store *st);
 void store_cache_entry_clear(struct store_cache_entry *e);
+
+/* Token counts of messages (schema v7): message id, the length of the text counted, its
+ * tokens in one encoding. */
+struct store_tokens {
+    int64_t id;
+    int64_t bytes;
+    long tokens;
+};
+/* The counts stored for a conversation's messages in encoding, by message id (free *out).
+ * Returns 0 or -1. */
+int store_tokens_get(struct store *st, int64_t conversation_id, const char *encoding,
+                     struct store_tokens **out, size_t *n);
+/* Store (replace) counts of a conversation's messages in encoding, in one transaction. */
+int store_tokens_put(struct store *st, int64_t conversation_id, const char *encoding,
+                     const struct store_tokens *v, size_t n);
 
 /* Store (replace) the summary of messages first_id..last_id of a conversation. model may be
  * NULL, tokens -1. Returns 0 or -1. */

@@ -64,6 +64,8 @@ struct context {
     int approx;
     struct cache_entry *slots;
     size_t cap, used;
+    long role_tokens[4];   /* system, user, assistant, tool: counted once (0: not yet) */
+    size_t tok_texts, tok_bytes; /* what was tokenised (context_tokenized) */
 };
 
 /* 64-bit hash of text (8 bytes a step); never 0. */
@@ -143,11 +145,20 @@ size_t context_cached(const struct context *c)
     return c->used;
 }
 
+void context_tokenized(const struct context *c, size_t *texts, size_t *bytes)
+{
+    *texts = c->tok_texts;
+    *bytes = c->tok_bytes;
+}
+
 static long context_count_raw(struct context *c, const char *text, size_t len)
 {
     struct tokenizer *t = context_tok(c);
-    if (t)
+    if (t) {
+        c->tok_texts++;
+        c->tok_bytes += len;
         return (long)tokenizer_count(t, text, len);
+    }
     return (long)((len + 3) / 4);
 }
 
@@ -206,6 +217,15 @@ long context_count(struct context *c, const char *text, size_t len)
     return t;
 }
 
+long context_count_known(struct context *c, const char *text, size_t len)
+{
+    if (len < 16)
+        return -1;
+    uint64_t h = context_hash(text, len);
+    size_t j = context_slot(c, h, len);
+    return c->slots[j].hash ? c->slots[j].tokens : -1;
+}
+
 void context_count_record(struct context *c, const char *text, size_t len, long tokens)
 {
     if (len < 16 || tokens < 0)
@@ -218,9 +238,22 @@ void context_count_record(struct context *c, const char *text, size_t len, long 
         context_remember(c, h, len, j, tokens);
 }
 
+/* Tokens of a role name: the four of the API counted once per counter. */
+static long context_role_tokens(struct context *c, const char *role)
+{
+    static const char *const roles[] = {"system", "user", "assistant", "tool"};
+    for (size_t i = 0; i < TT_ARRAY_LEN(roles); i++)
+        if (strcmp(role, roles[i]) == 0) {
+            if (!c->role_tokens[i])
+                c->role_tokens[i] = context_count(c, role, strlen(role));
+            return c->role_tokens[i];
+        }
+    return context_count(c, role, strlen(role));
+}
+
 long context_msg_tokens(struct context *c, const char *role, const char *text, size_t len)
 {
-    return CONTEXT_MSG_OVERHEAD + context_count(c, role, strlen(role)) +
+    return CONTEXT_MSG_OVERHEAD + context_role_tokens(c, role) +
            context_count(c, text ? text : "", text ? len : 0);
 }
 
@@ -463,8 +496,13 @@ const char *context_summary_instruction(void)
            "open questions; leave out pleasantries. Answer with the summary only.";
 }
 
-/* Step 3: choose the range a new summary must cover; items[start..z) is the region after the
- * known summary (or from the first unprotected item), prot the tokens that stay anyway. */
+/* Step 3: choose what one new summary request covers; items[start..z) is the region after the
+ * known summary prev (or from the first unprotected item a), prot the tokens that stay anyway.
+ * The summary stands for items[a..pick]: the previous summary plus the turns newly dropped,
+ * up to the first turn end after which the rest fits half the budget (so the next turns reuse
+ * it for a while). One request must hold it all; when the dropped turns are too many for one,
+ * it holds the newest of them and the older ones are left out (out->sum_skipped): one summary
+ * request per turn, never a train of them. */
 static void plan_need_summary(struct plan_work *w, const struct context_params *p, size_t a,
                               size_t start, size_t z, const char *prev, int prev_idx, long sbudget)
 {
@@ -476,21 +514,20 @@ static void plan_need_summary(struct plan_work *w, const struct context_params *
     long prev_tokens = prev ? context_count(w->c, prev, strlen(prev)) : 0;
     /* The summary request must fit the window too: instruction, framing, the summary. */
     const char *instr = context_summary_instruction();
+    long instr_tokens = context_msg_tokens(w->c, "system", instr, strlen(instr));
     long in_limit = (long)(p->window / out->ratio) - sbudget - CONTEXT_REPLY_PRIMER - 32 -
-                    context_msg_tokens(w->c, "system", instr, strlen(instr));
+                    instr_tokens;
     in_limit -= in_limit / 20;
     long target = out->budget / 2;
-    long input = prev_tokens;
     size_t pick = (size_t)-1, largest = (size_t)-1;
+    long rest = plan_sum(out, start, z);
     for (size_t k = start; k < z; k++) {
-        input += out->items[k].tokens;
-        if (input > in_limit)
-            break;
+        rest -= out->items[k].tokens; /* plan_sum(out, k + 1, z) */
         int turn_end = k + 1 == z || is_role(out->items[k + 1].role, "user");
         if (!turn_end || !m[out->items[k].last].id)
             continue;
         largest = k;
-        if (prot + sbudget + plan_sum(out, k + 1, z) <= target) {
+        if (prot + sbudget + rest <= target) {
             pick = k;
             break;
         }
@@ -499,12 +536,27 @@ static void plan_need_summary(struct plan_work *w, const struct context_params *
         pick = largest;
     if (pick == (size_t)-1)
         return;
+    /* the newest turns up to pick that one request holds */
+    size_t lo = (size_t)-1;
+    long input = prev_tokens, held = 0;
+    for (size_t k = pick + 1; k-- > start;) {
+        input += out->items[k].tokens;
+        if (input > in_limit)
+            break;
+        if (k == start || is_role(out->items[k].role, "user")) {
+            lo = k;
+            held = input - prev_tokens;
+        }
+    }
+    if (lo == (size_t)-1)
+        return; /* not even the newest dropped turn fits one request: step 4 drops them */
+    out->sum_skipped = out->items[lo].first - out->items[start].first;
     struct buf b = BUF_INIT;
     if (prev)
         buf_printf(&b, "Summary so far:\n%s\n\nMessages to add to it:\n\n", prev);
     else
         buf_appends(&b, "Conversation to summarise:\n\n");
-    for (size_t k = start; k <= pick; k++) {
+    for (size_t k = lo; k <= pick; k++) {
         plan_role_label(&b, out->items[k].role);
         buf_appends(&b, ": ");
         buf_append(&b, out->items[k].content, out->items[k].len);
@@ -514,11 +566,15 @@ static void plan_need_summary(struct plan_work *w, const struct context_params *
     out->need_summary = 1;
     out->sum_first_id = m[out->items[a].first].id;
     out->sum_last_id = m[out->items[pick].last].id;
-    out->sum_from = out->items[start].first;
+    out->sum_from = out->items[lo].first;
     out->sum_to = out->items[pick].last;
     out->sum_prev = prev_idx;
     out->sum_input = buf_take(&b);
     out->sum_tokens = sbudget;
+    out->sum_after = prot + sbudget + plan_sum(out, pick + 1, z);
+    /* framing: the labels and headings, about a token or two per message */
+    out->sum_prompt = instr_tokens + CONTEXT_MSG_OVERHEAD + 1 + CONTEXT_REPLY_PRIMER + 16 +
+                      prev_tokens + held;
 }
 
 static void plan_finish(struct context_plan *out)
@@ -552,6 +608,7 @@ static void plan_items(struct context *c, const struct context_msg *m, size_t n,
     out->n_history = n;
     out->fate = xcalloc(n ? n : 1, 1);
     out->items = xcalloc(n ? n : 1, sizeof *out->items);
+    out->content_tokens = xmalloc((n ? n : 1) * sizeof *out->content_tokens);
     /* A byte-level BPE token covers at least one byte: when the bytes fit, so do the tokens,
      * and an exact counter need not count (nor map its table) at all. */
     if (p->bounds_ok && !c->approx) {
@@ -567,9 +624,15 @@ static void plan_items(struct context *c, const struct context_msg *m, size_t n,
         it->role = m[i].role;
         it->content = m[i].content ? m[i].content : "";
         it->len = m[i].content ? m[i].len : 0;
+        /* a count stored with the message is used as it is: a resume tokenises only what is
+         * new (the estimate of an approximate counter is bytes/4 or the same tokenizer's) */
+        long ct = -1;
+        if (!out->bounded)
+            ct = m[i].tokens > 0 && it->len ? m[i].tokens : context_count(c, it->content, it->len);
+        out->content_tokens[i] = ct;
         it->tokens = it->orig_tokens =
             out->bounded ? (long)(CONTEXT_MSG_OVERHEAD + strlen(it->role) + it->len)
-                         : context_msg_tokens(c, it->role, it->content, it->len);
+                         : CONTEXT_MSG_OVERHEAD + context_role_tokens(c, it->role) + ct;
         it->first = it->last = i;
     }
     out->n_items = n;
@@ -616,7 +679,8 @@ static long plan_shorten(struct plan_work *w, size_t P, long total)
     long keep = long_limit / 3 > 32 ? long_limit / 3 : 32;
     for (size_t i = P; i < newest && total > out->budget; i++) {
         struct context_item *it = &out->items[i];
-        long ct = context_count(c, it->content, it->len);
+        /* the content's tokens, known from step 0 (nothing is shortened before this step) */
+        long ct = it->tokens - CONTEXT_MSG_OVERHEAD - context_role_tokens(c, it->role);
         if (ct <= long_limit)
             continue;
         size_t nl;
@@ -776,6 +840,7 @@ void context_plan_free(struct context_plan *plan)
     free(plan->items);
     free(plan->fate);
     free(plan->sum_input);
+    free(plan->content_tokens);
     free(plan->error);
     memset(plan, 0, sizeof *plan);
     plan->summary_used = plan->sum_prev = -1;

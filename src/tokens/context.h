@@ -67,8 +67,14 @@ long context_count(struct context *c, const char *text, size_t len);
 void context_count_record(struct context *c, const char *text, size_t len, long tokens);
 /* Tokens one chat message costs: CONTEXT_MSG_OVERHEAD + tokens(role) + tokens(content). */
 long context_msg_tokens(struct context *c, const char *role, const char *text, size_t len);
+/* The tokens of text[0..len) when the cache knows them (context_count_record, an earlier
+ * count), else -1: nothing is tokenised. */
+long context_count_known(struct context *c, const char *text, size_t len);
 /* Number of texts in the count cache (for tests). */
 size_t context_cached(const struct context *c);
+/* Texts and bytes tokenised by this counter so far (the debug counter: TOKTERM_DEBUG_TOKENIZED
+ * makes tokterm print them at exit). */
+void context_tokenized(const struct context *c, size_t *texts, size_t *bytes);
 
 /* Incremental counter of a streamed answer: each delta is scanned once. */
 struct context_stream;
@@ -85,6 +91,8 @@ struct context_msg {
     const char *content;
     size_t len;
     int64_t id;          /* stable id (store id, or a session serial); 0 = none (no summary) */
+    long tokens;         /* the content's tokens when known (stored with the message), so the
+                            plan need not count them; 0 = unknown (count) */
 };
 
 /* A summary that is already known (from the store or made earlier in this session): it
@@ -158,6 +166,14 @@ struct context_plan {
     int sum_prev;                /* index of the summary it extends, or -1 */
     char *sum_input;             /* the user message of the summary request */
     long sum_tokens;             /* max_tokens for the summary request */
+    long sum_prompt;             /* raw prompt tokens of the summary request (instruction and
+                                    sum_input), from the counts the plan has: nothing recounted */
+    long sum_after;              /* raw tokens of the request once that summary is in it */
+    size_t sum_skipped;          /* history messages between the previous summary (or the
+                                    start) and sum_from that one request cannot hold: they are
+                                    left out of the summary (dropped) */
+    long *content_tokens;        /* per history message: its content's tokens as the plan knew
+                                    or counted them, -1 when not counted (bounded plan) */
     char *error;                 /* the newest message alone does not fit: nothing to send */
 };
 

@@ -30,7 +30,7 @@ struct hist {
 static void hist_add(struct hist *h, const char *role, const char *text)
 {
     h->text[h->n] = xstrdup(text);
-    h->m[h->n] = (struct context_msg){role, h->text[h->n], strlen(text), (int64_t)(h->n + 1)};
+    h->m[h->n] = (struct context_msg){role, h->text[h->n], strlen(text), (int64_t)(h->n + 1), 0};
     h->n++;
 }
 
@@ -234,13 +234,14 @@ static void test_little_over(struct context *c)
     p.policy = CONTEXT_SUMMARIZE;
     TAP_INT(context_plan(c, h.m, h.n, &p, &plan), 0, "little over, summarize: plan ok");
     TAP_OK(plan.need_summary, "little over, summarize: a summary is wanted");
-    TAP_OK(plan.sum_first_id == h.m[1].id && plan.sum_from == 1,
-           "the summary starts at the first message after the system prompt");
+    TAP_OK(plan.sum_first_id == h.m[1].id && plan.sum_from == 1 + plan.sum_skipped,
+           "the summary stands for the first message after the system prompt on (what one "
+           "request cannot hold, the oldest, is left out: %zu)", plan.sum_skipped);
     TAP_OK(plan.sum_to >= 2 && plan.sum_to < h.n - 1 &&
                strcmp(h.m[plan.sum_to].role, "assistant") == 0,
            "the summary ends at the end of a turn (message %zu)", plan.sum_to + 1);
     TAP_INT(plan.sum_last_id, h.m[plan.sum_to].id, "summary range keyed by the ids");
-    TAP_OK(plan.sum_input && strstr(plan.sum_input, h.text[1]) &&
+    TAP_OK(plan.sum_input && strstr(plan.sum_input, h.text[plan.sum_from]) &&
                strstr(plan.sum_input, h.text[plan.sum_to]) &&
                !strstr(plan.sum_input, h.text[h.n - 1]),
            "summary input has the covered messages, not the newest");
@@ -449,7 +450,8 @@ static void test_extend_summary(struct context *c)
     struct context_plan plan;
     TAP_INT(context_plan(c, h.m, h.n, &p, &plan), 0, "extend: plan ok");
     TAP_OK(plan.need_summary && plan.sum_prev == 0, "extend: a new summary extends the old one");
-    TAP_OK(plan.sum_first_id == h.m[1].id && plan.sum_from == 3 && plan.sum_to > 3,
+    TAP_OK(plan.sum_first_id == h.m[1].id && plan.sum_from == 3 + plan.sum_skipped &&
+               plan.sum_to > plan.sum_from,
            "extend: it covers from the first message; only newer ones are sent to summarise");
     TAP_OK(plan.sum_input && strstr(plan.sum_input, "Summary so far:") &&
                strstr(plan.sum_input, s.text) && !strstr(plan.sum_input, h.text[1]),
@@ -462,6 +464,81 @@ static void test_extend_summary(struct context *c)
            "no new summary: the old one is used and old turns dropped");
     check_invariants(&plan, &h, "no new summary");
     context_plan_free(&plan);
+    hist_free(&h);
+}
+
+/* A long backlog (no summary yet, far over the window): one summary request, of the newest
+ * dropped turns that one request holds; the older ones are left out, not summarised in a train
+ * of requests. Once it is known, the next plan reuses it and wants no other. */
+static void test_backlog_one_request(struct context *c)
+{
+    struct hist h = {0};
+    build_chat(&h, 120, 40);
+    long all = history_count(&h);
+    struct context_params p = {.window = all / 12, .reserve = 100,
+                               .policy = CONTEXT_SUMMARIZE};
+    struct context_plan plan;
+    TAP_INT(context_plan(c, h.m, h.n, &p, &plan), 0, "backlog: plan ok");
+    TAP_OK(plan.need_summary && plan.sum_skipped > 0 &&
+               plan.sum_from == 1 + plan.sum_skipped && plan.sum_first_id == h.m[1].id,
+           "backlog: one summary, standing for message 2 on, holding only the newest "
+           "(%zu left out)", plan.sum_skipped);
+    TAP_OK(plan.sum_input && strstr(plan.sum_input, h.text[plan.sum_to]) &&
+               strstr(plan.sum_input, h.text[plan.sum_from]) && !strstr(plan.sum_input, h.text[1]),
+           "backlog: its input has the newest dropped turns, not the oldest");
+    const char *instr = context_summary_instruction();
+    long real = context_msg_tokens(c, "system", instr, strlen(instr)) +
+                context_msg_tokens(c, "user", plan.sum_input, strlen(plan.sum_input)) +
+                CONTEXT_REPLY_PRIMER;
+    TAP_OK(real + plan.sum_tokens <= p.window &&
+               plan.sum_prompt >= real - real / 10 && plan.sum_prompt <= real + real / 10,
+           "backlog: the request fits the window, and its cost is known before it is sent "
+           "(%ld estimated, %ld counted)", plan.sum_prompt, real);
+    TAP_OK(plan.sum_after > 0 && plan.sum_after <= (p.window - p.reserve) / 2 + plan.sum_tokens,
+           "backlog: with the summary the request takes about half the budget (%ld)",
+           plan.sum_after);
+    struct context_summary sum = {plan.sum_first_id, plan.sum_last_id, "Summary: words."};
+    context_plan_free(&plan);
+    p.summaries = &sum;
+    p.n_summaries = 1;
+    TAP_INT(context_plan(c, h.m, h.n, &p, &plan), 0, "backlog, summary known: plan ok");
+    TAP_OK(!plan.need_summary && plan.fits && plan.summary_used == 0,
+           "backlog: the next plan reuses it and asks for no other");
+    check_invariants(&plan, &h, "backlog reused");
+    context_plan_free(&plan);
+    hist_free(&h);
+}
+
+/* Counts stored with the messages are used as they are: nothing of them is tokenised. */
+static void test_known_counts(struct context *c)
+{
+    struct hist h = {0};
+    build_chat(&h, 20, 40);
+    struct context_params p = {.window = 100000, .reserve = 100, .policy = CONTEXT_SUMMARIZE};
+    struct context_plan plan;
+    TAP_INT(context_plan(c, h.m, h.n, &p, &plan), 0, "known counts: first plan");
+    long ct[256];
+    int all_counted = 1;
+    for (size_t i = 0; i < h.n; i++) {
+        ct[i] = plan.content_tokens[i];
+        all_counted &= ct[i] > 0;
+    }
+    TAP_OK(all_counted, "known counts: the plan reports each message's count");
+    long total = plan.total;
+    context_plan_free(&plan);
+    struct context *fresh = context_new("o200k_base", 0, NULL);
+    for (size_t i = 0; i < h.n; i++)
+        h.m[i].tokens = ct[i];
+    h.m[3].tokens = ct[3] + 1000; /* a stored count is believed */
+    size_t texts0, bytes0, texts1, bytes1;
+    context_tokenized(fresh, &texts0, &bytes0);
+    TAP_INT(context_plan(fresh, h.m, h.n, &p, &plan), 0, "known counts: plan with them");
+    context_tokenized(fresh, &texts1, &bytes1);
+    TAP_OK(bytes1 - bytes0 < 32 && plan.total == total + 1000,
+           "known counts: no message text tokenised (%zu bytes: role names), the stored "
+           "counts summed", bytes1 - bytes0);
+    context_plan_free(&plan);
+    context_free(fresh);
     hist_free(&h);
 }
 
@@ -672,7 +749,7 @@ static void test_huge_memory(void)
     for (size_t i = 0; i < n; i += 2)
         memcpy(word + i, "x ", 2); /* 8M tokens */
     struct hist h = {0};
-    h.m[0] = (struct context_msg){"user", word, n, 1};
+    h.m[0] = (struct context_msg){"user", word, n, 1, 0};
     h.n = 1;
     hist_words(&h, "assistant", 2, 10);
     hist_words(&h, "user", 3, 10);
@@ -718,6 +795,8 @@ int main(void)
     test_newest_too_big(c);
     test_off(c);
     test_extend_summary(c);
+    test_backlog_one_request(c);
+    test_known_counts(c);
     test_elision_utf8(c);
     test_approximate();
     test_calibration();

@@ -514,7 +514,9 @@ static int make_v5(const char *path)
         return -1;
     }
     store_close(st);
-    return raw_exec(path, "DROP TRIGGER IF EXISTS messages_tree_ai;"
+    return raw_exec(path, "DROP TRIGGER message_tokens_ad; DROP TRIGGER message_tokens_au;"
+                          "DROP TABLE message_tokens;"
+                          "DROP TRIGGER IF EXISTS messages_tree_ai;"
                           "DROP INDEX IF EXISTS messages_user;"
                           "DROP INDEX messages_parent;"
                           "ALTER TABLE messages DROP COLUMN parent_id;"
@@ -522,6 +524,56 @@ static int make_v5(const char *path)
                           "PRAGMA user_version = 5;") == SQLITE_OK
                ? 0
                : -1;
+}
+
+/* v6 -> v7: the token counts table is added in place; counts are stored per encoding, read
+ * back by conversation, and forgotten with a message that is rewritten or deleted. */
+static void test_migrate_v6_tokens(void)
+{
+    char *path = tmp_path("v6.db");
+    char *err = NULL;
+    struct store *st = store_open(path, NULL, &err);
+    TAP_OK(st != NULL, "v6: a new store");
+    if (!st) {
+        free(err);
+        free(path);
+        return;
+    }
+    int64_t conv = store_conversation_new(st, NULL, NULL, "m", NULL);
+    int64_t u = store_message_add(st, conv, "user", "hello there", 11, NULL);
+    int64_t a = store_message_add(st, conv, "assistant", "hi", 2, NULL);
+    store_close(st);
+    TAP_INT(raw_exec(path, "DROP TRIGGER message_tokens_ad; DROP TRIGGER message_tokens_au; "
+                           "DROP TABLE message_tokens; PRAGMA user_version = 6;"),
+            SQLITE_OK, "v6: taken back to version 6 (no counts table)");
+    struct store_open_info info;
+    st = store_open(path, &info, &err);
+    TAP_OK(st != NULL && info.from_version == 6 && store_schema_version(st) == 7,
+           "v6 -> v7: upgraded in place");
+    if (!st) {
+        free(err);
+        free(path);
+        return;
+    }
+    struct store_tokens v[] = {{u, 11, 2}, {a, 2, 1}, {999999, 5, 5}};
+    TAP_INT(store_tokens_put(st, conv, "o200k_base", v, 3), 0, "v7: counts stored");
+    TAP_INT(store_tokens_put(st, conv, "cl100k_base", v, 1), 0, "v7: another encoding too");
+    struct store_tokens *got = NULL;
+    size_t n = 0;
+    TAP_INT(store_tokens_get(st, conv, "o200k_base", &got, &n), 0, "v7: counts read back");
+    TAP_OK(n == 2 && got[0].id == u && got[0].tokens == 2 && got[1].id == a &&
+               got[1].bytes == 2,
+           "v7: the two messages' counts, by id; none for a message that is not there");
+    free(got);
+    TAP_INT(raw_exec(path, "UPDATE messages SET content = 'changed' WHERE role = 'assistant'"),
+            SQLITE_OK, "v7: a message rewritten");
+    TAP_INT(raw_int(path, "SELECT count(*) FROM message_tokens"), 2,
+            "v7: its count is forgotten (the prompt's two encodings stay)");
+    store_close(st);
+    TAP_INT(raw_exec(path, "DELETE FROM messages"), SQLITE_OK, "v7: messages deleted");
+    TAP_INT(raw_int(path, "SELECT count(*) FROM message_tokens"), 0,
+            "v7: and their counts with them");
+    free(path);
 }
 
 /* v5 -> v6: every row kept and linked; a resent prompt (old /retry) is a sibling; failed turns
@@ -571,7 +623,7 @@ static void test_migrate_v5(void)
         return;
     }
     TAP_INT(info.from_version, 5, "v5: migrated from version 5");
-    TAP_INT(store_schema_version(st), 6, "v5: now version 6");
+    TAP_INT(store_schema_version(st), STORE_SCHEMA_VERSION, "v5: now the current version");
     char *tree = tree_of(path), *heads = heads_of(path);
     TAP_STR(tree,
             "1:0 2:1 3:1 4:3 5:0 6:5 7:0 8:7 9:0 10:7 11:10 12:10 13:7 14:7 15:9 16:0 17:0 "
@@ -2602,6 +2654,7 @@ int main(void)
     test_open_and_errors();
     test_migrate_v1();
     test_migrate_v5();
+    test_migrate_v6_tokens();
     test_migrate_prev();
     test_tree();
     test_tree_foreign();
