@@ -231,7 +231,11 @@ struct conv_rowinfo *conv_rows(const struct store_conversation *sc, size_t *n_tu
     for (size_t i = 0; i < n; i++)
         if (conv_is(&sc->messages[i], "user"))
             sib[n_sib++] = (struct conv_sib){sc->messages[i].parent_id, sc->messages[i].id};
-    qsort(sib, n_sib, sizeof *sib, conv_sib_cmp);
+    size_t sorted = 1; /* a conversation without forks comes sorted already */
+    while (sorted < n_sib && conv_sib_cmp(&sib[sorted - 1], &sib[sorted]) <= 0)
+        sorted++;
+    if (sorted < n_sib)
+        qsort(sib, n_sib, sizeof *sib, conv_sib_cmp);
     for (size_t k = 0; k < n_sib;) {
         size_t end = k;
         while (end < n_sib && sib[end].parent == sib[k].parent)
@@ -283,7 +287,15 @@ struct conv_rowinfo *conv_rows(const struct store_conversation *sc, size_t *n_tu
     return ri;
 }
 
-void conv_from_saved(struct conv *c, const struct store_conversation *sc, const char *system)
+/* The text of row m for a turn: taken from the row (not copied). */
+static char *conv_take_text(struct store_message *m)
+{
+    char *t = m->content ? m->content : xstrdup("");
+    m->content = NULL;
+    return t;
+}
+
+void conv_from_saved(struct conv *c, struct store_conversation *sc, const char *system)
 {
     conv_clear(c);
     c->id = sc->id;
@@ -293,14 +305,14 @@ void conv_from_saved(struct conv *c, const struct store_conversation *sc, const 
     for (size_t i = 0; i < sc->n_messages; i++) {
         if (!ri[i].live || !conv_is(&sc->messages[i], "user"))
             continue;
-        const struct store_message *u = &sc->messages[i];
+        struct store_message *u = &sc->messages[i];
         struct conv_turn *t = conv_append(c);
         t->user_id = u->id;
-        t->prompt = xstrndup(u->content ? u->content : "", u->content_len);
-        t->prompt_len = u->content_len;
+        t->prompt_len = u->content ? u->content_len : 0;
+        t->prompt = conv_take_text(u);
         t->version = ri[i].version;
         t->n_versions = ri[i].versions;
-        const struct store_message *m = ri[i].answer >= 0 ? &sc->messages[ri[i].answer] : NULL;
+        struct store_message *m = ri[i].answer >= 0 ? &sc->messages[ri[i].answer] : NULL;
         t->outcome = conv_outcome_saved(m != NULL, m ? (int)m->status : 0,
                                         m ? m->finish_reason : NULL, m ? m->content_len : 0,
                                         u->error);
@@ -310,8 +322,8 @@ void conv_from_saved(struct conv *c, const struct store_conversation *sc, const 
         }
         t->answer_id = m->id;
         if (m->content_len || t->outcome == CONV_ANSWERED || t->outcome == CONV_CUT) {
-            t->answer = xstrndup(m->content ? m->content : "", m->content_len);
-            t->answer_len = m->content_len;
+            t->answer_len = m->content ? m->content_len : 0;
+            t->answer = conv_take_text(m);
         }
         t->error = conv_dups(m->error);
         t->model = conv_dups(m->model);
@@ -337,7 +349,7 @@ int conv_load(struct conv *c, struct store *st, int64_t id, const char *system, 
         }
     }
     struct store_conversation *sc = NULL;
-    int rc = store_conversation_load(st, id, &sc);
+    int rc = store_conversation_load_turns(st, id, &sc);
     if (rc != 0) {
         *err = rc == STORE_NOT_FOUND ? xasprintf("no conversation %lld (see tokterm ls)",
                                                  (long long)id)

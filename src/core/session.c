@@ -75,6 +75,8 @@ struct session {
     int tokens_loaded;         /* the stored counts of the conversation were read (for ctx's
                                   encoding) */
     char *sum_notice;          /* a large summary request is on its way (session_notice) */
+    long ans_unkept_tokens;    /* an answer not kept: its tokens (server's usage) and bytes, */
+    size_t ans_unkept_bytes;   /* for session_tokens_save; 0 = unknown */
     struct context_budget budget;
     struct context_stream *ans_count; /* the streaming answer's tokens, counted incrementally */
     size_t ans_fed;
@@ -862,11 +864,14 @@ static void session_context_load_summaries(struct session *s)
 
 /* ---- token counts stored with the messages (store v7) ---- */
 
-/* The encoding counts are stored under, or NULL (bytes/4: not worth storing). */
-static const char *session_tokens_encoding(const struct session *s)
+/* The encoding counts are stored under, copied into buf (the counter's name may change when
+ * its table opens), or NULL (bytes/4: not worth storing). */
+static const char *session_tokens_encoding(const struct session *s, char buf[32])
 {
     const char *enc = s->ctx ? context_encoding(s->ctx) : NULL;
-    return enc && strcmp(enc, "bytes/4") != 0 ? enc : NULL;
+    if (!enc || strcmp(enc, "bytes/4") == 0 || strlen(enc) >= 32)
+        return NULL;
+    return strcpy(buf, enc);
 }
 
 /* Forget the turns' counts (another encoding, or another session's conversation). */
@@ -902,7 +907,8 @@ static int session_tokens_take(const struct store_tokens *v, size_t n, int64_t i
  * encoding): a resume then tokenises only the messages that have none. */
 static void session_tokens_load(struct session *s)
 {
-    const char *enc = session_tokens_encoding(s);
+    char encbuf[32];
+    const char *enc = session_tokens_encoding(s, encbuf);
     if (s->tokens_loaded || !enc || !s->store || !s->conv_id)
         return;
     s->tokens_loaded = 1;
@@ -927,15 +933,26 @@ static void session_tokens_load(struct session *s)
  * (an older database: once). One transaction; nothing when nothing is new. */
 static void session_tokens_save(struct session *s)
 {
-    const char *enc = session_tokens_encoding(s);
+    char encbuf[32];
+    const char *enc = session_tokens_encoding(s, encbuf);
     if (!enc || !s->save || !s->store || !s->conv_id)
         return;
     struct store_tokens *v = NULL;
     size_t n = 0, cap = 0;
+    struct conv_turn *last = conv_last(&s->conv);
+    if (last && !last->answer_len && last->answer_id > 0 && s->ans_unkept_tokens > 0) {
+        /* an answer that was not kept (scripted mode's last one): the server's count */
+        XGROW(v, n + 1, cap);
+        v[n++] = (struct store_tokens){last->answer_id, (int64_t)s->ans_unkept_bytes,
+                                       s->ans_unkept_tokens};
+    }
+    s->ans_unkept_tokens = 0;
     for (size_t i = 0; i < s->conv.n; i++) {
         struct conv_turn *t = &s->conv.turns[i];
         if (t->answer && t->answer_tokens <= 0 && t->answer_id > 0 && i + 1 == s->conv.n) {
             long k = context_count_known(s->ctx, t->answer, t->answer_len);
+            if (k < 0 && t->answer_len < 256) /* short texts are not cached: count it */
+                k = context_count(s->ctx, t->answer, t->answer_len);
             if (k > 0)
                 t->answer_tokens = k;
         }
@@ -949,7 +966,8 @@ static void session_tokens_save(struct session *s)
                                            t->answer_tokens};
         }
     }
-    if (n && store_tokens_put(s->store, s->conv_id, enc, v, n) == 0)
+    enc = session_tokens_encoding(s, encbuf); /* bytes/4 if the table failed to open */
+    if (n && enc && store_tokens_put(s->store, s->conv_id, enc, v, n) == 0)
         for (size_t i = 0; i < s->conv.n; i++) {
             struct conv_turn *t = &s->conv.turns[i];
             if (t->user_id > 0 && t->prompt_tokens > 0)
@@ -1349,6 +1367,13 @@ static void session_context_end(struct session *s, const struct net_result *r)
     }
     session_context_spend(s, r, s->plan.shown, completion);
     session_answer_record(s, r);
+    s->ans_unkept_tokens = 0;
+    if (!s->keep_answer && r->usage.present && r->usage.completion > 0 && !r->usage.reasoning &&
+        !r->reasoning_bytes && !context_approximate(s->ctx) &&
+        (r->outcome == API_OK || r->outcome == API_CUT)) {
+        s->ans_unkept_tokens = (long)r->usage.completion;
+        s->ans_unkept_bytes = r->content_bytes;
+    }
     s->status_n = (size_t)-1;
     if (r->usage.present && r->usage.prompt > 0 && !r->used_fallback && !s->plan.bounded &&
         (r->outcome == API_OK || r->outcome == API_CUT)) {

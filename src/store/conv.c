@@ -287,13 +287,51 @@ static int store_msg_add_parts(struct store *st, struct store_message *m)
     return rc == SQLITE_DONE ? 0 : -1;
 }
 
-int store_conversation_load(struct store *st, int64_t id, struct store_conversation **out)
+/* The columns a conversation's turns need (store_conversation_load_turns), at the positions
+ * store_msg_row reads them from; the others are NULL. */
+#define STORE_TURN_COLS                                                                      \
+    "id, conversation_id, role, status, NULL, model, NULL, NULL, finish_reason, NULL, NULL, " \
+    "NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, error, NULL, content, parent_id, writer, 0"
+
+/* Which rows of a conversation have parts: one query over message_parts (mostly empty), not a
+ * probe per row. Sets parts[i] for rows[i] (sorted by id). 0 or an SQLite code. */
+static int store_conv_parts(struct store *st, int64_t id, const struct store_message *rows,
+                            size_t n, char *parts)
+{
+    static const char q[] = "SELECT DISTINCT p.message_id FROM message_parts p "
+                            "JOIN messages m ON m.id = p.message_id WHERE m.conversation_id = ?1";
+    sqlite3_stmt *s = store_prep(st, q);
+    if (!s)
+        return SQLITE_ERROR;
+    sqlite3_bind_int64(s, 1, id);
+    int rc;
+    while ((rc = store_step(st, s)) == SQLITE_ROW) {
+        int64_t mid = sqlite3_column_int64(s, 0);
+        size_t lo = 0, hi = n;
+        while (lo < hi) {
+            size_t mid_i = lo + (hi - lo) / 2;
+            if (rows[mid_i].id < mid)
+                lo = mid_i + 1;
+            else
+                hi = mid_i;
+        }
+        if (lo < n && rows[lo].id == mid)
+            parts[lo] = 1;
+    }
+    store_done(st, s);
+    return rc == SQLITE_DONE ? SQLITE_DONE : rc;
+}
+
+static int store_conv_load(struct store *st, int64_t id, int turns,
+                           struct store_conversation **out)
 {
     static const char q_conv[] =
         "SELECT id, title, system_prompt, model, profile, created, updated, 0, head_id "
         "FROM conversations WHERE id = ?1";
     static const char q_msgs[] =
         "SELECT " STORE_MSG_COLS " FROM messages WHERE conversation_id = ?1 ORDER BY id";
+    static const char q_turns[] =
+        "SELECT " STORE_TURN_COLS " FROM messages WHERE conversation_id = ?1 ORDER BY id";
     *out = NULL;
     /* One read transaction so that the conversation and its messages agree. */
     if (store_exec(st, "BEGIN", "cannot read the conversation") != 0)
@@ -315,7 +353,7 @@ int store_conversation_load(struct store *st, int64_t id, struct store_conversat
     struct store_conversation *c = xmalloc(sizeof *c);
     store_conv_row(s, c);
     store_done(st, s);
-    s = store_prep(st, q_msgs);
+    s = store_prep(st, turns ? q_turns : q_msgs);
     if (!s) {
         store_conversation_free(c);
         return store_rollback(st);
@@ -335,6 +373,8 @@ int store_conversation_load(struct store *st, int64_t id, struct store_conversat
             m->status = STORE_INTERRUPTED;
     }
     store_done(st, s);
+    if (turns && rc == SQLITE_DONE && c->n_messages)
+        rc = store_conv_parts(st, id, c->messages, c->n_messages, parts);
     for (size_t i = 0; rc == SQLITE_DONE && i < c->n_messages; i++)
         if (parts[i] && store_msg_add_parts(st, &c->messages[i]))
             rc = SQLITE_ERROR;
@@ -348,6 +388,16 @@ int store_conversation_load(struct store *st, int64_t id, struct store_conversat
     c->message_count = (int64_t)c->n_messages;
     *out = c;
     return 0;
+}
+
+int store_conversation_load(struct store *st, int64_t id, struct store_conversation **out)
+{
+    return store_conv_load(st, id, 0, out);
+}
+
+int store_conversation_load_turns(struct store *st, int64_t id, struct store_conversation **out)
+{
+    return store_conv_load(st, id, 1, out);
 }
 
 int store_conversation_list(struct store *st, int limit, struct store_conversation **out,

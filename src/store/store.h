@@ -263,6 +263,9 @@ int store_conversation_delete(struct store *st, int64_t id);
  * parent_id; head_id set) into *out (free with store_conversation_free). Returns 0,
  * STORE_NOT_FOUND or -1. */
 int store_conversation_load(struct store *st, int64_t id, struct store_conversation **out);
+/* The same with only what the turns need (id, role, status, model, finish_reason, error,
+ * content, parent_id; the other columns empty): resuming a long conversation reads less. */
+int store_conversation_load_turns(struct store *st, int64_t id, struct store_conversation **out);
 /* Newest (last updated) conversations first, at most limit (<= 0: all), without messages.
  * *out is an array of *n (free with store_conversation_list_free). Returns 0 or -1. */
 int store_conversation_list(struct store *st, int limit, struct store_conversation **out,
