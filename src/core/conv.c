@@ -287,15 +287,18 @@ struct conv_rowinfo *conv_rows(const struct store_conversation *sc, size_t *n_tu
     return ri;
 }
 
-/* The text of row m for a turn: taken from the row (not copied). */
-static char *conv_take_text(struct store_message *m)
+/* The text of row m for a turn: taken from the row (take), or copied. */
+static char *conv_row_text(struct store_message *m, int take)
 {
+    if (!take)
+        return xstrndup(m->content ? m->content : "", m->content ? m->content_len : 0);
     char *t = m->content ? m->content : xstrdup("");
     m->content = NULL;
     return t;
 }
 
-void conv_from_saved(struct conv *c, struct store_conversation *sc, const char *system)
+static void conv_build(struct conv *c, struct store_conversation *sc, const char *system,
+                       int take)
 {
     conv_clear(c);
     c->id = sc->id;
@@ -309,7 +312,7 @@ void conv_from_saved(struct conv *c, struct store_conversation *sc, const char *
         struct conv_turn *t = conv_append(c);
         t->user_id = u->id;
         t->prompt_len = u->content ? u->content_len : 0;
-        t->prompt = conv_take_text(u);
+        t->prompt = conv_row_text(u, take);
         t->version = ri[i].version;
         t->n_versions = ri[i].versions;
         struct store_message *m = ri[i].answer >= 0 ? &sc->messages[ri[i].answer] : NULL;
@@ -323,12 +326,17 @@ void conv_from_saved(struct conv *c, struct store_conversation *sc, const char *
         t->answer_id = m->id;
         if (m->content_len || t->outcome == CONV_ANSWERED || t->outcome == CONV_CUT) {
             t->answer_len = m->content ? m->content_len : 0;
-            t->answer = conv_take_text(m);
+            t->answer = conv_row_text(m, take);
         }
         t->error = conv_dups(m->error);
         t->model = conv_dups(m->model);
     }
     free(ri);
+}
+
+void conv_from_saved(struct conv *c, const struct store_conversation *sc, const char *system)
+{
+    conv_build(c, (struct store_conversation *)sc, system, 0); /* copies: sc is not changed */
 }
 
 int conv_load(struct conv *c, struct store *st, int64_t id, const char *system, char **err)
@@ -356,7 +364,7 @@ int conv_load(struct conv *c, struct store *st, int64_t id, const char *system, 
                                      : xstrdup(store_error(st));
         return -1;
     }
-    conv_from_saved(c, sc, system);
+    conv_build(c, sc, system, 1); /* the turns take the rows' texts: nothing is copied */
     store_conversation_free(sc);
     return 0;
 }

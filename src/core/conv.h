@@ -108,9 +108,8 @@ struct conv_rowinfo {
 struct conv_rowinfo *conv_rows(const struct store_conversation *sc, size_t *n_turns);
 /* Rebuild the live path of a loaded conversation (all its rows, as store_conversation_load
  * returns them) into c (cleared first): from the head (or the newest user row) up through the
- * parents. system overrides the saved system prompt when not NULL/"". The turns take the
- * texts of the live rows (their content is NULL in sc afterwards): nothing is copied. */
-void conv_from_saved(struct conv *c, struct store_conversation *sc, const char *system);
+ * parents. system overrides the saved system prompt when not NULL/"". */
+void conv_from_saved(struct conv *c, const struct store_conversation *sc, const char *system);
 /* Load conversation id (0: the most recent with an answered turn) from st into c. Returns 0,
  * or -1 with a message in *err (caller frees). */
 int conv_load(struct conv *c, struct store *st, int64_t id, const char *system, char **err);
