@@ -375,11 +375,12 @@ static void store_free(struct store *st)
 {
     if (st->ckpt_started)
         pthread_join(st->ckpt, NULL);
-    if (st->wrote && !st->readonly) {
-        /* What this process wrote goes into the database file, so that tokterm.db alone is a
-         * complete copy once tokterm exits (a backup that copies only it loses nothing): a
-         * passive checkpoint (another process still open keeps its own pages in the WAL), and
-         * the last connection to close removes the WAL. A few ms and two fsyncs per run. */
+    if (st->created && st->wrote && !st->readonly) {
+        /* This process made the schema (a new file, or an upgrade): it goes into the database
+         * file, so that tokterm.db alone is always a tokterm database (the tables, not an
+         * empty file). Other runs leave their pages in the WAL: a checkpoint at every exit cost
+         * three fsyncs per run (issue 14); store_checkpoint_async copies the WAL while a
+         * request is on the wire once it passes STORE_CKPT_ASYNC_BYTES. */
         sqlite3_db_config(st->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 0, (int *)NULL);
         sqlite3_exec(st->db, "PRAGMA wal_checkpoint(PASSIVE)", NULL, NULL, NULL);
     }
@@ -418,10 +419,9 @@ static int store_connect(struct store *st, const char *path, char **err)
                          st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc), store_hint(rc));
         return -1;
     }
-    /* No checkpoint when a connection that wrote nothing closes (a read or a failed open);
-     * store_free checkpoints after writes. While tokterm runs, the WAL is copied by
-     * store_checkpoint_async while a request is on the wire, or by a commit once it passes
-     * STORE_CKPT_PAGES (wal_autocheckpoint). */
+    /* No checkpoint when the connection closes (store_free makes one exception: the run that
+     * made the schema). The WAL is copied by store_checkpoint_async while a request is on the
+     * wire, or by a commit once it passes STORE_CKPT_PAGES (wal_autocheckpoint). */
     sqlite3_db_config(st->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL);
     sqlite3_extended_result_codes(st->db, 1);
     sqlite3_busy_timeout(st->db, STORE_BUSY_TIMEOUT_MS);
@@ -521,6 +521,7 @@ static struct store *store_open_as(const char *path, struct store_open_info *inf
         return NULL;
     }
     info->version = STORE_SCHEMA_VERSION;
+    st->created = info->from_version != STORE_SCHEMA_VERSION;
     store_fix_modes(path, info);
     int n = recover ? store_recover(st) : 0;
     if (n < 0) {

@@ -217,8 +217,10 @@ struct store *store_open_reader(const char *path, struct store_open_info *info, 
  * that no search has indexed yet are not found). */
 struct store *store_open_searcher(const char *path, struct store_open_info *info, char **err);
 /* Commit text still buffered, mark this handle's unfinished answers 'interrupted', close.
- * After writes, the WAL is copied into the database file (tokterm.db alone is then a
- * complete copy; the last process to close removes the WAL). */
+ * The WAL is left as it is (no fsync at exit), except after this handle made or upgraded the
+ * schema: then it is copied into the database file, so that the file alone always holds the
+ * tables. The newest writes may stay in the WAL: a complete copy is sqlite3's ".backup"
+ * (the online backup API) or the database and its -wal file copied together. */
 void store_close(struct store *st);
 /* When the WAL has grown past 1 MB, copy it into the database on a thread and connection of
  * its own (a passive checkpoint: it never blocks this process's writes), so that the copy and

@@ -71,7 +71,9 @@ struct store {
     int ckpt_started;
     int ckpt_done;               /* atomic: set by that thread as it ends */
     int readonly;                /* store_open_reader: a read-only connection, never writes */
-    int wrote;                   /* a write was committed: store_close checkpoints */
+    int wrote;                   /* a write was committed */
+    int created;                 /* this connection made or upgraded the schema: store_close
+                                  * checkpoints (when it wrote) */
 };
 
 /* "streaming", "complete", ... indexed by enum store_status (db.c). */

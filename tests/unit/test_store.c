@@ -2443,6 +2443,133 @@ static void test_checkpoint_async(void)
     free(path);
 }
 
+/* ---------------------------------------------------------------- fsyncs of a one-shot */
+
+/* A VFS over the default one that counts xSync calls (every fsync and fdatasync SQLite makes,
+ * the directory's included), on every connection, the background checkpoint's too. */
+static sqlite3_vfs count_vfs, *count_base;
+static sqlite3_io_methods count_io[4];
+static const sqlite3_io_methods *count_real[4];
+static int count_syncs;
+
+static int count_sync_at(int k, sqlite3_file *f, int flags)
+{
+    __atomic_add_fetch(&count_syncs, 1, __ATOMIC_RELAXED);
+    return count_real[k]->xSync(f, flags);
+}
+static int count_sync0(sqlite3_file *f, int fl) { return count_sync_at(0, f, fl); }
+static int count_sync1(sqlite3_file *f, int fl) { return count_sync_at(1, f, fl); }
+static int count_sync2(sqlite3_file *f, int fl) { return count_sync_at(2, f, fl); }
+static int count_sync3(sqlite3_file *f, int fl) { return count_sync_at(3, f, fl); }
+static int (*const count_sync_fn[4])(sqlite3_file *, int) = {count_sync0, count_sync1,
+                                                             count_sync2, count_sync3};
+
+static int count_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flags, int *out)
+{
+    (void)vfs;
+    int rc = count_base->xOpen(count_base, name, f, flags, out);
+    if (rc != SQLITE_OK || !f->pMethods)
+        return rc;
+    for (int k = 0; k < 4; k++) {
+        if (!count_real[k]) { /* one wrapper per io_methods table the base VFS uses */
+            count_real[k] = f->pMethods;
+            count_io[k] = *f->pMethods;
+            count_io[k].xSync = count_sync_fn[k];
+        }
+        if (count_real[k] == f->pMethods) {
+            f->pMethods = &count_io[k];
+            break;
+        }
+    }
+    return rc;
+}
+
+/* The save of a short answer as the default mode makes it: open, a cache lookup (a miss), the
+ * prompt, the answer, the cache entry, close. */
+static void one_shot(const char *path, int i)
+{
+    char *err = NULL, q[64];
+    struct store *st = store_open(path, NULL, &err);
+    if (!st) {
+        TAP_OK(0, "open %s: %s", path, err);
+        free(err);
+        return;
+    }
+    snprintf(q, sizeof q, "question number %d", i);
+    unsigned char key[STORE_CACHE_KEY_LEN];
+    store_cache_key(q, strlen(q), key);
+    struct store_cache_entry e;
+    int miss = store_cache_get(st, key, &e) == STORE_NOT_FOUND;
+    int64_t c = store_conversation_new(st, NULL, NULL, "m", NULL);
+    struct store_msg_info info = {.model = "m", .host = "h"};
+    int64_t u = store_message_add(st, c, "user", q, strlen(q), &info);
+    info.parent_id = u;
+    int64_t a = store_message_begin(st, c, &info);
+    char answer[1024];
+    memset(answer, 'a', sizeof answer);
+    snprintf(answer, 64, "the answer to %s ", q);
+    answer[strlen(answer)] = ' ';
+    struct store_whole w = {answer, sizeof answer, NULL, 0};
+    int ok = store_message_append(st, a, answer, sizeof answer) >= 0 &&
+             store_message_finish_whole(st, a, &w, STORE_COMPLETE, "stop", NULL, NULL, NULL) == 0 &&
+             store_cache_put_message(st, key, a, sizeof answer) == 0;
+    TAP_OK(miss && c > 0 && u > 0 && a > 0 && ok, "one-shot %d saved", i);
+    store_close(st);
+}
+
+/* Issue 14: a default one-shot paid three fsyncs (the WAL's header when the next run restarted
+ * it, the WAL and the database in the checkpoint at close: milliseconds each on a busy disk).
+ * Now a short answer's run syncs nothing: its pages stay in the WAL, copied in the background
+ * once the WAL passes 1 MB. A copy of tokterm.db alone is still a consistent database with the
+ * tables; a complete backup is the online backup API (sqlite3's .backup). */
+static void test_one_shot_syncs(void)
+{
+    count_base = sqlite3_vfs_find(NULL);
+    count_vfs = *count_base;
+    count_vfs.zName = "tt_count";
+    count_vfs.xOpen = count_open;
+    sqlite3_vfs_register(&count_vfs, 1);
+    char *path = tmp_path("oneshot.db");
+    one_shot(path, 1); /* makes the file and the schema */
+    int most = 0;
+    for (int i = 2; i <= 6; i++) {
+        count_syncs = 0;
+        one_shot(path, i);
+        if (count_syncs > most)
+            most = count_syncs;
+    }
+    TAP_OK(most <= 1, "a default one-shot makes at most 1 fsync (most: %d)", most);
+
+    /* tokterm.db copied alone: a consistent tokterm database */
+    char *copy = tmp_path("oneshot-copy.db");
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", path, copy);
+    TAP_OK(system(cmd) == 0, "tokterm.db copied alone");
+    TAP_INT(raw_int(copy, "SELECT count(*) FROM pragma_integrity_check WHERE integrity_check = 'ok'"),
+            1, "the copy alone: integrity_check ok");
+    TAP_INT(raw_int(copy, "SELECT count(*) FROM sqlite_schema WHERE name = 'messages'"), 1,
+            "the copy alone holds the tables");
+    /* the documented backup: the online backup API reads through the WAL */
+    char *bak = tmp_path("oneshot-backup.db");
+    sqlite3 *src = NULL, *dst = NULL;
+    int rc = sqlite3_open_v2(path, &src, SQLITE_OPEN_READONLY, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_open(bak, &dst);
+    sqlite3_backup *b = rc == SQLITE_OK ? sqlite3_backup_init(dst, "main", src, "main") : NULL;
+    rc = b ? sqlite3_backup_step(b, -1) : SQLITE_ERROR;
+    sqlite3_backup_finish(b);
+    sqlite3_close(dst);
+    sqlite3_close(src);
+    TAP_INT(rc, SQLITE_DONE, "backup through the online backup API");
+    TAP_INT(raw_int(bak, "SELECT count(*) FROM messages WHERE content LIKE 'the answer to "
+                         "question number 6 %'"),
+            1, "the backup holds the last answer");
+    sqlite3_vfs_unregister(&count_vfs);
+    free(bak);
+    free(copy);
+    free(path);
+}
+
 /* ---------------------------------------------------------------- an answer over SQLite's limit */
 
 /* SQLite refuses a value over SQLITE_LIMIT_LENGTH (1e9 bytes by default) with SQLITE_TOOBIG.
@@ -2576,7 +2703,7 @@ static void test_rm_scrub(void)
     char *b = letters(100); /* a short answer this time */
     store_cache_put(st, key, STORE_COMPLETE, b, NULL, "m", "stop", NULL);
     free(b);
-    store_close(st); /* checkpoints: everything is in scrub.db */
+    store_close(st); /* checkpoints (this run made the schema): everything is in scrub.db */
     long long free_pages = raw_int(path, "PRAGMA freelist_count");
     TAP_OK(free_pages > 8, "the replaced cache entry left %lld free pages", free_pages);
     TAP_OK(files_hold("scrub.db", marker) > 0, "before rm: the text is on disk");
@@ -2670,6 +2797,7 @@ int main(void)
     test_commands();
     test_long_answer();
     test_checkpoint_async();
+    test_one_shot_syncs();
     test_too_big();
     test_rm_scrub();
     test_reader();
