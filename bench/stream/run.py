@@ -11,8 +11,8 @@ order rotating), and reports medians:
       the openai npm SDK            parse and print each delta (node; 200,000 only)
     wall, CPU (user+sys) and peak RSS of each process (GNU time; wall from here);
  2. saving the conversation as it streams vs --no-save (both --no-cache, both open the same
-    database), answers of 1 kB, 64 kB (just under the 64 KiB of synchronous indexing), 1 MB and
-    10 MB (gen=N with N chosen for the size);
+    database), answers of 1 kB, 64 kB (just under 64 KiB: indexed at save time before issue
+    14), 1 MB and 10 MB (gen=N with N chosen for the size);
  3. one short request, start-up included: curl vs tokterm --incognito (one delta), and curl vs
     tokterm in the default mode (store opened, cache looked up, conversation saved; a new prompt
     each run, so the cache misses as a new question does).

@@ -146,8 +146,8 @@ int store_conversation_delete(struct store *st, int64_t id)
     static const char q_cache[] =
         "DELETE FROM response_cache WHERE content IN (SELECT content FROM messages "
         "WHERE conversation_id = ?1 AND role = 'assistant' AND content <> '')";
-    /* A finished message over 64 KiB waits in fts_pending for the next search to index it,
-     * and the delete triggers would take it out of the trigram index all the same
+    /* A finished answer (or any message over 64 KiB) waits in fts_pending for the next search
+     * to index it, and the delete triggers would take it out of the trigram index all the same
      * (messages_pending_ad fires before messages_fts_ad: "database disk image is malformed").
      * Index such messages first, so that the delete takes out what is there. */
     static const char q_index[] =

@@ -612,9 +612,19 @@ static int store_finish_write(struct store *st, int64_t msg_id, struct store_str
 {
     static const char q_touch[] = "UPDATE conversations SET updated = ?2 WHERE id = "
                                   "(SELECT conversation_id FROM messages WHERE id = ?1)";
+    /* Every answer is indexed by the next search (the trigram index's queue), whatever its
+     * size: indexing at save time cost ~0.25 ms per KB (a 60 KB answer: 14-30 ms), and only
+     * answers under 64 KiB paid it (the triggers queue longer ones). Queued while the row is
+     * still 'streaming', so that messages_fts_done leaves it to the queue; a row that has
+     * finished already is in the index and is left alone. */
+    static const char q_queue[] = "INSERT OR IGNORE INTO fts_pending(message_id) "
+                                  "SELECT id FROM messages WHERE id = ?1 AND status = 'streaming'";
     if (store_begin(st) != 0)
         return -1;
     struct store_fin fin = {status, finish_reason, error, usage, timings};
+    if (store_run_steps(st, (const char *const[]){q_queue}, 1, &msg_id,
+                        "cannot save the answer") != 0)
+        return -1;
     int rc = store_fold(st, msg_id, str, whole, &fin);
     if (rc == STORE_NOT_FOUND) {
         store_rollback(st);

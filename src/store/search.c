@@ -320,29 +320,46 @@ static int store_hit_fill(struct store *st, struct store_hit *h, const struct ne
 
 /* ---------------------------------------------------------------- index catch-up */
 
-/* Index the messages queued in fts_pending (schema v3). Best effort: when another process
- * holds the write lock, the search goes on without the newest messages. */
-static void store_fts_catch_up(struct store *st)
+/* Index the messages queued in fts_pending (schema v3; every finished answer since issue 14),
+ * the oldest STORE_WORDS_BATCH of them (all when all is set); the rest are scanned by the
+ * search (store_cand_pending). Best effort: when another process holds the write lock, the
+ * search goes on without the newest messages in the index. */
+static void store_fts_catch_up(struct store *st, int all)
 {
-    static const char q_any[] = "SELECT 1 FROM fts_pending LIMIT 1";
+    static const char q_cut[] = "SELECT message_id FROM fts_pending ORDER BY message_id "
+                                "LIMIT 1 OFFSET ?1";
     static const char q_index[] =
         "INSERT INTO messages_fts(rowid, content) SELECT m.id, m.content FROM fts_pending p "
-        "JOIN messages m ON m.id = p.message_id WHERE m.status <> 'streaming'";
+        "JOIN messages m ON m.id = p.message_id WHERE m.status <> 'streaming' "
+        "AND p.message_id <= ?1";
     static const char q_clear[] =
-        "DELETE FROM fts_pending WHERE message_id IN (SELECT id FROM messages "
-        "WHERE status <> 'streaming') OR message_id NOT IN (SELECT id FROM messages)";
+        "DELETE FROM fts_pending WHERE message_id <= ?1 AND (message_id IN (SELECT id FROM "
+        "messages WHERE status <> 'streaming') OR message_id NOT IN (SELECT id FROM messages))";
     if (st->readonly) /* a reader never writes: the queued messages are scanned instead */
         return;
-    sqlite3_stmt *s = store_prep(st, q_any);
-    if (!s)
-        return;
-    int rc = sqlite3_step(s);
-    store_done(st, s);
-    if (rc != SQLITE_ROW || store_begin(st) != 0)
-        return;
-    const char *const steps[] = {q_index, q_clear};
-    if (store_run_steps(st, steps, TT_ARRAY_LEN(steps), NULL, NULL) == 0)
-        store_commit(st);
+    for (;;) {
+        sqlite3_stmt *s = store_prep(st, q_cut);
+        if (!s)
+            return;
+        sqlite3_bind_int(s, 1, 0);
+        int rc = sqlite3_step(s);
+        store_done(st, s);
+        if (rc != SQLITE_ROW || store_begin(st) != 0)
+            return;
+        int64_t cut = INT64_MAX; /* the batch: queued ids up to this one */
+        if (!(s = store_prep(st, q_cut))) {
+            store_rollback(st);
+            return;
+        }
+        sqlite3_bind_int(s, 1, STORE_WORDS_BATCH - 1);
+        if (sqlite3_step(s) == SQLITE_ROW)
+            cut = sqlite3_column_int64(s, 0);
+        store_done(st, s);
+        const char *const steps[] = {q_index, q_clear};
+        if (store_run_steps(st, steps, TT_ARRAY_LEN(steps), &cut, NULL) != 0 ||
+            store_commit(st) != 0 || cut == INT64_MAX || !all)
+            return;
+    }
 }
 
 /* Apply the word index's queue (schema v5), or its oldest STORE_WORDS_BATCH changes (and any
@@ -431,7 +448,7 @@ int store_words_forget(struct store *st)
 
 int store_search_index(struct store *st)
 {
-    store_fts_catch_up(st);
+    store_fts_catch_up(st, 1);
     return store_words_catch_up(st, 1) == 1 ? 0 : -1;
 }
 
@@ -881,8 +898,9 @@ static int store_cand_wlong(struct store *st, const struct store_srch *sr,
     return rc;
 }
 
-/* The messages still queued for the trigram index (over 64 KiB, finished since the last
- * search; a read-only store, or another process held the write lock) are scanned with
+/* The messages still queued for the trigram index (answers finished since the last search, and
+ * messages over 64 KiB; a read-only store, another process held the write lock, or more than a
+ * batch) are scanned with
  * tt_contains and added to the candidates (rank 0: after the ranked ones) unless already
  * there. 0 or -1. */
 static int store_cand_pending(struct store *st, const struct store_srch *sr,
@@ -1019,7 +1037,7 @@ static int store_search_fill(struct store *st, const struct store_srch *sr,
 int store_search(struct store *st, const char *query, const struct store_search_opts *opts,
                  struct store_hit **out, size_t *n)
 {
-    store_fts_catch_up(st);
+    store_fts_catch_up(st, 0);
     struct store_search_opts def = {0};
     struct store_srch sr = {.opts = opts ? opts : &def};
     *out = NULL;

@@ -51,8 +51,9 @@ with ttlib.FakeServer() as srv:
     t.eq(rows[1][4], "127.0.0.1:%d" % srv.port, "server host saved (never a URL with a key)")
     conv = query(home, "SELECT title, system_prompt FROM conversations")
     t.eq(conv, [("first saved question", "sys one")], "conversation titled from the first prompt")
-    dump = open(db_path(home), "rb").read()
-    t.ok(ttlib.TEST_KEY.encode() not in dump, "the key is not in the database")
+    dump = b"".join(open(p, "rb").read() for p in (db_path(home), db_path(home) + "-wal")
+                    if os.path.exists(p))
+    t.ok(ttlib.TEST_KEY.encode() not in dump, "the key is not in the database (nor its WAL)")
     timings = query(home, "SELECT ttft, total_time FROM messages WHERE role='assistant'")[0]
     t.ok(timings[0] is not None and timings[1] is not None, "timings saved")
 
@@ -141,6 +142,18 @@ with ttlib.FakeServer() as srv:
     run("", ["-p", "東京都の天気は晴れです"])
     rc, out, err = run("", ["search", "天気"])
     t.ok(rc == 0 and "天気".encode() in out, "CJK found by a 2-character substring", out.decode())
+
+    # --- answers of 60 KiB and 200 KiB are found right after the run (issue 14: every answer
+    # is queued for the index when it finishes, whatever its size; the search indexes the
+    # queue first) ---
+    for size, marker in ((60 * 1024, "flatsixtyk"), (200 * 1024, "flattwohundredk")):
+        text = "lorem ipsum dolor sit amet " * (size // 27)  # on stdin: argv holds 128 KiB
+        rc, out, err = run("", ["--no-cache", "-p", marker], stdin=text.encode())
+        aid = query(home, "SELECT max(id) FROM messages WHERE role = 'assistant'")[0][0]
+        rc2, out, err2 = run("", ["search", marker])
+        t.ok(rc == 0 and rc2 == 0 and ("/%d " % aid).encode() in out and b"assistant" in out,
+             "a %d KiB answer is found right after the run" % (size // 1024),
+             out.decode()[:300] + err.decode() + err2.decode())
 
     # --- --no-save / --incognito ---
     before = query(home, "SELECT count(*) FROM messages")[0][0]

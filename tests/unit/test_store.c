@@ -2443,6 +2443,75 @@ static void test_checkpoint_async(void)
     free(path);
 }
 
+/* ---------------------------------------------------------------- indexing cost flat */
+
+/* Issue 14: an answer under 64 KiB was trigram-indexed at save time (14-30 ms for 60 KB), a
+ * longer one queued for the next search. Now every answer is queued: the save writes one
+ * small row whatever the size, and the next search indexes it first (both indexes), so it is
+ * found right away; a reader (which never writes) scans the queue. */
+static void test_index_flat(void)
+{
+    struct store *st = open_new("flat.db", NULL);
+    char *path = tmp_path("flat.db");
+    int64_t c = store_conversation_new(st, "flat", NULL, "m", NULL);
+    static const size_t sizes[] = {1000, 60 * 1024, 200 * 1024};
+    int64_t ids[3];
+    for (int i = 0; i < 3; i++) {
+        struct buf a = BUF_INIT;
+        buf_printf(&a, "flatmarker%c ", 'a' + i);
+        while (a.len < sizes[i])
+            buf_appends(&a, "lorem ipsum dolor sit amet ");
+        struct store_msg_info info = {.model = "m"};
+        ids[i] = store_message_begin(st, c, &info);
+        store_message_append(st, ids[i], a.data, a.len);
+        struct store_whole w = {a.data, a.len, NULL, 0};
+        TAP_OK(store_message_finish_whole(st, ids[i], &w, STORE_COMPLETE, "stop", NULL, NULL,
+                                          NULL) == 0, "a %zu-byte answer saved", a.len);
+        char *q = xasprintf("SELECT count(*) FROM fts_pending WHERE message_id = %lld",
+                            (long long)ids[i]);
+        TAP_OK(raw_int(path, q) == 1, "%zu bytes: queued for the index, not indexed at save time",
+               sizes[i]);
+        free(q);
+        buf_free(&a);
+    }
+    /* a reader finds them by scanning the queue */
+    char *err = NULL;
+    struct store *rd = store_open_reader(path, NULL, &err);
+    for (int i = 0; rd && i < 3; i++) {
+        char word[32];
+        snprintf(word, sizeof word, "flatmarker%c", 'a' + i);
+        struct store_hit *hits = NULL;
+        size_t n = 0;
+        int rc = store_search(rd, word, NULL, &hits, &n);
+        TAP_OK(rc == 0 && n == 1 && hits[0].message_id == ids[i],
+               "a reader finds the %zu-byte answer (queued)", sizes[i]);
+        store_hits_free(hits, n);
+    }
+    store_close(rd);
+    for (int i = 0; i < 3; i++) {
+        char word[32];
+        snprintf(word, sizeof word, "flatmarker%c", 'a' + i);
+        for (int no_words = 0; no_words <= 1; no_words++) {
+            struct store_search_opts o = {.no_words = no_words};
+            struct store_hit *hits = NULL;
+            size_t n = 0;
+            int rc = store_search(st, word, &o, &hits, &n);
+            TAP_OK(rc == 0 && n == 1 && hits[0].message_id == ids[i],
+                   "the %zu-byte answer is found right away (%s index)", sizes[i],
+                   no_words ? "trigram" : "word");
+            store_hits_free(hits, n);
+        }
+    }
+    TAP_INT(raw_int(path, "SELECT count(*) FROM fts_pending"), 0,
+            "the search indexed the queue");
+    TAP_INT(raw_int(path, "SELECT count(*) FROM messages_fts_docsize"), 3,
+            "all three in the trigram index");
+    store_close(st);
+    TAP_INT(raw_int(path, "SELECT count(*) FROM pragma_integrity_check WHERE integrity_check = 'ok'"),
+            1, "integrity_check ok");
+    free(path);
+}
+
 /* ---------------------------------------------------------------- fsyncs of a one-shot */
 
 /* A VFS over the default one that counts xSync calls (every fsync and fdatasync SQLite makes,
@@ -2740,8 +2809,10 @@ static void test_reader(void)
                           "WHERE id = %lld", (long long)cut);
     raw_exec(path, sql);
     free(sql);
-    TAP_INT(raw_int(path, "SELECT count(*) FROM fts_pending"), 1,
-            "a message over 64 KiB waits for the next search to be indexed");
+    sql = xasprintf("SELECT count(*) FROM fts_pending WHERE message_id = %lld", (long long)id);
+    TAP_INT(raw_int(path, sql), 1, "a message over 64 KiB waits for the next search to be indexed");
+    free(sql);
+    long long queued = raw_int(path, "SELECT count(*) FROM fts_pending"); /* the cut one too */
     struct store_open_info info;
     st = store_open_reader(path, &info, &err);
     TAP_OK(st != NULL, "open read-only (%s)", err ? err : "ok");
@@ -2763,7 +2834,8 @@ static void test_reader(void)
     TAP_STR(status, "streaming", "nothing was written");
     free(status);
     free(sql);
-    TAP_INT(raw_int(path, "SELECT count(*) FROM fts_pending"), 1, "the queue is left as it was");
+    TAP_INT(raw_int(path, "SELECT count(*) FROM fts_pending"), queued,
+            "the queue is left as it was");
     buf_free(&big);
     free(path);
 }
@@ -2798,6 +2870,7 @@ int main(void)
     test_long_answer();
     test_checkpoint_async();
     test_one_shot_syncs();
+    test_index_flat();
     test_too_big();
     test_rm_scrub();
     test_reader();
