@@ -306,7 +306,27 @@ int api_usage_number(struct api_stream *st, struct jscan *j, long long *dst)
     return jscan_skip(j);
 }
 
-static int api_usage_obj(struct api_stream *st, struct jscan *j)
+/* The count of keys[] named k inside the object `in` (NULL: at the top), or NULL. */
+static long long *api_usage_dst(struct api_usage *u, const struct api_usage_key *keys,
+                                const char *in, const char *k, size_t kn)
+{
+    for (; keys->key; keys++)
+        if ((in ? keys->in && strcmp(keys->in, in) == 0 : !keys->in) &&
+            jscan_key_is(k, kn, keys->key))
+            return (long long *)((char *)u + keys->off);
+    return NULL;
+}
+
+/* The name of keys[]'s detail object k (its `in`), or NULL. */
+static const char *api_usage_in(const struct api_usage_key *keys, const char *k, size_t kn)
+{
+    for (; keys->key; keys++)
+        if (keys->in && jscan_key_is(k, kn, keys->in))
+            return keys->in;
+    return NULL;
+}
+
+int api_usage_read(struct api_stream *st, struct jscan *j, const struct api_usage_key *keys)
 {
     if (jscan_null(j))
         return 0;
@@ -317,24 +337,20 @@ static int api_usage_obj(struct api_stream *st, struct jscan *j)
     const char *k;
     size_t kn;
     while ((r = jscan_object_next(j, &first, &k, &kn)) == 1) {
-        long long *dst = jscan_key_is(k, kn, "prompt_tokens") ? &u->prompt
-                       : jscan_key_is(k, kn, "completion_tokens") ? &u->completion
-                       : jscan_key_is(k, kn, "total_tokens") ? &u->total : NULL;
+        long long *dst = api_usage_dst(u, keys, NULL, k, kn);
         if (dst) {
             if (api_usage_number(st, j, dst) < 0)
                 return -1;
             continue;
         }
-        int details = jscan_key_is(k, kn, "completion_tokens_details") ||
-                      jscan_key_is(k, kn, "prompt_tokens_details");
-        if (details && jscan_peek(j) == '{') {
+        const char *in = api_usage_in(keys, k, kn);
+        if (in && jscan_peek(j) == '{') {
             int f2 = 1, r2;
             const char *k2;
             size_t kn2;
             jscan_object_begin(j);
             while ((r2 = jscan_object_next(j, &f2, &k2, &kn2)) == 1) {
-                long long *d2 = jscan_key_is(k2, kn2, "reasoning_tokens") ? &u->reasoning
-                              : jscan_key_is(k2, kn2, "cached_tokens") ? &u->cached : NULL;
+                long long *d2 = api_usage_dst(u, keys, in, k2, kn2);
                 if (d2) {
                     if (api_usage_number(st, j, d2) < 0)
                         return -1;
@@ -357,6 +373,23 @@ static int api_usage_obj(struct api_stream *st, struct jscan *j)
     if (!u->total)
         u->total = u->prompt + u->completion;
     return 0;
+}
+
+/* chat completions: either count in either details object */
+static const struct api_usage_key api_chat_usage[] = {
+    API_USAGE_AT(NULL, "prompt_tokens", prompt),
+    API_USAGE_AT(NULL, "completion_tokens", completion),
+    API_USAGE_AT(NULL, "total_tokens", total),
+    API_USAGE_AT("completion_tokens_details", "reasoning_tokens", reasoning),
+    API_USAGE_AT("completion_tokens_details", "cached_tokens", cached),
+    API_USAGE_AT("prompt_tokens_details", "reasoning_tokens", reasoning),
+    API_USAGE_AT("prompt_tokens_details", "cached_tokens", cached),
+    {NULL, NULL, 0},
+};
+
+static int api_usage_obj(struct api_stream *st, struct jscan *j)
+{
+    return api_usage_read(st, j, api_chat_usage);
 }
 
 /* {"message": ..., "code": ..., "type": ...} or a plain string. */
@@ -679,11 +712,11 @@ void api_textcount_emit(void *ud, enum api_kind kind, const char *s, size_t n)
     c->fn(c->ud, kind, s, n);
 }
 
-int api_decode_completion(struct api_stream *st, const char *body, size_t n, api_emit_fn fn,
-                          void *ud)
+int api_decode_whole(struct api_stream *st, const char *body, size_t n, api_emit_fn fn,
+                     void *ud, api_chunk_fn decode)
 {
     struct api_textcount c = {fn, ud, 0};
-    int r = api_stream_chunk(st, body, n, api_textcount_emit, &c);
+    int r = decode(st, body, n, api_textcount_emit, &c);
     if (r < 0)
         return -1;
     if (st->error.len)
@@ -693,6 +726,12 @@ int api_decode_completion(struct api_stream *st, const char *body, size_t n, api
     if (!st->finish[0] && c.text)
         memcpy(st->finish, "stop", 5);
     return 0;
+}
+
+int api_decode_completion(struct api_stream *st, const char *body, size_t n, api_emit_fn fn,
+                          void *ud)
+{
+    return api_decode_whole(st, body, n, fn, ud, api_stream_chunk);
 }
 
 /* Text of an HTML page reduced to its <title> or first words. */
@@ -737,8 +776,11 @@ void api_error_message(long status, const char *ctype, const char *body, size_t 
     const char *text = NULL;
     cJSON *root = n ? cJSON_ParseWithLength(body, n) : NULL;
     if (root) {
-        const cJSON *err = cJSON_GetObjectItemCaseSensitive(root, "error");
-        const cJSON *src = cJSON_IsObject(err) ? err : root;
+        /* Google's errors (Gemini, and its OpenAI-compatible endpoint) may come as a list of
+         * one: [{"error":{"code":429,"message":...,"status":"RESOURCE_EXHAUSTED"}}] */
+        const cJSON *top = cJSON_IsArray(root) ? cJSON_GetArrayItem(root, 0) : root;
+        const cJSON *err = cJSON_GetObjectItemCaseSensitive(top, "error");
+        const cJSON *src = cJSON_IsObject(err) ? err : top;
         if (cJSON_IsString(err))
             text = err->valuestring;
         else if (cJSON_IsObject(err) && cJSON_IsObject(cJSON_GetObjectItem(err, "error")))
@@ -746,15 +788,19 @@ void api_error_message(long status, const char *ctype, const char *body, size_t 
         if (!text)
             text = api_json_str(src, "message");
         if (!text)
-            text = api_json_str(root, "detail");
+            text = api_json_str(top, "detail");
         if (!text) {
-            const cJSON *d = cJSON_GetObjectItemCaseSensitive(root, "detail");
+            const cJSON *d = cJSON_GetObjectItemCaseSensitive(top, "detail");
             if (cJSON_IsArray(d) && cJSON_IsObject(cJSON_GetArrayItem(d, 0)))
                 text = api_json_str(cJSON_GetArrayItem(d, 0), "msg");
         }
         const cJSON *c = cJSON_GetObjectItemCaseSensitive(src, "code");
         const char *type = api_json_str(src, "type");
-        if (code_size && cJSON_IsString(c))
+        /* Google's status names the error better than its number, the HTTP status again */
+        const char *gstatus = src == err ? api_json_str(src, "status") : NULL;
+        if (code_size && gstatus && !cJSON_IsString(c))
+            snprintf(code, code_size, "%s", gstatus);
+        else if (code_size && cJSON_IsString(c))
             snprintf(code, code_size, "%s", c->valuestring);
         else if (code_size && cJSON_IsNumber(c))
             snprintf(code, code_size, "%d", c->valueint);

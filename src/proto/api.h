@@ -56,6 +56,8 @@ struct api_request {
     API_SAMPLING(API_PARAM_FIELD)
     int stream;
     int include_usage;          /* stream_options.include_usage */
+    int reasoning_summary;      /* responses: ask for reasoning summaries (reasoning.summary
+                                   "auto"); only reasoning models take it */
 };
 
 /* One sampling parameter, described for code that walks them all (the batch override, the

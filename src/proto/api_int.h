@@ -42,9 +42,27 @@ int api_short(struct api_stream *st, struct jscan *j, char *dst, size_t size);
 /* One usage count into *dst: a whole number from 0 to 2^53 (st->usage_good counts it);
  * anything else is skipped and flags st->usage_bad. -1 only on bad JSON. */
 int api_usage_number(struct api_stream *st, struct jscan *j, long long *dst);
+/* Where a usage count is found: member `key` of the top-level object (in NULL) or of its
+ * member object `in`, stored at offset off of struct api_usage. A table ends with key NULL. */
+struct api_usage_key {
+    const char *in, *key;
+    size_t off;
+};
+/* A usage object at the scanner (or null) into st->usage, by keys: each count as
+ * api_usage_number; usage.present once one count was read, total = prompt + completion when
+ * none came. -1 on bad JSON. */
+int api_usage_read(struct api_stream *st, struct jscan *j, const struct api_usage_key *keys);
+#define API_USAGE_AT(in, key, field) {in, key, offsetof(struct api_usage, field)}
 /* An OpenAI-shaped error at the scanner ({"message", "code", "type"} or a string) into
  * st->error and st->error_code. -1 on bad JSON. */
 int api_error_obj(struct api_stream *st, struct jscan *j);
+/* A decoder of one chunk (api_stream_chunk): 0, 1 when the stream is over, -1 malformed. */
+typedef int (*api_chunk_fn)(struct api_stream *st, const char *json, size_t n, api_emit_fn fn,
+                            void *ud);
+/* A whole non-streamed answer decoded by decode: 0, or -1 with st->error set. An answer with
+ * text but no finish is "stop"; one with neither keeps finish "" (no answer at all). */
+int api_decode_whole(struct api_stream *st, const char *body, size_t n, api_emit_fn fn,
+                     void *ud, api_chunk_fn decode);
 /* st->error = "the server sent malformed JSON (why): <the first bytes>"; returns -1. */
 int api_malformed(struct api_stream *st, const char *json, size_t n, const char *why);
 

@@ -12,7 +12,10 @@ static const char *const fixture_names[] = {
     "azure_filter.sse", "deepseek_keepalive.sse", "llamacpp_old_error.sse",
     "llamacpp_reasoning.sse", "ollama_reasoning.sse", "openai_length.sse",
     "openrouter_midstream_error.sse", "anthropic_text.sse", "anthropic_thinking.sse",
-    "anthropic_overloaded.sse",
+    "anthropic_overloaded.sse", "gemini_thinking.sse", "gemini_safety.sse",
+    "gemini_max_tokens.sse", "gemini_blocked_prompt.sse", "gemini_midstream_error.sse",
+    "responses_reasoning.sse", "responses_incomplete.sse", "responses_failed.sse",
+    "responses_error.sse",
 };
 #define FIXTURE_COUNT (sizeof fixture_names / sizeof fixture_names[0])
 

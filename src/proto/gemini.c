@@ -1,0 +1,399 @@
+/* gemini.c - the Gemini generateContent dialect: request body, stream chunks, whole answers,
+ * RetryInfo. Chunks are walked with jscan (no allocation but the unescaped text); bodies are
+ * built and error bodies read with cJSON, off the hot path. */
+#include "config.h"
+#include "proto/gemini.h"
+#include "proto/api_int.h"
+#include "proto/jscan.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The body member of a sampling parameter: generationConfig names them in camelCase
+ * (top_p -> topP), and max_tokens is maxOutputTokens. ud: a buffer of GEMINI_NAME_MAX. */
+#define GEMINI_NAME_MAX 64
+static const char *gemini_param_name(void *ud, const struct api_param *p)
+{
+    if (strcmp(p->name, "max_tokens") == 0)
+        return "maxOutputTokens";
+    char *out = ud;
+    size_t o = 0;
+    for (const char *s = p->name; *s && o + 1 < GEMINI_NAME_MAX; s++) {
+        if (*s == '_' && s[1]) {
+            s++;
+            out[o++] = (char)(*s >= 'a' && *s <= 'z' ? *s - 'a' + 'A' : *s);
+        } else {
+            out[o++] = *s;
+        }
+    }
+    out[o] = '\0';
+    return out;
+}
+
+static cJSON *gemini_text_part(const char *text)
+{
+    cJSON *part = cJSON_CreateObject();
+    cJSON_AddStringToObject(part, "text", text ? text : "");
+    return part;
+}
+
+char *gemini_request_json(const struct api_request *r)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON *contents = cJSON_AddArrayToObject(o, "contents");
+    cJSON *sys = NULL, *turn = NULL;
+    const char *turn_role = NULL;
+    for (size_t i = 0; i < r->n_messages; i++) {
+        const struct api_message *m = &r->messages[i];
+        if (m->role && strcmp(m->role, "system") == 0) {
+            if (!sys) {
+                cJSON *si = cJSON_AddObjectToObject(o, "systemInstruction");
+                sys = cJSON_AddArrayToObject(si, "parts");
+            }
+            cJSON_AddItemToArray(sys, gemini_text_part(m->content));
+            continue;
+        }
+        /* Gemini knows two roles and wants them to alternate: a run of one role is one turn
+         * of several parts. */
+        const char *role = m->role && strcmp(m->role, "assistant") == 0 ? "model" : "user";
+        if (!turn || strcmp(turn_role, role) != 0) {
+            cJSON *c = cJSON_CreateObject();
+            cJSON_AddStringToObject(c, "role", role);
+            turn = cJSON_AddArrayToObject(c, "parts");
+            turn_role = role;
+            cJSON_AddItemToArray(contents, c);
+        }
+        cJSON_AddItemToArray(turn, gemini_text_part(m->content));
+    }
+    cJSON *gc = cJSON_CreateObject();
+    char name[GEMINI_NAME_MAX];
+    api_params_add(gc, r, gemini_param_name, name);
+    if (gc->child)
+        cJSON_AddItemToObject(o, "generationConfig", gc);
+    else
+        cJSON_Delete(gc);
+    return api_json_finish(o);
+}
+
+/* finishReason s[0..n) into st->finish (and finish_detail). */
+static void gemini_finish(struct api_stream *st, const char *s, size_t n, api_emit_fn fn,
+                          void *ud)
+{
+    if (n == 0 || (n == 25 && memcmp(s, "FINISH_REASON_UNSPECIFIED", 25) == 0))
+        return;
+    st->finish_detail[0] = '\0';
+    if (n == 4 && memcmp(s, "STOP", 4) == 0) {
+        strcpy(st->finish, "stop");
+    } else if (n == 10 && memcmp(s, "MAX_TOKENS", 10) == 0) {
+        strcpy(st->finish, "length");
+    } else {
+        /* SAFETY, RECITATION, LANGUAGE, BLOCKLIST, PROHIBITED_CONTENT, SPII, OTHER,
+         * MALFORMED_FUNCTION_CALL, IMAGE_SAFETY, ...: the answer was stopped, for this reason */
+        strcpy(st->finish, "content_filter");
+        api_copy(st->finish_detail, sizeof st->finish_detail, s, n);
+        api_code_clean(st->finish_detail);
+    }
+    fn(ud, API_FINISH, NULL, 0);
+}
+
+/* One part: its text goes out once the part is read (`thought` may follow `text`). */
+static int gemini_part(struct api_stream *st, struct jscan *j, api_emit_fn fn, void *ud)
+{
+    if (jscan_null(j))
+        return 0;
+    if (jscan_object_begin(j) < 0)
+        return -1;
+    const char *text = NULL, *k;
+    size_t tn = 0, kn;
+    int esc = 0, thought = 0, first = 1, r;
+    while ((r = jscan_object_next(j, &first, &k, &kn)) == 1) {
+        if (jscan_key_is(k, kn, "text") && jscan_peek(j) == '"') {
+            if (jscan_string(j, &text, &tn, &esc) < 0)
+                return -1;
+        } else if (jscan_key_is(k, kn, "thought")) {
+            thought = jscan_peek(j) == 't';
+            if (jscan_skip(j) < 0)
+                return -1;
+        } else if (jscan_skip(j) < 0) {
+            return -1;
+        }
+    }
+    if (r < 0)
+        return -1;
+    if (text && esc) {
+        buf_reset(&st->scratch);
+        jscan_unescape(text, tn, &st->scratch);
+        text = st->scratch.data;
+        tn = st->scratch.len;
+    }
+    if (text && tn)
+        fn(ud, thought ? API_REASONING : API_CONTENT, text, tn);
+    return 0;
+}
+
+static int gemini_content(struct api_stream *st, struct jscan *j, api_emit_fn fn, void *ud)
+{
+    if (jscan_null(j))
+        return 0;
+    if (jscan_object_begin(j) < 0)
+        return -1;
+    const char *k;
+    size_t kn;
+    int first = 1, r;
+    while ((r = jscan_object_next(j, &first, &k, &kn)) == 1) {
+        if (jscan_key_is(k, kn, "parts") && jscan_peek(j) == '[') {
+            int af = 1, ar;
+            jscan_array_begin(j);
+            while ((ar = jscan_array_next(j, &af)) == 1)
+                if (gemini_part(st, j, fn, ud) < 0)
+                    return -1;
+            if (ar < 0)
+                return -1;
+        } else if (jscan_skip(j) < 0) {
+            return -1;
+        }
+    }
+    return r;
+}
+
+static int gemini_candidate(struct api_stream *st, struct jscan *j, api_emit_fn fn, void *ud)
+{
+    if (jscan_object_begin(j) < 0)
+        return -1;
+    const char *k, *s;
+    size_t kn, n;
+    int first = 1, r;
+    while ((r = jscan_object_next(j, &first, &k, &kn)) == 1) {
+        if (jscan_key_is(k, kn, "content")) {
+            if (gemini_content(st, j, fn, ud) < 0)
+                return -1;
+        } else if (jscan_key_is(k, kn, "finishReason")) {
+            int t = api_text(st, j, &s, &n);
+            if (t < 0)
+                return -1;
+            if (t > 0)
+                gemini_finish(st, s, n, fn, ud);
+        } else if (jscan_skip(j) < 0) {
+            return -1;
+        }
+    }
+    return r;
+}
+
+static const struct api_usage_key gemini_usage_keys[] = {
+    API_USAGE_AT(NULL, "promptTokenCount", prompt),
+    API_USAGE_AT(NULL, "candidatesTokenCount", completion),
+    API_USAGE_AT(NULL, "totalTokenCount", total),
+    API_USAGE_AT(NULL, "thoughtsTokenCount", reasoning),
+    API_USAGE_AT(NULL, "cachedContentTokenCount", cached),
+    {NULL, NULL, 0},
+};
+
+/* usageMetadata: each chunk's is the whole count so far, so it replaces the last one. The
+ * thoughts are billed as output but not counted in candidatesTokenCount: completion is both,
+ * as in chat completions (whose completion_tokens include the reasoning tokens). */
+static int gemini_usage(struct api_stream *st, struct jscan *j)
+{
+    struct api_usage before = st->usage;
+    int good = st->usage_good;
+    memset(&st->usage, 0, sizeof st->usage);
+    st->usage_good = 0;
+    if (api_usage_read(st, j, gemini_usage_keys) < 0)
+        return -1;
+    if (!st->usage.present) {
+        st->usage = before; /* nothing usable in this one: keep the last */
+    } else {
+        st->usage.completion += st->usage.reasoning;
+        if (st->usage.total < st->usage.prompt + st->usage.completion)
+            st->usage.total = st->usage.prompt + st->usage.completion;
+    }
+    st->usage_good += good;
+    return 0;
+}
+
+static int gemini_feedback(struct api_stream *st, struct jscan *j, api_emit_fn fn, void *ud)
+{
+    if (jscan_null(j))
+        return 0;
+    if (jscan_object_begin(j) < 0)
+        return -1;
+    const char *k, *s;
+    size_t kn, n;
+    int first = 1, r;
+    while ((r = jscan_object_next(j, &first, &k, &kn)) == 1) {
+        if (jscan_key_is(k, kn, "blockReason")) {
+            int t = api_text(st, j, &s, &n);
+            if (t < 0)
+                return -1;
+            if (t > 0 && !(n == 24 && memcmp(s, "BLOCK_REASON_UNSPECIFIED", 24) == 0)) {
+                strcpy(st->finish, "content_filter");
+                char why[32];
+                api_copy(why, sizeof why, s, n);
+                api_code_clean(why);
+                snprintf(st->finish_detail, sizeof st->finish_detail, "prompt blocked: %s", why);
+                fn(ud, API_FINISH, NULL, 0);
+            }
+        } else if (jscan_skip(j) < 0) {
+            return -1;
+        }
+    }
+    return r;
+}
+
+/* {"code": 503, "message": "...", "status": "UNAVAILABLE", "details": [...]}: the message,
+ * and the status as the code (the number when there is none). */
+static int gemini_error_obj(struct api_stream *st, struct jscan *j)
+{
+    if (jscan_peek(j) != '{')
+        return api_error_obj(st, j); /* a string, null */
+    jscan_object_begin(j);
+    const char *k, *s;
+    size_t kn, n;
+    int first = 1, r;
+    char status[64] = "";
+    while ((r = jscan_object_next(j, &first, &k, &kn)) == 1) {
+        if (jscan_key_is(k, kn, "message")) {
+            int t = api_text(st, j, &s, &n);
+            if (t < 0)
+                return -1;
+            if (t > 0)
+                api_error_set(st, s, n);
+        } else if (jscan_key_is(k, kn, "status")) {
+            if (api_short(st, j, status, sizeof status) < 0)
+                return -1;
+        } else if (jscan_key_is(k, kn, "code") && jscan_peek(j) != '"') {
+            long long code;
+            if (jscan_integer(j, &code) < 0)
+                return -1;
+            snprintf(st->error_code, sizeof st->error_code, "%lld", code);
+        } else if (jscan_skip(j) < 0) {
+            return -1;
+        }
+    }
+    if (r < 0)
+        return -1;
+    if (status[0])
+        memcpy(st->error_code, status, sizeof st->error_code);
+    api_code_clean(st->error_code);
+    if (st->error.len == 0)
+        buf_appends(&st->error, "the server reported an error");
+    return 0;
+}
+
+int gemini_stream_chunk(struct api_stream *st, const char *json, size_t n, api_emit_fn fn,
+                        void *ud)
+{
+    struct jscan j;
+    jscan_init(&j, json, n);
+    if (jscan_object_begin(&j) < 0)
+        return api_malformed(st, json, n, "not an object");
+    const char *k;
+    size_t kn;
+    int first = 1, r, had_error = 0, usage_before = st->usage.present;
+    st->chunks++;
+    while ((r = jscan_object_next(&j, &first, &k, &kn)) == 1) {
+        int rc = 0;
+        if (jscan_key_is(k, kn, "candidates") && jscan_peek(&j) == '[') {
+            int af = 1, ar, idx = 0;
+            jscan_array_begin(&j);
+            /* One answer is asked for; candidates past the first are ignored. */
+            while (rc == 0 && (ar = jscan_array_next(&j, &af)) == 1)
+                rc = idx++ == 0 ? gemini_candidate(st, &j, fn, ud) : jscan_skip(&j);
+            if (ar < 0)
+                rc = -1;
+        } else if (jscan_key_is(k, kn, "usageMetadata")) {
+            rc = gemini_usage(st, &j);
+        } else if (jscan_key_is(k, kn, "modelVersion")) {
+            rc = api_short(st, &j, st->model, sizeof st->model);
+        } else if (jscan_key_is(k, kn, "promptFeedback")) {
+            rc = gemini_feedback(st, &j, fn, ud);
+        } else if (jscan_key_is(k, kn, "error") && jscan_peek(&j) != 'n') {
+            rc = gemini_error_obj(st, &j);
+            had_error = 1;
+        } else {
+            rc = jscan_skip(&j);
+        }
+        if (rc < 0)
+            return api_malformed(st, json, n, j.err);
+    }
+    if (r < 0 || !jscan_at_end(&j))
+        return api_malformed(st, json, n, j.err ? j.err : "trailing bytes");
+    if (st->usage.present && !usage_before)
+        fn(ud, API_USAGE, NULL, 0);
+    return had_error ? 1 : 0;
+}
+
+int gemini_stream_event(struct api_stream *st, const struct sse_event *ev, api_emit_fn fn,
+                        void *ud)
+{
+    if (ev->data_len == 0)
+        return 0;
+    return gemini_stream_chunk(st, ev->data, ev->data_len, fn, ud);
+}
+
+/* A whole answer: one chunk, or [chunk, chunk, ...] (streamGenerateContent without alt=sse). */
+static int gemini_whole(struct api_stream *st, const char *body, size_t n, api_emit_fn fn,
+                        void *ud)
+{
+    struct jscan j;
+    jscan_init(&j, body, n);
+    if (jscan_peek(&j) != '[')
+        return gemini_stream_chunk(st, body, n, fn, ud);
+    int af = 1, ar;
+    jscan_array_begin(&j);
+    while ((ar = jscan_array_next(&j, &af)) == 1) {
+        jscan_peek(&j); /* past the blanks: the element starts at j.p */
+        const char *from = j.p;
+        if (jscan_skip(&j) < 0)
+            return api_malformed(st, body, n, j.err);
+        int r = gemini_stream_chunk(st, from, (size_t)(j.p - from), fn, ud);
+        if (r != 0)
+            return r;
+    }
+    if (ar < 0 || !jscan_at_end(&j))
+        return api_malformed(st, body, n, j.err ? j.err : "trailing bytes");
+    return 0;
+}
+
+int gemini_decode_completion(struct api_stream *st, const char *body, size_t n, api_emit_fn fn,
+                             void *ud)
+{
+    return api_decode_whole(st, body, n, fn, ud, gemini_whole);
+}
+
+/* "12s", "0.5s", "1.250s": seconds, or -1. */
+static double gemini_duration(const char *s)
+{
+    char *end;
+    if (!s || !(*s >= '0' && *s <= '9'))
+        return -1;
+    double v = strtod(s, &end);
+    if (end == s || strcmp(end, "s") != 0 || !(v >= 0 && v <= 86400))
+        return -1;
+    return v;
+}
+
+double gemini_retry_delay(const char *body, size_t n)
+{
+    cJSON *root = n ? cJSON_ParseWithLength(body, n) : NULL;
+    const cJSON *top = cJSON_IsArray(root) ? cJSON_GetArrayItem(root, 0) : root;
+    const cJSON *err = cJSON_GetObjectItemCaseSensitive(top, "error");
+    const cJSON *details = cJSON_GetObjectItemCaseSensitive(err, "details");
+    const cJSON *list = cJSON_IsArray(details) ? details : NULL, *d;
+    double wait = -1;
+    cJSON_ArrayForEach(d, list) {
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(d, "@type");
+        const cJSON *delay = cJSON_GetObjectItemCaseSensitive(d, "retryDelay");
+        const char *t = cJSON_IsString(type) ? type->valuestring : "";
+        size_t tl = strlen(t);
+        if (tl >= 20 && strcmp(t + tl - 20, "google.rpc.RetryInfo") == 0 &&
+            cJSON_IsString(delay)) {
+            wait = gemini_duration(delay->valuestring);
+            break;
+        }
+    }
+    cJSON_Delete(root);
+    return wait;
+}

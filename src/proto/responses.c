@@ -1,0 +1,411 @@
+/* responses.c - the OpenAI Responses dialect: request body, semantic stream events, whole
+ * answers. Events are walked with jscan (no allocation but the unescaped text); the body is
+ * built with cJSON. */
+#include "config.h"
+#include "proto/responses.h"
+#include "proto/api_int.h"
+#include "proto/jscan.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <string.h>
+
+/* max_tokens is max_output_tokens; the API takes no seed (a 400 "Unknown parameter"). */
+static const char *responses_param_name(void *ud, const struct api_param *p)
+{
+    (void)ud;
+    if (strcmp(p->name, "max_tokens") == 0)
+        return "max_output_tokens";
+    if (strcmp(p->name, "seed") == 0)
+        return NULL;
+    return p->name;
+}
+
+char *responses_request_json(const struct api_request *r)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "model", r->model ? r->model : "");
+    struct buf sys = BUF_INIT;
+    cJSON *input = cJSON_AddArrayToObject(o, "input");
+    for (size_t i = 0; i < r->n_messages; i++) {
+        const struct api_message *m = &r->messages[i];
+        const char *text = m->content ? m->content : "";
+        if (m->role && strcmp(m->role, "system") == 0) {
+            if (sys.len)
+                buf_appends(&sys, "\n\n");
+            buf_appends(&sys, text);
+            continue;
+        }
+        cJSON *msg = cJSON_CreateObject();
+        cJSON_AddStringToObject(msg, "role", m->role ? m->role : "user");
+        cJSON_AddStringToObject(msg, "content", text);
+        cJSON_AddItemToArray(input, msg);
+    }
+    if (sys.len)
+        cJSON_AddStringToObject(o, "instructions", buf_str(&sys));
+    buf_free(&sys);
+    api_params_add(o, r, responses_param_name, NULL);
+    if (r->reasoning_summary) {
+        cJSON *rs = cJSON_AddObjectToObject(o, "reasoning");
+        cJSON_AddStringToObject(rs, "summary", "auto");
+    }
+    cJSON_AddBoolToObject(o, "store", 0);
+    if (r->stream)
+        cJSON_AddTrueToObject(o, "stream");
+    return api_json_finish(o);
+}
+
+static const struct api_usage_key responses_usage_keys[] = {
+    API_USAGE_AT(NULL, "input_tokens", prompt),
+    API_USAGE_AT(NULL, "output_tokens", completion),
+    API_USAGE_AT(NULL, "total_tokens", total),
+    API_USAGE_AT("output_tokens_details", "reasoning_tokens", reasoning),
+    API_USAGE_AT("input_tokens_details", "cached_tokens", cached),
+    {NULL, NULL, 0},
+};
+
+/* What a response object said about its end. */
+struct responses_end {
+    char status[32];  /* "completed", "incomplete", "failed", "in_progress", ... */
+    char reason[48];  /* incomplete_details.reason */
+};
+
+static int responses_incomplete(struct api_stream *st, struct jscan *j, struct responses_end *e)
+{
+    if (jscan_null(j))
+        return 0;
+    if (jscan_peek(j) != '{')
+        return jscan_skip(j);
+    jscan_object_begin(j);
+    const char *k;
+    size_t kn;
+    int first = 1, r;
+    while ((r = jscan_object_next(j, &first, &k, &kn)) == 1) {
+        if (jscan_key_is(k, kn, "reason")) {
+            if (api_short(st, j, e->reason, sizeof e->reason) < 0)
+                return -1;
+        } else if (jscan_skip(j) < 0) {
+            return -1;
+        }
+    }
+    return r;
+}
+
+/* One content or summary part of an output item: {type, text}; its text goes out once the
+ * part is read (type may follow text). kind: what text is when the type does not say. */
+static int responses_part(struct api_stream *st, struct jscan *j, enum api_kind kind,
+                          api_emit_fn fn, void *ud)
+{
+    if (jscan_peek(j) != '{')
+        return jscan_skip(j);
+    jscan_object_begin(j);
+    const char *text = NULL, *k;
+    size_t tn = 0, kn;
+    int esc = 0, first = 1, r;
+    char type[32] = "";
+    while ((r = jscan_object_next(j, &first, &k, &kn)) == 1) {
+        if ((jscan_key_is(k, kn, "text") || jscan_key_is(k, kn, "refusal")) &&
+            jscan_peek(j) == '"') {
+            if (jscan_string(j, &text, &tn, &esc) < 0)
+                return -1;
+        } else if (jscan_key_is(k, kn, "type")) {
+            if (api_short(st, j, type, sizeof type) < 0)
+                return -1;
+        } else if (jscan_skip(j) < 0) {
+            return -1;
+        }
+    }
+    if (r < 0)
+        return -1;
+    if (strcmp(type, "reasoning_text") == 0 || strcmp(type, "summary_text") == 0)
+        kind = API_REASONING;
+    if (text && esc) {
+        buf_reset(&st->scratch);
+        jscan_unescape(text, tn, &st->scratch);
+        text = st->scratch.data;
+        tn = st->scratch.len;
+    }
+    if (text && tn)
+        fn(ud, kind, text, tn);
+    return 0;
+}
+
+/* An array of parts; reasoning summaries get a blank line between them. */
+static int responses_parts(struct api_stream *st, struct jscan *j, enum api_kind kind,
+                           api_emit_fn fn, void *ud)
+{
+    if (jscan_peek(j) != '[')
+        return jscan_skip(j);
+    jscan_array_begin(j);
+    int af = 1, ar, idx = 0;
+    while ((ar = jscan_array_next(j, &af)) == 1) {
+        if (idx++ && kind == API_REASONING)
+            fn(ud, API_REASONING, "\n\n", 2);
+        if (responses_part(st, j, kind, fn, ud) < 0)
+            return -1;
+    }
+    return ar;
+}
+
+/* One item of a whole answer's output[]: a message's content parts, a reasoning item's
+ * summary (and content, for models that show their reasoning). */
+static int responses_item(struct api_stream *st, struct jscan *j, api_emit_fn fn, void *ud)
+{
+    if (jscan_peek(j) != '{')
+        return jscan_skip(j);
+    jscan_object_begin(j);
+    const char *k;
+    size_t kn;
+    int first = 1, r;
+    while ((r = jscan_object_next(j, &first, &k, &kn)) == 1) {
+        int rc;
+        if (jscan_key_is(k, kn, "content"))
+            rc = responses_parts(st, j, API_CONTENT, fn, ud);
+        else if (jscan_key_is(k, kn, "summary"))
+            rc = responses_parts(st, j, API_REASONING, fn, ud);
+        else
+            rc = jscan_skip(j);
+        if (rc < 0)
+            return -1;
+    }
+    return r;
+}
+
+/* A response object: model, status, usage, incomplete_details, error; its output[] text only
+ * when whole (a stream has sent it already, as deltas). */
+static int responses_response(struct api_stream *st, struct jscan *j, int whole,
+                              struct responses_end *e, api_emit_fn fn, void *ud)
+{
+    if (jscan_null(j))
+        return 0;
+    if (jscan_object_begin(j) < 0)
+        return -1;
+    const char *k;
+    size_t kn;
+    int first = 1, r;
+    while ((r = jscan_object_next(j, &first, &k, &kn)) == 1) {
+        int rc;
+        if (jscan_key_is(k, kn, "model")) {
+            rc = api_short(st, j, st->model, sizeof st->model);
+        } else if (jscan_key_is(k, kn, "status")) {
+            rc = api_short(st, j, e->status, sizeof e->status);
+        } else if (jscan_key_is(k, kn, "usage")) {
+            rc = api_usage_read(st, j, responses_usage_keys);
+        } else if (jscan_key_is(k, kn, "incomplete_details")) {
+            rc = responses_incomplete(st, j, e);
+        } else if (jscan_key_is(k, kn, "error")) {
+            rc = api_error_obj(st, j);
+        } else if (whole && jscan_key_is(k, kn, "output") && jscan_peek(j) == '[') {
+            int af = 1, ar;
+            jscan_array_begin(j);
+            rc = 0;
+            while (rc == 0 && (ar = jscan_array_next(j, &af)) == 1)
+                rc = responses_item(st, j, fn, ud);
+            if (ar < 0)
+                rc = -1;
+        } else {
+            rc = jscan_skip(j);
+        }
+        if (rc < 0)
+            return -1;
+    }
+    return r;
+}
+
+/* The end a status names: 1 when the answer is over (finish set, or an error), else 0. */
+static int responses_finish(struct api_stream *st, const struct responses_end *e,
+                            api_emit_fn fn, void *ud)
+{
+    if (strcmp(e->status, "failed") == 0 || strcmp(e->status, "cancelled") == 0) {
+        if (st->error.len == 0)
+            buf_printf(&st->error, "the server reported the response %s", e->status);
+        return 1;
+    }
+    if (strcmp(e->status, "completed") == 0) {
+        strcpy(st->finish, "stop");
+    } else if (strcmp(e->status, "incomplete") == 0) {
+        if (strcmp(e->reason, "max_output_tokens") == 0) {
+            strcpy(st->finish, "length");
+        } else {
+            /* content_filter, or a reason this code does not know: the answer was stopped */
+            strcpy(st->finish, "content_filter");
+            if (strcmp(e->reason, "content_filter") != 0) {
+                snprintf(st->finish_detail, sizeof st->finish_detail, "%s",
+                         e->reason[0] ? e->reason : "incomplete");
+                api_code_clean(st->finish_detail);
+            }
+        }
+    } else {
+        return 0;
+    }
+    st->done = 1;
+    fn(ud, API_FINISH, NULL, 0);
+    return 1;
+}
+
+/* The members of an event that matter, found in one walk (in any order). */
+struct responses_event {
+    char type[64];
+    const char *delta;       /* raw string span, NULL when none */
+    size_t delta_n;
+    int delta_esc;
+    const char *response;    /* the response object's span, NULL when none */
+    size_t response_n;
+    long long summary_index;
+    int has_error;           /* an "error" member (an error event's details) */
+};
+
+static int responses_scan(struct jscan *j, struct api_stream *st, struct responses_event *ev)
+{
+    const char *k;
+    size_t kn;
+    int first = 1, r;
+    while ((r = jscan_object_next(j, &first, &k, &kn)) == 1) {
+        int rc = 0;
+        if (jscan_key_is(k, kn, "type")) {
+            rc = api_short(st, j, ev->type, sizeof ev->type);
+        } else if (jscan_key_is(k, kn, "delta") && jscan_peek(j) == '"') {
+            rc = jscan_string(j, &ev->delta, &ev->delta_n, &ev->delta_esc);
+        } else if (jscan_key_is(k, kn, "response") && jscan_peek(j) == '{') {
+            ev->response = j->p;
+            rc = jscan_skip(j);
+            ev->response_n = (size_t)(j->p - ev->response);
+        } else if (jscan_key_is(k, kn, "summary_index") && jscan_peek(j) != 'n') {
+            rc = jscan_integer(j, &ev->summary_index);
+        } else {
+            ev->has_error |= jscan_key_is(k, kn, "error") && jscan_peek(j) != 'n';
+            rc = jscan_skip(j);
+        }
+        if (rc < 0)
+            return -1;
+    }
+    return r < 0 || !jscan_at_end(j) ? -1 : 0;
+}
+
+static int responses_is(const struct responses_event *ev, const char *type)
+{
+    return strcmp(ev->type, type) == 0;
+}
+
+/* An error event: {"type":"error","code":...,"message":...} or its details in "error". */
+static int responses_error_event(struct api_stream *st, const char *json, size_t n,
+                                 const struct responses_event *ev)
+{
+    struct jscan j;
+    jscan_init(&j, json, n);
+    if (ev->has_error) {
+        const char *k;
+        size_t kn;
+        int first = 1;
+        jscan_object_begin(&j);
+        while (jscan_object_next(&j, &first, &k, &kn) == 1 && !jscan_key_is(k, kn, "error"))
+            jscan_skip(&j);
+    }
+    buf_reset(&st->error);
+    api_error_obj(st, &j); /* the JSON was walked once already: it is valid */
+    if (!ev->has_error && strcmp(buf_str(&st->error), "error") == 0)
+        buf_reset(&st->error); /* the event's own "type" taken for a message */
+    if (st->error.len == 0)
+        buf_appends(&st->error, "the server reported an error");
+    return 1;
+}
+
+int responses_stream_chunk(struct api_stream *st, const char *json, size_t n,
+                           const char *type_hint, api_emit_fn fn, void *ud)
+{
+    struct responses_event ev;
+    memset(&ev, 0, sizeof ev);
+    struct jscan j;
+    jscan_init(&j, json, n);
+    if (jscan_object_begin(&j) < 0)
+        return api_malformed(st, json, n, "not an object");
+    if (responses_scan(&j, st, &ev) < 0)
+        return api_malformed(st, json, n, j.err ? j.err : "trailing bytes");
+    st->chunks++;
+    if (!ev.type[0] && type_hint)
+        api_copy(ev.type, sizeof ev.type, type_hint, strlen(type_hint));
+    if (ev.delta && (responses_is(&ev, "response.output_text.delta") ||
+                     responses_is(&ev, "response.refusal.delta") ||
+                     responses_is(&ev, "response.reasoning_summary_text.delta") ||
+                     responses_is(&ev, "response.reasoning_text.delta"))) {
+        enum api_kind kind = strncmp(ev.type, "response.reasoning", 18) == 0 ? API_REASONING
+                                                                              : API_CONTENT;
+        const char *s = ev.delta;
+        size_t sn = ev.delta_n;
+        if (ev.delta_esc) {
+            buf_reset(&st->scratch);
+            jscan_unescape(s, sn, &st->scratch);
+            s = st->scratch.data;
+            sn = st->scratch.len;
+        }
+        if (sn)
+            fn(ud, kind, s, sn);
+        return 0;
+    }
+    if (responses_is(&ev, "response.reasoning_summary_part.added")) {
+        if (ev.summary_index > 0)
+            fn(ud, API_REASONING, "\n\n", 2); /* between the summary's parts */
+        return 0;
+    }
+    if (responses_is(&ev, "error"))
+        return responses_error_event(st, json, n, &ev);
+    if (!ev.response || strncmp(ev.type, "response.", 9) != 0)
+        return 0; /* an event this code does not use */
+    struct responses_end e;
+    memset(&e, 0, sizeof e);
+    int usage_before = st->usage.present;
+    jscan_init(&j, ev.response, ev.response_n);
+    if (responses_response(st, &j, 0, &e, fn, ud) < 0)
+        return api_malformed(st, json, n, j.err);
+    if (st->usage.present && !usage_before)
+        fn(ud, API_USAGE, NULL, 0);
+    /* The event names the end; the response's status says the same (or is missing). */
+    const char *end = ev.type + 9;
+    if (strcmp(end, "completed") == 0 || strcmp(end, "incomplete") == 0 ||
+        strcmp(end, "failed") == 0 || strcmp(end, "cancelled") == 0)
+        api_copy(e.status, sizeof e.status, end, strlen(end));
+    else
+        return 0; /* response.created, response.in_progress, ...: the model so far */
+    return responses_finish(st, &e, fn, ud);
+}
+
+int responses_stream_event(struct api_stream *st, const struct sse_event *ev, api_emit_fn fn,
+                           void *ud)
+{
+    if (ev->data_len == 0)
+        return 0;
+    const char *hint = strcmp(ev->type, "message") == 0 ? NULL : ev->type;
+    int r = responses_stream_chunk(st, ev->data, ev->data_len, hint, fn, ud);
+    if (r < 0 && hint && strcmp(hint, "error") == 0) {
+        api_error_set(st, ev->data, ev->data_len); /* `event: error` with text, not JSON */
+        return 1;
+    }
+    return r;
+}
+
+/* A whole answer: a response object (or an error object). */
+static int responses_whole(struct api_stream *st, const char *body, size_t n, api_emit_fn fn,
+                           void *ud)
+{
+    struct responses_end e;
+    memset(&e, 0, sizeof e);
+    struct jscan j;
+    jscan_init(&j, body, n);
+    if (jscan_peek(&j) != '{')
+        return api_malformed(st, body, n, "not an object");
+    int usage_before = st->usage.present;
+    if (responses_response(st, &j, 1, &e, fn, ud) < 0 || !jscan_at_end(&j))
+        return api_malformed(st, body, n, j.err ? j.err : "trailing bytes");
+    st->chunks++;
+    if (st->usage.present && !usage_before)
+        fn(ud, API_USAGE, NULL, 0);
+    if (st->error.len)
+        return 1;
+    return responses_finish(st, &e, fn, ud);
+}
+
+int responses_decode_completion(struct api_stream *st, const char *body, size_t n,
+                                api_emit_fn fn, void *ud)
+{
+    return api_decode_whole(st, body, n, fn, ud, responses_whole);
+}
