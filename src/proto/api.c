@@ -240,6 +240,26 @@ void api_copy(char *dst, size_t size, const char *s, size_t n)
     dst[n] = '\0';
 }
 
+void api_unescape_span(struct api_stream *st, const char **s, size_t *n, int escaped)
+{
+    if (!escaped)
+        return;
+    buf_reset(&st->scratch);
+    jscan_unescape(*s, *n, &st->scratch);
+    *s = st->scratch.data;
+    *n = st->scratch.len;
+}
+
+void api_emit_span(struct api_stream *st, enum api_kind kind, const char *s, size_t n,
+                   int escaped, api_emit_fn fn, void *ud)
+{
+    if (!s)
+        return;
+    api_unescape_span(st, &s, &n, escaped);
+    if (n)
+        fn(ud, kind, s, n);
+}
+
 /* Read a string value (or null) at the scanner; deliver decoded text. Returns -1 on bad JSON,
  * 0 when null or empty, 1 with text in *out and *outn (valid until the next call). */
 int api_text(struct api_stream *st, struct jscan *j, const char **out, size_t *outn)
@@ -253,12 +273,7 @@ int api_text(struct api_stream *st, struct jscan *j, const char **out, size_t *o
     int esc;
     if (jscan_string(j, &s, &n, &esc) < 0)
         return -1;
-    if (esc) {
-        buf_reset(&st->scratch);
-        jscan_unescape(s, n, &st->scratch);
-        s = st->scratch.data;
-        n = st->scratch.len;
-    }
+    api_unescape_span(st, &s, &n, esc);
     *out = s;
     *outn = n;
     return n > 0;
@@ -545,15 +560,8 @@ static int api_shape_match(struct api_stream *st, const char *json, size_t n, ap
     jscan_init(&j, json + pre - 1, n - pre + 1);
     if (jscan_string(&j, &s, &sn, &esc) < 0 || j.p != json + n - post + 1)
         return 0;
-    if (esc) {
-        buf_reset(&st->scratch);
-        jscan_unescape(s, sn, &st->scratch);
-        s = st->scratch.data;
-        sn = st->scratch.len;
-    }
     st->chunks++;
-    if (sn)
-        fn(ud, (enum api_kind)st->shape_kind, s, sn);
+    api_emit_span(st, (enum api_kind)st->shape_kind, s, sn, esc, fn, ud);
     return 1;
 }
 

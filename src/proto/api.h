@@ -108,8 +108,9 @@ struct api_stream {
     char model[128];
     char finish[32];        /* finish_reason, "" until one arrives: "stop", "length",
                                "content_filter" for the native dialects (gemini.c, ...) */
-    char finish_detail[48]; /* the provider's own reason behind finish when it is not the
-                               same word ("SAFETY", "prompt blocked: OTHER"), else "" */
+    char finish_detail[48]; /* the native dialects: the server's own word behind finish
+                               ("end_turn", "MAX_TOKENS", "SAFETY", "prompt blocked: OTHER",
+                               "max_output_tokens"), for messages and --json; else "" */
     struct api_usage usage;
     int done;               /* "[DONE]" seen */
     long chunks;            /* data events decoded */

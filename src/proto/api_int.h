@@ -34,6 +34,13 @@ void api_error_set(struct api_stream *st, const char *s, size_t n);
 void api_code_clean(char *code);
 /* Copy s[0..n) into dst as a string, cut to size - 1 bytes. */
 void api_copy(char *dst, size_t size, const char *s, size_t n);
+/* A raw string span (jscan_string's) with backslash escapes (escaped) decoded into st->scratch:
+ * *s and *n then point there; unchanged when not escaped. */
+void api_unescape_span(struct api_stream *st, const char **s, size_t *n, int escaped);
+/* Hand the text of the raw string span s[0..n) to fn as kind, decoded; nothing when s is NULL
+ * or the text is empty. */
+void api_emit_span(struct api_stream *st, enum api_kind kind, const char *s, size_t n,
+                   int escaped, api_emit_fn fn, void *ud);
 /* A string value (or null) at the scanner: -1 on bad JSON, 0 when null, empty or not a string
  * (skipped), 1 with the decoded text in *out, *outn (valid until the next call). */
 int api_text(struct api_stream *st, struct jscan *j, const char **out, size_t *outn);

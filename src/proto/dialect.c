@@ -35,6 +35,8 @@ const struct dialect dialect_openai = {
 static const struct dialect *const dialects[] = {
     &dialect_openai,
     &dialect_anthropic,
+    &dialect_gemini,
+    &dialect_responses,
 };
 #define N_DIALECTS (sizeof dialects / sizeof dialects[0])
 

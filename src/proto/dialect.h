@@ -12,7 +12,8 @@
  *   each SSE event: r = d->stream_event(&st, ev, emit, ud) (0 on, 1 over, -1 bad JSON)
  *   a 2xx application/json body: d->decode_body(&st, body, n, emit, ud)
  *   an HTTP error body: d->error_message(status, ctype, body, n, &msg, code, sizeof code),
- *                       then d->retryable(status, code) (-1: the generic rules decide)
+ *                       then d->retryable(status, code) (-1: the generic rules decide),
+ *                       and the wait it asks for: d->retry_delay ? d->retry_delay(body, n) : -1
  *   st.finish set: outcome = d->finish_outcome(&st, &msg) (API_OK or API_CUT + a message)
  *
  * Every decoder fills the same struct api_stream (proto/api.h) and emits API_CONTENT and
@@ -71,6 +72,10 @@ struct dialect {
     /* The outcome of a stream whose st->finish is set: API_OK, or API_CUT with a message for
      * the user appended to msg. */
     enum api_outcome (*finish_outcome)(const struct api_stream *st, struct buf *msg);
+    /* The wait an HTTP error body asks for, in seconds (Gemini's RetryInfo.retryDelay on a
+     * 429), -1 when it names none; taken as a retry-after header would be. NULL: the dialect's
+     * bodies never name one (its headers do). */
+    double (*retry_delay)(const char *body, size_t n);
 };
 
 /* The dialect named name ("openai", "anthropic", ...; NULL or "" = "openai"), or NULL when
@@ -94,5 +99,7 @@ char *dialect_path(const struct dialect *d, const char *model);
 /* The entries (each defined next to its decoder). */
 extern const struct dialect dialect_openai;    /* proto/dialect.c, api.c's functions */
 extern const struct dialect dialect_anthropic; /* proto/anthropic.c */
+extern const struct dialect dialect_gemini;    /* proto/gemini.c */
+extern const struct dialect dialect_responses; /* proto/responses.c */
 
 #endif

@@ -3,6 +3,7 @@
  * built and error bodies read with cJSON, off the hot path. */
 #include "config.h"
 #include "proto/gemini.h"
+#include "proto/dialect.h"
 #include "proto/api_int.h"
 #include "proto/jscan.h"
 
@@ -83,7 +84,8 @@ static void gemini_finish(struct api_stream *st, const char *s, size_t n, api_em
 {
     if (n == 0 || (n == 25 && memcmp(s, "FINISH_REASON_UNSPECIFIED", 25) == 0))
         return;
-    st->finish_detail[0] = '\0';
+    api_copy(st->finish_detail, sizeof st->finish_detail, s, n);
+    api_code_clean(st->finish_detail);
     if (n == 4 && memcmp(s, "STOP", 4) == 0) {
         strcpy(st->finish, "stop");
     } else if (n == 10 && memcmp(s, "MAX_TOKENS", 10) == 0) {
@@ -92,8 +94,6 @@ static void gemini_finish(struct api_stream *st, const char *s, size_t n, api_em
         /* SAFETY, RECITATION, LANGUAGE, BLOCKLIST, PROHIBITED_CONTENT, SPII, OTHER,
          * MALFORMED_FUNCTION_CALL, IMAGE_SAFETY, ...: the answer was stopped, for this reason */
         strcpy(st->finish, "content_filter");
-        api_copy(st->finish_detail, sizeof st->finish_detail, s, n);
-        api_code_clean(st->finish_detail);
     }
     fn(ud, API_FINISH, NULL, 0);
 }
@@ -122,14 +122,7 @@ static int gemini_part(struct api_stream *st, struct jscan *j, api_emit_fn fn, v
     }
     if (r < 0)
         return -1;
-    if (text && esc) {
-        buf_reset(&st->scratch);
-        jscan_unescape(text, tn, &st->scratch);
-        text = st->scratch.data;
-        tn = st->scratch.len;
-    }
-    if (text && tn)
-        fn(ud, thought ? API_REASONING : API_CONTENT, text, tn);
+    api_emit_span(st, thought ? API_REASONING : API_CONTENT, text, tn, esc, fn, ud);
     return 0;
 }
 
@@ -397,3 +390,59 @@ double gemini_retry_delay(const char *body, size_t n)
     cJSON_Delete(root);
     return wait;
 }
+
+/* https://ai.google.dev/gemini-api/docs/troubleshooting: UNAVAILABLE (503), INTERNAL (500) and
+ * DEADLINE_EXCEEDED (504) pass; a request the API refuses fails again. RESOURCE_EXHAUSTED
+ * (429): the generic rules, which wait the RetryInfo delay. */
+static int gemini_retryable(long status, const char *code)
+{
+    (void)status;
+    static const char *const again[] = {"UNAVAILABLE", "INTERNAL", "DEADLINE_EXCEEDED"};
+    static const char *const never[] = {"INVALID_ARGUMENT", "FAILED_PRECONDITION",
+                                        "PERMISSION_DENIED", "UNAUTHENTICATED", "NOT_FOUND"};
+    for (size_t i = 0; code && i < sizeof again / sizeof *again; i++)
+        if (strcmp(code, again[i]) == 0)
+            return 1;
+    for (size_t i = 0; code && i < sizeof never / sizeof *never; i++)
+        if (strcmp(code, never[i]) == 0)
+            return 0;
+    return -1;
+}
+
+static enum api_outcome gemini_finish_outcome(const struct api_stream *st, struct buf *msg)
+{
+    if (strcmp(st->finish, "length") == 0) {
+        buf_printf(msg, "the answer was cut at the token limit (finishReason \"%s\"); raise "
+                   "max_tokens", st->finish_detail);
+        return API_CUT;
+    }
+    if (strcmp(st->finish, "content_filter") == 0) {
+        if (strncmp(st->finish_detail, "prompt blocked: ", 16) == 0)
+            buf_printf(msg, "Gemini refused the prompt (blockReason \"%s\")",
+                       st->finish_detail + 16);
+        else
+            buf_printf(msg, "Gemini stopped the answer (finishReason \"%s\")",
+                       st->finish_detail);
+        return API_CUT;
+    }
+    return API_OK;
+}
+
+const struct dialect dialect_gemini = {
+    .name = "gemini",
+    .base_url = "https://generativelanguage.googleapis.com/v1beta",
+    .key_env = {"GEMINI_API_KEY", "GOOGLE_API_KEY"},
+    .path = "/models/{model}:streamGenerateContent?alt=sse",
+    .models_path = "/models",
+    .auth_header = "x-goog-api-key",
+    .auth_prefix = "",
+    .request_json = gemini_request_json,
+    .stream_event = gemini_stream_event,
+    .decode_body = gemini_decode_completion,
+    /* {"error":{"code":429,"message":...,"status":"RESOURCE_EXHAUSTED"}} (or a list of one):
+     * the message, and the status as the code */
+    .error_message = api_error_message,
+    .retryable = gemini_retryable,
+    .finish_outcome = gemini_finish_outcome,
+    .retry_delay = gemini_retry_delay,
+};

@@ -17,7 +17,7 @@ char *gemini_request_json(const struct api_request *r);
 
 /* Decode one SSE event: text parts as API_CONTENT, `thought: true` parts as API_REASONING;
  * finishReason STOP -> finish "stop", MAX_TOKENS -> "length", any other (SAFETY, RECITATION,
- * BLOCKLIST, PROHIBITED_CONTENT, SPII, OTHER, ...) -> "content_filter" with the reason in
+ * BLOCKLIST, PROHIBITED_CONTENT, SPII, OTHER, ...) -> "content_filter", the reason itself in
  * finish_detail; promptFeedback.blockReason -> "content_filter", "prompt blocked: REASON";
  * usageMetadata (cumulative: each replaces the last; completion = candidates + thoughts,
  * reasoning = thoughts); modelVersion -> model. Returns 0 to go on (Gemini sends no end

@@ -3,6 +3,7 @@
  * built with cJSON. */
 #include "config.h"
 #include "proto/responses.h"
+#include "proto/dialect.h"
 #include "proto/api_int.h"
 #include "proto/jscan.h"
 
@@ -119,14 +120,7 @@ static int responses_part(struct api_stream *st, struct jscan *j, enum api_kind 
         return -1;
     if (strcmp(type, "reasoning_text") == 0 || strcmp(type, "summary_text") == 0)
         kind = API_REASONING;
-    if (text && esc) {
-        buf_reset(&st->scratch);
-        jscan_unescape(text, tn, &st->scratch);
-        text = st->scratch.data;
-        tn = st->scratch.len;
-    }
-    if (text && tn)
-        fn(ud, kind, text, tn);
+    api_emit_span(st, kind, text, tn, esc, fn, ud);
     return 0;
 }
 
@@ -223,18 +217,15 @@ static int responses_finish(struct api_stream *st, const struct responses_end *e
     }
     if (strcmp(e->status, "completed") == 0) {
         strcpy(st->finish, "stop");
+        strcpy(st->finish_detail, "completed");
     } else if (strcmp(e->status, "incomplete") == 0) {
-        if (strcmp(e->reason, "max_output_tokens") == 0) {
-            strcpy(st->finish, "length");
-        } else {
-            /* content_filter, or a reason this code does not know: the answer was stopped */
-            strcpy(st->finish, "content_filter");
-            if (strcmp(e->reason, "content_filter") != 0) {
-                snprintf(st->finish_detail, sizeof st->finish_detail, "%s",
-                         e->reason[0] ? e->reason : "incomplete");
-                api_code_clean(st->finish_detail);
-            }
-        }
+        /* max_output_tokens; content_filter, or a reason this code does not know: the answer
+         * was stopped */
+        strcpy(st->finish, strcmp(e->reason, "max_output_tokens") == 0 ? "length"
+                                                                       : "content_filter");
+        snprintf(st->finish_detail, sizeof st->finish_detail, "%s",
+                 e->reason[0] ? e->reason : "incomplete");
+        api_code_clean(st->finish_detail);
     } else {
         return 0;
     }
@@ -330,16 +321,7 @@ int responses_stream_chunk(struct api_stream *st, const char *json, size_t n,
                      responses_is(&ev, "response.reasoning_text.delta"))) {
         enum api_kind kind = strncmp(ev.type, "response.reasoning", 18) == 0 ? API_REASONING
                                                                               : API_CONTENT;
-        const char *s = ev.delta;
-        size_t sn = ev.delta_n;
-        if (ev.delta_esc) {
-            buf_reset(&st->scratch);
-            jscan_unescape(s, sn, &st->scratch);
-            s = st->scratch.data;
-            sn = st->scratch.len;
-        }
-        if (sn)
-            fn(ud, kind, s, sn);
+        api_emit_span(st, kind, ev.delta, ev.delta_n, ev.delta_esc, fn, ud);
         return 0;
     }
     if (responses_is(&ev, "response.reasoning_summary_part.added")) {
@@ -409,3 +391,48 @@ int responses_decode_completion(struct api_stream *st, const char *body, size_t 
 {
     return api_decode_whole(st, body, n, fn, ud, responses_whole);
 }
+
+/* The codes of errors sent in a Responses stream (the error event, response.failed):
+ * server_error passes; invalid_prompt fails again; the rest (rate_limit_exceeded, HTTP
+ * statuses): the generic rules. */
+static int responses_retryable(long status, const char *code)
+{
+    (void)status;
+    if (code && strcmp(code, "server_error") == 0)
+        return 1;
+    if (code && strcmp(code, "invalid_prompt") == 0)
+        return 0;
+    return -1;
+}
+
+static enum api_outcome responses_finish_outcome(const struct api_stream *st, struct buf *msg)
+{
+    if (strcmp(st->finish, "length") == 0) {
+        buf_appends(msg, "the answer was cut at the token limit (incomplete: "
+                         "max_output_tokens); raise max_tokens");
+        return API_CUT;
+    }
+    if (strcmp(st->finish, "content_filter") == 0) {
+        buf_printf(msg, "the answer was stopped by the provider (incomplete: %s)",
+                   st->finish_detail);
+        return API_CUT;
+    }
+    return API_OK;
+}
+
+const struct dialect dialect_responses = {
+    .name = "responses",
+    .base_url = "https://api.openai.com/v1",
+    .base_env = "OPENAI_BASE_URL",
+    .key_env = {"OPENAI_API_KEY"},
+    .path = "/responses",
+    .models_path = "/models",
+    .auth_header = "Authorization",
+    .auth_prefix = "Bearer ",
+    .request_json = responses_request_json,
+    .stream_event = responses_stream_event,
+    .decode_body = responses_decode_completion,
+    .error_message = api_error_message, /* OpenAI's error bodies */
+    .retryable = responses_retryable,
+    .finish_outcome = responses_finish_outcome,
+};

@@ -21,7 +21,7 @@ char *responses_request_json(const struct api_request *r);
  * response.reasoning_text.delta: API_REASONING (a blank line between summary parts);
  * response.completed: usage, finish "stop", done, returns 1; response.incomplete: usage,
  * incomplete_details.reason max_output_tokens -> "length", any other (content_filter) ->
- * "content_filter" with the reason in finish_detail, done, returns 1; response.failed and
+ * "content_filter", the reason itself in finish_detail ("completed" when complete), done, returns 1; response.failed and
  * error: st->error and error_code, returns 1. Any other event is ignored (0). -1 on malformed
  * JSON. */
 int responses_stream_event(struct api_stream *st, const struct sse_event *ev, api_emit_fn fn,

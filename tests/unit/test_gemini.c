@@ -2,6 +2,7 @@
  * usage, errors and their RetryInfo, request bodies, whole answers, hostile input. */
 #include "config.h"
 #include "proto/gemini.h"
+#include "proto/dialect.h"
 #include "stream_check.h"
 
 #include <cjson/cJSON.h>
@@ -43,7 +44,7 @@ static void test_streams(void)
     TAP_STR(buf_str(&g.reasoning), "**Considering the greeting**\n\nThe user says hi.",
             "thinking: thought parts are reasoning");
     TAP_STR(g.st.finish, "stop", "thinking: STOP is stop");
-    TAP_STR(g.st.finish_detail, "", "thinking: no detail");
+    TAP_STR(g.st.finish_detail, "STOP", "thinking: the server's word kept");
     TAP_STR(g.st.model, "gemini-2.5-flash", "thinking: modelVersion is the model");
     TAP_INT(g.ret, 0, "thinking: no end marker, the stream goes on to its close");
     TAP_INT(g.st.usage.prompt, 8, "usage: promptTokenCount");
@@ -61,8 +62,8 @@ static void test_streams(void)
         if (s[i] != '\r')
             buf_appendc(&lf, s[i]);
     struct got a, b;
-    got_decode(&a, gemini_stream_event, s, n, NULL, 0);
-    got_decode(&b, gemini_stream_event, lf.data, lf.len, NULL, 0);
+    got_decode(&a, gemini_stream_event, s, n, n);
+    got_decode(&b, gemini_stream_event, lf.data, lf.len, lf.len);
     char *sa = got_summary(&a), *sb = got_summary(&b);
     TAP_STR(sb, sa, "LF framing decodes as CRLF framing");
     free(sa);
@@ -76,7 +77,7 @@ static void test_streams(void)
     TAP_OK(last != NULL, "the fixture's last event found");
     size_t cuts[] = {(size_t)(last - s), (size_t)(last - s) + 40, n - 2};
     for (size_t i = 0; i < 3; i++) {
-        got_decode(&g, gemini_stream_event, s, cuts[i], NULL, 0);
+        got_decode(&g, gemini_stream_event, s, cuts[i], cuts[i]);
         TAP_OK(g.st.finish[0] == '\0' && g.ret == 0 && g.content.len > 0,
                "truncated at byte %zu of %zu: text kept, no finish (the answer is truncated)",
                cuts[i], n);
@@ -115,8 +116,8 @@ static void test_streams(void)
 
 static void test_chunks(void)
 {
-    finish_case("STOP", "stop", "");
-    finish_case("MAX_TOKENS", "length", "");
+    finish_case("STOP", "stop", "STOP");
+    finish_case("MAX_TOKENS", "length", "MAX_TOKENS");
     finish_case("SAFETY", "content_filter", "SAFETY");
     finish_case("RECITATION", "content_filter", "RECITATION");
     finish_case("BLOCKLIST", "content_filter", "BLOCKLIST");
@@ -358,8 +359,57 @@ static void test_whole(void)
     got_free(&g);
 }
 
+/* The table's entry: what the network layer reads. */
+static void test_entry(void)
+{
+    const struct dialect *d = dialect_find("gemini");
+    TAP_OK(d == &dialect_gemini, "entry: found by name");
+    TAP_STR(d->base_url, "https://generativelanguage.googleapis.com/v1beta", "entry: base URL");
+    TAP_OK(strcmp(d->key_env[0], "GEMINI_API_KEY") == 0 &&
+           strcmp(d->key_env[1], "GOOGLE_API_KEY") == 0 && !d->key_env[2],
+           "entry: GEMINI_API_KEY, then GOOGLE_API_KEY");
+    TAP_OK(strcmp(d->auth_header, "x-goog-api-key") == 0 && !d->auth_prefix[0] && !d->headers[0],
+           "entry: x-goog-api-key, no prefix, no other header");
+    char *p = dialect_path(d, "gemini-2.5-flash");
+    TAP_STR(p, "/models/gemini-2.5-flash:streamGenerateContent?alt=sse", "entry: path");
+    free(p);
+    TAP_OK(d->request_json == gemini_request_json && d->stream_event == gemini_stream_event &&
+           d->decode_body == gemini_decode_completion && d->retry_delay == gemini_retry_delay,
+           "entry: this file's functions");
+    TAP_OK(d->retryable(503, "UNAVAILABLE") == 1 && d->retryable(200, "INTERNAL") == 1 &&
+           d->retryable(400, "INVALID_ARGUMENT") == 0 && d->retryable(403, "PERMISSION_DENIED") == 0 &&
+           d->retryable(429, "RESOURCE_EXHAUSTED") == -1 && d->retryable(500, NULL) == -1,
+           "entry: UNAVAILABLE retried, INVALID_ARGUMENT not, RESOURCE_EXHAUSTED generic");
+    static const struct {
+        const char *chunk;
+        enum api_outcome o;
+        const char *msg;
+    } outs[] = {
+        {"{\"candidates\":[{\"finishReason\":\"STOP\"}]}", API_OK, ""},
+        {"{\"candidates\":[{\"finishReason\":\"MAX_TOKENS\"}]}", API_CUT,
+         "the answer was cut at the token limit (finishReason \"MAX_TOKENS\"); raise max_tokens"},
+        {"{\"candidates\":[{\"finishReason\":\"SAFETY\"}]}", API_CUT,
+         "Gemini stopped the answer (finishReason \"SAFETY\")"},
+        {"{\"promptFeedback\":{\"blockReason\":\"OTHER\"}}", API_CUT,
+         "Gemini refused the prompt (blockReason \"OTHER\")"},
+    };
+    for (size_t i = 0; i < sizeof outs / sizeof *outs; i++) {
+        struct got g;
+        chunk(&g, outs[i].chunk);
+        struct buf m = BUF_INIT;
+        enum api_outcome o = d->finish_outcome(&g.st, &m);
+        TAP_OK(o == outs[i].o && strcmp(buf_str(&m), outs[i].msg) == 0,
+               "outcome of %s: %s, \"%s\" (got %s, \"%s\")", outs[i].chunk,
+               api_outcome_name(outs[i].o), outs[i].msg, api_outcome_name(o), buf_str(&m));
+        TAP_INT(api_outcome_exit(o), outs[i].o == API_CUT ? 6 : 0, "exit status");
+        buf_free(&m);
+        got_free(&g);
+    }
+}
+
 int main(void)
 {
+    test_entry();
     test_streams();
     test_chunks();
     test_hostile();

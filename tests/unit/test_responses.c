@@ -3,6 +3,7 @@
  * answers, hostile input. */
 #include "config.h"
 #include "proto/responses.h"
+#include "proto/dialect.h"
 #include "stream_check.h"
 
 #include <cjson/cJSON.h>
@@ -44,7 +45,7 @@ static void test_streams(void)
     TAP_OK(last != NULL, "the fixture's last event found");
     size_t cuts[] = {(size_t)(last - s), n - 3, n - 1};
     for (size_t i = 0; i < 3; i++) {
-        got_decode(&g, responses_stream_event, s, cuts[i], NULL, 0);
+        got_decode(&g, responses_stream_event, s, cuts[i], cuts[i]);
         TAP_OK(g.st.finish[0] == '\0' && g.ret == 0 && !g.st.done && g.content.len > 0,
                "truncated at byte %zu of %zu: text kept, no finish (the answer is truncated)",
                cuts[i], n);
@@ -83,8 +84,8 @@ static void test_events(void)
     static const struct {
         const char *reason, *finish, *detail;
     } inc[] = {
-        {"\"max_output_tokens\"", "length", ""},
-        {"\"content_filter\"", "content_filter", ""},
+        {"\"max_output_tokens\"", "length", "max_output_tokens"},
+        {"\"content_filter\"", "content_filter", "content_filter"},
         {"\"something_new\"", "content_filter", "something_new"},
         {"null", "content_filter", "incomplete"},
     };
@@ -145,7 +146,7 @@ static void test_events(void)
     got_free(&g);
 
     /* `event: error` with text, not JSON */
-    got_decode(&g, responses_stream_event, "event: error\ndata: upstream timeout\n\n", 37, NULL, 0);
+    got_decode(&g, responses_stream_event, "event: error\ndata: upstream timeout\n\n", 37, 37);
     TAP_OK(g.ret == 1 && strcmp(buf_str(&g.st.error), "upstream timeout") == 0,
            "event: error with plain text data");
     got_free(&g);
@@ -287,8 +288,56 @@ static void test_whole(void)
     got_free(&g);
 }
 
+/* The table's entry: what the network layer reads. */
+static void test_entry(void)
+{
+    const struct dialect *d = dialect_find("responses");
+    TAP_OK(d == &dialect_responses, "entry: found by name");
+    TAP_OK(strcmp(d->base_url, "https://api.openai.com/v1") == 0 &&
+           strcmp(d->key_env[0], "OPENAI_API_KEY") == 0 && !d->key_env[1] &&
+           strcmp(d->base_env, "OPENAI_BASE_URL") == 0, "entry: OpenAI's base URL and keys");
+    TAP_OK(strcmp(d->auth_header, "Authorization") == 0 &&
+           strcmp(d->auth_prefix, "Bearer ") == 0, "entry: Bearer");
+    char *p = dialect_path(d, "o4-mini");
+    TAP_STR(p, "/responses", "entry: path");
+    free(p);
+    TAP_OK(d->request_json == responses_request_json &&
+           d->stream_event == responses_stream_event &&
+           d->decode_body == responses_decode_completion &&
+           d->error_message == api_error_message && !d->retry_delay,
+           "entry: this file's functions, OpenAI's error bodies");
+    TAP_OK(d->retryable(200, "server_error") == 1 && d->retryable(400, "invalid_prompt") == 0 &&
+           d->retryable(429, "rate_limit_exceeded") == -1, "entry: retryable codes");
+    static const struct {
+        const char *chunk;
+        enum api_outcome o;
+        const char *msg;
+    } outs[] = {
+        {"{\"type\":\"response.completed\",\"response\":{}}", API_OK, ""},
+        {"{\"type\":\"response.incomplete\",\"response\":{\"incomplete_details\":"
+         "{\"reason\":\"max_output_tokens\"}}}", API_CUT,
+         "the answer was cut at the token limit (incomplete: max_output_tokens); raise "
+         "max_tokens"},
+        {"{\"type\":\"response.incomplete\",\"response\":{\"incomplete_details\":"
+         "{\"reason\":\"content_filter\"}}}", API_CUT,
+         "the answer was stopped by the provider (incomplete: content_filter)"},
+    };
+    for (size_t i = 0; i < sizeof outs / sizeof *outs; i++) {
+        struct got g;
+        chunk(&g, outs[i].chunk, NULL);
+        struct buf m = BUF_INIT;
+        enum api_outcome o = d->finish_outcome(&g.st, &m);
+        TAP_OK(o == outs[i].o && strcmp(buf_str(&m), outs[i].msg) == 0,
+               "outcome %zu: %s, \"%s\" (got %s, \"%s\")", i, api_outcome_name(outs[i].o),
+               outs[i].msg, api_outcome_name(o), buf_str(&m));
+        buf_free(&m);
+        got_free(&g);
+    }
+}
+
 int main(void)
 {
+    test_entry();
     test_streams();
     test_events();
     test_hostile();
