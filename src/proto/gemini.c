@@ -431,6 +431,7 @@ static enum api_outcome gemini_finish_outcome(const struct api_stream *st, struc
 const struct dialect dialect_gemini = {
     .name = "gemini",
     .base_url = "https://generativelanguage.googleapis.com/v1beta",
+    .model = "gemini-2.5-flash",
     .key_env = {"GEMINI_API_KEY", "GOOGLE_API_KEY"},
     .path = "/models/{model}:streamGenerateContent?alt=sse",
     .models_path = "/models",

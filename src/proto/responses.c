@@ -423,6 +423,7 @@ static enum api_outcome responses_finish_outcome(const struct api_stream *st, st
 const struct dialect dialect_responses = {
     .name = "responses",
     .base_url = "https://api.openai.com/v1",
+    .model = "gpt-4o-mini", /* as for openai */
     .base_env = "OPENAI_BASE_URL",
     .key_env = {"OPENAI_API_KEY"},
     .path = "/responses",

@@ -365,6 +365,7 @@ static void test_entry(void)
     const struct dialect *d = dialect_find("gemini");
     TAP_OK(d == &dialect_gemini, "entry: found by name");
     TAP_STR(d->base_url, "https://generativelanguage.googleapis.com/v1beta", "entry: base URL");
+    TAP_STR(d->model, "gemini-2.5-flash", "entry: default model");
     TAP_OK(strcmp(d->key_env[0], "GEMINI_API_KEY") == 0 &&
            strcmp(d->key_env[1], "GOOGLE_API_KEY") == 0 && !d->key_env[2],
            "entry: GEMINI_API_KEY, then GOOGLE_API_KEY");

@@ -295,7 +295,8 @@ static void test_entry(void)
     TAP_OK(d == &dialect_responses, "entry: found by name");
     TAP_OK(strcmp(d->base_url, "https://api.openai.com/v1") == 0 &&
            strcmp(d->key_env[0], "OPENAI_API_KEY") == 0 && !d->key_env[1] &&
-           strcmp(d->base_env, "OPENAI_BASE_URL") == 0, "entry: OpenAI's base URL and keys");
+           strcmp(d->base_env, "OPENAI_BASE_URL") == 0 && strcmp(d->model, "gpt-4o-mini") == 0,
+           "entry: OpenAI's base URL, keys and default model");
     TAP_OK(strcmp(d->auth_header, "Authorization") == 0 &&
            strcmp(d->auth_prefix, "Bearer ") == 0, "entry: Bearer");
     char *p = dialect_path(d, "o4-mini");
