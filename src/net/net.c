@@ -369,7 +369,8 @@ static size_t net_write(char *ptr, size_t size, size_t nmemb, void *ud)
 }
 
 static const char *const net_kept_headers[] = {
-    "x-ratelimit-", "retry-after", "x-should-retry", "content-type", "location",
+    "x-ratelimit-", "anthropic-ratelimit-", "retry-after", "x-should-retry", "content-type",
+    "location", "request-id",
     "x-request-id", "openai-processing-ms", "server", "apim-request-id",
 };
 

@@ -298,6 +298,46 @@ int ratelimit_parse_http_date(const char *str, size_t len, double *epoch)
     return 0;
 }
 
+int ratelimit_parse_rfc3339(const char *str, size_t len, double *epoch)
+{
+    const char *p = str, *end = str + len;
+    trim(&p, &end);
+    int y, mo, d, h, mi, s;
+    if (read_int(&p, end, 4, 4, &y) || skip_char(&p, end, '-') || read_int(&p, end, 2, 2, &mo) ||
+        skip_char(&p, end, '-') || read_int(&p, end, 2, 2, &d) || p >= end ||
+        lower(*p++) != 't' || read_clock(&p, end, &h, &mi, &s))
+        return -1;
+    double frac = 0, scale = 0.1;
+    if (p < end && *p == '.') {
+        p++;
+        if (p >= end || !is_digit(*p))
+            return -1;
+        for (; p < end && is_digit(*p); p++, scale /= 10)
+            frac += (*p - '0') * scale;
+    }
+    int offset = 0; /* seconds east of UTC */
+    if (p < end && lower(*p) == 'z') {
+        p++;
+    } else if (p < end && (*p == '+' || *p == '-')) {
+        int sign = *p++ == '-' ? -1 : 1, oh, om;
+        if (read_int(&p, end, 2, 2, &oh) || skip_char(&p, end, ':') ||
+            read_int(&p, end, 2, 2, &om) || oh > 23 || om > 59)
+            return -1;
+        offset = sign * (oh * 3600 + om * 60);
+    } else {
+        return -1;
+    }
+    if (p != end || y < 1970 || mo < 1 || mo > 12 || d < 1 || d > month_days(y, mo) || h > 23 ||
+        mi > 59 || s > 60)
+        return -1;
+    double t = (double)days_since_epoch(y, mo, d) * 86400.0 + h * 3600.0 + mi * 60.0 + s + frac -
+               offset;
+    if (t < 0)
+        return -1;
+    *epoch = t;
+    return 0;
+}
+
 /* ---- state and header feeding ---- */
 
 static void dim_init(struct ratelimit_dim *d)
@@ -403,10 +443,28 @@ enum hdr {
     H_RETRY_AFTER_MS, H_RETRY_AFTER, H_SHOULD_RETRY, H_NONE
 };
 
-static const char *const hdr_names[] = {
-    "x-ratelimit-limit-requests", "x-ratelimit-limit-tokens", "x-ratelimit-remaining-requests",
-    "x-ratelimit-remaining-tokens", "x-ratelimit-reset-requests", "x-ratelimit-reset-tokens",
-    "retry-after-ms", "retry-after", "x-should-retry",
+/* The headers this module reads. Anthropic's tokens-* are the tightest of its token limits
+ * (its input-tokens-* and output-tokens-* are not read); its resets are RFC 3339 times. */
+static const struct {
+    const char *name;
+    enum hdr h;
+    int rfc3339; /* a reset given as a time, not a duration */
+} hdr_names[] = {
+    {"x-ratelimit-limit-requests", H_LIMIT_REQ, 0},
+    {"x-ratelimit-limit-tokens", H_LIMIT_TOK, 0},
+    {"x-ratelimit-remaining-requests", H_REM_REQ, 0},
+    {"x-ratelimit-remaining-tokens", H_REM_TOK, 0},
+    {"x-ratelimit-reset-requests", H_RESET_REQ, 0},
+    {"x-ratelimit-reset-tokens", H_RESET_TOK, 0},
+    {"retry-after-ms", H_RETRY_AFTER_MS, 0},
+    {"retry-after", H_RETRY_AFTER, 0},
+    {"x-should-retry", H_SHOULD_RETRY, 0},
+    {"anthropic-ratelimit-requests-limit", H_LIMIT_REQ, 0},
+    {"anthropic-ratelimit-tokens-limit", H_LIMIT_TOK, 0},
+    {"anthropic-ratelimit-requests-remaining", H_REM_REQ, 0},
+    {"anthropic-ratelimit-tokens-remaining", H_REM_TOK, 0},
+    {"anthropic-ratelimit-requests-reset", H_RESET_REQ, 1},
+    {"anthropic-ratelimit-tokens-reset", H_RESET_TOK, 1},
 };
 
 static void set_count(struct ratelimit_state *s, int64_t *rfield, int is_remaining,
@@ -443,11 +501,13 @@ static void set_reset(struct ratelimit_state *s, double *rfield, struct ratelimi
 }
 
 /* Which header of ours the name [name, name_end) is (any case); H_NONE for another. */
-static enum hdr hdr_find(const char *name, const char *name_end)
+static enum hdr hdr_find(const char *name, const char *name_end, int *rfc3339)
 {
     for (size_t i = 0; i < TT_ARRAY_LEN(hdr_names); i++)
-        if (equals_nocase(name, name_end, hdr_names[i]))
-            return (enum hdr)i;
+        if (equals_nocase(name, name_end, hdr_names[i].name)) {
+            *rfc3339 = hdr_names[i].rfc3339;
+            return hdr_names[i].h;
+        }
     return H_NONE;
 }
 
@@ -470,12 +530,21 @@ static int feed_count(struct ratelimit_state *s, struct ratelimit_response *r, e
     return ok;
 }
 
-/* x-ratelimit-reset-requests and -tokens: a duration. 1 when it parses. */
+/* x-ratelimit-reset-requests and -tokens: a duration; anthropic-ratelimit-*-reset: a time
+ * (rfc3339), the seconds from now_epoch to it (never negative). 1 when it parses. */
 static int feed_reset(struct ratelimit_state *s, struct ratelimit_response *r, enum hdr h,
-                      const char *v, const char *vend, double now)
+                      const char *v, const char *vend, double now, int rfc3339,
+                      double now_epoch)
 {
     double secs = RATELIMIT_NO_TIME;
-    int ok = ratelimit_parse_duration(v, (size_t)(vend - v), &secs) == 0;
+    int ok;
+    if (rfc3339) {
+        ok = ratelimit_parse_rfc3339(v, (size_t)(vend - v), &secs) == 0 && isfinite(now_epoch);
+        if (ok)
+            secs = secs > now_epoch ? secs - now_epoch : 0;
+    } else {
+        ok = ratelimit_parse_duration(v, (size_t)(vend - v), &secs) == 0;
+    }
     if (!ok)
         secs = RATELIMIT_NO_TIME;
     if (h == H_RESET_REQ)
@@ -515,7 +584,8 @@ int ratelimit_feed(struct ratelimit_state *s, struct ratelimit_response *r, cons
         return 0;
     const char *name = line, *name_end = colon;
     trim(&name, &name_end);
-    enum hdr h = hdr_find(name, name_end);
+    int rfc3339 = 0;
+    enum hdr h = hdr_find(name, name_end, &rfc3339);
     if (h == H_NONE)
         return 0;
     const char *v = colon + 1, *vend = line + len;
@@ -530,7 +600,7 @@ int ratelimit_feed(struct ratelimit_state *s, struct ratelimit_response *r, cons
         break;
     case H_RESET_REQ:
     case H_RESET_TOK:
-        ok = feed_reset(s, r, h, v, vend, now);
+        ok = feed_reset(s, r, h, v, vend, now, rfc3339, now_epoch);
         break;
     case H_RETRY_AFTER_MS: {
         const char *p = v;

@@ -97,6 +97,11 @@ double ratelimit_response_delay(const struct ratelimit_response *r);
  * about 31 years) or otherwise malformed value. */
 int ratelimit_parse_duration(const char *s, size_t len, double *secs);
 
+/* Parse an RFC 3339 date-time ("2026-10-21T07:28:00Z", "...T07:28:00.5+02:00"; T and Z in
+ * either case; Anthropic's rate-limit resets) into seconds since the epoch. Leading/trailing
+ * blanks are ignored. Returns 0, or -1 for anything else (no zone, a bad field, before 1970). */
+int ratelimit_parse_rfc3339(const char *s, size_t len, double *epoch);
+
 /* Parse an HTTP date (IMF-fixdate "Wed, 21 Oct 2026 07:28:00 GMT", RFC 850 or asctime form).
  * Returns 0 and *epoch (seconds since 1970, UTC), or -1. */
 int ratelimit_parse_http_date(const char *s, size_t len, double *epoch);

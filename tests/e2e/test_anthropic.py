@@ -8,6 +8,7 @@ sys.dont_write_bytecode = True
 
 import json  # noqa: E402
 import os  # noqa: E402
+import time  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ttlib  # noqa: E402
@@ -99,6 +100,34 @@ with ttlib.FakeServer() as srv:
     t.eq(rc, 3, "401: exit 3")
     t.ok("invalid x-api-key (authentication_error)" in text(err), "401: message and type",
          text(err))
+
+    # --- anthropic-ratelimit-* headers: the quota; a 429 with retry-after paced and retried ---
+    reset = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 30))
+    quota = ("h.anthropic-ratelimit-requests-limit=50,h.anthropic-ratelimit-requests-remaining=41,"
+             "h.anthropic-ratelimit-requests-reset=%s,h.anthropic-ratelimit-tokens-limit=40000,"
+             "h.anthropic-ratelimit-tokens-remaining=39000,h.anthropic-ratelimit-tokens-reset=%s"
+             % (reset, reset))
+    rc, out, err = run(srv, quota, ["--json", "-p", "quota"])
+    try:
+        j = json.loads(out)
+    except ValueError:
+        j = {}
+    t.ok("41" in (j.get("quota") or "") and "50" in (j.get("quota") or ""),
+         "anthropic-ratelimit-*: the quota as for x-ratelimit-*", json.dumps(j.get("quota")))
+    srv.clear_queue()
+    soon = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 2))
+    srv.queue(["status=429,type=rate_limit_error,h.retry-after=2,"
+               "h.anthropic-ratelimit-requests-remaining=0,h.anthropic-ratelimit-requests-limit=50,"
+               "h.anthropic-ratelimit-requests-reset=%s" % soon, ""])
+    n0 = len(srv.requests())
+    rc, out, err = run(srv, "", ["-p", "after the wait"])
+    made = srv.requests()[n0:]
+    t.eq(rc, 0, "429 rate_limit_error: retried, exit 0")
+    t.eq(text(out), "after the wait\n", "429: the answer of the retry")
+    t.ok(len(made) == 2 and made[1]["t"] - made[0]["t"] >= 1.5,
+         "429: the retry waited for retry-after (2 s)",
+         [r["t"] for r in made])
+    srv.clear_queue()
 
     # --- the truncated stream (no message_stop) -------------------------------------------------
     fixture = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures",

@@ -41,7 +41,8 @@ static const char *const names[] = {
     "x-ratelimit-remaining-requests: ", "x-ratelimit-remaining-tokens: ",
     "x-ratelimit-reset-requests: ",   "x-ratelimit-reset-tokens: ",
     "retry-after-ms: ",               "retry-after: ",
-    "x-should-retry: ",               "",
+    "x-should-retry: ",               "anthropic-ratelimit-requests-reset: ",
+    "anthropic-ratelimit-tokens-remaining: ", "",
 };
 
 #define NOW 5000.0
@@ -70,6 +71,9 @@ static void one_input(const uint8_t *data, size_t size)
     double e = -7;
     if (ratelimit_parse_http_date(exact, n, &e) == 0)
         CHECK(isfinite(e) && e >= 0 && e < 253402300800.0 + 86400);
+    e = -7;
+    if (ratelimit_parse_rfc3339(exact, n, &e) == 0)
+        CHECK(isfinite(e) && e >= 0 && e < 253402300800.0 + 2 * 86400);
 
     /* one header line */
     const char *name = names[data[0] % (sizeof names / sizeof names[0])];

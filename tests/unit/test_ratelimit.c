@@ -1011,8 +1011,72 @@ static void test_merge(void)
     TAP_OK(s.tok.full <= 1, "a huge limit: no bucket size learnt from it");
 }
 
+/* Anthropic's anthropic-ratelimit-{requests,tokens}-{limit,remaining,reset}: resets are
+ * RFC 3339 times, turned into durations against the wall clock. */
+static void test_anthropic_headers(void)
+{
+    static const struct {
+        const char *s;
+        double want;
+    } good[] = {
+        {"2025-10-21T07:27:40Z", EPOCH + 60},          {"2025-10-21T07:27:40.5Z", EPOCH + 60.5},
+        {"2025-10-21T09:27:40+02:00", EPOCH + 60},     {"2025-10-21T05:57:40-01:30", EPOCH + 60},
+        {"2025-10-21t07:27:40z", EPOCH + 60},          {" 2025-10-21T07:27:40Z ", EPOCH + 60},
+        {"2024-02-29T00:00:00Z", 1709164800},
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        double got = -1;
+        char name[96];
+        snprintf(name, sizeof name, "RFC 3339 %s", good[i].s);
+        TAP_INT(ratelimit_parse_rfc3339(good[i].s, strlen(good[i].s), &got), 0, name);
+        TAP_NEAR(got, good[i].want, name);
+    }
+    static const char *const bad[] = {
+        "", "2025-10-21", "2025-10-21T07:27:40", "2025-13-01T00:00:00Z", "2025-02-29T00:00:00Z",
+        "2025-10-21T24:00:00Z", "2025-10-21 07:27:40Z", "2025-10-21T07:27:40+2:00",
+        "2025-10-21T07:27:40Zjunk", "1969-12-31T23:59:59Z", "2025-10-21T07:27:40.Z", "60s",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        double got = 0;
+        char name[96];
+        snprintf(name, sizeof name, "RFC 3339: '%s' refused", bad[i]);
+        TAP_INT(ratelimit_parse_rfc3339(bad[i], strlen(bad[i]), &got), -1, name);
+    }
+
+    struct ratelimit_state s;
+    struct ratelimit_response r;
+    ratelimit_state_init(&s, 0, 0);
+    ratelimit_response_init(&r);
+    TAP_INT(feed(&s, &r, "anthropic-ratelimit-requests-limit: 50\r\n", NOW), 1,
+            "anthropic requests-limit is ours");
+    feed(&s, &r, "anthropic-ratelimit-requests-remaining: 49\r\n", NOW);
+    feed(&s, &r, "anthropic-ratelimit-requests-reset: 2025-10-21T07:27:40Z\r\n", NOW);
+    feed(&s, &r, "Anthropic-RateLimit-Tokens-Limit: 40000\r\n", NOW);
+    feed(&s, &r, "anthropic-ratelimit-tokens-remaining: 39000\r\n", NOW);
+    TAP_INT(feed(&s, &r, "anthropic-ratelimit-tokens-reset: 2025-10-21T07:27:10Z\r\n", NOW), 1,
+            "anthropic tokens-reset parses");
+    TAP_OK(s.seen, "anthropic headers: the quota is seen");
+    TAP_INT(s.req.limit, 50, "anthropic: requests limit");
+    TAP_INT(s.req.remaining, 49, "anthropic: requests remaining");
+    TAP_NEAR(s.req.reset_at, NOW + 60, "anthropic: requests reset 60 s from now");
+    TAP_INT(s.tok.limit, 40000, "anthropic: tokens limit");
+    TAP_INT(s.tok.remaining, 39000, "anthropic: tokens remaining");
+    TAP_NEAR(s.tok.reset_at, NOW + 30, "anthropic: tokens reset 30 s from now");
+    TAP_NEAR(r.reset_req, 60, "anthropic: the response's request reset");
+    TAP_INT(r.limit_tok, 40000, "anthropic: the response's token limit");
+    TAP_INT(feed(&s, &r, "anthropic-ratelimit-input-tokens-remaining: 5\r\n", NOW), 0,
+            "input-tokens-*: not used (tokens-* is the tightest of them)");
+    TAP_INT(s.tok.remaining, 39000, "input-tokens-*: the token dimension unchanged");
+    TAP_INT(feed(&s, &r, "anthropic-ratelimit-requests-reset: tomorrow\r\n", NOW), -1,
+            "a malformed reset: -1");
+    TAP_OK(r.reset_req < 0, "a malformed reset: unknown");
+    feed(&s, &r, "anthropic-ratelimit-requests-reset: 2025-10-21T07:00:00Z\r\n", NOW);
+    TAP_NEAR(r.reset_req, 0, "a reset in the past: now");
+}
+
 int main(void)
 {
+    test_anthropic_headers();
     test_durations();
     test_http_dates();
     test_feed();
