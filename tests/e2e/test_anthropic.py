@@ -8,6 +8,7 @@ sys.dont_write_bytecode = True
 
 import json  # noqa: E402
 import os  # noqa: E402
+import re  # noqa: E402
 import time  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -138,6 +139,33 @@ with ttlib.FakeServer() as srv:
     t.eq(rc, 5, "no message_stop (after message_delta): truncated, exit 5")
     t.ok(text(out).startswith("Hello, w"), "truncated: the text kept", text(out))
 
+    # --- --json with thinking: reasoning, content, the cut -------------------------------------
+    rc, out, err = run(srv, "replay=anthropic_thinking.sse", ["--json", "-p", "27 * 453?"])
+    try:
+        j = json.loads(out)
+    except ValueError:
+        j = {}
+    t.eq(rc, 6, "thinking, max_tokens: exit 6")
+    t.eq(j.get("content"), "27 * 453 = 12,231", "--json: content without the thinking")
+    t.ok((j.get("reasoning") or "").startswith("Let me solve this step by step"),
+         "--json: the thinking as reasoning", json.dumps(j)[:300])
+    t.eq(j.get("finish_reason"), "length", "--json: max_tokens as length")
+
+    # --- a conversation begun in openai, continued in anthropic (-c) ----------------------------
+    home2 = ttlib.make_home()
+    rc, out, err = ttlib.run_tokterm(["-s", "Be kind.", "-p", "first question"], home=home2,
+                                     env={"OPENAI_BASE_URL": srv.base()})
+    t.eq(rc, 0, "resume across dialects: the openai turn")
+    rc, out, err = run(srv, "", ["-c", "-p", "second question"], home=home2)
+    t.eq(rc, 0, "resume across dialects: the anthropic turn")
+    b = last(srv)["body"]
+    t.ok(last(srv)["path"].endswith("/v1/messages"), "resume: sent to /messages")
+    t.eq(b.get("messages"), [{"role": "user", "content": "first question"},
+                             {"role": "assistant", "content": "first question"},
+                             {"role": "user", "content": "second question"}],
+         "resume: the history in user/assistant turns")
+    t.eq(b.get("system"), "Be kind.", "resume: the saved system prompt top-level")
+
     # --- the profile key `api = anthropic`, and its base_url -------------------------------------
     home = ttlib.make_home()
     cfg = os.path.join(home, ".config", "tokterm")
@@ -177,5 +205,26 @@ with ttlib.FakeServer() as srv:
     rc, out, err = run(srv, "", ["-p", "cached"], home=home)
     t.eq(len(srv.requests()), n0, "anthropic: the second ask is a cache hit")
     t.eq(text(out), "cached\n", "anthropic: the cached answer")
+
+    # --- the chat, in tmux: --api anthropic with only ANTHROPIC_API_KEY -------------------------
+    if not ttlib.Tmux.available():
+        t.skip("anthropic chat in tmux", "tmux is not installed", tool="tmux")
+    else:
+        with ttlib.Tmux(80, 24) as tm:
+            e = ttlib.clean_env(env=env_for(srv, "delay_ms=20"))
+            tm.run([ttlib.tokterm_path(), "--api", "anthropic"], e)
+            screen = tm.wait_for(re.compile("F1|\u203a"), 10)
+            t.ok(screen is not None, "chat: opens", tm.capture())
+            n0 = len(srv.requests())
+            tm.send_text("hello from the chat")
+            tm.send("Enter")
+            done = tm.wait_for("\u2713", 15)
+            t.ok(done is not None and done.count("hello from the chat") >= 2,
+                 "chat: the answer streamed from /messages", done or tm.capture())
+            made = srv.requests()[n0:]
+            t.ok(len(made) == 1 and made[0]["path"].endswith("/v1/messages"),
+                 "chat: one request to /messages", [r["path"] for r in made])
+            t.ok("claude-haiku-4-5" in (done or ""), "chat: the status bar names the model",
+                 done or "")
 
 sys.exit(t.done())
