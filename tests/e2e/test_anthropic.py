@@ -192,6 +192,32 @@ with ttlib.FakeServer() as srv:
          json.dumps(h))
     t.ok("x-api-key" not in text(out) or KEY not in text(out), "doctor: the key never printed")
 
+    # --- a fallback profile in another dialect: openai failing, Claude answering ---------------
+    home3 = ttlib.make_home()
+    os.makedirs(os.path.join(home3, ".config", "tokterm"))
+    with open(os.path.join(home3, ".config", "tokterm", "config"), "w") as f:
+        f.write("profile = main\n[main]\nbase_url = %s\nbreaker_failures = 2\nfallback = claude\n"
+                "[claude]\napi = anthropic\nbase_url = %s\n" % (srv.base("status=500"),
+                                                                 srv.base()))
+    n0 = len(srv.requests())
+    rc, out, err = ttlib.run_tokterm(["--retries", "3", "--json", "-p", "fall back to claude"],
+                                     home=home3, env={"ANTHROPIC_API_KEY": KEY,
+                                                      "OPENAI_BASE_URL": None})
+    made = srv.requests()[n0:]
+    t.eq(rc, 0, "fallback to anthropic: exit 0")
+    t.eq([r["path"].rsplit("/", 1)[-1] for r in made], ["completions", "completions", "messages"],
+         "fallback: 2 failures to chat/completions open the breaker, then /messages")
+    fb = made[-1] if made else {"headers": {}, "body": {}}
+    t.ok(fb["headers"].get("anthropic-version") == "2023-06-01" and "x-api-key" in fb["headers"]
+         and fb["body"].get("model") == "claude-haiku-4-5" and "max_tokens" in fb["body"],
+         "fallback: an Anthropic request with its headers, model and max_tokens",
+         json.dumps(fb)[:400])
+    try:
+        j = json.loads(out)
+    except ValueError:
+        j = {}
+    t.eq(j.get("content"), "fall back to claude", "fallback: the Anthropic answer decoded")
+
     # --- an unknown dialect ---------------------------------------------------------------------
     rc, out, err = ttlib.run_tokterm(["--api", "klingon", "-p", "hi"])
     t.eq(rc, 2, "--api klingon: exit 2")
