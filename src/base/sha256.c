@@ -2,6 +2,7 @@
 #include "config.h"
 #include "base/sha256.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static const uint32_t sha256_k[64] = {
@@ -22,7 +23,7 @@ static uint32_t rotr(uint32_t x, unsigned n)
     return (x >> n) | (x << (32 - n));
 }
 
-static void sha256_block(uint32_t h[8], const unsigned char *p)
+static void sha256_block_c(uint32_t h[8], const unsigned char *p)
 {
     uint32_t w[64];
     for (int t = 0; t < 16; t++)
@@ -56,6 +57,72 @@ static void sha256_block(uint32_t h[8], const unsigned char *p)
     h[6] += g;
     h[7] += k;
 }
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(TT_NO_SHA_NI)
+#include <cpuid.h>
+#include <immintrin.h>
+
+/* The x86 SHA extensions (2 rounds an instruction): a response cache key over a request of
+ * hundreds of kB took 60 instructions a byte in C (10 % of a resume of 10,000 messages).
+ * Rounds on (A,B,E,F) / (C,D,G,H) as the instructions want them; message words 4 at a time:
+ * W[j] = msg2(msg1(W[j-4], W[j-3]) + W[t-7..t-4], W[j-1]). */
+__attribute__((target("sha,sse4.1,ssse3"))) static void sha256_block_ni(uint32_t h[8],
+                                                                        const unsigned char *p)
+{
+    const __m128i mask = _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);
+    __m128i tmp = _mm_loadu_si128((const __m128i *)&h[0]);
+    __m128i st1 = _mm_loadu_si128((const __m128i *)&h[4]);
+    tmp = _mm_shuffle_epi32(tmp, 0xB1);           /* CDAB */
+    st1 = _mm_shuffle_epi32(st1, 0x1B);           /* EFGH */
+    __m128i st0 = _mm_alignr_epi8(tmp, st1, 8);   /* ABEF */
+    st1 = _mm_blend_epi16(st1, tmp, 0xF0);        /* CDGH */
+    __m128i abef = st0, cdgh = st1, m[16];
+    for (int j = 0; j < 16; j++) {
+        if (j < 4) {
+            m[j] = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(p + 16 * j)), mask);
+        } else {
+            __m128i t = _mm_sha256msg1_epu32(m[j - 4], m[j - 3]);
+            t = _mm_add_epi32(t, _mm_alignr_epi8(m[j - 1], m[j - 2], 4));
+            m[j] = _mm_sha256msg2_epu32(t, m[j - 1]);
+        }
+        __m128i msg = _mm_add_epi32(m[j], _mm_loadu_si128((const __m128i *)&sha256_k[4 * j]));
+        st1 = _mm_sha256rnds2_epu32(st1, st0, msg);
+        msg = _mm_shuffle_epi32(msg, 0x0E);
+        st0 = _mm_sha256rnds2_epu32(st0, st1, msg);
+    }
+    st0 = _mm_add_epi32(st0, abef);
+    st1 = _mm_add_epi32(st1, cdgh);
+    tmp = _mm_shuffle_epi32(st0, 0x1B);           /* FEBA */
+    st1 = _mm_shuffle_epi32(st1, 0xB1);           /* DCHG */
+    st0 = _mm_blend_epi16(tmp, st1, 0xF0);        /* DCBA */
+    st1 = _mm_alignr_epi8(st1, tmp, 8);           /* HGFE */
+    _mm_storeu_si128((__m128i *)&h[0], st0);
+    _mm_storeu_si128((__m128i *)&h[4], st1);
+}
+
+/* 1: the CPU has the SHA extensions and SSE4.1 (asked once). */
+static int sha256_has_ni(void)
+{
+    static int has = -1;
+    if (has < 0) {
+        unsigned a, b, c, d;
+        int sse41 = __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 19)) && (c & (1u << 9));
+        int sha = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << 29));
+        has = sse41 && sha && !getenv("TOKTERM_NO_SHA_NI");
+    }
+    return has;
+}
+
+static void sha256_block(uint32_t h[8], const unsigned char *p)
+{
+    if (sha256_has_ni())
+        sha256_block_ni(h, p);
+    else
+        sha256_block_c(h, p);
+}
+#else
+#define sha256_block sha256_block_c
+#endif
 
 void sha256_init(struct sha256 *ctx)
 {
