@@ -10,6 +10,7 @@
 #include "net/curl_dl.h"
 
 #include <math.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -24,8 +25,13 @@
 #define NET_DRAIN_MAX ((size_t)1 << 20)   /* bytes read after the end of a stream, at most */
 #define NET_DRAIN_S 2.0                   /* seconds waited for the end of the response after it */
 #define NET_GAP_BUCKETS 160              /* quarter octaves of microseconds, up to ~19 h */
-#define NET_BATCH_MAX ((size_t)16 << 10)     /* text handed to the queue at once, at most */
-#define NET_RECV_BUFFER 65536L               /* curl receive buffer, bytes */
+#define NET_BATCH_MAX ((size_t)64 << 10)     /* text handed to the queue at once, at most */
+/* A pass of the net thread that read at least NET_HOLD_MIN bytes of a stream (a fast sender,
+ * not a model's tokens) keeps its text, up to NET_BATCH_MAX, while more bytes arrive within
+ * NET_HOLD_MS: one wakeup of the consumer for many reads. */
+#define NET_HOLD_MIN ((size_t)16 << 10)
+#define NET_HOLD_MS 1
+#define NET_RECV_BUFFER 131072L              /* curl receive buffer, bytes */
 
 enum xfer_mode { XM_UNDECIDED, XM_SSE, XM_BODY };
 
@@ -49,7 +55,9 @@ struct xfer {
     double deadline;       /* monotonic time the whole request ends (--max-time); HUGE_VAL */
     unsigned gaps[NET_GAP_BUCKETS];
     double now;            /* clock read once per network read */
-    struct buf batch;      /* decoded text of this read, handed to the queue in one push */
+    struct buf batch;      /* decoded text of this pass (or more, NET_HOLD_MIN), handed to the
+                              queue in one push */
+    size_t pass_bytes;     /* bytes the write callback had in this pass of the net thread */
     enum api_kind batch_kind;
     double batch_t_first;
     long deltas;
@@ -213,6 +221,33 @@ static const struct dialect *net_dialect(const struct xfer *x)
     return x->rq->dialect ? x->rq->dialect : dialect_default();
 }
 
+/* Start a batch of text of this kind when none is held. */
+static void net_batch_begin(struct xfer *x, enum api_kind kind)
+{
+    if (!x->batch.len) {
+        x->batch_kind = kind;
+        x->batch_t_first = x->now;
+    }
+}
+
+/* Count k deltas of text (n bytes in all) that arrived now, in one read. */
+static void net_deltas(struct xfer *x, enum api_kind kind, size_t n, unsigned long k)
+{
+    double now = x->now;
+    x->t_last_event = now; /* progress: the idle timer starts again */
+    if (x->deltas == 0)
+        x->t_first_token = now;
+    else
+        net_gap_add(x, now - x->t_last_delta);
+    x->gaps[0] += (unsigned)(k - 1); /* the others of the same read: no gap */
+    x->t_last_delta = now;
+    x->deltas += k;
+    if (kind == API_CONTENT)
+        x->content_bytes += n;
+    else
+        x->reasoning_bytes += n;
+}
+
 static void net_emit(void *ud, enum api_kind kind, const char *s, size_t n)
 {
     struct xfer *x = ud;
@@ -231,25 +266,11 @@ static void net_emit(void *ud, enum api_kind kind, const char *s, size_t n)
         if (!n)
             return;
     }
-    double now = x->now;
-    x->t_last_event = now; /* progress: the idle timer starts again */
-    if (x->deltas == 0)
-        x->t_first_token = now;
-    else
-        net_gap_add(x, now - x->t_last_delta);
-    x->t_last_delta = now;
-    x->deltas++;
-    if (kind == API_CONTENT)
-        x->content_bytes += n;
-    else
-        x->reasoning_bytes += n;
     if (x->batch.len && x->batch_kind != kind)
         net_flush(x);
-    if (!x->batch.len) {
-        x->batch_kind = kind;
-        x->batch_t_first = now;
-    }
+    net_batch_begin(x, kind);
     buf_append(&x->batch, s, n);
+    net_deltas(x, kind, n, 1);
     if (x->batch.len >= NET_BATCH_MAX)
         net_flush(x); /* bound the memory held when a fast server fills the socket */
 }
@@ -316,10 +337,58 @@ static void net_headers_done(struct xfer *x)
     queue_push(x->net->q, QEV_HEADERS, x->id, (double)x->status, NULL);
 }
 
+/* Offset just past the first blank line ending in LF LF in s[0..n), or n. */
+static size_t net_past_blank_line(const char *s, size_t n)
+{
+    const char *end = s + n;
+    for (const char *q = s; (q = memchr(q, '\n', (size_t)(end - q))) && q + 1 < end; q++)
+        if (q[1] == '\n')
+            return (size_t)(q + 2 - s);
+    return n;
+}
+
+/* Decode SSE bytes: whole events of plain text chunks of the last one's shape directly
+ * (api_stream_sse_run), anything else with the SSE parser, one event at a time, until the
+ * chunks have their shape again. sse_feed's returns. */
+static int net_feed_sse(struct xfer *x, const char *s, size_t n)
+{
+    while (n) {
+        if (sse_idle(&x->sse) && x->api.shape_kind && !x->limit_fired &&
+            net_dialect(x)->stream_event == api_stream_event) {
+            enum api_kind kind = (enum api_kind)x->api.shape_kind;
+            if (x->batch.len && x->batch_kind != kind)
+                net_flush(x);
+            net_batch_begin(x, kind);
+            size_t held = x->batch.len;
+            struct api_run r = {.text = &x->batch,
+                                .room = net_answer_cap(x) - x->content_bytes -
+                                        x->reasoning_bytes};
+            size_t k = api_stream_sse_run(&x->api, s, n, x->sse.max_event, &r);
+            sse_skipped(&x->sse, r.events);
+            if (r.deltas)
+                net_deltas(x, kind, x->batch.len - held, r.deltas);
+            if (x->batch.len >= NET_BATCH_MAX)
+                net_flush(x);
+            s += k;
+            n -= k;
+            if (!n)
+                break;
+        }
+        size_t k = net_past_blank_line(s, n);
+        int r = sse_feed(&x->sse, s, k, net_on_event, x);
+        if (r)
+            return r;
+        s += k;
+        n -= k;
+    }
+    return 0;
+}
+
 static size_t net_write(char *ptr, size_t size, size_t nmemb, void *ud)
 {
     struct xfer *x = ud;
     size_t n = size * nmemb;
+    x->pass_bytes += n;
     x->now = util_now();
     if (net_over_limit(x, x->now))
         return 0; /* abort the transfer: curl stops decoding at once */
@@ -354,7 +423,7 @@ static size_t net_write(char *ptr, size_t size, size_t nmemb, void *ud)
         buf_append(&x->body, ptr, n);
         return n;
     }
-    int r = sse_feed(&x->sse, ptr, n, net_on_event, x);
+    int r = net_feed_sse(x, ptr, n);
     if (r < 0) {
         x->proto_error = 1;
         buf_reset(&x->api.error);
@@ -1170,6 +1239,25 @@ static double net_next_due(const struct net *n)
     return due;
 }
 
+/* 1 when a socket of a transfer holding text has bytes to read within NET_HOLD_MS (one short
+ * poll, not curl_multi_poll, which would take the wakeups meant for the next wait). */
+static int net_more_bytes(const struct net *n)
+{
+    struct pollfd p[16];
+    nfds_t k = 0;
+    for (const struct xfer *x = n->active; x; x = x->next) {
+        curl_socket_t fd = CURL_SOCKET_BAD;
+        if (!x->batch.len ||
+            curl_easy_getinfo(x->easy, CURLINFO_ACTIVESOCKET, &fd) != CURLE_OK ||
+            fd == CURL_SOCKET_BAD)
+            continue;
+        if (k == sizeof p / sizeof *p)
+            return 0; /* many at once: no holding */
+        p[k++] = (struct pollfd){.fd = fd, .events = POLLIN};
+    }
+    return k && poll(p, k, NET_HOLD_MS) > 0;
+}
+
 static void *net_main(void *arg)
 {
     struct net *n = arg;
@@ -1179,9 +1267,16 @@ static void *net_main(void *arg)
         int running = 0;
         curl_multi_perform(n->multi, &running);
         /* Text decoded during this pass goes to the queue in one push per transfer: one lock
-         * and at most one wakeup per socket read, however many deltas it held. */
-        for (struct xfer *x = n->active; x; x = x->next)
-            net_flush(x);
+         * and at most one wakeup per socket read, however many deltas it held; from a fast
+         * sender, one per NET_BATCH_MAX of text (see NET_HOLD_MIN). */
+        int held = 0;
+        for (struct xfer *x = n->active; x; x = x->next) {
+            if (x->pass_bytes >= NET_HOLD_MIN && x->batch.len < NET_BATCH_MAX)
+                held = 1;
+            else
+                net_flush(x);
+            x->pass_bytes = 0;
+        }
         CURLMsg *m;
         int left, ended = 0;
         while ((m = curl_multi_info_read(n->multi, &left))) {
@@ -1213,6 +1308,10 @@ static void *net_main(void *arg)
         int ms = n->active ? 100 : 1000;
         if (due < HUGE_VAL && due * 1000 < ms)
             ms = (int)(due * 1000) + 1;
+        if (held && net_more_bytes(n))
+            continue; /* read them before the held text goes */
+        for (struct xfer *x = n->active; x; x = x->next)
+            net_flush(x);
         curl_multi_poll(n->multi, NULL, 0, ms, NULL);
     }
     /* Stopping: cancel what is left. */

@@ -23,7 +23,8 @@ struct queue {
     pthread_t consumer;   /* the thread that made the queue, then the last to call queue_take */
     struct queue_event *head, *tail;
     int fds[2];
-    int signalled;   /* a wakeup byte is in the pipe */
+    int signalled;   /* a wakeup byte is in the pipe, or about to be */
+    int byte_due;    /* queue_take found the announced byte not written yet (consumer only) */
 };
 
 struct queue *queue_new(void)
@@ -68,16 +69,20 @@ void queue_free(struct queue *q, void (*free_ptr)(void *))
     free(q);
 }
 
-/* Called with the lock held. */
+/* Link e under the lock, then wake the consumer when no wakeup is pending: after the unlock,
+ * so that the woken consumer does not find the lock still held (and sleep on it again). */
 static void queue_append(struct queue *q, struct queue_event *e)
 {
+    pthread_mutex_lock(&q->lock);
     if (q->tail)
         q->tail->next = e;
     else
         q->head = e;
     q->tail = e;
-    if (!q->signalled) {
-        q->signalled = 1;
+    int wake = !q->signalled;
+    q->signalled = 1;
+    pthread_mutex_unlock(&q->lock);
+    if (wake) {
         char b = 1;
         (void)!write(q->fds[1], &b, 1);
     }
@@ -117,9 +122,7 @@ void queue_push_text(struct queue *q, enum queue_type type, unsigned req, const 
     buf_append(&e->text, s, n);
     e->t_first = e->t_last = now;
     e->count = 1;
-    pthread_mutex_lock(&q->lock);
     queue_append(q, e);
-    pthread_mutex_unlock(&q->lock);
 }
 
 void queue_push_note(struct queue *q, enum queue_type type, unsigned req, const char *text,
@@ -130,9 +133,7 @@ void queue_push_note(struct queue *q, enum queue_type type, unsigned req, const 
     e->req = req;
     e->num = num;
     buf_appends(&e->text, text);
-    pthread_mutex_lock(&q->lock);
     queue_append(q, e);
-    pthread_mutex_unlock(&q->lock);
 }
 
 void queue_push(struct queue *q, enum queue_type type, unsigned req, double num, void *ptr)
@@ -142,9 +143,7 @@ void queue_push(struct queue *q, enum queue_type type, unsigned req, double num,
     e->req = req;
     e->num = num;
     e->ptr = ptr;
-    pthread_mutex_lock(&q->lock);
     queue_append(q, e);
-    pthread_mutex_unlock(&q->lock);
 }
 
 struct queue_event *queue_take(struct queue *q)
@@ -154,13 +153,16 @@ struct queue_event *queue_take(struct queue *q)
     q->head = q->tail = NULL;
     q->consumer = pthread_self();
     pthread_cond_broadcast(&q->taken);
-    if (q->signalled) {
-        char drain[64];
-        while (read(q->fds[0], drain, sizeof drain) > 0)
-            ;
-        q->signalled = 0;
-    }
+    int due = q->signalled || q->byte_due;
+    q->signalled = 0;
     pthread_mutex_unlock(&q->lock);
+    if (due) {
+        /* The wakeup byte: one read (a byte is written only when none was pending). The
+         * producer writes it after its unlock: when it is not there yet, the next take reads
+         * it (and the consumer wakes once more for nothing). */
+        char drain[64];
+        q->byte_due = read(q->fds[0], drain, sizeof drain) <= 0;
+    }
     return e;
 }
 

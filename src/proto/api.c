@@ -542,27 +542,115 @@ int api_malformed(struct api_stream *st, const char *json, size_t n, const char 
 
 #define API_SHAPE_MAX 1024 /* bytes around the text kept as a chunk's shape */
 
+/* A chunk of the last shape: its text string, and where the chunk ends. */
+struct api_shaped {
+    const char *s, *end;
+    size_t sn;
+    int esc;
+};
+
+/* The common case of api_shape_find, a string without escapes (its end is the first quote):
+ * 1 and m filled when the chunk at json is the last shape's bytes around such a string, 0
+ * when it is not of the shape, -1 when its string must be scanned as JSON (escapes). */
+static inline int api_shape_plain(const struct api_stream *st, const char *json, const char *end,
+                                  struct api_shaped *m)
+{
+    size_t pre = st->shape_pre.len, post = st->shape_post.len;
+    if (!st->shape_kind || (size_t)(end - json) < pre + post ||
+        memcmp(json, st->shape_pre.data, pre) != 0)
+        return 0;
+    const char *t = json + pre, *q = t + jscan_plain_len(t, (size_t)(end - t));
+    if ((size_t)(end - q) < post || *q != '"')
+        return -1;
+    if (memcmp(q, st->shape_post.data, post) != 0)
+        return 0;
+    m->s = t;
+    m->sn = (size_t)(q - t);
+    m->esc = 0;
+    m->end = q + post;
+    return 1;
+}
+
+/* Is the chunk at json (whose bytes end at most at end) the last shape's bytes around another
+ * valid JSON string? The string starts at the prefix's last byte (its opening quote) and must
+ * end exactly where the suffix begins (with the closing quote): then every other member is the
+ * same. 1 and m filled when it is. */
+static int api_shape_find(const struct api_stream *st, const char *json, const char *end,
+                          struct api_shaped *m)
+{
+    int r = api_shape_plain(st, json, end, m);
+    if (r >= 0)
+        return r;
+    size_t pre = st->shape_pre.len, post = st->shape_post.len;
+    struct jscan j;
+    jscan_init(&j, json + pre - 1, (size_t)(end - json) - pre + 1);
+    if (jscan_string(&j, &m->s, &m->sn, &m->esc) < 0 || (size_t)(end - j.p) + 1 < post ||
+        memcmp(j.p - 1, st->shape_post.data, post) != 0)
+        return 0;
+    m->end = j.p - 1 + post;
+    return 1;
+}
+
+static inline void api_shape_emit(struct api_stream *st, const struct api_shaped *m,
+                                  api_emit_fn fn, void *ud)
+{
+    st->chunks++;
+    api_emit_span(st, (enum api_kind)st->shape_kind, m->s, m->sn, m->esc, fn, ud);
+}
+
 /* The chunk is the last shape's bytes around another valid JSON string: emit that string.
  * Returns 1 when it was (the chunk is decoded), 0 when a full decode is needed. */
 static int api_shape_match(struct api_stream *st, const char *json, size_t n, api_emit_fn fn,
                            void *ud)
 {
-    size_t pre = st->shape_pre.len, post = st->shape_post.len;
-    if (!st->shape_kind || n < pre + post || memcmp(json, st->shape_pre.data, pre) != 0 ||
-        memcmp(json + n - post, st->shape_post.data, post) != 0)
+    struct api_shaped m;
+    if (!api_shape_find(st, json, json + n, &m) || m.end != json + n)
         return 0;
-    /* The string starts at the prefix's last byte (its opening quote) and must end exactly
-     * where the suffix begins (with the closing quote): then every other member is the same. */
-    struct jscan j;
-    const char *s;
-    size_t sn;
-    int esc;
-    jscan_init(&j, json + pre - 1, n - pre + 1);
-    if (jscan_string(&j, &s, &sn, &esc) < 0 || j.p != json + n - post + 1)
-        return 0;
-    st->chunks++;
-    api_emit_span(st, (enum api_kind)st->shape_kind, s, sn, esc, fn, ud);
+    api_shape_emit(st, &m, fn, ud);
     return 1;
+}
+
+size_t api_stream_sse_run(struct api_stream *st, const char *s, size_t n, size_t max_data,
+                          struct api_run *r)
+{
+    const char *p = s, *end = s + n;
+    struct buf *out = r->text;
+    size_t room = r->room;
+    struct api_shaped m;
+    r->events = r->deltas = 0;
+    r->kind = (enum api_kind)st->shape_kind;
+    while (end - p > 6 && memcmp(p, "data:", 5) == 0) {
+        const char *json = p[5] == ' ' ? p + 6 : p + 5;
+        /* a shaped chunk, then the blank line that ends the event, all in s */
+        int found = api_shape_plain(st, json, end, &m);
+        if (found < 0)
+            found = api_shape_find(st, json, end, &m);
+        if (!found || end - m.end < 2 || m.end[0] != '\n' || m.end[1] != '\n' ||
+            (size_t)(m.end - json) + 1 > max_data)
+            break;
+        size_t len = out->len;
+        if (m.esc) {
+            jscan_unescape(m.s, m.sn, out);
+        } else if (m.sn <= room && out->cap - len > m.sn) { /* buf_append without the call */
+            memcpy(out->data + len, m.s, m.sn);
+            out->len += m.sn;
+            out->data[out->len] = '\0';
+        } else if (m.sn <= room) {
+            buf_append(out, m.s, m.sn);
+        }
+        if (out->len - len > room || (!m.esc && m.sn > room)) {
+            out->len = len; /* past the room: the caller decodes this event itself */
+            if (out->data)
+                out->data[len] = '\0';
+            break;
+        }
+        room -= out->len - len;
+        r->deltas += out->len > len;
+        r->events++;
+        st->chunks++;
+        p = m.end + 2;
+    }
+    return (size_t)(p - s);
 }
 
 /* After a full decode: keep the chunk's shape when it was plain text (one text string, no

@@ -146,6 +146,26 @@ int api_stream_event(struct api_stream *st, const struct sse_event *ev, api_emit
 /* Decode one chunk object (the data of an event). Same returns as api_stream_event. */
 int api_stream_chunk(struct api_stream *st, const char *json, size_t n, api_emit_fn fn, void *ud);
 
+/* What api_stream_sse_run decoded. */
+struct api_run {
+    struct buf *text;      /* in: the text is appended here (unescaped) */
+    size_t room;           /* in: at most this many bytes: the run stops before an event whose
+                              text would pass it */
+    enum api_kind kind;    /* out: API_CONTENT or API_REASONING, the kind of all that text */
+    unsigned long events;  /* out: events consumed */
+    unsigned long deltas;  /* out: of them, those with text (not empty) */
+};
+
+/* The fast path of a stream of plain text chunks: decode the whole SSE events at the start of
+ * s[0..n) that are one `data:` line holding a chunk of the last chunk's shape (see shape_pre)
+ * and a blank line, ended by LF alone, as api_stream_event would (their data at most
+ * max_data - 1 bytes), appending their text to r->text. Stops at the first other byte, at an
+ * event not whole in s, or at one past r->room. Returns the bytes consumed. Call it only where
+ * an SSE parser would be at the start of an event with nothing pending (sse_idle), and hand it
+ * the rest. */
+size_t api_stream_sse_run(struct api_stream *st, const char *s, size_t n, size_t max_data,
+                          struct api_run *r);
+
 /* Decode a whole non-streamed answer (an object "chat.completion" sent with
  * Content-Type application/json): text through fn, finish and usage into st. Returns 0, or -1
  * with st->error set (an error object, or not JSON). */

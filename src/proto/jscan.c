@@ -50,15 +50,6 @@ int jscan_array_begin(struct jscan *j)
     return jscan_expect(j, '[');
 }
 
-/* 1 for bytes that end the fast scan inside a string: '"', '\\' and control characters. */
-static const unsigned char jscan_stop[256] = {
-    [0x00] = 1, [0x01] = 1, [0x02] = 1, [0x03] = 1, [0x04] = 1, [0x05] = 1, [0x06] = 1,
-    [0x07] = 1, [0x08] = 1, [0x09] = 1, [0x0a] = 1, [0x0b] = 1, [0x0c] = 1, [0x0d] = 1,
-    [0x0e] = 1, [0x0f] = 1, [0x10] = 1, [0x11] = 1, [0x12] = 1, [0x13] = 1, [0x14] = 1,
-    [0x15] = 1, [0x16] = 1, [0x17] = 1, [0x18] = 1, [0x19] = 1, [0x1a] = 1, [0x1b] = 1,
-    [0x1c] = 1, [0x1d] = 1, [0x1e] = 1, [0x1f] = 1, ['"'] = 1, ['\\'] = 1,
-};
-
 int jscan_string(struct jscan *j, const char **s, size_t *n, int *escaped)
 {
     if (jscan_peek(j) != '"')
@@ -67,13 +58,7 @@ int jscan_string(struct jscan *j, const char **s, size_t *n, int *escaped)
     int esc = 0;
     for (;;) {
         /* Fast skip of ordinary bytes. */
-        const char *q = j->p;
-        while (j->end - q >= 4 && !jscan_stop[(unsigned char)q[0]] &&
-               !jscan_stop[(unsigned char)q[1]] && !jscan_stop[(unsigned char)q[2]] &&
-               !jscan_stop[(unsigned char)q[3]])
-            q += 4;
-        while (q < j->end && !jscan_stop[(unsigned char)*q])
-            q++;
+        const char *q = j->p + jscan_plain_len(j->p, (size_t)(j->end - j->p));
         j->p = q;
         if (q >= j->end)
             return jscan_fail(j, "unterminated string");

@@ -8,6 +8,8 @@
 #ifndef TT_JSCAN_H
 #define TT_JSCAN_H
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
 
 #include "base/buf.h"
 
@@ -34,6 +36,36 @@ int jscan_array_next(struct jscan *j, int *first);
 /* A string value: 0 with the raw span (between the quotes) and *escaped = 1 when it holds
  * backslash escapes; -1 when the value is not a valid string. */
 int jscan_string(struct jscan *j, const char **s, size_t *n, int *escaped);
+
+/* The length of the run of ordinary string bytes at s[0..n): up to the first '"', '\\' or
+ * control character, or n. Word-at-a-time (a byte is '"' or '\\' when its XOR with that byte
+ * is zero, a control character when it is below 0x20), for the hot paths of streaming. */
+static inline size_t jscan_plain_len(const char *s, size_t n)
+{
+    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+    size_t i = 0;
+    for (; n - i >= 8; i += 8) {
+        uint64_t v, a, b;
+        memcpy(&v, s + i, 8);
+        a = v ^ (ones * '"');
+        b = v ^ (ones * '\\');
+        uint64_t m = (((a - ones) & ~a) | ((b - ones) & ~b) | ((v - ones * 0x20) & ~v)) & highs;
+        if (m) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+            /* the lowest flagged byte is exact (a borrow only flags bytes after it) */
+            return i + (size_t)__builtin_ctzll(m) / 8;
+#else
+            break;
+#endif
+        }
+    }
+    for (; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\' || c < 0x20)
+            break;
+    }
+    return i;
+}
 /* 1 and consumed when the next value is `null`, else 0 (nothing consumed). */
 int jscan_null(struct jscan *j);
 /* A number value as a long long (fractions truncated): 0, or -1 when not a number. */

@@ -33,6 +33,17 @@ int sse_pending(const struct sse_parser *p)
     return p->line.len > 0 || p->data.len > 0 || p->has_error_field;
 }
 
+int sse_idle(const struct sse_parser *p)
+{
+    return p->bom_checked && !p->after_cr && !p->line.len && !p->data.len && !p->type.len &&
+           !p->has_error_field;
+}
+
+void sse_skipped(struct sse_parser *p, unsigned long n)
+{
+    p->events += n;
+}
+
 static void sse_reset_event(struct sse_parser *p)
 {
     buf_reset(&p->data);

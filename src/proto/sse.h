@@ -46,6 +46,14 @@ int sse_feed(struct sse_parser *p, const char *s, size_t n, sse_event_fn fn, voi
  * the stream such an event is discarded, as the standard says. */
 int sse_pending(const struct sse_parser *p);
 
+/* 1 when the parser is at the start of an event with nothing held (no BOM left to check, no
+ * unfinished line, no field of an event being built): bytes may then be consumed by whole
+ * events elsewhere (api_stream_sse_run), sse_skipped counting them. */
+int sse_idle(const struct sse_parser *p);
+
+/* Count n events that were dispatched without the parser, from its idle state. */
+void sse_skipped(struct sse_parser *p, unsigned long n);
+
 /* Release the parser's memory. */
 void sse_free(struct sse_parser *p);
 

@@ -209,6 +209,55 @@ with ttlib.FakeServer() as srv:
     t.ok(got.startswith(b"tok0") and b"tok199" not in got, "SIGINT: partial answer kept")
     t.ok(b"cancelled" in err, "SIGINT: says cancelled", err.decode())
 
+    # --- the answer stays live in a pipe: text read is written before the stream goes on ---
+    def seen_after(spec, want, limit=5.0):
+        """Seconds until stdout (a pipe) holds want, or None; the stream outlasts limit."""
+        env = ttlib.clean_env(env={"OPENAI_BASE_URL": srv.base(spec)})
+        start = time.monotonic()
+        p = subprocess.Popen([ttlib.tokterm_path(), "--incognito", "-m", "m", "-p", "hi"],
+                             env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL)
+        got, took = b"", None
+        while time.monotonic() - start < limit:
+            r, _, _ = select.select([p.stdout], [], [], 0.05)
+            chunk = os.read(p.stdout.fileno(), 1 << 20) if r else b""
+            got += chunk
+            if want in got:
+                took = time.monotonic() - start
+                break
+            if r and not chunk:
+                break  # the stream ended first: took stays None
+        p.kill()
+        p.wait()
+        return took
+
+    def stream_body(spec):
+        """The SSE body the fake server sends for spec (to the model "m" that seen_after asks)."""
+        return srv.post("/%s/v1/chat/completions" % spec, b'{"model":"m","messages":[{"role":'
+                        b'"user","content":"hi"}],"stream":true}')[2]
+
+    def text_before(body, n):
+        """The answer's text in the events of body that end within its first n bytes."""
+        whole = body[:body.rindex(b"\n\n", 0, n) + 2]
+        return "".join(d["choices"][0]["delta"].get("content") or ""
+                       for d in ttlib.chunk_deltas(whole) if d.get("choices"))
+    # One delta (after the role chunk), then nothing for 6 s.
+    body = stream_body("gen=3")
+    stall = body.index(b"tok0") + body[body.index(b"tok0"):].index(b"\n\n") + 2
+    took = seen_after("gen=3,stall_after=%d,stall_s=6" % stall, b"tok0 ")
+    t.ok(took is not None and took < 1.5,
+         "a stream that waits after its first delta: the delta reaches the pipe at once "
+         "(%s s)" % took)
+    # A fast sender (the net thread batches the text of many reads), then a stall: what came
+    # before the stall is written at once, not when more bytes come.
+    stall = 1000000
+    last = text_before(stream_body("gen=20000,chunk=whole"), stall).split()[-1]
+    took = seen_after("gen=20000,chunk=whole,stall_after=%d,stall_s=6" % stall,
+                      (last + " ").encode())
+    t.ok(took is not None and took < 3,
+         "a fast stream that stalls: its text up to the stall (%s) is written during the stall "
+         "(%s s)" % (last, took))
+
     # --- escape sequences: exact bytes to a pipe, neutralised on a terminal ---
     evil = "A%1B%5D0%3Bpwned%07B%1B%5B2J%C2%9BC"
     rc, out, err = run(srv, "reply=" + evil, ["-p", "hi"])

@@ -13,6 +13,7 @@
 #include "config.h"
 #include "proto/api.h"
 #include "fuzz.h"
+#include "proto/jscan.h"
 #include "proto/sse.h"
 
 #include <cjson/cJSON.h>
@@ -134,10 +135,78 @@ FUZZ_ENTRY(api)
         off += n;
     }
     fuzz_api_check_state(&st);
+
+    /* 2b. the same stream as the network thread decodes it (net.c, net_feed_sse): whole events
+     * of the last chunk's shape by api_stream_sse_run, the rest by the parser one event at a
+     * time; in larger pieces, so that runs of whole events occur. Same text, same chunks, same
+     * events, same end as 2. */
+    struct api_log hlog = {BUF_INIT, BUF_INIT, 0, 0};
+    struct api_stream hst;
+    struct sse_parser hp;
+    struct buf text = BUF_INIT;
+    sse_init(&hp, 4096);
+    api_stream_init(&hst);
+    void *hpair[2] = {&hst, &hlog};
+    int hrc = 0;
+    for (off = 0; off < size && hrc == 0;) {
+        size_t n = 1 + (size_t)(data[off] % 29) * 37;
+        if (n > size - off)
+            n = size - off;
+        const char *q = s + off;
+        size_t left = n;
+        while (left && hrc == 0) {
+            if (sse_idle(&hp) && hst.shape_kind) {
+                struct api_run run = {.text = &text, .room = (size_t)-1 / 2};
+                buf_reset(&text);
+                size_t k = api_stream_sse_run(&hst, q, left, hp.max_event, &run);
+                FUZZ_CHECK(k <= left && run.deltas <= run.events);
+                FUZZ_CHECK((k > 0) == (run.events > 0));
+                buf_append(run.kind == API_CONTENT ? &hlog.content : &hlog.reasoning, text.data,
+                           text.len);
+                sse_skipped(&hp, run.events);
+                q += k;
+                left -= k;
+                if (!left)
+                    break;
+            }
+            size_t k = left; /* up to the end of the next event (LF LF), as net.c feeds */
+            for (const char *e = q; (e = memchr(e, '\n', (size_t)(q + left - e))) &&
+                                    e + 1 < q + left; e++)
+                if (e[1] == '\n') {
+                    k = (size_t)(e + 2 - q);
+                    break;
+                }
+            hrc = sse_feed(&hp, q, k, fuzz_api_on_event, hpair);
+            q += k;
+            left -= k;
+        }
+        off += n;
+    }
+    FUZZ_CHECK((hrc == 0) == (rc == 0));
+    FUZZ_CHECK(hlog.content.len == slog.content.len &&
+               memcmp(buf_str(&hlog.content), buf_str(&slog.content), slog.content.len) == 0);
+    FUZZ_CHECK(hlog.reasoning.len == slog.reasoning.len &&
+               memcmp(buf_str(&hlog.reasoning), buf_str(&slog.reasoning),
+                      slog.reasoning.len) == 0);
+    FUZZ_CHECK(hlog.finishes == slog.finishes && hlog.usages == slog.usages);
+    FUZZ_CHECK(hst.chunks == st.chunks && hp.events == p.events && hst.done == st.done);
+    FUZZ_CHECK(strcmp(buf_str(&hst.error), buf_str(&st.error)) == 0);
+    sse_free(&hp);
+    api_stream_free(&hst);
+    buf_free(&text);
+    buf_free(&hlog.content);
+    buf_free(&hlog.reasoning);
     sse_free(&p);
     api_stream_free(&st);
     buf_free(&slog.content);
     buf_free(&slog.reasoning);
+
+    /* jscan_plain_len: the first '"', '\\' or control byte, word at a time */
+    size_t plain = jscan_plain_len(s, size), want_plain = 0;
+    while (want_plain < size && s[want_plain] != '"' && s[want_plain] != '\\' &&
+           (unsigned char)s[want_plain] >= 0x20)
+        want_plain++;
+    FUZZ_CHECK(plain == want_plain);
 
     /* 3. a whole non-streamed answer */
     struct api_log clog = {BUF_INIT, BUF_INIT, 0, 0};

@@ -101,6 +101,65 @@ static void test_shapes(void)
     got_free(&seq);
 }
 
+/* api_stream_sse_run: whole `data:` events of the last chunk's shape are decoded without the
+ * SSE parser, as the parser and api_stream_event would decode them; it stops, consuming
+ * nothing more, at the first event that is anything else. */
+static void test_sse_run(void)
+{
+#define PRE "{\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\""
+#define POST "\"},\"finish_reason\":null}]}"
+#define EV(text) "data: " PRE text POST "\n\n"
+    struct api_stream st;
+    struct buf text = BUF_INIT;
+    struct got g;
+    chunk(&g, PRE "a" POST); /* the first chunk gives the shape */
+    struct api_run r = {.text = &text, .room = 100};
+    static const char s1[] = EV("b") EV("") "data:" PRE "c\\n" POST "\n\n" EV("d");
+    size_t k = api_stream_sse_run(&g.st, s1, sizeof s1 - 1, 1 << 20, &r);
+    TAP_INT(k, sizeof s1 - 1, "run: four events of the shape, all consumed");
+    TAP_STR(buf_str(&text), "bc\nd", "run: their text, unescaped");
+    TAP_INT(r.events, 4, "run: four events");
+    TAP_INT(r.deltas, 3, "run: three with text (an empty one is no delta)");
+    TAP_INT(r.kind, API_CONTENT, "run: content");
+    TAP_INT(g.st.chunks, 5, "run: the chunks counted as api_stream_chunk counts them");
+    static const char *const stops[] = {
+        EV("e") "data: " PRE "f" POST "\r\n\r\n",          /* CRLF: the parser's */
+        EV("e") "event: x\n" EV("f"),                       /* another field */
+        EV("e") "data: " PRE "f" POST "\ndata: x\n\n",      /* two data lines */
+        EV("e") "data: " PRE "f\"},\"finish_reason\":\"stop\"}]}\n\n", /* another shape */
+        EV("e") "data: " PRE "f\tg" POST "\n\n",           /* raw control byte: malformed */
+        EV("e") "data: " PRE "f" POST "\n",                 /* not whole yet */
+        EV("e") ": keep-alive\n\n" EV("f"),                 /* a comment */
+        EV("e") "data: [DONE]\n\n",
+    };
+    for (size_t i = 0; i < sizeof stops / sizeof *stops; i++) {
+        buf_reset(&text);
+        k = api_stream_sse_run(&g.st, stops[i], strlen(stops[i]), 1 << 20, &r);
+        TAP_OK(k == strlen(EV("e")) && r.events == 1 && strcmp(buf_str(&text), "e") == 0,
+               "run %zu: stops after the one event of the shape (%zu bytes, '%s')", i, k,
+               buf_str(&text));
+    }
+    static const char s2[] = EV("0123456789") EV("0123456789");
+    buf_reset(&text);
+    r.room = 15;
+    k = api_stream_sse_run(&g.st, s2, sizeof s2 - 1, 1 << 20, &r);
+    TAP_OK(k == strlen(EV("0123456789")) && text.len == 10,
+           "run: stops before the event that would pass the room (the caller cuts it)");
+    r.room = 100;
+    buf_reset(&text);
+    k = api_stream_sse_run(&g.st, s2, sizeof s2 - 1, strlen(PRE "0123456789" POST), &r);
+    TAP_INT(k, 0, "run: an event at the size limit is left to the parser (which refuses it)");
+    got_free(&g);
+    api_stream_init(&st);
+    k = api_stream_sse_run(&st, s1, sizeof s1 - 1, 1 << 20, &r);
+    TAP_INT(k, 0, "run: no shape yet, nothing consumed");
+    api_stream_free(&st);
+    buf_free(&text);
+#undef EV
+#undef PRE
+#undef POST
+}
+
 int main(void)
 {
     struct got g;
@@ -319,6 +378,7 @@ int main(void)
     free(body);
 
     test_shapes();
+    test_sse_run();
     TAP_INT(api_outcome_exit(API_OK), 0, "exit 0 for complete");
     TAP_INT(api_outcome_exit(API_ERR_TRUNCATED), 5, "exit 5 for truncated");
     TAP_INT(api_outcome_exit(API_LIMIT), 8, "exit 8 for tokterm's own limits");
