@@ -239,7 +239,7 @@ class FakeServer:
 
     def requests(self, all=False):
         """Parsed log lines in arrival order: chat requests (chat completions, Anthropic
-        messages) only, or every request."""
+        messages, Gemini's generateContent, the Responses API) only, or every request."""
         out = []
         try:
             with open(self.log_path, encoding="utf-8") as f:
@@ -252,8 +252,9 @@ class FakeServer:
         if all:
             return out
         return [r for r in out if r["method"] == "POST"
-                and urllib.parse.urlsplit(r["path"]).path.endswith(("/chat/completions",
-                                                                     "/messages"))]
+                and urllib.parse.urlsplit(r["path"]).path.endswith((
+                    "/chat/completions", "/messages", "/responses", ":streamGenerateContent",
+                    ":generateContent"))]
 
     def raw_log(self):
         with open(self.log_path, "rb") as f:

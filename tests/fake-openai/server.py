@@ -39,13 +39,16 @@ INT_KEYS = {"gen", "delay_ms", "first_delay_ms", "header_delay_ms", "status", "d
 FLOAT_KEYS = {"stall_s"}
 FLAG_KEYS = {"close", "json", "hang", "rst", "empty_deltas", "linger", "bomb_usage"}
 STR_KEYS = {"replay", "reply", "chunk", "body", "error", "code", "type", "ctype", "raw",
-            "models", "encoding", "redirect", "reason", "stop"}
+            "models", "encoding", "redirect", "reason", "stop", "retry_delay"}
 BYTES_KEYS = {"content_json", "usage_json"}     # percent-decoded to bytes, not text
 ENCODINGS = ("gzip", "deflate", "br", "zstd")
 # Routes a spec prefix may stand before; the spec is everything between the first "/" and
 # the route, so an unencoded "/" inside a value (ctype=text/html) is fine.
 ROUTES = ("/v1/chat/completions", "/chat/completions", "/v1/messages", "/messages", "/v1/models",
-          "/models")
+          "/models", "/v1/responses", "/responses")
+# Gemini: [/<spec>][/v1beta]/models/MODEL:streamGenerateContent (or :generateContent)
+GEMINI_ROUTE = re.compile(r"^(.*?)(/v1beta|/v1)?/models/([^/]+):(streamGenerateContent|"
+                          r"generateContent)$")
 
 
 class SpecError(ValueError):
@@ -512,9 +515,14 @@ def request_facts(body):
         if isinstance(body.get("model"), str) and body["model"]:
             model = body["model"]
         stream = body.get("stream") is True
-        if isinstance(body.get("system"), str):  # Anthropic's top-level system prompt
-            chars += len(body["system"])
-        msgs = body.get("messages")
+        # Anthropic's top-level system prompt, the Responses API's instructions
+        for k in ("system", "instructions"):
+            if isinstance(body.get(k), str):
+                chars += len(body[k])
+        # Gemini's contents (parts of text, role user or model), the Responses API's input
+        msgs = body.get("messages", body.get("input", [
+            {"role": c.get("role"), "content": c.get("parts")} for c in body.get("contents", [])
+            if isinstance(c, dict)]))
         if isinstance(msgs, list):
             for m in msgs:
                 if not isinstance(m, dict):
@@ -525,6 +533,81 @@ def request_facts(body):
                 if m.get("role") == "user":
                     text = t
     return model, text, (chars + 3) // 4 + 3 * nmsg, stream
+
+
+# Gemini (POST .../models/MODEL:streamGenerateContent?alt=sse): CRLF-framed chunks of
+# GenerateContentResponse, Google's error shape with a RetryInfo when retry_delay= says.
+GEMINI_STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
+                 404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL",
+                 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}
+
+
+def gemini_error_json(status, message, gstatus=None, retry_delay=None):
+    err = {"code": status, "message": message,
+           "status": gstatus or GEMINI_STATUS.get(status, "UNKNOWN")}
+    if retry_delay:
+        err["details"] = [{"@type": "type.googleapis.com/google.rpc.RetryInfo",
+                           "retryDelay": retry_delay}]
+    return jdump({"error": err}).encode("utf-8")
+
+
+def gemini_body(pieces, model, ptoks, stop, stream):
+    """An answer of pieces as Gemini chunks (the last with finishReason stop and the usage),
+    each `data: {...}` CRLF CRLF; or one GenerateContentResponse when not streamed."""
+    def chunk(parts, finish, done):
+        cand = {"content": {"parts": parts, "role": "model"}, "index": 0}
+        if finish:
+            cand["finishReason"] = finish
+        usage = {"promptTokenCount": ptoks, "totalTokenCount": ptoks + done}
+        if done:
+            usage["candidatesTokenCount"] = done
+        return {"candidates": [cand], "usageMetadata": usage, "modelVersion": model}
+    if not stream:
+        return Body(jdump(chunk([{"text": "".join(pieces)}], stop, len(pieces))).encode("utf-8"))
+    events = []
+    for i, p in enumerate(pieces or [""]):
+        last = i == max(len(pieces), 1) - 1
+        events.append(b"data: " + jdump(chunk([{"text": p}], stop if last else None, i + 1))
+                      .encode("utf-8") + b"\r\n\r\n")
+    return Body(b"".join(events), events)
+
+
+# The OpenAI Responses API (POST .../v1/responses): semantic events named by type; stop= is
+# "completed" (default), an incomplete reason (max_output_tokens, content_filter) or "failed".
+def responses_body(pieces, model, rid, ptoks, stop, stream):
+    text = "".join(pieces)
+    usage = {"input_tokens": ptoks, "input_tokens_details": {"cached_tokens": 0},
+             "output_tokens": len(pieces), "output_tokens_details": {"reasoning_tokens": 0},
+             "total_tokens": ptoks + len(pieces)}
+    status = stop if stop in ("completed", "failed") else "incomplete"
+    resp = {"id": rid, "object": "response", "created_at": 1741290958, "status": status,
+            "model": model, "error": None, "incomplete_details": None, "store": False,
+            "output": [{"id": "msg_" + rid, "type": "message", "status": "completed",
+                        "role": "assistant", "content": [{"type": "output_text", "text": text,
+                                                          "annotations": []}]}],
+            "usage": usage}
+    if status == "incomplete":
+        resp["incomplete_details"] = {"reason": stop}
+    if status == "failed":
+        resp["error"] = {"code": "server_error", "message": "fake server: the response failed"}
+    if not stream:
+        return Body(jdump(resp).encode("utf-8"))
+    seq = [0]
+
+    def ev(obj):
+        obj = dict(obj, sequence_number=seq[0])
+        seq[0] += 1
+        return b"event: " + obj["type"].encode() + b"\n" + sse_event(obj)
+    start = dict(resp, status="in_progress", output=[], usage=None, incomplete_details=None,
+                 error=None)
+    events = [ev({"type": "response.created", "response": start})]
+    for p in pieces:
+        events.append(ev({"type": "response.output_text.delta", "item_id": "msg_" + rid,
+                          "output_index": 0, "content_index": 0, "delta": p}))
+    events.append(ev({"type": "response.output_text.done", "item_id": "msg_" + rid,
+                      "output_index": 0, "content_index": 0, "text": text}))
+    events.append(ev({"type": "response." + status, "response": resp}))
+    return Body(b"".join(events), events)
 
 
 def split_text(text, size=4):
@@ -678,7 +761,7 @@ class State:
             return f.read()
 
 
-REDACT = {"authorization", "api-key", "x-api-key", "proxy-authorization"}
+REDACT = {"authorization", "api-key", "x-api-key", "x-goog-api-key", "proxy-authorization"}
 
 
 class ClientGone(Exception):
@@ -755,7 +838,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
             body = None
         path = urllib.parse.urlsplit(self.path).path
         spec_text, rest = st.default_spec, path.strip("/")
-        for route in ROUTES:
+        facts = body  # what the answer is made from (Gemini's model and stream: the URL's)
+        gemini = GEMINI_ROUTE.match(path)
+        if gemini:  # the model is in the path; alt=sse in the query asks for SSE
+            rest = "gemini"
+            if gemini.group(1).strip("/"):
+                spec_text = gemini.group(1).lstrip("/")
+            facts = dict(body if isinstance(body, dict) else {},
+                         model=urllib.parse.unquote(gemini.group(3)),
+                         stream=gemini.group(4) == "streamGenerateContent")
+        for route in ROUTES if not gemini else ():
             if path.endswith(route):
                 rest = route.strip("/")
                 prefix = path[:-len(route)]
@@ -773,9 +865,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if rest == "_queue":
             return self.handle_queue(method, body, rec)
 
-        is_chat = (rest.endswith("chat/completions") or rest.endswith("messages")) and \
-            method == "POST"
+        is_chat = (rest.endswith("chat/completions") or rest.endswith("messages") or
+                   rest.endswith("responses") or rest == "gemini") and method == "POST"
         rec["anthropic"] = rest.endswith("messages")
+        if rest == "gemini":
+            rec["gemini"] = True
+        if rest.endswith("responses"):
+            rec["responses"] = True
         is_models = rest.endswith("models") and method == "GET"
         if is_chat:
             queued = st.pop_queue()
@@ -796,7 +892,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             st.write_log(rec)
             return self.send_simple(404, error_json(404, "fake server: no route for %s %s"
                                                     % (method, path)), "application/json")
-        self.respond(spec, body, rec, is_chat)
+        self.respond(spec, facts, rec, is_chat)
 
     def log_headers(self):
         out = {}
@@ -886,6 +982,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             msg = spec.get("error", "fake server error (HTTP %d)" % status)
             if rec.get("anthropic"):
                 out = Body(anthropic_error_json(status, msg, spec.get("type")))
+            elif rec.get("gemini"):
+                out = Body(gemini_error_json(status, msg, spec.get("code"),
+                                             spec.get("retry_delay")))
             else:
                 out = Body(error_json(status, msg, spec.get("type"), spec.get("code")))
             ctype = "application/json"
@@ -942,12 +1041,20 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 out = anthropic_body(pieces, model, "msg_fake%d" % rec["n"], ptoks,
                                      spec.get("stop", "end_turn"), wants)
                 ctype, stream = "text/event-stream" if wants else "application/json", wants
+            elif rec.get("gemini") or rec.get("responses"):
+                wants = wants_stream and not spec.get("json")
+                if rec.get("gemini"):
+                    out = gemini_body(pieces, model, ptoks, spec.get("stop", "STOP"), wants)
+                else:
+                    out = responses_body(pieces, model, "resp_fake%d" % rec["n"], ptoks,
+                                         spec.get("stop", "completed"), wants)
+                ctype, stream = "text/event-stream" if wants else "application/json", wants
             usage = {"prompt_tokens": ptoks, "completion_tokens": len(pieces),
                      "total_tokens": ptoks + len(pieces)}
             cid = "chatcmpl-fake%d" % rec["n"]
             created = int(rec["t"])
             usage_raw = spec.get("usage_json")
-            if rec.get("anthropic"):
+            if rec.get("anthropic") or rec.get("gemini") or rec.get("responses"):
                 pass
             elif spec.get("json") or not wants_stream:
                 out = Body(jdump({

@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the Gemini dialect (--api gemini, profile `api = gemini`): the real
+binary against the fake server's /v1beta/models/MODEL:streamGenerateContent. Prints TAP."""
+
+import sys
+
+sys.dont_write_bytecode = True
+
+import json  # noqa: E402
+import os  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ttlib  # noqa: E402
+
+t = ttlib.Tap()
+KEY = "AIzaSy-test-0123456789abcdefghijklmnopqrstu"
+
+
+def base(srv, spec=""):
+    return "http://127.0.0.1:%d%s/v1beta" % (srv.port, "/" + spec if spec else "")
+
+
+def run(srv, spec, args, key_var="GEMINI_API_KEY", **kw):
+    """Only a Gemini key; the OpenAI ones gone or pointing elsewhere."""
+    env = {"OPENAI_API_KEY": None, "GEMINI_API_KEY": None, "GOOGLE_API_KEY": None,
+           "OPENAI_BASE_URL": "http://127.0.0.1:9/never"}
+    env[key_var] = KEY
+    return ttlib.run_tokterm(["--api", "gemini", "--base-url", base(srv, spec)] + args,
+                             env=env, **kw)
+
+
+def last(srv):
+    return srv.requests()[-1]
+
+
+def text(b):
+    return b.decode("utf-8", "replace")
+
+
+def as_json(out):
+    try:
+        return json.loads(out)
+    except ValueError:
+        return {}
+
+
+with ttlib.FakeServer() as srv:
+    # --- -p with only GEMINI_API_KEY: path, headers, body ---------------------------------------
+    rc, out, err = run(srv, "", ["-s", "Be brief.", "--temperature", "0.5", "-p", "hello there"])
+    t.eq(rc, 0, "--api gemini -p: exit 0")
+    t.eq(text(out), "hello there\n", "--api gemini -p: the echo streamed back")
+    t.eq(text(err), "", "--api gemini -p: stderr quiet")
+    r = last(srv)
+    t.ok(r["path"].endswith("/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"),
+         "POST {base}/models/{model}:streamGenerateContent?alt=sse", r["path"])
+    h = r["headers"]
+    t.eq(h.get("x-goog-api-key"), "<redacted len=%d>" % len(KEY), "the key in x-goog-api-key")
+    t.ok("authorization" not in h and KEY not in r["path"], "no Authorization, no key in the URL",
+         json.dumps(h))
+    b = r["body"] or {}
+    t.eq(b.get("contents"), [{"role": "user", "parts": [{"text": "hello there"}]}], "contents")
+    t.eq(b.get("systemInstruction"), {"parts": [{"text": "Be brief."}]}, "systemInstruction")
+    t.eq(b.get("generationConfig"), {"temperature": 0.5}, "generationConfig")
+    t.ok("model" not in b and "stream" not in b and "messages" not in b,
+         "no chat-completions members", json.dumps(b))
+    t.ok(KEY.encode() not in out + err, "the key never printed")
+
+    # --- GOOGLE_API_KEY alone ---------------------------------------------------------------------
+    rc, out, err = run(srv, "", ["-p", "hi"], key_var="GOOGLE_API_KEY")
+    t.eq(rc, 0, "GOOGLE_API_KEY alone: exit 0")
+    t.eq(last(srv)["headers"].get("x-goog-api-key"), "<redacted len=%d>" % len(KEY),
+         "GOOGLE_API_KEY: sent in x-goog-api-key")
+
+    # --- --json: content, finish, model, usage ----------------------------------------------------
+    rc, out, err = run(srv, "", ["--json", "-m", "gemini-x", "--max-tokens", "50", "-p", "abcdefgh"])
+    j = as_json(out)
+    t.eq(rc, 0, "--json: exit 0")
+    t.eq(j.get("content"), "abcdefgh", "--json: content")
+    t.eq(j.get("finish_reason"), "stop", "--json: finish_reason stop (STOP)")
+    t.eq(j.get("model"), "gemini-x", "--json: model (modelVersion)")
+    usage = j.get("usage") or {}
+    t.eq(usage.get("completion_tokens"), 2, "--json: candidatesTokenCount as completion_tokens")
+    t.ok((usage.get("prompt_tokens") or 0) > 0, "--json: promptTokenCount", json.dumps(j))
+    t.ok(last(srv)["path"].startswith("/v1beta/models/gemini-x:"), "-m: the model in the URL",
+         last(srv)["path"])
+    t.eq((last(srv)["body"] or {}).get("generationConfig"), {"maxOutputTokens": 50},
+         "--max-tokens as maxOutputTokens")
+
+    # --- thoughts: --json reasoning and usage -----------------------------------------------------
+    rc, out, err = run(srv, "replay=gemini_thinking.sse", ["--json", "-p", "hi"])
+    j = as_json(out)
+    t.eq(rc, 0, "thinking replay: exit 0")
+    t.eq(j.get("reasoning"), "**Considering the greeting**\n\nThe user says hi.",
+         "--json: thought parts as reasoning")
+    usage = j.get("usage") or {}
+    t.ok(usage.get("reasoning_tokens") == 50 and usage.get("completion_tokens") == 59,
+         "--json: thoughtsTokenCount as reasoning, in completion", json.dumps(usage))
+
+    # --- finishReason MAX_TOKENS, SAFETY, a blocked prompt: cut, exit 6 with the reason ----------
+    rc, out, err = run(srv, "stop=MAX_TOKENS", ["-p", "long answer"])
+    t.eq(rc, 6, "MAX_TOKENS: exit 6")
+    t.eq(text(out), "long answer\n", "MAX_TOKENS: the text kept")
+    t.ok('finishReason "MAX_TOKENS"' in text(err), "MAX_TOKENS: stderr says so", text(err))
+    rc, out, err = run(srv, "stop=SAFETY", ["--json", "-p", "risky"])
+    t.eq(rc, 6, "SAFETY: exit 6")
+    t.ok('finishReason \\"SAFETY\\"' in text(out) or "SAFETY" in text(err),
+         "SAFETY: the reason given", text(out) + text(err))
+    rc, out, err = run(srv, "replay=gemini_blocked_prompt.sse", ["-p", "x"])
+    t.eq(rc, 6, "blocked prompt: exit 6")
+    t.ok("PROHIBITED_CONTENT" in text(err), "blocked prompt: the block reason", text(err))
+
+    # --- mid-stream error after text: exit 3, text kept; a stream cut short: exit 5 -------------
+    rc, out, err = run(srv, "replay=gemini_midstream_error.sse", ["-p", "hi"])
+    t.eq(rc, 3, "mid-stream UNAVAILABLE: exit 3")
+    t.eq(text(out), "Partial ans\n", "mid-stream error: partial text kept")
+    t.ok("overloaded" in text(err), "mid-stream error: the message", text(err))
+    with open(os.path.join(ttlib.fixtures_dir(), "gemini_thinking.sse"), "rb") as f:
+        cut = f.read().rindex(b"data: ")
+    rc, out, err = run(srv, "replay=gemini_thinking.sse,drop_after=%d" % cut, ["-p", "hi"])
+    t.eq(rc, 5, "no finishReason before the end: truncated, exit 5")
+    t.eq(text(out), "Hello! \u00e9t\u00e9 \U0001F600 How can\n", "truncated: the text kept")
+
+    # --- 429 RESOURCE_EXHAUSTED with RetryInfo: retried; 400 INVALID_ARGUMENT: not ---------------
+    n0 = len(srv.requests())
+    rc, out, err = run(srv, "status=429,error=Quota%20exceeded,retry_delay=1s",
+                       ["--retries", "1", "-p", "hi"])
+    t.eq(rc, 3, "429: exit 3")
+    t.ok("Quota exceeded (RESOURCE_EXHAUSTED)" in text(err), "429: message and status",
+         text(err))
+    t.eq(len(srv.requests()) - n0, 2, "429 RESOURCE_EXHAUSTED: retried")
+    n0 = len(srv.requests())
+    rc, out, err = run(srv, "status=400,error=API%20key%20not%20valid", ["-p", "hi"])
+    t.eq(rc, 3, "400: exit 3")
+    t.ok("API key not valid (INVALID_ARGUMENT)" in text(err), "400: message and status",
+         text(err))
+    t.eq(len(srv.requests()) - n0, 1, "400 INVALID_ARGUMENT: not retried")
+
+    # --- a profile with api = gemini ---------------------------------------------------------------
+    home = ttlib.make_home()
+    os.makedirs(os.path.join(home, ".config", "tokterm"))
+    path = os.path.join(home, ".config", "tokterm", "config")
+    with open(path, "w") as f:
+        f.write("[g]\napi = gemini\nmodel = gemini-2.5-pro\nbase_url = %s\n" % base(srv))
+    os.chmod(path, 0o600)
+    rc, out, err = ttlib.run_tokterm(["-P", "g", "-p", "from a profile"], home=home,
+                                     env={"GEMINI_API_KEY": KEY, "OPENAI_API_KEY": None})
+    t.eq(rc, 0, "profile api = gemini: exit 0")
+    t.ok("/models/gemini-2.5-pro:streamGenerateContent" in last(srv)["path"],
+         "profile: its model in the URL", last(srv)["path"])
+
+t.done()
