@@ -870,6 +870,12 @@ static void net_finish(struct net *n, struct xfer *x, CURLcode res)
     enum ratelimit_net kind = net_kind(x, res, r->status);
     int got_text = x->content_bytes + x->reasoning_bytes > 0;
     struct net_quota *q = x->quota;
+    const struct dialect *dl = net_dialect(x);
+    if (dl->retry_delay && r->status >= 400 && ratelimit_response_delay(&x->resp) < 0) {
+        double wait = dl->retry_delay(x->body.data ? x->body.data : "", x->body.len);
+        if (wait >= 0)
+            x->resp.retry_after = wait; /* Gemini's RetryInfo: as a retry-after header */
+    }
     if (x->ep && !x->cancelled && !x->breaker_open && !x->pool_dead && r->outcome != API_LIMIT) {
         if (r->outcome == API_OK || r->outcome == API_CUT)
             ratelimit_breaker_success(&x->ep->br, now);
@@ -892,9 +898,14 @@ static void net_finish(struct net *n, struct xfer *x, CURLcode res)
         }
         double delay = 0;
         char reason[256] = "";
+        int never;
+        const char *code = dialect_retry_code(dl, r->status, r->error_code[0] ? r->error_code
+                                                                              : NULL, &never);
         enum ratelimit_verdict v = ratelimit_should_retry(
-            (int)r->status, kind, r->error_code[0] ? r->error_code : NULL, 0, x->attempt, pol,
-            &x->resp, &delay, reason, sizeof reason);
+            (int)r->status, kind, code, 0, x->attempt, pol, &x->resp, &delay, reason,
+            sizeof reason);
+        if (never)
+            v = RATELIMIT_NO_STATUS; /* the dialect knows this error comes back */
         if (v == RATELIMIT_RETRY && x->rq->n_keys > 1 && r->status == 429) {
             /* This key cools down; another healthy key can go at once. */
             struct xfer probe = *x;

@@ -66,6 +66,16 @@ void dialect_names(struct buf *out)
         buf_printf(out, "%s%s", i ? "|" : "", dialects[i]->name);
 }
 
+const char *dialect_retry_code(const struct dialect *d, long status, const char *code,
+                               int *never)
+{
+    int verdict = d->retryable ? d->retryable(status, code) : -1;
+    *never = verdict == 0;
+    if (verdict == 1 && status >= 200 && status <= 299)
+        return "server_error";
+    return code;
+}
+
 char *dialect_path(const struct dialect *d, const char *model)
 {
     static const char hex[] = "0123456789ABCDEF";

@@ -12,7 +12,8 @@
  *   each SSE event: r = d->stream_event(&st, ev, emit, ud) (0 on, 1 over, -1 bad JSON)
  *   a 2xx application/json body: d->decode_body(&st, body, n, emit, ud)
  *   an HTTP error body: d->error_message(status, ctype, body, n, &msg, code, sizeof code),
- *                       then d->retryable(status, code) (-1: the generic rules decide),
+ *                       then dialect_retry_code(d, status, code, &never) for the generic
+ *                       rules (d->retryable folded in: net/net.c's retry decision),
  *                       and the wait it asks for: d->retry_delay ? d->retry_delay(body, n) : -1
  *   st.finish set: outcome = d->finish_outcome(&st, &msg) (API_OK or API_CUT + a message)
  *
@@ -81,6 +82,15 @@ struct dialect {
 /* The dialect named name ("openai", "anthropic", ...; NULL or "" = "openai"), or NULL when
  * there is none by that name. */
 const struct dialect *dialect_find(const char *name);
+
+/* The error code to hand the generic retry rules (ratelimit_should_retry) for an attempt that
+ * ended with HTTP status and the provider's code (NULL: none), the dialect's retryable
+ * verdict folded in: "server_error" for a streamed error in a 2xx answer the dialect retries
+ * (the generic rules know OpenAI's and Anthropic's words, not every dialect's), else code
+ * itself (NULL for none). *never is set to 1 when the dialect says another attempt fails the
+ * same (then nothing is to be retried), else to 0. */
+const char *dialect_retry_code(const struct dialect *d, long status, const char *code,
+                               int *never);
 
 /* The i-th dialect of the table (0 = the default), NULL past the last: for code that walks
  * them all (the fuzz target, tests). */

@@ -97,6 +97,13 @@ with ttlib.FakeServer() as srv:
     t.ok("Overloaded" in text(err) or "overloaded_error" in text(err), "529: the error type",
          text(err))
     t.eq(len(srv.requests()) - n0, 2, "529 overloaded_error: retried")
+    # the dialect's verdict (struct dialect's retryable) wins over the status: an error type
+    # that fails the same every time is not retried, even behind a 5xx
+    n0 = len(srv.requests())
+    rc, out, err = run(srv, "status=503,type=invalid_request_error,error=bad%20request",
+                       ["--retries", "2", "-p", "hi"])
+    t.eq(rc, 3, "503 invalid_request_error: exit 3")
+    t.eq(len(srv.requests()) - n0, 1, "503 invalid_request_error: not retried (the dialect says so)")
     rc, out, err = run(srv, "status=401,error=invalid%20x-api-key", ["-p", "hi"])
     t.eq(rc, 3, "401: exit 3")
     t.ok("invalid x-api-key (authentication_error)" in text(err), "401: message and type",

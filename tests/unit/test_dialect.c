@@ -40,6 +40,32 @@ int main(void)
     TAP_OK(strncmp(buf_str(&b), "openai", 6) == 0, "names: openai first (%s)", buf_str(&b));
     buf_free(&b);
 
+    /* the dialect's retry verdict folded into the code the generic rules read */
+    int never = -1;
+    TAP_STR(dialect_retry_code(d, 500, "server_error", &never), "server_error",
+            "retry code: openai's as it is");
+    TAP_INT(never, 0, "retry code: openai never forbids");
+    const struct dialect *gm = dialect_find("gemini");
+    if (gm) {
+        TAP_STR(dialect_retry_code(gm, 200, "UNAVAILABLE", &never), "server_error",
+                "retry code: a streamed error the dialect retries reads as server_error");
+        TAP_INT(never, 0, "retry code: UNAVAILABLE may be retried");
+        dialect_retry_code(gm, 503, "INVALID_ARGUMENT", &never);
+        TAP_OK(never == 1,
+               "retry code: an error the dialect never retries forbids it, whatever the status");
+        TAP_STR(dialect_retry_code(gm, 429, "RESOURCE_EXHAUSTED", &never), "RESOURCE_EXHAUSTED",
+                "retry code: no verdict, the generic rules decide");
+        TAP_INT(never, 0, "retry code: no verdict is no veto");
+    }
+    const struct dialect *an = dialect_find("anthropic");
+    TAP_STR(dialect_retry_code(an, 529, "overloaded_error", &never), "overloaded_error",
+            "retry code: a 529 stays a 5xx for the generic rules");
+    dialect_retry_code(an, 500, "invalid_request_error", &never);
+    TAP_OK(never == 1,
+           "retry code: anthropic's invalid_request_error is never retried");
+    TAP_OK(dialect_retry_code(an, 200, NULL, &never) == NULL && never == 0,
+           "retry code: no code, none, and no veto");
+
     /* the outcome of a finished stream */
     struct api_stream st;
     api_stream_init(&st);
