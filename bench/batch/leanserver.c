@@ -7,7 +7,11 @@
  * absolute deadline, to the microsecond. A Python asyncio server (bench/batch/server.py, kept
  * for comparison) wakes up to 1 ms late (epoll_wait's millisecond timeout) and spends its
  * event loop on 32 connections, which the benchmark would count against the client.
- * GET /_stats: {"requests":n,"connections":n,"max_in_flight":n,"late_us_p50":n,"late_us_max":n}.
+ * GET /_stats: {"requests":n,"connections":n,"max_in_flight":n,"late_us_p50":n,"late_us_max":n,
+ * "turn_us_p50":n,"turn_us_p90":n,"turns":n}; GET /_reset empties the lateness and turnaround
+ * samples (a benchmark reads them per run). The turnaround is the client's own time per
+ * request: from an answer written on a connection to the next request complete on it (a
+ * client that costs nothing: a loopback round trip, ~0.05 ms).
  *
  * --capture PREFIX: while the file PREFIX.on exists, each POST's body is written to PREFIX.1,
  * PREFIX.2, ... (numbered from 1 again once PREFIX.on has been absent), so that a benchmark can
@@ -44,6 +48,7 @@ struct conn {
     char *out; /* what a short write left */
     size_t out_len, out_off;
     int continued; /* the 100 Continue of the request being read was sent */
+    int64_t answered_ns; /* when its last answer was written; 0 = none since it opened */
 };
 
 struct job {
@@ -58,8 +63,8 @@ static struct job *fifo;
 static size_t fifo_cap, fifo_head, fifo_len;
 static long n_requests, n_connections, max_in_flight;
 static int64_t delay_ns = 50000000;
-static int64_t *late;
-static size_t late_len, late_cap;
+static int64_t *late, *turn;
+static size_t late_len, late_cap, turn_len, turn_cap;
 static int ep, tfd;
 static const char *capture_prefix;
 static int capture_n;
@@ -113,6 +118,7 @@ static void conn_close(int fd)
     c->open = 0;
     c->in_len = c->out_len = c->out_off = 0;
     c->continued = 0;
+    c->answered_ns = 0;
 }
 
 static void conn_send(int fd, const char *data, size_t len)
@@ -173,6 +179,7 @@ static void answer(int fd, int usage)
                      "Cache-Control: no-cache\r\nContent-Length: %zu\r\n\r\n", n);
     memcpy(msg + h, body, n);
     conn_send(fd, msg, (size_t)h + n);
+    conns[fd].answered_ns = now_ns();
 }
 
 static int cmp64(const void *a, const void *b)
@@ -181,20 +188,30 @@ static int cmp64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* The median and the 90th percentile of v[0..n) (sorted here), in microseconds. */
+static void quantiles(int64_t *v, size_t n, int64_t *p50, int64_t *p90, int64_t *mx)
+{
+    *p50 = *p90 = *mx = 0;
+    if (!n)
+        return;
+    qsort(v, n, sizeof *v, cmp64);
+    *p50 = v[n / 2] / 1000;
+    *p90 = v[n * 9 / 10] / 1000;
+    *mx = v[n - 1] / 1000;
+}
+
 static void stats(int fd)
 {
-    int64_t p50 = 0, mx = 0;
-    if (late_len) {
-        qsort(late, late_len, sizeof *late, cmp64);
-        p50 = late[late_len / 2];
-        mx = late[late_len - 1];
-    }
-    char body[256], msg[512];
+    int64_t p50, p90, mx, t50, t90, tmx;
+    quantiles(late, late_len, &p50, &p90, &mx);
+    quantiles(turn, turn_len, &t50, &t90, &tmx);
+    char body[512], msg[768];
     int n = snprintf(body, sizeof body,
                      "{\"requests\":%ld,\"connections\":%ld,\"in_flight\":%zu,"
-                     "\"max_in_flight\":%ld,\"late_us_p50\":%lld,\"late_us_max\":%lld}",
-                     n_requests, n_connections, fifo_len, max_in_flight,
-                     (long long)(p50 / 1000), (long long)(mx / 1000));
+                     "\"max_in_flight\":%ld,\"late_us_p50\":%lld,\"late_us_max\":%lld,"
+                     "\"turn_us_p50\":%lld,\"turn_us_p90\":%lld,\"turns\":%zu}",
+                     n_requests, n_connections, fifo_len, max_in_flight, (long long)p50,
+                     (long long)mx, (long long)t50, (long long)t90, turn_len);
     int h = snprintf(msg, sizeof msg, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                                       "Content-Length: %d\r\n\r\n%s", n, body);
     conn_send(fd, msg, (size_t)h);
@@ -274,9 +291,17 @@ static void parse(int fd)
         if (capture_prefix && strncmp(c->in, "POST ", 5) == 0)
             capture(c->in + head_len, clen);
         int get = strncmp(c->in, "GET ", 4) == 0;
-        if (get) {
+        if (get && strncmp(c->in, "GET /_reset", 11) == 0) {
+            late_len = turn_len = 0;
+            stats(fd);
+        } else if (get) {
             stats(fd);
         } else {
+            if (c->answered_ns) {
+                turn = grow(turn, &turn_cap, turn_len + 1, sizeof *turn);
+                turn[turn_len++] = now_ns() - c->answered_ns;
+                c->answered_ns = 0;
+            }
             n_requests++;
             enqueue(fd, memmem(c->in + head_len, clen, "include_usage", 13) != NULL);
         }
