@@ -1129,26 +1129,37 @@ static void batch_finish(struct batch *b, struct batch_slot *s, struct net_resul
 }
 
 /* Write the lines of the requests that finished since the last call, then fill the response
- * cache with the complete answers among them. */
+ * cache with the complete answers among them: in one write transaction for all of them. */
 static void batch_done_flush(struct batch *b)
 {
+    if (!b->n_done)
+        return;
     for (size_t i = 0; i < b->n_done; i++) {
         struct batch_done *d = &b->done[i];
         batch_emit(b, &d->item, d->r, 1, d->content, d->reasoning, d->model, d->retries);
     }
+    struct store_cache_put *items = xcalloc(b->n_done, sizeof *items);
+    struct store_usage *usage = xcalloc(b->n_done, sizeof *usage);
+    size_t n = 0;
     for (size_t i = 0; i < b->n_done; i++) {
         struct batch_done *d = &b->done[i];
         const struct net_result *r = d->r;
         if (r->outcome == API_OK && d->key_set && !b->out_error &&
             r->content_bytes + r->reasoning_bytes > 0) { /* never an empty answer */
-            struct store_usage u = {r->usage.prompt, r->usage.completion, r->usage.total};
-            if (store_cache_put(b->o->store, d->key, STORE_COMPLETE, d->content,
-                                *d->reasoning ? d->reasoning : NULL,
-                                r->model[0] ? r->model : d->model, r->finish[0] ? r->finish : NULL,
-                                r->usage.present ? &u : NULL) < 0 &&
-                strncmp(store_error(b->o->store), "not cached", 10) != 0)
-                batch_store_failed(b); /* a refusal (too large, ...) is not a failure */
+            usage[n] = (struct store_usage){r->usage.prompt, r->usage.completion, r->usage.total};
+            items[n] = (struct store_cache_put){
+                d->key, STORE_COMPLETE, d->content, *d->reasoning ? d->reasoning : NULL,
+                r->model[0] ? r->model : d->model, r->finish[0] ? r->finish : NULL,
+                r->usage.present ? &usage[n] : NULL, 0};
+            n++;
         }
+    }
+    if (n && store_cache_put_all(b->o->store, items, n) < 0)
+        batch_store_failed(b); /* a refusal (too large, ...) is not a failure */
+    free(items);
+    free(usage);
+    for (size_t i = 0; i < b->n_done; i++) {
+        struct batch_done *d = &b->done[i];
         net_result_free(d->r);
         free(d->content);
         free(d->reasoning);
@@ -1505,8 +1516,14 @@ int batch_run(struct conf *conf, char *key, const struct batch_opts *o)
     b.net = NULL;
     loop_end(&lp);
 
-    /* Keep the quota state between runs, so the next one starts informed. */
-    request_quota_save(o->store, conf, b.quota_line);
+    /* Keep the quota state between runs, so the next one starts informed: what the server
+     * reported, or that it answered without reporting any limit (no slow start next time). */
+    char answered[64];
+    if (!b.quota_line && b.n_ok > b.n_cached &&
+        ratelimit_answered_line(answered, sizeof answered) < (int)sizeof answered)
+        request_quota_save(o->store, conf, answered);
+    else
+        request_quota_save(o->store, conf, b.quota_line);
     if (b.out_error != 141)
         batch_summary(&b, interrupted > 0);
     else

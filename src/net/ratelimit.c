@@ -1371,6 +1371,8 @@ int ratelimit_state_save(const struct ratelimit_state *s, double now, double now
     buf_appends(&b, "rl1");
     put_dim(&b, "req", &r, now, now_epoch);
     put_dim(&b, "tok", &t, now, now_epoch);
+    if (s->answered)
+        buf_appends(&b, " ans=1");
     int n = (int)b.len;
     if (out && size) {
         size_t k = b.len < size - 1 ? b.len : size - 1;
@@ -1379,6 +1381,14 @@ int ratelimit_state_save(const struct ratelimit_state *s, double now, double now
     }
     buf_free(&b);
     return n;
+}
+
+int ratelimit_answered_line(char *out, size_t size)
+{
+    struct ratelimit_state s;
+    ratelimit_state_init(&s, 0, 0);
+    s.answered = 1;
+    return ratelimit_state_save(&s, 0, 0, out, size);
 }
 
 /* "?" or a non-negative integer; advances *p. */
@@ -1447,7 +1457,7 @@ int ratelimit_state_load(struct ratelimit_state *s, const char *line, size_t len
     struct ratelimit_dim req, tok;
     dim_init(&req);
     dim_init(&tok);
-    int got = 0;
+    int got = 0, answered = 0;
     while (p < end) {
         if (*p != ' ')
             return -1;
@@ -1467,6 +1477,10 @@ int ratelimit_state_load(struct ratelimit_state *s, const char *line, size_t len
             if (load_dim(&p, end, &tok, now, now_epoch))
                 return -1;
             got |= 2;
+        } else if (equals_nocase(key, key_end, "ans")) {
+            answered = end - p >= 1 && *p == '1' && (end - p == 1 || p[1] == ' ');
+            while (p < end && *p != ' ')
+                p++;
         } else { /* a field from a newer version: skip it */
             while (p < end && *p != ' ')
                 p++;
@@ -1479,6 +1493,7 @@ int ratelimit_state_load(struct ratelimit_state *s, const char *line, size_t len
     s->seen = req.limit != RATELIMIT_UNKNOWN || req.remaining != RATELIMIT_UNKNOWN ||
               req.reset_at >= 0 || tok.limit != RATELIMIT_UNKNOWN ||
               tok.remaining != RATELIMIT_UNKNOWN || tok.reset_at >= 0;
+    s->answered = answered;
     return 0;
 }
 

@@ -53,6 +53,9 @@ struct ratelimit_dim {
 struct ratelimit_state {
     struct ratelimit_dim req, tok;
     int seen;           /* 1 once any x-ratelimit-* header arrived (or a saved line loaded) */
+    int answered;       /* 1: the endpoint answered before without sending any rate-limit
+                           header (a saved line's "ans=1"): its limits are known to be absent,
+                           so no slow start is needed to learn them */
     double rpm, tpm;    /* configured requests/tokens per minute; 0 = none */
     double req_level;   /* configured request bucket level (rpm bucket) */
     double tok_level;   /* configured token bucket level (tpm bucket) */
@@ -284,10 +287,14 @@ void ratelimit_key_note_failure(struct ratelimit_key *k, int status, const char 
 /* Serialise the server-reported part of s into a short line (no newline) such as
  * "rl1 req=4999/5000/1761031680.250/1761031620.000 tok=?/?/?/?": per dimension
  * remaining/limit/reset/reported-at, '?' = unknown, times in epoch seconds (converted with
- * now/now_epoch). Writes at most size bytes (NUL included).
+ * now/now_epoch), then " ans=1" when s->answered. Writes at most size bytes (NUL included).
  * Returns the length it needed (like snprintf). */
 int ratelimit_state_save(const struct ratelimit_state *s, double now, double now_epoch, char *out,
                          size_t size);
+
+/* The saved line of an endpoint that answered without any rate-limit header ("ans=1"; see
+ * answered), into out as ratelimit_state_save() writes it. */
+int ratelimit_answered_line(char *out, size_t size);
 
 /* Load a line written by ratelimit_state_save() into s (configured rpm/tpm and buckets are kept;
  * resets already past are applied). Returns 0, or -1 for a malformed line (s unchanged). */

@@ -240,10 +240,30 @@ static int store_cache_refused(struct store *st, enum store_status status, const
     return 0;
 }
 
-int store_cache_put(struct store *st, const unsigned char key[STORE_CACHE_KEY_LEN],
-                    enum store_status status, const char *content, const char *reasoning,
-                    const char *model, const char *finish_reason,
-                    const struct store_usage *usage)
+/* The size an answer takes in the cache (the texts, the key and a row's fixed overhead), or -1
+ * (error recorded) when it may not be cached. */
+static int64_t store_cache_size(struct store *st, const struct store_cache_put *p)
+{
+    if (store_cache_refused(st, p->status, p->content, p->finish_reason))
+        return -1;
+    int64_t size = (int64_t)strlen(p->content) +
+                   (p->reasoning ? (int64_t)strlen(p->reasoning) : 0) +
+                   (p->model ? (int64_t)strlen(p->model) : 0) +
+                   (p->finish_reason ? (int64_t)strlen(p->finish_reason) : 0) +
+                   STORE_CACHE_KEY_LEN + 64;
+    int64_t entry_max = store_cache_entry_limit(st);
+    if (entry_max > 0 && size > entry_max) {
+        store_set_err(st, "not cached: the answer (%lld bytes) is larger than the largest "
+                          "cached answer (%lld bytes)", (long long)size, (long long)entry_max);
+        return -1;
+    }
+    return size;
+}
+
+/* Insert or replace one entry inside the current write transaction. Returns 0, -1 when its
+ * text was refused (nothing written; error recorded), or -2 when the write failed. */
+static int store_cache_insert(struct store *st, const struct store_cache_put *p, int64_t size,
+                              int64_t now)
 {
     static const char q_put[] =
         "INSERT INTO response_cache(key, created, last_used, hits, size, model, finish_reason, "
@@ -254,49 +274,77 @@ int store_cache_put(struct store *st, const unsigned char key[STORE_CACHE_KEY_LE
         "finish_reason = excluded.finish_reason, prompt_tokens = excluded.prompt_tokens, "
         "completion_tokens = excluded.completion_tokens, total_tokens = excluded.total_tokens, "
         "reasoning = excluded.reasoning, content = excluded.content";
-    if (store_cache_refused(st, status, content, finish_reason))
-        return -1;
-    /* Approximate bytes on disk: the texts, the key and a row's fixed overhead. */
-    int64_t size = (int64_t)strlen(content) + (reasoning ? (int64_t)strlen(reasoning) : 0) +
-                   (model ? (int64_t)strlen(model) : 0) +
-                   (finish_reason ? (int64_t)strlen(finish_reason) : 0) + STORE_CACHE_KEY_LEN +
-                   64;
-    int64_t entry_max = store_cache_entry_limit(st);
-    if (entry_max > 0 && size > entry_max) {
-        store_set_err(st, "not cached: the answer (%lld bytes) is larger than the largest "
-                          "cached answer (%lld bytes)", (long long)size, (long long)entry_max);
-        return -1;
-    }
-    int64_t now = store_epoch(st);
-    if (store_cache_begin_put(st, now) != 0)
-        return -1;
-    sqlite3_stmt *s;
-    int rc;
-    if (!(s = store_prep(st, q_put)))
-        return store_rollback(st);
-    sqlite3_bind_blob(s, 1, key, STORE_CACHE_KEY_LEN, SQLITE_STATIC);
+    sqlite3_stmt *s = store_prep(st, q_put);
+    if (!s)
+        return -2;
+    const struct store_usage *u = p->usage;
+    sqlite3_bind_blob(s, 1, p->key, STORE_CACHE_KEY_LEN, SQLITE_STATIC);
     sqlite3_bind_int64(s, 2, now);
     sqlite3_bind_int64(s, 3, size);
-    store_bind_text(s, 4, model);
-    store_bind_text(s, 5, finish_reason);
-    store_bind_count(s, 6, usage ? usage->prompt_tokens : -1);
-    store_bind_count(s, 7, usage ? usage->completion_tokens : -1);
-    store_bind_count(s, 8, usage ? usage->total_tokens : -1);
-    if ((reasoning && store_bind_big(st, s, 9, reasoning, strlen(reasoning), "not cached") != 0) ||
-        store_bind_big(st, s, 10, content, strlen(content), "not cached") != 0) {
+    store_bind_text(s, 4, p->model);
+    store_bind_text(s, 5, p->finish_reason);
+    store_bind_count(s, 6, u ? u->prompt_tokens : -1);
+    store_bind_count(s, 7, u ? u->completion_tokens : -1);
+    store_bind_count(s, 8, u ? u->total_tokens : -1);
+    if ((p->reasoning &&
+         store_bind_big(st, s, 9, p->reasoning, strlen(p->reasoning), "not cached") != 0) ||
+        store_bind_big(st, s, 10, p->content, strlen(p->content), "not cached") != 0) {
         store_done(st, s);
-        return store_rollback(st);
+        return -1;
     }
-    rc = sqlite3_step(s);
+    int rc = sqlite3_step(s);
     store_done(st, s);
-    if (rc != SQLITE_DONE)
-        goto sqlfail;
-    if (store_cache_evict(st) != 0)
-        return store_rollback(st);
-    return store_commit(st);
-sqlfail:
-    store_fail(st, "cannot update the cache");
-    return store_rollback(st);
+    if (rc != SQLITE_DONE) {
+        store_fail(st, "cannot update the cache");
+        return -2;
+    }
+    return 0;
+}
+
+int store_cache_put(struct store *st, const unsigned char key[STORE_CACHE_KEY_LEN],
+                    enum store_status status, const char *content, const char *reasoning,
+                    const char *model, const char *finish_reason,
+                    const struct store_usage *usage)
+{
+    struct store_cache_put p = {key, status, content, reasoning, model, finish_reason, usage, 0};
+    return store_cache_put_all(st, &p, 1) == 1 ? 0 : -1;
+}
+
+int store_cache_put_all(struct store *st, struct store_cache_put *items, size_t n)
+{
+    int64_t *sizes = xcalloc(n ? n : 1, sizeof *sizes);
+    size_t todo = 0;
+    for (size_t i = 0; i < n; i++) {
+        sizes[i] = store_cache_size(st, &items[i]);
+        items[i].rc = sizes[i] < 0 ? -1 : 0;
+        todo += sizes[i] >= 0;
+    }
+    int64_t now = store_epoch(st);
+    int stored = 0;
+    if (todo && store_cache_begin_put(st, now) != 0) {
+        todo = 0;
+        stored = -1;
+    }
+    for (size_t i = 0; todo && i < n; i++) {
+        if (items[i].rc < 0)
+            continue;
+        int rc = store_cache_insert(st, &items[i], sizes[i], now);
+        if (rc == -2) {
+            stored = -1;
+            break;
+        }
+        items[i].rc = rc;
+        stored += rc == 0;
+    }
+    free(sizes);
+    if (stored > 0 && (store_cache_evict(st) != 0 || store_commit(st) != 0))
+        stored = -1;
+    if (stored <= 0) {
+        store_rollback(st);
+        for (size_t i = 0; stored < 0 && i < n; i++)
+            items[i].rc = -1;
+    }
+    return stored;
 }
 
 int store_cache_put_message(struct store *st, const unsigned char key[STORE_CACHE_KEY_LEN],

@@ -368,6 +368,20 @@ int store_cache_put(struct store *st, const unsigned char key[STORE_CACHE_KEY_LE
                     enum store_status status, const char *content, const char *reasoning,
                     const char *model, const char *finish_reason,
                     const struct store_usage *usage);
+/* One answer for store_cache_put_all(): the arguments of store_cache_put(), and rc (out): 0
+ * stored, -1 refused or not written. */
+struct store_cache_put {
+    const unsigned char *key; /* STORE_CACHE_KEY_LEN bytes */
+    enum store_status status;
+    const char *content, *reasoning, *model, *finish_reason;
+    const struct store_usage *usage;
+    int rc;
+};
+/* Cache n answers in one write transaction (one commit for all: a batch's answers that
+ * finished together), each under the rules of store_cache_put(); a refused one (rc -1, its
+ * reason in store_error) does not keep the others out. Returns how many were stored, or -1
+ * when the write failed (nothing stored, every rc -1). */
+int store_cache_put_all(struct store *st, struct store_cache_put *items, size_t n);
 /* Cache the saved answer msg_id under key, copying its text inside the database (nothing is
  * loaded into memory). Same rules as store_cache_put: a complete answer only. bytes: the size
  * of its content and reasoning when the caller knows it (else -1), so that an answer too large

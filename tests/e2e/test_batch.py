@@ -331,6 +331,43 @@ with ttlib.FakeServer() as srv:
             t.ok(first[4] - first[1] < 0.2, "-j 4: after the first answer, 4 requests reach "
                  "the server together (the 4th %.2f s after the 1st)" % (first[4] - first[1]))
 
+    # --- 200 requests at -j 8: the connections are reused, every answer is cached in the
+    # order its line was written (the answers that end together are cached in one write) ---
+    h2 = ttlib.make_home()
+    reuse = write_lines(os.path.join(d, "reuse.jsonl"),
+                        [{"id": i, "prompt": "reuse %d" % i} for i in range(200)])
+    n0 = len(srv.requests())
+    rc, out, err = run(["batch", "-j", "8", reuse], home=h2)
+    reqs = srv.requests()[n0:]
+    lines = parse(out)
+    t.ok(rc == 0 and len(lines) == 200 and len(reqs) == 200 and
+         all(r and r["outcome"] == "complete" for r in lines), "-j 8: 200 answers", err.decode())
+    conns = {r["conn"] for r in reqs}
+    t.ok(len(conns) <= 8 + 2, "-j 8: 200 requests over %d connections (at most 8, + 2)"
+         % len(conns))
+    import sqlite3  # noqa: E402
+    db = sqlite3.connect(os.path.join(h2, ".local", "share", "tokterm", "tokterm.db"))
+    cached = [row[0] for row in db.execute("SELECT content FROM response_cache ORDER BY id")]
+    db.close()
+    t.ok(cached == [r["content"] for r in lines if r],
+         "every answer cached, in the order the lines were written (%d rows)" % len(cached))
+    rc, out, err = run(["--cache-only", "batch", "-j", "8", reuse], home=h2)
+    t.ok(rc == 0 and len(parse(out)) == 200 and all(r["cached"] for r in parse(out)) and
+         len(srv.requests()) == n0 + 200, "--cache-only: the 200 answers from the cache",
+         err.decode())
+    # The run learnt that this server sends no rate-limit header (saved with the quota state):
+    # the next one sends its first 4 requests together instead of one alone until it answers
+    # (the slow start that learns the limits of an unknown server; --incognito keeps it).
+    n0 = len(srv.requests())
+    again = write_lines(os.path.join(d, "again.jsonl"),
+                        [{"id": i, "prompt": "again %d" % i} for i in range(4)])
+    rc, out, err = run(["batch", "-j", "4", again], spec="header_delay_ms=1000", home=h2)
+    first = sorted(r["t"] for r in srv.requests()[n0:])
+    t.ok(rc == 0 and len(first) == 4 and first[3] < first[0] + 1.0,
+         "a server known to send no limits: 4 requests leave before the first answer "
+         "(arrivals %s s after the first)" % [round(x - first[0], 2) for x in first],
+         err.decode())
+
     # --- the progress bar when stderr is a terminal ---
     master, slave = pty.openpty()
     env = ttlib.clean_env(home, {"OPENAI_BASE_URL": srv.base("header_delay_ms=150")})

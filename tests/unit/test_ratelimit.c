@@ -832,6 +832,21 @@ static void test_persist(void)
     const char *fut = "rl1 req=1/2/?/5 tok=?/?/?/? future=xyz\n";
     TAP_INT(ratelimit_state_load(&t, fut, strlen(fut), 0, 0), 0, "unknown fields are skipped");
     TAP_INT(t.req.limit, 2, "...and the known ones read");
+    TAP_INT(t.answered, 0, "no ans=1: not known to answer without limits");
+    /* An endpoint that answered without any rate-limit header: the next run skips the slow
+     * start; the line an older version reads as "nothing known". */
+    int need = ratelimit_answered_line(line, sizeof line);
+    TAP_STR(line, "rl1 req=?/?/?/? tok=?/?/?/? ans=1", "answered line");
+    TAP_INT(need, (int)strlen(line), "answered line: its length");
+    ratelimit_state_init(&t, 0, 0);
+    TAP_INT(ratelimit_state_load(&t, line, strlen(line), NOW, EPOCH), 0, "answered line loads");
+    TAP_OK(t.answered == 1 && t.seen == 0, "answered, no limit seen (answered %d, seen %d)",
+           t.answered, t.seen);
+    ratelimit_state_save(&t, NOW, EPOCH, line2, sizeof line2);
+    TAP_STR(line2, line, "answered line round-trips");
+    const char *ans0 = "rl1 req=?/?/?/? tok=?/?/?/? ans=0";
+    TAP_OK(ratelimit_state_load(&t, ans0, strlen(ans0), NOW, EPOCH) == 0 && !t.answered,
+           "ans=0: not answered");
 
     const char *bad[] = {
         "", "rl2 req=?/?/?/? tok=?/?/?/?", "rl1", "rl1 req=?/?/?/?", "rl1 req=?/?/? tok=?/?/?/?",

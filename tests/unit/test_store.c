@@ -2089,6 +2089,43 @@ static void test_cache(void)
     store_close(st);
 }
 
+/* store_cache_put_all: the answers of a batch that finished together, in one write: all
+ * stored, a refused one does not keep the others out, and each says how it went. */
+static void test_cache_put_all(void)
+{
+    struct store *st = open_new("cache_all.db", NULL);
+    unsigned char k[4][32];
+    key_of("all one", k[0]);
+    key_of("all two", k[1]);
+    key_of("all three", k[2]);
+    key_of("all four", k[3]);
+    struct store_usage u = {1, 2, 3};
+    struct store_cache_put items[4] = {
+        {k[0], STORE_COMPLETE, "first", NULL, "m", "stop", &u, 7},
+        {k[1], STORE_TRUNCATED, "cut", NULL, NULL, "length", NULL, 7},
+        {k[2], STORE_COMPLETE, "third", "why", NULL, NULL, NULL, 7},
+        {k[3], STORE_COMPLETE, NULL, NULL, NULL, NULL, NULL, 7},
+    };
+    TAP_INT(store_cache_put_all(st, items, 4), 2, "put_all: 2 of 4 stored");
+    TAP_OK(items[0].rc == 0 && items[1].rc == -1 && items[2].rc == 0 && items[3].rc == -1,
+           "put_all: each item's rc (%d %d %d %d)", items[0].rc, items[1].rc, items[2].rc,
+           items[3].rc);
+    struct store_cache_entry e;
+    memset(&e, 0, sizeof e);
+    TAP_INT(store_cache_get(st, k[0], &e), 0, "put_all: the first is cached");
+    TAP_STR(e.content, "first", "put_all: its content");
+    TAP_INT(e.usage.total_tokens, 3, "put_all: its usage");
+    store_cache_entry_clear(&e);
+    TAP_INT(store_cache_get(st, k[1], &e), STORE_NOT_FOUND, "put_all: the refused one is not");
+    TAP_INT(store_cache_get(st, k[2], &e), 0, "put_all: the third is cached");
+    TAP_STR(e.reasoning, "why", "put_all: its reasoning");
+    store_cache_entry_clear(&e);
+    TAP_INT(store_cache_get(st, k[3], &e), STORE_NOT_FOUND, "put_all: no content, not cached");
+    TAP_INT(store_cache_put_all(st, items + 1, 1), 0, "put_all: nothing to store: 0");
+    TAP_INT(store_cache_put_all(st, items, 0), 0, "put_all: no items: 0");
+    store_close(st);
+}
+
 /* ---------------------------------------------------------------- summaries, quota */
 
 static void test_summaries_quota(void)
@@ -2865,6 +2902,7 @@ int main(void)
     test_words_index();
     test_stats();
     test_cache();
+    test_cache_put_all();
     test_summaries_quota();
     test_commands();
     test_long_answer();
