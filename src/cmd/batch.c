@@ -39,6 +39,11 @@
 #define BATCH_WINDOW_DEFAULT 8192 /* as the chat: an unknown model without context_window */
 #define BATCH_RESERVE_DEFAULT 4096
 #define BATCH_ID_KEY_MAX 40       /* longer ids are remembered by their SHA-256 */
+/* Answers written but not cached yet are cached together (one commit) once this many, this
+ * many bytes, or this old (seconds), and at the end of the run. */
+#define BATCH_CACHE_COUNT 64
+#define BATCH_CACHE_BYTES (1 << 20)
+#define BATCH_CACHE_DELAY 0.1
 
 /* ---- a set of strings with a number each (ids -> line numbers) ---- */
 
@@ -208,6 +213,9 @@ struct batch {
     struct batch_done *done;    /* finished requests to write (and cache) once the next
                                    requests are out: writing and committing never delay them */
     size_t n_done, cap_done;
+    size_t n_written;           /* of them, the first n_written have their line written */
+    size_t done_bytes;          /* bytes of answer text they hold */
+    double done_since;          /* when the oldest written one was written (0: none) */
 };
 
 /* Items to do as far as known: the non-blank lines minus those --resume skipped; 0 when the
@@ -1128,16 +1136,22 @@ static void batch_finish(struct batch *b, struct batch_slot *s, struct net_resul
     b->inflight--;
 }
 
-/* Write the lines of the requests that finished since the last call, then fill the response
- * cache with the complete answers among them: in one write transaction for all of them. */
-static void batch_done_flush(struct batch *b)
+/* Write the lines of the requests that finished since the last call; then, when force, or
+ * when enough answers are waiting (BATCH_CACHE_*), fill the response cache with the complete
+ * ones among them, in one write transaction: a commit per answer cost more than the answer. */
+static void batch_done_flush(struct batch *b, int force)
 {
-    if (!b->n_done)
-        return;
-    for (size_t i = 0; i < b->n_done; i++) {
-        struct batch_done *d = &b->done[i];
+    for (; b->n_written < b->n_done; b->n_written++) {
+        struct batch_done *d = &b->done[b->n_written];
         batch_emit(b, &d->item, d->r, 1, d->content, d->reasoning, d->model, d->retries);
+        b->done_bytes += strlen(d->content) + strlen(d->reasoning);
+        if (!b->done_since)
+            b->done_since = util_now();
     }
+    if (!b->n_done || (!force && b->n_done < BATCH_CACHE_COUNT &&
+                       b->done_bytes < BATCH_CACHE_BYTES &&
+                       util_now() - b->done_since < BATCH_CACHE_DELAY))
+        return;
     struct store_cache_put *items = xcalloc(b->n_done, sizeof *items);
     struct store_usage *usage = xcalloc(b->n_done, sizeof *usage);
     size_t n = 0;
@@ -1166,7 +1180,8 @@ static void batch_done_flush(struct batch *b)
         free(d->model);
         free(d->item.id);
     }
-    b->n_done = 0;
+    b->n_done = b->n_written = b->done_bytes = 0;
+    b->done_since = 0;
 }
 
 static void batch_events(struct batch *b)
@@ -1474,7 +1489,7 @@ int batch_run(struct conf *conf, char *key, const struct batch_opts *o)
         }
         if (b.refused)
             break; /* nothing was sent nor written */
-        batch_done_flush(&b);
+        batch_done_flush(&b, 0);
         if (b.out_error && b.inflight && !interrupted) {
             batch_cancel_all(&b);
             interrupted = -1; /* cancelled because the output is gone; not a user stop */
@@ -1483,7 +1498,8 @@ int batch_run(struct conf *conf, char *key, const struct batch_opts *o)
             break;
         int fds[2] = {queue_fd(b.q), b.rd.fd};
         if (loop_wait(&lp, fds, need_input ? 2 : 1,
-                      b.err_tty ? (int)(BATCH_DRAW_INTERVAL * 1000) : -1) < 0)
+                      b.err_tty ? (int)(BATCH_DRAW_INTERVAL * 1000)
+                      : b.n_done ? (int)(BATCH_CACHE_DELAY * 1000) : -1) < 0)
             break;
         if (need_input && loop_ready(&lp, 1) && batch_fill(&b.rd) < 0)
             b.in_done = 1; /* said at the end; what was read is done */
@@ -1507,7 +1523,8 @@ int batch_run(struct conf *conf, char *key, const struct batch_opts *o)
         loop_end(&lp);
         goto fail;
     }
-    batch_done_flush(&b); /* what finished before a second signal or a failed poll */
+    batch_done_flush(&b, 1); /* what finished before a second signal or a failed poll, and
+                                what is not cached yet */
     if (hard_stop)
         b.n_cancelled += (size_t)b.inflight;
     /* Stop the network thread before the handlers go: a cancelled transfer must not outlive
