@@ -148,4 +148,23 @@ with ttlib.FakeServer() as srv:
     t.ok("/models/gemini-2.5-pro:streamGenerateContent" in last(srv)["path"],
          "profile: its model in the URL", last(srv)["path"])
 
+
+    # --- the dialect's retry verdict and delay in net's retry decision ---------------------------
+    # an UNAVAILABLE error in a 200 answer (ratelimit.c knows no such word; gemini.c retries it)
+    srv.clear_queue()
+    srv.queue(["error=busy,code=UNAVAILABLE", ""])
+    n0 = len(srv.requests())
+    rc, out, err = run(srv, "", ["--retries", "1", "-p", "after UNAVAILABLE"])
+    t.eq(rc, 0, "UNAVAILABLE in a 200 answer: retried, exit 0")
+    t.eq(len(srv.requests()) - n0, 2, "UNAVAILABLE in a 200 answer: two requests")
+    # a 429 whose RetryInfo asks for 2 s: the retry waits for it, as for a retry-after header
+    srv.queue(["status=429,error=Quota%20exceeded,retry_delay=2s", ""])
+    n0 = len(srv.requests())
+    rc, out, err = run(srv, "", ["--retries", "1", "-p", "after RetryInfo"])
+    made = srv.requests()[n0:]
+    t.eq(rc, 0, "429 with RetryInfo: retried, exit 0")
+    t.ok(len(made) == 2 and made[1]["t"] - made[0]["t"] >= 1.5,
+         "429 with RetryInfo 2s: the retry waited for it", [r["t"] for r in made])
+    srv.clear_queue()
+
 t.done()
