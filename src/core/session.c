@@ -1499,21 +1499,20 @@ char *session_context_report(struct session *s)
     context_plan_report(&p, &par, &b);
     if (p.need_summary) {
         long in = p.approximate ? (long)(p.sum_prompt * p.ratio) + 1 : p.sum_prompt;
-        buf_appends(&b, in >= SESSION_SUMMARY_LARGE ? "Large summary first: sending it will "
-                                                      "first send "
-                                                    : "Sending it will first send ");
+        buf_appends(&b, in >= SESSION_SUMMARY_LARGE ? "Large summary first: before it, tokterm "
+                                                      "sends "
+                                                    : "Before it, tokterm sends ");
         session_summary_cost(s, &p, &b);
-        buf_appends(&b, ".\nThe next turn costs about ");
-        context_format_tokens(&b, in + p.shown, p.approximate);
         long after = p.approximate ? (long)(p.sum_after * p.ratio) + 1 : p.sum_after;
-        buf_appends(&b, " prompt tokens in all (the summary request, then the request with the "
-                        "summary in it, about ");
+        buf_appends(&b, ".\nThe next turn costs about ");
+        context_format_tokens(&b, in + after, p.approximate);
+        buf_appends(&b, " prompt tokens plus your message (the summary request, then about ");
         context_format_tokens(&b, after, p.approximate);
-        buf_appends(&b, " tokens with the summary in it).\n");
+        buf_appends(&b, " for the request with the summary in it).\n");
     } else {
         buf_appends(&b, "The next turn costs ");
         context_format_tokens(&b, p.shown, p.approximate);
-        buf_appends(&b, " prompt tokens and your message's; no summary request.\n");
+        buf_appends(&b, " prompt tokens plus your message; no summary request.\n");
     }
     context_plan_free(&p);
     if (s->plan.n_items) {

@@ -201,7 +201,7 @@ with ttlib.FakeServer() as srv:
             tm.wait_for(re.compile("F1|\u203a"), 10)
             tm.send_text("/context")
             tm.send("Enter")
-            scr = tm.wait_for(re.compile(r"next turn costs about [\d,]+ prompt tokens"), 10)
+            scr = tm.wait_for(re.compile(r"next turn costs about [\d,]+ prompt tokens plus"), 10)
             t.ok(scr is not None and re.search(r"summary request of [\d,]+\s+prompt tokens",
                                                re.sub(r"\s+", " ", scr)) is not None,
                  "/context: the next turn's cost, with the summary request's prompt tokens",
