@@ -139,10 +139,10 @@ def md_fixture(dirname, n):
     return len(data)
 
 
-def scripted(tokterm, env, tmp):
+def scripted(tokterm, env, tmp, wrap=()):
     out = os.path.join(tmp, "scripted.txt")
     with open(os.devnull, "wb") as null:
-        subprocess.run(rusage_cmd(out, [tokterm, "--incognito", "-p", "x"]), env=env,
+        subprocess.run(rusage_cmd(out, list(wrap) + [tokterm, "--incognito", "-p", "x"]), env=env,
                        stdin=subprocess.DEVNULL, stdout=null, stderr=subprocess.DEVNULL)
     cpu, rss, code, wall = rusage_read(out)
     return wall, cpu, rss, code
@@ -189,26 +189,27 @@ def tui_idle(tokterm, env, width, height, tmp, rnd):
     return rusage_read(timing)[0]
 
 
-def tui(tokterm, env, width, height, tmp, rnd):
+def tui(tokterm, env, width, height, tmp, rnd, wrap=()):
     trace = os.path.join(tmp, "trace%d.txt" % rnd)
     timing = os.path.join(tmp, "time%d.txt" % rnd)
+    slow = 20 if wrap else 1  # under valgrind
     with ttlib.Tmux(width, height) as tm:
-        tm.run(rusage_cmd(timing, [tokterm, "--incognito", "--trace", trace]), env)
-        if not tm.wait_for("F1", 10):
+        tm.run(rusage_cmd(timing, list(wrap) + [tokterm, "--incognito", "--trace", trace]), env)
+        if not tm.wait_for("F1", 10 * slow):
             raise RuntimeError("the TUI did not start:\n" + tm.capture())
         tm.send_text("x")
         tm.send("Enter")
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 120 * slow
         while time.monotonic() < deadline:
             if os.path.exists(trace) and any(l.startswith("E ") for l in open(trace)):
                 break
             time.sleep(0.05)
         else:
             raise RuntimeError("the stream did not end:\n" + tm.capture())
-        time.sleep(0.3)  # the last frame
+        time.sleep(0.3 * slow)  # the last frame
         screen = tm.capture()
         tm.send("C-d")
-        code = tm.wait_exit(10)
+        code = tm.wait_exit(10 * slow)
     if code != 0:
         raise RuntimeError("the TUI exited with %r" % code)
     cpu, rss, _, _ = rusage_read(timing)
@@ -221,6 +222,28 @@ def tui(tokterm, env, width, height, tmp, rnd):
     nframes = sum(1 for fr in frames if s <= fr[2] <= last)
     return {"wall": last - s, "cpu": cpu, "rss": rss,
             "delays": delays, "costs": costs, "frames": nframes, "screen": screen}
+
+
+def callgrind(outdir, tokterm, env, width, height, tmp):
+    """Scripted mode and the chat, once each under callgrind (all threads in one profile)."""
+    os.makedirs(outdir, exist_ok=True)
+    totals = {}
+    for mode in ("scripted", "tui"):
+        out = os.path.join(os.path.abspath(outdir), "callgrind.%s" % mode)
+        wrap = ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out]
+        if mode == "scripted":
+            scripted(tokterm, env, tmp, wrap)
+        else:  # tokterm would exec the chat program, which valgrind's /proc/self/exe hides
+            chat = os.path.join(os.path.dirname(tokterm), "tokterm-tui")
+            tui(chat if os.path.exists(chat) else tokterm, env, width, height, tmp, 0, wrap)
+        total = None
+        for line in open(out):
+            if line.startswith("totals:") or line.startswith("summary:"):
+                total = int(line.split()[1])
+        totals[mode] = total
+        print("%s: %s instructions (%s)" % (mode, format(total, ","), out))
+    print("chat / scripted instructions: %.2fx" % (totals["tui"] / totals["scripted"]))
+    print("(callgrind_annotate --inclusive=yes FILE | head -60 shows where they go)")
 
 
 def pct(v, p):
@@ -245,6 +268,9 @@ def main():
     ap.add_argument("--width", type=int, default=None, help="default 80 (gen), 120 (markdown)")
     ap.add_argument("--height", type=int, default=None, help="default 24 (gen), 40 (markdown)")
     ap.add_argument("--chunk", default="whole", help="fake-server write size: whole, event, ...")
+    ap.add_argument("--callgrind", metavar="DIR",
+                    help="instead of timing: one scripted run and one chat run under valgrind "
+                         "--tool=callgrind, profiles in DIR, instruction totals printed")
     a = ap.parse_args()
     md = a.text == "markdown"
     deltas = a.deltas or (100000 if md else 200000)
@@ -272,6 +298,9 @@ def main():
               % (deltas, "markdown" if md else "tokN", size / 1e6, spec, width, height,
                  a.rounds))
         print("# load average at start: %.2f %.2f %.2f" % os.getloadavg())
+        if a.callgrind:
+            callgrind(a.callgrind, tokterm, env, width, height, tmp)
+            return
         sc, sc1, tu, idle = [], [], [], []
         for r in range(a.rounds):
             sc.append(scripted(tokterm, env, tmp))

@@ -27,10 +27,12 @@
 #include <unistd.h>
 
 #define TUI_FRAME (1.0 / 60.0)     /* frames start at most this far apart... */
-#define TUI_DELAY 0.016            /* ...or sooner, so that text is on screen this soon after
-                                      it arrived (one 60 Hz frame), */
+#define TUI_DELAY 0.012            /* ...or sooner, so that text is on screen this soon after
+                                      it arrived (4 ms within one 60 Hz frame: what a busy
+                                      machine makes a wakeup wait), */
 #define TUI_DELAY_SLACK 0.002      /* less this for waking up, */
 #define TUI_FRAME_MIN (1.0 / 120.0) /* but never closer than this */
+#define TUI_TAKE 0.002             /* text waiting for a frame is taken at most this often */
 #define TUI_RESUME_SHOWN 500 /* messages a resumed conversation shows in the chat */
 #define TUI_PROMPT "\xE2\x80\xBA "
 #define TUI_KEY_CHOME (KEY_MAX + 1)
@@ -1082,8 +1084,10 @@ static int tui_run_timeout(struct tui *t, const struct session_sink *sink, doubl
         double due = tui_frame_due(t);
         if (t->urgent || now >= due) {
             double t0 = now;
-            if (t->have_session) /* show what arrived while we waited, too */
+            if (t->have_session) { /* show what arrived while we waited, too */
                 session_dispatch(t->s, sink);
+                t->last_take = now;
+            }
             tui_frame(t);
             now = util_now();
             /* what a frame takes (the text taken just before it included), smoothed */
@@ -1173,7 +1177,17 @@ static void tui_run_loop(struct tui *t, struct loop *lp)
     double next_tick = 0;
     while (!t->quit) {
         int timeout = tui_run_timeout(t, &sink, &next_tick);
-        int fds[2] = {STDIN_FILENO, t->have_session ? session_fd(t->s) : -1};
+        /* While text waits for a frame, more of it waits in the queue for TUI_TAKE: taken in
+         * batches (or by the frame), not at every wakeup of the network thread */
+        int coalesce = 0;
+        double now = util_now();
+        if (t->oldest > 0 && t->dirty && timeout != 0 && t->last_take + TUI_TAKE > now) {
+            int ms = tui_ms_until(t->last_take + TUI_TAKE, now);
+            coalesce = 1;
+            if (timeout < 0 || ms < timeout)
+                timeout = ms;
+        }
+        int fds[2] = {STDIN_FILENO, t->have_session && !coalesce ? session_fd(t->s) : -1};
         int n = loop_wait(lp, fds, 2, timeout);
         if (n < 0)
             break;
@@ -1185,8 +1199,10 @@ static void tui_run_loop(struct tui *t, struct loop *lp)
         if (n <= 0)
             continue;
         tui_run_signals(t, lp);
-        if (t->have_session && (loop_ready(lp, 1) & POLLIN))
+        if (t->have_session && (loop_ready(lp, 1) & POLLIN)) {
             session_dispatch(t->s, &sink);
+            t->last_take = util_now();
+        }
         short in = loop_ready(lp, 0);
         if (in & (POLLIN | POLLHUP | POLLERR)) {
             tui_keys(t);

@@ -40,6 +40,7 @@ struct tui {
     unsigned dirty;
     int urgent;              /* draw at once (keystrokes), not at the streaming frame rate */
     double last_frame;
+    double last_take;        /* when the loop last took the network's events */
     double frame_cost;       /* seconds a frame takes (smoothed), for tui_frame_due */
     size_t answer;           /* view index of the answer in flight, TUI_NO_ANSWER when none */
     int cancelling;

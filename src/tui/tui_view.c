@@ -145,6 +145,37 @@ static void tui_ascii_wrap(struct wrap_rows *out, const char *s, size_t n, size_
     size_t brk = 0, brk_end = 0, brk_endcol = 0;
     int have_brk = 0;
     while (pos < n) {
+        if (pos == row_start && s[pos] != ' ') {
+            /* a row that starts with a word, found from its end: the byte past the room, then
+             * back to the last run of spaces (what the byte loop below decides, without
+             * visiting every byte of the row) */
+            if (n - pos <= w) { /* the rest fits */
+                col = n - pos;
+                pos = n;
+                break;
+            }
+            size_t e = pos + w, q = e, next;
+            if (s[e] == ' ') { /* the row ends before the run of spaces e is in */
+                next = e;
+                while (next < n && s[next] == ' ')
+                    next++;
+            } else { /* at the last run of spaces before e, else cut at e */
+                while (q > pos && s[q - 1] != ' ')
+                    q--;
+                next = q > pos ? q : e;
+                if (q == pos)
+                    q = e;
+                else
+                    q--;
+            }
+            while (q > pos && s[q - 1] == ' ')
+                q--;
+            TUI_EMIT(q, q - row_start);
+            row_start = pos = next;
+            col = 0;
+            have_brk = 0;
+            continue;
+        }
         if (s[pos] == ' ' && pos == row_start) { /* indentation: kept, never a break */
             while (pos < n && s[pos] == ' ') {
                 if (col > 0 && col + 1 > w) {
