@@ -9,6 +9,7 @@
 #include "base/xmalloc.h"
 
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -80,6 +81,8 @@ struct session {
     struct context_budget budget;
     struct context_stream *ans_count; /* the streaming answer's tokens, counted incrementally */
     size_t ans_fed;
+    size_t ans_fed_total;      /* answer bytes ever given to ans_count (a debug counter) */
+    int usage_missing;         /* an answer of this session came without the server's usage */
     size_t ans_bytes;          /* answer bytes received when the text is not kept */
     int spent_estimated;       /* an answer's tokens in the spending were estimated (no usage,
                                   and too long to count: SESSION_COUNT_MAX) */
@@ -1309,16 +1312,47 @@ static int session_summary_event(struct session *s, struct queue_event *e,
     return 0;
 }
 
+/* Give at most max more bytes of the answer to its counter; returns the bytes still uncounted. */
+static size_t session_answer_feed(struct session *s, size_t max)
+{
+    if (!s->ans_count || !s->keep_answer || s->answer.len <= s->ans_fed)
+        return 0;
+    size_t n = s->answer.len - s->ans_fed;
+    if (n > max)
+        n = max;
+    context_stream_feed(s->ans_count, s->answer.data + s->ans_fed, n);
+    s->ans_fed += n;
+    s->ans_fed_total += n;
+    return s->answer.len - s->ans_fed;
+}
+
 /* Tokens of the answer so far: only the text that arrived since the last call is scanned. */
 static long session_answer_tokens(struct session *s)
 {
     if (!s->ans_count)
         return 0;
-    if (s->keep_answer && s->answer.len > s->ans_fed) {
-        context_stream_feed(s->ans_count, s->answer.data + s->ans_fed, s->answer.len - s->ans_fed);
-        s->ans_fed = s->answer.len;
-    }
+    session_answer_feed(s, SIZE_MAX);
     return context_stream_count(s->ans_count);
+}
+
+int session_answer_count_wanted(struct session *s)
+{
+    if (!s->active || s->sum_req || !s->keep_answer || !s->ans_count)
+        return 0;
+    /* the server's usage counts it, unless it is not asked for, or a server of this session
+     * sent none, or the count is another tokenizer's (then ours is needed for the history) */
+    return !s->conf->include_usage || s->usage_missing || context_approximate(s->ctx);
+}
+
+size_t session_answer_count_step(struct session *s, size_t max)
+{
+    return session_answer_count_wanted(s) ? session_answer_feed(s, max) : 0;
+}
+
+void session_count_debug(const struct session *s, size_t *answer_bytes, size_t *texts)
+{
+    *answer_bytes = s->ans_fed_total;
+    *texts = s->ctx ? context_cached(s->ctx) : 0;
 }
 
 /* The answer goes into the history: its tokens, when they are known without counting it
@@ -1328,6 +1362,8 @@ static long session_answer_tokens(struct session *s)
  * reasoning). Otherwise the first plan that needs it counts it. */
 static void session_answer_record(struct session *s, const struct net_result *r)
 {
+    if (r->outcome == API_OK && !r->usage.present)
+        s->usage_missing = 1; /* from now on the chat counts answers as they stream */
     if (!s->keep_answer || !s->answer.len)
         return;
     long tokens = -1;
@@ -1410,7 +1446,9 @@ static void session_status_fill(struct session *s, struct session_status *st, in
     if (!history) {
         /* the request that left and the spending only: nothing of the history is counted */
     } else if (s->active && !s->sum_req) {
-        st->answer_tokens = session_answer_tokens(s);
+        /* what is counted so far: the status never tokenises (session_answer_count_step does,
+         * off the drawing path) */
+        st->answer_tokens = s->ans_count ? context_stream_count(s->ans_count) : 0;
         st->ctx_used = s->plan.shown + CONTEXT_MSG_OVERHEAD + 1 +
                        (long)(st->answer_tokens * st->ratio + 0.999);
     } else {

@@ -169,8 +169,20 @@ struct session_status {
  * just left, with what it costs), or NULL; the caller frees it. */
 char *session_notice(struct session *s);
 
-/* Fill *st. Cheap enough for every frame (the history is re-planned only when it changed). */
+/* Fill *st. Cheap enough for every frame (the history is re-planned only when it changed).
+ * While an answer streams, answer_tokens is what session_answer_count_step counted so far:
+ * the status never tokenises the answer. */
 void session_status(struct session *s, struct session_status *st);
+/* 1 while an answer streams whose tokens will have to be counted by us (no usage asked for,
+ * a server of this session sent none, or the model has another tokenizer). */
+int session_answer_count_wanted(struct session *s);
+/* Count at most max more bytes of the streaming answer when session_answer_count_wanted;
+ * returns the bytes still uncounted (0 when nothing is wanted). For idle moments: what it
+ * counts is not counted again when the answer ends. */
+size_t session_answer_count_step(struct session *s, size_t max);
+/* Debug counters for tests: answer bytes given to the token counter so far, and texts in the
+ * count cache (a text counted is cached). */
+void session_count_debug(const struct session *s, size_t *answer_bytes, size_t *texts);
 /* The same without ctx_used and answer_tokens (left 0): only the request that left and the
  * spending, so that nothing of the history is counted (--json, the budget warning). */
 void session_status_sent(struct session *s, struct session_status *st);

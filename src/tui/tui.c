@@ -33,6 +33,9 @@
 #define TUI_DELAY_SLACK 0.002      /* less this for waking up, */
 #define TUI_FRAME_MIN (1.0 / 120.0) /* but never closer than this */
 #define TUI_TAKE 0.002             /* text waiting for a frame is taken at most this often */
+#define TUI_COUNT_STEP 16384       /* answer bytes counted at a time when no usage will count
+                                      them (~0.5 ms), */
+#define TUI_COUNT_ROOM 0.002       /* when the next frame is at least this far */
 #define TUI_RESUME_SHOWN 500 /* messages a resumed conversation shows in the chat */
 #define TUI_PROMPT "\xE2\x80\xBA "
 #define TUI_KEY_CHOME (KEY_MAX + 1)
@@ -193,6 +196,9 @@ static void tui_frame_status(struct tui *t)
 static void tui_frame(struct tui *t)
 {
     double now = util_now();
+    size_t fed0 = 0, texts0 = 0, fed1 = 0, texts1 = 0;
+    if (t->have_session)
+        session_count_debug(t->s, &fed0, &texts0);
     tui_layout(t);
     if (t->dirty & TUI_D_FULL) {
         clearok(curscr, TRUE);
@@ -234,6 +240,11 @@ static void tui_frame(struct tui *t)
             fprintf(t->trace, "F %.6f %.6f %.6f %ld\n", t->oldest, done, now, t->undrawn);
         else
             fprintf(t->trace, "F - %.6f %.6f 0\n", done, now);
+        /* T <answer bytes the frame gave the token counter> <texts it counted>: 0 0, the
+         * drawing path never tokenises */
+        if (t->have_session)
+            session_count_debug(t->s, &fed1, &texts1);
+        fprintf(t->trace, "T %zu %ld\n", fed1 - fed0, (long)texts1 - (long)texts0);
     }
     t->oldest = 0;
     t->undrawn = 0;
@@ -1096,6 +1107,13 @@ static int tui_run_timeout(struct tui *t, const struct session_sink *sink, doubl
         } else {
             timeout = tui_ms_until(due, now);
         }
+    }
+    if (t->answer != TUI_NO_ANSWER && t->have_session && session_answer_count_wanted(t->s) &&
+        (!t->dirty || util_now() + TUI_COUNT_ROOM < tui_frame_due(t))) {
+        /* no usage will count the answer: count what arrived, a step at a time, while no
+         * frame is due (the answer's end then counts only its last step) */
+        if (session_answer_count_step(t->s, TUI_COUNT_STEP) > 0)
+            timeout = 0;
     }
     if (t->ctx_stale && !t->dirty && t->have_session) {
         /* the frame that showed the answer's end is drawn: now the exact count, shown by

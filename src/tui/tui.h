@@ -12,7 +12,9 @@ struct store;
 struct tui_opts {
     const char *trace_path;   /* --trace FILE: timing records (util_now() seconds), NULL = off:
                                  "S t" request sent, "E t" stream over, one per frame
-                                 "F <arrival of its oldest delta, - = none> <done> <start> <n>";
+                                 "F <arrival of its oldest delta, - = none> <done> <start> <n>"
+                                 then "T <answer bytes it gave the token counter> <texts it
+                                 counted>" (0 0);
                                  the conversation browser adds "B ..." (tui_history.h) */
     const char *first_prompt; /* sent at start when not NULL */
     int no_key;               /* no API key is configured for a remote server: the chat starts

@@ -9,6 +9,7 @@ sys.dont_write_bytecode = True
 import os  # noqa: E402
 import re  # noqa: E402
 import stat  # noqa: E402
+import subprocess  # noqa: E402
 import time  # noqa: E402
 import unicodedata  # noqa: E402
 import urllib.parse  # noqa: E402
@@ -634,6 +635,54 @@ with ttlib.FakeServer() as srv:
         time.sleep(0.6)
         tm.send("C-d")
         t.eq(tm.wait_exit(5), 0, "a 4x3 terminal works and quits cleanly")
+
+    # --- 12. counting tokens stays off the drawing path ------------------------------------
+    # (issue 14) --trace writes "T <answer bytes> <texts>" after each frame: what the frame gave
+    # the token counter. A model of another tokenizer (our count is needed for the history):
+    # the answer is counted between frames, so no frame counts anything. A server that sends
+    # no usage: the status bar's count after the answer is the exact count of the history.
+    def count(text):
+        r = subprocess.run([ttlib.tokterm_path(), "count", "--encoding", "o200k_base"],
+                           input=text.encode("utf-8"), stdout=subprocess.PIPE,
+                           env=ttlib.clean_env(), timeout=30)
+        return int(r.stdout)
+
+    def counted_run(spec, args, trace):
+        with ttlib.Tmux(100, 24) as tm:
+            start(tm, srv, spec, args=args + ("--trace", trace))
+            tm.send_text("count me")
+            tm.send("Enter")
+            tm.wait_for("\u2713", 10)
+            time.sleep(0.5)  # the exact count, after the frame that shows the end
+            scr = tm.capture()
+            tm.send("C-d")
+            tm.wait_exit(5)
+        lines = open(trace).read().split("\n")
+        frames = [ln for ln in lines if ln.startswith("F ")]
+        fed = [tuple(int(x) for x in ln.split()[1:]) for ln in lines if ln.startswith("T ")]
+        return scr, frames, fed
+
+    reply = ("Counting as it streams: the status bar learns the answer's tokens between "
+             "frames, never while drawing one. ") * 5
+    tdir = ttlib.tempdir("tt-tui-trace-")
+    scr, frames, fed = counted_run("reply=%s,delay_ms=4" % q(reply),
+                                   ("--model", "other-tokenizer-model"),
+                                   os.path.join(tdir, "approx"))
+    t.ok(len(frames) >= 3 and len(fed) == len(frames) and not any(a or b for a, b in fed),
+         "no frame tokenises (%d frames; answer bytes, texts counted by frames: %d, %d)"
+         % (len(frames), sum(a for a, _ in fed), sum(b for _, b in fed)),
+         [x for x in zip(frames, fed) if x[1] != (0, 0)][:10])
+    t.ok(re.search(r"ctx ~\d+/", status_line(scr)) is not None,
+         "and the count is shown (an estimate: another tokenizer)", status_line(scr))
+    scr, frames, fed = counted_run("reply=%s,delay_ms=4,usage_json=null" % q(reply),
+                                   ("--no-usage",), os.path.join(tdir, "exact"))
+    want = 3 + count("user") + count("count me") + 3 + count("assistant") + count(reply) + 3
+    m = re.search(r"ctx (~?)(\d+)/", status_line(scr))
+    t.ok(m is not None and m.group(1) == "" and int(m.group(2)) == want,
+         "no usage: the status bar shows the exact count of the history (%d)" % want,
+         status_line(scr))
+    t.ok(not any(a or b for a, b in fed), "and no frame tokenises",
+         [x for x in zip(frames, fed) if x[1] != (0, 0)][:10])
 
 err = open(STDERR, errors="replace").read() if os.path.exists(STDERR) else ""
 t.ok("Sanitizer" not in err and "runtime error" not in err, "no sanitizer report on stderr",
