@@ -840,8 +840,8 @@ static int batch_context_check(struct batch *b, const char *model, long max_toke
     struct tok_model_info mi;
     int known = tokenizer_model_info(model, &mi) == 0;
     const char *enc_opt = c->encoding && *c->encoding ? c->encoding : NULL;
-    const char *enc = enc_opt ? enc_opt : known ? mi.encoding : "o200k_base";
-    int approx = !enc_opt && !known;
+    const char *enc = enc_opt ? enc_opt : known && mi.encoding ? mi.encoding : "o200k_base";
+    int approx = !enc_opt && !(known && mi.encoding);
     int assumed = c->context_window <= 0 && !(known && mi.context_window > 0);
     long window = c->context_window > 0 ? c->context_window
                 : !assumed ? mi.context_window : BATCH_WINDOW_DEFAULT;

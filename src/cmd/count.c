@@ -53,8 +53,11 @@ static const char *count_encoding(const char *model, const char *encoding)
     if (model) {
         encoding = tokenizer_encoding_for_model(model);
         if (!encoding) {
-            fprintf(stderr, "tokterm count: unknown model '%s'; counting with o200k_base "
-                            "(approximate)\n", model);
+            fprintf(stderr, tokenizer_model_info(model, NULL) == 0
+                                ? "tokterm count: no public tokenizer for '%s'; counting with "
+                                  "o200k_base (an estimate)\n"
+                                : "tokterm count: unknown model '%s'; counting with o200k_base "
+                                  "(approximate)\n", model);
             encoding = "o200k_base";
         }
     }

@@ -1007,8 +1007,8 @@ static void session_context_setup(struct session *s)
     s->status_n = (size_t)-1;
     struct tok_model_info mi;
     int known = tokenizer_model_info(model, &mi) == 0;
-    const char *enc = enc_opt ? enc_opt : known ? mi.encoding : "o200k_base";
-    int approx = !enc_opt && !known; /* another tokenizer: estimate and calibrate */
+    const char *enc = enc_opt ? enc_opt : known && mi.encoding ? mi.encoding : "o200k_base";
+    int approx = !enc_opt && !(known && mi.encoding); /* another tokenizer: estimate and calibrate */
     if (!s->ctx || strcmp(context_encoding(s->ctx), enc) != 0 ||
         context_approximate(s->ctx) != approx) {
         context_stream_free(s->ans_count);

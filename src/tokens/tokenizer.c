@@ -1303,6 +1303,8 @@ static void models_load(void)
             enc = "o200k_base";
         else if (f[1] && strcmp(f[1], "cl100k_base") == 0)
             enc = "cl100k_base";
+        else if (f[1] && strcmp(f[1], "-") == 0)
+            enc = NULL; /* no public tokenizer (Claude, Gemini): a window, counts estimated */
         else
             continue;
         XGROW(models, models_len + 1, cap);

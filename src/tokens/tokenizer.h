@@ -79,7 +79,9 @@ int tokenizer_decode(const struct tokenizer *tok, const uint32_t *ids, size_t n,
 
 struct tok_model_info {
     const char *prefix;   /* the matching row of data/models.tsv (static storage) */
-    const char *encoding; /* "o200k_base" or "cl100k_base" (static storage) */
+    const char *encoding; /* "o200k_base" or "cl100k_base" (static storage); NULL for a model
+                             without a public tokenizer (data/models.tsv's "-": Claude,
+                             Gemini): its counts are estimates */
     long context_window;  /* tokens; 0 = unknown */
     long max_output;      /* default max output tokens; 0 = unknown */
 };
@@ -89,8 +91,8 @@ struct tok_model_info {
  * *info, or -1 when no prefix matches (or the table is missing). Thread-safe. */
 int tokenizer_model_info(const char *model, struct tok_model_info *info);
 
-/* The encoding for model (static string), or NULL when unknown: the caller then uses
- * o200k_base and marks its counts approximate. */
+/* The encoding for model (static string), or NULL when unknown or without a public tokenizer:
+ * the caller then uses o200k_base and marks its counts approximate. */
 const char *tokenizer_encoding_for_model(const char *model);
 
 /* ---- chat ------------------------------------------------------------------------------ */

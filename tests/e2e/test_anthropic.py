@@ -75,6 +75,17 @@ with ttlib.FakeServer() as srv:
     t.ok((usage.get("prompt_tokens") or 0) > 0, "--json: input_tokens as prompt_tokens",
          json.dumps(j))
     t.eq(last(srv)["body"].get("max_tokens"), 50, "--max-tokens sent as max_tokens")
+    rc, out, err = run(srv, "", ["--json", "-p", "window"])
+    try:
+        ctx = json.loads(out).get("context") or {}
+    except ValueError:
+        ctx = {}
+    t.eq(ctx.get("window"), 200000, "--json: Claude's window, not the 8192 assumed for unknowns")
+    t.eq(ctx.get("approximate"), True, "--json: Claude's counts are estimates")
+    rc, out, err = ttlib.run_tokterm(["count", "-m", "claude-haiku-4-5"], stdin="hello world")
+    t.eq(rc, 0, "count -m claude: exit 0")
+    t.ok("no public tokenizer" in text(err) and "estimate" in text(err),
+         "count -m claude: labelled an estimate", text(err))
 
     # --- stop_reason max_tokens: cut, exit 6 ----------------------------------------------------
     rc, out, err = run(srv, "stop=max_tokens", ["-p", "long answer"])

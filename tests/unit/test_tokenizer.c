@@ -335,6 +335,16 @@ static void test_models(void)
     TAP_OK(tokenizer_encoding_for_model("llama-3.1-70b-instruct") == NULL, "unknown model: NULL");
     TAP_OK(tokenizer_encoding_for_model("text-davinci-003") == NULL,
            "p50k model is not claimed (its encoding is not supported)");
+    /* models without a public tokenizer: their window is known, their counts estimated */
+    TAP_OK(tokenizer_model_info("claude-sonnet-4-5", &info) == 0 && info.encoding == NULL &&
+               info.context_window == 200000 && info.max_output == 8192,
+           "claude-sonnet-4-5: window 200000, no encoding (estimated)");
+    TAP_OK(tokenizer_model_info("claude-3-haiku-20240307", &info) == 0 &&
+               info.max_output == 4096, "claude-3-haiku: max output 4096");
+    TAP_OK(tokenizer_model_info("models/gemini-2.5-flash", &info) == 0 && info.encoding == NULL &&
+               info.context_window == 1048576, "gemini-2.5-flash: window 1048576, estimated");
+    TAP_OK(tokenizer_encoding_for_model("claude-haiku-4-5") == NULL,
+           "claude: no exact encoding (counts are estimates)");
     TAP_OK(tokenizer_encoding_for_model(NULL) == NULL, "NULL model: NULL");
     TAP_OK(tokenizer_encoding_for_model("") == NULL, "empty model: NULL");
 }
