@@ -514,18 +514,33 @@ unsigned session_send(struct session *s, const char *prompt)
 static void session_save_begin(struct session *s, int cached)
 {
     const struct conf *c = s->conf;
-    session_save_prompt(s, NULL);
     struct conv_turn *t = conv_last(&s->conv);
-    if (!s->save || !t || t->user_id <= 0)
-        return;
-    char *host = conf_host(c);
-    struct store_msg_info info = {.model = c->model, .profile = c->profile, .host = host,
-                                  .parent_id = t->user_id, .cached = cached};
-    s->answer_id = store_message_begin(s->store, s->conv_id, &info);
-    free(host);
-    if (s->answer_id < 0) {
+    int64_t had_user = t ? t->user_id : 0, had_conv = s->conv_id;
+    /* the conversation, the prompt and the answer's row: one commit (store_batch_begin) */
+    int batch = s->save && s->store && store_batch_begin(s->store) == 0;
+    session_save_prompt(s, NULL);
+    if (s->save && t && t->user_id > 0) {
+        char *host = conf_host(c);
+        struct store_msg_info info = {.model = c->model, .profile = c->profile, .host = host,
+                                      .parent_id = t->user_id, .cached = cached};
+        s->answer_id = store_message_begin(s->store, s->conv_id, &info);
+        free(host);
+        if (s->answer_id < 0) {
+            session_store_failed(s);
+            s->answer_id = 0;
+        }
+    }
+    if (batch && store_batch_end(s->store) != 0) { /* none of it was saved */
         session_store_failed(s);
+        if (s->answer_id) /* not found: its stream is dropped */
+            (void)store_message_finish(s->store, s->answer_id, STORE_ERROR, NULL, NULL, NULL,
+                                       NULL);
         s->answer_id = 0;
+        if (t)
+            t->user_id = had_user;
+        if (s->n_msgs && t && s->msgs[s->n_msgs - 1].content == t->prompt)
+            s->msgs[s->n_msgs - 1].id = had_user;
+        s->conv_id = s->conv.id = had_conv;
     }
 }
 
@@ -779,11 +794,15 @@ int session_dispatch(struct session *s, const struct session_sink *sink)
                 s->cancel_asked = 0;
             session_redact(s, s->last->error);
             int64_t aid = s->answer_id;
+            /* the answer, its cache entry, the quota and the counts: one commit */
+            int batch = s->save && s->store && store_batch_begin(s->store) == 0;
             session_save_end(s, s->last);
             session_save_quota(s, s->last);
             session_context_end(s, s->last); /* spend, calibration */
             session_settle(s, s->last, aid);
             session_tokens_save(s); /* the counts of the turn, and of older rows counted now */
+            if (batch && store_batch_end(s->store) != 0)
+                session_store_failed(s);
             s->active = 0;
             ended = 1;
             if (sink->end)

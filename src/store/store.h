@@ -222,6 +222,16 @@ struct store *store_open_searcher(const char *path, struct store_open_info *info
  * tables. The newest writes may stay in the WAL: a complete copy is sqlite3's ".backup"
  * (the online backup API) or the database and its -wal file copied together. */
 void store_close(struct store *st);
+/* Group the writes that follow, up to the matching store_batch_end, into one transaction (one
+ * commit, each page written to the WAL once: the prompt, its conversation and the answer's
+ * row before a request leaves; the answer, its cache entry and the quota after). Each write
+ * still succeeds or fails on its own (a savepoint). Nested calls count. Nothing is visible
+ * to other processes, nor durable, before store_batch_end; the write lock is held until then,
+ * so keep a batch short. 0, or -1 (nothing grouped: the writes commit one by one). */
+int store_batch_begin(struct store *st);
+/* Commit the batch (at the outermost end). 0, or -1 when the commit failed: every write of
+ * the batch is lost (store_error says why). */
+int store_batch_end(struct store *st);
 /* When the WAL has grown past 1 MB, copy it into the database on a thread and connection of
  * its own (a passive checkpoint: it never blocks this process's writes), so that the copy and
  * its fsyncs overlap the wait for an answer instead of a commit. Nothing while the last one

@@ -72,6 +72,9 @@ struct store {
     int ckpt_done;               /* atomic: set by that thread as it ends */
     int readonly;                /* store_open_reader: a read-only connection, never writes */
     int wrote;                   /* a write was committed */
+    int batch;                   /* store_batch_begin depth: writes are savepoints of one
+                                  * transaction */
+    int batch_lost;              /* SQLite rolled that transaction back */
     int created;                 /* this connection made or upgraded the schema: store_close
                                   * checkpoints (when it wrote) */
 };

@@ -2549,6 +2549,79 @@ static void test_index_flat(void)
     free(path);
 }
 
+/* store_batch_begin/end: the writes of a one-shot's start (and of its end) in one commit, each
+ * write still on its own (a savepoint): a failed one takes nothing else with it. */
+static void test_batch(void)
+{
+    struct store *st = open_new("batch.db", NULL);
+    char *path = tmp_path("batch.db");
+    TAP_INT(store_batch_begin(st), 0, "batch: begin");
+    TAP_INT(store_batch_begin(st), 0, "batch: nested begin");
+    int64_t c = store_conversation_new(st, NULL, NULL, "m", NULL);
+    int64_t u = store_message_add(st, c, "user", "batched prompt", 14, NULL);
+    TAP_OK(c > 0 && u > 0, "batch: conversation and prompt written");
+    TAP_OK(store_message_add(st, c + 100, "user", "no such conversation", 20, NULL) < 0,
+           "batch: a write that fails");
+    struct store_msg_info info = {.parent_id = u};
+    int64_t a = store_message_begin(st, c, &info);
+    TAP_OK(a > 0, "batch: the answer's row after the failure");
+    TAP_INT(store_batch_end(st), 0, "batch: inner end");
+    TAP_INT(raw_int(path, "SELECT count(*) FROM messages"), 0,
+            "batch: nothing visible to another connection before the end");
+    TAP_INT(store_batch_end(st), 0, "batch: end commits");
+    TAP_INT(raw_int(path, "SELECT count(*) FROM messages"), 2,
+            "batch: the prompt and the answer's row committed, the failed write not");
+    TAP_INT(raw_int(path, "SELECT count(*) FROM conversations"), 1, "batch: the conversation too");
+    TAP_INT(store_batch_end(st), 0, "batch: an end without a begin does nothing");
+    struct store_whole w = {"an answer", 9, NULL, 0};
+    store_message_append(st, a, "an answer", 9);
+    TAP_INT(store_message_finish_whole(st, a, &w, STORE_COMPLETE, "stop", NULL, NULL, NULL), 0,
+            "batch: later writes commit on their own");
+    char *got = raw_text(path, "SELECT status || ':' || content FROM messages WHERE role = "
+                               "'assistant'");
+    TAP_STR(got, "complete:an answer", "batch: and are visible at once");
+    free(got);
+    store_close(st);
+    free(path);
+}
+
+/* The end of a 10 MB answer leaves the WAL (its parts, then its row: ~20 MB) for
+ * store_checkpoint_async: at 4,000 pages the commit copied and synced it itself, on the
+ * answer's path (issue 14). */
+static void test_big_answer_wal(void)
+{
+    struct store *st = open_new("bigwal.db", NULL);
+    char *path = tmp_path("bigwal.db");
+    int64_t c = store_conversation_new(st, "big", NULL, "m", NULL);
+    store_close(st); /* the schema's run: it checkpoints */
+    char *err = NULL;
+    st = store_open(path, NULL, &err);
+    size_t n = (size_t)10 << 20, piece = (size_t)1 << 20;
+    char *big = letters(n);
+    struct store_msg_info info = {.model = "m"};
+    int64_t a = store_message_begin(st, c, &info);
+    for (size_t off = 0; off < n; off += piece) {
+        store_message_append(st, a, big + off, piece);
+        store_message_flush(st, a); /* a part, as a slow stream commits them */
+    }
+    struct store_whole w = {big, n, NULL, 0};
+    TAP_INT(store_message_finish_whole(st, a, &w, STORE_COMPLETE, "stop", NULL, NULL, NULL), 0,
+            "a 10 MB answer saved in parts, then whole");
+    struct stat sb;
+    long long db = stat(path, &sb) == 0 ? (long long)sb.st_size : -1;
+    TAP_OK(db >= 0 && db < (1 << 20), "its commit left the WAL alone (database file %lld bytes)",
+           db);
+    store_checkpoint_async(st);
+    store_close(st);
+    db = stat(path, &sb) == 0 ? (long long)sb.st_size : -1;
+    TAP_OK(db >= (long long)n, "the background checkpoint copied it (%lld bytes)", db);
+    char *q = xasprintf("SELECT length(content) FROM messages WHERE id = %lld", (long long)a);
+    TAP_INT(raw_int(path, q), (long long)n, "it reads back whole");
+    free(q);
+    free(big);
+    free(path);
+}
+
 /* ---------------------------------------------------------------- fsyncs of a one-shot */
 
 /* A VFS over the default one that counts xSync calls (every fsync and fdatasync SQLite makes,
@@ -2909,6 +2982,8 @@ int main(void)
     test_checkpoint_async();
     test_one_shot_syncs();
     test_index_flat();
+    test_batch();
+    test_big_answer_wal();
     test_too_big();
     test_rm_scrub();
     test_reader();
