@@ -48,6 +48,8 @@ char *gemini_request_json(const struct api_request *r)
     const char *turn_role = NULL;
     for (size_t i = 0; i < r->n_messages; i++) {
         const struct api_message *m = &r->messages[i];
+        if (!m->content || !*m->content)
+            continue; /* Gemini refuses an empty text part: "empty text parameter" */
         if (m->role && strcmp(m->role, "system") == 0) {
             if (!sys) {
                 cJSON *si = cJSON_AddObjectToObject(o, "systemInstruction");

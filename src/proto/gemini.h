@@ -11,7 +11,8 @@
 
 /* The body of a generateContent request (the model goes in the URL, not here): `contents`
  * with roles user/model (consecutive messages of one role merged into one turn of several
- * parts), system messages as `systemInstruction`, the sampling parameters in
+ * parts; an empty message is left out, as Gemini refuses empty text), system messages as
+ * `systemInstruction`, the sampling parameters in
  * `generationConfig` (maxOutputTokens, temperature, topP, seed). Caller frees. */
 char *gemini_request_json(const struct api_request *r);
 

@@ -272,6 +272,16 @@ static void test_request(void)
     TAP_STR(body, "{\"contents\":[{\"role\":\"user\",\"parts\":[{\"text\":\"a\"}]}]}",
             "request: nothing set, no generationConfig, no systemInstruction");
     free(body);
+    /* Gemini refuses an empty text part ("empty text parameter"): an empty message (an
+     * answer that had no text) is left out, and the user turns around it become one */
+    struct api_message holes[] = {{"system", ""}, {"user", "a"}, {"assistant", ""},
+                                  {"assistant", NULL}, {"user", "b"}};
+    rq.messages = holes;
+    rq.n_messages = 5;
+    body = gemini_request_json(&rq);
+    TAP_STR(body, "{\"contents\":[{\"role\":\"user\",\"parts\":[{\"text\":\"a\"},"
+            "{\"text\":\"b\"}]}]}", "request: empty messages left out, no empty part");
+    free(body);
 }
 
 static void test_errors(void)
