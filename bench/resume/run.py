@@ -3,13 +3,15 @@
 
 For each case a database is made with one conversation of N messages (tokterm makes the
 database and the first turn; the rest are inserted with Python's sqlite3 as a script would, each
-row linked to its parent as tokterm links it, schema v6), then, interleaved, several rounds of
+row linked to its parent as tokterm links it, without token counts: schema v7 counts such rows
+once, in the warm-up run, and stores the counts), then, interleaved, several rounds of
   (a) tokterm --db D -c -p PROMPT             the default configuration: context policy, saving,
                                               response cache
   (b) curl posting the body (or bodies) tokterm sent in its previous run, one process
 against bench/batch/leanserver.c (answers at once; captures the bodies it gets). Each tokterm
 run adds one turn (two messages) to the conversation; a warm-up run before the rounds pays what
-is done once (a lazy backfill, the page cache). When tokterm sends more than one request in a
+is done once (the token counts of the inserted rows, the long case's one summary request, the
+page cache). When tokterm sends more than one request in a
 run (summaries of the dropped turns, context_policy = summarize), curl posts all of them, in
 order, with --next, on one connection.
 
