@@ -236,6 +236,25 @@ with ttlib.FakeServer() as srv:
         j = {}
     t.eq(j.get("content"), "fall back to claude", "fallback: the Anthropic answer decoded")
 
+    # --- batch in the anthropic dialect: every line a Messages request -------------------------
+    bdir = ttlib.tempdir("tt-anthropic-batch-")
+    bin_path = os.path.join(bdir, "in.jsonl")
+    with open(bin_path, "w") as f:
+        f.write('{"id":"a","prompt":"batch one"}\n'
+                '{"id":"b","prompt":"batch two","system":"terse","max_tokens":77}\n')
+    n0 = len(srv.requests())
+    rc, out, err = run(srv, "", ["batch", bin_path])
+    made = srv.requests()[n0:]
+    lines = [json.loads(x) for x in out.decode().splitlines() if x.strip()]
+    t.eq(rc, 0, "batch --api anthropic: exit 0")
+    t.eq(sorted((x.get("id"), x.get("content"), x.get("finish_reason")) for x in lines),
+         [("a", "batch one", "stop"), ("b", "batch two", "stop")], "batch: both answers decoded")
+    t.ok(len(made) == 2 and all(r["path"].endswith("/v1/messages") for r in made),
+         "batch: two requests to /messages", [r["path"] for r in made])
+    two = [r["body"] for r in made if r["body"]["messages"][-1]["content"] == "batch two"]
+    t.ok(two and two[0].get("system") == "terse" and two[0].get("max_tokens") == 77,
+         "batch: a line's system and max_tokens in Anthropic's shape", json.dumps(two)[:300])
+
     # --- an unknown dialect ---------------------------------------------------------------------
     rc, out, err = ttlib.run_tokterm(["--api", "klingon", "-p", "hi"])
     t.eq(rc, 2, "--api klingon: exit 2")
