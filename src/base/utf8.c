@@ -113,11 +113,26 @@ size_t utf8_incomplete_tail(const char *str, size_t n)
     return 0;
 }
 
+/* 1 when the eight bytes at s are printable ASCII: no byte < 0x20 (the lowest one's borrow
+ * sets its high bit), none > 0x7E (+1, or the byte itself, sets it). A false alarm (past the
+ * first bad byte) only sends the caller the slow way. */
+static inline int utf8_printable8(const char *s)
+{
+    const uint64_t ones = 0x0101010101010101u, high = 0x8080808080808080u;
+    uint64_t x;
+    memcpy(&x, s, 8);
+    return !(((x - ones * 0x20) | (x + ones) | x) & high);
+}
+
 void utf8_sanitize(struct buf *out, const char *s, size_t n)
 {
     size_t i = 0, run = 0; /* run = start of bytes copied verbatim */
     buf_reserve(out, n);
     while (i < n) {
+        while (i + 8 <= n && utf8_printable8(s + i))
+            i += 8;
+        if (i >= n)
+            break;
         unsigned char c = (unsigned char)s[i];
         if (c >= 0x20 && c < 0x7F) {
             i++;
