@@ -24,7 +24,8 @@ struct queue {
     struct queue_event *head, *tail;
     int fds[2];
     int signalled;   /* a wakeup byte is in the pipe, or about to be */
-    int byte_due;    /* queue_take found the announced byte not written yet (consumer only) */
+    int byte_due;    /* wakeup bytes announced and not read yet (consumer only): queue_take
+                        reads no more than these, never the byte of a later announcement */
 };
 
 struct queue *queue_new(void)
@@ -153,15 +154,20 @@ struct queue_event *queue_take(struct queue *q)
     q->head = q->tail = NULL;
     q->consumer = pthread_self();
     pthread_cond_broadcast(&q->taken);
-    int due = q->signalled || q->byte_due;
+    q->byte_due += q->signalled;
     q->signalled = 0;
     pthread_mutex_unlock(&q->lock);
-    if (due) {
-        /* The wakeup byte: one read (a byte is written only when none was pending). The
-         * producer writes it after its unlock: when it is not there yet, the next take reads
-         * it (and the consumer wakes once more for nothing). */
+    if (q->byte_due) {
+        /* The wakeup bytes this take owes: one read (a byte is written only when none was
+         * pending). The producer writes it after its unlock: when it is not there yet, the
+         * next take reads it (and the consumer wakes once more for nothing). Reading more
+         * than is owed would eat the byte of an event pushed since the unlock, whose producer
+         * saw signalled set and wrote no other: that event would wait forever. */
         char drain[64];
-        q->byte_due = read(q->fds[0], drain, sizeof drain) <= 0;
+        ssize_t r = read(q->fds[0], drain,
+                         q->byte_due < (int)sizeof drain ? (size_t)q->byte_due : sizeof drain);
+        if (r > 0)
+            q->byte_due -= (int)r;
     }
     return e;
 }
