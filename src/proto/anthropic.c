@@ -183,7 +183,14 @@ static int anth_obj(struct api_stream *st, struct jscan *j, int depth, struct an
         enum api_kind kind = jscan_key_is(k, kn, "text") ? API_CONTENT
                            : jscan_key_is(k, kn, "thinking") ? API_REASONING : 0;
         if (kind && depth > 0) {
+            const char *q0 = jscan_peek(j) == '"' ? j->p : NULL;
             int t = api_text(st, j, &s, &n);
+            if (q0 && t >= 0) { /* a string: where, for the event's shape */
+                st->text_q0 = q0;
+                st->text_q1 = j->p;
+                st->text_kind = (int)kind;
+                st->n_text++;
+            }
             if (t > 0)
                 fn(ud, kind, s, n);
             rc = t < 0 ? -1 : 0;
@@ -204,8 +211,10 @@ static int anth_obj(struct api_stream *st, struct jscan *j, int depth, struct an
         } else if (jscan_key_is(k, kn, "usage")) {
             int had = st->usage.present;
             rc = anth_usage(st, j);
-            if (rc == 0 && st->usage.present && !had)
+            if (rc == 0 && st->usage.present && !had) {
+                st->n_other++;
                 fn(ud, API_USAGE, NULL, 0);
+            }
         } else if (jscan_key_is(k, kn, "model")) {
             rc = api_short(st, j, st->model, sizeof st->model);
         } else if (jscan_key_is(k, kn, "stop_reason")) {
@@ -274,9 +283,17 @@ static int anthropic_stream_event(struct api_stream *st, const struct sse_event 
         st->done = 1; /* not Anthropic's: the end without message_stop is truncated */
         return 1;
     }
+    int is_error = strcmp(ev->type, "error") == 0;
+    /* a text delta shaped as the last one: only its string is new (the bytes around it, so
+     * the type, the index and the delta's type, are the same) */
+    if (!is_error && api_shape_match(st, ev->data, ev->data_len, fn, ud))
+        return 0;
     struct anth_info info = {"", 0};
-    int r = anth_decode(st, ev->data, ev->data_len, strcmp(ev->type, "error") == 0, &info, fn,
-                        ud);
+    st->text_q0 = st->text_q1 = NULL;
+    st->n_text = st->n_other = 0;
+    int r = anth_decode(st, ev->data, ev->data_len, is_error, &info, fn, ud);
+    api_shape_keep(st, ev->data, ev->data_len,
+                   r == 0 && st->error.len == 0 && strcmp(info.type, "content_block_delta") == 0);
     if (r != 0)
         return r;
     if (strcmp(info.type, "message_stop") == 0) {

@@ -600,8 +600,7 @@ static inline void api_shape_emit(struct api_stream *st, const struct api_shaped
 
 /* The chunk is the last shape's bytes around another valid JSON string: emit that string.
  * Returns 1 when it was (the chunk is decoded), 0 when a full decode is needed. */
-static int api_shape_match(struct api_stream *st, const char *json, size_t n, api_emit_fn fn,
-                           void *ud)
+int api_shape_match(struct api_stream *st, const char *json, size_t n, api_emit_fn fn, void *ud)
 {
     struct api_shaped m;
     if (!api_shape_find(st, json, json + n, &m) || m.end != json + n)
@@ -655,7 +654,7 @@ size_t api_stream_sse_run(struct api_stream *st, const char *s, size_t n, size_t
 
 /* After a full decode: keep the chunk's shape when it was plain text (one text string, no
  * finish, usage, error or other emission), else forget the old one. */
-static void api_shape_keep(struct api_stream *st, const char *json, size_t n, int plain)
+void api_shape_keep(struct api_stream *st, const char *json, size_t n, int plain)
 {
     st->shape_kind = 0;
     if (!plain || st->n_text != 1 || st->n_other || !st->text_q0)

@@ -83,4 +83,13 @@ struct api_textcount {
 };
 void api_textcount_emit(void *ud, enum api_kind kind, const char *s, size_t n);
 
+/* The last plain text chunk's shape (struct api_stream's shape_pre, shape_post), for any
+ * dialect whose text events differ only in their one text string. api_shape_match: json is
+ * that shape around another valid string: its text emitted (st->chunks counted), 1; else 0
+ * and a full decode is needed. api_shape_keep, after a full decode that recorded text_q0,
+ * text_q1, text_kind, n_text and n_other: keep json's shape when plain (one text string and
+ * nothing else emitted), else forget the old one. */
+int api_shape_match(struct api_stream *st, const char *json, size_t n, api_emit_fn fn, void *ud);
+void api_shape_keep(struct api_stream *st, const char *json, size_t n, int plain);
+
 #endif

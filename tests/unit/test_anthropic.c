@@ -87,6 +87,62 @@ static void test_request(void)
     cJSON_Delete(o);
 }
 
+/* Events decoded in a row by one decoder (which may reuse the last text delta's shape) give
+ * exactly what a fresh decoder gives for each alone after the same history: text, kind,
+ * return, and nothing of a shape where the bytes around the text differ. */
+static void test_shapes(void)
+{
+#define D0 "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\""
+#define D1 "\"}}"
+#define T0 "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\""
+    static const struct {
+        const char *type, *data;
+        const char *content, *reasoning;
+        int ret;
+    } ev[] = {
+        {"content_block_delta", D0 "ab" D1, "ab", "", 0},
+        {"content_block_delta", D0 "cd" D1, "cd", "", 0},               /* the same shape */
+        {"content_block_delta", D0 "e\\\"f\\u00e9" D1, "e\"f\xC3\xA9", "", 0}, /* escapes */
+        {"message_stop", "{\"type\":\"message_stop\",\"delta\":{\"text\":\"q\"}}", "q", "", 1},
+        {"message_stop", "{\"type\":\"message_stop\",\"delta\":{\"text\":\"r\"}}", "r", "", 1},
+        {"content_block_delta", D0 "x\\\"}}" D1, "x\"}}", "", 0},    /* text like the suffix */
+        {"error", D0 "no" D1, "no", "", 1},                          /* event: error, same bytes */
+        {"content_block_delta", D0 "a\",\"text\":\"b" D1, "ab", "", 0},  /* two strings */
+        {"content_block_delta", D0 "" D1, "", "", 0},                  /* empty text */
+        {"content_block_delta", T0 "hm" D1, "", "hm", 0},              /* another kind */
+        {"content_block_delta", T0 "mm" D1, "", "mm", 0},
+        {"content_block_delta", D0 "tab\there" D1, "", "", -1},        /* raw control: malformed */
+        {"content_block_delta", D0 "ok" D1, "ok", "", 0},
+        {"ping", "{\"type\":\"ping\"}", "", "", 0},
+        {"content_block_delta", D0 "z" D1 " ", "z", "", 0},            /* a trailing blank */
+    };
+#undef D0
+#undef D1
+#undef T0
+    struct got seq;
+    got_init(&seq, D->stream_event);
+    for (size_t i = 0; i < sizeof ev / sizeof ev[0]; i++) {
+        struct sse_event e = {.type = ev[i].type, .data = ev[i].data,
+                              .data_len = strlen(ev[i].data), .id = ""};
+        size_t c0 = seq.content.len, r0 = seq.reasoning.len;
+        int ret = D->stream_event(&seq.st, &e, got_emit, &seq);
+        struct got one;
+        got_init(&one, D->stream_event);
+        int ret1 = D->stream_event(&one.st, &e, got_emit, &one);
+        char name[96];
+        snprintf(name, sizeof name, "event %zu in a stream = alone = expected", i);
+        TAP_OK(ret == ret1 && ret == ev[i].ret && seq.content.len - c0 == one.content.len &&
+                   seq.reasoning.len - r0 == one.reasoning.len &&
+                   memcmp(seq.content.data ? seq.content.data + c0 : "", buf_str(&one.content),
+                          one.content.len) == 0 &&
+                   strcmp(buf_str(&one.content), ev[i].content) == 0 &&
+                   strcmp(buf_str(&one.reasoning), ev[i].reasoning) == 0,
+               "%s (ret %d/%d, \"%s\")", name, ret, ret1, buf_str(&one.content));
+        got_free(&one);
+    }
+    got_free(&seq);
+}
+
 static void error_body(long status, const char *body, const char *want, const char *want_code,
                        int retry)
 {
@@ -234,6 +290,7 @@ int main(void)
     got_free(&g);
 
     test_request();
+    test_shapes();
 
     error_body(529,
                "{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":"
