@@ -11,6 +11,7 @@
 #include "core/cli.h"
 #include "cmd/count.h"
 #include "cmd/doctor.h"
+#include "cmd/models.h"
 #include "cmd/store.h"
 #include "core/conf.h"
 #include "core/setup.h"
@@ -229,6 +230,15 @@ static int main_doctor(struct main_run *r)
     return cmd_doctor(&r->a, r->a.sub_argc, r->a.sub_argv); /* reads and checks the config */
 }
 
+/* tokterm models: the server's list, with the key when there is one (a local server needs
+ * none). */
+static int main_models(struct main_run *r)
+{
+    const struct setup *su = &r->su;
+    const char *key = su->key ? su->key : su->n_pool ? su->pool_values[0] : NULL;
+    return cmd_models(&su->conf, key, r->a.json, r->a.sub_argc, r->a.sub_argv);
+}
+
 /* ls, show, search, ...: cmd_store opens the database itself (search reads it its own way). */
 static int main_store(struct main_run *r)
 {
@@ -396,6 +406,7 @@ static const struct main_cmd main_cmds[] = {
     {"rename", SETUP_CONFIG, NULL, main_store},
     {"stats", SETUP_CONFIG, NULL, main_store},
     {"cache", SETUP_CONFIG, NULL, main_store},
+    {"models", SETUP_CONFIG | SETUP_KEY, NULL, main_models},
     {"batch", MAIN_SESSION, main_batch_check, main_batch},
     {"chat", MAIN_SESSION | SETUP_TERMINAL, main_chat_check, main_chat},
     {"prompt", MAIN_SESSION, main_prompt_check, main_prompt},

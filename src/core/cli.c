@@ -11,7 +11,7 @@
 
 const char *const cli_subcommands[] = {
     "ls", "show", "search", "export", "rm", "rename", "stats", "cache", "count", "doctor",
-    "batch", "help", "version", NULL,
+    "batch", "models", "help", "version", NULL,
 };
 
 struct cli_opt {

@@ -35,9 +35,9 @@ BIG_WRITE = 65536                 # pieces above this are framed with separate s
 # typo in a test shows up instead of being ignored.
 INT_KEYS = {"gen", "delay_ms", "first_delay_ms", "header_delay_ms", "status", "drop_after",
             "stall_after", "keepalive_ms", "seed", "prompt_tokens", "huge_line", "big_delta",
-            "nest", "bomb", "bomb_text"}
+            "nest", "bomb", "bomb_text", "page"}
 FLOAT_KEYS = {"stall_s"}
-FLAG_KEYS = {"close", "json", "hang", "rst", "empty_deltas", "linger", "bomb_usage"}
+FLAG_KEYS = {"close", "json", "hang", "rst", "empty_deltas", "linger", "bomb_usage", "ollama"}
 STR_KEYS = {"replay", "reply", "chunk", "body", "error", "code", "type", "ctype", "raw",
             "models", "encoding", "redirect", "reason", "stop", "retry_delay"}
 BYTES_KEYS = {"content_json", "usage_json"}     # percent-decoded to bytes, not text
@@ -45,7 +45,7 @@ ENCODINGS = ("gzip", "deflate", "br", "zstd")
 # Routes a spec prefix may stand before; the spec is everything between the first "/" and
 # the route, so an unencoded "/" inside a value (ctype=text/html) is fine.
 ROUTES = ("/v1/chat/completions", "/chat/completions", "/v1/messages", "/messages", "/v1/models",
-          "/models", "/v1/responses", "/responses")
+          "/models", "/v1/responses", "/responses", "/api/tags")
 # Gemini: [/<spec>][/v1beta]/models/MODEL:streamGenerateContent (or :generateContent)
 GEMINI_ROUTE = re.compile(r"^(.*?)(/v1beta|/v1)?/models/([^/]+):(streamGenerateContent|"
                           r"generateContent)$")
@@ -53,6 +53,38 @@ GEMINI_ROUTE = re.compile(r"^(.*?)(/v1beta|/v1)?/models/([^/]+):(streamGenerateC
 
 class SpecError(ValueError):
     pass
+
+
+def models_body(spec, url, headers):
+    """A model list (GET .../models) in the shape the request asks for: Ollama's /api/tags,
+    Gemini's /v1beta/models (or an x-goog-api-key; pages of spec page=N by pageToken),
+    Anthropic's (an anthropic-version header), else OpenAI's. The names from models=A|B."""
+    names = spec.get("models", "fake-model|gpt-4o-mini").split("|")
+    parts = urllib.parse.urlsplit(url)
+    query = urllib.parse.parse_qs(parts.query)
+    if parts.path.endswith("/api/tags"):
+        return jdump({"models": [{"name": m, "model": m, "size": 1000000,
+                                  "details": {"family": "fake"}} for m in names]})
+    if parts.path.endswith("/v1beta/models") or headers.get("x-goog-api-key"):
+        per = spec.get("page") or len(names) or 1
+        start = int((query.get("pageToken") or ["0"])[0] or 0)
+        page = names[start:start + per]
+        doc = {"models": [{"name": "models/" + m, "displayName": m.upper(),
+                           "inputTokenLimit": 1048576, "outputTokenLimit": 65536,
+                           "supportedGenerationMethods":
+                               ["embedContent"] if "embedding" in m
+                               else ["generateContent", "countTokens"]} for m in page]}
+        if start + per < len(names):
+            doc["nextPageToken"] = str(start + per)
+        return jdump(doc)
+    if headers.get("anthropic-version"):
+        return jdump({"data": [{"type": "model", "id": m, "display_name": m.title(),
+                                "created_at": "2025-02-19T00:00:00Z"} for m in names],
+                      "has_more": False, "first_id": names[0] if names else None,
+                      "last_id": names[-1] if names else None})
+    return jdump({"object": "list", "data": [
+        {"id": m, "object": "model", "created": 1700000000, "owned_by": "fake"}
+        for m in names]})
 
 
 def spec_parse(text):
@@ -851,6 +883,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if path.endswith(route):
                 rest = route.strip("/")
                 prefix = path[:-len(route)]
+                if route == "/models" and prefix.endswith("/v1beta"):  # Gemini's list
+                    prefix, rest = prefix[:-len("/v1beta")], "v1beta/models"
                 if prefix.strip("/"):
                     spec_text = prefix[1:] if prefix.startswith("/") else prefix
                 break
@@ -872,7 +906,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             rec["gemini"] = True
         if rest.endswith("responses"):
             rec["responses"] = True
-        is_models = rest.endswith("models") and method == "GET"
+        is_models = (rest.endswith("models") or rest == "api/tags") and method == "GET"
+        if is_models:  # errors in the shape of the dialect asking
+            rec["models_list"] = True
+            rec["anthropic"] = bool(self.headers.get("anthropic-version"))
+            if rest == "v1beta/models" or self.headers.get("x-goog-api-key"):
+                rec["gemini"] = True
         if is_chat:
             queued = st.pop_queue()
             if queued is not None:
@@ -887,6 +926,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.send_simple(400, error_json(400, "fake server: " + str(e)),
                                     "application/json")
         rec["spec"] = spec
+        if spec.get("ollama") and is_models and rest != "api/tags":
+            is_models = False  # an Ollama without the OpenAI-style list: 404
         if not (is_chat or is_models):
             rec["status"] = 404
             st.write_log(rec)
@@ -989,10 +1030,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 out = Body(error_json(status, msg, spec.get("type"), spec.get("code")))
             ctype = "application/json"
         elif not is_chat:
-            names = spec.get("models", "fake-model|gpt-4o-mini").split("|")
-            out = Body(jdump({"object": "list", "data": [
-                {"id": m, "object": "model", "created": 1700000000, "owned_by": "fake"}
-                for m in names]}).encode("utf-8") + b"\n")
+            out = Body(models_body(spec, self.path, self.headers).encode("utf-8") + b"\n")
             ctype = "application/json"
         elif "replay" in spec:
             try:

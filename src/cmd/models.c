@@ -1,0 +1,88 @@
+/* models.c - `tokterm models`: what the server offers, as a table, ids or JSON. */
+#include "config.h"
+#include "cmd/models.h"
+#include "base/buf.h"
+#include "base/util.h"
+#include "core/conf.h"
+#include "core/models.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char models_usage[] =
+    "usage: tokterm [-P PROFILE] [--api NAME] [--base-url URL] models [--json] [--refresh]\n"
+    "Lists the models the server offers (cached for a day; --refresh asks the server again).\n"
+    "On a terminal a table, in a pipe one id a line, with --json an array of objects.\n";
+
+static void models_table(const struct model_list *l)
+{
+    int wid = 2, wname = 0, limits = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        const struct model_info *m = &l->v[i];
+        int n = (int)strlen(m->id);
+        wid = n > wid ? n : wid;
+        n = m->name ? (int)strlen(m->name) : 0;
+        wname = n > wname ? n : wname;
+        limits |= m->input_limit || m->output_limit;
+    }
+    wid = wid > 60 ? 60 : wid;
+    wname = wname > 40 ? 40 : wname;
+    printf("%-*s", wid, "ID");
+    if (wname)
+        printf("  %-*s", wname, "NAME");
+    if (limits)
+        printf("  %9s  %9s", "INPUT", "OUTPUT");
+    putchar('\n');
+    for (size_t i = 0; i < l->n; i++) {
+        const struct model_info *m = &l->v[i];
+        printf("%-*s", wid, m->id);
+        if (wname)
+            printf("  %-*.*s", wname, wname, m->name ? m->name : "");
+        if (limits)
+            printf("  %9ld  %9ld", m->input_limit, m->output_limit);
+        putchar('\n');
+    }
+}
+
+int cmd_models(const struct conf *c, const char *key, int json, int argc, char **argv)
+{
+    int refresh = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0) {
+            json = 1;
+        } else if (strcmp(argv[i], "--refresh") == 0) {
+            refresh = 1;
+        } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            fputs(models_usage, stdout);
+            return 0;
+        } else {
+            fprintf(stderr, "tokterm models: unknown argument '%s'\n%s", argv[i], models_usage);
+            return 2;
+        }
+    }
+    struct model_list l = {0};
+    struct buf err = BUF_INIT;
+    int code = models_get(c, key, refresh, &l, &err);
+    if (code) {
+        fprintf(stderr, "tokterm models: %s\n", buf_str(&err));
+        buf_free(&err);
+        return code;
+    }
+    buf_free(&err);
+    if (json) {
+        char *s = models_json(&l);
+        puts(s ? s : "[]");
+        free(s);
+    } else if (isatty(1)) {
+        models_table(&l);
+    } else {
+        for (size_t i = 0; i < l.n; i++)
+            puts(l.v[i].id);
+    }
+    if (l.n == 0)
+        fprintf(stderr, "tokterm models: the server lists no models\n");
+    model_list_free(&l);
+    return fflush(stdout) == 0 ? 0 : 1;
+}

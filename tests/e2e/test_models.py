@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""End-to-end tests of `tokterm models` in each dialect (OpenAI, Ollama, Anthropic, Gemini):
+the list in a pipe, --json, a terminal's table, the day's cache and --refresh, HTTP and
+network errors. Prints TAP."""
+
+import sys
+
+sys.dont_write_bytecode = True
+
+import json  # noqa: E402
+import os  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ttlib  # noqa: E402
+
+t = ttlib.Tap()
+AKEY = "sk-ant-test-0123456789abcdefghijklmnopqrstuvwxyz"
+GKEY = "AIzaSy-test-0123456789abcdefghijklmnopqrstu"
+NO_KEYS = {"ANTHROPIC_API_KEY": None, "GEMINI_API_KEY": None, "GOOGLE_API_KEY": None,
+           "OPENAI_BASE_URL": None}
+
+
+def text(b):
+    return b.decode("utf-8", "replace")
+
+
+def as_json(out):
+    try:
+        return json.loads(out)
+    except ValueError:
+        return None
+
+
+def lists(srv):
+    """The model-list requests the server saw."""
+    return [r for r in srv.requests(all=True) if r.get("models_list")]
+
+
+def run(args, home, api="openai", env=None, **kw):
+    e = dict(NO_KEYS)
+    if api == "anthropic":
+        e.update(ANTHROPIC_API_KEY=AKEY, OPENAI_API_KEY=None)
+    elif api == "gemini":
+        e.update(GEMINI_API_KEY=GKEY, OPENAI_API_KEY=None)
+    e.update(env or {})
+    return ttlib.run_tokterm(["--api", api] + args, env=e, home=home, **kw)
+
+
+with ttlib.FakeServer() as srv:
+    port = srv.port
+
+    # --- OpenAI-compatible: /v1/models, a pipe, --json, the cache, --refresh ---------------------
+    home = ttlib.make_home()
+    base = "http://127.0.0.1:%d/models=gpt-4o|gpt-4o-mini|o3-mini/v1" % port
+    rc, out, err = run(["--base-url", base, "models"], home)
+    t.eq(rc, 0, "openai models: exit 0")
+    t.eq(text(out), "gpt-4o\ngpt-4o-mini\no3-mini\n", "openai models: one id a line in a pipe")
+    t.eq(text(err), "", "openai models: stderr quiet")
+    got = lists(srv)
+    t.eq(len(got), 1, "openai models: one request")
+    r = got[-1] if got else {}
+    t.ok(r.get("path", "").endswith("/v1/models"), "GET {base}/models", r.get("path"))
+    t.eq((r.get("headers") or {}).get("authorization"),
+         "<redacted len=%d>" % len("Bearer " + ttlib.TEST_KEY), "the key as a Bearer token")
+
+    rc, out, err = run(["--base-url", base, "models", "--json"], home)
+    j = as_json(out)
+    t.eq(rc, 0, "models --json: exit 0")
+    t.eq([m.get("id") for m in j] if isinstance(j, list) else j,
+         ["gpt-4o", "gpt-4o-mini", "o3-mini"], "models --json: an array of objects with ids")
+    t.eq(len(lists(srv)), 1, "the second call is answered from the cache (no request)")
+    rc, out, err = run(["--json", "--base-url", base, "models"], home)
+    t.ok(rc == 0 and isinstance(as_json(out), list), "tokterm --json models: JSON too", text(out))
+
+    cache = os.path.join(home, ".cache", "tokterm", "models")
+    blob = b""
+    for f in os.listdir(cache) if os.path.isdir(cache) else ():
+        with open(os.path.join(cache, f), "rb") as fh:
+            blob += fh.read()
+    t.ok(b"gpt-4o-mini" in blob, "the list is cached in $XDG_CACHE_HOME/tokterm/models",
+         repr(os.listdir(os.path.join(home, ".cache"))) if os.path.isdir(
+             os.path.join(home, ".cache")) else "no cache dir")
+    t.ok(ttlib.TEST_KEY.encode() not in blob and b"sk-" not in blob, "the key is never cached")
+
+    rc, out, err = run(["--base-url", base, "models", "--refresh"], home)
+    t.eq((rc, len(lists(srv))), (0, 2), "models --refresh asks the server again")
+
+    # another base URL is another list
+    base2 = "http://127.0.0.1:%d/models=other-model/v1" % port
+    rc, out, err = run(["--base-url", base2, "models"], home)
+    t.eq(text(out), "other-model\n", "another base URL: its own list, not the cached one")
+
+    rc, out, err = ttlib.run_tokterm_tty(["--base-url", base, "models"], home=home,
+                                         env=NO_KEYS)
+    lines = text(out).replace("\r", "").splitlines()
+    t.ok(rc == 0 and lines and lines[0].startswith("ID") and
+         any(ln.startswith("o3-mini") for ln in lines), "on a terminal: a table with a header",
+         text(out))
+
+    # --- errors: HTTP (exit 3) and network (exit 4) ---------------------------------------------
+    rc, out, err = run(["--base-url", "http://127.0.0.1:%d/status=401,error=Incorrect%%20API%%20key"
+                        "/v1" % port, "models", "--refresh"], home)
+    t.eq(rc, 3, "HTTP 401: exit 3")
+    t.ok("401" in text(err) and "Incorrect API key" in text(err) and out == b"",
+         "HTTP 401: the status and the server's message", text(err))
+    rc, out, err = run(["--base-url", "http://127.0.0.1:9/v1", "models"], home)
+    t.eq(rc, 4, "no server: exit 4")
+    t.ok("127.0.0.1:9" in text(err) and out == b"", "no server: says where", text(err))
+
+    # --- Ollama: /api/tags when /v1/models is missing --------------------------------------------
+    n0 = len(lists(srv))
+    obase = "http://127.0.0.1:%d/ollama,models=llama3.2:3b|qwen2.5:7b/v1" % port
+    rc, out, err = run(["--base-url", obase, "models"], home, env={"OPENAI_API_KEY": None})
+    t.eq((rc, text(out)), (0, "llama3.2:3b\nqwen2.5:7b\n"), "ollama: models[].name of /api/tags")
+    paths = [r["path"] for r in lists(srv)[n0:]]
+    t.ok(paths and paths[-1].endswith("/api/tags"), "ollama: GET {root}/api/tags", repr(paths))
+
+    # --- Anthropic: x-api-key, anthropic-version, display_name ----------------------------------
+    home = ttlib.make_home()
+    abase = "http://127.0.0.1:%d/models=claude-sonnet-4-5|claude-haiku-4-5/v1" % port
+    rc, out, err = run(["--base-url", abase, "models", "--json"], home, api="anthropic")
+    j = as_json(out)
+    t.eq(rc, 0, "anthropic models: exit 0")
+    t.eq(j, [{"id": "claude-sonnet-4-5", "name": "Claude-Sonnet-4-5"},
+             {"id": "claude-haiku-4-5", "name": "Claude-Haiku-4-5"}],
+         "anthropic models --json: data[].id and display_name")
+    r = lists(srv)[-1]
+    h = r.get("headers") or {}
+    t.ok(r["path"].split("?")[0].endswith("/v1/models"),
+         "anthropic: GET {base}/models", r["path"])
+    t.eq(h.get("x-api-key"), "<redacted len=%d>" % len(AKEY), "anthropic: the key in x-api-key")
+    t.ok("anthropic-version" in h and "authorization" not in h, "anthropic: its version header",
+         json.dumps(h))
+    n0 = len(lists(srv))
+    rc, out, err = run(["--base-url", abase, "models"], home, api="anthropic")
+    t.eq((rc, text(out), len(lists(srv))), (0, "claude-sonnet-4-5\nclaude-haiku-4-5\n", n0),
+         "anthropic: the second call from the cache")
+
+    # --- Gemini: models/NAME, pages, embeddings left out ----------------------------------------
+    home = ttlib.make_home()
+    gbase = ("http://127.0.0.1:%d/page=2,models=gemini-2.5-flash|text-embedding-004|"
+             "gemini-2.5-pro/v1beta" % port)
+    n0 = len(lists(srv))
+    rc, out, err = run(["--base-url", gbase, "models"], home, api="gemini")
+    t.eq(rc, 0, "gemini models: exit 0")
+    t.eq(text(out), "gemini-2.5-flash\ngemini-2.5-pro\n",
+         "gemini: NAME of models/NAME, every page, no embedding model")
+    got = lists(srv)[n0:]
+    t.eq(len(got), 2, "gemini: two pages, two requests")
+    t.ok(len(got) == 2 and "pageToken=2" in got[1]["path"], "gemini: the second by pageToken",
+         repr([r["path"] for r in got]))
+    h = got[0]["headers"] if got else {}
+    t.eq(h.get("x-goog-api-key"), "<redacted len=%d>" % len(GKEY), "gemini: x-goog-api-key")
+    rc, out, err = run(["--base-url", gbase, "models", "--json"], home, api="gemini")
+    j = as_json(out) or [{}]
+    t.eq((j[0].get("id"), j[0].get("input_token_limit"), j[0].get("output_token_limit")),
+         ("gemini-2.5-flash", 1048576, 65536), "gemini --json: the token limits")
+    t.eq(len(lists(srv)), n0 + 2, "gemini: the second call from the cache")
+    rc, out, err = run(["--base-url", "http://127.0.0.1:%d/status=403/v1beta" % port, "models"],
+                       home, api="gemini")
+    t.eq(rc, 3, "gemini HTTP 403: exit 3")
+    t.ok("403" in text(err), "gemini HTTP 403: said", text(err))
+
+    rc, out, err = run(["models", "--bogus"], home)
+    t.eq(rc, 2, "models --bogus: exit 2")
+
+t.done()
