@@ -4,6 +4,7 @@
 #include "proto/api.h"
 #include "core/cli.h"
 #include "core/conf.h"
+#include "core/models.h"
 #include "net/probe.h"
 #include "net/ratelimit.h"
 #include "store/info.h"
@@ -281,26 +282,18 @@ static void doctor_headers(struct doctor_xfer *x, const struct buf *headers)
     }
 }
 
-/* Number of "id" strings in a /models list, and whether model is one of them. */
-static int doctor_models(const char *body, size_t n, const char *model, int *listed)
+/* Number of models in a /models list in the dialect's shape (Gemini's "models/NAME"),
+ * and whether model is one of them. */
+static int doctor_models(const struct conf *c, const char *body, size_t n, const char *model,
+                         int *listed)
 {
-    *listed = 0;
-    int count = 0;
-    char *needle = xasprintf("\"%s\"", model);
-    for (const char *p = body, *end = body + n; p < end;) {
-        const char *id = memmem(p, (size_t)(end - p), "\"id\"", 4);
-        if (!id)
-            break;
-        count++;
-        const char *q = id + 4;
-        while (q < end && (*q == ' ' || *q == ':' || *q == '\t' || *q == '\n'))
-            q++;
-        size_t nl = strlen(needle);
-        if ((size_t)(end - q) >= nl && memcmp(q, needle, nl) == 0)
-            *listed = 1;
-        p = id + 4;
-    }
-    free(needle);
+    struct model_list l = {0};
+    const char *api = conf_dialect(c)->name;
+    int ok = models_parse(strcmp(api, "responses") == 0 ? "openai" : api, body, n, &l,
+                          NULL) == 0;
+    int count = ok ? (int)l.n : 0;
+    *listed = ok && models_has(&l, model);
+    model_list_free(&l);
     return count;
 }
 
@@ -398,7 +391,7 @@ static void doctor_http(struct doctor *d, const struct conf *c, const char *prof
     doctor_headers(&x, &r->headers);
     if (r->status >= 200 && r->status < 300) {
         int listed;
-        int count = doctor_models(buf_str(&r->body), r->body.len, c->model, &listed);
+        int count = doctor_models(c, buf_str(&r->body), r->body.len, c->model, &listed);
         doctor_linef(d, DOCTOR_OK, "http", prof, NULL, "GET %s: HTTP %ld, %d model%s (%.0f ms)",
                      shown, r->status, count, count == 1 ? "" : "s", r->total_ms);
         if (key)
@@ -443,18 +436,8 @@ static void doctor_endpoint(struct doctor *d, const struct conf *c, const char *
                      "base_url '%s' is not an HTTP URL", b);
         goto out;
     }
-    char *auth = NULL;
-    if (key && c->auth_header && *c->auth_header)
-        auth = strcasecmp(c->auth_header, "Authorization") == 0
-                   ? xasprintf("Authorization: Bearer %s", key)
-                   : xasprintf("%s: %s", c->auth_header, key);
-    const char *headers[3 + DIALECT_MAX_HEADERS] = {NULL};
-    size_t nh = 0;
-    if (auth)
-        headers[nh++] = auth;
-    headers[nh++] = "Accept: application/json";
-    for (size_t i = 0; i < DIALECT_MAX_HEADERS && dl->headers[i]; i++)
-        headers[nh++] = dl->headers[i]; /* anthropic-version */
+    const char *headers[4 + DIALECT_MAX_HEADERS];
+    char *auth = models_headers(c, key, headers); /* in the profile's dialect */
     struct net_probe_request req = {
         .url = url,
         .headers = headers,

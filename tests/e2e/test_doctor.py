@@ -111,6 +111,27 @@ with ttlib.FakeServer() as srv:
     t.ok(find(lines, "ok", "data", None, "o200k_base"), "data: tokenizer table found")
     t.ok(find(lines, "ok", "theme", None, "dark"), "theme: the default theme loads")
 
+    # Gemini's list: models[].name = "models/NAME", matched against the profile's NAME
+    ghome = ttlib.make_home()
+    os.makedirs(os.path.join(ghome, ".config", "tokterm"))
+    gcfg = os.path.join(ghome, ".config", "tokterm", "config")
+    with open(gcfg, "w") as f:
+        f.write("[gem]\napi = gemini\nbase_url = http://127.0.0.1:%d/models=gemini-2.5-flash"
+                "%%7Cgemini-2.5-pro/v1beta\nmodel = gemini-2.5-pro\n"
+                "[gemwrong]\napi = gemini\nbase_url = http://127.0.0.1:%d/v1beta\n"
+                "model = gemini-nope\n" % (srv.port, srv.port))
+    os.chmod(gcfg, 0o600)
+    genv = {"OPENAI_BASE_URL": None, "OPENAI_API_KEY": None,
+            "GEMINI_API_KEY": "AIzaSy-test-0123456789abcdefghijklmnopqrstu"}
+    rc, out, err = ttlib.run_tokterm(["doctor"], home=ghome, env=genv)
+    lines = lines_of(out)
+    t.ok(find(lines, "ok", "http", "gem", "HTTP 200, 2 models"),
+         "gemini: doctor counts models[] of GET /v1beta/models", "\n".join(lines))
+    t.ok(find(lines, "ok", "model", "gem", "gemini-2.5-pro is listed"),
+         "gemini: NAME found as models/NAME")
+    t.ok(find(lines, "warn", "model", "gemwrong", "gemini-nope is not in the server's list"),
+         "gemini: an unknown model is a warning")
+
     # -P: one profile; everything fine: exit 0
     before = len(srv.requests(all=True))
     rc, out, err = ttlib.run_tokterm(["-P", "fake", "doctor"], home=home, env=env)
