@@ -33,6 +33,7 @@ static const struct cli_opt cli_opts[] = {
 #define CLI_PARAM_OPT(f, kind, min, max, opt, shrt, metavar, help) {opt, shrt, 1, F(f)},
     API_SAMPLING(CLI_PARAM_OPT)
 #undef CLI_PARAM_OPT
+    {"reasoning-effort", 0, 1, F(reasoning_effort)},
     {"idle-timeout", 0, 1, F(idle_timeout)},
     {"max-time", 0, 1, F(max_time)},
     {"max-answer-mb", 0, 1, F(max_answer_mb)},
@@ -210,6 +211,8 @@ static const char cli_usage_head[] =
 /* then one line per sampling parameter (API_SAMPLING), then: */
 static const char cli_usage_tail[] =
            "      --json               print one JSON object at the end instead of the text\n"
+           "      --reasoning-effort E how hard a reasoning model thinks: low, medium,\n"
+           "                           high or none (not sent; the default); /think in the chat\n"
            "      --reasoning          copy the model's reasoning to stderr\n"
            "      --no-usage           do not send stream_options.include_usage\n"
            "      --idle-timeout S     give up when no new text arrives for S seconds (default 90)\n"

@@ -13,6 +13,7 @@ struct cli {
     char *prompt_buf;         /* the joined words */
     const char *model, *system, *profile, *config_path, *base_url, *api, *cacert, *trace;
     API_SAMPLING(CLI_PARAM_FIELD) /* --max-tokens, --temperature, ... (checked by conf) */
+    const char *reasoning_effort; /* --reasoning-effort (checked by conf) */
     const char *idle_timeout, *connect_timeout, *max_time, *max_answer_mb; /* checked by conf */
     const char *db, *conversation, *retries;
     int json, reasoning, insecure, no_usage, help, version;

@@ -51,6 +51,7 @@ static const struct opt conf_opts[] = {
     API_SAMPLING(CONF_PARAM_OPT)
 #undef CONF_PARAM_OPT
     {"max_tokens_field", OPT_STR, O(max_tokens_field), 0, 0, 0},
+    {"reasoning_effort", OPT_STR, O(reasoning_effort), 0, 0, 0},
     {"include_usage", OPT_BOOL, O(include_usage), 0, 0, 1},
     {"connect_timeout_ms", OPT_LONG, O(connect_timeout_ms), 0, 1, 600000},
     {"idle_timeout", OPT_DOUBLE, O(idle_timeout), 0, 0.1, 86400},
@@ -164,6 +165,8 @@ static const char *conf_choices(const char *key)
         return "o200k_base|cl100k_base";
     if (strcmp(key, "context_policy") == 0)
         return "summarize|summarise|truncate|off";
+    if (strcmp(key, "reasoning_effort") == 0)
+        return "none|low|medium|high";
     return NULL;
 }
 

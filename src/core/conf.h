@@ -19,6 +19,7 @@ struct conf {
     API_SAMPLING(API_PARAM_FIELD) /* max_tokens (0 = not sent), temperature and has_temperature,
                              ...: the sampling parameters, with their keys (proto/api.h) */
     char *max_tokens_field; /* "max_tokens" or "max_completion_tokens" */
+    char *reasoning_effort; /* "low", "medium", "high"; NULL or "none" = not sent */
     int include_usage;      /* ask for usage with stream_options (1) */
     long connect_timeout_ms;
     double idle_timeout;    /* seconds without new answer text before giving up */

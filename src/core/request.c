@@ -28,6 +28,8 @@ void request_api(struct api_request *ar, const struct conf *c, const struct api_
     API_PARAM_COPY_##kind(ar, c, f)
     API_SAMPLING(REQUEST_PARAM_COPY)
 #undef REQUEST_PARAM_COPY
+    int effort = api_effort_parse(c->reasoning_effort);
+    ar->reasoning_effort = effort > 0 ? effort : API_EFFORT_NONE;
     ar->stream = 1;
     ar->include_usage = c->include_usage;
 }

@@ -36,6 +36,7 @@ static int setup_apply_cli(struct conf *c, const struct cli *a, struct buf *err)
 #define SETUP_PARAM_SET(f, kind, min, max, opt, shrt, metavar, help) {#f, a->f},
         API_SAMPLING(SETUP_PARAM_SET)
 #undef SETUP_PARAM_SET
+        {"reasoning_effort", a->reasoning_effort},
         {"idle_timeout", a->idle_timeout}, {"max_time", a->max_time},
         {"max_answer_mb", a->max_answer_mb}, {"cacert", a->cacert}, {"max_retries", a->retries},
     };

@@ -26,11 +26,13 @@ static long anthropic_default_max_tokens(const char *model)
 }
 
 /* The sampling parameters the Messages API takes under their own names; max_tokens is added
- * first by the caller, seed does not exist there. */
+ * first by the caller, seed does not exist there. With extended thinking (ud non-NULL) the
+ * API refuses a temperature. */
 static const char *anthropic_param_name(void *ud, const struct api_param *p)
 {
-    (void)ud;
-    return strcmp(p->name, "temperature") == 0 || strcmp(p->name, "top_p") == 0 ? p->name : NULL;
+    if (strcmp(p->name, "temperature") == 0)
+        return ud ? NULL : p->name;
+    return strcmp(p->name, "top_p") == 0 ? p->name : NULL;
 }
 
 /* The Messages API's role for a chat-completions role: system text goes top-level. */
@@ -45,9 +47,13 @@ static char *anthropic_request_json(const struct api_request *r)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "model", r->model ? r->model : "");
+    /* extended thinking: its budget comes out of max_tokens, which must stay above it */
+    long budget = api_effort_budget(r->reasoning_effort);
+    long max = r->max_tokens > 0 ? r->max_tokens : anthropic_default_max_tokens(r->model);
+    if (budget && max <= budget)
+        max += budget;
     char digits[24];
-    snprintf(digits, sizeof digits, "%ld",
-             r->max_tokens > 0 ? r->max_tokens : anthropic_default_max_tokens(r->model));
+    snprintf(digits, sizeof digits, "%ld", max);
     cJSON_AddRawToObject(o, "max_tokens", digits);
     /* System messages, wherever they are, joined into one top-level system; the others in
      * user/assistant alternation: consecutive messages of one role joined, empty ones left
@@ -82,7 +88,12 @@ static char *anthropic_request_json(const struct api_request *r)
     cJSON_AddItemToObject(o, "messages", msgs);
     buf_free(&sys);
     buf_free(&text);
-    api_params_add(o, r, anthropic_param_name, NULL);
+    api_params_add(o, r, anthropic_param_name, budget ? o : NULL);
+    if (budget) {
+        cJSON *th = cJSON_AddObjectToObject(o, "thinking");
+        cJSON_AddStringToObject(th, "type", "enabled");
+        cJSON_AddNumberToObject(th, "budget_tokens", (double)budget);
+    }
     if (r->stream)
         cJSON_AddTrueToObject(o, "stream");
     return api_json_finish(o);

@@ -97,6 +97,29 @@ char *api_json_finish(cJSON *o)
     return copy;
 }
 
+static const char *const api_effort_names[] = {"none", "low", "medium", "high"};
+
+const char *api_effort_name(int level)
+{
+    return level >= 0 && level <= API_EFFORT_HIGH ? api_effort_names[level] : NULL;
+}
+
+int api_effort_parse(const char *word)
+{
+    if (!word || !*word || strcmp(word, "off") == 0)
+        return API_EFFORT_NONE;
+    for (int i = 0; i <= API_EFFORT_HIGH; i++)
+        if (strcmp(word, api_effort_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+long api_effort_budget(int level)
+{
+    static const long budget[] = {0, 1024, 4096, 16384};
+    return level > 0 && level <= API_EFFORT_HIGH ? budget[level] : 0;
+}
+
 /* max_tokens goes as max_completion_tokens for the o-series */
 static const char *api_chat_param_name(void *ud, const struct api_param *p)
 {
@@ -149,6 +172,8 @@ char *api_request_json(const struct api_request *r)
      * and copied again); the parameters after them by cJSON, as before. */
     cJSON *o = cJSON_CreateObject();
     api_params_add(o, r, api_chat_param_name, (void *)r);
+    if (api_effort_budget(r->reasoning_effort))
+        cJSON_AddStringToObject(o, "reasoning_effort", api_effort_name(r->reasoning_effort));
     if (r->stream) {
         cJSON_AddTrueToObject(o, "stream");
         if (r->include_usage) {

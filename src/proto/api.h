@@ -58,7 +58,23 @@ struct api_request {
     int include_usage;          /* stream_options.include_usage */
     int reasoning_summary;      /* responses: ask for reasoning summaries (reasoning.summary
                                    "auto"); only reasoning models take it */
+    int reasoning_effort;       /* API_EFFORT_*: how hard a reasoning model thinks; NONE = not
+                                   sent. A word, and a structure of its own in each dialect, so
+                                   not a line of API_SAMPLING: reasoning_effort (chat
+                                   completions), reasoning {effort, summary} (responses),
+                                   thinking {budget_tokens} (anthropic: no temperature then),
+                                   generationConfig.thinkingConfig (gemini) */
 };
+
+/* Reasoning effort levels (--reasoning-effort, reasoning_effort in a profile, /think). */
+enum { API_EFFORT_NONE, API_EFFORT_LOW, API_EFFORT_MEDIUM, API_EFFORT_HIGH };
+/* "none", "low", "medium", "high" (NULL past them). */
+const char *api_effort_name(int level);
+/* The level of a word (NULL, "" and "none"/"off": API_EFFORT_NONE); -1 for another word. */
+int api_effort_parse(const char *word);
+/* The thinking budget in tokens of a level, for the dialects that take one (anthropic,
+ * gemini): 1024, 4096, 16384; 0 for NONE. */
+long api_effort_budget(int level);
 
 /* One sampling parameter, described for code that walks them all (the batch override, the
  * command line). */

@@ -73,6 +73,12 @@ char *gemini_request_json(const struct api_request *r)
     cJSON *gc = cJSON_CreateObject();
     char name[GEMINI_NAME_MAX];
     api_params_add(gc, r, gemini_param_name, name);
+    if (api_effort_budget(r->reasoning_effort)) {
+        cJSON *tc = cJSON_AddObjectToObject(gc, "thinkingConfig");
+        cJSON_AddNumberToObject(tc, "thinkingBudget",
+                                (double)api_effort_budget(r->reasoning_effort));
+        cJSON_AddTrueToObject(tc, "includeThoughts");
+    }
     if (gc->child)
         cJSON_AddItemToObject(o, "generationConfig", gc);
     else

@@ -46,8 +46,10 @@ char *responses_request_json(const struct api_request *r)
         cJSON_AddStringToObject(o, "instructions", buf_str(&sys));
     buf_free(&sys);
     api_params_add(o, r, responses_param_name, NULL);
-    if (r->reasoning_summary) {
+    if (r->reasoning_summary || api_effort_budget(r->reasoning_effort)) {
         cJSON *rs = cJSON_AddObjectToObject(o, "reasoning");
+        if (api_effort_budget(r->reasoning_effort))
+            cJSON_AddStringToObject(rs, "effort", api_effort_name(r->reasoning_effort));
         cJSON_AddStringToObject(rs, "summary", "auto");
     }
     cJSON_AddBoolToObject(o, "store", 0);

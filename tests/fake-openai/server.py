@@ -207,10 +207,13 @@ def with_usage_raw(data, usage_raw):
     return data.replace(jdump(USAGE_MARK).encode("utf-8"), usage_raw)
 
 
-def stream_body(pieces, model, cid, created, usage, usage_raw=None):
-    """SSE stream: role delta, one content delta per piece, stop, usage, [DONE]. usage_raw:
-    the usage member's bytes, verbatim (may be of the wrong types on purpose)."""
+def stream_body(pieces, model, cid, created, usage, usage_raw=None, reasoning=None):
+    """SSE stream: role delta, a reasoning_content delta when reasoning, one content delta per
+    piece, stop, usage, [DONE]. usage_raw: the usage member's bytes, verbatim (may be of the
+    wrong types on purpose)."""
     events = [sse_event(chunk_obj(cid, created, model, {"role": "assistant", "content": ""}))]
+    if reasoning:
+        events.append(sse_event(chunk_obj(cid, created, model, {"reasoning_content": reasoning})))
     for p in pieces:
         events.append(sse_event(chunk_obj(cid, created, model, {"content": p})))
     events.append(sse_event(chunk_obj(cid, created, model, {}, "stop")))
@@ -646,6 +649,23 @@ def split_text(text, size=4):
     return [text[i:i + size] for i in range(0, len(text), size)]
 
 
+def strict_refusal(body):
+    """A chat-completions or Responses body for a model named o-strict*, which refuses what
+    OpenAI's o-series refuse: (param, code, message) of the 400 it gets, or None. Answered
+    one at a time, max_tokens first, as OpenAI does."""
+    if not isinstance(body, dict) or not str(body.get("model", "")).startswith("o-strict"):
+        return None
+    if "max_tokens" in body:
+        return ("max_tokens", "unsupported_parameter",
+                "Unsupported parameter: 'max_tokens' is not supported with this model. Use "
+                "'max_completion_tokens' instead.")
+    if "temperature" in body and body["temperature"] != 1:
+        return ("temperature", "unsupported_value",
+                "Unsupported value: 'temperature' does not support %s with this model. Only "
+                "the default (1) value is supported." % body["temperature"])
+    return None
+
+
 def error_type(status):
     if status == 429:
         return "requests"
@@ -1019,6 +1039,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
             out = Body(data)
         elif "raw" in spec:
             out, ctype = Body(spec["raw"].encode("utf-8")), "text/plain; charset=utf-8"
+        elif is_chat and not rec.get("anthropic") and not rec.get("gemini") and \
+                strict_refusal(body) and status < 400:
+            param, code, msg = strict_refusal(body)
+            status = 400
+            err = json.loads(error_json(400, msg, "invalid_request_error", code))
+            err["error"]["param"] = param
+            out, ctype = Body(jdump(err).encode("utf-8")), "application/json"
+            rec["refused"] = param
         elif "error" in spec or status >= 400:
             msg = spec.get("error", "fake server error (HTTP %d)" % status)
             if rec.get("anthropic"):
@@ -1104,7 +1132,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     out = Body(with_usage_raw(out.data, usage_raw))
                 ctype = "application/json"
             else:
-                out = stream_body(pieces, model, cid, created, usage, usage_raw)
+                effort = body.get("reasoning_effort") if isinstance(body, dict) else None
+                out = stream_body(pieces, model, cid, created, usage, usage_raw,
+                                  "thinking at %s effort" % effort if effort else None)
                 ctype, stream = "text/event-stream", True
 
         rec["status"] = status

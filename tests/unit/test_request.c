@@ -275,8 +275,81 @@ static void test_dialects(void)
     conf_free(&c);
 }
 
+/* reasoning_effort from the profile into each dialect's body: its own member and structure,
+ * nothing at none; anthropic: the budget below max_tokens and no temperature. */
+static void test_effort(void)
+{
+    static const char *const dialects[] = {"openai", "responses", "anthropic", "gemini"};
+    static const char *const want[4][4] = {
+        /* none, low, medium, high */
+        {NULL, "\"reasoning_effort\":\"low\"", "\"reasoning_effort\":\"medium\"",
+         "\"reasoning_effort\":\"high\""},
+        {NULL, "\"reasoning\":{\"effort\":\"low\",\"summary\":\"auto\"}",
+         "\"reasoning\":{\"effort\":\"medium\",\"summary\":\"auto\"}",
+         "\"reasoning\":{\"effort\":\"high\",\"summary\":\"auto\"}"},
+        {NULL, "\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":1024}",
+         "\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":4096}",
+         "\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":16384}"},
+        {NULL, "\"thinkingConfig\":{\"thinkingBudget\":1024,\"includeThoughts\":true}",
+         "\"thinkingConfig\":{\"thinkingBudget\":4096,\"includeThoughts\":true}",
+         "\"thinkingConfig\":{\"thinkingBudget\":16384,\"includeThoughts\":true}"},
+    };
+    static const char *const words[] = {"none", "low", "medium", "high"};
+    static const char *const members[] = {"reasoning_effort", "\"reasoning\"", "thinking",
+                                          "thinkingConfig"};
+    struct api_message m[] = {{"user", "hi"}};
+    struct buf err = BUF_INIT;
+    for (int d = 0; d < 4; d++) {
+        for (int e = 0; e < 4; e++) {
+            struct conf c;
+            conf_defaults(&c);
+            conf_set(&c, "api", dialects[d], &err);
+            conf_apply_dialect(&c);
+            conf_set(&c, "temperature", "0.5", &err);
+            TAP_OK(conf_set(&c, "reasoning_effort", words[e], &err) == 0,
+                   "%s: reasoning_effort = %s taken", dialects[d], words[e]);
+            struct api_request ar;
+            request_api(&ar, &c, m, 1);
+            char *body = request_body(&c, &ar);
+            if (want[d][e])
+                TAP_OK(strstr(body, want[d][e]) != NULL, "%s, %s: %s in %s", dialects[d],
+                       words[e], want[d][e], body);
+            else
+                TAP_OK(strstr(body, members[d]) == NULL, "%s, none: nothing sent (%s)",
+                       dialects[d], body);
+            if (d == 2) {
+                const char *mt = strstr(body, "\"max_tokens\":");
+                long max = mt ? strtol(mt + 13, NULL, 10) : 0;
+                TAP_OK(max > api_effort_budget(e) && max >= 8192,
+                       "anthropic, %s: max_tokens %ld above the budget", words[e], max);
+                TAP_OK(!strstr(body, "temperature") == (e > 0),
+                       "anthropic, %s: temperature %s", words[e], e ? "left out" : "sent");
+            }
+            free(body);
+            conf_free(&c);
+        }
+    }
+    struct conf c;
+    conf_defaults(&c);
+    TAP_INT(conf_set(&c, "reasoning_effort", "extreme", &err), -1, "an unknown effort refused");
+    TAP_OK(strstr(buf_str(&err), "none|low|medium|high") != NULL, "the message names them");
+    /* the profile's max_tokens above the budget is kept; at or below it, the budget is added */
+    conf_set(&c, "api", "anthropic", &err);
+    conf_apply_dialect(&c);
+    conf_set(&c, "reasoning_effort", "medium", &err);
+    conf_set(&c, "max_tokens", "2000", &err);
+    struct api_request ar;
+    request_api(&ar, &c, m, 1);
+    char *body = request_body(&c, &ar);
+    TAP_OK(strstr(body, "\"max_tokens\":6096,") != NULL, "anthropic: 2000 + 4096 (%s)", body);
+    free(body);
+    conf_free(&c);
+    buf_free(&err);
+}
+
 int main(void)
 {
+    test_effort();
     test_dialects();
     test_bodies();
     test_params();

@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the reasoning controls: --reasoning-effort (and reasoning_effort in a
+profile) in each dialect's body, the reasoning to stderr with --reasoning, /think in the chat
+(tmux). The real binary against the fake server. Prints TAP."""
+
+import sys
+
+sys.dont_write_bytecode = True
+
+import json  # noqa: E402
+import os  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ttlib  # noqa: E402
+
+t = ttlib.Tap()
+KEY = ttlib.TEST_KEY
+
+
+def run(srv, args, spec="", api=None, **kw):
+    env = {"OPENAI_API_KEY": KEY, "ANTHROPIC_API_KEY": KEY, "GEMINI_API_KEY": KEY,
+           "OPENAI_BASE_URL": srv.base(spec), "ANTHROPIC_BASE_URL": srv.base(spec)}
+    env.update(kw.pop("env", {}))
+    pre = ["--api", api, "--base-url", srv.base(spec)] if api else []
+    return ttlib.run_tokterm(pre + ["--no-save"] + args, env=env, **kw)
+
+
+def body(srv):
+    return srv.requests()[-1].get("body") or {}
+
+
+def text(b):
+    return b.decode("utf-8", "replace")
+
+
+with ttlib.FakeServer() as srv:
+    # --- --reasoning-effort in each dialect's body ------------------------------------------------
+    rc, out, err = run(srv, ["--reasoning-effort", "high", "-t", "0.3", "-p", "hello"])
+    b = body(srv)
+    t.ok(rc == 0, "--reasoning-effort high: exit 0", text(err))
+    t.ok(b.get("reasoning_effort") == "high", "chat completions: reasoning_effort", json.dumps(b))
+    t.eq(text(out), "hello\n", "the answer on stdout, the reasoning not")
+    t.eq(text(err), "", "without --reasoning the reasoning is not on stderr")
+    rc, out, err = run(srv, ["--reasoning-effort", "low", "--reasoning", "-p", "hello"])
+    t.eq(rc, 0, "--reasoning: exit 0")
+    t.eq(text(err), "thinking at low effort\n", "--reasoning: the reasoning on stderr")
+    t.eq(text(out), "hello\n", "--reasoning: the answer alone on stdout")
+    rc, out, err = run(srv, ["--reasoning-effort", "medium", "--json", "-p", "hello"])
+    j = json.loads(out or b"{}")
+    t.eq(j.get("reasoning"), "thinking at medium effort", "--json: the reasoning")
+    rc, out, err = run(srv, ["--reasoning-effort", "none", "-p", "hello"])
+    t.ok("reasoning_effort" not in body(srv), "none: not sent", json.dumps(body(srv)))
+    rc, out, err = run(srv, ["--reasoning-effort", "extreme", "-p", "hello"])
+    t.eq(rc, 2, "an unknown effort: exit 2")
+    t.ok("none|low|medium|high" in text(err), "the message names the levels", text(err))
+
+    rc, out, err = run(srv, ["--reasoning-effort", "medium", "-p", "hi"], api="responses")
+    t.eq(body(srv).get("reasoning"), {"effort": "medium", "summary": "auto"},
+         "responses: reasoning {effort, summary}")
+    rc, out, err = run(srv, ["--reasoning-effort", "high", "-t", "0.5", "-p", "hi"],
+                       api="anthropic")
+    b = body(srv)
+    t.eq(b.get("thinking"), {"type": "enabled", "budget_tokens": 16384},
+         "anthropic: thinking with a budget")
+    t.ok(b.get("max_tokens", 0) > 16384 and "temperature" not in b,
+         "anthropic: max_tokens above the budget, no temperature", json.dumps(b))
+    rc, out, err = run(srv, ["--reasoning-effort", "low", "-p", "hi"], api="gemini")
+    t.eq((body(srv).get("generationConfig") or {}).get("thinkingConfig"),
+         {"thinkingBudget": 1024, "includeThoughts": True}, "gemini: thinkingConfig")
+
+    # --- the profile's reasoning_effort; the command line wins --------------------------------
+    home = ttlib.make_home()
+    cfg = os.path.join(home, ".config", "tokterm")
+    os.makedirs(cfg, exist_ok=True)
+    with open(os.path.join(cfg, "config"), "w") as f:
+        f.write("[think]\nreasoning_effort = medium\n")
+    rc, out, err = run(srv, ["-P", "think", "-p", "hi"], home=home)
+    t.eq(body(srv).get("reasoning_effort"), "medium", "profile reasoning_effort = medium")
+    rc, out, err = run(srv, ["-P", "think", "--reasoning-effort", "none", "-p", "hi"], home=home)
+    t.ok("reasoning_effort" not in body(srv), "--reasoning-effort none over the profile")
+
+    # --- the cache key covers it --------------------------------------------------------------
+    home = ttlib.make_home()
+    n0 = len(srv.requests())
+    for e in ("low", "high", "low"):
+        ttlib.run_tokterm(["--reasoning-effort", e, "-p", "cache me"], home=home,
+                          env={"OPENAI_BASE_URL": srv.base("")})
+    t.eq(len(srv.requests()) - n0, 2, "cache: low, high asked; the second low from the cache")
+
+t.done()
