@@ -1295,6 +1295,7 @@ int tui_run(struct conf *conf, char *key, const struct tui_opts *o)
     }
     t->view = tui_view_new();
     tui_status_init(&t->st, conf->profile, conf->model);
+    tui_status_effort(&t->st, conf->reasoning_effort);
     if (tui_curses_start(t) < 0) {
         loop_end(&lp);
         util_free_secret(key);

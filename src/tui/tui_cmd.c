@@ -58,6 +58,7 @@ static const char tui_cmd_help_text[] =
     "calibration) and the session's spend\n"
     "- `/budget [ARG]`: show or set the session budget (`50k`, `$2`, `off`, `tokens off`, "
     "`usd off`)\n"
+    "- `/think [low|medium|high|off]`: how hard a reasoning model thinks in the next turns\n"
     "- `/use-local`: use the local server that was found (when there is no key)\n"
     "- `/quit`: leave (so does **Ctrl-D**)\n"
     "- `//text` sends `/text` as a message\n";
@@ -188,6 +189,10 @@ const char *const *tui_cmd_complete(struct tui *t, const char *line, int start, 
         t->cands = tui_cmd_profiles(t);
     } else if (w == 7 && strncmp(line, "/budget", 7) == 0) {
         static const char *const args[] = {"off", "tokens off", "usd off", "50k", "$2", NULL};
+        for (size_t i = 0; args[i]; i++)
+            t->cands = tui_cmd_list_add(t->cands, args[i]);
+    } else if (w == 6 && strncmp(line, "/think", 6) == 0) {
+        static const char *const args[] = {"low", "medium", "high", "off", NULL};
         for (size_t i = 0; args[i]; i++)
             t->cands = tui_cmd_list_add(t->cands, args[i]);
     } else if (w == 6 && strncmp(line, "/model", 6) == 0) {
@@ -526,6 +531,7 @@ static void tui_cmd_profile(struct tui *t, const char *arg)
     free(t->profile_setup);
     t->profile_setup = ns;
     tui_status_model(&t->st, t->conf->profile, t->conf->model);
+    tui_status_effort(&t->st, t->conf->reasoning_effort);
     tui_status_state(&t->st, t->no_key ? TUI_STATE_NOKEY : TUI_STATE_IDLE, 0);
     if (warn.len)
         tui_error(t, buf_str(&warn));
@@ -631,6 +637,33 @@ static void tui_cmd_budget(struct tui *t, const char *arg)
     t->dirty |= TUI_D_STATUS;
 }
 
+/* /think [low|medium|high|off]: the reasoning effort of the next requests (--reasoning-effort). */
+static void tui_cmd_think(struct tui *t, const char *arg)
+{
+    struct buf err = BUF_INIT;
+    const char *e = strcmp(arg, "off") == 0 ? "none" : arg;
+    char *m;
+    if (!*arg) {
+        const char *now = t->conf->reasoning_effort;
+        m = xasprintf("Reasoning effort: **%s**. Change it with `/think low|medium|high|off`.",
+                      now && *now ? now : "none");
+    } else if (conf_set(t->conf, "reasoning_effort", e, &err) < 0) {
+        m = xasprintf("/think takes low, medium, high or off, not '%s'", arg);
+        tui_error(t, m);
+        free(m);
+        buf_free(&err);
+        return;
+    } else {
+        tui_status_effort(&t->st, e);
+        m = strcmp(e, "none") == 0 ? xstrdup("Reasoning effort **off** for the next requests.")
+                                   : xasprintf("Reasoning effort **%s** for the next requests.", e);
+    }
+    buf_free(&err);
+    tui_notice(t, m);
+    free(m);
+    t->dirty |= TUI_D_STATUS;
+}
+
 static void tui_cmd_use_local(struct tui *t, const char *arg)
 {
     (void)arg;
@@ -658,6 +691,7 @@ static const struct tui_cmd_entry {
     {"/clear", 0, 0, tui_cmd_clear},     {"/find", 0, 0, tui_cmd_find},
     {"/history", 0, 0, tui_cmd_history}, {"/context", 1, 0, tui_cmd_context},
     {"/budget", 1, 0, tui_cmd_budget},   {"/use-local", 0, 0, tui_cmd_use_local},
+    {"/think", 0, 0, tui_cmd_think},
     {"/quit", 0, 0, tui_cmd_quit},       {"/exit", 0, 1, tui_cmd_quit},
     {"/q", 0, 1, tui_cmd_quit},
 };

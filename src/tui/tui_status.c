@@ -24,6 +24,12 @@ void tui_status_model(struct tui_status *st, const char *profile, const char *mo
     st->ctx_budget = model && tokenizer_model_info(model, &info) == 0 ? info.context_window : 0;
 }
 
+void tui_status_effort(struct tui_status *st, const char *effort)
+{
+    snprintf(st->effort, sizeof st->effort, "%s",
+             effort && strcmp(effort, "none") != 0 ? effort : "");
+}
+
 void tui_status_init(struct tui_status *st, const char *profile, const char *model)
 {
     memset(st, 0, sizeof(*st));
@@ -284,7 +290,10 @@ static void tui_status_fields(const struct tui_status *st, double now, int base,
         tui_seg_add(s, 0, THEME_STATUS_WARNING, "\xE2\x86\x91 scrolled (End)");
     if ((st->state == TUI_STATE_RETRYING || st->state == TUI_STATE_QUOTA) && st->why[0])
         tui_seg_add(s, 7, base, "%s", st->why);
-    tui_seg_add(s, 1, base, "%s", st->model);
+    if (st->effort[0])
+        tui_seg_add(s, 1, base, "%s think:%s", st->model, st->effort);
+    else
+        tui_seg_add(s, 1, base, "%s", st->model);
     if (tui_status_timings(st, text, sizeof text))
         tui_seg_add(s, 2, base, "%s", text);
     if (st->have_last)

@@ -26,6 +26,7 @@ enum tui_state {
 
 struct tui_status {
     char model[160];          /* "profile/model" as shown */
+    char effort[8];           /* the reasoning effort shown after it ("high"), "" = none */
     enum tui_state state;
     double until;             /* RETRYING / QUOTA: monotonic time the wait ends */
     double t_send;            /* the request left */
@@ -57,6 +58,8 @@ void tui_status_init(struct tui_status *st, const char *profile, const char *mod
 
 /* Change the model shown. */
 void tui_status_model(struct tui_status *st, const char *profile, const char *model);
+/* The reasoning effort to show ("low", "medium", "high"; NULL, "none": nothing). */
+void tui_status_effort(struct tui_status *st, const char *effort);
 
 /* A request left at time now. */
 void tui_status_send(struct tui_status *st, double now);

@@ -9,6 +9,8 @@ sys.dont_write_bytecode = True
 
 import json  # noqa: E402
 import os  # noqa: E402
+import re  # noqa: E402
+import time  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ttlib  # noqa: E402
@@ -86,5 +88,51 @@ with ttlib.FakeServer() as srv:
         ttlib.run_tokterm(["--reasoning-effort", e, "-p", "cache me"], home=home,
                           env={"OPENAI_BASE_URL": srv.base("")})
     t.eq(len(srv.requests()) - n0, 2, "cache: low, high asked; the second low from the cache")
+
+    # --- /think in the chat (tmux): the status bar, the next request's body -----------------------
+    if not ttlib.Tmux.available():
+        t.skip("/think in tmux", "tmux is not installed", tool="tmux")
+    else:
+        with ttlib.Tmux(100, 20) as tm:
+            home = ttlib.make_home()
+            tm.run([ttlib.tokterm_path(), "--no-save"],
+                   ttlib.clean_env(home=home, env={"OPENAI_BASE_URL": srv.base("")}))
+            t.ok(tm.wait_for(re.compile("F1|\u203a"), 10) is not None, "the chat opens",
+                 tm.capture())
+            tm.send_text("/thi")
+            tm.send("Tab")
+            t.ok(tm.wait_for(re.compile(r"\u203a /think *\n"), 3) is not None,
+                 "Tab completes /thi to /think", tm.capture())
+            tm.send_text("high")
+            tm.send("Enter")
+            t.ok(tm.wait_for("think:high", 3) is not None, "/think high: think:high in the status",
+                 tm.capture())
+            n0 = len(srv.requests())
+            tm.send_text("ponder this")
+            tm.send("Enter")
+            t.ok(tm.wait_for("\u2713", 10) is not None, "the answer completes", tm.capture())
+            r = srv.requests()
+            b = (r[-1].get("body") or {}) if len(r) > n0 else {}
+            t.eq(b.get("reasoning_effort"), "high", "/think high: the next request asks for it")
+            t.ok("thinking at high effort" in tm.capture(), "the reasoning is shown in the chat",
+                 tm.capture())
+            tm.send_text("/think off")
+            tm.send("Enter")
+            deadline = time.monotonic() + 3
+            while "think:high" in tm.capture() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            t.ok("think:" not in tm.capture(), "/think off: gone from the status", tm.capture())
+            tm.send_text("again")
+            tm.send("Enter")
+            deadline = time.monotonic() + 5
+            while len(srv.requests()) < n0 + 2 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            r = srv.requests()
+            t.ok(len(r) >= n0 + 2 and "reasoning_effort" not in (r[-1].get("body") or {}),
+                 "/think off: not sent", json.dumps(r[-1].get("body")))
+            tm.send_text("/think extreme")
+            tm.send("Enter")
+            t.ok(tm.wait_for("low, medium, high or off", 3) is not None,
+                 "/think extreme: refused, the levels named", tm.capture())
 
 t.done()
