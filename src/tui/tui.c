@@ -4,6 +4,7 @@
 #include "config.h"
 #include "tui/tui.h"
 #include "core/loop.h"
+#include "core/models.h"
 #include "core/setup.h"
 #include "proto/api.h"
 #include "net/ratelimit.h"
@@ -319,9 +320,30 @@ void tui_use_local(struct tui *t)
     t->conf->base_url = xstrdup(t->local_url);
     t->no_key = 0;
     tui_status_state(&t->st, TUI_STATE_IDLE, 0);
-    char *msg = xasprintf("Using the local %s server at `%s` (no key needed). Pick its model "
-                          "with `/model NAME` if `%s` is not one of its models.",
-                          t->local_name ? t->local_name : "", t->local_url, t->conf->model);
+    /* a model the local server has: the configured one when it is listed, else its first */
+    struct model_list l = {0};
+    struct buf err = BUF_INIT;
+    char *msg;
+    const char *name = t->local_name ? t->local_name : "";
+    if (models_get(t->conf, NULL, 0, &l, &err) == 0 && l.n > 0) {
+        int keep = models_has(&l, t->conf->model);
+        if (!keep) {
+            free(t->conf->model);
+            t->conf->model = xstrdup(l.v[0].id);
+            tui_status_model(&t->st, t->conf->profile, t->conf->model);
+        }
+        msg = xasprintf("Using the local %s server at `%s` (no key needed) with its model **%s**%s "
+                        "(`/model` and Tab list its %zu model%s).",
+                        name, t->local_url, t->conf->model, keep ? "" : ", the first it lists",
+                        l.n, l.n == 1 ? "" : "s");
+    } else {
+        msg = xasprintf("Using the local %s server at `%s` (no key needed). It did not list its "
+                        "models (%s): pick one with `/model NAME` if `%s` is not one of them.",
+                        name, t->local_url, err.len ? buf_str(&err) : "an empty list",
+                        t->conf->model);
+    }
+    model_list_free(&l);
+    buf_free(&err);
     tui_notice(t, msg);
     free(msg);
     t->dirty |= TUI_D_STATUS;
@@ -558,6 +580,12 @@ static void tui_sink_end(void *ud, const struct net_result *r)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     tui_status_end(&t->st, r, now, (double)ts.tv_sec + ts.tv_nsec / 1e9);
+    if (t->answer != TUI_NO_ANSWER && r->model[0] && t->conf->model &&
+        strcmp(r->model, t->conf->model) != 0) { /* the server answered with another name */
+        char *label = xasprintf("%s \xE2\x86\x92 %s", t->conf->model, r->model);
+        tui_view_answer_label(t->view, t->answer, label);
+        free(label);
+    }
     if (t->answer != TUI_NO_ANSWER) {
         int slot;
         char *footer = tui_footer(t, r, &slot);

@@ -1,5 +1,6 @@
 /* tui_cmd.c - slash commands, their completion, and the help text. */
 #include "config.h"
+#include "core/models.h"
 #include "core/setup.h"
 #include "tui/tui_app.h"
 #include "tui/tui_history.h"
@@ -59,7 +60,8 @@ static const char tui_cmd_help_text[] =
     "- `/budget [ARG]`: show or set the session budget (`50k`, `$2`, `off`, `tokens off`, "
     "`usd off`)\n"
     "- `/think [low|medium|high|off]`: how hard a reasoning model thinks in the next turns\n"
-    "- `/use-local`: use the local server that was found (when there is no key)\n"
+    "- `/use-local`: use the local server that was found (when there is no key) and a model it "
+    "lists\n"
     "- `/quit`: leave (so does **Ctrl-D**)\n"
     "- `//text` sends `/text` as a message\n";
 
@@ -199,6 +201,11 @@ const char *const *tui_cmd_complete(struct tui *t, const char *line, int start, 
         t->cands = tui_cmd_list_add(t->cands, t->conf->model);
         for (size_t i = 0; t->models && t->models[i]; i++)
             t->cands = tui_cmd_list_add(t->cands, t->models[i]);
+        struct model_list l = {0}; /* `tokterm models`' cache: no request on a Tab */
+        if (models_cached(t->conf, &l) == 0)
+            for (size_t i = 0; i < l.n; i++)
+                t->cands = tui_cmd_list_add(t->cands, l.v[i].id);
+        model_list_free(&l);
     }
     return (const char *const *)t->cands;
 }

@@ -695,6 +695,14 @@ size_t tui_view_answer_begin(struct tui_view *v, const char *label, const char *
     return v->n - 1;
 }
 
+void tui_view_answer_label(struct tui_view *v, size_t idx, const char *label)
+{
+    if (idx >= v->n || !label)
+        return;
+    free(v->msgs[idx].label);
+    v->msgs[idx].label = xstrdup(label);
+}
+
 void tui_view_answer_text(struct tui_view *v, size_t idx, int reasoning, const char *s,
                           size_t n)
 {

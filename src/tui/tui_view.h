@@ -38,6 +38,8 @@ size_t tui_view_add(struct tui_view *v, enum tui_msg_kind kind, const char *text
 /* Start a streamed answer under a header row showing label (e.g. the model) and info on the
  * right (e.g. the time). Returns its index. */
 size_t tui_view_answer_begin(struct tui_view *v, const char *label, const char *info);
+/* Replace answer idx's header (the model the server reported). */
+void tui_view_answer_label(struct tui_view *v, size_t idx, const char *label);
 
 /* Append streamed text (reasoning = 1: the model's reasoning, shown before the answer). */
 void tui_view_answer_text(struct tui_view *v, size_t idx, int reasoning, const char *s,

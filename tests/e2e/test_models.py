@@ -9,6 +9,8 @@ sys.dont_write_bytecode = True
 
 import json  # noqa: E402
 import os  # noqa: E402
+import re  # noqa: E402
+import time  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ttlib  # noqa: E402
@@ -160,6 +162,92 @@ with ttlib.FakeServer() as srv:
                        home, api="gemini")
     t.eq(rc, 3, "gemini HTTP 403: exit 3")
     t.ok("403" in text(err), "gemini HTTP 403: said", text(err))
+
+    # --- --json names the model the server reported --------------------------------------------
+    rc, out, err = ttlib.run_tokterm(["--json", "-m", "gpt-4o", "-p", "hi"],
+                                     env={"OPENAI_BASE_URL": srv.base("served=gpt-4o-2024-08-06")})
+    t.eq((as_json(out) or {}).get("model"), "gpt-4o-2024-08-06",
+         "--json: the model the server reported")
+
+    # --- the chat: /model Tab completes from the cache, /use-local, the header ------------------
+    if not ttlib.Tmux.available():
+        t.skip("the chat in tmux", "no tmux", tool="tmux")
+    else:
+        stderr_path = os.path.join(ttlib.tempdir("tt-models-stderr-"), "stderr")
+
+        def chat(tm, env, args=()):
+            e = dict(env)
+            home = e.pop("HOME", None)
+            e["TT_TEST_STDERR"] = stderr_path
+            tm.run(["sh", "-c", 'exec "$0" "$@" 2>>"$TT_TEST_STDERR"', ttlib.tokterm_path()] +
+                   list(args), ttlib.clean_env(home=home, env=e))
+            return tm.wait_for(re.compile("F1|\u203a"), 10)
+
+        home = ttlib.make_home()
+        cbase = srv.base("models=alpha-model|gamma-7b|gamma-13b")
+        rc, out, err = run(["--base-url", cbase, "models"], home)  # fills the cache
+        n0 = len(lists(srv))
+        with ttlib.Tmux(80, 24) as tm:
+            chat(tm, {"HOME": home, "OPENAI_BASE_URL": cbase})
+            tm.send_text("/model alp")
+            tm.send("Tab")
+            scr = tm.wait_for("/model alpha-model", 3)
+            t.ok(scr is not None, "/model Tab completes from `tokterm models`' cache",
+                 tm.capture())
+            tm.send("Enter")
+            t.ok(tm.wait_for("alpha-model for the next", 3) is not None, "/model takes it",
+                 tm.capture())
+            tm.send_text("/model gamma")
+            tm.send("Tab")
+            scr = tm.wait_for("/model gamma-", 3)
+            t.ok(scr is not None and "/model gamma-7b" not in scr,
+                 "/model gamma Tab: the common part of two models", tm.capture())
+            tm.send_text("1")
+            tm.send("Tab")
+            t.ok(tm.wait_for("/model gamma-13b", 3) is not None, "then the one that matches",
+                 tm.capture())
+            tm.send("C-u")
+            tm.send("C-d")
+            tm.wait_exit(5)
+        t.eq(len(lists(srv)), n0, "Tab completion makes no request")
+
+        # the header: the model the server reported when it is another
+        with ttlib.Tmux(80, 24) as tm:
+            chat(tm, {"OPENAI_BASE_URL": srv.base("served=gpt-4o-2024-08-06")},
+                 ["-m", "gpt-4o"])
+            tm.send_text("hello")
+            tm.send("Enter")
+            scr = tm.wait_for("gpt-4o \u2192 gpt-4o-2024-08-06", 10)
+            t.ok(scr is not None, "the answer's header: asked \u2192 reported", tm.capture())
+            tm.send("C-d")
+            tm.wait_exit(5)
+
+        # /use-local: a model the local server lists, not gpt-4o-mini
+        lbase = srv.base("models=llama3.2:3b|qwen2.5:7b")
+        n0 = len(srv.requests())
+        with ttlib.Tmux(80, 24) as tm:
+            chat(tm, {"OPENAI_API_KEY": None, "OPENAI_BASE_URL": None,
+                      "TOKTERM_LOCAL_PROBE": "Ollama=" + lbase})
+            tm.wait_for("press Enter", 5)
+            tm.send_text("/use-local")
+            tm.send("Enter")
+            scr = tm.wait_for("Using the local", 5)
+            t.ok(scr is not None and "its model llama3.2:3b" in scr,
+                 "/use-local: says which model it took", tm.capture())
+            tm.send_text("local question")
+            tm.send("Enter")
+            done = tm.wait_for("\u2713", 10)
+            r = srv.requests()
+            t.ok(done is not None and len(r) == n0 + 1 and
+                 r[-1]["body"].get("model") == "llama3.2:3b",
+                 "/use-local: the request names the local server's first model",
+                 r[-1]["body"].get("model") if len(r) > n0 else tm.capture())
+            tm.send("C-d")
+            tm.wait_exit(5)
+        with open(stderr_path, "a+") as f:
+            f.seek(0)
+            errs = f.read()
+        t.eq(errs, "", "the chat wrote nothing to stderr")
 
     rc, out, err = run(["models", "--bogus"], home)
     t.eq(rc, 2, "models --bogus: exit 2")

@@ -39,7 +39,7 @@ INT_KEYS = {"gen", "delay_ms", "first_delay_ms", "header_delay_ms", "status", "d
 FLOAT_KEYS = {"stall_s"}
 FLAG_KEYS = {"close", "json", "hang", "rst", "empty_deltas", "linger", "bomb_usage", "ollama"}
 STR_KEYS = {"replay", "reply", "chunk", "body", "error", "code", "type", "ctype", "raw",
-            "models", "encoding", "redirect", "reason", "stop", "retry_delay"}
+            "models", "encoding", "redirect", "reason", "stop", "retry_delay", "served"}
 BYTES_KEYS = {"content_json", "usage_json"}     # percent-decoded to bytes, not text
 ENCODINGS = ("gzip", "deflate", "br", "zstd")
 # Routes a spec prefix may stand before; the spec is everything between the first "/" and
@@ -1012,6 +1012,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if is_chat and "rpm" in spec:
             spec = RATE.take(spec, rec)
         model, text, ptoks, wants_stream = request_facts(body)
+        if "served" in spec:  # the model the answer names (a server's alias or snapshot)
+            model = spec["served"]
         if "prompt_tokens" in spec:
             ptoks = spec["prompt_tokens"]
         status = spec.get("status", 200)
