@@ -10,7 +10,7 @@ function __tokterm_ids
     tokterm ls --limit 100 2>/dev/null | awk 'NR > 1 && $1 ~ /^[0-9]+$/ { id = $1; $1 = $2 = $3 = $4 = $5 = ""; sub(/^ +/, ""); print id "\t" $0 }'
 end
 
-set -l subs count ls show search export rm rename stats cache doctor batch help version
+set -l subs count ls show search export rm rename stats cache models doctor batch help version
 set -l nosub "not __fish_seen_subcommand_from $subs"
 
 complete -c tokterm -f
@@ -57,6 +57,9 @@ complete -c tokterm -n $nosub -a rename -d 'rename a conversation'
 complete -c tokterm -n $nosub -a stats -d 'usage statistics'
 complete -c tokterm -n $nosub -a cache -d 'response cache'
 complete -c tokterm -n $nosub -a doctor -d 'check the setup'
+complete -c tokterm -n $nosub -a models -d 'the models the server offers'
+complete -c tokterm -n '__fish_seen_subcommand_from models' -l json -d 'a JSON array'
+complete -c tokterm -n '__fish_seen_subcommand_from models' -l refresh -d 'ask the server, not the cache'
 complete -c tokterm -n $nosub -a batch -d 'answer every line of a JSONL file'
 complete -c tokterm -n $nosub -a help -d 'show help'
 complete -c tokterm -n $nosub -a version -d 'show versions'

@@ -242,6 +242,7 @@ static const char cli_usage_tail[] =
            "  show ID | export ID --format md|json | export --all   print conversations\n"
            "  search QUERY [--model M] [--since D] [--until D]    full-text search\n"
            "  rm ID | rename ID TITLE | stats | cache stats|clear\n"
+           "  models [--json] [--refresh]                 the models the server offers\n"
            "  doctor, batch, help, version\n"
            "\n"
            "Environment: OPENAI_API_KEY, OPENAI_BASE_URL, TOKTERM_MODEL, TOKTERM_PROFILE, NO_COLOR;\n"

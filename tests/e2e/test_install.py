@@ -28,8 +28,8 @@ rc, help_out, _ = ttlib.run_tokterm(["--help"])
 help_text = help_out.decode()
 long_opts = sorted(set(re.findall(r"^\s+(?:-\w, )?(--[a-z][a-z-]+)", help_text, re.M)))
 sub_part = help_text.split("Subcommands", 1)[1].split("Environment:", 1)[0]
-subs = ["count", "ls", "show", "search", "export", "rm", "rename", "stats", "cache", "doctor",
-        "batch", "help", "version"]
+subs = ["count", "ls", "show", "search", "export", "rm", "rename", "stats", "cache", "models",
+        "doctor", "batch", "help", "version"]
 t.ok(len(long_opts) >= 25, "--help lists the long options (%d)" % len(long_opts))
 t.ok(all(s in sub_part for s in subs), "--help lists the subcommands", sub_part)
 
