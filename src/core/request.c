@@ -6,10 +6,12 @@
 #include "base/util.h"
 #include "base/xmalloc.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 static const char *request_profile(const struct conf *c)
 {
@@ -32,6 +34,149 @@ void request_api(struct api_request *ar, const struct conf *c, const struct api_
     ar->reasoning_effort = effort > 0 ? effort : API_EFFORT_NONE;
     ar->stream = 1;
     ar->include_usage = c->include_usage;
+    request_learnt_apply(ar, c);
+}
+
+/* ---- what servers refused (request_learn) ---- */
+
+struct learnt {
+    char *host, *model, *fix;
+};
+static struct learnt *learnt;
+static size_t n_learnt, cap_learnt;
+static int learnt_loaded;
+
+static char *request_learnt_path(void)
+{
+    char *dir = conf_dir("state");
+    char *p = xasprintf("%s/learnt", dir);
+    free(dir);
+    return p;
+}
+
+static void request_learnt_add(const char *host, const char *model, const char *fix)
+{
+    XGROW(learnt, n_learnt + 1, cap_learnt);
+    learnt[n_learnt++] = (struct learnt){xstrdup(host), xstrdup(model), xstrdup(fix)};
+}
+
+/* The file, read once a process (at most 1 MiB; a malformed line is skipped). */
+static void request_learnt_load(void)
+{
+    if (learnt_loaded)
+        return;
+    learnt_loaded = 1;
+    char *path = request_learnt_path();
+    size_t len = 0;
+    char *text = util_read_file(path, &len, 1 << 20);
+    free(path);
+    for (char *line = text, *next; line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = '\0';
+        char *t1 = strchr(line, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
+        if (!t2 || strchr(t2 + 1, '\t'))
+            continue;
+        *t1 = *t2 = '\0';
+        request_learnt_add(line, t1 + 1, t2 + 1);
+    }
+    free(text);
+}
+
+void request_learnt_apply(struct api_request *ar, const struct conf *c)
+{
+    request_learnt_load();
+    if (!n_learnt || !ar->model)
+        return;
+    char *host = conf_host(c);
+    for (size_t i = 0; i < n_learnt; i++) {
+        const struct learnt *l = &learnt[i];
+        if (strcmp(l->host, host) != 0 || strcmp(l->model, ar->model) != 0)
+            continue;
+        if (strcmp(l->fix, "max_completion_tokens") == 0 || strcmp(l->fix, "max_tokens") == 0)
+            ar->max_tokens_field = strcmp(l->fix, "max_tokens") == 0 ? "max_tokens"
+                                                                     : "max_completion_tokens";
+        else if (strcmp(l->fix, "-reasoning_effort") == 0)
+            ar->reasoning_effort = API_EFFORT_NONE;
+        for (size_t k = 0; l->fix[0] == '-' && k < API_N_PARAMS; k++) {
+            const struct api_param *p = &api_params[k];
+            if (strcmp(l->fix + 1, p->name) != 0)
+                continue;
+            if (p->flagged)
+                *(int *)((char *)ar + p->has_off) = 0;
+            else
+                *(long *)((char *)ar + p->off) = 0;
+        }
+    }
+    free(host);
+}
+
+/* The fix r's 400 asks for, given what c sends now ("" when none). */
+static void request_learn_fix(const struct conf *c, const struct net_result *r, char fix[40])
+{
+    fix[0] = '\0';
+    if (r->outcome != API_ERR_HTTP || r->status != 400 || !r->error_param[0] ||
+        (strcmp(r->error_code, "unsupported_parameter") != 0 &&
+         strcmp(r->error_code, "unsupported_value") != 0))
+        return;
+    struct api_request ar;
+    request_api(&ar, c, NULL, 0);
+    const char *field = ar.max_tokens_field ? ar.max_tokens_field : "max_tokens";
+    const char *param = r->error_param;
+    if (ar.max_tokens > 0 && strcmp(param, field) == 0) {
+        snprintf(fix, 40, "%s", strcmp(field, "max_tokens") == 0 ? "max_completion_tokens"
+                                                                 : "max_tokens");
+        return;
+    }
+    if (strcmp(param, "reasoning_effort") == 0 && ar.reasoning_effort) {
+        snprintf(fix, 40, "-%s", param);
+        return;
+    }
+    for (size_t k = 0; k < API_N_PARAMS; k++) {
+        const struct api_param *p = &api_params[k];
+        const char *base = (const char *)&ar;
+        int sent = p->flagged ? *(const int *)(base + p->has_off)
+                              : *(const long *)(base + p->off) > 0;
+        if (sent && strcmp(param, p->name) == 0) {
+            snprintf(fix, 40, "-%s", param);
+            return;
+        }
+    }
+}
+
+int request_learn(const struct conf *c, const struct net_result *r, int save)
+{
+    char fix[40];
+    request_learn_fix(c, r, fix);
+    if (!fix[0] || !c->model || strchr(c->model, '\t') || strchr(c->model, '\n'))
+        return 0;
+    char *host = conf_host(c);
+    request_learnt_add(host, c->model, fix);
+    if (save) {
+        char *dir = conf_dir("state");
+        char *path = request_learnt_path();
+        int fd = util_mkdir_p(dir, 0700) == 0
+                     ? open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600) : -1;
+        if (fd >= 0) {
+            char *line = xasprintf("%s\t%s\t%s\n", host, c->model, fix);
+            (void)util_write_all(fd, line, strlen(line)); /* one write: lines never mix */
+            free(line);
+            close(fd);
+        }
+        free(path);
+        free(dir);
+    }
+    free(host);
+    return 1;
+}
+
+char *request_learnt_note(const struct conf *c, const struct net_result *r)
+{
+    const char *p = r->error_param;
+    if (strcmp(p, "max_tokens") == 0 || strcmp(p, "max_completion_tokens") == 0)
+        return xasprintf("%s refuses %s: sent again with %s (remembered)", c->model, p,
+                         strcmp(p, "max_tokens") == 0 ? "max_completion_tokens" : "max_tokens");
+    return xasprintf("%s refuses %s: sent again without it (remembered)", c->model, p);
 }
 
 /* The URL of a request for model: the base URL and the dialect's path. */

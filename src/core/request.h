@@ -31,6 +31,22 @@ struct request_keys {
 void request_api(struct api_request *ar, const struct conf *c, const struct api_message *m,
                  size_t n);
 
+/* What servers refused, learnt from their 400s and remembered per host and model in
+ * $XDG_STATE_HOME/tokterm/learnt (lines "HOST<TAB>MODEL<TAB>FIX": "max_completion_tokens" or
+ * "max_tokens" for the field the length limit goes by, "-NAME" for a member left out), so the
+ * next run does not pay the 400 again. request_api applies them. */
+/* Learn from result r of a request built from c: a 400 unsupported_parameter or
+ * unsupported_value whose param is max_tokens (then max_completion_tokens is sent),
+ * max_completion_tokens (then max_tokens), or a member the request sends (temperature, top_p,
+ * seed, reasoning_effort: then left out). Returns 1 when the request changes by it (send it
+ * again at once, request_learnt_note says what), 0 else. save: append it to the file too. */
+int request_learn(const struct conf *c, const struct net_result *r, int save);
+/* One line for the user on what request_learn learnt from r ("o1 refuses temperature: sent
+ * again without it"). Caller frees. */
+char *request_learnt_note(const struct conf *c, const struct net_result *r);
+/* Apply what was learnt about c's host and model to ar (request_api does). */
+void request_learnt_apply(struct api_request *ar, const struct conf *c);
+
 /* The URL of a request to c: its base_url (trailing slashes dropped) and its dialect's path
  * ("/chat/completions", "/messages") for c's model. Caller frees. */
 char *request_url(const struct conf *c);

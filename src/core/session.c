@@ -544,18 +544,28 @@ static void session_save_begin(struct session *s, int cached)
     }
 }
 
-/* Send the planned messages (s->plan): from the cache, or to the network thread. */
-static unsigned session_send_planned(struct session *s)
+/* The body of the planned messages (s->plan) in the profile's dialect, *ar what it was made
+ * from; *mp the messages ar borrows (caller frees). */
+static char *session_planned_body(struct session *s, struct api_request *ar,
+                                  struct api_message **mp)
 {
-    const struct conf *c = s->conf;
     struct api_message *m = xcalloc(s->plan.n_items + 1, sizeof *m);
     for (size_t i = 0; i < s->plan.n_items; i++) {
         m[i].role = s->plan.items[i].role;
         m[i].content = s->plan.items[i].content;
     }
+    request_api(ar, s->conf, m, s->plan.n_items);
+    *mp = m;
+    return request_body(s->conf, ar);
+}
+
+/* Send the planned messages (s->plan): from the cache, or to the network thread. */
+static unsigned session_send_planned(struct session *s)
+{
+    const struct conf *c = s->conf;
+    struct api_message *m;
     struct api_request ar;
-    request_api(&ar, c, m, s->plan.n_items);
-    char *body = request_body(c, &ar);
+    char *body = session_planned_body(s, &ar, &m);
     buf_reset(&s->answer);
     s->answer_turn = NULL;
     buf_reset(&s->reasoning);
@@ -744,6 +754,32 @@ static void session_keep(struct session *s, struct buf *b, const char *text, siz
     buf_append(b, text, n);
 }
 
+/* A 400 naming a member the model refuses (max_tokens, temperature: request_learn): learnt,
+ * remembered (not with --incognito), and the same turn sent again at once without it into the
+ * same answer row. 1 when it was sent again (r is freed), else 0. */
+static int session_relearn(struct session *s, struct net_result *r,
+                           const struct session_sink *sink)
+{
+    if (s->cancel_asked == r->req || r->used_fallback || r->content_bytes + r->reasoning_bytes ||
+        !request_learn(s->conf, r, s->store != NULL))
+        return 0;
+    char *note = request_learnt_note(s->conf, r);
+    if (sink->wait)
+        sink->wait(sink->ud, 1, note, 0);
+    free(note);
+    net_result_free(r);
+    struct api_message *m;
+    struct api_request ar;
+    char *body = session_planned_body(s, &ar, &m);
+    if (s->cache_key_set)
+        request_cache_key(s->conf, body, s->cache_key);
+    struct net_request *rq = session_request(s, s->conf, s->key, body);
+    rq->fallback = session_fallback_request(s, &ar);
+    free(m);
+    s->active = net_submit(s->net, rq);
+    return 1;
+}
+
 int session_dispatch(struct session *s, const struct session_sink *sink)
 {
     int ended = 0;
@@ -779,6 +815,8 @@ int session_dispatch(struct session *s, const struct session_sink *sink)
         } else if (e->type == QEV_RETRY || e->type == QEV_WAIT) {
             if (sink->wait)
                 sink->wait(sink->ud, e->type == QEV_RETRY, buf_str(&e->text), e->num);
+        } else if (e->type == QEV_END && session_relearn(s, e->ptr, sink)) {
+            /* sent again: the new request's events follow */
         } else if (e->type == QEV_END) {
             net_result_free(s->last);
             s->last = e->ptr;
@@ -1190,6 +1228,7 @@ static void session_summary_submit(struct session *s)
         .max_tokens_field = c->max_tokens_field,
         .stream = 0,
     };
+    request_learnt_apply(&ar, c);
     char *body = request_body(c, &ar);
     struct net_request *rq = session_request(s, c, s->key, body);
     buf_reset(&s->sum_text);

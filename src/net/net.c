@@ -593,6 +593,8 @@ static void net_http_message(struct xfer *x, CURLcode res, struct net_result *r,
     const char *body = x->body.data ? x->body.data : "";
     net_dialect(x)->error_message(r->status, x->ctype, body, x->body.len, msg, r->error_code,
                       sizeof r->error_code);
+    if (r->status == 400)
+        api_error_param(body, x->body.len, r->error_param, sizeof r->error_param);
     if (r->status >= 300 && r->status < 400) {
         const char *loc = strstr(buf_str(&x->headers), "location: ");
         if (loc) {

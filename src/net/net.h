@@ -70,6 +70,7 @@ struct net_result {
     long status;                /* HTTP status, 0 when none arrived */
     char *error;                /* message for the user, NULL when complete */
     char error_code[64];        /* e.g. "insufficient_quota" */
+    char error_param[32];       /* a 400's error.param: the member refused ("temperature") */
     char model[128];
     char finish[32];
     struct api_usage usage;

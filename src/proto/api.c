@@ -881,6 +881,21 @@ static const char *api_json_str(const cJSON *o, const char *key)
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
+void api_error_param(const char *body, size_t n, char *out, size_t size)
+{
+    if (!size)
+        return;
+    out[0] = '\0';
+    cJSON *root = n ? cJSON_ParseWithLength(body, n) : NULL;
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(root, "error");
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(e, "param");
+    if (cJSON_IsString(p) && strlen(p->valuestring) < size) {
+        snprintf(out, size, "%s", p->valuestring);
+        api_code_clean(out);
+    }
+    cJSON_Delete(root);
+}
+
 void api_error_message(long status, const char *ctype, const char *body, size_t n,
                        struct buf *msg, char *code, size_t code_size)
 {

@@ -195,6 +195,10 @@ int api_decode_completion(struct api_stream *st, const char *body, size_t n, api
 void api_error_message(long status, const char *ctype, const char *body, size_t n,
                        struct buf *msg, char *code, size_t code_size);
 
+/* The request member an OpenAI-shaped error body blames ({"error": {"param": "temperature"}}:
+ * a 400 unsupported_parameter or unsupported_value) into out; "" when it names none. */
+void api_error_param(const char *body, size_t n, char *out, size_t size);
+
 /* Outcome of an exchange, from the stream state plus what the transport saw. */
 enum api_outcome {
     API_OK = 0,        /* complete answer */

@@ -89,6 +89,50 @@ with ttlib.FakeServer() as srv:
                           env={"OPENAI_BASE_URL": srv.base("")})
     t.eq(len(srv.requests()) - n0, 2, "cache: low, high asked; the second low from the cache")
 
+    # --- a refused member learnt from the 400, sent again at once, remembered --------------------
+    home = ttlib.make_home()
+    env = {"OPENAI_BASE_URL": srv.base("")}
+
+    def strict(args):
+        n0 = len(srv.requests())
+        rc, out, err = ttlib.run_tokterm(["--no-cache"] + args, home=home, env=env)
+        return rc, out, err, srv.requests()[n0:]
+
+    rc, out, err, reqs = strict(["-m", "o-strict", "--max-tokens", "50", "-p", "hi there"])
+    t.eq(rc, 0, "o-strict, max_tokens refused: exit 0 (sent again)")
+    t.eq(text(out), "hi there\n", "o-strict: the answer")
+    t.eq([r.get("refused") for r in reqs], ["max_tokens", None], "first run: one 400, then 200")
+    t.ok(len(reqs) == 2 and (reqs[1].get("body") or {}).get("max_completion_tokens") == 50 and
+         "max_tokens" not in reqs[1]["body"], "sent again with max_completion_tokens",
+         json.dumps(reqs[-1].get("body")))
+    t.ok("o-strict refuses max_tokens" in text(err), "stderr says what was learnt", text(err))
+    rc, out, err, reqs = strict(["-m", "o-strict", "--max-tokens", "50", "-p", "hi again"])
+    t.ok(rc == 0 and [r.get("refused") for r in reqs] == [None], "second run: no 400",
+         json.dumps([r.get("refused") for r in reqs]))
+    t.eq(text(err), "", "second run: nothing to say")
+    rc, out, err, reqs = strict(["-m", "o-strict-t", "-t", "0.5", "-p", "warm"])
+    t.ok(rc == 0 and [r.get("refused") for r in reqs] == ["temperature", None] and
+         "temperature" not in (reqs[-1].get("body") or {}),
+         "temperature refused (unsupported_value): sent again without it, exit 0",
+         json.dumps([rc] + [r.get("refused") for r in reqs]))
+    rc, out, err, reqs = strict(["-m", "o-strict-t", "-t", "0.5", "-p", "warm again"])
+    t.ok(rc == 0 and [r.get("refused") for r in reqs] == [None], "temperature: remembered")
+    rc, out, err, reqs = strict(["-m", "gpt-4o-mini", "-t", "0.5", "--max-tokens", "9",
+                                 "-p", "other"])
+    b = reqs[-1].get("body") or {} if reqs else {}
+    t.ok(b.get("max_tokens") == 9 and b.get("temperature") == 0.5,
+         "another model keeps max_tokens and temperature", json.dumps(b))
+    home2 = ttlib.make_home()
+    n0 = len(srv.requests())
+    for _ in range(2):
+        ttlib.run_tokterm(["--incognito", "-m", "o-strict", "--max-tokens", "5", "-p", "x"],
+                          home=home2, env=env)
+    t.eq([r.get("refused") for r in srv.requests()[n0:]], ["max_tokens", None] * 2,
+         "--incognito: learnt for the run, not remembered")
+    rc, out, err = ttlib.run_tokterm(["-m", "o-strict", "--max-tokens", "5", "-p", "x"],
+                                     env={"OPENAI_BASE_URL": srv.base("status=400,code=unsupported_parameter")})
+    t.eq(rc, 3, "a 400 naming no param: not sent again, exit 3")
+
     # --- /think in the chat (tmux): the status bar, the next request's body -----------------------
     if not ttlib.Tmux.available():
         t.skip("/think in tmux", "tmux is not installed", tool="tmux")
