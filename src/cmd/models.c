@@ -2,6 +2,7 @@
 #include "config.h"
 #include "cmd/models.h"
 #include "base/buf.h"
+#include "base/utf8.h"
 #include "base/util.h"
 #include "core/conf.h"
 #include "core/models.h"
@@ -16,8 +17,26 @@ static const char models_usage[] =
     "Lists the models the server offers (cached for a day; --refresh asks the server again).\n"
     "On a terminal a table, in a pipe one id a line, with --json an array of objects.\n";
 
+/* s as a terminal shows it harmlessly, on one line (utf8_sanitize; a TAB or LF as ^I, ^J). */
+static const char *models_safe(struct buf *b, const char *s)
+{
+    buf_reset(b);
+    struct buf raw = BUF_INIT;
+    utf8_sanitize(&raw, s, strlen(s));
+    for (size_t i = 0; i < raw.len; i++) {
+        char c = raw.data[i];
+        if (c == '\n' || c == '\t')
+            buf_appends(b, c == '\n' ? "^J" : "^I");
+        else
+            buf_appendc(b, c);
+    }
+    buf_free(&raw);
+    return buf_str(b);
+}
+
 static void models_table(const struct model_list *l)
 {
+    struct buf id = BUF_INIT, name = BUF_INIT;
     int wid = 2, wname = 0, limits = 0;
     for (size_t i = 0; i < l->n; i++) {
         const struct model_info *m = &l->v[i];
@@ -37,13 +56,15 @@ static void models_table(const struct model_list *l)
     putchar('\n');
     for (size_t i = 0; i < l->n; i++) {
         const struct model_info *m = &l->v[i];
-        printf("%-*s", wid, m->id);
+        printf("%-*s", wid, models_safe(&id, m->id));
         if (wname)
-            printf("  %-*.*s", wname, wname, m->name ? m->name : "");
+            printf("  %-*.*s", wname, wname, models_safe(&name, m->name ? m->name : ""));
         if (limits)
             printf("  %9ld  %9ld", m->input_limit, m->output_limit);
         putchar('\n');
     }
+    buf_free(&id);
+    buf_free(&name);
 }
 
 int cmd_models(const struct conf *c, const char *key, int json, int argc, char **argv)
@@ -73,13 +94,18 @@ int cmd_models(const struct conf *c, const char *key, int json, int argc, char *
     buf_free(&err);
     if (json) {
         char *s = models_json(&l);
-        puts(s ? s : "[]");
+        struct buf safe = BUF_INIT; /* no character a terminal obeys, the same JSON */
+        utf8_json_terminal(&safe, s ? s : "[]", s ? strlen(s) : 2);
+        puts(buf_str(&safe));
+        buf_free(&safe);
         free(s);
     } else if (isatty(1)) {
         models_table(&l);
     } else {
+        struct buf b = BUF_INIT;
         for (size_t i = 0; i < l.n; i++)
-            puts(l.v[i].id);
+            puts(models_safe(&b, l.v[i].id));
+        buf_free(&b);
     }
     if (l.n == 0)
         fprintf(stderr, "tokterm models: the server lists no models\n");

@@ -1,6 +1,7 @@
 /* models.c - the models a server offers, parsed per dialect and cached (see models.h). */
 #include "config.h"
 #include "core/models.h"
+#include "base/utf8.h"
 #include "base/util.h"
 #include "base/xmalloc.h"
 #include "core/conf.h"
@@ -115,6 +116,16 @@ int models_has(const struct model_list *l, const char *model)
             return 1;
     }
     return 0;
+}
+
+int models_id_typable(const char *id)
+{
+    size_t n = strlen(id);
+    struct buf b = BUF_INIT;
+    utf8_sanitize(&b, id, n);
+    int ok = n && b.len == n && memcmp(buf_str(&b), id, n) == 0 && !strpbrk(id, "\t\n ");
+    buf_free(&b);
+    return ok;
 }
 
 void model_list_free(struct model_list *l)

@@ -53,6 +53,10 @@ int models_parse(const char *source, const char *body, size_t n, struct model_li
 /* Whether model is one of l's ids (Gemini's "models/NAME" and NAME are the same). */
 int models_has(const struct model_list *l, const char *model);
 
+/* 1 when id is printable UTF-8 without blanks (nothing a terminal obeys): one to offer for
+ * Tab or to switch to (a server's list may hold anything; --json shows it all). */
+int models_id_typable(const char *id);
+
 /* The list for c's server: the cache when it is younger than a day (unless refresh), else
  * the server (then the cache is written). 0; 3 with err set after an HTTP error; 4 after a
  * network failure (or no libcurl). */

@@ -325,11 +325,15 @@ void tui_use_local(struct tui *t)
     struct buf err = BUF_INIT;
     char *msg;
     const char *name = t->local_name ? t->local_name : "";
-    if (models_get(t->conf, NULL, 0, &l, &err) == 0 && l.n > 0) {
+    size_t first = 0;
+    int got = models_get(t->conf, NULL, 0, &l, &err) == 0;
+    while (got && first < l.n && !models_id_typable(l.v[first].id))
+        first++;
+    if (got && first < l.n) {
         int keep = models_has(&l, t->conf->model);
         if (!keep) {
             free(t->conf->model);
-            t->conf->model = xstrdup(l.v[0].id);
+            t->conf->model = xstrdup(l.v[first].id);
             tui_status_model(&t->st, t->conf->profile, t->conf->model);
         }
         msg = xasprintf("Using the local %s server at `%s` (no key needed) with its model **%s**%s "

@@ -204,7 +204,8 @@ const char *const *tui_cmd_complete(struct tui *t, const char *line, int start, 
         struct model_list l = {0}; /* `tokterm models`' cache: no request on a Tab */
         if (models_cached(t->conf, &l) == 0)
             for (size_t i = 0; i < l.n; i++)
-                t->cands = tui_cmd_list_add(t->cands, l.v[i].id);
+                if (models_id_typable(l.v[i].id))
+                    t->cands = tui_cmd_list_add(t->cands, l.v[i].id);
         model_list_free(&l);
     }
     return (const char *const *)t->cands;

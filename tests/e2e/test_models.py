@@ -163,6 +163,30 @@ with ttlib.FakeServer() as srv:
     t.eq(rc, 3, "gemini HTTP 403: exit 3")
     t.ok("403" in text(err), "gemini HTTP 403: said", text(err))
 
+    # --- a hostile list: nothing a terminal obeys reaches it; a broken cache is asked again ------
+    home = ttlib.make_home()
+    hbase = "http://127.0.0.1:%d/models=ok-model|ev%%1B%%5D0%%3Bowned%%07il|two%%0Alines/v1" % port
+    rc, out, err = run(["--base-url", hbase, "models"], home)
+    t.eq((rc, text(out)), (0, "ok-model\nev^[]0;owned^Gil\ntwo^Jlines\n"),
+         "pipe: controls shown in caret notation, one id a line")
+    rc, out, err = ttlib.run_tokterm_tty(["--base-url", hbase, "models"], home=home,
+                                         env=NO_KEYS)
+    t.ok(rc == 0 and b"\x1b" not in out and b"\x07" not in out and b"owned" in out,
+         "terminal: no escape byte from the server", repr(out))
+    rc, out, err = ttlib.run_tokterm_tty(["--base-url", hbase, "models", "--json"], home=home,
+                                         env=NO_KEYS)
+    j = as_json(out.replace(b"\r", b""))
+    t.ok(b"\x1b" not in out and isinstance(j, list) and len(j) == 3 and
+         j[1]["id"] == "ev\x1b]0;owned\x07il", "--json on a terminal: escaped, the same ids",
+         repr(out))
+    cache = os.path.join(home, ".cache", "tokterm", "models")
+    for f in os.listdir(cache):
+        with open(os.path.join(cache, f), "w") as fh:
+            fh.write('{"base_url": 12, "models": "junk')
+    n0 = len(lists(srv))
+    rc, out, err = run(["--base-url", hbase, "models"], home)
+    t.eq((rc, len(lists(srv))), (0, n0 + 1), "a broken cache file: the server is asked again")
+
     # --- --json names the model the server reported --------------------------------------------
     rc, out, err = ttlib.run_tokterm(["--json", "-m", "gpt-4o", "-p", "hi"],
                                      env={"OPENAI_BASE_URL": srv.base("served=gpt-4o-2024-08-06")})
