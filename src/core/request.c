@@ -123,9 +123,18 @@ static void request_learn_fix(const struct conf *c, const struct net_result *r, 
     request_api(&ar, c, NULL, 0);
     const char *field = ar.max_tokens_field ? ar.max_tokens_field : "max_tokens";
     const char *param = r->error_param;
-    if (ar.max_tokens > 0 && strcmp(param, field) == 0) {
-        snprintf(fix, 40, "%s", strcmp(field, "max_tokens") == 0 ? "max_completion_tokens"
-                                                                 : "max_tokens");
+    if (strcmp(param, "max_tokens") == 0 || strcmp(param, "max_completion_tokens") == 0) {
+        /* the field changes once for a model: a server refusing both is not chased */
+        char *host = conf_host(c);
+        int known = 0;
+        for (size_t i = 0; i < n_learnt; i++)
+            known |= !ar.model || (strcmp(learnt[i].host, host) == 0 &&
+                                   strcmp(learnt[i].model, ar.model) == 0 &&
+                                   strncmp(learnt[i].fix, "max_", 4) == 0);
+        free(host);
+        if (!known && ar.max_tokens > 0 && strcmp(param, field) == 0)
+            snprintf(fix, 40, "%s", strcmp(field, "max_tokens") == 0 ? "max_completion_tokens"
+                                                                     : "max_tokens");
         return;
     }
     if (strcmp(param, "reasoning_effort") == 0 && ar.reasoning_effort) {

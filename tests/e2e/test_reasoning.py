@@ -28,7 +28,8 @@ def run(srv, args, spec="", api=None, **kw):
 
 
 def body(srv):
-    return srv.requests()[-1].get("body") or {}
+    r = srv.requests()
+    return (r[-1].get("body") or {}) if r else {}
 
 
 def text(b):

@@ -5,6 +5,7 @@
 #include "core/request.h"
 #include "store/store.h"
 #include "base/buf.h"
+#include "base/util.h"
 #include "base/xmalloc.h"
 #include "tap.h"
 
@@ -347,8 +348,80 @@ static void test_effort(void)
     buf_free(&err);
 }
 
+/* What a 400 naming a refused member teaches (request_learn), and what it does not. */
+static void test_learn(void)
+{
+    char dir[] = "/tmp/tt-learn-XXXXXX";
+    TAP_OK(mkdtemp(dir) != NULL, "learn: a state directory");
+    setenv("XDG_STATE_HOME", dir, 1);
+    char param[32];
+    const char *e400 = "{\"error\":{\"message\":\"Unsupported parameter: 'max_tokens'\","
+                       "\"type\":\"invalid_request_error\",\"param\":\"max_tokens\","
+                       "\"code\":\"unsupported_parameter\"}}";
+    api_error_param(e400, strlen(e400), param, sizeof param);
+    TAP_STR(param, "max_tokens", "api_error_param: error.param");
+    api_error_param("{\"error\":{\"param\":null}}", 24, param, sizeof param);
+    TAP_STR(param, "", "api_error_param: null is none");
+    api_error_param("<html>", 6, param, sizeof param);
+    TAP_STR(param, "", "api_error_param: not JSON, none");
+
+    struct conf c;
+    conf_defaults(&c);
+    struct buf err = BUF_INIT;
+    conf_set(&c, "model", "o9", &err);
+    conf_set(&c, "max_tokens", "50", &err);
+    conf_set(&c, "temperature", "0.5", &err);
+    struct net_result r;
+    memset(&r, 0, sizeof r);
+    r.outcome = API_ERR_HTTP;
+    r.status = 400;
+    snprintf(r.error_code, sizeof r.error_code, "unsupported_parameter");
+    snprintf(r.error_param, sizeof r.error_param, "max_tokens");
+    TAP_INT(request_learn(&c, &r, 1), 1, "learn: max_tokens refused");
+    TAP_INT(request_learn(&c, &r, 1), 0, "learn: the same again changes nothing (no loop)");
+    struct api_request ar;
+    request_api(&ar, &c, NULL, 0);
+    TAP_STR(ar.max_tokens_field, "max_completion_tokens", "learnt: max_completion_tokens");
+    TAP_OK(ar.has_temperature, "learnt: temperature still sent");
+    snprintf(r.error_param, sizeof r.error_param, "max_completion_tokens");
+    TAP_INT(request_learn(&c, &r, 1), 0, "learn: the field flips once, not back and forth");
+    snprintf(r.error_code, sizeof r.error_code, "unsupported_value");
+    snprintf(r.error_param, sizeof r.error_param, "temperature");
+    TAP_INT(request_learn(&c, &r, 1), 1, "learn: temperature refused");
+    request_api(&ar, &c, NULL, 0);
+    TAP_OK(!ar.has_temperature, "learnt: no temperature");
+    snprintf(r.error_param, sizeof r.error_param, "top_p");
+    TAP_INT(request_learn(&c, &r, 1), 0, "learn: a member not sent teaches nothing");
+    snprintf(r.error_code, sizeof r.error_code, "invalid_value");
+    snprintf(r.error_param, sizeof r.error_param, "temperature");
+    conf_set(&c, "model", "other", &err);
+    TAP_INT(request_learn(&c, &r, 1), 0, "learn: another code teaches nothing");
+    request_api(&ar, &c, NULL, 0);
+    TAP_OK(ar.has_temperature && strcmp(ar.max_tokens_field, "max_tokens") == 0,
+           "learnt: another model keeps both");
+    char *path = xasprintf("%s/tokterm/learnt", dir);
+    size_t len = 0;
+    char *text = util_read_file(path, &len, 0);
+    char *host = conf_host(&c);
+    char *want = xasprintf("%s\to9\tmax_completion_tokens\n%s\to9\t-temperature\n", host, host);
+    TAP_STR(text ? text : "", want, "the file: one line per thing learnt");
+    unlink(path);
+    char *sub = xasprintf("%s/tokterm", dir);
+    rmdir(sub);
+    free(sub);
+    rmdir(dir);
+    free(text);
+    free(want);
+    free(host);
+    free(path);
+    buf_free(&err);
+    conf_free(&c);
+    unsetenv("XDG_STATE_HOME");
+}
+
 int main(void)
 {
+    test_learn();
     test_effort();
     test_dialects();
     test_bodies();
