@@ -63,6 +63,21 @@ static int models_gemini_chat(const cJSON *m)
     return 0;
 }
 
+/* "name=value" with value percent-escaped outside [A-Za-z0-9._~-]. */
+static char *models_query(const char *name, const char *value)
+{
+    struct buf b = BUF_INIT;
+    buf_printf(&b, "%s=", name);
+    for (const unsigned char *p = (const unsigned char *)value; *p; p++) {
+        if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+            strchr("._~-", *p))
+            buf_appendc(&b, (char)*p);
+        else
+            buf_printf(&b, "%%%02X", *p);
+    }
+    return buf_take(&b);
+}
+
 int models_parse(const char *source, const char *body, size_t n, struct model_list *l,
                  char **next)
 {
@@ -94,9 +109,13 @@ int models_parse(const char *source, const char *body, size_t n, struct model_li
             models_add(l, id, models_str(m, "display_name"), 0, 0);
         }
     }
-    if (gemini && next) {
+    if (next && gemini) { /* the next page's query: Gemini's token, Anthropic's last id */
         const char *tok = models_str(root, "nextPageToken");
-        *next = tok ? xstrdup(tok) : NULL;
+        *next = tok ? models_query("pageToken", tok) : NULL;
+    } else if (next && strcmp(source, "anthropic") == 0 &&
+               cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "has_more"))) {
+        const char *last = models_str(root, "last_id");
+        *next = last ? models_query("after_id", last) : NULL;
     }
     cJSON_Delete(root);
     return 0;
@@ -334,7 +353,7 @@ static void models_http_error(const struct conf *c, const char *url,
     buf_free(&msg);
 }
 
-/* Every page of the list at first_url (Gemini's pages by pageToken). */
+/* Every page of the list at first_url (Gemini's by pageToken, Anthropic's by after_id). */
 static int models_fetch_pages(const struct conf *c, const char *key, const char *first_url,
                               const char *source, struct model_list *l, long *status,
                               struct buf *err)
@@ -359,8 +378,7 @@ static int models_fetch_pages(const struct conf *c, const char *key, const char 
             free(next);
             break;
         }
-        char *u = xasprintf("%s%cpageToken=%s", first_url, strchr(first_url, '?') ? '&' : '?',
-                            next);
+        char *u = xasprintf("%s%c%s", first_url, strchr(first_url, '?') ? '&' : '?', next);
         free(next);
         free(url);
         url = u;

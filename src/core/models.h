@@ -4,7 +4,8 @@
  *   openai     GET {base}/models            data[].id
  *   ollama     GET {root}/api/tags          models[].name   (base on port 11434, or when
  *                                           {base}/models answers 404; root = base minus /v1)
- *   anthropic  GET {base}/models?limit=1000 data[].id, display_name  (x-api-key, version)
+ *   anthropic  GET {base}/models?limit=1000 data[].id, display_name  (x-api-key, version);
+ *                                           more pages by after_id while has_more
  *   gemini     GET {base}/models            models[].name = "models/NAME" (kept as NAME),
  *                                           inputTokenLimit, outputTokenLimit; pages followed
  *                                           by nextPageToken; those that cannot
@@ -45,7 +46,8 @@ struct model_list {
 #define MODELS_CACHE_TTL (24.0 * 3600)
 
 /* Parse one answer of shape source ("openai", "ollama", "anthropic", "gemini") onto l.
- * *next (when next != NULL) gets Gemini's nextPageToken (malloc'd) or NULL. 0, or -1 when the
+ * *next (when next != NULL) gets the next page's query ("pageToken=T" for Gemini,
+ * "after_id=ID" for Anthropic while has_more; malloc'd) or NULL. 0, or -1 when the
  * body is not a model list of that shape. */
 int models_parse(const char *source, const char *body, size_t n, struct model_list *l,
                  char **next);

@@ -137,6 +137,14 @@ with ttlib.FakeServer() as srv:
     rc, out, err = run(["--base-url", abase, "models"], home, api="anthropic")
     t.eq((rc, text(out), len(lists(srv))), (0, "claude-sonnet-4-5\nclaude-haiku-4-5\n", n0),
          "anthropic: the second call from the cache")
+    pbase = "http://127.0.0.1:%d/page=2,models=c-1|c-2|c-3|c-4|c-5/v1" % port
+    n0 = len(lists(srv))
+    rc, out, err = run(["--base-url", pbase, "models"], home, api="anthropic")
+    got = lists(srv)[n0:]
+    t.eq((rc, text(out)), (0, "c-1\nc-2\nc-3\nc-4\nc-5\n"), "anthropic: every page")
+    t.eq([r["path"].split("?", 1)[-1] for r in got],
+         ["limit=1000", "limit=1000&after_id=c-2", "limit=1000&after_id=c-4"],
+         "anthropic: the next pages by after_id while has_more")
 
     # --- Gemini: models/NAME, pages, embeddings left out ----------------------------------------
     home = ttlib.make_home()

@@ -77,11 +77,16 @@ def models_body(spec, url, headers):
         if start + per < len(names):
             doc["nextPageToken"] = str(start + per)
         return jdump(doc)
-    if headers.get("anthropic-version"):
+    if headers.get("anthropic-version"):  # pages of page=N (else limit=) after after_id
+        per = spec.get("page") or int((query.get("limit") or ["20"])[0] or 20)
+        after = (query.get("after_id") or [None])[0]
+        start = names.index(after) + 1 if after in names else 0
+        page = names[start:start + per]
         return jdump({"data": [{"type": "model", "id": m, "display_name": m.title(),
-                                "created_at": "2025-02-19T00:00:00Z"} for m in names],
-                      "has_more": False, "first_id": names[0] if names else None,
-                      "last_id": names[-1] if names else None})
+                                "created_at": "2025-02-19T00:00:00Z"} for m in page],
+                      "has_more": start + per < len(names),
+                      "first_id": page[0] if page else None,
+                      "last_id": page[-1] if page else None})
     return jdump({"object": "list", "data": [
         {"id": m, "object": "model", "created": 1700000000, "owned_by": "fake"}
         for m in names]})
