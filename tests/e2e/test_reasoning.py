@@ -175,6 +175,10 @@ with ttlib.FakeServer() as srv:
             r = srv.requests()
             t.ok(len(r) >= n0 + 2 and "reasoning_effort" not in (r[-1].get("body") or {}),
                  "/think off: not sent", json.dumps(r[-1].get("body")))
+            msgs = (r[-1].get("body") or {}).get("messages", [])
+            t.ok(len(msgs) >= 3 and "thinking at" not in json.dumps(msgs) and
+                 msgs[-2].get("content") == "ponder this",
+                 "the history carries the answer, never its reasoning", json.dumps(msgs))
             tm.send_text("/think extreme")
             tm.send("Enter")
             t.ok(tm.wait_for("low, medium, high or off", 3) is not None,
