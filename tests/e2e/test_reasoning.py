@@ -123,6 +123,12 @@ with ttlib.FakeServer() as srv:
     b = reqs[-1].get("body") or {} if reqs else {}
     t.ok(b.get("max_tokens") == 9 and b.get("temperature") == 0.5,
          "another model keeps max_tokens and temperature", json.dumps(b))
+    n0 = len(srv.requests())
+    rc, out, err = ttlib.run_tokterm(["--api", "responses", "-m", "o-strict", "-t", "0.5", "-p",
+                                      "resp"], home=home, env=env)
+    t.ok(rc == 0 and [r.get("refused") for r in srv.requests()[n0:]] == ["temperature", None],
+         "responses: the same 400 learnt, sent again, exit 0",
+         json.dumps([rc] + [r.get("refused") for r in srv.requests()[n0:]]))
     home2 = ttlib.make_home()
     n0 = len(srv.requests())
     for _ in range(2):

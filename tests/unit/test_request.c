@@ -392,6 +392,12 @@ static void test_learn(void)
     TAP_OK(!ar.has_temperature, "learnt: no temperature");
     snprintf(r.error_param, sizeof r.error_param, "top_p");
     TAP_INT(request_learn(&c, &r, 1), 0, "learn: a member not sent teaches nothing");
+    conf_set(&c, "reasoning_effort", "high", &err);
+    snprintf(r.error_code, sizeof r.error_code, "unsupported_parameter");
+    snprintf(r.error_param, sizeof r.error_param, "reasoning_effort");
+    TAP_INT(request_learn(&c, &r, 0), 1, "learn: reasoning_effort refused (not saved)");
+    request_api(&ar, &c, NULL, 0);
+    TAP_INT(ar.reasoning_effort, API_EFFORT_NONE, "learnt: no reasoning_effort for o9");
     snprintf(r.error_code, sizeof r.error_code, "invalid_value");
     snprintf(r.error_param, sizeof r.error_param, "temperature");
     conf_set(&c, "model", "other", &err);
