@@ -200,20 +200,6 @@ static int doctor_config(struct doctor *d, const char *path, int given, char ***
 
 /* ---- one profile: key source and endpoint --------------------------------------------------- */
 
-/* base_url without user:password@ (for display: never show credentials). */
-static char *doctor_display_url(const char *url)
-{
-    const char *p = strstr(url, "://");
-    const char *host = p ? p + 3 : url;
-    const char *at = NULL;
-    for (const char *q = host; *q && *q != '/'; q++)
-        if (*q == '@')
-            at = q;
-    if (!at)
-        return xstrdup(url);
-    return xasprintf("%.*s%s", (int)(host - url), url, at + 1);
-}
-
 /* Check where the key comes from; returns the key (caller wipes and frees) or NULL. */
 static char *doctor_key(struct doctor *d, const struct conf *c, const char *prof, int local)
 {
@@ -427,7 +413,7 @@ static void doctor_endpoint(struct doctor *d, const struct conf *c, const char *
         bl--;
     const struct dialect *dl = conf_dialect(c);
     char *url = xasprintf("%.*s%s", (int)bl, b, dl->models_path); /* in the profile's dialect */
-    char *shown = doctor_display_url(url);
+    char *shown = models_display_url(url);
     char *host = conf_host(c);
     int https = strncasecmp(b, "https://", 8) == 0;
     if (strncasecmp(b, "http://", 7) != 0 && !https) {
@@ -488,7 +474,7 @@ static void doctor_profile(struct doctor *d, const char *cfgpath, const char *na
     conf_apply_env(&c);
     doctor_apply_cli(d->a, &c);
     const char *prof = name ? name : "default";
-    char *shown = doctor_display_url(c.base_url);
+    char *shown = models_display_url(c.base_url);
     doctor_linef(d, DOCTOR_OK, "profile", prof, NULL, "%s, model %s", shown, c.model);
     free(shown);
     int local = conf_is_local(&c);

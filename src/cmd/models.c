@@ -87,7 +87,10 @@ int cmd_models(const struct conf *c, const char *key, int json, int argc, char *
     struct buf err = BUF_INIT;
     int code = models_get(c, key, refresh, &l, &err);
     if (code) {
-        fprintf(stderr, "tokterm models: %s\n", buf_str(&err));
+        struct buf safe = BUF_INIT; /* the server's words, shown, not obeyed */
+        utf8_sanitize(&safe, err.data ? err.data : "", err.len);
+        fprintf(stderr, "tokterm models: %s\n", buf_str(&safe));
+        buf_free(&safe);
         buf_free(&err);
         return code;
     }

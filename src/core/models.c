@@ -15,6 +15,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MODELS_BODY_MAX ((size_t)8 << 20) /* one page of a list */
@@ -176,14 +177,28 @@ char *models_headers(const struct conf *c, const char *key, const char **out)
     return auth;
 }
 
-/* The base URL without trailing slashes; its length in *len. */
-static const char *models_base(const struct conf *c, size_t *len)
+char *models_display_url(const char *url)
 {
-    const char *b = c->base_url ? c->base_url : "";
+    const char *p = strstr(url, "://");
+    const char *host = p ? p + 3 : url;
+    const char *at = NULL;
+    for (const char *q = host; *q && *q != '/'; q++)
+        if (*q == '@')
+            at = q;
+    if (!at)
+        return xstrdup(url);
+    return xasprintf("%.*s%s", (int)(host - url), url, at + 1);
+}
+
+/* The base URL without trailing slashes, malloc'd; when shown, without user:password@ too
+ * (what the cache is keyed by and holds, what messages say). */
+static char *models_base(const struct conf *c, int shown)
+{
+    const char *u = c->base_url ? c->base_url : "";
+    char *b = shown ? models_display_url(u) : xstrdup(u);
     size_t bl = strlen(b);
     while (bl && b[bl - 1] == '/')
-        bl--;
-    *len = bl;
+        b[--bl] = '\0';
     return b;
 }
 
@@ -199,15 +214,15 @@ static int models_ollama_port(const struct conf *c)
 
 static char *models_cache_path(const struct conf *c)
 {
-    size_t bl;
-    const char *b = models_base(c, &bl);
+    char *b = models_base(c, 1);
     unsigned long long h = 1469598103934665603ULL; /* FNV-1a of "dialect base" */
     const char *api = conf_dialect(c)->name;
     for (const char *s = api; *s; s++)
         h = (h ^ (unsigned char)*s) * 1099511628211ULL;
     h = (h ^ ' ') * 1099511628211ULL;
-    for (size_t i = 0; i < bl; i++)
-        h = (h ^ (unsigned char)b[i]) * 1099511628211ULL;
+    for (const char *s = b; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    free(b);
     char *dir = conf_dir("cache");
     char *path = xasprintf("%s/models/%s-%016llx.json", dir, api, h);
     free(dir);
@@ -224,14 +239,14 @@ static int models_cache_read(const struct conf *c, struct model_list *l)
         return -1;
     cJSON *root = cJSON_ParseWithLength(text, n);
     free(text);
-    size_t bl;
-    const char *b = models_base(c, &bl);
+    char *b = models_base(c, 1);
     const char *cb = root ? models_str(root, "base_url") : NULL;
     const char *src = root ? models_str(root, "source") : NULL;
     const cJSON *f = root ? cJSON_GetObjectItemCaseSensitive(root, "fetched") : NULL;
     const cJSON *arr = root ? cJSON_GetObjectItemCaseSensitive(root, "models") : NULL;
-    if (!cb || strlen(cb) != bl || memcmp(cb, b, bl) != 0 || !src || !cJSON_IsNumber(f) ||
-        !cJSON_IsArray(arr)) {
+    int bad = !cb || strcmp(cb, b) != 0 || !src || !cJSON_IsNumber(f) || !cJSON_IsArray(arr);
+    free(b);
+    if (bad) {
         cJSON_Delete(root);
         return -1;
     }
@@ -284,10 +299,8 @@ static void models_cache_write(const struct conf *c, const struct model_list *l)
     *slash = '\0';
     int ok = util_mkdir_p(path, 0700) == 0;
     *slash = '/';
-    size_t bl;
-    const char *b = models_base(c, &bl);
     cJSON *root = cJSON_CreateObject();
-    char *base = xasprintf("%.*s", (int)bl, b);
+    char *base = models_base(c, 1); /* no user:password@ on disk */
     cJSON_AddStringToObject(root, "base_url", base);
     free(base);
     cJSON_AddStringToObject(root, "source", l->source);
@@ -334,7 +347,9 @@ static int models_request(const struct conf *c, const char *key, const char *url
     int rc = net_probe(&req, r);
     util_free_secret(auth);
     if (rc != 0 || (r->failure != NET_PROBE_OK && r->status == 0)) {
-        buf_printf(err, "GET %s: %s", url, r->why[0] ? r->why : "no answer");
+        char *shown = models_display_url(url);
+        buf_printf(err, "GET %s: %s", shown, r->why[0] ? r->why : "no answer");
+        free(shown);
         return 4;
     }
     return 0;
@@ -349,7 +364,9 @@ static void models_http_error(const struct conf *c, const char *url,
     const char *ct = NULL; /* the body's shape is what matters; error_message sniffs it */
     conf_dialect(c)->error_message(r->status, ct, buf_str(&r->body), r->body.len, &msg, code,
                                    sizeof code);
-    buf_printf(err, "GET %s: %s", url, msg.len ? buf_str(&msg) : "HTTP error");
+    char *shown = models_display_url(url);
+    buf_printf(err, "GET %s: %s", shown, msg.len ? buf_str(&msg) : "HTTP error");
+    free(shown);
     buf_free(&msg);
 }
 
@@ -370,7 +387,9 @@ static int models_fetch_pages(const struct conf *c, const char *key, const char 
             code = 3;
         } else if (code == 0 &&
                    models_parse(source, buf_str(&r.body), r.body.len, l, &next) < 0) {
-            buf_printf(err, "GET %s: HTTP %ld but not a model list", url, r.status);
+            char *shown = models_display_url(url);
+            buf_printf(err, "GET %s: HTTP %ld but not a model list", shown, r.status);
+            free(shown);
             code = 3;
         }
         net_probe_result_free(&r);
@@ -391,15 +410,15 @@ int models_get(const struct conf *c, const char *key, int refresh, struct model_
                struct buf *err)
 {
     if (!refresh && models_cache_read(c, l) == 0) {
-        double age = util_now() - l->fetched;
+        double age = (double)time(NULL) - l->fetched; /* wall clock: the file outlives boots */
         if (age >= 0 && age < MODELS_CACHE_TTL)
             return 0;
         model_list_free(l);
     }
     l->from_cache = 0;
     const struct dialect *dl = conf_dialect(c);
-    size_t bl;
-    const char *b = models_base(c, &bl);
+    char *b = models_base(c, 0);
+    size_t bl = strlen(b);
     size_t rl = bl >= 3 && memcmp(b + bl - 3, "/v1", 3) == 0 ? bl - 3 : bl;
     char *tags = xasprintf("%.*s/api/tags", (int)rl, b);
     int openai = strcmp(dl->name, "openai") == 0;
@@ -430,8 +449,9 @@ int models_get(const struct conf *c, const char *key, int refresh, struct model_
         }
     }
     free(tags);
+    free(b);
     if (code == 0) {
-        l->fetched = util_now();
+        l->fetched = (double)time(NULL);
         models_cache_write(c, l);
     } else {
         model_list_free(l);

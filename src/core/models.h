@@ -78,6 +78,9 @@ char *models_headers(const struct conf *c, const char *key, const char **out);
  * caller frees. */
 char *models_json(const struct model_list *l);
 
+/* url without user:password@ (for messages and the cache: never show credentials). */
+char *models_display_url(const char *url);
+
 void model_list_free(struct model_list *l);
 
 #endif

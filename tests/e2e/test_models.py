@@ -87,6 +87,24 @@ with ttlib.FakeServer() as srv:
     rc, out, err = run(["--base-url", base, "models", "--refresh"], home)
     t.eq((rc, len(lists(srv))), (0, 2), "models --refresh asks the server again")
 
+    # the day counts by the wall clock ("fetched" in epoch seconds)
+    def age_cache(home, seconds):
+        d = os.path.join(home, ".cache", "tokterm", "models")
+        for f in os.listdir(d):
+            with open(os.path.join(d, f)) as fh:
+                doc = json.load(fh)
+            doc["fetched"] = time.time() - seconds
+            with open(os.path.join(d, f), "w") as fh:
+                json.dump(doc, fh)
+
+    age_cache(home, 3600)
+    n0 = len(lists(srv))
+    rc, out, err = run(["--base-url", base, "models"], home)
+    t.eq((rc, len(lists(srv))), (0, n0), "a list fetched an hour ago: from the cache")
+    age_cache(home, 25 * 3600)
+    rc, out, err = run(["--base-url", base, "models"], home)
+    t.eq((rc, len(lists(srv))), (0, n0 + 1), "a list fetched 25 hours ago: asked again")
+
     # another base URL is another list
     base2 = "http://127.0.0.1:%d/models=other-model/v1" % port
     rc, out, err = run(["--base-url", base2, "models"], home)
@@ -194,6 +212,23 @@ with ttlib.FakeServer() as srv:
     n0 = len(lists(srv))
     rc, out, err = run(["--base-url", hbase, "models"], home)
     t.eq((rc, len(lists(srv))), (0, n0 + 1), "a broken cache file: the server is asked again")
+
+    # credentials in the base URL stay out of the cache and the messages; the server's words
+    # with an escape are shown, not obeyed
+    home = ttlib.make_home()
+    ubase = "http://user:hunter2secret@127.0.0.1:%d/models=u-model/v1" % port
+    rc, out, err = run(["--base-url", ubase, "models"], home)
+    blob = b""
+    cache = os.path.join(home, ".cache", "tokterm", "models")
+    for f in os.listdir(cache) if os.path.isdir(cache) else ():
+        with open(os.path.join(cache, f), "rb") as fh:
+            blob += fh.read()
+    t.ok(rc == 0 and b"u-model" in blob and b"hunter2secret" not in blob,
+         "user:password@ of the base URL: not in the cache", repr(blob))
+    rc, out, err = run(["--base-url", ubase.replace("/v1", "/status=401,error=no%1B%5B2J/v1")
+                        .replace("models=u-model/", ""), "models"], home)
+    t.ok(rc == 3 and b"hunter2secret" not in err and b"\x1b" not in err and b"^[[2J" in err,
+         "an error: no password, the server's escape shown visibly", repr(err))
 
     # --- --json names the model the server reported --------------------------------------------
     rc, out, err = ttlib.run_tokterm(["--json", "-m", "gpt-4o", "-p", "hi"],
