@@ -260,15 +260,69 @@ static size_t code_close(const struct lidx *x, size_t i, size_t k)
     return lo < x->nruns && x->bylen[lo].len == k ? x->bylen[lo].start : 0;
 }
 
+/* Byte classes of the inline scanners: MC_INLINE may start an inline construct (tokenize looks
+ * at no other byte), MC_BRACKET matters to the bracket index, MC_PAREN to the parenthesis
+ * index. The scanners jump over runs of other bytes (skip_plain) instead of stepping through
+ * them one at a time; markdown_bytewise (tests) makes them step, as the reference. */
+enum { MC_INLINE = 1, MC_BRACKET = 2, MC_PAREN = 4 };
+static const unsigned char mdclass[256] = {
+    ['\\'] = MC_INLINE | MC_BRACKET | MC_PAREN, ['`'] = MC_INLINE | MC_BRACKET,
+    ['*'] = MC_INLINE, ['_'] = MC_INLINE, ['['] = MC_INLINE | MC_BRACKET, ['!'] = MC_INLINE,
+    ['<'] = MC_INLINE, ['h'] = MC_INLINE, [']'] = MC_BRACKET, ['('] = MC_PAREN,
+    [')'] = MC_PAREN,
+};
+
+int markdown_bytewise;
+
+/* The first position at or after i whose byte is in class mask (n when none). */
+static inline size_t skip_plain(const char *str, size_t i, size_t n, unsigned mask)
+{
+    if (markdown_bytewise)
+        return i;
+    const unsigned char *s = (const unsigned char *)str;
+    while (i + 4 <= n && !((mdclass[s[i]] | mdclass[s[i + 1]] | mdclass[s[i + 2]] |
+                            mdclass[s[i + 3]]) & mask))
+        i += 4;
+    while (i < n && !(mdclass[s[i]] & mask))
+        i++;
+    return i;
+}
+
+/* Sort the runs by (len, start): they come in start order and are few in a real line, so
+ * insertion sort; many (hostile input) go to qsort. */
+static void sort_runs(struct tick_run *v, size_t n)
+{
+    if (n > 32 || markdown_bytewise) {
+        qsort(v, n, sizeof(*v), tick_cmp);
+        return;
+    }
+    for (size_t i = 1; i < n; i++) {
+        struct tick_run r = v[i];
+        size_t j = i;
+        while (j > 0 && tick_cmp(&v[j - 1], &r) > 0) {
+            v[j] = v[j - 1];
+            j--;
+        }
+        v[j] = r;
+    }
+}
+
 static void lidx_build(struct lidx *x, const char *s, size_t n, int links)
 {
     memset(x, 0, sizeof(*x));
-    if (memchr(s, '`', n)) {
+    const char *tick = memchr(s, '`', n);
+    if (tick) {
         size_t cap = 0;
-        for (size_t i = 0; i < n;) {
+        for (size_t i = (size_t)(tick - s); i < n;) {
             if (s[i] != '`') {
-                i++;
-                continue;
+                if (markdown_bytewise) {
+                    i++;
+                    continue;
+                }
+                const char *p = memchr(s + i, '`', n - i);
+                if (!p)
+                    break;
+                i = (size_t)(p - s);
             }
             size_t k = run_len(s, n, i, '`');
             XGROW(x->bylen, x->nruns + 1, cap);
@@ -276,15 +330,17 @@ static void lidx_build(struct lidx *x, const char *s, size_t n, int links)
             i += k;
         }
         if (x->nruns) /* none: bylen is still NULL */
-            qsort(x->bylen, x->nruns, sizeof(*x->bylen), tick_cmp);
+            sort_runs(x->bylen, x->nruns);
     }
     if (!links || !memchr(s, '[', n))
         return;
     x->match = xmalloc(n * sizeof(*x->match));
     size_t *stack = xmalloc(n * sizeof(*stack)), top = 0;
-    for (size_t i = 0; i < n; i++)
-        x->match[i] = SIZE_MAX;
+    memset(x->match, 0xFF, n * sizeof(*x->match)); /* SIZE_MAX: no partner */
     for (size_t i = 0; i < n;) { /* brackets: code spans hide them */
+        i = skip_plain(s, i, n, MC_BRACKET);
+        if (i >= n)
+            break;
         if (s[i] == '\\' && i + 1 < n) {
             i += 2;
         } else if (s[i] == '`') {
@@ -300,6 +356,9 @@ static void lidx_build(struct lidx *x, const char *s, size_t n, int links)
     }
     top = 0;
     for (size_t i = 0; i < n;) { /* parentheses of link destinations */
+        i = skip_plain(s, i, n, MC_PAREN);
+        if (i >= n)
+            break;
         if (s[i] == '\\' && i + 1 < n) {
             i += 2;
             continue;
@@ -498,25 +557,14 @@ static size_t tok_bare_url(struct tok *t, size_t i)
     return e;
 }
 
-/* Bytes that may start an inline construct (tokenize looks at no other). */
-static inline int inline_special(unsigned char c)
-{
-    switch (c) {
-    case '\\': case '`': case '*': case '_': case '[': case '!': case '<': case 'h':
-        return 1;
-    default:
-        return 0;
-    }
-}
-
 static void tokenize(const struct lidx *x, const char *s, size_t n, struct nodes *ns, int depth)
 {
     struct tok t = {x, s, n, ns, 0};
     size_t i = 0;
     while (i < n) {
         unsigned char c = (unsigned char)s[i];
-        if (!inline_special(c)) {
-            i++;
+        if (!(mdclass[c] & MC_INLINE)) {
+            i = skip_plain(s, i + 1, n, MC_INLINE);
             continue;
         }
         if (c == '\\' && i + 1 < n && is_ascii_punct((unsigned char)s[i + 1]))
@@ -694,6 +742,7 @@ static void render_inline(struct lb *out, const char *s, size_t n, const struct 
 {
     struct nodes ns = {NULL, 0, 0};
     struct lidx x;
+    buf_reserve(&out->t, n + 16); /* the line's text in one allocation, not by doubling */
     lidx_build(&x, s, n, cx->depth < MAX_LINK_DEPTH);
     tokenize(&x, s, n, &ns, cx->depth);
     lidx_free(&x);

@@ -100,4 +100,8 @@ size_t markdown_pending_count(struct markdown *md);
 /* Provisional line i (< markdown_pending_count), owned by md, valid until the next feed. */
 const struct markdown_line *markdown_pending_line(struct markdown *md, size_t i);
 
+/* Tests only: nonzero makes the inline scanners step through plain text byte by byte (the
+ * reference that test_markdown compares the run-skipping scanners with). */
+extern int markdown_bytewise;
+
 #endif

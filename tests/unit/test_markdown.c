@@ -486,6 +486,46 @@ static void test_with_wrap(void)
     markdown_free(md);
 }
 
+static uint32_t xorshift(uint32_t *x)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 17;
+    *x ^= *x << 5;
+    return *x;
+}
+
+/* The scanners that jump over plain text give what stepping byte by byte gives, on random
+ * Markdown dense in every byte they look for (and UTF-8, CJK, tabs around them). */
+static void test_fast_scan(void)
+{
+    static const char *const units[] = {
+        "a", "the ", "h", "http://x.y/z ", "https://a.b(c) ", "<https://q.r>", "*", "**", "_",
+        "__", "`", "``", "` `", "[", "]", "(", ")", "[a](b)", "![i](u \"t\")", "\\", "\\*",
+        "\\`", "!", "<", ">", " ", "  ", "\t", "\n", "\n\n", "# ", "- ", "1. ", "> ", "|",
+        "中文", "é", "日本語", "e\xcc\x81", "\xff", "~", "#", "snake_case", "2 * 3"};
+    uint32_t seed = 14;
+    int bad = 0;
+    for (int round = 0; round < 400 && !bad; round++) {
+        struct buf b = BUF_INIT;
+        size_t k = 1 + (size_t)(xorshift(&seed) % 120);
+        for (size_t j = 0; j < k; j++)
+            buf_appends(&b, units[xorshift(&seed) % TT_ARRAY_LEN(units)]);
+        markdown_bytewise = 1;
+        char *want = render(b.data, b.len);
+        markdown_bytewise = 0;
+        char *got = render(b.data, b.len);
+        if (strcmp(got, want) != 0) {
+            bad = 1;
+            printf("# input: %s\n", b.data);
+            TAP_STR(got, want, "fast scan differs from the byte-by-byte scan");
+        }
+        free(want);
+        free(got);
+        buf_free(&b);
+    }
+    TAP_OK(!bad, "run-skipping inline scan = byte-by-byte scan on 400 random lines");
+}
+
 int main(void)
 {
     test_inline();
@@ -494,6 +534,7 @@ int main(void)
     test_pending();
     test_chunking();
     test_with_wrap();
+    test_fast_scan();
     test_hostile();
     return tap_done();
 }
