@@ -157,7 +157,8 @@ static size_t cluster_info(const char *s, size_t n, int *width, unsigned *flags)
     return pos;
 }
 
-/* cluster_info with printable ASCII (not followed by a combining sequence) inline. */
+/* cluster_info with printable ASCII (not followed by a combining sequence) and CJK before
+ * ASCII or CJK (its first case) inline. */
 static inline size_t cluster_ascii(const char *s, size_t n, int *width, unsigned *flags)
 {
     unsigned char c = (unsigned char)s[0];
@@ -165,6 +166,12 @@ static inline size_t cluster_ascii(const char *s, size_t n, int *width, unsigned
         *width = 1;
         *flags = 0;
         return 1;
+    }
+    if (c >= 0xE3 && dec3_cjk(s, n) &&
+        (n == 3 || (unsigned char)s[3] < 0x80 || dec3_cjk(s + 3, n - 3))) {
+        *width = 2;
+        *flags = CL_CJK;
+        return 3;
     }
     return cluster_info(s, n, width, flags);
 }
