@@ -396,7 +396,9 @@ int script_run(struct conf *conf, char *key, const struct script_opts *o)
                                /* later turns need the earlier answers */
                                .keep_answer = o->json || o->n_prompts > 1,
                                /* --json reports the request's exact tokens */
-                               .count_lazily = !o->json});
+                               .count_lazily = !o->json,
+                               /* --json reports what the plan left out of the whole history */
+                               .lean_resume = !o->json});
     session_use_store(s, o->store, o->save, o->cache);
     if (o->setup)
         setup_use_keys(o->setup, s); /* the key pool and the fallback */

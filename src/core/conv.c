@@ -339,34 +339,46 @@ void conv_from_saved(struct conv *c, const struct store_conversation *sc, const 
     conv_build(c, (struct store_conversation *)sc, system, 0); /* copies: sc is not changed */
 }
 
-int conv_load(struct conv *c, struct store *st, int64_t id, const char *system, char **err)
+int conv_resolve_id(struct store *st, int64_t *id, char **err)
 {
     if (!st) {
         *err = xstrdup("no conversation store is open");
         return -1;
     }
-    if (id == 0) {
-        int rc = store_conversation_latest_answered(st, &id);
-        if (rc == STORE_NOT_FOUND) {
-            *err = xstrdup("there is no saved conversation with an answer to continue yet");
-            return -1;
-        }
-        if (rc != 0) {
-            *err = xstrdup(store_error(st));
-            return -1;
-        }
-    }
+    if (*id != 0)
+        return 0;
+    int rc = store_conversation_latest_answered(st, id);
+    if (rc == STORE_NOT_FOUND)
+        *err = xstrdup("there is no saved conversation with an answer to continue yet");
+    else if (rc != 0)
+        *err = xstrdup(store_error(st));
+    return rc ? -1 : 0;
+}
+
+char *conv_load_error(struct store *st, int rc, int64_t id)
+{
+    return rc == STORE_NOT_FOUND ? xasprintf("no conversation %lld (see tokterm ls)", (long long)id)
+                                 : xstrdup(store_error(st));
+}
+
+int conv_load(struct conv *c, struct store *st, int64_t id, const char *system, char **err)
+{
+    if (conv_resolve_id(st, &id, err) < 0)
+        return -1;
     struct store_conversation *sc = NULL;
     int rc = store_conversation_load_turns(st, id, &sc);
     if (rc != 0) {
-        *err = rc == STORE_NOT_FOUND ? xasprintf("no conversation %lld (see tokterm ls)",
-                                                 (long long)id)
-                                     : xstrdup(store_error(st));
+        *err = conv_load_error(st, rc, id);
         return -1;
     }
     conv_build(c, sc, system, 1); /* the turns take the rows' texts: nothing is copied */
     store_conversation_free(sc);
     return 0;
+}
+
+void conv_from_rows(struct conv *c, struct store_conversation *sc, const char *system)
+{
+    conv_build(c, sc, system, 1);
 }
 
 static void conv_block(struct buf *out, const char *label, const char *text, size_t n)

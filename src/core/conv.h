@@ -113,6 +113,13 @@ void conv_from_saved(struct conv *c, const struct store_conversation *sc, const 
 /* Load conversation id (0: the most recent with an answered turn) from st into c. Returns 0,
  * or -1 with a message in *err (caller frees). */
 int conv_load(struct conv *c, struct store *st, int64_t id, const char *system, char **err);
+/* conv_load's steps for another way of reading: *id 0 becomes the most recent conversation
+ * with an answered turn (0, or -1 with *err); the message for a store code of id. */
+int conv_resolve_id(struct store *st, int64_t *id, char **err);
+char *conv_load_error(struct store *st, int rc, int64_t id);
+/* conv_from_saved for rows the caller owns (store_conversation_walk's): the turns take their
+ * texts. */
+void conv_from_rows(struct conv *c, struct store_conversation *sc, const char *system);
 
 /* The transcript in a canonical text form, one block per turn (tests, the model-based test's
  * reference, `show`): "user: ...", then "assistant: ..." or "failed: ..." / "refused: ...". */

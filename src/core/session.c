@@ -86,6 +86,11 @@ struct session {
     size_t ans_bytes;          /* answer bytes received when the text is not kept */
     int spent_estimated;       /* an answer's tokens in the spending were estimated (no usage,
                                   and too long to count: SESSION_COUNT_MAX) */
+    int lean_resume;           /* session_opts.lean_resume */
+    int lean;                  /* the conversation holds only its newest turns (lean resume):
+                                  the older ones are summarised or dropped by every plan */
+    int64_t lean_first;        /* then: the id of its first message sent */
+    size_t resumed_turns;      /* turns a resume read (a debug counter) */
     size_t status_n;           /* history length when status_used was computed */
     const char *status_last;
     long status_used;
@@ -122,6 +127,7 @@ void session_set_options(struct session *s, const struct session_opts *o)
     s->keep_answer = o->keep_answer;
     s->count_lazily = o->count_lazily;
     s->save_refused = o->save_refused;
+    s->lean_resume = o->lean_resume;
 }
 
 enum session_cache session_set_cache(struct session *s, enum session_cache cache)
@@ -226,12 +232,31 @@ static void session_forget_summaries(struct session *s)
     s->n_sums = 0;
 }
 
+static int session_resume_lean(struct session *s, int64_t id, char **err);
+static void session_context_setup(struct session *s);
+static void session_context_params(struct session *s, struct context_params *p);
+
+/* Take c as the resumed conversation (lean: only its newest turns). */
+static void session_resumed(struct session *s, struct conv *c, int lean)
+{
+    conv_free(&s->conv);
+    s->conv = *c;
+    s->conv_id = c->id;
+    s->tokens_loaded = 0;
+    s->lean = lean;
+    s->resumed_turns = c->n;
+    session_history(s);
+    session_forget_summaries(s);
+    session_context_load_summaries(s);
+}
+
 int session_resume(struct session *s, int64_t id, char **err)
 {
-    if (!s->store) {
-        *err = xstrdup("no conversation store is open");
+    if (conv_resolve_id(s->store, &id, err) < 0)
         return -1;
-    }
+    int rc = s->lean_resume ? session_resume_lean(s, id, err) : 1;
+    if (rc <= 0)
+        return rc;
     /* A system prompt given now replaces the saved one. */
     struct conv c;
     conv_init(&c);
@@ -239,13 +264,7 @@ int session_resume(struct session *s, int64_t id, char **err)
         conv_free(&c);
         return -1;
     }
-    conv_free(&s->conv);
-    s->conv = c;
-    s->conv_id = c.id;
-    s->tokens_loaded = 0;
-    session_history(s);
-    session_forget_summaries(s);
-    session_context_load_summaries(s);
+    session_resumed(s, &c, 0);
     return 0;
 }
 
@@ -257,6 +276,7 @@ void session_adopt(struct session *s, const struct conv *c)
         conv_set_system(&s->conv, sys);
     free(sys);
     s->conv_id = c->id;
+    s->lean = 0;
     session_tokens_forget(s); /* counted in whatever encoding the other session used */
     session_history(s);
 }
@@ -265,6 +285,7 @@ void session_new_conversation(struct session *s)
 {
     conv_clear(&s->conv);
     s->conv_id = 0;
+    s->lean = 0;
     s->tokens_loaded = 0;
     session_forget_summaries(s);
     session_history(s);
@@ -879,6 +900,9 @@ static void session_context_close(struct session *s)
         size_t texts, bytes;
         context_tokenized(s->ctx, &texts, &bytes);
         fprintf(stderr, "tokterm: debug: tokenised %zu texts, %zu bytes\n", texts, bytes);
+        if (s->resumed_turns)
+            fprintf(stderr, "tokterm: debug: resumed %zu turns (%s)\n", s->resumed_turns,
+                    s->lean ? "the newest" : "all");
     }
     free(s->sum_notice);
     context_plan_free(&s->plan);
@@ -1038,6 +1062,132 @@ static void session_tokens_save(struct session *s)
     free(v);
 }
 
+/* ---- the lean resume (scripted -c/-r -p) ---- */
+
+/* Read the whole conversation after a lean resume (a plan needs what was left out); a prompt
+ * not saved yet stays the last turn. Returns 0, or -1 with *err. */
+static int session_lean_full(struct session *s, char **err)
+{
+    struct conv_turn *last = conv_last(&s->conv);
+    char *pending = NULL;
+    size_t plen = 0;
+    struct conv c;
+    conv_init(&c);
+    if (conv_load(&c, s->store, s->conv_id, s->conf->system, err) < 0) {
+        conv_free(&c);
+        return -1;
+    }
+    if (last && last->outcome == CONV_PENDING && last->user_id <= 0) {
+        pending = last->prompt;
+        plen = last->prompt_len;
+        last->prompt = NULL;
+    }
+    session_resumed(s, &c, 0);
+    if (pending) {
+        conv_push(&s->conv, pending, plen);
+        free(pending);
+        session_history(s);
+    }
+    return 0;
+}
+
+/* The newest rows may have no count yet (an answer the server did not count): more than that
+ * is a conversation never counted (one that fits by its bytes): the full load, uncounted. */
+#define SESSION_WALK_UNCOUNTED 4
+
+struct session_walk {
+    struct context *ctx;
+    long limit;      /* context_long_limit: a longer message may be shortened by step 1 */
+    long need;       /* raw tokens that must be read: more than the budget */
+    long sum;        /* raw tokens read (of the rows with a count) */
+    long over_user, over_other; /* a message's tokens besides its content */
+    int uncounted;
+    int give_up;     /* a message over limit, or too many without a count: the full load */
+};
+
+static int session_walk_enough(void *ud, const struct store_message *m, long tokens)
+{
+    struct session_walk *w = ud;
+    if (tokens > w->limit || (tokens < 0 && ++w->uncounted > SESSION_WALK_UNCOUNTED))
+        w->give_up = 1;
+    if (tokens > 0)
+        w->sum += (m->role && strcmp(m->role, "user") == 0 ? w->over_user : w->over_other) +
+                  tokens;
+    return w->sum > w->need || w->give_up;
+}
+
+/* Read only the newest turns of conversation id when the plan of every later turn provably
+ * leaves the older ones out (dropped, or stood for by a saved summary): the turns read hold
+ * more raw tokens than the budget, no message is long enough for step 1 to shorten it, and
+ * every row not read has a count no longer than that (so none of them is shortened either,
+ * and none is counted). The plan is then the same over the newest turns as over all of them
+ * (session_context_sums maps the saved summaries onto them; a plan that would need an older
+ * turn's text, a new summary, goes back to the full load: session_lean_check). Returns 0
+ * (resumed), 1 (read it all instead) or -1 with *err. */
+static int session_resume_lean(struct session *s, int64_t id, char **err)
+{
+    session_context_setup(s);
+    struct context_params p;
+    session_context_params(s, &p);
+    char encbuf[32];
+    const char *enc = session_tokens_encoding(s, encbuf);
+    if (!enc || p.policy == CONTEXT_OFF || getenv("TOKTERM_FULL_RESUME"))
+        return 1;
+    long budget = context_plan_budget(s->ctx, &p);
+    struct session_walk sw = {s->ctx, context_long_limit(budget), budget + 1, 0,
+                              context_msg_tokens(s->ctx, "user", "", 0),
+                              context_msg_tokens(s->ctx, "assistant", "", 0), 0, 0};
+    struct store_walk w;
+    int rc = store_conversation_walk(s->store, id, enc, session_walk_enough, &sw, &w);
+    if (rc != 0) {
+        if (rc < 0 || rc == STORE_NOT_FOUND)
+            *err = conv_load_error(s->store, rc, id);
+        return rc == 1 ? 1 : -1;
+    }
+    if (sw.give_up || (!w.complete && (w.older_rows != w.older_counted ||
+                                       w.older_max_tokens > sw.limit))) {
+        store_walk_free(&w);
+        return 1;
+    }
+    struct conv c;
+    conv_init(&c);
+    conv_from_rows(&c, w.conv, s->conf->system);
+    session_resumed(s, &c, !w.complete);
+    s->tokens_loaded = 1; /* the walk's counts, not the whole conversation's */
+    for (size_t i = 0; i < s->conv.n; i++) {
+        struct conv_turn *t = &s->conv.turns[i];
+        if (session_tokens_take(w.tokens, w.n_tokens, t->user_id, t->prompt_len,
+                                &t->prompt_tokens))
+            t->tokens_saved |= 1;
+        if (t->answer && session_tokens_take(w.tokens, w.n_tokens, t->answer_id, t->answer_len,
+                                             &t->answer_tokens))
+            t->tokens_saved |= 2;
+    }
+    store_walk_free(&w);
+    if (!s->lean)
+        return 0; /* the walk read the whole path: nothing was left out */
+    /* the history as the plan sees it must be over the budget by itself */
+    long sum = CONTEXT_REPLY_PRIMER + (s->conv.system ? context_msg_tokens(s->ctx, "system",
+                                                       s->conv.system, strlen(s->conv.system))
+                                                      : 0);
+    s->lean_first = 0;
+    for (size_t i = 0; i < s->n_msgs; i++) {
+        const struct session_msg *m = &s->msgs[i];
+        if (strcmp(m->role, "system") == 0)
+            continue; /* counted above */
+        long ct = m->tokens && *m->tokens > 0 ? *m->tokens
+                                              : context_count(s->ctx, m->content, m->len);
+        if (m->tokens && *m->tokens <= 0 && m->len)
+            *m->tokens = ct;
+        sum += (strcmp(m->role, "user") == 0 ? sw.over_user : sw.over_other) + ct;
+        if (!s->lean_first)
+            s->lean_first = m->id;
+    }
+    if (sum <= budget || s->lean_first <= 0)
+        return session_lean_full(s, err) < 0 ? -1 : 0;
+    return 0;
+}
+
 /* (Re)make the counter, window, reserve and price for the profile's current model. */
 static void session_context_setup(struct session *s)
 {
@@ -1127,11 +1277,26 @@ static struct context_msg *session_context_msgs(const struct session *s, int pla
     return m;
 }
 
+/* The summaries for a plan. After a lean resume a summary stands for the turns from the start
+ * of the path, which were not read: one whose last message was read starts, for the plan, at
+ * the first message read (it was made when the path began where it begins now: the rows of a
+ * path never change); one that ends before (or off the path) cannot be the plan's, which keeps
+ * turns read after the one it would use. */
 static struct context_summary *session_context_sums(const struct session *s)
 {
     struct context_summary *v = xcalloc(s->n_sums + 1, sizeof *v);
-    for (size_t i = 0; i < s->n_sums; i++)
+    for (size_t i = 0; i < s->n_sums; i++) {
         v[i] = (struct context_summary){s->sums[i].first_id, s->sums[i].last_id, s->sums[i].text};
+        if (!s->lean)
+            continue;
+        int read = 0;
+        for (size_t k = 0; k < s->conv.n && !read; k++)
+            read = s->conv.turns[k].answer_id == v[i].last_id;
+        if (read)
+            v[i].first_id = s->lean_first;
+        else
+            v[i].text = NULL;
+    }
     return v;
 }
 
@@ -1158,12 +1323,32 @@ static int session_context_plan_into(struct session *s, int placeholder,
     return rc;
 }
 
+/* After a lean resume: does the plan keep to the turns read, as the full history's would?
+ * It must leave something out (a saved summary, or dropped turns), and need no older text: no
+ * new summary (its request holds the dropped turns), nothing shortened or merged. */
+static int session_lean_kept(const struct context_plan *p)
+{
+    return !p->need_summary && !p->n_shortened && !p->n_merged &&
+           (p->summary_used >= 0 || p->n_dropped > 0);
+}
+
 /* Plan the request to send into s->plan. */
 static int session_context_replan(struct session *s)
 {
     context_plan_free(&s->plan);
     struct context_params p;
     int rc = session_context_plan_into(s, 0, &s->plan, &p);
+    if (s->lean && rc == 0 && !session_lean_kept(&s->plan)) {
+        char *err = NULL;
+        context_plan_free(&s->plan);
+        if (session_lean_full(s, &err) < 0) {
+            memset(&s->plan, 0, sizeof s->plan);
+            s->plan.summary_used = s->plan.sum_prev = -1;
+            s->plan.error = err;
+            return -1;
+        }
+        rc = session_context_plan_into(s, 0, &s->plan, &p);
+    }
     s->plan_summary_reused = s->plan.summary_used >= 0;
     struct buf d = BUF_INIT;
     context_plan_describe(&s->plan, &d);

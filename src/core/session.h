@@ -62,6 +62,10 @@ struct session_opts {
     int count_lazily;  /* count tokens only when asked: a request that fits by its bytes is
                           sent without tokenizing it (scripted -p); default 0 */
     int save_refused;  /* save turns refused before sending (the chat shows them); default 0 */
+    int lean_resume;   /* session_resume reads only the newest turns that can still be sent
+                          when the stored counts prove the rest is summarised or dropped
+                          (scripted -c/-r -p: the request is the same; the chat shows them
+                          all); default 0 */
 };
 
 /* Start a session with conf (borrowed) and key (taken: the session wipes and frees it, also

@@ -341,18 +341,13 @@ static int store_conv_parts(struct store *st, int64_t id, const struct store_mes
     return rc == SQLITE_DONE ? SQLITE_DONE : rc;
 }
 
-static int store_conv_load(struct store *st, int64_t id, int turns,
-                           struct store_conversation **out)
+/* Begin the read transaction of conversation id (so that it and its messages agree) and read
+ * its row into a new *c. Returns 0 (in the transaction), STORE_NOT_FOUND or -1 (rolled back). */
+static int store_conv_begin(struct store *st, int64_t id, struct store_conversation **c)
 {
     static const char q_conv[] =
         "SELECT id, title, system_prompt, model, profile, created, updated, 0, head_id "
         "FROM conversations WHERE id = ?1";
-    static const char q_msgs[] =
-        "SELECT " STORE_MSG_COLS " FROM messages WHERE conversation_id = ?1 ORDER BY id";
-    static const char q_turns[] =
-        "SELECT " STORE_TURN_COLS " FROM messages WHERE conversation_id = ?1 ORDER BY id";
-    *out = NULL;
-    /* One read transaction so that the conversation and its messages agree. */
     if (store_exec(st, "BEGIN", "cannot read the conversation") != 0)
         return -1;
     sqlite3_stmt *s = store_prep(st, q_conv);
@@ -369,10 +364,25 @@ static int store_conv_load(struct store *st, int64_t id, int turns,
         }
         return store_fail(st, "cannot read the conversation");
     }
-    struct store_conversation *c = xmalloc(sizeof *c);
-    store_conv_row(s, c);
+    *c = xmalloc(sizeof **c);
+    store_conv_row(s, *c);
     store_done(st, s);
-    s = store_prep(st, turns ? q_turns : q_msgs);
+    return 0;
+}
+
+static int store_conv_load(struct store *st, int64_t id, int turns,
+                           struct store_conversation **out)
+{
+    static const char q_msgs[] =
+        "SELECT " STORE_MSG_COLS " FROM messages WHERE conversation_id = ?1 ORDER BY id";
+    static const char q_turns[] =
+        "SELECT " STORE_TURN_COLS " FROM messages WHERE conversation_id = ?1 ORDER BY id";
+    *out = NULL;
+    struct store_conversation *c;
+    int rc = store_conv_begin(st, id, &c);
+    if (rc != 0)
+        return rc;
+    sqlite3_stmt *s = store_prep(st, turns ? q_turns : q_msgs);
     if (!s) {
         store_conversation_free(c);
         return store_rollback(st);
@@ -420,6 +430,160 @@ int store_conversation_load(struct store *st, int64_t id, struct store_conversat
 int store_conversation_load_turns(struct store *st, int64_t id, struct store_conversation **out)
 {
     return store_conv_load(st, id, 1, out);
+}
+
+/* One row of the backward walk: the turn columns (store_turn_row). */
+#define STORE_WALK_SELECT "SELECT " STORE_TURN_COLS " FROM messages "
+
+/* Read the row the statement s stands on into a new row of c. Returns 0, or 1 for a row the
+ * walk does not take (still streaming: another process may be writing it). */
+static int store_walk_row(sqlite3_stmt *s, struct store_conversation *c, size_t *cap)
+{
+    XGROW(c->messages, c->n_messages + 1, *cap);
+    struct store_message *m = &c->messages[c->n_messages];
+    store_turn_row(s, c->id, m);
+    if (m->status == STORE_STREAMING) {
+        store_message_clear(m);
+        return 1;
+    }
+    c->n_messages++;
+    return 0;
+}
+
+/* The stored count of message id, from the statement t that reads a conversation's counts
+ * newest first (message_id, bytes, tokens; *t_row: it stands on a row); -1 when none. */
+static long store_walk_count(struct store *st, sqlite3_stmt *t, int *t_row, int64_t id,
+                             size_t len, struct store_walk *w, size_t *cap_tv)
+{
+    while (*t_row && sqlite3_column_int64(t, 0) > id)
+        *t_row = store_step(st, t) == SQLITE_ROW;
+    if (!*t_row || sqlite3_column_int64(t, 0) != id)
+        return -1;
+    XGROW(w->tokens, w->n_tokens + 1, *cap_tv);
+    struct store_tokens *v = &w->tokens[w->n_tokens++];
+    *v = (struct store_tokens){id, sqlite3_column_int64(t, 1), (long)sqlite3_column_int64(t, 2)};
+    return v->bytes == (int64_t)len ? v->tokens : -1;
+}
+
+/* Reverse n elements of size sz in place (rows read newest first). */
+static void store_reverse(void *v, size_t n, size_t sz)
+{
+    char *a = v, tmp[256];
+    for (size_t i = 0, j = n; i + 1 < j; i++, j--) {
+        char *x = a + i * sz, *y = a + (j - 1) * sz;
+        for (size_t k = 0; k < sz; k += sizeof tmp) {
+            size_t c = sz - k < sizeof tmp ? sz - k : sizeof tmp;
+            memcpy(tmp, x + k, c);
+            memcpy(x + k, y + k, c);
+            memcpy(y + k, tmp, c);
+        }
+    }
+}
+
+int store_conversation_walk(struct store *st, int64_t id, const char *encoding,
+                            int (*enough)(void *ud, const struct store_message *m, long tokens),
+                            void *ud, struct store_walk *w)
+{
+    /* newest first, along the table itself from the conversation's newest row (a row a time
+     * through messages_conversation costs a search of the table each: twice the time); the
+     * rows of other conversations in between are passed over */
+    static const char q_rows[] = STORE_WALK_SELECT "NOT INDEXED WHERE id <= (SELECT max(id) "
+                                 "FROM messages WHERE conversation_id = ?1) "
+                                 "AND +conversation_id = ?1 ORDER BY id DESC";
+    static const char q_counts[] = "SELECT message_id, bytes, tokens FROM message_tokens "
+                                   "WHERE conversation_id = ?1 AND encoding = ?2 "
+                                   "ORDER BY message_id DESC";
+    static const char q_all[] =
+        "SELECT (SELECT count(*) FROM messages WHERE conversation_id = ?1), "
+        "count(*), coalesce(max(tokens), 0) FROM message_tokens "
+        "WHERE conversation_id = ?1 AND encoding = ?2";
+    memset(w, 0, sizeof *w);
+    struct store_conversation *c;
+    int rc = store_conv_begin(st, id, &c);
+    if (rc != 0)
+        return rc;
+    size_t cap = 0, cap_tv = 0;
+    int ret = 1, stop = 0, head_seen = 0; /* 1: the full load decides */
+    sqlite3_stmt *t = store_prep(st, q_counts); /* both cursors newest first, in step */
+    if (!t)
+        goto out;
+    sqlite3_bind_int64(t, 1, id);
+    store_bind_text(t, 2, encoding);
+    int t_row = store_step(st, t) == SQLITE_ROW;
+    sqlite3_stmt *s = store_prep(st, q_rows);
+    if (!s) {
+        store_done(st, t);
+        goto out;
+    }
+    sqlite3_bind_int64(s, 1, id);
+    while ((rc = store_step(st, s)) == SQLITE_ROW) {
+        if (store_walk_row(s, c, &cap) != 0)
+            break;
+        const struct store_message *m = &c->messages[c->n_messages - 1];
+        long tk = store_walk_count(st, t, &t_row, m->id, m->content_len, w, &cap_tv);
+        int user = m->role && strcmp(m->role, "user") == 0;
+        head_seen |= user && m->id == c->head_id;
+        stop |= enough(ud, m, tk);
+        if (user) /* every row from here on is read: a turn boundary */
+            w->first_id = m->id;
+        if (stop && user && head_seen)
+            break;
+    }
+    store_done(st, s);
+    store_done(st, t);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        goto fail;
+    if (!head_seen || (rc == SQLITE_ROW && !stop))
+        goto out; /* no saved head (conv_head's rules are the full load's), a streaming row */
+    w->complete = rc == SQLITE_DONE;
+    if (!w->complete) {
+        /* the rows not read (older turns, other branches): how many, how many with a count,
+         * the largest count of the conversation */
+        s = store_prep(st, q_all);
+        if (!s)
+            goto out;
+        sqlite3_bind_int64(s, 1, id);
+        store_bind_text(s, 2, encoding);
+        rc = store_step(st, s);
+        if (rc == SQLITE_ROW) {
+            w->older_rows = sqlite3_column_int64(s, 0) - (int64_t)c->n_messages;
+            w->older_counted = sqlite3_column_int64(s, 1) - (int64_t)w->n_tokens;
+            w->older_max_tokens = (long)sqlite3_column_int64(s, 2);
+        }
+        store_done(st, s);
+        if (rc != SQLITE_ROW)
+            goto fail;
+    }
+    /* newest first -> oldest first, as store_conversation_load_turns gives them */
+    store_reverse(c->messages, c->n_messages, sizeof *c->messages);
+    store_reverse(w->tokens, w->n_tokens, sizeof *w->tokens);
+    /* the answers with parts (streaming, or too large for one value): one query */
+    char *parts = xcalloc(c->n_messages + 1, 1);
+    rc = c->n_messages ? store_conv_parts(st, id, c->messages, c->n_messages, parts)
+                       : SQLITE_DONE;
+    for (size_t i = 0; rc == SQLITE_DONE && i < c->n_messages; i++)
+        if (parts[i] && store_msg_add_parts(st, &c->messages[i]))
+            rc = SQLITE_ERROR;
+    free(parts);
+    if (rc != SQLITE_DONE)
+        goto fail;
+    ret = 0;
+    goto out;
+fail:
+    store_fail(st, "cannot read the messages");
+    ret = -1;
+out:
+    if (ret != 0) {
+        store_conversation_free(c);
+        free(w->tokens);
+        memset(w, 0, sizeof *w);
+        store_rollback(st);
+        return ret;
+    }
+    store_exec(st, "COMMIT", "cannot read the conversation");
+    c->message_count = (int64_t)c->n_messages;
+    w->conv = c;
+    return 0;
 }
 
 int store_conversation_list(struct store *st, int limit, struct store_conversation **out,
@@ -564,4 +728,11 @@ void store_conversation_list_free(struct store_conversation *list, size_t n)
     for (size_t i = 0; i < n; i++)
         store_conv_clear(&list[i]);
     free(list);
+}
+
+void store_walk_free(struct store_walk *w)
+{
+    store_conversation_free(w->conv);
+    free(w->tokens);
+    memset(w, 0, sizeof *w);
 }

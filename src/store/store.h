@@ -278,6 +278,29 @@ int store_conversation_load(struct store *st, int64_t id, struct store_conversat
 /* The same with only what the turns need (id, role, status, model, finish_reason, error,
  * content, parent_id; the other columns empty): resuming a long conversation reads less. */
 int store_conversation_load_turns(struct store *st, int64_t id, struct store_conversation **out);
+/* The newest turns of a conversation's live path, read backwards from its head (one user row
+ * and its newest answer at a time, through messages_parent), for a resume that sends only
+ * them. enough(ud, row, tokens) is called for each row of a turn read (tokens: its count stored
+ * in encoding for its length, or -1); when it returns nonzero for one, the walk stops after
+ * that turn. Into *w: the rows read (w->conv, oldest first, as store_conversation_load_turns
+ * gives them), their stored counts (by id), and what was not read. Returns 0, 1 (the walk cannot
+ * stand for the full load: a head that is not a user row, a row still streaming), STORE_NOT_FOUND
+ * or -1. Free with store_walk_free. */
+struct store_walk {
+    struct store_conversation *conv;
+    struct store_tokens *tokens;
+    size_t n_tokens;
+    int complete;               /* the walk reached the start of the path: nothing is older */
+    int64_t first_id;           /* the oldest user row read */
+    int64_t older_rows;         /* rows of the conversation not read (older turns, other
+                                   branches), */
+    int64_t older_counted;      /* how many of them have a count in encoding, */
+    long older_max_tokens;      /* and the largest count of the conversation */
+};
+int store_conversation_walk(struct store *st, int64_t id, const char *encoding,
+                            int (*enough)(void *ud, const struct store_message *m, long tokens),
+                            void *ud, struct store_walk *w);
+void store_walk_free(struct store_walk *w);
 /* Newest (last updated) conversations first, at most limit (<= 0: all), without messages.
  * *out is an array of *n (free with store_conversation_list_free). Returns 0 or -1. */
 int store_conversation_list(struct store *st, int limit, struct store_conversation **out,

@@ -396,6 +396,18 @@ static char *context_shorten(struct context *c, const char *text, size_t len, lo
     return buf_take(&out);
 }
 
+long context_plan_budget(const struct context *c, const struct context_params *p)
+{
+    double ratio = c->approx && p->ratio > 0 ? p->ratio : 1.0;
+    long avail = p->window - p->reserve;
+    return avail > 0 ? (long)(avail / ratio) : 0;
+}
+
+long context_long_limit(long budget)
+{
+    return budget / 6 > 64 ? budget / 6 : 64;
+}
+
 /* Working state of one plan. */
 struct plan_work {
     struct context *c;
@@ -603,8 +615,7 @@ static void plan_items(struct context *c, const struct context_msg *m, size_t n,
     out->sum_prev = -1;
     out->approximate = c->approx;
     out->ratio = c->approx && p->ratio > 0 ? p->ratio : 1.0;
-    long avail = p->window - p->reserve;
-    out->budget = avail > 0 ? (long)(avail / out->ratio) : 0;
+    out->budget = context_plan_budget(c, p);
     out->n_history = n;
     out->fate = xcalloc(n ? n : 1, 1);
     out->items = xcalloc(n ? n : 1, sizeof *out->items);
@@ -675,7 +686,7 @@ static long plan_shorten(struct plan_work *w, size_t P, long total)
     struct context_plan *out = w->out;
     struct context *c = w->c;
     size_t newest = out->n_items - 1;
-    long long_limit = out->budget / 6 > 64 ? out->budget / 6 : 64;
+    long long_limit = context_long_limit(out->budget);
     long keep = long_limit / 3 > 32 ? long_limit / 3 : 32;
     for (size_t i = P; i < newest && total > out->budget; i++) {
         struct context_item *it = &out->items[i];

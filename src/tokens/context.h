@@ -186,6 +186,10 @@ struct context_plan {
 int context_plan(struct context *c, const struct context_msg *msgs, size_t n,
                  const struct context_params *p, struct context_plan *out);
 void context_plan_free(struct context_plan *plan);
+/* The raw tokens a plan with params p may send (context_plan's out->budget), and the content
+ * tokens above which its step 1 shortens an old message. */
+long context_plan_budget(const struct context *c, const struct context_params *p);
+long context_long_limit(long budget);
 
 /* The system message of a summary request (static). */
 const char *context_summary_instruction(void);

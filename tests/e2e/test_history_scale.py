@@ -16,50 +16,14 @@ sys.dont_write_bytecode = True
 import os  # noqa: E402
 import re  # noqa: E402
 import sqlite3  # noqa: E402
-import time  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ttlib  # noqa: E402
 
 t = ttlib.Tap()
-POOL = ["river", "stone", "lamp", "orange", "quiet", "window", "paper", "engine", "cloud",
-        "garden", "silver", "harbour", "seven", "copper", "meadow", "lantern"]
-
-
-def text(i, words):
-    return "Message %d: " % i + " ".join(POOL[(i * 5 + k * 7 + k // 3) % len(POOL)]
-                                         for k in range(words))
-
-
-def db_path(home):
-    return os.path.join(home, ".local", "share", "tokterm", "tokterm.db")
-
-
-def write_config(home, body):
-    path = os.path.join(home, "tokterm.conf")
-    with open(path, "w") as f:
-        f.write(body)
-    return path
-
-
-def add_turns(db, turns, words, start):
-    """Append turns (prompt + answer) to the newest conversation, linked as tokterm links them."""
-    c = sqlite3.connect(db)
-    conv, = c.execute("SELECT max(id) FROM conversations").fetchone()
-    head, = c.execute("SELECT head_id FROM conversations WHERE id = ?", (conv,)).fetchone()
-    nid, = c.execute("SELECT max(id) + 1 FROM messages").fetchone()
-    rows, now = [], int(time.time())
-    for i in range(turns):
-        u, a = nid + 2 * i, nid + 2 * i + 1
-        rows.append((u, conv, "user", now, "gpt-4o-mini", text(start + 2 * i, words), head))
-        rows.append((a, conv, "assistant", now, "gpt-4o-mini", text(start + 2 * i + 1, words), u))
-        head = u
-    c.execute("BEGIN")
-    c.executemany("INSERT INTO messages(id, conversation_id, role, created, model, content, "
-                  "parent_id) VALUES(?, ?, ?, ?, ?, ?, ?)", rows)
-    c.execute("UPDATE conversations SET head_id = ? WHERE id = ?", (head, conv))
-    c.commit()
-    c.close()
+text = ttlib.history_text
+db_path = ttlib.history_db
+add_turns = ttlib.history_add_turns
 
 
 def sql(db, q):

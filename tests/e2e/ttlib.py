@@ -699,3 +699,44 @@ def _shquote(s):
     if s and re.fullmatch(r"[A-Za-z0-9_@%+=:,./-]+", s):
         return s
     return "'" + s.replace("'", "'\\''") + "'"
+
+
+# --- long conversations written as a script would (test_history_scale, test_lean_resume) ---
+
+HISTORY_WORDS = ["river", "stone", "lamp", "orange", "quiet", "window", "paper", "engine",
+                 "cloud", "garden", "silver", "harbour", "seven", "copper", "meadow", "lantern"]
+
+
+def history_text(i, words):
+    """'Message i: ' and words words of a fixed pool (the number finds the message again)."""
+    return "Message %d: " % i + " ".join(
+        HISTORY_WORDS[(i * 5 + k * 7 + k // 3) % len(HISTORY_WORDS)] for k in range(words))
+
+
+def history_db(home):
+    """The database of a HOME made by make_home()."""
+    return os.path.join(home, ".local", "share", "tokterm", "tokterm.db")
+
+
+def history_add_turns(db, turns, words, start):
+    """Append turns (prompt + answer) to the newest conversation of db with Python's sqlite3,
+    each row linked to its parent as tokterm links it, without token counts."""
+    import sqlite3
+    c = sqlite3.connect(db)
+    conv, = c.execute("SELECT max(id) FROM conversations").fetchone()
+    head, = c.execute("SELECT head_id FROM conversations WHERE id = ?", (conv,)).fetchone()
+    nid, = c.execute("SELECT max(id) + 1 FROM messages").fetchone()
+    rows, now = [], int(time.time())
+    for i in range(turns):
+        u, a = nid + 2 * i, nid + 2 * i + 1
+        rows.append((u, conv, "user", now, "gpt-4o-mini", history_text(start + 2 * i, words),
+                     head))
+        rows.append((a, conv, "assistant", now, "gpt-4o-mini",
+                     history_text(start + 2 * i + 1, words), u))
+        head = u
+    c.execute("BEGIN")
+    c.executemany("INSERT INTO messages(id, conversation_id, role, created, model, content, "
+                  "parent_id) VALUES(?, ?, ?, ?, ?, ?, ?)", rows)
+    c.execute("UPDATE conversations SET head_id = ? WHERE id = ?", (head, conv))
+    c.commit()
+    c.close()

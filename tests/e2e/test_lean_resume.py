@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""End-to-end test of the lean resume (issue 14): `-c -p` reads only the newest turns of a long
+conversation when the stored token counts prove that the older ones are left out (dropped, or
+stood for by a saved summary), and the request it sends is the one the full load sends. Each
+case runs the same turn twice on copies of one HOME: as tokterm does it, and with
+TOKTERM_FULL_RESUME=1 (the whole conversation read, as before); the fake server's logged bodies
+must be equal, request for request. TOKTERM_DEBUG_TOKENIZED says which way the resume went.
+Cases: a history that fits, one whose old turns are dropped, one that reuses a saved summary,
+and one that needs a new summary (the lean resume falls back to the full load). TAP."""
+
+import sys
+
+sys.dont_write_bytecode = True
+
+import os  # noqa: E402
+import re  # noqa: E402
+import shutil  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ttlib  # noqa: E402
+
+t = ttlib.Tap()
+text = ttlib.history_text
+db_path = ttlib.history_db
+add_turns = ttlib.history_add_turns
+
+
+def resumed(err):
+    m = re.search(rb"resumed (\d+) turns \((the newest|all)\)", err)
+    return (int(m.group(1)), m.group(2).decode()) if m else None
+
+
+with ttlib.FakeServer() as srv:
+
+    def run(home, args, queue=None, env=None):
+        if queue:
+            srv.queue(queue)
+        e = {"OPENAI_BASE_URL": srv.base("reply=Fine%20thanks."), "TOKTERM_DEBUG_TOKENIZED": "1"}
+        e.update(env or {})
+        n0 = len(srv.requests())
+        rc, out, err = ttlib.run_tokterm(["--config", os.path.join(home, "tokterm.conf"),
+                                          "-m", "gpt-4o-mini"] + args, env=e, home=home,
+                                         timeout=60)
+        return rc, err, [r["body"] for r in srv.requests()[n0:]]
+
+    def setup(conf, turns, words):
+        home = ttlib.make_home()
+        with open(os.path.join(home, "tokterm.conf"), "w") as f:
+            f.write(conf)
+        rc, _, _ = run(home, ["-p", "Let us start."])
+        add_turns(db_path(home), turns, words, 1)
+        return home
+
+    def same(home, name, prompt, want, queue=None):
+        """Run prompt on two copies of home (lean, full); their bodies must be equal."""
+        full = ttlib.make_home()
+        shutil.rmtree(full)
+        shutil.copytree(home, full)
+        rc1, err1, lean_bodies = run(home, ["-c", "-p", prompt], queue)
+        srv.clear_queue()
+        rc2, err2, full_bodies = run(full, ["-c", "-p", prompt], queue,
+                                     env={"TOKTERM_FULL_RESUME": "1"})
+        srv.clear_queue()
+        how = resumed(err1)
+        t.ok(rc1 == 0 and rc2 == 0 and how is not None and want in (None, how[1]),
+             "%s: the resume reads %s turns (%r)" % (name, want or "some", how),
+             (err1 + err2).decode(errors="replace"))
+        t.ok(lean_bodies and lean_bodies == full_bodies,
+             "%s: the same %d request bodies as the full load (%d)" %
+             (name, len(lean_bodies), len(full_bodies)))
+        return lean_bodies, how
+
+    # --- 1. a history that fits: the walk reads it all -------------------------------------
+    home = setup("context_window = 400000\ncontext_policy = truncate\n", 60, 20)
+    run(home, ["-c", "-p", "count them"])  # stores the counts (the first resume counts)
+    same(home, "fits", "and now", "all")
+
+    # --- 2. old turns dropped (truncate) ----------------------------------------------------
+    home = setup("context_window = 4000\nreserve_tokens = 200\ncontext_policy = truncate\n",
+                 300, 30)
+    rc, err, _ = run(home, ["-c", "-p", "count them"])
+    t.ok(resumed(err) and resumed(err)[1] == "all",
+         "dropped: a resume of rows without counts reads them all (%r)" % (resumed(err),))
+    b = same(home, "dropped", "what next", "the newest")
+
+    # --- 3. a saved summary reused ----------------------------------------------------------
+    home = setup("context_window = 40000\nreserve_tokens = 1000\ncontext_policy = summarize\n",
+                 500, 110)
+    rc, err, bodies = run(home, ["-c", "-p", "make the summary"],
+                          ["reply=SUMMARY-ONE%20of%20the%20old%20turns.", "reply=Fine%20thanks."])
+    t.ok(rc == 0 and len(bodies) == 2, "summary: the first resume makes one (%d requests)"
+         % len(bodies))
+    b, _ = same(home, "summary", "go on", "the newest")
+    t.ok(len(b) == 1 and any("SUMMARY-ONE" in m["content"] for m in b[0]["messages"]),
+         "summary: the request carries the saved summary")
+
+    # --- 4. turns that outgrow the saved summary: a new one is needed ----------------------
+    # Long prompts, each turn counted as tokterm saves it: the lean resume keeps reading the
+    # newest turns while the saved summary serves, and goes back to the full load for the turn
+    # whose plan needs a new summary (its request holds turns the walk did not read).
+    ways = []
+    for i in range(8):
+        b, how = same(home, "outgrown %d" % i, text(20000 + i, 4000), None,
+                      ["reply=SUMMARY-%d." % i, "reply=Fine%20thanks."])
+        ways.append((how and how[1], len(b)))
+    t.ok(("the newest", 1) in ways and ("all", 2) in ways,
+         "outgrown: lean resumes while the summary serves, the full load for a new one (%r)"
+         % ways)
+
+t.done()
