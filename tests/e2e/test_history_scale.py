@@ -26,6 +26,13 @@ db_path = ttlib.history_db
 add_turns = ttlib.history_add_turns
 
 
+def write_config(home, body):
+    path = os.path.join(home, "tokterm.conf")
+    with open(path, "w") as f:
+        f.write(body)
+    return path
+
+
 def sql(db, q):
     c = sqlite3.connect(db)
     try:
