@@ -432,8 +432,8 @@ int store_conversation_load_turns(struct store *st, int64_t id, struct store_con
     return store_conv_load(st, id, 1, out);
 }
 
-/* One row of the backward walk: the turn columns (store_turn_row). */
-#define STORE_WALK_SELECT "SELECT " STORE_TURN_COLS " FROM messages "
+/* One row of the backward walk: the turn columns (store_turn_row), then the conversation. */
+#define STORE_WALK_SELECT "SELECT " STORE_TURN_COLS ", conversation_id FROM messages "
 
 /* Read the row the statement s stands on into a new row of c. Returns 0, or 1 for a row the
  * walk does not take (still streaming: another process may be writing it). */
@@ -465,6 +465,10 @@ static long store_walk_count(struct store *st, sqlite3_stmt *t, int *t_row, int6
     return v->bytes == (int64_t)len ? v->tokens : -1;
 }
 
+/* Rows of other conversations the walk along the table passes over (besides two per row of
+ * its own) before it takes the index instead. */
+#define STORE_WALK_PASSED 256
+
 /* Reverse n elements of size sz in place (rows read newest first). */
 static void store_reverse(void *v, size_t n, size_t sz)
 {
@@ -488,8 +492,10 @@ int store_conversation_walk(struct store *st, int64_t id, const char *encoding,
      * through messages_conversation costs a search of the table each: twice the time); the
      * rows of other conversations in between are passed over */
     static const char q_rows[] = STORE_WALK_SELECT "NOT INDEXED WHERE id <= (SELECT max(id) "
-                                 "FROM messages WHERE conversation_id = ?1) "
-                                 "AND +conversation_id = ?1 ORDER BY id DESC";
+                                 "FROM messages WHERE conversation_id = ?1) ORDER BY id DESC";
+    /* when they are many (a conversation resumed after others grew): through the index */
+    static const char q_rows_ix[] = STORE_WALK_SELECT "WHERE conversation_id = ?1 AND id < ?2 "
+                                    "ORDER BY id DESC";
     static const char q_counts[] = "SELECT message_id, bytes, tokens FROM message_tokens "
                                    "WHERE conversation_id = ?1 AND encoding = ?2 "
                                    "ORDER BY message_id DESC";
@@ -516,8 +522,26 @@ int store_conversation_walk(struct store *st, int64_t id, const char *encoding,
         goto out;
     }
     sqlite3_bind_int64(s, 1, id);
+    size_t passed = 0; /* rows of other conversations passed over */
+    int indexed = 0, streaming = 0;
     while ((rc = store_step(st, s)) == SQLITE_ROW) {
-        if (store_walk_row(s, c, &cap) != 0)
+        if (sqlite3_column_int64(s, 9) != id) {
+            if (indexed || ++passed <= STORE_WALK_PASSED + 2 * c->n_messages)
+                continue;
+            /* more rows of other conversations than its own: through the index */
+            store_done(st, s);
+            s = store_prep(st, q_rows_ix);
+            if (!s) {
+                store_done(st, t);
+                goto out;
+            }
+            sqlite3_bind_int64(s, 1, id);
+            sqlite3_bind_int64(s, 2, c->n_messages ? c->messages[c->n_messages - 1].id
+                                                   : INT64_MAX);
+            indexed = 1;
+            continue;
+        }
+        if ((streaming = store_walk_row(s, c, &cap)) != 0)
             break;
         const struct store_message *m = &c->messages[c->n_messages - 1];
         long tk = store_walk_count(st, t, &t_row, m->id, m->content_len, w, &cap_tv);
@@ -533,7 +557,7 @@ int store_conversation_walk(struct store *st, int64_t id, const char *encoding,
     store_done(st, t);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE)
         goto fail;
-    if (!head_seen || (rc == SQLITE_ROW && !stop))
+    if (!head_seen || streaming || (rc == SQLITE_ROW && !stop))
         goto out; /* no saved head (conv_head's rules are the full load's), a streaming row */
     w->complete = rc == SQLITE_DONE;
     if (!w->complete) {

@@ -15,6 +15,7 @@ sys.dont_write_bytecode = True
 import os  # noqa: E402
 import re  # noqa: E402
 import shutil  # noqa: E402
+import sqlite3  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ttlib  # noqa: E402
@@ -82,6 +83,20 @@ with ttlib.FakeServer() as srv:
     t.ok(resumed(err) and resumed(err)[1] == "all",
          "dropped: a resume of rows without counts reads them all (%r)" % (resumed(err),))
     b = same(home, "dropped", "what next", "the newest")
+    # another conversation's rows between the old turns and new ones: passed over, or read
+    # through the index when they are many
+    c = sqlite3.connect(db_path(home))
+    c.execute("INSERT INTO conversations(id, title, created, updated) VALUES(900, 'other', 0, 0)")
+    nid, = c.execute("SELECT max(id) + 1 FROM messages").fetchone()
+    c.executemany("INSERT INTO messages(id, conversation_id, role, created, content, parent_id) "
+                  "VALUES(?, 900, ?, 0, 'other', ?)",
+                  [(nid + i, "user" if i % 2 == 0 else "assistant", nid + i - 1 if i % 2 else 0)
+                   for i in range(3000)])
+    c.commit()
+    c.close()
+    add_turns(db_path(home), 20, 30, 7000, conv=1)
+    run(home, ["-c", "-p", "count the new ones"])
+    same(home, "interleaved", "and after the other one", "the newest")
 
     # --- 3. a saved summary reused ----------------------------------------------------------
     home = setup("context_window = 40000\nreserve_tokens = 1000\ncontext_policy = summarize\n",

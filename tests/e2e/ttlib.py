@@ -718,12 +718,13 @@ def history_db(home):
     return os.path.join(home, ".local", "share", "tokterm", "tokterm.db")
 
 
-def history_add_turns(db, turns, words, start):
-    """Append turns (prompt + answer) to the newest conversation of db with Python's sqlite3,
-    each row linked to its parent as tokterm links it, without token counts."""
+def history_add_turns(db, turns, words, start, conv=None):
+    """Append turns (prompt + answer) to conversation conv (None: the newest) of db with
+    Python's sqlite3, each row linked to its parent as tokterm links it, without token counts."""
     import sqlite3
     c = sqlite3.connect(db)
-    conv, = c.execute("SELECT max(id) FROM conversations").fetchone()
+    if conv is None:
+        conv, = c.execute("SELECT max(id) FROM conversations").fetchone()
     head, = c.execute("SELECT head_id FROM conversations WHERE id = ?", (conv,)).fetchone()
     nid, = c.execute("SELECT max(id) + 1 FROM messages").fetchone()
     rows, now = [], int(time.time())
