@@ -142,6 +142,11 @@ void utf8_sanitize(struct buf *out, const char *s, size_t n)
             i++;
             continue;
         }
+        if (c >= 0xE3 && c <= 0xEC && i + 2 < n && ((unsigned char)s[i + 1] & 0xC0) == 0x80 &&
+            ((unsigned char)s[i + 2] & 0xC0) == 0x80) {
+            i += 3; /* U+3000..U+CFFF (CJK, kana, Hangul): valid, no control among them */
+            continue;
+        }
         if (c >= 0x80) {
             uint32_t cp;
             size_t k = utf8_decode(s + i, n - i, &cp);

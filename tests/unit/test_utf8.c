@@ -52,6 +52,11 @@ int main(void)
     check_sanitize("\xC2\x9D" "0;t\xC2\x9C", 7, "<U+009D>0;t<U+009C>", "8-bit OSC/ST neutralised");
     check_sanitize("a\r\nb\rc", 6, "a\nb^Mc", "CRLF kept as LF, lone CR visible");
     check_sanitize("x\x7fy", 3, "x^?y", "DEL visible");
+    check_sanitize("\xE4\xB8\xAD\xE3\x81\x82\xEC\x9E\x90\xE4\xB8", 11,
+                   "\xE4\xB8\xAD\xE3\x81\x82\xEC\x9E\x90\xEF\xBF\xBD\xEF\xBF\xBD",
+                   "CJK kept, a cut CJK sequence -> U+FFFD per byte");
+    check_sanitize("\xE3\x81\xE3\x81\x82", 5, "\xEF\xBF\xBD\xEF\xBF\xBD\xE3\x81\x82",
+                   "a CJK lead with one continuation byte -> U+FFFD per byte");
     check_sanitize("bad\xFF\xFEz", 6, "bad\xEF\xBF\xBD\xEF\xBF\xBDz", "invalid bytes replaced");
     check_sanitize("\xE4\xBD\xA0\xE5\xA5\xBD", 6, "\xE4\xBD\xA0\xE5\xA5\xBD", "CJK kept");
     check_sanitize("a\0b", 3, "a^@b", "NUL visible");
