@@ -344,6 +344,11 @@ int store_run_steps(struct store *st, const char *const *steps, size_t n, const 
 #define STORE_CKPT_PAGES 32768
 #define STORE_WAL_KEEP_BYTES 16777216 /* PRAGMA journal_size_limit: 16 MiB */
 #define STORE_CKPT_ASYNC_BYTES ((off_t)1 << 20) /* a WAL this large is worth a checkpoint */
+/* A WAL this large at close (a long answer: its parts and its row) is copied and truncated
+ * then: left to the next run, every open re-read it to rebuild the WAL index (~1 ms per MB),
+ * and its background copy held back the reset while that run wrote more (10 MB answers in a
+ * row: the WAL grew past 40 MB). */
+#define STORE_CKPT_CLOSE_BYTES ((off_t)8 << 20)
 
 /* Copy the WAL into the database on a connection of its own (PRAGMA wal_checkpoint(PASSIVE):
  * never waits for, nor blocks, this process's writes). */
@@ -369,6 +374,16 @@ static void *store_ckpt_main(void *arg)
     return NULL;
 }
 
+/* The size of the WAL file (0 when there is none). */
+static off_t store_wal_bytes(const struct store *st)
+{
+    char *wal = xasprintf("%s-wal", st->path);
+    struct stat sb;
+    off_t n = stat(wal, &sb) == 0 ? sb.st_size : 0;
+    free(wal);
+    return n;
+}
+
 void store_checkpoint_async(struct store *st)
 {
     if (!st)
@@ -379,11 +394,7 @@ void store_checkpoint_async(struct store *st)
         pthread_join(st->ckpt, NULL);
         st->ckpt_started = 0;
     }
-    char *wal = xasprintf("%s-wal", st->path);
-    struct stat sb;
-    int big = stat(wal, &sb) == 0 && sb.st_size >= STORE_CKPT_ASYNC_BYTES;
-    free(wal);
-    if (!big)
+    if (store_wal_bytes(st) < STORE_CKPT_ASYNC_BYTES)
         return;
     struct store_ckpt_arg *a = xcalloc(1, sizeof *a);
     a->path = xstrdup(st->path);
@@ -433,6 +444,9 @@ static void store_free(struct store *st)
          * request is on the wire once it passes STORE_CKPT_ASYNC_BYTES. */
         sqlite3_db_config(st->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 0, (int *)NULL);
         sqlite3_exec(st->db, "PRAGMA wal_checkpoint(PASSIVE)", NULL, NULL, NULL);
+    } else if (st->wrote && !st->readonly && store_wal_bytes(st) >= STORE_CKPT_CLOSE_BYTES) {
+        sqlite3_busy_timeout(st->db, 0); /* never wait for another process's reader */
+        sqlite3_exec(st->db, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);
     }
     for (size_t i = 0; i < st->n_stmts; i++)
         sqlite3_finalize(st->stmts[i].stmt);

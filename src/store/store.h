@@ -218,8 +218,8 @@ struct store *store_open_reader(const char *path, struct store_open_info *info, 
 struct store *store_open_searcher(const char *path, struct store_open_info *info, char **err);
 /* Commit text still buffered, mark this handle's unfinished answers 'interrupted', close.
  * The WAL is left as it is (no fsync at exit), except after this handle made or upgraded the
- * schema: then it is copied into the database file, so that the file alone always holds the
- * tables. The newest writes may stay in the WAL: a complete copy is sqlite3's ".backup"
+ * schema (then it is copied into the database file, so that the file alone always holds the
+ * tables) or when it is over 8 MiB after writes (copied and truncated). The newest writes may stay in the WAL: a complete copy is sqlite3's ".backup"
  * (the online backup API) or the database and its -wal file copied together. */
 void store_close(struct store *st);
 /* Group the writes that follow, up to the matching store_batch_end, into one transaction (one
