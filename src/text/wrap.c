@@ -405,6 +405,109 @@ static inline int wrap_ascii_word(struct wrapper *w)
     return 1;
 }
 
+int wrap_bytewise;
+
+/* wrap_one's loop (wrap_spaces after the row's start, wrap_ascii_word, wrap_char) for printable
+ * ASCII, spaces and the CJK that cluster_ascii measures inline, with the state in locals and
+ * the clusters classified inline: the same rows and the same state. Returns at the first byte
+ * it does not take (indentation, anything else), where the loop goes on. */
+static void wrap_fast(struct wrapper *w)
+{
+    const unsigned char *s = (const unsigned char *)w->s;
+    const char *cs = w->s;
+    size_t n = w->n, pos = w->pos, col = w->col;
+    size_t brk = w->brk, brk_end = w->brk_end, brk_endcol = w->brk_endcol;
+    int have_brk = w->have_brk, prev_cjk = w->prev_cjk;
+    size_t avail = wrapper_avail(w);
+    while (pos < n) {
+        unsigned c = s[pos];
+        if (c == ' ') {
+            if (pos == w->row_start)
+                break; /* indentation: wrap_spaces */
+            size_t run_start = pos, run_col = col;
+            while (pos < n && s[pos] == ' ') {
+                pos++;
+                col++;
+            }
+            if (col > avail) {
+                wrapper_emit(w, run_start, run_col);
+                w->row_start = pos;
+                col = 0;
+                have_brk = 0;
+                avail = wrapper_avail(w);
+            } else {
+                have_brk = 1;
+                brk = pos;
+                brk_end = run_start;
+                brk_endcol = run_col;
+            }
+            prev_cjk = 0;
+            continue;
+        }
+        size_t k, cw;
+        int cjk;
+        if (c > 0x20 && c < 0x7F) {
+            size_t e = pos;
+            while (e < n && s[e] > 0x20 && s[e] < 0x7F)
+                e++;
+            if (e < n && s[e] >= 0x80)
+                e--;
+            if (e > pos && col + (e - pos) <= avail) { /* wrap_ascii_word */
+                if (prev_cjk && pos > w->row_start) {
+                    have_brk = 1;
+                    brk = brk_end = pos;
+                    brk_endcol = col;
+                }
+                col += e - pos;
+                pos = e;
+                prev_cjk = 0;
+                continue;
+            }
+            if (pos + 1 < n && s[pos + 1] >= 0x80 && !dec3_cjk(cs + pos + 1, n - pos - 1))
+                break; /* maybe a combining mark: cluster_info */
+            k = cw = 1;
+            cjk = 0;
+        } else if (c >= 0xE3 && dec3_cjk(cs + pos, n - pos) &&
+                   (pos + 3 == n || s[pos + 3] < 0x80 || dec3_cjk(cs + pos + 3, n - pos - 3))) {
+            k = 3;
+            cw = 2;
+            cjk = 1;
+        } else {
+            break;
+        }
+        /* wrap_char */
+        if ((cjk || prev_cjk) && pos > w->row_start) {
+            have_brk = 1;
+            brk = brk_end = pos;
+            brk_endcol = col;
+        }
+        if (col + cw > avail && col > 0) {
+            if (have_brk && brk > w->row_start && brk_end > w->row_start) {
+                wrapper_emit(w, brk_end, brk_endcol);
+                w->row_start = pos = brk;
+            } else {
+                wrapper_emit(w, pos, col);
+                w->row_start = pos;
+            }
+            col = 0;
+            have_brk = 0;
+            prev_cjk = 0;
+            avail = wrapper_avail(w);
+            continue;
+        }
+        col += cw;
+        pos += k;
+        prev_cjk = cjk;
+    }
+    w->pos = pos;
+    w->col = col;
+    w->brk = brk;
+    w->brk_end = brk_end;
+    w->brk_endcol = brk_endcol;
+    w->have_brk = have_brk;
+    w->prev_cjk = prev_cjk;
+}
+
 /* Wrap one hard line s[0..n) whose first byte is at `base` in the caller's text. */
 static void wrap_one(struct wrap_rows *out, const char *s, size_t n, size_t base, size_t width,
                      size_t hang, unsigned flags)
@@ -415,6 +518,11 @@ static void wrap_one(struct wrap_rows *out, const char *s, size_t n, size_t base
         wrap_pre(&w);
     else
         while (w.pos < n) {
+            if (!wrap_bytewise) {
+                wrap_fast(&w);
+                if (w.pos >= n)
+                    break;
+            }
             if (s[w.pos] == ' ')
                 wrap_spaces(&w);
             else if (!wrap_ascii_word(&w))

@@ -171,4 +171,8 @@ size_t wrap_doc_rows(const struct wrap_doc *d);
 /* Row i (0 = top) into *v. Returns 0, or -1 when i >= wrap_doc_rows(). O(log lines). */
 int wrap_doc_row(const struct wrap_doc *d, size_t i, struct wrap_view *v);
 
+/* Tests only: nonzero turns off wrap_text's inline loop for ASCII and CJK (the reference, one
+ * cluster at a time, that test_wrap compares it with). */
+extern int wrap_bytewise;
+
 #endif

@@ -119,6 +119,19 @@ static void fuzz_md_wrap(const struct markdown *md, int width)
     wrap_doc_free(doc);
 }
 
+/* wrap_text's inline ASCII/CJK loop gives the rows of the cluster-by-cluster loop. */
+static void fuzz_md_wrap_same(const char *t, size_t n, int width, unsigned flags)
+{
+    struct wrap_rows fast = {NULL, 0, 0}, ref = {NULL, 0, 0};
+    wrap_text(&fast, t, n, width, width / 3, flags);
+    wrap_bytewise = 1;
+    wrap_text(&ref, t, n, width, width / 3, flags);
+    wrap_bytewise = 0;
+    FUZZ_CHECK(fast.n == ref.n && memcmp(fast.v, ref.v, fast.n * sizeof(*fast.v)) == 0);
+    wrap_rows_free(&fast);
+    wrap_rows_free(&ref);
+}
+
 static void fuzz_md_raw(const uint8_t *data, size_t size, int width)
 {
     const char *s = (const char *)data;
@@ -140,7 +153,9 @@ static void fuzz_md_raw(const uint8_t *data, size_t size, int width)
                        wrap_one_visible(clean.data + r->off, r->len));
         }
         wrap_rows_free(&rows);
+        fuzz_md_wrap_same(buf_str(&clean), clean.len, width, flags);
     }
+    fuzz_md_wrap_same(s, size, width, 0);
     size_t used = 999;
     size_t fit = wrap_fit(s, size, (size_t)width, &used);
     FUZZ_CHECK(fit <= size && used <= (size_t)width);

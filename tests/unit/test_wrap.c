@@ -473,9 +473,64 @@ static void test_fast_paths(void)
     buf_free(&b);
 }
 
+static uint32_t xorshift(uint32_t *x)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 17;
+    *x ^= *x << 5;
+    return *x;
+}
+
+/* Every field of every row. */
+static char *rows_full(const char *s, size_t n, int width, int hang)
+{
+    struct wrap_rows r = {NULL, 0, 0};
+    struct buf b = BUF_INIT;
+    wrap_text(&r, s, n, width, hang, 0);
+    for (size_t i = 0; i < r.n; i++)
+        buf_printf(&b, "%u+%u/%u>%u ", r.v[i].off, r.v[i].len, r.v[i].width, r.v[i].indent);
+    wrap_rows_free(&r);
+    return buf_take(&b);
+}
+
+/* The inline loop for ASCII and CJK gives the rows the cluster-by-cluster loop gives, on random
+ * lines of words, spaces, CJK, marks, emoji and controls at random widths and hangs. */
+static void test_fast_loop(void)
+{
+    static const char *const units[] = {
+        "a", "word ", "ab", " ", "   ", "\xE4\xB8\xAD", "\xE6\x96\x87\xE5\xAD\x97", "\xEA\xB0\x80",
+        E_ACUTE, "e\xCC\x81", "\xE3\x81\x8B\xE3\x82\x99", "\xF0\x9F\x98\x80", "\x1b", "\r",
+        "\xE4", "\xE4\xB8", "\xFF", "x\xE2\x80\x8D", "longerwordthanarow ", "\xEF\xBC\x81",
+        "\xE2\x80\xA2 ", "a\xE4\xB8\xAD", "\xE4\xB8\xAD" "b", "\n"};
+    uint32_t seed = 7;
+    int bad = 0;
+    for (int round = 0; round < 5000 && !bad; round++) {
+        struct buf b = BUF_INIT;
+        size_t k = (size_t)(xorshift(&seed) % 40);
+        for (size_t j = 0; j < k; j++)
+            buf_appends(&b, units[xorshift(&seed) % (sizeof(units) / sizeof(units[0]))]);
+        int width = 1 + (int)(xorshift(&seed) % 30), hang = (int)(xorshift(&seed) % 6);
+        const char *t = b.data ? b.data : "";
+        wrap_bytewise = 1;
+        char *want = rows_full(t, b.len, width, hang);
+        wrap_bytewise = 0;
+        char *got = rows_full(t, b.len, width, hang);
+        if (strcmp(got, want) != 0) {
+            bad = 1;
+            printf("# width %d hang %d input: %s\n", width, hang, t);
+            TAP_STR(got, want, "inline loop differs from the cluster-by-cluster loop");
+        }
+        free(want);
+        free(got);
+        buf_free(&b);
+    }
+    TAP_OK(!bad, "inline ASCII/CJK loop = cluster-by-cluster loop on 5000 random lines");
+}
+
 int main(void)
 {
     test_fast_paths();
+    test_fast_loop();
     test_widths();
     test_clean();
     test_wrapping();
