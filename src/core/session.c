@@ -1113,7 +1113,7 @@ static int session_walk_enough(void *ud, const struct store_message *m, long tok
     if (tokens > 0)
         w->sum += (m->role && strcmp(m->role, "user") == 0 ? w->over_user : w->over_other) +
                   tokens;
-    return w->sum > w->need || w->give_up;
+    return w->give_up ? -1 : w->sum > w->need;
 }
 
 /* Read only the newest turns of conversation id when the plan of every later turn provably
@@ -1139,10 +1139,11 @@ static int session_resume_lean(struct session *s, int64_t id, char **err)
                               context_msg_tokens(s->ctx, "assistant", "", 0), 0, 0};
     struct store_walk w;
     int rc = store_conversation_walk(s->store, id, enc, session_walk_enough, &sw, &w);
+    if (rc == STORE_WALK_FULL || rc == STORE_NOT_FOUND)
+        return 1; /* the full load reads it, or says what is missing */
     if (rc != 0) {
-        if (rc < 0 || rc == STORE_NOT_FOUND)
-            *err = conv_load_error(s->store, rc, id);
-        return rc == 1 ? 1 : -1;
+        *err = conv_load_error(s->store, rc, id);
+        return -1;
     }
     if (sw.give_up || (!w.complete && (w.older_rows != w.older_counted ||
                                        w.older_max_tokens > sw.limit))) {

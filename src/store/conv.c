@@ -312,17 +312,19 @@ static void store_turn_row(sqlite3_stmt *s, int64_t conv, struct store_message *
     m->parent_id = sqlite3_column_int64(s, 7);
 }
 
-/* Which rows of a conversation have parts: one query over message_parts (mostly empty), not a
- * probe per row. Sets parts[i] for rows[i] (sorted by id). 0 or an SQLite code. */
-static int store_conv_parts(struct store *st, int64_t id, const struct store_message *rows,
-                            size_t n, char *parts)
+/* Which of rows have parts: one query over message_parts (mostly empty) from the first row's
+ * id on (message_parts_message), not a probe per row nor a pass over the conversation; parts
+ * of other conversations' rows match none. Sets parts[i] for rows[i] (sorted by id, n > 0).
+ * 0 or an SQLite code. */
+static int store_conv_parts(struct store *st, const struct store_message *rows, size_t n,
+                            char *parts)
 {
-    static const char q[] = "SELECT DISTINCT p.message_id FROM message_parts p "
-                            "JOIN messages m ON m.id = p.message_id WHERE m.conversation_id = ?1";
+    static const char q[] = "SELECT DISTINCT message_id FROM message_parts "
+                            "WHERE message_id >= ?1 ORDER BY message_id";
     sqlite3_stmt *s = store_prep(st, q);
     if (!s)
         return SQLITE_ERROR;
-    sqlite3_bind_int64(s, 1, id);
+    sqlite3_bind_int64(s, 1, rows[0].id);
     int rc;
     while ((rc = store_step(st, s)) == SQLITE_ROW) {
         int64_t mid = sqlite3_column_int64(s, 0);
@@ -339,6 +341,31 @@ static int store_conv_parts(struct store *st, int64_t id, const struct store_mes
     }
     store_done(st, s);
     return rc == SQLITE_DONE ? SQLITE_DONE : rc;
+}
+
+/* Rows of other conversations a read along the table passes over (besides two per row of its
+ * own) before it takes the index instead. */
+#define STORE_WALK_PASSED 256
+
+/* One more row of another conversation passed over by a read along the table that has read
+ * own rows of its own: 1 when they are too many (go on through the index). */
+static int store_passed_over(size_t *passed, size_t own)
+{
+    return ++*passed > STORE_WALK_PASSED + 2 * own;
+}
+
+/* End statement s and start q (?1 the conversation, ?2 the last id read): the same read
+ * through the index from where it was. NULL on failure. */
+static sqlite3_stmt *store_reprep(struct store *st, sqlite3_stmt *s, const char *q, int64_t id,
+                                  int64_t last)
+{
+    store_done(st, s);
+    s = store_prep(st, q);
+    if (s) {
+        sqlite3_bind_int64(s, 1, id);
+        sqlite3_bind_int64(s, 2, last);
+    }
+    return s;
 }
 
 /* Begin the read transaction of conversation id (so that it and its messages agree) and read
@@ -375,8 +402,15 @@ static int store_conv_load(struct store *st, int64_t id, int turns,
 {
     static const char q_msgs[] =
         "SELECT " STORE_MSG_COLS " FROM messages WHERE conversation_id = ?1 ORDER BY id";
-    static const char q_turns[] =
-        "SELECT " STORE_TURN_COLS " FROM messages WHERE conversation_id = ?1 ORDER BY id";
+    /* the turns: along the table from the conversation's first row to its last (a row a time
+     * through messages_conversation costs a search of the table each: twice the time), the
+     * rows of other conversations in between passed over while they are few */
+    static const char q_turns[] = "SELECT " STORE_TURN_COLS ", conversation_id FROM messages "
+                                  "NOT INDEXED WHERE id >= (SELECT min(id) FROM messages "
+                                  "WHERE conversation_id = ?1) AND id <= (SELECT max(id) "
+                                  "FROM messages WHERE conversation_id = ?1) ORDER BY id";
+    static const char q_turns_ix[] = "SELECT " STORE_TURN_COLS ", conversation_id FROM messages "
+                                     "WHERE conversation_id = ?1 AND id > ?2 ORDER BY id";
     *out = NULL;
     struct store_conversation *c;
     int rc = store_conv_begin(st, id, &c);
@@ -388,9 +422,23 @@ static int store_conv_load(struct store *st, int64_t id, int turns,
         return store_rollback(st);
     }
     sqlite3_bind_int64(s, 1, id);
-    size_t cap = 0, cap_parts = 0;
+    size_t cap = 0, cap_parts = 0, passed = 0;
     char *parts = NULL; /* the message has text in message_parts (streaming, or too large) */
+    int indexed = !turns;
     while ((rc = store_step(st, s)) == SQLITE_ROW) {
+        if (!indexed && sqlite3_column_int64(s, 9) != id) {
+            if (!store_passed_over(&passed, c->n_messages))
+                continue;
+            s = store_reprep(st, s, q_turns_ix, id,
+                             c->n_messages ? c->messages[c->n_messages - 1].id : INT64_MIN);
+            if (!s) {
+                free(parts);
+                store_conversation_free(c);
+                return store_rollback(st);
+            }
+            indexed = 1;
+            continue;
+        }
         XGROW(c->messages, c->n_messages + 1, cap);
         XGROW(parts, c->n_messages + 1, cap_parts);
         struct store_message *m = &c->messages[c->n_messages];
@@ -406,7 +454,7 @@ static int store_conv_load(struct store *st, int64_t id, int turns,
     }
     store_done(st, s);
     if (turns && rc == SQLITE_DONE && c->n_messages)
-        rc = store_conv_parts(st, id, c->messages, c->n_messages, parts);
+        rc = store_conv_parts(st, c->messages, c->n_messages, parts);
     for (size_t i = 0; rc == SQLITE_DONE && i < c->n_messages; i++)
         if (parts[i] && store_msg_add_parts(st, &c->messages[i]))
             rc = SQLITE_ERROR;
@@ -465,9 +513,6 @@ static long store_walk_count(struct store *st, sqlite3_stmt *t, int *t_row, int6
     return v->bytes == (int64_t)len ? v->tokens : -1;
 }
 
-/* Rows of other conversations the walk along the table passes over (besides two per row of
- * its own) before it takes the index instead. */
-#define STORE_WALK_PASSED 256
 
 /* Reverse n elements of size sz in place (rows read newest first). */
 static void store_reverse(void *v, size_t n, size_t sz)
@@ -509,7 +554,7 @@ int store_conversation_walk(struct store *st, int64_t id, const char *encoding,
     if (rc != 0)
         return rc;
     size_t cap = 0, cap_tv = 0;
-    int ret = 1, stop = 0, head_seen = 0; /* 1: the full load decides */
+    int ret = STORE_WALK_FULL, stop = 0, head_seen = 0;
     sqlite3_stmt *t = store_prep(st, q_counts); /* both cursors newest first, in step */
     if (!t)
         goto out;
@@ -526,18 +571,14 @@ int store_conversation_walk(struct store *st, int64_t id, const char *encoding,
     int indexed = 0, streaming = 0;
     while ((rc = store_step(st, s)) == SQLITE_ROW) {
         if (sqlite3_column_int64(s, 9) != id) {
-            if (indexed || ++passed <= STORE_WALK_PASSED + 2 * c->n_messages)
+            if (indexed || !store_passed_over(&passed, c->n_messages))
                 continue;
-            /* more rows of other conversations than its own: through the index */
-            store_done(st, s);
-            s = store_prep(st, q_rows_ix);
+            s = store_reprep(st, s, q_rows_ix, id,
+                             c->n_messages ? c->messages[c->n_messages - 1].id : INT64_MAX);
             if (!s) {
                 store_done(st, t);
                 goto out;
             }
-            sqlite3_bind_int64(s, 1, id);
-            sqlite3_bind_int64(s, 2, c->n_messages ? c->messages[c->n_messages - 1].id
-                                                   : INT64_MAX);
             indexed = 1;
             continue;
         }
@@ -547,7 +588,10 @@ int store_conversation_walk(struct store *st, int64_t id, const char *encoding,
         long tk = store_walk_count(st, t, &t_row, m->id, m->content_len, w, &cap_tv);
         int user = m->role && strcmp(m->role, "user") == 0;
         head_seen |= user && m->id == c->head_id;
-        stop |= enough(ud, m, tk);
+        int e = enough(ud, m, tk);
+        if (e < 0)
+            goto out; /* the caller gives up: the full load */
+        stop |= e;
         if (user) /* every row from here on is read: a turn boundary */
             w->first_id = m->id;
         if (stop && user && head_seen)
@@ -583,8 +627,7 @@ int store_conversation_walk(struct store *st, int64_t id, const char *encoding,
     store_reverse(w->tokens, w->n_tokens, sizeof *w->tokens);
     /* the answers with parts (streaming, or too large for one value): one query */
     char *parts = xcalloc(c->n_messages + 1, 1);
-    rc = c->n_messages ? store_conv_parts(st, id, c->messages, c->n_messages, parts)
-                       : SQLITE_DONE;
+    rc = c->n_messages ? store_conv_parts(st, c->messages, c->n_messages, parts) : SQLITE_DONE;
     for (size_t i = 0; rc == SQLITE_DONE && i < c->n_messages; i++)
         if (parts[i] && store_msg_add_parts(st, &c->messages[i]))
             rc = SQLITE_ERROR;

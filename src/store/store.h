@@ -278,14 +278,16 @@ int store_conversation_load(struct store *st, int64_t id, struct store_conversat
 /* The same with only what the turns need (id, role, status, model, finish_reason, error,
  * content, parent_id; the other columns empty): resuming a long conversation reads less. */
 int store_conversation_load_turns(struct store *st, int64_t id, struct store_conversation **out);
-/* The newest turns of a conversation's live path, read backwards from its head (one user row
- * and its newest answer at a time, through messages_parent), for a resume that sends only
- * them. enough(ud, row, tokens) is called for each row of a turn read (tokens: its count stored
- * in encoding for its length, or -1); when it returns nonzero for one, the walk stops after
- * that turn. Into *w: the rows read (w->conv, oldest first, as store_conversation_load_turns
- * gives them), their stored counts (by id), and what was not read. Returns 0, 1 (the walk cannot
- * stand for the full load: a head that is not a user row, a row still streaming), STORE_NOT_FOUND
- * or -1. Free with store_walk_free. */
+/* The newest rows of a conversation, read newest first (along the table, through the index
+ * when other conversations' rows are many in between), for a resume that sends only the
+ * newest turns. enough(ud, row, tokens) is called for each row read (tokens: its count stored
+ * in encoding for its length, or -1): nonzero stops the read at the next user row once the
+ * head was read (so that every row from that one on is read), negative gives up. Into *w: the
+ * rows read (w->conv, oldest first, as store_conversation_load_turns gives them), their stored
+ * counts (by id), and what was not read. Returns 0, STORE_WALK_FULL (the read cannot stand
+ * for the full load: no saved head, a row still streaming, enough gave up), STORE_NOT_FOUND or
+ * -1. Free with store_walk_free. */
+#define STORE_WALK_FULL 2
 struct store_walk {
     struct store_conversation *conv;
     struct store_tokens *tokens;
