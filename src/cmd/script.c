@@ -145,8 +145,8 @@ static void script_budget_warn(struct session *s, int *warned)
     if (st.level == CONTEXT_BUDGET_OK)
         return;
     *warned = 1;
-    fprintf(stderr, "tokterm: warning: %.0f%% of the session's budget is spent (%lld tokens",
-            st.budget_frac * 100, st.spent_tokens);
+    fprintf(stderr, "tokterm: warning: %.0f%% of the session's budget is spent (%lld token%s",
+            st.budget_frac * 100, st.spent_tokens, st.spent_tokens == 1 ? "" : "s");
     if (st.priced)
         fprintf(stderr, ", $%.4f", st.spent_usd);
     fputs(")\n", stderr);

@@ -537,7 +537,8 @@ static char *tui_footer(struct tui *t, const struct net_result *r, int *slot)
             buf_printf(&b, " \xC2\xB7 first token %s",
                        ratelimit_format_duration(r->t.ttft, d2, sizeof d2));
         if (r->usage.present)
-            buf_printf(&b, " \xC2\xB7 %lld tokens", r->usage.completion);
+            buf_printf(&b, " \xC2\xB7 %lld token%s", r->usage.completion,
+                       r->usage.completion == 1 ? "" : "s");
         if (r->t.tokens_per_s > 0 && r->t.total - r->t.ttft >= 0.2)
             buf_printf(&b, " \xC2\xB7 %.0f tok/s", r->t.tokens_per_s);
         if (!r->content_bytes)
