@@ -899,7 +899,8 @@ static void session_context_close(struct session *s)
     if (s->ctx && getenv("TOKTERM_DEBUG_TOKENIZED")) {
         size_t texts, bytes;
         context_tokenized(s->ctx, &texts, &bytes);
-        fprintf(stderr, "tokterm: debug: tokenised %zu texts, %zu bytes\n", texts, bytes);
+        fprintf(stderr, "tokterm: debug: tokenised %zu texts, %zu bytes; table %s\n", texts,
+                bytes, context_table_open(s->ctx) ? "open" : "not opened");
         if (s->resumed_turns)
             fprintf(stderr, "tokterm: debug: resumed %zu turns (%s)\n", s->resumed_turns,
                     s->lean ? "the newest" : "all");
@@ -1035,7 +1036,9 @@ static void session_tokens_save(struct session *s)
         struct conv_turn *t = &s->conv.turns[i];
         if (t->answer && t->answer_tokens <= 0 && t->answer_id > 0 && i + 1 == s->conv.n) {
             long k = context_count_known(s->ctx, t->answer, t->answer_len);
-            if (k < 0 && t->answer_len < 256) /* short texts are not cached: count it */
+            /* short texts are not cached: count one, but never open the table for it (a
+             * one-shot that fits by its bytes maps no table; a later resume counts lazily) */
+            if (k < 0 && t->answer_len && t->answer_len < 256 && context_table_open(s->ctx))
                 k = context_count(s->ctx, t->answer, t->answer_len);
             if (k > 0)
                 t->answer_tokens = k;

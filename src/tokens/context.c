@@ -151,6 +151,11 @@ void context_tokenized(const struct context *c, size_t *texts, size_t *bytes)
     *bytes = c->tok_bytes;
 }
 
+int context_table_open(const struct context *c)
+{
+    return c->tok != NULL;
+}
+
 static long context_count_raw(struct context *c, const char *text, size_t len)
 {
     struct tokenizer *t = context_tok(c);

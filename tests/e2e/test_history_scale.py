@@ -161,7 +161,15 @@ with ttlib.FakeServer() as srv:
     rows = sql(db, "SELECT count(*) FROM summaries")
     t.eq(rows[0][0], 2, "summaries: both are stored")
 
-    # --- 4. /context in the chat says what the next turn costs --------------------------------
+    # --- 4. a one-shot that fits by its bytes never opens the rank table to save counts -----
+    h5 = ttlib.make_home()
+    c5 = write_config(h5, "")
+    for i in range(2):  # the first run makes the database; the second is the common case
+        rc, out, err = run(h5, c5, ["-p", "hello %d" % i])
+        t.ok(rc == 0 and b"tokenised 0 texts, 0 bytes; table not opened" in err,
+             "one-shot %d: saving its turn opens no tokenizer table" % i, err)
+
+    # --- 5. /context in the chat says what the next turn costs --------------------------------
     if not ttlib.Tmux.available():
         t.skip("/context shows the next turn's cost", "no tmux", "tmux")
     else:
