@@ -8,14 +8,14 @@
 #
 # Size-stress mode, FUZZ_SIZE=1 (`make fuzz-smoke FUZZ_SIZE=1`): finds what grows with the
 # size of an input (memory per byte, quadratic time). Only the targets that take unbounded
-# input from outside run (sse, api, tokenizer; others given are left out), on inputs up to
+# input from outside run (sse, api, dialect, tokenizer; others given are left out), on inputs up to
 # FUZZ_MAX_MB (default 16) MiB with -len_control=0, under a memory limit of FUZZ_RSS_MB
 # (default 512) MiB (-rss_limit_mb and -malloc_limit_mb; ASan's quarantine cut to 16 MiB so
 # that freed memory does not count) and a per-input timeout of 120 s, leak checks off (they
 # run each input twice). Besides the usual seeds, each target starts from inputs of
 # FUZZ_MAX_MB generated here into fuzz-size/NAME (see size_seeds: one 16 MiB word for the
 # tokenizer, which the old merge took 43 bytes a byte for: 700 MiB; a 16 MiB SSE line and
-# event; a 16 MiB chunk), so a blowup shows in the first seconds. Work corpora:
+# event; a 16 MiB chunk; a 16 MiB text event of each dialect), so a blowup shows in the first seconds. Work corpora:
 # fuzz-work-size/NAME. Takes about FUZZ_SECONDS + 20 s per target.
 set -u
 top=$1
@@ -34,7 +34,7 @@ mkdir -p "$work" fuzz-artifacts fuzz-logs
 if [ "$size" -eq 1 ]; then # keep the targets that take unbounded input
     keep=
     for name in "$@"; do
-        case $name in sse | api | tokenizer) keep="$keep $name" ;; esac
+        case $name in sse | api | dialect | tokenizer) keep="$keep $name" ;; esac
     done
     # shellcheck disable=SC2086
     set -- $keep
@@ -66,6 +66,11 @@ size_seeds() { # name -> the directory of its generated inputs of max_mb MiB (ma
             big "$dir/chunk-content" "$n" '{"choices":[{"delta":{"content":"' a '"}}]}'
             big "$dir/sse-chunk" "$n" 'data: {"choices":[{"delta":{"content":"' a '"}}]}\n\n'
             ;;
+        dialect) # one text event of each dialect (Gemini's with CRLF)
+            big "$dir/anthropic-text-delta" "$n" 'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"' a '"}}\n\n'
+            big "$dir/gemini-chunk" "$n" 'data: {"candidates":[{"content":{"role":"model","parts":[{"text":"' a '"}]}}]}\r\n\r\n'
+            big "$dir/responses-text-delta" "$n" 'event: response.output_text.delta\ndata: {"type":"response.output_text.delta","delta":"' a '"}\n\n'
+            ;;
         esac
         : >"$dir/.made-$n"
     fi
@@ -74,7 +79,7 @@ size_seeds() { # name -> the directory of its generated inputs of max_mb MiB (ma
 
 seeds() { # the seed directories of a target (as in tests/fuzz/replay.c)
     case $1 in
-    sse | api) echo "$t/fixtures $t/fuzz/corpus/$1" ;;
+    sse | api | dialect) echo "$t/fixtures $t/fuzz/corpus/$1" ;;
     theme) echo "$top/themes $t/theme $t/fuzz/corpus/theme" ;;
     tokenizer) echo "$t/tokenizer/corpus $t/fuzz/corpus/tokenizer" ;;
     *) echo "$t/fuzz/corpus/$1" ;;
