@@ -200,7 +200,7 @@ if command -v clang >/dev/null 2>&1; then
         (cd "$dir" && make -s -j"$jobs" fuzz-smoke FUZZ_SECONDS="${FUZZ_SECONDS:-30}" \
             >smoke.out 2>&1)
         rc=$?
-        # size-stress mode (tests/fuzz/smoke.sh): sse, api, tokenizer on 16 MiB inputs, ~60 s
+        # size stress (tests/fuzz/smoke.sh): sse, api, dialect, tokenizer on 16 MiB inputs
         (cd "$dir" && make -s fuzz-smoke FUZZ_SIZE=1 FUZZ_SECONDS=20 >>smoke.out 2>&1) || rc=1
         [ "$rc" -eq 0 ] || status=1
         grep -E '^(FAIL|  )' "$dir/smoke.out" | grep -vE '^  (CC|CCLD|AR) ' | head -30
