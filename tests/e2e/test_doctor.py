@@ -132,6 +132,49 @@ with ttlib.FakeServer() as srv:
     t.ok(find(lines, "warn", "model", "gemwrong", "gemini-nope is not in the server's list"),
          "gemini: an unknown model is a warning")
 
+    # one config, three dialects: each profile checked against its own endpoint, with its own
+    # key variable and headers (not the dialect of the default profile)
+    mhome = ttlib.make_home()
+    os.makedirs(os.path.join(mhome, ".config", "tokterm"))
+    mcfg = os.path.join(mhome, ".config", "tokterm", "config")
+    with open(mcfg, "w") as f:
+        f.write("profile = oa\n[oa]\nbase_url = %s\nmodel = gpt-4o-mini\n"
+                "[ant]\napi = anthropic\nbase_url = %s\nmodel = claude-haiku-4-5\n"
+                "[gem]\napi = gemini\nbase_url = http://127.0.0.1:%d/models=gemini-2.5-flash"
+                "/v1beta\nmodel = gemini-2.5-flash\n"
+                % (srv.base("models=gpt-4o-mini"), srv.base("models=claude-haiku-4-5"),
+                   srv.port))
+    os.chmod(mcfg, 0o600)
+    akey, gkey = "sk-ant-doctor-0123456789abcdef", "AIzaSy-doctor-0123456789abcdefghijk"
+    menv = {"OPENAI_BASE_URL": None, "ANTHROPIC_API_KEY": akey, "GEMINI_API_KEY": gkey}
+    before = len(srv.requests(all=True))
+    rc, out, err = ttlib.run_tokterm(["doctor"], home=mhome, env=menv)
+    lines = lines_of(out)
+    t.eq(rc, 0, "three dialects: all fine, exit 0")
+    for prof, model, var in (("oa", "gpt-4o-mini", "OPENAI_API_KEY"),
+                             ("ant", "claude-haiku-4-5", "ANTHROPIC_API_KEY"),
+                             ("gem", "gemini-2.5-flash", "GEMINI_API_KEY")):
+        t.ok(find(lines, "ok", "key source", prof, "$" + var + " is set"),
+             "three dialects: [%s] takes its key from $%s" % (prof, var), "\n".join(lines))
+        t.ok(find(lines, "ok", "model", prof, model + " is listed"),
+             "three dialects: [%s] finds %s in its server's list" % (prof, model))
+    got = {}
+    for r in srv.requests(all=True)[before:]:
+        if r["method"] == "GET":
+            got[r["path"].split("/")[1].split("=")[-1]] = (r["path"], r["headers"])
+    p, h = got.get("gpt-4o-mini", ("", {}))
+    t.ok(p.endswith("/v1/models") and h.get("authorization") == "<redacted len=%d>"
+         % len("Bearer " + ttlib.TEST_KEY) and "x-api-key" not in h,
+         "three dialects: [oa] GET /v1/models with a bearer key", (p, h))
+    p, h = got.get("claude-haiku-4-5", ("", {}))
+    t.ok(p.endswith("/v1/models") and h.get("x-api-key") == "<redacted len=%d>" % len(akey)
+         and h.get("anthropic-version") == "2023-06-01" and "authorization" not in h,
+         "three dialects: [ant] GET /v1/models with x-api-key and anthropic-version", (p, h))
+    p, h = got.get("gemini-2.5-flash", ("", {}))
+    t.ok(p.endswith("/v1beta/models") and h.get("x-goog-api-key") == "<redacted len=%d>"
+         % len(gkey) and "authorization" not in h,
+         "three dialects: [gem] GET /v1beta/models with x-goog-api-key", (p, h))
+
     # -P: one profile; everything fine: exit 0
     before = len(srv.requests(all=True))
     rc, out, err = ttlib.run_tokterm(["-P", "fake", "doctor"], home=home, env=env)
