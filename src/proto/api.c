@@ -842,9 +842,13 @@ int api_decode_whole(struct api_stream *st, const char *body, size_t n, api_emit
     if (st->error.len)
         return -1;
     /* A whole answer with text that names no reason is complete; one with neither text nor
-     * a reason ({}, {"choices":[]}, an empty message) is no answer at all: finish stays "". */
-    if (!st->finish[0] && c.text)
+     * a reason ({}, {"choices":[]}, an empty message) is no answer at all: finish stays "".
+     * The finish is announced as a streamed one is (fuzz_dialect: a finish only with its
+     * announcement; a Gemini body whose "finishReason" key is misspelt had none). */
+    if (!st->finish[0] && c.text) {
         memcpy(st->finish, "stop", 5);
+        fn(ud, API_FINISH, NULL, 0);
+    }
     return 0;
 }
 
