@@ -270,24 +270,11 @@ with ttlib.FakeServer() as srv:
     t.eq(text(out), "cached\n", "anthropic: the cached answer")
 
     # --- the chat, in tmux: --api anthropic with only ANTHROPIC_API_KEY -------------------------
-    if not ttlib.Tmux.available():
-        t.skip("anthropic chat in tmux", "tmux is not installed", tool="tmux")
-    else:
-        with ttlib.Tmux(80, 24) as tm:
-            e = ttlib.clean_env(env=env_for(srv, "delay_ms=20"))
-            tm.run([ttlib.tokterm_path(), "--api", "anthropic"], e)
-            screen = tm.wait_for(re.compile("F1|\u203a"), 10)
-            t.ok(screen is not None, "chat: opens", tm.capture())
-            n0 = len(srv.requests())
-            tm.send_text("hello from the chat")
-            tm.send("Enter")
-            done = tm.wait_for("\u2713", 15)
-            t.ok(done is not None and done.count("hello from the chat") >= 2,
-                 "chat: the answer streamed from /messages", done or tm.capture())
-            made = srv.requests()[n0:]
-            t.ok(len(made) == 1 and made[0]["path"].endswith("/v1/messages"),
-                 "chat: one request to /messages", [r["path"] for r in made])
-            t.ok("claude-haiku-4-5" in (done or ""), "chat: the status bar names the model",
-                 done or "")
+    done = ttlib.chat_turn(t, srv, "anthropic", [ttlib.tokterm_path(), "--api", "anthropic"],
+                           env_for(srv, "delay_ms=20"), "hello from the chat",
+                           "hello from the chat", "/v1/messages")
+    if done is not None:
+        t.ok("claude-haiku-4-5" in ttlib.status_bar(done), "chat: the status bar names the model",
+             done)
 
 sys.exit(t.done())

@@ -166,5 +166,13 @@ with ttlib.FakeServer() as srv:
     t.ok(len(made) == 2 and made[1]["t"] - made[0]["t"] >= 1.5,
          "429 with RetryInfo 2s: the retry waited for it", [r["t"] for r in made])
     srv.clear_queue()
+    # --- the chat, in tmux: --api gemini with only GEMINI_API_KEY; the thought part styled -----
+    ttlib.chat_turn(t, srv, "gemini",
+                    [ttlib.tokterm_path(), "--api", "gemini", "-m", "gemini-2.5-flash",
+                     "--base-url", base(srv, "replay=gemini_thinking.sse")],
+                    {"OPENAI_API_KEY": None, "GOOGLE_API_KEY": None, "GEMINI_API_KEY": KEY,
+                     "OPENAI_BASE_URL": "http://127.0.0.1:9/never"},
+                    "hi there", "How can I help", ":streamGenerateContent",
+                    reasoning="The user says hi.", session=67)
 
 t.done()

@@ -110,4 +110,10 @@ with ttlib.FakeServer() as srv:
     t.ok("Incorrect API key (invalid_api_key)" in text(err), "401: message and code", text(err))
     t.ok(KEY.encode() not in out + err, "the key never printed")
 
+    # --- the chat, in tmux: --api responses; the reasoning summary styled ----------------------
+    ttlib.chat_turn(t, srv, "responses", [ttlib.tokterm_path(), "--api", "responses"],
+                    {"OPENAI_API_KEY": KEY,
+                     "OPENAI_BASE_URL": srv.base("replay=responses_reasoning.sse")},
+                    "hi there", "Hi there", "/v1/responses", reasoning="The user says hi.", session=187)
+
 t.done()

@@ -741,3 +741,72 @@ def history_add_turns(db, turns, words, start, conv=None):
     c.execute("UPDATE conversations SET head_id = ? WHERE id = ?", (head, conv))
     c.commit()
     c.close()
+
+
+def italic_text(screen):
+    """The characters of a capture(escapes=True) screen drawn in italics (SGR 3 .. 0/23),
+    rows joined by newlines: follows the SGR state across rows as a terminal does."""
+    out, italic, i = [], False, 0
+    for m in re.finditer(r"\x1b\[([0-9;]*)m|([^\x1b])", screen):
+        if m.group(2) is not None:
+            ch = m.group(2)
+            out.append(ch if italic or ch == "\n" else "")
+            continue
+        ps = [int(x) if x else 0 for x in m.group(1).split(";")]
+        i = 0
+        while i < len(ps):
+            if ps[i] in (38, 48, 58):
+                i += 3 if i + 1 < len(ps) and ps[i + 1] == 5 else 5
+                continue
+            if ps[i] == 0 or ps[i] == 23:
+                italic = False
+            elif ps[i] == 3:
+                italic = True
+            i += 1
+    return "".join(out)
+
+
+def status_bar(screen):
+    """The status bar of a chat screen: the row naming "F1 help"."""
+    rows = [ln for ln in (screen or "").splitlines() if "F1 help" in ln]
+    return rows[-1] if rows else ""
+
+
+def chat_turn(t, srv, label, cmd, env, prompt, answer, path, reasoning=None, session=None,
+              size=(120, 24)):
+    """The chat of one dialect in tmux, one turn: opens, PROMPT sent, ANSWER shown, one request
+    whose path ends with PATH, a status bar with latency (ttft, total), context (ctx N/M) and
+    spend ($), and, when REASONING is given, that text in the reasoning style (italic, behind
+    the ┊ gutter); with SESSION, the session's tokens as the server's usage counted them
+    ("session N tok"). Checks are named "LABEL chat: ...". Returns the screen (or None)."""
+    if not Tmux.available():
+        t.skip(label + " chat in tmux", "tmux is not installed", tool="tmux")
+        return None
+    with Tmux(*size) as tm:
+        tm.run(cmd, clean_env(env=env))
+        t.ok(tm.wait_for(re.compile("F1|\u203a"), 10) is not None, label + " chat: opens",
+             tm.capture())
+        n0 = len(srv.requests())
+        tm.send_text(prompt)
+        tm.send("Enter")
+        done = tm.wait_for("\u2713", 15)
+        t.ok(done is not None and answer in done.split(prompt, 1)[-1],
+             label + " chat: the answer appears", done or tm.capture())
+        made = srv.requests()[n0:]
+        t.ok(len(made) == 1 and made[0]["path"].split("?")[0].endswith(path),
+             label + " chat: one request to " + path, [r["path"] for r in made])
+        st = status_bar(done)
+        t.ok(re.search(r"ttft \d+(\.\d+)?m?s total \d+(\.\d+)?m?s", st) is not None,
+             label + " chat: the status bar shows the latency", st)
+        t.ok(re.search(r"ctx ~?[1-9][\d.]*k?/\d", st) is not None,
+             label + " chat: the status bar shows the context used", st)
+        t.ok(re.search(r"\$\d+\.\d*[1-9]", st) is not None,
+             label + " chat: the status bar shows the spend", st)
+        if session is not None:
+            t.ok("session %d tok" % session in st,
+                 label + " chat: the session's tokens from the server's usage", st)
+        if reasoning is not None:
+            it = italic_text(tm.capture(escapes=True))
+            t.ok("\u250a " + reasoning in it,
+                 label + " chat: the reasoning in the reasoning style (italic, behind ┊)", it)
+        return done
