@@ -26,6 +26,17 @@ def lines_of(out):
     return out.decode("utf-8", "replace").splitlines()
 
 
+def home_with(config):
+    """A new HOME whose tokterm config (mode 600) is CONFIG."""
+    home = ttlib.make_home()
+    os.makedirs(os.path.join(home, ".config", "tokterm"))
+    path = os.path.join(home, ".config", "tokterm", "config")
+    with open(path, "w") as f:
+        f.write(config)
+    os.chmod(path, 0o600)
+    return home
+
+
 def find(lines, status, check, profile=None, piece=""):
     """The first line with this status, check name, profile and text piece, or None."""
     for ln in lines:
@@ -112,15 +123,10 @@ with ttlib.FakeServer() as srv:
     t.ok(find(lines, "ok", "theme", None, "dark"), "theme: the default theme loads")
 
     # Gemini's list: models[].name = "models/NAME", matched against the profile's NAME
-    ghome = ttlib.make_home()
-    os.makedirs(os.path.join(ghome, ".config", "tokterm"))
-    gcfg = os.path.join(ghome, ".config", "tokterm", "config")
-    with open(gcfg, "w") as f:
-        f.write("[gem]\napi = gemini\nbase_url = http://127.0.0.1:%d/models=gemini-2.5-flash"
-                "%%7Cgemini-2.5-pro/v1beta\nmodel = gemini-2.5-pro\n"
-                "[gemwrong]\napi = gemini\nbase_url = http://127.0.0.1:%d/v1beta\n"
-                "model = gemini-nope\n" % (srv.port, srv.port))
-    os.chmod(gcfg, 0o600)
+    ghome = home_with("[gem]\napi = gemini\nbase_url = http://127.0.0.1:%d/models=gemini-2.5-flash"
+                      "%%7Cgemini-2.5-pro/v1beta\nmodel = gemini-2.5-pro\n"
+                      "[gemwrong]\napi = gemini\nbase_url = http://127.0.0.1:%d/v1beta\n"
+                      "model = gemini-nope\n" % (srv.port, srv.port))
     genv = {"OPENAI_BASE_URL": None, "OPENAI_API_KEY": None,
             "GEMINI_API_KEY": "AIzaSy-test-0123456789abcdefghijklmnopqrstu"}
     rc, out, err = ttlib.run_tokterm(["doctor"], home=ghome, env=genv)
@@ -134,17 +140,12 @@ with ttlib.FakeServer() as srv:
 
     # one config, three dialects: each profile checked against its own endpoint, with its own
     # key variable and headers (not the dialect of the default profile)
-    mhome = ttlib.make_home()
-    os.makedirs(os.path.join(mhome, ".config", "tokterm"))
-    mcfg = os.path.join(mhome, ".config", "tokterm", "config")
-    with open(mcfg, "w") as f:
-        f.write("profile = oa\n[oa]\nbase_url = %s\nmodel = gpt-4o-mini\n"
-                "[ant]\napi = anthropic\nbase_url = %s\nmodel = claude-haiku-4-5\n"
-                "[gem]\napi = gemini\nbase_url = http://127.0.0.1:%d/models=gemini-2.5-flash"
-                "/v1beta\nmodel = gemini-2.5-flash\n"
-                % (srv.base("models=gpt-4o-mini"), srv.base("models=claude-haiku-4-5"),
-                   srv.port))
-    os.chmod(mcfg, 0o600)
+    mhome = home_with("profile = oa\n[oa]\nbase_url = %s\nmodel = gpt-4o-mini\n"
+                      "[ant]\napi = anthropic\nbase_url = %s\nmodel = claude-haiku-4-5\n"
+                      "[gem]\napi = gemini\nbase_url = http://127.0.0.1:%d/"
+                      "models=gemini-2.5-flash/v1beta\nmodel = gemini-2.5-flash\n"
+                      % (srv.base("models=gpt-4o-mini"), srv.base("models=claude-haiku-4-5"),
+                         srv.port))
     akey, gkey = "sk-ant-doctor-0123456789abcdef", "AIzaSy-doctor-0123456789abcdefghijk"
     menv = {"OPENAI_BASE_URL": None, "ANTHROPIC_API_KEY": akey, "GEMINI_API_KEY": gkey}
     before = len(srv.requests(all=True))

@@ -75,7 +75,8 @@ a = args["dialect"] or []
 t.ok("-max_len=%d" % 1048576 in a and "-len_control=0" in a,
      "size stress: fuzz_dialect takes inputs of FUZZ_MAX_MB", a)
 sdir = os.path.join(work, "fuzz-size", "dialect")
-t.ok("fuzz-size/dialect" in seeds_of(a), "size stress: fuzz_dialect starts from fuzz-size/dialect", a)
+t.ok("fuzz-size/dialect" in seeds_of(a), "size stress: fuzz_dialect starts from fuzz-size/dialect",
+     a)
 made = sorted(x for x in os.listdir(sdir) if not x.startswith(".")) if os.path.isdir(sdir) else []
 for d in ("anthropic", "gemini", "responses"):
     big = [x for x in made if x.startswith(d)]

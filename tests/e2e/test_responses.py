@@ -114,6 +114,7 @@ with ttlib.FakeServer() as srv:
     ttlib.chat_turn(t, srv, "responses", [ttlib.tokterm_path(), "--api", "responses"],
                     {"OPENAI_API_KEY": KEY,
                      "OPENAI_BASE_URL": srv.base("replay=responses_reasoning.sse")},
-                    "hi there", "Hi there", "/v1/responses", reasoning="The user says hi.", session=187)
+                    "hi there", "Hi there", "/v1/responses", reasoning="The user says hi.",
+                    session=187)
 
 t.done()

@@ -15,8 +15,8 @@
 # run each input twice). Besides the usual seeds, each target starts from inputs of
 # FUZZ_MAX_MB generated here into fuzz-size/NAME (see size_seeds: one 16 MiB word for the
 # tokenizer, which the old merge took 43 bytes a byte for: 700 MiB; a 16 MiB SSE line and
-# event; a 16 MiB chunk; a 16 MiB text event of each dialect), so a blowup shows in the first seconds. Work corpora:
-# fuzz-work-size/NAME. Takes about FUZZ_SECONDS + 20 s per target.
+# event; a 16 MiB chunk; a 16 MiB text event of each dialect), so a blowup shows in the first
+# seconds. Work corpora: fuzz-work-size/NAME. Takes about FUZZ_SECONDS + 20 s per target.
 set -u
 top=$1
 shift
@@ -67,9 +67,13 @@ size_seeds() { # name -> the directory of its generated inputs of max_mb MiB (ma
             big "$dir/sse-chunk" "$n" 'data: {"choices":[{"delta":{"content":"' a '"}}]}\n\n'
             ;;
         dialect) # one text event of each dialect (Gemini's with CRLF)
-            big "$dir/anthropic-text-delta" "$n" 'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"' a '"}}\n\n'
-            big "$dir/gemini-chunk" "$n" 'data: {"candidates":[{"content":{"role":"model","parts":[{"text":"' a '"}]}}]}\r\n\r\n'
-            big "$dir/responses-text-delta" "$n" 'event: response.output_text.delta\ndata: {"type":"response.output_text.delta","delta":"' a '"}\n\n'
+            a='event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+            big "$dir/anthropic-text-delta" "$n" "$a"'"delta":{"type":"text_delta","text":"' \
+                a '"}}\n\n'
+            big "$dir/gemini-chunk" "$n" 'data: {"candidates":[{"content":{"parts":[{"text":"' a \
+                '"}]}}]}\r\n\r\n'
+            r='event: response.output_text.delta\ndata: {"type":"response.output_text.delta",'
+            big "$dir/responses-text-delta" "$n" "$r"'"delta":"' a '"}\n\n'
             ;;
         esac
         : >"$dir/.made-$n"
