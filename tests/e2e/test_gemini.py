@@ -8,6 +8,7 @@ sys.dont_write_bytecode = True
 
 import json  # noqa: E402
 import os  # noqa: E402
+import re  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ttlib  # noqa: E402
@@ -174,5 +175,53 @@ with ttlib.FakeServer() as srv:
                      "OPENAI_BASE_URL": "http://127.0.0.1:9/never"},
                     "hi there", "How can I help", ":streamGenerateContent",
                     reasoning="The user says hi.", session=67)
+
+    # --- /profile in the chat: openai -> gemini, the conversation goes on in Gemini's shape -----
+    if not ttlib.Tmux.available():
+        t.skip("/profile across dialects", "tmux is not installed", tool="tmux")
+    else:
+        phome = ttlib.make_home()
+        os.makedirs(os.path.join(phome, ".config", "tokterm"))
+        with open(os.path.join(phome, ".config", "tokterm", "config"), "w") as f:
+            f.write("profile = oa\n[oa]\nbase_url = %s\nmodel = gpt-4o-mini\n"
+                    "[gem]\napi = gemini\nbase_url = %s\nmodel = gemini-2.5-flash\n"
+                    % (srv.base(), base(srv)))
+        with ttlib.Tmux(120, 30) as tm:
+            tm.run([ttlib.tokterm_path(), "-s", "Be brief."],
+                   ttlib.clean_env(home=phome, env={"GEMINI_API_KEY": KEY,
+                                                    "OPENAI_BASE_URL": None}))
+            tm.wait_for(re.compile("F1|\u203a"), 10)
+            n0 = len(srv.requests())
+            tm.send_text("first question")
+            tm.send("Enter")
+            t.ok(tm.wait_for("\u2713", 15) is not None, "/profile: the openai answer",
+                 tm.capture())
+            tm.send_text("/profile gem")
+            tm.send("Enter")
+            t.ok(tm.wait_for("gemini-2.5-flash", 5) is not None, "/profile gem: switched",
+                 tm.capture())
+            tm.send_text("second question")
+            tm.send("Enter")
+            done = tm.wait_for(re.compile("\u2713(.|\n)*\u2713"), 15)
+            t.ok(done is not None and done.count("second question") >= 2,
+                 "/profile gem: the answer streamed from Gemini", done or tm.capture())
+            made = srv.requests()[n0:]
+            t.ok(len(made) == 2 and made[0]["path"].endswith("/v1/chat/completions")
+                 and ":streamGenerateContent" in made[1]["path"]
+                 and "gemini-2.5-flash" in made[1]["path"],
+                 "/profile: the first request to chat completions, the next to Gemini",
+                 [r["path"] for r in made])
+            h = made[1]["headers"] if len(made) == 2 else {}
+            t.ok(h.get("x-goog-api-key") == "<redacted len=%d>" % len(KEY)
+                 and "authorization" not in h, "/profile: Gemini's key and header", h)
+            b = made[1]["body"] if len(made) == 2 else {}
+            turns = [(c.get("role"), "".join(p.get("text", "") for p in c.get("parts", [])))
+                     for c in b.get("contents", [])]
+            t.eq(turns, [("user", "first question"), ("model", "first question"),
+                         ("user", "second question")],
+                 "/profile: the whole history in Gemini's shape (user/model, parts)")
+            si = b.get("systemInstruction", {}).get("parts", [{}])[0].get("text")
+            t.eq(si, "Be brief.", "/profile: the system prompt as systemInstruction")
+            t.ok("messages" not in b, "/profile: no chat-completions members")
 
 t.done()
