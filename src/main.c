@@ -12,6 +12,7 @@
 #include "cmd/count.h"
 #include "cmd/doctor.h"
 #include "cmd/models.h"
+#include "cmd/roles.h"
 #include "cmd/store.h"
 #include "core/conf.h"
 #include "core/setup.h"
@@ -239,6 +240,11 @@ static int main_models(struct main_run *r)
     return cmd_models(&su->conf, key, r->a.json, r->a.sub_argc, r->a.sub_argv);
 }
 
+static int main_roles(struct main_run *r)
+{
+    return cmd_roles(r->su.conf.path, r->a.json, r->a.sub_argc, r->a.sub_argv);
+}
+
 /* ls, show, search, ...: cmd_store opens the database itself (search reads it its own way). */
 static int main_store(struct main_run *r)
 {
@@ -407,6 +413,7 @@ static const struct main_cmd main_cmds[] = {
     {"stats", SETUP_CONFIG, NULL, main_store},
     {"cache", SETUP_CONFIG, NULL, main_store},
     {"models", SETUP_CONFIG | SETUP_KEY, NULL, main_models},
+    {"roles", SETUP_CONFIG, NULL, main_roles},
     {"batch", MAIN_SESSION, main_batch_check, main_batch},
     {"chat", MAIN_SESSION | SETUP_TERMINAL, main_chat_check, main_chat},
     {"prompt", MAIN_SESSION, main_prompt_check, main_prompt},

@@ -11,7 +11,7 @@
 
 const char *const cli_subcommands[] = {
     "ls", "show", "search", "export", "rm", "rename", "stats", "cache", "count", "doctor",
-    "batch", "models", "help", "version", NULL,
+    "batch", "models", "roles", "help", "version", NULL,
 };
 
 struct cli_opt {
@@ -27,6 +27,7 @@ static const struct cli_opt cli_opts[] = {
     {"model", 'm', 1, F(model)},
     {"system", 's', 1, F(system)},
     {"profile", 'P', 1, F(profile)},
+    {"role", 0, 1, F(role)},
     {"config", 0, 1, F(config_path)},
     {"base-url", 0, 1, F(base_url)},
     {"api", 0, 1, F(api)},
@@ -205,6 +206,8 @@ static const char cli_usage_head[] =
            "  -m, --model NAME         model (env TOKTERM_MODEL; profile 'model')\n"
            "  -s, --system TEXT        system prompt\n"
            "  -P, --profile NAME       use the [NAME] section of the config file\n"
+           "      --role NAME          apply a role: a preset system prompt and settings on top\n"
+           "                           of the profile (tokterm roles lists them); profile 'role'\n"
            "      --base-url URL       API base URL (env OPENAI_BASE_URL, ANTHROPIC_BASE_URL)\n"
            "      --api NAME           the provider's protocol: openai (chat completions, the\n"
            "                           default) or anthropic (Messages); profile 'api'\n";
@@ -243,6 +246,7 @@ static const char cli_usage_tail[] =
            "  search QUERY [--model M] [--since D] [--until D]    full-text search\n"
            "  rm ID | rename ID TITLE | stats | cache stats|clear\n"
            "  models [--json] [--refresh]                 the models the server offers\n"
+           "  roles [--json]                              the roles --role and /role know\n"
            "  doctor, batch, help, version\n"
            "\n"
            "Environment: OPENAI_API_KEY, OPENAI_BASE_URL, TOKTERM_MODEL, TOKTERM_PROFILE, NO_COLOR;\n"

@@ -11,7 +11,7 @@ struct cli {
                                  positional words; n_prompts of them (array owned) */
     int n_prompts;
     char *prompt_buf;         /* the joined words */
-    const char *model, *system, *profile, *config_path, *base_url, *api, *cacert, *trace;
+    const char *model, *system, *profile, *role, *config_path, *base_url, *api, *cacert, *trace;
     API_SAMPLING(CLI_PARAM_FIELD) /* --max-tokens, --temperature, ... (checked by conf) */
     const char *reasoning_effort; /* --reasoning-effort (checked by conf) */
     const char *idle_timeout, *connect_timeout, *max_time, *max_answer_mb; /* checked by conf */

@@ -12,6 +12,7 @@ struct conf {
     char *base_url;         /* e.g. https://api.openai.com/v1 */
     char *model;
     char *system;           /* system prompt */
+    char *role;             /* the role applied on top of the profile (core/role.h) */
     char *api_key_env;      /* name of the environment variable holding the key */
     char *api_key_cmd;      /* shell command printing the key */
     char *api_key;          /* literal key in the file (discouraged: warned about) */

@@ -1,6 +1,7 @@
 /* setup.c - command line + environment + profile -> conf, keys, fallback, store, cache mode. */
 #include "config.h"
 #include "core/setup.h"
+#include "core/role.h"
 #include "net/probe.h"
 #include "store/store.h"
 #include "base/util.h"
@@ -60,6 +61,28 @@ static int setup_apply_cli(struct conf *c, const struct cli *a, struct buf *err)
     return 0;
 }
 
+/* Apply the role name on top of the profile: a role naming a profile (when none was chosen
+ * explicitly) loads that profile first. Returns 0, or -1 with err set. */
+static int setup_role(struct setup *su, const char *name, const char *cfgpath,
+                      const char *profile, struct buf *err)
+{
+    struct role r;
+    char *want = xstrdup(name);
+    int rc = role_load(&r, want, su->conf.path, err);
+    if (rc == 0 && r.profile && !profile) {
+        conf_free(&su->conf);
+        conf_defaults(&su->conf);
+        struct buf w = BUF_INIT;
+        rc = conf_load(&su->conf, cfgpath, r.profile, err, &w) < 0 ? -1 : 0;
+        buf_free(&w); /* its warnings were given once already */
+    }
+    if (rc == 0)
+        rc = role_apply(&su->conf, &r, err);
+    role_free(&r);
+    free(want);
+    return rc;
+}
+
 int setup_conf(struct setup *su, const struct cli *a, struct buf *err, struct buf *warn)
 {
     conf_defaults(&su->conf);
@@ -78,6 +101,8 @@ int setup_conf(struct setup *su, const struct cli *a, struct buf *err, struct bu
         buf_printf(&cerr, "%s: no such file (given with --config)", cfgpath);
         lr = -1;
     }
+    if (lr >= 0 && (a->role || su->conf.role))
+        lr = setup_role(su, a->role ? a->role : su->conf.role, cfgpath, profile, &cerr);
     free(cfgpath);
     if (lr < 0) {
         buf_printf(err, "config: %s", buf_str(&cerr));

@@ -1,6 +1,7 @@
 /* tui_cmd.c - slash commands, their completion, and the help text. */
 #include "config.h"
 #include "core/models.h"
+#include "core/role.h"
 #include "core/setup.h"
 #include "tui/tui_app.h"
 #include "tui/tui_history.h"
@@ -36,7 +37,7 @@ static const char tui_cmd_help_text[] =
     "first; **/** searches them as you type; **Enter** reads one (read-only), **r** resumes "
     "it here, **e** renames, **d** deletes (asks first); **Esc** or **q** closes it\n"
     "- **Ctrl-R** searches the prompt history; **Up**/**Down** walk it; **Tab** completes "
-    "commands, themes, profiles and models\n"
+    "commands, themes, profiles, roles and models\n"
     "- **Ctrl-X Ctrl-E** edits the prompt in `$EDITOR` (vi mode: **v**); **Ctrl-L** redraws; "
     "**Ctrl-Z** suspends; **F1** shows this\n"
     "- Editing is readline's: Emacs keys, or vi when `~/.inputrc` says `set editing-mode vi`\n"
@@ -51,6 +52,7 @@ static const char tui_cmd_help_text[] =
     "to a file\n"
     "- `/theme [NAME]`: list or switch themes\n"
     "- `/profile [NAME]`: list or switch configuration profiles\n"
+    "- `/role [NAME]`: show or switch the role (a preset prompt and settings; `tokterm roles`)\n"
     "- `/clear`: clear the screen (the conversation goes on; `/new` starts another)\n"
     "- `/find TEXT`: search the transcript\n"
     "- `/history [TEXT]`: browse, search, read, resume, rename or delete saved conversations "
@@ -165,7 +167,7 @@ static char **tui_cmd_profiles(const struct tui *t)
         if (line[0] == '[' && end) {
             *end = '\0';
             char *name = util_trim(line + 1);
-            if (*name && strcmp(name, "default") != 0)
+            if (*name && strcmp(name, "default") != 0 && strncmp(name, "role ", 5) != 0)
                 v = tui_cmd_list_add(v, name);
         }
     }
@@ -189,6 +191,8 @@ const char *const *tui_cmd_complete(struct tui *t, const char *line, int start, 
         t->cands = tui_cmd_themes();
     } else if (w == 8 && strncmp(line, "/profile", 8) == 0) {
         t->cands = tui_cmd_profiles(t);
+    } else if (w == 5 && strncmp(line, "/role", 5) == 0) {
+        t->cands = role_names(t->conf->path, NULL);
     } else if (w == 7 && strncmp(line, "/budget", 7) == 0) {
         static const char *const args[] = {"off", "tokens off", "usd off", "50k", "$2", NULL};
         for (size_t i = 0; args[i]; i++)
@@ -552,6 +556,55 @@ static void tui_cmd_profile(struct tui *t, const char *arg)
     buf_free(&warn);
 }
 
+static void tui_cmd_role(struct tui *t, const char *arg)
+{
+    if (!arg || !*arg) {
+        char **v = role_names(t->conf->path, NULL);
+        struct buf b = BUF_INIT;
+        buf_printf(&b, "Role: **%s**.", t->conf->role ? t->conf->role : "(none)");
+        buf_appends(&b, v[0] ? " Available:" : " No roles.");
+        for (size_t i = 0; v[i]; i++)
+            buf_printf(&b, " `%s`", v[i]);
+        tui_notice(t, buf_str(&b));
+        buf_free(&b);
+        role_names_free(v);
+        return;
+    }
+    struct role r;
+    struct buf err = BUF_INIT;
+    char *why = NULL;
+    if (role_load(&r, arg, t->conf->path, &err) < 0) {
+        why = xasprintf("/role: %s", buf_str(&err));
+    } else if (r.profile && (!t->conf->profile || strcmp(r.profile, t->conf->profile) != 0)) {
+        tui_cmd_profile(t, r.profile); /* says itself when it cannot */
+        if (!t->conf->profile || strcmp(r.profile, t->conf->profile) != 0)
+            why = xasprintf("/role %s: its profile '%s' could not be used", arg, r.profile);
+    }
+    for (size_t i = 0; !why && i < r.n; i++)
+        if (strcmp(r.keys[i], "api") == 0 && strcmp(r.values[i], t->conf->api) != 0)
+            why = xasprintf("/role %s: it speaks api %s, this chat %s: start tokterm with "
+                            "--role %s", arg, r.values[i], t->conf->api, arg);
+    buf_reset(&err);
+    if (!why && role_apply(t->conf, &r, &err) < 0)
+        why = xasprintf("/role %s: %s", arg, buf_str(&err));
+    if (why) {
+        tui_error(t, why);
+    } else {
+        if (t->have_session)
+            session_set_system(t->s, t->conf->system);
+        tui_status_model(&t->st, t->conf->profile, t->conf->model);
+        tui_status_effort(&t->st, t->conf->reasoning_effort);
+        t->dirty |= TUI_D_STATUS;
+        char *m = xasprintf("Role **%s** (%s) for the next requests: `%s`.", r.name, r.source,
+                            t->conf->model);
+        tui_notice(t, m);
+        free(m);
+    }
+    free(why);
+    role_free(&r);
+    buf_free(&err);
+}
+
 static void tui_cmd_help_cmd(struct tui *t, const char *arg)
 {
     (void)arg;
@@ -699,7 +752,7 @@ static const struct tui_cmd_entry {
     {"/clear", 0, 0, tui_cmd_clear},     {"/find", 0, 0, tui_cmd_find},
     {"/history", 0, 0, tui_cmd_history}, {"/context", 1, 0, tui_cmd_context},
     {"/budget", 1, 0, tui_cmd_budget},   {"/use-local", 0, 0, tui_cmd_use_local},
-    {"/think", 0, 0, tui_cmd_think},
+    {"/think", 0, 0, tui_cmd_think},     {"/role", 0, 0, tui_cmd_role},
     {"/quit", 0, 0, tui_cmd_quit},       {"/exit", 0, 1, tui_cmd_quit},
     {"/q", 0, 1, tui_cmd_quit},
 };

@@ -1,0 +1,35 @@
+/* role.h - named presets (a system prompt with model, api, profile and sampling settings):
+ * $XDG_CONFIG_HOME/tokterm/roles/NAME.md, a [role NAME] section of the config file, or a
+ * built-in data/roles/NAME.md, in that order. A role applies on top of the profile; the
+ * command line wins over it. */
+#ifndef TT_ROLE_H
+#define TT_ROLE_H
+#include "base/buf.h"
+#include "core/conf.h"
+
+struct role {
+    char *name;
+    const char *source;     /* "user", "config" or "built-in" */
+    char *path;             /* the file it came from */
+    char *prompt;           /* the system prompt (the body); NULL = the profile's */
+    char *profile;          /* the profile it asks for, NULL = none */
+    char **keys, **values;  /* its settings, in order */
+    int *lines;             /* the line of each */
+    size_t n;
+};
+
+/* Find and read the role name (cfgpath: the config file, may be NULL). Returns 0, -1 with
+ * err set ("FILE:LINE: what is wrong" for bad front matter, or "unknown role 'x' (known: ...)").
+ * Free r with role_free. */
+int role_load(struct role *r, const char *name, const char *cfgpath, struct buf *err);
+void role_free(struct role *r);
+
+/* Set the role's settings and system prompt on c. Returns 0, or -1 with err "FILE:LINE: ...". */
+int role_apply(struct conf *c, const struct role *r, struct buf *err);
+
+/* The known role names, sorted, each once (a user file hiding a built-in): a NULL-terminated
+ * array of new strings; *sources (when not NULL) gets where each comes from. */
+char **role_names(const char *cfgpath, const char ***sources);
+void role_names_free(char **v);
+
+#endif

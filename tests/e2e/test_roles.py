@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""End-to-end tests of roles: --role with a built-in, a user file and a [role NAME] section,
+the command line winning over the role, tokterm roles (--json), an unknown role, bad front
+matter, /role in the chat (tmux, Tab completion). The real binary against the fake server.
+Prints TAP."""
+
+import sys
+
+sys.dont_write_bytecode = True
+
+import json  # noqa: E402
+import os  # noqa: E402
+import re  # noqa: E402
+import time  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ttlib  # noqa: E402
+
+t = ttlib.Tap()
+
+
+def run(srv, args, **kw):
+    env = {"OPENAI_BASE_URL": srv.base("")}
+    return ttlib.run_tokterm(["--no-save", "--no-cache"] + args, env=env, **kw)
+
+
+def body(srv):
+    r = srv.requests()
+    return (r[-1].get("body") or {}) if r else {}
+
+
+def system(b):
+    m = b.get("messages") or [{}]
+    return m[0].get("content") if m[0].get("role") == "system" else None
+
+
+def text(b):
+    return b.decode("utf-8", "replace")
+
+
+def write(path, content):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(content)
+
+
+with open(os.path.join(ttlib.srcdir(), "..", "data", "roles", "review.md")) as f:
+    REVIEW = f.read().split("---\n", 2)[2].strip()
+
+with ttlib.FakeServer() as srv:
+    # --- a built-in: its prompt and temperature in the body ---------------------------------------
+    rc, out, err = run(srv, ["--role", "review", "-p", "x"])
+    b = body(srv)
+    t.eq(rc, 0, "--role review: exit 0")
+    t.eq(system(b), REVIEW, "--role review: the built-in's prompt is the system message")
+    t.eq(b.get("temperature"), 0.3, "--role review: the role's temperature")
+    rc, out, err = run(srv, ["--role", "review", "-t", "1.5", "-p", "x"])
+    t.eq(body(srv).get("temperature"), 1.5, "-t on the command line wins over the role")
+    rc, out, err = run(srv, ["--role", "review", "-s", "mine", "-p", "x"])
+    t.eq(system(body(srv)), "mine", "-s on the command line wins over the role's prompt")
+
+    # --- a user file overrides the built-in of the same name --------------------------------------
+    home = ttlib.make_home()
+    cfg = os.path.join(home, ".config", "tokterm")
+    write(os.path.join(cfg, "roles", "review.md"),
+          "---\ntemperature: 0.9\nmodel = my-reviewer\n---\nReview like a pirate.\n")
+    rc, out, err = run(srv, ["--role", "review", "-p", "x"], home=home)
+    b = body(srv)
+    t.eq((rc, system(b), b.get("temperature"), b.get("model")),
+         (0, "Review like a pirate.", 0.9, "my-reviewer"), "a user file overrides the built-in")
+
+    # --- [role NAME] sections; role = NAME in a profile; the role wins over the profile -----------
+    write(os.path.join(cfg, "config"),
+          "[role terse]\nsystem = Answer in one word.\ntop_p = 0.5\nmodel = terse-model\n\n"
+          "[work]\nmodel = work-model\ntemperature = 0.1\nrole = terse\n")
+    rc, out, err = run(srv, ["--role", "terse", "-p", "x"], home=home)
+    b = body(srv)
+    t.eq((rc, system(b), b.get("top_p")), (0, "Answer in one word.", 0.5),
+         "a [role NAME] section works")
+    rc, out, err = run(srv, ["-P", "work", "-p", "x"], home=home)
+    b = body(srv)
+    t.eq((rc, system(b), b.get("model"), b.get("temperature")),
+         (0, "Answer in one word.", "terse-model", 0.1),
+         "role = NAME in a profile: the role's keys win, the profile's others stay")
+
+    # --- tokterm roles ----------------------------------------------------------------------------
+    rc, out, err = run(srv, ["roles"], home=home)
+    lines = text(out).splitlines()
+    t.eq(rc, 0, "tokterm roles: exit 0")
+    for name, src in (("review", "user"), ("terse", "config"), ("shell", "built-in"),
+                      ("explain", "built-in"), ("translate", "built-in")):
+        t.ok(any(re.match(r"%s +%s +\S" % (name, src), ln) for ln in lines),
+             "tokterm roles: %s from %s with its first line" % (name, src), text(out))
+    t.ok(not any(ln.startswith("work") for ln in lines), "a profile is not a role", text(out))
+    rc, out, err = run(srv, ["roles", "--json"], home=home)
+    j = json.loads(out or b"[]")
+    d = {r.get("name"): r for r in j}
+    t.eq((d.get("review", {}).get("source"), d.get("review", {}).get("prompt")),
+         ("user", "Review like a pirate."), "roles --json: source and prompt")
+
+    # --- an unknown role; bad front matter --------------------------------------------------------
+    n0 = len(srv.requests())
+    rc, out, err = run(srv, ["--role", "nope", "-p", "x"], home=home)
+    t.eq(rc, 2, "an unknown role: exit 2")
+    t.ok("unknown role 'nope'" in text(err) and "shell" in text(err) and "terse" in text(err),
+         "the message names the known roles", text(err))
+    t.eq(len(srv.requests()), n0, "nothing is sent")
+    write(os.path.join(cfg, "roles", "bad.md"), "---\ntemperature: 0.2\nno colon here\n---\nhi\n")
+    rc, out, err = run(srv, ["--role", "bad", "-p", "x"], home=home)
+    t.ok(rc == 2 and "roles/bad.md:3: expected 'key: value'" in text(err),
+         "bad front matter: exit 2, FILE:LINE", text(err))
+    write(os.path.join(cfg, "roles", "bad.md"), "---\ntemperature: 7\n---\nhi\n")
+    rc, out, err = run(srv, ["--role", "bad", "-p", "x"], home=home)
+    t.ok(rc == 2 and "roles/bad.md:2: temperature must be" in text(err),
+         "a bad value: FILE:LINE", text(err))
+    write(os.path.join(cfg, "roles", "bad.md"), "---\napi_key: sk-x\n---\nhi\n")
+    rc, out, err = run(srv, ["--role", "bad", "-p", "x"], home=home)
+    t.ok(rc == 2 and "roles/bad.md:2: a role cannot set 'api_key'" in text(err),
+         "a role cannot set a key or where requests go", text(err))
+    write(os.path.join(cfg, "roles", "bad.md"), "---\ntemperature: 0.2\n")
+    rc, out, err = run(srv, ["--role", "bad", "-p", "x"], home=home)
+    t.ok(rc == 2 and "never closed" in text(err), "unclosed front matter", text(err))
+    os.remove(os.path.join(cfg, "roles", "bad.md"))
+
+    # --- /role in the chat (tmux) -----------------------------------------------------------------
+    if not ttlib.Tmux.available():
+        t.skip("/role in tmux", "tmux is not installed", tool="tmux")
+    else:
+        with ttlib.Tmux(100, 20) as tm:
+            tm.run([ttlib.tokterm_path(), "--no-save", "--no-cache"],
+                   ttlib.clean_env(home=home, env={"OPENAI_BASE_URL": srv.base("")}))
+            t.ok(tm.wait_for(re.compile("F1|\u203a"), 10) is not None, "the chat opens",
+                 tm.capture())
+            tm.send_text("/role ter")
+            tm.send("Tab")
+            t.ok(tm.wait_for(re.compile(r"\u203a /role terse *\n"), 3) is not None,
+                 "Tab completes a role name", tm.capture())
+            tm.send("Enter")
+            t.ok(tm.wait_for("Role terse", 3) is not None, "/role terse: said", tm.capture())
+            n0 = len(srv.requests())
+            tm.send_text("hello there")
+            tm.send("Enter")
+            deadline = time.monotonic() + 10
+            while len(srv.requests()) <= n0 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            b = body(srv)
+            t.eq((system(b), b.get("top_p"), b.get("model")),
+                 ("Answer in one word.", 0.5, "terse-model"),
+                 "/role terse: the next request has its prompt and settings")
+            tm.send_text("/role")
+            tm.send("Enter")
+            t.ok(tm.wait_for(re.compile(r"Role: terse\..*review", re.S), 3) is not None,
+                 "/role alone: the current one and the others", tm.capture())
+            tm.send_text("/role nope")
+            tm.send("Enter")
+            t.ok(tm.wait_for("unknown role 'nope'", 3) is not None, "/role nope: refused",
+                 tm.capture())
+
+t.done()
