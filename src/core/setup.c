@@ -61,9 +61,7 @@ static int setup_apply_cli(struct conf *c, const struct cli *a, struct buf *err)
     return 0;
 }
 
-/* Apply the role name on top of the profile: a role naming a profile (when none was chosen
- * explicitly) loads that profile first. Returns 0, or -1 with err set. */
-static int setup_role(struct setup *su, const char *name, const char *cfgpath,
+int setup_role(struct setup *su, const char *name, const char *cfgpath,
                       const char *profile, struct buf *err)
 {
     struct role r;

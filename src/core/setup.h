@@ -58,6 +58,11 @@ struct setup {
  * top. Returns 0, or -1 with err set ("config: FILE:LINE: ..." or a bad command-line value).
  * Warnings (unknown keys, a key in a readable file, --insecure) are appended to warn. */
 int setup_conf(struct setup *su, const struct cli *a, struct buf *err, struct buf *warn);
+/* Apply the role name (core/role.h) to su->conf, read from cfgpath, on top of its profile: a
+ * role naming a profile loads that profile first unless profile (the one chosen explicitly)
+ * is set. Returns 0, or -1 with err set (an unknown role lists the known ones). */
+int setup_role(struct setup *su, const char *name, const char *cfgpath, const char *profile,
+               struct buf *err);
 
 /* --continue / --conversation ID into su->resume and su->resume_id: 0, or -1 with err set when
  * the id is not a positive number. */

@@ -498,6 +498,8 @@ static void tui_cmd_profile(struct tui *t, const char *arg)
     char *why = NULL;
     if (conf_load(&ns->conf, t->conf->path, arg, &err, &warn) < 0) {
         why = xasprintf("/profile %s: %s", arg, buf_str(&err));
+    } else if (ns->conf.role && setup_role(ns, ns->conf.role, t->conf->path, arg, &err) < 0) {
+        why = xasprintf("/profile %s: %s", arg, buf_str(&err)); /* the profile's role = */
     } else {
         conf_apply_env(&ns->conf);
         if (!ns->conf.profile || strcmp(ns->conf.profile, arg) != 0) {

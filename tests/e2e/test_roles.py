@@ -108,21 +108,18 @@ with ttlib.FakeServer() as srv:
     t.ok("unknown role 'nope'" in text(err) and "shell" in text(err) and "terse" in text(err),
          "the message names the known roles", text(err))
     t.eq(len(srv.requests()), n0, "nothing is sent")
-    write(os.path.join(cfg, "roles", "bad.md"), "---\ntemperature: 0.2\nno colon here\n---\nhi\n")
-    rc, out, err = run(srv, ["--role", "bad", "-p", "x"], home=home)
-    t.ok(rc == 2 and "roles/bad.md:3: expected 'key: value'" in text(err),
-         "bad front matter: exit 2, FILE:LINE", text(err))
-    write(os.path.join(cfg, "roles", "bad.md"), "---\ntemperature: 7\n---\nhi\n")
-    rc, out, err = run(srv, ["--role", "bad", "-p", "x"], home=home)
-    t.ok(rc == 2 and "roles/bad.md:2: temperature must be" in text(err),
-         "a bad value: FILE:LINE", text(err))
-    write(os.path.join(cfg, "roles", "bad.md"), "---\napi_key: sk-x\n---\nhi\n")
-    rc, out, err = run(srv, ["--role", "bad", "-p", "x"], home=home)
-    t.ok(rc == 2 and "roles/bad.md:2: a role cannot set 'api_key'" in text(err),
-         "a role cannot set a key or where requests go", text(err))
-    write(os.path.join(cfg, "roles", "bad.md"), "---\ntemperature: 0.2\n")
-    rc, out, err = run(srv, ["--role", "bad", "-p", "x"], home=home)
-    t.ok(rc == 2 and "never closed" in text(err), "unclosed front matter", text(err))
+    for content, want, name in (
+            ("---\ntemperature: 0.2\nno colon here\n---\nhi\n",
+             "roles/bad.md:3: expected 'key: value'", "bad front matter: exit 2, FILE:LINE"),
+            ("---\ntemperature: 7\n---\nhi\n", "roles/bad.md:2: temperature must be",
+             "a bad value: FILE:LINE"),
+            ("---\napi_key: sk-x\n---\nhi\n", "roles/bad.md:2: a role cannot set 'api_key'",
+             "a role cannot set a key or where requests go"),
+            ("---\ntemperature: 0.2\n", "roles/bad.md:1: the front matter opened with '---' is "
+             "never closed", "unclosed front matter")):
+        write(os.path.join(cfg, "roles", "bad.md"), content)
+        rc, out, err = run(srv, ["--role", "bad", "-p", "x"], home=home)
+        t.ok(rc == 2 and want in text(err), name, text(err))
     os.remove(os.path.join(cfg, "roles", "bad.md"))
 
     # --- /role in the chat (tmux) -----------------------------------------------------------------
