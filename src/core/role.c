@@ -1,6 +1,7 @@
 /* role.c - named presets: user files, [role NAME] sections, built-ins. */
 #include "config.h"
 #include "core/role.h"
+#include "base/utf8.h"
 #include "base/util.h"
 #include "base/xmalloc.h"
 
@@ -205,7 +206,28 @@ static char *role_user_dir(void)
     return d;
 }
 
+/* Make what err got from offset from on harmless to print: it quotes text from a file. */
+static int role_clean(struct buf *err, size_t from, int rc)
+{
+    if (rc < 0 && err->len > from) {
+        struct buf t = BUF_INIT;
+        utf8_sanitize(&t, err->data + from, err->len - from);
+        err->len = from;
+        buf_append(err, t.data, t.len);
+        buf_free(&t);
+    }
+    return rc;
+}
+
+static int role_find(struct role *r, const char *name, const char *cfgpath, struct buf *err);
+
 int role_load(struct role *r, const char *name, const char *cfgpath, struct buf *err)
+{
+    size_t from = err->len;
+    return role_clean(err, from, role_find(r, name, cfgpath, err));
+}
+
+static int role_find(struct role *r, const char *name, const char *cfgpath, struct buf *err)
 {
     memset(r, 0, sizeof *r);
     r->name = xstrdup(name);
@@ -244,9 +266,10 @@ int role_apply(struct conf *c, const struct role *r, struct buf *err)
     for (size_t i = 0; i < r->n; i++) {
         struct buf e = BUF_INIT;
         if (conf_set(c, r->keys[i], r->values[i], &e) < 0) {
+            size_t from = err->len;
             buf_printf(err, "%s:%d: %s", r->path, r->lines[i], buf_str(&e));
             buf_free(&e);
-            return -1;
+            return role_clean(err, from, -1);
         }
         buf_free(&e);
     }

@@ -120,6 +120,10 @@ with ttlib.FakeServer() as srv:
         write(os.path.join(cfg, "roles", "bad.md"), content)
         rc, out, err = run(srv, ["--role", "bad", "-p", "x"], home=home)
         t.ok(rc == 2 and want in text(err), name, text(err))
+    write(os.path.join(cfg, "roles", "bad.md"), "---\n\x1b]0;owned\x07 x\n---\n")
+    rc, out, err = run(srv, ["--role", "bad", "-p", "x"], home=home)
+    t.ok(rc == 2 and b"\x1b" not in err and b"\x07" not in err,
+         "a role file's escape sequences are made harmless in the message", repr(err))
     os.remove(os.path.join(cfg, "roles", "bad.md"))
 
     # --- /role in the chat (tmux) -----------------------------------------------------------------
