@@ -35,6 +35,7 @@ static const struct cli_opt cli_opts[] = {
     API_SAMPLING(CLI_PARAM_OPT)
 #undef CLI_PARAM_OPT
     {"reasoning-effort", 0, 1, F(reasoning_effort)},
+    {"extra-body", 0, 1, F(extra_body)},
     {"idle-timeout", 0, 1, F(idle_timeout)},
     {"max-time", 0, 1, F(max_time)},
     {"max-answer-mb", 0, 1, F(max_answer_mb)},

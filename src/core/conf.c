@@ -6,6 +6,7 @@
 #include "base/xmalloc.h"
 #include "text/ini.h"
 
+#include <cjson/cJSON.h>
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -53,6 +54,7 @@ static const struct opt conf_opts[] = {
 #undef CONF_PARAM_OPT
     {"max_tokens_field", OPT_STR, O(max_tokens_field), 0, 0, 0},
     {"reasoning_effort", OPT_STR, O(reasoning_effort), 0, 0, 0},
+    {"extra_body", OPT_STR, O(extra_body), 0, 0, 0},
     {"include_usage", OPT_BOOL, O(include_usage), 0, 0, 1},
     {"connect_timeout_ms", OPT_LONG, O(connect_timeout_ms), 0, 1, 600000},
     {"idle_timeout", OPT_DOUBLE, O(idle_timeout), 0, 0.1, 86400},
@@ -262,6 +264,27 @@ int conf_check_url(const char *url, const char *name, struct buf *err)
     return -1;
 }
 
+/* value is "" (none) or a JSON object, all of it: else -1 with err set. */
+static int conf_check_object(const char *value, const char *name, struct buf *err)
+{
+    if (!*value)
+        return 0;
+    const char *end = NULL;
+    cJSON *j = cJSON_ParseWithOpts(value, &end, 1);
+    int ok = cJSON_IsObject(j), parsed = j != NULL;
+    cJSON_Delete(j);
+    if (ok)
+        return 0;
+    struct buf m = BUF_INIT; /* quotes the value: it may hold control characters */
+    buf_printf(&m, "%s must be a JSON object on one line, like {\"top_k\": 40}, not '%.200s%s'%s",
+               name, value, strlen(value) > 200 ? "..." : "",
+               parsed ? "" : ": invalid JSON");
+    conf_clean(&m);
+    buf_append(err, m.data, m.len);
+    buf_free(&m);
+    return -1;
+}
+
 int conf_set(struct conf *c, const char *key, const char *value, struct buf *err)
 {
     const struct opt *o = conf_find(key);
@@ -286,9 +309,11 @@ int conf_set(struct conf *c, const char *key, const char *value, struct buf *err
             buf_free(&names);
             return -1;
         }
+        if (o->off == offsetof(struct conf, extra_body) && conf_check_object(value, key, err) < 0)
+            return -1;
         char **p = conf_str(c, o);
         conf_free_str(o, p);
-        *p = xstrdup(value);
+        *p = *value || o->off != offsetof(struct conf, extra_body) ? xstrdup(value) : NULL;
         return 0;
     }
     case OPT_LONG: {
@@ -328,6 +353,24 @@ int conf_set(struct conf *c, const char *key, const char *value, struct buf *err
     }
     }
     return -1;
+}
+
+void conf_copy(struct conf *dst, const struct conf *src, const char *key)
+{
+    const struct opt *o = conf_find(key);
+    if (!o)
+        return;
+    if (o->type == OPT_STR) {
+        char **p = conf_str(dst, o), *v = *conf_str((struct conf *)src, o);
+        conf_free_str(o, p);
+        *p = v ? xstrdup(v) : NULL;
+    } else {
+        memcpy((char *)dst + o->off, (const char *)src + o->off,
+               o->type == OPT_DOUBLE ? sizeof(double) : o->type == OPT_LONG ? sizeof(long)
+                                                                            : sizeof(int));
+    }
+    if (o->flag_off)
+        *(int *)((char *)dst + o->flag_off) = *(const int *)((const char *)src + o->flag_off);
 }
 
 /* One setting of the file (pieces of its text), or a section marker (key ""). */

@@ -21,6 +21,8 @@ struct conf {
                              ...: the sampling parameters, with their keys (proto/api.h) */
     char *max_tokens_field; /* "max_tokens" or "max_completion_tokens" */
     char *reasoning_effort; /* "low", "medium", "high"; NULL or "none" = not sent */
+    char *extra_body;       /* a JSON object whose members request_body() adds to every body;
+                               NULL = none (checked by conf_set) */
     int include_usage;      /* ask for usage with stream_options (1) */
     long connect_timeout_ms;
     double idle_timeout;    /* seconds without new answer text before giving up */
@@ -84,6 +86,8 @@ int conf_check_url(const char *url, const char *name, struct buf *err);
 
 /* Set one option by name from text, as a config line would. Returns 0, or -1 with err set. */
 int conf_set(struct conf *c, const char *key, const char *value, struct buf *err);
+/* Give dst src's value of the option key (and its "has_" flag); an unknown key does nothing. */
+void conf_copy(struct conf *dst, const struct conf *src, const char *key);
 
 /* Apply the dialect's base URL variable (OPENAI_BASE_URL, ANTHROPIC_BASE_URL) and
  * TOKTERM_MODEL from the environment (only where set), then the dialect's defaults

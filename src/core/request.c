@@ -6,6 +6,7 @@
 #include "base/util.h"
 #include "base/xmalloc.h"
 
+#include <cjson/cJSON.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -208,7 +209,35 @@ char *request_url(const struct conf *c)
 
 char *request_body(const struct conf *c, const struct api_request *ar)
 {
-    return conf_dialect(c)->request_json(ar);
+    char *body = conf_dialect(c)->request_json(ar);
+    if (!c->extra_body || !*c->extra_body)
+        return body; /* byte for byte the dialect's: the cache keys of stored answers hash it */
+    /* extra_body's members at the top level, after the dialect's; one of the same name
+     * replaces tokterm's (conf_set checked it is an object) */
+    cJSON *o = cJSON_Parse(body), *extra = cJSON_Parse(c->extra_body);
+    if (!cJSON_IsObject(o) || !cJSON_IsObject(extra)) {
+        cJSON_Delete(o);
+        cJSON_Delete(extra);
+        return body;
+    }
+    while (extra->child) {
+        cJSON *m = cJSON_DetachItemViaPointer(extra, extra->child);
+        char *name = xstrdup(m->string); /* replacing frees m->string before copying it */
+        if (cJSON_GetObjectItemCaseSensitive(o, name))
+            cJSON_ReplaceItemInObjectCaseSensitive(o, name, m);
+        else
+            cJSON_AddItemToObject(o, name, m);
+        free(name);
+    }
+    cJSON_Delete(extra);
+    char *s = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    if (!s)
+        xmalloc_die(strlen(body) + strlen(c->extra_body));
+    free(body);
+    body = xstrdup(s);
+    cJSON_free(s);
+    return body;
 }
 
 char *request_auth(const struct conf *c, const char *key)

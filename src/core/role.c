@@ -14,7 +14,7 @@
 /* The settings a role may make: the request's, not where it goes or with which key. */
 static const char *const role_keys[] = {"model", "api", "profile", "system", "temperature",
                                          "top_p", "seed", "reasoning_effort", "max_tokens",
-                                         "max_tokens_field", NULL};
+                                         "max_tokens_field", "extra_body", NULL};
 
 static int role_key_ok(const char *k)
 {
@@ -280,6 +280,25 @@ int role_apply(struct conf *c, const struct role *r, struct buf *err)
     free(c->role);
     c->role = xstrdup(r->name);
     return 0;
+}
+
+int role_drop(struct conf *c, struct buf *err)
+{
+    struct conf p;
+    conf_defaults(&p);
+    struct buf warn = BUF_INIT;
+    int rc = c->path ? conf_load(&p, c->path, c->profile, err, &warn) : 0;
+    buf_free(&warn);
+    if (rc >= 0) {
+        conf_apply_env(&p);
+        for (size_t i = 0; role_keys[i]; i++)
+            if (strcmp(role_keys[i], "api") != 0 && strcmp(role_keys[i], "profile") != 0)
+                conf_copy(c, &p, role_keys[i]);
+        free(c->role);
+        c->role = NULL;
+    }
+    conf_free(&p);
+    return rc < 0 ? -1 : 0;
 }
 
 /* Add name (from source) unless it is there. */

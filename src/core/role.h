@@ -27,6 +27,11 @@ void role_free(struct role *r);
 /* Set the role's settings and system prompt on c. Returns 0, or -1 with err "FILE:LINE: ...". */
 int role_apply(struct conf *c, const struct role *r, struct buf *err);
 
+/* Drop c's role: the settings a role may make (its prompt, model, sampling, extra_body) go
+ * back to those of c's profile, read again from c->path (the built-in defaults without a
+ * file; the command line's are not kept). Returns 0, or -1 with err set. */
+int role_drop(struct conf *c, struct buf *err);
+
 /* The known role names, sorted, each once (a user file hiding a built-in): a NULL-terminated
  * array of new strings; *sources (when not NULL) gets where each comes from. */
 char **role_names(const char *cfgpath, const char ***sources);

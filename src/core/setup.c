@@ -37,13 +37,16 @@ static int setup_apply_cli(struct conf *c, const struct cli *a, struct buf *err)
 #define SETUP_PARAM_SET(f, kind, min, max, opt, shrt, metavar, help) {#f, a->f},
         API_SAMPLING(SETUP_PARAM_SET)
 #undef SETUP_PARAM_SET
-        {"reasoning_effort", a->reasoning_effort},
+        {"reasoning_effort", a->reasoning_effort}, {"extra_body", a->extra_body},
         {"idle_timeout", a->idle_timeout}, {"max_time", a->max_time},
         {"max_answer_mb", a->max_answer_mb}, {"cacert", a->cacert}, {"max_retries", a->retries},
     };
     for (size_t i = 0; i < TT_ARRAY_LEN(sets); i++)
-        if (sets[i].val && conf_set(c, sets[i].key, sets[i].val, err) < 0)
+        if (sets[i].val && conf_set(c, sets[i].key, sets[i].val, err) < 0) {
+            if (sets[i].val == a->extra_body)
+                buf_appends(err, " (--extra-body)");
             return -1;
+        }
     if (a->connect_timeout) {
         char *end;
         double s = strtod(a->connect_timeout, &end);

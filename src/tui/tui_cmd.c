@@ -52,7 +52,8 @@ static const char tui_cmd_help_text[] =
     "to a file\n"
     "- `/theme [NAME]`: list or switch themes\n"
     "- `/profile [NAME]`: list or switch configuration profiles\n"
-    "- `/role [NAME]`: show or switch the role (a preset prompt and settings; `tokterm roles`)\n"
+    "- `/role [NAME]`: show or switch the role (a preset prompt and settings; `tokterm roles`);\n"
+    "  `/role none` drops it\n"
     "- `/clear`: clear the screen (the conversation goes on; `/new` starts another)\n"
     "- `/find TEXT`: search the transcript\n"
     "- `/history [TEXT]`: browse, search, read, resume, rename or delete saved conversations "
@@ -558,6 +559,22 @@ static void tui_cmd_profile(struct tui *t, const char *arg)
     buf_free(&warn);
 }
 
+/* The chat after a role was set (name from source), or dropped (name NULL). */
+static void tui_cmd_role_applied(struct tui *t, const char *name, const char *source)
+{
+    if (t->have_session)
+        session_set_system(t->s, t->conf->system);
+    tui_status_model(&t->st, t->conf->profile, t->conf->model);
+    tui_status_effort(&t->st, t->conf->reasoning_effort);
+    t->dirty |= TUI_D_STATUS;
+    char *m = name ? xasprintf("Role **%s** (%s) for the next requests: `%s`.", name, source,
+                               t->conf->model)
+                   : xasprintf("No role for the next requests: the profile's prompt and "
+                               "settings, `%s`.", t->conf->model);
+    tui_notice(t, m);
+    free(m);
+}
+
 static void tui_cmd_role(struct tui *t, const char *arg)
 {
     if (!arg || !*arg) {
@@ -575,6 +592,17 @@ static void tui_cmd_role(struct tui *t, const char *arg)
     struct role r;
     struct buf err = BUF_INIT;
     char *why = NULL;
+    if (strcmp(arg, "none") == 0 || strcmp(arg, "off") == 0) {
+        if (role_drop(t->conf, &err) < 0) {
+            why = xasprintf("/role %s: %s", arg, buf_str(&err));
+            tui_error(t, why);
+        } else {
+            tui_cmd_role_applied(t, NULL, NULL);
+        }
+        free(why);
+        buf_free(&err);
+        return;
+    }
     if (role_load(&r, arg, t->conf->path, &err) < 0) {
         why = xasprintf("/role: %s", buf_str(&err));
     } else if (r.profile && (!t->conf->profile || strcmp(r.profile, t->conf->profile) != 0)) {
@@ -589,19 +617,10 @@ static void tui_cmd_role(struct tui *t, const char *arg)
     buf_reset(&err);
     if (!why && role_apply(t->conf, &r, &err) < 0)
         why = xasprintf("/role %s: %s", arg, buf_str(&err));
-    if (why) {
+    if (why)
         tui_error(t, why);
-    } else {
-        if (t->have_session)
-            session_set_system(t->s, t->conf->system);
-        tui_status_model(&t->st, t->conf->profile, t->conf->model);
-        tui_status_effort(&t->st, t->conf->reasoning_effort);
-        t->dirty |= TUI_D_STATUS;
-        char *m = xasprintf("Role **%s** (%s) for the next requests: `%s`.", r.name, r.source,
-                            t->conf->model);
-        tui_notice(t, m);
-        free(m);
-    }
+    else
+        tui_cmd_role_applied(t, r.name, r.source);
     free(why);
     role_free(&r);
     buf_free(&err);

@@ -71,7 +71,9 @@ with ttlib.FakeServer() as srv:
 
     # --- [role NAME] sections; role = NAME in a profile; the role wins over the profile -----------
     write(os.path.join(cfg, "config"),
-          "[role terse]\nsystem = Answer in one word.\ntop_p = 0.5\nmodel = terse-model\n\n"
+          "system = The profile's prompt.\n\n"
+          "[role terse]\nsystem = Answer in one word.\ntop_p = 0.5\nmodel = terse-model\n"
+          "extra_body = {\"top_k\": 7}\n\n"
           "[work]\nmodel = work-model\ntemperature = 0.1\nrole = terse\n")
     rc, out, err = run(srv, ["--role", "terse", "-p", "x"], home=home)
     b = body(srv)
@@ -82,6 +84,40 @@ with ttlib.FakeServer() as srv:
     t.eq((rc, system(b), b.get("model"), b.get("temperature")),
          (0, "Answer in one word.", "terse-model", 0.1),
          "role = NAME in a profile: the role's keys win, the profile's others stay")
+
+    # --- extra_body: in a role file, a [role NAME] section, on the command line ------------------
+    write(os.path.join(cfg, "roles", "xb.md"),
+          "---\nextra_body: {\"top_k\": 40, \"safety_settings\": [], \"temperature\": 0.25}\n"
+          "temperature: 0.6\n---\nhi\n")
+    rc, out, err = run(srv, ["--role", "xb", "-p", "x"], home=home)
+    b = body(srv)
+    t.eq((rc, b.get("top_k"), b.get("safety_settings"), b.get("temperature"), system(b)),
+         (0, 40, [], 0.25, "hi"),
+         "a role's extra_body: its members at the top level, replacing tokterm's")
+    rc, out, err = run(srv, ["--role", "terse", "-p", "x"], home=home)
+    t.eq(body(srv).get("top_k"), 7, "extra_body in a [role NAME] section")
+    rc, out, err = run(srv, ["--role", "xb", "--extra-body", '{"seed": 3}', "-p", "x"],
+                       home=home)
+    b = body(srv)
+    t.eq((rc, b.get("seed"), b.get("top_k")), (0, 3, None),
+         "--extra-body: sent, and it replaces the role's extra_body")
+    rc, out, err = run(srv, ["-p", "x"], home=home)
+    t.ok("top_k" not in body(srv), "no extra_body: nothing extra", str(body(srv)))
+    n0 = len(srv.requests())
+    rc, out, err = run(srv, ["--extra-body", "[1]", "-p", "x"], home=home)
+    t.ok(rc == 2 and "--extra-body" in text(err) and "JSON object" in text(err),
+         "--extra-body not an object: exit 2, the option named", text(err))
+    write(os.path.join(cfg, "roles", "bad.md"), "---\ntemperature: 0.2\nextra_body: {\"a\": \n---\n")
+    rc, out, err = run(srv, ["--role", "bad", "-p", "x"], home=home)
+    t.ok(rc == 2 and "roles/bad.md:3: extra_body must be a JSON object" in text(err)
+         and "invalid JSON" in text(err), "a role's bad extra_body: exit 2, FILE:LINE", text(err))
+    os.remove(os.path.join(cfg, "roles", "bad.md"))
+    bad_cfg = os.path.join(home, "bad-config")
+    write(bad_cfg, "model = m\nextra_body = 40\n")
+    rc, out, err = run(srv, ["--config", bad_cfg, "-p", "x"], home=home)
+    t.ok(rc == 2 and "bad-config:2: extra_body must be a JSON object" in text(err),
+         "the config's bad extra_body: exit 2, FILE:LINE", text(err))
+    t.eq(len(srv.requests()), n0, "nothing is sent")
 
     # --- tokterm roles ----------------------------------------------------------------------------
     rc, out, err = run(srv, ["roles"], home=home)
@@ -148,8 +184,8 @@ with ttlib.FakeServer() as srv:
             while len(srv.requests()) <= n0 and time.monotonic() < deadline:
                 time.sleep(0.05)
             b = body(srv)
-            t.eq((system(b), b.get("top_p"), b.get("model")),
-                 ("Answer in one word.", 0.5, "terse-model"),
+            t.eq((system(b), b.get("top_p"), b.get("model"), b.get("top_k")),
+                 ("Answer in one word.", 0.5, "terse-model", 7),
                  "/role terse: the next request has its prompt and settings")
             tm.send_text("/role")
             tm.send("Enter")
@@ -159,5 +195,24 @@ with ttlib.FakeServer() as srv:
             tm.send("Enter")
             t.ok(tm.wait_for("unknown role 'nope'", 3) is not None, "/role nope: refused",
                  tm.capture())
+            for i, word in enumerate(("none", "off")):
+                if i:
+                    tm.send_text("/role terse")
+                    tm.send("Enter")
+                    tm.wait_for("Role terse", 3)
+                tm.send_text("/role " + word)
+                tm.send("Enter")
+                t.ok(tm.wait_for("No role", 3) is not None, "/role %s: said" % word,
+                     tm.capture())
+                n0 = len(srv.requests())
+                tm.send_text("again %d" % i)
+                tm.send("Enter")
+                deadline = time.monotonic() + 10
+                while len(srv.requests()) <= n0 and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                b = body(srv)
+                t.eq((system(b), "top_p" in b, "top_k" in b, b.get("model") == "terse-model"),
+                     ("The profile's prompt.", False, False, False),
+                     "/role %s: the next request has the profile's prompt and settings" % word)
 
 t.done()

@@ -425,9 +425,65 @@ static void test_learn(void)
     unsetenv("XDG_STATE_HOME");
 }
 
+/* extra_body: its members at the top level of every dialect's body; unset, the body as before. */
+static void test_extra_body(void)
+{
+    struct api_message m[1] = {{"user", "hi"}};
+    const char *apis[] = {"openai", "responses", "anthropic", "gemini"};
+    struct buf err = BUF_INIT;
+    for (size_t i = 0; i < sizeof apis / sizeof *apis; i++) {
+        struct conf c;
+        conf_defaults(&c);
+        conf_set(&c, "api", apis[i], &err);
+        conf_apply_dialect(&c);
+        conf_set(&c, "temperature", "0.5", &err);
+        struct api_request ar;
+        request_api(&ar, &c, m, 1);
+        char *plain = conf_dialect(&c)->request_json(&ar);
+        char *body = request_body(&c, &ar);
+        TAP_OK(strcmp(body, plain) == 0,
+               "%s: without extra_body the body is byte for byte the dialect's", apis[i]);
+        free(body);
+        /* gemini's temperature is in generationConfig: that member is replaced whole */
+        const char *extra = strcmp(apis[i], "gemini") == 0
+                                ? "{\"top_k\": 40, \"generationConfig\": {\"temperature\": 1}, \"x\": []}"
+                                : "{\"top_k\": 40, \"temperature\": 1, \"x\": []}";
+        TAP_OK(conf_set(&c, "extra_body", extra, &err) == 0, "%s: extra_body set", apis[i]);
+        body = request_body(&c, &ar);
+        TAP_OK(strstr(body, "\"top_k\":40") != NULL && strstr(body, "\"x\":[]") != NULL,
+               "%s: its members sent (%s)", apis[i], body);
+        TAP_OK(strstr(body, "\"temperature\":1") != NULL && !strstr(body, "0.5"),
+               "%s: a member of the same name replaces tokterm's", apis[i]);
+        TAP_OK(strncmp(body, plain, 12) == 0 && body[strlen(body) - 1] == '}',
+               "%s: the dialect's members first, one object", apis[i]);
+        unsigned char k1[32], k2[32];
+        request_cache_key(&c, plain, k1);
+        request_cache_key(&c, body, k2);
+        TAP_OK(memcmp(k1, k2, 32) != 0, "%s: extra_body is part of the cache key", apis[i]);
+        free(body);
+        free(plain);
+        conf_free(&c);
+    }
+    struct conf c;
+    conf_defaults(&c);
+    const char *bad[] = {"[1]", "{\"a\":", "40", "{} x", "{\"a\":1}}"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        buf_reset(&err);
+        TAP_OK(conf_set(&c, "extra_body", bad[i], &err) == -1, "extra_body '%s' refused", bad[i]);
+        TAP_OK(strstr(buf_str(&err), "JSON object") != NULL, "the message says why (%s)",
+               buf_str(&err));
+    }
+    TAP_OK(c.extra_body == NULL, "a refused extra_body leaves it unset");
+    conf_set(&c, "extra_body", "{}", &err);
+    TAP_OK(conf_set(&c, "extra_body", "", &err) == 0 && c.extra_body == NULL, "\"\": none");
+    conf_free(&c);
+    buf_free(&err);
+}
+
 int main(void)
 {
     test_learn();
+    test_extra_body();
     test_effort();
     test_dialects();
     test_bodies();
