@@ -30,6 +30,7 @@ complete -c tokterm -n $nosub -s t -l temperature -x -d 'sampling temperature (0
 complete -c tokterm -n $nosub -l top-p -x -d 'nucleus sampling (0..1)'
 complete -c tokterm -n $nosub -l seed -x -d 'sample repeatably with this seed'
 complete -c tokterm -n $nosub -l reasoning-effort -x -a 'none low medium high' -d 'how hard a reasoning model thinks'
+complete -c tokterm -n $nosub -l extra-body -x -d 'a JSON object merged into the request body'
 complete -c tokterm -n $nosub -l json -d 'print one JSON object at the end'
 complete -c tokterm -n $nosub -l reasoning -d 'copy the reasoning to stderr'
 complete -c tokterm -n $nosub -l no-usage -d 'do not ask for usage'

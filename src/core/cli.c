@@ -217,6 +217,8 @@ static const char cli_usage_tail[] =
            "      --json               print one JSON object at the end instead of the text\n"
            "      --reasoning-effort E how hard a reasoning model thinks: low, medium,\n"
            "                           high or none (not sent; the default); /think in the chat\n"
+           "      --extra-body JSON    a JSON object merged into every request body (its\n"
+           "                           members replace tokterm's); profile 'extra_body'\n"
            "      --reasoning          copy the model's reasoning to stderr\n"
            "      --no-usage           do not send stream_options.include_usage\n"
            "      --idle-timeout S     give up when no new text arrives for S seconds (default 90)\n"
