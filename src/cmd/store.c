@@ -62,7 +62,7 @@ static const char cmd_usage_text[] =
     "       tokterm stats [--since YYYY-MM-DD] [--until YYYY-MM-DD]\n"
     "       tokterm cache stats|clear\n"
     "search: words must all occur (as substrings, any case); \"quoted words\" form one phrase;\n"
-    "        nothing else is special.\n"
+    "        nothing else is special. No match: \"no matches\" on stderr, exit status 1.\n"
     "show, export: the live path of each conversation (what the next request would carry,\n"
     "        with failed and refused turns); --all-versions adds the earlier versions that\n"
     "        /edit and /retry replaced.\n";
@@ -535,8 +535,11 @@ static int cmd_search(struct cmd_ctx *c, const struct cmd_opts *o)
     buf_free(&q);
     if (rc != 0)
         return cmd_store_result(c, rc);
-    if (n == 0 && c->tty)
-        fputs("no matches\n", c->out);
+    if (n == 0) { /* grep's convention: a search that finds nothing says so and fails */
+        store_hits_free(hits, n);
+        cmd_error(c, "no matches");
+        return CMD_STORE_NOMATCH;
+    }
     for (size_t i = 0; i < n; i++) {
         char when[32];
         cmd_time(hits[i].created, when);

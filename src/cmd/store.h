@@ -20,8 +20,8 @@
  *
  * When out is a terminal, text from the database passes through utf8_sanitize() and search
  * matches are bold; otherwise text is printed raw and matches are marked [like this].
- * Exit codes: 0 ok, 2 usage error, 1 not found or database error (message on the error
- * stream, prefixed "tokterm: "). */
+ * Exit codes: 0 ok, 2 usage error, 1 not found (a search without a match: "no matches"),
+ * or a database error (message on the error stream, prefixed "tokterm: "). */
 #ifndef TT_CMD_STORE_H
 #define TT_CMD_STORE_H
 #include <stdio.h>
@@ -31,6 +31,7 @@ struct store;
 #define CMD_STORE_OK 0
 #define CMD_STORE_FAIL 1
 #define CMD_STORE_USAGE 2
+#define CMD_STORE_NOMATCH 1 /* search found nothing (grep's convention) */
 
 /* 1 when name is one of the subcommands above (for main()'s dispatch). */
 int cmd_store_is_command(const char *name);

@@ -246,7 +246,7 @@ static const char cli_usage_tail[] =
            "  count [-m MODEL|--encoding NAME] [--ids]   count the tokens of stdin\n"
            "  ls [--limit N]                              saved conversations, newest first\n"
            "  show ID | export ID --format md|json | export --all   print conversations\n"
-           "  search QUERY [--model M] [--since D] [--until D]    full-text search\n"
+           "  search QUERY [--model M] [--since D] [--until D]    full-text search (exit 1: no match)\n"
            "  rm ID | rename ID TITLE | stats | cache stats|clear\n"
            "  models [--json] [--refresh]                 the models the server offers\n"
            "  roles [--json]                              the roles --role and /role know\n"

@@ -125,7 +125,16 @@ with ttlib.FakeServer() as srv:
     rc, out, err = run("", ["search", "saved"])
     t.ok(rc == 0 and b"[saved]" in out, "search finds and highlights", out.decode())
     rc, out, err = run("", ["search", 'AND "unbalanced (quote'])
-    t.eq(rc, 0, "search with operators and an unbalanced quote: no FTS syntax error")
+    t.ok(rc == 1 and err == b"tokterm search: no matches\n" and out == b"",
+         "search with operators and an unbalanced quote: no FTS syntax error, no match",
+         "rc %d: %r %r" % (rc, out, err))
+    # grep's convention: no match says so on stderr and exits 1, so `search X && ...` works
+    rc, out, err = run("", ["search", "zzqxnotsaidanywhere"])
+    t.ok(rc == 1 and out == b"" and err == b"tokterm search: no matches\n",
+         "search without a match: 'no matches' on stderr, exit 1", "rc %d: %r %r" % (rc, out, err))
+    rc, out, err = ttlib.run_tokterm_tty(["search", "zzqxnotsaidanywhere"], home=home)
+    t.ok(rc == 1 and out == b"" and err == b"tokterm search: no matches\n",
+         "search without a match on a terminal: the same", "rc %d: %r %r" % (rc, out, err))
     rc, out, err = run("", ["export", str(first_id), "--format", "json"])
     try:
         ex = json.loads(out)

@@ -102,7 +102,7 @@ with ttlib.FakeServer() as srv:
     rc, out, err = run(home, "", ["search", keep])
     t.ok(rc == 0 and keep.encode() in out, "rm: the other conversation is still found")
     rc, out, err = run(home, "", ["search", marker])
-    t.ok(rc == 0 and marker.encode() not in out, "rm: the marker is found no more")
+    t.ok(rc == 1 and marker.encode() not in out, "rm: the marker is found no more")
     rc, out, err = run(home, "", ["-m", "x", "-p", "keep this one %s please" % keep])
     t.eq(rc, 0, "rm: writing after rm works")
 
