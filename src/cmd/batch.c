@@ -938,8 +938,8 @@ static char *batch_body(struct batch *b, const cJSON *o, const char **model, lon
         m = xcalloc(2, sizeof *m);
         const char *sys = js ? js->valuestring : c->system;
         if (sys && *sys)
-            m[n++] = (struct api_message){"system", sys};
-        m[n++] = (struct api_message){"user", jp->valuestring};
+            m[n++] = (struct api_message)API_MSG("system", sys);
+        m[n++] = (struct api_message)API_MSG("user", jp->valuestring);
     } else {
         int count = cJSON_GetArraySize(jms);
         if (!cJSON_IsArray(jms) || count == 0) {
@@ -958,7 +958,7 @@ static char *batch_body(struct batch *b, const cJSON *o, const char **model, lon
                 free(m);
                 return NULL;
             }
-            m[n++] = (struct api_message){role, ct->valuestring};
+            m[n++] = (struct api_message)API_MSG(role, ct->valuestring);
         }
     }
     ar.messages = m;

@@ -1399,8 +1399,8 @@ static char *session_context_begin(struct session *s)
 static void session_summary_submit(struct session *s)
 {
     const struct conf *c = s->conf;
-    struct api_message m[2] = {{"system", context_summary_instruction()},
-                               {"user", s->plan.sum_input}};
+    struct api_message m[2] = {API_MSG("system", context_summary_instruction()),
+                               API_MSG("user", s->plan.sum_input)};
     /* the plan's own counts: a request of hundreds of kB is not tokenised again */
     long in = (long)(s->plan.sum_prompt * s->plan.ratio) + 1;
     /* Room for reasoning models too, but never more than the window leaves. */

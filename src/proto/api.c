@@ -220,6 +220,10 @@ void api_stream_free(struct api_stream *st)
     buf_free(&st->scratch);
     buf_free(&st->shape_pre);
     buf_free(&st->shape_post);
+    for (size_t i = 0; i < st->n_calls; i++)
+        tool_call_free(&st->calls[i]);
+    free(st->calls);
+    buf_free(&st->thinking_json);
 }
 
 /* Append text the server sent to a message for the user: no control byte or escape sequence

@@ -7,10 +7,32 @@
 
 #include "base/buf.h"
 #include "proto/sse.h"
+#include "proto/tool.h"
 
 struct api_message {
-    const char *role;     /* "system", "user", "assistant" */
+    const char *role;     /* "system", "user", "assistant", "tool" */
     const char *content;
+    /* assistant: the tool calls the answer made, in order (wire names, the ids the provider
+     * gave); content may be "" then */
+    const struct tool_call *calls;
+    size_t n_calls;
+    /* assistant, anthropic: the answer's thinking blocks as a JSON array (thinking with its
+     * signature, redacted_thinking), sent back before its tool_use blocks; NULL: none */
+    const char *thinking_json;
+    /* role "tool": the result (content) of the call with this id and wire name */
+    const char *tool_call_id, *tool_name;
+    int tool_error;       /* the result is an error (anthropic is_error) */
+};
+
+/* A plain message (role, text) as an initializer: API_MSG("user", "hi"). */
+#define API_MSG(r, c) {.role = (r), .content = (c)}
+
+/* A tool the model may call (core/tools.h tools_api): its wire name ^[a-zA-Z0-9_-]{1,64}$,
+ * description (NULL: none) and input schema as JSON text (NULL: any object). */
+struct api_tool {
+    const char *name;
+    const char *description;
+    const char *schema;
 };
 
 /* The sampling parameters, in the order a request body carries them: the one table to extend.
@@ -64,6 +86,8 @@ struct api_request {
                                    completions), reasoning {effort, summary} (responses),
                                    thinking {budget_tokens} (anthropic: no temperature then),
                                    generationConfig.thinkingConfig (gemini) */
+    const struct api_tool *tools; /* the tools the model may call (none: no tools member) */
+    size_t n_tools;
 };
 
 /* Reasoning effort levels (--reasoning-effort, reasoning_effort in a profile, /think). */
@@ -147,6 +171,12 @@ struct api_stream {
     int dstate;
     long dindex;
     long long dcount[4];
+    /* The answer's tool calls as they stream, in every dialect: id, wire name, and the
+     * arguments assembled exactly from their fragments (name NULL: core maps it). */
+    struct tool_call *calls;
+    size_t n_calls, cap_calls;
+    struct buf thinking_json; /* anthropic: the thinking blocks with their signatures, as a
+                                 JSON array to send back with tool results ("" none) */
 };
 
 typedef void (*api_emit_fn)(void *ud, enum api_kind kind, const char *s, size_t n);

@@ -131,8 +131,8 @@ FUZZ_ENTRY(dialect)
     FUZZ_CHECK(text != NULL);
     memcpy(text, s, tn);
     text[tn] = '\0';
-    struct api_message m[] = {{"system", text}, {"user", text}, {"user", ""},
-                              {"assistant", text}, {"user", text}};
+    struct api_message m[] = {API_MSG("system", text), API_MSG("user", text), API_MSG("user", ""),
+                              API_MSG("assistant", text), API_MSG("user", text)};
     struct api_request rq = {.model = text, .messages = m, .n_messages = 5, .stream = 1};
     for (size_t di = 0; dialect_at(di); di++) {
         char *body = dialect_at(di)->request_json(&rq);

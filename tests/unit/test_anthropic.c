@@ -36,9 +36,10 @@ static cJSON *body_of(const struct api_request *r)
 static void test_request(void)
 {
     struct api_message m[] = {
-        {"system", "You are terse."}, {"user", "first"},     {"user", "second"},
-        {"system", "Answer in French."}, {"assistant", ""}, {"assistant", "Bonjour"},
-        {"assistant", "encore"},        {"user", "third"},
+        API_MSG("system", "You are terse."),    API_MSG("user", "first"),
+        API_MSG("user", "second"),              API_MSG("system", "Answer in French."),
+        API_MSG("assistant", ""),               API_MSG("assistant", "Bonjour"),
+        API_MSG("assistant", "encore"),         API_MSG("user", "third"),
     };
     struct api_request r = {.model = "claude-sonnet-4-5", .messages = m, .n_messages = 8,
                             .stream = 1, .include_usage = 1, .temperature = 0.5,

@@ -351,7 +351,7 @@ int main(void)
     error_msg(404, NULL, "", "HTTP 404", NULL, "empty body");
 
     /* Request JSON */
-    struct api_message msgs[] = {{"system", "be brief"}, {"user", "hi \"there\"\n"}};
+    struct api_message msgs[] = {API_MSG("system", "be brief"), API_MSG("user", "hi \"there\"\n")};
     struct api_request rq = {.model = "gpt-4o", .messages = msgs, .n_messages = 2, .max_tokens = 50,
                              .stream = 1, .include_usage = 1, .temperature = 0.5,
                              .has_temperature = 1};

@@ -227,8 +227,9 @@ static void test_hostile(void)
 static void test_request(void)
 {
     struct api_message msgs[] = {
-        {"system", "be brief"}, {"user", "a"}, {"user", "b \"q\""}, {"assistant", "c"},
-        {"assistant", "d"}, {"system", "and kind"}, {"user", "e"},
+        API_MSG("system", "be brief"), API_MSG("user", "a"), API_MSG("user", "b \"q\""),
+        API_MSG("assistant", "c"),
+        API_MSG("assistant", "d"), API_MSG("system", "and kind"), API_MSG("user", "e"),
     };
     struct api_request rq = {.model = "gemini-2.5-flash", .messages = msgs, .n_messages = 7,
                              .max_tokens = 50, .temperature = 0.5, .has_temperature = 1,
@@ -239,7 +240,7 @@ static void test_request(void)
     TAP_OK(o != NULL, "request: valid JSON");
     const cJSON *contents = cJSON_GetObjectItem(o, "contents");
     TAP_INT(cJSON_GetArraySize(contents), 3, "request: same-role runs merged into 3 turns");
-    static const char *const roles[] = {"user", "model", "user"};
+    static const char *const roles[] = API_MSG("user", "model", "user");
     static const int nparts[] = {2, 2, 1};
     for (int i = 0; i < 3; i++) {
         const cJSON *t = cJSON_GetArrayItem(contents, i);
@@ -274,8 +275,9 @@ static void test_request(void)
     free(body);
     /* Gemini refuses an empty text part ("empty text parameter"): an empty message (an
      * answer that had no text) is left out, and the user turns around it become one */
-    struct api_message holes[] = {{"system", ""}, {"user", "a"}, {"assistant", ""},
-                                  {"assistant", NULL}, {"user", "b"}};
+    struct api_message holes[] = {API_MSG("system", ""), API_MSG("user", "a"),
+                                  API_MSG("assistant", ""),
+                                  API_MSG("assistant", NULL), API_MSG("user", "b")};
     rq.messages = holes;
     rq.n_messages = 5;
     body = gemini_request_json(&rq);

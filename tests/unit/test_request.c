@@ -39,7 +39,7 @@ static void test_bodies(void)
     c.max_tokens = 50;
     c.temperature = 0.5;
     c.has_temperature = 1;
-    struct api_message m[] = {{"system", "be brief"}, {"user", "hi \"there\"\n"}};
+    struct api_message m[] = {API_MSG("system", "be brief"), API_MSG("user", "hi \"there\"\n")};
     struct api_request ar;
     request_api(&ar, &c, m, 2);
     char *body = api_request_json(&ar);
@@ -254,7 +254,7 @@ static void test_dialects(void)
            "anthropic: a base_url and model set are kept");
 
     /* main openai, fallback profile anthropic: the fallback's body, URL, header, decoder */
-    struct api_message m[] = {{"system", "be brief"}, {"user", "hi"}};
+    struct api_message m[] = {API_MSG("system", "be brief"), API_MSG("user", "hi")};
     struct api_request ar;
     request_api(&ar, &c, m, 2);
     char *main_body = request_body(&c, &ar);
@@ -298,7 +298,7 @@ static void test_effort(void)
     static const char *const words[] = {"none", "low", "medium", "high"};
     static const char *const members[] = {"reasoning_effort", "\"reasoning\"", "thinking",
                                           "thinkingConfig"};
-    struct api_message m[] = {{"user", "hi"}};
+    struct api_message m[] = {API_MSG("user", "hi")};
     struct buf err = BUF_INIT;
     for (int d = 0; d < 4; d++) {
         for (int e = 0; e < 4; e++) {
@@ -428,7 +428,7 @@ static void test_learn(void)
 /* extra_body: its members at the top level of every dialect's body; unset, the body as before. */
 static void test_extra_body(void)
 {
-    struct api_message m[1] = {{"user", "hi"}};
+    struct api_message m[1] = {API_MSG("user", "hi")};
     const char *apis[] = {"openai", "responses", "anthropic", "gemini"};
     struct buf err = BUF_INIT;
     for (size_t i = 0; i < sizeof apis / sizeof *apis; i++) {

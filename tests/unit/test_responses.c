@@ -198,8 +198,9 @@ static void test_hostile(void)
 static void test_request(void)
 {
     struct api_message msgs[] = {
-        {"system", "be brief"}, {"user", "hi \"there\""}, {"assistant", "hello"},
-        {"system", "and kind"}, {"user", "again"},
+        API_MSG("system", "be brief"), API_MSG("user", "hi \"there\""),
+        API_MSG("assistant", "hello"),
+        API_MSG("system", "and kind"), API_MSG("user", "again"),
     };
     struct api_request rq = {.model = "o4-mini", .messages = msgs, .n_messages = 5,
                              .max_tokens = 64, .temperature = 0.25, .has_temperature = 1,

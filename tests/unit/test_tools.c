@@ -1,0 +1,208 @@
+/* test_tools.c - function calling's shared parts: wire names, the schema check, globs, the
+ * registry, the approval policy and calls on a worker thread (the test tools). */
+#include "config.h"
+#include "core/tools.h"
+#include "proto/api.h"
+#include "tap.h"
+#include "base/xmalloc.h"
+
+#include <poll.h>
+#include <regex.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int wire_ok(const char *w)
+{
+    regex_t re;
+    regcomp(&re, "^[a-zA-Z0-9_-]{1,64}$", REG_EXTENDED | REG_NOSUB);
+    int ok = regexec(&re, w, 0, NULL, 0) == 0;
+    regfree(&re);
+    return ok;
+}
+
+static void test_wire(void)
+{
+    char w[80];
+    tool_wire_name("fs.read_file", w, sizeof w);
+    TAP_STR(w, "fs__read_file", "wire: the dot becomes __");
+    tool_wire_name("my server.tööl/x", w, sizeof w);
+    TAP_OK(wire_ok(w), "wire: other bytes become _ (%s)", w);
+    char longname[200];
+    memset(longname, 'x', 150);
+    strcpy(longname + 150, ".y");
+    tool_wire_name(longname, w, sizeof w);
+    TAP_INT(strlen(w), 64, "wire: a long name is cut to 64");
+    TAP_OK(wire_ok(w), "wire: a long name still matches the pattern");
+    char w2[80];
+    longname[3] = 'z';
+    tool_wire_name(longname, w2, sizeof w2);
+    TAP_OK(strcmp(w, w2) != 0, "wire: two long names differ by their hash");
+}
+
+static int check(const char *schema, const char *args, const char *want_err)
+{
+    struct buf err = BUF_INIT;
+    int r = tool_schema_check(schema, args, strlen(args), &err);
+    int ok = want_err ? r < 0 && strstr(buf_str(&err), want_err) != NULL : r == 0;
+    if (!TAP_OK(ok, "schema check %.60s -> %s", args, want_err ? want_err : "ok"))
+        printf("#   r=%d err=\"%s\" want \"%s\"\n", r, buf_str(&err), want_err ? want_err : "");
+    buf_free(&err);
+    return ok;
+}
+
+static void test_schema(void)
+{
+    const char *s = "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\","
+                    "\"minLength\":1},\"n\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":9},"
+                    "\"mode\":{\"enum\":[\"r\",\"w\"]},\"tags\":{\"type\":\"array\","
+                    "\"items\":{\"type\":\"string\"},\"maxItems\":2}},"
+                    "\"required\":[\"path\"],\"additionalProperties\":false}";
+    check(s, "{\"path\":\"a\"}", NULL);
+    check(s, "{\"path\":\"a\",\"n\":3,\"mode\":\"w\",\"tags\":[\"x\",\"y\"]}", NULL);
+    check(s, "{}", "required property \"path\" is missing");
+    check(s, "{\"path\":1}", "$.path: expected string, got integer");
+    check(s, "{\"path\":\"\"}", "at least 1 characters");
+    check(s, "{\"path\":\"a\",\"n\":1.5}", "$.n: expected integer, got number");
+    check(s, "{\"path\":\"a\",\"n\":10}", "more than the maximum");
+    check(s, "{\"path\":\"a\",\"mode\":\"x\"}", "$.mode: value is not one of");
+    check(s, "{\"path\":\"a\",\"tags\":[\"x\",2]}", "$.tags[1]: expected string");
+    check(s, "{\"path\":\"a\",\"tags\":[\"x\",\"y\",\"z\"]}", "at most 2 items");
+    check(s, "{\"path\":\"a\",\"extra\":1}", "property \"extra\" is not allowed");
+    check(s, "{\"path\":\"a\"", "not valid JSON");
+    check(s, "{\"path\":\"a\"} x", "not valid JSON");
+    check(s, "{\"path\":\"a\"}  \t", NULL);
+    check(s, "[1]", "must be a JSON object");
+    check(NULL, "{\"any\":[1,{}]}", NULL);
+    check(NULL, "\"text\"", "must be a JSON object");
+    check("{\"type\":\"object\",\"properties\":{\"v\":{\"type\":[\"string\",\"null\"]}}}",
+          "{\"v\":null}", NULL);
+    check("{\"type\":\"object\",\"properties\":{\"v\":{\"anyOf\":[{\"type\":\"string\"},"
+          "{\"type\":\"integer\"}]}}}",
+          "{\"v\":true}", "fits none of the anyOf");
+    check("{\"type\":\"object\",\"properties\":{\"v\":{\"oneOf\":[{\"type\":\"number\"},"
+          "{\"type\":\"integer\"}]}}}",
+          "{\"v\":1}", "oneOf");
+    check("{\"type\":\"object\",\"additionalProperties\":{\"type\":\"integer\"}}",
+          "{\"a\":1,\"b\":\"x\"}", "$.b: expected integer");
+    /* deep nesting is bounded: no recursion past the limit */
+    struct buf deep = BUF_INIT;
+    buf_appends(&deep, "{\"a\":");
+    for (int i = 0; i < 100000; i++)
+        buf_appendc(&deep, '[');
+    check(NULL, buf_str(&deep), "deeper than 64");
+    buf_free(&deep);
+    const char *self = "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"object\","
+                       "\"additionalProperties\":{\"type\":\"object\","
+                       "\"additionalProperties\":{\"type\":\"object\"}}}}}";
+    check(self, "{\"a\":{\"b\":{\"c\":{}}}}", NULL);
+    check(self, "{\"a\":{\"b\":{\"c\":1}}}", "$.a.b.c: expected object, got integer");
+}
+
+static void test_glob(void)
+{
+    TAP_OK(tool_glob("*", "fs.read_file"), "glob: * matches all");
+    TAP_OK(tool_glob("fs.*", "fs.read_file"), "glob: fs.*");
+    TAP_OK(!tool_glob("fs.*", "fsx.read_file"), "glob: fs.* not fsx.");
+    TAP_OK(tool_glob("*.read_*", "fs.read_file"), "glob: *.read_*");
+    TAP_OK(tool_glob("test.ec?o", "test.echo"), "glob: ?");
+    TAP_OK(!tool_glob("test.echo", "test.echo2"), "glob: whole name");
+}
+
+static void test_registry(void)
+{
+    struct tools *t = tools_new();
+    tools_add_test(t);
+    struct buf err = BUF_INIT;
+    TAP_INT(tools_load(t, &err), 0, "registry: the test tools list");
+    TAP_INT(tools_count(t), 5, "registry: five test tools");
+    const struct tools_entry *e = tools_find(t, "test.echo");
+    TAP_OK(e && !strcmp(e->wire, "test__echo"), "registry: test.echo is test__echo");
+    TAP_OK(tools_find_wire(t, "test__add") == tools_find(t, "test.add"), "registry: by wire");
+    const struct api_tool *defs;
+    size_t n;
+    const char *only[] = {"test.e*"};
+    tools_api(t, only, 1, &defs, &n);
+    TAP_INT(n, 1, "registry: tools_api keeps the tools the globs name");
+    TAP_STR(n ? defs[0].name : "", "test__echo", "registry: the wire name goes to the API");
+    tools_api(t, NULL, 0, &defs, &n);
+    TAP_INT(n, 5, "registry: tools_api without globs: all");
+
+    struct tool_call c = {.id = xstrdup("call_1"), .wire = xstrdup("test__add"),
+                          .args = xstrdup("{\"a\":2,\"b\":40}"), .args_len = 14};
+    struct tool_result r = {0};
+    TAP_INT(tools_prepare(t, &c, &r), 0, "prepare: a good call");
+    TAP_STR(c.name, "test.add", "prepare: the tokterm name is filled in");
+    struct tool_job *j = tool_job_start(t, &c, 0, NULL, NULL);
+    struct pollfd p = {.fd = tool_job_fd(j), .events = POLLIN};
+    TAP_INT(poll(&p, 1, 10000), 1, "job: its fd becomes readable");
+    TAP_OK(tool_job_done(j), "job: done");
+    tool_job_finish(j, &r);
+    TAP_STR(buf_str(&r.content), "42", "job: test.add 2 40 = 42");
+    TAP_INT(r.is_error, 0, "job: not an error");
+    tool_result_free(&r);
+    tool_call_free(&c);
+
+    c.wire = xstrdup("test__add");
+    c.args = xstrdup("{\"a\":\"2\",\"b\":1}");
+    c.args_len = strlen(c.args);
+    TAP_INT(tools_prepare(t, &c, &r), -1, "prepare: a schema violation is refused");
+    TAP_OK(r.is_error && strstr(buf_str(&r.content), "$.a: expected number"),
+           "prepare: the model is told why (%s)", buf_str(&r.content));
+    tool_result_free(&r);
+    tool_call_free(&c);
+    c.wire = xstrdup("nope__x");
+    TAP_INT(tools_prepare(t, &c, &r), -1, "prepare: an unknown tool is refused");
+    TAP_OK(strstr(buf_str(&r.content), "unknown tool"), "prepare: unknown tool said");
+    tool_result_free(&r);
+    tool_call_free(&c);
+    c.wire = xstrdup("test__fail");
+    TAP_INT(tools_prepare(t, &c, &r), 0, "prepare: no arguments at all become {}");
+    TAP_STR(c.args, "{}", "prepare: {}");
+    j = tool_job_start(t, &c, 0, NULL, NULL);
+    tool_job_finish(j, &r);
+    TAP_OK(r.is_error && strstr(buf_str(&r.content), "failed"), "job: an error result");
+    tool_result_free(&r);
+    tool_call_free(&c);
+
+    c.wire = xstrdup("test__sleep");
+    c.args = xstrdup("{\"seconds\":600}");
+    c.args_len = strlen(c.args);
+    TAP_INT(tools_prepare(t, &c, &r), 0, "prepare: sleep");
+    j = tool_job_start(t, &c, 0, NULL, NULL);
+    TAP_OK(!tool_job_done(j), "job: a long call is not done at once");
+    tool_job_cancel(j);
+    tool_job_finish(j, &r); /* returns: the tool sees the flag */
+    TAP_OK(r.is_error && strstr(buf_str(&r.content), "cancelled"), "job: cancelled");
+    tool_result_free(&r);
+    tool_call_free(&c);
+    buf_free(&err);
+    tools_free(t);
+}
+
+static void test_policy(void)
+{
+    struct tool_policy p = {0};
+    TAP_INT(tool_policy_verdict(&p, "fs.read_file"), TOOL_ASK, "policy: the chat asks");
+    p.scripted = 1;
+    TAP_INT(tool_policy_verdict(&p, "fs.read_file"), TOOL_REFUSE, "policy: scripted refuses");
+    tool_policy_allow(&p, "fs.*");
+    TAP_INT(tool_policy_verdict(&p, "fs.read_file"), TOOL_RUN, "policy: --allow-tool fs.*");
+    TAP_INT(tool_policy_verdict(&p, "shell.run"), TOOL_REFUSE, "policy: not shell.run");
+    p.scripted = 0;
+    tool_policy_always(&p, "shell.run");
+    TAP_INT(tool_policy_verdict(&p, "shell.run"), TOOL_RUN, "policy: always");
+    tool_policy_reset(&p);
+    TAP_INT(tool_policy_verdict(&p, "shell.run"), TOOL_ASK, "policy: reset forgets always");
+    TAP_INT(tool_policy_verdict(&p, "fs.x"), TOOL_RUN, "policy: reset keeps --allow-tool");
+    tool_policy_free(&p);
+}
+
+int main(void)
+{
+    test_wire();
+    test_schema();
+    test_glob();
+    test_registry();
+    test_policy();
+    return tap_done();
+}
