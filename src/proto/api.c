@@ -166,6 +166,91 @@ static void api_json_string(struct buf *b, const char *s)
     buf_appendc(b, '"');
 }
 
+cJSON *api_tool_schema(const struct api_tool *t)
+{
+    cJSON *f = cJSON_CreateObject();
+    cJSON_AddStringToObject(f, "name", t->name);
+    if (t->description && *t->description)
+        cJSON_AddStringToObject(f, "description", t->description);
+    cJSON *schema = t->schema ? cJSON_Parse(t->schema) : NULL;
+    if (!cJSON_IsObject(schema)) {
+        cJSON_Delete(schema);
+        schema = cJSON_CreateObject();
+        cJSON_AddStringToObject(schema, "type", "object");
+    }
+    cJSON_AddItemToObject(f, "parameters", schema);
+    return f;
+}
+
+/* The tool_calls member of an assistant message. */
+static void api_chat_calls(struct buf *b, const struct api_message *m)
+{
+    buf_appends(b, ",\"tool_calls\":[");
+    for (size_t k = 0; k < m->n_calls; k++) {
+        const struct tool_call *c = &m->calls[k];
+        buf_appends(b, k ? ",{\"id\":" : "{\"id\":");
+        api_json_string(b, c->id ? c->id : "");
+        buf_appends(b, ",\"type\":\"function\",\"function\":{\"name\":");
+        api_json_string(b, c->wire ? c->wire : "");
+        buf_appends(b, ",\"arguments\":");
+        api_json_string(b, c->args && c->args_len ? c->args : "{}");
+        buf_appends(b, "}}");
+    }
+    buf_appendc(b, ']');
+}
+
+struct tool_call *api_call_get(struct api_stream *st, long key, int make, api_emit_fn fn,
+                               void *ud)
+{
+    for (size_t i = st->n_calls; i > 0; i--)
+        if (st->call_keys[i - 1] == key)
+            return &st->calls[i - 1];
+    if (!make)
+        return NULL;
+    if (st->n_calls >= API_CALLS_MAX) {
+        if (!st->error.len)
+            buf_printf(&st->error, "the answer made more than %d tool calls", API_CALLS_MAX);
+        return NULL;
+    }
+    st->calls = xgrow(st->calls, st->n_calls + 1, &st->cap_calls, sizeof *st->calls);
+    st->call_keys = xgrow(st->call_keys, st->n_calls + 1, &st->cap_keys, sizeof *st->call_keys);
+    struct tool_call *c = &st->calls[st->n_calls];
+    memset(c, 0, sizeof *c);
+    st->call_keys[st->n_calls++] = key;
+    fn(ud, API_TOOL_CALL, NULL, 0);
+    return c;
+}
+
+int api_call_args(struct api_stream *st, struct tool_call *c, const char *s, size_t n)
+{
+    if (n == 0)
+        return 0;
+    if (c->args_len + n > API_CALL_ARGS_MAX) {
+        if (!st->error.len)
+            buf_printf(&st->error, "a tool call's arguments are over %zu MiB",
+                       API_CALL_ARGS_MAX >> 20);
+        return -1;
+    }
+    size_t cap = 64;
+    while (cap <= c->args_len)
+        cap *= 2;
+    if (!c->args || c->args_len + n + 1 > cap) { /* capacity: the power of two above len */
+        while (cap < c->args_len + n + 1)
+            cap *= 2;
+        c->args = xrealloc(c->args, cap);
+    }
+    memcpy(c->args + c->args_len, s, n);
+    c->args_len += n;
+    c->args[c->args_len] = 0;
+    return 0;
+}
+
+void api_call_str(char **dst, const char *s, size_t n)
+{
+    free(*dst);
+    *dst = xstrndup(s, n);
+}
+
 char *api_request_json(const struct api_request *r)
 {
     /* The messages are written here (a long history is not copied into a cJSON tree, escaped
@@ -192,13 +277,33 @@ char *api_request_json(const struct api_request *r)
     api_json_string(&b, r->model ? r->model : "");
     buf_appends(&b, ",\"messages\":[");
     for (size_t i = 0; i < r->n_messages; i++) {
+        const struct api_message *m = &r->messages[i];
         buf_appends(&b, i ? ",{\"role\":" : "{\"role\":");
-        api_json_string(&b, r->messages[i].role);
+        api_json_string(&b, m->role);
+        if (m->tool_call_id) {
+            buf_appends(&b, ",\"tool_call_id\":");
+            api_json_string(&b, m->tool_call_id);
+        }
         buf_appends(&b, ",\"content\":");
-        api_json_string(&b, r->messages[i].content ? r->messages[i].content : "");
+        api_json_string(&b, m->content ? m->content : "");
+        if (m->n_calls)
+            api_chat_calls(&b, m);
         buf_appendc(&b, '}');
     }
     buf_appendc(&b, ']');
+    if (r->n_tools) {
+        cJSON *tools = cJSON_CreateArray();
+        for (size_t i = 0; i < r->n_tools; i++) {
+            cJSON *t = cJSON_CreateObject();
+            cJSON_AddStringToObject(t, "type", "function");
+            cJSON_AddItemToObject(t, "function", api_tool_schema(&r->tools[i]));
+            cJSON_AddItemToArray(tools, t);
+        }
+        char *tj = api_json_finish(tools);
+        buf_appends(&b, ",\"tools\":");
+        buf_appends(&b, tj);
+        free(tj);
+    }
     if (rest[0] == '{' && rest[1] != '}') { /* "{...}": its members follow the messages */
         buf_appendc(&b, ',');
         buf_appends(&b, rest + 1);
@@ -223,6 +328,7 @@ void api_stream_free(struct api_stream *st)
     for (size_t i = 0; i < st->n_calls; i++)
         tool_call_free(&st->calls[i]);
     free(st->calls);
+    free(st->call_keys);
     buf_free(&st->thinking_json);
 }
 
@@ -488,6 +594,115 @@ int api_error_obj(struct api_stream *st, struct jscan *j)
     return 0;
 }
 
+/* The function object of one tool_calls entry: name and arguments (a string in fragments, or
+ * an object some servers send whole) into *c (made when it is NULL). */
+static int api_chat_function(struct api_stream *st, struct jscan *j, struct tool_call *c)
+{
+    if (jscan_object_begin(j) < 0)
+        return -1;
+    int first = 1, r;
+    const char *k, *s;
+    size_t kn, n;
+    while ((r = jscan_object_next(j, &first, &k, &kn)) == 1) {
+        if (jscan_key_is(k, kn, "name")) {
+            int t = api_text(st, j, &s, &n);
+            if (t < 0)
+                return -1;
+            if (t > 0 && !c->wire)
+                api_call_str(&c->wire, s, n);
+        } else if (jscan_key_is(k, kn, "arguments") && jscan_peek(j) == '{') {
+            const char *from = j->p;
+            if (jscan_skip(j) < 0)
+                return -1;
+            while (*from != '{')
+                from++;
+            if (api_call_args(st, c, from, (size_t)(j->p - from)) < 0)
+                return -2;
+        } else if (jscan_key_is(k, kn, "arguments")) {
+            int t = api_text(st, j, &s, &n);
+            if (t < 0)
+                return -1;
+            if (t > 0 && api_call_args(st, c, s, n) < 0)
+                return -2;
+        } else if (jscan_skip(j) < 0) {
+            return -1;
+        }
+    }
+    return r;
+}
+
+/* One entry of a delta's tool_calls: {"index", "id", "type", "function"}; pos is its place in
+ * the array (servers that send no index). A new id at a known index starts another call (a
+ * server that numbers parallel calls all 0). */
+static int api_chat_call(struct api_stream *st, struct jscan *j, long pos, api_emit_fn fn,
+                         void *ud)
+{
+    /* the members may come in any order: read them first, then find the call */
+    const char *start = j->p;
+    long long idx = pos;
+    char id[128] = "";
+    if (jscan_object_begin(j) < 0)
+        return -1;
+    int first = 1, r;
+    const char *k;
+    size_t kn;
+    while ((r = jscan_object_next(j, &first, &k, &kn)) == 1) {
+        if (jscan_key_is(k, kn, "index") && jscan_peek(j) != '"') {
+            if (jscan_integer(j, &idx) < 0)
+                return -1;
+        } else if (jscan_key_is(k, kn, "id")) {
+            if (api_short(st, j, id, sizeof id) < 0)
+                return -1;
+        } else if (jscan_skip(j) < 0) {
+            return -1;
+        }
+    }
+    if (r < 0)
+        return -1;
+    struct tool_call *c = api_call_get(st, (long)idx, 0, fn, ud);
+    if (!c || (id[0] && c->id && strcmp(c->id, id) != 0)) {
+        if (c) /* another call at the same index: the old one keeps its place */
+            st->call_keys[c - st->calls] = -2 - (long)(c - st->calls);
+        c = api_call_get(st, (long)idx, 1, fn, ud);
+        if (!c)
+            return -2;
+    }
+    if (id[0] && !c->id)
+        c->id = xstrdup(id);
+    /* second pass for the function */
+    struct jscan j2;
+    jscan_init(&j2, start, (size_t)(j->p - start));
+    first = 1;
+    if (jscan_object_begin(&j2) < 0)
+        return -1;
+    while ((r = jscan_object_next(&j2, &first, &k, &kn)) == 1) {
+        if (jscan_key_is(k, kn, "function") && jscan_peek(&j2) == '{') {
+            int f = api_chat_function(st, &j2, c);
+            if (f < 0)
+                return f;
+        } else if (jscan_skip(&j2) < 0) {
+            return -1;
+        }
+    }
+    return r;
+}
+
+static int api_chat_calls_read(struct api_stream *st, struct jscan *j, api_emit_fn fn, void *ud)
+{
+    if (jscan_null(j))
+        return 0;
+    if (jscan_array_begin(j) < 0)
+        return -1;
+    int af = 1, ar;
+    long pos = 0;
+    while ((ar = jscan_array_next(j, &af)) == 1) {
+        int r = jscan_peek(j) == '{' ? api_chat_call(st, j, pos++, fn, ud) : jscan_skip(j);
+        if (r < 0)
+            return r;
+    }
+    return ar;
+}
+
 /* The delta (stream) or message (non-stream) object of a choice. */
 static int api_delta(struct api_stream *st, struct jscan *j, api_emit_fn fn, void *ud)
 {
@@ -504,6 +719,12 @@ static int api_delta(struct api_stream *st, struct jscan *j, api_emit_fn fn, voi
             kind = API_CONTENT;
         else if (jscan_key_is(k, kn, "reasoning_content") || jscan_key_is(k, kn, "reasoning"))
             kind = API_REASONING;
+        if (!kind && jscan_key_is(k, kn, "tool_calls")) {
+            int c = api_chat_calls_read(st, j, fn, ud);
+            if (c < 0)
+                return c;
+            continue;
+        }
         if (!kind) {
             if (jscan_skip(j) < 0)
                 return -1;
@@ -534,8 +755,9 @@ static int api_choice(struct api_stream *st, struct jscan *j, api_emit_fn fn, vo
     size_t kn;
     while ((r = jscan_object_next(j, &first, &k, &kn)) == 1) {
         if (jscan_key_is(k, kn, "delta") || jscan_key_is(k, kn, "message")) {
-            if (api_delta(st, j, fn, ud) < 0)
-                return -1;
+            int d = api_delta(st, j, fn, ud);
+            if (d < 0)
+                return d; /* -2: over a limit, st->error says which */
         } else if (jscan_key_is(k, kn, "finish_reason")) {
             char fr[32] = "";
             if (api_short(st, j, fr, sizeof fr) < 0)
@@ -749,6 +971,8 @@ static int api_stream_chunk_full(struct api_stream *st, const char *json, size_t
             while ((ar = jscan_array_next(&j, &af)) == 1) {
                 /* One answer is asked for; choices past the first are ignored. */
                 int rc = idx++ == 0 ? api_choice(st, &j, fn, ud) : jscan_skip(&j);
+                if (rc == -2)
+                    return 1;
                 if (rc < 0)
                     return api_malformed(st, json, n, j.err);
             }

@@ -136,6 +136,7 @@ enum api_kind {
     API_REASONING,    /* s/n: reasoning text (reasoning_content / reasoning) */
     API_FINISH,       /* stream state: finish_reason set */
     API_USAGE,        /* stream state: usage set */
+    API_TOOL_CALL,    /* stream state: a tool call started (st->calls[st->n_calls - 1]) */
 };
 
 struct api_usage {
@@ -175,6 +176,8 @@ struct api_stream {
      * arguments assembled exactly from their fragments (name NULL: core maps it). */
     struct tool_call *calls;
     size_t n_calls, cap_calls;
+    long *call_keys;          /* per call: the dialect's index for it in the stream */
+    size_t cap_keys;
     struct buf thinking_json; /* anthropic: the thinking blocks with their signatures, as a
                                  JSON array to send back with tool results ("" none) */
 };

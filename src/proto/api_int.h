@@ -92,4 +92,19 @@ void api_textcount_emit(void *ud, enum api_kind kind, const char *s, size_t n);
 int api_shape_match(struct api_stream *st, const char *json, size_t n, api_emit_fn fn, void *ud);
 void api_shape_keep(struct api_stream *st, const char *json, size_t n, int plain);
 
+/* Tool calls as they stream (st->calls), for every dialect. api_call_get: the call the dialect
+ * knows by key (its index in the stream); make: start one when there is none (API_TOOL_CALL is
+ * emitted); NULL when there is none, or too many (API_CALLS_MAX: st->error set). */
+#define API_CALLS_MAX 128
+#define API_CALL_ARGS_MAX ((size_t)8 << 20)
+struct tool_call *api_call_get(struct api_stream *st, long key, int make, api_emit_fn fn,
+                               void *ud);
+/* Append a fragment of the arguments (n bytes, decoded): 0, or -1 past API_CALL_ARGS_MAX
+ * (st->error set). */
+int api_call_args(struct api_stream *st, struct tool_call *c, const char *s, size_t n);
+/* Replace *dst with s[0..n) (a call's id or name). */
+void api_call_str(char **dst, const char *s, size_t n);
+/* The JSON of a request's tools for a dialect: each tool as {name_key: wire name,
+ * "description", schema_key: the schema (an empty object schema when it has none)}. */
+struct cJSON *api_tool_schema(const struct api_tool *t);
 #endif

@@ -1,4 +1,4 @@
-/* fixture.h - shared helpers for tests that read tests/fixtures/*.sse. */
+/* fixture.h - shared helpers for tests that read tests/fixtures/NAME.sse. */
 #ifndef TT_TEST_FIXTURE_H
 #define TT_TEST_FIXTURE_H
 #include <stdio.h>

@@ -71,12 +71,21 @@ static inline char *got_summary(const struct got *g)
 {
     const struct api_stream *st = &g->st;
     const struct api_usage *u = &st->usage;
-    return xasprintf("content=[%s] reasoning=[%s] finish=%s/%s model=%s usage=%d:%lld,%lld,%lld,"
+    struct buf calls = BUF_INIT;
+    for (size_t i = 0; i < st->n_calls; i++)
+        buf_printf(&calls, " call=%s|%s|%s", st->calls[i].id ? st->calls[i].id : "-",
+                   st->calls[i].wire ? st->calls[i].wire : "-",
+                   st->calls[i].args ? st->calls[i].args : "-");
+    char *sum = xasprintf("content=[%s] reasoning=[%s] finish=%s/%s model=%s usage=%d:%lld,%lld,%lld,"
                      "%lld,%lld error=[%s] code=%s ret=%d done=%d finishes=%d usages=%d",
                      buf_str(&g->content), buf_str(&g->reasoning), st->finish,
                      st->finish_detail, st->model, u->present, u->prompt, u->completion,
                      u->total, u->cached, u->reasoning, buf_str(&st->error), st->error_code,
                      g->ret, st->done, g->finishes, g->usages);
+    char *all = xasprintf("%s%s", sum, buf_str(&calls));
+    free(sum);
+    buf_free(&calls);
+    return all;
 }
 
 /* Decode s whole into g, then cut in two at every byte offset: one TAP point, ok when every

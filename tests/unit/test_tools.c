@@ -3,8 +3,11 @@
 #include "config.h"
 #include "core/tools.h"
 #include "proto/api.h"
-#include "tap.h"
+#include "proto/dialect.h"
+#include "stream_check.h"
 #include "base/xmalloc.h"
+
+#include <cjson/cJSON.h>
 
 #include <poll.h>
 #include <regex.h>
@@ -197,8 +200,96 @@ static void test_policy(void)
     tool_policy_free(&p);
 }
 
+/* The calls a decode assembled: "id|wire|args" each, for comparing. */
+static void check_calls(const struct got *g, const char *const *want, size_t n, const char *what)
+{
+    TAP_OK(g->st.n_calls == n, "%s: %zu calls (%zu)", what, n, g->st.n_calls);
+    for (size_t i = 0; i < n && i < g->st.n_calls; i++) {
+        const struct tool_call *c = &g->st.calls[i];
+        char *have = xasprintf("%s|%s|%s", c->id ? c->id : "-", c->wire ? c->wire : "-",
+                               c->args ? c->args : "-");
+        TAP_STR(have, want[i], what);
+        free(have);
+    }
+}
+
+static void test_openai_stream(void)
+{
+    struct got g;
+    stream_check_fixture("openai_tool_calls.sse", api_stream_event, &g);
+    const char *want[] = {
+        "call_DdmO9pD3xa9XTPNJ32zg2hcA|test__add|{\"a\": 2, \"b\": 40}",
+        "call_ABSg8GmpTnHUKRPB9aFCk1iE|test__echo|{\"text\": \"h\\u00e9llo \\\"world\\\" \u2603\"}",
+    };
+    check_calls(&g, want, 2, "openai: parallel calls assembled from fragments");
+    TAP_STR(g.st.finish, "tool_calls", "openai: finish tool_calls");
+    TAP_INT(g.ret, 1, "openai: [DONE] ends it");
+    struct buf err = BUF_INIT;
+    TAP_INT(tool_schema_check(NULL, g.st.calls[1].args, g.st.calls[1].args_len, &err), 0,
+            "openai: the assembled arguments are valid JSON");
+    buf_free(&err);
+    struct buf msg = BUF_INIT;
+    TAP_INT(api_finish_outcome(&g.st, &msg), API_OK, "openai: a tool_calls finish is whole");
+    buf_free(&msg);
+    got_free(&g);
+
+    /* a server that numbers parallel calls all 0 but gives each its own id; whole arguments
+     * as an object; no index at all */
+    const char *odd =
+        "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"a\","
+        "\"function\":{\"name\":\"x\",\"arguments\":{\"k\":1}}}]}}]}\n\n"
+        "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"b\","
+        "\"function\":{\"name\":\"y\",\"arguments\":\"{}\"}}]}}]}\n\n"
+        "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"id\":\"c\",\"function\":"
+        "{\"name\":\"z\"}}]},\"finish_reason\":\"tool_calls\"}]}\n\n";
+    got_every_split(&g, api_stream_event, odd, strlen(odd), "openai: odd servers");
+    const char *want2[] = {"a|x|{\"k\":1}", "b|y|{}", "c|z|-"};
+    check_calls(&g, want2, 3, "openai: odd servers' calls");
+    got_free(&g);
+}
+
+/* The request body carries the tools, the assistant's calls and the results. */
+static void test_openai_request(void)
+{
+    struct tool_call calls[] = {{.id = "call_1", .wire = "test__add", .args = "{\"a\":1}",
+                                 .args_len = 7}};
+    struct api_message m[] = {
+        API_MSG("user", "add"),
+        {.role = "assistant", .content = "", .calls = calls, .n_calls = 1},
+        {.role = "tool", .content = "3", .tool_call_id = "call_1", .tool_name = "test__add"},
+    };
+    struct api_tool tools[] = {{"test__add", "Add.", "{\"type\":\"object\"}"},
+                               {"bad", NULL, "not json"}};
+    struct api_request r = {.model = "m", .messages = m, .n_messages = 3, .tools = tools,
+                            .n_tools = 2, .stream = 1};
+    char *body = api_request_json(&r);
+    cJSON *o = cJSON_Parse(body);
+    TAP_OK(o != NULL, "openai request: valid JSON");
+    cJSON *ms = cJSON_GetObjectItem(o, "messages");
+    cJSON *tc = cJSON_GetObjectItem(cJSON_GetArrayItem(ms, 1), "tool_calls");
+    cJSON *f = cJSON_GetObjectItem(cJSON_GetArrayItem(tc, 0), "function");
+    TAP_STR(cJSON_GetStringValue(cJSON_GetObjectItem(f, "arguments")), "{\"a\":1}",
+            "openai request: arguments as a string");
+    TAP_STR(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(ms, 2), "tool_call_id")),
+            "call_1", "openai request: the result names its call");
+    cJSON *t1 = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "tools"), 1),
+                                    "function");
+    TAP_STR(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(t1, "parameters"),
+                                                     "type")),
+            "object", "openai request: a bad schema becomes an object schema");
+    cJSON_Delete(o);
+    free(body);
+    r.n_tools = 0;
+    r.n_messages = 1;
+    body = api_request_json(&r);
+    TAP_OK(!strstr(body, "tools"), "openai request: no tools, no member");
+    free(body);
+}
+
 int main(void)
 {
+    test_openai_stream();
+    test_openai_request();
     test_wire();
     test_schema();
     test_glob();
