@@ -240,7 +240,7 @@ static void test_request(void)
     TAP_OK(o != NULL, "request: valid JSON");
     const cJSON *contents = cJSON_GetObjectItem(o, "contents");
     TAP_INT(cJSON_GetArraySize(contents), 3, "request: same-role runs merged into 3 turns");
-    static const char *const roles[] = API_MSG("user", "model", "user");
+    static const char *const roles[] = {"user", "model", "user"};
     static const int nparts[] = {2, 2, 1};
     for (int i = 0; i < 3; i++) {
         const cJSON *t = cJSON_GetArrayItem(contents, i);
