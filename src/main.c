@@ -17,6 +17,7 @@
 #include "core/conf.h"
 #include "core/setup.h"
 #include "cmd/script.h"
+#include "cmd/shell.h"
 #include "store/info.h"
 #include "tui/tui.h"
 #include "base/util.h"
@@ -25,6 +26,7 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fnmatch.h>
 #include <locale.h>
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -399,6 +401,42 @@ static int main_prompt(struct main_run *r)
 }
 
 #define MAIN_SESSION (SETUP_CONFIG | SETUP_KEY | SETUP_STORE)
+/* -x: the prompt as for -p; the command is asked about on the terminal (tokterm-tui's). */
+static int main_shell_check(struct main_run *r)
+{
+    if (r->a.json || r->a.n_prompts > 1) {
+        fputs("tokterm: -x takes one request, without --json\n", stderr);
+        return 2;
+    }
+    return main_prompt_check(r);
+}
+
+/* 1 when a --allow-tool glob allows the tool name. */
+static int main_allowed(const struct cli *a, const char *name)
+{
+    for (int i = 0; i < a->n_allow_tools; i++)
+        if (fnmatch(a->allow_tools[i], name, 0) == 0)
+            return 1;
+    return 0;
+}
+
+static int main_shell(struct main_run *r)
+{
+    struct setup *su = &r->su;
+    const char *one[] = {r->prompt};
+    struct shell_opts o = {.so = {.prompts = one, .n_prompts = 1, .store = su->store,
+                                  .save = su->save, .cache = su->cache, .setup = su,
+                                  .resume = su->resume, .resume_id = su->resume_id},
+                           .dry_run = r->a.dry_run, .allowed = main_allowed(&r->a, "shell")};
+#ifdef TOKTERM_TUI_BINARY
+    static const struct shell_ui ui = {tui_shell_edit, tui_shell_osc52};
+    o.ui = &ui;
+#endif
+    char *key = su->key;
+    su->key = NULL;
+    return shell_run(&su->conf, key, &o); /* takes the key */
+}
+
 static const struct main_cmd main_cmds[] = {
     {"help", 0, NULL, main_help},
     {"version", 0, NULL, main_version_cmd},
@@ -417,6 +455,7 @@ static const struct main_cmd main_cmds[] = {
     {"batch", MAIN_SESSION, main_batch_check, main_batch},
     {"chat", MAIN_SESSION | SETUP_TERMINAL, main_chat_check, main_chat},
     {"prompt", MAIN_SESSION, main_prompt_check, main_prompt},
+    {"shell", MAIN_SESSION, main_shell_check, main_shell},
 };
 
 static const struct main_cmd *main_find(const char *name)
@@ -440,6 +479,8 @@ static const struct main_cmd *main_pick(const struct cli *a)
         const struct main_cmd *c = main_find(a->subcommand);
         return c ? c : &unavailable;
     }
+    if (a->execute)
+        return main_find("shell");
     return main_find(!a->n_prompts && isatty(0) ? "chat" : "prompt");
 }
 
@@ -521,7 +562,19 @@ int main(int argc, char **argv)
         code = main_exec_tui(argv);
         goto out;
     }
+    /* -x asking on the terminal: readline (edit) and terminfo (copy) are tokterm-tui's. */
+    if (cmd->run == main_shell && shell_wants_tty(r.a.dry_run, main_allowed(&r.a, "shell"))) {
+        code = main_exec_tui(argv);
+        goto out;
+    }
 #endif
+    if (r.a.dry_run && !r.a.execute) {
+        fputs("tokterm: --dry-run goes with -x (shell-command mode)\n", stderr);
+        code = 2;
+        goto out;
+    }
+    if (r.a.execute && !r.a.role)
+        r.a.role = "shell"; /* the role of data/roles/shell.md, or the user's own */
     if (cmd->run != main_help)
         signal(SIGPIPE, SIG_IGN); /* --help keeps the default, like before */
     code = main_dispatch(&r, cmd);

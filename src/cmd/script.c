@@ -24,6 +24,7 @@ struct script_state {
     const struct script_opts *o;
     int out_tty, err_tty;
     int broken_pipe;
+    int quiet;            /* this turn's text is kept, not written (script_turn) */
     char last_byte;       /* last byte written to stdout */
     char last_err_byte;   /* last reasoning byte written to stderr */
     size_t written;
@@ -69,7 +70,7 @@ static void script_put_tty(struct script_state *st, int fd, const char *s, size_
 static void script_text(void *ud, int reasoning, const char *s, size_t n, double t1, double t2)
 {
     struct script_state *st = ud;
-    if (st->o->json || st->broken_pipe)
+    if (st->o->json || st->broken_pipe || st->quiet)
         return;
     int fd = reasoning ? 2 : 1;
     int tty = reasoning ? st->err_tty : st->out_tty;
@@ -384,17 +385,26 @@ static int script_turn_end(struct session *s, struct script_state *st, const str
     return code;
 }
 
-int script_run(struct conf *conf, char *key, const struct script_opts *o)
+struct script {
+    struct session *s;
+    const struct script_opts *o;
+    struct script_state st;
+    struct loop lp;
+    int turns, cancelled, budget_warned;
+};
+
+struct script *script_open(struct conf *conf, char *key, const struct script_opts *o, int *code)
 {
     const char *err = NULL;
     struct session *s = session_open(conf, key, &err);
     if (!s) {
         fprintf(stderr, "tokterm: %s\n", err);
-        return 1;
+        *code = 1;
+        return NULL;
     }
     session_set_options(s, &(struct session_opts){
                                /* later turns need the earlier answers */
-                               .keep_answer = o->json || o->n_prompts > 1,
+                               .keep_answer = o->json || o->n_prompts > 1 || o->keep,
                                /* --json reports the request's exact tokens */
                                .count_lazily = !o->json,
                                /* --json reports what the plan left out of the whole history */
@@ -408,58 +418,95 @@ int script_run(struct conf *conf, char *key, const struct script_opts *o)
             fprintf(stderr, "tokterm: %s\n", rerr);
             free(rerr);
             session_close(s);
-            return 2;
+            *code = 2;
+            return NULL;
         }
     }
-    struct script_state st = {.o = o, .out_tty = isatty(1), .err_tty = isatty(2)};
-
+    struct script *sc = xcalloc(1, sizeof *sc);
+    sc->s = s;
+    sc->o = o;
+    sc->st = (struct script_state){.o = o, .out_tty = isatty(1), .err_tty = isatty(2)};
     static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
-    struct loop lp;
     const char *lerr = NULL;
-    if (loop_init(&lp, sigs, (int)TT_ARRAY_LEN(sigs), 0, &lerr) < 0) {
+    if (loop_init(&sc->lp, sigs, (int)TT_ARRAY_LEN(sigs), 0, &lerr) < 0) {
         fprintf(stderr, "tokterm: %s: %s\n", lerr, strerror(errno));
         session_close(s);
-        return 1;
+        free(sc);
+        *code = 1;
+        return NULL;
     }
+    return sc;
+}
 
-    struct session_sink sink = {.ud = &st, .text = script_text, .wait = script_wait};
-    int code = 0, cancelled = 0, budget_warned = 0;
-    for (int turn = 0; turn < o->n_prompts && code == 0 && !cancelled && !st.broken_pipe; turn++) {
-        if (turn > 0 && !o->json)
-            (void)util_write_all(1, "\n", 1); /* a blank line between the answers of two turns */
-        st.written = 0;
-        st.last_byte = 0;
-        session_send(s, o->prompts[turn]);
-        char *note = session_notice(s); /* a large summary request has just left */
-        if (note)
-            fprintf(stderr, "tokterm: note: %s\n", note);
-        free(note);
-        int done = 0;
-        while (!done) {
-            int fd = session_fd(s);
-            if (loop_wait(&lp, &fd, 1, session_timeout_ms(s)) < 0)
-                break;
-            session_tick(s); /* commit saved text that is due */
-            while (loop_signal(&lp)) /* SIGINT, SIGTERM, SIGHUP: cancel the exchange */
-                if (!cancelled) {
-                    cancelled = 1;
-                    session_cancel(s);
-                }
-            done = session_dispatch(s, &sink);
-            if (st.broken_pipe && !cancelled) {
-                cancelled = 1;
+int script_turn(struct script *sc, const char *prompt, int quiet)
+{
+    struct session *s = sc->s;
+    struct script_state *st = &sc->st;
+    if (sc->turns++ > 0 && !sc->o->json && !quiet)
+        (void)util_write_all(1, "\n", 1); /* a blank line between the answers of two turns */
+    st->written = 0;
+    st->last_byte = 0;
+    st->quiet = quiet;
+    struct session_sink sink = {.ud = st, .text = script_text, .wait = script_wait};
+    session_send(s, prompt);
+    char *note = session_notice(s); /* a large summary request has just left */
+    if (note)
+        fprintf(stderr, "tokterm: note: %s\n", note);
+    free(note);
+    int done = 0;
+    while (!done) {
+        int fd = session_fd(s);
+        if (loop_wait(&sc->lp, &fd, 1, session_timeout_ms(s)) < 0)
+            break;
+        session_tick(s); /* commit saved text that is due */
+        while (loop_signal(&sc->lp)) /* SIGINT, SIGTERM, SIGHUP: cancel the exchange */
+            if (!sc->cancelled) {
+                sc->cancelled = 1;
                 session_cancel(s);
             }
+        done = session_dispatch(s, &sink);
+        if (st->broken_pipe && !sc->cancelled) {
+            sc->cancelled = 1;
+            session_cancel(s);
         }
-        code = script_turn_end(s, &st, o);
-        script_budget_warn(s, &budget_warned);
     }
-    if (session_store_error(s))
+    int code = script_turn_end(s, st, sc->o);
+    script_budget_warn(s, &sc->budget_warned);
+    return code;
+}
+
+const char *script_answer(const struct script *sc)
+{
+    return session_answer(sc->s);
+}
+
+int script_stopped(const struct script *sc)
+{
+    return sc->cancelled || sc->st.broken_pipe;
+}
+
+void script_close(struct script *sc)
+{
+    if (!sc)
+        return;
+    if (session_store_error(sc->s))
         fprintf(stderr, "tokterm: warning: the conversation could not be saved: %s\n",
-                session_store_error(s));
-    loop_end(&lp);
-    buf_free(&st.scratch);
-    buf_free(&st.pending);
-    session_close(s);
+                session_store_error(sc->s));
+    loop_end(&sc->lp);
+    buf_free(&sc->st.scratch);
+    buf_free(&sc->st.pending);
+    session_close(sc->s);
+    free(sc);
+}
+
+int script_run(struct conf *conf, char *key, const struct script_opts *o)
+{
+    int code = 0;
+    struct script *sc = script_open(conf, key, o, &code);
+    if (!sc)
+        return code;
+    for (int turn = 0; turn < o->n_prompts && code == 0 && !script_stopped(sc); turn++)
+        code = script_turn(sc, o->prompts[turn], 0);
+    script_close(sc);
     return code;
 }

@@ -23,6 +23,7 @@ struct script_opts {
     struct setup *setup;  /* the key pool and the fallback (setup_use_keys); NULL = none */
     int resume;           /* continue a saved conversation: resume_id, or the latest when 0 */
     int64_t resume_id;
+    int keep;             /* keep each answer for script_answer (shell mode) */
 };
 
 /* Add the fields of one answer in the --json format (content, reasoning, model, finish_reason,
@@ -44,6 +45,20 @@ extern const char script_json_streamed[];
  * (utf8_json_terminal). Returns 0, or -1 when a write failed (errno). */
 int script_json_write(int fd, const cJSON *o, const char *content, size_t clen,
                       const char *reasoning, size_t rlen, int tty);
+
+/* A scripted session, turn by turn (script_run's pieces, for shell mode): open with conf and
+ * key (taken); NULL with the message printed and *code set. */
+struct script;
+struct script *script_open(struct conf *conf, char *key, const struct script_opts *o, int *code);
+/* Send prompt as the next turn and wait for its end (SIGINT, SIGTERM, SIGHUP cancel it); the
+ * answer streams to stdout unless quiet. Returns the turn's exit status. */
+int script_turn(struct script *sc, const char *prompt, int quiet);
+/* The last answer's text (o->keep or several prompts), "" when none. */
+const char *script_answer(const struct script *sc);
+/* 1 once a signal cancelled a turn or the reader of stdout went away. */
+int script_stopped(const struct script *sc);
+/* Warn of a store error, close the session and free sc (NULL: nothing). */
+void script_close(struct script *sc);
 
 /* Run one exchange with conf and key (taken). Returns the process exit status. */
 int script_run(struct conf *conf, char *key, const struct script_opts *o);

@@ -51,6 +51,9 @@ static const struct cli_opt cli_opts[] = {
     {"no-cache", 0, 0, F(no_cache)},
     {"cache-only", 0, 0, F(cache_only)},
     {"json", 0, 0, F(json)},
+    {"execute", 'x', 0, F(execute)},
+    {"dry-run", 0, 0, F(dry_run)},
+    {"allow-tool", 0, 1, F(allow_tools)},
     {"reasoning", 0, 0, F(reasoning)},
     {"insecure", 0, 0, F(insecure)},
     {"no-usage", 0, 0, F(no_usage)},
@@ -87,7 +90,11 @@ static void cli_unknown(struct buf *err, const char *dash, const char *text, siz
 /* Store option o's value; *cap is the capacity of c->prompts. */
 static void cli_store(struct cli *c, const struct cli_opt *o, const char *arg, size_t *cap)
 {
-    if (o->shrt == 'p') {
+    if (o->off == offsetof(struct cli, allow_tools)) {
+        c->allow_tools = xrealloc(c->allow_tools, ((size_t)c->n_allow_tools + 1) *
+                                                      sizeof *c->allow_tools);
+        c->allow_tools[c->n_allow_tools++] = arg;
+    } else if (o->shrt == 'p') {
         XGROW(c->prompts, (size_t)c->n_prompts + 1, *cap);
         c->prompts[c->n_prompts++] = arg;
     } else if (o->has_arg)
@@ -189,8 +196,11 @@ void cli_free(struct cli *c)
 {
     free(c->prompt_buf);
     free(c->prompts);
+    free(c->allow_tools);
     c->prompt_buf = NULL;
     c->prompts = NULL;
+    c->allow_tools = NULL;
+    c->n_allow_tools = 0;
     c->n_prompts = 0;
 }
 
@@ -198,6 +208,7 @@ static const char cli_usage_head[] =
            "Usage: tokterm [OPTIONS] [PROMPT WORDS...]\n"
            "       tokterm -p PROMPT            answer one prompt on stdout (scripted mode)\n"
            "       COMMAND | tokterm -p PROMPT  stdin is appended to the prompt as context\n"
+           "       tokterm -x REQUEST           propose a shell command, ask, then run it\n"
            "       tokterm                      interactive chat when stdin is a terminal\n"
            "       tokterm SUBCOMMAND [ARGS]    see below\n"
            "\n"
@@ -215,6 +226,13 @@ static const char cli_usage_head[] =
 /* then one line per sampling parameter (API_SAMPLING), then: */
 static const char cli_usage_tail[] =
            "      --json               print one JSON object at the end instead of the text\n"
+           "  -x, --execute            shell-command mode: the model proposes one command for\n"
+           "                           your $SHELL and system; run / edit / copy / cancel is\n"
+           "                           asked on the terminal (exit: the command's status; 10\n"
+           "                           cancelled; 11 no terminal to ask on)\n"
+           "      --dry-run            with -x: only print the proposed command\n"
+           "      --allow-tool GLOB    run matching tools without asking (repeatable); with -x,\n"
+           "                           'shell' runs the command unseen: DANGEROUS\n"
            "      --reasoning-effort E how hard a reasoning model thinks: low, medium,\n"
            "                           high or none (not sent; the default); /think in the chat\n"
            "      --extra-body JSON    a JSON object merged into every request body (its\n"

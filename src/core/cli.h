@@ -19,6 +19,9 @@ struct cli {
     const char *db, *conversation, *retries;
     int json, reasoning, insecure, no_usage, help, version;
     int no_save, incognito, no_cache, cache_only, cont;
+    int execute, dry_run;     /* -x: shell-command mode; --dry-run: only print the command */
+    const char **allow_tools; /* each --allow-tool GLOB (array owned), n_allow_tools of them */
+    int n_allow_tools;
     const char *subcommand;   /* a reserved word given as the first positional argument */
     int sub_argc;             /* arguments after the subcommand name */
     char **sub_argv;          /* points into argv: sub_argv[0] is the subcommand */

@@ -33,4 +33,12 @@ struct tui_opts {
 /* Run the chat until the user quits. Takes key (wiped and freed). Returns the exit status. */
 int tui_run(struct conf *conf, char *key, const struct tui_opts *o);
 
+/* Shell-command mode's terminal pieces (tokterm -x, tui_shell.c), outside the chat: edit a
+ * line on the terminal tty with readline, prompt first and initial in the line (the user's
+ * inputrc applies; Ctrl-C or Ctrl-D on an empty line abandon it: NULL), the new line
+ * otherwise (caller frees); and 1 when the terminal's terminfo entry has Ms (it takes OSC 52,
+ * the clipboard sequence). */
+char *tui_shell_edit(int tty, const char *prompt, const char *initial);
+int tui_shell_osc52(int tty);
+
 #endif
