@@ -32,6 +32,15 @@ int main(void)
     TAP_STR(c.model, "gpt-4o-mini", "-mVALUE form");
     cli_free(&c);
 
+    char *ax[] = {"tokterm", "-x", "--dry-run", "--allow-tool", "fs.*", "--allow-tool=shell",
+                  "find", "big", "files", NULL};
+    TAP_INT(parse(&c, &err, ax), 0, "-x parses");
+    TAP_OK(c.execute && c.dry_run, "-x and --dry-run flags");
+    TAP_INT(c.n_allow_tools, 2, "--allow-tool repeats");
+    TAP_STR(c.n_allow_tools == 2 ? c.allow_tools[1] : "", "shell", "--allow-tool=GLOB form");
+    TAP_STR(c.prompts[0], "find big files", "-x takes the words as the request");
+    cli_free(&c);
+
     char *a3[] = {"tokterm", "--json", "search", "--model", "x", "foo", NULL};
     TAP_INT(parse(&c, &err, a3), 0, "subcommand parse");
     TAP_STR(c.subcommand, "search", "reserved word is a subcommand");
