@@ -25,6 +25,7 @@ ALLOWED = {
 OWNER = {
     "sqlite3.h": "store", "curl/curl.h": "net", "curses.h": "tui", "ncurses.h": "tui",
     "ncursesw/curses.h": "tui", "readline/readline.h": "tui", "readline/history.h": "tui",
+    "term.h": "tui",
 }
 
 # headers private to their folder: the library loaders, the tokenizer SQLite calls back and
