@@ -68,6 +68,7 @@ int main(void)
     TAP_OK(strstr(f, "bytes left out") && strstr(f, "the middle left out") &&
            strlen(f) < SHELLCMD_KEEP + 1000, "the follow-up says what was cut (%zu bytes)",
            strlen(f));
+    free(f);
     shellcmd_out_free(&o);
 
     st = shellcmd_exec(shell, "printf '```\\n\\377'", -1, -1, -1, &o, &err);
@@ -81,8 +82,8 @@ int main(void)
     TAP_INT(st, 128 + 15, "a command killed by a signal: 128+N");
     st = shellcmd_exec(shell, "exec 3<&- 2>/dev/null && ls /proc/self/fd | wc -l", -1, -1, -1,
                        &o, &err);
-    TAP_OK(o.head.len && atoi(o.head.data) <= 5, "the command gets no descriptor of ours (%s)",
-           o.head.data ? o.head.data : "");
+    TAP_OK(o.head.len && atoi(o.head.data) <= 5, "the command gets no descriptor of ours (%d)",
+           o.head.len ? atoi(o.head.data) : -1);
     shellcmd_out_free(&o);
 
     struct buf b = BUF_INIT;
