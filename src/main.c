@@ -18,6 +18,7 @@
 #include "core/setup.h"
 #include "cmd/script.h"
 #include "cmd/shell.h"
+#include "proto/tool.h"
 #include "store/info.h"
 #include "tui/tui.h"
 #include "base/util.h"
@@ -26,7 +27,6 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <fnmatch.h>
 #include <locale.h>
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -415,7 +415,7 @@ static int main_shell_check(struct main_run *r)
 static int main_allowed(const struct cli *a, const char *name)
 {
     for (int i = 0; i < a->n_allow_tools; i++)
-        if (fnmatch(a->allow_tools[i], name, 0) == 0)
+        if (tool_glob(a->allow_tools[i], name))
             return 1;
     return 0;
 }
