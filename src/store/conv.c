@@ -223,7 +223,7 @@ static void store_conv_row(sqlite3_stmt *s, struct store_conversation *c)
     "id, conversation_id, role, status, created, model, profile, host, finish_reason, "     \
     "prompt_tokens, completion_tokens, total_tokens, ttft, total_time, tokens_per_s, "       \
     "dns_time, connect_time, tls_time, cached, error, reasoning, content, parent_id, writer, " \
-    "EXISTS (SELECT 1 FROM message_parts p WHERE p.message_id = messages.id)"
+    "EXISTS (SELECT 1 FROM message_parts p WHERE p.message_id = messages.id), tool"
 
 static void store_msg_row(sqlite3_stmt *s, struct store_message *m)
 {
@@ -254,6 +254,7 @@ static void store_msg_row(sqlite3_stmt *s, struct store_message *m)
     if (!m->content)
         m->content = xstrdup("");
     m->parent_id = sqlite3_column_int64(s, 22); /* NULL reads as 0 */
+    m->tool = store_col_str(s, 25);
 }
 
 /* An answer still streaming (in another process), or one too large for one SQLite value: add
@@ -760,6 +761,7 @@ int store_conversation_ids(struct store *st, int64_t **ids, size_t *n)
 
 void store_message_clear(struct store_message *m)
 {
+    free(m->tool);
     free(m->role);
     free(m->content);
     free(m->reasoning);

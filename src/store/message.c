@@ -95,8 +95,8 @@ static int64_t store_msg_insert(struct store *st, int64_t conv, const char *role
         "THEN ?3 ELSE title END WHERE id = ?1";
     static const char q_ins[] =
         "INSERT INTO messages(conversation_id, role, status, created, model, profile, host, "
-        "cached, writer, content, parent_id, error) "
-        "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)";
+        "cached, writer, content, parent_id, error, tool) "
+        "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)";
     int64_t now = store_epoch(st);
     sqlite3_stmt *s = store_prep(st, q_touch);
     if (!s)
@@ -133,6 +133,7 @@ static int64_t store_msg_insert(struct store *st, int64_t conv, const char *role
      * messages_tree_ai trigger links (schema.c) */
     sqlite3_bind_int64(s, 11, in && in->parent_id > 0 ? in->parent_id : 0);
     store_bind_text(s, 12, in ? in->error : NULL);
+    store_bind_text(s, 13, in ? in->tool : NULL);
     rc = sqlite3_step(s);
     store_done(st, s);
     if (rc != SQLITE_DONE) {
@@ -747,4 +748,16 @@ int store_tokens_put(struct store *st, int64_t conversation_id, const char *enco
         return store_rollback(st);
     }
     return store_commit(st);
+}
+
+int store_message_set_tool(struct store *st, int64_t msg_id, const char *tool)
+{
+    sqlite3_stmt *s = store_prep(st, "UPDATE messages SET tool = ?2 WHERE id = ?1");
+    if (!s)
+        return -1;
+    sqlite3_bind_int64(s, 1, msg_id);
+    store_bind_text(s, 2, tool);
+    int rc = sqlite3_step(s);
+    store_done(st, s);
+    return rc == SQLITE_DONE ? 0 : store_fail(st, "cannot save the tool calls");
 }

@@ -360,6 +360,11 @@ static const char store_schema_v7[] =
     "    AND message_id = old.id;\n"
     "END;\n";
 
+/* v8: tool calls and results (issue 17). tool is JSON: on an assistant row that asked for
+ * tools, {"calls":[{"id","name","wire","arguments"}]} (and "thinking", Anthropic's signed
+ * blocks, to send back); on a tool row, {"id","name","wire","error"}: the call it answers. */
+static const char store_schema_v8[] = "ALTER TABLE messages ADD COLUMN tool TEXT;\n";
+
 /* A message's new parent, collected by store_tree_backfill. */
 struct store_link {
     int64_t id, parent;
@@ -499,6 +504,7 @@ static const struct {
     {store_schema_v5, NULL},
     {store_schema_v6, store_tree_backfill},
     {store_schema_v7, NULL},
+    {store_schema_v8, NULL},
 };
 
 /* Bring the schema to STORE_SCHEMA_VERSION, one step per version, in one write transaction

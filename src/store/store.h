@@ -45,7 +45,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_SCHEMA_VERSION 7
+#define STORE_SCHEMA_VERSION 8
 #define STORE_NOT_FOUND 1                       /* returned by lookups of a missing id */
 #define STORE_CACHE_KEY_LEN 32                  /* SHA-256 */
 #define STORE_CACHE_DEFAULT_TTL (7 * 24 * 3600) /* seconds */
@@ -91,6 +91,7 @@ struct store_msg_info {
      * none (a first turn); saved as 0, not NULL. */
     int64_t parent_id;
     const char *error; /* a user row refused before sending: why (NULL: it was sent) */
+    const char *tool;  /* a tool row: JSON naming the call it answers (schema v8) */
 };
 
 struct store_usage {
@@ -115,6 +116,7 @@ struct store_message {
     struct store_timings timings;
     int cached;
     int64_t created;
+    char *tool; /* tool calls (assistant) or the call answered (tool row): JSON, NULL none */
 };
 
 struct store_conversation {
@@ -365,6 +367,9 @@ int store_message_finish_whole(struct store *st, int64_t msg_id, const struct st
                                enum store_status status, const char *finish_reason,
                                const struct store_usage *usage,
                                const struct store_timings *timings, const char *error);
+/* Record the tool calls an answer asked for (JSON, see struct store_message.tool) on row
+ * msg_id. 0 or -1. */
+int store_message_set_tool(struct store *st, int64_t msg_id, const char *tool);
 /* Free the strings of a message (not m itself). */
 void store_message_clear(struct store_message *m);
 

@@ -521,6 +521,7 @@ static int make_v5(const char *path)
                           "DROP INDEX messages_parent;"
                           "ALTER TABLE messages DROP COLUMN parent_id;"
                           "ALTER TABLE conversations DROP COLUMN head_id;"
+                          "ALTER TABLE messages DROP COLUMN tool;"
                           "PRAGMA user_version = 5;") == SQLITE_OK
                ? 0
                : -1;
@@ -544,11 +545,13 @@ static void test_migrate_v6_tokens(void)
     int64_t a = store_message_add(st, conv, "assistant", "hi", 2, NULL);
     store_close(st);
     TAP_INT(raw_exec(path, "DROP TRIGGER message_tokens_ad; DROP TRIGGER message_tokens_au; "
-                           "DROP TABLE message_tokens; PRAGMA user_version = 6;"),
+                           "DROP TABLE message_tokens; ALTER TABLE messages DROP COLUMN tool;"
+                           "PRAGMA user_version = 6;"),
             SQLITE_OK, "v6: taken back to version 6 (no counts table)");
     struct store_open_info info;
     st = store_open(path, &info, &err);
-    TAP_OK(st != NULL && info.from_version == 6 && store_schema_version(st) == 7,
+    TAP_OK(st != NULL && info.from_version == 6 &&
+               store_schema_version(st) == STORE_SCHEMA_VERSION,
            "v6 -> v7: upgraded in place");
     if (!st) {
         free(err);
@@ -573,6 +576,44 @@ static void test_migrate_v6_tokens(void)
     TAP_INT(raw_exec(path, "DELETE FROM messages"), SQLITE_OK, "v7: messages deleted");
     TAP_INT(raw_int(path, "SELECT count(*) FROM message_tokens"), 0,
             "v7: and their counts with them");
+    free(path);
+}
+
+/* v7 -> v8: the tool column is added in place; an assistant row's calls and a tool row's
+ * call are saved and read back with the conversation. */
+static void test_migrate_v7_tool(void)
+{
+    char *path = tmp_path("v7.db");
+    char *err = NULL;
+    struct store *st = store_open(path, NULL, &err);
+    int64_t conv = store_conversation_new(st, NULL, NULL, "m", NULL);
+    int64_t u = store_message_add(st, conv, "user", "add 2 and 40", 12, NULL);
+    store_close(st);
+    TAP_INT(raw_exec(path, "ALTER TABLE messages DROP COLUMN tool; PRAGMA user_version = 7;"),
+            SQLITE_OK, "v7: taken back to version 7 (no tool column)");
+    struct store_open_info info;
+    st = store_open(path, &info, &err);
+    TAP_OK(st != NULL && info.from_version == 7 && store_schema_version(st) == 8,
+           "v7 -> v8: upgraded in place");
+    if (!st) {
+        free(err);
+        free(path);
+        return;
+    }
+    struct store_msg_info in = {.parent_id = u};
+    int64_t a = store_message_add(st, conv, "assistant", "", 0, &in);
+    TAP_INT(store_message_set_tool(st, a, "{\"calls\":[]}"), 0, "v8: an answer's calls saved");
+    in.tool = "{\"id\":\"call_1\"}";
+    int64_t t = store_message_add(st, conv, "tool", "42", 2, &in);
+    struct store_conversation *cv = NULL;
+    TAP_INT(store_conversation_load(st, conv, &cv), 0, "v8: loaded");
+    TAP_OK(cv && cv->n_messages == 3 && cv->messages[1].id == a && cv->messages[2].id == t &&
+               cv->messages[1].tool && !strcmp(cv->messages[1].tool, "{\"calls\":[]}") &&
+               cv->messages[2].tool && !strcmp(cv->messages[2].tool, "{\"id\":\"call_1\"}") &&
+               !cv->messages[0].tool,
+           "v8: the tool column read back");
+    store_conversation_free(cv);
+    store_close(st);
     free(path);
 }
 
@@ -2263,7 +2304,8 @@ static void test_commands(void)
     TAP_OK(strstr(out, "\x1b]") == NULL && strstr(out, "\x1b[2J") == NULL,
            "terminal: snippet escapes neutralised");
     free(out);
-    TAP_INT(run_cmd(st, 0, &out, "search", "fox", "--model", "gpt-y", NULL), 0, "search --model");
+    TAP_INT(run_cmd(st, 0, &out, "search", "fox", "--model", "gpt-y", NULL), 1,
+            "search --model: no match exits 1");
     TAP_OK(!strstr(out, "red fox") && !strstr(out, "another"),
            "model filter (user rows have none)");
     free(out);
@@ -2296,7 +2338,8 @@ static void test_commands(void)
             "bad --until: usage");
     TAP_INT(run_cmd(st, 0, NULL, "search", NULL), 2, "search without query: usage");
     TAP_INT(run_cmd(st, 0, NULL, "search", "\"", NULL), 2, "empty query: usage");
-    TAP_INT(run_cmd(st, 0, NULL, "search", "NEAR(\"a", "OR", NULL), 0, "hostile query: ok");
+    TAP_INT(run_cmd(st, 0, NULL, "search", "NEAR(\"a", "OR", NULL), 1,
+            "hostile query: no match, no error");
 
     TAP_INT(run_cmd(st, 0, &out, "export", id1, "--format", "json", NULL), 0, "export json");
     cJSON *j = cJSON_Parse(out);
@@ -2967,6 +3010,7 @@ int main(void)
     test_migrate_v1();
     test_migrate_v5();
     test_migrate_v6_tokens();
+    test_migrate_v7_tool();
     test_migrate_prev();
     test_tree();
     test_tree_foreign();
