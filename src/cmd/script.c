@@ -1,6 +1,8 @@
 /* script.c - scripted mode: stream the answer to stdout as each delta arrives. When stdout is
  * a terminal, control and escape sequences in the model's text are neutralised; when it is a
- * pipe or file, the bytes pass through exactly. */
+ * pipe or file, the bytes pass through exactly. With --render (auto: stdout is a terminal) the
+ * answer is Markdown rendered with the theme's colours (text/ansi.c), a line at a time as
+ * markdown finishes it. */
 #include "config.h"
 #include "cmd/script.h"
 #include "core/loop.h"
@@ -9,6 +11,7 @@
 #include "base/utf8.h"
 #include "base/util.h"
 #include "base/xmalloc.h"
+#include "text/ansi.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -18,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 struct script_state {
@@ -30,6 +34,10 @@ struct script_state {
     size_t written;
     struct buf scratch;
     struct buf pending;   /* an unfinished UTF-8 sequence held back (terminal only) */
+    int render;           /* the answer as rendered Markdown (--render) */
+    struct theme_style styles[THEME_SLOT_COUNT];
+    int width;            /* columns to wrap at */
+    struct ansi_md *md;   /* this turn's answer being rendered */
 };
 
 #define SCRIPT_PIECE ((size_t)64 << 10) /* text sanitised at a time: memory O(piece) */
@@ -76,6 +84,14 @@ static void script_text(void *ud, int reasoning, const char *s, size_t n, double
     int tty = reasoning ? st->err_tty : st->out_tty;
     if (reasoning && !st->o->reasoning)
         return;
+    if (!reasoning && st->render) { /* finished lines, rendered (made safe by markdown) */
+        if (!st->md)
+            st->md = ansi_md_new(st->styles, st->width, THEME_ASSISTANT);
+        buf_reset(&st->scratch);
+        ansi_md_feed(st->md, s, n, &st->scratch);
+        script_put(st, 1, st->scratch.data, st->scratch.len);
+        return;
+    }
     if (!tty) {
         script_put(st, fd, s, n);
         return;
@@ -358,6 +374,14 @@ static int script_turn_end(struct session *s, struct script_state *st, const str
     }
     if (o->json && r) {
         script_json(s, r, code, st->out_tty);
+    } else if (st->md) { /* the unfinished line and a held table */
+        buf_reset(&st->scratch);
+        ansi_md_finish(st->md, &st->scratch);
+        script_put(st, 1, st->scratch.data, st->scratch.len);
+        ansi_md_free(st->md);
+        st->md = NULL;
+        if (st->written && st->last_byte != '\n')
+            (void)util_write_all(1, "\n", 1);
     } else {
         if (st->pending.len) { /* a trailing unfinished UTF-8 sequence or CR */
             script_put_tty(st, 1, st->pending.data, st->pending.len);
@@ -366,6 +390,9 @@ static int script_turn_end(struct session *s, struct script_state *st, const str
         if (st->written && st->last_byte != '\n')
             (void)util_write_all(1, "\n", 1);
     }
+    if (r && r->cached && st->err_tty && !o->json) /* a person sees it: scripts need not */
+        fputs("tokterm: the answer is from the cache (--no-cache asks the server again)\n",
+              stderr);
     if (r && r->warning)
         fprintf(stderr, "tokterm: warning: %s\n", r->warning);
     if (r && r->error) {
@@ -383,6 +410,39 @@ static int script_turn_end(struct session *s, struct script_state *st, const str
             fprintf(stderr, "tokterm: %s%s\n", r->error, kept);
     }
     return code;
+}
+
+/* Columns of the terminal on stdout, else $COLUMNS, else 80. */
+static int script_width(void)
+{
+    struct winsize ws;
+    if (ioctl(1, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+        return ws.ws_col;
+    const char *c = getenv("COLUMNS");
+    long v = c ? strtol(c, NULL, 10) : 0;
+    return v > 0 && v < 100000 ? (int)v : 80;
+}
+
+/* --render: auto renders on a terminal only; --json never. Colours from the theme for $TERM,
+ * none with NO_COLOR; a theme that does not load is the built-in one (said once). */
+static void script_render_setup(struct script_state *st, const struct conf *conf)
+{
+    const char *w = conf->render ? conf->render : "auto";
+    st->render = !st->o->json && (strcmp(w, "always") == 0 ||
+                                  (strcmp(w, "auto") == 0 && st->out_tty));
+    if (!st->render)
+        return;
+    char *err = NULL, *warn = NULL;
+    struct theme *t = theme_find(conf->theme && *conf->theme ? conf->theme : "default", &err,
+                                 &warn);
+    if (err)
+        fprintf(stderr, "tokterm: warning: %s\n", err);
+    free(err);
+    free(warn);
+    const char *nc = getenv("NO_COLOR");
+    ansi_styles(t, ansi_colors(getenv("TERM"), getenv("COLORTERM")), nc && *nc, st->styles);
+    theme_free(t);
+    st->width = script_width();
 }
 
 struct script {
@@ -426,6 +486,7 @@ struct script *script_open(struct conf *conf, char *key, const struct script_opt
     sc->s = s;
     sc->o = o;
     sc->st = (struct script_state){.o = o, .out_tty = isatty(1), .err_tty = isatty(2)};
+    script_render_setup(&sc->st, conf);
     static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
     const char *lerr = NULL;
     if (loop_init(&sc->lp, sigs, (int)TT_ARRAY_LEN(sigs), 0, &lerr) < 0) {
@@ -495,6 +556,7 @@ void script_close(struct script *sc)
     loop_end(&sc->lp);
     buf_free(&sc->st.scratch);
     buf_free(&sc->st.pending);
+    ansi_md_free(sc->st.md);
     session_close(sc->s);
     free(sc);
 }

@@ -36,6 +36,7 @@ static const struct cli_opt cli_opts[] = {
 #undef CLI_PARAM_OPT
     {"reasoning-effort", 0, 1, F(reasoning_effort)},
     {"extra-body", 0, 1, F(extra_body)},
+    {"render", 0, 1, F(render)},
     {"idle-timeout", 0, 1, F(idle_timeout)},
     {"max-time", 0, 1, F(max_time)},
     {"max-answer-mb", 0, 1, F(max_answer_mb)},
@@ -238,6 +239,9 @@ static const char cli_usage_tail[] =
            "      --extra-body JSON    a JSON object merged into every request body (its\n"
            "                           members replace tokterm's); profile 'extra_body'\n"
            "      --reasoning          copy the model's reasoning to stderr\n"
+           "      --render WHEN        show the answer as rendered Markdown (colours from the\n"
+           "                           theme): auto (when stdout is a terminal; a pipe gets the\n"
+           "                           raw text), always, never; profile 'render'\n"
            "      --no-usage           do not send stream_options.include_usage\n"
            "      --idle-timeout S     give up when no new text arrives for S seconds (default 90)\n"
            "      --connect-timeout S  connect timeout in seconds (default 10)\n"

@@ -15,6 +15,7 @@ struct cli {
     API_SAMPLING(CLI_PARAM_FIELD) /* --max-tokens, --temperature, ... (checked by conf) */
     const char *reasoning_effort; /* --reasoning-effort (checked by conf) */
     const char *extra_body;       /* --extra-body JSON (checked by conf) */
+    const char *render;           /* --render auto|always|never (checked by conf) */
     const char *idle_timeout, *connect_timeout, *max_time, *max_answer_mb; /* checked by conf */
     const char *db, *conversation, *retries;
     int json, reasoning, insecure, no_usage, help, version;

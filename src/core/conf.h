@@ -32,6 +32,7 @@ struct conf {
     char *cacert;
     int insecure;
     char *theme;
+    char *render;           /* scripted answers as rendered Markdown: auto (on a terminal), always, never */
     int save;               /* save conversations (1) */
     double cache_ttl_days;  /* response cache time to live (0 = forever) */
     long cache_max_mb;      /* response cache size cap (0 = unlimited) */

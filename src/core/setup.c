@@ -38,6 +38,7 @@ static int setup_apply_cli(struct conf *c, const struct cli *a, struct buf *err)
         API_SAMPLING(SETUP_PARAM_SET)
 #undef SETUP_PARAM_SET
         {"reasoning_effort", a->reasoning_effort}, {"extra_body", a->extra_body},
+        {"render", a->render},
         {"idle_timeout", a->idle_timeout}, {"max_time", a->max_time},
         {"max_answer_mb", a->max_answer_mb}, {"cacert", a->cacert}, {"max_retries", a->retries},
     };

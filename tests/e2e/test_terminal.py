@@ -105,8 +105,9 @@ with ttlib.FakeServer() as srv:
          repr(out[:300]))
 
     # a CRLF split between two deltas ("abc\r" + "\ndef": the server sends 4 code points at
-    # a time) is a line break, as it is within one delta; a lone CR is shown
-    rc, out, err = ttlib.run_tokterm_tty(["--no-save", "--base-url",
+    # a time) is a line break, as it is within one delta; a lone CR is shown (the raw text:
+    # --render never; test_render checks the rendered text)
+    rc, out, err = ttlib.run_tokterm_tty(["--no-save", "--render", "never", "--base-url",
                                           srv.base("delay_ms=60,reply=" + q("abc\r\ndef\rg\r")),
                                           "-p", "x"])
     t.ok(rc == 0 and out == b"abc\ndef^Mg^M\n", "a CRLF across deltas on a terminal: one line "

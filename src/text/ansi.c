@@ -1,0 +1,275 @@
+/* ansi.c - Markdown's styled lines as rows of text with SGR escapes (see ansi.h). */
+#include "config.h"
+#include "text/ansi.h"
+#include "base/utf8.h"
+#include "base/util.h"
+#include "base/xmalloc.h"
+#include "text/wrap.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Every attribute bit a span or a slot may carry, and its SGR parameter. A bit added to
+ * theme.h gets its line here. */
+static const struct {
+    unsigned bit;
+    const char *sgr;
+} ansi_attrs[] = {
+    {THEME_ATTR_BOLD, "1"},      {THEME_ATTR_DIM, "2"},     {THEME_ATTR_ITALIC, "3"},
+    {THEME_ATTR_UNDERLINE, "4"}, {THEME_ATTR_REVERSE, "7"},
+#ifdef THEME_ATTR_STRIKE
+    {THEME_ATTR_STRIKE, "9"},
+#endif
+};
+
+int ansi_colors(const char *term, const char *colorterm)
+{
+    if (!term || !*term || strcmp(term, "dumb") == 0)
+        return 0;
+    if (strstr(term, "256color") ||
+        (colorterm && (strcmp(colorterm, "truecolor") == 0 || strcmp(colorterm, "24bit") == 0)))
+        return 256;
+    return 8;
+}
+
+void ansi_styles(const struct theme *t, int ncolors, int no_color, struct theme_style *out)
+{
+    theme_resolve(t, ncolors, no_color || ncolors == 0, out);
+    short bg0 = out[THEME_DEFAULT].bg;
+    for (int i = 0; i < THEME_SLOT_COUNT; i++) {
+        if (!no_color && ncolors == 0)
+            out[i] = (struct theme_style){-1, -1, 0}; /* a dumb terminal: no escapes */
+        else if (out[i].bg == bg0)
+            out[i].bg = -1;
+    }
+}
+
+static int ansi_same(const struct theme_style *a, const struct theme_style *b)
+{
+    return a->fg == b->fg && a->bg == b->bg && a->attrs == b->attrs;
+}
+
+static int ansi_plain(const struct theme_style *s)
+{
+    return s->fg < 0 && s->bg < 0 && !s->attrs;
+}
+
+static void ansi_colour(struct buf *out, int c, int base, int bright)
+{
+    if (c < 8)
+        buf_printf(out, ";%d", base + c);
+    else if (c < 16)
+        buf_printf(out, ";%d", bright + c - 8);
+    else
+        buf_printf(out, ";%d;5;%d", base + 8, c);
+}
+
+/* Switch from style *cur to s. */
+static void ansi_set(struct buf *out, struct theme_style *cur, const struct theme_style *s)
+{
+    if (ansi_same(cur, s))
+        return;
+    *cur = *s;
+    buf_appends(out, "\033[0");
+    for (size_t i = 0; i < TT_ARRAY_LEN(ansi_attrs); i++)
+        if (s->attrs & ansi_attrs[i].bit)
+            buf_printf(out, ";%s", ansi_attrs[i].sgr);
+    if (s->fg >= 0)
+        ansi_colour(out, s->fg, 30, 90);
+    if (s->bg >= 0)
+        ansi_colour(out, s->bg, 40, 100);
+    buf_appendc(out, 'm');
+}
+
+static struct theme_style ansi_style(const struct theme_style *st, int slot, unsigned extra)
+{
+    struct theme_style s = st[slot >= 0 && slot < THEME_SLOT_COUNT ? slot : THEME_DEFAULT];
+    s.attrs |= extra;
+    return s;
+}
+
+static void ansi_put(struct buf *out, struct theme_style *cur, const struct theme_style *s,
+                     const char *text, size_t n)
+{
+    if (!n)
+        return;
+    ansi_set(out, cur, s);
+    buf_append(out, text, n);
+}
+
+static void ansi_spaces(struct buf *out, struct theme_style *cur, const struct theme_style *s,
+                        int k)
+{
+    if (k <= 0)
+        return;
+    ansi_set(out, cur, s);
+    for (int i = 0; i < k; i++)
+        buf_appendc(out, ' ');
+}
+
+static void ansi_row_end(struct buf *out, struct theme_style *cur)
+{
+    if (!ansi_plain(cur))
+        buf_appends(out, "\033[0m");
+    *cur = (struct theme_style){-1, -1, 0};
+    buf_appendc(out, '\n');
+}
+
+void ansi_line(struct buf *out, const struct markdown_line *ml, const struct theme_style *st,
+               int width)
+{
+    const struct wrap_line *wl = &ml->wl;
+    struct theme_style cur = {-1, -1, 0};
+    if (width < 1)
+        width = 1;
+    if (wl->flags & WRAP_RULE) {
+        int slot = wl->nspans && wl->spans[0].len ? wl->spans[0].slot : wl->slot;
+        struct theme_style s = ansi_style(st, slot, 0);
+        ansi_set(out, &cur, &s);
+        for (int i = 0; i < width; i++)
+            buf_append(out, "\xE2\x94\x80", 3);
+        ansi_row_end(out, &cur);
+        return;
+    }
+    int kind = wl->tag & 0xFF, level = wl->tag >> 8;
+    int code = kind == MARKDOWN_CODE || kind == MARKDOWN_CODE_LABEL;
+    struct theme_style base = ansi_style(st, wl->slot, 0);
+    struct theme_style quote = ansi_style(st, THEME_QUOTE, 0);
+    struct theme_style pad = ansi_style(st, THEME_CODE, 0);
+    struct wrap_rows rows = {0};
+    wrap_text(&rows, wl->text, wl->len, width, wl->hang, wl->flags & WRAP_PRE);
+    size_t j = 0;
+    for (size_t r = 0; r < rows.n; r++) {
+        const struct wrap_row *row = &rows.v[r];
+        int indent = (int)row->indent;
+        if (kind == MARKDOWN_QUOTE && r > 0 && indent >= 2 * level) {
+            for (int d = 0; d < level; d++)
+                ansi_put(out, &cur, &quote, "\xE2\x94\x82 ", 4);
+            indent -= 2 * level;
+        }
+        ansi_spaces(out, &cur, &base, indent);
+        size_t a = row->off, b = a + row->len;
+        while (j < wl->nspans && wl->spans[j].off + wl->spans[j].len <= a)
+            j++;
+        for (size_t pos = a; pos < b;) {
+            const struct theme_span *sp = j < wl->nspans ? &wl->spans[j] : NULL;
+            size_t end;
+            struct theme_style s;
+            if (sp && sp->off <= pos) {
+                end = sp->off + sp->len < b ? sp->off + sp->len : b;
+                s = ansi_style(st, sp->slot, sp->attrs);
+                if (end == sp->off + sp->len)
+                    j++;
+            } else {
+                end = sp && sp->off < b ? sp->off : b;
+                s = base;
+            }
+            ansi_put(out, &cur, &s, wl->text + pos, end - pos);
+            pos = end;
+        }
+        if (code && pad.bg >= 0)
+            ansi_spaces(out, &cur, &pad, width - (int)(row->indent + row->width));
+        ansi_row_end(out, &cur);
+    }
+    wrap_rows_free(&rows);
+}
+
+/* ---- the streamed answer ---- */
+
+struct ansi_md {
+    struct markdown *md;
+    struct theme_style st[THEME_SLOT_COUNT];
+    int width;
+    size_t done;      /* finished lines written */
+    struct buf line;  /* the source line being received (markdown gets whole lines) */
+    int raw;          /* in a line over ANSI_LONG_LINE: written as it comes until its '\n' */
+    struct buf tail;  /* raw mode: an unfinished UTF-8 sequence held back */
+};
+
+struct ansi_md *ansi_md_new(const struct theme_style *st, int width, int base_slot)
+{
+    struct ansi_md *r = xcalloc(1, sizeof *r);
+    r->md = markdown_new(base_slot);
+    memcpy(r->st, st, sizeof r->st);
+    r->width = width < 1 ? 1 : width;
+    return r;
+}
+
+void ansi_md_free(struct ansi_md *r)
+{
+    if (!r)
+        return;
+    markdown_free(r->md);
+    buf_free(&r->line);
+    buf_free(&r->tail);
+    free(r);
+}
+
+/* Write the lines markdown has finished and let it forget them. */
+static void ansi_md_drain(struct ansi_md *r, struct buf *out)
+{
+    size_t n = markdown_count(r->md);
+    for (; r->done < n; r->done++)
+        ansi_line(out, markdown_line(r->md, r->done), r->st, r->width);
+    markdown_release(r->md, r->done);
+}
+
+/* Raw mode: s[0..n) sanitised, an unfinished UTF-8 sequence kept for the next piece (all of
+ * it when last). */
+static void ansi_md_raw(struct ansi_md *r, const char *s, size_t n, int last, struct buf *out)
+{
+    buf_append(&r->tail, s, n);
+    size_t len = r->tail.len, hold = last ? 0 : utf8_incomplete_tail(r->tail.data, len);
+    wrap_clean(out, r->tail.data, len - hold);
+    memmove(r->tail.data, r->tail.data + len - hold, hold);
+    r->tail.len = hold;
+}
+
+void ansi_md_feed(struct ansi_md *r, const char *s, size_t n, struct buf *out)
+{
+    while (n) {
+        const char *nl = memchr(s, '\n', n);
+        size_t k = nl ? (size_t)(nl - s) + 1 : n;
+        if (r->raw) {
+            ansi_md_raw(r, s, nl ? k - 1 : k, nl != NULL, out);
+            if (nl) {
+                buf_appendc(out, '\n');
+                r->raw = 0;
+            }
+        } else if (nl) {
+            if (r->line.len) {
+                buf_append(&r->line, s, k);
+                markdown_feed(r->md, r->line.data, r->line.len);
+                buf_reset(&r->line);
+            } else { /* every whole line of the piece at once, not a copy of each */
+                k = (size_t)((const char *)memrchr(s, '\n', n) - s) + 1;
+                markdown_feed(r->md, s, k);
+            }
+            ansi_md_drain(r, out);
+        } else {
+            buf_append(&r->line, s, k);
+            if (r->line.len > ANSI_LONG_LINE) { /* too long to style: written as it comes */
+                markdown_skip_line(r->md);  /* a table being received ends */
+                ansi_md_drain(r, out);
+                r->raw = 1;
+                ansi_md_raw(r, r->line.data, r->line.len, 0, out);
+                buf_free(&r->line);
+            }
+        }
+        s += k;
+        n -= k;
+    }
+}
+
+void ansi_md_finish(struct ansi_md *r, struct buf *out)
+{
+    if (r->raw) {
+        ansi_md_raw(r, "", 0, 1, out);
+        r->raw = 0;
+    } else if (r->line.len) {
+        markdown_feed(r->md, r->line.data, r->line.len);
+        buf_free(&r->line);
+    }
+    markdown_finish(r->md);
+    ansi_md_drain(r, out);
+}

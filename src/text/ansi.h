@@ -1,0 +1,57 @@
+/* ansi.h - Markdown rendered for a terminal without curses: markdown.c's styled lines wrapped
+ * (wrap.c) and coloured with SGR escape sequences from a theme's resolved slots.
+ *
+ * Scripted mode (`-p` with --render, cmd/script.c) streams an answer through ansi_md: a line
+ * is written when markdown finishes it (a table when it ends), the unfinished tail when the
+ * answer ends. What the chat draws with curses, this draws with escapes:
+ *   - every span in its slot's style plus the span's own attribute bits (every THEME_ATTR_*
+ *     bit has an SGR code in ansi.c's table); colours as theme_resolve() gives them for the
+ *     terminal's colour count, none with NO_COLOR (attributes only);
+ *   - the theme's `default` background is the terminal's own (the chat paints the whole
+ *     window with it; a stream cannot), so a slot with that background gets none;
+ *   - continuation rows of a quote repeat its bars, code rows are padded to the width in the
+ *     code style when that style has a background, a rule is a row of U+2500 as wide as the
+ *     width;
+ *   - every row ends with SGR 0 (when it set anything) and '\n'.
+ * The text was made safe by markdown (wrap_clean): the only escapes written are ours. A source
+ * line longer than ANSI_LONG_LINE is not styled (styling costs ~16x its size): it is written
+ * as it arrives, sanitised, and styling resumes after its newline. */
+#ifndef TT_ANSI_H
+#define TT_ANSI_H
+#include <stddef.h>
+
+#include "base/buf.h"
+#include "text/markdown.h"
+#include "text/theme.h"
+
+#define ANSI_LONG_LINE ((size_t)1 << 20)
+
+/* The colours a terminal shows, from $TERM and $COLORTERM (either may be NULL): 256 for
+ * "*256color*" or a COLORTERM of truecolor/24bit, 0 for "dumb" or no TERM (no escapes at all),
+ * else 8. */
+int ansi_colors(const char *term, const char *colorterm);
+
+/* Resolve theme t for a terminal of ncolors colours (no_color: NO_COLOR is set) into
+ * out[THEME_SLOT_COUNT], the `default` slot's background dropped (see above). ncolors 0
+ * with !no_color means no escapes at all: every style is plain. */
+void ansi_styles(const struct theme *t, int ncolors, int no_color, struct theme_style *out);
+
+/* Append the rows of styled line ml wrapped at width columns to out, each ended by '\n'. */
+void ansi_line(struct buf *out, const struct markdown_line *ml, const struct theme_style *st,
+               int width);
+
+/* A streamed answer: text in (split anywhere), finished rows out. */
+struct ansi_md;
+
+/* st (THEME_SLOT_COUNT styles) is copied; base_slot as for markdown_new. */
+struct ansi_md *ansi_md_new(const struct theme_style *st, int width, int base_slot);
+
+/* Feed s[0..n); append the rows of every line this finishes to out. */
+void ansi_md_feed(struct ansi_md *r, const char *s, size_t n, struct buf *out);
+
+/* The answer is over: append the rest (the unfinished line, a held table) to out. */
+void ansi_md_finish(struct ansi_md *r, struct buf *out);
+
+void ansi_md_free(struct ansi_md *r);
+
+#endif
