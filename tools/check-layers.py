@@ -26,12 +26,14 @@ OWNER = {
     "sqlite3.h": "store", "curl/curl.h": "net", "curses.h": "tui", "ncurses.h": "tui",
     "ncursesw/curses.h": "tui", "readline/readline.h": "tui", "readline/history.h": "tui",
     "term.h": "tui",
+    "libxml/HTMLparser.h": "text", "libxml/tree.h": "text", "libxml/xmlerror.h": "text",
+    "libxml/parser.h": "text",
 }
 
 # headers private to their folder: the library loaders, the tokenizer SQLite calls back and
 # the store's internals (struct store)
 PRIVATE = {"store/sqlite_dl.h", "store/fts_words.h", "store/store_int.h", "net/curl_dl.h",
-           "proto/api_int.h",
+           "proto/api_int.h", "text/xml_dl.h",
            "tui/tui_app.h"}
 
 # library headers main.c may include although another folder owns them (version macros)
