@@ -181,6 +181,51 @@ static void folder_dir(struct folder_walk *w, const char *full, const char *rel,
     gitignore_leave(w->ig, rel);
 }
 
+/* The .gitignore files above the folder, up to the top of its git work tree (a folder that
+ * holds .git): git applies them too. Outermost first. */
+static void folder_rules_above(struct folder_walk *w)
+{
+    char *real = realpath(w->top, NULL);
+    if (!real)
+        return;
+    char *ups[FOLDER_DEPTH_MAX];
+    size_t n = 0;
+    int found = 0;
+    char *cur = xstrdup(real);
+    for (;;) {
+        char *git = xasprintf("%s/.git", cur);
+        struct stat st;
+        found = lstat(git, &st) == 0;
+        free(git);
+        if (found || n == FOLDER_DEPTH_MAX || !strcmp(cur, "/")) {
+            free(cur);
+            break;
+        }
+        char *slash = strrchr(cur, '/');
+        if (slash == cur)
+            slash[1] = '\0';
+        else
+            *slash = '\0';
+        ups[n++] = xstrdup(cur); /* a parent of the folder */
+    }
+    /* ups[n-1] is the work tree's top when found */
+    for (size_t i = n; found && i-- > 0;) {
+        const char *lead = real + strlen(ups[i]) + (strcmp(ups[i], "/") ? 1 : 0);
+        char *path = xasprintf("%s/.gitignore", ups[i]);
+        struct stat st;
+        size_t len = 0;
+        char *text = lstat(path, &st) == 0 && S_ISREG(st.st_mode)
+                         ? util_read_file(path, &len, 1 << 20) : NULL;
+        if (text)
+            gitignore_add_above(w->ig, lead, text, len);
+        free(text);
+        free(path);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(ups[i]);
+    free(real);
+}
+
 int folder_walk(const char *dir, const struct folder_limits *lim, folder_take_fn take, void *ud,
                 struct folder_report *rep, char **err)
 {
@@ -199,6 +244,7 @@ int folder_walk(const char *dir, const struct folder_limits *lim, folder_take_fn
     while (k > 1 && top[k - 1] == '/')
         top[--k] = '\0';
     struct folder_walk w = {lim, take, ud, rep, gitignore_new(), top, 0, 0, NULL};
+    folder_rules_above(&w);
     folder_dir(&w, top, "", 0);
     if (rep->left_out > FOLDER_LIST_MAX)
         buf_printf(&rep->listing, "... and %zu more\n", rep->left_out - FOLDER_LIST_MAX);

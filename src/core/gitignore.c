@@ -18,9 +18,11 @@ struct gitignore_rule {
 struct gitignore {
     struct gitignore_rule *rules;
     size_t n, cap;
-    char **bases;
+    char **bases; /* "" or a folder below the attached one; or "../" + lead for a file above */
     size_t nbases, bcap;
 };
+
+#define GITIGNORE_ABOVE "../"
 
 /* git's dowild() (wildmatch.c), with WM_PATHNAME: "*" and "?" never match "/". */
 static int gitignore_dowild(const unsigned char *pattern, const unsigned char *p,
@@ -188,11 +190,11 @@ static int gitignore_parse(char *line, struct gitignore_rule *r)
     return 0;
 }
 
-void gitignore_add(struct gitignore *g, const char *base, const char *text, size_t n)
+static void gitignore_add_base(struct gitignore *g, char *base, const char *text, size_t n)
 {
     XGROW(g->bases, g->nbases + 1, g->bcap);
     size_t bi = g->nbases;
-    g->bases[g->nbases++] = xstrdup(base);
+    g->bases[g->nbases++] = base;
     char *copy = xmalloc(n + 1);
     memcpy(copy, text, n);
     copy[n] = '\0';
@@ -210,6 +212,16 @@ void gitignore_add(struct gitignore *g, const char *base, const char *text, size
     free(copy);
 }
 
+void gitignore_add(struct gitignore *g, const char *base, const char *text, size_t n)
+{
+    gitignore_add_base(g, xstrdup(base), text, n);
+}
+
+void gitignore_add_above(struct gitignore *g, const char *lead, const char *text, size_t n)
+{
+    gitignore_add_base(g, xasprintf(GITIGNORE_ABOVE "%s", lead), text, n);
+}
+
 /* 1 when path is base or below it. */
 static int gitignore_under(const char *path, const char *base)
 {
@@ -221,7 +233,8 @@ void gitignore_leave(struct gitignore *g, const char *base)
 {
     if (!*base)
         return;
-    /* rule sets are added in walk order, so the ones below base are the last */
+    /* rule sets are added in walk order, so the ones below base are the last (those from
+     * above come first and are never under base) */
     while (g->nbases && gitignore_under(g->bases[g->nbases - 1], base)) {
         size_t bi = g->nbases - 1;
         while (g->n && g->rules[g->n - 1].base == bi)
@@ -238,17 +251,24 @@ int gitignore_match(const struct gitignore *g, const char *path, int is_dir)
         if (r->dir_only && !is_dir)
             continue;
         const char *base = g->bases[r->base];
-        if (!gitignore_under(path, base))
+        char *joined = NULL;
+        const char *rel;
+        if (strncmp(base, GITIGNORE_ABOVE, 3) == 0) { /* a file above: lead + "/" + path */
+            joined = xasprintf("%s/%s", base + 3, path);
+            rel = joined;
+        } else if (gitignore_under(path, base)) {
+            rel = path + strlen(base) + (*base ? 1 : 0);
+        } else {
             continue;
-        const char *rel = path + strlen(base) + (*base ? 1 : 0);
-        if (!*rel)
-            continue;
+        }
         const char *subject = rel;
         if (!r->anchored) {
             const char *slash = strrchr(rel, '/');
             subject = slash ? slash + 1 : rel;
         }
-        if (gitignore_wildmatch(r->pattern, subject))
+        int hit = *rel && gitignore_wildmatch(r->pattern, subject);
+        free(joined);
+        if (hit)
             return !r->negate; /* the last rule that matches decides */
     }
     return 0;

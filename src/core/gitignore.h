@@ -23,6 +23,10 @@ void gitignore_free(struct gitignore *g);
 /* Add the rules of a .gitignore text (n bytes) found in folder base: "" for the attached
  * folder itself, else a path relative to it without a trailing "/" ("src/lib"). */
 void gitignore_add(struct gitignore *g, const char *base, const char *text, size_t n);
+/* Add the rules of a .gitignore above the attached folder, in the same git work tree: lead is
+ * the attached folder's path below the .gitignore's folder ("src/lib"); its rules see each
+ * path as lead + "/" + path. Add the outermost first. */
+void gitignore_add_above(struct gitignore *g, const char *lead, const char *text, size_t n);
 /* Forget the rules added for folders below base's parent once the walk leaves base: every
  * rule set whose base is base or below it. */
 void gitignore_leave(struct gitignore *g, const char *base);
