@@ -62,6 +62,7 @@ int fuzz_theme_one(const uint8_t *data, size_t size);
 int fuzz_markdown_one(const uint8_t *data, size_t size);
 int fuzz_tokenizer_one(const uint8_t *data, size_t size);
 int fuzz_ratelimit_one(const uint8_t *data, size_t size);
+int fuzz_html_one(const uint8_t *data, size_t size);
 #endif
 
 #endif

@@ -35,6 +35,7 @@ static const struct replay_target replay_targets[] = {
     {"tokenizer", fuzz_tokenizer_one,
      {"tokenizer/corpus", "fuzz/corpus/tokenizer", "fuzz/regress/tokenizer"}},
     {"ratelimit", fuzz_ratelimit_one, {"fuzz/corpus/ratelimit", "fuzz/regress/ratelimit"}},
+    {"html", fuzz_html_one, {"fuzz/corpus/html", "fuzz/regress/html"}},
 };
 
 static const struct replay_target *replay_find(const char *name)

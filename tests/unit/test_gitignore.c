@@ -168,10 +168,11 @@ int main(void)
     put(dir, "b/c.c", "c\n");
     put(dir, "a.c.d/x", "x\n");
     put(dir, ".git/config", "[core]\n");
-    put(dir, "bin.dat", "a\0b");
-    FILE *f = fopen(xasprintf("%s/bin.dat", dir), "wb"); /* with its NUL */
+    char *bin = xasprintf("%s/bin.dat", dir);
+    FILE *f = fopen(bin, "wb"); /* with its NUL */
     fwrite("a\0b", 1, 3, f);
     fclose(f);
+    free(bin);
     char *link = xasprintf("%s/link.c", dir);
     TAP_OK(symlink("a.c", link) == 0, "symlink made");
     char *fifo = xasprintf("%s/fifo", dir);
