@@ -45,6 +45,8 @@ static const struct cli_opt cli_opts[] = {
     {"trace", 0, 1, F(trace)},
     {"db", 0, 1, F(db)},
     {"retries", 0, 1, F(retries)},
+    {"attach-max-files", 0, 1, F(attach_max_files)},
+    {"attach-max-bytes", 0, 1, F(attach_max_bytes)},
     {"conversation", 0, 1, F(conversation)},
     {"continue", 'c', 0, F(cont)},
     {"no-save", 0, 0, F(no_save)},
@@ -249,6 +251,8 @@ static const char cli_usage_tail[] =
            "      --max-answer-mb N    stop an answer past N MiB, keeping what came (default 64)\n"
            "      --retries N          retries before the first byte of an answer on 408, 409,\n"
            "                           429, 5xx, connection failures, timeouts (default 2)\n"
+           "      --attach-max-files N a folder attachment takes at most N files (default 200)\n"
+           "      --attach-max-bytes N and at most N bytes of them (default 1048576)\n"
            "      --cacert FILE        trust this CA bundle for TLS\n"
            "      --insecure           do not verify TLS certificates (warns every time)\n"
            "      --config FILE        config file (default $XDG_CONFIG_HOME/tokterm/config)\n"

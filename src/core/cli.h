@@ -18,6 +18,7 @@ struct cli {
     const char *render;           /* --render auto|always|never (checked by conf) */
     const char *idle_timeout, *connect_timeout, *max_time, *max_answer_mb; /* checked by conf */
     const char *db, *conversation, *retries;
+    const char *attach_max_files, *attach_max_bytes; /* --attach-max-* (checked by conf) */
     int json, reasoning, insecure, no_usage, help, version;
     int no_save, incognito, no_cache, cache_only, cont;
     int execute, dry_run;     /* -x: shell-command mode; --dry-run: only print the command */

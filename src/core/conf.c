@@ -84,6 +84,10 @@ static const struct opt conf_opts[] = {
     {"fallback_model", OPT_STR, O(fallback_model), 0, 0, 0},
     {"breaker_failures", OPT_LONG, O(breaker_failures), 0, 1, 1000},
     {"breaker_cooldown", OPT_DOUBLE, O(breaker_cooldown), 0, 0.1, 86400},
+    {"attach_max_files", OPT_LONG, O(attach_max_files), 0, 1, 100000},
+    {"attach_max_bytes", OPT_LONG, O(attach_max_bytes), 0, 1, 64L << 20},
+    {"attach_url_timeout", OPT_DOUBLE, O(attach_url_timeout), 0, 0.1, 600},
+    {"attach_url_max_bytes", OPT_LONG, O(attach_url_max_bytes), 0, 1, 64L << 20},
 };
 #undef O
 /* struct conf's profile_set has a bit per option. */
@@ -119,6 +123,10 @@ void conf_defaults(struct conf *c)
     c->max_retry_wait = 60;
     c->breaker_failures = 5;
     c->breaker_cooldown = 30;
+    c->attach_max_files = 200;
+    c->attach_max_bytes = 1L << 20;
+    c->attach_url_timeout = 20;
+    c->attach_url_max_bytes = 5L << 20;
 }
 
 /* Free the string option *p of o; api_key is wiped first. */

@@ -51,6 +51,10 @@ struct conf {
     char *fallback_model;   /* or: the same endpoint with another model */
     long breaker_failures;  /* consecutive failures that open the breaker (5) */
     double breaker_cooldown;/* seconds it stays open (30) */
+    long attach_max_files;  /* a folder attachment takes at most this many files (200) */
+    long attach_max_bytes;  /* ... and this many bytes of them together (1 MiB) */
+    double attach_url_timeout; /* a URL attachment's whole fetch, seconds (20) */
+    long attach_url_max_bytes; /* a URL attachment's body at most, after decoding (5 MiB) */
     char *path;             /* config file that was read, NULL when none */
     int profile_explicit;   /* the profile was named on the command line or in TOKTERM_PROFILE */
     unsigned long profile_set; /* bit i: option i was set by the selected profile's section */

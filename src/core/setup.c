@@ -41,6 +41,7 @@ static int setup_apply_cli(struct conf *c, const struct cli *a, struct buf *err)
         {"render", a->render},
         {"idle_timeout", a->idle_timeout}, {"max_time", a->max_time},
         {"max_answer_mb", a->max_answer_mb}, {"cacert", a->cacert}, {"max_retries", a->retries},
+        {"attach_max_files", a->attach_max_files}, {"attach_max_bytes", a->attach_max_bytes},
     };
     for (size_t i = 0; i < TT_ARRAY_LEN(sets); i++)
         if (sets[i].val && conf_set(c, sets[i].key, sets[i].val, err) < 0) {
