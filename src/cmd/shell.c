@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <termios.h>
 #include <unistd.h>
 
 int shell_wants_tty(int dry_run, int allowed)
@@ -43,29 +42,6 @@ static void shell_put(int fd, int tty, const char *s)
 static void shell_say(int tty, const char *s)
 {
     (void)util_write_all(tty, s, strlen(s));
-}
-
-/* One key from the terminal, without echo or line editing; Ctrl-C and Ctrl-D are keys
- * (cancel), not signals. -1 at the end of input. */
-static int shell_key(int tty)
-{
-    struct termios old, raw;
-    int have = tcgetattr(tty, &old) == 0;
-    if (have) {
-        raw = old;
-        raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO | ISIG);
-        raw.c_cc[VMIN] = 1;
-        raw.c_cc[VTIME] = 0;
-        tcsetattr(tty, TCSAFLUSH, &raw);
-    }
-    unsigned char c;
-    ssize_t n;
-    do
-        n = read(tty, &c, 1);
-    while (n < 0 && errno == EINTR);
-    if (have)
-        tcsetattr(tty, TCSAFLUSH, &old);
-    return n == 1 ? c : -1;
 }
 
 /* The command and the model's note, on the terminal. */
@@ -117,7 +93,7 @@ static void shell_follow_up(struct script *sc, const struct shell_opts *o, int t
     snprintf(line, sizeof line, "\n[exit %d] f: follow up (send the output to the model), "
                                 "any other key: done ", status);
     shell_say(tty, line);
-    int k = shell_key(tty);
+    int k = shellcmd_key(tty);
     (void)util_write_all(tty, "\n", 1);
     if (k != 'f' && k != 'F')
         return;
@@ -139,7 +115,7 @@ static int shell_ask(struct script *sc, const struct shell_opts *o, int tty, cha
     shell_show(tty, *cmdp, note);
     for (;;) {
         shell_say(tty, "[r]un  [e]dit  [c]opy  [q] cancel? ");
-        int k = shell_key(tty);
+        int k = shellcmd_key(tty);
         (void)util_write_all(tty, "\n", 1);
         if (k == 'r' || k == 'R' || k == '\r' || k == '\n' || k == 'y') {
             struct shellcmd_out out = {BUF_INIT, BUF_INIT, 0};

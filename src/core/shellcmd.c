@@ -14,6 +14,7 @@
 #include <sys/resource.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 const char *shellcmd_shell(void)
@@ -358,6 +359,28 @@ char *shellcmd_followup(const char *shell, const char *cmd, int status,
     buf_appends(&b, question && *question ? question : "Explain the output.");
     buf_free(&out);
     return buf_take(&b);
+}
+
+int shellcmd_key(int tty)
+{
+    struct termios old, raw;
+    int have = tcgetattr(tty, &old) == 0;
+    if (have) {
+        raw = old;
+        raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO | ISIG);
+        raw.c_iflag &= ~(tcflag_t)(ICRNL | IXON);
+        raw.c_cc[VMIN] = 1;
+        raw.c_cc[VTIME] = 0;
+        tcsetattr(tty, TCSAFLUSH, &raw);
+    }
+    unsigned char c;
+    ssize_t n;
+    do
+        n = read(tty, &c, 1);
+    while (n < 0 && errno == EINTR);
+    if (have)
+        tcsetattr(tty, TCSAFLUSH, &old);
+    return n == 1 ? c : -1;
 }
 
 int shellcmd_osc52(struct buf *out, const char *text, size_t len)

@@ -50,6 +50,10 @@ int shellcmd_exec(const char *shell, const char *cmd, int in_fd, int out_fd, int
 char *shellcmd_followup(const char *shell, const char *cmd, int status,
                         const struct shellcmd_out *o, const char *question);
 
+/* One key from the terminal tty, read without echo or line editing; Ctrl-C and Ctrl-D come as
+ * keys (3, 4), not signals. The terminal's modes are put back. -1 at the end of input. */
+int shellcmd_key(int tty);
+
 /* Append the OSC 52 sequence that puts text in the clipboard ("c") to out: 0, or -1 when
  * text is longer than SHELLCMD_OSC52_MAX. */
 int shellcmd_osc52(struct buf *out, const char *text, size_t len);

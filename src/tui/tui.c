@@ -9,6 +9,7 @@
 #include "proto/api.h"
 #include "net/ratelimit.h"
 #include "tui/tui_app.h"
+#include "tui/tui_ask.h"
 #include "tui/tui_draw.h"
 #include "tui/tui_history.h"
 #include "tui/tui_input.h"
@@ -52,7 +53,7 @@ static void tui_term_modes(int on)
     (void)!write(STDOUT_FILENO, s, strlen(s));
 }
 
-static void tui_suspend_curses(void *ud)
+void tui_suspend_curses(void *ud)
 {
     (void)ud;
     tui_term_modes(0);
@@ -60,7 +61,7 @@ static void tui_suspend_curses(void *ud)
     endwin();
 }
 
-static void tui_resume_curses(void *ud)
+void tui_resume_curses(void *ud)
 {
     struct tui *t = ud;
     reset_prog_mode();
@@ -227,7 +228,9 @@ static void tui_frame(struct tui *t)
         wnoutrefresh(t->wstatus);
     }
     int cy = 0, cx = 0;
-    if (t->search)
+    if (t->ask && tui_ask_draw(t, &cy, &cx))
+        ; /* the question's choices are the input row */
+    else if (t->search)
         tui_draw_search_prompt(t, &cy, &cx);
     else
         tui_input_draw(t->winput, t->cols, t->input_h, &cy, &cx);
@@ -623,6 +626,7 @@ static void tui_sink_end(void *ud, const struct net_result *r)
     }
     t->answer = TUI_NO_ANSWER;
     t->cancelling = 0;
+    tui_shell_answer_end(t, r); /* a /x proposal: run / edit / copy / cancel */
     /* a long answer is counted after the frame that shows its end, a short one by it */
     t->ctx_stale = t->ctx_base_ok && t->st.bytes > TUI_CTX_DEFER_BYTES;
     t->ctx_base_ok = 0;
@@ -699,6 +703,8 @@ void tui_cancel(struct tui *t)
 static void tui_on_line(void *ud, char *line)
 {
     struct tui *t = ud;
+    if (t->ask && tui_ask_line(t, line))
+        return; /* an edited command or arguments */
     if (!line) { /* Ctrl-D on an empty line */
         t->quit = 1;
         return;
@@ -818,6 +824,8 @@ static void tui_key_escape(struct tui *t)
             tui_hist_key(t, 27);
             return;
         }
+        if (t->ask && tui_ask_key(t, 27))
+            return;
         if (t->answer != TUI_NO_ANSWER) {
             tui_cancel(t);
             return;
@@ -990,6 +998,8 @@ static void tui_key(struct tui *t, int c)
         tui_hist_key(t, c); /* the conversation browser is open */
         return;
     }
+    if (t->ask && c != 27 && tui_ask_key(t, c))
+        return; /* a question waits for its key (Esc: tui_key_escape) */
     if (t->search == 1) {
         tui_search_key(t, c);
         return;
@@ -1291,6 +1301,7 @@ static void tui_run_end(struct tui *t, struct loop *lp)
     theme_free(t->theme);
     buf_free(&t->query);
     tui_cmd_free(t);
+    tui_ask_free(t);
     free(t->local_name);
     free(t->local_url);
 }

@@ -64,6 +64,8 @@ struct tui {
     struct tui_hist *hist;   /* the conversation browser while it is open (tui_history.c) */
     struct setup *profile_setup; /* after /profile: its fallback profile, which the session
                                     borrows (freed with the chat) */
+    struct tui_ask *ask;     /* a question waiting for a key (tui_ask.h), NULL = none */
+    int shell_pending;       /* the answer in flight is a /x proposal (tui_shell.c) */
 };
 
 /* ---- tui.c ---- */
@@ -94,6 +96,19 @@ void tui_resume(struct tui *t, int64_t id, int replace);
 void tui_use_local(struct tui *t);
 /* Show what to configure when there is no key. */
 void tui_no_key_notice(struct tui *t);
+
+/* Give the terminal back to the shell (curses ended, bracketed paste off) and take it again
+ * (the whole screen redrawn). ud: the struct tui. */
+void tui_suspend_curses(void *ud);
+void tui_resume_curses(void *ud);
+
+/* ---- tui_shell.c: /x ---- */
+
+/* /x REQUEST: send the proposal's prompt as a turn. */
+void tui_shell_cmd(struct tui *t, const char *arg);
+/* The end of an answer (tui_sink_end): a /x proposal opens the run / edit / copy / cancel
+ * question. */
+void tui_shell_answer_end(struct tui *t, const struct net_result *r);
 
 /* ---- tui_cmd.c ---- */
 

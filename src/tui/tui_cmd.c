@@ -774,6 +774,7 @@ static const struct tui_cmd_entry {
     {"/history", 0, 0, tui_cmd_history}, {"/context", 1, 0, tui_cmd_context},
     {"/budget", 1, 0, tui_cmd_budget},   {"/use-local", 0, 0, tui_cmd_use_local},
     {"/think", 0, 0, tui_cmd_think},     {"/role", 0, 0, tui_cmd_role},
+    {"/x", 1, 0, tui_shell_cmd},
     {"/quit", 0, 0, tui_cmd_quit},       {"/exit", 0, 1, tui_cmd_quit},
     {"/q", 0, 1, tui_cmd_quit},
 };
