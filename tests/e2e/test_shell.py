@@ -186,4 +186,83 @@ with ttlib.FakeServer() as srv:
         t.ok(not os.path.exists(marker), "%s: nothing ran" % key)
         tm.kill()
 
+    # --- /x in the chat ------------------------------------------------------------------------
+    def chat(spec=SPEC):
+        tm = ttlib.Tmux(100, 30)
+        tm.__enter__()
+        tm.run([ttlib.tokterm_path(), "--no-save", "--no-cache", "--base-url", srv.base(spec)],
+               ttlib.clean_env(env={"SHELL": "/bin/sh"}))
+        tm.wait_for(re.compile("F1|\u203a"), 10)
+        return tm
+
+    CHOICES = "? r run  e edit  c copy  q cancel"
+    clear()
+    tm = chat()
+    tm.send_text("/x touch a file")
+    tm.send("Enter")
+    screen = tm.wait_for(CHOICES, 10)
+    t.ok(screen is not None and "run in /bin/sh?" in screen and CMD in screen.split(
+        "run in /bin/sh?")[-1], "/x: the command in a panel, the choices in the input row",
+         tm.capture())
+    sent = last_user(srv) or ""
+    t.ok("You turn requests into shell commands" in sent and "The user's shell is sh" in sent and
+         sent.endswith("Propose one command for: touch a file"),
+         "/x: the turn carries the shell role, the shell and the request", sent)
+    t.ok(not os.path.exists(marker), "/x: nothing runs before a key")
+    tm.send("r")
+    screen = tm.wait_for("f: send the output to the model", 10)
+    t.ok(screen is not None and "ran-it" in screen, "/x r: the command runs on the shell's "
+         "screen, its output shown", tm.capture())
+    t.ok(os.path.exists(marker), "/x r: the command ran")
+    n0 = len(srv.requests())
+    tm.send("f")
+    screen = tm.wait_for("sent back", 10)
+    t.ok(screen is not None and "exit 0" in screen, "/x r f: back in the chat, the run noted",
+         tm.capture())
+    tm.wait_for("\u2713", 10)
+    u = last_user(srv) or ""
+    t.ok(len(srv.requests()) == n0 + 1 and "ran-it" in u and "status 0" in u,
+         "/x r f: the follow-up carries the output and the status", u)
+    tm.send("C-d")
+    t.eq(tm.wait_exit(10), 0, "/x: the chat goes on and quits")
+    tm.kill()
+
+    clear()
+    tm = chat()
+    tm.send_text("/x touch a file")
+    tm.send("Enter")
+    tm.wait_for(CHOICES, 10)
+    tm.send("e")
+    screen = tm.wait_for("editing: Enter takes it", 5)
+    t.ok(screen is not None and tm.capture().rstrip().splitlines()[-1].endswith(CMD),
+         "/x e: the command in the input line", tm.capture())
+    tm.send("End")
+    tm.send_text(" edited")
+    tm.send("Enter")
+    screen = tm.wait_for(CHOICES, 5)
+    t.ok(screen is not None and "ran-it edited" in screen, "/x e: the edited command asked again",
+         tm.capture())
+    tm.send("q")
+    screen = tm.wait_for("cancelled: nothing was run", 5)
+    t.ok(screen is not None and CHOICES not in screen, "/x q: cancelled, the panel closed",
+         tm.capture())
+    t.ok(not os.path.exists(marker), "/x q: nothing ran")
+    tm.send_text("/x touch a file")
+    tm.send("Enter")
+    tm.wait_for(CHOICES, 10)
+    tm.tmux("set", "-g", "set-clipboard", "on")
+    tm.send("c")
+    t.ok(tm.wait_for("copied the command", 5) is not None, "/x c: says it copied", tm.capture())
+    t.eq(tm.tmux("show-buffer", check=False), CMD, "/x c: the command in tmux's buffer")
+    tm.send_text("/x touch a file")
+    tm.send("Enter")
+    tm.wait_for(CHOICES, 10)
+    tm.send("Escape")
+    t.ok(tm.wait_for("cancelled: nothing was run", 5) is not None, "/x Esc: cancelled",
+         tm.capture())
+    t.ok(not os.path.exists(marker), "/x c, Esc: nothing ran")
+    tm.send("C-d")
+    tm.wait_exit(10)
+    tm.kill()
+
 sys.exit(t.done())
