@@ -12,7 +12,7 @@
 /* Bytes of a command's output kept for a follow-up: the first and the last half of it. */
 #define SHELLCMD_KEEP ((size_t)32 << 10)
 /* The longest text copied with OSC 52 (xterm's limit for the sequence is about 100 KB). */
-#define SHELLCMD_OSC52_MAX ((size_t)64 << 10)
+#define SHELLCMD_OSC52_MAX ((size_t)74000)
 
 /* The shell commands run in: $SHELL when it is an absolute path to an executable, else
  * /bin/sh. */
@@ -55,7 +55,7 @@ char *shellcmd_followup(const char *shell, const char *cmd, int status,
 int shellcmd_key(int tty);
 
 /* Append the OSC 52 sequence that puts text in the clipboard ("c") to out: 0, or -1 when
- * text is longer than SHELLCMD_OSC52_MAX. */
+ * text is longer than SHELLCMD_OSC52_MAX (also /copy's). */
 int shellcmd_osc52(struct buf *out, const char *text, size_t len);
 
 #endif

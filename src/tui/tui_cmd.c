@@ -2,6 +2,7 @@
 #include "config.h"
 #include "core/models.h"
 #include "core/role.h"
+#include "core/shellcmd.h"
 #include "core/setup.h"
 #include "tui/tui_app.h"
 #include "tui/tui_history.h"
@@ -54,6 +55,8 @@ static const char tui_cmd_help_text[] =
     "- `/profile [NAME]`: list or switch configuration profiles\n"
     "- `/role [NAME]`: show or switch the role (a preset prompt and settings; `tokterm roles`);\n"
     "  `/role none` drops it\n"
+    "- `/x REQUEST`: propose one shell command, then **r** run it (f sends the output back),\n"
+    "  **e** edit, **c** copy, **q** or Esc cancel\n"
     "- `/clear`: clear the screen (the conversation goes on; `/new` starts another)\n"
     "- `/find TEXT`: search the transcript\n"
     "- `/history [TEXT]`: browse, search, read, resume, rename or delete saved conversations "
@@ -218,22 +221,6 @@ const char *const *tui_cmd_complete(struct tui *t, const char *line, int start, 
 
 /* ---- /copy ---- */
 
-static void tui_cmd_base64(struct buf *out, const unsigned char *s, size_t n)
-{
-    static const char tab[] =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    for (size_t i = 0; i < n; i += 3) {
-        unsigned v = (unsigned)s[i] << 16;
-        if (i + 1 < n)
-            v |= (unsigned)s[i + 1] << 8;
-        if (i + 2 < n)
-            v |= s[i + 2];
-        char q[4] = {tab[(v >> 18) & 63], tab[(v >> 12) & 63],
-                     i + 1 < n ? tab[(v >> 6) & 63] : '=', i + 2 < n ? tab[v & 63] : '='};
-        buf_append(out, q, 4);
-    }
-}
-
 /* Code block `want` (1-based) of markdown text s: its lines between the fences, into out.
  * Returns the number of blocks seen when it is not found (0 = found). */
 static int tui_cmd_code_block(const char *s, size_t n, int want, struct buf *out)
@@ -325,17 +312,14 @@ static void tui_cmd_copy(struct tui *t, const char *arg)
         buf_append(&sel, text, n);
     }
     struct buf msg = BUF_INIT;
-    if (tui_cmd_osc52_ok() && sel.len <= 74000) {
-        struct buf seq = BUF_INIT;
-        buf_appends(&seq, "\033]52;c;");
-        tui_cmd_base64(&seq, (const unsigned char *)buf_str(&sel), sel.len);
-        buf_appends(&seq, "\a");
+    struct buf seq = BUF_INIT;
+    if (tui_cmd_osc52_ok() && shellcmd_osc52(&seq, buf_str(&sel), sel.len) == 0) {
         fflush(stdout);
         (void)!write(STDOUT_FILENO, seq.data, seq.len);
-        buf_free(&seq);
         buf_printf(&msg, "Copied %s (%zu bytes) to the clipboard (OSC 52, if the terminal allows "
                          "it)", what, sel.len);
     }
+    buf_free(&seq);
     char *dir = conf_dir("state");
     char *path = xasprintf("%s/copy.txt", dir);
     util_mkdir_p(dir, 0700);
