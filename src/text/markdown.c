@@ -9,9 +9,10 @@
 #include "base/buf.h"
 #include "base/utf8.h"
 #include "base/xmalloc.h"
+#include "text/table.h"
 
 #define MAX_LIST 16        /* deeper list nesting is treated as the deepest level */
-#define MAX_COLS 64        /* table columns beyond this are dropped */
+#define MAX_COLS TABLE_MAX_COLS /* table columns beyond this are dropped */
 #define TABLE_MAX_ROWS 256 /* rows held back to align a table */
 #define MAX_LINK_DEPTH 3   /* [links [inside [links]]] deeper than this stay text */
 #define LINE_BLOCK 256     /* finished lines are allocated in blocks that never move */
@@ -29,6 +30,8 @@ struct mdstate {
     int lcont[MAX_LIST]; /* source column of each level's content */
     int lout[MAX_LIST];  /* display column of each level's content */
 };
+
+struct cells;
 
 struct held {
     char *raw; /* cleaned source line */
@@ -49,7 +52,8 @@ struct markdown {
     size_t nheld, capheld;
     int ncols;
     char align[MAX_COLS]; /* 'l', 'r', 'c' */
-    size_t colw[MAX_COLS];
+    struct table_col cols[MAX_COLS]; /* measured on the held rows, kept while rows flow */
+    struct cells *head; /* the header's cells while rows flow (for the list form) */
     int pending_dirty;
     struct markdown_line partial;
     int have_partial;
@@ -88,12 +92,6 @@ static void lb_spaces(struct lb *b, size_t k, int slot)
         lb_add(b, sp, c, slot, 0);
         k -= c;
     }
-}
-
-static void lb_repeat(struct lb *b, const char *s, size_t k, int slot)
-{
-    for (size_t i = 0; i < k; i++)
-        lb_add(b, s, strlen(s), slot, 0);
 }
 
 /* Append the builder's contents to another builder (spans shifted). */
@@ -1179,7 +1177,6 @@ static void drop_held(struct markdown *md)
 /* Rendered cells of one row. */
 struct cells {
     struct lb c[MAX_COLS];
-    size_t w[MAX_COLS];
 };
 
 static void render_cells(struct markdown *md, const char *s, size_t n, int header,
@@ -1192,62 +1189,72 @@ static void render_cells(struct markdown *md, const char *s, size_t n, int heade
         if (c < nc)
             inline_into(md, &out->c[c], s + ca[c], cb[c] - ca[c],
                         header ? THEME_BOLD : md->base);
-        out->w[c] = wrap_width(buf_str(&out->c[c].t), out->c[c].t.len);
     }
 }
 
-static void emit_table_row(struct markdown *md, struct cells *cl)
+static void free_cells(struct markdown *md, struct cells *cl)
 {
-    struct lb b = {BUF_INIT, NULL, 0, 0};
-    for (int c = 0; c < md->ncols; c++) {
-        lb_add(&b, c == 0 ? "\xE2\x94\x82 " : " \xE2\x94\x82 ", c == 0 ? 4 : 5,
-               THEME_TABLE_BORDER, 0);
-        size_t pad = md->colw[c] > cl->w[c] ? md->colw[c] - cl->w[c] : 0;
-        size_t left = md->align[c] == 'r' ? pad : md->align[c] == 'c' ? pad / 2 : 0;
-        lb_spaces(&b, left, md->base);
-        lb_cat(&b, &cl->c[c]);
-        lb_spaces(&b, pad - left, md->base);
+    for (int c = 0; c < md->ncols; c++)
         lb_free(&cl->c[c]);
-    }
-    lb_add(&b, " \xE2\x94\x82", 4, THEME_TABLE_BORDER, 0);
-    commit_line(md, &b, MARKDOWN_TABLE, 0, 0, WRAP_PRE);
 }
 
-static void emit_table_separator(struct markdown *md)
+/* One row encoded for wrap_doc to lay out at its width (text/table.h): kind 'h', 's', 'f' or
+ * 'b', the measured columns, the cells, and for body rows the header's cells. */
+static void emit_table_row(struct markdown *md, char kind, const struct cells *cl,
+                           const struct cells *head)
 {
     struct lb b = {BUF_INIT, NULL, 0, 0};
-    for (int c = 0; c < md->ncols; c++) {
-        lb_add(&b, c == 0 ? "\xE2\x94\x9C\xE2\x94\x80" : "\xE2\x94\x80\xE2\x94\xBC\xE2\x94\x80",
-               c == 0 ? 6 : 9, THEME_TABLE_BORDER, 0);
-        lb_repeat(&b, "\xE2\x94\x80", md->colw[c], THEME_TABLE_BORDER);
+    struct buf meta = BUF_INIT;
+    table_meta(&meta, kind, md->ncols, md->cols);
+    lb_add(&b, meta.data, meta.len, md->base, 0);
+    buf_free(&meta);
+    for (int c = 0; cl && c < md->ncols; c++) {
+        if (c)
+            lb_add(&b, "\x1f", 1, md->base, 0);
+        lb_cat(&b, &cl->c[c]);
     }
-    lb_add(&b, "\xE2\x94\x80\xE2\x94\xA4", 6, THEME_TABLE_BORDER, 0);
-    commit_line(md, &b, MARKDOWN_TABLE, 0, 0, WRAP_PRE);
+    for (int c = 0; head && c < md->ncols; c++) {
+        lb_add(&b, c ? "\x1f" : "\x1e", 1, md->base, 0);
+        lb_cat(&b, &head->c[c]);
+    }
+    commit_line(md, &b, MARKDOWN_TABLE, 0, 0, WRAP_TABLE);
 }
 
-/* Emit the held rows (header, delimiter, body...) aligned. */
+/* Emit the held rows (header, delimiter, body...), measured together. */
 static void flush_table(struct markdown *md)
 {
     size_t rows = md->nheld;
     struct cells *cl = xcalloc(rows, sizeof(*cl));
     for (int c = 0; c < md->ncols; c++)
-        md->colw[c] = 1;
+        md->cols[c] = (struct table_col){md->align[c], 0, 0, 0};
     for (size_t r = 0; r < rows; r++) {
         if (r == 1)
             continue;
         render_cells(md, md->held[r].raw, md->held[r].len, r == 0, &cl[r]);
         for (int c = 0; c < md->ncols; c++)
-            if (cl[r].w[c] > md->colw[c])
-                md->colw[c] = cl[r].w[c];
+            table_measure(&md->cols[c], buf_str(&cl[r].c[c].t), cl[r].c[c].t.len);
     }
     for (size_t r = 0; r < rows; r++) {
         if (r == 1)
-            emit_table_separator(md);
+            emit_table_row(md, 's', NULL, NULL);
         else
-            emit_table_row(md, &cl[r]);
+            emit_table_row(md, r == 0 ? 'h' : r == 2 ? 'f' : 'b', &cl[r], r ? &cl[0] : NULL);
+        if (r > 1)
+            free_cells(md, &cl[r]);
     }
+    md->head = xmalloc(sizeof(*md->head)); /* kept for rows that flow after the held ones */
+    *md->head = cl[0];
     free(cl);
     drop_held(md);
+}
+
+static void table_end_flow(struct markdown *md)
+{
+    if (md->head) {
+        free_cells(md, md->head);
+        free(md->head);
+        md->head = NULL;
+    }
 }
 
 /* ---- feeding ---- */
@@ -1297,7 +1304,8 @@ static void process_line(struct markdown *md, const char *src, size_t n)
             if (md->table == TABLE_FLOWING) {
                 struct cells cl;
                 render_cells(md, s, n, 0, &cl);
-                emit_table_row(md, &cl);
+                emit_table_row(md, 'b', &cl, md->head);
+                free_cells(md, &cl);
                 return;
             }
             hold_row(md, s, n);
@@ -1309,6 +1317,7 @@ static void process_line(struct markdown *md, const char *src, size_t n)
         }
         if (md->table == TABLE_HELD)
             flush_table(md);
+        table_end_flow(md);
         md->table = TABLE_NONE;
     }
     size_t indent = count_indent(s, n);
@@ -1343,6 +1352,7 @@ void markdown_free(struct markdown *md)
     free(md->blocks);
     drop_held(md);
     free(md->held);
+    table_end_flow(md);
     mdline_free(&md->partial);
     buf_free(&md->cur);
     buf_free(&md->scratch);
@@ -1380,6 +1390,7 @@ static void end_table(struct markdown *md)
         release_candidate(md);
     else if (md->table == TABLE_HELD)
         flush_table(md);
+    table_end_flow(md);
     md->table = TABLE_NONE;
 }
 

@@ -5,8 +5,9 @@
  * markdown_pending_*() re-examines only the unfinished last line (plus the rows of a table
  * still being received). The finished lines never depend on how the input was split.
  *
- * Output lines are display text, not the source: every line is sanitised (wrap_clean: control
- * characters made visible, TAB expanded to 4 columns) and markup is rendered like this:
+ * Output lines are display text, not the source (but TABLE lines, below): every line is
+ * sanitised (wrap_clean: control characters made visible, TAB expanded to 4 columns) and
+ * markup is rendered like this:
  *   - **strong**, *em*, _em_, ***both***: markers hidden; text in the bold / italic /
  *     bold-italic slot, or, inside a heading, quote or link, that slot plus ATTR_BOLD/ITALIC.
  *     Emphasis follows CommonMark's delimiter rules but does not span lines.
@@ -24,10 +25,13 @@
  *   - > quotes: each level becomes "│ " in the quote slot; text in the quote slot.
  *   - ---, ***, ___: a RULE line (WRAP_RULE: wrap_doc draws it across the width).
  *   - tables (a row with |, then a delimiter row like |---|:-:|): rows are held back while the
- *     table grows (shown raw by markdown_pending_*, kind TABLE_RAW) and emitted aligned, with
- *     box-drawing borders, when the first non-table line or the end arrives. Column widths come
- *     from all rows; a table longer than 256 rows is aligned on its first 256 and later rows
- *     use those widths. Cells beyond the header's count are dropped, missing cells are empty.
+ *     table grows (shown raw by markdown_pending_*, kind TABLE_RAW) and emitted when the first
+ *     non-table line or the end arrives, one TABLE line a row (the delimiter row too), each an
+ *     encoded row with WRAP_TABLE (text/table.h: not display text) that wrap_doc lays out at
+ *     its width: box-drawing borders, columns shrunk to fit, cells wrapped, or records when
+ *     too narrow. Column widths are measured on all rows; a table longer than 256 rows is
+ *     measured on its first 256 and later rows flow with those measures. Cells beyond the
+ *     header's count are dropped, missing cells are empty.
  *   - [text](url): text in the link slot then " (url)" in the dim slot (only the text when it
  *     equals the url); ![alt](url) shows "image: alt (url)"; <https://...> and bare
  *     http(s):// URLs are links.
@@ -50,7 +54,7 @@ enum markdown_kind {
     MARKDOWN_LIST,       /* a list item or its continuation; level = depth (0 = outermost) */
     MARKDOWN_QUOTE,      /* block quote; level = depth (1 = "> ") */
     MARKDOWN_RULE,       /* horizontal rule (WRAP_RULE) */
-    MARKDOWN_TABLE,      /* an aligned table row or separator (WRAP_PRE) */
+    MARKDOWN_TABLE,      /* a table row or the delimiter row, encoded (WRAP_TABLE, table.h) */
     MARKDOWN_TABLE_RAW   /* a row of a table still growing, shown as typed (pending only) */
 };
 

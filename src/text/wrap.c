@@ -8,6 +8,7 @@
 
 #include "base/utf8.h"
 #include "base/xmalloc.h"
+#include "text/table.h"
 
 #define TAB_STOP 4
 
@@ -571,6 +572,7 @@ struct arena {
 };
 
 #define DL_ONEROW 0x8000u /* dline.flags: one row {0, len, ri = its width, 0}, not in rows */
+#define DL_TABLE 0x4000u  /* dline.flags: a table row laid out in tabs[ri] (WRAP_TABLE) */
 
 struct dline {
     const char *text; /* in the list's arena; NULL for a rule (the document's rule string) */
@@ -590,6 +592,9 @@ struct dlist {
     struct theme_span *spans;
     size_t nspans, capspans;
     struct arena text;
+    struct table_out *tabs; /* table rows laid out at the width (WRAP_TABLE lines) */
+    size_t ntabs, captabs;
+    size_t ntabs_made;      /* tabs[0 .. ntabs_made) hold buffers kept for reuse */
 };
 
 struct wrap_doc {
@@ -694,7 +699,23 @@ static void normalise_spans(struct dlist *dl, struct dline *l, const struct them
 static void dline_wrap(struct dlist *dl, struct dline *l, int width)
 {
     l->row0 = dl->total;
-    l->flags &= (uint16_t)~DL_ONEROW;
+    l->flags &= (uint16_t)~(DL_ONEROW | DL_TABLE);
+    if (l->flags & WRAP_TABLE) {
+        struct theme_span one = {0, l->len, l->slot, 0};
+        XGROW(dl->tabs, dl->ntabs + 1, dl->captabs);
+        struct table_out *t = &dl->tabs[dl->ntabs];
+        if (dl->ntabs == dl->ntabs_made) { /* a new slot: its buffers start empty */
+            memset(t, 0, sizeof(*t));
+            dl->ntabs_made++;
+        }
+        if (table_layout(l->text, l->len, l->nspans ? dl->spans + l->span0 : &one,
+                         l->nspans ? l->nspans : 1, l->slot, width, t) == 0) {
+            l->flags |= DL_TABLE;
+            l->ri = (uint32_t)dl->ntabs++;
+            dl->total += t->rows.n;
+            return;
+        }
+    }
     if (l->flags & WRAP_RULE) {
         l->flags |= DL_ONEROW;
         l->ri = (uint32_t)(width < 1 ? 1 : width);
@@ -702,7 +723,8 @@ static void dline_wrap(struct dlist *dl, struct dline *l, int width)
         return;
     }
     size_t n0 = dl->rows.n;
-    wrap_text(&dl->rows, l->text, l->len, width, l->hang, l->flags & (WRAP_PRE | WRAP_RULE));
+    wrap_text(&dl->rows, l->text, l->len, width, l->hang,
+              l->flags & (WRAP_PRE | WRAP_TABLE) ? WRAP_PRE : 0);
     const struct wrap_row *r = &dl->rows.v[n0];
     dl->total += dl->rows.n - n0;
     if (dl->rows.n - n0 == 1 && r->off == 0 && r->len == l->len && r->indent == 0) {
@@ -744,6 +766,7 @@ static void dlist_clear(struct dlist *dl)
     dl->n = 0;
     dl->rows.n = 0;
     dl->total = 0;
+    dl->ntabs = 0;
     dl->nspans = 0;
     arena_free(&dl->text);
 }
@@ -751,6 +774,9 @@ static void dlist_clear(struct dlist *dl)
 static void dlist_free(struct dlist *dl)
 {
     dlist_clear(dl);
+    for (size_t i = 0; i < dl->ntabs_made; i++)
+        table_out_free(&dl->tabs[i]);
+    free(dl->tabs);
     free(dl->v);
     wrap_rows_free(&dl->rows);
     free(dl->spans);
@@ -760,6 +786,7 @@ static void dlist_rewrap(struct dlist *dl, int width)
 {
     dl->rows.n = 0;
     dl->total = 0;
+    dl->ntabs = 0;
     for (size_t i = 0; i < dl->n; i++)
         dline_wrap(dl, &dl->v[i], width);
 }
@@ -887,11 +914,15 @@ int wrap_doc_row(const struct wrap_doc *cd, size_t i, struct wrap_view *v)
         else
             hi = mid;
     }
-    /* every line has at least one row, so line lo holds row i */
+    /* line lo holds row i: a line without rows (a table's in list form) shares its row0
+     * with the next line, which is then the last with row0 <= i */
     const struct dline *l = &dl->v[lo];
+    const struct table_out *tab = l->flags & DL_TABLE ? &dl->tabs[l->ri] : NULL;
     struct wrap_row one;
     const struct wrap_row *row = &one;
-    if (!(l->flags & DL_ONEROW))
+    if (tab)
+        row = &tab->rows.v[i - l->row0];
+    else if (!(l->flags & DL_ONEROW))
         row = &dl->rows.v[l->ri + (i - l->row0)];
     else if (l->flags & WRAP_RULE)
         one = (struct wrap_row){0, l->ri * 3, l->ri, 0};
@@ -906,14 +937,15 @@ int wrap_doc_row(const struct wrap_doc *cd, size_t i, struct wrap_view *v)
         }
         v->text = d->rule.data;
     } else {
-        v->text = l->text + a;
+        v->text = (tab ? tab->text.data : l->text) + a;
     }
-    if (row->len && !l->nspans) {
+    const struct theme_span *sp = tab ? tab->spans : dl->spans + l->span0;
+    size_t nsp = tab ? tab->nspans : l->nspans;
+    if (row->len && !nsp) {
         XGROW(d->rsp, 1, d->caprsp);
         d->rsp[n++] = (struct theme_span){0, row->len, l->slot, 0};
     } else if (row->len) {
-        const struct theme_span *sp = dl->spans + l->span0;
-        size_t s0 = 0, s1 = l->nspans; /* first span that ends after a */
+        size_t s0 = 0, s1 = nsp; /* first span that ends after a */
         while (s0 < s1) {
             size_t mid = s0 + (s1 - s0) / 2;
             if ((size_t)sp[mid].off + sp[mid].len <= a)
@@ -921,7 +953,7 @@ int wrap_doc_row(const struct wrap_doc *cd, size_t i, struct wrap_view *v)
             else
                 s1 = mid;
         }
-        for (size_t j = s0; j < l->nspans && sp[j].off < b; j++) {
+        for (size_t j = s0; j < nsp && sp[j].off < b; j++) {
             size_t sa = sp[j].off > a ? sp[j].off : a;
             size_t sb = (size_t)sp[j].off + sp[j].len;
             if (sb > b)
@@ -940,7 +972,7 @@ int wrap_doc_row(const struct wrap_doc *cd, size_t i, struct wrap_view *v)
     v->nspans = n;
     v->line = line_base + lo;
     v->tag = l->tag;
-    v->flags = l->flags & (uint16_t)~DL_ONEROW;
+    v->flags = l->flags & (uint16_t)~(DL_ONEROW | DL_TABLE);
     v->first = i == l->row0;
     return 0;
 }

@@ -37,6 +37,8 @@
 /* wrap_line.flags */
 #define WRAP_PRE 0x01u  /* preformatted: no reflow, cut rows at the width */
 #define WRAP_RULE 0x02u /* a horizontal rule: one row of U+2500 as wide as the width */
+#define WRAP_TABLE 0x04u /* an encoded table row (text/table.h): wrap_doc lays it out at its
+                          * width (rows of other text than the line's; maybe none at all) */
 
 /* One logical line (no '\n' inside) with its styles, as markdown produces them. */
 struct wrap_line {

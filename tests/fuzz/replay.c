@@ -32,6 +32,7 @@ static const struct replay_target replay_targets[] = {
     {"conf", fuzz_conf_one, {"fuzz/corpus/conf", "fuzz/regress/conf"}},
     {"theme", fuzz_theme_one, {"../themes", "theme", "fuzz/corpus/theme", "fuzz/regress/theme"}},
     {"markdown", fuzz_markdown_one, {"fuzz/corpus/markdown", "fuzz/regress/markdown"}},
+    {"table", fuzz_table_one, {"fuzz/corpus/table", "fuzz/regress/table"}},
     {"tokenizer", fuzz_tokenizer_one,
      {"tokenizer/corpus", "fuzz/corpus/tokenizer", "fuzz/regress/tokenizer"}},
     {"ratelimit", fuzz_ratelimit_one, {"fuzz/corpus/ratelimit", "fuzz/regress/ratelimit"}},
