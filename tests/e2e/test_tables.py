@@ -13,7 +13,6 @@ sys.dont_write_bytecode = True
 import os  # noqa: E402
 import re  # noqa: E402
 import time  # noqa: E402
-import unicodedata  # noqa: E402
 import urllib.parse  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -32,13 +31,7 @@ CJK = ("| 名字 | 说明 | 数量 |\n|:-:|---|--:|\n"
 ANSWER = "Two tables:\n\n" + T61 + "\n" + CJK + "\nThe end.\n"
 
 
-def width(s):
-    w = 0
-    for ch in s:
-        if unicodedata.combining(ch) or ch in "\u200d\ufe0f":
-            continue
-        w += 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
-    return w
+width = ttlib.display_width
 
 
 def answer_span(plain):

@@ -11,7 +11,6 @@ import re  # noqa: E402
 import stat  # noqa: E402
 import subprocess  # noqa: E402
 import time  # noqa: E402
-import unicodedata  # noqa: E402
 import urllib.parse  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -27,14 +26,7 @@ def q(text):
     return urllib.parse.quote(text, safe="")
 
 
-def width(s):
-    """Display width as a terminal counts it (wide East Asian characters are 2)."""
-    w = 0
-    for ch in s:
-        if unicodedata.combining(ch) or ch in "\u200d\ufe0f":
-            continue
-        w += 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
-    return w
+width = ttlib.display_width
 
 
 def transcript(screen):

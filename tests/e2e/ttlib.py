@@ -743,6 +743,17 @@ def history_add_turns(db, turns, words, start, conv=None):
     c.close()
 
 
+def display_width(s):
+    """Display width as a terminal counts it (wide East Asian characters are 2)."""
+    import unicodedata
+    w = 0
+    for ch in s:
+        if unicodedata.combining(ch) or ch in "\u200d\ufe0f":
+            continue
+        w += 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+    return w
+
+
 def italic_text(screen):
     """The characters of a capture(escapes=True) screen drawn in italics (SGR 3 .. 0/23),
     rows joined by newlines: follows the SGR state across rows as a terminal does."""
