@@ -192,6 +192,14 @@ struct lay {
     size_t row_start, row_width;
 };
 
+static void out_reset(struct table_out *o)
+{
+    buf_reset(&o->text);
+    o->nspans = 0;
+    o->rows.n = 0;
+    o->cut = 0;
+}
+
 static void out_add(struct table_out *o, const char *s, size_t n, int slot, unsigned attrs)
 {
     if (!n)
@@ -341,8 +349,7 @@ static void lay_record(struct lay *L, const struct trow *t, int width)
         row_end(L, 0);
     }
     for (int c = 0; c < t->ncols; c++) {
-        buf_reset(&line.text);
-        line.nspans = 0;
+        out_reset(&line);
         if (c < t->nhead && t->hb[c] > t->ha[c]) {
             out_src(&line, L->s, t->ha[c], t->hb[c], L->sp, L->nsp, THEME_BOLD);
         } else {
@@ -371,9 +378,7 @@ int table_layout(const char *s, size_t n, const struct theme_span *sp, size_t ns
                  int width, struct table_out *out)
 {
     struct trow *t = xmalloc(sizeof(*t));
-    buf_reset(&out->text);
-    out->nspans = 0;
-    out->rows.n = 0;
+    out_reset(out);
     if (parse_row(s, n, t) < 0) {
         free(t);
         return -1;

@@ -5,7 +5,9 @@
  *   - every table row lays out (table_layout accepts what markdown encodes);
  *   - as a table: the rows of one table are equally wide (borders whole), as wide as
  *     table_widths says (3 * columns + 1 + the column widths), within the width, and start and
- *     end with a border; as records: rows fit unless one cluster is wider than the row;
+ *     end with a border; as records: rows fit unless one cluster is wider than the row (widths
+ *     as drawn, span by span: a cell's text is measured alone, so a mark at its start does not
+ *     join the padding before it; the whole row's text is not measured);
  *   - spans cover every row and the row text is display text (no control byte);
  *   - the rows are the same whether the input came whole or split at an input-chosen byte, and
  *     after a resize from another width;
@@ -100,7 +102,6 @@ static void fuzz_tab_check(const struct markdown *md, int width, struct buf *out
             for (int c = 0; c < nc; c++)
                 want += colw[c];
             FUZZ_CHECK(v.indent == 0 && (size_t)v.width == want && want <= (size_t)width);
-            FUZZ_CHECK(wrap_width(v.text, v.len) == want);
             FUZZ_CHECK(v.len >= 6);
             FUZZ_CHECK(!memcmp(v.text, "\xE2\x94\x82", 3) || !memcmp(v.text, "\xE2\x94\x9C", 3));
             FUZZ_CHECK(!memcmp(v.text + v.len - 3, "\xE2\x94\x82", 3) ||

@@ -119,7 +119,8 @@ static void test_natural(void)
               "the issue's table at 61 columns: as it is");
 
     /* styles: header cells bold, borders in their slot, cell markup kept */
-    struct markdown *md = styled("| **a** | b |\n|---|---|\n| `x` | y |\n", 40, 41);
+    const char *src = "| **a** | b |\n|---|---|\n| `x` | y |\n";
+    struct markdown *md = styled(src, strlen(src), strlen(src));
     struct wrap_doc *d = wrap_doc_new(40);
     for (size_t i = 0; i < markdown_count(md); i++)
         wrap_doc_push(d, &markdown_line(md, i)->wl);
