@@ -195,6 +195,7 @@ struct node {
     size_t ua, ub; /* link url */
     int count, rem, can_open, can_close;
     int open_s, open_e, close_s, close_e;
+    int open_t, close_t; /* ~~strikethrough~~ */
 };
 
 struct nodes {
@@ -265,7 +266,7 @@ static size_t code_close(const struct lidx *x, size_t i, size_t k)
 enum { MC_INLINE = 1, MC_BRACKET = 2, MC_PAREN = 4 };
 static const unsigned char mdclass[256] = {
     ['\\'] = MC_INLINE | MC_BRACKET | MC_PAREN, ['`'] = MC_INLINE | MC_BRACKET,
-    ['*'] = MC_INLINE, ['_'] = MC_INLINE, ['['] = MC_INLINE | MC_BRACKET, ['!'] = MC_INLINE,
+    ['*'] = MC_INLINE, ['_'] = MC_INLINE, ['~'] = MC_INLINE, ['['] = MC_INLINE | MC_BRACKET, ['!'] = MC_INLINE,
     ['<'] = MC_INLINE, ['h'] = MC_INLINE, [']'] = MC_BRACKET, ['('] = MC_PAREN,
     [')'] = MC_PAREN,
 };
@@ -496,17 +497,20 @@ static size_t tok_code(struct tok *t, size_t i)
     return e + k;
 }
 
-/* A run of * or _: a delimiter that may open or close emphasis, or plain text. */
+/* A run of * or _: a delimiter that may open or close emphasis, or plain text; a run of
+ * exactly two ~ may open or close strikethrough (one ~ is "about", three open a fence). */
 static size_t tok_delim(struct tok *t, size_t i)
 {
     const char *s = t->s;
     unsigned char c = (unsigned char)s[i];
     size_t k = run_len(s, t->n, i, (char)c);
+    if (c == '~' && k != 2)
+        return i + k;
     uint32_t before = cp_before(s, i), after = cp_at(s, t->n, i + k);
     int left = !cp_space(after) && (!cp_punct(after) || cp_space(before) || cp_punct(before));
     int right = !cp_space(before) && (!cp_punct(before) || cp_space(after) || cp_punct(after));
-    int can_open = c == '*' ? left : left && (!right || cp_punct(before));
-    int can_close = c == '*' ? right : right && (!left || cp_punct(after));
+    int can_open = c != '_' ? left : left && (!right || cp_punct(before));
+    int can_close = c != '_' ? right : right && (!left || cp_punct(after));
     if (!can_open && !can_close) /* plain text (snake_case, 2 * 3) */
         return i + k;
     struct node *nd = tok_emit(t, i, i + k, N_DELIM, i, i + k);
@@ -569,7 +573,7 @@ static void tokenize(const struct lidx *x, const char *s, size_t n, struct nodes
             i = tok_escape(&t, i);
         else if (c == '`')
             i = tok_code(&t, i);
-        else if (c == '*' || c == '_')
+        else if (c == '*' || c == '_' || c == '~')
             i = tok_delim(&t, i);
         else if ((c == '[' || (c == '!' && i + 1 < n && s[i + 1] == '[')) &&
                  depth < MAX_LINK_DEPTH)
@@ -596,8 +600,8 @@ static void pair_emphasis(struct nodes *ns)
     if (n == 0)
         return;
     long *prev = xmalloc((size_t)n * sizeof(*prev)), *next = xmalloc((size_t)n * sizeof(*next));
-    long bottom[2][2][3];
-    for (int a = 0; a < 2; a++)
+    long bottom[3][2][3];
+    for (int a = 0; a < 3; a++)
         for (int b = 0; b < 2; b++)
             for (int c = 0; c < 3; c++)
                 bottom[a][b][c] = -1;
@@ -622,14 +626,15 @@ static void pair_emphasis(struct nodes *ns)
         if (cl->type != N_DELIM || !cl->can_close)
             continue;
         while (cl->rem > 0) {
-            long *floor = &bottom[cl->ch == '*'][cl->can_open != 0][cl->count % 3];
+            long *floor = &bottom[cl->ch == '*' ? 1 : cl->ch == '~' ? 2 : 0][cl->can_open != 0]
+                                 [cl->count % 3];
             long o = prev[c];
             for (; o >= 0 && o > *floor; o = prev[o]) {
                 struct node *op = &ns->v[o];
                 if (op->ch != cl->ch || !op->can_open || op->rem == 0)
                     continue;
-                if ((op->can_close || cl->can_open) && (op->count + cl->count) % 3 == 0 &&
-                    !(op->count % 3 == 0 && cl->count % 3 == 0))
+                if (cl->ch != '~' && (op->can_close || cl->can_open) &&
+                    (op->count + cl->count) % 3 == 0 && !(op->count % 3 == 0 && cl->count % 3 == 0))
                     continue; /* the "rule of 3" */
                 break;
             }
@@ -643,7 +648,10 @@ static void pair_emphasis(struct nodes *ns)
             int use = op->rem >= 2 && cl->rem >= 2 ? 2 : 1;
             op->rem -= use;
             cl->rem -= use;
-            if (use == 2) {
+            if (cl->ch == '~') { /* both runs are two long: all of them */
+                op->open_t++;
+                cl->close_t++;
+            } else if (use == 2) {
                 op->open_s++;
                 cl->close_s++;
             } else {
@@ -670,17 +678,18 @@ struct ictx {
     int depth;
 };
 
-static void style_for(const struct ictx *cx, int strong, int em, int *slot, unsigned *attrs)
+static void style_for(const struct ictx *cx, int strong, int em, unsigned strike, int *slot,
+                      unsigned *attrs)
 {
     unsigned e = (strong > 0 ? THEME_ATTR_BOLD : 0) | (em > 0 ? THEME_ATTR_ITALIC : 0);
     if (cx->slot == cx->md->base && e) {
         *slot = e == (THEME_ATTR_BOLD | THEME_ATTR_ITALIC) ? THEME_BOLD_ITALIC
               : e == THEME_ATTR_BOLD                        ? THEME_BOLD
                                                             : THEME_ITALIC;
-        *attrs = cx->attrs;
+        *attrs = cx->attrs | strike;
     } else {
         *slot = cx->slot;
-        *attrs = cx->attrs | e;
+        *attrs = cx->attrs | e | strike;
     }
 }
 
@@ -689,29 +698,34 @@ static void render_inline(struct lb *out, const char *s, size_t n, const struct 
 static void emit_nodes(struct lb *out, const char *s, const struct nodes *ns,
                        const struct ictx *cx)
 {
-    int strong = 0, em = 0, slot;
-    unsigned attrs;
+    int strong = 0, em = 0, struck = 0, slot;
+    unsigned attrs, strike = 0;
     for (size_t i = 0; i < ns->n; i++) {
         const struct node *nd = &ns->v[i];
         switch (nd->type) {
         case N_TEXT:
-            style_for(cx, strong, em, &slot, &attrs);
+            style_for(cx, strong, em, strike, &slot, &attrs);
             lb_add(out, s + nd->a, nd->b - nd->a, slot, attrs);
             break;
         case N_CODE:
-            lb_add(out, s + nd->a, nd->b - nd->a, THEME_CODE, 0);
+            lb_add(out, s + nd->a, nd->b - nd->a, THEME_CODE, strike);
             break;
         case N_DELIM:
             strong -= nd->close_s;
             em -= nd->close_e;
-            style_for(cx, strong, em, &slot, &attrs);
+            struck -= nd->close_t;
+            strike = struck > 0 ? THEME_ATTR_STRIKE : 0;
+            style_for(cx, strong, em, strike, &slot, &attrs);
             for (int k = 0; k < nd->rem; k++)
                 lb_add(out, &nd->ch, 1, slot, attrs);
             strong += nd->open_s;
             em += nd->open_e;
+            struck += nd->open_t;
+            strike = struck > 0 ? THEME_ATTR_STRIKE : 0;
             break;
         case N_LINK: {
-            unsigned e = (strong > 0 ? THEME_ATTR_BOLD : 0) | (em > 0 ? THEME_ATTR_ITALIC : 0);
+            unsigned e = (strong > 0 ? THEME_ATTR_BOLD : 0) | (em > 0 ? THEME_ATTR_ITALIC : 0) |
+                         strike;
             struct ictx sub = {cx->md, THEME_LINK, cx->attrs | e, cx->depth + 1};
             if (nd->image)
                 lb_add(out, "image: ", 7, THEME_DIM, 0);
@@ -728,7 +742,8 @@ static void emit_nodes(struct lb *out, const char *s, const struct nodes *ns,
             break;
         }
         case N_AUTOLINK: {
-            unsigned e = (strong > 0 ? THEME_ATTR_BOLD : 0) | (em > 0 ? THEME_ATTR_ITALIC : 0);
+            unsigned e = (strong > 0 ? THEME_ATTR_BOLD : 0) | (em > 0 ? THEME_ATTR_ITALIC : 0) |
+                         strike;
             lb_add(out, s + nd->a, nd->b - nd->a, THEME_LINK, cx->attrs | e);
             break;
         }
@@ -1086,20 +1101,34 @@ static void block_list_item(struct markdown *md, struct mdstate *st, const char 
     st->lind[depth] = (int)indent;
     st->lcont[depth] = cont;
     static const char *const bullets[3] = {"\xE2\x80\xA2", "\xE2\x97\xA6", "\xE2\x96\xAA"};
+    size_t a = mlen + sp;
+    if (a > rest)
+        a = rest;
+    /* a task: "[ ]" or "[x]" before a space or the end becomes a ballot box (U+2610 / U+2611),
+     * instead of the bullet or after the number */
+    const char *box = NULL;
+    if (rest - a >= 3 && p[a] == '[' && p[a + 2] == ']' && strchr(" xX", p[a + 1]) &&
+        (rest - a == 3 || p[a + 3] == ' ')) {
+        box = p[a + 1] == ' ' ? "\xE2\x98\x90" : "\xE2\x98\x91";
+        a += rest - a == 3 ? 3 : 4;
+    }
     lb_spaces(&b, (size_t)depth * 2, md->base);
     size_t mw;
     if (ordered) {
         lb_add(&b, p, mlen, THEME_LIST_MARKER, 0);
         mw = mlen;
+        if (box) {
+            lb_add(&b, " ", 1, md->base, 0);
+            lb_add(&b, box, 3, THEME_LIST_MARKER, 0);
+            mw += 2;
+        }
     } else {
-        lb_add(&b, bullets[depth % 3], strlen(bullets[depth % 3]), THEME_LIST_MARKER, 0);
+        const char *m = box ? box : bullets[depth % 3];
+        lb_add(&b, m, strlen(m), THEME_LIST_MARKER, 0);
         mw = 1;
     }
     lb_add(&b, " ", 1, md->base, 0);
     st->lout[depth] = depth * 2 + (int)mw + 1;
-    size_t a = mlen + sp;
-    if (a > rest)
-        a = rest;
     inline_into(md, &b, p + a, rest - a, md->base);
     sink_line(k, &b, MARKDOWN_LIST, depth, st->lout[depth], 0);
 }

@@ -114,7 +114,8 @@ static const struct {
 } attr_names[] = {
     {"bold", THEME_ATTR_BOLD},         {"dim", THEME_ATTR_DIM},
     {"italic", THEME_ATTR_ITALIC},     {"underline", THEME_ATTR_UNDERLINE},
-    {"reverse", THEME_ATTR_REVERSE},   {"none", 0},
+    {"reverse", THEME_ATTR_REVERSE},   {"strike", THEME_ATTR_STRIKE},
+    {"none", 0},
 };
 
 /* xterm's default RGB values for the 16 system colours. */

@@ -63,6 +63,8 @@ enum theme_slot {
 #define THEME_ATTR_ITALIC 0x04u
 #define THEME_ATTR_UNDERLINE 0x08u
 #define THEME_ATTR_REVERSE 0x10u
+#define THEME_ATTR_STRIKE 0x20u /* struck through: curses has no attribute for it, so the chat
+                                 * lays U+0336 over each cell; SGR 9 where escapes are written */
 
 /* A styled run of bytes: [off, off + len) of some text is drawn with `slot`, plus the extra
  * attribute bits in `attrs` (OR them onto the slot's own attributes). */

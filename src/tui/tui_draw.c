@@ -83,6 +83,7 @@ void tui_row_begin(struct tui_row *r, int width)
     r->n = 0;
     r->col = 0;
     r->width = width < 0 ? 0 : width;
+    r->overlay = 0;
 }
 
 /* Append one cell of wc[0..nwc) (a spacing character plus combining ones) w columns wide. */
@@ -93,6 +94,10 @@ static void tui_row_cell(struct tui_row *r, const wchar_t *wc, int nwc, attr_t a
     wchar_t tmp[CCHARW_MAX + 1];
     int k = nwc < CCHARW_MAX ? nwc : CCHARW_MAX;
     memcpy(tmp, wc, (size_t)k * sizeof(wchar_t));
+    if (r->overlay && w > 0) { /* the overlay last (replacing a mark when the cell is full) */
+        k = k < CCHARW_MAX ? k + 1 : k;
+        tmp[k - 1] = r->overlay;
+    }
     tmp[k] = L'\0';
     setcchar(&r->cells[r->n], tmp, a, pair, NULL);
     r->n++;
@@ -182,6 +187,7 @@ int tui_row_put(struct tui_row *r, const char *s, size_t n, int slot, unsigned e
     attr_t a = tui_draw_attr(slot, extra);
     short pair = tui_draw_pair(slot);
     int start = r->col;
+    r->overlay = extra & THEME_ATTR_STRIKE ? (wchar_t)0x0336 : 0;
     size_t pos = 0;
     while (pos < n && r->col < r->width) {
         unsigned char c = (unsigned char)s[pos];
@@ -207,6 +213,7 @@ int tui_row_put(struct tui_row *r, const char *s, size_t n, int slot, unsigned e
         tui_row_cluster(r, s + pos, k, ow, a, pair);
         pos += k;
     }
+    r->overlay = 0;
     return r->col - start;
 }
 

@@ -32,13 +32,15 @@ struct tui_row {
     size_t n, cap;
     int col;   /* columns used so far */
     int width; /* columns available */
+    wchar_t overlay; /* a combining character laid over each cell (U+0336: struck), or 0 */
 };
 
 /* Start (or restart) a row of `width` columns; keeps the memory of earlier rows. */
 void tui_row_begin(struct tui_row *r, int width);
 
 /* Append text s[0..n) (sanitised UTF-8) in a slot plus THEME_ATTR_* bits, cluster by cluster,
- * stopping at the row's width. A wide cluster that does not fit at the end is replaced by
+ * stopping at the row's width. THEME_ATTR_STRIKE, which curses has no attribute for, lays
+ * U+0336 (combining long stroke overlay) over each cell. A wide cluster that does not fit at the end is replaced by
  * spaces; a cluster wider than the whole row is drawn as U+2026. TAB and LF become spaces.
  * Returns the columns appended. */
 int tui_row_put(struct tui_row *r, const char *s, size_t n, int slot, unsigned extra);

@@ -3,6 +3,7 @@
 server, the answer's rows captured with their colours (capture-pane -e) at 40, 50, 60, 100 and
 200 columns and compared with tests/e2e/golden/tables/; a resize re-lays a table. The issue's
 61-column table at 60 and 50 columns, a CJK table, a streamed answer (openai_table.sse) at 50.
+Then strikethrough, task lists and nested quotes as drawn, with and without NO_COLOR.
 TT_GOLDEN_UPDATE=1 rewrites the golden files (look at them before committing). Prints TAP;
 skips cleanly when tmux is missing."""
 
@@ -153,5 +154,20 @@ with ttlib.FakeServer() as srv:
             golden("streamed-50", esc)
         else:
             t.ok(False, "streamed table: answer rows found", tm.capture())
+
+    # strikethrough (U+0336 over each cell: curses has no attribute for it), tasks, quotes
+    extras = "Plan:\n\n- [x] ~~old step~~ done\n- [ ] next\n\n> a\n> > b\n"
+    for env in ({}, {"NO_COLOR": "1"}):
+        with ttlib.Tmux(60, 30) as tm:
+            e = ttlib.clean_env(env=dict(env, OPENAI_BASE_URL=srv.base(
+                "reply=" + urllib.parse.quote(extras, safe=""))))
+            tm.run([ttlib.tokterm_path(), "--no-save"], e)
+            tm.wait_for(re.compile("F1|\u203a"), 10)
+            name = "extras" + (" (NO_COLOR)" if env else "")
+            scr = ask(tm) or tm.capture()
+            t.ok("\u2611 o\u0336l\u0336d\u0336 \u0336s\u0336t\u0336e\u0336p\u0336 done" in scr
+                 and "~~" not in scr, name + ": struck text, markers hidden, task checked", scr)
+            t.ok("\u2610 next" in scr, name + ": an open task", scr)
+            t.ok("\u2502 \u2502 b" in scr, name + ": a bar per quote level", scr)
 
 sys.exit(t.done())

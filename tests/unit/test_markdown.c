@@ -29,6 +29,8 @@ static void dump_line(struct buf *b, const struct markdown_line *l)
                 buf_appendc(b, 'd');
             if (s->attrs & THEME_ATTR_UNDERLINE)
                 buf_appendc(b, 'u');
+            if (s->attrs & THEME_ATTR_STRIKE)
+                buf_appendc(b, 's');
             buf_appendc(b, ']');
         }
         buf_appendc(b, '=');
@@ -191,6 +193,39 @@ static void test_blocks(void)
              "bold at line start is not a bullet");
     check_md("  indented para", "TEXT/0/2/0: assistant=  indented para\n",
              "indentation kept with a hanging indent");
+}
+
+static void test_strike_tasks(void)
+{
+    check_md("~~gone~~ kept", "TEXT/0/0/0: assistant[s]=gone|assistant= kept\n",
+             "~~strikethrough~~: markers hidden, text struck");
+    check_md("~one~ ~~~three~~~ ~~ spaced ~~ a~~b",
+             "TEXT/0/0/0: assistant=~one~ ~~~three~~~ ~~ spaced ~~ a~~b\n",
+             "one or three tildes, spaced or unclosed runs stay text");
+    check_md("**~~both~~** ~~`code` [l](http://x)~~",
+             "TEXT/0/0/0: bold[s]=both|assistant= |code[s]=code|assistant[s]= |link[s]=l|dim= "
+             "(http://x)\n",
+             "strikethrough inside strong, over code and a link");
+    check_md("- [ ] todo\n- [x] done\n  - [X] nested\n- [ ]\n- [y] not a task",
+             "LIST/0/2/0: list-marker=\xE2\x98\x90|assistant= todo\n"
+             "LIST/0/2/0: list-marker=\xE2\x98\x91|assistant= done\n"
+             "LIST/1/4/0: assistant=  |list-marker=\xE2\x98\x91|assistant= nested\n"
+             "LIST/0/2/0: list-marker=\xE2\x98\x90|assistant= \n"
+             "LIST/0/2/0: list-marker=\xE2\x80\xA2|assistant= [y] not a task\n",
+             "task lists: ballot boxes instead of bullets, empty or checked");
+    check_md("1. [x] first\n2. [ ] second",
+             "LIST/0/5/0: list-marker=1.|assistant= |list-marker=\xE2\x98\x91|assistant= "
+             "first\n"
+             "LIST/0/5/0: list-marker=2.|assistant= |list-marker=\xE2\x98\x90|assistant= "
+             "second\n",
+             "ordered task lists: the box after the number");
+    check_md("> a\n> > b\n>>> c\n\n---",
+             "QUOTE/1/2/0: quote=\xE2\x94\x82 a\n"
+             "QUOTE/2/4/0: quote=\xE2\x94\x82 \xE2\x94\x82 b\n"
+             "QUOTE/3/6/0: quote=\xE2\x94\x82 \xE2\x94\x82 \xE2\x94\x82 c\n"
+             "BLANK/0/0/0:\n"
+             "RULE/0/0/2: rule=\xE2\x94\x80\xE2\x94\x80\xE2\x94\x80\n",
+             "nested quotes: a bar per level; a rule");
 }
 
 static void test_tables(void)
@@ -514,6 +549,7 @@ int main(void)
 {
     test_inline();
     test_blocks();
+    test_strike_tasks();
     test_tables();
     test_pending();
     test_chunking();
