@@ -4,6 +4,7 @@
 #include "base/utf8.h"
 #include "base/util.h"
 #include "base/xmalloc.h"
+#include "text/table.h"
 #include "text/wrap.h"
 
 #include <stdlib.h>
@@ -17,9 +18,7 @@ static const struct {
 } ansi_attrs[] = {
     {THEME_ATTR_BOLD, "1"},      {THEME_ATTR_DIM, "2"},     {THEME_ATTR_ITALIC, "3"},
     {THEME_ATTR_UNDERLINE, "4"}, {THEME_ATTR_REVERSE, "7"},
-#ifdef THEME_ATTR_STRIKE
     {THEME_ATTR_STRIKE, "9"},
-#endif
 };
 
 int ansi_colors(const char *term, const char *colorterm)
@@ -115,6 +114,52 @@ static void ansi_row_end(struct buf *out, struct theme_style *cur)
     buf_appendc(out, '\n');
 }
 
+/* The bytes of row in their spans' styles (base where none covers them); *j is the first
+ * span that may reach the row (rows come in order). */
+static void ansi_row_text(struct buf *out, struct theme_style *cur, const struct theme_style *st,
+                          const struct theme_style *base, const char *text,
+                          const struct theme_span *spans, size_t nspans, size_t *j,
+                          const struct wrap_row *row)
+{
+    size_t a = row->off, b = a + row->len;
+    while (*j < nspans && spans[*j].off + spans[*j].len <= a)
+        (*j)++;
+    for (size_t pos = a; pos < b;) {
+        const struct theme_span *sp = *j < nspans ? &spans[*j] : NULL;
+        size_t end;
+        struct theme_style s;
+        if (sp && sp->off <= pos) {
+            end = sp->off + sp->len < b ? sp->off + sp->len : b;
+            s = ansi_style(st, sp->slot, sp->attrs);
+            if (end == sp->off + sp->len)
+                (*j)++;
+        } else {
+            end = sp && sp->off < b ? sp->off : b;
+            s = *base;
+        }
+        ansi_put(out, cur, &s, text + pos, end - pos);
+        pos = end;
+    }
+}
+
+/* A table row (WRAP_TABLE): laid out at the width by table.c, as wrap_doc does for the chat.
+ * Returns 0, or -1 when it is not an encoded row. */
+static int ansi_table(struct buf *out, const struct wrap_line *wl, const struct theme_style *st,
+                      int width)
+{
+    struct table_out t = TABLE_OUT_INIT;
+    int rc = table_layout(wl->text, wl->len, wl->spans, wl->nspans, wl->slot, width, &t);
+    struct theme_style cur = {-1, -1, 0}, base = ansi_style(st, wl->slot, 0);
+    size_t j = 0;
+    for (size_t r = 0; rc == 0 && r < t.rows.n; r++) {
+        ansi_spaces(out, &cur, &base, (int)t.rows.v[r].indent);
+        ansi_row_text(out, &cur, st, &base, t.text.data, t.spans, t.nspans, &j, &t.rows.v[r]);
+        ansi_row_end(out, &cur);
+    }
+    table_out_free(&t);
+    return rc;
+}
+
 void ansi_line(struct buf *out, const struct markdown_line *ml, const struct theme_style *st,
                int width)
 {
@@ -122,6 +167,8 @@ void ansi_line(struct buf *out, const struct markdown_line *ml, const struct the
     struct theme_style cur = {-1, -1, 0};
     if (width < 1)
         width = 1;
+    if ((wl->flags & WRAP_TABLE) && ansi_table(out, wl, st, width) == 0)
+        return;
     if (wl->flags & WRAP_RULE) {
         int slot = wl->nspans && wl->spans[0].len ? wl->spans[0].slot : wl->slot;
         struct theme_style s = ansi_style(st, slot, 0);
@@ -148,25 +195,7 @@ void ansi_line(struct buf *out, const struct markdown_line *ml, const struct the
             indent -= 2 * level;
         }
         ansi_spaces(out, &cur, &base, indent);
-        size_t a = row->off, b = a + row->len;
-        while (j < wl->nspans && wl->spans[j].off + wl->spans[j].len <= a)
-            j++;
-        for (size_t pos = a; pos < b;) {
-            const struct theme_span *sp = j < wl->nspans ? &wl->spans[j] : NULL;
-            size_t end;
-            struct theme_style s;
-            if (sp && sp->off <= pos) {
-                end = sp->off + sp->len < b ? sp->off + sp->len : b;
-                s = ansi_style(st, sp->slot, sp->attrs);
-                if (end == sp->off + sp->len)
-                    j++;
-            } else {
-                end = sp && sp->off < b ? sp->off : b;
-                s = base;
-            }
-            ansi_put(out, &cur, &s, wl->text + pos, end - pos);
-            pos = end;
-        }
+        ansi_row_text(out, &cur, st, &base, wl->text, wl->spans, wl->nspans, &j, row);
         if (code && pad.bg >= 0)
             ansi_spaces(out, &cur, &pad, width - (int)(row->indent + row->width));
         ansi_row_end(out, &cur);

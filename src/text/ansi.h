@@ -11,7 +11,7 @@
  *     window with it; a stream cannot), so a slot with that background gets none;
  *   - continuation rows of a quote repeat its bars, code rows are padded to the width in the
  *     code style when that style has a background, a rule is a row of U+2500 as wide as the
- *     width;
+ *     width, a table row is laid out at the width (text/table.h, as the chat's wrap_doc does);
  *   - every row ends with SGR 0 (when it set anything) and '\n'.
  * The text was made safe by markdown (wrap_clean): the only escapes written are ours. A source
  * line longer than ANSI_LONG_LINE is not styled (styling costs ~16x its size): it is written
