@@ -1223,9 +1223,32 @@ static void tui_run_signals(struct tui *t, struct loop *lp)
         tui_resize(t);
 }
 
+void tui_modal(struct tui *t)
+{
+    while (t->ask && !t->quit && !t->cancelling) {
+        if (t->dirty)
+            tui_frame(t);
+        int fds[1] = {STDIN_FILENO};
+        int n = loop_wait(t->lp, fds, 1, 250);
+        if (n < 0)
+            break;
+        if (n <= 0)
+            continue;
+        tui_run_signals(t, t->lp);
+        short in = loop_ready(t->lp, 0);
+        if (in & (POLLIN | POLLHUP | POLLERR)) {
+            tui_keys(t);
+            if (in & (POLLHUP | POLLERR) && !(in & POLLIN))
+                t->quit = 1; /* the terminal went away */
+        }
+    }
+    tui_ask_close(t); /* not answered (quit, cancel): Esc */
+}
+
 /* The loop: frames, the network's events, keys and signals, until the chat quits. */
 static void tui_run_loop(struct tui *t, struct loop *lp)
 {
+    t->lp = lp;
     const struct session_sink sink = {
         .ud = t,
         .text = tui_sink_text,

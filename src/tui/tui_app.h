@@ -17,6 +17,8 @@
 
 #define TUI_NO_ANSWER ((size_t)-1)
 
+struct loop;
+
 /* Dirty flags: what the next frame redraws. */
 #define TUI_D_VIEW 0x01u
 #define TUI_D_STATUS 0x02u
@@ -65,6 +67,7 @@ struct tui {
     struct setup *profile_setup; /* after /profile: its fallback profile, which the session
                                     borrows (freed with the chat) */
     struct tui_ask *ask;     /* a question waiting for a key (tui_ask.h), NULL = none */
+    struct loop *lp;         /* the chat's event loop (tui_modal waits on it) */
     int shell_pending;       /* the answer in flight is a /x proposal (tui_shell.c) */
 };
 
@@ -101,6 +104,11 @@ void tui_no_key_notice(struct tui *t);
  * (the whole screen redrawn). ud: the struct tui. */
 void tui_suspend_curses(void *ud);
 void tui_resume_curses(void *ud);
+
+/* Draw frames and read keys and signals until the open question (t->ask) is answered; a quit
+ * or a cancel meanwhile answers it with Esc. For a caller that needs the answer now (the
+ * session's tool approval). */
+void tui_modal(struct tui *t);
 
 /* ---- tui_shell.c: /x ---- */
 

@@ -52,6 +52,12 @@ static void tui_ask_answer(struct tui *t, int key)
     tui_ask_spec_free(a);
 }
 
+void tui_ask_close(struct tui *t)
+{
+    if (t->ask)
+        tui_ask_answer(t, 27);
+}
+
 void tui_ask_open(struct tui *t, const struct tui_ask_spec *spec)
 {
     if (t->ask)
@@ -64,6 +70,7 @@ void tui_ask_open(struct tui *t, const struct tui_ask_spec *spec)
     a->spec.body = NULL;
     a->body = xstrdup(spec->body ? spec->body : "");
     t->ask = a;
+    flushinp(); /* keys typed before the question showed do not answer it */
     t->dirty |= TUI_D_VIEW | TUI_D_INPUT;
     t->urgent = 1;
 }
@@ -116,9 +123,7 @@ int tui_ask_key(struct tui *t, int c)
         tui_ask_answer(t, k);
         return 1;
     }
-    if (c == '\r' || c == '\n') /* Enter: the first choice */
-        tui_ask_answer(t, a->spec.keys[0] ? a->spec.keys[0] : 27);
-    return 1; /* any other key: nothing, the question stays */
+    return 1; /* any other key (Enter too): nothing, the question stays */
 }
 
 int tui_ask_line(struct tui *t, char *line)

@@ -3,8 +3,9 @@
  * pretty-printed) and the choices in the input row. Used by /x (run, edit, copy, cancel) and
  * by tool-call approval (y once, a always, n refuse, e edit). Internal to tui/.
  *
- * While it is open, keys go to it: a key of spec.keys answers (done is called, the panel
- * closes); Esc and Ctrl-C answer 27; PgUp/PgDn scroll the panel when the body is longer than
+ * While it is open, keys go to it (those typed before it opened are dropped): a key of
+ * spec.keys answers (done is called, the panel closes); Enter alone answers nothing; Esc and
+ * Ctrl-C answer 27; PgUp/PgDn scroll the panel when the body is longer than
  * it; spec.edit_key puts the body into the input line: Enter hands it to spec.check (0: it
  * becomes the body and the question is asked again; -1: the message is shown and the text
  * stays to be fixed), Esc or Ctrl-C go back to the question with the body unchanged. */
@@ -41,6 +42,8 @@ int tui_ask_line(struct tui *t, char *line);
 /* Draw the panel over the bottom of the transcript window and, unless editing, the choices in
  * the input window (*cy, *cx: the cursor). Returns 1 when it drew the input row. */
 int tui_ask_draw(struct tui *t, int *cy, int *cx);
+/* Answer an open question with Esc (27), if one is open. */
+void tui_ask_close(struct tui *t);
 /* Free an open question without answering (the chat ends). */
 void tui_ask_free(struct tui *t);
 

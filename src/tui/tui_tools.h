@@ -1,0 +1,24 @@
+/* tui_tools.h - the chat's side of tool calls: the approval question (the server, the tool and
+ * its arguments pretty-printed; y once, a always for this tool in this conversation, n refuse,
+ * e edit the arguments as JSON, checked against the tool's schema). Internal to tui/. */
+#ifndef TT_TUI_TOOLS_H
+#define TT_TUI_TOOLS_H
+#include "core/tools.h"
+
+struct tui;
+
+/* The user's answer: verdict TOOL_RUN (always: 'a', the caller records it with
+ * tool_policy_always) or TOOL_REFUSE (n, Esc); args: the arguments to run with, compact JSON
+ * (the model's, or the user's edit), owned by the callee until done returns. */
+typedef void (*tui_tool_done_fn)(struct tui *t, void *ud, enum tool_verdict verdict, int always,
+                                 const char *args);
+
+/* Ask about call, a call of tool entry e (its tokterm name, source and schema). */
+void tui_tool_ask(struct tui *t, const struct tools_entry *e, const struct tool_call *call,
+                  tui_tool_done_fn done, void *ud);
+
+/* The arguments pretty-printed for the panel (caller frees): JSON two-space indented, or the
+ * text as it came when it is not JSON. */
+char *tui_tool_pretty(const char *args, size_t n);
+
+#endif
