@@ -321,7 +321,7 @@ static size_t shellcmd_fence_len(const char *s, size_t n)
     return best < 3 ? 3 : best + 1;
 }
 
-static void shellcmd_block(struct buf *b, const char *s, size_t n)
+void shellcmd_code_block(struct buf *b, const char *s, size_t n)
 {
     size_t f = shellcmd_fence_len(s, n);
     for (size_t i = 0; i < f; i++)
@@ -340,7 +340,7 @@ char *shellcmd_followup(const char *shell, const char *cmd, int status,
 {
     struct buf b = BUF_INIT, out = BUF_INIT;
     buf_printf(&b, "I ran this command in %s:\n", shell);
-    shellcmd_block(&b, cmd, strlen(cmd));
+    shellcmd_code_block(&b, cmd, strlen(cmd));
     buf_printf(&b, "It exited with status %d. ", status);
     size_t kept = o->head.len + o->tail.len;
     if (!o->total) {
@@ -354,7 +354,7 @@ char *shellcmd_followup(const char *shell, const char *cmd, int status,
         buf_append(&out, o->tail.data, o->tail.len);
         buf_printf(&b, "Its output (stdout and stderr, %zu bytes%s):\n", o->total,
                    o->total > kept ? ", the middle left out" : "");
-        shellcmd_block(&b, out.data, out.len);
+        shellcmd_code_block(&b, out.data, out.len);
     }
     buf_appends(&b, question && *question ? question : "Explain the output.");
     buf_free(&out);

@@ -50,6 +50,10 @@ int shellcmd_exec(const char *shell, const char *cmd, int in_fd, int out_fd, int
 char *shellcmd_followup(const char *shell, const char *cmd, int status,
                         const struct shellcmd_out *o, const char *question);
 
+/* Append s[0..n) to b as a fenced code block: the fence one backtick longer than any run in
+ * s (at least three), invalid UTF-8 replaced by U+FFFD. */
+void shellcmd_code_block(struct buf *b, const char *s, size_t n);
+
 /* One key from the terminal tty, read without echo or line editing; Ctrl-C and Ctrl-D come as
  * keys (3, 4), not signals. The terminal's modes are put back. -1 at the end of input. */
 int shellcmd_key(int tty);

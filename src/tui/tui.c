@@ -10,6 +10,7 @@
 #include "net/ratelimit.h"
 #include "tui/tui_app.h"
 #include "tui/tui_ask.h"
+#include "tui/tui_tools.h"
 #include "tui/tui_draw.h"
 #include "tui/tui_history.h"
 #include "tui/tui_input.h"
@@ -1325,6 +1326,7 @@ static void tui_run_end(struct tui *t, struct loop *lp)
     buf_free(&t->query);
     tui_cmd_free(t);
     tui_ask_free(t);
+    tui_tool_log_free(t);
     free(t->local_name);
     free(t->local_url);
 }

@@ -68,6 +68,7 @@ struct tui {
                                     borrows (freed with the chat) */
     struct tui_ask *ask;     /* a question waiting for a key (tui_ask.h), NULL = none */
     struct loop *lp;         /* the chat's event loop (tui_modal waits on it) */
+    struct tui_tool_log *tool_log; /* the tool calls shown, for /expand (tui_tools.c) */
     int shell_pending;       /* the answer in flight is a /x proposal (tui_shell.c) */
 };
 

@@ -3,6 +3,7 @@
 #include "core/models.h"
 #include "core/role.h"
 #include "core/shellcmd.h"
+#include "tui/tui_tools.h"
 #include "core/setup.h"
 #include "tui/tui_app.h"
 #include "tui/tui_history.h"
@@ -55,6 +56,7 @@ static const char tui_cmd_help_text[] =
     "- `/profile [NAME]`: list or switch configuration profiles\n"
     "- `/role [NAME]`: show or switch the role (a preset prompt and settings; `tokterm roles`);\n"
     "  `/role none` drops it\n"
+    "- `/expand [N]`: show tool call N (default: the last) with its arguments and result\n"
     "- `/x REQUEST`: propose one shell command, then **r** run it (f sends the output back),\n"
     "  **e** edit, **c** copy, **q** or Esc cancel\n"
     "- `/clear`: clear the screen (the conversation goes on; `/new` starts another)\n"
@@ -758,7 +760,7 @@ static const struct tui_cmd_entry {
     {"/history", 0, 0, tui_cmd_history}, {"/context", 1, 0, tui_cmd_context},
     {"/budget", 1, 0, tui_cmd_budget},   {"/use-local", 0, 0, tui_cmd_use_local},
     {"/think", 0, 0, tui_cmd_think},     {"/role", 0, 0, tui_cmd_role},
-    {"/x", 1, 0, tui_shell_cmd},
+    {"/x", 1, 0, tui_shell_cmd},         {"/expand", 0, 0, tui_tool_expand},
     {"/quit", 0, 0, tui_cmd_quit},       {"/exit", 0, 1, tui_cmd_quit},
     {"/q", 0, 1, tui_cmd_quit},
 };

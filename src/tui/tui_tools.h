@@ -17,6 +17,21 @@ typedef void (*tui_tool_done_fn)(struct tui *t, void *ud, enum tool_verdict verd
 void tui_tool_ask(struct tui *t, const struct tools_entry *e, const struct tool_call *call,
                   tui_tool_done_fn done, void *ud);
 
+/* The transcript's record of calls, one collapsed line each: the call when it is decided (its
+ * number, name and arguments cut to one line; "refused" when it is), the result when it comes
+ * (ok or error, size, seconds, its start cut to one line); /expand N shows call N whole. */
+void tui_tool_shown_call(struct tui *t, const struct tool_call *call, int refused);
+void tui_tool_shown_result(struct tui *t, const struct tool_call *call,
+                           const struct tool_result *res, double seconds);
+/* /expand [N]: call N (default: the last) with its arguments and result, in full up to
+ * TUI_TOOL_KEEP bytes of the result (the store keeps it all). */
+void tui_tool_expand(struct tui *t, const char *arg);
+/* Forget the record (the chat ends). */
+void tui_tool_log_free(struct tui *t);
+
+/* Bytes of a result kept for /expand. */
+#define TUI_TOOL_KEEP ((size_t)64 << 10)
+
 /* The arguments pretty-printed for the panel (caller frees): JSON two-space indented, or the
  * text as it came when it is not JSON. */
 char *tui_tool_pretty(const char *args, size_t n);
