@@ -176,8 +176,19 @@ static void tui_seg_add(struct tui_segs *s, int prio, int slot, const char *fmt,
     g->slot = slot;
 }
 
+void tui_status_tool(struct tui_status *st, const char *name, int round, double elapsed,
+                     double now)
+{
+    snprintf(st->tool, sizeof st->tool, "%s", name ? name : "");
+    st->tool_round = round;
+    st->tool_elapsed = elapsed;
+    st->tool_at = now;
+}
+
 int tui_status_tick(const struct tui_status *st, double now)
 {
+    if (st->tool[0])
+        return 250;
     switch (st->state) {
     case TUI_STATE_WAITING:
     case TUI_STATE_STREAMING:
@@ -211,6 +222,11 @@ static void tui_status_state_text(const struct tui_status *st, double now, char 
 {
     char d[32];
     out[0] = '\0';
+    if (st->tool[0]) {
+        snprintf(out, size, "round %d \xC2\xB7 %s %s", st->tool_round, st->tool,
+                 ratelimit_format_duration(st->tool_elapsed + (now - st->tool_at), d, sizeof d));
+        return;
+    }
     switch (st->state) {
     case TUI_STATE_IDLE: snprintf(out, size, "idle"); break;
     case TUI_STATE_WAITING:

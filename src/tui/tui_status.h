@@ -51,6 +51,10 @@ struct tui_status {
     double budget_frac;
     int scrolled;             /* the transcript is scrolled up (new text is not followed) */
     char why[200];            /* RETRYING / QUOTA: the reason, as the network thread said it */
+    char tool[128];           /* a tool call running: its name ("" = none), shown as the state
+                                 with its round and elapsed time (tui_status_tool) */
+    int tool_round;
+    double tool_elapsed, tool_at; /* seconds it had run at tool_at (monotonic) */
 };
 
 /* Reset everything; model = "profile/model" (raw text; sanitised when drawn). */
@@ -85,6 +89,11 @@ void tui_status_context(struct tui_status *st, const struct session_status *ss);
 /* Draw the bar into row y of w (width columns). A non-empty hint replaces the fields. */
 void tui_status_draw(const struct tui_status *st, WINDOW *w, int y, int width, double now,
                      const char *hint);
+
+/* A tool call is running: name (raw; NULL = none any more), its round (1-based) and the
+ * seconds it has run at now. The state field reads "round 2 · fs.read_file 3s". */
+void tui_status_tool(struct tui_status *st, const char *name, int round, double elapsed,
+                     double now);
 
 /* Milliseconds until the bar's text changes by itself (countdowns, live rates), -1 = never. */
 int tui_status_tick(const struct tui_status *st, double now);
