@@ -13,6 +13,7 @@
 #include "cmd/doctor.h"
 #include "cmd/models.h"
 #include "cmd/roles.h"
+#include "cmd/mcp.h"
 #include "cmd/store.h"
 #include "core/conf.h"
 #include "core/setup.h"
@@ -242,6 +243,11 @@ static int main_models(struct main_run *r)
     return cmd_models(&su->conf, key, r->a.json, r->a.sub_argc, r->a.sub_argv);
 }
 
+static int main_mcp(struct main_run *r)
+{
+    return cmd_mcp(&r->su.conf, r->a.json, r->a.sub_argc, r->a.sub_argv);
+}
+
 static int main_roles(struct main_run *r)
 {
     return cmd_roles(r->su.conf.path, r->a.json, r->a.sub_argc, r->a.sub_argv);
@@ -452,6 +458,7 @@ static const struct main_cmd main_cmds[] = {
     {"cache", SETUP_CONFIG, NULL, main_store},
     {"models", SETUP_CONFIG | SETUP_KEY, NULL, main_models},
     {"roles", SETUP_CONFIG, NULL, main_roles},
+    {"mcp", SETUP_CONFIG, NULL, main_mcp},
     {"batch", MAIN_SESSION, main_batch_check, main_batch},
     {"chat", MAIN_SESSION | SETUP_TERMINAL, main_chat_check, main_chat},
     {"prompt", MAIN_SESSION, main_prompt_check, main_prompt},

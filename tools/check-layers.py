@@ -17,9 +17,10 @@ ALLOWED = {
     "text": {"base"},
     "store": {"base"},
     "net": {"base", "proto"},
-    "core": {"base", "proto", "tokens", "text", "store", "net"},
-    "cmd": {"base", "proto", "tokens", "text", "store", "net", "core"},
-    "tui": {"base", "proto", "tokens", "text", "store", "net", "core"},
+    "mcp": {"base", "proto", "text", "net"},
+    "core": {"base", "proto", "tokens", "text", "store", "net", "mcp"},
+    "cmd": {"base", "proto", "tokens", "text", "store", "net", "mcp", "core"},
+    "tui": {"base", "proto", "tokens", "text", "store", "net", "mcp", "core"},
 }
 # system headers only one folder may include
 OWNER = {
@@ -33,7 +34,7 @@ OWNER = {
 # headers private to their folder: the library loaders, the tokenizer SQLite calls back and
 # the store's internals (struct store)
 PRIVATE = {"store/sqlite_dl.h", "store/fts_words.h", "store/store_int.h", "net/curl_dl.h",
-           "proto/api_int.h", "text/xml_dl.h",
+           "proto/api_int.h", "text/xml_dl.h", "mcp/mcp_int.h",
            "tui/tui_app.h"}
 
 # library headers main.c may include although another folder owns them (version macros)

@@ -11,7 +11,7 @@
 
 const char *const cli_subcommands[] = {
     "ls", "show", "search", "export", "rm", "rename", "stats", "cache", "count", "doctor",
-    "batch", "models", "roles", "help", "version", NULL,
+    "batch", "models", "roles", "mcp", "help", "version", NULL,
 };
 
 struct cli_opt {
@@ -28,6 +28,7 @@ static const struct cli_opt cli_opts[] = {
     {"system", 's', 1, F(system)},
     {"profile", 'P', 1, F(profile)},
     {"role", 0, 1, F(role)},
+    {"mcp", 0, 1, F(mcp)},
     {"config", 0, 1, F(config_path)},
     {"base-url", 0, 1, F(base_url)},
     {"api", 0, 1, F(api)},
@@ -100,6 +101,9 @@ static void cli_store(struct cli *c, const struct cli_opt *o, const char *arg, s
     } else if (o->shrt == 'p') {
         XGROW(c->prompts, (size_t)c->n_prompts + 1, *cap);
         c->prompts[c->n_prompts++] = arg;
+    } else if (o->off == offsetof(struct cli, mcp)) {
+        c->mcp = xrealloc(c->mcp, ((size_t)c->n_mcp + 1) * sizeof *c->mcp);
+        c->mcp[c->n_mcp++] = arg;
     } else if (o->has_arg)
         *(const char **)((char *)c + o->off) = arg;
     else
@@ -200,6 +204,9 @@ void cli_free(struct cli *c)
     free(c->prompt_buf);
     free(c->prompts);
     free(c->allow_tools);
+    free(c->mcp);
+    c->mcp = NULL;
+    c->n_mcp = 0;
     c->prompt_buf = NULL;
     c->prompts = NULL;
     c->allow_tools = NULL;
@@ -223,6 +230,8 @@ static const char cli_usage_head[] =
            "  -P, --profile NAME       use the [NAME] section of the config file\n"
            "      --role NAME          apply a role: a preset system prompt and settings on top\n"
            "                           of the profile (tokterm roles lists them); profile 'role'\n"
+           "      --mcp NAME           enable the [mcp NAME] server of the config file (repeat it;\n"
+           "                           profile or role 'mcp = a, b')\n"
            "      --base-url URL       API base URL (env OPENAI_BASE_URL, ANTHROPIC_BASE_URL)\n"
            "      --api NAME           the provider's protocol: openai (chat completions, the\n"
            "                           default) or anthropic (Messages); profile 'api'\n";
@@ -276,6 +285,7 @@ static const char cli_usage_tail[] =
            "  rm ID | rename ID TITLE | stats | cache stats|clear\n"
            "  models [--json] [--refresh]                 the models the server offers\n"
            "  roles [--json]                              the roles --role and /role know\n"
+           "  mcp list [SERVER...] [--json] | mcp call SERVER TOOL [JSON]   MCP servers, tools\n"
            "  doctor, batch, help, version\n"
            "\n"
            "Environment: OPENAI_API_KEY, OPENAI_BASE_URL, TOKTERM_MODEL, TOKTERM_PROFILE, NO_COLOR;\n"

@@ -10,6 +10,8 @@ struct cli {
     const char **prompts;     /* each -p TEXT (a turn of one conversation), or the joined
                                  positional words; n_prompts of them (array owned) */
     int n_prompts;
+    const char **mcp;         /* each --mcp NAME (array owned) */
+    int n_mcp;
     char *prompt_buf;         /* the joined words */
     const char *model, *system, *profile, *role, *config_path, *base_url, *api, *cacert, *trace;
     API_SAMPLING(CLI_PARAM_FIELD) /* --max-tokens, --temperature, ... (checked by conf) */

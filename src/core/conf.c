@@ -41,6 +41,7 @@ static const struct opt conf_opts[] = {
     {"model", OPT_STR, O(model), 0, 0, 0},
     {"system", OPT_STR, O(system), 0, 0, 0},
     {"role", OPT_STR, O(role), 0, 0, 0},
+    {"mcp", OPT_STR, O(mcp), 0, 0, 0},
     {"api_key_env", OPT_STR, O(api_key_env), 0, 0, 0},
     {"api_key_cmd", OPT_STR, O(api_key_cmd), 0, 0, 0},
     {"api_key", OPT_STR, O(api_key), 0, 0, 0},
@@ -544,6 +545,8 @@ static int conf_read_line(void *ud, struct ini_line *l)
     }
     if (*key && r->section && strncmp(r->section, "role ", 5) == 0)
         return 0; /* a [role NAME] section: core/role.c reads it */
+    if (*key && r->section && strncmp(r->section, "mcp ", 4) == 0)
+        return 0; /* an [mcp NAME] section: mcp/conf.c reads it */
     if (*key && strcmp(key, "profile") == 0) {
         if (r->section) {
             if (++r->line_warns <= CONF_WARN_MAX)
@@ -631,7 +634,7 @@ static void conf_list_sections(struct buf *b, const struct conf_line *lines, siz
     size_t count = 0;
     for (size_t i = 0; i < n; i++)
         if (!lines[i].key[0] && !first[i] && strncmp(lines[i].section, "role ", 5) != 0 &&
-            count++ < 20)
+            strncmp(lines[i].section, "mcp ", 4) != 0 && count++ < 20)
             buf_printf(b, "%s[%.40s]", count > 1 ? ", " : "", lines[i].section);
     if (count > 20)
         buf_printf(b, " and %zu more", count - 20);

@@ -13,6 +13,7 @@ struct conf {
     char *model;
     char *system;           /* system prompt */
     char *role;             /* the role applied on top of the profile (core/role.h) */
+    char *mcp;              /* the [mcp NAME] servers enabled: "a, b" (core/mcpset.h) */
     char *api_key_env;      /* name of the environment variable holding the key */
     char *api_key_cmd;      /* shell command printing the key */
     char *api_key;          /* literal key in the file (discouraged: warned about) */

@@ -14,7 +14,7 @@
 /* The settings a role may make: the request's, not where it goes or with which key. */
 static const char *const role_keys[] = {"model", "api", "profile", "system", "temperature",
                                          "top_p", "seed", "reasoning_effort", "max_tokens",
-                                         "max_tokens_field", "extra_body", NULL};
+                                         "max_tokens_field", "extra_body", "mcp", NULL};
 
 static int role_key_ok(const char *k)
 {

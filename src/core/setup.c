@@ -59,6 +59,15 @@ static int setup_apply_cli(struct conf *c, const struct cli *a, struct buf *err)
         }
         c->connect_timeout_ms = (long)(s * 1000 + 0.5);
     }
+    if (a->n_mcp) { /* --mcp NAME, repeatable: the list replaces the profile's */
+        struct buf names = BUF_INIT;
+        for (int i = 0; i < a->n_mcp; i++)
+            buf_printf(&names, "%s%s", i ? ", " : "", a->mcp[i]);
+        int rc = conf_set(c, "mcp", names.data, err);
+        buf_free(&names);
+        if (rc < 0)
+            return -1;
+    }
     if (a->insecure)
         c->insecure = 1;
     if (a->no_usage)

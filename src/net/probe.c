@@ -60,16 +60,26 @@ void net_library_cleanup(void)
 
 struct net_probe_xfer {
     struct net_probe_result *out;
-    size_t body_max;
+    const struct net_probe_request *req;
 };
+
+static int net_probe_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut,
+                              curl_off_t un)
+{
+    (void)dt, (void)dn, (void)ut, (void)un;
+    const struct net_probe_request *req = ((struct net_probe_xfer *)ud)->req;
+    return req->should_stop && req->should_stop(req->ud);
+}
 
 static size_t net_probe_write(char *p, size_t size, size_t nmemb, void *ud)
 {
     struct net_probe_xfer *x = ud;
     struct buf *b = &x->out->body;
     size_t n = size * nmemb;
-    if (b->len < x->body_max)
-        buf_append(b, p, n < x->body_max - b->len ? n : x->body_max - b->len);
+    if (x->req->on_data)
+        return x->req->on_data(x->req->ud, &x->out->headers, p, n) ? 0 : n;
+    if (b->len < x->req->body_max)
+        buf_append(b, p, n < x->req->body_max - b->len ? n : x->req->body_max - b->len);
     return n;
 }
 
@@ -138,6 +148,17 @@ static struct curl_slist *net_probe_setup(CURL *e, const struct net_probe_reques
         curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
         curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
     }
+    if (req->body) {
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, req->body);
+    }
+    if (req->method)
+        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, req->method);
+    if (req->should_stop) {
+        curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, net_probe_progress);
+        curl_easy_setopt(e, CURLOPT_XFERINFODATA, x);
+        curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
+    }
     return hdrs;
 }
 
@@ -152,7 +173,7 @@ int net_probe(const struct net_probe_request *req, struct net_probe_result *out)
                  unloaded ? unloaded : "curl could not be initialised");
         return -1;
     }
-    struct net_probe_xfer x = {out, req->body_max};
+    struct net_probe_xfer x = {out, req};
     char errbuf[CURL_ERROR_SIZE] = "";
     struct curl_slist *hdrs = net_probe_setup(e, req, &x, errbuf);
     CURLcode res = curl_easy_perform(e);

@@ -21,7 +21,8 @@ void net_headers_free(struct curl_slist *headers);
 /* At the very end of the process: libcurl's global cleanup, when it was loaded. */
 void net_library_cleanup(void);
 
-/* One GET, its answer kept whole (up to body_max bytes) with curl's timings. */
+/* One GET (or a POST or DELETE), its answer kept whole (up to body_max bytes) with curl's
+ * timings, or handed to on_data as it arrives (the MCP client's Streamable HTTP). */
 struct net_probe_request {
     const char *url;
     const char *const *headers; /* "Name: value" lines to send, NULL-terminated; may be NULL */
@@ -31,6 +32,14 @@ struct net_probe_request {
     const char *cacert;         /* CA bundle to trust; NULL or "" = the system's */
     int insecure;               /* skip the certificate checks */
     size_t body_max;            /* a longer body is cut (the request still succeeds) */
+    const char *method;         /* NULL: GET, or POST when body is set; or e.g. "DELETE" */
+    const char *body;           /* the request body (body_len bytes), NULL = none */
+    size_t body_len;
+    /* When set, the answer's bytes go here as they arrive instead of into out->body; headers
+     * holds the answer's header lines so far. Returning non-zero ends the transfer. */
+    int (*on_data)(void *ud, const struct buf *headers, const char *p, size_t n);
+    int (*should_stop)(void *ud); /* polled about every second and on each read; 1 = end */
+    void *ud;
 };
 
 /* Where a probe failed, in the order the request goes. */

@@ -1,0 +1,116 @@
+/* mcpset.c - the MCP servers of a configuration (mcpset.h). */
+#include "config.h"
+#include "core/mcpset.h"
+
+#include "base/util.h"
+#include "base/xmalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* An HTTP server's key_cmd, run as api_key_cmd is (its own process group, a timeout). */
+static char *mcp_set_key(const struct mcp_server_conf *sc, struct buf *err)
+{
+    struct conf k;
+    conf_defaults(&k);
+    free(k.api_key_env);
+    k.api_key_env = NULL;
+    k.api_key_cmd = xstrdup(sc->key_cmd);
+    char *key = conf_api_key(&k, err);
+    if (!key && err->len == 0)
+        buf_printf(err, "%s: key_cmd printed no key", sc->name);
+    conf_free(&k);
+    return key;
+}
+
+int mcp_set_load(struct mcp_set *s, const struct conf *c, struct buf *err)
+{
+    memset(s, 0, sizeof *s);
+    int n = mcp_conf_load(c->path, &s->confs, err);
+    if (n < 0)
+        return -1;
+    s->n = n;
+    s->clients = xcalloc((size_t)n + 1, sizeof *s->clients);
+    for (int i = 0; i < n; i++)
+        if (mcp_conf_runs(&s->confs[i])) {
+            struct buf why = BUF_INIT;
+            if (!conf_file_trusted(c->path, (unsigned)getuid(), &why)) {
+                buf_printf(err, "%s: [mcp %s] runs a command, but %s", c->path,
+                           s->confs[i].name, why.data ? why.data : "the file is not safe");
+                buf_free(&why);
+                mcp_set_free(s, 0);
+                return -1;
+            }
+            buf_free(&why);
+            break;
+        }
+    return 0;
+}
+
+static void mcp_set_known(const struct mcp_set *s, struct buf *err)
+{
+    if (!s->n) {
+        buf_appends(err, "the config file has no [mcp NAME] section");
+        return;
+    }
+    buf_appends(err, "known:");
+    for (int i = 0; i < s->n; i++)
+        buf_printf(err, "%s %s", i ? "," : "", s->confs[i].name);
+}
+
+struct mcp_client *mcp_set_get(struct mcp_set *s, const char *name, struct buf *err)
+{
+    for (int i = 0; i < s->n; i++)
+        if (strcmp(s->confs[i].name, name) == 0) {
+            if (!s->clients[i])
+                s->clients[i] = mcp_client_new(&s->confs[i], mcp_set_key);
+            return s->clients[i];
+        }
+    buf_printf(err, "no MCP server '%.64s' (", name);
+    mcp_set_known(s, err);
+    buf_appendc(err, ')');
+    return NULL;
+}
+
+char **mcp_set_enabled(const struct mcp_set *s, const struct conf *c, struct buf *err)
+{
+    if (!c->mcp || !*c->mcp)
+        return NULL;
+    char *copy = xstrdup(c->mcp), *save = NULL;
+    char **v = NULL;
+    size_t n = 0;
+    for (char *t = strtok_r(copy, ", \t", &save); t; t = strtok_r(NULL, ", \t", &save)) {
+        if (strcmp(t, "none") == 0)
+            continue;
+        if (!mcp_conf_find(s->confs, s->n, t)) {
+            buf_printf(err, "mcp: no [mcp %.64s] section in the config file (", t);
+            mcp_set_known(s, err);
+            buf_appendc(err, ')');
+            mcp_set_names_free(v);
+            free(copy);
+            return NULL;
+        }
+        v = xrealloc(v, (n + 2) * sizeof *v);
+        v[n++] = xstrdup(t);
+        v[n] = NULL;
+    }
+    free(copy);
+    return v;
+}
+
+void mcp_set_names_free(char **v)
+{
+    for (size_t i = 0; v && v[i]; i++)
+        free(v[i]);
+    free(v);
+}
+
+void mcp_set_free(struct mcp_set *s, double grace)
+{
+    for (int i = 0; s->clients && i < s->n; i++)
+        mcp_client_free(s->clients[i], grace);
+    free(s->clients);
+    mcp_conf_free(s->confs, s->n);
+    memset(s, 0, sizeof *s);
+}

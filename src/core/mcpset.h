@@ -1,0 +1,30 @@
+/* mcpset.h - the MCP servers of a configuration (mcp/mcp.h): the [mcp NAME] sections of the
+ * config file, a client for each made on first use, the ones `mcp = a, b` / --mcp enable, and
+ * the key command of an HTTP server run as api_key_cmd is. A config file with a section that
+ * runs a command must pass conf_file_trusted, as for api_key_cmd. */
+#ifndef TT_MCPSET_H
+#define TT_MCPSET_H
+#include "base/buf.h"
+#include "core/conf.h"
+#include "mcp/mcp.h"
+
+struct mcp_set {
+    struct mcp_server_conf *confs;
+    int n;
+    struct mcp_client **clients; /* n of them, NULL until first used */
+};
+
+/* Read the sections of c's config file. 0 (none is fine), or -1 with err set (a bad section,
+ * or a command in a file others can change). */
+int mcp_set_load(struct mcp_set *s, const struct conf *c, struct buf *err);
+/* The client of server name (made on first use; it starts on first use too), or NULL with err
+ * set to "no [mcp NAME] section (known: ...)". */
+struct mcp_client *mcp_set_get(struct mcp_set *s, const char *name, struct buf *err);
+/* The enabled names of c->mcp ("a, b"), each checked: a NULL-terminated array of new strings
+ * (NULL when none is enabled), or NULL with err set. Free with mcp_set_names_free. */
+char **mcp_set_enabled(const struct mcp_set *s, const struct conf *c, struct buf *err);
+void mcp_set_names_free(char **v);
+/* Stop every server that was started (grace seconds each for a clean exit) and free. */
+void mcp_set_free(struct mcp_set *s, double grace);
+
+#endif
