@@ -47,7 +47,7 @@ give_up() { # message: print it and the summary line, exit 1
 }
 
 missing=
-for tool in python3 tmux valgrind clang curl openssl nginx zsh fish; do
+for tool in python3 tmux valgrind clang curl openssl nginx zsh fish node npm; do
     command -v "$tool" >/dev/null 2>&1 || PATH=$PATH:/usr/sbin:/sbin command -v "$tool" \
         >/dev/null 2>&1 || missing="$missing $tool"
 done
@@ -90,6 +90,24 @@ snapshot() {
         touch "$stamp"
     fi
 }
+
+# The real MCP servers of tests/e2e/test_mcp.py and bench/mcp (tests/mcp/package.json): npm ci
+# when node_modules is missing or older than the lock file. The tests find them through
+# TOKTERM_MCP_MODULES (node_modules is not copied into _build/src).
+mcp=$top/tests/mcp
+if [ -f "$mcp/package-lock.json" ] && command -v npm >/dev/null 2>&1 &&
+    { [ ! -f "$mcp/node_modules/.package-lock.json" ] ||
+        [ "$mcp/package-lock.json" -nt "$mcp/node_modules/.package-lock.json" ]; }; then
+    echo "=== tests/mcp: npm ci (the MCP servers the tests run)"
+    mkdir -p "$top/_build"
+    if ! (cd "$mcp" && npm ci --no-audit --no-fund >"$top/_build/npm-ci.out" 2>&1); then
+        tail -20 "$top/_build/npm-ci.out"
+        echo "=== tests/mcp: npm ci FAILED (the MCP tests skip, or fail under CI)"
+        fail=$((fail + 1)); status=1
+    fi
+fi
+TOKTERM_MCP_MODULES=$mcp/node_modules
+export TOKTERM_MCP_MODULES
 
 gittop=$(git -C "$top" rev-parse --show-toplevel 2>/dev/null) &&
     gittop=$(cd "$gittop" && pwd -P) || gittop=

@@ -17,7 +17,8 @@ import ttlib  # noqa: E402
 
 t = ttlib.Tap()
 SCRIPT = os.path.join(ttlib.srcdir(), "check-all.sh")
-TOOLS = ("python3", "tmux", "valgrind", "clang", "curl", "openssl", "nginx", "zsh", "fish")
+TOOLS = ("python3", "tmux", "valgrind", "clang", "curl", "openssl", "nginx", "zsh", "fish", "node",
+         "npm")
 UTILS = ("sh", "sed", "grep", "tail", "head", "cat", "tr", "find", "mkdir", "rm", "nproc",
          "dirname", "cmp", "touch", "mv", "env", "ls", "chmod")
 

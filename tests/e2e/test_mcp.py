@@ -1,0 +1,271 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the MCP client: `tokterm mcp list` and `tokterm mcp call` against the
+real servers from npm (tests/mcp/package.json: server-everything over stdio and Streamable
+HTTP, server-filesystem on a temporary directory) and against tests/mcp/hostile.py (a server
+that crashes, hangs, writes garbage, answers with wrong ids, returns 50 MiB, floods stderr,
+pages its tool list, pings back, speaks an unknown revision). Prints TAP.
+
+The npm packages come from $TOKTERM_MCP_MODULES (tests/check-all.sh installs them with npm ci
+and sets it), else tests/mcp/node_modules; without them (or without node) the real-server
+tests are skipped, and fail under CI."""
+
+import sys
+
+sys.dont_write_bytecode = True
+
+import json  # noqa: E402
+import os  # noqa: E402
+import shutil  # noqa: E402
+import signal  # noqa: E402
+import socket  # noqa: E402
+import subprocess  # noqa: E402
+import time  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ttlib  # noqa: E402
+
+t = ttlib.Tap()
+HOSTILE = os.path.join(ttlib.srcdir(), "mcp", "hostile.py")
+
+
+def modules():
+    for d in (os.environ.get("TOKTERM_MCP_MODULES"),
+              os.path.join(ttlib.srcdir(), "mcp", "node_modules"),
+              os.path.join(ttlib.HERE, "..", "mcp", "node_modules")):
+        if d and os.path.isdir(os.path.join(d, "@modelcontextprotocol", "server-everything")):
+            return os.path.abspath(d)
+    return None
+
+
+def config(text):
+    d = ttlib.tempdir("tt-mcp-")
+    path = os.path.join(d, "config.ini")
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, 0o600)
+    return path
+
+
+def tt(cfg, args, env=None, timeout=90, **kw):
+    rc, out, err = ttlib.run_tokterm(["--config", cfg] + args, env=env, timeout=timeout, **kw)
+    return rc, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+
+
+def hostile_section(name, flags="", extra=""):
+    return "[mcp %s]\ncommand = %s %s %s\n%s\n" % (name, sys.executable, HOSTILE, flags, extra)
+
+
+# ---- the hostile server ------------------------------------------------------------------
+
+cfg = config(hostile_section("h", "--pages 3 --garbage-first",
+                             "timeout = 3\nmax_result_mb = 4\nenv = SECRET_FOR_TEST=${MY_SECRET}")
+             + hostile_section("flood", "--flood-stderr 20")
+             + hostile_section("badver", "--version 1999-01-01")
+             + "[mcp gone]\ncommand = /nonexistent/mcp-server\n")
+
+rc, out, err = tt(cfg, ["mcp", "call", "h", "ok", '{"text": "hello"}'])
+t.eq((rc, out), (0, "hello\n"), "call: the text content on stdout, exit 0")
+
+rc, out, err = tt(cfg, ["mcp", "list", "h"])
+names = [ln.split()[0] for ln in out.splitlines()[1:]]
+t.ok(rc == 0 and names[:4] == ["h.page0", "h.page1", "h.page2", "h.ok"],
+     "list: every page of tools/list followed (nextCursor)", out + err)
+
+start = time.monotonic()
+rc, out, err = tt(cfg, ["mcp", "call", "h", "crash"])
+t.ok(rc == 4 and "exited with status 3" in err and "dying" in err and
+     time.monotonic() - start < 10,
+     "a server that crashes mid-call: exit 4, its status and stderr named at once", err)
+
+start = time.monotonic()
+rc, out, err = tt(cfg, ["mcp", "call", "h", "hang"])
+took = time.monotonic() - start
+t.ok(rc == 8 and "no answer to tools/call within 3 s" in err and took < 12,
+     "a server that hangs: the section's timeout (3 s), exit 8 (%.1f s)" % took, err)
+
+rc, out, err = tt(cfg, ["mcp", "call", "h", "garbage"])
+t.ok(rc == 8 and "not JSON-RPC" in err and "Server starting up" in err,
+     "a server writing garbage to stdout: named in the message", err)
+t.eq(ttlib.terminal_hazards(err.encode()), [], "the garbage is made safe for a terminal")
+
+rc, out, err = tt(cfg, ["mcp", "call", "h", "wrong_id"])
+t.ok(rc == 8 and "an id tokterm never asked for" in err,
+     "an answer with a wrong JSON-RPC id: not taken, and said", err)
+
+
+def peak_rss_kib(args, env=None):
+    """(exit code, stderr, peak RSS of tokterm in KiB)."""
+    e = ttlib.clean_env(None, env)
+    p = subprocess.Popen([ttlib.tokterm_path()] + args, env=e, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    err = p.stderr.read()
+    status, ru = ttlib.wait_rusage(p, 120)
+    return os.waitstatus_to_exitcode(status), err.decode("utf-8", "replace"), ru.ru_maxrss
+
+
+rc, err, rss = peak_rss_kib(["--config", cfg, "mcp", "call", "h", "huge", '{"mb": 50}'])
+t.ok(rc == 8 and "50.0 MiB, over the limit of 4 MiB" in err,
+     "a 50 MiB result over max_result_mb: exit 8, the size and the limit named", err)
+t.ok(rss < 48 * 1024, "... in bounded memory (peak RSS %d KiB)" % rss)
+
+rc, err, rss = peak_rss_kib(["--config", cfg, "mcp", "call", "flood", "ok"])
+t.ok(rc == 0 and rss < 48 * 1024,
+     "20 MiB on stderr before the answer: drained, the call works (peak RSS %d KiB)" % rss, err)
+
+rc, out, err = tt(cfg, ["mcp", "call", "h", "progress", '{"steps": 3}'])
+t.ok(rc == 0 and out == "done 3\n" and "h.progress: progress 3/3: step 3" in err,
+     "progress notifications on stderr, then the result", out + err)
+
+rc, out, err = tt(cfg, ["mcp", "call", "h", "ping_me"])
+t.eq((rc, out), (0, "pong ok\n"), "the server's ping is answered")
+
+rc, out, err = tt(cfg, ["mcp", "call", "h", "error"])
+t.ok(rc == 1 and out == "it went wrong\n" and "reported an error" in err,
+     "isError: the content printed, exit 1", out + err)
+
+rc, out, err = tt(cfg, ["mcp", "call", "h", "rpc_error"])
+t.ok(rc == 3 and "error -32000: no way" in err, "a JSON-RPC error: exit 3, its message", err)
+
+rc, out, err = tt(cfg, ["mcp", "call", "h", "structured", "--json"])
+t.ok(rc == 0 and json.loads(out).get("structuredContent") == {"answer": 42},
+     "--json prints the whole result (structuredContent)", out + err)
+rc, out, err = tt(cfg, ["mcp", "call", "h", "structured"])
+t.eq(out, '{"answer":42}\n', "structured content alone is printed as JSON")
+
+rc, out, err = tt(cfg, ["mcp", "call", "h", "env"], env={"MY_SECRET": "s3cr3t-value"})
+t.eq(out, "s3cr3t-value\n", "env = NAME=${VAR}: the value comes from tokterm's environment")
+
+rc, out, err = tt(cfg, ["mcp", "call", "badver", "ok"])
+t.ok(rc == 4 and "revision '1999-01-01'" in err, "an unknown protocol revision is refused", err)
+
+rc, out, err = tt(cfg, ["mcp", "call", "gone", "ok"])
+t.ok(rc == 4 and "no such executable" in err, "a command that does not exist: said", err)
+
+rc, out, err = tt(cfg, ["mcp", "call", "nosuch", "ok"])
+t.ok(rc == 2 and "no MCP server 'nosuch'" in err and "known: h, flood" in err,
+     "an unknown server: exit 2 with the known ones", err)
+
+rc, out, err = tt(cfg, ["mcp", "call", "h", "ok", "[1, 2]"])
+t.ok(rc == 2 and "must be a JSON object" in err, "arguments that are not an object: exit 2", err)
+
+rc, out, err = tt(cfg, ["mcp", "call", "h", "ok", "-"], stdin='{"text": "from stdin"}')
+t.eq(out, "from stdin\n", "arguments from stdin with '-'")
+
+# Ctrl-C during a call: cancelled (the server is told), exit 130
+e = ttlib.clean_env()
+p = subprocess.Popen([ttlib.tokterm_path(), "--config", cfg, "mcp", "call", "h", "hang"], env=e,
+                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+time.sleep(1.0)
+p.send_signal(signal.SIGINT)
+try:
+    out, err = p.communicate(timeout=15)
+except subprocess.TimeoutExpired:
+    p.kill()
+    out, err = p.communicate()
+t.ok(p.returncode == 130 and b"cancelled" in err, "SIGINT cancels the call: exit 130", err)
+
+bad = config("[mcp x]\ncommand = true\n")
+os.chmod(bad, 0o666)
+rc, out, err = tt(bad, ["mcp", "list"])
+t.ok(rc == 2 and "runs a command" in err and "writable by every user" in err,
+     "a config file others can change may not run a server", err)
+
+bad = config("[mcp x]\nurl = ftp://x\n")
+rc, out, err = tt(bad, ["mcp", "list"])
+t.ok(rc == 2 and "config.ini:2: [mcp x] url" in err, "a bad section: FILE:LINE", err)
+
+# ---- the real servers from npm ------------------------------------------------------------
+
+mods = modules()
+node = shutil.which("node")
+if not mods or not node:
+    why = "node missing" if not node else "tests/mcp/node_modules missing (npm ci in tests/mcp)"
+    for name in ("server-everything list", "echo", "add", "tool error", "progress",
+                 "server-filesystem read", "large result", "Streamable HTTP"):
+        t.skip(name, why, tool="node")
+    sys.exit(t.done())
+
+EVERYTHING = os.path.join(mods, "@modelcontextprotocol", "server-everything", "dist", "index.js")
+FS = os.path.join(mods, "@modelcontextprotocol", "server-filesystem", "dist", "index.js")
+root = ttlib.tempdir("tt-mcp-fs-")
+with open(os.path.join(root, "notes.txt"), "w") as f:
+    f.write("the answer is 42\n")
+with open(os.path.join(root, "big.txt"), "w") as f:
+    f.write(("0123456789abcdef" * 64 + "\n") * 5000)  # 5.1 MB
+real = config("[mcp ev]\ncommand = %s\nargs = %s stdio\n\n"
+              "[mcp fs]\ncommand = %s %s %s\n\n"
+              "[mcp fs1]\ncommand = %s %s %s\nmax_result_mb = 1\n"
+              % (node, EVERYTHING, node, FS, root, node, FS, root))
+
+rc, out, err = tt(real, ["mcp", "list", "--json"])
+try:
+    listed = {s["name"]: [x["name"] for x in s.get("tools", [])] for s in json.loads(out)}
+except ValueError:
+    listed = {}
+t.ok(rc == 0 and {"echo", "get-sum", "trigger-long-running-operation"} <= set(listed.get("ev", []))
+     and "read_text_file" in listed.get("fs", []),
+     "server-everything list: tools of both servers (--json)", out + err)
+
+rc, out, err = tt(real, ["mcp", "call", "ev", "echo", '{"message": "hi there"}'])
+t.eq((rc, out), (0, "Echo: hi there\n"), "echo")
+
+rc, out, err = tt(real, ["mcp", "call", "ev", "get-sum", '{"a": 2, "b": 40}'])
+t.ok(rc == 0 and "42" in out, "add (get-sum)", out + err)
+
+rc, out, err = tt(real, ["mcp", "call", "ev", "get-sum", '{"a": "x"}'])
+t.ok(rc == 1 and "Input validation error" in out, "tool error: isError, exit 1", out + err)
+
+rc, out, err = tt(real, ["mcp", "call", "ev", "trigger-long-running-operation",
+                         '{"duration": 1, "steps": 3}'])
+t.ok(rc == 0 and "completed" in out and "progress 3/3" in err,
+     "progress of a long-running tool", out + err)
+
+rc, out, err = tt(real, ["mcp", "call", "fs", "read_text_file",
+                         json.dumps({"path": os.path.join(root, "notes.txt")})])
+t.eq((rc, out), (0, "the answer is 42\n"), "server-filesystem read a file in a temp dir")
+
+rc, out, err = tt(real, ["mcp", "call", "fs", "read_text_file",
+                         json.dumps({"path": os.path.join(root, "big.txt")})])
+t.ok(rc == 0 and len(out) == 5000 * 1025, "large result: 5 MB read whole (%d)" % len(out))
+rc, out, err = tt(real, ["mcp", "call", "fs1", "read_text_file",
+                         json.dumps({"path": os.path.join(root, "big.txt")})])
+t.ok(rc == 8 and "over the limit of 1 MiB" in err, "... and refused over max_result_mb", err)
+
+rc, out, err = tt(real, ["mcp", "call", "ev", "get-env"], env={"OPENAI_API_KEY": ttlib.TEST_KEY})
+t.ok(rc == 0 and "PATH" in out and ttlib.TEST_KEY not in out,
+     "a server does not inherit tokterm's API key", out[:300])
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+port = free_port()
+env = dict(os.environ, PORT=str(port))
+srv = subprocess.Popen([node, EVERYTHING, "streamableHttp"], env=env, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, start_new_session=True)
+try:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            break
+        except OSError:
+            time.sleep(0.1)
+    web = config("[mcp web]\nurl = http://127.0.0.1:%d/mcp\nheaders = X-Key: {key}\n"
+                 "key_env = WEB_KEY\n" % port)
+    rc, out, err = tt(web, ["mcp", "call", "web", "trigger-long-running-operation",
+                            '{"duration": 1, "steps": 2}'], env={"WEB_KEY": "k-123"})
+    t.ok(rc == 0 and "completed" in out and "progress 2/2" in err,
+         "Streamable HTTP: a call with progress over SSE, a session", out + err)
+    rc, out, err = tt(web, ["mcp", "call", "web", "echo", '{"message": "x"}'])
+    t.ok(rc == 4 and "WEB_KEY, which is not set" in err, "Streamable HTTP: a missing key", err)
+finally:
+    os.killpg(srv.pid, signal.SIGTERM)
+    srv.wait()
+
+sys.exit(t.done())

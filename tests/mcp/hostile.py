@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""A small MCP server over stdio that misbehaves on request, for tests/e2e/test_mcp.py.
+
+usage: hostile.py [--flood-stderr MB] [--garbage-first] [--pages N] [--version V]
+
+It answers initialize (protocol version V, default the client's), tools/list (N pages of one
+tool each, default 1: "page0", "page1", ...; plus the tools below on the last page) and
+tools/call of these tools:
+
+  ok          {"text": ...}: one text block, the text echoed
+  crash       exits with status 3 mid-call (after writing "dying" to stderr)
+  hang        never answers (it keeps reading; notifications/cancelled is logged to stderr)
+  garbage     writes lines that are not JSON-RPC, then nothing
+  wrong_id    answers with an id the client never used, then nothing
+  huge        {"mb": N}: a text result of N MiB (one line)
+  error       a result with isError: true
+  rpc_error   a JSON-RPC error (-32000)
+  progress    {"steps": N}: N progress notifications, then the result
+  structured  structuredContent only
+  ping_me     pings the client, answers with "pong ok" once the client has answered
+  env         the value of $SECRET_FOR_TEST (or "unset")
+  list_changed  sends notifications/tools/list_changed and adds a tool "added"
+
+--flood-stderr MB writes MB MiB to stderr before answering initialize. --garbage-first writes a
+banner line to stdout before anything (as some servers do).
+"""
+import json
+import os
+import sys
+
+args = sys.argv[1:]
+
+
+def opt(name, default=None):
+    if name in args:
+        return args[args.index(name) + 1]
+    return default
+
+
+out = sys.stdout.buffer
+pages = int(opt("--pages", "1"))
+version = opt("--version")
+extra_tools = []
+
+
+def send(obj):
+    out.write(json.dumps(obj).encode() + b"\n")
+    out.flush()
+
+
+def result(i, r):
+    send({"jsonrpc": "2.0", "id": i, "result": r})
+
+
+TOOLS = ["ok", "crash", "hang", "garbage", "wrong_id", "huge", "error", "rpc_error", "progress",
+         "structured", "ping_me", "env", "list_changed"]
+
+if "--garbage-first" in args:
+    out.write(b"Server starting up... (not JSON)\n")
+    out.flush()
+
+pending_ping = None
+for raw in sys.stdin.buffer:
+    try:
+        m = json.loads(raw)
+    except ValueError:
+        continue
+    method, i, p = m.get("method"), m.get("id"), m.get("params") or {}
+    if method is None and i == "ping-1" and pending_ping is not None:
+        result(pending_ping, {"content": [{"type": "text", "text": "pong ok"}]})
+        pending_ping = None
+        continue
+    if method == "initialize":
+        mb = float(opt("--flood-stderr", "0"))
+        chunk = b"E" * 65535 + b"\n"
+        for _ in range(int(mb * 16)):
+            sys.stderr.buffer.write(chunk)
+        sys.stderr.flush()
+        result(i, {"protocolVersion": version or p.get("protocolVersion"),
+                   "capabilities": {"tools": {"listChanged": True}},
+                   "serverInfo": {"name": "hostile", "version": "1"}})
+    elif method == "notifications/cancelled":
+        sys.stderr.write("cancelled %s\n" % p.get("requestId"))
+        sys.stderr.flush()
+    elif method == "tools/list":
+        page = int(p.get("cursor") or 0)
+        tools = [{"name": "page%d" % page, "inputSchema": {"type": "object"}}]
+        r = {"tools": tools}
+        if page + 1 < pages:
+            r["nextCursor"] = str(page + 1)
+        else:
+            tools += [{"name": t, "description": "the %s tool" % t,
+                       "inputSchema": {"type": "object"}} for t in TOOLS + extra_tools]
+        result(i, r)
+    elif method == "ping":
+        result(i, {})
+    elif method == "tools/call":
+        name, a = p.get("name"), p.get("arguments") or {}
+        if name == "ok":
+            result(i, {"content": [{"type": "text", "text": a.get("text", "ok")}]})
+        elif name == "crash":
+            sys.stderr.write("dying\n")
+            sys.stderr.flush()
+            os._exit(3)
+        elif name == "hang":
+            pass
+        elif name == "garbage":
+            out.write(b"this is not json\n{\"half\": \n\x00\xff binary\n[1,2,3]\n")
+            out.flush()
+        elif name == "wrong_id":
+            result(i + 1000, {"content": [{"type": "text", "text": "for someone else"}]})
+        elif name == "huge":
+            n = int(float(a.get("mb", 50)) * (1 << 20))
+            body = b'{"jsonrpc":"2.0","result":{"content":[{"type":"text","text":"'
+            out.write(body)
+            left = n
+            while left > 0:
+                k = min(left, 1 << 20)
+                out.write(b"x" * k)
+                left -= k
+            out.write(b'"}]},"id":' + str(i).encode() + b"}\n")
+            out.flush()
+        elif name == "error":
+            result(i, {"content": [{"type": "text", "text": "it went wrong"}], "isError": True})
+        elif name == "rpc_error":
+            send({"jsonrpc": "2.0", "id": i, "error": {"code": -32000, "message": "no way"}})
+        elif name == "progress":
+            tok = (p.get("_meta") or {}).get("progressToken")
+            steps = int(a.get("steps", 3))
+            for k in range(steps):
+                if tok is not None:
+                    send({"jsonrpc": "2.0", "method": "notifications/progress",
+                          "params": {"progressToken": tok, "progress": k + 1, "total": steps,
+                                     "message": "step %d" % (k + 1)}})
+            result(i, {"content": [{"type": "text", "text": "done %d" % steps}]})
+        elif name == "structured":
+            result(i, {"content": [], "structuredContent": {"answer": 42}})
+        elif name == "ping_me":
+            pending_ping = i
+            send({"jsonrpc": "2.0", "id": "ping-1", "method": "ping"})
+        elif name == "env":
+            result(i, {"content": [{"type": "text",
+                                    "text": os.environ.get("SECRET_FOR_TEST", "unset")}]})
+        elif name == "list_changed":
+            extra_tools.append("added")
+            send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+            result(i, {"content": [{"type": "text", "text": "changed"}]})
+        else:
+            send({"jsonrpc": "2.0", "id": i,
+                  "error": {"code": -32602, "message": "Unknown tool: %s" % name}})
