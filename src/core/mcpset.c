@@ -4,6 +4,7 @@
 
 #include "base/util.h"
 #include "base/xmalloc.h"
+#include "core/tools.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -113,4 +114,24 @@ void mcp_set_free(struct mcp_set *s, double grace)
     free(s->clients);
     mcp_conf_free(s->confs, s->n);
     memset(s, 0, sizeof *s);
+}
+
+int mcp_set_tools(struct tools *t, const struct conf *c, struct buf *err)
+{
+    if (!c->mcp || !*c->mcp)
+        return 0;
+    struct mcp_set s;
+    if (mcp_set_load(&s, c, err) < 0)
+        return -1;
+    char **names = mcp_set_enabled(&s, c, err);
+    int n = 0;
+    if (!names && err->len) {
+        mcp_set_free(&s, 0);
+        return -1;
+    }
+    for (size_t i = 0; names && names[i]; i++, n++)
+        tools_add(t, mcp_source_new(mcp_conf_find(s.confs, s.n, names[i]), mcp_set_key));
+    mcp_set_names_free(names);
+    mcp_set_free(&s, 0);
+    return n;
 }

@@ -27,4 +27,11 @@ void mcp_set_names_free(char **v);
 /* Stop every server that was started (grace seconds each for a clean exit) and free. */
 void mcp_set_free(struct mcp_set *s, double grace);
 
+/* Add each server c enables (c->mcp: `mcp = a, b` in the profile or role, or --mcp) to the
+ * registry t as a source of tools (mcp_source_new: "NAME.TOOL"; nothing starts before the
+ * registry lists or calls it). Returns how many were added, or -1 with err set (a bad
+ * section, an unknown name, a command in a file others can change): exit 2. */
+struct tools;
+int mcp_set_tools(struct tools *t, const struct conf *c, struct buf *err);
+
 #endif

@@ -403,11 +403,28 @@ static void mcp_notify(struct mcp_client *c, const char *method, cJSON *params)
     free(s);
 }
 
-/* Send method with params (taken) and wait for the answer: up to the timeout, or until *cancel
- * (read under c->mu; mcp_call_cancel broadcasts) is set. *result gets the result's JSON. */
+static int mcp_cancelled(const int *cancel)
+{
+    return cancel && __atomic_load_n(cancel, __ATOMIC_ACQUIRE);
+}
+
+static void mcp_deadline(struct timespec *ts, double secs)
+{
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    ts->tv_sec += (time_t)secs;
+    ts->tv_nsec += (long)((secs - (double)(time_t)secs) * 1e9);
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
+/* Send method with params (taken) and wait for the answer: up to timeout seconds (0: the
+ * section's), or until *cancel is set (by any thread; looked at every 0.1 s, at once after
+ * mcp_call_cancel). *result gets the result's JSON. */
 static enum mcp_status mcp_request(struct mcp_client *c, const char *method, cJSON *params,
                                    mcp_progress_fn progress, void *ud, const int *cancel,
-                                   char **result, struct buf *err)
+                                   double timeout, char **result, struct buf *err)
 {
     *result = NULL;
     struct mcp_pending *p = xcalloc(1, sizeof *p);
@@ -435,30 +452,26 @@ static enum mcp_status mcp_request(struct mcp_client *c, const char *method, cJS
     struct buf why = BUF_INIT;
     int sent = !dead && s && c->tr->send(c, s, strlen(s), p->id, &why) == 0;
     free(s);
-    struct timespec dl;
-    clock_gettime(CLOCK_MONOTONIC, &dl);
-    double t = c->conf.timeout;
-    dl.tv_sec += (time_t)t;
-    dl.tv_nsec += (long)((t - (double)(time_t)t) * 1e9);
-    if (dl.tv_nsec >= 1000000000L) {
-        dl.tv_sec++;
-        dl.tv_nsec -= 1000000000L;
-    }
+    double t = timeout > 0 ? timeout : c->conf.timeout;
+    double end = util_now() + t;
     pthread_mutex_lock(&c->mu);
     if (!sent)
         mcp_settle(c, p, MCP_FAILED, dead ? c->dead_why.data : why.data);
-    int timed_out = 0;
-    while (!p->done && !(cancel && *cancel) && !timed_out)
-        timed_out = pthread_cond_timedwait(&c->cv, &c->mu, &dl) == ETIMEDOUT;
+    double left;
+    while (!p->done && !mcp_cancelled(cancel) && (left = end - util_now()) > 0) {
+        struct timespec dl;
+        mcp_deadline(&dl, cancel && left > 0.1 ? 0.1 : left);
+        pthread_cond_timedwait(&c->cv, &c->mu, &dl);
+    }
     int tell = !p->done;
     if (!p->done) {
         char msg[160];
-        if (cancel && *cancel)
+        if (mcp_cancelled(cancel))
             snprintf(msg, sizeof msg, "%s cancelled", method);
         else
             snprintf(msg, sizeof msg, "no answer to %s within %g s (timeout in [mcp %s])",
-                     method, c->conf.timeout, c->conf.name);
-        mcp_settle(c, p, cancel && *cancel ? MCP_CANCELLED : MCP_TIMEOUT, msg);
+                     method, t, c->conf.name);
+        mcp_settle(c, p, mcp_cancelled(cancel) ? MCP_CANCELLED : MCP_TIMEOUT, msg);
     }
     mcp_pending_remove(c, p);
     pthread_mutex_unlock(&c->mu);
@@ -516,7 +529,7 @@ int mcp_client_start(struct mcp_client *c, struct buf *err)
     cJSON_AddStringToObject(info, "version", PACKAGE_VERSION);
     char *res = NULL;
     int rc = -1;
-    if (mcp_request(c, "initialize", params, NULL, NULL, NULL, &res, err) == MCP_OK) {
+    if (mcp_request(c, "initialize", params, NULL, NULL, NULL, 0, &res, err) == MCP_OK) {
         cJSON *r = cJSON_Parse(res);
         const cJSON *pv = cJSON_GetObjectItemCaseSensitive(r, "protocolVersion");
         const cJSON *si = cJSON_GetObjectItemCaseSensitive(r, "serverInfo");
@@ -559,7 +572,7 @@ int mcp_client_ping(struct mcp_client *c, struct buf *err)
     if (mcp_client_start(c, err) != 0)
         return -1;
     char *res = NULL;
-    enum mcp_status st = mcp_request(c, "ping", NULL, NULL, NULL, NULL, &res, err);
+    enum mcp_status st = mcp_request(c, "ping", NULL, NULL, NULL, NULL, 0, &res, err);
     free(res);
     return st == MCP_OK ? 0 : -1;
 }
@@ -600,7 +613,7 @@ int mcp_client_tools(struct mcp_client *c, const struct mcp_tool **tools, struct
         free(cursor);
         cursor = NULL;
         char *res = NULL;
-        if (mcp_request(c, "tools/list", params, NULL, NULL, NULL, &res, err) != MCP_OK) {
+        if (mcp_request(c, "tools/list", params, NULL, NULL, NULL, 0, &res, err) != MCP_OK) {
             rc = -1;
             break;
         }
@@ -691,9 +704,9 @@ static void mcp_result_read(struct mcp_result *r, const cJSON *res)
         r->structured = cJSON_PrintUnformatted(sc);
 }
 
-static enum mcp_status mcp_call_run(struct mcp_client *c, const char *tool, const char *arguments,
-                                    mcp_progress_fn progress, void *ud, const int *cancel,
-                                    struct mcp_result *r)
+enum mcp_status mcp_call_run(struct mcp_client *c, const char *tool, const char *arguments,
+                             mcp_progress_fn progress, void *ud, const int *cancel,
+                             double timeout, struct mcp_result *r)
 {
     memset(r, 0, sizeof *r);
     cJSON *args = arguments && *arguments ? cJSON_Parse(arguments) : cJSON_CreateObject();
@@ -710,7 +723,8 @@ static enum mcp_status mcp_call_run(struct mcp_client *c, const char *tool, cons
     cJSON_AddStringToObject(params, "name", tool);
     cJSON_AddItemToObject(params, "arguments", args);
     char *res = NULL;
-    r->status = mcp_request(c, "tools/call", params, progress, ud, cancel, &res, &r->error);
+    r->status = mcp_request(c, "tools/call", params, progress, ud, cancel, timeout, &res,
+                            &r->error);
     if (r->status == MCP_OK) {
         cJSON *j = cJSON_Parse(res);
         if (!cJSON_IsObject(j)) {
@@ -727,7 +741,7 @@ static enum mcp_status mcp_call_run(struct mcp_client *c, const char *tool, cons
 enum mcp_status mcp_client_call(struct mcp_client *c, const char *tool, const char *arguments,
                                 mcp_progress_fn progress, void *ud, struct mcp_result *r)
 {
-    return mcp_call_run(c, tool, arguments, progress, ud, NULL, r);
+    return mcp_call_run(c, tool, arguments, progress, ud, NULL, 0, r);
 }
 
 struct mcp_call {
@@ -745,7 +759,7 @@ struct mcp_call {
 static void *mcp_call_thread(void *arg)
 {
     struct mcp_call *k = arg;
-    mcp_call_run(k->c, k->tool, k->arguments, k->progress, k->ud, &k->cancelled, &k->r);
+    mcp_call_run(k->c, k->tool, k->arguments, k->progress, k->ud, &k->cancelled, 0, &k->r);
     pthread_mutex_lock(&k->c->mu);
     k->done = 1;
     pthread_mutex_unlock(&k->c->mu);
@@ -790,7 +804,7 @@ int mcp_call_done(const struct mcp_call *k)
 void mcp_call_cancel(struct mcp_call *k)
 {
     pthread_mutex_lock(&k->c->mu);
-    k->cancelled = 1;
+    __atomic_store_n(&k->cancelled, 1, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&k->c->cv);
     pthread_mutex_unlock(&k->c->mu);
 }

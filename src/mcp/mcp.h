@@ -131,4 +131,12 @@ void mcp_call_cancel(struct mcp_call *k);
 /* Waits for the end if it has not come yet. */
 void mcp_call_finish(struct mcp_call *k, struct mcp_result *r);
 
+/* The server of conf as a source of tools for core/tools.h (proto/tool.h): its tools are
+ * "NAME.TOOL", it starts on the first list or call, calls may run in parallel, the
+ * registry's cancel flag sends notifications/cancelled, its timeout (0: the section's) and
+ * size cap apply (text over the cap is cut with a "[truncated: ...]" line), progress goes to
+ * the registry's callback. Its close stops the server (2 s of grace). */
+struct tool_source;
+struct tool_source *mcp_source_new(const struct mcp_server_conf *conf, mcp_key_fn get_key);
+
 #endif

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include "mcp/mcp.h"
+#include "proto/tool.h"
 
 #define MCP_STDERR_KEEP 4096 /* the last bytes of a server's stderr kept for messages */
 #define MCP_SNIP 240         /* the head and tail kept of an oversized message */
@@ -81,6 +82,10 @@ void mcp_stderr_add(struct mcp_client *c, const char *p, size_t n);
 /* $NAME and ${NAME} of s expanded from the environment (unset: empty); {key} to key. */
 char *mcp_expand(const char *s, const char *key);
 size_t mcp_max_message(const struct mcp_client *c);
+/* tools/call with a cancel flag (any thread sets it) and a timeout (0: the section's). */
+enum mcp_status mcp_call_run(struct mcp_client *c, const char *tool, const char *arguments,
+                             mcp_progress_fn progress, void *ud, const int *cancel,
+                             double timeout, struct mcp_result *r);
 /* conf.c: a deep copy of a section, its release, a NULL-terminated string array's (wiped). */
 void mcp_conf_copy(struct mcp_server_conf *d, const struct mcp_server_conf *s);
 void mcp_conf_clear(struct mcp_server_conf *c);

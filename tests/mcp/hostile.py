@@ -21,6 +21,7 @@ tools/call of these tools:
   env         the value of $SECRET_FOR_TEST (or "unset")
   list_changed  sends notifications/tools/list_changed and adds a tool "added"
 
+With HOSTILE_LOG=FILE set, each notifications/cancelled is appended to FILE.
 --flood-stderr MB writes MB MiB to stderr before answering initialize. --garbage-first writes a
 banner line to stdout before anything (as some servers do).
 """
@@ -82,6 +83,9 @@ for raw in sys.stdin.buffer:
     elif method == "notifications/cancelled":
         sys.stderr.write("cancelled %s\n" % p.get("requestId"))
         sys.stderr.flush()
+        if os.environ.get("HOSTILE_LOG"):
+            with open(os.environ["HOSTILE_LOG"], "a") as f:
+                f.write("cancelled %s %s\n" % (p.get("requestId"), p.get("reason")))
     elif method == "tools/list":
         page = int(p.get("cursor") or 0)
         tools = [{"name": "page%d" % page, "inputSchema": {"type": "object"}}]
