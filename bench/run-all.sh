@@ -9,7 +9,7 @@
 # src/tokterm, bench/store/store_bench, and bench/tokenizer/tokbench (made on demand). Steps, in
 # order: stream (bench/stream/run.py), resume (bench/resume/run.py), tui (bench/tui/run.py),
 # tokenizer (bench/tokenizer/run.sh), store (store_bench and bench/store/search_e2e.py), batch
-# (bench/batch/run.py). Each comparison runs its competitors interleaved in one run, 11 rounds
+# (bench/batch/run.py), mcp (bench/mcp/run.py). Each comparison runs its competitors interleaved in one run, 11 rounds
 # (--quick: 3, smaller data, no tokenizer), and reports medians; the table's header gives the
 # commit ("-dirty" when the tree differs from it), the load average at the start and the end,
 # and the run time. Exit 1 when a target is missed or a measure could not be taken (--no-fail:

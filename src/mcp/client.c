@@ -212,6 +212,18 @@ static void mcp_garbage(struct mcp_client *c, const char *msg, size_t n)
     pthread_mutex_unlock(&c->mu);
 }
 
+/* Send the message m (freed) without waiting for anything. */
+static void mcp_send_json(struct mcp_client *c, cJSON *m)
+{
+    char *s = cJSON_PrintUnformatted(m);
+    cJSON_Delete(m);
+    struct buf err = BUF_INIT;
+    if (s)
+        c->tr->send(c, s, strlen(s), 0, &err);
+    buf_free(&err);
+    free(s);
+}
+
 /* Answer a request of the server: ping gets {}, anything else "method not found" (tokterm
  * offers no sampling, roots or elicitation). */
 static void mcp_answer_server(struct mcp_client *c, const cJSON *id, const char *method)
@@ -226,13 +238,7 @@ static void mcp_answer_server(struct mcp_client *c, const cJSON *id, const char 
         cJSON_AddNumberToObject(e, "code", -32601);
         cJSON_AddStringToObject(e, "message", "Method not found");
     }
-    char *s = cJSON_PrintUnformatted(a);
-    cJSON_Delete(a);
-    struct buf err = BUF_INIT;
-    if (s)
-        c->tr->send(c, s, strlen(s), 0, &err);
-    buf_free(&err);
-    free(s);
+    mcp_send_json(c, a);
 }
 
 static void mcp_notification(struct mcp_client *c, const char *method, const cJSON *params)
@@ -394,13 +400,7 @@ static void mcp_notify(struct mcp_client *c, const char *method, cJSON *params)
     cJSON_AddStringToObject(m, "method", method);
     if (params)
         cJSON_AddItemToObject(m, "params", params);
-    char *s = cJSON_PrintUnformatted(m);
-    cJSON_Delete(m);
-    struct buf err = BUF_INIT;
-    if (s)
-        c->tr->send(c, s, strlen(s), 0, &err);
-    buf_free(&err);
-    free(s);
+    mcp_send_json(c, m);
 }
 
 static int mcp_cancelled(const int *cancel)

@@ -236,15 +236,7 @@ t.ok(rc == 0 and "PATH" in out and ttlib.TEST_KEY not in out,
      "a server does not inherit tokterm's API key", out[:300])
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-port = free_port()
+port = ttlib.free_port()
 env = dict(os.environ, PORT=str(port))
 srv = subprocess.Popen([node, EVERYTHING, "streamableHttp"], env=env, stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL, start_new_session=True)

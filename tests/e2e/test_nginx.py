@@ -26,14 +26,6 @@ NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if os.access("/usr/sbin/ngin
 OPENSSL = shutil.which("openssl")
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def log_lines(d, skip=0, want=None, timeout=3.0):
     """Lines of nginx's access log after the first skip; waits (bounded) until want are there:
     nginx writes a request's line after its last byte left, which can be just after tokterm
@@ -110,7 +102,7 @@ subprocess.run([OPENSSL, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days
 cert = os.path.join(d, "cert.pem")
 
 with ttlib.FakeServer() as srv:
-    port = free_port()
+    port = ttlib.free_port()
     ng = start_nginx(d, port, srv.port)
     try:
         base = "https://127.0.0.1:%d/v1" % port
