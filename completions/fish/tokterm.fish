@@ -3,7 +3,13 @@
 function __tokterm_profiles
     set -l cfg (set -q XDG_CONFIG_HOME; and echo $XDG_CONFIG_HOME; or echo $HOME/.config)/tokterm/config
     test -r $cfg; or return
-    sed -n 's/^[[:space:]]*\[\(profile[[:space:]]\{1,\}\)\{0,1\}\([^]]*\)\].*/\2/p' $cfg | grep -vx default | grep -v '^role[[:space:]]'
+    sed -n 's/^[[:space:]]*\[\(profile[[:space:]]\{1,\}\)\{0,1\}\([^]]*\)\].*/\2/p' $cfg | grep -vx default | grep -v '^\(role\|mcp\)[[:space:]]'
+end
+
+function __tokterm_mcp
+    set -l cfg (set -q XDG_CONFIG_HOME; and echo $XDG_CONFIG_HOME; or echo $HOME/.config)/tokterm/config
+    test -r $cfg; or return
+    sed -n 's/^[[:space:]]*\[mcp[[:space:]]\{1,\}\([^]]*\)\].*/\1/p' $cfg
 end
 
 function __tokterm_roles
@@ -14,7 +20,7 @@ function __tokterm_ids
     tokterm ls --limit 100 2>/dev/null | awk 'NR > 1 && $1 ~ /^[0-9]+$/ { id = $1; $1 = $2 = $3 = $4 = $5 = ""; sub(/^ +/, ""); print id "\t" $0 }'
 end
 
-set -l subs count ls show search export rm rename stats cache models roles doctor batch help version
+set -l subs count ls show search export rm rename stats cache models roles mcp doctor batch help version
 set -l nosub "not __fish_seen_subcommand_from $subs"
 
 complete -c tokterm -f
@@ -23,6 +29,7 @@ complete -c tokterm -n $nosub -s m -l model -r -d 'model'
 complete -c tokterm -n $nosub -s s -l system -r -d 'system prompt'
 complete -c tokterm -n $nosub -s P -l profile -x -a '(__tokterm_profiles)' -d 'config profile'
 complete -c tokterm -n $nosub -l role -x -a '(__tokterm_roles)' -d 'a role: preset prompt and settings'
+complete -c tokterm -n $nosub -l mcp -x -a '(__tokterm_mcp)' -d "let the model call an MCP server's tools"
 complete -c tokterm -n $nosub -l base-url -x -d 'API base URL'
 complete -c tokterm -n $nosub -l api -x -a 'openai anthropic gemini responses' -d 'the provider protocol'
 complete -c tokterm -n $nosub -l max-tokens -x -d 'limit the answer length'
@@ -71,6 +78,10 @@ complete -c tokterm -n $nosub -a models -d 'the models the server offers'
 complete -c tokterm -n '__fish_seen_subcommand_from models' -l json -d 'a JSON array'
 complete -c tokterm -n $nosub -a roles -d 'the roles --role and /role know'
 complete -c tokterm -n '__fish_seen_subcommand_from roles' -l json -d 'a JSON array'
+complete -c tokterm -n $nosub -a mcp -d 'MCP servers: list their tools, call one'
+complete -c tokterm -n '__fish_seen_subcommand_from mcp; and not __fish_seen_subcommand_from list call' -x -a 'list call'
+complete -c tokterm -n '__fish_seen_subcommand_from list call' -x -a '(__tokterm_mcp)'
+complete -c tokterm -n '__fish_seen_subcommand_from mcp' -l json -d 'JSON output'
 complete -c tokterm -n '__fish_seen_subcommand_from models' -l refresh -d 'ask the server, not the cache'
 complete -c tokterm -n $nosub -a batch -d 'answer every line of a JSONL file'
 complete -c tokterm -n $nosub -a help -d 'show help'
