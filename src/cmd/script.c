@@ -35,6 +35,7 @@ struct script_state {
     struct buf scratch;
     struct buf pending;   /* an unfinished UTF-8 sequence held back (terminal only) */
     int render;           /* the answer as rendered Markdown (--render) */
+    int links;            /* rendered URLs as OSC 8 hyperlinks (profile key hyperlinks) */
     struct theme_style styles[THEME_SLOT_COUNT];
     int width;            /* columns to wrap at */
     struct ansi_md *md;   /* this turn's answer being rendered */
@@ -85,8 +86,10 @@ static void script_text(void *ud, int reasoning, const char *s, size_t n, double
     if (reasoning && !st->o->reasoning)
         return;
     if (!reasoning && st->render) { /* finished lines, rendered (made safe by markdown) */
-        if (!st->md)
+        if (!st->md) {
             st->md = ansi_md_new(st->styles, st->width, THEME_ASSISTANT);
+            ansi_md_hyperlinks(st->md, st->links);
+        }
         buf_reset(&st->scratch);
         ansi_md_feed(st->md, s, n, &st->scratch);
         script_put(st, 1, st->scratch.data, st->scratch.len);
@@ -423,6 +426,11 @@ static int script_width(void)
     return v > 0 && v < 100000 ? (int)v : 80;
 }
 
+static const char *script_env(const char *name)
+{
+    return getenv(name);
+}
+
 /* --render: auto renders on a terminal only; --json never. Colours from the theme for $TERM,
  * none with NO_COLOR; a theme that does not load is the built-in one (said once). */
 static void script_render_setup(struct script_state *st, const struct conf *conf)
@@ -443,6 +451,7 @@ static void script_render_setup(struct script_state *st, const struct conf *conf
     ansi_styles(t, ansi_colors(getenv("TERM"), getenv("COLORTERM")), nc && *nc, st->styles);
     theme_free(t);
     st->width = script_width();
+    st->links = ansi_hyperlinks(conf->hyperlinks, st->out_tty, script_env);
 }
 
 struct script {

@@ -66,6 +66,7 @@ static const struct opt conf_opts[] = {
     {"insecure", OPT_BOOL, O(insecure), 0, 0, 1},
     {"theme", OPT_STR, O(theme), 0, 0, 0},
     {"render", OPT_STR, O(render), 0, 0, 0},
+    {"hyperlinks", OPT_STR, O(hyperlinks), 0, 0, 0},
     {"save", OPT_BOOL, O(save), 0, 0, 1},
     {"cache_ttl_days", OPT_DOUBLE, O(cache_ttl_days), 0, 0, 36500},
     {"cache_max_mb", OPT_LONG, O(cache_max_mb), 0, 0, 1000000},
@@ -116,6 +117,7 @@ void conf_defaults(struct conf *c)
     c->key_cmd_timeout = 10;
     c->theme = xstrdup("dark");
     c->render = xstrdup("auto");
+    c->hyperlinks = xstrdup("auto");
     c->save = 1;
     c->cache_ttl_days = 7;
     c->cache_max_mb = 100;
@@ -181,7 +183,7 @@ static const char *conf_choices(const char *key)
         return "summarize|summarise|truncate|off";
     if (strcmp(key, "reasoning_effort") == 0)
         return "none|low|medium|high";
-    if (strcmp(key, "render") == 0)
+    if (strcmp(key, "render") == 0 || strcmp(key, "hyperlinks") == 0)
         return "auto|always|never";
     return NULL;
 }

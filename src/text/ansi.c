@@ -116,10 +116,22 @@ static void ansi_row_end(struct buf *out, struct theme_style *cur)
 
 /* The bytes of row in their spans' styles (base where none covers them); *j is the first
  * span that may reach the row (rows come in order). */
+/* The URL of a link span s[0..n) for OSC 8: a whole http(s) URL of printable ASCII (no
+ * space, no byte that could end the sequence), or NULL. */
+static const char *ansi_url(const char *s, size_t n)
+{
+    if (n < 8 || (strncmp(s, "http://", 7) != 0 && strncmp(s, "https://", 8) != 0))
+        return NULL;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] <= 0x20 || (unsigned char)s[i] >= 0x7F)
+            return NULL;
+    return s;
+}
+
 static void ansi_row_text(struct buf *out, struct theme_style *cur, const struct theme_style *st,
                           const struct theme_style *base, const char *text,
                           const struct theme_span *spans, size_t nspans, size_t *j,
-                          const struct wrap_row *row)
+                          const struct wrap_row *row, int links)
 {
     size_t a = row->off, b = a + row->len;
     while (*j < nspans && spans[*j].off + spans[*j].len <= a)
@@ -128,9 +140,14 @@ static void ansi_row_text(struct buf *out, struct theme_style *cur, const struct
         const struct theme_span *sp = *j < nspans ? &spans[*j] : NULL;
         size_t end;
         struct theme_style s;
+        const char *url = NULL;
         if (sp && sp->off <= pos) {
             end = sp->off + sp->len < b ? sp->off + sp->len : b;
             s = ansi_style(st, sp->slot, sp->attrs);
+            if (links && sp->slot == THEME_LINK) /* the whole span, on each row it spans */
+                url = ansi_url(text + sp->off, sp->len);
+            if (url)
+                buf_printf(out, "\033]8;;%.*s\033\\", (int)sp->len, url);
             if (end == sp->off + sp->len)
                 (*j)++;
         } else {
@@ -138,6 +155,8 @@ static void ansi_row_text(struct buf *out, struct theme_style *cur, const struct
             s = *base;
         }
         ansi_put(out, cur, &s, text + pos, end - pos);
+        if (url)
+            buf_appends(out, "\033]8;;\033\\");
         pos = end;
     }
 }
@@ -153,15 +172,25 @@ static int ansi_table(struct buf *out, const struct wrap_line *wl, const struct 
     size_t j = 0;
     for (size_t r = 0; rc == 0 && r < t.rows.n; r++) {
         ansi_spaces(out, &cur, &base, (int)t.rows.v[r].indent);
-        ansi_row_text(out, &cur, st, &base, t.text.data, t.spans, t.nspans, &j, &t.rows.v[r]);
+        /* no links: a URL wrapped in its cell is in pieces */
+        ansi_row_text(out, &cur, st, &base, t.text.data, t.spans, t.nspans, &j, &t.rows.v[r], 0);
         ansi_row_end(out, &cur);
     }
     table_out_free(&t);
     return rc;
 }
 
+static void ansi_line_links(struct buf *out, const struct markdown_line *ml,
+                            const struct theme_style *st, int width, int links);
+
 void ansi_line(struct buf *out, const struct markdown_line *ml, const struct theme_style *st,
                int width)
+{
+    ansi_line_links(out, ml, st, width, 0);
+}
+
+static void ansi_line_links(struct buf *out, const struct markdown_line *ml,
+                            const struct theme_style *st, int width, int links)
 {
     const struct wrap_line *wl = &ml->wl;
     struct theme_style cur = {-1, -1, 0};
@@ -195,7 +224,7 @@ void ansi_line(struct buf *out, const struct markdown_line *ml, const struct the
             indent -= 2 * level;
         }
         ansi_spaces(out, &cur, &base, indent);
-        ansi_row_text(out, &cur, st, &base, wl->text, wl->spans, wl->nspans, &j, row);
+        ansi_row_text(out, &cur, st, &base, wl->text, wl->spans, wl->nspans, &j, row, links);
         if (code && pad.bg >= 0)
             ansi_spaces(out, &cur, &pad, width - (int)(row->indent + row->width));
         ansi_row_end(out, &cur);
@@ -213,6 +242,7 @@ struct ansi_md {
     struct buf line;  /* the source line being received (markdown gets whole lines) */
     int raw;          /* in a line over ANSI_LONG_LINE: written as it comes until its '\n' */
     struct buf tail;  /* raw mode: an unfinished UTF-8 sequence held back */
+    int links;        /* URLs as OSC 8 hyperlinks (ansi_md_hyperlinks) */
 };
 
 struct ansi_md *ansi_md_new(const struct theme_style *st, int width, int base_slot)
@@ -222,6 +252,42 @@ struct ansi_md *ansi_md_new(const struct theme_style *st, int width, int base_sl
     memcpy(r->st, st, sizeof r->st);
     r->width = width < 1 ? 1 : width;
     return r;
+}
+
+void ansi_md_hyperlinks(struct ansi_md *r, int on)
+{
+    r->links = on != 0;
+}
+
+/* Terminals known to show OSC 8 hyperlinks, by the variables they set. */
+static int ansi_links_known(const char *(*env)(const char *))
+{
+    static const char *const programs[] = {"iTerm.app", "WezTerm", "vscode", "ghostty",
+                                           "Hyper", "rio", "Tabby"};
+    const char *v = env("TERM_PROGRAM");
+    for (size_t i = 0; v && i < sizeof(programs) / sizeof(programs[0]); i++)
+        if (strcmp(v, programs[i]) == 0)
+            return 1;
+    v = env("VTE_VERSION"); /* GNOME Terminal, Tilix...: since VTE 0.50 */
+    if (v && strtol(v, NULL, 10) >= 5000)
+        return 1;
+    v = env("TERM");
+    return env("KITTY_WINDOW_ID") || env("WT_SESSION") || env("KONSOLE_VERSION") ||
+           env("ALACRITTY_WINDOW_ID") || env("WEZTERM_PANE") ||
+           (v && (strcmp(v, "xterm-kitty") == 0 || strncmp(v, "foot", 4) == 0));
+}
+
+int ansi_hyperlinks(const char *setting, int tty, const char *(*env)(const char *))
+{
+    if (setting && strcmp(setting, "always") == 0)
+        return 1;
+    if ((setting && strcmp(setting, "never") == 0) || !tty)
+        return 0;
+    const char *term = env("TERM");
+    if (env("TMUX") || (term && (strncmp(term, "tmux", 4) == 0 || strncmp(term, "screen", 6) == 0)))
+        return 0; /* tmux and screen pass them on only when set up to: the outer terminal's
+                     variables say nothing about that (hyperlinks = always if yours does) */
+    return ansi_links_known(env);
 }
 
 void ansi_md_free(struct ansi_md *r)
@@ -239,7 +305,7 @@ static void ansi_md_drain(struct ansi_md *r, struct buf *out)
 {
     size_t n = markdown_count(r->md);
     for (; r->done < n; r->done++)
-        ansi_line(out, markdown_line(r->md, r->done), r->st, r->width);
+        ansi_line_links(out, markdown_line(r->md, r->done), r->st, r->width, r->links);
     markdown_release(r->md, r->done);
 }
 

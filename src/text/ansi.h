@@ -52,6 +52,21 @@ void ansi_md_feed(struct ansi_md *r, const char *s, size_t n, struct buf *out);
 /* The answer is over: append the rest (the unfinished line, a held table) to out. */
 void ansi_md_finish(struct ansi_md *r, struct buf *out);
 
+/* Write autolinks and bare URLs (a link span whose text is a whole http(s) URL) as OSC 8
+ * hyperlinks: ESC ] 8 ; ; URL ESC \ text ESC ] 8 ; ; ESC \. Not inside tables (a URL
+ * wrapped in its cell is in pieces). Off by default. */
+void ansi_md_hyperlinks(struct ansi_md *r, int on);
+
+/* Whether to write hyperlinks: setting "always" or "never" (profile key `hyperlinks`) decides;
+ * else (auto, NULL) only on a terminal (tty) that is known to show them by its variables, read
+ * through env (getenv in the program): TERM_PROGRAM iTerm.app, WezTerm, vscode, ghostty,
+ * Hyper, rio or Tabby; VTE_VERSION >= 5000; KITTY_WINDOW_ID, WT_SESSION, KONSOLE_VERSION,
+ * ALACRITTY_WINDOW_ID, WEZTERM_PANE; TERM xterm-kitty or foot*. Never inside tmux or screen
+ * (TMUX set, TERM tmux* or screen*) unless "always": they pass OSC 8 on only when configured
+ * to, and the variables of the terminal outside say nothing about that. The chat never writes
+ * them: curses cannot, and bytes written beside it would corrupt its picture of the screen. */
+int ansi_hyperlinks(const char *setting, int tty, const char *(*env)(const char *));
+
 void ansi_md_free(struct ansi_md *r);
 
 #endif

@@ -3,7 +3,8 @@
 server, the answer's rows captured with their colours (capture-pane -e) at 40, 50, 60, 100 and
 200 columns and compared with tests/e2e/golden/tables/; a resize re-lays a table. The issue's
 61-column table at 60 and 50 columns, a CJK table, a streamed answer (openai_table.sse) at 50.
-Then strikethrough, task lists and nested quotes as drawn, with and without NO_COLOR.
+Then strikethrough, task lists and nested quotes as drawn, with and without NO_COLOR, and
+scripted --render's OSC 8 hyperlinks (profile key hyperlinks).
 TT_GOLDEN_UPDATE=1 rewrites the golden files (look at them before committing). Prints TAP;
 skips cleanly when tmux is missing."""
 
@@ -169,5 +170,34 @@ with ttlib.FakeServer() as srv:
                  and "~~" not in scr, name + ": struck text, markers hidden, task checked", scr)
             t.ok("\u2610 next" in scr, name + ": an open task", scr)
             t.ok("\u2502 \u2502 b" in scr, name + ": a bar per quote level", scr)
+
+    # scripted --render: URLs as OSC 8 hyperlinks where the terminal is known to show them
+    url_spec = "reply=" + urllib.parse.quote("see https://example.com/x now\n", safe="")
+    link = b"\x1b]8;;https://example.com/x\x1b\\"
+    base = {"OPENAI_BASE_URL": srv.base(url_spec), "TERM": "xterm-256color"}
+    home = ttlib.make_home()
+    cfg = os.path.join(home, ".config", "tokterm")
+    os.makedirs(cfg)
+    with open(os.path.join(cfg, "config"), "w") as f:
+        f.write("hyperlinks = always\n")
+    os.chmod(os.path.join(cfg, "config"), 0o600)
+    rc, out, err = ttlib.run_tokterm(["--no-save", "--render", "always", "-p", "x"], env=base,
+                                     home=home)
+    t.ok(rc == 0 and link in out and out.count(b"\x1b]8;;\x1b\\") == 1,
+         "hyperlinks = always: the URL as an OSC 8 link, even into a pipe", repr(out))
+    rc, out, err = ttlib.run_tokterm_tty(["--no-save", "-p", "x"],
+                                         env=dict(base, TERM_PROGRAM="WezTerm"))
+    t.ok(rc == 0 and link in out, "auto on a terminal known to show links (WezTerm)", repr(out))
+    rc, out, err = ttlib.run_tokterm_tty(["--no-save", "-p", "x"],
+                                         env=dict(base, TERM_PROGRAM="WezTerm", TMUX="/t,1,0"))
+    t.ok(rc == 0 and b"\x1b]8" not in out and b"https://example.com/x" in out,
+         "auto inside tmux: no link, the URL as text", repr(out))
+    rc, out, err = ttlib.run_tokterm_tty(["--no-save", "-p", "x"], env=base)
+    t.ok(rc == 0 and b"\x1b]8" not in out, "auto on a terminal not known to: no link", repr(out))
+    with open(os.path.join(cfg, "config"), "w") as f:
+        f.write("hyperlinks = sometimes\n")
+    rc, out, err = ttlib.run_tokterm(["--no-save", "-p", "x"], env=base, home=home)
+    t.ok(rc == 2 and b"auto|always|never" in err, "hyperlinks = sometimes: exit 2, the choices",
+         err.decode())
 
 sys.exit(t.done())

@@ -64,6 +64,71 @@ static const char doc[] =
     "| 1 | 2 |\n"
     "tail without newline";
 
+/* A fake environment for ansi_hyperlinks: "NAME=value" pairs. */
+static const char *const *fake_env;
+
+static const char *fake_getenv(const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *const *e = fake_env; e && *e; e++)
+        if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
+            return *e + n + 1;
+    return NULL;
+}
+
+static int links_for(const char *setting, int tty, const char *const *env)
+{
+    fake_env = env;
+    return ansi_hyperlinks(setting, tty, fake_getenv);
+}
+
+static void test_hyperlinks(void)
+{
+    static const char *const kitty[] = {"TERM=xterm-kitty", NULL};
+    static const char *const vte[] = {"TERM=xterm-256color", "VTE_VERSION=7600", NULL};
+    static const char *const old_vte[] = {"TERM=xterm-256color", "VTE_VERSION=4800", NULL};
+    static const char *const iterm[] = {"TERM_PROGRAM=iTerm.app", NULL};
+    static const char *const xterm[] = {"TERM=xterm-256color", NULL};
+    static const char *const tmux[] = {"TERM=tmux-256color", "TERM_PROGRAM=tmux", NULL};
+    static const char *const in_tmux[] = {"TERM=xterm-kitty", "TMUX=/tmp/t,1,0", NULL};
+    TAP_OK(links_for("auto", 1, kitty) && links_for("auto", 1, vte) &&
+               links_for(NULL, 1, iterm),
+           "hyperlinks: auto on a terminal known to show them (kitty, VTE, iTerm2)");
+    TAP_OK(!links_for("auto", 1, xterm) && !links_for("auto", 1, old_vte),
+           "hyperlinks: auto off on a terminal not known to (xterm, an old VTE)");
+    TAP_OK(!links_for("auto", 1, tmux) && !links_for("auto", 1, in_tmux),
+           "hyperlinks: auto off inside tmux, whatever the terminal outside");
+    TAP_OK(!links_for("auto", 0, kitty), "hyperlinks: auto off into a pipe");
+    TAP_OK(links_for("always", 0, tmux) && !links_for("never", 1, kitty),
+           "hyperlinks: always and never decide");
+
+    const char *text = "see https://example.com/a_(b) and <http://x.org/y>, [text](https://t.co)\n"
+                       "| u |\n|---|\n| https://in.table/z |\n";
+    struct ansi_md *r = ansi_md_new(stnone, 80, THEME_ASSISTANT);
+    struct buf out = BUF_INIT;
+    ansi_md_hyperlinks(r, 1);
+    ansi_md_feed(r, text, strlen(text), &out);
+    ansi_md_finish(r, &out);
+    const char *o = buf_str(&out);
+    TAP_OK(strstr(o, "\033]8;;https://example.com/a_(b)\033\\") &&
+               strstr(o, "\033]8;;http://x.org/y\033\\"),
+           "hyperlinks: bare URLs and autolinks as OSC 8");
+    TAP_OK(!strstr(o, "8;;https://t.co") && !strstr(o, "8;;https://in.table"),
+           "hyperlinks: not for [text](url) nor inside a table");
+    size_t opens = 0, closes = 0;
+    for (const char *p = o; (p = strstr(p, "\033]8;;")); p++)
+        if (p[5] == '\033')
+            closes++;
+        else
+            opens++;
+    TAP_OK(opens == 2 && closes == 2, "hyperlinks: each one closed (%zu / %zu)", opens, closes);
+    buf_free(&out);
+    ansi_md_free(r);
+    char *plain = render(text, 80, 0, stnone);
+    TAP_OK(!strstr(plain, "\033]8"), "hyperlinks: off by default");
+    free(plain);
+}
+
 int main(void)
 {
     struct theme *t = theme_default();
@@ -206,6 +271,7 @@ int main(void)
         ansi_md_free(r);
     }
 
+    test_hyperlinks();
     free(whole);
     free(plain);
     theme_free(t);
