@@ -176,11 +176,7 @@ with ttlib.FakeServer() as srv:
     link = b"\x1b]8;;https://example.com/x\x1b\\"
     base = {"OPENAI_BASE_URL": srv.base(url_spec), "TERM": "xterm-256color"}
     home = ttlib.make_home()
-    cfg = os.path.join(home, ".config", "tokterm")
-    os.makedirs(cfg)
-    with open(os.path.join(cfg, "config"), "w") as f:
-        f.write("hyperlinks = always\n")
-    os.chmod(os.path.join(cfg, "config"), 0o600)
+    ttlib.write_config(home, "hyperlinks = always\n")
     rc, out, err = ttlib.run_tokterm(["--no-save", "--render", "always", "-p", "x"], env=base,
                                      home=home)
     t.ok(rc == 0 and link in out and out.count(b"\x1b]8;;\x1b\\") == 1,
@@ -194,8 +190,7 @@ with ttlib.FakeServer() as srv:
          "auto inside tmux: no link, the URL as text", repr(out))
     rc, out, err = ttlib.run_tokterm_tty(["--no-save", "-p", "x"], env=base)
     t.ok(rc == 0 and b"\x1b]8" not in out, "auto on a terminal not known to: no link", repr(out))
-    with open(os.path.join(cfg, "config"), "w") as f:
-        f.write("hyperlinks = sometimes\n")
+    ttlib.write_config(home, "hyperlinks = sometimes\n")
     rc, out, err = ttlib.run_tokterm(["--no-save", "-p", "x"], env=base, home=home)
     t.ok(rc == 2 and b"auto|always|never" in err, "hyperlinks = sometimes: exit 2, the choices",
          err.decode())

@@ -325,6 +325,17 @@ def make_home():
     return tempdir("tt-home-")
 
 
+def write_config(home, text):
+    """Write text as HOME's tokterm config (mode 0600, as tokterm wants it); returns the path."""
+    d = os.path.join(home, ".config", "tokterm")
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, "config")
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, 0o600)
+    return path
+
+
 
 def wait_rusage(p, timeout):
     """Wait for Popen p (killed after timeout seconds); returns (status, rusage) of os.wait4."""
