@@ -398,7 +398,8 @@ static int main_prompt(struct main_run *r)
     struct script_opts so = {.prompts = turns, .n_prompts = n, .json = a->json,
                              .reasoning = a->reasoning, .store = su->store, .save = su->save,
                              .cache = su->cache, .setup = su, .resume = su->resume,
-                             .resume_id = su->resume_id};
+                             .resume_id = su->resume_id, .allow_tools = a->allow_tools,
+                             .n_allow_tools = a->n_allow_tools};
     char *key = su->key;
     su->key = NULL;
     int code = script_run(&su->conf, key, &so); /* takes the key; the pool and fallback too */

@@ -119,6 +119,93 @@ static void script_wait(void *ud, int retry, const char *why, double seconds)
     fprintf(stderr, "tokterm: %s\n", why);
 }
 
+/* A tool call and its result on stderr, one line each, cut at SCRIPT_TOOL_SHOW bytes (a
+ * terminal gets them sanitised). */
+#define SCRIPT_TOOL_SHOW 300
+
+static void script_tool_line(struct script_state *st, const char *what, const char *name,
+                             const char *text, size_t n)
+{
+    struct buf b = BUF_INIT;
+    buf_printf(&b, "tokterm: %s %s", what, name ? name : "?");
+    if (text && n) {
+        buf_appendc(&b, ' ');
+        size_t k = n > SCRIPT_TOOL_SHOW ? utf8_cut(text, n, SCRIPT_TOOL_SHOW) : n;
+        for (size_t i = 0; i < k; i++) /* one line */
+            buf_appendc(&b, text[i] == '\n' || text[i] == '\r' ? ' ' : text[i]);
+        if (k < n)
+            buf_printf(&b, "... (%zu bytes)", n);
+    }
+    buf_appendc(&b, '\n');
+    if (st->err_tty) {
+        struct buf safe = BUF_INIT;
+        utf8_sanitize(&safe, b.data, b.len);
+        (void)util_write_all(2, safe.data, safe.len);
+        buf_free(&safe);
+    } else {
+        (void)util_write_all(2, b.data, b.len);
+    }
+    buf_free(&b);
+}
+
+static void script_tool_call(void *ud, const struct tool_call *call, enum tool_verdict v)
+{
+    struct script_state *st = ud;
+    script_tool_line(st, v == TOOL_RUN ? "tool" : "tool refused:", call->name ? call->name
+                                                                            : call->wire,
+                     call->args, call->args_len);
+}
+
+static void script_tool_result(void *ud, const struct tool_call *call,
+                               const struct tool_result *res, double seconds)
+{
+    struct script_state *st = ud;
+    (void)seconds;
+    script_tool_line(st, res->is_error ? "tool error:" : "tool result:",
+                     call->name ? call->name : call->wire, res->content.data, res->content.len);
+}
+
+/* --json "tools": every call of the turn with its result, in order. */
+static void script_json_tools(struct session *s, cJSON *o)
+{
+    const struct conv *c = session_conv(s);
+    const struct conv_turn *t = c->n ? &c->turns[c->n - 1] : NULL;
+    if (!t || !t->n_steps)
+        return;
+    cJSON *a = cJSON_AddArrayToObject(o, "tools");
+    int round = 0;
+    for (size_t k = 0; k < t->n_steps; k++) {
+        const struct conv_step *st = &t->steps[k];
+        if (!st->result) {
+            round++;
+            for (size_t i = 0; i < st->n_calls; i++) {
+                const struct tool_call *call = &st->calls[i];
+                cJSON *e = cJSON_CreateObject();
+                cJSON_AddNumberToObject(e, "round", round);
+                cJSON_AddStringToObject(e, "id", call->id ? call->id : "");
+                cJSON_AddStringToObject(e, "name", call->name ? call->name : "");
+                cJSON_AddStringToObject(e, "wire", call->wire ? call->wire : "");
+                cJSON_AddStringToObject(e, "arguments", call->args ? call->args : "");
+                cJSON_AddItemToArray(a, e);
+            }
+            continue;
+        }
+        cJSON *e;
+        cJSON_ArrayForEach(e, a) { /* the call it answers */
+            const char *id = cJSON_GetStringValue(cJSON_GetObjectItem(e, "id"));
+            if (id && st->call_id && !strcmp(id, st->call_id) &&
+                !cJSON_GetObjectItem(e, "result")) {
+                cJSON_AddBoolToObject(e, "is_error", st->is_error);
+                cJSON_AddStringToObject(e, "result", st->text ? st->text : "");
+                break;
+            }
+        }
+    }
+    const char *why = session_tools_incomplete(s);
+    if (why)
+        cJSON_AddStringToObject(o, "tools_incomplete", why);
+}
+
 /* --json "context": the request's tokens against the window, compression, calibration and
  * the session's spending. */
 static void script_json_context(struct session *s, cJSON *o)
@@ -359,6 +446,7 @@ static void script_json(struct session *s, const struct net_result *r, int code,
     script_result_fields(o, r, SCRIPT_JSON_STREAMED, SCRIPT_JSON_STREAMED,
                          session_profile(s)->model, code, 1);
     script_json_context(s, o);
+    script_json_tools(s, o);
     (void)script_json_write(1, o, session_answer(s), session_answer_len(s), session_reasoning(s),
                             session_reasoning_len(s), tty);
     cJSON_Delete(o);
@@ -369,6 +457,9 @@ static int script_turn_end(struct session *s, struct script_state *st, const str
 {
     const struct net_result *r = session_last(s);
     int code = r ? api_outcome_exit(r->outcome) : 1;
+    const char *incomplete = session_tools_incomplete(s);
+    if (incomplete && (code == 0 || code == 6))
+        code = SCRIPT_EXIT_TOOLS;
     if (st->broken_pipe)
         return 141; /* the reader went away: like death by SIGPIPE, but quiet */
     if (st->last_err_byte && st->last_err_byte != '\n') {
@@ -398,6 +489,8 @@ static int script_turn_end(struct session *s, struct script_state *st, const str
               stderr);
     if (r && r->warning)
         fprintf(stderr, "tokterm: warning: %s\n", r->warning);
+    if (code == SCRIPT_EXIT_TOOLS && !(r && r->error))
+        fprintf(stderr, "tokterm: warning: the answer may be incomplete: %s\n", incomplete);
     if (r && r->error) {
         const char *kept = r->content_bytes && !o->json && r->outcome != API_LIMIT
                                ? " (the partial answer above is kept)" : "";
@@ -455,6 +548,8 @@ static void script_render_setup(struct script_state *st, const struct conf *conf
 }
 
 struct script {
+    struct tools *tools;  /* TOKTERM_TEST_TOOLS (tests); MCP servers: [mcp NAME] */
+    struct tool_policy policy;
     struct session *s;
     const struct script_opts *o;
     struct script_state st;
@@ -493,6 +588,21 @@ struct script *script_open(struct conf *conf, char *key, const struct script_opt
     }
     struct script *sc = xcalloc(1, sizeof *sc);
     sc->s = s;
+    const char *test_tools = getenv("TOKTERM_TEST_TOOLS");
+    if (test_tools && *test_tools) {
+        sc->tools = tools_new();
+        tools_add_test(sc->tools);
+    }
+    if (sc->tools) {
+        struct buf terr = BUF_INIT;
+        if (tools_load(sc->tools, &terr) < 0)
+            fprintf(stderr, "tokterm: warning: %s\n", buf_str(&terr));
+        buf_free(&terr);
+    }
+    sc->policy.scripted = 1; /* no one to ask: what no --allow-tool names is refused */
+    for (int i = 0; i < o->n_allow_tools; i++)
+        tool_policy_allow(&sc->policy, o->allow_tools[i]);
+    session_use_tools(s, sc->tools, &sc->policy, (int)conf->tool_rounds);
     sc->o = o;
     sc->st = (struct script_state){.o = o, .out_tty = isatty(1), .err_tty = isatty(2)};
     script_render_setup(&sc->st, conf);
@@ -517,7 +627,8 @@ int script_turn(struct script *sc, const char *prompt, int quiet)
     st->written = 0;
     st->last_byte = 0;
     st->quiet = quiet;
-    struct session_sink sink = {.ud = st, .text = script_text, .wait = script_wait};
+    struct session_sink sink = {.ud = st, .text = script_text, .wait = script_wait,
+                                .tool_call = script_tool_call, .tool_result = script_tool_result};
     session_send(s, prompt);
     char *note = session_notice(s); /* a large summary request has just left */
     if (note)
@@ -567,6 +678,8 @@ void script_close(struct script *sc)
     buf_free(&sc->st.pending);
     ansi_md_free(sc->st.md);
     session_close(sc->s);
+    tools_free(sc->tools);
+    tool_policy_free(&sc->policy);
     free(sc);
 }
 

@@ -12,6 +12,10 @@
 struct setup;
 struct store;
 
+/* Exit status of a turn whose answer could not be completed with its tools: a call was
+ * refused (not allowed by --allow-tool) or the model asked for more than tool_rounds rounds. */
+#define SCRIPT_EXIT_TOOLS 9
+
 struct script_opts {
     const char *const *prompts; /* one per turn; the first already joined with stdin */
     int n_prompts;
@@ -24,6 +28,9 @@ struct script_opts {
     int resume;           /* continue a saved conversation: resume_id, or the latest when 0 */
     int64_t resume_id;
     int keep;             /* keep each answer for script_answer (shell mode) */
+    const char **allow_tools; /* --allow-tool globs: the tool calls that may run (nothing
+                                 else does: refused, the model is told, exit 9) */
+    int n_allow_tools;
 };
 
 /* Add the fields of one answer in the --json format (content, reasoning, model, finish_reason,

@@ -61,6 +61,7 @@ static const struct opt conf_opts[] = {
     {"idle_timeout", OPT_DOUBLE, O(idle_timeout), 0, 0.1, 86400},
     {"max_time", OPT_DOUBLE, O(max_time), 0, 0, 864000},
     {"max_answer_mb", OPT_LONG, O(max_answer_mb), 0, 1, 4096},
+    {"tool_rounds", OPT_LONG, O(tool_rounds), 0, 1, 1000},
     {"key_cmd_timeout", OPT_DOUBLE, O(key_cmd_timeout), 0, 0.1, 3600},
     {"cacert", OPT_STR, O(cacert), 0, 0, 0},
     {"insecure", OPT_BOOL, O(insecure), 0, 0, 1},
@@ -114,6 +115,7 @@ void conf_defaults(struct conf *c)
     c->connect_timeout_ms = 10000;
     c->idle_timeout = 90;
     c->max_answer_mb = 64;
+    c->tool_rounds = 10;
     c->key_cmd_timeout = 10;
     c->theme = xstrdup("dark");
     c->render = xstrdup("auto");

@@ -1,10 +1,12 @@
 /* conv.c - the conversation model: turns, the live path, and how a saved tree becomes it. */
 #include "config.h"
 #include "core/conv.h"
+#include "proto/tool.h"
 #include "base/util.h"
 #include "base/xmalloc.h"
 #include "store/store.h"
 
+#include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,8 +15,125 @@ void conv_init(struct conv *c)
     memset(c, 0, sizeof *c);
 }
 
+static void conv_step_free(struct conv_step *st)
+{
+    free(st->text);
+    for (size_t i = 0; i < st->n_calls; i++)
+        tool_call_free(&st->calls[i]);
+    free(st->calls);
+    free(st->thinking);
+    free(st->call_id);
+    free(st->name);
+    free(st->wire);
+}
+
+struct conv_step *conv_step_add(struct conv_turn *t)
+{
+    XGROW(t->steps, t->n_steps + 1, t->cap_steps);
+    struct conv_step *st = &t->steps[t->n_steps++];
+    memset(st, 0, sizeof *st);
+    return st;
+}
+
+static char *conv_sdup(const char *s)
+{
+    return s ? xstrdup(s) : NULL;
+}
+
+static void conv_step_copy(struct conv_step *d, const struct conv_step *s)
+{
+    *d = *s;
+    d->text = s->text ? xstrndup(s->text, s->len) : NULL;
+    d->calls = s->n_calls ? xcalloc(s->n_calls, sizeof *d->calls) : NULL;
+    for (size_t i = 0; i < s->n_calls; i++)
+        tool_call_copy(&d->calls[i], &s->calls[i]);
+    d->thinking = conv_sdup(s->thinking);
+    d->call_id = conv_sdup(s->call_id);
+    d->name = conv_sdup(s->name);
+    d->wire = conv_sdup(s->wire);
+}
+
+static void conv_json_str(cJSON *o, const char *k, const char *v)
+{
+    if (v)
+        cJSON_AddStringToObject(o, k, v);
+}
+
+char *conv_step_json(const struct conv_step *st)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (st->result) {
+        conv_json_str(o, "id", st->call_id);
+        conv_json_str(o, "name", st->name);
+        conv_json_str(o, "wire", st->wire);
+        if (st->is_error)
+            cJSON_AddTrueToObject(o, "error");
+    } else {
+        cJSON *a = cJSON_AddArrayToObject(o, "calls");
+        for (size_t i = 0; i < st->n_calls; i++) {
+            const struct tool_call *c = &st->calls[i];
+            cJSON *e = cJSON_CreateObject();
+            conv_json_str(e, "id", c->id);
+            conv_json_str(e, "name", c->name);
+            conv_json_str(e, "wire", c->wire);
+            conv_json_str(e, "arguments", c->args ? c->args : "{}");
+            cJSON_AddItemToArray(a, e);
+        }
+        if (st->thinking)
+            cJSON_AddStringToObject(o, "thinking", st->thinking);
+    }
+    char *s = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    if (!s)
+        xmalloc_die(0);
+    return s;
+}
+
+static char *conv_json_get(const cJSON *o, const char *k)
+{
+    const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, k));
+    return v ? xstrdup(v) : NULL;
+}
+
+int conv_step_parse(struct conv_step *st, const char *json)
+{
+    cJSON *o = json ? cJSON_Parse(json) : NULL;
+    if (!cJSON_IsObject(o)) {
+        cJSON_Delete(o);
+        return -1;
+    }
+    const cJSON *calls = cJSON_GetObjectItemCaseSensitive(o, "calls");
+    if (cJSON_IsArray(calls)) {
+        st->result = 0;
+        size_t n = (size_t)cJSON_GetArraySize(calls), k = 0;
+        st->calls = n ? xcalloc(n, sizeof *st->calls) : NULL;
+        const cJSON *e;
+        cJSON_ArrayForEach(e, calls) {
+            struct tool_call *c = &st->calls[k++];
+            c->id = conv_json_get(e, "id");
+            c->name = conv_json_get(e, "name");
+            c->wire = conv_json_get(e, "wire");
+            c->args = conv_json_get(e, "arguments");
+            c->args_len = c->args ? strlen(c->args) : 0;
+        }
+        st->n_calls = k;
+        st->thinking = conv_json_get(o, "thinking");
+    } else {
+        st->result = 1;
+        st->call_id = conv_json_get(o, "id");
+        st->name = conv_json_get(o, "name");
+        st->wire = conv_json_get(o, "wire");
+        st->is_error = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "error"));
+    }
+    cJSON_Delete(o);
+    return 0;
+}
+
 static void conv_turn_free(struct conv_turn *t)
 {
+    for (size_t i = 0; i < t->n_steps; i++)
+        conv_step_free(&t->steps[i]);
+    free(t->steps);
     free(t->prompt);
     free(t->answer);
     free(t->error);
@@ -79,6 +198,10 @@ void conv_copy(struct conv *dst, const struct conv *src)
         t->answer = conv_dup(s->answer, s->answer_len);
         t->error = conv_dups(s->error);
         t->model = conv_dups(s->model);
+        t->steps = NULL;
+        t->n_steps = t->cap_steps = 0;
+        for (size_t k = 0; k < s->n_steps; k++)
+            conv_step_copy(conv_step_add(t), &s->steps[k]);
     }
 }
 
@@ -258,7 +381,7 @@ struct conv_rowinfo *conv_rows(const struct store_conversation *sc, size_t *n_tu
         long p = conv_row(sc, m->parent_id);
         if (p < 0 || !conv_is(&sc->messages[p], "user"))
             continue;
-        if (conv_is(m, "assistant"))
+        if (conv_is(m, "assistant") && !m->tool) /* one that asked for tools: a step */
             ri[p].answer = (long)i;
         ri[i].user = p;
         ri[i].version = ri[p].version;
@@ -331,6 +454,26 @@ static void conv_build(struct conv *c, struct store_conversation *sc, const char
         t->error = conv_dups(m->error);
         t->model = conv_dups(m->model);
     }
+    /* the tool rounds: rows of a live turn that asked for tools or answer a call, in order */
+    long *turn_of = xcalloc(sc->n_messages + 1, sizeof *turn_of);
+    for (size_t i = 0, k = 0; i < sc->n_messages; i++)
+        turn_of[i] = ri[i].live && conv_is(&sc->messages[i], "user") ? (long)k++ : -1;
+    for (size_t i = 0; i < sc->n_messages; i++) {
+        struct store_message *m = &sc->messages[i];
+        long u = ri[i].user;
+        if (u < 0 || (long)i == u || turn_of[u] < 0 || (long)i == ri[u].answer ||
+            !(conv_is(m, "tool") || (conv_is(m, "assistant") && m->tool)))
+            continue;
+        struct conv_step one = {0};
+        if (conv_step_parse(&one, m->tool) < 0) /* another program's row: no call to pair */
+            continue;
+        struct conv_step *st = conv_step_add(&c->turns[turn_of[u]]);
+        *st = one;
+        st->id = m->id;
+        st->len = m->content ? m->content_len : 0;
+        st->text = conv_row_text(m, take);
+    }
+    free(turn_of);
     free(ri);
 }
 
@@ -396,6 +539,20 @@ void conv_transcript(const struct conv *c, struct buf *out)
     for (size_t i = 0; i < c->n; i++) {
         const struct conv_turn *t = &c->turns[i];
         conv_block(out, "user", t->prompt, t->prompt_len);
+        for (size_t k = 0; k < t->n_steps; k++) {
+            const struct conv_step *st = &t->steps[k];
+            if (st->result) {
+                conv_block(out, st->is_error ? "tool error" : "tool", st->text, st->len);
+                continue;
+            }
+            if (st->len)
+                conv_block(out, "assistant", st->text, st->len);
+            for (size_t j = 0; j < st->n_calls; j++) {
+                const struct tool_call *call = &st->calls[j];
+                buf_printf(out, "call: %s ", call->name ? call->name : call->wire);
+                conv_block(out, "", call->args, call->args_len);
+            }
+        }
         switch (t->outcome) {
         case CONV_ANSWERED:
         case CONV_CUT:

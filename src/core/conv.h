@@ -23,6 +23,24 @@
 
 struct store;
 struct store_conversation;
+struct tool_call;
+
+/* One step of a turn's tool rounds, between its prompt and its answer, in order: the model's
+ * message that asked for tools, then a result per call; the next round's request carries
+ * them. In the store (schema v8) each is a row under the turn's user row: an assistant row
+ * with messages.tool {"calls":[...]}, and a tool row naming the call it answers. */
+struct conv_step {
+    int64_t id;               /* store id (> 0), or 0: not saved */
+    int result;               /* 0: the model asked for tools; 1: a tool's result */
+    char *text;               /* the model's text with its calls (may be ""), or the result */
+    size_t len;
+    struct tool_call *calls;  /* result 0: the calls (id, name, wire, args) */
+    size_t n_calls;
+    char *thinking;           /* result 0, anthropic: the signed thinking blocks (JSON); NULL */
+    char *call_id;            /* result 1: the call it answers: the provider's id, */
+    char *name, *wire;        /*   tokterm name and wire name */
+    int is_error;             /* result 1: an error result (failed, invalid, refused) */
+};
 
 enum conv_outcome {
     CONV_PENDING,     /* the request is in flight */
@@ -48,6 +66,8 @@ struct conv_turn {
     long prompt_tokens, answer_tokens; /* their texts' tokens in the session's encoding when
                                           known (stored, or counted once); 0 = unknown */
     unsigned tokens_saved; /* 1: prompt_tokens is in the store, 2: answer_tokens is */
+    struct conv_step *steps; /* the tool rounds before the answer, oldest first */
+    size_t n_steps, cap_steps;
 };
 
 struct conv {
@@ -81,6 +101,13 @@ void conv_settle(struct conv_turn *t, enum conv_outcome o, const char *answer, s
  * one more version of it. Returns the version count the replacement will show, or -1 when i
  * is out of range. The next conv_push takes that version. */
 int conv_fork(struct conv *c, size_t i);
+
+/* A new empty step at the end of t's steps. */
+struct conv_step *conv_step_add(struct conv_turn *t);
+/* The JSON of a step for the store's messages.tool (caller frees), and a step's tool part
+ * read back from it (0, or -1 when it is not a step's JSON). */
+char *conv_step_json(const struct conv_step *st);
+int conv_step_parse(struct conv_step *st, const char *json);
 
 /* 1 when turn t carries its user message and answer into later requests. */
 int conv_turn_sent(const struct conv_turn *t);

@@ -91,6 +91,15 @@ struct session {
                                   the older ones are summarised or dropped by every plan */
     int64_t lean_first;        /* then: the id of its first message sent */
     size_t resumed_turns;      /* turns a resume read (a debug counter) */
+    /* Function calling (session_use_tools) */
+    struct tools *tools;       /* borrowed; NULL: no tools offered */
+    struct tool_policy *policy;
+    int tool_rounds;           /* rounds at most per turn */
+    int round;                 /* tool rounds of the turn in flight */
+    size_t ask_step, ask_call; /* the step whose calls are being run, and the next call */
+    struct tool_job *job;      /* the call running, NULL = none */
+    int tools_cancel;          /* cancelled while tools ran: the turn ends */
+    char *incomplete;          /* why the turn's answer could not be completed with its tools */
     size_t status_n;           /* history length when status_used was computed */
     const char *status_last;
     long status_used;
@@ -194,7 +203,18 @@ static void session_msgs_push(struct session *s, const char *role, const char *c
                               size_t len, int64_t id, long *tokens)
 {
     XGROW(s->msgs, s->n_msgs + 1, s->cap_msgs);
-    s->msgs[s->n_msgs++] = (struct session_msg){role, content ? content : "", len, id, tokens};
+    s->msgs[s->n_msgs++] = (struct session_msg){.role = role, .content = content ? content : "",
+                                                .len = len, .id = id, .tokens = tokens};
+}
+
+/* The tool rounds of turn t: the model's messages with calls and the results. */
+static void session_msgs_steps(struct session *s, const struct conv_turn *t)
+{
+    for (size_t k = 0; k < t->n_steps; k++) {
+        const struct conv_step *st = &t->steps[k];
+        session_msgs_push(s, st->result ? "tool" : "assistant", st->text, st->len, st->id, NULL);
+        s->msgs[s->n_msgs - 1].step = st;
+    }
 }
 
 /* The history the next request carries, from the live path: the system prompt, then the user
@@ -211,11 +231,14 @@ static void session_history(struct session *s)
         if (conv_turn_sent(t)) {
             session_msgs_push(s, "user", t->prompt, t->prompt_len, t->user_id,
                               &t->prompt_tokens);
-            session_msgs_push(s, "assistant", t->answer, t->answer_len, t->answer_id,
-                              &t->answer_tokens);
+            session_msgs_steps(s, t);
+            if (t->answer_len || !t->n_steps) /* a turn stopped in its tools has no answer */
+                session_msgs_push(s, "assistant", t->answer, t->answer_len, t->answer_id,
+                                  &t->answer_tokens);
         } else if (t->outcome == CONV_PENDING && i + 1 == s->conv.n) {
             session_msgs_push(s, "user", t->prompt, t->prompt_len, t->user_id,
                               &t->prompt_tokens);
+            session_msgs_steps(s, t);
         }
     }
     s->status_n = (size_t)-1;
@@ -315,6 +338,13 @@ void session_close(struct session *s)
 {
     if (!s)
         return;
+    if (s->job) {
+        struct tool_result res = {0};
+        tool_job_cancel(s->job);
+        tool_job_finish(s->job, &res);
+        tool_result_free(&res);
+    }
+    free(s->incomplete);
     net_stop(s->net);
     queue_free(s->q, net_result_free);
     if (s->store && s->answer_id)
@@ -510,6 +540,10 @@ void session_refuse_turn(struct session *s, const char *prompt, const char *why)
 unsigned session_send(struct session *s, const char *prompt)
 {
     conv_push(&s->conv, prompt, strlen(prompt));
+    s->round = 0;
+    s->tools_cancel = 0;
+    free(s->incomplete);
+    s->incomplete = NULL;
     session_history(s);
     /* Fit the history into the window and check the budget before anything is saved or sent. */
     char *why = session_context_begin(s);
@@ -572,10 +606,25 @@ static char *session_planned_body(struct session *s, struct api_request *ar,
 {
     struct api_message *m = xcalloc(s->plan.n_items + 1, sizeof *m);
     for (size_t i = 0; i < s->plan.n_items; i++) {
-        m[i].role = s->plan.items[i].role;
-        m[i].content = s->plan.items[i].content;
+        const struct context_item *it = &s->plan.items[i];
+        m[i].role = it->role;
+        m[i].content = it->content;
+        const struct conv_step *st = it->first == it->last && it->first < s->n_msgs
+                                         ? s->msgs[it->first].step
+                                         : NULL;
+        if (st && st->result) {
+            m[i].tool_call_id = st->call_id ? st->call_id : "";
+            m[i].tool_name = st->wire ? st->wire : "";
+            m[i].tool_error = st->is_error;
+        } else if (st) {
+            m[i].calls = st->calls;
+            m[i].n_calls = st->n_calls;
+            m[i].thinking_json = st->thinking;
+        }
     }
     request_api(ar, s->conf, m, s->plan.n_items);
+    if (s->tools)
+        tools_api(s->tools, NULL, 0, &ar->tools, &ar->n_tools);
     *mp = m;
     return request_body(s->conf, ar);
 }
@@ -699,7 +748,7 @@ static void session_save_end(struct session *s, const struct net_result *r)
             session_store_failed(s);
     }
     /* Only a complete answer with text is cached: never an empty or failed one. */
-    if (r->outcome == API_OK && !r->cached && s->cache_key_set &&
+    if (r->outcome == API_OK && !r->cached && s->cache_key_set && !r->n_calls &&
         r->content_bytes + r->reasoning_bytes > 0) {
         if (s->answer_id) {
             (void)store_cache_put_message(s->store, s->cache_key, s->answer_id,
@@ -801,15 +850,260 @@ static int session_relearn(struct session *s, struct net_result *r,
     return 1;
 }
 
+/* ---- function calling: the rounds of a turn ---- */
+
+#define SESSION_TOOL_ROUNDS 10
+#define SESSION_TOOL_STORE_MAX ((size_t)16 << 20) /* a result's bytes kept in the store */
+
+void session_use_tools(struct session *s, struct tools *t, struct tool_policy *p, int rounds)
+{
+    s->tools = t && tools_count(t) ? t : NULL;
+    s->policy = p;
+    s->tool_rounds = rounds > 0 ? rounds : SESSION_TOOL_ROUNDS;
+}
+
+const struct tool_call *session_tool_running(const struct session *s, int *round,
+                                             double *elapsed)
+{
+    if (!s->job)
+        return NULL;
+    const struct conv_turn *t = s->conv.n ? &s->conv.turns[s->conv.n - 1] : NULL;
+    if (!t || s->ask_step >= t->n_steps || s->ask_call >= t->steps[s->ask_step].n_calls)
+        return NULL;
+    *round = s->round;
+    *elapsed = tool_job_elapsed(s->job);
+    return &t->steps[s->ask_step].calls[s->ask_call];
+}
+
+const char *session_tools_incomplete(const struct session *s)
+{
+    return s->incomplete;
+}
+
+static void session_incomplete(struct session *s, const char *why)
+{
+    if (!s->incomplete)
+        s->incomplete = xstrdup(why);
+}
+
+/* A row of the turn's tool rounds: saved under its user row as it happens. */
+static int64_t session_save_step(struct session *s, const struct conv_turn *t,
+                                 const struct conv_step *st, const char *role)
+{
+    if (!s->save || !s->store || t->user_id <= 0)
+        return 0;
+    char *json = conv_step_json(st);
+    const struct conf *c = s->conf;
+    struct store_msg_info info = {.model = c->model, .profile = c->profile,
+                                  .parent_id = t->user_id, .tool = json};
+    size_t n = st->len < SESSION_TOOL_STORE_MAX ? st->len : SESSION_TOOL_STORE_MAX;
+    int64_t id = store_message_add(s->store, s->conv_id, role, st->text ? st->text : "", n,
+                                   &info);
+    free(json);
+    if (id < 0) {
+        session_store_failed(s);
+        return 0;
+    }
+    return id;
+}
+
+/* Record call's result as the next step of the last turn, save it, tell the sink. */
+static void session_tool_result(struct session *s, const struct session_sink *sink,
+                                size_t call_i, struct tool_result *res, double seconds)
+{
+    struct conv_turn *t = conv_last(&s->conv);
+    struct conv_step *st = conv_step_add(t);
+    const struct tool_call *c = &t->steps[s->ask_step].calls[call_i];
+    st->result = 1;
+    st->is_error = res->is_error;
+    st->call_id = xstrdup(c->id ? c->id : "");
+    st->name = c->name ? xstrdup(c->name) : NULL;
+    st->wire = xstrdup(c->wire ? c->wire : "");
+    if (sink->tool_result)
+        sink->tool_result(sink->ud, c, res, seconds);
+    st->len = res->content.len;
+    st->text = res->content.len ? buf_take(&res->content) : xstrdup("");
+    st->id = session_save_step(s, t, st, "tool");
+    tool_result_free(res);
+}
+
+/* The turn ends while its tools run (cancelled, the round limit, a refusal of the budget):
+ * its outcome o with why (taken); ends the exchange. */
+static int session_tools_end(struct session *s, enum api_outcome o, char *why,
+                             const struct session_sink *sink)
+{
+    struct net_result *r = xcalloc(1, sizeof *r);
+    r->req = s->active;
+    r->outcome = o;
+    r->error = why;
+    r->t.ttft = -1;
+    r->headers = xstrdup("");
+    if (s->last) {
+        memcpy(r->model, s->last->model, sizeof r->model);
+        r->usage = s->last->usage;
+    }
+    net_result_free(s->last);
+    s->last = r;
+    buf_reset(&s->answer);
+    session_settle(s, r, 0);
+    session_tokens_save(s);
+    s->active = 0;
+    if (sink->end)
+        sink->end(sink->ud, r);
+    return 1;
+}
+
+static void session_job_done(void *ud)
+{
+    struct session *s = ud;
+    queue_push(s->q, QEV_TOOL, s->active, 0, NULL);
+}
+
+/* Run the calls of the current step that are left, one at a time: check, ask, start. When a
+ * call runs, returns 0 and waits for its QEV_TOOL; when none is left, the next round leaves
+ * (0), or the turn ends (1). */
+static int session_tool_next(struct session *s, const struct session_sink *sink)
+{
+    struct conv_turn *t = conv_last(&s->conv);
+    while (s->ask_call < t->steps[s->ask_step].n_calls) {
+        size_t i = s->ask_call++;
+        struct tool_call *c = &t->steps[s->ask_step].calls[i];
+        struct tool_result res = {0};
+        if (s->tools_cancel) {
+            tool_result_error(&res, "cancelled by the user");
+            session_tool_result(s, sink, i, &res, 0);
+            continue;
+        }
+        if (s->round > s->tool_rounds) {
+            tool_result_error(&res, "not run: the limit of %d tool rounds per turn was reached",
+                              s->tool_rounds);
+            session_tool_result(s, sink, i, &res, 0);
+            continue;
+        }
+        if (tools_prepare(s->tools, c, &res) < 0) {
+            if (sink->tool_call)
+                sink->tool_call(sink->ud, c, TOOL_REFUSE);
+            session_tool_result(s, sink, i, &res, 0);
+            continue;
+        }
+        enum tool_verdict v = s->policy ? tool_policy_verdict(s->policy, c->name) : TOOL_ASK;
+        if (v == TOOL_ASK)
+            v = sink->tool_approve ? sink->tool_approve(sink->ud, c) : TOOL_REFUSE;
+        if (v == TOOL_RUN && tools_prepare(s->tools, c, &res) < 0) /* edited: check again */
+            v = TOOL_REFUSE;
+        if (sink->tool_call)
+            sink->tool_call(sink->ud, c, v);
+        if (v != TOOL_RUN) {
+            if (!res.is_error) {
+                tool_result_error(&res, TOOL_REFUSED_TEXT);
+                char *why = xasprintf("the tool call %s was refused (not allowed: see "
+                                      "--allow-tool)", c->name);
+                session_incomplete(s, why);
+                free(why);
+            }
+            session_tool_result(s, sink, i, &res, 0);
+            continue;
+        }
+        s->ask_call = i; /* running: it moves on when the result is in */
+        s->job = tool_job_start(s->tools, c, 0, NULL, session_job_done, s);
+        return 0;
+    }
+    if (s->tools_cancel)
+        return session_tools_end(s, API_CANCELLED, xstrdup("cancelled"), sink);
+    if (s->round > s->tool_rounds) {
+        char *why = xasprintf("stopped after %d tool rounds (tool_rounds): the model asked for "
+                              "more", s->tool_rounds);
+        session_incomplete(s, why);
+        return session_tools_end(s, API_CUT, why, sink);
+    }
+    /* the next round: the history with the results, fitted again */
+    session_history(s);
+    char *why = session_context_begin(s);
+    if (why)
+        return session_tools_end(s, API_ERR_USAGE, why, sink);
+    session_send_planned(s);
+    return 0;
+}
+
+/* An answer that asked for tools (r, taken on 1): its text and calls become a step of the
+ * turn, saved, and its calls run. 0 when r is not such an answer; 1 when the turn goes on, 2
+ * when it ended. */
+static int session_tools_round(struct session *s, struct net_result *r,
+                               const struct session_sink *sink)
+{
+    struct conv_turn *t = conv_last(&s->conv);
+    if (!s->tools || r->outcome != API_OK || !r->n_calls || s->cancel_asked == r->req || !t ||
+        t->outcome != CONV_PENDING)
+        return 0;
+    int64_t aid = s->answer_id;
+    int batch = s->save && s->store && store_batch_begin(s->store) == 0;
+    session_save_end(s, r);
+    session_save_quota(s, r);
+    session_context_end(s, r);
+    s->ask_step = t->n_steps;
+    s->ask_call = 0;
+    struct conv_step *st = conv_step_add(t);
+    st->len = s->answer.len;
+    st->text = s->answer.len ? buf_take(&s->answer) : xstrdup("");
+    st->calls = r->calls;
+    st->n_calls = r->n_calls;
+    st->thinking = r->thinking_json;
+    r->calls = NULL;
+    r->n_calls = 0;
+    r->thinking_json = NULL;
+    for (size_t i = 0; i < st->n_calls; i++) {
+        struct tool_call *c = &st->calls[i];
+        if (!c->id || !*c->id) { /* Gemini names none: results are paired by these */
+            free(c->id);
+            c->id = xasprintf("call_%d_%zu", s->round + 1, i + 1);
+        }
+        const struct tools_entry *e = tools_find_wire(s->tools, c->wire);
+        if (e && !c->name)
+            c->name = xstrdup(e->name);
+    }
+    st->id = aid > 0 ? aid : 0;
+    if (aid > 0) {
+        char *json = conv_step_json(st);
+        if (store_message_set_tool(s->store, aid, json) != 0)
+            session_store_failed(s);
+        free(json);
+    }
+    if (batch && store_batch_end(s->store) != 0)
+        session_store_failed(s);
+    net_result_free(s->last);
+    s->last = r;
+    buf_reset(&s->reasoning);
+    s->round++;
+    s->active = SESSION_LOCAL_ID | ++s->next_local;
+    return session_tool_next(s, sink) ? 2 : 1;
+}
+
+/* QEV_TOOL: the running call is over; its result goes in, the next call or round follows. */
+static int session_tool_event(struct session *s, const struct session_sink *sink)
+{
+    if (!s->job)
+        return 0;
+    struct tool_result res = {0};
+    double secs = tool_job_elapsed(s->job);
+    tool_job_finish(s->job, &res);
+    s->job = NULL;
+    session_tool_result(s, sink, s->ask_call++, &res, secs);
+    return session_tool_next(s, sink);
+}
+
 int session_dispatch(struct session *s, const struct session_sink *sink)
 {
     int ended = 0;
     struct queue_event *e = queue_take(s->q);
     while (e) {
         struct queue_event *next = e->next;
+        int tr;
         if (s->sum_req && e->req == s->sum_req) {
             /* the summary request of step 3: its text is not the answer */
             ended |= session_summary_event(s, e, sink);
+        } else if (e->type == QEV_TOOL) {
+            if (e->req == s->active)
+                ended |= session_tool_event(s, sink);
         } else if (e->req != s->active) {
             /* a late event of an exchange that is already over */
             if (e->type == QEV_END)
@@ -838,6 +1132,8 @@ int session_dispatch(struct session *s, const struct session_sink *sink)
                 sink->wait(sink->ud, e->type == QEV_RETRY, buf_str(&e->text), e->num);
         } else if (e->type == QEV_END && session_relearn(s, e->ptr, sink)) {
             /* sent again: the new request's events follow */
+        } else if (e->type == QEV_END && (tr = session_tools_round(s, e->ptr, sink)) != 0) {
+            ended |= tr == 2; /* its calls run; the next round follows */
         } else if (e->type == QEV_END) {
             net_result_free(s->last);
             s->last = e->ptr;
@@ -875,6 +1171,11 @@ int session_dispatch(struct session *s, const struct session_sink *sink)
 
 void session_cancel(struct session *s)
 {
+    if (s->job) { /* a tool runs: it is asked to stop, and the turn ends after it */
+        s->tools_cancel = 1;
+        tool_job_cancel(s->job);
+        return;
+    }
     if (s->sum_req)
         s->sum_cancelled = 1; /* the answer's request must not leave after the summary */
     if (s->active && !(s->active & SESSION_LOCAL_ID)) {

@@ -11,6 +11,7 @@
 #include "base/buf.h"
 #include "core/conf.h"
 #include "core/conv.h"
+#include "core/tools.h"
 #include "tokens/context.h"
 #include "net/net.h"
 
@@ -24,6 +25,7 @@ struct session_msg {
     size_t len;
     int64_t id;          /* > 0: store id; < 0: this session's serial (not saved); 0: none */
     long *tokens;        /* its text's count in the turn (0 = unknown), or NULL */
+    const struct conv_step *step; /* a tool round's message (calls, or a result), or NULL */
 };
 
 /* A summary of history messages first_id..last_id (see context.h). */
@@ -43,6 +45,18 @@ struct session_sink {
     /* Waiting before the request leaves (optional): retry = 1 for a retry after a failed
      * attempt, 0 for waiting on the quota; why is a sentence; seconds until it goes. */
     void (*wait)(void *ud, int retry, const char *why, double seconds);
+    /* Function calling (session_use_tools), all optional. The model asked for call (tokterm
+     * name, arguments checked) and the policy says TOOL_ASK: return TOOL_RUN or TOOL_REFUSE
+     * (the chat asks the user; it may replace call->args, args_len: edited arguments). NULL:
+     * refused. */
+    enum tool_verdict (*tool_approve)(void *ud, struct tool_call *call);
+    /* A call was decided: verdict TOOL_RUN (it starts now) or TOOL_REFUSE; invalid calls
+     * (unknown tool, bad arguments) come with TOOL_REFUSE too, their result follows. */
+    void (*tool_call)(void *ud, const struct tool_call *call, enum tool_verdict verdict);
+    /* A call's result (is_error for failed, invalid, refused or cancelled calls), seconds
+     * after it started (0 when it never ran). */
+    void (*tool_result)(void *ud, const struct tool_call *call, const struct tool_result *res,
+                        double seconds);
 };
 
 enum session_cache {
@@ -116,6 +130,17 @@ void session_use_pool(struct session *s, char **labels, char **values, int n);
 /* Use the fallback profile conf (borrowed) with key (taken) while the endpoint's circuit
  * breaker is open. A conf fallback_model needs no call: it is used by itself. */
 void session_use_fallback(struct session *s, struct conf *fallback, char *key);
+/* Function calling: offer the tools of t (borrowed; tools_load done) to the model, run its
+ * calls as policy p (borrowed) and the sink's tool_approve decide, at most rounds rounds per
+ * turn (<= 0: 10). t NULL: no tools (the bodies are as before). */
+void session_use_tools(struct session *s, struct tools *t, struct tool_policy *p, int rounds);
+/* While a call runs: the call, its round (1-based) and seconds so far; NULL when none. */
+const struct tool_call *session_tool_running(const struct session *s, int *round,
+                                             double *elapsed);
+/* Why the last turn's answer could not be completed with its tools (a call refused, the
+ * round limit), or NULL: scripted mode exits with 9 then. */
+const char *session_tools_incomplete(const struct session *s);
+
 /* Stop the network thread and free everything, s included. NULL is fine. */
 void session_close(struct session *s);
 /* Send the history plus a new user message; returns the request id. */

@@ -244,6 +244,7 @@ struct tool_job {
     struct tool_call call;
     struct tool_result res;
     struct tool_ctx ctx;
+    void (*done_fn)(void *ud);
 };
 
 static void *job_main(void *arg)
@@ -267,13 +268,15 @@ static void *job_main(void *arg)
     do
         w = write(j->pipe[1], "x", 1);
     while (w < 0 && errno == EINTR);
+    if (j->done_fn)
+        j->done_fn(j->ctx.ud);
     return NULL;
 }
 
 struct tool_job *tool_job_start(struct tools *t, const struct tool_call *call, double timeout,
                                 void (*progress)(void *ud, double done, double total,
                                                  const char *message),
-                                void *ud)
+                                void (*done)(void *ud), void *ud)
 {
     struct tool_job *j = xcalloc(1, sizeof *j);
     tool_call_copy(&j->call, call);
@@ -287,6 +290,7 @@ struct tool_job *tool_job_start(struct tools *t, const struct tool_call *call, d
     j->ctx.timeout = timeout;
     j->ctx.progress = progress;
     j->ctx.ud = ud;
+    j->done_fn = done;
     j->t0 = util_now();
     if (pipe(j->pipe) < 0)
         xmalloc_die(0);

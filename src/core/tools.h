@@ -110,12 +110,13 @@ void tool_policy_free(struct tool_policy *p);
 /* ---- running a call off the UI thread ---- */
 
 struct tool_job;
-/* Start call (copied) on a worker thread; progress (may be NULL) is called on that thread.
- * Never NULL. */
+/* Start call (copied) on a worker thread; progress (may be NULL) is called on that thread,
+ * and done (may be NULL) once when the call is over, on that thread too (the session pushes
+ * an event to its queue). Never NULL. */
 struct tool_job *tool_job_start(struct tools *t, const struct tool_call *call, double timeout,
                                 void (*progress)(void *ud, double done, double total,
                                                  const char *message),
-                                void *ud);
+                                void (*done)(void *ud), void *ud);
 /* A file descriptor that becomes readable when the call is over (poll it with the session's). */
 int tool_job_fd(const struct tool_job *j);
 /* 1 when the call is over. */

@@ -152,6 +152,10 @@ void net_result_free(void *p)
     free(r->headers);
     free(r->quota_line);
     free(r->quota_text);
+    for (size_t i = 0; i < r->n_calls; i++)
+        tool_call_free(&r->calls[i]);
+    free(r->calls);
+    free(r->thinking_json);
     free(r);
 }
 
@@ -767,6 +771,12 @@ static struct net_result *net_result_of(struct xfer *x, CURLcode res)
     net_copy_clean(r->model, sizeof r->model, x->api.model);
     net_copy_clean(r->finish, sizeof r->finish, x->api.finish);
     r->usage = x->api.usage;
+    r->calls = x->api.calls; /* moved: the stream state is reset for another attempt */
+    r->n_calls = x->api.n_calls;
+    x->api.calls = NULL;
+    x->api.n_calls = x->api.cap_calls = 0;
+    if (x->api.thinking_json.len)
+        r->thinking_json = buf_take(&x->api.thinking_json);
     if (x->api.usage_bad)
         r->warning = xstrdup("the server's usage counts were not whole numbers (a string, null, "
                              "negative or huge): they were ignored");

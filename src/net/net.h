@@ -85,6 +85,11 @@ struct net_result {
     char *quota_text;           /* the same for people: "req 4999/5000 tok 159k/160k reset 6m0s" */
     char *warning;              /* a note for the user that does not change the outcome (usage
                                    of the wrong type was ignored); NULL when none */
+    struct tool_call *calls;    /* the tool calls the answer asked for (wire names, arguments
+                                   assembled), n_calls of them; NULL: none */
+    size_t n_calls;
+    char *thinking_json;        /* anthropic: the answer's signed thinking blocks (JSON array),
+                                   NULL: none */
     size_t content_bytes;       /* answer text received */
     size_t reasoning_bytes;
 };

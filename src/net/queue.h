@@ -15,6 +15,7 @@ enum queue_type {
     QEV_RETRY,         /* text: why; num: seconds until the next attempt */
     QEV_WAIT,          /* waiting for quota before sending: text: why; num: seconds */
     QEV_END,           /* the exchange is over: ptr = struct net_result * (reader frees) */
+    QEV_TOOL,          /* a tool call running for the session is over (core/session.c) */
 };
 
 struct queue_event {

@@ -289,9 +289,9 @@ static int store_msg_add_parts(struct store *st, struct store_message *m)
 }
 
 /* The columns a conversation's turns need (store_conversation_load_turns): fewer columns, less
- * work for SQLite on each of thousands of rows. Read by store_turn_row; the writer is 8. */
+ * work for SQLite on each of thousands of rows. Read by store_turn_row; the writer is 8, the tool 9. */
 #define STORE_TURN_COLS \
-    "id, role, status, model, finish_reason, error, content, parent_id, writer"
+    "id, role, status, model, finish_reason, error, content, parent_id, writer, tool"
 
 static void store_turn_row(sqlite3_stmt *s, int64_t conv, struct store_message *m)
 {
@@ -311,6 +311,7 @@ static void store_turn_row(sqlite3_stmt *s, int64_t conv, struct store_message *
     if (!m->content)
         m->content = xstrdup("");
     m->parent_id = sqlite3_column_int64(s, 7);
+    m->tool = store_col_str(s, 9);
 }
 
 /* Which of rows have parts: one query over message_parts (mostly empty) from the first row's
@@ -427,7 +428,7 @@ static int store_conv_load(struct store *st, int64_t id, int turns,
     char *parts = NULL; /* the message has text in message_parts (streaming, or too large) */
     int indexed = !turns;
     while ((rc = store_step(st, s)) == SQLITE_ROW) {
-        if (!indexed && sqlite3_column_int64(s, 9) != id) {
+        if (!indexed && sqlite3_column_int64(s, 10) != id) {
             if (!store_passed_over(&passed, c->n_messages))
                 continue;
             s = store_reprep(st, s, q_turns_ix, id,
@@ -571,7 +572,7 @@ int store_conversation_walk(struct store *st, int64_t id, const char *encoding,
     size_t passed = 0; /* rows of other conversations passed over */
     int indexed = 0, streaming = 0;
     while ((rc = store_step(st, s)) == SQLITE_ROW) {
-        if (sqlite3_column_int64(s, 9) != id) {
+        if (sqlite3_column_int64(s, 10) != id) {
             if (indexed || !store_passed_over(&passed, c->n_messages))
                 continue;
             s = store_reprep(st, s, q_rows_ix, id,

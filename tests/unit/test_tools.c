@@ -135,7 +135,7 @@ static void test_registry(void)
     struct tool_result r = {0};
     TAP_INT(tools_prepare(t, &c, &r), 0, "prepare: a good call");
     TAP_STR(c.name, "test.add", "prepare: the tokterm name is filled in");
-    struct tool_job *j = tool_job_start(t, &c, 0, NULL, NULL);
+    struct tool_job *j = tool_job_start(t, &c, 0, NULL, NULL, NULL);
     struct pollfd p = {.fd = tool_job_fd(j), .events = POLLIN};
     TAP_INT(poll(&p, 1, 10000), 1, "job: its fd becomes readable");
     TAP_OK(tool_job_done(j), "job: done");
@@ -161,7 +161,7 @@ static void test_registry(void)
     c.wire = xstrdup("test__fail");
     TAP_INT(tools_prepare(t, &c, &r), 0, "prepare: no arguments at all become {}");
     TAP_STR(c.args, "{}", "prepare: {}");
-    j = tool_job_start(t, &c, 0, NULL, NULL);
+    j = tool_job_start(t, &c, 0, NULL, NULL, NULL);
     tool_job_finish(j, &r);
     TAP_OK(r.is_error && strstr(buf_str(&r.content), "failed"), "job: an error result");
     tool_result_free(&r);
@@ -171,7 +171,7 @@ static void test_registry(void)
     c.args = xstrdup("{\"seconds\":600}");
     c.args_len = strlen(c.args);
     TAP_INT(tools_prepare(t, &c, &r), 0, "prepare: sleep");
-    j = tool_job_start(t, &c, 0, NULL, NULL);
+    j = tool_job_start(t, &c, 0, NULL, NULL, NULL);
     TAP_OK(!tool_job_done(j), "job: a long call is not done at once");
     tool_job_cancel(j);
     tool_job_finish(j, &r); /* returns: the tool sees the flag */

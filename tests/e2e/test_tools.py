@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""End-to-end tests of function calling in scripted mode: the fake server replays tool-call
+streams (tests/fixtures/*tool*.sse), the test tools (TOKTERM_TEST_TOOLS) answer, and the next
+request must carry the calls and their results exactly; --allow-tool decides what runs; the
+round limit; --json; the rows saved and a resume that sends the same history. Prints TAP."""
+
+import sys
+
+sys.dont_write_bytecode = True
+
+import json  # noqa: E402
+import os  # noqa: E402
+import sqlite3  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ttlib  # noqa: E402
+
+t = ttlib.Tap()
+KEY = ttlib.TEST_KEY
+ADD_ID = "call_DdmO9pD3xa9XTPNJ32zg2hcA"
+ECHO_ID = "call_ABSg8GmpTnHUKRPB9aFCk1iE"
+
+
+def run(srv, home, args, tools=True, **kw):
+    env = {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": srv.base()}
+    if tools:
+        env["TOKTERM_TEST_TOOLS"] = "1"
+    return ttlib.run_tokterm(args, env=env, home=home, **kw)
+
+
+def text(b):
+    return b.decode("utf-8", "replace")
+
+
+def bodies(srv, since):
+    return [r.get("body") or {} for r in srv.requests()[since:]]
+
+
+with ttlib.FakeServer() as srv:
+    home = ttlib.make_home()
+    db = os.path.join(home, "tt.db")
+
+    # --- 1. two parallel calls, both allowed: run, results sent back, the answer follows ---
+    n0 = len(srv.requests())
+    srv.queue(["replay=openai_tool_calls.sse", "reply=The sum is 42."])
+    rc, out, err = run(srv, home, ["--db", db, "--allow-tool", "test.*", "-p", "add 2 and 40"])
+    t.ok(rc == 0 and text(out).strip() == "The sum is 42.",
+         "allowed calls run and the model answers (rc %d)" % rc, text(err))
+    b = bodies(srv, n0)
+    t.ok(len(b) == 2, "two requests: the call, then the results (%d)" % len(b))
+    names = [x["function"]["name"] for x in b[0].get("tools", [])] if b else []
+    t.ok("test__add" in names and "test__echo" in names,
+         "the request offers the test tools by wire name", repr(names))
+    msgs = b[1].get("messages", []) if len(b) > 1 else []
+    roles = [m["role"] for m in msgs]
+    t.ok(roles == ["user", "assistant", "tool", "tool"], "the second request: user, the "
+         "assistant's calls, two results (%r)" % roles)
+    calls = msgs[1].get("tool_calls", []) if len(msgs) > 1 else []
+    t.ok([c["id"] for c in calls] == [ADD_ID, ECHO_ID] and
+         calls[0]["function"]["arguments"] == '{"a": 2, "b": 40}' and
+         calls[1]["function"]["name"] == "test__echo",
+         "the calls go back as they came (ids, names, arguments exactly)", json.dumps(calls))
+    res = [(m.get("tool_call_id"), m.get("content")) for m in msgs[2:]]
+    t.ok(res and res[0] == (ADD_ID, "42") and res[1][0] == ECHO_ID and
+         json.loads(res[1][1]) == {"text": "h\u00e9llo \"world\" \u2603"},
+         "each result is paired with its call id", repr(res))
+    t.ok("tool test.add" in text(err) and "tool result: test.add 42" in text(err),
+         "stderr shows the call and its result", text(err))
+
+    # --- 2. the rows saved: the calls on the assistant row, a tool row per result ---
+    c = sqlite3.connect(db)
+    rows = c.execute("SELECT role, content, tool, status FROM messages ORDER BY id").fetchall()
+    c.close()
+    t.ok([r[0] for r in rows] == ["user", "assistant", "tool", "tool", "assistant"],
+         "saved: user, the round's assistant row, two tool rows, the answer",
+         repr([r[0] for r in rows]))
+    tool1 = json.loads(rows[1][2]) if len(rows) > 1 and rows[1][2] else {}
+    t.ok([x.get("id") for x in tool1.get("calls", [])] == [ADD_ID, ECHO_ID] and
+         tool1["calls"][0].get("name") == "test.add",
+         "the assistant row keeps its calls (id, name)", repr(tool1))
+    tool2 = json.loads(rows[2][2]) if len(rows) > 2 and rows[2][2] else {}
+    t.ok(tool2.get("id") == ADD_ID and rows[2][1] == "42" and rows[4][2] is None and
+         rows[4][1] == "The sum is 42.", "a tool row names its call; the answer has no tool",
+         repr(rows))
+
+    # --- 3. resume: the next request carries the same rounds, paired ---
+    n0 = len(srv.requests())
+    srv.queue(["reply=ok"])
+    rc, out, err = run(srv, home, ["--db", db, "-c", "-p", "and again?"])
+    b = bodies(srv, n0)
+    msgs2 = b[0].get("messages", []) if b else []
+    t.ok(rc == 0 and msgs2[:4] == msgs[:4] and
+         [m["role"] for m in msgs2] == ["user", "assistant", "tool", "tool", "assistant", "user"],
+         "a resume sends the saved rounds exactly as they were sent", json.dumps(msgs2)[:2000])
+
+    # --- 4. scripted mode without --allow-tool: refused, the model told, exit 9 ---
+    n0 = len(srv.requests())
+    srv.queue(["replay=openai_tool_calls.sse", "reply=I could not add them."])
+    rc, out, err = run(srv, home, ["--no-save", "--allow-tool", "test.echo", "-p", "add"])
+    b = bodies(srv, n0)
+    msgs = b[1].get("messages", []) if len(b) > 1 else []
+    res = {m.get("tool_call_id"): m.get("content") for m in msgs if m["role"] == "tool"}
+    t.ok(rc == 9, "a refused call: exit 9 (%d)" % rc, text(err))
+    t.ok("refused" in res.get(ADD_ID, "") and res.get(ECHO_ID, "").startswith("{"),
+         "the model is told the call was refused; the allowed one ran", repr(res))
+    t.ok("tool refused: test.add" in text(err) and "may be incomplete" in text(err),
+         "stderr says which call was refused", text(err))
+
+    # --- 5. schema violation and unknown tool: reported to the model, nothing runs ---
+    n0 = len(srv.requests())
+    srv.queue(["replay=openai_tool_bad.sse", "reply=fine"])
+    rc, out, err = run(srv, home, ["--no-save", "--allow-tool", "*", "-p", "x"])
+    b = bodies(srv, n0)
+    msgs = b[1].get("messages", []) if len(b) > 1 else []
+    res = {m.get("tool_call_id"): m.get("content") for m in msgs if m["role"] == "tool"}
+    t.ok(rc == 0 and "invalid arguments for test.add" in res.get("c1", "") and
+         "unknown tool" in res.get("c2", ""),
+         "invalid arguments and unknown tools go back as errors (rc %d)" % rc, repr(res))
+
+    # --- 6. the round limit: tool_rounds = 2, the model keeps asking ---
+    n0 = len(srv.requests())
+    srv.queue(["replay=openai_tool_calls.sse"] * 3 + ["reply=never"])
+    cfg = os.path.join(home, "rounds.conf")
+    with open(cfg, "w") as f:
+        f.write("tool_rounds = 2\n")
+    rc, out, err = run(srv, home, ["--no-save", "--config", cfg, "--allow-tool", "*", "--json",
+                                   "-p", "loop"])
+    srv.clear_queue()
+    b = bodies(srv, n0)
+    j = json.loads(out) if out.strip() else {}
+    t.ok(rc == 9 and len(b) == 3, "after 2 rounds the third ask stops the turn: exit 9, "
+         "3 requests (rc %d, %d)" % (rc, len(b)), text(err))
+    tools = j.get("tools", [])
+    t.ok(len(tools) == 6 and tools[0]["name"] == "test.add" and tools[0]["result"] == "42" and
+         tools[4]["round"] == 3 and "limit of 2 tool rounds" in tools[4]["result"] and
+         "tool rounds" in j.get("tools_incomplete", ""),
+         "--json lists every call with its round and result", json.dumps(j)[:1500])
+
+    # --- 7. no tools at all: the body has no tools member ---
+    n0 = len(srv.requests())
+    rc, out, err = run(srv, home, ["--no-save", "-p", "hi"], tools=False)
+    b = bodies(srv, n0)
+    t.ok(rc == 0 and b and "tools" not in b[0], "without tools the body is as before")
+
+t.done()
