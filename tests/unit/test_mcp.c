@@ -137,7 +137,7 @@ static void test_registry(void)
     struct tool_call call = {.id = "c1", .name = "h.progress", .wire = "h__progress",
                              .args = "{\"steps\": 4}", .args_len = 12};
     struct tool_result res = {0};
-    struct tool_job *j = tool_job_start(t, &call, 0, on_progress, NULL);
+    struct tool_job *j = tool_job_start(t, &call, 0, on_progress, NULL, NULL);
     tool_job_finish(j, &res);
     TAP_OK(!res.is_error && res.content.data && strcmp(res.content.data, "done 4") == 0,
            "a call through the registry: its result");
@@ -148,7 +148,7 @@ static void test_registry(void)
     struct tool_call hang = {.id = "c2", .name = "h.hang", .wire = "h__hang", .args = "{}",
                              .args_len = 2};
     double t0 = util_now();
-    j = tool_job_start(t, &hang, 30, NULL, NULL);
+    j = tool_job_start(t, &hang, 30, NULL, NULL, NULL);
     usleep(300000);
     tool_job_cancel(j);
     tool_job_finish(j, &res);
@@ -161,7 +161,7 @@ static void test_registry(void)
     TAP_OK(file_has(log, "cancelled by the user"), "cancel: the server got notifications/cancelled");
 
     t0 = util_now();
-    j = tool_job_start(t, &hang, 0, NULL, NULL);
+    j = tool_job_start(t, &hang, 0, NULL, NULL, NULL);
     tool_job_finish(j, &res);
     took = util_now() - t0;
     TAP_OK(res.is_error && res.content.data && strstr(res.content.data, "within 2 s") &&
@@ -173,12 +173,12 @@ static void test_registry(void)
 
     struct tool_call crash = {.id = "c3", .name = "h.crash", .wire = "h__crash", .args = "{}",
                               .args_len = 2};
-    j = tool_job_start(t, &crash, 0, NULL, NULL);
+    j = tool_job_start(t, &crash, 0, NULL, NULL, NULL);
     tool_job_finish(j, &res);
     TAP_OK(res.is_error && res.content.data && strstr(res.content.data, "exited with status 3"),
            "a crash: said (%s)", res.content.data ? res.content.data : "");
     tool_result_free(&res);
-    j = tool_job_start(t, &call, 0, NULL, NULL);
+    j = tool_job_start(t, &call, 0, NULL, NULL, NULL);
     tool_job_finish(j, &res);
     TAP_OK(!res.is_error && res.content.data && strcmp(res.content.data, "done 4") == 0,
            "the next call starts the server again");
