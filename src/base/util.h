@@ -6,6 +6,12 @@
 
 #define TT_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
+/* The plural ending of a count: "%lld token%s", n, util_plural(n) gives "1 token", "2 tokens". */
+static inline const char *util_plural(long long n)
+{
+    return n == 1 ? "" : "s";
+}
+
 /* Monotonic clock in seconds. */
 double util_now(void);
 /* Wall clock, seconds since the epoch. */

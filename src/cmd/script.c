@@ -253,7 +253,7 @@ static void script_budget_warn(struct session *s, int *warned)
         return;
     *warned = 1;
     fprintf(stderr, "tokterm: warning: %.0f%% of the session's budget is spent (%lld token%s",
-            st.budget_frac * 100, st.spent_tokens, st.spent_tokens == 1 ? "" : "s");
+            st.budget_frac * 100, st.spent_tokens, util_plural(st.spent_tokens));
     if (st.priced)
         fprintf(stderr, ", $%.4f", st.spent_usd);
     fputs(")\n", stderr);

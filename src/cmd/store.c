@@ -371,9 +371,10 @@ static void cmd_md_message(struct cmd_ctx *c, const struct store_message *m,
     if (m->finish_reason)
         buf_printf(&f, " (%s)", m->finish_reason);
     if (m->usage.prompt_tokens >= 0 || m->usage.completion_tokens >= 0)
-        buf_printf(&f, " \xC2\xB7 %lld prompt + %lld completion tokens",
+        buf_printf(&f, " \xC2\xB7 %lld prompt + %lld completion token%s",
                    (long long)(m->usage.prompt_tokens > 0 ? m->usage.prompt_tokens : 0),
-                   (long long)(m->usage.completion_tokens > 0 ? m->usage.completion_tokens : 0));
+                   (long long)(m->usage.completion_tokens > 0 ? m->usage.completion_tokens : 0),
+                   util_plural(m->usage.completion_tokens > 0 ? m->usage.completion_tokens : 0));
     if (m->timings.ttft >= 0)
         buf_printf(&f, " \xC2\xB7 first token %.2f s", m->timings.ttft);
     if (m->timings.total >= 0)
@@ -820,8 +821,8 @@ static int cmd_stats(struct cmd_ctx *c, const struct cmd_opts *o)
     if (s.by_status[STORE_STREAMING])
         fprintf(f, "%sstreaming %lld", sep, (long long)s.by_status[STORE_STREAMING]), sep = ", ";
     fputs(*sep == ',' ? ")\n" : "\n", f);
-    fprintf(f, "%-22s%lld of %lld answers (%.1f%%)\n", "cache hits", (long long)s.cached_answers,
-            (long long)s.answers, s.cache_hit_rate * 100.0);
+    fprintf(f, "%-22s%lld of %lld answer%s (%.1f%%)\n", "cache hits", (long long)s.cached_answers,
+            (long long)s.answers, util_plural(s.answers), s.cache_hit_rate * 100.0);
     cmd_seconds(f, "time to first token", s.ttft_p50, s.ttft_p95, " s", 2);
     cmd_seconds(f, "tokens/s", s.tps_p50, s.tps_p95, "", 1);
     if (s.n_models) {

@@ -1734,7 +1734,7 @@ static void session_summary_cost(const struct session *s, const struct context_p
     long in = p->approximate ? (long)(p->sum_prompt * p->ratio) + 1 : p->sum_prompt;
     buf_appends(b, "a summary request of ");
     context_format_tokens(b, in, p->approximate);
-    buf_appends(b, " prompt tokens (up to ");
+    buf_printf(b, " prompt token%s (up to ", util_plural(in));
     context_format_tokens(b, p->sum_tokens * 4, 0);
     buf_printf(b, " for the summary) of messages %zu-%zu", p->sum_from + 1, p->sum_to + 1);
     if (p->sum_skipped)
@@ -2092,20 +2092,22 @@ char *session_context_report(struct session *s)
         long after = p.approximate ? (long)(p.sum_after * p.ratio) + 1 : p.sum_after;
         buf_appends(&b, ".\nThe next turn costs about ");
         context_format_tokens(&b, in + after, p.approximate);
-        buf_appends(&b, " prompt tokens plus your message (the summary request, then about ");
+        buf_printf(&b, " prompt token%s plus your message (the summary request, then about ",
+                   util_plural(in + after));
         context_format_tokens(&b, after, p.approximate);
         buf_appends(&b, " for the request with the summary in it).\n");
     } else {
         buf_appends(&b, "The next turn costs ");
         context_format_tokens(&b, p.shown, p.approximate);
-        buf_appends(&b, " prompt tokens plus your message; no summary request.\n");
+        buf_printf(&b, " prompt token%s plus your message; no summary request.\n",
+                   util_plural(p.shown));
     }
     context_plan_free(&p);
     if (s->plan.n_items) {
         buf_appends(&b, "Last request: ");
-        buf_printf(&b, "%zu messages, ", s->plan.n_items);
+        buf_printf(&b, "%zu message%s, ", s->plan.n_items, util_plural((long long)s->plan.n_items));
         context_format_tokens(&b, s->plan.shown, s->plan.approximate);
-        buf_appends(&b, " tokens");
+        buf_printf(&b, " token%s", util_plural(s->plan.shown));
         if (s->plan_note && *s->plan_note)
             buf_printf(&b, "; %s", s->plan_note);
         if (s->plan_summary_requests)

@@ -890,9 +890,9 @@ void context_plan_report(const struct context_plan *p, const struct context_para
 {
     int ap = p->approximate;
     struct buf t = BUF_INIT;
-    buf_printf(out, "%zu message%s, ", p->n_items, p->n_items == 1 ? "" : "s");
+    buf_printf(out, "%zu message%s, ", p->n_items, util_plural((long long)p->n_items));
     context_format_tokens(out, p->shown, ap);
-    buf_appends(out, " tokens of ");
+    buf_printf(out, " token%s of ", util_plural(p->shown));
     context_format_tokens(out, par->window - par->reserve, 0);
     buf_appends(out, " available (window ");
     context_format_tokens(out, par->window, 0);
@@ -1196,11 +1196,12 @@ char *context_budget_check(const struct context_budget *b, long long prompt_toke
         char *sp = context_fmt(b->spent_tokens, 0), *cap = context_fmt(b->cap_tokens, 0);
         char *pr = context_fmt(prompt_tokens, 0);
         if (b->spent_tokens >= b->cap_tokens)
-            buf_printf(&e, "the session's token budget is used up: %s of %s tokens spent", sp,
-                       cap);
+            buf_printf(&e, "the session's token budget is used up: %s of %s token%s spent", sp,
+                       cap, util_plural(b->cap_tokens));
         else
-            buf_printf(&e, "this request (%s prompt tokens) would pass the session's token "
-                           "budget: %s of %s tokens spent", pr, sp, cap);
+            buf_printf(&e, "this request (%s prompt token%s) would pass the session's token "
+                           "budget: %s of %s token%s spent", pr, util_plural(prompt_tokens), sp,
+                       cap, util_plural(b->cap_tokens));
         buf_appends(&e, ". Raise the cap with /budget N in the chat or budget_tokens = N in "
                         "the config file (0 = no cap)");
         free(sp);
@@ -1285,7 +1286,7 @@ void context_budget_describe(const struct context_budget *b, struct buf *out)
 {
     buf_appends(out, "spent ");
     context_format_tokens(out, b->spent_tokens, 0);
-    buf_appends(out, " tokens");
+    buf_printf(out, " token%s", util_plural(b->spent_tokens));
     if (b->spent_usd > 0 || !b->usd_unknown)
         buf_printf(out, ", $%.4f%s", b->spent_usd, b->usd_unknown ? " (some models unpriced)"
                                                                  : "");
@@ -1296,7 +1297,7 @@ void context_budget_describe(const struct context_budget *b, struct buf *out)
     buf_appends(out, "; budget ");
     if (b->cap_tokens > 0) {
         context_format_tokens(out, b->cap_tokens, 0);
-        buf_printf(out, " tokens (%.0f%%)",
+        buf_printf(out, " token%s (%.0f%%)", util_plural(b->cap_tokens),
                    100.0 * (double)b->spent_tokens / (double)b->cap_tokens);
     }
     if (b->cap_usd > 0)

@@ -41,6 +41,8 @@
 #define TUI_COUNT_ROOM 0.002       /* when the next frame is at least this far */
 #define TUI_RESUME_SHOWN 500 /* messages a resumed conversation shows in the chat */
 #define TUI_PROMPT "\xE2\x80\xBA "
+#define TUI_CTRL_C_QUIT 2.0 /* seconds: a second Ctrl-C on an empty prompt this soon quits */
+#define TUI_HELP_HINT "help: PgUp/PgDn scroll, Esc or F1 closes it"
 #define TUI_KEY_CHOME (KEY_MAX + 1)
 #define TUI_KEY_CEND (KEY_MAX + 2)
 
@@ -219,13 +221,14 @@ static void tui_frame(struct tui *t)
         return;
     }
     if ((t->dirty & TUI_D_VIEW) && t->view_h > 0) {
-        tui_view_draw(t->view, t->wview, t->cols, t->view_h);
+        tui_view_draw(t->help ? t->help : t->view, t->wview, t->cols, t->view_h);
         wnoutrefresh(t->wview);
     }
     if ((t->dirty & (TUI_D_STATUS | TUI_D_VIEW)) && t->rows >= 2) {
         t->st.scrolled = !tui_view_following(t->view);
         tui_frame_status(t);
-        tui_status_draw(&t->st, t->wstatus, 0, t->cols, now, t->hint);
+        tui_status_draw(&t->st, t->wstatus, 0, t->cols, now,
+                        t->help && !t->hint[0] ? TUI_HELP_HINT : t->hint);
         wnoutrefresh(t->wstatus);
     }
     int cy = 0, cx = 0;
@@ -357,10 +360,23 @@ void tui_use_local(struct tui *t)
     t->dirty |= TUI_D_STATUS;
 }
 
-void tui_theme(struct tui *t, const char *name)
+int tui_theme(struct tui *t, const char *name)
 {
     char *err = NULL, *warn = NULL;
     struct theme *th = theme_find(name && *name ? name : "default", &err, &warn);
+    if (err && t->theme) { /* a theme is in use: it stays (theme_find gave the built-in one) */
+        static const char builtin[] = "; using the built-in theme";
+        size_t n = strlen(err), k = sizeof builtin - 1;
+        if (n >= k && strcmp(err + n - k, builtin) == 0)
+            err[n - k] = '\0';
+        char *m = xasprintf("%s; the theme stays %s", err, theme_name(t->theme));
+        tui_error(t, m);
+        free(m);
+        free(err);
+        free(warn);
+        theme_free(th);
+        return -1;
+    }
     if (err)
         tui_error(t, err);
     if (warn) {
@@ -374,6 +390,7 @@ void tui_theme(struct tui *t, const char *name)
     t->theme = th;
     tui_draw_setup(t->theme, t->no_color);
     t->dirty |= TUI_D_FULL;
+    return 0;
 }
 
 /* ---- the session ---- */
@@ -542,7 +559,7 @@ static char *tui_footer(struct tui *t, const struct net_result *r, int *slot)
                        ratelimit_format_duration(r->t.ttft, d2, sizeof d2));
         if (r->usage.present)
             buf_printf(&b, " \xC2\xB7 %lld token%s", r->usage.completion,
-                       r->usage.completion == 1 ? "" : "s");
+                       util_plural(r->usage.completion));
         if (r->t.tokens_per_s > 0 && r->t.total - r->t.ttft >= 0.2)
             buf_printf(&b, " \xC2\xB7 %.0f tok/s", r->t.tokens_per_s);
         if (!r->content_bytes)
@@ -570,7 +587,7 @@ static char *tui_footer(struct tui *t, const struct net_result *r, int *slot)
                                           .error_code = r->error_code[0] ? r->error_code : NULL,
                                           .key_env = t->conf->api_key_env};
             char *ex = ratelimit_explain(&f);
-            if (ex && *ex)
+            if (ex && *ex && !(r->error && strstr(r->error, ex))) /* the message may hold it */
                 buf_printf(&b, "\n%s", ex);
             free(ex);
         }
@@ -625,6 +642,8 @@ static void tui_sink_end(void *ud, const struct net_result *r)
             tui_hint(t, "the prompt is back in the input line: Enter sends it again");
         }
     }
+    if (strncmp(t->hint, TUI_HINT_STREAMING, sizeof TUI_HINT_STREAMING - 1) == 0)
+        t->hint[0] = '\0'; /* it is over: the hint would be stale */
     t->answer = TUI_NO_ANSWER;
     t->cancelling = 0;
     tui_shell_answer_end(t, r); /* a /x proposal: run / edit / copy / cancel */
@@ -651,7 +670,7 @@ void tui_view_drop_last_turn(struct tui *t)
 int tui_send(struct tui *t, const char *prompt, int show_user)
 {
     if (t->answer != TUI_NO_ANSWER) {
-        tui_hint(t, "an answer is still streaming: Esc cancels it");
+        tui_hint(t, TUI_HINT_STREAMING);
         return -1;
     }
     if (!t->have_session) {
@@ -725,7 +744,7 @@ static void tui_on_line(void *ud, char *line)
     const char *text = line[0] == '/' ? line + 1 : line; /* "//x" sends "/x" */
     if (t->answer != TUI_NO_ANSWER) {
         tui_input_defer(line); /* keep what was typed */
-        tui_hint(t, "an answer is still streaming: Esc cancels it, then press Enter");
+        tui_hint(t, TUI_HINT_STREAMING ", then press Enter");
         free(line);
         return;
     }
@@ -802,6 +821,7 @@ static void tui_search_key(struct tui *t, int c)
 }
 
 static void tui_key(struct tui *t, int c);
+static void tui_help_close(struct tui *t);
 
 /* Keys curses may not know (terminfo and tmux disagree on Home/End, for one): the rest of an
  * escape sequence is read and matched here; anything else goes to readline as it came. */
@@ -821,6 +841,10 @@ static void tui_key_escape(struct tui *t)
     int seq[24], n = 0;
     int c = wgetch(t->keys);
     if (c == ERR) { /* Esc alone */
+        if (t->help) {
+            tui_help_close(t);
+            return;
+        }
         if (t->hist) {
             tui_hist_key(t, 27);
             return;
@@ -896,6 +920,61 @@ static int tui_key_found(struct tui *t, int c)
     return c == 27 || c == '\r' || c == 'q' || c == 3 || c == 7;
 }
 
+/* F1: the help over the transcript (the transcript itself does not change), from its top. */
+static void tui_help_open(struct tui *t)
+{
+    if (t->help)
+        return;
+    t->help = tui_view_new();
+    const char *h = tui_cmd_help();
+    tui_view_add(t->help, TUI_MSG_NOTICE, h, strlen(h));
+    if (t->view_h > 0)
+        tui_view_draw(t->help, t->wview, t->cols, t->view_h); /* laid out: home is its top */
+    tui_view_home(t->help);
+    t->dirty |= TUI_D_VIEW | TUI_D_STATUS;
+}
+
+static void tui_help_close(struct tui *t)
+{
+    tui_view_free(t->help);
+    t->help = NULL;
+    t->dirty |= TUI_D_VIEW | TUI_D_STATUS;
+}
+
+/* A key while the help is open: F1 closes it, the scrolling keys scroll it; any other key
+ * closes it and goes on (0). Esc comes through tui_key_escape. */
+static int tui_help_key(struct tui *t, int c)
+{
+    switch (c) {
+    case KEY_F(1):
+        tui_help_close(t);
+        return 1;
+    case KEY_PPAGE:
+    case KEY_NPAGE:
+        tui_view_page(t->help, c == KEY_PPAGE ? -1 : 1);
+        break;
+    case KEY_UP:
+    case KEY_DOWN:
+        tui_view_scroll(t->help, c == KEY_UP ? -1 : 1);
+        break;
+    case KEY_HOME:
+        tui_view_home(t->help);
+        break;
+    case KEY_END:
+        tui_view_end(t->help);
+        break;
+    case KEY_RESIZE:
+    case 12: /* Ctrl-L */
+    case 26: /* Ctrl-Z */
+        return 0;
+    default:
+        tui_help_close(t);
+        return 0;
+    }
+    t->dirty |= TUI_D_VIEW;
+    return 1;
+}
+
 /* Keys that move the transcript, help and the browser. 1 when the key is used up. */
 static int tui_key_view(struct tui *t, int c)
 {
@@ -904,7 +983,7 @@ static int tui_key_view(struct tui *t, int c)
         tui_resize(t);
         return 1;
     case KEY_F(1):
-        tui_notice(t, tui_cmd_help());
+        tui_help_open(t);
         return 1;
     case KEY_F(2):
         tui_hist_open(t, NULL);
@@ -958,12 +1037,20 @@ static int tui_key_view(struct tui *t, int c)
 static int tui_key_control(struct tui *t, int c)
 {
     switch (c) {
-    case 3: /* Ctrl-C: cancel the answer, else clear the line */
+    case 3: /* Ctrl-C: cancel the answer, else clear the line; on an empty one, say how to
+               quit, and quit when it comes again within 2 s */
         if (t->answer != TUI_NO_ANSWER) {
             tui_cancel(t);
+        } else if (tui_input_empty() && !t->edit_pending) {
+            double now = util_now();
+            if (t->ctrl_c_at > 0 && now - t->ctrl_c_at <= TUI_CTRL_C_QUIT)
+                t->quit = 1;
+            t->ctrl_c_at = now;
+            tui_hint(t, "Ctrl-D or /quit to quit (or Ctrl-C again within 2 s)");
         } else {
             tui_input_clear();
             t->edit_pending = 0;
+            t->ctrl_c_at = 0;
         }
         t->dirty |= TUI_D_INPUT;
         return 1;
@@ -1001,6 +1088,10 @@ static void tui_key(struct tui *t, int c)
     }
     if (t->ask && c != 27 && tui_ask_key(t, c))
         return; /* a question waits for its key (Esc: tui_key_escape) */
+    if (c != 3)
+        t->ctrl_c_at = 0;
+    if (t->help && c != 27 && tui_help_key(t, c))
+        return;
     if (t->search == 1) {
         tui_search_key(t, c);
         return;
@@ -1322,6 +1413,7 @@ static void tui_run_end(struct tui *t, struct loop *lp)
     delwin(t->winput);
     delwin(t->keys);
     tui_view_free(t->view);
+    tui_view_free(t->help);
     theme_free(t->theme);
     buf_free(&t->query);
     tui_cmd_free(t);

@@ -19,6 +19,9 @@
 
 struct loop;
 
+/* The hint of a key that waits for the answer in flight; the end of the answer clears it. */
+#define TUI_HINT_STREAMING "an answer is still streaming: Esc cancels it"
+
 /* Dirty flags: what the next frame redraws. */
 #define TUI_D_VIEW 0x01u
 #define TUI_D_STATUS 0x02u
@@ -54,6 +57,8 @@ struct tui {
     struct buf query;
     int store_warned;        /* the store's failure was shown */
     int edit_pending;        /* the next prompt replaces the last one (/edit) */
+    double ctrl_c_at;        /* when Ctrl-C last hit an empty prompt (a second within 2 s quits) */
+    struct tui_view *help;   /* the help over the transcript (F1), NULL when closed */
     char **cands;            /* completion candidates (NULL-terminated, owned) */
     char **models;           /* models seen in answers (NULL-terminated, owned) */
     int ctx_marked;          /* the "history compressed" marker was shown */
@@ -84,8 +89,9 @@ void tui_error(struct tui *t, const char *text);
 void tui_meta(struct tui *t, const char *text);
 /* Show a transient hint in the status bar (until the next key). */
 void tui_hint(struct tui *t, const char *text);
-/* Apply theme `name` (messages go to the transcript). */
-void tui_theme(struct tui *t, const char *name);
+/* Apply theme `name` (messages go to the transcript). A theme that is missing or malformed
+ * leaves the current one in place (-1); at start, with none yet, the built-in one is used. */
+int tui_theme(struct tui *t, const char *name);
 /* Stop the answer in flight (its partial text stays, marked cancelled). */
 void tui_cancel(struct tui *t);
 /* Open (or reopen) the session for t->conf with key (taken); the conversation carry (NULL:

@@ -28,7 +28,8 @@ static const char tui_cmd_help_text[] =
     "newlines\n"
     "- **Esc** or **Ctrl-C** cancels a streaming answer (the partial text stays, marked "
     "cancelled); **Ctrl-C** on the prompt clears it\n"
-    "- **Ctrl-D** on an empty prompt quits\n"
+    "- **Ctrl-D** on an empty prompt quits, as does `/quit`; **Ctrl-C** on an empty prompt "
+    "says so, and quits when pressed again within 2 s\n"
     "- **PgUp**/**PgDn**, the mouse wheel, **Shift-Up**/**Shift-Down** scroll; **Home**/**End** "
     "(on an empty prompt) or **Ctrl-Home**/**Ctrl-End** go to the top/bottom; new text is "
     "followed only while the view is at the bottom\n"
@@ -41,7 +42,8 @@ static const char tui_cmd_help_text[] =
     "- **Ctrl-R** searches the prompt history; **Up**/**Down** walk it; **Tab** completes "
     "commands, themes, profiles, roles and models\n"
     "- **Ctrl-X Ctrl-E** edits the prompt in `$EDITOR` (vi mode: **v**); **Ctrl-L** redraws; "
-    "**Ctrl-Z** suspends; **F1** shows this\n"
+    "**Ctrl-Z** suspends; **F1** shows this over the transcript (**PgUp**/**PgDn** scroll it, "
+    "**Esc** or **F1** closes it; `/help` adds it to the transcript)\n"
     "- Editing is readline's: Emacs keys, or vi when `~/.inputrc` says `set editing-mode vi`\n"
     "\n"
     "## Commands\n"
@@ -391,7 +393,7 @@ static const struct conv_turn *tui_cmd_last_turn(struct tui *t)
 static void tui_cmd_retry(struct tui *t)
 {
     if (t->answer != TUI_NO_ANSWER) {
-        tui_hint(t, "an answer is still streaming: Esc cancels it");
+        tui_hint(t, TUI_HINT_STREAMING);
         return;
     }
     const struct conv_turn *last = tui_cmd_last_turn(t);
@@ -415,7 +417,7 @@ static void tui_cmd_retry(struct tui *t)
 static void tui_cmd_edit(struct tui *t)
 {
     if (t->answer != TUI_NO_ANSWER) {
-        tui_hint(t, "an answer is still streaming: Esc cancels it");
+        tui_hint(t, TUI_HINT_STREAMING);
         return;
     }
     const struct conv_turn *last = tui_cmd_last_turn(t);
@@ -442,7 +444,8 @@ static void tui_cmd_theme(struct tui *t, const char *arg)
         tui_cmd_free_list(v);
         return;
     }
-    tui_theme(t, arg);
+    if (tui_theme(t, arg) < 0)
+        return;
     free(t->conf->theme);
     t->conf->theme = xstrdup(arg);
     char *m = xasprintf("Theme **%s**.", theme_name(t->theme));
@@ -470,7 +473,7 @@ static void tui_cmd_profile(struct tui *t, const char *arg)
         return;
     }
     if (t->answer != TUI_NO_ANSWER) {
-        tui_hint(t, "an answer is still streaming: Esc cancels it");
+        tui_hint(t, TUI_HINT_STREAMING);
         return;
     }
     if (!t->conf->path) {

@@ -117,4 +117,14 @@ with ttlib.FakeServer() as srv:
     t.ok(rc == 0 and err == b"" and out == b"cached answer\n",
          "a cache hit into pipes: nothing on stderr", repr(err))
 
+    # --- "1 token", not "1 tokens" (and "1 answer"): show, stats ----------------------------
+    home = ttlib.make_home()
+    rc, out, err = ttlib.run_tokterm(["-p", "one"], env=dict(env, OPENAI_BASE_URL=srv.base(
+        "reply=hi")), home=home)
+    rc, out, err = ttlib.run_tokterm(["show", "1"], home=home)
+    t.ok(rc == 0 and b"+ 1 completion token " in out, "show: '1 completion token'",
+         out.decode()[-300:])
+    rc, out, err = ttlib.run_tokterm(["stats"], home=home)
+    t.ok(rc == 0 and b"0 of 1 answer (" in out, "stats: 'of 1 answer'", out.decode()[:400])
+
 sys.exit(t.done())

@@ -713,6 +713,15 @@ static void test_budget(void)
     context_budget_describe(&b, &d);
     TAP_OK(strstr(buf_str(&d), "1,000 tokens") && strstr(buf_str(&d), "2,000 tokens (50%)"),
            "describe: %s", buf_str(&d));
+    buf_reset(&d);
+    b.spent_tokens = 1;
+    b.cap_tokens = 1;
+    context_budget_describe(&b, &d);
+    TAP_OK(strstr(buf_str(&d), "spent 1 token,") && strstr(buf_str(&d), "budget 1 token (100%)"),
+           "describe: one token is \"1 token\": %s", buf_str(&d));
+    e = context_budget_check(&b, 1, 0);
+    TAP_OK(e && strstr(e, "1 of 1 token spent"), "check: \"1 of 1 token spent\": %s", e);
+    free(e);
     buf_free(&d);
 }
 

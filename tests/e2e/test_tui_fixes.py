@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""What a new user stumbled on in the chat (issue 16), in tmux: F1 is an overlay that leaves the
+transcript alone, an error is said once, /theme with an unknown name keeps the theme, the
+"still streaming" hint goes when the stream ends, Ctrl-C on an empty prompt says how to quit
+(and a second one within 2 s quits)."""
+import os
+import re
+import sys
+import time
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ttlib  # noqa: E402
+
+t = ttlib.Tap()
+STDERR = os.path.join(ttlib.tempdir("tt-fixes-stderr-"), "stderr")
+
+
+def start(tm, srv, spec="", env=None):
+    e = {"OPENAI_BASE_URL": srv.base(spec), "TT_TEST_STDERR": STDERR}
+    e.update(env or {})
+    tm.run(["sh", "-c", 'exec "$0" "$@" 2>>"$TT_TEST_STDERR"', ttlib.tokterm_path()],
+           ttlib.clean_env(env=e))
+    return tm.wait_for(re.compile("F1 help"), 10)
+
+
+def say(tm, text):
+    tm.send_text(text)
+    tm.send("Enter")
+
+
+def quit_chat(tm):
+    tm.send("C-d")
+    tm.wait_exit(5)
+
+
+def settle(tm, pause=0.3):
+    """The screen once it has not changed for `pause` seconds (at most 3 s)."""
+    last, deadline = None, time.monotonic() + 3
+    while time.monotonic() < deadline:
+        scr = tm.capture()
+        if scr == last:
+            return scr
+        last = scr
+        time.sleep(pause)
+    return last
+
+
+if not ttlib.Tmux.available():
+    t.skip("chat fixes in tmux", "tmux is not installed", tool="tmux")
+    sys.exit(t.done())
+
+with ttlib.FakeServer() as srv:
+    # --- F1 three times: an overlay each time, the transcript unchanged ----------------------
+    with ttlib.Tmux(100, 30) as tm:
+        t.ok(start(tm, srv, "reply=fine") is not None, "the chat opens", tm.capture())
+        say(tm, "first question")
+        before = tm.wait_for("\u2713", 10)
+        t.ok(before is not None, "an answer", tm.capture())
+        for i in range(3):
+            tm.send("F1")
+            scr = tm.wait_for("/model [NAME]", 3)
+            t.ok(scr is not None and "first question" not in scr,
+                 "F1 #%d: the help covers the transcript" % (i + 1), scr or tm.capture())
+            tm.send("Escape" if i != 1 else "F1")
+            scr = settle(tm)
+            t.ok("/model [NAME]" not in scr and "first question" in scr,
+                 "F1 #%d: %s closes it, the transcript is back" % (i + 1,
+                                                                   "F1" if i == 1 else "Esc"),
+                 scr)
+        tm.send("Home")  # the top of the transcript (the prompt is empty)
+        scr = settle(tm)
+        t.ok("first question" in scr and "/model" not in scr and "Commands" not in scr,
+             "no copy of the help in the transcript, from its top", scr)
+        tm.send("End")
+        tm.send("F1")
+        tm.wait_for("/model [NAME]", 3)
+        tm.send_text("x")
+        scr = settle(tm)
+        t.ok("/model [NAME]" not in scr and re.search(r"\u203a x", scr) is not None,
+             "another key closes the help and goes to the prompt", scr)
+        tm.send("C-u")
+
+        # --- /theme with an unknown name keeps the theme ------------------------------------
+        say(tm, "/theme light")
+        t.ok(tm.wait_for("Theme light", 3) is not None, "/theme light", tm.capture())
+        say(tm, "/theme neon")
+        scr = tm.wait_for("'neon' not found", 3)
+        t.ok(scr is not None and "built-in theme" not in scr and "stays" in scr,
+             "/theme neon: the error says the theme stays", scr or tm.capture())
+        say(tm, "/theme")
+        scr = tm.wait_for("Available", 3)
+        t.ok(scr is not None and "Theme: light." in scr, "/theme neon kept the light theme",
+             scr or tm.capture())
+
+        # --- Ctrl-C on an empty prompt says how to quit; a second one quits -----------------
+        tm.send("C-c")
+        scr = settle(tm)
+        st = ttlib.status_bar(scr) or scr.splitlines()[-2]
+        t.ok("Ctrl-D" in scr and "/quit" in scr and "Ctrl-C again" in scr,
+             "Ctrl-C on an empty prompt: the status bar says how to quit", scr)
+        t.eq(tm.dead(), None, "one Ctrl-C does not quit")
+        time.sleep(2.3)
+        tm.send("C-c")
+        time.sleep(0.3)
+        t.eq(tm.dead(), None, "a Ctrl-C 2 s after the last one does not quit either")
+        tm.send("C-c")
+        t.eq(tm.wait_exit(5), 0, "a second Ctrl-C within 2 s quits (status 0)")
+
+    # --- Ctrl-C on a prompt with text still clears it (and does not count towards quitting) --
+    with ttlib.Tmux(100, 30) as tm:
+        start(tm, srv, "reply=fine")
+        tm.send_text("some text")
+        tm.send("C-c")
+        tm.send("C-c")
+        time.sleep(0.3)
+        scr = settle(tm)
+        t.ok(tm.dead() is None and "some text" not in scr and "Ctrl-C again" in scr,
+             "Ctrl-C clears the text, the next one only says how to quit", scr)
+        quit_chat(tm)
+
+    # --- an error is said once --------------------------------------------------------------
+    with ttlib.Tmux(100, 30) as tm:
+        start(tm, srv, "status=401")
+        say(tm, "hello")
+        scr = tm.wait_for("\u2717", 10)
+        scr = settle(tm)
+        n = scr.count("the API key was rejected")
+        t.ok(n == 1, "a 401 is said once (%d times)" % n, scr)
+        quit_chat(tm)
+
+    # --- "an answer is still streaming" goes when the stream ends ---------------------------
+    with ttlib.Tmux(100, 30) as tm:
+        start(tm, srv, "gen=20,delay_ms=100")
+        say(tm, "slow one")
+        tm.wait_for("tok1", 5)
+        say(tm, "too early")
+        scr = tm.wait_for("still streaming", 3)
+        t.ok(scr is not None, "Enter while streaming: the hint", tm.capture())
+        scr = tm.wait_for("\u2713", 10)
+        scr = settle(tm)
+        t.ok(scr is not None and "still streaming" not in scr and "too early" in scr,
+             "the hint is gone once the stream has ended (the typed text stays)", scr)
+        quit_chat(tm)
+
+err = open(STDERR, errors="replace").read() if os.path.exists(STDERR) else ""
+t.ok("Sanitizer" not in err and "runtime error" not in err, "no sanitizer report on stderr",
+     err[-3000:])
+sys.exit(t.done())
