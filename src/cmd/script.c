@@ -6,6 +6,7 @@
 #include "config.h"
 #include "cmd/script.h"
 #include "core/loop.h"
+#include "core/mcpset.h"
 #include "core/session.h"
 #include "core/setup.h"
 #include "base/utf8.h"
@@ -588,17 +589,19 @@ struct script *script_open(struct conf *conf, char *key, const struct script_opt
     }
     struct script *sc = xcalloc(1, sizeof *sc);
     sc->s = s;
-    const char *test_tools = getenv("TOKTERM_TEST_TOOLS");
-    if (test_tools && *test_tools) {
-        sc->tools = tools_new();
-        tools_add_test(sc->tools);
-    }
-    if (sc->tools) {
-        struct buf terr = BUF_INIT;
-        if (tools_load(sc->tools, &terr) < 0)
-            fprintf(stderr, "tokterm: warning: %s\n", buf_str(&terr));
+    struct buf terr = BUF_INIT;
+    sc->tools = mcp_set_registry(conf, &terr); /* --mcp NAME, mcp = a, b; test tools */
+    if (!sc->tools) {
+        fprintf(stderr, "tokterm: %s\n", buf_str(&terr));
         buf_free(&terr);
+        session_close(s);
+        free(sc);
+        *code = 2;
+        return NULL;
     }
+    if (tools_load(sc->tools, &terr) < 0) /* the servers start: their tools go in the request */
+        fprintf(stderr, "tokterm: warning: %s\n", buf_str(&terr));
+    buf_free(&terr);
     sc->policy.scripted = 1; /* no one to ask: what no --allow-tool names is refused */
     for (int i = 0; i < o->n_allow_tools; i++)
         tool_policy_allow(&sc->policy, o->allow_tools[i]);

@@ -135,3 +135,16 @@ int mcp_set_tools(struct tools *t, const struct conf *c, struct buf *err)
     mcp_set_free(&s, 0);
     return n;
 }
+
+struct tools *mcp_set_registry(const struct conf *c, struct buf *err)
+{
+    struct tools *t = tools_new();
+    const char *test = getenv("TOKTERM_TEST_TOOLS");
+    if (test && *test)
+        tools_add_test(t);
+    if (mcp_set_tools(t, c, err) < 0) {
+        tools_free(t);
+        return NULL;
+    }
+    return t;
+}

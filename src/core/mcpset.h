@@ -34,4 +34,10 @@ void mcp_set_free(struct mcp_set *s, double grace);
 struct tools;
 int mcp_set_tools(struct tools *t, const struct conf *c, struct buf *err);
 
+/* The registry of a front end (scripted mode, the chat): the servers c enables
+ * (mcp_set_tools) and, when TOKTERM_TEST_TOOLS is set, the test tools (tools_add_test); NULL
+ * when there are none. NULL with err set on a bad section or name (exit 2). The tools are
+ * listed by the first request (tools_load: the servers start then). */
+struct tools *mcp_set_registry(const struct conf *c, struct buf *err);
+
 #endif

@@ -136,7 +136,31 @@ with ttlib.FakeServer() as srv:
          "tool rounds" in j.get("tools_incomplete", ""),
          "--json lists every call with its round and result", json.dumps(j)[:1500])
 
-    # --- 7. no tools at all: the body has no tools member ---
+    # --- 7. an MCP server's tool (tests/mcp/hostile.py over stdio): --mcp h, allowed ---
+    hostile = os.path.join(ttlib.srcdir(), "mcp", "hostile.py")
+    mcfg = os.path.join(home, "mcp.conf")
+    with open(mcfg, "w") as f:
+        f.write("[mcp h]\ncommand = %s %s\n" % (sys.executable, hostile))
+    os.chmod(mcfg, 0o600)
+    n0 = len(srv.requests())
+    srv.queue(["replay=openai_tool_mcp.sse", "reply=The server said it."])
+    rc, out, err = run(srv, home, ["--no-save", "--config", mcfg, "--mcp", "h", "--allow-tool",
+                                   "h.*", "-p", "call it"], tools=False)
+    b = bodies(srv, n0)
+    msgs = b[1].get("messages", []) if len(b) > 1 else []
+    names = [x["function"]["name"] for x in b[0].get("tools", [])] if b else []
+    t.ok(rc == 0 and "h__ok" in names and msgs and msgs[-1].get("role") == "tool" and
+         msgs[-1].get("content") == "from mcp" and msgs[-1].get("tool_call_id") == "call_mcp1",
+         "--mcp h --allow-tool 'h.*': the server's tool runs, its result goes back (rc %d)" % rc,
+         text(err) + json.dumps(msgs)[:800])
+    n0 = len(srv.requests())
+    srv.queue(["replay=openai_tool_mcp.sse", "reply=refused"])
+    rc, out, err = run(srv, home, ["--no-save", "--config", mcfg, "--mcp", "h", "-p", "x"],
+                       tools=False)
+    t.ok(rc == 9 and "tool refused: h.ok" in text(err),
+         "--mcp h without --allow-tool: refused, exit 9 (rc %d)" % rc, text(err))
+
+    # --- 8. no tools at all: the body has no tools member ---
     n0 = len(srv.requests())
     rc, out, err = run(srv, home, ["--no-save", "-p", "hi"], tools=False)
     b = bodies(srv, n0)
