@@ -770,6 +770,14 @@ static void tui_view_layout(struct tui_view *v, int width, int height)
         v->top = top;
     }
     v->jump = v->cur != 0;
+    if (v->query) { /* a table's rows are laid out anew at a width: its hits with them */
+        size_t cur = v->cur;
+        char *q = xstrdup(v->query);
+        tui_view_search(v, q);
+        free(q);
+        if (cur && cur <= v->nhits)
+            v->cur = cur;
+    }
 }
 
 /* Global row of the hit h (its message's first row + the row holding h->p). */

@@ -156,6 +156,25 @@ with ttlib.FakeServer() as srv:
         else:
             t.ok(False, "streamed table: answer rows found", tm.capture())
 
+        # a search hit in a table stays highlighted when a resize lays the table out anew
+        def hit_style():
+            for row in tm.capture(escapes=True).split("\n"):
+                m = re.search(r"\u2502 ((?:\x1b\[[0-9;]*m)+)Flask", row)
+                if m:
+                    return m.group(1)
+            return None
+
+        tm.send_text("/find Flask")
+        tm.send("Enter")
+        tm.wait_for("hit 1/1", 5)
+        before = hit_style()
+        tm.resize(80, 60)
+        time.sleep(0.5)
+        after = hit_style()
+        t.ok(before is not None and "48;" in before and after == before,
+             "a search hit in a table keeps its highlight after a resize",
+             "%r -> %r" % (before, after))
+
     # strikethrough (U+0336 over each cell: curses has no attribute for it), tasks, quotes
     extras = "Plan:\n\n- [x] ~~old step~~ done\n- [ ] next\n\n> a\n> > b\n"
     for env in ({}, {"NO_COLOR": "1"}):
