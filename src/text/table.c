@@ -10,6 +10,8 @@
 #include "base/xmalloc.h"
 
 #define TABLE_NUM_MAX (1u << 24) /* a measured width above this is read as this */
+#define TABLE_ROW_ROWS 256 /* a row this many rows high is shown as a record: its borders would
+                              repeat on every row, a cost many times its text */
 
 #define BAR "\xE2\x94\x82"   /* │ */
 #define HLINE "\xE2\x94\x80" /* ─ */
@@ -295,8 +297,9 @@ static void lay_rule(struct lay *L, int ncols, const uint32_t *colw)
     row_end(L, 0);
 }
 
-/* The cells of a header or body row side by side, each wrapped in its column. */
-static void lay_cells(struct lay *L, const struct trow *t, const uint32_t *colw)
+/* The cells of a header or body row side by side, each wrapped in its column. Returns 0, or
+ * -1 (nothing laid out) when the row would be more than TABLE_ROW_ROWS rows high. */
+static int lay_cells(struct lay *L, const struct trow *t, const uint32_t *colw)
 {
     struct wrap_rows cr[TABLE_MAX_COLS];
     size_t height = 1;
@@ -307,6 +310,8 @@ static void lay_cells(struct lay *L, const struct trow *t, const uint32_t *colw)
         if (cr[c].n > height)
             height = cr[c].n;
     }
+    if (height > TABLE_ROW_ROWS)
+        height = 0;
     for (size_t r = 0; r < height; r++) {
         row_begin(L);
         for (int c = 0; c < t->ncols; c++) {
@@ -337,14 +342,15 @@ static void lay_cells(struct lay *L, const struct trow *t, const uint32_t *colw)
     }
     for (int c = 0; c < t->ncols; c++)
         wrap_rows_free(&cr[c]);
+    return height ? 0 : -1;
 }
 
 /* A body row as a record: "Header: value" per column, wrapped at the width. */
-static void lay_record(struct lay *L, const struct trow *t, int width)
+static void lay_record(struct lay *L, const struct trow *t, int width, int gap)
 {
     struct table_out line = TABLE_OUT_INIT;
     struct wrap_rows wr = {NULL, 0, 0};
-    if (t->kind == 'b') { /* a blank row between records */
+    if (gap && t->kind == 'b') { /* a blank row between records */
         row_begin(L);
         row_end(L, 0);
     }
@@ -389,7 +395,7 @@ int table_layout(const char *s, size_t n, const struct theme_span *sp, size_t ns
         width = 1;
     if (table_widths(t->ncols, t->cols, width, colw) < 0) {
         if (t->kind == 'f' || t->kind == 'b')
-            lay_record(&L, t, width);
+            lay_record(&L, t, width, 1);
         free(t);
         return 0;
     }
@@ -399,8 +405,8 @@ int table_layout(const char *s, size_t n, const struct theme_span *sp, size_t ns
             shrunk = 1;
     if (t->kind == 's' || (t->kind == 'b' && shrunk))
         lay_rule(&L, t->ncols, colw);
-    if (t->kind != 's')
-        lay_cells(&L, t, colw);
+    if (t->kind != 's' && lay_cells(&L, t, colw) < 0)
+        lay_record(&L, t, width, 0); /* too high for its columns: a record, in the table */
     free(t);
     return 0;
 }

@@ -21,7 +21,9 @@
  * longest word (words are cut). Text wraps inside its cell (wrap_text, by grapheme width, CJK
  * correct); a shrunk table gets a rule between body rows so wrapped rows stay apart. When even
  * the widest cluster of every column cannot fit, the row is shown as a record instead, one
- * "Header: value" line per column (the header and delimiter rows then take no rows at all). */
+ * "Header: value" line per column (the header and delimiter rows then take no rows at all). A
+ * row that would be more than 256 rows high in its columns (a long text in a narrow column:
+ * its borders would cost many times its text) is shown as a record too, inside the table. */
 #ifndef TT_TABLE_H
 #define TT_TABLE_H
 #include <stddef.h>

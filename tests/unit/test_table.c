@@ -326,6 +326,31 @@ static void test_long_table(void)
 
 static void test_hostile(void)
 {
+    /* a long text in a narrow column would repeat the borders on every row: a record */
+    struct buf big = BUF_INIT;
+    buf_appends(&big, "| a | b | c | d | e | f | g | h |\n|---|---|---|---|---|---|---|---|\n| ");
+    for (int i = 0; i < 20000; i++)
+        buf_appends(&big, "word ");
+    buf_appends(&big, "| 2 | 3 | 4 | 5 | 6 | 7 | 8 |\n| x | y | z | u | v | w | q | r |\n");
+    struct markdown *md = styled(big.data, big.len, big.len);
+    struct wrap_doc *d = wrap_doc_new(40);
+    for (size_t i = 0; i < markdown_count(md); i++)
+        wrap_doc_push(d, &markdown_line(md, i)->wl);
+    size_t bytes = 0, rows = wrap_doc_rows(d), fit = 1;
+    struct wrap_view v;
+    for (size_t r = 0; r < rows; r++) {
+        wrap_doc_row(d, r, &v);
+        bytes += v.len;
+        fit &= v.indent + v.width <= 40;
+    }
+    wrap_doc_row(d, rows - 1, &v);
+    TAP_OK(fit && bytes < 2 * big.len && v.len > 6 && !memcmp(v.text, V, 3),
+           "a 100 KB cell in a 40-column table of 8: a record (%zu bytes of rows), then the "
+           "table goes on", bytes);
+    wrap_doc_free(d);
+    markdown_free(md);
+    buf_free(&big);
+
     struct table_out o = TABLE_OUT_INIT;
     static const char *const bad[] = {
         "", "\x1d", "\x1dh", "\x1dh0\x1d", "\x1dh65", "\x1dq1;l1,1,1\x1d", "\x1dh1;x1,1,1\x1d",
