@@ -116,6 +116,20 @@ void mcp_set_free(struct mcp_set *s, double grace)
     memset(s, 0, sizeof *s);
 }
 
+int mcp_set_check(const struct conf *c, struct buf *err)
+{
+    if (!c->mcp || !*c->mcp)
+        return 0;
+    struct mcp_set s;
+    if (mcp_set_load(&s, c, err) < 0)
+        return -1;
+    char **names = mcp_set_enabled(&s, c, err);
+    int rc = !names && err->len ? -1 : 0;
+    mcp_set_names_free(names);
+    mcp_set_free(&s, 0);
+    return rc;
+}
+
 int mcp_set_tools(struct tools *t, const struct conf *c, struct buf *err)
 {
     if (!c->mcp || !*c->mcp)

@@ -27,6 +27,10 @@ void mcp_set_names_free(char **v);
 /* Stop every server that was started (grace seconds each for a clean exit) and free. */
 void mcp_set_free(struct mcp_set *s, double grace);
 
+/* Check what c enables (c->mcp): the sections exist and are well formed, the file may run
+ * them. 0 (also when nothing is enabled), or -1 with err set: exit 2, before anything runs. */
+int mcp_set_check(const struct conf *c, struct buf *err);
+
 /* Add each server c enables (c->mcp: `mcp = a, b` in the profile or role, or --mcp) to the
  * registry t as a source of tools (mcp_source_new: "NAME.TOOL"; nothing starts before the
  * registry lists or calls it). Returns how many were added, or -1 with err set (a bad

@@ -1,6 +1,7 @@
 /* setup.c - command line + environment + profile -> conf, keys, fallback, store, cache mode. */
 #include "config.h"
 #include "core/setup.h"
+#include "core/mcpset.h"
 #include "core/role.h"
 #include "net/probe.h"
 #include "store/store.h"
@@ -128,6 +129,8 @@ int setup_conf(struct setup *su, const struct cli *a, struct buf *err, struct bu
         return -1;
     conf_apply_env(&su->conf);
     if (setup_apply_cli(&su->conf, a, err) < 0)
+        return -1;
+    if (mcp_set_check(&su->conf, err) < 0) /* --mcp, mcp =: the servers exist */
         return -1;
     /* the file's and the command line's base_url were checked when set: this one is the
      * environment's */

@@ -174,6 +174,18 @@ bad = config("[mcp x]\nurl = ftp://x\n")
 rc, out, err = tt(bad, ["mcp", "list"])
 t.ok(rc == 2 and "config.ini:2: [mcp x] url" in err, "a bad section: FILE:LINE", err)
 
+# --mcp and mcp = name servers that must exist, before anything is sent
+with ttlib.FakeServer() as fake:
+    env = {"OPENAI_BASE_URL": fake.base("reply=hi")}
+    rc, out, err = tt(cfg, ["--mcp", "h", "--mcp", "nosuch", "--no-save", "-p", "x"], env=env)
+    t.ok(rc == 2 and "no [mcp nosuch] section" in err and not fake.requests(),
+         "--mcp NAME without a section: exit 2, nothing sent", err)
+    prof = config(open(cfg).read() + "[p]\nmcp = flood, gone2\n")
+    rc, out, err = tt(prof, ["-P", "p", "--no-save", "-p", "x"], env=env)
+    t.ok(rc == 2 and "no [mcp gone2] section" in err, "mcp = in a profile: checked too", err)
+    rc, out, err = tt(cfg, ["--mcp", "h", "--no-save", "-p", "x"], env=env)
+    t.ok(rc == 0 and out == "hi\n", "--mcp h: the prompt is answered", out + err)
+
 # ---- the real servers from npm ------------------------------------------------------------
 
 mods = modules()
