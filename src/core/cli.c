@@ -92,18 +92,22 @@ static void cli_unknown(struct buf *err, const char *dash, const char *text, siz
 }
 
 /* Store option o's value; *cap is the capacity of c->prompts. */
+/* arg appended to a repeatable option's array *v of *n. */
+static void cli_push(const char ***v, int *n, const char *arg)
+{
+    *v = xrealloc(*v, ((size_t)*n + 1) * sizeof **v);
+    (*v)[(*n)++] = arg;
+}
+
 static void cli_store(struct cli *c, const struct cli_opt *o, const char *arg, size_t *cap)
 {
-    if (o->off == offsetof(struct cli, allow_tools)) {
-        c->allow_tools = xrealloc(c->allow_tools, ((size_t)c->n_allow_tools + 1) *
-                                                      sizeof *c->allow_tools);
-        c->allow_tools[c->n_allow_tools++] = arg;
-    } else if (o->shrt == 'p') {
+    if (o->off == offsetof(struct cli, allow_tools))
+        cli_push(&c->allow_tools, &c->n_allow_tools, arg);
+    else if (o->off == offsetof(struct cli, mcp))
+        cli_push(&c->mcp, &c->n_mcp, arg);
+    else if (o->shrt == 'p') {
         XGROW(c->prompts, (size_t)c->n_prompts + 1, *cap);
         c->prompts[c->n_prompts++] = arg;
-    } else if (o->off == offsetof(struct cli, mcp)) {
-        c->mcp = xrealloc(c->mcp, ((size_t)c->n_mcp + 1) * sizeof *c->mcp);
-        c->mcp[c->n_mcp++] = arg;
     } else if (o->has_arg)
         *(const char **)((char *)c + o->off) = arg;
     else

@@ -116,7 +116,8 @@ void mcp_set_free(struct mcp_set *s, double grace)
     memset(s, 0, sizeof *s);
 }
 
-int mcp_set_check(const struct conf *c, struct buf *err)
+/* The enabled servers of c into t as sources (t NULL: only checked). How many, or -1. */
+static int mcp_set_each(struct tools *t, const struct conf *c, struct buf *err)
 {
     if (!c->mcp || !*c->mcp)
         return 0;
@@ -124,30 +125,23 @@ int mcp_set_check(const struct conf *c, struct buf *err)
     if (mcp_set_load(&s, c, err) < 0)
         return -1;
     char **names = mcp_set_enabled(&s, c, err);
-    int rc = !names && err->len ? -1 : 0;
+    int n = !names && err->len ? -1 : 0;
+    for (size_t i = 0; names && names[i]; i++, n++)
+        if (t)
+            tools_add(t, mcp_source_new(mcp_conf_find(s.confs, s.n, names[i]), mcp_set_key));
     mcp_set_names_free(names);
     mcp_set_free(&s, 0);
-    return rc;
+    return n;
+}
+
+int mcp_set_check(const struct conf *c, struct buf *err)
+{
+    return mcp_set_each(NULL, c, err) < 0 ? -1 : 0;
 }
 
 int mcp_set_tools(struct tools *t, const struct conf *c, struct buf *err)
 {
-    if (!c->mcp || !*c->mcp)
-        return 0;
-    struct mcp_set s;
-    if (mcp_set_load(&s, c, err) < 0)
-        return -1;
-    char **names = mcp_set_enabled(&s, c, err);
-    int n = 0;
-    if (!names && err->len) {
-        mcp_set_free(&s, 0);
-        return -1;
-    }
-    for (size_t i = 0; names && names[i]; i++, n++)
-        tools_add(t, mcp_source_new(mcp_conf_find(s.confs, s.n, names[i]), mcp_set_key));
-    mcp_set_names_free(names);
-    mcp_set_free(&s, 0);
-    return n;
+    return mcp_set_each(t, c, err);
 }
 
 struct tools *mcp_set_registry(const struct conf *c, struct buf *err)

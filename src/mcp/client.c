@@ -171,7 +171,7 @@ static void mcp_settle(struct mcp_client *c, struct mcp_pending *p, enum mcp_sta
     p->status = st;
     if (why)
         buf_appends(&p->error, why);
-    if (st != MCP_OK && st != MCP_RPC_ERROR)
+    if (st != MCP_OK && st != MCP_RPC_ERROR && st != MCP_CANCELLED)
         mcp_diagnose(c, &p->error);
     pthread_cond_broadcast(&c->cv);
 }
