@@ -193,7 +193,8 @@ node = shutil.which("node")
 if not mods or not node:
     why = "node missing" if not node else "tests/mcp/node_modules missing (npm ci in tests/mcp)"
     for name in ("server-everything list", "echo", "add", "tool error", "progress",
-                 "server-filesystem read", "large result", "Streamable HTTP"):
+                 "server-filesystem read", "large result", "scripted --mcp fs",
+                 "Streamable HTTP"):
         t.skip(name, why, tool="node")
     sys.exit(t.done())
 
@@ -242,6 +243,34 @@ t.ok(rc == 0 and len(out) == 5000 * 1025, "large result: 5 MB read whole (%d)" %
 rc, out, err = tt(real, ["mcp", "call", "fs1", "read_text_file",
                          json.dumps({"path": os.path.join(root, "big.txt")})])
 t.ok(rc == 8 and "over the limit of 1 MiB" in err, "... and refused over max_result_mb", err)
+
+# the "done when", scripted: the model reads a file through server-filesystem
+fix = ttlib.tempdir("tt-mcp-fix-")
+args = json.dumps({"path": os.path.join(root, "notes.txt")})
+chunks = [{"delta": {"role": "assistant", "content": None}},
+          {"delta": {"tool_calls": [{"index": 0, "id": "call_fs1", "type": "function",
+                                     "function": {"name": "fs__read_text_file",
+                                                  "arguments": args[:10]}}]}},
+          {"delta": {"tool_calls": [{"index": 0, "function": {"arguments": args[10:]}}]}},
+          {"delta": {}, "finish_reason": "tool_calls"}]
+with open(os.path.join(fix, "fs_read.sse"), "w") as f:
+    for c in chunks:
+        c.setdefault("finish_reason", None)
+        f.write("data: %s\n\n" % json.dumps({"id": "c1", "object": "chat.completion.chunk",
+                                              "model": "gpt-4o-mini",
+                                              "choices": [dict(index=0, **c)]}))
+    f.write("data: [DONE]\n\n")
+with ttlib.FakeServer(extra_args=["--fixtures", fix]) as fake:
+    fake.queue(["replay=fs_read.sse", "reply=The answer is 42."])
+    rc, out, err = tt(real, ["--mcp", "fs", "--allow-tool", "fs.*", "--no-save", "-p",
+                             "What does notes.txt say?"],
+                      env={"OPENAI_BASE_URL": fake.base("")})
+    reqs = fake.requests()
+    last = (reqs[-1].get("body") or {}).get("messages", [{}])[-1] if reqs else {}
+    t.ok(rc == 0 and "The answer is 42." in out and last.get("role") == "tool" and
+         last.get("tool_call_id") == "call_fs1" and "the answer is 42" in
+         str(last.get("content")), "--mcp fs --allow-tool 'fs.*': the model reads a file "
+         "through server-filesystem and answers (rc %d)" % rc, out + err + repr(last)[:300])
 
 rc, out, err = tt(real, ["mcp", "call", "ev", "get-env"], env={"OPENAI_API_KEY": ttlib.TEST_KEY})
 t.ok(rc == 0 and "PATH" in out and ttlib.TEST_KEY not in out,
