@@ -54,6 +54,7 @@ struct markdown {
     char align[MAX_COLS]; /* 'l', 'r', 'c' */
     struct table_col cols[MAX_COLS]; /* measured on the held rows, kept while rows flow */
     struct cells *head; /* the header's cells while rows flow (for the list form) */
+    struct buf meta;    /* the encoded rows' prefix (table_meta), made once a table */
     int pending_dirty;
     struct markdown_line partial;
     int have_partial;
@@ -1233,10 +1234,8 @@ static void emit_table_row(struct markdown *md, char kind, const struct cells *c
                            const struct cells *head)
 {
     struct lb b = {BUF_INIT, NULL, 0, 0};
-    struct buf meta = BUF_INIT;
-    table_meta(&meta, kind, md->ncols, md->cols);
-    lb_add(&b, meta.data, meta.len, md->base, 0);
-    buf_free(&meta);
+    lb_add(&b, md->meta.data, md->meta.len, md->base, 0);
+    b.t.data[1] = kind; /* "\x1d" KIND ... */
     for (int c = 0; cl && c < md->ncols; c++) {
         if (c)
             lb_add(&b, "\x1f", 1, md->base, 0);
@@ -1263,6 +1262,8 @@ static void flush_table(struct markdown *md)
         for (int c = 0; c < md->ncols; c++)
             table_measure(&md->cols[c], buf_str(&cl[r].c[c].t), cl[r].c[c].t.len);
     }
+    buf_reset(&md->meta);
+    table_meta(&md->meta, 'h', md->ncols, md->cols);
     for (size_t r = 0; r < rows; r++) {
         if (r == 1)
             emit_table_row(md, 's', NULL, NULL);
@@ -1382,6 +1383,7 @@ void markdown_free(struct markdown *md)
     drop_held(md);
     free(md->held);
     table_end_flow(md);
+    buf_free(&md->meta);
     mdline_free(&md->partial);
     buf_free(&md->cur);
     buf_free(&md->scratch);
