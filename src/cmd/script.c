@@ -152,6 +152,8 @@ static void script_tool_line(struct script_state *st, const char *what, const ch
 static void script_tool_call(void *ud, const struct tool_call *call, enum tool_verdict v)
 {
     struct script_state *st = ud;
+    if (st->written && st->last_byte != '\n' && !st->o->json && !st->quiet)
+        script_put(st, 1, "\n", 1); /* the round's text ends its line; the next round's follows */
     script_tool_line(st, v == TOOL_RUN ? "tool" : "tool refused:", call->name ? call->name
                                                                             : call->wire,
                      call->args, call->args_len);

@@ -858,6 +858,8 @@ static int session_relearn(struct session *s, struct net_result *r,
 void session_use_tools(struct session *s, struct tools *t, struct tool_policy *p, int rounds)
 {
     s->tools = t && tools_count(t) ? t : NULL;
+    if (s->tools)
+        s->keep_answer = 1; /* a round's text goes back with its calls */
     s->policy = p;
     s->tool_rounds = rounds > 0 ? rounds : SESSION_TOOL_ROUNDS;
 }

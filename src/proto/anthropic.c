@@ -9,6 +9,7 @@
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- the request ---- */
@@ -43,6 +44,73 @@ static const char *anthropic_role(const char *role)
     return strcmp(role, "assistant") == 0 ? "assistant" : "user";
 }
 
+/* A block {"type": "text", "text": text}. */
+static cJSON *anth_text_block(const char *text)
+{
+    cJSON *b = cJSON_CreateObject();
+    cJSON_AddStringToObject(b, "type", "text");
+    cJSON_AddStringToObject(b, "text", text);
+    return b;
+}
+
+/* The blocks of an assistant message that asked for tools: its signed thinking blocks (they
+ * must come back with the results), its text, a tool_use per call (input: the arguments as
+ * JSON; arguments that are not an object go as {}: the model was told they were invalid). */
+static void anth_call_blocks(cJSON *blocks, const struct api_message *m)
+{
+    cJSON *th = m->thinking_json ? cJSON_Parse(m->thinking_json) : NULL;
+    cJSON *b;
+    if (cJSON_IsArray(th)) {
+        while ((b = cJSON_DetachItemFromArray(th, 0)) != NULL)
+            cJSON_AddItemToArray(blocks, b);
+    }
+    cJSON_Delete(th);
+    if (m->content && *m->content)
+        cJSON_AddItemToArray(blocks, anth_text_block(m->content));
+    for (size_t k = 0; k < m->n_calls; k++) {
+        const struct tool_call *c = &m->calls[k];
+        b = cJSON_CreateObject();
+        cJSON_AddStringToObject(b, "type", "tool_use");
+        cJSON_AddStringToObject(b, "id", c->id ? c->id : "");
+        cJSON_AddStringToObject(b, "name", c->wire ? c->wire : "");
+        cJSON *in = c->args ? cJSON_ParseWithLength(c->args, c->args_len) : NULL;
+        if (!cJSON_IsObject(in)) {
+            cJSON_Delete(in);
+            in = cJSON_CreateObject();
+        }
+        cJSON_AddItemToObject(b, "input", in);
+        cJSON_AddItemToArray(blocks, b);
+    }
+}
+
+static cJSON *anth_result_block(const struct api_message *m)
+{
+    cJSON *b = cJSON_CreateObject();
+    cJSON_AddStringToObject(b, "type", "tool_result");
+    cJSON_AddStringToObject(b, "tool_use_id", m->tool_call_id);
+    cJSON_AddStringToObject(b, "content", m->content ? m->content : "");
+    if (m->tool_error)
+        cJSON_AddTrueToObject(b, "is_error");
+    return b;
+}
+
+/* One message of the body: text alone as a string (as before tools), else its blocks. */
+static void anth_flush(cJSON *msgs, const char *role, struct buf *text, cJSON **blocks)
+{
+    cJSON *jm = cJSON_CreateObject();
+    cJSON_AddStringToObject(jm, "role", role);
+    if (*blocks) {
+        if (text->len)
+            cJSON_AddItemToArray(*blocks, anth_text_block(buf_str(text)));
+        cJSON_AddItemToObject(jm, "content", *blocks);
+        *blocks = NULL;
+    } else {
+        cJSON_AddStringToObject(jm, "content", buf_str(text));
+    }
+    cJSON_AddItemToArray(msgs, jm);
+    buf_reset(text);
+}
+
 static char *anthropic_request_json(const struct api_request *r)
 {
     cJSON *o = cJSON_CreateObject();
@@ -60,28 +128,38 @@ static char *anthropic_request_json(const struct api_request *r)
      * out (the API refuses an empty text). */
     struct buf sys = BUF_INIT, text = BUF_INIT;
     const char *role = NULL;
-    cJSON *msgs = cJSON_CreateArray();
+    cJSON *msgs = cJSON_CreateArray(), *blocks = NULL; /* blocks: the message has tool parts */
     for (size_t i = 0; i <= r->n_messages; i++) {
         const struct api_message *m = i < r->n_messages ? &r->messages[i] : NULL;
         const char *c = m && m->content ? m->content : "";
         const char *to = m ? anthropic_role(m->role) : NULL;
-        if (m && !*c)
+        int tool = m && (m->n_calls || m->tool_call_id);
+        if (m && !*c && !tool)
             continue;
         if (m && !to) {
             buf_printf(&sys, "%s%s", sys.len ? "\n\n" : "", c);
             continue;
         }
-        if (role && (!m || strcmp(to, role) != 0)) {
-            cJSON *jm = cJSON_CreateObject();
-            cJSON_AddStringToObject(jm, "role", role);
-            cJSON_AddStringToObject(jm, "content", buf_str(&text));
-            cJSON_AddItemToArray(msgs, jm);
-            buf_reset(&text);
-        }
+        if (role && (!m || strcmp(to, role) != 0))
+            anth_flush(msgs, role, &text, &blocks);
         if (!m)
             break;
-        buf_printf(&text, "%s%s", text.len ? "\n\n" : "", c);
         role = to;
+        if (tool || blocks) { /* results first in their user message, then any text */
+            if (!blocks)
+                blocks = cJSON_CreateArray();
+            if (text.len)
+                cJSON_AddItemToArray(blocks, anth_text_block(buf_str(&text)));
+            buf_reset(&text);
+            if (m->tool_call_id)
+                cJSON_AddItemToArray(blocks, anth_result_block(m));
+            else if (m->n_calls)
+                anth_call_blocks(blocks, m);
+            else
+                cJSON_AddItemToArray(blocks, anth_text_block(c));
+            continue;
+        }
+        buf_printf(&text, "%s%s", text.len ? "\n\n" : "", c);
     }
     if (sys.len)
         cJSON_AddStringToObject(o, "system", buf_str(&sys));
@@ -93,6 +171,15 @@ static char *anthropic_request_json(const struct api_request *r)
         cJSON *th = cJSON_AddObjectToObject(o, "thinking");
         cJSON_AddStringToObject(th, "type", "enabled");
         cJSON_AddNumberToObject(th, "budget_tokens", (double)budget);
+    }
+    if (r->n_tools) {
+        cJSON *tools = cJSON_AddArrayToObject(o, "tools");
+        for (size_t i = 0; i < r->n_tools; i++) {
+            cJSON *f = api_tool_schema(&r->tools[i]); /* name, description, parameters */
+            cJSON *schema = cJSON_DetachItemFromObject(f, "parameters");
+            cJSON_AddItemToObject(f, "input_schema", schema);
+            cJSON_AddItemToArray(tools, f);
+        }
     }
     if (r->stream)
         cJSON_AddTrueToObject(o, "stream");
@@ -285,9 +372,135 @@ static int anth_decode(struct api_stream *st, const char *json, size_t n, int is
     return 0;
 }
 
-static int anthropic_stream_event(struct api_stream *st, const struct sse_event *ev, api_emit_fn fn,
-                           void *ud)
+/* ---- tool_use and thinking blocks (st->dstate: the kind of the block being streamed) ---- */
+
+enum { ANTH_BLOCK_NONE, ANTH_BLOCK_THINKING, ANTH_BLOCK_TOOL };
+
+/* Add one thinking block ({"type":"thinking","thinking","signature"} or a redacted one) to
+ * st->thinking_json, a JSON array. */
+static void anth_keep_block(struct api_stream *st, cJSON *b)
 {
+    char *t = cJSON_PrintUnformatted(b);
+    if (!t)
+        return;
+    if (st->thinking_json.len) {
+        st->thinking_json.data[--st->thinking_json.len] = 0; /* the "]" */
+        buf_appendc(&st->thinking_json, ',');
+    } else {
+        buf_appendc(&st->thinking_json, '[');
+    }
+    buf_appends(&st->thinking_json, t);
+    buf_appendc(&st->thinking_json, ']');
+    free(t);
+}
+
+static const char *anth_str(const cJSON *o, const char *k)
+{
+    return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, k));
+}
+
+/* A content block as a whole (a message's content item, or content_block_start's): a
+ * tool_use starts a call (its input, when it has members, is the whole arguments), a
+ * thinking block starts (streamed) or is kept (whole), a redacted one is kept. key: the
+ * block's index. 0, or -1 past a limit (st->error set). */
+static int anth_block_start(struct api_stream *st, const cJSON *b, long key, int whole,
+                            api_emit_fn fn, void *ud)
+{
+    const char *type = anth_str(b, "type");
+    if (!type)
+        return 0;
+    if (!strcmp(type, "tool_use")) {
+        struct tool_call *c = api_call_get(st, key, 1, fn, ud);
+        if (!c)
+            return -1;
+        if (anth_str(b, "id"))
+            api_call_str(&c->id, anth_str(b, "id"), strlen(anth_str(b, "id")));
+        if (anth_str(b, "name"))
+            api_call_str(&c->wire, anth_str(b, "name"), strlen(anth_str(b, "name")));
+        const cJSON *in = cJSON_GetObjectItemCaseSensitive(b, "input");
+        if (cJSON_IsObject(in) && (in->child || whole)) {
+            char *a = cJSON_PrintUnformatted(in);
+            int r = a ? api_call_args(st, c, a, strlen(a)) : 0;
+            free(a);
+            if (r < 0)
+                return -1;
+        }
+        st->dstate = ANTH_BLOCK_TOOL;
+        st->dindex = key;
+    } else if (!strcmp(type, "thinking") && whole) {
+        anth_keep_block(st, (cJSON *)b);
+    } else if (!strcmp(type, "thinking")) {
+        buf_reset(&st->dtext);
+        buf_reset(&st->dsig);
+        if (anth_str(b, "signature"))
+            buf_appends(&st->dsig, anth_str(b, "signature"));
+        st->dstate = ANTH_BLOCK_THINKING;
+    } else if (!strcmp(type, "redacted_thinking")) {
+        anth_keep_block(st, (cJSON *)b);
+    }
+    return 0;
+}
+
+/* The events about blocks other than text: content_block_start, the deltas of tool input
+ * and signatures, content_block_stop. Read with cJSON (they are few); text and thinking
+ * deltas never come here. 0, or 1 when a limit ended the stream. */
+static int anth_block_event(struct api_stream *st, const char *type, const char *json, size_t n,
+                            api_emit_fn fn, void *ud)
+{
+    cJSON *o = cJSON_ParseWithLength(json, n);
+    if (!o)
+        return 0; /* anth_decode read it: it is valid JSON */
+    const cJSON *ix = cJSON_GetObjectItemCaseSensitive(o, "index");
+    long key = cJSON_IsNumber(ix) ? (long)ix->valuedouble : -1;
+    int r = 0;
+    if (!strcmp(type, "content_block_start")) {
+        r = anth_block_start(st, cJSON_GetObjectItemCaseSensitive(o, "content_block"), key, 0,
+                             fn, ud);
+    } else if (!strcmp(type, "content_block_delta")) {
+        const cJSON *d = cJSON_GetObjectItemCaseSensitive(o, "delta");
+        const char *dt = anth_str(d, "type"), *part = anth_str(d, "partial_json");
+        struct tool_call *c = api_call_get(st, key, 0, fn, ud);
+        if (dt && !strcmp(dt, "input_json_delta") && part && c)
+            r = api_call_args(st, c, part, strlen(part));
+        else if (dt && !strcmp(dt, "signature_delta") && anth_str(d, "signature"))
+            buf_appends(&st->dsig, anth_str(d, "signature"));
+    } else if (!strcmp(type, "content_block_stop") && st->dstate == ANTH_BLOCK_THINKING) {
+        cJSON *b = cJSON_CreateObject();
+        cJSON_AddStringToObject(b, "type", "thinking");
+        cJSON_AddStringToObject(b, "thinking", buf_str(&st->dtext));
+        cJSON_AddStringToObject(b, "signature", buf_str(&st->dsig));
+        anth_keep_block(st, b);
+        cJSON_Delete(b);
+        st->dstate = ANTH_BLOCK_NONE;
+    } else if (!strcmp(type, "content_block_stop")) {
+        st->dstate = ANTH_BLOCK_NONE;
+    }
+    cJSON_Delete(o);
+    return r < 0 ? 1 : 0;
+}
+
+/* The emit of the stream: thinking text is also kept for its block (sent back with tool
+ * results). */
+struct anth_emit {
+    struct api_stream *st;
+    api_emit_fn fn;
+    void *ud;
+};
+
+static void anth_emit_fn(void *ud, enum api_kind kind, const char *s, size_t n)
+{
+    struct anth_emit *e = ud;
+    if (kind == API_REASONING && e->st->dstate == ANTH_BLOCK_THINKING)
+        buf_append(&e->st->dtext, s, n);
+    e->fn(e->ud, kind, s, n);
+}
+
+static int anthropic_stream_event(struct api_stream *st, const struct sse_event *ev,
+                                  api_emit_fn fn0, void *ud0)
+{
+    struct anth_emit em = {st, fn0, ud0};
+    api_emit_fn fn = anth_emit_fn;
+    void *ud = &em;
     if (ev->data_len == 0)
         return 0;
     if (ev->data_len == 6 && memcmp(ev->data, "[DONE]", 6) == 0) {
@@ -307,6 +520,12 @@ static int anthropic_stream_event(struct api_stream *st, const struct sse_event 
                    r == 0 && st->error.len == 0 && strcmp(info.type, "content_block_delta") == 0);
     if (r != 0)
         return r;
+    if (!strncmp(info.type, "content_block_", 14) &&
+        (strcmp(info.type, "content_block_delta") != 0 ||
+         memmem(ev->data, ev->data_len, "input_json_delta", 16) ||
+         memmem(ev->data, ev->data_len, "signature_delta", 15)) &&
+        anth_block_event(st, info.type, ev->data, ev->data_len, fn, ud))
+        return 1;
     if (strcmp(info.type, "message_stop") == 0) {
         st->done = 1;
         anth_set_finish(st, fn, ud);
@@ -325,6 +544,18 @@ static int anthropic_decode_body(struct api_stream *st, const char *body, size_t
     int r = anth_decode(st, body, n, 0, &info, api_textcount_emit, &c);
     if (r != 0)
         return -1;
+    cJSON *o = cJSON_ParseWithLength(body, n); /* tool_use and thinking blocks */
+    const cJSON *b, *content = cJSON_GetObjectItemCaseSensitive(o, "content");
+    if (!cJSON_IsArray(content))
+        content = NULL;
+    long k = 0;
+    cJSON_ArrayForEach(b, content) {
+        if (anth_block_start(st, b, k++, 1, fn, ud) < 0) {
+            cJSON_Delete(o);
+            return -1;
+        }
+    }
+    cJSON_Delete(o);
     /* a whole message is over: its stop_reason, or "end_turn" when it has text and names none
      * ({} or a message without content is no answer: finish stays "") */
     if (st->finish_detail[0] || c.text)

@@ -330,6 +330,8 @@ void api_stream_free(struct api_stream *st)
     free(st->calls);
     free(st->call_keys);
     buf_free(&st->thinking_json);
+    buf_free(&st->dtext);
+    buf_free(&st->dsig);
 }
 
 /* Append text the server sent to a message for the user: no control byte or escape sequence

@@ -180,6 +180,7 @@ struct api_stream {
     size_t cap_keys;
     struct buf thinking_json; /* anthropic: the thinking blocks with their signatures, as a
                                  JSON array to send back with tool results ("" none) */
+    struct buf dtext, dsig;   /* anthropic: the thinking block being streamed, its signature */
 };
 
 typedef void (*api_emit_fn)(void *ud, enum api_kind kind, const char *s, size_t n);

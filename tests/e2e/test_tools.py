@@ -21,8 +21,9 @@ ADD_ID = "call_DdmO9pD3xa9XTPNJ32zg2hcA"
 ECHO_ID = "call_ABSg8GmpTnHUKRPB9aFCk1iE"
 
 
-def run(srv, home, args, tools=True, **kw):
+def run(srv, home, args, tools=True, env_extra=None, **kw):
     env = {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": srv.base()}
+    env.update(env_extra or {})
     if tools:
         env["TOKTERM_TEST_TOOLS"] = "1"
     return ttlib.run_tokterm(args, env=env, home=home, **kw)
@@ -160,7 +161,29 @@ with ttlib.FakeServer() as srv:
     t.ok(rc == 9 and "tool refused: h.ok" in text(err),
          "--mcp h without --allow-tool: refused, exit 9 (rc %d)" % rc, text(err))
 
-    # --- 8. no tools at all: the body has no tools member ---
+    # --- 8. Anthropic: tool_use blocks in, thinking kept, tool_result blocks out ---
+    n0 = len(srv.requests())
+    srv.queue(["replay=anthropic_tool_use.sse", "reply=The sum is 42."])
+    rc, out, err = run(srv, home, ["--no-save", "--api", "anthropic", "--base-url", srv.base(),
+                                   "--allow-tool", "test.*", "-p", "add 2 and 40"],
+                       env_extra={"ANTHROPIC_API_KEY": KEY})
+    b = bodies(srv, n0)
+    msgs = b[1].get("messages", []) if len(b) > 1 else []
+    ac = msgs[1].get("content", []) if len(msgs) > 1 else []
+    uc = msgs[2].get("content", []) if len(msgs) > 2 else []
+    t.ok(rc == 0 and text(out) == "Let me check.\nThe sum is 42.\n" and
+         [x.get("type") for x in ac] == ["thinking", "text", "tool_use", "tool_use"] and
+         ac[0].get("signature") == "EqQBCgIYAhIM1gbcDa9GJwZA2b3h" and
+         ac[2].get("id") == "toolu_01T1x1fJ34qAmk2tNTrN7Up6" and ac[2].get("input") == {"a": 2, "b": 40},
+         "anthropic: the thinking block (signed), the text and both tool_use go back (rc %d)" % rc,
+         text(err) + json.dumps(msgs)[:1500])
+    t.ok([(x.get("type"), x.get("tool_use_id"), x.get("content")) for x in uc][:1] ==
+         [("tool_result", "toolu_01T1x1fJ34qAmk2tNTrN7Up6", "42")] and len(uc) == 2 and
+         "test__add" in [x.get("name") for x in b[0].get("tools", [])] and
+         "input_schema" in b[0]["tools"][0],
+         "anthropic: both results in one user message, paired by tool_use_id", json.dumps(uc))
+
+    # --- 9. no tools at all: the body has no tools member ---
     n0 = len(srv.requests())
     rc, out, err = run(srv, home, ["--no-save", "-p", "hi"], tools=False)
     b = bodies(srv, n0)

@@ -286,8 +286,94 @@ static void test_openai_request(void)
     free(body);
 }
 
+static void test_anthropic(void)
+{
+    const struct dialect *d = dialect_find("anthropic");
+    struct got g;
+    stream_check_fixture("anthropic_tool_use.sse", d->stream_event, &g);
+    const char *want[] = {"toolu_01T1x1fJ34qAmk2tNTrN7Up6|test__add|{\"a\": 2, \"b\": 40}",
+                          "toolu_01ABcd|test__echo|{\"text\": \"h\\u00e9llo\"}"};
+    check_calls(&g, want, 2, "anthropic: tool_use blocks from input_json_delta");
+    TAP_STR(g.st.finish, "tool_calls", "anthropic: stop_reason tool_use is tool_calls");
+    TAP_STR(buf_str(&g.content), "Let me check.", "anthropic: the text beside the calls");
+    TAP_STR(buf_str(&g.st.thinking_json),
+            "[{\"type\":\"thinking\",\"thinking\":\"I need the sum and an echo.\","
+            "\"signature\":\"EqQBCgIYAhIM1gbcDa9GJwZA2b3h\"}]",
+            "anthropic: the thinking block kept with its signature");
+    got_free(&g);
+    /* the older fixture: a tool_use after thinking, its input in two fragments */
+    stream_check_fixture("anthropic_thinking.sse", d->stream_event, &g);
+    const char *want2[] = {"toolu_01T1x1fJ34qAmk2tNTrN7Up6|get_weather|"
+                           "{\"location\": \"San Francisco, CA\", \"text\": \"x\"}"};
+    check_calls(&g, want2, 1, "anthropic: the thinking fixture's tool_use");
+    got_free(&g);
+    /* a whole message */
+    const char *whole = "{\"type\":\"message\",\"content\":[{\"type\":\"thinking\","
+                        "\"thinking\":\"t\",\"signature\":\"s\"},{\"type\":\"tool_use\","
+                        "\"id\":\"toolu_9\",\"name\":\"x\",\"input\":{\"k\":[1]}}],"
+                        "\"stop_reason\":\"tool_use\"}";
+    got_init(&g, d->stream_event);
+    TAP_INT(d->decode_body(&g.st, whole, strlen(whole), got_emit, &g), 0, "anthropic: whole");
+    const char *want3[] = {"toolu_9|x|{\"k\":[1]}"};
+    check_calls(&g, want3, 1, "anthropic: a whole message's tool_use");
+    got_free(&g);
+
+    /* the request: tools with input_schema; calls as tool_use after the thinking blocks;
+     * the results in one user message, then the next prompt */
+    struct tool_call calls[] = {{.id = "toolu_1", .wire = "test__add", .args = "{\"a\":1}",
+                                 .args_len = 7},
+                                {.id = "toolu_2", .wire = "test__echo", .args = "bad", .args_len = 3}};
+    struct api_message m[] = {
+        API_MSG("system", "sys"),
+        API_MSG("user", "add"),
+        {.role = "assistant", .content = "ok", .calls = calls, .n_calls = 2,
+         .thinking_json = "[{\"type\":\"thinking\",\"thinking\":\"t\",\"signature\":\"s\"}]"},
+        {.role = "tool", .content = "3", .tool_call_id = "toolu_1"},
+        {.role = "tool", .content = "no", .tool_call_id = "toolu_2", .tool_error = 1},
+        API_MSG("user", "next"),
+    };
+    struct api_tool tools[] = {{"test__add", "Add.", "{\"type\":\"object\"}"}};
+    struct api_request r = {.model = "claude-x", .messages = m, .n_messages = 6, .tools = tools,
+                            .n_tools = 1};
+    char *body = d->request_json(&r);
+    cJSON *o = cJSON_Parse(body);
+    cJSON *ms = cJSON_GetObjectItem(o, "messages");
+    TAP_INT(cJSON_GetArraySize(ms), 3, "anthropic request: user, assistant, user");
+    cJSON *ac = cJSON_GetObjectItem(cJSON_GetArrayItem(ms, 1), "content");
+    const char *types[4];
+    for (int i = 0; i < 4; i++)
+        types[i] = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(ac, i), "type"));
+    TAP_OK(cJSON_GetArraySize(ac) == 4 && !strcmp(types[0], "thinking") &&
+               !strcmp(types[1], "text") && !strcmp(types[2], "tool_use") &&
+               !strcmp(types[3], "tool_use"),
+           "anthropic request: thinking, text, tool_use, tool_use");
+    cJSON *in = cJSON_GetObjectItem(cJSON_GetArrayItem(ac, 2), "input");
+    TAP_OK(cJSON_IsNumber(cJSON_GetObjectItem(in, "a")), "anthropic request: input as an object");
+    cJSON *uc = cJSON_GetObjectItem(cJSON_GetArrayItem(ms, 2), "content");
+    TAP_OK(cJSON_GetArraySize(uc) == 3 &&
+               !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(uc, 0),
+                                                                "tool_use_id")), "toolu_1") &&
+               cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetArrayItem(uc, 1), "is_error")) &&
+               !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(uc, 2),
+                                                                "text")), "next"),
+           "anthropic request: both results, then the next prompt, in one user message");
+    cJSON *t0 = cJSON_GetArrayItem(cJSON_GetObjectItem(o, "tools"), 0);
+    TAP_OK(cJSON_GetObjectItem(t0, "input_schema") && !cJSON_GetObjectItem(t0, "parameters"),
+           "anthropic request: tools with input_schema");
+    cJSON_Delete(o);
+    free(body);
+    r.n_tools = 0;
+    r.messages = m + 1;
+    r.n_messages = 1;
+    body = d->request_json(&r);
+    TAP_OK(strstr(body, "\"content\":\"add\"") && !strstr(body, "tools"),
+           "anthropic request: plain messages as before");
+    free(body);
+}
+
 int main(void)
 {
+    test_anthropic();
     test_openai_stream();
     test_openai_request();
     test_wire();
