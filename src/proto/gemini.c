@@ -40,6 +40,40 @@ static cJSON *gemini_text_part(const char *text)
     return part;
 }
 
+/* The parts of a model turn that asked for tools: a functionCall per call (args: the
+ * arguments as an object, {} when they were not one), with its thoughtSignature when the
+ * answer had one (thinking_json: a JSON array of signatures, one per call, "" for none). */
+static void gemini_call_parts(cJSON *turn, const struct api_message *m)
+{
+    cJSON *sigs = m->thinking_json ? cJSON_Parse(m->thinking_json) : NULL;
+    for (size_t k = 0; k < m->n_calls; k++) {
+        const struct tool_call *c = &m->calls[k];
+        cJSON *part = cJSON_CreateObject(), *fc = cJSON_AddObjectToObject(part, "functionCall");
+        cJSON_AddStringToObject(fc, "name", c->wire ? c->wire : "");
+        cJSON *args = c->args ? cJSON_ParseWithLength(c->args, c->args_len) : NULL;
+        if (!cJSON_IsObject(args)) {
+            cJSON_Delete(args);
+            args = cJSON_CreateObject();
+        }
+        cJSON_AddItemToObject(fc, "args", args);
+        const char *sig = cJSON_GetStringValue(cJSON_GetArrayItem(sigs, (int)k));
+        if (sig && *sig)
+            cJSON_AddStringToObject(part, "thoughtSignature", sig);
+        cJSON_AddItemToArray(turn, part);
+    }
+    cJSON_Delete(sigs);
+}
+
+/* A tool's result: functionResponse {name, response: {"result" or "error": text}}. */
+static cJSON *gemini_result_part(const struct api_message *m)
+{
+    cJSON *part = cJSON_CreateObject(), *fr = cJSON_AddObjectToObject(part, "functionResponse");
+    cJSON_AddStringToObject(fr, "name", m->tool_name ? m->tool_name : "");
+    cJSON *resp = cJSON_AddObjectToObject(fr, "response");
+    cJSON_AddStringToObject(resp, m->tool_error ? "error" : "result", m->content ? m->content : "");
+    return part;
+}
+
 char *gemini_request_json(const struct api_request *r)
 {
     cJSON *o = cJSON_CreateObject();
@@ -48,7 +82,8 @@ char *gemini_request_json(const struct api_request *r)
     const char *turn_role = NULL;
     for (size_t i = 0; i < r->n_messages; i++) {
         const struct api_message *m = &r->messages[i];
-        if (!m->content || !*m->content)
+        int tool = m->n_calls || m->tool_call_id;
+        if ((!m->content || !*m->content) && !tool)
             continue; /* Gemini refuses an empty text part: "empty text parameter" */
         if (m->role && strcmp(m->role, "system") == 0) {
             if (!sys) {
@@ -68,7 +103,26 @@ char *gemini_request_json(const struct api_request *r)
             turn_role = role;
             cJSON_AddItemToArray(contents, c);
         }
-        cJSON_AddItemToArray(turn, gemini_text_part(m->content));
+        if (m->tool_call_id) {
+            cJSON_AddItemToArray(turn, gemini_result_part(m));
+            continue;
+        }
+        if (m->content && *m->content)
+            cJSON_AddItemToArray(turn, gemini_text_part(m->content));
+        gemini_call_parts(turn, m);
+    }
+    if (r->n_tools) {
+        cJSON *decl = cJSON_CreateArray();
+        for (size_t i = 0; i < r->n_tools; i++) {
+            cJSON *f = api_tool_schema(&r->tools[i]);
+            /* the whole JSON Schema (parameters takes only an OpenAPI subset) */
+            cJSON_AddItemToObject(f, "parametersJsonSchema",
+                                  cJSON_DetachItemFromObject(f, "parameters"));
+            cJSON_AddItemToArray(decl, f);
+        }
+        cJSON *t = cJSON_CreateObject();
+        cJSON_AddItemToObject(t, "functionDeclarations", decl);
+        cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "tools"), t);
     }
     cJSON *gc = cJSON_CreateObject();
     char name[GEMINI_NAME_MAX];
@@ -106,6 +160,51 @@ static void gemini_finish(struct api_stream *st, const char *s, size_t n, api_em
     fn(ud, API_FINISH, NULL, 0);
 }
 
+/* A functionCall part (whole, in one chunk: Gemini does not stream arguments): a call with
+ * its name, args and (newer servers) id; its thoughtSignature kept, one per call, in
+ * thinking_json (sent back with the call). 0, or -1 past a limit. */
+static int gemini_call(struct api_stream *st, const char *fc, size_t fn_len, const char *sig,
+                       size_t sn, int sesc, api_emit_fn fn, void *ud)
+{
+    cJSON *o = cJSON_ParseWithLength(fc, fn_len);
+    struct tool_call *c = api_call_get(st, (long)st->n_calls, 1, fn, ud);
+    if (!c) {
+        cJSON_Delete(o);
+        return -1;
+    }
+    const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "name"));
+    const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "id"));
+    if (name)
+        api_call_str(&c->wire, name, strlen(name));
+    if (id && *id)
+        api_call_str(&c->id, id, strlen(id));
+    const cJSON *args = cJSON_GetObjectItemCaseSensitive(o, "args");
+    char *a = cJSON_IsObject(args) ? cJSON_PrintUnformatted(args) : NULL;
+    int r = api_call_args(st, c, a ? a : "{}", a ? strlen(a) : 2);
+    free(a);
+    cJSON_Delete(o);
+    /* the signatures, a JSON array of strings aligned with the calls ("" for none) */
+    if (st->thinking_json.len) {
+        st->thinking_json.data[--st->thinking_json.len] = 0; /* the "]" */
+        buf_appendc(&st->thinking_json, ',');
+    } else {
+        buf_appendc(&st->thinking_json, '[');
+    }
+    struct buf u = BUF_INIT;
+    if (sig && sesc)
+        jscan_unescape(sig, sn, &u);
+    else if (sig)
+        buf_append(&u, sig, sn);
+    cJSON *js = cJSON_CreateString(buf_str(&u));
+    char *t = cJSON_PrintUnformatted(js);
+    buf_appends(&st->thinking_json, t ? t : "\"\"");
+    free(t);
+    cJSON_Delete(js);
+    buf_free(&u);
+    buf_appendc(&st->thinking_json, ']');
+    return r;
+}
+
 /* One part: its text goes out once the part is read (`thought` may follow `text`). */
 static int gemini_part(struct api_stream *st, struct jscan *j, api_emit_fn fn, void *ud)
 {
@@ -113,11 +212,19 @@ static int gemini_part(struct api_stream *st, struct jscan *j, api_emit_fn fn, v
         return 0;
     if (jscan_object_begin(j) < 0)
         return -1;
-    const char *text = NULL, *k;
-    size_t tn = 0, kn;
-    int esc = 0, thought = 0, first = 1, r;
+    const char *text = NULL, *k, *fc = NULL, *sig = NULL;
+    size_t tn = 0, kn, fcn = 0, sn = 0;
+    int esc = 0, thought = 0, first = 1, r, sesc = 0;
     while ((r = jscan_object_next(j, &first, &k, &kn)) == 1) {
-        if (jscan_key_is(k, kn, "text") && jscan_peek(j) == '"') {
+        if (jscan_key_is(k, kn, "functionCall") && jscan_peek(j) == '{') {
+            fc = j->p;
+            if (jscan_skip(j) < 0)
+                return -1;
+            fcn = (size_t)(j->p - fc);
+        } else if (jscan_key_is(k, kn, "thoughtSignature") && jscan_peek(j) == '"') {
+            if (jscan_string(j, &sig, &sn, &sesc) < 0)
+                return -1;
+        } else if (jscan_key_is(k, kn, "text") && jscan_peek(j) == '"') {
             if (jscan_string(j, &text, &tn, &esc) < 0)
                 return -1;
         } else if (jscan_key_is(k, kn, "thought")) {
@@ -131,6 +238,8 @@ static int gemini_part(struct api_stream *st, struct jscan *j, api_emit_fn fn, v
     if (r < 0)
         return -1;
     api_emit_span(st, thought ? API_REASONING : API_CONTENT, text, tn, esc, fn, ud);
+    if (fc && gemini_call(st, fc, fcn, sig, sn, sesc, fn, ud) < 0)
+        return -1;
     return 0;
 }
 
@@ -323,6 +432,8 @@ int gemini_stream_chunk(struct api_stream *st, const char *json, size_t n, api_e
         return api_malformed(st, json, n, j.err ? j.err : "trailing bytes");
     if (st->usage.present && !usage_before)
         fn(ud, API_USAGE, NULL, 0);
+    if (st->n_calls && !strcmp(st->finish, "stop"))
+        strcpy(st->finish, "tool_calls"); /* Gemini says STOP: the answer asks for tools */
     return had_error ? 1 : 0;
 }
 

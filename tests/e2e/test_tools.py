@@ -183,7 +183,24 @@ with ttlib.FakeServer() as srv:
          "input_schema" in b[0]["tools"][0],
          "anthropic: both results in one user message, paired by tool_use_id", json.dumps(uc))
 
-    # --- 9. no tools at all: the body has no tools member ---
+    # --- 9. Gemini: functionCall parts in, functionResponse parts out (paired by name) ---
+    n0 = len(srv.requests())
+    srv.queue(["replay=gemini_tool_call.sse", "reply=The sum is 42."])
+    rc, out, err = run(srv, home, ["--no-save", "--api", "gemini", "--base-url",
+                                   srv.url("/v1beta"), "--allow-tool", "test.*", "-p", "add"],
+                       env_extra={"GEMINI_API_KEY": KEY})
+    b = bodies(srv, n0)
+    cs = b[1].get("contents", []) if len(b) > 1 else []
+    mp = cs[1].get("parts", []) if len(cs) > 1 else []
+    up = cs[2].get("parts", []) if len(cs) > 2 else []
+    t.ok(rc == 0 and [("functionCall" in p, p.get("thoughtSignature")) for p in mp] ==
+         [(False, None), (True, "CiQB0e2Kb0cz+/x"), (True, None)] and
+         [p.get("functionResponse", {}).get("name") for p in up] == ["test__add", "test__echo"] and
+         up[0]["functionResponse"]["response"] == {"result": "42"},
+         "gemini: the calls (with the signature) and their results go back (rc %d)" % rc,
+         text(err) + json.dumps(cs)[:1500])
+
+    # --- 10. no tools at all: the body has no tools member ---
     n0 = len(srv.requests())
     rc, out, err = run(srv, home, ["--no-save", "-p", "hi"], tools=False)
     b = bodies(srv, n0)

@@ -371,8 +371,57 @@ static void test_anthropic(void)
     free(body);
 }
 
+static void test_gemini(void)
+{
+    const struct dialect *d = dialect_find("gemini");
+    struct got g;
+    stream_check_fixture("gemini_tool_call.sse", d->stream_event, &g);
+    const char *want[] = {"-|test__add|{\"a\":2,\"b\":40}",
+                          "-|test__echo|{\"text\":\"h\u00e9llo\"}"};
+    check_calls(&g, want, 2, "gemini: functionCall parts, whole");
+    TAP_STR(g.st.finish, "tool_calls", "gemini: STOP with calls is tool_calls");
+    TAP_STR(buf_str(&g.st.thinking_json), "[\"CiQB0e2Kb0cz+/x\",\"\"]",
+            "gemini: the thoughtSignature kept per call");
+    TAP_STR(buf_str(&g.content), "Checking.", "gemini: the text beside");
+    got_free(&g);
+
+    struct tool_call calls[] = {{.id = "call_1_1", .wire = "test__add", .args = "{\"a\":1}",
+                                 .args_len = 7}};
+    struct api_message m[] = {
+        API_MSG("user", "add"),
+        {.role = "assistant", .content = "", .calls = calls, .n_calls = 1,
+         .thinking_json = "[\"sig\"]"},
+        {.role = "tool", .content = "3", .tool_call_id = "call_1_1", .tool_name = "test__add"},
+    };
+    struct api_tool tools[] = {{"test__add", "Add.", "{\"type\":\"object\"}"}};
+    struct api_request r = {.model = "gemini-2.5-flash", .messages = m, .n_messages = 3,
+                            .tools = tools, .n_tools = 1};
+    char *body = d->request_json(&r);
+    cJSON *o = cJSON_Parse(body);
+    cJSON *cs = cJSON_GetObjectItem(o, "contents");
+    cJSON *p1 = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cs, 1), "parts"), 0);
+    cJSON *p2 = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cs, 2), "parts"), 0);
+    TAP_OK(cJSON_GetArraySize(cs) == 3 &&
+               cJSON_IsNumber(cJSON_GetObjectItem(
+                   cJSON_GetObjectItem(cJSON_GetObjectItem(p1, "functionCall"), "args"), "a")) &&
+               !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(p1, "thoughtSignature")), "sig"),
+           "gemini request: the model's functionCall with its signature");
+    cJSON *fr = cJSON_GetObjectItem(p2, "functionResponse");
+    TAP_OK(fr && !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(fr, "name")), "test__add") &&
+               !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(
+                           cJSON_GetObjectItem(fr, "response"), "result")), "3"),
+           "gemini request: the functionResponse by name");
+    TAP_OK(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(
+                                   cJSON_GetArrayItem(cJSON_GetObjectItem(o, "tools"), 0),
+                                   "functionDeclarations"), 0), "parametersJsonSchema") != NULL,
+           "gemini request: functionDeclarations with parametersJsonSchema");
+    cJSON_Delete(o);
+    free(body);
+}
+
 int main(void)
 {
+    test_gemini();
     test_anthropic();
     test_openai_stream();
     test_openai_request();
