@@ -6,6 +6,7 @@
 #include "proto/dialect.h"
 #include "proto/api_int.h"
 #include "proto/jscan.h"
+#include "base/xmalloc.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -37,10 +38,43 @@ char *responses_request_json(const struct api_request *r)
             buf_appends(&sys, text);
             continue;
         }
-        cJSON *msg = cJSON_CreateObject();
-        cJSON_AddStringToObject(msg, "role", m->role ? m->role : "user");
-        cJSON_AddStringToObject(msg, "content", text);
-        cJSON_AddItemToArray(input, msg);
+        if (m->tool_call_id) { /* a tool's result */
+            cJSON *out = cJSON_CreateObject();
+            cJSON_AddStringToObject(out, "type", "function_call_output");
+            cJSON_AddStringToObject(out, "call_id", m->tool_call_id);
+            cJSON_AddStringToObject(out, "output", text);
+            cJSON_AddItemToArray(input, out);
+            continue;
+        }
+        if (*text || !m->n_calls) {
+            cJSON *msg = cJSON_CreateObject();
+            cJSON_AddStringToObject(msg, "role", m->role ? m->role : "user");
+            cJSON_AddStringToObject(msg, "content", text);
+            cJSON_AddItemToArray(input, msg);
+        }
+        for (size_t k = 0; k < m->n_calls; k++) { /* the calls the answer made, as items */
+            const struct tool_call *c = &m->calls[k];
+            cJSON *fc = cJSON_CreateObject();
+            cJSON_AddStringToObject(fc, "type", "function_call");
+            cJSON_AddStringToObject(fc, "call_id", c->id ? c->id : "");
+            cJSON_AddStringToObject(fc, "name", c->wire ? c->wire : "");
+            cJSON_AddStringToObject(fc, "arguments", c->args && c->args_len ? c->args : "{}");
+            cJSON_AddItemToArray(input, fc);
+        }
+    }
+    if (r->n_tools) {
+        cJSON *tools = cJSON_AddArrayToObject(o, "tools");
+        for (size_t i = 0; i < r->n_tools; i++) {
+            cJSON *f = api_tool_schema(&r->tools[i]);
+            cJSON *t = cJSON_CreateObject();
+            cJSON_AddStringToObject(t, "type", "function");
+            cJSON *x;
+            while ((x = f->child) != NULL) /* name, description, parameters: flat */
+                cJSON_AddItemToObject(t, x->string, cJSON_DetachItemViaPointer(f, x));
+            cJSON_AddFalseToObject(t, "strict"); /* true would refuse most MCP schemas */
+            cJSON_Delete(f);
+            cJSON_AddItemToArray(tools, t);
+        }
     }
     if (sys.len)
         cJSON_AddStringToObject(o, "instructions", buf_str(&sys));
@@ -143,27 +177,65 @@ static int responses_parts(struct api_stream *st, struct jscan *j, enum api_kind
     return ar;
 }
 
+/* A function_call item (JSON text item[0..n)), key: its output_index: the call it starts, or
+ * the one already started (its arguments, when none streamed). 0, or -1 past a limit. */
+static int responses_fc_item(struct api_stream *st, const char *item, size_t n, long key,
+                             api_emit_fn fn, void *ud)
+{
+    cJSON *o = cJSON_ParseWithLength(item, n);
+    const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "type"));
+    if (!type || strcmp(type, "function_call") != 0) {
+        cJSON_Delete(o);
+        return 0;
+    }
+    int r = 0;
+    struct tool_call *c = api_call_get(st, key, 1, fn, ud);
+    const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "call_id"));
+    const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "name"));
+    const char *args = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "arguments"));
+    if (!c) {
+        r = -1;
+    } else {
+        if (id && !c->id)
+            c->id = xstrdup(id);
+        if (name && !c->wire)
+            c->wire = xstrdup(name);
+        if (args && !c->args_len)
+            r = api_call_args(st, c, args, strlen(args));
+    }
+    cJSON_Delete(o);
+    return r;
+}
+
 /* One item of a whole answer's output[]: a message's content parts, a reasoning item's
- * summary (and content, for models that show their reasoning). */
-static int responses_item(struct api_stream *st, struct jscan *j, api_emit_fn fn, void *ud)
+ * summary (and content, for models that show their reasoning), a function call. */
+static int responses_item(struct api_stream *st, struct jscan *j, long key, api_emit_fn fn,
+                          void *ud)
 {
     if (jscan_peek(j) != '{')
         return jscan_skip(j);
+    const char *start = j->p;
     jscan_object_begin(j);
     const char *k;
     size_t kn;
     int first = 1, r;
+    char type[32] = "";
     while ((r = jscan_object_next(j, &first, &k, &kn)) == 1) {
         int rc;
         if (jscan_key_is(k, kn, "content"))
             rc = responses_parts(st, j, API_CONTENT, fn, ud);
         else if (jscan_key_is(k, kn, "summary"))
             rc = responses_parts(st, j, API_REASONING, fn, ud);
+        else if (jscan_key_is(k, kn, "type"))
+            rc = api_short(st, j, type, sizeof type);
         else
             rc = jscan_skip(j);
         if (rc < 0)
             return -1;
     }
+    if (r == 0 && !strcmp(type, "function_call") &&
+        responses_fc_item(st, start, (size_t)(j->p - start), key, fn, ud) < 0)
+        return -1;
     return r;
 }
 
@@ -193,10 +265,11 @@ static int responses_response(struct api_stream *st, struct jscan *j, int whole,
             rc = api_error_obj(st, j);
         } else if (whole && jscan_key_is(k, kn, "output") && jscan_peek(j) == '[') {
             int af = 1, ar;
+            long key = 0;
             jscan_array_begin(j);
             rc = 0;
             while (rc == 0 && (ar = jscan_array_next(j, &af)) == 1)
-                rc = responses_item(st, j, fn, ud);
+                rc = responses_item(st, j, key++, fn, ud);
             if (ar < 0)
                 rc = -1;
         } else {
@@ -218,7 +291,7 @@ static int responses_finish(struct api_stream *st, const struct responses_end *e
         return 1;
     }
     if (strcmp(e->status, "completed") == 0) {
-        strcpy(st->finish, "stop");
+        strcpy(st->finish, st->n_calls ? "tool_calls" : "stop");
         strcpy(st->finish_detail, "completed");
     } else if (strcmp(e->status, "incomplete") == 0) {
         /* max_output_tokens; content_filter, or a reason this code does not know: the answer
@@ -246,6 +319,9 @@ struct responses_event {
     size_t response_n;
     long long summary_index;
     int has_error;           /* an "error" member (an error event's details) */
+    const char *item;        /* the item's span (output_item.added / done), NULL when none */
+    size_t item_n;
+    long long output_index;
 };
 
 static int responses_scan(struct jscan *j, struct api_stream *st, struct responses_event *ev)
@@ -265,6 +341,12 @@ static int responses_scan(struct jscan *j, struct api_stream *st, struct respons
             ev->response_n = (size_t)(j->p - ev->response);
         } else if (jscan_key_is(k, kn, "summary_index") && jscan_peek(j) != 'n') {
             rc = jscan_integer(j, &ev->summary_index);
+        } else if (jscan_key_is(k, kn, "output_index") && jscan_peek(j) != 'n') {
+            rc = jscan_integer(j, &ev->output_index);
+        } else if (jscan_key_is(k, kn, "item") && jscan_peek(j) == '{') {
+            ev->item = j->p;
+            rc = jscan_skip(j);
+            ev->item_n = (size_t)(j->p - ev->item);
         } else {
             ev->has_error |= jscan_key_is(k, kn, "error") && jscan_peek(j) != 'n';
             rc = jscan_skip(j);
@@ -326,6 +408,16 @@ int responses_stream_chunk(struct api_stream *st, const char *json, size_t n,
         api_emit_span(st, kind, ev.delta, ev.delta_n, ev.delta_esc, fn, ud);
         return 0;
     }
+    if (ev.delta && responses_is(&ev, "response.function_call_arguments.delta")) {
+        struct tool_call *c = api_call_get(st, (long)ev.output_index, 1, fn, ud);
+        const char *s = ev.delta;
+        size_t dn = ev.delta_n;
+        api_unescape_span(st, &s, &dn, ev.delta_esc);
+        return !c || api_call_args(st, c, s, dn) < 0 ? 1 : 0;
+    }
+    if (ev.item && (responses_is(&ev, "response.output_item.added") ||
+                    responses_is(&ev, "response.output_item.done")))
+        return responses_fc_item(st, ev.item, ev.item_n, (long)ev.output_index, fn, ud) < 0;
     if (responses_is(&ev, "response.reasoning_summary_part.added")) {
         if (ev.summary_index > 0)
             fn(ud, API_REASONING, "\n\n", 2); /* between the summary's parts */

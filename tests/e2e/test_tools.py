@@ -200,7 +200,21 @@ with ttlib.FakeServer() as srv:
          "gemini: the calls (with the signature) and their results go back (rc %d)" % rc,
          text(err) + json.dumps(cs)[:1500])
 
-    # --- 10. no tools at all: the body has no tools member ---
+    # --- 10. Responses: function_call items in, function_call_output items out ---
+    n0 = len(srv.requests())
+    srv.queue(["replay=responses_tool_call.sse", "reply=The sum is 42."])
+    rc, out, err = run(srv, home, ["--no-save", "--api", "responses", "--base-url", srv.base(),
+                                   "--allow-tool", "test.*", "-p", "add"])
+    b = bodies(srv, n0)
+    items = b[1].get("input", []) if len(b) > 1 else []
+    t.ok(rc == 0 and [(x.get("type"), x.get("call_id")) for x in items[1:]] ==
+         [("function_call", "call_add1"), ("function_call", "call_echo2"),
+          ("function_call_output", "call_add1"), ("function_call_output", "call_echo2")] and
+         items[3].get("output") == "42" and text(out).strip() == "The sum is 42.",
+         "responses: the calls and their outputs go back as items (rc %d)" % rc,
+         text(err) + json.dumps(items)[:1500])
+
+    # --- 11. no tools at all: the body has no tools member ---
     n0 = len(srv.requests())
     rc, out, err = run(srv, home, ["--no-save", "-p", "hi"], tools=False)
     b = bodies(srv, n0)

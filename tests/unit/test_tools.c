@@ -419,8 +419,57 @@ static void test_gemini(void)
     free(body);
 }
 
+static void test_responses(void)
+{
+    const struct dialect *d = dialect_find("responses");
+    struct got g;
+    stream_check_fixture("responses_tool_call.sse", d->stream_event, &g);
+    const char *want[] = {"call_add1|test__add|{\"a\":2,\"b\":40}",
+                          "call_echo2|test__echo|{\"text\":\"h\\u00e9llo\"}"};
+    check_calls(&g, want, 2, "responses: function_call items from argument deltas");
+    TAP_STR(g.st.finish, "tool_calls", "responses: completed with calls is tool_calls");
+    got_free(&g);
+    const char *whole = "{\"object\":\"response\",\"status\":\"completed\",\"output\":["
+                        "{\"type\":\"function_call\",\"call_id\":\"c9\",\"name\":\"x\","
+                        "\"arguments\":\"{}\"}]}";
+    got_init(&g, d->stream_event);
+    TAP_INT(d->decode_body(&g.st, whole, strlen(whole), got_emit, &g), 0, "responses: whole");
+    const char *want2[] = {"c9|x|{}"};
+    check_calls(&g, want2, 1, "responses: a whole response's function_call");
+    got_free(&g);
+
+    struct tool_call calls[] = {{.id = "call_1", .wire = "test__add", .args = "{\"a\":1}",
+                                 .args_len = 7}};
+    struct api_message m[] = {
+        API_MSG("user", "add"),
+        {.role = "assistant", .content = "", .calls = calls, .n_calls = 1},
+        {.role = "tool", .content = "3", .tool_call_id = "call_1", .tool_name = "test__add"},
+    };
+    struct api_tool tools[] = {{"test__add", "Add.", "{\"type\":\"object\"}"}};
+    struct api_request r = {.model = "gpt-4.1", .messages = m, .n_messages = 3, .tools = tools,
+                            .n_tools = 1};
+    char *body = d->request_json(&r);
+    cJSON *o = cJSON_Parse(body);
+    cJSON *in = cJSON_GetObjectItem(o, "input");
+    cJSON *i1 = cJSON_GetArrayItem(in, 1), *i2 = cJSON_GetArrayItem(in, 2);
+    TAP_OK(cJSON_GetArraySize(in) == 3 &&
+               !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(i1, "type")), "function_call") &&
+               !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(i1, "arguments")), "{\"a\":1}") &&
+               !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(i2, "type")),
+                       "function_call_output") &&
+               !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(i2, "call_id")), "call_1"),
+           "responses request: function_call and function_call_output items");
+    cJSON *t0 = cJSON_GetArrayItem(cJSON_GetObjectItem(o, "tools"), 0);
+    TAP_OK(!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(t0, "name")), "test__add") &&
+               cJSON_GetObjectItem(t0, "parameters") && cJSON_IsFalse(cJSON_GetObjectItem(t0, "strict")),
+           "responses request: flat function tools, strict false");
+    cJSON_Delete(o);
+    free(body);
+}
+
 int main(void)
 {
+    test_responses();
     test_gemini();
     test_anthropic();
     test_openai_stream();
