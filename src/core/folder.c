@@ -145,12 +145,12 @@ static void folder_dir(struct folder_walk *w, const char *full, const char *rel,
         struct stat st;
         if (lstat(cfull, &st) != 0) {
             folder_left_out(w, show, "vanished");
-        } else if (S_ISDIR(st.st_mode) &&
-                   (!strcmp(v[i].name, ".git") || gitignore_match(w->ig, crel, 1))) {
+        } else if (!strcmp(v[i].name, ".git")) {
+            /* git's own folder (or a worktree's .git file): always out, never listed */
+        } else if (S_ISDIR(st.st_mode) && gitignore_match(w->ig, crel, 1)) {
             w->rep->ignored++;
             char *dshow = xasprintf("%s/", show);
-            folder_left_out(w, dshow, strcmp(v[i].name, ".git") ? "ignored (.gitignore)"
-                                                                 : "git's own folder");
+            folder_left_out(w, dshow, "ignored (.gitignore)");
             free(dshow);
         } else if (S_ISDIR(st.st_mode)) {
             if (depth + 1 >= FOLDER_DEPTH_MAX)

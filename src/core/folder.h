@@ -1,6 +1,7 @@
 /* folder.h - the files of a folder attachment (-f DIR, /attach DIR): the walk, in a
  * deterministic order (full paths in byte order, as `git ls-files` lists them), honouring
- * the .gitignore files it meets (core/gitignore.h; .git/ is always left out), with a limit
+ * the .gitignore files it meets (core/gitignore.h; .git is always left out, and not listed:
+ * it is never wanted), with a limit
  * on files and on bytes, and a listing of everything left out and why.
  *
  * Symbolic links, devices, FIFOs and sockets are left out (never followed, never opened);

@@ -187,13 +187,13 @@ int main(void)
     TAP_STR(buf_str(&t.names), want, "walk: files in git's order, rules honoured");
     free(want);
     const char *l = buf_str(&rep.listing);
-    TAP_OK(strstr(l, "/.git/: git's own folder") && strstr(l, "/a.o: ignored") &&
+    TAP_OK(!strstr(l, ".git/") && strstr(l, "/a.o: ignored") &&
                strstr(l, "/build/: ignored") && strstr(l, "/b/notes.md: ignored") &&
                strstr(l, "/bin.dat: binary") && strstr(l, "/link.c: a symbolic link") &&
                strstr(l, "/fifo: not a regular file"),
            "walk: every left-out entry listed with its reason");
     TAP_INT(rep.files, 7, "walk: files taken");
-    TAP_INT(rep.left_out, 7, "walk: entries left out");
+    TAP_INT(rep.left_out, 6, "walk: entries left out (.git not among them)");
     TAP_INT(rep.truncated, 0, "walk: not over the limit");
     buf_free(&rep.listing);
 
