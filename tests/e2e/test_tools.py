@@ -10,7 +10,11 @@ sys.dont_write_bytecode = True
 
 import json  # noqa: E402
 import os  # noqa: E402
+import select  # noqa: E402
+import signal  # noqa: E402
 import sqlite3  # noqa: E402
+import subprocess  # noqa: E402
+import time  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ttlib  # noqa: E402
@@ -214,7 +218,51 @@ with ttlib.FakeServer() as srv:
          "responses: the calls and their outputs go back as items (rc %d)" % rc,
          text(err) + json.dumps(items)[:1500])
 
-    # --- 11. no tools at all: the body has no tools member ---
+    # --- 11. a huge result: cut for the model with a marker, whole in the store ---
+    bdb = os.path.join(home, "big.db")
+    n0 = len(srv.requests())
+    srv.queue(["replay=openai_tool_big.sse", "reply=big"])
+    rc, out, err = run(srv, home, ["--db", bdb, "--allow-tool", "*", "-p", "big"])
+    b = bodies(srv, n0)
+    sent = [m for m in b[1].get("messages", []) if m["role"] == "tool"] if len(b) > 1 else []
+    c = sqlite3.connect(bdb)
+    kept = c.execute("SELECT length(content) FROM messages WHERE role = 'tool'").fetchall()
+    c.close()
+    t.ok(rc == 0 and sent and len(sent[0]["content"]) < 70000 and
+         "bytes of this tool result cut by tokterm" in sent[0]["content"] and
+         sent[0]["content"].startswith("abcdefghij") and kept == [(300000,)],
+         "a 300 kB result: the model gets its head and tail around a marker, the store all of "
+         "it (%s)" % (kept,), text(err)[:500])
+
+    # --- 12. kill -9 while a tool runs: what happened so far is saved, a resume goes on ---
+    kdb = os.path.join(home, "kill.db")
+    srv.queue(["replay=openai_tool_slow.sse"])
+    env = ttlib.clean_env(home, {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": srv.base(),
+                                 "TOKTERM_TEST_TOOLS": "1"})
+    p = subprocess.Popen([ttlib.tokterm_path(), "--db", kdb, "--allow-tool", "*", "-p",
+                          "sleep"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    seen = b""
+    deadline = time.monotonic() + 20
+    while b"tool test.sleep" not in seen and time.monotonic() < deadline:
+        r, _, _ = select.select([p.stderr], [], [], 0.5)
+        if r:
+            seen += os.read(p.stderr.fileno(), 4096)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    c = sqlite3.connect(kdb)
+    rows = c.execute("SELECT role, tool IS NOT NULL, status FROM messages ORDER BY id").fetchall()
+    c.close()
+    t.ok(rows == [("user", 0, "complete"), ("assistant", 1, "complete")],
+         "kill -9 mid-tool: the prompt and the call are saved (%r)" % rows, text(seen))
+    n0 = len(srv.requests())
+    srv.queue(["reply=fine"])
+    rc, out, err = run(srv, home, ["--db", kdb, "-c", "-p", "again"])
+    b = bodies(srv, n0)
+    t.ok(rc == 0 and b and [m["role"] for m in b[0]["messages"]] == ["user"],
+         "the resume after it sends no unanswered call (rc %d)" % rc,
+         text(err) + (json.dumps(b[0]) if b else ""))
+
+    # --- 13. no tools at all: the body has no tools member ---
     n0 = len(srv.requests())
     rc, out, err = run(srv, home, ["--no-save", "-p", "hi"], tools=False)
     b = bodies(srv, n0)
