@@ -68,6 +68,7 @@ struct mcp_post {
     struct sse_parser sse;
     struct buf why;
     long status;
+    int sent_session;      /* the POST carried an Mcp-Session-Id */
 };
 
 static int mcp_http_event(void *ud, const struct sse_event *ev)
@@ -158,8 +159,10 @@ static int mcp_http_do(struct mcp_post *p)
     hs[k++] = "Content-Type: application/json";
     hs[k++] = "Accept: application/json, text/event-stream";
     pthread_mutex_lock(&c->mu);
-    if (c->session_id)
+    if (c->session_id) {
         hs[k++] = sid = xasprintf("Mcp-Session-Id: %s", c->session_id);
+        p->sent_session = 1;
+    }
     if (c->protocol[0])
         hs[k++] = ver = xasprintf("MCP-Protocol-Version: %s", c->protocol);
     pthread_mutex_unlock(&c->mu);
@@ -217,6 +220,11 @@ static void *mcp_http_thread(void *arg)
         snprintf(why, sizeof why, "the server's answer is over the limit of %ld MiB "
                  "(max_result_mb in [mcp %s])", c->conf.max_result_mb, c->conf.name);
         mcp_request_failed(c, p->id, MCP_TOO_LARGE, why);
+    } else if (rc != 0 && p->status == 404 && p->sent_session) {
+        /* the server forgot the session (it restarted): the next request starts a new one */
+        mcp_request_failed(c, p->id, MCP_FAILED, "the server ended the session (HTTP 404); the "
+                                                  "next request starts a new one");
+        mcp_server_ended(c, "the server ended the session (HTTP 404)");
     } else if (rc != 0)
         mcp_request_failed(c, p->id, MCP_FAILED, p->why.data);
     else /* the answer should have come by now */

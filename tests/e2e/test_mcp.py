@@ -51,6 +51,27 @@ def tt(cfg, args, env=None, timeout=90, **kw):
     return rc, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
 
 
+FIX = ttlib.tempdir("tt-mcp-fix-")
+
+
+def tool_call_sse(name, call_id, wire, args):
+    """A fixture in FIX: a chat-completions stream whose answer is one tool call (its
+    arguments in two fragments)."""
+    a = json.dumps(args)
+    chunks = [{"delta": {"role": "assistant", "content": None}},
+              {"delta": {"tool_calls": [{"index": 0, "id": call_id, "type": "function",
+                                         "function": {"name": wire, "arguments": a[:5]}}]}},
+              {"delta": {"tool_calls": [{"index": 0, "function": {"arguments": a[5:]}}]}},
+              {"delta": {}, "finish_reason": "tool_calls"}]
+    with open(os.path.join(FIX, name), "w") as f:
+        for c in chunks:
+            c.setdefault("finish_reason", None)
+            f.write("data: %s\n\n" % json.dumps({"id": "c1", "object": "chat.completion.chunk",
+                                                  "model": "gpt-4o-mini",
+                                                  "choices": [dict(index=0, **c)]}))
+        f.write("data: [DONE]\n\n")
+
+
 def hostile_section(name, flags="", extra=""):
     return "[mcp %s]\ncommand = %s %s %s\n%s\n" % (name, sys.executable, HOSTILE, flags, extra)
 
@@ -164,6 +185,55 @@ except subprocess.TimeoutExpired:
     out, err = p.communicate()
 t.ok(p.returncode == 130 and b"cancelled" in err, "SIGINT cancels the call: exit 130", err)
 
+# the same misdeeds over Streamable HTTP (hostile.py --http)
+portfile = os.path.join(ttlib.tempdir("tt-mcp-http-"), "port")
+hsrv = subprocess.Popen([sys.executable, HOSTILE, "--http", portfile], stdin=subprocess.PIPE,
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+try:
+    for _ in range(200):
+        if os.path.exists(portfile):
+            break
+        time.sleep(0.05)
+    hcfg = config("[mcp w]\nurl = http://127.0.0.1:%s/mcp\ntimeout = 2\nmax_result_mb = 4\n"
+                  % open(portfile).read())
+    rc, out, err = tt(hcfg, ["mcp", "call", "w", "ok"])
+    t.eq((rc, out), (0, "http ok\n"), "HTTP: a JSON answer, the session id carried")
+    rc, out, err = tt(hcfg, ["mcp", "call", "w", "sse"])
+    t.ok(rc == 0 and out == "sse ok\n" and "w.sse: progress 2/2" in err,
+         "HTTP: an event stream with progress, then the result", out + err)
+    rc, err, rss = peak_rss_kib(["--config", hcfg, "mcp", "call", "w", "huge", '{"mb": 50}'])
+    t.ok(rc == 8 and "over the limit of 4 MiB" in err and rss < 48 * 1024,
+         "HTTP: a 50 MiB event: exit 8, bounded memory (peak RSS %d KiB)" % rss, err)
+    start = time.monotonic()
+    rc, out, err = tt(hcfg, ["mcp", "call", "w", "hang"])
+    t.ok(rc == 8 and "within 2 s" in err and time.monotonic() - start < 10,
+         "HTTP: a server that hangs: the timeout", err)
+    rc, out, err = tt(hcfg, ["mcp", "call", "w", "garbage"])
+    t.ok(rc == 4 and "not JSON-RPC" in err and "<html>" in err,
+         "HTTP: a body that is not JSON: said", err)
+    rc, out, err = tt(hcfg, ["mcp", "call", "w", "http500"])
+    t.ok(rc == 3 and "internal trouble" in err, "HTTP 500 with a JSON-RPC error: its message",
+         err)
+    rc, out, err = tt(hcfg, ["mcp", "call", "w", "expire"])
+    t.ok(rc == 4 and "ended the session (HTTP 404)" in err, "HTTP: a session the server "
+         "forgot: said", err)
+    tool_call_sse("w_expire.sse", "call_e", "w__expire", {})
+    tool_call_sse("w_ok.sse", "call_ok", "w__ok", {})
+    with ttlib.FakeServer(extra_args=["--fixtures", FIX]) as fake:
+        fake.queue(["replay=w_expire.sse", "replay=w_ok.sse", "reply=done"])
+        rc, out, err = tt(hcfg, ["--mcp", "w", "--allow-tool", "w.*", "--no-save", "-p", "x"],
+                          env={"OPENAI_BASE_URL": fake.base("")})
+        msgs = (fake.requests()[-1].get("body") or {}).get("messages", [])
+        got = [(m.get("tool_call_id"), str(m.get("content"))) for m in msgs
+               if m.get("role") == "tool"]
+        t.ok(rc == 0 and len(got) == 2 and "HTTP 404" in got[0][1] and
+             got[1] == ("call_ok", "http ok"),
+             "HTTP: after the server forgot the session, the next call starts a new one",
+             "%r %s" % (got, err))
+finally:
+    hsrv.stdin.close()
+    hsrv.wait(10)
+
 bad = config("[mcp x]\ncommand = true\n")
 os.chmod(bad, 0o666)
 rc, out, err = tt(bad, ["mcp", "list"])
@@ -245,22 +315,9 @@ rc, out, err = tt(real, ["mcp", "call", "fs1", "read_text_file",
 t.ok(rc == 8 and "over the limit of 1 MiB" in err, "... and refused over max_result_mb", err)
 
 # the issue's "done when", scripted: the model reads a file through server-filesystem
-fix = ttlib.tempdir("tt-mcp-fix-")
-args = json.dumps({"path": os.path.join(root, "notes.txt")})
-chunks = [{"delta": {"role": "assistant", "content": None}},
-          {"delta": {"tool_calls": [{"index": 0, "id": "call_fs1", "type": "function",
-                                     "function": {"name": "fs__read_text_file",
-                                                  "arguments": args[:10]}}]}},
-          {"delta": {"tool_calls": [{"index": 0, "function": {"arguments": args[10:]}}]}},
-          {"delta": {}, "finish_reason": "tool_calls"}]
-with open(os.path.join(fix, "fs_read.sse"), "w") as f:
-    for c in chunks:
-        c.setdefault("finish_reason", None)
-        f.write("data: %s\n\n" % json.dumps({"id": "c1", "object": "chat.completion.chunk",
-                                              "model": "gpt-4o-mini",
-                                              "choices": [dict(index=0, **c)]}))
-    f.write("data: [DONE]\n\n")
-with ttlib.FakeServer(extra_args=["--fixtures", fix]) as fake:
+tool_call_sse("fs_read.sse", "call_fs1", "fs__read_text_file",
+              {"path": os.path.join(root, "notes.txt")})
+with ttlib.FakeServer(extra_args=["--fixtures", FIX]) as fake:
     fake.queue(["replay=fs_read.sse", "reply=The answer is 42."])
     rc, out, err = tt(real, ["--mcp", "fs", "--allow-tool", "fs.*", "--no-save", "-p",
                              "What does notes.txt say?"],

@@ -2,6 +2,7 @@
 """A small MCP server over stdio that misbehaves on request, for tests/e2e/test_mcp.py.
 
 usage: hostile.py [--flood-stderr MB] [--garbage-first] [--pages N] [--version V]
+       hostile.py --http PORT-FILE   (Streamable HTTP on a free port written to PORT-FILE)
 
 It answers initialize (protocol version V, default the client's), tools/list (N pages of one
 tool each, default 1: "page0", "page1", ...; plus the tools below on the last page) and
@@ -20,6 +21,12 @@ tools/call of these tools:
   ping_me     pings the client, answers with "pong ok" once the client has answered
   env         the value of $SECRET_FOR_TEST (or "unset")
   list_changed  sends notifications/tools/list_changed and adds a tool "added"
+
+Over HTTP (POST /mcp) initialize gives a session id that every later POST must carry (404
+without it), and the tools are: ok (a JSON answer), sse (progress then the result as an event
+stream), huge {"mb": N} (an event stream of N MiB), hang (never answers), garbage (a 200 with
+a body that is not JSON), http500 (a 500 with a JSON-RPC error), expire (404: the session is
+gone, as a server that restarted says).
 
 With HOSTILE_LOG=FILE set, each notifications/cancelled is appended to FILE.
 --flood-stderr MB writes MB MiB to stderr before answering initialize. --garbage-first writes a
@@ -59,6 +66,108 @@ TOOLS = ["ok", "crash", "hang", "garbage", "wrong_id", "huge", "error", "rpc_err
 if "--garbage-first" in args:
     out.write(b"Server starting up... (not JSON)\n")
     out.flush()
+
+def serve_http(port_file):
+    import http.server
+    import socketserver
+    import threading
+    import time
+    sessions = set()
+
+    class H(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *a):
+            pass
+
+        def reply(self, code, body, ctype="application/json", extra=()):
+            self.send_response(code)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            for k, v in extra:
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_DELETE(self):
+            sessions.discard(self.headers.get("Mcp-Session-Id"))
+            self.reply(200, b"")
+
+        def do_POST(self):
+            m = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+            method, i, p = m.get("method"), m.get("id"), m.get("params") or {}
+            sid = self.headers.get("Mcp-Session-Id")
+            if method == "initialize":
+                sid = "s%d" % len(sessions)
+                sessions.add(sid)
+                r = {"jsonrpc": "2.0", "id": i, "result": {
+                    "protocolVersion": p.get("protocolVersion"), "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "hostile-http", "version": "1"}}}
+                return self.reply(200, json.dumps(r).encode(), extra=[("Mcp-Session-Id", sid)])
+            if sid not in sessions:
+                return self.reply(404, b'{"error": "no such session"}')
+            if i is None:
+                return self.reply(202, b"")
+            if method == "tools/list":
+                r = {"tools": [{"name": t, "inputSchema": {"type": "object"}} for t in
+                               ("ok", "sse", "huge", "hang", "garbage", "http500", "expire")]}
+                return self.reply(200, json.dumps({"jsonrpc": "2.0", "id": i,
+                                                   "result": r}).encode())
+            name, a = p.get("name"), p.get("arguments") or {}
+            text = lambda t: json.dumps({"jsonrpc": "2.0", "id": i, "result": {  # noqa: E731
+                "content": [{"type": "text", "text": t}]}}).encode()
+            if name == "ok":
+                return self.reply(200, text("http ok"))
+            if name == "garbage":
+                return self.reply(200, b"<html>not json</html>")
+            if name == "http500":
+                return self.reply(500, json.dumps({"jsonrpc": "2.0", "id": i, "error": {
+                    "code": -32603, "message": "internal trouble"}}).encode())
+            if name == "expire":
+                sessions.discard(sid)
+                return self.reply(404, b"")
+            if name == "hang":
+                time.sleep(30)
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            tok = (p.get("_meta") or {}).get("progressToken")
+            if name == "sse":
+                for k in range(2):
+                    ev = {"jsonrpc": "2.0", "method": "notifications/progress",
+                          "params": {"progressToken": tok, "progress": k + 1, "total": 2}}
+                    self.wfile.write(b"data: " + json.dumps(ev).encode() + b"\n\n")
+                self.wfile.write(b"data: " + text("sse ok") + b"\n\n")
+            elif name == "huge":
+                n = int(float(a.get("mb", 50)) * (1 << 20))
+                self.wfile.write(b'data: {"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":'
+                                 b'"text","text":"' % i)
+                try:
+                    while n > 0:
+                        k = min(n, 1 << 20)
+                        self.wfile.write(b"x" * k)
+                        n -= k
+                    self.wfile.write(b'"}]}}\n\n')
+                except OSError:
+                    pass
+            self.close_connection = True
+
+    class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
+        daemon_threads = True
+
+    srv = S(("127.0.0.1", 0), H)
+    with open(port_file + ".tmp", "w") as f:
+        f.write(str(srv.server_address[1]))
+    os.rename(port_file + ".tmp", port_file)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    sys.stdin.read()  # until the test closes our stdin or kills us
+
+
+if "--http" in args:
+    serve_http(opt("--http"))
+    sys.exit(0)
 
 pending_ping = None
 for raw in sys.stdin.buffer:
