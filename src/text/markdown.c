@@ -9,6 +9,7 @@
 #include "base/buf.h"
 #include "base/utf8.h"
 #include "base/xmalloc.h"
+#include "text/highlight.h"
 #include "text/table.h"
 
 #define MAX_LIST 16        /* deeper list nesting is treated as the deepest level */
@@ -25,6 +26,8 @@ struct mdstate {
     int fence_len;    /* length of the opening run */
     int fence_indent; /* spaces before the opening fence, stripped from content lines */
     int code_indent;  /* display columns before code (inside a list item) */
+    const struct hl_lang *lang; /* the fence's language, NULL: plain code */
+    struct hl_state hls;        /* what the last code line left open (a comment, a string) */
     int nlist;
     int lind[MAX_LIST];  /* source column of each level's marker */
     int lcont[MAX_LIST]; /* source column of each level's content */
@@ -59,6 +62,9 @@ struct markdown {
     struct markdown_line partial;
     int have_partial;
     struct buf scratch;
+    int no_highlight;    /* markdown_set_highlight(md, 0) */
+    struct hl *hl;       /* the compiled tables of the last language highlighted */
+    struct hl_spans hsp; /* one code line's spans */
 };
 
 /* ---- line builder ---- */
@@ -965,7 +971,9 @@ static int list_level_for(const struct mdstate *st, size_t indent)
     return d;
 }
 
-static void code_line(struct markdown *md, const struct mdstate *st, const char *s, size_t n,
+/* A line of a fenced code block, highlighted when the fence named a known language; st->hls
+ * carries what the line leaves open to the next (the caller passes a copy for a preview). */
+static void code_line(struct markdown *md, struct mdstate *st, const char *s, size_t n,
                       const struct sink *k)
 {
     struct lb b = {BUF_INIT, NULL, 0, 0};
@@ -973,7 +981,19 @@ static void code_line(struct markdown *md, const struct mdstate *st, const char 
     if (strip > (size_t)st->fence_indent)
         strip = (size_t)st->fence_indent;
     lb_spaces(&b, (size_t)st->code_indent, md->base);
-    lb_add(&b, s + strip, n - strip, THEME_CODE, 0);
+    s += strip;
+    n -= strip;
+    if (st->lang && !md->no_highlight) {
+        if (!md->hl || hl_of(md->hl) != st->lang) {
+            hl_free(md->hl);
+            md->hl = hl_new(st->lang);
+        }
+        hl_line(md->hl, &st->hls, s, n, &md->hsp);
+        for (size_t i = 0; i < md->hsp.n; i++)
+            lb_add(&b, s + md->hsp.v[i].off, md->hsp.v[i].len, md->hsp.v[i].slot, 0);
+    } else {
+        lb_add(&b, s, n, THEME_CODE, 0);
+    }
     sink_line(k, &b, MARKDOWN_CODE, 0, st->code_indent, WRAP_PRE);
 }
 
@@ -1001,6 +1021,8 @@ static void block_fence(struct markdown *md, struct mdstate *st, const char *p, 
     size_t e = a;
     while (e < rest && p[e] != ' ')
         e++;
+    st->lang = hl_lang_find(p + a, e - a);
+    st->hls = (struct hl_state)HL_STATE_INIT;
     lb_spaces(&b, (size_t)st->code_indent, md->base);
     lb_add(&b, p + a, e - a, THEME_CODE_LABEL, 0);
     sink_line(k, &b, MARKDOWN_CODE_LABEL, 0, st->code_indent, WRAP_PRE);
@@ -1387,7 +1409,14 @@ void markdown_free(struct markdown *md)
     mdline_free(&md->partial);
     buf_free(&md->cur);
     buf_free(&md->scratch);
+    hl_free(md->hl);
+    hl_spans_free(&md->hsp);
     free(md);
+}
+
+void markdown_set_highlight(struct markdown *md, int on)
+{
+    md->no_highlight = !on;
 }
 
 void markdown_feed(struct markdown *md, const char *s, size_t n)
@@ -1491,7 +1520,8 @@ static void update_pending(struct markdown *md)
     n = clean.len;
     struct sink k = {md, 0};
     if (md->st.fence) {
-        code_line(md, &md->st, s, n, &k);
+        struct mdstate copy = md->st; /* a preview must not change the block state */
+        code_line(md, &copy, s, n, &k);
     } else if (md->table != TABLE_NONE && has_pipe(s, n)) {
         raw_table_line(md, s, n, &md->partial);
         md->have_partial = 1;

@@ -17,7 +17,10 @@
  *     Setext headings (text underlined with === or ---) are not recognised: --- is a rule.
  *   - ``` / ~~~ fences: the opening fence becomes a CODE_LABEL line whose text is the language
  *     ("" when none); each content line is a CODE line, verbatim, WRAP_PRE; the closing fence
- *     produces no line. A fence still open at the end stays code.
+ *     produces no line. A fence still open at the end stays code. When the info string names
+ *     a language highlight.h knows, each code line is highlighted once, when it is finished
+ *     (code-keyword, code-string, ... slots; a block comment or string left open is carried
+ *     to the next line); other code is in the code slot.
  *   - lists (-, *, + or 1. / 1)): nesting from indentation (any consistent step), re-indented
  *     to 2 columns per level; bullets become U+2022 / U+25E6 / U+25AA by depth, numbers stay as
  *     written; both in the list-marker slot. Continuation rows hang under the item text.
@@ -73,6 +76,11 @@ struct markdown;
 struct markdown *markdown_new(int base_slot);
 
 void markdown_free(struct markdown *md);
+
+/* Highlight the code of fenced blocks whose info string names a known language (text/
+ * highlight.h): on (1) by default; 0 keeps every code line in the code slot. Set it before
+ * the first feed. */
+void markdown_set_highlight(struct markdown *md, int on);
 
 /* Append a chunk of source text. Ignored after markdown_finish. */
 void markdown_feed(struct markdown *md, const char *s, size_t n);

@@ -47,6 +47,15 @@ static const struct {
     [THEME_META] = {"meta", THEME_DEFAULT},
     [THEME_CODE] = {"code", THEME_DEFAULT},
     [THEME_CODE_LABEL] = {"code-label", THEME_CODE},
+    [THEME_CODE_KEYWORD] = {"code-keyword", THEME_CODE},
+    [THEME_CODE_TYPE] = {"code-type", THEME_CODE},
+    [THEME_CODE_STRING] = {"code-string", THEME_CODE},
+    [THEME_CODE_COMMENT] = {"code-comment", THEME_CODE},
+    [THEME_CODE_NUMBER] = {"code-number", THEME_CODE},
+    [THEME_CODE_FUNCTION] = {"code-function", THEME_CODE},
+    [THEME_CODE_PREPROC] = {"code-preproc", THEME_CODE},
+    [THEME_CODE_ADDED] = {"code-added", THEME_CODE},
+    [THEME_CODE_REMOVED] = {"code-removed", THEME_CODE},
     [THEME_QUOTE] = {"quote", THEME_DEFAULT},
     [THEME_HEADING] = {"heading", THEME_BOLD},
     [THEME_BOLD] = {"bold", THEME_DEFAULT},
@@ -81,6 +90,15 @@ static const char builtin_text[] =
     "meta           = 244\n"
     "code           = 223 236\n"
     "code-label     = 246 236 italic\n"
+    "code-keyword   = 176 236 bold\n"
+    "code-type      = 80 236\n"
+    "code-string    = 150 236\n"
+    "code-comment   = 245 236 italic\n"
+    "code-number    = 215 236\n"
+    "code-function  = 117 236\n"
+    "code-preproc   = 174 236\n"
+    "code-added     = 114 236\n"
+    "code-removed   = 210 236\n"
     "quote          = 250 default italic\n"
     "heading        = 75 default bold\n"
     "bold           = default default bold\n"
@@ -657,6 +675,9 @@ void theme_resolve(const struct theme *t, int ncolors, int no_color, struct them
         /* "default" in a slot means the theme's default slot colour */
         const struct tcolor *fgc = st->fg.kind == COLOR_DEFAULT ? &def->fg : &st->fg;
         const struct tcolor *bgc = st->bg.kind == COLOR_DEFAULT ? &def->bg : &st->bg;
+        if (st->bg.kind == COLOR_DEFAULT && slot_info[s].parent == THEME_CODE &&
+            effective(t, THEME_CODE)->bg.kind != COLOR_DEFAULT)
+            bgc = &effective(t, THEME_CODE)->bg; /* code tokens sit on the block's background */
         unsigned attrs = st->attrs;
         int fg = downgrade(fgc, level, 1, &attrs);
         int bg = downgrade(bgc, level, 0, &attrs);

@@ -17,7 +17,9 @@
  * bright-white), 256-colour indices 0..255 or `#rrggbb`. ATTRs (separated by spaces or commas)
  * are bold, dim, italic, underline, reverse, or `none`. A slot that a file does not set takes the
  * value of its parent slot (see theme_slot_parent()); `default` falls back to the terminal's own
- * colours. Unknown slots produce a warning; anything else malformed is an error. */
+ * colours. The code-* slots (code-label and the token slots of highlighted code) are drawn on
+ * the code block's background: their BG `default` (or none given) means the `code` slot's
+ * background. Unknown slots produce a warning; anything else malformed is an error. */
 #ifndef TT_THEME_H
 #define TT_THEME_H
 #include <stddef.h>
@@ -34,6 +36,15 @@ enum theme_slot {
     THEME_META,           /* "meta": message headers (role, model, time, token counts) */
     THEME_CODE,           /* "code": inline code and the contents of code blocks */
     THEME_CODE_LABEL,     /* "code-label": the language label line of a fenced code block */
+    THEME_CODE_KEYWORD,   /* "code-keyword": keywords in a highlighted code block */
+    THEME_CODE_TYPE,      /* "code-type": type names, keys of JSON/YAML/TOML, attributes */
+    THEME_CODE_STRING,    /* "code-string": string and character literals */
+    THEME_CODE_COMMENT,   /* "code-comment": comments */
+    THEME_CODE_NUMBER,    /* "code-number": numbers and constants (true, None, NULL) */
+    THEME_CODE_FUNCTION,  /* "code-function": names of functions defined or called, builtins */
+    THEME_CODE_PREPROC,   /* "code-preproc": #include, decorators, macros, $variables, @@ */
+    THEME_CODE_ADDED,     /* "code-added": + lines of a diff */
+    THEME_CODE_REMOVED,   /* "code-removed": - lines of a diff */
     THEME_QUOTE,          /* "quote": block quote text and its bar */
     THEME_HEADING,        /* "heading": markdown heading text */
     THEME_BOLD,           /* "bold": **strong** text */

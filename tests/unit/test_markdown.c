@@ -135,7 +135,7 @@ static void test_blocks(void)
              "headings (closing #s dropped; # needs a space)");
     check_md("```python\nx = 1  # *not* styled\n\n\tindented\n```\nafter",
              "LABEL/0/0/1: code-label=python\n"
-             "CODE/0/0/1: code=x = 1  # *not* styled\n"
+             "CODE/0/0/1: code=x = |code-number=1|code=  |code-comment=# *not* styled\n"
              "CODE/0/0/1:\n"
              "CODE/0/0/1: code=    indented\n"
              "TEXT/0/0/0: assistant=after\n",
@@ -185,7 +185,7 @@ static void test_blocks(void)
     check_md("1. step\n   ```sh\n   ls -l\n   ```\n2. next",
              "LIST/0/3/0: list-marker=1.|assistant= step\n"
              "LABEL/0/3/1: assistant=   |code-label=sh\n"
-             "CODE/0/3/1: assistant=   |code=ls -l\n"
+             "CODE/0/3/1: assistant=   |code-function=ls|code= -l\n"
              "LIST/0/3/0: list-marker=2.|assistant= next\n",
              "code fence inside a list item is indented under it");
     check_md("**not a list**\n-not a list either",
@@ -244,7 +244,7 @@ static void test_tables(void)
              "TEXT/0/0/0: assistant=after\n",
              "table rows: kind, measured columns, cells, the header's cells in body rows");
     check_md("```sh | x\nls | wc\n```",
-             "LABEL/0/0/1: code-label=sh\nCODE/0/0/1: code=ls | wc\n",
+             "LABEL/0/0/1: code-label=sh\nCODE/0/0/1: code-function=ls|code= | |code-function=wc\n",
              "a fence with a pipe in its info string is a fence, pipes in code are code");
     check_md("a | b\nnot a delimiter",
              "TEXT/0/0/0: assistant=a | b\nTEXT/0/0/0: assistant=not a delimiter\n",
