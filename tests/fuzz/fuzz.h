@@ -61,6 +61,7 @@ int fuzz_conf_one(const uint8_t *data, size_t size);
 int fuzz_theme_one(const uint8_t *data, size_t size);
 int fuzz_markdown_one(const uint8_t *data, size_t size);
 int fuzz_table_one(const uint8_t *data, size_t size);
+int fuzz_highlight_one(const uint8_t *data, size_t size);
 int fuzz_tokenizer_one(const uint8_t *data, size_t size);
 int fuzz_ratelimit_one(const uint8_t *data, size_t size);
 int fuzz_html_one(const uint8_t *data, size_t size);

@@ -33,6 +33,7 @@ static const struct replay_target replay_targets[] = {
     {"theme", fuzz_theme_one, {"../themes", "theme", "fuzz/corpus/theme", "fuzz/regress/theme"}},
     {"markdown", fuzz_markdown_one, {"fuzz/corpus/markdown", "fuzz/regress/markdown"}},
     {"table", fuzz_table_one, {"fuzz/corpus/table", "fuzz/regress/table"}},
+    {"highlight", fuzz_highlight_one, {"fuzz/corpus/highlight", "fuzz/regress/highlight"}},
     {"tokenizer", fuzz_tokenizer_one,
      {"tokenizer/corpus", "fuzz/corpus/tokenizer", "fuzz/regress/tokenizer"}},
     {"ratelimit", fuzz_ratelimit_one, {"fuzz/corpus/ratelimit", "fuzz/regress/ratelimit"}},

@@ -242,6 +242,46 @@ static void test_no_color(void)
     free(path);
 }
 
+/* Code token slots sit on the code block's background; NO_COLOR keeps their attributes. */
+static void test_code_slots(void)
+{
+    static const char text[] = "[theme]\ncode = 223 236\ncode-keyword = 176 bold\n"
+                                "code-string = 150 default\n";
+    char *err = NULL;
+    struct theme *t = theme_parse(text, sizeof(text) - 1, "code.theme", &err, NULL);
+    TAP_OK(t != NULL, "a theme setting code-keyword parses");
+    struct theme_style s[THEME_SLOT_COUNT], nc[THEME_SLOT_COUNT];
+    theme_resolve(t, 256, 0, s);
+    TAP_INT(s[THEME_CODE_KEYWORD].bg, 236, "code-keyword without a BG takes the code BG");
+    TAP_INT(s[THEME_CODE_STRING].bg, 236, "code-string BG 'default' means the code BG");
+    TAP_INT(s[THEME_CODE_COMMENT].fg, 223, "unset code-comment inherits code");
+    TAP_INT(s[THEME_CODE_COMMENT].bg, 236, "... and its BG");
+    TAP_INT(s[THEME_CODE_KEYWORD].fg, 176, "code-keyword FG kept");
+    theme_resolve(t, 256, 1, nc);
+    TAP_OK(nc[THEME_CODE_KEYWORD].fg == -1 && nc[THEME_CODE_KEYWORD].bg == -1 &&
+               nc[THEME_CODE_KEYWORD].attrs == THEME_ATTR_BOLD,
+           "NO_COLOR: code-keyword keeps bold, no colours");
+    theme_free(t);
+    TAP_INT(theme_slot_parent(THEME_CODE_REMOVED), THEME_CODE, "code-removed inherits code");
+    static const char *const shipped_themes[] = {"dark", "light", "solarized-dark", "mono"};
+    for (size_t i = 0; i < 4; i++) {
+        char *path = theme_file(shipped_themes[i]);
+        struct theme *u = theme_load(path, &err, NULL);
+        theme_resolve(u, 256, 0, s);
+        int same_bg = 1, distinct = 0;
+        for (int k = THEME_CODE_KEYWORD; k <= THEME_CODE_REMOVED; k++) {
+            same_bg &= s[k].bg == s[THEME_CODE].bg;
+            distinct += s[k].fg != s[THEME_CODE].fg || s[k].attrs != s[THEME_CODE].attrs;
+        }
+        TAP_OK(same_bg, "%s: every code token slot has the code block's background",
+               shipped_themes[i]);
+        TAP_OK(distinct >= 8, "%s: the token slots differ from plain code (%d of 9)",
+               shipped_themes[i], distinct);
+        theme_free(u);
+        free(path);
+    }
+}
+
 struct bad_case {
     const char *file;
     const char *where;
@@ -365,6 +405,7 @@ int main(void)
     test_shipped();
     test_downgrade();
     test_no_color();
+    test_code_slots();
     test_malformed();
     test_lookup();
     return tap_done();
