@@ -68,6 +68,7 @@ static const struct opt conf_opts[] = {
     {"theme", OPT_STR, O(theme), 0, 0, 0},
     {"render", OPT_STR, O(render), 0, 0, 0},
     {"hyperlinks", OPT_STR, O(hyperlinks), 0, 0, 0},
+    {"highlight", OPT_BOOL, O(highlight), 0, 0, 1},
     {"save", OPT_BOOL, O(save), 0, 0, 1},
     {"cache_ttl_days", OPT_DOUBLE, O(cache_ttl_days), 0, 0, 36500},
     {"cache_max_mb", OPT_LONG, O(cache_max_mb), 0, 0, 1000000},
@@ -112,6 +113,7 @@ void conf_defaults(struct conf *c)
     c->auth_header = xstrdup(dialect_openai.auth_header);
     c->max_tokens_field = xstrdup("max_tokens");
     c->include_usage = 1;
+    c->highlight = 1;
     c->connect_timeout_ms = 10000;
     c->idle_timeout = 90;
     c->max_answer_mb = 64;

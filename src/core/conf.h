@@ -36,6 +36,7 @@ struct conf {
     char *theme;
     char *render;           /* scripted answers as rendered Markdown: auto (on a terminal), always, never */
     char *hyperlinks;       /* rendered URLs as OSC 8 hyperlinks: auto (a terminal known to), always, never */
+    int highlight;          /* highlight code blocks in the chat (1) */
     int save;               /* save conversations (1) */
     double cache_ttl_days;  /* response cache time to live (0 = forever) */
     long cache_max_mb;      /* response cache size cap (0 = unlimited) */

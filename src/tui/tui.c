@@ -1455,6 +1455,7 @@ int tui_run(struct conf *conf, char *key, const struct tui_opts *o)
         return 1;
     }
     t->view = tui_view_new();
+    tui_view_set_highlight(t->view, conf->highlight);
     tui_status_init(&t->st, conf->profile, conf->model);
     tui_status_effort(&t->st, conf->reasoning_effort);
     if (tui_curses_start(t) < 0) {

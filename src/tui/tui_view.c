@@ -81,6 +81,7 @@ struct tui_view {
     struct tui_row row;
     struct theme_span *spans;
     size_t spans_cap;
+    int plain_code; /* tui_view_set_highlight(v, 0): code blocks in one colour */
 };
 
 static void tui_part_free(struct tui_part *p)
@@ -662,13 +663,26 @@ static struct tui_msg *tui_view_push(struct tui_view *v, enum tui_msg_kind kind)
     return m;
 }
 
+/* A styler for a new part; code highlighted unless the configuration said no. */
+static struct markdown *tui_view_md(const struct tui_view *v, int slot)
+{
+    struct markdown *md = markdown_new(slot);
+    markdown_set_highlight(md, !v->plain_code);
+    return md;
+}
+
+void tui_view_set_highlight(struct tui_view *v, int on)
+{
+    v->plain_code = !on;
+}
+
 size_t tui_view_add(struct tui_view *v, enum tui_msg_kind kind, const char *text, size_t n)
 {
     struct tui_msg *m = tui_view_push(v, kind);
     struct tui_part *p = &m->part[TUI_PART_BODY];
     if (kind == TUI_MSG_NOTICE || kind == TUI_MSG_ASSISTANT) {
         p->slot = kind == TUI_MSG_NOTICE ? THEME_SYSTEM : THEME_ASSISTANT;
-        p->md = markdown_new(p->slot);
+        p->md = tui_view_md(v, p->slot);
         p->styled = 1;
         tui_part_md_feed_pieces(p, text, n, v->width);
         tui_part_finish(p, v->width);
@@ -687,10 +701,10 @@ size_t tui_view_answer_begin(struct tui_view *v, const char *label, const char *
     m->label = xstrdup(label ? label : "assistant");
     m->info = info ? xstrdup(info) : NULL;
     m->part[TUI_PART_REASONING].slot = THEME_REASONING;
-    m->part[TUI_PART_REASONING].md = markdown_new(THEME_REASONING);
+    m->part[TUI_PART_REASONING].md = tui_view_md(v, THEME_REASONING);
     m->part[TUI_PART_REASONING].styled = 1;
     m->part[TUI_PART_BODY].slot = THEME_ASSISTANT;
-    m->part[TUI_PART_BODY].md = markdown_new(THEME_ASSISTANT);
+    m->part[TUI_PART_BODY].md = tui_view_md(v, THEME_ASSISTANT);
     m->part[TUI_PART_BODY].styled = 1;
     return v->n - 1;
 }

@@ -33,6 +33,10 @@ struct tui_view *tui_view_new(void);
 void tui_view_free(struct tui_view *v);
 
 /* Append a finished message of text[0..n) (raw: sanitised when styled). Returns its index. */
+/* Highlight fenced code blocks of messages added from now on (the `highlight` option; on by
+ * default); 0 draws them in the code slot alone. */
+void tui_view_set_highlight(struct tui_view *v, int on);
+
 size_t tui_view_add(struct tui_view *v, enum tui_msg_kind kind, const char *text, size_t n);
 
 /* Start a streamed answer under a header row showing label (e.g. the model) and info on the

@@ -1,0 +1,259 @@
+#!/usr/bin/env python3
+"""Golden tests of highlighted code blocks in the chat: the real binary in a private tmux against
+the fake server, the screen read with `capture-pane -e -N` (colours and trailing cells kept).
+
+A Python block streams in; its rows, as runs of (colour, attributes, text), must equal the
+golden files tests/e2e/golden/highlight-*.txt: at 40, 60, 100 and 200 columns, with the answer
+split into 1-byte, 7-byte, random and whole writes (every split gives the same screen), and in
+each built-in theme. Besides: the block is highlighted while it arrives (a finished line is
+coloured before the answer ends), its background reaches the right edge, a fence without a known
+language stays one colour, NO_COLOR keeps only attributes, and `/copy 1` copies the raw code.
+
+TT_GOLDEN_UPDATE=1 rewrites the golden files from what the screen shows (check the diff).
+TERM is tmux-256color: it has no bce, so curses paints the background with spaces that the
+capture shows (with bce, tmux keeps the erased cells' colour but capture-pane drops them)."""
+
+import sys
+
+sys.dont_write_bytecode = True
+
+import os  # noqa: E402
+import re  # noqa: E402
+import time  # noqa: E402
+import urllib.parse  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ttlib  # noqa: E402
+
+t = ttlib.Tap()
+GOLDEN = os.path.join(ttlib.srcdir(), "e2e", "golden")
+UPDATE = os.environ.get("TT_GOLDEN_UPDATE") == "1"
+TERM = "tmux-256color"
+
+CODE = (
+    "@lru_cache(maxsize=None)\n"
+    "def fib(n: int) -> int:\n"
+    "    \"\"\"Return the n-th Fibonacci number,\n"
+    "    counting from fib(0) == 0.\"\"\"\n"
+    "    if n < 2:  # the base case\n"
+    "        return n\n"
+    "    return fib(n - 1) + fib(n - 2)  # a long line that wraps at narrow widths\n"
+    "\n"
+    "print(f\"fib(30) = {fib(30)}\", 'done', None, 0x1F)\n"
+)
+ANSWER = "Here it is:\n\n```python\n" + CODE + "```\n\nAnd plain:\n\n```\nx = 1  # same colour\n```\n"
+
+
+def q(text):
+    return urllib.parse.quote(text, safe="")
+
+
+def sgr_runs(line):
+    """A captured row as runs "style:text", style = fg,bg + b/i/u/d/r flags."""
+    st = {"fg": "-", "bg": "-", "a": ""}
+    runs = []
+    pos = 0
+    for m in re.finditer(r"\x1b\[([0-9;:]*)m|([^\x1b]+)", line):
+        if m.group(2) is not None:
+            style = "%s,%s%s" % (st["fg"], st["bg"], ("," + st["a"]) if st["a"] else "")
+            if runs and runs[-1][0] == style:
+                runs[-1][1] += m.group(2)
+            else:
+                runs.append([style, m.group(2)])
+            continue
+        p = [int(x) if x else 0 for x in re.split(r"[;:]", m.group(1) or "0")]
+        i = 0
+        while i < len(p):
+            c = p[i]
+            if c == 0:
+                st = {"fg": "-", "bg": "-", "a": ""}
+            elif c in (38, 48) and i + 2 < len(p) and p[i + 1] == 5:
+                st["fg" if c == 38 else "bg"] = str(p[i + 2])
+                i += 2
+            elif c in (38, 48) and i + 4 < len(p) and p[i + 1] == 2:
+                st["fg" if c == 38 else "bg"] = "#%02x%02x%02x" % tuple(p[i + 2:i + 5])
+                i += 4
+            elif 30 <= c <= 37 or 90 <= c <= 97:
+                st["fg"] = "c%d" % (c - 30 if c < 90 else c - 82)
+            elif 40 <= c <= 47 or 100 <= c <= 107:
+                st["bg"] = "c%d" % (c - 40 if c < 100 else c - 92)
+            elif c == 39:
+                st["fg"] = "-"
+            elif c == 49:
+                st["bg"] = "-"
+            else:
+                flag = {1: "b", 2: "d", 3: "i", 4: "u", 7: "r"}.get(c)
+                off = {22: "bd", 23: "i", 24: "u", 27: "r"}.get(c)
+                if flag and flag not in st["a"]:
+                    st["a"] = "".join(sorted(st["a"] + flag))
+                elif off:
+                    st["a"] = "".join(ch for ch in st["a"] if ch not in off)
+            i += 1
+        pos = m.end()
+    # the gutter and trailing cells in the default style are layout, not the block
+    while runs and runs[-1][0] == "-,-" and not runs[-1][1].strip():
+        runs.pop()
+    return " | ".join("%s:%s" % (s, txt) for s, txt in runs)
+
+
+def block_rows(esc, plain):
+    """The rows of the answer from the Python label to the plain block's last row."""
+    rows = esc.split("\n")
+    prow = plain.split("\n")
+    a = next((i for i, r in enumerate(prow) if r.strip() == "python"), None)
+    b = next((i for i, r in enumerate(prow) if "same colour" in r), None)
+    if a is None or b is None:
+        return None
+    return [sgr_runs(r) for r in rows[a:b + 1]]
+
+
+def chat(width, spec, env=None, height=40, keys=None):
+    """Run the chat, send a prompt, wait for the answer; returns (escaped, plain, mid, copied)
+    where mid is a plain capture taken while the answer was still streaming (or None)."""
+    home = ttlib.make_home()
+    e = {"OPENAI_BASE_URL": srv.base(spec)}
+    e.update(env or {})
+    config = e.pop("CONFIG", None)
+    if config:
+        os.makedirs(os.path.join(home, ".config", "tokterm"))
+        with open(os.path.join(home, ".config", "tokterm", "config"), "w") as f:
+            f.write(config)
+    with ttlib.Tmux(width, height, term=TERM) as tm:
+        tm.run([ttlib.tokterm_path()], ttlib.clean_env(home=home, env=e))
+        if tm.wait_for(re.compile("F1|\u203a"), 10) is None:
+            return None, tm.capture(), None, None
+        tm.send_text("fib please")
+        tm.send("Enter")
+        mid = None
+        if "delay_ms" in spec:
+            mid_esc = None
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                p = tm.capture()
+                if "return n" in p:
+                    mid_esc = tm.tmux("capture-pane", "-p", "-e", "-N", "-t", tm.target)
+                    mid = (p, mid_esc)
+                    break
+                time.sleep(0.02)
+        done = tm.wait_for("\u2713", 20)
+        esc = tm.tmux("capture-pane", "-p", "-e", "-N", "-t", tm.target)
+        plain = tm.capture()
+        copied = None
+        if keys:
+            for k in keys:
+                tm.send_text(k)
+                tm.send("Enter")
+            tm.wait_for("copy.txt", 5)
+            path = os.path.join(home, ".local", "state", "tokterm", "copy.txt")
+            if os.path.exists(path):
+                with open(path, encoding="utf-8") as f:
+                    copied = f.read()
+        if done is None:
+            return None, plain, mid, copied
+        return esc, plain, mid, copied
+
+
+def golden(name, rows):
+    path = os.path.join(GOLDEN, name)
+    text = "".join(r + "$\n" for r in rows)  # "$": trailing cells are kept, visibly
+    if UPDATE:
+        os.makedirs(GOLDEN, exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    try:
+        with open(path, encoding="utf-8") as f:
+            want = f.read()
+    except OSError:
+        want = None
+    t.ok(want == text, "%s: the block's rows equal the golden file" % name,
+         "got:\n%s\nwant:\n%s" % (text, want))
+
+
+if not ttlib.Tmux.available():
+    t.skip("highlight tests in tmux", "tmux is not installed", tool="tmux")
+    sys.exit(t.done())
+
+with ttlib.FakeServer() as srv:
+    # --- widths: streamed slowly, the first lines coloured before the end ----------------------
+    for width in (40, 60, 100, 200):
+        esc, plain, mid, copied = chat(width, "reply=%s,delay_ms=15,chunk=random,seed=%d"
+                                       % (q(ANSWER), width),
+                                       keys=["/copy 1"] if width == 100 else None)
+        rows = block_rows(esc or "", plain)
+        t.ok(rows is not None, "%d columns: the answer and both blocks are on screen" % width,
+             plain)
+        if rows is None:
+            continue
+        golden("highlight-%d.txt" % width, rows)
+        kw = "176,236,b:def"
+        t.ok(any(kw in r for r in rows), "%d columns: 'def' in the keyword colour" % width,
+             "\n".join(rows))
+        code_rows = [r for r in rows if " | " in r]  # the label and code rows, not the text
+        t.ok(len(code_rows) >= 12 and
+             all(r.split(" | ")[-1].split(":")[0].split(",")[1] == "236" for r in code_rows),
+             "%d columns: every code row ends in the code background" % width, "\n".join(rows))
+        if mid is not None:
+            mp, me = mid
+            mrows = block_rows(me + "\nsame colour", mp + "\nsame colour") or []
+            t.ok("\u2713" not in mp and any(kw in r for r in mrows),
+                 "%d columns: highlighted while it streams (before the answer ends)" % width,
+                 mp)
+        else:
+            t.ok(False, "%d columns: caught the answer while it streamed" % width, plain)
+        if copied is not None or width == 100:
+            t.eq(copied, CODE, "/copy 1 copies the raw code of the highlighted block")
+
+    # --- the background spans the width: the trailing cells of a code row are the code colour --
+    esc, plain, _, _ = chat(60, "reply=%s" % q(ANSWER))
+    lines = (esc or "").split("\n")
+    prow = plain.split("\n")
+    i = next((k for k, r in enumerate(prow) if r.startswith("  def fib")), None)
+    tail = lines[i] if i is not None else ""
+    last = sgr_runs(tail).split(" | ")[-1]
+    t.ok(last.split(":")[0].split(",")[1:2] == ["236"] and
+         len(re.sub(r"\x1b\[[0-9;:]*m", "", tail)) == 60,
+         "the code background reaches the right edge (60 columns)", repr(tail))
+
+    # --- every split of the stream gives the same screen ---------------------------------------
+    base = None
+    for spec in ("chunk=whole", "chunk=byte", "chunk=7", "chunk=random,seed=1",
+                 "chunk=random,seed=2", "chunk=3,delay_ms=1"):
+        esc, plain, _, _ = chat(60, "reply=%s,%s" % (q(ANSWER), spec))
+        rows = block_rows(esc or "", plain)
+        if base is None:
+            base = rows
+        t.ok(rows is not None and rows == base,
+             "split %s: the same rows as the whole answer" % spec,
+             "\n".join(rows or ["(none)"]) + "\n---\n" + "\n".join(base or []))
+
+    # --- each built-in theme -------------------------------------------------------------------
+    for theme in ("dark", "light", "solarized-dark", "mono"):
+        home_cfg = {"CONFIG": "theme = %s\n" % theme}
+        esc, plain, _, _ = chat(80, "reply=%s" % q(ANSWER), env=home_cfg)
+        rows = block_rows(esc or "", plain)
+        t.ok(rows is not None, "theme %s: the answer is on screen" % theme, plain)
+        if rows:
+            golden("highlight-theme-%s.txt" % theme, rows)
+
+    # --- NO_COLOR: attributes only -------------------------------------------------------------
+    esc, plain, _, _ = chat(80, "reply=%s" % q(ANSWER), env={"NO_COLOR": "1"})
+    rows = block_rows(esc or "", plain) or []
+    styles = set(s.split(":")[0] for r in rows for s in r.split(" | ") if s)
+    t.ok(rows and all(s.startswith("-,-") for s in styles) and "-,-,b" in styles,
+         "NO_COLOR: no colour in the block, keywords still bold", styles)
+
+    # --- highlight = false: the chat draws code in one colour, as before --------------------
+    esc, plain, _, _ = chat(80, "reply=%s" % q(ANSWER), env={"CONFIG": "highlight = false\n"})
+    rows = block_rows(esc or "", plain) or []
+    styles = set(s.split(":")[0] for r in rows[1:] for s in r.split(" | ") if " | " in r)
+    t.ok(rows and styles == {"-,-", "223,236"},
+         "highlight = false: code rows in the code colour only", styles)
+
+    # --- a fence without a known language is one colour -----------------------------------------
+    esc, plain, _, _ = chat(80, "reply=%s" % q(ANSWER))
+    rows = block_rows(esc or "", plain) or [""]
+    t.ok(rows[-1] in ("-,-:   | 223,236:x = 1  # same colour", "-,-:  | 223,236:x = 1  # same colour")
+         or re.fullmatch(r"-,-: +\| 223,236:x = 1  # same colour +", rows[-1]) is not None,
+         "a fence without a language stays in the code colour", rows[-1])
+
+sys.exit(t.done())
