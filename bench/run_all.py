@@ -22,7 +22,7 @@ sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True
 import benchlib  # noqa: E402
 
-STEPS = ("stream", "resume", "tui", "tokenizer", "store", "batch", "mcp")
+STEPS = ("stream", "resume", "tui", "highlight", "tokenizer", "store", "batch", "mcp")
 
 
 def run_step(name, argv, log, env=None):
@@ -152,6 +152,21 @@ def tui_rows(t, text, what, ratio_target, frame_target):
         else:
             t.error("chat frame cost p50, %s" % what, frame_target,
                     "not in bench/tui/run.py's output")
+
+
+def highlight_rows(t, text):
+    """bench/highlight/run.py: the chat's stream-only CPU with / without highlighting."""
+    label = "chat CPU, 10,000-line code block, highlighted / plain (start-up excluded)"
+    m = re.search(r"Stream only[^\n]*?\*\*([0-9.]+)x\*\* \(median of the rounds' ratios, "
+                  r"quartiles ([0-9.]+)-([0-9.]+)", text)
+    rows = {k: v for k, v in re.findall(r"^\| chat, highlight = (true|false) \| [^|]* \| "
+                                         r"([0-9.]+ ms) \|", text, re.M)}
+    if not m:
+        t.error(label, "<= 1.10", "no ratio in bench/highlight/run.py's output")
+        return
+    t.add(label, rows.get("true", ""), "plain " + rows.get("false", ""), float(m.group(1)),
+          "<= 1.10")
+    t.rows[-1]["spread"] = (float(m.group(2)), float(m.group(3)))
 
 
 def tokenizer_rows(t, text):
@@ -284,6 +299,11 @@ def main():
                         "markdown"]
                 code, out, dt = run_step(step, argv, os.path.join(logs, "tui-md.log"))
                 tui_rows(t, out, "100,000 deltas of Markdown, 120x40", "<= 3", "<= 2 ms")
+        elif step == "highlight":
+            argv = [py, os.path.join(HERE, "highlight", "run.py"), "--tokterm", tokterm,
+                    "--rounds", str(rounds)]
+            code, out, dt = run_step(step, argv, log)
+            highlight_rows(t, out)
         elif step == "tokenizer":
             env = dict(os.environ, BENCH_REPS=os.environ.get("BENCH_REPS", "1"))
             argv = ["sh", os.path.join(HERE, "tokenizer", "run.sh"), build]

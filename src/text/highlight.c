@@ -128,8 +128,8 @@ static const struct hl_lang langs[] = {
      "transient try volatile while var record sealed permits yield non-sealed",
      "boolean byte char double float int long short void", "true false null", NULL, NULL,
      "class interface enum record"},
-    {"kotlin", "kotlin kt kts", K_CODE, F_DQ | F_SQ | F_AT | F_CAPTYPE | F_TRIPLE | F_NESTC | F_DOLLAR,
-     "//", NULL, "/*", "*/",
+    {"kotlin", "kotlin kt kts", K_CODE,
+     F_DQ | F_SQ | F_AT | F_CAPTYPE | F_TRIPLE | F_NESTC | F_DOLLAR, "//", NULL, "/*", "*/",
      "as break class continue do else for fun if in interface is object package return super "
      "this throw try typealias typeof val var when while by catch constructor finally get "
      "import init set where abstract annotation companion data enum external final inline "
@@ -332,12 +332,11 @@ struct hl {
     struct hl_kw tab[HL_TAB];
 };
 
+/* A cheap hash of a word (len >= 1): its length and first, second and last bytes. */
 static unsigned word_hash(const char *w, size_t n)
 {
-    unsigned h = 2166136261u;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)w[i]) * 16777619u;
-    return h;
+    unsigned a = (unsigned char)w[0], b = (unsigned char)w[n > 1], c = (unsigned char)w[n - 1];
+    return (a * 131u + b * 31u + c * 7u + (unsigned)n * 113u) * 2654435761u >> 7;
 }
 
 static void tab_add(struct hl *h, const char *list, int slot, int after)
@@ -448,7 +447,7 @@ static const struct hl_kw *lookup(const struct hl *h, const char *w, size_t n)
     }
     unsigned i = word_hash(w, n) & (HL_TAB - 1);
     while (h->tab[i].slot) {
-        if (h->tab[i].len == n && memcmp(h->tab[i].w, w, n) == 0)
+        if (h->tab[i].len == n && h->tab[i].w[0] == w[0] && memcmp(h->tab[i].w, w, n) == 0)
             return &h->tab[i];
         i = (i + 1) & (HL_TAB - 1);
     }
@@ -462,22 +461,30 @@ struct out {
     size_t at; /* bytes before this are covered */
 };
 
-static void put(struct out *w, size_t a, size_t b, int slot)
+static inline void span_add(struct hl_spans *o, size_t a, size_t b, int slot)
 {
-    struct hl_spans *o = w->o;
+    if (o->n && o->v[o->n - 1].slot == slot) {
+        o->v[o->n - 1].len += (uint32_t)(b - a);
+        return;
+    }
+    if (o->n == o->cap)
+        XGROW(o->v, o->n + 1, o->cap);
+    o->v[o->n++] = (struct theme_span){(uint32_t)a, (uint32_t)(b - a), (uint16_t)slot, 0};
+}
+
+/* Bytes [a, b) in slot; the gap since the last span in plain code. */
+static inline void put(struct out *w, size_t a, size_t b, int slot)
+{
     if (a < w->at)
         a = w->at;
     if (a > w->at)
-        put(w, w->at, a, THEME_CODE);
-    if (b <= a)
-        return;
-    if (o->n && o->v[o->n - 1].slot == slot) {
-        o->v[o->n - 1].len += (uint32_t)(b - a);
-    } else {
-        XGROW(o->v, o->n + 1, o->cap);
-        o->v[o->n++] = (struct theme_span){(uint32_t)a, (uint32_t)(b - a), (uint16_t)slot, 0};
+        span_add(w->o, w->at, a, THEME_CODE);
+    if (b > a) {
+        span_add(w->o, a, b, slot);
+        w->at = b;
+    } else if (a > w->at) {
+        w->at = a;
     }
-    w->at = b;
 }
 
 /* ---- regions carried over lines ---- */
@@ -508,9 +515,11 @@ static size_t region_end(const struct hl *h, struct hl_state *st, const char *s,
 {
     const char *open = h->l->bc_open;
     int nest = st->mode == M_COMMENT && (h->l->flags & F_NESTC) && open;
-    char c0 = st->close[0];
+    char c0 = st->close[0], o0 = nest ? open[0] : c0, e0 = st->esc ? '\\' : c0;
     for (; i < n; i++) {
         char c = s[i];
+        if (c != c0 && c != o0 && c != e0)
+            continue;
         if (c == '\\' && st->esc) {
             i++;
             continue;
@@ -740,10 +749,14 @@ static void code_line(const struct hl *h, struct hl_state *st, struct out *w, co
     while (i < n) {
         unsigned char c = (unsigned char)s[i];
         switch (h->act[c]) {
-        case A_NONE:
-            if (c != ' ' && c != '\t')
-                first = 0;
-            i++;
+        case A_NONE: /* spaces and punctuation that start nothing: skip the run */
+            do {
+                if (c != ' ' && c != '\t')
+                    first = 0;
+                if (++i == n)
+                    break;
+                c = (unsigned char)s[i];
+            } while (h->act[c] == A_NONE);
             continue;
         case A_IDENT: {
             size_t j = i + 1;

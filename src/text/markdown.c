@@ -989,8 +989,13 @@ static void code_line(struct markdown *md, struct mdstate *st, const char *s, si
             md->hl = hl_new(st->lang);
         }
         hl_line(md->hl, &st->hls, s, n, &md->hsp);
-        for (size_t i = 0; i < md->hsp.n; i++)
-            lb_add(&b, s + md->hsp.v[i].off, md->hsp.v[i].len, md->hsp.v[i].slot, 0);
+        size_t at = b.t.len; /* the text once, then its spans shifted */
+        buf_append(&b.t, s, n);
+        XGROW(b.sp, b.n + md->hsp.n, b.cap);
+        for (size_t i = 0; i < md->hsp.n; i++) {
+            b.sp[b.n] = md->hsp.v[i];
+            b.sp[b.n++].off += (uint32_t)at;
+        }
     } else {
         lb_add(&b, s, n, THEME_CODE, 0);
     }

@@ -41,7 +41,8 @@ CODE = (
     "\n"
     "print(f\"fib(30) = {fib(30)}\", 'done', None, 0x1F)\n"
 )
-ANSWER = "Here it is:\n\n```python\n" + CODE + "```\n\nAnd plain:\n\n```\nx = 1  # same colour\n```\n"
+ANSWER = ("Here it is:\n\n```python\n" + CODE +
+          "```\n\nAnd plain:\n\n```\nx = 1  # same colour\n```\n")
 
 
 def q(text):
@@ -252,8 +253,7 @@ with ttlib.FakeServer() as srv:
     # --- a fence without a known language is one colour -----------------------------------------
     esc, plain, _, _ = chat(80, "reply=%s" % q(ANSWER))
     rows = block_rows(esc or "", plain) or [""]
-    t.ok(rows[-1] in ("-,-:   | 223,236:x = 1  # same colour", "-,-:  | 223,236:x = 1  # same colour")
-         or re.fullmatch(r"-,-: +\| 223,236:x = 1  # same colour +", rows[-1]) is not None,
+    t.ok(re.fullmatch(r"-,-: +\| 223,236:x = 1  # same colour *", rows[-1]) is not None,
          "a fence without a language stays in the code colour", rows[-1])
 
 sys.exit(t.done())
