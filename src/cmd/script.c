@@ -39,6 +39,7 @@ struct script_state {
     int links;            /* rendered URLs as OSC 8 hyperlinks (profile key hyperlinks) */
     struct theme_style styles[THEME_SLOT_COUNT];
     int width;            /* columns to wrap at */
+    int highlight;        /* highlight code blocks (the `highlight` option) */
     struct ansi_md *md;   /* this turn's answer being rendered */
 };
 
@@ -90,6 +91,7 @@ static void script_text(void *ud, int reasoning, const char *s, size_t n, double
         if (!st->md) {
             st->md = ansi_md_new(st->styles, st->width, THEME_ASSISTANT);
             ansi_md_hyperlinks(st->md, st->links);
+            ansi_md_highlight(st->md, st->highlight);
         }
         buf_reset(&st->scratch);
         ansi_md_feed(st->md, s, n, &st->scratch);
@@ -548,6 +550,7 @@ static void script_render_setup(struct script_state *st, const struct conf *conf
     theme_free(t);
     st->width = script_width();
     st->links = ansi_hyperlinks(conf->hyperlinks, st->out_tty, script_env);
+    st->highlight = conf->highlight;
 }
 
 struct script {

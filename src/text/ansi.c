@@ -245,6 +245,11 @@ struct ansi_md {
     int links;        /* URLs as OSC 8 hyperlinks (ansi_md_hyperlinks) */
 };
 
+void ansi_md_highlight(struct ansi_md *r, int on)
+{
+    markdown_set_highlight(r->md, on);
+}
+
 struct ansi_md *ansi_md_new(const struct theme_style *st, int width, int base_slot)
 {
     struct ansi_md *r = xcalloc(1, sizeof *r);

@@ -46,6 +46,9 @@ struct ansi_md;
 /* st (THEME_SLOT_COUNT styles) is copied; base_slot as for markdown_new. */
 struct ansi_md *ansi_md_new(const struct theme_style *st, int width, int base_slot);
 
+/* Highlight fenced code blocks (markdown_set_highlight; on by default). Before the first feed. */
+void ansi_md_highlight(struct ansi_md *r, int on);
+
 /* Feed s[0..n); append the rows of every line this finishes to out. */
 void ansi_md_feed(struct ansi_md *r, const char *s, size_t n, struct buf *out);
 
