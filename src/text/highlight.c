@@ -329,6 +329,7 @@ struct hl {
     const struct hl_lang *l;
     uint8_t act[256];   /* A_*: what a byte may start */
     uint8_t ident[256]; /* bytes inside a word */
+    uint32_t lens[256]; /* bit k: a listed word of length k starts with this byte (any case) */
     struct hl_kw tab[HL_TAB];
 };
 
@@ -354,6 +355,8 @@ static void tab_add(struct hl *h, const char *list, int slot, int after)
             unsigned i = word_hash(p, n) & (HL_TAB - 1);
             while (h->tab[i].slot && !(h->tab[i].len == n && memcmp(h->tab[i].w, p, n) == 0))
                 i = (i + 1) & (HL_TAB - 1);
+            h->lens[(unsigned char)p[0]] |= 1u << n;
+            h->lens[lower((unsigned char)p[0]) ^ 0x20] |= 1u << n; /* either case (F_CASEI) */
             if (!h->tab[i].slot) /* the first list naming a word wins */
                 h->tab[i] = (struct hl_kw){p, (uint8_t)n, (uint8_t)slot, (uint8_t)after};
             else if (after)
@@ -438,8 +441,8 @@ void hl_spans_free(struct hl_spans *o)
 static const struct hl_kw *lookup(const struct hl *h, const char *w, size_t n)
 {
     char low[HL_WORD_MAX];
-    if (n > HL_WORD_MAX)
-        return NULL;
+    if (n > HL_WORD_MAX || !(h->lens[(unsigned char)w[0]] >> n & 1))
+        return NULL; /* no listed word has this first byte and length: most names */
     if (h->l->flags & F_CASEI) {
         for (size_t i = 0; i < n; i++)
             low[i] = (char)lower((unsigned char)w[i]);

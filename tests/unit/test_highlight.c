@@ -284,11 +284,13 @@ static void test_markdown(void)
 {
     size_t n = sizeof(doc) - 1;
     char *whole = md_run(doc, n, n, 0, 1);
-    TAP_OK(strstr(whole, "code-keyword(def)") && strstr(whole, "code-function(f)") &&
+    int good = strstr(whole, "code-keyword(def)") && strstr(whole, "code-function(f)") &&
                strstr(whole, "code-string(    more\"\"\")") &&
                strstr(whole, "code-comment(close */)") && strstr(whole, "code-number(0x10)") &&
-               strstr(whole, "code-string(\")") && strstr(whole, "code(plain 1 \"x\")"),
-           "blocks highlighted, state carried over lines, unknown language plain:\n%s", whole);
+               strstr(whole, "code-string(\")") && strstr(whole, "code(plain 1 \"x\")");
+    TAP_OK(good, "blocks highlighted, state carried over lines, unknown language plain");
+    if (!good)
+        printf("# %s\n", whole);
     int same = 1;
     size_t cuts = 0;
     for (size_t cut = 0; cut <= n; cut++, cuts++) {
