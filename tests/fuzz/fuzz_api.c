@@ -32,6 +32,8 @@ static void fuzz_api_emit(void *ud, enum api_kind kind, const char *s, size_t n)
         buf_append(kind == API_CONTENT ? &log->content : &log->reasoning, s, n);
     } else if (kind == API_FINISH) {
         log->finishes++;
+    } else if (kind == API_TOOL_CALL) {
+        FUZZ_CHECK(s == NULL);
     } else {
         FUZZ_CHECK(kind == API_USAGE);
         log->usages++;

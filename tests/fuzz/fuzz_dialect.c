@@ -29,6 +29,8 @@ static void fuzz_dialect_emit(void *ud, enum api_kind kind, const char *s, size_
         log->text += n;
     } else if (kind == API_FINISH) {
         log->finishes++;
+    } else if (kind == API_TOOL_CALL) {
+        FUZZ_CHECK(s == NULL);
     } else {
         FUZZ_CHECK(kind == API_USAGE);
     }
