@@ -47,6 +47,8 @@ complete -c tokterm -n $nosub -l max-time -x -d 'give up on a request after S se
 complete -c tokterm -n $nosub -l max-answer-mb -x -d 'stop an answer past N MiB, keeping what came'
 complete -c tokterm -n $nosub -l connect-timeout -x -d 'connect timeout (seconds)'
 complete -c tokterm -n $nosub -l retries -x -d 'retries before the first byte'
+complete -c tokterm -n $nosub -l attach-max-files -x -d 'a folder attachment takes at most N files'
+complete -c tokterm -n $nosub -l attach-max-bytes -x -d 'and at most N bytes of them'
 complete -c tokterm -n $nosub -l cacert -r -F -d 'trust this CA bundle'
 complete -c tokterm -n $nosub -l insecure -d 'do not verify TLS certificates'
 complete -c tokterm -n $nosub -l config -r -F -d 'config file'
