@@ -334,7 +334,8 @@ static int main_chat(struct main_run *r)
 {
 #ifdef TOKTERM_TUI_BINARY
     struct setup *su = &r->su;
-    struct tui_opts to = {.trace_path = r->a.trace, .setup = su};
+    struct tui_opts to = {.trace_path = r->a.trace, .setup = su,
+                          .allow_tools = r->a.allow_tools, .n_allow_tools = r->a.n_allow_tools};
     char lname[64], lurl[512];
     if (su->no_key || (!su->key && !su->n_pool && !conf_is_local(&su->conf))) {
         to.no_key = 1; /* the chat still starts, and says what to set */

@@ -180,6 +180,7 @@ static void tui_frame_status(struct tui *t)
 {
     if (!t->have_session)
         return;
+    tui_tools_status(t, util_now()); /* a tool call running: its round, name, time */
     if (t->answer != TUI_NO_ANSWER && t->ctx_base_ok) {
         t->st.ctx_used = t->ctx_base + (long)((double)((t->st.bytes + 3) / 4) * t->ctx_ratio +
                                               0.999);
@@ -431,6 +432,7 @@ int tui_session(struct tui *t, char *key, const struct conv *carry)
         session_use_store(t->s, t->o->store, t->o->save, (enum session_cache)t->o->cache);
     if (carry)
         session_adopt(t->s, carry);
+    tui_tools_session(t); /* the tools offered to the model, the approval policy */
     return 0;
 }
 
@@ -470,6 +472,7 @@ static char *tui_turn_footer(const struct conv_turn *tt, int *slot)
 static void tui_show_turn(struct tui *t, const struct conv_turn *tt)
 {
     tui_view_add(t->view, TUI_MSG_USER, tt->prompt, tt->prompt_len);
+    tui_tools_show_steps(t, tt); /* its tool rounds, one line each */
     if (tt->outcome == CONV_PENDING)
         return;
     size_t a = tui_view_answer_begin(t->view, tt->model ? tt->model : t->conf->model, NULL);
@@ -491,6 +494,7 @@ void tui_resume(struct tui *t, int64_t id, int replace)
         free(err);
         return;
     }
+    tui_tools_forget(t); /* another conversation: `a` answers do not carry over */
     if (replace) {
         tui_view_truncate(t->view, 0);
         t->edit_pending = 0;
@@ -520,6 +524,7 @@ static void tui_sink_text(void *ud, int reasoning, const char *s, size_t n, doub
     struct tui *t = ud;
     if (t->answer == TUI_NO_ANSWER)
         return;
+    tui_tools_answer_next(t); /* after a tool round: a new answer below its lines */
     tui_view_answer_text(t->view, t->answer, reasoning, s, n);
     if (!reasoning)
         tui_status_text(&t->st, n, t1, t2);
@@ -605,6 +610,8 @@ static void tui_sink_end(void *ud, const struct net_result *r)
     double now = util_now();
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
+    tui_tools_answer_next(t);
+    tui_status_tool(&t->st, NULL, 0, 0, now);
     tui_status_end(&t->st, r, now, (double)ts.tv_sec + ts.tv_nsec / 1e9);
     if (t->answer != TUI_NO_ANSWER && r->model[0] && t->conf->model &&
         strcmp(r->model, t->conf->model) != 0) { /* the server answered with another name */
@@ -1347,6 +1354,9 @@ static void tui_run_loop(struct tui *t, struct loop *lp)
         .headers = tui_sink_headers,
         .end = tui_sink_end,
         .wait = tui_sink_wait,
+        .tool_approve = tui_tools_approve,
+        .tool_call = tui_tools_call,
+        .tool_result = tui_tools_result,
     };
     t->dirty = TUI_D_FULL;
     t->urgent = 1;
@@ -1418,7 +1428,7 @@ static void tui_run_end(struct tui *t, struct loop *lp)
     buf_free(&t->query);
     tui_cmd_free(t);
     tui_ask_free(t);
-    tui_tool_log_free(t);
+    tui_tools_free(t);
     free(t->local_name);
     free(t->local_url);
 }
@@ -1466,6 +1476,7 @@ int tui_run(struct conf *conf, char *key, const struct tui_opts *o)
     }
     t->theme = NULL;
     tui_theme(t, conf->theme);
+    tui_tools_init(t); /* the tools the model may call: before the session that offers them */
     tui_session(t, key, NULL);
     if (t->have_session && o->setup)
         setup_use_keys(o->setup, t->s); /* `keys =` and `fallback =`, as -p */

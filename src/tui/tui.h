@@ -28,6 +28,8 @@ struct tui_opts {
     int64_t resume_id;
     struct setup *setup;      /* the key pool and the fallback for the first session (moved
                                  to it by setup_use_keys); NULL = none */
+    const char *const *allow_tools; /* --allow-tool GLOB: tools that run without asking */
+    int n_allow_tools;
 };
 
 /* Run the chat until the user quits. Takes key (wiped and freed). Returns the exit status. */

@@ -10,6 +10,7 @@
 #include "base/buf.h"
 #include "core/conf.h"
 #include "core/session.h"
+#include "core/tools.h"
 #include "text/theme.h"
 #include "tui/tui.h"
 #include "tui/tui_status.h"
@@ -74,6 +75,10 @@ struct tui {
     struct tui_ask *ask;     /* a question waiting for a key (tui_ask.h), NULL = none */
     struct loop *lp;         /* the chat's event loop (tui_modal waits on it) */
     struct tui_tool_log *tool_log; /* the tool calls shown, for /expand (tui_tools.c) */
+    struct tools *tools;     /* the tools offered to the model (tui_tools.c), NULL = none */
+    struct tool_policy policy; /* --allow-tool, the config's allow, and `a` answers */
+    int answer_split;        /* a tool round ended the answer shown: the next text starts a
+                                new one (tui_tools_answer_next) */
     int shell_pending;       /* the answer in flight is a /x proposal (tui_shell.c) */
 };
 

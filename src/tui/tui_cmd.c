@@ -379,6 +379,7 @@ void tui_cmd_new(struct tui *t)
     t->answer = TUI_NO_ANSWER;
     t->edit_pending = 0;
     t->ctx_marked = 0;
+    tui_tools_forget(t); /* `a` answers hold for one conversation */
     tui_view_truncate(t->view, 0);
     tui_notice(t, "New conversation.");
 }

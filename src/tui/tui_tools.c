@@ -6,6 +6,7 @@
 #include "proto/tool.h"
 #include "core/shellcmd.h"
 #include "base/utf8.h"
+#include "base/util.h"
 #include "base/xmalloc.h"
 
 #include <cjson/cJSON.h>
@@ -18,6 +19,7 @@ struct tui_tool_q {
     tui_tool_done_fn done;
     void *ud;
     char *schema;
+    char *shown;  /* the body as first shown: a different one was edited */
 };
 
 char *tui_tool_pretty(const char *args, size_t n)
@@ -27,13 +29,17 @@ char *tui_tool_pretty(const char *args, size_t n)
     cJSON_Delete(j);
     if (!p)
         return xstrndup(args, n);
-    /* cJSON indents with tabs: two spaces read better in a narrow panel */
+    /* cJSON indents with tabs and puts one after each colon (strings hold none: escaped):
+     * two spaces an indent and one space after a colon read better in a narrow panel */
     struct buf b = BUF_INIT;
-    for (const char *s = p; *s; s++)
+    int line_start = 1;
+    for (const char *s = p; *s; s++) {
         if (*s == '\t')
-            buf_appends(&b, "  ");
+            buf_appends(&b, line_start ? "  " : " ");
         else
             buf_appendc(&b, *s);
+        line_start = *s == '\n' || (line_start && *s == '\t');
+    }
     cJSON_free(p);
     return buf_take(&b);
 }
@@ -55,10 +61,13 @@ static void tui_tool_answer(struct tui *t, void *ud, int key, const char *body)
     char *compact = j ? cJSON_PrintUnformatted(j) : NULL;
     cJSON_Delete(j);
     int run = key == 'y' || key == 'a';
-    q->done(t, q->ud, run ? TOOL_RUN : TOOL_REFUSE, key == 'a', compact ? compact : body);
+    int edited = strcmp(body, q->shown) != 0;
+    q->done(t, q->ud, run ? TOOL_RUN : TOOL_REFUSE, key == 'a',
+            edited ? (compact ? compact : body) : NULL);
     if (compact)
         cJSON_free(compact);
     free(q->schema);
+    free(q->shown);
     free(q);
 }
 
@@ -70,14 +79,14 @@ void tui_tool_ask(struct tui *t, const struct tools_entry *e, const struct tool_
     q->ud = ud;
     q->schema = e && e->def.schema ? xstrdup(e->def.schema) : NULL;
     const char *name = call->name ? call->name : call->wire ? call->wire : "?";
-    char *title;
-    if (e && e->src)
-        title = xasprintf("%s %s wants to run %s", e->src->kind ? e->src->kind : "tool",
-                          e->src->name, name);
-    else
-        title = xasprintf("the model wants to run %s", name);
+    const char *kind = e && e->src && e->src->kind ? e->src->kind : "";
+    char *title = strcmp(kind, "mcp") == 0
+                      ? xasprintf("the model calls %s (MCP server %s)", name, e->src->name)
+                  : e && e->src ? xasprintf("the model calls %s (%s tools)", name, e->src->name)
+                                : xasprintf("the model calls %s", name);
     char *body = tui_tool_pretty(call->args ? call->args : "{}",
                                  call->args ? call->args_len : 2);
+    q->shown = xstrdup(body);
     char *choices = xasprintf("y run once  a always (%s, this conversation)  n refuse  e edit",
                               name);
     tui_ask_open(t, &(struct tui_ask_spec){.title = title, .body = body, .choices = choices,
@@ -235,4 +244,146 @@ void tui_tool_log_free(struct tui *t)
     free(l->v);
     free(l);
     t->tool_log = NULL;
+}
+
+/* ---- the chat's tools ---- */
+
+void tui_tools_init(struct tui *t)
+{
+    const char *test = getenv("TOKTERM_TEST_TOOLS");
+    if (test && *test) {
+        t->tools = tools_new();
+        tools_add_test(t->tools);
+    }
+    for (int i = 0; i < t->o->n_allow_tools; i++)
+        tool_policy_allow(&t->policy, t->o->allow_tools[i]);
+    if (!t->tools)
+        return;
+    struct buf err = BUF_INIT;
+    if (tools_load(t->tools, &err) < 0) {
+        char *m = xasprintf("tools: %s", buf_str(&err));
+        tui_error(t, m);
+        free(m);
+    }
+    buf_free(&err);
+}
+
+void tui_tools_session(struct tui *t)
+{
+    if (t->tools && t->have_session)
+        session_use_tools(t->s, t->tools, &t->policy, (int)t->conf->tool_rounds);
+}
+
+void tui_tools_forget(struct tui *t)
+{
+    tool_policy_reset(&t->policy);
+}
+
+void tui_tools_free(struct tui *t)
+{
+    tools_free(t->tools);
+    t->tools = NULL;
+    tool_policy_free(&t->policy);
+    tui_tool_log_free(t);
+}
+
+/* tui_tools_approve's answer. */
+struct tui_tools_wait {
+    int done, always;
+    enum tool_verdict v;
+    char *args;
+};
+
+static void tui_tools_approved(struct tui *t, void *ud, enum tool_verdict v, int always,
+                               const char *args)
+{
+    (void)t;
+    struct tui_tools_wait *w = ud;
+    w->done = 1;
+    w->v = v;
+    w->always = always;
+    w->args = args ? xstrdup(args) : NULL;
+}
+
+enum tool_verdict tui_tools_approve(void *ud, struct tool_call *call)
+{
+    struct tui *t = ud;
+    if (t->quit || t->cancelling)
+        return TOOL_REFUSE;
+    struct tui_tools_wait w = {0};
+    tui_tool_ask(t, call->name ? tools_find(t->tools, call->name) : NULL, call,
+                 tui_tools_approved, &w);
+    tui_modal(t); /* frames, keys and signals until the answer (a quit or cancel: refused) */
+    if (!w.done || w.v != TOOL_RUN) {
+        free(w.args);
+        return TOOL_REFUSE;
+    }
+    if (w.always && call->name)
+        tool_policy_always(&t->policy, call->name);
+    if (w.args) {
+        free(call->args);
+        call->args_len = strlen(w.args);
+        call->args = w.args;
+    }
+    return TOOL_RUN;
+}
+
+void tui_tools_call(void *ud, const struct tool_call *call, enum tool_verdict verdict)
+{
+    struct tui *t = ud;
+    if (t->answer != TUI_NO_ANSWER && !t->answer_split) {
+        /* the round's text ends here; the next round's goes below the tool lines */
+        tui_view_answer_end(t->view, t->answer, "asked for tools", THEME_META);
+        t->answer_split = 1;
+    }
+    tui_tool_shown_call(t, call, verdict != TOOL_RUN);
+    tui_view_end(t->view);
+    t->dirty |= TUI_D_VIEW;
+}
+
+void tui_tools_result(void *ud, const struct tool_call *call, const struct tool_result *res,
+                      double seconds)
+{
+    struct tui *t = ud;
+    tui_tool_shown_result(t, call, res, seconds);
+    tui_status_tool(&t->st, NULL, 0, 0, util_now());
+    tui_view_end(t->view);
+    t->dirty |= TUI_D_VIEW | TUI_D_STATUS;
+}
+
+void tui_tools_answer_next(struct tui *t)
+{
+    if (!t->answer_split || t->answer == TUI_NO_ANSWER)
+        return;
+    t->answer_split = 0;
+    t->answer = tui_view_answer_begin(t->view, t->conf->model, NULL);
+}
+
+void tui_tools_status(struct tui *t, double now)
+{
+    int round = 0;
+    double elapsed = 0;
+    const struct tool_call *c = t->have_session ? session_tool_running(t->s, &round, &elapsed)
+                                                : NULL;
+    if (c)
+        tui_status_tool(&t->st, c->name ? c->name : c->wire, round, elapsed, now);
+    else if (t->st.tool[0])
+        tui_status_tool(&t->st, NULL, 0, 0, now);
+}
+
+void tui_tools_show_steps(struct tui *t, const struct conv_turn *tt)
+{
+    for (size_t i = 0; i < tt->n_steps; i++) {
+        const struct conv_step *st = &tt->steps[i];
+        if (!st->result) {
+            for (size_t k = 0; k < st->n_calls; k++)
+                tui_tool_shown_call(t, &st->calls[k], 0);
+            continue;
+        }
+        struct tool_call c = {.id = st->call_id, .name = st->name, .wire = st->wire};
+        struct tool_result r = {.is_error = st->is_error};
+        buf_append(&r.content, st->text ? st->text : "", st->len);
+        tui_tool_shown_result(t, &c, &r, 0);
+        buf_free(&r.content);
+    }
 }

@@ -3,6 +3,7 @@
  * e edit the arguments as JSON, checked against the tool's schema). Internal to tui/. */
 #ifndef TT_TUI_TOOLS_H
 #define TT_TUI_TOOLS_H
+#include "core/conv.h"
 #include "core/tools.h"
 
 struct tui;
@@ -28,6 +29,30 @@ void tui_tool_shown_result(struct tui *t, const struct tool_call *call,
 void tui_tool_expand(struct tui *t, const char *arg);
 /* Forget the record (the chat ends). */
 void tui_tool_log_free(struct tui *t);
+
+/* ---- the chat's tools (the registry and the policy of struct tui) ---- */
+
+/* Make the registry: the test tools when TOKTERM_TEST_TOOLS is set, the MCP servers the
+ * profile enables; the policy: --allow-tool globs (o->allow_tools) and the config's `allow`.
+ * Messages go to the transcript. */
+void tui_tools_init(struct tui *t);
+/* Offer them to the session just opened (tui_session). */
+void tui_tools_session(struct tui *t);
+/* A new conversation: `a` answers are forgotten. */
+void tui_tools_forget(struct tui *t);
+void tui_tools_free(struct tui *t);
+/* The session sink's hooks (struct session_sink): approve asks and waits (tui_modal). */
+enum tool_verdict tui_tools_approve(void *ud, struct tool_call *call);
+void tui_tools_call(void *ud, const struct tool_call *call, enum tool_verdict verdict);
+void tui_tools_result(void *ud, const struct tool_call *call, const struct tool_result *res,
+                      double seconds);
+/* Before answer text or the end: after a tool round, the next text goes into a new answer
+ * below the tool lines. */
+void tui_tools_answer_next(struct tui *t);
+/* The status bar's tool field, from the session (each frame). */
+void tui_tools_status(struct tui *t, double now);
+/* A saved turn's tool rounds in the transcript (resume). */
+void tui_tools_show_steps(struct tui *t, const struct conv_turn *tt);
 
 /* Bytes of a result kept for /expand. */
 #define TUI_TOOL_KEEP ((size_t)64 << 10)
