@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the chat's tool-call approval, in tmux, with the test tools
+(TOKTERM_TEST_TOOLS) and the fake server replaying tool-call streams: every call is shown
+(the tool and its arguments pretty-printed) and waits for y (once), a (always for this tool in
+this conversation), n (refuse: the model is told), e (edit the arguments as JSON, checked
+against the schema); nothing runs before the key; Esc during a running tool cancels it; tool
+calls and results appear one line each, /expand N shows one whole; a resumed conversation
+shows its tool lines; `a` does not carry over to a new conversation. Prints TAP."""
+
+import sys
+
+sys.dont_write_bytecode = True
+
+import os  # noqa: E402
+import re  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ttlib  # noqa: E402
+
+t = ttlib.Tap()
+
+if not ttlib.Tmux.available():
+    t.skip("tool approval in tmux", "tmux is not installed", tool="tmux")
+    sys.exit(t.done())
+
+ASK = "y run once  a always"
+TWO = "replay=openai_tool_calls.sse"  # test.add {"a": 2, "b": 40}, then test.echo
+ANSWER = "reply=the%20sum%20is%2042"
+
+
+def tool_msgs(req):
+    """The role-tool messages of a request: {tool_call_id: content}."""
+    return {m.get("tool_call_id"): m.get("content")
+            for m in (req.get("body") or {}).get("messages") or [] if m.get("role") == "tool"}
+
+
+ADD, ECHO = "call_DdmO9pD3xa9XTPNJ32zg2hcA", "call_ABSg8GmpTnHUKRPB9aFCk1iE"
+
+with ttlib.FakeServer() as srv:
+    home = ttlib.make_home()
+
+    def chat(extra=()):
+        tm = ttlib.Tmux(110, 34)
+        tm.__enter__()
+        tm.run([ttlib.tokterm_path(), "--no-cache", "--base-url", srv.base()] + list(extra),
+               ttlib.clean_env(home=home, env={"TOKTERM_TEST_TOOLS": "1"}))
+        tm.wait_for(re.compile("F1|\u203a"), 10)
+        return tm
+
+    def ask(tm, prompt):
+        tm.send_text(prompt)
+        tm.send("Enter")
+        return tm.wait_for(ASK, 10)
+
+    # --- y once, n refuse -----------------------------------------------------------------
+    srv.queue([TWO, ANSWER])
+    tm = chat()
+    n0 = len(srv.requests())
+    screen = ask(tm, "add 2 and 40")
+    t.ok(screen is not None and "the model calls test.add (test tools)" in screen and
+         re.search(r'"a": 2,\s*\n.*"b": 40', screen) is not None,
+         "the call is shown: the tool, its arguments pretty-printed", tm.capture())
+    t.eq(len(srv.requests()), n0 + 1, "nothing more is sent before the key")
+    tm.send("Enter")  # Enter alone answers nothing
+    t.ok(ASK in tm.capture(), "Enter alone does not approve")
+    tm.send("y")
+    screen = tm.wait_for("the model calls test.echo", 10)
+    t.ok(screen is not None and '"text": "h' in screen, "y: the next call is asked about",
+         tm.capture())
+    tm.send("n")
+    screen = tm.wait_for("the sum is 42", 10)
+    t.ok(screen is not None, "the answer after the tools", tm.capture())
+    req = srv.requests()[-1]
+    tm_ = tool_msgs(req)
+    t.eq(tm_.get(ADD), "42", "y: test.add ran, its result sent back with its call id")
+    t.ok("refused" in (tm_.get(ECHO) or ""), "n: the model is told the call was refused", tm_)
+    t.ok(re.search(r"\u2699 1 test\.add \{\"a\": 2, \"b\": 40\}", screen) is not None and
+         re.search(r"\u21b3 1 ok, 2 bytes, [0-9.]+s: 42 \(/expand 1\)", screen) is not None,
+         "the call and its result: one line each", screen)
+    t.ok(re.search(r"\u2699 2 test\.echo .*refused", screen) is not None,
+         "a refused call is marked", screen)
+    tm.send_text("/expand 1")
+    tm.send("Enter")
+    screen = tm.wait_for("Tool call 1: test.add", 5)
+    t.ok(screen is not None and "Result (2 bytes" in screen, "/expand 1: the call whole",
+         tm.capture())
+
+    # --- a always: the same tool runs unasked in this conversation -------------------------
+    srv.queue([TWO, ANSWER, TWO, ANSWER])
+    ask(tm, "again")
+    tm.send("a")
+    tm.wait_for("the model calls test.echo", 10)
+    tm.send("y")
+    tm.wait_for(re.compile(r"the sum is 42(.|\n)*the sum is 42"), 10)
+    n1 = len(srv.requests())
+    tm.send_text("and again")
+    tm.send("Enter")
+    screen = tm.wait_for("the model calls test.echo", 10)
+    t.ok(screen is not None and "the model calls test.add" not in screen,
+         "a: test.add runs unasked the next time, test.echo is still asked", tm.capture())
+    tm.send("y")
+    tm.wait_for(re.compile(r"(the sum is 42(.|\n)*){3}"), 10)
+    t.eq(tool_msgs(srv.requests()[-1]).get(ADD), "42", "a: the unasked call ran")
+
+    # --- /new forgets `a` -------------------------------------------------------------------
+    tm.send_text("/new")
+    tm.send("Enter")
+    srv.queue([TWO, ANSWER])
+    screen = ask(tm, "fresh")
+    t.ok(screen is not None and "the model calls test.add" in screen,
+         "/new: test.add is asked about again", tm.capture())
+
+    # --- e edit: bad JSON refused, a schema violation refused, a good edit runs ------------
+    tm.send("e")
+    tm.wait_for("editing: Enter takes it", 5)
+    tm.send("C-u")  # readline: clear the line
+    tm.send_text('{"a": 1,')
+    tm.send("Enter")
+    t.ok(tm.wait_for("not taken:", 5) is not None, "e: invalid JSON is not taken",
+         tm.capture())
+    tm.send("C-u")
+    tm.send_text('{"a": "one", "b": 1}')
+    tm.send("Enter")
+    screen = tm.wait_for("not taken:", 5)
+    t.ok(screen is not None and "$.a" in screen, "e: arguments against the schema are not "
+         "taken, the message names the field", tm.capture())
+    tm.send("C-u")
+    tm.send_text('{"a": 1, "b": 1}')
+    tm.send("Enter")
+    screen = tm.wait_for(re.compile(r'"a": 1,\s*\n.*"b": 1'), 5)
+    t.ok(screen is not None and ASK in screen, "e: the edit is shown and asked again",
+         tm.capture())
+    tm.send("y")
+    tm.wait_for("the model calls test.echo", 10)
+    tm.send("Escape")
+    tm.wait_for("the sum is 42", 10)
+    tmsgs = tool_msgs(srv.requests()[-1])
+    t.eq(tmsgs.get(ADD), "2", "e then y: the edited arguments ran (1 + 1)")
+    t.ok("refused" in (tmsgs.get(ECHO) or ""), "Esc at the question refuses", tmsgs)
+    body = srv.requests()[-1]["body"]
+    calls = [c for m in body["messages"] for c in m.get("tool_calls") or []]
+    t.ok(any(c["function"]["arguments"] == '{"a":1,"b":1}' for c in calls),
+         "the edited arguments are what the history carries", calls)
+
+    # --- Esc while a tool runs cancels it; the status bar shows round, tool, time ----------
+    srv.queue(["replay=openai_tool_sleep.sse", ANSWER])
+    ask(tm, "sleep")
+    tm.send("y")
+    screen = tm.wait_for(re.compile(r"round 1 \u00b7 test\.sleep \d"), 5)
+    t.ok(screen is not None, "the status bar: the round, the tool and its time",
+         ttlib.status_bar(tm.capture()))
+    n2 = len(srv.requests())
+    tm.send("Escape")
+    screen = tm.wait_for(re.compile(r"\u21b3 \d+ error.*cancel"), 5)
+    t.ok(screen is not None, "Esc: the running tool is cancelled at once", tm.capture())
+    t.eq(len(srv.requests()), n2, "Esc: the turn ends, no further request")
+    tm.send("C-d")
+    t.eq(tm.wait_exit(10), 0, "the chat quits")
+    tm.kill()
+
+    # --- resume: the tool lines come back ---------------------------------------------------
+    tm = chat(["-c"])
+    screen = tm.wait_for("test.add", 10)
+    t.ok(screen is not None and re.search(r"\u2699 \d+ test\.add", screen) is not None and
+         re.search(r"\u21b3 \d+ ok", screen) is not None,
+         "resume: the saved tool calls and results, one line each", tm.capture())
+    tm.send("C-d")
+    tm.wait_exit(10)
+    tm.kill()
+
+    # --- --allow-tool in the chat: no question ----------------------------------------------
+    srv.queue([TWO, ANSWER])
+    tm = chat(["--allow-tool", "test.*"])
+    tm.send_text("allowed")
+    tm.send("Enter")
+    screen = tm.wait_for("the sum is 42", 10)
+    t.ok(screen is not None and ASK not in screen, "--allow-tool test.*: no question",
+         tm.capture())
+    tm.send("C-d")
+    tm.wait_exit(10)
+    tm.kill()
+
+sys.exit(t.done())
