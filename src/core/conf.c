@@ -62,6 +62,7 @@ static const struct opt conf_opts[] = {
     {"max_time", OPT_DOUBLE, O(max_time), 0, 0, 864000},
     {"max_answer_mb", OPT_LONG, O(max_answer_mb), 0, 1, 4096},
     {"tool_rounds", OPT_LONG, O(tool_rounds), 0, 1, 1000},
+    {"allow", OPT_STR, O(allow), 0, 0, 0},
     {"key_cmd_timeout", OPT_DOUBLE, O(key_cmd_timeout), 0, 0.1, 3600},
     {"cacert", OPT_STR, O(cacert), 0, 0, 0},
     {"insecure", OPT_BOOL, O(insecure), 0, 0, 1},

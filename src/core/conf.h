@@ -30,6 +30,8 @@ struct conf {
     double max_time;        /* seconds a whole request may take, retries included; 0 = none */
     long max_answer_mb;     /* an answer stops (kept, exit 5) past this many MiB (64) */
     long tool_rounds;       /* tool rounds at most per turn (10) */
+    char *allow;            /* tools the chat runs without asking: globs of tokterm names,
+                               "fs.read_file, *.search"; NULL = none */
     double key_cmd_timeout; /* api_key_cmd / cmd: keys are killed after this many seconds (10) */
     char *cacert;
     int insecure;

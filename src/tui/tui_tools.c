@@ -257,6 +257,15 @@ void tui_tools_init(struct tui *t)
     }
     for (int i = 0; i < t->o->n_allow_tools; i++)
         tool_policy_allow(&t->policy, t->o->allow_tools[i]);
+    /* the config's `allow = fs.read_file, *.search`: the only approvals that outlive a
+     * conversation */
+    char *list = xstrdup(t->conf->allow ? t->conf->allow : ""), *save = NULL;
+    for (char *g = strtok_r(list, ",", &save); g; g = strtok_r(NULL, ",", &save)) {
+        g = util_trim(g);
+        if (*g)
+            tool_policy_allow(&t->policy, g);
+    }
+    free(list);
     if (!t->tools)
         return;
     struct buf err = BUF_INIT;

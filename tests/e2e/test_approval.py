@@ -180,4 +180,32 @@ with ttlib.FakeServer() as srv:
     tm.wait_exit(10)
     tm.kill()
 
+    # --- allow = in the config: unasked in every conversation -------------------------------
+    home2 = ttlib.make_home()
+    cfg = os.path.join(home2, ".config", "tokterm")
+    os.makedirs(cfg, mode=0o700)
+    with open(os.path.join(cfg, "config"), "w") as f:
+        f.write("allow = test.add, *.nothing\n")
+    os.chmod(os.path.join(cfg, "config"), 0o600)
+    home = home2
+    srv.queue([TWO, ANSWER, TWO, ANSWER])
+    tm = chat()
+    screen = ask(tm, "config allows add")
+    t.ok(screen is not None and "the model calls test.echo" in screen and
+         "the model calls test.add" not in screen,
+         "allow = test.add: test.add runs unasked, test.echo is asked", tm.capture())
+    tm.send("n")
+    tm.wait_for("the sum is 42", 10)
+    tm.send_text("/new")
+    tm.send("Enter")
+    screen = ask(tm, "a new conversation")
+    t.ok(screen is not None and "the model calls test.echo" in screen,
+         "allow = test.add: unasked in a new conversation too", tm.capture())
+    tm.send("n")
+    tm.wait_for("the sum is 42", 10)
+    t.eq(tool_msgs(srv.requests()[-1]).get(ADD), "42", "allow = test.add: it ran")
+    tm.send("C-d")
+    tm.wait_exit(10)
+    tm.kill()
+
 sys.exit(t.done())
