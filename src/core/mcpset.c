@@ -116,8 +116,22 @@ void mcp_set_free(struct mcp_set *s, double grace)
     memset(s, 0, sizeof *s);
 }
 
-/* The enabled servers of c into t as sources (t NULL: only checked). How many, or -1. */
-static int mcp_set_each(struct tools *t, const struct conf *c, struct buf *err)
+/* The `allow =` of server conf sc ("read_file, search") into p as "NAME.TOOL" globs. */
+static void mcp_set_allow_one(struct tool_policy *p, const struct mcp_server_conf *sc)
+{
+    char *list = xstrdup(sc && sc->allow ? sc->allow : ""), *save = NULL;
+    for (char *w = strtok_r(list, ", \t", &save); w; w = strtok_r(NULL, ", \t", &save)) {
+        char *glob = xasprintf("%s.%s", sc->name, w);
+        tool_policy_allow(p, glob);
+        free(glob);
+    }
+    free(list);
+}
+
+/* The enabled servers of c into t as sources and their `allow =` into p (either NULL: not
+ * that; both: only checked). How many, or -1. */
+static int mcp_set_each(struct tools *t, struct tool_policy *p, const struct conf *c,
+                        struct buf *err)
 {
     if (!c->mcp || !*c->mcp)
         return 0;
@@ -126,9 +140,13 @@ static int mcp_set_each(struct tools *t, const struct conf *c, struct buf *err)
         return -1;
     char **names = mcp_set_enabled(&s, c, err);
     int n = !names && err->len ? -1 : 0;
-    for (size_t i = 0; names && names[i]; i++, n++)
+    for (size_t i = 0; names && names[i]; i++, n++) {
+        const struct mcp_server_conf *sc = mcp_conf_find(s.confs, s.n, names[i]);
         if (t)
-            tools_add(t, mcp_source_new(mcp_conf_find(s.confs, s.n, names[i]), mcp_set_key));
+            tools_add(t, mcp_source_new(sc, mcp_set_key));
+        if (p)
+            mcp_set_allow_one(p, sc);
+    }
     mcp_set_names_free(names);
     mcp_set_free(&s, 0);
     return n;
@@ -136,12 +154,12 @@ static int mcp_set_each(struct tools *t, const struct conf *c, struct buf *err)
 
 int mcp_set_check(const struct conf *c, struct buf *err)
 {
-    return mcp_set_each(NULL, c, err) < 0 ? -1 : 0;
+    return mcp_set_each(NULL, NULL, c, err) < 0 ? -1 : 0;
 }
 
 int mcp_set_tools(struct tools *t, const struct conf *c, struct buf *err)
 {
-    return mcp_set_each(t, c, err);
+    return mcp_set_each(t, NULL, c, err);
 }
 
 struct tools *mcp_set_registry(const struct conf *c, struct buf *err)
@@ -155,4 +173,9 @@ struct tools *mcp_set_registry(const struct conf *c, struct buf *err)
         return NULL;
     }
     return t;
+}
+
+int mcp_set_allow(struct tool_policy *p, const struct conf *c, struct buf *err)
+{
+    return mcp_set_each(NULL, p, c, err) < 0 ? -1 : 0;
 }

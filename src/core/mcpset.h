@@ -44,4 +44,10 @@ int mcp_set_tools(struct tools *t, const struct conf *c, struct buf *err);
  * listed by the first request (tools_load: the servers start then). */
 struct tools *mcp_set_registry(const struct conf *c, struct buf *err);
 
+/* The tools the sections of the servers c enables allow (`allow = read_file, search` in
+ * [mcp fs]: "fs.read_file", "fs.search"), added to policy p: the chat runs them without
+ * asking. 0, or -1 with err set as mcp_set_tools. */
+struct tool_policy;
+int mcp_set_allow(struct tool_policy *p, const struct conf *c, struct buf *err);
+
 #endif

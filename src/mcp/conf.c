@@ -168,6 +168,9 @@ static int mcp_conf_pair(struct mcp_conf_reader *r, struct ini_line *l)
     } else if (strcmp(k, "cwd") == 0) {
         free(c->cwd);
         c->cwd = xstrdup(val);
+    } else if (strcmp(k, "allow") == 0) {
+        free(c->allow);
+        c->allow = xstrdup(val);
     } else if (strcmp(k, "url") == 0) {
         if (strncmp(val, "http://", 7) != 0 && strncmp(val, "https://", 8) != 0) {
             buf_appends(&why, "must be an http:// or https:// URL");
@@ -208,7 +211,7 @@ static int mcp_conf_pair(struct mcp_conf_reader *r, struct ini_line *l)
             c->max_result_mb = m;
     } else {
         buf_printf(&why, "unknown key (known: command, args, env, cwd, url, headers, key_env, "
-                         "key_cmd, timeout, max_result_mb)");
+                         "key_cmd, timeout, max_result_mb, allow)");
         rc = -1;
     }
     if (rc)
@@ -310,6 +313,7 @@ void mcp_conf_copy(struct mcp_server_conf *d, const struct mcp_server_conf *s)
     d->url = mcp_strdup0(s->url);
     d->key_env = mcp_strdup0(s->key_env);
     d->key_cmd = mcp_strdup0(s->key_cmd);
+    d->allow = mcp_strdup0(s->allow);
 }
 
 void mcp_conf_clear(struct mcp_server_conf *c)
@@ -322,6 +326,7 @@ void mcp_conf_clear(struct mcp_server_conf *c)
     free(c->url);
     free(c->key_env);
     free(c->key_cmd);
+    free(c->allow);
     memset(c, 0, sizeof *c);
 }
 

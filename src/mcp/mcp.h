@@ -38,6 +38,8 @@ struct mcp_server_conf {
     char *key_cmd;      /* HTTP: a command printing the key (run through get_key) */
     double timeout;     /* seconds per request (60) */
     long max_result_mb; /* one message from the server at most (16 MiB) */
+    char *allow;        /* "read_file, search": tools the chat runs without asking, in every
+                           conversation (NAME.TOOL globs, core/mcpset.h); NULL = none */
     int line;           /* where the section starts in the config file */
 };
 

@@ -694,6 +694,12 @@ int tui_send(struct tui *t, const char *prompt, int show_user)
         t->dirty |= TUI_D_VIEW;
         return -1;
     }
+    if (tui_tools_pending(t)) { /* the first send starts the MCP servers: say so meanwhile */
+        tui_hint(t, "starting the tools (MCP servers)...");
+        tui_frame(t);
+        tui_tools_load(t);
+        t->hint[0] = '\0';
+    }
     if (show_user)
         tui_view_add(t->view, TUI_MSG_USER, prompt, strlen(prompt));
     char when[16] = "";

@@ -76,6 +76,7 @@ struct tui {
     struct loop *lp;         /* the chat's event loop (tui_modal waits on it) */
     struct tui_tool_log *tool_log; /* the tool calls shown, for /expand (tui_tools.c) */
     struct tools *tools;     /* the tools offered to the model (tui_tools.c), NULL = none */
+    int tools_loaded;        /* their sources listed (servers started): by the first send */
     struct tool_policy policy; /* --allow-tool, the config's allow, and `a` answers */
     int answer_split;        /* a tool round ended the answer shown: the next text starts a
                                 new one (tui_tools_answer_next) */

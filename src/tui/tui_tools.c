@@ -4,6 +4,7 @@
 #include "tui/tui_app.h"
 #include "tui/tui_ask.h"
 #include "proto/tool.h"
+#include "core/mcpset.h"
 #include "core/shellcmd.h"
 #include "base/utf8.h"
 #include "base/util.h"
@@ -248,17 +249,32 @@ void tui_tool_log_free(struct tui *t)
 
 /* ---- the chat's tools ---- */
 
+/* An error of the tools' setup, in the transcript. */
+static void tui_tools_error(struct tui *t, const char *what, struct buf *err)
+{
+    char *m = xasprintf("%s: %s", what, buf_str(err));
+    tui_error(t, m);
+    free(m);
+    buf_reset(err);
+}
+
 void tui_tools_init(struct tui *t)
 {
+    struct buf err = BUF_INIT;
+    /* --mcp NAME, mcp = a, b (not started yet); the test tools under TOKTERM_TEST_TOOLS */
+    t->tools = mcp_set_registry(t->conf, &err);
     const char *test = getenv("TOKTERM_TEST_TOOLS");
-    if (test && *test) {
-        t->tools = tools_new();
-        tools_add_test(t->tools);
+    int m = t->tools ? 0 : -1;
+    if (!t->tools)
+        tui_tools_error(t, "mcp", &err);
+    else if (!(test && *test) && !(t->conf->mcp && *t->conf->mcp)) {
+        tools_free(t->tools); /* nothing to offer: requests stay as they were */
+        t->tools = NULL;
     }
     for (int i = 0; i < t->o->n_allow_tools; i++)
         tool_policy_allow(&t->policy, t->o->allow_tools[i]);
-    /* the config's `allow = fs.read_file, *.search`: the only approvals that outlive a
-     * conversation */
+    /* the config's `allow = fs.read_file, *.search` and [mcp NAME] `allow = read_file`: the
+     * only approvals that outlive a conversation */
     char *list = xstrdup(t->conf->allow ? t->conf->allow : ""), *save = NULL;
     for (char *g = strtok_r(list, ",", &save); g; g = strtok_r(NULL, ",", &save)) {
         g = util_trim(g);
@@ -266,20 +282,31 @@ void tui_tools_init(struct tui *t)
             tool_policy_allow(&t->policy, g);
     }
     free(list);
-    if (!t->tools)
-        return;
-    struct buf err = BUF_INIT;
-    if (tools_load(t->tools, &err) < 0) {
-        char *m = xasprintf("tools: %s", buf_str(&err));
-        tui_error(t, m);
-        free(m);
-    }
+    if (m >= 0 && mcp_set_allow(&t->policy, t->conf, &err) < 0)
+        tui_tools_error(t, "mcp", &err);
     buf_free(&err);
+}
+
+int tui_tools_pending(const struct tui *t)
+{
+    return t->tools && !t->tools_loaded;
+}
+
+void tui_tools_load(struct tui *t)
+{
+    if (!tui_tools_pending(t))
+        return;
+    t->tools_loaded = 1;
+    struct buf err = BUF_INIT;
+    if (tools_load(t->tools, &err) < 0) /* the servers that answered are kept */
+        tui_tools_error(t, "tools", &err);
+    buf_free(&err);
+    tui_tools_session(t);
 }
 
 void tui_tools_session(struct tui *t)
 {
-    if (t->tools && t->have_session)
+    if (t->tools && t->tools_loaded && t->have_session)
         session_use_tools(t->s, t->tools, &t->policy, (int)t->conf->tool_rounds);
 }
 

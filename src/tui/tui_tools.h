@@ -33,10 +33,15 @@ void tui_tool_log_free(struct tui *t);
 /* ---- the chat's tools (the registry and the policy of struct tui) ---- */
 
 /* Make the registry: the test tools when TOKTERM_TEST_TOOLS is set, the MCP servers the
- * profile enables; the policy: --allow-tool globs (o->allow_tools) and the config's `allow`.
- * Messages go to the transcript. */
+ * profile enables (not started); the policy: --allow-tool globs (o->allow_tools), the
+ * config's `allow` and the enabled [mcp NAME] sections' `allow`. Messages go to the
+ * transcript. */
 void tui_tools_init(struct tui *t);
-/* Offer them to the session just opened (tui_session). */
+/* 1 while the registry's sources are not listed yet (nothing started). */
+int tui_tools_pending(const struct tui *t);
+/* List them (MCP servers start: the first send waits for it) and offer them to the session. */
+void tui_tools_load(struct tui *t);
+/* Offer them to the session just opened (tui_session), once they are listed. */
 void tui_tools_session(struct tui *t);
 /* A new conversation: `a` answers are forgotten. */
 void tui_tools_forget(struct tui *t);

@@ -11,8 +11,10 @@ import sys
 
 sys.dont_write_bytecode = True
 
+import json  # noqa: E402
 import os  # noqa: E402
 import re  # noqa: E402
+import shutil  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ttlib  # noqa: E402
@@ -206,6 +208,73 @@ with ttlib.FakeServer() as srv:
     t.eq(tool_msgs(srv.requests()[-1]).get(ADD), "42", "allow = test.add: it ran")
     tm.send("C-d")
     tm.wait_exit(10)
+    tm.kill()
+
+# --- the done-when: an MCP filesystem server's read, approved in the chat -----------------------
+def modules():
+    for d in (os.environ.get("TOKTERM_MCP_MODULES"),
+              os.path.join(ttlib.srcdir(), "mcp", "node_modules")):
+        if d and os.path.isdir(os.path.join(d, "@modelcontextprotocol", "server-filesystem")):
+            return os.path.abspath(d)
+    return None
+
+
+def tool_call_sse(call_id, wire, args):
+    """A chat-completions stream that asks for one call."""
+    def chunk(delta, finish=None):
+        return "data: " + json.dumps({"id": "chatcmpl-fs", "object": "chat.completion.chunk",
+                                      "created": 1733000000, "model": "gpt-4o-mini",
+                                      "choices": [{"index": 0, "delta": delta,
+                                                   "finish_reason": finish}]}) + "\n\n"
+    return (chunk({"role": "assistant", "content": None}) +
+            chunk({"tool_calls": [{"index": 0, "id": call_id, "type": "function",
+                                   "function": {"name": wire, "arguments": args}}]}) +
+            chunk({}, "tool_calls") + "data: [DONE]\n\n")
+
+
+node, mods = shutil.which("node"), modules()
+if not node or not mods:
+    t.skip("the chat approves a read by an MCP filesystem server",
+           "node or tests/mcp/node_modules missing (npm ci in tests/mcp)", tool="node")
+    sys.exit(t.done())
+root = ttlib.tempdir("tt-fs-")
+notes = os.path.join(root, "notes.txt")
+with open(notes, "w") as f:
+    f.write("the secret number is 4217\n")
+fixtures = ttlib.tempdir("tt-fix-")
+with open(os.path.join(fixtures, "fs_read.sse"), "w") as f:
+    f.write(tool_call_sse("call_fs1", "fs__read_text_file", json.dumps({"path": notes})))
+home3 = ttlib.make_home()
+cfgdir = os.path.join(home3, ".config", "tokterm")
+os.makedirs(cfgdir, mode=0o700)
+with open(os.path.join(cfgdir, "config"), "w") as f:
+    f.write("mcp = fs\n\n[mcp fs]\ncommand = %s %s %s\n" % (
+        node, os.path.join(mods, "@modelcontextprotocol", "server-filesystem", "dist",
+                           "index.js"), root))
+os.chmod(os.path.join(cfgdir, "config"), 0o600)
+with ttlib.FakeServer(extra_args=["--fixtures", fixtures]) as fsrv:
+    fsrv.queue(["replay=fs_read.sse", "reply=The%20file%20says%204217."])
+    tm = ttlib.Tmux(110, 34)
+    tm.__enter__()
+    tm.run([ttlib.tokterm_path(), "--no-cache", "--base-url", fsrv.base()],
+           ttlib.clean_env(home=home3))
+    tm.wait_for(re.compile("F1|\u203a"), 10)
+    tm.send_text("what does notes.txt say?")
+    tm.send("Enter")
+    screen = tm.wait_for(ASK, 60)
+    t.ok(screen is not None and "the model calls fs.read_text_file (MCP server fs)" in screen
+         and notes in screen, "MCP: the read is shown with its server and path", tm.capture())
+    tools = (fsrv.requests()[0].get("body") or {}).get("tools") or []
+    t.ok(any(x.get("function", {}).get("name") == "fs__read_text_file" for x in tools),
+         "MCP: the server's tools are offered to the model")
+    tm.send("y")
+    screen = tm.wait_for("The file says 4217.", 30)
+    t.ok(screen is not None, "MCP: approved, the answer comes", tm.capture())
+    res = tool_msgs(fsrv.requests()[-1]).get("call_fs1") or ""
+    t.ok("the secret number is 4217" in res, "MCP: the file's text went back to the model",
+         res)
+    tm.send("C-d")
+    t.eq(tm.wait_exit(15), 0, "MCP: the chat quits (the server stopped)")
     tm.kill()
 
 sys.exit(t.done())
