@@ -113,7 +113,8 @@ static void test_registry(void)
     char *log = xasprintf("%s/cancel.log", dir);
     char *text = xasprintf("[mcp h]\ncommand = python3 %s/mcp/hostile.py --pages 2\n"
                            "env = HOSTILE_LOG=%s\ntimeout = 2\n"
-                           "[mcp other]\ncommand = python3 %s/mcp/hostile.py\n",
+                           "allow = ok, page*\n"
+                           "[mcp other]\ncommand = python3 %s/mcp/hostile.py\nallow = ok\n",
                            tap_srcdir(), log, tap_srcdir());
     char *p = write_conf("r.ini", text);
     struct conf c;
@@ -130,6 +131,14 @@ static void test_registry(void)
     c.mcp = xstrdup("h");
     buf_reset(&err);
     TAP_INT(mcp_set_tools(t, &c, &err), 1, "mcp = h: one source");
+    struct tool_policy pol = {0};
+    TAP_INT(mcp_set_allow(&pol, &c, &err), 0, "mcp = h: its allow = read");
+    TAP_OK(tool_policy_verdict(&pol, "h.ok") == TOOL_RUN &&
+               tool_policy_verdict(&pol, "h.page1") == TOOL_RUN &&
+               tool_policy_verdict(&pol, "h.progress") == TOOL_ASK &&
+               tool_policy_verdict(&pol, "other.ok") == TOOL_ASK,
+           "allow = ok, page* in [mcp h]: h.ok and h.page1 run unasked; not other.ok");
+    tool_policy_free(&pol);
     TAP_OK(tools_load(t, &err) == 0, "the registry lists it: %s", err.data ? err.data : "");
     TAP_OK(tools_find(t, "h.page0") && tools_find(t, "h.page1") && tools_find(t, "h.ok") &&
                !tools_find(t, "other.ok"), "its tools are h.TOOL, every page; only h");
