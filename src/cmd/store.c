@@ -1,6 +1,7 @@
 /* cmd_store.c - review subcommands: ls, show, search, export, rm, rename, stats, cache. */
 #include "config.h"
 #include "cmd/store.h"
+#include "proto/tool.h"
 
 #include "base/buf.h"
 #include "core/conv.h"
@@ -333,6 +334,38 @@ static void cmd_md_meta(struct cmd_ctx *c, const char *key, const char *val)
     fputc('\n', c->out);
 }
 
+/* A row's tool part (schema v8): the calls an answer asked for, or the call a result
+ * answers, one line each. */
+static void cmd_md_tool(struct cmd_ctx *c, const struct store_message *m)
+{
+    struct conv_step st = {0};
+    if (!m->tool || conv_step_parse(&st, m->tool) < 0)
+        return;
+    for (size_t i = 0; i < st.n_calls; i++) {
+        fputs("- call `", c->out);
+        cmd_puts(c, st.calls[i].name ? st.calls[i].name : st.calls[i].wire);
+        fputs("` (", c->out);
+        cmd_puts(c, st.calls[i].id ? st.calls[i].id : "");
+        fputs("): ", c->out);
+        cmd_puts(c, st.calls[i].args ? st.calls[i].args : "");
+        fputc('\n', c->out);
+        tool_call_free(&st.calls[i]);
+    }
+    if (st.result) {
+        fprintf(c->out, "*%s of `", st.is_error ? "error result" : "result");
+        cmd_puts(c, st.name ? st.name : st.wire ? st.wire : "?");
+        fputs("` (", c->out);
+        cmd_puts(c, st.call_id ? st.call_id : "");
+        fputs(")*\n", c->out);
+    }
+    fputc('\n', c->out);
+    free(st.calls);
+    free(st.thinking);
+    free(st.call_id);
+    free(st.name);
+    free(st.wire);
+}
+
 static void cmd_md_message(struct cmd_ctx *c, const struct store_message *m,
                            const struct conv_rowinfo *ri)
 {
@@ -358,6 +391,7 @@ static void cmd_md_message(struct cmd_ctx *c, const struct store_message *m,
     }
     cmd_put(c, m->content, m->content_len);
     fputs("\n\n", c->out);
+    cmd_md_tool(c, m);
     if (strcmp(role, "user") == 0 && m->error) {
         fputs("*refused: not sent*\n\n> ", c->out);
         cmd_puts(c, m->error);
@@ -626,6 +660,9 @@ static cJSON *cmd_json_conversation(const struct store_conversation *conv, int a
             cJSON_AddBoolToObject(j, "live", ri[i].live);
         cJSON_AddItemToObject(j, "content", cmd_json_str(m->content, m->content_len));
         cmd_json_add_str(j, "reasoning", m->reasoning);
+        cJSON *tool = m->tool ? cJSON_Parse(m->tool) : NULL; /* calls, or the call answered */
+        if (tool)
+            cJSON_AddItemToObject(j, "tool", tool);
         cmd_json_add_str(j, "status", store_status_name(m->status));
         cmd_json_add_str(j, "finish_reason", m->finish_reason);
         cmd_json_add_str(j, "error", m->error);

@@ -88,6 +88,19 @@ with ttlib.FakeServer() as srv:
          rows[4][1] == "The sum is 42.", "a tool row names its call; the answer has no tool",
          repr(rows))
 
+    rc1, shown, _ = run(srv, home, ["--db", db, "show", "1"])
+    rc2, exported, _ = run(srv, home, ["--db", db, "export", "1", "--format", "json"])
+    rc3, found, _ = run(srv, home, ["--db", db, "search", "world"])
+    ex = json.loads(exported) if rc2 == 0 else {}
+    ex_tools = [m.get("tool") for m in ex.get("messages", [])]
+    t.ok(rc1 == 0 and "- call `test.add` (%s): {\"a\": 2, \"b\": 40}" % ADD_ID in text(shown)
+         and "*result of `test.add` (%s)*" % ADD_ID in text(shown),
+         "show: the calls and the call each result answers", text(shown))
+    t.ok(rc2 == 0 and ex_tools[1]["calls"][0]["arguments"] == '{"a": 2, "b": 40}' and
+         ex_tools[2]["id"] == ADD_ID and rc3 == 0 and " tool " in text(found),
+         "export --format json has each row's tool part; search finds a tool's result",
+         json.dumps(ex_tools) + text(found))
+
     # --- 3. resume: the next request carries the same rounds, paired ---
     n0 = len(srv.requests())
     srv.queue(["reply=ok"])
