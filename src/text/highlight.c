@@ -464,7 +464,13 @@ struct out {
     size_t at; /* bytes before this are covered */
 };
 
-static inline void span_add(struct hl_spans *o, size_t a, size_t b, int slot)
+#if defined(__GNUC__)
+#define HL_INLINE inline __attribute__((always_inline))
+#else
+#define HL_INLINE inline
+#endif
+
+static HL_INLINE void span_add(struct hl_spans *o, size_t a, size_t b, int slot)
 {
     if (o->n && o->v[o->n - 1].slot == slot) {
         o->v[o->n - 1].len += (uint32_t)(b - a);
@@ -476,7 +482,7 @@ static inline void span_add(struct hl_spans *o, size_t a, size_t b, int slot)
 }
 
 /* Bytes [a, b) in slot; the gap since the last span in plain code. */
-static inline void put(struct out *w, size_t a, size_t b, int slot)
+static HL_INLINE void put(struct out *w, size_t a, size_t b, int slot)
 {
     if (a < w->at)
         a = w->at;
