@@ -10,6 +10,7 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -778,9 +779,10 @@ struct mcp_call *mcp_call_start(struct mcp_client *c, const char *tool, const ch
     k->arguments = xstrdup(arguments ? arguments : "");
     k->progress = progress;
     k->ud = ud;
-    if (pipe(k->pipe) != 0 || pthread_create(&k->th, NULL, mcp_call_thread, k) != 0) {
+    if (pipe2(k->pipe, O_CLOEXEC) != 0 ||
+        pthread_create(&k->th, NULL, mcp_call_thread, k) != 0) {
         /* run it here: the caller blocks, but gets its answer */
-        if (k->pipe[0] <= 0 && pipe(k->pipe) != 0)
+        if (k->pipe[0] <= 0 && pipe2(k->pipe, O_CLOEXEC) != 0)
             xmalloc_die(0);
         mcp_call_thread(k);
         k->th = 0;

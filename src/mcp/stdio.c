@@ -1,6 +1,7 @@
 /* stdio.c - the stdio transport: the server is a child process in a process group of its
- * own, spoken to through newline-delimited JSON on its stdin and stdout; its stderr is drained
- * and only its last 4 KiB kept. A reader thread polls stdout, stderr and a stop pipe. */
+ * own, with no descriptor of ours but its stdin, stdout and stderr, spoken to through
+ * newline-delimited JSON on its stdin and stdout; its stderr is drained and only its last
+ * 4 KiB kept. A reader thread polls stdout, stderr and a stop pipe. */
 #include "config.h"
 #include "mcp/mcp_int.h"
 
@@ -260,6 +261,8 @@ static int mcp_stdio_open(struct mcp_client *c, struct buf *err)
     posix_spawn_file_actions_adddup2(&fa, er[1], 2);
     if (c->conf.cwd)
         posix_spawn_file_actions_addchdir_np(&fa, c->conf.cwd);
+    /* nothing else of ours: the database, sockets, pipes without O_CLOEXEC, the caller's */
+    posix_spawn_file_actions_addclosefrom_np(&fa, 3);
     sigset_t none, def;
     sigemptyset(&none);
     sigemptyset(&def);

@@ -156,6 +156,9 @@ t.eq(out, '{"answer":42}\n', "structured content alone is printed as JSON")
 rc, out, err = tt(cfg, ["mcp", "call", "h", "env"], env={"MY_SECRET": "s3cr3t-value"})
 t.eq(out, "s3cr3t-value\n", "env = NAME=${VAR}: the value comes from tokterm's environment")
 
+rc, out, err = tt(cfg, ["mcp", "call", "h", "fds"])
+t.eq((rc, out), (0, "none\n"), "a server inherits no descriptor but stdin, stdout, stderr")
+
 rc, out, err = tt(cfg, ["mcp", "call", "badver", "ok"])
 t.ok(rc == 4 and "revision '1999-01-01'" in err, "an unknown protocol revision is refused", err)
 

@@ -20,6 +20,7 @@ tools/call of these tools:
   structured  structuredContent only
   ping_me     pings the client, answers with "pong ok" once the client has answered
   env         the value of $SECRET_FOR_TEST (or "unset")
+  fds         the descriptors above 2 it inherited ("none")
   list_changed  sends notifications/tools/list_changed and adds a tool "added"
 
 Over HTTP (POST /mcp) initialize gives a session id that every later POST must carry (404
@@ -61,7 +62,7 @@ def result(i, r):
 
 
 TOOLS = ["ok", "crash", "hang", "garbage", "wrong_id", "huge", "error", "rpc_error", "progress",
-         "structured", "ping_me", "env", "list_changed"]
+         "structured", "ping_me", "env", "list_changed", "fds"]
 
 if "--garbage-first" in args:
     out.write(b"Server starting up... (not JSON)\n")
@@ -251,6 +252,14 @@ for raw in sys.stdin.buffer:
         elif name == "ping_me":
             pending_ping = i
             send({"jsonrpc": "2.0", "id": "ping-1", "method": "ping"})
+        elif name == "fds":
+            seen = []
+            for x in sorted(int(x) for x in os.listdir("/proc/self/fd") if int(x) > 2):
+                try:
+                    seen.append("%d:%s" % (x, os.readlink("/proc/self/fd/%d" % x)))
+                except OSError:
+                    pass  # the listing's own descriptor, closed by now
+            result(i, {"content": [{"type": "text", "text": " ".join(seen) or "none"}]})
         elif name == "env":
             result(i, {"content": [{"type": "text",
                                     "text": os.environ.get("SECRET_FOR_TEST", "unset")}]})
