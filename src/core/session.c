@@ -1162,6 +1162,9 @@ int session_dispatch(struct session *s, const struct session_sink *sink)
         } else if (e->type == QEV_HEADERS) {
             if (sink->headers)
                 sink->headers(sink->ud, (long)e->num);
+        } else if (e->type == QEV_QUOTA) {
+            if (sink->quota)
+                sink->quota(sink->ud, buf_str(&e->text));
         } else if (e->type == QEV_RETRY || e->type == QEV_WAIT) {
             if (sink->wait)
                 sink->wait(sink->ud, e->type == QEV_RETRY, buf_str(&e->text), e->num);
@@ -1217,6 +1220,12 @@ void session_cancel(struct session *s)
         net_cancel(s->net, s->active);
         s->cancel_asked = s->active;
     }
+}
+
+void session_send_now(struct session *s)
+{
+    if (s->active && !(s->active & SESSION_LOCAL_ID))
+        net_send_now(s->net, s->active);
 }
 
 /* ---- context window, history compression and budget (context.h) ---------------------------- */

@@ -45,6 +45,8 @@ struct session_sink {
     /* Waiting before the request leaves (optional): retry = 1 for a retry after a failed
      * attempt, 0 for waiting on the quota; why is a sentence; seconds until it goes. */
     void (*wait)(void *ud, int retry, const char *why, double seconds);
+    /* The kept headers (rate limits) of a response that is retried, a 429 (optional). */
+    void (*quota)(void *ud, const char *headers);
     /* Function calling (session_use_tools), all optional. The model asked for call (tokterm
      * name, arguments checked) and the policy says TOOL_ASK: return TOOL_RUN or TOOL_REFUSE
      * (the chat asks the user; it may replace call->args, args_len: edited arguments). NULL:
@@ -156,6 +158,9 @@ void session_tick(struct session *s);
 int session_dispatch(struct session *s, const struct session_sink *sink);
 /* Ask the network thread to stop the exchange in flight. */
 void session_cancel(struct session *s);
+/* Ask the network thread to send the exchange in flight now, while it waits for its quota or a
+ * retry's backoff (net_send_now). */
+void session_send_now(struct session *s);
 /* Replace every occurrence of the key in text by '*' (defence in depth for messages that echo
  * what they were sent). */
 void session_redact(const struct session *s, char *text);

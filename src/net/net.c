@@ -85,6 +85,7 @@ struct xfer {
     struct ratelimit_state before; /* its quota's state when this response began */
     int crowded;           /* other requests of its quota were on the wire when it left */
     int wait_told;         /* QEV_WAIT sent for the current wait */
+    int send_now;          /* net_send_now: leaves at once, whatever the quota or backoff says */
     int breaker_open;      /* failed fast: the endpoint's circuit breaker is open */
     int pool_dead;         /* failed fast: every key of its pool was refused */
 };
@@ -109,6 +110,8 @@ struct net {
     struct xfer *pending;     /* submitted, not yet added (under lock) */
     unsigned *cancels;        /* ids to cancel (under lock) */
     size_t n_cancels, cap_cancels;
+    unsigned *nows;           /* ids to send now (net_send_now, under lock) */
+    size_t n_nows, cap_nows;
     atomic_uint cancel_seq;   /* counts net_cancel calls: a transfer looks at the cancels
                                  from inside curl's callbacks when it moved */
     atomic_int stop;
@@ -930,6 +933,8 @@ static void net_finish(struct net *n, struct xfer *x, CURLcode res)
         if (v == RATELIMIT_RETRY) {
             snprintf(x->last_failure, sizeof x->last_failure, "%s", r->error ? r->error : reason);
             char *clean = net_clean_message(xstrdup(reason));
+            if (r->headers && *r->headers) /* its rate limits (a 429's): shown while it waits */
+                queue_push_note(n->q, QEV_QUOTA, x->id, r->headers, 0);
             queue_push_note(n->q, QEV_RETRY, x->id, clean, delay);
             free(clean);
             net_result_free(r);
@@ -1042,10 +1047,10 @@ static void net_take_work(struct net *n)
     pthread_mutex_lock(&n->lock);
     struct xfer *list = n->pending;
     n->pending = NULL;
-    unsigned *cancels = n->cancels;
-    size_t nc = n->n_cancels;
-    n->cancels = NULL;
-    n->n_cancels = n->cap_cancels = 0;
+    unsigned *cancels = n->cancels, *nows = n->nows;
+    size_t nc = n->n_cancels, nn = n->n_nows;
+    n->cancels = n->nows = NULL;
+    n->n_cancels = n->cap_cancels = n->n_nows = n->cap_nows = 0;
     pthread_mutex_unlock(&n->lock);
 
     /* Pending is newest first: prepending each to the waiting list keeps submission order
@@ -1083,6 +1088,14 @@ static void net_take_work(struct net *n)
                 x->cancelled = 1;
     }
     free(cancels);
+    double now = util_now();
+    for (size_t i = 0; i < nn; i++)
+        for (struct xfer *x = n->waiting; x; x = x->next)
+            if (x->id == nows[i]) {
+                x->send_now = 1;
+                x->start_at = now;
+            }
+    free(nows);
 }
 
 /* x waits wait seconds for its quota: its new start time, and a note to the sink the first
@@ -1218,7 +1231,7 @@ static double net_admit(struct net *n)
             pp = &x->next;
             continue;
         }
-        double wait = ratelimit_wait_time(&q->key.state, now, x->rq->est_tokens);
+        double wait = x->send_now ? 0 : ratelimit_wait_time(&q->key.state, now, x->rq->est_tokens);
         if (wait > 0.001) {
             net_hold(n, x, wait, now);
             next_due = wait < next_due ? wait : next_due;
@@ -1437,6 +1450,15 @@ void net_cancel(struct net *n, unsigned id)
     curl_multi_wakeup(n->multi);
 }
 
+void net_send_now(struct net *n, unsigned id)
+{
+    pthread_mutex_lock(&n->lock);
+    XGROW(n->nows, n->n_nows + 1, n->cap_nows);
+    n->nows[n->n_nows++] = id;
+    pthread_mutex_unlock(&n->lock);
+    curl_multi_wakeup(n->multi);
+}
+
 void net_stop(struct net *n)
 {
     if (!n)
@@ -1448,6 +1470,7 @@ void net_stop(struct net *n)
     curl_share_cleanup(n->share);
     pthread_mutex_destroy(&n->lock);
     free(n->cancels);
+    free(n->nows);
     while (n->quotas) {
         struct net_quota *q = n->quotas;
         n->quotas = q->next;

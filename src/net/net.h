@@ -110,6 +110,9 @@ unsigned net_submit(struct net *n, struct net_request *rq);
 void net_set_max_active(struct net *n, int max);
 /* Ask the thread to stop request id; it ends with outcome API_CANCELLED. */
 void net_cancel(struct net *n, unsigned id);
+/* The user asks request id, waiting for its quota or for a retry's backoff, to leave now: it
+ * goes at once, its quota not looked at (the server may refuse it with a 429). */
+void net_send_now(struct net *n, unsigned id);
 /* Stop the thread, cancelling everything; frees n. */
 void net_stop(struct net *n);
 /* Free a request that was never submitted (wipes the key). */

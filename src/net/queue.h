@@ -16,6 +16,7 @@ enum queue_type {
     QEV_WAIT,          /* waiting for quota before sending: text: why; num: seconds */
     QEV_END,           /* the exchange is over: ptr = struct net_result * (reader frees) */
     QEV_TOOL,          /* a tool call running for the session is over (core/session.c) */
+    QEV_QUOTA,         /* text: the kept headers of a response that is retried (a 429) */
 };
 
 struct queue_event {

@@ -1562,21 +1562,20 @@ char *ratelimit_format(const struct ratelimit_state *s, double now, char *buf, s
     buf[0] = '\0';
     if (!s->seen)
         return buf;
-    struct ratelimit_dim r = dim_view(&s->req, now), t = dim_view(&s->tok, now);
-    char a[24], b[24], c[24], d[24], e[32];
-    fmt_count(r.remaining, a, sizeof a);
-    fmt_count(r.limit, b, sizeof b);
-    fmt_count(t.remaining, c, sizeof c);
-    fmt_count(t.limit, d, sizeof d);
-    double reset = -1;
-    if (r.reset_at > now)
-        reset = r.reset_at - now;
-    if (t.reset_at > now && t.reset_at - now > reset)
-        reset = t.reset_at - now;
-    if (reset > 0)
-        ratelimit_format_duration(reset, e, sizeof e);
-    else
-        snprintf(e, sizeof e, "?");
-    snprintf(buf, size, "req %s/%s tok %s/%s reset %s", a, b, c, d, e);
+    /* each limit with the time to its own reset (none when it is unknown or past) */
+    struct ratelimit_dim dims[2] = {dim_view(&s->req, now), dim_view(&s->tok, now)};
+    char part[2][96];
+    for (int i = 0; i < 2; i++) {
+        char a[24], b[24], e[40] = "";
+        fmt_count(dims[i].remaining, a, sizeof a);
+        fmt_count(dims[i].limit, b, sizeof b);
+        if (dims[i].reset_at > now) {
+            char d[32];
+            snprintf(e, sizeof e, " (%s)",
+                     ratelimit_format_duration(dims[i].reset_at - now, d, sizeof d));
+        }
+        snprintf(part[i], sizeof part[i], "%s %s/%s%s", i ? "tok" : "req", a, b, e);
+    }
+    snprintf(buf, size, "%s %s", part[0], part[1]);
     return buf;
 }

@@ -301,9 +301,9 @@ int ratelimit_answered_line(char *out, size_t size);
 int ratelimit_state_load(struct ratelimit_state *s, const char *line, size_t len, double now,
                          double now_epoch);
 
-/* Status-bar text such as "req 4999/5000 tok 159k/160k reset 6m0s" ('?' for unknown fields;
- * reset = the later of the pending resets), or "" when the server never sent any rate-limit
- * header. Writes at most size bytes; returns buf. */
+/* Status-bar text such as "req 4999/5000 (12ms) tok 159k/160k (6m0s)" ('?' for unknown
+ * counts; each limit with the time to its own reset, none when that is unknown or past), or ""
+ * when the server never sent any rate-limit header. Writes at most size bytes; returns buf. */
 char *ratelimit_format(const struct ratelimit_state *s, double now, char *buf, size_t size);
 
 /* Format a duration the way the status bar does ("20ms", "1.2s", "12s", "6m0s", "1h2m3s";

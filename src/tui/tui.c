@@ -551,6 +551,15 @@ static void tui_sink_wait(void *ud, int retry, const char *why, double seconds)
     t->dirty |= TUI_D_STATUS;
 }
 
+static void tui_sink_quota(void *ud, const char *headers)
+{
+    struct tui *t = ud;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    tui_status_headers(&t->st, headers, util_now(), (double)ts.tv_sec + ts.tv_nsec / 1e9);
+    t->dirty |= TUI_D_STATUS;
+}
+
 static char *tui_footer(struct tui *t, const struct net_result *r, int *slot)
 {
     struct buf b = BUF_INIT;
@@ -743,7 +752,13 @@ static void tui_on_line(void *ud, char *line)
         return;
     }
     if (!*line) {
-        if (t->no_key && t->local_url)
+        if (t->answer != TUI_NO_ANSWER &&
+            (t->st.state == TUI_STATE_QUOTA || t->st.state == TUI_STATE_RETRYING)) {
+            session_send_now(t->s); /* the user sends anyway: no more waiting */
+            tui_status_state(&t->st, TUI_STATE_WAITING, 0);
+            tui_hint(t, "sent now, without waiting (the server may refuse it)");
+            t->dirty |= TUI_D_STATUS;
+        } else if (t->no_key && t->local_url)
             tui_use_local(t);
         free(line);
         return;
@@ -1363,6 +1378,7 @@ static void tui_run_loop(struct tui *t, struct loop *lp)
         .tool_approve = tui_tools_approve,
         .tool_call = tui_tools_call,
         .tool_result = tui_tools_result,
+        .quota = tui_sink_quota,
     };
     t->dirty = TUI_D_FULL;
     t->urgent = 1;

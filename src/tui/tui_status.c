@@ -90,6 +90,17 @@ static int tui_status_cached(const struct net_result *r)
     return r->cached;
 }
 
+void tui_status_headers(struct tui_status *st, const char *headers, double now,
+                        double now_epoch)
+{
+    for (const char *h = headers; h && *h;) {
+        const char *nl = strchr(h, '\n');
+        size_t len = nl ? (size_t)(nl - h) : strlen(h);
+        ratelimit_feed(&st->rl, NULL, h, len, now, now_epoch);
+        h += len + (nl ? 1 : 0);
+    }
+}
+
 void tui_status_end(struct tui_status *st, const struct net_result *r, double now,
                     double now_epoch)
 {
@@ -110,12 +121,7 @@ void tui_status_end(struct tui_status *st, const struct net_result *r, double no
         if (tokenizer_model_info(r->model, &info) == 0 && info.context_window)
             st->ctx_budget = info.context_window;
     }
-    for (const char *h = r->headers; h && *h;) {
-        const char *nl = strchr(h, '\n');
-        size_t len = nl ? (size_t)(nl - h) : strlen(h);
-        ratelimit_feed(&st->rl, NULL, h, len, now, now_epoch);
-        h += len + (nl ? 1 : 0);
-    }
+    tui_status_headers(st, r->headers, now, now_epoch);
     if (r->outcome == API_OK || r->outcome == API_CUT || r->outcome == API_CANCELLED)
         st->state = TUI_STATE_IDLE;
     else
@@ -304,8 +310,20 @@ static void tui_status_fields(const struct tui_status *st, double now, int base,
     tui_seg_add(s, 0, base, "%s", text);
     if (st->scrolled)
         tui_seg_add(s, 0, THEME_STATUS_WARNING, "\xE2\x86\x91 scrolled (End)");
-    if ((st->state == TUI_STATE_RETRYING || st->state == TUI_STATE_QUOTA) && st->why[0])
-        tui_seg_add(s, 7, base, "%s", st->why);
+    char rl[128];
+    ratelimit_format(&st->rl, now, rl, sizeof rl);
+    int waits = st->state == TUI_STATE_RETRYING || st->state == TUI_STATE_QUOTA;
+    if (waits) {
+        /* why it waits, and the way out, before anything else; a wait for the quota is
+         * explained by the limits' own field (kept fresh by every response, 429s too) */
+        static const char quota[] = "waiting for quota ";
+        const char *why = st->why, *p = strstr(why, " (");
+        if (st->state == TUI_STATE_QUOTA && strncmp(why, quota, sizeof quota - 1) == 0)
+            why = rl[0] || !p ? "" : p + 1;
+        tui_seg_add(s, 0, base, "Enter sends now");
+        if (*why)
+            tui_seg_add(s, 1, base, "%s", why);
+    }
     if (st->effort[0])
         tui_seg_add(s, 1, base, "%s think:%s", st->model, st->effort);
     else
@@ -315,11 +333,9 @@ static void tui_status_fields(const struct tui_status *st, double now, int base,
     if (st->have_last)
         tui_seg_add(s, 6, base, "%s %s", st->reused ? "reused" : "new",
                     tui_status_http(st->http_version));
-    char rl[128];
-    ratelimit_format(&st->rl, now, rl, sizeof rl);
     if (rl[0]) {
         int low = (st->rl.req.remaining == 0 || st->rl.tok.remaining == 0);
-        tui_seg_add(s, 3, low ? THEME_STATUS_WARNING : base, "%s", rl);
+        tui_seg_add(s, waits ? 1 : 3, low ? THEME_STATUS_WARNING : base, "%s", rl);
     }
     if (st->ctx_used >= 0) {
         char a[16], b[16];

@@ -78,6 +78,10 @@ void tui_status_state(struct tui_status *st, enum tui_state state, double until)
  * the monotonic time until, because of why (raw text, may be NULL). */
 void tui_status_wait(struct tui_status *st, enum tui_state state, double until, const char *why);
 
+/* Rate-limit headers (lines) of a response: every response's, a retried 429's too. */
+void tui_status_headers(struct tui_status *st, const char *headers, double now,
+                        double now_epoch);
+
 /* The exchange ended: take timings, usage and rate-limit headers from r. */
 void tui_status_end(struct tui_status *st, const struct net_result *r, double now,
                     double now_epoch);

@@ -294,7 +294,8 @@ with ttlib.FakeServer() as srv:
         st = status_line(done) if done else ""
         t.ok("req 4999/5000" in st, "status: remaining/limit requests from x-ratelimit-*", st)
         t.ok("tok 159k/160k" in st, "status: remaining/limit tokens", st)
-        t.ok(re.search(r"reset \d+m\d+s", st) is not None, "status: reset countdown", st)
+        t.ok(re.search(r"req 4999/5000 \(\d+m\d+s\)", st) is not None,
+             "status: reset countdown (each limit its own)", st)
         t.ok("new HTTP/1.1" in st, "status: a new connection and its HTTP version", st)
         t.ok(re.search(r"ctx ~?\d+(\.\d+k)?/\d+(\.\d+)?k", st) is not None,
              "status: context used / available", st)

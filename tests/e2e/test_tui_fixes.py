@@ -143,6 +143,53 @@ with ttlib.FakeServer() as srv:
              "the hint is gone once the stream has ended (the typed text stays)", scr)
         quit_chat(tm)
 
+    # --- quota: each limit with its own reset; a wait says why and Enter sends anyway -------
+    with ttlib.Tmux(160, 30) as tm:
+        start(tm, srv, "reply=ok")
+        srv.queue(["reply=spent,h.x-ratelimit-limit-requests=100,"
+                   "h.x-ratelimit-remaining-requests=0,h.x-ratelimit-reset-requests=120s,"
+                   "h.x-ratelimit-limit-tokens=30000,h.x-ratelimit-remaining-tokens=29000,"
+                   "h.x-ratelimit-reset-tokens=2s", "reply=anyway"])
+        say(tm, "one")
+        scr = tm.wait_for(re.compile(r"spent\n.*\u2713"), 10)
+        st = ttlib.status_bar(scr or tm.capture())
+        t.ok(re.search(r"req 0/100 \((1m\d+s|2m0s)\) tok 29k/30k \(\d", st) is not None,
+             "the bar shows each limit with its own reset", st)
+        n0 = len(srv.requests())
+        say(tm, "two")
+        scr = tm.wait_for(re.compile(r"^ waiting for quota \d", re.M), 5)
+        st = "".join(re.findall(r"^ waiting for quota .*$", scr or "", re.M))
+        t.ok(scr is not None and "Enter sends now" in st and "req 0/100" in st,
+             "waiting for quota: the bar says why and how to send anyway", st)
+        t.eq(len(srv.requests()), n0, "nothing sent while it waits")
+        tm.send("Enter")
+        scr = tm.wait_for(re.compile(r"anyway\n.*\u2713"), 10)
+        t.ok(scr is not None and len(srv.requests()) == n0 + 1,
+             "Enter on the empty prompt sends it at once (the reset is 2 minutes away)",
+             tm.capture())
+        quit_chat(tm)
+
+    # a 429 that says 0 remain: the bar says so while the request waits (not a stale 10)
+    with ttlib.Tmux(160, 30) as tm:
+        start(tm, srv, "reply=ok")
+        srv.queue(["reply=ten,h.x-ratelimit-limit-requests=100,"
+                   "h.x-ratelimit-remaining-requests=10,h.x-ratelimit-reset-requests=60s",
+                   "status=429,h.retry-after-ms=500,h.x-ratelimit-limit-requests=100,"
+                   "h.x-ratelimit-remaining-requests=0,h.x-ratelimit-reset-requests=90s",
+                   "reply=after%20the%20429"])
+        say(tm, "three")
+        tm.wait_for(re.compile(r"ten\n.*\u2713"), 10)
+        say(tm, "four")
+        scr = tm.wait_for(re.compile(r"^ waiting for quota .*req 0/100", re.M), 5)
+        bar = "".join(re.findall(r"^ waiting for quota .*$", scr or "", re.M))
+        t.ok(scr is not None and "req 10/100" not in bar,
+             "a 429's headers reach the bar while the request waits (0 left, not a stale 10)",
+             "\n".join(tm.capture().splitlines()[-3:]))
+        tm.send("Enter")
+        t.ok(tm.wait_for(re.compile(r"after the 429\n.*\u2713"), 10) is not None,
+             "and Enter sends it anyway", tm.capture())
+        quit_chat(tm)
+
 err = open(STDERR, errors="replace").read() if os.path.exists(STDERR) else ""
 t.ok("Sanitizer" not in err and "runtime error" not in err, "no sanitizer report on stderr",
      err[-3000:])
