@@ -349,6 +349,7 @@ enum tool_verdict tui_tools_approve(void *ud, struct tool_call *call)
     struct tui_tools_wait w = {0};
     tui_tool_ask(t, call->name ? tools_find(t->tools, call->name) : NULL, call,
                  tui_tools_approved, &w);
+    tui_hint(t, "a tool call waits for your answer (Esc refuses it)");
     tui_modal(t); /* frames, keys and signals until the answer (a quit or cancel: refused) */
     if (!w.done || w.v != TOOL_RUN) {
         free(w.args);
