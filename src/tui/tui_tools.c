@@ -58,11 +58,11 @@ static int tui_tool_check(void *ud, const char *text, char **fixed, struct buf *
 static void tui_tool_answer(struct tui *t, void *ud, int key, const char *body)
 {
     struct tui_tool_q *q = ud;
-    cJSON *j = cJSON_Parse(body);
-    char *compact = j ? cJSON_PrintUnformatted(j) : NULL;
-    cJSON_Delete(j);
     int run = key == 'y' || key == 'a';
     int edited = strcmp(body, q->shown) != 0;
+    cJSON *j = edited ? cJSON_Parse(body) : NULL; /* checked by tui_tool_check */
+    char *compact = j ? cJSON_PrintUnformatted(j) : NULL;
+    cJSON_Delete(j);
     q->done(t, q->ud, run ? TOOL_RUN : TOOL_REFUSE, key == 'a',
             edited ? (compact ? compact : body) : NULL);
     if (compact)
@@ -87,11 +87,19 @@ void tui_tool_ask(struct tui *t, const struct tools_entry *e, const struct tool_
                                 : xasprintf("the model calls %s", name);
     char *body = tui_tool_pretty(call->args ? call->args : "{}",
                                  call->args ? call->args_len : 2);
+    size_t whole = strlen(body);
+    int cut = whole > TUI_TOOL_SHOW;
+    if (cut) { /* bounded: the panel shows the start, the call runs with all of it */
+        char *b = xasprintf("%.*s\n\xE2\x80\xA6 (%zu bytes more: they are sent whole; too long "
+                            "to edit here)", (int)TUI_TOOL_SHOW, body, whole - TUI_TOOL_SHOW);
+        free(body);
+        body = b;
+    }
     q->shown = xstrdup(body);
-    char *choices = xasprintf("y run once  a always (%s, this conversation)  n refuse  e edit",
-                              name);
+    char *choices = xasprintf("y run once  a always (%s, this conversation)  n refuse%s", name,
+                              cut ? "" : "  e edit");
     tui_ask_open(t, &(struct tui_ask_spec){.title = title, .body = body, .choices = choices,
-                                           .keys = "yan", .edit_key = 'e',
+                                           .keys = "yan", .edit_key = cut ? 0 : 'e',
                                            .check = tui_tool_check, .done = tui_tool_answer,
                                            .ud = q});
     free(title);

@@ -59,6 +59,8 @@ void tui_tools_status(struct tui *t, double now);
 /* A saved turn's tool rounds in the transcript (resume). */
 void tui_tools_show_steps(struct tui *t, const struct conv_turn *tt);
 
+/* Bytes of a call's arguments the approval panel shows (more: shown cut, not editable). */
+#define TUI_TOOL_SHOW ((size_t)64 << 10)
 /* Bytes of a result kept for /expand. */
 #define TUI_TOOL_KEEP ((size_t)64 << 10)
 

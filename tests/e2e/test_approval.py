@@ -232,6 +232,43 @@ def tool_call_sse(call_id, wire, args):
             chunk({}, "tool_calls") + "data: [DONE]\n\n")
 
 
+# --- arguments too long for the panel: shown cut, sent whole, not editable --------------------
+fixtures = ttlib.tempdir("tt-fix-")
+big = "x" * 200000
+with open(os.path.join(fixtures, "big.sse"), "w") as f:
+    f.write(tool_call_sse("call_big1", "test__echo", json.dumps({"text": big})))
+with ttlib.FakeServer(extra_args=["--fixtures", fixtures]) as bsrv:
+    bsrv.queue(["replay=big.sse", "reply=done"])
+    tm = ttlib.Tmux(110, 34)
+    tm.__enter__()
+    tm.run([ttlib.tokterm_path(), "--no-save", "--no-cache", "--base-url", bsrv.base()],
+           ttlib.clean_env(env={"TOKTERM_TEST_TOOLS": "1"}))
+    tm.wait_for(re.compile("F1|\u203a"), 10)
+    tm.send_text("echo a lot")
+    tm.send("Enter")
+    screen = tm.wait_for(ASK, 10)
+    rows = re.search(r"lines 1-\d+ of (\d+) \(PgUp/PgDn\)", screen or "")
+    t.ok(screen is not None and rows and int(rows.group(1)) < 1000 and "e edit" not in screen,
+         "200 KB of arguments: the panel shows the start (bounded rows), no edit", tm.capture())
+    for _ in range(40):
+        tm.send("NPage")
+    t.ok(tm.wait_for("bytes more: they are sent whole", 5) is not None,
+         "PgDn: the panel's end says the rest is sent whole", tm.capture())
+    tm.send("e")
+    t.ok(ASK in tm.capture() and "editing" not in tm.capture(), "e does nothing then")
+    tm.send("y")
+    tm.wait_for("done", 10)
+    body = bsrv.requests()[-1]["body"]
+    args = [c["function"]["arguments"] for m in body["messages"] for c in m.get("tool_calls") or []]
+    t.ok(args and json.loads(args[0]).get("text") == big and
+         "x" * 1000 in (tool_msgs(bsrv.requests()[-1]).get("call_big1") or ""),
+         "the call ran with the whole arguments",
+         "%r / %r" % ([len(a) for a in args],
+                      (tool_msgs(bsrv.requests()[-1]).get("call_big1") or "")[:80]))
+    tm.send("C-d")
+    tm.wait_exit(10)
+    tm.kill()
+
 node, mods = shutil.which("node"), modules()
 if not node or not mods:
     t.skip("the chat approves a read by an MCP filesystem server",
@@ -241,7 +278,6 @@ root = ttlib.tempdir("tt-fs-")
 notes = os.path.join(root, "notes.txt")
 with open(notes, "w") as f:
     f.write("the secret number is 4217\n")
-fixtures = ttlib.tempdir("tt-fix-")
 with open(os.path.join(fixtures, "fs_read.sse"), "w") as f:
     f.write(tool_call_sse("call_fs1", "fs__read_text_file", json.dumps({"path": notes})))
 home3 = ttlib.make_home()
