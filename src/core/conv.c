@@ -549,8 +549,11 @@ void conv_transcript(const struct conv *c, struct buf *out)
                 conv_block(out, "assistant", st->text, st->len);
             for (size_t j = 0; j < st->n_calls; j++) {
                 const struct tool_call *call = &st->calls[j];
-                buf_printf(out, "call: %s ", call->name ? call->name : call->wire);
-                conv_block(out, "", call->args, call->args_len);
+                buf_printf(out, "call: %s ", call->name   ? call->name
+                                            : call->wire ? call->wire
+                                                         : "?");
+                buf_append(out, call->args ? call->args : "", call->args ? call->args_len : 0);
+                buf_appendc(out, '\n');
             }
         }
         switch (t->outcome) {

@@ -2,6 +2,7 @@
  * the live path rebuilt from saved rows (old flat conversations and trees). */
 #include "config.h"
 #include "core/conv.h"
+#include "proto/tool.h"
 #include "store/store.h"
 #include "tap.h"
 #include "base/xmalloc.h"
@@ -205,8 +206,70 @@ static void test_hostile_rows(void)
     conv_free(&c);
 }
 
+/* Tool rounds: a step's JSON round trip, steps rebuilt from rows (rows of other programs
+ * without the JSON left out; an answer that asked for tools is a step, not the answer), and
+ * copied with the conversation. */
+static void test_steps(void)
+{
+    struct conv_step a = {.n_calls = 1};
+    struct tool_call call = {.id = "c1", .name = "fs.read", .wire = "fs__read",
+                             .args = "{\"p\":1}", .args_len = 7};
+    a.calls = &call;
+    a.thinking = "[]";
+    char *json = conv_step_json(&a);
+    struct conv_step b = {0};
+    TAP_INT(conv_step_parse(&b, json), 0, "steps: the calls' JSON reads back");
+    TAP_OK(b.n_calls == 1 && !b.result && !strcmp(b.calls[0].id, "c1") &&
+               !strcmp(b.calls[0].name, "fs.read") && !strcmp(b.calls[0].args, "{\"p\":1}") &&
+               b.calls[0].args_len == 7 && b.thinking && !strcmp(b.thinking, "[]"),
+           "steps: id, name, arguments and thinking kept");
+    free(json);
+    tool_call_free(&b.calls[0]);
+    free(b.calls);
+    free(b.thinking);
+    TAP_INT(conv_step_parse(&b, "not json"), -1, "steps: other text is no step");
+
+    struct rows r = {0};
+    row(&r, 1, "user", "read it", 0, STORE_COMPLETE, NULL);
+    row(&r, 2, "assistant", "let me", 1, STORE_COMPLETE, NULL);
+    r.m[1].tool = "{\"calls\":[{\"id\":\"c1\",\"name\":\"fs.read\",\"wire\":\"fs__read\","
+                  "\"arguments\":\"{}\"}]}";
+    row(&r, 3, "tool", "the text", 1, STORE_COMPLETE, NULL);
+    r.m[2].tool = "{\"id\":\"c1\",\"name\":\"fs.read\",\"wire\":\"fs__read\",\"error\":true}";
+    row(&r, 4, "tool", "foreign", 1, STORE_COMPLETE, NULL);
+    row(&r, 5, "assistant", "it says hi", 1, STORE_COMPLETE, NULL);
+    struct conv c;
+    conv_init(&c);
+    conv_from_saved(&c, &r.sc, NULL);
+    const struct conv_turn *t = c.n ? &c.turns[0] : NULL;
+    TAP_OK(t && t->outcome == CONV_ANSWERED && t->answer_id == 5 && t->n_steps == 2 &&
+               t->steps[0].id == 2 && t->steps[0].n_calls == 1 && t->steps[1].result &&
+               t->steps[1].is_error && !strcmp(t->steps[1].call_id, "c1") &&
+               !strcmp(t->steps[1].text, "the text"),
+           "steps: rebuilt from the rows; the foreign tool row left out");
+    struct conv d;
+    conv_init(&d);
+    conv_copy(&d, &c);
+    TAP_OK(d.n == 1 && d.turns[0].n_steps == 2 && d.turns[0].steps[0].calls != t->steps[0].calls &&
+               !strcmp(d.turns[0].steps[0].calls[0].wire, "fs__read"),
+           "steps: copied deep");
+    struct buf tr = BUF_INIT;
+    conv_transcript(&d, &tr);
+    TAP_OK(strstr(buf_str(&tr), "call: fs.read {}") && strstr(buf_str(&tr), "tool error: the text"),
+           "steps: in the transcript");
+    buf_free(&tr);
+    conv_free(&d);
+    /* the answer row missing (killed mid-round): the round's row is a step, no answer */
+    r.sc.n_messages = 3;
+    conv_from_saved(&c, &r.sc, NULL);
+    TAP_OK(c.n == 1 && c.turns[0].outcome == CONV_FAILED && c.turns[0].n_steps == 2,
+           "steps: killed before the answer: failed, its rounds kept");
+    conv_free(&c);
+}
+
 int main(void)
 {
+    test_steps();
     test_live();
     test_outcome_saved();
     test_saved_tree();
