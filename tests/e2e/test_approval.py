@@ -232,6 +232,36 @@ def tool_call_sse(call_id, wire, args):
             chunk({}, "tool_calls") + "data: [DONE]\n\n")
 
 
+# --- every dialect: the same question, the result back in the dialect's shape ----------------
+with ttlib.FakeServer() as dsrv:
+    for api, fixture, base, key_var in (
+            ("anthropic", "anthropic_tool_use.sse", dsrv.base(), "ANTHROPIC_API_KEY"),
+            ("gemini", "gemini_tool_call.sse", dsrv.url("/v1beta"), "GEMINI_API_KEY"),
+            ("responses", "responses_tool_call.sse", dsrv.base(), "OPENAI_API_KEY")):
+        dsrv.queue(["replay=" + fixture, "reply=The%20sum%20is%2042."])
+        tm = ttlib.Tmux(110, 34)
+        tm.__enter__()
+        tm.run([ttlib.tokterm_path(), "--no-save", "--no-cache", "--api", api, "--base-url",
+                base], ttlib.clean_env(env={"TOKTERM_TEST_TOOLS": "1", key_var: ttlib.TEST_KEY}))
+        tm.wait_for(re.compile("F1|\u203a"), 10)
+        tm.send_text("add 2 and 40")
+        tm.send("Enter")
+        screen = tm.wait_for(ASK, 10)
+        t.ok(screen is not None and "the model calls test.add" in screen and
+             re.search(r'"a": 2,\s*\n.*"b": 40', screen) is not None,
+             "%s: the call is asked about, its arguments pretty-printed" % api, tm.capture())
+        tm.send("y")
+        tm.wait_for("the model calls test.echo", 10)
+        tm.send("n")
+        screen = tm.wait_for("The sum is 42.", 10)
+        last = json.dumps(dsrv.requests()[-1].get("body") or {})
+        t.ok(screen is not None and "42" in last and "refused" in last,
+             "%s: approved and refused results go back, the answer comes" % api,
+             (tm.capture() or "") + last[-600:])
+        tm.send("C-d")
+        tm.wait_exit(10)
+        tm.kill()
+
 # --- arguments too long for the panel: shown cut, sent whole, not editable --------------------
 fixtures = ttlib.tempdir("tt-fix-")
 big = "x" * 200000
