@@ -371,6 +371,28 @@ static void test_anthropic(void)
     free(body);
 }
 
+/* The body a dialect makes of one exchange: the user's "add", the assistant's call id of
+ * test__add {"a":1} (thinking: its thinking_json, may be NULL), the result "3"; parsed
+ * (caller deletes). */
+static cJSON *exchange_body(const char *dialect, const char *id, const char *thinking)
+{
+    struct tool_call calls[] = {{.id = (char *)id, .wire = "test__add", .args = "{\"a\":1}",
+                                 .args_len = 7}};
+    struct api_message m[] = {
+        API_MSG("user", "add"),
+        {.role = "assistant", .content = "", .calls = calls, .n_calls = 1,
+         .thinking_json = thinking},
+        {.role = "tool", .content = "3", .tool_call_id = id, .tool_name = "test__add"},
+    };
+    struct api_tool tools[] = {{"test__add", "Add.", "{\"type\":\"object\"}"}};
+    struct api_request r = {.model = "m", .messages = m, .n_messages = 3, .tools = tools,
+                            .n_tools = 1};
+    char *body = dialect_find(dialect)->request_json(&r);
+    cJSON *o = cJSON_Parse(body);
+    free(body);
+    return o;
+}
+
 static void test_gemini(void)
 {
     const struct dialect *d = dialect_find("gemini");
@@ -385,19 +407,7 @@ static void test_gemini(void)
     TAP_STR(buf_str(&g.content), "Checking.", "gemini: the text beside");
     got_free(&g);
 
-    struct tool_call calls[] = {{.id = "call_1_1", .wire = "test__add", .args = "{\"a\":1}",
-                                 .args_len = 7}};
-    struct api_message m[] = {
-        API_MSG("user", "add"),
-        {.role = "assistant", .content = "", .calls = calls, .n_calls = 1,
-         .thinking_json = "[\"sig\"]"},
-        {.role = "tool", .content = "3", .tool_call_id = "call_1_1", .tool_name = "test__add"},
-    };
-    struct api_tool tools[] = {{"test__add", "Add.", "{\"type\":\"object\"}"}};
-    struct api_request r = {.model = "gemini-2.5-flash", .messages = m, .n_messages = 3,
-                            .tools = tools, .n_tools = 1};
-    char *body = d->request_json(&r);
-    cJSON *o = cJSON_Parse(body);
+    cJSON *o = exchange_body("gemini", "call_1_1", "[\"sig\"]");
     cJSON *cs = cJSON_GetObjectItem(o, "contents");
     cJSON *p1 = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cs, 1), "parts"), 0);
     cJSON *p2 = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cs, 2), "parts"), 0);
@@ -416,7 +426,6 @@ static void test_gemini(void)
                                    "functionDeclarations"), 0), "parametersJsonSchema") != NULL,
            "gemini request: functionDeclarations with parametersJsonSchema");
     cJSON_Delete(o);
-    free(body);
 }
 
 static void test_responses(void)
@@ -438,18 +447,7 @@ static void test_responses(void)
     check_calls(&g, want2, 1, "responses: a whole response's function_call");
     got_free(&g);
 
-    struct tool_call calls[] = {{.id = "call_1", .wire = "test__add", .args = "{\"a\":1}",
-                                 .args_len = 7}};
-    struct api_message m[] = {
-        API_MSG("user", "add"),
-        {.role = "assistant", .content = "", .calls = calls, .n_calls = 1},
-        {.role = "tool", .content = "3", .tool_call_id = "call_1", .tool_name = "test__add"},
-    };
-    struct api_tool tools[] = {{"test__add", "Add.", "{\"type\":\"object\"}"}};
-    struct api_request r = {.model = "gpt-4.1", .messages = m, .n_messages = 3, .tools = tools,
-                            .n_tools = 1};
-    char *body = d->request_json(&r);
-    cJSON *o = cJSON_Parse(body);
+    cJSON *o = exchange_body("responses", "call_1", NULL);
     cJSON *in = cJSON_GetObjectItem(o, "input");
     cJSON *i1 = cJSON_GetArrayItem(in, 1), *i2 = cJSON_GetArrayItem(in, 2);
     TAP_OK(cJSON_GetArraySize(in) == 3 &&
@@ -464,7 +462,6 @@ static void test_responses(void)
                cJSON_GetObjectItem(t0, "parameters") && cJSON_IsFalse(cJSON_GetObjectItem(t0, "strict")),
            "responses request: flat function tools, strict false");
     cJSON_Delete(o);
-    free(body);
 }
 
 int main(void)
