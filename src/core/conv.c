@@ -2,6 +2,7 @@
 #include "config.h"
 #include "core/conv.h"
 #include "proto/tool.h"
+#include "base/utf8.h"
 #include "base/util.h"
 #include "base/xmalloc.h"
 #include "store/store.h"
@@ -25,6 +26,29 @@ static void conv_step_free(struct conv_step *st)
     free(st->call_id);
     free(st->name);
     free(st->wire);
+    free(st->sent);
+}
+
+void conv_step_cut(struct conv_step *st)
+{
+    free(st->sent);
+    st->sent = NULL;
+    st->sent_len = 0;
+    size_t len = st->len;
+    if (!st->result || !st->text || len <= CONV_TOOL_SENT_MAX)
+        return;
+    const char *text = st->text;
+    size_t head = utf8_cut(text, len, CONV_TOOL_SENT_MAX - CONV_TOOL_SENT_TAIL);
+    size_t tail = CONV_TOOL_SENT_TAIL;
+    while (tail < len - head && ((unsigned char)text[len - tail] & 0xC0) == 0x80)
+        tail++; /* the tail starts on a character */
+    struct buf b = BUF_INIT;
+    buf_append(&b, text, head);
+    buf_printf(&b, "\n[... %zu bytes of this tool result cut by tokterm ...]\n",
+               len - head - tail);
+    buf_append(&b, text + len - tail, tail);
+    st->sent_len = b.len;
+    st->sent = buf_take(&b);
 }
 
 struct conv_step *conv_step_add(struct conv_turn *t)
@@ -51,6 +75,7 @@ static void conv_step_copy(struct conv_step *d, const struct conv_step *s)
     d->call_id = conv_sdup(s->call_id);
     d->name = conv_sdup(s->name);
     d->wire = conv_sdup(s->wire);
+    d->sent = s->sent ? xstrndup(s->sent, s->sent_len) : NULL;
 }
 
 static void conv_json_str(cJSON *o, const char *k, const char *v)
@@ -472,6 +497,7 @@ static void conv_build(struct conv *c, struct store_conversation *sc, const char
         st->id = m->id;
         st->len = m->content ? m->content_len : 0;
         st->text = conv_row_text(m, take);
+        conv_step_cut(st);
     }
     free(turn_of);
     free(ri);

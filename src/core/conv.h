@@ -40,7 +40,18 @@ struct conv_step {
     char *call_id;            /* result 1: the call it answers: the provider's id, */
     char *name, *wire;        /*   tokterm name and wire name */
     int is_error;             /* result 1: an error result (failed, invalid, refused) */
+    char *sent;               /* result 1 longer than CONV_TOOL_SENT_MAX: what the model gets
+                                 (conv_step_cut); NULL: text itself */
+    size_t sent_len;
 };
+
+/* A tool result longer than this goes to the model cut: its head and last
+ * CONV_TOOL_SENT_TAIL bytes around "[... N bytes of this tool result cut by tokterm ...]"
+ * (the store keeps it whole). */
+#define CONV_TOOL_SENT_MAX ((size_t)64 << 10)
+#define CONV_TOOL_SENT_TAIL ((size_t)8 << 10)
+/* Make st->sent when st is a result longer than CONV_TOOL_SENT_MAX (cut on characters). */
+void conv_step_cut(struct conv_step *st);
 
 enum conv_outcome {
     CONV_PENDING,     /* the request is in flight */

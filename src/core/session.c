@@ -101,8 +101,7 @@ struct session {
     struct tool_job *job;      /* the call running, NULL = none */
     int tools_cancel;          /* cancelled while tools ran: the turn ends */
     char *incomplete;          /* why the turn's answer could not be completed with its tools */
-    char **cut_texts;          /* tool results cut for the model (session_tool_text) */
-    size_t n_cut, cap_cut;
+
     size_t status_n;           /* history length when status_used was computed */
     const char *status_last;
     long status_used;
@@ -215,7 +214,8 @@ static void session_msgs_steps(struct session *s, const struct conv_turn *t)
 {
     for (size_t k = 0; k < t->n_steps; k++) {
         const struct conv_step *st = &t->steps[k];
-        session_msgs_push(s, st->result ? "tool" : "assistant", st->text, st->len, st->id, NULL);
+        session_msgs_push(s, st->result ? "tool" : "assistant", st->sent ? st->sent : st->text,
+                          st->sent ? st->sent_len : st->len, st->id, NULL);
         s->msgs[s->n_msgs - 1].step = st;
     }
 }
@@ -348,9 +348,6 @@ void session_close(struct session *s)
         tool_result_free(&res);
     }
     free(s->incomplete);
-    for (size_t i = 0; i < s->n_cut; i++)
-        free(s->cut_texts[i]);
-    free(s->cut_texts);
     net_stop(s->net);
     queue_free(s->q, net_result_free);
     if (s->store && s->answer_id)
@@ -607,35 +604,10 @@ static void session_save_begin(struct session *s, int cached)
 
 /* The body of the planned messages (s->plan) in the profile's dialect, *ar what it was made
  * from; *mp the messages ar borrows (caller frees). */
-/* A tool result longer than this goes to the model cut: its head and tail around a marker
- * (the store keeps it whole, up to SESSION_TOOL_STORE_MAX). */
-#define SESSION_TOOL_MODEL_MAX ((size_t)64 << 10)
-#define SESSION_TOOL_MODEL_TAIL ((size_t)8 << 10)
-
-/* The text of result st for the model: itself, or (cut) a new string kept in s->cut_texts. */
-static const char *session_tool_text(struct session *s, const char *text, size_t len)
-{
-    if (len <= SESSION_TOOL_MODEL_MAX)
-        return text;
-    size_t head = utf8_cut(text, len, SESSION_TOOL_MODEL_MAX - SESSION_TOOL_MODEL_TAIL);
-    size_t tail = SESSION_TOOL_MODEL_TAIL;
-    while (tail < len - head && ((unsigned char)text[len - tail] & 0xC0) == 0x80)
-        tail++; /* start the tail on a character */
-    struct buf b = BUF_INIT;
-    buf_append(&b, text, head);
-    buf_printf(&b, "\n[... %zu bytes of this tool result cut by tokterm ...]\n",
-               len - head - tail);
-    buf_append(&b, text + len - tail, tail);
-    XGROW(s->cut_texts, s->n_cut + 1, s->cap_cut);
-    return s->cut_texts[s->n_cut++] = buf_take(&b);
-}
-
 static char *session_planned_body(struct session *s, struct api_request *ar,
                                   struct api_message **mp)
 {
-    for (size_t i = 0; i < s->n_cut; i++)
-        free(s->cut_texts[i]);
-    s->n_cut = 0;
+
     struct api_message *m = xcalloc(s->plan.n_items + 1, sizeof *m);
     for (size_t i = 0; i < s->plan.n_items; i++) {
         const struct context_item *it = &s->plan.items[i];
@@ -645,7 +617,6 @@ static char *session_planned_body(struct session *s, struct api_request *ar,
                                          ? s->msgs[it->first].step
                                          : NULL;
         if (st && st->result) {
-            m[i].content = session_tool_text(s, it->content, it->len);
             m[i].tool_call_id = st->call_id ? st->call_id : "";
             m[i].tool_name = st->wire ? st->wire : "";
             m[i].tool_error = st->is_error;
@@ -958,6 +929,7 @@ static void session_tool_result(struct session *s, const struct session_sink *si
         sink->tool_result(sink->ud, c, res, seconds);
     st->len = res->content.len;
     st->text = res->content.len ? buf_take(&res->content) : xstrdup("");
+    conv_step_cut(st); /* what the model gets; the row keeps it whole */
     st->id = session_save_step(s, t, st, "tool");
     tool_result_free(res);
 }

@@ -247,6 +247,16 @@ with ttlib.FakeServer() as srv:
          "a 300 kB result: the model gets its head and tail around a marker, the store all of "
          "it (%s)" % (kept,), text(err)[:500])
 
+    # a result of 8 MB (about 310k tokens, past gpt-4o-mini's 128k window) is planned as
+    # what is sent: the turn goes on, not refused as too long for the window
+    n0 = len(srv.requests())
+    srv.queue(["replay=openai_tool_huge.sse", "reply=huge"])
+    rc, out, err = run(srv, home, ["--no-save", "--allow-tool", "*", "-p", "huge"])
+    b = bodies(srv, n0)
+    sent = [m for m in b[1].get("messages", []) if m["role"] == "tool"] if len(b) > 1 else []
+    t.ok(rc == 0 and text(out).strip() == "huge" and sent and len(sent[0]["content"]) < 70000,
+         "an 8 MB result past the window: sent cut, the answer comes (rc %d)" % rc, text(err))
+
     # --- 12. kill -9 while a tool runs: what happened so far is saved, a resume goes on ---
     kdb = os.path.join(home, "kill.db")
     srv.queue(["replay=openai_tool_slow.sse"])

@@ -5,6 +5,7 @@
 #include "proto/tool.h"
 #include "store/store.h"
 #include "tap.h"
+#include "base/utf8.h"
 #include "base/xmalloc.h"
 
 #include <stdlib.h>
@@ -265,6 +266,23 @@ static void test_steps(void)
     TAP_OK(c.n == 1 && c.turns[0].outcome == CONV_FAILED && c.turns[0].n_steps == 2,
            "steps: killed before the answer: failed, its rounds kept");
     conv_free(&c);
+
+    /* a long result: head, marker, tail for the model (cut on characters) */
+    struct conv_step big = {.result = 1, .len = 300000};
+    big.text = xmalloc(big.len + 1);
+    for (size_t i = 0; i < big.len; i += 2)
+        memcpy(big.text + i, "\xC3\xA9", 2); /* é: a cut inside one would show */
+    big.text[big.len] = 0;
+    conv_step_cut(&big);
+    TAP_OK(big.sent && big.sent_len < CONV_TOOL_SENT_MAX + 100 &&
+               strstr(big.sent, "bytes of this tool result cut by tokterm") &&
+               (unsigned char)big.sent[big.sent_len - 1] == 0xA9 &&
+               utf8_valid(big.sent, big.sent_len),
+           "steps: a long result is cut for the model, on characters");
+    big.len = 100;
+    conv_step_cut(&big);
+    TAP_OK(!big.sent, "steps: a short result goes as it is");
+    free(big.text);
 }
 
 int main(void)
