@@ -425,7 +425,7 @@ static void bench_messages(const char *dir, int n_msgs, int big_n)
 
     struct store_stats s;
     t = util_now();
-    if (store_stats(st, 0, 0, &s) != 0)
+    if (store_stats(st, 0, 0, NULL, &s) != 0)
         die("stats", store_error(st));
     printf("%-34s %.1f ms\n", "stats over all messages", (util_now() - t) * 1e3);
     store_stats_clear(&s);

@@ -3,6 +3,7 @@
 #include "cmd/store.h"
 #include "proto/tool.h"
 
+#include "cmd/stats.h"
 #include "base/buf.h"
 #include "core/conv.h"
 #include "store/info.h"
@@ -35,6 +36,7 @@ enum {
     OPT_FORMAT = 1 << 4,
     OPT_ALL = 1 << 5,
     OPT_VERSIONS = 1 << 6,
+    OPT_JSON = 1 << 7,
 };
 
 struct cmd_ctx {
@@ -46,7 +48,7 @@ struct cmd_ctx {
 
 struct cmd_opts {
     const char *limit, *model, *since, *until, *format;
-    int all, help, versions;
+    int all, help, versions, json;
     char **pos;
     int n_pos;
 };
@@ -60,7 +62,7 @@ static const char cmd_usage_text[] =
     "       tokterm export --all [--format json|md] [--all-versions]\n"
     "       tokterm rm ID\n"
     "       tokterm rename ID TITLE...\n"
-    "       tokterm stats [--since YYYY-MM-DD] [--until YYYY-MM-DD]\n"
+    "       tokterm stats [--since YYYY-MM-DD] [--until YYYY-MM-DD] [--model M] [--json]\n"
     "       tokterm cache stats|clear\n"
     "search: words must all occur (as substrings, any case); \"quoted words\" form one phrase;\n"
     "        nothing else is special. No match: \"no matches\" on stderr, exit status 1.\n"
@@ -180,6 +182,10 @@ static int cmd_parse(struct cmd_ctx *c, int argc, char **argv, unsigned allowed,
         }
         if (strcmp(a, "--all") == 0 && (allowed & OPT_ALL)) {
             o->all = 1;
+            continue;
+        }
+        if (strcmp(a, "--json") == 0 && (allowed & OPT_JSON)) {
+            o->json = 1;
             continue;
         }
         if (strcmp(a, "--all-versions") == 0 && (allowed & OPT_VERSIONS)) {
@@ -824,16 +830,6 @@ static int cmd_rename(struct cmd_ctx *c, const struct cmd_opts *o)
 
 /* ---------------------------------------------------------------- stats, cache */
 
-static void cmd_seconds(FILE *out, const char *label, double p50, double p95, const char *unit,
-                        int prec)
-{
-    fprintf(out, "%-22s", label);
-    if (p50 < 0)
-        fputs("-\n", out);
-    else
-        fprintf(out, "p50 %.*f%s   p95 %.*f%s\n", prec, p50, unit, prec, p95, unit);
-}
-
 static int cmd_stats(struct cmd_ctx *c, const struct cmd_opts *o)
 {
     int64_t since, until;
@@ -841,49 +837,15 @@ static int cmd_stats(struct cmd_ctx *c, const struct cmd_opts *o)
         return cmd_usage(c, "stats takes no arguments");
     if (cmd_range(c, o, &since, &until) != 0)
         return cmd_usage(c, NULL);
+    enum cmd_stats_format fmt = o->json ? CMD_STATS_JSON : CMD_STATS_TEXT;
+    if (o->format && strcmp(o->format, "json") == 0)
+        fmt = CMD_STATS_JSON;
+    else if (o->format && strcmp(o->format, "text") != 0)
+        return cmd_usage(c, "stats --format takes text or json");
     struct store_stats s;
-    if (store_stats(c->st, since, until, &s) != 0)
+    if (store_stats(c->st, since, until, o->model, &s) != 0)
         return cmd_store_result(c, -1);
-    FILE *f = c->out;
-    fprintf(f, "%-22s%lld\n", "conversations", (long long)s.conversations);
-    fprintf(f, "%-22s%lld\n", "messages", (long long)s.messages);
-    fprintf(f, "%-22s%lld", "answers", (long long)s.answers);
-    const char *sep = " (";
-    for (int k = STORE_COMPLETE; k <= STORE_INTERRUPTED; k++)
-        if (s.by_status[k]) {
-            fprintf(f, "%s%s %lld", sep, store_status_name((enum store_status)k),
-                    (long long)s.by_status[k]);
-            sep = ", ";
-        }
-    if (s.by_status[STORE_STREAMING])
-        fprintf(f, "%sstreaming %lld", sep, (long long)s.by_status[STORE_STREAMING]), sep = ", ";
-    fputs(*sep == ',' ? ")\n" : "\n", f);
-    fprintf(f, "%-22s%lld of %lld answer%s (%.1f%%)\n", "cache hits", (long long)s.cached_answers,
-            (long long)s.answers, util_plural(s.answers), s.cache_hit_rate * 100.0);
-    cmd_seconds(f, "time to first token", s.ttft_p50, s.ttft_p95, " s", 2);
-    cmd_seconds(f, "tokens/s", s.tps_p50, s.tps_p95, "", 1);
-    if (s.n_models) {
-        fprintf(f, "\n%-30s %8s %12s %12s %12s\n", "MODEL", "ANSWERS", "PROMPT", "COMPLETION",
-                "TOTAL");
-        for (size_t i = 0; i < s.n_models; i++) {
-            const struct store_model_stat *m = &s.models[i];
-            int w = (int)strlen(m->model);
-            cmd_puts(c, m->model);
-            fprintf(f, "%*s %8lld %12lld %12lld %12lld\n", w < 30 ? 30 - w : 0, "",
-                    (long long)m->answers, (long long)m->prompt_tokens,
-                    (long long)m->completion_tokens, (long long)m->total_tokens);
-        }
-    }
-    if (s.n_days) {
-        fprintf(f, "\n%-30s %8s %12s %12s %12s\n", "DAY", "ANSWERS", "PROMPT", "COMPLETION",
-                "TOTAL");
-        for (size_t i = 0; i < s.n_days; i++) {
-            const struct store_day_stat *d = &s.days[i];
-            fprintf(f, "%-30s %8lld %12lld %12lld %12lld\n", d->day, (long long)d->answers,
-                    (long long)d->prompt_tokens, (long long)d->completion_tokens,
-                    (long long)d->total_tokens);
-        }
-    }
+    cmd_stats_write(c->out, &s, fmt);
     store_stats_clear(&s);
     return CMD_STORE_OK;
 }
@@ -949,7 +911,7 @@ int cmd_store_run(struct store *st, int argc, char **argv, FILE *out, FILE *err,
         {"export", OPT_FORMAT | OPT_ALL | OPT_VERSIONS, cmd_export},
         {"rm", 0, cmd_rm},
         {"rename", 0, cmd_rename},
-        {"stats", OPT_SINCE | OPT_UNTIL, cmd_stats},
+        {"stats", OPT_SINCE | OPT_UNTIL | OPT_MODEL | OPT_JSON | OPT_FORMAT, cmd_stats},
         {"cache", 0, cmd_cache},
     };
     if (argc < 1)

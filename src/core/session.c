@@ -738,10 +738,12 @@ static void session_save_end(struct session *s, const struct net_result *r)
         struct store_usage u = {-1, -1, -1};
         if (r->usage.present)
             u = (struct store_usage){r->usage.prompt, r->usage.completion, r->usage.total};
-        struct store_timings t = {r->t.ttft, r->t.total, r->t.tokens_per_s, r->t.dns,
-                                  r->t.connect, r->t.tls};
+        struct store_timings t = {r->t.ttft,    r->t.total,   r->t.tokens_per_s,
+                                  r->t.dns,     r->t.connect, r->t.tls,
+                                  r->t.deltas > 1 ? r->t.gap_p50 : -1,
+                                  r->attempts > 0 ? r->attempts - 1 : 0, r->rate_limited};
         if (r->cached)
-            t = (struct store_timings){-1, -1, -1, -1, -1, -1};
+            t = (struct store_timings){-1, -1, -1, -1, -1, -1, -1, -1, -1};
         /* The answer kept here is written as it is: the store gives back its own copy first
          * (a long answer is then in memory twice while it is saved, not three times). */
         struct store_whole w = {s->answer.data, s->answer.len, s->reasoning.data,

@@ -80,6 +80,7 @@ struct xfer {
     int key_index;           /* pool key of this attempt */
     int used_fallback;
     int attempt;           /* 1-based attempt number */
+    int rate_limited;      /* attempts answered 429 so far */
     double start_at;       /* waiting: monotonic time it may leave */
     uint64_t seq;          /* its quota's sent count when this attempt left */
     struct ratelimit_state before; /* its quota's state when this response began */
@@ -840,6 +841,7 @@ static void net_xfer_release(struct net *n, struct xfer *x)
     x->key_index = keep.key_index;
     x->used_fallback = keep.used_fallback;
     x->attempt = keep.attempt;
+    x->rate_limited = keep.rate_limited;
     x->cancelled = keep.cancelled;
     x->time_fired = keep.time_fired;
     x->deadline = keep.deadline;
@@ -881,6 +883,9 @@ static double net_pick_key(struct net *n, struct xfer *x, double now, int *soone
 static void net_finish(struct net *n, struct xfer *x, CURLcode res)
 {
     struct net_result *r = net_result_of(x, res);
+    if (r->status == 429)
+        x->rate_limited++;
+    r->rate_limited = x->rate_limited;
     double now = util_now();
     enum ratelimit_net kind = net_kind(x, res, r->status);
     int got_text = x->content_bytes + x->reasoning_bytes > 0;

@@ -78,6 +78,7 @@ struct net_result {
     char *headers;              /* kept response headers, "name: value\n" lines, lower-case names */
     int cached;                 /* replayed from the response cache: no request was made */
     int attempts;               /* attempts made (1 + retries) */
+    int rate_limited;           /* attempts answered 429 */
     char key_label[64];         /* the pool key that served the last attempt ("" without a pool) */
     int used_fallback;          /* the fallback served it (the primary's breaker was open) */
     char *quota_line;           /* quota state after this exchange (ratelimit_state_save), "" when

@@ -304,7 +304,7 @@ static void store_turn_row(sqlite3_stmt *s, int64_t conv, struct store_message *
     m->model = store_col_str(s, 3);
     m->finish_reason = store_col_str(s, 4);
     m->usage.prompt_tokens = m->usage.completion_tokens = m->usage.total_tokens = -1;
-    m->timings = (struct store_timings){-1, -1, -1, -1, -1, -1};
+    m->timings = (struct store_timings){-1, -1, -1, -1, -1, -1, -1, -1, -1};
     m->error = store_col_str(s, 5);
     m->content = store_col_str(s, 6);
     m->content_len = (size_t)sqlite3_column_bytes(s, 6);

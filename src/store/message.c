@@ -291,7 +291,7 @@ static int store_parts_read(struct store *st, int64_t id, struct buf *text, stru
     return 0;
 }
 
-/* Bind how an answer ended (?4...?15 of the fold statements). */
+/* Bind how an answer ended (?4...?18 of the fold statements). */
 static void store_fin_bind(sqlite3_stmt *q, const struct store_fin *fin)
 {
     const struct store_usage *u = fin->usage;
@@ -308,6 +308,9 @@ static void store_fin_bind(sqlite3_stmt *q, const struct store_fin *fin)
     store_bind_seconds(q, 13, t ? t->connect : -1);
     store_bind_seconds(q, 14, t ? t->tls : -1);
     store_bind_text(q, 15, fin->error);
+    store_bind_seconds(q, 16, t ? t->itl : -1);
+    store_bind_count(q, 17, t ? t->retries : -1);
+    store_bind_count(q, 18, t ? t->rate_limited : -1);
 }
 
 #define STORE_FOLD_SET                                                                    \
@@ -318,7 +321,8 @@ static void store_fin_bind(sqlite3_stmt *q, const struct store_fin *fin)
 #define STORE_FIN_SET                                                                     \
     ", status = ?4, finish_reason = ?5, prompt_tokens = ?6, completion_tokens = ?7, "     \
     "total_tokens = ?8, ttft = ?9, total_time = ?10, tokens_per_s = ?11, dns_time = ?12, " \
-    "connect_time = ?13, tls_time = ?14, error = ?15, writer = NULL WHERE id = ?1"
+    "connect_time = ?13, tls_time = ?14, error = ?15, itl = ?16, retries = ?17, "        \
+    "rate_limited = ?18, writer = NULL WHERE id = ?1"
 /* Append text to the row. */
 static const char store_q_fold[] = STORE_FOLD_SET " WHERE id = ?1";
 /* Append text and write how the answer ended. */

@@ -365,6 +365,13 @@ static const char store_schema_v7[] =
  * blocks, to send back); on a tool row, {"id","name","wire","error"}: the call it answers. */
 static const char store_schema_v8[] = "ALTER TABLE messages ADD COLUMN tool TEXT;\n";
 
+/* v9: how an answer's exchange went, for `tokterm stats` (issue 18): itl, the median gap
+ * between its tokens (seconds); retries, the attempts after the first; rate_limited, the
+ * attempts answered 429. NULL on older rows: unknown, left out of the percentiles. */
+static const char store_schema_v9[] = "ALTER TABLE messages ADD COLUMN itl REAL;\n"
+                                      "ALTER TABLE messages ADD COLUMN retries INTEGER;\n"
+                                      "ALTER TABLE messages ADD COLUMN rate_limited INTEGER;\n";
+
 /* A message's new parent, collected by store_tree_backfill. */
 struct store_link {
     int64_t id, parent;
@@ -505,6 +512,7 @@ static const struct {
     {store_schema_v6, store_tree_backfill},
     {store_schema_v7, NULL},
     {store_schema_v8, NULL},
+    {store_schema_v9, NULL},
 };
 
 /* Bring the schema to STORE_SCHEMA_VERSION, one step per version, in one write transaction

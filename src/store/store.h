@@ -45,7 +45,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_SCHEMA_VERSION 8
+#define STORE_SCHEMA_VERSION 9
 #define STORE_NOT_FOUND 1                       /* returned by lookups of a missing id */
 #define STORE_CACHE_KEY_LEN 32                  /* SHA-256 */
 #define STORE_CACHE_DEFAULT_TTL (7 * 24 * 3600) /* seconds */
@@ -100,7 +100,14 @@ struct store_usage {
 
 struct store_timings {
     double ttft, total, tokens_per_s, dns, connect, tls; /* seconds; < 0 = unknown */
+    double itl;                 /* median gap between answer tokens, seconds; < 0 = unknown */
+    int retries, rate_limited;  /* attempts after the first; attempts answered 429 (< 0 unknown) */
 };
+
+/* Answers shorter than this are left out of the tokens/s percentiles: a few tokens that
+ * arrive in one burst give rates of a million tokens/s that mean nothing. */
+#define STORE_TPS_MIN_TOKENS 20
+#define STORE_TPS_MIN_SECONDS 0.5
 
 struct store_message {
     int64_t id, conversation_id;
@@ -151,14 +158,29 @@ struct store_search_opts {
     int no_words;              /* 1: the trigram index only, never the word index (tests) */
 };
 
+/* Nearest-rank percentiles of one measure over n answers (all < 0 when n = 0). */
+struct store_pct {
+    double p50, p90, p99;
+    int64_t n;
+};
+
+/* How the uncached answers of a group went: latency, speed, retries. */
+struct store_perf {
+    struct store_pct ttft, itl, tps; /* seconds, seconds, tokens/s (long answers only) */
+    int64_t sent;                    /* uncached answers */
+    int64_t retries, rate_limited;   /* attempts after the first; attempts answered 429 */
+};
+
 struct store_model_stat {
-    char *model; /* "(unknown)" when the answer has none */
+    char *model; /* "(unknown)" when the answer has none; the host in store_stats.hosts */
     int64_t answers, prompt_tokens, completion_tokens, total_tokens;
+    struct store_perf perf;
 };
 
 struct store_day_stat {
     char day[11]; /* YYYY-MM-DD, local time */
     int64_t answers, prompt_tokens, completion_tokens, total_tokens;
+    struct store_perf perf;
 };
 
 struct store_stats {
@@ -168,8 +190,9 @@ struct store_stats {
     size_t n_models;
     struct store_day_stat *days; /* oldest first */
     size_t n_days;
-    /* Over uncached answers that have the timing; < 0 when there is none. */
-    double ttft_p50, ttft_p95, tps_p50, tps_p95;
+    struct store_model_stat *hosts; /* per provider (the API host), most tokens first */
+    size_t n_hosts;
+    struct store_perf perf;         /* over every uncached answer */
     double cache_hit_rate; /* cached_answers / answers (0 without answers) */
 };
 
@@ -384,9 +407,10 @@ int store_search(struct store *st, const char *query, const struct store_search_
                  struct store_hit **out, size_t *n);
 void store_hits_free(struct store_hit *hits, size_t n);
 
-/* Statistics over answers created in [since, until) (0 = unbounded). Free with
- * store_stats_clear. Returns 0 or -1. */
-int store_stats(struct store *st, int64_t since, int64_t until, struct store_stats *out);
+/* Statistics over answers created in [since, until) (0 = unbounded), of model only when
+ * model is not NULL. Free with store_stats_clear. Returns 0 or -1. */
+int store_stats(struct store *st, int64_t since, int64_t until, const char *model,
+                struct store_stats *out);
 void store_stats_clear(struct store_stats *s);
 
 /* SHA-256 of a canonical request text: the response-cache key. */

@@ -501,6 +501,11 @@ static char *heads_of(const char *path)
                           "(SELECT id, head_id FROM conversations ORDER BY id)");
 }
 
+/* Takes a database back from version 9 to 8 (the exchange columns of stats dropped). */
+#define UNDO_V9                                                                          \
+    "ALTER TABLE messages DROP COLUMN itl; ALTER TABLE messages DROP COLUMN retries; "    \
+    "ALTER TABLE messages DROP COLUMN rate_limited;"
+
 /* A version 5 database at path: a new store (version 6) taken back to version 5 (the tree's
  * trigger, indexes and columns dropped, user_version 5), so that rows raw_exec inserts then go
  * through the v5 triggers. test_migrate_prev has the real thing, written by the previous release.
@@ -521,7 +526,7 @@ static int make_v5(const char *path)
                           "DROP INDEX messages_parent;"
                           "ALTER TABLE messages DROP COLUMN parent_id;"
                           "ALTER TABLE conversations DROP COLUMN head_id;"
-                          "ALTER TABLE messages DROP COLUMN tool;"
+                          "ALTER TABLE messages DROP COLUMN tool;" UNDO_V9
                           "PRAGMA user_version = 5;") == SQLITE_OK
                ? 0
                : -1;
@@ -545,7 +550,7 @@ static void test_migrate_v6_tokens(void)
     int64_t a = store_message_add(st, conv, "assistant", "hi", 2, NULL);
     store_close(st);
     TAP_INT(raw_exec(path, "DROP TRIGGER message_tokens_ad; DROP TRIGGER message_tokens_au; "
-                           "DROP TABLE message_tokens; ALTER TABLE messages DROP COLUMN tool;"
+                           "DROP TABLE message_tokens; ALTER TABLE messages DROP COLUMN tool;" UNDO_V9
                            "PRAGMA user_version = 6;"),
             SQLITE_OK, "v6: taken back to version 6 (no counts table)");
     struct store_open_info info;
@@ -589,11 +594,13 @@ static void test_migrate_v7_tool(void)
     int64_t conv = store_conversation_new(st, NULL, NULL, "m", NULL);
     int64_t u = store_message_add(st, conv, "user", "add 2 and 40", 12, NULL);
     store_close(st);
-    TAP_INT(raw_exec(path, "ALTER TABLE messages DROP COLUMN tool; PRAGMA user_version = 7;"),
+    TAP_INT(raw_exec(path, "ALTER TABLE messages DROP COLUMN tool;" UNDO_V9
+                           "PRAGMA user_version = 7;"),
             SQLITE_OK, "v7: taken back to version 7 (no tool column)");
     struct store_open_info info;
     st = store_open(path, &info, &err);
-    TAP_OK(st != NULL && info.from_version == 7 && store_schema_version(st) == 8,
+    TAP_OK(st != NULL && info.from_version == 7 &&
+               store_schema_version(st) == STORE_SCHEMA_VERSION,
            "v7 -> v8: upgraded in place");
     if (!st) {
         free(err);
@@ -613,6 +620,47 @@ static void test_migrate_v7_tool(void)
                !cv->messages[0].tool,
            "v8: the tool column read back");
     store_conversation_free(cv);
+    store_close(st);
+    free(path);
+}
+
+/* v8 -> v9: itl, retries and rate_limited added in place; an old answer reads as unknown
+ * (left out of the percentiles), a new one has them. */
+static void test_migrate_v8_perf(void)
+{
+    char *path = tmp_path("v8.db");
+    char *err = NULL;
+    struct store *st = store_open(path, NULL, &err);
+    int64_t conv = store_conversation_new(st, NULL, NULL, "m", NULL);
+    int64_t u = store_message_add(st, conv, "user", "hi", 2, NULL);
+    struct store_msg_info in = {.parent_id = u, .model = "m"};
+    int64_t a = store_message_begin(st, conv, &in);
+    struct store_usage us = {5, 40, 45};
+    struct store_timings old = {0.5, 2.5, 20, -1, -1, -1, -1, -1, -1};
+    store_message_finish(st, a, STORE_COMPLETE, "stop", &us, &old, NULL);
+    store_close(st);
+    TAP_INT(raw_exec(path, UNDO_V9 "PRAGMA user_version = 8;"),
+            SQLITE_OK, "v8: taken back to version 8 (no itl, retries, rate_limited)");
+    struct store_open_info info;
+    st = store_open(path, &info, &err);
+    TAP_OK(st != NULL && info.from_version == 8 &&
+               store_schema_version(st) == STORE_SCHEMA_VERSION,
+           "v8 -> v9: upgraded in place");
+    if (!st) {
+        free(err);
+        free(path);
+        return;
+    }
+    a = store_message_begin(st, conv, &in);
+    struct store_timings now = {0.3, 2.3, 20, -1, -1, -1, 0.05, 2, 1};
+    store_message_finish(st, a, STORE_COMPLETE, "stop", &us, &now, NULL);
+    struct store_stats s;
+    TAP_INT(store_stats(st, 0, 0, NULL, &s), 0, "v9: stats");
+    TAP_INT(s.perf.ttft.n, 2, "v9: both answers' ttft");
+    TAP_INT(s.perf.itl.n, 1, "v9: the old answer's gap is unknown, not 0");
+    TAP_INT(s.perf.retries, 2, "v9: retries of the new answer");
+    TAP_INT(s.perf.rate_limited, 1, "v9: its 429");
+    store_stats_clear(&s);
     store_close(st);
     free(path);
 }
@@ -1137,7 +1185,7 @@ static void test_conversations(void)
     TAP_INT(search_finds(st, "Hello", m), 0, "a streaming answer is not indexed yet");
     store_message_append(st, m, ", world", 7);
     struct store_usage u = {11, 22, 33};
-    struct store_timings tm = {0.5, 2.0, 44.5, 0.01, 0.02, 0.03};
+    struct store_timings tm = {0.5, 2.0, 44.5, 0.01, 0.02, 0.03, -1, -1, -1};
     TAP_INT(store_message_finish(st, m, STORE_COMPLETE, "stop", &u, &tm, NULL), 0, "finish");
     store_conversation_load(st, a, &c);
     if (c) {
@@ -1945,6 +1993,8 @@ static void test_words_index(void)
 
 /* ---------------------------------------------------------------- stats */
 
+/* Percentiles per model, provider (host) and day; tokens/s only over answers long enough
+ * (a burst of 3 tokens in a millisecond is left out); retries and 429s summed; --model. */
 static void test_stats(void)
 {
     struct fake_clock clk = {0, 1700000000};
@@ -1953,52 +2003,93 @@ static void test_stats(void)
     int64_t conv = store_conversation_new(st, "s", NULL, NULL, NULL);
     for (int i = 1; i <= 20; i++) {
         clk.epoch = 1700000000 + (i > 10) * 86400;
-        struct store_msg_info info = {.model = i % 2 ? "alpha" : "beta"};
+        struct store_msg_info info = {.model = i % 2 ? "alpha" : "beta",
+                                      .host = i <= 15 ? "api.a" : "api.b"};
         store_message_add(st, conv, "user", "q", 1, &info);
         int64_t m = store_message_begin(st, conv, &info);
-        struct store_usage u = {10, i, 10 + i};
-        struct store_timings t = {i / 10.0, 1.0, 10.0 * i, -1, -1, -1};
+        struct store_usage u = {10, 20 + i, 30 + i};
+        struct store_timings t = {i / 10.0, i / 10.0 + 2.0, 10.0 * i, -1, -1, -1,
+                                  i / 1000.0, i % 5 == 0, i == 10};
         store_message_finish(st, m, i == 20 ? STORE_CANCELLED : STORE_COMPLETE, "stop", &u, &t,
                              NULL);
     }
-    struct store_msg_info cached = {.model = "alpha", .cached = 1};
-    int64_t m = store_message_begin(st, conv, &cached);
+    /* A burst: three tokens in a millisecond (1830543.9 tokens/s), on day two. */
+    struct store_msg_info binfo = {.model = "alpha", .host = "api.a"};
+    int64_t m = store_message_begin(st, conv, &binfo);
+    struct store_usage bu = {10, 3, 13};
+    struct store_timings bt = {0.05, 0.051, 1830543.9, -1, -1, -1, 0.00001, 0, 0};
+    store_message_finish(st, m, STORE_COMPLETE, "stop", &bu, &bt, NULL);
+    struct store_msg_info cached = {.model = "alpha", .host = "api.a", .cached = 1};
+    m = store_message_begin(st, conv, &cached);
     struct store_usage cu = {1000, 1000, 2000};
-    struct store_timings ct = {0.001, 0.001, 99999, -1, -1, -1};
+    struct store_timings ct = {0.001, 0.001, 99999, -1, -1, -1, 0.0001, 0, 0};
     store_message_finish(st, m, STORE_COMPLETE, "stop", &cu, &ct, NULL);
     struct store_stats s;
-    TAP_INT(store_stats(st, 0, 0, &s), 0, "stats");
+    TAP_INT(store_stats(st, 0, 0, NULL, &s), 0, "stats");
     TAP_INT(s.conversations, 1, "conversations");
-    TAP_INT(s.messages, 41, "messages");
-    TAP_INT(s.answers, 21, "answers");
-    TAP_INT(s.by_status[STORE_COMPLETE], 20, "complete answers");
+    TAP_INT(s.messages, 42, "messages");
+    TAP_INT(s.answers, 22, "answers");
+    TAP_INT(s.by_status[STORE_COMPLETE], 21, "complete answers");
     TAP_INT(s.by_status[STORE_CANCELLED], 1, "cancelled answers");
     TAP_INT(s.cached_answers, 1, "cached answers");
-    TAP_OK(s.cache_hit_rate > 0.0476 && s.cache_hit_rate < 0.0477, "cache hit rate 1/21");
-    TAP_OK(s.ttft_p50 > 0.99 && s.ttft_p50 < 1.01, "ttft p50 = 1.0 (cached excluded): %g",
-           s.ttft_p50);
-    TAP_OK(s.ttft_p95 > 1.89 && s.ttft_p95 < 1.91, "ttft p95 = 1.9: %g", s.ttft_p95);
-    TAP_OK(s.tps_p50 > 99.9 && s.tps_p50 < 100.1, "tokens/s p50 = 100: %g", s.tps_p50);
-    TAP_OK(s.tps_p95 > 189.9 && s.tps_p95 < 190.1, "tokens/s p95 = 190: %g", s.tps_p95);
+    TAP_OK(s.cache_hit_rate > 0.0454 && s.cache_hit_rate < 0.0455, "cache hit rate 1/22");
+    const struct store_perf *p = &s.perf;
+    TAP_INT(p->sent, 21, "21 answers went to a server");
+    TAP_INT(p->ttft.n, 21, "ttft over the uncached answers");
+    TAP_OK(p->ttft.p50 > 0.99 && p->ttft.p50 < 1.01, "ttft p50 = 1.0: %g", p->ttft.p50);
+    TAP_OK(p->ttft.p90 > 1.79 && p->ttft.p90 < 1.81, "ttft p90 = 1.8: %g", p->ttft.p90);
+    TAP_OK(p->ttft.p99 > 1.99 && p->ttft.p99 < 2.01, "ttft p99 = 2.0: %g", p->ttft.p99);
+    TAP_INT(p->tps.n, 20, "tokens/s leaves out the burst (and the cached answer)");
+    TAP_OK(p->tps.p50 > 99.9 && p->tps.p50 < 100.1, "tokens/s p50 = 100: %g", p->tps.p50);
+    TAP_OK(p->tps.p90 > 179.9 && p->tps.p90 < 180.1, "tokens/s p90 = 180: %g", p->tps.p90);
+    TAP_OK(p->tps.p99 > 199.9 && p->tps.p99 < 200.1, "tokens/s p99 = 200, not 1830543.9: %g",
+           p->tps.p99);
+    TAP_INT(p->itl.n, 21, "inter-token gaps");
+    TAP_OK(p->itl.p50 > 0.0099 && p->itl.p50 < 0.0101, "itl p50 = 10 ms: %g", p->itl.p50);
+    TAP_INT(p->retries, 4, "retries summed");
+    TAP_INT(p->rate_limited, 1, "429s summed");
     TAP_INT(s.n_models, 2, "two models");
     if (s.n_models == 2) {
-        /* alpha: i odd -> completion 1+3+..+19 = 100; beta: 2+..+20 = 110 */
-        TAP_STR(s.models[0].model, "beta", "most tokens first");
-        TAP_INT(s.models[0].completion_tokens, 110, "beta completion tokens");
-        TAP_INT(s.models[0].total_tokens, 210, "beta total tokens");
-        TAP_INT(s.models[1].answers, 11, "alpha answers include the cached one");
-        TAP_INT(s.models[1].prompt_tokens, 100, "cached answer's tokens are not counted");
+        /* alpha: i odd -> total 10*40 + 100 = 500 - 100 + the burst 13 = 413; beta: 410 */
+        TAP_STR(s.models[0].model, "alpha", "most tokens first");
+        TAP_INT(s.models[1].completion_tokens, 310, "beta completion tokens");
+        TAP_INT(s.models[0].answers, 12, "alpha answers include the cached one");
+        TAP_INT(s.models[0].prompt_tokens, 110, "cached answer's tokens are not counted");
+        TAP_OK(s.models[1].perf.tps.p50 > 99.9 && s.models[1].perf.tps.p50 < 100.1,
+               "beta tokens/s p50 = 100: %g", s.models[1].perf.tps.p50);
+        TAP_OK(s.models[0].perf.tps.p50 > 89.9 && s.models[0].perf.tps.p50 < 90.1,
+               "alpha tokens/s p50 = 90: %g", s.models[0].perf.tps.p50);
+        TAP_INT(s.models[0].perf.tps.n, 10, "alpha: the burst left out");
+    }
+    TAP_INT(s.n_hosts, 2, "two providers");
+    if (s.n_hosts == 2) {
+        TAP_STR(s.hosts[1].model, "api.b", "the smaller provider second");
+        TAP_INT(s.hosts[1].answers, 5, "api.b answers");
+        TAP_OK(s.hosts[1].perf.tps.p50 > 179.9 && s.hosts[1].perf.tps.p50 < 180.1,
+               "api.b tokens/s p50 = 180: %g", s.hosts[1].perf.tps.p50);
+        TAP_INT(s.hosts[1].perf.retries, 1, "api.b retries");
     }
     TAP_INT(s.n_days, 2, "two days");
     if (s.n_days == 2) {
         TAP_INT(s.days[0].answers, 10, "day one answers");
-        TAP_INT(s.days[1].answers, 11, "day two answers");
+        TAP_INT(s.days[1].answers, 12, "day two answers");
         TAP_OK(strcmp(s.days[0].day, s.days[1].day) < 0, "days in order: %s %s", s.days[0].day,
                s.days[1].day);
+        TAP_INT(s.days[0].perf.retries, 2, "day one retries");
+        TAP_INT(s.days[0].perf.rate_limited, 1, "day one 429s");
+        TAP_OK(s.days[0].perf.ttft.p50 > 0.49 && s.days[0].perf.ttft.p50 < 0.51,
+               "day one ttft p50 = 0.5: %g", s.days[0].perf.ttft.p50);
     }
     store_stats_clear(&s);
-    TAP_INT(store_stats(st, 1700000000 + 86400, 0, &s), 0, "stats since day two");
-    TAP_INT(s.answers, 11, "range filter");
+    TAP_INT(store_stats(st, 1700000000 + 86400, 0, NULL, &s), 0, "stats since day two");
+    TAP_INT(s.answers, 12, "range filter");
+    store_stats_clear(&s);
+    TAP_INT(store_stats(st, 0, 0, "beta", &s), 0, "stats of one model");
+    TAP_INT(s.answers, 10, "model filter: answers");
+    TAP_INT(s.n_models, 1, "model filter: one model");
+    TAP_INT(s.perf.sent, 10, "model filter: percentiles of its answers");
+    TAP_OK(s.perf.tps.p50 > 99.9 && s.perf.tps.p50 < 100.1, "model filter: tokens/s p50 %g",
+           s.perf.tps.p50);
     store_stats_clear(&s);
     store_close(st);
 }
@@ -2380,6 +2471,31 @@ static void test_commands(void)
 
     TAP_INT(run_cmd(st, 0, &out, "stats", NULL), 0, "stats");
     TAP_OK(strstr(out, "answers") && strstr(out, "gpt-x"), "stats output");
+    TAP_OK(strstr(out, "inter-token latency") && strstr(out, "retries") &&
+               strstr(out, "spend") && strstr(out, "PROVIDER"),
+           "stats output: latency, retries, spend, providers");
+    free(out);
+    TAP_INT(run_cmd(st, 0, &out, "stats", "--json", "--model", "gpt-x", NULL), 0,
+            "stats --json --model");
+    cJSON *sj = cJSON_Parse(out);
+    cJSON *sm = cJSON_GetObjectItem(sj, "models");
+    TAP_OK(sj && cJSON_IsArray(sm) && cJSON_GetArraySize(sm) == 1 &&
+               !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(sm, 0),
+                                                                "model")),
+                       "gpt-x") &&
+               cJSON_GetObjectItem(sj, "ttft_seconds") && cJSON_GetObjectItem(sj, "providers") &&
+               cJSON_GetObjectItem(sj, "days") && cJSON_GetObjectItem(sj, "spend_usd"),
+           "stats --json: one model, percentiles, providers, days, spend");
+    cJSON_Delete(sj);
+    free(out);
+    TAP_INT(run_cmd(st, 0, &out, "stats", "--json", "--model", "no-such", NULL), 0,
+            "stats --json of a model never used");
+    sj = cJSON_Parse(out);
+    TAP_OK(sj && cJSON_GetArraySize(cJSON_GetObjectItem(sj, "models")) == 0 &&
+               cJSON_GetNumberValue(cJSON_GetObjectItem(sj, "answers")) == 0,
+           "no answers, no models");
+    cJSON_Delete(sj);
+    TAP_INT(run_cmd(st, 0, NULL, "stats", "--format", "yaml", NULL), 2, "stats bad format: usage");
     free(out);
     unsigned char key[32];
     store_cache_key("k", 1, key);
@@ -3011,6 +3127,7 @@ int main(void)
     test_migrate_v5();
     test_migrate_v6_tokens();
     test_migrate_v7_tool();
+    test_migrate_v8_perf();
     test_migrate_prev();
     test_tree();
     test_tree_foreign();
