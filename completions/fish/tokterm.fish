@@ -100,6 +100,8 @@ complete -c tokterm -n '__fish_seen_subcommand_from search' -l model -x -d 'only
 complete -c tokterm -n '__fish_seen_subcommand_from search stats' -l since -x -d 'YYYY-MM-DD'
 complete -c tokterm -n '__fish_seen_subcommand_from search stats' -l until -x -d 'YYYY-MM-DD'
 complete -c tokterm -n '__fish_seen_subcommand_from search' -l limit -x -d 'how many'
+complete -c tokterm -n '__fish_seen_subcommand_from stats' -l json -d 'JSON output'
+complete -c tokterm -n '__fish_seen_subcommand_from stats' -l format -x -a 'text json'
 complete -c tokterm -n '__fish_seen_subcommand_from cache' -a 'stats clear'
 complete -c tokterm -n '__fish_seen_subcommand_from doctor' -l offline -d 'skip the network checks'
 complete -c tokterm -n '__fish_seen_subcommand_from doctor' -l timeout -x -d 'seconds per endpoint'
