@@ -94,6 +94,8 @@ int tui_ask_key(struct tui *t, int c)
     if (c == KEY_RESIZE || c == 12 /* Ctrl-L */)
         return 0;
     if (a->editing) {
+        if ((c >= KEY_F(1) && c <= KEY_F(12)) || c == 19 || c == KEY_MOUSE)
+            return 1; /* no help, browser or search while a question is open */
         if (c != 27 && c != 3)
             return 0; /* readline's */
         a->editing = 0;

@@ -115,6 +115,9 @@ with ttlib.FakeServer() as srv:
     # --- e edit: bad JSON refused, a schema violation refused, a good edit runs ------------
     tm.send("e")
     tm.wait_for("editing: Enter takes it", 5)
+    tm.send("F2")  # the conversation browser must not open under the question
+    t.ok(tm.wait_for("Conversations (", 1) is None and "\u203a {" in tm.capture(),
+         "e: F2 while editing opens no browser", tm.capture())
     tm.send("C-u")  # readline: clear the line
     tm.send_text('{"a": 1,')
     tm.send("Enter")
