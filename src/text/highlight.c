@@ -525,6 +525,23 @@ static size_t region_end(const struct hl *h, struct hl_state *st, const char *s,
     const char *open = h->l->bc_open;
     int nest = st->mode == M_COMMENT && (h->l->flags & F_NESTC) && open;
     char c0 = st->close[0], o0 = nest ? open[0] : c0, e0 = st->esc ? '\\' : c0;
+    if (!nest) { /* jump from one close[0] to the next; an odd run of \ before it escapes it */
+        size_t start = i;
+        for (;;) {
+            const char *p = i < n ? memchr(s + i, c0, n - i) : NULL;
+            if (!p)
+                return n;
+            size_t k = (size_t)(p - s), b = k;
+            while (st->esc && b > start && s[b - 1] == '\\')
+                b--;
+            if ((k - b) % 2 == 0 && k + st->nclose <= n &&
+                memcmp(s + k, st->close, st->nclose) == 0) {
+                st->mode = M_NONE;
+                return k + st->nclose;
+            }
+            i = k + 1;
+        }
+    }
     for (; i < n; i++) {
         char c = s[i];
         if (c != c0 && c != o0 && c != e0)
