@@ -607,9 +607,10 @@ struct script *script_open(struct conf *conf, char *key, const struct script_opt
     if (tools_load(sc->tools, &terr) < 0) /* the servers start: their tools go in the request */
         fprintf(stderr, "tokterm: warning: %s\n", buf_str(&terr));
     buf_free(&terr);
-    sc->policy.scripted = 1; /* no one to ask: what no --allow-tool names is refused */
-    for (int i = 0; i < o->n_allow_tools; i++)
-        tool_policy_allow(&sc->policy, o->allow_tools[i]);
+    sc->policy.scripted = 1; /* no one to ask: what nothing allows is refused */
+    if (mcp_set_policy(&sc->policy, conf, o->allow_tools, o->n_allow_tools, &terr) < 0)
+        fprintf(stderr, "tokterm: warning: %s\n", buf_str(&terr));
+    buf_free(&terr);
     session_use_tools(s, sc->tools, &sc->policy, (int)conf->tool_rounds);
     sc->o = o;
     sc->st = (struct script_state){.o = o, .out_tty = isatty(1), .err_tty = isatty(2)};

@@ -179,3 +179,18 @@ int mcp_set_allow(struct tool_policy *p, const struct conf *c, struct buf *err)
 {
     return mcp_set_each(NULL, p, c, err) < 0 ? -1 : 0;
 }
+
+int mcp_set_policy(struct tool_policy *p, const struct conf *c, const char *const *globs,
+                   int n, struct buf *err)
+{
+    for (int i = 0; i < n; i++)
+        tool_policy_allow(p, globs[i]);
+    char *list = xstrdup(c->allow ? c->allow : ""), *save = NULL;
+    for (char *g = strtok_r(list, ",", &save); g; g = strtok_r(NULL, ",", &save)) {
+        g = util_trim(g);
+        if (*g)
+            tool_policy_allow(p, g);
+    }
+    free(list);
+    return mcp_set_allow(p, c, err);
+}

@@ -50,4 +50,10 @@ struct tools *mcp_set_registry(const struct conf *c, struct buf *err);
 struct tool_policy;
 int mcp_set_allow(struct tool_policy *p, const struct conf *c, struct buf *err);
 
+/* Everything a front end runs without asking, into p: the --allow-tool globs (n of them), the
+ * config's `allow = fs.read_file, *.search` and the enabled servers' `allow =`
+ * (mcp_set_allow). 0, or -1 with err set as mcp_set_tools (p still holds the rest). */
+int mcp_set_policy(struct tool_policy *p, const struct conf *c, const char *const *globs,
+                   int n, struct buf *err);
+
 #endif

@@ -279,18 +279,10 @@ void tui_tools_init(struct tui *t)
         tools_free(t->tools); /* nothing to offer: requests stay as they were */
         t->tools = NULL;
     }
-    for (int i = 0; i < t->o->n_allow_tools; i++)
-        tool_policy_allow(&t->policy, t->o->allow_tools[i]);
-    /* the config's `allow = fs.read_file, *.search` and [mcp NAME] `allow = read_file`: the
-     * only approvals that outlive a conversation */
-    char *list = xstrdup(t->conf->allow ? t->conf->allow : ""), *save = NULL;
-    for (char *g = strtok_r(list, ",", &save); g; g = strtok_r(NULL, ",", &save)) {
-        g = util_trim(g);
-        if (*g)
-            tool_policy_allow(&t->policy, g);
-    }
-    free(list);
-    if (m >= 0 && mcp_set_allow(&t->policy, t->conf, &err) < 0)
+    /* --allow-tool, the config's `allow = fs.read_file, *.search` and [mcp NAME]
+     * `allow = read_file`: the only approvals that outlive a conversation */
+    if (mcp_set_policy(&t->policy, t->conf, t->o->allow_tools, t->o->n_allow_tools, &err) < 0 &&
+        m >= 0)
         tui_tools_error(t, "mcp", &err);
     buf_free(&err);
 }

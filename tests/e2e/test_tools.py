@@ -124,6 +124,20 @@ with ttlib.FakeServer() as srv:
     t.ok("tool refused: test.add" in text(err) and "may be incomplete" in text(err),
          "stderr says which call was refused", text(err))
 
+    # the config's allow = counts as allowed in scripted mode too
+    acfg = os.path.join(home, "allow.conf")
+    with open(acfg, "w") as f:
+        f.write("allow = test.add\n")
+    n0 = len(srv.requests())
+    srv.queue(["replay=openai_tool_calls.sse", "reply=half"])
+    rc, out, err = run(srv, home, ["--no-save", "--config", acfg, "-p", "add"])
+    b = bodies(srv, n0)
+    msgs = b[1].get("messages", []) if len(b) > 1 else []
+    res = {m.get("tool_call_id"): m.get("content") for m in msgs if m["role"] == "tool"}
+    t.ok(rc == 9 and res.get(ADD_ID) == "42" and "refused" in res.get(ECHO_ID, ""),
+         "allow = test.add in the config: it runs, test.echo is refused (rc %d)" % rc,
+         text(err) + repr(res))
+
     # --- 5. schema violation and unknown tool: reported to the model, nothing runs ---
     n0 = len(srv.requests())
     srv.queue(["replay=openai_tool_bad.sse", "reply=fine"])
