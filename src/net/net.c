@@ -489,6 +489,10 @@ static size_t net_header(char *ptr, size_t size, size_t nmemb, void *ud)
                              (double)time(NULL));
     if (x->quota && n <= 2 && (ptr[0] == '\r' || ptr[0] == '\n')) {
         net_quota_report(x); /* the end of the headers */
+        long code = 0;
+        curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &code);
+        if (code >= 200 && code < 300) /* an answer that no longer reports a limit */
+            ratelimit_forget_unreported(&x->quota->key.state, &x->resp);
         x->quota->answered = 1;
     }
     const char *colon = memchr(ptr, ':', n);

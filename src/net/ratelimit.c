@@ -781,6 +781,21 @@ void ratelimit_merge_report(struct ratelimit_state *s, const struct ratelimit_st
     dim_merge(&s->tok, &before->tok, now, 0);
 }
 
+static void dim_forget(struct ratelimit_dim *d, int64_t limit, int64_t remaining, double reset)
+{
+    if (limit != RATELIMIT_UNKNOWN || remaining != RATELIMIT_UNKNOWN || reset >= 0)
+        return; /* reported */
+    d->remaining = RATELIMIT_UNKNOWN;
+    d->reset_at = RATELIMIT_NO_TIME;
+    d->updated_at = RATELIMIT_NO_TIME;
+}
+
+void ratelimit_forget_unreported(struct ratelimit_state *s, const struct ratelimit_response *r)
+{
+    dim_forget(&s->req, r->limit_req, r->remaining_req, r->reset_req);
+    dim_forget(&s->tok, r->limit_tok, r->remaining_tok, r->reset_tok);
+}
+
 /* ---- retry policy ---- */
 
 void ratelimit_policy_init(struct ratelimit_policy *p)

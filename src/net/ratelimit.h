@@ -129,6 +129,11 @@ void ratelimit_note_sent(struct ratelimit_state *s, double now, double est_token
  * Unless this report is the newest word (newest and later == 0), keep the lower remaining
  * (minus later) and the later reset of the two, so a stale report never lets more requests
  * go than the quota has. */
+/* A successful response r (its headers all fed) said nothing of a limit that s holds a count
+ * for: the server no longer reports it, so that count (and its reset) is forgotten, not left
+ * to hold requests until a reset minutes away (issue 16). Call after ratelimit_merge_report. */
+void ratelimit_forget_unreported(struct ratelimit_state *s, const struct ratelimit_response *r);
+
 void ratelimit_merge_report(struct ratelimit_state *s, const struct ratelimit_state *before,
                             double now, int64_t later, int newest);
 

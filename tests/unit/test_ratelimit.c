@@ -877,6 +877,34 @@ static void check_fmt_dur(double secs, const char *want)
     TAP_STR(ratelimit_format_duration(secs, buf, sizeof buf), want, name);
 }
 
+/* Issue 16: a response said 1,234 tokens remained (reset in 6 min), later answers came without
+ * rate-limit headers: the old count must not hold a request for minutes. */
+static void test_forget_unreported(void)
+{
+    struct ratelimit_state s;
+    ratelimit_state_init(&s, 0, 0);
+    feed(&s, NULL, "x-ratelimit-limit-tokens: 30000\r\n", NOW);
+    feed(&s, NULL, "x-ratelimit-remaining-tokens: 1234\r\n", NOW);
+    feed(&s, NULL, "x-ratelimit-reset-tokens: 6m0s\r\n", NOW);
+    ratelimit_note_sent(&s, NOW + 1, 1000);
+    TAP_OK(ratelimit_wait_time(&s, NOW + 2, 1000) > 300, "1,234 tokens, 1,000 spent: waits");
+    struct ratelimit_response r;
+    ratelimit_response_init(&r); /* an answer with no rate-limit header at all */
+    ratelimit_forget_unreported(&s, &r);
+    TAP_NEAR(ratelimit_wait_time(&s, NOW + 2, 1000), 0,
+             "a later answer without the headers: the stale count no longer holds requests");
+    char buf[96];
+    TAP_STR(ratelimit_format(&s, NOW + 2, buf, sizeof buf), "req ?/? tok ?/30k",
+            "and it is shown as unknown");
+    /* an answer that reports the tokens keeps them */
+    feed(&s, NULL, "x-ratelimit-remaining-tokens: 10\r\n", NOW + 3);
+    feed(&s, NULL, "x-ratelimit-reset-tokens: 1m0s\r\n", NOW + 3);
+    ratelimit_response_init(&r);
+    feed(&s, &r, "x-ratelimit-remaining-tokens: 10\r\n", NOW + 3);
+    ratelimit_forget_unreported(&s, &r);
+    TAP_OK(ratelimit_wait_time(&s, NOW + 4, 1000) > 50, "a reported count stays");
+}
+
 static void test_format(void)
 {
     struct ratelimit_state s;
@@ -1102,6 +1130,7 @@ int main(void)
     test_breaker();
     test_pool();
     test_persist();
+    test_forget_unreported();
     test_format();
     return tap_done();
 }
