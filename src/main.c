@@ -15,6 +15,7 @@
 #include "cmd/roles.h"
 #include "cmd/mcp.h"
 #include "cmd/store.h"
+#include "core/attach.h"
 #include "core/conf.h"
 #include "core/setup.h"
 #include "cmd/script.h"
@@ -22,6 +23,7 @@
 #include "proto/tool.h"
 #include "store/info.h"
 #include "tui/tui.h"
+#include "base/utf8.h"
 #include "base/util.h"
 #include "base/xmalloc.h"
 #include "net/probe.h"
@@ -193,6 +195,7 @@ struct main_run {
     struct setup su;
     struct buf err, warn;
     char *prompt;              /* scripted mode: the first prompt, joined with stdin */
+    struct attach_list files;  /* -f: the first prompt's attachments */
     struct batch_opts bo;      /* tokterm batch */
 };
 
@@ -358,6 +361,33 @@ static int main_chat(struct main_run *r)
 #endif
 }
 
+/* -f PATH...: read and check the attachments of the first prompt (before the key is read, so
+ * nothing is sent when one is wrong: a missing file, a binary one, one over the provider's
+ * limits, a PDF without pdftotext for a server that takes no documents). 0, or -1 with the
+ * message printed. */
+static int main_files(struct main_run *r)
+{
+    const struct cli *a = &r->a;
+    char *err = NULL;
+    for (int i = 0; i < a->n_files && !err; i++)
+        (void)attach_add(&r->files, a->files[i], &err);
+    if (!err) {
+        enum attach_provider p = attach_provider(r->su.conf.api, r->su.conf.base_url, r->su.conf.pdf);
+        if (attach_check(r->files.v, r->files.n, p, &err) == 0)
+            for (size_t i = 0; i < r->files.n && !err; i++)
+                if (r->files.v[i].kind == ATTACH_PDF && attach_pdf_as_text(p))
+                    (void)attach_pdf_text(&r->files.v[i], &err);
+    }
+    if (!err)
+        return 0;
+    struct buf safe = BUF_INIT;
+    utf8_sanitize(&safe, err, strlen(err));
+    fprintf(stderr, "tokterm: attachment: %s; nothing was sent\n", buf_str(&safe));
+    buf_free(&safe);
+    free(err);
+    return -1;
+}
+
 /* Scripted mode: the prompt from -p and/or stdin, before the key is read. */
 static int main_prompt_check(struct main_run *r)
 {
@@ -380,7 +410,9 @@ static int main_prompt_check(struct main_run *r)
     else
         r->prompt = xstrdup(input ? input : "");
     free(input);
-    if (r->prompt[strspn(r->prompt, " \t\r\n")] == '\0') {
+    if (main_files(r) != 0)
+        return 2;
+    if (r->prompt[strspn(r->prompt, " \t\r\n")] == '\0' && !r->files.n) {
         fputs("tokterm: the prompt is empty (give one with -p or on stdin)\n", stderr);
         return 2;
     }
@@ -400,7 +432,8 @@ static int main_prompt(struct main_run *r)
                              .reasoning = a->reasoning, .store = su->store, .save = su->save,
                              .cache = su->cache, .setup = su, .resume = su->resume,
                              .resume_id = su->resume_id, .allow_tools = a->allow_tools,
-                             .n_allow_tools = a->n_allow_tools};
+                             .n_allow_tools = a->n_allow_tools,
+                             .files = r->files.n ? &r->files : NULL};
     char *key = su->key;
     su->key = NULL;
     int code = script_run(&su->conf, key, &so); /* takes the key; the pool and fallback too */
@@ -589,6 +622,7 @@ int main(int argc, char **argv)
     code = main_dispatch(&r, cmd);
 out:
     free(r.prompt);
+    attach_list_free(&r.files);
     setup_free(&r.su);
     cli_free(&r.a);
     buf_free(&r.err);

@@ -25,7 +25,7 @@ int main(int argc, char **argv)
         for (int j = 0; k < 500; j++)
             k += (size_t)snprintf(buf + k, sizeof buf - k, " %s", w[(i + j * 3) % 8]);
         m[i] = (struct context_msg){i == 0 ? "system" : i % 2 ? "user" : "assistant",
-                                    xstrdup(buf), k, i + 1, 0};
+                                    xstrdup(buf), k, i + 1, 0, 0};
         bytes += k;
     }
     struct context *c = context_new("o200k_base", 0, NULL);

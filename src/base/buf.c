@@ -97,3 +97,28 @@ void buf_free(struct buf *b)
     b->data = NULL;
     b->len = b->cap = 0;
 }
+
+void buf_append_base64(struct buf *b, const void *p, size_t n)
+{
+    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const unsigned char *s = p;
+    buf_reserve(b, (n + 2) / 3 * 4);
+    char *o = b->data + b->len;
+    size_t i = 0;
+    for (; i + 3 <= n; i += 3) {
+        unsigned v = (unsigned)s[i] << 16 | (unsigned)s[i + 1] << 8 | s[i + 2];
+        *o++ = tab[v >> 18];
+        *o++ = tab[v >> 12 & 63];
+        *o++ = tab[v >> 6 & 63];
+        *o++ = tab[v & 63];
+    }
+    if (i < n) {
+        unsigned v = (unsigned)s[i] << 16 | (i + 1 < n ? (unsigned)s[i + 1] << 8 : 0);
+        *o++ = tab[v >> 18];
+        *o++ = tab[v >> 12 & 63];
+        *o++ = i + 1 < n ? tab[v >> 6 & 63] : '=';
+        *o++ = '=';
+    }
+    b->len = (size_t)(o - b->data);
+    *o = '\0';
+}

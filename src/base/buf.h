@@ -23,5 +23,7 @@ const char *buf_str(const struct buf *b);
 /* Hand the data over to the caller (who frees it) and empty the buffer. */
 char *buf_take(struct buf *b);
 void buf_free(struct buf *b);
+/* Append n bytes of p in base64 (RFC 4648, with padding): data URLs, attachments. */
+void buf_append_base64(struct buf *b, const void *p, size_t n);
 
 #endif

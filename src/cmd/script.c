@@ -638,6 +638,8 @@ int script_turn(struct script *sc, const char *prompt, int quiet)
     st->quiet = quiet;
     struct session_sink sink = {.ud = st, .text = script_text, .wait = script_wait,
                                 .tool_call = script_tool_call, .tool_result = script_tool_result};
+    if (sc->turns == 1 && sc->o->files)
+        session_attach(s, sc->o->files); /* -f: with the first prompt */
     session_send(s, prompt);
     char *note = session_notice(s); /* a large summary request has just left */
     if (note)

@@ -6,6 +6,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "core/attach.h"
 #include "core/conf.h"
 #include "core/session.h"
 
@@ -31,6 +32,7 @@ struct script_opts {
     const char **allow_tools; /* --allow-tool globs: the tool calls that may run (nothing
                                  else does: refused, the model is told, exit 9) */
     int n_allow_tools;
+    struct attach_list *files; /* -f: the first prompt's attachments (taken), NULL = none */
 };
 
 /* Add the fields of one answer in the --json format (content, reasoning, model, finish_reason,

@@ -5,6 +5,8 @@
 
 #include "cmd/stats.h"
 #include "base/buf.h"
+#include "base/sha256.h"
+#include "core/attach.h"
 #include "core/conv.h"
 #include "store/info.h"
 #include "store/store.h"
@@ -37,6 +39,7 @@ enum {
     OPT_ALL = 1 << 5,
     OPT_VERSIONS = 1 << 6,
     OPT_JSON = 1 << 7,
+    OPT_OUTPUT = 1 << 8,
 };
 
 struct cmd_ctx {
@@ -44,10 +47,16 @@ struct cmd_ctx {
     FILE *out, *err;
     int tty;
     const char *name; /* subcommand */
+    /* the attachments of the conversation being printed (store_attach_list) */
+    struct store_attach *att;
+    size_t n_att;
+    const char *files_dir;  /* export -o: where they are written (NULL: not written) */
+    const char *files_link; /* the same, relative to the Markdown file (its links) */
+    struct buf written;     /* "name hash" lines of the files written there so far */
 };
 
 struct cmd_opts {
-    const char *limit, *model, *since, *until, *format;
+    const char *limit, *model, *since, *until, *format, *output;
     int all, help, versions, json;
     char **pos;
     int n_pos;
@@ -58,7 +67,7 @@ static const char cmd_usage_text[] =
     "       tokterm show ID [--all-versions]\n"
     "       tokterm search QUERY... [--model M] [--since YYYY-MM-DD] [--until YYYY-MM-DD]"
     " [--limit N]\n"
-    "       tokterm export ID [--format md|json] [--all-versions]\n"
+    "       tokterm export ID [--format md|json] [--all-versions] [-o FILE]\n"
     "       tokterm export --all [--format json|md] [--all-versions]\n"
     "       tokterm rm ID\n"
     "       tokterm rename ID TITLE...\n"
@@ -68,7 +77,9 @@ static const char cmd_usage_text[] =
     "        nothing else is special. No match: \"no matches\" on stderr, exit status 1.\n"
     "show, export: the live path of each conversation (what the next request would carry,\n"
     "        with failed and refused turns); --all-versions adds the earlier versions that\n"
-    "        /edit and /retry replaced.\n";
+    "        /edit and /retry replaced.\n"
+    "export -o FILE: write to FILE; with Markdown the attachments go beside it, into FILE's\n"
+    "        name without .md plus .files/ (linked from the Markdown).\n";
 
 const char *cmd_store_usage(void)
 {
@@ -162,6 +173,8 @@ static int cmd_parse(struct cmd_ctx *c, int argc, char **argv, unsigned allowed,
         {"--since", OPT_SINCE, offsetof(struct cmd_opts, since)},
         {"--until", OPT_UNTIL, offsetof(struct cmd_opts, until)},
         {"--format", OPT_FORMAT, offsetof(struct cmd_opts, format)},
+        {"--output", OPT_OUTPUT, offsetof(struct cmd_opts, output)},
+        {"-o", OPT_OUTPUT, offsetof(struct cmd_opts, output)},
     };
     memset(o, 0, sizeof *o);
     o->pos = xcalloc((size_t)argc + 1, sizeof *o->pos);
@@ -372,6 +385,92 @@ static void cmd_md_tool(struct cmd_ctx *c, const struct store_message *m)
     free(st.wire);
 }
 
+/* The provider a message was sent to, from its host (for the token estimates of show). */
+static enum attach_provider cmd_provider(const char *host)
+{
+    if (host && strstr(host, "anthropic"))
+        return ATTACH_ANTHROPIC;
+    if (host && strstr(host, "googleapis"))
+        return ATTACH_GEMINI;
+    return host && strcmp(host, "api.openai.com") == 0 ? ATTACH_OPENAI : ATTACH_COMPAT;
+}
+
+/* Write attachment a into c->files_dir under its base name (a name another file already took:
+ * "<message>-<seq>-<name>"); *name gets the name used (caller frees). 0, or -1 with a
+ * message printed. */
+static int cmd_write_attachment(struct cmd_ctx *c, const struct store_attach *a, char **name)
+{
+    const char *base = strrchr(a->name, '/');
+    base = base ? base + 1 : a->name;
+    if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
+        base = "attachment";
+    char hex[65];
+    sha256_hex(a->sha256, hex);
+    char *line = xasprintf("%s %s\n", base, hex);
+    const char *have = strstr(buf_str(&c->written), line);
+    free(line);
+    if (have && (have == c->written.data || have[-1] == '\n')) {
+        *name = xstrdup(base); /* the same file, written already */
+        return 0;
+    }
+    char *prefix = xasprintf("%s ", base);
+    const char *t = strstr(buf_str(&c->written), prefix);
+    int taken = t && (t == c->written.data || t[-1] == '\n');
+    free(prefix);
+    *name = taken ? xasprintf("%lld-%d-%s", (long long)a->message_id, a->seq, base)
+                  : xstrdup(base);
+    buf_printf(&c->written, "%s %s\n", *name, hex);
+    char *path = xasprintf("%s/%s", c->files_dir, *name);
+    FILE *f = fopen(path, "wb");
+    int ok = f && fwrite(a->data, 1, a->len, f) == a->len;
+    if (f && fclose(f) != 0)
+        ok = 0;
+    if (!ok)
+        cmd_error(c, "cannot write %s: %s", path, strerror(errno));
+    free(path);
+    return ok ? 0 : -1;
+}
+
+/* One compact line per attachment of message m ("name (PNG image 64x32, 2.1 KiB, ~85
+ * tokens)"), a link to its copy when export writes them. */
+static void cmd_md_attachments(struct cmd_ctx *c, const struct store_message *m)
+{
+    int any = 0;
+    for (size_t i = 0; i < c->n_att; i++) {
+        const struct store_attach *sa = &c->att[i];
+        if (sa->message_id != m->id)
+            continue;
+        any = 1;
+        struct attach a;
+        memset(&a, 0, sizeof a);
+        int k = attach_kind_parse(sa->kind);
+        a.kind = k < 0 ? ATTACH_TEXT : (enum attach_kind)k;
+        a.name = sa->name;
+        a.mime = sa->mime;
+        a.len = a.file_size = sa->len;
+        a.width = sa->width;
+        a.height = sa->height;
+        a.pages = sa->pages;
+        struct buf d = BUF_INIT;
+        attach_describe(&d, &a, attach_tokens(&a, cmd_provider(m->host)));
+        char *name = NULL;
+        fputs(c->files_dir ? "- attached: [" : "- attached: ", c->out);
+        cmd_put(c, d.data, d.len);
+        if (c->files_dir && cmd_write_attachment(c, sa, &name) == 0) {
+            fprintf(c->out, "](%s/", c->files_link);
+            cmd_puts(c, name);
+            fputc(')', c->out);
+        } else if (c->files_dir) {
+            fputc(']', c->out);
+        }
+        fputc('\n', c->out);
+        free(name);
+        buf_free(&d);
+    }
+    if (any)
+        fputc('\n', c->out);
+}
+
 static void cmd_md_message(struct cmd_ctx *c, const struct store_message *m,
                            const struct conv_rowinfo *ri)
 {
@@ -397,6 +496,7 @@ static void cmd_md_message(struct cmd_ctx *c, const struct store_message *m,
     }
     cmd_put(c, m->content, m->content_len);
     fputs("\n\n", c->out);
+    cmd_md_attachments(c, m);
     cmd_md_tool(c, m);
     if (strcmp(role, "user") == 0 && m->error) {
         fputs("*refused: not sent*\n\n> ", c->out);
@@ -472,9 +572,14 @@ static void cmd_md_conversation(struct cmd_ctx *c, const struct store_conversati
         cmd_puts(c, conv->system_prompt);
         fputs("\n\n", c->out);
     }
+    if (store_attach_list(c->st, conv->id, &c->att, &c->n_att) != 0)
+        cmd_error(c, "cannot read the attachments: %s", store_error(c->st));
     for (size_t i = 0; i < conv->n_messages; i++)
         if (all || ri[i].live)
             cmd_md_message(c, &conv->messages[i], &ri[i]);
+    store_attach_free(c->att, c->n_att);
+    c->att = NULL;
+    c->n_att = 0;
     free(ri);
 }
 
@@ -723,6 +828,10 @@ static void cmd_json_print(struct cmd_ctx *c, cJSON *j, const char *indent)
     free(s);
 }
 
+static int cmd_export_to(struct cmd_ctx *c, const struct cmd_opts *o, int json);
+
+/* export -o FILE: the output in FILE, and for Markdown the attachments in FILE's stem +
+ * ".files/" beside it. */
 static int cmd_export(struct cmd_ctx *c, const struct cmd_opts *o)
 {
     const char *fmt = o->format ? o->format : o->all ? "json" : "md";
@@ -731,6 +840,52 @@ static int cmd_export(struct cmd_ctx *c, const struct cmd_opts *o)
         return cmd_usage(c, "--format is md or json");
     if (o->all ? o->n_pos != 0 : o->n_pos != 1)
         return cmd_usage(c, "export takes one conversation id, or --all");
+    if (!o->output)
+        return cmd_export_to(c, o, json);
+    char *dir = xstrdup(o->output);
+    char *slash = strrchr(dir, '/');
+    if (slash && slash != dir) {
+        *slash = '\0';
+        if (util_mkdir_p(dir, 0700) != 0 && errno != EEXIST) {
+            cmd_error(c, "cannot make %s: %s", dir, strerror(errno));
+            free(dir);
+            return CMD_STORE_FAIL;
+        }
+    }
+    free(dir);
+    struct cmd_ctx fc = *c;
+    fc.out = fopen(o->output, "w");
+    if (!fc.out) {
+        cmd_error(c, "cannot write %s: %s", o->output, strerror(errno));
+        return CMD_STORE_FAIL;
+    }
+    fc.tty = 0;
+    size_t n = strlen(o->output);
+    size_t stem = n > 3 && strcmp(o->output + n - 3, ".md") == 0 ? n - 3 : n;
+    char *files = xasprintf("%.*s.files", (int)stem, o->output);
+    const char *rel = strrchr(files, '/');
+    if (!json) {
+        fc.files_dir = files;
+        fc.files_link = rel ? rel + 1 : files;
+        if (util_mkdir_p(files, 0700) != 0 && errno != EEXIST) {
+            cmd_error(c, "cannot make %s: %s", files, strerror(errno));
+            fc.files_dir = NULL;
+        }
+    }
+    int code = cmd_export_to(&fc, o, json);
+    if (fclose(fc.out) != 0 && code == CMD_STORE_OK) {
+        cmd_error(c, "cannot write %s: %s", o->output, strerror(errno));
+        code = CMD_STORE_FAIL;
+    }
+    if (!json && fc.written.len == 0)
+        (void)rmdir(files); /* no attachments: no empty folder */
+    buf_free(&fc.written);
+    free(files);
+    return code;
+}
+
+static int cmd_export_to(struct cmd_ctx *c, const struct cmd_opts *o, int json)
+{
     if (!o->all) {
         int code;
         struct store_conversation *conv = cmd_load(c, o->pos[0], &code);
@@ -899,7 +1054,8 @@ static int cmd_cache(struct cmd_ctx *c, const struct cmd_opts *o)
 int cmd_store_run(struct store *st, int argc, char **argv, FILE *out, FILE *err,
                   int out_is_tty)
 {
-    struct cmd_ctx c = {st, out, err, out_is_tty, argc > 0 ? argv[0] : "store"};
+    struct cmd_ctx c = {st, out, err, out_is_tty, argc > 0 ? argv[0] : "store", NULL, 0, NULL,
+                        NULL, BUF_INIT};
     static const struct {
         const char *name;
         unsigned opts;
@@ -908,7 +1064,7 @@ int cmd_store_run(struct store *st, int argc, char **argv, FILE *out, FILE *err,
         {"ls", OPT_LIMIT, cmd_ls},
         {"show", OPT_VERSIONS, cmd_show},
         {"search", OPT_LIMIT | OPT_MODEL | OPT_SINCE | OPT_UNTIL, cmd_search},
-        {"export", OPT_FORMAT | OPT_ALL | OPT_VERSIONS, cmd_export},
+        {"export", OPT_FORMAT | OPT_ALL | OPT_VERSIONS | OPT_OUTPUT, cmd_export},
         {"rm", 0, cmd_rm},
         {"rename", 0, cmd_rename},
         {"stats", OPT_SINCE | OPT_UNTIL | OPT_MODEL | OPT_JSON | OPT_FORMAT, cmd_stats},

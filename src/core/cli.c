@@ -24,6 +24,7 @@ struct cli_opt {
 #define F(f) offsetof(struct cli, f)
 static const struct cli_opt cli_opts[] = {
     {"prompt", 'p', 1, 0},
+    {"file", 'f', 1, 0},
     {"model", 'm', 1, F(model)},
     {"system", 's', 1, F(system)},
     {"profile", 'P', 1, F(profile)},
@@ -105,6 +106,8 @@ static void cli_store(struct cli *c, const struct cli_opt *o, const char *arg, s
         cli_push(&c->allow_tools, &c->n_allow_tools, arg);
     else if (o->off == offsetof(struct cli, mcp))
         cli_push(&c->mcp, &c->n_mcp, arg);
+    else if (o->shrt == 'f')
+        cli_push(&c->files, &c->n_files, arg);
     else if (o->shrt == 'p') {
         XGROW(c->prompts, (size_t)c->n_prompts + 1, *cap);
         c->prompts[c->n_prompts++] = arg;
@@ -211,6 +214,9 @@ void cli_free(struct cli *c)
     free(c->mcp);
     c->mcp = NULL;
     c->n_mcp = 0;
+    free(c->files);
+    c->files = NULL;
+    c->n_files = 0;
     c->prompt_buf = NULL;
     c->prompts = NULL;
     c->allow_tools = NULL;
@@ -229,6 +235,8 @@ static const char cli_usage_head[] =
            "Options:\n"
            "  -p, --prompt TEXT        the prompt (or give it as words after the options);\n"
            "                           repeat -p for a multi-turn conversation in one run\n"
+           "  -f, --file PATH          attach a file to the (first) prompt: text, an image\n"
+           "                           (PNG, JPEG, GIF, WebP) or a PDF; repeatable\n"
            "  -m, --model NAME         model (env TOKTERM_MODEL; profile 'model')\n"
            "  -s, --system TEXT        system prompt\n"
            "  -P, --profile NAME       use the [NAME] section of the config file\n"

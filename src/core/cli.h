@@ -13,6 +13,9 @@ struct cli {
     const char **mcp;         /* each --mcp NAME (array owned) */
     int n_mcp;
     char *prompt_buf;         /* the joined words */
+    const char **files;       /* each -f PATH, in order (array owned): attachments of the
+                                 first prompt (scripted mode, or the chat's first) */
+    int n_files;
     const char *model, *system, *profile, *role, *config_path, *base_url, *api, *cacert, *trace;
     API_SAMPLING(CLI_PARAM_FIELD) /* --max-tokens, --temperature, ... (checked by conf) */
     const char *reasoning_effort; /* --reasoning-effort (checked by conf) */

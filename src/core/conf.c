@@ -56,6 +56,7 @@ static const struct opt conf_opts[] = {
     {"max_tokens_field", OPT_STR, O(max_tokens_field), 0, 0, 0},
     {"reasoning_effort", OPT_STR, O(reasoning_effort), 0, 0, 0},
     {"extra_body", OPT_STR, O(extra_body), 0, 0, 0},
+    {"pdf", OPT_STR, O(pdf), 0, 0, 0},
     {"include_usage", OPT_BOOL, O(include_usage), 0, 0, 1},
     {"connect_timeout_ms", OPT_LONG, O(connect_timeout_ms), 0, 1, 600000},
     {"idle_timeout", OPT_DOUBLE, O(idle_timeout), 0, 0.1, 86400},
@@ -190,6 +191,8 @@ static const char *conf_choices(const char *key)
         return "none|low|medium|high";
     if (strcmp(key, "render") == 0 || strcmp(key, "hyperlinks") == 0)
         return "auto|always|never";
+    if (strcmp(key, "pdf") == 0)
+        return "auto|document|text";
     return NULL;
 }
 

@@ -22,6 +22,7 @@ struct conf {
                              ...: the sampling parameters, with their keys (proto/api.h) */
     char *max_tokens_field; /* "max_tokens" or "max_completion_tokens" */
     char *reasoning_effort; /* "low", "medium", "high"; NULL or "none" = not sent */
+    char *pdf;              /* PDF attachments: "auto" (NULL), "document", "text" (attach.h) */
     char *extra_body;       /* a JSON object whose members request_body() adds to every body;
                                NULL = none (checked by conf_set) */
     int include_usage;      /* ask for usage with stream_options (1) */

@@ -163,7 +163,55 @@ static void conv_turn_free(struct conv_turn *t)
     free(t->answer);
     free(t->error);
     free(t->model);
+    for (size_t i = 0; i < t->n_att; i++)
+        attach_clear(&t->att[i]);
+    free(t->att);
+    free(t->content);
     memset(t, 0, sizeof *t);
+}
+
+void conv_attach(struct conv_turn *t, struct attach_list *l)
+{
+    struct attach_list have = {t->att, t->n_att, t->n_att};
+    attach_list_move(&have, l);
+    t->att = have.v;
+    t->n_att = have.n;
+    free(t->content);
+    t->content = NULL;
+}
+
+const char *conv_turn_content(struct conv_turn *t, int pdf_text, size_t *len, char **err)
+{
+    *err = NULL;
+    if (t->content && t->content_pdf_text == pdf_text) {
+        *len = t->content_len;
+        return t->content;
+    }
+    free(t->content);
+    t->content = NULL;
+    struct buf b = BUF_INIT;
+    for (size_t i = 0; i < t->n_att; i++) {
+        struct attach *a = &t->att[i];
+        if (a->kind == ATTACH_TEXT) {
+            attach_text_block(&b, a->name, (const char *)a->data, a->len);
+        } else if (a->kind == ATTACH_PDF && pdf_text) {
+            if (attach_pdf_text(a, err) < 0) {
+                buf_free(&b);
+                return NULL;
+            }
+            attach_text_block(&b, a->name, a->text, a->text_len);
+        }
+    }
+    if (!b.len) {
+        *len = t->prompt_len;
+        return NULL;
+    }
+    buf_append(&b, t->prompt, t->prompt_len);
+    t->content_len = b.len;
+    t->content = buf_take(&b);
+    t->content_pdf_text = pdf_text;
+    *len = t->content_len;
+    return t->content;
 }
 
 void conv_clear(struct conv *c)
@@ -227,6 +275,10 @@ void conv_copy(struct conv *dst, const struct conv *src)
         t->n_steps = t->cap_steps = 0;
         for (size_t k = 0; k < s->n_steps; k++)
             conv_step_copy(conv_step_add(t), &s->steps[k]);
+        t->content = NULL;
+        t->att = s->n_att ? xcalloc(s->n_att, sizeof *t->att) : NULL;
+        for (size_t k = 0; k < s->n_att; k++)
+            attach_copy(&t->att[k], &s->att[k]);
     }
 }
 
@@ -542,6 +594,40 @@ int conv_load(struct conv *c, struct store *st, int64_t id, const char *system, 
     }
     conv_build(c, sc, system, 1); /* the turns take the rows' texts: nothing is copied */
     store_conversation_free(sc);
+    if (conv_attach_load(c, st) < 0) {
+        *err = xasprintf("cannot read the attachments of conversation %lld: %s", (long long)id,
+                         store_error(st));
+        return -1;
+    }
+    return 0;
+}
+
+void conv_attach_from(struct attach_list *l, const struct store_attach *a)
+{
+    XGROW(l->v, l->n + 1, l->cap);
+    attach_restore(&l->v[l->n++], a->name, a->mime, a->data, a->len, a->width, a->height,
+                   a->pages);
+}
+
+int conv_attach_load(struct conv *c, struct store *st)
+{
+    if (!c->id || !c->n)
+        return 0;
+    struct store_attach *v;
+    size_t n;
+    if (store_attach_list(st, c->id, &v, &n) != 0)
+        return -1;
+    for (size_t i = 0, k = 0; i < c->n && k < n; i++) {
+        struct conv_turn *t = &c->turns[i];
+        while (k < n && v[k].message_id < t->user_id) /* rows off the live path */
+            k++;
+        struct attach_list l = {0};
+        for (; k < n && v[k].message_id == t->user_id; k++)
+            conv_attach_from(&l, &v[k]);
+        if (l.n)
+            conv_attach(t, &l);
+    }
+    store_attach_free(v, n);
     return 0;
 }
 
@@ -565,6 +651,12 @@ void conv_transcript(const struct conv *c, struct buf *out)
     for (size_t i = 0; i < c->n; i++) {
         const struct conv_turn *t = &c->turns[i];
         conv_block(out, "user", t->prompt, t->prompt_len);
+        for (size_t k = 0; k < t->n_att; k++) {
+            struct buf d = BUF_INIT;
+            attach_describe(&d, &t->att[k], -1);
+            conv_block(out, "attached", d.data, d.len);
+            buf_free(&d);
+        }
         for (size_t k = 0; k < t->n_steps; k++) {
             const struct conv_step *st = &t->steps[k];
             if (st->result) {

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "base/buf.h"
+#include "core/attach.h"
 
 struct store;
 struct store_conversation;
@@ -79,6 +80,15 @@ struct conv_turn {
     unsigned tokens_saved; /* 1: prompt_tokens is in the store, 2: answer_tokens is */
     struct conv_step *steps; /* the tool rounds before the answer, oldest first */
     size_t n_steps, cap_steps;
+    struct attach *att;    /* the files sent with the prompt (-f, the chat), n_att of them:
+                              part of the user message, saved once by SHA-256 with its row */
+    size_t n_att;
+    char *content;         /* the user message as sent when text goes with the prompt: the
+                              text files' fenced blocks (and PDFs' text for a server that takes
+                              no documents), then the prompt; NULL: the prompt alone. Made by
+                              the session (conv_turn_content), dropped by conv_copy */
+    size_t content_len;
+    int content_pdf_text;  /* content holds the PDFs' text */
 };
 
 struct conv {
@@ -102,6 +112,13 @@ void conv_copy(struct conv *dst, const struct conv *src);
 /* Add a new pending turn with prompt (n bytes) at the end of the live path; returns it (valid
  * until the next call that adds a turn). */
 struct conv_turn *conv_push(struct conv *c, const char *prompt, size_t n);
+/* Give turn t the attachments of l (moved: l is left empty). */
+void conv_attach(struct conv_turn *t, struct attach_list *l);
+/* The user message of turn t as sent (t->content, made once), with the PDFs as their text when
+ * pdf_text (a server that takes no documents), its length in *len. Returns NULL when that is
+ * the prompt alone (*err NULL), or NULL with a message in *err (caller frees) when a PDF's
+ * text cannot be had. */
+const char *conv_turn_content(struct conv_turn *t, int pdf_text, size_t *len, char **err);
 /* The last turn of the live path, or NULL. */
 struct conv_turn *conv_last(struct conv *c);
 /* Settle turn t: outcome, answer text (n bytes; NULL for none), error and model (each NULL
@@ -151,6 +168,12 @@ void conv_from_saved(struct conv *c, const struct store_conversation *sc, const 
 /* Load conversation id (0: the most recent with an answered turn) from st into c. Returns 0,
  * or -1 with a message in *err (caller frees). */
 int conv_load(struct conv *c, struct store *st, int64_t id, const char *system, char **err);
+/* Give the turns of c (loaded from st: conv_from_rows) their saved attachments. 0, or -1
+ * (store_error). conv_load does it. */
+int conv_attach_load(struct conv *c, struct store *st);
+struct store_attach;
+/* Append the stored attachment a to l (its bytes copied). */
+void conv_attach_from(struct attach_list *l, const struct store_attach *a);
 /* conv_load's steps for another way of reading: *id 0 becomes the most recent conversation
  * with an answered turn (0, or -1 with *err); the message for a store code of id. */
 int conv_resolve_id(struct store *st, int64_t *id, char **err);

@@ -23,6 +23,8 @@ struct session {
     struct queue *q;
     struct net *net;
     struct conv conv;          /* the conversation: its live path is what is shown and sent */
+    struct attach_list att_pending; /* files for the next session_send (session_attach) */
+    struct api_part *parts;    /* the files of the request being built (session_planned_body) */
     struct session_msg *msgs;  /* the history the next request carries (session_history) */
     size_t n_msgs, cap_msgs;
     int save_refused;          /* save turns refused before sending (the chat shows them) */
@@ -220,6 +222,66 @@ static void session_msgs_steps(struct session *s, const struct conv_turn *t)
     }
 }
 
+enum attach_provider session_attach_provider(const struct session *s)
+{
+    return attach_provider(s->conf->api, s->conf->base_url, s->conf->pdf);
+}
+
+/* The user message of turn t: its prompt, or with files the text they add (conv_turn_content)
+ * and those sent as parts with their tokens. A PDF whose text cannot be had (pdftotext gone
+ * since it was attached) is sent as a line saying so. */
+static void session_msgs_user(struct session *s, struct conv_turn *t)
+{
+    if (!t->n_att) {
+        session_msgs_push(s, "user", t->prompt, t->prompt_len, t->user_id, &t->prompt_tokens);
+        return;
+    }
+    enum attach_provider p = session_attach_provider(s);
+    size_t len;
+    char *err;
+    const char *content = conv_turn_content(t, attach_pdf_as_text(p), &len, &err);
+    if (err) {
+        struct buf b = BUF_INIT;
+        buf_printf(&b, "[%s]\n\n", err);
+        buf_append(&b, t->prompt, t->prompt_len);
+        free(t->content);
+        t->content_len = b.len;
+        t->content = buf_take(&b);
+        t->content_pdf_text = attach_pdf_as_text(p);
+        content = t->content;
+        len = t->content_len;
+        free(err);
+    }
+    /* the count of the prompt alone is not the message's: a message with text files is
+     * counted (and cached) as the text it is */
+    session_msgs_push(s, "user", content ? content : t->prompt, len, t->user_id,
+                      content ? NULL : &t->prompt_tokens);
+    struct session_msg *m = &s->msgs[s->n_msgs - 1];
+    m->att = t->att;
+    m->n_att = t->n_att;
+    for (size_t k = 0; k < t->n_att; k++)
+        if (t->att[k].kind == ATTACH_IMAGE ||
+            (t->att[k].kind == ATTACH_PDF && !attach_pdf_as_text(p)))
+            m->extra += attach_tokens(&t->att[k], p);
+}
+
+void session_attach(struct session *s, struct attach_list *l)
+{
+    attach_list_move(&s->att_pending, l);
+}
+
+int session_attach_check(const struct session *s, struct attach_list *l, char **err)
+{
+    enum attach_provider p = session_attach_provider(s);
+    if (attach_check(l->v, l->n, p, err) < 0)
+        return -1;
+    for (size_t i = 0; i < l->n; i++)
+        if (l->v[i].kind == ATTACH_PDF && attach_pdf_as_text(p) &&
+            attach_pdf_text(&l->v[i], err) < 0)
+            return -1;
+    return 0;
+}
+
 /* The history the next request carries, from the live path: the system prompt, then the user
  * message and answer of each turn that is sent, then the prompt of a pending turn. It always
  * alternates user/assistant, whatever failed or was refused on the way. */
@@ -232,15 +294,13 @@ static void session_history(struct session *s)
     for (size_t i = 0; i < s->conv.n; i++) {
         struct conv_turn *t = &s->conv.turns[i];
         if (conv_turn_sent(t)) {
-            session_msgs_push(s, "user", t->prompt, t->prompt_len, t->user_id,
-                              &t->prompt_tokens);
+            session_msgs_user(s, t);
             session_msgs_steps(s, t);
             if (t->answer_len || !t->n_steps) /* a turn stopped in its tools has no answer */
                 session_msgs_push(s, "assistant", t->answer, t->answer_len, t->answer_id,
                                   &t->answer_tokens);
         } else if (t->outcome == CONV_PENDING && i + 1 == s->conv.n) {
-            session_msgs_push(s, "user", t->prompt, t->prompt_len, t->user_id,
-                              &t->prompt_tokens);
+            session_msgs_user(s, t);
             session_msgs_steps(s, t);
         }
     }
@@ -353,6 +413,8 @@ void session_close(struct session *s)
     if (s->store && s->answer_id)
         store_message_flush(s->store, s->answer_id);
     conv_free(&s->conv);
+    attach_list_free(&s->att_pending);
+    free(s->parts);
     free(s->msgs);
     util_free_secret(s->key);
     buf_free(&s->answer);
@@ -484,6 +546,12 @@ static int session_save_conversation(struct session *s)
     return 0;
 }
 
+/* 1 when history message m is turn t's user message. */
+static int session_msg_is_turn(const struct session_msg *m, const struct conv_turn *t)
+{
+    return m->content == t->prompt || (t->content && m->content == t->content);
+}
+
 /* Save the user row of the last turn (once): before its request leaves, or when its answer
  * comes from the cache, or (refused, error set) when the chat shows a refusal. */
 static void session_save_prompt(struct session *s, const char *error)
@@ -497,15 +565,28 @@ static void session_save_prompt(struct session *s, const char *error)
     struct store_msg_info info = {.model = c->model, .profile = c->profile, .host = host,
                                   .parent_id = conv_parent_id(&s->conv, s->conv.n - 1),
                                   .error = error};
+    struct store_attach *att = t->n_att ? xcalloc(t->n_att, sizeof *att) : NULL;
+    for (size_t k = 0; k < t->n_att; k++) {
+        const struct attach *a = &t->att[k];
+        att[k] = (struct store_attach){.seq = (int)k, .name = a->name,
+                                       .kind = (char *)attach_kind_name(a->kind),
+                                       .mime = a->mime, .data = a->data, .len = a->len,
+                                       .width = a->width, .height = a->height,
+                                       .pages = a->pages};
+        memcpy(att[k].sha256, a->sha256, sizeof att[k].sha256);
+    }
+    info.att = att;
+    info.n_att = t->n_att;
     int64_t uid = store_message_add(s->store, s->conv_id, "user", t->prompt, t->prompt_len,
                                     &info);
+    free(att);
     free(host);
     if (uid < 0) {
         session_store_failed(s);
         return;
     }
     t->user_id = uid;
-    if (s->n_msgs && s->msgs[s->n_msgs - 1].content == t->prompt)
+    if (s->n_msgs && session_msg_is_turn(&s->msgs[s->n_msgs - 1], t))
         s->msgs[s->n_msgs - 1].id = uid;
 }
 
@@ -542,11 +623,20 @@ void session_refuse_turn(struct session *s, const char *prompt, const char *why)
 
 unsigned session_send(struct session *s, const char *prompt)
 {
-    conv_push(&s->conv, prompt, strlen(prompt));
+    struct conv_turn *nt = conv_push(&s->conv, prompt, strlen(prompt));
     s->round = 0;
     s->tools_cancel = 0;
     free(s->incomplete);
     s->incomplete = NULL;
+    if (s->att_pending.n) {
+        conv_attach(nt, &s->att_pending);
+        char *why = NULL;
+        struct attach_list l = {nt->att, nt->n_att, nt->n_att};
+        if (session_attach_check(s, &l, &why) < 0) {
+            session_history(s);
+            return session_refuse(s, why);
+        }
+    }
     session_history(s);
     /* Fit the history into the window and check the budget before anything is saved or sent. */
     char *why = session_context_begin(s);
@@ -596,7 +686,7 @@ static void session_save_begin(struct session *s, int cached)
         s->answer_id = 0;
         if (t)
             t->user_id = had_user;
-        if (s->n_msgs && t && s->msgs[s->n_msgs - 1].content == t->prompt)
+        if (s->n_msgs && t && session_msg_is_turn(&s->msgs[s->n_msgs - 1], t))
             s->msgs[s->n_msgs - 1].id = had_user;
         s->conv_id = s->conv.id = had_conv;
     }
@@ -609,6 +699,12 @@ static char *session_planned_body(struct session *s, struct api_request *ar,
 {
 
     struct api_message *m = xcalloc(s->plan.n_items + 1, sizeof *m);
+    /* the files of the history messages each item stands for (a summary sends none) */
+    size_t n_parts = 0;
+    for (size_t i = 0; i < s->n_msgs; i++)
+        n_parts += s->msgs[i].n_att;
+    struct api_part *parts = xcalloc(n_parts + 1, sizeof *parts), *next = parts;
+    int pdf_text = attach_pdf_as_text(session_attach_provider(s));
     for (size_t i = 0; i < s->plan.n_items; i++) {
         const struct context_item *it = &s->plan.items[i];
         m[i].role = it->role;
@@ -625,12 +721,30 @@ static char *session_planned_body(struct session *s, struct api_request *ar,
             m[i].n_calls = st->n_calls;
             m[i].thinking_json = st->thinking;
         }
+        if (it->flags & CONTEXT_F_SUMMARY)
+            continue;
+        m[i].parts = next;
+        for (size_t h = it->first; h <= it->last && h < s->n_msgs; h++)
+            for (size_t k = 0; k < s->msgs[h].n_att; k++) {
+                const struct attach *a = &s->msgs[h].att[k];
+                if (a->kind == ATTACH_TEXT || (a->kind == ATTACH_PDF && pdf_text))
+                    continue; /* in the text */
+                *next++ = (struct api_part){a->kind == ATTACH_IMAGE ? API_PART_IMAGE
+                                                                    : API_PART_DOCUMENT,
+                                            a->mime, a->name, a->data, a->len};
+            }
+        m[i].n_parts = (size_t)(next - m[i].parts);
+        if (!m[i].n_parts)
+            m[i].parts = NULL;
     }
     request_api(ar, s->conf, m, s->plan.n_items);
     if (s->tools)
         tools_api(s->tools, NULL, 0, &ar->tools, &ar->n_tools);
     *mp = m;
-    return request_body(s->conf, ar);
+    char *body = request_body(s->conf, ar);
+    free(s->parts);
+    s->parts = parts; /* ar borrows them until the next body (the fallback's) */
+    return body;
 }
 
 /* Send the planned messages (s->plan): from the cache, or to the network thread. */
@@ -1399,14 +1513,18 @@ static int session_lean_full(struct session *s, char **err)
         conv_free(&c);
         return -1;
     }
+    struct attach_list att = {0};
     if (last && last->outcome == CONV_PENDING && last->user_id <= 0) {
         pending = last->prompt;
         plen = last->prompt_len;
         last->prompt = NULL;
+        att = (struct attach_list){last->att, last->n_att, last->n_att};
+        last->att = NULL;
+        last->n_att = 0;
     }
     session_resumed(s, &c, 0);
     if (pending) {
-        conv_push(&s->conv, pending, plen);
+        conv_attach(conv_push(&s->conv, pending, plen), &att);
         free(pending);
         session_history(s);
     }
@@ -1475,6 +1593,12 @@ static int session_resume_lean(struct session *s, int64_t id, char **err)
     struct conv c;
     conv_init(&c);
     conv_from_rows(&c, w.conv, s->conf->system);
+    if (conv_attach_load(&c, s->store) < 0) {
+        *err = xasprintf("cannot read the attachments: %s", store_error(s->store));
+        conv_free(&c);
+        store_walk_free(&w);
+        return -1;
+    }
     session_resumed(s, &c, !w.complete);
     s->tokens_loaded = 1; /* the walk's counts, not the whole conversation's */
     for (size_t i = 0; i < s->conv.n; i++) {
@@ -1593,10 +1717,11 @@ static struct context_msg *session_context_msgs(const struct session *s, int pla
     struct context_msg *m = xcalloc(s->n_msgs + 1, sizeof *m);
     for (size_t i = 0; i < s->n_msgs; i++)
         m[i] = (struct context_msg){s->msgs[i].role, s->msgs[i].content, s->msgs[i].len,
-                                    s->msgs[i].id, s->msgs[i].tokens ? *s->msgs[i].tokens : 0};
+                                    s->msgs[i].id, s->msgs[i].tokens ? *s->msgs[i].tokens : 0,
+                                    s->msgs[i].extra};
     *n = s->n_msgs;
     if (placeholder)
-        m[(*n)++] = (struct context_msg){"user", "", 0, 0, 0};
+        m[(*n)++] = (struct context_msg){"user", "", 0, 0, 0, 0};
     return m;
 }
 

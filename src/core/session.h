@@ -26,6 +26,9 @@ struct session_msg {
     int64_t id;          /* > 0: store id; < 0: this session's serial (not saved); 0: none */
     long *tokens;        /* its text's count in the turn (0 = unknown), or NULL */
     const struct conv_step *step; /* a tool round's message (calls, or a result), or NULL */
+    const struct attach *att; /* a user message's files (the turn's), n_att of them */
+    size_t n_att;
+    long extra;          /* tokens of those sent as parts (images, PDFs), estimated */
 };
 
 /* A summary of history messages first_id..last_id (see context.h). */
@@ -145,8 +148,18 @@ const char *session_tools_incomplete(const struct session *s);
 
 /* Stop the network thread and free everything, s included. NULL is fine. */
 void session_close(struct session *s);
-/* Send the history plus a new user message; returns the request id. */
+/* Send the history plus a new user message; returns the request id. The attachments given
+ * with session_attach go with it (checked first against the provider's limits: a turn that
+ * fails the check is refused with the reason, nothing sent). */
 unsigned session_send(struct session *s, const char *prompt);
+/* Files for the next session_send: l's entries are moved to the session (l is left empty). */
+void session_attach(struct session *s, struct attach_list *l);
+/* The attachment provider of the session's profile (limits, token estimates, PDFs). */
+enum attach_provider session_attach_provider(const struct session *s);
+/* Check files l against the profile's limits before they are attached (the front ends' early
+ * check: -f, /attach): 0, or -1 with a message in *err (caller frees); a PDF for a server that
+ * takes no documents is converted to text here (pdftotext), so its failure shows now. */
+int session_attach_check(const struct session *s, struct attach_list *l, char **err);
 /* File descriptor to poll for events. */
 int session_fd(const struct session *s);
 /* Milliseconds until session_tick() has work (a batch of saved text to commit), -1 = none. */

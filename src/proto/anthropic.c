@@ -111,6 +111,25 @@ static void anth_flush(cJSON *msgs, const char *role, struct buf *text, cJSON **
     buf_reset(text);
 }
 
+/* A file as a content block: {"type":"image"|"document","source":{"type":"base64",
+ * "media_type":..., "data":...}} (a document with its file name as title). */
+static cJSON *anthropic_part(const struct api_part *p)
+{
+    cJSON *b = cJSON_CreateObject();
+    int doc = p->kind == API_PART_DOCUMENT;
+    cJSON_AddStringToObject(b, "type", doc ? "document" : "image");
+    cJSON *src = cJSON_AddObjectToObject(b, "source");
+    cJSON_AddStringToObject(src, "type", "base64");
+    cJSON_AddStringToObject(src, "media_type", p->mime);
+    struct buf d = BUF_INIT;
+    buf_append_base64(&d, p->data, p->len);
+    cJSON_AddStringToObject(src, "data", buf_str(&d));
+    buf_free(&d);
+    if (doc && p->name)
+        cJSON_AddStringToObject(b, "title", p->name);
+    return b;
+}
+
 static char *anthropic_request_json(const struct api_request *r)
 {
     cJSON *o = cJSON_CreateObject();
@@ -134,7 +153,7 @@ static char *anthropic_request_json(const struct api_request *r)
         const char *c = m && m->content ? m->content : "";
         const char *to = m ? anthropic_role(m->role) : NULL;
         int tool = m && (m->n_calls || m->tool_call_id);
-        if (m && !*c && !tool)
+        if (m && !*c && !tool && !m->n_parts)
             continue;
         if (m && !to) {
             buf_printf(&sys, "%s%s", sys.len ? "\n\n" : "", c);
@@ -144,6 +163,15 @@ static char *anthropic_request_json(const struct api_request *r)
             anth_flush(msgs, role, &text, &blocks);
         if (!m)
             break;
+        if (m->n_parts) { /* files first (after the text before them), then the text */
+            if (!blocks)
+                blocks = cJSON_CreateArray();
+            if (text.len)
+                cJSON_AddItemToArray(blocks, anth_text_block(buf_str(&text)));
+            buf_reset(&text);
+            for (size_t k = 0; k < m->n_parts; k++)
+                cJSON_AddItemToArray(blocks, anthropic_part(&m->parts[k]));
+        }
         role = to;
         if (tool || blocks) { /* results first in their user message, then any text */
             if (!blocks)
@@ -155,7 +183,7 @@ static char *anthropic_request_json(const struct api_request *r)
                 cJSON_AddItemToArray(blocks, anth_result_block(m));
             else if (m->n_calls)
                 anth_call_blocks(blocks, m);
-            else
+            else if (*c)
                 cJSON_AddItemToArray(blocks, anth_text_block(c));
             continue;
         }

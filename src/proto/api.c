@@ -249,6 +249,39 @@ void api_call_str(char **dst, const char *s, size_t n)
 {
     free(*dst);
     *dst = xstrndup(s, n);
+void api_part_data_url(struct buf *out, const struct api_part *p)
+{
+    buf_printf(out, "data:%s;base64,", p->mime);
+    buf_append_base64(out, p->data, p->len);
+}
+
+/* A chat-completions message's content: its text, or with files an array of parts (images as
+ * image_url data URLs, PDFs as file parts with file_data), then the text. */
+static void api_chat_content(struct buf *b, const struct api_message *m)
+{
+    const char *text = m->content ? m->content : "";
+    if (!m->n_parts) {
+        api_json_string(b, text);
+        return;
+    }
+    buf_appendc(b, '[');
+    for (size_t i = 0; i < m->n_parts; i++) {
+        const struct api_part *p = &m->parts[i];
+        if (p->kind == API_PART_IMAGE) {
+            buf_appends(b, "{\"type\":\"image_url\",\"image_url\":{\"url\":\"");
+            api_part_data_url(b, p);
+            buf_appends(b, "\"}},");
+        } else {
+            buf_appends(b, "{\"type\":\"file\",\"file\":{\"filename\":");
+            api_json_string(b, p->name ? p->name : "file.pdf");
+            buf_appends(b, ",\"file_data\":\"");
+            api_part_data_url(b, p);
+            buf_appends(b, "\"}},");
+        }
+    }
+    buf_appends(b, "{\"type\":\"text\",\"text\":");
+    api_json_string(b, text);
+    buf_appends(b, "}]");
 }
 
 char *api_request_json(const struct api_request *r)
@@ -271,6 +304,9 @@ char *api_request_json(const struct api_request *r)
     for (size_t i = 0; i < r->n_messages; i++)
         bytes += 32 + strlen(r->messages[i].role) +
                  (r->messages[i].content ? strlen(r->messages[i].content) : 0);
+    for (size_t i = 0; i < r->n_messages; i++)
+        for (size_t k = 0; k < r->messages[i].n_parts; k++)
+            bytes += 128 + r->messages[i].parts[k].len / 3 * 4 + 4;
     struct buf b = BUF_INIT;
     buf_reserve(&b, bytes + bytes / 16);
     buf_appends(&b, "{\"model\":");
@@ -285,7 +321,7 @@ char *api_request_json(const struct api_request *r)
             api_json_string(&b, m->tool_call_id);
         }
         buf_appends(&b, ",\"content\":");
-        api_json_string(&b, m->content ? m->content : "");
+        api_chat_content(&b, m);
         if (m->n_calls)
             api_chat_calls(&b, m);
         buf_appendc(&b, '}');

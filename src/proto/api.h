@@ -9,6 +9,23 @@
 #include "proto/sse.h"
 #include "proto/tool.h"
 
+/* A file that goes with a message as a content part of its own: an image or a PDF document,
+ * its bytes as they are (each dialect encodes them: base64 in its own shape). core/attach.c
+ * makes them; a text file is no part: it is in the message's content, fenced. */
+enum api_part_kind {
+    API_PART_IMAGE = 1, /* chat completions image_url (a data URL), responses input_image,
+                           anthropic image (source base64), gemini inline_data */
+    API_PART_DOCUMENT,  /* a PDF: chat completions file (file_data), responses input_file,
+                           anthropic document, gemini inline_data application/pdf */
+};
+struct api_part {
+    enum api_part_kind kind;
+    const char *mime;            /* "image/png", "application/pdf" */
+    const char *name;            /* the file's name (a document's filename) */
+    const unsigned char *data;
+    size_t len;
+};
+
 struct api_message {
     const char *role;     /* "system", "user", "assistant", "tool" */
     const char *content;
@@ -22,6 +39,9 @@ struct api_message {
     /* role "tool": the result (content) of the call with this id and wire name */
     const char *tool_call_id, *tool_name;
     int tool_error;       /* the result is an error (anthropic is_error) */
+    const struct api_part *parts; /* user: files before the text, n_parts of them; NULL: the
+                                     content is the whole message */
+    size_t n_parts;
 };
 
 /* A plain message (role, text) as an initializer: API_MSG("user", "hi"). */
@@ -34,6 +54,9 @@ struct api_tool {
     const char *description;
     const char *schema;
 };
+
+/* The data URL of a part, "data:<mime>;base64,...", appended to out. */
+void api_part_data_url(struct buf *out, const struct api_part *p);
 
 /* The sampling parameters, in the order a request body carries them: the one table to extend.
  * Each line gives the field(s) of struct api_request and of struct conf (API_PARAM_FIELD), the

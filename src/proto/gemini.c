@@ -74,6 +74,19 @@ static cJSON *gemini_result_part(const struct api_message *m)
     return part;
 }
 
+/* A file as {"inline_data": {"mime_type": ..., "data": base64}}. */
+static cJSON *gemini_inline_part(const struct api_part *p)
+{
+    cJSON *part = cJSON_CreateObject();
+    cJSON *in = cJSON_AddObjectToObject(part, "inline_data");
+    cJSON_AddStringToObject(in, "mime_type", p->mime);
+    struct buf d = BUF_INIT;
+    buf_append_base64(&d, p->data, p->len);
+    cJSON_AddStringToObject(in, "data", buf_str(&d));
+    buf_free(&d);
+    return part;
+}
+
 char *gemini_request_json(const struct api_request *r)
 {
     cJSON *o = cJSON_CreateObject();
@@ -83,7 +96,7 @@ char *gemini_request_json(const struct api_request *r)
     for (size_t i = 0; i < r->n_messages; i++) {
         const struct api_message *m = &r->messages[i];
         int tool = m->n_calls || m->tool_call_id;
-        if ((!m->content || !*m->content) && !tool)
+        if ((!m->content || !*m->content) && !tool && !m->n_parts)
             continue; /* Gemini refuses an empty text part: "empty text parameter" */
         if (m->role && strcmp(m->role, "system") == 0) {
             if (!sys) {
@@ -107,6 +120,8 @@ char *gemini_request_json(const struct api_request *r)
             cJSON_AddItemToArray(turn, gemini_result_part(m));
             continue;
         }
+        for (size_t k = 0; k < m->n_parts; k++) /* files first: inline_data */
+            cJSON_AddItemToArray(turn, gemini_inline_part(&m->parts[k]));
         if (m->content && *m->content)
             cJSON_AddItemToArray(turn, gemini_text_part(m->content));
         gemini_call_parts(turn, m);

@@ -23,6 +23,35 @@ static const char *responses_param_name(void *ud, const struct api_param *p)
     return p->name;
 }
 
+/* A user message with files: input_image (a data URL) and input_file (filename, file_data)
+ * parts, then input_text. */
+static cJSON *responses_content(const struct api_message *m, const char *text)
+{
+    cJSON *a = cJSON_CreateArray();
+    struct buf d = BUF_INIT;
+    for (size_t k = 0; k < m->n_parts; k++) {
+        const struct api_part *p = &m->parts[k];
+        cJSON *e = cJSON_CreateObject();
+        buf_reset(&d);
+        api_part_data_url(&d, p);
+        if (p->kind == API_PART_IMAGE) {
+            cJSON_AddStringToObject(e, "type", "input_image");
+            cJSON_AddStringToObject(e, "image_url", buf_str(&d));
+        } else {
+            cJSON_AddStringToObject(e, "type", "input_file");
+            cJSON_AddStringToObject(e, "filename", p->name ? p->name : "file.pdf");
+            cJSON_AddStringToObject(e, "file_data", buf_str(&d));
+        }
+        cJSON_AddItemToArray(a, e);
+    }
+    buf_free(&d);
+    cJSON *t = cJSON_CreateObject();
+    cJSON_AddStringToObject(t, "type", "input_text");
+    cJSON_AddStringToObject(t, "text", text);
+    cJSON_AddItemToArray(a, t);
+    return a;
+}
+
 char *responses_request_json(const struct api_request *r)
 {
     cJSON *o = cJSON_CreateObject();
@@ -49,7 +78,10 @@ char *responses_request_json(const struct api_request *r)
         if (*text || !m->n_calls) {
             cJSON *msg = cJSON_CreateObject();
             cJSON_AddStringToObject(msg, "role", m->role ? m->role : "user");
-            cJSON_AddStringToObject(msg, "content", text);
+            if (m->n_parts)
+                cJSON_AddItemToObject(msg, "content", responses_content(m, text));
+            else
+                cJSON_AddStringToObject(msg, "content", text);
             cJSON_AddItemToArray(input, msg);
         }
         for (size_t k = 0; k < m->n_calls; k++) { /* the calls the answer made, as items */

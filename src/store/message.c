@@ -179,6 +179,8 @@ int64_t store_message_add(struct store *st, int64_t conversation_id, const char 
     free(title);
     if (id < 0 || (strcmp(role, "user") == 0 && store_msg_head(st, conversation_id, id) != 0))
         return store_rollback(st);
+    if (info && info->n_att && store_attach_put(st, id, info->att, info->n_att) != 0)
+        return store_rollback(st);
     return store_commit(st) == 0 ? id : -1;
 }
 

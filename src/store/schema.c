@@ -372,6 +372,37 @@ static const char store_schema_v9[] = "ALTER TABLE messages ADD COLUMN itl REAL;
                                       "ALTER TABLE messages ADD COLUMN retries INTEGER;\n"
                                       "ALTER TABLE messages ADD COLUMN rate_limited INTEGER;\n";
 
+/* v10: attachments (issue 16). A file's bytes once in blobs, keyed by SHA-256, however many
+ * turns and conversations send it; one attachments row per file of a user row. A message
+ * deleted takes its rows along, and the last row of a blob takes the blob. */
+static const char store_schema_v10[] =
+    "CREATE TABLE blobs(\n"
+    "  sha256 BLOB PRIMARY KEY,\n"
+    "  size INTEGER NOT NULL,\n"
+    "  data BLOB NOT NULL\n"
+    ") WITHOUT ROWID;\n"
+    "CREATE TABLE attachments(\n"
+    "  message_id INTEGER NOT NULL,\n"
+    "  seq INTEGER NOT NULL,\n"
+    "  name TEXT NOT NULL,\n"
+    "  kind TEXT NOT NULL,\n"
+    "  mime TEXT NOT NULL,\n"
+    "  sha256 BLOB NOT NULL,\n"
+    "  size INTEGER NOT NULL,\n"
+    "  width INTEGER NOT NULL DEFAULT 0,\n"
+    "  height INTEGER NOT NULL DEFAULT 0,\n"
+    "  pages INTEGER NOT NULL DEFAULT 0,\n"
+    "  PRIMARY KEY(message_id, seq)\n"
+    ") WITHOUT ROWID;\n"
+    "CREATE INDEX attachments_sha256 ON attachments(sha256);\n"
+    "CREATE TRIGGER attachments_message_ad AFTER DELETE ON messages BEGIN\n"
+    "  DELETE FROM attachments WHERE message_id = old.id;\n"
+    "END;\n"
+    "CREATE TRIGGER attachments_blob_ad AFTER DELETE ON attachments BEGIN\n"
+    "  DELETE FROM blobs WHERE sha256 = old.sha256\n"
+    "    AND NOT EXISTS (SELECT 1 FROM attachments WHERE sha256 = old.sha256);\n"
+    "END;\n";
+
 /* A message's new parent, collected by store_tree_backfill. */
 struct store_link {
     int64_t id, parent;
@@ -513,6 +544,7 @@ static const struct {
     {store_schema_v7, NULL},
     {store_schema_v8, NULL},
     {store_schema_v9, NULL},
+    {store_schema_v10, NULL},
 };
 
 /* Bring the schema to STORE_SCHEMA_VERSION, one step per version, in one write transaction

@@ -45,7 +45,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_SCHEMA_VERSION 9
+#define STORE_SCHEMA_VERSION 10
 #define STORE_NOT_FOUND 1                       /* returned by lookups of a missing id */
 #define STORE_CACHE_KEY_LEN 32                  /* SHA-256 */
 #define STORE_CACHE_DEFAULT_TTL (7 * 24 * 3600) /* seconds */
@@ -92,6 +92,23 @@ struct store_msg_info {
     int64_t parent_id;
     const char *error; /* a user row refused before sending: why (NULL: it was sent) */
     const char *tool;  /* a tool row: JSON naming the call it answers (schema v8) */
+    const struct store_attach *att; /* a user row's attachments, saved with it (n_att) */
+    size_t n_att;
+};
+
+/* Attachments (schema v10): the files sent with a user row. Each file's bytes are kept once, in
+ * `blobs` keyed by their SHA-256, however many turns and conversations send them;
+ * `attachments` has one row per (message, seq) with the name, kind, MIME type and image or
+ * PDF facts. Deleting a message deletes its rows; a blob no row uses any more goes with its
+ * last row (triggers, so the sqlite3 shell keeps it tidy too). */
+struct store_attach {
+    int64_t message_id;
+    int seq;                   /* its place among the message's files, from 0 */
+    char *name, *kind, *mime;  /* kind: "text", "image", "pdf" */
+    unsigned char sha256[32];
+    const unsigned char *data; /* saving: the bytes (len); loading: read into the same */
+    size_t len;
+    int width, height, pages;  /* 0 when unknown */
 };
 
 struct store_usage {
@@ -343,6 +360,14 @@ int store_conversation_latest_answered(struct store *st, int64_t *id);
 /* Ids of all conversations, oldest first (caller frees *ids). Returns 0 or -1. */
 int store_conversation_ids(struct store *st, int64_t **ids, size_t *n);
 void store_conversation_free(struct store_conversation *c);
+/* The attachments of conversation id's messages (every row's, with their bytes), by message
+ * id and seq, into *out (free with store_attach_free). 0, or -1 (store_error). */
+int store_attach_list(struct store *st, int64_t conversation_id, struct store_attach **out,
+                      size_t *n);
+/* Those of one message. */
+int store_attach_get(struct store *st, int64_t message_id, struct store_attach **out,
+                     size_t *n);
+void store_attach_free(struct store_attach *v, size_t n);
 void store_conversation_list_free(struct store_conversation *list, size_t n);
 
 /* Add a finished message (a user prompt: call it before the request leaves) and commit it at

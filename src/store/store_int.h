@@ -134,6 +134,12 @@ char *store_col_str(sqlite3_stmt *s, int i);
 int64_t store_col_count(sqlite3_stmt *s, int i);
 double store_col_seconds(sqlite3_stmt *s, int i);
 
+/* ---- attach.c */
+
+/* Save attachments v[0..n) of message id inside the open write transaction (blobs once by
+ * hash). 0, or -1 with the error recorded. */
+int store_attach_put(struct store *st, int64_t id, const struct store_attach *v, size_t n);
+
 /* ---- schema.c: schema, the file, recovery */
 
 /* Bring the schema to STORE_SCHEMA_VERSION; *from gets the version found. 0 or -1. */

@@ -426,7 +426,7 @@ static void item_set_owned(struct plan_work *w, struct context_item *it, char *t
     it->owned = text;
     it->content = text;
     it->len = len;
-    it->tokens = context_msg_tokens(w->c, it->role, text, len);
+    it->tokens = context_msg_tokens(w->c, it->role, text, len) + it->extra;
 }
 
 static long plan_sum(const struct context_plan *p, size_t from, size_t to)
@@ -631,7 +631,9 @@ static void plan_items(struct context *c, const struct context_msg *m, size_t n,
         size_t sum = CONTEXT_REPLY_PRIMER, lim = out->budget > 0 ? (size_t)out->budget : 0;
         for (size_t i = 0; i < n && sum <= lim; i++) {
             size_t len = m[i].content ? m[i].len : 0;
-            sum += len < lim ? CONTEXT_MSG_OVERHEAD + strlen(m[i].role) + len : lim + 1;
+            size_t ex = m[i].extra > 0 ? (size_t)m[i].extra : 0;
+            sum += len < lim && ex < lim ? CONTEXT_MSG_OVERHEAD + strlen(m[i].role) + len + ex
+                                         : lim + 1;
         }
         out->bounded = sum <= lim;
     }
@@ -646,9 +648,11 @@ static void plan_items(struct context *c, const struct context_msg *m, size_t n,
         if (!out->bounded)
             ct = m[i].tokens > 0 && it->len ? m[i].tokens : context_count(c, it->content, it->len);
         out->content_tokens[i] = ct;
+        it->extra = m[i].extra > 0 ? m[i].extra : 0;
         it->tokens = it->orig_tokens =
-            out->bounded ? (long)(CONTEXT_MSG_OVERHEAD + strlen(it->role) + it->len)
-                         : CONTEXT_MSG_OVERHEAD + context_role_tokens(c, it->role) + ct;
+            (out->bounded ? (long)(CONTEXT_MSG_OVERHEAD + strlen(it->role) + it->len)
+                          : CONTEXT_MSG_OVERHEAD + context_role_tokens(c, it->role) + ct) +
+            it->extra;
         it->first = it->last = i;
     }
     out->n_items = n;
@@ -696,7 +700,8 @@ static long plan_shorten(struct plan_work *w, size_t P, long total)
     for (size_t i = P; i < newest && total > out->budget; i++) {
         struct context_item *it = &out->items[i];
         /* the content's tokens, known from step 0 (nothing is shortened before this step) */
-        long ct = it->tokens - CONTEXT_MSG_OVERHEAD - context_role_tokens(c, it->role);
+        long ct = it->tokens - CONTEXT_MSG_OVERHEAD - context_role_tokens(c, it->role) -
+                  it->extra;
         if (ct <= long_limit)
             continue;
         size_t nl;
@@ -729,6 +734,7 @@ static long plan_merge(struct plan_work *w, size_t P)
                 buf_append(&t, out->items[q].content, out->items[q].len);
                 if (q > j) {
                     it.orig_tokens += out->items[q].orig_tokens;
+                    it.extra += out->items[q].extra;
                     it.flags |= out->items[q].flags & CONTEXT_F_SHORTENED;
                     plan_set_fate(out, out->items[q].first, out->items[q].last,
                                   CONTEXT_MERGED);

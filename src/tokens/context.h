@@ -95,6 +95,8 @@ struct context_msg {
     int64_t id;          /* stable id (store id, or a session serial); 0 = none (no summary) */
     long tokens;         /* the content's tokens when known (stored with the message), so the
                             plan need not count them; 0 = unknown (count) */
+    long extra;          /* tokens of the files sent with it (images, PDFs: the provider's
+                            estimate), added to its count; never shortened, dropped with it */
 };
 
 /* A summary that is already known (from the store or made earlier in this session): it
@@ -137,7 +139,9 @@ struct context_item {
     const char *role;     /* static string */
     const char *content;  /* NUL-terminated; the history's text or plan-owned text */
     size_t len;
-    long tokens;          /* raw tokens including the per-message overhead */
+    long tokens;          /* raw tokens including the per-message overhead (and extra) */
+    long extra;           /* the files' tokens of the messages it stands for (0 for a
+                             summary: their files are not sent) */
     long orig_tokens;     /* the same for the history messages it stands for, unchanged */
     unsigned flags;       /* CONTEXT_F_* */
     size_t first, last;   /* history indices it stands for */

@@ -30,7 +30,7 @@ struct hist {
 static void hist_add(struct hist *h, const char *role, const char *text)
 {
     h->text[h->n] = xstrdup(text);
-    h->m[h->n] = (struct context_msg){role, h->text[h->n], strlen(text), (int64_t)(h->n + 1), 0};
+    h->m[h->n] = (struct context_msg){role, h->text[h->n], strlen(text), (int64_t)(h->n + 1), 0, 0};
     h->n++;
 }
 
@@ -758,7 +758,7 @@ static void test_huge_memory(void)
     for (size_t i = 0; i < n; i += 2)
         memcpy(word + i, "x ", 2); /* 8M tokens */
     struct hist h = {0};
-    h.m[0] = (struct context_msg){"user", word, n, 1, 0};
+    h.m[0] = (struct context_msg){"user", word, n, 1, 0, 0};
     h.n = 1;
     hist_words(&h, "assistant", 2, 10);
     hist_words(&h, "user", 3, 10);

@@ -1,0 +1,251 @@
+#!/usr/bin/env python3
+"""End-to-end tests of attachments (-f PATH): the request body the fake server receives in
+each dialect for a text file, an image and a PDF; the errors (exit 2, nothing sent); resume
+re-sends them exactly; one blob per file in the store however often it is sent; `show` and
+`export`. Fixtures are made here: a real PNG (zlib) and a minimal PDF. Prints TAP."""
+
+import sys
+
+sys.dont_write_bytecode = True
+
+import base64  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import shutil  # noqa: E402
+import sqlite3  # noqa: E402
+import struct  # noqa: E402
+import zlib  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ttlib  # noqa: E402
+
+t = ttlib.Tap()
+
+
+def png(w, h):
+    raw = b"".join(b"\x00" + b"\x10\x80\xf0" * w for _ in range(h))
+
+    def chunk(kind, data):
+        return (struct.pack(">I", len(data)) + kind + data +
+                struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+
+def pdf(text):
+    """A one-page PDF showing text (Helvetica), with a correct xref table."""
+    stream = b"BT /F1 24 Tf 72 720 Td (" + text.encode() + b") Tj ET"
+    objs = [b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+            b"/Resources << /Font << /F1 5 0 R >> >> >>",
+            b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
+            b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
+    out = b"%PDF-1.4\n"
+    offs = []
+    for i, o in enumerate(objs):
+        offs.append(len(out))
+        out += b"%d 0 obj\n" % (i + 1) + o + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1)
+    for o in offs:
+        out += b"%010d 00000 n \n" % o
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, xref)
+    return out
+
+
+def text(b):
+    return b.decode("utf-8", "replace")
+
+
+work = ttlib.tempdir("tt-attach-")
+MAIN_C = os.path.join(work, "main.c")
+with open(MAIN_C, "w") as f:
+    f.write("int main(void) { return 42; }\n")
+IMG = png(64, 32)
+PNG = os.path.join(work, "diagram.png")
+with open(PNG, "wb") as f:
+    f.write(IMG)
+PDF_BYTES = pdf("Hello from the PDF")
+PDF = os.path.join(work, "report.pdf")
+with open(PDF, "wb") as f:
+    f.write(PDF_BYTES)
+B64 = base64.b64encode(IMG).decode()
+PDF64 = base64.b64encode(PDF_BYTES).decode()
+FENCED = "%s:\n```c\nint main(void) { return 42; }\n```\n\n" % MAIN_C
+HAVE_PDFTOTEXT = shutil.which("pdftotext") is not None
+
+
+def home_with(config):
+    home = ttlib.make_home()
+    os.makedirs(os.path.join(home, ".config", "tokterm"))
+    with open(os.path.join(home, ".config", "tokterm", "config"), "w") as f:
+        f.write(config)
+    return home
+
+
+def user_msg(body, dialect):
+    """The last user message's content in a dialect's body."""
+    if dialect == "gemini":
+        return [c for c in body["contents"] if c["role"] == "user"][-1]["parts"]
+    if dialect == "responses":
+        return [m for m in body["input"] if m["role"] == "user"][-1]["content"]
+    return [m for m in body["messages"] if m["role"] == "user"][-1]["content"]
+
+
+with ttlib.FakeServer() as srv:
+    def run(args, dialect="openai", home=None, **kw):
+        env = {"OPENAI_API_KEY": ttlib.TEST_KEY, "ANTHROPIC_API_KEY": "sk-ant-test-0123456789",
+               "GEMINI_API_KEY": "AIzaSy-test-0123456789"}
+        base = srv.base()
+        if dialect == "gemini":
+            base = "http://127.0.0.1:%d/v1beta" % srv.port
+        env.update(kw.pop("env", {}))
+        return ttlib.run_tokterm(["--api", dialect, "--base-url", base] + args, env=env,
+                                 home=home, **kw)
+
+    def last():
+        return srv.requests()[-1]["body"]
+
+    # --- the done-when: text file + image, each dialect -----------------------------------------
+    for dialect in ("openai", "responses", "anthropic", "gemini"):
+        rc, out, err = run(["-f", MAIN_C, "-f", PNG, "-p", "what does this do?"], dialect)
+        t.eq(rc, 0, "%s: -f main.c -f diagram.png -p: exit 0" % dialect)
+        t.eq(text(err), "", "%s: stderr quiet" % dialect)
+        c = user_msg(last(), dialect)
+        want_text = FENCED + "what does this do?"
+        if dialect == "openai":
+            want = [{"type": "image_url", "image_url": {"url": "data:image/png;base64," + B64}},
+                    {"type": "text", "text": want_text}]
+        elif dialect == "responses":
+            want = [{"type": "input_image", "image_url": "data:image/png;base64," + B64},
+                    {"type": "input_text", "text": want_text}]
+        elif dialect == "anthropic":
+            want = [{"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                                 "data": B64}},
+                    {"type": "text", "text": want_text}]
+        else:
+            want = [{"inline_data": {"mime_type": "image/png", "data": B64}},
+                    {"text": want_text}]
+        t.eq(c, want, "%s: the image part, then the file fenced with its path and the prompt"
+             % dialect)
+
+    # --- a text file alone: content stays a string ---------------------------------------------
+    rc, out, err = run(["-f", MAIN_C, "-p", "review"])
+    t.eq(user_msg(last(), "openai"), FENCED + "review", "text only: one string, fenced file first")
+
+    # --- PDFs: documents where the dialect takes them --------------------------------------------
+    for dialect, want in (
+            ("anthropic", {"type": "document", "source": {"type": "base64",
+                                                          "media_type": "application/pdf",
+                                                          "data": PDF64},
+                           "title": PDF}),
+            ("gemini", {"inline_data": {"mime_type": "application/pdf", "data": PDF64}}),
+            ("responses", None)):
+        home = home_with("pdf = document\n") if dialect == "responses" else None
+        rc, out, err = run(["-f", PDF, "-p", "summarise"], dialect, home=home)
+        t.eq(rc, 0, "%s: a PDF: exit 0" % dialect)
+        c = user_msg(last(), dialect)
+        if dialect == "responses":
+            want = {"type": "input_file", "filename": PDF,
+                    "file_data": "data:application/pdf;base64," + PDF64}
+        t.eq(c[0] if isinstance(c, list) else c, want, "%s: the PDF as a document" % dialect)
+    home = home_with("pdf = document\n")
+    rc, out, err = run(["-f", PDF, "-p", "summarise"], home=home)
+    t.eq(user_msg(last(), "openai")[0],
+         {"type": "file", "file": {"filename": PDF,
+                                   "file_data": "data:application/pdf;base64," + PDF64}},
+         "openai (pdf = document): a file part with file_data")
+
+    # --- a compatible server: the PDF's text, or what to install --------------------------------
+    if HAVE_PDFTOTEXT:
+        rc, out, err = run(["-f", PDF, "-p", "summarise"])
+        c = user_msg(last(), "openai")
+        t.eq(rc, 0, "compatible server + PDF: exit 0")
+        t.ok(isinstance(c, str) and c.startswith(PDF + ":\n```\n") and
+             "Hello from the PDF" in c and c.endswith("summarise"),
+             "compatible server: the PDF's text (pdftotext), fenced", json.dumps(c))
+    else:
+        t.skip("compatible server: the PDF's text", "pdftotext not installed", "pdftotext")
+    n0 = len(srv.requests())
+    rc, out, err = run(["-f", PDF, "-p", "summarise"], env={"PATH": work})
+    t.eq(rc, 2, "no pdftotext: exit 2 (usage)")
+    t.ok("poppler-utils" in text(err) and "nothing was sent" in text(err),
+         "no pdftotext: says what to install", text(err))
+    t.eq(len(srv.requests()), n0, "no pdftotext: nothing sent")
+
+    # --- errors: clear, exit 2, nothing sent -----------------------------------------------------
+    big = os.path.join(work, "big.png")
+    with open(big, "wb") as f:
+        f.write(IMG[:-12])  # header kept; padded past OpenAI's limit below
+        f.write(b"\0" * (21 * 1000 * 1000))
+    binf = os.path.join(work, "blob.bin")
+    with open(binf, "wb") as f:
+        f.write(b"\x00\x01\x02binary\xff")
+    unreadable = os.path.join(work, "secret.txt")
+    with open(unreadable, "w") as f:
+        f.write("x")
+    os.chmod(unreadable, 0)
+    cases = [(["-f", os.path.join(work, "missing.c")], "no such file", "a missing file"),
+             (["-f", binf], "binary", "a binary file"),
+             (["-f", work], "directory", "a directory"),
+             (["-f", big], "at most", "a 21 MB image")]
+    if os.geteuid() != 0:
+        cases.append((["-f", unreadable], "cannot read", "an unreadable file"))
+    for args, word, name in cases:
+        n0 = len(srv.requests())
+        rc, out, err = run(args + ["-p", "hi"])
+        t.eq(rc, 2, "%s: exit 2" % name)
+        t.ok(word in text(err) and text(err).startswith("tokterm: attachment: ") and
+             "nothing was sent" in text(err), "%s: a clear message" % name, text(err))
+        t.eq(len(srv.requests()), n0, "%s: nothing sent" % name)
+    n0 = len(srv.requests())
+    small = os.path.join(work, "six.png")
+    with open(small, "wb") as f:
+        f.write(IMG[:-12] + b"\0" * (6 * 1024 * 1024))
+    rc, out, err = run(["-f", small, "-p", "hi"], "anthropic")
+    t.ok(rc == 2 and "Anthropic takes at most 3.8 MiB" in text(err),
+         "anthropic: a 6 MiB image refused with its limit", text(err))
+    rc, out, err = run(["-f", small, "-p", "hi"])
+    t.eq(rc, 0, "the same 6 MiB image is fine for an OpenAI-compatible server")
+    t.eq(len(srv.requests()), n0 + 1, "only that one was sent")
+
+    # --- store: resume re-sends exactly; one blob per file ---------------------------------------
+    home = ttlib.make_home()
+    rc, out, err = run(["-f", MAIN_C, "-f", PNG, "-p", "first"], home=home)
+    first = last()
+    rc, out, err = run(["-c", "-p", "second"], home=home)
+    t.eq(rc, 0, "-c after an attachment: exit 0")
+    sent = last()["messages"]
+    t.eq(sent[0], first["messages"][-1], "resume: the first turn re-sent exactly (file, image)")
+    rc, out, err = run(["-f", PNG, "-p", "again the image"], home=home)
+    rc, out, err = run(["-c", "-f", PNG, "-p", "and once more"], home=home)
+    db = os.path.join(home, ".local", "share", "tokterm", "tokterm.db")
+    con = sqlite3.connect(db)
+    blobs = con.execute("SELECT count(*) FROM blobs").fetchone()[0]
+    rows = con.execute("SELECT count(*) FROM attachments").fetchone()[0]
+    pngs = con.execute("SELECT count(*) FROM blobs WHERE data = ?", (IMG,)).fetchone()[0]
+    t.eq((blobs, rows, pngs), (2, 4, 1),
+         "dedup: the image sent in 3 turns of 2 conversations is one blob (2 blobs, 4 rows)")
+    con.close()
+
+    # --- show and export: a compact line per attachment ------------------------------------------
+    rc, out, err = ttlib.run_tokterm(["show", "1"], home=home)
+    t.ok(("diagram.png (PNG image 64x32, %d B" % len(IMG)) in text(out) and
+         "main.c (text, 30 B" in text(out), "show: one compact line per attachment", text(out))
+    exp = os.path.join(work, "export")
+    rc, out, err = ttlib.run_tokterm(["export", "1", "-o", os.path.join(exp, "conv.md")],
+                                     home=home)
+    files = sorted(os.listdir(exp)) if os.path.isdir(exp) else []
+    t.ok(rc == 0 and "conv.md" in files, "export: the Markdown written", text(err))
+    side = [f for f in files if f != "conv.md"]
+    got = {}
+    for d in side:
+        p = os.path.join(exp, d)
+        for f in (os.listdir(p) if os.path.isdir(p) else []):
+            with open(os.path.join(p, f), "rb") as fh:
+                got[f] = fh.read()
+    t.ok(got.get("diagram.png") == IMG and got.get("main.c") is not None,
+         "export: the attachments beside the Markdown", repr(sorted(got)))
+
+sys.exit(t.done())
