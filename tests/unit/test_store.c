@@ -505,6 +505,10 @@ static char *heads_of(const char *path)
 #define UNDO_V9                                                                          \
     "ALTER TABLE messages DROP COLUMN itl; ALTER TABLE messages DROP COLUMN retries; "    \
     "ALTER TABLE messages DROP COLUMN rate_limited;"
+/* What takes a new store back to version 9 (before attachments). */
+#define STORE_DROP_V10                                                                     \
+    "DROP TRIGGER attachments_blob_ad; DROP TRIGGER attachments_message_ad; "               \
+    "DROP TABLE attachments; DROP TABLE blobs; "
 
 /* A version 5 database at path: a new store (version 6) taken back to version 5 (the tree's
  * trigger, indexes and columns dropped, user_version 5), so that rows raw_exec inserts then go
@@ -519,7 +523,8 @@ static int make_v5(const char *path)
         return -1;
     }
     store_close(st);
-    return raw_exec(path, "DROP TRIGGER message_tokens_ad; DROP TRIGGER message_tokens_au;"
+    return raw_exec(path, STORE_DROP_V10
+                          "DROP TRIGGER message_tokens_ad; DROP TRIGGER message_tokens_au;"
                           "DROP TABLE message_tokens;"
                           "DROP TRIGGER IF EXISTS messages_tree_ai;"
                           "DROP INDEX IF EXISTS messages_user;"
@@ -530,6 +535,74 @@ static int make_v5(const char *path)
                           "PRAGMA user_version = 5;") == SQLITE_OK
                ? 0
                : -1;
+}
+
+/* v9 -> v10: the attachment tables are added in place; a blob is stored once however many
+ * rows send it, read back with each message, and goes with the last row that uses it. */
+/* "blobs rows" of the store at path (*keep: the string, freed by the next call). */
+static const char *blobs_rows(const char *path, char **keep)
+{
+    free(*keep);
+    *keep = raw_text(path, "SELECT count(*) || ' ' || (SELECT count(*) FROM attachments) "
+                           "FROM blobs");
+    return *keep;
+}
+
+static void test_migrate_v9_attachments(void)
+{
+    char *txt = NULL;
+    char *path = tmp_path("v9a.db");
+    char *err = NULL;
+    struct store *st = store_open(path, NULL, &err);
+    TAP_OK(st != NULL, "v9: a new store");
+    if (!st) {
+        free(err);
+        free(path);
+        return;
+    }
+    int64_t conv = store_conversation_new(st, NULL, NULL, "m", NULL);
+    int64_t u = store_message_add(st, conv, "user", "old prompt", 10, NULL);
+    store_close(st);
+    TAP_INT(raw_exec(path, STORE_DROP_V10 "PRAGMA user_version = 9;"), SQLITE_OK,
+            "v9: taken back to version 9 (no attachment tables)");
+    struct store_open_info info;
+    st = store_open(path, &info, &err);
+    TAP_OK(st != NULL && info.from_version == 9 &&
+               store_schema_version(st) == STORE_SCHEMA_VERSION,
+           "v9 -> v10: upgraded in place");
+    if (!st) {
+        free(err);
+        free(path);
+        return;
+    }
+    static const unsigned char img[] = "\x89PNG fake bytes";
+    struct store_attach a = {.name = "d.png", .kind = "image", .mime = "image/png",
+                             .data = img, .len = sizeof img - 1, .width = 2, .height = 3};
+    sha256_digest(img, a.len, a.sha256);
+    struct store_msg_info mi = {.att = &a, .n_att = 1};
+    int64_t u2 = store_message_add(st, conv, "user", "look", 4, &mi);
+    int64_t conv2 = store_conversation_new(st, NULL, NULL, "m", NULL);
+    int64_t u3 = store_message_add(st, conv2, "user", "again", 5, &mi);
+    TAP_OK(u > 0 && u2 > 0 && u3 > 0, "v10: rows with attachments saved");
+    TAP_STR(blobs_rows(path, &txt),
+            "1 2", "v10: one blob for two rows in two conversations");
+    struct store_attach *v;
+    size_t n;
+    TAP_INT(store_attach_list(st, conv, &v, &n), 0, "v10: read back");
+    TAP_OK(n == 1 && v[0].message_id == u2 && v[0].len == a.len &&
+               memcmp(v[0].data, img, a.len) == 0 && strcmp(v[0].name, "d.png") == 0 &&
+               v[0].width == 2 && v[0].height == 3 && memcmp(v[0].sha256, a.sha256, 32) == 0,
+           "v10: the same bytes, name and facts");
+    store_attach_free(v, n);
+    TAP_INT(store_conversation_delete(st, conv), 0, "v10: a conversation deleted");
+    TAP_STR(blobs_rows(path, &txt),
+            "1 1", "v10: its row gone, the blob kept (another row uses it)");
+    TAP_INT(store_conversation_delete(st, conv2), 0, "v10: the other deleted");
+    TAP_STR(blobs_rows(path, &txt),
+            "0 0", "v10: the last row took the blob with it");
+    free(txt);
+    store_close(st);
+    free(path);
 }
 
 /* v6 -> v7: the token counts table is added in place; counts are stored per encoding, read
@@ -549,7 +622,8 @@ static void test_migrate_v6_tokens(void)
     int64_t u = store_message_add(st, conv, "user", "hello there", 11, NULL);
     int64_t a = store_message_add(st, conv, "assistant", "hi", 2, NULL);
     store_close(st);
-    TAP_INT(raw_exec(path, "DROP TRIGGER message_tokens_ad; DROP TRIGGER message_tokens_au; "
+    TAP_INT(raw_exec(path, STORE_DROP_V10
+                           "DROP TRIGGER message_tokens_ad; DROP TRIGGER message_tokens_au; "
                            "DROP TABLE message_tokens; ALTER TABLE messages DROP COLUMN tool;" UNDO_V9
                            "PRAGMA user_version = 6;"),
             SQLITE_OK, "v6: taken back to version 6 (no counts table)");
@@ -594,7 +668,7 @@ static void test_migrate_v7_tool(void)
     int64_t conv = store_conversation_new(st, NULL, NULL, "m", NULL);
     int64_t u = store_message_add(st, conv, "user", "add 2 and 40", 12, NULL);
     store_close(st);
-    TAP_INT(raw_exec(path, "ALTER TABLE messages DROP COLUMN tool;" UNDO_V9
+    TAP_INT(raw_exec(path, STORE_DROP_V10 "ALTER TABLE messages DROP COLUMN tool;" UNDO_V9
                            "PRAGMA user_version = 7;"),
             SQLITE_OK, "v7: taken back to version 7 (no tool column)");
     struct store_open_info info;
@@ -639,7 +713,7 @@ static void test_migrate_v8_perf(void)
     struct store_timings old = {0.5, 2.5, 20, -1, -1, -1, -1, -1, -1};
     store_message_finish(st, a, STORE_COMPLETE, "stop", &us, &old, NULL);
     store_close(st);
-    TAP_INT(raw_exec(path, UNDO_V9 "PRAGMA user_version = 8;"),
+    TAP_INT(raw_exec(path, STORE_DROP_V10 UNDO_V9 "PRAGMA user_version = 8;"),
             SQLITE_OK, "v8: taken back to version 8 (no itl, retries, rate_limited)");
     struct store_open_info info;
     st = store_open(path, &info, &err);
@@ -3128,6 +3202,7 @@ int main(void)
     test_migrate_v6_tokens();
     test_migrate_v7_tool();
     test_migrate_v8_perf();
+    test_migrate_v9_attachments();
     test_migrate_prev();
     test_tree();
     test_tree_foreign();
