@@ -314,11 +314,15 @@ static int main_flags(struct main_run *r)
     return -1;
 }
 
+static int main_files(struct main_run *r);
+
 static int main_chat_check(struct main_run *r)
 {
     int code = main_flags(r);
     if (code >= 0)
         return code;
+    if (main_files(r) != 0) /* -f for the first message: checked before the chat starts */
+        return 2;
     if (!isatty(1)) {
         /* tokterm exec'ed tokterm-tui when both ends are terminals */
         fputs("tokterm: no prompt: give one with -p or on stdin (see tokterm --help)\n", stderr);
@@ -352,6 +356,7 @@ static int main_chat(struct main_run *r)
     to.cache = su->cache;
     to.resume = su->resume;
     to.resume_id = su->resume_id;
+    to.files = r->files.n ? &r->files : NULL;
     char *key = su->key;
     su->key = NULL;
     return tui_run(&su->conf, key, &to); /* takes the key; the pool and fallback via setup */

@@ -270,6 +270,12 @@ void session_attach(struct session *s, struct attach_list *l)
     attach_list_move(&s->att_pending, l);
 }
 
+const struct attach *session_attached(const struct session *s, size_t *n)
+{
+    *n = s->att_pending.n;
+    return s->att_pending.v;
+}
+
 int session_attach_check(const struct session *s, struct attach_list *l, char **err)
 {
     enum attach_provider p = session_attach_provider(s);

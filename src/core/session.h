@@ -154,6 +154,8 @@ void session_close(struct session *s);
 unsigned session_send(struct session *s, const char *prompt);
 /* Files for the next session_send: l's entries are moved to the session (l is left empty). */
 void session_attach(struct session *s, struct attach_list *l);
+/* The files waiting for the next session_send (session_attach), n of them in *n. */
+const struct attach *session_attached(const struct session *s, size_t *n);
 /* The attachment provider of the session's profile (limits, token estimates, PDFs). */
 enum attach_provider session_attach_provider(const struct session *s);
 /* Check files l against the profile's limits before they are attached (the front ends' early

@@ -469,9 +469,23 @@ static char *tui_turn_footer(const struct conv_turn *tt, int *slot)
 }
 
 /* Show turn tt of the conversation as the live session showed it. */
+/* One compact line per attachment (name, type, size, tokens) under the user's message. */
+static void tui_show_attachments(struct tui *t, const struct attach *v, size_t n)
+{
+    enum attach_provider p = session_attach_provider(t->s);
+    for (size_t i = 0; i < n; i++) {
+        struct buf b = BUF_INIT;
+        buf_appends(&b, "+ attached: ");
+        attach_describe(&b, &v[i], attach_tokens(&v[i], p));
+        tui_view_add(t->view, TUI_MSG_META, b.data, b.len);
+        buf_free(&b);
+    }
+}
+
 static void tui_show_turn(struct tui *t, const struct conv_turn *tt)
 {
     tui_view_add(t->view, TUI_MSG_USER, tt->prompt, tt->prompt_len);
+    tui_show_attachments(t, tt->att, tt->n_att);
     tui_tools_show_steps(t, tt); /* its tool rounds, one line each */
     if (tt->outcome == CONV_PENDING)
         return;
@@ -709,8 +723,12 @@ int tui_send(struct tui *t, const char *prompt, int show_user)
         tui_tools_load(t);
         t->hint[0] = '\0';
     }
-    if (show_user)
+    if (show_user) {
+        size_t n_att;
+        const struct attach *att = session_attached(t->s, &n_att);
         tui_view_add(t->view, TUI_MSG_USER, prompt, strlen(prompt));
+        tui_show_attachments(t, att, n_att);
+    }
     char when[16] = "";
     time_t now = time(NULL);
     struct tm tm;
@@ -1220,6 +1238,11 @@ static void tui_run_greet(struct tui *t, const struct tui_opts *o)
     } else if (!tui_view_count(t->view)) {
         tui_notice(t, "Type a message and press **Enter**. **F1** or `/help` lists the keys and "
                       "commands; **Ctrl-D** quits.");
+    }
+    if (t->have_session && o->files && o->files->n) {
+        tui_notice(t, "These files go with your first message:");
+        tui_show_attachments(t, o->files->v, o->files->n);
+        session_attach(t->s, o->files);
     }
     if (o->first_prompt && *o->first_prompt)
         tui_send(t, o->first_prompt, 1);

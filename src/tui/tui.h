@@ -30,6 +30,7 @@ struct tui_opts {
                                  to it by setup_use_keys); NULL = none */
     const char *const *allow_tools; /* --allow-tool GLOB: tools that run without asking */
     int n_allow_tools;
+    struct attach_list *files; /* -f PATH: files for the first message (taken), NULL = none */
 };
 
 /* Run the chat until the user quits. Takes key (wiped and freed). Returns the exit status. */
