@@ -249,6 +249,8 @@ void api_call_str(char **dst, const char *s, size_t n)
 {
     free(*dst);
     *dst = xstrndup(s, n);
+}
+
 void api_part_data_url(struct buf *out, const struct api_part *p)
 {
     buf_printf(out, "data:%s;base64,", p->mime);

@@ -259,7 +259,8 @@ static void test_bodies(void)
     static const unsigned char img[] = {1, 2, 3, 4};
     struct api_part parts[2] = {{API_PART_IMAGE, "image/png", "d.png", img, 4},
                                 {API_PART_DOCUMENT, "application/pdf", "r.pdf", img, 3}};
-    struct api_message m[2] = {{"system", "be brief", NULL, 0}, {"user", "what?", parts, 2}};
+    struct api_message m[2] = {API_MSG("system", "be brief"),
+                               {.role = "user", .content = "what?", .parts = parts, .n_parts = 2}};
     struct api_request r = {.model = "m", .messages = m, .n_messages = 2};
     struct {
         const char *dialect, *want[3];
