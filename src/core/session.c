@@ -2209,6 +2209,30 @@ int session_compressed(const struct session *s)
     return 0;
 }
 
+/* /context's lines for the files of the history: each with its tokens and whether the plan p
+ * sends it, or leaves it out with its message (dropped or summarised: never silently). */
+static void session_context_attachments(struct session *s, const struct context_plan *p,
+                                        struct buf *b)
+{
+    enum attach_provider pv = session_attach_provider(s);
+    int head = 0;
+    for (size_t i = 0; i < s->n_msgs && i < p->n_history; i++)
+        for (size_t k = 0; k < s->msgs[i].n_att; k++) {
+            const struct attach *a = &s->msgs[i].att[k];
+            if (!head++)
+                buf_appends(b, "Attachments:\n");
+            buf_printf(b, "  message %zu: ", i + 1);
+            struct buf d = BUF_INIT;
+            attach_describe(&d, a, attach_tokens(a, pv));
+            utf8_sanitize(b, d.data, d.len);
+            buf_free(&d);
+            int fate = p->fate ? p->fate[i] : CONTEXT_SENT;
+            buf_appends(b, fate == CONTEXT_DROPPED      ? ": left out with its message\n"
+                           : fate == CONTEXT_SUMMARIZED ? ": left out (its message is summarised)\n"
+                                                        : ": sent\n");
+        }
+}
+
 char *session_context_report(struct session *s)
 {
     session_context_setup(s);
@@ -2251,6 +2275,7 @@ char *session_context_report(struct session *s)
         buf_printf(&b, " prompt token%s plus your message; no summary request.\n",
                    util_plural(p.shown));
     }
+    session_context_attachments(s, &p, &b);
     context_plan_free(&p);
     if (s->plan.n_items) {
         buf_appends(&b, "Last request: ");

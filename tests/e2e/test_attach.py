@@ -248,4 +248,35 @@ with ttlib.FakeServer() as srv:
     t.ok(got.get("diagram.png") == IMG and got.get("main.c") is not None,
          "export: the attachments beside the Markdown", repr(sorted(got)))
 
+    # --- the chat: -f for the first message, a compact line each, /context --------------------
+    if not ttlib.Tmux.available():
+        t.skip("chat with -f in tmux", "tmux is not installed", tool="tmux")
+    else:
+        home = ttlib.make_home()
+        env = ttlib.clean_env(home=home, env={"OPENAI_BASE_URL": srv.base(),
+                                              "TERM": "xterm-256color"})
+        with ttlib.Tmux(120, 40) as tm:
+            tm.run([ttlib.tokterm_path(), "-f", MAIN_C, "-f", PNG], env)
+            scr = tm.wait_for("go with your first message", 10)
+            t.ok(scr is not None and "diagram.png (PNG image 64x32" in scr,
+                 "chat -f: the files listed before the first message", scr or tm.capture())
+            n0 = len(srv.requests())
+            tm.send_text("what is it?")
+            tm.send("Enter")
+            done = tm.wait_for("\u2713", 15)
+            after = (done or "").split("what is it?", 1)[-1]
+            t.ok(done is not None and "+ attached: %s (text, 30 B" % MAIN_C in after and
+                 "+ attached: %s (PNG image 64x32, %d B, ~255 tokens)" % (PNG, len(IMG)) in after,
+                 "chat: one compact line per attachment under the message", done or tm.capture())
+            made = srv.requests()[n0:]
+            c = user_msg(made[0]["body"], "openai") if made else None
+            t.ok(isinstance(c, list) and c[0].get("type") == "image_url" and
+                 c[-1].get("text") == FENCED + "what is it?",
+                 "chat: the first message carries both files", json.dumps(c)[:300])
+            tm.send_text("/context")
+            tm.send("Enter")
+            ctx = tm.wait_for("Attachments:", 10)
+            t.ok(ctx is not None and "diagram.png (PNG image 64x32" in ctx and ": sent" in ctx,
+                 "/context: the attachments with their tokens, sent", ctx or tm.capture())
+
 sys.exit(t.done())
