@@ -6,7 +6,9 @@
 #include "net/net.h"
 #include "net/queue.h"
 #include "net/ratelimit.h"
+#include "core/conf.h"
 #include "core/loop.h"
+#include "core/metrics.h"
 #include "core/request.h"
 #include "core/session.h"
 #include "store/store.h"
@@ -30,6 +32,7 @@
 #include <strings.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define BATCH_DRAW_INTERVAL 0.1   /* seconds between progress-bar redraws */
@@ -210,6 +213,11 @@ struct batch {
     int quota_loaded;           /* the saved quota state went out with the first request */
     char *quota_line;           /* the latest quota state, saved at the end */
     double wait_until;          /* pacing: the network thread holds requests until then */
+    struct metrics *metrics;    /* --metrics-listen: the answers observed, else NULL */
+    struct metrics_server *metrics_srv;
+    char *provider;             /* the API host, the metrics' provider label */
+    int priced;                 /* price: the model's, for the metrics' spend */
+    struct context_price price;
     struct batch_done *done;    /* finished requests to write (and cache) once the next
                                    requests are out: writing and committing never delay them */
     size_t n_done, cap_done;
@@ -277,6 +285,8 @@ const char *batch_usage(void)
            "  -j, --concurrency N   requests in flight at once (default 8, at most 1024)\n"
            "  -o, --out FILE        write the answers to FILE instead of stdout\n"
            "      --resume          skip ids FILE already has complete; retry the rest\n"
+           "      --metrics-listen HOST:PORT  serve Prometheus metrics at /metrics while it runs\n"
+           "      --metrics-linger S  then serve until one scrape read the end (at most S s)\n"
            "  -h, --help            this text\n");
     head = "Options before 'batch' apply to every line: -m, -s, -P";
     col = strlen(head);
@@ -326,7 +336,8 @@ int batch_parse(struct batch_opts *o, int argc, char **argv, struct buf *err)
             size_t n = eq ? (size_t)(eq - a) : strlen(a);
 #define BATCH_IS(s) (strlen(s) == n && strncmp(a, s, n) == 0)
             int takes = BATCH_IS("--concurrency") || BATCH_IS("-j") || BATCH_IS("--out") ||
-                        BATCH_IS("-o");
+                        BATCH_IS("-o") || BATCH_IS("--metrics-listen") ||
+                        BATCH_IS("--metrics-linger");
             if (takes) {
                 val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
                 if (!val) {
@@ -349,6 +360,18 @@ int batch_parse(struct batch_opts *o, int argc, char **argv, struct buf *err)
                 o->concurrency = (int)c;
             } else if (BATCH_IS("--out") || BATCH_IS("-o")) {
                 o->out = val;
+            } else if (BATCH_IS("--metrics-listen")) {
+                o->metrics_listen = val;
+            } else if (BATCH_IS("--metrics-linger")) {
+                char *end;
+                errno = 0;
+                double sec = strtod(val, &end);
+                if (errno || end == val || *end || !(sec >= 0 && sec <= 3600)) {
+                    buf_printf(err, "batch: --metrics-linger takes seconds from 0 to 3600, not "
+                                    "'%s'", val);
+                    return -1;
+                }
+                o->metrics_linger = sec;
             } else if (BATCH_IS("--resume")) {
                 o->resume = 1;
             } else if (BATCH_IS("--help") || BATCH_IS("-h")) {
@@ -393,6 +416,38 @@ static void batch_clear_bar(struct batch *b)
 }
 
 
+/* Add a finished request to the metrics. */
+static void batch_observe(struct batch *b, const struct net_result *r, const char *model,
+                          int retries)
+{
+    static const char *const status[] = {"complete", "truncated", "cancelled", "error"};
+    int k = r->outcome == API_OK                                         ? 0
+            : r->outcome == API_ERR_TRUNCATED || r->outcome == API_CUT ? 1
+            : r->outcome == API_CANCELLED                                ? 2
+                                                                         : 3;
+    const char *m = r->model[0] ? r->model : model;
+    double usd = -1;
+    if (!r->cached && r->usage.present && b->priced)
+        usd = context_cost(&b->price, r->usage.prompt, r->usage.cached, r->usage.completion);
+    struct metrics_obs o = {b->provider, m, status[k], r->cached, r->t.ttft,
+                            r->t.deltas > 1 ? r->t.gap_p50 : -1, r->t.total, r->t.dns,
+                            r->t.connect, r->t.tls,
+                            r->usage.present ? r->usage.prompt : -1,
+                            r->usage.present ? r->usage.completion : -1, retries,
+                            r->rate_limited, usd};
+    metrics_observe(b->metrics, &o);
+    struct ratelimit_state q;
+    if (r->quota_line && *r->quota_line &&
+        ratelimit_state_load(&q, r->quota_line, strlen(r->quota_line), util_now(),
+                             (double)time(NULL)) == 0) {
+        const char *key = r->key_label[0] ? r->key_label : "default";
+        if (q.req.remaining != RATELIMIT_UNKNOWN)
+            metrics_set_quota(b->metrics, key, "requests", (double)q.req.remaining);
+        if (q.tok.remaining != RATELIMIT_UNKNOWN)
+            metrics_set_quota(b->metrics, key, "tokens", (double)q.tok.remaining);
+    }
+}
+
 /* Write the line of one finished item. r is the result; timed = 0 for a line that never
  * became a request (usage errors: usage and timings are null). */
 static void batch_emit(struct batch *b, const struct batch_item *it, const struct net_result *r,
@@ -408,6 +463,8 @@ static void batch_emit(struct batch *b, const struct batch_item *it, const struc
     script_result_fields(o, r, SCRIPT_JSON_STREAMED, SCRIPT_JSON_STREAMED, model,
                          api_outcome_exit(r->outcome), timed);
     cJSON_AddNumberToObject(o, "retries", retries);
+    if (b->metrics && (timed || r->cached))
+        batch_observe(b, r, model, retries);
     if (r->outcome == API_OK)
         b->n_ok++;
     else
@@ -1100,6 +1157,8 @@ static void batch_start(struct batch *b, struct batch_item *it, const cJSON *o)
     rq->fallback = fallback;
     s->req = net_submit(b->net, rq);
     b->inflight++;
+    if (b->metrics)
+        metrics_set_inflight(b->metrics, b->inflight);
 }
 
 /* The request of slot s ended with r (taken). */
@@ -1134,6 +1193,8 @@ static void batch_finish(struct batch *b, struct batch_slot *s, struct net_resul
     s->item.id = NULL;
     s->req = 0;
     b->inflight--;
+    if (b->metrics)
+        metrics_set_inflight(b->metrics, b->inflight);
 }
 
 /* Write the lines of the requests that finished since the last call; then, when force, or
@@ -1447,6 +1508,23 @@ int batch_run(struct conf *conf, char *key, const struct batch_opts *o)
         code = 1;
         goto fail;
     }
+    if (o->metrics_listen) {
+        int port = 0;
+        b.metrics = metrics_new();
+        b.metrics_srv = metrics_listen(b.metrics, o->metrics_listen, &port, &err);
+        if (!b.metrics_srv) {
+            code = 2;
+            goto fail;
+        }
+        b.provider = conf_host(conf);
+        char *cdir = conf_dir("config");
+        char *user = xasprintf("%s/prices.tsv", cdir);
+        b.priced = context_price_lookup(conf->model, user, &b.price) == 0;
+        free(user);
+        free(cdir);
+        fprintf(stderr, "tokterm batch: metrics at http://%s/metrics (port %d)\n",
+                o->metrics_listen, port);
+    }
     /* Twice the concurrency is handed to the network thread, which keeps `concurrency` on the
      * wire: when one ends, the next leaves from that thread at once instead of after a round
      * trip through this loop. */
@@ -1541,6 +1619,8 @@ int batch_run(struct conf *conf, char *key, const struct batch_opts *o)
         request_quota_save(o->store, conf, answered);
     else
         request_quota_save(o->store, conf, b.quota_line);
+    if (b.metrics_srv && o->metrics_linger > 0)
+        metrics_linger(b.metrics_srv, o->metrics_linger);
     if (b.out_error != 141)
         batch_summary(&b, interrupted > 0);
     else
@@ -1557,6 +1637,9 @@ fail:
 out:
     if (b.net)
         net_stop(b.net);
+    metrics_server_stop(b.metrics_srv);
+    metrics_free(b.metrics);
+    free(b.provider);
     if (b.q)
         queue_free(b.q, net_result_free);
     for (int i = 0; i < b.n_slots; i++) {

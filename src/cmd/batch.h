@@ -71,6 +71,9 @@ struct batch_opts {
     const struct conf *fallback; /* profile used while the breaker is open (borrowed), with
                                     fallback_key (borrowed); NULL: conf's fallback_model, if any */
     const char *fallback_key;
+    const char *metrics_listen; /* --metrics-listen HOST:PORT: serve /metrics while it runs */
+    double metrics_linger;      /* --metrics-linger S: after the job, serve until one scrape
+                                   has read the final figures, at most S seconds */
 };
 
 /* Parse the batch arguments; argv[0] is "batch". Fills o (store, cache, the pool and the

@@ -8,6 +8,7 @@
 #include "base/util.h"
 #include "base/xmalloc.h"
 #include "core/conf.h"
+#include "core/metrics.h"
 #include "tokens/context.h"
 
 #include <cjson/cJSON.h>
@@ -280,4 +281,61 @@ void cmd_stats_write(FILE *f, const struct store_stats *s, enum cmd_stats_format
         cmd_stats_text(f, s, spend, total, &unpriced);
     buf_free(&unpriced);
     free(spend);
+}
+
+/* Prices looked up once per model. */
+struct cmd_prices {
+    char *user; /* the user's prices.tsv */
+    struct {
+        char *model;
+        int priced;
+        struct context_price p;
+    } *v;
+    size_t n, cap;
+    struct metrics *m;
+};
+
+static void cmd_stats_row(const struct store_answer_row *r, void *ud)
+{
+    struct cmd_prices *c = ud;
+    const char *model = r->model ? r->model : "";
+    size_t i;
+    for (i = 0; i < c->n && strcmp(c->v[i].model, model); i++)
+        ;
+    if (i == c->n) {
+        XGROW(c->v, c->n + 1, c->cap);
+        c->v[i].model = xstrdup(model);
+        c->v[i].priced = context_price_lookup(model, c->user, &c->v[i].p) == 0;
+        c->n++;
+    }
+    double usd = -1;
+    if (c->v[i].priced && !r->cached)
+        usd = context_cost(&c->v[i].p, r->prompt_tokens > 0 ? r->prompt_tokens : 0, 0,
+                           r->completion_tokens > 0 ? r->completion_tokens : 0);
+    struct metrics_obs o = {r->host,  r->model,          r->status,     r->cached,
+                            r->ttft,  r->itl,            r->total,      r->dns,
+                            r->connect, r->tls,          r->prompt_tokens, r->completion_tokens,
+                            r->retries, r->rate_limited, usd};
+    metrics_observe(c->m, &o);
+}
+
+int cmd_stats_prometheus(FILE *f, struct store *st, int64_t since, int64_t until,
+                         const char *model)
+{
+    char *cdir = conf_dir("config");
+    struct cmd_prices c = {xasprintf("%s/prices.tsv", cdir), NULL, 0, 0, metrics_new()};
+    free(cdir);
+    int rc = store_answers_each(st, since, until, model, cmd_stats_row, &c);
+    if (rc == 0) {
+        struct buf out = BUF_INIT;
+        metrics_write(c.m, &out);
+        fwrite(out.data, 1, out.len, f);
+        buf_free(&out);
+    }
+    for (size_t i = 0; i < c.n; i++)
+        free(c.v[i].model);
+    free(c.v);
+    free(c.user);
+    metrics_free(c.m);
+    return rc;
 }

@@ -72,6 +72,7 @@ static const char cmd_usage_text[] =
     "       tokterm rm ID\n"
     "       tokterm rename ID TITLE...\n"
     "       tokterm stats [--since YYYY-MM-DD] [--until YYYY-MM-DD] [--model M] [--json]\n"
+    "                     [--format text|json|prometheus]\n"
     "       tokterm cache stats|clear\n"
     "search: words must all occur (as substrings, any case); \"quoted words\" form one phrase;\n"
     "        nothing else is special. No match: \"no matches\" on stderr, exit status 1.\n"
@@ -995,8 +996,12 @@ static int cmd_stats(struct cmd_ctx *c, const struct cmd_opts *o)
     enum cmd_stats_format fmt = o->json ? CMD_STATS_JSON : CMD_STATS_TEXT;
     if (o->format && strcmp(o->format, "json") == 0)
         fmt = CMD_STATS_JSON;
+    else if (o->format && strcmp(o->format, "prometheus") == 0)
+        fmt = CMD_STATS_PROMETHEUS;
     else if (o->format && strcmp(o->format, "text") != 0)
-        return cmd_usage(c, "stats --format takes text or json");
+        return cmd_usage(c, "stats --format takes text, json or prometheus");
+    if (fmt == CMD_STATS_PROMETHEUS)
+        return cmd_store_result(c, cmd_stats_prometheus(c->out, c->st, since, until, o->model));
     struct store_stats s;
     if (store_stats(c->st, since, until, o->model, &s) != 0)
         return cmd_store_result(c, -1);

@@ -344,6 +344,41 @@ int store_stats(struct store *st, int64_t since, int64_t until, const char *mode
     return -1;
 }
 
+/* A REAL column as seconds, -1 when NULL. */
+static double store_col_or(sqlite3_stmt *s, int i)
+{
+    return sqlite3_column_type(s, i) == SQLITE_NULL ? -1 : sqlite3_column_double(s, i);
+}
+
+int store_answers_each(struct store *st, int64_t since, int64_t until, const char *model,
+                       void (*fn)(const struct store_answer_row *, void *), void *ud)
+{
+    static const char q[] =
+        "SELECT model, host, status, cached, ttft, itl, total_time, dns_time, connect_time, "
+        "tls_time, coalesce(prompt_tokens, -1), coalesce(completion_tokens, -1), "
+        "coalesce(retries, 0), coalesce(rate_limited, 0) FROM messages WHERE role = "
+        "'assistant' AND created >= ?1 AND created < ?2 AND (?3 IS NULL OR model = ?3) "
+        "ORDER BY id";
+    sqlite3_stmt *s = store_stats_prep(st, q, since, until > 0 ? until : INT64_MAX, model);
+    if (!s)
+        return -1;
+    int rc;
+    while ((rc = store_step(st, s)) == SQLITE_ROW) {
+        struct store_answer_row r = {
+            (const char *)sqlite3_column_text(s, 0), (const char *)sqlite3_column_text(s, 1),
+            (const char *)sqlite3_column_text(s, 2), sqlite3_column_int(s, 3) != 0,
+            store_col_or(s, 4), store_col_or(s, 5), store_col_or(s, 6), store_col_or(s, 7),
+            store_col_or(s, 8), store_col_or(s, 9), sqlite3_column_int64(s, 10),
+            sqlite3_column_int64(s, 11), sqlite3_column_int64(s, 12),
+            sqlite3_column_int64(s, 13)};
+        fn(&r, ud);
+    }
+    store_done(st, s);
+    if (rc != SQLITE_DONE)
+        return store_fail(st, "cannot read the answers");
+    return 0;
+}
+
 void store_stats_clear(struct store_stats *s)
 {
     for (size_t i = 0; i < s->n_models; i++)

@@ -438,6 +438,19 @@ int store_stats(struct store *st, int64_t since, int64_t until, const char *mode
                 struct store_stats *out);
 void store_stats_clear(struct store_stats *s);
 
+/* One answer as store_answers_each gives it: strings valid during the call only. */
+struct store_answer_row {
+    const char *model, *host, *status; /* model and host may be NULL */
+    int cached;
+    double ttft, itl, total, dns, connect, tls; /* seconds; < 0 = unknown */
+    int64_t prompt_tokens, completion_tokens;   /* -1 = unknown */
+    int64_t retries, rate_limited;              /* 0 when unknown */
+};
+/* Call fn for each answer created in [since, until) (0 = unbounded), of model only when not
+ * NULL, oldest first. Returns 0 or -1. */
+int store_answers_each(struct store *st, int64_t since, int64_t until, const char *model,
+                       void (*fn)(const struct store_answer_row *, void *), void *ud);
+
 /* SHA-256 of a canonical request text: the response-cache key. */
 void store_cache_key(const char *canonical, size_t len, unsigned char key[STORE_CACHE_KEY_LEN]);
 /* Set the cache's time to live (seconds, 0 = forever) and size cap (bytes, 0 = unlimited).

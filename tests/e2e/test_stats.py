@@ -8,7 +8,12 @@ sys.dont_write_bytecode = True
 
 import json  # noqa: E402
 import os  # noqa: E402
+import shutil  # noqa: E402
 import sqlite3  # noqa: E402
+import subprocess  # noqa: E402
+import time  # noqa: E402
+import urllib.parse  # noqa: E402
+import urllib.request  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ttlib  # noqa: E402
@@ -62,5 +67,101 @@ with ttlib.FakeServer() as srv:
     t.ok(rc == 0 and "retries               1 (1 answered 429)" in text
          and "(1 answer of 20+ tokens" in text, "stats: retries, and tokens/s says over what",
          text)
+
+    # --- Prometheus: stats --format prometheus passes promtool ---
+    rc, prom, err = ttlib.run_tokterm(["stats", "--format", "prometheus"], env=env, home=home)
+    t.ok(rc == 0 and b'tokterm_requests_total{provider="127.0.0.1:%d",model="gpt-4o-mini",'
+         b'status="complete"} 2' % srv.port in prom and
+         b'tokterm_rate_limited_total{provider="127.0.0.1:%d",model="gpt-4o-mini"} 1'
+         % srv.port in prom, "stats --format prometheus: the requests and the 429",
+         prom.decode()[-1500:])
+    promtool = shutil.which("promtool")
+    if not promtool:
+        t.skip("promtool check metrics", "promtool not installed", tool="promtool")
+    else:
+        p = subprocess.run([promtool, "check", "metrics"], input=prom, capture_output=True)
+        t.ok(p.returncode == 0 and not p.stdout.strip() and not p.stderr.strip(),
+             "promtool check metrics: no error, no lint", (p.stdout + p.stderr).decode())
+
+    # --- a real Prometheus scrapes a running batch; PromQL counts its requests ---
+    prometheus = shutil.which("prometheus")
+    if not prometheus:
+        t.skip("Prometheus scrapes batch", "prometheus not installed", tool="prometheus")
+    else:
+        d = ttlib.tempdir("tt-prom-")
+        mport, pport = ttlib.free_port(), ttlib.free_port()
+        with open(os.path.join(d, "prometheus.yml"), "w") as f:
+            f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+                    "scrape_configs:\n  - job_name: tokterm\n    static_configs:\n"
+                    "      - targets: ['127.0.0.1:%d']\n" % mport)
+        with open(os.path.join(d, "stderr"), "wb") as errf:
+            pr = subprocess.Popen([prometheus, "--config.file", os.path.join(d, "prometheus.yml"),
+                                   "--storage.tsdb.path", os.path.join(d, "data"),
+                                   "--web.listen-address", "127.0.0.1:%d" % pport],
+                                  stdout=subprocess.DEVNULL, stderr=errf)
+        api = "http://127.0.0.1:%d" % pport
+
+        def get(path):
+            with urllib.request.urlopen(api + path, timeout=5) as r:
+                return r.read()
+        try:
+            ready = False
+            for _ in range(300):
+                try:
+                    ready = b"Ready" in get("/-/ready")
+                except OSError:
+                    pass
+                if ready or pr.poll() is not None:
+                    break
+                time.sleep(0.1)
+            t.ok(ready, "prometheus started")
+            # its targets start being scraped (and found down) a few seconds after it is ready
+            up = []
+            for _ in range(300):
+                try:
+                    up = json.loads(get("/api/v1/query?query=up"))["data"]["result"]
+                except (OSError, ValueError, KeyError):
+                    up = []
+                if up or pr.poll() is not None:
+                    break
+                time.sleep(0.1)
+            t.ok(up, "prometheus scrapes the (not yet listening) target", repr(up))
+            n = 12
+            inp = os.path.join(d, "in.jsonl")
+            with open(inp, "w") as f:
+                for i in range(n):
+                    f.write(json.dumps({"id": i, "prompt": "scrape %d" % i}) + "\n")
+            benv = {"OPENAI_BASE_URL": srv.base("gen=20,delay_ms=25")}
+            rc, out, err = ttlib.run_tokterm(
+                ["--no-cache", "batch", inp, "-j", "2", "--metrics-listen",
+                 "127.0.0.1:%d" % mport, "--metrics-linger", "20"],
+                env=benv, home=home, timeout=90)
+            t.ok(rc == 0 and out.count(b"\n") == n, "the batch answered every line",
+                 err.decode())
+            q = urllib.parse.quote('sum(max_over_time(tokterm_requests_total{job="tokterm",'
+                                   'status="complete"}[5m]))')
+            got = None
+            for _ in range(50):  # the scrape the batch waited for is being stored
+                try:
+                    res = json.loads(get("/api/v1/query?query=" + q))["data"]["result"]
+                    got = res and res[0]["value"][1]
+                except (OSError, ValueError, KeyError):
+                    got = None
+                if got == str(n):
+                    break
+                time.sleep(0.1)
+            t.eq(got, str(n), "PromQL over the scraped series: %d requests" % n)
+            q = urllib.parse.quote('max_over_time(tokterm_requests_in_flight{job="tokterm"}[5m])')
+            res = json.loads(get("/api/v1/query?query=" + q))["data"]["result"]
+            t.ok(res and 1 <= float(res[0]["value"][1]) <= 4,
+                 "a scrape saw requests in flight while it ran (at most 2 x -j 2 handed to the "
+                 "network thread)", repr(res))
+        finally:
+            pr.terminate()
+            try:
+                pr.wait(10)
+            except subprocess.TimeoutExpired:
+                pr.kill()
+                pr.wait()
 
 t.done()
