@@ -16,6 +16,7 @@
 #include "cmd/mcp.h"
 #include "cmd/store.h"
 #include "core/attach.h"
+#include "core/attach_ext.h"
 #include "core/conf.h"
 #include "core/setup.h"
 #include "cmd/script.h"
@@ -374,8 +375,16 @@ static int main_files(struct main_run *r)
 {
     const struct cli *a = &r->a;
     char *err = NULL;
+    struct buf notes = BUF_INIT; /* what folders left out */
     for (int i = 0; i < a->n_files && !err; i++)
-        (void)attach_add(&r->files, a->files[i], &err);
+        (void)attach_any(&r->files, a->files[i], &notes, &err);
+    if (!err && notes.len) {
+        struct buf safe = BUF_INIT;
+        utf8_sanitize(&safe, notes.data, notes.len);
+        fprintf(stderr, "tokterm: attachment: %s", buf_str(&safe));
+        buf_free(&safe);
+    }
+    buf_free(&notes);
     if (!err) {
         enum attach_provider p = attach_provider(r->su.conf.api, r->su.conf.base_url, r->su.conf.pdf);
         if (attach_check(r->files.v, r->files.n, p, &err) == 0)

@@ -1,6 +1,7 @@
 /* setup.c - command line + environment + profile -> conf, keys, fallback, store, cache mode. */
 #include "config.h"
 #include "core/setup.h"
+#include "core/attach_ext.h"
 #include "core/mcpset.h"
 #include "core/role.h"
 #include "net/probe.h"
@@ -137,6 +138,7 @@ int setup_conf(struct setup *su, const struct cli *a, struct buf *err, struct bu
     const char *base_env = conf_dialect(&su->conf)->base_env;
     if (conf_check_url(su->conf.base_url, base_env ? base_env : "base_url", err) < 0)
         return -1;
+    attach_limits_conf(&su->conf); /* folders' and URLs' limits for every front end */
     if (su->conf.insecure)
         buf_appends(warn, "warning: TLS certificate checks are OFF (--insecure): anyone on the "
                           "path can read your prompts and your key\n");

@@ -723,6 +723,7 @@ int tui_send(struct tui *t, const char *prompt, int show_user)
         tui_tools_load(t);
         t->hint[0] = '\0';
     }
+    tui_attach_send(t); /* what /attach left waiting goes with this prompt */
     if (show_user) {
         size_t n_att;
         const struct attach *att = session_attached(t->s, &n_att);
@@ -756,6 +757,12 @@ void tui_cancel(struct tui *t)
     session_cancel(t->s);
     tui_status_state(&t->st, TUI_STATE_CANCELLING, 0);
     t->dirty |= TUI_D_STATUS;
+}
+
+void tui_redraw_now(struct tui *t)
+{
+    t->dirty |= TUI_D_STATUS | TUI_D_VIEW;
+    tui_frame(t);
 }
 
 /* ---- input ---- */
@@ -1206,6 +1213,8 @@ static void tui_run_input(struct tui *t)
         .ud = t,
         .line = tui_on_line,
         .complete = tui_on_complete,
+        .paths = tui_attach_paths,
+        .pasted = tui_attach_pasted,
         .matches = tui_on_matches,
         .more = tui_on_more,
         .suspend = tui_suspend_curses,
@@ -1474,6 +1483,7 @@ static void tui_run_end(struct tui *t, struct loop *lp)
     tui_cmd_free(t);
     tui_ask_free(t);
     tui_tools_free(t);
+    tui_attach_free(t);
     free(t->local_name);
     free(t->local_url);
 }

@@ -16,6 +16,8 @@
 #include "tui/tui_status.h"
 #include "tui/tui_view.h"
 
+struct attach_list;
+
 #define TUI_NO_ANSWER ((size_t)-1)
 
 struct loop;
@@ -81,6 +83,7 @@ struct tui {
     int answer_split;        /* a tool round ended the answer shown: the next text starts a
                                 new one (tui_tools_answer_next) */
     int shell_pending;       /* the answer in flight is a /x proposal (tui_shell.c) */
+    struct attach_list *pending; /* /attach: files for the next prompt (tui_attach.c) */
 };
 
 /* ---- tui.c ---- */
@@ -130,6 +133,21 @@ void tui_shell_cmd(struct tui *t, const char *arg);
 /* The end of an answer (tui_sink_end): a /x proposal opens the run / edit / copy / cancel
  * question. */
 void tui_shell_answer_end(struct tui *t, const struct net_result *r);
+/* Draw a frame now (before a step that blocks, such as fetching a URL). */
+void tui_redraw_now(struct tui *t);
+
+/* ---- tui_attach.c ---- */
+
+/* /attach [PATH|DIR|URL], /detach [N|all]. */
+void tui_attach_cmd(struct tui *t, const char *arg);
+void tui_detach_cmd(struct tui *t, const char *arg);
+/* tui_input_ops' paths and pasted (ud: the tui). */
+int tui_attach_paths(void *ud, const char *line, int start);
+int tui_attach_pasted(void *ud, const char *text);
+/* Hand the waiting attachments to the session for the prompt being sent (tui_send shows
+ * them under it); returns how many. */
+size_t tui_attach_send(struct tui *t);
+void tui_attach_free(struct tui *t);
 
 /* ---- tui_cmd.c ---- */
 

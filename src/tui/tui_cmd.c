@@ -61,6 +61,9 @@ static const char tui_cmd_help_text[] =
     "- `/expand [N]`: show tool call N (default: the last) with its arguments and result\n"
     "- `/x REQUEST`: propose one shell command, then **r** run it (f sends the output back),\n"
     "  **e** edit, **c** copy, **q** or Esc cancel\n"
+    "- `/attach PATH`: attach a file, a folder (its text files, `.gitignore` honoured) or a "
+    "URL (its text) to the next prompt; **Tab** completes paths; a path pasted (dragged) on an "
+    "empty prompt is attached too; `/attach` lists what waits, `/detach N` (or `all`) drops\n"
     "- `/clear`: clear the screen (the conversation goes on; `/new` starts another)\n"
     "- `/find TEXT`: search the transcript\n"
     "- `/history [TEXT]`: browse, search, read, resume, rename or delete saved conversations "
@@ -765,6 +768,7 @@ static const struct tui_cmd_entry {
     {"/budget", 1, 0, tui_cmd_budget},   {"/use-local", 0, 0, tui_cmd_use_local},
     {"/think", 0, 0, tui_cmd_think},     {"/role", 0, 0, tui_cmd_role},
     {"/x", 1, 0, tui_shell_cmd},         {"/expand", 0, 0, tui_tool_expand},
+    {"/attach", 0, 0, tui_attach_cmd},   {"/detach", 0, 0, tui_detach_cmd},
     {"/quit", 0, 0, tui_cmd_quit},       {"/exit", 0, 1, tui_cmd_quit},
     {"/q", 0, 1, tui_cmd_quit},
 };

@@ -246,7 +246,9 @@ static char *tui_input_generate(const char *text, int state)
 
 static char **tui_input_attempt(const char *text, int start, int end)
 {
-    rl_attempted_completion_over = 1; /* never fall back to file names */
+    rl_attempted_completion_over = 1; /* never fall back to file names... */
+    if (tui_input_cb.paths && tui_input_cb.paths(tui_input_cb.ud, rl_line_buffer, start))
+        return rl_completion_matches(text, rl_filename_completion_function); /* ...but here */
     if (!tui_input_cb.complete)
         return NULL;
     tui_input_cands = tui_input_cb.complete(tui_input_cb.ud, rl_line_buffer, start, end);
@@ -268,6 +270,23 @@ static void tui_input_show_matches(char **matches, int num, int max_len)
         tui_input_cb.matches(tui_input_cb.ud, buf_str(&b));
     buf_free(&b);
     tui_input_changed = 1;
+}
+
+/* A bracketed paste: readline inserts it; on an empty line the front end may take it (a path
+ * dragged onto the terminal becomes an attachment) and then it leaves the line. */
+static int tui_input_paste(int count, int key)
+{
+    int empty = rl_end == 0, from = rl_point;
+    int rc = rl_bracketed_paste_begin(count, key);
+    if (empty && tui_input_cb.pasted && rl_point > from) {
+        char *text = xstrndup(rl_line_buffer + from, (size_t)(rl_point - from));
+        if (tui_input_cb.pasted(tui_input_cb.ud, text)) {
+            rl_delete_text(from, rl_point);
+            rl_point = from;
+        }
+        free(text);
+    }
+    return rc;
 }
 
 /* ---- history ---- */
@@ -341,7 +360,11 @@ int tui_input_init(const struct tui_input_ops *ops, const char *prompt, const ch
         rl_bind_keyseq_in_map("\\e\\r", tui_input_newline, maps[i]);
         rl_bind_keyseq_in_map("\\e\\n", tui_input_newline, maps[i]);
         rl_bind_keyseq_in_map("\\C-x\\C-e", tui_input_editor, maps[i]);
+        rl_bind_keyseq_in_map("\\e[200~", tui_input_paste, maps[i]);
     }
+    /* file names with blanks or quotes are completed quoted (/attach unquotes them) */
+    rl_completer_quote_characters = "'\"";
+    rl_filename_quote_characters = " \t'\"\\";
     rl_bind_keyseq_in_map("v", tui_input_editor, vi_movement_keymap);
 
     using_history();

@@ -20,6 +20,13 @@ struct tui_input_ops {
     /* Candidates for completing the word text[start..end) of line (a NULL-terminated list
      * that stays valid until the next call), or NULL for none. */
     const char *const *(*complete)(void *ud, const char *line, int start, int end);
+    /* 1 when the word at start of line is a path (/attach): Tab completes file names. May be
+     * NULL. */
+    int (*paths)(void *ud, const char *line, int start);
+    /* A bracketed paste arrived on an empty line (text: what was pasted). Return 1 when it
+     * was taken (a dragged file's path became an attachment): it is removed from the line.
+     * May be NULL. */
+    int (*pasted)(void *ud, const char *text);
     /* Show completion candidates (one line, raw text). */
     void (*matches)(void *ud, const char *text);
     /* Read more keys into the queue (tui_input_push), waiting up to timeout_ms; readline

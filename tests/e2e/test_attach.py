@@ -186,9 +186,13 @@ with ttlib.FakeServer() as srv:
     with open(unreadable, "w") as f:
         f.write("x")
     os.chmod(unreadable, 0)
+    nontext = os.path.join(work, "no-text")  # a folder attaches its text files: none here
+    os.makedirs(nontext)
+    with open(os.path.join(nontext, "x.bin"), "wb") as f:
+        f.write(b"\x00")
     cases = [(["-f", os.path.join(work, "missing.c")], "no such file", "a missing file"),
              (["-f", binf], "binary", "a binary file"),
-             (["-f", work], "directory", "a directory"),
+             (["-f", nontext], "no text file", "a folder without text"),
              (["-f", big], "at most", "a 21 MB image")]
     if os.geteuid() != 0:
         cases.append((["-f", unreadable], "cannot read", "an unreadable file"))
