@@ -827,7 +827,8 @@ static void batch_input_end(struct batch *b, struct buf *err)
         batch_refuse(b, err);
 }
 
-static const char *const batch_fields[] = {"id", "prompt", "messages", "model", "system"};
+static const char *const batch_fields[] = {"id", "prompt", "messages", "model", "system",
+                                          "files"};
 
 /* The fields a line may have: batch_fields and the sampling parameters, as "id, prompt, ...". */
 static void batch_known_fields(struct buf *out)
@@ -934,6 +935,51 @@ static int batch_context_check(struct batch *b, const char *model, long max_toke
     return -1;
 }
 
+/* A line's "files" (a list of paths, sent with its "prompt" as -f sends them): read and checked
+ * into *l, the parts (*parts, n of them) and the message's text (*content: the text files
+ * fenced, then the prompt; NULL when there are none). 0, or -1 with err set and nothing
+ * left to free. */
+static int batch_files(struct batch *b, const cJSON *jf, const cJSON *jp, struct attach_list *l,
+                       struct api_part **parts, size_t *n_parts, char **content,
+                       struct buf *err)
+{
+    const struct conf *c = b->conf;
+    char *why = NULL;
+    const cJSON *e;
+    if (!cJSON_IsArray(jf)) {
+        buf_appends(err, "\"files\" must be a list of paths");
+        return -1;
+    }
+    cJSON_ArrayForEach(e, jf) {
+        if (!cJSON_IsString(e)) {
+            buf_appends(err, "\"files\" must be a list of paths");
+            attach_list_free(l);
+            return -1;
+        }
+        if (attach_add(l, e->valuestring, &why) < 0)
+            break;
+    }
+    enum attach_provider p = attach_provider(c->api, c->base_url, c->pdf);
+    if (!why)
+        (void)attach_check(l->v, l->n, p, &why);
+    struct conv_turn t = {.prompt = cJSON_IsString(jp) ? jp->valuestring : (char *)"",
+                          .att = l->v, .n_att = l->n};
+    t.prompt_len = strlen(t.prompt);
+    size_t len;
+    if (!why && conv_turn_content(&t, attach_pdf_as_text(p), &len, &why))
+        *content = t.content;
+    if (why) {
+        utf8_sanitize(err, why, strlen(why));
+        free(why);
+        free(t.content);
+        attach_list_free(l);
+        return -1;
+    }
+    *parts = xcalloc(l->n + 1, sizeof **parts);
+    *n_parts = attach_parts(l->v, l->n, attach_pdf_as_text(p), *parts);
+    return 0;
+}
+
 /* Build the request body of one item. Returns it (caller frees) with *model pointing into o
  * or the configuration, *max_tokens (0 = none) and *fallback (the request sent while the
  * breaker is open, NULL when no fallback is configured; caller frees), or NULL with err set. */
@@ -985,6 +1031,15 @@ static char *batch_body(struct batch *b, const cJSON *o, const char **model, lon
                              : "\"system\" must be a string");
         return NULL;
     }
+    const cJSON *jf = cJSON_GetObjectItemCaseSensitive(o, "files");
+    if (jf && !jp) {
+        buf_appends(err, "\"files\" goes with \"prompt\"");
+        return NULL;
+    }
+    struct attach_list files = {0};
+    struct api_part *parts = NULL;
+    size_t n_parts = 0;
+    char *content = NULL;
     struct api_message *m = NULL;
     size_t n = 0;
     if (jp) {
@@ -992,11 +1047,15 @@ static char *batch_body(struct batch *b, const cJSON *o, const char **model, lon
             buf_appends(err, "\"prompt\" must be a non-empty string");
             return NULL;
         }
+        if (jf && batch_files(b, jf, jp, &files, &parts, &n_parts, &content, err) < 0)
+            return NULL;
         m = xcalloc(2, sizeof *m);
         const char *sys = js ? js->valuestring : c->system;
         if (sys && *sys)
             m[n++] = (struct api_message)API_MSG("system", sys);
-        m[n++] = (struct api_message)API_MSG("user", jp->valuestring);
+        m[n++] = (struct api_message){.role = "user",
+                                      .content = content ? content : jp->valuestring,
+                                      .parts = parts, .n_parts = n_parts};
     } else {
         int count = cJSON_GetArraySize(jms);
         if (!cJSON_IsArray(jms) || count == 0) {
@@ -1021,14 +1080,16 @@ static char *batch_body(struct batch *b, const cJSON *o, const char **model, lon
     ar.messages = m;
     ar.n_messages = n;
     *max_tokens = ar.max_tokens;
-    if (batch_context_check(b, *model, ar.max_tokens, m, n, err) < 0) {
-        free(m);
-        return NULL;
+    char *body = NULL;
+    if (batch_context_check(b, *model, ar.max_tokens, m, n, err) == 0) {
+        body = request_body(c, &ar);
+        struct request_keys k = batch_keys(b);
+        *fallback = request_fallback(c, &ar, &k, b->o->fallback, b->o->fallback_key);
     }
-    char *body = request_body(c, &ar);
-    struct request_keys k = batch_keys(b);
-    *fallback = request_fallback(c, &ar, &k, b->o->fallback, b->o->fallback_key);
     free(m);
+    free(parts);
+    free(content);
+    attach_list_free(&files);
     return body;
 }
 

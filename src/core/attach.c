@@ -18,6 +18,7 @@
 #include "base/utf8.h"
 #include "base/util.h"
 #include "base/xmalloc.h"
+#include "proto/api.h"
 
 /* Limits of each provider, from their documentation (bytes of the file, not of its base64):
  *   OpenAI: images up to 20 MB each (50 MB of images per request); PDF file inputs up to
@@ -513,6 +514,19 @@ int attach_check(const struct attach *v, size_t n, enum attach_provider p, char 
     buf_free(&sz);
     buf_free(&mx);
     return rc;
+}
+
+size_t attach_parts(const struct attach *v, size_t n, int pdf_text, struct api_part *out)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct attach *a = &v[i];
+        if (a->kind == ATTACH_TEXT || (a->kind == ATTACH_PDF && pdf_text))
+            continue; /* in the message's text */
+        out[k++] = (struct api_part){a->kind == ATTACH_IMAGE ? API_PART_IMAGE : API_PART_DOCUMENT,
+                                     a->mime, a->name, a->data, a->len};
+    }
+    return k;
 }
 
 /* ---- pdftotext ---------------------------------------------------------------------- */

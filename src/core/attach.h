@@ -112,6 +112,10 @@ long attach_tokens(const struct attach *a, enum attach_provider p);
  * total. 0, or -1 with a message in *err (caller frees) naming the file, its size and the
  * limit. */
 int attach_check(const struct attach *v, size_t n, enum attach_provider p, char **err);
+struct api_part;
+/* The api_parts of v[0..n) that travel as parts (images; PDFs unless pdf_text), written to out
+ * (room for n); they borrow v's data. Returns how many. */
+size_t attach_parts(const struct attach *v, size_t n, int pdf_text, struct api_part *out);
 /* Extract a PDF's text with pdftotext once (a->text). 0, or -1 with a message in *err:
  * pdftotext is not installed (what to install), or it failed. */
 int attach_pdf_text(struct attach *a, char **err);

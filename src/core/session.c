@@ -731,14 +731,7 @@ static char *session_planned_body(struct session *s, struct api_request *ar,
             continue;
         m[i].parts = next;
         for (size_t h = it->first; h <= it->last && h < s->n_msgs; h++)
-            for (size_t k = 0; k < s->msgs[h].n_att; k++) {
-                const struct attach *a = &s->msgs[h].att[k];
-                if (a->kind == ATTACH_TEXT || (a->kind == ATTACH_PDF && pdf_text))
-                    continue; /* in the text */
-                *next++ = (struct api_part){a->kind == ATTACH_IMAGE ? API_PART_IMAGE
-                                                                    : API_PART_DOCUMENT,
-                                            a->mime, a->name, a->data, a->len};
-            }
+            next += attach_parts(s->msgs[h].att, s->msgs[h].n_att, pdf_text, next);
         m[i].n_parts = (size_t)(next - m[i].parts);
         if (!m[i].n_parts)
             m[i].parts = NULL;

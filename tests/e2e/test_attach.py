@@ -252,6 +252,34 @@ with ttlib.FakeServer() as srv:
     t.ok(got.get("diagram.png") == IMG and got.get("main.c") is not None,
          "export: the attachments beside the Markdown", repr(sorted(got)))
 
+    # --- batch: a line's "files" go with its "prompt"; a bad file fails that line alone -----------
+    lines = "\n".join(json.dumps(x) for x in (
+        {"id": 1, "prompt": "what?", "files": [MAIN_C, PNG]},
+        {"id": 2, "prompt": "and this?", "files": [os.path.join(work, "missing.c")]},
+        {"id": 3, "prompt": "no files"})) + "\n"
+    n0 = len(srv.requests())
+    jl = os.path.join(work, "in.jsonl")
+    with open(jl, "w") as f:
+        f.write(lines)
+    rc, out, err = run(["batch", jl, "--concurrency", "1"])
+    res = {}
+    for ln in text(out).splitlines():
+        try:
+            j = json.loads(ln)
+            res[j.get("id")] = j
+        except ValueError:
+            pass
+    made = srv.requests()[n0:]
+    bodies = [user_msg(r["body"], "openai") for r in made]
+    t.ok(any(isinstance(c, list) and c[0].get("image_url", {}).get("url", "").endswith(B64) and
+             c[-1].get("text") == FENCED + "what?" for c in bodies),
+         "batch: a line's files sent as -f sends them", json.dumps(bodies)[:400])
+    t.ok(res.get(2, {}).get("outcome") == "usage-error" and "no such file" in (res.get(2, {}).get("error")
+                                                                           or ""),
+         "batch: a missing file fails its line with the reason", text(out))
+    t.ok(res.get(1, {}).get("outcome") == "complete" and res.get(3, {}).get("outcome") == "complete" and
+         len(made) == 2, "batch: the other lines answered; the bad one sent nothing", text(out))
+
     # --- the chat: -f for the first message, a compact line each, /context --------------------
     if not ttlib.Tmux.available():
         t.skip("chat with -f in tmux", "tmux is not installed", tool="tmux")
