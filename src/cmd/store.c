@@ -744,8 +744,40 @@ static void cmd_json_add_count(cJSON *obj, const char *key, int64_t v)
         cJSON_AddNullToObject(obj, key);
 }
 
-static cJSON *cmd_json_conversation(const struct store_conversation *conv, int all)
+/* A message's attachments in the JSON export: name, kind, mime, size, sha256 and the image or
+ * PDF facts (the bytes are in the database; export -o with Markdown writes them out). */
+static void cmd_json_attachments(struct cmd_ctx *c, cJSON *j, int64_t id)
 {
+    cJSON *arr = NULL;
+    for (size_t i = 0; i < c->n_att; i++) {
+        const struct store_attach *a = &c->att[i];
+        if (a->message_id != id)
+            continue;
+        if (!arr)
+            arr = cJSON_AddArrayToObject(j, "attachments");
+        cJSON *o = cJSON_CreateObject();
+        cmd_json_add_str(o, "name", a->name);
+        cmd_json_add_str(o, "kind", a->kind);
+        cmd_json_add_str(o, "mime", a->mime);
+        cJSON_AddNumberToObject(o, "size", (double)a->len);
+        char hex[65];
+        sha256_hex(a->sha256, hex);
+        cJSON_AddStringToObject(o, "sha256", hex);
+        if (a->width && a->height) {
+            cJSON_AddNumberToObject(o, "width", a->width);
+            cJSON_AddNumberToObject(o, "height", a->height);
+        }
+        if (a->pages)
+            cJSON_AddNumberToObject(o, "pages", a->pages);
+        cJSON_AddItemToArray(arr, o);
+    }
+}
+
+static cJSON *cmd_json_conversation(struct cmd_ctx *c, const struct store_conversation *conv,
+                                    int all)
+{
+    if (store_attach_list(c->st, conv->id, &c->att, &c->n_att) != 0)
+        cmd_error(c, "cannot read the attachments: %s", store_error(c->st));
     size_t shown;
     struct conv_rowinfo *ri = cmd_rows(conv, all, &shown);
     cJSON *o = cJSON_CreateObject();
@@ -771,6 +803,7 @@ static cJSON *cmd_json_conversation(const struct store_conversation *conv, int a
         if (all)
             cJSON_AddBoolToObject(j, "live", ri[i].live);
         cJSON_AddItemToObject(j, "content", cmd_json_str(m->content, m->content_len));
+        cmd_json_attachments(c, j, m->id);
         cmd_json_add_str(j, "reasoning", m->reasoning);
         cJSON *tool = m->tool ? cJSON_Parse(m->tool) : NULL; /* calls, or the call answered */
         if (tool)
@@ -800,6 +833,9 @@ static cJSON *cmd_json_conversation(const struct store_conversation *conv, int a
         cJSON_AddItemToArray(msgs, j);
     }
     free(ri);
+    store_attach_free(c->att, c->n_att);
+    c->att = NULL;
+    c->n_att = 0;
     return o;
 }
 
@@ -893,7 +929,7 @@ static int cmd_export_to(struct cmd_ctx *c, const struct cmd_opts *o, int json)
         if (!conv)
             return code;
         if (json) {
-            cJSON *j = cmd_json_conversation(conv, o->versions);
+            cJSON *j = cmd_json_conversation(c, conv, o->versions);
             cmd_json_print(c, j, NULL);
             fputc('\n', c->out);
             cJSON_Delete(j);
@@ -923,7 +959,7 @@ static int cmd_export_to(struct cmd_ctx *c, const struct cmd_opts *o, int json)
         }
         if (json) {
             fputs(first ? "\n    " : ",\n    ", c->out);
-            cJSON *j = cmd_json_conversation(conv, o->versions);
+            cJSON *j = cmd_json_conversation(c, conv, o->versions);
             cmd_json_print(c, j, "    ");
             cJSON_Delete(j);
         } else {

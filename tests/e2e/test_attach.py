@@ -233,6 +233,16 @@ with ttlib.FakeServer() as srv:
          "dedup: the image sent in 3 turns of 2 conversations is one blob (2 blobs, 4 rows)")
     con.close()
 
+    rc, out, err = ttlib.run_tokterm(["export", "1", "--format", "json"], home=home)
+    try:
+        msgs = json.loads(out)["messages"]
+    except (ValueError, KeyError):
+        msgs = []
+    atts = [a for m in msgs for a in m.get("attachments", [])]
+    t.ok(any(a.get("name") == PNG and a.get("kind") == "image" and a.get("width") == 64 and
+             a.get("size") == len(IMG) for a in atts) and len(atts) == 2,
+         "export --format json: each user message lists its attachments", text(out)[:400])
+
     # --- show and export: a compact line per attachment ------------------------------------------
     rc, out, err = ttlib.run_tokterm(["show", "1"], home=home)
     t.ok(("diagram.png (PNG image 64x32, %d B" % len(IMG)) in text(out) and
@@ -251,6 +261,18 @@ with ttlib.FakeServer() as srv:
                 got[f] = fh.read()
     t.ok(got.get("diagram.png") == IMG and got.get("main.c") is not None,
          "export: the attachments beside the Markdown", repr(sorted(got)))
+
+    # --- the response cache: the files are part of its key -------------------------------------
+    home = ttlib.make_home()
+    other = os.path.join(work, "other.png")
+    with open(other, "wb") as f:
+        f.write(png(32, 64))
+    n0 = len(srv.requests())
+    run(["-f", PNG, "-p", "describe"], home=home)
+    run(["-f", PNG, "-p", "describe"], home=home)
+    t.eq(len(srv.requests()) - n0, 1, "cache: the same prompt and image again is a hit")
+    rc, out, err = run(["-f", other, "-p", "describe"], home=home)
+    t.eq(len(srv.requests()) - n0, 2, "cache: the same prompt with another image is asked anew")
 
     # --- batch: a line's "files" go with its "prompt"; a bad file fails that line alone -----------
     lines = "\n".join(json.dumps(x) for x in (
