@@ -393,6 +393,14 @@ int session_fork_last(struct session *s)
 {
     if (!s->conv.n || s->active)
         return -1;
+    /* the new version keeps the turn's files: /retry and /edit send them again */
+    const struct conv_turn *t = &s->conv.turns[s->conv.n - 1];
+    if (t->n_att && !s->att_pending.n) {
+        s->att_pending.v = xcalloc(t->n_att, sizeof *s->att_pending.v);
+        for (size_t k = 0; k < t->n_att; k++)
+            attach_copy(&s->att_pending.v[k], &t->att[k]);
+        s->att_pending.n = s->att_pending.cap = t->n_att;
+    }
     conv_fork(&s->conv, s->conv.n - 1);
     session_history(s);
     return 0;

@@ -122,7 +122,8 @@ void session_new_conversation(struct session *s);
 /* /system: replace the system prompt (NULL or "" removes it). */
 void session_set_system(struct session *s, const char *text);
 /* /edit and /retry of the last turn: the live path ends before it, and the next
- * session_send is a new version of it (the old one stays saved, never sent). Returns 0, or -1
+ * session_send is a new version of it (the old one stays saved, never sent), with the same
+ * attachments (they wait in session_attached). Returns 0, or -1
  * when there is no turn. */
 int session_fork_last(struct session *s);
 /* Record prompt as a turn refused before sending (no key): shown, saved when the chat saves

@@ -13,6 +13,7 @@ import json  # noqa: E402
 import os  # noqa: E402
 import shutil  # noqa: E402
 import sqlite3  # noqa: E402
+import time  # noqa: E402
 import struct  # noqa: E402
 import zlib  # noqa: E402
 
@@ -332,5 +333,16 @@ with ttlib.FakeServer() as srv:
             ctx = tm.wait_for("Attachments:", 10)
             t.ok(ctx is not None and "diagram.png (PNG image 64x32" in ctx and ": sent" in ctx,
                  "/context: the attachments with their tokens, sent", ctx or tm.capture())
+            n0 = len(srv.requests())
+            tm.send_text("/retry")
+            tm.send("Enter")
+            deadline = time.monotonic() + 15
+            while len(srv.requests()) == n0 and time.monotonic() < deadline:
+                time.sleep(0.1)
+            made = srv.requests()[n0:]
+            c = user_msg(made[0]["body"], "openai") if made else None
+            t.ok(isinstance(c, list) and c[0].get("type") == "image_url" and
+                 c[-1].get("text") == FENCED + "what is it?",
+                 "/retry: the new version sends the files again", json.dumps(c)[:300])
 
 sys.exit(t.done())
