@@ -25,6 +25,7 @@ set -l nosub "not __fish_seen_subcommand_from $subs"
 
 complete -c tokterm -f
 complete -c tokterm -n $nosub -s p -l prompt -r -d 'the prompt (repeat for more turns)'
+complete -c tokterm -n $nosub -s f -l file -r -F -d 'attach a file (text, image, PDF; repeatable)'
 complete -c tokterm -n $nosub -s m -l model -r -d 'model'
 complete -c tokterm -n $nosub -s s -l system -r -d 'system prompt'
 complete -c tokterm -n $nosub -s P -l profile -x -a '(__tokterm_profiles)' -d 'config profile'
