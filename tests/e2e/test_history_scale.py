@@ -94,10 +94,20 @@ with ttlib.FakeServer() as srv:
          repr(rows))
 
     # --- 2. an older database (schema 6, no counts) is upgraded in place and counted once ---
+    # What v7 and later added goes (v7 the counts; v8 the tool column; v9 the latency
+    # columns; v10 the attachments), so the file is a true version 6 one.
     c = sqlite3.connect(db)
     c.executescript("DROP TRIGGER IF EXISTS message_tokens_ad; "
                     "DROP TRIGGER IF EXISTS message_tokens_au; "
-                    "DROP TABLE IF EXISTS message_tokens; PRAGMA user_version = 6;")
+                    "DROP TABLE IF EXISTS message_tokens; "
+                    "DROP TRIGGER IF EXISTS attachments_message_ad; "
+                    "DROP TRIGGER IF EXISTS attachments_blob_ad; "
+                    "DROP TABLE IF EXISTS attachments; DROP TABLE IF EXISTS blobs;")
+    cols = [r[1] for r in c.execute("PRAGMA table_info(messages)")]
+    for col in ("tool", "itl", "retries", "rate_limited"):
+        if col in cols:
+            c.execute("ALTER TABLE messages DROP COLUMN " + col)
+    c.executescript("PRAGMA user_version = 6;")
     c.close()
     rc, out, err = run(home, cfg, ["-c", "-p", "after the upgrade"])
     up = tokenised(err)
