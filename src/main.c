@@ -27,6 +27,7 @@
 #include "base/utf8.h"
 #include "base/util.h"
 #include "base/xmalloc.h"
+#include "net/otlp.h"
 #include "net/probe.h"
 
 #include <cjson/cJSON.h>
@@ -167,6 +168,7 @@ static char *main_read_stdin(size_t *len)
  * TOKTERM_FULL_CLEANUP=1, which the valgrind tests set). The chat keeps the ordinary exit. */
 static int main_exit(int code)
 {
+    otlp_shutdown(); /* the last spans sent (at most a batch per second) */
 #if !defined(TOKTERM_TUI_BINARY) && !defined(__SANITIZE_ADDRESS__)
     if (!getenv("TOKTERM_FULL_CLEANUP")) {
         fflush(NULL);

@@ -4,6 +4,7 @@
 #include "cmd/batch.h"
 #include "proto/api.h"
 #include "net/net.h"
+#include "net/otlp.h"
 #include "net/queue.h"
 #include "net/ratelimit.h"
 #include "core/conf.h"
@@ -216,6 +217,7 @@ struct batch {
     struct metrics *metrics;    /* --metrics-listen: the answers observed, else NULL */
     struct metrics_server *metrics_srv;
     char *provider;             /* the API host, the metrics' provider label */
+    char *trace_server;         /* the same for the spans' server.address */
     int priced;                 /* price: the model's, for the metrics' spend */
     struct context_price price;
     struct batch_done *done;    /* finished requests to write (and cache) once the next
@@ -465,6 +467,8 @@ static void batch_emit(struct batch *b, const struct batch_item *it, const struc
     cJSON_AddNumberToObject(o, "retries", retries);
     if (b->metrics && (timed || r->cached))
         batch_observe(b, r, model, retries);
+    if (timed || r->cached)
+        otlp_result(r, b->conf->api, model, b->trace_server, retries);
     if (r->outcome == API_OK)
         b->n_ok++;
     else
@@ -1560,6 +1564,7 @@ int batch_run(struct conf *conf, char *key, const struct batch_opts *o)
         goto fail;
     }
 
+    b.trace_server = conf_host(conf);
     const char *nerr = NULL;
     b.q = queue_new();
     if (b.q)
@@ -1701,6 +1706,8 @@ out:
     metrics_server_stop(b.metrics_srv);
     metrics_free(b.metrics);
     free(b.provider);
+    free(b.trace_server);
+    otlp_shutdown(); /* the last spans sent before the summary's exit */
     if (b.q)
         queue_free(b.q, net_result_free);
     for (int i = 0; i < b.n_slots; i++) {

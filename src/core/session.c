@@ -2,6 +2,7 @@
 #include "config.h"
 #include "core/session.h"
 #include "core/request.h"
+#include "net/otlp.h"
 #include "net/queue.h"
 #include "store/store.h"
 #include "tokens/tokenizer.h"
@@ -855,6 +856,9 @@ static enum store_status session_store_status(enum api_outcome o)
 /* Record the end of an answer in the store, and fill the cache with a complete one. */
 static void session_save_end(struct session *s, const struct net_result *r)
 {
+    char *host = conf_host(s->conf);
+    otlp_result(r, s->conf->api, s->conf->model, host, r->attempts > 1 ? r->attempts - 1 : 0);
+    free(host);
     if (s->answer_id) {
         struct store_usage u = {-1, -1, -1};
         if (r->usage.present)

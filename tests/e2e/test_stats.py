@@ -14,6 +14,8 @@ import subprocess  # noqa: E402
 import time  # noqa: E402
 import urllib.parse  # noqa: E402
 import urllib.request  # noqa: E402
+import http.server  # noqa: E402
+import threading  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ttlib  # noqa: E402
@@ -163,5 +165,94 @@ with ttlib.FakeServer() as srv:
             except subprocess.TimeoutExpired:
                 pr.kill()
                 pr.wait()
+
+    # --- OpenTelemetry: a receiver decodes the OTLP/HTTP JSON of a batch ---
+    class Receiver(http.server.BaseHTTPRequestHandler):
+        got = []
+
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            Receiver.got.append((self.path, dict(self.headers), body))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        def log_message(self, *a):
+            pass
+
+    rx = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    threading.Thread(target=rx.serve_forever, daemon=True).start()
+    d = ttlib.tempdir("tt-otel-")
+    inp = os.path.join(d, "in.jsonl")
+    with open(inp, "w") as f:
+        for i in range(3):
+            f.write(json.dumps({"id": i, "prompt": "SECRET PROMPT %d" % i}) + "\n")
+    oenv = {"OPENAI_BASE_URL": srv.base("gen=5"),
+            "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:%d" % rx.server_port,
+            "OTEL_EXPORTER_OTLP_HEADERS": "x-team=llm%20ops,authorization=Bearer%20t0k",
+            "OTEL_SERVICE_NAME": "tt-e2e"}
+    srv.queue(["status=429,h.retry-after-ms=50,error=slow,code=rate_limit_exceeded"])
+    rc, out, err = ttlib.run_tokterm(["--no-cache", "batch", inp, "-j", "1"], env=oenv,
+                                     home=home, timeout=60)
+    srv.clear_queue()
+    t.ok(rc == 0 and out.count(b"\n") == 3, "batch with traces: every answer", err.decode())
+    spans, resources = [], []
+    for path, hdrs, body in Receiver.got:
+        j = json.loads(body)
+        for rs in j["resourceSpans"]:
+            resources.append({a["key"]: a["value"] for a in rs["resource"]["attributes"]})
+            for ss in rs["scopeSpans"]:
+                spans.extend(ss["spans"])
+    t.eq(len(spans), 3, "one span per request")
+    t.ok(Receiver.got and all(p == "/v1/traces" for p, _, _ in Receiver.got),
+         "posted to ENDPOINT/v1/traces", repr([p for p, _, _ in Receiver.got]))
+    h = Receiver.got[0][1] if Receiver.got else {}
+    t.ok(h.get("x-team") == "llm ops" and h.get("authorization") == "Bearer t0k" and
+         h.get("Content-Type") == "application/json",
+         "OTEL_EXPORTER_OTLP_HEADERS sent (percent-decoded)", repr(h))
+    t.ok(resources and resources[0].get("service.name") == {"stringValue": "tt-e2e"},
+         "OTEL_SERVICE_NAME is the resource's service.name", repr(resources[:1]))
+    want = {"gen_ai.system", "gen_ai.request.model", "gen_ai.response.model",
+            "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens",
+            "gen_ai.response.finish_reasons", "tokterm.dns_seconds", "tokterm.connect_seconds"}
+    ok = bool(spans)
+    for sp in spans:
+        keys = {a["key"] for a in sp.get("attributes", [])}
+        ok = ok and want <= keys and len(sp["traceId"]) == 32 and len(sp["spanId"]) == 16 \
+            and int(sp["endTimeUnixNano"]) >= int(sp["startTimeUnixNano"]) > 0 \
+            and sp.get("kind") == 3
+    t.ok(ok, "every span: GenAI attributes, ids, times, kind client",
+         json.dumps(spans[:1])[:1500])
+    ev = [[e["name"] for e in sp.get("events", [])] for sp in spans]
+    t.ok(ev and all("gen_ai.first_token" in e for e in ev) and
+         sum(e.count("tokterm.retry") for e in ev) == 1,
+         "events: the first token of each, the one retry", repr(ev))
+    raw = b"".join(b for _, _, b in Receiver.got)
+    t.ok(b"SECRET PROMPT" not in raw and b"sk-test" not in raw,
+         "no prompt text and no key in the spans")
+    # a dead collector: every answer, and one warning
+    dead = ttlib.free_port()
+    oenv["OTEL_EXPORTER_OTLP_ENDPOINT"] = "http://127.0.0.1:%d" % dead
+    rc, out, err = ttlib.run_tokterm(["--no-cache", "batch", inp], env=oenv, home=home,
+                                     timeout=60)
+    t.ok(rc == 0 and out.count(b"\n") == 3 and err.count(b"not exported") == 1,
+         "a dead collector: every answer and one warning", err.decode())
+    # OTEL_SDK_DISABLED: nothing sent
+    n = len(Receiver.got)
+    oenv["OTEL_EXPORTER_OTLP_ENDPOINT"] = "http://127.0.0.1:%d" % rx.server_port
+    oenv["OTEL_SDK_DISABLED"] = "true"
+    rc, out, err = ttlib.run_tokterm(["--no-cache", "batch", inp], env=oenv, home=home)
+    t.ok(rc == 0 and len(Receiver.got) == n, "OTEL_SDK_DISABLED=true: no export")
+    # one -p: its span too
+    n = len(Receiver.got)
+    oenv.pop("OTEL_SDK_DISABLED")
+    rc, out, err = ttlib.run_tokterm(["--no-cache", "-p", "one more"], env=oenv, home=home)
+    got = [sp for _, _, b in Receiver.got[n:] for rs in json.loads(b)["resourceSpans"]
+           for ss in rs["scopeSpans"] for sp in ss["spans"]]
+    t.ok(rc == 0 and len(got) == 1 and got[0]["name"].startswith("chat "),
+         "-p: one span, sent before the process ends", repr(got)[:600])
+    rx.shutdown()
 
 t.done()
