@@ -531,6 +531,8 @@ size_t attach_parts(const struct attach *v, size_t n, int pdf_text, struct api_p
 
 /* ---- pdftotext ---------------------------------------------------------------------- */
 
+#define ATTACH_PDFTOTEXT_TIMEOUT 30.0 /* seconds pdftotext may take for one PDF */
+
 /* Where pdftotext is on PATH (caller frees), NULL when it is not. */
 static char *attach_find_tool(const char *tool)
 {
@@ -595,13 +597,26 @@ int attach_pdf_text(struct attach *a, char **err)
         close(pfd[1]);
     }
     struct buf out = BUF_INIT;
-    int too_big = 0;
+    int too_big = 0, too_slow = 0;
     if (pid > 0) {
         char chunk[65536];
         ssize_t k;
-        while ((k = read(pfd[0], chunk, sizeof chunk)) != 0) {
+        const char *tv = getenv("TOKTERM_PDFTOTEXT_TIMEOUT"); /* tests: a shorter wait */
+        double limit = tv && atof(tv) > 0 ? atof(tv) : ATTACH_PDFTOTEXT_TIMEOUT;
+        double deadline = util_now() + limit;
+        for (;;) {
+            struct pollfd pf = {pfd[0], POLLIN, 0};
+            double left = deadline - util_now();
+            if (left <= 0 || poll(&pf, 1, (int)(left * 1000) + 1) == 0) {
+                too_slow = 1; /* a PDF that keeps pdftotext busy: given up */
+                kill(pid, SIGKILL);
+                break;
+            }
+            k = read(pfd[0], chunk, sizeof chunk);
+            if (k == 0)
+                break;
             if (k < 0) {
-                if (errno == EINTR)
+                if (errno == EINTR || errno == EAGAIN)
                     continue;
                 break;
             }
@@ -621,9 +636,11 @@ int attach_pdf_text(struct attach *a, char **err)
     unlink(path);
     free(path);
     free(tool);
-    if (pid <= 0 || too_big || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    if (pid <= 0 || too_big || too_slow || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         *err = xasprintf("%s: pdftotext could not read the PDF%s", a->name,
-                         too_big ? " (its text is too large)" : "");
+                         too_big    ? " (its text is too large)"
+                         : too_slow ? " (it took too long: given up)"
+                                    : "");
         buf_free(&out);
         return -1;
     }

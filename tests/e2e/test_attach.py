@@ -175,6 +175,19 @@ with ttlib.FakeServer() as srv:
          "no pdftotext: says what to install", text(err))
     t.eq(len(srv.requests()), n0, "no pdftotext: nothing sent")
 
+    # a PDF that keeps pdftotext busy is given up (TOKTERM_PDFTOTEXT_TIMEOUT: 30 s by default)
+    slow = os.path.join(work, "slowbin")
+    os.makedirs(slow, exist_ok=True)
+    with open(os.path.join(slow, "pdftotext"), "w") as f:
+        f.write("#!/bin/sh\nexec sleep 60\n")
+    os.chmod(os.path.join(slow, "pdftotext"), 0o755)
+    n0 = len(srv.requests())
+    rc, out, err = run(["-f", PDF, "-p", "summarise"],
+                       env={"PATH": slow + ":/usr/bin:/bin", "TOKTERM_PDFTOTEXT_TIMEOUT": "1"},
+                       timeout=20)
+    t.ok(rc == 2 and "given up" in text(err) and len(srv.requests()) == n0,
+         "a pdftotext that hangs: given up, exit 2, nothing sent", "%d %s" % (rc, text(err)))
+
     # --- errors: clear, exit 2, nothing sent -----------------------------------------------------
     big = os.path.join(work, "big.png")
     with open(big, "wb") as f:
