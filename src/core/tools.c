@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,7 +85,60 @@ static void entry_add(struct tools *t, struct tool_source *src, struct tool_def 
     t->n++;
 }
 
-int tools_load(struct tools *t, struct buf *err)
+/* ---- a worker thread that signals a pipe when it is done (tool jobs, the listing) ---- */
+
+/* The thread is made with the asynchronous signals blocked (so are the threads it makes: an
+ * MCP server's reader): SIGINT, SIGWINCH and the rest reach the front end's thread. */
+static void worker_start(pthread_t *th, int fds[2], void *(*fn)(void *), void *arg)
+{
+    if (pipe(fds) < 0)
+        xmalloc_die(0);
+    fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+    fcntl(fds[1], F_SETFD, FD_CLOEXEC);
+    sigset_t all, old;
+    sigfillset(&all);
+    static const int sync[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGABRT, SIGSYS};
+    for (size_t i = 0; i < sizeof sync / sizeof sync[0]; i++)
+        sigdelset(&all, sync[i]);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    int e = pthread_create(th, NULL, fn, arg);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (e != 0)
+        xmalloc_die(0);
+}
+
+static void worker_signal(int *done, int fd)
+{
+    __atomic_store_n(done, 1, __ATOMIC_RELEASE);
+    ssize_t w;
+    do
+        w = write(fd, "x", 1);
+    while (w < 0 && errno == EINTR);
+}
+
+static void worker_end(pthread_t th, int fds[2])
+{
+    pthread_join(th, NULL);
+    close(fds[0]);
+    close(fds[1]);
+}
+
+/* ---- listing ---- */
+
+struct tools_loader {
+    pthread_t th;
+    int pipe[2];
+    int cancel, done, rc;
+    struct tools *t;
+    struct buf err;
+    pthread_mutex_t mu;               /* now and since */
+    const struct tool_source *now;    /* being listed, NULL between sources */
+    double since;
+};
+
+/* tools_load, given up when *cancel is set; l (may be NULL) is told which source is listed. */
+static int tools_load_run(struct tools *t, const int *cancel, struct tools_loader *l,
+                          struct buf *err)
 {
     int rc = 0;
     for (size_t i = 0; i < t->n_src; i++) {
@@ -93,7 +147,19 @@ int tools_load(struct tools *t, struct buf *err)
         struct tool_def *defs = NULL;
         size_t n = 0;
         struct buf e = BUF_INIT;
-        if (t->src[i]->list(t->src[i], &defs, &n, &e) < 0) {
+        int r = -1;
+        if (cancel && __atomic_load_n(cancel, __ATOMIC_ACQUIRE)) {
+            buf_printf(&e, "%s: not started (cancelled)", t->src[i]->name);
+        } else {
+            if (l) {
+                pthread_mutex_lock(&l->mu);
+                l->now = t->src[i];
+                l->since = util_now();
+                pthread_mutex_unlock(&l->mu);
+            }
+            r = t->src[i]->list(t->src[i], cancel, &defs, &n, &e);
+        }
+        if (r < 0) {
             if (err->len)
                 buf_appendc(err, '\n');
             buf_printf(err, "%s", e.len ? buf_str(&e) : "the tool source failed");
@@ -106,6 +172,80 @@ int tools_load(struct tools *t, struct buf *err)
         free(defs);
         buf_free(&e);
     }
+    if (l) {
+        pthread_mutex_lock(&l->mu);
+        l->now = NULL;
+        pthread_mutex_unlock(&l->mu);
+    }
+    return rc;
+}
+
+int tools_load(struct tools *t, struct buf *err)
+{
+    return tools_load_run(t, NULL, NULL, err);
+}
+
+int tools_pending(const struct tools *t)
+{
+    for (size_t i = 0; t && i < t->n_src; i++)
+        if (!t->listed[i])
+            return 1;
+    return 0;
+}
+
+static void *loader_main(void *arg)
+{
+    struct tools_loader *l = arg;
+    l->rc = tools_load_run(l->t, &l->cancel, l, &l->err);
+    worker_signal(&l->done, l->pipe[1]);
+    return NULL;
+}
+
+struct tools_loader *tools_load_start(struct tools *t)
+{
+    struct tools_loader *l = xcalloc(1, sizeof *l);
+    l->t = t;
+    pthread_mutex_init(&l->mu, NULL);
+    worker_start(&l->th, l->pipe, loader_main, l);
+    return l;
+}
+
+int tools_load_fd(const struct tools_loader *l)
+{
+    return l->pipe[0];
+}
+
+int tools_load_done(const struct tools_loader *l)
+{
+    return __atomic_load_n(&l->done, __ATOMIC_ACQUIRE);
+}
+
+const char *tools_load_now(struct tools_loader *l, char *name, size_t size, double *seconds)
+{
+    const char *kind = NULL;
+    pthread_mutex_lock(&l->mu);
+    if (l->now) {
+        snprintf(name, size, "%s", l->now->name);
+        kind = l->now->kind;
+        *seconds = util_now() - l->since;
+    }
+    pthread_mutex_unlock(&l->mu);
+    return kind;
+}
+
+void tools_load_cancel(struct tools_loader *l)
+{
+    __atomic_store_n(&l->cancel, 1, __ATOMIC_RELEASE);
+}
+
+int tools_load_finish(struct tools_loader *l, struct buf *err)
+{
+    worker_end(l->th, l->pipe);
+    int rc = l->rc;
+    buf_append(err, l->err.data ? l->err.data : "", l->err.len);
+    buf_free(&l->err);
+    pthread_mutex_destroy(&l->mu);
+    free(l);
     return rc;
 }
 
@@ -263,11 +403,7 @@ static void *job_main(void *arg)
         buf_appends(&j->res.content, __atomic_load_n(&j->cancel, __ATOMIC_ACQUIRE)
                                          ? "cancelled by the user"
                                          : "the tool failed");
-    __atomic_store_n(&j->done, 1, __ATOMIC_RELEASE);
-    ssize_t w;
-    do
-        w = write(j->pipe[1], "x", 1);
-    while (w < 0 && errno == EINTR);
+    worker_signal(&j->done, j->pipe[1]);
     if (j->done_fn)
         j->done_fn(j->ctx.ud);
     return NULL;
@@ -292,12 +428,7 @@ struct tool_job *tool_job_start(struct tools *t, const struct tool_call *call, d
     j->ctx.ud = ud;
     j->done_fn = done;
     j->t0 = util_now();
-    if (pipe(j->pipe) < 0)
-        xmalloc_die(0);
-    fcntl(j->pipe[0], F_SETFD, FD_CLOEXEC);
-    fcntl(j->pipe[1], F_SETFD, FD_CLOEXEC);
-    if (pthread_create(&j->th, NULL, job_main, j) != 0)
-        xmalloc_die(0);
+    worker_start(&j->th, j->pipe, job_main, j);
     return j;
 }
 
@@ -323,17 +454,16 @@ double tool_job_elapsed(const struct tool_job *j)
 
 void tool_job_finish(struct tool_job *j, struct tool_result *res)
 {
-    pthread_join(j->th, NULL);
+    worker_end(j->th, j->pipe);
     *res = j->res;
-    close(j->pipe[0]);
-    close(j->pipe[1]);
     tool_call_free(&j->call);
     free(j);
 }
 
 /* ---- the test source (TOKTERM_TEST_TOOLS) ---- */
 
-static int test_list(struct tool_source *src, struct tool_def **defs, size_t *n, struct buf *err)
+static int test_list(struct tool_source *src, const int *cancel, struct tool_def **defs,
+                     size_t *n, struct buf *err)
 {
     static const char *const t[][3] = {
         {"echo", "Return the text given.",
@@ -351,6 +481,7 @@ static int test_list(struct tool_source *src, struct tool_def **defs, size_t *n,
          "\"minimum\":0}},\"required\":[\"bytes\"]}"},
     };
     (void)src;
+    (void)cancel;
     (void)err;
     size_t k = sizeof t / sizeof t[0];
     *defs = xcalloc(k, sizeof **defs);

@@ -62,8 +62,28 @@ void tools_add(struct tools *t, struct tool_source *src);
  * that many bytes of text. */
 void tools_add_test(struct tools *t);
 /* List the sources not listed yet. 0, or -1 with err (every failure, one line each; the
- * sources that answered are kept). */
+ * sources that answered are kept; one that failed is listed again by the next tools_load). */
 int tools_load(struct tools *t, struct buf *err);
+/* 1 while some source is not listed yet (t may be NULL). */
+int tools_pending(const struct tools *t);
+
+/* The same off the UI thread (MCP servers start, up to their timeout each): the sources are
+ * listed one after the other on a worker thread, and tools_load_fd becomes readable when it
+ * is over. Nothing else may use t until tools_load_finish. Never NULL. */
+struct tools_loader;
+struct tools_loader *tools_load_start(struct tools *t);
+int tools_load_fd(const struct tools_loader *l);
+int tools_load_done(const struct tools_loader *l);
+/* The source being listed now: its name into name (size bytes), the seconds it has taken so
+ * far into *seconds; returns its kind ("mcp", "test"), or NULL when none is (name and
+ * *seconds then untouched). Any thread. */
+const char *tools_load_now(struct tools_loader *l, char *name, size_t size, double *seconds);
+/* Give up (any thread): the source being listed stops within about 0.1 s ("NAME: initialize
+ * cancelled"; an MCP server being started is stopped), the ones after it are not started
+ * ("NAME: not started (cancelled)"). */
+void tools_load_cancel(struct tools_loader *l);
+/* Wait for the end and free l: what tools_load would have returned, its err appended. */
+int tools_load_finish(struct tools_loader *l, struct buf *err);
 size_t tools_count(const struct tools *t);
 const struct tools_entry *tools_at(const struct tools *t, size_t i);
 /* By tokterm name / by wire name; NULL: none. */

@@ -496,7 +496,8 @@ static enum mcp_status mcp_request(struct mcp_client *c, const char *method, cJS
     return st;
 }
 
-int mcp_client_start(struct mcp_client *c, struct buf *err)
+/* mcp_client_start, given up when *cancel is set (NULL: never). */
+static int mcp_start(struct mcp_client *c, const int *cancel, struct buf *err)
 {
     pthread_mutex_lock(&c->start_mu);
     pthread_mutex_lock(&c->mu);
@@ -530,7 +531,7 @@ int mcp_client_start(struct mcp_client *c, struct buf *err)
     cJSON_AddStringToObject(info, "version", PACKAGE_VERSION);
     char *res = NULL;
     int rc = -1;
-    if (mcp_request(c, "initialize", params, NULL, NULL, NULL, 0, &res, err) == MCP_OK) {
+    if (mcp_request(c, "initialize", params, NULL, NULL, cancel, 0, &res, err) == MCP_OK) {
         cJSON *r = cJSON_Parse(res);
         const cJSON *pv = cJSON_GetObjectItemCaseSensitive(r, "protocolVersion");
         const cJSON *si = cJSON_GetObjectItemCaseSensitive(r, "serverInfo");
@@ -568,6 +569,11 @@ int mcp_client_start(struct mcp_client *c, struct buf *err)
     return rc;
 }
 
+int mcp_client_start(struct mcp_client *c, struct buf *err)
+{
+    return mcp_start(c, NULL, err);
+}
+
 int mcp_client_ping(struct mcp_client *c, struct buf *err)
 {
     if (mcp_client_start(c, err) != 0)
@@ -586,10 +592,11 @@ static char *mcp_json_string(const cJSON *o, const char *key)
 
 #define MCP_PAGES_MAX 1000 /* tools/list pages followed at most (a server repeating a cursor) */
 
-int mcp_client_tools(struct mcp_client *c, const struct mcp_tool **tools, struct buf *err)
+int mcp_tools_run(struct mcp_client *c, const int *cancel, const struct mcp_tool **tools,
+                  struct buf *err)
 {
     *tools = NULL;
-    if (mcp_client_start(c, err) != 0)
+    if (mcp_start(c, cancel, err) != 0)
         return -1;
     pthread_mutex_lock(&c->mu);
     int valid = c->tools_valid;
@@ -614,7 +621,7 @@ int mcp_client_tools(struct mcp_client *c, const struct mcp_tool **tools, struct
         free(cursor);
         cursor = NULL;
         char *res = NULL;
-        if (mcp_request(c, "tools/list", params, NULL, NULL, NULL, 0, &res, err) != MCP_OK) {
+        if (mcp_request(c, "tools/list", params, NULL, NULL, cancel, 0, &res, err) != MCP_OK) {
             rc = -1;
             break;
         }
@@ -652,6 +659,11 @@ int mcp_client_tools(struct mcp_client *c, const struct mcp_tool **tools, struct
     pthread_mutex_unlock(&c->mu);
     *tools = c->tools;
     return rc == 0 ? (int)n : -1;
+}
+
+int mcp_client_tools(struct mcp_client *c, const struct mcp_tool **tools, struct buf *err)
+{
+    return mcp_tools_run(c, NULL, tools, err);
 }
 
 /* ---- tools/call ------------------------------------------------------------------------ */
@@ -716,9 +728,9 @@ enum mcp_status mcp_call_run(struct mcp_client *c, const char *tool, const char 
         buf_printf(&r->error, "%s.%s: the arguments must be a JSON object", c->conf.name, tool);
         return r->status = MCP_FAILED;
     }
-    if (mcp_client_start(c, &r->error) != 0) {
+    if (mcp_start(c, cancel, &r->error) != 0) {
         cJSON_Delete(args);
-        return r->status = MCP_FAILED;
+        return r->status = mcp_cancelled(cancel) ? MCP_CANCELLED : MCP_FAILED;
     }
     cJSON *params = cJSON_CreateObject();
     cJSON_AddStringToObject(params, "name", tool);

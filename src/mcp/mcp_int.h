@@ -86,6 +86,11 @@ size_t mcp_max_message(const struct mcp_client *c);
 enum mcp_status mcp_call_run(struct mcp_client *c, const char *tool, const char *arguments,
                              mcp_progress_fn progress, void *ud, const int *cancel,
                              double timeout, struct mcp_result *r);
+/* mcp_client_tools, given up when *cancel is set (by any thread; NULL: never): the start
+ * (initialize) and each page of tools/list end with "... cancelled" within 0.1 s, and a
+ * server that was being started is stopped. */
+int mcp_tools_run(struct mcp_client *c, const int *cancel, const struct mcp_tool **tools,
+                  struct buf *err);
 /* conf.c: a deep copy of a section, its release, a NULL-terminated string array's (wiped). */
 void mcp_conf_copy(struct mcp_server_conf *d, const struct mcp_server_conf *s);
 void mcp_conf_clear(struct mcp_server_conf *c);

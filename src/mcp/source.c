@@ -12,11 +12,11 @@
 
 #define MCP_SOURCE_GRACE 2.0 /* seconds a server gets to exit after its stdin closes */
 
-static int mcp_source_list(struct tool_source *src, struct tool_def **defs, size_t *n,
-                           struct buf *err)
+static int mcp_source_list(struct tool_source *src, const int *cancel, struct tool_def **defs,
+                           size_t *n, struct buf *err)
 {
     const struct mcp_tool *t = NULL;
-    int k = mcp_client_tools(src->self, &t, err);
+    int k = mcp_tools_run(src->self, cancel, &t, err);
     *defs = NULL;
     *n = 0;
     if (k < 0)

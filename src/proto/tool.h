@@ -70,8 +70,11 @@ struct tool_source {
     void *self;        /* the source's own state */
     int parallel;      /* 1: call may run for several calls at once */
     /* Its tools: *defs (allocated, caller frees with tool_defs_free) and *n. 0, or -1 with a
-     * message in err ("fs: the server exited with status 1"). */
-    int (*list)(struct tool_source *src, struct tool_def **defs, size_t *n, struct buf *err);
+     * message in err ("fs: the server exited with status 1"). May run on a worker thread
+     * (core/tools.h: tools_load_start); when *cancel becomes non-zero (another thread sets it;
+     * cancel may be NULL: never) it should give up soon with -1 (MCP: the server is stopped). */
+    int (*list)(struct tool_source *src, const int *cancel, struct tool_def **defs, size_t *n,
+                struct buf *err);
     /* Run tool (its own name, no prefix) with args (JSON text, already checked against the
      * schema). Fills out (zeroed by the caller); returns 0 when out holds a result (an error
      * result too), -1 when the source itself failed (out->content says why; is_error set). */

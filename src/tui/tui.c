@@ -700,7 +700,7 @@ void tui_view_drop_last_turn(struct tui *t)
 int tui_send(struct tui *t, const char *prompt, int show_user)
 {
     if (t->answer != TUI_NO_ANSWER) {
-        tui_hint(t, TUI_HINT_STREAMING);
+        tui_hint(t, TUI_HINT_BUSY(t));
         return -1;
     }
     if (!t->have_session) {
@@ -717,12 +717,6 @@ int tui_send(struct tui *t, const char *prompt, int show_user)
         t->dirty |= TUI_D_VIEW;
         return -1;
     }
-    if (tui_tools_pending(t)) { /* the first send starts the MCP servers: say so meanwhile */
-        tui_hint(t, "starting the tools (MCP servers)...");
-        tui_frame(t);
-        tui_tools_load(t);
-        t->hint[0] = '\0';
-    }
     tui_attach_send(t); /* what /attach left waiting goes with this prompt */
     if (show_user) {
         size_t n_att;
@@ -737,6 +731,15 @@ int tui_send(struct tui *t, const char *prompt, int show_user)
         strftime(when, sizeof when, "%H:%M", &tm);
     t->answer = tui_view_answer_begin(t->view, t->conf->model, when);
     tui_view_end(t->view);
+    if (tui_tools_pending(t)) /* the MCP servers are still starting: it leaves when they are */
+        tui_tools_wait(t, prompt);
+    else
+        tui_send_go(t, prompt);
+    return 0;
+}
+
+void tui_send_go(struct tui *t, const char *prompt)
+{
     double tn = util_now();
     tui_status_send(&t->st, tn);
     t->ctx_base_ok = 0;
@@ -746,11 +749,14 @@ int tui_send(struct tui *t, const char *prompt, int show_user)
     session_send(t->s, prompt);
     t->dirty |= TUI_D_VIEW | TUI_D_STATUS;
     t->urgent = 1;
-    return 0;
 }
 
 void tui_cancel(struct tui *t)
 {
+    if (t->send_wait) { /* not sent yet: it goes back to the input line */
+        tui_tools_wait_cancel(t);
+        return;
+    }
     if (t->answer == TUI_NO_ANSWER || t->cancelling)
         return;
     t->cancelling = 1;
@@ -797,7 +803,8 @@ static void tui_on_line(void *ud, char *line)
     const char *text = line[0] == '/' ? line + 1 : line; /* "//x" sends "/x" */
     if (t->answer != TUI_NO_ANSWER) {
         tui_input_defer(line); /* keep what was typed */
-        tui_hint(t, TUI_HINT_STREAMING ", then press Enter");
+        tui_hint(t, t->send_wait ? TUI_HINT_TOOLS ", then press Enter"
+                                 : TUI_HINT_STREAMING ", then press Enter");
         free(line);
         return;
     }
@@ -1322,6 +1329,14 @@ static int tui_run_timeout(struct tui *t, const struct session_sink *sink, doubl
         double due = tui_frame_due(t);
         timeout = now >= due ? 0 : tui_ms_until(due, now);
     }
+    if (t->tools_loader && !t->st.tool[0]) {
+        /* the servers are starting: the status bar names the one as soon as it is known */
+        tui_tools_status(t, now);
+        if (t->st.tool[0])
+            t->dirty |= TUI_D_STATUS;
+        else if (timeout < 0 || timeout > 20)
+            timeout = 20;
+    }
     int tick = tui_status_tick(&t->st, now);
     if (tick >= 0) {
         if (*next_tick <= 0)
@@ -1427,8 +1442,9 @@ static void tui_run_loop(struct tui *t, struct loop *lp)
             if (timeout < 0 || ms < timeout)
                 timeout = ms;
         }
-        int fds[2] = {STDIN_FILENO, t->have_session && !coalesce ? session_fd(t->s) : -1};
-        int n = loop_wait(lp, fds, 2, timeout);
+        int fds[3] = {STDIN_FILENO, t->have_session && !coalesce ? session_fd(t->s) : -1,
+                      tui_tools_fd(t)};
+        int n = loop_wait(lp, fds, 3, timeout);
         if (n < 0)
             break;
         tui_run_store(t);
@@ -1443,6 +1459,8 @@ static void tui_run_loop(struct tui *t, struct loop *lp)
             session_dispatch(t->s, &sink);
             t->last_take = util_now();
         }
+        if (loop_ready(lp, 2) & POLLIN)
+            tui_tools_loaded(t); /* the MCP servers started (or not): a waiting prompt leaves */
         short in = loop_ready(lp, 0);
         if (in & (POLLIN | POLLHUP | POLLERR)) {
             tui_keys(t);
@@ -1455,7 +1473,7 @@ static void tui_run_loop(struct tui *t, struct loop *lp)
 /* Leave the terminal as it was and free everything of t. */
 static void tui_run_end(struct tui *t, struct loop *lp)
 {
-    if (t->answer != TUI_NO_ANSWER && t->have_session)
+    if (t->answer != TUI_NO_ANSWER && t->have_session && !t->send_wait)
         session_cancel(t->s);
     tui_hist_close(t);
     tui_input_end();
@@ -1535,6 +1553,10 @@ int tui_run(struct conf *conf, char *key, const struct tui_opts *o)
     tui_session(t, key, NULL);
     if (t->have_session && o->setup)
         setup_use_keys(o->setup, t->s); /* `keys =` and `fallback =`, as -p */
+    /* the MCP servers start now, off the UI thread, while the first prompt is typed: a
+     * server takes a second or more (node), typing takes longer, so the first send rarely
+     * waits; a server that fails says so before anything is sent */
+    tui_tools_start(t);
     tui_run_input(t);
     tui_run_greet(t, o);
     tui_run_loop(t, &lp);

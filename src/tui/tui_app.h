@@ -24,6 +24,9 @@ struct loop;
 
 /* The hint of a key that waits for the answer in flight; the end of the answer clears it. */
 #define TUI_HINT_STREAMING "an answer is still streaming: Esc cancels it"
+/* The same while the prompt sent waits for the MCP servers to start (tui_tools_wait). */
+#define TUI_HINT_TOOLS "the prompt waits for the MCP servers to start: Esc gives it back"
+#define TUI_HINT_BUSY(t) ((t)->send_wait ? TUI_HINT_TOOLS : TUI_HINT_STREAMING)
 
 /* Dirty flags: what the next frame redraws. */
 #define TUI_D_VIEW 0x01u
@@ -78,7 +81,12 @@ struct tui {
     struct loop *lp;         /* the chat's event loop (tui_modal waits on it) */
     struct tui_tool_log *tool_log; /* the tool calls shown, for /expand (tui_tools.c) */
     struct tools *tools;     /* the tools offered to the model (tui_tools.c), NULL = none */
-    int tools_loaded;        /* their sources listed (servers started): by the first send */
+    int tools_loaded;        /* their sources listed (servers started, or failed to) */
+    struct tools_loader *tools_loader; /* listing them off the UI thread (MCP servers start:
+                                          from the chat's start), NULL when not */
+    char *send_wait;         /* a prompt sent while they were listed: it leaves when they are
+                                (its answer shown as in flight; Esc gives it back) */
+    int send_wait_cache;     /* the session's cache mode when it was sent (/retry) */
     struct tool_policy policy; /* --allow-tool, the config's allow, and `a` answers */
     int answer_split;        /* a tool round ended the answer shown: the next text starts a
                                 new one (tui_tools_answer_next) */
@@ -91,6 +99,8 @@ struct tui {
 /* Send prompt as the user's next message (show_user: add it to the transcript). Returns 0, or
  * -1 when nothing may be sent (no key, an answer in flight) with the reason shown. */
 int tui_send(struct tui *t, const char *prompt, int show_user);
+/* The request of a prompt whose turn tui_send has shown (the answer in flight): it leaves. */
+void tui_send_go(struct tui *t, const char *prompt);
 /* Show a local notice (markdown) or error (plain) in the transcript. */
 void tui_notice(struct tui *t, const char *markdown);
 void tui_error(struct tui *t, const char *text);

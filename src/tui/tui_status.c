@@ -229,8 +229,12 @@ static void tui_status_state_text(const struct tui_status *st, double now, char 
     char d[32];
     out[0] = '\0';
     if (st->tool[0]) {
-        snprintf(out, size, "round %d \xC2\xB7 %s %s", st->tool_round, st->tool,
-                 ratelimit_format_duration(st->tool_elapsed + (now - st->tool_at), d, sizeof d));
+        const char *took =
+            ratelimit_format_duration(st->tool_elapsed + (now - st->tool_at), d, sizeof d);
+        if (st->tool_round > 0)
+            snprintf(out, size, "round %d \xC2\xB7 %s %s", st->tool_round, st->tool, took);
+        else /* no round: "starting MCP server fs 3s" */
+            snprintf(out, size, "%s %s", st->tool, took);
         return;
     }
     switch (st->state) {

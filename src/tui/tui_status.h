@@ -95,7 +95,8 @@ void tui_status_draw(const struct tui_status *st, WINDOW *w, int y, int width, d
                      const char *hint);
 
 /* A tool call is running: name (raw; NULL = none any more), its round (1-based) and the
- * seconds it has run at now. The state field reads "round 2 · fs.read_file 3s". */
+ * seconds it has run at now. The state field reads "round 2 · fs.read_file 3s"; with round 0,
+ * "NAME 3s" ("starting MCP server fs 3s"). */
 void tui_status_tool(struct tui_status *st, const char *name, int round, double elapsed,
                      double now);
 

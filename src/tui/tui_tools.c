@@ -3,6 +3,7 @@
 #include "tui/tui_tools.h"
 #include "tui/tui_app.h"
 #include "tui/tui_ask.h"
+#include "tui/tui_input.h"
 #include "proto/tool.h"
 #include "core/mcpset.h"
 #include "core/shellcmd.h"
@@ -292,16 +293,76 @@ int tui_tools_pending(const struct tui *t)
     return t->tools && !t->tools_loaded;
 }
 
-void tui_tools_load(struct tui *t)
+void tui_tools_start(struct tui *t)
 {
-    if (!tui_tools_pending(t))
+    if (tui_tools_pending(t) && !t->tools_loader)
+        t->tools_loader = tools_load_start(t->tools);
+}
+
+int tui_tools_fd(const struct tui *t)
+{
+    return t->tools_loader ? tools_load_fd(t->tools_loader) : -1;
+}
+
+void tui_tools_loaded(struct tui *t)
+{
+    if (!t->tools_loader || !tools_load_done(t->tools_loader))
         return;
-    t->tools_loaded = 1;
     struct buf err = BUF_INIT;
-    if (tools_load(t->tools, &err) < 0) /* the servers that answered are kept */
+    int rc = tools_load_finish(t->tools_loader, &err);
+    t->tools_loader = NULL;
+    t->tools_loaded = 1; /* a server that failed is not started again in this chat */
+    if (rc < 0) { /* the servers that answered are kept */
+        buf_appends(&err, "\n(the chat goes on without the tools of the servers above)");
         tui_tools_error(t, "tools", &err);
+    }
     buf_free(&err);
+    tui_status_tool(&t->st, NULL, 0, 0, util_now());
+    if (strncmp(t->hint, TUI_HINT_TOOLS, sizeof TUI_HINT_TOOLS - 1) == 0)
+        t->hint[0] = '\0'; /* it is over */
     tui_tools_session(t);
+    char *prompt = t->send_wait;
+    t->send_wait = NULL;
+    if (prompt && t->have_session) {
+        enum session_cache cache = session_set_cache(t->s, t->send_wait_cache);
+        tui_send_go(t, prompt);
+        session_set_cache(t->s, cache);
+    }
+    free(prompt);
+    t->dirty |= TUI_D_VIEW | TUI_D_STATUS;
+}
+
+void tui_tools_wait(struct tui *t, const char *prompt)
+{
+    tui_tools_start(t);
+    free(t->send_wait);
+    t->send_wait = xstrdup(prompt);
+    /* the cache mode it was sent with (/retry bypasses the cache for its send only) */
+    enum session_cache cache = session_set_cache(t->s, SESSION_CACHE_ON);
+    session_set_cache(t->s, cache);
+    t->send_wait_cache = (int)cache;
+    tui_hint(t, TUI_HINT_TOOLS);
+    tui_tools_status(t, util_now());
+    t->dirty |= TUI_D_VIEW | TUI_D_STATUS;
+    t->urgent = 1;
+}
+
+void tui_tools_wait_cancel(struct tui *t)
+{
+    if (!t->send_wait)
+        return;
+    /* the servers still starting are stopped; tui_tools_loaded says so when they are */
+    if (t->tools_loader)
+        tools_load_cancel(t->tools_loader);
+    tui_view_drop_last_turn(t); /* nothing was sent: the turn goes, its prompt comes back */
+    tui_input_offer(t->send_wait);
+    free(t->send_wait);
+    t->send_wait = NULL;
+    t->answer = TUI_NO_ANSWER;
+    t->shell_pending = 0;
+    tui_hint(t, "not sent: the prompt is back (Enter sends it, without the servers that did "
+                "not start)");
+    t->dirty |= TUI_D_VIEW | TUI_D_STATUS | TUI_D_INPUT;
 }
 
 void tui_tools_session(struct tui *t)
@@ -317,6 +378,15 @@ void tui_tools_forget(struct tui *t)
 
 void tui_tools_free(struct tui *t)
 {
+    if (t->tools_loader) { /* the servers still starting are stopped */
+        struct buf err = BUF_INIT;
+        tools_load_cancel(t->tools_loader);
+        tools_load_finish(t->tools_loader, &err);
+        t->tools_loader = NULL;
+        buf_free(&err);
+    }
+    free(t->send_wait);
+    t->send_wait = NULL;
     tools_free(t->tools);
     t->tools = NULL;
     tool_policy_free(&t->policy);
@@ -398,6 +468,18 @@ void tui_tools_answer_next(struct tui *t)
 
 void tui_tools_status(struct tui *t, double now)
 {
+    if (t->tools_loader) { /* which server is starting, and for how long */
+        char name[64], label[96];
+        double secs = 0;
+        const char *kind = tools_load_now(t->tools_loader, name, sizeof name, &secs);
+        if (kind) {
+            snprintf(label, sizeof label, "starting %s %s", strcmp(kind, "mcp") ? kind
+                                                                               : "MCP server",
+                     name);
+            tui_status_tool(&t->st, label, 0, secs, now);
+        }
+        return;
+    }
     int round = 0;
     double elapsed = 0;
     const struct tool_call *c = t->have_session ? session_tool_running(t->s, &round, &elapsed)

@@ -37,10 +37,22 @@ void tui_tool_log_free(struct tui *t);
  * config's `allow` and the enabled [mcp NAME] sections' `allow`. Messages go to the
  * transcript. */
 void tui_tools_init(struct tui *t);
-/* 1 while the registry's sources are not listed yet (nothing started). */
+/* 1 while the registry's sources are not listed yet (MCP servers not started, or starting). */
 int tui_tools_pending(const struct tui *t);
-/* List them (MCP servers start: the first send waits for it) and offer them to the session. */
-void tui_tools_load(struct tui *t);
+/* Start listing them off the UI thread (the MCP servers start) when that is still to do: the
+ * chat does it as it opens. The status bar says which server is starting. */
+void tui_tools_start(struct tui *t);
+/* The descriptor that becomes readable when the listing is over (-1: none is running); then
+ * tui_tools_loaded: failures in the transcript (the chat goes on without those servers'
+ * tools, not started again), the tools offered to the session, the waiting prompt sent. */
+int tui_tools_fd(const struct tui *t);
+void tui_tools_loaded(struct tui *t);
+/* tui_send while the listing runs: its turn is shown, prompt waits for the listing's end
+ * (the status bar and a hint say so). */
+void tui_tools_wait(struct tui *t, const char *prompt);
+/* Esc or Ctrl-C meanwhile: the servers still starting are stopped, the turn leaves the
+ * transcript and its prompt goes back to the input line; nothing was sent. */
+void tui_tools_wait_cancel(struct tui *t);
 /* Offer them to the session just opened (tui_session), once they are listed. */
 void tui_tools_session(struct tui *t);
 /* A new conversation: `a` answers are forgotten. */

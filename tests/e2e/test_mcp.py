@@ -15,6 +15,7 @@ sys.dont_write_bytecode = True
 
 import json  # noqa: E402
 import os  # noqa: E402
+import re  # noqa: E402
 import shutil  # noqa: E402
 import signal  # noqa: E402
 import socket  # noqa: E402
@@ -258,6 +259,100 @@ with ttlib.FakeServer() as fake:
     t.ok(rc == 2 and "no [mcp gone2] section" in err, "mcp = in a profile: checked too", err)
     rc, out, err = tt(cfg, ["--mcp", "h", "--no-save", "-p", "x"], env=env)
     t.ok(rc == 0 and out == "hi\n", "--mcp h: the prompt is answered", out + err)
+
+# ---- the chat: the servers start off the UI thread ---------------------------------------
+
+
+def chat_open(home, fake, size=(100, 30)):
+    tm = ttlib.Tmux(*size)
+    tm.__enter__()
+    tm.run([ttlib.tokterm_path(), "--no-save", "--no-cache", "--base-url", fake.base()],
+           ttlib.clean_env(home=home))
+    return tm
+
+
+def chat_start_tests():
+    # a server that hangs in initialize: the chat stays alive, Esc gives the prompt back
+    home = ttlib.make_home()
+    ttlib.write_config(home, "mcp = slow\n\n" +
+                       hostile_section("slow", "--init-delay 600", "timeout = 40"))
+    with ttlib.FakeServer() as fake:
+        fake.queue(["reply=answered%20without%20tools"])
+        tm = chat_open(home, fake)
+        try:
+            screen = tm.wait_for("starting MCP server slow", 10)
+            t.ok(screen is not None, "the chat opens while the server starts: the status bar "
+                 "names it", tm.capture())
+            tm.send_text("hello there")
+            tm.send("Enter")
+            screen = tm.wait_for("waits for the MCP servers", 5)
+            t.ok(screen is not None and "hello there" in screen,
+                 "Enter: the turn shown, the prompt waits for the server", tm.capture())
+            tm.send_text("xyz")
+            screen = tm.wait_for(re.compile(r"\u203a.*xyz"), 5)
+            t.ok(screen is not None, "typed keys are echoed while the server hangs", tm.capture())
+            tm.wait_for(re.compile(r"starting MCP server slow \d+s.*F1 help"), 3)
+            m1 = re.search(r"starting MCP server slow ([0-9.]+)s", ttlib.status_bar(tm.capture()))
+            time.sleep(2.2)
+            m2 = re.search(r"starting MCP server slow ([0-9.]+)s", ttlib.status_bar(tm.capture()))
+            t.ok(m1 and m2 and float(m2.group(1)) > float(m1.group(1)),
+                 "the status bar keeps redrawing: the time the server has taken grows",
+                 "%s / %s" % (m1 and m1.group(0), m2 and m2.group(0)))
+            tm.send("BSpace", "BSpace", "BSpace")
+            t0 = time.monotonic()
+            tm.send("Escape")
+            screen = tm.wait_for(re.compile(r"\u203a hello there"), 5)
+            t.ok(screen is not None and time.monotonic() - t0 < 5,
+                 "Esc: control back, the prompt back in the input line", tm.capture())
+            screen = tm.wait_for("slow: initialize cancelled", 5)
+            t.ok(screen is not None and "goes on without the tools" in screen,
+                 "... the server's start is cancelled, and said", tm.capture())
+            t.eq(len(fake.requests()), 0, "... nothing was sent")
+            tm.send("Enter")
+            screen = tm.wait_for("answered without tools", 10)
+            reqs = fake.requests()
+            t.ok(screen is not None and len(reqs) == 1 and
+                 "tools" not in (reqs[0].get("body") or {}) and
+                 [m.get("content") for m in reqs[0]["body"]["messages"]][-1] == "hello there",
+                 "Enter again: the prompt is sent, without the server's tools", tm.capture())
+            tm.send("C-d")
+            t.eq(tm.wait_exit(10), 0, "the chat quits")
+        finally:
+            tm.kill()
+
+    # a server slow to start: the prompt waits for it, then goes with its tools; one that
+    # cannot start is said as the chat opens, and the chat goes on without it
+    home = ttlib.make_home()
+    ttlib.write_config(home, "mcp = gone, slow\n\n[mcp gone]\ncommand = /nonexistent/mcp\n\n" +
+                       hostile_section("slow", "--init-delay 3"))
+    with ttlib.FakeServer() as fake:
+        fake.queue(["reply=with%20tools"])
+        tm = chat_open(home, fake)
+        try:
+            tm.wait_for("starting MCP server", 10)
+            tm.send_text("use them")
+            tm.send("Enter")
+            t.ok(tm.wait_for("waits for the MCP servers", 3) is not None and
+                 not fake.requests(), "a slow server: the prompt waits", tm.capture())
+            screen = tm.wait_for("with tools", 15)
+            reqs = fake.requests()
+            names = [x["function"]["name"] for x in (reqs[0].get("body") or {}).get("tools", [])
+                     ] if reqs else []
+            t.ok(screen is not None and "h__ok" not in names and "slow__ok" in names,
+                 "... then it goes, with the server's tools", repr(names))
+            t.ok(screen is not None and "gone: cannot run '/nonexistent/mcp'" in screen and
+                 "goes on without the tools" in screen,
+                 "a server that cannot start: a clear line, the chat goes on", tm.capture())
+            tm.send("C-d")
+            t.eq(tm.wait_exit(10), 0, "the chat quits (the server stopped)")
+        finally:
+            tm.kill()
+
+
+if ttlib.Tmux.available():
+    chat_start_tests()
+else:
+    t.skip("the chat while MCP servers start", "tmux is not installed", tool="tmux")
 
 # ---- the real servers from npm ------------------------------------------------------------
 

@@ -192,6 +192,33 @@ with ttlib.FakeServer() as srv:
     t.ok(rc == 9 and "tool refused: h.ok" in text(err),
          "--mcp h without --allow-tool: refused, exit 9 (rc %d)" % rc, text(err))
 
+    # --- 7b. the config's allow = in a profile, with --allow-tool, in [mcp NAME] ---
+    def allowed_run(cfg_text, args, tools=True, spec="replay=openai_tool_calls.sse"):
+        path = os.path.join(home, "allow.conf")
+        with open(path, "w") as f:
+            f.write(cfg_text)
+        os.chmod(path, 0o600)
+        n0 = len(srv.requests())
+        srv.queue([spec, "reply=done"])
+        rc, out, err = run(srv, home, ["--no-save", "--no-cache", "--config", path] + args,
+                           tools=tools)
+        b = bodies(srv, n0)
+        msgs = b[1].get("messages", []) if len(b) > 1 else []
+        return rc, {m.get("tool_call_id"): m.get("content") for m in msgs
+                    if m["role"] == "tool"}, text(err)
+
+    rc, res, err = allowed_run("[p]\nallow = test.*\n", ["-P", "p", "-p", "add"])
+    t.ok(rc == 0 and res.get(ADD_ID) == "42" and res.get(ECHO_ID, "").startswith("{"),
+         "allow = test.* in the profile: both run (rc %d)" % rc, repr(res) + err)
+    rc, res, err = allowed_run("allow = test.echo\n", ["--allow-tool", "test.add", "-p", "add"])
+    t.ok(rc == 0 and res.get(ADD_ID) == "42" and res.get(ECHO_ID, "").startswith("{"),
+         "allow = and --allow-tool together (rc %d)" % rc, repr(res) + err)
+    rc, res, err = allowed_run("mcp = h\n[mcp h]\ncommand = %s %s\nallow = ok\n"
+                               % (sys.executable, hostile), ["-p", "call it"], tools=False,
+                               spec="replay=openai_tool_mcp.sse")
+    t.ok(rc == 0 and res.get("call_mcp1") == "from mcp",
+         "[mcp h] allow = ok: h.ok runs unasked (rc %d)" % rc, repr(res) + err)
+
     # --- 8. Anthropic: tool_use blocks in, thinking kept, tool_result blocks out ---
     n0 = len(srv.requests())
     srv.queue(["replay=anthropic_tool_use.sse", "reply=The sum is 42."])

@@ -2,6 +2,7 @@
 """A small MCP server over stdio that misbehaves on request, for tests/e2e/test_mcp.py.
 
 usage: hostile.py [--flood-stderr MB] [--garbage-first] [--pages N] [--version V]
+                  [--init-delay S]
        hostile.py --http PORT-FILE   (Streamable HTTP on a free port written to PORT-FILE)
 
 It answers initialize (protocol version V, default the client's), tools/list (N pages of one
@@ -30,12 +31,14 @@ a body that is not JSON), http500 (a 500 with a JSON-RPC error), expire (404: th
 gone, as a server that restarted says).
 
 With HOSTILE_LOG=FILE set, each notifications/cancelled is appended to FILE.
---flood-stderr MB writes MB MiB to stderr before answering initialize. --garbage-first writes a
+--init-delay S sleeps S seconds before answering initialize (a server slow to start, or
+one that hangs there). --flood-stderr MB writes MB MiB to stderr before answering initialize. --garbage-first writes a
 banner line to stdout before anything (as some servers do).
 """
 import json
 import os
 import sys
+import time
 
 args = sys.argv[1:]
 
@@ -182,6 +185,7 @@ for raw in sys.stdin.buffer:
         pending_ping = None
         continue
     if method == "initialize":
+        time.sleep(float(opt("--init-delay", "0")))
         mb = float(opt("--flood-stderr", "0"))
         chunk = b"E" * 65535 + b"\n"
         for _ in range(int(mb * 16)):

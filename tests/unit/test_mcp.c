@@ -12,6 +12,7 @@
 #include "core/tools.h"
 #include "mcp/mcp.h"
 
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -218,12 +219,73 @@ static void test_registry(void)
     free(log);
 }
 
+/* A server that hangs in initialize, listed off the calling thread: the loader says which
+ * server it is starting, and a cancel ends it at once with the server stopped; the policy of a
+ * front end takes --allow-tool, the config's allow = and the sections' allow =. */
+static void test_loader(void)
+{
+    char *text = xasprintf("allow = test.add, *.search\n"
+                           "[mcp slow]\ncommand = python3 %s/mcp/hostile.py --init-delay 600\n"
+                           "timeout = 30\nallow = ok\n"
+                           "[mcp h]\ncommand = python3 %s/mcp/hostile.py\n",
+                           tap_srcdir(), tap_srcdir());
+    char *p = write_conf("l.ini", text);
+    struct conf c;
+    conf_defaults(&c);
+    c.path = xstrdup(p);
+    c.allow = xstrdup(" test.add, *.search ");
+    c.mcp = xstrdup("slow, h");
+    struct buf err = BUF_INIT;
+    struct tool_policy pol = {0};
+    const char *globs[] = {"x.*"};
+    TAP_INT(mcp_set_policy(&pol, &c, globs, 1, &err), 0, "policy: made");
+    TAP_OK(tool_policy_verdict(&pol, "test.add") == TOOL_RUN &&
+               tool_policy_verdict(&pol, "fs.search") == TOOL_RUN &&
+               tool_policy_verdict(&pol, "slow.ok") == TOOL_RUN &&
+               tool_policy_verdict(&pol, "x.y") == TOOL_RUN &&
+               tool_policy_verdict(&pol, "h.ok") == TOOL_ASK &&
+               tool_policy_verdict(&pol, "test.echo") == TOOL_ASK,
+           "policy: --allow-tool, allow = and [mcp slow] allow = ok; nothing else");
+    tool_policy_free(&pol);
+
+    struct tools *t = tools_new();
+    TAP_INT(mcp_set_tools(t, &c, &err), 2, "two servers");
+    TAP_OK(tools_pending(t), "not listed yet");
+    double t0 = util_now();
+    struct tools_loader *l = tools_load_start(t);
+    char name[32] = "";
+    double secs = -1;
+    const char *kind = NULL;
+    while (!(kind = tools_load_now(l, name, sizeof name, &secs)) && util_now() - t0 < 5)
+        usleep(10000);
+    usleep(300000);
+    TAP_OK(kind && !strcmp(kind, "mcp") && !strcmp(name, "slow") && secs >= 0,
+           "the loader names the server it is starting (%s %s)", kind ? kind : "-", name);
+    TAP_OK(!tools_load_done(l) && util_now() - t0 < 2, "it returned at once; still starting");
+    double t1 = util_now();
+    tools_load_cancel(l);
+    struct pollfd pf = {.fd = tools_load_fd(l), .events = POLLIN};
+    TAP_INT(poll(&pf, 1, 5000), 1, "cancel: its fd becomes readable");
+    double took = util_now() - t1;
+    TAP_INT(tools_load_finish(l, &err), -1, "cancel: the listing failed");
+    TAP_OK(took < 2 && err.data && strstr(err.data, "slow: initialize cancelled") &&
+               strstr(err.data, "h: not started (cancelled)"),
+           "cancel: within %.2f s, both named: %s", took, err.data ? err.data : "");
+    TAP_OK(tools_count(t) == 0 && tools_pending(t), "nothing listed; still pending");
+    tools_free(t);
+    buf_free(&err);
+    conf_free(&c);
+    free(p);
+    free(text);
+}
+
 int main(void)
 {
     if (!mkdtemp(dir))
         return 1;
     test_conf();
     test_registry();
+    test_loader();
     char *cmd = xasprintf("rm -rf %s", dir);
     if (system(cmd) != 0)
         fprintf(stderr, "could not remove %s\n", dir);
