@@ -224,6 +224,57 @@ def test_errors_headers(srv):
     t.eq([m["id"] for m in json.loads(body)["data"]], ["a", "b"], "models= key")
 
 
+def test_rate_limits(srv):
+    """rpm= and tpm= buckets: their headers, the 429 of each type, report=minute."""
+    def burst(spec, n, **extra):
+        return [srv.post(chat_path(spec), user_body("x", stream=False, **extra))
+                for _ in range(n)]
+    # rpm=60,burst=3: three go, the fourth is refused (a request a second comes back)
+    got = burst("rpm=60,burst=3", 4)
+    t.eq([g[0] for g in got], [200, 200, 200, 429], "rpm=60,burst=3: 3 pass, the 4th is a 429")
+    h, err = got[3][1], json.loads(got[3][2])["error"]
+    t.ok(h.get("x-ratelimit-limit-requests") == "60"
+         and h.get("x-ratelimit-remaining-requests") == "0"
+         and 0 < int(h.get("retry-after-ms", 0)) <= 1001
+         and err["type"] == "requests" and err["code"] == "rate_limit_exceeded",
+         "the 429: type requests, retry-after-ms <= 1 s, remaining 0", (h, err))
+    # report=minute: the same burst, but the headers show the per-minute bucket (hundreds left)
+    got = burst("rpm=600,burst=2,report=minute", 3)
+    h = got[2][1]
+    t.ok([g[0] for g in got] == [200, 200, 429]
+         and int(h.get("x-ratelimit-remaining-requests", 0)) >= 590,
+         "report=minute: a 429 while the per-minute remaining says %s"
+         % h.get("x-ratelimit-remaining-requests"), [g[1] for g in got])
+    t.ok(got[0][1].get("x-ratelimit-reset-requests") == "0.100s",
+         "report=minute: one request spent resets in 0.100s at 600 rpm",
+         got[0][1].get("x-ratelimit-reset-requests"))
+    # tpm: the prompt (about characters/4 + 3 a message) plus max_tokens
+    got = burst("tpm=1000", 3, max_tokens=400)
+    ptoks = (len("be brief" "an earlier question" "an earlier answer" "x") + 3) // 4 + 12
+    h0, h2 = got[0][1], got[2][1]
+    err = json.loads(got[2][2])["error"]
+    t.ok([g[0] for g in got] == [200, 200, 429]
+         and h0.get("x-ratelimit-limit-tokens") == "1000"
+         and h0.get("x-ratelimit-remaining-tokens") == str(1000 - 400 - ptoks)
+         and "x-ratelimit-limit-requests" not in h0,
+         "tpm=1000, max_tokens=400: two pass, the third is a 429; remaining counts prompt + "
+         "max_tokens", [g[1] for g in got])
+    t.ok(err["type"] == "tokens" and "tokens per min (TPM)" in err["message"]
+         and "Requested %d" % (400 + ptoks) in err["message"]
+         and int(h2.get("retry-after-ms", 0)) > 0,
+         "the tokens 429: type tokens, TPM message, retry-after-ms", err)
+    got = burst("rpm=600,tpm=100000,tburst=500", 2, max_tokens=400)
+    t.ok([g[0] for g in got] == [200, 429]
+         and json.loads(got[1][2])["error"]["type"] == "tokens"
+         and got[1][1].get("x-ratelimit-remaining-requests") is not None,
+         "rpm and tpm together: the token burst refuses, both limits in the headers")
+    log = last_log(srv)
+    t.ok(log.get("rate_limited") and log.get("rate_limited_type") == "tokens",
+         "the log marks rate_limited and its type", log)
+    status, _, body = srv.post(chat_path("rpm=5,report=hour"), user_body("x"))
+    t.ok(status == 400 and b"report" in body, "report=hour is a 400")
+
+
 def test_faults(srv):
     spec = "replay=openai_length.sse,chunk=byte,drop_after=100"
     if CURL:
@@ -405,7 +456,8 @@ def main():
         t.bail("fake server did not start: %s" % e)
     t.ok(srv.port and srv.get("/_health")[0] == 200, "server answers /_health")
     try:
-        for fn in (test_replay, test_gen, test_echo, test_errors_headers, test_faults,
+        for fn in (test_replay, test_gen, test_echo, test_errors_headers, test_rate_limits,
+                   test_faults,
                    test_connections, test_ttlib):
             try:
                 fn(srv)

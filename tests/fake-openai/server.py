@@ -132,6 +132,8 @@ def spec_parse(text):
             raise SpecError("%s must name a file in the fixtures directory" % k)
     if spec.get("encoding", "gzip") not in ENCODINGS:
         raise SpecError("encoding must be one of %s" % ", ".join(ENCODINGS))
+    if spec.get("report", "bucket") not in ("bucket", "minute"):
+        raise SpecError("report must be bucket or minute")
     for k in ("huge_line", "big_delta", "nest", "bomb", "bomb_text"):
         if spec.get(k, 0) < 0:
             raise SpecError("%s must not be negative" % k)
@@ -734,44 +736,88 @@ def anthropic_body(pieces, model, mid, ptoks, stop, stream):
 # ---------------------------------------------------------------------------------------------
 # Server
 
-# rpm=N[,burst=B]: a token bucket shared by all requests with the same (N, B): B requests at
-# once (default N), refilled at N a minute. A chat request that finds it empty gets a 429
-# rate_limit_exceeded (with retry-after-ms: time until one request is free); every answer
-# carries x-ratelimit-limit-requests, -remaining-requests and -reset-requests (time until full).
-INT_KEYS.update({"rpm", "burst"})
+# rpm=N[,burst=B] and tpm=N[,tburst=T]: token buckets shared by all requests with the same
+# figures (server-wide), B requests (T tokens) at once, refilled at N a minute. A chat request
+# that finds one too low gets a 429 rate_limit_exceeded of type requests or tokens (with
+# retry-after-ms: the time until it would fit); every answer carries the x-ratelimit-*-requests
+# and -tokens headers of the limits in force. report=minute: the headers give the per-minute
+# figures (a bucket of N refilled at N a minute, as OpenAI reports) while burst= enforces, so
+# a 429 may come while the remaining count says hundreds are left.
+INT_KEYS.update({"rpm", "burst", "tpm", "tburst"})
+STR_KEYS.add("report")
+
+
+def request_cost(body, ptoks):
+    """Tokens a request counts against tpm=: its prompt (about characters/4) plus the most it
+    may answer (max_tokens, max_completion_tokens or max_output_tokens), as OpenAI counts."""
+    most = 0
+    if isinstance(body, dict):
+        for k in ("max_tokens", "max_completion_tokens", "max_output_tokens"):
+            v = body.get(k)
+            if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+                most = v
+                break
+    return ptoks + most
 
 
 class RateBuckets:
     def __init__(self):
         self.lock = threading.Lock()
-        self.buckets = {}  # (rpm, burst) -> [level, monotonic time of level]
+        # (kind, limit, burst) -> [enforced level, per-minute level, monotonic time of both]
+        self.buckets = {}
 
-    def take(self, spec, rec):
-        """The spec to answer with: headers added, and a 429 error when the bucket is empty."""
-        rpm = max(1, spec["rpm"])
-        cap = max(1, spec.get("burst", rpm))
-        rate = rpm / 60.0
+    def _bucket(self, kind, limit, cap, now):
+        rate = limit / 60.0
+        b = self.buckets.setdefault((kind, limit, cap), [float(cap), float(limit), now])
+        b[0] = min(float(cap), b[0] + (now - b[2]) * rate)
+        b[1] = min(float(limit), b[1] + (now - b[2]) * rate)
+        b[2] = now
+        return b
+
+    def take(self, spec, rec, body):
+        """The spec to answer with: headers added, and a 429 error when a bucket is too low."""
+        dims = []  # (kind, limit, burst, cost)
+        if "rpm" in spec:
+            rpm = max(1, spec["rpm"])
+            dims.append(("requests", rpm, max(1, spec.get("burst", rpm)), 1))
+        if "tpm" in spec:
+            tpm = max(1, spec["tpm"])
+            dims.append(("tokens", tpm, max(1, spec.get("tburst", tpm)),
+                         request_cost(body, request_facts(body)[2])))
+        minute = spec.get("report") == "minute"
         now = time.monotonic()
         with self.lock:
-            b = self.buckets.setdefault((rpm, cap), [float(cap), now])
-            b[0] = min(float(cap), b[0] + (now - b[1]) * rate)
-            b[1] = now
-            ok = b[0] >= 1.0
-            if ok:
-                b[0] -= 1.0
-            level = b[0]
+            bs = [self._bucket(kind, limit, cap, now) for kind, limit, cap, _ in dims]
+            short = None  # the first dimension that cannot cover its cost
+            for (kind, limit, cap, cost), b in zip(dims, bs):
+                if b[0] < min(cost, cap) and short is None:
+                    short = (kind, limit, cap, cost, b[0])
+            if short is None:
+                for (_, _, _, cost), b in zip(dims, bs):
+                    b[0] -= cost
+                    b[1] -= cost
+            levels = [(b[0], b[1]) for b in bs]
         spec = dict(spec)
-        spec["headers"] = list(spec.get("headers", [])) + [
-            ["x-ratelimit-limit-requests", str(rpm)],
-            ["x-ratelimit-remaining-requests", str(int(level))],
-            ["x-ratelimit-reset-requests", "%.3fs" % ((cap - level) / rate)]]
-        if not ok:
-            wait_ms = int((1.0 - level) / rate * 1000) + 1
+        hdrs = list(spec.get("headers", []))
+        for (kind, limit, cap, _), (level, mlevel) in zip(dims, levels):
+            rate = limit / 60.0
+            shown, full = (mlevel, limit) if minute else (level, cap)
+            hdrs += [["x-ratelimit-limit-" + kind, str(limit)],
+                     ["x-ratelimit-remaining-" + kind, str(max(0, int(shown)))],
+                     ["x-ratelimit-reset-" + kind, "%.3fs" % (max(0.0, full - shown) / rate)]]
+        spec["headers"] = hdrs
+        if short is not None:
+            kind, limit, cap, cost, level = short
+            wait_ms = int((min(cost, cap) - level) / (limit / 60.0) * 1000) + 1
             spec["headers"].append(["retry-after-ms", str(wait_ms)])
-            spec.update(status=429, code="rate_limit_exceeded", type="requests",
-                        error="Rate limit reached for requests per min (RPM): Limit %d, Used %d, "
-                              "Requested 1. Please try again in %dms." % (rpm, rpm, wait_ms))
+            what = "requests per min (RPM)" if kind == "requests" else "tokens per min (TPM)"
+            spec.update(status=429, code="rate_limit_exceeded", type=kind,
+                        error="Rate limit reached for %s: Limit %d, Used %d, Requested %d. "
+                              "Please try again in %dms." % (what, limit,
+                                                            limit - max(0, int(level)), cost,
+                                                            wait_ms))
             rec["rate_limited"] = True
+            rec["rate_limited_type"] = kind
         return spec
 
 
@@ -1014,8 +1060,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.close_connection = True
             return
 
-        if is_chat and "rpm" in spec:
-            spec = RATE.take(spec, rec)
+        if is_chat and ("rpm" in spec or "tpm" in spec):
+            spec = RATE.take(spec, rec, body)
         model, text, ptoks, wants_stream = request_facts(body)
         if "served" in spec:  # the model the answer names (a server's alias or snapshot)
             model = spec["served"]
