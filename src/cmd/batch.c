@@ -2,6 +2,7 @@
  * lines out in order of completion (see batch.h for the formats and the rules). */
 #include "config.h"
 #include "cmd/batch.h"
+#include "cmd/batch_remote.h"
 #include "proto/api.h"
 #include "net/net.h"
 #include "net/otlp.h"
@@ -226,6 +227,9 @@ struct batch {
     size_t n_written;           /* of them, the first n_written have their line written */
     size_t done_bytes;          /* bytes of answer text they hold */
     double done_since;          /* when the oldest written one was written (0: none) */
+    struct remote_job *rj;      /* --remote: the provider's batch, else NULL */
+    int rj_collect;             /* reading the input: lines go to rj's spool (input order) */
+    struct buf rj_err;          /* why sending to the provider failed */
 };
 
 /* Items to do as far as known: the non-blank lines minus those --resume skipped; 0 when the
@@ -339,7 +343,8 @@ int batch_parse(struct batch_opts *o, int argc, char **argv, struct buf *err)
 #define BATCH_IS(s) (strlen(s) == n && strncmp(a, s, n) == 0)
             int takes = BATCH_IS("--concurrency") || BATCH_IS("-j") || BATCH_IS("--out") ||
                         BATCH_IS("-o") || BATCH_IS("--metrics-listen") ||
-                        BATCH_IS("--metrics-linger");
+                        BATCH_IS("--metrics-linger") || BATCH_IS("--remote-status") ||
+                        BATCH_IS("--remote-cancel") || BATCH_IS("--remote-poll");
             if (takes) {
                 val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
                 if (!val) {
@@ -374,6 +379,22 @@ int batch_parse(struct batch_opts *o, int argc, char **argv, struct buf *err)
                     return -1;
                 }
                 o->metrics_linger = sec;
+            } else if (BATCH_IS("--remote-status")) {
+                o->remote_status = val;
+            } else if (BATCH_IS("--remote-cancel")) {
+                o->remote_cancel = val;
+            } else if (BATCH_IS("--remote-poll")) {
+                char *end;
+                errno = 0;
+                double sec = strtod(val, &end);
+                if (errno || end == val || *end || !(sec > 0 && sec <= 3600)) {
+                    buf_printf(err, "batch: --remote-poll takes seconds above 0, at most 3600, "
+                                    "not '%s'", val);
+                    return -1;
+                }
+                o->remote_poll = sec;
+            } else if (BATCH_IS("--remote")) {
+                o->remote = 1;
             } else if (BATCH_IS("--resume")) {
                 o->resume = 1;
             } else if (BATCH_IS("--help") || BATCH_IS("-h")) {
@@ -394,6 +415,17 @@ int batch_parse(struct batch_opts *o, int argc, char **argv, struct buf *err)
     }
     if (o->help)
         return 0;
+    if (o->remote_status && o->remote_cancel) {
+        buf_appends(err, "batch: give --remote-status or --remote-cancel, not both");
+        return -1;
+    }
+    if (o->remote_status || o->remote_cancel)
+        return 0; /* no input */
+    if (o->remote && o->resume) {
+        buf_appends(err, "batch: --remote resumes by itself: run the same command again (the "
+                         "store knows the running batch by its requests)");
+        return -1;
+    }
     if (!o->in) {
         buf_appends(err, "batch: give the input file: tokterm batch IN.jsonl > OUT.jsonl");
         return -1;
@@ -475,6 +507,7 @@ static void batch_emit(struct batch *b, const struct batch_item *it, const struc
         b->n_failed++;
     if (r->cached)
         b->n_cached++;
+    off_t at = b->rj_collect ? lseek(b->out_fd, 0, SEEK_END) : 0;
     if (!b->out_error) {
         if (b->out_tty)
             batch_clear_bar(b);
@@ -487,7 +520,8 @@ static void batch_emit(struct batch *b, const struct batch_item *it, const struc
                         b->o->out ? b->o->out : "stdout", strerror(errno));
             }
             b->stopping = 1;
-        }
+        } else if (b->rj_collect) /* its place among the answers to come */
+            remote_job_note(b->rj, it->line, at, (size_t)(lseek(b->out_fd, 0, SEEK_END) - at));
     }
     cJSON_Delete(o);
 }
@@ -507,7 +541,7 @@ static void batch_emit_usage(struct batch *b, const struct batch_item *it, const
 
 /* ---- progress ---- */
 
-static void batch_fmt_time(char *out, size_t size, double s)
+void batch_fmt_time(char *out, size_t size, double s)
 {
     if (!(s >= 0) || s > 359999) {
         snprintf(out, size, "--:--");
@@ -545,6 +579,12 @@ static void batch_progress(struct batch *b, int force)
         sn += snprintf(stats + sn, sizeof stats - (size_t)sn, "  quota wait %.1fs",
                        b->wait_until - now);
     snprintf(stats + sn, sizeof stats - (size_t)sn, "  %.1f/s  ETA %s", rate, eta);
+    batch_draw_bar(fin, todo, stats);
+    b->drawn = 1;
+}
+
+void batch_draw_bar(size_t fin, size_t todo, const char *stats)
+{
     struct winsize ws;
     int cols = ioctl(2, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 ? ws.ws_col : 80;
     int width = cols - (int)strlen(stats) - 3;
@@ -563,7 +603,6 @@ static void batch_progress(struct batch *b, int force)
     buf_appends(&s, "\033[K");
     (void)util_write_all(2, s.data, s.len);
     buf_free(&s);
-    b->drawn = 1;
 }
 
 /* ---- input ---- */
@@ -1173,6 +1212,14 @@ static void batch_start(struct batch *b, struct batch_item *it, const cJSON *o)
     }
     buf_free(&err);
 
+    if (b->rj) { /* --remote: into the provider's batch (no cache: the batch is the point) */
+        if (remote_job_add(b->rj, it->line, it->id, model, body, &b->rj_err) != 0)
+            b->stopping = 1;
+        free(body);
+        net_request_free(fallback);
+        free(it->id);
+        return;
+    }
     const struct batch_opts *bo = b->o;
     unsigned char key[STORE_CACHE_KEY_LEN];
     int key_set = 0;
@@ -1525,6 +1572,89 @@ static void batch_summary(struct batch *b, int interrupted)
     buf_free(&s);
 }
 
+static void batch_remote_emit(void *ud, long line, const char *id, const struct net_result *r,
+                              const char *content, const char *reasoning, const char *model)
+{
+    struct batch_item it;
+    memset(&it, 0, sizeof it);
+    it.line = line;
+    it.id = (char *)id;
+    batch_emit(ud, &it, r, 0, content, reasoning, model, 0);
+}
+
+/* --remote: read the whole input (bad lines get their error lines in the spool, requests go
+ * into the provider's batches), then wait for the batches and write every line in input
+ * order. Returns the exit status; 2 with err set when the input or the provider is refused. */
+static int batch_remote(struct batch *b, struct loop *lp, struct buf *err)
+{
+    b->rj = remote_job_new(b->conf, b->key, b->o->store, b->o->remote_poll, err);
+    if (!b->rj)
+        return 2;
+    if (!b->o->store)
+        fprintf(stderr, "tokterm batch: warning: no store (--incognito?): a run stopped now "
+                        "cannot pick its batch up again\n");
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    const char *nerr = NULL;
+    if (loop_init(lp, sigs, (int)TT_ARRAY_LEN(sigs), 1, &nerr) < 0) {
+        fprintf(stderr, "tokterm batch: %s: %s\n", nerr, strerror(errno));
+        return 1;
+    }
+    b->err_tty = isatty(2);
+    b->t_start = util_now();
+    int out_fd = b->out_fd, out_tty = isatty(b->out_fd);
+    b->out_fd = remote_job_spool(b->rj);
+    b->out_tty = 0;
+    b->rj_collect = 1;
+    while (!b->refused && !b->stopping && !loop_signalled(lp)) {
+        const char *text;
+        size_t len;
+        int too_long;
+        int r = batch_line(&b->rd, &text, &len, &too_long);
+        if (r == 0) {
+            if (batch_fill(&b->rd) < 0)
+                break;
+            continue;
+        }
+        if (r < 0) {
+            batch_input_end(b, err);
+            break;
+        }
+        batch_take(b, text, len, too_long, err);
+    }
+    b->rj_collect = 0;
+    b->out_fd = out_fd;
+    b->out_tty = out_tty;
+    if (b->refused)
+        return 2;
+    int code;
+    if (b->rd.error) {
+        fprintf(stderr, "tokterm batch: reading %s: %s (nothing was sent)\n", b->in_name,
+                strerror(b->rd.error));
+        code = 2;
+    } else if (b->out_error) {
+        code = b->out_error; /* the spool */
+    } else if (b->rj_err.len) {
+        fprintf(stderr, "tokterm batch: %s\n", buf_str(&b->rj_err));
+        code = 1;
+    } else if (loop_signalled(lp)) {
+        fprintf(stderr, "tokterm batch: interrupted while reading the input\n");
+        code = 130;
+    } else {
+        struct buf rerr = BUF_INIT;
+        code = remote_job_run(b->rj, lp, b->out_fd, b->err_tty, batch_remote_emit, b, &rerr);
+        if (code == 1 && rerr.len)
+            fprintf(stderr, "tokterm batch: %s\n", buf_str(&rerr));
+        buf_free(&rerr);
+        if (code == 0 && !b->out_error) {
+            batch_summary(b, 0);
+            code = b->n_failed ? 3 : 0;
+        } else if (b->out_error)
+            code = b->out_error;
+    }
+    loop_end(lp);
+    return code;
+}
+
 int batch_run(struct conf *conf, char *key, const struct batch_opts *o)
 {
     struct batch b;
@@ -1541,6 +1671,11 @@ int batch_run(struct conf *conf, char *key, const struct batch_opts *o)
     struct loop lp = {.pipe = {-1, -1}};
     int code = 2;
 
+    if (o->remote_status || o->remote_cancel) {
+        code = remote_status(conf, key, o->remote_cancel ? o->remote_cancel : o->remote_status,
+                             o->remote_cancel != NULL);
+        goto out;
+    }
     if (o->out && batch_same_file(o->in, o->out)) {
         buf_printf(&err, "batch: --out %s is the input file", o->out);
         goto fail;
@@ -1564,6 +1699,12 @@ int batch_run(struct conf *conf, char *key, const struct batch_opts *o)
         goto fail;
     }
 
+    if (o->remote) {
+        code = batch_remote(&b, &lp, &err);
+        if (code == 2 && err.len)
+            goto fail;
+        goto out;
+    }
     b.trace_server = conf_host(conf);
     const char *nerr = NULL;
     b.q = queue_new();
@@ -1735,6 +1876,8 @@ out:
     batch_set_free(&done);
     buf_free(&b.line);
     buf_free(&err);
+    remote_job_free(b.rj);
+    buf_free(&b.rj_err);
     if (b.out_fd > 1)
         close(b.out_fd);
     loop_end(&lp);

@@ -74,6 +74,10 @@ struct batch_opts {
     const char *metrics_listen; /* --metrics-listen HOST:PORT: serve /metrics while it runs */
     double metrics_linger;      /* --metrics-linger S: after the job, serve until one scrape
                                    has read the final figures, at most S seconds */
+    int remote;                 /* --remote: through the provider's Batch API (batch_remote.h) */
+    const char *remote_status;  /* --remote-status ID: print that batch's state */
+    const char *remote_cancel;  /* --remote-cancel ID: cancel it */
+    double remote_poll;         /* --remote-poll S: seconds between looks (0: the default) */
 };
 
 /* Parse the batch arguments; argv[0] is "batch". Fills o (store, cache, the pool and the
@@ -82,6 +86,13 @@ int batch_parse(struct batch_opts *o, int argc, char **argv, struct buf *err);
 
 /* Usage text of `tokterm batch` (static). */
 const char *batch_usage(void);
+
+/* "1:05", "1:02:03", or "--:--" for a negative or huge s (the progress bars' times). */
+void batch_fmt_time(char *out, size_t size, double s);
+
+/* Draw a progress bar on stderr: "\r[####----]" for fin of todo (when it fits), then stats,
+ * then the rest of the row cleared. */
+void batch_draw_bar(size_t fin, size_t todo, const char *stats);
 
 /* Run the batch with conf (borrowed) and key (taken: wiped and freed; NULL for keyless local
  * servers). Prints progress and errors on stderr. Returns the process exit status (above). */

@@ -403,6 +403,19 @@ static const char store_schema_v10[] =
     "    AND NOT EXISTS (SELECT 1 FROM attachments WHERE sha256 = old.sha256);\n"
     "END;\n";
 
+/* v11: the provider's batches a `batch --remote` created (issue 18), one row per part of the
+ * input, keyed by the SHA-256 of the part's requests and where they went (never a key), so the
+ * same command run again picks the running batch up instead of paying for a second one. */
+static const char store_schema_v11[] =
+    "CREATE TABLE remote_batches(\n"
+    "  hash BLOB PRIMARY KEY,\n"
+    "  api TEXT NOT NULL,\n"
+    "  base_url TEXT NOT NULL,\n"
+    "  batch_id TEXT NOT NULL,\n"
+    "  requests INTEGER NOT NULL,\n"
+    "  created INTEGER NOT NULL\n"
+    ") WITHOUT ROWID;\n";
+
 /* A message's new parent, collected by store_tree_backfill. */
 struct store_link {
     int64_t id, parent;
@@ -545,6 +558,7 @@ static const struct {
     {store_schema_v8, NULL},
     {store_schema_v9, NULL},
     {store_schema_v10, NULL},
+    {store_schema_v11, NULL},
 };
 
 /* Bring the schema to STORE_SCHEMA_VERSION, one step per version, in one write transaction

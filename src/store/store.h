@@ -45,7 +45,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_SCHEMA_VERSION 10
+#define STORE_SCHEMA_VERSION 11
 #define STORE_NOT_FOUND 1                       /* returned by lookups of a missing id */
 #define STORE_CACHE_KEY_LEN 32                  /* SHA-256 */
 #define STORE_CACHE_DEFAULT_TTL (7 * 24 * 3600) /* seconds */
@@ -538,5 +538,15 @@ int store_quota_put(struct store *st, const char *profile, const char *key_label
 int store_quota_get(struct store *st, const char *profile, const char *key_label,
                     struct store_quota *out);
 void store_quota_clear(struct store_quota *q);
+
+/* ---- the provider's batches (`batch --remote`, schema v11) ----
+ * hash: STORE_REMOTE_HASH_LEN bytes naming one part of an input (its requests and where they
+ * go). put saves (or replaces) the batch id it became; get copies it into id (size bytes)
+ * and returns 0, STORE_NOT_FOUND or -1; del forgets it (0 or -1). */
+#define STORE_REMOTE_HASH_LEN 32
+int store_remote_put(struct store *st, const unsigned char *hash, const char *api,
+                     const char *base_url, const char *batch_id, long requests);
+int store_remote_get(struct store *st, const unsigned char *hash, char *id, size_t size);
+int store_remote_del(struct store *st, const unsigned char *hash);
 
 #endif

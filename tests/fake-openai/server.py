@@ -824,6 +824,322 @@ class RateBuckets:
 RATE = RateBuckets()
 
 
+
+# ---------------------------------------------------------------------------------------------
+# Batch APIs: OpenAI's Files + Batches, Anthropic's Message Batches. A batch moves one state
+# per GET of it (its poll), so a test that polls every 50 ms sees the whole life in a second:
+# OpenAI validating -> in_progress (bsteps polls, request_counts growing) -> finalizing ->
+# completed (or bend=expired|failed); Anthropic in_progress (bsteps polls) -> ended. A cancel
+# makes it cancelling (canceling) and the next poll ends it, the requests not run yet cancelled.
+# A request whose last user text holds "FAIL" gets a 400 (error file / "errored").
+
+INT_KEYS.update({"bsteps", "bmax"})
+STR_KEYS.update({"bend"})
+BATCH_ROUTE = re.compile(r"^(.*?)/v1/(files|batches|messages/batches)(?:/([^/]+))?"
+                         r"(?:/(content|cancel|results))?$")
+
+
+def multipart_fields(ctype, raw):
+    """{name: (filename, bytes)} of a multipart/form-data body; None when it is not one."""
+    m = re.search(r'boundary="?([^";]+)"?', ctype or "")
+    if not m or not ctype.lower().startswith("multipart/form-data"):
+        return None
+    sep = b"--" + m.group(1).encode("latin-1")
+    out = {}
+    for part in raw.split(sep)[1:]:
+        if part.startswith(b"--"):
+            break
+        head, _, data = part.partition(b"\r\n\r\n")
+        if data.endswith(b"\r\n"):
+            data = data[:-2]
+        disp = re.search(rb'name="([^"]*)"(?:; filename="([^"]*)")?', head)
+        if disp:
+            out[disp.group(1).decode()] = ((disp.group(2) or b"").decode() or None, data)
+    return out
+
+
+class Batches:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.files = {}
+        self.batches = {}
+        self.n = 0
+
+    def next_id(self, prefix):
+        self.n += 1
+        return "%s%06d" % (prefix, self.n)
+
+
+BATCHES = Batches()
+
+
+def batch_answer(kind, body, n):
+    """(status, response body dict) of one request of a batch, as the endpoint would answer."""
+    model, text, ptoks, _ = request_facts(body)
+    if "FAIL" in text:
+        msg = "fake server: request refused (its prompt holds FAIL)"
+        if kind == "anthropic":
+            return 400, {"type": "error", "error": {"type": "invalid_request_error",
+                                                    "message": msg}}
+        return 400, json.loads(error_json(400, msg, "invalid_request_error"))
+    pieces = split_text(text)
+    if kind == "anthropic":
+        return 200, json.loads(anthropic_body(pieces, model, "msg_b%d" % n, ptoks,
+                                              "end_turn", False).data)
+    if kind == "/v1/responses":
+        return 200, json.loads(responses_body(pieces, model, "resp_b%d" % n, ptoks,
+                                              "completed", False).data)
+    usage = {"prompt_tokens": ptoks, "completion_tokens": len(pieces),
+             "total_tokens": ptoks + len(pieces)}
+    return 200, {"id": "chatcmpl-b%d" % n, "object": "chat.completion", "created": 1700000000,
+                 "model": model, "choices": [{"index": 0, "message": {
+                     "role": "assistant", "content": text}, "logprobs": None,
+                     "finish_reason": "stop"}], "usage": usage}
+
+
+def batch_run_some(b, upto):
+    """Run the batch's requests up to index upto (exclusive), recording their results."""
+    while b["ran"] < min(upto, len(b["reqs"])):
+        cid, body = b["reqs"][b["ran"]]
+        status, resp = batch_answer(b["kind"], body, b["ran"])
+        b["results"].append((cid, status, resp))
+        b["ran"] += 1
+
+
+def openai_batch_view(b):
+    ok = sum(1 for r in b["results"] if r[1] < 400)
+    return {k: v for k, v in b.items() if k not in ("reqs", "results", "ran", "kind", "spec",
+                                                    "polls", "end")} | {
+        "request_counts": {"total": len(b["reqs"]), "completed": ok,
+                           "failed": len(b["results"]) - ok}}
+
+
+def openai_batch_finish(b, state):
+    """End b in state: write its output and error files (in an order of their own: the
+    reverse of the input, as a real batch's order is not the input's)."""
+    out, err = [], []
+    for i, (cid, status, resp) in enumerate(reversed(b["results"])):
+        line = {"id": "batch_req_%s_%d" % (b["id"], i), "custom_id": cid,
+                "response": {"status_code": status, "request_id": "req_%d" % i, "body": resp},
+                "error": None}
+        (out if status < 400 else err).append(line)
+    if state == "expired":
+        for cid, _ in b["reqs"][b["ran"]:]:
+            err.append({"id": "batch_req_x_" + cid, "custom_id": cid, "response": None,
+                        "error": {"code": "batch_expired", "message": "This request could not "
+                                  "be executed before the completion window expired."}})
+    now = int(time.time())
+    for name, lines in (("output_file_id", out), ("error_file_id", err)):
+        if lines:
+            fid = BATCHES.next_id("file-out")
+            BATCHES.files[fid] = {"id": fid, "object": "file", "purpose": "batch_output",
+                                  "filename": "batch_output.jsonl", "created_at": now,
+                                  "data": "".join(jdump(x) + "\n" for x in lines).encode()}
+            BATCHES.files[fid]["bytes"] = len(BATCHES.files[fid]["data"])
+            b[name] = fid
+    b["status"] = state
+    b[state + "_at"] = now
+
+
+def openai_batch_poll(b):
+    """One poll: the batch moves one step."""
+    b["polls"] += 1
+    s = b["status"]
+    steps = max(1, b["spec"].get("bsteps", 2))
+    if s == "validating":
+        if b["end"] == "failed":
+            b["status"], b["failed_at"] = "failed", int(time.time())
+        else:
+            b["status"], b["in_progress_at"] = "in_progress", int(time.time())
+    elif s == "in_progress":
+        b["step"] = b.get("step", 0) + 1
+        total = len(b["reqs"])
+        if b["end"] == "expired":
+            batch_run_some(b, (total // 2) * b["step"] // steps)
+            if b["step"] >= steps:
+                openai_batch_finish(b, "expired")
+        else:
+            batch_run_some(b, total * b["step"] // steps)
+            if b["step"] >= steps:
+                b["status"], b["finalizing_at"] = "finalizing", int(time.time())
+    elif s == "finalizing":
+        openai_batch_finish(b, "completed")
+    elif s == "cancelling":
+        openai_batch_finish(b, "cancelled")
+
+
+def anthropic_batch_view(b, base):
+    counts = {"processing": 0, "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0}
+    for r in b["results"]:
+        counts[r[1] if isinstance(r[1], str) else "succeeded" if r[1] < 400 else "errored"] += 1
+    counts["processing"] = len(b["reqs"]) - len(b["results"])
+    return {"id": b["id"], "type": "message_batch", "processing_status": b["status"],
+            "request_counts": counts, "ended_at": b.get("ended_at"),
+            "created_at": b["created_at"], "expires_at": b["expires_at"],
+            "cancel_initiated_at": b.get("cancel_initiated_at"), "archived_at": None,
+            "results_url": base + "/v1/messages/batches/%s/results" % b["id"]
+            if b["status"] == "ended" else None}
+
+
+def anthropic_batch_poll(b):
+    b["polls"] += 1
+    steps = max(1, b["spec"].get("bsteps", 2))
+    total = len(b["reqs"])
+    if b["status"] == "in_progress":
+        b["step"] = b.get("step", 0) + 1
+        upto = total * b["step"] // steps
+        if b["end"] == "expired":
+            upto = (total // 2) * b["step"] // steps
+        batch_run_some(b, upto)
+        if b["step"] >= steps:
+            for cid, _ in b["reqs"][b["ran"]:]:
+                b["results"].append((cid, "expired", None))
+            b["ran"] = total
+            b["status"], b["ended_at"] = "ended", "2026-01-01T00:00:00Z"
+    elif b["status"] == "canceling":
+        for cid, _ in b["reqs"][b["ran"]:]:
+            b["results"].append((cid, "canceled", None))
+        b["ran"] = total
+        b["status"], b["ended_at"] = "ended", "2026-01-01T00:00:00Z"
+
+
+def anthropic_results(b):
+    lines = []
+    for cid, status, resp in reversed(b["results"]):
+        if status in ("canceled", "expired"):
+            res = {"type": status}
+        elif status < 400:
+            res = {"type": "succeeded", "message": resp}
+        else:
+            res = {"type": "errored", "error": resp}
+        lines.append(jdump({"custom_id": cid, "result": res}) + "\n")
+    return "".join(lines).encode()
+
+
+def handle_batch(handler, method, m, raw, rec):
+    """The Files and Batches routes; returns (status, body bytes, content type)."""
+    prefix, what, oid, verb = m.group(1), m.group(2), m.group(3), m.group(4)
+    spec = spec_parse(prefix.strip("/"))
+    rec["spec"] = spec
+    base = "http://%s:%d%s" % (handler.server.server_address[0],
+                               handler.server.server_address[1], prefix)
+    now = int(time.time())
+
+    def err(status, msg, etype="invalid_request_error"):
+        if what == "messages/batches":
+            return status, anthropic_error_json(status, msg, etype), "application/json"
+        return status, error_json(status, msg, etype), "application/json"
+
+    def ok(obj):
+        return 200, jdump(obj).encode("utf-8"), "application/json"
+
+    if "status" in spec or "error" in spec:
+        return err(spec.get("status", 500), spec.get("error", "fake server error"))
+    with BATCHES.lock:
+        if what == "files" and method == "POST" and not oid:
+            fields = multipart_fields(handler.headers.get("Content-Type"), raw)
+            if fields is None or "file" not in fields or "purpose" not in fields:
+                return err(400, "fake server: POST /v1/files takes multipart/form-data with "
+                                "'purpose' and 'file'")
+            purpose = fields["purpose"][1].decode()
+            if purpose != "batch":
+                return err(400, "fake server: purpose must be 'batch', not %r" % purpose)
+            fid = BATCHES.next_id("file-")
+            f = {"id": fid, "object": "file", "bytes": len(fields["file"][1]), "created_at": now,
+                 "filename": fields["file"][0] or "upload", "purpose": purpose,
+                 "data": fields["file"][1]}
+            BATCHES.files[fid] = f
+            rec["upload"] = {"file": fid, "bytes": f["bytes"], "filename": f["filename"],
+                             "lines": f["data"].count(b"\n")}
+            return ok({k: v for k, v in f.items() if k != "data"})
+        if what == "files" and method == "GET" and oid and verb == "content":
+            f = BATCHES.files.get(oid)
+            if not f:
+                return err(404, "No such File object: %s" % oid)
+            return 200, f["data"], "application/octet-stream"
+        if what == "batches" and method == "POST" and not oid:
+            body = json.loads(raw or b"null") if raw else None
+            if not isinstance(body, dict) or body.get("completion_window") != "24h" or \
+                    body.get("endpoint") not in ("/v1/chat/completions", "/v1/responses"):
+                return err(400, "fake server: give input_file_id, endpoint "
+                                "(/v1/chat/completions or /v1/responses), completion_window 24h")
+            f = BATCHES.files.get(body.get("input_file_id"))
+            if not f:
+                return err(404, "No such File object: %s" % body.get("input_file_id"))
+            reqs, errors, seen = [], [], set()
+            for i, line in enumerate(f["data"].decode("utf-8", "replace").splitlines(), 1):
+                try:
+                    o = json.loads(line)
+                    cid = o["custom_id"]
+                    assert o["method"] == "POST" and o["url"] == body["endpoint"]
+                    assert isinstance(o["body"], dict) and o["body"].get("stream") is not True
+                    assert cid not in seen
+                except (ValueError, KeyError, AssertionError, TypeError):
+                    errors.append({"code": "invalid_request", "line": i,
+                                   "message": "line %d is not a valid batch request" % i})
+                    continue
+                seen.add(cid)
+                reqs.append((cid, o["body"]))
+            if "bmax" in spec and len(reqs) > spec["bmax"]:
+                return err(400, "fake server: at most %d requests per batch" % spec["bmax"])
+            bid = BATCHES.next_id("batch_")
+            b = {"id": bid, "object": "batch", "endpoint": body["endpoint"], "errors": None,
+                 "input_file_id": f["id"], "completion_window": "24h", "status": "validating",
+                 "output_file_id": None, "error_file_id": None, "created_at": now,
+                 "expires_at": now + 86400, "metadata": body.get("metadata"),
+                 "reqs": reqs, "results": [], "ran": 0, "kind": body["endpoint"],
+                 "spec": spec, "polls": 0, "end": spec.get("bend", "completed")}
+            if errors:
+                b["end"] = "failed"
+                b["errors"] = {"object": "list", "data": errors}
+            BATCHES.batches[bid] = b
+            rec["batch_created"] = bid
+            rec["batch_requests"] = len(reqs)
+            return ok(openai_batch_view(b))
+        if what == "messages/batches" and method == "POST" and not oid:
+            body = json.loads(raw) if raw else None
+            try:
+                reqs = [(r["custom_id"], r["params"]) for r in body["requests"]]
+                assert all(re.fullmatch(r"[A-Za-z0-9_-]{1,64}", c) for c, _ in reqs)
+                assert len(set(c for c, _ in reqs)) == len(reqs)
+                assert all(isinstance(p, dict) and p.get("stream") is not True and
+                           "max_tokens" in p for _, p in reqs)
+            except (TypeError, KeyError, AssertionError):
+                return err(400, "fake server: requests must be a list of {custom_id, params} "
+                                "(unique ids, params with max_tokens, no stream)")
+            if "bmax" in spec and len(reqs) > spec["bmax"]:
+                return err(400, "fake server: at most %d requests per batch" % spec["bmax"])
+            bid = BATCHES.next_id("msgbatch_")
+            b = {"id": bid, "status": "in_progress", "reqs": reqs, "results": [], "ran": 0,
+                 "kind": "anthropic", "spec": spec, "polls": 0,
+                 "end": spec.get("bend", "ended"), "created_at": "2026-01-01T00:00:00Z",
+                 "expires_at": "2026-01-02T00:00:00Z"}
+            BATCHES.batches[bid] = b
+            rec["batch_created"] = bid
+            rec["batch_requests"] = len(reqs)
+            return ok(anthropic_batch_view(b, base))
+        b = BATCHES.batches.get(oid or "")
+        if not b:
+            return err(404, "fake server: no batch %r" % oid, "not_found_error")
+        anth = what == "messages/batches"
+        if method == "GET" and not verb:
+            (anthropic_batch_poll if anth else openai_batch_poll)(b)
+            rec["batch_status"] = b["status"]
+            return ok(anthropic_batch_view(b, base) if anth else openai_batch_view(b))
+        if method == "POST" and verb == "cancel":
+            if anth and b["status"] == "in_progress":
+                b["status"], b["cancel_initiated_at"] = "canceling", "2026-01-01T00:00:00Z"
+            elif not anth and b["status"] in ("validating", "in_progress", "finalizing"):
+                b["status"], b["cancelling_at"] = "cancelling", now
+            rec["batch_cancel"] = b["id"]
+            return ok(anthropic_batch_view(b, base) if anth else openai_batch_view(b))
+        if anth and method == "GET" and verb == "results":
+            if b["status"] != "ended":
+                return err(400, "fake server: batch %s has not ended" % b["id"])
+            return 200, anthropic_results(b), "application/binary"
+    return err(404, "fake server: no route for %s %s" % (method, m.group(0)))
+
+
 class State:
     def __init__(self, fixtures, log_path, default_spec):
         self.fixtures = fixtures
@@ -962,6 +1278,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
         rec = {"n": n, "t": t, "method": method, "path": self.path, "spec": None,
                "conn": self.conn_id, "conn_req": self.conn_req,
                "headers": self.log_headers(), "body": body, "status": None}
+        bm = BATCH_ROUTE.match(path)
+        if bm:
+            rec["batch_api"] = True
+            if body is None and raw:
+                rec["body_bytes"] = len(raw)
+            try:
+                status, data, ctype = handle_batch(self, method, bm, raw, rec)
+            except SpecError as e:
+                status, data, ctype = 400, error_json(400, "fake server: " + str(e)), \
+                    "application/json"
+            rec["status"] = status
+            st.write_log(rec)
+            return self.send_simple(status, data, ctype)
 
         if rest == "_health" and method == "GET":
             rec["status"] = 200
