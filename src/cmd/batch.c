@@ -1665,7 +1665,7 @@ int batch_run(struct conf *conf, char *key, const struct batch_opts *o)
     b.out_fd = 1;
     b.total = -1;
     b.rd.fd = -1;
-    b.in_name = strcmp(o->in, "-") == 0 ? "stdin" : o->in;
+    b.in_name = !o->in ? "" : strcmp(o->in, "-") == 0 ? "stdin" : o->in;
     struct buf err = BUF_INIT;
     struct batch_set done = {0};
     struct loop lp = {.pipe = {-1, -1}};

@@ -505,8 +505,11 @@ static char *heads_of(const char *path)
 #define UNDO_V9                                                                          \
     "ALTER TABLE messages DROP COLUMN itl; ALTER TABLE messages DROP COLUMN retries; "    \
     "ALTER TABLE messages DROP COLUMN rate_limited;"
+/* What takes a new store back to version 10 (before the provider's batches). */
+#define STORE_DROP_V11 "DROP TABLE remote_batches; "
 /* What takes a new store back to version 9 (before attachments). */
 #define STORE_DROP_V10                                                                     \
+    STORE_DROP_V11                                                                         \
     "DROP TRIGGER attachments_blob_ad; DROP TRIGGER attachments_message_ad; "               \
     "DROP TABLE attachments; DROP TABLE blobs; "
 
@@ -602,6 +605,59 @@ static void test_migrate_v9_attachments(void)
             "0 0", "v10: the last row took the blob with it");
     free(txt);
     store_close(st);
+    free(path);
+}
+
+/* v10 -> v11: the table of the provider's batches is added in place; a batch id is saved,
+ * found by its hash, replaced, and forgotten. */
+static void test_migrate_v10_remote(void)
+{
+    char *path = tmp_path("v10r.db");
+    char *err = NULL;
+    struct store *st = store_open(path, NULL, &err);
+    TAP_OK(st != NULL, "v10: a new store");
+    if (!st) {
+        free(err);
+        free(path);
+        return;
+    }
+    int64_t conv = store_conversation_new(st, NULL, NULL, "m", NULL);
+    TAP_OK(store_message_add(st, conv, "user", "kept", 4, NULL) > 0, "v10: a row");
+    store_close(st);
+    TAP_INT(raw_exec(path, STORE_DROP_V11 "PRAGMA user_version = 10;"), SQLITE_OK,
+            "v10: taken back to version 10 (no remote_batches)");
+    struct store_open_info info;
+    st = store_open(path, &info, &err);
+    TAP_OK(st != NULL && info.from_version == 10 &&
+               store_schema_version(st) == STORE_SCHEMA_VERSION,
+           "v10 -> v11: upgraded in place");
+    if (!st) {
+        free(err);
+        free(path);
+        return;
+    }
+    unsigned char h[STORE_REMOTE_HASH_LEN], h2[STORE_REMOTE_HASH_LEN];
+    memset(h, 0xab, sizeof h);
+    memset(h2, 0xcd, sizeof h2);
+    char id[64] = "";
+    TAP_INT(store_remote_get(st, h, id, sizeof id), STORE_NOT_FOUND, "v11: nothing saved yet");
+    TAP_INT(store_remote_put(st, h, "openai", "http://x/v1", "batch_1", 3), 0, "v11: saved");
+    TAP_INT(store_remote_put(st, h2, "anthropic", "http://y/v1", "msgbatch_2", 5), 0,
+            "v11: another saved");
+    TAP_INT(store_remote_get(st, h, id, sizeof id), 0, "v11: found by its hash");
+    TAP_STR(id, "batch_1", "v11: the id saved");
+    TAP_INT(store_remote_put(st, h, "openai", "http://x/v1", "batch_3", 3), 0, "v11: replaced");
+    TAP_INT(store_remote_get(st, h, id, sizeof id), 0, "v11: found again");
+    TAP_STR(id, "batch_3", "v11: the new id");
+    TAP_INT(store_remote_del(st, h), 0, "v11: forgotten");
+    TAP_INT(store_remote_get(st, h, id, sizeof id), STORE_NOT_FOUND, "v11: gone");
+    TAP_INT(store_remote_get(st, h2, id, sizeof id), 0, "v11: the other one stays");
+    TAP_STR(id, "msgbatch_2", "v11: its id");
+    store_close(st);
+    TAP_OK(raw_int(path, "SELECT count(*) FROM messages WHERE content = 'kept'") == 1,
+           "v11: the old row is there");
+    TAP_OK(raw_int(path, "SELECT count(*) FROM remote_batches WHERE batch_id LIKE '%sk-%'") == 0,
+           "v11: no key-like text in the table");
     free(path);
 }
 
@@ -3203,6 +3259,7 @@ int main(void)
     test_migrate_v7_tool();
     test_migrate_v8_perf();
     test_migrate_v9_attachments();
+    test_migrate_v10_remote();
     test_migrate_prev();
     test_tree();
     test_tree_foreign();
