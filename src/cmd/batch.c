@@ -293,6 +293,11 @@ const char *batch_usage(void)
            "      --resume          skip ids FILE already has complete; retry the rest\n"
            "      --metrics-listen HOST:PORT  serve Prometheus metrics at /metrics while it runs\n"
            "      --metrics-linger S  then serve until one scrape read the end (at most S s)\n"
+           "      --remote          through the provider's Batch API (OpenAI, Anthropic): half\n"
+           "                        the price, up to 24 h; lines in input order at the end;\n"
+           "                        run it again after a stop to pick the batch up\n"
+           "      --remote-poll S   seconds between looks at the batch (default 10)\n"
+           "      --remote-status ID, --remote-cancel ID  show or cancel a provider's batch\n"
            "  -h, --help            this text\n");
     head = "Options before 'batch' apply to every line: -m, -s, -P";
     col = strlen(head);
@@ -315,6 +320,23 @@ const char *batch_usage(void)
            "  input; 130 interrupted (finished lines are all written: finish with --resume).\n");
     text = buf_take(&b);
     return text;
+}
+
+/* The seconds of option opt: val from 0 (when zero_ok, else above 0) to 3600 into *out; 0, or
+ * -1 with err set. */
+static int batch_seconds(const char *opt, const char *val, int zero_ok, double *out,
+                         struct buf *err)
+{
+    char *end;
+    errno = 0;
+    double sec = strtod(val, &end);
+    if (errno || end == val || *end || !(zero_ok ? sec >= 0 : sec > 0) || !(sec <= 3600)) {
+        buf_printf(err, "batch: %s takes seconds from %s to 3600, not '%s'", opt,
+                   zero_ok ? "0" : "above 0", val);
+        return -1;
+    }
+    *out = sec;
+    return 0;
 }
 
 int batch_parse(struct batch_opts *o, int argc, char **argv, struct buf *err)
@@ -370,29 +392,15 @@ int batch_parse(struct batch_opts *o, int argc, char **argv, struct buf *err)
             } else if (BATCH_IS("--metrics-listen")) {
                 o->metrics_listen = val;
             } else if (BATCH_IS("--metrics-linger")) {
-                char *end;
-                errno = 0;
-                double sec = strtod(val, &end);
-                if (errno || end == val || *end || !(sec >= 0 && sec <= 3600)) {
-                    buf_printf(err, "batch: --metrics-linger takes seconds from 0 to 3600, not "
-                                    "'%s'", val);
+                if (batch_seconds("--metrics-linger", val, 1, &o->metrics_linger, err) < 0)
                     return -1;
-                }
-                o->metrics_linger = sec;
             } else if (BATCH_IS("--remote-status")) {
                 o->remote_status = val;
             } else if (BATCH_IS("--remote-cancel")) {
                 o->remote_cancel = val;
             } else if (BATCH_IS("--remote-poll")) {
-                char *end;
-                errno = 0;
-                double sec = strtod(val, &end);
-                if (errno || end == val || *end || !(sec > 0 && sec <= 3600)) {
-                    buf_printf(err, "batch: --remote-poll takes seconds above 0, at most 3600, "
-                                    "not '%s'", val);
+                if (batch_seconds("--remote-poll", val, 0, &o->remote_poll, err) < 0)
                     return -1;
-                }
-                o->remote_poll = sec;
             } else if (BATCH_IS("--remote")) {
                 o->remote = 1;
             } else if (BATCH_IS("--resume")) {

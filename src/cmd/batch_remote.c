@@ -606,6 +606,14 @@ static void remote_index(struct remote_job *j, size_t part, off_t from, off_t to
     buf_free(&line);
 }
 
+/* The length of url's "scheme://host:port". */
+static size_t remote_origin_len(const char *url)
+{
+    const char *p = strstr(url, "://");
+    p = p ? p + 3 : url;
+    return (size_t)(p - url) + strcspn(p, "/?#");
+}
+
 /* Download a part's files (or results) into the spool and index them. */
 static int remote_download(struct remote_job *j, size_t pi, struct buf *err)
 {
@@ -614,8 +622,14 @@ static int remote_download(struct remote_job *j, size_t pi, struct buf *err)
     for (int k = 0; k < 2; k++) {
         if (!files[k])
             continue;
-        char *url = j->kind == REMOTE_ANTHROPIC ? xstrdup(files[k])
-                                                : remote_url(j, "/files", files[k], "/content");
+        char *url;
+        size_t ol = remote_origin_len(j->base);
+        if (j->kind == REMOTE_OPENAI)
+            url = remote_url(j, "/files", files[k], "/content");
+        else if (remote_origin_len(files[k]) == ol && strncmp(files[k], j->base, ol) == 0)
+            url = xstrdup(files[k]); /* the results_url the batch names */
+        else /* never the key to another host: the documented place instead */
+            url = remote_url(j, "/messages/batches", p->id, "/results");
         off_t from = lseek(j->spool, 0, SEEK_END);
         int rc = remote_http(j, NULL, url, NULL, 0, NULL, NULL, j->spool, err);
         free(url);

@@ -32,22 +32,8 @@ FIELDS = {"id", "line", "content", "reasoning", "model", "finish_reason", "outco
           "cached", "attempts", "retries"}
 
 
-def write_lines(path, objs):
-    with open(path, "w", encoding="utf-8") as f:
-        for o in objs:
-            f.write((o if isinstance(o, str) else json.dumps(o)) + "\n")
-    return path
-
-
-def parse(out):
-    """Output lines as objects; None for a line that is not JSON."""
-    res = []
-    for line in out.decode("utf-8").split("\n")[:-1]:
-        try:
-            res.append(json.loads(line))
-        except ValueError:
-            res.append(None)
-    return res
+write_lines = ttlib.write_jsonl
+parse = ttlib.parse_jsonl
 
 
 def by_id(lines):

@@ -35,21 +35,8 @@ def eq(got, want, name, diag=""):
     t.ok(got == want, name, "got %r, want %r%s" % (got, want, "; " + diag if diag else ""))
 
 
-def write_lines(path, objs):
-    with open(path, "w", encoding="utf-8") as f:
-        for o in objs:
-            f.write((o if isinstance(o, str) else json.dumps(o)) + "\n")
-    return path
-
-
-def parse(out):
-    res = []
-    for line in out.decode("utf-8").split("\n")[:-1]:
-        try:
-            res.append(json.loads(line))
-        except ValueError:
-            res.append(None)
-    return res
+write_lines = ttlib.write_jsonl
+parse = ttlib.parse_jsonl
 
 
 def batch_log(srv, since=0):
@@ -342,6 +329,27 @@ with ttlib.FakeServer() as srv:
              err.decode())
         eq([r["id"] for r in lines], list(range(10)), "%s resume: all 10, in order" % api)
         t.ok(all(r["outcome"] == "complete" for r in lines), "%s resume: all complete" % api)
+
+    # --- Ctrl-C mid-poll: exit 130, the batch runs on, and how to pick it up ---
+    n0 = len(batch_log(srv))
+    env = ttlib.clean_env(home, {"OPENAI_BASE_URL": srv.base("bsteps=100000")})
+    p = subprocess.Popen([ttlib.tokterm_path(), "-m", "gpt-4o-mini", "batch", "--remote"] +
+                         POLL + [TEN], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         start_new_session=True)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and \
+            len([r for r in batch_log(srv, n0) if r.get("batch_status")]) < 3:
+        time.sleep(0.05)
+    p.send_signal(signal.SIGINT)
+    try:
+        out, err = p.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, err = p.communicate()
+    eq(p.returncode, 130, "SIGINT mid-poll: exit 130", err.decode())
+    eq(out, b"", "SIGINT mid-poll: nothing written (the answers are not there yet)")
+    t.ok(b"runs on at the provider" in err and b"run the same command again" in err,
+         "SIGINT mid-poll: says the batch runs on and how to pick it up", err.decode())
 
     # --- split at the provider's limits ---
     for api in ("openai", "anthropic"):

@@ -337,6 +337,25 @@ def write_config(home, text):
 
 
 
+def write_jsonl(path, objs):
+    """Write objs as JSON lines to path (a str is written as it is); returns path."""
+    with open(path, "w", encoding="utf-8") as f:
+        for o in objs:
+            f.write((o if isinstance(o, str) else json.dumps(o)) + "\n")
+    return path
+
+
+def parse_jsonl(out):
+    """Lines of bytes out as objects; None for a line that is not JSON."""
+    res = []
+    for line in out.decode("utf-8").split("\n")[:-1]:
+        try:
+            res.append(json.loads(line))
+        except ValueError:
+            res.append(None)
+    return res
+
+
 def wait_rusage(p, timeout):
     """Wait for Popen p (killed after timeout seconds); returns (status, rusage) of os.wait4."""
     deadline = time.monotonic() + timeout
