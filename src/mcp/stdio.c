@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -94,6 +95,48 @@ static void mcp_close_fd(int *fd)
     *fd = -1;
 }
 
+/* Wait up to secs for process pid to exit: 1 when it has (reaped, unless peek: then left
+ * for a later wait; si, if not NULL, says how it ended), 0 when it has not, -1 when it is
+ * not there to wait for (reaped elsewhere). It sleeps on a pidfd, readable when the process
+ * exits, so the exit is seen at once without waking to look; a kernel without pidfd_open
+ * (before 5.3) gets a 2 ms poll. */
+static int mcp_pid_wait(pid_t pid, double secs, int peek, siginfo_t *si)
+{
+    double end = util_now() + secs;
+#ifdef SYS_pidfd_open
+    int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+    int pfd = -1;
+#endif
+    siginfo_t tmp;
+    if (!si)
+        si = &tmp;
+    int rc = 0;
+    for (;;) {
+        memset(si, 0, sizeof *si);
+        int w = waitid(P_PID, (id_t)pid, si, WEXITED | WNOHANG | (peek ? WNOWAIT : 0));
+        if (w == 0 && si->si_pid == pid) {
+            rc = 1;
+            break;
+        }
+        if (w != 0 && errno != EINTR) {
+            rc = -1;
+            break;
+        }
+        double left = end - util_now();
+        if (left <= 0)
+            break;
+        struct pollfd pf = {pfd, POLLIN, 0};
+        if (pfd < 0 || poll(&pf, 1, (int)(left * 1000) + 1) < 0) {
+            struct timespec ts = {0, 2000000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    if (pfd >= 0)
+        close(pfd);
+    return rc;
+}
+
 /* The server's stdout closed: reap it if it is ending, and say how it ended. */
 static void mcp_stdio_ended(struct mcp_client *c)
 {
@@ -108,17 +151,7 @@ static void mcp_stdio_ended(struct mcp_client *c)
     buf_printf(&why, "the server (%s) ", c->conf.argv[0]);
     /* look without reaping (mcp_stdio_close reaps it): up to 0.2 s for it to end */
     siginfo_t si;
-    int ended = 0;
-    for (int i = 0; i < 40 && !ended; i++) {
-        memset(&si, 0, sizeof si);
-        if (waitid(P_PID, (id_t)c->pid, &si, WEXITED | WNOHANG | WNOWAIT) != 0)
-            break;
-        ended = si.si_pid == c->pid;
-        if (!ended) {
-            struct timespec ts = {0, 5000000};
-            nanosleep(&ts, NULL);
-        }
-    }
+    int ended = mcp_pid_wait(c->pid, 0.2, 1, &si) == 1;
     if (ended && si.si_code == CLD_EXITED)
         buf_printf(&why, "exited with status %d", si.si_status);
     else if (ended)
@@ -356,19 +389,10 @@ static int mcp_stdio_send(struct mcp_client *c, const char *msg, size_t n, long 
     return rc;
 }
 
-/* Wait up to secs for the server to exit; 1 when it has (reaped). */
+/* Wait up to secs for the server to exit; 1 when it has (reaped, here or elsewhere). */
 static int mcp_stdio_wait(struct mcp_client *c, double secs)
 {
-    double end = util_now() + secs;
-    for (;;) {
-        pid_t got = waitpid(c->pid, NULL, WNOHANG);
-        if (got == c->pid || (got < 0 && errno == ECHILD))
-            return 1;
-        if (util_now() >= end)
-            return 0;
-        struct timespec ts = {0, 2000000};
-        nanosleep(&ts, NULL);
-    }
+    return mcp_pid_wait(c->pid, secs, 0, NULL) != 0;
 }
 
 static void mcp_stdio_close(struct mcp_client *c, double grace)

@@ -2,7 +2,7 @@
 """A small MCP server over stdio that misbehaves on request, for tests/e2e/test_mcp.py.
 
 usage: hostile.py [--flood-stderr MB] [--garbage-first] [--pages N] [--version V]
-                  [--init-delay S]
+                  [--init-delay S] [--linger S]
        hostile.py --http PORT-FILE   (Streamable HTTP on a free port written to PORT-FILE)
 
 It answers initialize (protocol version V, default the client's), tools/list (N pages of one
@@ -33,7 +33,9 @@ gone, as a server that restarted says).
 With HOSTILE_LOG=FILE set, each notifications/cancelled is appended to FILE.
 --init-delay S sleeps S seconds before answering initialize (a server slow to start, or
 one that hangs there). --flood-stderr MB writes MB MiB to stderr before answering initialize. --garbage-first writes a
-banner line to stdout before anything (as some servers do).
+banner line to stdout before anything (as some servers do). --linger S stays up S seconds
+after its stdin closes (as server-everything does, with a timer set at initialize), then
+exits 0.
 """
 import json
 import os
@@ -274,3 +276,5 @@ for raw in sys.stdin.buffer:
         else:
             send({"jsonrpc": "2.0", "id": i,
                   "error": {"code": -32602, "message": "Unknown tool: %s" % name}})
+
+time.sleep(float(opt("--linger", "0")))  # stdin closed: the client waits for our exit
