@@ -25,6 +25,7 @@
 #define REMOTE_TIMEOUT_MS 300000L       /* one upload or download at most */
 #define REMOTE_REPLY_MAX (4u << 20)     /* a JSON reply kept (a batch object is small) */
 #define REMOTE_CHUNK 65536
+#define REMOTE_BOUNDARY "tokterm-batch-7f3a9c1e5b2d4680" /* no JSON line holds "\r\n--" */
 
 enum remote_kind { REMOTE_OPENAI, REMOTE_ANTHROPIC };
 
@@ -40,7 +41,8 @@ struct remote_part {
 
 struct remote_item {
     long line;
-    char *id, *model;      /* NULL for a local line */
+    char *id;              /* NULL for a local line */
+    const char *model;     /* one of the job's models; NULL for a local line */
     off_t off;             /* where its line is in the spool */
     long len;              /* -1: no line (yet) */
     int part;              /* request: the part it went in; -1: a local line */
@@ -62,7 +64,10 @@ struct remote_job {
     size_t n_items, cap_items;
     struct remote_part *parts;
     size_t n_parts, cap_parts;
-    struct buf cur;        /* the part being gathered */
+    char **models;         /* the models the lines name, each once */
+    size_t n_models, cap_models, last_model;
+    struct buf cur;        /* the part being gathered: the body to send, framing and all */
+    size_t cur_start;      /* where its requests start (after the multipart head) */
     size_t cur_n;
     struct sha256 cur_hash;
     struct loop *lp;       /* signals end a wait or a transfer */
@@ -384,21 +389,12 @@ static int remote_flush(struct remote_job *j, struct buf *err)
                              -1, err);
             free(url);
         } else {
-            static const char bd[] = "tokterm-batch-7f3a9c1e5b2d4680";
-            struct buf mp = BUF_INIT;
-            buf_printf(&mp, "--%s\r\nContent-Disposition: form-data; name=\"purpose\"\r\n\r\n"
-                            "batch\r\n--%s\r\nContent-Disposition: form-data; name=\"file\"; "
-                            "filename=\"tokterm-batch.jsonl\"\r\nContent-Type: "
-                            "application/jsonl\r\n\r\n", bd, bd);
-            buf_append(&mp, j->cur.data, j->cur.len);
-            buf_printf(&mp, "\r\n--%s--\r\n", bd);
-            buf_free(&j->cur);
-            char *ctype = xasprintf("multipart/form-data; boundary=%s", bd);
+            buf_appends(&j->cur, "\r\n--" REMOTE_BOUNDARY "--\r\n");
             char *url = remote_url(j, "/files", NULL, NULL);
-            rc = remote_http(j, "POST", url, mp.data, mp.len, ctype, &o, -1, err);
+            rc = remote_http(j, "POST", url, j->cur.data, j->cur.len,
+                             "multipart/form-data; boundary=" REMOTE_BOUNDARY, &o, -1, err);
             free(url);
-            free(ctype);
-            buf_free(&mp);
+            buf_free(&j->cur);
             const char *fid = rc == 0 ? remote_str(o, "id") : NULL;
             if (rc == 0 && !fid) {
                 buf_appends(err, "POST /files: the answer has no file id");
@@ -443,6 +439,20 @@ static int remote_flush(struct remote_job *j, struct buf *err)
     return rc;
 }
 
+/* model, kept once for all the lines that name it (most name one). */
+static const char *remote_model(struct remote_job *j, const char *model)
+{
+    if (j->n_models && strcmp(j->models[j->last_model], model) == 0)
+        return j->models[j->last_model];
+    for (size_t i = 0; i < j->n_models; i++)
+        if (strcmp(j->models[i], model) == 0)
+            return j->models[j->last_model = i];
+    XGROW(j->models, j->n_models + 1, j->cap_models);
+    j->models[j->n_models] = xstrdup(model);
+    j->last_model = j->n_models;
+    return j->models[j->n_models++];
+}
+
 int remote_job_add(struct remote_job *j, long line, const char *id, const char *model,
                    const char *body, struct buf *err)
 {
@@ -468,7 +478,8 @@ int remote_job_add(struct remote_job *j, long line, const char *id, const char *
     cJSON_Delete(o);
     size_t n = strlen(text);
     size_t frame = j->kind == REMOTE_ANTHROPIC ? 16 : 0; /* {"requests":[ ]} */
-    if (j->cur_n && (j->cur_n + 1 > j->max_req || j->cur.len + n + 1 + frame > j->max_bytes)) {
+    if (j->cur_n && (j->cur_n + 1 > j->max_req ||
+                     j->cur.len - j->cur_start + n + 1 + frame > j->max_bytes)) {
         int rc = remote_flush(j, err);
         if (rc) {
             cJSON_free(text);
@@ -479,6 +490,13 @@ int remote_job_add(struct remote_job *j, long line, const char *id, const char *
         sha256_init(&j->cur_hash);
         if (j->kind == REMOTE_ANTHROPIC)
             buf_appends(&j->cur, "{\"requests\":[");
+        else /* the upload's multipart head: the requests are sent from where they are */
+            buf_appends(&j->cur, "--" REMOTE_BOUNDARY "\r\nContent-Disposition: form-data; "
+                                 "name=\"purpose\"\r\n\r\nbatch\r\n--" REMOTE_BOUNDARY
+                                 "\r\nContent-Disposition: form-data; name=\"file\"; "
+                                 "filename=\"tokterm-batch.jsonl\"\r\nContent-Type: "
+                                 "application/jsonl\r\n\r\n");
+        j->cur_start = j->cur.len;
     } else if (j->kind == REMOTE_ANTHROPIC)
         buf_appendc(&j->cur, ',');
     buf_append(&j->cur, text, n);
@@ -489,7 +507,7 @@ int remote_job_add(struct remote_job *j, long line, const char *id, const char *
     j->cur_n++;
     struct remote_item *it = remote_item_new(j, line);
     it->id = xstrdup(id);
-    it->model = xstrdup(model);
+    it->model = remote_model(j, model);
     it->part = (int)j->n_parts;
     return 0;
 }
@@ -871,8 +889,9 @@ int remote_job_run(struct remote_job *j, struct loop *lp, int out_fd, int tty,
             fprintf(stderr, "tokterm batch: batch %s runs on at the provider (%s)\n",
                     j->parts[i].id, j->parts[i].status);
         fprintf(stderr, "tokterm batch: run the same command again to pick %s up, or stop "
-                        "%s with --remote-cancel ID\n", j->n_parts > 1 ? "them" : "it",
-                j->n_parts > 1 ? "them" : "it");
+                        "%s: tokterm batch --remote-cancel %s\n",
+                j->n_parts > 1 ? "them" : "it", j->n_parts > 1 ? "each" : "it",
+                j->n_parts > 1 ? "ID" : j->parts[0].id);
         return 130;
     }
     for (size_t i = 0; i < j->n_parts; i++) {
@@ -891,11 +910,12 @@ void remote_job_free(struct remote_job *j)
 {
     if (!j)
         return;
-    for (size_t i = 0; i < j->n_items; i++) {
+    for (size_t i = 0; i < j->n_items; i++)
         free(j->items[i].id);
-        free(j->items[i].model);
-    }
     free(j->items);
+    for (size_t i = 0; i < j->n_models; i++)
+        free(j->models[i]);
+    free(j->models);
     for (size_t i = 0; i < j->n_parts; i++) {
         free(j->parts[i].out_file);
         free(j->parts[i].err_file);
