@@ -47,7 +47,7 @@ give_up() { # message: print it and the summary line, exit 1
 }
 
 missing=
-for tool in python3 tmux valgrind clang curl openssl nginx zsh fish node npm; do
+for tool in python3 tmux valgrind clang curl openssl nginx zsh fish node npm redis-server; do
     command -v "$tool" >/dev/null 2>&1 || PATH=$PATH:/usr/sbin:/sbin command -v "$tool" \
         >/dev/null 2>&1 || missing="$missing $tool"
 done

@@ -29,6 +29,7 @@ OWNER = {
     "term.h": "tui",
     "libxml/HTMLparser.h": "text", "libxml/tree.h": "text", "libxml/xmlerror.h": "text",
     "libxml/parser.h": "text",
+    "hiredis/hiredis.h": "net",
 }
 
 # headers private to their folder: the library loaders, the tokenizer SQLite calls back and

@@ -1370,7 +1370,9 @@ static void batch_events(struct batch *b)
     for (struct queue_event *e = queue_take(b->q), *next; e; e = next) {
         next = e->next;
         struct batch_slot *s = batch_find(b, e->req);
-        if (!s || !e->req) {
+        if (e->type == QEV_WARN) {
+            fprintf(stderr, "tokterm: warning: %s\n", buf_str(&e->text)); /* ours, not a server's */
+        } else if (!s || !e->req) {
             if (e->type == QEV_END)
                 net_result_free(e->ptr);
         } else if (e->type == QEV_CONTENT) {

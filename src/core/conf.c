@@ -1,6 +1,7 @@
 /* conf.c - option table, INI profiles, XDG paths, key sources. */
 #include "config.h"
 #include "core/conf.h"
+#include "net/state.h"
 #include "base/utf8.h"
 #include "base/util.h"
 #include "base/xmalloc.h"
@@ -85,6 +86,9 @@ static const struct opt conf_opts[] = {
     {"max_retry_wait", OPT_DOUBLE, O(max_retry_wait), 0, 0, 86400},
     {"rpm", OPT_DOUBLE, O(rpm), 0, 0, 1e9},
     {"tpm", OPT_DOUBLE, O(tpm), 0, 0, 1e12},
+    {"state", OPT_STR, O(state), 0, 0, 0},
+    {"state_password_env", OPT_STR, O(state_password_env), 0, 0, 0},
+    {"state_password_cmd", OPT_STR, O(state_password_cmd), 0, 0, 0},
     {"keys", OPT_STR, O(keys), 0, 0, 0},
     {"fallback", OPT_STR, O(fallback), 0, 0, 0},
     {"fallback_model", OPT_STR, O(fallback_model), 0, 0, 0},
@@ -141,8 +145,8 @@ void conf_defaults(struct conf *c)
 /* Free the string option *p of o; api_key is wiped first. */
 static void conf_free_str(const struct opt *o, char **p)
 {
-    if (o->off == offsetof(struct conf, api_key))
-        util_free_secret(*p);
+    if (o->off == offsetof(struct conf, api_key) || o->off == offsetof(struct conf, state))
+        util_free_secret(*p); /* a state URL may hold a password */
     else
         free(*p);
     *p = NULL;
@@ -154,9 +158,11 @@ void conf_free(struct conf *c)
         if (conf_opts[i].type == OPT_STR) {
             conf_free_str(&conf_opts[i], conf_str(c, &conf_opts[i]));
         }
+    util_free_secret(c->state_password);
     free(c->profile);
     free(c->path);
     c->profile = c->path = NULL;
+    c->state_password = NULL;
 }
 
 static const struct opt *conf_find(const char *key)
@@ -334,6 +340,16 @@ int conf_set(struct conf *c, const char *key, const char *value, struct buf *err
         }
         if (o->off == offsetof(struct conf, extra_body) && conf_check_object(value, key, err) < 0)
             return -1;
+        if (o->off == offsetof(struct conf, state) && *value) {
+            struct state_addr a;
+            char why[200];
+            int bad = state_parse_url(value, &a, why, sizeof why);
+            util_wipe(&a, sizeof a);
+            if (bad) {
+                buf_printf(err, "%s", why);
+                return -1;
+            }
+        }
         char **p = conf_str(c, o);
         conf_free_str(o, p);
         *p = *value || o->off != offsetof(struct conf, extra_body) ? xstrdup(value) : NULL;
@@ -589,10 +605,12 @@ static int conf_read_line(void *ud, struct ini_line *l)
             buf_printf(r->warn, "%s holds an API key and other users can read it: chmod 600 %s\n",
                        path, path);
     }
-    if (!r->cmd_line && ((strcmp(key, "api_key_cmd") == 0 && *util_trim(value)) ||
-                         (strcmp(key, "keys") == 0 && conf_keys_run(value)))) {
+    int run_cmd = (strcmp(key, "api_key_cmd") == 0 || strcmp(key, "state_password_cmd") == 0) &&
+                  *util_trim(value);
+    if (!r->cmd_line && (run_cmd || (strcmp(key, "keys") == 0 && conf_keys_run(value)))) {
         r->cmd_line = lineno;
-        r->cmd_key = strcmp(key, "keys") == 0 ? "a cmd: key" : "api_key_cmd";
+        r->cmd_key = strcmp(key, "keys") == 0 ? "a cmd: key" : run_cmd && key[0] == 's'
+                     ? "state_password_cmd" : "api_key_cmd";
     }
     XGROW(r->lines, r->n + 1, r->cap);
     r->lines[r->n++] = (struct conf_line){lineno, r->section, key, value};
@@ -1071,6 +1089,28 @@ char *conf_api_key(const struct conf *c, struct buf *err)
     if (c->api_key && *c->api_key)
         return xstrdup(c->api_key);
     return NULL;
+}
+
+int conf_state_password(struct conf *c, struct buf *err)
+{
+    util_free_secret(c->state_password);
+    c->state_password = NULL;
+    if (!c->state || !*c->state)
+        return 0;
+    if (c->state_password_cmd && *c->state_password_cmd) {
+        c->state_password = conf_run_key_cmd(c->state_password_cmd, "state_password_cmd",
+                                             c->key_cmd_timeout, err);
+        return c->state_password ? 0 : -1;
+    }
+    if (c->state_password_env && *c->state_password_env) {
+        const char *v = getenv(c->state_password_env);
+        if (!v || !*v) {
+            buf_printf(err, "state_password_env names %s, which is not set", c->state_password_env);
+            return -1;
+        }
+        c->state_password = xstrdup(v);
+    }
+    return 0;
 }
 
 void conf_pool_free(char **labels, char **values, int n)

@@ -53,6 +53,10 @@ struct conf {
     long max_retries;       /* retries before the first byte of an answer (2) */
     double max_retry_wait;  /* a server asking to wait longer than this fails at once (60 s) */
     double rpm, tpm;        /* client-side requests / tokens per minute; 0 = from the headers */
+    char *state;            /* quota state shared in Redis: redis://[user:password@]host:port/db
+                               or unix:///path (net/state.h); NULL = local (SQLite) only */
+    char *state_password_env, *state_password_cmd; /* its password, like api_key_env/_cmd */
+    char *state_password;   /* not an option: the password setup_keys resolved (wiped on free) */
     char *keys;             /* a key pool: "NAME, env:NAME, cmd:COMMAND" (comma-separated) */
     char *fallback;         /* profile used while this endpoint's circuit breaker is open */
     char *fallback_model;   /* or: the same endpoint with another model */
@@ -123,6 +127,11 @@ void conf_apply_dialect(struct conf *c);
  * runs (it may ask for a passphrase there); its first output line is the key. It gets
  * key_cmd_timeout seconds to print it, exit and close its output; then its group is killed
  * (SIGTERM, SIGKILL 0.5 s later) and err says so. */
+/* The password of the shared state (`state =`) from state_password_cmd (run like api_key_cmd),
+ * else state_password_env, into c->state_password (NULL: the URL's own, or none). Returns 0, or
+ * -1 with err set (the command failed, the variable is not set). */
+int conf_state_password(struct conf *c, struct buf *err);
+
 char *conf_api_key(const struct conf *c, struct buf *err);
 
 /* The key pool of "keys": *labels and *values get n new strings each (labels are variable

@@ -312,6 +312,10 @@ struct net_request *request_new(const struct conf *c, char *body, const struct r
     rq->est_tokens = (double)strlen(body) / 4 + (max_tokens > 0 ? (double)max_tokens : 0);
     rq->key_env = c->api_key_env ? xstrdup(c->api_key_env) : NULL;
     rq->quota_name = request_quota_name(c);
+    if (c->state && *c->state) {
+        rq->state_url = xstrdup(c->state);
+        rq->state_password = c->state_password ? xstrdup(c->state_password) : NULL;
+    }
     return rq;
 }
 

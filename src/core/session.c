@@ -1264,6 +1264,9 @@ int session_dispatch(struct session *s, const struct session_sink *sink)
         } else if (e->type == QEV_QUOTA) {
             if (sink->quota)
                 sink->quota(sink->ud, buf_str(&e->text));
+        } else if (e->type == QEV_WARN) {
+            if (sink->wait) /* the shared state lost or back: stderr, or the status bar */
+                sink->wait(sink->ud, 0, buf_str(&e->text), 0);
         } else if (e->type == QEV_RETRY || e->type == QEV_WAIT) {
             if (sink->wait)
                 sink->wait(sink->ud, e->type == QEV_RETRY, buf_str(&e->text), e->num);

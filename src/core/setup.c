@@ -180,6 +180,8 @@ int setup_keys(struct setup *su, const struct cli *a, struct buf *err)
     su->key = conf_api_key(c, err);
     if (!su->key && err->len)
         return -1;
+    if (conf_state_password(c, err) != 0)
+        return -1;
     su->no_key = !su->key && !conf_is_local(c) && !a->cache_only && !(c->keys && *c->keys);
     if (su->no_key)
         return 0; /* nothing will be sent: neither a pool nor a fallback is needed */

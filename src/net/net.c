@@ -3,6 +3,7 @@
 #include "net/net.h"
 #include "net/probe.h"
 #include "net/queue.h"
+#include "net/state.h"
 #include "proto/sse.h"
 #include "base/utf8.h"
 #include "base/util.h"
@@ -88,6 +89,7 @@ struct xfer {
     int wait_told;         /* QEV_WAIT sent for the current wait */
     int send_now;          /* net_send_now: leaves at once, whatever the quota or backoff says */
     int breaker_open;      /* failed fast: the endpoint's circuit breaker is open */
+    int booked;            /* the shared state booked its place: leaves at start_at */
     int pool_dead;         /* failed fast: every key of its pool was refused */
 };
 
@@ -100,6 +102,8 @@ struct net_quota {
     uint64_t sent;              /* requests sent so far (attempts) */
     int probing;                /* slow start: the first request is on the wire, alone */
     int answered;               /* a response arrived: the limits are known (or absent) */
+    int heard;                  /* a response's headers arrived (its limits, or none) */
+    char sid[33], bid[33];      /* its names in the shared state (hashes; "" until used) */
 };
 
 struct net {
@@ -122,6 +126,7 @@ struct net {
     atomic_int max_active;    /* at most this many on the wire (0: no limit) */
     struct xfer *waiting;     /* net thread only: not sent yet (quota, backoff) */
     struct net_quota *quotas; /* net thread only */
+    struct state *state;      /* net thread only: the shared quota state, opened on first use */
 };
 
 void net_request_free(struct net_request *rq)
@@ -129,6 +134,8 @@ void net_request_free(struct net_request *rq)
     if (!rq)
         return;
     util_free_secret(rq->auth_value);
+    util_free_secret(rq->state_password);
+    util_free_secret(rq->state_url); /* may hold a password */
     free(rq->url);
     free(rq->body);
     free(rq->auth_name);
@@ -471,6 +478,98 @@ static int net_quota_crowded(const struct xfer *x)
     return 0;
 }
 
+/* ---- the shared quota state (net/state.h): a narrow seam around the local pacing ---- */
+
+/* The shared state x's request names, opened on first use; NULL: local state only. */
+static struct state *net_state(struct net *n, const struct xfer *x)
+{
+    if (!x->rq->state_url || !*x->rq->state_url)
+        return NULL;
+    if (!n->state) {
+        char err[256];
+        n->state = state_new(x->rq->state_url, x->rq->state_password, err, sizeof err);
+        if (!n->state) /* conf.c checked the URL: not reached */
+            queue_push_note(n->q, QEV_WARN, x->id, err, 0);
+    }
+    return n->state;
+}
+
+/* A warning of the shared state (lost, back) goes to x's reader, once. */
+static void net_state_warn(struct net *n, const struct xfer *x)
+{
+    const char *w = state_take_warning(n->state);
+    if (w)
+        queue_push_note(n->q, QEV_WARN, x->id, w, 0);
+}
+
+/* After the response's headers were fed into the local state: the shared levels follow. */
+static void net_state_report(struct net *n, struct xfer *x)
+{
+    struct state *st = net_state(n, x);
+    if (!st || !x->quota->sid[0])
+        return;
+    struct state_dim d[2];
+    state_dims(&x->quota->key.state, util_now(), 0, d);
+    state_report(st, x->quota->sid, d);
+    net_state_warn(n, x);
+}
+
+/* Before x leaves: 1 when the shared state decided (*wait: 0 go now, else hold; booked or not;
+ * an open breaker it reports is copied into the local one, which refuses x next), 0 when the
+ * local state decides (Redis unreachable, the limits unknown everywhere), -1 when x's pool key
+ * cools down for another process's 429: the local pool knows now, so pick x's key again. */
+static int net_state_admit(struct net *n, struct xfer *x, double now, double *wait)
+{
+    struct state *st = net_state(n, x);
+    struct net_quota *q = x->quota;
+    if (!st || !q->sid[0])
+        return 0;
+    struct state_dim d[2];
+    state_dims(&q->key.state, now, x->rq->est_tokens, d);
+    int no_limits = q->heard && !q->key.state.seen; /* headers came, with no limit */
+    enum state_verdict v = state_admit(st, q->sid, x->ep->bid, d, 10.0, no_limits, wait);
+    net_state_warn(n, x);
+    switch (v) {
+    case STATE_GO:
+        x->booked = *wait > 0.001;
+        return 1;
+    case STATE_WAIT:
+        return 1;
+    case STATE_OPEN: /* another process saw the endpoint fail */
+        x->ep->br.mode = RATELIMIT_OPEN;
+        x->ep->br.opened_at = now - (x->ep->br.cooldown - *wait);
+        if (x->ep->br.failures < x->ep->br.threshold)
+            x->ep->br.failures = x->ep->br.threshold;
+        *wait = 0; /* the breaker's check below refuses it, or sends it to the fallback */
+        return 1;
+    case STATE_COOL: /* another process got a 429 on this key */
+        if (x->rq->n_keys > 1) {
+            q->key.cool_until = now + *wait;
+            return -1;
+        }
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* x's attempt is over with status: the shared breaker and, after a 429 or a refused key, the
+ * shared buckets and the key's cool-down. */
+static void net_state_outcome(struct net *n, struct xfer *x, int success, int failure,
+                              int status, double now)
+{
+    struct state *st = net_state(n, x);
+    if (!st)
+        return;
+    if (x->ep && x->ep->bid[0] && (success || failure))
+        state_breaker(st, x->ep->bid, success, x->ep->br.threshold, x->ep->br.cooldown);
+    if (x->quota && x->quota->sid[0] && (status == 429 || status == 401 || status == 403)) {
+        double cool = x->rq->n_keys ? x->quota->key.cool_until - now : 0;
+        state_cool(st, x->quota->sid, cool > 0 ? cool : 0);
+    }
+    net_state_warn(n, x);
+}
+
 static size_t net_header(char *ptr, size_t size, size_t nmemb, void *ud)
 {
     struct xfer *x = ud;
@@ -493,7 +592,8 @@ static size_t net_header(char *ptr, size_t size, size_t nmemb, void *ud)
         curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &code);
         if (code >= 200 && code < 300) /* an answer that no longer reports a limit */
             ratelimit_forget_unreported(&x->quota->key.state, &x->resp);
-        x->quota->answered = 1;
+        x->quota->answered = x->quota->heard = 1;
+        net_state_report(x->net, x);
     }
     const char *colon = memchr(ptr, ':', n);
     if (!colon)
@@ -900,15 +1000,20 @@ static void net_finish(struct net *n, struct xfer *x, CURLcode res)
         if (wait >= 0)
             x->resp.retry_after = wait; /* Gemini's RetryInfo: as a retry-after header */
     }
+    int br_ok = 0, br_fail = 0;
     if (x->ep && !x->cancelled && !x->breaker_open && !x->pool_dead && r->outcome != API_LIMIT) {
-        if (r->outcome == API_OK || r->outcome == API_CUT)
+        br_ok = r->outcome == API_OK || r->outcome == API_CUT;
+        br_fail = !br_ok && ratelimit_breaker_counts((int)r->status, kind);
+        if (br_ok)
             ratelimit_breaker_success(&x->ep->br, now);
-        else if (ratelimit_breaker_counts((int)r->status, kind))
+        else if (br_fail)
             ratelimit_breaker_failure(&x->ep->br, now);
     }
     if (q && x->rq->n_keys && r->status >= 400)
         ratelimit_key_note_failure(&q->key, (int)r->status,
                                    r->error_code[0] ? r->error_code : NULL, &x->resp, now);
+    if (!x->cancelled && !x->pool_dead)
+        net_state_outcome(n, x, br_ok, br_fail, (int)r->status, now);
     if (x->rq->n_keys && q) /* no quota: no key was used (all dead, or cancelled first) */
         snprintf(r->key_label, sizeof r->key_label, "%s", x->rq->keys[x->key_index].label);
     r->used_fallback = x->used_fallback;
@@ -1021,6 +1126,10 @@ static double net_pick_key(struct net *n, struct xfer *x, double now, int *soone
 {
     const struct net_request *rq = x->rq;
     x->ep = net_quota_named(n, net_quota_base(rq), rq);
+    if (rq->state_url && !x->ep->bid[0]) {
+        state_endpoint_id(rq->url, x->ep->bid);
+        state_quota_id(rq->url, rq->auth_value, x->ep->sid);
+    }
     if (!rq->n_keys) {
         x->quota = x->ep;
         return 0;
@@ -1030,6 +1139,8 @@ static double net_pick_key(struct net *n, struct xfer *x, double now, int *soone
     for (size_t i = 0; i < rq->n_keys; i++) {
         char *name = xasprintf("%s|%s", net_quota_base(rq), rq->keys[i].label);
         qs[i] = net_quota_named(n, name, rq);
+        if (rq->state_url && !qs[i]->sid[0])
+            state_quota_id(rq->url, rq->keys[i].auth_value, qs[i]->sid);
         ks[i] = &qs[i]->key;
         free(name);
     }
@@ -1175,6 +1286,7 @@ static void net_send(struct net *n, struct xfer *x, double now)
 {
     struct net_quota *q = x->quota;
     ratelimit_note_sent(&q->key.state, now, x->rq->est_tokens);
+    x->booked = 0;
     x->seq = ++q->sent;
     x->crowded = net_quota_crowded(x);
     q->probing = 1;
@@ -1232,7 +1344,11 @@ static double net_admit(struct net *n)
             continue;
         }
         q = x->quota;
-        if (!q->answered && q->probing && !q->key.state.seen && !q->key.state.rpm) {
+        double wait = 0;
+        int shared = x->send_now || x->booked ? 1 : net_state_admit(n, x, now, &wait);
+        if (shared < 0)
+            continue; /* its key cools down or its breaker is open: look at x again */
+        if (!shared && !q->answered && q->probing && !q->key.state.seen && !q->key.state.rpm) {
             /* Slow start: until the first answer shows the limits, one request at a time, so
              * a batch never fires 32 requests into a limit it has not seen yet. */
             x->start_at = now + 0.005;
@@ -1240,7 +1356,8 @@ static double net_admit(struct net *n)
             pp = &x->next;
             continue;
         }
-        double wait = x->send_now ? 0 : ratelimit_wait_time(&q->key.state, now, x->rq->est_tokens);
+        if (!shared)
+            wait = ratelimit_wait_time(&q->key.state, now, x->rq->est_tokens);
         if (wait > 0.001) {
             net_hold(n, x, wait, now);
             next_due = wait < next_due ? wait : next_due;
@@ -1480,6 +1597,7 @@ void net_stop(struct net *n)
     pthread_mutex_destroy(&n->lock);
     free(n->cancels);
     free(n->nows);
+    state_free(n->state);
     while (n->quotas) {
         struct net_quota *q = n->quotas;
         n->quotas = q->next;

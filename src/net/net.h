@@ -38,6 +38,8 @@ struct net_request {
     char *quota_seed;     /* a saved quota line (ratelimit_state_save) to start from when this
                              process has no state for quota_name yet; may be NULL */
     double rpm, tpm;      /* client-side limits per minute from the profile; 0 = none */
+    char *state_url;      /* quota state shared in Redis (`state =`, net/state.h); NULL: local */
+    char *state_password; /* its password from state_password_env/_cmd (a secret); may be NULL */
     double est_tokens;    /* tokens this request will use, for pacing; 0 = unknown */
     char *key_env;        /* variable the key came from, for messages ("OPENAI_API_KEY") */
     struct net_key *keys; /* a key pool (n_keys > 0): each attempt uses the healthy key with the

@@ -17,6 +17,7 @@ enum queue_type {
     QEV_END,           /* the exchange is over: ptr = struct net_result * (reader frees) */
     QEV_TOOL,          /* a tool call running for the session is over (core/session.c) */
     QEV_QUOTA,         /* text: the kept headers of a response that is retried (a 429) */
+    QEV_WARN,          /* text: a warning to show once (the shared state lost or back) */
 };
 
 struct queue_event {

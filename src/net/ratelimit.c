@@ -1594,3 +1594,23 @@ char *ratelimit_format(const struct ratelimit_state *s, double now, char *buf, s
     snprintf(buf, size, "%s %s", part[0], part[1]);
     return buf;
 }
+
+void ratelimit_dim_bucket(const struct ratelimit_dim *d, double now, double *cap, double *rate,
+                          double *level)
+{
+    struct ratelimit_dim v = *d;
+    dim_roll(&v, now);
+    double c = (double)dim_capacity(&v), u = dim_unit(&v);
+    *cap = c > 0 && u > 0 ? c : 0;
+    *rate = *cap > 0 ? 1.0 / u : 0;
+    *level = -1;
+    if (*cap > 0 && v.remaining != RATELIMIT_UNKNOWN) {
+        double lv = (double)v.remaining;
+        if (v.reset_at > now) { /* the reset says what the rounded-down count hides */
+            double e = c - (v.reset_at - now) / u;
+            if (e > lv && e < lv + 1)
+                lv = e;
+        }
+        *level = lv < c ? lv : c;
+    }
+}

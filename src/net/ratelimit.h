@@ -137,6 +137,12 @@ void ratelimit_forget_unreported(struct ratelimit_state *s, const struct ratelim
 void ratelimit_merge_report(struct ratelimit_state *s, const struct ratelimit_state *before,
                             double now, int64_t later, int newest);
 
+/* One dimension as a token bucket, for state shared across processes (net/state.c): *cap its
+ * size (the burst reports have shown, else the limit) and *rate units given back a second (both
+ * 0 when unknown), *level what the last report implies is left now (-1 unknown). */
+void ratelimit_dim_bucket(const struct ratelimit_dim *d, double now, double *cap, double *rate,
+                          double *level);
+
 /* ---- retry policy ---- */
 
 enum ratelimit_jitter {

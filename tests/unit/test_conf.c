@@ -496,6 +496,33 @@ int main(void)
     d = conf_dir("data");
     TAP_STR(d, "/home/u/.local/share/tokterm", "relative XDG path ignored (spec)");
     free(d);
+
+    /* state = redis://...: checked when read; its password from the URL, an env or a command */
+    buf_reset(&err);
+    TAP_INT(load(&c, "state = http://127.0.0.1:6379\n", NULL, &err, &warn), -1,
+            "state: not a redis:// URL is an error");
+    TAP_OK(strstr(buf_str(&err), "redis://[user:password@]host:port/db"), "says what it wants");
+    buf_reset(&err);
+    TAP_INT(load(&c, "[team]\nstate = redis://:pw@10.0.0.5:6380/1\n", "team", &err, &warn), 0,
+            "state in a profile");
+    TAP_STR(c.state, "redis://:pw@10.0.0.5:6380/1", "state read");
+    TAP_INT(conf_state_password(&c, &err), 0, "no password source: the URL's");
+    TAP_OK(c.state_password == NULL, "nothing resolved");
+    TAP_INT(load(&c, "state = unix:///run/r.sock\nstate_password_env = TT_REDIS_PW\n", NULL, &err,
+                 &warn), 0, "state_password_env");
+    unsetenv("TT_REDIS_PW");
+    buf_reset(&err);
+    TAP_INT(conf_state_password(&c, &err), -1, "its variable unset: an error");
+    TAP_OK(strstr(buf_str(&err), "TT_REDIS_PW"), "naming the variable");
+    setenv("TT_REDIS_PW", "pw-from-env", 1);
+    TAP_INT(conf_state_password(&c, &err), 0, "its variable set");
+    TAP_STR(c.state_password, "pw-from-env", "the password from the environment");
+    buf_reset(&err);
+    TAP_INT(load(&c, "state = redis://h:1\nstate_password_cmd = echo pw-from-cmd\n", NULL, &err,
+                 &warn), 0, "state_password_cmd");
+    TAP_INT(conf_state_password(&c, &err), 0, "its command runs");
+    TAP_STR(c.state_password, "pw-from-cmd", "the password from the command");
+    conf_free(&c);
     buf_free(&err);
     buf_free(&warn);
     char *cmd = xasprintf("rm -rf %s", dir);

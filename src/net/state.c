@@ -1,0 +1,435 @@
+/* state.c - quota state shared in Redis (see state.h). */
+#include "config.h"
+#include "net/state.h"
+
+#include "base/sha256.h"
+#include "base/util.h"
+#include "base/xmalloc.h"
+
+#include <hiredis/hiredis.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+/* Seconds between two attempts to reach a Redis that was lost. */
+#define STATE_RETRY_S 1.0
+/* How long Redis keeps a quota nobody used (its learnt sizes), in milliseconds. */
+#define STATE_TTL_MS "3600000"
+/* How long one process may probe unknown limits before another may (it may have died). */
+#define STATE_PROBE_MS "2000"
+
+/* ---------------------------------------------------------------- scripts */
+
+/* The clock of every script: Redis's, in seconds. */
+#define LUA_NOW                                                                                  \
+    "if redis.replicate_commands then pcall(redis.replicate_commands) end\n"                      \
+    "local tm = redis.call('TIME')\n"                                                             \
+    "local now = tonumber(tm[1]) + tonumber(tm[2]) / 1000000\n"
+
+/* A dimension's level now: its stored level refilled since, never above its size. */
+#define LUA_LEVEL                                                                                \
+    "local function level(h, cap, rate, fallback)\n"                                              \
+    "  if h[3] and h[4] then\n"                                                                   \
+    "    return math.min(cap, tonumber(h[3]) + (now - tonumber(h[4])) * rate)\n"                  \
+    "  end\n"                                                                                     \
+    "  if fallback >= 0 then return math.min(cap, fallback) end\n"                                \
+    "  return cap\n"                                                                              \
+    "end\n"
+
+/* KEYS[1] the quota, KEYS[2] the endpoint; ARGV: per dimension (r, t) cap rate cost level,
+ * then max_book, then 1 when the endpoint answered without any rate-limit header. Returns
+ * {verdict, seconds as a string}. While no process knows the limits, one process probes (the
+ * local slow start: one request) and the others ask again every 10 ms; an endpoint known to
+ * send no limits leaves every process to its local state. */
+static const char lua_admit[] =
+    LUA_NOW LUA_LEVEL
+    "local ou = tonumber(redis.call('HGET', KEYS[2], 'open_until') or '0')\n"
+    "if ou > now then return {2, tostring(ou - now)} end\n"
+    "local cu = tonumber(redis.call('HGET', KEYS[1], 'cool_until') or '0')\n"
+    "if cu > now then return {3, tostring(cu - now)} end\n"
+    "local wait, known, upd = 0, false, {}\n"
+    "for i, d in ipairs({'r', 't'}) do\n"
+    "  local b = (i - 1) * 4\n"
+    "  local cap, rate = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2])\n"
+    "  local cost, lvl = tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4])\n"
+    "  local h = redis.call('HMGET', KEYS[1], d .. 'cap', d .. 'rate', d .. 'lvl', d .. 't')\n"
+    "  if cap <= 0 or rate <= 0 then cap, rate = tonumber(h[1] or '0'), tonumber(h[2] or '0') end\n"
+    "  if cap > 0 and rate > 0 then\n"
+    "    known = true\n"
+    "    local l = level(h, cap, rate, lvl)\n"
+    "    if cost > cap then cost = cap end\n"
+    "    if l < cost and (cost - l) / rate > wait then wait = (cost - l) / rate end\n"
+    "    upd[#upd + 1] = {d, cap, rate, l - cost}\n"
+    "  end\n"
+    "end\n"
+    "if not known then\n"
+    "  if ARGV[10] == '1' or redis.call('HEXISTS', KEYS[1], 'nolimit') == 1 then\n"
+    "    redis.call('HSET', KEYS[1], 'nolimit', 1)\n"
+    "    redis.call('PEXPIRE', KEYS[1], " STATE_TTL_MS ")\n"
+    "    return {-1, '0'}\n"
+    "  end\n"
+    "  if redis.call('SET', KEYS[1] .. ':probe', 1, 'NX', 'PX', " STATE_PROBE_MS ") then\n"
+    "    return {-1, '0'}\n"
+    "  end\n"
+    "  return {1, '0.01'}\n"
+    "end\n"
+    "if wait > tonumber(ARGV[9]) then return {1, tostring(wait)} end\n"
+    "for _, u in ipairs(upd) do\n"
+    "  redis.call('HSET', KEYS[1], u[1] .. 'cap', u[2], u[1] .. 'rate', u[3], u[1] .. 'lvl',\n"
+    "             u[4], u[1] .. 't', now)\n"
+    "end\n"
+    "redis.call('PEXPIRE', KEYS[1], " STATE_TTL_MS ")\n"
+    "return {0, tostring(wait)}\n";
+
+/* KEYS[1] the quota; ARGV: the levels the server reported (r, t; < 0 unknown). Levels only
+ * come down. */
+static const char lua_report[] =
+    LUA_NOW LUA_LEVEL
+    "for i, d in ipairs({'r', 't'}) do\n"
+    "  local lvl = tonumber(ARGV[i])\n"
+    "  local h = redis.call('HMGET', KEYS[1], d .. 'cap', d .. 'rate', d .. 'lvl', d .. 't')\n"
+    "  if lvl >= 0 and h[1] and h[2] then\n"
+    "    local l = level(h, tonumber(h[1]), tonumber(h[2]), -1)\n"
+    "    if lvl < l then redis.call('HSET', KEYS[1], d .. 'lvl', lvl, d .. 't', now) end\n"
+    "  end\n"
+    "end\n"
+    "return 0\n";
+
+/* KEYS[1] the quota; ARGV[1] the cool-down in seconds (0: none). Empties both buckets. */
+static const char lua_cool[] =
+    LUA_NOW LUA_LEVEL
+    "for _, d in ipairs({'r', 't'}) do\n"
+    "  local h = redis.call('HMGET', KEYS[1], d .. 'cap', d .. 'rate', d .. 'lvl', d .. 't')\n"
+    "  if h[1] and h[2] then\n"
+    "    local l = level(h, tonumber(h[1]), tonumber(h[2]), -1)\n"
+    "    if l > 0 then redis.call('HSET', KEYS[1], d .. 'lvl', 0, d .. 't', now) end\n"
+    "  end\n"
+    "end\n"
+    "local c = tonumber(ARGV[1])\n"
+    "if c > 0 then\n"
+    "  local cu = tonumber(redis.call('HGET', KEYS[1], 'cool_until') or '0')\n"
+    "  if now + c > cu then redis.call('HSET', KEYS[1], 'cool_until', now + c) end\n"
+    "end\n"
+    "redis.call('PEXPIRE', KEYS[1], " STATE_TTL_MS ")\n"
+    "return 0\n";
+
+/* KEYS[1] the endpoint; ARGV: success (1/0), threshold, cooldown. */
+static const char lua_breaker[] =
+    LUA_NOW
+    "if ARGV[1] == '1' then\n"
+    "  if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('DEL', KEYS[1]) end\n"
+    "  return 0\n"
+    "end\n"
+    "local f = redis.call('HINCRBY', KEYS[1], 'failures', 1)\n"
+    "if f >= tonumber(ARGV[2]) then\n"
+    "  redis.call('HSET', KEYS[1], 'open_until', now + tonumber(ARGV[3]), 'failures', 0)\n"
+    "end\n"
+    "redis.call('PEXPIRE', KEYS[1], " STATE_TTL_MS ")\n"
+    "return 0\n";
+
+enum { LUA_ADMIT, LUA_REPORT, LUA_COOL, LUA_BREAKER, LUA_N };
+static const char *const lua_src[LUA_N] = {lua_admit, lua_report, lua_cool, lua_breaker};
+
+struct state {
+    struct state_addr addr;
+    char *label;              /* the URL without its password, for messages */
+    redisContext *c;          /* NULL while not connected */
+    double next_try;          /* monotonic time of the next connection attempt */
+    int lost;                 /* the connection was lost (a warning was given) */
+    char sha[LUA_N][41];      /* each script's SHA-1 (SCRIPT LOAD on connecting) */
+    char warning[512];        /* to hand out (state_take_warning), or "" */
+    char shown[512];          /* the last one handed out */
+    unsigned long calls, fallbacks;
+};
+
+/* ---------------------------------------------------------------- connection */
+
+struct state *state_new(const char *url, const char *password, char *err, size_t size)
+{
+    struct state *st = xcalloc(1, sizeof *st);
+    if (state_parse_url(url, &st->addr, err, size) != 0) {
+        free(st);
+        return NULL;
+    }
+    if (password && *password)
+        snprintf(st->addr.password, sizeof st->addr.password, "%s", password);
+    if (st->addr.path[0])
+        st->label = xasprintf("unix://%s", st->addr.path);
+    else
+        st->label = xasprintf("redis://%s:%d/%d", st->addr.host, st->addr.port, st->addr.db);
+    return st;
+}
+
+void state_free(struct state *st)
+{
+    if (!st)
+        return;
+    if (st->c)
+        redisFree(st->c);
+    util_wipe(&st->addr, sizeof st->addr);
+    free(st->label);
+    free(st);
+}
+
+/* The connection is unusable: drop it, say so once, try again in STATE_RETRY_S. */
+static void state_lose(struct state *st, const char *reason)
+{
+    char why[200]; /* reason may live in the context freed below */
+    snprintf(why, sizeof why, "%s", reason && *reason ? reason : "no answer");
+    if (st->c) {
+        redisFree(st->c);
+        st->c = NULL;
+    }
+    st->next_try = util_now() + STATE_RETRY_S;
+    if (!st->lost) {
+        st->lost = 1;
+        snprintf(st->warning, sizeof st->warning, "shared state %s unreachable (%s): pacing "
+                 "with the local state; trying again in the background", st->label, why);
+    }
+}
+
+static redisReply *state_cmd(struct state *st, int argc, const char **argv, const size_t *lens)
+{
+    redisReply *r = redisCommandArgv(st->c, argc, argv, lens);
+    if (!r) {
+        state_lose(st, st->c->errstr[0] ? st->c->errstr : "no answer");
+        return NULL;
+    }
+    return r;
+}
+
+/* A command whose reply only says yes or no: 0, or -1 (connection dropped, why). */
+static int state_simple(struct state *st, int argc, const char **argv, const size_t *lens,
+                        const char *why)
+{
+    redisReply *r = state_cmd(st, argc, argv, lens);
+    if (!r)
+        return -1;
+    int bad = r->type == REDIS_REPLY_ERROR;
+    freeReplyObject(r);
+    if (bad)
+        state_lose(st, why);
+    return bad ? -1 : 0;
+}
+
+/* Connect when not connected and the time has come: 0 when connected. */
+static int state_connect(struct state *st)
+{
+    if (st->c)
+        return 0;
+    if (util_now() < st->next_try)
+        return -1;
+    struct timeval tv = {0, STATE_BUDGET_MS * 1000};
+    st->c = st->addr.path[0] ? redisConnectUnixWithTimeout(st->addr.path, tv)
+                             : redisConnectWithTimeout(st->addr.host, st->addr.port, tv);
+    if (!st->c || st->c->err) {
+        char why[160];
+        snprintf(why, sizeof why, "%s", st->c ? st->c->errstr : "out of memory");
+        state_lose(st, why);
+        return -1;
+    }
+    if (redisSetTimeout(st->c, tv) != REDIS_OK) {
+        state_lose(st, "cannot set its timeout");
+        return -1;
+    }
+    redisReply *r;
+    if (st->addr.password[0]) { /* AUTH [user] password */
+        const char *av[3] = {"AUTH", st->addr.user, st->addr.password};
+        size_t al[3] = {4, strlen(st->addr.user), strlen(st->addr.password)};
+        int n = 3;
+        if (!st->addr.user[0]) {
+            av[1] = av[2];
+            al[1] = al[2];
+            n = 2;
+        }
+        if (state_simple(st, n, av, al, "AUTH refused: check the password") != 0)
+            return -1;
+    }
+    if (st->addr.db) {
+        char db[16];
+        snprintf(db, sizeof db, "%d", st->addr.db);
+        const char *av[2] = {"SELECT", db};
+        size_t al[2] = {6, strlen(db)};
+        if (state_simple(st, 2, av, al, "SELECT refused") != 0)
+            return -1;
+    }
+    for (int i = 0; i < LUA_N; i++) {
+        const char *av[3] = {"SCRIPT", "LOAD", lua_src[i]};
+        size_t al[3] = {6, 4, strlen(lua_src[i])};
+        if (!(r = state_cmd(st, 3, av, al)))
+            return -1;
+        int ok = r->type == REDIS_REPLY_STRING && r->len == 40;
+        if (ok)
+            memcpy(st->sha[i], r->str, 41);
+        freeReplyObject(r);
+        if (!ok) {
+            state_lose(st, "SCRIPT LOAD refused");
+            return -1;
+        }
+    }
+    if (st->lost)
+        snprintf(st->warning, sizeof st->warning, "shared state %s reachable again: pacing "
+                 "with it", st->label);
+    st->lost = 0;
+    return 0;
+}
+
+/* Run script i with keys and args: the reply (caller frees), or NULL (the local state answers). */
+static redisReply *state_eval(struct state *st, int i, int nkeys, const char **keys, int nargs,
+                              const char **args)
+{
+    st->calls++;
+    if (state_connect(st) != 0) {
+        st->fallbacks++;
+        return NULL;
+    }
+    const char *av[16];
+    size_t al[16];
+    char nk[8];
+    snprintf(nk, sizeof nk, "%d", nkeys);
+    int n = 0;
+    av[n++] = "EVALSHA";
+    av[n++] = st->sha[i];
+    av[n++] = nk;
+    for (int k = 0; k < nkeys; k++)
+        av[n++] = keys[k];
+    for (int k = 0; k < nargs && n < 16; k++)
+        av[n++] = args[k];
+    for (int k = 0; k < n; k++)
+        al[k] = strlen(av[k]);
+    double t0 = util_now();
+    redisReply *r = state_cmd(st, n, av, al);
+    if (r && r->type == REDIS_REPLY_ERROR && util_starts_with(r->str, "NOSCRIPT")) {
+        freeReplyObject(r); /* its script cache was flushed, or it restarted: send the text */
+        av[0] = "EVAL";
+        al[0] = 4;
+        av[1] = lua_src[i];
+        al[1] = strlen(lua_src[i]);
+        r = state_cmd(st, n, av, al);
+    }
+    if (r && r->type == REDIS_REPLY_ERROR) {
+        char why[200];
+        snprintf(why, sizeof why, "%.150s", r->str);
+        freeReplyObject(r);
+        state_lose(st, why);
+        r = NULL;
+    }
+    if (r && util_now() - t0 > STATE_BUDGET_MS / 1000.0) {
+        freeReplyObject(r); /* slow: the answer came, but the budget is over */
+        state_lose(st, "slower than 50 ms");
+        r = NULL;
+    }
+    if (!r)
+        st->fallbacks++;
+    return r;
+}
+
+static void state_fmt(char *buf, double v)
+{
+    snprintf(buf, 32, "%.6f", isfinite(v) ? v : 0.0);
+}
+
+static void state_key(char *out, size_t n, char kind, const char *id)
+{
+    snprintf(out, n, "tokterm:%c:%s", kind, id);
+}
+
+enum state_verdict state_admit(struct state *st, const char *qid, const char *epid,
+                               const struct state_dim d[2], double max_book, int no_limits,
+                               double *wait)
+{
+    *wait = 0;
+    char kq[48], kb[48], a[9][32];
+    state_key(kq, sizeof kq, 'q', qid);
+    state_key(kb, sizeof kb, 'b', epid);
+    for (int i = 0; i < 2; i++) {
+        state_fmt(a[4 * i], d[i].cap);
+        state_fmt(a[4 * i + 1], d[i].rate);
+        state_fmt(a[4 * i + 2], d[i].cost);
+        state_fmt(a[4 * i + 3], d[i].level);
+    }
+    state_fmt(a[8], max_book);
+    const char *keys[2] = {kq, kb}, *args[10];
+    for (int i = 0; i < 9; i++)
+        args[i] = a[i];
+    args[9] = no_limits ? "1" : "0";
+    redisReply *r = state_eval(st, LUA_ADMIT, 2, keys, 10, args);
+    if (!r)
+        return STATE_LOCAL;
+    enum state_verdict v = STATE_LOCAL;
+    if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+        r->element[0]->type == REDIS_REPLY_INTEGER && r->element[1]->type == REDIS_REPLY_STRING) {
+        long long code = r->element[0]->integer;
+        double w = strtod(r->element[1]->str, NULL);
+        if (code >= STATE_GO && code <= STATE_COOL && isfinite(w) && w >= 0) {
+            v = (enum state_verdict)code;
+            *wait = w;
+        }
+    }
+    freeReplyObject(r);
+    return v;
+}
+
+void state_report(struct state *st, const char *qid, const struct state_dim d[2])
+{
+    if (!(d[0].level >= 0) && !(d[1].level >= 0))
+        return;
+    char kq[48], a[2][32];
+    state_key(kq, sizeof kq, 'q', qid);
+    state_fmt(a[0], d[0].level >= 0 ? d[0].level : -1);
+    state_fmt(a[1], d[1].level >= 0 ? d[1].level : -1);
+    const char *keys[1] = {kq}, *args[2] = {a[0], a[1]};
+    redisReply *r = state_eval(st, LUA_REPORT, 1, keys, 2, args);
+    if (r)
+        freeReplyObject(r);
+}
+
+void state_cool(struct state *st, const char *qid, double cool)
+{
+    char kq[48], a[32];
+    state_key(kq, sizeof kq, 'q', qid);
+    state_fmt(a, cool > 0 ? (cool < 86400 ? cool : 86400) : 0);
+    const char *keys[1] = {kq}, *args[1] = {a};
+    redisReply *r = state_eval(st, LUA_COOL, 1, keys, 1, args);
+    if (r)
+        freeReplyObject(r);
+}
+
+void state_breaker(struct state *st, const char *epid, int success, int threshold,
+                   double cooldown)
+{
+    char kb[48], a[3][32];
+    state_key(kb, sizeof kb, 'b', epid);
+    snprintf(a[0], sizeof a[0], "%d", success ? 1 : 0);
+    snprintf(a[1], sizeof a[1], "%d", threshold > 0 ? threshold : 5);
+    state_fmt(a[2], cooldown > 0 ? cooldown : 30);
+    const char *keys[1] = {kb}, *args[3] = {a[0], a[1], a[2]};
+    redisReply *r = state_eval(st, LUA_BREAKER, 1, keys, 3, args);
+    if (r)
+        freeReplyObject(r);
+}
+
+const char *state_take_warning(struct state *st)
+{
+    if (!st || !st->warning[0])
+        return NULL;
+    memcpy(st->shown, st->warning, sizeof st->shown);
+    st->warning[0] = '\0';
+    return st->shown;
+}
+
+int state_connected(const struct state *st)
+{
+    return st && st->c != NULL;
+}
+
+void state_counts(const struct state *st, unsigned long *calls, unsigned long *fallbacks)
+{
+    *calls = st ? st->calls : 0;
+    *fallbacks = st ? st->fallbacks : 0;
+}

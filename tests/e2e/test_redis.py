@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""Shared quota state on Redis (state = redis://...): four tokterm processes with separate
+homes (four machines) run `batch -j 16` against one fake server that enforces one global limit
+(600 requests a minute, a burst of 10). With a real redis-server (started here on a free port,
+in a temp dir) they hold the limit together: at most 1 % 429s, no prompt fails, at least 90 %
+of the limit; without it the same job draws the 429 storm; Redis killed mid-job: every answer
+still comes. redis-server missing is a skip, a failure under CI (TOKTERM_REQUIRE_TOOLS)."""
+import sys
+sys.dont_write_bytecode = True
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+
+import ttlib
+
+t = ttlib.Tap()
+RPM, BURST, PER_PROC, PROCS = 600, 10, 40, 4
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def start_redis(port, d):
+    p = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
+                          "--dir", d, "--save", "", "--appendonly", "no"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True)
+    for _ in range(200):
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            return p
+        except OSError:
+            time.sleep(0.02)
+    p.kill()
+    raise RuntimeError("redis-server did not start")
+
+
+def stop(p):
+    if p and p.poll() is None:
+        p.kill()
+        p.wait()
+
+
+def run_job(srv, spec, state, tag, kill=None):
+    """Four batch processes of PER_PROC prompts each, at once; returns (results per process,
+    wall seconds, the server's records of this job)."""
+    before = len(srv.requests())
+    procs = []
+    for i in range(PROCS):
+        home = ttlib.make_home()
+        ttlib.write_config(home, ("state = %s\n" % state if state else "") + "max_retries = 6\n")
+        path = os.path.join(home, "in.jsonl")
+        with open(path, "w") as f:
+            for k in range(PER_PROC):
+                f.write(json.dumps({"id": "%s-%d-%d" % (tag, i, k),
+                                    "prompt": "%s %d %d" % (tag, i, k)}) + "\n")
+        env = ttlib.clean_env(home, {"OPENAI_BASE_URL": srv.base(spec)})
+        procs.append(subprocess.Popen([ttlib.tokterm_path(), "batch", "-j", "16", path],
+                                      env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      start_new_session=True))
+    t0 = time.monotonic()
+    if kill:
+        kill()
+    res = []
+    for p in procs:
+        try:
+            out, err = p.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, err = p.communicate()
+        lines = [json.loads(x) for x in out.decode().splitlines() if x.strip()]
+        res.append((p.returncode, lines, err.decode()))
+    wall = time.monotonic() - t0
+    return res, wall, srv.requests()[before:]
+
+
+def summary(res, reqs):
+    limited = sum(1 for r in reqs if r.get("rate_limited"))
+    done = sum(1 for rc, lines, _ in res for x in lines if x.get("outcome") == "complete")
+    return limited, done
+
+
+def sustained(reqs):
+    """Requests a second the server let through after the first burst: (n - burst) over the
+    span between the first and the last accepted arrival."""
+    ok = sorted(r["t"] for r in reqs if not r.get("rate_limited"))
+    if len(ok) <= BURST + 1 or ok[-1] <= ok[0]:
+        return 0.0
+    return (len(ok) - BURST) / (ok[-1] - ok[0])
+
+
+if not shutil.which("redis-server") or not shutil.which("redis-cli"):
+    t.skip("shared state on Redis", "redis-server not installed", tool="redis-server")
+    sys.exit(t.done())
+
+rdir = ttlib.tempdir("tt-redis-")
+port = free_port()
+redis = start_redis(port, rdir)
+state = "redis://127.0.0.1:%d/0" % port
+total = PROCS * PER_PROC
+try:
+    with ttlib.FakeServer() as srv:
+        spec = "rpm=%d,burst=%d" % (RPM, BURST)
+        # 1. with the shared state: one global pace
+        res, wall, reqs = run_job(srv, spec, state, "shared")
+        limited, done = summary(res, reqs)
+        rate = sustained(reqs)
+        t.ok(all(rc == 0 for rc, _, _ in res) and done == total,
+             "state = redis: all %d prompts answered by 4 processes (%.1f s)" % (total, wall),
+             "\n".join(e for _, _, e in res)[-2000:])
+        t.ok(limited <= 0.01 * len(reqs),
+             "state = redis: at most 1 %% 429s (%d of %d requests)" % (limited, len(reqs)))
+        t.ok(rate >= 0.9 * RPM / 60,
+             "state = redis: at least 90 %% of the limit (%.2f requests/s of %g)"
+             % (rate, RPM / 60.0))
+        t.ok(not any("warning" in e for _, _, e in res), "no warning while Redis is up",
+             "\n".join(e for _, _, e in res)[-1000:])
+        # Redis holds hashes and numbers, never the key
+        keys = subprocess.run(["redis-cli", "-p", str(port), "--scan"], capture_output=True,
+                              text=True).stdout.split()
+        t.ok(keys and all(k.startswith("tokterm:") for k in keys),
+             "Redis holds tokterm's hashed names only: %s" % keys[:3])
+        dump = subprocess.run(["redis-cli", "-p", str(port), "--no-raw", "EVAL",
+                               "local o = {} for _, k in ipairs(redis.call('KEYS', '*')) do "
+                               "for _, v in ipairs(redis.call('HGETALL', k)) do o[#o+1] = v end "
+                               "end return o", "0"], capture_output=True, text=True).stdout
+        t.ok(ttlib.TEST_KEY not in dump and "shared 0" not in dump,
+             "no key and no prompt text in Redis")
+
+        # 2. without it: four pacers that do not know of each other draw the storm
+        time.sleep(1.5)  # the server's bucket (one per rpm and burst) full again
+        res, wall, reqs = run_job(srv, spec, None, "alone")
+        limited, done = summary(res, reqs)
+        t.ok(limited > 0.01 * len(reqs),
+             "without shared state the same job draws the 429 storm (%d of %d requests)"
+             % (limited, len(reqs)))
+
+        # 3. Redis killed mid-job: the local state takes over, every answer comes
+        def kill_soon():
+            time.sleep(3)
+            stop(redis)
+        time.sleep(1.5)
+        res, wall, reqs = run_job(srv, spec, state, "killed",
+                                  kill=kill_soon)
+        limited, done = summary(res, reqs)
+        errs = "\n".join(e for _, _, e in res)
+        t.ok(all(rc == 0 for rc, _, _ in res) and done == total,
+             "Redis killed after 3 s: every prompt still answered (%d, %d 429s)"
+             % (done, limited), errs[-2000:])
+        t.ok(sum("unreachable" in e for _, _, e in res) == PROCS and
+             all(e.count("unreachable") == 1 for _, _, e in res),
+             "each process warns once that the shared state is gone", errs[-1000:])
+finally:
+    stop(redis)
+
+sys.exit(t.done())
