@@ -21,14 +21,6 @@ t = ttlib.Tap()
 RPM, BURST, PER_PROC, PROCS = 600, 10, 40, 4
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def start_redis(port, d):
     p = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
                           "--dir", d, "--save", "", "--appendonly", "no"],
@@ -103,7 +95,7 @@ if not shutil.which("redis-server") or not shutil.which("redis-cli"):
     sys.exit(t.done())
 
 rdir = ttlib.tempdir("tt-redis-")
-port = free_port()
+port = ttlib.free_port()
 redis = start_redis(port, rdir)
 state = "redis://127.0.0.1:%d/0" % port
 total = PROCS * PER_PROC
