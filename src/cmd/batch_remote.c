@@ -25,6 +25,9 @@
 #define REMOTE_TIMEOUT_MS 300000L       /* one upload or download at most */
 #define REMOTE_REPLY_MAX (4u << 20)     /* a JSON reply kept (a batch object is small) */
 #define REMOTE_CHUNK 65536
+#define REMOTE_TRIES 20         /* looks in a row that may fail (network, 429, 5xx) before the
+                                   run gives up (the batch runs on: the same command resumes) */
+#define REMOTE_BACKOFF_MAX 300.0 /* seconds: the wait after failures doubles up to this */
 #define REMOTE_BOUNDARY "tokterm-batch-7f3a9c1e5b2d4680" /* no JSON line holds "\r\n--" */
 
 enum remote_kind { REMOTE_OPENAI, REMOTE_ANTHROPIC };
@@ -71,6 +74,7 @@ struct remote_job {
     size_t cur_n;
     struct sha256 cur_hash;
     struct loop *lp;       /* signals end a wait or a transfer */
+    long last_status;      /* HTTP status of the last request (0: none arrived) */
     int drawn;
 };
 
@@ -145,6 +149,7 @@ static int remote_http(struct remote_job *j, const char *method, const char *url
     int code = 0;
     const struct buf *reply = sink_fd >= 0 ? &sink.err : &res.body;
     long status = res.status;
+    j->last_status = rc < 0 || res.failure != NET_PROBE_OK ? 0 : status;
     if (j->lp && loop_signalled(j->lp)) {
         buf_printf(err, "interrupted during %s %s", method ? method : "GET", shown);
         code = 130;
@@ -831,6 +836,35 @@ static int remote_write(struct remote_job *j, int out_fd, remote_emit_fn fn, voi
     return rc;
 }
 
+/* rc of a request that is worth another try later: the network, a 429 or a 5xx. */
+static int remote_transient(const struct remote_job *j, int rc)
+{
+    return rc == 4 || (rc == 3 && (j->last_status == 429 || j->last_status == 408 ||
+                                   j->last_status >= 500));
+}
+
+/* Seconds to the next look after fails failed ones in a row: the poll interval, doubled per
+ * failure up to REMOTE_BACKOFF_MAX (or the interval, when longer). */
+static double remote_backoff(const struct remote_job *j, int fails)
+{
+    double s = j->poll_s;
+    for (int i = 0; i < fails && s < REMOTE_BACKOFF_MAX; i++)
+        s *= 2;
+    return s > REMOTE_BACKOFF_MAX && j->poll_s < REMOTE_BACKOFF_MAX ? REMOTE_BACKOFF_MAX : s;
+}
+
+/* After a failed look: 0 to try again at the next poll (a warning says so), else rc. */
+static int remote_retry(struct remote_job *j, int rc, int *fails, struct buf *err)
+{
+    if (!remote_transient(j, rc) || ++*fails >= REMOTE_TRIES)
+        return rc;
+    remote_clear(j);
+    fprintf(stderr, "tokterm batch: warning: %s; trying again in %.3g s (%d of %d)\n",
+            buf_str(err), remote_backoff(j, *fails), *fails, REMOTE_TRIES - 1);
+    buf_reset(err);
+    return 0;
+}
+
 int remote_job_run(struct remote_job *j, struct loop *lp, int out_fd, int tty,
                    remote_emit_fn fn, void *ud, struct buf *err)
 {
@@ -842,22 +876,24 @@ int remote_job_run(struct remote_job *j, struct loop *lp, int out_fd, int tty,
     long done0 = -1;
     struct buf last = BUF_INIT;
     double next_poll = 0;
+    int fails = 0;
     for (;;) {
         int all = 1;
         double now = util_now();
         if (now >= next_poll) {
-            for (size_t i = 0; i < j->n_parts; i++) {
+            for (size_t i = 0; i < j->n_parts && rc == 0; i++) {
                 struct remote_part *p = &j->parts[i];
-                if (p->terminal)
-                    continue;
-                rc = remote_get(j, p, p->id, 0, err);
-                if (rc)
-                    break;
+                if (!p->terminal)
+                    rc = remote_get(j, p, p->id, 0, err);
                 all &= p->terminal;
             }
-            if (rc)
+            if (rc == 0)
+                fails = 0;
+            else if ((rc = remote_retry(j, rc, &fails, err)) != 0)
                 break;
-            next_poll = util_now() + j->poll_s;
+            else
+                all = 0;
+            next_poll = util_now() + remote_backoff(j, fails);
             if (done0 < 0) {
                 done0 = 0;
                 for (size_t i = 0; i < j->n_parts; i++)
@@ -894,8 +930,18 @@ int remote_job_run(struct remote_job *j, struct loop *lp, int out_fd, int tty,
                 j->n_parts > 1 ? "ID" : j->parts[0].id);
         return 130;
     }
+    fails = 0;
     for (size_t i = 0; i < j->n_parts; i++) {
-        rc = remote_download(j, i, err);
+        off_t mark = lseek(j->spool, 0, SEEK_END);
+        while ((rc = remote_download(j, i, err)) != 0 && remote_retry(j, rc, &fails, err) == 0) {
+            if (ftruncate(j->spool, mark) != 0) /* what came of the failed try */
+                break;
+            (void)loop_wait(lp, NULL, 0, (int)(remote_backoff(j, fails) * 1000) + 1);
+            if (loop_signal(lp)) {
+                rc = 130;
+                break;
+            }
+        }
         if (rc)
             return rc == 130 ? 130 : 1;
     }

@@ -351,6 +351,26 @@ with ttlib.FakeServer() as srv:
     t.ok(b"runs on at the provider" in err and b"run the same command again" in err,
          "SIGINT mid-poll: says the batch runs on and how to pick it up", err.decode())
 
+    # --- a poll that fails now and then (503): waited out, not the end of the job ---
+    for api in ("openai", "anthropic"):
+        n0 = len(batch_log(srv))
+        rc, out, err = run(["batch", "--remote"] + POLL + [TEN], spec="bsteps=4,bflaky=2",
+                           api=api)
+        flaky = [r for r in batch_log(srv, n0) if r.get("flaky")]
+        eq(rc, 0, "%s flaky polls: exit 0" % api, err.decode())
+        t.ok(len(flaky) >= 2, "%s flaky polls: the server failed %d polls" % (api, len(flaky)))
+        eq([r["outcome"] for r in parse(out)], ["complete"] * 10,
+           "%s flaky polls: every answer" % api)
+        t.ok(b"503" in err and b"trying again" in err, "%s flaky polls: a warning" % api,
+             err.decode())
+
+    # --- states by time (bstep_ms): a status look does not move the batch ---
+    n0 = len(batch_log(srv))
+    rc, out, err = run(["batch", "--remote"] + POLL + [TEN], spec="bsteps=3,bstep_ms=100")
+    polls = [r for r in batch_log(srv, n0) if r.get("batch_status")]
+    eq(rc, 0, "by time: exit 0", err.decode())
+    t.ok(len(polls) > 6, "by time: many polls for 6 states (%d)" % len(polls))
+
     # --- split at the provider's limits ---
     for api in ("openai", "anthropic"):
         n0 = len(batch_log(srv))

@@ -833,7 +833,7 @@ RATE = RateBuckets()
 # makes it cancelling (canceling) and the next poll ends it, the requests not run yet cancelled.
 # A request whose last user text holds "FAIL" gets a 400 (error file / "errored").
 
-INT_KEYS.update({"bsteps", "bmax"})
+INT_KEYS.update({"bsteps", "bmax", "bstep_ms", "bflaky"})
 STR_KEYS.update({"bend"})
 BATCH_ROUTE = re.compile(r"^(.*?)/v1/(files|batches|messages/batches)(?:/([^/]+))?"
                          r"(?:/(content|cancel|results))?$")
@@ -909,7 +909,7 @@ def batch_run_some(b, upto):
 def openai_batch_view(b):
     ok = sum(1 for r in b["results"] if r[1] < 400)
     return {k: v for k, v in b.items() if k not in ("reqs", "results", "ran", "kind", "spec",
-                                                    "polls", "end")} | {
+                                                    "polls", "end", "t0", "gets", "step")} | {
         "request_counts": {"total": len(b["reqs"]), "completed": ok,
                            "failed": len(b["results"]) - ok}}
 
@@ -1088,7 +1088,8 @@ def handle_batch(handler, method, m, raw, rec):
                  "output_file_id": None, "error_file_id": None, "created_at": now,
                  "expires_at": now + 86400, "metadata": body.get("metadata"),
                  "reqs": reqs, "results": [], "ran": 0, "kind": body["endpoint"],
-                 "spec": spec, "polls": 0, "end": spec.get("bend", "completed")}
+                 "spec": spec, "polls": 0, "end": spec.get("bend", "completed"),
+                 "t0": time.monotonic()}
             if errors:
                 b["end"] = "failed"
                 b["errors"] = {"object": "list", "data": errors}
@@ -1112,7 +1113,8 @@ def handle_batch(handler, method, m, raw, rec):
             bid = BATCHES.next_id("msgbatch_")
             b = {"id": bid, "status": "in_progress", "reqs": reqs, "results": [], "ran": 0,
                  "kind": "anthropic", "spec": spec, "polls": 0,
-                 "end": spec.get("bend", "ended"), "created_at": "2026-01-01T00:00:00Z",
+                 "end": spec.get("bend", "ended"), "t0": time.monotonic(),
+                 "created_at": "2026-01-01T00:00:00Z",
                  "expires_at": "2026-01-02T00:00:00Z"}
             BATCHES.batches[bid] = b
             rec["batch_created"] = bid
@@ -1123,7 +1125,18 @@ def handle_batch(handler, method, m, raw, rec):
             return err(404, "fake server: no batch %r" % oid, "not_found_error")
         anth = what == "messages/batches"
         if method == "GET" and not verb:
-            (anthropic_batch_poll if anth else openai_batch_poll)(b)
+            b["gets"] = b.get("gets", 0) + 1
+            if b["spec"].get("bflaky") and b["gets"] % b["spec"]["bflaky"] == 0:
+                rec["flaky"] = True
+                return err(503, "fake server: flaky (every %d GET of a batch)"
+                           % b["spec"]["bflaky"], "overloaded_error" if anth else None)
+            step = (anthropic_batch_poll if anth else openai_batch_poll)
+            if b["spec"].get("bstep_ms"):  # one state per bstep_ms since it was created
+                due = int((time.monotonic() - b["t0"]) * 1000) // b["spec"]["bstep_ms"]
+                while b["polls"] < due:
+                    step(b)
+            else:
+                step(b)
             rec["batch_status"] = b["status"]
             return ok(anthropic_batch_view(b, base) if anth else openai_batch_view(b))
         if method == "POST" and verb == "cancel":
