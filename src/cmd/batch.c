@@ -1597,7 +1597,9 @@ static void batch_remote_emit(void *ud, long line, const char *id, const struct 
  * order. Returns the exit status; 2 with err set when the input or the provider is refused. */
 static int batch_remote(struct batch *b, struct loop *lp, struct buf *err)
 {
-    b->rj = remote_job_new(b->conf, b->key, b->o->store, b->o->remote_poll, err);
+    /* A batch belongs to the key that made it: a pool's first key, the same every run. */
+    const char *key = b->key ? b->key : b->o->n_pool ? b->o->pool_values[0] : NULL;
+    b->rj = remote_job_new(b->conf, key, b->o->store, b->o->remote_poll, err);
     if (!b->rj)
         return 2;
     if (!b->o->store)
@@ -1682,7 +1684,8 @@ int batch_run(struct conf *conf, char *key, const struct batch_opts *o)
     int code = 2;
 
     if (o->remote_status || o->remote_cancel) {
-        code = remote_status(conf, key, o->remote_cancel ? o->remote_cancel : o->remote_status,
+        code = remote_status(conf, key ? key : o->n_pool ? o->pool_values[0] : NULL,
+                             o->remote_cancel ? o->remote_cancel : o->remote_status,
                              o->remote_cancel != NULL);
         goto out;
     }

@@ -371,6 +371,23 @@ with ttlib.FakeServer() as srv:
     eq(rc, 0, "by time: exit 0", err.decode())
     t.ok(len(polls) > 6, "by time: many polls for 6 states (%d)" % len(polls))
 
+    # --- a key pool and no single key: the pool's first key (a batch belongs to its key) ---
+    phome = ttlib.make_home()
+    pkey = "sk-pool-first-0123456789abcdefghijklmnop"
+    ttlib.write_config(phome, "[pool]\nbase_url = %s\nmodel = gpt-4o-mini\n"
+                              "keys = env:TT_POOL_A, env:TT_POOL_B\n" % srv.base("bsteps=2"))
+    n0 = len(batch_log(srv))
+    rc, out, err = ttlib.run_tokterm(["-P", "pool", "batch", "--remote"] + POLL + [TEN],
+                                     home=phome, env={"OPENAI_API_KEY": None,
+                                                      "TT_POOL_A": pkey,
+                                                      "TT_POOL_B": "sk-pool-second-zz"})
+    log = batch_log(srv, n0)
+    eq(rc, 0, "key pool: exit 0", err.decode())
+    auth = set(r["headers"].get("authorization") for r in log)
+    eq(auth, {"<redacted len=%d>" % len("Bearer " + pkey)},
+       "key pool: every request carries the pool's first key")
+    eq(files_hold(phome, pkey.encode()), [], "key pool: the key is in no file")
+
     # --- split at the provider's limits ---
     for api in ("openai", "anthropic"):
         n0 = len(batch_log(srv))
