@@ -36,6 +36,47 @@ struct mdstate {
 
 struct cells;
 
+/* Finished lines' text and spans live in blocks of MD_ARENA_BLOCK bytes (a longer line gets a
+ * block of its own); a block goes when markdown_release passes the last line in it. */
+#define MD_ARENA_BLOCK 65536
+
+struct mdblock {
+    char *mem;
+    size_t used, size;
+    size_t lines; /* md->n once its last line was committed: free when released >= lines */
+};
+
+/* The line builder (text and spans of the line being styled). */
+struct lb {
+    struct buf t;
+    struct theme_span *sp;
+    size_t n, cap;
+};
+
+struct node;
+
+struct nodes {
+    struct node *v;
+    size_t n, cap;
+};
+
+struct tick_run {
+    size_t start, len;
+};
+
+/* Per-line index so that no construct rescans the line (hostile input must stay linear):
+ * maximal backtick runs sorted by (length, start) answer "where does the code span opened
+ * here close?" in O(log n); bracket and parenthesis partners come from one stack pass. Its
+ * arrays are kept from line to line (render_inline's at depth 0 is the styler's). */
+struct lidx {
+    struct tick_run *bylen; /* maximal backtick runs sorted by (len, start) */
+    size_t nruns, caprun;
+    size_t *match; /* for '[' and '(' positions: index of the partner, or SIZE_MAX; NULL
+                      when the line has no '[' */
+    size_t *match_mem, capmatch;
+    size_t *stack, capstack;
+};
+
 struct held {
     char *raw; /* cleaned source line */
     size_t len;
@@ -59,21 +100,22 @@ struct markdown {
     struct cells *head; /* the header's cells while rows flow (for the list form) */
     struct buf meta;    /* the encoded rows' prefix (table_meta), made once a table */
     int pending_dirty;
-    struct markdown_line partial;
+    struct markdown_line partial; /* points into pl */
     int have_partial;
+    struct lb pl;        /* the partial line's text and spans */
     struct buf scratch;
+    struct buf pclean;   /* the unfinished line, cleaned for its preview */
+    struct lb line;      /* the line being styled (its buffers kept from line to line) */
+    struct nodes ns;     /* the inline scanner's nodes of a line (depth 0) */
+    struct lidx lx;      /* and its index */
+    struct mdblock *mb;  /* blocks of finished lines' text and spans, oldest first */
+    size_t nmb, capmb, mb0; /* mb[mb0 ..] are still in use */
     int no_highlight;    /* markdown_set_highlight(md, 0) */
     struct hl *hl;       /* the compiled tables of the last language highlighted */
     struct hl_spans hsp; /* one code line's spans */
 };
 
 /* ---- line builder ---- */
-
-struct lb {
-    struct buf t;
-    struct theme_span *sp;
-    size_t n, cap;
-};
 
 static void lb_add(struct lb *b, const char *s, size_t n, int slot, unsigned attrs)
 {
@@ -116,21 +158,42 @@ static void lb_free(struct lb *b)
     memset(b, 0, sizeof(*b));
 }
 
-/* Move the builder's contents into *out. */
-static void lb_finish(struct lb *b, struct markdown_line *out, int base, int kind, int level,
-                      int hang, unsigned flags)
+/* Empty the builder, keep its memory. */
+static void lb_clear(struct lb *b)
+{
+    buf_reset(&b->t);
+    b->n = 0;
+}
+
+/* The styler's builder, empty: every block below styles its line into it. */
+static struct lb *lb_line(struct markdown *md)
+{
+    lb_clear(&md->line);
+    return &md->line;
+}
+
+/* A line's fields but its text and spans. */
+static void line_meta(struct markdown_line *out, int base, int kind, int level, int hang,
+                      unsigned flags)
 {
     memset(out, 0, sizeof(*out));
-    out->wl.len = b->t.len;
-    out->wl.text = buf_take(&b->t);
-    out->wl.spans = b->sp;
-    out->wl.nspans = b->n;
     out->wl.slot = (uint16_t)base;
     out->wl.hang = (uint16_t)(hang < 0 ? 0 : hang > 0xFFFF ? 0xFFFF : hang);
     out->wl.flags = (uint16_t)flags;
     out->kind = (uint8_t)kind;
     out->level = (uint8_t)(level > 255 ? 255 : level);
     out->wl.tag = (uint16_t)(kind | out->level << 8);
+}
+
+/* Move the builder's contents into *out (which then owns them: mdline_free). */
+static void lb_finish(struct lb *b, struct markdown_line *out, int base, int kind, int level,
+                      int hang, unsigned flags)
+{
+    line_meta(out, base, kind, level, hang, flags);
+    out->wl.len = b->t.len;
+    out->wl.text = buf_take(&b->t);
+    out->wl.spans = b->sp;
+    out->wl.nspans = b->n;
     b->sp = NULL;
     b->n = b->cap = 0;
 }
@@ -205,11 +268,6 @@ struct node {
     int open_t, close_t; /* ~~strikethrough~~ */
 };
 
-struct nodes {
-    struct node *v;
-    size_t n, cap;
-};
-
 static struct node *nodes_add(struct nodes *ns, int type, size_t a, size_t b)
 {
     XGROW(ns->v, ns->n + 1, ns->cap);
@@ -229,18 +287,6 @@ static size_t run_len(const char *s, size_t n, size_t i, char c)
     return k;
 }
 
-/* Per-line index so that no construct rescans the line (hostile input must stay linear):
- * maximal backtick runs sorted by (length, start) answer "where does the code span opened
- * here close?" in O(log n); bracket and parenthesis partners come from one stack pass. */
-struct tick_run {
-    size_t start, len;
-};
-
-struct lidx {
-    struct tick_run *bylen; /* maximal backtick runs sorted by (len, start) */
-    size_t nruns;
-    size_t *match; /* for '[' and '(' positions: index of the partner, or SIZE_MAX */
-};
 
 static int tick_cmp(const void *a, const void *b)
 {
@@ -313,12 +359,13 @@ static void sort_runs(struct tick_run *v, size_t n)
     }
 }
 
+/* Index s[0..n) into x (zeroed, or built before: its arrays are reused). */
 static void lidx_build(struct lidx *x, const char *s, size_t n, int links)
 {
-    memset(x, 0, sizeof(*x));
+    x->nruns = 0;
+    x->match = NULL;
     const char *tick = memchr(s, '`', n);
     if (tick) {
-        size_t cap = 0;
         for (size_t i = (size_t)(tick - s); i < n;) {
             if (s[i] != '`') {
                 if (markdown_bytewise) {
@@ -331,7 +378,7 @@ static void lidx_build(struct lidx *x, const char *s, size_t n, int links)
                 i = (size_t)(p - s);
             }
             size_t k = run_len(s, n, i, '`');
-            XGROW(x->bylen, x->nruns + 1, cap);
+            XGROW(x->bylen, x->nruns + 1, x->caprun);
             x->bylen[x->nruns++] = (struct tick_run){i, k};
             i += k;
         }
@@ -340,8 +387,10 @@ static void lidx_build(struct lidx *x, const char *s, size_t n, int links)
     }
     if (!links || !memchr(s, '[', n))
         return;
-    x->match = xmalloc(n * sizeof(*x->match));
-    size_t *stack = xmalloc(n * sizeof(*stack)), top = 0;
+    XGROW(x->match_mem, n, x->capmatch);
+    XGROW(x->stack, n, x->capstack);
+    x->match = x->match_mem;
+    size_t *stack = x->stack, top = 0;
     memset(x->match, 0xFF, n * sizeof(*x->match)); /* SIZE_MAX: no partner */
     for (size_t i = 0; i < n;) { /* brackets: code spans hide them */
         i = skip_plain(s, i, n, MC_BRACKET);
@@ -375,13 +424,14 @@ static void lidx_build(struct lidx *x, const char *s, size_t n, int links)
             x->match[stack[--top]] = i;
         i++;
     }
-    free(stack);
 }
 
 static void lidx_free(struct lidx *x)
 {
     free(x->bylen);
-    free(x->match);
+    free(x->match_mem);
+    free(x->stack);
+    memset(x, 0, sizeof(*x));
 }
 
 /* [text](url) starting with '[' at i: fills the node ranges; returns the end or 0. */
@@ -606,7 +656,9 @@ static void pair_emphasis(struct nodes *ns)
     long n = (long)ns->n, last = -1;
     if (n == 0)
         return;
-    long *prev = xmalloc((size_t)n * sizeof(*prev)), *next = xmalloc((size_t)n * sizeof(*next));
+    long small[2][64]; /* a real line's nodes fit: no allocation */
+    long *prev = n <= 64 ? small[0] : xmalloc((size_t)n * sizeof(*prev));
+    long *next = n <= 64 ? small[1] : xmalloc((size_t)n * sizeof(*next));
     long bottom[3][2][3];
     for (int a = 0; a < 3; a++)
         for (int b = 0; b < 2; b++)
@@ -674,8 +726,10 @@ static void pair_emphasis(struct nodes *ns)
         }
     }
 #undef UNLINK
-    free(prev);
-    free(next);
+    if (prev != small[0]) {
+        free(prev);
+        free(next);
+    }
 }
 
 struct ictx {
@@ -760,15 +814,19 @@ static void emit_nodes(struct lb *out, const char *s, const struct nodes *ns,
 
 static void render_inline(struct lb *out, const char *s, size_t n, const struct ictx *cx)
 {
-    struct nodes ns = {NULL, 0, 0};
-    struct lidx x;
+    /* the line itself uses the styler's arrays; a link's text inside it (depth > 0) its own */
+    struct nodes own = {NULL, 0, 0}, *ns = cx->depth ? &own : &cx->md->ns;
+    struct lidx xown = {0}, *x = cx->depth ? &xown : &cx->md->lx;
+    ns->n = 0;
     buf_reserve(&out->t, n + 16); /* the line's text in one allocation, not by doubling */
-    lidx_build(&x, s, n, cx->depth < MAX_LINK_DEPTH);
-    tokenize(&x, s, n, &ns, cx->depth);
-    lidx_free(&x);
-    pair_emphasis(&ns);
-    emit_nodes(out, s, &ns, cx);
-    free(ns.v);
+    lidx_build(x, s, n, cx->depth < MAX_LINK_DEPTH);
+    tokenize(x, s, n, ns, cx->depth);
+    pair_emphasis(ns);
+    emit_nodes(out, s, ns, cx);
+    if (cx->depth) {
+        lidx_free(&xown);
+        free(own.v);
+    }
 }
 
 static void inline_into(struct markdown *md, struct lb *out, const char *s, size_t n, int slot)
@@ -837,7 +895,7 @@ static int has_pipe(const char *s, size_t n)
 {
     if (!memchr(s, '|', n))
         return 0;
-    struct lidx x;
+    struct lidx x = {0};
     int found = 0;
     lidx_build(&x, s, n, 0);
     for (size_t i = 0; i < n && !found; i++) {
@@ -867,7 +925,7 @@ static int split_cells(const char *s, size_t n, size_t *ca, size_t *cb)
         b--;
     int nc = 0;
     size_t start = a;
-    struct lidx ix;
+    struct lidx ix = {0};
     lidx_build(&ix, s, n, 0);
     for (size_t i = a; i <= b; i++) {
         if (i < b && s[i] == '\\') {
@@ -931,6 +989,32 @@ static int delim_row(const char *s, size_t n, char *align)
 
 /* ---- emitting lines ---- */
 
+/* n bytes (8-aligned) in the newest block of finished lines' text, a new block when it is
+ * full. */
+static char *md_alloc(struct markdown *md, size_t n)
+{
+    n = (n + 7) & ~(size_t)7;
+    struct mdblock *last = md->nmb > md->mb0 ? &md->mb[md->nmb - 1] : NULL;
+    if (!last || last->size - last->used < n) {
+        if (md->mb0 && md->mb0 * 2 >= md->nmb) { /* the array's freed head goes */
+            memmove(md->mb, md->mb + md->mb0, (md->nmb - md->mb0) * sizeof(*md->mb));
+            md->nmb -= md->mb0;
+            md->mb0 = 0;
+        }
+        XGROW(md->mb, md->nmb + 1, md->capmb);
+        last = &md->mb[md->nmb++];
+        last->size = n > MD_ARENA_BLOCK ? n : MD_ARENA_BLOCK;
+        last->mem = xmalloc(last->size);
+        last->used = 0;
+    }
+    char *p = last->mem + last->used;
+    last->used += n;
+    last->lines = md->n + 1; /* the line being committed is in it */
+    return p;
+}
+
+/* The builder's line becomes finished line md->n: its spans and text copied into the blocks
+ * (no allocation of its own), the builder emptied for the next line. */
 static void commit_line(struct markdown *md, struct lb *b, int kind, int level, int hang,
                         unsigned flags)
 {
@@ -938,9 +1022,36 @@ static void commit_line(struct markdown *md, struct lb *b, int kind, int level, 
         XGROW(md->blocks, md->nblocks + 1, md->capblocks);
         md->blocks[md->nblocks++] = xmalloc(LINE_BLOCK * sizeof(**md->blocks));
     }
-    lb_finish(b, &md->blocks[md->n / LINE_BLOCK][md->n % LINE_BLOCK], md->base, kind, level,
-              hang, flags);
+    struct markdown_line *out = &md->blocks[md->n / LINE_BLOCK][md->n % LINE_BLOCK];
+    line_meta(out, md->base, kind, level, hang, flags);
+    size_t spb = b->n * sizeof(*b->sp);
+    char *mem = md_alloc(md, spb + b->t.len + 1);
+    if (b->n)
+        memcpy(mem, b->sp, spb);
+    memcpy(mem + spb, buf_str(&b->t), b->t.len + 1);
+    out->wl.spans = b->n ? (const struct theme_span *)(void *)mem : NULL;
+    out->wl.nspans = b->n;
+    out->wl.text = mem + spb;
+    out->wl.len = b->t.len;
     md->n++;
+    lb_clear(b);
+}
+
+/* The builder's line becomes the provisional partial line: the builder's buffers and the
+ * partial line's trade places (no copy). */
+static void partial_line(struct markdown *md, struct lb *b, int kind, int level, int hang,
+                         unsigned flags)
+{
+    struct lb t = *b;
+    *b = md->pl;
+    md->pl = t;
+    lb_clear(b);
+    line_meta(&md->partial, md->base, kind, level, hang, flags);
+    md->partial.wl.text = buf_str(&md->pl.t);
+    md->partial.wl.len = md->pl.t.len;
+    md->partial.wl.spans = md->pl.n ? md->pl.sp : NULL;
+    md->partial.wl.nspans = md->pl.n;
+    md->have_partial = 1;
 }
 
 /* Where a line lands: committed, or the provisional partial line. */
@@ -952,13 +1063,10 @@ struct sink {
 static void sink_line(const struct sink *k, struct lb *b, int kind, int level, int hang,
                       unsigned flags)
 {
-    if (k->commit) {
+    if (k->commit)
         commit_line(k->md, b, kind, level, hang, flags);
-    } else {
-        mdline_free(&k->md->partial);
-        lb_finish(b, &k->md->partial, k->md->base, kind, level, hang, flags);
-        k->md->have_partial = 1;
-    }
+    else
+        partial_line(k->md, b, kind, level, hang, flags);
 }
 
 /* The deepest list level whose content column is <= indent (0 when none). */
@@ -976,11 +1084,11 @@ static int list_level_for(const struct mdstate *st, size_t indent)
 static void code_line(struct markdown *md, struct mdstate *st, const char *s, size_t n,
                       const struct sink *k)
 {
-    struct lb b = {BUF_INIT, NULL, 0, 0};
+    struct lb *b = lb_line(md);
     size_t strip = count_indent(s, n);
     if (strip > (size_t)st->fence_indent)
         strip = (size_t)st->fence_indent;
-    lb_spaces(&b, (size_t)st->code_indent, md->base);
+    lb_spaces(b, (size_t)st->code_indent, md->base);
     s += strip;
     n -= strip;
     if (st->lang && !md->no_highlight) {
@@ -989,17 +1097,17 @@ static void code_line(struct markdown *md, struct mdstate *st, const char *s, si
             md->hl = hl_new(st->lang);
         }
         hl_line(md->hl, &st->hls, s, n, &md->hsp);
-        size_t at = b.t.len; /* the text once, then its spans shifted */
-        buf_append(&b.t, s, n);
-        XGROW(b.sp, b.n + md->hsp.n, b.cap);
+        size_t at = b->t.len; /* the text once, then its spans shifted */
+        buf_append(&b->t, s, n);
+        XGROW(b->sp, b->n + md->hsp.n, b->cap);
         for (size_t i = 0; i < md->hsp.n; i++) {
-            b.sp[b.n] = md->hsp.v[i];
-            b.sp[b.n++].off += (uint32_t)at;
+            b->sp[b->n] = md->hsp.v[i];
+            b->sp[b->n++].off += (uint32_t)at;
         }
     } else {
-        lb_add(&b, s, n, THEME_CODE, 0);
+        lb_add(b, s, n, THEME_CODE, 0);
     }
-    sink_line(k, &b, MARKDOWN_CODE, 0, st->code_indent, WRAP_PRE);
+    sink_line(k, b, MARKDOWN_CODE, 0, st->code_indent, WRAP_PRE);
 }
 
 static void raw_table_line(struct markdown *md, const char *s, size_t n, struct markdown_line *out)
@@ -1014,7 +1122,7 @@ static void raw_table_line(struct markdown *md, const char *s, size_t n, struct 
 static void block_fence(struct markdown *md, struct mdstate *st, const char *p, size_t rest,
                         size_t indent, size_t flen, char fch, const struct sink *k)
 {
-    struct lb b = {BUF_INIT, NULL, 0, 0};
+    struct lb *b = lb_line(md);
     st->fence = 1;
     st->fence_ch = fch;
     st->fence_len = (int)flen;
@@ -1028,9 +1136,9 @@ static void block_fence(struct markdown *md, struct mdstate *st, const char *p, 
         e++;
     st->lang = hl_lang_find(p + a, e - a);
     st->hls = (struct hl_state)HL_STATE_INIT;
-    lb_spaces(&b, (size_t)st->code_indent, md->base);
-    lb_add(&b, p + a, e - a, THEME_CODE_LABEL, 0);
-    sink_line(k, &b, MARKDOWN_CODE_LABEL, 0, st->code_indent, WRAP_PRE);
+    lb_spaces(b, (size_t)st->code_indent, md->base);
+    lb_add(b, p + a, e - a, THEME_CODE_LABEL, 0);
+    sink_line(k, b, MARKDOWN_CODE_LABEL, 0, st->code_indent, WRAP_PRE);
 }
 
 /* An ATX heading at p ("## text", an optional closing run of #s); 0 when p is not one. */
@@ -1053,12 +1161,12 @@ static int block_heading(struct markdown *md, struct mdstate *st, const char *p,
         while (e > a && p[e - 1] == ' ')
             e--;
     }
-    struct lb b = {BUF_INIT, NULL, 0, 0};
+    struct lb *b = lb_line(md);
     st->nlist = 0;
-    lb_add(&b, p, h, THEME_DIM, 0);
-    lb_add(&b, " ", 1, THEME_DIM, 0);
-    inline_into(md, &b, p + a, e - a, THEME_HEADING);
-    sink_line(k, &b, MARKDOWN_HEADING, (int)h, (int)h + 1, 0);
+    lb_add(b, p, h, THEME_DIM, 0);
+    lb_add(b, " ", 1, THEME_DIM, 0);
+    inline_into(md, b, p + a, e - a, THEME_HEADING);
+    sink_line(k, b, MARKDOWN_HEADING, (int)h, (int)h + 1, 0);
     return 1;
 }
 
@@ -1066,7 +1174,7 @@ static int block_heading(struct markdown *md, struct mdstate *st, const char *p,
 static void block_quote(struct markdown *md, struct mdstate *st, const char *s, size_t n,
                         size_t indent, const struct sink *k)
 {
-    struct lb b = {BUF_INIT, NULL, 0, 0};
+    struct lb *b = lb_line(md);
     int depth = 0;
     size_t i = indent;
     while (i < n && s[i] == '>') {
@@ -1082,9 +1190,9 @@ static void block_quote(struct markdown *md, struct mdstate *st, const char *s, 
     }
     st->nlist = 0;
     for (int d = 0; d < depth; d++)
-        lb_add(&b, "\xE2\x94\x82 ", 4, THEME_QUOTE, 0);
-    inline_into(md, &b, s + i, n - i, THEME_QUOTE);
-    sink_line(k, &b, MARKDOWN_QUOTE, depth, 2 * depth, 0);
+        lb_add(b, "\xE2\x94\x82 ", 4, THEME_QUOTE, 0);
+    inline_into(md, b, s + i, n - i, THEME_QUOTE);
+    sink_line(k, b, MARKDOWN_QUOTE, depth, 2 * depth, 0);
 }
 
 /* The length of the list marker at p ("-", "*", "+", "1." or "1)" before a space or the end),
@@ -1110,7 +1218,7 @@ static size_t list_marker(const char *p, size_t rest, int *ordered)
 static void block_list_item(struct markdown *md, struct mdstate *st, const char *p, size_t rest,
                             size_t indent, size_t mlen, int ordered, const struct sink *k)
 {
-    struct lb b = {BUF_INIT, NULL, 0, 0};
+    struct lb *b = lb_line(md);
     size_t sp = 0;
     while (mlen + sp < rest && p[mlen + sp] == ' ')
         sp++;
@@ -1140,32 +1248,32 @@ static void block_list_item(struct markdown *md, struct mdstate *st, const char 
         box = p[a + 1] == ' ' ? "\xE2\x98\x90" : "\xE2\x98\x91";
         a += rest - a == 3 ? 3 : 4;
     }
-    lb_spaces(&b, (size_t)depth * 2, md->base);
+    lb_spaces(b, (size_t)depth * 2, md->base);
     size_t mw;
     if (ordered) {
-        lb_add(&b, p, mlen, THEME_LIST_MARKER, 0);
+        lb_add(b, p, mlen, THEME_LIST_MARKER, 0);
         mw = mlen;
         if (box) {
-            lb_add(&b, " ", 1, md->base, 0);
-            lb_add(&b, box, 3, THEME_LIST_MARKER, 0);
+            lb_add(b, " ", 1, md->base, 0);
+            lb_add(b, box, 3, THEME_LIST_MARKER, 0);
             mw += 2;
         }
     } else {
         const char *m = box ? box : bullets[depth % 3];
-        lb_add(&b, m, strlen(m), THEME_LIST_MARKER, 0);
+        lb_add(b, m, strlen(m), THEME_LIST_MARKER, 0);
         mw = 1;
     }
-    lb_add(&b, " ", 1, md->base, 0);
+    lb_add(b, " ", 1, md->base, 0);
     st->lout[depth] = depth * 2 + (int)mw + 1;
-    inline_into(md, &b, p + a, rest - a, md->base);
-    sink_line(k, &b, MARKDOWN_LIST, depth, st->lout[depth], 0);
+    inline_into(md, b, p + a, rest - a, md->base);
+    sink_line(k, b, MARKDOWN_LIST, depth, st->lout[depth], 0);
 }
 
 /* One line of block structure outside code fences and tables. */
 static void block_line(struct markdown *md, struct mdstate *st, const char *s, size_t n,
                        const struct sink *k)
 {
-    struct lb b = {BUF_INIT, NULL, 0, 0};
+    struct lb *b = lb_line(md);
     size_t indent = count_indent(s, n);
     const char *p = s + indent;
     size_t rest = n - indent;
@@ -1174,7 +1282,7 @@ static void block_line(struct markdown *md, struct mdstate *st, const char *s, s
     int ordered;
 
     if (rest == 0) {
-        sink_line(k, &b, MARKDOWN_BLANK, 0, 0, 0);
+        sink_line(k, b, MARKDOWN_BLANK, 0, 0, 0);
         return;
     }
     if ((flen = fence_open(p, rest, &fch)) != 0) {
@@ -1185,8 +1293,8 @@ static void block_line(struct markdown *md, struct mdstate *st, const char *s, s
         return;
     if (is_rule(s, n)) {
         st->nlist = 0;
-        lb_add(&b, "\xE2\x94\x80\xE2\x94\x80\xE2\x94\x80", 9, THEME_RULE, 0);
-        sink_line(k, &b, MARKDOWN_RULE, 0, 0, WRAP_RULE);
+        lb_add(b, "\xE2\x94\x80\xE2\x94\x80\xE2\x94\x80", 9, THEME_RULE, 0);
+        sink_line(k, b, MARKDOWN_RULE, 0, 0, WRAP_RULE);
         return;
     }
     if (indent <= 3 && p[0] == '>') {
@@ -1199,16 +1307,16 @@ static void block_line(struct markdown *md, struct mdstate *st, const char *s, s
     }
     if (indent > 0 && st->nlist > 0) {
         int d = list_level_for(st, indent);
-        lb_spaces(&b, (size_t)st->lout[d], md->base);
-        inline_into(md, &b, p, rest, md->base);
-        sink_line(k, &b, MARKDOWN_LIST, d, st->lout[d], 0);
+        lb_spaces(b, (size_t)st->lout[d], md->base);
+        inline_into(md, b, p, rest, md->base);
+        sink_line(k, b, MARKDOWN_LIST, d, st->lout[d], 0);
         return;
     }
     if (indent == 0)
         st->nlist = 0;
-    lb_spaces(&b, indent, md->base);
-    inline_into(md, &b, p, rest, md->base);
-    sink_line(k, &b, MARKDOWN_TEXT, 0, (int)indent, 0);
+    lb_spaces(b, indent, md->base);
+    inline_into(md, b, p, rest, md->base);
+    sink_line(k, b, MARKDOWN_TEXT, 0, (int)indent, 0);
 }
 
 /* ---- tables ---- */
@@ -1260,19 +1368,19 @@ static void free_cells(struct markdown *md, struct cells *cl)
 static void emit_table_row(struct markdown *md, char kind, const struct cells *cl,
                            const struct cells *head)
 {
-    struct lb b = {BUF_INIT, NULL, 0, 0};
-    lb_add(&b, md->meta.data, md->meta.len, md->base, 0);
-    b.t.data[1] = kind; /* "\x1d" KIND ... */
+    struct lb *b = lb_line(md);
+    lb_add(b, md->meta.data, md->meta.len, md->base, 0);
+    b->t.data[1] = kind; /* "\x1d" KIND ... */
     for (int c = 0; cl && c < md->ncols; c++) {
         if (c)
-            lb_add(&b, "\x1f", 1, md->base, 0);
-        lb_cat(&b, &cl->c[c]);
+            lb_add(b, "\x1f", 1, md->base, 0);
+        lb_cat(b, &cl->c[c]);
     }
     for (int c = 0; head && c < md->ncols; c++) {
-        lb_add(&b, c ? "\x1f" : "\x1e", 1, md->base, 0);
-        lb_cat(&b, &head->c[c]);
+        lb_add(b, c ? "\x1f" : "\x1e", 1, md->base, 0);
+        lb_cat(b, &head->c[c]);
     }
-    commit_line(md, &b, MARKDOWN_TABLE, 0, 0, WRAP_TABLE);
+    commit_line(md, b, MARKDOWN_TABLE, 0, 0, WRAP_TABLE);
 }
 
 /* Emit the held rows (header, delimiter, body...), measured together. */
@@ -1402,18 +1510,23 @@ void markdown_free(struct markdown *md)
 {
     if (!md)
         return;
-    for (size_t i = md->released; i < md->n; i++)
-        mdline_free(&md->blocks[i / LINE_BLOCK][i % LINE_BLOCK]);
     for (size_t b = 0; b < md->nblocks; b++)
         free(md->blocks[b]);
     free(md->blocks);
+    for (size_t b = md->mb0; b < md->nmb; b++)
+        free(md->mb[b].mem);
+    free(md->mb);
     drop_held(md);
     free(md->held);
     table_end_flow(md);
     buf_free(&md->meta);
-    mdline_free(&md->partial);
+    lb_free(&md->pl);
+    lb_free(&md->line);
+    free(md->ns.v);
+    lidx_free(&md->lx);
     buf_free(&md->cur);
     buf_free(&md->scratch);
+    buf_free(&md->pclean);
     hl_free(md->hl);
     hl_spans_free(&md->hsp);
     free(md);
@@ -1496,11 +1609,20 @@ void markdown_release(struct markdown *md, size_t upto)
         upto = md->n;
     for (; md->released < upto; md->released++) {
         size_t i = md->released;
-        mdline_free(&md->blocks[i / LINE_BLOCK][i % LINE_BLOCK]);
+        memset(&md->blocks[i / LINE_BLOCK][i % LINE_BLOCK], 0, sizeof(**md->blocks));
         if (i % LINE_BLOCK == LINE_BLOCK - 1) { /* the block's last line: the block goes */
             free(md->blocks[i / LINE_BLOCK]);
             md->blocks[i / LINE_BLOCK] = NULL;
         }
+    }
+    /* the text blocks whose lines are all released: freed, but the newest, which is emptied
+     * for the next lines */
+    while (md->mb0 < md->nmb && md->mb[md->mb0].lines <= md->released) {
+        if (md->mb0 + 1 == md->nmb) {
+            md->mb[md->mb0].used = 0;
+            break;
+        }
+        free(md->mb[md->mb0++].mem);
     }
 }
 
@@ -1509,7 +1631,7 @@ static void update_pending(struct markdown *md)
     if (!md->pending_dirty)
         return;
     md->pending_dirty = 0;
-    mdline_free(&md->partial);
+    memset(&md->partial, 0, sizeof(md->partial)); /* its text stays in pl for the next one */
     md->have_partial = 0;
     size_t n = md->cur.len;
     if (n == 0)
@@ -1519,22 +1641,23 @@ static void update_pending(struct markdown *md)
         n--;
     if (n == 0)
         return;
-    struct buf clean = BUF_INIT;
-    wrap_clean(&clean, md->cur.data, n);
-    const char *s = buf_str(&clean);
-    n = clean.len;
+    struct buf *clean = &md->pclean;
+    buf_reset(clean);
+    wrap_clean(clean, md->cur.data, n);
+    const char *s = buf_str(clean);
+    n = clean->len;
     struct sink k = {md, 0};
     if (md->st.fence) {
         struct mdstate copy = md->st; /* a preview must not change the block state */
         code_line(md, &copy, s, n, &k);
     } else if (md->table != TABLE_NONE && has_pipe(s, n)) {
-        raw_table_line(md, s, n, &md->partial);
-        md->have_partial = 1;
+        struct lb *b = lb_line(md);
+        inline_into(md, b, s, n, md->base);
+        partial_line(md, b, MARKDOWN_TABLE_RAW, 0, 0, WRAP_PRE);
     } else {
         struct mdstate copy = md->st; /* a preview must not change the block state */
         block_line(md, &copy, s, n, &k);
     }
-    buf_free(&clean);
 }
 
 size_t markdown_pending_count(struct markdown *md)
