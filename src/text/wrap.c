@@ -408,6 +408,27 @@ static inline int wrap_ascii_word(struct wrapper *w)
 
 int wrap_bytewise;
 
+/* The end of the run of printable ASCII other than space (0x21..0x7E) starting at s[pos]:
+ * eight bytes at a time (a byte below 0x21 or above 0x7E ends it; the lowest flagged byte of
+ * the borrow/carry tricks is exact). */
+static inline size_t ascii_word_end(const unsigned char *s, size_t pos, size_t n)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    const uint64_t ones = 0x0101010101010101u, high = 0x8080808080808080u;
+    while (pos + 8 <= n) {
+        uint64_t x;
+        memcpy(&x, s + pos, 8);
+        uint64_t m = (((x - ones * 0x21) & ~x) | ((x + ones) | x)) & high;
+        if (m)
+            return pos + (size_t)(__builtin_ctzll(m) >> 3);
+        pos += 8;
+    }
+#endif
+    while (pos < n && s[pos] > 0x20 && s[pos] < 0x7F)
+        pos++;
+    return pos;
+}
+
 /* wrap_one's loop (wrap_spaces after the row's start, wrap_ascii_word, wrap_char) for printable
  * ASCII, spaces and the CJK that cluster_ascii measures inline, with the state in locals and
  * the clusters classified inline: the same rows and the same state. Returns at the first byte
@@ -448,9 +469,7 @@ static void wrap_fast(struct wrapper *w)
         size_t k, cw;
         int cjk;
         if (c > 0x20 && c < 0x7F) {
-            size_t e = pos;
-            while (e < n && s[e] > 0x20 && s[e] < 0x7F)
-                e++;
+            size_t e = ascii_word_end(s, pos + 1, n);
             if (e < n && s[e] >= 0x80)
                 e--;
             if (e > pos && col + (e - pos) <= avail) { /* wrap_ascii_word */
@@ -668,6 +687,23 @@ static void normalise_spans(struct dlist *dl, struct dline *l, const struct them
 {
     size_t at = 0, first = dl->nspans;
     l->span0 = (uint32_t)first;
+    /* what markdown makes (the spans in order, each where the last ended, none empty, no two
+     * neighbours alike, the last at the end) is stored as it is, in one copy */
+    size_t ok = 0;
+    while (ok < nsp && sp[ok].off == at && sp[ok].len &&
+           (ok == 0 || sp[ok].slot != sp[ok - 1].slot || sp[ok].attrs != sp[ok - 1].attrs)) {
+        at += sp[ok].len;
+        ok++;
+    }
+    if (ok == nsp && at == l->len && nsp > 0 &&
+        !(nsp == 1 && sp[0].slot == l->slot && sp[0].attrs == 0)) {
+        XGROW(dl->spans, first + nsp, dl->capspans);
+        memcpy(dl->spans + first, sp, nsp * sizeof(*sp));
+        dl->nspans = first + nsp;
+        l->nspans = (uint32_t)nsp;
+        return;
+    }
+    at = 0;
     for (size_t i = 0; i < nsp; i++) {
         size_t a = sp[i].off, b = (size_t)sp[i].off + sp[i].len;
         if (b > l->len)
