@@ -36,6 +36,8 @@
 #define TUI_DELAY_SLACK 0.002      /* less this for waking up, */
 #define TUI_FRAME_MIN (1.0 / 120.0) /* but never closer than this */
 #define TUI_TAKE 0.002             /* text waiting for a frame is taken at most this often */
+#define TUI_SLICE 16384            /* text styled between two looks at the clock: a frame that
+                                      falls due inside a large batch is drawn there */
 #define TUI_COUNT_STEP 16384       /* answer bytes counted at a time when no usage will count
                                       them (~0.5 ms), */
 #define TUI_COUNT_ROOM 0.002       /* when the next frame is at least this far */
@@ -533,20 +535,41 @@ void tui_resume(struct tui *t, int64_t id, int replace)
     free(m);
 }
 
+static double tui_frame_due(const struct tui *t);
+static void tui_frame_cost(struct tui *t, double t0);
+
+/* Text of the answer: styled TUI_SLICE bytes at a time, and when a frame falls due before a
+ * large batch (a cache replay is one, the network's up to 256 KiB) is all styled, the frame
+ * is drawn there, so what arrived first is on screen before the rest is styled. The rest
+ * counts as arrived at t1 (an upper bound of its delay). */
 static void tui_sink_text(void *ud, int reasoning, const char *s, size_t n, double t1, double t2)
 {
     struct tui *t = ud;
     if (t->answer == TUI_NO_ANSWER)
         return;
     tui_tools_answer_next(t); /* after a tool round: a new answer below its lines */
-    tui_view_answer_text(t->view, t->answer, reasoning, s, n);
-    if (!reasoning)
-        tui_status_text(&t->st, n, t1, t2);
-    else if (t->st.state == TUI_STATE_WAITING)
-        t->st.state = TUI_STATE_STREAMING;
-    if (!t->oldest || t1 < t->oldest)
-        t->oldest = t1;
-    t->undrawn++;
+    for (size_t at = 0; at < n;) {
+        size_t k = n - at > TUI_SLICE ? TUI_SLICE : n - at;
+        tui_view_answer_text(t->view, t->answer, reasoning, s + at, k);
+        if (!reasoning)
+            tui_status_text(&t->st, k, t1, t2);
+        else if (t->st.state == TUI_STATE_WAITING)
+            t->st.state = TUI_STATE_STREAMING;
+        at += k;
+        if (!t->oldest || t1 < t->oldest)
+            t->oldest = t1;
+        if (at == n) {
+            t->undrawn++;
+        } else if (util_now() >= tui_frame_due(t)) {
+            double t0 = util_now();
+            t->undrawn++;
+            t->dirty |= TUI_D_VIEW | TUI_D_STATUS;
+            if (t->trace)
+                fprintf(t->trace, "P %zu %zu\n", at, n); /* a frame inside a batch */
+            tui_frame(t);
+            tui_frame_cost(t, t0);
+        }
+    }
     t->dirty |= TUI_D_VIEW | TUI_D_STATUS;
 }
 
@@ -1282,6 +1305,16 @@ static double tui_frame_due(const struct tui *t)
     return due;
 }
 
+/* What a frame takes (the text taken just before it included), smoothed: the frame that
+ * started at t0 has just ended. */
+static void tui_frame_cost(struct tui *t, double t0)
+{
+    double cost = util_now() - t0;
+    if (cost > 0.008)
+        cost = 0.008;
+    t->frame_cost = t->frame_cost > 0 ? 0.75 * t->frame_cost + 0.25 * cost : cost;
+}
+
 /* Milliseconds from now until t (at least 1: poll() takes whole milliseconds). */
 static int tui_ms_until(double t, double now)
 {
@@ -1302,10 +1335,8 @@ static int tui_run_timeout(struct tui *t, const struct session_sink *sink, doubl
                 t->last_take = now;
             }
             tui_frame(t);
+            tui_frame_cost(t, t0);
             now = util_now();
-            /* what a frame takes (the text taken just before it included), smoothed */
-            double cost = now - t0 < 0.008 ? now - t0 : 0.008;
-            t->frame_cost = t->frame_cost > 0 ? 0.75 * t->frame_cost + 0.25 * cost : cost;
         } else {
             timeout = tui_ms_until(due, now);
         }
