@@ -40,6 +40,7 @@ struct remote_part {
     int terminal, resumed;
     char *out_file, *err_file; /* OpenAI's files; Anthropic's results URL is in out_file */
     char *error;           /* a failed batch's first error */
+    cJSON *errors;         /* its errors.data: {code, message, line} per refused upload line */
 };
 
 struct remote_item {
@@ -49,6 +50,7 @@ struct remote_item {
     off_t off;             /* where its line is in the spool */
     long len;              /* -1: no line (yet) */
     int part;              /* request: the part it went in; -1: a local line */
+    long pos;              /* request: its line in the part's upload (1-based) */
 };
 
 struct remote_job {
@@ -244,6 +246,8 @@ static void remote_read_batch(const struct remote_job *j, struct remote_part *p,
     const cJSON *errs = cJSON_GetObjectItemCaseSensitive(o, "errors");
     const cJSON *first = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(errs, "data"), 0);
     if (first) {
+        cJSON_Delete(p->errors);
+        p->errors = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(errs, "data"), 1);
         const char *m = remote_str(first, "message");
         long line = remote_num(first, "line");
         free(p->error);
@@ -439,8 +443,13 @@ static int remote_flush(struct remote_job *j, struct buf *err)
     }
     buf_free(&j->cur);
     j->cur_n = 0;
-    if (rc != 0)
+    if (rc != 0) { /* not made: forget it */
+        free(p->out_file);
+        free(p->err_file);
+        free(p->error);
+        cJSON_Delete(p->errors);
         j->n_parts--;
+    }
     return rc;
 }
 
@@ -514,6 +523,7 @@ int remote_job_add(struct remote_job *j, long line, const char *id, const char *
     it->id = xstrdup(id);
     it->model = remote_model(j, model);
     it->part = (int)j->n_parts;
+    it->pos = (long)j->cur_n;
     return 0;
 }
 
@@ -783,8 +793,9 @@ static void remote_decode(const struct remote_job *j, const struct remote_part *
     cJSON_Delete(o);
 }
 
-/* The line of a request without a result: what its batch's end says about it. */
-static void remote_missing(const struct remote_part *p, struct net_result *r)
+/* The line of a request without a result (pos: its line in the upload): what its batch's end
+ * says about it. */
+static void remote_missing(const struct remote_part *p, long pos, struct net_result *r)
 {
     r->outcome = API_ERR_HTTP;
     if (strcmp(p->status, "cancelled") == 0 || strcmp(p->status, "canceled") == 0) {
@@ -797,7 +808,17 @@ static void remote_missing(const struct remote_part *p, struct net_result *r)
                              "ran", p->id);
     } else if (strcmp(p->status, "failed") == 0) {
         snprintf(r->error_code, sizeof r->error_code, "batch_failed");
-        r->error = xasprintf("batch %s failed: %s", p->id, p->error ? p->error : "no reason");
+        const cJSON *e, *own = NULL;
+        cJSON_ArrayForEach(e, p->errors)
+            if (!own && remote_num(e, "line") == pos)
+                own = e;
+        const char *m = own ? remote_str(own, "message") : NULL;
+        if (own)
+            r->error = xasprintf("batch %s failed: this request was refused: %s", p->id,
+                                 m ? m : "invalid");
+        else
+            r->error = xasprintf("batch %s failed: %s", p->id, p->error ? p->error
+                                                                      : "no reason");
     } else
         r->error = xasprintf("batch %s (%s) returned no result for this request", p->id,
                              p->status);
@@ -825,7 +846,7 @@ static int remote_write(struct remote_job *j, int out_fd, remote_emit_fn fn, voi
         if (it->len >= 0 && remote_pread(j, it->off, (size_t)it->len, &line) == 0)
             remote_decode(j, p, line.data, line.len, &r, two);
         else
-            remote_missing(p, &r);
+            remote_missing(p, it->pos, &r);
         r.attempts = 1;
         fn(ud, it->line, it->id, &r, buf_str(&two[0]), buf_str(&two[1]), it->model);
         free(r.error);
@@ -966,6 +987,7 @@ void remote_job_free(struct remote_job *j)
         free(j->parts[i].out_file);
         free(j->parts[i].err_file);
         free(j->parts[i].error);
+        cJSON_Delete(j->parts[i].errors);
     }
     free(j->parts);
     buf_free(&j->cur);
@@ -1006,6 +1028,7 @@ int remote_status(const struct conf *c, const char *key, const char *id, int can
     free(p.out_file);
     free(p.err_file);
     free(p.error);
+    cJSON_Delete(p.errors);
     remote_job_free(j);
     buf_free(&err);
     return rc;

@@ -238,6 +238,17 @@ with ttlib.FakeServer() as srv:
     t.ok(len(lines) == 10 and all("failed" in r["error"] for r in lines),
          "failed: every line says the batch failed", str(lines[:1]))
 
+    rc, out, err = run(["batch", "--remote"] + POLL + [TEN], spec="bsteps=2,binvalid=3")
+    lines = parse(out)
+    eq(rc, 3, "a line refused by validation: exit 3")
+    t.ok(len(lines) == 10 and "this request was refused" in lines[2]["error"] and
+         "line 3 is not a valid batch request" in lines[2]["error"],
+         "a line refused by validation: its own line says why", str(lines[2:3]))
+    t.ok(all("failed" in r["error"] and "line 3 of the upload" in r["error"]
+             for r in lines[:2] + lines[3:]),
+         "a line refused by validation: the others say the batch failed, and for which line",
+         str(lines[:1]))
+
     # --- status, cancel, and a running job that sees the cancel ---
     for api in ("openai", "anthropic"):
         n0 = len(batch_log(srv))

@@ -833,7 +833,7 @@ RATE = RateBuckets()
 # makes it cancelling (canceling) and the next poll ends it, the requests not run yet cancelled.
 # A request whose last user text holds "FAIL" gets a 400 (error file / "errored").
 
-INT_KEYS.update({"bsteps", "bmax", "bstep_ms", "bflaky"})
+INT_KEYS.update({"bsteps", "bmax", "bstep_ms", "bflaky", "binvalid"})
 STR_KEYS.update({"bend"})
 BATCH_ROUTE = re.compile(r"^(.*?)/v1/(files|batches|messages/batches)(?:/([^/]+))?"
                          r"(?:/(content|cancel|results))?$")
@@ -1074,6 +1074,7 @@ def handle_batch(handler, method, m, raw, rec):
                     assert o["method"] == "POST" and o["url"] == body["endpoint"]
                     assert isinstance(o["body"], dict) and o["body"].get("stream") is not True
                     assert cid not in seen
+                    assert spec.get("binvalid") != i
                 except (ValueError, KeyError, AssertionError, TypeError):
                     errors.append({"code": "invalid_request", "line": i,
                                    "message": "line %d is not a valid batch request" % i})
