@@ -109,4 +109,8 @@ complete -c tokterm -n '__fish_seen_subcommand_from doctor' -l timeout -x -d 'se
 complete -c tokterm -n '__fish_seen_subcommand_from batch' -s j -l concurrency -x -d 'requests at once'
 complete -c tokterm -n '__fish_seen_subcommand_from batch' -s o -l out -r -F -d 'write answers to FILE'
 complete -c tokterm -n '__fish_seen_subcommand_from batch' -l resume -d 'skip ids already complete'
+complete -c tokterm -n '__fish_seen_subcommand_from batch' -l remote -d "through the provider's Batch API"
+complete -c tokterm -n '__fish_seen_subcommand_from batch' -l remote-poll -x -d 'seconds between looks'
+complete -c tokterm -n '__fish_seen_subcommand_from batch' -l remote-status -x -d "a provider batch's state"
+complete -c tokterm -n '__fish_seen_subcommand_from batch' -l remote-cancel -x -d 'cancel a provider batch'
 complete -c tokterm -n '__fish_seen_subcommand_from batch' -F
