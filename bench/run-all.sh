@@ -9,7 +9,8 @@
 # src/tokterm, bench/store/store_bench, and bench/tokenizer/tokbench (made on demand). Steps, in
 # order: stream (bench/stream/run.py), resume (bench/resume/run.py), tui (bench/tui/run.py),
 # highlight (bench/highlight/run.py), tokenizer (bench/tokenizer/run.sh), store (store_bench and
-# bench/store/search_e2e.py), batch (bench/batch/run.py), mcp (bench/mcp/run.py). Each comparison
+# bench/store/search_e2e.py), batch (bench/batch/run.py), mcp (bench/mcp/run.py), redis
+# (bench/redis/run.py: what state = redis adds to a request). Each comparison
 # runs its competitors interleaved in one run, 11 rounds (--quick: 3, smaller data, no
 # tokenizer), and reports medians; the table's header gives the commit ("-dirty" when the tree
 # differs from it), the load average at the start and the end, and the run time. Exit 1 when a
@@ -17,6 +18,6 @@
 # output is kept in --logs (default $TMPDIR/tokterm-bench-DATE).
 # Run time on the 2-core VM: 3 min 52 s quiet (8ccab0a), 7-13 min at load 4-10; the first run
 # ~2.5 min more (the store's databases); --quick ~2 minutes (bench/README.md).
-# Needs: python3, cc, curl, tmux, node and npm (the SDK and JS tokenizers; their packages are
+# Needs: python3, cc, curl, tmux, redis-server, node and npm (the SDK and JS tokenizers; their packages are
 # installed into bench/*/node_modules on first use).
 exec python3 "$(dirname "$0")/run_all.py" "$@"

@@ -22,7 +22,7 @@ sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True
 import benchlib  # noqa: E402
 
-STEPS = ("stream", "resume", "tui", "highlight", "tokenizer", "store", "batch", "mcp")
+STEPS = ("stream", "resume", "tui", "highlight", "tokenizer", "store", "batch", "mcp", "redis")
 
 
 def run_step(name, argv, log, env=None):
@@ -336,12 +336,16 @@ def main():
             argv = [py, os.path.join(HERE, "mcp", "run.py"), "--tokterm", tokterm,
                     "--rounds", str(rounds), "--rows", rows_file]
             code, out, dt = run_step(step, argv, log)
+        elif step == "redis":
+            argv = [py, os.path.join(HERE, "redis", "run.py"), "--build", build,
+                    "--rounds", str(rounds), "--rows", rows_file]
+            code, out, dt = run_step(step, argv, log)
         durations.append((step, dt))
         # the rows the scripts wrote, in the order of the steps
         t.load(rows_file)
         if os.path.exists(rows_file):
             os.unlink(rows_file)
-        if code != 0 and step in ("stream", "resume", "batch", "mcp"):
+        if code != 0 and step in ("stream", "resume", "batch", "mcp", "redis"):
             t.error("%s benchmark" % step, "<= 0", "exit %d: see %s" % (code, log))
 
     total = time.monotonic() - t0

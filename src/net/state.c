@@ -22,6 +22,8 @@
 #define STATE_TTL_MS "3600000"
 /* How long one process may probe unknown limits before another may (it may have died). */
 #define STATE_PROBE_MS "2000"
+/* Words of the longest command: EVALSHA sha numkeys, 2 keys, 10 arguments. */
+#define STATE_ARGV_MAX 16
 
 /* ---------------------------------------------------------------- scripts */
 
@@ -142,6 +144,7 @@ struct state {
     double next_try;          /* monotonic time of the next connection attempt */
     int lost;                 /* the connection was lost (a warning was given) */
     char sha[LUA_N][41];      /* each script's SHA-1 (SCRIPT LOAD on connecting) */
+    int pending;              /* updates sent whose replies are not read yet */
     char warning[512];        /* to hand out (state_take_warning), or "" */
     char shown[512];          /* the last one handed out */
     unsigned long calls, fallbacks;
@@ -185,6 +188,7 @@ static void state_lose(struct state *st, const char *reason)
         redisFree(st->c);
         st->c = NULL;
     }
+    st->pending = 0;
     st->next_try = util_now() + STATE_RETRY_S;
     if (!st->lost) {
         st->lost = 1;
@@ -217,6 +221,27 @@ static int state_simple(struct state *st, int argc, const char **argv, const siz
     return bad ? -1 : 0;
 }
 
+/* SCRIPT LOAD each script: its SHA-1 for EVALSHA. 0, or -1 with the connection lost. */
+static int state_load_scripts(struct state *st)
+{
+    for (int i = 0; i < LUA_N; i++) {
+        const char *av[3] = {"SCRIPT", "LOAD", lua_src[i]};
+        size_t al[3] = {6, 4, strlen(lua_src[i])};
+        redisReply *r = state_cmd(st, 3, av, al);
+        if (!r)
+            return -1;
+        int ok = r->type == REDIS_REPLY_STRING && r->len == 40;
+        if (ok)
+            memcpy(st->sha[i], r->str, 41);
+        freeReplyObject(r);
+        if (!ok) {
+            state_lose(st, "SCRIPT LOAD refused");
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* Connect when not connected and the time has come: 0 when connected. */
 static int state_connect(struct state *st)
 {
@@ -237,7 +262,6 @@ static int state_connect(struct state *st)
         state_lose(st, "cannot set its timeout");
         return -1;
     }
-    redisReply *r;
     if (st->addr.password[0]) { /* AUTH [user] password */
         const char *av[3] = {"AUTH", st->addr.user, st->addr.password};
         size_t al[3] = {4, strlen(st->addr.user), strlen(st->addr.password)};
@@ -258,20 +282,8 @@ static int state_connect(struct state *st)
         if (state_simple(st, 2, av, al, "SELECT refused") != 0)
             return -1;
     }
-    for (int i = 0; i < LUA_N; i++) {
-        const char *av[3] = {"SCRIPT", "LOAD", lua_src[i]};
-        size_t al[3] = {6, 4, strlen(lua_src[i])};
-        if (!(r = state_cmd(st, 3, av, al)))
-            return -1;
-        int ok = r->type == REDIS_REPLY_STRING && r->len == 40;
-        if (ok)
-            memcpy(st->sha[i], r->str, 41);
-        freeReplyObject(r);
-        if (!ok) {
-            state_lose(st, "SCRIPT LOAD refused");
-            return -1;
-        }
-    }
+    if (state_load_scripts(st) != 0)
+        return -1;
     if (st->lost)
         snprintf(st->warning, sizeof st->warning, "shared state %s reachable again: pacing "
                  "with it", st->label);
@@ -280,36 +292,63 @@ static int state_connect(struct state *st)
 }
 
 /* Run script i with keys and args: the reply (caller frees), or NULL (the local state answers). */
+/* The command that runs script i (EVALSHA, or EVAL with its text) into av/al; returns argc. */
+static int state_argv(struct state *st, int i, int eval, int nkeys, const char **keys,
+                      int nargs, const char **args, char nk[8], const char **av, size_t *al)
+{
+    snprintf(nk, 8, "%d", nkeys);
+    int n = 0;
+    av[n++] = eval ? "EVAL" : "EVALSHA";
+    av[n++] = eval ? lua_src[i] : st->sha[i];
+    av[n++] = nk;
+    for (int k = 0; k < nkeys; k++)
+        av[n++] = keys[k];
+    for (int k = 0; k < nargs && n < STATE_ARGV_MAX; k++)
+        av[n++] = args[k];
+    for (int k = 0; k < n; k++)
+        al[k] = strlen(av[k]);
+    return n;
+}
+
+/* Read the replies of the updates sent without waiting (state_send). A script cache flushed
+ * meanwhile (NOSCRIPT) loses that one update, and the scripts are loaded again. 0, or -1 with
+ * the connection lost. */
+static int state_drain(struct state *st)
+{
+    int reload = 0;
+    while (st->c && st->pending > 0) {
+        void *p = NULL;
+        if (redisGetReply(st->c, &p) != REDIS_OK || !p) {
+            state_lose(st, st->c->errstr);
+            return -1;
+        }
+        redisReply *r = p;
+        reload |= r->type == REDIS_REPLY_ERROR && util_starts_with(r->str, "NOSCRIPT");
+        freeReplyObject(r);
+        st->pending--;
+    }
+    return reload ? state_load_scripts(st) : 0;
+}
+
+/* Run script i with keys and args: the reply (caller frees), or NULL (the local state answers).
+ * The updates sent before are read first; all of it within the budget. */
 static redisReply *state_eval(struct state *st, int i, int nkeys, const char **keys, int nargs,
                               const char **args)
 {
     st->calls++;
-    if (state_connect(st) != 0) {
+    double t0 = util_now();
+    if (state_connect(st) != 0 || state_drain(st) != 0) {
         st->fallbacks++;
         return NULL;
     }
-    const char *av[16];
-    size_t al[16];
+    const char *av[STATE_ARGV_MAX];
+    size_t al[STATE_ARGV_MAX];
     char nk[8];
-    snprintf(nk, sizeof nk, "%d", nkeys);
-    int n = 0;
-    av[n++] = "EVALSHA";
-    av[n++] = st->sha[i];
-    av[n++] = nk;
-    for (int k = 0; k < nkeys; k++)
-        av[n++] = keys[k];
-    for (int k = 0; k < nargs && n < 16; k++)
-        av[n++] = args[k];
-    for (int k = 0; k < n; k++)
-        al[k] = strlen(av[k]);
-    double t0 = util_now();
+    int n = state_argv(st, i, 0, nkeys, keys, nargs, args, nk, av, al);
     redisReply *r = state_cmd(st, n, av, al);
     if (r && r->type == REDIS_REPLY_ERROR && util_starts_with(r->str, "NOSCRIPT")) {
         freeReplyObject(r); /* its script cache was flushed, or it restarted: send the text */
-        av[0] = "EVAL";
-        al[0] = 4;
-        av[1] = lua_src[i];
-        al[1] = strlen(lua_src[i]);
+        n = state_argv(st, i, 1, nkeys, keys, nargs, args, nk, av, al);
         r = state_cmd(st, n, av, al);
     }
     if (r && r->type == REDIS_REPLY_ERROR) {
@@ -327,6 +366,41 @@ static redisReply *state_eval(struct state *st, int i, int nkeys, const char **k
     if (!r)
         st->fallbacks++;
     return r;
+}
+
+/* Send an update (script i) without waiting for its reply: the next state_eval or
+ * state_flush reads it. Nothing happens while Redis is lost. */
+static void state_send(struct state *st, int i, int nkeys, const char **keys, int nargs,
+                       const char **args)
+{
+    st->calls++;
+    if (state_connect(st) != 0) {
+        st->fallbacks++;
+        return;
+    }
+    const char *av[STATE_ARGV_MAX];
+    size_t al[STATE_ARGV_MAX];
+    char nk[8];
+    int n = state_argv(st, i, 0, nkeys, keys, nargs, args, nk, av, al);
+    int done = 0;
+    if (redisAppendCommandArgv(st->c, n, av, al) != REDIS_OK) {
+        state_lose(st, st->c->errstr);
+        st->fallbacks++;
+        return;
+    }
+    st->pending++;
+    while (!done)
+        if (redisBufferWrite(st->c, &done) != REDIS_OK) {
+            state_lose(st, st->c->errstr);
+            st->fallbacks++;
+            return;
+        }
+}
+
+void state_flush(struct state *st)
+{
+    if (st && st->c && state_drain(st) != 0)
+        st->fallbacks++;
 }
 
 static void state_fmt(char *buf, double v)
@@ -384,9 +458,7 @@ void state_report(struct state *st, const char *qid, const struct state_dim d[2]
     state_fmt(a[0], d[0].level >= 0 ? d[0].level : -1);
     state_fmt(a[1], d[1].level >= 0 ? d[1].level : -1);
     const char *keys[1] = {kq}, *args[2] = {a[0], a[1]};
-    redisReply *r = state_eval(st, LUA_REPORT, 1, keys, 2, args);
-    if (r)
-        freeReplyObject(r);
+    state_send(st, LUA_REPORT, 1, keys, 2, args);
 }
 
 void state_cool(struct state *st, const char *qid, double cool)
@@ -395,9 +467,7 @@ void state_cool(struct state *st, const char *qid, double cool)
     state_key(kq, sizeof kq, 'q', qid);
     state_fmt(a, cool > 0 ? (cool < 86400 ? cool : 86400) : 0);
     const char *keys[1] = {kq}, *args[1] = {a};
-    redisReply *r = state_eval(st, LUA_COOL, 1, keys, 1, args);
-    if (r)
-        freeReplyObject(r);
+    state_send(st, LUA_COOL, 1, keys, 1, args);
 }
 
 void state_breaker(struct state *st, const char *epid, int success, int threshold,
@@ -409,9 +479,7 @@ void state_breaker(struct state *st, const char *epid, int success, int threshol
     snprintf(a[1], sizeof a[1], "%d", threshold > 0 ? threshold : 5);
     state_fmt(a[2], cooldown > 0 ? cooldown : 30);
     const char *keys[1] = {kb}, *args[3] = {a[0], a[1], a[2]};
-    redisReply *r = state_eval(st, LUA_BREAKER, 1, keys, 3, args);
-    if (r)
-        freeReplyObject(r);
+    state_send(st, LUA_BREAKER, 1, keys, 3, args);
 }
 
 const char *state_take_warning(struct state *st)

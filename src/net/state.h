@@ -95,6 +95,11 @@ void state_cool(struct state *st, const char *qid, double cool);
 void state_breaker(struct state *st, const char *epid, int success, int threshold,
                    double cooldown);
 
+/* state_report, state_cool and state_breaker send their update without waiting for its
+ * reply (the next state_admit reads it first, within its budget), so a request's path waits for
+ * one round trip, its admission. Wait for those replies now (tests, before reading Redis). */
+void state_flush(struct state *st);
+
 /* A warning to show once (Redis lost, or back), or NULL. The string stays valid until the
  * next call on st. */
 const char *state_take_warning(struct state *st);

@@ -216,23 +216,30 @@ static void test_redis(void)
     state_report(a, "q2", r); /* 4 left: no change, it is lower already */
     r[0].level = 0;
     state_report(a, "q2", r);
+    state_flush(a);
     TAP_INT(state_admit(b, "q2", "e1", d, 10, 0, &w), STATE_GO, "after a report of 0 left");
     TAP_OK(w > 0.05, "the next one waits for the refill (%g)", w);
 
     /* a 429 on a pool key: every process skips it for the cool-down */
     state_cool(a, "q3", 5);
+    state_flush(a);
     TAP_INT(state_admit(b, "q3", "e1", d, 10, 0, &w), STATE_COOL, "a key cooling down (429)");
     TAP_OK(w > 4 && w <= 5, "for the rest of its cool-down (%g)", w);
 
     /* the breaker: 3 failures from two processes open it */
     state_breaker(a, "e2", 0, 3, 30);
     state_breaker(b, "e2", 0, 3, 30);
+    state_flush(a);
+    state_flush(b);
     TAP_INT(state_admit(a, "q4", "e2", d, 10, 0, &w), STATE_GO, "two failures: still closed");
     state_breaker(a, "e2", 1, 3, 30);
+    state_flush(a);
     state_breaker(b, "e2", 0, 3, 30);
     state_breaker(a, "e2", 0, 3, 30);
+    state_flush(b);
     TAP_INT(state_admit(a, "q4", "e2", d, 10, 0, &w), STATE_GO, "a success in between resets it");
     state_breaker(b, "e2", 0, 3, 30);
+    state_flush(b);
     TAP_INT(state_admit(a, "q4", "e2", d, 10, 0, &w), STATE_OPEN, "three in a row open it");
     TAP_OK(w > 29 && w <= 30, "for its cool-down (%g)", w);
 
@@ -250,6 +257,7 @@ static void test_redis(void)
     char q[33];
     state_quota_id("http://h/v1", "Bearer sk-secret-key-123", q);
     state_cool(a, q, 1);
+    state_flush(a);
     cli("--scan --pattern '*'", out, sizeof out);
     TAP_OK(strstr(out, "tokterm:q:") && !strstr(out, "sk-secret"), "keys are hashes");
     cli("--no-raw HGETALL tokterm:q:q1", out, sizeof out);
