@@ -249,6 +249,22 @@ with ttlib.FakeServer() as srv:
          "a line refused by validation: the others say the batch failed, and for which line",
          str(lines[:1]))
 
+    # --- a hostile output file: each request's line says what came of it, nothing else ---
+    for api in ("openai", "anthropic"):
+        rc, out, err = run(["batch", "--remote"] + POLL + [TEN], spec="bsteps=1,bjunk", api=api)
+        lines = parse(out)
+        eq(rc, 3, "%s junk output: exit 3" % api, err.decode())
+        eq([r["id"] for r in lines], list(range(10)),
+           "%s junk output: one line per request, in order, no extra" % api)
+        t.ok(lines and lines[0]["outcome"] == "api-error" and
+             "no result" in lines[0]["error"],
+             "%s junk output: the cut line's request says it has no result" % api,
+             str(lines[:1]))
+        eq([r["outcome"] for r in lines[1:]], ["complete"] * 9,
+           "%s junk output: the others are complete" % api)
+        t.ok(b"Sanitizer" not in err and b"runtime error" not in err,
+             "%s junk output: no sanitizer report" % api)
+
     # --- status, cancel, and a running job that sees the cancel ---
     for api in ("openai", "anthropic"):
         n0 = len(batch_log(srv))

@@ -834,6 +834,7 @@ RATE = RateBuckets()
 # A request whose last user text holds "FAIL" gets a 400 (error file / "errored").
 
 INT_KEYS.update({"bsteps", "bmax", "bstep_ms", "bflaky", "binvalid"})
+FLAG_KEYS.update({"bjunk"})
 STR_KEYS.update({"bend"})
 BATCH_ROUTE = re.compile(r"^(.*?)/v1/(files|batches|messages/batches)(?:/([^/]+))?"
                          r"(?:/(content|cancel|results))?$")
@@ -914,6 +915,19 @@ def openai_batch_view(b):
                            "failed": len(b["results"]) - ok}}
 
 
+def batch_junk(data, first):
+    """bjunk: an output file a client must survive: the first request's line cut short, a line
+    that is not JSON, lines naming ids that were never sent, blank lines, CRLF, no final
+    newline."""
+    lines = data.split("\n")[:-1]
+    lines = [ln[:len(ln) // 2] if '"custom_id": "%s"' % first in ln or
+             '"custom_id":"%s"' % first in ln else ln for ln in lines]
+    junk = ["this is not json", "", jdump({"custom_id": "tt-999999", "response": None}),
+            jdump({"custom_id": "someone-else", "response": {"status_code": 200, "body": {}}}),
+            jdump({"custom_id": None}), "[1,2,3]"]
+    return "\r\n".join(junk[:3] + lines + junk[3:])
+
+
 def openai_batch_finish(b, state):
     """End b in state: write its output and error files (in an order of their own: the
     reverse of the input, as a real batch's order is not the input's)."""
@@ -932,9 +946,12 @@ def openai_batch_finish(b, state):
     for name, lines in (("output_file_id", out), ("error_file_id", err)):
         if lines:
             fid = BATCHES.next_id("file-out")
+            data = "".join(jdump(x) + "\n" for x in lines)
+            if b["spec"].get("bjunk") and name == "output_file_id":
+                data = batch_junk(data, b["reqs"][0][0])
             BATCHES.files[fid] = {"id": fid, "object": "file", "purpose": "batch_output",
                                   "filename": "batch_output.jsonl", "created_at": now,
-                                  "data": "".join(jdump(x) + "\n" for x in lines).encode()}
+                                  "data": data.encode()}
             BATCHES.files[fid]["bytes"] = len(BATCHES.files[fid]["data"])
             b[name] = fid
     b["status"] = state
@@ -1004,6 +1021,12 @@ def anthropic_batch_poll(b):
 
 
 def anthropic_results(b):
+    if b["spec"].get("bjunk"):
+        return batch_junk(anthropic_results_text(b), b["reqs"][0][0]).encode()
+    return anthropic_results_text(b).encode()
+
+
+def anthropic_results_text(b):
     lines = []
     for cid, status, resp in reversed(b["results"]):
         if status in ("canceled", "expired"):
@@ -1013,7 +1036,7 @@ def anthropic_results(b):
         else:
             res = {"type": "errored", "error": resp}
         lines.append(jdump({"custom_id": cid, "result": res}) + "\n")
-    return "".join(lines).encode()
+    return "".join(lines)
 
 
 def handle_batch(handler, method, m, raw, rec):
