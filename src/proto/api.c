@@ -363,6 +363,7 @@ void api_stream_free(struct api_stream *st)
     buf_free(&st->scratch);
     buf_free(&st->shape_pre);
     buf_free(&st->shape_post);
+    buf_free(&st->shape_gap);
     for (size_t i = 0; i < st->n_calls; i++)
         tool_call_free(&st->calls[i]);
     free(st->calls);
@@ -900,6 +901,186 @@ int api_shape_match(struct api_stream *st, const char *json, size_t n, api_emit_
     return 1;
 }
 
+/* The shape's gap for a `data:` field of dl bytes (see shape_gap), built on first use. */
+static const struct buf *api_shape_gap(struct api_stream *st, size_t dl)
+{
+    if (st->shape_gap_dl != dl) {
+        buf_reset(&st->shape_gap);
+        buf_append(&st->shape_gap, st->shape_post.data, st->shape_post.len);
+        buf_append(&st->shape_gap, "\n\ndata: ", 2 + dl);
+        buf_append(&st->shape_gap, st->shape_pre.data, st->shape_pre.len);
+        st->shape_gap_dl = dl;
+    }
+    return &st->shape_gap;
+}
+
+/* Append the plain text s[0..n) to out (n < room), as buf_append does, without the call when
+ * it fits. */
+static inline void api_run_append(struct buf *out, const char *s, size_t n)
+{
+    if (out->cap - out->len > n) {
+        memcpy(out->data + out->len, s, n);
+        out->len += n;
+        out->data[out->len] = '\0';
+    } else {
+        buf_append(out, s, n);
+    }
+}
+
+int api_stream_simd = 1;
+
+/* The run of events joined by the shape's gap (api_stream_sse_run's inner loop). */
+struct api_gap {
+    const char *g;       /* the gap */
+    size_t glen, post;   /* its length, and that of shape_post (its start) */
+    size_t lim;          /* the longest text an event may hold (max_data) */
+    size_t room;         /* in/out: text bytes still allowed */
+    const char *p, *t;   /* in/out: an event whose `data:` field and shape_pre are checked,
+                            and its text */
+    unsigned long joined, deltas; /* out */
+};
+
+/* From gp->p, an event whose `data:` field and shape_pre are checked and whose text starts at
+ * gp->t: decode events while each one's text is plain and is followed by the whole gap (its
+ * end, the blank line, the next event's start up to its text), appending their text to out;
+ * at most one when once. Leaves gp->p and gp->t at the first event it did not decode. */
+static void api_gap_loop(struct api_gap *gp, const char *end, struct buf *out, int once)
+{
+    const char *g = gp->g, *p = gp->p, *t = gp->t;
+    size_t glen = gp->glen, step = gp->post + 2, lim = gp->lim, room = gp->room;
+    int copy16 = glen >= 16;
+    unsigned long joined = 0, deltas = 0;
+    char *od = out->data;
+    size_t ol = out->len, oc = out->cap;
+    for (;;) {
+        size_t sn = jscan_plain_len(t, (size_t)(end - t));
+        const char *q = t + sn;
+        if ((size_t)(end - q) < glen || sn > lim || sn > room || memcmp(q, g, glen) != 0)
+            break;
+        if (copy16 && sn <= 16 && oc - ol > 16) {
+            /* a short text: one 16-byte copy (glen >= 16 bytes follow the text in s) */
+            memcpy(od + ol, t, 16);
+            ol += sn;
+        } else {
+            out->len = ol;
+            api_run_append(out, t, sn);
+            od = out->data;
+            ol = out->len;
+            oc = out->cap;
+        }
+        room -= sn;
+        deltas += sn > 0;
+        joined++;
+        p = q + step;
+        t = q + glen;
+        if (once)
+            break;
+    }
+    out->len = ol;
+    if (od)
+        od[ol] = '\0';
+    gp->room = room;
+    gp->joined += joined;
+    gp->deltas += deltas;
+    gp->p = p;
+    gp->t = t;
+}
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+#define API_GAP_AVX2 1
+/* api_gap_loop for texts shorter than 32 bytes and gaps of 32 or more, 32 bytes at a time:
+ * one load finds the text's end and is its copy; the gap is compared without a call. Stops
+ * (for api_gap_loop to go on) at anything else. */
+__attribute__((target("avx2"))) static unsigned long api_gap_loop_avx2(struct api_gap *gp,
+                                                                         const char *end,
+                                                                         struct buf *out)
+{
+    const char *g = gp->g, *p = gp->p, *t = gp->t;
+    size_t glen = gp->glen, step = gp->post + 2, lim = gp->lim, room = gp->room;
+    size_t tail = glen - 32; /* the last 32 bytes of the gap, maybe overlapping */
+    size_t blocks = (tail + 31) / 32; /* and the 32-byte blocks before them */
+    unsigned long joined = 0, deltas = 0;
+    char *od = out->data;
+    size_t ol = out->len, oc = out->cap;
+    const __m256i quote = _mm256_set1_epi8('"'), bslash = _mm256_set1_epi8('\\');
+    const __m256i ctl = _mm256_set1_epi8(0x1f);
+    if (lim < 32)
+        return 0;
+    /* a text shorter than 32 bytes fits lim, and room while room >= 32 */
+    while (end - t >= 32 && oc - ol > 32 && room >= 32) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)t);
+        __m256i m = _mm256_or_si256(
+            _mm256_or_si256(_mm256_cmpeq_epi8(v, quote), _mm256_cmpeq_epi8(v, bslash)),
+            _mm256_cmpeq_epi8(_mm256_max_epu8(v, ctl), ctl));
+        unsigned bits = (unsigned)_mm256_movemask_epi8(m);
+        if (!bits)
+            break; /* a text of 32 bytes or more */
+        size_t sn = (size_t)__builtin_ctz(bits);
+        const char *q = t + sn;
+        if ((size_t)(end - q) < glen)
+            break;
+        __m256i d = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(const void *)(q + tail)),
+                                     _mm256_loadu_si256((const __m256i *)(const void *)(g + tail)));
+#define API_GAP_BLOCK(i)                                                                        \
+    d = _mm256_or_si256(d, _mm256_xor_si256(                                                    \
+                               _mm256_loadu_si256((const __m256i *)(const void *)(q + 32 * i)), \
+                               _mm256_loadu_si256((const __m256i *)(const void *)(g + 32 * i))))
+        switch (blocks) { /* the blocks before the last 32 bytes, unrolled */
+        default:
+            for (size_t i = 8; i < blocks; i++)
+                API_GAP_BLOCK(i);
+            __attribute__((fallthrough));
+        case 8: API_GAP_BLOCK(7); __attribute__((fallthrough));
+        case 7: API_GAP_BLOCK(6); __attribute__((fallthrough));
+        case 6: API_GAP_BLOCK(5); __attribute__((fallthrough));
+        case 5: API_GAP_BLOCK(4); __attribute__((fallthrough));
+        case 4: API_GAP_BLOCK(3); __attribute__((fallthrough));
+        case 3: API_GAP_BLOCK(2); __attribute__((fallthrough));
+        case 2: API_GAP_BLOCK(1); __attribute__((fallthrough));
+        case 1: API_GAP_BLOCK(0); __attribute__((fallthrough));
+        case 0: break;
+        }
+#undef API_GAP_BLOCK
+        if (!_mm256_testz_si256(d, d))
+            break;
+        _mm256_storeu_si256((__m256i *)(void *)(od + ol), v); /* the text, and bytes past it */
+        ol += sn;
+        room -= sn;
+        deltas += sn > 0;
+        joined++;
+        p = q + step;
+        t = q + glen;
+    }
+    if (joined)
+        od[ol] = '\0';
+    out->len = ol;
+    gp->room = room;
+    gp->joined += joined;
+    gp->deltas += deltas;
+    gp->p = p;
+    gp->t = t;
+    return joined;
+}
+#endif
+
+static void api_gap_run(struct api_gap *gp, const char *end, struct buf *out)
+{
+#ifdef API_GAP_AVX2
+    if (gp->glen >= 32 && api_stream_simd && __builtin_cpu_supports("avx2")) {
+        /* the wide loop, and one event by the other each time it stops, while that goes on */
+        for (;;) {
+            api_gap_loop_avx2(gp, end, out);
+            unsigned long before = gp->joined;
+            api_gap_loop(gp, end, out, 1);
+            if (gp->joined == before)
+                return;
+        }
+    }
+#endif
+    api_gap_loop(gp, end, out, 0);
+}
+
 size_t api_stream_sse_run(struct api_stream *st, const char *s, size_t n, size_t max_data,
                           struct api_run *r)
 {
@@ -907,10 +1088,11 @@ size_t api_stream_sse_run(struct api_stream *st, const char *s, size_t n, size_t
     struct buf *out = r->text;
     size_t room = r->room;
     struct api_shaped m;
-    r->events = r->deltas = 0;
+    r->events = r->deltas = r->joined = 0;
     r->kind = (enum api_kind)st->shape_kind;
     while (end - p > 6 && memcmp(p, "data:", 5) == 0) {
         const char *json = p[5] == ' ' ? p + 6 : p + 5;
+        size_t dl = (size_t)(json - p);
         /* a shaped chunk, then the blank line that ends the event, all in s */
         int found = api_shape_plain(st, json, end, &m);
         if (found < 0)
@@ -919,15 +1101,10 @@ size_t api_stream_sse_run(struct api_stream *st, const char *s, size_t n, size_t
             (size_t)(m.end - json) + 1 > max_data)
             break;
         size_t len = out->len;
-        if (m.esc) {
+        if (m.esc)
             jscan_unescape(m.s, m.sn, out);
-        } else if (m.sn <= room && out->cap - len > m.sn) { /* buf_append without the call */
-            memcpy(out->data + len, m.s, m.sn);
-            out->len += m.sn;
-            out->data[out->len] = '\0';
-        } else if (m.sn <= room) {
-            buf_append(out, m.s, m.sn);
-        }
+        else if (m.sn <= room)
+            api_run_append(out, m.s, m.sn);
         if (out->len - len > room || (!m.esc && m.sn > room)) {
             out->len = len; /* past the room: the caller decodes this event itself */
             if (out->data)
@@ -939,6 +1116,27 @@ size_t api_stream_sse_run(struct api_stream *st, const char *s, size_t n, size_t
         r->events++;
         st->chunks++;
         p = m.end + 2;
+        /* The events that follow, while each one's text is plain and its end, the blank line
+         * and the next event's start up to its text are the shape's gap: one compare an event.
+         * The first one that is not (the last whole event in s among them) is left to the
+         * loop above, from its start. */
+        size_t pre = st->shape_pre.len, post = st->shape_post.len, head = dl + pre;
+        if (pre + post + 1 > max_data)
+            continue;
+        size_t lim = max_data - 1 - pre - post; /* the longest text an event may hold */
+        const struct buf *gap = api_shape_gap(st, dl);
+        const char *g = gap->data;
+        size_t glen = gap->len;
+        if ((size_t)(end - p) < head || memcmp(p, g + post + 2, head) != 0)
+            continue;
+        struct api_gap gp = {g, glen, post, lim, room, p, p + head, 0, 0};
+        api_gap_run(&gp, end, out);
+        p = gp.p;
+        room = gp.room;
+        r->deltas += gp.deltas;
+        r->events += gp.joined;
+        r->joined += gp.joined;
+        st->chunks += (long)gp.joined;
     }
     return (size_t)(p - s);
 }
@@ -948,6 +1146,7 @@ size_t api_stream_sse_run(struct api_stream *st, const char *s, size_t n, size_t
 void api_shape_keep(struct api_stream *st, const char *json, size_t n, int plain)
 {
     st->shape_kind = 0;
+    st->shape_gap_dl = 0;
     if (!plain || st->n_text != 1 || st->n_other || !st->text_q0)
         return;
     size_t pre = (size_t)(st->text_q0 - json) + 1, post = n - (size_t)(st->text_q1 - json) + 1;

@@ -188,6 +188,11 @@ struct api_stream {
      * alone (two compares and one string scan instead of a walk over every member). */
     struct buf shape_pre, shape_post;
     int shape_kind;         /* API_CONTENT or API_REASONING; 0 = no shape */
+    /* The bytes between two such chunks' texts in an event stream: shape_post, the blank line,
+     * the `data:` field (shape_gap_dl bytes: "data:" or "data: ") and shape_pre; built by
+     * api_stream_sse_run when first needed (shape_gap_dl 0: not built for this shape). */
+    struct buf shape_gap;
+    size_t shape_gap_dl;
     /* while a chunk is decoded: its text string (raw, quotes included) and what it emitted */
     const char *text_q0, *text_q1;
     int text_kind, n_text, n_other;
@@ -227,6 +232,8 @@ struct api_run {
     enum api_kind kind;    /* out: API_CONTENT or API_REASONING, the kind of all that text */
     unsigned long events;  /* out: events consumed */
     unsigned long deltas;  /* out: of them, those with text (not empty) */
+    unsigned long joined;  /* out: of them, those whose end and the next event's start up to
+                              its text were checked in one compare (shape_gap) */
 };
 
 /* The fast path of a stream of plain text chunks: decode the whole SSE events at the start of
@@ -238,6 +245,9 @@ struct api_run {
  * the rest. */
 size_t api_stream_sse_run(struct api_stream *st, const char *s, size_t n, size_t max_data,
                           struct api_run *r);
+/* 1 (the default): api_stream_sse_run uses AVX2 where the CPU has it; the tests set 0 to check
+ * the portable path too. */
+extern int api_stream_simd;
 
 /* Decode a whole non-streamed answer (an object "chat.completion" sent with
  * Content-Type application/json): text through fn, finish and usage into st. Returns 0, or -1

@@ -10,6 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "base/buf.h"
 
@@ -38,12 +41,26 @@ int jscan_array_next(struct jscan *j, int *first);
 int jscan_string(struct jscan *j, const char **s, size_t *n, int *escaped);
 
 /* The length of the run of ordinary string bytes at s[0..n): up to the first '"', '\\' or
- * control character, or n. Word-at-a-time (a byte is '"' or '\\' when its XOR with that byte
- * is zero, a control character when it is below 0x20), for the hot paths of streaming. */
+ * control character, or n. 16 bytes at a time with SSE2, then word-at-a-time (a byte is '"' or
+ * '\\' when its XOR with that byte is zero, a control character when it is below 0x20), for
+ * the hot paths of streaming. */
 static inline size_t jscan_plain_len(const char *s, size_t n)
 {
     const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
     size_t i = 0;
+#ifdef __SSE2__
+    /* 16 bytes at a time: '"', '\\' by equality, a control byte by max(c, 0x1f) == 0x1f */
+    for (; n - i >= 16; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+        __m128i q = _mm_cmpeq_epi8(v, _mm_set1_epi8('"'));
+        __m128i b = _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'));
+        __m128i c = _mm_cmpeq_epi8(_mm_max_epu8(v, _mm_set1_epi8(0x1f)), _mm_set1_epi8(0x1f));
+        __m128i m = _mm_or_si128(_mm_or_si128(q, b), c);
+        unsigned bits = (unsigned)_mm_movemask_epi8(m);
+        if (bits)
+            return i + (size_t)__builtin_ctz(bits);
+    }
+#endif
     for (; n - i >= 8; i += 8) {
         uint64_t v, a, b;
         memcpy(&v, s + i, 8);

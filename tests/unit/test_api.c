@@ -160,6 +160,118 @@ static void test_sse_run(void)
 #undef POST
 }
 
+/* Decode s[0..n) as the network thread does (net.c, net_feed_sse), in two pieces cut at cut:
+ * whole events of the last chunk's shape by api_stream_sse_run, the rest by the parser up to
+ * the end of the next event. *joined gets the events api_stream_sse_run joined. */
+static void net_like_decode(struct got *g, const char *s, size_t n, size_t cut,
+                            unsigned long *joined)
+{
+    got_init(g, api_stream_event);
+    struct sse_parser p;
+    sse_init(&p, 0);
+    struct buf text = BUF_INIT;
+    *joined = 0;
+    int rc = 0;
+    for (int piece = 0; piece < 2 && rc == 0; piece++) {
+        const char *q = piece ? s + cut : s;
+        size_t left = piece ? n - cut : cut;
+        while (left && rc == 0) {
+            if (sse_idle(&p) && g->st.shape_kind) {
+                struct api_run r = {.text = &text, .room = (size_t)-1 / 2};
+                buf_reset(&text);
+                size_t k = api_stream_sse_run(&g->st, q, left, p.max_event, &r);
+                got_emit(g, r.kind, text.data ? text.data : "", text.len);
+                sse_skipped(&p, r.events);
+                *joined += r.joined;
+                q += k;
+                left -= k;
+                if (!left)
+                    break;
+            }
+            size_t k = left;
+            for (const char *e = q; (e = memchr(e, '\n', (size_t)(q + left - e))) &&
+                                    e + 1 < q + left; e++)
+                if (e[1] == '\n') {
+                    k = (size_t)(e + 2 - q);
+                    break;
+                }
+            rc = sse_feed(&p, q, k, got_on_event, g);
+            q += k;
+            left -= k;
+        }
+    }
+    sse_free(&p);
+    buf_free(&text);
+}
+
+/* A run of events of one shape: each event after the first has its end and the next event's
+ * start checked in one compare (shape_gap) - all but the first (it sets the run going) and the
+ * last (nothing after it); a stream of every kind of event, cut at every byte, decodes as the
+ * parser alone decodes it. */
+static void test_sse_run_joined(void)
+{
+#define PRE "{\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\""
+#define POST "\"},\"finish_reason\":null}]}"
+#define EV(text) "data: " PRE text POST "\n\n"
+    struct buf s = BUF_INIT;
+    buf_appends(&s, EV("first"));
+    for (int i = 0; i < 1000; i++) /* short texts, some of 32 bytes or more, some escaped */
+        buf_printf(&s, i % 100 == 50 ? EV("tok\\n%d ") : i % 10 == 5 ?
+                   EV("a longer text of forty bytes or so %d ") : EV("tok%d "), i);
+    struct got g, ref;
+    unsigned long joined;
+    got_decode(&ref, api_stream_event, s.data, s.len, s.len);
+    for (int simd = 1; simd >= 0; simd--) {
+        api_stream_simd = simd;
+        net_like_decode(&g, s.data, s.len, s.len, &joined);
+        TAP_OK(g.content.len == ref.content.len &&
+               memcmp(g.content.data, ref.content.data, ref.content.len) == 0,
+               "joined: same text (simd %d)", simd);
+        /* "first" (no shape yet) goes to the parser; of the 1,000 after it, tok0 starts the
+         * run, tok999 has nothing after it, and the 10 escaped texts are decoded alone */
+        TAP_OK(joined == 988, "joined: every other event in one compare (simd %d): %lu", simd,
+               joined);
+        got_free(&g);
+    }
+    api_stream_simd = 1;
+    got_free(&ref);
+
+    /* every kind of event next to the shaped ones, cut at every byte */
+    buf_reset(&s);
+    buf_appends(&s, EV("a") EV("b") EV("") EV("c\\n\\u00e9") EV("d") EV("e")
+                "data:" PRE "f" POST "\n\n" "data:" PRE "g" POST "\n\n" EV("h")
+                EV("i") ": keep-alive\n\n" EV("j") EV("k") "data: " PRE "l" POST "\r\n\r\n"
+                EV("m") EV("n") "data: " PRE "o\"},\"finish_reason\":null,\"x\":1}]}\n\n" EV("p")
+                EV("q") "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{"
+                "\"reasoning_content\":\"r\"},\"finish_reason\":null}]}\n\n"
+                "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{"
+                "\"reasoning_content\":\"s\"},\"finish_reason\":null}]}\n\n" EV("t") EV("u")
+                EV("v\\\"w") EV("x") "data: " PRE "y" POST "\n" "data: x\n\n" EV("z")
+                EV("0") EV("1") "data: " PRE "2" POST "\n\n" "event: e\n" EV("3") EV("4")
+                "data: " PRE "5" POST "\n\n" "data: [DONE]\n\n");
+    int bad = 0;
+    for (size_t cut = 0; cut <= 2 * s.len + 1; cut++) {
+        api_stream_simd = cut <= s.len; /* every cut with AVX2 (where the CPU has it), without */
+        size_t c = cut <= s.len ? cut : cut - s.len - 1;
+        net_like_decode(&g, s.data, s.len, c, &joined);
+        got_decode(&ref, api_stream_event, s.data, s.len, c);
+        char *a = got_summary(&g), *b = got_summary(&ref);
+        if (strcmp(a, b) != 0 && !bad++)
+            printf("# cut %zu (simd %d):\n#  run    %s\n#  parser %s\n", c, api_stream_simd, a,
+                   b);
+        free(a);
+        free(b);
+        got_free(&g);
+        got_free(&ref);
+    }
+    api_stream_simd = 1;
+    TAP_INT(bad, 0, "joined: a stream of every kind of event, cut at every byte, as the parser");
+    buf_free(&s);
+#undef EV
+#undef PRE
+#undef POST
+}
+
 int main(void)
 {
     struct got g;
@@ -379,6 +491,7 @@ int main(void)
 
     test_shapes();
     test_sse_run();
+    test_sse_run_joined();
     TAP_INT(api_outcome_exit(API_OK), 0, "exit 0 for complete");
     TAP_INT(api_outcome_exit(API_ERR_TRUNCATED), 5, "exit 5 for truncated");
     TAP_INT(api_outcome_exit(API_LIMIT), 8, "exit 8 for tokterm's own limits");
