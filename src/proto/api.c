@@ -932,7 +932,7 @@ int api_stream_simd = 1;
 /* The run of events joined by the shape's gap (api_stream_sse_run's inner loop). */
 struct api_gap {
     const char *g;       /* the gap */
-    size_t glen, post;   /* its length, and that of shape_post (its start) */
+    size_t glen, step;   /* its length; an event's bytes after its text (shape_post, LF LF) */
     size_t lim;          /* the longest text an event may hold (max_data) */
     size_t room;         /* in/out: text bytes still allowed */
     const char *p, *t;   /* in/out: an event whose `data:` field and shape_pre are checked,
@@ -940,50 +940,59 @@ struct api_gap {
     unsigned long joined, deltas; /* out */
 };
 
+/* One event decoded: its text of sn bytes ended at q (the gap follows). */
+static inline __attribute__((always_inline)) void api_gap_step(struct api_gap *c, const char *q,
+                                                               size_t sn)
+{
+    c->room -= sn;
+    c->deltas += sn > 0;
+    c->joined++;
+    c->p = q + c->step;
+    c->t = q + c->glen;
+}
+
+/* The end of a loop: out's length (ol, in od) and its terminator. */
+static inline __attribute__((always_inline)) void api_gap_end(struct buf *out, char *od,
+                                                              size_t ol)
+{
+    out->len = ol;
+    if (od)
+        od[ol] = '\0';
+}
+
 /* From gp->p, an event whose `data:` field and shape_pre are checked and whose text starts at
  * gp->t: decode events while each one's text is plain and is followed by the whole gap (its
  * end, the blank line, the next event's start up to its text), appending their text to out;
  * at most one when once. Leaves gp->p and gp->t at the first event it did not decode. */
 static void api_gap_loop(struct api_gap *gp, const char *end, struct buf *out, int once)
 {
-    const char *g = gp->g, *p = gp->p, *t = gp->t;
-    size_t glen = gp->glen, step = gp->post + 2, lim = gp->lim, room = gp->room;
-    int copy16 = glen >= 16;
-    unsigned long joined = 0, deltas = 0;
+    struct api_gap c = *gp;
+    int copy16 = c.glen >= 16;
     char *od = out->data;
     size_t ol = out->len, oc = out->cap;
     for (;;) {
-        size_t sn = jscan_plain_len(t, (size_t)(end - t));
-        const char *q = t + sn;
-        if ((size_t)(end - q) < glen || sn > lim || sn > room || memcmp(q, g, glen) != 0)
+        size_t sn = jscan_plain_len(c.t, (size_t)(end - c.t));
+        const char *q = c.t + sn;
+        if ((size_t)(end - q) < c.glen || sn > c.lim || sn > c.room ||
+            memcmp(q, c.g, c.glen) != 0)
             break;
         if (copy16 && sn <= 16 && oc - ol > 16) {
             /* a short text: one 16-byte copy (glen >= 16 bytes follow the text in s) */
-            memcpy(od + ol, t, 16);
+            memcpy(od + ol, c.t, 16);
             ol += sn;
         } else {
             out->len = ol;
-            api_run_append(out, t, sn);
+            api_run_append(out, c.t, sn);
             od = out->data;
             ol = out->len;
             oc = out->cap;
         }
-        room -= sn;
-        deltas += sn > 0;
-        joined++;
-        p = q + step;
-        t = q + glen;
+        api_gap_step(&c, q, sn);
         if (once)
             break;
     }
-    out->len = ol;
-    if (od)
-        od[ol] = '\0';
-    gp->room = room;
-    gp->joined += joined;
-    gp->deltas += deltas;
-    gp->p = p;
-    gp->t = t;
+    api_gap_end(out, od, ol);
+    *gp = c;
 }
 
 #if defined(__GNUC__) && defined(__x86_64__)
@@ -992,24 +1001,22 @@ static void api_gap_loop(struct api_gap *gp, const char *end, struct buf *out, i
 /* api_gap_loop for texts shorter than 32 bytes and gaps of 32 or more, 32 bytes at a time:
  * one load finds the text's end and is its copy; the gap is compared without a call. Stops
  * (for api_gap_loop to go on) at anything else. */
-__attribute__((target("avx2"))) static unsigned long api_gap_loop_avx2(struct api_gap *gp,
-                                                                         const char *end,
-                                                                         struct buf *out)
+__attribute__((target("avx2"))) static void api_gap_loop_avx2(struct api_gap *gp,
+                                                              const char *end, struct buf *out)
 {
-    const char *g = gp->g, *p = gp->p, *t = gp->t;
-    size_t glen = gp->glen, step = gp->post + 2, lim = gp->lim, room = gp->room;
-    size_t tail = glen - 32; /* the last 32 bytes of the gap, maybe overlapping */
+    struct api_gap c = *gp;
+    const char *g = c.g;
+    size_t tail = c.glen - 32;        /* the last 32 bytes of the gap, maybe overlapping */
     size_t blocks = (tail + 31) / 32; /* and the 32-byte blocks before them */
-    unsigned long joined = 0, deltas = 0;
     char *od = out->data;
     size_t ol = out->len, oc = out->cap;
     const __m256i quote = _mm256_set1_epi8('"'), bslash = _mm256_set1_epi8('\\');
     const __m256i ctl = _mm256_set1_epi8(0x1f);
-    if (lim < 32)
-        return 0;
+    if (c.lim < 32 || !od)
+        return;
     /* a text shorter than 32 bytes fits lim, and room while room >= 32 */
-    while (end - t >= 32 && oc - ol > 32 && room >= 32) {
-        __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)t);
+    while (end - c.t >= 32 && oc - ol > 32 && c.room >= 32) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)c.t);
         __m256i m = _mm256_or_si256(
             _mm256_or_si256(_mm256_cmpeq_epi8(v, quote), _mm256_cmpeq_epi8(v, bslash)),
             _mm256_cmpeq_epi8(_mm256_max_epu8(v, ctl), ctl));
@@ -1017,8 +1024,8 @@ __attribute__((target("avx2"))) static unsigned long api_gap_loop_avx2(struct ap
         if (!bits)
             break; /* a text of 32 bytes or more */
         size_t sn = (size_t)__builtin_ctz(bits);
-        const char *q = t + sn;
-        if ((size_t)(end - q) < glen)
+        const char *q = c.t + sn;
+        if ((size_t)(end - q) < c.glen)
             break;
         __m256i d = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(const void *)(q + tail)),
                                      _mm256_loadu_si256((const __m256i *)(const void *)(g + tail)));
@@ -1046,21 +1053,10 @@ __attribute__((target("avx2"))) static unsigned long api_gap_loop_avx2(struct ap
             break;
         _mm256_storeu_si256((__m256i *)(void *)(od + ol), v); /* the text, and bytes past it */
         ol += sn;
-        room -= sn;
-        deltas += sn > 0;
-        joined++;
-        p = q + step;
-        t = q + glen;
+        api_gap_step(&c, q, sn);
     }
-    if (joined)
-        od[ol] = '\0';
-    out->len = ol;
-    gp->room = room;
-    gp->joined += joined;
-    gp->deltas += deltas;
-    gp->p = p;
-    gp->t = t;
-    return joined;
+    api_gap_end(out, od, ol);
+    *gp = c;
 }
 #endif
 
@@ -1129,7 +1125,7 @@ size_t api_stream_sse_run(struct api_stream *st, const char *s, size_t n, size_t
         size_t glen = gap->len;
         if ((size_t)(end - p) < head || memcmp(p, g + post + 2, head) != 0)
             continue;
-        struct api_gap gp = {g, glen, post, lim, room, p, p + head, 0, 0};
+        struct api_gap gp = {g, glen, post + 2, lim, room, p, p + head, 0, 0};
         api_gap_run(&gp, end, out);
         p = gp.p;
         room = gp.room;
