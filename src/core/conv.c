@@ -615,7 +615,10 @@ int conv_attach_load(struct conv *c, struct store *st)
         return 0;
     struct store_attach *v;
     size_t n;
-    if (store_attach_list(st, c->id, &v, &n) != 0)
+    int64_t from = 0; /* the oldest saved turn held: the rows before it are not read */
+    for (size_t i = 0; i < c->n && from <= 0; i++)
+        from = c->turns[i].user_id;
+    if (store_attach_list_from(st, c->id, from, &v, &n) != 0)
         return -1;
     for (size_t i = 0, k = 0; i < c->n && k < n; i++) {
         struct conv_turn *t = &c->turns[i];

@@ -1599,7 +1599,7 @@ static int session_resume_lean(struct session *s, int64_t id, char **err)
         *err = conv_load_error(s->store, rc, id);
         return -1;
     }
-    if (sw.give_up || (!w.complete && (w.older_rows != w.older_counted ||
+    if (sw.give_up || (!w.complete && (w.older_uncounted != 0 ||
                                        w.older_max_tokens > sw.limit))) {
         store_walk_free(&w);
         return 1;

@@ -54,7 +54,7 @@ int store_attach_put(struct store *st, int64_t id, const struct store_attach *v,
     return 0;
 }
 
-static int store_attach_read(struct store *st, const char *q, int64_t key,
+static int store_attach_read(struct store *st, const char *q, int64_t key, int64_t from,
                              struct store_attach **out, size_t *n)
 {
     *out = NULL;
@@ -63,6 +63,8 @@ static int store_attach_read(struct store *st, const char *q, int64_t key,
     if (!s)
         return -1;
     sqlite3_bind_int64(s, 1, key);
+    if (from)
+        sqlite3_bind_int64(s, 2, from);
     size_t cap = 0;
     int rc;
     while ((rc = store_step(st, s)) == SQLITE_ROW) {
@@ -107,13 +109,25 @@ int store_attach_list(struct store *st, int64_t conversation_id, struct store_at
     static const char q[] = STORE_ATTACH_COLS
         "JOIN messages m ON m.id = a.message_id WHERE m.conversation_id = ?1 "
         "ORDER BY a.message_id, a.seq";
-    return store_attach_read(st, q, conversation_id, out, n);
+    return store_attach_read(st, q, conversation_id, 0, out, n);
+}
+
+int store_attach_list_from(struct store *st, int64_t conversation_id, int64_t from_id,
+                           struct store_attach **out, size_t *n)
+{
+    /* along attachments' key from from_id to the conversation's newest row (not along the
+     * conversation's rows, each probed for attachments: O(history)) */
+    static const char q[] = STORE_ATTACH_COLS
+        "CROSS JOIN messages m ON m.id = a.message_id WHERE a.message_id >= ?2 AND "
+        "a.message_id <= (SELECT max(id) FROM messages WHERE conversation_id = ?1) AND "
+        "m.conversation_id = ?1 ORDER BY a.message_id, a.seq";
+    return store_attach_read(st, q, conversation_id, from_id > 0 ? from_id : 1, out, n);
 }
 
 int store_attach_get(struct store *st, int64_t message_id, struct store_attach **out, size_t *n)
 {
     static const char q[] = STORE_ATTACH_COLS "WHERE a.message_id = ?1 ORDER BY a.seq";
-    return store_attach_read(st, q, message_id, out, n);
+    return store_attach_read(st, q, message_id, 0, out, n);
 }
 
 void store_attach_free(struct store_attach *v, size_t n)

@@ -531,6 +531,50 @@ static void store_reverse(void *v, size_t n, size_t sz)
     }
 }
 
+/* What the walk needs to know of the rows of conversation id older than row first (it did not
+ * read them): how many have no count in encoding, and the largest count of the conversation.
+ * From its token mark (schema v11) and the rows after the mark only: work in the rows counted
+ * since the last store_tokens_put, not in the conversation's length. 0, or an SQLite code. */
+static int store_walk_older(struct store *st, int64_t id, const char *encoding, int64_t first,
+                            struct store_walk *w)
+{
+    static const char q_after[] =
+        "SELECT coalesce(max(tokens), 0) FROM message_tokens WHERE conversation_id = ?1 "
+        "AND encoding = ?2 AND message_id > ?3";
+    static const char q_gap[] =
+        "SELECT (SELECT count(*) FROM messages WHERE conversation_id = ?1 AND id > ?3 AND "
+        "id < ?4) - (SELECT count(*) FROM message_tokens WHERE conversation_id = ?1 AND "
+        "encoding = ?2 AND message_id > ?3 AND message_id < ?4)";
+    int64_t through = 0;
+    long max = 0;
+    int rc = store_tokens_mark(st, id, encoding, &through, &max);
+    sqlite3_stmt *s = rc == 0 ? store_prep(st, q_after) : NULL;
+    if (!s)
+        return SQLITE_ERROR;
+    sqlite3_bind_int64(s, 1, id);
+    store_bind_text(s, 2, encoding);
+    sqlite3_bind_int64(s, 3, through);
+    if ((rc = store_step(st, s)) == SQLITE_ROW && sqlite3_column_int64(s, 0) > max)
+        max = (long)sqlite3_column_int64(s, 0);
+    store_done(st, s);
+    if (rc != SQLITE_ROW)
+        return rc;
+    w->older_max_tokens = max;
+    w->older_uncounted = 0;
+    if (through >= first - 1)
+        return 0; /* every older row is counted */
+    if (!(s = store_prep(st, q_gap)))
+        return SQLITE_ERROR;
+    sqlite3_bind_int64(s, 1, id);
+    store_bind_text(s, 2, encoding);
+    sqlite3_bind_int64(s, 3, through);
+    sqlite3_bind_int64(s, 4, first);
+    if ((rc = store_step(st, s)) == SQLITE_ROW)
+        w->older_uncounted = sqlite3_column_int64(s, 0);
+    store_done(st, s);
+    return rc == SQLITE_ROW ? 0 : rc;
+}
+
 int store_conversation_walk(struct store *st, int64_t id, const char *encoding,
                             int (*enough)(void *ud, const struct store_message *m, long tokens),
                             void *ud, struct store_walk *w)
@@ -546,10 +590,6 @@ int store_conversation_walk(struct store *st, int64_t id, const char *encoding,
     static const char q_counts[] = "SELECT message_id, bytes, tokens FROM message_tokens "
                                    "WHERE conversation_id = ?1 AND encoding = ?2 "
                                    "ORDER BY message_id DESC";
-    static const char q_all[] =
-        "SELECT (SELECT count(*) FROM messages WHERE conversation_id = ?1), "
-        "count(*), coalesce(max(tokens), 0) FROM message_tokens "
-        "WHERE conversation_id = ?1 AND encoding = ?2";
     memset(w, 0, sizeof *w);
     struct store_conversation *c;
     int rc = store_conv_begin(st, id, &c);
@@ -606,24 +646,10 @@ int store_conversation_walk(struct store *st, int64_t id, const char *encoding,
     if (!head_seen || streaming || (rc == SQLITE_ROW && !stop))
         goto out; /* no saved head (conv_head's rules are the full load's), a streaming row */
     w->complete = rc == SQLITE_DONE;
-    if (!w->complete) {
-        /* the rows not read (older turns, other branches): how many, how many with a count,
-         * the largest count of the conversation */
-        s = store_prep(st, q_all);
-        if (!s)
-            goto out;
-        sqlite3_bind_int64(s, 1, id);
-        store_bind_text(s, 2, encoding);
-        rc = store_step(st, s);
-        if (rc == SQLITE_ROW) {
-            w->older_rows = sqlite3_column_int64(s, 0) - (int64_t)c->n_messages;
-            w->older_counted = sqlite3_column_int64(s, 1) - (int64_t)w->n_tokens;
-            w->older_max_tokens = (long)sqlite3_column_int64(s, 2);
-        }
-        store_done(st, s);
-        if (rc != SQLITE_ROW)
-            goto fail;
-    }
+    /* the rows not read (older turns, other branches: every row of the conversation older
+     * than the oldest read) */
+    if (!w->complete && store_walk_older(st, id, encoding, c->messages[c->n_messages - 1].id, w))
+        goto fail;
     /* newest first -> oldest first, as store_conversation_load_turns gives them */
     store_reverse(c->messages, c->n_messages, sizeof *c->messages);
     store_reverse(w->tokens, w->n_tokens, sizeof *w->tokens);

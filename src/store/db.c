@@ -102,6 +102,7 @@ void store_done(struct store *st, sqlite3_stmt *stmt)
 {
     if (!stmt)
         return;
+    st->vm_steps += (unsigned)sqlite3_stmt_status(stmt, SQLITE_STMTSTATUS_VM_STEP, 1);
     for (size_t i = 0; i < st->n_stmts; i++)
         if (st->stmts[i].stmt == stmt) {
             sqlite3_reset(stmt);
@@ -736,6 +737,8 @@ void store_close(struct store *st)
     }
     if (st->n_touches && store_begin(st) == 0) /* store_begin applies them */
         store_commit(st);
+    if (getenv("TOKTERM_DEBUG_STORE"))
+        fprintf(stderr, "tokterm: debug: store: %llu VM steps\n", st->vm_steps);
     store_free(st);
 }
 

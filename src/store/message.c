@@ -723,6 +723,67 @@ int store_tokens_get(struct store *st, int64_t conversation_id, const char *enco
     return 0;
 }
 
+int store_tokens_mark(struct store *st, int64_t conv, const char *encoding, int64_t *through,
+                      long *max)
+{
+    static const char q[] = "SELECT through_id, max_tokens FROM token_marks "
+                            "WHERE conversation_id = ?1 AND encoding = ?2";
+    *through = 0;
+    *max = 0;
+    sqlite3_stmt *s = store_prep(st, q);
+    if (!s)
+        return SQLITE_ERROR;
+    sqlite3_bind_int64(s, 1, conv);
+    store_bind_text(s, 2, encoding);
+    int rc = store_step(st, s);
+    if (rc == SQLITE_ROW) {
+        *through = sqlite3_column_int64(s, 0);
+        *max = (long)sqlite3_column_int64(s, 1);
+    }
+    store_done(st, s);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : rc;
+}
+
+/* Move conversation conv's token mark (schema v11) in encoding past the rows now counted after
+ * it, up to the first row without a count: work in those rows only (each put moves it over
+ * the rows it counted). Inside the put's transaction. 0, or an SQLite code. */
+static int store_tokens_advance(struct store *st, int64_t conv, const char *encoding)
+{
+    static const char q_gap[] =
+        "SELECT coalesce((SELECT id - 1 FROM messages m WHERE conversation_id = ?1 AND id > ?3 "
+        "AND NOT EXISTS (SELECT 1 FROM message_tokens k WHERE k.conversation_id = ?1 AND "
+        "k.message_id = m.id AND k.encoding = ?2) ORDER BY id LIMIT 1), (SELECT max(id) FROM "
+        "messages WHERE conversation_id = ?1), 0)";
+    static const char q_max[] =
+        "SELECT coalesce(max(tokens), 0) FROM message_tokens WHERE conversation_id = ?1 AND "
+        "encoding = ?2 AND message_id > ?3 AND message_id <= ?4";
+    static const char q_put[] =
+        "INSERT OR REPLACE INTO token_marks(conversation_id, encoding, through_id, max_tokens) "
+        "VALUES(?1, ?2, ?3, ?4)";
+    int64_t through, to = 0;
+    long max;
+    int rc = store_tokens_mark(st, conv, encoding, &through, &max);
+    const char *qs[] = {q_gap, q_max, q_put};
+    for (int i = 0; rc == 0 && i < 3 && (i == 0 || to > through); i++) {
+        sqlite3_stmt *s = store_prep(st, qs[i]);
+        if (!s)
+            return SQLITE_ERROR;
+        sqlite3_bind_int64(s, 1, conv);
+        store_bind_text(s, 2, encoding);
+        sqlite3_bind_int64(s, 3, i == 2 ? to : through);
+        if (i)
+            sqlite3_bind_int64(s, 4, i == 1 ? to : max);
+        rc = store_step(st, s);
+        if (i == 0 && rc == SQLITE_ROW)
+            to = sqlite3_column_int64(s, 0);
+        else if (i == 1 && rc == SQLITE_ROW && sqlite3_column_int64(s, 0) > max)
+            max = (long)sqlite3_column_int64(s, 0);
+        store_done(st, s);
+        rc = rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : rc;
+    }
+    return rc;
+}
+
 int store_tokens_put(struct store *st, int64_t conversation_id, const char *encoding,
                      const struct store_tokens *v, size_t n)
 {
@@ -749,7 +810,7 @@ int store_tokens_put(struct store *st, int64_t conversation_id, const char *enco
         sqlite3_reset(s);
     }
     store_done(st, s);
-    if (rc != SQLITE_DONE) {
+    if (rc != SQLITE_DONE || store_tokens_advance(st, conversation_id, encoding) != 0) {
         store_fail(st, "cannot save the token counts");
         return store_rollback(st);
     }

@@ -416,6 +416,39 @@ static const char store_schema_v11[] =
     "  created INTEGER NOT NULL\n"
     ") WITHOUT ROWID;\n";
 
+/* v12: how far each conversation is counted, per encoding (issue 14): every message of it with
+ * an id up to through_id has a count in message_tokens, none larger than max_tokens. A lean
+ * resume asks this one row whether the turns it left out are all counted, instead of counting
+ * the conversation's rows and counts (O(history) each run). Moved forward by store_tokens_put
+ * (over the rows after through_id only); the triggers take it back wherever it could be wrong:
+ * a count forgotten at or below it (its message deleted or rewritten), a message added at or
+ * below it, a larger count written below it. */
+static const char store_schema_v12[] =
+    "CREATE TABLE token_marks(\n"
+    "  conversation_id INTEGER NOT NULL,\n"
+    "  encoding TEXT NOT NULL,\n"
+    "  through_id INTEGER NOT NULL,\n"
+    "  max_tokens INTEGER NOT NULL,\n"
+    "  PRIMARY KEY(conversation_id, encoding)\n"
+    ") WITHOUT ROWID;\n"
+    "CREATE TRIGGER token_marks_tokens_ad AFTER DELETE ON message_tokens BEGIN\n"
+    "  DELETE FROM token_marks WHERE conversation_id = old.conversation_id\n"
+    "    AND encoding = old.encoding AND through_id >= old.message_id;\n"
+    "END;\n"
+    "CREATE TRIGGER token_marks_tokens_ai AFTER INSERT ON message_tokens BEGIN\n"
+    "  UPDATE token_marks SET max_tokens = new.tokens WHERE conversation_id = new.conversation_id\n"
+    "    AND encoding = new.encoding AND through_id >= new.message_id\n"
+    "    AND max_tokens < new.tokens;\n"
+    "END;\n"
+    "CREATE TRIGGER token_marks_messages_ai AFTER INSERT ON messages BEGIN\n"
+    "  DELETE FROM token_marks WHERE conversation_id = new.conversation_id\n"
+    "    AND through_id >= new.id;\n"
+    "END;\n"
+    "CREATE TRIGGER token_marks_messages_au AFTER UPDATE OF conversation_id ON messages BEGIN\n"
+    "  DELETE FROM token_marks WHERE conversation_id = new.conversation_id\n"
+    "    AND through_id >= new.id;\n"
+    "END;\n";
+
 /* A message's new parent, collected by store_tree_backfill. */
 struct store_link {
     int64_t id, parent;
@@ -559,6 +592,7 @@ static const struct {
     {store_schema_v9, NULL},
     {store_schema_v10, NULL},
     {store_schema_v11, NULL},
+    {store_schema_v12, NULL},
 };
 
 /* Bring the schema to STORE_SCHEMA_VERSION, one step per version, in one write transaction

@@ -25,7 +25,7 @@
     X(get_autocommit) X(get_auxdata) X(last_insert_rowid) X(libversion) X(limit) X(malloc64) \
     X(open_v2)                                                                                 \
     X(prepare_v2) X(prepare_v3) X(reset) X(result_double) X(result_error_code) X(result_int)   \
-    X(result_int64) X(result_null) X(set_auxdata) X(step) X(stmt_busy) X(user_data)            \
+    X(result_int64) X(result_null) X(set_auxdata) X(step) X(stmt_busy) X(stmt_status) X(user_data)            \
     X(value_bytes) X(value_double) X(value_int64) X(value_text)
 
 /* The table: one pointer per function, with the type of its declaration in <sqlite3.h>. */
@@ -90,6 +90,7 @@ void sqlite_dl_prefer_large_reads(void);
 #define sqlite3_set_auxdata (sqlite_dl_api.set_auxdata)
 #define sqlite3_step (sqlite_dl_api.step)
 #define sqlite3_stmt_busy (sqlite_dl_api.stmt_busy)
+#define sqlite3_stmt_status (sqlite_dl_api.stmt_status)
 #define sqlite3_value_bytes (sqlite_dl_api.value_bytes)
 #define sqlite3_value_double (sqlite_dl_api.value_double)
 #define sqlite3_value_int64 (sqlite_dl_api.value_int64)

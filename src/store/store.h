@@ -45,7 +45,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_SCHEMA_VERSION 11
+#define STORE_SCHEMA_VERSION 12
 #define STORE_NOT_FOUND 1                       /* returned by lookups of a missing id */
 #define STORE_CACHE_KEY_LEN 32                  /* SHA-256 */
 #define STORE_CACHE_DEFAULT_TTL (7 * 24 * 3600) /* seconds */
@@ -336,9 +336,8 @@ struct store_walk {
     size_t n_tokens;
     int complete;               /* the walk reached the start of the path: nothing is older */
     int64_t first_id;           /* the oldest user row read */
-    int64_t older_rows;         /* rows of the conversation not read (older turns, other
-                                   branches), */
-    int64_t older_counted;      /* how many of them have a count in encoding, */
+    int64_t older_uncounted;    /* rows of the conversation not read (older turns, other
+                                   branches) without a count in encoding, */
     long older_max_tokens;      /* and the largest count of the conversation */
 };
 int store_conversation_walk(struct store *st, int64_t id, const char *encoding,
@@ -364,6 +363,10 @@ void store_conversation_free(struct store_conversation *c);
  * id and seq, into *out (free with store_attach_free). 0, or -1 (store_error). */
 int store_attach_list(struct store *st, int64_t conversation_id, struct store_attach **out,
                       size_t *n);
+/* Those of its rows from message id from_id on: work in the attachments of those rows, not in
+ * the conversation's length (a lean resume reads its newest rows' only). */
+int store_attach_list_from(struct store *st, int64_t conversation_id, int64_t from_id,
+                           struct store_attach **out, size_t *n);
 /* Those of one message. */
 int store_attach_get(struct store *st, int64_t message_id, struct store_attach **out,
                      size_t *n);

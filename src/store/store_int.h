@@ -77,6 +77,8 @@ struct store {
     int batch_lost;              /* SQLite rolled that transaction back */
     int created;                 /* this connection made or upgraded the schema: store_close
                                   * checkpoints (when it wrote) */
+    unsigned long long vm_steps; /* SQLite VM steps of the statements done so far (the work of
+                                  * this connection, load-independent: TOKTERM_DEBUG_STORE) */
 };
 
 /* "streaming", "complete", ... indexed by enum store_status (db.c). */
@@ -142,6 +144,10 @@ int store_attach_put(struct store *st, int64_t id, const struct store_attach *v,
 
 /* ---- schema.c: schema, the file, recovery */
 
+/* Conversation conv's token mark in encoding (schema v11): every row up to *through has a
+ * count, none above *max (0 and 0 when there is none). 0, or an SQLite code. */
+int store_tokens_mark(struct store *st, int64_t conv, const char *encoding, int64_t *through,
+                      long *max);
 /* Bring the schema to STORE_SCHEMA_VERSION; *from gets the version found. 0 or -1. */
 int store_migrate(struct store *st, int *from);
 /* Create the file (0600) and its directory (0700) when missing and check it is a regular file

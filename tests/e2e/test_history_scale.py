@@ -95,9 +95,14 @@ with ttlib.FakeServer() as srv:
 
     # --- 2. an older database (schema 6, no counts) is upgraded in place and counted once ---
     # What v7 and later added goes (v7 the counts; v8 the tool column; v9 the latency
-    # columns; v10 the attachments), so the file is a true version 6 one.
+    # columns; v10 the attachments; v11 the provider's batches; v12 the token marks), so the
+    # file is a true version 6 one.
     c = sqlite3.connect(db)
-    c.executescript("DROP TRIGGER IF EXISTS message_tokens_ad; "
+    c.executescript("DROP TABLE IF EXISTS remote_batches; "
+                    "DROP TRIGGER IF EXISTS token_marks_messages_ai; "
+                    "DROP TRIGGER IF EXISTS token_marks_messages_au; "
+                    "DROP TABLE IF EXISTS token_marks; "
+                    "DROP TRIGGER IF EXISTS message_tokens_ad; "
                     "DROP TRIGGER IF EXISTS message_tokens_au; "
                     "DROP TABLE IF EXISTS message_tokens; "
                     "DROP TRIGGER IF EXISTS attachments_message_ad; "

@@ -6,7 +6,8 @@ case runs the same turn twice on copies of one HOME: as tokterm does it, and wit
 TOKTERM_FULL_RESUME=1 (the whole conversation read, as before); the fake server's logged bodies
 must be equal, request for request. TOKTERM_DEBUG_TOKENIZED says which way the resume went.
 Cases: a history that fits, one whose old turns are dropped, one that reuses a saved summary,
-and one that needs a new summary (the lean resume falls back to the full load). TAP."""
+one that needs a new summary (the lean resume falls back to the full load), and the store's
+work of a lean resume (SQLite VM steps, TOKTERM_DEBUG_STORE) flat in the older history. TAP."""
 
 import sys
 
@@ -29,6 +30,11 @@ add_turns = ttlib.history_add_turns
 def resumed(err):
     m = re.search(rb"resumed (\d+) turns \((the newest|all)\)", err)
     return (int(m.group(1)), m.group(2).decode()) if m else None
+
+
+def vm_steps(err):
+    m = re.search(rb"store: (\d+) VM steps", err)
+    return int(m.group(1)) if m else None
 
 
 with ttlib.FakeServer() as srv:
@@ -121,5 +127,23 @@ with ttlib.FakeServer() as srv:
     t.ok(("the newest", 1) in ways and ("all", 2) in ways,
          "outgrown: lean resumes while the summary serves, the full load for a new one (%r)"
          % ways)
+
+    # --- 5. the store's work does not grow with the turns left out ------------------------
+    # Two conversations that differ only in how many old turns the plan drops (300 and 1,500):
+    # once counted, a lean resume reads the same newest rows of both, and nothing else of the
+    # store may be O(history) (the older rows' counts, their attachments). Counted in SQLite VM
+    # steps, which do not depend on the load.
+    steps = []
+    for turns in (300, 1500):
+        home = setup("context_window = 4000\nreserve_tokens = 200\ncontext_policy = truncate\n",
+                     turns, 30)
+        run(home, ["-c", "-p", "count them"])
+        run(home, ["-c", "-p", "and again"])
+        rc, err, _ = run(home, ["-c", "-p", "how much work?"], env={"TOKTERM_DEBUG_STORE": "1"})
+        steps.append((resumed(err), vm_steps(err)))
+    t.ok(all(h and h[1] == "the newest" and v for h, v in steps) and
+         steps[1][1] < steps[0][1] * 1.1 + 2000,
+         "a lean resume's store work is flat in the dropped turns (VM steps, 300 vs 1,500 turns: "
+         "%r)" % (steps,))
 
 t.done()

@@ -505,8 +505,13 @@ static char *heads_of(const char *path)
 #define UNDO_V9                                                                          \
     "ALTER TABLE messages DROP COLUMN itl; ALTER TABLE messages DROP COLUMN retries; "    \
     "ALTER TABLE messages DROP COLUMN rate_limited;"
+/* What takes a new store back to version 11 (before the token marks). */
+#define STORE_DROP_V12                                                                     \
+    "DROP TRIGGER token_marks_tokens_ad; DROP TRIGGER token_marks_tokens_ai; "              \
+    "DROP TRIGGER token_marks_messages_ai; DROP TRIGGER token_marks_messages_au; "          \
+    "DROP TABLE token_marks; "
 /* What takes a new store back to version 10 (before the provider's batches). */
-#define STORE_DROP_V11 "DROP TABLE remote_batches; "
+#define STORE_DROP_V11 STORE_DROP_V12 "DROP TABLE remote_batches; "
 /* What takes a new store back to version 9 (before attachments). */
 #define STORE_DROP_V10                                                                     \
     STORE_DROP_V11                                                                         \
@@ -658,6 +663,116 @@ static void test_migrate_v10_remote(void)
            "v11: the old row is there");
     TAP_OK(raw_int(path, "SELECT count(*) FROM remote_batches WHERE batch_id LIKE '%sk-%'") == 0,
            "v11: no key-like text in the table");
+    free(path);
+}
+
+/* "through max" of conversation conv's token mark in o200k_base ("none" without one). */
+static const char *mark_of(const char *path, int64_t conv, char **keep)
+{
+    char q[200];
+    snprintf(q, sizeof q, "SELECT coalesce((SELECT through_id || ' ' || max_tokens FROM "
+             "token_marks WHERE conversation_id = %lld AND encoding = 'o200k_base'), 'none')",
+             (long long)conv);
+    free(*keep);
+    *keep = raw_text(path, q);
+    return *keep;
+}
+
+static int walk_two(void *ud, const struct store_message *m, long tokens)
+{
+    (void)m;
+    (void)tokens;
+    return ++*(int *)ud >= 2; /* the newest turn only */
+}
+
+/* A walk of conv's newest turn: "uncounted max" of the rows it did not read. */
+static const char *walk_older(struct store *st, int64_t conv, char *out, size_t size)
+{
+    struct store_walk w;
+    int k = 0;
+    if (store_conversation_walk(st, conv, "o200k_base", walk_two, &k, &w) != 0)
+        return "walk failed";
+    snprintf(out, size, "%lld %ld%s", (long long)w.older_uncounted, w.older_max_tokens,
+             w.complete ? " complete" : "");
+    store_walk_free(&w);
+    return out;
+}
+
+/* v11 -> v12: the token marks. A database of v11 upgrades in place with counts and no mark;
+ * a put moves the mark over the rows counted, a walk learns from it what it did not read, and
+ * whatever could make it wrong takes it back (a count forgotten, a row added below it). */
+static void test_migrate_v11_marks(void)
+{
+    char *txt = NULL, *path = tmp_path("v11m.db"), *err = NULL, buf[64], mark_q[256];
+    struct store *st = store_open(path, NULL, &err);
+    TAP_OK(st != NULL, "v11: a new store");
+    if (!st) {
+        free(err);
+        free(path);
+        return;
+    }
+    int64_t conv = store_conversation_new(st, NULL, NULL, "m", NULL), id[8];
+    struct store_tokens v[8];
+    for (int i = 0; i < 6; i++) {
+        id[i] = store_message_add(st, conv, i % 2 ? "assistant" : "user", "some words", 10,
+                                  NULL);
+        v[i] = (struct store_tokens){id[i], 10, 2 + i};
+    }
+    TAP_INT(store_tokens_put(st, conv, "o200k_base", v, 6), 0, "v11: counts stored");
+    store_close(st);
+    TAP_INT(raw_exec(path, STORE_DROP_V12 "PRAGMA user_version = 11;"), SQLITE_OK,
+            "v11: taken back to version 11 (no token marks)");
+    struct store_open_info info;
+    st = store_open(path, &info, &err);
+    TAP_OK(st != NULL && info.from_version == 11 &&
+               store_schema_version(st) == STORE_SCHEMA_VERSION,
+           "v11 -> v12: upgraded in place");
+    if (!st) {
+        free(err);
+        free(path);
+        return;
+    }
+    TAP_STR(mark_of(path, conv, &txt), "none", "v12: no mark yet");
+    TAP_STR(walk_older(st, conv, buf, sizeof buf), "0 7", "v12: without a mark, the walk "
+            "counts the older rows: all counted, the largest 7");
+    id[6] = store_message_add(st, conv, "user", "new words", 9, NULL);
+    v[6] = (struct store_tokens){id[6], 9, 3};
+    TAP_INT(store_tokens_put(st, conv, "o200k_base", &v[6], 1), 0, "v12: a new row counted");
+    snprintf(buf, sizeof buf, "%lld 7", (long long)id[6]);
+    TAP_STR(mark_of(path, conv, &txt), buf, "v12: the put moves the mark over every row");
+    TAP_STR(walk_older(st, conv, buf, sizeof buf), "0 7", "v12: the walk takes it");
+    id[7] = store_message_add(st, conv, "assistant", "x", 1, NULL);
+    snprintf(buf, sizeof buf, "%lld 7", (long long)id[6]);
+    TAP_STR(mark_of(path, conv, &txt), buf, "v12: a row added after the mark leaves it");
+    TAP_INT(raw_exec(path, "UPDATE messages SET content = 'rewritten' WHERE id = (SELECT "
+                           "min(id) + 1 FROM messages)"),
+            SQLITE_OK, "v12: an old row rewritten (its count forgotten)");
+    TAP_STR(mark_of(path, conv, &txt), "none", "v12: the mark is taken back");
+    TAP_STR(walk_older(st, conv, buf, sizeof buf), "1 7",
+            "v12: the walk sees the older row without a count");
+    v[1].bytes = 9;
+    v[1].tokens = 40;
+    TAP_INT(store_tokens_put(st, conv, "o200k_base", &v[1], 1), 0, "v12: it is counted again");
+    snprintf(buf, sizeof buf, "%lld 40", (long long)id[6]);
+    TAP_STR(mark_of(path, conv, &txt), buf, "v12: the mark is back, up to the row not counted");
+    v[2].tokens = 50;
+    TAP_INT(store_tokens_put(st, conv, "o200k_base", &v[2], 1), 0, "v12: a count rewritten");
+    snprintf(buf, sizeof buf, "%lld 50", (long long)id[6]);
+    TAP_STR(mark_of(path, conv, &txt), buf, "v12: a larger count below the mark raises its max");
+    TAP_INT(raw_exec(path, "DELETE FROM messages WHERE id = (SELECT max(id) FROM messages); "
+                           "DELETE FROM messages WHERE id = (SELECT max(id) FROM messages)"),
+            SQLITE_OK, "v12: the two newest rows deleted");
+    TAP_STR(mark_of(path, conv, &txt), "none", "v12: the mark goes with a count it covered");
+    v[5].tokens = 5;
+    TAP_INT(store_tokens_put(st, conv, "o200k_base", &v[5], 1), 0, "v12: a put");
+    snprintf(mark_q, sizeof mark_q, "INSERT INTO messages(id, conversation_id, role, created, content) "
+             "VALUES(%lld, %lld, 'user', 0, 'late')", (long long)id[0] - 1, (long long)conv);
+    snprintf(buf, sizeof buf, "%lld 50", (long long)id[5]);
+    TAP_STR(mark_of(path, conv, &txt), buf, "v12: the put marks the rows left");
+    TAP_INT(raw_exec(path, mark_q), SQLITE_OK, "v12: a row inserted below the mark");
+    TAP_STR(mark_of(path, conv, &txt), "none", "v12: the mark is taken back");
+    free(txt);
+    store_close(st);
     free(path);
 }
 
@@ -3260,6 +3375,7 @@ int main(void)
     test_migrate_v8_perf();
     test_migrate_v9_attachments();
     test_migrate_v10_remote();
+    test_migrate_v11_marks();
     test_migrate_prev();
     test_tree();
     test_tree_foreign();
