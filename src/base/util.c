@@ -181,14 +181,25 @@ char *util_data_path(const char *file, struct buf *tried)
     return NULL;
 }
 
-void *util_dlopen(const char *soname, const char *what, const char *how, char *err, size_t size)
+void *util_dlopen(const char *soname, const char *what, const char *how,
+                  const struct util_dlfn *fns, size_t n, const char *(*older)(void *lib),
+                  char *err, size_t size)
 {
     void *lib = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
         const char *why = dlerror();
         snprintf(err, size, "cannot load %s (%s): %s; %s", what, soname,
                  why ? why : "dlopen failed", how);
+        return NULL;
     }
+    for (size_t i = 0; i < n; i++)
+        if (util_dlsym(lib, fns[i].name, fns[i].slot, fns[i].size) != 0) {
+            const char *v = older ? older(lib) : NULL;
+            snprintf(err, size, "cannot load %s (%s): it has no %s%s%s%s; %s", what, soname,
+                     fns[i].name, v ? " (" : "", v ? v : "", v ? ")" : "", how);
+            dlclose(lib);
+            return NULL;
+        }
     return lib;
 }
 

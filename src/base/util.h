@@ -60,9 +60,23 @@ struct buf;
  * (may be NULL), comma-separated. */
 char *util_data_path(const char *file, struct buf *tried);
 
-/* dlopen(soname) for a library loaded on first use; NULL with err[0..size) set to "cannot load
- * WHAT (SONAME): why; HOW" (how: what to install). */
-void *util_dlopen(const char *soname, const char *what, const char *how, char *err, size_t size);
+/* A function of a library loaded on first use: its name there, and the pointer it goes into
+ * (slot, size: the pointer variable, of any function type). */
+struct util_dlfn {
+    const char *name;
+    void *slot;
+    size_t size;
+};
+
+/* A library loaded on first use (curl_dl.c, sqlite_dl.c, xml_dl.c): dlopen(soname), then each
+ * of the n functions into its slot. The library (it stays loaded), or NULL with nothing left
+ * loaded and err[0..size) set to "cannot load WHAT (SONAME): why; HOW" (how: what to install),
+ * or, when a function is missing, "cannot load WHAT (SONAME): it has no NAME (OLDER); HOW",
+ * older(lib) saying which version is needed or found (older, or what it returns, may be NULL:
+ * no parenthesis). */
+void *util_dlopen(const char *soname, const char *what, const char *how,
+                  const struct util_dlfn *fns, size_t n, const char *(*older)(void *lib),
+                  char *err, size_t size);
 
 /* dlsym(lib, name) into a function pointer of any type (slot, size: the pointer variable):
  * 0, or -1 when the library has no such symbol. */

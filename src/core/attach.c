@@ -19,6 +19,7 @@
 #include "base/util.h"
 #include "base/xmalloc.h"
 #include "proto/api.h"
+#include "text/markdown.h"
 
 /* Limits of each provider, from their documentation (bytes of the file, not of its base64):
  *   OpenAI: images up to 20 MB each (50 MB of images per request); PDF file inputs up to
@@ -691,24 +692,9 @@ static const char *attach_lang(const char *name)
 
 void attach_text_block(struct buf *out, const char *name, const char *text, size_t len)
 {
-    size_t run = 0, longest = 0;
-    for (size_t i = 0; i < len; i++) {
-        run = text[i] == '`' ? run + 1 : 0;
-        if (run > longest)
-            longest = run;
-    }
-    size_t fence = longest >= 3 ? longest + 1 : 3;
     buf_printf(out, "%s:\n", name);
-    for (size_t i = 0; i < fence; i++)
-        buf_appendc(out, '`');
-    buf_appends(out, attach_lang(name));
+    markdown_code_block(out, attach_lang(name), text, len, NULL);
     buf_appendc(out, '\n');
-    buf_append(out, text, len);
-    if (len && text[len - 1] != '\n')
-        buf_appendc(out, '\n');
-    for (size_t i = 0; i < fence; i++)
-        buf_appendc(out, '`');
-    buf_appends(out, "\n\n");
 }
 
 void attach_size(struct buf *out, size_t bytes)

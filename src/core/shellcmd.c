@@ -4,6 +4,7 @@
 #include "base/utf8.h"
 #include "base/util.h"
 #include "base/xmalloc.h"
+#include "text/markdown.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -310,29 +311,9 @@ static void shellcmd_utf8(struct buf *out, const char *s, size_t n)
     }
 }
 
-/* A fence for text: one backtick more than its longest run (at least three). */
-static size_t shellcmd_fence_len(const char *s, size_t n)
-{
-    size_t best = 0, run = 0;
-    for (size_t i = 0; i < n; i++) {
-        run = s[i] == '`' ? run + 1 : 0;
-        best = run > best ? run : best;
-    }
-    return best < 3 ? 3 : best + 1;
-}
-
 void shellcmd_code_block(struct buf *b, const char *s, size_t n)
 {
-    size_t f = shellcmd_fence_len(s, n);
-    for (size_t i = 0; i < f; i++)
-        buf_appendc(b, '`');
-    buf_appendc(b, '\n');
-    shellcmd_utf8(b, s, n);
-    if (n && s[n - 1] != '\n')
-        buf_appendc(b, '\n');
-    for (size_t i = 0; i < f; i++)
-        buf_appendc(b, '`');
-    buf_appendc(b, '\n');
+    markdown_code_block(b, "", s, n, shellcmd_utf8);
 }
 
 char *shellcmd_followup(const char *shell, const char *cmd, int status,

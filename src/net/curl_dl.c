@@ -4,7 +4,6 @@
 
 #include "base/util.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,27 +19,24 @@ struct curl_dl curl_dl_api;
 static pthread_once_t curl_dl_once = PTHREAD_ONCE_INIT;
 static char curl_dl_error[512] = "not loaded"; /* empty once loaded */
 
+static const char *curl_dl_older(void *lib)
+{
+    (void)lib;
+    return "7.68 or later is needed";
+}
+
 static void curl_dl_init(void)
 {
-    void *lib = util_dlopen(TT_CURL_SONAME, "libcurl", CURL_DL_HOW, curl_dl_error,
-                            sizeof curl_dl_error);
-    if (!lib)
-        return;
     struct curl_dl api;
     memset(&api, 0, sizeof api);
-    const char *missing = NULL;
-#define CURL_DL_LOAD(name)                                                                     \
-    if (!missing && util_dlsym(lib, "curl_" #name, &api.name, sizeof api.name) != 0)           \
-        missing = "curl_" #name;
-    CURL_DL_FUNCS(CURL_DL_LOAD)
-#undef CURL_DL_LOAD
-    if (missing) {
-        snprintf(curl_dl_error, sizeof curl_dl_error,
-                 "cannot load libcurl (%s): it has no %s (7.68 or later is needed); %s",
-                 TT_CURL_SONAME, missing, CURL_DL_HOW);
-        dlclose(lib);
+    const struct util_dlfn fns[] = {
+#define CURL_DL_FN(name) {"curl_" #name, &api.name, sizeof api.name},
+        CURL_DL_FUNCS(CURL_DL_FN)
+#undef CURL_DL_FN
+    };
+    if (!util_dlopen(TT_CURL_SONAME, "libcurl", CURL_DL_HOW, fns, TT_ARRAY_LEN(fns),
+                     curl_dl_older, curl_dl_error, sizeof curl_dl_error))
         return;
-    }
     /* Once, before any other thread uses curl (curl_global_init is not thread-safe in every
      * version); the library stays loaded until the process ends. */
     if (api.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {

@@ -5,7 +5,6 @@
 #include "base/util.h"
 #include "base/xmalloc.h"
 
-#include <dlfcn.h>
 #include <limits.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -112,30 +111,31 @@ static void sqlite_dl_page_cache(int (*config)(int, ...))
     /* else SQLite owns it until the process ends */
 }
 
+/* A missing function's words: the version found, too old (NULL when it does not say). */
+static const char *sqlite_dl_older(void *lib)
+{
+    static char v[64];
+    const char *(*version)(void) = NULL;
+    if (util_dlsym(lib, "sqlite3_libversion", &version, sizeof version) != 0)
+        return NULL;
+    snprintf(v, sizeof v, "SQLite %s is too old", version());
+    return v;
+}
+
 static void sqlite_dl_init(void)
 {
-    void *lib = util_dlopen(TT_SQLITE_SONAME, "SQLite", SQLITE_DL_HOW, sqlite_dl_error,
+    struct sqlite_dl api;
+    memset(&api, 0, sizeof api);
+    const struct util_dlfn fns[] = {
+#define SQLITE_DL_FN(name) {"sqlite3_" #name, &api.name, sizeof api.name},
+        SQLITE_DL_FUNCS(SQLITE_DL_FN)
+#undef SQLITE_DL_FN
+    };
+    void *lib = util_dlopen(TT_SQLITE_SONAME, "SQLite", SQLITE_DL_HOW, fns,
+                            TT_ARRAY_LEN(fns), sqlite_dl_older, sqlite_dl_error,
                             sizeof sqlite_dl_error);
     if (!lib)
         return;
-    struct sqlite_dl api;
-    memset(&api, 0, sizeof api);
-    const char *missing = NULL;
-#define SQLITE_DL_LOAD(name)                                                                   \
-    if (!missing && util_dlsym(lib, "sqlite3_" #name, &api.name, sizeof api.name) != 0)    \
-        missing = "sqlite3_" #name;
-    SQLITE_DL_FUNCS(SQLITE_DL_LOAD)
-#undef SQLITE_DL_LOAD
-    if (missing) {
-        const char *(*version)(void) = NULL;
-        util_dlsym(lib, "sqlite3_libversion", &version, sizeof version);
-        snprintf(sqlite_dl_error, sizeof sqlite_dl_error,
-                 "cannot load SQLite (%s): it has no %s%s%s%s; %s", TT_SQLITE_SONAME, missing,
-                 version ? " (SQLite " : "", version ? version() : "",
-                 version ? " is too old)" : "", SQLITE_DL_HOW);
-        dlclose(lib);
-        return;
-    }
     sqlite_dl_api = api; /* the library stays loaded until the process ends */
     /* Before SQLite initialises itself: the allocator that puts large blocks (the record of a
      * long answer) in huge pages. Refused (SQLITE_MISUSE) if something initialised it first. */

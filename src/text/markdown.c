@@ -1675,3 +1675,27 @@ const struct markdown_line *markdown_pending_line(struct markdown *md, size_t i)
         return &md->partial;
     return NULL;
 }
+
+void markdown_code_block(struct buf *out, const char *info, const char *text, size_t len,
+                         void (*put)(struct buf *out, const char *s, size_t n))
+{
+    size_t run = 0, longest = 0;
+    for (size_t i = 0; i < len; i++) {
+        run = text[i] == '`' ? run + 1 : 0;
+        longest = run > longest ? run : longest;
+    }
+    size_t fence = longest < 3 ? 3 : longest + 1;
+    for (size_t i = 0; i < fence; i++)
+        buf_appendc(out, '`');
+    buf_appends(out, info);
+    buf_appendc(out, '\n');
+    if (put)
+        put(out, text, len);
+    else
+        buf_append(out, text, len);
+    if (len && text[len - 1] != '\n')
+        buf_appendc(out, '\n');
+    for (size_t i = 0; i < fence; i++)
+        buf_appendc(out, '`');
+    buf_appendc(out, '\n');
+}

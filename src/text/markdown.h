@@ -112,6 +112,14 @@ size_t markdown_pending_count(struct markdown *md);
 /* Provisional line i (< markdown_pending_count), owned by md, valid until the next feed. */
 const struct markdown_line *markdown_pending_line(struct markdown *md, size_t i);
 
+struct buf;
+/* Writing, not styling: text[0..len) as a fenced code block for a Markdown reader (a model's
+ * prompt): a fence of backticks one longer than text's longest run of them (3 at least), info
+ * after the opening one (a language, or ""), the text (through put when not NULL, e.g. to
+ * sanitise it), a newline unless it ends with one, the closing fence and a newline. */
+void markdown_code_block(struct buf *out, const char *info, const char *text, size_t len,
+                         void (*put)(struct buf *out, const char *s, size_t n));
+
 /* Tests only: nonzero makes the inline scanners step through plain text byte by byte (the
  * reference that test_markdown compares the run-skipping scanners with). */
 extern int markdown_bytewise;

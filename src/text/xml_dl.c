@@ -4,9 +4,7 @@
 
 #include "base/util.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <string.h>
 
 /* configure finds the soname the development library links to; this is Debian's. */
@@ -22,24 +20,16 @@ static char xml_dl_error[512] = "not loaded"; /* empty once loaded */
 
 static void xml_dl_init(void)
 {
-    void *lib = util_dlopen(TT_XML2_SONAME, "libxml2", XML_DL_HOW, xml_dl_error,
-                            sizeof xml_dl_error);
-    if (!lib)
-        return;
     struct xml_dl api;
     memset(&api, 0, sizeof api);
-    const char *missing = NULL;
-#define XML_DL_LOAD(name)                                                                      \
-    if (!missing && util_dlsym(lib, #name, &api.dl_##name, sizeof api.dl_##name) != 0)                   \
-        missing = #name;
-    XML_DL_FUNCS(XML_DL_LOAD)
-#undef XML_DL_LOAD
-    if (missing) {
-        snprintf(xml_dl_error, sizeof xml_dl_error, "cannot load libxml2 (%s): it has no %s; %s",
-                 TT_XML2_SONAME, missing, XML_DL_HOW);
-        dlclose(lib);
+    const struct util_dlfn fns[] = {
+#define XML_DL_FN(name) {#name, &api.dl_##name, sizeof api.dl_##name},
+        XML_DL_FUNCS(XML_DL_FN)
+#undef XML_DL_FN
+    };
+    if (!util_dlopen(TT_XML2_SONAME, "libxml2", XML_DL_HOW, fns, TT_ARRAY_LEN(fns), NULL,
+                     xml_dl_error, sizeof xml_dl_error))
         return;
-    }
     xml_dl_api = api;
     xml_dl_error[0] = '\0';
 }

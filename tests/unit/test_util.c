@@ -40,10 +40,43 @@ static void check(const char *name, const char *pre, const char *piece, const ch
     free(want);
 }
 
+static const char *test_older(void *lib)
+{
+    (void)lib;
+    return "9.9 or later is needed";
+}
+
+/* util_dlopen: the loader of curl_dl.c, sqlite_dl.c and xml_dl.c, and its messages. */
+static void test_dlopen(void)
+{
+    char err[256] = "";
+    size_t (*len)(const char *) = NULL;
+    int (*cmp)(const char *, const char *) = NULL;
+    struct util_dlfn fns[] = {{"strlen", &len, sizeof len}, {"strcmp", &cmp, sizeof cmp}};
+    void *lib = util_dlopen("libc.so.6", "libc", "install it", fns, 2, NULL, err, sizeof err);
+    TAP_OK(lib && len && cmp && len("abc") == 3 && cmp("a", "a") == 0,
+           "dlopen: each function into its slot");
+    lib = util_dlopen("libtt-nosuch.so.9", "nosuch", "install nosuch", fns, 2, NULL, err,
+                      sizeof err);
+    TAP_OK(!lib && strncmp(err, "cannot load nosuch (libtt-nosuch.so.9): ", 40) == 0 &&
+               strstr(err, "; install nosuch"), "dlopen: no library: %s", err);
+    struct util_dlfn more[] = {{"strlen", &len, sizeof len}, {"tt_nosuch_fn", &cmp, sizeof cmp}};
+    lib = util_dlopen("libc.so.6", "libc", "install it", more, 2, test_older, err, sizeof err);
+    TAP_STR(lib ? "loaded" : err,
+            "cannot load libc (libc.so.6): it has no tt_nosuch_fn (9.9 or later is needed); "
+            "install it", "dlopen: a missing function named, with the version's words");
+    lib = util_dlopen("libc.so.6", "libc", "install it", more, 2, NULL, err, sizeof err);
+    TAP_STR(lib ? "loaded" : err,
+            "cannot load libc (libc.so.6): it has no tt_nosuch_fn; install it",
+            "dlopen: ... and without them");
+}
+
 int main(void)
 {
     const size_t k = strlen(KEY);
     char piece[64];
+
+    test_dlopen();
 
     check("the whole key", "Incorrect API key provided: ", KEY, ".", 1);
     snprintf(piece, sizeof piece, "%.*s", (int)k - 1, KEY);
