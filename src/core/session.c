@@ -796,6 +796,10 @@ static unsigned session_send_planned(struct session *s)
         }
     }
     session_save_begin(s, 0);
+    /* After the prompt's commit the store knows what its WAL holds (a one-shot knows nothing
+     * before it): a large one is copied while the request is on the wire. */
+    if (s->store)
+        store_checkpoint_async(s->store);
 
     struct net_request *rq = session_request(s, c, s->key, body);
     rq->fallback = session_fallback_request(s, &ar);

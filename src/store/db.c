@@ -344,7 +344,11 @@ int store_run_steps(struct store *st, const char *const *steps, size_t n, const 
  * (+~0.4 s at load 10). The journal size limit keeps the file from staying that large. */
 #define STORE_CKPT_PAGES 32768
 #define STORE_WAL_KEEP_BYTES 16777216 /* PRAGMA journal_size_limit: 16 MiB */
-#define STORE_CKPT_ASYNC_BYTES ((off_t)1 << 20) /* a WAL this large is worth a checkpoint */
+/* A WAL holding this much is worth a checkpoint. What it holds, not the file's size: a
+ * checkpoint does not shrink the file (journal_size_limit keeps up to 16 MiB), and going by the
+ * size, one long answer made every later run start a checkpoint (a second connection, two
+ * fsyncs, joined at close) for the few pages it wrote (issue 14). */
+#define STORE_CKPT_ASYNC_BYTES ((off_t)1 << 20)
 /* A WAL this large at close (a long answer: its parts and its row) is copied and truncated
  * then: left to the next run, every open re-read it to rebuild the WAL index (~1 ms per MB),
  * and its background copy held back the reset while that run wrote more (10 MB answers in a
@@ -375,14 +379,32 @@ static void *store_ckpt_main(void *arg)
     return NULL;
 }
 
-/* The size of the WAL file (0 when there is none). */
+/* What the WAL holds (its frames since it last started over, as the last commit of this
+ * connection left it); -1 before this connection committed anything. */
 static off_t store_wal_bytes(const struct store *st)
 {
-    char *wal = xasprintf("%s-wal", st->path);
-    struct stat sb;
-    off_t n = stat(wal, &sb) == 0 ? sb.st_size : 0;
-    free(wal);
-    return n;
+    if (st->wal_frames < 0)
+        return -1;
+    return (off_t)st->wal_frames * (st->page_size > 0 ? st->page_size : 4096);
+}
+
+/* The WAL hook: after each commit, the frames the WAL holds. It replaces SQLite's own
+ * (wal_autocheckpoint's), so it checkpoints past STORE_CKPT_PAGES as that one did. */
+static int store_wal_hook(void *ud, sqlite3 *db, const char *name, int frames)
+{
+    struct store *st = ud;
+    st->wal_frames = frames;
+    if (frames >= STORE_CKPT_PAGES)
+        (void)sqlite3_wal_checkpoint(db, name);
+    return SQLITE_OK;
+}
+
+void store_checkpoint_wait(struct store *st)
+{
+    if (st && st->ckpt_started) {
+        pthread_join(st->ckpt, NULL);
+        st->ckpt_started = 0;
+    }
 }
 
 void store_checkpoint_async(struct store *st)
@@ -395,6 +417,8 @@ void store_checkpoint_async(struct store *st)
         pthread_join(st->ckpt, NULL);
         st->ckpt_started = 0;
     }
+    /* Unknown before this connection's first commit (the prompt's, right before the request
+     * leaves): the caller asks again after it. */
     if (store_wal_bytes(st) < STORE_CKPT_ASYNC_BYTES)
         return;
     struct store_ckpt_arg *a = xcalloc(1, sizeof *a);
@@ -539,9 +563,10 @@ static int store_setup(struct store *st, struct store_open_info *info)
                    "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; "
                    "PRAGMA secure_delete = FAST;"
                    "PRAGMA temp_store = MEMORY; PRAGMA cache_size = " TT_STR(STORE_CACHE_KIB) "; "
-                   "PRAGMA wal_autocheckpoint = " TT_STR(STORE_CKPT_PAGES) "; "
                    "PRAGMA journal_size_limit = " TT_STR(STORE_WAL_KEEP_BYTES),
                    "cannot configure the database") != 0 ||
+        store_pragma_int(st, "PRAGMA page_size", &st->page_size) != 0 ||
+        (sqlite3_wal_hook(st->db, store_wal_hook, st), 0) ||
         store_search_functions(st) != SQLITE_OK ||
         (!(st->words = fts_words_register(st->db)) &&
          (store_set_err(st, "this SQLite has no FTS5 full-text search (tokterm needs it)"), 1)) ||
@@ -575,6 +600,7 @@ static struct store *store_open_as(const char *path, struct store_open_info *inf
     st->path = xstrdup(path);
     st->cache_ttl = STORE_CACHE_DEFAULT_TTL;
     st->cache_max = STORE_CACHE_DEFAULT_MAX;
+    st->wal_frames = -1;
     snprintf(st->writer, sizeof st->writer, "%ld:%llu", (long)getpid(),
              store_proc_start((long)getpid(), NULL));
     if (store_connect(st, path, err) != 0 || store_wal(st, path, err) != 0) {
@@ -664,6 +690,7 @@ static struct store *store_reader_new(const char *path)
     struct store *st = xcalloc(1, sizeof *st);
     st->path = xstrdup(path);
     st->readonly = 1;
+    st->wal_frames = -1;
     st->cache_ttl = STORE_CACHE_DEFAULT_TTL;
     st->cache_max = STORE_CACHE_DEFAULT_MAX;
     return st;

@@ -142,6 +142,10 @@ static void sqlite_dl_init(void)
     int (*config)(int, ...) = NULL;
     if (util_dlsym(lib, "sqlite3_config", &config, sizeof config) == 0) {
         (void)config(SQLITE_CONFIG_MALLOC, &sqlite_dl_mem);
+        /* No allocation statistics (nothing reads them): with them on, every allocation takes
+         * SQLite's global memory mutex, for which the background checkpoint's connection and
+         * this thread's contended. */
+        (void)config(SQLITE_CONFIG_MEMSTATUS, 0);
         sqlite_dl_page_cache(config);
     }
 }

@@ -26,7 +26,7 @@
     X(open_v2)                                                                                 \
     X(prepare_v2) X(prepare_v3) X(reset) X(result_double) X(result_error_code) X(result_int)   \
     X(result_int64) X(result_null) X(set_auxdata) X(step) X(stmt_busy) X(stmt_status) X(user_data)            \
-    X(value_bytes) X(value_double) X(value_int64) X(value_text)
+    X(value_bytes) X(value_double) X(value_int64) X(value_text) X(wal_checkpoint) X(wal_hook)
 
 /* The table: one pointer per function, with the type of its declaration in <sqlite3.h>. */
 struct sqlite_dl {
@@ -96,5 +96,7 @@ void sqlite_dl_prefer_large_reads(void);
 #define sqlite3_value_int64 (sqlite_dl_api.value_int64)
 #define sqlite3_user_data (sqlite_dl_api.user_data)
 #define sqlite3_value_text (sqlite_dl_api.value_text)
+#define sqlite3_wal_checkpoint (sqlite_dl_api.wal_checkpoint)
+#define sqlite3_wal_hook (sqlite_dl_api.wal_hook)
 
 #endif

@@ -274,10 +274,12 @@ int store_batch_begin(struct store *st);
 /* Commit the batch (at the outermost end). 0, or -1 when the commit failed: every write of
  * the batch is lost (store_error says why). */
 int store_batch_end(struct store *st);
-/* When the WAL has grown past 1 MB, copy it into the database on a thread and connection of
- * its own (a passive checkpoint: it never blocks this process's writes), so that the copy and
- * its fsyncs overlap the wait for an answer instead of a commit. Nothing while the last one
- * still runs; store_close waits for it. */
+/* When the WAL holds more than 1 MB (as this connection's last commit left it: nothing
+ * before its first commit), copy it into the database on a thread and connection of its own
+ * (a passive checkpoint: it never blocks this process's writes), so that the copy and its
+ * fsyncs overlap the wait for an answer instead of a commit. Nothing while the last one still
+ * runs; the next store_message_finish (whose commit then starts the WAL over) or store_close
+ * waits for it. */
 void store_checkpoint_async(struct store *st);
 /* Message of the last failure on st; valid until the next call on st. Never NULL. */
 const char *store_error(const struct store *st);

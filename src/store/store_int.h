@@ -70,6 +70,9 @@ struct store {
     pthread_t ckpt;              /* store_checkpoint_async's thread */
     int ckpt_started;
     int ckpt_done;               /* atomic: set by that thread as it ends */
+    long wal_frames;             /* frames in the WAL after this connection's last commit (the
+                                  * WAL hook); -1 before the first */
+    int page_size;               /* PRAGMA page_size, read at open */
     int readonly;                /* store_open_reader: a read-only connection, never writes */
     int wrote;                   /* a write was committed */
     int batch;                   /* store_batch_begin depth: writes are savepoints of one
@@ -124,6 +127,9 @@ size_t store_max_value(struct store *st);
 /* Empty the WAL into the database and truncate it to 0 bytes (PRAGMA
  * wal_checkpoint(TRUNCATE)), waiting a while for readers. 0, or -1 when readers kept it. */
 int store_wal_truncate(struct store *st);
+/* Wait for a running store_checkpoint_async: the next write transaction then starts the WAL
+ * over (its frames all copied) instead of appending to it. */
+void store_checkpoint_wait(struct store *st);
 /* First column of the first row of sql (a PRAGMA or a count) into *out. 0 or -1. */
 int store_pragma_int(struct store *st, const char *sql, int *out);
 

@@ -3070,6 +3070,16 @@ static int count_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int f
     return rc;
 }
 
+/* Make the counting VFS the default (sqlite3_vfs_unregister(&count_vfs) ends it). */
+static void count_vfs_on(void)
+{
+    count_base = sqlite3_vfs_find(NULL);
+    count_vfs = *count_base;
+    count_vfs.zName = "tt_count";
+    count_vfs.xOpen = count_open;
+    sqlite3_vfs_register(&count_vfs, 1);
+}
+
 /* The save of a short answer as the default mode makes it: open, a cache lookup (a miss), the
  * prompt, the answer, the cache entry, close. */
 static void one_shot(const char *path, int i)
@@ -3110,11 +3120,7 @@ static void one_shot(const char *path, int i)
  * tables; a complete backup is the online backup API (sqlite3's .backup). */
 static void test_one_shot_syncs(void)
 {
-    count_base = sqlite3_vfs_find(NULL);
-    count_vfs = *count_base;
-    count_vfs.zName = "tt_count";
-    count_vfs.xOpen = count_open;
-    sqlite3_vfs_register(&count_vfs, 1);
+    count_vfs_on();
     char *path = tmp_path("oneshot.db");
     one_shot(path, 1); /* makes the file and the schema */
     int most = 0;
@@ -3153,6 +3159,78 @@ static void test_one_shot_syncs(void)
     sqlite3_vfs_unregister(&count_vfs);
     free(bak);
     free(copy);
+    free(path);
+}
+
+/* A one-shot as the session runs it, its WAL checkpoints asked for where the session asks:
+ * when the request is about to leave (before the prompt's commit) and after that commit. */
+static void one_shot_ckpt(const char *path, int i)
+{
+    char *err = NULL, q[64];
+    struct store *st = store_open(path, NULL, &err);
+    if (!st) {
+        TAP_OK(0, "open %s: %s", path, err);
+        free(err);
+        return;
+    }
+    snprintf(q, sizeof q, "checkpoint question %d", i);
+    store_checkpoint_async(st);
+    /* the conversation, the prompt and the answer's row in one commit, as session_save_begin */
+    int batch = store_batch_begin(st) == 0;
+    int64_t c = store_conversation_new(st, NULL, NULL, "m", NULL);
+    struct store_msg_info info = {.model = "m", .host = "h"};
+    int64_t u = store_message_add(st, c, "user", q, strlen(q), &info);
+    info.parent_id = u;
+    int64_t a = store_message_begin(st, c, &info);
+    batch = batch && store_batch_end(st) == 0;
+    store_checkpoint_async(st);
+    struct store_whole w = {q, strlen(q), NULL, 0};
+    int ok = store_message_append(st, a, q, strlen(q)) >= 0 &&
+             store_message_finish_whole(st, a, &w, STORE_COMPLETE, "stop", NULL, NULL, NULL) == 0;
+    TAP_OK(batch && c > 0 && u > 0 && a > 0 && ok, "checkpointed one-shot %d saved", i);
+    store_close(st);
+}
+
+/* Issue 14: store_checkpoint_async went by the WAL file's size, which a checkpoint does not
+ * shrink (journal_size_limit keeps up to 16 MiB): once one long answer had grown the file past
+ * 1 MB, every later run started a checkpoint (a second connection, two fsyncs, joined at
+ * close) though its WAL held a few pages. It goes by the frames the WAL holds now, and the
+ * answer's commit waits for a running checkpoint, so that it restarts the WAL: the next runs
+ * recover and copy only their own pages. */
+static void test_checkpoint_by_frames(void)
+{
+    count_vfs_on();
+    char *path = tmp_path("ckptframes.db"), *err = NULL;
+    one_shot_ckpt(path, 0); /* makes the file and the schema */
+    struct store *st = store_open(path, NULL, &err);
+    size_t n = (size_t)2 << 20;
+    char *big = letters(n);
+    int64_t c = st ? store_conversation_new(st, "big", NULL, "m", NULL) : -1;
+    TAP_OK(c > 0 && store_message_add(st, c, "assistant", big, n, NULL) > 0,
+           "a 2 MB message committed");
+    store_checkpoint_async(st);
+    store_close(st);
+    char *wal = xasprintf("%s-wal", path);
+    struct stat sb;
+    TAP_OK(stat(wal, &sb) == 0 && sb.st_size >= (off_t)n, "the WAL file is over 2 MB (%lld)",
+           (long long)sb.st_size);
+    one_shot_ckpt(path, 1); /* may copy what the 2 MB message left in the WAL */
+    int syncs = 0;
+    count_syncs = 0;
+    for (int i = 2; i <= 6; i++)
+        one_shot_ckpt(path, i);
+    syncs = count_syncs;
+    TAP_INT(syncs, 0, "five one-shots after it: no checkpoint, no fsync (the WAL file stays "
+                      "large, its frames are few)");
+    TAP_OK(stat(wal, &sb) == 0, "the WAL file is still there (%lld bytes)", (long long)sb.st_size);
+    TAP_INT(raw_int(path, "SELECT count(*) FROM messages WHERE content LIKE 'checkpoint question%'"),
+            14, "every prompt and answer reads back");
+    TAP_INT(raw_int(path, "SELECT length(content) FROM messages WHERE conversation_id = "
+                          "(SELECT id FROM conversations WHERE title = 'big')"),
+            (long long)n, "the 2 MB message reads back whole");
+    sqlite3_vfs_unregister(&count_vfs);
+    free(wal);
+    free(big);
     free(path);
 }
 
@@ -3393,6 +3471,7 @@ int main(void)
     test_long_answer();
     test_checkpoint_async();
     test_one_shot_syncs();
+    test_checkpoint_by_frames();
     test_index_flat();
     test_batch();
     test_big_answer_wal();
