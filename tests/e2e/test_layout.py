@@ -25,7 +25,8 @@ t = ttlib.Tap()
 HOT = ["script_run", "session_open", "session_send", "request_new", "loop_wait", "net_start",
        "net_submit", "queue_push_text", "queue_take", "conv_push", "conf_load", "cli_parse",
        "context_plan", "ratelimit_feed", "dialect_find", "api_stream_event",
-       "api_stream_sse_run", "sse_feed", "jscan_string", "buf_append", "xmalloc", "util_now"]
+       "api_stream_sse_run", "sse_feed", "jscan_string", "buf_append", "xmalloc", "util_now",
+       "tools_load", "tokenizer_model_info", "ansi_md_free"]
 # Modules a scripted --incognito request never enters: their public functions' prefixes.
 COLD = re.compile(r"^(store_|markdown_|wrap_|hl_|theme_|batch_|gemini_|responses_|"
                   r"anthropic_)")
