@@ -1371,6 +1371,7 @@ static void batch_events(struct batch *b)
         next = e->next;
         struct batch_slot *s = batch_find(b, e->req);
         if (e->type == QEV_WARN) {
+            batch_clear_bar(b);
             fprintf(stderr, "tokterm: warning: %s\n", buf_str(&e->text)); /* ours, not a server's */
         } else if (!s || !e->req) {
             if (e->type == QEV_END)

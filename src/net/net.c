@@ -103,6 +103,10 @@ struct net_quota {
     int probing;                /* slow start: the first request is on the wire, alone */
     int answered;               /* a response arrived: the limits are known (or absent) */
     int heard;                  /* a response's headers arrived (its limits, or none) */
+    double shared_sent[16];     /* when the last requests the shared state let go left */
+    unsigned n_shared;          /* how many it let go (the ring holds the last 16) */
+    double rpm_saved;           /* rpm as configured, while a share of Redis's rate paces
+                                   (NET_SHARE_OFF: not pacing on a share) */
     char sid[33], bid[33];      /* its names in the shared state (hashes; "" until used) */
 };
 
@@ -480,6 +484,38 @@ static int net_quota_crowded(const struct xfer *x)
 
 /* ---- the shared quota state (net/state.h): a narrow seam around the local pacing ---- */
 
+#define NET_SHARE_OFF (-1.0)
+
+/* Requests a second this process sent while the shared state paced it (its share of the
+ * limit), or 0 when it has not sent enough to say. */
+static double net_share_rate(const struct net_quota *q)
+{
+    unsigned n = q->n_shared < 16 ? q->n_shared : 16;
+    if (n < 4)
+        return 0;
+    double newest = q->shared_sent[(q->n_shared - 1) % 16];
+    double oldest = q->shared_sent[(q->n_shared - n) % 16];
+    return newest > oldest ? (n - 1) / (newest - oldest) : 0;
+}
+
+/* Redis is lost: until it is back, q paces on the share of the limit it had (a configured
+ * rpm bucket of that rate, a little under it), so the processes that shared one bucket do not
+ * all take the whole of it at once. Redis back: the configured rpm again. */
+static void net_share_pace(struct net_quota *q, int lost, double now)
+{
+    double share = net_share_rate(q);
+    if (lost && q->rpm_saved == NET_SHARE_OFF && share > 0) {
+        q->rpm_saved = q->key.state.rpm;
+        q->key.state.rpm = share * 60 * 0.9;
+        q->key.state.req_level = 0;
+        q->key.state.bucket_time = now;
+    } else if (!lost && q->rpm_saved != NET_SHARE_OFF) {
+        q->key.state.rpm = q->rpm_saved;
+        q->key.state.req_level = q->rpm_saved;
+        q->rpm_saved = NET_SHARE_OFF;
+    }
+}
+
 /* The shared state x's request names, opened on first use; NULL: local state only. */
 static struct state *net_state(struct net *n, const struct xfer *x)
 {
@@ -529,6 +565,9 @@ static int net_state_admit(struct net *n, struct xfer *x, double now, double *wa
     int no_limits = q->heard && !q->key.state.seen; /* headers came, with no limit */
     enum state_verdict v = state_admit(st, q->sid, x->ep->bid, d, 10.0, no_limits, wait);
     net_state_warn(n, x);
+    net_share_pace(q, !state_connected(st), now);
+    if (v == STATE_GO)
+        q->shared_sent[q->n_shared++ % 16] = now + *wait;
     switch (v) {
     case STATE_GO:
         x->booked = *wait > 0.001;
@@ -1108,6 +1147,7 @@ static struct net_quota *net_quota_named(struct net *n, const char *name,
                                    util_now(), (double)time(NULL));
     q->answered = q->key.state.answered; /* no slow start where limits are known absent */
     ratelimit_breaker_init(&q->br, rq->breaker_failures, rq->breaker_cooldown);
+    q->rpm_saved = NET_SHARE_OFF;
     q->next = n->quotas;
     n->quotas = q;
     return q;
