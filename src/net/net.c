@@ -103,8 +103,7 @@ struct net_quota {
     int probing;                /* slow start: the first request is on the wire, alone */
     int answered;               /* a response arrived: the limits are known (or absent) */
     int heard;                  /* a response's headers arrived (its limits, or none) */
-    double shared_sent[16];     /* when the last requests the shared state let go left */
-    unsigned n_shared;          /* how many it let go (the ring holds the last 16) */
+    int peers;                  /* processes sharing it, as Redis last said (0: unknown) */
     double rpm_saved;           /* rpm as configured, while a share of Redis's rate paces
                                    (NET_SHARE_OFF: not pacing on a share) */
     char sid[33], bid[33];      /* its names in the shared state (hashes; "" until used) */
@@ -486,27 +485,17 @@ static int net_quota_crowded(const struct xfer *x)
 
 #define NET_SHARE_OFF (-1.0)
 
-/* Requests a second this process sent while the shared state paced it (its share of the
- * limit), or 0 when it has not sent enough to say. */
-static double net_share_rate(const struct net_quota *q)
-{
-    unsigned n = q->n_shared < 16 ? q->n_shared : 16;
-    if (n < 4)
-        return 0;
-    double newest = q->shared_sent[(q->n_shared - 1) % 16];
-    double oldest = q->shared_sent[(q->n_shared - n) % 16];
-    return newest > oldest ? (n - 1) / (newest - oldest) : 0;
-}
-
-/* Redis is lost: until it is back, q paces on the share of the limit it had (a configured
- * rpm bucket of that rate, a little under it), so the processes that shared one bucket do not
- * all take the whole of it at once. Redis back: the configured rpm again. */
+/* Redis is lost: until it is back, q paces on its share of the limit (the rate learnt, over
+ * the processes Redis last said share it, less 10 %) as a configured rpm bucket, so the
+ * processes that shared one bucket do not each take all of it. Redis back: the configured rpm
+ * again. */
 static void net_share_pace(struct net_quota *q, int lost, double now)
 {
-    double share = net_share_rate(q);
-    if (lost && q->rpm_saved == NET_SHARE_OFF && share > 0) {
+    struct state_dim d[2];
+    state_dims(&q->key.state, now, 0, d);
+    if (lost && q->rpm_saved == NET_SHARE_OFF && q->peers > 0 && d[0].rate > 0) {
         q->rpm_saved = q->key.state.rpm;
-        q->key.state.rpm = share * 60 * 0.9;
+        q->key.state.rpm = d[0].rate * 60 / q->peers * 0.9;
         q->key.state.req_level = 0;
         q->key.state.bucket_time = now;
     } else if (!lost && q->rpm_saved != NET_SHARE_OFF) {
@@ -565,9 +554,9 @@ static int net_state_admit(struct net *n, struct xfer *x, double now, double *wa
     int no_limits = q->heard && !q->key.state.seen; /* headers came, with no limit */
     enum state_verdict v = state_admit(st, q->sid, x->ep->bid, d, 10.0, no_limits, wait);
     net_state_warn(n, x);
+    if (state_connected(st))
+        q->peers = state_peers(st);
     net_share_pace(q, !state_connected(st), now);
-    if (v == STATE_GO)
-        q->shared_sent[q->n_shared++ % 16] = now + *wait;
     switch (v) {
     case STATE_GO:
         x->booked = *wait > 0.001;

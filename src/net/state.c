@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 /* Seconds between two attempts to reach a Redis that was lost. */
 #define STATE_RETRY_S 1.0
@@ -22,6 +24,8 @@
 #define STATE_TTL_MS "3600000"
 /* How long one process may probe unknown limits before another may (it may have died). */
 #define STATE_PROBE_MS "2000"
+/* A process that has not asked for this long no longer counts as sharing a quota. */
+#define STATE_PEER_S "10"
 /* Words of the longest command: EVALSHA sha numkeys, 2 keys, 10 arguments. */
 #define STATE_ARGV_MAX 16
 
@@ -44,16 +48,22 @@
     "end\n"
 
 /* KEYS[1] the quota, KEYS[2] the endpoint; ARGV: per dimension (r, t) cap rate cost level,
- * then max_book, then 1 when the endpoint answered without any rate-limit header. Returns
- * {verdict, seconds as a string}. While no process knows the limits, one process probes (the
+ * then max_book, then 1 when the endpoint answered without any rate-limit header, then this
+ * process's name. Returns {verdict, seconds as a string, processes that asked in the last
+ * STATE_PEER_S seconds}. While no process knows the limits, one process probes (the
  * local slow start: one request) and the others ask again every 10 ms; an endpoint known to
  * send no limits leaves every process to its local state. */
 static const char lua_admit[] =
     LUA_NOW LUA_LEVEL
+    "local pk = KEYS[1] .. ':p'\n"
+    "redis.call('ZADD', pk, now, ARGV[11])\n"
+    "redis.call('ZREMRANGEBYSCORE', pk, '-inf', now - " STATE_PEER_S ")\n"
+    "redis.call('PEXPIRE', pk, " STATE_TTL_MS ")\n"
+    "local peers = redis.call('ZCARD', pk)\n"
     "local ou = tonumber(redis.call('HGET', KEYS[2], 'open_until') or '0')\n"
-    "if ou > now then return {2, tostring(ou - now)} end\n"
+    "if ou > now then return {2, tostring(ou - now), peers} end\n"
     "local cu = tonumber(redis.call('HGET', KEYS[1], 'cool_until') or '0')\n"
-    "if cu > now then return {3, tostring(cu - now)} end\n"
+    "if cu > now then return {3, tostring(cu - now), peers} end\n"
     "local wait, known, upd = 0, false, {}\n"
     "for i, d in ipairs({'r', 't'}) do\n"
     "  local b = (i - 1) * 4\n"
@@ -73,20 +83,20 @@ static const char lua_admit[] =
     "  if ARGV[10] == '1' or redis.call('HEXISTS', KEYS[1], 'nolimit') == 1 then\n"
     "    redis.call('HSET', KEYS[1], 'nolimit', 1)\n"
     "    redis.call('PEXPIRE', KEYS[1], " STATE_TTL_MS ")\n"
-    "    return {-1, '0'}\n"
+    "    return {-1, '0', peers}\n"
     "  end\n"
     "  if redis.call('SET', KEYS[1] .. ':probe', 1, 'NX', 'PX', " STATE_PROBE_MS ") then\n"
-    "    return {-1, '0'}\n"
+    "    return {-1, '0', peers}\n"
     "  end\n"
-    "  return {1, '0.01'}\n"
+    "  return {1, '0.01', peers}\n"
     "end\n"
-    "if wait > tonumber(ARGV[9]) then return {1, tostring(wait)} end\n"
+    "if wait > tonumber(ARGV[9]) then return {1, tostring(wait), peers} end\n"
     "for _, u in ipairs(upd) do\n"
     "  redis.call('HSET', KEYS[1], u[1] .. 'cap', u[2], u[1] .. 'rate', u[3], u[1] .. 'lvl',\n"
     "             u[4], u[1] .. 't', now)\n"
     "end\n"
     "redis.call('PEXPIRE', KEYS[1], " STATE_TTL_MS ")\n"
-    "return {0, tostring(wait)}\n";
+    "return {0, tostring(wait), peers}\n";
 
 /* KEYS[1] the quota; ARGV: the levels the server reported (r, t; < 0 unknown). Levels only
  * come down. */
@@ -144,6 +154,8 @@ struct state {
     double next_try;          /* monotonic time of the next connection attempt */
     int lost;                 /* the connection was lost (a warning was given) */
     char sha[LUA_N][41];      /* each script's SHA-1 (SCRIPT LOAD on connecting) */
+    char who[24];             /* this process's name among the peers of a quota */
+    int peers;                /* processes sharing the last quota asked about (0: unknown) */
     int pending;              /* updates sent whose replies are not read yet */
     char warning[512];        /* to hand out (state_take_warning), or "" */
     char shown[512];          /* the last one handed out */
@@ -161,6 +173,8 @@ struct state *state_new(const char *url, const char *password, char *err, size_t
     }
     if (password && *password)
         snprintf(st->addr.password, sizeof st->addr.password, "%s", password);
+    snprintf(st->who, sizeof st->who, "%ld.%lx", (long)getpid(),
+             (unsigned long)(util_now() * 1e6) ^ (unsigned long)(uintptr_t)st);
     if (st->addr.path[0])
         st->label = xasprintf("unix://%s", st->addr.path);
     else
@@ -428,16 +442,19 @@ enum state_verdict state_admit(struct state *st, const char *qid, const char *ep
         state_fmt(a[4 * i + 3], d[i].level);
     }
     state_fmt(a[8], max_book);
-    const char *keys[2] = {kq, kb}, *args[10];
+    const char *keys[2] = {kq, kb}, *args[11];
     for (int i = 0; i < 9; i++)
         args[i] = a[i];
     args[9] = no_limits ? "1" : "0";
-    redisReply *r = state_eval(st, LUA_ADMIT, 2, keys, 10, args);
+    args[10] = st->who;
+    redisReply *r = state_eval(st, LUA_ADMIT, 2, keys, 11, args);
     if (!r)
         return STATE_LOCAL;
     enum state_verdict v = STATE_LOCAL;
-    if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-        r->element[0]->type == REDIS_REPLY_INTEGER && r->element[1]->type == REDIS_REPLY_STRING) {
+    if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
+        r->element[0]->type == REDIS_REPLY_INTEGER && r->element[1]->type == REDIS_REPLY_STRING &&
+        r->element[2]->type == REDIS_REPLY_INTEGER) {
+        st->peers = (int)r->element[2]->integer;
         long long code = r->element[0]->integer;
         double w = strtod(r->element[1]->str, NULL);
         if (code >= STATE_GO && code <= STATE_COOL && isfinite(w) && w >= 0) {
@@ -489,6 +506,11 @@ const char *state_take_warning(struct state *st)
     memcpy(st->shown, st->warning, sizeof st->shown);
     st->warning[0] = '\0';
     return st->shown;
+}
+
+int state_peers(const struct state *st)
+{
+    return st ? st->peers : 0;
 }
 
 int state_connected(const struct state *st)

@@ -104,6 +104,10 @@ void state_flush(struct state *st);
  * next call on st. */
 const char *state_take_warning(struct state *st);
 
+/* How many processes (state handles) asked about the quota of the last state_admit that
+ * reached Redis within 10 s, this one included; 0 before any did. */
+int state_peers(const struct state *st);
+
 /* 1 while connected. */
 int state_connected(const struct state *st);
 

@@ -201,6 +201,7 @@ static void test_redis(void)
     for (int i = 0; i < 5; i++)
         go_now += state_admit(i % 2 ? a : b, "q1", "e1", d, 10, 0, &w) == STATE_GO && w == 0;
     TAP_INT(go_now, 5, "two handles (processes) share one bucket of 5: five go at once");
+    TAP_INT(state_peers(a), 2, "Redis counts the processes sharing the quota");
     TAP_INT(state_admit(a, "q1", "e1", d, 10, 0, &w), STATE_GO, "the sixth is booked");
     TAP_OK(w > 0.05 && w < 0.11, "for about 0.1 s later (%g)", w);
     TAP_INT(state_admit(b, "q1", "e1", none, 10, 0, &w), STATE_GO,
