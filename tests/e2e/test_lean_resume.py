@@ -17,6 +17,9 @@ import os  # noqa: E402
 import re  # noqa: E402
 import shutil  # noqa: E402
 import sqlite3  # noqa: E402
+import json  # noqa: E402
+import struct  # noqa: E402
+import zlib  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ttlib  # noqa: E402
@@ -127,6 +130,44 @@ with ttlib.FakeServer() as srv:
     t.ok(("the newest", 1) in ways and ("all", 2) in ways,
          "outgrown: lean resumes while the summary serves, the full load for a new one (%r)"
          % ways)
+
+    # --- 6. attachments and tool rounds, old (dropped) and new (sent) -----------------------
+    # The lean resume reads the attachments of the turns it holds only (from the oldest on):
+    # the body must be the full load's, the new turn's image and tool round in it, the old
+    # ones dropped with their turns.
+    work = ttlib.make_home()
+    imgs = []
+    for i, (w, h) in enumerate(((16, 8), (24, 12))):
+        raw = b"".join(b"\x00" + bytes([16 * i, 128, 240]) * w for _ in range(h))
+
+        def chunk(kind, data):
+            return (struct.pack(">I", len(data)) + kind + data +
+                    struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
+        imgs.append(os.path.join(work, "img%d.png" % i))
+        with open(imgs[-1], "wb") as f:
+            f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0,
+                                                                       0, 0)) +
+                    chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+    tools = {"TOKTERM_TEST_TOOLS": "1"}
+    home = setup("context_window = 4000\nreserve_tokens = 200\ncontext_policy = truncate\n",
+                 10, 30)
+    run(home, ["-c", "-f", imgs[0], "-p", "the old image"])
+    add_turns(db_path(home), 300, 30, 9000)
+    run(home, ["-c", "-p", "count them"])
+    run(home, ["-c", "-f", imgs[1], "-p", "the new image"])
+    b, _ = same(home, "attachments", "what now", "the newest")
+    sent = json.dumps(b[0]["messages"]) if b else ""
+    t.ok(b and sent.count('"type": "image_url"') == 1 and "the new image" in sent and
+         "the old image" not in sent,
+         "attachments: the new image sent, the old one dropped with its turn")
+    # a tool round (its rows have no counts yet: the full load, the same body either way)
+    run(home, ["-c", "-p", "add two numbers"], ["replay=openai_tool_calls.sse",
+                                                 "reply=The sum is 42."], env=tools)
+    srv.clear_queue()
+    b, _ = same(home, "tools", "and now", None)
+    sent = json.dumps(b[0]["messages"]) if b else ""
+    t.ok(b and "tool_calls" in sent and sent.count('"type": "image_url"') == 1,
+         "tools: the tool round and the new image sent")
 
     # --- 5. the store's work does not grow with the turns left out ------------------------
     # Two conversations that differ only in how many old turns the plan drops (300 and 1,500):
