@@ -300,10 +300,54 @@ static inline void wrapper_cut(struct wrapper *w)
     w->col = 0;
 }
 
-/* WRAP_PRE: cut wherever the next character does not fit; spaces are text. */
+int wrap_bytewise;
+
+/* The end of the run of bytes in [lo, 0x7E] starting at s[pos] (lo: 0x21, a word; 0x20,
+ * printable ASCII): eight bytes at a time (a byte below lo or above 0x7E ends it; the lowest
+ * byte the borrow/carry tricks flag is exact). */
+static inline size_t ascii_run_end(const unsigned char *s, size_t pos, size_t n, unsigned lo)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    const uint64_t ones = 0x0101010101010101u, high = 0x8080808080808080u;
+    while (pos + 8 <= n) {
+        uint64_t x;
+        memcpy(&x, s + pos, 8);
+        uint64_t m = (((x - ones * lo) & ~x) | ((x + ones) | x)) & high;
+        if (m)
+            return pos + (size_t)(__builtin_ctzll(m) >> 3);
+        pos += 8;
+    }
+#endif
+    while (pos < n && s[pos] >= lo && s[pos] < 0x7F)
+        pos++;
+    return pos;
+}
+
+/* WRAP_PRE: cut wherever the next character does not fit; spaces are text. A run of printable
+ * ASCII goes a row's room at a time (its last byte is left to the cluster step when a non-ASCII
+ * byte follows, which may be a combining mark of its cluster). */
 static void wrap_pre(struct wrapper *w)
 {
+    const unsigned char *s = (const unsigned char *)w->s;
     while (w->pos < w->n) {
+        if (!wrap_bytewise) {
+            size_t e = ascii_run_end(s, w->pos, w->n, 0x20);
+            if (e < w->n && s[e] >= 0x80 && e > w->pos)
+                e--;
+            while (w->pos < e) {
+                size_t avail = wrapper_avail(w);
+                if (w->col > 0 && w->col + 1 > avail) {
+                    wrapper_cut(w);
+                    avail = wrapper_avail(w);
+                }
+                size_t room = avail > w->col ? avail - w->col : 1;
+                size_t take = e - w->pos < room ? e - w->pos : room;
+                w->col += take;
+                w->pos += take;
+            }
+            if (w->pos >= w->n)
+                break;
+        }
         int cw;
         unsigned cf;
         size_t k = cluster_ascii(w->s + w->pos, w->n - w->pos, &cw, &cf);
@@ -406,28 +450,6 @@ static inline int wrap_ascii_word(struct wrapper *w)
     return 1;
 }
 
-int wrap_bytewise;
-
-/* The end of the run of printable ASCII other than space (0x21..0x7E) starting at s[pos]:
- * eight bytes at a time (a byte below 0x21 or above 0x7E ends it; the lowest flagged byte of
- * the borrow/carry tricks is exact). */
-static inline size_t ascii_word_end(const unsigned char *s, size_t pos, size_t n)
-{
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    const uint64_t ones = 0x0101010101010101u, high = 0x8080808080808080u;
-    while (pos + 8 <= n) {
-        uint64_t x;
-        memcpy(&x, s + pos, 8);
-        uint64_t m = (((x - ones * 0x21) & ~x) | ((x + ones) | x)) & high;
-        if (m)
-            return pos + (size_t)(__builtin_ctzll(m) >> 3);
-        pos += 8;
-    }
-#endif
-    while (pos < n && s[pos] > 0x20 && s[pos] < 0x7F)
-        pos++;
-    return pos;
-}
 
 /* wrap_one's loop (wrap_spaces after the row's start, wrap_ascii_word, wrap_char) for printable
  * ASCII, spaces and the CJK that cluster_ascii measures inline, with the state in locals and
@@ -469,7 +491,7 @@ static void wrap_fast(struct wrapper *w)
         size_t k, cw;
         int cjk;
         if (c > 0x20 && c < 0x7F) {
-            size_t e = ascii_word_end(s, pos + 1, n);
+            size_t e = ascii_run_end(s, pos + 1, n, 0x21);
             if (e < n && s[e] >= 0x80)
                 e--;
             if (e > pos && col + (e - pos) <= avail) { /* wrap_ascii_word */

@@ -482,11 +482,11 @@ static uint32_t xorshift(uint32_t *x)
 }
 
 /* Every field of every row. */
-static char *rows_full(const char *s, size_t n, int width, int hang)
+static char *rows_full(const char *s, size_t n, int width, int hang, unsigned flags)
 {
     struct wrap_rows r = {NULL, 0, 0};
     struct buf b = BUF_INIT;
-    wrap_text(&r, s, n, width, hang, 0);
+    wrap_text(&r, s, n, width, hang, flags);
     for (size_t i = 0; i < r.n; i++)
         buf_printf(&b, "%u+%u/%u>%u ", r.v[i].off, r.v[i].len, r.v[i].width, r.v[i].indent);
     wrap_rows_free(&r);
@@ -494,8 +494,9 @@ static char *rows_full(const char *s, size_t n, int width, int hang)
 }
 
 /* The inline loop for ASCII and CJK gives the rows the cluster-by-cluster loop gives, on random
- * lines of words, spaces, CJK, marks, emoji and controls at random widths and hangs. */
-static void test_fast_loop(void)
+ * lines of words, spaces, CJK, marks, emoji and controls at random widths and hangs; so does
+ * WRAP_PRE's run of printable ASCII cut at the width (code, tables). */
+static void test_fast_loop(unsigned flags)
 {
     static const char *const units[] = {
         "a", "word ", "ab", " ", "   ", "\xE4\xB8\xAD", "\xE6\x96\x87\xE5\xAD\x97", "\xEA\xB0\x80",
@@ -512,9 +513,9 @@ static void test_fast_loop(void)
         int width = 1 + (int)(xorshift(&seed) % 30), hang = (int)(xorshift(&seed) % 6);
         const char *t = b.data ? b.data : "";
         wrap_bytewise = 1;
-        char *want = rows_full(t, b.len, width, hang);
+        char *want = rows_full(t, b.len, width, hang, flags);
         wrap_bytewise = 0;
-        char *got = rows_full(t, b.len, width, hang);
+        char *got = rows_full(t, b.len, width, hang, flags);
         if (strcmp(got, want) != 0) {
             bad = 1;
             printf("# width %d hang %d input: %s\n", width, hang, t);
@@ -524,13 +525,15 @@ static void test_fast_loop(void)
         free(got);
         buf_free(&b);
     }
-    TAP_OK(!bad, "inline ASCII/CJK loop = cluster-by-cluster loop on 5000 random lines");
+    TAP_OK(!bad, "inline ASCII/CJK loop = cluster-by-cluster loop on 5000 random lines%s",
+           flags & WRAP_PRE ? " (WRAP_PRE)" : "");
 }
 
 int main(void)
 {
     test_fast_paths();
-    test_fast_loop();
+    test_fast_loop(0);
+    test_fast_loop(WRAP_PRE);
     test_widths();
     test_clean();
     test_wrapping();
