@@ -540,8 +540,9 @@ static void tui_frame_cost(struct tui *t, double t0);
 
 /* Text of the answer: styled TUI_SLICE bytes at a time, and when a frame falls due before a
  * large batch (a cache replay is one, the network's up to 256 KiB) is all styled, the frame
- * is drawn there, so what arrived first is on screen before the rest is styled. The rest
- * counts as arrived at t1 (an upper bound of its delay). */
+ * is drawn there, so what arrived first is on screen before the rest is styled. Such frames
+ * keep to TUI_FRAME apart (not TUI_FRAME_MIN: a backlog is not drawn at 120 Hz, each frame
+ * costs a screenful). The rest counts as arrived at t1 (an upper bound of its delay). */
 static void tui_sink_text(void *ud, int reasoning, const char *s, size_t n, double t1, double t2)
 {
     struct tui *t = ud;
@@ -560,7 +561,7 @@ static void tui_sink_text(void *ud, int reasoning, const char *s, size_t n, doub
             t->oldest = t1;
         if (at == n) {
             t->undrawn++;
-        } else if (util_now() >= tui_frame_due(t)) {
+        } else if (util_now() >= tui_frame_due(t) && util_now() >= t->last_frame + TUI_FRAME) {
             double t0 = util_now();
             t->undrawn++;
             t->dirty |= TUI_D_VIEW | TUI_D_STATUS;
