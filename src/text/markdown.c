@@ -313,14 +313,14 @@ static size_t code_close(const struct lidx *x, size_t i, size_t k)
 }
 
 /* Byte classes of the inline scanners: MC_INLINE may start an inline construct (tokenize looks
- * at no other byte), MC_BRACKET matters to the bracket index, MC_PAREN to the parenthesis
+ * at no other byte; MC_URL, an 'h', only in a line with "://"), MC_BRACKET matters to the bracket index, MC_PAREN to the parenthesis
  * index. The scanners jump over runs of other bytes (skip_plain) instead of stepping through
  * them one at a time; markdown_bytewise (tests) makes them step, as the reference. */
-enum { MC_INLINE = 1, MC_BRACKET = 2, MC_PAREN = 4 };
+enum { MC_INLINE = 1, MC_BRACKET = 2, MC_PAREN = 4, MC_URL = 8 };
 static const unsigned char mdclass[256] = {
     ['\\'] = MC_INLINE | MC_BRACKET | MC_PAREN, ['`'] = MC_INLINE | MC_BRACKET,
     ['*'] = MC_INLINE, ['_'] = MC_INLINE, ['~'] = MC_INLINE, ['['] = MC_INLINE | MC_BRACKET, ['!'] = MC_INLINE,
-    ['<'] = MC_INLINE, ['h'] = MC_INLINE, [']'] = MC_BRACKET, ['('] = MC_PAREN,
+    ['<'] = MC_INLINE, ['h'] = MC_URL, [']'] = MC_BRACKET, ['('] = MC_PAREN,
     [')'] = MC_PAREN,
 };
 
@@ -616,14 +616,25 @@ static size_t tok_bare_url(struct tok *t, size_t i)
     return e;
 }
 
+/* Does s[0..n) hold "://"? (':' is rare in prose: memchr from one to the next.) */
+static int has_scheme_sep(const char *s, size_t n)
+{
+    for (const char *p = s, *e = s + n; (p = memchr(p, ':', (size_t)(e - p))) != NULL; p++)
+        if (e - p >= 3 && p[1] == '/' && p[2] == '/')
+            return 1;
+    return 0;
+}
+
 static void tokenize(const struct lidx *x, const char *s, size_t n, struct nodes *ns, int depth)
 {
     struct tok t = {x, s, n, ns, 0};
     size_t i = 0;
+    /* a bare URL needs "://": without one, an 'h' starts nothing (no stop at every "the") */
+    unsigned mask = MC_INLINE | (has_scheme_sep(s, n) ? MC_URL : 0);
     while (i < n) {
         unsigned char c = (unsigned char)s[i];
-        if (!(mdclass[c] & MC_INLINE)) {
-            i = skip_plain(s, i + 1, n, MC_INLINE);
+        if (!(mdclass[c] & mask)) {
+            i = skip_plain(s, i + 1, n, mask);
             continue;
         }
         if (c == '\\' && i + 1 < n && is_ascii_punct((unsigned char)s[i + 1]))
