@@ -84,6 +84,7 @@ static const struct opt conf_opts[] = {
     {"budget_usd", OPT_DOUBLE, O(budget_usd), 0, 0, 1e9},
     {"max_retries", OPT_LONG, O(max_retries), 0, 0, 20},
     {"max_retry_wait", OPT_DOUBLE, O(max_retry_wait), 0, 0, 86400},
+    {"max_rate_wait", OPT_DOUBLE, O(max_rate_wait), 0, 0, 86400},
     {"rpm", OPT_DOUBLE, O(rpm), 0, 0, 1e9},
     {"tpm", OPT_DOUBLE, O(tpm), 0, 0, 1e12},
     {"state", OPT_STR, O(state), 0, 0, 0},
@@ -134,6 +135,7 @@ void conf_defaults(struct conf *c)
     c->context_policy = xstrdup("summarize");
     c->max_retries = 2;
     c->max_retry_wait = 60;
+    c->max_rate_wait = 120;
     c->breaker_failures = 5;
     c->breaker_cooldown = 30;
     c->attach_max_files = 200;

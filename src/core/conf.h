@@ -52,6 +52,7 @@ struct conf {
     double budget_usd;      /* session spending cap in US dollars; 0 = none */
     long max_retries;       /* retries before the first byte of an answer (2) */
     double max_retry_wait;  /* a server asking to wait longer than this fails at once (60 s) */
+    double max_rate_wait;   /* 429s waited out (no retry spent): seconds in all a request (120) */
     double rpm, tpm;        /* client-side requests / tokens per minute; 0 = from the headers */
     char *state;            /* quota state shared in Redis: redis://[user:password@]host:port/db
                                or unix:///path (net/state.h); NULL = local (SQLite) only */

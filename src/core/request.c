@@ -272,6 +272,43 @@ void request_cache_key(const struct conf *c, const char *body, unsigned char key
     buf_free(&canon);
 }
 
+/* The tokens a server counts against its tokens-per-minute limit for body, as OpenAI
+ * estimates them: the messages' text at about 4 bytes a token, 3 a message (a "role"), plus
+ * the answer's reserve. One pass over the body: every string value after a key naming text
+ * (content, text, system, instructions, input) counts, the JSON around it does not, so a short
+ * prompt is not paced as if its body's keys were prompt. A body without such keys: 4 bytes a
+ * token of all of it. */
+static double request_est_tokens(const char *body, long max_tokens)
+{
+    static const char *const text_keys[] = {"content", "text", "system", "instructions",
+                                            "input"};
+    const char *p = body, *end = body + strlen(body);
+    size_t text = 0, roles = 0;
+    int in_text = 0, found = 0;
+    while ((p = memchr(p, '"', (size_t)(end - p))) != NULL) {
+        const char *s = ++p;
+        while (p < end && *p != '"')
+            p += *p == '\\' && p + 1 < end ? 2 : 1;
+        size_t n = (size_t)(p - s);
+        if (p < end)
+            p++;
+        const char *q = p;
+        while (q < end && (*q == ' ' || *q == '\n' || *q == '\t' || *q == '\r'))
+            q++;
+        if (q < end && *q == ':') { /* a key: which text follows */
+            in_text = 0;
+            for (size_t i = 0; i < TT_ARRAY_LEN(text_keys); i++)
+                if (n == strlen(text_keys[i]) && memcmp(s, text_keys[i], n) == 0)
+                    in_text = found = 1;
+            roles += n == 4 && memcmp(s, "role", 4) == 0;
+        } else if (in_text) {
+            text += n;
+        }
+    }
+    double est = found ? (double)text / 4 + 3.0 * (double)roles : (double)(end - body) / 4;
+    return est + (max_tokens > 0 ? (double)max_tokens : 0);
+}
+
 struct net_request *request_new(const struct conf *c, char *body, const struct request_keys *k,
                                 long max_tokens)
 {
@@ -305,11 +342,11 @@ struct net_request *request_new(const struct conf *c, char *body, const struct r
     ratelimit_policy_init(&rq->policy);
     rq->policy.max_retries = (int)c->max_retries;
     rq->policy.max_retry_wait = c->max_retry_wait;
+    rq->policy.max_rate_wait = c->max_rate_wait;
     rq->has_policy = 1;
     rq->rpm = c->rpm;
     rq->tpm = c->tpm;
-    /* About 4 bytes a token for the prompt, plus the answer's reserve. */
-    rq->est_tokens = (double)strlen(body) / 4 + (max_tokens > 0 ? (double)max_tokens : 0);
+    rq->est_tokens = request_est_tokens(body, max_tokens);
     rq->key_env = c->api_key_env ? xstrdup(c->api_key_env) : NULL;
     rq->quota_name = request_quota_name(c);
     if (c->state && *c->state) {

@@ -82,6 +82,9 @@ struct xfer {
     int used_fallback;
     int attempt;           /* 1-based attempt number */
     int rate_limited;      /* attempts answered 429 so far */
+    int rate_waits;        /* of those, 429s waited out without spending a retry */
+    double rate_waited;    /* what those waits counted against max_rate_wait, seconds */
+    double sent_at;        /* monotonic time this attempt left */
     double start_at;       /* waiting: monotonic time it may leave */
     uint64_t seq;          /* its quota's sent count when this attempt left */
     struct ratelimit_state before; /* its quota's state when this response began */
@@ -974,6 +977,8 @@ static void net_xfer_release(struct net *n, struct xfer *x)
     x->used_fallback = keep.used_fallback;
     x->attempt = keep.attempt;
     x->rate_limited = keep.rate_limited;
+    x->rate_waits = keep.rate_waits;
+    x->rate_waited = keep.rate_waited;
     x->cancelled = keep.cancelled;
     x->time_fired = keep.time_fired;
     x->deadline = keep.deadline;
@@ -1029,6 +1034,15 @@ static void net_finish(struct net *n, struct xfer *x, CURLcode res)
             x->resp.retry_after = wait; /* Gemini's RetryInfo: as a retry-after header */
     }
     int br_ok = 0, br_fail = 0;
+    if (r->status == 429 && q) {
+        /* "Please try again in 1.2s." when no header says when; and the short window learns
+         * that the server's bucket is empty (and maybe smaller than it thought) */
+        const char *body = x->body.data ? x->body.data : "";
+        if (ratelimit_response_delay(&x->resp) < 0)
+            x->resp.retry_after_ms = ratelimit_text_delay(body, x->body.len);
+        ratelimit_note_refused(&q->key.state, &x->resp, ratelimit_text_tokens(body, x->body.len),
+                               x->sent_at, now);
+    }
     if (x->ep && !x->cancelled && !x->breaker_open && !x->pool_dead && r->outcome != API_LIMIT) {
         br_ok = r->outcome == API_OK || r->outcome == API_CUT;
         br_fail = !br_ok && ratelimit_breaker_counts((int)r->status, kind);
@@ -1053,14 +1067,22 @@ static void net_finish(struct net *n, struct xfer *x, CURLcode res)
             ratelimit_policy_init(&def);
             pol = &def;
         }
-        double delay = 0;
+        double delay = 0, charge = 0;
         char reason[256] = "";
         int never;
         const char *code = dialect_retry_code(dl, r->status, r->error_code[0] ? r->error_code
                                                                               : NULL, &never);
-        enum ratelimit_verdict v = ratelimit_should_retry(
-            (int)r->status, kind, code, 0, x->attempt, pol, &x->resp, &delay, reason,
-            sizeof reason);
+        /* A 429 that says when to come back is waited out, not paid from the retries. */
+        enum ratelimit_verdict v = ratelimit_wait_out((int)r->status, kind, code, pol, &x->resp,
+                                                      x->rate_waited, &delay, &charge, reason,
+                                                      sizeof reason);
+        int free_wait = v == RATELIMIT_RETRY, waits_used = v == RATELIMIT_NO_RATE_WAIT;
+        char used[256];
+        snprintf(used, sizeof used, "%s", waits_used ? reason : "");
+        if (!free_wait) /* then the retries decide, from their own budget */
+            v = ratelimit_should_retry((int)r->status, kind, code, 0,
+                                       x->attempt - x->rate_waits, pol, &x->resp, &delay,
+                                       reason, sizeof reason);
         if (never)
             v = RATELIMIT_NO_STATUS; /* the dialect knows this error comes back */
         if (v == RATELIMIT_RETRY && x->rq->n_keys > 1 && r->status == 429) {
@@ -1081,6 +1103,8 @@ static void net_finish(struct net *n, struct xfer *x, CURLcode res)
             free(clean);
             net_result_free(r);
             net_xfer_release(n, x);
+            x->rate_waits += free_wait;
+            x->rate_waited += free_wait ? charge : 0;
             x->attempt++;
             x->start_at = now + delay;
             x->next = n->waiting;
@@ -1088,6 +1112,11 @@ static void net_finish(struct net *n, struct xfer *x, CURLcode res)
             return;
         }
         net_explain(x, r, kind);
+        if (waits_used && r->error) {
+            char *more = xasprintf("%s. %s", used, r->error);
+            free(r->error);
+            r->error = more;
+        }
         if (x->attempt > 1 && r->error) {
             char *more = xasprintf("%s (after %d attempts)", r->error, x->attempt);
             free(r->error);
@@ -1316,6 +1345,7 @@ static void net_send(struct net *n, struct xfer *x, double now)
     struct net_quota *q = x->quota;
     ratelimit_note_sent(&q->key.state, now, x->rq->est_tokens);
     x->booked = 0;
+    x->sent_at = now;
     x->seq = ++q->sent;
     x->crowded = net_quota_crowded(x);
     q->probing = 1;

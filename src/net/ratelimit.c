@@ -347,6 +347,8 @@ static void dim_init(struct ratelimit_dim *d)
     d->remaining = RATELIMIT_UNKNOWN;
     d->reset_at = RATELIMIT_NO_TIME;
     d->updated_at = RATELIMIT_NO_TIME;
+    d->q_time = RATELIMIT_NO_TIME;
+    d->q_learnt = RATELIMIT_NO_TIME;
 }
 
 void ratelimit_state_init(struct ratelimit_state *s, double rpm, double tpm)
@@ -402,6 +404,99 @@ static double dim_unit(const struct ratelimit_dim *d)
     if (!(d->limit > 0) || d->limit == RATELIMIT_UNKNOWN)
         return 0;
     return d->unit > 0 ? d->unit : 60.0 / (double)d->limit;
+}
+
+/* ---- the short window (see struct ratelimit_dim) ---- */
+
+/* Share of limit/60 the short bucket holds, and refills a second, by default; how much slower
+ * each 429 at the smallest bucket makes the refill, and the slowest it gets. */
+#define QW_CAP 0.9
+#define QW_RATE 0.97
+#define QW_SLOWER 0.9
+#define QW_RATE_MIN 0.5
+
+/* 1 when the short window applies to d: a per-minute limit the server reports, known with a
+ * remaining count (one it stopped reporting holds nothing back, see
+ * ratelimit_forget_unreported), and no report has shown a slower refill (Groq's requests per
+ * day are paced by their reset, not by a second's share). */
+static int qw_applies(const struct ratelimit_dim *d)
+{
+    if (!(d->limit > 0) || d->limit == RATELIMIT_UNKNOWN || d->remaining == RATELIMIT_UNKNOWN)
+        return 0;
+    return !(d->unit > 1.5 * 60.0 / (double)d->limit);
+}
+
+/* 1 when the short window paces d: it applies, and the reports have not shown the server's
+ * burst already (a bucket well below the limit, which the refill clock paces), or a 429 has
+ * taught it something. */
+static int qw_on(const struct ratelimit_dim *d)
+{
+    return qw_applies(d) && (dim_capacity(d) >= d->limit || d->q_cap > 0 || d->q_factor > 0);
+}
+
+static double qw_cap(const struct ratelimit_dim *d)
+{
+    double c = d->q_cap > 0 ? d->q_cap : QW_CAP * (double)d->limit / 60.0;
+    return c < 1 ? 1 : c;
+}
+
+static double qw_rate(const struct ratelimit_dim *d)
+{
+    return (d->q_factor > 0 ? d->q_factor : QW_RATE) * (double)d->limit / 60.0;
+}
+
+/* What the short bucket is short of being full at time now: the spends not yet refilled, at
+ * most two buckets' worth (a debt of one at most). Spends made before the limit was known count
+ * too (the probe that showed it), refilled from their time once the rate is known. */
+static double qw_debt(const struct ratelimit_dim *d, double now)
+{
+    if (d->q_time < 0)
+        return 0; /* never spent from: full */
+    double debt = d->q_debt - (now > d->q_time ? now - d->q_time : 0) * qw_rate(d);
+    double most = 2 * qw_cap(d);
+    return debt < 0 ? 0 : debt > most ? most : debt;
+}
+
+/* Seconds until the short bucket holds need (capped at its size: a larger request goes once it
+ * is full, into debt). */
+static double qw_wait(const struct ratelimit_dim *d, double now, double need)
+{
+    if (!qw_on(d) || need <= 0)
+        return 0;
+    double cap = qw_cap(d), lvl = cap - qw_debt(d, now);
+    if (need > cap)
+        need = cap;
+    return lvl >= need ? 0 : (need - lvl) / qw_rate(d);
+}
+
+static void qw_spend(struct ratelimit_dim *d, double now, double amount)
+{
+    if (!(amount > 0))
+        return;
+    /* with the limit unknown, the refill is too: the debt only grows (bounded where used) */
+    d->q_debt = (qw_on(d) ? qw_debt(d, now) : d->q_debt) + amount;
+    d->q_time = now;
+}
+
+void ratelimit_note_refused(struct ratelimit_state *s, const struct ratelimit_response *r,
+                            int tokens, double sent_at, double now)
+{
+    struct ratelimit_dim *d = tokens ? &s->tok : &s->req;
+    if (!qw_applies(d))
+        return;
+    int64_t left = r ? (tokens ? r->remaining_tok : r->remaining_req) : RATELIMIT_UNKNOWN;
+    if (left > 0 && !(sent_at < d->q_learnt)) {
+        double cap = qw_cap(d);
+        if (cap > 1) {
+            d->q_cap = cap / 2 < 1 ? 1 : cap / 2;
+        } else {
+            double f = (d->q_factor > 0 ? d->q_factor : QW_RATE) * QW_SLOWER;
+            d->q_factor = f < QW_RATE_MIN ? QW_RATE_MIN : f;
+        }
+        d->q_learnt = now;
+    }
+    d->q_debt = qw_cap(d); /* the server's bucket is empty now */
+    d->q_time = now;
 }
 
 /* Learn the bucket from a fresh report. Its refill rate: never faster than a per-minute limit
@@ -693,6 +788,12 @@ double ratelimit_wait_time(const struct ratelimit_state *s, double now, double e
     double t = dim_wait(&s->tok, now, est);
     if (t > w)
         w = t;
+    t = qw_wait(&s->req, now, 1);
+    if (t > w)
+        w = t;
+    t = qw_wait(&s->tok, now, est);
+    if (t > w)
+        w = t;
     if (s->rpm > 0) {
         double lvl = bucket_level(s->req_level, s->rpm, s->bucket_time, now);
         t = bucket_wait(lvl, s->rpm, 1);
@@ -742,6 +843,8 @@ void ratelimit_note_sent(struct ratelimit_state *s, double now, double est_token
     dim_debit(&s->req, now, 1, 1);
     if (est > 0)
         dim_debit(&s->tok, now, est, 0);
+    qw_spend(&s->req, now, 1);
+    qw_spend(&s->tok, now, est);
     if (s->rpm > 0 || s->tpm > 0) {
         s->req_level = bucket_level(s->req_level, s->rpm, s->bucket_time, now) - 1;
         s->tok_level = bucket_level(s->tok_level, s->tpm, s->bucket_time, now) - est;
@@ -804,6 +907,7 @@ void ratelimit_policy_init(struct ratelimit_policy *p)
     p->backoff_base = 0.5;
     p->backoff_cap = 8.0;
     p->max_retry_wait = 60.0;
+    p->max_rate_wait = 120.0;
     p->jitter = RATELIMIT_JITTER_EQUAL;
     p->random = NULL;
     p->random_ctx = NULL;
@@ -975,6 +1079,106 @@ static void say(char *reason, size_t size, const char *fmt, ...)
     va_end(ap);
 }
 
+/* The delay the server asked for: retry-after-ms, then retry-after; for a 429 without them the
+ * reset of a dimension it reports exhausted (*from_reset = 1). RATELIMIT_NO_TIME: none. */
+static double server_delay(int status, enum ratelimit_net net, const char *error_code,
+                           const struct ratelimit_response *resp, int *from_reset)
+{
+    double sd = ratelimit_response_delay(resp);
+    int eff_status = status >= 200 && status <= 299 ? stream_error_status(error_code) : status;
+    *from_reset = 0;
+    if (sd < 0 && resp && eff_status == 429 && net == RATELIMIT_NET_OK) {
+        if (resp->remaining_req == 0 && resp->reset_req > sd)
+            sd = resp->reset_req;
+        if (resp->remaining_tok == 0 && resp->reset_tok > sd)
+            sd = resp->reset_tok;
+        *from_reset = sd >= 0;
+    }
+    return sd;
+}
+
+enum ratelimit_verdict ratelimit_wait_out(int status, enum ratelimit_net net,
+                                          const char *error_code,
+                                          const struct ratelimit_policy *p,
+                                          const struct ratelimit_response *resp, double waited,
+                                          double *delay, double *charge, char *reason,
+                                          size_t size)
+{
+    char t1[32], t2[32], t3[32];
+    double d0, c0;
+    if (!delay)
+        delay = &d0;
+    if (!charge)
+        charge = &c0;
+    *delay = *charge = 0;
+    int from_reset;
+    double sd = server_delay(status, net, error_code, resp, &from_reset);
+    int eff_status = status >= 200 && status <= 299 ? stream_error_status(error_code) : status;
+    if (classify(status, net, error_code) != RATELIMIT_RETRY || eff_status != 429 || sd < 0 ||
+        (resp && resp->should_retry == 0) ||
+        sd > (p->max_retry_wait >= 0 ? p->max_retry_wait : 0))
+        return RATELIMIT_NO_STATUS; /* not a 429 to wait out: the retry budget decides */
+    double cost = sd > RATELIMIT_WAIT_MIN ? sd : RATELIMIT_WAIT_MIN;
+    double most = p->max_rate_wait >= 0 ? p->max_rate_wait : 0;
+    if (!(waited >= 0))
+        waited = 0;
+    if (waited + cost > most) {
+        say(reason, size, "HTTP 429 rate limited: waited %s s for rate limits already, %s s "
+            "more would pass max_rate_wait %s s", secs_text(waited, t1, sizeof t1),
+            secs_text(sd, t2, sizeof t2), secs_text(most, t3, sizeof t3));
+        return RATELIMIT_NO_RATE_WAIT;
+    }
+    *delay = sd;
+    *charge = cost;
+    say(reason, size, "HTTP 429 rate limited, waiting %s s %s (not a retry)",
+        secs_text(sd, t1, sizeof t1), from_reset ? "for the reset" : "as asked");
+    return RATELIMIT_RETRY;
+}
+
+/* Case-insensitive search for the lower-case word w in [p, end); NULL when absent. */
+static const char *find_nocase(const char *p, const char *end, const char *w)
+{
+    size_t n = strlen(w);
+    for (; p && (size_t)(end - p) >= n; p++)
+        if (equals_nocase(p, p + n, w))
+            return p;
+    return NULL;
+}
+
+double ratelimit_text_delay(const char *text, size_t len)
+{
+    if (!text)
+        return RATELIMIT_NO_TIME;
+    const char *end = text + len, *p;
+    if ((p = find_nocase(text, end, "try again in ")) != NULL) {
+        p += 13;
+        const char *q = p; /* "1.2s", "20ms", "6m0s": digits, units, a dot between digits */
+        while (q < end && (is_digit(*q) || *q == 'h' || *q == 'm' || *q == 's' ||
+                           (*q == '.' && q + 1 < end && is_digit(q[1]))))
+            q++;
+        double secs;
+        if (q > p && ratelimit_parse_duration(p, (size_t)(q - p), &secs) == 0)
+            return secs;
+    }
+    if ((p = find_nocase(text, end, "retry after ")) != NULL) {
+        p += 12;
+        double secs;
+        if (parse_decimal(&p, end, &secs) == 0 && find_nocase(p, end, " second") == p)
+            return secs;
+    }
+    return RATELIMIT_NO_TIME;
+}
+
+int ratelimit_text_tokens(const char *text, size_t len)
+{
+    if (!text)
+        return 0;
+    const char *end = text + len;
+    return find_nocase(text, end, "tokens per min") || find_nocase(text, end, "(tpm)") ||
+           find_nocase(text, end, "\"type\":\"tokens\"") ||
+           find_nocase(text, end, "\"type\": \"tokens\"");
+}
+
 enum ratelimit_verdict ratelimit_should_retry(int status, enum ratelimit_net net,
                                               const char *error_code, int got_answer_text,
                                               int attempt, const struct ratelimit_policy *p,
@@ -1026,16 +1230,8 @@ enum ratelimit_verdict ratelimit_should_retry(int status, enum ratelimit_net net
         return RATELIMIT_NO_ATTEMPTS;
     }
 
-    double sd = ratelimit_response_delay(resp);
     int from_reset = 0;
-    int eff_status = status >= 200 && status <= 299 ? stream_error_status(error_code) : status;
-    if (sd < 0 && resp && eff_status == 429 && net == RATELIMIT_NET_OK) {
-        if (resp->remaining_req == 0 && resp->reset_req > sd)
-            sd = resp->reset_req;
-        if (resp->remaining_tok == 0 && resp->reset_tok > sd)
-            sd = resp->reset_tok;
-        from_reset = sd >= 0;
-    }
+    double sd = server_delay(status, net, error_code, resp, &from_reset);
     if (sd >= 0) {
         double maxw = p->max_retry_wait >= 0 ? p->max_retry_wait : 0;
         if (sd > maxw) {
@@ -1066,6 +1262,7 @@ const char *ratelimit_verdict_name(enum ratelimit_verdict v)
     case RATELIMIT_NO_SERVER_SAYS: return "server-says-no";
     case RATELIMIT_NO_WAIT_TOO_LONG: return "wait-too-long";
     case RATELIMIT_NO_ATTEMPTS: return "attempts-used";
+    case RATELIMIT_NO_RATE_WAIT: return "rate-wait-used";
     }
     return "?";
 }
@@ -1612,5 +1809,14 @@ void ratelimit_dim_bucket(const struct ratelimit_dim *d, double now, double *cap
                 lv = e;
         }
         *level = lv < c ? lv : c;
+    }
+    if (*cap > 0 && qw_on(&v)) { /* a per-minute limit: no more than its short window allows */
+        double qc = qw_cap(&v), qr = qw_rate(&v), ql = qc - qw_debt(&v, now);
+        *cap = qc < *cap ? qc : *cap;
+        *rate = qr < *rate ? qr : *rate;
+        if (*level > *cap)
+            *level = *cap;
+        if (*level >= 0 && ql < *level)
+            *level = ql > 0 ? ql : 0;
     }
 }

@@ -46,6 +46,15 @@ struct ratelimit_dim {
                           or more when a report shows a slower refill (Groq's requests per day).
                           Each local spend moves reset_at on by this much, so requests still on
                           their way (their reports not back yet) are paid for in the clock. */
+    /* The short window: a per-minute limit may be enforced over a second while the headers
+     * report the per-minute figures (OpenAI: 600 rpm enforced as 10 a second), so a dimension
+     * with a per-minute limit is also paced by a bucket of about a second's worth, refilled at
+     * a little under limit/60 a second (see ratelimit_note_refused). */
+    double q_debt;     /* what it lacked of full at q_time (spends not yet refilled) */
+    double q_time;     /* monotonic time of q_debt; NO_TIME = never spent from (full) */
+    double q_cap;      /* its size as learnt from 429s; 0 = the default (0.9 of limit/60) */
+    double q_factor;   /* its refill as a share of limit/60; 0 = the default (0.97) */
+    double q_learnt;   /* when a 429 last shrank it; NO_TIME = never */
 };
 
 /* What the server told us about a key's quota, plus optional configured client-side limits.
@@ -139,9 +148,28 @@ void ratelimit_merge_report(struct ratelimit_state *s, const struct ratelimit_st
 
 /* One dimension as a token bucket, for state shared across processes (net/state.c): *cap its
  * size (the burst reports have shown, else the limit) and *rate units given back a second (both
- * 0 when unknown), *level what the last report implies is left now (-1 unknown). */
+ * 0 when unknown), *level what the last report implies is left now (-1 unknown); a per-minute
+ * limit's short window (ratelimit_note_refused) bounds all three. */
 void ratelimit_dim_bucket(const struct ratelimit_dim *d, double now, double *cap, double *rate,
                           double *level);
+
+/* A 429 of the requests (tokens = 0) or tokens (tokens = 1) limit came back for a request sent
+ * at sent_at; r holds its headers. The server's bucket is empty now, so the short window's is
+ * too; and when its per-minute count still had room (remaining > 0), the server enforces the
+ * limit over a shorter window than this process assumed: the short bucket halves (down to one
+ * unit), then its refill slows by a tenth a time (down to half of limit/60). Requests that were
+ * already on their way when it last learnt (sent_at before then) teach nothing new. */
+void ratelimit_note_refused(struct ratelimit_state *s, const struct ratelimit_response *r,
+                            int tokens, double sent_at, double now);
+
+/* The delay an error message asks for: "Please try again in 1.2s." / "in 20ms" / "in 6m0s"
+ * (OpenAI), "retry after 6 seconds" (Azure). Returns seconds, or RATELIMIT_NO_TIME. Any bytes
+ * are safe input. */
+double ratelimit_text_delay(const char *text, size_t len);
+
+/* 1 when a 429's body is about the tokens limit ("tokens per min", "(TPM)", type "tokens"),
+ * 0 otherwise (requests, or not said). */
+int ratelimit_text_tokens(const char *text, size_t len);
 
 /* ---- retry policy ---- */
 
@@ -166,6 +194,9 @@ struct ratelimit_policy {
     double backoff_base;   /* first backoff delay before jitter, seconds (default 0.5) */
     double backoff_cap;    /* backoff doubles up to this, seconds (default 8) */
     double max_retry_wait; /* a server-asked delay longer than this: give up (default 60) */
+    double max_rate_wait;  /* 429s waited out without spending a retry: at most this many
+                              seconds in all for one request, each wait counting at least
+                              RATELIMIT_WAIT_MIN (default 120; 0: none, every 429 a retry) */
     enum ratelimit_jitter jitter;
     /* Random numbers in [0, 1); NULL = an internal per-thread xorshift generator. */
     double (*random)(void *ctx);
@@ -186,7 +217,13 @@ enum ratelimit_verdict {
     RATELIMIT_NO_SERVER_SAYS,  /* x-should-retry: false */
     RATELIMIT_NO_WAIT_TOO_LONG,/* the server asks to wait more than max_retry_wait */
     RATELIMIT_NO_ATTEMPTS,     /* max_retries used up */
+    RATELIMIT_NO_RATE_WAIT,    /* 429s waited out for max_rate_wait seconds in all already:
+                                  from here on the retries decide */
 };
+
+/* What one wait-out of a 429 counts against max_rate_wait at least, seconds: a server that
+ * answers "retry after 0" forever still ends. */
+#define RATELIMIT_WAIT_MIN 1.0
 
 /* Decide whether to retry an attempt that ended with HTTP status (0 = none) or transport error
  * net, with the body's error code/type (NULL if none), after answer text was or was not shown.
@@ -205,6 +242,22 @@ enum ratelimit_verdict ratelimit_should_retry(int status, enum ratelimit_net net
                                               int attempt, const struct ratelimit_policy *p,
                                               const struct ratelimit_response *resp,
                                               double *delay, char *reason, size_t size);
+
+/* A 429 the client can wait out without spending a retry from max_retries: the server said
+ * when to come back (retry-after-ms, retry-after, or the reset of a dimension it reports
+ * exhausted; ratelimit_text_delay's "try again in" goes into retry_after_ms first) within
+ * max_retry_wait. waited is what this request's earlier wait-outs counted. Returns
+ * RATELIMIT_RETRY with *delay (the server's) and a reason such as "HTTP 429 rate limited,
+ * waiting 2 s as asked (not a retry)";
+ * RATELIMIT_NO_RATE_WAIT when this wait would pass max_rate_wait (reason says so); or
+ * RATELIMIT_NO_STATUS when it is no such 429. In both, ratelimit_should_retry decides, with
+ * the budget of max_retries (so max_rate_wait = 0 is the plain retry policy). *charge gets what this wait counts (>= RATELIMIT_WAIT_MIN). */
+enum ratelimit_verdict ratelimit_wait_out(int status, enum ratelimit_net net,
+                                          const char *error_code,
+                                          const struct ratelimit_policy *p,
+                                          const struct ratelimit_response *resp, double waited,
+                                          double *delay, double *charge, char *reason,
+                                          size_t size);
 
 /* Backoff before jitter for the retry after attempt n (1-based): base * 2^(n-1), capped. */
 double ratelimit_backoff(const struct ratelimit_policy *p, int attempt);

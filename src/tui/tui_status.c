@@ -328,10 +328,10 @@ static void tui_status_fields(const struct tui_status *st, double now, int base,
         if (*why)
             tui_seg_add(s, 1, base, "%s", why);
     }
-    if (st->effort[0])
-        tui_seg_add(s, 1, base, "%s think:%s", st->model, st->effort);
+    if (st->effort[0]) /* while it waits, the model gives way to the reason first */
+        tui_seg_add(s, waits ? 2 : 1, base, "%s think:%s", st->model, st->effort);
     else
-        tui_seg_add(s, 1, base, "%s", st->model);
+        tui_seg_add(s, waits ? 2 : 1, base, "%s", st->model);
     if (tui_status_timings(st, text, sizeof text))
         tui_seg_add(s, 2, base, "%s", text);
     if (st->have_last)

@@ -122,9 +122,13 @@ with ttlib.FakeServer() as srv:
     t.eq(text(out), "Hello! \u00e9t\u00e9 \U0001F600 How can\n", "truncated: the text kept")
 
     # --- 429 RESOURCE_EXHAUSTED with RetryInfo: retried; 400 INVALID_ARGUMENT: not ---------------
+    # (max_rate_wait = 0: the 429 spends a retry instead of being waited out, so a server that
+    # always refuses ends after --retries)
     n0 = len(srv.requests())
+    nowait = ttlib.make_home()
+    ttlib.write_config(nowait, "max_rate_wait = 0\n")
     rc, out, err = run(srv, "status=429,error=Quota%20exceeded,retry_delay=1s",
-                       ["--retries", "1", "-p", "hi"])
+                       ["--retries", "1", "-p", "hi"], home=nowait)
     t.eq(rc, 3, "429: exit 3")
     t.ok("Quota exceeded (RESOURCE_EXHAUSTED)" in text(err), "429: message and status",
          text(err))

@@ -120,6 +120,20 @@ static void one_input(const uint8_t *data, size_t size)
     CHECK(vd == RATELIMIT_RETRY ? (dl >= 0 && dl <= p.max_retry_wait) : dl == 0);
     CHECK(strlen(reason) > 0);
 
+    /* a 429 waited out: the same headers, the input as its body's text */
+    double ch = -1, td = ratelimit_text_delay(exact, n);
+    CHECK(td == RATELIMIT_NO_TIME || (isfinite(td) && td >= 0));
+    int tk = ratelimit_text_tokens(exact, n);
+    CHECK(tk == 0 || tk == 1);
+    vd = ratelimit_wait_out(status, RATELIMIT_NET_OK, NULL, &p, &r, (double)(data[0] & 7) * 50,
+                            &dl, &ch, reason, sizeof reason);
+    CHECK(vd == RATELIMIT_RETRY ? (dl >= 0 && dl <= p.max_retry_wait &&
+                                   ch >= RATELIMIT_WAIT_MIN && ch >= dl)
+                                : (dl == 0 && ch == 0));
+    ratelimit_note_refused(&s, &r, tk, NOW, NOW + 0.25);
+    w = ratelimit_wait_time(&s, NOW + 0.25, est);
+    CHECK(isfinite(w) && w >= 0 && w <= 1e9);
+
     /* persistence: whatever we save must load, and a second round is a fixed point */
     char l1[256], l2[256], l3[256];
     ratelimit_state_save(&s, NOW, EPOCH, l1, sizeof l1);

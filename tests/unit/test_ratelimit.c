@@ -1117,6 +1117,221 @@ static void test_anthropic_headers(void)
     TAP_NEAR(r.reset_req, 0, "a reset in the past: now");
 }
 
+/* ---- the short window: a per-minute limit enforced over a second ---- */
+
+static void feed_minute(struct ratelimit_state *s, int64_t limit, int64_t left, double now)
+{
+    char l1[64], l2[64], l3[64];
+    snprintf(l1, sizeof l1, "x-ratelimit-limit-requests: %lld", (long long)limit);
+    snprintf(l2, sizeof l2, "x-ratelimit-remaining-requests: %lld", (long long)left);
+    snprintf(l3, sizeof l3, "x-ratelimit-reset-requests: %.3fs",
+             (double)(limit - left) * 60.0 / (double)limit);
+    feed(s, NULL, l1, now);
+    feed(s, NULL, l2, now);
+    feed(s, NULL, l3, now);
+}
+
+/* Send whenever the pacing allows, for `secs` seconds from t0 in 1 ms steps, against a server
+ * bucket of `burst` refilled at per_s a second (already short of `spent`); returns the sends
+ * and counts into *refused those the server's bucket could not take (each a 429 the pacing
+ * learns from, the per-minute count showing room). */
+static int simulate(struct ratelimit_state *s, double t0, double secs, double burst,
+                    double per_s, double spent, int *refused)
+{
+    double level = burst - spent, last = t0;
+    int sent = 0;
+    *refused = 0;
+    for (double t = t0; t < t0 + secs; t += 0.001) {
+        if (ratelimit_wait_time(s, t, 0) > 0)
+            continue;
+        level += (t - last) * per_s;
+        if (level > burst)
+            level = burst;
+        last = t;
+        ratelimit_note_sent(s, t, 0);
+        sent++;
+        if (level >= 1) {
+            level -= 1;
+        } else {
+            ++*refused;
+            struct ratelimit_response r;
+            ratelimit_response_init(&r);
+            r.remaining_req = 500;
+            ratelimit_note_refused(s, &r, 0, t, t);
+        }
+    }
+    return sent;
+}
+
+static void test_short_window(void)
+{
+    /* 600 a minute reported, 10 a second enforced: the probe went before the limit was known */
+    struct ratelimit_state s;
+    ratelimit_state_init(&s, 0, 0);
+    ratelimit_note_sent(&s, NOW, 0);
+    feed_minute(&s, 600, 599, NOW);
+    int refused;
+    int sent = simulate(&s, NOW, 10, 10, 10, 1, &refused);
+    TAP_INT(refused, 0, "600 rpm enforced as 10 a second: no send meets an empty bucket");
+    TAP_OK(sent >= 9 + 85 && sent <= 9 + 100, "10 s of sends: %d (>= 85 %% of 100 after a burst "
+           "of 9)", sent);
+    /* the per-minute count alone would have let 599 go at once */
+    struct ratelimit_state once;
+    ratelimit_state_init(&once, 0, 0);
+    feed_minute(&once, 600, 599, NOW);
+    for (int i = 0; i < 9; i++) {
+        TAP_NEAR(ratelimit_wait_time(&once, NOW, 0), 0, "a burst of 9 goes at once");
+        ratelimit_note_sent(&once, NOW, 0);
+    }
+    TAP_NEAR(ratelimit_wait_time(&once, NOW, 0), 1 / 9.7, "the 10th waits a refill at 97 % "
+             "of 10 a second");
+
+    /* a server enforcing 4 at once: a 429 while 590 are left halves the bucket (9 -> 4.5) */
+    struct ratelimit_response r;
+    ratelimit_response_init(&r);
+    r.remaining_req = 590;
+    ratelimit_note_refused(&once, &r, 0, NOW, NOW + 0.01);
+    TAP_NEAR(once.req.q_cap, 4.5, "a 429 with room per minute: the short bucket halves");
+    TAP_NEAR(ratelimit_wait_time(&once, NOW + 0.01, 0), 1 / 9.7, "and is empty now");
+    ratelimit_note_refused(&once, &r, 0, NOW, NOW + 0.02);
+    TAP_NEAR(once.req.q_cap, 4.5, "a 429 of a request sent before that teaches nothing more");
+    sent = simulate(&once, NOW + 2, 10, 4, 10, 0, &refused);
+    TAP_OK(refused <= 1, "then a 4-at-once server sees at most one more 429 over 10 s (%d)",
+           refused);
+    TAP_OK(sent >= 85, "at %d sends in 10 s", sent);
+    TAP_NEAR(once.req.q_cap, 2.25, "that 429 halved it once more");
+    for (int i = 0; i < 2; i++)
+        ratelimit_note_refused(&once, &r, 0, NOW + 20 + i, NOW + 20 + i);
+    TAP_NEAR(once.req.q_cap, 1, "halves down to one request");
+    ratelimit_note_refused(&once, &r, 0, NOW + 30, NOW + 30);
+    TAP_NEAR(once.req.q_factor, 0.97 * 0.9, "then the refill slows by a tenth");
+    for (int i = 0; i < 20; i++)
+        ratelimit_note_refused(&once, &r, 0, NOW + 40 + i, NOW + 40 + i);
+    TAP_NEAR(once.req.q_factor, 0.5, "down to half of limit/60");
+    /* a 429 that says 0 left per minute is the minute's limit: nothing to learn */
+    struct ratelimit_state z;
+    ratelimit_state_init(&z, 0, 0);
+    feed_minute(&z, 600, 0, NOW);
+    r.remaining_req = 0;
+    ratelimit_note_refused(&z, &r, 0, NOW, NOW);
+    TAP_NEAR(z.req.q_cap, 0, "a 429 with nothing left per minute leaves the short bucket's size");
+
+    /* Groq: requests per day (a slow refill shown by the reset): no second's share */
+    struct ratelimit_state g;
+    ratelimit_state_init(&g, 0, 0);
+    feed(&g, NULL, "x-ratelimit-limit-requests: 14400", NOW);
+    feed(&g, NULL, "x-ratelimit-remaining-requests: 14000", NOW);
+    feed(&g, NULL, "x-ratelimit-reset-requests: 2h0m0s", NOW);
+    ratelimit_merge_report(&g, &g, NOW, 0, 1);
+    for (int i = 0; i < 30; i++)
+        ratelimit_note_sent(&g, NOW, 0);
+    TAP_NEAR(ratelimit_wait_time(&g, NOW, 0), 0, "a per-day limit: 30 at once still go");
+
+    /* tokens: 120,000 a minute, about 1,800 a second; a request of 1,000 */
+    struct ratelimit_state k;
+    ratelimit_state_init(&k, 0, 0);
+    feed(&k, NULL, "x-ratelimit-limit-tokens: 120000", NOW);
+    feed(&k, NULL, "x-ratelimit-remaining-tokens: 119000", NOW);
+    feed(&k, NULL, "x-ratelimit-reset-tokens: 0.5s", NOW);
+    TAP_NEAR(ratelimit_wait_time(&k, NOW, 1000), 0, "tokens: the first 1,000 go");
+    ratelimit_note_sent(&k, NOW, 1000);
+    TAP_NEAR(ratelimit_wait_time(&k, NOW, 1000), 200 / 1940.0, "the next waits for 200 more");
+    TAP_NEAR(ratelimit_wait_time(&k, NOW, 5000), 1000 / 1940.0,
+             "one larger than the bucket waits for a full one");
+    ratelimit_response_init(&r);
+    r.remaining_tok = 90000;
+    ratelimit_note_refused(&k, &r, 1, NOW, NOW);
+    TAP_NEAR(k.tok.q_cap, 900, "a tokens 429 with room per minute halves the tokens bucket");
+    TAP_NEAR(k.req.q_cap, 0, "and not the requests one");
+}
+
+static void test_wait_out(void)
+{
+    struct ratelimit_policy p;
+    ratelimit_policy_init(&p);
+    TAP_NEAR(p.max_rate_wait, 120, "max_rate_wait defaults to 120 s");
+    struct ratelimit_response r;
+    ratelimit_response_init(&r);
+    double delay = -1, charge = -1;
+    char reason[200];
+    r.retry_after = 2;
+    enum ratelimit_verdict v = ratelimit_wait_out(429, RATELIMIT_NET_OK, "rate_limit_exceeded",
+                                                  &p, &r, 0, &delay, &charge, reason,
+                                                  sizeof reason);
+    TAP_OK(v == RATELIMIT_RETRY && near(delay, 2) && near(charge, 2),
+           "429 retry-after 2: waited out, 2 s");
+    TAP_STR(reason, "HTTP 429 rate limited, waiting 2 s as asked (not a retry)", "its reason");
+    v = ratelimit_wait_out(429, RATELIMIT_NET_OK, NULL, &p, &r, 119, &delay, &charge, reason,
+                           sizeof reason);
+    TAP_OK(v == RATELIMIT_NO_RATE_WAIT && delay == 0, "119 s waited already: 2 more would pass "
+           "max_rate_wait");
+    TAP_STR(reason, "HTTP 429 rate limited: waited 119 s for rate limits already, 2 s more "
+            "would pass max_rate_wait 120 s", "it says so");
+    TAP_STR(ratelimit_verdict_name(v), "rate-wait-used", "verdict name");
+    r.retry_after = 0;
+    v = ratelimit_wait_out(429, RATELIMIT_NET_OK, NULL, &p, &r, 0, &delay, &charge, reason,
+                           sizeof reason);
+    TAP_OK(v == RATELIMIT_RETRY && delay == 0 && near(charge, RATELIMIT_WAIT_MIN),
+           "retry-after 0: goes at once, counts RATELIMIT_WAIT_MIN");
+    r.retry_after = 90;
+    v = ratelimit_wait_out(429, RATELIMIT_NET_OK, NULL, &p, &r, 0, &delay, &charge, reason,
+                           sizeof reason);
+    TAP_OK(v == RATELIMIT_NO_STATUS, "retry-after 90 > max_retry_wait: not waited out (the "
+           "retry rules refuse it)");
+    r.retry_after = 1;
+    v = ratelimit_wait_out(429, RATELIMIT_NET_OK, "insufficient_quota", &p, &r, 0, &delay,
+                           &charge, reason, sizeof reason);
+    TAP_OK(v == RATELIMIT_NO_STATUS, "insufficient_quota: never waited out");
+    v = ratelimit_wait_out(503, RATELIMIT_NET_OK, NULL, &p, &r, 0, &delay, &charge, reason,
+                           sizeof reason);
+    TAP_OK(v == RATELIMIT_NO_STATUS, "a 503 with retry-after: a retry, from the budget");
+    v = ratelimit_wait_out(200, RATELIMIT_NET_OK, "rate_limit_exceeded", &p, &r, 0, &delay,
+                           &charge, reason, sizeof reason);
+    TAP_OK(v == RATELIMIT_RETRY, "a streamed rate_limit_exceeded with retry-after: waited out");
+    r.should_retry = 0;
+    v = ratelimit_wait_out(429, RATELIMIT_NET_OK, NULL, &p, &r, 0, &delay, &charge, reason,
+                           sizeof reason);
+    TAP_OK(v == RATELIMIT_NO_STATUS, "x-should-retry: false is not waited out");
+    ratelimit_response_init(&r);
+    v = ratelimit_wait_out(429, RATELIMIT_NET_OK, NULL, &p, &r, 0, &delay, &charge, reason,
+                           sizeof reason);
+    TAP_OK(v == RATELIMIT_NO_STATUS && delay == 0, "a 429 that says nothing of when: the budget");
+    r.remaining_tok = 0;
+    r.reset_tok = 3;
+    v = ratelimit_wait_out(429, RATELIMIT_NET_OK, NULL, &p, &r, 0, &delay, &charge, reason,
+                           sizeof reason);
+    TAP_OK(v == RATELIMIT_RETRY && near(delay, 3), "0 tokens left, reset in 3 s: waited out");
+    TAP_STR(reason, "HTTP 429 rate limited, waiting 3 s for the reset (not a retry)",
+            "its reason");
+
+    /* the delay and the dimension in the message's text */
+    static const struct {
+        const char *text;
+        double want;
+    } texts[] = {
+        {"Rate limit reached for gpt-4o on requests per min (RPM): Limit 600, Used 600, "
+         "Requested 1. Please try again in 97ms. Visit ...", 0.097},
+        {"Please try again in 1.2s.", 1.2},
+        {"please TRY AGAIN IN 6m0s", 360},
+        {"Requests to the API have exceeded the rate limit. Please retry after 6 seconds.", 6},
+        {"Please try again later.", RATELIMIT_NO_TIME},
+        {"try again in ", RATELIMIT_NO_TIME},
+        {"try again in .s", RATELIMIT_NO_TIME},
+        {"retry after 6", RATELIMIT_NO_TIME},
+        {"", RATELIMIT_NO_TIME},
+    };
+    for (size_t i = 0; i < TT_ARRAY_LEN(texts); i++)
+        TAP_NEAR(ratelimit_text_delay(texts[i].text, strlen(texts[i].text)), texts[i].want,
+                 texts[i].text);
+    TAP_NEAR(ratelimit_text_delay(NULL, 0), RATELIMIT_NO_TIME, "NULL text");
+    const char *tpm = "Rate limit reached for gpt-4o on tokens per min (TPM): Limit 30000";
+    const char *typed = "{\"error\":{\"type\":\"tokens\",\"code\":\"rate_limit_exceeded\"}}";
+    const char *rpm = "Rate limit reached for gpt-4o on requests per min (RPM): Limit 600";
+    TAP_INT(ratelimit_text_tokens(tpm, strlen(tpm)), 1, "tokens per min: the tokens limit");
+    TAP_INT(ratelimit_text_tokens(typed, strlen(typed)), 1, "type tokens: the tokens limit");
+    TAP_INT(ratelimit_text_tokens(rpm, strlen(rpm)), 0, "requests per min: the requests limit");
+}
+
 int main(void)
 {
     test_anthropic_headers();
@@ -1132,5 +1347,7 @@ int main(void)
     test_persist();
     test_forget_unreported();
     test_format();
+    test_short_window();
+    test_wait_out();
     return tap_done();
 }

@@ -8,6 +8,7 @@
 #include "base/util.h"
 #include "base/xmalloc.h"
 #include "tap.h"
+#include <math.h>
 
 #include <signal.h>
 #include <stdlib.h>
@@ -133,6 +134,26 @@ static void test_bodies(void)
     TAP_INT((long)rq->n_keys, 2, "pool: two keys");
     TAP_STR(rq->keys[1].auth_value, "Bearer sk-b", "pool: each key's header value");
     TAP_OK(rq->auth_value == NULL && rq->auth_name != NULL, "pool: no single key");
+    net_request_free(rq);
+
+    /* the tokens a request is paced by: its messages' text (4 bytes a token, 3 a message) and
+     * max_tokens, not the JSON around them (the servers count it so) */
+    rq = request_new(&c, xstrdup("{\"model\":\"gpt-4o-mini\",\"messages\":[{\"role\":"
+                                 "\"system\",\"content\":\"be brief\"},{\"role\":\"user\","
+                                 "\"content\":\"a question of 27 bytes here\"}],\"stream\":"
+                                 "true,\"stream_options\":{\"include_usage\":true}}"),
+                     &pk, 200);
+    TAP_OK(fabs(rq->est_tokens - (35.0 / 4 + 6 + 200)) < 1e-9,
+           "est_tokens: 35 bytes of text, 2 messages, 200 of answer (%g)", rq->est_tokens);
+    net_request_free(rq);
+    rq = request_new(&c, xstrdup("{\"contents\":[{\"role\":\"user\",\"parts\":[{\"text\":"
+                                 "\"a \\\"quoted\\\" word\"}]}],\"systemInstruction\":"
+                                 "{\"parts\":[{\"text\":\"sys\"}]}}"), &pk, 0);
+    TAP_OK(fabs(rq->est_tokens - (20.0 / 4 + 3)) < 1e-9,
+           "est_tokens: Gemini's parts, escapes counted as sent (%g)", rq->est_tokens);
+    net_request_free(rq);
+    rq = request_new(&c, xstrdup("[1, 2, 3, 4]"), &pk, 0);
+    TAP_OK(fabs(rq->est_tokens - 3) < 1e-9, "est_tokens: no text keys: 4 bytes a token of all");
     net_request_free(rq);
     conf_free(&c);
 }
