@@ -1351,6 +1351,8 @@ static void batch_done_flush(struct batch *b, int force)
     }
     if (n && store_cache_put_all(b->o->store, items, n) < 0)
         batch_store_failed(b); /* a refusal (too large, ...) is not a failure */
+    else if (n) /* the WAL, as this commit left it, copied while requests are out */
+        store_checkpoint_async(b->o->store);
     free(items);
     free(usage);
     for (size_t i = 0; i < b->n_done; i++) {
@@ -1757,8 +1759,6 @@ int batch_run(struct conf *conf, char *key, const struct batch_opts *o)
     if (b.err_tty) /* the bar's total: a file's non-blank lines (a pipe's are not known) */
         b.total = batch_count_lines(in_fd);
     b.t_start = util_now();
-    if (o->store)
-        store_checkpoint_async(o->store); /* the WAL copied while requests are out */
 
     static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
     if (loop_init(&lp, sigs, (int)TT_ARRAY_LEN(sigs), 0, &nerr) < 0) {

@@ -106,6 +106,21 @@ with ttlib.FakeServer() as srv:
     rc, out, err = run(home, "", ["-m", "x", "-p", "keep this one %s please" % keep])
     t.eq(rc, 0, "rm: writing after rm works")
 
+    # --- a batch copies the WAL while its requests are out (issue 14) -------------------------
+    # The background checkpoint goes by what the WAL holds after a commit of this process; a
+    # batch asked before its first (its cache entries), when nothing is known, and then never.
+    home = ttlib.make_home()
+    rc, _, _ = run(home, "", ["-p", "the schema first"])  # that run checkpoints at close
+    inp = ttlib.write_jsonl(os.path.join(home, "lines.jsonl"),
+                            [{"id": i, "prompt": "wal line %d" % i} for i in range(60)])
+    rc, out, err = run(home, "gen=6000,chunk=whole", ["batch", inp, "--concurrency", "4"])
+    t.eq(rc, 0, "batch of 60 answers of 48 KB: exit 0")
+    size = os.path.getsize(db_path(home))
+    t.ok(size >= 1 << 20, "batch: its cache entries (2.9 MB) were copied into tokterm.db while "
+         "requests were out (%d bytes; a WAL under 8 MiB is not copied at close)" % size)
+    t.eq(query(db_path(home), "SELECT count(*) FROM response_cache"), [(61,)],
+         "batch: every answer cached (the one-shot's and the batch's 60)")
+
     # --- backups: the online backup (sqlite3 .backup), or the file with its WAL ---------------
     # (issue 14: no checkpoint at every exit, its fsyncs cost more than the save; the newest
     # writes may be in tokterm.db-wal only, and tokterm.db alone is a consistent older copy)
