@@ -45,9 +45,11 @@ struct state_dim {
 };
 
 /* The two dimensions of local state s for a request of est_tokens tokens at time now: the
- * sizes and rates the headers taught (or the configured rpm/tpm), the level minus one unit of
- * margin (an answer's arrival varies by a few milliseconds; a bucket kept one below the
- * server's never sends into its 429). */
+ * sizes and rates the headers taught (or the configured rpm/tpm), at most one second of the
+ * rate when that is a unit or more (providers may enforce a per-minute limit per second while
+ * their headers report the minute: OpenAI documents 600 a minute as 10 a second), less one unit
+ * of margin (an answer's arrival varies by a few milliseconds; a bucket kept one below the
+ * server's never sends into its 429), and the level minus that margin. */
 void state_dims(const struct ratelimit_state *s, double now, double est_tokens,
                 struct state_dim d[2]);
 

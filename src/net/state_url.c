@@ -187,6 +187,8 @@ void state_dims(const struct ratelimit_state *s, double now, double est_tokens,
             cap = conf[i];
             rate = conf[i] / 60;
         }
+        if (rate >= 1 && cap > rate)
+            cap = rate; /* at most a second's worth at once (600 a minute may mean 10 a second) */
         d[i].cap = cap > 1 ? cap - 1 : cap; /* one unit of margin */
         d[i].rate = rate;
         d[i].cost = i == 0 ? 1 : (est_tokens > 0 ? est_tokens : 0);

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Shared quota state on Redis (state = redis://...): four tokterm processes with separate
 homes (four machines) run `batch -j 16` against one fake server that enforces one global limit
-(600 requests a minute, a burst of 10). With a real redis-server (started here on a free port,
-in a temp dir) they hold the limit together: at most 1 % 429s, no prompt fails, at least 90 %
-of the limit; without it the same job draws the 429 storm; Redis killed mid-job: every answer
-still comes. redis-server missing is a skip, a failure under CI (TOKTERM_REQUIRE_TOOLS)."""
+(600 requests a minute, a burst of 10, and 60,000 tokens a minute). With a real redis-server
+(started here on a free port, in a temp dir) they hold the limit together: at most 1 % 429s, no
+prompt fails, at least 90 % of the limit; without it the same job draws the 429 storm; Redis
+killed mid-job: every answer still comes. redis-server missing is a skip, a failure under CI
+(TOKTERM_REQUIRE_TOOLS)."""
 import sys
 sys.dont_write_bytecode = True
 import json
@@ -101,7 +102,7 @@ state = "redis://127.0.0.1:%d/0" % port
 total = PROCS * PER_PROC
 try:
     with ttlib.FakeServer() as srv:
-        spec = "rpm=%d,burst=%d" % (RPM, BURST)
+        spec = "rpm=%d,burst=%d,tpm=60000,tburst=1000" % (RPM, BURST)
         # 1. with the shared state: one global pace
         res, wall, reqs = run_job(srv, spec, state, "shared")
         limited, done = summary(res, reqs)

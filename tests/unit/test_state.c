@@ -84,7 +84,21 @@ static void test_dims(void)
     TAP_OK(d[1].cost == 50 && d[0].cost == 1, "costs: one request, its tokens");
     ratelimit_state_init(&s, 120, 0);
     state_dims(&s, 100, 0, d);
-    TAP_OK(d[0].cap == 119 && d[0].rate == 2, "configured rpm: a bucket of it, minus the margin");
+    TAP_OK(d[0].cap == 1 && d[0].rate == 2,
+           "configured rpm 120: a second's worth (2), minus the margin (%g)", d[0].cap);
+    ratelimit_state_init(&s, 30, 0);
+    state_dims(&s, 100, 0, d);
+    TAP_OK(d[0].cap == 29, "rpm 30, under one a second: the whole minute's bucket (%g)", d[0].cap);
+    static const char *const m[] = {"x-ratelimit-limit-requests: 600\r\n",
+                                    "x-ratelimit-remaining-requests: 599\r\n",
+                                    "x-ratelimit-reset-requests: 100ms\r\n"};
+    ratelimit_state_init(&s, 0, 0);
+    for (int i = 0; i < 3; i++)
+        ratelimit_feed(&s, NULL, m[i], strlen(m[i]), 100, 1e9);
+    ratelimit_merge_report(&s, &s, 100, 0, 1);
+    state_dims(&s, 100, 0, d);
+    TAP_OK(d[0].cap == 9 && d[0].level > 597,
+           "600 a minute reported as a minute: a burst of 10 less the margin (%g)", d[0].cap);
 }
 
 /* ---- a real redis-server ---- */
