@@ -399,24 +399,21 @@ static int store_wal_hook(void *ud, sqlite3 *db, const char *name, int frames)
     return SQLITE_OK;
 }
 
-void store_checkpoint_wait(struct store *st)
+int store_checkpoint_wait(struct store *st, int block)
 {
-    if (st && st->ckpt_started) {
-        pthread_join(st->ckpt, NULL);
-        st->ckpt_started = 0;
-    }
+    if (!st || !st->ckpt_started)
+        return 0;
+    if (!block && !__atomic_load_n(&st->ckpt_done, __ATOMIC_ACQUIRE))
+        return -1;
+    pthread_join(st->ckpt, NULL);
+    st->ckpt_started = 0;
+    return 0;
 }
 
 void store_checkpoint_async(struct store *st)
 {
-    if (!st)
-        return;
-    if (st->ckpt_started) {
-        if (!__atomic_load_n(&st->ckpt_done, __ATOMIC_ACQUIRE))
-            return; /* the last one is still copying */
-        pthread_join(st->ckpt, NULL);
-        st->ckpt_started = 0;
-    }
+    if (!st || store_checkpoint_wait(st, 0) != 0)
+        return; /* the last one is still copying */
     /* Unknown before this connection's first commit (the prompt's, right before the request
      * leaves): the caller asks again after it. */
     if (store_wal_bytes(st) < STORE_CKPT_ASYNC_BYTES)

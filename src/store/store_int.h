@@ -127,9 +127,10 @@ size_t store_max_value(struct store *st);
 /* Empty the WAL into the database and truncate it to 0 bytes (PRAGMA
  * wal_checkpoint(TRUNCATE)), waiting a while for readers. 0, or -1 when readers kept it. */
 int store_wal_truncate(struct store *st);
-/* Wait for a running store_checkpoint_async: the next write transaction then starts the WAL
- * over (its frames all copied) instead of appending to it. */
-void store_checkpoint_wait(struct store *st);
+/* Wait for a running store_checkpoint_async (block = 0: only reap one that has ended; -1 when
+ * it still runs): the next write transaction then starts the WAL over (its frames all copied)
+ * instead of appending to it. 0 when none runs now. */
+int store_checkpoint_wait(struct store *st, int block);
 /* First column of the first row of sql (a PRAGMA or a count) into *out. 0 or -1. */
 int store_pragma_int(struct store *st, const char *sql, int *out);
 
