@@ -1269,7 +1269,9 @@ int session_dispatch(struct session *s, const struct session_sink *sink)
             if (sink->quota)
                 sink->quota(sink->ud, buf_str(&e->text));
         } else if (e->type == QEV_WARN) {
-            if (sink->wait) /* the shared state lost or back: stderr, or the status bar */
+            if (sink->warn) /* the shared state lost or back: the chat's hint line */
+                sink->warn(sink->ud, buf_str(&e->text));
+            else if (sink->wait) /* scripted mode: stderr */
                 sink->wait(sink->ud, 0, buf_str(&e->text), 0);
         } else if (e->type == QEV_RETRY || e->type == QEV_WAIT) {
             if (sink->wait)

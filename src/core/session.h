@@ -48,6 +48,9 @@ struct session_sink {
     /* Waiting before the request leaves (optional): retry = 1 for a retry after a failed
      * attempt, 0 for waiting on the quota; why is a sentence; seconds until it goes. */
     void (*wait)(void *ud, int retry, const char *why, double seconds);
+    /* A warning of the network layer to show once, e.g. the shared state lost (optional;
+     * without it, wait() gets it with seconds 0). */
+    void (*warn)(void *ud, const char *text);
     /* The kept headers (rate limits) of a response that is retried, a 429 (optional). */
     void (*quota)(void *ud, const char *headers);
     /* Function calling (session_use_tools), all optional. The model asked for call (tokterm

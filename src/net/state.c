@@ -198,6 +198,9 @@ static void state_lose(struct state *st, const char *reason)
 {
     char why[200]; /* reason may live in the context freed below */
     snprintf(why, sizeof why, "%s", reason && *reason ? reason : "no answer");
+    for (char *p = why; *p; p++) /* a server's error text: printable ASCII only */
+        if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
+            *p = '?';
     if (st->c) {
         redisFree(st->c);
         st->c = NULL;

@@ -589,6 +589,12 @@ static void tui_sink_wait(void *ud, int retry, const char *why, double seconds)
     t->dirty |= TUI_D_STATUS;
 }
 
+/* A warning of the network layer (the shared state lost or back): the hint line keeps it. */
+static void tui_sink_warn(void *ud, const char *text)
+{
+    tui_hint(ud, text);
+}
+
 static void tui_sink_quota(void *ud, const char *headers)
 {
     struct tui *t = ud;
@@ -1458,6 +1464,7 @@ static void tui_run_loop(struct tui *t, struct loop *lp)
         .tool_call = tui_tools_call,
         .tool_result = tui_tools_result,
         .quota = tui_sink_quota,
+        .warn = tui_sink_warn,
     };
     t->dirty = TUI_D_FULL;
     t->urgent = 1;
