@@ -1354,6 +1354,8 @@ static void session_context_close(struct session *s)
         context_tokenized(s->ctx, &texts, &bytes);
         fprintf(stderr, "tokterm: debug: tokenised %zu texts, %zu bytes; table %s\n", texts,
                 bytes, context_table_open(s->ctx) ? "open" : "not opened");
+        context_hashed(s->ctx, &texts, &bytes);
+        fprintf(stderr, "tokterm: debug: hashed %zu texts, %zu bytes\n", texts, bytes);
         if (s->resumed_turns)
             fprintf(stderr, "tokterm: debug: resumed %zu turns (%s)\n", s->resumed_turns,
                     s->lean ? "the newest" : "all");

@@ -66,10 +66,11 @@ struct context {
     size_t cap, used;
     long role_tokens[4];   /* system, user, assistant, tool: counted once (0: not yet) */
     size_t tok_texts, tok_bytes; /* what was tokenised (context_tokenized) */
+    size_t hash_texts, hash_bytes; /* what was hashed for the cache (context_hashed) */
 };
 
 /* 64-bit hash of text (8 bytes a step); never 0. */
-static uint64_t context_hash(const char *s, size_t n)
+static uint64_t context_hash_raw(const char *s, size_t n)
 {
     uint64_t h = 0x9E3779B97F4A7C15ull ^ (n * 0xC2B2AE3D27D4EB4Full);
     size_t i = 0;
@@ -88,6 +89,14 @@ static uint64_t context_hash(const char *s, size_t n)
     h *= 0xC4CEB9FE1A85EC53ull;
     h ^= h >> 33;
     return h ? h : 1;
+}
+
+/* The hash of text for c's cache, counted (context_hashed). */
+static uint64_t context_hash(struct context *c, const char *s, size_t n)
+{
+    c->hash_texts++;
+    c->hash_bytes += n;
+    return context_hash_raw(s, n);
 }
 
 struct context *context_new(const char *encoding, int approximate, char **err)
@@ -149,6 +158,12 @@ void context_tokenized(const struct context *c, size_t *texts, size_t *bytes)
 {
     *texts = c->tok_texts;
     *bytes = c->tok_bytes;
+}
+
+void context_hashed(const struct context *c, size_t *texts, size_t *bytes)
+{
+    *texts = c->hash_texts;
+    *bytes = c->hash_bytes;
 }
 
 int context_table_open(const struct context *c)
@@ -213,7 +228,7 @@ long context_count(struct context *c, const char *text, size_t len)
 {
     if (len < 16) /* cheaper to count than to remember */
         return context_count_raw(c, text, len);
-    uint64_t h = context_hash(text, len);
+    uint64_t h = context_hash(c, text, len);
     size_t j = context_slot(c, h, len);
     if (c->slots[j].hash)
         return c->slots[j].tokens;
@@ -226,7 +241,7 @@ long context_count_known(struct context *c, const char *text, size_t len)
 {
     if (len < 16)
         return -1;
-    uint64_t h = context_hash(text, len);
+    uint64_t h = context_hash(c, text, len);
     size_t j = context_slot(c, h, len);
     return c->slots[j].hash ? c->slots[j].tokens : -1;
 }
@@ -235,7 +250,7 @@ void context_count_record(struct context *c, const char *text, size_t len, long 
 {
     if (len < 16 || tokens < 0)
         return;
-    uint64_t h = context_hash(text, len);
+    uint64_t h = context_hash(c, text, len);
     size_t j = context_slot(c, h, len);
     if (c->slots[j].hash)
         c->slots[j].tokens = tokens;

@@ -75,6 +75,8 @@ size_t context_cached(const struct context *c);
 /* Texts and bytes tokenised by this counter so far (the debug counter: TOKTERM_DEBUG_TOKENIZED
  * makes tokterm print them at exit). */
 void context_tokenized(const struct context *c, size_t *texts, size_t *bytes);
+/* Texts and bytes hashed for the count cache so far (printed with the same debug counter). */
+void context_hashed(const struct context *c, size_t *texts, size_t *bytes);
 /* 1 when the rank table is open (a count has been paid for); 0 while it is still unmapped. */
 int context_table_open(const struct context *c);
 

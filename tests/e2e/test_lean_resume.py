@@ -6,8 +6,9 @@ case runs the same turn twice on copies of one HOME: as tokterm does it, and wit
 TOKTERM_FULL_RESUME=1 (the whole conversation read, as before); the fake server's logged bodies
 must be equal, request for request. TOKTERM_DEBUG_TOKENIZED says which way the resume went.
 Cases: a history that fits, one whose old turns are dropped, one that reuses a saved summary,
-one that needs a new summary (the lean resume falls back to the full load), and the store's
-work of a lean resume (SQLite VM steps, TOKTERM_DEBUG_STORE) flat in the older history. TAP."""
+one that needs a new summary (the lean resume falls back to the full load), the store's
+work of a lean resume (SQLite VM steps, TOKTERM_DEBUG_STORE) flat in the older history, and
+the end of a long answer hashing it once (the debug counter's "hashed"). TAP."""
 
 import sys
 
@@ -186,5 +187,25 @@ with ttlib.FakeServer() as srv:
          steps[1][1] < steps[0][1] * 1.1 + 2000,
          "a lean resume's store work is flat in the dropped turns (VM steps, 300 vs 1,500 turns: "
          "%r)" % (steps,))
+
+    # --- 7. the end of an answer hashes it once --------------------------------------------
+    # The server's count of a kept answer is recorded for the plans (the count cache, keyed by
+    # a hash of the text) and for the store: one hash of the text, not one for each.
+    for args in (["--json", "-p", "hello there"], ["-p", "one", "-p", "two"]):
+        home = ttlib.make_home()
+        rc, out, err = ttlib.run_tokterm(["-m", "gpt-4o-mini"] + args, home=home, timeout=60,
+                                         env={"OPENAI_BASE_URL": srv.base("big_delta=400000"),
+                                              "TOKTERM_DEBUG_TOKENIZED": "1"})
+        m = re.search(rb"hashed (\d+) texts, (\d+) bytes", err)
+        answers = 400000 * (len(args) // 2)
+        t.ok(rc == 0 and m and int(m.group(2)) < answers + 4096,
+             "%s: the answers (%d bytes) hashed at most once (%s)"
+             % (" ".join(args[:1]), answers, m and m.group(0).decode()), err.decode()[-2000:])
+        c = sqlite3.connect(db_path(home))
+        counts = c.execute("SELECT t.bytes, t.tokens FROM message_tokens t JOIN messages m "
+                           "ON m.id = t.message_id WHERE m.role = 'assistant'").fetchall()
+        c.close()
+        t.ok(len(counts) == len(args) // 2 and all(b == 400000 and k > 0 for b, k in counts),
+             "%s: the answers' counts stored (%r)" % (" ".join(args[:1]), counts))
 
 t.done()
