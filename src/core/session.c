@@ -82,6 +82,8 @@ struct session {
     char *sum_notice;          /* a large summary request is on its way (session_notice) */
     long ans_unkept_tokens;    /* an answer not kept: its tokens (server's usage) and bytes, */
     size_t ans_unkept_bytes;   /* for session_tokens_save; 0 = unknown */
+    long ans_tokens;           /* the kept answer's tokens when known at its end, else -1
+                                  (session_answer_record): the turn or step takes them */
     struct context_budget budget;
     struct context_stream *ans_count; /* the streaming answer's tokens, counted incrementally */
     size_t ans_fed;
@@ -118,6 +120,7 @@ struct session *session_open(struct conf *conf, char *key, const char **err)
     s->conf = conf;
     s->key = key;
     s->keep_answer = 1;
+    s->ans_tokens = -1;
     s->cache = SESSION_CACHE_OFF;
     s->q = queue_new();
     s->net = s->q ? net_start(s->q, err) : NULL;
@@ -937,7 +940,10 @@ static void session_settle(struct session *s, const struct net_result *r, int64_
     if (n) { /* the turn takes the text kept here: no second copy of a long answer */
         t->answer = buf_take(&s->answer);
         t->answer_len = n;
+        if (s->ans_tokens > 0) /* its count, known at its end: not looked up by hash again */
+            t->answer_tokens = s->ans_tokens;
     }
+    s->ans_tokens = -1;
     if (aid > 0)
         t->answer_id = aid;
     else if (conv_turn_sent(t))
@@ -1183,6 +1189,9 @@ static int session_tools_round(struct session *s, struct net_result *r,
     struct conv_step *st = conv_step_add(t);
     st->len = s->answer.len;
     st->text = s->answer.len ? buf_take(&s->answer) : xstrdup("");
+    if (s->ans_tokens >= 0) /* for the plans that carry the step */
+        context_count_record(s->ctx, st->text, st->len, s->ans_tokens);
+    s->ans_tokens = -1;
     st->calls = r->calls;
     st->n_calls = r->n_calls;
     st->thinking = r->thinking_json;
@@ -2069,29 +2078,30 @@ void session_count_debug(const struct session *s, size_t *answer_bytes, size_t *
 }
 
 /* The answer goes into the history: its tokens, when they are known without counting it
- * again, are recorded for the plans that will carry it (the status, /context, the next
- * request). Known: counted as it streamed (the chat's status counts it incrementally), or the
- * server's completion_tokens when they are the answer's alone (the model's own encoding, no
- * reasoning). Otherwise the first plan that needs it counts it. */
+ * again, go with it (s->ans_tokens) to the turn that takes it (session_settle: the plans that
+ * will carry it, the status, /context, the next request, and the store read the turn's count)
+ * or to the tool round's step. Known: counted as it streamed (the chat's status counts it
+ * incrementally), or the server's completion_tokens when they are the answer's alone (the
+ * model's own encoding, no reasoning). Otherwise the first plan that needs it counts it. The
+ * text is not hashed here: a long answer was hashed twice at its end (once to record its
+ * count in the cache, once to find it there for the store). */
 static void session_answer_record(struct session *s, const struct net_result *r)
 {
     if (r->outcome == API_OK && !r->usage.present)
         s->usage_missing = 1; /* from now on the chat counts answers as they stream */
     if (!s->keep_answer || !s->answer.len)
         return;
-    long tokens = -1;
     if (s->ans_count && s->ans_fed == s->answer.len)
-        tokens = context_stream_count(s->ans_count);
+        s->ans_tokens = context_stream_count(s->ans_count);
     else if (r->usage.present && r->usage.completion > 0 && !r->usage.reasoning &&
              !s->reasoning.len && !context_approximate(s->ctx) &&
              (r->outcome == API_OK || r->outcome == API_CUT))
-        tokens = (long)r->usage.completion;
-    if (tokens >= 0)
-        context_count_record(s->ctx, s->answer.data, s->answer.len, tokens);
+        s->ans_tokens = (long)r->usage.completion;
 }
 
 static void session_context_end(struct session *s, const struct net_result *r)
 {
+    s->ans_tokens = -1;
     if (!s->ctx || !r || r->cached || r->outcome == API_ERR_USAGE ||
         r->outcome == API_CACHE_MISS)
         return;
