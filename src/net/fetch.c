@@ -160,7 +160,7 @@ static void net_fetch_explain(const struct net_fetch_request *req, struct net_fe
                  host);
         break;
     case NET_FETCH_NETWORK:
-        snprintf(out->why, sizeof out->why, "%s: %s", host,
+        snprintf(out->why, sizeof out->why, "%s: %.180s", host,
                  errbuf[0] ? errbuf : curl_easy_strerror(res));
         break;
     default:

@@ -3103,7 +3103,7 @@ static void one_shot(const char *path, int i)
     int64_t a = store_message_begin(st, c, &info);
     char answer[1024];
     memset(answer, 'a', sizeof answer);
-    snprintf(answer, 64, "the answer to %s ", q);
+    snprintf(answer, 64, "the answer to %.40s ", q);
     answer[strlen(answer)] = ' ';
     struct store_whole w = {answer, sizeof answer, NULL, 0};
     int ok = store_message_append(st, a, answer, sizeof answer) >= 0 &&
