@@ -220,13 +220,21 @@ static double net_gap_quantile(const struct xfer *x, double q)
 
 /* ---- decoding callbacks (net thread) ---- */
 
-/* Hand the text decoded so far to the queue. */
+/* Hand the text decoded so far to the queue: a batch of a fast sender (NET_HOLD_MIN or more)
+ * goes in its own storage, without a copy, and the next one starts in a new buffer of the
+ * batch's size; a model's few tokens are copied. */
 static void net_flush(struct xfer *x)
 {
     if (!x->batch.len)
         return;
-    queue_push_text(x->net->q, x->batch_kind == API_CONTENT ? QEV_CONTENT : QEV_REASONING, x->id,
-                    x->batch.data, x->batch.len, x->batch_t_first);
+    enum queue_type type = x->batch_kind == API_CONTENT ? QEV_CONTENT : QEV_REASONING;
+    if (x->batch.len >= NET_HOLD_MIN) {
+        queue_push_buf(x->net->q, type, x->id, &x->batch, x->batch_t_first);
+        if (!x->batch.data)
+            buf_reserve(&x->batch, NET_BATCH_MAX);
+        return;
+    }
+    queue_push_text(x->net->q, type, x->id, x->batch.data, x->batch.len, x->batch_t_first);
     buf_reset(&x->batch);
 }
 

@@ -89,14 +89,12 @@ static void queue_append(struct queue *q, struct queue_event *e)
     }
 }
 
-void queue_push_text(struct queue *q, enum queue_type type, unsigned req, const char *s, size_t n,
-                     double now)
+/* Under q's lock: wait while the tail holds QUEUE_TEXT_HIGH of text (not the consumer itself,
+ * replaying a cached answer: it would only wait for itself). Returns the tail. */
+static struct queue_event *queue_tail_room(struct queue *q)
 {
-    pthread_mutex_lock(&q->lock);
     struct queue_event *t = q->tail;
-    /* (the consumer itself, replaying a cached answer, would only wait for itself) */
-    if (t && t->text.len >= QUEUE_TEXT_HIGH &&
-        !pthread_equal(q->consumer, pthread_self())) {
+    if (t && t->text.len >= QUEUE_TEXT_HIGH && !pthread_equal(q->consumer, pthread_self())) {
         struct timespec until;
         clock_gettime(CLOCK_MONOTONIC, &until);
         until.tv_nsec += QUEUE_WAIT_MS * 1000000L;
@@ -108,11 +106,24 @@ void queue_push_text(struct queue *q, enum queue_type type, unsigned req, const 
             ;
         t = q->tail;
     }
+    return t;
+}
+
+/* Text s[0..n) for the queue: appended to the tail when it is the same request and type, else
+ * in a new event, whose text is *take's storage when take is given (no copy: *take is left
+ * empty), else a copy. */
+static void queue_push_some(struct queue *q, enum queue_type type, unsigned req, const char *s,
+                            size_t n, double now, struct buf *take)
+{
+    pthread_mutex_lock(&q->lock);
+    struct queue_event *t = queue_tail_room(q);
     if (t && t->type == type && t->req == req) {
         buf_append(&t->text, s, n);
         t->t_last = now;
         t->count++;
         pthread_mutex_unlock(&q->lock);
+        if (take)
+            buf_reset(take);
         return;
     }
     pthread_mutex_unlock(&q->lock);
@@ -120,10 +131,27 @@ void queue_push_text(struct queue *q, enum queue_type type, unsigned req, const 
     struct queue_event *e = xcalloc(1, sizeof *e);
     e->type = type;
     e->req = req;
-    buf_append(&e->text, s, n);
+    if (take) {
+        e->text = *take;
+        *take = (struct buf)BUF_INIT;
+    } else {
+        buf_append(&e->text, s, n);
+    }
     e->t_first = e->t_last = now;
     e->count = 1;
     queue_append(q, e);
+}
+
+void queue_push_text(struct queue *q, enum queue_type type, unsigned req, const char *s, size_t n,
+                     double now)
+{
+    queue_push_some(q, type, req, s, n, now, NULL);
+}
+
+void queue_push_buf(struct queue *q, enum queue_type type, unsigned req, struct buf *b,
+                    double now)
+{
+    queue_push_some(q, type, req, b->data ? b->data : "", b->len, now, b);
 }
 
 void queue_push_note(struct queue *q, enum queue_type type, unsigned req, const char *text,

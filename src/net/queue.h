@@ -41,6 +41,10 @@ void queue_free(struct queue *q, void (*free_ptr)(void *));
 /* Append text to the queue (coalesced with the tail when the tail is the same request and type). */
 void queue_push_text(struct queue *q, enum queue_type type, unsigned req, const char *s, size_t n,
                      double now);
+/* queue_push_text of b's text, leaving b empty: a new event takes b's storage instead of a copy
+ * (the network thread's batches). */
+void queue_push_buf(struct queue *q, enum queue_type type, unsigned req, struct buf *b,
+                    double now);
 /* Append an event carrying a short text and a number (never coalesced). */
 void queue_push_note(struct queue *q, enum queue_type type, unsigned req, const char *text,
                      double num);
