@@ -2089,8 +2089,8 @@ static void session_answer_record(struct session *s, const struct net_result *r)
 {
     if (r->outcome == API_OK && !r->usage.present)
         s->usage_missing = 1; /* from now on the chat counts answers as they stream */
-    if (!s->keep_answer || !s->answer.len)
-        return;
+    if (!s->keep_answer || s->answer.len < CONTEXT_CACHE_MIN)
+        return; /* a short text is counted by the plan (as the count cache did) */
     if (s->ans_count && s->ans_fed == s->answer.len)
         s->ans_tokens = context_stream_count(s->ans_count);
     else if (r->usage.present && r->usage.completion > 0 && !r->usage.reasoning &&

@@ -226,7 +226,7 @@ static void context_remember(struct context *c, uint64_t h, size_t len, size_t j
 
 long context_count(struct context *c, const char *text, size_t len)
 {
-    if (len < 16) /* cheaper to count than to remember */
+    if (len < CONTEXT_CACHE_MIN) /* cheaper to count than to remember */
         return context_count_raw(c, text, len);
     uint64_t h = context_hash(c, text, len);
     size_t j = context_slot(c, h, len);
@@ -239,7 +239,7 @@ long context_count(struct context *c, const char *text, size_t len)
 
 long context_count_known(struct context *c, const char *text, size_t len)
 {
-    if (len < 16)
+    if (len < CONTEXT_CACHE_MIN)
         return -1;
     uint64_t h = context_hash(c, text, len);
     size_t j = context_slot(c, h, len);
@@ -248,7 +248,7 @@ long context_count_known(struct context *c, const char *text, size_t len)
 
 void context_count_record(struct context *c, const char *text, size_t len, long tokens)
 {
-    if (len < 16 || tokens < 0)
+    if (len < CONTEXT_CACHE_MIN || tokens < 0)
         return;
     uint64_t h = context_hash(c, text, len);
     size_t j = context_slot(c, h, len);

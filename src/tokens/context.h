@@ -57,6 +57,8 @@ struct context *context_new(const char *encoding, int approximate, char **err);
 void context_free(struct context *c);
 /* "o200k_base", "cl100k_base" or "bytes/4" (owned by c). */
 const char *context_encoding(const struct context *c);
+#define CONTEXT_CACHE_MIN 16 /* shorter texts are counted each time, not remembered */
+
 /* 1 when counts are estimates (another tokenizer, or no table). */
 int context_approximate(const struct context *c);
 /* Tokens of text[0..len). Counts are cached by content (hash + length), so a message that is
