@@ -44,6 +44,9 @@ struct conv_step {
     char *sent;               /* result 1 longer than CONV_TOOL_SENT_MAX: what the model gets
                                  (conv_step_cut); NULL: text itself */
     size_t sent_len;
+    long tokens;              /* tokens of what the model gets (sent, else text) in the
+                                 session's encoding; 0: not known (or nothing to count) */
+    int tokens_saved;         /* the count is in the store (keyed by the row's length, len) */
 };
 
 /* A tool result longer than this goes to the model cut: its head and last

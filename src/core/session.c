@@ -216,12 +216,12 @@ static void session_msgs_push(struct session *s, const char *role, const char *c
 }
 
 /* The tool rounds of turn t: the model's messages with calls and the results. */
-static void session_msgs_steps(struct session *s, const struct conv_turn *t)
+static void session_msgs_steps(struct session *s, struct conv_turn *t)
 {
     for (size_t k = 0; k < t->n_steps; k++) {
-        const struct conv_step *st = &t->steps[k];
+        struct conv_step *st = &t->steps[k];
         session_msgs_push(s, st->result ? "tool" : "assistant", st->sent ? st->sent : st->text,
-                          st->sent ? st->sent_len : st->len, st->id, NULL);
+                          st->sent ? st->sent_len : st->len, st->id, &st->tokens);
         s->msgs[s->n_msgs - 1].step = st;
     }
 }
@@ -1189,8 +1189,7 @@ static int session_tools_round(struct session *s, struct net_result *r,
     struct conv_step *st = conv_step_add(t);
     st->len = s->answer.len;
     st->text = s->answer.len ? buf_take(&s->answer) : xstrdup("");
-    if (s->ans_tokens >= 0) /* for the plans that carry the step */
-        context_count_record(s->ctx, st->text, st->len, s->ans_tokens);
+    st->tokens = s->ans_tokens > 0 ? s->ans_tokens : 0; /* for the plans and the store */
     s->ans_tokens = -1;
     st->calls = r->calls;
     st->n_calls = r->n_calls;
@@ -1427,8 +1426,13 @@ static const char *session_tokens_encoding(const struct session *s, char buf[32]
 static void session_tokens_forget(struct session *s)
 {
     for (size_t i = 0; i < s->conv.n; i++) {
-        s->conv.turns[i].prompt_tokens = s->conv.turns[i].answer_tokens = 0;
-        s->conv.turns[i].tokens_saved = 0;
+        struct conv_turn *t = &s->conv.turns[i];
+        t->prompt_tokens = t->answer_tokens = 0;
+        t->tokens_saved = 0;
+        for (size_t k = 0; k < t->n_steps; k++) {
+            t->steps[k].tokens = 0;
+            t->steps[k].tokens_saved = 0;
+        }
     }
     s->tokens_loaded = 0;
 }
@@ -1439,17 +1443,46 @@ static int session_tokens_cmp(const void *a, const void *b)
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
+/* The stored count of message id in v (sorted by id), or NULL. */
+static const struct store_tokens *session_tokens_find(const struct store_tokens *v, size_t n,
+                                                      int64_t id)
+{
+    struct store_tokens key = {id, 0, 0};
+    return id > 0 && n ? bsearch(&key, v, n, sizeof *v, session_tokens_cmp) : NULL;
+}
+
 /* Take a stored count for the text of message id (len bytes) into *tokens. */
 static int session_tokens_take(const struct store_tokens *v, size_t n, int64_t id, size_t len,
                                long *tokens)
 {
-    struct store_tokens key = {id, 0, 0};
-    const struct store_tokens *r = id > 0 && n ? bsearch(&key, v, n, sizeof *v,
-                                                         session_tokens_cmp) : NULL;
+    const struct store_tokens *r = session_tokens_find(v, n, id);
     if (!r || r->bytes != (int64_t)len || r->tokens <= 0)
         return 0;
     *tokens = r->tokens;
     return 1;
+}
+
+/* The length of what the model gets of step st (its count's text). */
+static size_t session_step_sent_len(const struct conv_step *st)
+{
+    return st->sent ? st->sent_len : st->len;
+}
+
+/* Take the stored counts of turn t's tool rounds (the rows with calls, the results): keyed by
+ * the row's length, of what the model gets; an empty text's count is 0. */
+static void session_steps_take(const struct store_tokens *v, size_t n, struct conv_turn *t)
+{
+    for (size_t k = 0; k < t->n_steps; k++) {
+        struct conv_step *st = &t->steps[k];
+        if (st->tokens_saved)
+            continue;
+        if (!session_step_sent_len(st)) {
+            const struct store_tokens *r = session_tokens_find(v, n, st->id);
+            st->tokens_saved = r && r->bytes == (int64_t)st->len && r->tokens == 0;
+        } else if (session_tokens_take(v, n, st->id, st->len, &st->tokens)) {
+            st->tokens_saved = 1;
+        }
+    }
 }
 
 /* Read the counts stored with the conversation's messages (once per conversation and
@@ -1473,6 +1506,7 @@ static void session_tokens_load(struct session *s)
         if (t->answer && t->answer_tokens <= 0 &&
             session_tokens_take(v, n, t->answer_id, t->answer_len, &t->answer_tokens))
             t->tokens_saved |= 2;
+        session_steps_take(v, n, t);
     }
     free(v);
 }
@@ -1516,6 +1550,15 @@ static void session_tokens_save(struct session *s)
             v[n++] = (struct store_tokens){t->answer_id, (int64_t)t->answer_len,
                                            t->answer_tokens};
         }
+        for (size_t k = 0; k < t->n_steps; k++) { /* the tool rounds: an empty text is 0 */
+            const struct conv_step *st = &t->steps[k];
+            if (st->id > 0 && !st->tokens_saved &&
+                (st->tokens > 0 || !session_step_sent_len(st))) {
+                XGROW(v, n + 1, cap);
+                v[n++] = (struct store_tokens){st->id, (int64_t)st->len,
+                                               session_step_sent_len(st) ? st->tokens : 0};
+            }
+        }
     }
     enc = session_tokens_encoding(s, encbuf); /* bytes/4 if the table failed to open */
     if (n && enc && store_tokens_put(s->store, s->conv_id, enc, v, n) == 0)
@@ -1525,6 +1568,10 @@ static void session_tokens_save(struct session *s)
                 t->tokens_saved |= 1;
             if (t->answer && t->answer_id > 0 && t->answer_tokens > 0)
                 t->tokens_saved |= 2;
+            for (size_t k = 0; k < t->n_steps; k++) {
+                struct conv_step *st = &t->steps[k];
+                st->tokens_saved |= st->id > 0 && (st->tokens > 0 || !session_step_sent_len(st));
+            }
         }
     free(v);
 }
@@ -1640,6 +1687,7 @@ static int session_resume_lean(struct session *s, int64_t id, char **err)
         if (t->answer && session_tokens_take(w.tokens, w.n_tokens, t->answer_id, t->answer_len,
                                              &t->answer_tokens))
             t->tokens_saved |= 2;
+        session_steps_take(w.tokens, w.n_tokens, t);
     }
     store_walk_free(&w);
     if (!s->lean)
@@ -2082,9 +2130,10 @@ void session_count_debug(const struct session *s, size_t *answer_bytes, size_t *
  * will carry it, the status, /context, the next request, and the store read the turn's count)
  * or to the tool round's step. Known: counted as it streamed (the chat's status counts it
  * incrementally), or the server's completion_tokens when they are the answer's alone (the
- * model's own encoding, no reasoning). Otherwise the first plan that needs it counts it. The
- * text is not hashed here: a long answer was hashed twice at its end (once to record its
- * count in the cache, once to find it there for the store). */
+ * model's own encoding, no reasoning, no tool calls: they count the calls too). Otherwise
+ * the first plan that needs it counts it. The text is not hashed here: a long answer was
+ * hashed twice at its end (once to record its count in the cache, once to find it there for
+ * the store). */
 static void session_answer_record(struct session *s, const struct net_result *r)
 {
     if (r->outcome == API_OK && !r->usage.present)
@@ -2094,7 +2143,7 @@ static void session_answer_record(struct session *s, const struct net_result *r)
     if (s->ans_count && s->ans_fed == s->answer.len)
         s->ans_tokens = context_stream_count(s->ans_count);
     else if (r->usage.present && r->usage.completion > 0 && !r->usage.reasoning &&
-             !s->reasoning.len && !context_approximate(s->ctx) &&
+             !r->n_calls && !s->reasoning.len && !context_approximate(s->ctx) &&
              (r->outcome == API_OK || r->outcome == API_CUT))
         s->ans_tokens = (long)r->usage.completion;
 }

@@ -8,7 +8,8 @@ must be equal, request for request. TOKTERM_DEBUG_TOKENIZED says which way the r
 Cases: a history that fits, one whose old turns are dropped, one that reuses a saved summary,
 one that needs a new summary (the lean resume falls back to the full load), the store's
 work of a lean resume (SQLite VM steps, TOKTERM_DEBUG_STORE) flat in the older history, and
-the end of a long answer hashing it once (the debug counter's "hashed"). TAP."""
+the end of a long answer hashing it once (the debug counter's "hashed"), and a history of
+tool rounds (rows with calls and results counted as prompts and answers are). TAP."""
 
 import sys
 
@@ -175,18 +176,25 @@ with ttlib.FakeServer() as srv:
     # once counted, a lean resume reads the same newest rows of both, and nothing else of the
     # store may be O(history) (the older rows' counts, their attachments). Counted in SQLite VM
     # steps, which do not depend on the load.
+    def store_work(home):
+        """(how it resumed, SQLite VM steps) of one more lean resume of home."""
+        rc, err, _ = run(home, ["-c", "-p", "how much work?"], env={"TOKTERM_DEBUG_STORE": "1"})
+        return resumed(err), vm_steps(err)
+
+    def flat(steps, what):
+        t.ok(all(h and h[1] == "the newest" and v for h, v in steps) and
+             steps[1][1] < steps[0][1] * 1.1 + 2000,
+             "%sa lean resume's store work is flat in the dropped turns (VM steps: %r)"
+             % (what, steps))
+
     steps = []
     for turns in (300, 1500):
         home = setup("context_window = 4000\nreserve_tokens = 200\ncontext_policy = truncate\n",
                      turns, 30)
         run(home, ["-c", "-p", "count them"])
         run(home, ["-c", "-p", "and again"])
-        rc, err, _ = run(home, ["-c", "-p", "how much work?"], env={"TOKTERM_DEBUG_STORE": "1"})
-        steps.append((resumed(err), vm_steps(err)))
-    t.ok(all(h and h[1] == "the newest" and v for h, v in steps) and
-         steps[1][1] < steps[0][1] * 1.1 + 2000,
-         "a lean resume's store work is flat in the dropped turns (VM steps, 300 vs 1,500 turns: "
-         "%r)" % (steps,))
+        steps.append(store_work(home))
+    flat(steps, "300 vs 1,500 turns: ")
 
     # --- 7. the end of an answer hashes it once --------------------------------------------
     # The server's count of a kept answer is recorded for the plans (the count cache, keyed by
@@ -207,5 +215,47 @@ with ttlib.FakeServer() as srv:
         c.close()
         t.ok(len(counts) == len(args) // 2 and all(b == 400000 and k > 0 for b, k in counts),
              "%s: the answers' counts stored (%r)" % (" ".join(args[:1]), counts))
+
+    # --- 8. tool rounds in the dropped turns ----------------------------------------------
+    # A conversation whose turns each ran a tool (an assistant row with its calls, the tool's
+    # result, the answer): once counted, its rows with calls and its results have counts as
+    # its prompts and answers do, so a resume reads only the newest turns (the store's work
+    # flat in the dropped turns, 200 vs 1,000) and sends the full load's body.
+    def add_tool_turns(db, turns, words, start):
+        c = sqlite3.connect(db)
+        conv, head = c.execute("SELECT id, head_id FROM conversations ORDER BY id DESC "
+                               "LIMIT 1").fetchone()
+        nid, = c.execute("SELECT max(id) + 1 FROM messages").fetchone()
+        rows = []
+        for i in range(turns):
+            u = nid + 4 * i
+            call = "call_%d" % i
+            calls = json.dumps({"calls": [{"id": call, "name": "test.add", "wire": "test__add",
+                                           "arguments": json.dumps({"a": i, "b": 2})}]})
+            res = json.dumps({"id": call, "name": "test.add", "wire": "test__add"})
+            rows += [(u, conv, "user", text(start + 3 * i, words), head, None, None),
+                     (u + 1, conv, "assistant", "", u, calls, "tool_calls"),
+                     (u + 2, conv, "tool", text(start + 3 * i + 1, words), u, res, None),
+                     (u + 3, conv, "assistant", text(start + 3 * i + 2, words), u, None,
+                      "stop")]
+            head = u
+        c.execute("BEGIN")
+        c.executemany("INSERT INTO messages(id, conversation_id, role, created, model, "
+                      "content, parent_id, tool, finish_reason) "
+                      "VALUES(?, ?, ?, 0, 'gpt-4o-mini', ?, ?, ?, ?)",
+                      [(r[0], r[1], r[2], r[3], r[4], r[5], r[6]) for r in rows])
+        c.execute("UPDATE conversations SET head_id = ? WHERE id = ?", (head, conv))
+        c.commit()
+        c.close()
+
+    steps = []
+    for turns in (200, 1000):
+        home = setup("context_window = 4000\nreserve_tokens = 200\ncontext_policy = truncate\n",
+                     0, 30)
+        add_tool_turns(db_path(home), turns, 25, 30000)
+        run(home, ["-c", "-p", "count them"])
+        same(home, "tool rounds %d" % turns, "and again", "the newest")
+        steps.append(store_work(home))
+    flat(steps, "tool rounds, 200 vs 1,000 turns: ")
 
 t.done()
