@@ -731,14 +731,17 @@ static long plan_shorten(struct plan_work *w, size_t P, long total)
 }
 
 /* Step 2: merge consecutive messages of the same role (not the protected ones): one pass,
- * each run of one role joined once. Returns the new total. */
+ * each run of one role joined once. Tool results are never joined: each answers its own call
+ * id, and the request sends an item's id only when it stands for one message. Returns the new
+ * total. */
 static long plan_merge(struct plan_work *w, size_t P)
 {
     struct context_plan *out = w->out;
     size_t z = out->n_items - 1, dst = P;
     for (size_t j = P; j < z;) {
         size_t k = j + 1;
-        while (k < z && strcmp(out->items[k].role, out->items[j].role) == 0)
+        int tool = strcmp(out->items[j].role, "tool") == 0;
+        while (!tool && k < z && strcmp(out->items[k].role, out->items[j].role) == 0)
             k++;
         struct context_item it = out->items[j];
         if (k - j > 1) {

@@ -393,6 +393,34 @@ static void test_steps_in_order(struct context *c)
     TAP_INT(plan.total, chat_count(&plan), "merge: counts exact");
     context_plan_free(&plan);
     hist_free(&h);
+
+    /* Tool results are never merged: each answers its own call id, and a joined pair would
+     * go out as one "tool" message with no id (a 400 from every API). Old user messages
+     * around them still merge. */
+    hist_words(&h, "user", 5, 10);
+    hist_words(&h, "user", 6, 10);
+    hist_add(&h, "assistant", "");
+    hist_words(&h, "tool", 7, 10);
+    hist_words(&h, "tool", 8, 10);
+    hist_words(&h, "assistant", 9, 10);
+    hist_words(&h, "user", 10, 10);
+    all = history_count(&h);
+    p = (struct context_params){.window = all - 2 + 10, .reserve = 10,
+                                .policy = CONTEXT_TRUNCATE};
+    TAP_INT(context_plan(c, h.m, h.n, &p, &plan), 0, "tool results: plan ok");
+    size_t tools = 0, merged_tool = 0;
+    for (size_t i = 0; i < plan.n_items; i++)
+        if (strcmp(plan.items[i].role, "tool") == 0) {
+            tools++;
+            merged_tool += plan.items[i].first != plan.items[i].last;
+        }
+    TAP_OK(tools == 2 && merged_tool == 0 && plan.fate[3] == CONTEXT_SENT &&
+               plan.fate[4] == CONTEXT_SENT,
+           "two adjacent tool results stay two messages (got %zu, %zu merged)", tools,
+           merged_tool);
+    TAP_OK(plan.fate[1] == CONTEXT_MERGED, "the two old user messages before them merged");
+    context_plan_free(&plan);
+    hist_free(&h);
 }
 
 static void test_newest_too_big(struct context *c)
