@@ -503,12 +503,14 @@ int main(void)
     TAP_INT(load(&c, "state = http://127.0.0.1:6379\n", NULL, &err, &warn), -1,
             "state: not a redis:// URL is an error");
     TAP_OK(strstr(buf_str(&err), "redis://[user:password@]host:port/db"), "says what it wants");
+    conf_free(&c);
     buf_reset(&err);
     TAP_INT(load(&c, "[team]\nstate = redis://:pw@10.0.0.5:6380/1\n", "team", &err, &warn), 0,
             "state in a profile");
     TAP_STR(c.state, "redis://:pw@10.0.0.5:6380/1", "state read");
     TAP_INT(conf_state_password(&c, &err), 0, "no password source: the URL's");
     TAP_OK(c.state_password == NULL, "nothing resolved");
+    conf_free(&c);
     TAP_INT(load(&c, "state = unix:///run/r.sock\nstate_password_env = TT_REDIS_PW\n", NULL, &err,
                  &warn), 0, "state_password_env");
     unsetenv("TT_REDIS_PW");
@@ -518,6 +520,7 @@ int main(void)
     setenv("TT_REDIS_PW", "pw-from-env", 1);
     TAP_INT(conf_state_password(&c, &err), 0, "its variable set");
     TAP_STR(c.state_password, "pw-from-env", "the password from the environment");
+    conf_free(&c);
     buf_reset(&err);
     TAP_INT(load(&c, "state = redis://h:1\nstate_password_cmd = echo pw-from-cmd\n", NULL, &err,
                  &warn), 0, "state_password_cmd");
