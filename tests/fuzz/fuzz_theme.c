@@ -13,7 +13,7 @@
 
 #define FUZZ_THEME_ATTRS                                                                 \
     (THEME_ATTR_BOLD | THEME_ATTR_DIM | THEME_ATTR_ITALIC | THEME_ATTR_UNDERLINE |       \
-     THEME_ATTR_REVERSE)
+     THEME_ATTR_REVERSE | THEME_ATTR_STRIKE)
 
 FUZZ_ENTRY(theme)
 {
