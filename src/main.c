@@ -14,6 +14,7 @@
 #include "cmd/models.h"
 #include "cmd/roles.h"
 #include "cmd/mcp.h"
+#include "mcp/mcp.h"
 #include "cmd/store.h"
 #include "core/attach.h"
 #include "core/attach_ext.h"
@@ -599,6 +600,8 @@ static void main_no_core(void)
 int main(int argc, char **argv)
 {
     main_no_core();
+    if (argc > 1 && strcmp(argv[1], "--reap") == 0) /* an MCP server's reaper (mcp/mcp.h) */
+        return mcp_reap_main(argc - 2, argv + 2);
 #if defined(__GLIBC__) && defined(M_ARENA_MAX)
     /* Two threads (UI and network) hand memory to each other: one malloc arena serves them
      * without contention that matters, and a second arena would cost ~0.4 MB resident. */

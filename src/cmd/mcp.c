@@ -276,6 +276,7 @@ int cmd_mcp(const struct conf *conf, int json, int argc, char **argv)
     int code = strcmp(argv[1], "list") == 0 ? cmd_mcp_list(&set, json, argc - 2, argv + 2)
                                             : cmd_mcp_call(&set, json, argc - 2, argv + 2);
     fflush(stdout);
+    mcp_exiting(); /* the servers' shutdown goes on in a reaper: the shell is back at once */
     mcp_set_free(&set, MCP_GRACE);
     return code;
 }

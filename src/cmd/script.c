@@ -689,6 +689,7 @@ void script_close(struct script *sc)
     buf_free(&sc->st.pending);
     ansi_md_free(sc->st.md);
     session_close(sc->s);
+    mcp_exiting(); /* the run ends: a server still running is left to a reaper */
     tools_free(sc->tools);
     tool_policy_free(&sc->policy);
     free(sc);

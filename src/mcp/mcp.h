@@ -74,8 +74,25 @@ struct mcp_client;
 /* A client for conf (copied). Nothing starts until it is first used. */
 struct mcp_client *mcp_client_new(const struct mcp_server_conf *conf, mcp_key_fn get_key);
 /* Stop the server (stdio: close its stdin, SIGTERM to its process group after grace seconds,
- * SIGKILL after as many more; HTTP: DELETE the session) and free everything. */
+ * SIGKILL after as many more; HTTP: DELETE the session) and free everything. It waits for
+ * the end, unless mcp_exiting was called. */
 void mcp_client_free(struct mcp_client *c, double grace);
+
+/* The process is about to exit (the end of `mcp call` and `mcp list`, of a scripted run, of
+ * the chat): a stdio server stopped from now on gets its stdin closed here, and if it is
+ * still running the rest of the stop (the same SIGTERM and SIGKILL after the same graces) is
+ * left to a detached reaper, `tokterm --reap`, so that the exit does not wait for the server.
+ * The reaper is in a session of its own, with /dev/null for stdin, stdout and stderr, an empty
+ * environment and nothing of tokterm's but the server's pidfd, stdout and stderr (drained
+ * unread); the server, an orphan once tokterm has exited, is reaped by init. Before Linux 5.3
+ * (no pidfd_open) the stop waits here as before. Call it only on the way out: while the
+ * process goes on, stops wait for the server. */
+void mcp_exiting(void);
+
+/* The reaper: main() runs it for `tokterm --reap PID GRACE SINCE` (argv past "--reap"), the
+ * server's pidfd as descriptor 3, its stdout and stderr as 4 and 5; SINCE is when its stdin
+ * was closed (CLOCK_MONOTONIC seconds). 0, or 2 when that is not what it was given. */
+int mcp_reap_main(int argc, char **argv);
 const char *mcp_client_name(const struct mcp_client *c);
 
 /* Start the server and shake hands, if it is not running yet (a server that died is started

@@ -1,7 +1,12 @@
 /* stdio.c - the stdio transport: the server is a child process in a process group of its
  * own, with no descriptor of ours but its stdin, stdout and stderr, spoken to through
  * newline-delimited JSON on its stdin and stdout; its stderr is drained and only its last
- * 4 KiB kept. A reader thread polls stdout, stderr and a stop pipe. */
+ * 4 KiB kept. A reader thread polls stdout, stderr and a stop pipe.
+ *
+ * The stop is the spec's (lifecycle, "Shutdown", stdio): stdin closed, SIGTERM after a grace,
+ * SIGKILL after as long again. While tokterm goes on it waits for that here; once it is about
+ * to exit (mcp_exiting) a server still running is handed to a detached reaper, `tokterm
+ * --reap`, which takes the same steps, so the exit does not wait for the server. */
 #include "config.h"
 #include "mcp/mcp_int.h"
 
@@ -16,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -95,19 +101,34 @@ static void mcp_close_fd(int *fd)
     *fd = -1;
 }
 
+#define MCP_FOREVER 1e18 /* a deadline never reached */
+
+/* A poll timeout in ms for a wait of left seconds (at most an hour: then the caller looks
+ * again). */
+static int mcp_poll_ms(double left)
+{
+    return left <= 0 ? 0 : left > 3600 ? 3600000 : (int)(left * 1000) + 1;
+}
+
+static int mcp_pidfd_open(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+    return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+    (void)pid;
+    return -1;
+#endif
+}
+
 /* Wait up to secs for process pid to exit: 1 when it has (reaped, unless peek: then left
- * for a later wait; si, if not NULL, says how it ended), 0 when it has not, -1 when it is
- * not there to wait for (reaped elsewhere). It sleeps on a pidfd, readable when the process
- * exits, so the exit is seen at once without waking to look; a kernel without pidfd_open
- * (before 5.3) gets a 2 ms poll. */
-static int mcp_pid_wait(pid_t pid, double secs, int peek, siginfo_t *si)
+ * for a later wait; si, if not NULL, says how it ended), 0 when it has not (or wake_fd, if
+ * not -1, became readable), -1 when it is not there to wait for (reaped elsewhere). It sleeps
+ * on a pidfd, readable when the process exits, so the exit is seen at once without waking to
+ * look; a kernel without pidfd_open (before 5.3) gets a 2 ms poll. */
+static int mcp_pid_wait(pid_t pid, double secs, int peek, siginfo_t *si, int wake_fd)
 {
     double end = util_now() + secs;
-#ifdef SYS_pidfd_open
-    int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
-#else
-    int pfd = -1;
-#endif
+    int pfd = mcp_pidfd_open(pid);
     siginfo_t tmp;
     if (!si)
         si = &tmp;
@@ -126,15 +147,37 @@ static int mcp_pid_wait(pid_t pid, double secs, int peek, siginfo_t *si)
         double left = end - util_now();
         if (left <= 0)
             break;
-        struct pollfd pf = {pfd, POLLIN, 0};
-        if (pfd < 0 || poll(&pf, 1, (int)(left * 1000) + 1) < 0) {
+        struct pollfd pf[2] = {{pfd, POLLIN, 0}, {wake_fd, POLLIN, 0}};
+        if (pfd < 0 || poll(pf, 2, mcp_poll_ms(left)) < 0) {
             struct timespec ts = {0, 2000000};
             nanosleep(&ts, NULL);
         }
+        if (pf[1].revents)
+            break;
     }
     if (pfd >= 0)
         close(pfd);
     return rc;
+}
+
+/* One wait of the stop: 1 when the server has exited by until (a util_now() time), else 0. */
+typedef int (*mcp_exit_wait_fn)(void *ctx, double until);
+
+/* The spec's stop of a stdio server whose stdin was closed at since: up to grace seconds for
+ * it to exit, then SIGTERM to its process group and as long again (0.5 s when grace is 0),
+ * then SIGKILL and a wait for the end; what it started and left behind in its group gets a
+ * SIGTERM. The same steps here and in the reaper; only wait differs. */
+static void mcp_stop_steps(pid_t pid, double grace, double since, mcp_exit_wait_fn wait,
+                           void *ctx)
+{
+    if (!wait(ctx, since + grace)) {
+        kill(-pid, SIGTERM);
+        if (!wait(ctx, util_now() + (grace > 0 ? grace : 0.5))) {
+            kill(-pid, SIGKILL);
+            wait(ctx, MCP_FOREVER);
+        }
+    }
+    kill(-pid, SIGTERM);
 }
 
 /* The server's stdout closed: reap it if it is ending, and say how it ended. */
@@ -151,7 +194,7 @@ static void mcp_stdio_ended(struct mcp_client *c)
     buf_printf(&why, "the server (%s) ", c->conf.argv[0]);
     /* look without reaping (mcp_stdio_close reaps it): up to 0.2 s for it to end */
     siginfo_t si;
-    int ended = mcp_pid_wait(c->pid, 0.2, 1, &si) == 1;
+    int ended = mcp_pid_wait(c->pid, 0.2, 1, &si, c->stop_fd[0]) == 1;
     if (ended && si.si_code == CLD_EXITED)
         buf_printf(&why, "exited with status %d", si.si_status);
     else if (ended)
@@ -389,28 +432,136 @@ static int mcp_stdio_send(struct mcp_client *c, const char *msg, size_t n, long 
     return rc;
 }
 
-/* Wait up to secs for the server to exit; 1 when it has (reaped, here or elsewhere). */
-static int mcp_stdio_wait(struct mcp_client *c, double secs)
+/* The wait of the stop in process: the server reaped (here or elsewhere). */
+static int mcp_stdio_wait(void *ctx, double until)
 {
-    return mcp_pid_wait(c->pid, secs, 0, NULL) != 0;
+    const struct mcp_client *c = ctx;
+    return mcp_pid_wait(c->pid, until - util_now(), 0, NULL, -1) != 0;
 }
 
-static void mcp_stdio_close(struct mcp_client *c, double grace)
+/* ---- the reaper ------------------------------------------------------------------------ */
+
+static int mcp_exit_hand_off; /* mcp_exiting was called */
+
+void mcp_exiting(void)
 {
-    pthread_mutex_lock(&c->write_mu);
-    mcp_close_fd(&c->in_fd); /* the polite way: the server sees the end of its input */
-    pthread_mutex_unlock(&c->write_mu);
-    if (c->pid > 0) {
-        if (!mcp_stdio_wait(c, grace)) {
-            kill(-c->pid, SIGTERM);
-            if (!mcp_stdio_wait(c, grace > 0 ? grace : 0.5)) {
-                kill(-c->pid, SIGKILL);
-                waitpid(c->pid, NULL, 0);
-            }
+    __atomic_store_n(&mcp_exit_hand_off, 1, __ATOMIC_RELAXED);
+}
+
+/* The reaper's descriptors: a pidfd of the server (readable once it has exited: the reaper
+ * is not its parent and cannot wait for it), the server's stdout and stderr (drained unread,
+ * so that it neither blocks on a full pipe nor dies of a broken one). */
+struct mcp_reap {
+    int pidfd, fds[2];
+};
+
+/* The wait of the stop in the reaper. Only system calls: it also runs in a forked copy of
+ * tokterm (see mcp_reaper_exec). */
+static int mcp_reap_wait(void *ctx, double until)
+{
+    struct mcp_reap *r = ctx;
+    char sink[16384];
+    for (;;) {
+        struct pollfd pf[3] = {{r->pidfd, POLLIN, 0}, {r->fds[0], POLLIN, 0},
+                               {r->fds[1], POLLIN, 0}};
+        double left = until - util_now();
+        int n = poll(pf, 3, mcp_poll_ms(left));
+        if (n < 0 && errno != EINTR) {
+            struct timespec ts = {0, 10000000};
+            nanosleep(&ts, NULL);
         }
-        kill(-c->pid, SIGTERM); /* what it started and left behind in its group */
-        c->pid = 0;
+        if (n > 0 && pf[0].revents)
+            return 1;
+        for (int i = 0; n > 0 && i < 2; i++)
+            if (pf[i + 1].revents) {
+                ssize_t k = read(r->fds[i], sink, sizeof sink);
+                if (k == 0 || (k < 0 && errno != EINTR && errno != EAGAIN)) {
+                    close(r->fds[i]);
+                    r->fds[i] = -1;
+                }
+            }
+        if (left <= 0)
+            return 0;
     }
+}
+
+/* The pid a pidfd refers to (/proc/self/fdinfo), 0 when that process is gone and reaped,
+ * -1 when fd is not a pidfd. */
+static long mcp_pidfd_pid(int fd)
+{
+    char path[64], text[1024];
+    snprintf(path, sizeof path, "/proc/self/fdinfo/%d", fd);
+    int f = open(path, O_RDONLY | O_CLOEXEC);
+    if (f < 0)
+        return -1;
+    ssize_t n = read(f, text, sizeof text - 1);
+    close(f);
+    text[n > 0 ? n : 0] = '\0';
+    const char *p = strstr(text, "\nPid:");
+    if (!p)
+        return -1;
+    long pid = strtol(p + 5, NULL, 10);
+    return pid > 0 ? pid : pid == -1 ? 0 : -1;
+}
+
+int mcp_reap_main(int argc, char **argv)
+{
+    char *e[3] = {NULL, NULL, NULL};
+    long pid = argc == 3 ? strtol(argv[0], &e[0], 10) : 0;
+    double grace = argc == 3 ? strtod(argv[1], &e[1]) : -1;
+    double since = argc == 3 ? strtod(argv[2], &e[2]) : 0;
+    long fd_pid = mcp_pidfd_pid(3);
+    if (argc != 3 || *e[0] || *e[1] || *e[2] || pid <= 1 || !(grace >= 0 && grace <= 3600) ||
+        (fd_pid != pid && fd_pid != 0)) {
+        fputs("tokterm: --reap is tokterm's own: the process it leaves an MCP server's "
+              "shutdown to when it exits\n", stderr);
+        return 2;
+    }
+    if (fd_pid == 0) /* it ended and was reaped already: nothing left to stop */
+        return 0;
+    struct mcp_reap r = {3, {4, 5}};
+    mcp_stop_steps((pid_t)pid, grace, since, mcp_reap_wait, &r);
+    return 0;
+}
+
+/* In the reaper's process, forked from a threaded tokterm (only async-signal-safe calls):
+ * /dev/null for stdin, stdout and stderr, the pidfd and the server's stdout and stderr as 3,
+ * 4 and 5, nothing else of tokterm's open, no signal blocked; then tokterm --reap with an
+ * empty environment, so the reaper holds no key (neither the environment's nor a copy of
+ * tokterm's memory). Without /proc it takes the steps itself. Never returns. */
+static void mcp_reaper_exec(const int fds[3], char **argv, pid_t pid, double grace,
+                            double since)
+{
+    int keep[3];
+    for (int i = 0; i < 3; i++)
+        keep[i] = fds[i] >= 0 ? fcntl(fds[i], F_DUPFD, 10) : -1;
+    int nul = open("/dev/null", O_RDWR);
+    for (int i = 0; i < 3; i++)
+        dup2(nul, i);
+    for (int i = 0; i < 3; i++)
+        dup2(keep[i] >= 0 ? keep[i] : 0, 3 + i);
+#ifdef SYS_close_range
+    if (syscall(SYS_close_range, 6, ~0U, 0) != 0)
+#endif
+    {
+        struct rlimit rl;
+        int max = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (1 << 20)
+                      ? (int)rl.rlim_cur : 1 << 20;
+        for (int fd = 6; fd < max; fd++)
+            close(fd);
+    }
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    char *envp[] = {NULL};
+    execve("/proc/self/exe", argv, envp);
+    struct mcp_reap r = {3, {4, 5}};
+    mcp_stop_steps(pid, grace, since, mcp_reap_wait, &r);
+    _exit(0);
+}
+
+static void mcp_stdio_stop_reader(struct mcp_client *c)
+{
     if (c->reader_on) {
         char b = 1;
         if (write(c->stop_fd[1], &b, 1) < 0) {
@@ -419,6 +570,58 @@ static void mcp_stdio_close(struct mcp_client *c, double grace)
         pthread_join(c->reader, NULL);
         c->reader_on = 0;
     }
+}
+
+/* tokterm is about to exit and c's stdin was closed at since: leave the rest of the stop to
+ * a detached reaper (double fork, setsid, exec: see mcp_reaper_exec). 0 when it is left to
+ * it (or the server had already ended: reaped here), -1 when it cannot be (no pidfd before
+ * Linux 5.3, no fork): then the caller waits here. */
+static int mcp_stdio_hand_off(struct mcp_client *c, double grace, double since)
+{
+    int fds[3] = {mcp_pidfd_open(c->pid), c->out_fd, c->err_fd};
+    if (fds[0] < 0)
+        return -1;
+    mcp_stdio_stop_reader(c); /* its pipes go to the reaper */
+    int rc = 0;
+    if (mcp_pid_wait(c->pid, 0, 0, NULL, -1) != 0)
+        kill(-c->pid, SIGTERM); /* it has ended: what it left behind in its group */
+    else {
+        char spid[24], sgrace[32], ssince[48];
+        snprintf(spid, sizeof spid, "%ld", (long)c->pid);
+        snprintf(sgrace, sizeof sgrace, "%.3f", grace);
+        snprintf(ssince, sizeof ssince, "%.6f", since);
+        char *argv[] = {(char *)"tokterm", (char *)"--reap", spid, sgrace, ssince, NULL};
+        pid_t a = fork();
+        if (a == 0) { /* a session of its own, left at once: the reaper is nobody's child */
+            if (setsid() < 0)
+                _exit(1);
+            pid_t b = fork();
+            if (b == 0)
+                mcp_reaper_exec(fds, argv, c->pid, grace, since);
+            _exit(b < 0);
+        }
+        int st = 0;
+        while (a > 0 && waitpid(a, &st, 0) < 0 && errno == EINTR) {
+        }
+        rc = a > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+    }
+    close(fds[0]);
+    return rc;
+}
+
+static void mcp_stdio_close(struct mcp_client *c, double grace)
+{
+    pthread_mutex_lock(&c->write_mu);
+    mcp_close_fd(&c->in_fd); /* the polite way: the server sees the end of its input */
+    pthread_mutex_unlock(&c->write_mu);
+    double since = util_now();
+    if (c->pid > 0) {
+        if (!__atomic_load_n(&mcp_exit_hand_off, __ATOMIC_RELAXED) ||
+            mcp_stdio_hand_off(c, grace, since) != 0)
+            mcp_stop_steps(c->pid, grace, since, mcp_stdio_wait, c);
+        c->pid = 0;
+    }
+    mcp_stdio_stop_reader(c);
     mcp_close_fd(&c->stop_fd[0]);
     mcp_close_fd(&c->stop_fd[1]);
     mcp_close_fd(&c->out_fd);

@@ -378,6 +378,7 @@ void tui_tools_forget(struct tui *t)
 
 void tui_tools_free(struct tui *t)
 {
+    mcp_exiting(); /* the chat ends: a server still running is left to a reaper */
     if (t->tools_loader) { /* the servers still starting are stopped */
         struct buf err = BUF_INIT;
         tools_load_cancel(t->tools_loader);

@@ -57,6 +57,7 @@ void tui_tools_wait_cancel(struct tui *t);
 void tui_tools_session(struct tui *t);
 /* A new conversation: `a` answers are forgotten. */
 void tui_tools_forget(struct tui *t);
+/* The chat's end: the tools freed, a server still running left to a reaper (mcp_exiting). */
 void tui_tools_free(struct tui *t);
 /* The session sink's hooks (struct session_sink): approve asks and waits (tui_modal). */
 enum tool_verdict tui_tools_approve(void *ud, struct tool_call *call);

@@ -320,6 +320,61 @@ def free_port():
     return port
 
 
+def children():
+    """[(pid, state letter)] of the processes whose parent is this one (from /proc)."""
+    me, res = os.getpid(), []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                s = f.read()
+        except OSError:
+            continue
+        rest = s[s.rindex(")") + 2:].split()
+        if int(rest[1]) == me:
+            res.append((int(d), rest[0]))
+    return res
+
+
+def adopt_orphans(wait=10.0):
+    """Make this process the subreaper of what tokterm leaves when it exits (a stdio MCP
+    server still being shut down and its reaper, `tokterm --reap`): they become its children,
+    as they become init's otherwise, so a test sees when and how each ended (os.waitpid); at
+    exit it waits up to `wait` seconds for the reapers and reaps what is left. Linux only;
+    returns False where prctl is missing."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(36, 1, 0, 0, 0) != 0:  # PR_SET_CHILD_SUBREAPER
+            return False
+    except (OSError, AttributeError):
+        return False
+
+    def reap():
+        end = time.monotonic() + wait
+        while True:
+            busy = False
+            for pid, state in children():
+                try:
+                    with open("/proc/%d/cmdline" % pid, "rb") as f:
+                        reaper = b"--reap" in f.read().split(b"\0")
+                except OSError:
+                    reaper = False
+                if state == "Z" or reaper:
+                    try:
+                        got, _ = os.waitpid(pid, os.WNOHANG)
+                        busy |= got == 0
+                    except ChildProcessError:
+                        pass
+            if not busy or time.monotonic() > end:
+                return
+            time.sleep(0.02)
+
+    atexit.register(reap)
+    return True
+
+
 def make_home():
     """A fresh directory for HOME and the XDG directories (removed at exit)."""
     return tempdir("tt-home-")

@@ -2,7 +2,8 @@
 """A small MCP server over stdio that misbehaves on request, for tests/e2e/test_mcp.py.
 
 usage: hostile.py [--flood-stderr MB] [--garbage-first] [--pages N] [--version V]
-                  [--init-delay S] [--linger S]
+                  [--init-delay S] [--linger S] [--ignore-term] [--stderr-after-eof MB]
+                  [--pidfile FILE]
        hostile.py --http PORT-FILE   (Streamable HTTP on a free port written to PORT-FILE)
 
 It answers initialize (protocol version V, default the client's), tools/list (N pages of one
@@ -35,7 +36,10 @@ With HOSTILE_LOG=FILE set, each notifications/cancelled is appended to FILE.
 one that hangs there). --flood-stderr MB writes MB MiB to stderr before answering initialize. --garbage-first writes a
 banner line to stdout before anything (as some servers do). --linger S stays up S seconds
 after its stdin closes (as server-everything does, with a timer set at initialize), then
-exits 0.
+exits 0. --ignore-term ignores SIGTERM (each one appended to HOSTILE_LOG as "TERM"), so only
+SIGKILL ends it. --stderr-after-eof MB writes MB MiB to stderr after the linger, then exits 0
+(it blocks if nobody drains its stderr, and dies of a broken pipe if nobody holds it).
+--pidfile FILE writes its pid to FILE at start.
 """
 import json
 import os
@@ -68,6 +72,20 @@ def result(i, r):
 
 TOOLS = ["ok", "crash", "hang", "garbage", "wrong_id", "huge", "error", "rpc_error", "progress",
          "structured", "ping_me", "env", "list_changed", "fds"]
+
+if opt("--pidfile"):
+    with open(opt("--pidfile"), "w") as f:
+        f.write("%d\n" % os.getpid())
+
+if "--ignore-term" in args:
+    import signal
+
+    def on_term(*_):
+        if os.environ.get("HOSTILE_LOG"):
+            with open(os.environ["HOSTILE_LOG"], "a") as f:
+                f.write("TERM\n")
+
+    signal.signal(signal.SIGTERM, on_term)
 
 if "--garbage-first" in args:
     out.write(b"Server starting up... (not JSON)\n")
@@ -278,3 +296,8 @@ for raw in sys.stdin.buffer:
                   "error": {"code": -32602, "message": "Unknown tool: %s" % name}})
 
 time.sleep(float(opt("--linger", "0")))  # stdin closed: the client waits for our exit
+if opt("--stderr-after-eof"):
+    chunk = b"late stderr of the server " * 2520 + b"\n"  # ~64 KiB a line
+    for _ in range(int(float(opt("--stderr-after-eof")) * 16)):
+        sys.stderr.buffer.write(chunk)
+    sys.stderr.flush()
