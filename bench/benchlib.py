@@ -29,15 +29,18 @@ def rusage_bin():
     return _RUSAGE[0]
 
 
-def measure(argv, env, stdout=None, stdin=None):
+def measure(argv, env, stdout=None, stdin=None, adopt=False):
     """Run argv (stdout to /dev/null unless a path is given) under bench/rusage.c; returns
     (wall s, cpu s = user+sys, peak RSS KiB, exit code), all of the child itself, in
-    microseconds (GNU time's CPU has 10 ms steps)."""
+    microseconds (GNU time's CPU has 10 ms steps). adopt: rusage -a, so the CPU also counts
+    what the child left running when it exited, and a fifth value is the wall time until
+    the last of those was gone (the wall time when there was none)."""
     rfd, wfd = os.pipe()
     out = open(stdout or os.devnull, "wb")
     inp = open(stdin, "rb") if stdin else subprocess.DEVNULL
     try:
-        p = subprocess.Popen([rusage_bin(), "/dev/fd/%d" % wfd] + argv, env=env, stdin=inp,
+        p = subprocess.Popen([rusage_bin()] + (["-a"] if adopt else []) + ["/dev/fd/%d" % wfd] +
+                             argv, env=env, stdin=inp,
                              stdout=out, stderr=subprocess.DEVNULL, pass_fds=(wfd,))
         os.close(wfd)
         res = b""
@@ -56,6 +59,8 @@ def measure(argv, env, stdout=None, stdin=None):
     wall, user, sys_, rss, code = float(f[0]), float(f[1]), float(f[2]), int(f[3]), int(f[4])
     if code != 0:
         sys.stderr.write("%s failed (%d)\n" % (os.path.basename(argv[0]), code))
+    if adopt:
+        return wall, user + sys_, rss, code, float(f[5])
     return wall, user + sys_, rss, code
 
 
