@@ -278,6 +278,23 @@ void request_cache_key(const struct conf *c, const char *body, unsigned char key
  * (content, text, system, instructions, input) counts, the JSON around it does not, so a short
  * prompt is not paced as if its body's keys were prompt. A body without such keys: 4 bytes a
  * token of all of it. */
+/* Where the JSON string that starts at s ends (its closing quote), or end: the next quote
+ * not escaped, i.e. after an even run of backslashes. memchr's pace over a body of 0.3-8 MB,
+ * not a test per byte. */
+static const char *request_string_end(const char *s, const char *end)
+{
+    const char *q = s;
+    while ((q = memchr(q, '"', (size_t)(end - q))) != NULL) {
+        const char *b = q;
+        while (b > s && b[-1] == '\\')
+            b--;
+        if ((q - b) % 2 == 0)
+            return q;
+        q++;
+    }
+    return end;
+}
+
 static double request_est_tokens(const char *body, long max_tokens)
 {
     static const char *const text_keys[] = {"content", "text", "system", "instructions",
@@ -287,8 +304,7 @@ static double request_est_tokens(const char *body, long max_tokens)
     int in_text = 0, found = 0;
     while ((p = memchr(p, '"', (size_t)(end - p))) != NULL) {
         const char *s = ++p;
-        while (p < end && *p != '"')
-            p += *p == '\\' && p + 1 < end ? 2 : 1;
+        p = request_string_end(s, end);
         size_t n = (size_t)(p - s);
         if (p < end)
             p++;

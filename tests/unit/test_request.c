@@ -155,6 +155,18 @@ static void test_bodies(void)
     rq = request_new(&c, xstrdup("[1, 2, 3, 4]"), &pk, 0);
     TAP_OK(fabs(rq->est_tokens - 3) < 1e-9, "est_tokens: no text keys: 4 bytes a token of all");
     net_request_free(rq);
+    /* runs of backslashes before a quote: an odd run escapes it, an even one does not (the
+     * string's end is found by memchr, then the run before the quote is counted) */
+    rq = request_new(&c, xstrdup("{\"content\":\"a\\\\\",\"role\":\"b\\\\\\\"c\\\\\\\\\"}"),
+                     &pk, 0);
+    TAP_OK(fabs(rq->est_tokens - (3.0 / 4 + 3)) < 1e-9,
+           "est_tokens: an even run of backslashes ends the string, an odd one does not (%g)",
+           rq->est_tokens);
+    net_request_free(rq);
+    rq = request_new(&c, xstrdup("{\"text\":\"open \\\" never closed\\"), &pk, 0);
+    TAP_OK(fabs(rq->est_tokens - (21.0 / 4)) < 1e-9,
+           "est_tokens: a string left open runs to the end of the body (%g)", rq->est_tokens);
+    net_request_free(rq);
     conf_free(&c);
 }
 
