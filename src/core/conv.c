@@ -529,7 +529,12 @@ static void conv_build(struct conv *c, struct store_conversation *sc, const char
             t->answer = conv_row_text(m, take);
         }
         t->error = conv_dups(m->error);
-        t->model = conv_dups(m->model);
+        if (take) { /* the row's copy, as its texts */
+            t->model = m->model;
+            m->model = NULL;
+        } else {
+            t->model = conv_dups(m->model);
+        }
     }
     /* the tool rounds: rows of a live turn that asked for tools or answer a call, in order */
     long *turn_of = xcalloc(sc->n_messages + 1, sizeof *turn_of);

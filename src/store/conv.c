@@ -229,7 +229,7 @@ static void store_msg_row(sqlite3_stmt *s, struct store_message *m)
 {
     m->id = sqlite3_column_int64(s, 0);
     m->conversation_id = sqlite3_column_int64(s, 1);
-    m->role = store_col_str(s, 2);
+    m->role = store_col_role(s, 2);
     int status = store_status_parse((const char *)sqlite3_column_text(s, 3));
     m->status = status < 0 ? STORE_ERROR : (enum store_status)status;
     m->created = sqlite3_column_int64(s, 4);
@@ -290,18 +290,19 @@ static int store_msg_add_parts(struct store *st, struct store_message *m)
 
 /* The columns a conversation's turns need (store_conversation_load_turns): fewer columns, less
  * work for SQLite on each of thousands of rows. Read by store_turn_row; the writer is 8, the tool 9. */
-#define STORE_TURN_COLS \
-    "id, role, status, model, finish_reason, error, content, parent_id, writer, tool"
+#define STORE_TURN_COLS_HEAD "id, role, status, model, finish_reason, error, content, parent_id, "
+#define STORE_TURN_COLS STORE_TURN_COLS_HEAD "writer, tool"
 
 static void store_turn_row(sqlite3_stmt *s, int64_t conv, struct store_message *m)
 {
     memset(m, 0, sizeof *m);
     m->id = sqlite3_column_int64(s, 0);
     m->conversation_id = conv;
-    m->role = store_col_str(s, 1);
+    m->role = store_col_role(s, 1);
     int status = store_status_parse((const char *)sqlite3_column_text(s, 2));
     m->status = status < 0 ? STORE_ERROR : (enum store_status)status;
-    m->model = store_col_str(s, 3);
+    /* the turns take the model of their answers only (conv_build): a user row's is not read */
+    m->model = m->role && strcmp(m->role, "user") == 0 ? NULL : store_col_str(s, 3);
     m->finish_reason = store_col_str(s, 4);
     m->usage.prompt_tokens = m->usage.completion_tokens = m->usage.total_tokens = -1;
     m->timings = (struct store_timings){-1, -1, -1, -1, -1, -1, -1, -1, -1};
@@ -482,8 +483,11 @@ int store_conversation_load_turns(struct store *st, int64_t id, struct store_con
     return store_conv_load(st, id, 1, out);
 }
 
-/* One row of the backward walk: the turn columns (store_turn_row), then the conversation. */
-#define STORE_WALK_SELECT "SELECT " STORE_TURN_COLS ", conversation_id FROM messages "
+/* One row of the backward walk: the turn columns (store_turn_row), then the conversation. The
+ * writer is not read (a writer's walk recovers dead writers' rows at open): a NULL, which
+ * SQLite makes once, not a column decoded per row. */
+#define STORE_WALK_SELECT \
+    "SELECT " STORE_TURN_COLS_HEAD "NULL, tool, conversation_id FROM messages "
 
 /* Read the row the statement s stands on into a new row of c. Returns 0, or 1 for a row the
  * walk does not take (still streaming: another process may be writing it). */
@@ -789,7 +793,6 @@ int store_conversation_ids(struct store *st, int64_t **ids, size_t *n)
 void store_message_clear(struct store_message *m)
 {
     free(m->tool);
-    free(m->role);
     free(m->content);
     free(m->reasoning);
     free(m->model);

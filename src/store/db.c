@@ -291,6 +291,16 @@ char *store_col_str(sqlite3_stmt *s, int i)
     return t ? xstrndup((const char *)t, (size_t)sqlite3_column_bytes(s, i)) : NULL;
 }
 
+const char *store_col_role(sqlite3_stmt *s, int i)
+{
+    static const char *const roles[] = {"user", "assistant", "system", "tool"};
+    const char *t = (const char *)sqlite3_column_text(s, i);
+    for (size_t k = 0; t && k < TT_ARRAY_LEN(roles); k++)
+        if (strcmp(t, roles[k]) == 0)
+            return roles[k];
+    return NULL;
+}
+
 int64_t store_col_count(sqlite3_stmt *s, int i)
 {
     return sqlite3_column_type(s, i) == SQLITE_NULL ? -1 : sqlite3_column_int64(s, i);

@@ -129,7 +129,8 @@ struct store_timings {
 struct store_message {
     int64_t id, conversation_id;
     int64_t parent_id; /* 0 = none (a first turn's user row; a system row); NULL reads 0 */
-    char *role; /* "system", "user", "assistant" or "tool" */
+    const char *role; /* "system", "user", "assistant" or "tool": static strings (the schema's
+                         CHECK allows no other role), never freed; NULL for none */
     char *content;
     size_t content_len;
     /* NULL when unset. error: why an answer failed, or why a user row was refused before it

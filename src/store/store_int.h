@@ -140,6 +140,9 @@ void store_bind_count(sqlite3_stmt *s, int i, int64_t v);
 void store_bind_seconds(sqlite3_stmt *s, int i, double v);
 /* A column as a malloc'd string (NULL for NULL), a count (-1), seconds (-1.0). */
 char *store_col_str(sqlite3_stmt *s, int i);
+/* Column i as one of the four roles' static strings (no copy: a row of a thousands-long
+ * read costs no allocation for it), NULL for NULL or a name the schema's CHECK refuses. */
+const char *store_col_role(sqlite3_stmt *s, int i);
 int64_t store_col_count(sqlite3_stmt *s, int i);
 double store_col_seconds(sqlite3_stmt *s, int i);
 
