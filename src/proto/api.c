@@ -136,15 +136,16 @@ static void api_json_string(struct buf *b, const char *s)
 {
     static const char hex[] = "0123456789abcdef";
     buf_appendc(b, '"');
-    const unsigned char *p = (const unsigned char *)s, *run = p;
-    for (;; p++) {
-        unsigned c = *p;
-        if (c >= 32 && c != '"' && c != '\\')
-            continue;
-        buf_append(b, (const char *)run, (size_t)(p - run));
-        run = p + 1;
-        if (!c)
+    /* the runs that need no escape are found 16 bytes at a time (jscan_plain_len): a history
+     * of 0.3-8 MB is escaped at memchr's pace, not tested a byte at a time */
+    const char *end = s + strlen(s);
+    for (const char *p = s;; p++) {
+        size_t run = jscan_plain_len(p, (size_t)(end - p));
+        buf_append(b, p, run);
+        p += run;
+        if (p == end)
             break;
+        unsigned c = (unsigned char)*p;
         char e[7] = {'\\', 0};
         size_t n = 2;
         switch (c) {

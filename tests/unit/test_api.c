@@ -489,6 +489,35 @@ int main(void)
            "unset options are not sent");
     free(body);
 
+    /* every byte from 1 to 255 at every offset of a 16-byte block, in long runs: escaped
+     * byte for byte as cJSON prints the same string (the body and the cache key as before) */
+    {
+        char text[600];
+        int same = 1;
+        for (int off = 0; off < 16 && same; off++) {
+            size_t n = 0;
+            for (int k = 0; k < off; k++)
+                text[n++] = 'a';
+            for (int c = 1; c < 256; c++) {
+                text[n++] = (char)c;
+                text[n++] = c % 3 ? 'x' : (char)(c ^ 0x40);
+            }
+            for (int k = 0; k < 37; k++)
+                text[n++] = (char)('a' + k % 26);
+            text[n] = '\0';
+            struct api_message one[] = {API_MSG("user", text)};
+            struct api_request r1 = {.model = "m", .messages = one, .n_messages = 1};
+            char *got = api_request_json(&r1);
+            cJSON *want = cJSON_CreateString(text);
+            char *w = cJSON_PrintUnformatted(want);
+            same = got && w && strstr(got, w) != NULL;
+            free(w);
+            cJSON_Delete(want);
+            free(got);
+        }
+        TAP_OK(same, "a string's escapes are cJSON's, byte for byte, at every alignment");
+    }
+
     test_shapes();
     test_sse_run();
     test_sse_run_joined();
