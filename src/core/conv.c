@@ -389,6 +389,14 @@ static long conv_row(const struct store_conversation *sc, int64_t id)
     return lo < sc->n_messages && sc->messages[lo].id == id ? (long)lo : -1;
 }
 
+/* conv_row, trying row near first (a parent is mostly the row before, or the turn before). */
+static long conv_row_near(const struct store_conversation *sc, int64_t id, long near)
+{
+    if (near >= 0 && (size_t)near < sc->n_messages && sc->messages[near].id == id)
+        return near;
+    return conv_row(sc, id);
+}
+
 static int conv_is(const struct store_message *m, const char *role)
 {
     return m->role && strcmp(m->role, role) == 0;
@@ -396,6 +404,7 @@ static int conv_is(const struct store_message *m, const char *role)
 
 struct conv_sib {
     int64_t parent, id;
+    long row; /* its index in the rows */
 };
 
 static int conv_sib_cmp(const void *a, const void *b)
@@ -430,7 +439,8 @@ struct conv_rowinfo *conv_rows(const struct store_conversation *sc, size_t *n_tu
     size_t n_sib = 0;
     for (size_t i = 0; i < n; i++)
         if (conv_is(&sc->messages[i], "user"))
-            sib[n_sib++] = (struct conv_sib){sc->messages[i].parent_id, sc->messages[i].id};
+            sib[n_sib++] =
+                (struct conv_sib){sc->messages[i].parent_id, sc->messages[i].id, (long)i};
     size_t sorted = 1; /* a conversation without forks comes sorted already */
     while (sorted < n_sib && conv_sib_cmp(&sib[sorted - 1], &sib[sorted]) <= 0)
         sorted++;
@@ -441,7 +451,7 @@ struct conv_rowinfo *conv_rows(const struct store_conversation *sc, size_t *n_tu
         while (end < n_sib && sib[end].parent == sib[k].parent)
             end++;
         for (size_t v = k; v < end; v++) {
-            long r = conv_row(sc, sib[v].id);
+            long r = sib[v].row;
             ri[r].user = r;
             ri[r].version = (int)(v - k) + 1;
             ri[r].versions = (int)(end - k);
@@ -455,7 +465,7 @@ struct conv_rowinfo *conv_rows(const struct store_conversation *sc, size_t *n_tu
         const struct store_message *m = &sc->messages[i];
         if (conv_is(m, "user") || m->parent_id <= 0)
             continue;
-        long p = conv_row(sc, m->parent_id);
+        long p = conv_row_near(sc, m->parent_id, (long)i - 1);
         if (p < 0 || !conv_is(&sc->messages[p], "user"))
             continue;
         if (conv_is(m, "assistant") && !m->tool) /* one that asked for tools: a step */
@@ -469,7 +479,7 @@ struct conv_rowinfo *conv_rows(const struct store_conversation *sc, size_t *n_tu
     for (long r = conv_head(sc); r >= 0 && len <= n; len++) {
         ri[r].turn = -1; /* numbered below */
         int64_t p = sc->messages[r].parent_id;
-        long next = p > 0 && p < sc->messages[r].id ? conv_row(sc, p) : -1;
+        long next = p > 0 && p < sc->messages[r].id ? conv_row_near(sc, p, r - 2) : -1;
         r = next >= 0 && conv_is(&sc->messages[next], "user") ? next : -1;
     }
     size_t turn = 0;
