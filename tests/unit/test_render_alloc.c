@@ -4,10 +4,11 @@
  * allocations per block of text, not several per line (issue 14: the chat's CPU on Markdown;
  * malloc and free were ~15 % of it).
  *
- * malloc, calloc, realloc and free are counted by defining them here (glibc's __libc_*
- * do the work). Under AddressSanitizer the sanitizer owns them: the test says so and skips. */
+ * malloc, calloc and realloc are counted by alloccount.h. Under AddressSanitizer the
+ * sanitizer owns them: the test says so and skips. */
 #include "config.h"
 #include "tap.h"
+#include "alloccount.h"
 #include "memprobe.h"
 #include "base/buf.h"
 #include "text/markdown.h"
@@ -16,38 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static long n_alloc;
-
-#if !UNDER_ASAN
-extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void __libc_free(void *);
-
-void *malloc(size_t n)
-{
-    n_alloc++;
-    return __libc_malloc(n);
-}
-
-void *calloc(size_t n, size_t k)
-{
-    n_alloc++;
-    return __libc_calloc(n, k);
-}
-
-void *realloc(void *p, size_t n)
-{
-    n_alloc++;
-    return __libc_realloc(p, n);
-}
-
-void free(void *p)
-{
-    __libc_free(p);
-}
-#endif
 
 /* Markdown like an answer's: headings, paragraphs with **bold**, `code`, CJK and a [link](u),
  * list items. */

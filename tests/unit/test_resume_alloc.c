@@ -4,10 +4,11 @@
  * nothing else per row: its role is one of four static strings, a user row's model is not
  * read, and a turn takes the model of its answer instead of copying it.
  *
- * malloc, calloc, realloc and free are counted by defining them here (glibc's __libc_*
- * do the work), as test_render_alloc.c does; the ASan build leaves this test out. */
+ * malloc, calloc and realloc are counted by alloccount.h, as in test_render_alloc.c; the ASan
+ * build leaves this test out. */
 #include "config.h"
 #include "tap.h"
+#include "alloccount.h"
 #include "core/conv.h"
 #include "store/store.h"
 #include "base/xmalloc.h"
@@ -16,36 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static long n_alloc;
-
-extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void __libc_free(void *);
-
-void *malloc(size_t n)
-{
-    n_alloc++;
-    return __libc_malloc(n);
-}
-
-void *calloc(size_t n, size_t k)
-{
-    n_alloc++;
-    return __libc_calloc(n, k);
-}
-
-void *realloc(void *p, size_t n)
-{
-    n_alloc++;
-    return __libc_realloc(p, n);
-}
-
-void free(void *p)
-{
-    __libc_free(p);
-}
 
 /* Never enough: the walk reads every row. */
 static int walk_all(void *ud, const struct store_message *m, long tokens)
