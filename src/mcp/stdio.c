@@ -128,7 +128,7 @@ static int mcp_pidfd_open(pid_t pid)
 static int mcp_pid_wait(pid_t pid, double secs, int peek, siginfo_t *si, int wake_fd)
 {
     double end = util_now() + secs;
-    int pfd = mcp_pidfd_open(pid);
+    int pfd = -2; /* opened when there is something to wait for */
     siginfo_t tmp;
     if (!si)
         si = &tmp;
@@ -147,6 +147,8 @@ static int mcp_pid_wait(pid_t pid, double secs, int peek, siginfo_t *si, int wak
         double left = end - util_now();
         if (left <= 0)
             break;
+        if (pfd == -2)
+            pfd = mcp_pidfd_open(pid);
         struct pollfd pf[2] = {{pfd, POLLIN, 0}, {wake_fd, POLLIN, 0}};
         if (pfd < 0 || poll(pf, 2, mcp_poll_ms(left)) < 0) {
             struct timespec ts = {0, 2000000};
