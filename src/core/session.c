@@ -1444,18 +1444,30 @@ static int session_tokens_cmp(const void *a, const void *b)
 }
 
 /* The stored count of message id in v (sorted by id), or NULL. */
-static const struct store_tokens *session_tokens_find(const struct store_tokens *v, size_t n,
-                                                      int64_t id)
+/* Stored counts sorted by message id, looked up in the order of the turns: the next one is
+ * tried first (a resume takes thousands of them in order), then a binary search. */
+struct session_counts {
+    const struct store_tokens *v;
+    size_t n, at; /* at: where the last one found ends */
+};
+
+static const struct store_tokens *session_tokens_find(struct session_counts *c, int64_t id)
 {
+    if (id <= 0 || !c->n)
+        return NULL;
+    if (c->at < c->n && c->v[c->at].id == id)
+        return &c->v[c->at++];
     struct store_tokens key = {id, 0, 0};
-    return id > 0 && n ? bsearch(&key, v, n, sizeof *v, session_tokens_cmp) : NULL;
+    const struct store_tokens *r = bsearch(&key, c->v, c->n, sizeof *c->v, session_tokens_cmp);
+    if (r)
+        c->at = (size_t)(r - c->v) + 1;
+    return r;
 }
 
 /* Take a stored count for the text of message id (len bytes) into *tokens. */
-static int session_tokens_take(const struct store_tokens *v, size_t n, int64_t id, size_t len,
-                               long *tokens)
+static int session_tokens_take(struct session_counts *c, int64_t id, size_t len, long *tokens)
 {
-    const struct store_tokens *r = session_tokens_find(v, n, id);
+    const struct store_tokens *r = session_tokens_find(c, id);
     if (!r || r->bytes != (int64_t)len || r->tokens <= 0)
         return 0;
     *tokens = r->tokens;
@@ -1470,18 +1482,34 @@ static size_t session_step_sent_len(const struct conv_step *st)
 
 /* Take the stored counts of turn t's tool rounds (the rows with calls, the results): keyed by
  * the row's length, of what the model gets; an empty text's count is 0. */
-static void session_steps_take(const struct store_tokens *v, size_t n, struct conv_turn *t)
+static void session_steps_take(struct session_counts *c, struct conv_turn *t)
 {
     for (size_t k = 0; k < t->n_steps; k++) {
         struct conv_step *st = &t->steps[k];
         if (st->tokens_saved)
             continue;
         if (!session_step_sent_len(st)) {
-            const struct store_tokens *r = session_tokens_find(v, n, st->id);
+            const struct store_tokens *r = session_tokens_find(c, st->id);
             st->tokens_saved = r && r->bytes == (int64_t)st->len && r->tokens == 0;
-        } else if (session_tokens_take(v, n, st->id, st->len, &st->tokens)) {
+        } else if (session_tokens_take(c, st->id, st->len, &st->tokens)) {
             st->tokens_saved = 1;
         }
+    }
+}
+
+/* Give the turns whose counts are not known yet the stored counts v (n, sorted by id). */
+static void session_turns_take(struct session *s, const struct store_tokens *v, size_t n)
+{
+    struct session_counts c = {v, n, 0};
+    for (size_t i = 0; i < s->conv.n; i++) {
+        struct conv_turn *t = &s->conv.turns[i];
+        if (t->prompt_tokens <= 0 &&
+            session_tokens_take(&c, t->user_id, t->prompt_len, &t->prompt_tokens))
+            t->tokens_saved |= 1;
+        if (t->answer && t->answer_tokens <= 0 &&
+            session_tokens_take(&c, t->answer_id, t->answer_len, &t->answer_tokens))
+            t->tokens_saved |= 2;
+        session_steps_take(&c, t);
     }
 }
 
@@ -1498,16 +1526,7 @@ static void session_tokens_load(struct session *s)
     size_t n = 0;
     if (store_tokens_get(s->store, s->conv_id, enc, &v, &n) != 0)
         return; /* counted as before */
-    for (size_t i = 0; i < s->conv.n; i++) {
-        struct conv_turn *t = &s->conv.turns[i];
-        if (t->prompt_tokens <= 0 &&
-            session_tokens_take(v, n, t->user_id, t->prompt_len, &t->prompt_tokens))
-            t->tokens_saved |= 1;
-        if (t->answer && t->answer_tokens <= 0 &&
-            session_tokens_take(v, n, t->answer_id, t->answer_len, &t->answer_tokens))
-            t->tokens_saved |= 2;
-        session_steps_take(v, n, t);
-    }
+    session_turns_take(s, v, n);
     free(v);
 }
 
@@ -1679,16 +1698,7 @@ static int session_resume_lean(struct session *s, int64_t id, char **err)
     }
     session_resumed(s, &c, !w.complete);
     s->tokens_loaded = 1; /* the walk's counts, not the whole conversation's */
-    for (size_t i = 0; i < s->conv.n; i++) {
-        struct conv_turn *t = &s->conv.turns[i];
-        if (session_tokens_take(w.tokens, w.n_tokens, t->user_id, t->prompt_len,
-                                &t->prompt_tokens))
-            t->tokens_saved |= 1;
-        if (t->answer && session_tokens_take(w.tokens, w.n_tokens, t->answer_id, t->answer_len,
-                                             &t->answer_tokens))
-            t->tokens_saved |= 2;
-        session_steps_take(w.tokens, w.n_tokens, t);
-    }
+    session_turns_take(s, w.tokens, w.n_tokens); /* a turn just read has no count yet */
     store_walk_free(&w);
     if (!s->lean)
         return 0; /* the walk read the whole path: nothing was left out */

@@ -262,12 +262,13 @@ void context_count_record(struct context *c, const char *text, size_t len, long 
 static long context_role_tokens(struct context *c, const char *role)
 {
     static const char *const roles[] = {"system", "user", "assistant", "tool"};
-    for (size_t i = 0; i < TT_ARRAY_LEN(roles); i++)
-        if (strcmp(role, roles[i]) == 0) {
-            if (!c->role_tokens[i])
-                c->role_tokens[i] = context_count(c, role, strlen(role));
-            return c->role_tokens[i];
-        }
+    /* the first letter picks the one name to compare (twice per message of a plan) */
+    int i = role[0] == 's' ? 0 : role[0] == 'u' ? 1 : role[0] == 'a' ? 2 : role[0] == 't' ? 3 : -1;
+    if (i >= 0 && strcmp(role, roles[i]) == 0) {
+        if (!c->role_tokens[i])
+            c->role_tokens[i] = context_count(c, role, strlen(role));
+        return c->role_tokens[i];
+    }
     return context_count(c, role, strlen(role));
 }
 
