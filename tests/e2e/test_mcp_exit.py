@@ -60,11 +60,11 @@ def how(st):
 def run(flags, args=None, extra_env=None, tty=False):
     """Run tokterm with a hostile.py server 'l' (flags); returns a dict of what was seen."""
     d = ttlib.tempdir("tt-mcp-exit-")
-    pidfile, log = os.path.join(d, "pid"), os.path.join(d, "log")
+    pidfile, log, listed = (os.path.join(d, x) for x in ("pid", "log", "listed"))
     cfg = os.path.join(d, "config.ini")
     with open(cfg, "w") as f:
-        f.write("[mcp l]\ncommand = %s %s --pidfile %s %s\nenv = HOSTILE_LOG=%s\n"
-                % (sys.executable, HOSTILE, pidfile, flags, log))
+        f.write("[mcp l]\ncommand = %s %s --pidfile %s --listed %s %s\nenv = HOSTILE_LOG=%s\n"
+                % (sys.executable, HOSTILE, pidfile, listed, flags, log))
     os.chmod(cfg, 0o600)
     env = ttlib.clean_env(env=extra_env)
     argv = [ttlib.tokterm_path(), "--config", cfg] + (
@@ -80,11 +80,11 @@ def run(flags, args=None, extra_env=None, tty=False):
         screen = []
         th = threading.Thread(target=ttlib._drain, args=(master, screen), daemon=True)
         th.start()
-        for _ in range(500):
-            if os.path.exists(pidfile) or p.poll() is not None:
+        for _ in range(1500):  # the chat has listed the server's tools: it is up
+            if os.path.exists(listed) or p.poll() is not None:
                 break
             time.sleep(0.02)
-        time.sleep(1.5)  # initialize and tools/list done: the status bar no longer says starting
+        time.sleep(0.3)  # the listing handed to the chat
         t0 = time.monotonic()
         os.write(master, b"\x04")
         try:
@@ -180,8 +180,9 @@ t.ok(how(r["server"]) == "signal 9" and "TERM" in r["log"] and
      "TERM ignored: SIGTERM, then SIGKILL %g s later" % GRACE,
      "%s at %.2f s, log %r" % (how(r["server"]), r.get("server_end", 0), r["log"]))
 
-# 3. a server that exits by itself after stdin's end (as server-everything, 0.3 s later)
-r = run("--linger 0.3")
+# 3. a server that exits by itself after stdin's end (as server-everything, 350 ms later;
+# 1 s here, so that tokterm is surely gone first, and before the 2 s grace)
+r = run("--linger 1")
 common(r, "exits on EOF")
 t.ok(how(r["server"]) == "exit 0" and "TERM" not in r["log"],
      "exits on EOF: it ends by itself (status 0), no signal, and is reaped",
@@ -189,7 +190,7 @@ t.ok(how(r["server"]) == "exit 0" and "TERM" not in r["log"],
 
 # 4. what the server writes to stderr after tokterm exited: drained by the reaper (no block,
 # no broken pipe), never on tokterm's stderr
-r = run("--linger 0.3 --stderr-after-eof 2")
+r = run("--linger 1 --stderr-after-eof 2")
 common(r, "late stderr")
 t.ok(how(r["server"]) == "exit 0" and "late stderr" not in r["err"],
      "late stderr: 2 MiB written after tokterm exited are drained (the server exits 0), "

@@ -3,7 +3,7 @@
 
 usage: hostile.py [--flood-stderr MB] [--garbage-first] [--pages N] [--version V]
                   [--init-delay S] [--linger S] [--ignore-term] [--stderr-after-eof MB]
-                  [--pidfile FILE]
+                  [--pidfile FILE] [--listed FILE]
        hostile.py --http PORT-FILE   (Streamable HTTP on a free port written to PORT-FILE)
 
 It answers initialize (protocol version V, default the client's), tools/list (N pages of one
@@ -39,7 +39,8 @@ after its stdin closes (as server-everything does, with a timer set at initializ
 exits 0. --ignore-term ignores SIGTERM (each one appended to HOSTILE_LOG as "TERM"), so only
 SIGKILL ends it. --stderr-after-eof MB writes MB MiB to stderr after the linger, then exits 0
 (it blocks if nobody drains its stderr, and dies of a broken pipe if nobody holds it).
---pidfile FILE writes its pid to FILE at start.
+--pidfile FILE writes its pid to FILE at start; --listed FILE creates FILE once it has
+answered the last page of tools/list (the client is ready).
 """
 import json
 import os
@@ -230,6 +231,8 @@ for raw in sys.stdin.buffer:
             tools += [{"name": t, "description": "the %s tool" % t,
                        "inputSchema": {"type": "object"}} for t in TOOLS + extra_tools]
         result(i, r)
+        if "nextCursor" not in r and opt("--listed"):
+            open(opt("--listed"), "w").close()
     elif method == "ping":
         result(i, {})
     elif method == "tools/call":
