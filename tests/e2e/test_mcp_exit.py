@@ -116,17 +116,28 @@ def run(flags, args=None, extra_env=None, tty=False):
     except ChildProcessError:
         r["alive"] = False  # reaped by tokterm before it exited
         r["server"] = "not ours"
+    # the reaper: a child of ours now, once it has exec'd `tokterm --reap` (a copy of tokterm
+    # that has not exec'd yet still has tokterm's command line: wait for it)
     r["reapers"] = []
-    for pid, _state in ttlib.children():
-        try:
-            with open("/proc/%d/cmdline" % pid, "rb") as f:
-                cmd = f.read().split(b"\0")
-            with open("/proc/%d/environ" % pid, "rb") as f:
-                environ = f.read()
-        except OSError:
-            continue
-        if b"--reap" in cmd:
-            r["reapers"].append((pid, cmd, environ))
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        pending = False
+        r["reapers"] = []
+        for pid, _state in ttlib.children():
+            try:
+                with open("/proc/%d/cmdline" % pid, "rb") as f:
+                    cmd = f.read().split(b"\0")
+                with open("/proc/%d/environ" % pid, "rb") as f:
+                    environ = f.read()
+            except OSError:
+                continue
+            if b"--reap" in cmd:
+                r["reapers"].append((pid, cmd, environ))
+            elif pid != spid and cmd[0] == argv[0].encode():
+                pending = True
+        if not pending:
+            break
+        time.sleep(0.01)
     if "server" not in r:
         st, _ = wait_for(spid, 3 * GRACE + 5)
         r["server"], r["server_end"] = st, time.monotonic() - t0
