@@ -299,6 +299,7 @@ static double request_est_tokens(const char *body, long max_tokens)
 {
     static const char *const text_keys[] = {"content", "text", "system", "instructions",
                                             "input"};
+    static const size_t text_lens[] = {7, 4, 6, 12, 5};
     const char *p = body, *end = body + strlen(body);
     size_t text = 0, roles = 0;
     int in_text = 0, found = 0;
@@ -314,7 +315,7 @@ static double request_est_tokens(const char *body, long max_tokens)
         if (q < end && *q == ':') { /* a key: which text follows */
             in_text = 0;
             for (size_t i = 0; i < TT_ARRAY_LEN(text_keys); i++)
-                if (n == strlen(text_keys[i]) && memcmp(s, text_keys[i], n) == 0)
+                if (n == text_lens[i] && memcmp(s, text_keys[i], n) == 0)
                     in_text = found = 1;
             roles += n == 4 && memcmp(s, "role", 4) == 0;
         } else if (in_text) {

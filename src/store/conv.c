@@ -301,9 +301,11 @@ static void store_turn_row(sqlite3_stmt *s, int64_t conv, struct store_message *
     m->role = store_col_role(s, 1);
     int status = store_status_parse((const char *)sqlite3_column_text(s, 2));
     m->status = status < 0 ? STORE_ERROR : (enum store_status)status;
-    /* the turns take the model of their answers only (conv_build): a user row's is not read */
-    m->model = m->role && strcmp(m->role, "user") == 0 ? NULL : store_col_str(s, 3);
-    m->finish_reason = store_col_str(s, 4);
+    /* the turns take the model, finish reason and tool calls of their answers and tool rows
+     * only (conv_build): a user row's are not read */
+    int user = m->role && strcmp(m->role, "user") == 0;
+    m->model = user ? NULL : store_col_str(s, 3);
+    m->finish_reason = user ? NULL : store_col_str(s, 4);
     m->usage.prompt_tokens = m->usage.completion_tokens = m->usage.total_tokens = -1;
     m->timings = (struct store_timings){-1, -1, -1, -1, -1, -1, -1, -1, -1};
     m->error = store_col_str(s, 5);
@@ -312,7 +314,7 @@ static void store_turn_row(sqlite3_stmt *s, int64_t conv, struct store_message *
     if (!m->content)
         m->content = xstrdup("");
     m->parent_id = sqlite3_column_int64(s, 7);
-    m->tool = store_col_str(s, 9);
+    m->tool = user ? NULL : store_col_str(s, 9);
 }
 
 /* Which of rows have parts: one query over message_parts (mostly empty) from the first row's
