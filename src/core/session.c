@@ -427,6 +427,12 @@ void session_close(struct session *s)
     }
     free(s->incomplete);
     net_stop(s->net);
+    if (getenv("TOKTERM_DEBUG_QUEUE")) {
+        struct queue_stats qs = queue_stats(s->q);
+        fprintf(stderr, "tokterm: debug: queue: held %zu bytes of text in %zu of storage at "
+                "most, %zu in one event; %lu waits, %lu timed out\n", qs.held_max,
+                qs.storage_max, qs.event_max, qs.waits, qs.timeouts);
+    }
     queue_free(s->q, net_result_free);
     if (s->store && s->answer_id)
         store_message_flush(s->store, s->answer_id);

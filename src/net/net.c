@@ -26,7 +26,11 @@
 #define NET_DRAIN_MAX ((size_t)1 << 20)   /* bytes read after the end of a stream, at most */
 #define NET_DRAIN_S 2.0                   /* seconds waited for the end of the response after it */
 #define NET_GAP_BUCKETS 160              /* quarter octaves of microseconds, up to ~19 h */
-#define NET_BATCH_MAX ((size_t)64 << 10)     /* text handed to the queue at once, at most */
+/* Text handed to the queue at once, at most: a batch lives in NET_BATCH_CAP bytes (its NUL
+ * included) and never grows (a single delta longer than that excepted), so a fast stream's
+ * batches are blocks of one size that malloc hands out again. */
+#define NET_BATCH_CAP ((size_t)64 << 10)
+#define NET_BATCH_MAX (NET_BATCH_CAP - 1)
 /* A pass of the net thread that read at least NET_HOLD_MIN bytes of a stream (a fast sender,
  * not a model's tokens) keeps its text, up to NET_BATCH_MAX, while more bytes arrive within
  * NET_HOLD_MS: one wakeup of the consumer for many reads. */
@@ -231,7 +235,7 @@ static void net_flush(struct xfer *x)
     if (x->batch.len >= NET_HOLD_MIN) {
         queue_push_buf(x->net->q, type, x->id, &x->batch, x->batch_t_first);
         if (!x->batch.data)
-            buf_reserve(&x->batch, NET_BATCH_MAX);
+            buf_reserve(&x->batch, NET_BATCH_MAX); /* NET_BATCH_CAP bytes */
         return;
     }
     queue_push_text(x->net->q, type, x->id, x->batch.data, x->batch.len, x->batch_t_first);
@@ -295,7 +299,7 @@ static void net_emit(void *ud, enum api_kind kind, const char *s, size_t n)
         if (!n)
             return;
     }
-    if (x->batch.len && x->batch_kind != kind)
+    if (x->batch.len && (x->batch_kind != kind || n > NET_BATCH_MAX - x->batch.len))
         net_flush(x);
     net_batch_begin(x, kind);
     buf_append(&x->batch, s, n);
@@ -389,17 +393,20 @@ static int net_feed_sse(struct xfer *x, const char *s, size_t n)
                 net_flush(x);
             net_batch_begin(x, kind);
             size_t held = x->batch.len;
-            struct api_run r = {.text = &x->batch,
-                                .room = net_answer_cap(x) - x->content_bytes -
-                                        x->reasoning_bytes};
+            size_t answer = net_answer_cap(x) - x->content_bytes - x->reasoning_bytes;
+            size_t room = held < NET_BATCH_MAX ? NET_BATCH_MAX - held : 0; /* never grown */
+            struct api_run r = {.text = &x->batch, .room = room < answer ? room : answer};
             size_t k = api_stream_sse_run(&x->api, s, n, x->sse.max_event, &r);
             sse_skipped(&x->sse, r.events);
             if (r.deltas)
                 net_deltas(x, kind, x->batch.len - held, r.deltas);
-            if (x->batch.len >= NET_BATCH_MAX)
-                net_flush(x);
             s += k;
             n -= k;
+            int full = r.full && room < answer && x->batch.len;
+            if (full || x->batch.len >= NET_BATCH_MAX)
+                net_flush(x);
+            if (full)
+                continue; /* the next event in a new batch */
             if (!n)
                 break;
         }

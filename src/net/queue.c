@@ -13,9 +13,15 @@
 
 /* Text waiting for the consumer past which the producer waits for it (at most QUEUE_WAIT_MS
  * at a time, so a consumer that is busy elsewhere never stalls the network for long): a fast
- * stream then costs this much memory, not whatever arrived while the consumer was descheduled. */
+ * stream then costs this much memory, not whatever arrived while the consumer was descheduled.
+ * The text held is counted over every event not taken yet (a tail grown by doubling held up to
+ * twice its text: 512 KiB of storage for a fast stream's 260 KiB). */
 #define QUEUE_TEXT_HIGH (256 * 1024)
 #define QUEUE_WAIT_MS 20
+/* A copied text is appended to the tail while the tail's storage stays within this (a batch in
+ * its own storage only where the tail has room as it is): more goes into a new event, so no
+ * event's storage grows past a network batch's. */
+#define QUEUE_EVENT_CAP (64 * 1024)
 
 struct queue {
     pthread_mutex_t lock;
@@ -26,6 +32,12 @@ struct queue {
     int signalled;   /* a wakeup byte is in the pipe, or about to be */
     int byte_due;    /* wakeup bytes announced and not read yet (consumer only): queue_take
                         reads no more than these, never the byte of a later announcement */
+    size_t held;     /* bytes of text in the events not taken yet */
+    size_t held_cap; /* bytes of storage those texts take */
+    size_t high;     /* past this much text held, a producer waits (QUEUE_TEXT_HIGH) */
+    int wait_ms;     /* for at most this long at a time (QUEUE_WAIT_MS) */
+    unsigned long takes; /* queue_take calls so far: a waiting producer sees the queue taken */
+    struct queue_stats stats;
 };
 
 struct queue *queue_new(void)
@@ -37,6 +49,8 @@ struct queue *queue_new(void)
     }
     pthread_mutex_init(&q->lock, NULL);
     q->consumer = pthread_self();
+    q->high = QUEUE_TEXT_HIGH;
+    q->wait_ms = QUEUE_WAIT_MS;
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -70,11 +84,26 @@ void queue_free(struct queue *q, void (*free_ptr)(void *))
     free(q);
 }
 
+/* Under q's lock: n more bytes of text held, in cap more bytes of storage, in an event of
+ * ev_cap bytes of storage. */
+static void queue_held_add(struct queue *q, size_t n, size_t cap, size_t ev_cap)
+{
+    q->held += n;
+    q->held_cap += cap;
+    if (ev_cap > q->stats.event_max)
+        q->stats.event_max = ev_cap;
+    if (q->held > q->stats.held_max)
+        q->stats.held_max = q->held;
+    if (q->held_cap > q->stats.storage_max)
+        q->stats.storage_max = q->held_cap;
+}
+
 /* Link e under the lock, then wake the consumer when no wakeup is pending: after the unlock,
  * so that the woken consumer does not find the lock still held (and sleep on it again). */
 static void queue_append(struct queue *q, struct queue_event *e)
 {
     pthread_mutex_lock(&q->lock);
+    queue_held_add(q, e->text.len, e->text.cap, e->text.cap);
     if (q->tail)
         q->tail->next = e;
     else
@@ -89,36 +118,46 @@ static void queue_append(struct queue *q, struct queue_event *e)
     }
 }
 
-/* Under q's lock: wait while the tail holds QUEUE_TEXT_HIGH of text (not the consumer itself,
- * replaying a cached answer: it would only wait for itself). Returns the tail. */
-static struct queue_event *queue_tail_room(struct queue *q)
+/* Under q's lock: wait while the events not taken yet hold q->high of text or more (not the
+ * consumer itself, replaying a cached answer: it would only wait for itself), up to q->wait_ms.
+ * Returns the tail. */
+static struct queue_event *queue_room(struct queue *q)
 {
-    struct queue_event *t = q->tail;
-    if (t && t->text.len >= QUEUE_TEXT_HIGH && !pthread_equal(q->consumer, pthread_self())) {
+    if (q->held >= q->high && !pthread_equal(q->consumer, pthread_self())) {
         struct timespec until;
         clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_nsec += QUEUE_WAIT_MS * 1000000L;
+        until.tv_sec += q->wait_ms / 1000;
+        until.tv_nsec += (q->wait_ms % 1000) * 1000000L;
         if (until.tv_nsec >= 1000000000L) {
             until.tv_sec++;
             until.tv_nsec -= 1000000000L;
         }
-        while (q->tail == t && pthread_cond_timedwait(&q->taken, &q->lock, &until) == 0)
+        unsigned long takes = q->takes;
+        q->stats.waits++;
+        while (q->takes == takes && pthread_cond_timedwait(&q->taken, &q->lock, &until) == 0)
             ;
-        t = q->tail;
+        if (q->takes == takes)
+            q->stats.timeouts++;
     }
-    return t;
+    return q->tail;
 }
 
-/* Text s[0..n) for the queue: appended to the tail when it is the same request and type, else
- * in a new event, whose text is *take's storage when take is given (no copy: *take is left
- * empty), else a copy. */
+/* Text s[0..n) for the queue: appended to the tail when it is the same request and type and
+ * there is room (a batch in its own storage: in the tail's storage as it is; a copy: in up to
+ * QUEUE_EVENT_CAP), else in a new event, whose text is *take's storage when take is given (no
+ * copy: *take is left empty), else a copy. */
 static void queue_push_some(struct queue *q, enum queue_type type, unsigned req, const char *s,
                             size_t n, double now, struct buf *take)
 {
     pthread_mutex_lock(&q->lock);
-    struct queue_event *t = queue_tail_room(q);
-    if (t && t->type == type && t->req == req) {
+    struct queue_event *t = queue_room(q);
+    size_t room = t ? t->text.cap - t->text.len : 0; /* without growing the tail */
+    if (!take && t && t->text.cap < QUEUE_EVENT_CAP)
+        room += QUEUE_EVENT_CAP - t->text.cap; /* a copy grows it up to QUEUE_EVENT_CAP */
+    if (t && t->type == type && t->req == req && n < room) {
+        size_t cap = t->text.cap;
         buf_append(&t->text, s, n);
+        queue_held_add(q, n, t->text.cap - cap, t->text.cap);
         t->t_last = now;
         t->count++;
         pthread_mutex_unlock(&q->lock);
@@ -180,6 +219,8 @@ struct queue_event *queue_take(struct queue *q)
     pthread_mutex_lock(&q->lock);
     struct queue_event *e = q->head;
     q->head = q->tail = NULL;
+    q->held = q->held_cap = 0;
+    q->takes++;
     q->consumer = pthread_self();
     pthread_cond_broadcast(&q->taken);
     q->byte_due += q->signalled;
@@ -198,6 +239,22 @@ struct queue_event *queue_take(struct queue *q)
             q->byte_due -= (int)r;
     }
     return e;
+}
+
+void queue_bound(struct queue *q, size_t high, int wait_ms)
+{
+    pthread_mutex_lock(&q->lock);
+    q->high = high;
+    q->wait_ms = wait_ms;
+    pthread_mutex_unlock(&q->lock);
+}
+
+struct queue_stats queue_stats(struct queue *q)
+{
+    pthread_mutex_lock(&q->lock);
+    struct queue_stats st = q->stats;
+    pthread_mutex_unlock(&q->lock);
+    return st;
 }
 
 int queue_fd(const struct queue *q)

@@ -1,7 +1,8 @@
 /* queue.h - events from the network thread to the UI thread.
  * A mutex-protected list plus a pipe: the reader polls queue_fd() and is woken once per batch
  * (the first push into an empty queue), not once per token. Text events for the same request
- * that the reader has not taken yet are coalesced into one. */
+ * that the reader has not taken yet are coalesced into one (a batch in its own storage only
+ * where the tail has room for it). */
 #ifndef TT_QUEUE_H
 #define TT_QUEUE_H
 #include <stddef.h>
@@ -54,6 +55,18 @@ void queue_push(struct queue *q, enum queue_type type, unsigned req, double num,
  * queue_event_free. Clears the wakeup pipe. */
 struct queue_event *queue_take(struct queue *q);
 void queue_event_free(struct queue_event *e);
+/* The producer waits while the events not taken yet hold `high` bytes of text or more, for at
+ * most wait_ms at a time (defaults: 256 KiB, 20 ms; tests set a long wait to check the bound). */
+void queue_bound(struct queue *q, size_t high, int wait_ms);
+/* What the queue held at most, and how often a producer waited (TOKTERM_DEBUG_QUEUE). */
+struct queue_stats {
+    size_t held_max;        /* bytes of text held at once, at most */
+    size_t storage_max;     /* bytes of storage holding that text, at most */
+    size_t event_max;       /* bytes of storage of one event, at most */
+    unsigned long waits;    /* pushes that waited for the consumer */
+    unsigned long timeouts; /* of them, those that went on after wait_ms without a take */
+};
+struct queue_stats queue_stats(struct queue *q);
 /* File descriptor that becomes readable when events are waiting (for poll). */
 int queue_fd(const struct queue *q);
 /* Block up to timeout_ms (-1 = forever) until events are waiting. Returns 1 when some are. */

@@ -1086,6 +1086,7 @@ size_t api_stream_sse_run(struct api_stream *st, const char *s, size_t n, size_t
     size_t room = r->room;
     struct api_shaped m;
     r->events = r->deltas = r->joined = 0;
+    r->full = 0;
     r->kind = (enum api_kind)st->shape_kind;
     while (end - p > 6 && memcmp(p, "data:", 5) == 0) {
         const char *json = p[5] == ' ' ? p + 6 : p + 5;
@@ -1106,6 +1107,7 @@ size_t api_stream_sse_run(struct api_stream *st, const char *s, size_t n, size_t
             out->len = len; /* past the room: the caller decodes this event itself */
             if (out->data)
                 out->data[len] = '\0';
+            r->full = 1;
             break;
         }
         room -= out->len - len;

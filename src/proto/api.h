@@ -234,6 +234,7 @@ struct api_run {
     unsigned long deltas;  /* out: of them, those with text (not empty) */
     unsigned long joined;  /* out: of them, those whose end and the next event's start up to
                               its text were checked in one compare (shape_gap) */
+    int full;              /* out: 1 when it stopped at an event whose text would pass room */
 };
 
 /* The fast path of a stream of plain text chunks: decode the whole SSE events at the start of

@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <time.h>
 
 #define PRODUCERS 2
 #define EVENTS 100000 /* per producer */
@@ -96,9 +97,106 @@ static void test_push_buf(void)
     queue_free(bq, NULL);
 }
 
+/* The bound on text held: a producer hands over BOUND_PUSHES batches of 1,000 bytes in their
+ * own storage (as the network thread does) while this thread takes them slowly; with a bound of
+ * 4,096 bytes and a wait long enough never to end, the queue holds at most the bound plus one
+ * push, in storage of at most five batches (a tail grown by doubling held 8 KiB), and every
+ * byte arrives in order. */
+#define BOUND_PUSHES 200
+#define BOUND_TEXT 1000
+#define BOUND_HIGH 4096
+
+static void *produce_batches(void *arg)
+{
+    struct queue *bq = arg;
+    for (int i = 0; i < BOUND_PUSHES; i++) {
+        struct buf b = BUF_INIT;
+        char text[BOUND_TEXT];
+        memset(text, 'a' + i % 26, sizeof text);
+        buf_append(&b, text, sizeof text);
+        queue_push_buf(bq, QEV_CONTENT, 1, &b, (double)i);
+        buf_free(&b);
+    }
+    return NULL;
+}
+
+static void test_bound(void)
+{
+    struct queue *bq = queue_new();
+    queue_bound(bq, BOUND_HIGH, 600000);
+    pthread_t th;
+    pthread_create(&th, NULL, produce_batches, bq);
+    size_t got = 0, most = 0, most_storage = 0;
+    int in_order = 1;
+    while (got < (size_t)BOUND_PUSHES * BOUND_TEXT) {
+        queue_wait(bq, -1);
+        struct timespec pause = {0, 200000}; /* let the producer run into the bound */
+        nanosleep(&pause, NULL);
+        size_t len = 0, storage = 0;
+        struct queue_event *e = queue_take(bq);
+        while (e) {
+            struct queue_event *next = e->next;
+            for (size_t i = 0; i < e->text.len; i++, got++)
+                if (e->text.data[i] != 'a' + (int)(got / BOUND_TEXT) % 26)
+                    in_order = 0;
+            len += e->text.len;
+            storage += e->text.cap;
+            queue_event_free(e);
+            e = next;
+        }
+        if (len > most)
+            most = len;
+        if (storage > most_storage)
+            most_storage = storage;
+    }
+    pthread_join(th, NULL);
+    struct queue_stats st = queue_stats(bq);
+    TAP_OK(got == (size_t)BOUND_PUSHES * BOUND_TEXT && in_order,
+           "bound: every byte taken, in order (%zu)", got);
+    TAP_OK(most <= BOUND_HIGH - 1 + BOUND_TEXT && st.held_max == most,
+           "bound: at most the bound plus one push held (%zu, stats %zu; bound %d)", most,
+           st.held_max, BOUND_HIGH);
+    TAP_OK(most_storage <= 5 * 1024 && st.storage_max == most_storage,
+           "bound: in the batches' own storage (%zu bytes at most, stats %zu)", most_storage,
+           st.storage_max);
+    TAP_OK(st.event_max <= 1024, "bound: no event grew past a batch (%zu)", st.event_max);
+    TAP_OK(st.waits > 0 && st.timeouts == 0, "bound: the producer waited (%lu) for takes only",
+           st.waits);
+    queue_free(bq, NULL);
+}
+
+/* Copied texts (a model's few tokens at a time) are coalesced into the tail up to 64 KiB of
+ * storage, then go on in a new event: 100 pushes of 1,000 bytes taken at once are one event
+ * per 64 KiB (one event of 128 KiB before). */
+static void test_event_cap(void)
+{
+    struct queue *cq = queue_new();
+    char text[1000];
+    memset(text, 'x', sizeof text);
+    for (int i = 0; i < 100; i++)
+        queue_push_text(cq, QEV_CONTENT, 1, text, sizeof text, (double)i);
+    size_t total = 0, most = 0, n = 0;
+    long count = 0;
+    for (struct queue_event *e = queue_take(cq), *next; e; e = next) {
+        next = e->next;
+        total += e->text.len;
+        count += e->count;
+        most = e->text.cap > most ? e->text.cap : most;
+        n++;
+        queue_event_free(e);
+    }
+    TAP_OK(total == 100000 && count == 100, "event cap: every push taken (%zu bytes, %ld)", total,
+           count);
+    TAP_OK(most <= 64 * 1024 && n == 2, "event cap: %zu events of at most %zu bytes of storage",
+           n, most);
+    queue_free(cq, NULL);
+}
+
 int main(void)
 {
     test_push_buf();
+    test_bound();
+    test_event_cap();
     /* The race is a few instructions wide: several trials (it showed in 3 of 5 single
      * trials before the fix). */
     long lost = 0, taken = 0, wakeups = 0, all = 1;
