@@ -5,8 +5,7 @@
 #include "base/sha256.h"
 #include "base/util.h"
 #include "base/xmalloc.h"
-
-#include <hiredis/hiredis.h>
+#include "net/redis_dl.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -266,6 +265,11 @@ static int state_connect(struct state *st)
         return 0;
     if (util_now() < st->next_try)
         return -1;
+    const char *missing;
+    if (redis_dl_load(&missing) != 0) {
+        state_lose(st, missing);
+        return -1;
+    }
     struct timeval tv = {0, STATE_BUDGET_MS * 1000};
     st->c = st->addr.path[0] ? redisConnectUnixWithTimeout(st->addr.path, tv)
                              : redisConnectWithTimeout(st->addr.host, st->addr.port, tv);

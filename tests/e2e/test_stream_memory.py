@@ -4,7 +4,9 @@ peak RSS against curl): the network thread's batches never grow past 64 KiB of s
 queue holds no event larger than that, and it holds at most its bound (256 KiB) plus what one
 push adds, unless a wait for a descheduled consumer ended by its timeout (then the bound was
 left on purpose and is not checked). TOKTERM_DEBUG_QUEUE makes tokterm print what its queue
-held at most. Every byte of the answer still arrives, in order. Prints TAP."""
+held at most. Every byte of the answer still arrives, in order. And a scripted run maps no
+library it does not call: hiredis is loaded only by `state = redis://` (test_redis.py), so a
+stream's process has no libhiredis in its maps. Prints TAP."""
 
 import sys
 
@@ -13,6 +15,8 @@ sys.dont_write_bytecode = True
 import hashlib  # noqa: E402
 import os  # noqa: E402
 import re  # noqa: E402
+import subprocess  # noqa: E402
+import time  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ttlib  # noqa: E402
@@ -50,4 +54,26 @@ with ttlib.FakeServer() as srv:
             t.ok(held < HIGH + BATCH and storage <= HIGH + 2 * BATCH,
                  "run %d: at most the bound plus a push held (%d bytes in %d; %d waits)"
                  % (i + 1, held, storage, waits))
+
+    # the libraries mapped while the answer stalls mid-stream (the debug switch lets a tester
+    # who is not root read the maps of a process that made itself undumpable)
+    env = ttlib.clean_env(None, {"OPENAI_BASE_URL": srv.base("gen=50,stall_after=2000,stall_s=5"),
+                                 "TOKTERM_DEBUG_DUMPABLE": "1"})
+    n0 = len(srv.requests())
+    p = subprocess.Popen([ttlib.tokterm_path(), "--incognito", "-p", "x"], env=env,
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 10
+    while len(srv.requests()) == n0 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.2)  # the stream stalls for 5 s: tokterm is still running
+    with open("/proc/%d/maps" % p.pid) as f:
+        libs = sorted({ln.split()[-1].rsplit("/", 1)[-1] for ln in f if ".so" in ln})
+    alive = p.poll() is None
+    p.kill()
+    p.wait()
+    t.ok(alive and any(lib.startswith("libcurl") for lib in libs),
+         "mid-stream: running, libcurl mapped", " ".join(libs))
+    t.ok(not [lib for lib in libs if lib.startswith("libhiredis")],
+         "mid-stream: no libhiredis mapped", " ".join(libs))
 sys.exit(t.done())
