@@ -24,7 +24,7 @@ static void redis_dl_init(void)
     memset(&api, 0, sizeof api);
     /* # and ## take the names as written, not as redis_dl.h's macros */
     const struct util_dlfn fns[] = {
-#define REDIS_DL_FN(name) {#name, &api.f_##name, sizeof api.f_##name},
+#define REDIS_DL_FN(name) {#name, &api.dl_##name, sizeof api.dl_##name},
         REDIS_DL_FUNCS(REDIS_DL_FN)
 #undef REDIS_DL_FN
     };
@@ -37,12 +37,8 @@ static void redis_dl_init(void)
 
 int redis_dl_load(const char **why)
 {
-    if (pthread_once(&redis_dl_once, redis_dl_init) != 0) {
-        *why = "cannot load hiredis: pthread_once failed";
-        return -1;
-    }
-    if (redis_dl_error[0]) {
-        *why = redis_dl_error;
+    if (pthread_once(&redis_dl_once, redis_dl_init) != 0 || redis_dl_error[0]) {
+        *why = redis_dl_error[0] ? redis_dl_error : "cannot load hiredis: pthread_once failed";
         return -1;
     }
     return 0;

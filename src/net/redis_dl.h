@@ -20,10 +20,10 @@
     X(redisConnectUnixWithTimeout) X(redisConnectWithTimeout) X(redisFree) X(redisGetReply)   \
     X(redisSetTimeout) X(freeReplyObject)
 
-/* The table: one pointer per function (f_ and its name: the names are the macros below), with
+/* The table: one pointer per function (dl_ and its name: the names are the macros below), with
  * the type of its declaration in <hiredis.h>. */
 struct redis_dl {
-#define REDIS_DL_MEMBER(name) __typeof__(name) *f_##name;
+#define REDIS_DL_MEMBER(name) __typeof__(name) *dl_##name;
     REDIS_DL_FUNCS(REDIS_DL_MEMBER)
 #undef REDIS_DL_MEMBER
 };
@@ -33,14 +33,14 @@ extern struct redis_dl redis_dl_api;
  * success; -1 with *why pointing to a message that says what to install (static). */
 int redis_dl_load(const char **why);
 
-#define redisAppendCommandArgv (redis_dl_api.f_redisAppendCommandArgv)
-#define redisBufferWrite (redis_dl_api.f_redisBufferWrite)
-#define redisCommandArgv (redis_dl_api.f_redisCommandArgv)
-#define redisConnectUnixWithTimeout (redis_dl_api.f_redisConnectUnixWithTimeout)
-#define redisConnectWithTimeout (redis_dl_api.f_redisConnectWithTimeout)
-#define redisFree (redis_dl_api.f_redisFree)
-#define redisGetReply (redis_dl_api.f_redisGetReply)
-#define redisSetTimeout (redis_dl_api.f_redisSetTimeout)
-#define freeReplyObject (redis_dl_api.f_freeReplyObject)
+#define redisAppendCommandArgv (redis_dl_api.dl_redisAppendCommandArgv)
+#define redisBufferWrite (redis_dl_api.dl_redisBufferWrite)
+#define redisCommandArgv (redis_dl_api.dl_redisCommandArgv)
+#define redisConnectUnixWithTimeout (redis_dl_api.dl_redisConnectUnixWithTimeout)
+#define redisConnectWithTimeout (redis_dl_api.dl_redisConnectWithTimeout)
+#define redisFree (redis_dl_api.dl_redisFree)
+#define redisGetReply (redis_dl_api.dl_redisGetReply)
+#define redisSetTimeout (redis_dl_api.dl_redisSetTimeout)
+#define freeReplyObject (redis_dl_api.dl_freeReplyObject)
 
 #endif
