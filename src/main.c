@@ -555,6 +555,18 @@ static int main_dispatch(struct main_run *r, const struct main_cmd *cmd)
             return 2;
         }
     }
+    /* A command that needs a key makes requests: libcurl loads on a thread of its own while
+     * this one reads the prompt, the key and the store (net_start waits for it). SQLite is
+     * loaded first, here: dlopen() holds the loader's lock, so the store would otherwise wait
+     * for all of libcurl's (a failure is told again by store_open). */
+    if (cmd->needs & SETUP_KEY) {
+        if ((cmd->needs & SETUP_STORE) && !r->a.incognito) {
+            char *serr = NULL;
+            (void)store_library_version(&serr);
+            free(serr);
+        }
+        net_library_preload();
+    }
     if (cmd->check) {
         int code = cmd->check(r);
         if (code >= 0)

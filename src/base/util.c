@@ -185,7 +185,11 @@ void *util_dlopen(const char *soname, const char *what, const char *how,
                   const struct util_dlfn *fns, size_t n, const char *(*older)(void *lib),
                   char *err, size_t size)
 {
-    void *lib = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+    /* RTLD_LAZY: a dependency built without BIND_NOW (libcurl's Kerberos, GMP, nghttp2,
+     * librtmp, zlib, ...) binds each function on its first call, so the ones never called
+     * cost nothing: libcurl's load is 18.2M -> 15.6M instructions. A library built with
+     * BIND_NOW (libcurl, OpenSSL, SQLite) is bound at load either way. */
+    void *lib = dlopen(soname, RTLD_LAZY | RTLD_LOCAL);
     if (!lib) {
         const char *why = dlerror();
         snprintf(err, size, "cannot load %s (%s): %s; %s", what, soname,

@@ -123,16 +123,15 @@ struct session *session_open(struct conf *conf, char *key, const char **err)
     s->ans_tokens = -1;
     s->cache = SESSION_CACHE_OFF;
     s->q = queue_new();
-    s->net = s->q ? net_start(s->q, err) : NULL;
-    if (!s->q)
+    if (!s->q) {
         *err = "could not create the event queue";
-    if (!s->net) {
-        if (s->q)
-            queue_free(s->q, net_result_free);
         util_free_secret(key);
         free(s);
         return NULL;
     }
+    /* The network thread starts with the first request (session_submit): the history, the
+     * cache lookup and the prompt's save do not wait for libcurl's load (main.c started it on
+     * a thread of its own), and an answer from the cache never needs it. */
     conv_init(&s->conv);
     conv_set_system(&s->conv, conf->system);
     session_history(s);
@@ -614,6 +613,21 @@ static void session_save_prompt(struct session *s, const char *error)
         s->msgs[s->n_msgs - 1].id = uid;
 }
 
+/* An exchange that ends at once, without the network: its end (outcome, why taken) is queued
+ * under a local id, which is returned. */
+static unsigned session_end_local(struct session *s, enum api_outcome outcome, char *why)
+{
+    unsigned id = SESSION_LOCAL_ID | ++s->next_local;
+    struct net_result *r = xcalloc(1, sizeof *r);
+    r->req = id;
+    r->outcome = outcome;
+    r->t.ttft = -1;
+    r->error = why;
+    r->headers = xstrdup("");
+    queue_push(s->q, QEV_END, id, 0, r);
+    return id;
+}
+
 /* Refuse to send the pending turn: it is settled as refused with why (taken), saved when the
  * chat saves refusals, and the exchange ends at once with outcome API_ERR_USAGE. */
 static unsigned session_refuse(struct session *s, char *why)
@@ -625,15 +639,20 @@ static unsigned session_refuse(struct session *s, char *why)
         conv_settle(t, CONV_REFUSED, NULL, 0, why, NULL);
         session_history(s);
     }
-    unsigned id = SESSION_LOCAL_ID | ++s->next_local;
-    struct net_result *r = xcalloc(1, sizeof *r);
-    r->req = id;
-    r->outcome = API_ERR_USAGE;
-    r->t.ttft = -1;
-    r->error = why;
-    r->headers = xstrdup("");
-    queue_push(s->q, QEV_END, id, 0, r);
-    return s->active = id;
+    return s->active = session_end_local(s, API_ERR_USAGE, why);
+}
+
+/* Hand rq (taken) to the network thread, started by the first request; its id. When the thread
+ * cannot start (libcurl missing), the exchange ends at once as a network error that says so:
+ * the prompt saved before stays, the turn fails. */
+static unsigned session_submit(struct session *s, struct net_request *rq)
+{
+    const char *err = NULL;
+    if (!s->net && !(s->net = net_start(s->q, &err))) {
+        net_request_free(rq);
+        return session_end_local(s, API_ERR_NETWORK, xstrdup(err ? err : "no network"));
+    }
+    return net_submit(s->net, rq);
 }
 
 void session_refuse_turn(struct session *s, const char *prompt, const char *why)
@@ -813,7 +832,7 @@ static unsigned session_send_planned(struct session *s)
     struct net_request *rq = session_request(s, c, s->key, body);
     rq->fallback = session_fallback_request(s, &ar);
     free(m);
-    s->active = net_submit(s->net, rq);
+    s->active = session_submit(s, rq);
     return s->active;
 }
 
@@ -993,7 +1012,7 @@ static int session_relearn(struct session *s, struct net_result *r,
     struct net_request *rq = session_request(s, s->conf, s->key, body);
     rq->fallback = session_fallback_request(s, &ar);
     free(m);
-    s->active = net_submit(s->net, rq);
+    s->active = session_submit(s, rq);
     return 1;
 }
 
@@ -1961,7 +1980,7 @@ static void session_summary_submit(struct session *s)
     struct net_request *rq = session_request(s, c, s->key, body);
     buf_reset(&s->sum_text);
     s->plan_summary_requests++;
-    s->sum_req = s->active = net_submit(s->net, rq);
+    s->sum_req = s->active = session_submit(s, rq);
 }
 
 /* What a summary request of the plan p will cost: "a summary request of N prompt tokens (up

@@ -6,6 +6,8 @@
 #include "base/util.h"
 #include "base/xmalloc.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,8 +52,33 @@ void net_headers_free(struct curl_slist *headers)
     curl_slist_free_all(headers);
 }
 
+static pthread_t net_preload_thread;
+static int net_preload_started;
+
+static void *net_preload_main(void *arg)
+{
+    (void)arg;
+    (void)curl_dl_load(NULL); /* its error, if any, is told by whoever needs curl next */
+    return NULL;
+}
+
+void net_library_preload(void)
+{
+    if (net_preload_started || curl_dl_loaded())
+        return;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old); /* signals reach the UI thread only */
+    net_preload_started = pthread_create(&net_preload_thread, NULL, net_preload_main, NULL) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
 void net_library_cleanup(void)
 {
+    if (net_preload_started) {
+        pthread_join(net_preload_thread, NULL);
+        net_preload_started = 0;
+    }
     if (curl_dl_loaded())
         curl_global_cleanup();
 }

@@ -18,7 +18,13 @@ struct curl_slist;
 /* For net/: wipe each line of a header list (one may carry a key) and free the list. */
 void net_headers_free(struct curl_slist *headers);
 
-/* At the very end of the process: libcurl's global cleanup, when it was loaded. */
+/* Start loading libcurl (dlopen, curl_global_init) on a thread of its own, so that the
+ * configuration's other work (the key, the store, the history) does not wait for it; the
+ * first user of curl waits for the load to end (pthread_once), and sees its error. Once. */
+void net_library_preload(void);
+
+/* At the very end of the process: the preload joined, libcurl's global cleanup when it was
+ * loaded. */
 void net_library_cleanup(void);
 
 /* One GET (or a POST or DELETE), its answer kept whole (up to body_max bytes) with curl's
