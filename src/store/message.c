@@ -567,9 +567,6 @@ int store_message_flush(struct store *st, int64_t msg_id)
         if (!msg_id || s->id == msg_id)
             store_stream_sent(s);
     st->last_commit = store_mono(st);
-    /* A long answer's parts are copied into the database while it still streams (past 1 MB
-     * of WAL, one copy at a time): the close then copies and syncs only what came after. */
-    store_checkpoint_async(st);
     return 0;
 }
 
