@@ -205,8 +205,10 @@ static void tui_frame(struct tui *t)
 {
     double now = util_now();
     size_t fed0 = 0, texts0 = 0, fed1 = 0, texts1 = 0;
+    unsigned long put0, made0, put1, made1;
     if (t->have_session)
         session_count_debug(t->s, &fed0, &texts0);
+    tui_draw_counts(&put0, &made0);
     tui_layout(t);
     if (t->dirty & TUI_D_FULL) {
         clearok(curscr, TRUE);
@@ -256,6 +258,9 @@ static void tui_frame(struct tui *t)
         if (t->have_session)
             session_count_debug(t->s, &fed1, &texts1);
         fprintf(t->trace, "T %zu %ld\n", fed1 - fed0, (long)texts1 - (long)texts0);
+        /* C <cells the frame drew> <cells setcchar made>: ASCII cells are copies */
+        tui_draw_counts(&put1, &made1);
+        fprintf(t->trace, "C %lu %lu\n", put1 - put0, made1 - made0);
     }
     t->oldest = 0;
     t->undrawn = 0;

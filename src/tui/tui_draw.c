@@ -6,12 +6,14 @@
 #include "text/wrap.h"
 #include "base/xmalloc.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <wchar.h>
 
 static attr_t tui_draw_attrs[THEME_SLOT_COUNT];
 static short tui_draw_pairs[THEME_SLOT_COUNT];
+static unsigned long tui_cells_put, tui_cells_made; /* tui_draw_counts */
 
 static attr_t tui_draw_map(unsigned a)
 {
@@ -102,13 +104,67 @@ static void tui_row_cell(struct tui_row *r, const wchar_t *wc, int nwc, attr_t a
     setcchar(&r->cells[r->n], tmp, a, pair, NULL);
     r->n++;
     r->col += w;
+    tui_cells_put++;
+    tui_cells_made++;
+}
+
+/* The cells of printable ASCII in one style (attributes and pair), each made by setcchar the
+ * first time it is drawn: most cells of a frame are ASCII in a few styles, and a copy costs a
+ * tenth of a setcchar. Up to TUI_ASCII_STYLES styles are kept, the oldest replaced first. */
+#define TUI_ASCII_STYLES 8
+struct tui_ascii {
+    attr_t a;
+    short pair;
+    int used;
+    uint64_t made[2]; /* bit c - 0x20: cell[c - 0x20] is made */
+    cchar_t cell[0x7F - 0x20];
+};
+static struct tui_ascii tui_ascii_cache[TUI_ASCII_STYLES];
+static unsigned tui_ascii_next;
+
+static struct tui_ascii *tui_ascii_style(attr_t a, short pair)
+{
+    for (int i = 0; i < TUI_ASCII_STYLES; i++) {
+        struct tui_ascii *e = &tui_ascii_cache[i];
+        if (e->used && e->a == a && e->pair == pair)
+            return e;
+    }
+    struct tui_ascii *e = &tui_ascii_cache[tui_ascii_next++ % TUI_ASCII_STYLES];
+    e->a = a;
+    e->pair = pair;
+    e->used = 1;
+    e->made[0] = e->made[1] = 0;
+    return e;
+}
+
+/* Append the cell of printable ASCII c (0x20..0x7E) in style e. */
+static void tui_row_ascii(struct tui_row *r, struct tui_ascii *e, unsigned char c)
+{
+    unsigned k = c - 0x20u;
+    if (!(e->made[k >> 6] >> (k & 63) & 1)) {
+        wchar_t wc[2] = {(wchar_t)c, L'\0'};
+        setcchar(&e->cell[k], wc, e->a, e->pair, NULL);
+        e->made[k >> 6] |= (uint64_t)1 << (k & 63);
+        tui_cells_made++;
+    }
+    tui_cells_put++;
+    XGROW(r->cells, r->n + 1, r->cap);
+    r->cells[r->n++] = e->cell[k];
+    r->col++;
 }
 
 static void tui_row_spaces(struct tui_row *r, int k, attr_t a, short pair)
 {
     static const wchar_t sp[1] = {L' '};
-    while (k-- > 0 && r->col < r->width)
-        tui_row_cell(r, sp, 1, a, pair, 1);
+    if (k <= 0 || r->col >= r->width)
+        return;
+    struct tui_ascii *e = r->overlay ? NULL : tui_ascii_style(a, pair);
+    while (k-- > 0 && r->col < r->width) {
+        if (e)
+            tui_row_ascii(r, e, ' ');
+        else
+            tui_row_cell(r, sp, 1, a, pair, 1);
+    }
 }
 
 static int tui_draw_is_control(uint32_t cp)
@@ -188,10 +244,16 @@ int tui_row_put(struct tui_row *r, const char *s, size_t n, int slot, unsigned e
     short pair = tui_draw_pair(slot);
     int start = r->col;
     r->overlay = extra & THEME_ATTR_STRIKE ? (wchar_t)0x0336 : 0;
+    struct tui_ascii *e = r->overlay || !n ? NULL : tui_ascii_style(a, pair);
     size_t pos = 0;
     while (pos < n && r->col < r->width) {
         unsigned char c = (unsigned char)s[pos];
         if (c < 0x80 && (pos + 1 == n || (unsigned char)s[pos + 1] < 0x80)) {
+            if (e && c >= 0x20 && c < 0x7F) {
+                tui_row_ascii(r, e, c);
+                pos++;
+                continue;
+            }
             wchar_t wc = c >= 0x20 && c < 0x7F ? (wchar_t)c
                        : (c == '\t' || c == '\n') ? L' ' : (wchar_t)UTF8_REPLACEMENT;
             tui_row_cell(r, &wc, 1, a, pair, 1);
@@ -259,6 +321,12 @@ void tui_row_blit(struct tui_row *r, WINDOW *w, int y, int slot)
     tui_row_fill(r, r->width, slot);
     if (r->n)
         mvwadd_wchnstr(w, y, 0, r->cells, (int)r->n);
+}
+
+void tui_draw_counts(unsigned long *put, unsigned long *made)
+{
+    *put = tui_cells_put;
+    *made = tui_cells_made;
 }
 
 void tui_row_free(struct tui_row *r)

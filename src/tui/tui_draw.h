@@ -61,6 +61,10 @@ void tui_row_blit(struct tui_row *r, WINDOW *w, int y, int slot);
 /* Free the row's memory. */
 void tui_row_free(struct tui_row *r);
 
+/* Cells appended to rows so far, and how many of them setcchar made (printable ASCII is made
+ * once per character and style, then copied): for --trace. */
+void tui_draw_counts(unsigned long *put, unsigned long *made);
+
 /* Display width of sanitised text, as tui_row_put draws it. */
 int tui_draw_width(const char *s, size_t n);
 

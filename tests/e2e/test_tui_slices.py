@@ -5,7 +5,9 @@ An answer replayed from the response cache reaches the chat as one batch (here ~
 Markdown: ~80 ms of styling); the network hands over up to 256 KiB at a time. The chat styles a
 batch TUI_SLICE bytes at a time and, when a frame falls due before the batch is done, draws
 it there: --trace writes "P <bytes styled> <batch bytes>" for each such frame. Before, the
-whole batch was styled before the next frame. Prints TAP; skips cleanly without tmux."""
+whole batch was styled before the next frame. The trace's "C" lines say a frame copies the
+cells of ASCII text instead of making each with setcchar. Prints TAP; skips cleanly without
+tmux."""
 
 import sys
 
@@ -75,8 +77,15 @@ with open(os.path.join(home, ".config", "tokterm", "config"), "w") as f:
     f.write("cache_max_mb = 1000\n")  # an answer of up to 10 MB is cached
 tdir = ttlib.tempdir("tt-slices-")
 with ttlib.FakeServer(extra_args=["--fixtures", fx]) as srv:
-    ok, screen, code, _ = chat(srv, home, os.path.join(tdir, "first"), "\u2713")
+    ok, screen, code, first = chat(srv, home, os.path.join(tdir, "first"), "\u2713")
     t.ok(ok and code == 0, "the answer streams and is saved (the cache has it)", screen)
+    # "C <cells drawn> <cells setcchar made>" per frame: a cell of printable ASCII is made once
+    # per character and style, then copied (setcchar for each cell was a fifth of a frame)
+    cells = [[int(x) for x in ln.split()[1:]] for ln in first if ln.startswith("C ")]
+    put, made = sum(c[0] for c in cells), sum(c[1] for c in cells)
+    t.ok(len(cells) >= 2 and put >= 1000 and made * 10 <= put,
+         "the frames copy ASCII cells: setcchar made %d of %d cells (%d frames)"
+         % (made, put, len(cells)), first[:40])
     ok, screen, code, lines = chat(srv, home, os.path.join(tdir, "replay"), "from the cache")
     t.ok(ok and code == 0, "the same prompt again is answered from the cache", screen)
     t.ok("Paragraph 7999:" in screen, "and its end is on screen", screen)
