@@ -12,9 +12,17 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #define TUI_VIEW_ADD_PIECE (1u << 20) /* tui_view_add styles a long text this much at a time */
 #define TUI_VIEW_STYLE_MAX (1u << 20) /* a longer line is never styled (shown as previewed) */
+/* A long line growing in batches of a fast sender (16 KiB or more at a time) takes a block of
+ * huge pages once it passes 128 KiB, instead of doubling up to 1 MiB in small pages (256 page
+ * faults and a copy of the line) first: buf.c's blocks from XMALLOC_HUGE_MIN on are huge. */
+#define TUI_VIEW_FAST_BATCH (16u << 10)
+#define TUI_VIEW_FAST_GROW (128u << 10)
 
 enum { TUI_PART_REASONING, TUI_PART_BODY, TUI_PART_FOOTER, TUI_PARTS };
 
@@ -303,9 +311,22 @@ static void tui_part_long_clean(struct tui_part *p, const char *s, size_t n)
 
 static int tui_ascii_printable(const char *s, size_t n)
 {
+    size_t i = 0;
+#ifdef __SSE2__
+    /* 64 bytes at a time: signed, a byte >= 0x80 is below 0x20 too */
+    const __m128i lo = _mm_set1_epi8(0x20), hi = _mm_set1_epi8(0x7E);
+    for (; i + 64 <= n; i += 64) {
+        __m128i bad = _mm_setzero_si128();
+        for (int k = 0; k < 64; k += 16) {
+            __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(s + i + k));
+            bad = _mm_or_si128(bad, _mm_or_si128(_mm_cmplt_epi8(x, lo), _mm_cmpgt_epi8(x, hi)));
+        }
+        if (_mm_movemask_epi8(bad))
+            return 0;
+    }
+#endif
     /* eight bytes at a time: any byte < 0x20, or > 0x7E (which takes in bytes >= 0x80) */
     const uint64_t ones = 0x0101010101010101u, high = 0x8080808080808080u;
-    size_t i = 0;
     for (; i + 8 <= n; i += 8) {
         uint64_t x;
         memcpy(&x, s + i, 8);
@@ -326,6 +347,9 @@ static void tui_part_long_append(struct tui_part *p, const char *s, size_t n)
         tui_part_long_clean(p, s, n);
         return;
     }
+    if (n >= TUI_VIEW_FAST_BATCH && p->line.cap < XMALLOC_HUGE_MIN &&
+        p->line.len + n >= TUI_VIEW_FAST_GROW)
+        buf_reserve(&p->line, XMALLOC_HUGE_MIN); /* a fast sender's line: huge pages now */
     buf_append(&p->line, s, n);
     if (p->lraw && tui_ascii_printable(s, n))
         return;
