@@ -1448,15 +1448,22 @@ static void release_candidate(struct markdown *md)
     free(raw);
 }
 
+/* A source line as the block rules see it: a final '\r' dropped, cleaned (wrap_clean) into
+ * md->scratch; *n gets its length. */
+static const char *clean_line(struct markdown *md, const char *src, size_t *n)
+{
+    if (*n && src[*n - 1] == '\r')
+        (*n)--;
+    buf_reset(&md->scratch);
+    wrap_clean(&md->scratch, src, *n);
+    *n = md->scratch.len;
+    return buf_str(&md->scratch);
+}
+
 static void process_line(struct markdown *md, const char *src, size_t n)
 {
     struct sink k = {md, 1};
-    if (n && src[n - 1] == '\r')
-        n--;
-    buf_reset(&md->scratch);
-    wrap_clean(&md->scratch, src, n);
-    const char *s = buf_str(&md->scratch);
-    n = md->scratch.len;
+    const char *s = clean_line(md, src, &n);
 
     if (md->st.fence) {
         if (fence_close(&md->st, s, n))
@@ -1685,6 +1692,100 @@ const struct markdown_line *markdown_pending_line(struct markdown *md, size_t i)
     if (i == md->nheld && md->have_partial)
         return &md->partial;
     return NULL;
+}
+
+/* ---- a new styler's place (markdown_restart) ---- */
+
+static int restart_ws(char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+/* s[0..n) (no '\n') is blank once cleaned: spaces and tabs, then at most one '\r'. */
+static int restart_blank(const char *s, size_t n)
+{
+    if (n && s[n - 1] == '\r')
+        n--;
+    for (size_t i = 0; i < n; i++)
+        if (!restart_ws(s[i]))
+            return 0;
+    return 1;
+}
+
+/* The fence state after the line s[0..n) (a line whose first byte past its blanks is ` or ~),
+ * as process_line decides it; -1 when a table could have taken the line as a row instead. */
+static int restart_fence_line(struct markdown *md, struct mdstate *st, const char *s, size_t n)
+{
+    const char *c = clean_line(md, s, &n);
+    if (st->fence) {
+        if (fence_close(st, c, n))
+            st->fence = 0;
+        return 0;
+    }
+    size_t indent = count_indent(c, n);
+    char fch;
+    size_t flen = fence_open(c + indent, n - indent, &fch);
+    if (!flen)
+        return 0;
+    if (memchr(c, '|', n))
+        return -1; /* a held table's row, or a fence: not worth telling apart */
+    st->fence = 1;
+    st->fence_ch = fch;
+    st->fence_len = (int)flen;
+    return 0;
+}
+
+size_t markdown_restart(struct markdown *md, const char *s, size_t n, size_t min_lines,
+                        size_t max_line)
+{
+    if (md->finished || n == 0)
+        return 0;
+    /* the last place with min_lines finished lines after it */
+    size_t pos = n;
+    for (size_t k = 0; k <= min_lines; k++) {
+        const char *nl = pos ? memrchr(s, '\n', pos) : NULL;
+        if (!nl)
+            return 0;
+        pos = (size_t)(nl - s);
+    }
+    size_t limit = pos + 1;
+    /* the line md has begun: its first byte tells whether it could be a fence's */
+    size_t first = md->cur.len;
+    if (first) {
+        size_t i = 0;
+        while (i < first && restart_ws(md->cur.data[i]))
+            i++;
+        if (i == first || md->cur.data[i] == '`' || md->cur.data[i] == '~')
+            return 0;
+    }
+    struct mdstate st = md->st;
+    size_t at = 0, best = 0;
+    int prev_blank = 0;
+    for (;;) {
+        if (at > 0 && !st.fence && prev_blank && !restart_ws(s[at]) && s[at] != '\n' &&
+            s[at] != '\r')
+            best = at; /* column 0 after a blank line, outside a fence */
+        if (at >= limit)
+            break;
+        size_t e = (size_t)((const char *)memchr(s + at, '\n', n - at) - s);
+        if (first + e - at > max_line)
+            break; /* a long line goes to the new styler (or is not styled at all) */
+        size_t i = at;
+        while (i < e && restart_ws(s[i]))
+            i++;
+        prev_blank = 0;
+        if (first) {
+            /* the rest of md's line: neither blank nor a fence (above) */
+        } else if (i < e && (s[i] == '`' || s[i] == '~')) {
+            if (restart_fence_line(md, &st, s + at, e - at) < 0)
+                break;
+        } else if (!st.fence) {
+            prev_blank = restart_blank(s + at, e - at);
+        }
+        first = 0;
+        at = e + 1;
+    }
+    return best;
 }
 
 void markdown_code_block(struct buf *out, const char *info, const char *text, size_t len,

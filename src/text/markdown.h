@@ -112,6 +112,17 @@ size_t markdown_pending_count(struct markdown *md);
 /* Provisional line i (< markdown_pending_count), owned by md, valid until the next feed. */
 const struct markdown_line *markdown_pending_line(struct markdown *md, size_t i);
 
+/* Where a new styler may take over from md, which is to be fed s[0..n) next: the start L of
+ * the last line of s such that markdown_new() fed s[L..) gives exactly the lines md would give
+ * after s[0..L) (L begins a line in column 0 after a blank line, outside a code fence, so no
+ * block state crosses it), with at least min_lines finished lines from L on and no line before
+ * L longer than max_line bytes (md's unfinished line counted in); 0 when there is none. After
+ * s[0..L), md holds no unfinished line and no table. The scan looks at the first bytes of
+ * each line (a line that could be a fence is cleaned and checked as process_line would): the
+ * chat styles a large batch's last screenful first and the text before it later. */
+size_t markdown_restart(struct markdown *md, const char *s, size_t n, size_t min_lines,
+                        size_t max_line);
+
 struct buf;
 /* Writing, not styling: text[0..len) as a fenced code block for a Markdown reader (a model's
  * prompt): a fence of backticks one longer than text's longest run of them (3 at least), info

@@ -849,6 +849,66 @@ static void dlist_rewrap(struct dlist *dl, int width)
         dline_wrap(dl, &dl->v[i], width);
 }
 
+/* Move src's lines to the end of dl: line records, rows, spans and table layouts are appended
+ * (their indexes shifted), text blocks change hands; nothing is copied twice or rewrapped. */
+static void dlist_splice(struct dlist *dl, struct dlist *src)
+{
+    size_t rows0 = dl->rows.n, spans0 = dl->nspans, tabs0 = dl->ntabs, total0 = dl->total;
+    for (size_t i = dl->ntabs; i < dl->ntabs_made; i++)
+        table_out_free(&dl->tabs[i]); /* spare slots: src's come right after the used ones */
+    dl->ntabs_made = dl->ntabs;
+    if (src->ntabs_made) {
+        XGROW(dl->tabs, tabs0 + src->ntabs_made, dl->captabs);
+        memcpy(dl->tabs + tabs0, src->tabs, src->ntabs_made * sizeof(*src->tabs));
+        dl->ntabs += src->ntabs;
+        dl->ntabs_made += src->ntabs_made;
+        src->ntabs = src->ntabs_made = 0;
+    }
+    if (src->rows.n) {
+        XGROW(dl->rows.v, rows0 + src->rows.n, dl->rows.cap);
+        memcpy(dl->rows.v + rows0, src->rows.v, src->rows.n * sizeof(*src->rows.v));
+        dl->rows.n += src->rows.n;
+    }
+    if (src->nspans) {
+        XGROW(dl->spans, spans0 + src->nspans, dl->capspans);
+        memcpy(dl->spans + spans0, src->spans, src->nspans * sizeof(*src->spans));
+        dl->nspans += src->nspans;
+    }
+    XGROW(dl->v, dl->n + src->n, dl->cap);
+    for (size_t i = 0; i < src->n; i++) {
+        struct dline l = src->v[i];
+        l.row0 += total0;
+        l.span0 += (uint32_t)spans0;
+        if (l.flags & DL_TABLE)
+            l.ri += (uint32_t)tabs0;
+        else if (!(l.flags & DL_ONEROW))
+            l.ri += (uint32_t)rows0;
+        dl->v[dl->n++] = l;
+    }
+    dl->total += src->total;
+    if (src->text.n) { /* src's last block stays the open one */
+        XGROW(dl->text.blocks, dl->text.n + src->text.n, dl->text.cap);
+        memcpy(dl->text.blocks + dl->text.n, src->text.blocks,
+               src->text.n * sizeof(*src->text.blocks));
+        dl->text.n += src->text.n;
+        dl->text.used = src->text.used;
+        dl->text.size = src->text.size;
+        free(src->text.blocks);
+        memset(&src->text, 0, sizeof(src->text));
+    }
+    src->n = src->rows.n = src->total = src->nspans = 0;
+}
+
+void wrap_doc_splice(struct wrap_doc *d, struct wrap_doc *src)
+{
+    wrap_doc_set_width(src, d->width);
+    dlist_clear(&d->pend);
+    dlist_splice(&d->fin, &src->fin);
+    struct dlist pend = d->pend; /* src's pending lines become d's (d's list, empty, goes to src) */
+    d->pend = src->pend;
+    src->pend = pend;
+}
+
 struct wrap_doc *wrap_doc_new(int width)
 {
     struct wrap_doc *d = xcalloc(1, sizeof(*d));

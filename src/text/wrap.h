@@ -164,6 +164,13 @@ void wrap_doc_pending_add(struct wrap_doc *d, const struct wrap_line *line);
 void wrap_doc_append_text(struct wrap_doc *d, const char *s, size_t n, int slot,
                           unsigned flags);
 
+/* Move every line of src (finished, then pending) to the end of d, whose pending lines are
+ * dropped: d then reads as if they had been pushed into it, at d's width. Their records move
+ * (indexes shifted, text blocks handed over), nothing is restyled or, at the same width,
+ * rewrapped; src is left empty. The chat joins the rows of an answer's last screenful, styled
+ * first, to the text before it once that is styled. */
+void wrap_doc_splice(struct wrap_doc *d, struct wrap_doc *src);
+
 /* Finished lines so far. */
 size_t wrap_doc_lines(const struct wrap_doc *d);
 

@@ -1,6 +1,7 @@
 /* test_markdown.c - each construct, chunking invariance, pending lines, sanitising. */
 #include "config.h"
 #include "tap.h"
+#include "wrapdump.h"
 #include "text/markdown.h"
 #include "base/buf.h"
 #include "base/util.h"
@@ -545,6 +546,194 @@ static void test_fast_scan(void)
     TAP_OK(!bad, "run-skipping inline scan = byte-by-byte scan on 400 random lines");
 }
 
+/* markdown_restart: a new styler taking over at the place it names gives the lines the one
+ * styler would, wherever the old one stood (every place it may name is tried: each min_lines,
+ * from several starting points); places inside fences, lists, tables or after a line that is
+ * not blank are never named. */
+static const char restart_doc[] =
+    "# Title\n"
+    "\n"
+    "Para with **bold** and `code`.\n"
+    "\n"
+    "- item one\n"
+    "\n"
+    "  continued after a blank line\n"
+    "    - nested\n"
+    "\n"
+    "- item two at column 0\n"
+    "  1. numbered\n"
+    "\n"
+    "Text at column 0 ends the list.\n"
+    "\n"
+    "```python\n"
+    "s = \"\"\"a string\n"
+    "\n"
+    "column 0 inside the fence, after a blank line\n"
+    "\"\"\"\n"
+    "\n"
+    "x = 1\n"
+    "```\n"
+    "\n"
+    "~~~~\n"
+    "\n"
+    "~~~ not closing (shorter)\n"
+    "\n"
+    "still code\n"
+    "~~~~~\n"
+    "\n"
+    "| a | b |\n"
+    "|---|---|\n"
+    "| 1 | 2 |\n"
+    "\n"
+    "| c | d |\n"
+    "|---|---|\n"
+    "```| a row, not a fence |\n"
+    "\n"
+    "after the table\r\n"
+    "\t\n"
+    "> quote\n"
+    "> > deeper\n"
+    "\n"
+    "\t- tab-indented item\n"
+    "\n"
+    "  ```\n"
+    "  indented fence\n"
+    "\n"
+    "  still inside\n"
+    "  ```\n"
+    "\n"
+    "`inline` at the start\n"
+    "\n"
+    "---\n"
+    "\n"
+    "1. one\n"
+    "2. two\n"
+    "\n"
+    "Last paragraph \xE4\xB8\xAD\xE6\x96\x87\n"
+    "\n"
+    "## end\n"
+    "tail without newline";
+
+static void test_restart(void)
+{
+    const char *src = restart_doc;
+    size_t n = strlen(src);
+    char *want = render(src, n);
+    int tried = 0, bad = 0, pending = 0;
+    size_t lines = 0;
+    for (size_t i = 0; i < n; i++)
+        lines += src[i] == '\n';
+    static const size_t starts[] = {0, 1, 9, 40, 150, 260, 400};
+    for (size_t si = 0; si < sizeof(starts) / sizeof(starts[0]); si++) {
+        size_t c = starts[si];
+        size_t last = SIZE_MAX;
+        for (size_t k = 0; k <= lines; k++) {
+            struct markdown *a = markdown_new(THEME_ASSISTANT);
+            markdown_feed(a, src, c);
+            size_t at = markdown_restart(a, src + c, n - c, k, 1 << 20);
+            if (at == 0 || at == last) {
+                markdown_free(a);
+                continue;
+            }
+            last = at;
+            tried++;
+            markdown_feed(a, src + c, at);
+            pending += markdown_pending_count(a) != 0;
+            struct markdown *b = markdown_new(THEME_ASSISTANT);
+            markdown_feed(b, src + c + at, n - c - at);
+            markdown_finish(b);
+            char *da = dump_all(a), *db = dump_all(b);
+            struct buf got = BUF_INIT;
+            buf_appends(&got, da);
+            buf_appends(&got, db);
+            if (strcmp(buf_str(&got), want) != 0) {
+                if (!bad)
+                    printf("# restart at %zu (from %zu) differs:\n%s", c + at, c, buf_str(&got));
+                bad++;
+            }
+            buf_free(&got);
+            free(da);
+            free(db);
+            markdown_free(a);
+            markdown_free(b);
+        }
+    }
+    TAP_OK(tried >= 20, "restart: %d places tried", tried);
+    TAP_INT(bad, 0, "restart: a new styler there gives the same lines");
+    TAP_INT(pending, 0, "restart: the old styler holds nothing unfinished there");
+    /* never inside a fence, a list's continuation, or after a line that is not blank */
+    static const char *const never[] = {"column 0 inside", "still code", "still inside",
+                                        "continued after", "  1. numbered", "| 1 | 2 |"};
+    int found = 0;
+    for (size_t k = 0; k <= lines; k++) {
+        struct markdown *a = markdown_new(THEME_ASSISTANT);
+        size_t at = markdown_restart(a, src, n, k, 1 << 20);
+        for (size_t j = 0; j < sizeof(never) / sizeof(never[0]); j++)
+            found += at && strncmp(src + at, never[j], strlen(never[j])) == 0;
+        markdown_free(a);
+    }
+    TAP_INT(found, 0, "restart: no place inside a block");
+    /* min_lines finished lines after the place, and a long line before it stops the scan */
+    struct markdown *a = markdown_new(THEME_ASSISTANT);
+    const char *three = "a\n\nb\n\nc\n\nd\n";
+    TAP_INT(markdown_restart(a, three, strlen(three), 2, 100), 6, "restart: 2 lines after it");
+    TAP_INT(markdown_restart(a, three, strlen(three), 3, 100), 6, "restart: 3 lines after it");
+    TAP_INT(markdown_restart(a, three, strlen(three), 4, 100), 3, "restart: 4 lines after it");
+    TAP_INT(markdown_restart(a, three, strlen(three), 9, 100), 0, "restart: too few lines");
+    TAP_INT(markdown_restart(a, "aaaaaaaa\n\nb\n\nc\n", 15, 1, 4), 0,
+            "restart: a line over max_line before it");
+    markdown_feed(a, "```", 3); /* md's own line could become a fence */
+    TAP_INT(markdown_restart(a, "\n\nb\n\nc\n\nd\n", 11, 1, 100), 0,
+            "restart: not after an unfinished line that may open a fence");
+    markdown_free(a);
+    free(want);
+}
+
+/* wrap_doc_splice: the finished lines [0, k) in one document and the rest (finished and
+ * pending) in another, joined, read row for row like one document that got them all, at the
+ * width they were made at and after a resize; tables, rules and code among them. */
+static void test_splice(void)
+{
+    const char *src = restart_doc;
+    struct markdown *md = markdown_new(THEME_ASSISTANT);
+    markdown_feed(md, src, strlen(src) - 4); /* "tail without newl": a pending line */
+    size_t n = markdown_count(md), np = markdown_pending_count(md);
+    int bad = 0, badw = 0;
+    for (size_t k = 0; k <= n; k++) {
+        int w = 14 + (int)(k % 3) * 9;
+        struct wrap_doc *one = wrap_doc_new(w), *a = wrap_doc_new(w), *b = wrap_doc_new(w);
+        for (size_t i = 0; i < n; i++) {
+            wrap_doc_push(one, &markdown_line(md, i)->wl);
+            wrap_doc_push(i < k ? a : b, &markdown_line(md, i)->wl);
+        }
+        for (size_t i = 0; i < np; i++) {
+            wrap_doc_pending_add(one, &markdown_pending_line(md, i)->wl);
+            wrap_doc_pending_add(b, &markdown_pending_line(md, i)->wl);
+            if (k % 2)
+                wrap_doc_pending_add(a, &markdown_pending_line(md, i)->wl); /* dropped */
+        }
+        wrap_doc_set_width(b, k % 4 == 3 ? w + 5 : w); /* src at another width: rewrapped */
+        wrap_doc_splice(a, b);
+        char *x = doc_dump(one), *y = doc_dump(a);
+        bad += strcmp(x, y) != 0 || wrap_doc_rows(b) != 0 || wrap_doc_lines(a) != n;
+        free(x);
+        free(y);
+        wrap_doc_set_width(one, w + 11);
+        wrap_doc_set_width(a, w + 11);
+        x = doc_dump(one);
+        y = doc_dump(a);
+        badw += strcmp(x, y) != 0;
+        free(x);
+        free(y);
+        wrap_doc_free(one);
+        wrap_doc_free(a);
+        wrap_doc_free(b);
+    }
+    TAP_OK(bad == 0, "splice: two documents joined read like one (%zu places, %d differ)", n + 1, bad);
+    TAP_INT(badw, 0, "splice: and after a resize");
+    markdown_free(md);
+}
+
 int main(void)
 {
     test_inline();
@@ -556,5 +745,7 @@ int main(void)
     test_with_wrap();
     test_fast_scan();
     test_hostile();
+    test_restart();
+    test_splice();
     return tap_done();
 }

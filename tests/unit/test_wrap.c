@@ -1,6 +1,7 @@
 /* test_wrap.c - cluster widths, wrapping at many widths, preformatted rows, wrap_doc. */
 #include "config.h"
 #include "tap.h"
+#include "wrapdump.h"
 #include "text/wrap.h"
 #include "base/xmalloc.h"
 #include "base/buf.h"
@@ -135,21 +136,6 @@ static const char *const samples[] = {
 };
 
 /* Render all rows of a document into one string (text, width, indent, spans). */
-static char *doc_dump(const struct wrap_doc *d)
-{
-    struct buf b = BUF_INIT;
-    struct wrap_view v;
-    for (size_t i = 0; wrap_doc_row(d, i, &v) == 0; i++) {
-        buf_printf(&b, "%zu:%d:%d:%d:%u:", v.line, v.width, v.indent, v.first, v.tag);
-        buf_append(&b, v.text, v.len);
-        for (size_t k = 0; k < v.nspans; k++)
-            buf_printf(&b, "[%u+%u s%u a%u]", v.spans[k].off, v.spans[k].len, v.spans[k].slot,
-                       v.spans[k].attrs);
-        buf_appendc(&b, '\n');
-    }
-    return buf_take(&b);
-}
-
 /* Spans of every row must cover the row exactly. */
 static int doc_spans_cover(const struct wrap_doc *d)
 {
