@@ -41,6 +41,8 @@
 #define TUI_COUNT_STEP 16384       /* answer bytes counted at a time when no usage will count
                                       them (~0.5 ms), */
 #define TUI_COUNT_ROOM 0.002       /* when the next frame is at least this far */
+#define TUI_LAZY_QUIET 0.05        /* text set aside by a large batch is styled once no text
+                                      came for this long (or the answer ended) */
 #define TUI_RESUME_SHOWN 500 /* messages a resumed conversation shows in the chat */
 #define TUI_PROMPT "\xE2\x80\xBA "
 #define TUI_CTRL_C_QUIT 2.0 /* seconds: a second Ctrl-C on an empty prompt this soon quits */
@@ -201,6 +203,15 @@ static void tui_frame_status(struct tui *t)
     }
 }
 
+/* --trace: Y <text the session handed over> <text the transcript took> <text styled>, after
+ * each frame and when the text set aside by large batches is all styled (a large batch is
+ * taken whole, its last screenful styled first, the rest later). */
+static void tui_trace_styled(struct tui *t)
+{
+    size_t taken = 0, styled = tui_view_styled(t->view, &taken);
+    fprintf(t->trace, "Y %zu %zu %zu\n", t->sink_bytes, taken, styled);
+}
+
 static void tui_frame(struct tui *t)
 {
     double now = util_now();
@@ -261,6 +272,7 @@ static void tui_frame(struct tui *t)
         /* C <cells the frame drew> <cells setcchar made>: ASCII cells are copies */
         tui_draw_counts(&put1, &made1);
         fprintf(t->trace, "C %lu %lu\n", put1 - put0, made1 - made0);
+        tui_trace_styled(t);
     }
     t->oldest = 0;
     t->undrawn = 0;
@@ -543,18 +555,28 @@ void tui_resume(struct tui *t, int64_t id, int replace)
 static double tui_frame_due(const struct tui *t);
 static void tui_frame_cost(struct tui *t, double t0);
 
-/* Text of the answer: styled TUI_SLICE bytes at a time, and when a frame falls due before a
- * large batch (a cache replay is one, the network's up to 256 KiB) is all styled, the frame
- * is drawn there, so what arrived first is on screen before the rest is styled. Such frames
- * keep to TUI_FRAME apart (not TUI_FRAME_MIN: a backlog is not drawn at 120 Hz, each frame
- * costs a screenful). The rest counts as arrived at t1 (an upper bound of its delay). */
+/* Text of the answer. A large batch (a cache replay is one, the network's up to 256 KiB) has
+ * its last screenful styled first when the transcript can (tui_view_answer_defer), and a
+ * frame shows it at once: the text before it waits for the loop's quiet time
+ * (tui_view_lazy_step). What is styled now goes TUI_SLICE bytes at a time, and when a frame
+ * falls due before it is all styled (a batch that could not be split: one long code block),
+ * the frame is drawn there, so what arrived first is on screen before the rest is styled.
+ * Such frames keep to TUI_FRAME apart (not TUI_FRAME_MIN: a backlog is not drawn at 120 Hz,
+ * each frame costs a screenful). The rest counts as arrived at t1 (an upper bound of its
+ * delay). */
 static void tui_sink_text(void *ud, int reasoning, const char *s, size_t n, double t1, double t2)
 {
     struct tui *t = ud;
     if (t->answer == TUI_NO_ANSWER)
         return;
     tui_tools_answer_next(t); /* after a tool round: a new answer below its lines */
-    for (size_t at = 0; at < n;) {
+    t->sink_bytes += n;
+    t->last_text = util_now();
+    int first = t->st.bytes == 0; /* no text of this answer on screen yet */
+    size_t lazy = tui_view_answer_defer(t->view, t->answer, reasoning, s, n), at = lazy;
+    if (at && !reasoning)
+        tui_status_text(&t->st, at, t1, t2);
+    while (at < n) {
         size_t k = n - at > TUI_SLICE ? TUI_SLICE : n - at;
         tui_view_answer_text(t->view, t->answer, reasoning, s + at, k);
         if (!reasoning)
@@ -577,6 +599,13 @@ static void tui_sink_text(void *ud, int reasoning, const char *s, size_t n, doub
         }
     }
     t->dirty |= TUI_D_VIEW | TUI_D_STATUS;
+    if (lazy && (first || util_now() >= t->last_frame + TUI_FRAME_MIN)) {
+        /* a large batch, its end styled: on screen now, not after what the session does
+         * next (a replay's end saves the answer) */
+        double t0 = util_now();
+        tui_frame(t);
+        tui_frame_cost(t, t0);
+    }
 }
 
 static void tui_sink_headers(void *ud, long status)
@@ -1353,6 +1382,26 @@ static int tui_run_timeout(struct tui *t, const struct session_sink *sink, doubl
             timeout = tui_ms_until(due, now);
         }
     }
+    size_t taken = 0, styled = tui_view_styled(t->view, &taken);
+    if (styled < taken) {
+        /* the text before a large batch's last screenful: styled once the stream pauses or
+         * ends (a fast sender's stream is over soon; until then the text on screen goes
+         * first), TUI_SLICE at a time while no frame is due */
+        now = util_now();
+        double quiet = t->answer == TUI_NO_ANSWER ? now : t->last_text + TUI_LAZY_QUIET;
+        if (now < quiet) {
+            int ms = tui_ms_until(quiet, now);
+            if (timeout < 0 || ms < timeout)
+                timeout = ms;
+        } else if (!t->dirty || now + TUI_COUNT_ROOM < tui_frame_due(t)) {
+            if (tui_view_lazy_step(t->view, TUI_SLICE) > 0)
+                timeout = 0;
+            if (t->trace && tui_view_styled(t->view, &taken) == taken) {
+                tui_trace_styled(t);
+                fflush(t->trace);
+            }
+        }
+    }
     if (t->answer != TUI_NO_ANSWER && t->have_session && session_answer_count_wanted(t->s) &&
         (!t->dirty || util_now() + TUI_COUNT_ROOM < tui_frame_due(t))) {
         /* no usage will count the answer: count what arrived, a step at a time, while no
@@ -1583,6 +1632,7 @@ int tui_run(struct conf *conf, char *key, const struct tui_opts *o)
     }
     t->view = tui_view_new();
     tui_view_set_highlight(t->view, conf->highlight);
+    tui_view_set_lazy(t->view, 1);
     tui_status_init(&t->st, conf->profile, conf->model);
     tui_status_effort(&t->st, conf->reasoning_effort);
     if (tui_curses_start(t) < 0) {

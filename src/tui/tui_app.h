@@ -52,6 +52,8 @@ struct tui {
     int urgent;              /* draw at once (keystrokes), not at the streaming frame rate */
     double last_frame;
     double last_take;        /* when the loop last took the network's events */
+    size_t sink_bytes;       /* text the session handed over (--trace) */
+    double last_text;        /* when text of the answer last came */
     double frame_cost;       /* seconds a frame takes (smoothed), for tui_frame_due */
     size_t answer;           /* view index of the answer in flight, TUI_NO_ANSWER when none */
     int cancelling;

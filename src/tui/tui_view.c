@@ -23,8 +23,20 @@
  * faults and a copy of the line) first: buf.c's blocks from XMALLOC_HUGE_MIN on are huge. */
 #define TUI_VIEW_FAST_BATCH (16u << 10)
 #define TUI_VIEW_FAST_GROW (128u << 10)
+#define TUI_VIEW_LAZY_MIN 32768       /* a batch this large has its last screenful styled first */
 
 enum { TUI_PART_REASONING, TUI_PART_BODY, TUI_PART_FOOTER, TUI_PARTS };
+
+/* Text of a streamed part whose styling waits: a large batch's last screenful was styled first,
+ * by a new styler, into a new document; the text before it comes here. It lies after doc's lines
+ * and before the next gap's doc (or the part's own). */
+struct tui_gap {
+    struct wrap_doc *doc; /* the lines before the gap (finished) */
+    struct markdown *md;  /* the styler as it stood where the gap begins */
+    size_t done;          /* md's lines in doc */
+    struct buf raw;       /* the gap's source text */
+    size_t fed;           /* raw[0..fed) given to md */
+};
 
 /* One block of a message: its styler and its wrapped rows. */
 struct tui_part {
@@ -53,6 +65,8 @@ struct tui_part {
     int lslot;
     unsigned lflags;
     uint16_t ltag;
+    struct tui_gap *gaps;    /* text whose styling waits, oldest first (tui_view_lazy_step) */
+    size_t ngaps, capgaps;
 };
 
 struct tui_msg {
@@ -90,10 +104,23 @@ struct tui_view {
     struct theme_span *spans;
     size_t spans_cap;
     int plain_code; /* tui_view_set_highlight(v, 0): code blocks in one colour */
+    int lazy;       /* tui_view_set_lazy: a large batch's last screenful styled first */
+    size_t styled;  /* bytes of streamed text styled (tui_view_styled) */
+    size_t taken;   /* bytes of streamed text taken */
 };
+
+static void tui_gap_free(struct tui_gap *g)
+{
+    wrap_doc_free(g->doc);
+    markdown_free(g->md);
+    buf_free(&g->raw);
+}
 
 static void tui_part_free(struct tui_part *p)
 {
+    for (size_t i = 0; i < p->ngaps; i++)
+        tui_gap_free(&p->gaps[i]);
+    free(p->gaps);
     markdown_free(p->md);
     wrap_doc_free(p->doc);
     buf_free(&p->line);
@@ -369,13 +396,18 @@ static void tui_part_long_append(struct tui_part *p, const char *s, size_t n)
     }
 }
 
-/* Push the styler's finished lines into the document (wrapped there, once). */
+/* Push a styler's finished lines into a document (wrapped there, once). */
+static void tui_lines_push(struct markdown *md, struct wrap_doc *doc, size_t *done)
+{
+    size_t count = markdown_count(md);
+    while (*done < count)
+        wrap_doc_push(doc, &markdown_line(md, (*done)++)->wl);
+    markdown_release(md, *done); /* the document has its copy */
+}
+
 static void tui_part_push(struct tui_part *p)
 {
-    size_t count = markdown_count(p->md);
-    while (p->done < count)
-        wrap_doc_push(p->doc, &markdown_line(p->md, p->done++)->wl);
-    markdown_release(p->md, p->done); /* the document has its copy */
+    tui_lines_push(p->md, p->doc, &p->done);
 }
 
 static void tui_part_go_long(struct tui_part *p);
@@ -596,9 +628,12 @@ static void tui_part_finish(struct tui_part *p, int width)
     p->md = NULL;
 }
 
+/* Rows of a part; the text of its gaps has none until it is styled. */
 static size_t tui_part_rows(const struct tui_part *p)
 {
     size_t n = p->doc ? wrap_doc_rows(p->doc) : 0;
+    for (size_t g = 0; g < p->ngaps; g++)
+        n += wrap_doc_rows(p->gaps[g].doc);
     if (p->long_mode)
         n += p->lrows.n;
     return n;
@@ -607,8 +642,14 @@ static size_t tui_part_rows(const struct tui_part *p)
 /* Row i of a part; *slot gets the base style for bytes no span covers. */
 static int tui_part_row(const struct tui_part *p, size_t i, struct wrap_view *wv, int *slot)
 {
-    size_t dn = p->doc ? wrap_doc_rows(p->doc) : 0;
     *slot = p->slot;
+    for (size_t g = 0; g < p->ngaps; g++) {
+        size_t gn = wrap_doc_rows(p->gaps[g].doc);
+        if (i < gn)
+            return wrap_doc_row(p->gaps[g].doc, i, wv);
+        i -= gn;
+    }
+    size_t dn = p->doc ? wrap_doc_rows(p->doc) : 0;
     if (i < dn)
         return wrap_doc_row(p->doc, i, wv);
     i -= dn;
@@ -630,10 +671,61 @@ static int tui_part_row(const struct tui_part *p, size_t i, struct wrap_view *wv
 
 static void tui_part_set_width(struct tui_part *p, int width)
 {
+    for (size_t g = 0; g < p->ngaps; g++)
+        wrap_doc_set_width(p->gaps[g].doc, width);
     if (p->doc)
         wrap_doc_set_width(p->doc, width);
     if (p->long_mode)
         tui_part_long_wrap(p, width, 1);
+}
+
+/* ---- text styled later (a large batch's last screenful first) ---- */
+
+/* The part's text s[0..at) waits in a gap: the styler as it stands and its document go with
+ * it, and a new styler and document take s[at..) (markdown_restart said where: the lines come
+ * out the same). */
+static void tui_part_gap_open(struct tui_part *p, struct markdown *fresh, const char *s,
+                              size_t at, int width)
+{
+    tui_part_push(p);
+    wrap_doc_pending_clear(p->doc); /* the unfinished line is the gap's styler's now */
+    XGROW(p->gaps, p->ngaps + 1, p->capgaps);
+    struct tui_gap *g = &p->gaps[p->ngaps++];
+    memset(g, 0, sizeof(*g));
+    g->doc = p->doc;
+    g->md = p->md;
+    g->done = p->done;
+    buf_append(&g->raw, s, at);
+    p->doc = wrap_doc_new(width);
+    p->md = fresh;
+    p->done = 0;
+    buf_reset(&p->line);
+    p->fed = 0;
+    p->bytes += at;
+    p->dirty = 1;
+}
+
+/* Style up to budget bytes of the part's oldest gap; a gap styled to its end joins the
+ * document after it. Returns the bytes styled. */
+static size_t tui_part_gap_step(struct tui_part *p, size_t budget)
+{
+    struct tui_gap *g = &p->gaps[0];
+    size_t k = g->raw.len - g->fed < budget ? g->raw.len - g->fed : budget;
+    markdown_feed(g->md, g->raw.data + g->fed, k);
+    g->fed += k;
+    tui_lines_push(g->md, g->doc, &g->done);
+    if (g->fed < g->raw.len)
+        return k;
+    /* it ended where the next styler began: a line start after a blank line, nothing held */
+    struct wrap_doc **next = p->ngaps > 1 ? &p->gaps[1].doc : &p->doc;
+    wrap_doc_splice(g->doc, *next);
+    wrap_doc_free(*next);
+    *next = g->doc;
+    g->doc = NULL;
+    tui_gap_free(g);
+    memmove(p->gaps, p->gaps + 1, (p->ngaps - 1) * sizeof(*p->gaps));
+    p->ngaps--;
+    return k;
 }
 
 /* ---- messages ---- */
@@ -741,16 +833,72 @@ void tui_view_answer_label(struct tui_view *v, size_t idx, const char *label)
     v->msgs[idx].label = xstrdup(label);
 }
 
+/* The part that streamed text goes to (the reasoning is over once the answer begins). */
+static struct tui_part *tui_view_answer_part(struct tui_view *v, size_t idx, int reasoning)
+{
+    struct tui_msg *m = &v->msgs[idx];
+    if (!reasoning && m->part[TUI_PART_REASONING].bytes)
+        tui_part_finish(&m->part[TUI_PART_REASONING], v->width); /* the answer has begun */
+    return &m->part[reasoning ? TUI_PART_REASONING : TUI_PART_BODY];
+}
+
 void tui_view_answer_text(struct tui_view *v, size_t idx, int reasoning, const char *s,
                           size_t n)
 {
     if (idx >= v->n)
         return;
-    struct tui_msg *m = &v->msgs[idx];
-    if (!reasoning && m->part[TUI_PART_REASONING].bytes)
-        tui_part_finish(&m->part[TUI_PART_REASONING], v->width); /* the answer has begun */
-    tui_part_md_feed_pieces(&m->part[reasoning ? TUI_PART_REASONING : TUI_PART_BODY], s, n,
-                            v->width);
+    struct tui_part *p = tui_view_answer_part(v, idx, reasoning);
+    v->taken += n;
+    v->styled += n;
+    tui_part_md_feed_pieces(p, s, n, v->width);
+}
+
+size_t tui_view_answer_defer(struct tui_view *v, size_t idx, int reasoning, const char *s,
+                             size_t n)
+{
+    if (idx >= v->n || !v->lazy || !v->follow || v->query || n < TUI_VIEW_LAZY_MIN)
+        return 0;
+    struct tui_part *p = tui_view_answer_part(v, idx, reasoning);
+    if (!p->md || p->finished || p->long_mode || p->fed != p->line.len)
+        return 0;
+    size_t rows = v->pane_h > 0 ? (size_t)v->pane_h : 40;
+    size_t at = markdown_restart(p->md, s, n, rows + 2, TUI_VIEW_LONG_LINE);
+    if (!at)
+        return 0;
+    tui_part_doc(p, v->width);
+    tui_part_gap_open(p, tui_view_md(v, p->slot), s, at, v->width);
+    v->taken += at;
+    return at;
+}
+
+void tui_view_set_lazy(struct tui_view *v, int on)
+{
+    v->lazy = on;
+}
+
+size_t tui_view_lazy_step(struct tui_view *v, size_t bytes)
+{
+    for (size_t i = 0; i < v->n; i++)
+        for (int j = 0; j < TUI_PARTS; j++)
+            if (v->msgs[i].part[j].ngaps) {
+                size_t k = tui_part_gap_step(&v->msgs[i].part[j], bytes);
+                v->styled += k;
+                return k;
+            }
+    return 0;
+}
+
+size_t tui_view_styled(const struct tui_view *v, size_t *taken)
+{
+    *taken = v->taken;
+    return v->styled;
+}
+
+/* Style every gap now (a scroll, a search or the pane reaches above the text styled first). */
+static void tui_view_fill(struct tui_view *v)
+{
+    while (tui_view_lazy_step(v, SIZE_MAX) > 0)
+        ;
 }
 
 void tui_view_answer_end(struct tui_view *v, size_t idx, const char *footer, int footer_slot)
@@ -1001,8 +1149,28 @@ static void tui_view_paint(struct tui_view *v, WINDOW *w, int y0, int width, int
     }
 }
 
+/* Rows of the transcript below the last text whose styling waits (SIZE_MAX: none waits). */
+static size_t tui_view_below_gaps(const struct tui_view *v)
+{
+    size_t below = 0;
+    for (size_t i = v->n; i-- > 0;) {
+        const struct tui_msg *m = &v->msgs[i];
+        below++; /* the blank row after it */
+        for (int j = TUI_PARTS; j-- > 0;) {
+            const struct tui_part *p = &m->part[j];
+            if (p->ngaps)
+                return below + (p->doc ? wrap_doc_rows(p->doc) : 0) +
+                       (p->long_mode ? p->lrows.n : 0);
+            below += tui_part_rows(p);
+        }
+        below += m->label ? 1 : 0;
+    }
+    return SIZE_MAX;
+}
+
 size_t tui_view_rows(struct tui_view *v, int width)
 {
+    tui_view_fill(v);
     tui_view_layout(v, width, v->pane_h);
     return tui_view_sync(v);
 }
@@ -1010,6 +1178,7 @@ size_t tui_view_rows(struct tui_view *v, int width)
 void tui_view_draw_rows(struct tui_view *v, WINDOW *w, int y0, int width, int height,
                         size_t top)
 {
+    tui_view_fill(v);
     tui_view_layout(v, width, v->pane_h);
     tui_view_sync(v);
     tui_view_paint(v, w, y0, width, height, top);
@@ -1020,6 +1189,13 @@ void tui_view_draw(struct tui_view *v, WINDOW *w, int width, int height)
     tui_view_layout(v, width, height);
     size_t total = tui_view_sync(v);
     size_t h = height > 0 ? (size_t)height : 0;
+    if ((!v->follow || v->jump) && tui_view_below_gaps(v) != SIZE_MAX) {
+        tui_view_fill(v); /* rows above the bottom are asked for: all of them styled */
+        total = tui_view_sync(v);
+    } else if (tui_view_below_gaps(v) < h) {
+        tui_view_fill(v); /* the pane reaches above what was styled first */
+        total = tui_view_sync(v);
+    }
     size_t max_top = total > h ? total - h : 0;
     if (v->jump && v->cur) {
         size_t r = tui_view_hit_row(v, &v->hits[v->cur - 1]);
@@ -1039,8 +1215,18 @@ void tui_view_draw(struct tui_view *v, WINDOW *w, int width, int height)
 
 /* ---- scrolling ---- */
 
+/* Before the view leaves the bottom: every gap styled, the rows counted again. */
+static void tui_view_unlazy(struct tui_view *v)
+{
+    if (tui_view_below_gaps(v) == SIZE_MAX)
+        return;
+    tui_view_fill(v);
+    tui_view_sync(v);
+}
+
 void tui_view_scroll(struct tui_view *v, long rows)
 {
+    tui_view_unlazy(v);
     size_t h = v->pane_h > 0 ? (size_t)v->pane_h : 0;
     size_t max_top = v->total > h ? v->total - h : 0;
     size_t top = v->follow ? max_top : v->top;
@@ -1062,6 +1248,7 @@ void tui_view_page(struct tui_view *v, int pages)
 
 void tui_view_home(struct tui_view *v)
 {
+    tui_view_unlazy(v);
     size_t h = v->pane_h > 0 ? (size_t)v->pane_h : 0;
     v->top = 0;
     v->follow = v->total <= h;
@@ -1117,6 +1304,7 @@ size_t tui_view_search(struct tui_view *v, const char *q)
     size_t qn = q ? strlen(q) : 0;
     if (!qn)
         return 0;
+    tui_view_unlazy(v);
     v->query = xstrdup(q);
     for (size_t mi = 0; mi < v->n; mi++) {
         for (int pj = 0; pj < TUI_PARTS; pj++) {

@@ -49,6 +49,22 @@ void tui_view_answer_label(struct tui_view *v, size_t idx, const char *label);
 void tui_view_answer_text(struct tui_view *v, size_t idx, int reasoning, const char *s,
                           size_t n);
 
+/* A large batch of streamed text, its last screenful first. With lazy on (the chat's
+ * transcript; off by default, as in the conversation browser's views), a batch of 32 KiB or
+ * more while the view follows the bottom: tui_view_answer_defer takes s[0..k) and returns k
+ * when markdown_restart finds where a new styler gives the same lines with a pane's height of
+ * lines after it; the caller gives s[k..n) (what the pane shows) to tui_view_answer_text at
+ * once. The deferred text waits, unstyled and without rows, for tui_view_lazy_step, or for a
+ * scroll, a search or a pane taller than what was styled after it, which style all of it
+ * first. Each byte is styled once either way. 0: nothing taken (too small, no such place). */
+void tui_view_set_lazy(struct tui_view *v, int on);
+size_t tui_view_answer_defer(struct tui_view *v, size_t idx, int reasoning, const char *s,
+                             size_t n);
+/* Style up to bytes of the oldest waiting text; returns the bytes styled (0: none waits). */
+size_t tui_view_lazy_step(struct tui_view *v, size_t bytes);
+/* Bytes of streamed text styled so far; *taken gets the bytes given to tui_view_answer_text
+ * (the difference waits for tui_view_lazy_step). */
+size_t tui_view_styled(const struct tui_view *v, size_t *taken);
 /* The answer is over: style what is left and add footer (raw text, may be NULL) in
  * footer_slot (enum theme_slot) under it. */
 void tui_view_answer_end(struct tui_view *v, size_t idx, const char *footer, int footer_slot);
