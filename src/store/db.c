@@ -117,12 +117,20 @@ void store_done(struct store *st, sqlite3_stmt *stmt)
  * a statement that has not returned rows yet, outside an explicit transaction, is retried. */
 int store_step(struct store *st, sqlite3_stmt *stmt)
 {
-    double start = util_now();
+    /* the clock is read from the first SQLITE_BUSY on, not at every step (a read of thousands
+     * of rows steps thousands of times, none of them busy); that first step may have waited
+     * SQLite's busy timeout already, so the retries start as if it had: never longer than
+     * STORE_BUSY_DEADLINE in all */
+    double start = -1;
     for (int attempt = 0;; attempt++) {
         int started = sqlite3_stmt_busy(stmt);
         int rc = sqlite3_step(stmt);
-        if ((rc & 0xff) != SQLITE_BUSY || started || util_now() - start > STORE_BUSY_DEADLINE ||
-            !sqlite3_get_autocommit(st->db))
+        if ((rc & 0xff) != SQLITE_BUSY || started || !sqlite3_get_autocommit(st->db))
+            return rc;
+        double now = util_now();
+        if (start < 0)
+            start = now - STORE_BUSY_TIMEOUT_MS / 1000.0;
+        if (now - start > STORE_BUSY_DEADLINE)
             return rc;
         sqlite3_reset(stmt);
         store_sleep_ms(2 + (attempt % 16) * 3);

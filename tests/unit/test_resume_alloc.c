@@ -4,6 +4,8 @@
  * nothing else per row: its role is one of four static strings, a user row's model is not
  * read, and a turn takes the model of its answer instead of copying it.
  *
+ * And the walk reads no clock per row (store_step reads it only once SQLite says busy).
+ *
  * malloc, calloc and realloc are counted by alloccount.h, as in test_render_alloc.c; the ASan
  * build leaves this test out. */
 #include "config.h"
@@ -16,7 +18,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
+
+/* The monotonic clock's reads, counted (util_now reads it; the store's steps used to read it
+ * twice a row). The time itself comes from the kernel. */
+static long n_clock;
+
+int clock_gettime(clockid_t id, struct timespec *ts)
+{
+    if (id == CLOCK_MONOTONIC)
+        n_clock++;
+    return (int)syscall(SYS_clock_gettime, id, ts);
+}
 
 /* Never enough: the walk reads every row. */
 static int walk_all(void *ud, const struct store_message *m, long tokens)
@@ -61,8 +76,9 @@ int main(void)
         store_walk_free(&w);
     seen = 0;
     n_alloc = 0;
+    n_clock = 0;
     int rc = store_conversation_walk(st, conv, "o200k_base", walk_all, &seen, &w);
-    long walk_allocs = n_alloc;
+    long walk_allocs = n_alloc, walk_clock = n_clock;
     TAP_INT(rc, 0, "the walk reads the conversation");
     TAP_INT(seen, 2 * TURNS, "every row is read");
     TAP_OK(rc == 0 && w.complete, "to its first row");
@@ -71,6 +87,8 @@ int main(void)
     TAP_OK(walk_allocs <= 3 * TURNS + 64,
            "the walk: %ld allocations for %d rows (at most a text a row and a model an answer)",
            walk_allocs, 2 * TURNS);
+    TAP_OK(walk_clock <= 8, "the walk: %ld clock reads for %d rows (none a row)", walk_clock,
+           2 * TURNS);
     if (rc == 0) {
         TAP_STR(w.conv->messages[0].role, "user", "the oldest row: the first question");
         TAP_OK(w.conv->messages[0].model == NULL, "a user row's model is not read");
