@@ -86,6 +86,13 @@ const char *buf_str(const struct buf *b)
 char *buf_take(struct buf *b)
 {
     char *p = b->data ? b->data : xstrdup("");
+    /* A text in a block far larger than itself (a long answer's room, reserved up to
+     * max_answer_mb: 128 MiB of address space) is cut to its size: the taker keeps it for the
+     * rest of the run (a conversation's turns), and twenty kept answers must not hold 2.5 GiB
+     * of address space (an RLIMIT_AS or a strict overcommit then aborts the run) nor a huge
+     * page each. glibc shrinks such a mapping in place (mremap): no copy. */
+    if (b->cap >= XMALLOC_HUGE_MIN && b->cap - b->len - 1 >= XMALLOC_HUGE_PAGE)
+        p = xrealloc(p, b->len + 1);
     b->data = NULL;
     b->len = b->cap = 0;
     return p;

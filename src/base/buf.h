@@ -20,7 +20,8 @@ void buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(print
 void buf_reset(struct buf *b);
 /* Return data (never NULL; "" when empty); still owned by the buffer. */
 const char *buf_str(const struct buf *b);
-/* Hand the data over to the caller (who frees it) and empty the buffer. */
+/* Hand the data over to the caller (who frees it) and empty the buffer. A block of huge pages
+ * much larger than its text is cut to the text first (the caller keeps it). */
 char *buf_take(struct buf *b);
 void buf_free(struct buf *b);
 /* Append n bytes of p in base64 (RFC 4648, with padding): data URLs, attachments. */
