@@ -174,6 +174,9 @@ struct state *state_new(const char *url, const char *password, char *err, size_t
         snprintf(st->addr.password, sizeof st->addr.password, "%s", password);
     snprintf(st->who, sizeof st->who, "%ld.%lx", (long)getpid(),
              (unsigned long)(util_now() * 1e6) ^ (unsigned long)(uintptr_t)st);
+    const char *missing;
+    (void)redis_dl_load(&missing); /* now, not inside the first call's 50 ms (state_connect
+                                      says what is missing) */
     if (st->addr.path[0])
         st->label = xasprintf("unix://%s", st->addr.path);
     else
