@@ -1,21 +1,26 @@
 #!/usr/bin/env python3
 """Highlighting's cost in the chat: a 10,000-line code block, with and without (issue 16).
 
-The same fake-server stream, an answer holding one ```python block of --lines lines (default
-10,000; realistic code: defs, docstrings, comments, strings, numbers, calls) in deltas of a few
-words each, sent in one write (chunk=whole), is shown several rounds, interleaved, by the chat in
-tmux (120x40, --incognito):
-  (a) highlight = true    (the default)
-  (b) highlight = false   (the config option: every code line in the one code slot)
-CPU time (user+sys) of each tokterm process comes from wait4(2) (bench/tui/run.py's helpers);
-a one-delta answer of each mode, round by round, is subtracted (start-up, libcurl, the request,
-quitting), so the ratio compares the streaming and rendering only. Both ratios (whole process,
-stream only) are printed; also the highlighting's cost per code line.
+An answer holding one ```python block of --lines lines (default 10,000; realistic code: defs,
+docstrings, comments, strings, numbers, calls) in deltas of a few words each, sent in one write
+(chunk=whole), and the same answer with the block under a bare ``` fence (plain code: what
+highlight = false makes of every block), are answered by one chat process in tmux (120x40,
+--incognito), in the order highlighted, plain, plain, highlighted (the next round the other
+way round), with /new between them. The answer's CPU is read by the chat itself: --trace writes
+the process's CPU clock (all threads, nanoseconds) when the request is sent, after every frame
+and when text a large batch set aside is all styled; an answer costs the difference between its
+request and the frame that shows its end, or that last styling if it comes later (styling,
+drawing, the network thread's parsing; not start-up, keys or quitting). A round's
+ratio is the highlighted answers' CPU over the plain ones'; the median of the rounds' ratios
+is printed with its quartiles. --aa makes both blocks plain (the noise floor at this load);
+--also PATH runs a second build in the same rounds (before / after side by side).
 
-usage: bench/highlight/run.py [--tokterm PATH] [--lines N] [--rounds 11] [--callgrind DIR]
-Target (issue 16): stream-only CPU with highlighting <= 1.10x without.
---callgrind DIR instead runs the chat (tokterm-tui) once per mode under valgrind --tool=callgrind
-and prints the instruction totals and their ratio (whole processes; load-independent).
+usage: bench/highlight/run.py [--tokterm PATH] [--also PATH] [--lines N] [--rounds 21] [--aa]
+                              [--callgrind DIR]
+Target (issue 16): the answer's CPU with highlighting <= 1.10x without.
+--callgrind DIR instead runs the chat (tokterm-tui) once per mode (highlight = true / false in
+the config) under valgrind --tool=callgrind and prints the instruction totals and their ratio
+(whole processes; load-independent).
 """
 import argparse
 import importlib.util
@@ -69,11 +74,12 @@ def code_lines(n, seed=16):
     return out
 
 
-def fixture(dirname, lines, seed=16):
-    """DIR/code.sse: the answer "Here is the code:" + a python block of `lines` lines, in
-    deltas of 1-4 words; returns (bytes, deltas)."""
+def fixture(dirname, lines, seed=16, info="python", name="code.sse"):
+    """DIR/NAME: the answer "Here is the code:" + a ```INFO block of `lines` lines, in deltas
+    of 1-4 words; returns (bytes, deltas)."""
     rnd = random.Random(seed)
-    text = "Here is the code:\n\n```python\n" + "\n".join(code_lines(lines)) + "\n```\n\nDone.\n"
+    text = ("Here is the code:\n\n```" + info + "\n" + "\n".join(code_lines(lines)) +
+            "\n```\n\nDone.\n")
     words = text.split(" ")
     pieces, i = [], 0
     while i < len(words):
@@ -93,7 +99,7 @@ def fixture(dirname, lines, seed=16):
     parts.append(ev(chunk({}, "stop")))
     parts.append(b"data: [DONE]\n\n")
     data = b"".join(parts)
-    with open(os.path.join(dirname, "code.sse"), "wb") as f:
+    with open(os.path.join(dirname, name), "wb") as f:
         f.write(data)
     return len(data), len(pieces)
 
@@ -125,66 +131,156 @@ def callgrind(a, tokterm, envs, tmp):
           "line" % (totals[True] / totals[False], (totals[True] - totals[False]) / a.lines))
 
 
+def answers_cpu(trace):
+    """Each answer in a --trace file, from the U record after its S to the one after the frame
+    that shows its end (the first frame started after its E) or, when text set aside by a
+    large batch was still unstyled then, after the Y that says all of it is styled: a list of
+    dicts of its CPU (all threads), the UI thread's, the frames' (UI thread, inside frames),
+    the frame count (s)."""
+    recs = [w for w in (line.split() for line in open(trace)) if w and w[0] in "SEFUY"]
+    out, cur = [], None
+    for k, w in enumerate(recs):
+        if w[0] == "S":
+            c = next(x for x in recs[k:] if x[0] == "U")
+            cur = {"c0": (float(c[1]), float(c[2])), "frames": 0, "fcpu": 0.0, "e": None,
+                   "shown": False}
+        elif cur is None:
+            continue
+        elif w[0] == "E":
+            cur["e"] = float(w[1])
+        elif w[0] == "F":
+            c = next(x for x in recs[k:] if x[0] == "U")
+            cur["frames"] += 1
+            cur["fcpu"] += float(c[3])
+            if cur["e"] is not None and float(w[3]) >= cur["e"]:
+                cur["shown"] = True
+        elif w[0] == "Y" and cur["shown"] and int(w[3]) >= int(w[2]):
+            c = next(x for x in recs[k:] if x[0] == "U")
+            out.append({"ans": float(c[1]) - cur["c0"][0], "ui": float(c[2]) - cur["c0"][1],
+                        "fcpu": cur["fcpu"], "frames": cur["frames"]})
+            cur = None
+    return out
+
+
+def chat_round(tokterm, env, srv, specs, a, tmp, r):
+    """One chat process answering len(specs) prompts, each from the next queued spec, with
+    /new between them (so no answer is the history of the next request); answers_cpu of its
+    trace, and its whole CPU (wait4)."""
+    trace = os.path.join(tmp, "trace%d.txt" % r)
+    timing = os.path.join(tmp, "time%d.txt" % r)
+    srv.clear_queue()
+    srv.queue(specs)
+    with ttlib.Tmux(a.width, a.height) as tm:
+        tm.run(tuibench.rusage_cmd(timing, [tokterm, "--incognito", "--trace", trace]), env)
+        if not tm.wait_for("F1", 10):
+            raise RuntimeError("the chat did not start:\n" + tm.capture())
+        for k in range(len(specs)):
+            if k:
+                tm.send_text("/new")
+                tm.send("Enter")
+                time.sleep(0.1)
+            tm.send_text("x")
+            tm.send("Enter")
+            deadline = time.monotonic() + 120
+            while sum(1 for ln in open(trace) if ln.startswith("E ")) <= k:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("answer %d did not end:\n%s" % (k + 1, tm.capture()))
+                time.sleep(0.05)
+            time.sleep(0.3)  # the frame that shows the end
+        tm.send("C-d")
+        code = tm.wait_exit(10)
+    if code != 0:
+        raise RuntimeError("the chat exited with %r" % code)
+    got = answers_cpu(trace)
+    if len(got) != len(specs):
+        raise RuntimeError("%d answers in the trace, %d asked" % (len(got), len(specs)))
+    return got, tuibench.rusage_read(timing)[0]
+
+
+def q3(v):
+    return statistics.quantiles(v, n=4) if len(v) >= 2 else [v[0]] * 3
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tokterm", default=os.environ.get("TOKTERM") or
                     os.path.join(HERE, "..", "..", "_build", "plain", "src", "tokterm"))
+    ap.add_argument("--also", metavar="PATH", help="a second build, in the same rounds")
     ap.add_argument("--lines", type=int, default=10000)
-    ap.add_argument("--rounds", type=int, default=11)
+    ap.add_argument("--rounds", type=int, default=21)
     ap.add_argument("--width", type=int, default=120)
     ap.add_argument("--height", type=int, default=40)
+    ap.add_argument("--aa", action="store_true",
+                    help="A/A check: both blocks plain (the ratio's noise and order effect)")
     ap.add_argument("--callgrind", metavar="DIR")
     a = ap.parse_args()
-    tokterm = os.path.abspath(a.tokterm)
+    builds = [os.path.abspath(a.tokterm)] + ([os.path.abspath(a.also)] if a.also else [])
+    tokterm = builds[0]
     if not ttlib.Tmux.available():
         sys.exit("tmux is needed")
     tmp = ttlib.tempdir("tt-hlbench-")
     fixtures = ttlib.tempdir("tt-hlbench-fx-")
     size, ndeltas = fixture(fixtures, a.lines)
+    fixture(fixtures, a.lines, info="", name="plain.sse")
     t_start = time.monotonic()
     with ttlib.FakeServer(extra_args=["--fixtures", fixtures]) as srv:
         spec = "replay=code.sse,chunk=whole"
-        envs = {h: env_for(srv, spec, h) for h in (True, False)}
-        env1 = {h: env_for(srv, "reply=x", h) for h in (True, False)}
+        spec_of = {"H": "replay=plain.sse,chunk=whole" if a.aa else spec,
+                   "P": "replay=plain.sse,chunk=whole"}
         print("# %d-line python block, %d deltas, %.1f MB (%s); chat %dx%d in tmux; %d rounds; "
-              "tokterm %s" % (a.lines, ndeltas, size / 1e6, spec, a.width, a.height, a.rounds,
-                              tokterm))
+              "tokterm %s%s" % (a.lines, ndeltas, size / 1e6, spec, a.width, a.height, a.rounds,
+                                " and ".join(builds), "; A/A: both plain" if a.aa else ""))
         print("# load average at start: %.2f %.2f %.2f" % os.getloadavg())
         if a.callgrind:
+            envs = {h: env_for(srv, spec, h) for h in (True, False)}
             callgrind(a, tokterm, envs, tmp)
             return
-        cpu = {True: [], False: []}
-        only = {True: [], False: []}
-        ratios = []
+        env = env_for(srv, "reply=x", True)
+        keys = ("ans", "ui", "fcpu", "frames")
+        got = {(b, m): {k: [] for k in keys} for b in builds for m in "HP"}
+        whole = {b: [] for b in builds}
+        ratios = {b: [] for b in builds}
         for r in range(a.rounds):
-            order = (True, False) if r % 2 == 0 else (False, True)
-            got = {}
-            for h in order:
-                run = tuibench.tui(tokterm, envs[h], a.width, a.height, tmp, r)
-                idle = tuibench.tui_idle(tokterm, env1[h], a.width, a.height, tmp, r)
-                got[h] = run["cpu"] - idle
-                cpu[h].append(run["cpu"])
-                only[h].append(got[h])
-            ratios.append(got[True] / got[False] if got[False] > 0 else float("nan"))
-            print("round %d: highlight %.3f s cpu (%.3f stream only) | plain %.3f s cpu "
-                  "(%.3f stream only) | %.3fx" % (r + 1, cpu[True][-1], got[True],
-                                                  cpu[False][-1], got[False], ratios[-1]))
+            order = "HPPH" if r % 2 == 0 else "PHHP"
+            for b in (builds if r % 2 == 0 else builds[::-1]):
+                res, cpu = chat_round(b, env, srv, [spec_of[m] for m in order], a, tmp, r)
+                whole[b].append(cpu)
+                for m, x in zip(order, res):
+                    for k in keys:
+                        got[(b, m)][k].append(x[k])
+                hs = sum(x["ans"] for m, x in zip(order, res) if m == "H")
+                ps = sum(x["ans"] for m, x in zip(order, res) if m == "P")
+                ratios[b].append(hs / ps)
+                print("round %d%s: %s %s ms (frames %s) | %.3fx"
+                      % (r + 1, "" if len(builds) == 1 else " " + b, order,
+                         " ".join("%.1f" % (x["ans"] * 1e3) for x in res),
+                         " ".join(str(x["frames"]) for x in res), ratios[b][-1]))
+                sys.stdout.flush()
         load_end = os.getloadavg()
-    hw, pw = statistics.median(cpu[True]), statistics.median(cpu[False])
-    ho, po = statistics.median(only[True]), statistics.median(only[False])
-    q = statistics.quantiles(ratios, n=4) if len(ratios) >= 2 else [ratios[0]] * 3
-    ratio = statistics.median(ratios)
-    print()
-    print("| | CPU user+sys, whole process (median) | stream only (median) |")
-    print("|---|---|---|")
-    print("| chat, highlight = true | %.3f s | %.1f ms |" % (hw, ho * 1000))
-    print("| chat, highlight = false | %.3f s | %.1f ms |" % (pw, po * 1000))
-    print("| **highlight / plain** | **%.2fx** | **%.2fx** |" % (hw / pw, ratio))
-    print()
-    print("Stream only (start-up excluded), highlight / plain: **%.2fx** (median of the rounds' "
-          "ratios, quartiles %.2f-%.2f; target <= 1.10x)" % (ratio, q[0], q[2]))
-    print("Highlighting costs %.2f us per code line (median difference / %d lines)"
-          % ((ho - po) * 1e6 / a.lines, a.lines))
+    med = statistics.median
+    for b in builds:
+        hi, pl = got[(b, "H")], got[(b, "P")]
+        q = q3(ratios[b])
+        ratio = med(ratios[b])
+        print()
+        if len(builds) > 1:
+            print("## %s" % b)
+        print("| | answer CPU, all threads (median) | UI thread | its frames | frames | "
+              "per frame |")
+        print("|---|---|---|---|---|---|")
+        for h, g in ((True, hi), (False, pl)):
+            print("| chat, highlight = %s | %.1f ms | %.1f ms | %.1f ms | %g | %.2f ms |"
+                  % ("true" if h else "false", med(g["ans"]) * 1e3, med(g["ui"]) * 1e3,
+                     med(g["fcpu"]) * 1e3, med(g["frames"]),
+                     med(f / n for f, n in zip(g["fcpu"], g["frames"])) * 1e3))
+        print("| **highlight / plain** | **%.2fx** | %.2fx | %.2fx | | |"
+              % (ratio, med(hi["ui"]) / med(pl["ui"]), med(hi["fcpu"]) / med(pl["fcpu"])))
+        print()
+        print("Stream only (start-up excluded), highlight / plain: **%.2fx** (median of the "
+              "rounds' ratios, quartiles %.2f-%.2f; target <= 1.10x)" % (ratio, q[0], q[2]))
+        print("Highlighting costs %.2f us per code line (median difference / %d lines); the "
+              "whole chat process (4 answers, start-up, quitting) %.3f s CPU"
+              % ((med(hi["ans"]) - med(pl["ans"])) * 1e6 / a.lines, a.lines, med(whole[b])))
     print("# load average at end: %.2f %.2f %.2f; bench run time %.0f s"
           % (load_end + (time.monotonic() - t_start,)))
 

@@ -21,6 +21,14 @@ double util_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+double util_cpu(int thread)
+{
+    struct timespec ts;
+    if (clock_gettime(thread ? CLOCK_THREAD_CPUTIME_ID : CLOCK_PROCESS_CPUTIME_ID, &ts) != 0)
+        return 0;
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 int64_t util_epoch(void)
 {
     return (int64_t)time(NULL);

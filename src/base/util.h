@@ -14,6 +14,9 @@ static inline const char *util_plural(long long n)
 
 /* Monotonic clock in seconds. */
 double util_now(void);
+/* CPU time in seconds (user + system, nanosecond resolution): of the whole process (all its
+ * threads) when thread is 0, of the calling thread when 1. */
+double util_cpu(int thread);
 /* Wall clock, seconds since the epoch. */
 int64_t util_epoch(void);
 

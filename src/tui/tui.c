@@ -212,9 +212,19 @@ static void tui_trace_styled(struct tui *t)
     fprintf(t->trace, "Y %zu %zu %zu\n", t->sink_bytes, taken, styled);
 }
 
+/* U <CPU of the process, all threads> <CPU of the UI thread> <the UI thread's CPU in the
+ * frame>: after S, after each frame and after the Y that says all is styled (0: no frame), so
+ * the benchmark takes an answer's CPU (request sent -> its end drawn and all of it styled)
+ * exactly, and what its frames cost. */
+static void tui_trace_cpu(struct tui *t, double frame_cpu0)
+{
+    double ui = util_cpu(1);
+    fprintf(t->trace, "U %.6f %.6f %.6f\n", util_cpu(0), ui, frame_cpu0 ? ui - frame_cpu0 : 0);
+}
+
 static void tui_frame(struct tui *t)
 {
-    double now = util_now();
+    double now = util_now(), cpu0 = t->trace ? util_cpu(1) : 0;
     size_t fed0 = 0, texts0 = 0, fed1 = 0, texts1 = 0;
     unsigned long put0, made0, put1, made1;
     if (t->have_session)
@@ -273,6 +283,7 @@ static void tui_frame(struct tui *t)
         tui_draw_counts(&put1, &made1);
         fprintf(t->trace, "C %lu %lu\n", put1 - put0, made1 - made0);
         tui_trace_styled(t);
+        tui_trace_cpu(t, cpu0);
     }
     t->oldest = 0;
     t->undrawn = 0;
@@ -808,8 +819,10 @@ void tui_send_go(struct tui *t, const char *prompt)
     tui_status_send(&t->st, tn);
     t->ctx_base_ok = 0;
     t->ctx_stale = 0;
-    if (t->trace)
+    if (t->trace) {
         fprintf(t->trace, "S %.6f\n", tn);
+        tui_trace_cpu(t, 0);
+    }
     session_send(t->s, prompt);
     t->dirty |= TUI_D_VIEW | TUI_D_STATUS;
     t->urgent = 1;
@@ -1398,6 +1411,7 @@ static int tui_run_timeout(struct tui *t, const struct session_sink *sink, doubl
                 timeout = 0;
             if (t->trace && tui_view_styled(t->view, &taken) == taken) {
                 tui_trace_styled(t);
+                tui_trace_cpu(t, 0);
                 fflush(t->trace);
             }
         }
