@@ -4,6 +4,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "base/xmalloc.h"
 
@@ -312,6 +315,7 @@ const struct hl_lang *hl_lang_find(const char *s, size_t n)
 
 #define HL_TAB 512 /* a power of two, over twice the largest language's word count */
 #define HL_WORD_MAX 31
+#define HL_OPEN_MAX 8 /* hl_scan searches 16 bytes at a time for up to this many openers */
 
 enum { A_NONE, A_IDENT, A_DIGIT, A_QUOTE, A_MAYBE };
 
@@ -329,6 +333,10 @@ struct hl {
     const struct hl_lang *l;
     uint8_t act[256];   /* A_*: what a byte may start */
     uint8_t ident[256]; /* bytes inside a word */
+    unsigned nopen;     /* bytes that may open a region (act A_QUOTE or A_MAYBE) */
+#ifdef __SSE2__
+    __m128i open[8];    /* the first 8 of them, each in all 16 lanes (hl_scan's search) */
+#endif
     uint32_t lens[256]; /* bit k: a listed word of length k starts with this byte (any case) */
     struct hl_kw tab[HL_TAB];
 };
@@ -413,6 +421,15 @@ struct hl *hl_new(const struct hl_lang *l)
         h->act['['] = A_MAYBE;
     if (l->kind == K_CODE && (f & F_DQ) == 0 && (f & F_SQ) == 0)
         h->act['"'] = A_NONE;
+    for (int c = 0; c < 256; c++) {
+        if (h->act[c] < A_QUOTE)
+            continue;
+#ifdef __SSE2__
+        if (h->nopen < HL_OPEN_MAX)
+            h->open[h->nopen] = _mm_set1_epi8((char)c);
+#endif
+        h->nopen++;
+    }
     tab_add(h, l->defs, THEME_CODE_KEYWORD, AFTER_FUNC);
     tab_add(h, l->typedefs, THEME_CODE_KEYWORD, AFTER_TYPE);
     tab_add(h, l->keywords, THEME_CODE_KEYWORD, AFTER_NONE);
@@ -441,7 +458,7 @@ void hl_spans_free(struct hl_spans *o)
 static const struct hl_kw *lookup(const struct hl *h, const char *w, size_t n)
 {
     char low[HL_WORD_MAX];
-    if (n > HL_WORD_MAX || !(h->lens[(unsigned char)w[0]] >> n & 1))
+    if (n == 0 || n > HL_WORD_MAX || !(h->lens[(unsigned char)w[0]] >> n & 1))
         return NULL; /* no listed word has this first byte and length: most names */
     if (h->l->flags & F_CASEI) {
         for (size_t i = 0; i < n; i++)
@@ -462,6 +479,7 @@ static const struct hl_kw *lookup(const struct hl *h, const char *w, size_t n)
 struct out {
     struct hl_spans *o;
     size_t at; /* bytes before this are covered */
+    int emit;  /* 0: hl_scan, the state only (no spans) */
 };
 
 #if defined(__GNUC__)
@@ -484,6 +502,8 @@ static HL_INLINE void span_add(struct hl_spans *o, size_t a, size_t b, int slot)
 /* Bytes [a, b) in slot; the gap since the last span in plain code. */
 static HL_INLINE void put(struct out *w, size_t a, size_t b, int slot)
 {
+    if (!w->emit)
+        return;
     if (a < w->at)
         a = w->at;
     if (a > w->at)
@@ -754,8 +774,10 @@ static size_t dollar_end(const struct hl *h, const char *s, size_t n, size_t i)
     return j;
 }
 
-static void code_line(const struct hl *h, struct hl_state *st, struct out *w, const char *s,
-                      size_t n)
+/* One line of generic code; emit is a constant of each caller (code_line, code_scan): without
+ * it the same scan keeps only the state (no word's slot is looked up, no span is made). */
+static HL_INLINE void code_line_k(const struct hl *h, struct hl_state *st, struct out *w,
+                                  const char *s, size_t n, const int emit)
 {
     const struct hl_lang *l = h->l;
     unsigned f = l->flags;
@@ -811,9 +833,11 @@ static void code_line(const struct hl *h, struct hl_state *st, struct out *w, co
                 first = 0;
                 continue;
             }
-            int slot = word_slot(h, s, n, i, j, first, &after);
-            if (slot >= 0)
-                put(w, i, j, slot);
+            if (emit) {
+                int slot = word_slot(h, s, n, i, j, first, &after);
+                if (slot >= 0)
+                    put(w, i, j, slot);
+            }
             i = j;
             first = 0;
             continue;
@@ -929,6 +953,50 @@ static void code_line(const struct hl *h, struct hl_state *st, struct out *w, co
             first = 0;
         i++;
     }
+}
+
+static void code_line(const struct hl *h, struct hl_state *st, struct out *w, const char *s,
+                      size_t n)
+{
+    code_line_k(h, st, w, s, n, 1);
+}
+
+#ifdef __SSE2__
+/* 1 when the 16 bytes at p hold one of h's openers. */
+static inline int opens16(const struct hl *h, const char *p)
+{
+    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+    __m128i m = _mm_cmpeq_epi8(v, h->open[0]);
+    for (unsigned k = 1; k < h->nopen; k++)
+        m = _mm_or_si128(m, _mm_cmpeq_epi8(v, h->open[k]));
+    return _mm_movemask_epi8(m) != 0;
+}
+#endif
+
+/* 1 when s[0..n) holds a byte that may open a comment, a string or a tag. */
+static int may_open(const struct hl *h, const char *s, size_t n)
+{
+#ifdef __SSE2__
+    if (n >= 16 && h->nopen > 0 && h->nopen <= HL_OPEN_MAX) {
+        size_t i = 0;
+        for (; n - i >= 16; i += 16)
+            if (opens16(h, s + i))
+                return 1;
+        return i < n && opens16(h, s + n - 16); /* the tail: the last 16 bytes again */
+    }
+#endif
+    for (size_t i = 0; i < n; i++)
+        if (h->act[(unsigned char)s[i]] >= A_QUOTE)
+            return 1;
+    return 0;
+}
+
+static void code_scan(const struct hl *h, struct hl_state *st, struct out *w, const char *s,
+                      size_t n)
+{
+    if (st->mode == M_NONE && !may_open(h, s, n))
+        return; /* nothing opens a region without a byte that may start one */
+    code_line_k(h, st, w, s, n, 0);
 }
 
 /* ---- diff ---- */
@@ -1110,24 +1178,39 @@ static void markdown_code_line(struct hl_state *st, struct out *w, const char *s
     }
 }
 
+static void hl_run(const struct hl *h, struct hl_state *st, const char *s, size_t n,
+                   struct out *w)
+{
+    switch (h->l->kind) {
+    case K_DIFF:
+        diff_line(w, s, n);
+        break;
+    case K_MARKUP:
+        markup_line(h, st, w, s, n);
+        break;
+    case K_MARKDOWN:
+        markdown_code_line(st, w, s, n);
+        break;
+    default:
+        if (w->emit)
+            code_line(h, st, w, s, n);
+        else
+            code_scan(h, st, w, s, n);
+        break;
+    }
+}
+
 void hl_line(const struct hl *h, struct hl_state *st, const char *s, size_t n,
              struct hl_spans *out)
 {
-    struct out w = {out, 0};
+    struct out w = {out, 0, 1};
     out->n = 0;
-    switch (h->l->kind) {
-    case K_DIFF:
-        diff_line(&w, s, n);
-        break;
-    case K_MARKUP:
-        markup_line(h, st, &w, s, n);
-        break;
-    case K_MARKDOWN:
-        markdown_code_line(st, &w, s, n);
-        break;
-    default:
-        code_line(h, st, &w, s, n);
-        break;
-    }
+    hl_run(h, st, s, n, &w);
     put(&w, n, n, THEME_CODE);
+}
+
+void hl_scan(const struct hl *h, struct hl_state *st, const char *s, size_t n)
+{
+    struct out w = {NULL, 0, 0};
+    hl_run(h, st, s, n, &w);
 }

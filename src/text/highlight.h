@@ -68,6 +68,13 @@ void hl_free(struct hl *h);
 void hl_line(const struct hl *h, struct hl_state *st, const char *s, size_t n,
              struct hl_spans *out);
 
+/* What hl_line would leave in *st after the line s[0..n), without its spans: the state the
+ * next line starts in, for a line that is highlighted later (hl_line from the state it started
+ * in gives the spans hl_line would have given then). The same scan without the words' lookups
+ * and the spans; a line of generic code that holds no byte able to open a comment or a string
+ * is passed over in one loop. */
+void hl_scan(const struct hl *h, struct hl_state *st, const char *s, size_t n);
+
 void hl_spans_free(struct hl_spans *o);
 
 #endif

@@ -111,6 +111,9 @@ struct markdown {
     struct mdblock *mb;  /* blocks of finished lines' text and spans, oldest first */
     size_t nmb, capmb, mb0; /* mb[mb0 ..] are still in use */
     int no_highlight;    /* markdown_set_highlight(md, 0) */
+    int hl_when_drawn;   /* markdown_highlight_when_drawn */
+    struct wrap_hl later; /* the next committed line's wl.hl, when have_later */
+    int have_later;
     struct hl *hl;       /* the compiled tables of the last language highlighted */
     struct hl_spans hsp; /* one code line's spans */
 };
@@ -1036,7 +1039,14 @@ static void commit_line(struct markdown *md, struct lb *b, int kind, int level, 
     struct markdown_line *out = &md->blocks[md->n / LINE_BLOCK][md->n % LINE_BLOCK];
     line_meta(out, md->base, kind, level, hang, flags);
     size_t spb = b->n * sizeof(*b->sp);
-    char *mem = md_alloc(md, spb + b->t.len + 1);
+    size_t hz = md->have_later ? (sizeof(md->later) + 7) & ~(size_t)7 : 0;
+    char *mem = md_alloc(md, hz + spb + b->t.len + 1);
+    if (hz) { /* a code line highlighted when drawn: how, stored with it */
+        memcpy(mem, &md->later, sizeof(md->later));
+        out->hl = (const struct wrap_hl *)(void *)mem;
+        mem += hz;
+        md->have_later = 0;
+    }
     if (b->n)
         memcpy(mem, b->sp, spb);
     memcpy(mem + spb, buf_str(&b->t), b->t.len + 1);
@@ -1106,6 +1116,14 @@ static void code_line(struct markdown *md, struct mdstate *st, const char *s, si
         if (!md->hl || hl_of(md->hl) != st->lang) {
             hl_free(md->hl);
             md->hl = hl_new(st->lang);
+        }
+        if (md->hl_when_drawn && k->commit) { /* wrap_doc highlights it if it is drawn */
+            md->later = (struct wrap_hl){st->lang, st->hls, (uint32_t)b->t.len};
+            md->have_later = 1;
+            hl_scan(md->hl, &st->hls, s, n);
+            lb_add(b, s, n, THEME_CODE, 0);
+            sink_line(k, b, MARKDOWN_CODE, 0, st->code_indent, WRAP_PRE);
+            return;
         }
         hl_line(md->hl, &st->hls, s, n, &md->hsp);
         size_t at = b->t.len; /* the text once, then its spans shifted */
@@ -1553,6 +1571,11 @@ void markdown_free(struct markdown *md)
 void markdown_set_highlight(struct markdown *md, int on)
 {
     md->no_highlight = !on;
+}
+
+void markdown_highlight_when_drawn(struct markdown *md)
+{
+    md->hl_when_drawn = 1;
 }
 
 void markdown_feed(struct markdown *md, const char *s, size_t n)

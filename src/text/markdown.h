@@ -68,6 +68,7 @@ struct markdown_line {
     struct wrap_line wl;
     uint8_t kind;  /* enum markdown_kind */
     uint8_t level;
+    const struct wrap_hl *hl; /* markdown_highlight_when_drawn: how to highlight it, or NULL */
 };
 
 struct markdown;
@@ -81,6 +82,15 @@ void markdown_free(struct markdown *md);
  * highlight.h): on (1) by default; 0 keeps every code line in the code slot. Set it before
  * the first feed. */
 void markdown_set_highlight(struct markdown *md, int on);
+
+/* For a styler whose finished lines go to a wrap_doc: the lines of a highlighted block are not
+ * highlighted when they are finished but when wrap_doc first draws one of their rows (their
+ * markdown_line.hl says how: push them with wrap_doc_push_hl; their wl alone shows the code in
+ * THEME_CODE). What a line leaves open for the next one is still followed line by line
+ * (hl_scan), so a line drawn later has the colours it would have had at once, and the lines
+ * never drawn cost a few instructions a byte. Previews of the unfinished line stay highlighted
+ * at once. Set it before the first feed. */
+void markdown_highlight_when_drawn(struct markdown *md);
 
 /* Append a chunk of source text. Ignored after markdown_finish. */
 void markdown_feed(struct markdown *md, const char *s, size_t n);

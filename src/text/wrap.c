@@ -614,6 +614,14 @@ struct arena {
 
 #define DL_ONEROW 0x8000u /* dline.flags: one row {0, len, ri = its width, 0}, not in rows */
 #define DL_TABLE 0x4000u  /* dline.flags: a table row laid out in tabs[ri] (WRAP_TABLE) */
+#define DL_LATER 0x2000u  /* dline.flags: highlighted when a row is asked for (wrap_hl) */
+#define DL_OWN (DL_ONEROW | DL_TABLE | DL_LATER)
+
+/* A line to highlight when drawn: its index in the list and how (struct wrap_hl). */
+struct dlater {
+    size_t line;
+    struct wrap_hl hl;
+};
 
 struct dline {
     const char *text; /* in the list's arena; NULL for a rule (the document's rule string) */
@@ -636,6 +644,8 @@ struct dlist {
     struct table_out *tabs; /* table rows laid out at the width (WRAP_TABLE lines) */
     size_t ntabs, captabs;
     size_t ntabs_made;      /* tabs[0 .. ntabs_made) hold buffers kept for reuse */
+    struct dlater *later;   /* the DL_LATER lines, in order */
+    size_t nlater, caplater;
 };
 
 struct wrap_doc {
@@ -646,6 +656,9 @@ struct wrap_doc {
     struct buf rule;   /* a rule's text at this width */
     struct theme_span *rsp; /* the spans of the row wrap_doc_row gave last */
     size_t caprsp;
+    struct hl *hl;          /* the compiled tables of the last language highlighted */
+    struct hl_spans hsp;    /* a DL_LATER line's spans, being made */
+    size_t highlighted;     /* DL_LATER lines highlighted so far (wrap_doc_highlighted) */
 };
 
 static const char *arena_put(struct arena *a, const char *s, size_t n)
@@ -794,7 +807,8 @@ static void dline_wrap(struct dlist *dl, struct dline *l, int width)
     }
 }
 
-static void dlist_add(struct dlist *dl, const struct wrap_line *in, int width, char *owned)
+static void dlist_add(struct dlist *dl, const struct wrap_line *in, int width, char *owned,
+                      const struct wrap_hl *hl)
 {
     XGROW(dl->v, dl->n + 1, dl->cap);
     struct dline *l = &dl->v[dl->n];
@@ -813,15 +827,57 @@ static void dlist_add(struct dlist *dl, const struct wrap_line *in, int width, c
                         : arena_put(&dl->text, in->text, in->len);
         owned = NULL;
         normalise_spans(dl, l, in->spans, in->nspans);
+        if (hl && !(in->flags & WRAP_TABLE) && hl->at <= in->len) {
+            XGROW(dl->later, dl->nlater + 1, dl->caplater);
+            dl->later[dl->nlater++] = (struct dlater){dl->n, *hl};
+            l->flags |= DL_LATER;
+        }
     }
     free(owned); /* a rule's text is the document's */
     dline_wrap(dl, l, width);
     dl->n++;
 }
 
+/* Highlight line i of dl now (DL_LATER): its spans before `at` as pushed, then the code's,
+ * normalised as wrap_doc_push would have stored them had they come highlighted. */
+static void dline_highlight(struct wrap_doc *d, struct dlist *dl, size_t i)
+{
+    struct dline *l = &dl->v[i];
+    size_t lo = 0, hi = dl->nlater; /* the entry of line i */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (dl->later[mid].line < i)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    l->flags &= (uint16_t)~DL_LATER;
+    if (lo == dl->nlater || dl->later[lo].line != i)
+        return;
+    const struct wrap_hl *z = &dl->later[lo].hl;
+    if (!d->hl || hl_of(d->hl) != z->lang) {
+        hl_free(d->hl);
+        d->hl = hl_new(z->lang);
+    }
+    struct hl_state st = z->st;
+    hl_line(d->hl, &st, l->text + z->at, l->len - z->at, &d->hsp);
+    d->highlighted++;
+    size_t keep = 0; /* the spans before the code, then the code's shifted */
+    while (keep < l->nspans && dl->spans[l->span0 + keep].off + dl->spans[l->span0 + keep].len <=
+                                   z->at)
+        keep++;
+    XGROW(d->hsp.v, d->hsp.n + keep, d->hsp.cap);
+    memmove(d->hsp.v + keep, d->hsp.v, d->hsp.n * sizeof(*d->hsp.v));
+    memcpy(d->hsp.v, dl->spans + l->span0, keep * sizeof(*d->hsp.v));
+    for (size_t k = keep; k < keep + d->hsp.n; k++)
+        d->hsp.v[k].off += z->at;
+    normalise_spans(dl, l, d->hsp.v, keep + d->hsp.n); /* appended: the old ones stay unused */
+}
+
 static void dlist_clear(struct dlist *dl)
 {
     dl->n = 0;
+    dl->nlater = 0;
     dl->rows.n = 0;
     dl->total = 0;
     dl->ntabs = 0;
@@ -838,6 +894,7 @@ static void dlist_free(struct dlist *dl)
     free(dl->v);
     wrap_rows_free(&dl->rows);
     free(dl->spans);
+    free(dl->later);
 }
 
 static void dlist_rewrap(struct dlist *dl, int width)
@@ -873,6 +930,13 @@ static void dlist_splice(struct dlist *dl, struct dlist *src)
         XGROW(dl->spans, spans0 + src->nspans, dl->capspans);
         memcpy(dl->spans + spans0, src->spans, src->nspans * sizeof(*src->spans));
         dl->nspans += src->nspans;
+    }
+    if (src->nlater) { /* lines still to highlight when drawn: their indexes move too */
+        XGROW(dl->later, dl->nlater + src->nlater, dl->caplater);
+        for (size_t i = 0; i < src->nlater; i++)
+            dl->later[dl->nlater++] =
+                (struct dlater){src->later[i].line + dl->n, src->later[i].hl};
+        src->nlater = 0;
     }
     XGROW(dl->v, dl->n + src->n, dl->cap);
     for (size_t i = 0; i < src->n; i++) {
@@ -926,6 +990,8 @@ void wrap_doc_free(struct wrap_doc *d)
     buf_free(&d->scratch);
     buf_free(&d->rule);
     free(d->rsp);
+    hl_free(d->hl);
+    hl_spans_free(&d->hsp);
     free(d);
 }
 
@@ -946,12 +1012,17 @@ int wrap_doc_width(const struct wrap_doc *d)
 
 void wrap_doc_push(struct wrap_doc *d, const struct wrap_line *line)
 {
-    dlist_add(&d->fin, line, d->width, NULL);
+    dlist_add(&d->fin, line, d->width, NULL, NULL);
+}
+
+void wrap_doc_push_hl(struct wrap_doc *d, const struct wrap_line *line, const struct wrap_hl *hl)
+{
+    dlist_add(&d->fin, line, d->width, NULL, hl);
 }
 
 void wrap_doc_push_take(struct wrap_doc *d, const struct wrap_line *line, char *text)
 {
-    dlist_add(&d->fin, line, d->width, text);
+    dlist_add(&d->fin, line, d->width, text, NULL);
 }
 
 void wrap_doc_pending_clear(struct wrap_doc *d)
@@ -961,7 +1032,7 @@ void wrap_doc_pending_clear(struct wrap_doc *d)
 
 void wrap_doc_pending_add(struct wrap_doc *d, const struct wrap_line *line)
 {
-    dlist_add(&d->pend, line, d->width, NULL);
+    dlist_add(&d->pend, line, d->width, NULL, NULL);
 }
 
 static void push_clean(struct wrap_doc *d, struct dlist *dl, const char *s, size_t n, int slot,
@@ -973,7 +1044,7 @@ static void push_clean(struct wrap_doc *d, struct dlist *dl, const char *s, size
     wrap_clean(&d->scratch, s, n);
     struct wrap_line wl = {buf_str(&d->scratch), d->scratch.len, NULL, 0, (uint16_t)slot, 0,
                            (uint16_t)flags, 0};
-    dlist_add(dl, &wl, d->width, NULL);
+    dlist_add(dl, &wl, d->width, NULL, NULL);
 }
 
 void wrap_doc_append_text(struct wrap_doc *d, const char *s, size_t n, int slot,
@@ -1034,6 +1105,8 @@ int wrap_doc_row(const struct wrap_doc *cd, size_t i, struct wrap_view *v)
     }
     /* line lo holds row i: a line without rows (a table's in list form) shares its row0
      * with the next line, which is then the last with row0 <= i */
+    if (dl->v[lo].flags & DL_LATER)
+        dline_highlight(d, (struct dlist *)dl, lo);
     const struct dline *l = &dl->v[lo];
     const struct table_out *tab = l->flags & DL_TABLE ? &dl->tabs[l->ri] : NULL;
     struct wrap_row one;
@@ -1090,7 +1163,12 @@ int wrap_doc_row(const struct wrap_doc *cd, size_t i, struct wrap_view *v)
     v->nspans = n;
     v->line = line_base + lo;
     v->tag = l->tag;
-    v->flags = l->flags & (uint16_t)~(DL_ONEROW | DL_TABLE);
+    v->flags = l->flags & (uint16_t)~DL_OWN;
     v->first = i == l->row0;
     return 0;
+}
+
+size_t wrap_doc_highlighted(const struct wrap_doc *d)
+{
+    return d->highlighted;
 }

@@ -32,6 +32,7 @@
 #include <stdint.h>
 
 #include "base/buf.h"
+#include "text/highlight.h"
 #include "text/theme.h"
 
 /* wrap_line.flags */
@@ -39,6 +40,16 @@
 #define WRAP_RULE 0x02u /* a horizontal rule: one row of U+2500 as wide as the width */
 #define WRAP_TABLE 0x04u /* an encoded table row (text/table.h): wrap_doc lays it out at its
                           * width (rows of other text than the line's; maybe none at all) */
+
+/* A code line highlighted when it is first drawn (wrap_doc_row), not when it is pushed
+ * (wrap_doc_push_hl): bytes [at, len) of the line are code in `lang`, and the line before left
+ * `st` open. The line's own spans show those bytes as plain code (THEME_CODE) until then; the
+ * spans of the bytes before `at` are kept. markdown_highlight_when_drawn makes such lines. */
+struct wrap_hl {
+    const struct hl_lang *lang;
+    struct hl_state st;
+    uint32_t at;
+};
 
 /* One logical line (no '\n' inside) with its styles, as markdown produces them. */
 struct wrap_line {
@@ -148,6 +159,10 @@ int wrap_doc_width(const struct wrap_doc *d);
 /* Append a finished line (copied) and wrap it once. */
 void wrap_doc_push(struct wrap_doc *d, const struct wrap_line *line);
 
+/* The same for a line highlighted when one of its rows is first asked for (hl copied; NULL:
+ * wrap_doc_push). */
+void wrap_doc_push_hl(struct wrap_doc *d, const struct wrap_line *line, const struct wrap_hl *hl);
+
 /* wrap_doc_push for a line whose text (line->text, malloc'd) the document takes over instead of
  * copying it (a huge line is not held twice). */
 void wrap_doc_push_take(struct wrap_doc *d, const struct wrap_line *line, char *text);
@@ -179,6 +194,10 @@ size_t wrap_doc_rows(const struct wrap_doc *d);
 
 /* Row i (0 = top) into *v. Returns 0, or -1 when i >= wrap_doc_rows(). O(log lines). */
 int wrap_doc_row(const struct wrap_doc *d, size_t i, struct wrap_view *v);
+
+/* How many of the lines pushed with a wrap_hl have been highlighted (one of their rows asked
+ * for) so far: the rest cost nothing but their push. */
+size_t wrap_doc_highlighted(const struct wrap_doc *d);
 
 /* Tests only: nonzero turns off wrap_text's inline loop for ASCII and CJK (the reference, one
  * cluster at a time, that test_wrap compares it with). */

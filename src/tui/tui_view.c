@@ -400,8 +400,10 @@ static void tui_part_long_append(struct tui_part *p, const char *s, size_t n)
 static void tui_lines_push(struct markdown *md, struct wrap_doc *doc, size_t *done)
 {
     size_t count = markdown_count(md);
-    while (*done < count)
-        wrap_doc_push(doc, &markdown_line(md, (*done)++)->wl);
+    while (*done < count) { /* a code line is highlighted there when first drawn */
+        const struct markdown_line *ml = markdown_line(md, (*done)++);
+        wrap_doc_push_hl(doc, &ml->wl, ml->hl);
+    }
     markdown_release(md, *done); /* the document has its copy */
 }
 
@@ -620,9 +622,7 @@ static void tui_part_finish(struct tui_part *p, int width)
     }
     buf_free(&p->line);
     markdown_finish(p->md);
-    size_t count = markdown_count(p->md);
-    while (p->done < count)
-        wrap_doc_push(p->doc, &markdown_line(p->md, p->done++)->wl);
+    tui_lines_push(p->md, p->doc, &p->done);
     wrap_doc_pending_clear(p->doc);
     markdown_free(p->md); /* the document holds copies of its lines */
     p->md = NULL;
@@ -779,11 +779,13 @@ static struct tui_msg *tui_view_push(struct tui_view *v, enum tui_msg_kind kind)
     return m;
 }
 
-/* A styler for a new part; code highlighted unless the configuration said no. */
+/* A styler for a new part; code highlighted unless the configuration said no, each line when
+ * it is first drawn (its document does it: the lines scrolled past unseen cost a scan). */
 static struct markdown *tui_view_md(const struct tui_view *v, int slot)
 {
     struct markdown *md = markdown_new(slot);
     markdown_set_highlight(md, !v->plain_code);
+    markdown_highlight_when_drawn(md);
     return md;
 }
 

@@ -4,6 +4,7 @@
 #include "tap.h"
 #include "text/highlight.h"
 #include "text/markdown.h"
+#include "text/wrap.h"
 #include "base/buf.h"
 #include "base/xmalloc.h"
 
@@ -236,6 +237,60 @@ static void test_hostile(void)
     free(big);
 }
 
+/* hl_scan leaves the state hl_line leaves, line after line, in every language: random lines of
+ * the bytes that open and close comments, strings and tags (a line highlighted later from the
+ * saved state is coloured as if highlighted at once). */
+static void test_scan(void)
+{
+    static const char *const frag[] = {
+        "\"", "'", "`", "/*", "*/", "//", "#", "--", "--[[", "]]", "[[", "<!--", "-->", "<",
+        ">", "\\", "r\"", "r#\"", "\"#", "'''", "\"\"\"", "=begin", "=end", "$", "${", "@",
+        "[", "]", " ", "  ", "\t", "a", "x1", "def", "if", "0x1F", "1.5e3", "'a", "<?php", "?>",
+        "{", "}", ":", "=", "\xC3\xA9", "f", "b'", "```", "~~~", "+", "-", ";", "&amp;", "/"};
+    size_t nf = sizeof(frag) / sizeof(frag[0]);
+    struct hl_spans o = {NULL, 0, 0};
+    unsigned seed = 12345;
+    size_t lines = 0, differ = 0;
+    int same = 1;
+    for (size_t k = 0; k < hl_lang_count(); k++) {
+        struct hl *h = hl_new(hl_lang_at(k));
+        for (int doc = 0; doc < 20; doc++) {
+            struct hl_state a = HL_STATE_INIT, b = HL_STATE_INIT;
+            for (int line = 0; line < 40; line++) {
+                char buf[256];
+                size_t n = 0;
+                seed = seed * 1103515245u + 12345u;
+                int parts = (int)((seed >> 16) % 14);
+                for (int p = 0; p < parts; p++) {
+                    seed = seed * 1103515245u + 12345u;
+                    const char *f = frag[(seed >> 16) % nf];
+                    size_t fl = strlen(f);
+                    memcpy(buf + n, f, fl);
+                    n += fl;
+                }
+                struct hl_state before = a;
+                hl_line(h, &a, buf, n, &o);
+                hl_scan(h, &b, buf, n);
+                lines++;
+                differ += memcmp(&before, &a, sizeof(a)) != 0;
+                if (memcmp(&a, &b, sizeof(a)) != 0) {
+                    if (same)
+                        TAP_OK(0, "%s: hl_scan's state differs from hl_line's after '%.*s'",
+                               hl_lang_name(hl_lang_at(k)), (int)n, buf);
+                    same = 0;
+                    b = a;
+                }
+            }
+        }
+        hl_free(h);
+    }
+    hl_spans_free(&o);
+    TAP_OK(same, "hl_scan leaves hl_line's state after each of %zu random lines (%zu change it)",
+           lines, differ);
+    TAP_OK(differ > lines / 10, "and the lines open and close regions often (%zu of %zu)", differ,
+           lines);
+}
+
 /* A Markdown document with highlighted blocks, fed in pieces. */
 static const char doc[] =
     "Some *text*.\n\n```python\ndef f(x):\n    \"\"\"doc\n    more\"\"\"\n    return x + 1  # c\n"
@@ -312,12 +367,137 @@ static void test_markdown(void)
     free(whole);
 }
 
+/* Rows of a wrap_doc fed by a styler that highlights lines when they are drawn: every row, asked
+ * for in any order and after a rewrap, has the spans of the same row of a document fed by a
+ * styler that highlights at once; and lines never asked for are never highlighted. */
+static const char lazy_doc[] =
+    "Intro *text* and `code`.\n\n```python\n@dataclass\nclass P:\n    \"\"\"doc\n    more\"\"\"\n"
+    "    def f(self, x=0x1F):  # c\n        return f'{x}' + \"s\" * 3\n```\n"
+    "- a list item\n\n  ```c\n  /* open\n  still open */ int y = 0x10; // end\n  #define X 1\n"
+    "  char *s = \"a\\\"b\";\n  ```\n\n```html\n<a href=\"x\n\">t</a> &amp;\n```\n"
+    "```rust\nfn main() { let r = r#\"raw \"# ; /* a /* nested */ b */ }\n```\n"
+    "```nosuchlang\nplain 1 \"x\"\n```\n```js\nconst t = `multi\nline ${x}` + 'q';\n```\n";
+
+static struct wrap_doc *lazy_feed(const char *s, size_t n, int later, int width)
+{
+    struct markdown *md = markdown_new(THEME_ASSISTANT);
+    if (later)
+        markdown_highlight_when_drawn(md);
+    struct wrap_doc *d = wrap_doc_new(width);
+    size_t done = 0;
+    for (size_t at = 0; at < n; at += 7) { /* in pieces, lines released as they go */
+        markdown_feed(md, s + at, n - at < 7 ? n - at : 7);
+        for (; done < markdown_count(md); done++) {
+            const struct markdown_line *ml = markdown_line(md, done);
+            wrap_doc_push_hl(d, &ml->wl, ml->hl);
+        }
+        markdown_release(md, done);
+    }
+    markdown_finish(md);
+    for (; done < markdown_count(md); done++) {
+        const struct markdown_line *ml = markdown_line(md, done);
+        wrap_doc_push_hl(d, &ml->wl, ml->hl);
+    }
+    markdown_free(md);
+    return d;
+}
+
+static void row_dump(struct wrap_doc *d, size_t r, struct buf *b)
+{
+    struct wrap_view v;
+    if (wrap_doc_row(d, r, &v) != 0) {
+        buf_appends(b, "(none)\n");
+        return;
+    }
+    buf_printf(b, "%zu:", v.line);
+    for (size_t k = 0; k < v.nspans; k++) {
+        buf_printf(b, " %s/%u(", theme_slot_name(v.spans[k].slot), v.spans[k].attrs);
+        buf_append(b, v.text + v.spans[k].off, v.spans[k].len);
+        buf_appendc(b, ')');
+    }
+    buf_appendc(b, '\n');
+}
+
+static void test_when_drawn(void)
+{
+    size_t n = sizeof(lazy_doc) - 1;
+    int same = 1;
+    for (int width = 12; width <= 80; width += 17) {
+        struct wrap_doc *now = lazy_feed(lazy_doc, n, 0, width);
+        struct wrap_doc *later = lazy_feed(lazy_doc, n, 1, width);
+        size_t rows = wrap_doc_rows(now);
+        TAP_OK(wrap_doc_rows(later) == rows && wrap_doc_highlighted(later) == 0,
+               "width %d: the same %zu rows, none highlighted before one is drawn", width, rows);
+        struct buf a = BUF_INIT, b = BUF_INIT;
+        for (size_t r = rows; r-- > 0;) /* from the end up, as scrolling back does */
+            row_dump(later, r, &b);
+        wrap_doc_set_width(later, width + 9); /* and after a rewrap */
+        wrap_doc_set_width(later, width);
+        for (int twice = 0; twice < 2; twice++)
+            for (size_t r = rows; r-- > 0;)
+                row_dump(now, r, &a);
+        for (size_t r = rows; r-- > 0;)
+            row_dump(later, r, &b);
+        if (strcmp(buf_str(&a), buf_str(&b)) != 0) {
+            same = 0;
+            TAP_STR(buf_str(&b), buf_str(&a), "rows highlighted when drawn");
+        }
+        buf_free(&a);
+        buf_free(&b);
+        wrap_doc_free(now);
+        wrap_doc_free(later);
+    }
+    TAP_OK(same, "a code line highlighted when first drawn has the spans it has highlighted at once");
+
+    /* a document that takes another's lines (wrap_doc_splice) takes their highlighting later */
+    const char *cut = strstr(lazy_doc, "```html");
+    struct wrap_doc *now = lazy_feed(lazy_doc, n, 0, 40);
+    struct wrap_doc *head = lazy_feed(lazy_doc, (size_t)(cut - lazy_doc), 1, 40);
+    struct wrap_doc *tail = lazy_feed(cut, n - (size_t)(cut - lazy_doc), 1, 40);
+    struct buf a = BUF_INIT, b = BUF_INIT;
+    row_dump(head, 3, &a); /* one line highlighted before the splice, the rest after */
+    buf_reset(&a);
+    wrap_doc_splice(head, tail);
+    for (size_t r = wrap_doc_rows(now); r-- > 0;) {
+        row_dump(now, r, &a);
+        row_dump(head, r, &b);
+    }
+    TAP_STR(buf_str(&b), buf_str(&a), "a spliced document's lines highlighted when drawn");
+    buf_free(&a);
+    buf_free(&b);
+    wrap_doc_free(now);
+    wrap_doc_free(head);
+    wrap_doc_free(tail);
+
+    /* 2,000 code lines, the last screenful drawn: only its lines are highlighted */
+    struct buf big = BUF_INIT;
+    buf_appends(&big, "```python\n");
+    for (int i = 0; i < 2000; i++)
+        buf_printf(&big, "def f%d(x):  # %d\n    return \"%d\" + x\n", i, i, i);
+    buf_appends(&big, "```\n");
+    struct wrap_doc *d = lazy_feed(big.data, big.len, 1, 80);
+    size_t rows = wrap_doc_rows(d);
+    struct buf sink = BUF_INIT;
+    for (size_t r = rows - 40; r < rows; r++)
+        row_dump(d, r, &sink);
+    for (size_t r = rows - 40; r < rows; r++) /* drawn again: not highlighted again */
+        row_dump(d, r, &sink);
+    TAP_OK(wrap_doc_highlighted(d) <= 40 && strstr(buf_str(&sink), "code-keyword/0(return)"),
+           "4,000 code lines, the last 40 rows drawn twice: %zu lines highlighted",
+           wrap_doc_highlighted(d));
+    buf_free(&sink);
+    buf_free(&big);
+    wrap_doc_free(d);
+}
+
 int main(void)
 {
     test_languages();
     test_find();
     test_state();
     test_hostile();
+    test_scan();
     test_markdown();
+    test_when_drawn();
     return tap_done();
 }
