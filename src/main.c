@@ -333,8 +333,7 @@ static int main_chat_check(struct main_run *r)
         return 2;
     }
 #ifdef TOKTERM_TUI_BINARY
-    setlocale(LC_ALL, ""); /* wide characters; scripted mode passes bytes through */
-    return -1;
+    return -1; /* the locale was set by main_chat, before any thread */
 #else
     return 1; /* not reached: the chat is tokterm-tui's */
 #endif
@@ -559,6 +558,12 @@ static int main_dispatch(struct main_run *r, const struct main_cmd *cmd)
      * this one reads the prompt, the key and the store (net_start waits for it). SQLite is
      * loaded first, here: dlopen() holds the loader's lock, so the store would otherwise wait
      * for all of libcurl's (a failure is told again by store_open). */
+#ifdef TOKTERM_TUI_BINARY
+    /* Wide characters for the chat; scripted mode passes bytes through. Set before the
+     * libcurl thread starts: setlocale() is not thread-safe (curl_global_init reads it). */
+    if (cmd->check == main_chat_check)
+        setlocale(LC_ALL, "");
+#endif
     if (cmd->needs & SETUP_KEY) {
         if ((cmd->needs & SETUP_STORE) && !r->a.incognito) {
             char *serr = NULL;

@@ -490,11 +490,17 @@ static void store_wal_restart(struct store *st)
         whole = sqlite3_column_int(s, 0) == 0 &&
                 sqlite3_column_int(s, 1) == sqlite3_column_int(s, 2);
     sqlite3_finalize(s);
+    /* Read and written back in one write transaction: another process's migration cannot
+     * come in between and have its version set back (no wait for it: busy means skip). */
     int v = 0;
-    if (whole && store_pragma_int(st, "PRAGMA user_version", &v) == 0) {
-        char q[64]; /* rewrites page 1 as it is: the one frame of the new WAL */
-        snprintf(q, sizeof q, "PRAGMA user_version = %d", v);
-        sqlite3_exec(st->db, q, NULL, NULL, NULL);
+    if (whole && sqlite3_exec(st->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK) {
+        if (store_pragma_int(st, "PRAGMA user_version", &v) == 0) {
+            char q[64]; /* rewrites page 1 as it is: the one frame of the new WAL */
+            snprintf(q, sizeof q, "PRAGMA user_version = %d", v);
+            sqlite3_exec(st->db, q, NULL, NULL, NULL);
+        }
+        if (sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+            sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
     }
 }
 
