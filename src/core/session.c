@@ -3,6 +3,7 @@
 #include "core/session.h"
 #include "core/request.h"
 #include "net/otlp.h"
+#include "net/probe.h"
 #include "net/queue.h"
 #include "store/store.h"
 #include "tokens/tokenizer.h"
@@ -783,6 +784,15 @@ static char *session_planned_body(struct session *s, struct api_request *ar,
     return body;
 }
 
+static const char *session_tokens_encoding(const struct session *s, char buf[32]);
+
+/* Compile the statements that saving the answer will run (store_warm_answer). */
+static void session_warm(struct session *s)
+{
+    char enc[32];
+    store_warm_answer(s->store, s->cache_key_set, session_tokens_encoding(s, enc) != NULL);
+}
+
 /* Send the planned messages (s->plan): from the cache, or to the network thread. */
 static unsigned session_send_planned(struct session *s)
 {
@@ -828,11 +838,18 @@ static unsigned session_send_planned(struct session *s)
      * before it): a large one is copied while the request is on the wire. */
     if (s->store)
         store_checkpoint_async(s->store);
+    /* The SQL of the answer's end is compiled before it is due: while libcurl still loads
+     * (a one-shot: the request would wait for it anyway), else once the request is out. */
+    int warm = s->answer_id > 0, early = warm && net_library_loading();
+    if (early)
+        session_warm(s);
 
     struct net_request *rq = session_request(s, c, s->key, body);
     rq->fallback = session_fallback_request(s, &ar);
     free(m);
     s->active = session_submit(s, rq);
+    if (warm && !early)
+        session_warm(s);
     return s->active;
 }
 

@@ -54,12 +54,19 @@ void net_headers_free(struct curl_slist *headers)
 
 static pthread_t net_preload_thread;
 static int net_preload_started;
+static int net_preload_done; /* atomic: set by the preload thread as it ends */
 
 static void *net_preload_main(void *arg)
 {
     (void)arg;
     (void)curl_dl_load(NULL); /* its error, if any, is told by whoever needs curl next */
+    __atomic_store_n(&net_preload_done, 1, __ATOMIC_RELEASE);
     return NULL;
+}
+
+int net_library_loading(void)
+{
+    return net_preload_started && !__atomic_load_n(&net_preload_done, __ATOMIC_ACQUIRE);
 }
 
 void net_library_preload(void)

@@ -22,6 +22,9 @@ void net_headers_free(struct curl_slist *headers);
  * configuration's other work (the key, the store, the history) does not wait for it; the
  * first user of curl waits for the load to end (pthread_once), and sees its error. Once. */
 void net_library_preload(void);
+/* 1 while that load still runs (the first request would wait for it): work the request's
+ * answer needs costs no time then. */
+int net_library_loading(void);
 
 /* At the very end of the process: the preload joined, libcurl's global cleanup when it was
  * loaded. */

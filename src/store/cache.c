@@ -127,16 +127,18 @@ void store_touch_apply(struct store *st)
     st->n_touches = 0;
 }
 
+static const char store_q_cache_bytes[] = "SELECT bytes FROM cache_meta WHERE id = 1";
+static const char store_q_cache_expire[] = "DELETE FROM response_cache WHERE created <= ?1";
+
 /* Evict least recently used entries until the cache fits its cap (inside a transaction). */
 static int store_cache_evict(struct store *st)
 {
-    static const char q_bytes[] = "SELECT bytes FROM cache_meta WHERE id = 1";
     static const char q_lru[] =
         "SELECT id, size FROM response_cache ORDER BY last_used, id";
     static const char q_del[] = "DELETE FROM response_cache WHERE id = ?1";
     if (st->cache_max <= 0)
         return 0;
-    sqlite3_stmt *s = store_prep(st, q_bytes);
+    sqlite3_stmt *s = store_prep(st, store_q_cache_bytes);
     if (!s)
         return -1;
     int64_t bytes = 0;
@@ -198,12 +200,11 @@ void store_cache_set_entry_max(struct store *st, int64_t max_bytes)
  * -1 (rolled back). */
 static int store_cache_begin_put(struct store *st, int64_t now)
 {
-    static const char q_expire[] = "DELETE FROM response_cache WHERE created <= ?1";
     if (store_begin(st) != 0)
         return -1;
     if (st->cache_ttl <= 0)
         return 0;
-    sqlite3_stmt *s = store_prep(st, q_expire);
+    sqlite3_stmt *s = store_prep(st, store_q_cache_expire);
     if (!s)
         return store_rollback(st);
     sqlite3_bind_int64(s, 1, now - st->cache_ttl);
@@ -347,28 +348,29 @@ int store_cache_put_all(struct store *st, struct store_cache_put *items, size_t 
     return stored;
 }
 
+/* store_cache_put_message: the text goes from the message row to the cache inside SQLite (a
+ * long answer is never held in memory for it). Same conditions as store_cache_put(). */
+static const char store_q_cache_copy[] =
+    "INSERT INTO response_cache(key, created, last_used, hits, size, model, finish_reason, "
+    "prompt_tokens, completion_tokens, total_tokens, reasoning, content) "
+    "SELECT ?1, ?2, ?2, 0, length(CAST(content AS BLOB)) + "
+    "ifnull(length(CAST(reasoning AS BLOB)), 0) + ifnull(length(model), 0) + "
+    "ifnull(length(finish_reason), 0) + 96, model, finish_reason, prompt_tokens, "
+    "completion_tokens, total_tokens, reasoning, content FROM messages "
+    "WHERE id = ?3 AND role = 'assistant' AND status = 'complete' AND "
+    "NOT EXISTS (SELECT 1 FROM message_parts WHERE message_id = ?3) AND "
+    "ifnull(finish_reason, '') NOT IN ('length', 'content_filter', 'error') AND "
+    "(?4 <= 0 OR length(CAST(content AS BLOB)) + ifnull(length(CAST(reasoning AS BLOB)), 0) "
+    "+ 96 <= ?4) "
+    "ON CONFLICT(key) DO UPDATE SET created = excluded.created, "
+    "last_used = excluded.last_used, hits = 0, size = excluded.size, model = excluded.model, "
+    "finish_reason = excluded.finish_reason, prompt_tokens = excluded.prompt_tokens, "
+    "completion_tokens = excluded.completion_tokens, total_tokens = excluded.total_tokens, "
+    "reasoning = excluded.reasoning, content = excluded.content";
+
 int store_cache_put_message(struct store *st, const unsigned char key[STORE_CACHE_KEY_LEN],
                             int64_t msg_id, int64_t bytes)
 {
-    /* The text goes from the message row to the cache inside SQLite: a long answer is never
-     * held in memory for it. Same conditions as store_cache_put(). */
-    static const char q_copy[] =
-        "INSERT INTO response_cache(key, created, last_used, hits, size, model, finish_reason, "
-        "prompt_tokens, completion_tokens, total_tokens, reasoning, content) "
-        "SELECT ?1, ?2, ?2, 0, length(CAST(content AS BLOB)) + "
-        "ifnull(length(CAST(reasoning AS BLOB)), 0) + ifnull(length(model), 0) + "
-        "ifnull(length(finish_reason), 0) + 96, model, finish_reason, prompt_tokens, "
-        "completion_tokens, total_tokens, reasoning, content FROM messages "
-        "WHERE id = ?3 AND role = 'assistant' AND status = 'complete' AND "
-        "NOT EXISTS (SELECT 1 FROM message_parts WHERE message_id = ?3) AND "
-        "ifnull(finish_reason, '') NOT IN ('length', 'content_filter', 'error') AND "
-        "(?4 <= 0 OR length(CAST(content AS BLOB)) + ifnull(length(CAST(reasoning AS BLOB)), 0) "
-        "+ 96 <= ?4) "
-        "ON CONFLICT(key) DO UPDATE SET created = excluded.created, "
-        "last_used = excluded.last_used, hits = 0, size = excluded.size, model = excluded.model, "
-        "finish_reason = excluded.finish_reason, prompt_tokens = excluded.prompt_tokens, "
-        "completion_tokens = excluded.completion_tokens, total_tokens = excluded.total_tokens, "
-        "reasoning = excluded.reasoning, content = excluded.content";
     int64_t limit = store_cache_entry_limit(st);
     if (bytes >= 0 && limit > 0 && bytes > limit - 96) {
         store_set_err(st, "not cached: the answer is larger than the largest cached answer");
@@ -379,7 +381,7 @@ int store_cache_put_message(struct store *st, const unsigned char key[STORE_CACH
         return -1;
     sqlite3_stmt *s;
     int rc;
-    if (!(s = store_prep(st, q_copy)))
+    if (!(s = store_prep(st, store_q_cache_copy)))
         return store_rollback(st);
     sqlite3_bind_blob(s, 1, key, STORE_CACHE_KEY_LEN, SQLITE_STATIC);
     sqlite3_bind_int64(s, 2, now);
@@ -401,6 +403,15 @@ int store_cache_put_message(struct store *st, const unsigned char key[STORE_CACH
 sqlfail:
     store_fail(st, "cannot update the cache");
     return store_rollback(st);
+}
+
+void store_cache_warm(struct store *st)
+{
+    if (st->cache_ttl > 0)
+        (void)store_prep(st, store_q_cache_expire);
+    (void)store_prep(st, store_q_cache_copy);
+    if (st->cache_max > 0)
+        (void)store_prep(st, store_q_cache_bytes);
 }
 
 int store_cache_stats(struct store *st, struct store_cache_stats *out)

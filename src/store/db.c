@@ -91,6 +91,7 @@ sqlite3_stmt *store_prep(struct store *st, const char *sql)
         store_fail(st, "internal query failed to compile");
         return NULL;
     }
+    st->compiled++;
     if (st->n_stmts < STORE_STMT_CACHE) {
         st->stmts[st->n_stmts].sql = sql;
         st->stmts[st->n_stmts++].stmt = stmt;
@@ -810,9 +811,19 @@ void store_close(struct store *st)
     }
     if (st->n_touches && store_begin(st) == 0) /* store_begin applies them */
         store_commit(st);
-    if (getenv("TOKTERM_DEBUG_STORE"))
-        fprintf(stderr, "tokterm: debug: store: %llu VM steps\n", st->vm_steps);
+    if (getenv("TOKTERM_DEBUG_STORE")) {
+        fprintf(stderr, "tokterm: debug: store: %llu VM steps, %u statements compiled\n",
+                st->vm_steps, st->compiled);
+        if (st->finished)
+            fprintf(stderr, "tokterm: debug: store: %u statements compiled from the first "
+                            "answer's end on\n", st->compiled - st->compiled_end);
+    }
     store_free(st);
+}
+
+unsigned store_statements_compiled(const struct store *st)
+{
+    return st ? st->compiled : 0;
 }
 
 const char *store_error(const struct store *st)

@@ -225,6 +225,8 @@ static void store_stream_drop(struct store *st, int64_t id)
         }
 }
 
+static void store_parts_warm(struct store *st);
+
 /* Commit the buffered text of a streaming answer as new parts (no read of what is saved),
  * inside the caller's transaction. A batch longer than one SQLite value may be is split at
  * UTF-8 boundaries. 0 or -1. */
@@ -261,20 +263,25 @@ static int store_stream_write(struct store *st, struct store_stream *s)
             store_done(st, u);
             if (rc != SQLITE_DONE)
                 return store_fail(st, "cannot save the answer");
+            if (!s->parted) /* kept when the transaction is rolled back: only a read more */
+                store_parts_warm(st);
+            s->parted = 1;
             off += n;
         } while (off < len);
     }
     return 0;
 }
 
+static const char store_q_parts_read[] = "SELECT reasoning, text FROM message_parts "
+                                        "WHERE message_id = ?1 ORDER BY id";
+static const char store_q_parts_drop[] = "DELETE FROM message_parts WHERE message_id = ?1";
+
 /* The text of answer id saved as parts so far, appended to *text and *reasoning; *has_parts
  * and *has_reasoning set when there are any. 0 or -1. */
 static int store_parts_read(struct store *st, int64_t id, struct buf *text, struct buf *reasoning,
                             int *has_parts, int *has_reasoning)
 {
-    static const char q_read[] = "SELECT reasoning, text FROM message_parts "
-                                 "WHERE message_id = ?1 ORDER BY id";
-    sqlite3_stmt *q = store_prep(st, q_read);
+    sqlite3_stmt *q = store_prep(st, store_q_parts_read);
     if (!q)
         return -1;
     sqlite3_bind_int64(q, 1, id);
@@ -375,14 +382,22 @@ static int store_fold_write(struct store *st, const char *sql, int64_t id, const
 /* Drop the saved parts of answer id. 0 or -1. */
 static int store_parts_drop(struct store *st, int64_t id)
 {
-    static const char q_drop[] = "DELETE FROM message_parts WHERE message_id = ?1";
-    sqlite3_stmt *q = store_prep(st, q_drop);
+    sqlite3_stmt *q = store_prep(st, store_q_parts_drop);
     if (!q)
         return -1;
     sqlite3_bind_int64(q, 1, id);
     int rc = sqlite3_step(q);
     store_done(st, q);
     return rc == SQLITE_DONE ? 0 : store_fail(st, "cannot save the answer");
+}
+
+/* The statements the end of an answer saved in parts runs (store_fold), compiled as its first
+ * part is written, while it streams: not at its end, which the user waits for. */
+static void store_parts_warm(struct store *st)
+{
+    (void)store_prep(st, store_q_parts_read);
+    (void)store_prep(st, store_q_fold_fin);
+    (void)store_prep(st, store_q_parts_drop);
 }
 
 /* The buffered text of a stream, released while the row is written from a copy that holds it
@@ -444,7 +459,7 @@ static int store_fold_given(struct store *st, int64_t id, struct store_stream *s
     struct store_hold h;
     store_hold_release(&h, s);
     int rc = store_fold_write(st, store_q_fold_whole, id, &tv, &rv, w->reasoning_len > 0, fin);
-    if (rc == 0 && store_parts_drop(st, id) != 0)
+    if (rc == 0 && s->parted && store_parts_drop(st, id) != 0)
         rc = -1;
     if (rc != 0)
         store_hold_restore(&h, w->text, w->len, w->reasoning, w->reasoning_len);
@@ -470,7 +485,10 @@ static int store_fold(struct store *st, int64_t id, struct store_stream *s,
     struct store_hold hold = {NULL, 0, 0};
     if (s && s->total > s->text.len)
         buf_reserve(&text, s->total); /* no copy as it grows (only what is written is touched) */
-    if (store_parts_read(st, id, &text, &reasoning, &has_parts, &has_reasoning) != 0)
+    /* An answer of which no part was committed has none to read (only its writer adds them;
+     * a deleted row takes its parts with it): a short one's end runs one statement fewer. */
+    if ((!s || s->parted) &&
+        store_parts_read(st, id, &text, &reasoning, &has_parts, &has_reasoning) != 0)
         goto out;
     const struct buf *tp = &text, *rp = &reasoning;
     if (s && !has_parts) {
@@ -611,25 +629,27 @@ double store_flush_deadline(const struct store *st)
     return 0;
 }
 
+/* The end of an answer's row (store_finish_write). Every answer is indexed by the next search
+ * (the trigram index's queue), whatever its size: indexing at save time cost ~0.25 ms per KB
+ * (a 60 KB answer: 14-30 ms), and only answers under 64 KiB paid it (the triggers queue longer
+ * ones). Queued while the row is still 'streaming', so that messages_fts_done leaves it to the
+ * queue; a row that has finished already is in the index and is left alone. */
+static const char store_q_queue[] = "INSERT OR IGNORE INTO fts_pending(message_id) "
+                                    "SELECT id FROM messages WHERE id = ?1 AND status = "
+                                    "'streaming'";
+static const char store_q_touch[] = "UPDATE conversations SET updated = ?2 WHERE id = "
+                                    "(SELECT conversation_id FROM messages WHERE id = ?1)";
+
 /* store_message_finish's transaction: the folded text and the outcome in one row write. */
 static int store_finish_write(struct store *st, int64_t msg_id, struct store_stream *str,
                               const struct store_whole *whole, enum store_status status,
                               const char *finish_reason, const struct store_usage *usage,
                               const struct store_timings *timings, const char *error)
 {
-    static const char q_touch[] = "UPDATE conversations SET updated = ?2 WHERE id = "
-                                  "(SELECT conversation_id FROM messages WHERE id = ?1)";
-    /* Every answer is indexed by the next search (the trigram index's queue), whatever its
-     * size: indexing at save time cost ~0.25 ms per KB (a 60 KB answer: 14-30 ms), and only
-     * answers under 64 KiB paid it (the triggers queue longer ones). Queued while the row is
-     * still 'streaming', so that messages_fts_done leaves it to the queue; a row that has
-     * finished already is in the index and is left alone. */
-    static const char q_queue[] = "INSERT OR IGNORE INTO fts_pending(message_id) "
-                                  "SELECT id FROM messages WHERE id = ?1 AND status = 'streaming'";
     if (store_begin(st) != 0)
         return -1;
     struct store_fin fin = {status, finish_reason, error, usage, timings};
-    if (store_run_steps(st, (const char *const[]){q_queue}, 1, &msg_id,
+    if (store_run_steps(st, (const char *const[]){store_q_queue}, 1, &msg_id,
                         "cannot save the answer") != 0)
         return -1;
     int rc = store_fold(st, msg_id, str, whole, &fin);
@@ -641,7 +661,7 @@ static int store_finish_write(struct store *st, int64_t msg_id, struct store_str
     }
     if (rc != 0)
         return store_rollback(st);
-    sqlite3_stmt *s = store_prep(st, q_touch);
+    sqlite3_stmt *s = store_prep(st, store_q_touch);
     if (!s)
         return store_rollback(st);
     sqlite3_bind_int64(s, 1, msg_id);
@@ -664,6 +684,10 @@ int store_message_finish_whole(struct store *st, int64_t msg_id, const struct st
         store_set_err(st, "cannot finish message %lld with status %s", (long long)msg_id,
                       store_status_name(status));
         return -1;
+    }
+    if (!st->finished) {
+        st->finished = 1;
+        st->compiled_end = st->compiled;
     }
     struct store_stream *str = store_stream_find(st, msg_id);
     /* A long answer goes through a page cache of a few pages: SQLite writes each full page to
@@ -729,14 +753,31 @@ int store_tokens_get(struct store *st, int64_t conversation_id, const char *enco
     return 0;
 }
 
+/* The statements of store_tokens_put: the counts, then the mark moved over them. */
+static const char store_q_tokens_put[] =
+    "INSERT OR REPLACE INTO message_tokens(conversation_id, message_id, encoding, bytes, "
+    "tokens) SELECT conversation_id, id, ?3, ?4, ?5 FROM messages "
+    "WHERE id = ?2 AND conversation_id = ?1"; /* a count never outlives its message */
+static const char store_q_mark[] = "SELECT through_id, max_tokens FROM token_marks "
+                                   "WHERE conversation_id = ?1 AND encoding = ?2";
+static const char store_q_mark_gap[] =
+    "SELECT coalesce((SELECT id - 1 FROM messages m WHERE conversation_id = ?1 AND id > ?3 "
+    "AND NOT EXISTS (SELECT 1 FROM message_tokens k WHERE k.conversation_id = ?1 AND "
+    "k.message_id = m.id AND k.encoding = ?2) ORDER BY id LIMIT 1), (SELECT max(id) FROM "
+    "messages WHERE conversation_id = ?1), 0)";
+static const char store_q_mark_max[] =
+    "SELECT coalesce(max(tokens), 0) FROM message_tokens WHERE conversation_id = ?1 AND "
+    "encoding = ?2 AND message_id > ?3 AND message_id <= ?4";
+static const char store_q_mark_put[] =
+    "INSERT OR REPLACE INTO token_marks(conversation_id, encoding, through_id, max_tokens) "
+    "VALUES(?1, ?2, ?3, ?4)";
+
 int store_tokens_mark(struct store *st, int64_t conv, const char *encoding, int64_t *through,
                       long *max)
 {
-    static const char q[] = "SELECT through_id, max_tokens FROM token_marks "
-                            "WHERE conversation_id = ?1 AND encoding = ?2";
     *through = 0;
     *max = 0;
-    sqlite3_stmt *s = store_prep(st, q);
+    sqlite3_stmt *s = store_prep(st, store_q_mark);
     if (!s)
         return SQLITE_ERROR;
     sqlite3_bind_int64(s, 1, conv);
@@ -755,21 +796,10 @@ int store_tokens_mark(struct store *st, int64_t conv, const char *encoding, int6
  * the rows it counted). Inside the put's transaction. 0, or an SQLite code. */
 static int store_tokens_advance(struct store *st, int64_t conv, const char *encoding)
 {
-    static const char q_gap[] =
-        "SELECT coalesce((SELECT id - 1 FROM messages m WHERE conversation_id = ?1 AND id > ?3 "
-        "AND NOT EXISTS (SELECT 1 FROM message_tokens k WHERE k.conversation_id = ?1 AND "
-        "k.message_id = m.id AND k.encoding = ?2) ORDER BY id LIMIT 1), (SELECT max(id) FROM "
-        "messages WHERE conversation_id = ?1), 0)";
-    static const char q_max[] =
-        "SELECT coalesce(max(tokens), 0) FROM message_tokens WHERE conversation_id = ?1 AND "
-        "encoding = ?2 AND message_id > ?3 AND message_id <= ?4";
-    static const char q_put[] =
-        "INSERT OR REPLACE INTO token_marks(conversation_id, encoding, through_id, max_tokens) "
-        "VALUES(?1, ?2, ?3, ?4)";
     int64_t through, to = 0;
     long max;
     int rc = store_tokens_mark(st, conv, encoding, &through, &max);
-    const char *qs[] = {q_gap, q_max, q_put};
+    const char *qs[] = {store_q_mark_gap, store_q_mark_max, store_q_mark_put};
     for (int i = 0; rc == 0 && i < 3 && (i == 0 || to > through); i++) {
         sqlite3_stmt *s = store_prep(st, qs[i]);
         if (!s)
@@ -793,16 +823,11 @@ static int store_tokens_advance(struct store *st, int64_t conv, const char *enco
 int store_tokens_put(struct store *st, int64_t conversation_id, const char *encoding,
                      const struct store_tokens *v, size_t n)
 {
-    /* only rows of messages of that conversation (a count never outlives its message) */
-    static const char q[] =
-        "INSERT OR REPLACE INTO message_tokens(conversation_id, message_id, encoding, bytes, "
-        "tokens) SELECT conversation_id, id, ?3, ?4, ?5 FROM messages "
-        "WHERE id = ?2 AND conversation_id = ?1";
     if (!n)
         return 0;
     if (store_begin(st) != 0)
         return -1;
-    sqlite3_stmt *s = store_prep(st, q);
+    sqlite3_stmt *s = store_prep(st, store_q_tokens_put);
     if (!s)
         return store_rollback(st);
     int rc = SQLITE_DONE;
@@ -821,6 +846,27 @@ int store_tokens_put(struct store *st, int64_t conversation_id, const char *enco
         return store_rollback(st);
     }
     return store_commit(st);
+}
+
+void store_warm_answer(struct store *st, int cache, int tokens)
+{
+    if (!st || st->readonly)
+        return;
+    /* what the end of a short answer runs: store_finish_write (no parts to read), then
+     * store_cache_put_message and store_tokens_put */
+    static const char *const fin[] = {store_q_queue, store_q_fold_whole, store_q_touch};
+    static const char *const tok[] = {store_q_tokens_put, store_q_mark, store_q_mark_gap,
+                                      store_q_mark_max, store_q_mark_put};
+    char *err = st->err ? xstrdup(st->err) : NULL; /* a statement that does not compile here
+                                                     * says so again where it runs */
+    for (size_t i = 0; i < TT_ARRAY_LEN(fin); i++)
+        (void)store_prep(st, fin[i]);
+    if (cache)
+        store_cache_warm(st);
+    for (size_t i = 0; tokens && i < TT_ARRAY_LEN(tok); i++)
+        (void)store_prep(st, tok[i]);
+    free(st->err);
+    st->err = err;
 }
 
 int store_message_set_tool(struct store *st, int64_t msg_id, const char *tool)

@@ -282,6 +282,13 @@ int store_batch_end(struct store *st);
  * runs; the next store_message_finish (whose commit then starts the WAL over) or store_close
  * waits for it. */
 void store_checkpoint_async(struct store *st);
+/* Compile, ahead of it, what the end of an answer runs (its row; with cache, its cache entry;
+ * with tokens, its token counts), so that the end, which the user waits for, compiles no
+ * SQL: called while the request is on the wire or libcurl still loads. Statements are kept
+ * for the life of st, so a second call costs nothing. */
+void store_warm_answer(struct store *st, int cache, int tokens);
+/* How many statements st has compiled (TOKTERM_DEBUG_STORE prints it; tests). */
+unsigned store_statements_compiled(const struct store *st);
 /* Message of the last failure on st; valid until the next call on st. Never NULL. */
 const char *store_error(const struct store *st);
 

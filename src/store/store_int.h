@@ -34,6 +34,8 @@ struct store_stream {
     struct buf text, reasoning;  /* appended since the last committed part */
     size_t total;                /* bytes appended over the whole answer */
     int has_reasoning;
+    int parted;                  /* a part of it was committed (store_stream_write): its end
+                                  * reads the parts back; else it writes what it holds */
     struct store_stream *next;
 };
 
@@ -82,6 +84,9 @@ struct store {
                                   * checkpoints (when it wrote) */
     unsigned long long vm_steps; /* SQLite VM steps of the statements done so far (the work of
                                   * this connection, load-independent: TOKTERM_DEBUG_STORE) */
+    unsigned compiled;           /* statements store_prep compiled */
+    int finished;                /* an answer's end began: compiled_end is the count then */
+    unsigned compiled_end;
 };
 
 /* "streaming", "complete", ... indexed by enum store_status (db.c). */
@@ -196,6 +201,8 @@ int store_words_forget(struct store *st);
 int store_search_functions(struct store *st);
 
 /* ---- cache.c */
+/* Compile the statements of store_cache_put_message (store_warm_answer). */
+void store_cache_warm(struct store *st);
 
 /* Write pending cache-hit updates inside the current write transaction (best effort). */
 void store_touch_apply(struct store *st);

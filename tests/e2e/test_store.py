@@ -198,6 +198,19 @@ with ttlib.FakeServer() as srv:
     t.eq(query(home, "SELECT status, content FROM messages WHERE id=?", (row[0],)),
          [("interrupted", saved)], "next start marks it interrupted, with the saved text")
 
+    # --- the answer's end compiles no SQL (issue 14): it was compiled while the request was
+    # on the wire; a fast answer (no part written), a slow one (parts), a cached one-shot ---
+    cases = [("gen=150,chunk=whole", ["--no-cache", "-p", "fast"], "a fast answer's end"),
+             ("gen=3,delay_ms=300", ["--no-cache", "-p", "slow"], "an answer saved in parts"),
+             ("", ["-p", "compile question %d" % os.getpid()], "a default one-shot")]
+    for spec, args, what in cases:
+        rc, out, err = run(spec, args, env={"TOKTERM_DEBUG_STORE": "1"})
+        t.ok(rc == 0 and b"0 statements compiled from the first answer's end on" in err,
+             "%s compiles no statement" % what, err.decode(errors="replace"))
+    t.ok(query(home, "SELECT count(*) FROM messages WHERE role = 'assistant' AND content = "
+                     "'tok0 tok1 tok2 ' AND status = 'complete'")[0][0] >= 1,
+         "the answer saved in parts is whole in its row")
+
     # --- two processes writing at once ---
     env = ttlib.clean_env(home, {"OPENAI_BASE_URL": srv.base("gen=100,delay_ms=5")})
     procs = [subprocess.Popen([ttlib.tokterm_path(), "-p", "p%d" % i, "-p", "q%d" % i], env=env,

@@ -2971,6 +2971,76 @@ static void test_index_flat(void)
     free(path);
 }
 
+/* Issue 14: the end of an answer (its row, its cache entry, its token counts) is what the user
+ * waits for after the last token; compiling its SQL there (~1M instructions of SQLite's parser
+ * and trigger code, a dozen statements) was most of what saving added after the answer.
+ * store_warm_answer compiles them while the request is on the wire; an answer saved in parts
+ * has the statements of its end compiled as its first part is written; and an answer of which
+ * no part was written reads none back (one statement fewer at its end). */
+static void answer_end(struct store *st, int64_t c, int64_t a, const char *q, int parted,
+                       struct fake_clock *clk)
+{
+    unsigned char key[STORE_CACHE_KEY_LEN];
+    store_cache_key(q, strlen(q), key);
+    const char *text = "an answer of a few words";
+    size_t n = strlen(text);
+    store_message_append(st, a, text, 10);
+    if (parted)
+        clk->mono += 1.0; /* a batch interval passed: the text so far becomes a part */
+    store_message_append(st, a, text + 10, n - 10);
+    unsigned before = store_statements_compiled(st);
+    struct store_whole w = {text, n, NULL, 0};
+    struct store_tokens t = {a, (int64_t)n, 6};
+    int ok = store_batch_begin(st) == 0 &&
+             store_message_finish_whole(st, a, &w, STORE_COMPLETE, "stop", NULL, NULL, NULL) ==
+                 0 &&
+             store_cache_put_message(st, key, a, (int64_t)n) == 0 &&
+             store_tokens_put(st, c, "o200k_base", &t, 1) == 0 && store_batch_end(st) == 0;
+    TAP_OK(ok, "%s answer's end saved", parted ? "a parted" : "a whole");
+    unsigned more = store_statements_compiled(st) - before;
+    TAP_OK(more == 0, "%s answer's end compiles no statement (warmed ahead; %u)",
+           parted ? "a parted" : "a whole", more);
+}
+
+static void test_warm_answer(void)
+{
+    char *path = tmp_path("warm.db");
+    struct store *st = open_new("warm.db", NULL);
+    struct fake_clock clk = {100.0, 1700000000};
+    store_set_clock(st, fake_mono, fake_epoch, &clk);
+    /* without the warm-up: the end of a whole answer compiles its row's statements, and reads
+     * no part (store_q_parts_read is never compiled) */
+    int64_t c = store_conversation_new(st, NULL, NULL, "m", NULL);
+    struct store_msg_info info = {.model = "m"};
+    int64_t u = store_message_add(st, c, "user", "cold", 4, &info);
+    info.parent_id = u;
+    int64_t a = store_message_begin(st, c, &info);
+    store_message_append(st, a, "cold answer", 11);
+    unsigned before = store_statements_compiled(st);
+    TAP_INT(store_message_finish(st, a, STORE_COMPLETE, "stop", NULL, NULL, NULL), 0,
+            "cold: finished");
+    TAP_INT(store_statements_compiled(st) - before, 3,
+            "cold: the end of a whole answer compiles 3 statements (no read of parts)");
+    for (int parted = 0; parted <= 1; parted++) {
+        u = store_message_add(st, c, "user", parted ? "q2" : "q1", 2, &info);
+        info.parent_id = u;
+        a = store_message_begin(st, c, &info);
+        store_warm_answer(st, 1, 1);
+        unsigned warm = store_statements_compiled(st);
+        store_warm_answer(st, 1, 1);
+        TAP_INT(store_statements_compiled(st) - warm, 0, "a second warm-up compiles nothing");
+        answer_end(st, c, a, parted ? "q2" : "q1", parted, &clk);
+    }
+    TAP_INT(raw_int(path, "SELECT count(*) FROM message_parts"), 0, "no part left behind");
+    TAP_INT(raw_int(path, "SELECT count(*) FROM messages WHERE role = 'assistant' AND content = "
+                          "'an answer of a few words' AND status = 'complete'"),
+            2, "both answers whole in their rows");
+    TAP_INT(raw_int(path, "SELECT count(*) FROM response_cache"), 2, "both cached");
+    TAP_INT(raw_int(path, "SELECT count(*) FROM fts_pending"), 3, "all three queued for search");
+    store_close(st);
+    free(path);
+}
+
 /* store_batch_begin/end: the writes of a one-shot's start (and of its end) in one commit, each
  * write still on its own (a savepoint): a failed one takes nothing else with it. */
 static void test_batch(void)
@@ -3513,6 +3583,7 @@ int main(void)
     test_one_shot_syncs();
     test_checkpoint_by_frames();
     test_index_flat();
+    test_warm_answer();
     test_batch();
     test_big_answer_wal();
     test_too_big();
