@@ -686,10 +686,6 @@ unsigned session_send(struct session *s, const char *prompt)
     char *why = session_context_begin(s);
     if (why)
         return session_refuse(s, why);
-    /* While the request is on the wire, the WAL that earlier commits left is copied into the
-     * database on another thread (not by a commit of this answer). */
-    if (s->store)
-        store_checkpoint_async(s->store);
     /* Step 3 of the plan may first need a summary of the oldest turns (a request of its own;
      * session_dispatch sends the answer's request when it is back). The prompt is committed
      * before any request leaves. */

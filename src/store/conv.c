@@ -637,8 +637,13 @@ int store_conversation_walk(struct store *st, int64_t id, const char *encoding,
         int user = m->role && strcmp(m->role, "user") == 0;
         head_seen |= user && m->id == c->head_id;
         int e = enough(ud, m, tk);
-        if (e < 0)
-            goto out; /* the caller gives up: the full load */
+        if (e < 0) { /* the caller gives up: the full load */
+            /* reset, not left stepped: a statement left open holds its read of the WAL,
+             * and no checkpoint can copy past it for the rest of the run (issue 14) */
+            store_done(st, s);
+            store_done(st, t);
+            goto out;
+        }
         stop |= e;
         if (user) /* every row from here on is read: a turn boundary */
             w->first_id = m->id;

@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""The WAL starts over after the background checkpoint (issue 14). A run whose store holds
+more than 1 MB of WAL copies it into the database while its request is on the wire
+(store_checkpoint_async); the answer's commit must then start the WAL over, so that the next
+open rebuilds its WAL index from a few frames instead of re-reading (and checksumming) every
+frame written since the database was made, and the next run does not copy it all again.
+Before: the copy began before the prompt's commit, and the answer's transaction began before
+the copy was waited for, so the WAL never started over: it grew by every run's pages (~110 kB
+a resume of the benchmark's long conversation) and every later run copied and re-read it.
+Nothing is lost: every turn is in the database, read back by a new connection. TAP."""
+
+import sys
+
+sys.dont_write_bytecode = True
+
+import os  # noqa: E402
+import sqlite3  # noqa: E402
+import struct  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ttlib  # noqa: E402
+
+t = ttlib.Tap()
+
+
+def db_path(home):
+    return os.path.join(home, ".local", "share", "tokterm", "tokterm.db")
+
+
+def wal_frames(db):
+    """The frames of the WAL's current generation (those whose salt is the header's): what the
+    next open's recovery reads."""
+    try:
+        with open(db + "-wal", "rb") as f:
+            w = f.read()
+    except FileNotFoundError:
+        return 0
+    if len(w) < 32:
+        return 0
+    page = struct.unpack(">I", w[8:12])[0]
+    salt, off, n = w[16:24], 32, 0
+    while off + 24 + page <= len(w) and w[off + 8:off + 16] == salt:
+        n += 1
+        off += 24 + page
+    return n
+
+
+def rows(db):
+    con = sqlite3.connect("file:%s?mode=ro" % db, uri=True, timeout=30)
+    try:
+        return con.execute("SELECT role, length(content) FROM messages ORDER BY id").fetchall()
+    finally:
+        con.close()
+
+
+with ttlib.FakeServer() as srv:
+
+    def run(home, spec, args):
+        return ttlib.run_tokterm(["-m", "gpt-4o-mini"] + args, home=home, timeout=120,
+                                 env={"OPENAI_BASE_URL": srv.base(spec)})
+
+    for how, resume in (("a resume (-c -p)", ["-c"]), ("a one-shot (-p)", [])):
+        home = ttlib.make_home()
+        db = db_path(home)
+        rc, _, err = run(home, "", ["-p", "the schema first"])  # checkpoints at its close
+        t.eq(rc, 0, "%s: the first run made the database" % how)
+        # A 1.6 MB answer leaves ~1.9 MB in the WAL (kept at close: < 8 MiB)
+        rc, out, err = run(home, "gen=200000,chunk=whole", ["-c", "-p", "a long answer"])
+        before = wal_frames(db)
+        t.ok(rc == 0 and before > 300, "%s: the long answer left %d frames in the WAL (> 1 MB)"
+             % (how, before), err.decode(errors="replace"))
+        rc, out, err = run(home, "reply=Short.", resume + ["-p", "and now a short one"])
+        after = wal_frames(db)
+        t.ok(rc == 0 and out.strip() == b"Short.", "%s: the next run answered" % how,
+             err.decode(errors="replace"))
+        # the copy ran while the request was out; the answer's commit started the WAL over:
+        # what it holds is that commit's pages, not the 3 MB before
+        t.ok(after < 64, "%s: the WAL started over after the copy (%d frames, was %d)"
+             % (how, after, before))
+        rc, out, err = run(home, "reply=Again.", resume + ["-p", "one more"])
+        t.ok(rc == 0 and wal_frames(db) < 128,
+             "%s: the next run appends to the new WAL (%d frames)" % (how, wal_frames(db)))
+        got = rows(db)
+        want_roles = ["user", "assistant"] * 4
+        t.eq([r[0] for r in got], want_roles, "%s: every turn is saved" % how)
+        t.ok(len(got) == 8 and got[3][1] >= 1500000 and got[5][1] == len("Short."),
+             "%s: the long answer and the short one are whole" % how, repr(got))
+
+t.done()
