@@ -9,6 +9,7 @@
 #include "proto/api.h"
 #include "net/ratelimit.h"
 #include "tui/tui_app.h"
+#include "tui/tui_pace.h"
 #include "tui/tui_ask.h"
 #include "tui/tui_tools.h"
 #include "tui/tui_draw.h"
@@ -29,12 +30,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define TUI_FRAME (1.0 / 60.0)     /* frames start at most this far apart... */
-#define TUI_DELAY 0.012            /* ...or sooner, so that text is on screen this soon after
-                                      it arrived (4 ms within one 60 Hz frame: what a busy
-                                      machine makes a wakeup wait), */
-#define TUI_DELAY_SLACK 0.002      /* less this for waking up, */
-#define TUI_FRAME_MIN (1.0 / 120.0) /* but never closer than this */
 #define TUI_TAKE 0.002             /* text waiting for a frame is taken at most this often */
 #define TUI_SLICE 16384            /* text styled between two looks at the clock: a frame that
                                       falls due inside a large batch is drawn there */
@@ -564,7 +559,6 @@ void tui_resume(struct tui *t, int64_t id, int replace)
 }
 
 static double tui_frame_due(const struct tui *t);
-static void tui_frame_cost(struct tui *t, double t0);
 
 /* Text of the answer. A large batch (a cache replay is one, the network's up to 256 KiB) has
  * its last screenful styled first when the transcript can (tui_view_answer_defer), and a
@@ -600,22 +594,18 @@ static void tui_sink_text(void *ud, int reasoning, const char *s, size_t n, doub
         if (at == n) {
             t->undrawn++;
         } else if (util_now() >= tui_frame_due(t) && util_now() >= t->last_frame + TUI_FRAME) {
-            double t0 = util_now();
             t->undrawn++;
             t->dirty |= TUI_D_VIEW | TUI_D_STATUS;
             if (t->trace)
                 fprintf(t->trace, "P %zu %zu\n", at, n); /* a frame inside a batch */
             tui_frame(t);
-            tui_frame_cost(t, t0);
         }
     }
     t->dirty |= TUI_D_VIEW | TUI_D_STATUS;
     if (lazy && (first || util_now() >= t->last_frame + TUI_FRAME_MIN)) {
         /* a large batch, its end styled: on screen now, not after what the session does
          * next (a replay's end saves the answer) */
-        double t0 = util_now();
         tui_frame(t);
-        tui_frame_cost(t, t0);
     }
 }
 
@@ -1344,29 +1334,10 @@ static void tui_run_greet(struct tui *t, const struct tui_opts *o)
 /* Milliseconds the loop may sleep: until the next frame is due, the status bar's next tick
  * (*next_tick, monotonic seconds; 0 = none planned) or saved text is due; -1 = until input.
  * Draws the frame first when one is due. */
-/* When the next frame is due: TUI_FRAME after the last one started, or sooner when the oldest
- * text not yet drawn would otherwise wait longer than TUI_DELAY (what the last frames cost
- * counted in), but not sooner than TUI_FRAME_MIN after the last one. */
+/* When the next frame is due (tui_pace_due): text waiting is drawn as soon as 120 Hz allows. */
 static double tui_frame_due(const struct tui *t)
 {
-    double due = t->last_frame + TUI_FRAME;
-    if (t->oldest > 0) {
-        double by = t->oldest + TUI_DELAY - t->frame_cost - TUI_DELAY_SLACK;
-        double floor = t->last_frame + TUI_FRAME_MIN;
-        if (by < due)
-            due = by > floor ? by : floor;
-    }
-    return due;
-}
-
-/* What a frame takes (the text taken just before it included), smoothed: the frame that
- * started at t0 has just ended. */
-static void tui_frame_cost(struct tui *t, double t0)
-{
-    double cost = util_now() - t0;
-    if (cost > 0.008)
-        cost = 0.008;
-    t->frame_cost = t->frame_cost > 0 ? 0.75 * t->frame_cost + 0.25 * cost : cost;
+    return tui_pace_due(t->last_frame, t->oldest);
 }
 
 /* Milliseconds from now until t (at least 1: poll() takes whole milliseconds). */
@@ -1383,13 +1354,11 @@ static int tui_run_timeout(struct tui *t, const struct session_sink *sink, doubl
     if (t->dirty) {
         double due = tui_frame_due(t);
         if (t->urgent || now >= due) {
-            double t0 = now;
             if (t->have_session) { /* show what arrived while we waited, too */
                 session_dispatch(t->s, sink);
                 t->last_take = now;
             }
             tui_frame(t);
-            tui_frame_cost(t, t0);
             now = util_now();
         } else {
             timeout = tui_ms_until(due, now);

@@ -54,7 +54,6 @@ struct tui {
     double last_take;        /* when the loop last took the network's events */
     size_t sink_bytes;       /* text the session handed over (--trace) */
     double last_text;        /* when text of the answer last came */
-    double frame_cost;       /* seconds a frame takes (smoothed), for tui_frame_due */
     size_t answer;           /* view index of the answer in flight, TUI_NO_ANSWER when none */
     int cancelling;
     double oldest;           /* arrival of the oldest delta not yet drawn, 0 = none */
