@@ -167,15 +167,24 @@ static char *main_read_stdin(size_t *len)
  * back anyway, and runs ~400 KB of their code that nothing else touched: it was the peak RSS of
  * a scripted run. tokterm skips it unless a leak checker watches (an ASan build, or
  * TOKTERM_FULL_CLEANUP=1, which the valgrind tests set). The chat keeps the ordinary exit. */
+/* 1 when main_exit ends the process with _exit: no leak checker watches (an ASan build, or
+ * TOKTERM_FULL_CLEANUP=1, the valgrind tests), so the libraries' teardown is skipped. */
+static int main_fast_exit(void)
+{
+#if !defined(TOKTERM_TUI_BINARY) && !defined(__SANITIZE_ADDRESS__)
+    return !getenv("TOKTERM_FULL_CLEANUP");
+#else
+    return 0;
+#endif
+}
+
 static int main_exit(int code)
 {
     otlp_shutdown(); /* the last spans sent (at most a batch per second) */
-#if !defined(TOKTERM_TUI_BINARY) && !defined(__SANITIZE_ADDRESS__)
-    if (!getenv("TOKTERM_FULL_CLEANUP")) {
+    if (main_fast_exit()) {
         fflush(NULL);
         _exit(code);
     }
-#endif
     net_library_cleanup();
     return code;
 }
@@ -659,6 +668,7 @@ int main(int argc, char **argv)
 out:
     free(r.prompt);
     attach_list_free(&r.files);
+    r.su.at_exit = main_fast_exit();
     setup_free(&r.su);
     cli_free(&r.a);
     buf_free(&r.err);

@@ -307,7 +307,9 @@ void setup_free(struct setup *su)
     conf_pool_free(su->pool_labels, su->pool_values, su->n_pool);
     if (su->have_fallback)
         conf_free(&su->fallback);
-    if (su->store)
+    if (su->store && su->at_exit)
+        store_close_at_exit(su->store);
+    else if (su->store)
         store_close(su->store);
     if (su->have_conf)
         conf_free(&su->conf);

@@ -51,6 +51,8 @@ struct setup {
     enum session_cache cache;  /* --incognito, --cache-only, --no-cache, or the default */
     int resume;                /* --continue / --conversation: resume_id, the latest when 0 */
     int64_t resume_id;
+    int at_exit;               /* setup_free runs right before _exit: the store's memory is
+                                  left to it (store_close_at_exit) */
 };
 
 /* Read the configuration for a: the file (--config, else $XDG_CONFIG_HOME/tokterm/config), the

@@ -211,6 +211,36 @@ with ttlib.FakeServer() as srv:
                      "'tok0 tok1 tok2 ' AND status = 'complete'")[0][0] >= 1,
          "the answer saved in parts is whole in its row")
 
+    # --- a scripted run's store is closed for the exit: what the close writes is written,
+    # SQLite's memory left to _exit (TOKTERM_FULL_CLEANUP=1, as under a leak checker: freed) ---
+    for full in ("", "1"):
+        env = {"TOKTERM_DEBUG_STORE": "1"}
+        if full:
+            env["TOKTERM_FULL_CLEANUP"] = full
+        rc, out, err = run("", ["-p", "closing %s %d" % (full or "fast", os.getpid())], env=env)
+        fast = b"closed for the exit" in err
+        with open(ttlib.tokterm_path(), "rb") as f:
+            asan = b"__asan_init" in f.read()  # an ASan build frees all (leak checks)
+        t.ok(rc == 0 and fast == (not full and not asan),
+             "%s: the store's memory is %s" % ("full cleanup" if full else "a one-shot",
+                                               "freed" if full or asan else "left to the exit"),
+             err.decode(errors="replace"))
+        t.eq(query(home, "SELECT count(*) FROM messages WHERE content = 'closing %s %d'"
+                         % (full or "fast", os.getpid()))[0][0], 2,
+             "%s: prompt and answer saved" % ("full cleanup" if full else "a one-shot"))
+    t.eq(query(home, "PRAGMA integrity_check"), [("ok",)], "integrity_check ok after both")
+    # a 10 MB answer's run still copies its WAL and starts it over when it closes for the exit
+    rc, out, err = run("gen=1000000,chunk=whole", ["--no-cache", "-p", "long"], timeout=120)
+    wal = db_path(home) + "-wal"
+    wal_size = os.path.getsize(wal)  # before a connection of ours ends it
+    con = sqlite3.connect(db_path(home))
+    try:
+        frames = con.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[1]
+    finally:
+        con.close()
+    t.ok(rc == 0 and len(out) > 9000000 and wal_size <= 16 << 20 and frames < 100,
+         "a 10 MB answer's WAL is copied and started over at exit (%d frames left)" % frames)
+
     # --- two processes writing at once ---
     env = ttlib.clean_env(home, {"OPENAI_BASE_URL": srv.base("gen=100,delay_ms=5")})
     procs = [subprocess.Popen([ttlib.tokterm_path(), "-p", "p%d" % i, "-p", "q%d" % i], env=env,
