@@ -256,20 +256,18 @@ char *request_quota_name(const struct conf *c)
 
 void request_cache_key(const struct conf *c, const char *body, unsigned char key[32])
 {
-    struct buf canon = BUF_INIT;
     const struct dialect *d = conf_dialect(c);
+    const char *url = c->base_url ? c->base_url : "(null)";
     /* openai's key is what it was before there were dialects, so its entries stay valid */
-    /* appended, not printed: a body of megabytes is copied once, not scanned by vsnprintf */
-    buf_appends(&canon, "tokterm-cache-v1\n");
-    if (d != &dialect_openai) {
-        buf_appends(&canon, d->name);
-        buf_appendc(&canon, ' ');
-    }
-    buf_appends(&canon, c->base_url ? c->base_url : "(null)");
-    buf_appendc(&canon, '\n');
-    buf_appends(&canon, body);
-    store_cache_key(canon.data, canon.len, key);
-    buf_free(&canon);
+    int named = d != &dialect_openai;
+    /* the canonical text "tokterm-cache-v1\n[dialect ]URL\nBODY" hashed in pieces: the body,
+     * hundreds of kB on a resume, is not copied after its head into fresh pages first */
+    const char *parts[] = {"tokterm-cache-v1\n", named ? d->name : "", named ? " " : "", url,
+                           "\n", body};
+    size_t lens[TT_ARRAY_LEN(parts)];
+    for (size_t i = 0; i < TT_ARRAY_LEN(parts); i++)
+        lens[i] = strlen(parts[i]);
+    store_cache_key_parts(parts, lens, TT_ARRAY_LEN(parts), key);
 }
 
 /* The tokens a server counts against its tokens-per-minute limit for body, as OpenAI

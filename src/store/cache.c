@@ -19,6 +19,16 @@ void store_cache_key(const char *canonical, size_t len, unsigned char key[STORE_
     sha256_digest(canonical, len, key);
 }
 
+void store_cache_key_parts(const char *const *parts, const size_t *lens, size_t n,
+                           unsigned char key[STORE_CACHE_KEY_LEN])
+{
+    struct sha256 ctx;
+    sha256_init(&ctx);
+    for (size_t i = 0; i < n; i++)
+        sha256_update(&ctx, parts[i], lens[i]);
+    sha256_final(&ctx, key);
+}
+
 void store_cache_set_limits(struct store *st, int64_t ttl, int64_t max_bytes)
 {
     st->cache_ttl = ttl > 0 ? ttl : 0;

@@ -471,6 +471,10 @@ int store_answers_each(struct store *st, int64_t since, int64_t until, const cha
 
 /* SHA-256 of a canonical request text: the response-cache key. */
 void store_cache_key(const char *canonical, size_t len, unsigned char key[STORE_CACHE_KEY_LEN]);
+/* The same key for the canonical text given in n pieces (parts[i], lens[i] bytes each), hashed
+ * one after the other: a request body of megabytes is neither copied nor allocated. */
+void store_cache_key_parts(const char *const *parts, const size_t *lens, size_t n,
+                           unsigned char key[STORE_CACHE_KEY_LEN]);
 /* Set the cache's time to live (seconds, 0 = forever) and size cap (bytes, 0 = unlimited).
  * Defaults: STORE_CACHE_DEFAULT_TTL, STORE_CACHE_DEFAULT_MAX. */
 void store_cache_set_limits(struct store *st, int64_t ttl, int64_t max_bytes);

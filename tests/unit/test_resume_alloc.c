@@ -6,12 +6,18 @@
  *
  * And the walk reads no clock per row (store_step reads it only once SQLite says busy).
  *
+ * And the request's cache key is hashed from the body where it is (request_cache_key): the
+ * body of a resume, hundreds of kB, was first copied after the key's head into a new buffer
+ * (fresh pages the kernel faults in, one a 4 KiB page).
+ *
  * malloc, calloc and realloc are counted by alloccount.h, as in test_render_alloc.c; the ASan
  * build leaves this test out. */
 #include "config.h"
 #include "tap.h"
 #include "alloccount.h"
+#include "core/conf.h"
 #include "core/conv.h"
+#include "core/request.h"
 #include "store/store.h"
 #include "base/xmalloc.h"
 
@@ -44,8 +50,42 @@ static int walk_all(void *ud, const struct store_message *m, long tokens)
 
 #define TURNS 400
 
+/* The cache key of a 1 MB body: no allocation, and the key of the canonical text as before
+ * (openai: "tokterm-cache-v1\nURL\nBODY"; another dialect: its name before the URL). */
+static void test_cache_key(void)
+{
+    size_t n = 1 << 20;
+    char *body = xmalloc(n + 1);
+    for (size_t i = 0; i < n; i++)
+        body[i] = "{\"messages\":[]} abc"[i % 19];
+    body[n] = '\0';
+    struct conf c;
+    conf_defaults(&c);
+    unsigned char key[32], want[32];
+    n_alloc = 0;
+    request_cache_key(&c, body, key);
+    long allocs = n_alloc;
+    TAP_OK(allocs == 0, "the cache key of a 1 MB body: %ld allocations (the body not copied)",
+           allocs);
+    char *canon = xasprintf("tokterm-cache-v1\n%s\n%s", c.base_url, body);
+    store_cache_key(canon, strlen(canon), want);
+    TAP_OK(memcmp(key, want, 32) == 0, "the key of the canonical text, as before");
+    free(canon);
+    struct buf err = BUF_INIT;
+    conf_set(&c, "api", "anthropic", &err);
+    buf_free(&err);
+    request_cache_key(&c, body, key);
+    canon = xasprintf("tokterm-cache-v1\nanthropic %s\n%s", c.base_url, body);
+    store_cache_key(canon, strlen(canon), want);
+    TAP_OK(memcmp(key, want, 32) == 0, "another dialect: its name before the URL, as before");
+    free(canon);
+    conf_free(&c);
+    free(body);
+}
+
 int main(void)
 {
+    test_cache_key();
     char dir[] = "/tmp/tt-resume-alloc-XXXXXX";
     if (!mkdtemp(dir)) {
         printf("Bail out! mkdtemp\n");
