@@ -18,12 +18,16 @@ of Markdown paragraphs, headings and list items with **bold**, `inline code` and
 of one to a few words (CJK one or two characters), sent in one write (a fixture written to a
 temp dir, replayed with chunk=whole); the chat is 120x40 unless --width/--height say otherwise.
 
+Frames over 16 ms are split into a late start and a slow draw; beside each chat round
+waker.c sleeps in poll() for 8 ms over and over and reports how late it woke: the scheduler's
+floor at this load (bench/README.md).
+
 Start-up excluded: a run of each mode answering a one-delta request ("x"; start-up, libcurl,
 the request, quitting) is subtracted from that mode's CPU, round by round; both ratios (whole
 process, stream only) are printed.
 
 usage: bench/tui/run.py [--tokterm PATH] [--text gen|markdown] [--deltas N] [--rounds 11]
-                        [--width W --height H]
+                        [--width W --height H] [--traces DIR]
 Targets (issue 14): stream-only TUI CPU <= 1.3x scripted (gen), <= 3x (markdown); frame delay
 p99 <= 16 ms; frame cost p50 <= 2 ms (markdown).
 """
@@ -31,6 +35,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -53,6 +58,14 @@ RUSAGE = ("import os, sys, time\n"
           "open(sys.argv[1], 'w').write('%f %f %d %d %f' % (ru.ru_utime, ru.ru_stime,"
           " ru.ru_maxrss, code, time.monotonic() - t0))\n"
           "sys.exit(code)\n")
+
+
+def waker_bin(tmp):
+    """bench/tui/waker.c compiled into tmp: the floor probe run beside each chat round."""
+    exe = os.path.join(tmp, "waker")
+    if not os.path.exists(exe):
+        subprocess.run(["cc", "-O2", "-o", exe, os.path.join(HERE, "waker.c")], check=True)
+    return exe
 
 
 def rusage_cmd(out, argv):
@@ -189,10 +202,14 @@ def tui_idle(tokterm, env, width, height, tmp, rnd):
     return rusage_read(timing)[0]
 
 
-def tui(tokterm, env, width, height, tmp, rnd, wrap=()):
+def tui(tokterm, env, width, height, tmp, rnd, wrap=(), traces=None):
     trace = os.path.join(tmp, "trace%d.txt" % rnd)
     timing = os.path.join(tmp, "time%d.txt" % rnd)
+    wakes = os.path.join(tmp, "wake%d.txt" % rnd)
     slow = 20 if wrap else 1  # under valgrind
+    # the floor: a bare poll() of 8 ms (the chat's wait for a frame at 120 Hz) beside the chat
+    waker = None if wrap else subprocess.Popen([waker_bin(tmp), wakes, "8"],
+                                               stdin=subprocess.PIPE)
     with ttlib.Tmux(width, height) as tm:
         tm.run(rusage_cmd(timing, list(wrap) + [tokterm, "--incognito", "--trace", trace]), env)
         if not tm.wait_for("F1", 10 * slow):
@@ -207,11 +224,16 @@ def tui(tokterm, env, width, height, tmp, rnd, wrap=()):
         else:
             raise RuntimeError("the stream did not end:\n" + tm.capture())
         time.sleep(0.3 * slow)  # the last frame
+        if waker:
+            waker.stdin.close()
+            waker.wait()
         screen = tm.capture()
         tm.send("C-d")
         code = tm.wait_exit(10 * slow)
     if code != 0:
         raise RuntimeError("the TUI exited with %r" % code)
+    if traces:
+        shutil.copy(trace, os.path.join(traces, "trace%d.txt" % rnd))
     cpu, rss, _, _ = rusage_read(timing)
     s, e, frames = read_trace(trace)
     # the frame that shows the end: the first one started after it (later frames are the
@@ -220,8 +242,19 @@ def tui(tokterm, env, width, height, tmp, rnd, wrap=()):
     delays = [(fr[1] - fr[0]) * 1000 for fr in frames if fr[0] is not None]
     costs = [(fr[1] - fr[2]) * 1000 for fr in frames if s <= fr[2] <= last]
     nframes = sum(1 for fr in frames if s <= fr[2] <= last)
-    return {"wall": last - s, "cpu": cpu, "rss": rss,
-            "delays": delays, "costs": costs, "frames": nframes, "screen": screen}
+    # each frame over 16 ms, its delay in three parts: the wait the chat's pacing asks for
+    # (its oldest text -> 1/120 s after the frame before, when that is later: long when the
+    # text was read before that frame started but reached the UI thread after it), how late
+    # it started after that, and what it cost to draw
+    slow_frames = []
+    for i, fr in enumerate(frames):
+        if fr[0] is not None and (fr[1] - fr[0]) * 1000 > 16:
+            due = max(fr[0], frames[i - 1][2] + 1 / 120.0) if i else fr[0]
+            slow_frames.append(((due - fr[0]) * 1000, (fr[2] - due) * 1000,
+                                (fr[1] - fr[2]) * 1000))
+    wake = [float(x) for x in open(wakes)] if waker else []
+    return {"wall": last - s, "cpu": cpu, "rss": rss, "delays": delays, "costs": costs,
+            "frames": nframes, "screen": screen, "slow": slow_frames, "wake": wake}
 
 
 def callgrind(outdir, tokterm, env, width, height, tmp):
@@ -268,6 +301,7 @@ def main():
     ap.add_argument("--width", type=int, default=None, help="default 80 (gen), 120 (markdown)")
     ap.add_argument("--height", type=int, default=None, help="default 24 (gen), 40 (markdown)")
     ap.add_argument("--chunk", default="whole", help="fake-server write size: whole, event, ...")
+    ap.add_argument("--traces", metavar="DIR", help="keep each chat round's --trace in DIR")
     ap.add_argument("--callgrind", metavar="DIR",
                     help="instead of timing: one scripted run and one chat run under valgrind "
                          "--tool=callgrind, profiles in DIR, instruction totals printed")
@@ -305,7 +339,7 @@ def main():
         for r in range(a.rounds):
             sc.append(scripted(tokterm, env, tmp))
             sc1.append(scripted(tokterm, env1, tmp))
-            tu.append(tui(tokterm, env, width, height, tmp, r))
+            tu.append(tui(tokterm, env, width, height, tmp, r, traces=a.traces))
             idle.append(tui_idle(tokterm, env1, width, height, tmp, r))
             print("round %d: scripted %.3f s wall %.3f s cpu | tui %.3f s wall %.3f s cpu, "
                   "%d frames, delay p99 %.1f ms" % (r + 1, sc[-1][0], sc[-1][1], tu[-1]["wall"],
@@ -351,6 +385,20 @@ def main():
               % (statistics.median(pct(x["delays"], 99) for x in tu), len(tu)))
         print("Frame cost (draw + doupdate while streaming): **p50 %.2f ms** (target <= 2 ms), "
               "p99 %.2f ms, max %.2f ms" % (pct(costs, 50), pct(costs, 99), max(costs)))
+        slow = [f for x in tu for f in x["slow"]]
+        most = [max(range(3), key=lambda k: f[k]) for f in slow]
+        print("Frames over 16 ms: %d of %d; the largest part: pacing wait %d, late start %d, "
+              "draw %d; p50 of each %.1f / %.1f / %.1f ms (pacing wait: oldest text -> 1/120 s "
+              "after the frame before, long when the text reached the UI thread after that "
+              "frame began)" % (len(slow), len(delays), most.count(0), most.count(1),
+                                most.count(2), pct([f[0] for f in slow], 50),
+                                pct([f[1] for f in slow], 50), pct([f[2] for f in slow], 50)))
+        wake = [w for x in tu for w in x["wake"]]
+        if wake:
+            print("Floor: a bare poll() of 8 ms beside each chat round woke late by p50 %.2f ms, "
+                  "p99 %.2f ms, max %.2f ms (%d wake-ups): the scheduler's wait at this load, "
+                  "which every frame pays too" % (pct(wake, 50), pct(wake, 99), max(wake),
+                                                  len(wake)))
         print("# load average at end: %.2f %.2f %.2f; bench run time %.0f s"
               % (load_end + (time.monotonic() - t_start,)))
         print()
