@@ -37,6 +37,10 @@
 #define NET_HOLD_MIN ((size_t)16 << 10)
 #define NET_HOLD_MS 1
 #define NET_RECV_BUFFER 131072L              /* curl receive buffer, bytes */
+/* The longest unfinished event held between two of libcurl's pieces (at most 16 KiB each,
+ * CURL_MAX_WRITE_SIZE) to be decoded whole on the fast path: a chunk of the shape is its
+ * pre and post (API_SHAPE_MAX) and a short text. */
+#define NET_CARRY_MAX 4096
 
 enum xfer_mode { XM_UNDECIDED, XM_SSE, XM_BODY };
 
@@ -60,9 +64,13 @@ struct xfer {
     double deadline;       /* monotonic time the whole request ends (--max-time); HUGE_VAL */
     unsigned gaps[NET_GAP_BUCKETS];
     double now;            /* clock read once per network read */
+    struct buf carry;      /* an unfinished event of the shape, held until its end comes
+                              (net_feed_sse); never handed to the SSE parser meanwhile */
     struct buf batch;      /* decoded text of this pass (or more, NET_HOLD_MIN), handed to the
                               queue in one push */
     size_t pass_bytes;     /* bytes the write callback had in this pass of the net thread */
+    unsigned long pieces;  /* write callbacks of an event stream (TOKTERM_DEBUG_STREAM) */
+    unsigned long parsed;  /* of its events, those the SSE parser dispatched */
     enum api_kind batch_kind;
     double batch_t_first;
     long deltas;
@@ -311,6 +319,7 @@ static void net_emit(void *ud, enum api_kind kind, const char *s, size_t n)
 static int net_on_event(void *ud, const struct sse_event *ev)
 {
     struct xfer *x = ud;
+    x->parsed++;
     int r = net_dialect(x)->stream_event(&x->api, ev, net_emit, x);
     if (r < 0)
         x->proto_error = 1;
@@ -370,20 +379,33 @@ static void net_headers_done(struct xfer *x)
     queue_push(x->net->q, QEV_HEADERS, x->id, (double)x->status, NULL);
 }
 
-/* Offset just past the first blank line ending in LF LF in s[0..n), or n. */
-static size_t net_past_blank_line(const char *s, size_t n)
+/* Offset just past the first blank line ending in LF LF in s[0..n) (after a line that ended
+ * at LF just before s when lf), or 0 when there is none. */
+static size_t net_blank_line_end(const char *s, size_t n, int lf)
 {
     const char *end = s + n;
+    if (lf && n && s[0] == '\n')
+        return 1;
     for (const char *q = s; (q = memchr(q, '\n', (size_t)(end - q))) && q + 1 < end; q++)
         if (q[1] == '\n')
             return (size_t)(q + 2 - s);
-    return n;
+    return 0;
+}
+
+/* 1 when s[0..n), the bytes a fast run left at the end of a piece, may be held for it: the
+ * start of a `data:` event, short, with no blank line (the event is not whole) and no CR (so
+ * the SSE parser would not dispatch anything in it either). */
+static int net_carry_ok(const char *s, size_t n)
+{
+    return n <= NET_CARRY_MAX && memcmp(s, "data:", n < 5 ? n : 5) == 0 &&
+           !memchr(s, '\r', n) && !net_blank_line_end(s, n, 0);
 }
 
 /* Decode SSE bytes: whole events of plain text chunks of the last one's shape directly
  * (api_stream_sse_run), anything else with the SSE parser, one event at a time, until the
- * chunks have their shape again. sse_feed's returns. */
-static int net_feed_sse(struct xfer *x, const char *s, size_t n)
+ * chunks have their shape again. When carry, an unfinished event the fast run stopped at, at
+ * the end of s, goes to x->carry instead of the parser. sse_feed's returns. */
+static int net_feed_run(struct xfer *x, const char *s, size_t n, int carry)
 {
     while (n) {
         if (sse_idle(&x->sse) && x->api.shape_kind && !x->limit_fired &&
@@ -409,8 +431,14 @@ static int net_feed_sse(struct xfer *x, const char *s, size_t n)
                 continue; /* the next event in a new batch */
             if (!n)
                 break;
+            if (carry && net_carry_ok(s, n)) {
+                buf_append(&x->carry, s, n);
+                return 0;
+            }
         }
-        size_t k = net_past_blank_line(s, n);
+        size_t k = net_blank_line_end(s, n, 0);
+        if (!k)
+            k = n;
         int r = sse_feed(&x->sse, s, k, net_on_event, x);
         if (r)
             return r;
@@ -418,6 +446,30 @@ static int net_feed_sse(struct xfer *x, const char *s, size_t n)
         n -= k;
     }
     return 0;
+}
+
+/* The bytes of a piece: first those that end a held event (which is then decoded as if it had
+ * come whole; when it cannot be held any longer, it goes to the SSE parser as it is), then the
+ * rest. */
+static int net_feed_sse(struct xfer *x, const char *s, size_t n)
+{
+    if (x->carry.len) {
+        size_t e = net_blank_line_end(s, n, x->carry.data[x->carry.len - 1] == '\n');
+        size_t take = e ? e : n;
+        int keep = x->carry.len + take <= NET_CARRY_MAX && !memchr(s, '\r', take);
+        if (keep) {
+            buf_append(&x->carry, s, take);
+            if (!e)
+                return 0; /* still unfinished */
+            s += e;
+            n -= e;
+        }
+        int r = net_feed_run(x, x->carry.data, x->carry.len, 0);
+        buf_reset(&x->carry);
+        if (r)
+            return r;
+    }
+    return net_feed_run(x, s, n, 1);
 }
 
 static size_t net_write(char *ptr, size_t size, size_t nmemb, void *ud)
@@ -459,6 +511,7 @@ static size_t net_write(char *ptr, size_t size, size_t nmemb, void *ud)
         buf_append(&x->body, ptr, n);
         return n;
     }
+    x->pieces++;
     int r = net_feed_sse(x, ptr, n);
     if (r < 0) {
         x->proto_error = 1;
@@ -909,6 +962,9 @@ static struct net_result *net_result_of(struct xfer *x, CURLcode res)
     }
     r->content_bytes = x->content_bytes;
     r->reasoning_bytes = x->reasoning_bytes;
+    if (x->pieces && getenv("TOKTERM_DEBUG_STREAM"))
+        fprintf(stderr, "tokterm: debug: stream: %lu pieces, %lu events, %lu by the SSE parser\n",
+                x->pieces, x->sse.events, x->parsed);
     if (x->mode == XM_BODY && r->status >= 200 && r->status < 300 && res == CURLE_OK &&
         !x->proto_error) {
         /* A whole JSON answer where a stream was asked for: still an answer. */
@@ -978,6 +1034,7 @@ static void net_xfer_release(struct net *n, struct xfer *x)
     net_headers_free(x->hdrs);
     sse_free(&x->sse);
     api_stream_free(&x->api);
+    buf_free(&x->carry);
     buf_free(&x->body);
     buf_free(&x->headers);
     buf_free(&x->batch);
