@@ -677,7 +677,8 @@ int script_stopped(const struct script *sc)
     return sc->cancelled || sc->st.broken_pipe;
 }
 
-void script_close(struct script *sc)
+/* The end of a scripted run; leaving: the process exits next (session_leave). */
+static void script_end(struct script *sc, int leaving)
 {
     if (!sc)
         return;
@@ -688,11 +689,19 @@ void script_close(struct script *sc)
     buf_free(&sc->st.scratch);
     buf_free(&sc->st.pending);
     ansi_md_free(sc->st.md);
-    session_close(sc->s);
+    if (leaving)
+        session_leave(sc->s);
+    else
+        session_close(sc->s);
     mcp_exiting(); /* the run ends: a server still running is left to a reaper */
     tools_free(sc->tools);
     tool_policy_free(&sc->policy);
     free(sc);
+}
+
+void script_close(struct script *sc)
+{
+    script_end(sc, 0);
 }
 
 int script_run(struct conf *conf, char *key, const struct script_opts *o)
@@ -703,6 +712,6 @@ int script_run(struct conf *conf, char *key, const struct script_opts *o)
         return code;
     for (int turn = 0; turn < o->n_prompts && code == 0 && !script_stopped(sc); turn++)
         code = script_turn(sc, o->prompts[turn], 0);
-    script_close(sc);
+    script_end(sc, 1); /* main_exit ends the process next */
     return code;
 }

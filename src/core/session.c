@@ -94,6 +94,7 @@ struct session {
     int spent_estimated;       /* an answer's tokens in the spending were estimated (no usage,
                                   and too long to count: SESSION_COUNT_MAX) */
     int lean_resume;           /* session_opts.lean_resume */
+    int leaving;               /* session_leave: the process exits next, no leak checker */
     int lean;                  /* the conversation holds only its newest turns (lean resume):
                                   the older ones are summarised or dropped by every plan */
     int64_t lean_first;        /* then: the id of its first message sent */
@@ -436,7 +437,8 @@ void session_close(struct session *s)
     queue_free(s->q, net_result_free);
     if (s->store && s->answer_id)
         store_message_flush(s->store, s->answer_id);
-    conv_free(&s->conv);
+    if (!s->leaving) /* thousands of turns' texts a resume read: the kernel takes them back */
+        conv_free(&s->conv);
     attach_list_free(&s->att_pending);
     free(s->parts);
     free(s->msgs);
@@ -449,6 +451,15 @@ void session_close(struct session *s)
     conf_pool_free(s->pool_labels, s->pool_values, s->n_pool);
     util_free_secret(s->fallback_key);
     free(s);
+}
+
+void session_leave(struct session *s)
+{
+#if !defined(__SANITIZE_ADDRESS__)
+    if (s && !getenv("TOKTERM_FULL_CLEANUP"))
+        s->leaving = 1;
+#endif
+    session_close(s);
 }
 
 /* Answer from the cache: the stored text goes through the same queue as a stream would. */
@@ -1412,7 +1423,8 @@ static void session_context_close(struct session *s)
                     s->lean ? "the newest" : "all");
     }
     free(s->sum_notice);
-    context_plan_free(&s->plan);
+    if (!s->leaving)
+        context_plan_free(&s->plan);
     context_free(s->ctx);
     context_calib_free(s->calib);
     context_stream_free(s->ans_count);

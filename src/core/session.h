@@ -152,6 +152,11 @@ const char *session_tools_incomplete(const struct session *s);
 
 /* Stop the network thread and free everything, s included. NULL is fine. */
 void session_close(struct session *s);
+/* session_close when the process exits right after: the conversation's turns and the last
+ * plan (thousands of allocations after a long resume, ~2.5M instructions at 10,000 messages)
+ * are left to the kernel, unless a leak checker watches (an ASan build, or
+ * TOKTERM_FULL_CLEANUP=1, as main_exit decides). Everything else closes as it does there. */
+void session_leave(struct session *s);
 /* Send the history plus a new user message; returns the request id. The attachments given
  * with session_attach go with it (checked first against the provider's limits: a turn that
  * fails the check is refused with the reason, nothing sent). */

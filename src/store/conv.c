@@ -2,6 +2,7 @@
 #include "config.h"
 #include "store/store_int.h"
 
+#include "base/buf.h"
 #include "base/util.h"
 #include "base/xmalloc.h"
 
@@ -581,82 +582,399 @@ static int store_walk_older(struct store *st, int64_t id, const char *encoding, 
     return rc == SQLITE_ROW ? 0 : rc;
 }
 
+/* ---- the packed rows of a resume (resume_blocks, schema v13) ---- */
+
+#define STORE_PACK_FORMAT 1
+#define STORE_PACK_ROWS 1024 /* rows a block holds at most, */
+#define STORE_PACK_BYTES (1 << 20) /* and bytes (unless one row is larger) */
+#define STORE_PACK_MIN 256   /* rows read from the table before they are packed */
+#define STORE_PACK_NULL 0xffffffffu
+
+/* Rows the walk read from the table, packed newest first as it read them: the blob's records
+ * and where each starts. */
+struct store_pack {
+    struct buf b;
+    struct store_pack_at {
+        int64_t id;
+        size_t at;
+    } *rows;
+    size_t n, cap;
+};
+
+static void store_pack_str(struct buf *b, const char *p, size_t n)
+{
+    uint32_t len = p ? (uint32_t)n : STORE_PACK_NULL;
+    buf_append(b, &len, sizeof len);
+    if (p)
+        buf_append(b, p, n);
+}
+
+/* Pack row m (what store_turn_row read) with its stored count (v; NULL: none). */
+static void store_pack_row(struct store_pack *k, const struct store_message *m,
+                           const struct store_tokens *v)
+{
+    XGROW(k->rows, k->n + 1, k->cap);
+    k->rows[k->n++] = (struct store_pack_at){m->id, k->b.len};
+    unsigned char head[3] = {(unsigned char)store_role_index(m->role), (unsigned char)m->status,
+                             v != NULL};
+    int64_t nums[2] = {m->id, m->parent_id};
+    buf_append(&k->b, nums, sizeof nums);
+    buf_append(&k->b, head, sizeof head);
+    if (v) {
+        int64_t count[2] = {v->bytes, (int64_t)v->tokens};
+        buf_append(&k->b, count, sizeof count);
+    }
+    store_pack_str(&k->b, m->model, m->model ? strlen(m->model) : 0);
+    store_pack_str(&k->b, m->finish_reason, m->finish_reason ? strlen(m->finish_reason) : 0);
+    store_pack_str(&k->b, m->error, m->error ? strlen(m->error) : 0);
+    store_pack_str(&k->b, m->content, m->content_len);
+    store_pack_str(&k->b, m->tool, m->tool ? strlen(m->tool) : 0);
+}
+
+static void store_pack_free(struct store_pack *k)
+{
+    buf_free(&k->b);
+    free(k->rows);
+}
+
+/* A block being read: its records from p to end. */
+struct store_pack_rd {
+    const unsigned char *p, *end;
+};
+
+static int store_pack_get(struct store_pack_rd *r, void *out, size_t n)
+{
+    if ((size_t)(r->end - r->p) < n)
+        return -1;
+    memcpy(out, r->p, n);
+    r->p += n;
+    return 0;
+}
+
+static int store_pack_get_str(struct store_pack_rd *r, char **out, size_t *len)
+{
+    uint32_t n;
+    *out = NULL;
+    if (store_pack_get(r, &n, sizeof n) != 0)
+        return -1;
+    if (n == STORE_PACK_NULL)
+        return 0;
+    if ((size_t)(r->end - r->p) < n)
+        return -1;
+    *out = xstrndup((const char *)r->p, n);
+    r->p += n;
+    if (len)
+        *len = n;
+    return 0;
+}
+
+/* The next record of r as a new row m (the walk's row: store_turn_row's fields) and its count
+ * (*has: one was stored). 0, or -1 for a block that is not what this format writes. */
+static int store_pack_next(struct store_pack_rd *r, int64_t conv, struct store_message *m,
+                           struct store_tokens *v, int *has)
+{
+    int64_t nums[2];
+    unsigned char head[3];
+    memset(m, 0, sizeof *m);
+    if (store_pack_get(r, nums, sizeof nums) || store_pack_get(r, head, sizeof head) ||
+        head[1] > STORE_INTERRUPTED || head[2] > 1)
+        return -1;
+    m->id = nums[0];
+    m->parent_id = nums[1];
+    m->conversation_id = conv;
+    m->role = store_role_at(head[0]);
+    m->status = (enum store_status)head[1];
+    m->usage.prompt_tokens = m->usage.completion_tokens = m->usage.total_tokens = -1;
+    m->timings = (struct store_timings){-1, -1, -1, -1, -1, -1, -1, -1, -1};
+    *has = head[2];
+    if (*has) {
+        int64_t count[2];
+        if (store_pack_get(r, count, sizeof count))
+            return -1;
+        *v = (struct store_tokens){m->id, count[0], (long)count[1]};
+    }
+    if (store_pack_get_str(r, &m->model, NULL) || store_pack_get_str(r, &m->finish_reason, NULL) ||
+        store_pack_get_str(r, &m->error, NULL) ||
+        store_pack_get_str(r, &m->content, &m->content_len) ||
+        store_pack_get_str(r, &m->tool, NULL)) {
+        store_message_clear(m);
+        return -1;
+    }
+    if (!m->content)
+        m->content = xstrdup("");
+    return 0;
+}
+
+/* Write the rows of k (every row of conversation id with lo < id <= k's newest) as blocks of
+ * encoding, and drop the blocks wholly older than before (rows no walk of this budget reads).
+ * Inside the walk's read transaction, so that the rows are what was read; a write that cannot
+ * start at once (another writer) is left to a later walk. Nothing is reported. */
+static void store_pack_write(struct store *st, int64_t id, const char *encoding,
+                             const struct store_pack *k, int64_t lo, int64_t before)
+{
+    static const char q_put[] = "INSERT OR REPLACE INTO resume_blocks(conversation_id, encoding, "
+                                "lo, hi, data) VALUES(?1, ?2, ?3, ?4, ?5)";
+    static const char q_old[] = "DELETE FROM resume_blocks WHERE conversation_id = ?1 AND "
+                                "encoding = ?2 AND hi < ?3";
+    if (sqlite3_exec(st->db, "SAVEPOINT tt_pack", NULL, NULL, NULL) != SQLITE_OK)
+        return;
+    sqlite3_busy_timeout(st->db, 0);
+    int ok = 1;
+    for (size_t i = 0, j; ok && i < k->n; i = j) {
+        for (j = i + 1; j < k->n && j - i < STORE_PACK_ROWS &&
+                        k->rows[j].at - k->rows[i].at < STORE_PACK_BYTES;)
+            j++;
+        size_t end = j < k->n ? k->rows[j].at : k->b.len;
+        struct buf blob = BUF_INIT;
+        uint32_t rows = (uint32_t)(j - i);
+        unsigned char format = STORE_PACK_FORMAT;
+        buf_append(&blob, &format, 1);
+        buf_append(&blob, &rows, sizeof rows);
+        buf_append(&blob, k->b.data + k->rows[i].at, end - k->rows[i].at);
+        sqlite3_stmt *s = store_prep(st, q_put);
+        if (s) {
+            sqlite3_bind_int64(s, 1, id);
+            store_bind_text(s, 2, encoding);
+            sqlite3_bind_int64(s, 3, j < k->n ? k->rows[j].id : lo);
+            sqlite3_bind_int64(s, 4, k->rows[i].id);
+            sqlite3_bind_blob(s, 5, blob.data, (int)blob.len, SQLITE_STATIC);
+            ok = sqlite3_step(s) == SQLITE_DONE;
+            store_done(st, s);
+        } else {
+            ok = 0;
+        }
+        buf_free(&blob);
+    }
+    sqlite3_stmt *s = ok ? store_prep(st, q_old) : NULL;
+    if (s) {
+        sqlite3_bind_int64(s, 1, id);
+        store_bind_text(s, 2, encoding);
+        sqlite3_bind_int64(s, 3, before);
+        ok = sqlite3_step(s) == SQLITE_DONE;
+        store_done(st, s);
+    }
+    sqlite3_busy_timeout(st->db, STORE_BUSY_TIMEOUT_MS);
+    sqlite3_exec(st->db, ok && s ? "RELEASE tt_pack" : "ROLLBACK TO tt_pack; RELEASE tt_pack",
+                 NULL, NULL, NULL);
+}
+
+/* Where the walk is: the rows read so far and the caller's verdicts on them. */
+struct store_walk_at {
+    struct store_conversation *c;
+    size_t cap;
+    int (*enough)(void *ud, const struct store_message *m, long tokens);
+    void *ud;
+    int stop, head_seen;
+};
+
+/* Give the newest row read (tk: its stored count, -1 none) to the caller. 1: the walk has
+ * read enough (a turn boundary after the caller's stop), 0: go on, -1: the caller gives up. */
+static int store_walk_take(struct store_walk_at *a, struct store_walk *w, long tk)
+{
+    const struct store_message *m = &a->c->messages[a->c->n_messages - 1];
+    int user = m->role && strcmp(m->role, "user") == 0;
+    a->head_seen |= user && m->id == a->c->head_id;
+    int e = a->enough(a->ud, m, tk);
+    if (e < 0)
+        return -1;
+    a->stop |= e;
+    if (user) /* every row from here on is read: a turn boundary */
+        w->first_id = m->id;
+    return a->stop && user && a->head_seen;
+}
+
+/* 0 when data is a block this format wrote of rows lo < id <= hi, newest first, none
+ * streaming; -1 otherwise. Checked before any row is taken (the caller's sums stay right). */
+static int store_pack_check(const void *data, size_t len, int64_t lo, int64_t hi)
+{
+    struct store_pack_rd r = {data, (const unsigned char *)data + len};
+    unsigned char format;
+    uint32_t rows;
+    if (!data || store_pack_get(&r, &format, 1) || format != STORE_PACK_FORMAT ||
+        store_pack_get(&r, &rows, sizeof rows))
+        return -1;
+    int64_t prev = hi + 1;
+    for (uint32_t i = 0; i < rows; i++) {
+        int64_t nums[2], count[2];
+        unsigned char head[3];
+        if (store_pack_get(&r, nums, sizeof nums) || store_pack_get(&r, head, sizeof head) ||
+            nums[0] >= prev || nums[0] <= lo || head[0] > 4 || head[1] > STORE_INTERRUPTED ||
+            head[1] == STORE_STREAMING || head[2] > 1 ||
+            (head[2] && store_pack_get(&r, count, sizeof count)))
+            return -1;
+        prev = nums[0];
+        for (int k = 0; k < 5; k++) {
+            uint32_t n;
+            if (store_pack_get(&r, &n, sizeof n) ||
+                (n != STORE_PACK_NULL && (size_t)(r.end - r.p) < n))
+                return -1;
+            r.p += n == STORE_PACK_NULL ? 0 : n;
+        }
+    }
+    return r.p == r.end ? 0 : -1;
+}
+
+/* The rows of block data (lo < id <= hi, newest first) into the walk, until it has enough.
+ * 1 (enough), 0 (all taken), -1 (the caller gave up), -2 (not a block this format wrote). */
+static int store_walk_block(struct store_walk_at *a, struct store_walk *w, size_t *cap_tv,
+                            const void *data, size_t len, int64_t lo, int64_t hi)
+{
+    if (store_pack_check(data, len, lo, hi) != 0)
+        return -2;
+    struct store_pack_rd r = {(const unsigned char *)data + 5, (const unsigned char *)data + len};
+    uint32_t rows;
+    memcpy(&rows, (const unsigned char *)data + 1, sizeof rows);
+    for (uint32_t i = 0; i < rows; i++) {
+        XGROW(a->c->messages, a->c->n_messages + 1, a->cap);
+        struct store_message *m = &a->c->messages[a->c->n_messages];
+        struct store_tokens v;
+        int has = 0;
+        if (store_pack_next(&r, a->c->id, m, &v, &has) != 0)
+            return -2; /* not after the check */
+        a->c->n_messages++;
+        long tk = -1;
+        if (has) {
+            XGROW(w->tokens, w->n_tokens + 1, *cap_tv);
+            w->tokens[w->n_tokens++] = v;
+            tk = v.bytes == (int64_t)m->content_len ? v.tokens : -1;
+        }
+        int e = store_walk_take(a, w, tk);
+        if (e != 0)
+            return e;
+    }
+    return 0;
+}
+
 int store_conversation_walk(struct store *st, int64_t id, const char *encoding,
                             int (*enough)(void *ud, const struct store_message *m, long tokens),
                             void *ud, struct store_walk *w)
 {
-    /* newest first, along the table itself from the conversation's newest row (a row a time
-     * through messages_conversation costs a search of the table each: twice the time); the
-     * rows of other conversations in between are passed over */
+    /* newest first, along the table itself from the conversation's newest row down to the
+     * packed rows (a row a time through messages_conversation costs a search of the table
+     * each: twice the time); the rows of other conversations in between are passed over */
     static const char q_rows[] = STORE_WALK_SELECT "NOT INDEXED WHERE id <= (SELECT max(id) "
-                                 "FROM messages WHERE conversation_id = ?1) ORDER BY id DESC";
-    /* when they are many (a conversation resumed after others grew): through the index */
+                                 "FROM messages WHERE conversation_id = ?1) AND id > ?2 "
+                                 "ORDER BY id DESC";
+    /* when they are many (a conversation resumed after others grew), and below the blocks:
+     * through the index */
     static const char q_rows_ix[] = STORE_WALK_SELECT "WHERE conversation_id = ?1 AND id < ?2 "
-                                    "ORDER BY id DESC";
+                                    "AND id > ?3 ORDER BY id DESC";
     static const char q_counts[] = "SELECT message_id, bytes, tokens FROM message_tokens "
                                    "WHERE conversation_id = ?1 AND encoding = ?2 "
                                    "ORDER BY message_id DESC";
+    static const char q_blocks[] = "SELECT lo, hi, data FROM resume_blocks WHERE "
+                                   "conversation_id = ?1 AND encoding = ?2 ORDER BY hi DESC";
     memset(w, 0, sizeof *w);
-    struct store_conversation *c;
-    int rc = store_conv_begin(st, id, &c);
+    struct store_walk_at a = {NULL, 0, enough, ud, 0, 0};
+    int rc = store_conv_begin(st, id, &a.c);
     if (rc != 0)
         return rc;
-    size_t cap = 0, cap_tv = 0;
-    int ret = STORE_WALK_FULL, stop = 0, head_seen = 0;
+    struct store_conversation *c = a.c;
+    size_t cap_tv = 0;
+    int ret = STORE_WALK_FULL, e = 0;
+    struct store_pack fresh = {BUF_INIT, NULL, 0, 0};
     sqlite3_stmt *t = store_prep(st, q_counts); /* both cursors newest first, in step */
-    if (!t)
+    sqlite3_stmt *b = t ? store_prep(st, q_blocks) : NULL;
+    sqlite3_stmt *s = b ? store_prep(st, q_rows) : NULL;
+    if (!s) {
+        store_done(st, t);
+        store_done(st, b);
         goto out;
+    }
     sqlite3_bind_int64(t, 1, id);
     store_bind_text(t, 2, encoding);
     int t_row = store_step(st, t) == SQLITE_ROW;
-    sqlite3_stmt *s = store_prep(st, q_rows);
-    if (!s) {
-        store_done(st, t);
-        goto out;
-    }
+    sqlite3_bind_int64(b, 1, id);
+    store_bind_text(b, 2, encoding);
+    int b_row = store_step(st, b) == SQLITE_ROW;
+    int64_t floor = b_row ? sqlite3_column_int64(b, 1) : 0; /* the rows above it: the table */
+    const int64_t top = floor;
+    int blocks = b_row;
     sqlite3_bind_int64(s, 1, id);
+    sqlite3_bind_int64(s, 2, floor);
     size_t passed = 0; /* rows of other conversations passed over */
-    int indexed = 0, streaming = 0;
-    while ((rc = store_step(st, s)) == SQLITE_ROW) {
-        if (sqlite3_column_int64(s, 10) != id) {
-            if (indexed || !store_passed_over(&passed, c->n_messages))
+    int indexed = 0, streaming = 0, phase = 1, broken = 0;
+    for (;;) {
+        while ((rc = store_step(st, s)) == SQLITE_ROW) {
+            if (sqlite3_column_int64(s, 10) != id) {
+                if (indexed || !store_passed_over(&passed, c->n_messages))
+                    continue;
+                s = store_reprep(st, s, q_rows_ix, id,
+                                 c->n_messages ? c->messages[c->n_messages - 1].id : INT64_MAX);
+                if (!s) {
+                    broken = 1;
+                    break;
+                }
+                sqlite3_bind_int64(s, 3, floor);
+                indexed = 1;
                 continue;
-            s = store_reprep(st, s, q_rows_ix, id,
-                             c->n_messages ? c->messages[c->n_messages - 1].id : INT64_MAX);
-            if (!s) {
-                store_done(st, t);
-                goto out;
             }
-            indexed = 1;
-            continue;
+            if ((streaming = store_walk_row(s, c, &a.cap)) != 0)
+                break;
+            const struct store_message *m = &c->messages[c->n_messages - 1];
+            size_t n_tv = w->n_tokens;
+            long tk = store_walk_count(st, t, &t_row, m->id, m->content_len, w, &cap_tv);
+            if (phase == 1)
+                store_pack_row(&fresh, m, w->n_tokens > n_tv ? &w->tokens[n_tv] : NULL);
+            if ((e = store_walk_take(&a, w, tk)) != 0)
+                break;
         }
-        if ((streaming = store_walk_row(s, c, &cap)) != 0)
+        if (broken || rc != SQLITE_DONE || e != 0 || phase == 3 || !b_row)
             break;
-        const struct store_message *m = &c->messages[c->n_messages - 1];
-        long tk = store_walk_count(st, t, &t_row, m->id, m->content_len, w, &cap_tv);
-        int user = m->role && strcmp(m->role, "user") == 0;
-        head_seen |= user && m->id == c->head_id;
-        int e = enough(ud, m, tk);
-        if (e < 0) { /* the caller gives up: the full load */
-            /* reset, not left stepped: a statement left open holds its read of the WAL,
-             * and no checkpoint can copy past it for the rest of the run (issue 14) */
-            store_done(st, s);
-            store_done(st, t);
-            goto out;
+        /* the table's rows above the blocks are read: the blocks, newest first, each one's hi
+         * the next newer one's lo; then (a gap, a block not of this format, or none left) the
+         * table again below the last one taken */
+        store_done(st, s);
+        s = NULL;
+        phase = 2;
+        while (b_row && sqlite3_column_int64(b, 1) == floor) {
+            int64_t lo = sqlite3_column_int64(b, 0);
+            const void *data = sqlite3_column_blob(b, 2);
+            e = store_walk_block(&a, w, &cap_tv, data, (size_t)sqlite3_column_bytes(b, 2), lo,
+                                 floor);
+            if (e == -2) { /* not ours (no row taken): its rows from the table */
+                e = 0;
+                break;
+            }
+            if (e != 0)
+                break;
+            floor = lo;
+            b_row = store_step(st, b) == SQLITE_ROW;
         }
-        stop |= e;
-        if (user) /* every row from here on is read: a turn boundary */
-            w->first_id = m->id;
-        if (stop && user && head_seen)
+        if (e != 0 || floor <= 0)
+            break; /* (ids start at 1: nothing is older than a block down to 0) */
+        phase = 3;
+        s = store_prep(st, q_rows_ix);
+        if (!s) {
+            broken = 1;
             break;
+        }
+        sqlite3_bind_int64(s, 1, id);
+        sqlite3_bind_int64(s, 2, floor + 1);
+        sqlite3_bind_int64(s, 3, 0);
+        indexed = 1;
     }
+    /* every statement reset, never left stepped (a statement left open holds its read of the
+     * WAL, and no checkpoint can copy past it for the rest of the run) */
+    store_done(st, b);
     store_done(st, s);
     store_done(st, t);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+    if (e < 0)
+        goto out; /* the caller gives up: the full load */
+    if (broken || (rc != SQLITE_ROW && rc != SQLITE_DONE && e == 0))
         goto fail;
-    if (!head_seen || streaming || (rc == SQLITE_ROW && !stop))
+    if (!a.head_seen || streaming || (e == 0 && rc == SQLITE_ROW))
         goto out; /* no saved head (conv_head's rules are the full load's), a streaming row */
-    w->complete = rc == SQLITE_DONE;
+    w->complete = e == 0;
+    /* what was read from the table above the blocks, packed once it is worth a block: from
+     * the newest row down to the blocks, or (none, or not reached) to the oldest row read;
+     * the blocks wholly older than the oldest row read go */
+    if (!st->readonly && fresh.n >= STORE_PACK_MIN)
+        store_pack_write(st, id, encoding, &fresh,
+                         blocks && phase > 1 ? top
+                         : w->complete       ? 0
+                                             : fresh.rows[fresh.n - 1].id - 1,
+                         c->messages[c->n_messages - 1].id);
     /* the rows not read (older turns, other branches: every row of the conversation older
      * than the oldest read) */
     if (!w->complete && store_walk_older(st, id, encoding, c->messages[c->n_messages - 1].id, w))
@@ -679,6 +997,7 @@ fail:
     store_fail(st, "cannot read the messages");
     ret = -1;
 out:
+    store_pack_free(&fresh);
     if (ret != 0) {
         store_conversation_free(c);
         free(w->tokens);

@@ -309,14 +309,28 @@ char *store_col_str(sqlite3_stmt *s, int i)
     return t ? xstrndup((const char *)t, (size_t)sqlite3_column_bytes(s, i)) : NULL;
 }
 
+static const char *const store_roles[] = {"user", "assistant", "system", "tool"};
+
 const char *store_col_role(sqlite3_stmt *s, int i)
 {
-    static const char *const roles[] = {"user", "assistant", "system", "tool"};
     const char *t = (const char *)sqlite3_column_text(s, i);
-    for (size_t k = 0; t && k < TT_ARRAY_LEN(roles); k++)
-        if (strcmp(t, roles[k]) == 0)
-            return roles[k];
+    for (size_t k = 0; t && k < TT_ARRAY_LEN(store_roles); k++)
+        if (strcmp(t, store_roles[k]) == 0)
+            return store_roles[k];
     return NULL;
+}
+
+int store_role_index(const char *role)
+{
+    for (size_t k = 0; role && k < TT_ARRAY_LEN(store_roles); k++)
+        if (role == store_roles[k] || strcmp(role, store_roles[k]) == 0)
+            return (int)k + 1;
+    return 0;
+}
+
+const char *store_role_at(int k)
+{
+    return k >= 1 && (size_t)k <= TT_ARRAY_LEN(store_roles) ? store_roles[k - 1] : NULL;
 }
 
 int64_t store_col_count(sqlite3_stmt *s, int i)

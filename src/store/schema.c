@@ -449,6 +449,49 @@ static const char store_schema_v12[] =
     "    AND through_id >= new.id;\n"
     "END;\n";
 
+/* v13: the rows a scripted resume reads, packed (issue 14): per conversation and encoding,
+ * blocks of up to 1,024 rows newest first (id, parent, role, status, the stored count, the
+ * texts the walk takes), each holding every row of the conversation with lo < id <= hi, the
+ * blocks chained (one's lo is the next older one's hi). store_conversation_walk reads the rows
+ * newer than the top block from messages and the rest from the blocks: a few blob reads
+ * instead of stepping thousands of rows. Written by the walk itself (in its transaction, when
+ * 256 or more rows were read from the table); the triggers drop every block at or above a row
+ * that is added, changed or deleted, or whose count changes, so a block is never stale (the
+ * next walk reads those rows from the table again and packs them). */
+static const char store_schema_v13[] =
+    "CREATE TABLE resume_blocks(\n"
+    "  conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,\n"
+    "  encoding TEXT NOT NULL,\n"
+    "  lo INTEGER NOT NULL,\n"
+    "  hi INTEGER NOT NULL,\n"
+    "  data BLOB NOT NULL\n"
+    ");\n"
+    "CREATE UNIQUE INDEX resume_blocks_hi ON resume_blocks(conversation_id, encoding, hi);\n"
+    "CREATE TRIGGER resume_blocks_messages_ai AFTER INSERT ON messages BEGIN\n"
+    "  DELETE FROM resume_blocks WHERE conversation_id = new.conversation_id\n"
+    "    AND hi >= new.id;\n"
+    "END;\n"
+    "CREATE TRIGGER resume_blocks_messages_au AFTER UPDATE ON messages BEGIN\n"
+    "  DELETE FROM resume_blocks WHERE conversation_id IN (old.conversation_id,\n"
+    "    new.conversation_id) AND hi >= min(old.id, new.id);\n"
+    "END;\n"
+    "CREATE TRIGGER resume_blocks_messages_ad AFTER DELETE ON messages BEGIN\n"
+    "  DELETE FROM resume_blocks WHERE conversation_id = old.conversation_id\n"
+    "    AND hi >= old.id;\n"
+    "END;\n"
+    "CREATE TRIGGER resume_blocks_tokens_ai AFTER INSERT ON message_tokens BEGIN\n"
+    "  DELETE FROM resume_blocks WHERE conversation_id = new.conversation_id\n"
+    "    AND encoding = new.encoding AND hi >= new.message_id;\n"
+    "END;\n"
+    "CREATE TRIGGER resume_blocks_tokens_au AFTER UPDATE ON message_tokens BEGIN\n"
+    "  DELETE FROM resume_blocks WHERE conversation_id IN (old.conversation_id,\n"
+    "    new.conversation_id) AND hi >= min(old.message_id, new.message_id);\n"
+    "END;\n"
+    "CREATE TRIGGER resume_blocks_tokens_ad AFTER DELETE ON message_tokens BEGIN\n"
+    "  DELETE FROM resume_blocks WHERE conversation_id = old.conversation_id\n"
+    "    AND encoding = old.encoding AND hi >= old.message_id;\n"
+    "END;\n";
+
 /* A message's new parent, collected by store_tree_backfill. */
 struct store_link {
     int64_t id, parent;
@@ -593,6 +636,7 @@ static const struct {
     {store_schema_v10, NULL},
     {store_schema_v11, NULL},
     {store_schema_v12, NULL},
+    {store_schema_v13, NULL},
 };
 
 /* Bring the schema to STORE_SCHEMA_VERSION, one step per version, in one write transaction

@@ -148,6 +148,9 @@ char *store_col_str(sqlite3_stmt *s, int i);
 /* Column i as one of the four roles' static strings (no copy: a row of a thousands-long
  * read costs no allocation for it), NULL for NULL or a name the schema's CHECK refuses. */
 const char *store_col_role(sqlite3_stmt *s, int i);
+/* A role as a small number (1-4; 0 for NULL or another name) and back to its static string. */
+int store_role_index(const char *role);
+const char *store_role_at(int k);
 int64_t store_col_count(sqlite3_stmt *s, int i);
 double store_col_seconds(sqlite3_stmt *s, int i);
 

@@ -98,7 +98,11 @@ with ttlib.FakeServer() as srv:
     # columns; v10 the attachments; v11 the provider's batches; v12 the token marks), so the
     # file is a true version 6 one.
     c = sqlite3.connect(db)
-    c.executescript("DROP TABLE IF EXISTS remote_batches; "
+    c.executescript("DROP TRIGGER IF EXISTS resume_blocks_messages_ai; "
+                    "DROP TRIGGER IF EXISTS resume_blocks_messages_au; "
+                    "DROP TRIGGER IF EXISTS resume_blocks_messages_ad; "
+                    "DROP TABLE IF EXISTS resume_blocks; "
+                    "DROP TABLE IF EXISTS remote_batches; "
                     "DROP TRIGGER IF EXISTS token_marks_messages_ai; "
                     "DROP TRIGGER IF EXISTS token_marks_messages_au; "
                     "DROP TABLE IF EXISTS token_marks; "

@@ -523,8 +523,15 @@ static char *heads_of(const char *path)
 #define UNDO_V9                                                                          \
     "ALTER TABLE messages DROP COLUMN itl; ALTER TABLE messages DROP COLUMN retries; "    \
     "ALTER TABLE messages DROP COLUMN rate_limited;"
+/* What takes a new store back to version 12 (before the packed rows of a resume). */
+#define STORE_DROP_V13                                                                     \
+    "DROP TRIGGER resume_blocks_messages_ai; DROP TRIGGER resume_blocks_messages_au; "      \
+    "DROP TRIGGER resume_blocks_messages_ad; DROP TRIGGER resume_blocks_tokens_ai; "        \
+    "DROP TRIGGER resume_blocks_tokens_au; DROP TRIGGER resume_blocks_tokens_ad; "          \
+    "DROP TABLE resume_blocks; "
 /* What takes a new store back to version 11 (before the token marks). */
 #define STORE_DROP_V12                                                                     \
+    STORE_DROP_V13                                                                         \
     "DROP TRIGGER token_marks_tokens_ad; DROP TRIGGER token_marks_tokens_ai; "              \
     "DROP TRIGGER token_marks_messages_ai; DROP TRIGGER token_marks_messages_au; "          \
     "DROP TABLE token_marks; "
@@ -714,6 +721,77 @@ static const char *walk_older(struct store *st, int64_t conv, char *out, size_t 
              w.complete ? " complete" : "");
     store_walk_free(&w);
     return out;
+}
+
+static int walk_all(void *ud, const struct store_message *m, long tokens)
+{
+    (void)m;
+    (void)tokens;
+    ++*(int *)ud;
+    return 0;
+}
+
+/* A walk of all of conv: "rows counts first-content" (or what failed). */
+static const char *walk_rows(struct store *st, int64_t conv, char *out, size_t size)
+{
+    struct store_walk w;
+    int k = 0;
+    if (store_conversation_walk(st, conv, "o200k_base", walk_all, &k, &w) != 0)
+        return "walk failed";
+    snprintf(out, size, "%zu %zu %s", w.conv->n_messages, w.n_tokens,
+             w.conv->n_messages ? w.conv->messages[0].content : "-");
+    store_walk_free(&w);
+    return out;
+}
+
+/* v12 -> v13: the packed rows of a resume. A database of v12 upgrades in place; a walk that
+ * reads 300 rows packs them, the next walk reads the same rows from the blocks, and a row
+ * rewritten by another program drops the blocks at and above it. */
+static void test_migrate_v12_blocks(void)
+{
+    char *path = tmp_path("v12b.db"), *err = NULL, a[96], b[96];
+    struct store *st = store_open(path, NULL, &err);
+    TAP_OK(st != NULL, "v12: a new store");
+    if (!st) {
+        free(err);
+        free(path);
+        return;
+    }
+    int64_t conv = store_conversation_new(st, NULL, NULL, "m", NULL);
+    struct store_tokens v[300];
+    for (int i = 0; i < 300; i++) {
+        char text[32];
+        int n = snprintf(text, sizeof text, "row %d", i);
+        int64_t mid = store_message_add(st, conv, i % 2 ? "assistant" : "user", text,
+                                        (size_t)n, NULL);
+        v[i] = (struct store_tokens){mid, n, 2};
+    }
+    TAP_INT(store_tokens_put(st, conv, "o200k_base", v, 300), 0, "v12: counts stored");
+    store_close(st);
+    TAP_INT(raw_exec(path, STORE_DROP_V13 "PRAGMA user_version = 12;"), SQLITE_OK,
+            "v12: taken back to version 12 (no packed rows)");
+    struct store_open_info info;
+    st = store_open(path, &info, &err);
+    TAP_OK(st != NULL && info.from_version == 12 &&
+               store_schema_version(st) == STORE_SCHEMA_VERSION,
+           "v12 -> v13: upgraded in place");
+    if (!st) {
+        free(err);
+        free(path);
+        return;
+    }
+    TAP_INT(raw_int(path, "SELECT count(*) FROM resume_blocks"), 0, "v13: no blocks yet");
+    TAP_STR(walk_rows(st, conv, a, sizeof a), "300 300 row 0", "v13: the walk reads them all");
+    TAP_INT(raw_int(path, "SELECT count(*) FROM resume_blocks"), 1, "v13: and packs them");
+    TAP_STR(walk_rows(st, conv, b, sizeof b), a, "v13: the same rows from the block");
+    TAP_INT(raw_exec(path, "UPDATE messages SET content = 'rewritten' WHERE id = (SELECT "
+                           "min(id) FROM messages)"),
+            SQLITE_OK, "v13: the oldest row rewritten");
+    TAP_INT(raw_int(path, "SELECT count(*) FROM resume_blocks"), 0, "v13: the block is gone");
+    TAP_STR(walk_rows(st, conv, b, sizeof b), "300 299 rewritten",
+            "v13: the walk reads the new text (its count forgotten)");
+    store_close(st);
+    free(path);
 }
 
 /* v11 -> v12: the token marks. A database of v11 upgrades in place with counts and no mark;
@@ -3564,6 +3642,7 @@ int main(void)
     test_migrate_v9_attachments();
     test_migrate_v10_remote();
     test_migrate_v11_marks();
+    test_migrate_v12_blocks();
     test_migrate_prev();
     test_tree();
     test_tree_foreign();
