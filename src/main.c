@@ -24,6 +24,7 @@
 #include "cmd/shell.h"
 #include "proto/tool.h"
 #include "store/info.h"
+#include "store/store.h"
 #include "tui/tui.h"
 #include "base/utf8.h"
 #include "base/util.h"
@@ -628,6 +629,8 @@ int main(int argc, char **argv)
     main_no_core();
     if (argc > 1 && strcmp(argv[1], "--reap") == 0) /* an MCP server's reaper (mcp/mcp.h) */
         return mcp_reap_main(argc - 2, argv + 2);
+    if (argc > 1 && strcmp(argv[1], "--checkpoint") == 0) /* a WAL's copy (store/store.h) */
+        return store_checkpoint_main(argc - 2, argv + 2);
 #if defined(__GLIBC__) && defined(M_ARENA_MAX)
     /* Two threads (UI and network) hand memory to each other: one malloc arena serves them
      * without contention that matters, and a second arena would cost ~0.4 MB resident. */

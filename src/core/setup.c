@@ -250,6 +250,7 @@ int setup_store(struct setup *su, const struct cli *a, int required, struct buf 
         buf_printf(warn, "note: %d answer%s cut off by an earlier crash marked interrupted\n",
                    info.recovered, info.recovered == 1 ? "" : "s");
     free(path);
+    store_set_checkpoint_exe(su->store, "/proc/self/exe"); /* tokterm --checkpoint */
     int64_t cap = (int64_t)c->cache_max_mb << 20;
     store_cache_set_limits(su->store, (int64_t)(c->cache_ttl_days * 86400), cap);
     store_cache_set_entry_max(su->store, cap / 100); /* one answer never evicts a hundred */

@@ -20,7 +20,8 @@
     X(bind_blob) X(bind_double) X(bind_int) X(bind_int64) X(bind_null) X(bind_pointer)         \
     X(bind_text) X(busy_timeout) X(changes) X(changes64) X(clear_bindings) X(close)            \
     X(column_blob) X(column_bytes) X(column_double) X(column_int) X(column_int64)              \
-    X(column_text) X(column_type) X(create_function) X(db_config) X(db_readonly) X(errmsg)     \
+    X(column_text) X(column_type) X(create_function) X(db_config) X(db_readonly) X(db_status)     \
+    X(errmsg)     \
     X(errstr) X(exec) X(extended_errcode) X(extended_result_codes) X(finalize) X(free)         \
     X(get_autocommit) X(get_auxdata) X(last_insert_rowid) X(libversion) X(limit) X(malloc64) \
     X(open_v2)                                                                                 \
@@ -65,6 +66,7 @@ void sqlite_dl_prefer_large_reads(void);
 #define sqlite3_create_function (sqlite_dl_api.create_function)
 #define sqlite3_db_config (sqlite_dl_api.db_config)
 #define sqlite3_db_readonly (sqlite_dl_api.db_readonly)
+#define sqlite3_db_status (sqlite_dl_api.db_status)
 #define sqlite3_errmsg (sqlite_dl_api.errmsg)
 #define sqlite3_errstr (sqlite_dl_api.errstr)
 #define sqlite3_exec (sqlite_dl_api.exec)

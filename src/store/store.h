@@ -262,9 +262,24 @@ struct store *store_open_searcher(const char *path, struct store_open_info *info
 /* Commit text still buffered, mark this handle's unfinished answers 'interrupted', close.
  * The WAL is left as it is (no fsync at exit), except after this handle made or upgraded the
  * schema (then it is copied into the database file, so that the file alone always holds the
- * tables) or when it is over 8 MiB after writes (copied and truncated). The newest writes may stay in the WAL: a complete copy is sqlite3's ".backup"
- * (the online backup API) or the database and its -wal file copied together. */
+ * tables) or when it holds much after writes: 1 MB or more with a checkpoint program
+ * (store_set_checkpoint_exe), which copies it and starts it over after this process is gone;
+ * else over 8 MiB, copied and started over here. The newest writes may stay in the WAL: a
+ * complete copy is sqlite3's ".backup" (the online backup API) or the database and its -wal
+ * file copied together. */
 void store_close(struct store *st);
+/* The program whose `exe --checkpoint PATH` (store_checkpoint_main) store_close starts, as
+ * nobody's child with an empty environment and nothing of this process open, when this
+ * connection leaves 1 MB or more in the WAL: the copy into the database and its fsyncs then
+ * happen after the user's command, and the next open finds the WAL started over. NULL (the
+ * default, and when exe cannot be run): the close copies a WAL over 8 MiB itself. */
+void store_set_checkpoint_exe(struct store *st, const char *exe);
+/* The main of `tokterm --checkpoint PATH` (argv: PATH): at the lowest CPU priority, copies the
+ * WAL of the database PATH into it (a passive checkpoint: other processes' writes go on), then
+ * starts the WAL over with one small write; tries again, waiting longer each time, for up to
+ * 10 s while other processes write or read the WAL's frames. Never creates a file. 0 when the
+ * WAL was started over, 1 when not, 2 for bad arguments. */
+int store_checkpoint_main(int argc, char **argv);
 /* Group the writes that follow, up to the matching store_batch_end, into one transaction (one
  * commit, each page written to the WAL once: the prompt, its conversation and the answer's
  * row before a request leaves; the answer, its cache entry and the quota after). Each write

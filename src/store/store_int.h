@@ -72,6 +72,8 @@ struct store {
     pthread_t ckpt;              /* store_checkpoint_async's thread */
     int ckpt_started;
     int ckpt_done;               /* atomic: set by that thread as it ends */
+    char *ckpt_exe;              /* store_set_checkpoint_exe: the close hands the WAL's copy to
+                                  * `ckpt_exe --checkpoint PATH` */
     long wal_frames;             /* frames in the WAL after this connection's last commit (the
                                   * WAL hook); -1 before the first */
     int page_size;               /* PRAGMA page_size, read at open */

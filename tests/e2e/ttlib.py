@@ -375,6 +375,32 @@ def adopt_orphans(wait=10.0):
     return True
 
 
+def checkpoint_running(db):
+    """True while a `tokterm --checkpoint DB` (the detached copy of a long run's WAL, started
+    by its close) is running."""
+    want = b"--checkpoint\0" + os.fsencode(db) + b"\0"
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                if want in f.read():
+                    return True
+        except OSError:
+            pass
+    return False
+
+
+def wait_checkpoints(db, timeout=30.0):
+    """Wait until no `tokterm --checkpoint DB` runs; False if one still did after timeout."""
+    deadline = time.monotonic() + timeout
+    while checkpoint_running(db):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
 def make_home():
     """A fresh directory for HOME and the XDG directories (removed at exit)."""
     return tempdir("tt-home-")

@@ -3302,31 +3302,51 @@ static void test_one_shot_syncs(void)
     free(path);
 }
 
+/* A new database with the conversation *c, closed by the run that made the schema (it
+ * checkpoints) and opened again with the counting VFS on: a later run's store. */
+static struct store *big_answer_store(const char *name, int64_t *c)
+{
+    struct store *st = open_new(name, NULL);
+    char *path = tmp_path(name), *err = NULL;
+    *c = store_conversation_new(st, "big", NULL, "m", NULL);
+    store_close(st);
+    count_vfs_on();
+    st = store_open(path, NULL, &err);
+    free(err);
+    free(path);
+    return st;
+}
+
+/* big (n bytes, a multiple of 1 MiB) streamed in 1 MiB parts, as a slow stream commits them,
+ * then finished from the whole text. Its id. */
+static int64_t big_answer_save(struct store *st, int64_t c, const char *big, size_t n)
+{
+    size_t piece = (size_t)1 << 20;
+    struct store_msg_info info = {.model = "m"};
+    int64_t a = store_message_begin(st, c, &info);
+    for (size_t off = 0; off < n; off += piece) {
+        store_message_append(st, a, big + off, piece);
+        store_message_flush(st, a);
+    }
+    struct store_whole w = {big, n, NULL, 0};
+    TAP_OK(store_message_finish_whole(st, a, &w, STORE_COMPLETE, "stop", NULL, NULL, NULL) == 0,
+           "a %zu MB answer saved in parts, then whole", n >> 20);
+    return a;
+}
+
 /* The end of a 10 MB answer leaves the WAL (its parts, then its row: ~20 MB) alone: at 4,000
  * pages the commit copied and synced it itself, on the answer's path (issue 14). The close
  * copies a WAL over 8 MB and starts it over, without truncating the file to 0 bytes (10-24 ms
  * on a busy disk, and the next run allocated its blocks again). */
 static void test_big_answer_wal(void)
 {
-    struct store *st = open_new("bigwal.db", NULL);
     char *path = tmp_path("bigwal.db");
-    int64_t c = store_conversation_new(st, "big", NULL, "m", NULL);
-    store_close(st); /* the schema's run: it checkpoints */
-    char *err = NULL;
-    count_vfs_on();
+    int64_t c;
+    struct store *st = big_answer_store("bigwal.db", &c);
     count_truncs_zero = 0;
-    st = store_open(path, NULL, &err);
-    size_t n = (size_t)10 << 20, piece = (size_t)1 << 20;
+    size_t n = (size_t)10 << 20;
     char *big = letters(n);
-    struct store_msg_info info = {.model = "m"};
-    int64_t a = store_message_begin(st, c, &info);
-    for (size_t off = 0; off < n; off += piece) {
-        store_message_append(st, a, big + off, piece);
-        store_message_flush(st, a); /* a part, as a slow stream commits them */
-    }
-    struct store_whole w = {big, n, NULL, 0};
-    TAP_INT(store_message_finish_whole(st, a, &w, STORE_COMPLETE, "stop", NULL, NULL, NULL), 0,
-            "a 10 MB answer saved in parts, then whole");
+    int64_t a = big_answer_save(st, c, big, n);
     struct stat sb;
     long long db = stat(path, &sb) == 0 ? (long long)sb.st_size : -1;
     TAP_OK(db >= 0 && db < (1 << 20), "its commit left the WAL alone (database file %lld bytes)",
@@ -3348,6 +3368,102 @@ static void test_big_answer_wal(void)
     free(q);
     free(big);
     free(path);
+}
+
+/* The WAL's copy of a run that wrote a long answer: the detached `tokterm --checkpoint`
+ * (here this test program, see main). Its exit status: 0 when it started the WAL over, 3 when
+ * it did not run as promised (an environment, stdin/stdout/stderr not /dev/null, or a
+ * descriptor of the parent's besides the lock on 3). Waited for as our child. */
+static int detached_status(void)
+{
+    int status = 0;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, 0)) < 0 && errno == EINTR) {
+    }
+    return pid > 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* Issue 14: the close of a run that left a long answer in the WAL copied it into the database
+ * and synced both (a 10 MB answer: 18 MB and two fsyncs, 30-40 ms of the user's wait). With a
+ * checkpoint program it makes no fsync: `tokterm --checkpoint PATH` copies and starts the WAL
+ * over after the process is gone. */
+static void test_checkpoint_detached(void)
+{
+    char *path = tmp_path("detach.db"), *err = NULL;
+    int64_t c;
+    struct store *st = big_answer_store("detach.db", &c);
+    store_set_checkpoint_exe(st, "/proc/self/exe");
+    size_t n = (size_t)10 << 20;
+    char *big = letters(n);
+    int64_t a = big_answer_save(st, c, big, n);
+    count_syncs = 0;
+    store_close(st);
+    TAP_INT(count_syncs, 0, "detached: the close makes no fsync");
+    sqlite3_vfs_unregister(&count_vfs);
+    TAP_INT(detached_status(), 0, "detached: the checkpoint process ran as promised and started "
+                                  "the WAL over");
+    struct stat sb;
+    long long db = stat(path, &sb) == 0 ? (long long)sb.st_size : -1;
+    TAP_OK(db >= (long long)n, "detached: the database file holds the answer (%lld bytes)", db);
+    TAP_INT(raw_wal_frames(path), 1, "detached: the next open finds one frame in the WAL");
+    char *q = xasprintf("SELECT length(content) FROM messages WHERE id = %lld", (long long)a);
+    TAP_INT(raw_int(path, q), (long long)n, "detached: the answer reads back whole");
+    free(q);
+
+    /* Long answers in a row, each run started right as the one before exits, while the
+     * copies of the earlier ones may still run: the WAL does not grow without bound. */
+    size_t m = (size_t)3 << 20;
+    long long most = 0;
+    int children = 0;
+    char *wal = xasprintf("%s-wal", path);
+    for (int i = 0; i < 8; i++) {
+        st = store_open(path, NULL, &err);
+        store_set_checkpoint_exe(st, "/proc/self/exe");
+        big[0] = (char)('a' + i);
+        int64_t id = st ? store_message_add(st, c, "assistant", big, m, NULL) : -1;
+        store_close(st);
+        children++;
+        if (id <= 0)
+            TAP_OK(0, "detached: run %d saved its answer", i);
+        if (stat(wal, &sb) == 0 && sb.st_size > most)
+            most = sb.st_size;
+    }
+    int ok = 0;
+    for (int i = 0; i < children; i++)
+        ok += detached_status() == 0;
+    TAP_OK(ok >= 1, "detached: the copies of 8 runs in a row started the WAL over (%d of 8 "
+                    "did)", ok);
+    TAP_OK(most <= (16 << 20) + 2 * (long long)m,
+           "detached: the WAL file stayed within 16 MiB and two answers (at most %lld bytes)",
+           most);
+    TAP_INT(raw_wal_frames(path), 1, "detached: then one frame in the WAL");
+    TAP_INT(raw_int(path, "SELECT count(*) FROM messages WHERE length(content) = 3145728"), 8,
+            "detached: the 8 answers read back");
+    free(wal);
+    free(big);
+    free(path);
+}
+
+/* `test_store --checkpoint PATH`: the detached checkpoint's side of test_checkpoint_detached,
+ * which checks the contract of store_checkpoint_detach first: an empty environment,
+ * /dev/null as 0-2, the lock as 3 and nothing else open. */
+static int checkpoint_main(int argc, char **argv)
+{
+    extern char **environ;
+    struct stat nul, sb;
+    int bad = environ && environ[0] != NULL;
+    if (stat("/dev/null", &nul) != 0)
+        bad = 1;
+    for (int fd = 0; fd < 3; fd++)
+        if (fstat(fd, &sb) != 0 || sb.st_rdev != nul.st_rdev)
+            bad = 1;
+    if (fcntl(3, F_GETFD) < 0)
+        bad = 1;
+    for (int fd = 4; fd < 256; fd++)
+        if (fcntl(fd, F_GETFD) >= 0)
+            bad = 1;
+    int rc = store_checkpoint_main(argc, argv);
+    return bad ? 3 : rc;
 }
 
 /* A one-shot as the session runs it, its WAL checkpoints asked for where the session asks:
@@ -3623,8 +3739,10 @@ static void test_reader(void)
     free(path);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "--checkpoint") == 0)
+        return checkpoint_main(argc - 2, argv + 2);
     snprintf(tmpdir, sizeof tmpdir, "%s", "/tmp/tt-store-XXXXXX");
     if (!mkdtemp(tmpdir)) {
         printf("Bail out! mkdtemp: %s\n", strerror(errno));
@@ -3665,6 +3783,7 @@ int main(void)
     test_warm_answer();
     test_batch();
     test_big_answer_wal();
+    test_checkpoint_detached();
     test_too_big();
     test_rm_scrub();
     test_reader();
