@@ -336,11 +336,11 @@ static void store_fin_bind(sqlite3_stmt *q, const struct store_fin *fin)
 static const char store_q_fold[] = STORE_FOLD_SET " WHERE id = ?1";
 /* Append text and write how the answer ended. */
 static const char store_q_fold_fin[] = STORE_FOLD_SET STORE_FIN_SET;
-/* The whole answer in one piece (no part committed while it streamed, as with any answer
- * shorter than a batch interval; the row still holds what store_message_begin wrote: '' and
- * NULL): set, not appended, so that SQLite copies the bound text once, into the record. A row
- * that holds more (another process's recovery folded parts of ours into it) is appended to
- * with store_q_fold_fin instead. */
+/* The whole answer in one piece (its buffered text, after the parts committed while it
+ * streamed, if any; the row still holds what store_message_begin wrote: '' and NULL): set, not
+ * appended, so that SQLite copies the bound text once, into the record. A row that holds more
+ * (another process's recovery folded parts of ours into it) is appended to with
+ * store_q_fold_fin instead. */
 static const char store_q_fold_whole[] =
     "UPDATE messages SET content = ifnull(?2, ''), reasoning = ?3" STORE_FIN_SET
     " AND content = '' AND reasoning IS NULL";
@@ -396,7 +396,6 @@ static int store_parts_drop(struct store *st, int64_t id)
 static void store_parts_warm(struct store *st)
 {
     (void)store_prep(st, store_q_parts_read);
-    (void)store_prep(st, store_q_fold_fin);
     (void)store_prep(st, store_q_parts_drop);
 }
 
@@ -507,8 +506,9 @@ static int store_fold(struct store *st, int64_t id, struct store_stream *s,
     size_t max = store_max_value(st);
     int too_big = tp->len > max || rp->len > max;
     if (!too_big && (tp->len || has_reasoning || fin)) {
-        const char *sql = !fin ? store_q_fold : s && !has_parts ? store_q_fold_whole
-                                                                 : store_q_fold_fin;
+        /* the row still holds what store_message_begin wrote, parts or not: set, not
+         * appended (one statement for both, compiled ahead by store_warm_answer) */
+        const char *sql = !fin ? store_q_fold : s ? store_q_fold_whole : store_q_fold_fin;
         int rc = store_fold_write(st, sql, id, tp, rp, has_reasoning, fin);
         if (rc == 1 && sql == store_q_fold_whole) /* not as store_message_begin left it */
             rc = store_fold_write(st, store_q_fold_fin, id, tp, rp, has_reasoning, fin);
