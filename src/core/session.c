@@ -351,7 +351,10 @@ int session_resume(struct session *s, int64_t id, char **err)
 {
     if (conv_resolve_id(s->store, &id, err) < 0)
         return -1;
+    /* the newest turns read through a map of the file: a few hundred pages, once */
+    store_mapped_reads(s->lean_resume ? s->store : NULL, 1);
     int rc = s->lean_resume ? session_resume_lean(s, id, err) : 1;
+    store_mapped_reads(s->lean_resume ? s->store : NULL, 0);
     if (rc <= 0)
         return rc;
     /* A system prompt given now replaces the saved one. */

@@ -399,6 +399,10 @@ int store_run_steps(struct store *st, const char *const *steps, size_t n, const 
  * index (~1 ms per MB), and its background copy held back the reset while that run wrote more
  * (10 MB answers in a row: the WAL grew past 40 MB). */
 #define STORE_CKPT_CLOSE_BYTES ((off_t)8 << 20)
+/* store_mapped_reads: the first 256 MiB of the file (past it SQLite reads as before). The
+ * database file never shrinks (no VACUUM, no auto_vacuum), so no page of the map can vanish
+ * under it. */
+#define STORE_MAP_BYTES 268435456
 
 /* Copy the WAL into the database on a connection of its own (PRAGMA wal_checkpoint(PASSIVE):
  * never waits for, nor blocks, this process's writes). */
@@ -442,6 +446,14 @@ static int store_wal_hook(void *ud, sqlite3 *db, const char *name, int frames)
     if (frames >= STORE_CKPT_PAGES)
         (void)sqlite3_wal_checkpoint(db, name);
     return SQLITE_OK;
+}
+
+void store_mapped_reads(struct store *st, int on)
+{
+    if (st)
+        (void)sqlite3_exec(st->db, on ? "PRAGMA mmap_size = " TT_STR(STORE_MAP_BYTES)
+                                      : "PRAGMA mmap_size = 0",
+                           NULL, NULL, NULL);
 }
 
 int store_checkpoint_wait(struct store *st, int block)
@@ -1021,6 +1033,9 @@ static void store_close_as(struct store *st, int at_exit)
     if (getenv("TOKTERM_DEBUG_STORE")) {
         fprintf(stderr, "tokterm: debug: store: %llu VM steps, %u statements compiled\n",
                 st->vm_steps, st->compiled);
+        int miss = 0, hi = 0;
+        sqlite3_db_status(st->db, SQLITE_DBSTATUS_CACHE_MISS, &miss, &hi, 0);
+        fprintf(stderr, "tokterm: debug: store: %d pages read into the page cache\n", miss);
         if (st->finished)
             fprintf(stderr, "tokterm: debug: store: %u statements compiled from the first "
                             "answer's end on\n", st->compiled - st->compiled_end);

@@ -297,6 +297,12 @@ int store_batch_end(struct store *st);
  * runs; the next store_message_finish (whose commit then starts the WAL over) or store_close
  * waits for it. */
 void store_checkpoint_async(struct store *st);
+/* Read the database file through a memory map while on (PRAGMA mmap_size), for a read of a
+ * few hundred pages made once: a resume's walk over the newest turns. Its pages are then
+ * neither copied into SQLite's page cache nor faulted in as fresh memory a 4 KiB page at a
+ * time (the kernel maps the file's cached pages 16 at a fault). Off again after it, so that
+ * what a long run reads later stays in the bounded page cache. */
+void store_mapped_reads(struct store *st, int on);
 /* Compile, ahead of it, what the end of an answer runs (its row; with cache, its cache entry;
  * with tokens, its token counts), so that the end, which the user waits for, compiles no
  * SQL: called while the request is on the wire or libcurl still loads. Statements are kept

@@ -510,6 +510,17 @@ def run_tokterm(args, stdin=None, env=None, timeout=30, home=None, cwd=None):
     return rc, out, err
 
 
+def run_requests(srv, home, args, env=None, spec="reply=Fine%20thanks.", timeout=120):
+    """Run tokterm against srv (a FakeServer) with -m gpt-4o-mini and the store's and the
+    tokenizer's debug lines on; returns (exit code, stderr, the bodies srv got meanwhile)."""
+    e = {"OPENAI_BASE_URL": srv.base(spec), "TOKTERM_DEBUG_STORE": "1",
+         "TOKTERM_DEBUG_TOKENIZED": "1"}
+    e.update(env or {})
+    n0 = len(srv.requests())
+    rc, _out, err = run_tokterm(["-m", "gpt-4o-mini"] + args, env=e, home=home, timeout=timeout)
+    return rc, err, [r["body"] for r in srv.requests()[n0:]]
+
+
 # ---------------------------------------------------------------------------------------------
 # Terminal safety: what tokterm writes must not be able to drive or mislead a terminal
 
