@@ -418,10 +418,10 @@ sqlfail:
 void store_cache_warm(struct store *st)
 {
     if (st->cache_ttl > 0)
-        (void)store_prep(st, store_q_cache_expire);
-    (void)store_prep(st, store_q_cache_copy);
+        store_warm(st, store_q_cache_expire);
+    store_warm(st, store_q_cache_copy);
     if (st->cache_max > 0)
-        (void)store_prep(st, store_q_cache_bytes);
+        store_warm(st, store_q_cache_bytes);
 }
 
 int store_cache_stats(struct store *st, struct store_cache_stats *out)

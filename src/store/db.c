@@ -102,6 +102,15 @@ sqlite3_stmt *store_prep(struct store *st, const char *sql)
     return stmt;
 }
 
+void store_warm(struct store *st, const char *sql)
+{
+    for (size_t i = 0; i < st->n_stmts; i++)
+        if (st->stmts[i].sql == sql)
+            return;
+    if (st->n_stmts < STORE_STMT_CACHE)
+        (void)store_prep(st, sql);
+}
+
 void store_done(struct store *st, sqlite3_stmt *stmt)
 {
     if (!stmt)

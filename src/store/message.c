@@ -395,8 +395,8 @@ static int store_parts_drop(struct store *st, int64_t id)
  * part is written, while it streams: not at its end, which the user waits for. */
 static void store_parts_warm(struct store *st)
 {
-    (void)store_prep(st, store_q_parts_read);
-    (void)store_prep(st, store_q_parts_drop);
+    store_warm(st, store_q_parts_read);
+    store_warm(st, store_q_parts_drop);
 }
 
 /* The buffered text of a stream, released while the row is written from a copy that holds it
@@ -860,11 +860,11 @@ void store_warm_answer(struct store *st, int cache, int tokens)
     char *err = st->err ? xstrdup(st->err) : NULL; /* a statement that does not compile here
                                                      * says so again where it runs */
     for (size_t i = 0; i < TT_ARRAY_LEN(fin); i++)
-        (void)store_prep(st, fin[i]);
+        store_warm(st, fin[i]);
     if (cache)
         store_cache_warm(st);
     for (size_t i = 0; tokens && i < TT_ARRAY_LEN(tok); i++)
-        (void)store_prep(st, tok[i]);
+        store_warm(st, tok[i]);
     free(st->err);
     st->err = err;
 }

@@ -106,6 +106,10 @@ int64_t store_epoch(struct store *st);
 /* A prepared statement for a string literal, kept for the life of the connection. The caller
  * resets it with store_done(). NULL (error recorded) when it does not compile. */
 sqlite3_stmt *store_prep(struct store *st, const char *sql);
+/* Compile sql ahead of its use (a warm-up) into the statement cache; nothing when it is
+ * cached already or the cache is full (then it is compiled where it runs and finalized there:
+ * a warmed statement nobody holds would stay unfinalized, and the connection with it). */
+void store_warm(struct store *st, const char *sql);
 /* Reset a statement from store_prep() (or finalize one that did not fit the cache). */
 void store_done(struct store *st, sqlite3_stmt *stmt);
 /* sqlite3_step, retried while a statement outside a transaction cannot start (SQLITE_BUSY). */

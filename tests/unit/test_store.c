@@ -3119,6 +3119,112 @@ static void test_warm_answer(void)
     free(path);
 }
 
+/* A long chat fills the store's statement cache (STORE_STMT_CACHE) with what it used (its
+ * resume, searches, lists, stats, summaries, the cache): a warm-up after that must neither
+ * compile its statements again at every turn nor leave them unfinalized (a statement that is
+ * not cached belongs to whoever compiled it; left open, it keeps the connection from closing
+ * and leaks). */
+static void warm_full_row(const struct store_answer_row *r, void *ud)
+{
+    (void)r;
+    (void)ud;
+}
+
+static int warm_full_enough(void *ud, const struct store_message *m, long tokens)
+{
+    (void)ud;
+    (void)m;
+    (void)tokens;
+    return 0;
+}
+
+static void test_warm_full_cache(void)
+{
+    struct store *st = open_new("warmfull.db", NULL);
+    int64_t c = store_conversation_new(st, "t", NULL, "m", NULL), c2;
+    struct store_msg_info info = {.model = "m"};
+    int64_t u = store_message_add(st, c, "user", "hello", 5, &info);
+    info.parent_id = u;
+    int64_t a = store_message_add(st, c, "assistant", "world", 5, &info);
+    struct store_conversation *conv = NULL, *list = NULL;
+    size_t n = 0;
+    struct store_hit *hits = NULL;
+    struct store_stats stats;
+    struct store_cache_stats cst;
+    struct store_cache_entry ce;
+    struct store_summary sum, *sums = NULL;
+    struct store_quota q = {0};
+    struct store_tokens *tk = NULL;
+    struct store_attach *att = NULL;
+    unsigned char key[STORE_CACHE_KEY_LEN] = {1};
+    int64_t id;
+    char rid[64];
+    /* the public calls a long chat and its commands make, each compiling its statements */
+    for (int round = 0; round < 2 && store_statements_compiled(st) < 80; round++) {
+        store_conversation_load(st, c, &conv);
+        store_conversation_free(conv);
+        store_conversation_load_turns(st, c, &conv);
+        store_conversation_free(conv);
+        store_conversation_list(st, 10, &list, &n);
+        store_conversation_list_free(list, n);
+        store_conversation_latest_answered(st, &id);
+        int64_t *ids = NULL;
+        store_conversation_ids(st, &ids, &n);
+        free(ids);
+        store_attach_list(st, c, &att, &n);
+        store_attach_free(att, n);
+        store_search_index(st);
+        struct store_search_opts so = {0};
+        store_search(st, "hello", &so, &hits, &n);
+        store_hits_free(hits, n);
+        store_stats(st, 0, 0, NULL, &stats);
+        store_stats_clear(&stats);
+        store_cache_stats(st, &cst);
+        if (store_cache_get(st, key, &ce) == 0)
+            store_cache_entry_clear(&ce);
+        store_summary_put(st, c, u, a, "sum", "m", 3);
+        if (store_summary_get(st, c, u, a, &sum) == 0)
+            store_summary_clear(&sum);
+        store_summary_list(st, c, &sums, &n);
+        store_summaries_free(sums, n);
+        store_quota_put(st, "p", "k", &q);
+        if (store_quota_get(st, "p", "k", &q) == 0)
+            store_quota_clear(&q);
+        store_remote_put(st, key, "openai", "http://x", "b1", 1);
+        store_remote_get(st, key, rid, sizeof rid);
+        store_remote_del(st, key);
+        store_tokens_get(st, c, "o200k_base", &tk, &n);
+        free(tk);
+        store_conversation_rename(st, c, "u");
+        store_conversation_set_head(st, c, u);
+        store_message_set_tool(st, a, "x");
+        c2 = store_conversation_new(st, "gone", NULL, "m", NULL);
+        store_conversation_delete(st, c2);
+        store_cache_clear(st);
+        store_conversation_update(st, c, "sys", "m2", NULL);
+        store_attach_get(st, a, &att, &n);
+        store_attach_free(att, n);
+        store_answers_each(st, 0, 0, NULL, warm_full_row, NULL);
+        struct store_walk w;
+        if (store_conversation_walk(st, c, "o200k_base", warm_full_enough, NULL, &w) == 0)
+            store_walk_free(&w);
+        store_recover(st);
+    }
+    unsigned used = store_statements_compiled(st);
+    int64_t b = store_message_begin(st, c, &info);
+    store_warm_answer(st, 1, 1);
+    TAP_OK(used + 11 > 64, "a long chat compiled %u statements: with the warm-up's 11, more "
+           "than the cache holds (64)", used);
+    unsigned warm = store_statements_compiled(st);
+    store_warm_answer(st, 1, 1);
+    TAP_INT(store_statements_compiled(st) - warm, 0,
+            "statement cache full: a second warm-up compiles nothing");
+    store_message_append(st, b, "answer", 6);
+    TAP_INT(store_message_finish(st, b, STORE_COMPLETE, "stop", NULL, NULL, NULL), 0,
+            "statement cache full: the answer is saved");
+    store_close(st); /* under ASan, a statement left unfinalized leaks the connection */
+}
+
 /* store_batch_begin/end: the writes of a one-shot's start (and of its end) in one commit, each
  * write still on its own (a savepoint): a failed one takes nothing else with it. */
 static void test_batch(void)
@@ -3781,6 +3887,7 @@ int main(int argc, char **argv)
     test_checkpoint_by_frames();
     test_index_flat();
     test_warm_answer();
+    test_warm_full_cache();
     test_batch();
     test_big_answer_wal();
     test_checkpoint_detached();
