@@ -57,9 +57,13 @@ static int store_cache_drop(struct store *st, const unsigned char *key)
 int store_cache_get(struct store *st, const unsigned char key[STORE_CACHE_KEY_LEN],
                     struct store_cache_entry *out)
 {
+    /* an entry that refers to a saved answer (v14) takes its text from the row */
     static const char q_get[] =
-        "SELECT content, reasoning, model, finish_reason, prompt_tokens, completion_tokens, "
-        "total_tokens, created, last_used, hits, size FROM response_cache WHERE key = ?1";
+        "SELECT CASE WHEN c.message_id IS NULL THEN c.content ELSE m.content END, "
+        "CASE WHEN c.message_id IS NULL THEN c.reasoning ELSE m.reasoning END, c.model, "
+        "c.finish_reason, c.prompt_tokens, c.completion_tokens, c.total_tokens, c.created, "
+        "c.last_used, c.hits, c.size, c.message_id IS NOT NULL AND m.id IS NULL "
+        "FROM response_cache c LEFT JOIN messages m ON m.id = c.message_id WHERE c.key = ?1";
     memset(out, 0, sizeof *out);
     sqlite3_stmt *s = store_prep(st, q_get);
     if (!s)
@@ -74,7 +78,8 @@ int store_cache_get(struct store *st, const unsigned char key[STORE_CACHE_KEY_LE
     }
     int64_t now = store_epoch(st);
     out->created = sqlite3_column_int64(s, 7);
-    if (st->cache_ttl > 0 && out->created <= now - st->cache_ttl) {
+    if ((st->cache_ttl > 0 && out->created <= now - st->cache_ttl) ||
+        sqlite3_column_int(s, 11)) { /* expired, or its row is gone */
         store_done(st, s);
         memset(out, 0, sizeof *out);
         return store_cache_drop(st, key) == 0 ? STORE_NOT_FOUND : -1;
@@ -284,7 +289,7 @@ static int store_cache_insert(struct store *st, const struct store_cache_put *p,
         "last_used = excluded.last_used, hits = 0, size = excluded.size, model = excluded.model, "
         "finish_reason = excluded.finish_reason, prompt_tokens = excluded.prompt_tokens, "
         "completion_tokens = excluded.completion_tokens, total_tokens = excluded.total_tokens, "
-        "reasoning = excluded.reasoning, content = excluded.content";
+        "reasoning = excluded.reasoning, content = excluded.content, message_id = NULL";
     sqlite3_stmt *s = store_prep(st, q_put);
     if (!s)
         return -2;
@@ -358,25 +363,28 @@ int store_cache_put_all(struct store *st, struct store_cache_put *items, size_t 
     return stored;
 }
 
-/* store_cache_put_message: the text goes from the message row to the cache inside SQLite (a
- * long answer is never held in memory for it). Same conditions as store_cache_put(). */
+/* store_cache_put_message: the entry refers to the message row (v14): its text is neither
+ * copied (a 1 MB answer was written twice, its row and the copy) nor read (with its size
+ * given, only the row's other columns are). The size counts the text all the same, so the
+ * cache's limits and eviction are as they were. Same conditions as store_cache_put(). */
 static const char store_q_cache_copy[] =
     "INSERT INTO response_cache(key, created, last_used, hits, size, model, finish_reason, "
-    "prompt_tokens, completion_tokens, total_tokens, reasoning, content) "
-    "SELECT ?1, ?2, ?2, 0, length(CAST(content AS BLOB)) + "
-    "ifnull(length(CAST(reasoning AS BLOB)), 0) + ifnull(length(model), 0) + "
+    "prompt_tokens, completion_tokens, total_tokens, reasoning, content, message_id) "
+    "SELECT ?1, ?2, ?2, 0, CASE WHEN ?5 >= 0 THEN ?5 ELSE length(CAST(content AS BLOB)) + "
+    "ifnull(length(CAST(reasoning AS BLOB)), 0) END + ifnull(length(model), 0) + "
     "ifnull(length(finish_reason), 0) + 96, model, finish_reason, prompt_tokens, "
-    "completion_tokens, total_tokens, reasoning, content FROM messages "
+    "completion_tokens, total_tokens, NULL, '', id FROM messages "
     "WHERE id = ?3 AND role = 'assistant' AND status = 'complete' AND "
     "NOT EXISTS (SELECT 1 FROM message_parts WHERE message_id = ?3) AND "
     "ifnull(finish_reason, '') NOT IN ('length', 'content_filter', 'error') AND "
-    "(?4 <= 0 OR length(CAST(content AS BLOB)) + ifnull(length(CAST(reasoning AS BLOB)), 0) "
-    "+ 96 <= ?4) "
+    "(?4 <= 0 OR ?5 >= 0 OR length(CAST(content AS BLOB)) + "
+    "ifnull(length(CAST(reasoning AS BLOB)), 0) + 96 <= ?4) "
     "ON CONFLICT(key) DO UPDATE SET created = excluded.created, "
     "last_used = excluded.last_used, hits = 0, size = excluded.size, model = excluded.model, "
     "finish_reason = excluded.finish_reason, prompt_tokens = excluded.prompt_tokens, "
     "completion_tokens = excluded.completion_tokens, total_tokens = excluded.total_tokens, "
-    "reasoning = excluded.reasoning, content = excluded.content";
+    "reasoning = excluded.reasoning, content = excluded.content, "
+    "message_id = excluded.message_id";
 
 int store_cache_put_message(struct store *st, const unsigned char key[STORE_CACHE_KEY_LEN],
                             int64_t msg_id, int64_t bytes)
@@ -397,6 +405,7 @@ int store_cache_put_message(struct store *st, const unsigned char key[STORE_CACH
     sqlite3_bind_int64(s, 2, now);
     sqlite3_bind_int64(s, 3, msg_id);
     sqlite3_bind_int64(s, 4, limit);
+    sqlite3_bind_int64(s, 5, bytes);
     rc = sqlite3_step(s);
     store_done(st, s);
     if (rc != SQLITE_DONE)

@@ -492,6 +492,23 @@ static const char store_schema_v13[] =
     "    AND encoding = old.encoding AND hi >= old.message_id;\n"
     "END;\n";
 
+/* v14: a cached answer that is a saved message is a reference to its row, not a copy of its
+ * text (issue 14: a 1 MB answer was written twice, its row and its cache entry, and the copy
+ * read the row back first). message_id names the row and content is '' then (NOT NULL since
+ * v1); a lookup reads the text from the row. The entry goes with the row: deleted, or its text
+ * changed. */
+static const char store_schema_v14[] =
+    "ALTER TABLE response_cache ADD COLUMN message_id INTEGER;\n"
+    "CREATE INDEX response_cache_message ON response_cache(message_id)\n"
+    "  WHERE message_id IS NOT NULL;\n"
+    "CREATE TRIGGER response_cache_message_ad AFTER DELETE ON messages BEGIN\n"
+    "  DELETE FROM response_cache WHERE message_id = old.id;\n"
+    "END;\n"
+    "CREATE TRIGGER response_cache_message_au AFTER UPDATE OF id, content, reasoning\n"
+    "  ON messages BEGIN\n"
+    "  DELETE FROM response_cache WHERE message_id = old.id;\n"
+    "END;\n";
+
 /* A message's new parent, collected by store_tree_backfill. */
 struct store_link {
     int64_t id, parent;
@@ -637,6 +654,7 @@ static const struct {
     {store_schema_v11, NULL},
     {store_schema_v12, NULL},
     {store_schema_v13, NULL},
+    {store_schema_v14, NULL},
 };
 
 /* Bring the schema to STORE_SCHEMA_VERSION, one step per version, in one write transaction

@@ -45,7 +45,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_SCHEMA_VERSION 13
+#define STORE_SCHEMA_VERSION 14
 #define STORE_NOT_FOUND 1                       /* returned by lookups of a missing id */
 #define STORE_CACHE_KEY_LEN 32                  /* SHA-256 */
 #define STORE_CACHE_DEFAULT_TTL (7 * 24 * 3600) /* seconds */
@@ -527,8 +527,9 @@ struct store_cache_put {
  * reason in store_error) does not keep the others out. Returns how many were stored, or -1
  * when the write failed (nothing stored, every rc -1). */
 int store_cache_put_all(struct store *st, struct store_cache_put *items, size_t n);
-/* Cache the saved answer msg_id under key, copying its text inside the database (nothing is
- * loaded into memory). Same rules as store_cache_put: a complete answer only. bytes: the size
+/* Cache the saved answer msg_id under key: the entry refers to the row (schema v14), its text
+ * is neither copied nor read (nothing is loaded into memory; the entry goes when the row is
+ * deleted or its text changes). Same rules as store_cache_put: a complete answer only. bytes: the size
  * of its content and reasoning when the caller knows it (else -1), so that an answer too large
  * for the cache is refused without reading it back. Returns 0, or -1 (refused or failed;
  * store_error says which). */

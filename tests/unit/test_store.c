@@ -524,7 +524,11 @@ static char *heads_of(const char *path)
     "ALTER TABLE messages DROP COLUMN itl; ALTER TABLE messages DROP COLUMN retries; "    \
     "ALTER TABLE messages DROP COLUMN rate_limited;"
 /* What takes a new store back to version 12 (before the packed rows of a resume). */
+#define STORE_DROP_V14                                                                     \
+    "DROP TRIGGER response_cache_message_ad; DROP TRIGGER response_cache_message_au; "      \
+    "DROP INDEX response_cache_message; ALTER TABLE response_cache DROP COLUMN message_id; "
 #define STORE_DROP_V13                                                                     \
+    STORE_DROP_V14                                                                         \
     "DROP TRIGGER resume_blocks_messages_ai; DROP TRIGGER resume_blocks_messages_au; "      \
     "DROP TRIGGER resume_blocks_messages_ad; DROP TRIGGER resume_blocks_tokens_ai; "        \
     "DROP TRIGGER resume_blocks_tokens_au; DROP TRIGGER resume_blocks_tokens_ad; "          \
@@ -2442,6 +2446,75 @@ static void key_of(const char *s, unsigned char key[32])
     store_cache_key(s, strlen(s), key);
 }
 
+/* Issue 14: a saved answer's cache entry copied its text (a 1 MB answer written twice, the
+ * copy reading the row back first). Schema v14: the entry refers to the row; a lookup reads the
+ * text from it, and the entry goes with the row. A database of v13 upgrades in place, its
+ * copied entries still served. */
+static void test_cache_by_reference(void)
+{
+    char *path = tmp_path("cacheref.db"), *err = NULL;
+    struct store *st = store_open(path, NULL, &err);
+    int64_t c = st ? store_conversation_new(st, NULL, NULL, "m", NULL) : -1;
+    unsigned char k1[32], k2[32], k3[32];
+    key_of("by reference one", k1);
+    key_of("by reference two", k2);
+    key_of("copied before v14", k3);
+    TAP_INT(store_cache_put(st, k3, STORE_COMPLETE, "an old copy", NULL, "m", "stop", NULL), 0,
+            "v13: an entry copied");
+    store_close(st);
+    TAP_INT(raw_exec(path, STORE_DROP_V14 "PRAGMA user_version = 13;"), SQLITE_OK,
+            "v13: taken back to version 13 (no message_id)");
+    struct store_open_info info;
+    st = store_open(path, &info, &err);
+    TAP_OK(st && info.from_version == 13 && store_schema_version(st) == STORE_SCHEMA_VERSION,
+           "v13 -> v14: upgraded in place");
+    if (!st) {
+        free(err);
+        free(path);
+        return;
+    }
+    struct store_cache_entry e;
+    TAP_OK(store_cache_get(st, k3, &e) == 0 && strcmp(e.content, "an old copy") == 0,
+           "v14: the copied entry is still served");
+    store_cache_entry_clear(&e);
+    size_t n = (size_t)1 << 20;
+    char *big = letters(n);
+    struct store_msg_info info_a = {.model = "m"};
+    int64_t a = store_message_add(st, c, "assistant", big, n, &info_a);
+    int64_t b = store_message_add(st, c, "assistant", "a short one", 11, &info_a);
+    TAP_INT(store_cache_put_message(st, k1, a, (int64_t)n), 0, "v14: a 1 MB answer cached");
+    TAP_INT(store_cache_put_message(st, k2, b, 11), 0, "v14: a short one cached");
+    char q[160];
+    snprintf(q, sizeof q, "SELECT length(content) + ifnull(length(reasoning), 0) + 1000 * "
+             "(message_id = %lld) FROM response_cache WHERE message_id IS NOT NULL ORDER BY id "
+             "LIMIT 1", (long long)a);
+    TAP_INT(raw_int(path, q), 1000, "v14: its entry refers to the row and holds no copy");
+    int got = store_cache_get(st, k1, &e);
+    TAP_OK(got == 0 && strlen(e.content) == n && memcmp(e.content, big, n) == 0 &&
+               e.size >= (int64_t)n,
+           "v14: a lookup reads the whole text from the row (size counted: %lld)",
+           got == 0 ? (long long)e.size : -1LL);
+    store_cache_entry_clear(&e);
+    snprintf(q, sizeof q, "DELETE FROM messages WHERE id = %lld", (long long)b);
+    TAP_INT(raw_exec(path, q), SQLITE_OK, "v14: a row deleted by another program");
+    TAP_INT(store_cache_get(st, k2, &e), STORE_NOT_FOUND, "v14: its entry went with it");
+    TAP_INT(store_cache_get(st, k1, &e), 0, "v14: the other entry is still served");
+    store_cache_entry_clear(&e);
+    int64_t d = store_message_add(st, c, "assistant", "to be changed", 13, &info_a);
+    TAP_INT(store_cache_put_message(st, k2, d, 13), 0, "v14: another cached");
+    snprintf(q, sizeof q, "UPDATE messages SET content = 'changed' WHERE id = %lld",
+             (long long)d);
+    TAP_INT(raw_exec(path, q), SQLITE_OK, "v14: its text changed by another program");
+    TAP_INT(store_cache_get(st, k2, &e), STORE_NOT_FOUND, "v14: its entry went with it");
+    TAP_INT(store_conversation_delete(st, c), 0, "v14: the conversation deleted (rm)");
+    TAP_INT(store_cache_get(st, k1, &e), STORE_NOT_FOUND, "v14: rm takes its cache entries");
+    TAP_INT(raw_int(path, "SELECT count(*) FROM response_cache WHERE message_id IS NOT NULL"), 0,
+            "v14: no entry refers to a deleted row");
+    store_close(st);
+    free(big);
+    free(path);
+}
+
 static void test_cache(void)
 {
     struct fake_clock clk = {0, 1700000000};
@@ -3867,6 +3940,7 @@ int main(int argc, char **argv)
     test_migrate_v10_remote();
     test_migrate_v11_marks();
     test_migrate_v12_blocks();
+    test_cache_by_reference();
     test_migrate_prev();
     test_tree();
     test_tree_foreign();
