@@ -1687,7 +1687,8 @@ static int session_lean_full(struct session *s, char **err)
 }
 
 /* The newest rows may have no count yet (an answer the server did not count): more than that
- * is a conversation never counted (one that fits by its bytes): the full load, uncounted. */
+ * is a conversation never counted (one that fits by its bytes): the walk reads it all (the
+ * full load's rows, from the store's packed blocks once it has some), uncounted. */
 #define SESSION_WALK_UNCOUNTED 4
 
 struct session_walk {
@@ -1697,13 +1698,21 @@ struct session_walk {
     long sum;        /* raw tokens read (of the rows with a count) */
     long over_user, over_other; /* a message's tokens besides its content */
     int uncounted;
-    int give_up;     /* a message over limit, or too many without a count: the full load */
+    size_t bytes;    /* of the texts read */
+    int read_all;    /* too many without a count: every row is read (a complete walk), while
+                        its bytes prove it fits (more: the plan counts it, the full load) */
+    int give_up;     /* a message over limit: the full load */
 };
 
 static int session_walk_enough(void *ud, const struct store_message *m, long tokens)
 {
     struct session_walk *w = ud;
-    if (tokens > w->limit || (tokens < 0 && ++w->uncounted > SESSION_WALK_UNCOUNTED))
+    if (tokens > w->limit)
+        w->give_up = 1;
+    if (tokens < 0 && ++w->uncounted > SESSION_WALK_UNCOUNTED)
+        w->read_all = 1;
+    w->bytes += m->content_len;
+    if (w->read_all && w->bytes > (size_t)w->need)
         w->give_up = 1;
     if (tokens > 0)
         w->sum += (m->role && strcmp(m->role, "user") == 0 ? w->over_user : w->over_other) +
@@ -1731,7 +1740,7 @@ static int session_resume_lean(struct session *s, int64_t id, char **err)
     long budget = context_plan_budget(s->ctx, &p);
     struct session_walk sw = {s->ctx, context_long_limit(budget), budget + 1, 0,
                               context_msg_tokens(s->ctx, "user", "", 0),
-                              context_msg_tokens(s->ctx, "assistant", "", 0), 0, 0};
+                              context_msg_tokens(s->ctx, "assistant", "", 0), 0, 0, 0, 0};
     struct store_walk w;
     int rc = store_conversation_walk(s->store, id, enc, session_walk_enough, &sw, &w);
     if (rc == STORE_WALK_FULL || rc == STORE_NOT_FOUND)

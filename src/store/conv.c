@@ -588,6 +588,8 @@ static int store_walk_older(struct store *st, int64_t id, const char *encoding, 
 #define STORE_PACK_ROWS 1024 /* rows a block holds at most, */
 #define STORE_PACK_BYTES (1 << 20) /* and bytes (unless one row is larger) */
 #define STORE_PACK_MIN 256   /* rows read from the table before they are packed */
+#define STORE_PACK_MAX (16 << 20) /* bytes one walk packs at most (a conversation never
+                                     counted is read whole once: not all of it copied) */
 #define STORE_PACK_NULL 0xffffffffu
 
 /* Rows the walk read from the table, packed newest first as it read them: the blob's records
@@ -914,7 +916,7 @@ int store_conversation_walk(struct store *st, int64_t id, const char *encoding,
             const struct store_message *m = &c->messages[c->n_messages - 1];
             size_t n_tv = w->n_tokens;
             long tk = store_walk_count(st, t, &t_row, m->id, m->content_len, w, &cap_tv);
-            if (phase == 1)
+            if (phase == 1 && fresh.b.len <= STORE_PACK_MAX)
                 store_pack_row(&fresh, m, w->n_tokens > n_tv ? &w->tokens[n_tv] : NULL);
             if ((e = store_walk_take(&a, w, tk)) != 0)
                 break;
@@ -969,7 +971,7 @@ int store_conversation_walk(struct store *st, int64_t id, const char *encoding,
     /* what was read from the table above the blocks, packed once it is worth a block: from
      * the newest row down to the blocks, or (none, or not reached) to the oldest row read;
      * the blocks wholly older than the oldest row read go */
-    if (!st->readonly && fresh.n >= STORE_PACK_MIN)
+    if (!st->readonly && fresh.n >= STORE_PACK_MIN && fresh.b.len <= STORE_PACK_MAX)
         store_pack_write(st, id, encoding, &fresh,
                          blocks && phase > 1 ? top
                          : w->complete       ? 0

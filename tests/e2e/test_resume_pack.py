@@ -5,7 +5,8 @@ and later resumes read the blocks instead of stepping the rows (SQLite VM steps,
 TOKTERM_DEBUG_STORE: fewer than the rows read). Whatever changes a packed row (its text, its
 count, a deleted row, a moved head: another branch) must still give the full load's body:
 each case runs the same turn on two copies of one HOME, as tokterm does it and with
-TOKTERM_FULL_RESUME=1, and the fake server's bodies must be equal. TAP."""
+TOKTERM_FULL_RESUME=1, and the fake server's bodies must be equal. A conversation never counted
+(it fits by its bytes) is read whole by the walk, from its blocks too. TAP."""
 
 import sys
 
@@ -135,7 +136,23 @@ with ttlib.FakeServer() as srv:
     sql(home, "UPDATE resume_blocks SET data = x'ff00'")
     same(home, "foreign block", "with a foreign block")
 
-    # --- 6. deleting the conversation deletes its blocks -----------------------------------
+    # --- 6. a conversation never counted (it fits by its bytes): read whole, from the blocks
+    fits = ttlib.make_home()
+    with open(os.path.join(fits, "tokterm.conf"), "w") as f:
+        f.write("context_window = 400000\ncontext_policy = truncate\n")
+    run(fits, ["-p", "Let us start."])
+    ttlib.history_add_turns(db_path(fits), 700, 12, 1)
+    run(fits, ["-c", "-p", "read them"])
+    uncounted, = sql(fits, "SELECT count(*) FROM messages WHERE id NOT IN "
+                           "(SELECT message_id FROM message_tokens)")[0]
+    err, _ = same(fits, "never counted", "and now")
+    how, steps = resumed(err), vm_steps(err)
+    t.ok(uncounted > 1000 and how and how[1] == "all" and how[0] > 700 and steps is not None
+         and steps < 4 * how[0],
+         "a conversation never counted (%d rows without a count) is read whole from its "
+         "blocks: %r turns in %r VM steps" % (uncounted, how, steps))
+
+    # --- 7. deleting the conversation deletes its blocks -----------------------------------
     rc, _, _ = run(home, ["rm", str(sql(home, "SELECT max(id) FROM conversations")[0][0])])
     n, = sql(home, "SELECT count(*) FROM resume_blocks")[0]
     t.ok(n == 0, "rm: the conversation's blocks are gone (%d left, rm rc %d)" % (n, rc))
