@@ -98,6 +98,11 @@ with ttlib.FakeServer() as srv:
     # columns; v10 the attachments; v11 the provider's batches; v12 the token marks), so the
     # file is a true version 6 one.
     c = sqlite3.connect(db)
+    c.executescript("DROP TRIGGER IF EXISTS response_cache_message_ad; "
+                    "DROP TRIGGER IF EXISTS response_cache_message_au; "
+                    "DROP INDEX IF EXISTS response_cache_message; ")
+    if "message_id" in [r[1] for r in c.execute("PRAGMA table_info(response_cache)")]:
+        c.execute("ALTER TABLE response_cache DROP COLUMN message_id")
     c.executescript("DROP TRIGGER IF EXISTS resume_blocks_messages_ai; "
                     "DROP TRIGGER IF EXISTS resume_blocks_messages_au; "
                     "DROP TRIGGER IF EXISTS resume_blocks_messages_ad; "

@@ -523,10 +523,11 @@ static char *heads_of(const char *path)
 #define UNDO_V9                                                                          \
     "ALTER TABLE messages DROP COLUMN itl; ALTER TABLE messages DROP COLUMN retries; "    \
     "ALTER TABLE messages DROP COLUMN rate_limited;"
-/* What takes a new store back to version 12 (before the packed rows of a resume). */
+/* What takes a new store back to version 13 (before the cache's message_id). */
 #define STORE_DROP_V14                                                                     \
     "DROP TRIGGER response_cache_message_ad; DROP TRIGGER response_cache_message_au; "      \
     "DROP INDEX response_cache_message; ALTER TABLE response_cache DROP COLUMN message_id; "
+/* What takes a new store back to version 12 (before the packed rows of a resume). */
 #define STORE_DROP_V13                                                                     \
     STORE_DROP_V14                                                                         \
     "DROP TRIGGER resume_blocks_messages_ai; DROP TRIGGER resume_blocks_messages_au; "      \
