@@ -928,7 +928,7 @@ static inline void api_run_append(struct buf *out, const char *s, size_t n)
     }
 }
 
-int api_stream_simd = 1;
+int api_stream_simd = 2;
 
 /* The run of events joined by the shape's gap (api_stream_sse_run's inner loop). */
 struct api_gap {
@@ -939,6 +939,7 @@ struct api_gap {
     const char *p, *t;   /* in/out: an event whose `data:` field and shape_pre are checked,
                             and its text */
     unsigned long joined, deltas; /* out */
+    unsigned long wide;           /* out: of them, those the AVX-512 loop decoded */
 };
 
 /* One event decoded: its text of sn bytes ended at q (the gap follows). */
@@ -1059,16 +1060,126 @@ __attribute__((target("avx2"))) static void api_gap_loop_avx2(struct api_gap *gp
     api_gap_end(out, od, ol);
     *gp = c;
 }
+
+/* api_gap_loop_avx2 with AVX-512BW, for gaps of 32 to 256 bytes. The gap is held in NB
+ * registers of 64 bytes (the last one masked to the gap's end) and compared with one masked
+ * compare a block. The next event's text is looked for before this one's end is known: its
+ * start is this text's start plus the gap plus this text's length (< 32), so the 64 bytes at
+ * this text's start plus the gap hold it and its end; their quote, backslash and control bytes
+ * are found while this event is checked, and the next text's end is the first quote past this
+ * text's length. An event then waits for one shift and one bit scan of the one before it,
+ * not for a load and its compares. Stops where api_gap_loop_avx2 stops. */
+#define API_GAP512_TARGET __attribute__((target("avx2,avx512f,avx512bw,avx512vl,bmi,bmi2")))
+static inline API_GAP512_TARGET __attribute__((always_inline)) void
+api_gap_loop512_n(struct api_gap *gp, const char *end, struct buf *out, const int nb)
+{
+    struct api_gap c = *gp;
+    const char *t = c.t;
+    size_t glen = c.glen;
+    char *od = out->data;
+    /* a text shorter than 32 bytes fits lim, and room while 32 bytes are left of it */
+    size_t wroom = c.room < out->cap - out->len ? c.room : out->cap - out->len;
+    if (!od || wroom <= 32 || (size_t)(end - t) < glen + 64 || c.lim < 32)
+        return;
+    __mmask64 last = ~(__mmask64)0 >> (64 * nb - glen);
+    __m512i g0 = _mm512_setzero_si512(), g1 = g0, g2 = g0, g3 = g0;
+#define API_G512(i) (i == nb - 1 ? _mm512_maskz_loadu_epi8(last, c.g + 64 * i) \
+                                 : _mm512_loadu_si512((const void *)(c.g + 64 * i)))
+    g0 = API_G512(0);
+    if (nb > 1)
+        g1 = API_G512(1);
+    if (nb > 2)
+        g2 = API_G512(2);
+    if (nb > 3)
+        g3 = API_G512(3);
+#undef API_G512
+    const __m512i quote = _mm512_set1_epi8('"'), bslash = _mm512_set1_epi8('\\');
+    const __m512i ctl = _mm512_set1_epi8(0x1f);
+#define API_W512(p, M, B)                                                                   \
+    do {                                                                                    \
+        __m512i x_ = _mm512_loadu_si512((const void *)(p));                                 \
+        M = _mm512_cmpeq_epi8_mask(x_, quote);                                              \
+        B = _mm512_cmpeq_epi8_mask(x_, bslash) | _mm512_cmple_epu8_mask(x_, ctl);           \
+    } while (0)
+    char *w = od + out->len;
+    const char *w_lim = w + wroom - 33, *t_lim = end - glen - 64;
+    unsigned long joined = 0, empty = 0;
+    uint64_t m, b, sh = 0; /* the masks of the 64 bytes that hold t, at offset sh */
+    API_W512(t, m, b);
+    while (t <= t_lim && w <= w_lim) {
+        uint64_t x = m >> sh;
+        if (!x)
+            break; /* a text of 32 bytes or more */
+        size_t sn = (size_t)_tzcnt_u64(x);
+        if (sn >= 32 || (b >> sh & ((x & -x) - 1)))
+            break; /* long, or a backslash or control byte before the quote */
+        uint64_t m2, b2;
+        API_W512(t + glen, m2, b2); /* the next text is at sn in these 64 bytes */
+        const char *q = t + sn;
+        __mmask64 d = _mm512_cmpneq_epi8_mask(g0, nb == 1 ? _mm512_maskz_loadu_epi8(last, q)
+                                                         : _mm512_loadu_si512((const void *)q));
+        if (nb > 1)
+            d |= _mm512_cmpneq_epi8_mask(g1, nb == 2 ? _mm512_maskz_loadu_epi8(last, q + 64)
+                                                     : _mm512_loadu_si512((const void *)(q + 64)));
+        if (nb > 2)
+            d |= _mm512_cmpneq_epi8_mask(g2, nb == 3 ? _mm512_maskz_loadu_epi8(last, q + 128)
+                                                     : _mm512_loadu_si512((const void *)(q + 128)));
+        if (nb > 3)
+            d |= _mm512_cmpneq_epi8_mask(g3, _mm512_maskz_loadu_epi8(last, q + 192));
+        if (d)
+            break;
+        _mm256_storeu_si256((__m256i *)(void *)w,
+                            _mm256_loadu_si256((const __m256i *)(const void *)t));
+        w += sn; /* the text, and bytes past it */
+        empty += sn == 0;
+        joined++;
+        t = q + glen;
+        sh = sn;
+        m = m2;
+        b = b2;
+    }
+#undef API_W512
+    if (joined) {
+        size_t took = (size_t)(w - (od + out->len));
+        out->len += took;
+        od[out->len] = '\0';
+        c.room -= took;
+        c.joined += joined;
+        c.deltas += joined - empty;
+        c.p = t - glen + c.step;
+        c.t = t;
+        *gp = c;
+    }
+}
+
+static API_GAP512_TARGET void api_gap_loop512(struct api_gap *gp, const char *end,
+                                              struct buf *out)
+{
+    switch ((gp->glen + 63) / 64) {
+    case 1: api_gap_loop512_n(gp, end, out, 1); break;
+    case 2: api_gap_loop512_n(gp, end, out, 2); break;
+    case 3: api_gap_loop512_n(gp, end, out, 3); break;
+    case 4: api_gap_loop512_n(gp, end, out, 4); break;
+    default: break;
+    }
+}
 #endif
 
 static void api_gap_run(struct api_gap *gp, const char *end, struct buf *out)
 {
 #ifdef API_GAP_AVX2
     if (gp->glen >= 32 && api_stream_simd && __builtin_cpu_supports("avx2")) {
+        int wide = api_stream_simd >= 2 && gp->glen <= 256 &&
+                   __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+                   __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2");
         /* the wide loop, and one event by the other each time it stops, while that goes on */
         for (;;) {
-            api_gap_loop_avx2(gp, end, out);
             unsigned long before = gp->joined;
+            if (wide)
+                api_gap_loop512(gp, end, out);
+            gp->wide += gp->joined - before;
+            api_gap_loop_avx2(gp, end, out);
+            before = gp->joined;
             api_gap_loop(gp, end, out, 1);
             if (gp->joined == before)
                 return;
@@ -1085,7 +1196,7 @@ size_t api_stream_sse_run(struct api_stream *st, const char *s, size_t n, size_t
     struct buf *out = r->text;
     size_t room = r->room;
     struct api_shaped m;
-    r->events = r->deltas = r->joined = 0;
+    r->events = r->deltas = r->joined = r->wide = 0;
     r->full = 0;
     r->kind = (enum api_kind)st->shape_kind;
     while (end - p > 6 && memcmp(p, "data:", 5) == 0) {
@@ -1128,13 +1239,14 @@ size_t api_stream_sse_run(struct api_stream *st, const char *s, size_t n, size_t
         size_t glen = gap->len;
         if ((size_t)(end - p) < head || memcmp(p, g + post + 2, head) != 0)
             continue;
-        struct api_gap gp = {g, glen, post + 2, lim, room, p, p + head, 0, 0};
+        struct api_gap gp = {g, glen, post + 2, lim, room, p, p + head, 0, 0, 0};
         api_gap_run(&gp, end, out);
         p = gp.p;
         room = gp.room;
         r->deltas += gp.deltas;
         r->events += gp.joined;
         r->joined += gp.joined;
+        r->wide += gp.wide;
         st->chunks += (long)gp.joined;
     }
     return (size_t)(p - s);

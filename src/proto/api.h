@@ -234,6 +234,7 @@ struct api_run {
     unsigned long deltas;  /* out: of them, those with text (not empty) */
     unsigned long joined;  /* out: of them, those whose end and the next event's start up to
                               its text were checked in one compare (shape_gap) */
+    unsigned long wide;    /* out: of them, those the AVX-512 loop decoded (api_stream_simd) */
     int full;              /* out: 1 when it stopped at an event whose text would pass room */
 };
 
@@ -246,8 +247,8 @@ struct api_run {
  * the rest. */
 size_t api_stream_sse_run(struct api_stream *st, const char *s, size_t n, size_t max_data,
                           struct api_run *r);
-/* 1 (the default): api_stream_sse_run uses AVX2 where the CPU has it; the tests set 0 to check
- * the portable path too. */
+/* 2 (the default): api_stream_sse_run uses AVX-512BW or AVX2 where the CPU has them; 1: AVX2
+ * at most; the tests set 1 and 0 to check the other paths too. */
 extern int api_stream_simd;
 
 /* Decode a whole non-streamed answer (an object "chat.completion" sent with

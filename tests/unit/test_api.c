@@ -163,6 +163,8 @@ static void test_sse_run(void)
 /* Decode s[0..n) as the network thread does (net.c, net_feed_sse), in two pieces cut at cut:
  * whole events of the last chunk's shape by api_stream_sse_run, the rest by the parser up to
  * the end of the next event. *joined gets the events api_stream_sse_run joined. */
+static unsigned long wide_total; /* events the AVX-512 loop decoded, all runs */
+
 static void net_like_decode(struct got *g, const char *s, size_t n, size_t cut,
                             unsigned long *joined)
 {
@@ -183,6 +185,7 @@ static void net_like_decode(struct got *g, const char *s, size_t n, size_t cut,
                 got_emit(g, r.kind, text.data ? text.data : "", text.len);
                 sse_skipped(&p, r.events);
                 *joined += r.joined;
+                wide_total += r.wide;
                 q += k;
                 left -= k;
                 if (!left)
@@ -221,8 +224,15 @@ static void test_sse_run_joined(void)
     struct got g, ref;
     unsigned long joined;
     got_decode(&ref, api_stream_event, s.data, s.len, s.len);
-    for (int simd = 1; simd >= 0; simd--) {
+#if defined(__GNUC__) && defined(__x86_64__)
+    int has512 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avx512bw") &&
+                 __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("bmi");
+#else
+    int has512 = 0;
+#endif
+    for (int simd = 2; simd >= 0; simd--) {
         api_stream_simd = simd;
+        wide_total = 0;
         net_like_decode(&g, s.data, s.len, s.len, &joined);
         TAP_OK(g.content.len == ref.content.len &&
                memcmp(g.content.data, ref.content.data, ref.content.len) == 0,
@@ -231,9 +241,16 @@ static void test_sse_run_joined(void)
          * run, tok999 has nothing after it, and the 10 escaped texts are decoded alone */
         TAP_OK(joined == 988, "joined: every other event in one compare (simd %d): %lu", simd,
                joined);
+        /* with AVX-512BW the 64-byte loop takes the short plain texts (not the 100 long ones,
+         * nor the event after each stop, which the other loops take) */
+        if (simd == 2 && has512)
+            TAP_OK(wide_total >= 700, "joined: %lu of them by the AVX-512 loop", wide_total);
+        else
+            TAP_OK(wide_total == 0, "joined: none by the AVX-512 loop (simd %d, AVX-512BW %d)",
+                   simd, has512);
         got_free(&g);
     }
-    api_stream_simd = 1;
+    api_stream_simd = 2;
     got_free(&ref);
 
     /* every kind of event next to the shaped ones, cut at every byte */
@@ -250,9 +267,10 @@ static void test_sse_run_joined(void)
                 EV("0") EV("1") "data: " PRE "2" POST "\n\n" "event: e\n" EV("3") EV("4")
                 "data: " PRE "5" POST "\n\n" "data: [DONE]\n\n");
     int bad = 0;
-    for (size_t cut = 0; cut <= 2 * s.len + 1; cut++) {
-        api_stream_simd = cut <= s.len; /* every cut with AVX2 (where the CPU has it), without */
-        size_t c = cut <= s.len ? cut : cut - s.len - 1;
+    for (size_t cut = 0; cut < 3 * (s.len + 1); cut++) {
+        /* every cut with AVX-512BW and AVX2 (where the CPU has them), with AVX2, without */
+        api_stream_simd = 2 - (int)(cut / (s.len + 1));
+        size_t c = cut % (s.len + 1);
         net_like_decode(&g, s.data, s.len, c, &joined);
         got_decode(&ref, api_stream_event, s.data, s.len, c);
         char *a = got_summary(&g), *b = got_summary(&ref);
@@ -264,7 +282,7 @@ static void test_sse_run_joined(void)
         got_free(&g);
         got_free(&ref);
     }
-    api_stream_simd = 1;
+    api_stream_simd = 2;
     TAP_INT(bad, 0, "joined: a stream of every kind of event, cut at every byte, as the parser");
     buf_free(&s);
 #undef EV
