@@ -408,6 +408,9 @@ int store_run_steps(struct store *st, const char *const *steps, size_t n, const 
  * index (~1 ms per MB), and its background copy held back the reset while that run wrote more
  * (10 MB answers in a row: the WAL grew past 40 MB). */
 #define STORE_CKPT_CLOSE_BYTES ((off_t)8 << 20)
+/* Earlier runs' frames in the WAL past which a close with a detached checkpoint program copies
+ * the WAL itself (their copies are not keeping up): two 10 MB answers' parts and rows. */
+#define STORE_CKPT_PILE_BYTES ((off_t)40 << 20)
 /* store_mapped_reads: the first 256 MiB of the file (past it SQLite reads as before). The
  * database file never shrinks (no VACUUM, no auto_vacuum), so no page of the map can vanish
  * under it. */
@@ -476,13 +479,17 @@ int store_checkpoint_wait(struct store *st, int block)
     return 0;
 }
 
+static int store_detached_running(const struct store *st);
+
 void store_checkpoint_async(struct store *st)
 {
     if (!st || store_checkpoint_wait(st, 0) != 0)
         return; /* the last one is still copying */
     /* Unknown before this connection's first commit (the prompt's, right before the request
-     * leaves): the caller asks again after it. */
-    if (store_wal_bytes(st) < STORE_CKPT_ASYNC_BYTES)
+     * leaves): the caller asks again after it. Nor while a detached checkpoint (an earlier
+     * run's) copies it: it copies what this run adds too, and a copy of our own would make a
+     * short answer's end wait for it (a one-shot right after a 10 MB answer: 2.77x). */
+    if (store_wal_bytes(st) < STORE_CKPT_ASYNC_BYTES || store_detached_running(st))
         return;
     struct store_ckpt_arg *a = xcalloc(1, sizeof *a);
     a->path = xstrdup(st->path);
@@ -598,6 +605,9 @@ void store_set_checkpoint_exe(struct store *st, const char *exe)
  * connection to open a database finds nobody holding it, and rebuilds the WAL index from the
  * whole WAL (~1 ms per MB, and more under load). */
 #define STORE_SHM_DMS 128
+/* A byte of the -shm file no SQLite lock uses: a detached checkpoint holds an exclusive
+ * open-file-description lock on it while it runs (store_detached_running). */
+#define STORE_SHM_DETACHED 129
 
 /* Start `exe --checkpoint PATH` in a session of its own: /dev/null for stdin, stdout and
  * stderr, as fd 3 the -shm file with a shared lock on its DMS byte, nothing else of ours, no
@@ -621,8 +631,11 @@ static int store_checkpoint_detach(struct store *st)
     free(shm);
     struct flock fl = {.l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = STORE_SHM_DMS,
                        .l_len = 1};
+    struct flock run = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = STORE_SHM_DETACHED,
+                        .l_len = 1};
     int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
-    if (keep < 0 || nul < 0 || fcntl(keep, F_OFD_SETLK, &fl) != 0) {
+    if (keep < 0 || nul < 0 || fcntl(keep, F_OFD_SETLK, &fl) != 0 ||
+        fcntl(keep, F_OFD_SETLK, &run) != 0) {
         if (keep >= 0)
             close(keep);
         if (nul >= 0)
@@ -652,6 +665,20 @@ static int store_checkpoint_detach(struct store *st)
     return pid > 0 ? 0 : -1;
 }
 
+/* 1 while a detached checkpoint of this database runs (its lock on STORE_SHM_DETACHED). */
+static int store_detached_running(const struct store *st)
+{
+    char *shm = xasprintf("%s-shm", st->path);
+    int fd = open(shm, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    free(shm);
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = STORE_SHM_DETACHED,
+                       .l_len = 1};
+    int busy = fd >= 0 && fcntl(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
+    if (fd >= 0)
+        close(fd);
+    return busy;
+}
+
 /* The pages this connection wrote to the WAL, in bytes. */
 static off_t store_wrote_bytes(struct store *st)
 {
@@ -675,9 +702,9 @@ int store_checkpoint_main(int argc, char **argv)
      * closing it would end the lock before this connection holds SQLite's own */
     if (argc != 1 || !argv[0][0])
         return 2;
-    /* At the normal priority: at nice 19 it held the write lock of its last small write
-     * while descheduled, and a short one-shot right after a 10 MB answer waited for it
-     * (1.34x the baseline's wall at load 13; 0.94x at nice 0, 11 rounds each) */
+    /* At the normal priority: a short one-shot right after a 10 MB answer took 1.03x the
+     * baseline's wall with it, 1.09x at nice 19 (15 rounds, load 8.5), and a starved copy
+     * would leave the WAL to grow */
     char *err = NULL;
     if (sqlite_dl_load(&err) != 0) {
         free(err);
@@ -727,16 +754,20 @@ static void store_free_as(struct store *st, int at_exit)
         sqlite3_db_config(st->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 0, (int *)NULL);
         sqlite3_exec(st->db, "PRAGMA wal_checkpoint(PASSIVE)", NULL, NULL, NULL);
     } else if (st->wrote && !st->readonly && st->ckpt_exe &&
-               store_wrote_bytes(st) >= STORE_CKPT_ASYNC_BYTES &&
-               store_wal_bytes(st) - store_wrote_bytes(st) < STORE_CKPT_CLOSE_BYTES &&
-               store_checkpoint_detach(st) == 0) {
+               store_wal_bytes(st) - store_wrote_bytes(st) < STORE_CKPT_PILE_BYTES &&
+               (store_wrote_bytes(st) < STORE_CKPT_ASYNC_BYTES || store_detached_running(st) ||
+                store_checkpoint_detach(st) == 0)) {
         /* Copied and started over by a process of its own, after this one has exited: the
          * copy and its fsyncs (a 10 MB answer: 18 MB and 30-40 ms) are not the user's wait.
-         * Only after writing 1 MB itself: a short run after a long one leaves the WAL to the
-         * long one's checkpoint, which copies what came meanwhile too. And only while the
-         * earlier runs' frames still in the WAL are under 8 MiB: long answers in a row faster
-         * than their copies (nothing can start the WAL over while another run writes to it)
-         * are copied here, as before, so the WAL stays within 8 MiB and two runs' writes. */
+         * One still running (an earlier run's) copies this run's frames too: it tries until
+         * it can start the WAL over. A run that wrote less than 1 MB starts none: a short
+         * run after a long one leaves the WAL to the long one's copy, or to the next run's
+         * background copy while its request is out (it copied the whole WAL here, 20 MB and
+         * three fsyncs, and a one-shot right after a 10 MB answer took 2.5x as long). The
+         * earlier runs' frames still in the WAL past STORE_CKPT_PILE_BYTES (long answers in
+         * a row faster than their copies: nothing can start the WAL over while another run
+         * writes to it) are copied here, as before, so the WAL stays within that and two
+         * runs' writes. */
     } else if (st->wrote && !st->readonly && store_wal_bytes(st) >= STORE_CKPT_CLOSE_BYTES) {
         store_wal_restart(st);
     }
