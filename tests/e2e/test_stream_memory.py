@@ -34,7 +34,13 @@ def gen_text(n):
 with ttlib.FakeServer() as srv:
     env = {"OPENAI_BASE_URL": srv.base("gen=%d,chunk=whole" % DELTAS), "TOKTERM_DEBUG_QUEUE": "1"}
     want = hashlib.sha256(gen_text(DELTAS) + b"\n").hexdigest()
-    for i in range(3):
+    # Three runs whose consumer was never descheduled past a wait's timeout are checked
+    # against the bound; a run with a timed-out wait (a loaded machine) is run again, up to
+    # 12 runs, so the bound is checked, not skipped, on a busy CI machine too.
+    clean = 0
+    for i in range(12):
+        if clean == 3:
+            break
         rc, out, err = ttlib.run_tokterm(["--incognito", "-p", "x"], env=env, timeout=60)
         m = re.search(rb"queue: held (\d+) bytes of text in (\d+) of storage at most, (\d+) in "
                       rb"one event; (\d+) waits, (\d+) timed out", err)
@@ -48,12 +54,16 @@ with ttlib.FakeServer() as srv:
         t.ok(event <= BATCH, "run %d: no event's storage past %d bytes (%d)" % (i + 1, BATCH,
                                                                                  event))
         if timeouts:
-            t.skip("run %d: the bound" % (i + 1), "%d of %d waits ended by their timeout (a "
-                   "descheduled consumer)" % (timeouts, waits))
-        else:
-            t.ok(held < HIGH + BATCH and storage <= HIGH + 2 * BATCH,
-                 "run %d: at most the bound plus a push held (%d bytes in %d; %d waits)"
-                 % (i + 1, held, storage, waits))
+            print("# run %d: %d of %d waits ended by their timeout (a descheduled consumer): "
+                  "the bound is checked on another run" % (i + 1, timeouts, waits))
+            continue
+        clean += 1
+        t.ok(held < HIGH + BATCH and storage <= HIGH + 2 * BATCH,
+             "run %d: at most the bound plus a push held (%d bytes in %d; %d waits)"
+             % (i + 1, held, storage, waits))
+    if clean < 3:
+        t.skip("the bound", "only %d of 12 runs had no timed-out wait (a descheduled consumer)"
+               % clean)
 
     # the libraries mapped while the answer stalls mid-stream (the debug switch lets a tester
     # who is not root read the maps of a process that made itself undumpable)
