@@ -50,14 +50,8 @@ def sql(home, q, args=()):
 with ttlib.FakeServer() as srv:
 
     def run(home, args, env=None):
-        e = {"OPENAI_BASE_URL": srv.base("reply=Fine%20thanks."), "TOKTERM_DEBUG_TOKENIZED": "1",
-             "TOKTERM_DEBUG_STORE": "1"}
-        e.update(env or {})
-        n0 = len(srv.requests())
-        rc, out, err = ttlib.run_tokterm(["--config", os.path.join(home, "tokterm.conf"),
-                                          "-m", "gpt-4o-mini"] + args, env=e, home=home,
-                                         timeout=60)
-        return rc, err, [r["body"] for r in srv.requests()[n0:]]
+        return ttlib.run_requests(srv, home, ["--config", os.path.join(home, "tokterm.conf")] +
+                                  args, env)
 
     def same(home, name, prompt):
         """Run prompt on two copies of home (as it is, full load): equal bodies."""
