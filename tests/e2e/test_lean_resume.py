@@ -30,16 +30,8 @@ t = ttlib.Tap()
 text = ttlib.history_text
 db_path = ttlib.history_db
 add_turns = ttlib.history_add_turns
-
-
-def resumed(err):
-    m = re.search(rb"resumed (\d+) turns \((the newest|all)\)", err)
-    return (int(m.group(1)), m.group(2).decode()) if m else None
-
-
-def vm_steps(err):
-    m = re.search(rb"store: (\d+) VM steps", err)
-    return int(m.group(1)) if m else None
+resumed = ttlib.resumed
+vm_steps = ttlib.vm_steps
 
 
 with ttlib.FakeServer() as srv:

@@ -13,7 +13,6 @@ import sys
 sys.dont_write_bytecode = True
 
 import os  # noqa: E402
-import re  # noqa: E402
 import shutil  # noqa: E402
 import sqlite3  # noqa: E402
 
@@ -23,16 +22,8 @@ import ttlib  # noqa: E402
 t = ttlib.Tap()
 db_path = ttlib.history_db
 CONF = "context_window = 40000\nreserve_tokens = 1000\ncontext_policy = truncate\n"
-
-
-def resumed(err):
-    m = re.search(rb"resumed (\d+) turns \((the newest|all)\)", err)
-    return (int(m.group(1)), m.group(2).decode()) if m else None
-
-
-def vm_steps(err):
-    m = re.search(rb"store: (\d+) VM steps", err)
-    return int(m.group(1)) if m else None
+resumed = ttlib.resumed
+vm_steps = ttlib.vm_steps
 
 
 def sql(home, q, args=()):

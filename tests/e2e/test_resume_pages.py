@@ -23,11 +23,7 @@ t = ttlib.Tap()
 def pages(err):
     m = re.search(rb"store: (\d+) pages read into the page cache", err)
     return int(m.group(1)) if m else None
-
-
-def resumed(err):
-    m = re.search(rb"resumed (\d+) turns \((the newest|all)\)", err)
-    return (int(m.group(1)), m.group(2).decode()) if m else None
+resumed = ttlib.resumed
 
 
 with ttlib.FakeServer() as srv:

@@ -521,6 +521,18 @@ def run_requests(srv, home, args, env=None, spec="reply=Fine%20thanks.", timeout
     return rc, err, [r["body"] for r in srv.requests()[n0:]]
 
 
+def resumed(err):
+    """(turns, "the newest" or "all") from a resume's TOKTERM_DEBUG_TOKENIZED line, or None."""
+    m = re.search(rb"resumed (\d+) turns \((the newest|all)\)", err)
+    return (int(m.group(1)), m.group(2).decode()) if m else None
+
+
+def vm_steps(err):
+    """The SQLite VM steps TOKTERM_DEBUG_STORE reports for the run, or None."""
+    m = re.search(rb"store: (\d+) VM steps", err)
+    return int(m.group(1)) if m else None
+
+
 # ---------------------------------------------------------------------------------------------
 # Terminal safety: what tokterm writes must not be able to drive or mislead a terminal
 
