@@ -866,9 +866,11 @@ static void dline_highlight(struct wrap_doc *d, struct dlist *dl, size_t i)
     while (keep < l->nspans && dl->spans[l->span0 + keep].off + dl->spans[l->span0 + keep].len <=
                                    z->at)
         keep++;
-    XGROW(d->hsp.v, d->hsp.n + keep, d->hsp.cap);
-    memmove(d->hsp.v + keep, d->hsp.v, d->hsp.n * sizeof(*d->hsp.v));
-    memcpy(d->hsp.v, dl->spans + l->span0, keep * sizeof(*d->hsp.v));
+    if (keep) { /* none kept: dl->spans may be NULL */
+        XGROW(d->hsp.v, d->hsp.n + keep, d->hsp.cap);
+        memmove(d->hsp.v + keep, d->hsp.v, d->hsp.n * sizeof(*d->hsp.v));
+        memcpy(d->hsp.v, dl->spans + l->span0, keep * sizeof(*d->hsp.v));
+    }
     for (size_t k = keep; k < keep + d->hsp.n; k++)
         d->hsp.v[k].off += z->at;
     normalise_spans(dl, l, d->hsp.v, keep + d->hsp.n); /* appended: the old ones stay unused */
@@ -1130,7 +1132,8 @@ int wrap_doc_row(const struct wrap_doc *cd, size_t i, struct wrap_view *v)
     } else {
         v->text = (tab ? tab->text.data : l->text) + a;
     }
-    const struct theme_span *sp = tab ? tab->spans : dl->spans + l->span0;
+    /* no span stored yet: dl->spans is NULL, and NULL + 0 is undefined */
+    const struct theme_span *sp = tab ? tab->spans : l->nspans ? dl->spans + l->span0 : NULL;
     size_t nsp = tab ? tab->nspans : l->nspans;
     if (row->len && !nsp) {
         XGROW(d->rsp, 1, d->caprsp);
