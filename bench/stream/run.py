@@ -12,7 +12,9 @@ order rotating), and reports medians:
     wall, CPU (user+sys) and peak RSS of each process (GNU time; wall from here);
  2. saving the conversation as it streams vs --no-save (both --no-cache, both open the same
     database), answers of 1 kB, 64 kB (just under 64 KiB: indexed at save time before issue
-    14), 1 MB and 10 MB (gen=N with N chosen for the size);
+    14), 1 MB and 10 MB (gen=N with N chosen for the size); each run of either side is
+    waited for until the `tokterm --checkpoint` a saving run leaves is gone (the wall is
+    tokterm's own), so that no run shares the cores with the previous run's WAL copy;
  3. one short request, start-up included: curl vs tokterm --incognito (one delta), and curl vs
     tokterm in the default mode (store opened, cache looked up, conversation saved; a new prompt
     each run, so the cache misses as a new question does).
@@ -135,9 +137,14 @@ def saving(srv, tokterm, sizes, rounds, rows, reuse=0):
         url = srv.base(spec)
         env = ttlib.clean_env(home=home, env={"OPENAI_BASE_URL": url})
         srv.post("/%s/v1/chat/completions" % spec, BODY.encode())
-        cmds = {"saving": [tokterm, "--no-cache", "-p", "x"],
-                "nosave": [tokterm, "--no-cache", "--no-save", "-p", "x"]}
-        res = benchlib.interleave(cmds, rounds, env_of=lambda k: env)
+        argvs = {"saving": [tokterm, "--no-cache", "-p", "x"],
+                 "nosave": [tokterm, "--no-cache", "--no-save", "-p", "x"]}
+        # adopt: each run is also waited for until what it left running is gone (a saving
+        # run of 1 MB or more leaves `tokterm --checkpoint` copying its WAL), so that no run,
+        # of either side, shares the 2 cores with the previous run's copy; the wall time is
+        # still tokterm's own.
+        cmds = {k: (lambda v=v: measure(v, env, adopt=True)) for k, v in argvs.items()}
+        res = benchlib.interleave(cmds, rounds)
         sw, nw = med(res["saving"]), med(res["nosave"])
         r = benchlib.pratio(res["saving"], res["nosave"])
         print("| %s | %s | %.1f ms | %.1f ms | %.2fx |" % (human(gen_text_bytes(n)),
