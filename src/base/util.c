@@ -6,12 +6,17 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <poll.h>
 #include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 
 double util_now(void)
@@ -284,4 +289,59 @@ void util_redact(char *text, const char *secret)
     util_wipe(table, cap * sizeof *table);
     free(table);
     free(used);
+}
+
+/* The grandchild of util_spawn_detached (async-signal-safe calls only). Never returns. */
+static void util_detached_exec(const char *exe, char *const argv[], const int *keep, int n_keep,
+                               void (*fallback)(void *ctx), void *ctx)
+{
+    int high[6];
+    for (int i = 0; i < n_keep; i++) /* above 3 + n_keep first: the dup2s below clobber none */
+        high[i] = keep[i] >= 0 ? fcntl(keep[i], F_DUPFD, 10) : -1;
+    int nul = open("/dev/null", O_RDWR);
+    for (int i = 0; i < 3; i++)
+        dup2(nul, i);
+    for (int i = 0; i < n_keep; i++) /* dup2 clears FD_CLOEXEC: they go through exec */
+        dup2(high[i] >= 0 ? high[i] : 0, 3 + i);
+    int first = 3 + n_keep;
+#ifdef SYS_close_range
+    if (syscall(SYS_close_range, (unsigned)first, ~0U, 0) != 0)
+#endif
+    {
+        struct rlimit rl;
+        int max = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (1 << 20)
+                      ? (int)rl.rlim_cur : 1 << 20;
+        for (int fd = first; fd < max; fd++)
+            close(fd);
+    }
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    char *envp[] = {NULL};
+    execve(exe, argv, envp);
+    if (fallback) {
+        fallback(ctx);
+        _exit(0);
+    }
+    _exit(127);
+}
+
+int util_spawn_detached(const char *exe, char *const argv[], const int *keep, int n_keep,
+                        void (*fallback)(void *ctx), void *ctx)
+{
+    if (n_keep < 0 || n_keep > 6)
+        return -1;
+    pid_t a = fork();
+    if (a == 0) { /* a session of its own, left at once: the grandchild is nobody's child */
+        if (setsid() < 0)
+            _exit(1);
+        pid_t b = fork();
+        if (b == 0)
+            util_detached_exec(exe, argv, keep, n_keep, fallback, ctx);
+        _exit(b < 0);
+    }
+    int st = 0;
+    while (a > 0 && waitpid(a, &st, 0) < 0 && errno == EINTR) {
+    }
+    return a > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }

@@ -85,6 +85,18 @@ void *util_dlopen(const char *soname, const char *what, const char *how,
  * 0, or -1 when the library has no such symbol. */
 int util_dlsym(void *lib, const char *name, void *slot, size_t size);
 
+/* Start exe with argv and an empty environment as nobody's child (it holds no key: neither
+ * the environment's nor a copy of this memory, which exec replaces): a double fork, the middle
+ * process in a session of its own, waited for here (no zombie is left; the grandchild goes to
+ * init or the subreaper). The grandchild has /dev/null as 0-2, keep[i] as descriptor 3 + i
+ * (/dev/null where keep[i] < 0; the descriptions, and their OFD locks, are shared), nothing
+ * else open and no signal blocked. When the exec fails it calls fallback(ctx) if given, then
+ * _exit(0), else _exit(127). The forked copies of a threaded process make only
+ * async-signal-safe calls (so must fallback). n_keep at most 6. 0 when the grandchild was
+ * forked, -1 otherwise. */
+int util_spawn_detached(const char *exe, char *const argv[], const int *keep, int n_keep,
+                        void (*fallback)(void *ctx), void *ctx);
+
 /* ceil(x) for |x| < 9e18 (x itself otherwise): the one libm function tokterm needed, and
  * linking libm for it costs ~300 KB of resident memory at every start. */
 static inline double util_ceil(double x)

@@ -21,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -458,7 +457,7 @@ struct mcp_reap {
 };
 
 /* The wait of the stop in the reaper. Only system calls: it also runs in a forked copy of
- * tokterm (see mcp_reaper_exec). */
+ * tokterm (see mcp_reaper_fallback). */
 static int mcp_reap_wait(void *ctx, double until)
 {
     struct mcp_reap *r = ctx;
@@ -526,40 +525,18 @@ int mcp_reap_main(int argc, char **argv)
     return 0;
 }
 
-/* In the reaper's process, forked from a threaded tokterm (only async-signal-safe calls):
- * /dev/null for stdin, stdout and stderr, the pidfd and the server's stdout and stderr as 3,
- * 4 and 5, nothing else of tokterm's open, no signal blocked; then tokterm --reap with an
- * empty environment, so the reaper holds no key (neither the environment's nor a copy of
- * tokterm's memory). Without /proc it takes the steps itself. Never returns. */
-static void mcp_reaper_exec(const int fds[3], char **argv, pid_t pid, double grace,
-                            double since)
+/* The reaper without /proc (its exec failed): the steps in the forked copy of tokterm, with
+ * util_spawn_detached's descriptors 3-5. Only async-signal-safe calls. */
+struct mcp_reaper_arg {
+    pid_t pid;
+    double grace, since;
+};
+
+static void mcp_reaper_fallback(void *ctx)
 {
-    int keep[3];
-    for (int i = 0; i < 3; i++)
-        keep[i] = fds[i] >= 0 ? fcntl(fds[i], F_DUPFD, 10) : -1;
-    int nul = open("/dev/null", O_RDWR);
-    for (int i = 0; i < 3; i++)
-        dup2(nul, i);
-    for (int i = 0; i < 3; i++)
-        dup2(keep[i] >= 0 ? keep[i] : 0, 3 + i);
-#ifdef SYS_close_range
-    if (syscall(SYS_close_range, 6, ~0U, 0) != 0)
-#endif
-    {
-        struct rlimit rl;
-        int max = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (1 << 20)
-                      ? (int)rl.rlim_cur : 1 << 20;
-        for (int fd = 6; fd < max; fd++)
-            close(fd);
-    }
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    char *envp[] = {NULL};
-    execve("/proc/self/exe", argv, envp);
+    const struct mcp_reaper_arg *a = ctx;
     struct mcp_reap r = {3, {4, 5}};
-    mcp_stop_steps(pid, grace, since, mcp_reap_wait, &r);
-    _exit(0);
+    mcp_stop_steps(a->pid, a->grace, a->since, mcp_reap_wait, &r);
 }
 
 static void mcp_stdio_stop_reader(struct mcp_client *c)
@@ -575,7 +552,7 @@ static void mcp_stdio_stop_reader(struct mcp_client *c)
 }
 
 /* tokterm is about to exit and c's stdin was closed at since: leave the rest of the stop to
- * a detached reaper (double fork, setsid, exec: see mcp_reaper_exec). 0 when it is left to
+ * a detached reaper (util_spawn_detached, then tokterm --reap). 0 when it is left to
  * it (or the server had already ended: reaped here), -1 when it cannot be (no pidfd before
  * Linux 5.3, no fork): then the caller waits here. */
 static int mcp_stdio_hand_off(struct mcp_client *c, double grace, double since)
@@ -593,19 +570,10 @@ static int mcp_stdio_hand_off(struct mcp_client *c, double grace, double since)
         snprintf(sgrace, sizeof sgrace, "%.3f", grace);
         snprintf(ssince, sizeof ssince, "%.6f", since);
         char *argv[] = {(char *)"tokterm", (char *)"--reap", spid, sgrace, ssince, NULL};
-        pid_t a = fork();
-        if (a == 0) { /* a session of its own, left at once: the reaper is nobody's child */
-            if (setsid() < 0)
-                _exit(1);
-            pid_t b = fork();
-            if (b == 0)
-                mcp_reaper_exec(fds, argv, c->pid, grace, since);
-            _exit(b < 0);
-        }
-        int st = 0;
-        while (a > 0 && waitpid(a, &st, 0) < 0 && errno == EINTR) {
-        }
-        rc = a > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+        /* the reaper: the pidfd and the server's stdout and stderr as 3-5, an empty
+         * environment, so it holds no key (neither the environment's nor tokterm's memory) */
+        struct mcp_reaper_arg arg = {c->pid, grace, since};
+        rc = util_spawn_detached("/proc/self/exe", argv, fds, 3, mcp_reaper_fallback, &arg);
     }
     close(fds[0]);
     return rc;

@@ -10,13 +10,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -609,23 +607,20 @@ void store_set_checkpoint_exe(struct store *st, const char *exe)
  * open-file-description lock on it while it runs (store_detached_running). */
 #define STORE_SHM_DETACHED 129
 
-/* Start `exe --checkpoint PATH` in a session of its own: /dev/null for stdin, stdout and
- * stderr, as fd 3 the -shm file with a shared lock on its DMS byte, nothing else of ours, no
- * signal blocked, an empty environment (it holds no key: neither the environment's nor a copy
- * of this memory, which exec replaces). The lock is an open file description's (F_OFD_SETLK):
- * taken here, it passes to the child through fork and exec, and to the opens of other
- * processes it is a connection still open, so the next tokterm, started before the
- * checkpoint's own SQLite connection is open (its exec and open take a while on a loaded
- * machine), uses the WAL index as this process leaves it instead of re-reading a 20 MB WAL
- * (a one-shot right after a 10 MB answer: 16 ms of CPU with the lock, 31 ms without). The
- * forked copy of this threaded process makes only async-signal-safe calls. Not waited for: the
- * process ends right after the close, and init reaps the child (a spawn that waits for the
- * child's exec, or a double fork that waits for its middle process, cost 5-22 ms at load 11).
- * 0, or -1 (then the caller copies the WAL itself). */
+/* Start `exe --checkpoint PATH` as nobody's child (util_spawn_detached: a session of its own,
+ * /dev/null for stdin, stdout and stderr, an empty environment, no signal blocked), with as
+ * fd 3 the -shm file with a shared lock on its DMS byte. The lock is an open file
+ * description's (F_OFD_SETLK): taken here, it passes to the child through fork and exec, and
+ * to the opens of other processes it is a connection still open, so the next tokterm, started
+ * before the checkpoint's own SQLite connection is open (its exec and open take a while on a
+ * loaded machine), uses the WAL index as this process leaves it instead of re-reading a 20 MB
+ * WAL (a one-shot right after a 10 MB answer: 16 ms of CPU with the lock, 31 ms without). The
+ * middle process of the double fork is waited for, so that a process that goes on after the
+ * close (the chat, a profile switch) keeps no zombie. 0, or -1 (then the caller copies the
+ * WAL itself). */
 static int store_checkpoint_detach(struct store *st)
 {
     char *argv[] = {(char *)"tokterm", (char *)"--checkpoint", st->path, NULL};
-    char *envp[] = {NULL};
     char *shm = xasprintf("%s-shm", st->path);
     int keep = open(shm, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
     free(shm);
@@ -633,36 +628,13 @@ static int store_checkpoint_detach(struct store *st)
                        .l_len = 1};
     struct flock run = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = STORE_SHM_DETACHED,
                         .l_len = 1};
-    int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
-    if (keep < 0 || nul < 0 || fcntl(keep, F_OFD_SETLK, &fl) != 0 ||
-        fcntl(keep, F_OFD_SETLK, &run) != 0) {
-        if (keep >= 0)
-            close(keep);
-        if (nul >= 0)
-            close(nul);
-        return -1;
-    }
-    pid_t pid = fork();
-    if (pid == 0) {
-        if (setsid() < 0)
-            _exit(1);
-        for (int i = 0; i < 3; i++)
-            dup2(nul, i);
-        dup2(keep, 3); /* without FD_CLOEXEC: the lock goes through exec */
-#ifdef SYS_close_range
-        if (syscall(SYS_close_range, 4, ~0U, 0) != 0)
-#endif
-            for (int fd = 4; fd < 1024; fd++)
-                close(fd);
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        execve(st->ckpt_exe, argv, envp);
-        _exit(127);
-    }
-    close(nul);
-    close(keep); /* the child's copy holds the lock */
-    return pid > 0 ? 0 : -1;
+    int rc = keep >= 0 && fcntl(keep, F_OFD_SETLK, &fl) == 0 &&
+                     fcntl(keep, F_OFD_SETLK, &run) == 0
+                 ? util_spawn_detached(st->ckpt_exe, argv, &keep, 1, NULL, NULL)
+                 : -1;
+    if (keep >= 0)
+        close(keep); /* the child's copy holds the lock */
+    return rc;
 }
 
 /* 1 while a detached checkpoint of this database runs (its lock on STORE_SHM_DETACHED). */

@@ -18,6 +18,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <sqlite3.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -3553,7 +3554,8 @@ static void test_big_answer_wal(void)
 /* The WAL's copy of a run that wrote a long answer: the detached `tokterm --checkpoint`
  * (here this test program, see main). Its exit status: 0 when it started the WAL over, 3 when
  * it did not run as promised (an environment, stdin/stdout/stderr not /dev/null, or a
- * descriptor of the parent's besides the lock on 3). Waited for as our child. */
+ * descriptor of the parent's besides the lock on 3). It is nobody's child (a double fork):
+ * waited for here as the subreaper this process makes itself in test_checkpoint_detached. */
 static int detached_status(void)
 {
     int status = 0;
@@ -3563,12 +3565,58 @@ static int detached_status(void)
     return pid > 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+/* The chat goes on after a close (and a run's exit may take a while: an MCP server's stop):
+ * the checkpoint process of a run that wrote 1 MiB or more was its child, left a zombie once
+ * done. It is started by a double fork whose middle process the close waits for: the closing
+ * process has no child left, running or not. Runs before this process becomes a subreaper. */
+static void test_checkpoint_no_zombie(void)
+{
+    char *path = tmp_path("nozombie.db");
+    int64_t c;
+    struct store *st = big_answer_store("nozombie.db", &c);
+    store_set_checkpoint_exe(st, "/proc/self/exe");
+    size_t n = (size_t)1 << 20;
+    char *big = letters(n);
+    big_answer_save(st, c, big, n);
+    store_close(st);
+    sqlite3_vfs_unregister(&count_vfs);
+    int status = 0;
+    errno = 0;
+    pid_t pid = waitpid(-1, &status, WNOHANG);
+    int no_child = pid < 0 && errno == ECHILD;
+    TAP_OK(no_child, "no zombie: after a run that wrote 1 MiB the closing process has no child "
+                     "(waitpid: %ld, %s)", (long)pid, pid > 0 ? "a zombie" : pid == 0 ?
+                     "a running child" : strerror(errno));
+    /* and the checkpoint process still ran: once it is gone (its lock on byte 129 of the
+     * -shm file, STORE_SHM_DETACHED, released) the WAL was started over: one frame left */
+    char *shm = xasprintf("%s-shm", path);
+    int fd = open(shm, O_RDONLY | O_CLOEXEC);
+    int busy = 1;
+    for (double until = util_now() + 60; fd >= 0 && busy && util_now() < until;) {
+        struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 129, .l_len = 1};
+        busy = fcntl(fd, F_OFD_GETLK, &fl) != 0 || fl.l_type != F_UNLCK;
+        struct timespec ts = {0, 20000000};
+        if (busy)
+            nanosleep(&ts, NULL);
+    }
+    if (fd >= 0)
+        close(fd);
+    free(shm);
+    TAP_OK(!busy, "no zombie: the detached checkpoint ended");
+    long long frames = raw_wal_frames(path);
+    TAP_INT(frames, 1, "no zombie: the detached checkpoint started the WAL over");
+    free(big);
+    free(path);
+}
+
 /* Issue 14: the close of a run that left a long answer in the WAL copied it into the database
  * and synced both (a 10 MB answer: 18 MB and two fsyncs, 30-40 ms of the user's wait). With a
  * checkpoint program it makes no fsync: `tokterm --checkpoint PATH` copies and starts the WAL
  * over after the process is gone. */
 static void test_checkpoint_detached(void)
 {
+    /* the checkpoint processes, orphans, become children of this process (detached_status) */
+    TAP_OK(prctl(PR_SET_CHILD_SUBREAPER, 1) == 0, "detached: this process is a subreaper");
     char *path = tmp_path("detach.db"), *err = NULL;
     int64_t c;
     struct store *st = big_answer_store("detach.db", &c);
@@ -3977,6 +4025,7 @@ int main(int argc, char **argv)
     test_warm_full_cache();
     test_batch();
     test_big_answer_wal();
+    test_checkpoint_no_zombie();
     test_checkpoint_detached();
     test_too_big();
     test_rm_scrub();
