@@ -602,9 +602,10 @@ static void tui_sink_text(void *ud, int reasoning, const char *s, size_t n, doub
         }
     }
     t->dirty |= TUI_D_VIEW | TUI_D_STATUS;
-    if (lazy && (first || util_now() >= t->last_frame + TUI_FRAME_MIN)) {
-        /* a large batch, its end styled: on screen now, not after what the session does
-         * next (a replay's end saves the answer) */
+    double due = tui_pace_due(t->last_frame, t->oldest ? t->oldest : t1);
+    if (lazy && (first || util_now() >= due)) {
+        /* a large batch, its end styled: on screen now when its frame is due, not after what
+         * the session does next (a replay's end saves the answer) */
         tui_frame(t);
     }
 }
@@ -1334,7 +1335,8 @@ static void tui_run_greet(struct tui *t, const struct tui_opts *o)
 /* Milliseconds the loop may sleep: until the next frame is due, the status bar's next tick
  * (*next_tick, monotonic seconds; 0 = none planned) or saved text is due; -1 = until input.
  * Draws the frame first when one is due. */
-/* When the next frame is due (tui_pace_due): text waiting is drawn as soon as 120 Hz allows. */
+/* When the next frame is due (tui_pace_due): text waiting is drawn as soon as 120 Hz allows,
+ * and at the latest TUI_TEXT_WAIT after the network read it. */
 static double tui_frame_due(const struct tui *t)
 {
     return tui_pace_due(t->last_frame, t->oldest);

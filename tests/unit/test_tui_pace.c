@@ -1,7 +1,9 @@
 /* test_tui_pace.c - tui/tui_pace.h: when the chat's next frame is due. A fake clock drives
- * synthetic schedules of arriving text; no frame may start later than TUI_FRAME_MIN after the
- * oldest text it shows (when the loop wakes on time), nor closer than TUI_FRAME_MIN to the
- * one before. */
+ * synthetic schedules of text read by the network thread and taken by the UI thread, at once
+ * or after a hold (the network's 64 KiB batches, a UI thread not running); no frame may start
+ * later than TUI_TEXT_WAIT after the oldest text it shows, or TUI_FRAME_GAP after the text
+ * was taken when it was taken later (when the loop wakes on time), nor closer than
+ * TUI_FRAME_GAP to the one before. */
 #include "config.h"
 #include "tui/tui_pace.h"
 #include "tap.h"
@@ -10,84 +12,144 @@
 
 #define EPS 1e-9
 
-/* Runs a schedule: text arrives at arrive[0..n) (ascending), each frame costs cost seconds
- * and shows all text that arrived before it started. The loop wakes exactly when a frame is
- * due or text arrives. Returns the largest (frame start - oldest text it shows) and writes
- * the closest two frame starts came to *closest and the frames drawn to *frames. */
-static double run(const double *arrive, size_t n, double cost, double *closest, int *frames)
+struct result {
+    double worst;   /* the largest (frame start - oldest text it shows) */
+    double over;    /* the largest (frame start - its bound): <= 0 when every frame kept it */
+    double closest; /* the closest two frame starts came */
+    int frames;
+};
+
+/* Runs a schedule: text is read at read[0..n) and taken by the UI thread at take[0..n) (both
+ * ascending, take[i] >= read[i]); each frame costs cost seconds and shows all text taken
+ * before it started. The loop wakes exactly when a frame is due or text is taken. A frame's
+ * bound: its oldest text's read + TUI_TEXT_WAIT, that text's take + TUI_FRAME_GAP, or the
+ * end of the frame before, whichever is latest. */
+static struct result run(const double *read, const double *take, size_t n, double cost)
 {
-    double now = 0, last = -1.0, oldest = 0, worst = 0;
+    struct result r = {0, -1e9, 1e9, 0};
+    double now = 0, last = -1.0, oldest = 0, oldest_take = 0;
     size_t next = 0;
-    *closest = 1e9;
-    *frames = 0;
     while (next < n || oldest > 0) {
         double due = oldest > 0 ? tui_pace_due(last, oldest) : 1e18;
-        double wake = next < n && arrive[next] < due ? arrive[next] : due;
+        double wake = next < n && take[next] < due ? take[next] : due;
         if (wake > now)
             now = wake;
-        while (next < n && arrive[next] <= now) { /* taken: it waits for a frame */
-            if (!oldest)
-                oldest = arrive[next];
+        while (next < n && take[next] <= now) { /* taken: it waits for a frame */
+            if (!oldest) {
+                oldest = read[next];
+                oldest_take = take[next];
+            }
             next++;
         }
         if (oldest > 0 && now >= tui_pace_due(last, oldest) - EPS) {
-            if (now - oldest > worst)
-                worst = now - oldest;
-            if (last >= 0 && now - last < *closest)
-                *closest = now - last;
+            double bound = oldest + TUI_TEXT_WAIT;
+            if (oldest_take + TUI_FRAME_GAP > bound)
+                bound = oldest_take + TUI_FRAME_GAP;
+            if (last >= 0 && last + cost > bound)
+                bound = last + cost; /* the frame before was still being drawn */
+            if (now - oldest > r.worst)
+                r.worst = now - oldest;
+            if (now - bound > r.over)
+                r.over = now - bound;
+            if (last >= 0 && now - last < r.closest)
+                r.closest = now - last;
             last = now;
             oldest = 0;
-            (*frames)++;
-            now += cost; /* text arriving meanwhile waits for the next frame */
+            r.frames++;
+            now += cost; /* text taken meanwhile waits for the next frame */
         }
     }
-    return worst;
+    return r;
 }
 
-int main(void)
+/* 300 schedules (bursts, a steady trickle, a fast sender), frames costing 0.3-6 ms; each
+ * text taken up to hold_max after its read. */
+static struct result schedules(unsigned seed, double hold_max, int *deltas)
 {
-    /* one delta just after a frame: the next frame is the earliest 120 Hz allows */
-    TAP_OK(tui_pace_due(1.0, 1.001) <= 1.0 + TUI_FRAME_MIN + EPS,
-           "text 1 ms after a frame: due %.2f ms after it (<= %.2f)",
-           (tui_pace_due(1.0, 1.001) - 1.0) * 1000, TUI_FRAME_MIN * 1000);
-    /* text after a quiet spell: drawn at once */
-    TAP_OK(tui_pace_due(1.0, 1.020) <= 1.020 + EPS, "text 20 ms after a frame: due at once");
-    TAP_OK(tui_pace_due(1.0, 1.009) <= 1.009 + EPS, "text 9 ms after a frame: due at once");
-    /* nothing new: the status bar's frames stay at 60 Hz */
-    TAP_OK(tui_pace_due(1.0, 0) >= 1.0 + TUI_FRAME - EPS, "no text: 1/60 s after the last");
-
-    /* synthetic schedules: bursts, a steady trickle, a fast sender; frame costs 0.3-6 ms */
-    srand(14);
-    double worst_all = 0, closest_all = 1e9;
-    int frames_all = 0, deltas_all = 0;
+    struct result all = {0, -1e9, 1e9, 0};
+    srand(seed);
+    *deltas = 0;
     for (int sched = 0; sched < 300; sched++) {
         size_t n = 50 + (size_t)(rand() % 400);
-        double *a = malloc(n * sizeof *a), t = 0;
+        double *rd = malloc(n * sizeof *rd), *tk = malloc(n * sizeof *tk), t = 0;
         int kind = sched % 3;
         for (size_t i = 0; i < n; i++) {
             double gap = kind == 0 ? (rand() % 10 ? 0.0002 : 0.02 + (rand() % 30) / 1000.0)
                          : kind == 1 ? (rand() % 20000) / 1e6 /* 0-20 ms */
                                      : 0.00005;                 /* a fast sender */
             t += gap;
-            a[i] = t;
+            rd[i] = t;
+            tk[i] = t + hold_max * (rand() % 1001) / 1000.0;
+            if (i && tk[i] < tk[i - 1])
+                tk[i] = tk[i - 1]; /* the queue keeps the order */
         }
-        double cost = (300 + rand() % 5700) / 1e6, closest;
-        int frames;
-        double worst = run(a, n, cost, &closest, &frames);
-        if (worst > worst_all)
-            worst_all = worst;
-        if (closest < closest_all)
-            closest_all = closest;
-        frames_all += frames;
-        deltas_all += (int)n;
-        free(a);
+        double cost = (300 + rand() % 5700) / 1e6;
+        struct result r = run(rd, tk, n, cost);
+        if (r.worst > all.worst)
+            all.worst = r.worst;
+        if (r.over > all.over)
+            all.over = r.over;
+        if (r.closest < all.closest)
+            all.closest = r.closest;
+        all.frames += r.frames;
+        *deltas += (int)n;
+        free(rd);
+        free(tk);
     }
-    TAP_OK(worst_all <= TUI_FRAME_MIN + EPS,
+    return all;
+}
+
+int main(void)
+{
+    /* one delta just after a frame: never later than 120 Hz allows, nor TUI_TEXT_WAIT */
+    TAP_OK(tui_pace_due(1.0, 1.001) <= 1.0 + TUI_FRAME_MIN + EPS,
+           "text 1 ms after a frame: due %.2f ms after it (<= %.2f)",
+           (tui_pace_due(1.0, 1.001) - 1.0) * 1000, TUI_FRAME_MIN * 1000);
+    TAP_OK(tui_pace_due(1.0, 1.001) <= 1.001 + TUI_TEXT_WAIT + EPS,
+           "text 1 ms after a frame: due %.2f ms after the text (<= %.2f)",
+           (tui_pace_due(1.0, 1.001) - 1.001) * 1000, TUI_TEXT_WAIT * 1000);
+    /* text read 4 ms before a frame began, taken after it: not 1/120 s after that frame */
+    TAP_OK(tui_pace_due(1.0, 0.996) <= 1.0 + TUI_FRAME_GAP + EPS,
+           "text read 4 ms before a frame: due %.2f ms after it (<= %.2f)",
+           (tui_pace_due(1.0, 0.996) - 1.0) * 1000, TUI_FRAME_GAP * 1000);
+    TAP_OK(tui_pace_due(1.0, 0.990) >= 1.0 + TUI_FRAME_GAP - EPS,
+           "text read 10 ms before a frame: not due before %.2f ms after it",
+           TUI_FRAME_GAP * 1000);
+    /* text after a quiet spell: drawn at once */
+    TAP_OK(tui_pace_due(1.0, 1.020) <= 1.020 + EPS, "text 20 ms after a frame: due at once");
+    TAP_OK(tui_pace_due(1.0, 1.009) <= 1.009 + EPS, "text 9 ms after a frame: due at once");
+    /* nothing new: the status bar's frames stay at 60 Hz */
+    TAP_OK(tui_pace_due(1.0, 0) >= 1.0 + TUI_FRAME - EPS, "no text: 1/60 s after the last");
+
+    /* text taken as it is read */
+    int deltas;
+    struct result r = schedules(14, 0, &deltas);
+    TAP_OK(r.worst <= TUI_TEXT_WAIT + EPS,
            "300 schedules: no frame starts later than %.2f ms after its oldest text (worst "
-           "%.2f ms)", TUI_FRAME_MIN * 1000, worst_all * 1000);
-    TAP_OK(closest_all >= TUI_FRAME_MIN - EPS,
-           "no two frames start closer than %.2f ms (closest %.2f ms)", TUI_FRAME_MIN * 1000,
-           closest_all * 1000);
-    TAP_OK(frames_all < deltas_all, "frames %d for %d deltas: batched", frames_all, deltas_all);
+           "%.2f ms)", TUI_TEXT_WAIT * 1000, r.worst * 1000);
+    TAP_OK(r.closest >= TUI_FRAME_GAP - EPS,
+           "no two frames start closer than %.2f ms (closest %.2f ms)", TUI_FRAME_GAP * 1000,
+           r.closest * 1000);
+    TAP_OK(r.frames < deltas, "frames %d for %d deltas: batched", r.frames, deltas);
+
+    /* text held up to TUI_TEXT_WAIT - TUI_FRAME_GAP before the UI thread takes it: still
+     * drawn within TUI_TEXT_WAIT of its read, unless a frame was being drawn */
+    r = schedules(15, TUI_TEXT_WAIT - TUI_FRAME_GAP, &deltas);
+    TAP_OK(r.over <= EPS,
+           "held up to %.1f ms: every frame within %.2f ms of its oldest text's read or at the "
+           "end of the frame before (%.2f ms over at worst)",
+           (TUI_TEXT_WAIT - TUI_FRAME_GAP) * 1000, TUI_TEXT_WAIT * 1000,
+           r.over > 0 ? r.over * 1000 : 0);
+    /* held up to 20 ms (a UI thread not running): TUI_FRAME_GAP after the take at most */
+    r = schedules(16, 0.020, &deltas);
+    TAP_OK(r.over <= EPS,
+           "held up to 20 ms: every frame within %.2f ms of its oldest text's read, %.2f ms "
+           "of its take or at the end of the frame before (%.2f ms over at worst)",
+           TUI_TEXT_WAIT * 1000, TUI_FRAME_GAP * 1000,
+           r.over > 0 ? r.over * 1000 : 0);
+    TAP_OK(r.closest >= TUI_FRAME_GAP - EPS,
+           "held up to 20 ms: no two frames closer than %.2f ms (closest %.2f ms)",
+           TUI_FRAME_GAP * 1000, r.closest * 1000);
+    TAP_OK(r.frames < deltas, "held: frames %d for %d deltas", r.frames, deltas);
     return tap_done();
 }
