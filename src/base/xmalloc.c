@@ -9,6 +9,9 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 void xmalloc_die(size_t n)
 {
@@ -53,6 +56,29 @@ void *xmalloc_huge(size_t n)
     if (!p)
         xmalloc_die(n);
     return p;
+}
+
+void xmalloc_working_set(void)
+{
+#ifdef __GLIBC__
+    static int done;
+    if (done)
+        return;
+    done = 1;
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 64 << 20);
+    mallopt(M_TOP_PAD, (int)XMALLOC_WORK_PAD);
+    /* one block grows the heap by its size and the pad; advised whole (the huge pages inside
+     * it), then freed: the next blocks are carved from it */
+    char *p = malloc(XMALLOC_WORK_PAD);
+    if (!p)
+        return;
+    uintptr_t lo = ((uintptr_t)p + XMALLOC_HUGE_PAGE - 1) & ~(uintptr_t)(XMALLOC_HUGE_PAGE - 1);
+    uintptr_t hi = (uintptr_t)sbrk(0) & ~(uintptr_t)(XMALLOC_HUGE_PAGE - 1);
+    if ((void *)hi != (void *)-1 && hi > lo && hi - lo <= 4 * XMALLOC_WORK_PAD)
+        (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE); /* only advice */
+    free(p);
+#endif
 }
 
 void *xcalloc(size_t nmemb, size_t size)

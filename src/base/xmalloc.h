@@ -23,6 +23,14 @@ void *huge_alloc(size_t n);
  * and the page's last 4 KiB is then resident too. 0 otherwise (no THP, none free). */
 int huge_is_huge(void *p);
 void *xmalloc_huge(size_t n);
+/* A large working set of many small blocks and growing arrays to come (a scripted resume: the
+ * rows, turns, plan and body of thousands of messages): from now on the process's blocks up to
+ * 32 MiB come from the heap (not a map each, faulted in afresh), what is freed stays there for
+ * the next ones, and the heap grows XMALLOC_WORK_PAD bytes at a time, advised for transparent
+ * huge pages. Without glibc or THP, what it can of that. For a process that exits after its
+ * work (its memory stays with it, at most XMALLOC_WORK_PAD more). */
+#define XMALLOC_WORK_PAD ((size_t)8 << 20)
+void xmalloc_working_set(void);
 /* realloc p to n elements of elem bytes; an n * elem that overflows size_t is fatal. For an
  * array that shares the capacity XGROW chose for another. */
 void *xreallocarray(void *p, size_t n, size_t elem);
