@@ -460,7 +460,7 @@ static int main_prompt(struct main_run *r)
                              .cache = su->cache, .setup = su, .resume = su->resume,
                              .resume_id = su->resume_id, .allow_tools = a->allow_tools,
                              .n_allow_tools = a->n_allow_tools,
-                             .files = r->files.n ? &r->files : NULL};
+                             .files = r->files.n ? &r->files : NULL, .trace = a->trace};
     char *key = su->key;
     su->key = NULL;
     int code = script_run(&su->conf, key, &so); /* takes the key; the pool and fallback too */

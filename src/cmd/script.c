@@ -12,6 +12,7 @@
 #include "base/utf8.h"
 #include "base/util.h"
 #include "base/xmalloc.h"
+#include "net/probe.h"
 #include "text/ansi.h"
 
 #include <cjson/cJSON.h>
@@ -561,7 +562,19 @@ struct script {
     struct script_state st;
     struct loop lp;
     int turns, cancelled, budget_warned;
+    FILE *trace;          /* --trace: S, E and U records per turn (script_trace) */
 };
+
+/* --trace in scripted mode, the chat's records for one answer: "S <time>" and "U <CPU of the
+ * process, all threads> <CPU of this thread> 0" as the request leaves, "E <time>" and U again
+ * once its end is written, so a benchmark reads the answer's CPU as the chat's own clock
+ * gives it there (bench/tui/run.py), start-up and exit excluded the same way. */
+static void script_end(struct script *sc, int leaving);
+
+static void script_trace(struct script *sc, char what)
+{
+    fprintf(sc->trace, "%c %.6f\nU %.6f %.6f 0\n", what, util_now(), util_cpu(0), util_cpu(1));
+}
 
 struct script *script_open(struct conf *conf, char *key, const struct script_opts *o, int *code)
 {
@@ -624,6 +637,16 @@ struct script *script_open(struct conf *conf, char *key, const struct script_opt
         *code = 1;
         return NULL;
     }
+    if (o->trace) {
+        sc->trace = fopen(o->trace, "w");
+        if (!sc->trace) {
+            fprintf(stderr, "tokterm: --trace %s: %s\n", o->trace, strerror(errno));
+            *code = 2;
+            script_end(sc, 0);
+            return NULL;
+        }
+        net_library_wait(); /* libcurl's load is start-up, as in the chat: not in S..E */
+    }
     return sc;
 }
 
@@ -640,6 +663,8 @@ int script_turn(struct script *sc, const char *prompt, int quiet)
                                 .tool_call = script_tool_call, .tool_result = script_tool_result};
     if (sc->turns == 1 && sc->o->files)
         session_attach(s, sc->o->files); /* -f: with the first prompt */
+    if (sc->trace)
+        script_trace(sc, 'S');
     session_send(s, prompt);
     char *note = session_notice(s); /* a large summary request has just left */
     if (note)
@@ -663,6 +688,8 @@ int script_turn(struct script *sc, const char *prompt, int quiet)
         }
     }
     int code = script_turn_end(s, st, sc->o);
+    if (sc->trace)
+        script_trace(sc, 'E');
     script_budget_warn(s, &sc->budget_warned);
     return code;
 }
@@ -686,6 +713,8 @@ static void script_end(struct script *sc, int leaving)
         fprintf(stderr, "tokterm: warning: the conversation could not be saved: %s\n",
                 session_store_error(sc->s));
     loop_end(&sc->lp);
+    if (sc->trace)
+        fclose(sc->trace);
     buf_free(&sc->st.scratch);
     buf_free(&sc->st.pending);
     ansi_md_free(sc->st.md);

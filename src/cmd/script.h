@@ -33,6 +33,7 @@ struct script_opts {
                                  else does: refused, the model is told, exit 9) */
     int n_allow_tools;
     struct attach_list *files; /* -f: the first prompt's attachments (taken), NULL = none */
+    const char *trace;    /* --trace FILE: each turn's S, E and U records (as the chat's) */
 };
 
 /* Add the fields of one answer in the --json format (content, reasoning, model, finish_reason,

@@ -277,7 +277,7 @@ static const char cli_usage_tail[] =
            "      --cacert FILE        trust this CA bundle for TLS\n"
            "      --insecure           do not verify TLS certificates (warns every time)\n"
            "      --config FILE        config file (default $XDG_CONFIG_HOME/tokterm/config)\n"
-           "      --trace FILE         interactive mode: write frame timing records to FILE\n"
+           "      --trace FILE         write timing records to FILE (frames; -p: each answer's CPU)\n"
            "  -c, --continue           continue the most recent saved conversation\n"
            "      --conversation ID    continue saved conversation ID (see tokterm ls)\n"
            "      --db FILE            conversation database (default\n"

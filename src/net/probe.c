@@ -69,6 +69,11 @@ int net_library_loading(void)
     return net_preload_started && !__atomic_load_n(&net_preload_done, __ATOMIC_ACQUIRE);
 }
 
+void net_library_wait(void)
+{
+    (void)curl_dl_load(NULL);
+}
+
 void net_library_preload(void)
 {
     if (net_preload_started || curl_dl_loaded())

@@ -25,6 +25,9 @@ void net_library_preload(void);
 /* 1 while that load still runs (the first request would wait for it): work the request's
  * answer needs costs no time then. */
 int net_library_loading(void);
+/* Wait until libcurl is loaded (or failed to load; whoever needs it next says so): a run
+ * that times itself (scripted --trace) leaves the load out of what it times. */
+void net_library_wait(void);
 
 /* At the very end of the process: the preload joined, libcurl's global cleanup when it was
  * loaded. */

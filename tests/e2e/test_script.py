@@ -322,6 +322,35 @@ with ttlib.FakeServer() as srv:
     rc, out, err = run(srv, "", ["--insecure", "-p", "hi"])
     t.ok(b"--insecure" in err, "--insecure warns", err.decode())
 
+    # --- --trace: each answer's start, end and CPU, as the chat writes them (bench/tui) ---
+    tdir = ttlib.tempdir()
+    trace = os.path.join(tdir, "trace.txt")
+    rc, out, err = run(srv, "gen=20000", ["--incognito", "--trace", trace, "-p", "one",
+                                          "-p", "two"])
+    t.ok(rc == 0, "--trace -p: exit 0", err.decode())
+    t.ok(out.startswith(b"tok0 ") and out.count(b"tok19999") == 2,
+         "--trace -p: both answers still on stdout")
+    recs = [ln.split() for ln in open(trace)] if os.path.exists(trace) else []
+    shape = [w[0] for w in recs] == list("SUEU" * 2)
+    t.ok(shape, "--trace -p: S U E U per answer", repr(recs[:10]))
+    cpu = [(float(w[1]), float(w[2])) for w in recs if w[0] == "U"] if shape else []
+    at = [float(w[1]) for w in recs if w[0] in "SE"] if shape else []
+    t.ok(shape and all(b > a for a, b in zip(at, at[1:])), "--trace -p: S and E times in order",
+         repr(at))
+    # 20,000 deltas are parsed and written between S and E: the process's clock moves
+    t.ok(shape and cpu[1][0] > cpu[0][0] and cpu[3][0] > cpu[2][0],
+         "--trace -p: each answer's process CPU counted between its S and E", repr(cpu))
+    t.ok(shape and all(p >= th for p, th in cpu),
+         "--trace -p: process CPU (all threads) >= the thread's", repr(cpu))
+    t.ok(os.path.exists(trace) and b"tok" not in open(trace, "rb").read(),
+         "--trace -p: no text of the answer in the trace")
+    before = len(srv.requests())
+    rc, out, err = run(srv, "", ["--incognito", "--trace", os.path.join(tdir, "no", "t"),
+                                 "-p", "hi"])
+    t.ok(rc == 2 and b"--trace" in err and b"No such file" in err,
+         "--trace into a missing folder: exit 2, the path and the reason", err.decode())
+    t.eq(len(srv.requests()), before, "--trace into a missing folder: nothing sent")
+
     # --- a prompt that fits by its bytes is sent without mapping the tokenizer's table ---
     def maps_while_streaming(args):
         """The tokenizer tables tokterm has mapped while the answer stalls mid-stream."""
