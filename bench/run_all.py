@@ -115,14 +115,17 @@ class Table:
 
 def tui_rows(t, text, what, ratio_target, frame_target):
     """bench/tui/run.py: the TUI / scripted CPU ratio (its "Stream only" line, start-up
-    excluded, when it prints one; else the CPU column of its row "TUI / scripted"), the delay
-    p99 and the frame cost p50 of its summary lines."""
+    excluded, with the rounds' quartiles when it gives them; else the CPU column of its row
+    "TUI / scripted"), the delay p99 and the frame cost p50 of its summary lines."""
     label = "chat (TUI) CPU / scripted CPU, %s" % what
     m = re.search(r"Stream only[^\n]*?scripted ([0-9.]+) ms, TUI ([0-9.]+) ms: \**([0-9.]+)x",
                   text)
     if m:
         t.add(label + " (start-up excluded)", "%s ms" % m.group(2), "scripted %s ms"
               % m.group(1), float(m.group(3)), ratio_target)
+        q = re.search(r"Stream only[^\n]*?quartiles ([0-9.]+)-([0-9.]+)", text)
+        if q:
+            t.rows[-1]["spread"] = (float(q.group(1)), float(q.group(2)))
     else:
         found = False
         for hdr, rows in md_tables(text):

@@ -131,37 +131,6 @@ def callgrind(a, tokterm, envs, tmp):
           "line" % (totals[True] / totals[False], (totals[True] - totals[False]) / a.lines))
 
 
-def answers_cpu(trace):
-    """Each answer in a --trace file, from the U record after its S to the one after the frame
-    that shows its end (the first frame started after its E) or, when text set aside by a
-    large batch was still unstyled then, after the Y that says all of it is styled: a list of
-    dicts of its CPU (all threads), the UI thread's, the frames' (UI thread, inside frames),
-    the frame count (s)."""
-    recs = [w for w in (line.split() for line in open(trace)) if w and w[0] in "SEFUY"]
-    out, cur = [], None
-    for k, w in enumerate(recs):
-        if w[0] == "S":
-            c = next(x for x in recs[k:] if x[0] == "U")
-            cur = {"c0": (float(c[1]), float(c[2])), "frames": 0, "fcpu": 0.0, "e": None,
-                   "shown": False}
-        elif cur is None:
-            continue
-        elif w[0] == "E":
-            cur["e"] = float(w[1])
-        elif w[0] == "F":
-            c = next(x for x in recs[k:] if x[0] == "U")
-            cur["frames"] += 1
-            cur["fcpu"] += float(c[3])
-            if cur["e"] is not None and float(w[3]) >= cur["e"]:
-                cur["shown"] = True
-        elif w[0] == "Y" and cur["shown"] and int(w[3]) >= int(w[2]):
-            c = next(x for x in recs[k:] if x[0] == "U")
-            out.append({"ans": float(c[1]) - cur["c0"][0], "ui": float(c[2]) - cur["c0"][1],
-                        "fcpu": cur["fcpu"], "frames": cur["frames"]})
-            cur = None
-    return out
-
-
 def chat_round(tokterm, env, srv, specs, a, tmp, r):
     """One chat process answering len(specs) prompts, each from the next queued spec, with
     /new between them (so no answer is the history of the next request); answers_cpu of its
@@ -191,7 +160,7 @@ def chat_round(tokterm, env, srv, specs, a, tmp, r):
         code = tm.wait_exit(10)
     if code != 0:
         raise RuntimeError("the chat exited with %r" % code)
-    got = answers_cpu(trace)
+    got = tuibench.answers_cpu(trace)
     if len(got) != len(specs):
         raise RuntimeError("%d answers in the trace, %d asked" % (len(got), len(specs)))
     return got, tuibench.rusage_read(timing)[0]

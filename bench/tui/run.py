@@ -3,15 +3,24 @@
 
 The same fake-server stream of N deltas (gen=N,chunk=whole: as fast as loopback goes) is
 consumed, several rounds, in one run by
-  (a) tokterm --incognito -p x > /dev/null      scripted mode
-  (b) tokterm --incognito in tmux (80x24)       the chat, prompt typed with send-keys
+  (S) tokterm --incognito --trace F -p x > /dev/null   scripted mode
+  (C) tokterm --incognito --trace F in tmux (80x24)    the chat, prompt typed with send-keys
 (--incognito: neither saves to the store nor answers from the response cache, so both modes do
-the same network and parsing work)
-CPU time (user+sys) and peak RSS of each tokterm process come from wait4(2); the TUI's whole
-process is counted (start-up, waiting for the keystroke and quitting included), so its ratio
-is an upper bound. Wall time: scripted = the process; TUI = request sent -> the frame drawn
-after the end of the stream (from --trace). From --trace, each frame's delay = frame done -
-arrival of the oldest delta it shows (the worst delta of that frame).
+the same network and parsing work). Each round runs S C C S (the next round C S S C): both
+sides' runs lie symmetric about the round's middle, so a load that drifts through the round
+cancels. Each process reads its own CPU clock (CLOCK_PROCESS_CPUTIME_ID: all its threads) in
+the U records of its --trace: scripted from the request sent (libcurl already loaded) to the
+answer's end written; the chat from the request sent to the frame that shows the end with all
+of the text styled (bench/highlight's answers_cpu). So start-up, the keystrokes and quitting
+are left out of both sides the same way, by the process itself, and no subtraction of two
+processes is needed. A round's ratio is its two chat answers over its two scripted ones; the
+median of the rounds' ratios is printed with its quartiles and range. The whole processes'
+CPU (wait4(2)) is printed too: work moved out of the answer's window would show there.
+--also PATH puts another build's chat in the same rounds, over the same scripted runs
+(--tokterm's, which needs scripted --trace): before / after side by side.
+Wall time: scripted = the process; TUI = request sent -> the frame drawn after the end of the
+stream (from --trace). From --trace, each frame's delay = frame done - arrival of the oldest
+delta it shows (the worst delta of that frame).
 
 With --text markdown the stream is realistic text instead (issue 14): N deltas (default 100,000)
 of Markdown paragraphs, headings and list items with **bold**, `inline code` and CJK, in pieces
@@ -22,12 +31,8 @@ Frames over 16 ms are split into a late start and a slow draw; beside each chat 
 waker.c sleeps in poll() for 8 ms over and over and reports how late it woke: the scheduler's
 floor at this load (bench/README.md).
 
-Start-up excluded: a run of each mode answering a one-delta request ("x"; start-up, libcurl,
-the request, quitting) is subtracted from that mode's CPU, round by round; both ratios (whole
-process, stream only) are printed.
-
-usage: bench/tui/run.py [--tokterm PATH] [--text gen|markdown] [--deltas N] [--rounds 11]
-                        [--width W --height H] [--traces DIR]
+usage: bench/tui/run.py [--tokterm PATH] [--also PATH] [--text gen|markdown] [--deltas N]
+                        [--rounds 11] [--width W --height H] [--traces DIR]
 Targets (issue 14): stream-only TUI CPU <= 1.3x scripted (gen), <= 3x (markdown); frame delay
 p99 <= 16 ms; frame cost p50 <= 2 ms (markdown).
 """
@@ -152,13 +157,58 @@ def md_fixture(dirname, n):
     return len(data)
 
 
-def scripted(tokterm, env, tmp, wrap=()):
+def scripted(tokterm, env, tmp, wrap=(), trace=False):
+    """(wall s, CPU s of the whole process, peak RSS KiB, exit code, the answer's CPU s or
+    None): trace: --trace FILE, the answer's CPU from the process's own clock, request sent ->
+    its end written (the U records after S and E), start-up and exit left out."""
     out = os.path.join(tmp, "scripted.txt")
+    tr = os.path.join(tmp, "scripted-trace.txt")
+    if os.path.exists(tr):
+        os.unlink(tr)
+    argv = [tokterm, "--incognito"] + (["--trace", tr] if trace else []) + ["-p", "x"]
     with open(os.devnull, "wb") as null:
-        subprocess.run(rusage_cmd(out, list(wrap) + [tokterm, "--incognito", "-p", "x"]), env=env,
+        subprocess.run(rusage_cmd(out, list(wrap) + argv), env=env,
                        stdin=subprocess.DEVNULL, stdout=null, stderr=subprocess.DEVNULL)
     cpu, rss, code, wall = rusage_read(out)
-    return wall, cpu, rss, code
+    ans = None
+    if trace:
+        u = [float(w[1]) for w in (ln.split() for ln in open(tr)) if w and w[0] == "U"]
+        if len(u) != 2:
+            raise RuntimeError("%s --trace -p wrote %d U records, not 2 (a build without "
+                               "scripted --trace?)" % (tokterm, len(u)))
+        ans = u[1] - u[0]
+    return wall, cpu, rss, code, ans
+
+
+def answers_cpu(trace):
+    """Each answer in a --trace file, from the U record after its S to the one after the frame
+    that shows its end (the first frame started after its E) or, when text set aside by a
+    large batch was still unstyled then, after the Y that says all of it is styled: a list of
+    dicts of its CPU (all threads), the UI thread's, the frames' (UI thread, inside frames),
+    the frame count (s)."""
+    recs = [w for w in (line.split() for line in open(trace)) if w and w[0] in "SEFUY"]
+    out, cur = [], None
+    for k, w in enumerate(recs):
+        if w[0] == "S":
+            c = next(x for x in recs[k:] if x[0] == "U")
+            cur = {"c0": (float(c[1]), float(c[2])), "frames": 0, "fcpu": 0.0, "e": None,
+                   "shown": False}
+        elif cur is None:
+            continue
+        elif w[0] == "E":
+            cur["e"] = float(w[1])
+        elif w[0] == "F":
+            c = next(x for x in recs[k:] if x[0] == "U")
+            cur["frames"] += 1
+            cur["fcpu"] += float(c[3])
+            if cur["e"] is not None and float(w[3]) >= cur["e"]:
+                cur["shown"] = True
+        elif w[0] == "Y" and cur["shown"] and int(w[3]) >= int(w[2]):
+            c = next(x for x in recs[k:] if x[0] == "U")
+            out.append({"ans": float(c[1]) - cur["c0"][0], "ui": float(c[2]) - cur["c0"][1],
+                        "fcpu": cur["fcpu"], "frames": cur["frames"]})
+            cur = None
+    return out
 
 
 def read_trace(path):
@@ -176,30 +226,6 @@ def read_trace(path):
             frames.append((None if w[1] == "-" else float(w[1]), float(w[2]), float(w[3]),
                            int(w[4])))
     return s, e, frames
-
-
-def tui_idle(tokterm, env, width, height, tmp, rnd):
-    """CPU of the TUI answering a one-delta request (env's server answers "x") and quitting:
-    its fixed cost, with the same start-up, libcurl loading, request and exit as a stream."""
-    timing = os.path.join(tmp, "idle%d.txt" % rnd)
-    trace = os.path.join(tmp, "idletrace%d.txt" % rnd)
-    with ttlib.Tmux(width, height) as tm:
-        tm.run(rusage_cmd(timing, [tokterm, "--incognito", "--trace", trace]), env)
-        if not tm.wait_for("F1", 10):
-            raise RuntimeError("the TUI did not start:\n" + tm.capture())
-        tm.send_text("x")
-        tm.send("Enter")
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if os.path.exists(trace) and any(l.startswith("E ") for l in open(trace)):
-                break
-            time.sleep(0.05)
-        else:
-            raise RuntimeError("the one-delta answer did not end:\n" + tm.capture())
-        time.sleep(0.3)
-        tm.send("C-d")
-        tm.wait_exit(10)
-    return rusage_read(timing)[0]
 
 
 def tui(tokterm, env, width, height, tmp, rnd, wrap=(), traces=None):
@@ -253,7 +279,10 @@ def tui(tokterm, env, width, height, tmp, rnd, wrap=(), traces=None):
             slow_frames.append(((due - fr[0]) * 1000, (fr[2] - due) * 1000,
                                 (fr[1] - fr[2]) * 1000))
     wake = [float(x) for x in open(wakes)] if waker else []
-    return {"wall": last - s, "cpu": cpu, "rss": rss, "delays": delays, "costs": costs,
+    ans = answers_cpu(trace)
+    if len(ans) != 1:
+        raise RuntimeError("%d answers in the chat's trace, 1 asked" % len(ans))
+    return {"ans": ans[0]["ans"], "wall": last - s, "cpu": cpu, "rss": rss, "delays": delays, "costs": costs,
             "frames": nframes, "screen": screen, "slow": slow_frames, "wake": wake}
 
 
@@ -298,6 +327,9 @@ def main():
     ap.add_argument("--deltas", type=int, default=None,
                     help="default 200,000 (gen) or 100,000 (markdown)")
     ap.add_argument("--rounds", type=int, default=11)
+    ap.add_argument("--also", metavar="PATH", action="append", default=[],
+                    help="another build's tokterm: its chat in the same rounds, over the same "
+                         "scripted runs (--tokterm's; before / after side by side)")
     ap.add_argument("--width", type=int, default=None, help="default 80 (gen), 120 (markdown)")
     ap.add_argument("--height", type=int, default=None, help="default 24 (gen), 40 (markdown)")
     ap.add_argument("--chunk", default="whole", help="fake-server write size: whole, event, ...")
@@ -335,53 +367,84 @@ def main():
         if a.callgrind:
             callgrind(a.callgrind, tokterm, env, width, height, tmp)
             return
-        sc, sc1, tu, idle = [], [], [], []
+        builds = [tokterm] + [os.path.abspath(b) for b in a.also]
+        sc, tu = [], {b: [] for b in builds}
+        ratios = {b: [] for b in builds}
         for r in range(a.rounds):
-            sc.append(scripted(tokterm, env, tmp))
-            sc1.append(scripted(tokterm, env1, tmp))
-            tu.append(tui(tokterm, env, width, height, tmp, r, traces=a.traces))
-            idle.append(tui_idle(tokterm, env1, width, height, tmp, r))
-            print("round %d: scripted %.3f s wall %.3f s cpu | tui %.3f s wall %.3f s cpu, "
-                  "%d frames, delay p99 %.1f ms" % (r + 1, sc[-1][0], sc[-1][1], tu[-1]["wall"],
-                                                    tu[-1]["cpu"], tu[-1]["frames"],
-                                                    pct(tu[-1]["delays"], 99)))
+            # ABBA: scripted, the chats, the chats again in reverse, scripted (the next round
+            # the other way round): each side's runs lie symmetric about the round's middle,
+            # so a load that rises or falls through the round cancels
+            chats = [("C", b) for b in builds]
+            seq = ([("S", None)] + chats + chats[::-1] + [("S", None)] if r % 2 == 0 else
+                   chats + [("S", None), ("S", None)] + chats[::-1])
+            got_s, got_c = [], {b: [] for b in builds}
+            for k, (m, b) in enumerate(seq):
+                if m == "S":
+                    x = scripted(tokterm, env, tmp, trace=True)
+                    if x[3] != 0:
+                        sys.exit("scripted mode failed")
+                    got_s.append(x)
+                else:
+                    got_c[b].append(tui(b, env, width, height, tmp, 2 * r + len(got_c[b]),
+                                        traces=a.traces))
+            sc.extend(got_s)
+            s_ans = sum(x[4] for x in got_s)
+            line = []
+            for b in builds:
+                tu[b].extend(got_c[b])
+                ratios[b].append(sum(x["ans"] for x in got_c[b]) / s_ans)
+                line.append("%s %.1f %.1f ms cpu, %s frames, delay p99 %.1f ms: %.2fx"
+                            % ("tui" if len(builds) == 1 else "tui(%d)" % builds.index(b),
+                               got_c[b][0]["ans"] * 1e3,
+                               got_c[b][1]["ans"] * 1e3,
+                               "/".join(str(x["frames"]) for x in got_c[b]),
+                               pct([d for x in got_c[b] for d in x["delays"]], 99),
+                               ratios[b][-1]))
+            print("round %d (%s): scripted %.1f %.1f ms cpu | %s"
+                  % (r + 1, "".join(m for m, _ in seq), got_s[0][4] * 1e3, got_s[1][4] * 1e3,
+                     " | ".join(line)))
+            sys.stdout.flush()
         load_end = os.getloadavg()
-        if any(x[3] != 0 for x in sc + sc1):
-            sys.exit("scripted mode failed")
-        sw = statistics.median(x[0] for x in sc)
-        scpu = statistics.median(x[1] for x in sc)
-        scpu1 = statistics.median(x[1] for x in sc1)
-        tw = statistics.median(x["wall"] for x in tu)
-        tcpu = statistics.median(x["cpu"] for x in tu)
+        med = statistics.median
+        s_ans = med(x[4] for x in sc)
+        for b in builds:
+            t = tu[b]
+            if len(builds) > 1:
+                print()
+                print("## %s" % b)
+            print()
+            print("| | wall (median) | CPU user+sys, whole process (median) | the answer's CPU, "
+                  "all threads (median) | peak RSS |")
+            print("|---|---|---|---|---|")
+            print("| scripted `tokterm --incognito -p x > /dev/null` | %.3f s | %.3f s | %.1f ms "
+                  "| %d MiB |" % (med(x[0] for x in sc), med(x[1] for x in sc), s_ans * 1e3,
+                                 med(x[2] for x in sc) // 1024))
+            print("| TUI in tmux | %.3f s | %.3f s | %.1f ms | %d MiB |"
+                  % (med(x["wall"] for x in t), med(x["cpu"] for x in t),
+                     med(x["ans"] for x in t) * 1e3, med(x["rss"] for x in t) // 1024))
+            print("| **TUI / scripted** | **%.2fx** | **%.2fx** (whole processes: start-up, "
+                  "keys, quitting) | | |" % (med(x["wall"] for x in t) / med(x[0] for x in sc),
+                                             med(x["cpu"] for x in t) / med(x[1] for x in sc)))
+            print()
+            q = statistics.quantiles(ratios[b], n=4) if len(ratios[b]) >= 2 else ratios[b] * 3
+            print("Stream only (start-up excluded): scripted %.1f ms, TUI %.1f ms: **%.2fx** "
+                  "(median of the rounds' ratios, quartiles %.2f-%.2f, range %.2f-%.2f over %d "
+                  "rounds; target <= %s)"
+                  % (s_ans * 1e3, med(x["ans"] for x in t) * 1e3, med(ratios[b]), q[0], q[2],
+                     min(ratios[b]), max(ratios[b]), len(ratios[b]), "3x" if md else "1.3x"))
+            print("(each process's own CPU clock, all threads, from the request sent to its end "
+                  "written (scripted) or drawn and styled (the chat); a round's ratio is its "
+                  "two chat answers over its two scripted ones)")
+        tu = tu[tokterm]
         delays = [d for x in tu for d in x["delays"]]
         costs = [c for x in tu for c in x["costs"]]
-        icpu = statistics.median(idle)
-        # stream only: each round's CPU minus its own side's start-up, then the median
-        s_only = statistics.median(x[1] - y[1] for x, y in zip(sc, sc1))
-        t_only = statistics.median(x["cpu"] - y for x, y in zip(tu, idle))
-        ratio_only = t_only / s_only if s_only > 0 else float("nan")
-        print()
-        print("| | wall (median) | CPU user+sys (median) | peak RSS |")
-        print("|---|---|---|---|")
-        print("| scripted `tokterm --incognito -p x > /dev/null` | %.3f s | %.3f s | %d MiB |"
-              % (sw, scpu, statistics.median(x[2] for x in sc) // 1024))
-        print("| TUI in tmux | %.3f s | %.3f s | %d MiB |"
-              % (tw, tcpu, statistics.median(x["rss"] for x in tu) // 1024))
-        print("| **TUI / scripted** | **%.2fx** | **%.2fx** (whole processes) | |"
-              % (tw / sw, tcpu / scpu))
-        print()
-        print("Start-up (median CPU): a one-delta answer, scripted %.3f s, TUI %.3f s."
-              % (scpu1, icpu))
-        print("Stream only (start-up excluded): scripted %.1f ms, TUI %.1f ms: **%.2fx** "
-              "(target <= %s)" % (s_only * 1000, t_only * 1000, ratio_only,
-                                  "3x" if md else "1.3x"))
         print()
         print("Delta arrival -> frame that shows it (per frame, its oldest delta), %d frames:"
               % len(delays))
         print("p50 %.1f ms, p90 %.1f ms, **p99 %.1f ms** (target <= 16 ms), max %.1f ms"
               % (pct(delays, 50), pct(delays, 90), pct(delays, 99), max(delays)))
-        print("Per round, delay p99: median %.1f ms over %d rounds (a round's worst frame; "
-              "the pooled p99 above is the worst of all rounds)"
+        print("Per round, delay p99: median %.1f ms over %d chat runs (a run's worst frame; "
+              "the pooled p99 above is the worst of all runs)"
               % (statistics.median(pct(x["delays"], 99) for x in tu), len(tu)))
         print("Frame cost (draw + doupdate while streaming): **p50 %.2f ms** (target <= 2 ms), "
               "p99 %.2f ms, max %.2f ms" % (pct(costs, 50), pct(costs, 99), max(costs)))
