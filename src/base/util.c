@@ -327,10 +327,19 @@ static void util_detached_exec(const char *exe, char *const argv[], const int *k
 }
 
 int util_spawn_detached(const char *exe, char *const argv[], const int *keep, int n_keep,
-                        void (*fallback)(void *ctx), void *ctx)
+                        void (*fallback)(void *ctx), void *ctx, int exiting)
 {
     if (n_keep < 0 || n_keep > 6)
         return -1;
+    if (exiting) {
+        pid_t c = fork();
+        if (c == 0) {
+            if (setsid() < 0)
+                _exit(1);
+            util_detached_exec(exe, argv, keep, n_keep, fallback, ctx);
+        }
+        return c > 0 ? 0 : -1;
+    }
     pid_t a = fork();
     if (a == 0) { /* a session of its own, left at once: the grandchild is nobody's child */
         if (setsid() < 0)

@@ -573,7 +573,8 @@ static int mcp_stdio_hand_off(struct mcp_client *c, double grace, double since)
         /* the reaper: the pidfd and the server's stdout and stderr as 3-5, an empty
          * environment, so it holds no key (neither the environment's nor tokterm's memory) */
         struct mcp_reaper_arg arg = {c->pid, grace, since};
-        rc = util_spawn_detached("/proc/self/exe", argv, fds, 3, mcp_reaper_fallback, &arg);
+        rc = util_spawn_detached("/proc/self/exe", argv, fds, 3, mcp_reaper_fallback, &arg,
+                                 0);
     }
     close(fds[0]);
     return rc;

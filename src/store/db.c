@@ -614,11 +614,12 @@ void store_set_checkpoint_exe(struct store *st, const char *exe)
  * to the opens of other processes it is a connection still open, so the next tokterm, started
  * before the checkpoint's own SQLite connection is open (its exec and open take a while on a
  * loaded machine), uses the WAL index as this process leaves it instead of re-reading a 20 MB
- * WAL (a one-shot right after a 10 MB answer: 16 ms of CPU with the lock, 31 ms without). The
- * middle process of the double fork is waited for, so that a process that goes on after the
- * close (the chat, a profile switch) keeps no zombie. 0, or -1 (then the caller copies the
- * WAL itself). */
-static int store_checkpoint_detach(struct store *st)
+ * WAL (a one-shot right after a 10 MB answer: 16 ms of CPU with the lock, 31 ms without).
+ * A process that goes on after the close (the chat, a profile switch) waits for the middle
+ * process of a double fork, so it keeps no zombie; a close for the exit (at_exit) forks once
+ * and does not wait: the exit follows at once. 0, or -1 (then the caller copies the WAL
+ * itself). */
+static int store_checkpoint_detach(struct store *st, int at_exit)
 {
     char *argv[] = {(char *)"tokterm", (char *)"--checkpoint", st->path, NULL};
     char *shm = xasprintf("%s-shm", st->path);
@@ -630,7 +631,7 @@ static int store_checkpoint_detach(struct store *st)
                         .l_len = 1};
     int rc = keep >= 0 && fcntl(keep, F_OFD_SETLK, &fl) == 0 &&
                      fcntl(keep, F_OFD_SETLK, &run) == 0
-                 ? util_spawn_detached(st->ckpt_exe, argv, &keep, 1, NULL, NULL)
+                 ? util_spawn_detached(st->ckpt_exe, argv, &keep, 1, NULL, NULL, at_exit)
                  : -1;
     if (keep >= 0)
         close(keep); /* the child's copy holds the lock */
@@ -728,7 +729,7 @@ static void store_free_as(struct store *st, int at_exit)
     } else if (st->wrote && !st->readonly && st->ckpt_exe &&
                store_wal_bytes(st) - store_wrote_bytes(st) < STORE_CKPT_PILE_BYTES &&
                (store_wrote_bytes(st) < STORE_CKPT_ASYNC_BYTES || store_detached_running(st) ||
-                store_checkpoint_detach(st) == 0)) {
+                store_checkpoint_detach(st, at_exit) == 0)) {
         /* Copied and started over by a process of its own, after this one has exited: the
          * copy and its fsyncs (a 10 MB answer: 18 MB and 30-40 ms) are not the user's wait.
          * One still running (an earlier run's) copies this run's frames too: it tries until
