@@ -13,6 +13,9 @@
 
 static attr_t tui_draw_attrs[THEME_SLOT_COUNT];
 static short tui_draw_pairs[THEME_SLOT_COUNT];
+/* The background of each colour pair handed out (index 0: the terminal's default colours,
+ * -1), for the rule of tui_row_put_spans that a run of spaces may keep the style before it. */
+static short tui_draw_pair_bg[THEME_SLOT_COUNT + 1] = {-1};
 static unsigned long tui_cells_put, tui_cells_made; /* tui_draw_counts */
 
 static attr_t tui_draw_map(unsigned a)
@@ -44,10 +47,12 @@ void tui_draw_setup(const struct theme *t, int no_color)
         ncolors = COLORS;
     }
     struct theme_style st[THEME_SLOT_COUNT];
+    short fgs[THEME_SLOT_COUNT] = {0}, bgs[THEME_SLOT_COUNT] = {0};
     theme_resolve(t, ncolors, no_color || ncolors == 0, st);
     for (int i = 0; i < THEME_SLOT_COUNT; i++) {
         tui_draw_attrs[i] = tui_draw_map(st[i].attrs);
         tui_draw_pairs[i] = 0;
+        tui_draw_pair_bg[i + 1] = -1;
         if (ncolors && !no_color && i + 1 < COLOR_PAIRS) {
             short fg = st[i].fg, bg = st[i].bg;
             if (!default_ok) {
@@ -60,8 +65,21 @@ void tui_draw_setup(const struct theme *t, int no_color)
                 fg = -1;
             if (bg >= COLORS)
                 bg = -1;
-            if (init_pair((short)(i + 1), fg, bg) == OK)
+            fgs[i] = fg;
+            bgs[i] = bg;
+            /* Every slot's pair is set (cells drawn before a theme switch keep theirs), but
+             * two slots of the same colours share the first one's: curses writes no colour
+             * change between their cells. */
+            if (init_pair((short)(i + 1), fg, bg) == OK) {
                 tui_draw_pairs[i] = (short)(i + 1);
+                tui_draw_pair_bg[i + 1] = bg;
+                for (int j = 0; j < i; j++) {
+                    if (tui_draw_pairs[j] == j + 1 && fgs[j] == fg && bgs[j] == bg) {
+                        tui_draw_pairs[i] = (short)(j + 1);
+                        break;
+                    }
+                }
+            }
         }
     }
 }
@@ -159,6 +177,9 @@ static void tui_row_spaces(struct tui_row *r, int k, attr_t a, short pair)
     if (k <= 0 || r->col >= r->width)
         return;
     struct tui_ascii *e = r->overlay ? NULL : tui_ascii_style(a, pair);
+    r->last_a = a;
+    r->last_pair = pair;
+    r->last_strike = r->overlay != 0;
     while (k-- > 0 && r->col < r->width) {
         if (e)
             tui_row_ascii(r, e, ' ');
@@ -238,12 +259,12 @@ static void tui_row_cluster(struct tui_row *r, const char *s, size_t k, int ow, 
     tui_row_spaces(r, ow - cw, a, pair);
 }
 
-int tui_row_put(struct tui_row *r, const char *s, size_t n, int slot, unsigned extra)
+/* tui_row_put with the style resolved: attributes a, colour pair, struck or not. */
+static int tui_row_put_style(struct tui_row *r, const char *s, size_t n, attr_t a, short pair,
+                             int strike)
 {
-    attr_t a = tui_draw_attr(slot, extra);
-    short pair = tui_draw_pair(slot);
     int start = r->col;
-    r->overlay = extra & THEME_ATTR_STRIKE ? (wchar_t)0x0336 : 0;
+    r->overlay = strike ? (wchar_t)0x0336 : 0;
     struct tui_ascii *e = r->overlay || !n ? NULL : tui_ascii_style(a, pair);
     size_t pos = 0;
     while (pos < n && r->col < r->width) {
@@ -276,7 +297,45 @@ int tui_row_put(struct tui_row *r, const char *s, size_t n, int slot, unsigned e
         pos += k;
     }
     r->overlay = 0;
+    if (r->col > start) {
+        r->last_a = a;
+        r->last_pair = pair;
+        r->last_strike = strike;
+    }
     return r->col - start;
+}
+
+int tui_row_put(struct tui_row *r, const char *s, size_t n, int slot, unsigned extra)
+{
+    return tui_row_put_style(r, s, n, tui_draw_attr(slot, extra), tui_draw_pair(slot),
+                             (extra & THEME_ATTR_STRIKE) != 0);
+}
+
+/* Attributes that show on a space: a run of spaces with one of them keeps its own style. */
+#define TUI_DRAW_SPACE_SHOWS (A_UNDERLINE | A_REVERSE)
+
+/* Append s[0..n) in a slot plus extra, except that a run of only spaces takes the style of
+ * the cell before it when that looks the same (the same background, nothing that shows on a
+ * space on either side): "def name" and "is None" then need no colour change around the
+ * space, which is most of what a highlighted row costs to write. */
+static void tui_row_put_span(struct tui_row *r, const char *s, size_t n, int slot,
+                             unsigned extra)
+{
+    attr_t a = tui_draw_attr(slot, extra);
+    short pair = tui_draw_pair(slot);
+    int strike = (extra & THEME_ATTR_STRIKE) != 0;
+    if (r->n && !strike && !r->last_strike && !((a | r->last_a) & TUI_DRAW_SPACE_SHOWS) &&
+        (a != r->last_a || pair != r->last_pair) &&
+        tui_draw_pair_bg[pair] == tui_draw_pair_bg[r->last_pair]) {
+        size_t i = 0;
+        while (i < n && s[i] == ' ')
+            i++;
+        if (i == n) {
+            a = r->last_a;
+            pair = r->last_pair;
+        }
+    }
+    tui_row_put_style(r, s, n, a, pair, strike);
 }
 
 void tui_row_put_spans(struct tui_row *r, const char *s, size_t n,
@@ -292,12 +351,12 @@ void tui_row_put_spans(struct tui_row *r, const char *s, size_t n,
         if (a >= b)
             continue;
         if (a > at)
-            tui_row_put(r, s + at, a - at, base_slot, 0);
-        tui_row_put(r, s + a, b - a, spans[i].slot, spans[i].attrs);
+            tui_row_put_span(r, s + at, a - at, base_slot, 0);
+        tui_row_put_span(r, s + a, b - a, spans[i].slot, spans[i].attrs);
         at = b;
     }
     if (at < n)
-        tui_row_put(r, s + at, n - at, base_slot, 0);
+        tui_row_put_span(r, s + at, n - at, base_slot, 0);
 }
 
 int tui_row_put_raw(struct tui_row *r, const char *s, size_t n, int slot, unsigned extra)

@@ -33,6 +33,9 @@ struct tui_row {
     int col;   /* columns used so far */
     int width; /* columns available */
     wchar_t overlay; /* a combining character laid over each cell (U+0336: struck), or 0 */
+    attr_t last_a;   /* the style of the last cell appended (when n > 0) */
+    short last_pair;
+    int last_strike;
 };
 
 /* Start (or restart) a row of `width` columns; keeps the memory of earlier rows. */
@@ -45,7 +48,10 @@ void tui_row_begin(struct tui_row *r, int width);
  * Returns the columns appended. */
 int tui_row_put(struct tui_row *r, const char *s, size_t n, int slot, unsigned extra);
 
-/* Append text with spans (offsets relative to s; gaps drawn in base_slot). */
+/* Append text with spans (offsets relative to s; gaps drawn in base_slot). A run of only
+ * spaces (a gap or a span) is drawn in the style of the cell before it when it looks the same
+ * there (same background; no underline, reverse or strike on either side): fewer attribute
+ * changes for curses to write. */
 void tui_row_put_spans(struct tui_row *r, const char *s, size_t n,
                        const struct theme_span *spans, size_t nspans, int base_slot);
 

@@ -5,7 +5,9 @@ the fake server, the screen read with `capture-pane -e -N` (colours and trailing
 A Python block streams in; its rows, as runs of (colour, attributes, text), must equal the
 golden files tests/e2e/golden/highlight-*.txt: at 40, 60, 100 and 200 columns, with the answer
 split into 1-byte, 7-byte, random and whole writes (every split gives the same screen), and in
-each built-in theme. Besides: the block is highlighted while it arrives (a finished line is
+each built-in theme. A full repaint of a highlighted block writes few colour changes: a run of
+spaces keeps the style before it when that looks the same (the same background, no underline or
+reverse), so "def fib" needs none around its space. Besides: the block is highlighted while it arrives (a finished line is
 coloured before the answer ends), its background reaches the right edge, a fence without a known
 language stays one colour, NO_COLOR keeps only attributes, and `/copy 1` copies the raw code.
 
@@ -29,6 +31,9 @@ t = ttlib.Tap()
 GOLDEN = os.path.join(ttlib.srcdir(), "e2e", "golden")
 UPDATE = os.environ.get("TT_GOLDEN_UPDATE") == "1"
 TERM = "tmux-256color"
+# A full repaint of the answer and DENSE at 100x40 wrote 678 SGR sequences when every space
+# between two tokens was drawn in the code colour ("is None" three colour changes), 514 since.
+SGR_BOUND = 600
 
 CODE = (
     "@lru_cache(maxsize=None)\n"
@@ -43,6 +48,11 @@ CODE = (
 )
 ANSWER = ("Here it is:\n\n```python\n" + CODE +
           "```\n\nAnd plain:\n\n```\nx = 1  # same colour\n```\n")
+
+
+# Tokens with only spaces between them: on main each such space was a colour change or two.
+DENSE = "".join("    if key is not None and value is None or key in seen and not done%d:\n" % i
+                for i in range(8))
 
 
 def q(text):
@@ -95,6 +105,47 @@ def sgr_runs(line):
     while runs and runs[-1][0] == "-,-" and not runs[-1][1].strip():
         runs.pop()
     return " | ".join("%s:%s" % (s, txt) for s, txt in runs)
+
+
+def visible(rows):
+    """What the eye sees of rows of sgr_runs: each character with its style, each space with
+    only its background and the attributes that show on a space (underline, reverse)."""
+    out = []
+    for r in rows:
+        cells = []
+        for run in r.split(" | "):
+            style, _, text = run.partition(":")
+            f = style.split(",")
+            flags = f[2] if len(f) > 2 else ""
+            for ch in text:
+                cells.append((f[1], "u" in flags, "r" in flags) if ch == " " else (ch, style))
+        out.append(cells)
+    return out
+
+
+def repaint_sgr(width, spec):
+    """The chat at width x 40 answers spec; after the answer, Ctrl-L repaints the screen.
+    Returns (the bytes of that repaint, the screen's escaped capture, plain capture)."""
+    home = ttlib.make_home()
+    with ttlib.Tmux(width, 40, term=TERM, record=True) as tm:
+        tm.run([ttlib.tokterm_path()], ttlib.clean_env(
+            home=home, env={"OPENAI_BASE_URL": srv.base(spec)}))
+        if tm.wait_for(re.compile("F1|\u203a"), 10) is None:
+            return None, None, tm.capture()
+        tm.send_text("fib please")
+        tm.send("Enter")
+        if tm.wait_for("\u2713", 20) is None:
+            return None, None, tm.capture()
+        before = len(tm.recording(0.5))
+        tm.send("C-l")
+        data = b""
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            data = tm.recording(0.3)[before:]
+            if b"done7" in data and len(tm.recording(0.3)) - before == len(data):
+                break
+        esc = tm.tmux("capture-pane", "-p", "-e", "-N", "-t", tm.target)
+        return data, esc, tm.capture()
 
 
 def block_rows(esc, plain):
@@ -255,5 +306,24 @@ with ttlib.FakeServer() as srv:
     rows = block_rows(esc or "", plain) or [""]
     t.ok(re.fullmatch(r"-,-: +\| 223,236:x = 1  # same colour *", rows[-1]) is not None,
          "a fence without a language stays in the code colour", rows[-1])
+
+    # --- few colour changes: spaces keep the style before them when it looks the same ---------
+    data, esc, plain = repaint_sgr(100, "reply=%s,chunk=whole" % q(
+        ANSWER + "\n```python\n" + DENSE + "```\n"))
+    rows = block_rows(esc or "", plain or "")
+    t.ok(data is not None and rows is not None and b"0x1F" in data,
+         "Ctrl-L repaints the screen with the highlighted block", plain)
+    if data is not None and rows is not None:
+        sgr = len(re.findall(rb"\x1b\[[0-9;:]*m", data))
+        t.ok(0 < sgr <= SGR_BOUND, "a full repaint writes at most %d SGR sequences (got %d)"
+             % (SGR_BOUND, sgr), repr(data))
+        try:
+            with open(os.path.join(GOLDEN, "highlight-100.txt"), encoding="utf-8") as f:
+                want = [ln[:-1] for ln in f.read().split("\n") if ln]
+        except OSError:
+            want = []
+        t.ok(len(want) == len(rows) and visible(rows) == visible(want),
+             "every visible character keeps its colour and every space its background",
+             "\n".join(rows))
 
 sys.exit(t.done())
