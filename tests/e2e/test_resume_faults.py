@@ -57,19 +57,19 @@ with ttlib.FakeServer() as srv:
         t.ok(rc == 0, "%d turns: the first resume" % turns, err.decode(errors="replace")[-800:])
         return home
 
-    def faults(home, pre=None, env=None):
+    def resume(home, prompt, what, pre=None, env=None):
+        """One `-c -p` run in home; its rusage."""
+        e = ttlib.clean_env(home, dict({"OPENAI_BASE_URL": srv.base(spec)}, **(env or {})))
+        p = subprocess.Popen([ttlib.tokterm_path(), "-m", "gpt-4o-mini", "-c", "-p", prompt],
+                             env=e, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, preexec_fn=pre)
+        status, ru = ttlib.wait_rusage(p, 120)
+        t.ok(os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, what)
+        return ru
+
+    def faults(home):
         """The least minor faults of three `-c -p` runs (each adds a turn)."""
-        best = None
-        for _ in range(3):
-            e = ttlib.clean_env(home, dict({"OPENAI_BASE_URL": srv.base(spec)}, **(env or {})))
-            p = subprocess.Popen([ttlib.tokterm_path(), "-m", "gpt-4o-mini", "-c", "-p",
-                                  "and now"], env=e, stdin=subprocess.DEVNULL,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                 preexec_fn=pre)
-            status, ru = ttlib.wait_rusage(p, 120)
-            t.ok(os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, "a resume answers")
-            best = ru.ru_minflt if best is None else min(best, ru.ru_minflt)
-        return best
+        return min(resume(home, "and now", "a resume answers").ru_minflt for _ in range(3))
 
     small, large = make(200), make(3000)
     mode = thp_mode()
@@ -88,13 +88,7 @@ with ttlib.FakeServer() as srv:
                                     (None, {"TOKTERM_FULL_RESUME": "1"}))):
         home = os.path.join(ttlib.tempdir("tt-faults-"), "home%d" % k)
         shutil.copytree(large, home)
-        e = ttlib.clean_env(home, dict({"OPENAI_BASE_URL": srv.base(spec)}, **(env or {})))
-        p = subprocess.Popen([ttlib.tokterm_path(), "-m", "gpt-4o-mini", "-c", "-p",
-                              "the same question"], env=e, stdin=subprocess.DEVNULL,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                             preexec_fn=pre)
-        status, _ = ttlib.wait_rusage(p, 120)
-        t.ok(os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, "a resume of the same turn")
+        resume(home, "the same question", "a resume of the same turn", pre, env)
     bodies = [r["body"] for r in srv.requests()[n0:]]
     t.ok(len(bodies) == 3 and bodies[0] == bodies[2] and bodies[1] == bodies[2],
          "the requests are the full load's (%d requests, %s messages)"
