@@ -147,7 +147,13 @@ run_tree() { # name, configure args...
     rc=$?
     [ "$rc" -eq 0 ] || status=1
     grep -E '^(FAIL|XPASS|ERROR|SKIP):' "$dir/check.out"
-    [ -f "$dir/test-suite.log" ] && grep -E '^(not ok|# failed|#   )' "$dir"/tests/*/*.log 2>/dev/null | head -40
+    # each failed point with its whole diagnostic (a screen capture is ~35 lines), so that a
+    # failure seen only on another machine can be read from this output alone
+    [ -f "$dir/test-suite.log" ] && awk '
+        FNR == 1 { keep = 0 }
+        /^not ok/ && !/# TODO/ { keep = 1; n = 0; print FILENAME ":" $0; next }
+        keep && /^#/ && n < 60 { n++; print FILENAME ":" $0; next }
+        { keep = 0 }' "$dir"/tests/*/*.log 2>/dev/null | head -200
     p=$(sed -n 's/^# PASS: *//p' "$dir/check.out" | tail -1)
     f=$(sed -n 's/^# FAIL: *//p' "$dir/check.out" | tail -1)
     e=$(sed -n 's/^# ERROR: *//p' "$dir/check.out" | tail -1)

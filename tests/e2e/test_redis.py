@@ -151,9 +151,22 @@ try:
         t.ok(all(rc == 0 for rc, _, _ in res) and done == total,
              "Redis killed after 3 s: every prompt still answered, default retries (%d, %d "
              "429s of %d requests)" % (done, limited, len(reqs)), errs[-2000:])
-        t.ok(sum("unreachable" in e for _, _, e in res) == PROCS and
-             all(e.count("unreachable") == 1 for _, _, e in res),
-             "each process warns once that the shared state is gone", errs[-1000:])
+        # A Redis call slower than its budget while Redis is alive (a loaded machine) is a
+        # true "unreachable" too, followed by "reachable again": what must hold is one warning
+        # per loss, and the last word of each process is that the state is gone.
+        def losses(e):
+            lost = back = 0
+            last = None
+            for line in e.splitlines():
+                if "shared state" in line and "reachable again" in line:
+                    back, last = back + 1, "back"
+                elif "shared state" in line and "unreachable" in line:
+                    lost, last = lost + 1, "lost"
+            return lost, back, last
+        t.ok(all(losses(e)[0] >= 1 and losses(e)[0] == losses(e)[1] + 1 and
+                 losses(e)[2] == "lost" for _, _, e in res),
+             "each process warns once per loss that the shared state is gone, last after the "
+             "kill (%s)" % [losses(e) for _, _, e in res], errs[-1000:])
 finally:
     stop(redis)
 
