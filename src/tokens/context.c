@@ -461,6 +461,8 @@ static long plan_total(const struct context_plan *p)
 /* Remove items [from, to) (their owned text is freed). */
 static void plan_remove(struct context_plan *p, size_t from, size_t to)
 {
+    if (from >= to)
+        return; /* nothing: p->items may be NULL, and NULL + 0 is undefined */
     for (size_t i = from; i < to; i++)
         free(p->items[i].owned);
     memmove(p->items + from, p->items + to, (p->n_items - to) * sizeof *p->items);

@@ -921,7 +921,7 @@ static void encode_long(const struct tokenizer *t, const uint8_t *p, size_t n, s
     size_t before = k->count, at = k->out ? k->out->len : 0;
     bpe_long(t, p, n, k);
     m->n = k->count - before;
-    if (k->out) { /* a memo serves sinks of one kind: ids kept, or counts only */
+    if (k->out && m->n) { /* a memo serves sinks of one kind: ids kept, or counts only */
         XGROW(m->ids, m->n, m->cap);
         memcpy(m->ids, k->out->ids + at, m->n * sizeof *m->ids);
     }
