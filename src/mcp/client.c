@@ -531,7 +531,12 @@ static int mcp_start(struct mcp_client *c, const int *cancel, struct buf *err)
     cJSON_AddStringToObject(info, "version", PACKAGE_VERSION);
     char *res = NULL;
     int rc = -1;
-    if (mcp_request(c, "initialize", params, NULL, NULL, cancel, 0, &res, err) == MCP_OK) {
+    /* a server's start (npx fetching a package, node compiling, a loaded machine) may take
+     * longer than the calls the section's timeout is set for: its initialize waits at least
+     * MCP_START_SECONDS (a cancel still stops it at once) */
+    double start_wait = c->conf.timeout < MCP_START_SECONDS ? MCP_START_SECONDS : 0;
+    if (mcp_request(c, "initialize", params, NULL, NULL, cancel, start_wait, &res, err) ==
+        MCP_OK) {
         cJSON *r = cJSON_Parse(res);
         const cJSON *pv = cJSON_GetObjectItemCaseSensitive(r, "protocolVersion");
         const cJSON *si = cJSON_GetObjectItemCaseSensitive(r, "serverInfo");

@@ -10,6 +10,7 @@
 
 #define MCP_STDERR_KEEP 4096 /* the last bytes of a server's stderr kept for messages */
 #define MCP_SNIP 240         /* the head and tail kept of an oversized message */
+#define MCP_START_SECONDS 30 /* initialize waits at least this (a timeout shorter is a call's) */
 
 /* One request waiting for its answer. */
 struct mcp_pending {

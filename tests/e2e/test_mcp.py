@@ -105,6 +105,19 @@ took = time.monotonic() - start
 t.ok(rc == 8 and "no answer to tools/call within 3 s" in err and took < 12,
      "a server that hangs: the section's timeout (3 s), exit 8 (%.1f s)" % took, err)
 
+# a server slower to start than the section's timeout: its start (initialize) may take up to
+# 30 s, the calls keep the section's 1 s (a short timeout is for calls, and a slow start on
+# a loaded machine made a 2 s timeout fail the whole server)
+scfg = config(hostile_section("slowstart", "--init-delay 2.5", "timeout = 1"))
+start = time.monotonic()
+rc, out, err = tt(scfg, ["mcp", "call", "slowstart", "ok", '{"text": "late"}'])
+t.ok(rc == 0 and out == "late\n" and time.monotonic() - start >= 2.5,
+     "a server slower to start (2.5 s) than its timeout (1 s): it starts, the call answers",
+     err)
+rc, out, err = tt(scfg, ["mcp", "call", "slowstart", "hang"])
+t.ok(rc == 8 and "no answer to tools/call within 1 s" in err,
+     "... and its calls keep the section's 1 s", err)
+
 rc, out, err = tt(cfg, ["mcp", "call", "h", "garbage"])
 t.ok(rc == 8 and "not JSON-RPC" in err and "Server starting up" in err,
      "a server writing garbage to stdout: named in the message", err)
