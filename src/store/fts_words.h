@@ -17,10 +17,13 @@
  * 2 MB blob took 7.4 s and 279 MB to index. A message that looks like one (a word of more
  * than FTS_WORDS_LONG characters, or many words of FTS_WORDS_LONGISH or more: base64, PEM and
  * hex dumps are wrapped in lines of 60-76) is not put in the word index at all (tt_words_long()
- * tells the store) and is searched through the trigram index instead. A few long words
- * (hashes, keys) are indexed: a piece per character, as the trigram index has. Scripts written
- * without spaces (CJK, Thai, ...: a sentence is one unicode61 word; and Hangul, whose words
- * are short) are left out, and terms in them go to the trigram index,
+ * tells the store) and is searched through the trigram index instead. So is a message of more
+ * than about FTS_WORDS_DISTINCT_MAX distinct pieces (a long answer of numbered words, ids,
+ * names): FTS5 holds each distinct term of a document in memory until the document ends and
+ * sorts them then, so a 3.9 MB answer of 2 million distinct pieces took 270 MB and 9-35 s.
+ * A few long words (hashes, keys) are indexed: a piece per character, as the trigram index
+ * has. Scripts written without spaces (CJK, Thai, ...: a sentence is one unicode61 word; and
+ * Hangul, whose words are short) are left out, and terms in them go to the trigram index,
  * where their doclists are short anyway: a CJK corpus of 5.3 MB made a word index of 56 MB
  * (its trigram index: 20 MB).
  * U+0345 (combining ypogegrammeni) counts as a letter here: unicode61 takes it for a
@@ -34,12 +37,16 @@
 #define FTS_WORDS_LONG 256 /* a longer word keeps its message out of the word index */
 #define FTS_WORDS_LONGISH 24    /* ... and so do more than FTS_WORDS_LONGISH_MAX words */
 #define FTS_WORDS_LONGISH_MAX 32 /* of FTS_WORDS_LONGISH characters or more */
+#define FTS_WORDS_DISTINCT_MAX 200000 /* ... and so do more distinct pieces than this */
 
 struct fts_words;
 
 /* Register tt_words on this connection, and the SQL function tt_words_long(text): 1 when the
- * text has a word of more than FTS_WORDS_LONG characters, else 0. The state belongs to the connection (SQLite frees it
- * when the connection closes). NULL when FTS5 or its unicode61 tokenizer is missing. */
+ * text is left out of the word index (a word of more than FTS_WORDS_LONG characters, more than
+ * FTS_WORDS_LONGISH_MAX of FTS_WORDS_LONGISH or more, or more than about
+ * FTS_WORDS_DISTINCT_MAX distinct pieces), else 0. The state belongs to the connection
+ * (SQLite frees it when the connection closes). NULL when FTS5 or its unicode61 tokenizer is
+ * missing. */
 struct fts_words *fts_words_register(sqlite3 *db);
 
 /* 1 when term (UTF-8, len bytes) is one unicode61 word, nothing around it, of

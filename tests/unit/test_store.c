@@ -2338,6 +2338,81 @@ static void test_words_index(void)
     buf_free(&w);
 }
 
+/* tt_words_long(text) on a connection of its own: 1, 0, or -1 on an error. */
+static int words_long_of(const char *path, const char *text, size_t len)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *s = NULL;
+    int v = -1;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK &&
+        fts_words_register(db) &&
+        sqlite3_prepare_v2(db, "SELECT tt_words_long(?1)", -1, &s, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(s, 1, text, (int)len, SQLITE_STATIC);
+        if (sqlite3_step(s) == SQLITE_ROW)
+            v = sqlite3_column_int(s, 0);
+    }
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+    return v;
+}
+
+/* Numbered words "tokN " for N in [from, to): some 4 distinct pieces each. */
+static void numbered_words(struct buf *b, int from, int to)
+{
+    for (int i = from; i < to; i++)
+        buf_printf(b, "tok%d ", i);
+}
+
+static void test_words_distinct(void)
+{
+    /* FTS5 keeps every distinct term of a document in memory until the document ends, and
+     * sorts them then: an answer of millions of distinct pieces (numbered words, ids) took
+     * 270 MB and 9-35 s to index at the first search. Such a message is left out of the word
+     * index, as a blob is, and found through the trigram index. */
+    struct store *st = open_new("distinct.db", NULL);
+    char *path = tmp_path("distinct.db");
+    int64_t conv = store_conversation_new(st, "distinct", NULL, NULL, NULL);
+    struct buf b = BUF_INIT;
+    numbered_words(&b, 10000, 40000); /* 30,000 words, 120,000 distinct pieces */
+    TAP_INT(words_long_of(path, b.data, b.len), 0, "120,000 distinct pieces: indexed");
+    numbered_words(&b, 40000, 75000); /* 65,000 words, 260,000 distinct pieces */
+    TAP_INT(words_long_of(path, b.data, b.len), 1, "260,000 distinct pieces: left out");
+    int64_t many = store_message_add(st, conv, "assistant", b.data, b.len, NULL);
+    /* Long, but of few distinct words (a long answer in a language): still indexed. */
+    buf_reset(&b);
+    const char *vocab[] = {"retrieval", "indexing", "structure", "algorithm", "parameter",
+                           "function", "variable", "database", "transaction", "response"};
+    for (int i = 0; b.len < 1200000; i++)
+        buf_printf(&b, "%s %s, ", vocab[i % 10], vocab[(i * 7 + 3) % 10]);
+    TAP_INT(words_long_of(path, b.data, b.len), 0, "1.2 MB of a few words: indexed");
+    int64_t few = store_message_add(st, conv, "assistant", b.data, b.len, NULL);
+    const char *probes[] = {"tok61234", "ok7123", "tok99999", "transaction"};
+    const int want[] = {1, 1, 0, 1};
+    for (size_t i = 0; i < TT_ARRAY_LEN(probes); i++) {
+        int n = -1, same = same_both_ways(st, probes[i], &n);
+        TAP_OK(same && n == want[i], "'%s': %d found, the same through both indexes", probes[i],
+               n);
+    }
+    TAP_INT(search_finds(st, "tok74999", many), 1, "the last word is found");
+    TAP_INT(raw_int(path, "SELECT count(*) FROM words_queue"), 0, "the queue is applied");
+    char *sql = xasprintf("SELECT count(*) FROM words_long WHERE message_id = %lld",
+                          (long long)many);
+    TAP_INT(raw_int(path, sql), 1, "the message of distinct words is listed in words_long");
+    free(sql);
+    sql = xasprintf("SELECT count(*) FROM messages_words_docsize WHERE id = %lld",
+                    (long long)many);
+    TAP_INT(raw_int(path, sql), 0, "and not in the word index");
+    free(sql);
+    sql = xasprintf("SELECT count(*) FROM messages_words_docsize WHERE id = %lld",
+                    (long long)few);
+    TAP_INT(raw_int(path, sql), 1, "the long one of a few words is");
+    free(sql);
+    TAP_INT(words_integrity(path), SQLITE_OK, "FTS5 finds the word index consistent");
+    store_close(st);
+    free(path);
+    buf_free(&b);
+}
+
 /* ---------------------------------------------------------------- stats */
 
 /* Percentiles per model, provider (host) and day; tokens/s only over answers long enough
@@ -4011,6 +4086,7 @@ int main(int argc, char **argv)
     test_search();
     test_search_ranking();
     test_words_index();
+    test_words_distinct();
     test_stats();
     test_cache();
     test_cache_put_all();
