@@ -8,9 +8,9 @@
 # DIR is a configured and built build tree (default _build/plain; $BENCH_BUILD): its
 # src/tokterm, bench/store/store_bench, and bench/tokenizer/tokbench (made on demand). Steps, in
 # order: stream (bench/stream/run.py), resume (bench/resume/run.py), tui (bench/tui/run.py),
-# highlight (bench/highlight/run.py), tokenizer (bench/tokenizer/run.sh), store (store_bench and
-# bench/store/search_e2e.py), batch (bench/batch/run.py), mcp (bench/mcp/run.py), redis
-# (bench/redis/run.py: what state = redis adds to a request). Each comparison
+# highlight (bench/highlight/run.py), tokenizer (bench/tokenizer/run.sh), store (store_bench,
+# bench/store/search_e2e.py and bench/store/search_big.py), batch (bench/batch/run.py), mcp
+# (bench/mcp/run.py), redis (bench/redis/run.py: what state = redis adds to a request). Each comparison
 # runs its competitors interleaved in one run, 11 rounds (--quick: 3, smaller data, no
 # tokenizer), and reports medians; the table's header gives the commit ("-dirty" when the tree
 # differs from it), the load average at the start and the end, and the run time. Exit 1 when a
