@@ -1725,7 +1725,7 @@ int batch_run(struct conf *conf, char *key, const struct batch_opts *o)
     const char *nerr = NULL;
     b.q = queue_new();
     if (b.q)
-        b.net = net_start(b.q, &nerr);
+        b.net = net_start(b.q, 1, &nerr); /* a failure is the batch's, not each line's */
     if (!b.q || !b.net) {
         buf_printf(&err, "batch: %s", nerr ? nerr : strerror(errno));
         code = 1;

@@ -3,7 +3,6 @@
 #include "core/session.h"
 #include "core/request.h"
 #include "net/otlp.h"
-#include "net/probe.h"
 #include "net/queue.h"
 #include "store/store.h"
 #include "tokens/tokenizer.h"
@@ -663,11 +662,13 @@ static unsigned session_refuse(struct session *s, char *why)
 
 /* Hand rq (taken) to the network thread, started by the first request; its id. When the thread
  * cannot start (libcurl missing), the exchange ends at once as a network error that says so:
- * the prompt saved before stays, the turn fails. */
+ * the prompt saved before stays, the turn fails. While libcurl still loads, the request is
+ * handed over at once (the loading thread becomes the network thread: net_start); a libcurl
+ * that fails to load then ends the exchange the same way, from there. */
 static unsigned session_submit(struct session *s, struct net_request *rq)
 {
     const char *err = NULL;
-    if (!s->net && !(s->net = net_start(s->q, &err))) {
+    if (!s->net && !(s->net = net_start(s->q, 0, &err))) {
         net_request_free(rq);
         return session_end_local(s, API_ERR_NETWORK, xstrdup(err ? err : "no network"));
     }
@@ -852,17 +853,13 @@ static unsigned session_send_planned(struct session *s)
      * before it): a large one is copied while the request is on the wire. */
     if (s->store)
         store_checkpoint_async(s->store);
-    /* The SQL of the answer's end is compiled before it is due: while libcurl still loads
-     * (a one-shot: the request would wait for it anyway), else once the request is out. */
-    int warm = s->answer_id > 0, early = warm && net_library_loading();
-    if (early)
-        session_warm(s);
-
     struct net_request *rq = session_request(s, c, s->key, body);
     rq->fallback = session_fallback_request(s, &ar);
     free(m);
     s->active = session_submit(s, rq);
-    if (warm && !early)
+    /* The SQL of the answer's end is compiled before it is due, once the request is handed
+     * over: while libcurl still loads (a one-shot), or while the request is on the wire. */
+    if (s->answer_id > 0)
         session_warm(s);
     return s->active;
 }

@@ -145,6 +145,9 @@ struct net {
     struct xfer *waiting;     /* net thread only: not sent yet (quota, backoff) */
     struct net_quota *quotas; /* net thread only */
     struct state *state;      /* net thread only: the shared quota state, opened on first use */
+    char *load_error;         /* under lock: libcurl could not be loaded (a thread started
+                                 while it loaded, net_start's wait = 0) */
+    int adopted;              /* the thread is the preload's (net_library_adopt) */
 };
 
 void net_request_free(struct net_request *rq)
@@ -1552,9 +1555,45 @@ static int net_more_bytes(const struct net *n)
     return k && poll(p, k, NET_HOLD_MS) > 0;
 }
 
+static int net_curl_init(CURLM **multi, CURLSH **share, const char **err);
+static void net_end_unsent(struct queue *q, struct xfer *x, const char *why);
+
+/* A thread started while libcurl loads (net_start with wait = 0: the loading thread itself)
+ * sets curl up first, so that the request leaves the moment libcurl is loaded. Published under the lock: from then on the other
+ * threads wake the multi handle. When it cannot load, what is pending ends at once as a network
+ * error saying so, as do later submissions (net_submit). 0, or -1 when the thread ends. */
+static int net_main_load(struct net *n)
+{
+    if (n->multi)
+        return 0;
+    const char *err = NULL;
+    CURLM *multi = NULL;
+    CURLSH *share = NULL;
+    int ok = curl_dl_load(&err) == 0 && net_curl_init(&multi, &share, &err) == 0;
+    pthread_mutex_lock(&n->lock);
+    struct xfer *list = NULL;
+    if (ok) {
+        n->multi = multi;
+        n->share = share;
+    } else {
+        n->load_error = xstrdup(err ? err : "no network");
+        list = n->pending;
+        n->pending = NULL;
+    }
+    pthread_mutex_unlock(&n->lock);
+    while (list) {
+        struct xfer *x = list;
+        list = list->next;
+        net_end_unsent(n->q, x, n->load_error);
+    }
+    return ok ? 0 : -1;
+}
+
 static void *net_main(void *arg)
 {
     struct net *n = arg;
+    if (net_main_load(n) != 0)
+        return NULL;
     int max_conns = 0;
     while (!atomic_load(&n->stop)) {
         /* A limit of requests on the wire (a batch) keeps as many connections open, whatever
@@ -1636,31 +1675,75 @@ static void *net_main(void *arg)
     return NULL;
 }
 
-struct net *net_start(struct queue *q, const char **err)
+/* The network thread's multi and share handles (libcurl loaded): 0, or -1 with *err set. */
+static int net_curl_init(CURLM **multi, CURLSH **share, const char **err)
 {
-    if (curl_dl_load(err) != 0)
-        return NULL;
+    CURLM *m = curl_multi_init();
+    CURLSH *sh = curl_share_init();
+    if (!m || !sh) {
+        *err = "curl could not be initialised";
+        if (m)
+            curl_multi_cleanup(m);
+        if (sh)
+            curl_share_cleanup(sh);
+        return -1;
+    }
+    /* Every handle lives on this one thread, so the share needs no lock callbacks. */
+    curl_share_setopt(sh, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+    curl_share_setopt(sh, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+    curl_multi_setopt(m, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+    /* CURLMOPT_MAXCONNECTS: curl's default keeps 4 connections per handle in use; with a
+     * limit of requests on the wire, 4 per request allowed on it (net_main). */
+    *multi = m;
+    *share = sh;
+    return 0;
+}
+
+/* A request that never left: it ends at once as a network error (why, copied), as
+ * session_end_local ends one that could not be handed over. */
+static void net_end_unsent(struct queue *q, struct xfer *x, const char *why)
+{
+    struct net_result *r = xcalloc(1, sizeof *r);
+    r->req = x->id;
+    r->outcome = API_ERR_NETWORK;
+    r->t.ttft = -1;
+    r->error = xstrdup(why);
+    r->headers = xstrdup("");
+    net_request_free(x->rq);
+    free(x);
+    queue_push(q, QEV_END, r->req, 0, r);
+}
+
+/* Wake the thread from curl_multi_poll (nothing to wake while it still loads libcurl: it
+ * takes the work once loaded). */
+static void net_wake(struct net *n)
+{
+    pthread_mutex_lock(&n->lock);
+    CURLM *m = n->multi;
+    pthread_mutex_unlock(&n->lock);
+    if (m)
+        curl_multi_wakeup(m);
+}
+
+struct net *net_start(struct queue *q, int wait, const char **err)
+{
     struct net *n = xcalloc(1, sizeof *n);
     n->q = q;
-    n->multi = curl_multi_init();
-    n->share = curl_share_init();
-    if (!n->multi || !n->share) {
-        *err = "curl could not be initialised";
-        if (n->multi)
-            curl_multi_cleanup(n->multi);
-        if (n->share)
-            curl_share_cleanup(n->share);
+    pthread_mutex_init(&n->lock, NULL);
+    atomic_init(&n->stop, 0);
+    /* While the preload thread still loads libcurl (a one-shot's first request), that thread
+     * becomes the network thread once it is loaded: the caller goes on meanwhile, and the
+     * request leaves as soon as libcurl is loaded, without waking the caller and starting a
+     * thread in between. */
+    if (!wait && net_library_loading() && net_library_adopt(net_main, n)) {
+        n->adopted = 1;
+        return n;
+    }
+    if (curl_dl_load(err) != 0 || net_curl_init(&n->multi, &n->share, err) != 0) {
+        pthread_mutex_destroy(&n->lock);
         free(n);
         return NULL;
     }
-    /* Every handle lives on this one thread, so the share needs no lock callbacks. */
-    curl_share_setopt(n->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
-    curl_share_setopt(n->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
-    curl_multi_setopt(n->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
-    /* CURLMOPT_MAXCONNECTS: curl's default keeps 4 connections per handle in use; with a
-     * limit of requests on the wire, 4 per request allowed on it (net_main). */
-    pthread_mutex_init(&n->lock, NULL);
-    atomic_init(&n->stop, 0);
 
     sigset_t all, old;
     sigfillset(&all);
@@ -1669,8 +1752,11 @@ struct net *net_start(struct queue *q, const char **err)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
         *err = "could not start the network thread";
-        curl_multi_cleanup(n->multi);
-        curl_share_cleanup(n->share);
+        if (n->multi)
+            curl_multi_cleanup(n->multi);
+        if (n->share)
+            curl_share_cleanup(n->share);
+        pthread_mutex_destroy(&n->lock);
         free(n);
         return NULL;
     }
@@ -1680,7 +1766,7 @@ struct net *net_start(struct queue *q, const char **err)
 void net_set_max_active(struct net *n, int max)
 {
     atomic_store(&n->max_active, max > 0 ? max : 0);
-    curl_multi_wakeup(n->multi);
+    net_wake(n);
 }
 
 unsigned net_submit(struct net *n, struct net_request *rq)
@@ -1689,11 +1775,17 @@ unsigned net_submit(struct net *n, struct net_request *rq)
     x->rq = rq;
     pthread_mutex_lock(&n->lock);
     unsigned id = x->id = ++n->next_id;
-    x->next = n->pending;
-    n->pending = x;
+    const char *failed = n->load_error; /* set once, freed by net_stop */
+    if (!failed) {
+        x->next = n->pending;
+        n->pending = x;
+    }
+    CURLM *m = n->multi;
     pthread_mutex_unlock(&n->lock);
-    /* x belongs to the net thread now: it may already be finished and freed. */
-    curl_multi_wakeup(n->multi);
+    if (failed)
+        net_end_unsent(n->q, x, failed);
+    else if (m) /* x belongs to the net thread now: it may already be finished and freed */
+        curl_multi_wakeup(m);
     return id;
 }
 
@@ -1704,7 +1796,7 @@ void net_cancel(struct net *n, unsigned id)
     n->cancels[n->n_cancels++] = id;
     atomic_fetch_add(&n->cancel_seq, 1);
     pthread_mutex_unlock(&n->lock);
-    curl_multi_wakeup(n->multi);
+    net_wake(n);
 }
 
 void net_send_now(struct net *n, unsigned id)
@@ -1713,7 +1805,7 @@ void net_send_now(struct net *n, unsigned id)
     XGROW(n->nows, n->n_nows + 1, n->cap_nows);
     n->nows[n->n_nows++] = id;
     pthread_mutex_unlock(&n->lock);
-    curl_multi_wakeup(n->multi);
+    net_wake(n);
 }
 
 void net_stop(struct net *n)
@@ -1721,10 +1813,16 @@ void net_stop(struct net *n)
     if (!n)
         return;
     atomic_store(&n->stop, 1);
-    curl_multi_wakeup(n->multi);
-    pthread_join(n->thread, NULL);
-    curl_multi_cleanup(n->multi);
-    curl_share_cleanup(n->share);
+    net_wake(n);
+    if (n->adopted)
+        net_library_join();
+    else
+        pthread_join(n->thread, NULL);
+    if (n->multi)
+        curl_multi_cleanup(n->multi);
+    if (n->share)
+        curl_share_cleanup(n->share);
+    free(n->load_error);
     pthread_mutex_destroy(&n->lock);
     free(n->cancels);
     free(n->nows);

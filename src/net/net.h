@@ -100,8 +100,11 @@ struct net_result {
 struct net;
 
 /* Start the network thread delivering to q. Returns NULL and sets *err (static text) when curl
- * cannot be set up. curl_global_init must have been called. */
-struct net *net_start(struct queue *q, const char **err);
+ * cannot be set up. wait = 0 while net_library_preload's thread still loads libcurl: that
+ * thread becomes the network thread once libcurl is loaded, and net_start returns at once;
+ * when libcurl cannot be loaded, every request ends as a network error that says why
+ * (QEV_END). Else (wait = 1, or no load running) libcurl is loaded first, a failure is *err. */
+struct net *net_start(struct queue *q, int wait, const char **err);
 /* Queue a request (net takes ownership of rq and its strings). Returns its id (never 0).
  * Before it leaves, the request waits while its quota says so (QEV_WAIT with the seconds); an
  * attempt that fails before any answer text on 408, 409, 429, 5xx, a connection failure or a

@@ -54,14 +54,43 @@ void net_headers_free(struct curl_slist *headers)
 
 static pthread_t net_preload_thread;
 static int net_preload_started;
-static int net_preload_done; /* atomic: set by the preload thread as it ends */
+static int net_preload_done; /* atomic: set by the preload thread once libcurl is loaded */
+/* What the preload thread goes on with once libcurl is loaded (net_library_adopt). */
+static pthread_mutex_t net_preload_lock = PTHREAD_MUTEX_INITIALIZER;
+static void *(*net_preload_then)(void *);
+static void *net_preload_arg;
 
 static void *net_preload_main(void *arg)
 {
     (void)arg;
     (void)curl_dl_load(NULL); /* its error, if any, is told by whoever needs curl next */
+    pthread_mutex_lock(&net_preload_lock);
+    void *(*then)(void *) = net_preload_then;
     __atomic_store_n(&net_preload_done, 1, __ATOMIC_RELEASE);
-    return NULL;
+    pthread_mutex_unlock(&net_preload_lock);
+    return then ? then(net_preload_arg) : NULL;
+}
+
+int net_library_adopt(void *(*fn)(void *), void *arg)
+{
+    if (!net_preload_started)
+        return 0;
+    pthread_mutex_lock(&net_preload_lock);
+    int ok = !__atomic_load_n(&net_preload_done, __ATOMIC_ACQUIRE) && !net_preload_then;
+    if (ok) {
+        net_preload_then = fn;
+        net_preload_arg = arg;
+    }
+    pthread_mutex_unlock(&net_preload_lock);
+    return ok;
+}
+
+void net_library_join(void)
+{
+    if (net_preload_started) {
+        pthread_join(net_preload_thread, NULL);
+        net_preload_started = 0;
+    }
 }
 
 int net_library_loading(void)
@@ -87,10 +116,13 @@ void net_library_preload(void)
 
 void net_library_cleanup(void)
 {
-    if (net_preload_started) {
-        pthread_join(net_preload_thread, NULL);
-        net_preload_started = 0;
-    }
+    /* An adopted thread is the network's: net_stop joins it (one never stopped runs on, as a
+     * network thread of its own would). */
+    pthread_mutex_lock(&net_preload_lock);
+    int adopted = net_preload_then != NULL;
+    pthread_mutex_unlock(&net_preload_lock);
+    if (!adopted)
+        net_library_join();
     if (curl_dl_loaded())
         curl_global_cleanup();
 }

@@ -22,15 +22,21 @@ void net_headers_free(struct curl_slist *headers);
  * configuration's other work (the key, the store, the history) does not wait for it; the
  * first user of curl waits for the load to end (pthread_once), and sees its error. Once. */
 void net_library_preload(void);
-/* 1 while that load still runs (the first request would wait for it): work the request's
- * answer needs costs no time then. */
+/* 1 while that load still runs (the first request would wait for it). */
 int net_library_loading(void);
+/* While that load runs: the loading thread, once libcurl is loaded (or failed to load), goes
+ * on with fn(arg) instead of ending (net_start's network thread: a thread cannot be created
+ * while dlopen() holds the loader's lock, and none has to start once it is loaded). 1 when
+ * taken, 0 when the load has ended already (or was never started). Once. */
+int net_library_adopt(void *(*fn)(void *), void *arg);
+/* Join the loading thread (for an adopted fn: once fn returned). */
+void net_library_join(void);
 /* Wait until libcurl is loaded (or failed to load; whoever needs it next says so): a run
  * that times itself (scripted --trace) leaves the load out of what it times. */
 void net_library_wait(void);
 
-/* At the very end of the process: the preload joined, libcurl's global cleanup when it was
- * loaded. */
+/* At the very end of the process (after net_stop): the preload joined, libcurl's global
+ * cleanup when it was loaded. */
 void net_library_cleanup(void);
 
 /* One GET (or a POST or DELETE), its answer kept whole (up to body_max bytes) with curl's

@@ -114,4 +114,52 @@ with ttlib.FakeServer() as srv:
     t.ok(rows[-1][0] == "assistant" and rows[-1][2] == "error" and rows[-2][:2] ==
          ("user", "third"), "the prompt is saved and its answer marked failed", repr(rows[-3:]))
 
+    # libcurl held while it loads (a FIFO as libcurl.so.4 first on the library path: the
+    # loading thread blocks reading it until the test closes its end). The request is handed
+    # over at once: the loading thread becomes the network thread once libcurl is loaded, and
+    # the main thread waits for events in its loop (poll), not for libcurl (a futex). Let go,
+    # the load fails and the turn fails as above.
+    held = ttlib.tempdir("tt-heldcurl-")
+    fifo = os.path.join(held, "libcurl.so.4")
+    os.mkfifo(fifo)
+    n0 = len(srv.requests(all=True))
+    p = subprocess.Popen([ttlib.tokterm_path(), "-p", "fourth"],
+                         env=dict(env, LD_LIBRARY_PATH=held), stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    wfd, deadline = -1, time.monotonic() + 20
+    while wfd < 0 and time.monotonic() < deadline and p.poll() is None:
+        try:  # ENXIO until the loading thread has the FIFO open
+            wfd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:
+            time.sleep(0.01)
+    polls = {"x86_64": ("7", "271"), "aarch64": ("73",)}.get(os.uname().machine, ())
+    call, deadline = "?", time.monotonic() + 10
+    while wfd >= 0 and call not in polls and time.monotonic() < deadline and p.poll() is None:
+        try:  # the main thread's system call: its number first
+            with open("/proc/%d/syscall" % p.pid) as f:
+                call = f.read().split()[0]
+        except (OSError, IndexError):
+            call = "?"
+        time.sleep(0.01)
+    t.ok(wfd >= 0 and call in polls and p.poll() is None,
+         "while libcurl loads, the request is handed over and the main thread waits in poll",
+         "FIFO opened: %s, main thread in system call %s (poll: %s)" % (wfd >= 0, call, polls))
+    if wfd >= 0:
+        os.close(wfd)
+    try:
+        out, err = p.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+    t.ok(p.returncode != 0 and b"cannot load libcurl" in err and b"install libcurl" in err and
+         len(srv.requests(all=True)) == n0,
+         "a libcurl that fails while the request waits for it: the turn fails saying why",
+         "rc %s: %s" % (p.returncode, err.decode(errors="replace")))
+    con = sqlite3.connect(db)
+    rows = con.execute("SELECT role, content, status FROM messages ORDER BY id").fetchall()
+    con.close()
+    t.ok(rows[-1][0] == "assistant" and rows[-1][2] == "error" and rows[-2][:2] ==
+         ("user", "fourth"), "its prompt is saved and its answer marked failed",
+         repr(rows[-3:]))
+
 t.done()
