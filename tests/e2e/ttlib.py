@@ -765,11 +765,26 @@ class Tmux:
             self.tmux("pipe-pane", "-O", "-t", self.target, "touch %s; exec cat >> %s" % (
                 _shquote(ready), _shquote(self.record_file)))
 
-    def recording(self, settle=0.2):
-        """Every byte the program has written to the terminal so far (Tmux(record=True))."""
+    def recording(self, settle=0.2, want=None, timeout=10.0):
+        """Every byte the program has written to the terminal so far (Tmux(record=True)).
+        tmux copies them to the file through a pipe of its own, which lags on a loaded machine
+        (a CI run under ASan once read 1,970 bytes of an answer already on the screen): with
+        want (bytes), waits up to timeout seconds for them to be in the file; either way, past
+        settle seconds, until the file stops growing for settle seconds."""
+        deadline = time.monotonic() + timeout
         time.sleep(settle)
-        with open(self.record_file, "rb") as f:
-            return f.read()
+        data = b""
+        while True:
+            with open(self.record_file, "rb") as f:
+                data = f.read()
+            if time.monotonic() >= deadline:
+                return data
+            if want is not None and want not in data:
+                time.sleep(0.05)
+                continue
+            time.sleep(settle)
+            if os.path.getsize(self.record_file) == len(data):
+                return data
 
     def send(self, *keys):
         """send-keys: tmux key names ("Enter", "C-c", "Up") or text words."""
