@@ -636,13 +636,7 @@ static void session_save_prompt(struct session *s, const char *error)
 static unsigned session_end_local(struct session *s, enum api_outcome outcome, char *why)
 {
     unsigned id = SESSION_LOCAL_ID | ++s->next_local;
-    struct net_result *r = xcalloc(1, sizeof *r);
-    r->req = id;
-    r->outcome = outcome;
-    r->t.ttft = -1;
-    r->error = why;
-    r->headers = xstrdup("");
-    queue_push(s->q, QEV_END, id, 0, r);
+    net_result_push_local(s->q, id, outcome, why);
     return id;
 }
 

@@ -1699,19 +1699,24 @@ static int net_curl_init(CURLM **multi, CURLSH **share, const char **err)
     return 0;
 }
 
-/* A request that never left: it ends at once as a network error (why, copied), as
- * session_end_local ends one that could not be handed over. */
-static void net_end_unsent(struct queue *q, struct xfer *x, const char *why)
+void net_result_push_local(struct queue *q, unsigned id, enum api_outcome outcome, char *why)
 {
     struct net_result *r = xcalloc(1, sizeof *r);
-    r->req = x->id;
-    r->outcome = API_ERR_NETWORK;
+    r->req = id;
+    r->outcome = outcome;
     r->t.ttft = -1;
-    r->error = xstrdup(why);
+    r->error = why;
     r->headers = xstrdup("");
+    queue_push(q, QEV_END, id, 0, r);
+}
+
+/* A request that never left: it ends at once as a network error (why, copied). */
+static void net_end_unsent(struct queue *q, struct xfer *x, const char *why)
+{
+    unsigned id = x->id;
     net_request_free(x->rq);
     free(x);
-    queue_push(q, QEV_END, r->req, 0, r);
+    net_result_push_local(q, id, API_ERR_NETWORK, xstrdup(why));
 }
 
 /* Wake the thread from curl_multi_poll (nothing to wake while it still loads libcurl: it
@@ -1752,10 +1757,8 @@ struct net *net_start(struct queue *q, int wait, const char **err)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
         *err = "could not start the network thread";
-        if (n->multi)
-            curl_multi_cleanup(n->multi);
-        if (n->share)
-            curl_share_cleanup(n->share);
+        curl_multi_cleanup(n->multi);      /* both made above: the adopted path returned */
+        curl_share_cleanup(n->share);
         pthread_mutex_destroy(&n->lock);
         free(n);
         return NULL;

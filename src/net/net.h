@@ -125,5 +125,8 @@ void net_stop(struct net *n);
 void net_request_free(struct net_request *rq);
 /* Free a QEV_END result. */
 void net_result_free(void *result);
+/* An exchange that ended without the network (never sent, refused, libcurl missing): its end
+ * is queued on q under id, with outcome, no timings and why (taken) as the error. */
+void net_result_push_local(struct queue *q, unsigned id, enum api_outcome outcome, char *why);
 
 #endif
