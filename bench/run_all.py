@@ -321,12 +321,33 @@ def main():
             n = 10000 if a.quick else 100000
             d = os.path.join(work, "store-%d" % n)
             os.makedirs(d, exist_ok=True)
-            reuse = all(os.path.exists(os.path.join(d, f)) for f in ("cache.db", "messages.db"))
-            argv = [os.path.join(build, "bench", "store", "store_bench"), "--dir", d, "--keep",
+            sb = os.path.join(build, "bench", "store", "store_bench")
+            argv = [sb, "--dir", d, "--keep",
                     "--messages", str(n), "--cache", str(n), "--conversation", "10000"]
+            # Reuse the databases only if this store_bench binary made them with these
+            # parameters: one made by another build or run (whose schema was upgraded, or
+            # whose lazy indexes another tool caught up) times differently.
+            st = os.stat(sb)
+            stamp = "%s size=%d mtime=%d\n" % (" ".join(argv[3:]), st.st_size, st.st_mtime_ns)
+            stamp_file = os.path.join(d, "made-by")
+            try:
+                with open(stamp_file) as f:
+                    reuse = f.read() == stamp
+            except OSError:
+                reuse = False
+            reuse = reuse and all(os.path.exists(os.path.join(d, f))
+                                  for f in ("cache.db", "messages.db"))
             if reuse:
                 argv.append("--reuse")
+            else:
+                shutil.rmtree(d)
+                os.makedirs(d)
+            print("run-all: store databases %s" % ("reused (made by this store_bench)" if reuse
+                                                    else "made afresh"), flush=True)
             code, out, dt = run_step(step, argv, log)
+            if code == 0 and not reuse:
+                with open(stamp_file, "w") as f:
+                    f.write(stamp)
             store_rows(t, out, n)
             durations.append((step, dt))
             argv = [py, os.path.join(HERE, "store", "search_e2e.py"), "--tokterm", tokterm,
