@@ -390,7 +390,7 @@ static int main_files(struct main_run *r)
     char *err = NULL;
     struct buf notes = BUF_INIT; /* what folders left out */
     for (int i = 0; i < a->n_files && !err; i++)
-        (void)attach_any(&r->files, a->files[i], &notes, &err);
+        (void)attach_any(&r->files, a->files[i], &notes, &err, NULL, NULL);
     if (!err && notes.len) {
         struct buf safe = BUF_INIT;
         utf8_sanitize(&safe, notes.data, notes.len);

@@ -29,11 +29,12 @@ void attach_limits_conf(const struct conf *c)
     attach_lim.url_max_bytes = (size_t)c->attach_url_max_bytes;
 }
 
-int attach_any(struct attach_list *l, const char *arg, struct buf *warn, char **err)
+int attach_any(struct attach_list *l, const char *arg, struct buf *warn, char **err,
+               int (*cancelled)(void *ud), void *ud)
 {
     struct stat st;
     if (net_fetch_is_url(arg))
-        return attach_url(l, arg, err);
+        return attach_url(l, arg, err, cancelled, ud);
     if (stat(arg, &st) == 0 && S_ISDIR(st.st_mode))
         return attach_folder(l, arg, warn, err);
     return attach_add(l, arg, err);
@@ -188,12 +189,13 @@ static int attach_url_looks_html(const char *s, size_t n)
     return (n >= 9 && !strncasecmp(s, "<!doctype", 9)) || (n >= 5 && !strncasecmp(s, "<html", 5));
 }
 
-int attach_url(struct attach_list *l, const char *url, char **err)
+int attach_url(struct attach_list *l, const char *url, char **err, int (*cancelled)(void *ud),
+               void *ud)
 {
     const struct attach_limits *lim = attach_limits();
     struct net_fetch_request req = {url, lim->url_timeout_ms, lim->url_max_bytes,
                                     ATTACH_URL_REDIRECTS, "tokterm/" PACKAGE_VERSION,
-                                    attach_url_accept, NULL};
+                                    attach_url_accept, ud, cancelled};
     struct net_fetch_result res;
     if (net_fetch(&req, &res) != 0) {
         const char *hint = res.failure == NET_FETCH_TIMEOUT ? " (attach_url_timeout)"

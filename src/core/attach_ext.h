@@ -40,10 +40,13 @@ void attach_limits_conf(const struct conf *c);
 
 /* Add arg (a file, a folder or a URL) to l, as attach_add does for a file; what a folder left
  * out is appended to *warn for the user (may be NULL): a summary line, then "path: reason"
- * lines. */
-int attach_any(struct attach_list *l, const char *arg, struct buf *warn, char **err);
+ * lines. A URL's fetch asks cancelled(ud) every 50 ms (NULL: never cancelled), and stops
+ * with "cancelled" when it returns 1. */
+int attach_any(struct attach_list *l, const char *arg, struct buf *warn, char **err,
+               int (*cancelled)(void *ud), void *ud);
 int attach_folder(struct attach_list *l, const char *dir, struct buf *warn, char **err);
-int attach_url(struct attach_list *l, const char *url, char **err);
+int attach_url(struct attach_list *l, const char *url, char **err, int (*cancelled)(void *ud),
+               void *ud);
 
 /* A path as typed after /attach or pasted: 'quoted' or "quoted" (quotes removed), else with
  * backslash escapes undone ("my\ file" -> "my file"), blanks around it dropped, a leading "~/"

@@ -114,7 +114,7 @@ static void net_fetch_options(CURL *e, const struct net_fetch_request *req,
     }
 }
 
-/* The failure and its message after curl_easy_perform returned res. */
+/* The failure and its message after the transfer returned res. */
 static void net_fetch_explain(const struct net_fetch_request *req, struct net_fetch_xfer *x,
                               CURLcode res, const char *errbuf)
 {
@@ -159,6 +159,9 @@ static void net_fetch_explain(const struct net_fetch_request *req, struct net_fe
         snprintf(out->why, sizeof out->why, "%s redirected to an address that is not http(s)",
                  host);
         break;
+    case NET_FETCH_CANCELLED:
+        snprintf(out->why, sizeof out->why, "cancelled while fetching from %s", host);
+        break;
     case NET_FETCH_NETWORK:
         snprintf(out->why, sizeof out->why, "%s: %.180s", host,
                  errbuf[0] ? errbuf : curl_easy_strerror(res));
@@ -166,6 +169,49 @@ static void net_fetch_explain(const struct net_fetch_request *req, struct net_fe
     default:
         break;
     }
+}
+
+/* Run the transfer: curl_easy_perform, or a multi loop that asks req->cancelled every
+ * NET_FETCH_POLL_MS (curl's own progress callback can wait a second between calls when
+ * nothing arrives). */
+static CURLcode net_fetch_perform(CURL *e, const struct net_fetch_request *req,
+                                  struct net_fetch_xfer *x)
+{
+    if (!req->cancelled)
+        return curl_easy_perform(e);
+    CURLM *m = curl_multi_init();
+    if (!m || curl_multi_add_handle(m, e) != CURLM_OK) {
+        if (m)
+            curl_multi_cleanup(m);
+        return CURLE_OUT_OF_MEMORY;
+    }
+    CURLcode res = CURLE_OK;
+    for (int running = 1, done = 0; !done;) {
+        if (req->cancelled(req->ud)) {
+            x->stop = NET_FETCH_CANCELLED;
+            res = CURLE_WRITE_ERROR;
+            break;
+        }
+        if (curl_multi_perform(m, &running) != CURLM_OK) {
+            res = CURLE_OUT_OF_MEMORY;
+            break;
+        }
+        int left;
+        for (CURLMsg *msg; (msg = curl_multi_info_read(m, &left)) != NULL;)
+            if (msg->msg == CURLMSG_DONE) {
+                res = msg->data.result;
+                done = 1;
+            }
+        if (!done && running && curl_multi_poll(m, NULL, 0, NET_FETCH_POLL_MS, NULL) != CURLM_OK) {
+            res = CURLE_OUT_OF_MEMORY;
+            break;
+        }
+        if (!done && !running)
+            done = 1; /* ended without a message: res stays as it is */
+    }
+    curl_multi_remove_handle(m, e);
+    curl_multi_cleanup(m);
+    return res;
 }
 
 int net_fetch(const struct net_fetch_request *req, struct net_fetch_result *out)
@@ -189,7 +235,7 @@ int net_fetch(const struct net_fetch_request *req, struct net_fetch_result *out)
         NULL, "Accept: text/html,application/xhtml+xml,text/plain;q=0.9,text/*;q=0.8,"
               "application/json;q=0.8,image/*;q=0.5,application/pdf;q=0.5,*/*;q=0.1");
     net_fetch_options(e, req, &x, errbuf, hdrs);
-    CURLcode res = curl_easy_perform(e);
+    CURLcode res = net_fetch_perform(e, req, &x);
     if (!out->status)
         curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &out->status);
     if (!x.checked) {

@@ -1,5 +1,5 @@
 /* fetch.h - one GET of a URL the user attached (-f https://..., /attach URL), on the calling
- * thread, with the limits a page from anywhere needs:
+ * thread, with the limits a page from anywhere needs (and a way for the caller to cancel it):
  *   - http:// and https:// only, for the URL and for every redirect; a URL with a user name or
  *     password is refused (it would be kept in the transcript and the database);
  *   - at most max_redirects redirects; the whole request within timeout_ms; at most max_bytes
@@ -24,6 +24,7 @@ enum net_fetch_failure {
     NET_FETCH_TYPE,     /* accept() refused the Content-Type */
     NET_FETCH_HTTP,     /* an HTTP status of 400 or more, or a redirect loop / too many */
     NET_FETCH_NETWORK,  /* resolve, connect, TLS, a transfer error */
+    NET_FETCH_CANCELLED, /* cancelled() said to stop */
 };
 
 struct net_fetch_request {
@@ -36,7 +37,12 @@ struct net_fetch_request {
      * kept: 1 to go on, 0 to stop (NET_FETCH_TYPE). NULL accepts everything. */
     int (*accept)(const char *content_type, void *ud);
     void *ud;
+    /* Asked every NET_FETCH_POLL_MS while the fetch waits (and between its reads): 1 stops it
+     * at once (NET_FETCH_CANCELLED). NULL: only the limits stop it. */
+    int (*cancelled)(void *ud);
 };
+
+#define NET_FETCH_POLL_MS 50
 
 struct net_fetch_result {
     enum net_fetch_failure failure;

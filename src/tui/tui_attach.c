@@ -44,6 +44,34 @@ static void tui_attach_lines(struct buf *out, const struct attach_list *l, size_
     }
 }
 
+/* Keys typed while a URL is fetched: Esc or Ctrl-C cancels the fetch; any other key is kept
+ * and given back to the input afterwards, in order (at most TUI_FETCH_KEYS of them). */
+#define TUI_FETCH_KEYS 256
+struct tui_fetch_keys {
+    struct tui *t;
+    int v[TUI_FETCH_KEYS];
+    size_t n;
+};
+
+static int tui_fetch_cancelled(void *ud)
+{
+    struct tui_fetch_keys *k = ud;
+    for (int c; (c = wgetch(k->t->keys)) != ERR;) {
+        if (c == 27 || c == 3)
+            return 1;
+        if (k->n < TUI_FETCH_KEYS)
+            k->v[k->n++] = c;
+    }
+    return 0;
+}
+
+/* Give the kept keys back: curses' queue returns the last one pushed first. */
+static void tui_fetch_keys_back(struct tui_fetch_keys *k)
+{
+    while (k->n)
+        ungetch(k->v[--k->n]);
+}
+
 /* Add arg; a note says what came (and what a folder left out), or the error, with the
  * command put back in the input so that the path can be corrected (again: the command as
  * typed when again is not NULL). */
@@ -53,13 +81,19 @@ static int tui_attach_add(struct tui *t, const char *arg, const char *again)
     size_t before = l->n;
     struct buf warn = BUF_INIT, m = BUF_INIT;
     char *err = NULL;
+    struct tui_fetch_keys *keys = NULL;
     if (net_fetch_is_url(arg)) {
-        tui_hint(t, "fetching the URL...");
+        tui_hint(t, "fetching the URL... (Esc cancels)");
         tui_redraw_now(t);
+        keys = xcalloc(1, sizeof *keys);
+        keys->t = t;
     }
     /* the provider's limits are checked now (a 20 MB image, a PDF without pdftotext), not
      * when the prompt is sent */
-    int rc = attach_any(&add, arg, &warn, &err);
+    int rc = attach_any(&add, arg, &warn, &err, keys ? tui_fetch_cancelled : NULL, keys);
+    if (keys)
+        tui_fetch_keys_back(keys);
+    free(keys);
     if (rc == 0 && t->have_session && session_attach_check(t->s, &add, &err) != 0)
         rc = -1;
     if (rc != 0)

@@ -266,6 +266,21 @@ with ttlib.FakeServer() as srv:
                  "chat: a slow URL times out with the setting named", tm.capture())
             t.ok(scr is not None and ("\u203a /attach " + url("/slow")) in scr,
                  "chat: the URL stays in the input", scr or "")
+            # Esc while a URL is fetched cancels it (the limit of 1.5 s would end it too,
+            # with another message); keys typed meanwhile are kept
+            tm.send("C-u")
+            tm.send_text("/attach " + url("/slow"))
+            tm.send("Enter")
+            t.ok(tm.wait_for("Esc cancels", 3) is not None,
+                 "chat: a fetch says Esc cancels it", tm.capture())
+            tm.send_text("zq")
+            tm.send("Escape")
+            scr = tm.wait_for("cancelled while fetching from 127.0.0.1", 5)
+            t.ok(scr is not None and scr.count("attach_url_timeout") == 1,
+                 "chat: Esc cancels the fetch of a URL (not its time limit)", tm.capture())
+            scr = tm.wait_for("\u203a /attach " + url("/slow") + "zq", 3)
+            t.ok(scr is not None, "chat: the command stays, with the keys typed meanwhile",
+                 tm.capture())
             tm.send("C-u")
             tm.send_text("/attach " + url("/page.html"))
             tm.send("Enter")

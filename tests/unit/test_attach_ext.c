@@ -105,11 +105,12 @@ int main(void)
     free(err);
     err = NULL;
     /* URLs refused before any request */
-    TAP_INT(attach_url(&l, "http://u:p@127.0.0.1:9/x", &err), -1, "URL with credentials");
+    TAP_INT(attach_url(&l, "http://u:p@127.0.0.1:9/x", &err, NULL, NULL), -1,
+            "URL with credentials");
     TAP_OK(err && strstr(err, "user name or password"), "... says so (%s)", err ? err : "");
     free(err);
     err = NULL;
-    TAP_INT(attach_any(&l, "ftp://x/y", NULL, &err), -1, "ftp:// is a missing file");
+    TAP_INT(attach_any(&l, "ftp://x/y", NULL, &err, NULL, NULL), -1, "ftp:// is a missing file");
     free(err);
 
     buf_free(&warn);
