@@ -359,6 +359,21 @@ void remote_job_note(struct remote_job *j, long line, off_t off, size_t len)
     it->len = (long)len;
 }
 
+/* A batch was not made of the file uploaded as fid: delete the file, so that a failed run
+ * leaves nothing on the provider's storage; if that fails too, err says what is left. */
+static void remote_drop_upload(struct remote_job *j, const char *fid, struct buf *err)
+{
+    char *url = remote_url(j, "/files", fid, NULL);
+    struct buf derr = BUF_INIT;
+    cJSON *o = NULL;
+    if (remote_http(j, "DELETE", url, NULL, 0, NULL, &o, -1, &derr) != 0)
+        buf_printf(err, "; the uploaded file %s is left on the server (%s)", fid,
+                   buf_str(&derr));
+    cJSON_Delete(o);
+    buf_free(&derr);
+    free(url);
+}
+
 /* Upload the gathered part (or find the batch it already is) and start a new one. */
 static int remote_flush(struct remote_job *j, struct buf *err)
 {
@@ -405,6 +420,7 @@ static int remote_flush(struct remote_job *j, struct buf *err)
             free(url);
             buf_free(&j->cur);
             const char *fid = rc == 0 ? remote_str(o, "id") : NULL;
+            char *uploaded = fid ? xstrdup(fid) : NULL;
             if (rc == 0 && !fid) {
                 buf_appends(err, "POST /files: the answer has no file id");
                 rc = 3;
@@ -423,7 +439,10 @@ static int remote_flush(struct remote_job *j, struct buf *err)
                                  -1, err);
                 free(url);
                 cJSON_free(body);
+                if (rc != 0 && rc != 130)
+                    remote_drop_upload(j, uploaded, err);
             }
+            free(uploaded);
         }
         if (rc == 0) {
             remote_read_batch(j, p, o);

@@ -436,6 +436,18 @@ with ttlib.FakeServer() as srv:
          "bytes split: files of at most 700 bytes (%s)" % ups)
     eq([r["outcome"] for r in parse(out)], ["complete"] * 10, "bytes split: all complete")
 
+    # --- the file is uploaded but the batch is refused: the upload is deleted ---
+    n0 = len(batch_log(srv))
+    rc, out, err = run(["batch", "--remote"] + POLL + [TEN], spec="bsteps=2,bmax=4")
+    log = batch_log(srv, n0)
+    ups = [r["upload"]["file"] for r in log if r.get("upload")]
+    eq(rc, 1, "batch refused after the upload: exit 1", err.decode())
+    t.ok(b"at most 4 requests" in err, "batch refused: says why", err.decode())
+    eq([r.get("file_deleted") for r in log if r.get("method") == "DELETE"], ups,
+       "batch refused: the uploaded file is deleted", repr(log[-3:]))
+    t.ok(b"left on the server" not in err, "batch refused: nothing is left to say",
+         err.decode())
+
     # --- the upload fails: a clear message, nothing written ---
     rc, out, err = run(["batch", "--remote"] + POLL + [TEN], spec="status=500")
     eq(rc, 1, "upload refused (HTTP 500): exit 1")

@@ -1075,6 +1075,11 @@ def handle_batch(handler, method, m, raw, rec):
             rec["upload"] = {"file": fid, "bytes": f["bytes"], "filename": f["filename"],
                              "lines": f["data"].count(b"\n")}
             return ok({k: v for k, v in f.items() if k != "data"})
+        if what == "files" and method == "DELETE" and oid and not verb:
+            if not BATCHES.files.pop(oid, None):
+                return err(404, "No such File object: %s" % oid)
+            rec["file_deleted"] = oid
+            return ok({"id": oid, "object": "file", "deleted": True})
         if what == "files" and method == "GET" and oid and verb == "content":
             f = BATCHES.files.get(oid)
             if not f:
