@@ -14,7 +14,8 @@ order rotating), and reports medians:
     database), answers of 1 kB, 64 kB (just under 64 KiB: indexed at save time before issue
     14), 1 MB and 10 MB (gen=N with N chosen for the size); each run of either side is
     waited for until the `tokterm --checkpoint` a saving run leaves is gone (the wall is
-    tokterm's own), so that no run shares the cores with the previous run's WAL copy;
+    tokterm's own), so that no run shares the cores with the previous run's WAL copy; the
+    answers under 1 MB (~35 ms a run) take --small-runs rounds, the larger --rounds;
  3. one short request, start-up included: curl vs tokterm --incognito (one delta), and curl vs
     tokterm in the default mode (store opened, cache looked up, conversation saved; a new prompt
     each run, so the cache misses as a new question does).
@@ -122,10 +123,11 @@ def stream(srv, tokterm, node, deltas, rounds, sdk_rounds, rows, label_sdk):
     sys.stdout.flush()
 
 
-def saving(srv, tokterm, sizes, rounds, rows, reuse=0):
+def saving(srv, tokterm, sizes, rounds, rows, reuse=0, small_rounds=0):
     print()
     print("saving the conversation as it streams (default) vs --no-save, both --no-cache, %d "
-          "rounds (median wall)" % rounds)
+          "rounds (median wall; answers under 1 MB: %d rounds, as cheap as the short "
+          "requests)" % (rounds, max(rounds, small_rounds)))
     print("| answer | deltas | saving | --no-save | ratio (target <= 1.1x) |")
     print("|---|---|---|---|---|")
     home = ttlib.make_home()
@@ -144,7 +146,7 @@ def saving(srv, tokterm, sizes, rounds, rows, reuse=0):
         # of either side, shares the 2 cores with the previous run's copy; the wall time is
         # still tokterm's own.
         cmds = {k: (lambda v=v: measure(v, env, adopt=True)) for k, v in argvs.items()}
-        res = benchlib.interleave(cmds, rounds)
+        res = benchlib.interleave(cmds, rounds if size >= 1000000 else max(rounds, small_rounds))
         sw, nw = med(res["saving"]), med(res["nosave"])
         r = benchlib.pratio(res["saving"], res["nosave"])
         print("| %s | %s | %.1f ms | %.1f ms | %.2fx |" % (human(gen_text_bytes(n)),
@@ -225,7 +227,7 @@ def main():
             stream(srv, tokterm, None, a.big_deltas, a.rounds, 0, rows, False)
         sizes = [int(s) for s in a.sizes.split(",") if s]
         if sizes:
-            saving(srv, tokterm, sizes, a.rounds, rows, a.big_deltas)
+            saving(srv, tokterm, sizes, a.rounds, rows, a.big_deltas, a.small_runs)
         if a.small_runs:
             short_requests(srv, tokterm, a.small_runs, rows)
     print("# load average at the end %s" % benchlib.loadavg())
