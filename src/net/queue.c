@@ -11,11 +11,12 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Text waiting for the consumer past which the producer waits for it (at most QUEUE_WAIT_MS
- * at a time, so a consumer that is busy elsewhere never stalls the network for long): a fast
- * stream then costs this much memory, not whatever arrived while the consumer was descheduled.
- * The text held is counted over every event not taken yet (a tail grown by doubling held up to
- * twice its text: 512 KiB of storage for a fast stream's 260 KiB). */
+/* Storage of the text waiting for the consumer past which the producer waits for it (at most
+ * QUEUE_WAIT_MS at a time, so a consumer that is busy elsewhere never stalls the network for
+ * long): a fast stream then costs this much memory, not whatever arrived while the consumer was
+ * descheduled. It is counted over every event not taken yet, and it is the storage, not the
+ * text: a batch flushed a quarter full still takes its 64 KiB (counting the text let six such
+ * batches hold 400 KiB under a 256 KiB bound on a loaded CI machine). */
 #define QUEUE_TEXT_HIGH (256 * 1024)
 #define QUEUE_WAIT_MS 20
 /* A copied text is appended to the tail while the tail's storage stays within this (a batch in
@@ -34,7 +35,7 @@ struct queue {
                         reads no more than these, never the byte of a later announcement */
     size_t held;     /* bytes of text in the events not taken yet */
     size_t held_cap; /* bytes of storage those texts take */
-    size_t high;     /* past this much text held, a producer waits (QUEUE_TEXT_HIGH) */
+    size_t high;     /* past this much storage held, a producer waits (QUEUE_TEXT_HIGH) */
     int wait_ms;     /* for at most this long at a time (QUEUE_WAIT_MS) */
     unsigned long takes; /* queue_take calls so far: a waiting producer sees the queue taken */
     struct queue_stats stats;
@@ -118,12 +119,12 @@ static void queue_append(struct queue *q, struct queue_event *e)
     }
 }
 
-/* Under q's lock: wait while the events not taken yet hold q->high of text or more (not the
+/* Under q's lock: wait while the events not taken yet take q->high of storage or more (not the
  * consumer itself, replaying a cached answer: it would only wait for itself), up to q->wait_ms.
  * Returns the tail. */
 static struct queue_event *queue_room(struct queue *q)
 {
-    if (q->held >= q->high && !pthread_equal(q->consumer, pthread_self())) {
+    if (q->held_cap >= q->high && !pthread_equal(q->consumer, pthread_self())) {
         struct timespec until;
         clock_gettime(CLOCK_MONOTONIC, &until);
         until.tv_sec += q->wait_ms / 1000;

@@ -55,8 +55,8 @@ void queue_push(struct queue *q, enum queue_type type, unsigned req, double num,
  * queue_event_free. Clears the wakeup pipe. */
 struct queue_event *queue_take(struct queue *q);
 void queue_event_free(struct queue_event *e);
-/* The producer waits while the events not taken yet hold `high` bytes of text or more, for at
- * most wait_ms at a time (defaults: 256 KiB, 20 ms; tests set a long wait to check the bound). */
+/* The producer waits while the events not taken yet take `high` bytes of storage or more, for
+ * at most wait_ms at a time (defaults: 256 KiB, 20 ms; tests set a long wait to check the bound). */
 void queue_bound(struct queue *q, size_t high, int wait_ms);
 /* What the queue held at most, and how often a producer waited (TOKTERM_DEBUG_QUEUE). */
 struct queue_stats {

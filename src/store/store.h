@@ -274,12 +274,15 @@ void store_close(struct store *st);
  * happen after the user's command, and the next open finds the WAL started over. NULL (the
  * default, and when exe cannot be run): the close copies a WAL over 8 MiB itself. */
 void store_set_checkpoint_exe(struct store *st, const char *exe);
-/* The main of `tokterm --checkpoint PATH` (argv: PATH): at the lowest CPU priority, copies the
+/* The main of `tokterm --checkpoint PATH` (argv: PATH): at the normal CPU priority, copies the
  * WAL of the database PATH into it (a passive checkpoint: other processes' writes go on), then
  * starts the WAL over with one small write; tries again, waiting longer each time, for up to
  * 10 s while other processes write or read the WAL's frames. Never creates a file. 0 when the
  * WAL was started over, 1 when not, 2 for bad arguments. */
 int store_checkpoint_main(int argc, char **argv);
+/* Tests only: called by store_checkpoint_main once it started the WAL over, before it gives up
+ * its lock (others then see it running). */
+extern void (*store_checkpoint_test_hook)(const char *path);
 /* Group the writes that follow, up to the matching store_batch_end, into one transaction (one
  * commit, each page written to the WAL once: the prompt, its conversation and the answer's
  * row before a request leaves; the answer, its cache entry and the quota after). Each write

@@ -165,6 +165,61 @@ static void test_bound(void)
     queue_free(bq, NULL);
 }
 
+/* The bound is on storage, not text: batches flushed half full (2,100 bytes of text in 4 KiB
+ * of storage, as the network thread flushes a batch when no more bytes come) stop the producer
+ * once the events not taken take the bound, not once their text does (then eight batches held
+ * 32 KiB under a bound of 16 KiB; CI saw 400 KiB under 256 KiB). */
+#define PART_CAP 4096
+#define PART_TEXT 2100
+#define PART_HIGH 16384
+
+static void *produce_part_batches(void *arg)
+{
+    struct queue *bq = arg;
+    for (int i = 0; i < BOUND_PUSHES; i++) {
+        struct buf b = BUF_INIT;
+        buf_reserve(&b, PART_CAP - 1);
+        char text[PART_TEXT];
+        memset(text, 'a' + i % 26, sizeof text);
+        buf_append(&b, text, sizeof text);
+        queue_push_buf(bq, QEV_CONTENT, 1, &b, (double)i);
+        buf_free(&b);
+    }
+    return NULL;
+}
+
+static void test_bound_storage(void)
+{
+    struct queue *bq = queue_new();
+    queue_bound(bq, PART_HIGH, 600000);
+    pthread_t th;
+    pthread_create(&th, NULL, produce_part_batches, bq);
+    size_t got = 0, most_storage = 0;
+    while (got < (size_t)BOUND_PUSHES * PART_TEXT) {
+        queue_wait(bq, -1);
+        struct timespec pause = {0, 200000};
+        nanosleep(&pause, NULL);
+        size_t storage = 0;
+        struct queue_event *e = queue_take(bq);
+        while (e) {
+            struct queue_event *next = e->next;
+            got += e->text.len;
+            storage += e->text.cap;
+            queue_event_free(e);
+            e = next;
+        }
+        if (storage > most_storage)
+            most_storage = storage;
+    }
+    pthread_join(th, NULL);
+    struct queue_stats st = queue_stats(bq);
+    TAP_OK(got == (size_t)BOUND_PUSHES * PART_TEXT, "storage bound: every byte taken (%zu)", got);
+    TAP_OK(most_storage < PART_HIGH + PART_CAP && st.storage_max == most_storage,
+           "storage bound: part-full batches took at most the bound plus one batch (%zu bytes, "
+           "stats %zu; bound %d)", most_storage, st.storage_max, PART_HIGH);
+    queue_free(bq, NULL);
+}
+
 /* Copied texts (a model's few tokens at a time) are coalesced into the tail up to 64 KiB of
  * storage, then go on in a new event: 100 pushes of 1,000 bytes taken at once are one event
  * per 64 KiB (one event of 128 KiB before). */
@@ -196,6 +251,7 @@ int main(void)
 {
     test_push_buf();
     test_bound();
+    test_bound_storage();
     test_event_cap();
     /* The race is a few instructions wide: several trials (it showed in 3 of 5 single
      * trials before the fix). */
