@@ -24,7 +24,9 @@ slower, saving <= 1.1x --no-save at every size, one request <= 1.3x (default mod
 
 usage: bench/stream/run.py [--tokterm PATH] [--rounds 11] [--small-runs 21] [--deltas 200000]
                            [--big-deltas 1000000] [--sdk-rounds N] [--sizes 1000,64000,...]
-                           [--rows FILE]
+                           [--rows FILE] [--baseline PATH]
+--deltas 0 --big-deltas 0 --small-runs 0 runs the saving rows alone; --baseline PATH runs them
+for two builds side by side (A/B: each build's ratio to its own --no-save, and new / base).
 """
 import argparse
 import os
@@ -123,11 +125,13 @@ def stream(srv, tokterm, node, deltas, rounds, sdk_rounds, rows, label_sdk):
     sys.stdout.flush()
 
 
-def saving(srv, tokterm, sizes, rounds, rows, reuse=0, small_rounds=0):
+def saving(srv, tokterm, sizes, rounds, rows, reuse=0, small_rounds=0, baseline=None):
     print()
     print("saving the conversation as it streams (default) vs --no-save, both --no-cache, %d "
           "rounds (median wall; answers under 1 MB: %d rounds, as cheap as the short "
           "requests)" % (rounds, max(rounds, small_rounds)))
+    if baseline:
+        return saving_ab(srv, tokterm, baseline, sizes, rounds, reuse)
     print("| answer | deltas | saving | --no-save | ratio (target <= 1.1x) |")
     print("|---|---|---|---|---|")
     home = ttlib.make_home()
@@ -156,6 +160,41 @@ def saving(srv, tokterm, sizes, rounds, rows, reuse=0, small_rounds=0):
         rows.add("saving / `--no-save`, %s answer" % human(gen_text_bytes(n)),
                  "%.1f ms" % (sw * 1e3), "--no-save %.1f ms" % (nw * 1e3), r, "<= 1.1",
                  spread=benchlib.pspread(res["saving"], res["nosave"]))
+
+
+def saving_ab(srv, tokterm, baseline, sizes, rounds, reuse):
+    """saving() for two builds side by side: each round runs both builds' saving and --no-save
+    runs (order rotating), each build on a database of its own; prints each build's ratio to
+    its own --no-save, the new build's saving wall over the baseline's, and the same for CPU
+    (user + sys of tokterm and of the `tokterm --checkpoint` it left, which rusage -a adopts:
+    steadier than the wall on a loaded machine)."""
+    print("A/B: %s (new) vs %s (baseline)" % (tokterm, baseline))
+    print("| answer | new saving | new --no-save | new ratio | base saving | base --no-save | "
+          "base ratio | new / base saving | CPU new / base saving (with the --checkpoint) |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    homes = {"new": ttlib.make_home(), "base": ttlib.make_home()}
+    for size in sizes:
+        n = gen_for(size)
+        if reuse and abs(n - reuse) < 0.02 * reuse:
+            n = reuse
+        spec = "gen=%d,chunk=whole" % n
+        url = srv.base(spec)
+        srv.post("/%s/v1/chat/completions" % spec, BODY.encode())
+        cmds = {}
+        for b, exe in (("new", tokterm), ("base", baseline)):
+            env = ttlib.clean_env(home=homes[b], env={"OPENAI_BASE_URL": url})
+            for k, extra in (("saving", []), ("nosave", ["--no-save"])):
+                argv = [exe, "--no-cache"] + extra + ["-p", "x"]
+                cmds[b + "-" + k] = (lambda v=argv, e=env: measure(v, e, adopt=True))
+        res = benchlib.interleave(cmds, rounds)
+        m = {k: med(v) * 1e3 for k, v in res.items()}
+        print("| %s | %.1f ms | %.1f ms | %.2fx | %.1f ms | %.1f ms | %.2fx | %.2fx | %.2fx |" % (
+            human(gen_text_bytes(n)), m["new-saving"], m["new-nosave"],
+            benchlib.pratio(res["new-saving"], res["new-nosave"]), m["base-saving"],
+            m["base-nosave"], benchlib.pratio(res["base-saving"], res["base-nosave"]),
+            benchlib.pratio(res["new-saving"], res["base-saving"]),
+            benchlib.pratio(res["new-saving"], res["base-saving"], 1)))
+        sys.stdout.flush()
 
 
 def short_requests(srv, tokterm, runs, rows):
@@ -209,25 +248,29 @@ def main():
     ap.add_argument("--sizes", default="1000,64000,1000000,10000000",
                     help="answer sizes in bytes for saving vs --no-save ('' to skip)")
     ap.add_argument("--rows", default="", help="append run-all's table rows (JSON) here")
+    ap.add_argument("--baseline", default="",
+                    help="a second tokterm: the saving rows run both builds side by side")
     a = ap.parse_args()
     tokterm = os.path.abspath(a.tokterm)
     rows = benchlib.Rows(a.rows)
     node = shutil.which("node")
     sdk_ok = node and os.path.isdir(os.path.join(HERE, "node_modules", "openai"))
-    if node and not sdk_ok:
+    sdk_rounds = a.rounds if a.sdk_rounds is None else a.sdk_rounds
+    if node and not sdk_ok and a.deltas and sdk_rounds:
         print("installing the openai npm package into bench/stream/node_modules ...")
         subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--silent"], cwd=HERE)
         sdk_ok = os.path.isdir(os.path.join(HERE, "node_modules", "openai"))
-    sdk_rounds = a.rounds if a.sdk_rounds is None else a.sdk_rounds
     benchlib.header("stream (bench/stream/run.py)", "tokterm %s" % tokterm)
     with ttlib.FakeServer() as srv:
-        stream(srv, tokterm, node if sdk_ok else None, a.deltas, a.rounds, sdk_rounds, rows,
-               True)
+        if a.deltas:
+            stream(srv, tokterm, node if sdk_ok else None, a.deltas, a.rounds, sdk_rounds, rows,
+                   True)
         if a.big_deltas:
             stream(srv, tokterm, None, a.big_deltas, a.rounds, 0, rows, False)
         sizes = [int(s) for s in a.sizes.split(",") if s]
         if sizes:
-            saving(srv, tokterm, sizes, a.rounds, rows, a.big_deltas, a.small_runs)
+            saving(srv, tokterm, sizes, a.rounds, rows, a.big_deltas or 1000000, a.small_runs,
+                   os.path.abspath(a.baseline) if a.baseline else None)
         if a.small_runs:
             short_requests(srv, tokterm, a.small_runs, rows)
     print("# load average at the end %s" % benchlib.loadavg())
