@@ -3,6 +3,7 @@
 #include "base/xmalloc.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,8 +31,20 @@ void *xmalloc(size_t n)
     return p;
 }
 
+#ifdef __GLIBC__
+static atomic_int xmalloc_threshold_set; /* mallopt(M_MMAP_THRESHOLD) was called */
+#endif
+
 void *huge_alloc(size_t n)
 {
+#ifdef __GLIBC__
+    /* Freeing a mapped block raises glibc's mmap threshold to its size (up to 32 MiB): the next
+     * large blocks (the buffers and records of a long answer) would come from the heap and
+     * stay resident after they are freed, and a 32 MiB answer's peak grew by a copy. A fixed
+     * threshold keeps blocks of 1 MiB or more mapped, returned whole when freed. */
+    if (!atomic_exchange(&xmalloc_threshold_set, 1))
+        mallopt(M_MMAP_THRESHOLD, (int)XMALLOC_HUGE_MIN);
+#endif
     size_t len = (n + XMALLOC_HUGE_PAGE - 1) & ~(XMALLOC_HUGE_PAGE - 1);
     void *p = NULL;
     if (len < n || posix_memalign(&p, XMALLOC_HUGE_PAGE, len ? len : XMALLOC_HUGE_PAGE) != 0)
@@ -65,6 +78,7 @@ void xmalloc_working_set(void)
     if (done)
         return;
     done = 1;
+    atomic_store(&xmalloc_threshold_set, 1);
     mallopt(M_MMAP_THRESHOLD, 32 << 20);
     mallopt(M_TRIM_THRESHOLD, 64 << 20);
     mallopt(M_TOP_PAD, (int)XMALLOC_WORK_PAD);

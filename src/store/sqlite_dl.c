@@ -23,12 +23,13 @@ struct sqlite_dl sqlite_dl_api;
 static pthread_once_t sqlite_dl_once = PTHREAD_ONCE_INIT;
 static char sqlite_dl_error[512]; /* empty once loaded */
 
-/* SQLite's allocator: malloc, except that a block of XMALLOC_HUGE_MIN bytes or more goes in huge
- * pages (huge_alloc: still a malloc'd block, so free, realloc and malloc_usable_size apply). */
+/* SQLite's allocator: malloc, except that a block of XMALLOC_HUGE_WRITE bytes or more (the
+ * record of a long answer, written whole) goes in huge pages (huge_alloc: still a malloc'd
+ * block, so free, realloc and malloc_usable_size apply). */
 static void *sqlite_dl_malloc(int n)
 {
     size_t z = n > 0 ? (size_t)n : 1;
-    return z >= XMALLOC_HUGE_MIN ? huge_alloc(z) : malloc(z);
+    return z >= XMALLOC_HUGE_WRITE ? huge_alloc(z) : malloc(z);
 }
 
 static void sqlite_dl_free(void *p)
@@ -45,7 +46,7 @@ static int sqlite_dl_size(void *p)
 static void *sqlite_dl_realloc(void *p, int n)
 {
     size_t z = n > 0 ? (size_t)n : 1;
-    if (z < XMALLOC_HUGE_MIN || !p)
+    if (z < XMALLOC_HUGE_WRITE || !p)
         return p ? realloc(p, z) : sqlite_dl_malloc(n);
     size_t old = malloc_usable_size(p);
     if (old >= z)

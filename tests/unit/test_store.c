@@ -3096,6 +3096,56 @@ static void test_long_answer(void)
     free(path);
 }
 
+/* An answer that ends within its first batch interval is written once, as its row: a fast
+ * 10 MiB answer commits no part while it streams (4 MiB parts wrote it into the WAL twice and
+ * read 8 MiB back at its end); past 16 MiB a batch is committed all the same (the bound on a
+ * fast server's buffer), and the answer reads back whole either way. */
+static void test_fast_answer(void)
+{
+    char *path = tmp_path("fast.db");
+    struct store *st = open_new("fast.db", NULL);
+    struct fake_clock clk = {100.0, 1700000000};
+    store_set_clock(st, fake_mono, fake_epoch, &clk);
+    int64_t c = store_conversation_new(st, "fast", NULL, "m", NULL);
+    size_t sizes[2] = {(size_t)10 << 20, (size_t)17 << 20}, step = 65536;
+    long long want_parts[2] = {0, 1};
+    for (int i = 0; i < 2; i++) {
+        size_t n = sizes[i];
+        char *text = letters(n);
+        int64_t m = store_message_begin(st, c, NULL);
+        int rc = 0;
+        for (size_t off = 0; off < n && rc >= 0; off += step) /* no time passes */
+            rc = store_message_append(st, m, text + off, n - off < step ? n - off : step);
+        TAP_OK(rc >= 0, "%zu MiB: appended", n >> 20);
+        long long parts = raw_int(path, "SELECT count(*) FROM message_parts");
+        if (want_parts[i])
+            TAP_OK(parts >= 1, "%zu MiB within a batch interval: a part is committed past "
+                               "16 MiB (%lld)", n >> 20, parts);
+        else
+            TAP_OK(parts == 0, "%zu MiB within a batch interval: no part committed (%lld)",
+                   n >> 20, parts);
+        TAP_OK(store_message_finish(st, m, STORE_COMPLETE, "stop", NULL, NULL, NULL) == 0,
+               "%zu MiB: finish", n >> 20);
+        char *sql = xasprintf("SELECT length(content) FROM messages WHERE id = %lld",
+                              (long long)m);
+        long long len = raw_int(path, sql);
+        TAP_OK(len == (long long)n, "%zu MiB: the row holds the whole answer (%lld bytes)",
+               n >> 20, len);
+        free(sql);
+        struct store_conversation *cv = NULL;
+        store_conversation_load(st, c, &cv);
+        TAP_OK(cv && cv->n_messages == (size_t)i + 1 &&
+                   strcmp(cv->messages[i].content, text) == 0,
+               "%zu MiB: reads back byte for byte", n >> 20);
+        store_conversation_free(cv);
+        TAP_OK(raw_int(path, "SELECT count(*) FROM message_parts") == 0,
+               "%zu MiB: no part left behind", n >> 20);
+        free(text);
+    }
+    store_close(st);
+    free(path);
+}
+
 /* store_checkpoint_async copies the WAL into the database file off the committing thread. */
 static void test_checkpoint_async(void)
 {
@@ -4168,6 +4218,7 @@ int main(int argc, char **argv)
     test_summaries_quota();
     test_commands();
     test_long_answer();
+    test_fast_answer();
     test_checkpoint_async();
     test_one_shot_syncs();
     test_checkpoint_by_frames();
