@@ -194,6 +194,50 @@ char *util_data_path(const char *file, struct buf *tried)
     return NULL;
 }
 
+/* RTLD_DEEPBIND, or 0 when it would be wrong. With it the library's symbols are looked up in
+ * the library and its own dependencies first, then in the program's scope: SQLite's functions
+ * calling each other (through its PLT, bound at load: BIND_NOW) are found at the first object
+ * instead of after tokterm, cJSON, utf8proc and libc. Measured with callgrind: SQLite's
+ * load 1.49M -> 0.98M instructions, before libcurl's load can start; libcurl's 15.8M ->
+ * 13.8M. The same functions are found: the program exports only its copies of libc's stdin,
+ * stdout, stderr and environ (copy relocations); libcurl, OpenSSL and libxml2 then read the
+ * first three from libc's own, and tokterm never assigns them: both hold the same. Only an
+ * interposer is passed over: an LD_PRELOAD (an allocator such as jemalloc, a test's fault
+ * injector) or /etc/ld.so.preload would no longer reach the library's calls, so neither gets
+ * DEEPBIND, nor do the sanitizers' interceptors (their builds never use it). Valgrind's own
+ * preloads (vgpreload_*) replace functions by their address, not by the lookup order:
+ * memcheck still sees every allocation. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define UTIL_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
+    __has_feature(memory_sanitizer)
+#define UTIL_SANITIZED 1
+#endif
+#endif
+
+int util_dlopen_deep(void)
+{
+#if defined(RTLD_DEEPBIND) && !defined(UTIL_SANITIZED)
+    if (access("/etc/ld.so.preload", F_OK) == 0)
+        return 0;
+    const char *p = getenv("LD_PRELOAD");
+    while (p && *p) { /* ld.so splits the list at colons and spaces */
+        size_t n = strcspn(p, ": \t");
+        const char *base = p;
+        for (size_t i = 0; i < n; i++)
+            if (p[i] == '/')
+                base = p + i + 1;
+        if (n && strncmp(base, "vgpreload_", 10) != 0)
+            return 0;
+        p += n + (p[n] != '\0');
+    }
+    return RTLD_DEEPBIND;
+#else
+    return 0;
+#endif
+}
+
 void *util_dlopen(const char *soname, const char *what, const char *how,
                   const struct util_dlfn *fns, size_t n, const char *(*older)(void *lib),
                   char *err, size_t size)
@@ -201,8 +245,10 @@ void *util_dlopen(const char *soname, const char *what, const char *how,
     /* RTLD_LAZY: a dependency built without BIND_NOW (libcurl's Kerberos, GMP, nghttp2,
      * librtmp, zlib, ...) binds each function on its first call, so the ones never called
      * cost nothing: libcurl's load is 18.2M -> 15.6M instructions. A library built with
-     * BIND_NOW (libcurl, OpenSSL, SQLite) is bound at load either way. */
-    void *lib = dlopen(soname, RTLD_LAZY | RTLD_LOCAL);
+     * BIND_NOW (libcurl, OpenSSL, SQLite) is bound at load either way: each of its symbols
+     * looked up, by default in the program and every library it loaded first, which is most
+     * of the load (util_dlopen_deep). */
+    void *lib = dlopen(soname, RTLD_LAZY | RTLD_LOCAL | util_dlopen_deep());
     if (!lib) {
         const char *why = dlerror();
         snprintf(err, size, "cannot load %s (%s): %s; %s", what, soname,

@@ -71,6 +71,11 @@ struct util_dlfn {
     size_t size;
 };
 
+/* The extra dlopen() flag util_dlopen loads with: RTLD_DEEPBIND (a library's own symbols
+ * first), or 0 under an LD_PRELOAD or /etc/ld.so.preload other than valgrind's, and in
+ * sanitizer builds: their interposers must keep reaching the library. */
+int util_dlopen_deep(void);
+
 /* A library loaded on first use (curl_dl.c, sqlite_dl.c, xml_dl.c): dlopen(soname), then each
  * of the n functions into its slot. The library (it stays loaded), or NULL with nothing left
  * loaded and err[0..size) set to "cannot load WHAT (SONAME): why; HOW" (how: what to install),
