@@ -261,6 +261,7 @@ static void tui_frame(struct tui *t)
         tui_input_draw(t->winput, t->cols, t->input_h, &cy, &cx);
     wmove(t->winput, cy, cx);
     wnoutrefresh(t->winput);
+    tui_draw_settle();
     doupdate();
     double done = util_now();
     if (t->trace) {

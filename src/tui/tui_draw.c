@@ -104,6 +104,7 @@ void tui_row_begin(struct tui_row *r, int width)
     r->col = 0;
     r->width = width < 0 ? 0 : width;
     r->overlay = 0;
+    r->styles = 0;
 }
 
 /* Append one cell of wc[0..nwc) (a spacing character plus combining ones) w columns wide. */
@@ -171,15 +172,23 @@ static void tui_row_ascii(struct tui_row *r, struct tui_ascii *e, unsigned char 
     r->col++;
 }
 
+/* The style of the cells just appended to a row that held n0 cells before them. */
+static void tui_row_styled(struct tui_row *r, size_t n0, attr_t a, short pair, int strike)
+{
+    if (n0 && (a != r->last_a || pair != r->last_pair))
+        r->styles++;
+    r->last_a = a;
+    r->last_pair = pair;
+    r->last_strike = strike;
+}
+
 static void tui_row_spaces(struct tui_row *r, int k, attr_t a, short pair)
 {
     static const wchar_t sp[1] = {L' '};
     if (k <= 0 || r->col >= r->width)
         return;
     struct tui_ascii *e = r->overlay ? NULL : tui_ascii_style(a, pair);
-    r->last_a = a;
-    r->last_pair = pair;
-    r->last_strike = r->overlay != 0;
+    tui_row_styled(r, r->n, a, pair, r->overlay != 0);
     while (k-- > 0 && r->col < r->width) {
         if (e)
             tui_row_ascii(r, e, ' ');
@@ -264,6 +273,7 @@ static int tui_row_put_style(struct tui_row *r, const char *s, size_t n, attr_t 
                              int strike)
 {
     int start = r->col;
+    size_t n0 = r->n;
     r->overlay = strike ? (wchar_t)0x0336 : 0;
     struct tui_ascii *e = r->overlay || !n ? NULL : tui_ascii_style(a, pair);
     size_t pos = 0;
@@ -297,11 +307,8 @@ static int tui_row_put_style(struct tui_row *r, const char *s, size_t n, attr_t 
         pos += k;
     }
     r->overlay = 0;
-    if (r->col > start) {
-        r->last_a = a;
-        r->last_pair = pair;
-        r->last_strike = strike;
-    }
+    if (r->col > start)
+        tui_row_styled(r, n0, a, pair, strike);
     return r->col - start;
 }
 
@@ -375,11 +382,142 @@ void tui_row_fill(struct tui_row *r, int to, int slot)
     tui_row_spaces(r, to - r->col, tui_draw_attr(slot, 0), tui_draw_pair(slot));
 }
 
+/* The rows tui_row_blit drew across the whole screen width, by screen row: this frame's
+ * (cur) and the last frame's (prev, what the terminal shows unless something else was drawn
+ * over it since), for tui_draw_settle. */
+static struct {
+    int rows, cols;
+    cchar_t *cur, *prev;
+    unsigned char *drawn, *known; /* cur holds this frame's row; prev holds a row */
+    unsigned short *styles;       /* style changes in cur's row (tui_row.styles) */
+} tui_settle;
+
 void tui_row_blit(struct tui_row *r, WINDOW *w, int y, int slot)
 {
     tui_row_fill(r, r->width, slot);
-    if (r->n)
-        mvwadd_wchnstr(w, y, 0, r->cells, (int)r->n);
+    if (!r->n)
+        return;
+    mvwadd_wchnstr(w, y, 0, r->cells, (int)r->n);
+    int sy = getbegy(w) + y;
+    if (LINES != tui_settle.rows || COLS != tui_settle.cols) {
+        size_t n = (size_t)(LINES > 0 ? LINES : 0) * (size_t)(COLS > 0 ? COLS : 0);
+        tui_settle.rows = LINES > 0 ? LINES : 0;
+        tui_settle.cols = COLS > 0 ? COLS : 0;
+        tui_settle.cur = xreallocarray(tui_settle.cur, n + 1, sizeof(cchar_t));
+        tui_settle.prev = xreallocarray(tui_settle.prev, n + 1, sizeof(cchar_t));
+        tui_settle.drawn = xrealloc(tui_settle.drawn, (size_t)tui_settle.rows + 1);
+        tui_settle.known = xrealloc(tui_settle.known, (size_t)tui_settle.rows + 1);
+        tui_settle.styles = xreallocarray(tui_settle.styles, (size_t)tui_settle.rows + 1,
+                                          sizeof(unsigned short));
+        memset(tui_settle.drawn, 0, (size_t)tui_settle.rows + 1);
+        memset(tui_settle.known, 0, (size_t)tui_settle.rows + 1);
+    }
+    if (sy < 0 || sy >= tui_settle.rows)
+        return;
+    if (getbegx(w) != 0 || r->n != (size_t)tui_settle.cols) {
+        tui_settle.drawn[sy] = 0;
+        tui_settle.known[sy] = 0; /* part of the row is someone else's */
+        return;
+    }
+    cchar_t *c = tui_settle.cur + (size_t)sy * (size_t)tui_settle.cols;
+    memcpy(c, r->cells, r->n * sizeof(*c));
+    tui_settle.styles[sy] = r->styles > 0xFFFF ? 0xFFFF : (unsigned short)r->styles;
+    tui_settle.drawn[sy] = 1;
+}
+
+/* What curses' doupdate costs, in instructions of ncurses 6.4 (callgrind): a cursor move that
+ * lands within 8 columns of a margin or 8 cells from where it starts tries every way the
+ * terminal has to move (relative_move three or four times, each formatting strings with
+ * tiparm); a move elsewhere formats one cursor address; a cell written; a change of colour
+ * or attributes (a foreground and a background formatted, and the attributes). */
+#define TUI_SETTLE_MOVE_NEAR 16000
+#define TUI_SETTLE_MOVE_FAR 3500
+#define TUI_SETTLE_CELL 160
+#define TUI_SETTLE_STYLE 6500
+#define TUI_SETTLE_LOCAL 8 /* lib_mvcur.c's LONG_DIST, plus one */
+#define TUI_SETTLE_ROW_STYLES 4 /* rows with more style changes are left to curses */
+#define TUI_SETTLE_INLINE 5 /* curses writes a run of this many or fewer equal cells anyway */
+
+/* The same cell (setcchar zeroes what follows the last character): the first character
+ * first, where most cells that differ already do. */
+static inline int tui_cell_same(const cchar_t *a, const cchar_t *b)
+{
+    return a->chars[0] == b->chars[0] && a->attr == b->attr && a->ext_color == b->ext_color &&
+           a->chars[1] == b->chars[1] &&
+           (!a->chars[1] || memcmp(a->chars + 2, b->chars + 2, sizeof(a->chars) -
+                                   2 * sizeof(a->chars[0])) == 0);
+}
+
+static int tui_cell_style_same(const cchar_t *a, const cchar_t *b)
+{
+    return a->attr == b->attr && a->ext_color == b->ext_color;
+}
+
+/* Row y: where its new cells nw and the ones before, old, agree between two that differ,
+ * mark those of curscr as unknown when writing them costs less than curses' move. */
+static void tui_settle_row(int y, const cchar_t *nw, const cchar_t *old, int cols)
+{
+    static cchar_t *poison;
+    static int npoison;
+    int first = 0, last = cols - 1;
+    while (first < cols && tui_cell_same(&nw[first], &old[first]))
+        first++;
+    if (first == cols)
+        return;
+    while (last > first && tui_cell_same(&nw[last], &old[last]))
+        last--;
+    for (int x = first + 1; x < last;) {
+        if (!tui_cell_same(&nw[x], &old[x])) {
+            x++;
+            continue;
+        }
+        int s = x;
+        while (x < last && tui_cell_same(&nw[x], &old[x]))
+            x++;
+        /* [s, x): cells the terminal shows already, between two it does not. curses skips
+         * them with a move; writing them costs the cells and the style changes among them
+         * that the move would not make. */
+        int len = x - s, styles = 0;
+        if (len <= TUI_SETTLE_INLINE)
+            continue;
+        for (int k = s; k <= x; k++)
+            styles += !tui_cell_style_same(&nw[k], &nw[k - 1]);
+        styles -= !tui_cell_style_same(&nw[x], &nw[s - 1]);
+        int near = x <= TUI_SETTLE_LOCAL || x >= cols - TUI_SETTLE_LOCAL ||
+                   len <= TUI_SETTLE_LOCAL;
+        long skip = near ? TUI_SETTLE_MOVE_NEAR : TUI_SETTLE_MOVE_FAR;
+        if ((long)len * TUI_SETTLE_CELL + (long)styles * TUI_SETTLE_STYLE >= skip)
+            continue;
+        if (npoison < cols) {
+            /* A cell nothing draws (blink, invisible, protected): curses takes it for
+             * unknown and writes the cell it stands for. */
+            static const wchar_t sp[2] = {L' ', L'\0'};
+            poison = xreallocarray(poison, (size_t)cols, sizeof(*poison));
+            for (int i = npoison; i < cols; i++)
+                setcchar(&poison[i], sp, A_BLINK | A_INVIS | A_PROTECT, 0, NULL);
+            npoison = cols;
+        }
+        mvwadd_wchnstr(curscr, y, s, poison, len);
+    }
+}
+
+void tui_draw_settle(void)
+{
+    int cols = tui_settle.cols;
+    if (tui_settle.rows != LINES || cols != COLS || cols <= 2 * TUI_SETTLE_LOCAL)
+        return;
+    for (int y = 0; y < tui_settle.rows; y++) {
+        if (!tui_settle.drawn[y])
+            continue;
+        size_t at = (size_t)y * (size_t)cols;
+        /* A row drawn with many style changes is left to curses: a run between two changes
+         * there seldom goes without one. */
+        if (tui_settle.known[y] && tui_settle.styles[y] <= TUI_SETTLE_ROW_STYLES)
+            tui_settle_row(y, tui_settle.cur + at, tui_settle.prev + at, cols);
+        memcpy(tui_settle.prev + at, tui_settle.cur + at, (size_t)cols * sizeof(cchar_t));
+        tui_settle.known[y] = 1;
+        tui_settle.drawn[y] = 0;
+    }
 }
 
 void tui_draw_counts(unsigned long *put, unsigned long *made)

@@ -36,6 +36,7 @@ struct tui_row {
     attr_t last_a;   /* the style of the last cell appended (when n > 0) */
     short last_pair;
     int last_strike;
+    unsigned styles; /* style changes between the cells appended so far */
 };
 
 /* Start (or restart) a row of `width` columns; keeps the memory of earlier rows. */
@@ -63,6 +64,13 @@ void tui_row_fill(struct tui_row *r, int to, int slot);
 
 /* Fill the rest of the row in `slot` and draw it at row y of window w. */
 void tui_row_blit(struct tui_row *r, WINDOW *w, int y, int slot);
+
+/* Just before doupdate: each full-width row tui_row_blit drew since the last call is compared
+ * with the row drawn there before; where curses would skip a run of equal cells between two
+ * changed ones with a cursor move that costs more to choose than writing the run, those cells
+ * of curscr are marked unknown, so that curses writes them instead. What the terminal shows
+ * is the same (a marked cell is only ever written again). */
+void tui_draw_settle(void);
 
 /* Free the row's memory. */
 void tui_row_free(struct tui_row *r);
