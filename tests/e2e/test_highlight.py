@@ -61,46 +61,17 @@ def q(text):
 
 def sgr_runs(line):
     """A captured row as runs "style:text", style = fg,bg + b/i/u/d/r flags."""
-    st = {"fg": "-", "bg": "-", "a": ""}
+    st = ttlib.sgr_new()
     runs = []
-    pos = 0
     for m in re.finditer(r"\x1b\[([0-9;:]*)m|([^\x1b]+)", line):
         if m.group(2) is not None:
-            style = "%s,%s%s" % (st["fg"], st["bg"], ("," + st["a"]) if st["a"] else "")
+            style = ttlib.sgr_style(st)
             if runs and runs[-1][0] == style:
                 runs[-1][1] += m.group(2)
             else:
                 runs.append([style, m.group(2)])
             continue
-        p = [int(x) if x else 0 for x in re.split(r"[;:]", m.group(1) or "0")]
-        i = 0
-        while i < len(p):
-            c = p[i]
-            if c == 0:
-                st = {"fg": "-", "bg": "-", "a": ""}
-            elif c in (38, 48) and i + 2 < len(p) and p[i + 1] == 5:
-                st["fg" if c == 38 else "bg"] = str(p[i + 2])
-                i += 2
-            elif c in (38, 48) and i + 4 < len(p) and p[i + 1] == 2:
-                st["fg" if c == 38 else "bg"] = "#%02x%02x%02x" % tuple(p[i + 2:i + 5])
-                i += 4
-            elif 30 <= c <= 37 or 90 <= c <= 97:
-                st["fg"] = "c%d" % (c - 30 if c < 90 else c - 82)
-            elif 40 <= c <= 47 or 100 <= c <= 107:
-                st["bg"] = "c%d" % (c - 40 if c < 100 else c - 92)
-            elif c == 39:
-                st["fg"] = "-"
-            elif c == 49:
-                st["bg"] = "-"
-            else:
-                flag = {1: "b", 2: "d", 3: "i", 4: "u", 7: "r"}.get(c)
-                off = {22: "bd", 23: "i", 24: "u", 27: "r"}.get(c)
-                if flag and flag not in st["a"]:
-                    st["a"] = "".join(sorted(st["a"] + flag))
-                elif off:
-                    st["a"] = "".join(ch for ch in st["a"] if ch not in off)
-            i += 1
-        pos = m.end()
+        ttlib.sgr_apply(st, m.group(1))
     # the gutter and trailing cells in the default style are layout, not the block
     while runs and runs[-1][0] == "-,-" and not runs[-1][1].strip():
         runs.pop()
@@ -128,14 +99,10 @@ def repaint_sgr(width, spec):
     Returns (the bytes of that repaint, the screen's escaped capture, plain capture)."""
     home = ttlib.make_home()
     with ttlib.Tmux(width, 40, term=TERM, record=True) as tm:
-        tm.run([ttlib.tokterm_path()], ttlib.clean_env(
-            home=home, env={"OPENAI_BASE_URL": srv.base(spec)}))
-        if tm.wait_for(re.compile("F1|\u203a"), 10) is None:
-            return None, None, tm.capture()
-        tm.send_text("fib please")
-        tm.send("Enter")
-        if tm.wait_for("\u2713", 20) is None:
-            return None, None, tm.capture()
+        stuck = tm.ask([ttlib.tokterm_path()], ttlib.clean_env(
+            home=home, env={"OPENAI_BASE_URL": srv.base(spec)}), "fib please", 20)
+        if stuck is not None:
+            return None, None, stuck
         before = len(tm.recording(0.5))
         tm.send("C-l")
         data = b""

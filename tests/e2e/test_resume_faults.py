@@ -27,15 +27,6 @@ CONF = "context_window = 400000\ncontext_policy = truncate\n"
 PR_SET_THP_DISABLE = 41
 
 
-def thp_mode():
-    try:
-        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
-            s = f.read()
-    except OSError:
-        return "never"
-    return s[s.find("[") + 1:s.find("]")] if "[" in s else "never"
-
-
 def no_thp():
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0)
 
@@ -72,7 +63,7 @@ with ttlib.FakeServer() as srv:
         return min(resume(home, "and now", "a resume answers").ru_minflt for _ in range(3))
 
     small, large = make(200), make(3000)
-    mode = thp_mode()
+    mode = ttlib.thp_mode()
     grow = faults(large) - faults(small)
     if mode != "never":
         t.ok(grow < 600, "THP %s: 2,800 more turns add %d minor faults (fewer than 600)"

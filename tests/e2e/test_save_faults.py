@@ -24,15 +24,6 @@ t = ttlib.Tap()
 SPEC = "gen=111111,chunk=whole"  # "tok0 tok1 ... tok111110 ": 1,000,000 bytes
 
 
-def thp_mode():
-    try:
-        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
-            s = f.read()
-    except OSError:
-        return "never"
-    return s[s.find("[") + 1:s.find("]")] if "[" in s else "never"
-
-
 with ttlib.FakeServer() as srv:
     home = ttlib.make_home()
     db = ttlib.history_db(home)
@@ -55,7 +46,7 @@ with ttlib.FakeServer() as srv:
         nosave.append(run(["--no-save"], "--no-save, run %d" % (i + 1)))
     extra = min(save) - min(nosave)
     t.diag("minor faults: saving %s, --no-save %s" % (save, nosave))
-    mode = thp_mode()
+    mode = ttlib.thp_mode()
     bound = 330 if mode != "never" else 700
     t.ok(extra < bound, "THP %s: saving a 1 MB answer adds %d minor faults (fewer than %d)"
          % (mode, extra, bound))

@@ -34,33 +34,18 @@ ANSWER = "Here:\n\n```python\n" + CODE + "```\n"
 
 def cells(esc):
     """An escaped capture (capture-pane -e -N) as rows of (character, style) cells; the style
-    (the SGR parameters in force) carries from row to row, as the capture writes it."""
-    st = {}
+    (ttlib.sgr_style of the SGR parameters in force) carries from row to row, as the capture
+    writes it."""
+    st = ttlib.sgr_new()
     rows = []
     for line in esc.split("\n"):
         row = []
         for m in re.finditer(r"\x1b\[([0-9;:]*)m|([^\x1b])", line):
             if m.group(2) is not None:
-                row.append((m.group(2), tuple(sorted(st.items()))))
-                continue
-            p = [int(x) if x else 0 for x in re.split(r"[;:]", m.group(1) or "0")]
-            i = 0
-            while i < len(p):
-                c = p[i]
-                if c == 0:
-                    st = {}
-                elif c in (38, 48) and i + 2 < len(p) and p[i + 1] == 5:
-                    st[c] = p[i + 2]
-                    i += 2
-                elif c in (39, 49):
-                    st.pop(c - 1, None)
-                elif c in (22, 23, 24, 27):
-                    for k in ((1, 2) if c == 22 else (c - 20,)):
-                        st.pop(k, None)
-                else:
-                    st[c] = 1
-                i += 1
-        while row and row[-1] == (" ", ()):
+                row.append((m.group(2), ttlib.sgr_style(st)))
+            else:
+                ttlib.sgr_apply(st, m.group(1))
+        while row and row[-1] == (" ", "-,-"):
             row.pop()  # a default blank the capture may or may not show
         rows.append(row)
     return rows
@@ -84,14 +69,10 @@ def page_up(width, height, spec):
     as cells, the same after a Ctrl-L repaint), or Nones."""
     home = ttlib.make_home()
     with ttlib.Tmux(width, height, term="tmux-256color", record=True) as tm:
-        tm.run([ttlib.tokterm_path()], ttlib.clean_env(
-            home=home, env={"OPENAI_BASE_URL": srv.base(spec)}))
-        if tm.wait_for(re.compile("F1|\u203a"), 10) is None:
-            return None, None, tm.capture()
-        tm.send_text("go")
-        tm.send("Enter")
-        if tm.wait_for("\u2713", 30) is None:
-            return None, None, tm.capture()
+        stuck = tm.ask([ttlib.tokterm_path()], ttlib.clean_env(
+            home=home, env={"OPENAI_BASE_URL": srv.base(spec)}), "go")
+        if stuck is not None:
+            return None, None, stuck
         before = len(tm.recording(0.5))
         tm.send("PageUp")
         data = tm.recording(0.5)[before:]

@@ -401,6 +401,61 @@ def wait_checkpoints(db, timeout=30.0):
     return True
 
 
+def sgr_new():
+    """The default style of a terminal cell, for sgr_apply and sgr_style."""
+    return {"fg": "-", "bg": "-", "a": ""}
+
+
+def sgr_apply(st, params):
+    """Apply the parameters of one SGR sequence (what stands between ESC [ and m) to the
+    style st (sgr_new): 256 colours, true colour, the 16 basic ones, and the attributes bold,
+    dim, italic, underline, blink (k), reverse, hidden (h) and strike (s)."""
+    p = [int(x) if x else 0 for x in re.split(r"[;:]", params or "0")]
+    i = 0
+    while i < len(p):
+        c = p[i]
+        if c == 0:
+            st.update(fg="-", bg="-", a="")
+        elif c in (38, 48) and i + 2 < len(p) and p[i + 1] == 5:
+            st["fg" if c == 38 else "bg"] = str(p[i + 2])
+            i += 2
+        elif c in (38, 48) and i + 4 < len(p) and p[i + 1] == 2:
+            st["fg" if c == 38 else "bg"] = "#%02x%02x%02x" % tuple(p[i + 2:i + 5])
+            i += 4
+        elif 30 <= c <= 37 or 90 <= c <= 97:
+            st["fg"] = "c%d" % (c - 30 if c < 90 else c - 82)
+        elif 40 <= c <= 47 or 100 <= c <= 107:
+            st["bg"] = "c%d" % (c - 40 if c < 100 else c - 92)
+        elif c == 39:
+            st["fg"] = "-"
+        elif c == 49:
+            st["bg"] = "-"
+        else:
+            flag = {1: "b", 2: "d", 3: "i", 4: "u", 5: "k", 7: "r", 8: "h", 9: "s"}.get(c)
+            off = {22: "bd", 23: "i", 24: "u", 25: "k", 27: "r", 28: "h", 29: "s"}.get(c)
+            if flag and flag not in st["a"]:
+                st["a"] = "".join(sorted(st["a"] + flag))
+            elif off:
+                st["a"] = "".join(ch for ch in st["a"] if ch not in off)
+        i += 1
+
+
+def sgr_style(st):
+    """A style as "fg,bg" plus ",flags" when any (b d h i k r s u): "-" is the default
+    colour."""
+    return "%s,%s%s" % (st["fg"], st["bg"], ("," + st["a"]) if st["a"] else "")
+
+
+def thp_mode():
+    """The kernel's transparent huge page mode: always, madvise or never."""
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            s = f.read()
+    except OSError:
+        return "never"
+    return s[s.find("[") + 1:s.find("]")] if "[" in s else "never"
+
+
 def make_home():
     """A fresh directory for HOME and the XDG directories (removed at exit)."""
     return tempdir("tt-home-")
@@ -818,6 +873,18 @@ class Tmux:
             if time.monotonic() >= deadline:
                 return None
             time.sleep(0.05)
+
+    def ask(self, cmd, env, prompt, timeout=30.0):
+        """Start the chat cmd, send prompt once it is up and wait for the answer's end (its
+        check mark): None, or the screen as it was when a wait ran out."""
+        self.run(cmd, env)
+        if self.wait_for(re.compile("F1|\u203a"), 10) is None:
+            return self.capture()
+        self.send_text(prompt)
+        self.send("Enter")
+        if self.wait_for("\u2713", timeout) is None:
+            return self.capture()
+        return None
 
     def dead(self):
         """None while the program runs, else its exit status as a shell reports it (128+N

@@ -3,12 +3,14 @@
  * queue's fd and takes; once every producer has ended, an event still queued while the fd
  * says nothing is readable is a lost wakeup (a batch or a chat would wait forever). */
 #include "config.h"
+#include "base/xmalloc.h"
 #include "net/queue.h"
 #include "tap.h"
 
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -106,29 +108,38 @@ static void test_push_buf(void)
 #define BOUND_TEXT 1000
 #define BOUND_HIGH 4096
 
+/* A producer of BOUND_PUSHES batches of `text` bytes, each in its own storage of `cap` bytes
+ * at least (0: as buf_append grows it), handed to the queue as the network thread does. */
+struct producer {
+    struct queue *q;
+    size_t text, cap;
+};
+
 static void *produce_batches(void *arg)
 {
-    struct queue *bq = arg;
+    struct producer *pr = arg;
+    char *text = xmalloc(pr->text);
     for (int i = 0; i < BOUND_PUSHES; i++) {
         struct buf b = BUF_INIT;
-        char text[BOUND_TEXT];
-        memset(text, 'a' + i % 26, sizeof text);
-        buf_append(&b, text, sizeof text);
-        queue_push_buf(bq, QEV_CONTENT, 1, &b, (double)i);
+        if (pr->cap)
+            buf_reserve(&b, pr->cap - 1);
+        memset(text, 'a' + i % 26, pr->text);
+        buf_append(&b, text, pr->text);
+        queue_push_buf(pr->q, QEV_CONTENT, 1, &b, (double)i);
         buf_free(&b);
     }
+    free(text);
     return NULL;
 }
 
-static void test_bound(void)
+/* The consumer's side of the bound tests: takes BOUND_PUSHES pushes of `text` bytes each
+ * (push i all 'a' + i % 26) slowly, so that the producer runs into the bound; the most text
+ * and storage one take found, and whether every byte came in order. The bytes taken. */
+static size_t take_slowly(struct queue *bq, size_t text, size_t *most, size_t *most_storage,
+                          int *in_order)
 {
-    struct queue *bq = queue_new();
-    queue_bound(bq, BOUND_HIGH, 600000);
-    pthread_t th;
-    pthread_create(&th, NULL, produce_batches, bq);
-    size_t got = 0, most = 0, most_storage = 0;
-    int in_order = 1;
-    while (got < (size_t)BOUND_PUSHES * BOUND_TEXT) {
+    size_t got = 0;
+    while (got < (size_t)BOUND_PUSHES * text) {
         queue_wait(bq, -1);
         struct timespec pause = {0, 200000}; /* let the producer run into the bound */
         nanosleep(&pause, NULL);
@@ -137,20 +148,45 @@ static void test_bound(void)
         while (e) {
             struct queue_event *next = e->next;
             for (size_t i = 0; i < e->text.len; i++, got++)
-                if (e->text.data[i] != 'a' + (int)(got / BOUND_TEXT) % 26)
-                    in_order = 0;
+                if (e->text.data[i] != 'a' + (int)(got / text) % 26)
+                    *in_order = 0;
             len += e->text.len;
             storage += e->text.cap;
             queue_event_free(e);
             e = next;
         }
-        if (len > most)
-            most = len;
-        if (storage > most_storage)
-            most_storage = storage;
+        if (len > *most)
+            *most = len;
+        if (storage > *most_storage)
+            *most_storage = storage;
     }
+    return got;
+}
+
+/* A producer of `text`-byte batches in `cap` bytes of storage (0: as they grow) against a
+ * queue bounded at `high` with a wait that never ends, taken slowly (take_slowly); the queue's
+ * stats in *st. The bytes taken. */
+static size_t bound_run(size_t high, size_t text, size_t cap, size_t *most, size_t *most_storage,
+                        int *in_order, struct queue_stats *st)
+{
+    struct queue *bq = queue_new();
+    queue_bound(bq, high, 600000);
+    struct producer pr = {bq, text, cap};
+    pthread_t th;
+    pthread_create(&th, NULL, produce_batches, &pr);
+    size_t got = take_slowly(bq, text, most, most_storage, in_order);
     pthread_join(th, NULL);
-    struct queue_stats st = queue_stats(bq);
+    *st = queue_stats(bq);
+    queue_free(bq, NULL);
+    return got;
+}
+
+static void test_bound(void)
+{
+    size_t most = 0, most_storage = 0;
+    int in_order = 1;
+    struct queue_stats st;
+    size_t got = bound_run(BOUND_HIGH, BOUND_TEXT, 0, &most, &most_storage, &in_order, &st);
     TAP_OK(got == (size_t)BOUND_PUSHES * BOUND_TEXT && in_order,
            "bound: every byte taken, in order (%zu)", got);
     TAP_OK(most <= BOUND_HIGH - 1 + BOUND_TEXT && st.held_max == most,
@@ -162,7 +198,6 @@ static void test_bound(void)
     TAP_OK(st.event_max <= 1024, "bound: no event grew past a batch (%zu)", st.event_max);
     TAP_OK(st.waits > 0 && st.timeouts == 0, "bound: the producer waited (%lu) for takes only",
            st.waits);
-    queue_free(bq, NULL);
 }
 
 /* The bound is on storage, not text: batches flushed half full (2,100 bytes of text in 4 KiB
@@ -173,51 +208,17 @@ static void test_bound(void)
 #define PART_TEXT 2100
 #define PART_HIGH 16384
 
-static void *produce_part_batches(void *arg)
-{
-    struct queue *bq = arg;
-    for (int i = 0; i < BOUND_PUSHES; i++) {
-        struct buf b = BUF_INIT;
-        buf_reserve(&b, PART_CAP - 1);
-        char text[PART_TEXT];
-        memset(text, 'a' + i % 26, sizeof text);
-        buf_append(&b, text, sizeof text);
-        queue_push_buf(bq, QEV_CONTENT, 1, &b, (double)i);
-        buf_free(&b);
-    }
-    return NULL;
-}
-
 static void test_bound_storage(void)
 {
-    struct queue *bq = queue_new();
-    queue_bound(bq, PART_HIGH, 600000);
-    pthread_t th;
-    pthread_create(&th, NULL, produce_part_batches, bq);
-    size_t got = 0, most_storage = 0;
-    while (got < (size_t)BOUND_PUSHES * PART_TEXT) {
-        queue_wait(bq, -1);
-        struct timespec pause = {0, 200000};
-        nanosleep(&pause, NULL);
-        size_t storage = 0;
-        struct queue_event *e = queue_take(bq);
-        while (e) {
-            struct queue_event *next = e->next;
-            got += e->text.len;
-            storage += e->text.cap;
-            queue_event_free(e);
-            e = next;
-        }
-        if (storage > most_storage)
-            most_storage = storage;
-    }
-    pthread_join(th, NULL);
-    struct queue_stats st = queue_stats(bq);
-    TAP_OK(got == (size_t)BOUND_PUSHES * PART_TEXT, "storage bound: every byte taken (%zu)", got);
+    size_t most = 0, most_storage = 0;
+    int in_order = 1;
+    struct queue_stats st;
+    size_t got = bound_run(PART_HIGH, PART_TEXT, PART_CAP, &most, &most_storage, &in_order, &st);
+    TAP_OK(got == (size_t)BOUND_PUSHES * PART_TEXT && in_order,
+           "storage bound: every byte taken, in order (%zu)", got);
     TAP_OK(most_storage < PART_HIGH + PART_CAP && st.storage_max == most_storage,
            "storage bound: part-full batches took at most the bound plus one batch (%zu bytes, "
            "stats %zu; bound %d)", most_storage, st.storage_max, PART_HIGH);
-    queue_free(bq, NULL);
 }
 
 /* Copied texts (a model's few tokens at a time) are coalesced into the tail up to 64 KiB of
