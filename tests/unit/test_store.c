@@ -93,17 +93,24 @@ static long long raw_int(const char *path, const char *sql)
  * connection's close then checkpoints and removes the WAL, as a last connection does. */
 static long long raw_wal_frames(const char *path)
 {
-    sqlite3 *db;
     long long v = -1;
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK) {
-        sqlite3_stmt *s;
-        if (sqlite3_prepare_v2(db, "PRAGMA wal_checkpoint(PASSIVE)", -1, &s, NULL) == SQLITE_OK) {
-            if (sqlite3_step(s) == SQLITE_ROW)
-                v = sqlite3_column_int64(s, 1);
-            sqlite3_finalize(s);
+    /* -1 also while another checkpoint runs (a detached copy's last pass goes on after it
+     * gave up its lock): asked again for up to 10 s */
+    for (double until = util_now() + 10; v < 0 && util_now() < until;) {
+        sqlite3 *db;
+        if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK) {
+            sqlite3_stmt *s;
+            if (sqlite3_prepare_v2(db, "PRAGMA wal_checkpoint(PASSIVE)", -1, &s, NULL) ==
+                SQLITE_OK) {
+                if (sqlite3_step(s) == SQLITE_ROW)
+                    v = sqlite3_column_int64(s, 1);
+                sqlite3_finalize(s);
+            }
         }
+        sqlite3_close(db);
+        if (v < 0)
+            usleep(10000);
     }
-    sqlite3_close(db);
     return v;
 }
 
