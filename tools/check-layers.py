@@ -34,7 +34,8 @@ OWNER = {
 
 # headers private to their folder: the library loaders, the tokenizer SQLite calls back and
 # the store's internals (struct store)
-PRIVATE = {"store/sqlite_dl.h", "store/fts_words.h", "store/store_int.h", "net/curl_dl.h",
+PRIVATE = {"store/sqlite_dl.h", "store/fts_words.h", "store/store_int.h", "store/wal_vfs.h",
+           "net/curl_dl.h",
            "net/redis_dl.h",
            "proto/api_int.h", "text/xml_dl.h", "mcp/mcp_int.h",
            "tui/tui_app.h"}

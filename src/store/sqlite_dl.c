@@ -1,6 +1,7 @@
 /* sqlite_dl.c - dlopen() of SQLite on first use (see sqlite_dl.h). */
 #include "config.h"
 #include "store/sqlite_dl.h"
+#include "store/wal_vfs.h"
 
 #include "base/util.h"
 #include "base/xmalloc.h"
@@ -149,6 +150,7 @@ static void sqlite_dl_init(void)
         (void)config(SQLITE_CONFIG_MEMSTATUS, 0);
         sqlite_dl_page_cache(config);
     }
+    wal_vfs_install(); /* after the configuration: it initialises SQLite */
 }
 
 int sqlite_dl_load(char **err)

@@ -27,7 +27,8 @@
     X(open_v2)                                                                                 \
     X(prepare_v2) X(prepare_v3) X(reset) X(result_double) X(result_error_code) X(result_int)   \
     X(result_int64) X(result_null) X(set_auxdata) X(step) X(stmt_busy) X(stmt_status) X(user_data)            \
-    X(value_bytes) X(value_double) X(value_int64) X(value_text) X(wal_checkpoint) X(wal_hook)
+    X(value_bytes) X(value_double) X(value_int64) X(value_text) X(vfs_find) X(vfs_register) \
+    X(wal_checkpoint) X(wal_hook)
 
 /* The table: one pointer per function, with the type of its declaration in <sqlite3.h>. */
 struct sqlite_dl {
@@ -44,6 +45,8 @@ int sqlite_dl_load(char **err);
  * page cache is set up in a huge page (see sqlite_dl.c). */
 void sqlite_dl_prefer_large_reads(void);
 
+#define sqlite3_vfs_find (sqlite_dl_api.vfs_find)
+#define sqlite3_vfs_register (sqlite_dl_api.vfs_register)
 #define sqlite3_bind_blob (sqlite_dl_api.bind_blob)
 #define sqlite3_bind_double (sqlite_dl_api.bind_double)
 #define sqlite3_bind_int (sqlite_dl_api.bind_int)

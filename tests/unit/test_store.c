@@ -7,6 +7,7 @@
 #include "store/fts_words.h"
 #include "base/sha256.h"
 #include "store/store.h"
+#include "store/wal_vfs.h"
 #include "tap.h"
 #include "base/util.h"
 #include "base/xmalloc.h"
@@ -19,6 +20,7 @@
 #include <stdarg.h>
 #include <sqlite3.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -3890,6 +3892,56 @@ static void test_checkpoint_race(void)
     free(path);
 }
 
+/* SQLite writes each WAL frame with two calls, its header and its page; wal_vfs.c gathers
+ * them: a 4 MiB answer (~1,030 frames, ~2,060 of SQLite's writes) is written in pieces of up
+ * to 124 KiB, and reads back whole. A write that fails (a file size limit standing in for a
+ * full disk) fails the commit: the answer is not saved, the database stays sound and the next
+ * commit goes in. */
+static void test_wal_gather(void)
+{
+    char *path = tmp_path("gather.db");
+    struct store *st = open_new("gather.db", NULL);
+    int64_t c = store_conversation_new(st, "gather", NULL, "m", NULL);
+    size_t n = (size_t)4 << 20;
+    char *big = letters(n);
+    unsigned long w0 = wal_vfs_writes();
+    int64_t id = store_message_add(st, c, "assistant", big, n, NULL);
+    unsigned long w = wal_vfs_writes() - w0;
+    TAP_OK(id > 0, "gather: a 4 MiB answer saved");
+    TAP_OK(w > 0 && w < 100, "gather: its ~1,030 frames went to the WAL in %lu writes", w);
+    char *q = xasprintf("SELECT length(content) FROM messages WHERE id = %lld", (long long)id);
+    TAP_INT(raw_int(path, q), (long long)n, "gather: it reads back whole from another connection");
+    free(q);
+
+    /* a write refused past a file size limit: the commit fails, nothing half-saved */
+    struct stat sb;
+    char *wal = xasprintf("%s-wal", path);
+    long long wal_size = stat(wal, &sb) == 0 ? (long long)sb.st_size : 0;
+    struct rlimit old, lim;
+    getrlimit(RLIMIT_FSIZE, &old);
+    lim = old;
+    lim.rlim_cur = (rlim_t)(wal_size + (1 << 20));
+    void (*was)(int) = signal(SIGXFSZ, SIG_IGN);
+    setrlimit(RLIMIT_FSIZE, &lim);
+    big[0] = 'Z';
+    int64_t bad = store_message_add(st, c, "assistant", big, n, NULL);
+    setrlimit(RLIMIT_FSIZE, &old);
+    signal(SIGXFSZ, was);
+    TAP_OK(bad < 0, "gather: a write past the file size limit fails the commit (%lld)",
+           (long long)bad);
+    int64_t after = store_message_add(st, c, "user", "still here", 10, NULL);
+    TAP_OK(after > 0, "gather: the next commit goes in");
+    store_close(st);
+    char *ok = raw_text(path, "PRAGMA integrity_check");
+    TAP_STR(ok ? ok : "(null)", "ok", "gather: the database is sound after the failed commit");
+    free(ok);
+    TAP_INT(raw_int(path, "SELECT count(*) FROM messages WHERE substr(content, 1, 1) = 'Z'"), 0,
+            "gather: nothing of the refused answer was saved");
+    free(wal);
+    free(big);
+    free(path);
+}
+
 /* `test_store --checkpoint PATH`: the detached checkpoint's side of test_checkpoint_detached,
  * which checks the contract of store_checkpoint_detach first: an empty environment,
  * /dev/null as 0-2, the lock as 3 and nothing else open. */
@@ -4237,6 +4289,7 @@ int main(int argc, char **argv)
     test_checkpoint_no_zombie();
     test_checkpoint_detached();
     test_checkpoint_race();
+    test_wal_gather();
     test_too_big();
     test_rm_scrub();
     test_reader();

@@ -1,0 +1,242 @@
+/* wal_vfs.c - SQLite's writes to a WAL file, gathered: one write per commit (see wal_vfs.h). */
+#include "config.h"
+#include "store/wal_vfs.h"
+
+#include "store/sqlite_dl.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The bytes gathered before they are written all the same (a commit larger than this is
+ * written in pieces of it), and the first size of the buffer (it doubles up to the most).
+ * Under 128 KiB: the unix VFS masks the length of one write with 0x1ffff (os_unix.c,
+ * seekAndWriteFd), so a write of 128 KiB or more is cut short, and one of 128 KiB more
+ * than a multiple of 128 KiB ends in a write of 0 bytes, which it reports as SQLITE_FULL. */
+#define WAL_GATHER_MAX (124 * 1024)
+#define WAL_GATHER_FIRST (16 * 1024)
+/* A WAL frame's header: its bytes 4-7 hold the database's size in pages after a commit, 0 in
+ * the other frames of a transaction (SQLite's file format, "WAL frame header"). */
+#define WAL_FRAME_HDR 24
+
+/* What this VFS keeps beside the underlying file, which comes first in the sqlite3_file
+ * SQLite allocates (szOsFile): the underlying methods are called with the same pointer. */
+struct wal_gather {
+    const sqlite3_io_methods *io; /* the underlying file's methods */
+    char *buf;                    /* bytes [off, off + len) of the file, not written yet */
+    size_t len, cap;
+    sqlite3_int64 off;
+    int commit; /* the last write was a commit frame's header: its page ends the commit */
+};
+
+static sqlite3_vfs wal_vfs;
+static sqlite3_vfs *wal_under;
+static size_t wal_gather_at; /* where struct wal_gather starts in the file */
+static sqlite3_io_methods wal_io;
+static atomic_ulong wal_writes; /* writes made to WAL files by the underlying VFS */
+
+static struct wal_gather *wal_of(sqlite3_file *f)
+{
+    return (struct wal_gather *)((char *)f + wal_gather_at);
+}
+
+/* Write what is gathered. */
+static int wal_flush(sqlite3_file *f)
+{
+    struct wal_gather *g = wal_of(f);
+    if (!g->len)
+        return SQLITE_OK;
+    atomic_fetch_add(&wal_writes, 1);
+    int rc = g->io->xWrite(f, g->buf, (int)g->len, g->off);
+    g->len = 0;
+    g->commit = 0;
+    return rc;
+}
+
+/* A write that continues the gathered bytes joins them; any other first writes them. The page
+ * that follows a commit frame's header ends the commit: everything is written then, before
+ * SQLite syncs or publishes the commit in the WAL index (a failed write fails the commit,
+ * as one of SQLite's own would). */
+static int wal_write(sqlite3_file *f, const void *p, int n, sqlite3_int64 off)
+{
+    struct wal_gather *g = wal_of(f);
+    size_t k = n > 0 ? (size_t)n : 0;
+    int rc = SQLITE_OK;
+    if (g->len && (off != g->off + (sqlite3_int64)g->len || g->len + k > WAL_GATHER_MAX) &&
+        (rc = wal_flush(f)) != SQLITE_OK)
+        return rc;
+    if (k > WAL_GATHER_MAX / 2) {
+        atomic_fetch_add(&wal_writes, 1);
+        return g->io->xWrite(f, p, n, off);
+    }
+    if (g->len + k > g->cap) {
+        size_t cap = g->cap ? g->cap : WAL_GATHER_FIRST;
+        while (cap < g->len + k)
+            cap *= 2;
+        char *b = realloc(g->buf, cap);
+        if (!b) { /* no memory to gather: written as it comes */
+            if ((rc = wal_flush(f)) != SQLITE_OK)
+                return rc;
+            atomic_fetch_add(&wal_writes, 1);
+            return g->io->xWrite(f, p, n, off);
+        }
+        g->buf = b;
+        g->cap = cap;
+    }
+    if (!g->len)
+        g->off = off;
+    memcpy(g->buf + g->len, p, k);
+    g->len += k;
+    const unsigned char *h = p;
+    if (k == WAL_FRAME_HDR && (h[4] | h[5] | h[6] | h[7]))
+        g->commit = 1;
+    else if (g->commit)
+        return wal_flush(f);
+    return SQLITE_OK;
+}
+
+/* Every other method writes what is gathered first, so that the file is as SQLite wrote it. */
+static int wal_close(sqlite3_file *f)
+{
+    struct wal_gather *g = wal_of(f);
+    int rc = wal_flush(f);
+    free(g->buf);
+    g->buf = NULL;
+    g->cap = 0;
+    int rc2 = g->io->xClose(f);
+    return rc != SQLITE_OK ? rc : rc2;
+}
+
+#define WAL_FLUSHED(call)                                                                      \
+    do {                                                                                       \
+        int rc_ = wal_flush(f);                                                                \
+        if (rc_ != SQLITE_OK)                                                                  \
+            return rc_;                                                                        \
+        return wal_of(f)->io->call;                                                            \
+    } while (0)
+
+static int wal_read(sqlite3_file *f, void *p, int n, sqlite3_int64 off)
+{
+    WAL_FLUSHED(xRead(f, p, n, off));
+}
+
+static int wal_truncate(sqlite3_file *f, sqlite3_int64 size)
+{
+    WAL_FLUSHED(xTruncate(f, size));
+}
+
+static int wal_sync(sqlite3_file *f, int flags)
+{
+    WAL_FLUSHED(xSync(f, flags));
+}
+
+static int wal_file_size(sqlite3_file *f, sqlite3_int64 *size)
+{
+    WAL_FLUSHED(xFileSize(f, size));
+}
+
+static int wal_lock(sqlite3_file *f, int level)
+{
+    WAL_FLUSHED(xLock(f, level));
+}
+
+static int wal_unlock(sqlite3_file *f, int level)
+{
+    WAL_FLUSHED(xUnlock(f, level));
+}
+
+static int wal_check_reserved(sqlite3_file *f, int *out)
+{
+    WAL_FLUSHED(xCheckReservedLock(f, out));
+}
+
+static int wal_file_control(sqlite3_file *f, int op, void *arg)
+{
+    WAL_FLUSHED(xFileControl(f, op, arg));
+}
+
+static int wal_sector_size(sqlite3_file *f)
+{
+    return wal_of(f)->io->xSectorSize(f);
+}
+
+static int wal_device(sqlite3_file *f)
+{
+    return wal_of(f)->io->xDeviceCharacteristics(f);
+}
+
+static int wal_shm_map(sqlite3_file *f, int pg, int pgsz, int extend, void volatile **pp)
+{
+    WAL_FLUSHED(xShmMap(f, pg, pgsz, extend, pp));
+}
+
+static int wal_shm_lock(sqlite3_file *f, int offset, int n, int flags)
+{
+    WAL_FLUSHED(xShmLock(f, offset, n, flags));
+}
+
+static void wal_shm_barrier(sqlite3_file *f)
+{
+    (void)wal_flush(f);
+    wal_of(f)->io->xShmBarrier(f);
+}
+
+static int wal_shm_unmap(sqlite3_file *f, int del)
+{
+    WAL_FLUSHED(xShmUnmap(f, del));
+}
+
+static int wal_fetch(sqlite3_file *f, sqlite3_int64 off, int n, void **pp)
+{
+    WAL_FLUSHED(xFetch(f, off, n, pp));
+}
+
+static int wal_unfetch(sqlite3_file *f, sqlite3_int64 off, void *p)
+{
+    WAL_FLUSHED(xUnfetch(f, off, p));
+}
+
+/* Files other than WALs keep the underlying methods as they are. */
+static int wal_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flags, int *out)
+{
+    (void)vfs;
+    int rc = wal_under->xOpen(wal_under, name, f, flags, out);
+    if (rc != SQLITE_OK || !(flags & SQLITE_OPEN_WAL) || !f->pMethods ||
+        f->pMethods->iVersion > 3 || (wal_io.iVersion && f->pMethods->iVersion != wal_io.iVersion))
+        return rc;
+    struct wal_gather *g = wal_of(f);
+    memset(g, 0, sizeof *g);
+    g->io = f->pMethods;
+    if (!wal_io.iVersion) /* one underlying VFS: its files' methods have one version */
+        wal_io.iVersion = g->io->iVersion;
+    f->pMethods = &wal_io;
+    return rc;
+}
+
+static sqlite3_io_methods wal_io = {
+    0,           wal_close,          wal_read,         wal_write,     wal_truncate,
+    wal_sync,    wal_file_size,      wal_lock,         wal_unlock,    wal_check_reserved,
+    wal_file_control, wal_sector_size, wal_device,     wal_shm_map,   wal_shm_lock,
+    wal_shm_barrier, wal_shm_unmap,  wal_fetch,        wal_unfetch,
+};
+
+void wal_vfs_install(void)
+{
+    sqlite3_vfs *u = sqlite3_vfs_find(NULL);
+    if (!u || u == &wal_vfs || u->iVersion < 1)
+        return;
+    wal_under = u;
+    wal_vfs = *u; /* the other methods are the underlying VFS's, with its pAppData */
+    wal_vfs.pNext = NULL;
+    wal_vfs.zName = "tokterm-wal";
+    wal_gather_at = ((size_t)u->szOsFile + 15) & ~(size_t)15;
+    wal_vfs.szOsFile = (int)(wal_gather_at + sizeof(struct wal_gather));
+    wal_vfs.xOpen = wal_open;
+    if (sqlite3_vfs_register(&wal_vfs, 1) != SQLITE_OK)
+        wal_under = NULL;
+}
+
+unsigned long wal_vfs_writes(void)
+{
+    return atomic_load(&wal_writes);
+}
