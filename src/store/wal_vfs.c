@@ -65,7 +65,9 @@ static int wal_write(sqlite3_file *f, const void *p, int n, sqlite3_int64 off)
     if (g->len && (off != g->off + (sqlite3_int64)g->len || g->len + k > WAL_GATHER_MAX) &&
         (rc = wal_flush(f)) != SQLITE_OK)
         return rc;
-    if (k > WAL_GATHER_MAX / 2) {
+    if (k > WAL_GATHER_MAX / 2) { /* a page of 64 KiB: after what is gathered (its header) */
+        if ((rc = wal_flush(f)) != SQLITE_OK)
+            return rc;
         atomic_fetch_add(&wal_writes, 1);
         return g->io->xWrite(f, p, n, off);
     }
