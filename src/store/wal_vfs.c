@@ -53,6 +53,16 @@ static int wal_flush(sqlite3_file *f)
     return rc;
 }
 
+/* Write p as it is, after what is gathered (a frame's header before its page). */
+static int wal_write_through(sqlite3_file *f, const void *p, int n, sqlite3_int64 off)
+{
+    int rc = wal_flush(f);
+    if (rc != SQLITE_OK)
+        return rc;
+    atomic_fetch_add(&wal_writes, 1);
+    return wal_of(f)->io->xWrite(f, p, n, off);
+}
+
 /* A write that continues the gathered bytes joins them; any other first writes them. The page
  * that follows a commit frame's header ends the commit: everything is written then, before
  * SQLite syncs or publishes the commit in the WAL index (a failed write fails the commit,
@@ -65,23 +75,15 @@ static int wal_write(sqlite3_file *f, const void *p, int n, sqlite3_int64 off)
     if (g->len && (off != g->off + (sqlite3_int64)g->len || g->len + k > WAL_GATHER_MAX) &&
         (rc = wal_flush(f)) != SQLITE_OK)
         return rc;
-    if (k > WAL_GATHER_MAX / 2) { /* a page of 64 KiB: after what is gathered (its header) */
-        if ((rc = wal_flush(f)) != SQLITE_OK)
-            return rc;
-        atomic_fetch_add(&wal_writes, 1);
-        return g->io->xWrite(f, p, n, off);
-    }
+    if (k > WAL_GATHER_MAX / 2) /* a page of 64 KiB */
+        return wal_write_through(f, p, n, off);
     if (g->len + k > g->cap) {
         size_t cap = g->cap ? g->cap : WAL_GATHER_FIRST;
         while (cap < g->len + k)
             cap *= 2;
         char *b = realloc(g->buf, cap);
-        if (!b) { /* no memory to gather: written as it comes */
-            if ((rc = wal_flush(f)) != SQLITE_OK)
-                return rc;
-            atomic_fetch_add(&wal_writes, 1);
-            return g->io->xWrite(f, p, n, off);
-        }
+        if (!b) /* no memory to gather: written as it comes */
+            return wal_write_through(f, p, n, off);
         g->buf = b;
         g->cap = cap;
     }
