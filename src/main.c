@@ -557,6 +557,10 @@ static const struct main_cmd *main_pick(const struct cli *a)
 static int main_dispatch(struct main_run *r, const struct main_cmd *cmd)
 {
     struct setup *su = &r->su;
+    /* The store's process: its blocks (SQLite's schema, statements, pages) in a huge page. Not
+     * --incognito's: its few would not pay for the 2 MiB resident. */
+    if ((cmd->needs & SETUP_STORE) && !r->a.incognito)
+        xmalloc_heap_huge();
     if (cmd->needs & SETUP_CONFIG) {
         int rc = setup_conf(su, &r->a, &r->err, &r->warn);
         main_print_warn(&r->warn);

@@ -95,6 +95,42 @@ void xmalloc_working_set(void)
 #endif
 }
 
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && __GLIBC_PREREQ(2, 33)
+static void *xmalloc_spacer; /* kept: its pages, never touched, stay out of memory */
+#endif
+
+void xmalloc_heap_huge(void)
+{
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && __GLIBC_PREREQ(2, 33)
+    static int done;
+    if (done || xmalloc_threshold_set)
+        return; /* once, and not over xmalloc_working_set's (it advises its own) */
+    done = 1;
+    /* The spacer comes from the heap, and the heap grows past the huge page; what is freed
+     * at the top stays (a trim would split the huge page). */
+    mallopt(M_TRIM_THRESHOLD, (int)(2 * XMALLOC_HUGE_PAGE));
+    mallopt(M_MMAP_THRESHOLD, (int)(2 * XMALLOC_HUGE_PAGE));
+    mallopt(M_TOP_PAD, (int)(2 * XMALLOC_HUGE_PAGE));
+    uintptr_t end = (uintptr_t)sbrk(0);
+    struct mallinfo2 mi = mallinfo2(); /* keepcost: the top chunk, where new blocks come from */
+    uintptr_t top = end - mi.keepcost;
+    uintptr_t huge = (top + 8192 + XMALLOC_HUGE_PAGE - 1) & ~(uintptr_t)(XMALLOC_HUGE_PAGE - 1);
+    /* A block from the top chunk (its header 16 bytes before it) that ends 16 bytes before
+     * the huge page: the new top chunk's header goes there, so the huge page's first touch
+     * is a block's, after the advice (a page touched before it stays a small one). */
+    void *spacer = malloc(huge - 16 - top - 8);
+    if (spacer && (uintptr_t)spacer == top + 16 &&
+        (uintptr_t)sbrk(0) >= huge + XMALLOC_HUGE_PAGE &&
+        madvise((void *)huge, XMALLOC_HUGE_PAGE, MADV_HUGEPAGE) == 0)
+        xmalloc_spacer = spacer;
+    else
+        free(spacer); /* another allocator (valgrind's), or no THP: the heap as it was */
+    atomic_store(&xmalloc_threshold_set, 1);
+    mallopt(M_MMAP_THRESHOLD, (int)XMALLOC_HUGE_MIN); /* huge_alloc's */
+    mallopt(M_TOP_PAD, 128 << 10);                    /* glibc's default */
+#endif
+}
+
 void *xcalloc(size_t nmemb, size_t size)
 {
     void *p = calloc(nmemb ? nmemb : 1, size ? size : 1);

@@ -401,6 +401,8 @@ int store_run_steps(struct store *st, const char *const *steps, size_t n, const 
  * size, one long answer made every later run start a checkpoint (a second connection, two
  * fsyncs, joined at close) for the few pages it wrote (issue 14). */
 #define STORE_CKPT_ASYNC_BYTES ((off_t)1 << 20)
+/* A run that wrote this much starts a detached checkpoint at its close (store_free_as). */
+#define STORE_CKPT_DETACH_BYTES ((off_t)256 << 10)
 /* A WAL this large at close (a long answer: its parts and its row) is copied and started over
  * then (store_wal_restart): left to the next run, every open re-read it to rebuild the WAL
  * index (~1 ms per MB), and its background copy held back the reset while that run wrote more
@@ -748,15 +750,21 @@ static void store_free_as(struct store *st, int at_exit)
         sqlite3_exec(st->db, "PRAGMA wal_checkpoint(PASSIVE)", NULL, NULL, NULL);
     } else if (st->wrote && !st->readonly && st->ckpt_exe &&
                store_wal_bytes(st) - store_wrote_bytes(st) < STORE_CKPT_PILE_BYTES &&
-               (store_wrote_bytes(st) < STORE_CKPT_ASYNC_BYTES || store_detached_running(st) ||
+               (store_wrote_bytes(st) < STORE_CKPT_DETACH_BYTES || store_detached_running(st) ||
                 store_checkpoint_detach(st, at_exit) == 0)) {
         /* Copied and started over by a process of its own, after this one has exited: the
          * copy and its fsyncs (a 10 MB answer: 18 MB and 30-40 ms) are not the user's wait.
          * One still running (an earlier run's) copies this run's frames too: it tries until
-         * it can start the WAL over. A run that wrote less than 1 MB starts none: a short
-         * run after a long one leaves the WAL to the long one's copy, or to the next run's
-         * background copy while its request is out (it copied the whole WAL here, 20 MB and
-         * three fsyncs, and a one-shot right after a 10 MB answer took 2.5x as long). The
+         * it can start the WAL over. Started by a run that wrote 256 KiB or more: left in
+         * the WAL, the next open re-reads it to rebuild the WAL index (~1 ms per MB) and
+         * the next request copies it while it is out, joined at its end (a short one-shot
+         * right after a 0.9 MB answer: 26.9 ms when only runs that wrote 1 MiB started one,
+         * 21.5 ms now). Shorter
+         * runs start none (a detached copy loads tokterm and SQLite again: ~15 ms of CPU for
+         * a few pages): their pages wait for a request once the WAL holds 1 MiB
+         * (store_checkpoint_async). A short run after a long one finds the long one's copy
+         * running, or the WAL started over (copied here, in the process, a one-shot right
+         * after a 10 MB answer took 2.5x as long). The
          * earlier runs' frames still in the WAL past STORE_CKPT_PILE_BYTES (long answers in
          * a row faster than their copies: nothing can start the WAL over while another run
          * writes to it) are copied here, as before, so the WAL stays within that and two

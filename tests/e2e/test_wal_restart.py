@@ -7,7 +7,9 @@ frame written since the database was made, and the next run does not copy it all
 Before: the copy began before the prompt's commit, and the answer's transaction began before
 the copy was waited for, so the WAL never started over: it grew by every run's pages (~110 kB
 a resume of the benchmark's long conversation) and every later run copied and re-read it.
-Nothing is lost: every turn is in the database, read back by a new connection. TAP."""
+Nothing is lost: every turn is in the database, read back by a new connection.
+A run that wrote 256 KiB or more leaves the copy to a detached `tokterm --checkpoint`, which
+starts the WAL over once it copied it. TAP."""
 
 import sys
 
@@ -16,6 +18,7 @@ sys.dont_write_bytecode = True
 import os  # noqa: E402
 import sqlite3  # noqa: E402
 import struct  # noqa: E402
+import time  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ttlib  # noqa: E402
@@ -64,16 +67,16 @@ with ttlib.FakeServer() as srv:
         db = db_path(home)
         rc, _, err = run(home, "", ["-p", "the schema first"])  # checkpoints at its close
         t.eq(rc, 0, "%s: the first run made the database" % how)
-        # Answers of ~0.33 MB (~110 frames each) until the WAL holds more than 1 MiB (256
-        # frames): three, or more if a run's own copy started the WAL over. Each run writes
-        # less than 1 MiB even when a part commit came before the answer's row (on a loaded
+        # Answers of ~0.11 MB (~30 frames each) until the WAL holds more than 1 MiB (256
+        # frames): nine, or more if a run's own copy started the WAL over. Each run writes
+        # less than 256 KiB even when a part commit came before the answer's row (on a loaded
         # machine the answer arrives in more than one read and its text is written twice), so
-        # none starts a detached `tokterm --checkpoint` at its close (a run that wrote 1 MiB or
-        # more would: test_store.py, which waits for it): the copy is the next run's, while its
-        # request is out.
+        # none starts a detached `tokterm --checkpoint` at its close (a run that wrote 256 KiB
+        # or more would: test_store.py, which waits for it): the copy is the next run's, while
+        # its request is out.
         n_long = 0
-        while wal_frames(db) < 256 and n_long < 8:
-            rc, out, err = run(home, "gen=40000,chunk=whole",
+        while wal_frames(db) < 256 and n_long < 14:
+            rc, out, err = run(home, "gen=14000,chunk=whole",
                                ["-c", "-p", "long answer %d" % n_long])
             n_long += 1
             t.ok(rc == 0 and not ttlib.checkpoint_running(db),
@@ -97,8 +100,29 @@ with ttlib.FakeServer() as srv:
         want_roles = ["user", "assistant"] * (3 + n_long)
         t.eq([r[0] for r in got], want_roles, "%s: every turn is saved" % how)
         longs = [got[3 + 2 * i][1] for i in range(n_long)] if len(got) >= 2 * n_long + 4 else []
-        t.ok(len(got) == 6 + 2 * n_long and longs and longs[0] >= 300000 and
+        t.ok(len(got) == 6 + 2 * n_long and longs and longs[0] >= 100000 and
              all(n == longs[0] for n in longs) and got[-3][1] == len("Short."),
              "%s: the long answers and the short one are whole" % how, repr(got))
+
+    # A run that wrote 256 KiB or more (here a ~0.33 MB answer, ~110 frames) starts a
+    # detached `tokterm --checkpoint` at its close, which copies the WAL and starts it over:
+    # the next open's recovery reads a few frames, not the answer again (before, only runs
+    # that wrote 1 MiB started one, and this answer's frames waited for a later request).
+    home = ttlib.make_home()
+    db = db_path(home)
+    rc, _, _ = run(home, "", ["-p", "the schema first"])
+    rc2, out, err = run(home, "gen=40000,chunk=whole", ["-p", "a 0.33 MB answer"])
+    # the copy is forked as the run exits: until its exec its command line is the run's, so
+    # wait for what it does (at most 10 s), then for it to be gone
+    deadline = time.monotonic() + 10
+    while wal_frames(db) >= 16 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    copied = ttlib.wait_checkpoints(db)
+    frames = wal_frames(db)
+    t.ok(rc == 0 and rc2 == 0 and copied and frames < 16,
+         "a 0.33 MB answer: its detached copy started the WAL over (%d frames)" % frames,
+         err.decode(errors="replace"))
+    got = rows(db)
+    t.ok(len(got) == 4 and got[3][1] >= 300000, "a 0.33 MB answer: saved whole", repr(got))
 
 t.done()

@@ -5,8 +5,13 @@
 #include "tap.h"
 #include "base/xmalloc.h"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define KEY "sk-proj-A1b2C3d4E5f6G7h8I9j0KlMnOpQr"
 
@@ -71,12 +76,73 @@ static void test_dlopen(void)
             "dlopen: ... and without them");
 }
 
+/* What the detached program sees, reported by a shell on the descriptor it keeps (3). */
+static const char spawn_report[] =
+    /* first, with the shell's builtins: a shell blocks every signal while it forks */
+    "while read -r k v; do [ \"$k\" = SigBlk: ] && echo \"SigBlk=$v\"; done < /proc/$$/status; "
+    "set -- $(cat /proc/$$/stat); echo \"pidsid=$1/$6\"; "
+    "echo fds; ls /proc/$$/fd; echo endfds; "
+    "echo \"env=$(tr '\\0' '\\n' < /proc/$$/environ | grep -c . )\"; "
+    "echo \"in=$(readlink /proc/$$/fd/0) out=$(readlink /proc/$$/fd/1)\"";
+
+/* util_spawn_detached: a session of its own (its pid is its session id), /dev/null as 0-2,
+ * the kept descriptor as 3 and nothing else open, an empty environment, no signal blocked.
+ * exiting: one fork, not waited for (the caller is about to end); not exiting: the double
+ * fork, the middle process waited for. */
+static void test_spawn_detached(int exiting)
+{
+    const char *how = exiting ? "exiting" : "staying";
+    int p[2];
+    TAP_OK(pipe2(p, O_CLOEXEC) == 0, "%s: a pipe for the report", how);
+    int stray = open("/dev/null", O_RDONLY); /* not close-on-exec: must not reach the child */
+    setenv("TOKTERM_SPAWN_TEST", "x", 1);
+    sigset_t usr, old;
+    sigemptyset(&usr);
+    sigaddset(&usr, SIGUSR1);
+    sigprocmask(SIG_BLOCK, &usr, &old);
+    char *script = xasprintf("exec 1>&3; %s", spawn_report);
+    char *argv[] = {(char *)"sh", (char *)"-c", script, NULL};
+    int rc = util_spawn_detached("/bin/sh", argv, &p[1], 1, NULL, NULL, exiting);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    unsetenv("TOKTERM_SPAWN_TEST");
+    close(p[1]);
+    close(stray);
+    TAP_OK(rc == 0, "%s: spawned", how);
+    char out[1024];
+    size_t n = 0;
+    ssize_t r;
+    while (n < sizeof out - 1 && (r = read(p[0], out + n, sizeof out - 1 - n)) > 0)
+        n += (size_t)r;
+    out[n] = 0;
+    close(p[0]);
+    if (exiting)
+        while (waitpid(-1, NULL, WNOHANG) > 0) {
+        } /* this test lives on: the child is its own */
+    unsigned pid = 0, sid = 0;
+    const char *ps = strstr(out, "pidsid=");
+    int got = ps && sscanf(ps, "pidsid=%u/%u", &pid, &sid) == 2;
+    /* exiting: the child leads its session; staying: the grandchild of the session's leader */
+    TAP_OK(got && pid > 0 && sid != (unsigned)getsid(0) && (exiting ? pid == sid : pid != sid),
+           "%s: a session of its own (pid %u, session %u; ours %u)", how, pid, sid,
+           (unsigned)getsid(0));
+    /* ls lists the shell's own descriptors (the shell opens none to run it) */
+    TAP_OK(strstr(out, "fds\n0\n1\n2\n3\nendfds\n") != NULL, "%s: only 0-3 open: %s", how,
+           out);
+    TAP_OK(strstr(out, "env=0\n") != NULL, "%s: an empty environment", how);
+    TAP_OK(strstr(out, "SigBlk=0000000000000000\n") != NULL, "%s: no signal blocked", how);
+    TAP_OK(strstr(out, "in=/dev/null out=pipe:") != NULL, "%s: stdin /dev/null, 3 the pipe",
+           how);
+    free(script);
+}
+
 int main(void)
 {
     const size_t k = strlen(KEY);
     char piece[64];
 
     test_dlopen();
+    test_spawn_detached(1);
+    test_spawn_detached(0);
 
     check("the whole key", "Incorrect API key provided: ", KEY, ".", 1);
     snprintf(piece, sizeof piece, "%.*s", (int)k - 1, KEY);
