@@ -102,10 +102,8 @@ static void *xmalloc_spacer; /* kept: its pages, never touched, stay out of memo
 void xmalloc_heap_huge(void)
 {
 #if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && __GLIBC_PREREQ(2, 33)
-    static int done;
-    if (done || xmalloc_threshold_set)
-        return; /* once, and not over xmalloc_working_set's (it advises its own) */
-    done = 1;
+    if (atomic_load(&xmalloc_threshold_set))
+        return; /* once (set below), and not over xmalloc_working_set's or huge_alloc's */
     /* The spacer comes from the heap, and the heap grows past the huge page; what is freed
      * at the top stays (a trim would split the huge page). */
     mallopt(M_TRIM_THRESHOLD, (int)(2 * XMALLOC_HUGE_PAGE));

@@ -759,12 +759,11 @@ static void store_free_as(struct store *st, int at_exit)
          * the WAL, the next open re-reads it to rebuild the WAL index (~1 ms per MB) and
          * the next request copies it while it is out, joined at its end (a short one-shot
          * right after a 0.9 MB answer: 26.9 ms when only runs that wrote 1 MiB started one,
-         * 21.5 ms now). Shorter
-         * runs start none (a detached copy loads tokterm and SQLite again: ~15 ms of CPU for
-         * a few pages): their pages wait for a request once the WAL holds 1 MiB
-         * (store_checkpoint_async). A short run after a long one finds the long one's copy
-         * running, or the WAL started over (copied here, in the process, a one-shot right
-         * after a 10 MB answer took 2.5x as long). The
+         * 21.5 ms now). Shorter runs start none (a detached copy loads tokterm and SQLite
+         * again: ~15 ms of CPU for a few pages): their pages wait for a request once the WAL
+         * holds 1 MiB (store_checkpoint_async). A short run after a long one finds the long
+         * one's copy running, or the WAL started over (copied here, in the process, a
+         * one-shot right after a 10 MB answer took 2.5x as long). The
          * earlier runs' frames still in the WAL past STORE_CKPT_PILE_BYTES (long answers in
          * a row faster than their copies: nothing can start the WAL over while another run
          * writes to it) are copied here, as before, so the WAL stays within that and two
