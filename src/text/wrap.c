@@ -617,10 +617,19 @@ struct arena {
 #define DL_LATER 0x2000u  /* dline.flags: highlighted when a row is asked for (wrap_hl) */
 #define DL_OWN (DL_ONEROW | DL_TABLE | DL_LATER)
 
-/* A line to highlight when drawn: its index in the list and how (struct wrap_hl). */
-struct dlater {
+/* The lines to highlight when drawn, in two small lists rather than a record per line (a
+ * 10,000-line block made 400 KB of records, and their fresh pages cost more than styling it):
+ * runs of consecutive lines of one language whose code starts at the same byte, and the few
+ * lines that start inside a string or comment (every other line starts from HL_STATE_INIT). */
+struct drun {
+    size_t line0;
+    uint32_t n, at;
+    const struct hl_lang *lang;
+};
+
+struct dstate {
     size_t line;
-    struct wrap_hl hl;
+    struct hl_state st;
 };
 
 struct dline {
@@ -644,8 +653,10 @@ struct dlist {
     struct table_out *tabs; /* table rows laid out at the width (WRAP_TABLE lines) */
     size_t ntabs, captabs;
     size_t ntabs_made;      /* tabs[0 .. ntabs_made) hold buffers kept for reuse */
-    struct dlater *later;   /* the DL_LATER lines, in order */
-    size_t nlater, caplater;
+    struct drun *runs;      /* the DL_LATER lines, in order */
+    size_t nruns, capruns;
+    struct dstate *states;  /* those of them that start in a string or comment, in order */
+    size_t nstates, capstates;
 };
 
 struct wrap_doc {
@@ -807,6 +818,30 @@ static void dline_wrap(struct dlist *dl, struct dline *l, int width)
     }
 }
 
+static int hl_state_init(const struct hl_state *st)
+{
+    static const struct hl_state init = HL_STATE_INIT;
+    return memcmp(st, &init, sizeof(init)) == 0;
+}
+
+/* Line `line` (the list's last so far) is highlighted when drawn: it joins the last run or
+ * starts one. */
+static void dlater_add(struct dlist *dl, size_t line, const struct hl_lang *lang, uint32_t at,
+                       const struct hl_state *st)
+{
+    struct drun *r = dl->nruns ? &dl->runs[dl->nruns - 1] : NULL;
+    if (!r || r->lang != lang || r->at != at || r->line0 + r->n != line) {
+        XGROW(dl->runs, dl->nruns + 1, dl->capruns);
+        r = &dl->runs[dl->nruns++];
+        *r = (struct drun){line, 0, at, lang};
+    }
+    r->n++;
+    if (!hl_state_init(st)) {
+        XGROW(dl->states, dl->nstates + 1, dl->capstates);
+        dl->states[dl->nstates++] = (struct dstate){line, *st};
+    }
+}
+
 static void dlist_add(struct dlist *dl, const struct wrap_line *in, int width, char *owned,
                       const struct wrap_hl *hl)
 {
@@ -828,8 +863,7 @@ static void dlist_add(struct dlist *dl, const struct wrap_line *in, int width, c
         owned = NULL;
         normalise_spans(dl, l, in->spans, in->nspans);
         if (hl && !(in->flags & WRAP_TABLE) && hl->at <= in->len) {
-            XGROW(dl->later, dl->nlater + 1, dl->caplater);
-            dl->later[dl->nlater++] = (struct dlater){dl->n, *hl};
+            dlater_add(dl, dl->n, hl->lang, hl->at, &hl->st);
             l->flags |= DL_LATER;
         }
     }
@@ -843,23 +877,33 @@ static void dlist_add(struct dlist *dl, const struct wrap_line *in, int width, c
 static void dline_highlight(struct wrap_doc *d, struct dlist *dl, size_t i)
 {
     struct dline *l = &dl->v[i];
-    size_t lo = 0, hi = dl->nlater; /* the entry of line i */
+    size_t lo = 0, hi = dl->nruns; /* the first run after line i */
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (dl->later[mid].line < i)
+        if (dl->runs[mid].line0 <= i)
             lo = mid + 1;
         else
             hi = mid;
     }
     l->flags &= (uint16_t)~DL_LATER;
-    if (lo == dl->nlater || dl->later[lo].line != i)
+    if (!lo || i - dl->runs[lo - 1].line0 >= dl->runs[lo - 1].n)
         return;
-    const struct wrap_hl *z = &dl->later[lo].hl;
+    const struct drun *z = &dl->runs[lo - 1];
+    struct hl_state st = HL_STATE_INIT;
+    lo = 0, hi = dl->nstates; /* line i's state, if it is not the initial one */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (dl->states[mid].line < i)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < dl->nstates && dl->states[lo].line == i)
+        st = dl->states[lo].st;
     if (!d->hl || hl_of(d->hl) != z->lang) {
         hl_free(d->hl);
         d->hl = hl_new(z->lang);
     }
-    struct hl_state st = z->st;
     hl_line(d->hl, &st, l->text + z->at, l->len - z->at, &d->hsp);
     d->highlighted++;
     size_t keep = 0; /* the spans before the code, then the code's shifted */
@@ -879,7 +923,7 @@ static void dline_highlight(struct wrap_doc *d, struct dlist *dl, size_t i)
 static void dlist_clear(struct dlist *dl)
 {
     dl->n = 0;
-    dl->nlater = 0;
+    dl->nruns = dl->nstates = 0;
     dl->rows.n = 0;
     dl->total = 0;
     dl->ntabs = 0;
@@ -896,7 +940,8 @@ static void dlist_free(struct dlist *dl)
     free(dl->v);
     wrap_rows_free(&dl->rows);
     free(dl->spans);
-    free(dl->later);
+    free(dl->runs);
+    free(dl->states);
 }
 
 static void dlist_rewrap(struct dlist *dl, int width)
@@ -933,12 +978,18 @@ static void dlist_splice(struct dlist *dl, struct dlist *src)
         memcpy(dl->spans + spans0, src->spans, src->nspans * sizeof(*src->spans));
         dl->nspans += src->nspans;
     }
-    if (src->nlater) { /* lines still to highlight when drawn: their indexes move too */
-        XGROW(dl->later, dl->nlater + src->nlater, dl->caplater);
-        for (size_t i = 0; i < src->nlater; i++)
-            dl->later[dl->nlater++] =
-                (struct dlater){src->later[i].line + dl->n, src->later[i].hl};
-        src->nlater = 0;
+    if (src->nruns) { /* lines still to highlight when drawn: their indexes move too */
+        XGROW(dl->runs, dl->nruns + src->nruns, dl->capruns);
+        for (size_t i = 0; i < src->nruns; i++) {
+            struct drun r = src->runs[i];
+            r.line0 += dl->n;
+            dl->runs[dl->nruns++] = r;
+        }
+        XGROW(dl->states, dl->nstates + src->nstates, dl->capstates);
+        for (size_t i = 0; i < src->nstates; i++)
+            dl->states[dl->nstates++] =
+                (struct dstate){src->states[i].line + dl->n, src->states[i].st};
+        src->nruns = src->nstates = 0;
     }
     XGROW(dl->v, dl->n + src->n, dl->cap);
     for (size_t i = 0; i < src->n; i++) {
