@@ -17,13 +17,17 @@ void buf_reserve(struct buf *b, size_t extra)
     if (need <= b->cap)
         return;
     size_t cap = b->cap ? b->cap : 64;
+    /* From XMALLOC_HUGE_MIN on, four times larger each time: each step copies the text so
+     * far into fresh pages, and only the pages written are faulted in (a 9.9 MB answer's
+     * buffer copied 15 MB into 26 MiB of fresh huge pages doubling, 5 MB into 16 MiB so). */
     while (cap < need)
-        cap = cap < ((size_t)1 << 30)                  ? cap * 2
+        cap = cap < XMALLOC_HUGE_MIN                   ? cap * 2
+              : cap < ((size_t)1 << 30)             ? cap * 4
               : cap <= SIZE_MAX - ((size_t)1 << 30) ? cap + ((size_t)1 << 30)
                                                     : need;
     if (cap >= XMALLOC_HUGE_MIN) {
-        /* A long answer: a new block in huge pages each time it doubles (the copy is cheaper
-         * than faulting in the new half page by page). */
+        /* A long answer: a new block in huge pages each time it grows (the copy is cheaper
+         * than faulting in the new part page by page). */
         cap = (cap + XMALLOC_HUGE_PAGE - 1) & ~(XMALLOC_HUGE_PAGE - 1);
         char *p = xmalloc_huge(cap);
         if (b->len)

@@ -262,7 +262,7 @@ struct store *store_open_searcher(const char *path, struct store_open_info *info
 /* Commit text still buffered, mark this handle's unfinished answers 'interrupted', close.
  * The WAL is left as it is (no fsync at exit), except after this handle made or upgraded the
  * schema (then it is copied into the database file, so that the file alone always holds the
- * tables) or when it holds much after writes: 1 MB or more with a checkpoint program
+ * tables) or when it holds much after writes: 256 KiB or more with a checkpoint program
  * (store_set_checkpoint_exe), which copies it and starts it over after this process is gone;
  * else over 8 MiB, copied and started over here. The newest writes may stay in the WAL: a
  * complete copy is sqlite3's ".backup" (the online backup API) or the database and its -wal
@@ -270,10 +270,14 @@ struct store *store_open_searcher(const char *path, struct store_open_info *info
 void store_close(struct store *st);
 /* The program whose `exe --checkpoint PATH` (store_checkpoint_main) store_close starts, as
  * nobody's child with an empty environment and nothing of this process open, when this
- * connection leaves 1 MB or more in the WAL: the copy into the database and its fsyncs then
+ * connection leaves 256 KiB or more in the WAL: the copy into the database and its fsyncs then
  * happen after the user's command, and the next open finds the WAL started over. NULL (the
  * default, and when exe cannot be run): the close copies a WAL over 8 MiB itself. */
 void store_set_checkpoint_exe(struct store *st, const char *exe);
+/* This process saves no answer after the next one and closes the store soon after it (a
+ * one-shot's last prompt): when that answer is long enough for a detached copy of the WAL,
+ * the copy is started as the answer is written, not at the close (db.c). */
+void store_last_answer(struct store *st);
 /* The main of `tokterm --checkpoint PATH` (argv: PATH): at the normal CPU priority, copies the
  * WAL of the database PATH into it (a passive checkpoint: other processes' writes go on), then
  * starts the WAL over with one small write; tries again, waiting longer each time, for up to
