@@ -614,18 +614,30 @@ void store_set_checkpoint_exe(struct store *st, const char *exe)
  * the copy waits for it before it copies. */
 #define STORE_SHM_WRITING 130
 
+/* The -shm file opened with flags (close-on-exec), or -1. */
+static int store_shm_open(const struct store *st, int flags)
+{
+    char *shm = xasprintf("%s-shm", st->path);
+    int fd = open(shm, flags | O_CLOEXEC | O_NOFOLLOW);
+    free(shm);
+    return fd;
+}
+
+/* An open-file-description lock of `type` (F_RDLCK, F_WRLCK, F_UNLCK) on one byte of the -shm
+ * file open as fd, without waiting: 0 or -1. */
+static int store_shm_lock(int fd, short type, off_t byte)
+{
+    struct flock fl = {.l_type = type, .l_whence = SEEK_SET, .l_start = byte, .l_len = 1};
+    return fcntl(fd, F_OFD_SETLK, &fl);
+}
+
 /* The -shm file, open, with a shared lock on its DMS byte and the exclusive lock of a detached
  * copy running (STORE_SHM_DETACHED): a detached copy's fd 3. -1 when it cannot. */
 static int store_detach_fd(const struct store *st)
 {
-    char *shm = xasprintf("%s-shm", st->path);
-    int keep = open(shm, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-    free(shm);
-    struct flock fl = {.l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = STORE_SHM_DMS,
-                       .l_len = 1};
-    struct flock run = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = STORE_SHM_DETACHED,
-                        .l_len = 1};
-    if (keep >= 0 && (fcntl(keep, F_OFD_SETLK, &fl) != 0 || fcntl(keep, F_OFD_SETLK, &run) != 0)) {
+    int keep = store_shm_open(st, O_RDWR);
+    if (keep >= 0 && (store_shm_lock(keep, F_RDLCK, STORE_SHM_DMS) != 0 ||
+                      store_shm_lock(keep, F_WRLCK, STORE_SHM_DETACHED) != 0)) {
         close(keep);
         keep = -1;
     }
@@ -684,12 +696,9 @@ void store_detach_early(struct store *st, size_t bytes)
         store_wal_bytes(st) - store_wrote_bytes(st) >= STORE_CKPT_PILE_BYTES ||
         store_detached_running(st))
         return;
-    char *shm = xasprintf("%s-shm", st->path);
-    int hold = open(shm, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-    free(shm);
-    struct flock w = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = STORE_SHM_WRITING,
-                      .l_len = 1};
-    int keep = hold >= 0 && fcntl(hold, F_OFD_SETLK, &w) == 0 ? store_detach_fd(st) : -1;
+    int hold = store_shm_open(st, O_RDWR);
+    int keep = hold >= 0 && store_shm_lock(hold, F_WRLCK, STORE_SHM_WRITING) == 0
+                   ? store_detach_fd(st) : -1;
     if (keep < 0) {
         if (hold >= 0)
             close(hold);
@@ -722,9 +731,7 @@ static int store_detach_early_end(struct store *st)
 /* 1 while a detached checkpoint of this database runs (its lock on STORE_SHM_DETACHED). */
 static int store_detached_running(const struct store *st)
 {
-    char *shm = xasprintf("%s-shm", st->path);
-    int fd = open(shm, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    free(shm);
+    int fd = store_shm_open(st, O_RDONLY);
     struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = STORE_SHM_DETACHED,
                        .l_len = 1};
     int busy = fd >= 0 && fcntl(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
@@ -772,8 +779,7 @@ int store_checkpoint_main(int argc, char **argv)
                       .l_len = 1};
     while (fcntl(3, F_OFD_SETLKW, &w) != 0 && errno == EINTR) {
     }
-    w.l_type = F_UNLCK;
-    (void)fcntl(3, F_OFD_SETLK, &w);
+    (void)store_shm_lock(3, F_UNLCK, STORE_SHM_WRITING);
     sqlite3 *db = NULL;
     int ok = 0;
     if (sqlite3_open_v2(argv[0], &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) ==
@@ -802,9 +808,7 @@ int store_checkpoint_main(int argc, char **argv)
                      * its exit). A run that closes after it starts a copy of its own. */
                     if (store_checkpoint_test_hook)
                         store_checkpoint_test_hook(argv[0]);
-                    struct flock un = {.l_type = F_UNLCK, .l_whence = SEEK_SET,
-                                       .l_start = STORE_SHM_DETACHED, .l_len = 1};
-                    (void)fcntl(3, F_OFD_SETLK, &un);
+                    (void)store_shm_lock(3, F_UNLCK, STORE_SHM_DETACHED);
                     running = 0;
                     continue;
                 }

@@ -1198,6 +1198,12 @@ static void hl_run(const struct hl *h, struct hl_state *st, const char *s, size_
             code_scan(h, st, w, s, n);
         break;
     }
+    /* Inside nothing, the rest (the close of the last string or comment) is never read again:
+     * cleared, a line that starts the same way has the same state (wrap.c keeps only the
+     * lines whose state is not the initial one: with it left, nearly every line after a
+     * string's). */
+    if (st->mode == M_NONE)
+        *st = (struct hl_state)HL_STATE_INIT;
 }
 
 void hl_line(const struct hl *h, struct hl_state *st, const char *s, size_t n,

@@ -2,6 +2,7 @@
 #include "config.h"
 #include "text/wrap.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <utf8proc.h>
@@ -818,6 +819,22 @@ static void dline_wrap(struct dlist *dl, struct dline *l, int width)
     }
 }
 
+/* The first of n records (stride bytes apart, sorted by the size_t at byte off) whose size_t
+ * there is key or more; n when none: the binary search of the line lists. */
+static size_t dl_search(const void *v, size_t n, size_t stride, size_t off, size_t key)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2, at;
+        memcpy(&at, (const char *)v + mid * stride + off, sizeof at);
+        if (at < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 static int hl_state_init(const struct hl_state *st)
 {
     static const struct hl_state init = HL_STATE_INIT;
@@ -877,27 +894,15 @@ static void dlist_add(struct dlist *dl, const struct wrap_line *in, int width, c
 static void dline_highlight(struct wrap_doc *d, struct dlist *dl, size_t i)
 {
     struct dline *l = &dl->v[i];
-    size_t lo = 0, hi = dl->nruns; /* the first run after line i */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (dl->runs[mid].line0 <= i)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    /* the first run after line i, then line i's state if it is not the initial one */
+    size_t lo = dl_search(dl->runs, dl->nruns, sizeof(*dl->runs), offsetof(struct drun, line0),
+                          i + 1);
     l->flags &= (uint16_t)~DL_LATER;
     if (!lo || i - dl->runs[lo - 1].line0 >= dl->runs[lo - 1].n)
         return;
     const struct drun *z = &dl->runs[lo - 1];
     struct hl_state st = HL_STATE_INIT;
-    lo = 0, hi = dl->nstates; /* line i's state, if it is not the initial one */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (dl->states[mid].line < i)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    lo = dl_search(dl->states, dl->nstates, sizeof(*dl->states), offsetof(struct dstate, line), i);
     if (lo < dl->nstates && dl->states[lo].line == i)
         st = dl->states[lo].st;
     if (!d->hl || hl_of(d->hl) != z->lang) {
@@ -1148,14 +1153,8 @@ int wrap_doc_row(const struct wrap_doc *cd, size_t i, struct wrap_view *v)
         if (i >= dl->total)
             return -1;
     }
-    size_t lo = 0, hi = dl->n; /* last line with row0 <= i */
-    while (hi - lo > 1) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (dl->v[mid].row0 <= i)
-            lo = mid;
-        else
-            hi = mid;
-    }
+    /* the last line with row0 <= i (line 0's is 0) */
+    size_t lo = dl_search(dl->v, dl->n, sizeof(*dl->v), offsetof(struct dline, row0), i + 1) - 1;
     /* line lo holds row i: a line without rows (a table's in list form) shares its row0
      * with the next line, which is then the last with row0 <= i */
     if (dl->v[lo].flags & DL_LATER)

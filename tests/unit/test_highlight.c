@@ -207,6 +207,33 @@ static void test_state(void)
           "kw(let) str('x') kw(let) str(r##\"a\"#b\"##)");
 }
 
+/* A line that ends inside nothing leaves the initial state, whatever it closed on the way:
+ * the lines a document highlights when drawn are kept by their state, and only those whose
+ * state is not the initial one take room (wrap.c; the close of the last string left in it
+ * made nearly every line after a string's one). */
+static void test_state_clean(void)
+{
+    static const char *const lines[][2] = {
+        {"py", "key = f\"{name}-{{i}}\" + 'x' * 3  # counts"},
+        {"c", "/* a */ x = \"s\\\"\" + 'c';"},
+        {"rust", "/* a /* b */ c */ let s = r#\"x\"#;"},
+        {"html", "<p title=\"a\">t</p>"},
+    };
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+        const struct hl_lang *l = hl_lang_find(lines[i][0], strlen(lines[i][0]));
+        struct hl *h = hl_new(l);
+        struct hl_state st = HL_STATE_INIT, init = HL_STATE_INIT, sc = HL_STATE_INIT;
+        struct hl_spans sp = {NULL, 0, 0};
+        hl_line(h, &st, lines[i][1], strlen(lines[i][1]), &sp);
+        hl_scan(h, &sc, lines[i][1], strlen(lines[i][1]));
+        TAP_OK(memcmp(&st, &init, sizeof st) == 0 && memcmp(&sc, &init, sizeof sc) == 0,
+               "%s: a line closed inside leaves the initial state: %s", lines[i][0],
+               lines[i][1]);
+        hl_spans_free(&sp);
+        hl_free(h);
+    }
+}
+
 /* Hostile lines: long runs of openers, many hashes, bytes >= 0x80, NULs. */
 static void test_hostile(void)
 {
@@ -495,6 +522,7 @@ int main(void)
     test_languages();
     test_find();
     test_state();
+    test_state_clean();
     test_hostile();
     test_scan();
     test_markdown();
