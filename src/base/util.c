@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <poll.h>
 #include <unistd.h>
 #include <stdio.h>
@@ -371,48 +370,6 @@ static void util_detached_exec(const char *exe, char *const argv[], const int *k
         _exit(0);
     }
     _exit(127);
-}
-
-int util_spawn_session(const char *exe, char *const argv[], const int *keep, int n_keep)
-{
-    if (n_keep < 0 || n_keep > 6)
-        return -1;
-    int high[6], rc = -1;
-    for (int i = 0; i < n_keep; i++) /* above 3 + n_keep: the dup2s below clobber none */
-        high[i] = keep[i] >= 0 ? fcntl(keep[i], F_DUPFD_CLOEXEC, 10) : -1;
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t at;
-    sigset_t none;
-    sigemptyset(&none);
-    if (posix_spawn_file_actions_init(&fa) != 0)
-        goto out;
-    if (posix_spawnattr_init(&at) != 0) {
-        posix_spawn_file_actions_destroy(&fa);
-        goto out;
-    }
-    int ok = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDWR, 0) == 0 &&
-             posix_spawn_file_actions_adddup2(&fa, 0, 1) == 0 &&
-             posix_spawn_file_actions_adddup2(&fa, 0, 2) == 0;
-    for (int i = 0; ok && i < n_keep; i++) /* dup2 clears FD_CLOEXEC: they go through exec */
-        ok = posix_spawn_file_actions_adddup2(&fa, high[i] >= 0 ? high[i] : 0, 3 + i) == 0;
-#if defined(__GLIBC__) && __GLIBC_PREREQ(2, 34)
-    ok = ok && posix_spawn_file_actions_addclosefrom_np(&fa, 3 + n_keep) == 0;
-#else
-    ok = 0; /* nothing to close what the caller did not mark close-on-exec */
-#endif
-    ok = ok && posix_spawnattr_setsigmask(&at, &none) == 0 &&
-         posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK) == 0;
-    char *envp[] = {NULL};
-    pid_t pid;
-    if (ok && posix_spawn(&pid, exe, &fa, &at, argv, envp) == 0)
-        rc = 0;
-    posix_spawnattr_destroy(&at);
-    posix_spawn_file_actions_destroy(&fa);
-out:
-    for (int i = 0; i < n_keep; i++)
-        if (high[i] >= 0)
-            close(high[i]);
-    return rc;
 }
 
 int util_spawn_detached(const char *exe, char *const argv[], const int *keep, int n_keep,

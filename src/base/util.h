@@ -105,14 +105,6 @@ int util_dlsym(void *lib, const char *name, void *slot, size_t size);
 int util_spawn_detached(const char *exe, char *const argv[], const int *keep, int n_keep,
                         void (*fallback)(void *ctx), void *ctx, int exiting);
 
-/* util_spawn_detached's child for a caller that stays while it runs and ends soon after,
- * started without a copy of the caller's memory (posix_spawn: the calling thread waits for
- * the exec, ~0.5-1 ms, and the others go on; fork copies the page tables and stops every
- * thread that faults meanwhile): a session of its own, /dev/null as 0-2, keep[i] as 3 + i,
- * nothing else open, no signal blocked, an empty environment. The caller's child until the
- * caller exits (not waited for: init reaps it then). 0 when the exec succeeded, else -1. */
-int util_spawn_session(const char *exe, char *const argv[], const int *keep, int n_keep);
-
 /* ceil(x) for |x| < 9e18 (x itself otherwise): the one libm function tokterm needed, and
  * linking libm for it costs ~300 KB of resident memory at every start. */
 static inline double util_ceil(double x)

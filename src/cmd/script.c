@@ -13,7 +13,6 @@
 #include "base/util.h"
 #include "base/xmalloc.h"
 #include "net/probe.h"
-#include "store/store.h"
 #include "text/ansi.h"
 
 #include <cjson/cJSON.h>
@@ -740,11 +739,8 @@ int script_run(struct conf *conf, char *key, const struct script_opts *o)
     struct script *sc = script_open(conf, key, o, &code);
     if (!sc)
         return code;
-    for (int turn = 0; turn < o->n_prompts && code == 0 && !script_stopped(sc); turn++) {
-        if (turn == o->n_prompts - 1 && o->store && o->save)
-            store_last_answer(o->store); /* a long one's WAL copy starts beside its write */
+    for (int turn = 0; turn < o->n_prompts && code == 0 && !script_stopped(sc); turn++)
         code = script_turn(sc, o->prompts[turn], 0);
-    }
     script_end(sc, 1); /* main_exit ends the process next */
     return code;
 }

@@ -609,11 +609,6 @@ void store_set_checkpoint_exe(struct store *st, const char *exe)
  * open-file-description lock on it while it runs (store_detached_running). */
 #define STORE_SHM_DETACHED 129
 
-/* A byte of the -shm file held (exclusive, open-file-description lock) by a process whose
- * last answer is still being written after it started its detached copy (store_detach_early):
- * the copy waits for it before it copies. */
-#define STORE_SHM_WRITING 130
-
 /* The -shm file opened with flags (close-on-exec), or -1. */
 static int store_shm_open(const struct store *st, int flags)
 {
@@ -667,67 +662,6 @@ static int store_checkpoint_detach(struct store *st, int at_exit)
     return rc;
 }
 
-void store_last_answer(struct store *st)
-{
-    if (st)
-        st->last_answer = 1;
-}
-
-static void *store_early_main(void *ud)
-{
-    struct store *st = ud;
-    char *argv[] = {(char *)"tokterm", (char *)"--checkpoint", st->path, NULL};
-    st->early_rc = util_spawn_session(st->ckpt_exe, argv, &st->early_keep, 1);
-    return NULL;
-}
-
-static int store_detached_running(const struct store *st);
-static off_t store_wrote_bytes(struct store *st);
-
-/* At the close, a one-shot's long answer started the copy that store_free_as would (1 MB:
- * ~1 ms for the spawn, which the process waited for after its write): now it starts beside
- * the write, on a thread (util_spawn_session: no copy of the memory the write is filling),
- * and waits on STORE_SHM_WRITING, held here until the close, so that it copies what this
- * process wrote last and starts the WAL over after it. The same conditions as the close's. */
-void store_detach_early(struct store *st, size_t bytes)
-{
-    if (!st->last_answer || st->early_started || !st->ckpt_exe ||
-        st->readonly || st->created || bytes < STORE_CKPT_DETACH_BYTES ||
-        store_wal_bytes(st) - store_wrote_bytes(st) >= STORE_CKPT_PILE_BYTES ||
-        store_detached_running(st))
-        return;
-    int hold = store_shm_open(st, O_RDWR);
-    int keep = hold >= 0 && store_shm_lock(hold, F_WRLCK, STORE_SHM_WRITING) == 0
-                   ? store_detach_fd(st) : -1;
-    if (keep < 0) {
-        if (hold >= 0)
-            close(hold);
-        return;
-    }
-    st->early_keep = keep;
-    st->early_hold = hold;
-    st->early_rc = -1;
-    if (pthread_create(&st->early, NULL, store_early_main, st) != 0) {
-        close(keep);
-        close(hold);
-        return;
-    }
-    st->early_started = 1;
-}
-
-/* The close: the early copy's thread joined and its wait ended (this process's writes are
- * committed). 1 when that copy runs. */
-static int store_detach_early_end(struct store *st)
-{
-    if (!st->early_started)
-        return 0;
-    pthread_join(st->early, NULL);
-    st->early_started = 0;
-    close(st->early_keep); /* the child's copy holds the locks */
-    close(st->early_hold); /* STORE_SHM_WRITING: the copy goes on */
-    return st->early_rc == 0;
-}
-
 /* 1 while a detached checkpoint of this database runs (its lock on STORE_SHM_DETACHED). */
 static int store_detached_running(const struct store *st)
 {
@@ -773,13 +707,6 @@ int store_checkpoint_main(int argc, char **argv)
         free(err);
         return 1;
     }
-    /* Started beside a last answer's write (store_detach_early): loaded, it waits for that
-     * process's close (or exit) before it copies. Nobody holds the byte otherwise. */
-    struct flock w = {.l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = STORE_SHM_WRITING,
-                      .l_len = 1};
-    while (fcntl(3, F_OFD_SETLKW, &w) != 0 && errno == EINTR) {
-    }
-    (void)store_shm_lock(3, F_UNLCK, STORE_SHM_WRITING);
     sqlite3 *db = NULL;
     int ok = 0;
     if (sqlite3_open_v2(argv[0], &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) ==
@@ -831,10 +758,7 @@ static void store_free_as(struct store *st, int at_exit)
 {
     if (st->ckpt_started)
         pthread_join(st->ckpt, NULL);
-    int early = store_detach_early_end(st);
-    if (early) {
-        /* copied by the copy started beside the last answer's write (store_detach_early) */
-    } else if (st->created && st->wrote && !st->readonly) {
+    if (st->created && st->wrote && !st->readonly) {
         /* This process made the schema (a new file, or an upgrade): it goes into the database
          * file, so that tokterm.db alone is always a tokterm database (the tables, not an
          * empty file). Other runs leave their pages in the WAL: a checkpoint at every exit cost

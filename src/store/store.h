@@ -274,10 +274,6 @@ void store_close(struct store *st);
  * happen after the user's command, and the next open finds the WAL started over. NULL (the
  * default, and when exe cannot be run): the close copies a WAL over 8 MiB itself. */
 void store_set_checkpoint_exe(struct store *st, const char *exe);
-/* This process saves no answer after the next one and closes the store soon after it (a
- * one-shot's last prompt): when that answer is long enough for a detached copy of the WAL,
- * the copy is started as the answer is written, not at the close (db.c). */
-void store_last_answer(struct store *st);
 /* The main of `tokterm --checkpoint PATH` (argv: PATH): at the normal CPU priority, copies the
  * WAL of the database PATH into it (a passive checkpoint: other processes' writes go on), then
  * starts the WAL over with one small write; tries again, waiting longer each time, for up to

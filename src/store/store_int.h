@@ -74,10 +74,6 @@ struct store {
     int ckpt_done;               /* atomic: set by that thread as it ends */
     char *ckpt_exe;              /* store_set_checkpoint_exe: the close hands the WAL's copy to
                                   * `ckpt_exe --checkpoint PATH` */
-    int last_answer;             /* store_last_answer: the next answer is this process's last */
-    pthread_t early;             /* store_detach_early's thread, which starts the copy */
-    int early_started, early_rc; /* that thread runs / ran; 0 when the copy started */
-    int early_keep, early_hold;  /* the copy's fd 3; the -shm file with STORE_SHM_WRITING */
     long wal_frames;             /* frames in the WAL after this connection's last commit (the
                                   * WAL hook); -1 before the first */
     int page_size;               /* PRAGMA page_size, read at open */
@@ -146,10 +142,6 @@ int store_wal_truncate(struct store *st);
  * it still runs): the next write transaction then starts the WAL over (its frames all copied)
  * instead of appending to it. 0 when none runs now. */
 int store_checkpoint_wait(struct store *st, int block);
-/* A last answer (store_last_answer) of `bytes` about to be written: the WAL's detached copy is
- * started now, beside the write, by a thread of its own, and waits until this process closes
- * the store (db.c). */
-void store_detach_early(struct store *st, size_t bytes);
 /* First column of the first row of sql (a PRAGMA or a count) into *out. 0 or -1. */
 int store_pragma_int(struct store *st, const char *sql, int *out);
 

@@ -3743,78 +3743,6 @@ static void test_checkpoint_no_zombie(void)
     free(path);
 }
 
-/* 1 while a detached copy of path's database runs (its lock on byte 129 of the -shm file,
- * STORE_SHM_DETACHED); waits up to `wait` seconds for it to end first. */
-static int detached_busy(const char *path, double wait)
-{
-    char *shm = xasprintf("%s-shm", path);
-    int fd = open(shm, O_RDONLY | O_CLOEXEC);
-    free(shm);
-    int busy = 1;
-    for (double until = util_now() + wait; fd >= 0;) {
-        struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 129, .l_len = 1};
-        busy = fcntl(fd, F_OFD_GETLK, &fl) != 0 || fl.l_type != F_UNLCK;
-        if (!busy || util_now() >= until)
-            break;
-        struct timespec ts = {0, 20000000};
-        nanosleep(&ts, NULL);
-    }
-    if (fd >= 0)
-        close(fd);
-    return busy;
-}
-
-/* A one-shot's last answer (store_last_answer) of 256 KiB or more: its detached copy starts as
- * the answer is written (the spawn, ~1 ms, beside the write, not after it at the close), and
- * copies nothing before the close: the WAL still holds the answer while the store is open,
- * and is started over after the close. The copy is this process's child (util_spawn_session),
- * reaped here. Runs before this process becomes a subreaper. */
-static void test_checkpoint_early(void)
-{
-    char *path = tmp_path("early.db");
-    int64_t c;
-    struct store *st = big_answer_store("early.db", &c);
-    store_set_checkpoint_exe(st, "/proc/self/exe");
-    store_last_answer(st);
-    size_t n = (size_t)1 << 20;
-    char *big = letters(n);
-    int64_t a = big_answer_save(st, c, big, n);
-    TAP_OK(detached_busy(path, 0), "early copy: running once the last answer is written, before "
-                                   "the close");
-    struct timespec ts = {0, 300000000};
-    nanosleep(&ts, NULL);
-    long long before = raw_wal_frames(path);
-    TAP_OK(before >= 256, "early copy: it waits for the close (%lld frames in the WAL after "
-                          "0.3 s)", before);
-    store_close(st);
-    sqlite3_vfs_unregister(&count_vfs);
-    int status = -1;
-    pid_t pid;
-    while ((pid = waitpid(-1, &status, 0)) < 0 && errno == EINTR) {
-    }
-    TAP_OK(pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
-           "early copy: this process's child, it ran as promised and started the WAL over");
-    TAP_INT(raw_wal_frames(path), 1, "early copy: the next open finds one frame in the WAL");
-    char *q = xasprintf("SELECT length(content) FROM messages WHERE id = %lld", (long long)a);
-    TAP_INT(raw_int(path, q), (long long)n, "early copy: the answer reads back whole");
-    free(q);
-    /* a store told nothing of a last answer starts its copy at the close, as before */
-    char *err = NULL;
-    st = store_open(path, NULL, &err);
-    free(err);
-    store_set_checkpoint_exe(st, "/proc/self/exe");
-    int64_t c2 = store_conversation_new(st, "big", NULL, "m", NULL);
-    big_answer_save(st, c2, big, n);
-    TAP_OK(!detached_busy(path, 0), "no last answer: no copy before the close");
-    store_close(st);
-    while ((pid = waitpid(-1, &status, 0)) < 0 && errno == EINTR) {
-    }
-    TAP_OK(!detached_busy(path, 60), "no last answer: the copy started at the close ended");
-    TAP_INT(raw_wal_frames(path), 1, "no last answer: and started the WAL over");
-    free(big);
-    free(path);
-}
-
 /* Issue 14: the close of a run that left a long answer in the WAL copied it into the database
  * and synced both (a 10 MB answer: 18 MB and two fsyncs, 30-40 ms of the user's wait). With a
  * checkpoint program it makes no fsync: `tokterm --checkpoint PATH` copies and starts the WAL
@@ -4359,7 +4287,6 @@ int main(int argc, char **argv)
     test_batch();
     test_big_answer_wal();
     test_checkpoint_no_zombie();
-    test_checkpoint_early();
     test_checkpoint_detached();
     test_checkpoint_race();
     test_wal_gather();

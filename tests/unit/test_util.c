@@ -87,12 +87,11 @@ static const char spawn_report[] =
 
 /* util_spawn_detached: a session of its own (its pid is its session id), /dev/null as 0-2,
  * the kept descriptor as 3 and nothing else open, an empty environment, no signal blocked.
- * exiting 1: one fork, not waited for (the caller is about to end); 0: the double fork, the
- * middle process waited for; 2: util_spawn_session (posix_spawn, the same promises, the
- * caller's child). */
+ * exiting: one fork, not waited for (the caller is about to end); not exiting: the double
+ * fork, the middle process waited for. */
 static void test_spawn_detached(int exiting)
 {
-    const char *how = exiting == 2 ? "session" : exiting ? "exiting" : "staying";
+    const char *how = exiting ? "exiting" : "staying";
     int p[2];
     TAP_OK(pipe2(p, O_CLOEXEC) == 0, "%s: a pipe for the report", how);
     int stray = open("/dev/null", O_RDONLY); /* not close-on-exec: must not reach the child */
@@ -103,8 +102,7 @@ static void test_spawn_detached(int exiting)
     sigprocmask(SIG_BLOCK, &usr, &old);
     char *script = xasprintf("exec 1>&3; %s", spawn_report);
     char *argv[] = {(char *)"sh", (char *)"-c", script, NULL};
-    int rc = exiting == 2 ? util_spawn_session("/bin/sh", argv, &p[1], 1)
-                          : util_spawn_detached("/bin/sh", argv, &p[1], 1, NULL, NULL, exiting);
+    int rc = util_spawn_detached("/bin/sh", argv, &p[1], 1, NULL, NULL, exiting);
     sigprocmask(SIG_SETMASK, &old, NULL);
     unsetenv("TOKTERM_SPAWN_TEST");
     close(p[1]);
@@ -145,7 +143,6 @@ int main(void)
     test_dlopen();
     test_spawn_detached(1);
     test_spawn_detached(0);
-    test_spawn_detached(2);
 
     check("the whole key", "Incorrect API key provided: ", KEY, ".", 1);
     snprintf(piece, sizeof piece, "%.*s", (int)k - 1, KEY);
