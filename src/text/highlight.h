@@ -29,7 +29,10 @@
 struct hl_lang; /* a row of the language table (static) */
 struct hl;      /* a language's compiled keyword table */
 
-/* What one line leaves open for the next. Zero (HL_STATE_INIT) at the start of a block. */
+/* What one line leaves open for the next. Zero (HL_STATE_INIT) at the start of a block, and
+ * exactly that again after a line that leaves nothing open (hl_line and hl_scan clear what a
+ * closed string or comment left): a state equal to HL_STATE_INIT means "inside nothing", which
+ * wrap.c relies on to keep only the lines that start inside something. */
 struct hl_state {
     uint8_t mode;  /* inside nothing, a block comment, a string, an HTML tag */
     uint8_t depth; /* nesting of block comments (Rust, Swift, Kotlin) */
