@@ -5,6 +5,7 @@
 #include "tap.h"
 #include "base/xmalloc.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -102,7 +103,21 @@ static void test_spawn_detached(int exiting)
     sigprocmask(SIG_BLOCK, &usr, &old);
     char *script = xasprintf("exec 1>&3; %s", spawn_report);
     char *argv[] = {(char *)"sh", (char *)"-c", script, NULL};
+    errno = ERANGE;
     int rc = util_spawn_detached("/bin/sh", argv, &p[1], 1, NULL, NULL, exiting);
+    int err = errno;
+    /* what the call was given is the caller's again (an exiting caller frees or reuses it on
+     * its way out): the child execs its own copy */
+    memset(script, 'x', strlen(script));
+    argv[2] = argv[0] = NULL;
+    sigset_t after;
+    sigprocmask(SIG_SETMASK, NULL, &after);
+    /* the children (they share this thread's memory until their exec) change neither the
+     * caller's errno nor its mask, which the call blocks everything around */
+    /* (exiting: the child may still run on this memory, errno included: the caller exits) */
+    TAP_OK(exiting || err == ERANGE, "%s: errno as the caller left it (%d)", how, err);
+    TAP_OK(sigismember(&after, SIGUSR1) == 1 && sigismember(&after, SIGTERM) == 0,
+           "%s: the caller's signal mask restored", how);
     sigprocmask(SIG_SETMASK, &old, NULL);
     unsetenv("TOKTERM_SPAWN_TEST");
     close(p[1]);
