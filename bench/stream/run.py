@@ -14,8 +14,9 @@ order rotating), and reports medians:
     database), answers of 1 kB, 64 kB (just under 64 KiB: indexed at save time before issue
     14), 1 MB and 10 MB (gen=N with N chosen for the size); each run of either side is
     waited for until the `tokterm --checkpoint` a saving run leaves is gone (the wall is
-    tokterm's own), so that no run shares the cores with the previous run's WAL copy; the
-    answers under 1 MB (~35 ms a run) take --small-runs rounds, the larger --rounds;
+    tokterm's own), so that no run shares the cores with the previous run's WAL copy; every
+    size takes the larger of --rounds and --small-runs (a 9.9 MB run is ~0.1 s: 11 rounds
+    left its median wandering 1.07x-1.23x between full runs);
  3. one short request, start-up included: curl vs tokterm --incognito (one delta), and curl vs
     tokterm in the default mode (store opened, cache looked up, conversation saved; a new prompt
     each run, so the cache misses as a new question does).
@@ -127,9 +128,9 @@ def stream(srv, tokterm, node, deltas, rounds, sdk_rounds, rows, label_sdk):
 
 def saving(srv, tokterm, sizes, rounds, rows, reuse=0, small_rounds=0, baseline=None):
     print()
+    rounds = max(rounds, small_rounds)
     print("saving the conversation as it streams (default) vs --no-save, both --no-cache, %d "
-          "rounds (median wall; answers under 1 MB: %d rounds, as cheap as the short "
-          "requests)" % (rounds, max(rounds, small_rounds)))
+          "rounds at every size (median wall)" % rounds)
     if baseline:
         return saving_ab(srv, tokterm, baseline, sizes, rounds, reuse)
     print("| answer | deltas | saving | --no-save | ratio (target <= 1.1x) |")
@@ -150,7 +151,7 @@ def saving(srv, tokterm, sizes, rounds, rows, reuse=0, small_rounds=0, baseline=
         # of either side, shares the 2 cores with the previous run's copy; the wall time is
         # still tokterm's own.
         cmds = {k: (lambda v=v: measure(v, env, adopt=True)) for k, v in argvs.items()}
-        res = benchlib.interleave(cmds, rounds if size >= 1000000 else max(rounds, small_rounds))
+        res = benchlib.interleave(cmds, rounds)
         sw, nw = med(res["saving"]), med(res["nosave"])
         r = benchlib.pratio(res["saving"], res["nosave"])
         print("| %s | %s | %.1f ms | %.1f ms | %.2fx |" % (human(gen_text_bytes(n)),
