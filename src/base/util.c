@@ -472,28 +472,31 @@ static int util_spawn_cloned(const char *exe, char *const argv[], const int *kee
 
 #endif
 
-/* util_spawn_detached with vfork(): the copies share this memory until their exec instead of
- * copying its page tables (fork() of a process that holds a 1 MB answer: 1.0-1.5 ms, then
- * copy-on-write faults until the child's exec; vfork(): what the exec takes to drop the
- * memory). Only the calling thread waits. Signals are blocked around it, and the children set
- * the caught ones back to their defaults before exec unblocks them. */
-static int util_spawn_vforked(const char *exe, char *const argv[], const int *keep, int n_keep,
-                              int exiting)
+/* util_spawn_detached's copies: vfork()ed when share (they share this memory until their
+ * exec instead of copying its page tables: fork() of a process that holds a 1 MB answer took
+ * 1.0-1.5 ms, then copy-on-write faults until the child's exec; vfork() only what the exec
+ * takes to drop the memory; only the calling thread waits), else fork()ed (a fallback runs
+ * in them after a failed exec). Signals are blocked around it; shared copies set the caught
+ * ones back to their defaults before exec unblocks them. */
+static int util_spawn_copies(const char *exe, char *const argv[], const int *keep, int n_keep,
+                             void (*fallback)(void *ctx), void *ctx, int exiting, int share)
 {
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    int saved = errno; /* the children's calls set this thread's errno */
-    pid_t a = vfork();
-    if (a == 0) {
-        util_vchild_signals();
+    int saved = errno; /* a shared copy's calls set this thread's errno */
+    pid_t a = share ? vfork() : fork();
+    if (a == 0) { /* a session of its own, left at once: the grandchild is nobody's child */
+        if (share)
+            util_vchild_signals();
         if (setsid() < 0)
             _exit(1);
         if (exiting)
-            util_detached_exec(exe, argv, keep, n_keep, NULL, NULL);
-        pid_t b = vfork(); /* the middle process goes on once the grandchild has exec'd */
+            util_detached_exec(exe, argv, keep, n_keep, fallback, ctx);
+        /* a vfork()ed middle process goes on once the grandchild has exec'd */
+        pid_t b = share ? vfork() : fork();
         if (b == 0)
-            util_detached_exec(exe, argv, keep, n_keep, NULL, NULL);
+            util_detached_exec(exe, argv, keep, n_keep, fallback, ctx);
         _exit(b < 0);
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -511,39 +514,17 @@ int util_spawn_detached(const char *exe, char *const argv[], const int *keep, in
 {
     if (n_keep < 0 || n_keep > 6)
         return -1;
-    /* Nothing runs in the children but exec: they need no copy of the memory. A caller that
-     * exits does not wait for the exec either (util_spawn_cloned); one that stays waits for it
-     * (util_spawn_vforked). The sanitizers' builds vfork for an exit, and fork the double fork:
-     * AddressSanitizer's vfork keeps the caller's return address in one slot per thread,
-     * which a vfork in the vfork()ed child overwrites. */
-#ifdef UTIL_SANITIZED
-    if (!fallback && exiting)
-#else
+    /* Without a fallback nothing runs in the children but exec: they need no copy of the
+     * memory. A caller that exits does not wait for the exec either (util_spawn_cloned); one
+     * that stays waits for it (vfork). The sanitizers' builds vfork for an exit, and fork the
+     * double fork: AddressSanitizer's vfork keeps the caller's return address in one slot per
+     * thread, which a vfork in the vfork()ed child overwrites. */
+#ifndef UTIL_SANITIZED
     if (!fallback && exiting && util_spawn_cloned(exe, argv, keep, n_keep) == 0)
         return 0;
-    if (!fallback)
+    int share = !fallback;
+#else
+    int share = !fallback && exiting;
 #endif
-        return util_spawn_vforked(exe, argv, keep, n_keep, exiting);
-    if (exiting) {
-        pid_t c = fork();
-        if (c == 0) {
-            if (setsid() < 0)
-                _exit(1);
-            util_detached_exec(exe, argv, keep, n_keep, fallback, ctx);
-        }
-        return c > 0 ? 0 : -1;
-    }
-    pid_t a = fork();
-    if (a == 0) { /* a session of its own, left at once: the grandchild is nobody's child */
-        if (setsid() < 0)
-            _exit(1);
-        pid_t b = fork();
-        if (b == 0)
-            util_detached_exec(exe, argv, keep, n_keep, fallback, ctx);
-        _exit(b < 0);
-    }
-    int st = 0;
-    while (a > 0 && waitpid(a, &st, 0) < 0 && errno == EINTR) {
-    }
-    return a > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+    return util_spawn_copies(exe, argv, keep, n_keep, fallback, ctx, exiting, share);
 }
