@@ -7,7 +7,6 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
 #include <signal.h>
 #include <poll.h>
 #include <pthread.h>
@@ -15,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -378,7 +376,7 @@ static void util_detached_exec(const char *exe, char *const argv[], const int *k
 /* In a vfork()ed child, before it unblocks signals: every caught signal back to its default
  * action (the child has a copy of the handlers, not the parent's), so that none runs a
  * handler of the parent on the memory the two share. */
-static void util_vchild_signals(void)
+__attribute__((noinline)) static void util_vchild_signals(void)
 {
     for (int sig = 1; sig < NSIG; sig++) {
         struct sigaction sa;
@@ -393,85 +391,6 @@ static void util_vchild_signals(void)
     }
 }
 
-#ifndef UTIL_SANITIZED /* (the sanitizers expect each stack to be a thread's) */
-/* What the child of util_spawn_cloned runs: its own copies of what it execs, at the start of
- * the block whose end is its stack. */
-struct util_cspawn {
-    const char *exe;
-    char **argv;
-    int keep[6];
-    int n_keep;
-};
-
-#define UTIL_CSTACK 65536 /* the child's stack: a few calls, and exec */
-
-static int util_cchild(void *arg)
-{
-    struct util_cspawn *c = arg;
-    util_vchild_signals();
-    if (setsid() < 0)
-        _exit(1);
-    util_detached_exec(c->exe, c->argv, c->keep, c->n_keep, NULL, NULL);
-    return 127;
-}
-
-/* 1 under valgrind (its preload is in LD_PRELOAD), which ends a program that clones itself
- * other than as fork, vfork or a thread does. */
-static int util_under_valgrind(void)
-{
-    const char *p = getenv("LD_PRELOAD");
-    return p && strstr(p, "vgpreload_") != NULL;
-}
-
-/* util_spawn_detached for a caller that exits right after: clone(CLONE_VM) without
- * CLONE_VFORK, so that this process goes on to its exit at once, while the child shares its
- * memory until its own exec. The child holds that memory until then: this process's exit does
- * not unmap it, and the child's exec does (a 1 MB answer's process: its exit no longer waits
- * for the exec, 0.3-0.6 ms, nor for the memory to be freed, 0.4 ms). What the child reads is
- * copied into a block of its own, which is never unmapped: nothing this process does on its
- * way out can change it. 0 when the child was started, or -1 when nothing was started: no
- * such clone under valgrind, or one refused (a seccomp filter), or no memory for the block;
- * the caller vforks instead. */
-static int util_spawn_cloned(const char *exe, char *const argv[], const int *keep, int n_keep)
-{
-    if (util_under_valgrind())
-        return -1;
-    size_t need = sizeof(struct util_cspawn) + strlen(exe) + 1, n_argv = 0;
-    for (; argv[n_argv]; n_argv++)
-        need += sizeof(char *) + strlen(argv[n_argv]) + 1;
-    need = (need + sizeof(char *) + 63) & ~(size_t)63;
-    char *block = mmap(NULL, need + UTIL_CSTACK, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-    if (block == MAP_FAILED)
-        return -1;
-    struct util_cspawn *c = (struct util_cspawn *)block;
-    c->argv = (char **)(c + 1);
-    char *str = (char *)(c->argv + n_argv + 1);
-    for (size_t i = 0; i < n_argv; i++) {
-        size_t len = strlen(argv[i]) + 1;
-        c->argv[i] = memcpy(str, argv[i], len);
-        str += len;
-    }
-    c->argv[n_argv] = NULL;
-    c->exe = memcpy(str, exe, strlen(exe) + 1);
-    for (int i = 0; i < n_keep; i++)
-        c->keep[i] = keep[i];
-    c->n_keep = n_keep;
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int saved = errno;
-    pid_t pid = clone(util_cchild, block + need + UTIL_CSTACK, CLONE_VM | SIGCHLD, c);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    errno = saved;
-    if (pid > 0)
-        return 0;
-    munmap(block, need + UTIL_CSTACK);
-    return -1;
-}
-
-#endif
-
 /* util_spawn_detached's copies: vfork()ed when share (they share this memory until their
  * exec instead of copying its page tables: fork() of a process that holds a 1 MB answer took
  * 1.0-1.5 ms, then copy-on-write faults until the child's exec; vfork() only what the exec
@@ -481,20 +400,21 @@ static int util_spawn_cloned(const char *exe, char *const argv[], const int *kee
 static int util_spawn_copies(const char *exe, char *const argv[], const int *keep, int n_keep,
                              void (*fallback)(void *ctx), void *ctx, int exiting, int share)
 {
+    volatile int vf = share; /* read again after vfork(), which returns twice */
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     int saved = errno; /* a shared copy's calls set this thread's errno */
-    pid_t a = share ? vfork() : fork();
+    pid_t a = vf ? vfork() : fork();
     if (a == 0) { /* a session of its own, left at once: the grandchild is nobody's child */
-        if (share)
+        if (vf)
             util_vchild_signals();
         if (setsid() < 0)
             _exit(1);
         if (exiting)
             util_detached_exec(exe, argv, keep, n_keep, fallback, ctx);
         /* a vfork()ed middle process goes on once the grandchild has exec'd */
-        pid_t b = share ? vfork() : fork();
+        pid_t b = vf ? vfork() : fork();
         if (b == 0)
             util_detached_exec(exe, argv, keep, n_keep, fallback, ctx);
         _exit(b < 0);
@@ -515,13 +435,13 @@ int util_spawn_detached(const char *exe, char *const argv[], const int *keep, in
     if (n_keep < 0 || n_keep > 6)
         return -1;
     /* Without a fallback nothing runs in the children but exec: they need no copy of the
-     * memory. A caller that exits does not wait for the exec either (util_spawn_cloned); one
-     * that stays waits for it (vfork). The sanitizers' builds vfork for an exit, and fork the
-     * double fork: AddressSanitizer's vfork keeps the caller's return address in one slot per
-     * thread, which a vfork in the vfork()ed child overwrites. */
+     * memory (vfork). The sanitizers' builds fork the double fork: AddressSanitizer's vfork
+     * keeps the caller's return address in one slot per thread, which a vfork in the
+     * vfork()ed child overwrites. A caller that exits still waits for the child's exec, so
+     * that once it has exited the child is `tokterm --checkpoint` (clone(CLONE_VM) without
+     * that wait, tried in ea95d9d, left a moment where the caller was gone and the child not
+     * yet exec'd: a test waiting for the checkpoint process saw none). */
 #ifndef UTIL_SANITIZED
-    if (!fallback && exiting && util_spawn_cloned(exe, argv, keep, n_keep) == 0)
-        return 0;
     int share = !fallback;
 #else
     int share = !fallback && exiting;

@@ -97,11 +97,10 @@ int util_dlsym(void *lib, const char *name, void *slot, size_t size);
  * (/dev/null where keep[i] < 0; the descriptions, and their OFD locks, are shared), nothing
  * else open and no signal blocked. When the exec fails it calls fallback(ctx) if given, then
  * _exit(0), else _exit(127). The forked copies of a threaded process make only
- * async-signal-safe calls (so must fallback). Without a fallback the copies share this
- * memory until their exec instead of a copy of its page tables: vfork() (only the calling
- * thread waits for the exec), or, exiting, clone(CLONE_VM) (nobody waits: the exit leaves the
- * memory to the child, whose exec frees it). The caller's signal mask, and unless exiting its
- * errno, are left as they were. n_keep at most 6. 0 when the grandchild was
+ * async-signal-safe calls (so must fallback). Without a fallback the copies are vfork()ed:
+ * they share this memory until their exec instead of a copy of its page tables, and only the
+ * calling thread waits for the exec. The caller's signal mask and errno are left as they
+ * were. n_keep at most 6. 0 when the grandchild was
  * forked, -1 otherwise.
  * exiting: the caller ends right after (_exit), so nobody is left to hold a zombie: one fork,
  * the child in a session of its own, not waited for (a second fork and the wait for it cost
