@@ -26,6 +26,7 @@ struct wal_gather {
     char *buf;                    /* bytes [off, off + len) of the file, not written yet */
     size_t len, cap;
     sqlite3_int64 off;
+    sqlite3_int64 next; /* where the last write ended (-1 after a failed one) */
     int commit; /* the last write was a commit frame's header: its page ends the commit */
 };
 
@@ -49,40 +50,37 @@ static int wal_flush(sqlite3_file *f)
     atomic_fetch_add(&wal_writes, 1);
     int rc = g->io->xWrite(f, g->buf, (int)g->len, g->off);
     g->len = 0;
-    g->commit = 0;
     return rc;
 }
 
 /* Write p as it is, after what is gathered (a frame's header before its page). */
 static int wal_write_through(sqlite3_file *f, const void *p, int n, sqlite3_int64 off)
 {
+    struct wal_gather *g = wal_of(f);
     int rc = wal_flush(f);
-    if (rc != SQLITE_OK)
-        return rc;
-    atomic_fetch_add(&wal_writes, 1);
-    return wal_of(f)->io->xWrite(f, p, n, off);
+    if (rc == SQLITE_OK) {
+        atomic_fetch_add(&wal_writes, 1);
+        rc = g->io->xWrite(f, p, n, off);
+    }
+    g->next = rc == SQLITE_OK ? off + (n > 0 ? n : 0) : -1;
+    return rc;
 }
 
-/* A write that continues the gathered bytes joins them; any other first writes them. The page
- * that follows a commit frame's header ends the commit: everything is written then, before
- * SQLite syncs or publishes the commit in the WAL index (a failed write fails the commit,
- * as one of SQLite's own would). */
-static int wal_write(sqlite3_file *f, const void *p, int n, sqlite3_int64 off)
+/* Add p, which starts where the gathered bytes end, to them (written first past
+ * WAL_GATHER_MAX; written as it comes when there is no memory to gather). */
+static int wal_gather(sqlite3_file *f, const void *p, int n, sqlite3_int64 off)
 {
     struct wal_gather *g = wal_of(f);
-    size_t k = n > 0 ? (size_t)n : 0;
-    int rc = SQLITE_OK;
-    if (g->len && (off != g->off + (sqlite3_int64)g->len || g->len + k > WAL_GATHER_MAX) &&
-        (rc = wal_flush(f)) != SQLITE_OK)
+    size_t k = (size_t)n;
+    int rc;
+    if (g->len + k > WAL_GATHER_MAX && (rc = wal_flush(f)) != SQLITE_OK)
         return rc;
-    if (k > WAL_GATHER_MAX / 2) /* a page of 64 KiB */
-        return wal_write_through(f, p, n, off);
     if (g->len + k > g->cap) {
         size_t cap = g->cap ? g->cap : WAL_GATHER_FIRST;
         while (cap < g->len + k)
             cap *= 2;
         char *b = realloc(g->buf, cap);
-        if (!b) /* no memory to gather: written as it comes */
+        if (!b)
             return wal_write_through(f, p, n, off);
         g->buf = b;
         g->cap = cap;
@@ -91,12 +89,36 @@ static int wal_write(sqlite3_file *f, const void *p, int n, sqlite3_int64 off)
         g->off = off;
     memcpy(g->buf + g->len, p, k);
     g->len += k;
-    const unsigned char *h = p;
-    if (k == WAL_FRAME_HDR && (h[4] | h[5] | h[6] | h[7]))
-        g->commit = 1;
-    else if (g->commit)
-        return wal_flush(f);
+    g->next = off + (sqlite3_int64)k;
     return SQLITE_OK;
+}
+
+/* Only frames appended in sequence are gathered: a write that starts where the last one ended
+ * joins the gathered bytes, and the page that follows a commit frame's header ends the
+ * commit: everything is written then, before SQLite syncs or publishes the commit in the WAL
+ * index (a failed write fails the commit, as one of SQLite's own would). Any other write is
+ * written at once, after what is gathered: SQLite writes elsewhere in the file to start it
+ * over (its header) and to rewrite frames of the transaction it is writing. That last one
+ * ends with the commit frame's header alone, after its page, and SQLite then publishes the
+ * commit (walRewriteChecksums, when a transaction that spilled pages to the WAL changes one of
+ * them again): gathered, that header waited for the next write or the close, and a one-shot's
+ * exit (which does not close) left the old header on disk, whose checksum the next process's
+ * recovery of the WAL refused: the commit was lost, and any page a checkpoint had already
+ * copied from it was in the database file beside older ones from the WAL. */
+static int wal_write(sqlite3_file *f, const void *p, int n, sqlite3_int64 off)
+{
+    struct wal_gather *g = wal_of(f);
+    const unsigned char *h = p;
+    int ends = g->commit; /* the page after a commit frame's header */
+    int rc;
+    g->commit = 0;
+    if (off != g->next || n <= 0 || n > WAL_GATHER_MAX / 2) /* elsewhere, or a 64 KiB page */
+        rc = wal_write_through(f, p, n, off);
+    else if ((rc = wal_gather(f, p, n, off)) == SQLITE_OK && ends)
+        rc = wal_flush(f);
+    if (rc == SQLITE_OK && n == WAL_FRAME_HDR && (h[4] | h[5] | h[6] | h[7]))
+        g->commit = 1;
+    return rc;
 }
 
 /* Every other method writes what is gathered first, so that the file is as SQLite wrote it. */
