@@ -34,9 +34,13 @@ void store_set_err(struct store *st, const char *fmt, ...)
     st->err = xstrdup(tmp);
 }
 
-/* A user-facing explanation of an SQLite failure. */
+/* A user-facing explanation of an SQLite failure (rc: its extended code). An I/O error names
+ * its extended code: which read, write, lock or map failed is all a report can go on (a
+ * short read of the WAL, 522, is not a failing disk). The text is the calling thread's until
+ * its next call. */
 static const char *store_hint(int rc)
 {
+    static _Thread_local char io[64];
     switch (rc & 0xff) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
@@ -50,7 +54,8 @@ static const char *store_hint(int rc)
     case SQLITE_NOTADB:
         return " (the file is not an SQLite database)";
     case SQLITE_IOERR:
-        return " (input/output error)";
+        snprintf(io, sizeof io, " (input/output error, SQLite code %d)", rc);
+        return io;
     case SQLITE_CANTOPEN:
         return " (cannot open the file)";
     default:

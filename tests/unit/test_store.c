@@ -4005,6 +4005,32 @@ static void test_wal_commit_at_exit(void)
     free(path);
 }
 
+/* An I/O error names SQLite's extended code, which tells a short read from a failing disk: a
+ * WAL cut short under a live WAL index (kept by another connection of this process) makes the
+ * store's first read of the page there a short read (SQLITE_IOERR_SHORT_READ, 522). */
+static void test_io_error_code(void)
+{
+    char *path = tmp_path("ioerr.db"), *err = NULL;
+    struct store *st = open_new("ioerr.db", NULL);
+    store_close(st);
+    sqlite3 *db = NULL;
+    int ok = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK &&
+             sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL) ==
+                 SQLITE_OK &&
+             sqlite3_exec(db, "CREATE TABLE cut(v); INSERT INTO cut VALUES (zeroblob(20000))",
+                          NULL, NULL, NULL) == SQLITE_OK;
+    char *wal = xasprintf("%s-wal", path);
+    TAP_OK(ok && truncate(wal, 32) == 0, "I/O error: a commit in the WAL, then the WAL cut short");
+    st = store_open(path, NULL, &err);
+    TAP_OK(!st && err && strstr(err, "disk I/O error (input/output error, SQLite code 522)"),
+           "I/O error: the open says so, with SQLite's code: %s", err ? err : "(opened)");
+    store_close(st);
+    free(err);
+    sqlite3_close(db);
+    free(wal);
+    free(path);
+}
+
 /* `test_store --checkpoint PATH`: the detached checkpoint's side of test_checkpoint_detached,
  * which checks the contract of store_checkpoint_detach first: an empty environment,
  * /dev/null as 0-2, the lock as 3 and nothing else open. */
@@ -4354,6 +4380,7 @@ int main(int argc, char **argv)
     test_checkpoint_race();
     test_wal_gather();
     test_wal_commit_at_exit();
+    test_io_error_code();
     test_too_big();
     test_rm_scrub();
     test_reader();
