@@ -17,7 +17,6 @@ sys.dont_write_bytecode = True
 
 import os  # noqa: E402
 import re  # noqa: E402
-import shutil  # noqa: E402
 import sqlite3  # noqa: E402
 import json  # noqa: E402
 import struct  # noqa: E402
@@ -57,9 +56,7 @@ with ttlib.FakeServer() as srv:
 
     def same(home, name, prompt, want, queue=None):
         """Run prompt on two copies of home (lean, full); their bodies must be equal."""
-        full = ttlib.make_home()
-        shutil.rmtree(full)
-        shutil.copytree(home, full)
+        full = ttlib.copy_home(home)
         rc1, err1, lean_bodies = run(home, ["-c", "-p", prompt], queue)
         srv.clear_queue()
         rc2, err2, full_bodies = run(full, ["-c", "-p", prompt], queue,

@@ -13,7 +13,6 @@ import sys
 sys.dont_write_bytecode = True
 
 import os  # noqa: E402
-import shutil  # noqa: E402
 import sqlite3  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -46,9 +45,7 @@ with ttlib.FakeServer() as srv:
 
     def same(home, name, prompt):
         """Run prompt on two copies of home (as it is, full load): equal bodies."""
-        full = ttlib.make_home()
-        shutil.rmtree(full)
-        shutil.copytree(home, full)
+        full = ttlib.copy_home(home)
         rc1, err1, lean = run(home, ["-c", "-p", prompt])
         rc2, err2, whole = run(full, ["-c", "-p", prompt], env={"TOKTERM_FULL_RESUME": "1"})
         t.ok(rc1 == 0 and rc2 == 0 and lean and lean == whole,

@@ -12,7 +12,6 @@ sys.dont_write_bytecode = True
 
 import os  # noqa: E402
 import re  # noqa: E402
-import shutil  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ttlib  # noqa: E402
@@ -38,9 +37,7 @@ with ttlib.FakeServer() as srv:
     ttlib.history_add_turns(ttlib.history_db(home), 2000, 150, 1)
     rc, err, _ = run(home, ["-c", "-p", "the first resume counts the rows"])
     t.eq(rc, 0, "the first resume (it counts and stores the rows' tokens)")
-    full = ttlib.make_home()
-    shutil.rmtree(full)
-    shutil.copytree(home, full)
+    full = ttlib.copy_home(home)
     rc, err, lean = run(home, ["-c", "-p", "and the parser's buffer?"])
     n, how = resumed(err) or (0, None)
     t.ok(rc == 0 and how == "the newest" and 100 < n < 2000,

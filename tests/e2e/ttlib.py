@@ -461,6 +461,19 @@ def make_home():
     return tempdir("tt-home-")
 
 
+def copy_home(home):
+    """A copy of home in a fresh directory (removed at exit), made once no detached checkpoint
+    of its database runs. A run that wrote 256 KiB or more leaves one copying the WAL into the
+    database; copied meanwhile, the files can be taken at different moments of it (the database
+    half written, the WAL already started over), which SQLite cannot read as the database was:
+    a README run's test_resume_pages.py once sent another request from such a copy."""
+    wait_checkpoints(history_db(home))
+    full = make_home()
+    shutil.rmtree(full)
+    shutil.copytree(home, full)
+    return full
+
+
 def write_config(home, text):
     """Write text as HOME's tokterm config (mode 0600, as tokterm wants it); returns the path."""
     d = os.path.join(home, ".config", "tokterm")
