@@ -117,13 +117,15 @@ def run(flags, args=None, extra_env=None, tty=False):
         r["alive"] = False  # reaped by tokterm before it exited
         r["server"] = "not ours"
     # the reaper: a child of ours now, once it has exec'd `tokterm --reap` (a copy of tokterm
-    # that has not exec'd yet still has tokterm's command line: wait for it)
+    # that has not exec'd yet still has tokterm's command line, and one in the middle of its
+    # exec none at all, until the new program's arguments are set up: wait for either; a
+    # README run once read the second and took it for no reaper)
     r["reapers"] = []
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         pending = False
         r["reapers"] = []
-        for pid, _state in ttlib.children():
+        for pid, state in ttlib.children():
             try:
                 with open("/proc/%d/cmdline" % pid, "rb") as f:
                     cmd = f.read().split(b"\0")
@@ -133,7 +135,7 @@ def run(flags, args=None, extra_env=None, tty=False):
                 continue
             if b"--reap" in cmd:
                 r["reapers"].append((pid, cmd, environ))
-            elif pid != spid and cmd[0] == argv[0].encode():
+            elif pid != spid and (cmd[0] == argv[0].encode() or (cmd == [b""] and state != "Z")):
                 pending = True
         if not pending:
             break

@@ -377,16 +377,25 @@ def adopt_orphans(wait=10.0):
 
 def checkpoint_running(db):
     """True while a `tokterm --checkpoint DB` (the detached copy of a long run's WAL, started
-    by its close) is running."""
+    by its close) is running, or may be: a tokterm in the middle of an exec has no command
+    line yet (/proc/PID/cmdline reads empty until the new program's arguments are set up, also
+    after vfork() has given its parent back), and may be becoming that copy."""
     want = b"--checkpoint\0" + os.fsencode(db) + b"\0"
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
         try:
             with open("/proc/%s/cmdline" % pid, "rb") as f:
-                if want in f.read():
+                cmd = f.read()
+            if want in cmd:
+                return True
+            if not cmd:
+                with open("/proc/%s/stat" % pid) as f:
+                    stat = f.read()
+                comm = stat[stat.index("(") + 1:stat.rindex(")")]
+                if comm.startswith("tokterm") and stat[stat.rindex(")") + 2] != "Z":
                     return True
-        except OSError:
+        except (OSError, ValueError, IndexError):
             pass
     return False
 
