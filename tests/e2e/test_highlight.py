@@ -155,7 +155,17 @@ def chat(width, spec, env=None, height=40, keys=None):
                     break
                 time.sleep(0.02)
         done = tm.wait_for("\u2713", 20)
+        # the answer's end mark can be drawn a frame before the last rows are styled (a README
+        # run's ASan build under load once captured a row without its last styled cell): the
+        # screen once it stays the same for 0.1 s (at most 3 s)
         esc = tm.tmux("capture-pane", "-p", "-e", "-N", "-t", tm.target)
+        deadline = time.monotonic() + 3
+        while done is not None and time.monotonic() < deadline:
+            time.sleep(0.1)
+            again = tm.tmux("capture-pane", "-p", "-e", "-N", "-t", tm.target)
+            if again == esc:
+                break
+            esc = again
         plain = tm.capture()
         copied = None
         if keys:
