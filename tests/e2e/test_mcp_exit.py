@@ -125,17 +125,19 @@ def run(flags, args=None, extra_env=None, tty=False):
     while time.monotonic() < deadline:
         pending = False
         r["reapers"] = []
-        for pid, state in ttlib.children():
+        for pid, _state in ttlib.children():
+            st = ttlib.proc_state(pid)
             try:
-                with open("/proc/%d/cmdline" % pid, "rb") as f:
-                    cmd = f.read().split(b"\0")
                 with open("/proc/%d/environ" % pid, "rb") as f:
                     environ = f.read()
             except OSError:
                 continue
+            if st is None:
+                continue
+            cmd = st[0].split(b"\0")
             if b"--reap" in cmd:
                 r["reapers"].append((pid, cmd, environ))
-            elif pid != spid and (cmd[0] == argv[0].encode() or (cmd == [b""] and state != "Z")):
+            elif pid != spid and (cmd[0] == argv[0].encode() or ttlib.mid_exec(st)):
                 pending = True
         if not pending:
             break

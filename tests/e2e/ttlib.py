@@ -375,28 +375,45 @@ def adopt_orphans(wait=10.0):
     return True
 
 
-def checkpoint_running(db):
+def proc_state(pid):
+    """(command line bytes, comm, state letter) of a process from /proc, or None once gone."""
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            cmd = f.read()
+        with open("/proc/%d/stat" % pid) as f:
+            stat = f.read()
+        return cmd, stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2]
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def mid_exec(st):
+    """True when proc_state `st` is a process in the middle of an exec: /proc/PID/cmdline
+    reads empty from the moment exec replaces its memory until the new program's arguments are
+    set up (vfork() gives the parent back at the start of that window, not its end). A zombie
+    and a kernel thread read empty too; the first is told by its state, the second's comm is
+    not a program of ours."""
+    return st is not None and st[0] == b"" and st[2] != "Z"
+
+
+def checkpoint_running(db, settle=5.0):
     """True while a `tokterm --checkpoint DB` (the detached copy of a long run's WAL, started
-    by its close) is running, or may be: a tokterm in the middle of an exec has no command
-    line yet (/proc/PID/cmdline reads empty until the new program's arguments are set up, also
-    after vfork() has given its parent back), and may be becoming that copy."""
+    by its close) is running. A tokterm caught in the middle of an exec (mid_exec) may be
+    becoming that copy, or any other run of another test: it is read again until its command
+    line is set up (at most `settle` seconds, then it counts as the copy)."""
     want = b"--checkpoint\0" + os.fsencode(db) + b"\0"
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
             continue
-        try:
-            with open("/proc/%s/cmdline" % pid, "rb") as f:
-                cmd = f.read()
-            if want in cmd:
+        pid, deadline = int(d), time.monotonic() + settle
+        st = proc_state(pid)
+        while mid_exec(st) and st[1].startswith("tokterm"):
+            if time.monotonic() > deadline:
                 return True
-            if not cmd:
-                with open("/proc/%s/stat" % pid) as f:
-                    stat = f.read()
-                comm = stat[stat.index("(") + 1:stat.rindex(")")]
-                if comm.startswith("tokterm") and stat[stat.rindex(")") + 2] != "Z":
-                    return True
-        except (OSError, ValueError, IndexError):
-            pass
+            time.sleep(0.002)
+            st = proc_state(pid)
+        if st is not None and want in st[0]:
+            return True
     return False
 
 

@@ -60,6 +60,18 @@ static int fuzz_api_unique_keys(const cJSON *o)
     return 1;
 }
 
+/* 1 when the text holds the escape of a NUL. cJSON ends its strings at the first NUL, so a key
+ * "delta\u0000" reads as "delta" to it, while the parser under test rightly takes it for another
+ * key: the oracle cannot judge such a chunk. (A "\\u0000" also counts: that only skips a check.) */
+static int fuzz_api_escaped_nul(const char *s, size_t n)
+{
+    static const char esc[] = "\\u0000";
+    for (size_t i = 0; i + sizeof esc - 1 <= n; i++)
+        if (memcmp(s + i, esc, sizeof esc - 1) == 0)
+            return 1;
+    return 0;
+}
+
 /* The content string of the plain chunk shape, or NULL when the chunk is not that shape. */
 static const char *fuzz_api_plain_content(const cJSON *root)
 {
@@ -107,8 +119,8 @@ FUZZ_ENTRY(api)
     if (r < 0)
         FUZZ_CHECK(st.error.len > 0);
     fuzz_api_check_state(&st);
-    if (r == 0 && st.error.len == 0 && !memchr(log.content.data ? log.content.data : "", '\0',
-                                              log.content.len)) {
+    if (r == 0 && st.error.len == 0 && !fuzz_api_escaped_nul(s, size) &&
+        !memchr(log.content.data ? log.content.data : "", '\0', log.content.len)) {
         cJSON *root = cJSON_ParseWithLength(s, size);
         const char *want = fuzz_api_plain_content(root);
         if (want) {
