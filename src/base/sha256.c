@@ -59,7 +59,7 @@ static void sha256_block_c(uint32_t h[8], const unsigned char *p)
 }
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(TT_NO_SHA_NI)
-#include <cpuid.h>
+#include "base/cpu.h"
 #include <immintrin.h>
 
 /* The x86 SHA extensions (2 rounds an instruction): a response cache key over a request of
@@ -105,10 +105,7 @@ static int sha256_has_ni(void)
 {
     static int has = -1;
     if (has < 0) {
-        unsigned a, b, c, d;
-        int sse41 = __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 19)) && (c & (1u << 9));
-        int sha = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << 29));
-        has = sse41 && sha && !getenv("TOKTERM_NO_SHA_NI");
+        has = cpu_sha_ni() && !getenv("TOKTERM_NO_SHA_NI");
     }
     return has;
 }

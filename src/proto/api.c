@@ -998,6 +998,7 @@ static void api_gap_loop(struct api_gap *gp, const char *end, struct buf *out, i
 }
 
 #if defined(__GNUC__) && defined(__x86_64__)
+#include "base/cpu.h"
 #include <immintrin.h>
 #define API_GAP_AVX2 1
 /* api_gap_loop for texts shorter than 32 bytes and gaps of 32 or more, 32 bytes at a time:
@@ -1168,10 +1169,8 @@ static API_GAP512_TARGET void api_gap_loop512(struct api_gap *gp, const char *en
 static void api_gap_run(struct api_gap *gp, const char *end, struct buf *out)
 {
 #ifdef API_GAP_AVX2
-    if (gp->glen >= 32 && api_stream_simd && __builtin_cpu_supports("avx2")) {
-        int wide = api_stream_simd >= 2 && gp->glen <= 256 &&
-                   __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-                   __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2");
+    if (gp->glen >= 32 && api_stream_simd && cpu_avx2()) {
+        int wide = api_stream_simd >= 2 && gp->glen <= 256 && cpu_avx512_scan();
         /* the wide loop, and one event by the other each time it stops, while that goes on */
         for (;;) {
             unsigned long before = gp->joined;

@@ -1,11 +1,15 @@
 /* test_api.c - chunk decoding for each provider dialect, error bodies, request JSON. */
 #include "config.h"
 #include "proto/api.h"
+#include "base/cpu.h"
 #include "fixture.h"
 #include "got.h"
 #include "proto/sse.h"
 
 #include <cjson/cJSON.h>
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 static void decode_text(struct got *g, const char *s, size_t n)
 {
@@ -88,7 +92,7 @@ static void test_shapes(void)
                    (!one.reasoning.len ||
                     memcmp(seq.reasoning.data + r0, one.reasoning.data, one.reasoning.len) == 0) &&
                    seq.finishes - f0 == one.finishes && seq.usages - u0 == one.usages;
-        TAP_OK(same, name);
+        TAP_OK(same, "%s", name);
         if (!same)
             printf("# alone: ret %d content '%s'; in the stream: ret %d content '%.*s'\n",
                    one.ret, buf_str(&one.content), seq.ret, (int)(seq.content.len - c0),
@@ -227,6 +231,15 @@ static void test_sse_run_joined(void)
 #if defined(__GNUC__) && defined(__x86_64__)
     int has512 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avx512bw") &&
                  __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("bmi");
+    /* base/cpu.h reads the loader's answers; the compiler's probe and cpuid are the oracle */
+    unsigned ra, rb, rc, rd;
+    int sha = __get_cpuid(1, &ra, &rb, &rc, &rd) && (rc & (1u << 19)) && (rc & (1u << 9)) &&
+              __get_cpuid_count(7, 0, &ra, &rb, &rc, &rd) && (rb & (1u << 29));
+    TAP_OK(cpu_avx2() == (__builtin_cpu_supports("avx2") != 0) &&
+           cpu_avx512_scan() == (has512 && __builtin_cpu_supports("bmi2")) &&
+           cpu_sha_ni() == sha,
+           "cpu.h: AVX2 %d, AVX-512 scan %d, SHA-NI %d, as the CPU says", cpu_avx2(),
+           cpu_avx512_scan(), cpu_sha_ni());
 #else
     int has512 = 0;
 #endif

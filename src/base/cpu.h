@@ -1,0 +1,51 @@
+/* cpu.h - which x86 extensions this CPU has, for the few loops that have a SIMD variant.
+ *
+ * Read from what the C library's loader found at start-up (glibc 2.33's <sys/platform/x86.h>),
+ * not by asking the CPU again: every process already pays the loader's cpuid, and each
+ * further one is a trap to the hypervisor on a VM (~20 us on the project's VM, which made
+ * libgcc's start-up constructor behind __builtin_cpu_supports cost 0.15-0.3 ms a run).
+ * "Active" means the CPU has it and the kernel saves its registers. Elsewhere, the compiler's
+ * own probe. */
+#ifndef TOKTERM_CPU_H
+#define TOKTERM_CPU_H
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define CPU_X86 1
+#ifdef HAVE_SYS_PLATFORM_X86_H
+#include <sys/platform/x86.h>
+#define CPU_HAS(glibc_name, gcc_name) CPU_FEATURE_ACTIVE(glibc_name)
+#else
+#define CPU_HAS(glibc_name, gcc_name) (__builtin_cpu_supports(gcc_name) != 0)
+#endif
+
+/* AVX2: api.c's 32-byte scan of the stream's JSON. */
+static inline int cpu_avx2(void)
+{
+    return CPU_HAS(AVX2, "avx2");
+}
+
+/* AVX-512 BW and VL with BMI1/2: api.c's 64-byte scan. */
+static inline int cpu_avx512_scan(void)
+{
+    return CPU_HAS(AVX512BW, "avx512bw") && CPU_HAS(AVX512VL, "avx512vl") &&
+           CPU_HAS(BMI1, "bmi") && CPU_HAS(BMI2, "bmi2");
+}
+
+/* The SHA extensions with SSSE3 and SSE4.1: sha256.c's rounds. */
+#ifdef HAVE_SYS_PLATFORM_X86_H
+static inline int cpu_sha_ni(void)
+{
+    return CPU_FEATURE_ACTIVE(SHA) && CPU_FEATURE_ACTIVE(SSE4_1) && CPU_FEATURE_ACTIVE(SSSE3);
+}
+#else
+#include <cpuid.h>
+static inline int cpu_sha_ni(void)
+{
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 19)) && (c & (1u << 9)) &&
+           __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << 29));
+}
+#endif
+#endif
+
+#endif
