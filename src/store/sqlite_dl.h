@@ -22,7 +22,8 @@
     X(column_blob) X(column_bytes) X(column_double) X(column_int) X(column_int64)              \
     X(column_text) X(column_type) X(create_function) X(db_config) X(db_readonly) X(db_status)     \
     X(errmsg)     \
-    X(errstr) X(exec) X(extended_errcode) X(extended_result_codes) X(finalize) X(free)         \
+    X(errstr) X(exec) X(extended_errcode) X(extended_result_codes) X(filename_database)       \
+    X(finalize) X(free)                                                                        \
     X(get_autocommit) X(get_auxdata) X(last_insert_rowid) X(libversion) X(limit) X(malloc64) \
     X(open_v2)                                                                                 \
     X(prepare_v2) X(prepare_v3) X(reset) X(result_double) X(result_error_code) X(result_int)   \
@@ -103,5 +104,6 @@ void sqlite_dl_prefer_large_reads(void);
 #define sqlite3_value_text (sqlite_dl_api.value_text)
 #define sqlite3_wal_checkpoint (sqlite_dl_api.wal_checkpoint)
 #define sqlite3_wal_hook (sqlite_dl_api.wal_hook)
+#define sqlite3_filename_database (sqlite_dl_api.filename_database)
 
 #endif

@@ -4,6 +4,7 @@
 
 #include "store/sqlite_dl.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,8 @@
  * the other frames of a transaction (SQLite's file format, "WAL frame header"). */
 #define WAL_FRAME_HDR 24
 
+struct wal_main;
+
 /* What this VFS keeps beside the underlying file, which comes first in the sqlite3_file
  * SQLite allocates (szOsFile): the underlying methods are called with the same pointer. */
 struct wal_gather {
@@ -28,17 +31,35 @@ struct wal_gather {
     sqlite3_int64 off;
     sqlite3_int64 next; /* where the last write ended (-1 after a failed one) */
     int commit; /* the last write was a commit frame's header: its page ends the commit */
+    struct wal_main *main; /* the database file of the same connection (NULL: not found) */
+};
+
+/* The same place in a database file: its WAL's file while that is open, found by the name
+ * SQLite gives both (sqlite3_filename_database of the WAL's name is the very pointer the
+ * database's xOpen had: one per connection). */
+struct wal_main {
+    const sqlite3_io_methods *io;
+    const char *name;
+    sqlite3_file *wal;
+    struct wal_main *next; /* the open database files (wal_mains) */
 };
 
 static sqlite3_vfs wal_vfs;
 static sqlite3_vfs *wal_under;
-static size_t wal_gather_at; /* where struct wal_gather starts in the file */
-static sqlite3_io_methods wal_io;
+static size_t wal_gather_at; /* where struct wal_gather (or wal_main) starts in the file */
+static sqlite3_io_methods wal_io, wal_main_io;
 static atomic_ulong wal_writes; /* writes made to WAL files by the underlying VFS */
+static struct wal_main *wal_mains;
+static pthread_mutex_t wal_mains_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static struct wal_gather *wal_of(sqlite3_file *f)
 {
     return (struct wal_gather *)((char *)f + wal_gather_at);
+}
+
+static struct wal_main *main_of(sqlite3_file *f)
+{
+    return (struct wal_main *)((char *)f + wal_gather_at);
 }
 
 /* Write what is gathered. */
@@ -126,6 +147,11 @@ static int wal_close(sqlite3_file *f)
 {
     struct wal_gather *g = wal_of(f);
     int rc = wal_flush(f);
+    pthread_mutex_lock(&wal_mains_lock);
+    if (g->main && g->main->wal == f)
+        g->main->wal = NULL;
+    g->main = NULL;
+    pthread_mutex_unlock(&wal_mains_lock);
     free(g->buf);
     g->buf = NULL;
     g->cap = 0;
@@ -222,20 +248,175 @@ static int wal_unfetch(sqlite3_file *f, sqlite3_int64 off, void *p)
     WAL_FLUSHED(xUnfetch(f, off, p));
 }
 
-/* Files other than WALs keep the underlying methods as they are. */
+/* A database file's methods are the underlying ones, but for the release of the WAL's write
+ * lock. A transaction that spilled pages to the WAL and rolled back leaves its last frames
+ * gathered: SQLite reads nothing of the WAL when it rolls back (a page it reloads may come
+ * from the database file), and gives the write lock up, on the database file. Written later,
+ * at this connection's next call on its WAL, those frames would land over what another
+ * connection appended meanwhile at the same offsets, a commit of its own: its pages lost, and
+ * read as other pages by every reader the WAL index sends there. So they are written before
+ * the lock goes, as SQLite would have written them, past the WAL's last commit, where the
+ * next writer writes over them. (A commit has written everything by then.) */
+static int wal_main_shm_lock(sqlite3_file *f, int offset, int n, int flags)
+{
+    struct wal_main *m = main_of(f);
+    /* the write lock is the WAL index's lock 0 (SQLite's WAL_WRITE_LOCK) */
+    if (offset == 0 && n >= 1 && flags == (SQLITE_SHM_UNLOCK | SQLITE_SHM_EXCLUSIVE) && m->wal &&
+        wal_flush(m->wal) != SQLITE_OK)
+        wal_of(m->wal)->next = -1; /* nothing gathered is left: those frames count for nothing */
+    return m->io->xShmLock(f, offset, n, flags);
+}
+
+static int wal_main_close(sqlite3_file *f)
+{
+    struct wal_main *m = main_of(f);
+    pthread_mutex_lock(&wal_mains_lock);
+    for (struct wal_main **p = &wal_mains; *p; p = &(*p)->next)
+        if (*p == m) {
+            *p = m->next;
+            break;
+        }
+    if (m->wal)
+        wal_of(m->wal)->main = NULL;
+    pthread_mutex_unlock(&wal_mains_lock);
+    return m->io->xClose(f);
+}
+
+#define WAL_MAIN(call) return main_of(f)->io->call
+
+static int wal_main_read(sqlite3_file *f, void *p, int n, sqlite3_int64 off)
+{
+    WAL_MAIN(xRead(f, p, n, off));
+}
+
+static int wal_main_write(sqlite3_file *f, const void *p, int n, sqlite3_int64 off)
+{
+    WAL_MAIN(xWrite(f, p, n, off));
+}
+
+static int wal_main_truncate(sqlite3_file *f, sqlite3_int64 size)
+{
+    WAL_MAIN(xTruncate(f, size));
+}
+
+static int wal_main_sync(sqlite3_file *f, int flags)
+{
+    WAL_MAIN(xSync(f, flags));
+}
+
+static int wal_main_file_size(sqlite3_file *f, sqlite3_int64 *size)
+{
+    WAL_MAIN(xFileSize(f, size));
+}
+
+static int wal_main_lock(sqlite3_file *f, int level)
+{
+    WAL_MAIN(xLock(f, level));
+}
+
+static int wal_main_unlock(sqlite3_file *f, int level)
+{
+    WAL_MAIN(xUnlock(f, level));
+}
+
+static int wal_main_check_reserved(sqlite3_file *f, int *out)
+{
+    WAL_MAIN(xCheckReservedLock(f, out));
+}
+
+static int wal_main_file_control(sqlite3_file *f, int op, void *arg)
+{
+    WAL_MAIN(xFileControl(f, op, arg));
+}
+
+static int wal_main_sector_size(sqlite3_file *f)
+{
+    WAL_MAIN(xSectorSize(f));
+}
+
+static int wal_main_device(sqlite3_file *f)
+{
+    WAL_MAIN(xDeviceCharacteristics(f));
+}
+
+static int wal_main_shm_map(sqlite3_file *f, int pg, int pgsz, int extend, void volatile **pp)
+{
+    WAL_MAIN(xShmMap(f, pg, pgsz, extend, pp));
+}
+
+static void wal_main_shm_barrier(sqlite3_file *f)
+{
+    main_of(f)->io->xShmBarrier(f);
+}
+
+static int wal_main_shm_unmap(sqlite3_file *f, int del)
+{
+    WAL_MAIN(xShmUnmap(f, del));
+}
+
+static int wal_main_fetch(sqlite3_file *f, sqlite3_int64 off, int n, void **pp)
+{
+    WAL_MAIN(xFetch(f, off, n, pp));
+}
+
+static int wal_main_unfetch(sqlite3_file *f, sqlite3_int64 off, void *p)
+{
+    WAL_MAIN(xUnfetch(f, off, p));
+}
+
+static sqlite3_io_methods wal_main_io = {
+    0,              wal_main_close,       wal_main_read,     wal_main_write,
+    wal_main_truncate, wal_main_sync,     wal_main_file_size, wal_main_lock,
+    wal_main_unlock, wal_main_check_reserved, wal_main_file_control, wal_main_sector_size,
+    wal_main_device, wal_main_shm_map,    wal_main_shm_lock, wal_main_shm_barrier,
+    wal_main_shm_unmap, wal_main_fetch,   wal_main_unfetch,
+};
+
+/* The methods of an underlying file wrapped by io (one underlying VFS: its files' methods
+ * have one version; a file of another keeps its own methods). */
+static int wal_wraps(sqlite3_file *f, sqlite3_io_methods *io)
+{
+    if (!f->pMethods || f->pMethods->iVersion > 3 ||
+        (io->iVersion && f->pMethods->iVersion != io->iVersion))
+        return 0;
+    if (!io->iVersion)
+        io->iVersion = f->pMethods->iVersion;
+    return 1;
+}
+
+/* A WAL's writes are gathered; a database file's lock calls are watched (wal_main_shm_lock);
+ * other files keep the underlying methods as they are. */
 static int wal_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flags, int *out)
 {
     (void)vfs;
     int rc = wal_under->xOpen(wal_under, name, f, flags, out);
-    if (rc != SQLITE_OK || !(flags & SQLITE_OPEN_WAL) || !f->pMethods ||
-        f->pMethods->iVersion > 3 || (wal_io.iVersion && f->pMethods->iVersion != wal_io.iVersion))
+    if (rc != SQLITE_OK || !name)
         return rc;
-    struct wal_gather *g = wal_of(f);
-    memset(g, 0, sizeof *g);
-    g->io = f->pMethods;
-    if (!wal_io.iVersion) /* one underlying VFS: its files' methods have one version */
-        wal_io.iVersion = g->io->iVersion;
-    f->pMethods = &wal_io;
+    if ((flags & SQLITE_OPEN_MAIN_DB) && wal_wraps(f, &wal_main_io)) {
+        struct wal_main *m = main_of(f);
+        memset(m, 0, sizeof *m);
+        m->io = f->pMethods;
+        m->name = name;
+        f->pMethods = &wal_main_io;
+        pthread_mutex_lock(&wal_mains_lock);
+        m->next = wal_mains;
+        wal_mains = m;
+        pthread_mutex_unlock(&wal_mains_lock);
+    } else if ((flags & SQLITE_OPEN_WAL) && wal_wraps(f, &wal_io)) {
+        struct wal_gather *g = wal_of(f);
+        memset(g, 0, sizeof *g);
+        g->io = f->pMethods;
+        f->pMethods = &wal_io;
+        const char *db = sqlite3_filename_database(name);
+        pthread_mutex_lock(&wal_mains_lock);
+        for (struct wal_main *m = wal_mains; m; m = m->next)
+            if (m->name == db) {
+                m->wal = f;
+                g->main = m;
+                break;
+            }
+        pthread_mutex_unlock(&wal_mains_lock);
+    }
     return rc;
 }
 
@@ -256,7 +437,9 @@ void wal_vfs_install(void)
     wal_vfs.pNext = NULL;
     wal_vfs.zName = "tokterm-wal";
     wal_gather_at = ((size_t)u->szOsFile + 15) & ~(size_t)15;
-    wal_vfs.szOsFile = (int)(wal_gather_at + sizeof(struct wal_gather));
+    wal_vfs.szOsFile = (int)(wal_gather_at + (sizeof(struct wal_gather) > sizeof(struct wal_main)
+                                                  ? sizeof(struct wal_gather)
+                                                  : sizeof(struct wal_main)));
     wal_vfs.xOpen = wal_open;
     if (sqlite3_vfs_register(&wal_vfs, 1) != SQLITE_OK)
         wal_under = NULL;

@@ -7,7 +7,9 @@
  * ended, up to 124 KiB; they are written when a commit frame's page is (so a failed write
  * fails the commit), or before any other call on the file (a read, a sync, a truncate, a
  * lock, a close) or write elsewhere, which is written at once (a rewritten frame header: the
- * last one SQLite writes before it publishes such a commit). Frames not committed yet are
+ * last one SQLite writes before it publishes such a commit), and when the connection gives up
+ * the WAL's write lock, which SQLite does on the database file (a rolled-back transaction's
+ * spilled frames, which must not land later over another writer's commit). Frames not committed yet are
  * invisible to other connections until the WAL index says so, which SQLite updates after that
  * commit's writes: nothing another connection reads, and nothing a recovery of the file needs
  * after an exit without a close, is still gathered. Other files keep the underlying methods. */
