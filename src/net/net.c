@@ -1736,11 +1736,12 @@ struct net *net_start(struct queue *q, int wait, const char **err)
     n->q = q;
     pthread_mutex_init(&n->lock, NULL);
     atomic_init(&n->stop, 0);
-    /* While the preload thread still loads libcurl (a one-shot's first request), that thread
-     * becomes the network thread once it is loaded: the caller goes on meanwhile, and the
-     * request leaves as soon as libcurl is loaded, without waking the caller and starting a
-     * thread in between. */
-    if (!wait && net_library_loading() && net_library_adopt(net_main, n)) {
+    /* The preload thread becomes the network thread: while it still loads libcurl (a
+     * one-shot's first request), once it is loaded, and the caller goes on meanwhile, so the
+     * request leaves as soon as libcurl is loaded without waking the caller; or at once, when
+     * it has loaded libcurl and waits (a resume of a long conversation), with no thread to
+     * start on the way of the request. */
+    if (!wait && net_library_adopt(net_main, n)) {
         n->adopted = 1;
         return n;
     }

@@ -54,19 +54,28 @@ void net_headers_free(struct curl_slist *headers)
 
 static pthread_t net_preload_thread;
 static int net_preload_started;
-static int net_preload_done; /* atomic: set by the preload thread once libcurl is loaded */
 /* What the preload thread goes on with once libcurl is loaded (net_library_adopt). */
 static pthread_mutex_t net_preload_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t net_preload_cond = PTHREAD_COND_INITIALIZER;
 static void *(*net_preload_then)(void *);
 static void *net_preload_arg;
+static int net_preload_parked; /* loaded, it waits for net_library_adopt (under the lock) */
+static int net_preload_quit;   /* net_library_cleanup: no adoption will come */
 
+/* Loaded before the request is ready (a resume of a long conversation, a chat's first
+ * prompt), the thread waits to be adopted rather than end: a thread started then took
+ * ~1 ms on the project's VM (the stack's mmap and the clone, then the idle vCPU's wake-up),
+ * on the way of the request; a wake-up of this one is a fraction of it. */
 static void *net_preload_main(void *arg)
 {
     (void)arg;
     (void)curl_dl_load(NULL); /* its error, if any, is told by whoever needs curl next */
     pthread_mutex_lock(&net_preload_lock);
+    net_preload_parked = 1;
+    while (!net_preload_then && !net_preload_quit)
+        pthread_cond_wait(&net_preload_cond, &net_preload_lock);
+    net_preload_parked = 0;
     void *(*then)(void *) = net_preload_then;
-    __atomic_store_n(&net_preload_done, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&net_preload_lock);
     return then ? then(net_preload_arg) : NULL;
 }
@@ -76,10 +85,11 @@ int net_library_adopt(void *(*fn)(void *), void *arg)
     if (!net_preload_started)
         return 0;
     pthread_mutex_lock(&net_preload_lock);
-    int ok = !__atomic_load_n(&net_preload_done, __ATOMIC_ACQUIRE) && !net_preload_then;
+    int ok = !net_preload_then && !net_preload_quit;
     if (ok) {
         net_preload_then = fn;
         net_preload_arg = arg;
+        pthread_cond_signal(&net_preload_cond);
     }
     pthread_mutex_unlock(&net_preload_lock);
     return ok;
@@ -91,11 +101,6 @@ void net_library_join(void)
         pthread_join(net_preload_thread, NULL);
         net_preload_started = 0;
     }
-}
-
-int net_library_loading(void)
-{
-    return net_preload_started && !__atomic_load_n(&net_preload_done, __ATOMIC_ACQUIRE);
 }
 
 void net_library_wait(void)
@@ -117,9 +122,13 @@ void net_library_preload(void)
 void net_library_cleanup(void)
 {
     /* An adopted thread is the network's: net_stop joins it (one never stopped runs on, as a
-     * network thread of its own would). */
+     * network thread of its own would). One still waiting to be adopted ends now. */
     pthread_mutex_lock(&net_preload_lock);
     int adopted = net_preload_then != NULL;
+    if (!adopted) {
+        net_preload_quit = 1;
+        pthread_cond_signal(&net_preload_cond);
+    }
     pthread_mutex_unlock(&net_preload_lock);
     if (!adopted)
         net_library_join();

@@ -22,12 +22,10 @@ void net_headers_free(struct curl_slist *headers);
  * configuration's other work (the key, the store, the history) does not wait for it; the
  * first user of curl waits for the load to end (pthread_once), and sees its error. Once. */
 void net_library_preload(void);
-/* 1 while that load still runs (the first request would wait for it). */
-int net_library_loading(void);
-/* While that load runs: the loading thread, once libcurl is loaded (or failed to load), goes
- * on with fn(arg) instead of ending (net_start's network thread: a thread cannot be created
- * while dlopen() holds the loader's lock, and none has to start once it is loaded). 1 when
- * taken, 0 when the load has ended already (or was never started). Once. */
+/* The loading thread, once libcurl is loaded (or failed to load), goes on with fn(arg)
+ * (net_start's network thread: a thread cannot be created while dlopen() holds the loader's
+ * lock, and none has to start once it is loaded: it waits for this after the load). 1 when
+ * taken, 0 when it was never started or was taken already. Once. */
 int net_library_adopt(void *(*fn)(void *), void *arg);
 /* Join the loading thread (for an adopted fn: once fn returned). */
 void net_library_join(void);
