@@ -47,7 +47,7 @@ struct wal_main {
 static sqlite3_vfs wal_vfs;
 static sqlite3_vfs *wal_under;
 static size_t wal_gather_at; /* where struct wal_gather (or wal_main) starts in the file */
-static sqlite3_io_methods wal_io, wal_main_io;
+static sqlite3_io_methods wal_io;
 static atomic_ulong wal_writes; /* writes made to WAL files by the underlying VFS */
 static struct wal_main *wal_mains;
 static pthread_mutex_t wal_mains_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -248,8 +248,8 @@ static int wal_unfetch(sqlite3_file *f, sqlite3_int64 off, void *p)
     WAL_FLUSHED(xUnfetch(f, off, p));
 }
 
-/* A database file's methods are the underlying ones, but for the release of the WAL's write
- * lock. A transaction that spilled pages to the WAL and rolled back leaves its last frames
+/* A database file's methods are the underlying ones, but for its close and the release of the
+ * WAL's write lock. A transaction that spilled pages to the WAL and rolled back leaves its last frames
  * gathered: SQLite reads nothing of the WAL when it rolls back (a page it reloads may come
  * from the database file), and gives the write lock up, on the database file. Written later,
  * at this connection's next call on its WAL, those frames would land over what another
@@ -282,106 +282,29 @@ static int wal_main_close(sqlite3_file *f)
     return m->io->xClose(f);
 }
 
-#define WAL_MAIN(call) return main_of(f)->io->call
+/* A database file's methods: the underlying file's own but for those two, one copy per table
+ * of underlying methods (the unix VFS has one per locking style; one is used in practice). */
+#define WAL_MAIN_IOS 4
+static struct {
+    const sqlite3_io_methods *under;
+    sqlite3_io_methods io;
+} wal_main_ios[WAL_MAIN_IOS];
+static int wal_main_n; /* under wal_mains_lock */
 
-static int wal_main_read(sqlite3_file *f, void *p, int n, sqlite3_int64 off)
+/* The copy for the underlying methods under (NULL: no room, or a version this VFS does not
+ * know). Called with wal_mains_lock held. */
+static const sqlite3_io_methods *wal_main_methods(const sqlite3_io_methods *under)
 {
-    WAL_MAIN(xRead(f, p, n, off));
-}
-
-static int wal_main_write(sqlite3_file *f, const void *p, int n, sqlite3_int64 off)
-{
-    WAL_MAIN(xWrite(f, p, n, off));
-}
-
-static int wal_main_truncate(sqlite3_file *f, sqlite3_int64 size)
-{
-    WAL_MAIN(xTruncate(f, size));
-}
-
-static int wal_main_sync(sqlite3_file *f, int flags)
-{
-    WAL_MAIN(xSync(f, flags));
-}
-
-static int wal_main_file_size(sqlite3_file *f, sqlite3_int64 *size)
-{
-    WAL_MAIN(xFileSize(f, size));
-}
-
-static int wal_main_lock(sqlite3_file *f, int level)
-{
-    WAL_MAIN(xLock(f, level));
-}
-
-static int wal_main_unlock(sqlite3_file *f, int level)
-{
-    WAL_MAIN(xUnlock(f, level));
-}
-
-static int wal_main_check_reserved(sqlite3_file *f, int *out)
-{
-    WAL_MAIN(xCheckReservedLock(f, out));
-}
-
-static int wal_main_file_control(sqlite3_file *f, int op, void *arg)
-{
-    WAL_MAIN(xFileControl(f, op, arg));
-}
-
-static int wal_main_sector_size(sqlite3_file *f)
-{
-    WAL_MAIN(xSectorSize(f));
-}
-
-static int wal_main_device(sqlite3_file *f)
-{
-    WAL_MAIN(xDeviceCharacteristics(f));
-}
-
-static int wal_main_shm_map(sqlite3_file *f, int pg, int pgsz, int extend, void volatile **pp)
-{
-    WAL_MAIN(xShmMap(f, pg, pgsz, extend, pp));
-}
-
-static void wal_main_shm_barrier(sqlite3_file *f)
-{
-    main_of(f)->io->xShmBarrier(f);
-}
-
-static int wal_main_shm_unmap(sqlite3_file *f, int del)
-{
-    WAL_MAIN(xShmUnmap(f, del));
-}
-
-static int wal_main_fetch(sqlite3_file *f, sqlite3_int64 off, int n, void **pp)
-{
-    WAL_MAIN(xFetch(f, off, n, pp));
-}
-
-static int wal_main_unfetch(sqlite3_file *f, sqlite3_int64 off, void *p)
-{
-    WAL_MAIN(xUnfetch(f, off, p));
-}
-
-static sqlite3_io_methods wal_main_io = {
-    0,              wal_main_close,       wal_main_read,     wal_main_write,
-    wal_main_truncate, wal_main_sync,     wal_main_file_size, wal_main_lock,
-    wal_main_unlock, wal_main_check_reserved, wal_main_file_control, wal_main_sector_size,
-    wal_main_device, wal_main_shm_map,    wal_main_shm_lock, wal_main_shm_barrier,
-    wal_main_shm_unmap, wal_main_fetch,   wal_main_unfetch,
-};
-
-/* The methods of an underlying file wrapped by io (one underlying VFS: its files' methods
- * have one version; a file of another keeps its own methods). */
-static int wal_wraps(sqlite3_file *f, sqlite3_io_methods *io)
-{
-    if (!f->pMethods || f->pMethods->iVersion > 3 ||
-        (io->iVersion && f->pMethods->iVersion != io->iVersion))
-        return 0;
-    if (!io->iVersion)
-        io->iVersion = f->pMethods->iVersion;
-    return 1;
+    for (int i = 0; i < wal_main_n; i++)
+        if (wal_main_ios[i].under == under)
+            return &wal_main_ios[i].io;
+    if (wal_main_n == WAL_MAIN_IOS || under->iVersion > 3)
+        return NULL;
+    wal_main_ios[wal_main_n].under = under;
+    wal_main_ios[wal_main_n].io = *under;
+    wal_main_ios[wal_main_n].io.xClose = wal_main_close;
+    wal_main_ios[wal_main_n].io.xShmLock = wal_main_shm_lock;
+    return &wal_main_ios[wal_main_n++].io;
 }
 
 /* A WAL's writes are gathered; a database file's lock calls are watched (wal_main_shm_lock);
@@ -392,20 +315,26 @@ static int wal_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int fla
     int rc = wal_under->xOpen(wal_under, name, f, flags, out);
     if (rc != SQLITE_OK || !name)
         return rc;
-    if ((flags & SQLITE_OPEN_MAIN_DB) && wal_wraps(f, &wal_main_io)) {
+    if ((flags & SQLITE_OPEN_MAIN_DB) && f->pMethods) {
         struct wal_main *m = main_of(f);
-        memset(m, 0, sizeof *m);
-        m->io = f->pMethods;
-        m->name = name;
-        f->pMethods = &wal_main_io;
         pthread_mutex_lock(&wal_mains_lock);
-        m->next = wal_mains;
-        wal_mains = m;
+        const sqlite3_io_methods *io = wal_main_methods(f->pMethods);
+        if (io) {
+            memset(m, 0, sizeof *m);
+            m->io = f->pMethods;
+            m->name = name;
+            f->pMethods = io;
+            m->next = wal_mains;
+            wal_mains = m;
+        }
         pthread_mutex_unlock(&wal_mains_lock);
-    } else if ((flags & SQLITE_OPEN_WAL) && wal_wraps(f, &wal_io)) {
+    } else if ((flags & SQLITE_OPEN_WAL) && f->pMethods && f->pMethods->iVersion <= 3 &&
+               (!wal_io.iVersion || f->pMethods->iVersion == wal_io.iVersion)) {
         struct wal_gather *g = wal_of(f);
         memset(g, 0, sizeof *g);
         g->io = f->pMethods;
+        if (!wal_io.iVersion) /* one underlying VFS: its files' methods have one version */
+            wal_io.iVersion = g->io->iVersion;
         f->pMethods = &wal_io;
         const char *db = sqlite3_filename_database(name);
         pthread_mutex_lock(&wal_mains_lock);

@@ -134,6 +134,14 @@ static char *raw_text(const char *path, const char *sql)
     return v;
 }
 
+/* A test point: PRAGMA integrity_check over a separate raw connection says "ok". */
+static void tap_sound(const char *path, const char *name)
+{
+    char *ic = raw_text(path, "PRAGMA integrity_check");
+    TAP_STR(ic ? ic : "(null)", "ok", name);
+    free(ic);
+}
+
 static int raw_exec(const char *path, const char *sql)
 {
     sqlite3 *db;
@@ -1611,9 +1619,7 @@ static void test_conversations(void)
     store_close(st);
     TAP_INT(raw_exec(path, "INSERT INTO messages_fts(messages_fts) VALUES('integrity-check')"),
             SQLITE_OK, "FTS index agrees with the messages table");
-    char *ic = raw_text(path, "PRAGMA integrity_check");
-    TAP_STR(ic, "ok", "integrity_check ok");
-    free(ic);
+    tap_sound(path, "integrity_check ok");
     free(path);
 }
 
@@ -1668,9 +1674,7 @@ static void test_crash_recovery(void)
     TAP_OK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "writer killed with SIGKILL");
     TAP_INT(commits, 4, "writer committed four batches before the kill");
 
-    char *ic = raw_text(path, "PRAGMA integrity_check");
-    TAP_STR(ic, "ok", "database intact after kill -9");
-    free(ic);
+    tap_sound(path, "database intact after kill -9");
     struct store_open_info info;
     char *err = NULL;
     struct store *st = store_open(path, &info, &err);
@@ -3932,9 +3936,7 @@ static void test_wal_gather(void)
     int64_t after = store_message_add(st, c, "user", "still here", 10, NULL);
     TAP_OK(after > 0, "gather: the next commit goes in");
     store_close(st);
-    char *ok = raw_text(path, "PRAGMA integrity_check");
-    TAP_STR(ok ? ok : "(null)", "ok", "gather: the database is sound after the failed commit");
-    free(ok);
+    tap_sound(path, "gather: the database is sound after the failed commit");
     TAP_INT(raw_int(path, "SELECT count(*) FROM messages WHERE substr(content, 1, 1) = 'Z'"), 0,
             "gather: nothing of the refused answer was saved");
     free(wal);
@@ -3993,9 +3995,7 @@ static void test_wal_commit_at_exit(void)
         "commit at exit: a transaction that spilled, committed");
     TAP_INT(raw_int(copy, "SELECT count(*) FROM spill WHERE v LIKE 'x%'"), 49,
             "commit at exit: the WAL's recovery finds the spilled transaction");
-    char *ok = raw_text(copy, "PRAGMA integrity_check");
-    TAP_STR(ok ? ok : "(null)", "ok", "commit at exit: the recovered database is sound");
-    free(ok);
+    tap_sound(copy, "commit at exit: the recovered database is sound");
     free(copy);
     copy = commit_and_exit(path, "PRAGMA synchronous = NORMAL; PRAGMA user_version = 4242",
                            "commit at exit: a commit of one frame");
@@ -4056,9 +4056,7 @@ static void test_wal_rollback_gathered(void)
     sqlite3_close(b);
     TAP_INT(raw_int(path, "SELECT count(*) FROM back WHERE v LIKE 'b %'"), 40,
             "rollback: the other's commit is whole in the database");
-    char *chk = raw_text(path, "PRAGMA integrity_check");
-    TAP_STR(chk ? chk : "(null)", "ok", "rollback: the database is sound");
-    free(chk);
+    tap_sound(path, "rollback: the database is sound");
     free(path);
 }
 
@@ -4258,9 +4256,7 @@ static void test_too_big(void)
            "a cache entry over the limit is refused");
     TAP_INT(raw_int(path, "SELECT count(*) FROM response_cache"), 0, "no empty entry cached");
     store_close(st);
-    char *ic = raw_text(path, "PRAGMA integrity_check");
-    TAP_STR(ic, "ok", "integrity_check ok");
-    free(ic);
+    tap_sound(path, "integrity_check ok");
     free(text);
     free(path);
 }
@@ -4326,9 +4322,7 @@ static void test_rm_scrub(void)
     store_close(st);
     TAP_INT(files_hold("scrub.db", marker), 0, "after close: no file holds the text");
     TAP_INT(raw_int(path, "SELECT count(*) FROM messages"), 1, "the other conversation is kept");
-    char *ic = raw_text(path, "PRAGMA integrity_check");
-    TAP_STR(ic, "ok", "integrity_check ok");
-    free(ic);
+    tap_sound(path, "integrity_check ok");
     buf_free(&a);
     free(path);
 }
