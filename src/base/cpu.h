@@ -21,14 +21,25 @@
 /* AVX2: api.c's 32-byte scan of the stream's JSON. */
 static inline int cpu_avx2(void)
 {
-    return CPU_HAS(AVX2, "avx2");
+    static int has = -1; /* asked once (each file that calls it keeps its own answer; the
+                          * threads that ask first all store the same) */
+    int v = __atomic_load_n(&has, __ATOMIC_RELAXED);
+    if (v < 0)
+        __atomic_store_n(&has, v = CPU_HAS(AVX2, "avx2"), __ATOMIC_RELAXED);
+    return v;
 }
 
 /* AVX-512 BW and VL with BMI1/2: api.c's 64-byte scan. */
 static inline int cpu_avx512_scan(void)
 {
-    return CPU_HAS(AVX512BW, "avx512bw") && CPU_HAS(AVX512VL, "avx512vl") &&
-           CPU_HAS(BMI1, "bmi") && CPU_HAS(BMI2, "bmi2");
+    static int has = -1;
+    int v = __atomic_load_n(&has, __ATOMIC_RELAXED);
+    if (v < 0)
+        __atomic_store_n(&has,
+                         v = CPU_HAS(AVX512BW, "avx512bw") && CPU_HAS(AVX512VL, "avx512vl") &&
+                             CPU_HAS(BMI1, "bmi") && CPU_HAS(BMI2, "bmi2"),
+                         __ATOMIC_RELAXED);
+    return v;
 }
 
 /* The SHA extensions with SSSE3 and SSE4.1: sha256.c's rounds. */

@@ -59,7 +59,6 @@ static pthread_mutex_t net_preload_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t net_preload_cond = PTHREAD_COND_INITIALIZER;
 static void *(*net_preload_then)(void *);
 static void *net_preload_arg;
-static int net_preload_parked; /* loaded, it waits for net_library_adopt (under the lock) */
 static int net_preload_quit;   /* net_library_cleanup: no adoption will come */
 
 /* Loaded before the request is ready (a resume of a long conversation, a chat's first
@@ -71,10 +70,8 @@ static void *net_preload_main(void *arg)
     (void)arg;
     (void)curl_dl_load(NULL); /* its error, if any, is told by whoever needs curl next */
     pthread_mutex_lock(&net_preload_lock);
-    net_preload_parked = 1;
     while (!net_preload_then && !net_preload_quit)
         pthread_cond_wait(&net_preload_cond, &net_preload_lock);
-    net_preload_parked = 0;
     void *(*then)(void *) = net_preload_then;
     pthread_mutex_unlock(&net_preload_lock);
     return then ? then(net_preload_arg) : NULL;
