@@ -5,18 +5,18 @@ waits to be taken rather than end, so that no thread has to be started on the wa
 that comes later (a resume of a long conversation reads it for longer than libcurl takes to
 load: ~0.9 ms of `-c -p`'s 10,000 messages on the project's VM went to starting one).
 
-Seen with strace: the threads a run creates (clone with CLONE_THREAD). The prompt comes on
-stdin 1.5 s after the start, so libcurl is loaded long before the request: one thread in all,
-and the answer arrives. A run with no request (the prompt is empty) ends its waiting thread
-when it frees and joins everything at its exit (TOKTERM_FULL_CLEANUP, as under a leak
-checker): it exits at once, and does not hang in the join. Prints TAP."""
+Seen in /proc/PID/task: the prompt comes on stdin 1.5 s after the start, so libcurl is loaded
+long before the request. At 1 s the loading thread is there, waiting; while the answer streams
+(slowly) no thread is there that was not there at 1 s. Before, the loading thread had ended by
+then, and the request started a new one. A run with no request (the prompt is empty) ends its
+waiting thread when it frees and joins everything at its exit (TOKTERM_FULL_CLEANUP, as under
+a leak checker): it exits at once, and does not hang in the join. Prints TAP."""
 
 import sys
 
 sys.dont_write_bytecode = True
 
 import os  # noqa: E402
-import shutil  # noqa: E402
 import subprocess  # noqa: E402
 import time  # noqa: E402
 
@@ -26,55 +26,65 @@ import ttlib  # noqa: E402
 t = ttlib.Tap()
 
 
-def traced(args, env, feed, delay):
-    """Run tokterm under strace -f, its stdin a pipe that gets `feed` after `delay` seconds;
-    returns (exit code, stdout, stderr, the threads it created, seconds it took)."""
+def tasks(pid):
+    """The ids of a process's threads (empty once it is gone)."""
+    try:
+        return set(int(x) for x in os.listdir("/proc/%d/task" % pid))
+    except OSError:
+        return set()
+
+
+def start(args, env):
     d = ttlib.tempdir()
-    log, outp, errp = (os.path.join(d, n) for n in ("strace.log", "out", "err"))
-    with open(outp, "wb") as out, open(errp, "wb") as err:
-        t0 = time.monotonic()
-        p = subprocess.Popen(["strace", "-f", "-qq", "-e", "trace=clone,clone3", "-o", log,
-                              ttlib.tokterm_path()] + args, env=env, stdin=subprocess.PIPE,
-                             stdout=out, stderr=err)
-        time.sleep(delay)
-        try:
-            p.stdin.write(feed)
-            p.stdin.close()
-        except OSError:
-            pass
-        try:
-            p.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-        took = time.monotonic() - t0
-    with open(log) as f:
-        threads = [line for line in f if "CLONE_THREAD" in line and "= -" not in line]
-    with open(outp, "rb") as f1, open(errp, "rb") as f2:
-        return p.returncode, f1.read(), f2.read(), threads, took
+    out, err = open(os.path.join(d, "out"), "w+b"), open(os.path.join(d, "err"), "w+b")
+    p = subprocess.Popen([ttlib.tokterm_path()] + args, env=env, stdin=subprocess.PIPE,
+                         stdout=out, stderr=err)
+    return p, out, err
 
 
-if not shutil.which("strace"):
-    t.skip("threads of a run", "strace is not installed", tool="strace")
-    sys.exit(t.done())
+def finish(p, out, err, timeout=20):
+    try:
+        p.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+    out.seek(0)
+    err.seek(0)
+    return p.returncode, out.read(), err.read()
+
 
 with ttlib.FakeServer() as srv:
-    env = ttlib.clean_env(env={"OPENAI_BASE_URL": srv.base("reply=Adopted.")})
-    rc, out, err, threads, took = traced(["--incognito", "-m", "gpt-4o-mini", "-p", "say"],
-                                         env, b"it\n", 1.5)
-    t.ok(rc == 0 and out.strip() == b"Adopted." and took >= 1.5,
-         "a prompt that comes late (%.2f s) is answered" % took,
-         "rc %r out %r err %r" % (rc, out, err))
-    t.eq(len(threads), 1, "one thread for libcurl's load and the request, not one each")
+    # an answer of 3 deltas, 0.4 s apart: the network thread is there while it streams
+    env = ttlib.clean_env(env={"OPENAI_BASE_URL": srv.base("gen=3,delay_ms=400")})
+    p, out, err = start(["--incognito", "-m", "gpt-4o-mini", "-p", "say"], env)
+    time.sleep(1.0)
+    waiting = tasks(p.pid)
+    time.sleep(0.5)
+    p.stdin.write(b"it\n")
+    p.stdin.close()
+    seen = set()
+    deadline = time.monotonic() + 10
+    while p.poll() is None and time.monotonic() < deadline:
+        seen |= tasks(p.pid)
+        time.sleep(0.02)
+    rc, o, e = finish(p, out, err)
+    t.ok(rc == 0 and o.startswith(b"tok0 tok1 tok2"), "a prompt that comes late is answered",
+         "rc %r out %r err %r" % (rc, o, e))
+    t.ok(len(waiting) == 2, "1 s in, libcurl loaded: its thread waits (threads: %d)"
+         % len(waiting))
+    t.ok(len(seen) >= 2 and seen <= waiting,
+         "the request is on that thread: no thread started for it (%d new)"
+         % len(seen - waiting), "at 1 s %r, while streaming %r" % (sorted(waiting), sorted(seen)))
 
-    # no request at all: the waiting thread ends with the run, at once (the exit that frees
-    # and joins everything, as a leak checker's run has it; a one-shot's ordinary exit only
-    # flushes and goes)
+    # no request at all: the waiting thread ends with the run, at once
     env["TOKTERM_FULL_CLEANUP"] = "1"
-    rc, out, err, threads, took = traced(["--incognito", "-m", "gpt-4o-mini", "-p", ""],
-                                         env, b"", 0.0)
-    t.ok(rc == 2 and b"empty" in err and len(threads) == 1 and took < 10,
+    t0 = time.monotonic()
+    p, out, err = start(["--incognito", "-m", "gpt-4o-mini", "-p", ""], env)
+    p.stdin.close()
+    rc, o, e = finish(p, out, err)
+    took = time.monotonic() - t0
+    t.ok(rc == 2 and b"empty" in e and took < 10,
          "a run that sends nothing exits at once (%.2f s), its waiting thread ended" % took,
-         "rc %r err %r threads %r" % (rc, err, threads))
+         "rc %r err %r" % (rc, e))
 
 sys.exit(t.done())
