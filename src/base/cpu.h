@@ -13,7 +13,16 @@
 #define CPU_X86 1
 #ifdef HAVE_SYS_PLATFORM_X86_H
 #include <sys/platform/x86.h>
-#define CPU_HAS(glibc_name, gcc_name) CPU_FEATURE_ACTIVE(glibc_name)
+/* CPU_FEATURE_ACTIVE's own inline function shifts a signed 1 by the bit's place: undefined
+ * for bit 31 (AVX512VL), which UBSan stops at. The same lookup, with an unsigned shift. */
+static inline int cpu_glibc_active(unsigned index)
+{
+    const unsigned words = 4, bits = 8 * sizeof(unsigned);
+    const struct cpuid_feature *leaf = __x86_get_cpuid_feature_leaf(index / (bits * words));
+    unsigned reg = index % (bits * words);
+    return (int)((leaf->active_array[reg / bits] >> (reg % bits)) & 1u);
+}
+#define CPU_HAS(glibc_name, gcc_name) cpu_glibc_active(x86_cpu_##glibc_name)
 #else
 #define CPU_HAS(glibc_name, gcc_name) (__builtin_cpu_supports(gcc_name) != 0)
 #endif
@@ -46,7 +55,7 @@ static inline int cpu_avx512_scan(void)
 #ifdef HAVE_SYS_PLATFORM_X86_H
 static inline int cpu_sha_ni(void)
 {
-    return CPU_FEATURE_ACTIVE(SHA) && CPU_FEATURE_ACTIVE(SSE4_1) && CPU_FEATURE_ACTIVE(SSSE3);
+    return CPU_HAS(SHA, "sha") && CPU_HAS(SSE4_1, "sse4.1") && CPU_HAS(SSSE3, "ssse3");
 }
 #else
 #include <cpuid.h>
