@@ -10,7 +10,6 @@
 #define TOKTERM_CPU_H
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#define CPU_X86 1
 #ifdef HAVE_SYS_PLATFORM_X86_H
 #include <sys/platform/x86.h>
 /* CPU_FEATURE_ACTIVE's own inline function shifts a signed 1 by the bit's place: undefined
@@ -27,28 +26,28 @@ static inline int cpu_glibc_active(unsigned index)
 #define CPU_HAS(glibc_name, gcc_name) (__builtin_cpu_supports(gcc_name) != 0)
 #endif
 
+/* The value of expr, worked out on the first call and kept (each file that calls the function
+ * keeps its own answer; the threads that ask first all store the same). */
+#define CPU_ONCE(expr)                                                                         \
+    do {                                                                                       \
+        static int has_ = -1;                                                                  \
+        int v_ = __atomic_load_n(&has_, __ATOMIC_RELAXED);                                     \
+        if (v_ < 0)                                                                            \
+            __atomic_store_n(&has_, v_ = (expr), __ATOMIC_RELAXED);                            \
+        return v_;                                                                             \
+    } while (0)
+
 /* AVX2: api.c's 32-byte scan of the stream's JSON. */
 static inline int cpu_avx2(void)
 {
-    static int has = -1; /* asked once (each file that calls it keeps its own answer; the
-                          * threads that ask first all store the same) */
-    int v = __atomic_load_n(&has, __ATOMIC_RELAXED);
-    if (v < 0)
-        __atomic_store_n(&has, v = CPU_HAS(AVX2, "avx2"), __ATOMIC_RELAXED);
-    return v;
+    CPU_ONCE(CPU_HAS(AVX2, "avx2"));
 }
 
 /* AVX-512 BW and VL with BMI1/2: api.c's 64-byte scan. */
 static inline int cpu_avx512_scan(void)
 {
-    static int has = -1;
-    int v = __atomic_load_n(&has, __ATOMIC_RELAXED);
-    if (v < 0)
-        __atomic_store_n(&has,
-                         v = CPU_HAS(AVX512BW, "avx512bw") && CPU_HAS(AVX512VL, "avx512vl") &&
-                             CPU_HAS(BMI1, "bmi") && CPU_HAS(BMI2, "bmi2"),
-                         __ATOMIC_RELAXED);
-    return v;
+    CPU_ONCE(CPU_HAS(AVX512BW, "avx512bw") && CPU_HAS(AVX512VL, "avx512vl") &&
+             CPU_HAS(BMI1, "bmi") && CPU_HAS(BMI2, "bmi2"));
 }
 
 /* The SHA extensions with SSSE3 and SSE4.1: sha256.c's rounds. */
