@@ -985,9 +985,13 @@ def history_db(home):
 
 def history_add_turns(db, turns, words, start, conv=None):
     """Append turns (prompt + answer) to conversation conv (None: the newest) of db with
-    Python's sqlite3, each row linked to its parent as tokterm links it, without token counts."""
+    Python's sqlite3, each row linked to its parent as tokterm links it, without token counts.
+    A run before it may have left a `tokterm --checkpoint` copying its WAL, which holds the
+    write lock while it copies: waited for first (a README run, with another beside it, saw
+    Python's 5 s of waiting end in "database is locked")."""
     import sqlite3
-    c = sqlite3.connect(db)
+    wait_checkpoints(db)
+    c = sqlite3.connect(db, timeout=60)
     if conv is None:
         conv, = c.execute("SELECT max(id) FROM conversations").fetchone()
     head, = c.execute("SELECT head_id FROM conversations WHERE id = ?", (conv,)).fetchone()
