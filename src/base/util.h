@@ -14,6 +14,8 @@ static inline const char *util_plural(long long n)
 
 /* Monotonic clock in seconds. */
 double util_now(void);
+/* Sleep ms milliseconds (nanosleep; a signal may end it early). */
+void util_sleep_ms(int ms);
 /* CPU time in seconds (user + system, nanosecond resolution): of the whole process (all its
  * threads) when thread is 0, of the calling thread when 1. */
 double util_cpu(int thread);

@@ -523,8 +523,7 @@ static int test_call(struct tool_source *src, const char *tool, const char *args
                 tool_result_error(out, "cancelled by the user");
                 return 0;
             }
-            struct timespec ts = {0, 10 * 1000 * 1000};
-            nanosleep(&ts, NULL);
+            util_sleep_ms(10);
         }
         buf_appends(&out->content, "slept");
     } else if (!strcmp(tool, "big")) {

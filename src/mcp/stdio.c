@@ -150,8 +150,7 @@ static int mcp_pid_wait(pid_t pid, double secs, int peek, siginfo_t *si, int wak
             pfd = mcp_pidfd_open(pid);
         struct pollfd pf[2] = {{pfd, POLLIN, 0}, {wake_fd, POLLIN, 0}};
         if (pfd < 0 || poll(pf, 2, mcp_poll_ms(left)) < 0) {
-            struct timespec ts = {0, 2000000};
-            nanosleep(&ts, NULL);
+            util_sleep_ms(2);
         }
         if (pf[1].revents)
             break;
@@ -468,8 +467,7 @@ static int mcp_reap_wait(void *ctx, double until)
         double left = until - util_now();
         int n = poll(pf, 3, mcp_poll_ms(left));
         if (n < 0 && errno != EINTR) {
-            struct timespec ts = {0, 10000000};
-            nanosleep(&ts, NULL);
+            util_sleep_ms(10);
         }
         if (n > 0 && pf[0].revents)
             return 1;

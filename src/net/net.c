@@ -138,6 +138,7 @@ struct net {
     atomic_uint cancel_seq;   /* counts net_cancel calls: a transfer looks at the cancels
                                  from inside curl's callbacks when it moved */
     atomic_int stop;
+    atomic_int unfinished;    /* submitted, their QEV_END not pushed yet (net_idle) */
     unsigned next_id;         /* under lock */
     struct xfer *active;      /* net thread only */
     int n_active;             /* net thread only: length of active */
@@ -148,6 +149,8 @@ struct net {
     char *load_error;         /* under lock: libcurl could not be loaded (a thread started
                                  while it loaded, net_start's wait = 0) */
     int adopted;              /* the thread is the preload's (net_library_adopt) */
+    int linger_ms;            /* TOKTERM_TEST_NET_LINGER_MS (tests): the thread is busy this
+                                 long after it ends a request (a slow one at the exit) */
 };
 
 void net_request_free(struct net_request *rq)
@@ -1211,7 +1214,10 @@ static void net_finish(struct net *n, struct xfer *x, CURLcode res)
     net_request_free(x->rq);
     unsigned id = x->id;
     free(x);
+    atomic_fetch_sub(&n->unfinished, 1); /* nothing of it is left on this thread */
     queue_push(n->q, QEV_END, id, 0, r);
+    if (n->linger_ms > 0)
+        util_sleep_ms(n->linger_ms);
 }
 
 static void net_unlink(struct net *n, struct xfer *x)
@@ -1556,7 +1562,7 @@ static int net_more_bytes(const struct net *n)
 }
 
 static int net_curl_init(CURLM **multi, CURLSH **share, const char **err);
-static void net_end_unsent(struct queue *q, struct xfer *x, const char *why);
+static void net_end_unsent(struct net *n, struct xfer *x, const char *why);
 
 /* A thread started while libcurl loads (net_start with wait = 0: the loading thread itself)
  * sets curl up first, so that the request leaves the moment libcurl is loaded. Published under the lock: from then on the other
@@ -1584,7 +1590,7 @@ static int net_main_load(struct net *n)
     while (list) {
         struct xfer *x = list;
         list = list->next;
-        net_end_unsent(n->q, x, n->load_error);
+        net_end_unsent(n, x, n->load_error);
     }
     return ok ? 0 : -1;
 }
@@ -1711,12 +1717,13 @@ void net_result_push_local(struct queue *q, unsigned id, enum api_outcome outcom
 }
 
 /* A request that never left: it ends at once as a network error (why, copied). */
-static void net_end_unsent(struct queue *q, struct xfer *x, const char *why)
+static void net_end_unsent(struct net *n, struct xfer *x, const char *why)
 {
     unsigned id = x->id;
     net_request_free(x->rq);
     free(x);
-    net_result_push_local(q, id, API_ERR_NETWORK, xstrdup(why));
+    atomic_fetch_sub(&n->unfinished, 1);
+    net_result_push_local(n->q, id, API_ERR_NETWORK, xstrdup(why));
 }
 
 /* Wake the thread from curl_multi_poll (nothing to wake while it still loads libcurl: it
@@ -1736,6 +1743,9 @@ struct net *net_start(struct queue *q, int wait, const char **err)
     n->q = q;
     pthread_mutex_init(&n->lock, NULL);
     atomic_init(&n->stop, 0);
+    atomic_init(&n->unfinished, 0);
+    const char *linger = getenv("TOKTERM_TEST_NET_LINGER_MS");
+    n->linger_ms = linger ? atoi(linger) : 0;
     /* The preload thread becomes the network thread: while it still loads libcurl (a
      * one-shot's first request), once it is loaded, and the caller goes on meanwhile, so the
      * request leaves as soon as libcurl is loaded without waking the caller; or at once, when
@@ -1777,6 +1787,7 @@ unsigned net_submit(struct net *n, struct net_request *rq)
 {
     struct xfer *x = xcalloc(1, sizeof *x);
     x->rq = rq;
+    atomic_fetch_add(&n->unfinished, 1);
     pthread_mutex_lock(&n->lock);
     unsigned id = x->id = ++n->next_id;
     const char *failed = n->load_error; /* set once, freed by net_stop */
@@ -1787,7 +1798,7 @@ unsigned net_submit(struct net *n, struct net_request *rq)
     CURLM *m = n->multi;
     pthread_mutex_unlock(&n->lock);
     if (failed)
-        net_end_unsent(n->q, x, failed);
+        net_end_unsent(n, x, failed);
     else if (m) /* x belongs to the net thread now: it may already be finished and freed */
         curl_multi_wakeup(m);
     return id;
@@ -1810,6 +1821,11 @@ void net_send_now(struct net *n, unsigned id)
     n->nows[n->n_nows++] = id;
     pthread_mutex_unlock(&n->lock);
     net_wake(n);
+}
+
+int net_idle(struct net *n)
+{
+    return !n || atomic_load(&n->unfinished) == 0;
 }
 
 void net_stop(struct net *n)

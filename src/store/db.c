@@ -80,12 +80,6 @@ int64_t store_epoch(struct store *st)
     return st->epoch ? st->epoch(st->clock_ud) : util_epoch();
 }
 
-static void store_sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 sqlite3_stmt *store_prep(struct store *st, const char *sql)
 {
     for (size_t i = 0; i < st->n_stmts; i++)
@@ -149,7 +143,7 @@ int store_step(struct store *st, sqlite3_stmt *stmt)
         if (now - start > STORE_BUSY_DEADLINE)
             return rc;
         sqlite3_reset(stmt);
-        store_sleep_ms(2 + (attempt % 16) * 3);
+        util_sleep_ms(2 + (attempt % 16) * 3);
     }
 }
 
@@ -190,7 +184,7 @@ int store_begin(struct store *st)
         }
         if ((rc & 0xff) != SQLITE_BUSY || util_now() - start > STORE_BUSY_DEADLINE)
             return store_fail(st, "cannot start a write");
-        store_sleep_ms(1 + (int)((unsigned)getpid() % 7) + (attempt % 10) * 2);
+        util_sleep_ms(1 + (int)((unsigned)getpid() % 7) + (attempt % 10) * 2);
     }
 }
 
@@ -224,7 +218,7 @@ int store_commit(struct store *st)
             sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
             return -1;
         }
-        store_sleep_ms(5);
+        util_sleep_ms(5);
     }
 }
 
@@ -528,7 +522,7 @@ int store_wal_truncate(struct store *st)
                               "process kept reading the database", st->path);
             return -1;
         }
-        store_sleep_ms(5 + (attempt % 10) * 5);
+        util_sleep_ms(5 + (attempt % 10) * 5);
     }
 }
 
@@ -588,7 +582,7 @@ static void store_wal_restart(struct store *st)
     double start = util_now();
     while (store_wal_restart_db(st->db, "RESTART", &st->wal_frames) < 0 &&
            util_now() - start < STORE_RESTART_WAIT)
-        store_sleep_ms(5);
+        util_sleep_ms(5);
 }
 
 /* ---------------------------------------------------------------- the detached checkpoint */
@@ -746,7 +740,7 @@ int store_checkpoint_main(int argc, char **argv)
                 }
                 if (ok == 1 || util_now() - start >= STORE_DETACH_SECONDS)
                     break;
-                store_sleep_ms(ms);
+                util_sleep_ms(ms);
             }
         }
     }
@@ -880,7 +874,7 @@ static int store_wal(struct store *st, const char *path, char **err)
             *err = xasprintf("%s: %s", path, st->err);
             return -1;
         }
-        store_sleep_ms(2 + attempt % 20);
+        util_sleep_ms(2 + attempt % 20);
     }
 }
 

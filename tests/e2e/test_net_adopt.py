@@ -10,7 +10,9 @@ long before the request. At 1 s the loading thread is there, waiting; while the 
 (slowly) no thread is there that was not there at 1 s. Before, the loading thread had ended by
 then, and the request started a new one. A run with no request (the prompt is empty) ends its
 waiting thread when it frees and joins everything at its exit (TOKTERM_FULL_CLEANUP, as under
-a leak checker): it exits at once, and does not hang in the join. Prints TAP."""
+a leak checker): it exits at once, and does not hang in the join. A run whose answer has ended
+exits without waking and joining the network thread (net_idle): a test hook keeps the thread busy
+4 s after the answer, which a run that joins it waits out. Prints TAP."""
 
 import sys
 
@@ -86,5 +88,28 @@ with ttlib.FakeServer() as srv:
     t.ok(rc == 2 and b"empty" in e and took < 10,
          "a run that sends nothing exits at once (%.2f s), its waiting thread ended" % took,
          "rc %r err %r" % (rc, e))
+
+    # the answer has ended: the exit does not wait for the network thread. Here the thread is
+    # kept busy 4 s after it ends a request (a test hook); a run that joins it takes that long.
+    # An ASan build frees and joins everything at its exit (its leak checker), as does
+    # TOKTERM_FULL_CLEANUP: the hook shows there that the join waits.
+    with open(ttlib.tokterm_path(), "rb") as f:
+        asan = b"__asan_init" in f.read()
+    for cleanup in ("", "1"):
+        env = ttlib.clean_env(env={"OPENAI_BASE_URL": srv.base("gen=3,chunk=whole"),
+                                   "TOKTERM_TEST_NET_LINGER_MS": "4000"})
+        if cleanup:
+            env["TOKTERM_FULL_CLEANUP"] = cleanup
+        t0 = time.monotonic()
+        p, out, err = start(["--incognito", "-m", "gpt-4o-mini", "-p", "say it"], env)
+        p.stdin.close()
+        rc, o, e = finish(p, out, err)
+        took = time.monotonic() - t0
+        joins = asan or cleanup
+        t.ok(rc == 0 and o.startswith(b"tok0 tok1 tok2") and
+             (took >= 4 if joins else took < 3),
+             "%s: the exit %s the network thread (%.2f s)"
+             % ("TOKTERM_FULL_CLEANUP" if cleanup else "ASan build" if asan else "a one-shot",
+                "joins" if joins else "does not wait for", took), "rc %r out %r err %r" % (rc, o, e))
 
 sys.exit(t.done())
