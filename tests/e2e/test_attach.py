@@ -11,6 +11,7 @@ sys.dont_write_bytecode = True
 import base64  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
+import re  # noqa: E402
 import shutil  # noqa: E402
 import sqlite3  # noqa: E402
 import time  # noqa: E402
@@ -325,7 +326,9 @@ with ttlib.FakeServer() as srv:
                                               "TERM": "xterm-256color"})
         with ttlib.Tmux(120, 40) as tm:
             tm.run([ttlib.tokterm_path(), "-f", MAIN_C, "-f", PNG], env)
-            scr = tm.wait_for("go with your first message", 10)
+            # the files are rows below the notice: wait for the image's row
+            scr = tm.wait_for(re.compile(r"go with your first message[\s\S]*"
+                                         r"diagram\.png \(PNG image 64x32"), 10)
             t.ok(scr is not None and "diagram.png (PNG image 64x32" in scr,
                  "chat -f: the files listed before the first message", scr or tm.capture())
             n0 = len(srv.requests())
@@ -343,7 +346,7 @@ with ttlib.FakeServer() as srv:
                  "chat: the first message carries both files", json.dumps(c)[:300])
             tm.send_text("/context")
             tm.send("Enter")
-            ctx = tm.wait_for("Attachments:", 10)
+            ctx = tm.wait_for(re.compile(r"Attachments:[\s\S]*Session:"), 10)  # the report's end
             t.ok(ctx is not None and "diagram.png (PNG image 64x32" in ctx and ": sent" in ctx,
                  "/context: the attachments with their tokens, sent", ctx or tm.capture())
             n0 = len(srv.requests())

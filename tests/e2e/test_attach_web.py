@@ -248,12 +248,14 @@ with ttlib.FakeServer() as srv:
             t.ok(tm.wait_for("/attach notes-file.txt", 3) is not None,
                  "chat: Tab completes a path after /attach", tm.capture())
             tm.send("Enter")
-            t.ok(tm.wait_for("Attached (1 waiting", 3) is not None and
-                 "notes-file.txt" in tm.capture(), "chat: /attach FILE says what waits",
-                 tm.capture())
+            t.ok(tm.wait_for(re.compile(r"Attached \(1 waiting[\s\S]*1\. .*notes-file\.txt"), 3)
+                 is not None and "notes-file.txt" in tm.capture(),
+                 "chat: /attach FILE says what waits", tm.capture())
             tm.send_text("/attach missing.txt")
             tm.send("Enter")
-            scr = tm.wait_for("cannot attach missing.txt", 3)
+            # the input row, below the message, gets the command back: wait for it too
+            scr = tm.wait_for(re.compile(r"cannot attach missing\.txt[\s\S]*"
+                                         r"\u203a /attach missing\.txt"), 3)
             t.ok(scr is not None, "chat: a missing file is an error", tm.capture())
             t.ok(scr is not None and "\u203a /attach missing.txt" in scr,
                  "chat: the command stays in the input to be corrected", scr or "")
@@ -261,7 +263,8 @@ with ttlib.FakeServer() as srv:
             tm.send_text("/attach " + url("/slow"))
             t0 = time.monotonic()
             tm.send("Enter")
-            scr = tm.wait_for("attach_url_timeout", 8)
+            scr = tm.wait_for(re.compile("attach_url_timeout[\\s\\S]*" +
+                                         re.escape("\u203a /attach " + url("/slow"))), 8)
             t.ok(scr is not None and time.monotonic() - t0 < 6,
                  "chat: a slow URL times out with the setting named", tm.capture())
             t.ok(scr is not None and ("\u203a /attach " + url("/slow")) in scr,

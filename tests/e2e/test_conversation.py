@@ -48,12 +48,14 @@ def send(tm, text, wait=None, timeout=8):
     return None
 
 
-def wait_idle(tm, n_ticks, timeout=8):
-    """Wait until the number of answer footers (✓/✗/⚠) on screen reaches n_ticks."""
+def wait_idle(tm, n_ticks, timeout=8, also=None):
+    """Wait until the number of answer footers (✓/✗/⚠) on screen reaches n_ticks
+    (and the text also is on screen: the input row is drawn after the footer)."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         scr = tm.capture()
-        if len(re.findall("[\u2713\u2717\u26a0]", scr)) >= n_ticks and " idle" in scr:
+        if len(re.findall("[\u2713\u2717\u26a0]", scr)) >= n_ticks and " idle" in scr and \
+                (also is None or also in scr):
             return scr
         time.sleep(0.05)
     return tm.capture()
@@ -107,7 +109,7 @@ with ttlib.FakeServer() as srv:
             wait_idle(tm, i + 1)
         n_before = len(srv.requests())
         send(tm, "delta four", "not sent")
-        scr = wait_idle(tm, 4)
+        scr = wait_idle(tm, 4, also="\u203a delta four")
         t.ok("budget" in scr and "delta four" in scr, "budget: delta four is refused, shown", scr)
         t.ok(re.search("\u203a delta four", scr) is not None,
              "budget: the refused prompt is back in the input line", scr)
@@ -231,7 +233,7 @@ with ttlib.FakeServer() as srv:
             srv.queue([spec])
             tm.send("C-u")
             send(tm, "second")
-            scr = wait_idle(tm, 2 + i)
+            scr = wait_idle(tm, 2 + i, also="\u203a second")
             t.ok(re.search("\u203a second", scr) is not None,
                  "%s: the failed prompt is back in the input line" % spec, scr)
         tm.send("C-u")
@@ -253,7 +255,8 @@ with ttlib.FakeServer() as srv:
                                                "TOKTERM_LOCAL_PROBE": "None=http://127.0.0.1:1/v1"}))
         tm.wait_for(re.compile("No API key"), 10)
         send(tm, "hello without a key")
-        scr = tm.wait_for(re.compile("not sent: no API key"), 5) or tm.capture()
+        scr = tm.wait_for(re.compile("not sent: no API key[\\s\\S]*\u203a hello without a key"),
+                          5) or tm.capture()
         t.ok("not sent: no API key" in scr and "\u258c hello without a key" in scr,
              "no key: the refused turn shows at once", scr)
         t.ok(re.search("\u203a hello without a key", scr) is not None,

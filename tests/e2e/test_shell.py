@@ -234,7 +234,8 @@ with ttlib.FakeServer() as srv:
     tm.send("Enter")
     tm.wait_for(CHOICES, 10)
     tm.send("e")
-    screen = tm.wait_for("editing: Enter takes it", 5)
+    # the hint is the status bar; the input row below it gets the command
+    screen = tm.wait_for(re.compile(r"editing: Enter takes it[\s\S]*" + re.escape(CMD)), 5)
     t.ok(screen is not None and tm.capture().rstrip().splitlines()[-1].endswith(CMD),
          "/x e: the command in the input line", tm.capture())
     tm.send("End")

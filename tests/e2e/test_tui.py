@@ -71,7 +71,8 @@ def start(tm, srv, spec="", env=None, args=()):
     e["TT_TEST_STDERR"] = STDERR
     tm.run(["sh", "-c", 'exec "$0" "$@" 2>>"$TT_TEST_STDERR"', ttlib.tokterm_path()] +
            list(args), ttlib.clean_env(home=home, env=e))
-    return tm.wait_for(re.compile("F1|\u203a"), 10)
+    # "F1" alone is in the first notice too, a row above the status bar's "F1 help"
+    return tm.wait_for(re.compile("F1 help|\u203a"), 10)
 
 
 def colours(esc):
@@ -115,7 +116,8 @@ with ttlib.FakeServer() as srv:
              mid)
         t.ok(status_line(mid).startswith(" streaming") or status_line(mid).startswith(" waiting"),
              "status says streaming", status_line(mid))
-        done = tm.wait_for("\u2713", 10)
+        # the status bar is a row below the check mark: wait for its final state too
+        done = tm.wait_for(re.compile(r"\u2713[\s\S]*^ idle .*\d+ tok/s", re.M), 10)
         t.ok(done is not None, "the answer completes (check mark)", tm.capture())
         done = done or ""  # a timeout failed above; every check below needs text that came
         text = " ".join(r.strip() for r in answer_rows(done))
@@ -259,7 +261,7 @@ with ttlib.FakeServer() as srv:
              "streaming: %s\n%s\n---\n%s" % (streaming is not None, "\n".join(a), "\n".join(b)))
         tm.send("End")
         tm.send("Escape")
-        done = tm.wait_for("cancelled", 5)
+        done = tm.wait_for(re.compile(r"cancelled[\s\S]*^ idle", re.M), 5)
         t.ok(done is not None, "Esc cancels the streaming answer (marked cancelled)",
              tm.capture())
         rows = transcript(done)[0] if done else []
@@ -289,7 +291,7 @@ with ttlib.FakeServer() as srv:
         start(tm, srv, "reply=ok," + hdrs)
         tm.send_text("one")
         tm.send("Enter")
-        done = tm.wait_for("\u2713", 10)
+        done = tm.wait_for(re.compile(r"\u2713[\s\S]*session \d+ tok"), 10)
         t.ok(done is not None, "rate limits: the answer completes", tm.capture())
         st = status_line(done) if done else ""
         t.ok("req 4999/5000" in st, "status: remaining/limit requests from x-ratelimit-*", st)
@@ -313,7 +315,7 @@ with ttlib.FakeServer() as srv:
         tm.send("Enter")
         scr = tm.wait_for(re.compile(r"^ retrying in \d", re.M), 5)
         t.ok(scr is not None, "status: retrying in Ns", status_line(tm.capture()))
-        done = tm.wait_for(re.compile(r"after the retry\n.*\u2713"), 10)
+        done = tm.wait_for(re.compile(r"after the retry\n.*\u2713[\s\S]*^ idle", re.M), 10)
         t.ok(done is not None and status_line(done).startswith(" idle"),
              "the retried request answers", tm.capture())
         t.eq([r["status"] for r in srv.requests()[n0:]], [503, 200],
@@ -347,7 +349,7 @@ with ttlib.FakeServer() as srv:
         # /context and /budget report in the transcript
         tm.send_text("/context")
         tm.send("Enter")
-        scr = tm.wait_for(re.compile(r"next request"), 5)
+        scr = tm.wait_for(re.compile(r"next request[\s\S]*tokens"), 5)
         t.ok(scr is not None and "tokens" in "\n".join(transcript(scr)[0]),
              "/context shows a report with token counts", scr or tm.capture())
         tm.send_text("/budget 50k")
@@ -428,7 +430,7 @@ with ttlib.FakeServer() as srv:
              tm.capture())
         tm.send_text("other-model")
         tm.send("Enter")
-        t.ok(tm.wait_for("other-model", 3) is not None and
+        t.ok(tm.wait_for(re.compile(r"^ idle .*other-model", re.M), 3) is not None and
              "other-model" in status_line(tm.capture()), "/model switches the model",
              tm.capture())
         tm.send_text("/retry")
@@ -483,7 +485,7 @@ with ttlib.FakeServer() as srv:
     with ttlib.Tmux(80, 24) as tm:
         start(tm, None, "", {"OPENAI_API_KEY": None, "OPENAI_BASE_URL": None,
                              "TOKTERM_LOCAL_PROBE": NO_KEY_PROBE})
-        scr = tm.wait_for("OPENAI_API_KEY", 5)
+        scr = tm.wait_for(re.compile(r"OPENAI_API_KEY[\s\S]*^ no API key", re.M), 5)
         t.ok(scr is not None and "OPENAI_BASE_URL" in scr and "profile" in scr,
              "no key: the screen says what to set", scr or tm.capture())
         t.ok(scr is not None and "no API key" in status_line(scr), "no key: status says so",
@@ -589,9 +591,9 @@ with ttlib.FakeServer() as srv:
         t.ok(tm.wait_for(re.compile(r"/profile second *\n"), 3) is not None,
              "Tab completes profile names", tm.capture())
         tm.send("Enter")
-        t.ok(tm.wait_for("model-two", 3) is not None and "second/model-two" in
-             status_line(tm.capture()), "/profile switches profile and model",
-             tm.capture())
+        t.ok(tm.wait_for(re.compile(r"^ idle .*second/model-two", re.M), 3) is not None and
+             "second/model-two" in status_line(tm.capture()),
+             "/profile switches profile and model", tm.capture())
         tm.send_text("again")
         tm.send("Enter")
         deadline = time.monotonic() + 5

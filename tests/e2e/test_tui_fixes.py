@@ -85,7 +85,7 @@ with ttlib.FakeServer() as srv:
         say(tm, "/theme light")
         t.ok(tm.wait_for("Theme light", 3) is not None, "/theme light", tm.capture())
         say(tm, "/theme neon")
-        scr = tm.wait_for("'neon' not found", 3)
+        scr = tm.wait_for(re.compile(r"'neon' not found[\s\S]*stays"), 3)  # rows below
         t.ok(scr is not None and "built-in theme" not in scr and "stays" in scr,
              "/theme neon: the error says the theme stays", scr or tm.capture())
         say(tm, "/theme")
@@ -151,7 +151,8 @@ with ttlib.FakeServer() as srv:
                    "h.x-ratelimit-limit-tokens=30000,h.x-ratelimit-remaining-tokens=29000,"
                    "h.x-ratelimit-reset-tokens=2s", "reply=anyway"])
         say(tm, "one")
-        scr = tm.wait_for(re.compile(r"spent\n.*\u2713"), 10)
+        # the status bar is a row below the check mark: wait for its limits too
+        scr = tm.wait_for(re.compile(r"spent\n.*\u2713[\s\S]*tok 29k/30k \(\d"), 10)
         st = ttlib.status_bar(scr or tm.capture())
         t.ok(re.search(r"req 0/100 \((1m\d+s|2m0s)\) tok 29k/30k \(\d", st) is not None,
              "the bar shows each limit with its own reset", st)

@@ -1069,7 +1069,8 @@ def chat_turn(t, srv, label, cmd, env, prompt, answer, path, reasoning=None, ses
         n0 = len(srv.requests())
         tm.send_text(prompt)
         tm.send("Enter")
-        done = tm.wait_for("\u2713", 15)
+        # the status bar is drawn after the end mark (a row of its own): wait for its spend
+        done = tm.wait_for(re.compile(r"\u2713[\s\S]*\$\d+\.\d*[1-9]"), 15)
         t.ok(done is not None and answer in done.split(prompt, 1)[-1],
              label + " chat: the answer appears", done or tm.capture())
         made = srv.requests()[n0:]
