@@ -103,7 +103,8 @@ def repaint_sgr(width, spec):
             home=home, env={"OPENAI_BASE_URL": srv.base(spec)}), "fib please", 20)
         if stuck is not None:
             return None, None, stuck
-        before = len(tm.recording(0.5))
+        # the recording lags behind the screen: the answer's end mark is in it first
+        before = len(tm.recording(0.5, want="\u2713".encode()))
         tm.send("C-l")
         data = b""
         deadline = time.monotonic() + 10

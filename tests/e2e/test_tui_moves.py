@@ -73,7 +73,8 @@ def page_up(width, height, spec):
             home=home, env={"OPENAI_BASE_URL": srv.base(spec)}), "go")
         if stuck is not None:
             return None, None, stuck
-        before = len(tm.recording(0.5))
+        # the recording lags behind the screen: the answer's end mark is in it first
+        before = len(tm.recording(0.5, want="\u2713".encode()))
         tm.send("PageUp")
         data = tm.recording(0.5)[before:]
         after = screen(tm)
