@@ -149,9 +149,8 @@ static int mcp_pid_wait(pid_t pid, double secs, int peek, siginfo_t *si, int wak
         if (pfd == -2)
             pfd = mcp_pidfd_open(pid);
         struct pollfd pf[2] = {{pfd, POLLIN, 0}, {wake_fd, POLLIN, 0}};
-        if (pfd < 0 || poll(pf, 2, mcp_poll_ms(left)) < 0) {
+        if (pfd < 0 || poll(pf, 2, mcp_poll_ms(left)) < 0)
             util_sleep_ms(2);
-        }
         if (pf[1].revents)
             break;
     }
@@ -466,9 +465,8 @@ static int mcp_reap_wait(void *ctx, double until)
                                {r->fds[1], POLLIN, 0}};
         double left = until - util_now();
         int n = poll(pf, 3, mcp_poll_ms(left));
-        if (n < 0 && errno != EINTR) {
+        if (n < 0 && errno != EINTR)
             util_sleep_ms(10);
-        }
         if (n > 0 && pf[0].revents)
             return 1;
         for (int i = 0; n > 0 && i < 2; i++)
