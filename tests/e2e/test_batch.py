@@ -60,8 +60,7 @@ def max_overlap(intervals):
     return best
 
 
-with open(ttlib.tokterm_path(), "rb") as _f:
-    ASAN = b"__asan_init" in _f.read()
+ASAN = ttlib.built_with("asan")
 
 
 def run_rss(args, feed, env, home, timeout=120):

@@ -31,8 +31,7 @@ import ttlib  # noqa: E402
 t = ttlib.Tap()
 TABLE = []
 MIB = 1 << 20
-with open(ttlib.tokterm_path(), "rb") as _f:
-    ASAN = b"__asan_init" in _f.read()
+ASAN = ttlib.built_with("asan")
 # Peak RSS allowed for the 100 MB line and the 10 MB delta (measured: 80 and 73 MiB plain, 182
 # and 221 MiB with ASan's shadow memory and quarantine). Unbounded buffering of the 100 MB line
 # would pass 200 MiB in a plain build.

@@ -28,9 +28,7 @@ t = ttlib.Tap()
 PROMPTS = 16
 LIMIT = 1 << 30  # bytes of address space
 
-with open(ttlib.tokterm_path(), "rb") as _f:
-    _bin = _f.read()
-SANITIZED = b"__asan_init" in _bin or b"__tsan_init" in _bin
+SANITIZED = ttlib.built_with("asan", "tsan")
 
 
 def limited():

@@ -29,8 +29,7 @@ SENT = 100 * 1000 * 1000   # bytes of answer text the server sends
 BIG_UNIT = ("0123456789 abcdefghijklmnopqrstuvwxyz \u00e9\u4e2d ABCDEFGHIJKLMNOPQRS\n"
             .encode("utf-8"))  # what tests/fake-openai/server.py repeats for bomb_text=
 TEXT = BIG_UNIT * (LIMIT * MIB // len(BIG_UNIT))  # the first LIMIT MiB; it ends in "\n"
-with open(ttlib.tokterm_path(), "rb") as _f:
-    ASAN = b"__asan_init" in _f.read()
+ASAN = ttlib.built_with("asan")
 
 # Peak RSS allowed, as copies of the answer (LIMIT MiB each) above a fixed base (the program,
 # its libraries and SQLite's page cache: 13 MiB for a small answer, plus huge-page rounding).

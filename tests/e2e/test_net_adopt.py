@@ -93,8 +93,7 @@ with ttlib.FakeServer() as srv:
     # kept busy 4 s after it ends a request (a test hook); a run that joins it takes that long.
     # An ASan build frees and joins everything at its exit (its leak checker), as does
     # TOKTERM_FULL_CLEANUP: the hook shows there that the join waits.
-    with open(ttlib.tokterm_path(), "rb") as f:
-        asan = b"__asan_init" in f.read()
+    asan = ttlib.built_with("asan")
     for cleanup in ("", "1"):
         env = ttlib.clean_env(env={"OPENAI_BASE_URL": srv.base("gen=3,chunk=whole"),
                                    "TOKTERM_TEST_NET_LINGER_MS": "4000"})

@@ -306,6 +306,15 @@ def tokterm_path():
     return os.path.abspath(os.path.join(HERE, "..", "..", "src", "tokterm"))
 
 
+def built_with(*sanitizers):
+    """Whether the tokterm under test was built with one of these sanitizers ("asan",
+    "tsan"): its runtime's init function is in the binary. Such a build frees and joins
+    everything at its exit (its leak checker) and takes more memory."""
+    with open(tokterm_path(), "rb") as f:
+        binary = f.read()
+    return any(b"__%s_init" % s.encode() in binary for s in sanitizers)
+
+
 TEST_KEY = "sk-test-0123456789abcdefghijklmnopqrstuvwxyz"
 PASS_VARS = ("PATH", "TMPDIR", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "MSAN_OPTIONS",
              "LD_LIBRARY_PATH")
