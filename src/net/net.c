@@ -138,7 +138,8 @@ struct net {
     atomic_uint cancel_seq;   /* counts net_cancel calls: a transfer looks at the cancels
                                  from inside curl's callbacks when it moved */
     atomic_int stop;
-    atomic_int unfinished;    /* submitted, their QEV_END not pushed yet (net_idle) */
+    atomic_int unfinished;    /* submitted, not ended yet: counted down just before the
+                                 push of the QEV_END (net_idle) */
     unsigned next_id;         /* under lock */
     struct xfer *active;      /* net thread only */
     int n_active;             /* net thread only: length of active */

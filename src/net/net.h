@@ -121,9 +121,10 @@ void net_cancel(struct net *n, unsigned id);
 void net_send_now(struct net *n, unsigned id);
 /* Stop the thread, cancelling everything; frees n. */
 void net_stop(struct net *n);
-/* 1 when every request submitted has ended (its QEV_END is queued or taken) and the thread
- * has nothing left to do with it: a process that exits next may leave the thread parked in
- * its poll rather than wake and join it (net_stop), and leave n and its queue to the exit. */
+/* 1 when the thread has ended every request submitted: of each, nothing is left on it but the
+ * push of its QEV_END (counted down just before it, so a caller that has taken every QEV_END
+ * sees 1). A process that exits next may then leave the thread parked in its poll rather
+ * than wake and join it (net_stop), and leave n and its queue to the exit. */
 int net_idle(struct net *n);
 /* Free a request that was never submitted (wipes the key). */
 void net_request_free(struct net_request *rq);
