@@ -93,11 +93,13 @@ with ttlib.FakeServer() as srv:
     t.ok(len(srv.requests(all=True)) == n0, "a cache hit sends nothing",
          repr(srv.requests(all=True)[n0:]))
 
-    # Without libcurl (an unloadable libcurl.so.4 first on the library path): a cached answer
-    # needs no network and is given; a new prompt is saved and its turn fails saying why.
+    # Without libcurl (an unloadable file first on the library path for each build tokterm
+    # tries): a cached answer needs no network and is given; a new prompt is saved and its
+    # turn fails saying why.
     fake = ttlib.tempdir("tt-nocurl-")
-    with open(os.path.join(fake, "libcurl.so.4"), "w") as f:
-        f.write("not a library\n" * 16)
+    for so in ttlib.LIBCURL_SONAMES:
+        with open(os.path.join(fake, so), "w") as f:
+            f.write("not a library\n" * 16)
     nocurl = dict(env, LD_LIBRARY_PATH=fake)
     n0 = len(srv.requests(all=True))
     rc, out, err = ttlib.run_tokterm(["-p", "second"], env=nocurl, home=home)
@@ -114,14 +116,18 @@ with ttlib.FakeServer() as srv:
     t.ok(rows[-1][0] == "assistant" and rows[-1][2] == "error" and rows[-2][:2] ==
          ("user", "third"), "the prompt is saved and its answer marked failed", repr(rows[-3:]))
 
-    # libcurl held while it loads (a FIFO as libcurl.so.4 first on the library path: the
-    # loading thread blocks reading it until the test closes its end). The request is handed
-    # over at once: the loading thread becomes the network thread once libcurl is loaded, and
-    # the main thread waits for events in its loop (poll), not for libcurl (a futex). Let go,
-    # the load fails and the turn fails as above.
+    # libcurl held while it loads (a FIFO as the first build tokterm tries, first on the
+    # library path: the loading thread blocks reading it until the test closes its end; the
+    # other build unloadable). The request is handed over at once: the loading thread becomes
+    # the network thread once libcurl is loaded, and the main thread waits for events in its
+    # loop (poll), not for libcurl (a futex). Let go, the load fails and the turn fails as
+    # above.
     held = ttlib.tempdir("tt-heldcurl-")
-    fifo = os.path.join(held, "libcurl.so.4")
+    fifo = os.path.join(held, ttlib.LIBCURL_SONAMES[0])
     os.mkfifo(fifo)
+    for so in ttlib.LIBCURL_SONAMES[1:]:
+        with open(os.path.join(held, so), "w") as f:
+            f.write("not a library\n" * 16)
     n0 = len(srv.requests(all=True))
     p = subprocess.Popen([ttlib.tokterm_path(), "-p", "fourth"],
                          env=dict(env, LD_LIBRARY_PATH=held), stdin=subprocess.DEVNULL,

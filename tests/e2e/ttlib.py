@@ -315,6 +315,22 @@ def built_with(*sanitizers):
     return any(b"__%s_init" % s.encode() in binary for s in sanitizers)
 
 
+# The libcurl builds tokterm tries, in order (net/curl_dl.c): Debian's GnuTLS one, then the one
+# it was built against (libcurl4, OpenSSL). A test that takes libcurl away fakes both.
+LIBCURL_SONAMES = ("libcurl-gnutls.so.4", "libcurl.so.4")
+
+
+def loaded_libcurl(pid):
+    """The soname of the libcurl process pid has mapped (from /proc/PID/maps), or None."""
+    with open("/proc/%d/maps" % pid) as f:
+        for line in f:
+            base = os.path.basename(line.split()[-1])
+            for so in LIBCURL_SONAMES:
+                if base == so or base.startswith(so[:-len(".so.4")] + ".so.4."):
+                    return so
+    return None
+
+
 TEST_KEY = "sk-test-0123456789abcdefghijklmnopqrstuvwxyz"
 PASS_VARS = ("PATH", "TMPDIR", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "MSAN_OPTIONS",
              "LD_LIBRARY_PATH")
