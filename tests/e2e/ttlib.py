@@ -320,17 +320,6 @@ def built_with(*sanitizers):
 LIBCURL_SONAMES = ("libcurl-gnutls.so.4", "libcurl.so.4")
 
 
-def loaded_libcurl(pid):
-    """The soname of the libcurl process pid has mapped (from /proc/PID/maps), or None."""
-    with open("/proc/%d/maps" % pid) as f:
-        for line in f:
-            base = os.path.basename(line.split()[-1])
-            for so in LIBCURL_SONAMES:
-                if base == so or base.startswith(so[:-len(".so.4")] + ".so.4."):
-                    return so
-    return None
-
-
 TEST_KEY = "sk-test-0123456789abcdefghijklmnopqrstuvwxyz"
 PASS_VARS = ("PATH", "TMPDIR", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "MSAN_OPTIONS",
              "LD_LIBRARY_PATH")
