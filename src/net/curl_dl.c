@@ -40,18 +40,21 @@ static void curl_dl_init(void)
         CURL_DL_FUNCS(CURL_DL_FN)
 #undef CURL_DL_FN
     };
-    /* $TOKTERM_LIBCURL names one; else the GnuTLS build first, then configure's */
+    /* $TOKTERM_LIBCURL names the only one; else the GnuTLS build first, then configure's
+     * (the last one tried says what failed) */
     const char *only = getenv("TOKTERM_LIBCURL");
+    const char *tries[2] = {CURL_DL_FIRST, TT_CURL_SONAME};
+    size_t n = strcmp(tries[0], tries[1]) != 0 ? 2 : 1;
     if (only && *only) {
-        if (!util_dlopen(only, "libcurl", CURL_DL_HOW, fns, TT_ARRAY_LEN(fns), curl_dl_older,
-                         curl_dl_error, sizeof curl_dl_error))
-            return;
-    } else if (!util_dlopen(CURL_DL_FIRST, "libcurl", CURL_DL_HOW, fns, TT_ARRAY_LEN(fns),
-                            curl_dl_older, curl_dl_error, sizeof curl_dl_error) &&
-               !util_dlopen(TT_CURL_SONAME, "libcurl", CURL_DL_HOW, fns, TT_ARRAY_LEN(fns),
-                            curl_dl_older, curl_dl_error, sizeof curl_dl_error)) {
-        return;
+        tries[0] = only;
+        n = 1;
     }
+    void *lib = NULL;
+    for (size_t i = 0; !lib && i < n; i++)
+        lib = util_dlopen(tries[i], "libcurl", CURL_DL_HOW, fns, TT_ARRAY_LEN(fns),
+                          curl_dl_older, curl_dl_error, sizeof curl_dl_error);
+    if (!lib)
+        return;
     /* Once, before any other thread uses curl (curl_global_init is not thread-safe in every
      * version); the library stays loaded until the process ends. */
     if (api.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
