@@ -14,7 +14,8 @@ with a HOME of its own; then
      median of the per-round ratios tokterm / baseline, with their quartiles.
 
 usage: bench/resume/compare.py --tokterm NEW --baseline OLD [--rounds 11]
-                               [--cases short:10000,short:1300,long:10000] [--keep DIR]
+                               [--cases short:10000,short:1300,long:10000,flaky:10000]
+                               [--keep DIR]
        (--rounds 0: only the check of the bodies)
 """
 import argparse
@@ -46,7 +47,7 @@ def main():
     ap.add_argument("--tokterm", required=True, help="the build under test")
     ap.add_argument("--baseline", required=True, help="the build it is compared with")
     ap.add_argument("--rounds", type=int, default=11)
-    ap.add_argument("--cases", default="short:10000,short:1300,long:10000")
+    ap.add_argument("--cases", default="short:10000,short:1300,long:10000,flaky:10000")
     ap.add_argument("--keep", default="", help="make the work files here and leave them")
     a = ap.parse_args()
     builds = {"baseline": os.path.abspath(a.baseline), "tokterm": os.path.abspath(a.tokterm)}

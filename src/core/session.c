@@ -1568,6 +1568,11 @@ static void session_turns_take(struct session *s, const struct store_tokens *v, 
         if (t->answer && t->answer_tokens <= 0 &&
             session_tokens_take(&c, t->answer_id, t->answer_len, &t->answer_tokens))
             t->tokens_saved |= 2;
+        if (!t->answer_len && t->answer_id > 0) { /* no text: a count of 0 is stored once */
+            const struct store_tokens *r = session_tokens_find(&c, t->answer_id);
+            if (r && r->bytes == 0 && r->tokens == 0)
+                t->tokens_saved |= 2;
+        }
         session_steps_take(&c, t);
     }
 }
@@ -1587,6 +1592,19 @@ static void session_tokens_load(struct session *s)
         return; /* counted as before */
     session_turns_take(s, v, n);
     free(v);
+}
+
+/* Is turn i's answer row without text (an exchange that failed before any came)? Its count
+ * is 0 in every encoding, stored like any other: a row left without one reads as never
+ * counted, and a resume that meets a few of them reads the whole conversation, every time.
+ * Known for a turn read from the store (its text is the row's), for one whose answer is kept,
+ * and for a last one that is not kept (the bytes that streamed into its row). */
+static int session_answer_empty(const struct session *s, size_t i)
+{
+    const struct conv_turn *t = &s->conv.turns[i];
+    if (t->answer_id <= 0 || t->answer_len || t->outcome == CONV_PENDING)
+        return 0;
+    return s->keep_answer || i < s->resumed_turns || (i + 1 == s->conv.n && !s->ans_bytes);
 }
 
 /* Store the counts known and not stored yet: the last turn's (its prompt counted by the plan,
@@ -1619,6 +1637,9 @@ static void session_tokens_save(struct session *s)
             if (k > 0)
                 t->answer_tokens = k;
         }
+        if (t->user_id > 0 && t->prompt_tokens <= 0 && !(t->tokens_saved & 1) && t->prompt &&
+            i < s->resumed_turns && !conv_turn_sent(t)) /* read, never sent: counted once */
+            t->prompt_tokens = context_count(s->ctx, t->prompt, t->prompt_len);
         if (t->user_id > 0 && t->prompt_tokens > 0 && !(t->tokens_saved & 1)) {
             XGROW(v, n + 1, cap);
             v[n++] = (struct store_tokens){t->user_id, (int64_t)t->prompt_len, t->prompt_tokens};
@@ -1627,6 +1648,9 @@ static void session_tokens_save(struct session *s)
             XGROW(v, n + 1, cap);
             v[n++] = (struct store_tokens){t->answer_id, (int64_t)t->answer_len,
                                            t->answer_tokens};
+        } else if (!(t->tokens_saved & 2) && session_answer_empty(s, i)) {
+            XGROW(v, n + 1, cap);
+            v[n++] = (struct store_tokens){t->answer_id, 0, 0};
         }
         for (size_t k = 0; k < t->n_steps; k++) { /* the tool rounds: an empty text is 0 */
             const struct conv_step *st = &t->steps[k];
@@ -1644,7 +1668,8 @@ static void session_tokens_save(struct session *s)
             struct conv_turn *t = &s->conv.turns[i];
             if (t->user_id > 0 && t->prompt_tokens > 0)
                 t->tokens_saved |= 1;
-            if (t->answer && t->answer_id > 0 && t->answer_tokens > 0)
+            if ((t->answer && t->answer_id > 0 && t->answer_tokens > 0) ||
+                session_answer_empty(s, i))
                 t->tokens_saved |= 2;
             for (size_t k = 0; k < t->n_steps; k++) {
                 struct conv_step *st = &t->steps[k];
@@ -1703,11 +1728,27 @@ struct session_walk {
     int read_all;    /* too many without a count: every row is read (a complete walk), while
                         its bytes prove it fits (more: the plan counts it, the full load) */
     int give_up;     /* a message over limit: the full load */
+    int64_t answered; /* the user row whose answer was read last (newest first: its newest) */
+    int answer_sent;  /* that answer makes its turn one the history sends (conv_turn_sent) */
 };
 
 static int session_walk_enough(void *ud, const struct store_message *m, long tokens)
 {
     struct session_walk *w = ud;
+    int user = m->role && strcmp(m->role, "user") == 0;
+    if (!user && m->role && strcmp(m->role, "assistant") == 0 && !m->tool &&
+        m->parent_id != w->answered) { /* a turn's answer, read before its prompt */
+        w->answered = m->parent_id;
+        w->answer_sent = m->content_len > 0 || m->status == STORE_COMPLETE;
+    }
+    /* A prompt that is never sent (its exchange failed before any text came, or it was
+     * refused: no answer) counts for nothing: summed, it would end the walk short of what
+     * the history holds, and the resume would go back to the full load; one left without a
+     * count (a run that died) would count as a row never counted. */
+    if (user && !(w->answered == m->id && w->answer_sent))
+        tokens = 0;
+    if (tokens < 0 && !m->content_len)
+        tokens = 0; /* no text: 0 in every encoding (a failed answer saved before its count) */
     if (tokens > w->limit)
         w->give_up = 1;
     if (tokens < 0 && ++w->uncounted > SESSION_WALK_UNCOUNTED)
@@ -1739,9 +1780,10 @@ static int session_resume_lean(struct session *s, int64_t id, char **err)
     if (!enc || p.policy == CONTEXT_OFF || getenv("TOKTERM_FULL_RESUME"))
         return 1;
     long budget = context_plan_budget(s->ctx, &p);
-    struct session_walk sw = {s->ctx, context_long_limit(budget), budget + 1, 0,
-                              context_msg_tokens(s->ctx, "user", "", 0),
-                              context_msg_tokens(s->ctx, "assistant", "", 0), 0, 0, 0, 0};
+    struct session_walk sw = {.ctx = s->ctx, .limit = context_long_limit(budget),
+                              .need = budget + 1,
+                              .over_user = context_msg_tokens(s->ctx, "user", "", 0),
+                              .over_other = context_msg_tokens(s->ctx, "assistant", "", 0)};
     struct store_walk w;
     int rc = store_conversation_walk(s->store, id, enc, session_walk_enough, &sw, &w);
     if (rc == STORE_WALK_FULL || rc == STORE_NOT_FOUND)

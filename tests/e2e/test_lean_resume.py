@@ -98,6 +98,55 @@ with ttlib.FakeServer() as srv:
     run(home, ["-c", "-p", "count the new ones"])
     same(home, "interleaved", "and after the other one", "the newest")
 
+    # --- 2b. failed turns: never sent, still read ------------------------------------------
+    # An exchange that fails before any text came leaves a prompt that is never sent and an
+    # empty answer row. Each gets a count (0 for the empty row, the prompt's own once read), and
+    # the walk sums neither: counted as sent, they ended it short of the budget (the plan then
+    # needed the full load), and left without a count, they read as rows never counted: the
+    # full load, every run from then on.
+    home = setup("context_window = 4000\nreserve_tokens = 200\ncontext_policy = truncate\n",
+                 300, 30)
+    run(home, ["-c", "-p", "count them"])
+    for i in range(6):
+        rc, err, _ = run(home, ["--retries", "0", "-c", "-p", "this one fails %d" % i],
+                         ["status=500"])
+    uncounted = ("SELECT count(*) FROM messages m WHERE m.status = 'error' AND NOT EXISTS "
+                 "(SELECT 1 FROM message_tokens t WHERE t.message_id = m.id)")
+    n_err, = sqlite3.connect(db_path(home)).execute(
+        "SELECT count(*) FROM messages WHERE status = 'error'").fetchone()
+    left, = sqlite3.connect(db_path(home)).execute(uncounted).fetchone()
+    t.ok(rc == 3 and n_err == 6 and left == 0,
+         "failed: each of the 6 empty answers has its count (exit %d, %d rows, %d without)"
+         % (rc, n_err, left))
+    same(home, "failed", "after the failures", "the newest")
+    # counts are stored once: a run after that stores its own turn's two (a count stored
+    # again drops the packed rows at and above its row: resume_blocks' triggers)
+    c = sqlite3.connect(db_path(home))
+    c.executescript("CREATE TABLE tt_puts(n INTEGER); INSERT INTO tt_puts VALUES(0);"
+                    "CREATE TRIGGER tt_puts_ai AFTER INSERT ON message_tokens BEGIN "
+                    "UPDATE tt_puts SET n = n + 1; END;")
+    c.close()
+    rc, err, _ = run(home, ["-c", "-p", "once more"])
+    puts, = sqlite3.connect(db_path(home)).execute("SELECT n FROM tt_puts").fetchone()
+    t.ok(rc == 0 and puts == 2, "failed: a later run stores its own turn's 2 counts, no old "
+         "row's again (%d)" % puts, err.decode(errors="replace"))
+    # the same rows without their counts (a run that died before it saved them), then older
+    # than the turns a walk reads: the first resume reads it all and counts them, the next
+    # reads the newest turns again
+    c = sqlite3.connect(db_path(home))
+    c.execute("DELETE FROM message_tokens WHERE message_id IN (SELECT id FROM messages WHERE "
+              "content LIKE 'this one fails %' OR status = 'error')")
+    c.commit()
+    c.close()
+    add_turns(db_path(home), 60, 30, 9000)
+    rc, err, _ = run(home, ["-c", "-p", "count the new ones"])
+    left, = sqlite3.connect(db_path(home)).execute(
+        "SELECT count(*) FROM messages m WHERE NOT EXISTS (SELECT 1 FROM message_tokens t "
+        "WHERE t.message_id = m.id) AND m.id < (SELECT max(id) - 1 FROM messages)").fetchone()
+    t.ok(rc == 0 and left == 0, "failed, uncounted: one resume counts every row it read, the "
+         "unsent prompts too (%d left)" % left, err.decode(errors="replace"))
+    same(home, "failed, uncounted", "and then", "the newest")
+
     # --- 3. a saved summary reused ----------------------------------------------------------
     home = setup("context_window = 40000\nreserve_tokens = 1000\ncontext_policy = summarize\n",
                  500, 110)
