@@ -66,7 +66,11 @@ static const char *store_hint(int rc)
 int store_fail(struct store *st, const char *what)
 {
     int rc = sqlite3_extended_errcode(st->db);
-    store_set_err(st, "%s: %s%s", what, sqlite3_errmsg(st->db), store_hint(rc));
+    if (rc == SQLITE_OK) /* SQLite saw nothing wrong: what it gave does not hang together */
+        store_set_err(st, "%s: the rows read do not hang together (the database file may be "
+                          "damaged, or copied without its -wal file)", what);
+    else
+        store_set_err(st, "%s: %s%s", what, sqlite3_errmsg(st->db), store_hint(rc));
     return -1;
 }
 

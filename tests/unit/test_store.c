@@ -7,6 +7,7 @@
 #include "store/fts_words.h"
 #include "base/sha256.h"
 #include "store/store.h"
+#include "store/store_int.h"
 #include "store/wal_vfs.h"
 #include "tap.h"
 #include "base/util.h"
@@ -298,6 +299,12 @@ static void test_open_and_errors(void)
     char *jm = raw_text(path, "PRAGMA journal_mode");
     TAP_STR(jm, "wal", "journal mode is WAL");
     free(jm);
+    /* a failure SQLite did not see (rows that do not hang together): said so, not SQLite's
+     * "not an error" */
+    store_fail(st, "cannot read the messages");
+    TAP_OK(strstr(store_error(st), "do not hang together") &&
+               !strstr(store_error(st), "not an error"),
+           "a failure SQLite did not see says what it is: %s", store_error(st));
     store_close(st);
 
     /* A looser mode is tightened and reported. */
