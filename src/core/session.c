@@ -1732,9 +1732,11 @@ struct session_walk {
     int answer_sent;  /* that answer makes its turn one the history sends (conv_turn_sent) */
 };
 
-static int session_walk_enough(void *ud, const struct store_message *m, long tokens)
+static int session_walk_enough(void *ud, const struct store_message *m, long tokens, int live)
 {
     struct session_walk *w = ud;
+    if (!live) /* a turn /edit or /retry replaced: never sent, nothing to count */
+        return w->sum > w->need;
     int user = m->role && strcmp(m->role, "user") == 0;
     if (!user && m->role && strcmp(m->role, "assistant") == 0 && !m->tool &&
         m->parent_id != w->answered) { /* a turn's answer, read before its prompt */

@@ -764,9 +764,11 @@ static void store_pack_write(struct store *st, int64_t id, const char *encoding,
 struct store_walk_at {
     struct store_conversation *c;
     size_t cap;
-    int (*enough)(void *ud, const struct store_message *m, long tokens);
+    int (*enough)(void *ud, const struct store_message *m, long tokens, int live);
     void *ud;
     int stop, head_seen;
+    int64_t expect; /* the live path's next user row (newest first): the head, then each one's
+                       parent; 0 once the path's first turn was read */
 };
 
 /* Give the newest row read (tk: its stored count, -1 none) to the caller. 1: the walk has
@@ -776,7 +778,19 @@ static int store_walk_take(struct store_walk_at *a, struct store_walk *w, long t
     const struct store_message *m = &a->c->messages[a->c->n_messages - 1];
     int user = m->role && strcmp(m->role, "user") == 0;
     a->head_seen |= user && m->id == a->c->head_id;
-    int e = a->enough(a->ud, m, tk);
+    /* On the live path: a user row of the chain from the head through the parents, or a row
+     * of such a turn (its answer, its tool rounds: read before it, newest first), or one with
+     * no parent (a system row). A turn /edit or /retry replaced is not: its rows are read,
+     * and go with the rest, but the history never sends them. */
+    int live;
+    if (user) {
+        live = m->id == a->expect;
+        if (live)
+            a->expect = m->parent_id;
+    } else {
+        live = m->parent_id <= 0 || m->parent_id == a->expect;
+    }
+    int e = a->enough(a->ud, m, tk, live);
     if (e < 0)
         return -1;
     a->stop |= e;
@@ -848,7 +862,8 @@ static int store_walk_block(struct store_walk_at *a, struct store_walk *w, size_
 }
 
 int store_conversation_walk(struct store *st, int64_t id, const char *encoding,
-                            int (*enough)(void *ud, const struct store_message *m, long tokens),
+                            int (*enough)(void *ud, const struct store_message *m, long tokens,
+                                          int live),
                             void *ud, struct store_walk *w)
 {
     /* newest first, along the table itself from the conversation's newest row down to the
@@ -867,10 +882,11 @@ int store_conversation_walk(struct store *st, int64_t id, const char *encoding,
     static const char q_blocks[] = "SELECT lo, hi, data FROM resume_blocks WHERE "
                                    "conversation_id = ?1 AND encoding = ?2 ORDER BY hi DESC";
     memset(w, 0, sizeof *w);
-    struct store_walk_at a = {NULL, 0, enough, ud, 0, 0};
+    struct store_walk_at a = {NULL, 0, enough, ud, 0, 0, 0};
     int rc = store_conv_begin(st, id, &a.c);
     if (rc != 0)
         return rc;
+    a.expect = a.c->head_id;
     struct store_conversation *c = a.c;
     size_t cap_tv = 0;
     int ret = STORE_WALK_FULL, e = 0;

@@ -361,8 +361,9 @@ int store_conversation_load(struct store *st, int64_t id, struct store_conversat
 int store_conversation_load_turns(struct store *st, int64_t id, struct store_conversation **out);
 /* The newest rows of a conversation, read newest first (along the table, through the index
  * when other conversations' rows are many in between), for a resume that sends only the
- * newest turns. enough(ud, row, tokens) is called for each row read (tokens: its count stored
- * in encoding for its length, or -1): nonzero stops the read at the next user row once the
+ * newest turns. enough(ud, row, tokens, live) is called for each row read (tokens: its count
+ * stored in encoding for its length, or -1; live: the row is on the path from the head, not
+ * of a turn /edit or /retry replaced): nonzero stops the read at the next user row once the
  * head was read (so that every row from that one on is read), negative gives up. Into *w: the
  * rows read (w->conv, oldest first, as store_conversation_load_turns gives them), their stored
  * counts (by id), and what was not read. Returns 0, STORE_WALK_FULL (the read cannot stand
@@ -380,7 +381,8 @@ struct store_walk {
     long older_max_tokens;      /* and the largest count of the conversation */
 };
 int store_conversation_walk(struct store *st, int64_t id, const char *encoding,
-                            int (*enough)(void *ud, const struct store_message *m, long tokens),
+                            int (*enough)(void *ud, const struct store_message *m, long tokens,
+                                          int live),
                             void *ud, struct store_walk *w);
 void store_walk_free(struct store_walk *w);
 /* Newest (last updated) conversations first, at most limit (<= 0: all), without messages.

@@ -147,6 +147,35 @@ with ttlib.FakeServer() as srv:
          "unsent prompts too (%d left)" % left, err.decode(errors="replace"))
     same(home, "failed, uncounted", "and then", "the newest")
 
+    # --- 2c. turns /retry replaced: read, never sent ---------------------------------------
+    # Each /retry (or /edit) of the last turn makes a new version of it (a user row under the
+    # same parent, its answer) and leaves the old one's rows beside the live path. The walk
+    # sums only the live path's rows: summed, the replaced turns ended it short of what the
+    # history holds, and from a few of them on every resume went back to the full load.
+    home = setup("context_window = 4000\nreserve_tokens = 200\ncontext_policy = truncate\n",
+                 300, 30)
+    run(home, ["-c", "-p", "count them"])
+    c = sqlite3.connect(db_path(home))
+    conv, head = c.execute("SELECT id, head_id FROM conversations ORDER BY id DESC "
+                           "LIMIT 1").fetchone()
+    for k in range(8):
+        parent, content, model = c.execute("SELECT parent_id, content, model FROM messages "
+                                           "WHERE id = ?", (head,)).fetchone()
+        nid, = c.execute("SELECT max(id) + 1 FROM messages").fetchone()
+        c.execute("INSERT INTO messages(id, conversation_id, role, created, model, content, "
+                  "parent_id) VALUES(?, ?, 'user', 0, ?, ?, ?)", (nid, conv, model, content,
+                                                                  parent))
+        c.execute("INSERT INTO messages(id, conversation_id, role, created, model, content, "
+                  "parent_id) VALUES(?, ?, 'assistant', 0, ?, ?, ?)",
+                  (nid + 1, conv, model, "Version %d of the answer: %s" % (k + 2, text(k, 60)),
+                   nid))
+        c.execute("UPDATE conversations SET head_id = ? WHERE id = ?", (nid, conv))
+        head = nid
+    c.commit()
+    c.close()
+    run(home, ["-c", "-p", "count the new version"])
+    same(home, "retried", "after the retries", "the newest")
+
     # --- 3. a saved summary reused ----------------------------------------------------------
     home = setup("context_window = 40000\nreserve_tokens = 1000\ncontext_policy = summarize\n",
                  500, 110)

@@ -733,10 +733,11 @@ static const char *mark_of(const char *path, int64_t conv, char **keep)
     return *keep;
 }
 
-static int walk_two(void *ud, const struct store_message *m, long tokens)
+static int walk_two(void *ud, const struct store_message *m, long tokens, int live)
 {
     (void)m;
     (void)tokens;
+    (void)live;
     return ++*(int *)ud >= 2; /* the newest turn only */
 }
 
@@ -753,12 +754,88 @@ static const char *walk_older(struct store *st, int64_t conv, char *out, size_t 
     return out;
 }
 
-static int walk_all(void *ud, const struct store_message *m, long tokens)
+static int walk_all(void *ud, const struct store_message *m, long tokens, int live)
 {
     (void)m;
     (void)tokens;
+    (void)live;
     ++*(int *)ud;
     return 0;
+}
+
+/* The walk's verdicts: how many rows it read, and the ids it did not call live. */
+struct walk_live {
+    char dead[128];
+    size_t nd;
+    int n;
+};
+
+static int walk_live_rows(void *ud, const struct store_message *m, long tokens, int live)
+{
+    (void)tokens;
+    struct walk_live *w = ud;
+    w->n++;
+    if (!live && w->nd < sizeof w->dead - 24)
+        w->nd += (size_t)snprintf(w->dead + w->nd, sizeof w->dead - w->nd, "%s%lld",
+                                  w->nd ? "," : "", (long long)m->id);
+    return 0;
+}
+
+/* Rows of a turn that /retry replaced are read but not live: from the table (the first walk,
+ * which packs them) and from the packed block (the second). */
+static void test_walk_live(void)
+{
+    char *path = tmp_path("live.db"), *err = NULL;
+    struct store *st = store_open(path, NULL, &err);
+    TAP_OK(st != NULL, "live: a new store");
+    if (!st) {
+        free(err);
+        free(path);
+        return;
+    }
+    int64_t conv = store_conversation_new(st, NULL, NULL, "m", NULL), last = 0, user = 0;
+    for (int i = 0; i < 300; i++) { /* linked as tokterm links them: a tree, one path */
+        struct store_msg_info info = {.parent_id = user};
+        last = store_message_add(st, conv, i % 2 ? "assistant" : "user", "row", 3, &info);
+        if (i % 2 == 0)
+            user = last;
+    }
+    store_conversation_set_head(st, conv, user);
+    store_close(st);
+    /* the last turn (rows last-1, last) retried twice: each version a user row under the
+     * same parent, with its answer; the head the newest */
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "INSERT INTO messages(id, conversation_id, role, created, content, parent_id) "
+             "SELECT %lld + k, %lld, CASE k %% 2 WHEN 1 THEN 'user' ELSE 'assistant' END, 0, "
+             "'again', CASE k %% 2 WHEN 1 THEN (SELECT parent_id FROM messages WHERE id = "
+             "%lld) ELSE %lld + k - 1 END FROM (SELECT 1 AS k UNION SELECT 2 UNION SELECT 3 "
+             "UNION SELECT 4) ORDER BY k; UPDATE conversations SET head_id = %lld + 3;",
+             (long long)last, (long long)conv, (long long)last - 1, (long long)last,
+             (long long)last);
+    TAP_INT(raw_exec(path, sql), SQLITE_OK, "live: the last turn retried twice");
+    st = store_open(path, NULL, &err);
+    TAP_OK(st != NULL, "live: reopened (%s)", err ? err : "");
+    free(err);
+    err = NULL;
+    char want_dead[96];
+    snprintf(want_dead, sizeof want_dead, "%lld,%lld,%lld,%lld", (long long)last + 2,
+             (long long)last + 1, (long long)last, (long long)last - 1);
+    for (int pass = 0; st && pass < 2; pass++) {
+        struct walk_live wl = {{0}, 0, 0};
+        struct store_walk w;
+        int rc = store_conversation_walk(st, conv, "o200k_base", walk_live_rows, &wl, &w);
+        if (rc == 0)
+            store_walk_free(&w);
+        TAP_OK(rc == 0 && wl.n == 304 && strcmp(wl.dead, want_dead) == 0,
+               "live, %s: the replaced versions' rows are read and not live (%d rows; dead "
+               "%s, want %s)", pass ? "from the block" : "from the table", wl.n, wl.dead,
+               want_dead);
+        TAP_INT(raw_int(path, "SELECT count(*) FROM resume_blocks") > 0, 1,
+                "live: the rows are packed");
+    }
+    store_close(st);
+    free(path);
 }
 
 /* A walk of all of conv: "rows counts first-content" (or what failed). */
@@ -3350,8 +3427,9 @@ static void warm_full_row(const struct store_answer_row *r, void *ud)
     (void)ud;
 }
 
-static int warm_full_enough(void *ud, const struct store_message *m, long tokens)
+static int warm_full_enough(void *ud, const struct store_message *m, long tokens, int live)
 {
+    (void)live;
     (void)ud;
     (void)m;
     (void)tokens;
@@ -4407,6 +4485,7 @@ int main(int argc, char **argv)
     test_migrate_v10_remote();
     test_migrate_v11_marks();
     test_migrate_v12_blocks();
+    test_walk_live();
     test_cache_by_reference();
     test_migrate_prev();
     test_tree();
