@@ -1604,6 +1604,9 @@ static int session_answer_empty(const struct session *s, size_t i)
     const struct conv_turn *t = &s->conv.turns[i];
     if (t->answer_id <= 0 || t->answer_len || t->outcome == CONV_PENDING)
         return 0;
+    for (size_t k = 0; k < t->n_steps; k++)
+        if (t->steps[k].id == t->answer_id)
+            return 0; /* a tool round's row: the steps' count is its own */
     return s->keep_answer || i < s->resumed_turns || (i + 1 == s->conv.n && !s->ans_bytes);
 }
 
