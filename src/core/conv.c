@@ -375,6 +375,14 @@ enum conv_outcome conv_outcome_saved(int has_answer, int status, const char *fin
     }
 }
 
+int conv_row_sends(const struct store_message *m)
+{
+    struct conv_turn t = {.outcome = conv_outcome_saved(1, (int)m->status, m->finish_reason,
+                                                        m->content_len, NULL),
+                          .answer_len = m->content_len};
+    return conv_turn_sent(&t);
+}
+
 /* Index of the row with id in sc's rows (sorted by id, oldest first), or -1. */
 static long conv_row(const struct store_conversation *sc, int64_t id)
 {

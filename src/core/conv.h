@@ -24,6 +24,7 @@
 
 struct store;
 struct store_conversation;
+struct store_message;
 struct tool_call;
 
 /* One step of a turn's tool rounds, between its prompt and its answer, in order: the model's
@@ -152,6 +153,8 @@ const char *conv_outcome_name(enum conv_outcome o);
  * when there is none) and the user row's error. */
 enum conv_outcome conv_outcome_saved(int has_answer, int status, const char *finish,
                                      size_t answer_len, const char *user_error);
+/* 1 when a turn whose answer is the saved row m is sent (conv_turn_sent of its outcome). */
+int conv_row_sends(const struct store_message *m);
 /* Where each row of a loaded conversation stands in its tree (store_conversation_load's rows,
  * oldest first). */
 struct conv_rowinfo {

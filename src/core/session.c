@@ -1744,7 +1744,7 @@ static int session_walk_enough(void *ud, const struct store_message *m, long tok
     if (!user && m->role && strcmp(m->role, "assistant") == 0 && !m->tool &&
         m->parent_id != w->answered) { /* a turn's answer, read before its prompt */
         w->answered = m->parent_id;
-        w->answer_sent = m->content_len > 0 || m->status == STORE_COMPLETE;
+        w->answer_sent = conv_row_sends(m);
     }
     /* A prompt that is never sent (its exchange failed before any text came, or it was
      * refused: no answer) counts for nothing: summed, it would end the walk short of what
