@@ -220,6 +220,7 @@ void conv_clear(struct conv *c)
         conv_turn_free(&c->turns[i]);
     c->n = 0;
     c->id = 0;
+    c->n_off = 0;
 }
 
 void conv_free(struct conv *c)
@@ -227,6 +228,7 @@ void conv_free(struct conv *c)
     conv_clear(c);
     free(c->turns);
     free(c->system);
+    free(c->off);
     memset(c, 0, sizeof *c);
 }
 
@@ -525,6 +527,11 @@ static void conv_build(struct conv *c, struct store_conversation *sc, const char
     conv_set_system(c, system && *system ? system : sc->system_prompt);
     size_t n_turns;
     struct conv_rowinfo *ri = conv_rows(sc, &n_turns);
+    for (size_t i = 0; i < sc->n_messages; i++)
+        if (ri[i].user >= 0 && !ri[i].live) {
+            XGROW(c->off, c->n_off + 1, c->cap_off);
+            c->off[c->n_off++] = sc->messages[i].id;
+        }
     for (size_t i = 0; i < sc->n_messages; i++) {
         if (!ri[i].live || !conv_is(&sc->messages[i], "user"))
             continue;

@@ -102,6 +102,10 @@ struct conv {
     size_t n, cap;
     int64_t serial;    /* last serial given to an unsaved message */
     int next_version;  /* set by conv_fork: the version count the next turn shows */
+    int64_t *off;      /* the rows a load read that are off the live path (the turns /edit
+                          or /retry replaced, with their answers and tool rows): their ids,
+                          oldest first, so that each gets a count (session_turns_take) */
+    size_t n_off, cap_off;
 };
 
 void conv_init(struct conv *c);

@@ -98,6 +98,9 @@ struct session {
                                   the older ones are summarised or dropped by every plan */
     int64_t lean_first;        /* then: the id of its first message sent */
     size_t resumed_turns;      /* turns a resume read (a debug counter) */
+    int64_t *off_seen;         /* rows of conv.off with nothing stored in the encoding: each
+                                  gets its STORE_TOKENS_OFF_PATH entry (session_tokens_save) */
+    size_t n_off_seen, cap_off_seen;
     /* Function calling (session_use_tools) */
     struct tools *tools;       /* borrowed; NULL: no tools offered */
     struct tool_policy *policy;
@@ -454,6 +457,7 @@ void session_close(struct session *s)
     attach_list_free(&s->att_pending);
     free(s->parts);
     free(s->msgs);
+    free(s->off_seen);
     util_free_secret(s->key);
     buf_free(&s->answer);
     buf_free(&s->reasoning);
@@ -1494,6 +1498,7 @@ static void session_tokens_forget(struct session *s)
         }
     }
     s->tokens_loaded = 0;
+    s->n_off_seen = 0;
 }
 
 static int session_tokens_cmp(const void *a, const void *b)
@@ -1575,6 +1580,14 @@ static void session_turns_take(struct session *s, const struct store_tokens *v, 
         }
         session_steps_take(&c, t);
     }
+    /* the rows off the live path that were read: those with nothing stored */
+    s->n_off_seen = 0;
+    c.at = 0;
+    for (size_t i = 0; i < s->conv.n_off; i++)
+        if (!session_tokens_find(&c, s->conv.off[i])) {
+            XGROW(s->off_seen, s->n_off_seen + 1, s->cap_off_seen);
+            s->off_seen[s->n_off_seen++] = s->conv.off[i];
+        }
 }
 
 /* Read the counts stored with the conversation's messages (once per conversation and
@@ -1665,8 +1678,13 @@ static void session_tokens_save(struct session *s)
             }
         }
     }
+    for (size_t i = 0; i < s->n_off_seen; i++) {
+        XGROW(v, n + 1, cap);
+        v[n++] = (struct store_tokens){s->off_seen[i], STORE_TOKENS_OFF_PATH, 0};
+    }
     enc = session_tokens_encoding(s, encbuf); /* bytes/4 if the table failed to open */
-    if (n && enc && store_tokens_put(s->store, s->conv_id, enc, v, n) == 0)
+    if (n && enc && store_tokens_put(s->store, s->conv_id, enc, v, n) == 0) {
+        s->n_off_seen = 0;
         for (size_t i = 0; i < s->conv.n; i++) {
             struct conv_turn *t = &s->conv.turns[i];
             if (t->user_id > 0 && t->prompt_tokens > 0)
@@ -1679,6 +1697,7 @@ static void session_tokens_save(struct session *s)
                 st->tokens_saved |= st->id > 0 && (st->tokens > 0 || !session_step_sent_len(st));
             }
         }
+    }
     free(v);
 }
 

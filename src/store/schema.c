@@ -340,8 +340,9 @@ static const char store_schema_v6[] =
  * what is new (issue 14). Written when a message's count is first known (its plan, its
  * stream), and for the rows of older versions lazily, by the first plan that counts them. Keyed
  * by conversation first: a resume reads its counts in one range. bytes: the length of the text
- * counted (a count whose message changed length is not used); the triggers forget the counts
- * of a message that is deleted or rewritten. */
+ * counted (a count whose message changed length is not used; -1, STORE_TOKENS_OFF_PATH: a row
+ * off the live path that was never counted, seen); the triggers forget the counts of a message
+ * that is deleted or rewritten. */
 static const char store_schema_v7[] =
     "CREATE TABLE message_tokens(\n"
     "  conversation_id INTEGER NOT NULL,\n"

@@ -556,6 +556,13 @@ struct store_tokens {
     int64_t bytes;
     long tokens;
 };
+/* The bytes of a row's entry that stands for no count: a row off the live path (a turn /edit
+ * or /retry replaced) that was never counted (the run that streamed it was killed). It is
+ * never sent, so it needs none; the entry says it was seen, so that the rows without a count
+ * (the token mark, a lean resume's test of the rows it did not read) do not count it for
+ * ever. Its tokens are 0, and no text has this length: a turn that makes the row live again
+ * counts it as it is sent, and stores that count in its place. */
+#define STORE_TOKENS_OFF_PATH (-1)
 /* The counts stored for a conversation's messages in encoding, by message id (free *out).
  * Returns 0 or -1. */
 int store_tokens_get(struct store *st, int64_t conversation_id, const char *encoding,

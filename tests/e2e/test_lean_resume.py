@@ -175,6 +175,32 @@ with ttlib.FakeServer() as srv:
     c.close()
     run(home, ["-c", "-p", "count the new version"])
     same(home, "retried", "after the retries", "the newest")
+    # the replaced rows (a run killed mid-answer, then /retry: no count was ever stored for
+    # them) become older than the turns a walk reads: the walk that read them counted them,
+    # so a resume after many more turns reads the newest ones, not the whole conversation
+    # every run from then on
+    add_turns(db_path(home), 60, 30, 9500)
+    run(home, ["-c", "-p", "count the new ones"])
+    left, = sqlite3.connect(db_path(home)).execute(
+        "SELECT count(*) FROM messages m WHERE NOT EXISTS (SELECT 1 FROM message_tokens t "
+        "WHERE t.message_id = m.id) AND m.id < (SELECT max(id) - 1 FROM messages)").fetchone()
+    t.ok(left == 0, "retried: every replaced row has its count (%d left)" % left)
+    same(home, "retried, older", "long after the retries", "the newest")
+    # replaced rows never read by a walk (no -c -p while they were new): the one full load
+    # that their missing counts cause gives them theirs, and the next resume is lean again
+    c = sqlite3.connect(db_path(home))
+    gone = c.execute("DELETE FROM message_tokens WHERE bytes = -1").rowcount
+    c.commit()
+    c.close()
+    add_turns(db_path(home), 60, 30, 9800)
+    rc, err, _ = run(home, ["-c", "-p", "count the newest ones"])
+    left, = sqlite3.connect(db_path(home)).execute(
+        "SELECT count(*) FROM messages m WHERE NOT EXISTS (SELECT 1 FROM message_tokens t "
+        "WHERE t.message_id = m.id) AND m.id < (SELECT max(id) - 1 FROM messages)").fetchone()
+    t.ok(gone >= 14 and resumed(err) and resumed(err)[1] == "all" and left == 0,
+         "retried, never walked: the full load counts the %d replaced rows (%r, %d left)"
+         % (gone, resumed(err), left), err.decode(errors="replace"))
+    same(home, "retried, healed", "after the full load", "the newest")
 
     # --- 3. a saved summary reused ----------------------------------------------------------
     home = setup("context_window = 40000\nreserve_tokens = 1000\ncontext_policy = summarize\n",

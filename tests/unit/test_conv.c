@@ -154,6 +154,8 @@ static void test_saved_tree(void)
     TAP_OK(c.turns[1].user_id == 7 && c.turns[1].answer_id == 8, "ids of the live turn");
     TAP_INT(conv_parent_id(&c, c.n), 9, "the next turn hangs under the head");
     TAP_INT(conv_parent_id(&c, 2), 7, "the last turn hangs under the saved turn before it");
+    TAP_OK(c.n_off == 4 && c.off[0] == 3 && c.off[1] == 4 && c.off[2] == 5 && c.off[3] == 6,
+           "the rows off the live path, oldest first: A, a, B, b (for their counts)");
 
     size_t turns = 0;
     struct conv_rowinfo *ri = conv_rows(&r.sc, &turns);
