@@ -5,7 +5,11 @@
  *   tokbench idsz ENCODING FILE       FILE holds NUL-separated texts: one line of ids each
  *   tokbench speed ENCODING FILE [N]  encode and count FILE N times each (default 5); best MB/s
  *   tokbench run ENCODING CHAR BYTES  encode a run of one ASCII character; seconds
- *   tokbench load ENCODING [N]        tokenizer_open + close N times; best and mean ms */
+ *   tokbench load ENCODING [N]        tokenizer_open + close N times; best and mean ms
+ *   tokbench ends ENCODING FILE BYTES KEEP [N]
+ *                                     a long message shortened for a request (context_shorten:
+ *                                     its first and last KEEP/2 ids) from the first BYTES of
+ *                                     FILE: encoded whole, then its ends alone; best of N */
 #include "config.h"
 
 #include <stdio.h>
@@ -155,6 +159,44 @@ static int bench_load(const char *enc, int reps)
     return 0;
 }
 
+static int bench_ends(const char *enc, const char *path, size_t bytes, size_t keep, int reps)
+{
+    struct tokenizer *t = bench_open(enc);
+    size_t len;
+    char *text = bench_read(path, &len);
+    if (bytes < len) {
+        len = bytes;
+        while (len && ((unsigned char)text[len] & 0xC0) == 0x80)
+            len--; /* a whole character last */
+    }
+    size_t head = keep / 2, tail = keep - head;
+    double whole_s = 1e9, ends_s = 1e9;
+    int same = 1;
+    size_t ntok = 0;
+    for (int r = 0; r < (reps < 1 ? 1 : reps); r++) {
+        struct tok_ids v = TOK_IDS_INIT, h = TOK_IDS_INIT, e = TOK_IDS_INIT;
+        double t0 = util_now();
+        tokenizer_encode(t, text, len, &v); /* as context_shorten did: every id, keep the ends */
+        double t1 = util_now();
+        int rc = tokenizer_encode_ends(t, text, len, head, tail, &h, &e);
+        double t2 = util_now();
+        whole_s = t1 - t0 < whole_s ? t1 - t0 : whole_s;
+        ends_s = t2 - t1 < ends_s ? t2 - t1 : ends_s;
+        ntok = v.len;
+        same &= rc == 0 && v.len >= head + tail && h.len == head && e.len == tail &&
+                memcmp(h.ids, v.ids, head * sizeof *v.ids) == 0 &&
+                memcmp(e.ids, v.ids + v.len - tail, tail * sizeof *v.ids) == 0;
+        tok_ids_free(&v);
+        tok_ids_free(&h);
+        tok_ids_free(&e);
+    }
+    printf("encoding=%s bytes=%zu tokens=%zu keep=%zu whole_ms=%.3f ends_ms=%.3f same=%d\n", enc,
+           len, ntok, keep, whole_s * 1e3, ends_s * 1e3, same);
+    free(text);
+    tokenizer_close(t);
+    return same ? 0 : 1;
+}
+
 /* Without arguments: check that runs of one character cost about linear time. A quadratic
  * merge would take minutes on 1 MB; the limit is generous for sanitizer builds. */
 static int bench_selftest(void)
@@ -190,6 +232,9 @@ int main(int argc, char **argv)
         return bench_run(argv[2], argv[3], argv[4]);
     if ((argc == 3 || argc == 4) && strcmp(argv[1], "load") == 0)
         return bench_load(argv[2], argc == 4 ? atoi(argv[3]) : 20);
-    fputs("usage: tokbench [ids|speed|run|load] ...\n", stderr);
+    if ((argc == 6 || argc == 7) && strcmp(argv[1], "ends") == 0)
+        return bench_ends(argv[2], argv[3], (size_t)strtoull(argv[4], NULL, 10),
+                          (size_t)strtoull(argv[5], NULL, 10), argc == 7 ? atoi(argv[6]) : 5);
+    fputs("usage: tokbench [ids|speed|run|load|ends] ...\n", stderr);
     return 2;
 }

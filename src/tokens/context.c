@@ -379,7 +379,15 @@ static char *context_shorten(struct context *c, const char *text, size_t len, lo
 {
     long head = keep / 2, tail = keep - head;
     struct buf hb = BUF_INIT, tb = BUF_INIT, out = BUF_INIT;
-    if (c->tok) {
+    struct tok_ids eh = TOK_IDS_INIT, et = TOK_IDS_INIT;
+    if (c->tok && tokenizer_encode_ends(c->tok, text, len, (size_t)head, (size_t)tail, &eh,
+                                        &et) == 0) {
+        /* the ends alone: the pieces between them are found, never merged */
+        (void)tokenizer_decode(c->tok, eh.ids, eh.len, &hb);
+        (void)tokenizer_decode(c->tok, et.ids, et.len, &tb);
+        tok_ids_free(&eh);
+        tok_ids_free(&et);
+    } else if (c->tok) {
         struct ends e = {xmalloc(((size_t)head + 1) * sizeof *e.head),
                          xmalloc(((size_t)tail + 1) * sizeof *e.ring), (size_t)head,
                          (size_t)tail, 0};

@@ -1067,6 +1067,149 @@ size_t tokenizer_encode_each(const struct tokenizer *tok, const char *text, size
     return k.count;
 }
 
+/* The end of the piece at i of s[0..len), split as encode_valid() splits the whole text. */
+static inline size_t ends_piece(const struct tokenizer *t, struct scan *sc, size_t len,
+                                size_t i)
+{
+    if (len >= PCACHE_MIN_TEXT)
+        return piece_end(t, sc, len, i);
+    sc->len = len;
+    return scan_piece(t, sc, i);
+}
+
+static inline int ends_alnum(uint8_t c)
+{
+    return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
+}
+
+/* 1 when every split of s (either encoding's pattern, bounded or not) has a piece start at i
+ * (0 < i < len): no piece holds both s[i - 1] and s[i]. After a newline before a letter or a
+ * digit: a piece takes a newline only as whitespace (none holds a letter or a digit), as the
+ * end of punctuation (`[\r\n]*`, o200k's `[\r\n/]*`: then only newlines and slashes), and the
+ * optional first character of a word or a number is never one. A space between a letter or a
+ * digit and a letter: a word's piece holds no space but its first character, and a number's
+ * none. */
+static inline int ends_sync(const uint8_t *s, size_t len, size_t i)
+{
+    if (s[i - 1] == '\n')
+        return ends_alnum(s[i]);
+    return s[i] == ' ' && i + 1 < len && ends_alnum(s[i - 1]) && ends_alnum(s[i + 1]) &&
+           s[i + 1] > '9';
+}
+
+int tokenizer_piece_start(const char *text, size_t len, size_t i)
+{
+    return i > 0 && i < len && ends_sync((const uint8_t *)text, len, i);
+}
+
+#define ENDS_SYNC_SEARCH 4096 /* bytes looked through for a piece start before the tail */
+
+/* Encode the pieces of s[from..len) into k (the split resumed at from, a piece start). */
+static void ends_encode_from(const struct tokenizer *tok, const uint8_t *s, size_t len,
+                             size_t from, struct sink *k)
+{
+    struct scan sc = {s, len, 0, tok};
+    for (size_t i = from; i < len;) {
+        size_t e = ends_piece(tok, &sc, len, i);
+        encode_piece(tok, s + i, e - i, k);
+        i = e;
+    }
+}
+
+/* The last tail ids of s[0..len) into k, from a piece start found near the end (ends_sync),
+ * at or after lo (where the head's pieces end): the text after it is encoded, from further
+ * back each time until it holds tail ids. 0, or -1 (k emptied) when no start is found near
+ * where one is wanted. */
+static int ends_tail_synced(const struct tokenizer *tok, const uint8_t *s, size_t len,
+                            size_t lo, size_t tail, struct sink *k)
+{
+    size_t t0 = k->out->len;
+    for (size_t want = tail * 4 + 64;; want *= 4) {
+        size_t p = len - lo > want ? len - want : lo, stop = p - lo > ENDS_SYNC_SEARCH
+                                                                ? p - ENDS_SYNC_SEARCH
+                                                                : lo;
+        while (p > stop && !ends_sync(s, len, p))
+            p--;
+        if (p == stop && p != lo)
+            break;
+        k->out->len = t0;
+        k->count = 0;
+        ends_encode_from(tok, s, len, p, k);
+        if (k->count >= tail || p == lo)
+            return k->count >= tail ? 0 : -1;
+    }
+    k->out->len = t0;
+    k->count = 0;
+    return -1;
+}
+
+/* The last tail ids of s[0..len) into k with no piece start known near the end: the pieces
+ * after lo are found one after another (the starts of the last tail of them kept: each piece
+ * is one id or more), counted back from the last until they hold tail ids, and those encoded.
+ * 0, or -1 when the pieces after lo hold fewer. */
+static int ends_tail_pieces(const struct tokenizer *tok, const uint8_t *s, size_t len,
+                            size_t lo, size_t tail, struct sink *k)
+{
+    struct scan sc = {s, len, 0, tok};
+    size_t *starts = xmalloc(tail * sizeof *starts), pieces = 0;
+    for (size_t i = lo; i < len; pieces++) {
+        starts[pieces % tail] = i;
+        i = ends_piece(tok, &sc, len, i);
+    }
+    struct piece_memo cmemo; /* a memo serves sinks of one kind (encode_long) */
+    memset(&cmemo, 0, sizeof cmemo);
+    struct sink kc = {NULL, 0, NULL, NULL, k->memo ? &cmemo : NULL};
+    size_t from = pieces, least = pieces > tail ? pieces - tail : 0;
+    while (kc.count < tail && from > least) {
+        from--;
+        size_t a = starts[from % tail], b = from + 1 < pieces ? starts[(from + 1) % tail] : len;
+        encode_piece(tok, s + a, b - a, &kc);
+    }
+    int rc = kc.count >= tail ? 0 : -1;
+    if (rc == 0)
+        ends_encode_from(tok, s, len, starts[from % tail], k);
+    free(starts);
+    memo_free(&cmemo);
+    return rc;
+}
+
+int tokenizer_encode_ends(const struct tokenizer *tok, const char *text, size_t len,
+                          size_t head, size_t tail, struct tok_ids *h, struct tok_ids *t)
+{
+    const uint8_t *s = (const uint8_t *)text;
+    if (!tail || !utf8_valid(text, len))
+        return -1;
+    struct piece_memo memo;
+    memset(&memo, 0, sizeof memo);
+    size_t h0 = h->len, t0 = t->len;
+    struct sink kh = {h, 0, NULL, NULL, len > PIECE_MAX ? &memo : NULL};
+    /* the head: the first pieces, until they hold head ids */
+    struct scan sc = {s, len, 0, tok};
+    size_t i = 0;
+    while (i < len && kh.count < head) {
+        size_t e = ends_piece(tok, &sc, len, i);
+        encode_piece(tok, s + i, e - i, &kh);
+        i = e;
+    }
+    /* the tail, from the pieces after the head's only (the two ends never share one) */
+    struct sink kt = {t, 0, NULL, NULL, kh.memo};
+    int rc = kh.count >= head && i < len ? ends_tail_synced(tok, s, len, i, tail, &kt) : -1;
+    if (rc != 0 && kh.count >= head && i < len) {
+        t->len = t0;
+        rc = ends_tail_pieces(tok, s, len, i, tail, &kt);
+    }
+    if (rc == 0) {
+        h->len = h0 + head; /* a piece's ids past the head's */
+        memmove(t->ids + t0, t->ids + t->len - tail, tail * sizeof *t->ids);
+        t->len = t0 + tail;
+    } else {
+        h->len = h0;
+        t->len = t0;
+    }
+    memo_free(&memo);
+    return rc;
+}
+
 int tokenizer_decode(const struct tokenizer *tok, const uint32_t *ids, size_t n, struct buf *out)
 {
     for (size_t i = 0; i < n; i++) {

@@ -71,6 +71,20 @@ size_t tokenizer_count(const struct tokenizer *tok, const char *text, size_t len
 size_t tokenizer_encode_each(const struct tokenizer *tok, const char *text, size_t len,
                              void (*fn)(void *arg, const uint32_t *ids, size_t n), void *arg);
 
+/* The first head ids and the last tail ids (tail >= 1) of text[0..len), the same as those of
+ * tokenizer_encode(), appended to *h and *t: the text is split into its pieces whole, but only
+ * the pieces that hold the two ends are merged (a long message shortened for a request: its
+ * ends, not all of it). Returns 0, or -1 with nothing appended when text is not valid UTF-8
+ * or has too few pieces for the two ends to be apart: then encode it whole. */
+int tokenizer_encode_ends(const struct tokenizer *tok, const char *text, size_t len,
+                          size_t head, size_t tail, struct tok_ids *h, struct tok_ids *t);
+
+/* 1 when text[0..len) is split (by either encoding, for any len) with a piece starting at i,
+ * known from the bytes around i alone (a newline before a letter or a digit, a space between
+ * a letter or a digit and a letter); 0 when that is not known. tokenizer_encode_ends starts
+ * its tail at one. */
+int tokenizer_piece_start(const char *text, size_t len, size_t i);
+
 /* Append the bytes of the given ids to out. Returns 0, or -1 when an id is out of range (the
  * bytes of the ids before it are appended). */
 int tokenizer_decode(const struct tokenizer *tok, const uint32_t *ids, size_t n, struct buf *out);

@@ -60,6 +60,31 @@ FUZZ_ENTRY(tokenizer)
     }
     FUZZ_CHECK(tokenizer_stream_count(ts) == ids.len);
     tokenizer_stream_free(ts);
+
+    /* the ends alone (a message shortened for a request) are the whole encoding's ends; every
+     * piece start named splits the encoding there */
+    size_t head = size ? data[size - 1] % 9 : 0, tail = 1 + (size > 1 ? data[1] % 7 : 0);
+    struct tok_ids h = TOK_IDS_INIT, t = TOK_IDS_INIT;
+    if (tokenizer_encode_ends(tok, s, size, head, tail, &h, &t) == 0)
+        FUZZ_CHECK(ids.len >= head + tail && h.len == head && t.len == tail &&
+                   (!head || memcmp(h.ids, ids.ids, head * sizeof *h.ids) == 0) &&
+                   memcmp(t.ids, ids.ids + ids.len - tail, tail * sizeof *t.ids) == 0);
+    else
+        FUZZ_CHECK(h.len == 0 && t.len == 0);
+    tok_ids_free(&h);
+    tok_ids_free(&t);
+    for (size_t i = 1, n = 0; i < size && n < 4; i++) {
+        if (!tokenizer_piece_start(s, size, i))
+            continue;
+        n++;
+        struct tok_ids two = TOK_IDS_INIT;
+        tokenizer_encode(tok, s, i, &two);
+        tokenizer_encode(tok, s + i, size - i, &two);
+        FUZZ_CHECK(utf8_valid(s, size) == 0 || (two.len == ids.len &&
+                                                memcmp(two.ids, ids.ids,
+                                                       ids.len * sizeof *ids.ids) == 0));
+        tok_ids_free(&two);
+    }
     tok_ids_free(&ids);
 
     char model[64];

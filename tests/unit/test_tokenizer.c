@@ -734,6 +734,127 @@ static void test_encode_each(void)
     buf_free(&t);
 }
 
+/* tokenizer_encode_ends gives the first and last ids of tokenizer_encode, for every corpus
+ * file, short (one bounded split) and repeated past 32 kB and past a piece's cap (the bounded
+ * split, pieces cut), with ends of a few ids to most of the text; -1 where they would meet and
+ * for text that is not UTF-8. */
+static void test_encode_ends(void)
+{
+    static const char *files[] = {"prose_en", "cjk", "code_c", "code_mixed", "emoji",
+                                  "whitespace", "long_a", "long_spaces", "long_mixed_runs",
+                                  "mixed_random", "unicode_space", "digits", "invalid_utf8"};
+    static const size_t ends[][2] = {{1, 1}, {16, 16}, {300, 700}, {5000, 5000}};
+    for (int e = 0; e < 2; e++) {
+        size_t checked = 0, fallbacks = 0, bad = 0, invalid_ok = 1;
+        for (size_t f = 0; f < sizeof files / sizeof *files; f++) {
+            char *path = xasprintf("%s/tokenizer/corpus/%s.txt", tap_srcdir(), files[f]);
+            size_t len;
+            char *text = read_all(path, &len);
+            free(path);
+            if (!text) {
+                bad++;
+                continue;
+            }
+            for (int big = 0; big < 2; big++) {
+                struct buf t = BUF_INIT;
+                do
+                    buf_append(&t, text, len);
+                while (big && len && t.len < 200000);
+                struct tok_ids all = TOK_IDS_INIT;
+                tokenizer_encode(toks[e], t.data, t.len, &all);
+                for (size_t k = 0; k < sizeof ends / sizeof *ends; k++) {
+                    size_t hn = ends[k][0], tn = ends[k][1];
+                    struct tok_ids h = TOK_IDS_INIT, tl = TOK_IDS_INIT;
+                    int rc = tokenizer_encode_ends(toks[e], t.data, t.len, hn, tn, &h, &tl);
+                    if (strcmp(files[f], "invalid_utf8") == 0) {
+                        invalid_ok &= rc == -1 && h.len == 0 && tl.len == 0;
+                    } else if (rc != 0) {
+                        fallbacks++; /* the caller encodes it whole */
+                        bad += h.len || tl.len;
+                    } else {
+                        checked++;
+                        bad += h.len != hn || tl.len != tn || all.len < hn + tn ||
+                               memcmp(h.ids, all.ids, hn * sizeof *h.ids) != 0 ||
+                               memcmp(tl.ids, all.ids + all.len - tn, tn * sizeof *tl.ids) != 0;
+                    }
+                    tok_ids_free(&h);
+                    tok_ids_free(&tl);
+                }
+                tok_ids_free(&all);
+                buf_free(&t);
+            }
+            free(text);
+        }
+        TAP_OK(bad == 0 && checked >= 65 && invalid_ok,
+               "%s: encode_ends gives encode's first and last ids (%zu cases, %zu fell back "
+               "where the ends meet, %zu wrong)", ENCODINGS[e], checked, fallbacks, bad);
+    }
+    /* random text of the characters where the splits differ (newlines before slashes and
+     * words, spaces before and after words and numbers, contractions, runs, CJK, Unicode
+     * spaces), 1 kB to 100 kB, random ends: the tail found from a piece start near the end
+     * must be the whole encoding's */
+    static const char *bits[] = {"a", "Z", "7", " ", "  ", "\n", "\r\n", "\n\n", "/", ".", "'s",
+                                 "'T", "\t", "-", "(", "\xe4\xb8\xad", "\xc2\xa0", "\xe3\x80\x80",
+                                 "word", " the", "123456", "\xcc\x81", "!!", "\n/", " /x"};
+    unsigned seed = 12345;
+    for (int e = 0; e < 2; e++) {
+        size_t checked = 0, bad = 0;
+        for (int round = 0; round < 120; round++) {
+            struct buf t = BUF_INIT;
+            seed = seed * 1103515245u + 12345u;
+            size_t want = 1000 + (seed >> 8) % (round % 4 == 3 ? 100000 : 20000);
+            while (t.len < want) {
+                seed = seed * 1103515245u + 12345u;
+                buf_appends(&t, bits[(seed >> 16) % (sizeof bits / sizeof *bits)]);
+            }
+            seed = seed * 1103515245u + 12345u;
+            size_t hn = 1 + (seed >> 16) % 200, tn = 1 + (seed >> 4) % 300;
+            struct tok_ids all = TOK_IDS_INIT, h = TOK_IDS_INIT, tl = TOK_IDS_INIT;
+            tokenizer_encode(toks[e], t.data, t.len, &all);
+            if (tokenizer_encode_ends(toks[e], t.data, t.len, hn, tn, &h, &tl) == 0) {
+                checked++;
+                bad += h.len != hn || tl.len != tn || all.len < hn + tn ||
+                       memcmp(h.ids, all.ids, hn * sizeof *h.ids) != 0 ||
+                       memcmp(tl.ids, all.ids + all.len - tn, tn * sizeof *tl.ids) != 0;
+            }
+            tok_ids_free(&all);
+            tok_ids_free(&h);
+            tok_ids_free(&tl);
+            buf_free(&t);
+        }
+        TAP_OK(bad == 0 && checked >= 110, "%s: encode_ends on random text: %zu of 120 texts, "
+               "%zu wrong", ENCODINGS[e], checked, bad);
+    }
+    /* every piece start tokenizer_piece_start names is one: the text's ids are those of the
+     * text before it followed by those of the text from it */
+    for (int e = 0; e < 2; e++) {
+        size_t starts = 0, bad = 0;
+        for (int round = 0; round < 40; round++) {
+            struct buf t = BUF_INIT;
+            while (t.len < 600) {
+                seed = seed * 1103515245u + 12345u;
+                buf_appends(&t, bits[(seed >> 16) % (sizeof bits / sizeof *bits)]);
+            }
+            struct tok_ids all = TOK_IDS_INIT;
+            tokenizer_encode(toks[e], t.data, t.len, &all);
+            for (size_t i = 1; i < t.len; i++) {
+                if (!tokenizer_piece_start(t.data, t.len, i))
+                    continue;
+                starts++;
+                struct tok_ids two = TOK_IDS_INIT;
+                tokenizer_encode(toks[e], t.data, i, &two);
+                tokenizer_encode(toks[e], t.data + i, t.len - i, &two);
+                bad += two.len != all.len || memcmp(two.ids, all.ids, all.len * sizeof *all.ids);
+                tok_ids_free(&two);
+            }
+            tok_ids_free(&all);
+            buf_free(&t);
+        }
+        TAP_OK(bad == 0 && starts > 300, "%s: each of %zu piece starts named splits the "
+               "encoding there (%zu do not)", ENCODINGS[e], starts, bad);
+    }
+}
+
 /* Memory does not grow with the length of a run: 8 MiB of one letter (one piece to the regex)
  * used to take ~43 bytes per byte (357 MB). */
 static void test_long_run_memory(void)
@@ -886,6 +1007,7 @@ int main(void)
     test_piece_cap();
     test_stream_long();
     test_encode_each();
+    test_encode_ends();
     test_long_run_memory();
     test_count_limits();
     tokenizer_close(toks[0]);
