@@ -46,6 +46,15 @@ with ttlib.FakeServer() as srv:
                                          timeout=60)
         return rc, err, [r["body"] for r in srv.requests()[n0:]]
 
+    def uncounted_rows(home):
+        """Rows of home's database without a count, the last turn's two left out."""
+        c = sqlite3.connect(db_path(home))
+        n, = c.execute("SELECT count(*) FROM messages m WHERE NOT EXISTS (SELECT 1 FROM "
+                       "message_tokens t WHERE t.message_id = m.id) AND m.id < "
+                       "(SELECT max(id) - 1 FROM messages)").fetchone()
+        c.close()
+        return n
+
     def setup(conf, turns, words):
         home = ttlib.make_home()
         with open(os.path.join(home, "tokterm.conf"), "w") as f:
@@ -140,9 +149,7 @@ with ttlib.FakeServer() as srv:
     c.close()
     add_turns(db_path(home), 60, 30, 9000)
     rc, err, _ = run(home, ["-c", "-p", "count the new ones"])
-    left, = sqlite3.connect(db_path(home)).execute(
-        "SELECT count(*) FROM messages m WHERE NOT EXISTS (SELECT 1 FROM message_tokens t "
-        "WHERE t.message_id = m.id) AND m.id < (SELECT max(id) - 1 FROM messages)").fetchone()
+    left = uncounted_rows(home)
     t.ok(rc == 0 and left == 0, "failed, uncounted: one resume counts every row it read, the "
          "unsent prompts too (%d left)" % left, err.decode(errors="replace"))
     same(home, "failed, uncounted", "and then", "the newest")
@@ -181,9 +188,7 @@ with ttlib.FakeServer() as srv:
     # every run from then on
     add_turns(db_path(home), 60, 30, 9500)
     run(home, ["-c", "-p", "count the new ones"])
-    left, = sqlite3.connect(db_path(home)).execute(
-        "SELECT count(*) FROM messages m WHERE NOT EXISTS (SELECT 1 FROM message_tokens t "
-        "WHERE t.message_id = m.id) AND m.id < (SELECT max(id) - 1 FROM messages)").fetchone()
+    left = uncounted_rows(home)
     t.ok(left == 0, "retried: every replaced row has its count (%d left)" % left)
     same(home, "retried, older", "long after the retries", "the newest")
     # replaced rows never read by a walk (no -c -p while they were new): the one full load
@@ -194,9 +199,7 @@ with ttlib.FakeServer() as srv:
     c.close()
     add_turns(db_path(home), 60, 30, 9800)
     rc, err, _ = run(home, ["-c", "-p", "count the newest ones"])
-    left, = sqlite3.connect(db_path(home)).execute(
-        "SELECT count(*) FROM messages m WHERE NOT EXISTS (SELECT 1 FROM message_tokens t "
-        "WHERE t.message_id = m.id) AND m.id < (SELECT max(id) - 1 FROM messages)").fetchone()
+    left = uncounted_rows(home)
     t.ok(gone >= 14 and resumed(err) and resumed(err)[1] == "all" and left == 0,
          "retried, never walked: the full load counts the %d replaced rows (%r, %d left)"
          % (gone, resumed(err), left), err.decode(errors="replace"))

@@ -734,6 +734,15 @@ static void test_encode_each(void)
     buf_free(&t);
 }
 
+/* 1 unless h and t are the first hn and the last tn of all's ids. */
+static int ends_wrong(const struct tok_ids *all, const struct tok_ids *h, size_t hn,
+                      const struct tok_ids *t, size_t tn)
+{
+    return h->len != hn || t->len != tn || all->len < hn + tn ||
+           memcmp(h->ids, all->ids, hn * sizeof *h->ids) != 0 ||
+           memcmp(t->ids, all->ids + all->len - tn, tn * sizeof *t->ids) != 0;
+}
+
 /* tokenizer_encode_ends gives the first and last ids of tokenizer_encode, for every corpus
  * file, short (one bounded split) and repeated past 32 kB and past a piece's cap (the bounded
  * split, pieces cut), with ends of a few ids to most of the text; -1 where they would meet and
@@ -773,9 +782,7 @@ static void test_encode_ends(void)
                         bad += h.len || tl.len;
                     } else {
                         checked++;
-                        bad += h.len != hn || tl.len != tn || all.len < hn + tn ||
-                               memcmp(h.ids, all.ids, hn * sizeof *h.ids) != 0 ||
-                               memcmp(tl.ids, all.ids + all.len - tn, tn * sizeof *tl.ids) != 0;
+                        bad += ends_wrong(&all, &h, hn, &tl, tn);
                     }
                     tok_ids_free(&h);
                     tok_ids_free(&tl);
@@ -813,9 +820,7 @@ static void test_encode_ends(void)
             tokenizer_encode(toks[e], t.data, t.len, &all);
             if (tokenizer_encode_ends(toks[e], t.data, t.len, hn, tn, &h, &tl) == 0) {
                 checked++;
-                bad += h.len != hn || tl.len != tn || all.len < hn + tn ||
-                       memcmp(h.ids, all.ids, hn * sizeof *h.ids) != 0 ||
-                       memcmp(tl.ids, all.ids + all.len - tn, tn * sizeof *tl.ids) != 0;
+                bad += ends_wrong(&all, &h, hn, &tl, tn);
             }
             tok_ids_free(&all);
             tok_ids_free(&h);
