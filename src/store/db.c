@@ -1097,6 +1097,9 @@ static void store_close_as(struct store *st, int at_exit)
         int miss = 0, hi = 0;
         sqlite3_db_status(st->db, SQLITE_DBSTATUS_CACHE_MISS, &miss, &hi, 0);
         fprintf(stderr, "tokterm: debug: store: %d pages read into the page cache\n", miss);
+        /* the measure of store_free_as's choice of a detached checkpoint (tests) */
+        fprintf(stderr, "tokterm: debug: store: wrote %lld bytes to the WAL\n",
+                (long long)store_wrote_bytes(st));
         if (st->finished)
             fprintf(stderr, "tokterm: debug: store: %u statements compiled from the first "
                             "answer's end on\n", st->compiled - st->compiled_end);
