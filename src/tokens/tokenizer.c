@@ -1077,9 +1077,14 @@ static inline size_t ends_piece(const struct tokenizer *t, struct scan *sc, size
     return scan_piece(t, sc, i);
 }
 
+static inline int ends_alpha(uint8_t c)
+{
+    return (c | 0x20) >= 'a' && (c | 0x20) <= 'z';
+}
+
 static inline int ends_alnum(uint8_t c)
 {
-    return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
+    return (c >= '0' && c <= '9') || ends_alpha(c);
 }
 
 /* 1 when every split of s (either encoding's pattern, bounded or not) has a piece start at i
@@ -1093,8 +1098,7 @@ static inline int ends_sync(const uint8_t *s, size_t len, size_t i)
 {
     if (s[i - 1] == '\n')
         return ends_alnum(s[i]);
-    return s[i] == ' ' && i + 1 < len && ends_alnum(s[i - 1]) && ends_alnum(s[i + 1]) &&
-           s[i + 1] > '9';
+    return s[i] == ' ' && i + 1 < len && ends_alnum(s[i - 1]) && ends_alpha(s[i + 1]);
 }
 
 int tokenizer_piece_start(const char *text, size_t len, size_t i)
@@ -1135,8 +1139,10 @@ static int ends_tail_synced(const struct tokenizer *tok, const uint8_t *s, size_
         k->out->len = t0;
         k->count = 0;
         ends_encode_from(tok, s, len, p, k);
-        if (k->count >= tail || p == lo)
-            return k->count >= tail ? 0 : -1;
+        if (k->count >= tail)
+            return 0;
+        if (p == lo)
+            break; /* every piece after the head's: fewer than tail ids */
     }
     k->out->len = t0;
     k->count = 0;
@@ -1194,10 +1200,8 @@ int tokenizer_encode_ends(const struct tokenizer *tok, const char *text, size_t 
     /* the tail, from the pieces after the head's only (the two ends never share one) */
     struct sink kt = {t, 0, NULL, NULL, kh.memo};
     int rc = kh.count >= head && i < len ? ends_tail_synced(tok, s, len, i, tail, &kt) : -1;
-    if (rc != 0 && kh.count >= head && i < len) {
-        t->len = t0;
+    if (rc != 0 && kh.count >= head && i < len) /* (ends_tail_synced left t as it was) */
         rc = ends_tail_pieces(tok, s, len, i, tail, &kt);
-    }
     if (rc == 0) {
         h->len = h0 + head; /* a piece's ids past the head's */
         memmove(t->ids + t0, t->ids + t->len - tail, tail * sizeof *t->ids);

@@ -72,10 +72,11 @@ size_t tokenizer_encode_each(const struct tokenizer *tok, const char *text, size
                              void (*fn)(void *arg, const uint32_t *ids, size_t n), void *arg);
 
 /* The first head ids and the last tail ids (tail >= 1) of text[0..len), the same as those of
- * tokenizer_encode(), appended to *h and *t: the text is split into its pieces whole, but only
- * the pieces that hold the two ends are merged (a long message shortened for a request: its
- * ends, not all of it). Returns 0, or -1 with nothing appended when text is not valid UTF-8
- * or has too few pieces for the two ends to be apart: then encode it whole. */
+ * tokenizer_encode(), appended to *h and *t: only the pieces that hold the two ends are
+ * merged, the tail's from a piece start near the end (tokenizer_piece_start), else from the
+ * pieces found one after another after the head's (a long message shortened for a request:
+ * its ends, not all of it). Returns 0, or -1 with nothing appended when text is not valid
+ * UTF-8 or has too few pieces for the two ends to be apart: then encode it whole. */
 int tokenizer_encode_ends(const struct tokenizer *tok, const char *text, size_t len,
                           size_t head, size_t tail, struct tok_ids *h, struct tok_ids *t);
 
