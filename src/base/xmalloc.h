@@ -32,7 +32,9 @@ void *xmalloc_huge(size_t n);
  * 32 MiB come from the heap (not a map each, faulted in afresh), what is freed stays there for
  * the next ones, and the heap grows XMALLOC_WORK_PAD bytes at a time, advised for transparent
  * huge pages. Without glibc or THP, what it can of that. For a process that exits after its
- * work (its memory stays with it, at most XMALLOC_WORK_PAD more). */
+ * work (its memory stays with it, at most XMALLOC_WORK_PAD more), or that will use what it
+ * keeps again (the chat after a fast answer: the next one). Another thread may allocate
+ * meanwhile (mallopt locks the main arena; the others read the thresholds as they are). */
 #define XMALLOC_WORK_PAD ((size_t)8 << 20)
 void xmalloc_working_set(void);
 /* Many small blocks to come that live until the exit (SQLite's parsed schema and statements,

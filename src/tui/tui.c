@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #define TUI_TAKE 0.002             /* text waiting for a frame is taken at most this often */
+#define TUI_FAST_BATCH 32768       /* text in one batch that makes the heap huge (tui_sink_text) */
 #define TUI_SLICE 16384            /* text styled between two looks at the clock: a frame that
                                       falls due inside a large batch is drawn there */
 #define TUI_COUNT_STEP 16384       /* answer bytes counted at a time when no usage will count
@@ -579,6 +580,13 @@ static void tui_sink_text(void *ud, int reasoning, const char *s, size_t n, doub
     t->sink_bytes += n;
     t->last_text = util_now();
     int first = t->st.bytes == 0; /* no text of this answer on screen yet */
+    /* A batch this large is a fast sender (a cache replay, a local model, a big stream): the
+     * answer's copies (the styler's lines, the document's text, rows and spans) are allocated
+     * from here on, hundreds of fresh 4 KiB pages that cost more CPU to fault in than styling
+     * the text. From the first such batch, the heap grows in transparent huge pages instead
+     * (xmalloc_working_set: the chat then keeps what it frees for the next answers). */
+    if (n >= TUI_FAST_BATCH)
+        xmalloc_working_set();
     size_t lazy = tui_view_answer_defer(t->view, t->answer, reasoning, s, n), at = lazy;
     if (at && !reasoning)
         tui_status_text(&t->st, at, t1, t2);
