@@ -110,6 +110,15 @@ int util_dlsym(void *lib, const char *name, void *slot, size_t size);
 int util_spawn_detached(const char *exe, char *const argv[], const int *keep, int n_keep,
                         void (*fallback)(void *ctx), void *ctx, int exiting);
 
+/* A number from JSON as a long: (long)d, truncated, when |d| < 2^53 (every integer a double
+ * holds exactly), else dflt. A peer's JSON may say 1e300 or, past cJSON, NaN; converting such
+ * a double to an integer is undefined behaviour (fuzz_dialect found an Anthropic block index of
+ * 2.2e108). */
+static inline long util_json_long(double d, long dflt)
+{
+    return d > -9007199254740992.0 && d < 9007199254740992.0 ? (long)d : dflt;
+}
+
 /* ceil(x) for |x| < 9e18 (x itself otherwise): the one libm function tokterm needed, and
  * linking libm for it costs ~300 KB of resident memory at every start. */
 static inline double util_ceil(double x)

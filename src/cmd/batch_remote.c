@@ -204,7 +204,7 @@ static const char *remote_str(const cJSON *o, const char *name)
 static long remote_num(const cJSON *o, const char *name)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
-    return cJSON_IsNumber(v) ? (long)v->valuedouble : 0;
+    return cJSON_IsNumber(v) ? util_json_long(v->valuedouble, 0) : 0;
 }
 
 static void remote_set(char **dst, const char *v)

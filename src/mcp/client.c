@@ -256,7 +256,7 @@ static void mcp_notification(struct mcp_client *c, const char *method, const cJS
         if (!cJSON_IsNumber(tok) || !cJSON_IsNumber(pr))
             return;
         pthread_mutex_lock(&c->mu);
-        struct mcp_pending *p = mcp_pending_find(c, (long)tok->valuedouble);
+        struct mcp_pending *p = mcp_pending_find(c, util_json_long(tok->valuedouble, -1));
         if (p && !p->done && p->progress)
             p->progress(p->ud, pr->valuedouble, cJSON_IsNumber(tot) ? tot->valuedouble : -1,
                         cJSON_IsString(msg) ? msg->valuestring : NULL);
@@ -268,7 +268,8 @@ static void mcp_notification(struct mcp_client *c, const char *method, const cJS
 static void mcp_response(struct mcp_client *c, const cJSON *j, const cJSON *id)
 {
     pthread_mutex_lock(&c->mu);
-    struct mcp_pending *p = cJSON_IsNumber(id) ? mcp_pending_find(c, (long)id->valuedouble)
+    struct mcp_pending *p = cJSON_IsNumber(id) ? mcp_pending_find(c, util_json_long(id->valuedouble,
+                                                                                     -1))
                                                : NULL;
     if (!p || p->done || (double)p->id != id->valuedouble) {
         c->unknown_ids++;
@@ -283,7 +284,8 @@ static void mcp_response(struct mcp_client *c, const cJSON *j, const cJSON *id)
         struct buf why = BUF_INIT;
         utf8_sanitize(&why, cJSON_IsString(m) ? m->valuestring : "no message",
                       cJSON_IsString(m) ? strlen(m->valuestring) : 10);
-        buf_printf(&p->error, "error %ld: %s", cJSON_IsNumber(code) ? (long)code->valuedouble : 0,
+        buf_printf(&p->error, "error %ld: %s",
+                   cJSON_IsNumber(code) ? util_json_long(code->valuedouble, 0) : 0,
                    why.data ? why.data : "");
         buf_free(&why);
         mcp_settle(c, p, MCP_RPC_ERROR, NULL);

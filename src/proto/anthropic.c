@@ -5,6 +5,7 @@
 #include "config.h"
 #include "proto/api_int.h"
 #include "proto/dialect.h"
+#include "base/util.h"
 #include "base/xmalloc.h"
 
 #include <cjson/cJSON.h>
@@ -479,7 +480,7 @@ static int anth_block_event(struct api_stream *st, const char *type, const char 
     if (!o)
         return 0; /* anth_decode read it: it is valid JSON */
     const cJSON *ix = cJSON_GetObjectItemCaseSensitive(o, "index");
-    long key = cJSON_IsNumber(ix) ? (long)ix->valuedouble : -1;
+    long key = cJSON_IsNumber(ix) ? util_json_long(ix->valuedouble, -1) : -1;
     int r = 0;
     if (!strcmp(type, "content_block_start")) {
         r = anth_block_start(st, cJSON_GetObjectItemCaseSensitive(o, "content_block"), key, 0,

@@ -154,6 +154,16 @@ int main(void)
     const size_t k = strlen(KEY);
     char piece[64];
 
+    /* util_json_long: numbers a peer's JSON may hold, converted without undefined behaviour
+     * (UBSan reports the cast of 1e300 in the sanitizer builds) */
+    TAP_OK(util_json_long(3.7, -1) == 3 && util_json_long(-2.0, -1) == -2 &&
+               util_json_long(9007199254740991.0, -1) == 9007199254740991L,
+           "util_json_long: integers up to 2^53 and fractions, truncated");
+    TAP_OK(util_json_long(2.22e108, -1) == -1 && util_json_long(-1e300, 7) == 7 &&
+               util_json_long(9007199254740992.0, -1) == -1 &&
+               util_json_long(__builtin_nan(""), -1) == -1 &&
+               util_json_long(__builtin_inf(), -1) == -1,
+           "util_json_long: 2^53 and past it, infinities and NaN give the default");
     test_dlopen();
     test_spawn_detached(1);
     test_spawn_detached(0);
