@@ -71,7 +71,9 @@ void *xmalloc_huge(size_t n)
     return p;
 }
 
-void xmalloc_working_set(void)
+/* xmalloc_working_set and xmalloc_heap_fast: blocks from mmap_min bytes on are maps of
+ * their own; the heap grows XMALLOC_WORK_PAD at a time, advised for huge pages. Once. */
+static void xmalloc_heap_pad(int mmap_min, int trim)
 {
 #ifdef __GLIBC__
     static int done;
@@ -79,12 +81,13 @@ void xmalloc_working_set(void)
         return;
     done = 1;
     atomic_store(&xmalloc_threshold_set, 1);
-    mallopt(M_MMAP_THRESHOLD, 32 << 20);
-    mallopt(M_TRIM_THRESHOLD, 64 << 20);
+    mallopt(M_MMAP_THRESHOLD, 32 << 20); /* the pad block below comes from the heap */
+    mallopt(M_TRIM_THRESHOLD, trim);
     mallopt(M_TOP_PAD, (int)XMALLOC_WORK_PAD);
     /* one block grows the heap by its size and the pad; advised whole (the huge pages inside
      * it), then freed: the next blocks are carved from it */
     char *p = malloc(XMALLOC_WORK_PAD);
+    mallopt(M_MMAP_THRESHOLD, mmap_min);
     if (!p)
         return;
     uintptr_t lo = ((uintptr_t)p + XMALLOC_HUGE_PAGE - 1) & ~(uintptr_t)(XMALLOC_HUGE_PAGE - 1);
@@ -93,6 +96,16 @@ void xmalloc_working_set(void)
         (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE); /* only advice */
     free(p);
 #endif
+}
+
+void xmalloc_working_set(void)
+{
+    xmalloc_heap_pad(32 << 20, 64 << 20);
+}
+
+void xmalloc_heap_fast(void)
+{
+    xmalloc_heap_pad((int)XMALLOC_HUGE_MIN, (int)(4 * XMALLOC_WORK_PAD));
 }
 
 #if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && __GLIBC_PREREQ(2, 33)

@@ -32,11 +32,16 @@ void *xmalloc_huge(size_t n);
  * 32 MiB come from the heap (not a map each, faulted in afresh), what is freed stays there for
  * the next ones, and the heap grows XMALLOC_WORK_PAD bytes at a time, advised for transparent
  * huge pages. Without glibc or THP, what it can of that. For a process that exits after its
- * work (its memory stays with it, at most XMALLOC_WORK_PAD more), or that will use what it
- * keeps again (the chat after a fast answer: the next one). Another thread may allocate
- * meanwhile (mallopt locks the main arena; the others read the thresholds as they are). */
+ * work (its memory stays with it, at most XMALLOC_WORK_PAD more). */
 #define XMALLOC_WORK_PAD ((size_t)8 << 20)
 void xmalloc_working_set(void);
+/* The same heap for a process that goes on (the chat, once a fast answer comes: its copies of
+ * the text are many blocks and growing arrays in fresh pages), but blocks of XMALLOC_HUGE_MIN
+ * or more stay maps of their own, returned whole when freed, so the peak of a long answer is
+ * not kept after it (with xmalloc_working_set's 32 MiB, a 15 MiB line's chat peaked 7 MiB
+ * higher). Once, and not after xmalloc_working_set. Another thread may allocate meanwhile
+ * (mallopt locks the main arena; the others read the thresholds as they are). */
+void xmalloc_heap_fast(void);
 /* Many small blocks to come that live until the exit (SQLite's parsed schema and statements,
  * the page cache, libcurl's and OpenSSL's set-up: ~100-200 fresh 4 KiB pages in a one-shot,
  * ~10 us each to fault in on the virtual machines tokterm is measured on): the heap's next

@@ -584,9 +584,9 @@ static void tui_sink_text(void *ud, int reasoning, const char *s, size_t n, doub
      * answer's copies (the styler's lines, the document's text, rows and spans) are allocated
      * from here on, hundreds of fresh 4 KiB pages that cost more CPU to fault in than styling
      * the text. From the first such batch, the heap grows in transparent huge pages instead
-     * (xmalloc_working_set: the chat then keeps what it frees for the next answers). */
+     * (xmalloc_heap_fast). */
     if (n >= TUI_FAST_BATCH)
-        xmalloc_working_set();
+        xmalloc_heap_fast();
     size_t lazy = tui_view_answer_defer(t->view, t->answer, reasoning, s, n), at = lazy;
     if (at && !reasoning)
         tui_status_text(&t->st, at, t1, t2);
