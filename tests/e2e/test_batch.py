@@ -628,8 +628,15 @@ with ttlib.FakeServer() as srv:
                                      timeout=60)
     reqs = srv.requests()[before:]
     limited = [r for r in reqs if r.get("rate_limited")]
-    t.ok(rc == 0 and len(parse(out)) == 60 and len(reqs) == 60,
-         "slow headers, rpm=1200,burst=6 at -j 32: 60 items, 60 requests", err.decode())
+    lines = parse(out)
+    # what the items that did not complete say (it failed once under load, session 26, with
+    # 12 of 60 items failed and no 429, and only stderr's summary kept)
+    bad = [{k: r.get(k) for k in ("id", "outcome", "error", "retries")} for r in lines
+           if r.get("outcome") != "complete"]
+    t.ok(rc == 0 and len(lines) == 60 and len(reqs) == 60,
+         "slow headers, rpm=1200,burst=6 at -j 32: 60 items, 60 requests",
+         "rc %d, %d lines, %d requests; not complete: %s\n%s"
+         % (rc, len(lines), len(reqs), json.dumps(bad)[:4000], err.decode()[-4000:]))
     t.ok(len(limited) == 0, "slow headers: no request got a 429 (got %d)" % len(limited))
 
 sys.exit(t.done())
