@@ -12,12 +12,12 @@
  * floor under the rows that touch fresh memory (the chat's copies of a fast answer, the
  * saving run's buffers). */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <time.h>
-#include <unistd.h>
 
 #define HUGE ((size_t)2 << 20)
 
@@ -71,7 +71,9 @@ int main(int argc, char **argv)
         size_t len;
         char *p = touch(n, ms, &len); /* these become the freed memory the pause ages */
         munmap(p, len);
-        usleep((useconds_t)(pause * 1e6));
+        struct timespec ts = {(time_t)pause, (long)((pause - (double)(time_t)pause) * 1e9)};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) /* usleep may refuse 1 s or more */
+            ;
         p = touch(n, ms, &len);
         munmap(p, len);
         qsort(ms, (size_t)n, sizeof *ms, cmp);
