@@ -106,7 +106,10 @@ int util_dlsym(void *lib, const char *name, void *slot, size_t size);
  * forked, -1 otherwise.
  * exiting: the caller ends right after (_exit), so nobody is left to hold a zombie: one fork,
  * the child in a session of its own, not waited for (a second fork and the wait for it cost
- * 5-22 ms at load 11 on the close of a large answer); init reaps it. */
+ * 5-22 ms at load 11 on the close of a large answer); init reaps it. Without a fallback that
+ * child is a clone sharing this memory whose exec is not waited for either: the caller's
+ * errno may change once the child runs, and until its exec the child's command line reads as
+ * the caller's. */
 int util_spawn_detached(const char *exe, char *const argv[], const int *keep, int n_keep,
                         void (*fallback)(void *ctx), void *ctx, int exiting);
 

@@ -124,6 +124,13 @@ with ttlib.FakeServer() as srv:
     db = db_path(home)
     rc, _, _ = run(home, "", ["-p", "the schema first"])
     rc2, out, err = run(home, "gen=40000,chunk=whole", ["-p", "a 0.33 MB answer"])
+    # The copy's lock is held from before the run exits: another tokterm (and
+    # ttlib.checkpoint_running) goes by it, as the copy's command line is the run's until its
+    # exec. Checked as soon as the run is reaped (or the copy has already started the WAL
+    # over: it takes an exec, SQLite's load and a copy, many milliseconds).
+    locked = ttlib.checkpoint_locked(db)
+    t.ok(locked or wal_frames(db) < 16,
+         "a 0.33 MB answer: its copy holds its lock when the run has exited")
     # the copy is forked as the run exits: until its exec its command line is the run's, so
     # wait for what it does (at most 10 s), then for it to be gone
     deadline = time.monotonic() + 10

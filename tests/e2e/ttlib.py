@@ -15,6 +15,7 @@ terminal tests).
 """
 
 import atexit
+import fcntl
 import http.client
 import json
 import os
@@ -23,6 +24,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import struct
 import sys
 import tempfile
 import time
@@ -410,11 +412,38 @@ def mid_exec(st):
     return st is not None and st[0] == b"" and st[2] != "Z"
 
 
+# The byte of DB-shm on which a detached copy holds an exclusive open-file-description lock
+# while it copies (STORE_SHM_DETACHED in src/store/db.c).
+SHM_DETACHED = 129
+
+
+def checkpoint_locked(db):
+    """True while something holds the detached copy's lock on DB-shm: taken by the run that
+    starts the copy before it starts it, and held by the copy from its first moment, before
+    its exec (when its command line still reads as that run's), until it has started the WAL
+    over."""
+    try:
+        fd = os.open(db + "-shm", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fl = struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, SHM_DETACHED, 1, 0)
+        got = fcntl.fcntl(fd, fcntl.F_OFD_GETLK, fl)
+        return struct.unpack("hhqqi4x", got)[0] != fcntl.F_UNLCK
+    finally:
+        os.close(fd)
+
+
 def checkpoint_running(db, settle=5.0):
     """True while a `tokterm --checkpoint DB` (the detached copy of a long run's WAL, started
-    by its close) is running. A tokterm caught in the middle of an exec (mid_exec) may be
+    by its close) is running: it holds its lock (checkpoint_locked; an exiting run's copy
+    shares that run's memory until its exec, so its command line is not yet its own), or its
+    command line is that copy's (it lets the lock go once the WAL is started over, then copies
+    what was left once more). A tokterm caught in the middle of an exec (mid_exec) may be
     becoming that copy, or any other run of another test: it is read again until its command
     line is set up (at most `settle` seconds, then it counts as the copy)."""
+    if checkpoint_locked(db):
+        return True
     want = b"--checkpoint\0" + os.fsencode(db) + b"\0"
     for d in os.listdir("/proc"):
         if not d.isdigit():
