@@ -352,7 +352,7 @@ static const char store_q_fold_whole[] =
 /* Run one of the fold statements on answer id with the text tp (reasoning rp when
  * has_reasoning; either may be NULL: unchanged) and fin (may be NULL). 0, -1, 1 when fin was
  * given and no row changed, or STORE_FOLD_TOOBIG (nothing written). */
-static int store_fold_write(struct store *st, const char *sql, int64_t id, const struct buf *tp,
+static int store_fold_write(struct store *st, const char *sql, int64_t id, struct buf *tp,
                             const struct buf *rp, int has_reasoning, const struct store_fin *fin)
 {
     sqlite3_stmt *q = store_prep(st, sql);
@@ -368,8 +368,19 @@ static int store_fold_write(struct store *st, const char *sql, int64_t id, const
     }
     if (fin)
         store_fin_bind(q, fin);
+    /* A long answer's text is in huge pages (store_append): SQLite's record of it goes in the
+     * rest of the same block, whose last huge page is faulted in already (sqlite_dl_lend) */
+    char *lent = tp && tp->len && tp->cap >= XMALLOC_HUGE_MIN ? tp->data : NULL;
+    if (lent)
+        sqlite_dl_lend(lent, tp->len + 1, tp->cap);
     int rc = sqlite3_step(q);
     store_done(st, q);
+    if (lent && sqlite_dl_lend_end(lent)) {
+        /* SQLite kept the record: the block is its own now; the text gets one of its own */
+        struct buf keep = BUF_INIT;
+        buf_append(&keep, lent, tp->len);
+        *tp = keep;
+    }
     if ((rc & 0xff) == SQLITE_TOOBIG) {
         store_fail(st, "cannot save the answer");
         return STORE_FOLD_TOOBIG;
@@ -489,7 +500,8 @@ static int store_fold(struct store *st, int64_t id, struct store_stream *s,
     if ((!s || s->parted) &&
         store_parts_read(st, id, &text, &reasoning, &has_parts, &has_reasoning) != 0)
         goto out;
-    const struct buf *tp = &text, *rp = &reasoning;
+    struct buf *tp = &text;
+    const struct buf *rp = &reasoning;
     if (s && !has_parts) {
         /* Nothing was committed as parts yet: write the buffered text as it is. */
         tp = &s->text;

@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,29 +25,98 @@ struct sqlite_dl sqlite_dl_api;
 static pthread_once_t sqlite_dl_once = PTHREAD_ONCE_INIT;
 static char sqlite_dl_error[512]; /* empty once loaded */
 
+/* The lend (sqlite_dl_lend): the unused end of the block that holds a long answer's text, for
+ * the record SQLite makes of that text. Under its lock, and lent_at (what is lent, NULL when
+ * nothing is) read without it by every free, so that the others take no lock. */
+static pthread_mutex_t sqlite_dl_lend_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic(char *) sqlite_dl_lent_at;
+static struct {
+    char *base;       /* the text's block: freed here if SQLite keeps the record past the lend */
+    size_t size;      /* bytes lent from lent_at on */
+    pthread_t thread; /* only this thread's allocations take it */
+    int open;         /* between sqlite_dl_lend and sqlite_dl_lend_end */
+    int out;          /* SQLite holds it */
+    int orphan;       /* SQLite held it at sqlite_dl_lend_end: base goes when it is freed */
+    unsigned long hits;
+} sqlite_dl_lent;
+
+/* The lent block's size when p is it, else 0. */
+static size_t sqlite_dl_lent_size(const void *p)
+{
+    if (!p || p != atomic_load(&sqlite_dl_lent_at))
+        return 0;
+    pthread_mutex_lock(&sqlite_dl_lend_lock);
+    size_t z = p == atomic_load(&sqlite_dl_lent_at) ? sqlite_dl_lent.size : 0;
+    pthread_mutex_unlock(&sqlite_dl_lend_lock);
+    return z;
+}
+
 /* SQLite's allocator: malloc, except that a block of XMALLOC_HUGE_WRITE bytes or more (the
- * record of a long answer, written whole) goes in huge pages (huge_alloc: still a malloc'd
- * block, so free, realloc and malloc_usable_size apply). */
+ * record of a long answer, written whole) goes in huge pages: the lent end of the text's
+ * block when it fits there, else huge_alloc (still a malloc'd block, so free, realloc and
+ * malloc_usable_size apply). */
 static void *sqlite_dl_malloc(int n)
 {
     size_t z = n > 0 ? (size_t)n : 1;
-    return z >= XMALLOC_HUGE_WRITE ? huge_alloc(z) : malloc(z);
+    if (z < XMALLOC_HUGE_WRITE)
+        return malloc(z);
+    char *p = NULL;
+    pthread_mutex_lock(&sqlite_dl_lend_lock);
+    if (sqlite_dl_lent.open && !sqlite_dl_lent.out && z <= sqlite_dl_lent.size &&
+        pthread_equal(sqlite_dl_lent.thread, pthread_self())) {
+        sqlite_dl_lent.out = 1;
+        sqlite_dl_lent.hits++;
+        p = atomic_load(&sqlite_dl_lent_at);
+    }
+    pthread_mutex_unlock(&sqlite_dl_lend_lock);
+    return p ? p : huge_alloc(z);
 }
 
 static void sqlite_dl_free(void *p)
 {
+    if (p && p == atomic_load(&sqlite_dl_lent_at)) {
+        char *base = NULL;
+        pthread_mutex_lock(&sqlite_dl_lend_lock);
+        int lent = p == atomic_load(&sqlite_dl_lent_at);
+        if (lent) {
+            sqlite_dl_lent.out = 0;
+            if (sqlite_dl_lent.orphan) { /* the lend is over: its block was left to this */
+                base = sqlite_dl_lent.base;
+                sqlite_dl_lent.orphan = 0;
+                atomic_store(&sqlite_dl_lent_at, NULL);
+            }
+        }
+        pthread_mutex_unlock(&sqlite_dl_lend_lock);
+        if (lent) {
+            free(base);
+            return;
+        }
+    }
     free(p);
 }
 
 static int sqlite_dl_size(void *p)
 {
-    size_t z = p ? malloc_usable_size(p) : 0;
+    size_t z = sqlite_dl_lent_size(p);
+    if (!z && p)
+        z = malloc_usable_size(p);
     return z > INT_MAX ? INT_MAX : (int)z;
 }
 
 static void *sqlite_dl_realloc(void *p, int n)
 {
     size_t z = n > 0 ? (size_t)n : 1;
+    size_t lent = sqlite_dl_lent_size(p);
+    if (lent) { /* kept while it is large enough, else copied out */
+        if (z <= lent)
+            return p;
+        void *q = huge_alloc(z);
+        if (q) {
+            memcpy(q, p, lent);
+            sqlite_dl_free(p);
+        }
+        return q;
+    }
     if (z < XMALLOC_HUGE_WRITE || !p)
         return p ? realloc(p, z) : sqlite_dl_malloc(n);
     size_t old = malloc_usable_size(p);
@@ -58,6 +128,45 @@ static void *sqlite_dl_realloc(void *p, int n)
         free(p);
     }
     return q;
+}
+
+void sqlite_dl_lend(char *base, size_t used, size_t cap)
+{
+    size_t at = (used + 63) & ~(size_t)63;
+    pthread_mutex_lock(&sqlite_dl_lend_lock);
+    if (!atomic_load(&sqlite_dl_lent_at) && at < cap && cap - at >= XMALLOC_HUGE_WRITE) {
+        sqlite_dl_lent.base = base;
+        sqlite_dl_lent.size = cap - at;
+        sqlite_dl_lent.thread = pthread_self();
+        sqlite_dl_lent.open = 1;
+        sqlite_dl_lent.out = sqlite_dl_lent.orphan = 0;
+        atomic_store(&sqlite_dl_lent_at, base + at);
+    } /* else one is still out (left to SQLite by an earlier lend): nothing is lent */
+    pthread_mutex_unlock(&sqlite_dl_lend_lock);
+}
+
+int sqlite_dl_lend_end(char *base)
+{
+    int kept = 0;
+    pthread_mutex_lock(&sqlite_dl_lend_lock);
+    if (sqlite_dl_lent.open && sqlite_dl_lent.base == base) {
+        sqlite_dl_lent.open = 0;
+        kept = sqlite_dl_lent.out;
+        if (kept)
+            sqlite_dl_lent.orphan = 1; /* freed with what SQLite holds */
+        else
+            atomic_store(&sqlite_dl_lent_at, NULL);
+    }
+    pthread_mutex_unlock(&sqlite_dl_lend_lock);
+    return kept;
+}
+
+unsigned long sqlite_dl_lend_used(void)
+{
+    pthread_mutex_lock(&sqlite_dl_lend_lock);
+    unsigned long n = sqlite_dl_lent.hits;
+    pthread_mutex_unlock(&sqlite_dl_lend_lock);
+    return n;
 }
 
 static int sqlite_dl_roundup(int n)

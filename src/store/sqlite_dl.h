@@ -13,6 +13,8 @@
 #ifndef TT_SQLITE_DL_H
 #define TT_SQLITE_DL_H
 
+#include <stddef.h>
+
 #include <sqlite3.h>
 
 /* Every sqlite3_ function tokterm uses, without its prefix. */
@@ -45,6 +47,19 @@ int sqlite_dl_load(char **err);
 /* Before the first sqlite_dl_load: this process will read many pages (a search), so that the
  * page cache is set up in a huge page (see sqlite_dl.c). */
 void sqlite_dl_prefer_large_reads(void);
+/* A long answer's text fills `used` bytes of a block of `cap` (huge_alloc'd, malloc'd): the
+ * rest of it, already faulted in where the text's last huge page reaches, is lent to the
+ * record SQLite makes of that text in the statement this thread runs next (SQLite's
+ * allocator hands it out for a large block that fits it). A fresh 2 MiB huge page costs
+ * 0.1-0.2 ms to fault in on this project's VM, 4-5 ms when memory was freed seconds before
+ * (bench/freshmem.c): an answer up to ~1 MiB needs none for its record, a longer one one fewer.
+ * sqlite_dl_lend_end(base) after the statement is reset: 0, or 1 when SQLite still holds the
+ * record (not expected: a statement frees its registers when it halts); base is then SQLite's,
+ * freed with the record, and the caller must not free it (nor write to it). */
+void sqlite_dl_lend(char *base, size_t used, size_t cap);
+int sqlite_dl_lend_end(char *base);
+/* How many of SQLite's large blocks were lent so far (tests). */
+unsigned long sqlite_dl_lend_used(void);
 
 #define sqlite3_vfs_find (sqlite_dl_api.vfs_find)
 #define sqlite3_vfs_register (sqlite_dl_api.vfs_register)
