@@ -106,26 +106,18 @@ static int sqlite_dl_size(void *p)
 static void *sqlite_dl_realloc(void *p, int n)
 {
     size_t z = n > 0 ? (size_t)n : 1;
-    size_t lent = sqlite_dl_lent_size(p);
-    if (lent) { /* kept while it is large enough, else copied out */
-        if (z <= lent)
-            return p;
-        void *q = huge_alloc(z);
-        if (q) {
-            memcpy(q, p, lent);
-            sqlite_dl_free(p);
-        }
-        return q;
+    size_t old = sqlite_dl_lent_size(p);
+    if (!old) {
+        if (z < XMALLOC_HUGE_WRITE || !p)
+            return p ? realloc(p, z) : sqlite_dl_malloc(n);
+        old = malloc_usable_size(p);
     }
-    if (z < XMALLOC_HUGE_WRITE || !p)
-        return p ? realloc(p, z) : sqlite_dl_malloc(n);
-    size_t old = malloc_usable_size(p);
     if (old >= z)
-        return p;
+        return p; /* (the lent block too, while it is large enough) */
     void *q = huge_alloc(z);
     if (q) {
         memcpy(q, p, old);
-        free(p);
+        sqlite_dl_free(p);
     }
     return q;
 }
