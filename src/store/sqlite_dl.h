@@ -52,7 +52,8 @@ void sqlite_dl_prefer_large_reads(void);
  * record SQLite makes of that text in the statement this thread runs next (SQLite's
  * allocator hands it out for a large block that fits it). A fresh 2 MiB huge page costs
  * 0.1-0.2 ms to fault in on this project's VM, 4-5 ms when memory was freed seconds before
- * (bench/freshmem.c): an answer up to ~1 MiB needs none for its record, a longer one one fewer.
+ * (bench/freshmem.c): an answer up to ~1 MiB needs none for its record, one up to ~8 MiB one
+ * fewer; a longer one's record does not fit in the rest of its 16 MiB block, and is not lent.
  * sqlite_dl_lend_end(base) after the statement is reset: 0, or 1 when SQLite still holds the
  * record (not expected: a statement frees its registers when it halts); base is then SQLite's,
  * freed with the record, and the caller must not free it (nor write to it). */
