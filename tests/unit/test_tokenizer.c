@@ -7,6 +7,7 @@
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -987,6 +988,37 @@ static void test_count_limits(void)
     free(err);
 }
 
+/* Opening a tokenizer clears none of its class table (128 KiB, filled a block at a time as a
+ * text needs it): run after the others, as the chat runs, with blocks of up to 1 MiB from the
+ * heap (huge_alloc's threshold), where a calloc of the whole struct would write every page. */
+static void test_open_pages(void)
+{
+    const char *pre = getenv("LD_PRELOAD");
+    if (UNDER_ASAN || (pre && strstr(pre, "vgpreload_"))) {
+        TAP_OK(1, "# pages faulted by an open: not measured under another allocator");
+        return;
+    }
+#ifdef M_MMAP_THRESHOLD
+    mallopt(M_MMAP_THRESHOLD, 1 << 20);
+#endif
+    long most = 0;
+    for (int round = 0; round < 3; round++) {
+        struct rusage a, b;
+        getrusage(RUSAGE_SELF, &a);
+        char *err = NULL;
+        struct tokenizer *t = tokenizer_open("o200k_base", &err);
+        getrusage(RUSAGE_SELF, &b);
+        TAP_OK(t != NULL, "open %d after the others%s%s", round, err ? ": " : "", err ? err : "");
+        long got = b.ru_minflt - a.ru_minflt;
+        most = got > most ? got : most;
+        TAP_OK(tokenizer_count(t, "hello world", 11) == 2, "it counts (%ld pages faulted)", got);
+        tokenizer_close(t);
+        free(err);
+    }
+    /* the header's page, the file's first pages; the table's 32 pages would be 33 more */
+    TAP_OK(most < 20, "an open faults in %ld pages at most, not its whole class table", most);
+}
+
 int main(void)
 {
     char *datadir = xasprintf("%s/../data", tap_srcdir());
@@ -1015,6 +1047,7 @@ int main(void)
     test_encode_ends();
     test_long_run_memory();
     test_count_limits();
+    test_open_pages();
     tokenizer_close(toks[0]);
     tokenizer_close(toks[1]);
     free(datadir);
