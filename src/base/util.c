@@ -43,6 +43,16 @@ double util_cpu(int thread)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+long util_thread_faults(void)
+{
+#ifdef RUSAGE_THREAD
+    struct rusage ru;
+    if (getrusage(RUSAGE_THREAD, &ru) == 0)
+        return ru.ru_minflt;
+#endif
+    return 0;
+}
+
 int64_t util_epoch(void)
 {
     return (int64_t)time(NULL);

@@ -19,6 +19,9 @@ void util_sleep_ms(int ms);
 /* CPU time in seconds (user + system, nanosecond resolution): of the whole process (all its
  * threads) when thread is 0, of the calling thread when 1. */
 double util_cpu(int thread);
+/* Minor page faults so far (pages the kernel had to find, zero or map: fresh memory) of the
+ * calling thread; 0 where the system cannot say. */
+long util_thread_faults(void);
 /* Wall clock, seconds since the epoch. */
 int64_t util_epoch(void);
 

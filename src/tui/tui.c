@@ -209,13 +209,15 @@ static void tui_trace_styled(struct tui *t)
 }
 
 /* U <CPU of the process, all threads> <CPU of the UI thread> <the UI thread's CPU in the
- * frame>: after S, after each frame and after the Y that says all is styled (0: no frame), so
- * the benchmark takes an answer's CPU (request sent -> its end drawn and all of it styled)
- * exactly, and what its frames cost. */
+ * frame> <the UI thread's minor page faults so far>: after S, after each frame and after the Y
+ * that says all is styled (0: no frame), so the benchmark takes an answer's CPU (request sent
+ * -> its end drawn and all of it styled) exactly, and what its frames cost, and a test the
+ * fresh pages an answer took (test_chat_memory.py). */
 static void tui_trace_cpu(struct tui *t, double frame_cpu0)
 {
     double ui = util_cpu(1);
-    fprintf(t->trace, "U %.6f %.6f %.6f\n", util_cpu(0), ui, frame_cpu0 ? ui - frame_cpu0 : 0);
+    fprintf(t->trace, "U %.6f %.6f %.6f %ld\n", util_cpu(0), ui, frame_cpu0 ? ui - frame_cpu0 : 0,
+            util_thread_faults());
 }
 
 static void tui_frame(struct tui *t)

@@ -19,10 +19,11 @@
 #define TUI_VIEW_ADD_PIECE (1u << 20) /* tui_view_add styles a long text this much at a time */
 #define TUI_VIEW_STYLE_MAX (1u << 20) /* a longer line is never styled (shown as previewed) */
 /* A long line growing in batches of a fast sender (16 KiB or more at a time) takes a block of
- * huge pages once it passes 128 KiB, instead of doubling up to 1 MiB in small pages (256 page
- * faults and a copy of the line) first: buf.c's blocks from XMALLOC_HUGE_MIN on are huge. */
+ * huge pages once it passes 32 KiB (so at its first batch of that size), instead of doubling
+ * up to 1 MiB in small pages (256 page faults and a copy of the line) first: buf.c's blocks
+ * from XMALLOC_HUGE_MIN on are huge. */
 #define TUI_VIEW_FAST_BATCH (16u << 10)
-#define TUI_VIEW_FAST_GROW (128u << 10)
+#define TUI_VIEW_FAST_GROW (32u << 10)
 #define TUI_VIEW_LAZY_MIN 32768       /* a batch this large has its last screenful styled first */
 
 enum { TUI_PART_REASONING, TUI_PART_BODY, TUI_PART_FOOTER, TUI_PARTS };
@@ -267,6 +268,28 @@ static void tui_ascii_wrap(struct wrap_rows *out, const char *s, size_t n, size_
 #undef TUI_EMIT
 }
 
+/* A fast sender's long line has its huge block (buf.c): its rows take room for as many rows
+ * as that block holds text (at 40 columns or more), at once; only the rows written are
+ * faulted in. Doubling, they moved to fresh pages at each step, up to ~90 page faults (~1 ms
+ * on the project's VM) for a 1.9 MB line at 80 columns (16 bytes of rows per 80 of text). Not
+ * in huge pages: a 2 MiB page for 0.4 MB of rows costs more than their small pages when the
+ * host has taken the memory back (docs/PERFORMANCE.md, fresh memory), and stays resident.
+ * Cut to their size when the line is done (tui_rows_fit). */
+static void tui_rows_reserve(struct wrap_rows *r, size_t cap)
+{
+    r->v = xreallocarray(r->v, cap, sizeof *r->v);
+    r->cap = cap;
+}
+
+/* Rows kept after their line is done: no more room than they take. */
+static void tui_rows_fit(struct wrap_rows *r)
+{
+    if (r->cap > r->n + 4096) {
+        r->v = xreallocarray(r->v, r->n ? r->n : 1, sizeof *r->v);
+        r->cap = r->n ? r->n : 1;
+    }
+}
+
 /* Rewrap the long line's rows from its last two rows on (greedy wrapping never changes rows
  * before the last one when text is appended), or from scratch when full is set. */
 static void tui_part_long_wrap(struct tui_part *p, int width, int full)
@@ -279,6 +302,9 @@ static void tui_part_long_wrap(struct tui_part *p, int width, int full)
         p->lrows.n = 0;
     }
     const struct buf *src = p->lraw ? &p->line : &p->ltext;
+    size_t per_row = width < 40 ? 40 : (size_t)width;
+    if (src->cap >= XMALLOC_HUGE_MIN && p->lrows.cap < src->cap / per_row)
+        tui_rows_reserve(&p->lrows, src->cap / per_row);
     const char *s = buf_str(src) + from;
     size_t n = src->len - from;
     if (p->lraw || from >= p->lascii) {
@@ -616,6 +642,7 @@ static void tui_part_finish(struct tui_part *p, int width)
             buf_free(&p->carry);
             tui_part_long_wrap(p, width, 0);
         }
+        tui_rows_fit(&p->lrows);
         markdown_free(p->md);
         p->md = NULL;
         return;

@@ -209,17 +209,18 @@ with ttlib.FakeServer(extra_args=["--fixtures", fx]) as srv:
     t.ok(fine and nums[0] == 0, "Home: the first paragraphs %s, in order" % nums, home_screen)
     t.ok(y and y[-1] == [size["trickle"]] * 3, "all of it styled once (last Y %s)"
          % (y[-1] if y else None), lines[-10:])
-    # U <process CPU> <UI thread CPU> <the frame's UI CPU> after S, after each frame and
-    # after the Y that says all is styled: the benchmarks read an answer's CPU from them
+    # U <process CPU> <UI thread CPU> <the frame's UI CPU> <UI thread's page faults> after S,
+    # after each frame and after the Y that says all is styled: the benchmarks read an
+    # answer's CPU from them
     recs = [ln.split() for ln in lines if ln[:2] in ("S ", "F ", "U ")]
     follows = all(k + 1 < len(recs) and recs[k + 1][0] == "U" for k in range(len(recs))
                   if recs[k][0] != "U")
-    cs = [[float(x) for x in w[1:]] for w in recs if w[0] == "U" and len(w) == 4]
+    cs = [[float(x) for x in w[1:]] for w in recs if w[0] == "U" and len(w) == 5]
     t.ok(recs and recs[-1][0] == "U" and follows and
          len(cs) >= sum(1 for w in recs if w[0] != "U"),
          "the trace has a CPU record after S and after each frame (%d)" % len(cs), lines[:40])
-    t.ok(cs and all(b[0] >= a[0] and b[1] >= a[1] for a, b in zip(cs, cs[1:])) and
-         all(0 <= c[2] <= c[1] <= c[0] for c in cs) and cs[-1][0] > cs[0][0],
+    forward = all(b[0] >= a[0] and b[1] >= a[1] and b[3] >= a[3] for a, b in zip(cs, cs[1:]))
+    t.ok(cs and forward and all(0 <= c[2] <= c[1] <= c[0] for c in cs) and cs[-1][0] > cs[0][0],
          "its clocks only go forward, the UI thread's within the process's (%s -> %s)"
          % (cs[0] if cs else None, cs[-1] if cs else None), lines[:40])
 
