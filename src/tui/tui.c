@@ -212,7 +212,7 @@ static void tui_trace_styled(struct tui *t)
  * frame> <the UI thread's minor page faults so far>: after S, after each frame and after the Y
  * that says all is styled (0: no frame), so the benchmark takes an answer's CPU (request sent
  * -> its end drawn and all of it styled) exactly, and what its frames cost, and a test the
- * fresh pages an answer took (test_chat_memory.py). */
+ * fresh pages an answer took (test_chat_faults.py). */
 static void tui_trace_cpu(struct tui *t, double frame_cpu0)
 {
     double ui = util_cpu(1);
