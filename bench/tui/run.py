@@ -259,6 +259,7 @@ def tui(tokterm, env, width, height, tmp, rnd, wrap=(), traces=None):
     if code != 0:
         raise RuntimeError("the TUI exited with %r" % code)
     if traces:
+        os.makedirs(traces, exist_ok=True)
         shutil.copy(trace, os.path.join(traces, "trace%d.txt" % rnd))
     cpu, rss, _, _ = rusage_read(timing)
     s, e, frames = read_trace(trace)
