@@ -27,18 +27,40 @@ void buf_reserve(struct buf *b, size_t extra)
                                                     : need;
     if (cap >= XMALLOC_HUGE_MIN) {
         /* A long answer: a new block in huge pages each time it grows (the copy is cheaper
-         * than faulting in the new part page by page). */
-        cap = (cap + XMALLOC_HUGE_PAGE - 1) & ~(XMALLOC_HUGE_PAGE - 1);
-        char *p = xmalloc_huge(cap);
-        if (b->len)
-            memcpy(p, b->data, b->len);
-        p[b->len] = '\0';
-        free(b->data);
-        b->data = p;
-    } else {
-        b->data = xrealloc(b->data, cap);
+         * than faulting in the new part page by page). Four times the room is a guess about
+         * what comes next: when the address space cannot take it (RLIMIT_AS, a strict
+         * overcommit), a block of what is needed now will do. */
+        if (buf_try_room(b, cap) != 0 && buf_try_room(b, need) != 0)
+            xmalloc_die(need);
+        return;
     }
+    b->data = xrealloc(b->data, cap);
     b->cap = cap;
+}
+
+int buf_try_room(struct buf *b, size_t total)
+{
+    if (total <= b->cap)
+        return 0;
+    if (total < b->len + 1)
+        total = b->len + 1;
+    size_t cap = total;
+    char *p;
+    if (cap >= XMALLOC_HUGE_MIN) {
+        cap = (cap + XMALLOC_HUGE_PAGE - 1) & ~(XMALLOC_HUGE_PAGE - 1);
+        p = cap >= total ? huge_alloc(cap) : NULL;
+    } else {
+        p = malloc(cap);
+    }
+    if (!p)
+        return -1;
+    if (b->len)
+        memcpy(p, b->data, b->len);
+    p[b->len] = '\0';
+    free(b->data);
+    b->data = p;
+    b->cap = cap;
+    return 0;
 }
 
 void buf_append(struct buf *b, const void *p, size_t n)

@@ -12,6 +12,11 @@ struct buf {
 #define BUF_INIT {NULL, 0, 0}
 
 void buf_reserve(struct buf *b, size_t extra);
+/* Room for total bytes (its NUL included) in one block, taken now if the memory can be had:
+ * a reservation made ahead of need (a fast answer's room up to its limit), so a refusal is
+ * not fatal. 0 when b has that room, -1 when it could not be had (b unchanged: it grows as
+ * it would have). From XMALLOC_HUGE_MIN on, the block is whole huge pages (huge_alloc). */
+int buf_try_room(struct buf *b, size_t total);
 void buf_append(struct buf *b, const void *p, size_t n);
 void buf_appends(struct buf *b, const char *s);
 void buf_appendc(struct buf *b, char c);

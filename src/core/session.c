@@ -1016,6 +1016,10 @@ static void session_settle(struct session *s, const struct net_result *r, int64_
 /* Keep text of the answer (or of its reasoning) in b. Once it is long, b takes room for the
  * rest up to max_answer_mb at once: only what is written is resident (in huge pages), and no
  * doubling copies the whole answer again (with the old block, twice the answer for a moment).
+ * That room is address space taken ahead of need: when it cannot be had (RLIMIT_AS, a strict
+ * overcommit), the answer grows as a short one does instead of ending the run. (Until
+ * 2026-12 it asked for the limit plus one byte, which buf_reserve made 256 MiB, and a refusal
+ * aborted the run.)
  * Text coming in batches of a fast sender takes that room from 32 KiB on, so at its first
  * batch of 32 KiB or more: the doubling up to 1 MiB faulted in 256 small pages and copied the
  * answer once more, and up to 128 KiB (where it stopped until 2026-12) still 48 pages and two
@@ -1025,7 +1029,7 @@ static void session_keep(struct session *s, struct buf *b, const char *text, siz
     size_t limit = (size_t)(s->conf->max_answer_mb > 0 ? s->conf->max_answer_mb : 64) << 20;
     size_t grow = n >= SESSION_FAST_BATCH ? SESSION_FAST_GROW : SESSION_ANSWER_GROW;
     if (b->len + n >= b->cap && b->len + n >= grow && b->len + n < limit)
-        buf_reserve(b, limit - b->len);
+        (void)buf_try_room(b, limit + 1); /* the limit's bytes and the NUL; refused: it grows */
     buf_append(b, text, n);
 }
 

@@ -565,6 +565,7 @@ int store_parts_fold(struct store *st, int64_t id, const struct store_stream *s,
  * part committed is written twice (the part, then the row it is folded into at the end:
  * 9.9 MB in 4 MiB parts put 17.7 MB into the WAL, and read 8 MiB back). */
 #define STORE_PART_MAX ((size_t)16 << 20)
+#define STORE_BLOCK ((size_t)64 << 20) /* a fast answer's text block (store_append) */
 /* A buffer kept for the next batch after a commit holds at most this much. */
 #define STORE_PART_KEEP ((size_t)8 << 20)
 
@@ -616,9 +617,15 @@ static int store_append(struct store *st, int64_t msg_id, const char *text, size
     struct buf *b = reasoning ? &s->reasoning : &s->text;
     /* A fast sender: into huge pages, reserved for all it may buffer before a part commit
      * (only the pages written are faulted in; growing, a 9.9 MB answer's buffer copied 5 MB
-     * into fresh pages) */
-    if (b->cap < XMALLOC_HUGE_MIN && b->len + len >= XMALLOC_HUGE_WRITE)
-        buf_reserve(b, STORE_PART_MAX - b->len);
+     * into fresh pages), and past it the record SQLite makes of it when the answer is folded
+     * (sqlite_dl_lend: a 1 MB answer's record goes there). Address space taken ahead of
+     * need: when STORE_BLOCK cannot be had (RLIMIT_AS, a strict overcommit), a part's room,
+     * else the buffer grows as a short answer's does; until 2026-12 a refusal aborted the
+     * run, and an answer needed ~200 MiB of address space to be saved where --incognito ran
+     * in 60 MiB. */
+    if (b->cap < XMALLOC_HUGE_MIN && b->len + len >= XMALLOC_HUGE_WRITE &&
+        buf_try_room(b, STORE_BLOCK) != 0)
+        (void)buf_try_room(b, STORE_PART_MAX + 1);
     buf_append(b, text, len);
     s->has_reasoning |= reasoning;
     s->total += len;

@@ -402,7 +402,8 @@ static void tui_part_long_append(struct tui_part *p, const char *s, size_t n)
     }
     if (n >= TUI_VIEW_FAST_BATCH && p->line.cap < XMALLOC_HUGE_MIN &&
         p->line.len + n >= TUI_VIEW_FAST_GROW)
-        buf_reserve(&p->line, XMALLOC_HUGE_MIN); /* a fast sender's line: huge pages now */
+        (void)buf_try_room(&p->line, 2 * XMALLOC_HUGE_PAGE); /* a fast sender's line: huge
+                                                              * pages now, if they can be had */
     buf_append(&p->line, s, n);
     if (p->lraw && tui_ascii_printable(s, n))
         return;
