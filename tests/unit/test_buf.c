@@ -94,7 +94,7 @@ int main(void)
     /* Room taken ahead of need gives way to a limit on address space (RLIMIT_AS): buf_try_room
      * refuses and leaves the buffer as it was, and buf_reserve, whose four-fold step past
      * XMALLOC_HUGE_MIN is refused, takes what is needed instead of aborting. In a child, its
-     * limit 40 MiB above what it maps already. Not under ASan (its shadow needs terabytes). */
+     * limit 48 MiB above what it maps already. Not under ASan (its shadow needs terabytes). */
 #ifndef __SANITIZE_ADDRESS__
     pid = fork();
     if (pid == 0) {
@@ -109,12 +109,13 @@ int main(void)
                 vm_kb = atol(line + 7);
         if (f)
             fclose(f);
-        struct rlimit lim = {(rlim_t)vm_kb * 1024 + (40u << 20), RLIM_INFINITY};
+        struct rlimit lim = {(rlim_t)vm_kb * 1024 + (48u << 20), RLIM_INFINITY};
         if (vm_kb <= 0 || setrlimit(RLIMIT_AS, &lim) != 0)
             _exit(3);
         if (buf_try_room(&g, (size_t)64 << 20) != -1 || strcmp(buf_str(&g), "abc") != 0)
             _exit(4);
-        /* 16 MiB of text: the next byte asks for 64 MiB (refused), then for 16 MiB + 2 */
+        /* 16 MiB of text: the next byte asks for 64 MiB (refused), then for what it needs
+         * (16 MiB and one byte, in 18 MiB: with the 16 MiB block, within the limit) */
         buf_free(&g);
         if (buf_try_room(&g, (size_t)16 << 20) != 0)
             _exit(5);
