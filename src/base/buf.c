@@ -40,10 +40,8 @@ void buf_reserve(struct buf *b, size_t extra)
 
 int buf_try_room(struct buf *b, size_t total)
 {
-    if (total <= b->cap)
+    if (total <= b->cap) /* past here total > cap >= len + 1: the text and its NUL fit */
         return 0;
-    if (total < b->len + 1)
-        total = b->len + 1;
     size_t cap = total;
     char *p;
     if (cap >= XMALLOC_HUGE_MIN) {
