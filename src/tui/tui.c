@@ -1278,6 +1278,17 @@ static int tui_curses_start(struct tui *t)
      * changed lines (8 poll() calls per frame of the chat at 120x40); keys are read between
      * frames, which are at most 1/60 s apart. */
     typeahead(-1);
+    /* One write() per frame, not one per changed line. ncurses 6.4 flushes its output after
+     * every cursor move until the screen has once been suspended and resumed (lib_mvcur.c:
+     * _nc_mvcur flushes while SP->_endwin is ewInitial, meant for terminfo programs that call
+     * mvcur without a screen; only doupdate's resume after endwin sets ewRunning). So each of
+     * a frame's lines was a write(2) of ~70 bytes to the pty, ~22 per frame at 80x24, each a
+     * trip through the tty layer and a wake-up of the terminal. endwin and doupdate here, before
+     * anything is drawn, go through that resume once: the modes set above are kept (raw,
+     * noecho and nonl update the program mode that doupdate restores). */
+    def_prog_mode();
+    endwin();
+    doupdate();
     t->keys = newpad(1, 1);
     keypad(t->keys, TRUE);
     nodelay(t->keys, TRUE);

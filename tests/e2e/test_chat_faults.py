@@ -14,7 +14,10 @@ five runs (a run's count depends on where the heap's blocks land; a run in which
 had no huge page to give, /proc/vmstat's thp_fault_fallback, does not count). Seen: medians
 40-63 (runs 33-81) with the huge blocks taken at the first fast batch and the rows sized once;
 101-132 (runs 76-138) before. Needs transparent huge pages (madvise or always); not bounded in
-an AddressSanitizer build (its allocator is not the program's). Prints TAP; skips cleanly
+an AddressSanitizer build (its allocator is not the program's). The same runs count the
+chat's write(2) calls (/proc/PID/io syscw) per frame drawn: a frame is one write to the
+terminal, not one per changed line (ncurses 6.4 flushed after every cursor move until the
+screen had been suspended once: ~22 per frame at 80x24, seen 21.9). Prints TAP; skips cleanly
 without tmux."""
 
 import sys
@@ -28,6 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ttlib  # noqa: E402
 
 BOUND = 85
+WRITES_PER_FRAME = 8  # seen 3.3-4.1: the terminal's, the trace's, the answer's own records
 RUNS = 5
 FIRST = 192 << 10
 t = ttlib.Tap()
@@ -56,6 +60,34 @@ def thp_fallbacks():
         return 0
 
 
+def chat_pid(trace):
+    """The chat's process: the newest whose command line names trace (None if none)."""
+    best = None
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                argv = f.read().split(b"\0")
+            with open("/proc/%s/stat" % d) as f:
+                start = int(f.read().rsplit(")", 1)[1].split()[19])
+        except OSError:
+            continue
+        if trace.encode() in argv and os.path.basename(argv[0]).startswith(b"tokterm"):
+            if best is None or start > best[0]:
+                best = (start, int(d))
+    return best[1] if best else None
+
+
+def write_calls(pid):
+    """The process's write(2) calls so far (/proc/PID/io syscw), or None."""
+    try:
+        with open("/proc/%d/io" % pid) as f:
+            return next(int(ln.split()[1]) for ln in f if ln.startswith("syscw:"))
+    except (OSError, StopIteration, TypeError):
+        return None
+
+
 def run(srv, tdir, k):
     trace = os.path.join(tdir, "trace%d" % k)
     env = ttlib.clean_env(env={"OPENAI_BASE_URL": srv.base("gen=200000,chunk=whole")})
@@ -63,6 +95,8 @@ def run(srv, tdir, k):
         tm.run([tokterm, "--incognito", "--trace", trace], env)
         if not tm.wait_for("F1", 15):
             return None, "the chat did not start:\n" + tm.capture()
+        pid = chat_pid(trace)
+        w0 = write_calls(pid)
         tm.send_text("x")
         tm.send("Enter")
         deadline = time.monotonic() + 60
@@ -71,6 +105,7 @@ def run(srv, tdir, k):
                 break
             time.sleep(0.05)
         time.sleep(0.5)  # the frame that shows the end
+        w1 = write_calls(pid)
         screen = tm.capture()
         tm.send("C-d")
         tm.wait_exit(10)
@@ -88,9 +123,13 @@ def run(srv, tdir, k):
     u1 = next(w for w in recs[first:] if w[0] == "U")
     if "tok199999" not in screen:
         return None, "the answer's end is not on screen:\n" + screen
+    frames = sum(1 for w in recs[s:] if w[0] == "F")
+    writes.append(None if w0 is None or w1 is None or not frames else
+                  ((w1 - w0) / frames, w1 - w0, frames))
     return int(u1[4]) - int(u0[4]), screen
 
 
+writes = []  # per run: (write calls per frame, write calls, frames), or None
 with ttlib.FakeServer() as srv:
     tdir = ttlib.tempdir("tt-chat-faults-")
     got = []
@@ -116,4 +155,12 @@ with ttlib.FakeServer() as srv:
         t.ok(mid is not None and mid <= BOUND, "the UI thread faults in %s pages (median) up to "
              "the frame that shows 192 KiB of the answer (bound %d; runs %s)"
              % (mid, BOUND, got))
+    # One write(2) per frame (and the trace's), not one per changed line: ncurses 6.4 flushed
+    # after every cursor move until the screen had been suspended once (tui_curses_start).
+    per = sorted(w[0] for w in writes if w)
+    mid = per[len(per) // 2] if per else None
+    t.ok(mid is not None and mid <= WRITES_PER_FRAME,
+         "the chat makes %s write calls per frame (median; bound %d; runs: calls / frames %s)"
+         % ("%.1f" % mid if mid is not None else "?", WRITES_PER_FRAME,
+            ", ".join("%d/%d" % (w[1], w[2]) if w else "-" for w in writes)))
 sys.exit(t.done())
