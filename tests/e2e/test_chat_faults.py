@@ -60,25 +60,6 @@ def thp_fallbacks():
         return 0
 
 
-def chat_pid(trace):
-    """The chat's process: the newest whose command line names trace (None if none)."""
-    best = None
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open("/proc/%s/cmdline" % d, "rb") as f:
-                argv = f.read().split(b"\0")
-            with open("/proc/%s/stat" % d) as f:
-                start = int(f.read().rsplit(")", 1)[1].split()[19])
-        except OSError:
-            continue
-        if trace.encode() in argv and os.path.basename(argv[0]).startswith(b"tokterm"):
-            if best is None or start > best[0]:
-                best = (start, int(d))
-    return best[1] if best else None
-
-
 def write_calls(pid):
     """The process's write(2) calls so far (/proc/PID/io syscw), or None."""
     try:
@@ -95,7 +76,7 @@ def run(srv, tdir, k):
         tm.run([tokterm, "--incognito", "--trace", trace], env)
         if not tm.wait_for("F1", 15):
             return None, "the chat did not start:\n" + tm.capture()
-        pid = chat_pid(trace)
+        pid = ttlib.tokterm_pid(tm)
         w0 = write_calls(pid)
         tm.send_text("x")
         tm.send("Enter")

@@ -52,32 +52,6 @@ def start(tm, srv, spec, home, args=()):
     return tm.wait_for(re.compile("F1|\u203a"), 10)
 
 
-def tokterm_pid(tm):
-    """The pid of tokterm in the pane: the descendant of the pane's shell that runs the
-    binary or the chat program it execs (tokterm-tui beside it)."""
-    want = os.path.dirname(os.path.realpath(ttlib.tokterm_path()))
-    kids = {}
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open("/proc/%s/stat" % d) as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-                kids.setdefault(ppid, []).append(int(d))
-            except (OSError, ValueError, IndexError):
-                pass
-    todo = [int(tm.tmux("display-message", "-p", "-t", tm.target, "#{pane_pid}").strip())]
-    while todo:
-        pid = todo.pop()
-        try:
-            exe = os.path.realpath("/proc/%d/exe" % pid)
-            if os.path.dirname(exe) == want and os.path.basename(exe).startswith("tokterm"):
-                return pid
-        except OSError:
-            pass
-        todo += kids.get(pid, [])
-    return None
-
-
 def hwm_mib(pid):
     """Peak resident set size (VmHWM) of pid in MiB, None when it is gone."""
     try:
@@ -159,7 +133,7 @@ with ttlib.FakeServer() as srv:
         scr = start(tm, srv, "bomb_text=%d" % (2 * LIMIT * MIB), home,
                     ["--max-answer-mb", str(LIMIT)])
         t.ok(scr is not None, "the chat opens", tm.capture())
-        pid = tokterm_pid(tm)
+        pid = ttlib.tokterm_pid(tm)
         t.ok(pid is not None, "tokterm's pid found in the pane")
         tm.send_text("a huge answer please")
         tm.send("Enter")
@@ -211,7 +185,7 @@ with ttlib.FakeServer() as srv:
     # resumed into the chat (the whole transcript styled and wrapped again)
     with ttlib.Tmux(100, 30) as tm:
         scr = start(tm, srv, "reply=ok", home)
-        pid = tokterm_pid(tm)
+        pid = ttlib.tokterm_pid(tm)
         tm.send("F2")
         scr = tm.wait_for("a huge answer please", 30)
         t.ok(scr is not None, "F2 lists the conversation", tm.capture())
@@ -250,7 +224,7 @@ with ttlib.FakeServer() as srv:
         tm.run(["sh", "-c", 'exec "$0" "$@" 2>>"$TT_TEST_STDERR"', ttlib.tokterm_path(),
                 "--max-answer-mb", str(LIMIT)], ttlib.clean_env(home=line_home, env=e))
         tm.wait_for(re.compile("F1|\u203a"), 10)
-        pid = tokterm_pid(tm)
+        pid = ttlib.tokterm_pid(tm)
         tm.send_text("one long line please")
         tm.send("Enter")
         scr = tm.wait_for("\u2713", 120)

@@ -336,6 +336,32 @@ def free_port():
     return port
 
 
+def tokterm_pid(tm):
+    """The pid of tokterm in tm's pane: the descendant of the pane's shell that runs the
+    binary or the chat program it execs (tokterm-tui beside it); None when there is none."""
+    want = os.path.dirname(os.path.realpath(tokterm_path()))
+    kids = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open("/proc/%s/stat" % d) as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+                kids.setdefault(ppid, []).append(int(d))
+            except (OSError, ValueError, IndexError):
+                pass
+    todo = [int(tm.tmux("display-message", "-p", "-t", tm.target, "#{pane_pid}").strip())]
+    while todo:
+        pid = todo.pop()
+        try:
+            exe = os.path.realpath("/proc/%d/exe" % pid)
+            if os.path.dirname(exe) == want and os.path.basename(exe).startswith("tokterm"):
+                return pid
+        except OSError:
+            pass
+        todo += kids.get(pid, [])
+    return None
+
+
 def children():
     """[(pid, state letter)] of the processes whose parent is this one (from /proc)."""
     me, res = os.getpid(), []
