@@ -7,6 +7,7 @@
 #include "tui/tui_draw.h"
 #include "base/utf8.h"
 #include "text/wrap.h"
+#include "text/longrows.h"
 #include "base/xmalloc.h"
 
 #include <stdint.h>
@@ -61,7 +62,7 @@ struct tui_part {
     struct buf carry;        /* an unfinished UTF-8 sequence held back */
     struct buf ltext;        /* cleaned text of the line (when not lraw) */
     size_t lascii;           /* ltext[lascii..] is printable ASCII only */
-    struct wrap_rows lrows;  /* its rows */
+    struct longrows lrows;   /* its rows */
     struct wrap_rows lscratch;
     int lslot;
     unsigned lflags;
@@ -127,7 +128,7 @@ static void tui_part_free(struct tui_part *p)
     buf_free(&p->line);
     buf_free(&p->carry);
     buf_free(&p->ltext);
-    wrap_rows_free(&p->lrows);
+    longrows_free(&p->lrows);
     wrap_rows_free(&p->lscratch);
     memset(p, 0, sizeof(*p));
 }
@@ -147,168 +148,25 @@ static void tui_part_plain(struct tui_part *p, const char *s, size_t n, int slot
     p->finished = 1;
 }
 
-static void tui_rows_push(struct wrap_rows *r, struct wrap_row row)
-{
-    XGROW(r->v, r->n + 1, r->cap);
-    r->v[r->n++] = row;
-}
-
-/* wrap_text for printable ASCII (one column per byte, no clusters to find), with the same
- * rules: break after spaces and drop them, keep indentation, cut words wider than the row;
- * WRAP_PRE cuts at the width. Row offsets are relative to s plus base. */
-static void tui_ascii_wrap(struct wrap_rows *out, const char *s, size_t n, size_t base, size_t w,
-                           int pre)
-{
-    size_t row_start = 0, col = 0, pos = 0;
-    int emitted = 0;
-#define TUI_EMIT(end, c)                                                                     \
-    do {                                                                                     \
-        tui_rows_push(out, (struct wrap_row){(uint32_t)(base + row_start),                   \
-                                             (uint32_t)((end) - row_start), (uint32_t)(c), 0}); \
-        emitted = 1;                                                                         \
-    } while (0)
-    if (pre) {
-        for (; pos < n; pos += w) {
-            row_start = pos;
-            size_t take = n - pos < w ? n - pos : w;
-            TUI_EMIT(pos + take, take);
-        }
-        if (!emitted) {
-            row_start = 0;
-            TUI_EMIT(0, 0);
-        }
-        return;
-    }
-    size_t brk = 0, brk_end = 0, brk_endcol = 0;
-    int have_brk = 0;
-    while (pos < n) {
-        if (pos == row_start && s[pos] != ' ') {
-            /* a row that starts with a word, found from its end: the byte past the room, then
-             * back to the last run of spaces (what the byte loop below decides, without
-             * visiting every byte of the row) */
-            if (n - pos <= w) { /* the rest fits */
-                col = n - pos;
-                pos = n;
-                break;
-            }
-            size_t e = pos + w, q = e, next;
-            if (s[e] == ' ') { /* the row ends before the run of spaces e is in */
-                next = e;
-                while (next < n && s[next] == ' ')
-                    next++;
-            } else { /* at the last run of spaces before e, else cut at e */
-                while (q > pos && s[q - 1] != ' ')
-                    q--;
-                next = q > pos ? q : e;
-                if (q == pos)
-                    q = e;
-                else
-                    q--;
-            }
-            while (q > pos && s[q - 1] == ' ')
-                q--;
-            TUI_EMIT(q, q - row_start);
-            row_start = pos = next;
-            col = 0;
-            have_brk = 0;
-            continue;
-        }
-        if (s[pos] == ' ' && pos == row_start) { /* indentation: kept, never a break */
-            while (pos < n && s[pos] == ' ') {
-                if (col > 0 && col + 1 > w) {
-                    TUI_EMIT(pos, col);
-                    row_start = pos;
-                    col = 0;
-                }
-                col++;
-                pos++;
-            }
-            continue;
-        }
-        if (s[pos] == ' ') {
-            size_t run_start = pos, run_col = col;
-            while (pos < n && s[pos] == ' ') {
-                pos++;
-                col++;
-            }
-            if (col > w && run_start > row_start) {
-                TUI_EMIT(run_start, run_col);
-                row_start = pos;
-                col = 0;
-                have_brk = 0;
-            } else if (run_start > row_start) {
-                have_brk = 1;
-                brk = pos;
-                brk_end = run_start;
-                brk_endcol = run_col;
-            }
-            continue;
-        }
-        if (col + 1 > w && col > 0) {
-            if (have_brk && brk > row_start && brk_end > row_start) {
-                TUI_EMIT(brk_end, brk_endcol);
-                row_start = pos = brk;
-            } else {
-                TUI_EMIT(pos, col);
-                row_start = pos;
-            }
-            col = 0;
-            have_brk = 0;
-            continue;
-        }
-        /* the word goes on to the next space, the end, or the end of the row's room */
-        size_t room = w - col, lim = n - pos < room ? n - pos : room;
-        const char *sp = memchr(s + pos, ' ', lim);
-        size_t k = sp ? (size_t)(sp - (s + pos)) : lim;
-        col += k;
-        pos += k;
-    }
-    if (row_start < n || !emitted)
-        TUI_EMIT(n, col);
-#undef TUI_EMIT
-}
-
-/* A fast sender's long line has its huge block (buf.c): its rows take room for as many rows
- * as that block holds text (at 40 columns or more), at once; only the rows written are
- * faulted in. Doubling, they moved to fresh pages at each step, up to ~90 page faults (~1 ms
- * on the project's VM) for a 1.9 MB line at 80 columns (16 bytes of rows per 80 of text). Not
- * in huge pages: a 2 MiB page for 0.4 MB of rows costs more than their small pages when the
- * host has taken the memory back (docs/PERFORMANCE.md, fresh memory), and stays resident.
- * Cut to their size when the line is done (tui_rows_fit). */
-static void tui_rows_reserve(struct wrap_rows *r, size_t cap)
-{
-    r->v = xreallocarray(r->v, cap, sizeof *r->v);
-    r->cap = cap;
-}
-
-/* Rows kept after their line is done: no more room than they take. */
-static void tui_rows_fit(struct wrap_rows *r)
-{
-    if (r->cap > r->n + 4096) {
-        r->v = xreallocarray(r->v, r->n ? r->n : 1, sizeof *r->v);
-        r->cap = r->n ? r->n : 1;
-    }
-}
-
 /* Rewrap the long line's rows from its last two rows on (greedy wrapping never changes rows
- * before the last one when text is appended), or from scratch when full is set. */
+ * before the last one when text is appended), or from scratch when full is set.
+ * A printable-ASCII line's rows are sparse (longrows.h): a checkpoint every 64 rows and the
+ * rows after the last one, ~4 KB for a 1.9 MB line instead of 380 KB of fresh pages.
+ * Another line's rows are kept whole; a fast sender's take room for as many rows as its huge
+ * block holds text (at 40 columns or more) at once, so that only the rows written are
+ * faulted in (doubling, they moved to fresh pages at each step), cut to their size when the
+ * line is done (longrows_fit). */
 static void tui_part_long_wrap(struct tui_part *p, int width, int full)
 {
-    size_t from = 0;
-    if (!full && p->lrows.n >= 2) {
-        from = p->lrows.v[p->lrows.n - 2].off;
-        p->lrows.n -= 2;
-    } else {
-        p->lrows.n = 0;
-    }
+    size_t from = longrows_rewind(&p->lrows, full);
     const struct buf *src = p->lraw ? &p->line : &p->ltext;
     size_t per_row = width < 40 ? 40 : (size_t)width;
-    if (src->cap >= XMALLOC_HUGE_MIN && p->lrows.cap < src->cap / per_row)
-        tui_rows_reserve(&p->lrows, src->cap / per_row);
+    if (src->cap >= XMALLOC_HUGE_MIN)
+        longrows_reserve(&p->lrows, src->cap / per_row); /* none when sparse */
     const char *s = buf_str(src) + from;
     size_t n = src->len - from;
     if (p->lraw || from >= p->lascii) {
-        tui_ascii_wrap(&p->lrows, s, n, from, width < 1 ? 1 : (size_t)width,
+        longrows_ascii(&p->lrows, s, n, from, width < 1 ? 1 : (size_t)width,
                        (p->lflags & WRAP_PRE) != 0);
         return;
     }
@@ -317,7 +175,7 @@ static void tui_part_long_wrap(struct tui_part *p, int width, int full)
     for (size_t i = 0; i < p->lscratch.n; i++) {
         struct wrap_row r = p->lscratch.v[i];
         r.off += (uint32_t)from;
-        tui_rows_push(&p->lrows, r);
+        longrows_push(&p->lrows, r);
     }
 }
 
@@ -409,6 +267,7 @@ static void tui_part_long_append(struct tui_part *p, const char *s, size_t n)
         return;
     if (p->lraw) { /* from now on the rows need a cleaned copy (same offsets so far) */
         p->lraw = 0;
+        longrows_clear(&p->lrows, 0); /* kept whole from now on: rewrapped from the start */
         buf_reset(&p->ltext);
         buf_reset(&p->carry);
         p->lascii = 0;
@@ -449,7 +308,7 @@ static void tui_part_long_free(struct tui_part *p)
     p->llen = 0;
     buf_free(&p->ltext);
     buf_free(&p->carry);
-    wrap_rows_free(&p->lrows);
+    longrows_free(&p->lrows);
     wrap_rows_free(&p->lscratch);
     p->lascii = 0;
 }
@@ -599,11 +458,11 @@ static void tui_part_go_long(struct tui_part *p)
     p->long_mode = 1;
     p->ldrop = 0;
     p->llen = 0;
-    p->lrows.n = 0;
     buf_reset(&p->ltext);
     buf_reset(&p->carry);
     p->lascii = 0;
     p->lraw = tui_ascii_printable(p->line.data, p->line.len);
+    longrows_clear(&p->lrows, p->lraw);
     if (!p->lraw)
         tui_part_long_clean(p, p->line.data, p->line.len);
 }
@@ -643,7 +502,7 @@ static void tui_part_finish(struct tui_part *p, int width)
             buf_free(&p->carry);
             tui_part_long_wrap(p, width, 0);
         }
-        tui_rows_fit(&p->lrows);
+        longrows_fit(&p->lrows);
         markdown_free(p->md);
         p->md = NULL;
         return;
@@ -663,7 +522,7 @@ static size_t tui_part_rows(const struct tui_part *p)
     for (size_t g = 0; g < p->ngaps; g++)
         n += wrap_doc_rows(p->gaps[g].doc);
     if (p->long_mode)
-        n += p->lrows.n;
+        n += longrows_count(&p->lrows);
     return n;
 }
 
@@ -681,11 +540,13 @@ static int tui_part_row(const struct tui_part *p, size_t i, struct wrap_view *wv
     if (i < dn)
         return wrap_doc_row(p->doc, i, wv);
     i -= dn;
-    if (!p->long_mode || i >= p->lrows.n)
+    const struct buf *src = p->lraw ? &p->line : &p->ltext;
+    const struct wrap_row *r =
+        p->long_mode ? longrows_row(&p->lrows, src->data, src->len, i) : NULL;
+    if (!r)
         return -1;
-    const struct wrap_row *r = &p->lrows.v[i];
     memset(wv, 0, sizeof(*wv));
-    wv->text = (p->lraw ? p->line.data : p->ltext.data) + r->off;
+    wv->text = src->data + r->off;
     wv->len = r->len;
     wv->width = (int)r->width;
     wv->indent = (int)r->indent;
@@ -1190,7 +1051,7 @@ static size_t tui_view_below_gaps(const struct tui_view *v)
             const struct tui_part *p = &m->part[j];
             if (p->ngaps)
                 return below + (p->doc ? wrap_doc_rows(p->doc) : 0) +
-                       (p->long_mode ? p->lrows.n : 0);
+                       (p->long_mode ? longrows_count(&p->lrows) : 0);
             below += tui_part_rows(p);
         }
         below += m->label ? 1 : 0;
