@@ -33,7 +33,34 @@ void *xmalloc(size_t n)
 
 #ifdef __GLIBC__
 static atomic_int xmalloc_threshold_set; /* mallopt(M_MMAP_THRESHOLD) was called */
+static atomic_size_t xmalloc_map_min = XMALLOC_HUGE_MIN; /* the threshold set last */
 #endif
+
+/* The size to ask glibc for a huge block of len bytes. glibc serves even a large block from
+ * the heap's top chunk when that has the room (after xmalloc_heap_fast it grows 8 MiB at a
+ * time); the mmap threshold counts only when the heap must grow. Carved there, the header
+ * glibc writes after the block lands on the heap's next 2 MiB, which (advised) is faulted in
+ * whole as a fresh huge page: ~0.1 ms, or 3.6 ms on memory the host has taken back
+ * (docs/PERFORMANCE.md), in the chat's first frame of a fast answer (the view's line block).
+ * Asked for more than the top holds, the block is a map of its own, as XMALLOC_HUGE_MIN's
+ * threshold means: only its own pages are touched, and free() returns it whole. The more is
+ * address space only (never written); len when the top is smaller, below the threshold set
+ * (xmalloc_working_set's 32 MiB: a scripted resume's blocks are carved from its padded heap
+ * and reused there on purpose), or without glibc.
+ * (Tried in 2026-12 and dropped while the long line's rows, 16 bytes each, filled that heap
+ * page anyway; since they are sparse, text/longrows.c, it is one huge page and 2 MB of RSS
+ * less per fast answer.) */
+static size_t huge_ask(size_t len)
+{
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && __GLIBC_PREREQ(2, 33)
+    if (len < atomic_load(&xmalloc_map_min))
+        return len;
+    size_t top = mallinfo2().keepcost; /* below len, the block with its slack cannot fit */
+    if (top >= len && top < SIZE_MAX - XMALLOC_HUGE_PAGE)
+        return (top + XMALLOC_HUGE_PAGE) & ~(XMALLOC_HUGE_PAGE - 1); /* more than top */
+#endif
+    return len;
+}
 
 void *huge_alloc(size_t n)
 {
@@ -46,8 +73,17 @@ void *huge_alloc(size_t n)
         mallopt(M_MMAP_THRESHOLD, (int)XMALLOC_HUGE_MIN);
 #endif
     size_t len = (n + XMALLOC_HUGE_PAGE - 1) & ~(XMALLOC_HUGE_PAGE - 1);
+    if (len < n)
+        return NULL;
+    if (!len)
+        len = XMALLOC_HUGE_PAGE;
     void *p = NULL;
-    if (len < n || posix_memalign(&p, XMALLOC_HUGE_PAGE, len ? len : XMALLOC_HUGE_PAGE) != 0)
+    size_t ask = huge_ask(len);
+    if (ask > len && posix_memalign(&p, XMALLOC_HUGE_PAGE, ask) == 0) {
+        (void)madvise(p, len, MADV_HUGEPAGE);
+        return p;
+    }
+    if (posix_memalign(&p, XMALLOC_HUGE_PAGE, len) != 0)
         return NULL;
     (void)madvise(p, len, MADV_HUGEPAGE); /* only advice: without THP, plain pages */
     return p;
@@ -88,6 +124,7 @@ static void xmalloc_heap_pad(int mmap_min, int trim)
      * it), then freed: the next blocks are carved from it */
     char *p = malloc(XMALLOC_WORK_PAD);
     mallopt(M_MMAP_THRESHOLD, mmap_min);
+    atomic_store(&xmalloc_map_min, (size_t)mmap_min);
     if (!p)
         return;
     uintptr_t lo = ((uintptr_t)p + XMALLOC_HUGE_PAGE - 1) & ~(uintptr_t)(XMALLOC_HUGE_PAGE - 1);
