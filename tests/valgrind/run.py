@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Valgrind memcheck over real runs of tokterm: scripted mode (answers, errors, truncation,
 cache hits, hostile streams), the review subcommands (ls, search, show, export, stats, cache),
-count, doctor, and a short interactive session in tmux. Each run is one TAP test point: it
+count, doctor, and two short interactive sessions in tmux (an answer; a long line scrolled
+through and resized). Each run is one TAP test point: it
 passes when memcheck reports no error and no definitely, indirectly or possibly lost block.
 
     TOKTERM=_build/plain/src/tokterm python3 tests/valgrind/run.py
@@ -119,30 +120,56 @@ with ttlib.FakeServer() as srv:
         f.write(b"model = x\n\x1b[2J garbage\n")
     vg_run("garbage config", ["-p", "x"], base(), bad, ok_codes=(2,))
 
-    # --- a short interactive session in tmux ------------------------------------------------
-    if not ttlib.Tmux.available():
-        t.skip("interactive session", "tmux is not installed", tool="tmux")
-    else:
+    # --- short interactive sessions in tmux -------------------------------------------------
+    def vg_chat(name, tag, spec, prompt, answer, moves):
+        """The chat under memcheck: a prompt, its answer, then moves(tm) (scrolls, resizes;
+        returns its own checks as a dict), then quit."""
         _seq[0] += 1
-        log = os.path.join(LOGS, "%02d-tui.log" % _seq[0])
+        log = os.path.join(LOGS, "%02d-%s.log" % (_seq[0], tag))
         with ttlib.Tmux(90, 25) as tm:
             # tokterm execs the chat (tokterm-tui): valgrind follows the exec, and the chat's
             # report replaces the launcher's in the log.
             tm.run(VG + ["--trace-children=yes", "--log-file=" + log, BIN],
-                   ttlib.clean_env(home, base("reply=hello%20from%20the%20fake,delay_ms=20")))
-            started = tm.wait_for(re.compile("F1|\u203a"), 60) is not None
-            tm.send_text("hi there")
+                   ttlib.clean_env(home, base(spec)))
+            got = {"started": tm.wait_for(re.compile("F1|\u203a"), 60) is not None}
+            tm.send_text(prompt)
             tm.send("Enter")
-            answered = tm.wait_for("hello from the fake", 60) is not None
-            time.sleep(0.5)
-            tm.send("PageUp")
-            tm.send("PageDown")
-            tm.resize(70, 20)
-            time.sleep(0.5)
+            got["answered"] = tm.wait_for(answer, 60) is not None
+            got.update(moves(tm))
             tm.send("C-d")
-            status = tm.wait_exit(60)
-        verdict(log, "interactive session (start, answer, scroll, resize, quit)",
-                started and answered and status == 0,
-                "started=%s answered=%s exit=%s" % (started, answered, status))
+            got["exit"] = tm.wait_exit(60)
+        verdict(log, name, all(v for k, v in got.items() if k != "exit") and got["exit"] == 0,
+                " ".join("%s=%s" % kv for kv in got.items()))
+
+    def short_moves(tm):
+        time.sleep(0.5)
+        tm.send("PageUp")
+        tm.send("PageDown")
+        tm.resize(70, 20)
+        time.sleep(0.5)
+        return {}
+
+    def long_moves(tm):
+        # one line of ~24 KB: previewed as a long line, its rows sparse (text/longrows.c), so
+        # scrolling up to its start rewraps rows from their checkpoints; a resize rewraps it
+        for _ in range(6):
+            tm.send("PageUp")
+        time.sleep(0.5)
+        tm.send("Home")
+        time.sleep(0.5)
+        top = "tok0 tok1" in tm.capture()
+        tm.resize(70, 20)
+        time.sleep(0.5)
+        tm.send("End")
+        return {"top": top}
+
+    if not ttlib.Tmux.available():
+        t.skip("interactive session", "tmux is not installed", tool="tmux")
+    else:
+        vg_chat("interactive session (start, answer, scroll, resize, quit)", "tui",
+                "reply=hello%20from%20the%20fake,delay_ms=20", "hi there", "hello from the fake",
+                short_moves)
+        vg_chat("interactive long line (streamed, scrolled to its start, resized, quit)",
+                "tui-long", "gen=3000", "long", "tok2999", long_moves)
 
 sys.exit(t.done())
