@@ -203,10 +203,6 @@ void longrows_fit(struct longrows *r)
         r->tail.v = xreallocarray(r->tail.v, r->tail.n ? r->tail.n : 1, sizeof *r->tail.v);
         r->tail.cap = r->tail.n ? r->tail.n : 1;
     }
-    if (r->block && r->block->rows.cap > LONGROWS_EVERY * 2) {
-        wrap_rows_free(&r->block->rows);
-        r->block->ok = 0;
-    }
 }
 
 const struct wrap_row *longrows_row(const struct longrows *r, const char *text, size_t n,

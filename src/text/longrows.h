@@ -9,7 +9,7 @@
  *
  * Why: a 1.9 MB line at 80 columns has ~24,000 rows, 16 bytes each; kept whole they filled
  * 380 KB of fresh pages while the answer streamed, of which a frame draws a screenful. Sparse
- * they take ~4 KB, and the rows being written stay in the cache. */
+ * they take ~3 KB, and the rows being written stay in the cache. */
 #ifndef TOKTERM_LONGROWS_H
 #define TOKTERM_LONGROWS_H
 

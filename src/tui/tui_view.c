@@ -151,7 +151,7 @@ static void tui_part_plain(struct tui_part *p, const char *s, size_t n, int slot
 /* Rewrap the long line's rows from its last two rows on (greedy wrapping never changes rows
  * before the last one when text is appended), or from scratch when full is set.
  * A printable-ASCII line's rows are sparse (longrows.h): a checkpoint every 64 rows and the
- * rows after the last one, ~4 KB for a 1.9 MB line instead of 380 KB of fresh pages.
+ * rows after the last one, ~3 KB for a 1.9 MB line instead of 380 KB of fresh pages.
  * Another line's rows are kept whole; a fast sender's take room for as many rows as its huge
  * block holds text (at 40 columns or more) at once, so that only the rows written are
  * faulted in (doubling, they moved to fresh pages at each step), cut to their size when the
