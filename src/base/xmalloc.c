@@ -78,12 +78,9 @@ void *huge_alloc(size_t n)
     if (!len)
         len = XMALLOC_HUGE_PAGE;
     void *p = NULL;
-    size_t ask = huge_ask(len);
-    if (ask > len && posix_memalign(&p, XMALLOC_HUGE_PAGE, ask) == 0) {
-        (void)madvise(p, len, MADV_HUGEPAGE);
-        return p;
-    }
-    if (posix_memalign(&p, XMALLOC_HUGE_PAGE, len) != 0)
+    size_t ask = huge_ask(len); /* refused (RLIMIT_AS): len will do */
+    if (!(ask > len && posix_memalign(&p, XMALLOC_HUGE_PAGE, ask) == 0) &&
+        posix_memalign(&p, XMALLOC_HUGE_PAGE, len) != 0)
         return NULL;
     (void)madvise(p, len, MADV_HUGEPAGE); /* only advice: without THP, plain pages */
     return p;
