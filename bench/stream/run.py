@@ -136,6 +136,7 @@ def saving(srv, tokterm, sizes, rounds, rows, reuse=0, small_rounds=0, baseline=
     print("| answer | deltas | saving | --no-save | ratio (target <= 1.1x) |")
     print("|---|---|---|---|---|")
     home = ttlib.make_home()
+    per_round = []
     for size in sizes:
         n = gen_for(size)
         if reuse and abs(n - reuse) < 0.02 * reuse:
@@ -161,6 +162,12 @@ def saving(srv, tokterm, sizes, rounds, rows, reuse=0, small_rounds=0, baseline=
         rows.add("saving / `--no-save`, %s answer" % human(gen_text_bytes(n)),
                  "%.1f ms" % (sw * 1e3), "--no-save %.1f ms" % (nw * 1e3), r, "<= 1.1",
                  spread=benchlib.pspread(res["saving"], res["nosave"]))
+        per_round.append((human(gen_text_bytes(n)), [x[0] / max(y[0], 1e-9) for x, y in
+                                                     zip(res["saving"], res["nosave"])]))
+    print()
+    for what, v in per_round:  # bench/pool.py pools these over several runs
+        print("Rounds, saving / --no-save, %s answer: %s" % (what, " ".join("%.3f" % x
+                                                                          for x in v)))
 
 
 def saving_ab(srv, tokterm, baseline, sizes, rounds, reuse):

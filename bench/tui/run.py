@@ -444,6 +444,7 @@ def main():
               % len(delays))
         print("p50 %.1f ms, p90 %.1f ms, **p99 %.1f ms** (target <= 16 ms), max %.1f ms"
               % (pct(delays, 50), pct(delays, 90), pct(delays, 99), max(delays)))
+        print("Frame delays, all rounds (ms): %s" % " ".join("%.1f" % d for d in delays))
         print("Per round, delay p99: median %.1f ms over %d chat runs (a run's worst frame; "
               "the pooled p99 above is the worst of all runs)"
               % (statistics.median(pct(x["delays"], 99) for x in tu), len(tu)))

@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""Pool the noisiest rows of several bench/run-all.sh runs (issue 14).
+
+One run's median of 11-22 rounds moves with the machine: on the project's 2-vCPU VMs the same
+row has read 0.98x and 1.18x in two runs of one build an hour apart, and a round's own ratio
+spans 0.8-2.4x. A row of one run says little about a build when its spread is that wide; the
+rounds of several runs of the same build say more. This reads the logs of runs made with
+`bench/run-all.sh --logs DIR` (one DIR per run) and prints, for each row below, every run's own
+value and the value over all their rounds together, against the target:
+
+  chat CPU / scripted CPU, 200k deltas and Markdown   the median of all rounds' ratios
+  chat token->screen delay p99, both streams          the p99 of all frames of all rounds
+  highlight / plain                                   the median of all rounds' ratios
+  saving / --no-save, each answer size                the median of all rounds' ratios
+
+It decides nothing: run-all's table is the verdict of each run. Pooling only pools runs of one
+build on one machine (the caller's choice of DIRs), and the rounds must be the same kind (a
+log without the per-round lines, from before they were printed, is skipped for that row).
+
+usage: bench/pool.py LOGDIR [LOGDIR...]
+"""
+import os
+import re
+import statistics
+import sys
+
+
+def pct(v, p):
+    """The p-th percentile, interpolated (as bench/tui/run.py computes it)."""
+    v = sorted(v)
+    if not v:
+        return float("nan")
+    k = (len(v) - 1) * p / 100.0
+    lo = int(k)
+    hi = min(lo + 1, len(v) - 1)
+    return v[lo] + (v[hi] - v[lo]) * (k - lo)
+
+
+def read(d, name):
+    try:
+        with open(os.path.join(d, name), encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def tui_rounds(text):
+    """bench/tui/run.py: each round's chat / scripted ratio."""
+    return [float(m) for m in re.findall(r"^round \d+ \([A-Z]+\):.*: ([0-9.]+)x$", text, re.M)]
+
+
+def tui_delays(text):
+    m = re.search(r"^Frame delays, all rounds \(ms\): (.*)$", text, re.M)
+    return [float(x) for x in m.group(1).split()] if m else []
+
+
+def highlight_rounds(text):
+    return [float(m) for m in re.findall(r"^round \d+: .*\| ([0-9.]+)x$", text, re.M)]
+
+
+def saving_rounds(text):
+    """bench/stream/run.py: {answer size: each round's saving / --no-save ratio}."""
+    return {m.group(1): [float(x) for x in m.group(2).split()]
+            for m in re.finditer(r"^Rounds, saving / --no-save, (.+?) answer: (.*)$", text,
+                                 re.M)}
+
+
+def main():
+    dirs = sys.argv[1:]
+    if not dirs or any(d.startswith("-") for d in dirs):
+        sys.exit(__doc__.split("usage: ")[1].strip())
+    for d in dirs:
+        if not os.path.isdir(d):
+            sys.exit("pool: %s is not a directory of run-all logs" % d)
+    rows = []  # (row, target, per-run values, pooled value, rounds pooled, spread)
+
+    def ratio_row(label, target, per_run):
+        per_run = [v for v in per_run if v]
+        if not per_run:
+            return
+        allv = [x for v in per_run for x in v]
+        q = statistics.quantiles(allv, n=4) if len(allv) >= 4 else [allv[0]] * 3
+        rows.append((label, target, [statistics.median(v) for v in per_run],
+                     statistics.median(allv), len(allv), (q[0], q[2]), "x"))
+
+    def delay_row(label, per_run):
+        per_run = [v for v in per_run if v]
+        if not per_run:
+            return
+        allv = [x for v in per_run for x in v]
+        over = sum(1 for x in allv if x > 16)
+        rows.append((label, 16.0, [pct(v, 99) for v in per_run], pct(allv, 99), len(allv),
+                     over, " ms"))
+
+    for log, what in (("tui.log", "200k deltas"), ("tui-md.log", "Markdown")):
+        texts = [read(d, log) for d in dirs]
+        ratio_row("chat CPU / scripted CPU, %s" % what, 3.0 if what == "Markdown" else 1.3,
+                  [tui_rounds(t) for t in texts])
+        delay_row("chat token->screen delay p99, %s" % what, [tui_delays(t) for t in texts])
+    ratio_row("highlight / plain", 1.10, [highlight_rounds(read(d, "highlight.log"))
+                                          for d in dirs])
+    saves = [saving_rounds(read(d, "stream.log")) for d in dirs]
+    sizes = []  # in the order the logs give them (smallest first)
+    for s in saves:
+        sizes += [k for k in s if k not in sizes]
+    for size in sizes:
+        ratio_row("saving / --no-save, %s answer" % size, 1.10, [s.get(size, []) for s in saves])
+
+    print("Pooled over %d runs: %s" % (len(dirs), ", ".join(dirs)))
+    print()
+    print("| row | each run | pooled | pooled over | target | met (pooled) |")
+    print("|---|---|---|---|---|---|")
+    for label, target, each, pooled, n, extra, unit in rows:
+        if unit == "x":
+            over = "%d rounds, quartiles %.2f-%.2f" % (n, extra[0], extra[1])
+            fmt = "%.2fx"
+        else:
+            over = "%d frames, %d over 16 ms" % (n, extra)
+            fmt = "%.1f ms"
+        print("| %s | %s | **%s** | %s | <= %s | %s |" % (
+            label, " ".join(fmt % v for v in each), fmt % pooled, over,
+            ("%gx" % target) if unit == "x" else "%g ms" % target,
+            "yes" if pooled <= target else "**no**"))
+    if not rows:
+        print("(none of the logs has the per-round lines this reads)")
+
+
+if __name__ == "__main__":
+    main()
