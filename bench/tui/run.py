@@ -22,6 +22,9 @@ Wall time: scripted = the process; TUI = request sent -> the frame drawn after t
 stream (from --trace). From --trace, each frame's delay = frame done - arrival of the oldest
 delta it shows (the worst delta of that frame).
 
+A first round (one scripted run, one chat per build) warms the machine up and is printed but
+not counted.
+
 With --text markdown the stream is realistic text instead (issue 14): N deltas (default 100,000)
 of Markdown paragraphs, headings and list items with **bold**, `inline code` and CJK, in pieces
 of one to a few words (CJK one or two characters), sent in one write (a fixture written to a
@@ -371,6 +374,18 @@ def main():
         builds = [tokterm] + [os.path.abspath(b) for b in a.also]
         sc, tu = [], {b: [] for b in builds}
         ratios = {b: [] for b in builds}
+        # A first round, not counted (as benchlib.interleave's and bench/highlight's warm-up):
+        # in run-all it follows the stream and resume benchmarks, whose ~200 MB the host has
+        # taken back, and its first chats paid a fresh huge page at ~3.6 ms (the 200k delay
+        # row missed on such rounds alone: 19.9-24.6 ms, the rest 7.5-9.8). Printed, not hidden.
+        x = scripted(tokterm, env, tmp, trace=True)
+        warm = ["scripted %.1f ms cpu" % (x[4] * 1e3)]
+        for k, b in enumerate(builds):
+            y = tui(b, env, width, height, tmp, 10000 + k)
+            warm.append("%s %.1f ms cpu, delay p99 %.1f ms" % (
+                "tui" if len(builds) == 1 else "tui(%d)" % k, y["ans"] * 1e3,
+                pct(y["delays"], 99)))
+        print("warm-up round (not counted): %s" % " | ".join(warm))
         for r in range(a.rounds):
             # ABBA: scripted, the chats, the chats again in reverse, scripted (the next round
             # the other way round): each side's runs lie symmetric about the round's middle,
