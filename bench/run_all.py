@@ -303,7 +303,9 @@ def main():
             code, out, dt = run_step(step, argv, log)
         elif step == "tui":
             tui = os.path.join(HERE, "tui", "run.py")
-            argv = [py, tui, "--tokterm", tokterm, "--rounds", str(rounds), "--deltas", "200000"]
+            # each chat round's --trace kept beside the log: a slow frame can be read afterwards
+            argv = [py, tui, "--tokterm", tokterm, "--rounds", str(rounds), "--deltas", "200000",
+                    "--traces", os.path.join(logs, "tui-traces")]
             helptext = subprocess.run([py, tui, "--help"], capture_output=True, text=True).stdout
             md = "--text" in helptext
             if md:
@@ -314,7 +316,7 @@ def main():
                 durations.append((step, dt))
                 step = "tui-md"
                 argv = [py, tui, "--tokterm", tokterm, "--rounds", str(rounds), "--text",
-                        "markdown"]
+                        "markdown", "--traces", os.path.join(logs, "tui-md-traces")]
                 code, out, dt = run_step(step, argv, os.path.join(logs, "tui-md.log"))
                 tui_rows(t, out, "100,000 deltas of Markdown, 120x40", "<= 3", "<= 2 ms")
         elif step == "highlight":
