@@ -90,6 +90,18 @@ def pratio(a, b, i=0):
     return statistics.median(x[i] / max(y[i], 1e-9) for x, y in zip(a, b))
 
 
+def pct(v, p):
+    """The p-th percentile of v, interpolated between the two nearest ranks (nan when empty):
+    bench/tui's delays and bench/pool.py's pooled ones."""
+    v = sorted(v)
+    if not v:
+        return float("nan")
+    k = (len(v) - 1) * p / 100.0
+    lo = int(k)
+    hi = min(lo + 1, len(v) - 1)
+    return v[lo] + (v[hi] - v[lo]) * (k - lo)
+
+
 def pspread(a, b, i=0):
     """The first and third quartiles of the per-round ratios (None with fewer than 4 rounds)."""
     v = [x[i] / max(y[i], 1e-9) for x, y in zip(a, b)]

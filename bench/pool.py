@@ -24,16 +24,9 @@ import re
 import statistics
 import sys
 
-
-def pct(v, p):
-    """The p-th percentile, interpolated (as bench/tui/run.py computes it)."""
-    v = sorted(v)
-    if not v:
-        return float("nan")
-    k = (len(v) - 1) * p / 100.0
-    lo = int(k)
-    hi = min(lo + 1, len(v) - 1)
-    return v[lo] + (v[hi] - v[lo]) * (k - lo)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.dont_write_bytecode = True
+from benchlib import pct  # noqa: E402
 
 
 def read(d, name):

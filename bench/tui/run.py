@@ -51,8 +51,10 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "e2e"))
+sys.path.insert(0, os.path.join(HERE, ".."))
 sys.dont_write_bytecode = True
 import ttlib  # noqa: E402
+from benchlib import pct  # noqa: E402
 
 # Runs argv[2:] and writes "user sys maxrss_kib exitcode wall" of that child to argv[1] (wait4(2):
 # microseconds, unlike GNU time's hundredths).
@@ -310,16 +312,6 @@ def callgrind(outdir, tokterm, env, width, height, tmp):
         print("%s: %s instructions (%s)" % (mode, format(total, ","), out))
     print("chat / scripted instructions: %.2fx" % (totals["tui"] / totals["scripted"]))
     print("(callgrind_annotate --inclusive=yes FILE | head -60 shows where they go)")
-
-
-def pct(v, p):
-    v = sorted(v)
-    if not v:
-        return float("nan")
-    k = (len(v) - 1) * p / 100.0
-    lo = int(k)
-    hi = min(lo + 1, len(v) - 1)
-    return v[lo] + (v[hi] - v[lo]) * (k - lo)
 
 
 def main():
