@@ -16,8 +16,8 @@
 # differs from it), the load average at the start and the end, and the run time. Exit 1 when a
 # target is missed or a measure could not be taken (--no-fail: exit 0). Every benchmark's whole
 # output is kept in --logs (default $TMPDIR/tokterm-bench-DATE).
-# Run time on the 2-core VM: 6 min 16 s quiet with the store's databases kept (0bb8835), 7 min
-# 6-15 s when they are made afresh (0bb8835), 7-13 min at load 4-10; the first run ~2.5 min more
+# Run time on the 2-core VM: 6 min 08-22 s quiet with the store's databases kept (412dc47), 6 min
+# 57 s when they are made afresh (da31d99), 7-13 min at load 4-10; the first run ~2.5 min more
 # (the databases' first build); --quick ~2 minutes
 # (bench/README.md).
 # Needs: python3, cc, curl, tmux, redis-server, node and npm (the SDK and JS tokenizers; their packages are
