@@ -367,9 +367,10 @@ def main():
         sc, tu = [], {b: [] for b in builds}
         ratios = {b: [] for b in builds}
         # A first round, not counted (as benchlib.interleave's and bench/highlight's warm-up):
-        # in run-all it follows the stream and resume benchmarks, whose ~200 MB the host has
-        # taken back, and its first chats paid a fresh huge page at ~3.6 ms (the 200k delay
-        # row missed on such rounds alone: 19.9-24.6 ms, the rest 7.5-9.8). Printed, not hidden.
+        # in run-all it follows the stream and resume benchmarks, whose ~200 MB the VM's free
+        # page reporting hands back to the host 2 s after they are freed, and its first chats
+        # paid a fresh huge page at ~3.3 ms (docs/PERFORMANCE.md; the 200k delay row once
+        # missed on such rounds alone: 19.9-24.6 ms, the rest 7.5-9.8). Printed, not hidden.
         x = scripted(tokterm, env, tmp, trace=True)
         warm = ["scripted %.1f ms cpu" % (x[4] * 1e3)]
         for k, b in enumerate(builds):
