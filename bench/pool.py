@@ -65,7 +65,13 @@ def main():
     for d in dirs:
         if not os.path.isdir(d):
             sys.exit("pool: %s is not a directory of run-all logs" % d)
-    rows = []  # (row, target, per-run values, pooled value, rounds pooled, spread)
+    rows = []  # the table's cells: row, each run, pooled, pooled over, target, met
+
+    def add(label, target, unit, each, pooled, over):
+        fmt = "%.2fx" if unit == "x" else "%.1f ms"
+        rows.append((label, " ".join(fmt % v for v in each), "**%s**" % (fmt % pooled), over,
+                     "<= %g%s" % (target, "x" if unit == "x" else " ms"),
+                     "yes" if pooled <= target else "**no**"))
 
     def ratio_row(label, target, per_run):
         per_run = [v for v in per_run if v]
@@ -73,17 +79,16 @@ def main():
             return
         allv = [x for v in per_run for x in v]
         q = statistics.quantiles(allv, n=4) if len(allv) >= 4 else [allv[0]] * 3
-        rows.append((label, target, [statistics.median(v) for v in per_run],
-                     statistics.median(allv), len(allv), (q[0], q[2]), "x"))
+        add(label, target, "x", [statistics.median(v) for v in per_run],
+            statistics.median(allv), "%d rounds, quartiles %.2f-%.2f" % (len(allv), q[0], q[2]))
 
     def delay_row(label, per_run):
         per_run = [v for v in per_run if v]
         if not per_run:
             return
         allv = [x for v in per_run for x in v]
-        over = sum(1 for x in allv if x > 16)
-        rows.append((label, 16.0, [pct(v, 99) for v in per_run], pct(allv, 99), len(allv),
-                     over, " ms"))
+        add(label, 16.0, "ms", [pct(v, 99) for v in per_run], pct(allv, 99),
+            "%d frames, %d over 16 ms" % (len(allv), sum(1 for x in allv if x > 16)))
 
     for log, what in (("tui.log", "200k deltas"), ("tui-md.log", "Markdown")):
         texts = [read(d, log) for d in dirs]
@@ -103,17 +108,8 @@ def main():
     print()
     print("| row | each run | pooled | pooled over | target | met (pooled) |")
     print("|---|---|---|---|---|---|")
-    for label, target, each, pooled, n, extra, unit in rows:
-        if unit == "x":
-            over = "%d rounds, quartiles %.2f-%.2f" % (n, extra[0], extra[1])
-            fmt = "%.2fx"
-        else:
-            over = "%d frames, %d over 16 ms" % (n, extra)
-            fmt = "%.1f ms"
-        print("| %s | %s | **%s** | %s | <= %s | %s |" % (
-            label, " ".join(fmt % v for v in each), fmt % pooled, over,
-            ("%gx" % target) if unit == "x" else "%g ms" % target,
-            "yes" if pooled <= target else "**no**"))
+    for r in rows:
+        print("| %s |" % " | ".join(r))
     if not rows:
         print("(none of the logs has the per-round lines this reads)")
 
