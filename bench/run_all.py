@@ -144,11 +144,18 @@ def tui_rows(t, text, what, ratio_target, frame_target):
     if m:
         per = re.search(r"Per round, delay p99: median ([0-9.]+) ms", text)
         floor = re.search(r"Floor: a bare poll\(\) of 8 ms.*?p99 ([0-9.]+) ms", text)
+        slow = re.search(r"Frames over 16 ms: ([0-9]+) of", text)
+        cause = re.search(r"mostly the UI thread ([0-9]+), mostly the network thread ([0-9]+); "
+                          r"the process barely running ([0-9]+)", text)
         t.add("chat token→screen delay p99, %s" % what, "%s ms" % m.group(1), "", None,
               "<= 16 ms", float(m.group(1)), note="all frames of all rounds" +
               ("; median of the rounds' p99 %s ms" % per.group(1) if per else "") +
               ("; a bare 8 ms poll() beside it woke %s ms late at p99" % floor.group(1)
-               if floor else ""))
+               if floor else "") +
+              ("; of the %s frames over 16 ms, the process worked through the wait in %d "
+               "and barely ran in %s" % (slow.group(1), int(cause.group(1)) +
+                                         int(cause.group(2)), cause.group(3))
+               if slow and cause else ""))
     else:
         t.error("chat token→screen delay p99, %s" % what, "<= 16 ms",
                 "not in bench/tui/run.py's output")

@@ -30,7 +30,9 @@ of Markdown paragraphs, headings and list items with **bold**, `inline code` and
 of one to a few words (CJK one or two characters), sent in one write (a fixture written to a
 temp dir, replayed with chunk=whole); the chat is 120x40 unless --width/--height say otherwise.
 
-Frames over 16 ms are split into a late start and a slow draw; beside each chat round
+Frames over 16 ms are split into a late start and a slow draw, and for each, what the process
+did while its text waited (the UI thread working, the network thread, or neither running:
+slow_cause); beside each chat round
 waker.c sleeps in poll() for 8 ms over and over and reports how late it woke: the scheduler's
 floor at this load (bench/README.md).
 
@@ -217,8 +219,12 @@ def answers_cpu(trace):
 
 
 def read_trace(path):
+    """S, E and the frames of a --trace file: (arrival of the oldest text or None, done,
+    start, events, then from the U record after the frame: the UI thread's CPU seconds, its
+    minor faults, the process's CPU seconds, all so far; None when the frame has no U)."""
     s = e = None
     frames = []
+    open_f = False  # the last record of these was an F: the next U is its
     for line in open(path):
         w = line.split()
         if not w:
@@ -229,8 +235,61 @@ def read_trace(path):
             e = float(w[1])
         elif w[0] == "F":
             frames.append((None if w[1] == "-" else float(w[1]), float(w[2]), float(w[3]),
-                           int(w[4])))
+                           int(w[4]), None, None, None))
+        elif w[0] == "U" and open_f:
+            frames[-1] = frames[-1][:4] + (float(w[2]), int(w[4]), float(w[1]))
+        if w[0] in "SEFU":
+            open_f = w[0] == "F"
     return s, e, frames
+
+
+def slow_frames(frames, over_ms=16):
+    """Each frame whose delay passed over_ms: its delay in three parts, the wait the chat's
+    pacing asks for (its oldest text -> 1/120 s after the frame before, when that is later:
+    long when the text was read before that frame started but reached the UI thread after
+    it), how late it started after that, and what it cost to draw; then, over the text's wait
+    (from the end of the last frame that ended before it arrived to the end of this one), the
+    UI thread's CPU, the process's (both threads), its length (ms) and the UI thread's minor
+    page faults (those four None without U records)."""
+    out = []
+    for i, fr in enumerate(frames):
+        if fr[0] is None or (fr[1] - fr[0]) * 1000 <= over_ms:
+            continue
+        due = max(fr[0], frames[i - 1][2] + 1 / 120.0) if i else fr[0]
+        ui = proc = span = faults = None
+        j = max((k for k in range(i) if frames[k][1] <= fr[0]), default=None)
+        if j is not None and fr[4] is not None and frames[j][4] is not None:
+            ui = (fr[4] - frames[j][4]) * 1000
+            proc = (fr[6] - frames[j][6]) * 1000
+            span = (fr[1] - frames[j][1]) * 1000
+            faults = fr[5] - frames[j][5]
+        out.append(((due - fr[0]) * 1000, (fr[2] - due) * 1000, (fr[1] - fr[2]) * 1000,
+                    ui, proc, span, faults))
+    return out
+
+
+def slow_cause(f):
+    """What the process did while a slow frame's text waited: None without U records;
+    "neither" when its CPU (both threads) was under half the wait (it barely ran: the VM or
+    other processes had the cores); else the thread that took more of it, "UI" (such as a
+    first batch in fresh memory) or "network"."""
+    if f[3] is None:
+        return None
+    if f[4] < f[5] / 2:
+        return "neither"
+    return "UI" if f[3] >= f[4] - f[3] else "network"
+
+
+def slow_frames_text(slow):
+    """One line on slow_frames' frames: each one's CPU over its text's wait, and how many
+    slow_cause puts on each cause."""
+    known = [f for f in slow if f[3] is not None]
+    causes = [slow_cause(f) for f in known]
+    return ("While the text of each frame over 16 ms waited (UI thread / process CPU / the "
+            "wait, UI page faults): %s; the process working, mostly the UI thread %d, mostly "
+            "the network thread %d; the process barely running %d"
+            % (", ".join("%.1f/%.1f/%.1f ms %d" % (f[3], f[4], f[5], f[6]) for f in known) or
+               "-", causes.count("UI"), causes.count("network"), causes.count("neither")))
 
 
 def tui(tokterm, env, width, height, tmp, rnd, wrap=(), traces=None):
@@ -274,22 +333,13 @@ def tui(tokterm, env, width, height, tmp, rnd, wrap=(), traces=None):
     delays = [(fr[1] - fr[0]) * 1000 for fr in frames if fr[0] is not None]
     costs = [(fr[1] - fr[2]) * 1000 for fr in frames if s <= fr[2] <= last]
     nframes = sum(1 for fr in frames if s <= fr[2] <= last)
-    # each frame over 16 ms, its delay in three parts: the wait the chat's pacing asks for
-    # (its oldest text -> 1/120 s after the frame before, when that is later: long when the
-    # text was read before that frame started but reached the UI thread after it), how late
-    # it started after that, and what it cost to draw
-    slow_frames = []
-    for i, fr in enumerate(frames):
-        if fr[0] is not None and (fr[1] - fr[0]) * 1000 > 16:
-            due = max(fr[0], frames[i - 1][2] + 1 / 120.0) if i else fr[0]
-            slow_frames.append(((due - fr[0]) * 1000, (fr[2] - due) * 1000,
-                                (fr[1] - fr[2]) * 1000))
+    late = slow_frames(frames)
     wake = [float(x) for x in open(wakes)] if waker else []
     ans = answers_cpu(trace)
     if len(ans) != 1:
         raise RuntimeError("%d answers in the chat's trace, 1 asked" % len(ans))
     return {"ans": ans[0]["ans"], "wall": last - s, "cpu": cpu, "rss": rss, "delays": delays, "costs": costs,
-            "frames": nframes, "screen": screen, "slow": slow_frames, "wake": wake}
+            "frames": nframes, "screen": screen, "slow": late, "wake": wake}
 
 
 def callgrind(outdir, tokterm, env, width, height, tmp):
@@ -466,6 +516,8 @@ def main():
               "frame began)" % (len(slow), len(delays), most.count(0), most.count(1),
                                 most.count(2), pct([f[0] for f in slow], 50),
                                 pct([f[1] for f in slow], 50), pct([f[2] for f in slow], 50)))
+        if slow:
+            print(slow_frames_text(slow))
         wake = [w for x in tu for w in x["wake"]]
         if wake:
             print("Floor: a bare poll() of 8 ms beside each chat round woke late by p50 %.2f ms, "
