@@ -15,7 +15,8 @@ value and the value over all their rounds together, against the target:
 
 It decides nothing: run-all's table is the verdict of each run. Pooling only pools runs of one
 build on one machine (the caller's choice of DIRs), and the rounds must be the same kind (a
-log without the per-round lines, from before they were printed, is skipped for that row).
+log without the per-round lines, from before they were printed, is left out of that row: "—"
+in its place among each run's values).
 
 usage: bench/pool.py LOGDIR [LOGDIR...]
 """
@@ -68,26 +69,26 @@ def main():
     rows = []  # the table's cells: row, each run, pooled, pooled over, target, met
 
     def add(label, target, unit, each, pooled, over):
+        """each: one value per run in the order given, None for a run without the lines."""
         fmt = "%.2fx" if unit == "x" else "%.1f ms"
-        rows.append((label, " ".join(fmt % v for v in each), "**%s**" % (fmt % pooled), over,
+        rows.append((label, " ".join("—" if v is None else fmt % v for v in each),
+                     "**%s**" % (fmt % pooled), over,
                      "<= %g%s" % (target, "x" if unit == "x" else " ms"),
                      "yes" if pooled <= target else "**no**"))
 
     def ratio_row(label, target, per_run):
-        per_run = [v for v in per_run if v]
-        if not per_run:
-            return
         allv = [x for v in per_run for x in v]
+        if not allv:
+            return
         q = statistics.quantiles(allv, n=4) if len(allv) >= 4 else [allv[0]] * 3
-        add(label, target, "x", [statistics.median(v) for v in per_run],
+        add(label, target, "x", [statistics.median(v) if v else None for v in per_run],
             statistics.median(allv), "%d rounds, quartiles %.2f-%.2f" % (len(allv), q[0], q[2]))
 
     def delay_row(label, per_run):
-        per_run = [v for v in per_run if v]
-        if not per_run:
-            return
         allv = [x for v in per_run for x in v]
-        add(label, 16.0, "ms", [pct(v, 99) for v in per_run], pct(allv, 99),
+        if not allv:
+            return
+        add(label, 16.0, "ms", [pct(v, 99) if v else None for v in per_run], pct(allv, 99),
             "%d frames, %d over 16 ms" % (len(allv), sum(1 for x in allv if x > 16)))
 
     for log, what in (("tui.log", "200k deltas"), ("tui-md.log", "Markdown")):

@@ -152,9 +152,10 @@ def tui_rows(t, text, what, ratio_target, frame_target):
               ("; median of the rounds' p99 %s ms" % per.group(1) if per else "") +
               ("; a bare 8 ms poll() beside it woke %s ms late at p99" % floor.group(1)
                if floor else "") +
-              ("; of the %s frames over 16 ms, the process worked through the wait in %d "
-               "and barely ran in %s" % (slow.group(1), int(cause.group(1)) +
-                                         int(cause.group(2)), cause.group(3))
+              ("; of the %s over 16 ms, the process worked through the wait in %d and "
+               "barely ran in %s" % ("frame" if slow.group(1) == "1" else
+                                     "%s frames" % slow.group(1),
+                                     int(cause.group(1)) + int(cause.group(2)), cause.group(3))
                if slow and cause else ""))
     else:
         t.error("chat token→screen delay p99, %s" % what, "<= 16 ms",
