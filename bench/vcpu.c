@@ -1,13 +1,14 @@
 /* vcpu.c - does a thread that sleeps wake late, where one that spins keeps running? No target:
- * a fact about the machine (docs/PERFORMANCE.md, "Session 34").
+ * a fact about the machine (docs/PERFORMANCE.md, "What the slow frames wait for").
  *
  *   cc -O2 -o /tmp/vcpu bench/vcpu.c && /tmp/vcpu [seconds, 20] [sleep ms, 8]
  *
  * For the given seconds it sleeps in poll() for the given milliseconds again and again (as the
  * chat's loop waits for its next frame) and counts the wake-ups that came more than 4, 8 and
  * 16 ms late; for as many seconds it reads the clock in a loop and counts the gaps between two
- * reads of more than 4, 8 and 16 ms (the thread did not run). The two take turns of 2 s. On a virtual machine whose host
- * takes back an idle virtual CPU, the first has late wake-ups and the second no gaps. */
+ * reads of more than 4, 8 and 16 ms (the thread did not run). The two take turns of 2 s. On a
+ * virtual machine whose host takes back an idle virtual CPU, the first has late wake-ups and
+ * the second no gaps. */
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -46,10 +46,10 @@ recs += frame(T + 0.004, T + 0.008, T + 0.0075, 53.0, 21.0, 710)              # 
 # 2: 20 ms delay; over its text's wait (frame 1's end -> its end, 20 ms) the UI thread took
 # 14 ms of CPU (the process 16) and 27 faults
 recs += frame(T + 0.008, T + 0.028, T + 0.0275, 69.0, 35.0, 737)
-# 4: its text arrived at 30 ms, before frame 3 (ends 34 ms) began, and waited till 52 ms
-# (22 ms). Over 28 -> 52 ms (24 ms) the UI thread took 3 ms, the process 17 (the network
-# thread 14); from frame 3's end alone (34 -> 52) the network thread's part looks smaller
 recs += frame(T + 0.029, T + 0.034, T + 0.033, 75.0, 36.0, 737)               # 3: 5 ms
+# 4: its text arrived at 30 ms, before frame 3 began, and waited till 52 ms (22 ms). Over
+# 28 -> 52 ms (from frame 2's end: 24 ms) the UI thread took 3 ms, the process 17 (the
+# network thread 14); from frame 3's end alone (34 -> 52) the network thread's part is smaller
 recs += frame(T + 0.030, T + 0.052, T + 0.0515, 86.0, 38.0, 737)              # 4: 22 ms
 # 5: 21 ms delay; over 52 -> 73 ms the process took 3 ms, the UI thread 1: neither ran
 recs += frame(T + 0.052, T + 0.073, T + 0.0725, 89.0, 39.0, 738)
