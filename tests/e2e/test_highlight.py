@@ -59,11 +59,17 @@ def q(text):
     return urllib.parse.quote(text, safe="")
 
 
-def blank_is_layout(style):
-    """A blank in this style ("fg,bg[,flags]") looks like the terminal's cleared cell: the
-    default background, no underline nor reverse (the only attributes that show on it)."""
+def blank_shows(style):
+    """What a blank in this style ("fg,bg[,flags]") shows: its background, and the only
+    attributes that show on a blank (underline, reverse)."""
     f = style.split(",")
-    return f[1] == "-" and not any(c in (f[2] if len(f) > 2 else "") for c in "ur")
+    flags = f[2] if len(f) > 2 else ""
+    return (f[1], "u" in flags, "r" in flags)
+
+
+def blank_is_layout(style):
+    """A blank in this style looks like the terminal's cleared cell."""
+    return blank_shows(style) == ("-", False, False)
 
 
 def sgr_runs(line):
@@ -97,10 +103,8 @@ def visible(rows):
         cells = []
         for run in r.split(" | "):
             style, _, text = run.partition(":")
-            f = style.split(",")
-            flags = f[2] if len(f) > 2 else ""
             for ch in text:
-                cells.append((f[1], "u" in flags, "r" in flags) if ch == " " else (ch, style))
+                cells.append(blank_shows(style) if ch == " " else (ch, style))
         out.append(cells)
     return out
 
