@@ -3,7 +3,9 @@
 #include "base/buf.h"
 #include "base/xmalloc.h"
 
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,6 +112,11 @@ const char *buf_str(const struct buf *b)
 char *buf_take(struct buf *b)
 {
     char *p = b->data ? b->data : xstrdup("");
+    if (b->data && buf_lent(p)) { /* read where it is: not moved */
+        b->data = NULL;
+        b->len = b->cap = 0;
+        return p;
+    }
     /* A text in a block far larger than itself (a long answer's room, reserved up to
      * max_answer_mb: 128 MiB of address space) is cut to its size: the taker keeps it for the
      * rest of the run (a conversation's turns), and twenty kept answers must not hold 2.5 GiB
@@ -152,4 +159,105 @@ void buf_append_base64(struct buf *b, const void *p, size_t n)
     }
     b->len = (size_t)(o - b->data);
     *o = '\0';
+}
+
+/* ---- lent blocks: a short list, the UI thread's in practice; a mutex for the others ---- */
+
+struct buf_loan {
+    void *block;
+    unsigned readers;
+    int released; /* the owner let go: freed at the last buf_return */
+};
+
+static pthread_mutex_t buf_loan_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct buf_loan *buf_loans;
+static size_t buf_n_loans, buf_cap_loans;
+static atomic_size_t buf_loans_out; /* buf_n_loans, read without the lock */
+
+static struct buf_loan *buf_loan_find(const void *block)
+{
+    for (size_t i = 0; i < buf_n_loans; i++)
+        if (buf_loans[i].block == block)
+            return &buf_loans[i];
+    return NULL;
+}
+
+static void buf_loan_drop(struct buf_loan *l)
+{
+    *l = buf_loans[--buf_n_loans];
+    atomic_store(&buf_loans_out, buf_n_loans);
+}
+
+void buf_lend(void *block)
+{
+    if (!block)
+        return;
+    pthread_mutex_lock(&buf_loan_lock);
+    struct buf_loan *l = buf_loan_find(block);
+    if (!l) {
+        XGROW(buf_loans, buf_n_loans + 1, buf_cap_loans);
+        l = &buf_loans[buf_n_loans++];
+        *l = (struct buf_loan){block, 0, 0};
+        atomic_store(&buf_loans_out, buf_n_loans);
+    }
+    l->readers++;
+    pthread_mutex_unlock(&buf_loan_lock);
+}
+
+void buf_return(void *block)
+{
+    if (!block)
+        return;
+    void *gone = NULL;
+    pthread_mutex_lock(&buf_loan_lock);
+    struct buf_loan *l = buf_loan_find(block);
+    if (l && --l->readers == 0) {
+        if (l->released)
+            gone = block;
+        buf_loan_drop(l);
+    }
+    pthread_mutex_unlock(&buf_loan_lock);
+    free(gone);
+}
+
+void buf_release(void *block)
+{
+    if (!block)
+        return;
+    if (atomic_load(&buf_loans_out) == 0) {
+        free(block);
+        return;
+    }
+    pthread_mutex_lock(&buf_loan_lock);
+    struct buf_loan *l = buf_loan_find(block);
+    if (l)
+        l->released = 1;
+    pthread_mutex_unlock(&buf_loan_lock);
+    if (!l)
+        free(block);
+}
+
+int buf_lent(const void *block)
+{
+    if (!block || atomic_load(&buf_loans_out) == 0)
+        return 0;
+    pthread_mutex_lock(&buf_loan_lock);
+    int lent = buf_loan_find(block) != NULL;
+    pthread_mutex_unlock(&buf_loan_lock);
+    return lent;
+}
+
+void buf_free_lent(struct buf *b)
+{
+    buf_release(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}
+
+void buf_reset_lent(struct buf *b)
+{
+    if (buf_lent(b->data))
+        buf_free_lent(b);
+    else
+        buf_reset(b);
 }

@@ -29,6 +29,20 @@ const char *buf_str(const struct buf *b);
  * much larger than its text is cut to the text first (the caller keeps it). */
 char *buf_take(struct buf *b);
 void buf_free(struct buf *b);
+/* Lending a buffer's block to readers instead of copying it (the chat's view of a long line
+ * reads the session's copy of the answer). A reader holds the block with buf_lend and lets go
+ * with buf_return; the owner frees a block that may be lent with buf_release (buf_free_lent,
+ * buf_reset_lent for a buffer), which frees it now when no reader holds it, else at the last
+ * reader's buf_return. A lent block is never moved: buf_take does not cut it to its text, and
+ * its owner must not grow it in place (buf_lent says so). Blocks never lent cost a load. */
+void buf_lend(void *block);
+void buf_return(void *block);
+void buf_release(void *block);
+int buf_lent(const void *block);
+/* buf_free / buf_reset of a buffer whose block may be lent: a lent block is released and the
+ * buffer starts again empty. */
+void buf_free_lent(struct buf *b);
+void buf_reset_lent(struct buf *b);
 /* Append n bytes of p in base64 (RFC 4648, with padding): data URLs, attachments. */
 void buf_append_base64(struct buf *b, const void *p, size_t n);
 

@@ -2,6 +2,7 @@
 #include "config.h"
 #include "core/conv.h"
 #include "proto/tool.h"
+#include "base/buf.h"
 #include "base/utf8.h"
 #include "base/util.h"
 #include "base/xmalloc.h"
@@ -18,7 +19,7 @@ void conv_init(struct conv *c)
 
 static void conv_step_free(struct conv_step *st)
 {
-    free(st->text);
+    buf_release(st->text); /* the chat's view may still read it (buf.h) */
     for (size_t i = 0; i < st->n_calls; i++)
         tool_call_free(&st->calls[i]);
     free(st->calls);
@@ -160,7 +161,7 @@ static void conv_turn_free(struct conv_turn *t)
         conv_step_free(&t->steps[i]);
     free(t->steps);
     free(t->prompt);
-    free(t->answer);
+    buf_release(t->answer); /* the chat's view may still read it (buf.h) */
     free(t->error);
     free(t->model);
     for (size_t i = 0; i < t->n_att; i++)
@@ -309,7 +310,7 @@ void conv_settle(struct conv_turn *t, enum conv_outcome o, const char *answer, s
     t->outcome = o;
     t->answer_tokens = 0; /* a new text: its count is not known */
     t->tokens_saved &= ~2u;
-    free(t->answer);
+    buf_release(t->answer);
     t->answer = conv_dup(answer, n);
     t->answer_len = answer ? n : 0;
     free(t->error);

@@ -177,6 +177,19 @@ const char *session_answer(const struct session *s)
     return s->answer_turn ? s->answer_turn->answer : buf_str(&s->answer);
 }
 
+static size_t session_answer_limit(const struct session *s);
+
+void *session_answer_lend(const struct session *s, const char *text, size_t n)
+{
+    /* only a block in its room for the whole answer (a fast sender's): it does not move */
+    const char *a = s->answer.data;
+    if (!s->keep_answer || s->answer_turn || !a || s->answer.cap <= session_answer_limit(s) ||
+        (uintptr_t)text < (uintptr_t)a || (uintptr_t)text - (uintptr_t)a > s->answer.len ||
+        n > s->answer.len - ((uintptr_t)text - (uintptr_t)a))
+        return NULL;
+    return s->answer.data;
+}
+
 const char *session_reasoning(const struct session *s)
 {
     return buf_str(&s->reasoning);
@@ -459,7 +472,7 @@ void session_close(struct session *s)
     free(s->msgs);
     free(s->off_seen);
     util_free_secret(s->key);
-    buf_free(&s->answer);
+    buf_free_lent(&s->answer);
     buf_free(&s->reasoning);
     net_result_free(s->last);
     free(s->store_error);
@@ -819,7 +832,7 @@ static unsigned session_send_planned(struct session *s)
     struct api_message *m;
     struct api_request ar;
     char *body = session_planned_body(s, &ar, &m);
-    buf_reset(&s->answer);
+    buf_reset_lent(&s->answer);
     s->answer_turn = NULL;
     buf_reset(&s->reasoning);
     s->ans_fed = 0;
@@ -1024,10 +1037,23 @@ static void session_settle(struct session *s, const struct net_result *r, int64_
  * batch of 32 KiB or more: the doubling up to 1 MiB faulted in 256 small pages and copied the
  * answer once more, and up to 128 KiB (where it stopped until 2026-12) still 48 pages and two
  * copies, ~0.6 ms of the chat's first frame on the project's VM (a huge page: 0.2-0.4 ms). */
+static size_t session_answer_limit(const struct session *s)
+{
+    return (size_t)(s->conf->max_answer_mb > 0 ? s->conf->max_answer_mb : 64) << 20;
+}
+
 static void session_keep(struct session *s, struct buf *b, const char *text, size_t n)
 {
-    size_t limit = (size_t)(s->conf->max_answer_mb > 0 ? s->conf->max_answer_mb : 64) << 20;
+    size_t limit = session_answer_limit(s);
     size_t grow = n >= SESSION_FAST_BATCH ? SESSION_FAST_GROW : SESSION_ANSWER_GROW;
+    if (b->len + n >= b->cap && buf_lent(b->data)) {
+        /* past its room (the limit), and the chat's view reads the block: the block stays
+         * where it is for the view, the text goes on in a new one */
+        struct buf moved = BUF_INIT;
+        buf_append(&moved, b->data, b->len);
+        buf_free_lent(b);
+        *b = moved;
+    }
     if (b->len + n >= b->cap && b->len + n >= grow && b->len + n < limit)
         (void)buf_try_room(b, limit + 1); /* the limit's bytes and the NUL; refused: it grows */
     buf_append(b, text, n);
@@ -1156,7 +1182,7 @@ static int session_tools_end(struct session *s, enum api_outcome o, char *why,
     }
     net_result_free(s->last);
     s->last = r;
-    buf_reset(&s->answer);
+    buf_reset_lent(&s->answer);
     session_settle(s, r, 0);
     session_tokens_save(s);
     s->active = 0;
@@ -1324,9 +1350,14 @@ int session_dispatch(struct session *s, const struct session_sink *sink)
                 net_result_free(e->ptr);
         } else if (e->type == QEV_CONTENT || e->type == QEV_REASONING) {
             int r = e->type == QEV_REASONING;
-            if (s->keep_answer)
-                session_keep(s, r ? &s->reasoning : &s->answer, e->text.data, e->text.len);
-            else if (!r)
+            /* a kept text reaches the sink in the session's copy: the chat's view may read it
+             * there (session_answer_lend) */
+            const char *text = e->text.data;
+            if (s->keep_answer && e->text.len) {
+                struct buf *b = r ? &s->reasoning : &s->answer;
+                session_keep(s, b, e->text.data, e->text.len);
+                text = b->data + b->len - e->text.len;
+            } else if (!r && !s->keep_answer)
                 s->ans_bytes += e->text.len; /* not kept: the server's usage counts it */
             if (s->answer_id) {
                 int rc = r ? store_message_append_reasoning(s->store, s->answer_id, e->text.data,
@@ -1337,7 +1368,7 @@ int session_dispatch(struct session *s, const struct session_sink *sink)
                     session_store_failed(s);
             }
             if (sink->text)
-                sink->text(sink->ud, r, e->text.data, e->text.len, e->t_first, e->t_last);
+                sink->text(sink->ud, r, text, e->text.len, e->t_first, e->t_last);
         } else if (e->type == QEV_HEADERS) {
             if (sink->headers)
                 sink->headers(sink->ud, (long)e->num);

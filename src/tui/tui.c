@@ -589,6 +589,9 @@ static void tui_sink_text(void *ud, int reasoning, const char *s, size_t n, doub
      * (xmalloc_heap_fast). */
     if (n >= TUI_FAST_BATCH)
         xmalloc_heap_fast();
+    /* the text lies in the session's copy of the answer: a long line reads it there */
+    void *block = reasoning ? NULL : session_answer_lend(t->s, s, n);
+    tui_view_answer_lend(t->view, block, block ? session_answer_len(t->s) : 0);
     size_t lazy = tui_view_answer_defer(t->view, t->answer, reasoning, s, n), at = lazy;
     if (at && !reasoning)
         tui_status_text(&t->st, at, t1, t2);
@@ -612,6 +615,7 @@ static void tui_sink_text(void *ud, int reasoning, const char *s, size_t n, doub
             tui_frame(t);
         }
     }
+    tui_view_answer_lend(t->view, NULL, 0);
     t->dirty |= TUI_D_VIEW | TUI_D_STATUS;
     double due = tui_pace_due(t->last_frame, t->oldest ? t->oldest : t1);
     if (lazy && (first || util_now() >= due)) {
@@ -758,7 +762,7 @@ static void tui_sink_end(void *ud, const struct net_result *r)
     t->ctx_stale = t->ctx_base_ok && t->st.bytes > TUI_CTX_DEFER_BYTES;
     t->ctx_base_ok = 0;
     if (t->trace) {
-        fprintf(t->trace, "E %.6f\n", now);
+        fprintf(t->trace, "E %.6f %zu\n", now, tui_view_lent(t->view));
         fflush(t->trace);
     }
     t->dirty |= TUI_D_VIEW | TUI_D_STATUS;

@@ -11,7 +11,9 @@ struct store;
 
 struct tui_opts {
     const char *trace_path;   /* --trace FILE: timing records (util_now() seconds), NULL = off:
-                                 "S t" request sent, "E t" stream over, one per frame
+                                 "S t" request sent, "E t lent" stream over (lent: the
+                                 bytes of streamed text the view read in the session's copy
+                                 instead of copying, all answers so far), one per frame
                                  "F <arrival of its oldest delta, - = none> <done> <start> <n>"
                                  then "T <answer bytes it gave the token counter> <texts it
                                  counted>" (0 0);

@@ -56,6 +56,9 @@ struct tui_part {
      * incrementally; its bytes wait in line and reach the styler when its newline comes. */
     int long_mode;
     int lraw;                /* the line is printable ASCII: rows point into line itself */
+    void *lblock;            /* with lraw: line's bytes are read in this lent block (its cap
+                                0: never grown nor freed here), or NULL: line owns them */
+    struct tui_view *lender; /* while text is fed: the view, for its lent block */
     int ldrop;               /* not ASCII and over TUI_VIEW_STYLE_MAX: never styled, so its
                                 raw bytes are not kept (line is empty, ltext has it) */
     size_t llen;             /* with ldrop: the line's raw length */
@@ -107,6 +110,9 @@ struct tui_view {
     size_t spans_cap;
     int plain_code; /* tui_view_set_highlight(v, 0): code blocks in one colour */
     int lazy;       /* tui_view_set_lazy: a large batch's last screenful styled first */
+    void *lend;     /* tui_view_answer_lend: text inside lend[0..lend_len) may be held */
+    size_t lend_len;
+    size_t lent;    /* bytes of streamed text read in a lent block, not copied */
     size_t styled;  /* bytes of streamed text styled (tui_view_styled) */
     size_t taken;   /* bytes of streamed text taken */
 };
@@ -118,8 +124,66 @@ static void tui_gap_free(struct tui_gap *g)
     buf_free(&g->raw);
 }
 
+/* ---- a long line read in a lent block (tui_view_answer_lend) ---- */
+
+/* The line lets go of the block it reads in (its bytes are not needed any more). */
+static void tui_part_line_unlend(struct tui_part *p)
+{
+    if (!p->lblock)
+        return;
+    buf_return(p->lblock);
+    p->lblock = NULL;
+    memset(&p->line, 0, sizeof p->line);
+}
+
+/* The line owns its bytes again: copied out of the block it read them in. */
+static void tui_part_line_own(struct tui_part *p)
+{
+    if (!p->lblock)
+        return;
+    struct buf own = BUF_INIT;
+    if (p->line.len + 1 >= XMALLOC_HUGE_MIN)
+        (void)buf_try_room(&own, p->line.len + 1);
+    buf_append(&own, p->line.data, p->line.len);
+    tui_part_line_unlend(p);
+    p->line = own;
+}
+
+/* s[0..n) follows the printable long line: when both lie in the view's lent block, end to
+ * end, the line reads them there (holding the block from the first such text on) instead of
+ * copying them. 1 when it does. */
+static int tui_part_line_lent(struct tui_part *p, const char *s, size_t n)
+{
+    struct tui_view *v = p->lender;
+    if (!v || !v->lend || !n)
+        return 0;
+    uintptr_t b = (uintptr_t)v->lend, at = (uintptr_t)s;
+    if (at < b || at - b > v->lend_len || n > v->lend_len - (at - b))
+        return 0;
+    if (p->lblock) {
+        if (p->lblock != v->lend || p->line.data + p->line.len != s)
+            return 0;
+        p->line.len += n;
+        v->lent += n;
+        return 1;
+    }
+    /* the line so far must be the bytes just before s in the block */
+    if (at - b < p->line.len || memcmp(s - p->line.len, p->line.data, p->line.len) != 0)
+        return 0;
+    size_t len = p->line.len;
+    buf_free(&p->line);
+    p->line.data = (char *)(uintptr_t)(at - len);
+    p->line.len = len + n;
+    p->line.cap = 0;
+    p->lblock = v->lend;
+    buf_lend(p->lblock);
+    v->lent += n;
+    return 1;
+}
+
 static void tui_part_free(struct tui_part *p)
 {
+    tui_part_line_unlend(p);
     for (size_t i = 0; i < p->ngaps; i++)
         tui_gap_free(&p->gaps[i]);
     free(p->gaps);
@@ -258,14 +322,19 @@ static void tui_part_long_append(struct tui_part *p, const char *s, size_t n)
         tui_part_long_clean(p, s, n);
         return;
     }
-    if (n >= TUI_VIEW_FAST_BATCH && p->line.cap < XMALLOC_HUGE_MIN &&
-        p->line.len + n >= TUI_VIEW_FAST_GROW)
-        (void)buf_try_room(&p->line, 2 * XMALLOC_HUGE_PAGE); /* a fast sender's line: huge
-                                                              * pages now, if they can be had */
-    buf_append(&p->line, s, n);
+    if (!(p->lraw && tui_part_line_lent(p, s, n))) {
+        tui_part_line_own(p); /* the text goes on elsewhere than in the block */
+        if (n >= TUI_VIEW_FAST_BATCH && p->line.cap < XMALLOC_HUGE_MIN &&
+            p->line.len + n >= TUI_VIEW_FAST_GROW)
+            (void)buf_try_room(&p->line, 2 * XMALLOC_HUGE_PAGE); /* a fast sender's line:
+                                                                  * huge pages now, if they
+                                                                  * can be had */
+        buf_append(&p->line, s, n);
+    }
     if (p->lraw && tui_ascii_printable(s, n))
         return;
     if (p->lraw) { /* from now on the rows need a cleaned copy (same offsets so far) */
+        tui_part_line_own(p); /* and the raw bytes are appended to */
         p->lraw = 0;
         longrows_clear(&p->lrows, 0); /* kept whole from now on: rewrapped from the start */
         buf_reset(&p->ltext);
@@ -303,6 +372,7 @@ static void tui_part_go_long(struct tui_part *p);
 /* The long-line preview is over: its buffers go (not only emptied: they were large). */
 static void tui_part_long_free(struct tui_part *p)
 {
+    tui_part_line_unlend(p); /* read already (the styler has it, or the document a copy) */
     p->long_mode = 0;
     p->ldrop = 0;
     p->llen = 0;
@@ -323,6 +393,7 @@ static void tui_part_long_done(struct tui_part *p)
     }
     markdown_skip_line(p->md);
     tui_part_push(p); /* a table the styler held ends before it */
+    tui_part_line_own(p); /* the document takes the line's bytes over */
     struct buf *src = p->lraw ? &p->line : &p->ltext;
     size_t len = src->len;
     char *text = buf_take(src); /* the document takes it over: not held twice */
@@ -588,6 +659,7 @@ static void tui_part_gap_open(struct tui_part *p, struct markdown *fresh, const 
     p->doc = wrap_doc_new(width);
     p->md = fresh;
     p->done = 0;
+    tui_part_line_unlend(p);
     buf_reset(&p->line);
     p->fed = 0;
     p->bytes += at;
@@ -741,7 +813,20 @@ void tui_view_answer_text(struct tui_view *v, size_t idx, int reasoning, const c
     struct tui_part *p = tui_view_answer_part(v, idx, reasoning);
     v->taken += n;
     v->styled += n;
+    p->lender = reasoning ? NULL : v;
     tui_part_md_feed_pieces(p, s, n, v->width);
+    p->lender = NULL;
+}
+
+void tui_view_answer_lend(struct tui_view *v, void *block, size_t len)
+{
+    v->lend = block;
+    v->lend_len = block ? len : 0;
+}
+
+size_t tui_view_lent(const struct tui_view *v)
+{
+    return v->lent;
 }
 
 size_t tui_view_answer_defer(struct tui_view *v, size_t idx, int reasoning, const char *s,

@@ -48,6 +48,13 @@ void tui_view_answer_label(struct tui_view *v, size_t idx, const char *label);
 /* Append streamed text (reasoning = 1: the model's reasoning, shown before the answer). */
 void tui_view_answer_text(struct tui_view *v, size_t idx, int reasoning, const char *s,
                           size_t n);
+/* Text given to tui_view_answer_text (the body, not the reasoning) that lies inside
+ * block[0..len) may be read there: a long printable line then holds the block (buf_lend)
+ * instead of a copy of its bytes (the session's copy of a fast answer: one copy of it, not
+ * two). The block's bytes must not change while lent. block NULL: text is copied. */
+void tui_view_answer_lend(struct tui_view *v, void *block, size_t len);
+/* Bytes of streamed text read in a lent block instead of copied, all answers so far. */
+size_t tui_view_lent(const struct tui_view *v);
 
 /* A large batch of streamed text, its last screenful first. With lazy on (the chat's
  * transcript; off by default, as in the conversation browser's views), a batch of 32 KiB or
