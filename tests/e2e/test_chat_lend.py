@@ -2,18 +2,19 @@
 """One copy of a fast answer in the chat, not two (issue 14: the chat as light as scripted mode).
 
 The session keeps the answer's text (the conversation's next request sends it); the chat's view
-kept a second copy of a long printable line to wrap and draw it, in fresh pages that cost the
-UI thread ~1 ms per 2 MiB on the project's VM, ~3 ms when the host had taken the memory back.
-Now such a line reads its bytes in the session's copy (buf_lend: the block stays until the
-view lets go, whoever frees it first). The real binary in a private tmux streams 200,000 deltas
-("tokN ", one 1.9 MB line, gen=200000,chunk=whole) with --trace; checked:
+kept a second copy of a long printable line to wrap and draw it, in fresh pages: a 2 MiB huge
+page for this line, ~0.1 ms of the UI thread's CPU on the project's VM when the memory had just
+been freed, ~3.3 ms when the host had taken it back. Now such a line reads its bytes in the
+session's copy (buf_lend: the block is freed by whichever of its owner and the view lets go
+last). The real binary in a private tmux streams 200,000 deltas ("tokN ", one 1.9 MB line,
+gen=200000,chunk=whole) with --trace; checked:
 - the E record's lent bytes: most of the line was read in the session's copy, not copied;
 - the end of the answer on screen, then its start after Home (rows read in the lent block);
 - a second answer the same way, after which the first one's rows (its block now the
-  conversation's) still show its start; /new (the conversation's texts freed while the view
-  holds them... until the view is cleared too), another answer, Ctrl-D: exit 0;
-- the same in the default mode (the answer saved as it streams) with a saved conversation
-  resumed.
+  conversation's turn's) still show its start; /new (the conversation and the transcript both
+  let go of the blocks, in whichever order), another answer, Ctrl-D: exit 0;
+- the same in the default mode (the answer saved as it streams) and with that conversation
+  resumed (-c).
 In the AddressSanitizer build a block freed while the view reads it fails the run. Prints TAP;
 skips cleanly without tmux."""
 
