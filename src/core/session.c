@@ -179,13 +179,11 @@ const char *session_answer(const struct session *s)
 
 static size_t session_answer_limit(const struct session *s);
 
-void *session_answer_lend(const struct session *s, const char *text, size_t n)
+void *session_answer_lend(const struct session *s)
 {
     /* only a block in its room for the whole answer (a fast sender's): it does not move */
-    const char *a = s->answer.data;
-    if (!s->keep_answer || s->answer_turn || !a || s->answer.cap <= session_answer_limit(s) ||
-        (uintptr_t)text < (uintptr_t)a || (uintptr_t)text - (uintptr_t)a > s->answer.len ||
-        n > s->answer.len - ((uintptr_t)text - (uintptr_t)a))
+    if (!s->keep_answer || s->answer_turn || !s->answer.data ||
+        s->answer.cap <= session_answer_limit(s))
         return NULL;
     return s->answer.data;
 }
@@ -1353,11 +1351,11 @@ int session_dispatch(struct session *s, const struct session_sink *sink)
             /* a kept text reaches the sink in the session's copy: the chat's view may read it
              * there (session_answer_lend) */
             const char *text = e->text.data;
-            if (s->keep_answer && e->text.len) {
+            if (s->keep_answer) {
                 struct buf *b = r ? &s->reasoning : &s->answer;
                 session_keep(s, b, e->text.data, e->text.len);
                 text = b->data + b->len - e->text.len;
-            } else if (!r && !s->keep_answer)
+            } else if (!r)
                 s->ans_bytes += e->text.len; /* not kept: the server's usage counts it */
             if (s->answer_id) {
                 int rc = r ? store_message_append_reasoning(s->store, s->answer_id, e->text.data,

@@ -109,11 +109,11 @@ const char *session_reasoning(const struct session *s);
 /* Their lengths in bytes (the text may hold a NUL byte). */
 size_t session_answer_len(const struct session *s);
 size_t session_reasoning_len(const struct session *s);
-/* While an answer streams: the block of the session's copy of it when text[0..n) (given to
- * the sink, which gets the kept text in that copy) lies in it and a reader may hold the block
- * (buf_lend) instead of copying the text: a fast answer's, in its room for the whole answer,
- * which does not move. NULL otherwise. The block's text is session_answer_len bytes. */
-void *session_answer_lend(const struct session *s, const char *text, size_t n);
+/* While an answer streams: the block of the session's copy of it (session_answer_len bytes;
+ * the sink gets the kept text in it) when a reader may hold that block (buf_lend) instead of
+ * copying the text: a fast answer's, in its room for the whole answer, which does not move.
+ * NULL otherwise. */
+void *session_answer_lend(const struct session *s);
 /* The profile the session sends with. */
 const struct conf *session_profile(const struct session *s);
 /* Attach a store (borrowed): save = write the conversation; cache = how to use the response

@@ -590,8 +590,7 @@ static void tui_sink_text(void *ud, int reasoning, const char *s, size_t n, doub
     if (n >= TUI_FAST_BATCH)
         xmalloc_heap_fast();
     /* the text lies in the session's copy of the answer: a long line reads it there */
-    void *block = reasoning ? NULL : session_answer_lend(t->s, s, n);
-    tui_view_answer_lend(t->view, block, block ? session_answer_len(t->s) : 0);
+    tui_view_answer_lend(t->view, session_answer_lend(t->s), session_answer_len(t->s));
     size_t lazy = tui_view_answer_defer(t->view, t->answer, reasoning, s, n), at = lazy;
     if (at && !reasoning)
         tui_status_text(&t->st, at, t1, t2);
