@@ -800,9 +800,7 @@ static void store_free_as(struct store *st, int at_exit)
     while (st->streams) {
         struct store_stream *s = st->streams;
         st->streams = s->next;
-        buf_free(&s->text);
-        buf_free(&s->reasoning);
-        free(s);
+        store_stream_free(s);
     }
     free(st->touches);
     free(st->ckpt_exe);
@@ -928,6 +926,7 @@ static struct store *store_open_as(const char *path, struct store_open_info *inf
     st->cache_ttl = STORE_CACHE_DEFAULT_TTL;
     st->cache_max = STORE_CACHE_DEFAULT_MAX;
     st->wal_frames = -1;
+    st->content_last = -1;
     snprintf(st->writer, sizeof st->writer, "%ld:%llu", (long)getpid(),
              store_proc_start((long)getpid(), NULL));
     if (store_connect(st, path, err) != 0 || store_wal(st, path, err) != 0) {
@@ -1018,6 +1017,7 @@ static struct store *store_reader_new(const char *path)
     st->path = xstrdup(path);
     st->readonly = 1;
     st->wal_frames = -1;
+    st->content_last = -1;
     st->cache_ttl = STORE_CACHE_DEFAULT_TTL;
     st->cache_max = STORE_CACHE_DEFAULT_MAX;
     return st;
@@ -1084,9 +1084,7 @@ static void store_close_as(struct store *st, int at_exit)
             st->streams && st->streams->id == id) {
             struct store_stream *s = st->streams; /* could not save: drop it */
             st->streams = s->next;
-            buf_free(&s->text);
-            buf_free(&s->reasoning);
-            free(s);
+            store_stream_free(s);
         }
     }
     if (st->n_touches && store_begin(st) == 0) /* store_begin applies them */

@@ -204,6 +204,24 @@ int64_t store_message_begin(struct store *st, int64_t conversation_id,
     return id;
 }
 
+void store_stream_free_text(struct store_stream *s)
+{
+    if (s->head) {
+        free(s->head);
+        s->head = NULL;
+        s->text = (struct buf)BUF_INIT;
+    } else {
+        buf_free(&s->text);
+    }
+}
+
+void store_stream_free(struct store_stream *s)
+{
+    store_stream_free_text(s);
+    buf_free(&s->reasoning);
+    free(s);
+}
+
 static struct store_stream *store_stream_find(struct store *st, int64_t id)
 {
     for (struct store_stream *s = st->streams; s; s = s->next)
@@ -218,9 +236,7 @@ static void store_stream_drop(struct store *st, int64_t id)
         if ((*pp)->id == id) {
             struct store_stream *s = *pp;
             *pp = s->next;
-            buf_free(&s->text);
-            buf_free(&s->reasoning);
-            free(s);
+            store_stream_free(s);
             return;
         }
 }
@@ -349,11 +365,31 @@ static const char store_q_fold_whole[] =
 
 #define STORE_FOLD_TOOBIG 2 /* the folded text would pass SQLite's length limit */
 
+/* 1 when messages.content is the last column of the row (schema v15 made it so; asked once
+ * per handle, at the first long answer). */
+static int store_content_is_last(struct store *st)
+{
+    if (st->content_last < 0) {
+        sqlite3_stmt *q = NULL;
+        st->content_last = 0;
+        if (sqlite3_prepare_v2(st->db, "SELECT name FROM pragma_table_info('messages') "
+                                       "ORDER BY cid DESC LIMIT 1",
+                               -1, &q, NULL) == SQLITE_OK &&
+            sqlite3_step(q) == SQLITE_ROW && sqlite3_column_text(q, 0))
+            st->content_last = strcmp((const char *)sqlite3_column_text(q, 0), "content") == 0;
+        sqlite3_finalize(q);
+    }
+    return st->content_last;
+}
+
 /* Run one of the fold statements on answer id with the text tp (reasoning rp when
- * has_reasoning; either may be NULL: unchanged) and fin (may be NULL). 0, -1, 1 when fin was
- * given and no row changed, or STORE_FOLD_TOOBIG (nothing written). */
+ * has_reasoning; either may be NULL: unchanged) and fin (may be NULL). head: NULL, or the
+ * stream's block of which tp's text is part (s->head; set to NULL when SQLite keeps the
+ * block). 0, -1, 1 when fin was given and no row changed, or STORE_FOLD_TOOBIG (nothing
+ * written). */
 static int store_fold_write(struct store *st, const char *sql, int64_t id, struct buf *tp,
-                            const struct buf *rp, int has_reasoning, const struct store_fin *fin)
+                            const struct buf *rp, int has_reasoning, const struct store_fin *fin,
+                            char **head)
 {
     sqlite3_stmt *q = store_prep(st, sql);
     if (!q)
@@ -368,18 +404,26 @@ static int store_fold_write(struct store *st, const char *sql, int64_t id, struc
     }
     if (fin)
         store_fin_bind(q, fin);
-    /* A long answer's text is in huge pages (store_append): SQLite's record of it goes in the
-     * rest of the same block, whose last huge page is faulted in already (sqlite_dl_lend) */
-    char *lent = tp && tp->len && tp->cap >= XMALLOC_HUGE_MIN ? tp->data : NULL;
-    if (lent)
-        sqlite_dl_lend(lent, tp->len + 1, tp->cap);
+    /* A long answer's text is in huge pages (store_append): SQLite's record of it is made in
+     * the same block (sqlite_dl_lend). When the text is set whole (not appended to what the
+     * row holds) and ends the row, the record ends where the text does and starts in the room
+     * before it; else it goes past the text, where the text's last huge page is faulted in
+     * already. */
+    char *lent = NULL;
+    if (tp && tp->len && tp->cap >= XMALLOC_HUGE_MIN) {
+        lent = head && *head ? *head : tp->data;
+        int ends = lent != tp->data && sql == store_q_fold_whole && store_content_is_last(st);
+        sqlite_dl_lend(lent, tp->data, tp->len, (size_t)(tp->data - lent) + tp->cap, ends);
+    }
     int rc = sqlite3_step(q);
     store_done(st, q);
     if (lent && sqlite_dl_lend_end(lent)) {
         /* SQLite kept the record: the block is its own now; the text gets one of its own */
         struct buf keep = BUF_INIT;
-        buf_append(&keep, lent, tp->len);
+        buf_append(&keep, tp->data, tp->len);
         *tp = keep;
+        if (head && *head == lent)
+            *head = NULL;
     }
     if ((rc & 0xff) == SQLITE_TOOBIG) {
         store_fail(st, "cannot save the answer");
@@ -421,7 +465,7 @@ struct store_hold {
 static void store_hold_release(struct store_hold *h, struct store_stream *s)
 {
     *h = (struct store_hold){s, s->text.len, s->reasoning.len};
-    buf_free(&s->text);
+    store_stream_free_text(s);
     buf_free(&s->reasoning);
 }
 
@@ -468,7 +512,8 @@ static int store_fold_given(struct store *st, int64_t id, struct store_stream *s
     struct buf rv = {(char *)w->reasoning, w->reasoning_len, 0};
     struct store_hold h;
     store_hold_release(&h, s);
-    int rc = store_fold_write(st, store_q_fold_whole, id, &tv, &rv, w->reasoning_len > 0, fin);
+    int rc = store_fold_write(st, store_q_fold_whole, id, &tv, &rv, w->reasoning_len > 0, fin,
+                              NULL);
     if (rc == 0 && s->parted && store_parts_drop(st, id) != 0)
         rc = -1;
     if (rc != 0)
@@ -480,12 +525,13 @@ static int store_fold_given(struct store *st, int64_t id, struct store_stream *s
  * messages.content / reasoning, and drop the parts. With fin, the same UPDATE also writes how
  * the answer ended: a long answer's row (its overflow pages) is written once, not twice.
  * With w (and s, fin), the caller's copy of the whole text is written instead when it is what
- * s was given. Inside a write transaction. Returns 0, -1, or STORE_NOT_FOUND (fin given, no
- * such row). */
+ * s was given and parts of it were committed (else s holds it all, in a block in which SQLite
+ * can make the record without a copy). Inside a write transaction. Returns 0, -1, or
+ * STORE_NOT_FOUND (fin given, no such row). */
 static int store_fold(struct store *st, int64_t id, struct store_stream *s,
                       const struct store_whole *w, const struct store_fin *fin)
 {
-    if (s && w && fin && store_whole_matches(s, w)) {
+    if (s && w && fin && s->parted && store_whole_matches(s, w)) {
         int rc = store_fold_given(st, id, s, w, fin);
         if (rc == 0 || rc == -1)
             return rc;
@@ -521,9 +567,10 @@ static int store_fold(struct store *st, int64_t id, struct store_stream *s,
         /* the row still holds what store_message_begin wrote, parts or not: set, not
          * appended (one statement for both, compiled ahead by store_warm_answer) */
         const char *sql = !fin ? store_q_fold : s ? store_q_fold_whole : store_q_fold_fin;
-        int rc = store_fold_write(st, sql, id, tp, rp, has_reasoning, fin);
+        char **head = s && tp == &s->text ? &s->head : NULL;
+        int rc = store_fold_write(st, sql, id, tp, rp, has_reasoning, fin, head);
         if (rc == 1 && sql == store_q_fold_whole) /* not as store_message_begin left it */
-            rc = store_fold_write(st, store_q_fold_fin, id, tp, rp, has_reasoning, fin);
+            rc = store_fold_write(st, store_q_fold_fin, id, tp, rp, has_reasoning, fin, head);
         if (rc == 1)
             ret = STORE_NOT_FOUND;
         if (rc == STORE_FOLD_TOOBIG)
@@ -538,7 +585,7 @@ static int store_fold(struct store *st, int64_t id, struct store_stream *s,
         store_hold_restore(&hold, text.data, text.len, reasoning.data, reasoning.len);
         if (s && store_stream_write(st, s) != 0)
             goto out;
-        int rc = fin ? store_fold_write(st, store_q_fold_fin, id, NULL, NULL, 0, fin) : 0;
+        int rc = fin ? store_fold_write(st, store_q_fold_fin, id, NULL, NULL, 0, fin, NULL) : 0;
         ret = rc == 1 ? STORE_NOT_FOUND : rc == 0 ? 0 : -1;
         goto out;
     }
@@ -569,13 +616,35 @@ int store_parts_fold(struct store *st, int64_t id, const struct store_stream *s,
 /* A buffer kept for the next batch after a commit holds at most this much. */
 #define STORE_PART_KEEP ((size_t)8 << 20)
 
+/* The room before a fast answer's text in its block: the start of SQLite's record of the row
+ * (its header and the columns before content: a reasoning of up to ~60 KiB). */
+#define STORE_HEAD_ROOM ((size_t)64 << 10)
+
+/* Move the text of s into a new block of STORE_BLOCK bytes, STORE_HEAD_ROOM into it (s->head).
+ * 0, or -1 when the block cannot be had (nothing changed). */
+static int store_text_block(struct store_stream *s)
+{
+    char *head = huge_alloc(STORE_BLOCK);
+    if (!head)
+        return -1;
+    char *p = head + STORE_HEAD_ROOM;
+    size_t len = s->text.len;
+    if (len)
+        memcpy(p, s->text.data, len);
+    p[len] = '\0';
+    store_stream_free_text(s);
+    s->text = (struct buf){p, len, STORE_BLOCK - STORE_HEAD_ROOM};
+    s->head = head;
+    return 0;
+}
+
 /* The stream's text is committed: its buffer is kept for the next batch, unless a fast batch
  * grew it large (kept, those pages would stay resident while the fold makes its copies of the
  * whole answer). */
 static void store_stream_sent(struct store_stream *s)
 {
     if (s->text.cap > STORE_PART_KEEP)
-        buf_free(&s->text);
+        store_stream_free_text(s);
     if (s->reasoning.cap > STORE_PART_KEEP)
         buf_free(&s->reasoning);
     buf_reset(&s->text);
@@ -622,10 +691,18 @@ static int store_append(struct store *st, int64_t msg_id, const char *text, size
      * need: when STORE_BLOCK cannot be had (RLIMIT_AS, a strict overcommit), a part's room,
      * else the buffer grows as a short answer's does; until 2026-12 a refusal aborted the
      * run, and an answer needed ~200 MiB of address space to be saved where --incognito ran
-     * in 60 MiB. */
+     * in 60 MiB. The text starts STORE_HEAD_ROOM into its block: the record SQLite makes of
+     * it can then end where the text does (store_fold_write). */
     if (b->cap < XMALLOC_HUGE_MIN && b->len + len >= XMALLOC_HUGE_WRITE &&
-        buf_try_room(b, STORE_BLOCK) != 0)
+        (reasoning || store_text_block(s) != 0) && buf_try_room(b, STORE_BLOCK) != 0)
         (void)buf_try_room(b, STORE_PART_MAX + 1);
+    if (!reasoning && s->head && len >= b->cap - b->len) { /* (a block never grows) */
+        struct buf out = BUF_INIT;
+        buf_reserve(&out, b->len + len);
+        buf_append(&out, b->data, b->len);
+        store_stream_free_text(s);
+        *b = out;
+    }
     buf_append(b, text, len);
     s->has_reasoning |= reasoning;
     s->total += len;

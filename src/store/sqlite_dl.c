@@ -25,20 +25,44 @@ struct sqlite_dl sqlite_dl_api;
 static pthread_once_t sqlite_dl_once = PTHREAD_ONCE_INIT;
 static char sqlite_dl_error[512]; /* empty once loaded */
 
-/* The lend (sqlite_dl_lend): the unused end of the block that holds a long answer's text, for
- * the record SQLite makes of that text. Under its lock, and lent_at (what is lent, NULL when
- * nothing is) read without it by every free, so that the others take no lock. */
+/* The lend (sqlite_dl_lend): room in the block that holds a long answer's text, for the
+ * record SQLite makes of that text. Under its lock, and lent_at (what SQLite was given, NULL
+ * when nothing is out) read without it by every free, so that the others take no lock. */
 static pthread_mutex_t sqlite_dl_lend_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic(char *) sqlite_dl_lent_at;
 static struct {
     char *base;       /* the text's block: freed here if SQLite keeps the record past the lend */
-    size_t size;      /* bytes lent from lent_at on */
+    const char *text; /* the text, in the block */
+    size_t len;       /* its bytes */
+    size_t cap;       /* the block's bytes from base */
+    int ends_record;  /* the text is the record's last value: the record may end where it does */
+    size_t size;      /* bytes given from lent_at on */
     pthread_t thread; /* only this thread's allocations take it */
     int open;         /* between sqlite_dl_lend and sqlite_dl_lend_end */
     int out;          /* SQLite holds it */
     int orphan;       /* SQLite held it at sqlite_dl_lend_end: base goes when it is freed */
-    unsigned long hits;
+    unsigned long hits, placed;
 } sqlite_dl_lent;
+
+/* The smallest record of a row that holds a text of len bytes is longer than len + this (its
+ * header has a byte per column): a block of len to len + 2 bytes is a copy of the text. */
+#define SQLITE_DL_RECORD_MIN 16
+
+/* Where the lend puts a block of z bytes, or NULL when it does not take it. Under the lock. */
+static char *sqlite_dl_lend_at(size_t z)
+{
+    const char *text = sqlite_dl_lent.text, *end = text + sqlite_dl_lent.len;
+    if (sqlite_dl_lent.ends_record && z >= sqlite_dl_lent.len + SQLITE_DL_RECORD_MIN &&
+        z <= (size_t)(end - sqlite_dl_lent.base)) {
+        /* the record's last value is the text: SQLite copies it onto itself */
+        sqlite_dl_lent.placed++;
+        return (char *)end - z;
+    }
+    size_t at = ((size_t)(end - sqlite_dl_lent.base) + 1 + 63) & ~(size_t)63;
+    if (at < sqlite_dl_lent.cap && z <= sqlite_dl_lent.cap - at)
+        return sqlite_dl_lent.base + at; /* past the text and its NUL */
+    return NULL;
+}
 
 /* The lent block's size when p is it, else 0. */
 static size_t sqlite_dl_lent_size(const void *p)
@@ -62,11 +86,12 @@ static void *sqlite_dl_malloc(int n)
         return malloc(z);
     char *p = NULL;
     pthread_mutex_lock(&sqlite_dl_lend_lock);
-    if (sqlite_dl_lent.open && !sqlite_dl_lent.out && z <= sqlite_dl_lent.size &&
-        pthread_equal(sqlite_dl_lent.thread, pthread_self())) {
+    if (sqlite_dl_lent.open && !sqlite_dl_lent.out &&
+        pthread_equal(sqlite_dl_lent.thread, pthread_self()) && (p = sqlite_dl_lend_at(z))) {
         sqlite_dl_lent.out = 1;
         sqlite_dl_lent.hits++;
-        p = atomic_load(&sqlite_dl_lent_at);
+        sqlite_dl_lent.size = z;
+        atomic_store(&sqlite_dl_lent_at, p);
     }
     pthread_mutex_unlock(&sqlite_dl_lend_lock);
     return p ? p : huge_alloc(z);
@@ -80,10 +105,10 @@ static void sqlite_dl_free(void *p)
         int lent = p == atomic_load(&sqlite_dl_lent_at);
         if (lent) {
             sqlite_dl_lent.out = 0;
+            atomic_store(&sqlite_dl_lent_at, NULL);
             if (sqlite_dl_lent.orphan) { /* the lend is over: its block was left to this */
                 base = sqlite_dl_lent.base;
                 sqlite_dl_lent.orphan = 0;
-                atomic_store(&sqlite_dl_lent_at, NULL);
             }
         }
         pthread_mutex_unlock(&sqlite_dl_lend_lock);
@@ -122,17 +147,19 @@ static void *sqlite_dl_realloc(void *p, int n)
     return q;
 }
 
-void sqlite_dl_lend(char *base, size_t used, size_t cap)
+void sqlite_dl_lend(char *base, const char *text, size_t len, size_t cap, int ends_record)
 {
-    size_t at = (used + 63) & ~(size_t)63;
     pthread_mutex_lock(&sqlite_dl_lend_lock);
-    if (!atomic_load(&sqlite_dl_lent_at) && at < cap && cap - at >= XMALLOC_HUGE_WRITE) {
+    if (!atomic_load(&sqlite_dl_lent_at) && !sqlite_dl_lent.open) {
         sqlite_dl_lent.base = base;
-        sqlite_dl_lent.size = cap - at;
+        sqlite_dl_lent.text = text;
+        sqlite_dl_lent.len = len;
+        sqlite_dl_lent.cap = cap;
+        sqlite_dl_lent.ends_record = ends_record;
+        sqlite_dl_lent.size = 0;
         sqlite_dl_lent.thread = pthread_self();
         sqlite_dl_lent.open = 1;
         sqlite_dl_lent.out = sqlite_dl_lent.orphan = 0;
-        atomic_store(&sqlite_dl_lent_at, base + at);
     } /* else one is still out (left to SQLite by an earlier lend): nothing is lent */
     pthread_mutex_unlock(&sqlite_dl_lend_lock);
 }
@@ -146,24 +173,24 @@ int sqlite_dl_lend_end(char *base)
         kept = sqlite_dl_lent.out;
         if (kept)
             sqlite_dl_lent.orphan = 1; /* freed with what SQLite holds */
-        else
-            atomic_store(&sqlite_dl_lent_at, NULL);
     }
     pthread_mutex_unlock(&sqlite_dl_lend_lock);
     return kept;
 }
 
-unsigned long sqlite_dl_lend_used(void)
+unsigned long sqlite_dl_lend_used(int placed)
 {
     pthread_mutex_lock(&sqlite_dl_lend_lock);
-    unsigned long n = sqlite_dl_lent.hits;
+    unsigned long n = placed ? sqlite_dl_lent.placed : sqlite_dl_lent.hits;
     pthread_mutex_unlock(&sqlite_dl_lend_lock);
     return n;
 }
 
+/* What SQLite asks for is what its allocator gets (mallocWithAlarm): a large block is asked
+ * for as it is, so that a record placed by the lend ends where the text does. */
 static int sqlite_dl_roundup(int n)
 {
-    return n > INT_MAX - 7 ? n : (n + 7) & ~7;
+    return n > INT_MAX - 7 || n >= (int)XMALLOC_HUGE_WRITE ? n : (n + 7) & ~7;
 }
 
 static int sqlite_dl_mem_init(void *ud)

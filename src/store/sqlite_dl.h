@@ -47,20 +47,28 @@ int sqlite_dl_load(char **err);
 /* Before the first sqlite_dl_load: this process will read many pages (a search), so that the
  * page cache is set up in a huge page (see sqlite_dl.c). */
 void sqlite_dl_prefer_large_reads(void);
-/* A long answer's text fills `used` bytes of a block of `cap` (huge_alloc'd, malloc'd): the
- * rest of it, already faulted in where the text's last huge page reaches, is lent to the
- * record SQLite makes of that text in the statement this thread runs next (SQLite's
- * allocator hands it out for a large block that fits it). A fresh 2 MiB huge page costs
- * 0.1-0.2 ms to fault in on this project's VM, 4-5 ms when memory was freed seconds before
- * (bench/freshmem.c): an answer up to ~1 MiB needs none for its record, one up to ~8 MiB one
- * fewer; a longer one's record does not fit in the rest of its 16 MiB block, and is not lent.
+/* A long answer's text, len bytes at text in a block of cap bytes from base (huge_alloc'd,
+ * malloc'd), is lent to the record SQLite makes of it in the statement this thread runs next:
+ * SQLite's allocator hands out room in the block for the first large block that fits.
+ * - ends_record: the text is the record's last value (messages.content set whole, content the
+ *   last column). A block of len + 16 bytes or more, up to the room before the text, is put
+ *   so that it ends where the text does: SQLite then copies the text onto itself (glibc's
+ *   memcpy does nothing when source and destination are the same; so does ASan's check), and
+ *   writes the header and the other columns in the room. A copy of the text (len to len + 2
+ *   bytes) is not placed. The block may not be 8-byte aligned: SQLite reads and writes a
+ *   record byte by byte.
+ * - else, or when the block does not fit there: the rest of the block past the text, already
+ *   faulted in where the text's last huge page reaches. A fresh 2 MiB huge page costs 0.1-0.2
+ *   ms to fault in on this project's VM, 3-5 ms when memory was freed seconds before
+ *   (bench/freshmem.c).
  * sqlite_dl_lend_end(base) after the statement is reset: 0, or 1 when SQLite still holds the
  * record (not expected: a statement frees its registers when it halts); base is then SQLite's,
  * freed with the record, and the caller must not free it (nor write to it). */
-void sqlite_dl_lend(char *base, size_t used, size_t cap);
+void sqlite_dl_lend(char *base, const char *text, size_t len, size_t cap, int ends_record);
 int sqlite_dl_lend_end(char *base);
-/* How many of SQLite's large blocks were lent so far (tests). */
-unsigned long sqlite_dl_lend_used(void);
+/* How many of SQLite's large blocks were lent so far (placed: only those placed to end where
+ * the text does) (tests). */
+unsigned long sqlite_dl_lend_used(int placed);
 
 #define sqlite3_vfs_find (sqlite_dl_api.vfs_find)
 #define sqlite3_vfs_register (sqlite_dl_api.vfs_register)

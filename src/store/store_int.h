@@ -32,6 +32,9 @@
 struct store_stream {
     int64_t id, conversation_id;
     struct buf text, reasoning;  /* appended since the last committed part */
+    char *head; /* a fast answer's block (store_append), when text.data is head +
+                 * STORE_HEAD_ROOM in it: that room takes the start of SQLite's record of the
+                 * text (sqlite_dl_lend); freed in place of text.data (store_stream_free_text) */
     size_t total;                /* bytes appended over the whole answer */
     int has_reasoning;
     int parted;                  /* a part of it was committed (store_stream_write): its end
@@ -78,6 +81,8 @@ struct store {
                                   * WAL hook); -1 before the first */
     int page_size;               /* PRAGMA page_size, read at open */
     int readonly;                /* store_open_reader: a read-only connection, never writes */
+    int content_last;            /* messages.content is the row's last column (schema v15): 1,
+                                  * 0, or -1 until store_fold_write first asks */
     int wrote;                   /* a write was committed */
     int batch;                   /* store_batch_begin depth: writes are savepoints of one
                                   * transaction */
@@ -194,6 +199,10 @@ struct store_fin {
     const struct store_usage *usage;
     const struct store_timings *timings;
 };
+/* Free an answer stream's buffers (store_stream_free_text: its text only, which is then
+ * empty) and, for store_stream_free, the stream itself. */
+void store_stream_free_text(struct store_stream *s);
+void store_stream_free(struct store_stream *s);
 /* Fold the saved parts of answer id, then the buffered text of s (may be NULL), into the row
  * (with fin, also how it ended). Inside a write transaction. 0, -1, or STORE_NOT_FOUND. */
 int store_parts_fold(struct store *st, int64_t id, const struct store_stream *s,

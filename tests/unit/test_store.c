@@ -1258,18 +1258,27 @@ static int copy_file(const char *src, const char *dst)
     return ok ? 0 : -1;
 }
 
-/* tests/fixtures/store-v5-prev-release.db, written by the release before the tree (see
- * tests/fixtures/README.md): a two-turn conversation, one whose second request failed with
- * HTTP 500, and a chat where the user sent A, did /edit to B, then /retry. */
-static void test_migrate_prev(void)
+/* A copy of the previous release's version 5 database at name in the test directory (free
+ * it); bails out when it cannot be made. */
+static char *prev_release_copy(const char *name)
 {
     char *fixture = xasprintf("%s/fixtures/store-v5-prev-release.db", tap_srcdir());
-    char *path = tmp_path("prev-release.db");
+    char *path = tmp_path(name);
     if (copy_file(fixture, path) != 0) {
         printf("Bail out! cannot copy %s\n", fixture);
         exit(1);
     }
     chmod(path, 0600);
+    free(fixture);
+    return path;
+}
+
+/* tests/fixtures/store-v5-prev-release.db, written by the release before the tree (see
+ * tests/fixtures/README.md): a two-turn conversation, one whose second request failed with
+ * HTTP 500, and a chat where the user sent A, did /edit to B, then /retry. */
+static void test_migrate_prev(void)
+{
+    char *path = prev_release_copy("prev-release.db");
     TAP_INT(raw_int(path, "PRAGMA user_version"), 5, "previous release: a version 5 database");
     TAP_INT(raw_int(path, "SELECT count(*) FROM messages"), 14, "previous release: 14 rows");
     struct store_open_info info;
@@ -1279,7 +1288,6 @@ static void test_migrate_prev(void)
     if (!st) {
         free(err);
         free(path);
-        free(fixture);
         return;
     }
     TAP_INT(info.from_version, 5, "previous release: migrated from version 5");
@@ -1312,7 +1320,6 @@ static void test_migrate_prev(void)
     TAP_INT(search_count(st, "wolf", NULL, NULL, NULL), 2, "previous release: still searchable");
     store_close(st);
     free(path);
-    free(fixture);
 }
 
 /* The tree through the API: who moves the head, set_head, the parent's checks, refusals. */
@@ -3120,6 +3127,13 @@ static void test_commands(void)
     free(bad);
 }
 
+/* Stream n bytes of text into answer m, 1,000 at a time. */
+static void stream_text(struct store *st, int64_t m, const char *text, size_t n)
+{
+    for (size_t off = 0; off < n; off += 1000)
+        store_message_append(st, m, text + off, n - off < 1000 ? n - off : 1000);
+}
+
 /* A long answer (past STORE_BIG_ANSWER): written through a small page cache, whole or after
  * parts were committed; and refused by the cache by its size before it is read back. */
 static void test_long_answer(void)
@@ -3133,16 +3147,18 @@ static void test_long_answer(void)
     char *text = letters(n);
     /* Whole: nothing committed while it streams (no time passes). */
     int64_t m1 = store_message_begin(st, c, NULL);
-    for (size_t off = 0; off < n; off += 1000)
-        store_message_append(st, m1, text + off, n - off < 1000 ? n - off : 1000);
+    stream_text(st, m1, text, n);
     TAP_INT(raw_int(path, "SELECT count(*) FROM message_parts"), 0, "whole: no part committed");
-    unsigned long lent = sqlite_dl_lend_used();
+    unsigned long lent = sqlite_dl_lend_used(0), placed = sqlite_dl_lend_used(1);
     TAP_INT(store_message_finish(st, m1, STORE_COMPLETE, "stop", NULL, NULL, NULL), 0,
             "whole: finish");
-    /* its text is in huge pages (past 256 KiB): SQLite's record of it went in the rest of that
-     * block (sqlite_dl_lend), and reads back whole below */
-    TAP_INT((long)(sqlite_dl_lend_used() - lent), 1,
-            "whole: the record was made in the rest of the text's block");
+    /* its text is in huge pages (past 256 KiB), and content is the row's last column: SQLite's
+     * record of it was made in that block, ending where the text does (sqlite_dl_lend), and
+     * reads back whole below */
+    TAP_INT((long)(sqlite_dl_lend_used(0) - lent), 1,
+            "whole: the record was made in the text's block");
+    TAP_INT((long)(sqlite_dl_lend_used(1) - placed), 1,
+            "whole: ending where the text does (no copy of it)");
     /* In parts: a batch interval passes twice while it streams. */
     int64_t m2 = store_message_begin(st, c, NULL);
     for (size_t off = 0; off < n; off += 1000) {
@@ -3195,6 +3211,119 @@ static void test_long_answer(void)
     TAP_INT(raw_int(path, "SELECT count(*) FROM pragma_integrity_check WHERE integrity_check = 'ok'"),
             1, "integrity_check ok");
     free(text);
+    free(path);
+}
+
+/* A long answer whose text is not the row's last value (a column added after content by hand):
+ * the record is not placed to end where the text does, but made past it, and the answer and
+ * the added column read back as they were written. */
+static void test_long_answer_not_last(void)
+{
+    char *path = tmp_path("notlast.db");
+    struct store *st = open_new("notlast.db", NULL);
+    TAP_INT(raw_exec(path, "ALTER TABLE messages ADD COLUMN note TEXT DEFAULT 'kept'"), SQLITE_OK,
+            "not last: a column added after content");
+    int64_t c = store_conversation_new(st, "long", NULL, "m", NULL);
+    size_t n = 600 * 1024;
+    char *text = letters(n);
+    int64_t m = store_message_begin(st, c, NULL);
+    stream_text(st, m, text, n);
+    unsigned long lent = sqlite_dl_lend_used(0), placed = sqlite_dl_lend_used(1);
+    TAP_INT(store_message_finish(st, m, STORE_COMPLETE, "stop", NULL, NULL, NULL), 0,
+            "not last: finish");
+    TAP_INT((long)(sqlite_dl_lend_used(0) - lent), 1, "not last: the record made in the block");
+    TAP_INT((long)(sqlite_dl_lend_used(1) - placed), 0, "not last: past the text, not placed");
+    char *got = raw_text(path, "SELECT content || '|' || note FROM messages WHERE role = "
+                               "'assistant'");
+    TAP_OK(got && strlen(got) == n + 5 && memcmp(got, text, n) == 0 &&
+               strcmp(got + n, "|kept") == 0,
+           "not last: the text and the added column read back");
+    free(got);
+    store_close(st);
+    free(text);
+    free(path);
+}
+
+/* The names of the indexes and triggers on messages, in order (free it). */
+static char *messages_schema_names(const char *path)
+{
+    return raw_text(path, "SELECT group_concat(type || ':' || name, ' ') FROM (SELECT type, "
+                          "name FROM sqlite_schema WHERE tbl_name = 'messages' ORDER BY name)");
+}
+
+/* v15 moves content to the end of messages. A database of the previous release (content
+ * before the columns added in v6, v8 and v9), with the part of an answer still streaming,
+ * keeps its rows, their text, the part (message_parts refers to messages: dropping the old
+ * table with foreign keys on deletes it), every index and trigger, and its search. One with a
+ * column tokterm does not know is left as it is. */
+static void test_migrate_v15_content_last(void)
+{
+    struct store *fresh = open_new("v15-fresh.db", NULL);
+    char *fresh_path = tmp_path("v15-fresh.db"), *names = messages_schema_names(fresh_path);
+    store_close(fresh);
+    free(fresh_path);
+
+    char *path = prev_release_copy("v15.db");
+    TAP_INT(raw_exec(path, "UPDATE messages SET status = 'streaming', writer = NULL WHERE id = "
+                           "14; INSERT INTO message_parts(message_id, reasoning, text) "
+                           "VALUES(14, 0, ' and more')"),
+            SQLITE_OK, "v15: the old release's last answer still streaming, with a part");
+    char *before = raw_text(path, "SELECT group_concat(id || ':' || content, '|') FROM messages");
+    char *last = raw_text(path, "SELECT name FROM pragma_table_info('messages') ORDER BY cid "
+                                "DESC LIMIT 1");
+    TAP_STR(last, "content", "v15: before, content was the last column of version 5");
+    free(last);
+    struct store_open_info info;
+    char *err = NULL;
+    struct store *st = store_open_searcher(path, &info, &err); /* (no recovery: it folds parts) */
+    TAP_OK(st != NULL, "v15: opens: %s", err ? err : "");
+    free(err);
+    last = raw_text(path, "SELECT name FROM pragma_table_info('messages') ORDER BY cid DESC "
+                          "LIMIT 1");
+    TAP_STR(last, "content", "v15: content is the last column after v6, v8 and v9 added theirs");
+    free(last);
+    TAP_INT(raw_int(path, "SELECT count(*) FROM message_parts WHERE message_id = 14"), 1,
+            "v15: the part of the streaming answer is kept");
+    char *after = raw_text(path, "SELECT group_concat(id || ':' || content, '|') FROM messages");
+    TAP_STR(after, before, "v15: every row, its id and its text");
+    free(before);
+    free(after);
+    char *now = messages_schema_names(path);
+    TAP_STR(now, names, "v15: the indexes and triggers of a new database");
+    free(now);
+    if (st) {
+        TAP_INT(search_count(st, "wolf", NULL, NULL, NULL), 2, "v15: still searchable");
+        int64_t b = store_message_add(st, 1, "user", "and the harbour", 15, NULL);
+        TAP_OK(b > 14, "v15: a new row after the old ones");
+        TAP_INT(search_count(st, "harbour", NULL, NULL, NULL), 1, "v15: a new row is indexed");
+        store_close(st);
+    }
+    TAP_INT(raw_int(path, "SELECT count(*) FROM pragma_integrity_check WHERE integrity_check = "
+                          "'ok'"),
+            1, "v15: integrity_check ok");
+    TAP_INT(raw_int(path, "SELECT count(*) FROM pragma_foreign_key_check"), 0,
+            "v15: no foreign key left dangling");
+    free(path);
+    free(names);
+
+    /* A column added by hand after content: nothing is rebuilt, nothing dropped. */
+    path = tmp_path("v15-hand.db");
+    st = open_new("v15-hand.db", NULL);
+    store_message_add(st, store_conversation_new(st, "x", NULL, "m", NULL), "user", "hi", 2,
+                      NULL);
+    store_close(st);
+    TAP_INT(raw_exec(path, "ALTER TABLE messages ADD COLUMN mine TEXT DEFAULT 'note'; "
+                           "PRAGMA user_version = 14"),
+            SQLITE_OK, "v15: a version 14 database with a column of its own");
+    st = store_open(path, &info, &err);
+    TAP_OK(st != NULL && info.from_version == 14, "v15: opens and migrates: %s",
+           err ? err : "");
+    free(err);
+    store_close(st);
+    last = raw_text(path, "SELECT group_concat(content || ':' || mine) FROM messages");
+    TAP_STR(last, "hi:note", "v15: the column and its value are kept");
+    free(last);
+    TAP_INT(raw_int(path, "PRAGMA user_version"), STORE_SCHEMA_VERSION, "v15: version recorded");
     free(path);
 }
 
@@ -4508,6 +4637,8 @@ int main(int argc, char **argv)
     test_summaries_quota();
     test_commands();
     test_long_answer();
+    test_long_answer_not_last();
+    test_migrate_v15_content_last();
     test_fast_answer();
     test_checkpoint_async();
     test_one_shot_syncs();
