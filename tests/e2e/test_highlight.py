@@ -2,8 +2,9 @@
 """Golden tests of highlighted code blocks in the chat: the real binary in a private tmux against
 the fake server, the screen read with `capture-pane -e -N` (colours and trailing cells kept).
 
-A Python block streams in; its rows, as runs of (colour, attributes, text), must equal the
-golden files tests/e2e/golden/highlight-*.txt: at 40, 60, 100 and 200 columns, with the answer
+A Python block streams in; its rows, as runs of (colour, attributes, text), must look like the
+golden files tests/e2e/golden/highlight-*.txt (each character in its style, each blank with what
+shows of it: its background, underline and reverse): at 40, 60, 100 and 200 columns, with the answer
 split into 1-byte, 7-byte, random and whole writes (every split gives the same screen), and in
 each built-in theme. A full repaint of a highlighted block writes few colour changes: a run of
 spaces keeps the style before it when that looks the same (the same background, no underline or
@@ -210,7 +211,13 @@ def golden(name, rows):
             want = f.read()
     except OSError:
         want = None
-    t.ok(want == text, "%s: the block's rows equal the golden file" % name,
+    # compared as the eye sees them: curses may clear a blank whose bold, dim or italic does
+    # not show (EL or ECH leave no attribute) and then keeps it as drawn, so a CI run once
+    # captured the mono theme's dim space in "fib(n - 2)" as a plain one
+    want_rows = want.split("$\n")[:-1] if want is not None else None
+    t.ok(want_rows is not None and len(want_rows) == len(rows) and
+         visible(want_rows) == visible(rows),
+         "%s: the block's rows look like the golden file's" % name,
          "got:\n%s\nwant:\n%s" % (text, want))
 
 
@@ -267,7 +274,7 @@ with ttlib.FakeServer() as srv:
         rows = block_rows(esc or "", plain)
         if base is None:
             base = rows
-        t.ok(rows is not None and rows == base,
+        t.ok(rows is not None and base is not None and visible(rows) == visible(base),
              "split %s: the same rows as the whole answer" % spec,
              "\n".join(rows or ["(none)"]) + "\n---\n" + "\n".join(base or []))
 
