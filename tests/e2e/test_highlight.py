@@ -60,17 +60,9 @@ def q(text):
     return urllib.parse.quote(text, safe="")
 
 
-def blank_shows(style):
-    """What a blank in this style ("fg,bg[,flags]") shows: its background, and the only
-    attributes that show on a blank (underline, reverse)."""
-    f = style.split(",")
-    flags = f[2] if len(f) > 2 else ""
-    return (f[1], "u" in flags, "r" in flags)
-
-
 def blank_is_layout(style):
     """A blank in this style looks like the terminal's cleared cell."""
-    return blank_shows(style) == ("-", False, False)
+    return ttlib.blank_shows(style) == ("-", False, False)
 
 
 def sgr_runs(line):
@@ -105,7 +97,7 @@ def visible(rows):
         for run in r.split(" | "):
             style, _, text = run.partition(":")
             for ch in text:
-                cells.append(blank_shows(style) if ch == " " else (ch, style))
+                cells.append(ttlib.blank_shows(style) if ch == " " else (ch, style))
         out.append(cells)
     return out
 

@@ -103,7 +103,9 @@ def golden(name, esc_rows):
             want = f.read()
     except OSError:
         want = None
-    t.eq(got, want, name + ": matches golden/tables/%s.txt" % name)
+    # as the eye sees it (ttlib.shown_cells): a bold blank in a header may come out plain
+    t.ok(want is not None and ttlib.shown_cells(got) == ttlib.shown_cells(want),
+         name + ": looks like golden/tables/%s.txt" % name, "got:\n%s\nwant:\n%s" % (got, want))
 
 
 if not ttlib.Tmux.available():

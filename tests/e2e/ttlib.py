@@ -541,6 +541,37 @@ def sgr_style(st):
     return "%s,%s%s" % (st["fg"], st["bg"], ("," + st["a"]) if st["a"] else "")
 
 
+def blank_shows(style):
+    """What a blank in this style (sgr_style's "fg,bg[,flags]") shows: its background, and the
+    only attributes that show on a blank (underline, reverse). curses may clear a blank whose
+    other attributes are bold, dim, blink or italic (EL or ECH leave none), and keeps it as
+    drawn, so how such a blank comes out depends on the frames before it."""
+    f = style.split(",")
+    flags = f[2] if len(f) > 2 else ""
+    return (f[1], "u" in flags, "r" in flags)
+
+
+def shown_cells(esc):
+    """An escaped capture (capture-pane -e) as rows of what the eye sees: each character with
+    its style, each blank with blank_shows; a row's trailing blanks on the default background
+    are dropped. The style carries from row to row, as the capture writes it."""
+    st = sgr_new()
+    rows = []
+    for line in esc.split("\n"):
+        row = []
+        for m in re.finditer(r"\x1b\[([0-9;:]*)m|([^\x1b])", line):
+            if m.group(2) is None:
+                sgr_apply(st, m.group(1))
+            elif m.group(2) == " ":
+                row.append(blank_shows(sgr_style(st)))
+            else:
+                row.append((m.group(2), sgr_style(st)))
+        while row and row[-1] == ("-", False, False):
+            row.pop()
+        rows.append(row)
+    return rows
+
+
 def thp_mode():
     """The kernel's transparent huge page mode: always, madvise or never."""
     try:
