@@ -517,9 +517,9 @@ static const char store_schema_v14[] =
 
 /* v15: messages with content as its last column (store_content_last does it). The row of a
  * long answer is then SQLite's record of it ending in the text, which the store can have SQLite
- * make in the very block the text streamed into (sqlite_dl_place): no copy of the text, and no
- * fresh memory for one (a 9.9 MB answer: 10 MB copied into five huge pages fresh from the
- * kernel, 0.6 ms warm, up to 16 ms when the host had taken the pages back). */
+ * make in the very block the text streamed into (sqlite_dl_lend with ends_record): no copy of
+ * the text, and no fresh memory for one (a 9.9 MB answer: 10 MB copied into five huge pages
+ * fresh from the kernel, 0.6 ms warm, up to 16 ms when the host had taken the pages back). */
 static const char store_schema_v15[] = "-- store_content_last\n";
 
 /* A message's new parent, collected by store_tree_backfill. */
