@@ -32,27 +32,10 @@ CODE = "".join("    result[key%d] = rows.get(key, 0) + int(row * 0x%x)  # count 
 ANSWER = "Here:\n\n```python\n" + CODE + "```\n"
 
 
-def cells(esc):
-    """An escaped capture (capture-pane -e -N) as rows of (character, style) cells; the style
-    (ttlib.sgr_style of the SGR parameters in force) carries from row to row, as the capture
-    writes it."""
-    st = ttlib.sgr_new()
-    rows = []
-    for line in esc.split("\n"):
-        row = []
-        for m in re.finditer(r"\x1b\[([0-9;:]*)m|([^\x1b])", line):
-            if m.group(2) is not None:
-                row.append((m.group(2), ttlib.sgr_style(st)))
-            else:
-                ttlib.sgr_apply(st, m.group(1))
-        while row and row[-1] == (" ", "-,-"):
-            row.pop()  # a default blank the capture may or may not show
-        rows.append(row)
-    return rows
-
-
 def screen(tm):
-    return cells(tm.tmux("capture-pane", "-p", "-e", "-N", "-t", tm.target))
+    """The screen as the eye sees it (ttlib.shown_cells): curses may clear a bold blank or write
+    it, as the frames before it left the cell."""
+    return ttlib.shown_cells(tm.tmux("capture-pane", "-p", "-e", "-N", "-t", tm.target))
 
 
 def first_diff(a, b):
