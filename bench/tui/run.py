@@ -494,6 +494,12 @@ def main():
             print("(each process's own CPU clock, all threads, from the request sent to its end "
                   "written (scripted) or drawn and styled (the chat); a round's ratio is its "
                   "two chat answers over its two scripted ones)")
+            if len(builds) > 1:
+                dl = [d for x in t for d in x["delays"]]
+                print("Delta arrival -> frame, %d frames: p50 %.1f ms, p90 %.1f ms, **p99 %.1f "
+                      "ms**, max %.1f ms, %d over 16 ms" % (
+                          len(dl), pct(dl, 50), pct(dl, 90), pct(dl, 99), max(dl),
+                          sum(1 for d in dl if d > 16)))
         tu = tu[tokterm]
         delays = [d for x in tu for d in x["delays"]]
         costs = [c for x in tu for c in x["costs"]]

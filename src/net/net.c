@@ -1,6 +1,7 @@
 /* net.c - the network thread (see net.h). */
 #include "config.h"
 #include "net/net.h"
+#include "net/textbatch.h"
 #include "net/probe.h"
 #include "net/queue.h"
 #include "net/state.h"
@@ -26,16 +27,6 @@
 #define NET_DRAIN_MAX ((size_t)1 << 20)   /* bytes read after the end of a stream, at most */
 #define NET_DRAIN_S 2.0                   /* seconds waited for the end of the response after it */
 #define NET_GAP_BUCKETS 160              /* quarter octaves of microseconds, up to ~19 h */
-/* Text handed to the queue at once, at most: a batch lives in NET_BATCH_CAP bytes (its NUL
- * included) and never grows (a single delta longer than that excepted), so a fast stream's
- * batches are blocks of one size that malloc hands out again. */
-#define NET_BATCH_CAP ((size_t)64 << 10)
-#define NET_BATCH_MAX (NET_BATCH_CAP - 1)
-/* A pass of the net thread that read at least NET_HOLD_MIN bytes of a stream (a fast sender,
- * not a model's tokens) keeps its text, up to NET_BATCH_MAX, while more bytes arrive within
- * NET_HOLD_MS: one wakeup of the consumer for many reads. */
-#define NET_HOLD_MIN ((size_t)16 << 10)
-#define NET_HOLD_MS 1
 #define NET_RECV_BUFFER 131072L              /* curl receive buffer, bytes */
 /* The longest unfinished event held between two of libcurl's pieces (at most 16 KiB each,
  * CURL_MAX_WRITE_SIZE) to be decoded whole on the fast path: a chunk of the shape is its
@@ -1618,10 +1609,10 @@ static void *net_main(void *arg)
         curl_multi_perform(n->multi, &running);
         /* Text decoded during this pass goes to the queue in one push per transfer: one lock
          * and at most one wakeup per socket read, however many deltas it held; from a fast
-         * sender, one per NET_BATCH_MAX of text (see NET_HOLD_MIN). */
+         * sender, one per NET_BATCH_MAX of text or NET_HOLD_AGE (textbatch.h). */
         int held = 0;
         for (struct xfer *x = n->active; x; x = x->next) {
-            if (x->pass_bytes >= NET_HOLD_MIN && x->batch.len < NET_BATCH_MAX)
+            if (net_hold_batch(x->pass_bytes, x->batch.len, x->batch_t_first, x->now))
                 held = 1;
             else
                 net_flush(x);

@@ -3,9 +3,11 @@
  * or after a hold (the network's 64 KiB batches, a UI thread not running); no frame may start
  * later than TUI_TEXT_WAIT after the oldest text it shows, or TUI_FRAME_GAP after the text
  * was taken when it was taken later (when the loop wakes on time), nor closer than
- * TUI_FRAME_GAP to the one before. */
+ * TUI_FRAME_GAP to the one before. Then the network thread's hold (net/textbatch.h) of a fast
+ * sender's text feeds the same pacing. */
 #include "config.h"
 #include "tui/tui_pace.h"
+#include "net/textbatch.h"
 #include "tap.h"
 
 #include <stdlib.h>
@@ -99,6 +101,31 @@ static struct result schedules(unsigned seed, double hold_max, int *deltas)
     return all;
 }
 
+/* The network thread's passes over a fast sender (net/textbatch.h): one every dt seconds, each
+ * NET_HOLD_MIN bytes of the stream and text bytes of its text, n passes. Fills rd (each
+ * pass's read) and tk (when its batch went to the queue) for run(); returns the batches. */
+static int net_passes(double dt, size_t text, size_t n, double *rd, double *tk)
+{
+    size_t held = 0, start = 0;
+    double first = 0;
+    int batches = 0;
+    for (size_t i = 0; i < n; i++) {
+        double now = (double)i * dt;
+        if (!held)
+            first = now;
+        rd[i] = now;
+        held += text;
+        if (net_hold_batch(NET_HOLD_MIN, held, first, now) && i + 1 < n)
+            continue;
+        for (size_t j = start; j <= i; j++)
+            tk[j] = now;
+        start = i + 1;
+        held = 0;
+        batches++;
+    }
+    return batches;
+}
+
 int main(void)
 {
     /* one delta just after a frame: never later than 120 Hz allows, nor TUI_TEXT_WAIT */
@@ -151,5 +178,26 @@ int main(void)
            "held up to 20 ms: no two frames closer than %.2f ms (closest %.2f ms)",
            TUI_FRAME_GAP * 1000, r.closest * 1000);
     TAP_OK(r.frames < deltas, "held: frames %d for %d deltas", r.frames, deltas);
+
+    /* the network's hold ends in time for the frame pacing's bound */
+    TAP_OK(NET_HOLD_AGE <= TUI_TEXT_WAIT - TUI_FRAME_GAP + EPS,
+           "the network holds text %.1f ms at most, within the %.1f ms the pacing allows",
+           NET_HOLD_AGE * 1000, (TUI_TEXT_WAIT - TUI_FRAME_GAP) * 1000);
+    enum { PASSES = 400 };
+    double rd[PASSES], tk[PASSES];
+    /* a fast sender slowed by a busy CPU: a pass every 0.5 ms with 1 KiB of text (64 KiB of
+     * it would take 32 ms): every frame within TUI_TEXT_WAIT of its oldest text's read */
+    int batches = net_passes(0.0005, 1024, PASSES, rd, tk);
+    r = run(rd, tk, PASSES, 0.0005);
+    TAP_OK(r.worst <= TUI_TEXT_WAIT + EPS,
+           "a slowed fast sender: no frame later than %.2f ms after its oldest text (worst "
+           "%.2f ms, %d batches, %d frames)",
+           TUI_TEXT_WAIT * 1000, r.worst * 1000, batches, r.frames);
+    /* a fast sender at full speed: 2 KiB of text every 0.05 ms still goes in whole batches */
+    size_t text = 2048;
+    batches = net_passes(0.00005, text, PASSES, rd, tk);
+    int whole = (int)((PASSES * text + NET_BATCH_MAX - 1) / NET_BATCH_MAX);
+    TAP_OK(batches <= whole, "a fast sender at full speed: %d batches for %zu KiB (%d of "
+           "64 KiB)", batches, PASSES * text / 1024, whole);
     return tap_done();
 }
