@@ -37,6 +37,8 @@ struct tui_gap {
     struct markdown *md;  /* the styler as it stood where the gap begins */
     size_t done;          /* md's lines in doc */
     struct buf raw;       /* the gap's source text */
+    void *block;          /* raw's bytes are read in this lent block (raw's cap 0: never grown
+                             nor freed here), or NULL: raw owns them */
     size_t fed;           /* raw[0..fed) given to md */
 };
 
@@ -121,7 +123,10 @@ static void tui_gap_free(struct tui_gap *g)
 {
     wrap_doc_free(g->doc);
     markdown_free(g->md);
-    buf_free(&g->raw);
+    if (g->block)
+        buf_return(g->block);
+    else
+        buf_free(&g->raw);
 }
 
 /* ---- a long line read in a lent block (tui_view_answer_lend) ---- */
@@ -149,17 +154,24 @@ static void tui_part_line_own(struct tui_part *p)
     p->line = own;
 }
 
+/* 1 when s[0..n) lies in the view's lent block (tui_view_answer_lend). */
+static int tui_view_lends(const struct tui_view *v, const char *s, size_t n)
+{
+    if (!v || !v->lend || !n)
+        return 0;
+    uintptr_t b = (uintptr_t)v->lend, at = (uintptr_t)s;
+    return at >= b && at - b <= v->lend_len && n <= v->lend_len - (at - b);
+}
+
 /* s[0..n) follows the printable long line: when both lie in the view's lent block, end to
  * end, the line reads them there (holding the block from the first such text on) instead of
  * copying them. 1 when it does. */
 static int tui_part_line_lent(struct tui_part *p, const char *s, size_t n)
 {
     struct tui_view *v = p->lender;
-    if (!v || !v->lend || !n)
+    if (!tui_view_lends(v, s, n))
         return 0;
     uintptr_t b = (uintptr_t)v->lend, at = (uintptr_t)s;
-    if (at < b || at - b > v->lend_len || n > v->lend_len - (at - b))
-        return 0;
     if (p->lblock) {
         if (p->lblock != v->lend || p->line.data + p->line.len != s)
             return 0;
@@ -643,9 +655,10 @@ static void tui_part_set_width(struct tui_part *p, int width)
 
 /* The part's text s[0..at) waits in a gap: the styler as it stands and its document go with
  * it, and a new styler and document take s[at..) (markdown_restart said where: the lines come
- * out the same). */
+ * out the same). When block, s[0..at) lies in that lent block: the gap holds it and reads the
+ * text there, else it keeps a copy. */
 static void tui_part_gap_open(struct tui_part *p, struct markdown *fresh, const char *s,
-                              size_t at, int width)
+                              size_t at, int width, void *block)
 {
     tui_part_push(p);
     wrap_doc_pending_clear(p->doc); /* the unfinished line is the gap's styler's now */
@@ -655,7 +668,14 @@ static void tui_part_gap_open(struct tui_part *p, struct markdown *fresh, const 
     g->doc = p->doc;
     g->md = p->md;
     g->done = p->done;
-    buf_append(&g->raw, s, at);
+    if (block) {
+        g->raw.data = (char *)(uintptr_t)s;
+        g->raw.len = at;
+        g->block = block;
+        buf_lend(block);
+    } else {
+        buf_append(&g->raw, s, at);
+    }
     p->doc = wrap_doc_new(width);
     p->md = fresh;
     p->done = 0;
@@ -842,7 +862,13 @@ size_t tui_view_answer_defer(struct tui_view *v, size_t idx, int reasoning, cons
     if (!at)
         return 0;
     tui_part_doc(p, v->width);
-    tui_part_gap_open(p, tui_view_md(v, p->slot), s, at, v->width);
+    /* the text set aside lies in the session's copy (a fast answer's, which does not move):
+     * read there when its turn comes, not copied into fresh pages (~65 page faults of the UI
+     * thread for 540 KB of Markdown, bench/tui/run.py --text markdown) */
+    void *block = !reasoning && tui_view_lends(v, s, at) ? v->lend : NULL;
+    if (block)
+        v->lent += at;
+    tui_part_gap_open(p, tui_view_md(v, p->slot), s, at, v->width, block);
     v->taken += at;
     return at;
 }

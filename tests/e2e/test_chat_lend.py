@@ -14,10 +14,14 @@ gen=200000,chunk=whole) with --trace; checked:
   conversation's turn's) still show its start; /new (the conversation and the transcript both
   let go of the blocks, in whichever order), another answer, Ctrl-D: exit 0;
 - the same in the default mode (the answer saved as it streams) and with that conversation
-  resumed (-c).
+  resumed (-c);
+- a fast Markdown answer of short lines (40,000 deltas): the text the chat sets aside to style
+  after its last screenful is read in the session's copy too (the E record's lent bytes), its
+  start shows after Home, twice; /new, Ctrl-D: exit 0.
 In the AddressSanitizer build a block freed while the view reads it fails the run. Prints TAP;
 skips cleanly without tmux."""
 
+import json
 import re
 import sys
 
@@ -94,6 +98,69 @@ def chat(env, args, what):
         t.eq(tm.wait_exit(30), 0, "%s: Ctrl-D quits with 0" % what)
 
 
+def md_fixture(dirname):
+    """DIR/md.sse: a fast Markdown answer of short lines (no long line to lend), 40,000 deltas
+    in paragraphs and headings; returns the answer's text."""
+    pieces, k = [], 0
+    while len(pieces) < 40000:
+        pieces.append("## Part %d\n\n" % (k // 10))
+        pieces.extend(" **w%d** word%d" % (k, i) if i % 9 == 0 else " word%d" % i
+                      for i in range(60))
+        pieces.append(".\n\n")
+        k += 1
+    pieces[1] = " alpha0"
+    pieces.append("\n\nomega9 end")
+
+    def ev(delta, finish=None):
+        return "data: %s\n\n" % json.dumps({"id": "c", "object": "chat.completion.chunk",
+                                              "created": 1, "model": "m", "choices": [{
+                                                  "index": 0, "delta": delta,
+                                                  "finish_reason": finish}]})
+    with open(os.path.join(dirname, "md.sse"), "w", encoding="utf-8") as f:
+        f.write(ev({"role": "assistant", "content": ""}))
+        f.write("".join(ev({"content": p}) for p in pieces))
+        f.write(ev({}, "stop") + "data: [DONE]\n\n")
+    return "".join(pieces)
+
+
+def md_chat():
+    """A fast Markdown answer: the text the chat styles later (all but its last screenful) is
+    read in the session's copy, not copied; its start after Home; /new, Ctrl-D."""
+    fx = ttlib.tempdir("tt-chat-lend-md-")
+    text = md_fixture(fx)
+    tdir = ttlib.tempdir("tt-chat-lend-")
+    trace = os.path.join(tdir, "trace")
+    with ttlib.FakeServer(extra_args=["--fixtures", fx]) as srv, ttlib.Tmux(80, 24) as tm:
+        env = ttlib.clean_env(env={"OPENAI_BASE_URL": srv.base("replay=md.sse,chunk=whole")})
+        tm.run([tokterm, "--incognito", "--trace", trace], env)
+        t.ok(tm.wait_for("F1", 15) is not None, "Markdown: the chat starts", tm.capture())
+        for k in (1, 2):
+            tm.send_text("x")
+            tm.send("Enter")
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and len(ends(trace)) < k:
+                time.sleep(0.05)
+            scr = tm.wait_for(IDLE, 30)
+            got = ends(trace)
+            lent = got[k - 1] - (got[k - 2] if k > 1 else 0) if len(got) >= k else None
+            t.ok(scr is not None and "omega9 end" in scr,
+                 "Markdown, answer %d: its end on screen" % k, tm.capture())
+            t.ok(lent is not None and lent >= len(text.encode()) // 2,
+                 "Markdown, answer %d: %s of its %d bytes, set aside to style later, read in "
+                 "the session's copy (at least half)" % (k, lent, len(text.encode())))
+            tm.send("Home")
+            t.ok(tm.wait_for("alpha0", 20) is not None,
+                 "Markdown, answer %d: Home shows the first answer's start" % k, tm.capture())
+            tm.send("End")
+            tm.wait_for(IDLE, 20)
+        tm.send_text("/new")
+        tm.send("Enter")
+        time.sleep(0.5)
+        tm.send("C-d")
+        t.eq(tm.wait_exit(30), 0, "Markdown: Ctrl-D quits with 0")
+
+
+md_chat()
 with ttlib.FakeServer() as srv:
     spec = "gen=200000,chunk=whole"
     chat(ttlib.clean_env(env={"OPENAI_BASE_URL": srv.base(spec)}), ["--incognito"],
