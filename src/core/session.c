@@ -1021,7 +1021,7 @@ static void session_settle(struct session *s, const struct net_result *r, int64_
 }
 
 #define SESSION_ANSWER_GROW ((size_t)1 << 20)
-#define SESSION_FAST_BATCH ((size_t)16 << 10) /* a fast sender's batch (net.c NET_HOLD_MIN) */
+#define SESSION_FAST_BATCH ((size_t)16 << 10) /* a fast sender's batch (NET_HOLD_MIN) */
 #define SESSION_FAST_GROW ((size_t)32 << 10)
 
 /* Keep text of the answer (or of its reasoning) in b. Once it is long, b takes room for the

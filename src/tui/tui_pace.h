@@ -11,8 +11,8 @@
 
 /* Monotonic seconds when the next frame is due; oldest = 0: no text waits. oldest is when
  * the network thread read the text, which can be before the last frame began: the text
- * reached the UI thread after it (the network holds a fast sender's text until 64 KiB, or
- * the UI thread was not running). Text is drawn as soon as 120 Hz allows (TUI_FRAME_MIN
+ * reached the UI thread after it (the network holds a fast sender's text until 64 KiB, at
+ * most NET_HOLD_AGE in net/textbatch.h, or the UI thread was not running). Text is drawn as soon as 120 Hz allows (TUI_FRAME_MIN
  * after the last frame), and at the latest TUI_TEXT_WAIT after it was read, but never
  * sooner than TUI_FRAME_GAP after the last frame (250 Hz at most: a backlog taken in pieces
  * does not draw a frame per piece). So the pacing adds at most TUI_TEXT_WAIT to text that
