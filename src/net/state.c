@@ -175,7 +175,7 @@ struct state *state_new(const char *url, const char *password, char *err, size_t
     snprintf(st->who, sizeof st->who, "%ld.%lx", (long)getpid(),
              (unsigned long)(util_now() * 1e6) ^ (unsigned long)(uintptr_t)st);
     const char *missing;
-    (void)redis_dl_load(&missing); /* now, not inside the first call's 50 ms (state_connect
+    (void)redis_dl_load(&missing); /* now, not inside the first call's budget (state_connect
                                       says what is missing) */
     if (st->addr.path[0])
         st->label = xasprintf("unix://%s", st->addr.path);
@@ -273,7 +273,8 @@ static int state_connect(struct state *st)
         state_lose(st, missing);
         return -1;
     }
-    struct timeval tv = {0, STATE_BUDGET_MS * 1000};
+    int ms = st->addr.budget_ms;
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
     st->c = st->addr.path[0] ? redisConnectUnixWithTimeout(st->addr.path, tv)
                              : redisConnectWithTimeout(st->addr.host, st->addr.port, tv);
     if (!st->c || st->c->err) {
@@ -315,7 +316,6 @@ static int state_connect(struct state *st)
     return 0;
 }
 
-/* Run script i with keys and args: the reply (caller frees), or NULL (the local state answers). */
 /* The command that runs script i (EVALSHA, or EVAL with its text) into av/al; returns argc. */
 static int state_argv(struct state *st, int i, int eval, int nkeys, const char **keys,
                       int nargs, const char **args, char nk[8], const char **av, size_t *al)
@@ -382,9 +382,11 @@ static redisReply *state_eval(struct state *st, int i, int nkeys, const char **k
         state_lose(st, why);
         r = NULL;
     }
-    if (r && util_now() - t0 > STATE_BUDGET_MS / 1000.0) {
+    if (r && util_now() - t0 > st->addr.budget_ms / 1000.0) {
         freeReplyObject(r); /* slow: the answer came, but the budget is over */
-        state_lose(st, "slower than 50 ms");
+        char why[64];
+        snprintf(why, sizeof why, "slower than %d ms", st->addr.budget_ms);
+        state_lose(st, why);
         r = NULL;
     }
     if (!r)

@@ -3,10 +3,11 @@
  * learnt from the rate-limit headers as net/ratelimit.c learns them), a key's cool-down, the
  * endpoint's circuit breaker. The network thread asks before each request leaves and tells
  * after each answer; the local state (net/ratelimit.c, saved in SQLite) keeps being fed too,
- * so when Redis is unreachable, slow (more than STATE_BUDGET_MS a call) or restarted, pacing
- * goes on with it: the call answers STATE_LOCAL, a warning is handed out once
- * (state_take_warning), the connection is tried again at most once a second, and the next
- * call that reaches Redis seeds it from the local state again ("merge back").
+ * so when Redis is unreachable, slow (more than its budget a call: STATE_BUDGET_MS unless the
+ * URL's ?timeout= says) or restarted, pacing goes on with it: the call answers STATE_LOCAL, a
+ * warning is handed out once (state_take_warning), the connection is tried again at most once
+ * a second, and the next call that reaches Redis seeds it from the local state again ("merge
+ * back").
  *
  * Every update is one Lua script, run with EVALSHA (EVAL when Redis answers NOSCRIPT: its
  * script cache was flushed or it restarted); every clock is Redis's TIME, so machines whose
@@ -20,10 +21,15 @@
 
 #include "net/ratelimit.h"
 
-/* The time a call may take before Redis counts as slow and the local state answers. */
+/* The time a call may take before Redis counts as slow and the local state answers, unless the
+ * URL says otherwise (?timeout=MS, STATE_BUDGET_MIN_MS to STATE_BUDGET_MAX_MS): a Redis across a
+ * WAN, or one on a loaded machine, may need more. */
 #define STATE_BUDGET_MS 50
+#define STATE_BUDGET_MIN_MS 1
+#define STATE_BUDGET_MAX_MS 10000
 
-/* Where Redis is: from "redis://[user:password@]host[:port][/db]" or "unix:///path[?db=N]". */
+/* Where Redis is: from "redis://[user:password@]host[:port][/db][?timeout=MS]" or
+ * "unix:///path[?db=N][&timeout=MS]" (the options in either order, after one '?'). */
 struct state_addr {
     char host[256];   /* host name or address ("" for a socket) */
     int port;         /* 6379 unless given */
@@ -31,6 +37,7 @@ struct state_addr {
     char user[128];   /* "" = none (plain AUTH password) */
     char password[256]; /* "" = none */
     int db;           /* SELECT db (0 = default) */
+    int budget_ms;    /* what a call may take (STATE_BUDGET_MS unless ?timeout= says) */
 };
 
 /* Parse url into *a. Returns 0, or -1 with a one-line reason in err[size]. The reason never

@@ -50,32 +50,46 @@ static int state_parse_db(const char *s, int *db)
     return 0;
 }
 
-int state_parse_url(const char *url, struct state_addr *a, char *err, size_t size)
+/* The options after '?': "db=N" (a socket's database; a TCP URL gives it as its path) and
+ * "timeout=MS", joined by '&'. 0, or -1 with the reason in err. */
+static int state_parse_options(const char *q, int db_ok, struct state_addr *a, char *err,
+                               size_t size)
 {
-    memset(a, 0, sizeof *a);
-    a->port = 6379;
-    if (!url)
-        url = "";
-    if (util_starts_with(url, "unix://")) {
-        const char *p = url + 7, *q = strchr(p, '?');
-        size_t n = q ? (size_t)(q - p) : strlen(p);
-        if (n == 0 || p[0] != '/' || state_copy(a->path, sizeof a->path, p, n) != 0) {
-            snprintf(err, size, "state: a socket is unix:///absolute/path (at most %zu bytes)",
-                     sizeof a->path - 1);
-            return -1;
-        }
-        if (q && (!util_starts_with(q, "?db=") || state_parse_db(q + 4, &a->db) != 0)) {
-            snprintf(err, size, "state: after the socket's path only ?db=N may follow");
-            return -1;
-        }
-        return 0;
-    }
-    if (!util_starts_with(url, "redis://")) {
-        snprintf(err, size, "state: expected redis://[user:password@]host:port/db or "
-                            "unix:///path, got '%.40s'", util_starts_with(url, "redis") ? "redis..." : url);
+    char opts[128];
+    if (state_copy(opts, sizeof opts, q, strlen(q)) != 0) {
+        snprintf(err, size, "state: the options after '?' are too long");
         return -1;
     }
-    const char *p = url + 8;
+    char *save = NULL;
+    for (char *o = strtok_r(opts, "&", &save); o; o = strtok_r(NULL, "&", &save)) {
+        char *end;
+        if (db_ok && util_starts_with(o, "db=")) {
+            if (state_parse_db(o + 3, &a->db) != 0) {
+                snprintf(err, size, "state: ?db= needs a number, got '%.20s'", o + 3);
+                return -1;
+            }
+        } else if (util_starts_with(o, "timeout=")) {
+            errno = 0;
+            long v = strtol(o + 8, &end, 10);
+            if (!o[8] || *end || errno || v < STATE_BUDGET_MIN_MS || v > STATE_BUDGET_MAX_MS) {
+                snprintf(err, size, "state: ?timeout= is what a Redis call may take in "
+                         "milliseconds, %d-%d, got '%.20s'", STATE_BUDGET_MIN_MS,
+                         STATE_BUDGET_MAX_MS, o + 8);
+                return -1;
+            }
+            a->budget_ms = (int)v;
+        } else {
+            snprintf(err, size, "state: unknown option '%.20s' after '?' (%stimeout=MS)", o,
+                     db_ok ? "db=N, " : "");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The part of a redis:// URL after the scheme, its options cut off: [user:password@]host[:port][/db]. */
+static int state_parse_tcp(const char *p, struct state_addr *a, char *err, size_t size)
+{
     const char *slash = strchr(p, '/');
     const char *end = slash ? slash : p + strlen(p);
     const char *at = NULL;
@@ -141,6 +155,45 @@ int state_parse_url(const char *url, struct state_addr *a, char *err, size_t siz
 bad_host:
     snprintf(err, size, "state: no host in redis://[user:password@]host:port/db");
     return -1;
+}
+
+int state_parse_url(const char *url, struct state_addr *a, char *err, size_t size)
+{
+    memset(a, 0, sizeof *a);
+    a->port = 6379;
+    a->budget_ms = STATE_BUDGET_MS;
+    if (!url)
+        url = "";
+    if (util_starts_with(url, "unix://")) {
+        const char *p = url + 7, *q = strchr(p, '?');
+        size_t n = q ? (size_t)(q - p) : strlen(p);
+        if (n == 0 || p[0] != '/' || state_copy(a->path, sizeof a->path, p, n) != 0) {
+            snprintf(err, size, "state: a socket is unix:///absolute/path (at most %zu bytes)",
+                     sizeof a->path - 1);
+            return -1;
+        }
+        return q ? state_parse_options(q + 1, 1, a, err, size) : 0;
+    }
+    if (!util_starts_with(url, "redis://")) {
+        snprintf(err, size, "state: expected redis://[user:password@]host:port/db or "
+                            "unix:///path, got '%.40s'", util_starts_with(url, "redis") ? "redis..." : url);
+        return -1;
+    }
+    /* The options start at the last '?' that no '@' follows (a password may hold a '?'). The
+     * rest is parsed from a copy cut there. */
+    const char *q = strrchr(url, '?');
+    if (q && strchr(q, '@'))
+        q = NULL;
+    char body[1024];
+    if (state_copy(body, sizeof body, url, q ? (size_t)(q - url) : strlen(url)) != 0) {
+        snprintf(err, size, "state: the URL is too long");
+        return -1;
+    }
+    int rc = q ? state_parse_options(q + 1, 0, a, err, size) : 0;
+    if (rc == 0)
+        rc = state_parse_tcp(body + 8, a, err, size);
+    util_wipe(body, sizeof body); /* it may hold a password */
+    return rc;
 }
 
 /* ---------------------------------------------------------------- ids */

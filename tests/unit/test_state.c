@@ -42,14 +42,48 @@ static void test_urls(void)
     TAP_INT(state_parse_url("unix:///run/redis.sock?db=3", &a, err, sizeof err), 0, "socket");
     TAP_STR(a.path, "/run/redis.sock", "socket path");
     TAP_INT(a.db, 3, "socket db");
+    TAP_INT(a.budget_ms, STATE_BUDGET_MS, "a call's budget: 50 ms unless the URL says");
+
+    /* ?timeout=MS: what a call may take (a Redis across a WAN, or on a loaded machine) */
+    TAP_INT(state_parse_url("redis://h:6390/2?timeout=250", &a, err, sizeof err), 0,
+            "host:port/db?timeout=");
+    TAP_INT(a.budget_ms, 250, "the budget from the URL");
+    TAP_INT(a.db, 2, "the db before it");
+    TAP_INT(a.port, 6390, "the port before it");
+    TAP_INT(state_parse_url("redis://h?timeout=5", &a, err, sizeof err), 0, "host?timeout=");
+    TAP_STR(a.host, "h", "the host, the options cut off");
+    TAP_INT(a.budget_ms, 5, "5 ms");
+    TAP_INT(state_parse_url("unix:///s?db=3&timeout=100", &a, err, sizeof err), 0,
+            "socket?db=&timeout=");
+    TAP_OK(a.db == 3 && a.budget_ms == 100 && strcmp(a.path, "/s") == 0,
+           "socket: path, db and budget (%s %d %d)", a.path, a.db, a.budget_ms);
+    TAP_INT(state_parse_url("unix:///s?timeout=100&db=4", &a, err, sizeof err), 0,
+            "either order");
+    TAP_OK(a.db == 4 && a.budget_ms == 100, "db %d, budget %d", a.db, a.budget_ms);
+    TAP_INT(state_parse_url("redis://:pa?ss@h:7", &a, err, sizeof err), 0,
+            "a '?' in the password is not an option");
+    TAP_OK(strcmp(a.password, "pa?ss") == 0 && a.port == 7 && a.budget_ms == STATE_BUDGET_MS,
+           "password, port and budget (%d)", a.budget_ms);
+    TAP_INT(state_parse_url("redis://:pa?ss@h:7/1?timeout=80", &a, err, sizeof err), 0,
+            "a '?' in the password and options");
+    TAP_OK(strcmp(a.password, "pa?ss") == 0 && a.db == 1 && a.budget_ms == 80,
+           "password, db and budget (%d)", a.budget_ms);
     static const char *const bad[] = {"http://x", "redis://", "redis://h:0", "redis://h:99999",
                                       "redis://h/x", "unix://rel", "redis://[::1", "",
-                                      "redis://h:12ab", "unix:///s?x=1"};
+                                      "redis://h:12ab", "unix:///s?x=1", "redis://h?timeout=0",
+                                      "redis://h?timeout=10001", "redis://h/1?timeout=",
+                                      "redis://h?timeout=5x", "redis://h?db=1",
+                                      "unix:///s?db=1&wait=3"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         err[0] = '\0';
         TAP_INT(state_parse_url(bad[i], &a, err, sizeof err), -1, bad[i]);
         TAP_OK(util_starts_with(err, "state: "), "'%s' says why: %s", bad[i], err);
     }
+    char longopt[300] = "redis://h?timeout=5";
+    while (strlen(longopt) < sizeof longopt - 12)
+        strcat(longopt, "&timeout=5");
+    TAP_INT(state_parse_url(longopt, &a, err, sizeof err), -1, "options of 280 bytes or more");
+    TAP_OK(util_starts_with(err, "state: "), "say why: %s", err);
     TAP_INT(state_parse_url("redis://u:hunter2@h:1/x", &a, err, sizeof err), -1, "bad db");
     TAP_OK(!strstr(err, "hunter2"), "the message never repeats the password");
 
@@ -338,6 +372,16 @@ static void test_slow(void)
     t0 = util_now();
     state_admit(st, "q", "e", d, 10, 0, &w);
     TAP_OK(util_now() - t0 < 0.01, "the next call within a second does not try again");
+    state_free(st);
+
+    /* ?timeout=300: the same silent server is waited for that long, not 50 ms */
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d?timeout=300", ntohs(sa.sin_port));
+    st = state_new(url, NULL, err, sizeof err);
+    t0 = util_now();
+    TAP_INT(state_admit(st, "q", "e", d, 10, 0, &w), STATE_LOCAL,
+            "a silent server with ?timeout=300: local state");
+    took = util_now() - t0;
+    TAP_OK(took >= 0.29 && took < 1.5, "after 300 ms, not 50 (%.3f s)", took);
     state_free(st);
     close(fd);
 
