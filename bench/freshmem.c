@@ -5,8 +5,11 @@
  * For each pause (default 0 1 3 6 s): maps PAGES (default 16) 2 MiB pages advised for
  * transparent huge pages and writes one byte of each (one fault each, the kernel zeroes the
  * page), unmaps them, waits the pause, then maps and touches PAGES fresh 2 MiB pages again and
- * prints the median milliseconds per page of that second round. Then the cost of 512 fresh
- * 4 KiB pages (one 2 MiB region without the advice, one byte per page). On a machine where
+ * prints the median milliseconds per page of that second round; then frees those, waits the
+ * pause again and prints what 512 fresh 4 KiB pages cost (one 2 MiB region advised
+ * MADV_NOHUGEPAGE, one byte per page). Which of the two is cheaper differs between the VMs
+ * tokterm was measured on: 4 KiB pages took 11-16 us each on one and 2-3 us on another, where
+ * a huge page after a pause of 3 s took 5-9 ms (docs/PERFORMANCE.md). On a machine where
  * the memory a process frees is soon given back to a host, the rounds after a long pause are
  * slower (docs/PERFORMANCE.md, "Fresh memory on this VM"). Not a benchmark with a target: the
  * floor under the rows that touch fresh memory (the chat's copies of a fast answer, the
@@ -32,6 +35,30 @@ static int cmp(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
+}
+
+static void pause_for(double pause)
+{
+    struct timespec ts = {(time_t)pause, (long)((pause - (double)(time_t)pause) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) /* usleep may refuse 1 s or more */
+        ;
+}
+
+/* Milliseconds to touch 512 fresh 4 KiB pages (2 MiB without huge pages). */
+static double touch_small(void)
+{
+    char *q = mmap(NULL, HUGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (q == MAP_FAILED) {
+        perror("mmap");
+        exit(1);
+    }
+    (void)madvise(q, HUGE, MADV_NOHUGEPAGE);
+    double t = now();
+    for (size_t i = 0; i < HUGE; i += 4096)
+        q[i] = 1;
+    t = now() - t;
+    munmap(q, HUGE);
+    return t * 1e3;
 }
 
 /* Touch n fresh huge pages; each page's milliseconds into ms[]. The map is returned to unmap. */
@@ -65,30 +92,22 @@ int main(int argc, char **argv)
     double *ms = calloc((size_t)n, sizeof *ms);
     if (!ms)
         return 1;
-    printf("2 MiB pages, %d per round: median (min-max) ms per page after a pause\n", n);
+    printf("2 MiB pages, %d per round: median (min-max) ms per page after a pause; then 512 "
+           "fresh 4 KiB pages after the same pause\n", n);
     for (int k = 0; k < np; k++) {
         double pause = argc > 2 ? atof(argv[k + 2]) : dflt[k];
         size_t len;
         char *p = touch(n, ms, &len); /* these become the freed memory the pause ages */
         munmap(p, len);
-        struct timespec ts = {(time_t)pause, (long)((pause - (double)(time_t)pause) * 1e9)};
-        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) /* usleep may refuse 1 s or more */
-            ;
+        pause_for(pause);
         p = touch(n, ms, &len);
         munmap(p, len);
         qsort(ms, (size_t)n, sizeof *ms, cmp);
-        printf("  pause %4.1f s: %.3f (%.3f-%.3f)\n", pause, ms[n / 2], ms[0], ms[n - 1]);
+        pause_for(pause);
+        double small = touch_small();
+        printf("  pause %4.1f s: %.3f (%.3f-%.3f); 4 KiB pages: 512 in %.3f ms (%.1f us each)\n",
+               pause, ms[n / 2], ms[0], ms[n - 1], small, small * 1e3 / 512);
     }
-    char *q = mmap(NULL, HUGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (q == MAP_FAILED)
-        return 1;
-    (void)madvise(q, HUGE, MADV_NOHUGEPAGE);
-    double t = now();
-    for (size_t i = 0; i < HUGE; i += 4096)
-        q[i] = 1;
-    t = now() - t;
-    printf("4 KiB pages: 512 faults in %.3f ms (%.1f us each)\n", t * 1e3, t * 1e6 / 512);
-    munmap(q, HUGE);
     free(ms);
     return 0;
 }

@@ -311,9 +311,12 @@ def main():
             code, out, dt = run_step(step, argv, log)
         elif step == "tui":
             tui = os.path.join(HERE, "tui", "run.py")
-            # each chat round's --trace kept beside the log: a slow frame can be read afterwards
-            argv = [py, tui, "--tokterm", tokterm, "--rounds", str(rounds), "--deltas", "200000",
-                    "--traces", os.path.join(logs, "tui-traces")]
+            # each chat round's --trace kept beside the log: a slow frame can be read afterwards.
+            # Three times the rounds: a round's ratio spreads 0.5-2.8x on the VMs measured (a
+            # fresh huge page costs 0.2 or 5-9 ms there, bench/freshmem.c), and 11 rounds of
+            # ~1.3 s moved this median by 0.3x from run to run; 33 take ~45 s.
+            argv = [py, tui, "--tokterm", tokterm, "--rounds", str(3 * rounds), "--deltas",
+                    "200000", "--traces", os.path.join(logs, "tui-traces")]
             helptext = subprocess.run([py, tui, "--help"], capture_output=True, text=True).stdout
             md = "--text" in helptext
             if md:
@@ -406,7 +409,8 @@ def main():
     print()
     print("%s, %d cores; %d rounds per comparison (tokterm and its baseline back to back in "
           "each round, the order alternating; medians; a ratio is the median of the per-round "
-          "ratios, in parentheses their quartiles)%s; load average %s at the start, "
+          "ratios, in parentheses their quartiles; the chat on 200,000 fast deltas three times "
+          "as many)%s; load average %s at the start, "
           "%s at the end; run time %d min %02d s (%s)." %
           (" ".join(os.uname()[0:1] + os.uname()[4:5]), os.cpu_count(), rounds,
            ", --quick" if a.quick else "", load0, benchlib.loadavg(), total // 60, total % 60,
