@@ -42,13 +42,18 @@ void buf_reserve(struct buf *b, size_t extra)
 
 int buf_try_room(struct buf *b, size_t total)
 {
+    return buf_try_room_for(b, total, XMALLOC_WHOLE);
+}
+
+int buf_try_room_for(struct buf *b, size_t total, enum xmalloc_use use)
+{
     if (total <= b->cap) /* past here total > cap >= len + 1: the text and its NUL fit */
         return 0;
     size_t cap = total;
     char *p;
     if (cap >= XMALLOC_HUGE_MIN) {
         cap = (cap + XMALLOC_HUGE_PAGE - 1) & ~(XMALLOC_HUGE_PAGE - 1);
-        p = cap >= total ? huge_alloc(cap) : NULL;
+        p = cap >= total ? huge_alloc_for(cap, use) : NULL;
     } else {
         p = malloc(cap);
     }

@@ -3,6 +3,8 @@
 #define TT_BUF_H
 #include <stddef.h>
 
+#include "base/xmalloc.h"
+
 struct buf {
     char *data;  /* NULL until the first append; then NUL-terminated */
     size_t len;
@@ -17,6 +19,8 @@ void buf_reserve(struct buf *b, size_t extra);
  * not fatal. 0 when b has that room, -1 when it could not be had (b unchanged: it grows as
  * it would have). From XMALLOC_HUGE_MIN on, the block is whole huge pages (huge_alloc). */
 int buf_try_room(struct buf *b, size_t total);
+/* The same for room that fills as a stream arrives (use XMALLOC_GRADUAL: huge_alloc_for). */
+int buf_try_room_for(struct buf *b, size_t total, enum xmalloc_use use);
 void buf_append(struct buf *b, const void *p, size_t n);
 void buf_appends(struct buf *b, const char *s);
 void buf_appendc(struct buf *b, char c);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -62,7 +63,72 @@ static size_t huge_ask(size_t len)
     return len;
 }
 
+static void *huge_alloc_advised(size_t n, int advise);
+
 void *huge_alloc(size_t n)
+{
+    return huge_alloc_advised(n, 1);
+}
+
+void *huge_alloc_for(size_t n, enum xmalloc_use use)
+{
+    return huge_alloc_advised(n, use == XMALLOC_WHOLE || xmalloc_huge_pays());
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+double xmalloc_probe_small_faults(void)
+{
+    enum { PAGES = 9 };
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0)
+        return -1;
+    char *p = mmap(NULL, (size_t)page * PAGES, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return -1;
+    (void)madvise(p, (size_t)page * PAGES, MADV_NOHUGEPAGE); /* the small pages' cost */
+    double ns[PAGES];
+    for (int i = 0; i < PAGES; i++) {
+        struct timespec a, b;
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        ((volatile char *)p)[(size_t)i * (size_t)page] = 1;
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        ns[i] = (double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec);
+    }
+    munmap(p, (size_t)page * PAGES);
+    qsort(ns, PAGES, sizeof *ns, cmp_double);
+    return ns[PAGES / 2]; /* the first also allocates the page table: not the median */
+}
+
+int xmalloc_huge_pays_at(double ns)
+{
+    return ns < 0 || ns > XMALLOC_SMALL_FAULT_NS; /* no measure: as before, huge pages */
+}
+
+static atomic_int xmalloc_pays; /* 0: not known yet, 1: huge pages pay, -1: they do not */
+
+int xmalloc_huge_pays(void)
+{
+    int v = atomic_load(&xmalloc_pays);
+    if (!v) {
+        const char *e = getenv("TOKTERM_THP");
+        if (e && strcmp(e, "always") == 0)
+            v = 1;
+        else if (e && strcmp(e, "never") == 0)
+            v = -1;
+        else
+            v = xmalloc_huge_pays_at(xmalloc_probe_small_faults()) ? 1 : -1;
+        atomic_store(&xmalloc_pays, v);
+    }
+    return v > 0;
+}
+
+static void *huge_alloc_advised(size_t n, int advise)
 {
 #ifdef __GLIBC__
     /* Freeing a mapped block raises glibc's mmap threshold to its size (up to 32 MiB): the next
@@ -82,7 +148,8 @@ void *huge_alloc(size_t n)
     if (!(ask > len && posix_memalign(&p, XMALLOC_HUGE_PAGE, ask) == 0) &&
         posix_memalign(&p, XMALLOC_HUGE_PAGE, len) != 0)
         return NULL;
-    (void)madvise(p, len, MADV_HUGEPAGE); /* only advice: without THP, plain pages */
+    if (advise)
+        (void)madvise(p, len, MADV_HUGEPAGE); /* only advice: without THP, plain pages */
     return p;
 }
 
@@ -106,7 +173,7 @@ void *xmalloc_huge(size_t n)
 
 /* xmalloc_working_set and xmalloc_heap_fast: blocks from mmap_min bytes on are maps of
  * their own; the heap grows XMALLOC_WORK_PAD at a time, advised for huge pages. Once. */
-static void xmalloc_heap_pad(int mmap_min, int trim)
+static void xmalloc_heap_pad(int mmap_min, int trim, int advise)
 {
 #ifdef __GLIBC__
     static int done;
@@ -126,7 +193,7 @@ static void xmalloc_heap_pad(int mmap_min, int trim)
         return;
     uintptr_t lo = ((uintptr_t)p + XMALLOC_HUGE_PAGE - 1) & ~(uintptr_t)(XMALLOC_HUGE_PAGE - 1);
     uintptr_t hi = (uintptr_t)sbrk(0) & ~(uintptr_t)(XMALLOC_HUGE_PAGE - 1);
-    if ((void *)hi != (void *)-1 && hi > lo && hi - lo <= 4 * XMALLOC_WORK_PAD)
+    if (advise && (void *)hi != (void *)-1 && hi > lo && hi - lo <= 4 * XMALLOC_WORK_PAD)
         (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE); /* only advice */
     free(p);
 #endif
@@ -134,12 +201,12 @@ static void xmalloc_heap_pad(int mmap_min, int trim)
 
 void xmalloc_working_set(void)
 {
-    xmalloc_heap_pad(32 << 20, 64 << 20);
+    xmalloc_heap_pad(32 << 20, 64 << 20, 1);
 }
 
 void xmalloc_heap_fast(void)
 {
-    xmalloc_heap_pad((int)XMALLOC_HUGE_MIN, (int)(4 * XMALLOC_WORK_PAD));
+    xmalloc_heap_pad((int)XMALLOC_HUGE_MIN, (int)(4 * XMALLOC_WORK_PAD), xmalloc_huge_pays());
 }
 
 #if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && __GLIBC_PREREQ(2, 33)

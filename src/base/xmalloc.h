@@ -12,9 +12,10 @@ char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
 /* Large transient buffers: n bytes (rounded up to XMALLOC_HUGE_PAGE) aligned on a huge page and
  * advised for transparent huge pages; free() and realloc() take it like any malloc'd block.
- * Worth it from XMALLOC_HUGE_MIN bytes: a fresh 4 KiB page costs ~11 us to fault in on the
- * virtual machines tokterm is measured on, a fresh 2 MiB huge page 0.07-0.3 ms
- * (docs/PERFORMANCE.md).
+ * Worth it from XMALLOC_HUGE_MIN bytes for a block written whole: a fresh 4 KiB page costs
+ * 2-16 us to fault in on the virtual machines tokterm is measured on, a fresh 2 MiB huge page
+ * 0.07-0.3 ms, or 4-9 ms when the host has taken the memory back (docs/PERFORMANCE.md). A
+ * block written gradually: huge_alloc_for.
  * huge_alloc returns NULL when out of memory; xmalloc_huge does not return then. */
 #define XMALLOC_HUGE_PAGE ((size_t)2 << 20)
 #define XMALLOC_HUGE_MIN ((size_t)1 << 20)
@@ -23,6 +24,27 @@ char *xstrndup(const char *s, size_t n);
  * pages is 64 faults (~0.7 ms); a 1 MB answer's record 245 (~2.8 ms), a huge page ~0.15 ms. */
 #define XMALLOC_HUGE_WRITE ((size_t)256 << 10)
 void *huge_alloc(size_t n);
+/* How a huge block will be written: whole soon after it is made (SQLite's record, the store's
+ * buffer, a resume's heap), or gradually, as a stream arrives, and maybe never past its first
+ * part (the chat's copies of an answer, room taken for the whole answer). */
+enum xmalloc_use { XMALLOC_WHOLE, XMALLOC_GRADUAL };
+/* huge_alloc for a block written as use says: XMALLOC_WHOLE is huge_alloc; XMALLOC_GRADUAL is
+ * advised for huge pages only where they pay (xmalloc_huge_pays), else left to 4 KiB pages,
+ * faulted in as they are written. */
+void *huge_alloc_for(size_t n, enum xmalloc_use use);
+/* 1 when memory written gradually is cheaper in huge pages on this machine. A fresh 2 MiB huge
+ * page costs 0.1-0.3 ms, or 4-9 ms when the host has taken the memory back (after a few
+ * seconds idle); a fresh 4 KiB page 11-16 us on one VM tokterm was measured on and 2-3 us on
+ * another. Above XMALLOC_SMALL_FAULT_NS a 4 KiB page, a block touched up to its first
+ * megabyte costs as much in small pages as a slow huge page: huge pages are the better bet.
+ * Below it they are not. Measured once per process (xmalloc_probe_small_faults: 9 fresh
+ * pages, ~20-150 us), unless $TOKTERM_THP says "always" or "never". */
+#define XMALLOC_SMALL_FAULT_NS 6000.0
+int xmalloc_huge_pays(void);
+/* The decision for a median fresh 4 KiB page of ns nanoseconds (no probe, no environment). */
+int xmalloc_huge_pays_at(double ns);
+/* The median nanoseconds of a fresh 4 KiB page's first write here (9 pages), or -1. */
+double xmalloc_probe_small_faults(void);
 /* 1 when the first huge page of p (from huge_alloc) is backed by one huge page: p[0] is written
  * and the page's last 4 KiB is then resident too. 0 otherwise (no THP, none free). */
 int huge_is_huge(void *p);
@@ -39,8 +61,9 @@ void xmalloc_working_set(void);
  * the text are many blocks and growing arrays in fresh pages), but blocks of XMALLOC_HUGE_MIN
  * or more stay maps of their own, returned whole when freed, so the peak of a long answer is
  * not kept after it (with xmalloc_working_set's 32 MiB, a 15 MiB line's chat peaked 7 MiB
- * higher). Once, and not after xmalloc_working_set. Another thread may allocate meanwhile
- * (mallopt locks the main arena; the others read the thresholds as they are). */
+ * higher). Its heap grows gradually: advised for huge pages only where they pay
+ * (xmalloc_huge_pays). Once, and not after xmalloc_working_set. Another thread may allocate
+ * meanwhile (mallopt locks the main arena; the others read the thresholds as they are). */
 void xmalloc_heap_fast(void);
 /* Many small blocks to come that live until the exit (SQLite's parsed schema and statements,
  * the page cache, libcurl's and OpenSSL's set-up: ~100-200 fresh 4 KiB pages in a one-shot,

@@ -1053,7 +1053,8 @@ static void session_keep(struct session *s, struct buf *b, const char *text, siz
         *b = moved;
     }
     if (b->len + n >= b->cap && b->len + n >= grow && b->len + n < limit)
-        (void)buf_try_room(b, limit + 1); /* the limit's bytes and the NUL; refused: it grows */
+        (void)buf_try_room_for(b, limit + 1, XMALLOC_GRADUAL); /* the limit's bytes and the
+                                                                   NUL; refused: it grows */
     buf_append(b, text, n);
 }
 

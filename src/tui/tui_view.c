@@ -338,9 +338,9 @@ static void tui_part_long_append(struct tui_part *p, const char *s, size_t n)
         tui_part_line_own(p); /* the text goes on elsewhere than in the block */
         if (n >= TUI_VIEW_FAST_BATCH && p->line.cap < XMALLOC_HUGE_MIN &&
             p->line.len + n >= TUI_VIEW_FAST_GROW)
-            (void)buf_try_room(&p->line, 2 * XMALLOC_HUGE_PAGE); /* a fast sender's line:
-                                                                  * huge pages now, if they
-                                                                  * can be had */
+            (void)buf_try_room_for(&p->line, 2 * XMALLOC_HUGE_PAGE, XMALLOC_GRADUAL); /* a fast
+                                                       * sender's line: its room now, if it can
+                                                       * be had */
         buf_append(&p->line, s, n);
     }
     if (p->lraw && tui_ascii_printable(s, n))

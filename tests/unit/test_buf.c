@@ -16,8 +16,67 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* 1 when the mapping that holds p is advised for huge pages ("hg" in its VmFlags), 0 when
+ * not, -1 when /proc/self/smaps cannot tell. */
+static int advised_huge(const void *p)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    if (!f)
+        return -1;
+    char line[512];
+    int in = 0, found = -1;
+    uintptr_t a = (uintptr_t)p;
+    while (fgets(line, sizeof line, f)) {
+        uintptr_t lo, hi;
+        if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " ", &lo, &hi) == 2) /* a mapping's line */
+            in = a >= lo && a < hi;
+        else if (in && strncmp(line, "VmFlags:", 8) == 0) {
+            found = strstr(line, " hg") != NULL;
+            break;
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+/* In a child with $TOKTERM_THP = mode: bit 0 the mapping of a gradual block is advised, bit 1
+ * that of a whole one; 4 when smaps cannot tell. */
+static int advice_in_child(const char *mode)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        setenv("TOKTERM_THP", mode, 1);
+        char *g = huge_alloc_for((size_t)4 << 20, XMALLOC_GRADUAL);
+        char *w = huge_alloc_for((size_t)4 << 20, XMALLOC_WHOLE);
+        int ag = advised_huge(g), aw = advised_huge(w);
+        _exit(ag < 0 || aw < 0 ? 4 : ag | aw << 1);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_huge_policy(void)
+{
+    /* Huge pages for gradual blocks only where a fresh 4 KiB page costs more than
+     * XMALLOC_SMALL_FAULT_NS: 2-3 us on one VM measured (no), 11-16 us on another (yes). */
+    TAP_OK(!xmalloc_huge_pays_at(2500), "a 4 KiB page of 2.5 us: small pages for gradual blocks");
+    TAP_OK(xmalloc_huge_pays_at(13000), "of 13 us: huge pages");
+    TAP_OK(xmalloc_huge_pays_at(-1), "no measure: huge pages, as before");
+    double ns = xmalloc_probe_small_faults();
+    TAP_OK(ns > 0 && ns < 1e7, "the probe measures a fresh page: %.0f ns", ns);
+    int always = advice_in_child("always"), never = advice_in_child("never");
+    if (always == 4 || never == 4) {
+        printf("ok %d - TOKTERM_THP # SKIP /proc/self/smaps shows no VmFlags\n", ++tap_count);
+        return;
+    }
+    TAP_INT(always, 3, "TOKTERM_THP=always: a gradual block and a whole one advised");
+    TAP_INT(never, 2, "TOKTERM_THP=never: the gradual block not, the whole one still");
+}
+
 int main(void)
 {
+    test_huge_policy();
     struct buf b = BUF_INIT;
     TAP_STR(buf_str(&b), "", "empty buffer reads as an empty string");
     /* Grow one short piece at a time past XMALLOC_HUGE_MIN and past one huge page. */
