@@ -110,22 +110,29 @@ int xmalloc_huge_pays_at(double ns)
     return ns < 0 || ns > XMALLOC_SMALL_FAULT_NS; /* no measure: as before, huge pages */
 }
 
-static atomic_int xmalloc_pays; /* 0: not known yet, 1: huge pages pay, -1: they do not */
+static atomic_int xmalloc_pays; /* 0: not decided (huge pages), 1: they pay, -1: they do not */
+
+/* $TOKTERM_THP's word: 1 (always), -1 (never), 0 (neither). */
+static int xmalloc_thp_env(void)
+{
+    const char *e = getenv("TOKTERM_THP");
+    return !e ? 0 : strcmp(e, "always") == 0 ? 1 : strcmp(e, "never") == 0 ? -1 : 0;
+}
+
+void xmalloc_huge_decide(void)
+{
+    int v = xmalloc_thp_env();
+    if (!v)
+        v = xmalloc_huge_pays_at(xmalloc_probe_small_faults()) ? 1 : -1;
+    atomic_store(&xmalloc_pays, v);
+}
 
 int xmalloc_huge_pays(void)
 {
     int v = atomic_load(&xmalloc_pays);
-    if (!v) {
-        const char *e = getenv("TOKTERM_THP");
-        if (e && strcmp(e, "always") == 0)
-            v = 1;
-        else if (e && strcmp(e, "never") == 0)
-            v = -1;
-        else
-            v = xmalloc_huge_pays_at(xmalloc_probe_small_faults()) ? 1 : -1;
+    if (!v && (v = xmalloc_thp_env()) != 0)
         atomic_store(&xmalloc_pays, v);
-    }
-    return v > 0;
+    return v >= 0;
 }
 
 static void *huge_alloc_advised(size_t n, int advise)

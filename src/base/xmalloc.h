@@ -32,15 +32,20 @@ enum xmalloc_use { XMALLOC_WHOLE, XMALLOC_GRADUAL };
  * advised for huge pages only where they pay (xmalloc_huge_pays), else left to 4 KiB pages,
  * faulted in as they are written. */
 void *huge_alloc_for(size_t n, enum xmalloc_use use);
-/* 1 when memory written gradually is cheaper in huge pages on this machine. A fresh 2 MiB huge
+/* 1 when memory written gradually goes in huge pages: unless xmalloc_huge_decide was called
+ * or $TOKTERM_THP says "always" or "never", it does (a one-shot's stream fills its blocks at
+ * full speed right after the process started, like a block written whole). A fresh 2 MiB huge
  * page costs 0.1-0.3 ms, or 4-9 ms when the host has taken the memory back (after a few
  * seconds idle); a fresh 4 KiB page 11-16 us on one VM tokterm was measured on and 2-3 us on
  * another. Above XMALLOC_SMALL_FAULT_NS a 4 KiB page, a block touched up to its first
  * megabyte costs as much in small pages as a slow huge page: huge pages are the better bet.
- * Below it they are not. Measured once per process (xmalloc_probe_small_faults: 9 fresh
- * pages, ~20-150 us), unless $TOKTERM_THP says "always" or "never". */
+ * Below it they are not. */
 #define XMALLOC_SMALL_FAULT_NS 6000.0
 int xmalloc_huge_pays(void);
+/* For a process whose blocks fill long after it started, maybe after minutes idle (the chat):
+ * decide now, from $TOKTERM_THP or by measuring (xmalloc_probe_small_faults: 9 fresh pages,
+ * ~20-150 us). */
+void xmalloc_huge_decide(void);
 /* The decision for a median fresh 4 KiB page of ns nanoseconds (no probe, no environment). */
 int xmalloc_huge_pays_at(double ns);
 /* The median nanoseconds of a fresh 4 KiB page's first write here (9 pages), or -1. */

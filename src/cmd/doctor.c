@@ -587,27 +587,29 @@ static void doctor_terminal(struct doctor *d)
 }
 
 /* What a fresh page costs here, and so where the chat keeps a fast answer's copies
- * (xmalloc_huge_pays): information, never a warning. */
+ * (xmalloc_huge_decide): information, never a warning. */
 static void doctor_memory(struct doctor *d)
 {
     const char *e = getenv("TOKTERM_THP");
     if (e && (strcmp(e, "always") == 0 || strcmp(e, "never") == 0)) {
         doctor_linef(d, DOCTOR_OK, "memory", NULL, NULL,
-                     "TOKTERM_THP=%s: a fast answer's copies in %s pages", e,
+                     "TOKTERM_THP=%s: the chat keeps a fast answer's copies in %s pages", e,
                      strcmp(e, "always") == 0 ? "huge" : "4 KiB");
         return;
     }
     double ns = xmalloc_probe_small_faults();
     if (ns < 0) {
         doctor_line(d, DOCTOR_OK, "memory", NULL,
-                    "a fast answer's copies in huge pages (a fresh page could not be timed)",
+                    "the chat keeps a fast answer's copies in huge pages (a fresh page could "
+                    "not be timed)",
                     NULL);
         return;
     }
     int huge = xmalloc_huge_pays_at(ns);
     doctor_linef(d, DOCTOR_OK, "memory", NULL, NULL,
-                 "a fresh 4 KiB page takes %.1f us: a fast answer's copies in %s pages (huge "
-                 "above %.0f us; TOKTERM_THP=always|never decides instead)", ns / 1000.0,
+                 "a fresh 4 KiB page takes %.1f us: the chat keeps a fast answer's copies in %s "
+                 "pages (huge above %.0f us; TOKTERM_THP=always|never decides instead)",
+                 ns / 1000.0,
                  huge ? "huge" : "4 KiB", XMALLOC_SMALL_FAULT_NS / 1000.0);
 }
 

@@ -1631,9 +1631,9 @@ int tui_run(struct conf *conf, char *key, const struct tui_opts *o)
             return 2;
         }
     }
-    /* Whether the answer's copies, written as text arrives, go in huge pages here: measured
-     * now (~20-150 us), not inside the first fast batch (xmalloc_huge_pays). */
-    (void)xmalloc_huge_pays();
+    /* Whether the answer's copies, written as text arrives (maybe after minutes idle), go in
+     * huge pages here: measured now (~20-150 us), not inside the first fast batch. */
+    xmalloc_huge_decide();
     /* The signals, before initscr: curses then leaves SIGWINCH to us. */
     static const int sigs[] = {SIGWINCH, SIGINT, SIGTERM, SIGHUP, SIGCONT};
     struct loop lp;

@@ -109,14 +109,16 @@ with ttlib.FakeServer() as srv:
     t.ok(find(lines, "ok", "key source", "hostile", "api_key_cmd printed a key"),
          "key source: api_key_cmd ran")
     ln = find(lines, "ok", "memory", None, "a fresh 4 KiB page takes")
-    m = re.search(r"takes ([0-9.]+) us: a fast answer's copies in (huge|4 KiB) pages", ln or "")
+    m = re.search(r"takes ([0-9.]+) us: the chat keeps a fast answer's copies in (huge|4 KiB) "
+                  r"pages", ln or "")
     t.ok(m and (m.group(2) == "huge") == (float(m.group(1)) > 6.0),
          "memory: what a fresh page costs here, and the page size the chat takes for it", ln)
     for mode, size in (("never", "4 KiB"), ("always", "huge")):
         rc, out, err = ttlib.run_tokterm(["doctor", "--offline"], home=home,
                                          env=dict(env, TOKTERM_THP=mode))
         t.ok(find(lines_of(out), "ok", "memory", None,
-                  "TOKTERM_THP=%s: a fast answer's copies in %s pages" % (mode, size)),
+                  "TOKTERM_THP=%s: the chat keeps a fast answer's copies in %s pages"
+                  % (mode, size)),
              "memory: TOKTERM_THP=%s decides instead" % mode)
     ln = find(lines, "fail", "key valid", "hostile", "HTTP 403")
     t.ok(ln and "^[]0;owned^G^[[2Jno" in ln, "server text with escapes is shown visibly", ln)
