@@ -112,8 +112,7 @@ int xmalloc_huge_pays_at(double ns)
 
 static atomic_int xmalloc_pays; /* 0: not decided (huge pages), 1: they pay, -1: they do not */
 
-/* $TOKTERM_THP's word: 1 (always), -1 (never), 0 (neither). */
-static int xmalloc_thp_env(void)
+int xmalloc_thp_env(void)
 {
     const char *e = getenv("TOKTERM_THP");
     return !e ? 0 : strcmp(e, "always") == 0 ? 1 : strcmp(e, "never") == 0 ? -1 : 0;

@@ -46,6 +46,8 @@ int xmalloc_huge_pays(void);
  * decide now, from $TOKTERM_THP or by measuring (xmalloc_probe_small_faults: 9 fresh pages,
  * ~20-150 us). */
 void xmalloc_huge_decide(void);
+/* $TOKTERM_THP's word: 1 ("always"), -1 ("never"), 0 (unset or neither). */
+int xmalloc_thp_env(void);
 /* The decision for a median fresh 4 KiB page of ns nanoseconds (no probe, no environment). */
 int xmalloc_huge_pays_at(double ns);
 /* The median nanoseconds of a fresh 4 KiB page's first write here (9 pages), or -1. */

@@ -590,11 +590,11 @@ static void doctor_terminal(struct doctor *d)
  * (xmalloc_huge_decide): information, never a warning. */
 static void doctor_memory(struct doctor *d)
 {
-    const char *e = getenv("TOKTERM_THP");
-    if (e && (strcmp(e, "always") == 0 || strcmp(e, "never") == 0)) {
+    int env = xmalloc_thp_env();
+    if (env) {
         doctor_linef(d, DOCTOR_OK, "memory", NULL, NULL,
-                     "TOKTERM_THP=%s: the chat keeps a fast answer's copies in %s pages", e,
-                     strcmp(e, "always") == 0 ? "huge" : "4 KiB");
+                     "TOKTERM_THP=%s: the chat keeps a fast answer's copies in %s pages",
+                     env > 0 ? "always" : "never", env > 0 ? "huge" : "4 KiB");
         return;
     }
     double ns = xmalloc_probe_small_faults();
