@@ -37,9 +37,10 @@ void *huge_alloc_for(size_t n, enum xmalloc_use use);
  * full speed right after the process started, like a block written whole). A fresh 2 MiB huge
  * page costs 0.1-0.3 ms, or 4-9 ms when the host has taken the memory back (after a few
  * seconds idle); a fresh 4 KiB page 11-16 us on one VM tokterm was measured on and 2-3 us on
- * another. Above XMALLOC_SMALL_FAULT_NS a 4 KiB page, a block touched up to its first
- * megabyte costs as much in small pages as a slow huge page: huge pages are the better bet.
- * Below it they are not. */
+ * another. XMALLOC_SMALL_FAULT_NS lies between the two: a megabyte written in small pages
+ * costs 0.5-0.8 ms at 2-3 us a page, less than a huge page that is often slow (small pages
+ * then), and 2.8-4.1 ms at 11-16 us, more than one that is fast as often as not (huge pages
+ * then). */
 #define XMALLOC_SMALL_FAULT_NS 6000.0
 int xmalloc_huge_pays(void);
 /* For a process whose blocks fill long after it started, maybe after minutes idle (the chat):
