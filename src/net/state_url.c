@@ -39,15 +39,21 @@ static void state_unescape(char *s)
     *w = '\0';
 }
 
-static int state_parse_db(const char *s, int *db)
+/* A whole decimal number in [lo, hi]: 0 with it in *out, or -1. */
+static int state_parse_num(const char *s, long lo, long hi, int *out)
 {
     char *end;
     errno = 0;
     long v = strtol(s, &end, 10);
-    if (!*s || *end || errno || v < 0 || v > 1000000)
+    if (!*s || *end || errno || v < lo || v > hi)
         return -1;
-    *db = (int)v;
+    *out = (int)v;
     return 0;
+}
+
+static int state_parse_db(const char *s, int *db)
+{
+    return state_parse_num(s, 0, 1000000, db);
 }
 
 /* The options after '?': "db=N" (a socket's database; a TCP URL gives it as its path) and
@@ -62,22 +68,19 @@ static int state_parse_options(const char *q, int db_ok, struct state_addr *a, c
     }
     char *save = NULL;
     for (char *o = strtok_r(opts, "&", &save); o; o = strtok_r(NULL, "&", &save)) {
-        char *end;
         if (db_ok && util_starts_with(o, "db=")) {
             if (state_parse_db(o + 3, &a->db) != 0) {
                 snprintf(err, size, "state: ?db= needs a number, got '%.20s'", o + 3);
                 return -1;
             }
         } else if (util_starts_with(o, "timeout=")) {
-            errno = 0;
-            long v = strtol(o + 8, &end, 10);
-            if (!o[8] || *end || errno || v < STATE_BUDGET_MIN_MS || v > STATE_BUDGET_MAX_MS) {
+            if (state_parse_num(o + 8, STATE_BUDGET_MIN_MS, STATE_BUDGET_MAX_MS,
+                                &a->budget_ms) != 0) {
                 snprintf(err, size, "state: ?timeout= is what a Redis call may take in "
                          "milliseconds, %d-%d, got '%.20s'", STATE_BUDGET_MIN_MS,
                          STATE_BUDGET_MAX_MS, o + 8);
                 return -1;
             }
-            a->budget_ms = (int)v;
         } else {
             snprintf(err, size, "state: unknown option '%.20s' after '?' (%stimeout=MS)", o,
                      db_ok ? "db=N, " : "");
@@ -87,7 +90,8 @@ static int state_parse_options(const char *q, int db_ok, struct state_addr *a, c
     return 0;
 }
 
-/* The part of a redis:// URL after the scheme, its options cut off: [user:password@]host[:port][/db]. */
+/* The part of a redis:// URL after the scheme, its options cut off:
+ * [user:password@]host[:port][/db]. */
 static int state_parse_tcp(const char *p, struct state_addr *a, char *err, size_t size)
 {
     const char *slash = strchr(p, '/');
@@ -134,17 +138,14 @@ static int state_parse_tcp(const char *p, struct state_addr *a, char *err, size_
         goto bad_host;
     if (port) {
         char num[16];
-        char *e;
         if (state_copy(num, sizeof num, port, (size_t)(end - port)) != 0) {
             snprintf(err, size, "state: bad port");
             return -1;
         }
-        long v = strtol(num, &e, 10);
-        if (!num[0] || *e || v < 1 || v > 65535) {
+        if (state_parse_num(num, 1, 65535, &a->port) != 0) {
             snprintf(err, size, "state: the port must be 1-65535, got '%.16s'", num);
             return -1;
         }
-        a->port = (int)v;
     }
     if (slash && slash[1] && state_parse_db(slash + 1, &a->db) != 0) {
         snprintf(err, size, "state: the database after '/' must be a number, got '%.20s'",
@@ -176,7 +177,7 @@ int state_parse_url(const char *url, struct state_addr *a, char *err, size_t siz
     }
     if (!util_starts_with(url, "redis://")) {
         snprintf(err, size, "state: expected redis://[user:password@]host:port/db or "
-                            "unix:///path, got '%.40s'", util_starts_with(url, "redis") ? "redis..." : url);
+                 "unix:///path, got '%.40s'", util_starts_with(url, "redis") ? "redis..." : url);
         return -1;
     }
     /* The options start at the last '?' that no '@' follows (a password may hold a '?'). The

@@ -68,12 +68,20 @@ static void test_urls(void)
             "a '?' in the password and options");
     TAP_OK(strcmp(a.password, "pa?ss") == 0 && a.db == 1 && a.budget_ms == 80,
            "password, db and budget (%d)", a.budget_ms);
+    TAP_INT(state_parse_url("redis://h:65535?timeout=1", &a, err, sizeof err), 0,
+            "the lowest budget and the highest port");
+    TAP_OK(a.port == 65535 && a.budget_ms == 1, "port %d, budget %d", a.port, a.budget_ms);
+    TAP_INT(state_parse_url("redis://h:1/1000000?timeout=10000", &a, err, sizeof err), 0,
+            "the highest budget and database");
+    TAP_OK(a.port == 1 && a.db == 1000000 && a.budget_ms == 10000, "port %d, db %d, budget %d",
+           a.port, a.db, a.budget_ms);
     static const char *const bad[] = {"http://x", "redis://", "redis://h:0", "redis://h:99999",
                                       "redis://h/x", "unix://rel", "redis://[::1", "",
                                       "redis://h:12ab", "unix:///s?x=1", "redis://h?timeout=0",
                                       "redis://h?timeout=10001", "redis://h/1?timeout=",
                                       "redis://h?timeout=5x", "redis://h?db=1",
-                                      "unix:///s?db=1&wait=3"};
+                                      "unix:///s?db=1&wait=3", "redis://h/1000001",
+                                      "redis://h:-1", "unix:///s?db=-1"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         err[0] = '\0';
         TAP_INT(state_parse_url(bad[i], &a, err, sizeof err), -1, bad[i]);
