@@ -105,6 +105,18 @@ void net_library_wait(void)
     (void)curl_dl_load(NULL);
 }
 
+/* A thread of this process running beside the loader makes the load slower: the loader writes
+ * to pages it first read (each library's relocations), and each such copy-on-write fault
+ * flushes the TLB of every CPU that runs the process, with an interrupt the loader waits for.
+ * On the 2-vCPU VM of session 40 (bench/shootdown.c, medians of 21 rounds): such a flush took
+ * 25 us with a thread of the process running on the other vCPU, 7 us with another process
+ * there; libcurl's load in a fresh process took 7.3 ms beside a spinning thread, 6.0 alone. */
+void net_library_settle(void)
+{
+    if (net_preload_started && !curl_dl_loaded())
+        (void)curl_dl_load(NULL);
+}
+
 void net_library_preload(void)
 {
     if (net_preload_started || curl_dl_loaded())
