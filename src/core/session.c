@@ -876,7 +876,8 @@ static unsigned session_send_planned(struct session *s)
     /* The SQL of the answer's end is compiled before it is due, while the request is on the
      * wire. Not while libcurl still loads (a one-shot): this thread sleeps through the load
      * instead, which is then faster (net_library_settle); the request cannot leave before it
-     * anyway. A one-shot's default mode: the request left 0.3-0.7 ms sooner. */
+     * anyway. A one-shot in the default mode: the request left 0.3 ms sooner (41 runs), and
+     * the run took 1.26x curl's time against 1.32x (81 rounds). */
     if (s->answer_id > 0) {
         net_library_settle();
         session_warm(s);
