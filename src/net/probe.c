@@ -6,11 +6,13 @@
 #include "base/util.h"
 #include "base/xmalloc.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 char *net_library_version(const char **why)
 {
@@ -60,6 +62,8 @@ static pthread_cond_t net_preload_cond = PTHREAD_COND_INITIALIZER;
 static void *(*net_preload_then)(void *);
 static void *net_preload_arg;
 static int net_preload_quit;   /* net_library_cleanup: no adoption will come */
+static int net_preload_loaded; /* its load is over (done or failed): net_library_settle */
+static pthread_cond_t net_loaded_cond; /* on CLOCK_MONOTONIC: set up by net_library_preload */
 
 /* Loaded before the request is ready (a resume of a long conversation, a chat's first
  * prompt), the thread waits to be adopted rather than end: a thread started then took
@@ -70,6 +74,8 @@ static void *net_preload_main(void *arg)
     (void)arg;
     (void)curl_dl_load(NULL); /* its error, if any, is told by whoever needs curl next */
     pthread_mutex_lock(&net_preload_lock);
+    net_preload_loaded = 1;
+    pthread_cond_broadcast(&net_loaded_cond);
     while (!net_preload_then && !net_preload_quit)
         pthread_cond_wait(&net_preload_cond, &net_preload_lock);
     void *(*then)(void *) = net_preload_then;
@@ -111,16 +117,34 @@ void net_library_wait(void)
  * On the 2-vCPU VM of session 40 (bench/shootdown.c, medians of 21 rounds): such a flush took
  * 25 us with a thread of the process running on the other vCPU, 7 us with another process
  * there; libcurl's load in a fresh process took 7.3 ms beside a spinning thread, 6.0 alone. */
-void net_library_settle(void)
+void net_library_settle(int max_ms)
 {
-    if (net_preload_started && !curl_dl_loaded())
-        (void)curl_dl_load(NULL);
+    if (!net_preload_started || curl_dl_loaded())
+        return;
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += max_ms / 1000;
+    until.tv_nsec += (long)(max_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&net_preload_lock);
+    while (!net_preload_loaded &&
+           pthread_cond_timedwait(&net_loaded_cond, &net_preload_lock, &until) != ETIMEDOUT)
+        ;
+    pthread_mutex_unlock(&net_preload_lock);
 }
 
 void net_library_preload(void)
 {
     if (net_preload_started || curl_dl_loaded())
         return;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&net_loaded_cond, &ca);
+    pthread_condattr_destroy(&ca);
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old); /* signals reach the UI thread only */

@@ -32,9 +32,11 @@ void net_library_join(void);
 /* Wait until libcurl is loaded (or failed to load; whoever needs it next says so): a run
  * that times itself (scripted --trace) leaves the load out of what it times. */
 void net_library_wait(void);
-/* The same, but only while the preload thread is loading it (net_library_preload): a caller
- * with work that can wait for the load sleeps through it instead of running beside it. */
-void net_library_settle(void);
+/* The same, but only while the preload thread is loading it (net_library_preload), and for at
+ * most max_ms: a caller with work that can wait for the load sleeps through it instead of
+ * running beside it, and a load that hangs (a library on a stuck file system) holds it no
+ * longer than that. */
+void net_library_settle(int max_ms);
 
 /* At the very end of the process (after net_stop): the preload joined, libcurl's global
  * cleanup when it was loaded. */
