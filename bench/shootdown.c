@@ -1,6 +1,6 @@
 /* shootdown.c - what does a thread running beside another cost it, when the other changes
  * the process's page tables? No target: a fact about the machine (docs/PERFORMANCE.md,
- * "Session 40: the loader and the thread beside it").
+ * session 40's section, "What a thread beside the loader costs it").
  *
  *   cc -O2 -pthread -o /tmp/shootdown bench/shootdown.c -ldl && /tmp/shootdown [rounds, 15]
  *
