@@ -22,6 +22,9 @@ void net_headers_free(struct curl_slist *headers);
  * configuration's other work (the key, the store, the history) does not wait for it; the
  * first user of curl waits for the load to end (pthread_once), and sees its error. Once. */
 void net_library_preload(void);
+/* Where the preload started (tests): the CPU of the thread that started it, and the one its
+ * thread first ran on; both -1 when it was not placed (one CPU, or no affinity). */
+void net_library_placement(int *starter, int *loader);
 /* The loading thread, once libcurl is loaded (or failed to load), goes on with fn(arg)
  * (net_start's network thread: a thread cannot be created while dlopen() holds the loader's
  * lock, and none has to start once it is loaded: it waits for this after the load). 1 when

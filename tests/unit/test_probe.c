@@ -1,12 +1,16 @@
 /* test_probe.c - net_library_settle (net/probe.c): it waits for libcurl's load only while the
  * preload thread is loading it, never loads it itself, and gives up after its bound when the
- * load hangs (a library that cannot be read: a FIFO nobody writes, as test_startup.py does). */
+ * load hangs (a library that cannot be read: a FIFO nobody writes, as test_startup.py does).
+ * And the preload's placement: its thread starts on a CPU other than its starter's, then may
+ * run on every CPU the process may use. */
 #include "config.h"
 #include "net/curl_dl.h"
 #include "net/probe.h"
 #include "tap.h"
 
+#include <dirent.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +40,52 @@ static void hung_child(int fd, const char *fifo)
     if (write(fd, took, sizeof took) != sizeof took)
         _exit(1);
     _exit(0); /* the loading thread, still blocked, goes with the process */
+}
+
+/* The CPUs thread tid may run on, as /proc tells them ("0-1"), into out. 0, or -1. */
+static int task_cpus(const char *tid, char *out, size_t n)
+{
+    char path[320], line[256];
+    snprintf(path, sizeof path, "/proc/self/task/%s/status", tid);
+    FILE *f = fopen(path, "r");
+    int rc = -1;
+    while (f && rc < 0 && fgets(line, sizeof line, f))
+        if (strncmp(line, "Cpus_allowed_list:", 18) == 0) {
+            const char *v = line + 18 + strspn(line + 18, " \t");
+            size_t k = strcspn(v, "\n");
+            k = k < n ? k : n - 1;
+            memcpy(out, v, k);
+            out[k] = '\0';
+            rc = 0;
+        }
+    if (f)
+        fclose(f);
+    return rc;
+}
+
+/* How many threads of this process may run on other CPUs than the first one's; -1 when /proc
+ * cannot tell. */
+static int threads_placed_apart(int *threads)
+{
+    DIR *d = opendir("/proc/self/task");
+    char first[128] = "", cpus[128];
+    int apart = 0;
+    struct dirent *e;
+    *threads = 0;
+    while (d && (e = readdir(d)))
+        if (e->d_name[0] != '.') {
+            if (task_cpus(e->d_name, cpus, sizeof cpus) != 0) {
+                apart = -1;
+                break;
+            }
+            if (!(*threads)++)
+                snprintf(first, sizeof first, "%s", cpus);
+            else if (strcmp(first, cpus) != 0)
+                apart++;
+        }
+    if (d)
+        closedir(d);
+    return d ? apart : -1;
 }
 
 int main(void)
@@ -72,6 +122,21 @@ int main(void)
     net_library_preload();
     net_library_settle(10000);
     TAP_INT(curl_dl_loaded(), 1, "with a preload, settle returns once libcurl is loaded");
+    /* where it started, and that it was let go (the thread waits to be adopted: still there) */
+    cpu_set_t mine;
+    int starter, loader, threads = 0;
+    net_library_placement(&starter, &loader);
+    int cpus = sched_getaffinity(0, sizeof mine, &mine) == 0 ? CPU_COUNT(&mine) : 0;
+    if (cpus >= 2)
+        TAP_OK(starter >= 0 && loader >= 0 && loader != starter,
+               "%d CPUs: the loader started on CPU %d, its starter was on %d", cpus, loader,
+               starter);
+    else
+        TAP_OK(starter == -1 && loader == -1, "%d CPU: the loader is not placed", cpus);
+    int apart = threads_placed_apart(&threads);
+    TAP_OK(threads == 2 && apart == 0,
+           "then it may run on every CPU of the process (%d threads, %d kept apart)", threads,
+           apart);
     const char *why = NULL;
     TAP_OK(curl_dl_load(&why) == 0, "and it loaded (%s)", why ? why : "no error");
     double t0 = now();
