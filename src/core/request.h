@@ -67,9 +67,10 @@ char *request_quota_name(const struct conf *c);
 void request_cache_key(const struct conf *c, const char *body, unsigned char key[32]);
 
 /* A request of body (taken) to c's server carrying k's key and pool (copied), with c's
- * timeouts, TLS settings, retry policy, pacing limits, breaker and quota name; est_tokens from
- * the body's message text (about 4 bytes a token, 3 a message) and max_tokens. The saved quota state is the caller's to seed (request_quota_seed).
- * Never NULL. */
+ * timeouts, TLS settings, retry policy, pacing limits, breaker and quota name; its tokens for
+ * pacing are counted from the body and max_tokens by the network thread, when it first needs
+ * them (ratelimit_est_tokens). The saved quota state is the caller's to seed
+ * (request_quota_seed). Never NULL. */
 struct net_request *request_new(const struct conf *c, char *body, const struct request_keys *k,
                                 long max_tokens);
 

@@ -608,6 +608,16 @@ static void net_state_report(struct net *n, struct xfer *x)
     net_state_warn(n, x);
 }
 
+/* The tokens rq is paced by, counted from its body the first time they are needed. */
+static double net_est_tokens(struct net_request *rq)
+{
+    if (rq->est_pending) {
+        rq->est_tokens = ratelimit_est_tokens(rq->body ? rq->body : "", rq->est_answer);
+        rq->est_pending = 0;
+    }
+    return rq->est_tokens;
+}
+
 /* Before x leaves: 1 when the shared state decided (*wait: 0 go now, else hold; booked or not;
  * an open breaker it reports is copied into the local one, which refuses x next), 0 when the
  * local state decides (Redis unreachable, the limits unknown everywhere), -1 when x's pool key
@@ -619,7 +629,7 @@ static int net_state_admit(struct net *n, struct xfer *x, double now, double *wa
     if (!st || !q->sid[0])
         return 0;
     struct state_dim d[2];
-    state_dims(&q->key.state, now, x->rq->est_tokens, d);
+    state_dims(&q->key.state, now, net_est_tokens(x->rq), d);
     int no_limits = q->heard && !q->key.state.seen; /* headers came, with no limit */
     enum state_verdict v = state_admit(st, q->sid, x->ep->bid, d, 10.0, no_limits, wait);
     net_state_warn(n, x);
@@ -1416,7 +1426,7 @@ static void net_to_fallback(struct net *n, struct xfer *x)
 static void net_send(struct net *n, struct xfer *x, double now)
 {
     struct net_quota *q = x->quota;
-    ratelimit_note_sent(&q->key.state, now, x->rq->est_tokens);
+    ratelimit_note_sent(&q->key.state, now, net_est_tokens(x->rq));
     x->booked = 0;
     x->sent_at = now;
     x->seq = ++q->sent;
@@ -1489,7 +1499,7 @@ static double net_admit(struct net *n)
             continue;
         }
         if (!shared)
-            wait = ratelimit_wait_time(&q->key.state, now, x->rq->est_tokens);
+            wait = ratelimit_wait_time(&q->key.state, now, net_est_tokens(x->rq));
         if (wait > 0.001) {
             net_hold(n, x, wait, now);
             next_due = wait < next_due ? wait : next_due;

@@ -41,6 +41,9 @@ struct net_request {
     char *state_url;      /* quota state shared in Redis (`state =`, net/state.h); NULL: local */
     char *state_password; /* its password from state_password_env/_cmd (a secret); may be NULL */
     double est_tokens;    /* tokens this request will use, for pacing; 0 = unknown */
+    int est_pending;      /* est_tokens is still to be counted from body and est_answer (by the
+                             network thread, when it first paces the request) */
+    long est_answer;      /* the answer's tokens in that count (max_tokens; 0: none) */
     char *key_env;        /* variable the key came from, for messages ("OPENAI_API_KEY") */
     struct net_key *keys; /* a key pool (n_keys > 0): each attempt uses the healthy key with the
                              most remaining quota; a key that got 429 cools down until its reset

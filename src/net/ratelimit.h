@@ -120,6 +120,10 @@ int ratelimit_parse_http_date(const char *s, size_t len, double *epoch);
 
 /* ---- client-side pacing ---- */
 
+/* The tokens a server counts against its tokens-per-minute limit for a request of body (a
+ * JSON text): its messages' text at about 4 bytes a token, 3 a message, plus max_tokens. */
+double ratelimit_est_tokens(const char *body, long max_tokens);
+
 /* Seconds to wait before sending a request of about est_tokens tokens (0 = go now), from the
  * server-reported quota (remaining requests/tokens are taken as valid until their reset time;
  * then the dimension is full again) and the configured rpm/tpm buckets. Never waits for what is
