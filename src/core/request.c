@@ -1,7 +1,7 @@
 /* request.c - profile + messages -> the wire request, for the main model and the fallback. */
 #include "config.h"
 #include "core/request.h"
-#include "net/curl_dl.h"
+#include "net/probe.h"
 #include "net/ratelimit.h"
 #include "store/store.h"
 #include "base/util.h"
@@ -315,7 +315,7 @@ struct net_request *request_new(const struct conf *c, char *body, const struct r
      * long conversation: 1-2 % less wall in bench/resume/compare.py, session 41). */
     rq->est_answer = max_tokens;
     rq->est_pending = 1;
-    if (!curl_dl_loaded()) {
+    if (!net_library_loaded()) {
         rq->est_tokens = ratelimit_est_tokens(body, max_tokens);
         rq->est_pending = 0;
     }

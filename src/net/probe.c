@@ -174,6 +174,11 @@ void net_library_join(void)
     }
 }
 
+int net_library_loaded(void)
+{
+    return curl_dl_loaded();
+}
+
 void net_library_wait(void)
 {
     (void)curl_dl_load(NULL);

@@ -22,6 +22,9 @@ void net_headers_free(struct curl_slist *headers);
  * configuration's other work (the key, the store, the history) does not wait for it; the
  * first user of curl waits for the load to end (pthread_once), and sees its error. Once. */
 void net_library_preload(void);
+/* 1 once libcurl is loaded (by the preload thread or anyone), 0 before: a request can leave
+ * now, and the network thread is there or can start at once. */
+int net_library_loaded(void);
 /* Where the preload started (tests): the CPU of the thread that started it, and the one its
  * thread first ran on; both -1 when it was not placed (one CPU, or no affinity). */
 void net_library_placement(int *starter, int *loader);

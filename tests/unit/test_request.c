@@ -8,6 +8,7 @@
 #include "base/util.h"
 #include "base/xmalloc.h"
 #include "net/curl_dl.h"
+#include "net/probe.h"
 #include "net/ratelimit.h"
 #include "tap.h"
 #include <math.h>
