@@ -306,8 +306,12 @@ def main():
                 argv += ["--big-deltas", "500000"]
             code, out, dt = run_step(step, argv, log)
         elif step == "resume":
+            # At least 31 rounds: on the VM of session 41 a round's ratio spread over 1.28-1.93x
+            # (quartiles of 11 rounds of the flaky case), so a median of 11 moved by ~0.1x
+            # from run to run on its own; a round is ~30 ms a case, 31 take ~10 s more.
             argv = [py, os.path.join(HERE, "resume", "run.py"), "--tokterm", tokterm,
-                    "--rounds", str(rounds), "--rows", rows_file]
+                    "--rounds", str(max(rounds, 31) if not a.quick else rounds),
+                    "--rows", rows_file]
             code, out, dt = run_step(step, argv, log)
         elif step == "tui":
             tui = os.path.join(HERE, "tui", "run.py")
@@ -410,7 +414,7 @@ def main():
     print("%s, %d cores; %d rounds per comparison (tokterm and its baseline back to back in "
           "each round, the order alternating; medians; a ratio is the median of the per-round "
           "ratios, in parentheses their quartiles; the chat on 200,000 fast deltas three times "
-          "as many)%s; load average %s at the start, "
+          "as many, the saving rows 21 and `-c -p` 31 at least)%s; load average %s at the start, "
           "%s at the end; run time %d min %02d s (%s)." %
           (" ".join(os.uname()[0:1] + os.uname()[4:5]), os.cpu_count(), rounds,
            ", --quick" if a.quick else "", load0, benchlib.loadavg(), total // 60, total % 60,
