@@ -14,6 +14,10 @@ static inline const char *util_plural(long long n)
 
 /* Monotonic clock in seconds. */
 double util_now(void);
+/* *ts = ms milliseconds from now on the monotonic clock: the deadline of a
+ * pthread_cond_timedwait on a condition made with CLOCK_MONOTONIC. */
+struct timespec;
+void util_deadline_ms(struct timespec *ts, long ms);
 /* Sleep ms milliseconds (nanosleep; a signal may end it early). */
 void util_sleep_ms(int ms);
 /* CPU time in seconds (user + system, nanosecond resolution): of the whole process (all its

@@ -195,13 +195,7 @@ void net_library_settle(int max_ms)
     if (!net_preload_started || curl_dl_loaded())
         return;
     struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += max_ms / 1000;
-    until.tv_nsec += (long)(max_ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    util_deadline_ms(&until, max_ms);
     pthread_mutex_lock(&net_preload_lock);
     while (!net_preload_loaded &&
            pthread_cond_timedwait(&net_loaded_cond, &net_preload_lock, &until) != ETIMEDOUT)

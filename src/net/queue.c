@@ -1,6 +1,7 @@
 /* queue.c - coalescing event queue from the network thread to the UI thread. */
 #include "config.h"
 #include "net/queue.h"
+#include "base/util.h"
 #include "base/xmalloc.h"
 
 #include <errno.h>
@@ -126,13 +127,7 @@ static struct queue_event *queue_room(struct queue *q)
 {
     if (q->held_cap >= q->high && !pthread_equal(q->consumer, pthread_self())) {
         struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_sec += q->wait_ms / 1000;
-        until.tv_nsec += (q->wait_ms % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
+        util_deadline_ms(&until, q->wait_ms);
         unsigned long takes = q->takes;
         q->stats.waits++;
         while (q->takes == takes && pthread_cond_timedwait(&q->taken, &q->lock, &until) == 0)

@@ -4,6 +4,7 @@
  * And the preload's placement: its thread starts on a CPU other than its starter's, then may
  * run on every CPU the process may use. */
 #include "config.h"
+#include "base/util.h"
 #include "net/curl_dl.h"
 #include "net/probe.h"
 #include "tap.h"
@@ -20,13 +21,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 /* In a child (the load is once per process): libcurl named as a FIFO that nobody opens for
  * writing, so that the preload thread's dlopen() blocks. Writes the seconds a settle of 50 ms
  * took and whether libcurl counted as loaded to fd. */
@@ -34,9 +28,9 @@ static void hung_child(int fd, const char *fifo)
 {
     setenv("TOKTERM_LIBCURL", fifo, 1);
     net_library_preload();
-    double t0 = now();
+    double t0 = util_now();
     net_library_settle(50);
-    double took[2] = {now() - t0, (double)curl_dl_loaded()};
+    double took[2] = {util_now() - t0, (double)curl_dl_loaded()};
     if (write(fd, took, sizeof took) != sizeof took)
         _exit(1);
     _exit(0); /* the loading thread, still blocked, goes with the process */
@@ -139,9 +133,9 @@ int main(void)
            apart);
     const char *why = NULL;
     TAP_OK(curl_dl_load(&why) == 0, "and it loaded (%s)", why ? why : "no error");
-    double t0 = now();
+    double t0 = util_now();
     net_library_settle(10000); /* loaded: returns at once */
-    TAP_OK(curl_dl_loaded() && now() - t0 < 1, "a second settle returns at once");
+    TAP_OK(curl_dl_loaded() && util_now() - t0 < 1, "a second settle returns at once");
     net_library_cleanup(); /* the preload thread, never adopted, ends */
     return tap_done();
 }
