@@ -296,9 +296,12 @@ def main():
     for step in steps:
         log = os.path.join(logs, step + ".log")
         if step == "stream":
+            # At least 21 rounds for the stream rows too: their rounds spread 0.62-1.24x
+            # (quartiles, session 41), and 11 of them gave the CPU row 1.03-1.31x from run to
+            # run; 10 rounds more take ~10 s.
             argv = [py, os.path.join(HERE, "stream", "run.py"), "--tokterm", tokterm,
-                    "--rounds", str(rounds), "--small-runs", str(max(rounds, 21) if not a.quick
-                                                                  else 7),
+                    "--rounds", str(max(rounds, 21) if not a.quick else rounds),
+                    "--small-runs", str(max(rounds, 21) if not a.quick else 7),
                     "--rows", rows_file]
             # the SDK takes 5-20 s a round on this VM and sits 10-20 times above its target
             argv += ["--sdk-rounds", "1" if a.quick else "5"]
@@ -306,20 +309,23 @@ def main():
                 argv += ["--big-deltas", "500000"]
             code, out, dt = run_step(step, argv, log)
         elif step == "resume":
-            # At least 31 rounds: on the VM of session 41 a round's ratio spread over 1.28-1.93x
+            # At least 41 rounds: on the VM of session 41 a round's ratio spread over 1.28-1.93x
             # (quartiles of 11 rounds of the flaky case), so a median of 11 moved by ~0.1x
-            # from run to run on its own; a round is ~30 ms a case, 31 take ~10 s more.
+            # from run to run on its own, and one of 31 still by 0.15x over three runs
+            # (1.45-1.69x, session 41); a round is ~30 ms a case, 41 take ~15 s more than 11.
             argv = [py, os.path.join(HERE, "resume", "run.py"), "--tokterm", tokterm,
-                    "--rounds", str(max(rounds, 31) if not a.quick else rounds),
+                    "--rounds", str(max(rounds, 41) if not a.quick else rounds),
                     "--rows", rows_file]
             code, out, dt = run_step(step, argv, log)
         elif step == "tui":
             tui = os.path.join(HERE, "tui", "run.py")
             # each chat round's --trace kept beside the log: a slow frame can be read afterwards.
-            # Three times the rounds: a round's ratio spreads 0.5-2.8x on the VMs measured (a
-            # fresh huge page costs 0.2 or 5-9 ms there, bench/freshmem.c), and 11 rounds of
-            # ~1.3 s moved this median by 0.3x from run to run; 33 take ~45 s.
-            argv = [py, tui, "--tokterm", tokterm, "--rounds", str(3 * rounds), "--deltas",
+            # Six times the rounds: a round's ratio spreads 0.5-3.5x on the VMs measured (a
+            # fresh huge page costs 0.2 or 5-9 ms there, bench/freshmem.c; the kernel's work
+            # for the loopback stream falls on either process), 11 rounds of ~1.3 s moved
+            # this median by 0.3x from run to run and 33 still by 0.28x (1.14-1.42x, session
+            # 41); 66 take ~90 s.
+            argv = [py, tui, "--tokterm", tokterm, "--rounds", str(6 * rounds), "--deltas",
                     "200000", "--traces", os.path.join(logs, "tui-traces")]
             helptext = subprocess.run([py, tui, "--help"], capture_output=True, text=True).stdout
             md = "--text" in helptext
@@ -336,7 +342,9 @@ def main():
                 tui_rows(t, out, "100,000 deltas of Markdown, 120x40", "<= 3", "<= 2 ms")
         elif step == "highlight":
             argv = [py, os.path.join(HERE, "highlight", "run.py"), "--tokterm", tokterm,
-                    "--rounds", str(rounds * 2)]  # a round is one chat process: cheap
+                    # a round is one chat process: cheap. Four times the rounds: their
+                    # ratios' quartiles span 0.98-1.21x, and 22 gave 1.04-1.11x (session 41)
+                    "--rounds", str(rounds * 4)]
             code, out, dt = run_step(step, argv, log)
             highlight_rows(t, out)
         elif step == "tokenizer":
@@ -413,8 +421,9 @@ def main():
     print()
     print("%s, %d cores; %d rounds per comparison (tokterm and its baseline back to back in "
           "each round, the order alternating; medians; a ratio is the median of the per-round "
-          "ratios, in parentheses their quartiles; the chat on 200,000 fast deltas three times "
-          "as many, the saving rows 21 and `-c -p` 31 at least)%s; load average %s at the start, "
+          "ratios, in parentheses their quartiles; the chat on 200,000 fast deltas six times as "
+          "many, the highlighting four times, the stream and saving rows 21 and `-c -p` 41 at "
+          "least)%s; load average %s at the start, "
           "%s at the end; run time %d min %02d s (%s)." %
           (" ".join(os.uname()[0:1] + os.uname()[4:5]), os.cpu_count(), rounds,
            ", --quick" if a.quick else "", load0, benchlib.loadavg(), total // 60, total % 60,
