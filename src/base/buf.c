@@ -68,9 +68,12 @@ int buf_try_room_for(struct buf *b, size_t total, enum xmalloc_use use)
     return 0;
 }
 
+/* The appends check the room themselves: buf_reserve is called only to grow (a body of
+ * 10,000 messages makes ~55,000 appends, nearly all of a few bytes). */
 void buf_append(struct buf *b, const void *p, size_t n)
 {
-    buf_reserve(b, n);
+    if (b->len >= b->cap || n >= b->cap - b->len) /* len + n + 1 > cap, without overflow */
+        buf_reserve(b, n);
     if (n)
         memcpy(b->data + b->len, p, n);
     b->len += n;
@@ -84,7 +87,10 @@ void buf_appends(struct buf *b, const char *s)
 
 void buf_appendc(struct buf *b, char c)
 {
-    buf_append(b, &c, 1);
+    if (b->len + 1 >= b->cap)
+        buf_reserve(b, 1);
+    b->data[b->len++] = c;
+    b->data[b->len] = '\0';
 }
 
 void buf_printf(struct buf *b, const char *fmt, ...)

@@ -79,9 +79,70 @@ static void test_huge_policy(void)
     TAP_INT(dflt, 3, "undecided (a one-shot, no TOKTERM_THP): both advised, as before");
 }
 
+/* The appends' own room check (buf_reserve only to grow): at every length up to a few
+ * capacities, each append of 0-3 bytes or one character keeps the text, its NUL and
+ * len < cap. A check off by one writes the NUL at data[cap] (ASan), leaves len == cap, or
+ * loses a byte. */
+static void test_append_room(void)
+{
+    struct buf b = BUF_INIT;
+    char want[600];
+    size_t n = 0, bad = 0, grew = 0;
+    for (size_t i = 0; n + 4 < sizeof want; i++) {
+        size_t cap = b.cap;
+        if (i % 3 == 2) {
+            char c = (char)('a' + i % 26);
+            buf_appendc(&b, c);
+            want[n++] = c;
+        } else {
+            size_t k = i % 4;
+            char p[3] = {(char)('A' + i % 26), '1', '2'};
+            buf_append(&b, p, k);
+            memcpy(want + n, p, k);
+            n += k;
+        }
+        grew += b.cap != cap;
+        if (b.len != n || b.len >= b.cap || b.data[b.len] != '\0' || memcmp(b.data, want, n))
+            bad++;
+    }
+    TAP_OK(bad == 0 && grew >= 4, "appends at every length keep the text, its NUL and room for "
+                                  "it (%zu bytes, %zu growths, %zu bad)", n, grew, bad);
+    buf_free(&b);
+    /* Right at the edge: k bytes appended to a buffer that has exactly k bytes left before its
+     * capacity (no room for the NUL), by buf_append and, for k = 1, by buf_appendc. */
+    size_t edge_bad = 0;
+    for (size_t k = 1; k <= 3; k++)
+        for (int how = 0; how < (k == 1 ? 2 : 1); how++) {
+            struct buf t = BUF_INIT;
+            buf_appendc(&t, '.');
+            while (t.len < t.cap - k)
+                buf_appendc(&t, '.');
+            size_t cap = t.cap;
+            if (how)
+                buf_appendc(&t, 'z');
+            else
+                buf_append(&t, "zzz", k);
+            if (t.len != cap || t.len >= t.cap || t.data[t.len] != '\0' ||
+                t.data[t.len - 1] != 'z')
+                edge_bad++;
+            buf_free(&t);
+        }
+    TAP_OK(edge_bad == 0, "an append that fills the capacity grows the buffer first (%zu bad)",
+           edge_bad);
+    struct buf e = BUF_INIT;
+    buf_append(&e, "", 0);
+    TAP_OK(e.data && e.len == 0 && e.data[0] == '\0', "an empty append to a new buffer makes it "
+                                                      "\"\"");
+    buf_free(&e);
+    buf_appendc(&e, 'x');
+    TAP_STR(buf_str(&e), "x", "a character appended to a new buffer");
+    buf_free(&e);
+}
+
 int main(void)
 {
     test_huge_policy();
+    test_append_room();
     struct buf b = BUF_INIT;
     TAP_STR(buf_str(&b), "", "empty buffer reads as an empty string");
     /* Grow one short piece at a time past XMALLOC_HUGE_MIN and past one huge page. */
