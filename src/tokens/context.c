@@ -67,7 +67,29 @@ struct context {
     long role_tokens[4];   /* system, user, assistant, tool: counted once (0: not yet) */
     size_t tok_texts, tok_bytes; /* what was tokenised (context_tokenized) */
     size_t hash_texts, hash_bytes; /* what was hashed for the cache (context_hashed) */
+    struct shorten_memo *memo;     /* the last long texts shortened (context_shorten) */
+    size_t memo_next, memo_bytes, short_made;
 };
+
+/* A history message shortened by context_shorten, kept for the plans that follow: every plan
+ * of a chat (each send, the status after each answer) shortens the same old answers again,
+ * each time a UTF-8 check of the whole text and its two ends tokenised (~1 ms for a 1.3 MB
+ * answer on the project's VM; with a dozen such answers, a frame or two of the chat's UI
+ * thread). Found again by the message's id, where its text lies and its length, a hash of its
+ * first and last bytes, its count and the tokens kept: not by a hash of the whole text, which
+ * would cost a pass over it each time (the history's texts stay where they are while it holds
+ * them; a freed one's place taken by another message would not have the same id). */
+struct shorten_memo {
+    const char *text;
+    int64_t id;
+    uint64_t ends; /* context_memo_ends */
+    size_t len, out_len;
+    long tok_content, keep;
+    int exact; /* the rank table was open (an estimate otherwise) */
+    char *out;
+};
+#define CONTEXT_MEMO_N 32                      /* texts remembered, the oldest replaced */
+#define CONTEXT_MEMO_BYTES ((size_t)4 << 20)   /* at most this much kept in all */
 
 /* 64-bit hash of text (8 bytes a step); never 0. */
 static uint64_t context_hash_raw(const char *s, size_t n)
@@ -136,6 +158,9 @@ void context_free(struct context *c)
     tokenizer_close(c->tok);
     free(c->pending);
     free(c->slots);
+    for (size_t i = 0; c->memo && i < CONTEXT_MEMO_N; i++)
+        free(c->memo[i].out);
+    free(c->memo);
     free(c);
 }
 
@@ -158,6 +183,11 @@ void context_tokenized(const struct context *c, size_t *texts, size_t *bytes)
 {
     *texts = c->tok_texts;
     *bytes = c->tok_bytes;
+}
+
+size_t context_shortened(const struct context *c)
+{
+    return c->short_made;
 }
 
 void context_hashed(const struct context *c, size_t *texts, size_t *bytes)
@@ -374,8 +404,8 @@ static void ends_take(void *arg, const uint32_t *ids, size_t k)
 /* Shorten text (tok_content tokens) to about keep tokens: head and tail with a marker between.
  * Returns a new string (caller frees) and its length in *out_len. Memory: O(keep) besides the
  * tokenizer's bounded pieces, whatever the length of text. */
-static char *context_shorten(struct context *c, const char *text, size_t len, long tok_content,
-                             long keep, size_t *out_len)
+static char *context_shorten_text(struct context *c, const char *text, size_t len,
+                                  long tok_content, long keep, size_t *out_len)
 {
     long head = keep / 2, tail = keep - head;
     struct buf hb = BUF_INIT, tb = BUF_INIT, out = BUF_INIT;
@@ -423,6 +453,63 @@ static char *context_shorten(struct context *c, const char *text, size_t len, lo
     buf_free(&tb);
     *out_len = out.len;
     return buf_take(&out);
+}
+
+/* A hash of the first and last 256 bytes of text (struct shorten_memo). */
+static uint64_t context_memo_ends(const char *text, size_t len)
+{
+    size_t k = len < 256 ? len : 256;
+    return context_hash_raw(text, k) ^ (context_hash_raw(text + len - k, k) * 31);
+}
+
+/* context_shorten_text for history message id (0: none, not remembered), or a copy of what it
+ * made for the same message before (struct shorten_memo). */
+static char *context_shorten(struct context *c, int64_t id, const char *text, size_t len,
+                             long tok_content, long keep, size_t *out_len)
+{
+    if (!id) {
+        c->short_made++;
+        return context_shorten_text(c, text, len, tok_content, keep, out_len);
+    }
+    uint64_t h = context_memo_ends(text, len);
+    int exact = c->tok != NULL; /* as context_shorten_text finds it: not opened for this */
+    for (size_t i = 0; c->memo && i < CONTEXT_MEMO_N; i++) {
+        const struct shorten_memo *m = &c->memo[i];
+        if (m->out && m->text == text && m->id == id && m->ends == h && m->len == len &&
+            m->tok_content == tok_content && m->keep == keep && m->exact == exact) {
+            char *copy = xmalloc(m->out_len + 1);
+            memcpy(copy, m->out, m->out_len + 1);
+            *out_len = m->out_len;
+            return copy;
+        }
+    }
+    char *out = context_shorten_text(c, text, len, tok_content, keep, out_len);
+    c->short_made++;
+    if (*out_len > CONTEXT_MEMO_BYTES / 8)
+        return out; /* not kept: a few such would fill the memo */
+    if (!c->memo)
+        c->memo = xcalloc(CONTEXT_MEMO_N, sizeof *c->memo);
+    struct shorten_memo *m = &c->memo[c->memo_next];
+    c->memo_next = (c->memo_next + 1) % CONTEXT_MEMO_N;
+    if (m->out)
+        c->memo_bytes -= m->out_len + 1;
+    free(m->out);
+    m->out = NULL;
+    /* over the bytes kept in all: the others go first, oldest first */
+    for (size_t k = 0; k < CONTEXT_MEMO_N && c->memo_bytes + *out_len + 1 > CONTEXT_MEMO_BYTES;
+         k++) {
+        struct shorten_memo *o = &c->memo[(c->memo_next + k) % CONTEXT_MEMO_N];
+        if (o->out) {
+            c->memo_bytes -= o->out_len + 1;
+            free(o->out);
+            o->out = NULL;
+        }
+    }
+    *m = (struct shorten_memo){text, id, h, len, *out_len, tok_content, keep, exact,
+                               xmalloc(*out_len + 1)};
+    memcpy(m->out, out, *out_len + 1);
+    c->memo_bytes += *out_len + 1;
+    return out;
 }
 
 long context_plan_budget(const struct context *c, const struct context_params *p)
@@ -509,7 +596,7 @@ static void plan_summary_item(struct plan_work *w, struct context_item *it, cons
     long ct = context_count(w->c, b.data, b.len);
     if (ct > sbudget + sbudget / 2) {
         size_t nl;
-        char *s = context_shorten(w->c, b.data, b.len, ct, sbudget, &nl);
+        char *s = context_shorten(w->c, 0, b.data, b.len, ct, sbudget, &nl);
         buf_free(&b);
         item_set_owned(w, it, s, nl);
         return;
@@ -731,7 +818,7 @@ static long plan_shorten(struct plan_work *w, size_t P, long total)
         if (ct <= long_limit)
             continue;
         size_t nl;
-        char *s = context_shorten(c, it->content, it->len, ct, keep, &nl);
+        char *s = context_shorten(c, w->m[it->first].id, it->content, it->len, ct, keep, &nl);
         long before = it->tokens;
         item_set_owned(w, it, s, nl);
         it->flags |= CONTEXT_F_SHORTENED;

@@ -79,6 +79,9 @@ size_t context_cached(const struct context *c);
 void context_tokenized(const struct context *c, size_t *texts, size_t *bytes);
 /* Texts and bytes hashed for the count cache so far (printed with the same debug counter). */
 void context_hashed(const struct context *c, size_t *texts, size_t *bytes);
+/* Long texts shortened so far (their ends encoded); not those a plan found shortened the same
+ * way by an earlier one, which are copied. */
+size_t context_shortened(const struct context *c);
 /* 1 when the rank table is open (a count has been paid for); 0 while it is still unmapped. */
 int context_table_open(const struct context *c);
 

@@ -320,6 +320,71 @@ static void test_lot_over(struct context *c)
     hist_free(&h);
 }
 
+/* A chat plans the same history again and again (each send, the status after each answer): a
+ * long old message is shortened once and found again after (context_shortened counts the
+ * shortenings made), the same text each time; a message at the same id with another text (a
+ * new copy, another length) is shortened anew. */
+static void test_shorten_memo(struct context *c)
+{
+    struct hist h = {0};
+    hist_add(&h, "system", "sys");
+    for (int i = 0; i < 3; i++) {
+        hist_words(&h, "user", 10 + i, 1500);
+        hist_words(&h, "assistant", 20 + i, 1500);
+    }
+    hist_words(&h, "user", 30, 20);
+    long all = history_count(&h);
+    struct context_params p = {.window = all / 3 + 300, .reserve = 300,
+                               .policy = CONTEXT_SUMMARIZE};
+    struct context_plan a, b;
+    size_t made0 = context_shortened(c);
+    int rc = context_plan(c, h.m, h.n, &p, &a);
+    size_t made1 = context_shortened(c);
+    rc |= context_plan(c, h.m, h.n, &p, &b);
+    size_t made2 = context_shortened(c);
+    int same = rc == 0 && a.n_items == b.n_items && a.n_shortened == b.n_shortened;
+    for (size_t i = 0; same && i < a.n_items; i++)
+        same = a.items[i].len == b.items[i].len && a.items[i].tokens == b.items[i].tokens &&
+               a.items[i].flags == b.items[i].flags &&
+               memcmp(a.items[i].content, b.items[i].content, a.items[i].len) == 0;
+    TAP_OK(a.n_shortened >= 2 && same, "the same history planned twice: the same items (%zu "
+                                       "shortened)", a.n_shortened);
+    TAP_OK(made1 - made0 == a.n_shortened && made2 == made1,
+           "the second plan shortens nothing anew (%zu, then %zu)", made1 - made0,
+           made2 - made1);
+    context_plan_free(&b);
+    /* the oldest answer again at the same id, its text a new copy with one word of its head
+     * changed for another of as many bytes and tokens: the same length, count and first and
+     * last bytes, so only where the text lies tells the two apart */
+    static const char *const five[] = {"river", "stone", "paper", "seven", "cloud"};
+    char *t = NULL;
+    long before = context_count(c, h.text[2], strlen(h.text[2]));
+    for (size_t k = 0; k < 5 && !t; k++) {
+        char *at = strstr(h.text[2] + 600, five[k]);
+        for (size_t j = 0; at && j < 5 && !t; j++) {
+            if (j == k)
+                continue;
+            char *u = xstrdup(h.text[2]);
+            memcpy(u + (at - h.text[2]), five[j], 5);
+            if (context_count(c, u, strlen(u)) == before)
+                t = u;
+            else
+                free(u);
+        }
+    }
+    free(h.text[2]);
+    h.text[2] = t ? t : xstrdup("?");
+    h.m[2].content = h.text[2];
+    rc = context_plan(c, h.m, h.n, &p, &b);
+    size_t made3 = context_shortened(c);
+    TAP_OK(t && rc == 0 && made3 == made2 + 1 && b.n_shortened == a.n_shortened,
+           "a message with another text at the same id is shortened anew (%zu)",
+           made3 - made2);
+    context_plan_free(&a);
+    context_plan_free(&b);
+    hist_free(&h);
+}
+
 static void test_steps_in_order(struct context *c)
 {
     /* Step 1 alone: one very long old message; shortening it is enough. */
@@ -829,6 +894,7 @@ int main(void)
     test_little_over(c);
     test_lot_over(c);
     test_steps_in_order(c);
+    test_shorten_memo(c);
     test_newest_too_big(c);
     test_off(c);
     test_extend_summary(c);
