@@ -477,10 +477,8 @@ static char *context_shorten(struct context *c, int64_t id, const char *text, si
         const struct shorten_memo *m = &c->memo[i];
         if (m->out && m->text == text && m->id == id && m->ends == h && m->len == len &&
             m->tok_content == tok_content && m->keep == keep && m->exact == exact) {
-            char *copy = xmalloc(m->out_len + 1);
-            memcpy(copy, m->out, m->out_len + 1);
             *out_len = m->out_len;
-            return copy;
+            return xstrndup(m->out, m->out_len);
         }
     }
     char *out = context_shorten_text(c, text, len, tok_content, keep, out_len);
@@ -506,8 +504,7 @@ static char *context_shorten(struct context *c, int64_t id, const char *text, si
         }
     }
     *m = (struct shorten_memo){text, id, h, len, *out_len, tok_content, keep, exact,
-                               xmalloc(*out_len + 1)};
-    memcpy(m->out, out, *out_len + 1);
+                               xstrndup(out, *out_len)};
     c->memo_bytes += *out_len + 1;
     return out;
 }
