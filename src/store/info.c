@@ -16,6 +16,15 @@ const char *store_library_version(char **err)
     return sqlite_dl_load(err) == 0 ? sqlite3_libversion() : NULL;
 }
 
+int store_library_linked(void)
+{
+#ifdef TT_SQLITE_STATIC
+    return 1;
+#else
+    return 0;
+#endif
+}
+
 void store_prefer_large_reads(void)
 {
     sqlite_dl_prefer_large_reads();

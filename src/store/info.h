@@ -11,6 +11,9 @@
 /* SQLite's version ("3.46.1"), loading the library if needed; NULL when it cannot be loaded,
  * with *err set to a message that says what to install (free it). */
 const char *store_library_version(char **err);
+/* 1 when SQLite is linked into the program, 0 when it is loaded with dlopen() (configure
+ * --with-sqlite). */
+int store_library_linked(void);
 
 /* Before the first store is opened: this process will read many pages (a search), so the page
  * cache is set up in one huge page (see sqlite_dl.c). */

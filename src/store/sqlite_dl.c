@@ -1,5 +1,8 @@
-/* sqlite_dl.c - dlopen() of SQLite on first use (see sqlite_dl.h). */
+/* sqlite_dl.c - SQLite's table of functions, filled on first use (see sqlite_dl.h): from the
+ * SQLite linked in, or (configure --with-sqlite=shared) from a dlopen() of the library. */
 #include "config.h"
+/* This file names the functions themselves (their addresses go into the table). */
+#define SQLITE_DL_NO_REDIRECT
 #include "store/sqlite_dl.h"
 #include "store/wal_vfs.h"
 
@@ -8,6 +11,7 @@
 
 #include <limits.h>
 #include <malloc.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -241,6 +245,92 @@ static void sqlite_dl_page_cache(int (*config)(int, ...))
     /* else SQLite owns it until the process ends */
 }
 
+#ifdef TT_SQLITE_STATIC
+/* ---- the libm functions of the SQLite linked in, from libm loaded on first call ----
+ * Debian's libsqlite3.a calls libm in its SQL math functions (acos() ... trunc()) and in FTS5's
+ * bm25(): linking it would map libm into every run, --incognito included, ~0.3 MB of resident
+ * memory for functions tokterm's own SQL never calls. The link sends those calls here instead
+ * (ld's --wrap: configure adds -Wl,--wrap=NAME for each X(NAME, n) below; this file is linked
+ * whenever SQLite is, since the table below names SQLite's functions), and the first one loads
+ * libm (its soname from configure) and finds them all. A name SQLite calls that is not listed
+ * links libm again (configure's -lm, a NEEDED entry), which tests/e2e/test_sqlite_link.py
+ * finds: list it. */
+#ifndef TT_LIBM_SONAME
+#define TT_LIBM_SONAME "libm.so.6"
+#endif
+
+/* Every libm function SQLite calls (nm -u of libsqlite3.a's func.o and fts5.o), with how many
+ * doubles it takes. configure reads the names from these lines: one X(name, n) each. */
+#define SQLITE_MATH_FUNCS(X)                                                                   \
+    X(acos, 1)                                                                                 \
+    X(acosh, 1)                                                                                \
+    X(asin, 1)                                                                                 \
+    X(asinh, 1)                                                                                \
+    X(atan, 1)                                                                                 \
+    X(atan2, 2)                                                                                \
+    X(atanh, 1)                                                                                \
+    X(cos, 1)                                                                                  \
+    X(cosh, 1)                                                                                 \
+    X(exp, 1)                                                                                  \
+    X(fmod, 2)                                                                                 \
+    X(log, 1)                                                                                  \
+    X(pow, 2)                                                                                  \
+    X(sin, 1)                                                                                  \
+    X(sinh, 1)                                                                                 \
+    X(sqrt, 1)                                                                                 \
+    X(tan, 1)                                                                                  \
+    X(tanh, 1)                                                                                 \
+    X(trunc, 1)
+
+#define SQLITE_MATH_PARAMS1 double x
+#define SQLITE_MATH_PARAMS2 double x, double y
+#define SQLITE_MATH_TYPES1 double
+#define SQLITE_MATH_TYPES2 double, double
+#define SQLITE_MATH_ARGS1 (x)
+#define SQLITE_MATH_ARGS2 (x, y)
+
+static struct {
+#define SQLITE_MATH_SLOT(name, n) double (*name)(SQLITE_MATH_TYPES##n);
+    SQLITE_MATH_FUNCS(SQLITE_MATH_SLOT)
+#undef SQLITE_MATH_SLOT
+} sqlite_math;
+
+static pthread_once_t sqlite_math_once = PTHREAD_ONCE_INIT;
+
+static void sqlite_math_load(void)
+{
+    const struct util_dlfn fns[] = {
+#define SQLITE_MATH_FIND(name, n) {#name, &sqlite_math.name, sizeof sqlite_math.name},
+        SQLITE_MATH_FUNCS(SQLITE_MATH_FIND)
+#undef SQLITE_MATH_FIND
+    };
+    char err[256];
+    if (!util_dlopen(TT_LIBM_SONAME, "libm", "install the C library's libm", fns,
+                     TT_ARRAY_LEN(fns), NULL, err, sizeof err))
+        memset(&sqlite_math, 0, sizeof sqlite_math); /* every function gives NaN: SQL's NULL */
+}
+
+/* __wrap_NAME: where the link sends SQLite's calls of NAME. */
+#define SQLITE_MATH_WRAP(name, n)                                                              \
+    double __wrap_##name(SQLITE_MATH_PARAMS##n);                                               \
+    double __wrap_##name(SQLITE_MATH_PARAMS##n)                                                \
+    {                                                                                          \
+        (void)pthread_once(&sqlite_math_once, sqlite_math_load);                              \
+        return sqlite_math.name ? sqlite_math.name SQLITE_MATH_ARGS##n : NAN;                  \
+    }
+SQLITE_MATH_FUNCS(SQLITE_MATH_WRAP)
+#undef SQLITE_MATH_WRAP
+
+/* The SQLite linked in: its functions, and sqlite3_config in *config. 0. */
+static int sqlite_dl_fill(struct sqlite_dl *api, int (**config)(int, ...))
+{
+#define SQLITE_DL_FN(name) api->name = sqlite3_##name;
+    SQLITE_DL_FUNCS(SQLITE_DL_FN)
+#undef SQLITE_DL_FN
+    *config = sqlite3_config;
+    return 0;
+}
+#else
 /* A missing function's words: the version found, too old (NULL when it does not say). */
 static const char *sqlite_dl_older(void *lib)
 {
@@ -252,12 +342,12 @@ static const char *sqlite_dl_older(void *lib)
     return v;
 }
 
-static void sqlite_dl_init(void)
+/* The shared library, loaded (it stays until the process ends): its functions, and
+ * sqlite3_config in *config (NULL if it has none). 0, or -1 with sqlite_dl_error set. */
+static int sqlite_dl_fill(struct sqlite_dl *api, int (**config)(int, ...))
 {
-    struct sqlite_dl api;
-    memset(&api, 0, sizeof api);
     const struct util_dlfn fns[] = {
-#define SQLITE_DL_FN(name) {"sqlite3_" #name, &api.name, sizeof api.name},
+#define SQLITE_DL_FN(name) {"sqlite3_" #name, &api->name, sizeof api->name},
         SQLITE_DL_FUNCS(SQLITE_DL_FN)
 #undef SQLITE_DL_FN
     };
@@ -265,12 +355,24 @@ static void sqlite_dl_init(void)
                             TT_ARRAY_LEN(fns), sqlite_dl_older, sqlite_dl_error,
                             sizeof sqlite_dl_error);
     if (!lib)
+        return -1;
+    *config = NULL;
+    (void)util_dlsym(lib, "sqlite3_config", config, sizeof *config);
+    return 0;
+}
+#endif
+
+static void sqlite_dl_init(void)
+{
+    struct sqlite_dl api;
+    memset(&api, 0, sizeof api);
+    int (*config)(int, ...) = NULL;
+    if (sqlite_dl_fill(&api, &config) != 0)
         return;
-    sqlite_dl_api = api; /* the library stays loaded until the process ends */
+    sqlite_dl_api = api;
     /* Before SQLite initialises itself: the allocator that puts large blocks (the record of a
      * long answer) in huge pages. Refused (SQLITE_MISUSE) if something initialised it first. */
-    int (*config)(int, ...) = NULL;
-    if (util_dlsym(lib, "sqlite3_config", &config, sizeof config) == 0) {
+    if (config) {
         (void)config(SQLITE_CONFIG_MALLOC, &sqlite_dl_mem);
         /* No allocation statistics (nothing reads them): with them on, every allocation takes
          * SQLite's global memory mutex, for which the background checkpoint's connection and

@@ -1,15 +1,17 @@
-/* sqlite_dl.h - SQLite, loaded with dlopen() when the store is first opened.
+/* sqlite_dl.h - SQLite through a table of its functions, filled when the store is first opened.
  *
- * A scripted `tokterm --incognito -p ...` never touches the store, and mapping libsqlite3 (and
- * the libm it pulls in) at start-up costs ~0.9 MB of resident memory, so tokterm does not link
- * it: sqlite_dl_load() opens the library (its soname comes from configure) and fills a table
- * of function pointers, once per process (thread-safe).
+ * By default SQLite is linked in (Debian's libsqlite3.a, configure's SQLITE_LINK): the table
+ * holds its functions, and nothing of SQLite is touched before the store opens. Built with
+ * --with-sqlite=shared, the table is filled from a dlopen() of the shared library (its soname
+ * comes from configure): a scripted `tokterm --incognito -p ...` never maps it, and the
+ * system's SQLite is used as it is updated. sqlite_dl_load() fills the table, once per
+ * process (thread-safe), and sets SQLite up (its allocator, its page cache, the WAL's VFS).
  *
  * Include this header instead of <sqlite3.h>: it includes it for the types and constants, and
  * redirects each sqlite3_*() function tokterm calls through the table. Call sqlite_dl_load()
  * before the first of them (store_open() does). A function that is not in SQLITE_DL_FUNCS
- * fails to link with "undefined reference to sqlite3_...": add it to the list and to the
- * #defines below. */
+ * fails to link with "undefined reference to sqlite3_..." in the shared build: add it to the
+ * list and to the #defines below. */
 #ifndef TT_SQLITE_DL_H
 #define TT_SQLITE_DL_H
 
@@ -70,6 +72,7 @@ int sqlite_dl_lend_end(char *base);
  * the text does) (tests). */
 unsigned long sqlite_dl_lend_used(int placed);
 
+#ifndef SQLITE_DL_NO_REDIRECT
 #define sqlite3_vfs_find (sqlite_dl_api.vfs_find)
 #define sqlite3_vfs_register (sqlite_dl_api.vfs_register)
 #define sqlite3_bind_blob (sqlite_dl_api.bind_blob)
@@ -129,5 +132,6 @@ unsigned long sqlite_dl_lend_used(int placed);
 #define sqlite3_wal_checkpoint (sqlite_dl_api.wal_checkpoint)
 #define sqlite3_wal_hook (sqlite_dl_api.wal_hook)
 #define sqlite3_filename_database (sqlite_dl_api.filename_database)
+#endif
 
 #endif

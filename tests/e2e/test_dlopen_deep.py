@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The libraries tokterm loads on first use (SQLite, libcurl) are bound with RTLD_DEEPBIND:
+"""The libraries tokterm loads on first use (libcurl; SQLite when it is not linked in:
+configure --with-sqlite=shared) are bound with RTLD_DEEPBIND:
 their own symbols are looked up in themselves first (util_dlopen_deep), which is most of their
 load's instructions. Not when something is preloaded (LD_PRELOAD): an interposer (an
 allocator, a fault injector) must keep reaching the libraries' calls, so they are looked up
@@ -55,6 +56,19 @@ def deep(lib):
     """The first object of lib's scope 0 when it is loaded with RTLD_DEEPBIND."""
     return exe if SYSTEM_PRELOAD else lib
 
+
+# SQLite linked in (the default build): no library of it is loaded, so it has no scope.
+rc, out, _ = ttlib.run_tokterm(["--version"])
+LINKED = b"(linked in)" in out
+
+
+def sqlite_first(preloaded):
+    """What scope 0 of libsqlite3 should start with: none when SQLite is linked in."""
+    if LINKED:
+        return None
+    return exe if preloaded else deep("libsqlite3.so.0")
+
+
 with ttlib.FakeServer() as srv:
     home = ttlib.make_home()
 
@@ -68,14 +82,15 @@ with ttlib.FakeServer() as srv:
         return first_scopes(err)
 
     s = run("plain", {})
-    t.eq(s.get("libsqlite3.so.0"), deep("libsqlite3.so.0"),
-         "plain: SQLite's symbols are looked up in SQLite first (RTLD_DEEPBIND)")
+    t.eq(s.get("libsqlite3.so.0"), sqlite_first(False),
+         "plain: SQLite's symbols are looked up in SQLite first (RTLD_DEEPBIND), or SQLite is "
+         "linked in and no libsqlite3 is loaded (%s)" % ("linked in" if LINKED else "shared"))
     curl = next((so for so in ttlib.LIBCURL_SONAMES if so in s), "libcurl")
     t.eq(s.get(curl), deep(curl),
          "plain: libcurl's symbols are looked up in libcurl first (RTLD_DEEPBIND)")
 
     s = run("preloaded", {"LD_PRELOAD": "libm.so.6"})
-    t.eq(s.get("libsqlite3.so.0"), exe,
+    t.eq(s.get("libsqlite3.so.0"), sqlite_first(True),
          "LD_PRELOAD: SQLite's symbols are looked up in the program's scope first")
     curl = next((so for so in ttlib.LIBCURL_SONAMES if so in s), "libcurl")
     t.eq(s.get(curl), exe,
@@ -85,10 +100,10 @@ with ttlib.FakeServer() as srv:
     vg = os.path.join(d, "vgpreload_standin-amd64-linux.so")
     os.symlink(libm_path(), vg)
     s = run("valgrind's preload", {"LD_PRELOAD": vg})
-    t.eq(s.get("libsqlite3.so.0"), deep("libsqlite3.so.0"),
+    t.eq(s.get("libsqlite3.so.0"), sqlite_first(False),
          "a vgpreload_* object alone: SQLite still gets RTLD_DEEPBIND")
 
     s = run("two preloads", {"LD_PRELOAD": vg + ":libm.so.6"})
-    t.eq(s.get("libsqlite3.so.0"), exe,
+    t.eq(s.get("libsqlite3.so.0"), sqlite_first(True),
          "vgpreload_* and another preload: the program's scope first")
 sys.exit(t.done())

@@ -28,6 +28,31 @@ def maps(pid):
         return ""
 
 
+def has_open(pid, path):
+    """Whether process pid has the file path open."""
+    d = "/proc/%d/fd" % pid
+    try:
+        for fd in os.listdir(d):
+            try:
+                if os.readlink(os.path.join(d, fd)) == path:
+                    return True
+            except OSError:
+                pass
+    except OSError:
+        pass
+    return False
+
+
+def wait_open(p, path, timeout):
+    """True once p has path open (False when p ended or time ran out)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and p.poll() is None:
+        if has_open(p.pid, path):
+            return True
+        time.sleep(0.01)
+    return False
+
+
 def wait_maps(p, names, timeout):
     """True once every name is in p's mappings (False when p ended or time ran out)."""
     deadline = time.monotonic() + timeout
@@ -57,8 +82,8 @@ with ttlib.FakeServer() as srv:
     p = subprocess.Popen([ttlib.tokterm_path(), "-p", "second"], env=env,
                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, start_new_session=True)
-    waiting = wait_maps(p, ["libsqlite3"], 10)  # the store is being opened
-    curl = wait_maps(p, ["libsqlite3", "libcurl"], 3)
+    waiting = wait_open(p, os.path.realpath(db), 10)  # the store is being opened
+    curl = wait_maps(p, ["libcurl"], 3)
     sent_meanwhile = len(srv.requests(all=True)) - n0
     still = p.poll() is None
     t.ok(waiting and still, "tokterm waits on the locked database")
