@@ -249,12 +249,12 @@ static void sqlite_dl_page_cache(int (*config)(int, ...))
 /* ---- the libm functions of the SQLite linked in, from libm loaded on first call ----
  * Debian's libsqlite3.a calls libm in its SQL math functions (acos() ... trunc()) and in FTS5's
  * bm25(): linking it would map libm into every run, --incognito included, ~0.3 MB of resident
- * memory for functions tokterm's own SQL never calls. The link sends those calls here instead
- * (ld's --wrap: configure adds -Wl,--wrap=NAME for each X(NAME, n) below; this file is linked
- * whenever SQLite is, since the table below names SQLite's functions), and the first one loads
- * libm (its soname from configure) and finds them all. A name SQLite calls that is not listed
- * links libm again (configure's -lm, a NEEDED entry), which tests/e2e/test_sqlite_link.py
- * finds: list it. */
+ * memory for functions tokterm's own SQL never calls. The build links a copy of the archive in
+ * which objcopy renamed those calls (configure's SQLITE_REDEFINE: NAME to tt_sqlite_NAME for
+ * each X(NAME, n) below; this file is linked whenever SQLite is, since the table below names
+ * SQLite's functions), and the first one loads libm (its soname from configure) and finds
+ * them all. A name SQLite calls that is not listed links libm again (configure's -lm, a
+ * NEEDED entry), which tests/e2e/test_sqlite_link.py finds: list it. */
 #ifndef TT_LIBM_SONAME
 #define TT_LIBM_SONAME "libm.so.6"
 #endif
@@ -310,10 +310,10 @@ static void sqlite_math_load(void)
         memset(&sqlite_math, 0, sizeof sqlite_math); /* every function gives NaN: SQL's NULL */
 }
 
-/* __wrap_NAME: where the link sends SQLite's calls of NAME. */
+/* tt_sqlite_NAME: what SQLite's calls of NAME were renamed to. */
 #define SQLITE_MATH_WRAP(name, n)                                                              \
-    double __wrap_##name(SQLITE_MATH_PARAMS##n);                                               \
-    double __wrap_##name(SQLITE_MATH_PARAMS##n)                                                \
+    double tt_sqlite_##name(SQLITE_MATH_PARAMS##n);                                            \
+    double tt_sqlite_##name(SQLITE_MATH_PARAMS##n)                                             \
     {                                                                                          \
         (void)pthread_once(&sqlite_math_once, sqlite_math_load);                              \
         return sqlite_math.name ? sqlite_math.name SQLITE_MATH_ARGS##n : NAN;                  \
