@@ -576,7 +576,7 @@ static int main_dispatch(struct main_run *r, const struct main_cmd *cmd)
      * set up first, here (its allocator, its page cache, the WAL's VFS): built to load it with
      * dlopen() (--with-sqlite=shared), that dlopen() holds the loader's lock, so the store
      * would otherwise wait for all of libcurl's load (a failure is told again by store_open).
-     * Linked in (the default), SQLite costs this 0.06 ms, not the 0.56 ms of its dlopen(),
+     * Linked in (the default), SQLite costs this 0.04-0.06 ms, not the 0.56 ms of its dlopen(),
      * and libcurl's load starts that much sooner. */
 #ifdef TOKTERM_TUI_BINARY
     /* Wide characters for the chat; scripted mode passes bytes through. Set before the
