@@ -260,8 +260,9 @@ static void script_budget_warn(struct session *s, int *warned)
     *warned = 1;
     fprintf(stderr, "tokterm: warning: %.0f%% of the session's budget is spent (%lld token%s",
             st.budget_frac * 100, st.spent_tokens, util_plural(st.spent_tokens));
+    char m[CONTEXT_USD_MAX];
     if (st.priced)
-        fprintf(stderr, ", $%.4f", st.spent_usd);
+        fprintf(stderr, ", %s", context_format_usd(st.spent_usd, m));
     fputs(")\n", stderr);
 }
 

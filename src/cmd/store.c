@@ -10,6 +10,7 @@
 #include "core/conv.h"
 #include "store/info.h"
 #include "store/store.h"
+#include "text/markdown.h"
 #include "base/utf8.h"
 #include "base/util.h"
 #include "base/xmalloc.h"
@@ -125,6 +126,22 @@ static void cmd_puts(struct cmd_ctx *c, const char *s)
 {
     if (s)
         cmd_put(c, s, strlen(s));
+}
+
+/* A stored text as a block of Markdown: a code fence it leaves open (an answer cut off inside
+ * a code block) is closed after it, else every heading and message after it would be code to
+ * a Markdown reader. */
+static void cmd_md_text(struct cmd_ctx *c, const char *s, size_t n)
+{
+    char ch;
+    size_t open = s ? markdown_open_fence(s, n, &ch) : 0;
+    cmd_put(c, s, n);
+    if (!open)
+        return;
+    if (n && s[n - 1] != '\n')
+        fputc('\n', c->out);
+    for (size_t i = 0; i < open; i++)
+        fputc(ch, c->out);
 }
 
 static void cmd_error(struct cmd_ctx *c, const char *fmt, ...)
@@ -492,10 +509,10 @@ static void cmd_md_message(struct cmd_ctx *c, const struct store_message *m,
     fputs("\n\n", c->out);
     if (m->reasoning && *m->reasoning) {
         fputs("<details><summary>Reasoning</summary>\n\n", c->out);
-        cmd_puts(c, m->reasoning);
+        cmd_md_text(c, m->reasoning, strlen(m->reasoning));
         fputs("\n\n</details>\n\n", c->out);
     }
-    cmd_put(c, m->content, m->content_len);
+    cmd_md_text(c, m->content, m->content_len);
     fputs("\n\n", c->out);
     cmd_md_attachments(c, m);
     cmd_md_tool(c, m);
@@ -570,7 +587,7 @@ static void cmd_md_conversation(struct cmd_ctx *c, const struct store_conversati
     fputs("\n\n", c->out);
     if (conv->system_prompt && *conv->system_prompt) {
         fputs("## System prompt\n\n", c->out);
-        cmd_puts(c, conv->system_prompt);
+        cmd_md_text(c, conv->system_prompt, strlen(conv->system_prompt));
         fputs("\n\n", c->out);
     }
     if (store_attach_list(c->st, conv->id, &c->att, &c->n_att) != 0)

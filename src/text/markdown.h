@@ -141,6 +141,13 @@ struct buf;
 void markdown_code_block(struct buf *out, const char *info, const char *text, size_t len,
                          void (*put)(struct buf *out, const char *s, size_t n));
 
+/* Writing: the code fence a CommonMark reader still has open after text[0..len) (a line
+ * indented at most 3 spaces that opens ``` or ~~~, and no later one that closes it): its length,
+ * its character in *ch; 0 when every fence is closed. A message that ends inside one (an answer
+ * cut off in a code block) would make the rest of a Markdown export code: the export closes it
+ * (tokterm export, show). Only top-level fences: one in a list item or a quote ends with it. */
+size_t markdown_open_fence(const char *text, size_t len, char *ch);
+
 /* Tests only: nonzero makes the inline scanners step through plain text byte by byte (the
  * reference that test_markdown compares the run-skipping scanners with). */
 extern int markdown_bytewise;

@@ -1401,14 +1401,26 @@ int context_budget_parse(struct context_budget *b, const char *arg, struct buf *
     return 0;
 }
 
+const char *context_format_usd(double usd, char out[CONTEXT_USD_MAX])
+{
+    if (usd > 0 && usd < 0.0001)
+        snprintf(out, CONTEXT_USD_MAX, "<$0.0001");
+    else
+        snprintf(out, CONTEXT_USD_MAX, "$%.*f", usd < 1 ? 4 : 2, usd);
+    return out;
+}
+
 void context_budget_describe(const struct context_budget *b, struct buf *out)
 {
     buf_appends(out, "spent ");
     context_format_tokens(out, b->spent_tokens, 0);
     buf_printf(out, " token%s", util_plural(b->spent_tokens));
-    if (b->spent_usd > 0 || !b->usd_unknown)
-        buf_printf(out, ", $%.4f%s", b->spent_usd, b->usd_unknown ? " (some models unpriced)"
-                                                                 : "");
+    if (b->spent_usd > 0 || !b->usd_unknown) {
+        char m[CONTEXT_USD_MAX];
+        buf_printf(out, ", %s", context_format_usd(b->spent_usd, m));
+        if (b->usd_unknown)
+            buf_appends(out, " (some models unpriced)");
+    }
     if (b->cap_tokens <= 0 && b->cap_usd <= 0) {
         buf_appends(out, "; no budget set");
         return;

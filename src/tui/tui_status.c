@@ -293,10 +293,9 @@ static void tui_status_spend(const struct tui_status *st, struct tui_segs *s, in
         return;
     char a[16], usd[32] = "", pct[48] = "";
     tui_status_count(st->spent, a, sizeof a);
-    if (st->priced && st->spent_usd > 0 && st->spent_usd < 0.0001)
-        snprintf(usd, sizeof usd, " <$0.0001");
-    else if (st->priced && st->spent_usd > 0)
-        snprintf(usd, sizeof usd, " $%.*f", st->spent_usd < 1 ? 4 : 2, st->spent_usd);
+    char m[CONTEXT_USD_MAX];
+    if (st->priced && st->spent_usd > 0)
+        snprintf(usd, sizeof usd, " %s", context_format_usd(st->spent_usd, m));
     if (st->budget_level >= CONTEXT_BUDGET_OVER)
         snprintf(pct, sizeof pct, " (budget reached)");
     else if (warn)

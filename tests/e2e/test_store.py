@@ -12,6 +12,7 @@ import sqlite3  # noqa: E402
 import stat  # noqa: E402
 import subprocess  # noqa: E402
 import time  # noqa: E402
+import urllib.parse  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ttlib  # noqa: E402
@@ -142,6 +143,39 @@ with ttlib.FakeServer() as srv:
     except ValueError:
         ex = {}
     t.ok(rc == 0 and "first saved question" in json.dumps(ex), "export --format json")
+
+    # --- an answer cut off inside a code block (max_tokens) leaves its fence open: the Markdown
+    # of show and export closes it, so the messages after it stay headings and text for a
+    # Markdown reader, not the rest of one code block ---
+    def open_fences(md):
+        """The '## ' headings a CommonMark reader sees outside fenced code, and whether a
+        fence is open at the end (top-level fences: indent of 3 spaces at most)."""
+        heads, fence = [], None
+        for line in md.split("\n"):
+            stripped = line.lstrip(" ")
+            indent = len(line) - len(stripped)
+            run = len(stripped) - len(stripped.lstrip(stripped[:1])) if stripped[:1] in "`~" else 0
+            if fence:
+                if (indent <= 3 and run >= fence[1] and stripped[0] == fence[0] and
+                        not stripped[run:].strip()):
+                    fence = None
+            elif indent <= 3 and run >= 3 and not (stripped[0] == "`" and "`" in stripped[run:]):
+                fence = (stripped[0], run)
+            elif line.startswith("## "):
+                heads.append(line)
+        return heads, fence
+
+    cut = "Start:\n````python\nprint(1)\n```\nstill code"
+    rc, out, err = run("reply=" + urllib.parse.quote(cut, safe=""), ["-p", "cut me off"])
+    cut_id = query(home, "SELECT max(id) FROM conversations")[0][0]
+    rc2, out2, err2 = run("", ["-c", "-p", "and after it"])
+    for cmd in (["export", str(cut_id)], ["show", str(cut_id)]):
+        rc, out, err = run("", cmd)
+        heads, fence = open_fences(out.decode())
+        t.ok(rc == 0 and rc2 == 0 and len(heads) == 4 and fence is None and
+             b"still code\n````\n" in out and b"and after it" in out,
+             "%s: a fence an answer leaves open is closed after it; the next messages are "
+             "Markdown again" % cmd[0], "%r %r" % (heads, out.decode()[-600:]))
     rc, out, err = run("", ["stats"])
     t.ok(rc == 0 and b"cache" in out.lower(), "stats prints answers and cache hit rate")
     rc, out, err = run("", ["rm", str(first_id)])

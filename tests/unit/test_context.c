@@ -815,6 +815,18 @@ static void test_budget(void)
     e = context_budget_check(&b, 1, 0);
     TAP_OK(e && strstr(e, "1 of 1 token spent"), "check: \"1 of 1 token spent\": %s", e);
     free(e);
+    /* a spend under 1/100 of a cent is not "$0.0000" (nothing), as the status bar says */
+    buf_reset(&d);
+    b.spent_usd = 0.00002;
+    b.cap_tokens = b.cap_usd = 0;
+    context_budget_describe(&b, &d);
+    TAP_OK(strstr(buf_str(&d), ", <$0.0001") && !strstr(buf_str(&d), "$0.0000"),
+           "describe: a tiny spend: %s", buf_str(&d));
+    char m[CONTEXT_USD_MAX];
+    TAP_STR(context_format_usd(0, m), "$0.0000", "money: nothing spent");
+    TAP_STR(context_format_usd(0.00002, m), "<$0.0001", "money: under 4 places");
+    TAP_STR(context_format_usd(0.0123, m), "$0.0123", "money: under a dollar, 4 places");
+    TAP_STR(context_format_usd(12.345, m), "$12.35", "money: from a dollar on, cents");
     buf_free(&d);
 }
 

@@ -734,8 +734,52 @@ static void test_splice(void)
     markdown_free(md);
 }
 
+/* markdown_open_fence: the fence a Markdown reader still has open at the end of a text, as
+ * CommonMark decides it (indent of 3 spaces at most, a closer at least as long, of the same
+ * character, with nothing after it). */
+static void test_open_fence(void)
+{
+    static const struct {
+        const char *text;
+        size_t len;
+        char ch;
+    } cases[] = {
+        {"plain text\nno fence", 0, 0},
+        {"```python\nprint(1)", 3, '`'},
+        {"```python\nprint(1)\n```", 0, 0},
+        {"```python\nprint(1)\n```\n", 0, 0},
+        {"~~~~\ncode\n~~~\nstill code", 4, '~'},     /* a closer shorter than the opener */
+        {"~~~~\ncode\n~~~~~  \nafter", 0, 0},         /* longer, then blanks: closes */
+        {"```\ncode\n~~~\n", 3, '`'},                 /* the other character */
+        {"```\ncode\n``` x\n", 3, '`'},               /* text after it: not a closer */
+        {"   ```\ncode", 3, '`'},                      /* 3 spaces: a fence */
+        {"    ```\ncode", 0, 0},                       /* 4: indented code, no fence */
+        {"\t```\ncode", 0, 0},
+        {"Here is code: ```python", 0, 0},              /* not at the line's start */
+        {"``` a`b\ncode", 0, 0},                       /* a backtick in the info string */
+        {"~~~ a`b\ncode", 3, '~'},
+        {"``\ncode", 0, 0},
+        {"```\r\ncode\r\n```\r\n", 0, 0},           /* CRLF */
+        {"```\n````\nx", 0, 0},                        /* closed by the longer run */
+        {"a\n```\nb\n```\n````c\nd", 4, '`'},        /* a second block left open */
+        {"", 0, 0},
+    };
+    int bad = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char ch = 0;
+        size_t n = markdown_open_fence(cases[i].text, strlen(cases[i].text), &ch);
+        if (n != cases[i].len || (n && ch != cases[i].ch)) {
+            printf("# open fence of case %zu: %zu '%c', want %zu '%c'\n", i, n, ch ? ch : ' ',
+                   cases[i].len, cases[i].ch ? cases[i].ch : ' ');
+            bad++;
+        }
+    }
+    TAP_INT(bad, 0, "open fence: what a Markdown reader still has open at the end");
+}
+
 int main(void)
 {
+    test_open_fence();
     test_inline();
     test_blocks();
     test_strike_tasks();
