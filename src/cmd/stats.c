@@ -51,8 +51,11 @@ static void cmd_stats_pct(FILE *f, const char *label, const struct store_pct *p,
                           const char *unit, int prec, const char *more)
 {
     fprintf(f, "%-22s", label);
-    if (p->n == 0) {
-        fputs("-\n", f);
+    if (p->n == 0) { /* none counted: say which answers would be */
+        if (*more)
+            fprintf(f, "- (no answers%s yet)\n", more);
+        else
+            fputs("-\n", f);
         return;
     }
     fprintf(f, "p50 %.*f%s   p90 %.*f%s   p99 %.*f%s   (%lld answer%s%s)\n", prec, p->p50 * mul,
@@ -140,7 +143,8 @@ static void cmd_stats_text(FILE *f, const struct store_stats *s, const double *s
             s->cache_hit_rate * 100.0);
     fprintf(f, "%-22s%lld (%lld answered 429)\n", "retries", (long long)s->perf.retries,
             (long long)s->perf.rate_limited);
-    fprintf(f, "%-22s$%.4f", "spend", total);
+    char usd[CONTEXT_USD_MAX];
+    fprintf(f, "%-22s%s", "spend", context_format_usd(total, usd));
     if (unpriced->len) {
         fputs(" (no price for ", f);
         cmd_stats_name(f, buf_str(unpriced), 0);

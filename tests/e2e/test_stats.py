@@ -64,6 +64,9 @@ with ttlib.FakeServer() as srv:
     rc, out, err = ttlib.run_tokterm(["stats", "--model", "nothing-like-it"], env=env, home=home)
     t.ok(rc == 0 and b"answers               0" in out, "--model: only that model's answers",
          out.decode())
+    # no answer long enough to count: the line says which answers would be, not a bare "-"
+    t.ok(b"tokens/s              - (no answers of 20+ tokens over 0.5+ s yet)\n" in out,
+         "stats: no tokens/s yet says over what it will be", out.decode())
     rc, out, err = ttlib.run_tokterm(["stats"], env=env, home=home)
     text = out.decode()
     t.ok(rc == 0 and "retries               1 (1 answered 429)" in text
