@@ -394,8 +394,9 @@ static int remote_flush(struct remote_job *j, struct buf *err)
         rc = remote_get(j, p, found, 0, &gerr);
         if (rc == 0) {
             p->resumed = 1;
-            fprintf(stderr, "tokterm batch: picking up batch %s (%ld requests), created by an "
-                            "earlier run of these requests\n", p->id, p->total);
+            fprintf(stderr, "tokterm batch: picking up batch %s (%ld request%s), created by an "
+                            "earlier run of these requests\n", p->id, p->total,
+                    util_plural(p->total));
         } else if (rc == 3) { /* gone (deleted, another account): a new one */
             fprintf(stderr, "tokterm batch: warning: batch %s of an earlier run is not there "
                             "(%s); creating a new one\n", found, buf_str(&gerr));
@@ -457,8 +458,8 @@ static int remote_flush(struct remote_job *j, struct buf *err)
             fprintf(stderr, "tokterm batch: warning: %s: running it again will not find batch "
                             "%s\n", store_error(j->st), p->id);
         if (rc == 0)
-            fprintf(stderr, "tokterm batch: created batch %s (%ld requests)\n", p->id,
-                    p->total);
+            fprintf(stderr, "tokterm batch: created batch %s (%ld request%s)\n", p->id,
+                    p->total, util_plural(p->total));
     }
     buf_free(&j->cur);
     j->cur_n = 0;

@@ -549,15 +549,17 @@ void tui_resume(struct tui *t, int64_t id, int replace)
     const struct conv *c = session_conv(t->s);
     size_t from = c->n > TUI_RESUME_SHOWN / 2 ? c->n - TUI_RESUME_SHOWN / 2 : 0;
     if (from) {
-        char *m = xasprintf("%zu earlier turns are not shown here (they are still part of the "
+        char *m = xasprintf("%zu earlier turn%s %s not shown here (%s still part of the "
                             "conversation): F2 opens the whole conversation.",
-                            from);
+                            from, util_plural((long long)from), from == 1 ? "is" : "are",
+                            from == 1 ? "it is" : "they are");
         tui_meta(t, m);
         free(m);
     }
     for (size_t i = from; i < c->n; i++)
         tui_show_turn(t, &c->turns[i]);
-    char *m = xasprintf("Continuing conversation %lld (%zu turns).", (long long)c->id, c->n);
+    char *m = xasprintf("Continuing conversation %lld (%zu turn%s).", (long long)c->id, c->n,
+                        util_plural((long long)c->n));
     tui_notice(t, m);
     free(m);
 }

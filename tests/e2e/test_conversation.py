@@ -221,6 +221,18 @@ with ttlib.FakeServer() as srv:
         tm.send_text("/quit")
         tm.send("Enter")
         tm.wait_exit(5)
+    # one turn is "1 turn"
+    one_home = ttlib.make_home()
+    rc, out, err = ttlib.run_tokterm(["-p", "just one"], home=one_home,
+                                     env={"OPENAI_BASE_URL": srv.base("")})
+    with ttlib.Tmux(100, 30) as tm:
+        start_chat(tm, srv, one_home, ["-c"])
+        scr = tm.wait_for(re.compile("Continuing conversation"), 5) or tm.capture()
+        t.ok(rc == 0 and "(1 turn)." in scr, "-c: a conversation of one turn says \"1 turn\"",
+             scr)
+        tm.send_text("/quit")
+        tm.send("Enter")
+        tm.wait_exit(5)
 
     # --- 3. failures: shown, saved, never sent; the prompt comes back --------------------------
     home = ttlib.make_home()
