@@ -93,7 +93,8 @@ int attach_folder(struct attach_list *l, const char *dir, struct buf *warn, char
         char *name = xasprintf("%s%s (left out)", dir,
                                dir[0] && dir[strlen(dir) - 1] == '/' ? "" : "/");
         struct buf note = BUF_INIT;
-        buf_printf(&note, "Left out of the folder %s (%zu entries%s):\n%s", dir, rep.left_out,
+        buf_printf(&note, "Left out of the folder %s (%zu %s%s):\n%s", dir, rep.left_out,
+                   rep.left_out == 1 ? "entry" : "entries",
                    rep.truncated ? "; the limit was reached" : "", buf_str(&rep.listing));
         struct attach a;
         char *e2 = NULL;

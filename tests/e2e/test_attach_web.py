@@ -220,6 +220,15 @@ with ttlib.FakeServer() as srv:
          "--attach-max-files 2: the first two files only")
     t.ok("over the limit of files" in text(err) and "attach_max_files" in text(err),
          "--attach-max-files 2: the rest listed as over the limit", text(err))
+    one = ttlib.tempdir("tt-folder-one-")
+    for rel, content in (("a.c", "int a;\n"), (".gitignore", "build/\n"), ("build/x.o", "o\n")):
+        os.makedirs(os.path.dirname(os.path.join(one, rel)), exist_ok=True)
+        with open(os.path.join(one, rel), "w") as f:
+            f.write(content)
+    rc, out, err = run(srv, ["-f", one, "-p", "review"])
+    u = user_text(srv)
+    t.ok(rc == 0 and "(1 entry):" in u and "build/: ignored" in u,
+         "-f DIR: one entry left out is \"1 entry\"", u[-400:])
     e = ttlib.tempdir("tt-folder-empty-")
     with open(os.path.join(e, "only.bin"), "wb") as f:
         f.write(b"\x00\x00")
