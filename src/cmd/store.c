@@ -159,11 +159,58 @@ static void cmd_error(struct cmd_ctx *c, const char *fmt, ...)
     buf_free(&b);
 }
 
+/* 1 when the word name[0..n) is one of the words of s[0..len) (words end at a space, a comma
+ * or a colon). */
+static int cmd_has_word(const char *s, size_t len, const char *name, size_t n)
+{
+    for (size_t i = 0; i + n <= len; i++)
+        if ((i == 0 || strchr(" ,", s[i - 1])) && memcmp(s + i, name, n) == 0 &&
+            (i + n == len || strchr(" ,:\n", s[i + n])))
+            return 1;
+    return 0;
+}
+
+/* What cmd_usage_text says of the subcommand name: its usage lines and its notes (a line that
+ * begins at the margin and names it before its colon), each with the lines that go on from it;
+ * the whole text when it says nothing of name. */
+static void cmd_usage_of(FILE *f, const char *name)
+{
+    size_t n = strlen(name), said = 0;
+    int keep = 0;
+    for (const char *p = cmd_usage_text; *p;) {
+        const char *e = strchr(p, '\n');
+        size_t len = e ? (size_t)(e - p) + 1 : strlen(p);
+        const char *w = p;
+        if (strncmp(w, "usage: ", 7) == 0)
+            w += 7;
+        while (*w == ' ')
+            w++;
+        if (strncmp(w, "tokterm ", 8) == 0) { /* a usage line */
+            keep = strncmp(w + 8, name, n) == 0 && (w[8 + n] == ' ' || w[8 + n] == '\n');
+            if (keep)
+                fprintf(f, "%s%.*s", said ? "       " : "usage: ", (int)(len - (size_t)(w - p)),
+                        w);
+        } else {
+            if (w == p) { /* a note: about the commands before its colon */
+                const char *colon = memchr(p, ':', len);
+                keep = colon && cmd_has_word(p, (size_t)(colon - p), name, n);
+            }
+            if (keep)
+                fwrite(p, 1, len, f);
+        }
+        said += keep;
+        p += len;
+    }
+    if (!said)
+        fputs(cmd_usage_text, f);
+}
+
+/* A usage error: why, and the usage of the subcommand (all of them: tokterm --help). */
 static int cmd_usage(struct cmd_ctx *c, const char *why)
 {
     if (why)
         cmd_error(c, "%s", why);
-    fputs(cmd_usage_text, c->err);
+    cmd_usage_of(c->err, c->name);
     return CMD_STORE_USAGE;
 }
 

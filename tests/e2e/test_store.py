@@ -178,6 +178,19 @@ with ttlib.FakeServer() as srv:
              "Markdown again" % cmd[0], "%r %r" % (heads, out.decode()[-600:]))
     rc, out, err = run("", ["stats"])
     t.ok(rc == 0 and b"cache" in out.lower(), "stats prints answers and cache hit rate")
+    # a usage error shows that subcommand's usage, not the other seven's
+    rc, out, err = run("", ["rename", str(first_id)])
+    t.eq((rc, err.decode()), (2, "tokterm rename: rename takes a conversation id and a title\n"
+                                 "usage: tokterm rename ID TITLE...\n"),
+         "rename without a title: its own usage line")
+    rc, out, err = run("", ["export", str(first_id), "--format", "xml"])
+    e = err.decode()
+    t.ok(rc == 2 and "usage: tokterm export ID" in e and "tokterm export --all" in e and
+         "export -o FILE:" in e and "tokterm rm" not in e and "search:" not in e,
+         "export --format xml: export's usage lines and notes only", e)
+    rc, out, err = run("", ["stats", "--help"])
+    t.ok(rc == 0 and b"tokterm rm ID" in out and b"tokterm stats" in out,
+         "--help still lists every review subcommand", out.decode())
     rc, out, err = run("", ["rm", str(first_id)])
     t.eq(rc, 0, "rm")
     t.eq(query(home, "SELECT count(*) FROM conversations WHERE id=?", (first_id,)), [(0,)], "rm deleted it")
