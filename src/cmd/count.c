@@ -1,4 +1,4 @@
-/* cmd_count.c - `tokterm count`: token count (or ids) of stdin. */
+/* cmd_count.c - `tokterm count`: token count (or ids) of stdin or of the words given. */
 #include "config.h"
 #include "cmd/count.h"
 
@@ -15,8 +15,9 @@
 
 static void count_usage(FILE *f)
 {
-    fputs("usage: tokterm count [-m MODEL | -e ENCODING] [--ids]\n"
-          "  Print the number of tokens of standard input.\n"
+    fputs("usage: tokterm count [-m MODEL | -e ENCODING] [--ids] [TEXT...]\n"
+          "  Print the number of tokens of TEXT (the words joined by spaces), or of standard\n"
+          "  input when no TEXT is given (-- ends the options: TEXT may begin with -).\n"
           "  -m, --model MODEL        count as MODEL does (default: o200k_base)\n"
           "  -e, --encoding NAME      o200k_base or cl100k_base\n"
           "      --ids                print the token ids instead of the count\n"
@@ -131,16 +132,11 @@ static int count_read(char **text, size_t *len)
     return 0;
 }
 
-/* Count (or list the ids of) all of stdin with tok: the exit status. Memory: the input (at
- * most COUNT_MAX_INPUT) and the tokenizer's O(TOKENIZER_PIECE_MAX); ids are written as they
- * come, never all kept. */
-static int count_stdin(struct tokenizer *tok, int ids)
+/* Count (or list the ids of) in[0..len) with tok, then free in: the exit status. Memory: the
+ * input (stdin: at most COUNT_MAX_INPUT) and the tokenizer's O(TOKENIZER_PIECE_MAX); ids are
+ * written as they come, never all kept. */
+static int count_text(struct tokenizer *tok, int ids, char *in, size_t len)
 {
-    char *in = NULL;
-    size_t len = 0;
-    int rc = count_read(&in, &len);
-    if (rc)
-        return rc;
     if (ids) {
         int first = 1;
         tokenizer_encode_each(tok, in, len, count_put_ids, &first);
@@ -158,42 +154,59 @@ static int count_stdin(struct tokenizer *tok, int ids)
 int cmd_count(int argc, char **argv)
 {
     const char *model = NULL, *encoding = NULL;
-    int ids = 0;
+    int ids = 0, words = 0, opts = 1, rc = 2;
+    struct buf text = BUF_INIT; /* the TEXT words, joined by spaces */
+    struct tokenizer *tok = NULL;
     for (int i = 1; i < argc; i++) {
         const char *v;
         int missing = 0;
-        if (strcmp(argv[i], "--ids") == 0)
+        if (!opts || argv[i][0] != '-' || argv[i][1] == '\0') {
+            if (words++)
+                buf_appendc(&text, ' ');
+            buf_appends(&text, argv[i]);
+        } else if (strcmp(argv[i], "--") == 0) {
+            opts = 0;
+        } else if (strcmp(argv[i], "--ids") == 0) {
             ids = 1;
-        else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+        } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             count_usage(stdout);
-            return 0;
-        } else if ((v = count_optval(argc, argv, &i, "-m", "--model", &missing)))
+            rc = 0;
+            goto out;
+        } else if ((v = count_optval(argc, argv, &i, "-m", "--model", &missing))) {
             model = v;
-        else if ((v = count_optval(argc, argv, &i, "-e", "--encoding", &missing)))
+        } else if ((v = count_optval(argc, argv, &i, "-e", "--encoding", &missing))) {
             encoding = v;
-        else {
+        } else {
             if (missing)
                 fprintf(stderr, "tokterm count: option '%s' needs a value\n", argv[i]);
             else
-                fprintf(stderr, "tokterm count: unknown argument '%s'\n", argv[i]);
+                fprintf(stderr, "tokterm count: unknown option '%s'\n", argv[i]);
             count_usage(stderr);
-            return 2;
+            goto out;
         }
     }
     if (model && encoding) {
         fputs("tokterm count: give either --model or --encoding, not both\n", stderr);
-        return 2;
+        goto out;
     }
     if (!(encoding = count_encoding(model, encoding)))
-        return 2;
+        goto out;
     char *err = NULL;
-    struct tokenizer *tok = tokenizer_open(encoding, &err);
-    if (!tok) {
+    if (!(tok = tokenizer_open(encoding, &err))) {
         fprintf(stderr, "tokterm count: %s\n", err);
         free(err);
-        return 1;
+        rc = 1;
+        goto out;
     }
-    int rc = count_stdin(tok, ids);
+    char *in = NULL;
+    size_t len = text.len;
+    if (words)
+        in = buf_take(&text);
+    else if ((rc = count_read(&in, &len)) != 0)
+        goto out;
+    rc = count_text(tok, ids, in, len);
+out:
     tokenizer_close(tok);
+    buf_free(&text);
     return rc;
 }

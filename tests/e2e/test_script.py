@@ -319,6 +319,17 @@ with ttlib.FakeServer() as srv:
     t.ok(rc == 0 and b"Exit status" in out and b"count" in out, "--help lists exit codes and subcommands")
     rc, out, err = ttlib.run_tokterm(["--version"])
     t.ok(rc == 0 and b"libcurl" in out and b"SQLite" in out, "--version names library versions")
+    # count: the words given, joined by spaces, as stdin would give them (no newline)
+    rc, out, err = ttlib.run_tokterm(["count", "hello", "world,", "\u4f60\u597d"])
+    rc2, out2, err2 = ttlib.run_tokterm(["count"], stdin="hello world, \u4f60\u597d")
+    t.ok(rc == 0 and rc2 == 0 and out == out2 and int(out) == 5,
+         "count TEXT...: the words' tokens, as on stdin", "%r %r %r" % (out, out2, err))
+    rc, out, err = ttlib.run_tokterm(["count", "--ids", "--", "-p"], stdin="ignored")
+    rc2, out2, err2 = ttlib.run_tokterm(["count", "--ids"], stdin="-p")
+    t.ok(rc == 0 and out == out2 and out.strip(), "count -- -p: TEXT after -- may begin with -",
+         "%r %r" % (out, out2))
+    rc, out, err = ttlib.run_tokterm(["count", "-x"])
+    t.ok(rc == 2 and b"unknown option '-x'" in err, "count -x: an unknown option", err.decode())
     rc, out, err = run(srv, "", ["--insecure", "-p", "hi"])
     t.ok(b"--insecure" in err, "--insecure warns", err.decode())
 
