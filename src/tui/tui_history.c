@@ -342,21 +342,23 @@ static void tui_hist_item_fill(struct tui_hist *h, struct tui_view *v, size_t i)
     }
     const struct store_message *m = &h->conv->messages[i - h->sys];
     const struct conv_rowinfo *ri = &h->ri[i - h->sys];
+    /* /edit and /retry keep earlier versions: shown, marked, never sent again. The mark ends
+     * the turn, under its answer as the chat puts it (above the turn's prompt, it read as the
+     * footer of the answer before it) */
+    char *version = ri->versions > 1 || !ri->live
+                        ? xasprintf("version %d of %d%s", ri->version, ri->versions,
+                                    ri->live ? "" : " \xC2\xB7 replaced: not on the live path, "
+                                                    "never sent again")
+                        : NULL;
     if (strcmp(m->role, "user") == 0) {
-        if (ri->versions > 1 || !ri->live) {
-            /* /edit and /retry keep earlier versions: shown, marked, never sent again */
-            char *note = xasprintf("version %d of %d%s", ri->version, ri->versions,
-                                   ri->live ? "" : " \xC2\xB7 replaced: not on the live path, "
-                                                   "never sent again");
-            tui_view_add(v, TUI_MSG_META, note, strlen(note));
-            free(note);
-        }
         tui_view_add(v, TUI_MSG_USER, m->content, m->content_len);
         if (m->error) {
             char *note = xasprintf("\xE2\x9C\x97 not sent: %s", m->error);
             tui_view_add(v, TUI_MSG_META, note, strlen(note));
             free(note);
         }
+        if (version && ri->answer < 0) /* a turn without an answer: its prompt ends it */
+            tui_view_add(v, TUI_MSG_META, version, strlen(version));
     } else if (strcmp(m->role, "assistant") == 0) {
         char when[32] = "";
         time_t tt = (time_t)m->created;
@@ -376,6 +378,11 @@ static void tui_hist_item_fill(struct tui_hist *h, struct tui_view *v, size_t i)
         } else if (m->cached) {
             footer = xstrdup("\xE2\x9C\x93 from the cache");
         }
+        if (version) {
+            char *f = footer ? xasprintf("%s \xC2\xB7 %s", footer, version) : xstrdup(version);
+            free(footer);
+            footer = f;
+        }
         tui_view_answer_end(v, a, footer, slot);
         free(footer);
     } else { /* a system or tool message */
@@ -385,6 +392,7 @@ static void tui_hist_item_fill(struct tui_hist *h, struct tui_view *v, size_t i)
         tui_view_add(v, TUI_MSG_META, b.data, b.len);
         buf_free(&b);
     }
+    free(version);
 }
 
 /* Item i's view, made now when it does not exist yet. */

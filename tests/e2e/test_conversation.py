@@ -221,6 +221,32 @@ with ttlib.FakeServer() as srv:
         tm.send_text("/quit")
         tm.send("Enter")
         tm.wait_exit(5)
+    # F2 -> Enter reads a conversation: a replaced version is marked under its own answer (as
+    # the chat marks it), not above the next prompt, where it read as the previous answer's
+    vhome = ttlib.make_home()
+    with ttlib.Tmux(100, 40) as tm:
+        start_chat(tm, srv, vhome)
+        send(tm, "firstturn")
+        wait_idle(tm, 1)
+        send(tm, "secondturn")
+        wait_idle(tm, 2)
+        send(tm, "/retry")
+        wait_idle(tm, 3)
+        tm.send("F2")
+        tm.wait_for(re.compile("firstturn"), 5)
+        tm.send("Enter")
+        scr = tm.wait_for(re.compile("READ-ONLY"), 5) or tm.capture()
+        rows = [r.strip() for r in scr.splitlines() if r.strip()]
+        after = lambda text: [rows[k + 1] for k, r in enumerate(rows[:-1]) if r == text]
+        t.ok(after("firstturn") == ["\u258c secondturn"] and
+             after("secondturn")[:1] == ["version 1 of 2 \u00b7 replaced: not on the live path, "
+                                         "never sent again"] and
+             after("secondturn")[1:2] == ["version 2 of 2"],
+             "F2 read: each version mark sits under the answer it belongs to", scr)
+        tm.send("q")
+        tm.send_text("/quit")
+        tm.send("Enter")
+        tm.wait_exit(5)
     # one turn is "1 turn"
     one_home = ttlib.make_home()
     rc, out, err = ttlib.run_tokterm(["-p", "just one"], home=one_home,
