@@ -592,7 +592,8 @@ static void cmd_md_message(struct cmd_ctx *c, const struct store_message *m,
     cmd_put(c, f.data, f.len);
     fputs("*\n\n", c->out);
     buf_free(&f);
-    if (m->error) {
+    /* the error, unless it only names the status ("cancelled" twice) */
+    if (m->error && strcmp(m->error, store_status_name(m->status)) != 0) {
         fputs("> error: ", c->out);
         cmd_puts(c, m->error);
         fputs("\n\n", c->out);

@@ -208,6 +208,11 @@ with ttlib.FakeServer() as srv:
     t.eq(p.returncode, 130, "SIGINT: exit 130")
     t.ok(got.startswith(b"tok0") and b"tok199" not in got, "SIGINT: partial answer kept")
     t.ok(b"cancelled" in err, "SIGINT: says cancelled", err.decode())
+    # show marks it cancelled once: its footer, not also a quoted "error: cancelled"
+    r = subprocess.run([ttlib.tokterm_path(), "show", "1"], env=env, stdin=subprocess.DEVNULL,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
+    t.ok(r.returncode == 0 and b"\n*cancelled" in r.stdout and b"error: cancelled" not in
+         r.stdout, "show: a cancelled answer is marked once", r.stdout.decode()[-400:])
 
     # --- the answer stays live in a pipe: text read is written before the stream goes on ---
     def seen_after(spec, want, limit=5.0):
