@@ -290,7 +290,7 @@ static const char cli_usage_tail[] =
            "  -V, --version            version and library versions\n"
            "\n"
            "Subcommands (reserved words: use -p to send one of them as a prompt):\n"
-           "  count [-m MODEL|--encoding NAME] [--ids]   count the tokens of stdin\n"
+           "  count [-m MODEL|--encoding NAME] [--ids] [TEXT]   count the tokens of TEXT or stdin\n"
            "  ls [--limit N]                              saved conversations, newest first\n"
            "  show ID | export ID --format md|json | export --all   print conversations\n"
            "  search QUERY [--model M] [--since D] [--until D]    full-text search (exit 1: no match)\n"
