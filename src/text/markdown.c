@@ -1841,23 +1841,16 @@ size_t markdown_open_fence(const char *text, size_t len, char *ch)
     char fch = 0;
     for (size_t at = 0; at < len;) {
         const char *nl = memchr(text + at, '\n', len - at);
-        size_t e = nl ? (size_t)(nl - text) : len, i = at;
-        while (i < e && i - at < 4 && text[i] == ' ')
-            i++;
-        if (i - at <= 3 && i < e && (text[i] == '`' || text[i] == '~')) {
-            size_t k = 1;
-            while (i + k < e && text[i + k] == text[i])
-                k++;
-            size_t j = i + k;
-            if (open) { /* a closing fence: as long at least, then only blanks */
-                while (j < e && (text[j] == ' ' || text[j] == '\t' || text[j] == '\r'))
-                    j++;
-                if (text[i] == fch && k >= open && j == e)
-                    open = 0;
-            } else if (k >= 3 && !(text[i] == '`' && memchr(text + j, '`', e - j))) {
-                open = k;
-                fch = text[i];
-            }
+        size_t e = nl ? (size_t)(nl - text) : len;
+        size_t i = at + count_indent(text + at, e - at), j;
+        if (i - at > 3) { /* indented code, or a line inside one: no fence */
+        } else if (!open) {
+            open = fence_open(text + i, e - i, &fch);
+        } else if ((j = i + run_len(text, e, i, fch)) - i >= open) {
+            while (j < e && (text[j] == ' ' || text[j] == '\t' || text[j] == '\r'))
+                j++;
+            if (j == e) /* a closing fence: as long at least, then only blanks */
+                open = 0;
         }
         at = e + 1;
     }
