@@ -216,9 +216,9 @@ void context_plan_report(const struct context_plan *plan, const struct context_p
 
 /* Append n with thousands separators, prefixed by "~" when approximate ("~1,234"). */
 void context_format_tokens(struct buf *out, long long n, int approximate);
-/* Append an amount of money: "$0.0123" under a dollar, "$12.34" from one on, and "<$0.0001"
- * for a spend too small to show in 4 places (not "$0.0000", which reads as nothing spent). The
- * status bar, /context and /budget say the same. Returns out. */
+/* An amount of money written into out: "$0.0123" under a dollar, "$12.34" from one on, and
+ * "<$0.0001" for a spend too small to show in 4 places (not "$0.0000", which reads as nothing
+ * spent). The status bar, /context, /budget and stats say the same. Returns out. */
 #define CONTEXT_USD_MAX 32
 const char *context_format_usd(double usd, char out[CONTEXT_USD_MAX]);
 
