@@ -2153,8 +2153,9 @@ static void session_summary_cost(const struct session *s, const struct context_p
         buf_printf(b, "; messages %zu-%zu are too many for one request and are dropped "
                       "unsummarised", p->sum_from - p->sum_skipped + 1, p->sum_from);
     if (s->ctx_model.priced) {
-        double usd = context_cost(&s->ctx_model.price, in, 0, p->sum_tokens);
-        buf_printf(b, ", about $%.4f", usd);
+        char m[CONTEXT_USD_MAX];
+        buf_printf(b, ", about %s",
+                   context_format_usd(context_cost(&s->ctx_model.price, in, 0, p->sum_tokens), m));
     }
 }
 

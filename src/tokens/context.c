@@ -1329,12 +1329,15 @@ char *context_budget_check(const struct context_budget *b, long long prompt_toke
         return buf_take(&e);
     }
     if (b->cap_usd > 0 && b->spent_usd + (prompt_usd > 0 ? prompt_usd : 0) > b->cap_usd) {
+        char sp[CONTEXT_USD_MAX], cap[CONTEXT_USD_MAX], pr[CONTEXT_USD_MAX];
+        context_format_usd(b->spent_usd, sp);
+        context_format_cap_usd(b->cap_usd, cap);
         if (b->spent_usd >= b->cap_usd)
-            buf_printf(&e, "the session's money budget is used up: $%.4f of $%.2f spent",
-                       b->spent_usd, b->cap_usd);
+            buf_printf(&e, "the session's money budget is used up: %s of %s spent", sp, cap);
         else
-            buf_printf(&e, "this request (about $%.4f of input) would pass the session's money "
-                           "budget: $%.4f of $%.2f spent", prompt_usd, b->spent_usd, b->cap_usd);
+            buf_printf(&e, "this request (about %s of input) would pass the session's money "
+                           "budget: %s of %s spent", context_format_usd(prompt_usd, pr), sp,
+                       cap);
         buf_appends(&e, ". Raise the cap with /budget $N in the chat or budget_usd = N in the "
                         "config file (0 = no cap)");
         return buf_take(&e);
@@ -1410,13 +1413,27 @@ const char *context_format_usd(double usd, char out[CONTEXT_USD_MAX])
     return out;
 }
 
+const char *context_format_cap_usd(double usd, char out[CONTEXT_USD_MAX])
+{
+    /* cents when the cap is whole cents, else as many places as it needs (no libm: tokterm
+     * does not link it) */
+    int places = 2;
+    for (double scaled = usd * 100; places < 8; places++, scaled *= 10) {
+        double off = scaled - (double)(long long)(scaled + 0.5);
+        if (off < 1e-9 && off > -1e-9)
+            break;
+    }
+    snprintf(out, CONTEXT_USD_MAX, "$%.*f", places, usd);
+    return out;
+}
+
 void context_budget_describe(const struct context_budget *b, struct buf *out)
 {
     buf_appends(out, "spent ");
     context_format_tokens(out, b->spent_tokens, 0);
     buf_printf(out, " token%s", util_plural(b->spent_tokens));
+    char m[CONTEXT_USD_MAX];
     if (b->spent_usd > 0 || !b->usd_unknown) {
-        char m[CONTEXT_USD_MAX];
         buf_printf(out, ", %s", context_format_usd(b->spent_usd, m));
         if (b->usd_unknown)
             buf_appends(out, " (some models unpriced)");
@@ -1432,8 +1449,8 @@ void context_budget_describe(const struct context_budget *b, struct buf *out)
                    100.0 * (double)b->spent_tokens / (double)b->cap_tokens);
     }
     if (b->cap_usd > 0)
-        buf_printf(out, "%s$%.2f (%.0f%%)", b->cap_tokens > 0 ? ", " : "", b->cap_usd,
-                   100.0 * b->spent_usd / b->cap_usd);
+        buf_printf(out, "%s%s (%.0f%%)", b->cap_tokens > 0 ? ", " : "",
+                   context_format_cap_usd(b->cap_usd, m), 100.0 * b->spent_usd / b->cap_usd);
     double f;
     enum context_budget_level lv = context_budget_level(b, &f);
     if (lv == CONTEXT_BUDGET_OVER)

@@ -221,6 +221,9 @@ void context_format_tokens(struct buf *out, long long n, int approximate);
  * spent). The status bar, /context, /budget and stats say the same. Returns out. */
 #define CONTEXT_USD_MAX 32
 const char *context_format_usd(double usd, char out[CONTEXT_USD_MAX]);
+/* A budget's cap as it was set: "$2.00", "$0.50", "$0.0001", "$0.125" (whole cents in two
+ * places, else as many as it takes, up to 8). Returns out. */
+const char *context_format_cap_usd(double usd, char out[CONTEXT_USD_MAX]);
 
 /* ---- calibration ----------------------------------------------------------------------- */
 

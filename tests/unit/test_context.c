@@ -827,6 +827,27 @@ static void test_budget(void)
     TAP_STR(context_format_usd(0.00002, m), "<$0.0001", "money: under 4 places");
     TAP_STR(context_format_usd(0.0123, m), "$0.0123", "money: under a dollar, 4 places");
     TAP_STR(context_format_usd(12.345, m), "$12.35", "money: from a dollar on, cents");
+    /* a cap reads as it was set: a cap of $0.0001 is not "$0.00" */
+    TAP_STR(context_format_cap_usd(2, m), "$2.00", "cap: whole dollars in cents");
+    TAP_STR(context_format_cap_usd(0.5, m), "$0.50", "cap: cents");
+    TAP_STR(context_format_cap_usd(0.0001, m), "$0.0001", "cap: a hundredth of a cent");
+    TAP_STR(context_format_cap_usd(0.125, m), "$0.125", "cap: three places");
+    TAP_STR(context_format_cap_usd(1.23e-7, m), "$0.00000012", "cap: at most 8 places");
+    TAP_STR(context_format_cap_usd(1234.56, m), "$1234.56", "cap: dollars and cents");
+    buf_reset(&d);
+    b.spent_usd = 0.0003;
+    b.cap_usd = 0.0001;
+    context_budget_describe(&b, &d);
+    TAP_OK(strstr(buf_str(&d), "budget $0.0001 (300%)") != NULL, "describe: a tiny cap: %s",
+           buf_str(&d));
+    e = context_budget_check(&b, 1, 0.00002);
+    TAP_OK(e && strstr(e, "$0.0003 of $0.0001 spent"), "check: a tiny cap: %s", e);
+    free(e);
+    b.spent_usd = 0.00002;
+    e = context_budget_check(&b, 1, 0.0002);
+    TAP_OK(e && strstr(e, "(about $0.0002 of input)") && strstr(e, "<$0.0001 of $0.0001 spent"),
+           "check: a request over a tiny cap: %s", e);
+    free(e);
     buf_free(&d);
 }
 
