@@ -117,17 +117,24 @@ static int main_exec_tui(char **argv)
 static void main_no_key(const struct conf *c)
 {
     char *cfg = conf_dir("config");
-    fprintf(stderr,
-            "tokterm: no API key for %s\n"
-            "  Set one of:\n"
-            "    export OPENAI_API_KEY=sk-...            (the key for the API)\n"
-            "    export OPENAI_BASE_URL=https://...      (another OpenAI-compatible server)\n"
-            "  or write a profile in %s/config, e.g.\n"
-            "    [openai]\n"
-            "    base_url = https://api.openai.com/v1\n"
-            "    api_key_cmd = pass show openai      (or api_key_env = MY_KEY_VARIABLE)\n"
-            "    model = gpt-4o-mini\n",
-            c->base_url, cfg);
+    struct conf_key_help h;
+    struct buf profile = BUF_INIT;
+    conf_no_key_help(c, &h, &profile);
+    fprintf(stderr, "tokterm: no API key for %s\n  Set one of:\n", c->base_url);
+    fprintf(stderr, "    export %s=...%*s(the key for the API", h.key_env,
+            h.key_env[0] && strlen(h.key_env) < 28 ? (int)(28 - strlen(h.key_env)) : 1, "");
+    if (h.key_env_alt)
+        fprintf(stderr, "; or %s", h.key_env_alt);
+    fputs(")\n", stderr);
+    if (h.base_env)
+        fprintf(stderr, "    export %s=https://...%*s(%s)\n", h.base_env,
+                strlen(h.base_env) < 20 ? (int)(20 - strlen(h.base_env)) : 1, "", h.server);
+    fprintf(stderr, "  or write a profile in %s/config, e.g.\n", cfg);
+    for (const char *l = buf_str(&profile), *e; *l; l = e + 1) {
+        e = strchr(l, '\n');
+        fprintf(stderr, "    %.*s\n", (int)(e - l), l);
+    }
+    buf_free(&profile);
     free(cfg);
     char name[64], url[512];
     if (setup_find_local(name, sizeof name, url, sizeof url))

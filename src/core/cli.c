@@ -246,7 +246,8 @@ static const char cli_usage_head[] =
            "                           profile or role 'mcp = a, b')\n"
            "      --base-url URL       API base URL (env OPENAI_BASE_URL, ANTHROPIC_BASE_URL)\n"
            "      --api NAME           the provider's protocol: openai (chat completions, the\n"
-           "                           default) or anthropic (Messages); profile 'api'\n";
+           "                           default), anthropic (Messages), gemini, or responses\n"
+           "                           (OpenAI's Responses API); profile 'api'\n";
 /* then one line per sampling parameter (API_SAMPLING), then: */
 static const char cli_usage_tail[] =
            "      --json               print one JSON object at the end instead of the text\n"

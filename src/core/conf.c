@@ -858,6 +858,28 @@ const struct dialect *conf_dialect(const struct conf *c)
     return d ? d : dialect_default();
 }
 
+void conf_no_key_help(const struct conf *c, struct conf_key_help *h, struct buf *profile)
+{
+    const struct dialect *d = conf_dialect(c);
+    int openai = strcmp(d->base_url, dialect_default()->base_url) == 0;
+    h->key_env = c->api_key_env && *c->api_key_env ? c->api_key_env : d->key_env[0];
+    h->key_env_alt = NULL;
+    for (size_t i = 0; i < DIALECT_MAX_KEY_ENV && d->key_env[i]; i++)
+        if (strcmp(d->key_env[i], h->key_env) != 0) {
+            h->key_env_alt = d->key_env[i];
+            break;
+        }
+    h->base_env = d->base_env;
+    h->server = openai ? "another OpenAI-compatible server" : "another server with this API";
+    buf_printf(profile, "[%s]\n", d->name);
+    if (d != dialect_default())
+        buf_printf(profile, "api = %s\n", d->name);
+    buf_printf(profile,
+               "base_url = %s\napi_key_cmd = pass show %s\n# or: api_key_env = MY_KEY_VARIABLE\n"
+               "model = %s\n",
+               d->base_url, openai ? "openai" : d->name, d->model);
+}
+
 /* Replace *p with to when it is still from; 1 when it was. */
 static int conf_default_to(char **p, const char *from, const char *to)
 {

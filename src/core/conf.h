@@ -121,6 +121,15 @@ const struct dialect *conf_dialect(const struct conf *c);
  * the command line sets later wins. */
 void conf_apply_dialect(struct conf *c);
 
+/* What to tell a user who has no key, for c's dialect (its own variables, not OpenAI's when
+ * it is another): the variable to export (api_key_env) and another the dialect also reads
+ * (NULL: none), the variable that points tokterm at another server (NULL: none) and what
+ * such a server is, and an example profile, appended to profile as lines. */
+struct conf_key_help {
+    const char *key_env, *key_env_alt, *base_env, *server;
+};
+void conf_no_key_help(const struct conf *c, struct conf_key_help *h, struct buf *profile);
+
 /* The API key from api_key_cmd, api_key_env or api_key (in that order). Returns a new string
  * (caller wipes and frees), or NULL with err set when the source is configured but fails, or
  * NULL with err empty when no key is configured. api_key_cmd (and each cmd: key of a pool)

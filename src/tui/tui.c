@@ -326,16 +326,21 @@ void tui_hint(struct tui *t, const char *text)
 void tui_no_key_notice(struct tui *t)
 {
     char *cfg = conf_dir("config");
-    struct buf b = BUF_INIT;
+    struct buf b = BUF_INIT, profile = BUF_INIT;
+    struct conf_key_help h;
+    conf_no_key_help(t->conf, &h, &profile);
     buf_printf(&b,
                "**No API key** for `%s`, so nothing will be sent.\n"
                "Set one of these and start tokterm again:\n"
-               "- `export OPENAI_API_KEY=sk-...` (the key for the API)\n"
-               "- `export OPENAI_BASE_URL=https://...` (another OpenAI-compatible server)\n"
-               "- a profile in `%s/config`:\n"
-               "```ini\n[openai]\nbase_url = https://api.openai.com/v1\n"
-               "api_key_cmd = pass show openai\nmodel = gpt-4o-mini\n```\n",
-               t->conf->base_url, cfg);
+               "- `export %s=...` (the key for the API",
+               t->conf->base_url, h.key_env);
+    if (h.key_env_alt)
+        buf_printf(&b, "; or `%s`", h.key_env_alt);
+    buf_appends(&b, ")\n");
+    if (h.base_env)
+        buf_printf(&b, "- `export %s=https://...` (%s)\n", h.base_env, h.server);
+    buf_printf(&b, "- a profile in `%s/config`:\n```ini\n%s```\n", cfg, buf_str(&profile));
+    buf_free(&profile);
     if (t->local_url)
         buf_printf(&b,
                    "A local **%s** server answers at `%s` and needs no key: press **Enter** on "

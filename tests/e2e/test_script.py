@@ -8,6 +8,7 @@ sys.dont_write_bytecode = True
 import json  # noqa: E402
 import os  # noqa: E402
 import pty  # noqa: E402
+import re  # noqa: E402
 import select  # noqa: E402
 import signal  # noqa: E402
 import subprocess  # noqa: E402
@@ -293,6 +294,15 @@ with ttlib.FakeServer() as srv:
          "no key: says what to set", err.decode())
     t.ok(b"A local Ollama server answers at " + srv.base().encode() in err,
          "no key: offers the local server that answers", err.decode())
+    # another dialect's own variables and profile, not OpenAI's
+    for api, names in (("anthropic", (b"export ANTHROPIC_API_KEY=", b"export ANTHROPIC_BASE_URL=")),
+                       ("gemini", (b"export GEMINI_API_KEY=", b"GOOGLE_API_KEY"))):
+        rc, out, err = ttlib.run_tokterm(["--api", api, "-p", "hi"],
+                                         env={"OPENAI_API_KEY": None,
+                                              "TOKTERM_LOCAL_PROBE": "None=http://127.0.0.1:1/v1"})
+        t.ok(rc == 2 and all(n in err for n in names) and b"api = " + api.encode() in err
+             and b"OPENAI" not in err, "no key, --api %s: its variables and profile" % api,
+             err.decode())
     rc, out, err = ttlib.run_tokterm(["-p", "keyless"], env={"OPENAI_API_KEY": None,
                                                              "OPENAI_BASE_URL": srv.base()})
     t.eq((rc, out), (0, b"keyless\n"), "local server needs no key")
@@ -322,6 +332,10 @@ with ttlib.FakeServer() as srv:
     t.eq(rc, 2, "unknown option: exit 2")
     rc, out, err = ttlib.run_tokterm(["--help"])
     t.ok(rc == 0 and b"Exit status" in out and b"count" in out, "--help lists exit codes and subcommands")
+    api_help = re.search(rb"--api NAME[\s\S]*?profile 'api'", out)
+    t.ok(api_help and all(re.search(rb"\b%s\b" % d, api_help.group(0))
+                          for d in (b"openai", b"anthropic", b"gemini", b"responses")),
+         "--help names every --api dialect", out.decode())
     rc, out, err = ttlib.run_tokterm(["--version"])
     t.ok(rc == 0 and b"libcurl" in out and b"SQLite" in out, "--version names library versions")
     # count: the words given, joined by spaces, as stdin would give them (no newline)
