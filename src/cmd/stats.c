@@ -167,7 +167,7 @@ static void cmd_stats_text(FILE *f, const struct store_stats *s, const double *s
                     (long long)m->prompt_tokens, (long long)m->completion_tokens,
                     (long long)m->total_tokens);
             if (spend[i] >= 0)
-                fprintf(f, " %10.4f\n", spend[i]);
+                fprintf(f, " %10s\n", context_format_usd(spend[i], usd));
             else
                 fprintf(f, " %10s\n", "-");
         }

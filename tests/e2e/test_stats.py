@@ -8,6 +8,7 @@ sys.dont_write_bytecode = True
 
 import json  # noqa: E402
 import os  # noqa: E402
+import re  # noqa: E402
 import shutil  # noqa: E402
 import sqlite3  # noqa: E402
 import subprocess  # noqa: E402
@@ -72,6 +73,9 @@ with ttlib.FakeServer() as srv:
     t.ok(rc == 0 and "retries               1 (1 answered 429)" in text
          and "(1 answer of 20+ tokens" in text, "stats: retries, and tokens/s says over what",
          text)
+    # the per-model spend is written as the spend line is: ~$0.00003 is not "0.0000"
+    t.ok(re.search(r"^gpt-4o-mini +2 +\d+ +\d+ +\d+ +<\$0\.0001$", text, re.M) is not None
+         and "spend                 <$0.0001\n" in text, "stats: a model's tiny spend", text)
 
     # --- Prometheus: stats --format prometheus passes promtool ---
     rc, prom, err = ttlib.run_tokterm(["stats", "--format", "prometheus"], env=env, home=home)
