@@ -118,9 +118,18 @@ static int cmd_mcp_list(struct mcp_set *set, int json, int argc, char **argv)
             else
                 buf_appends(&line, ": not available");
             buf_appendc(&line, '\n');
+            /* one column for the descriptions: as wide as the longest name (up to 40) */
+            int wname = 24;
             for (int k = 0; k < n; k++) {
-                buf_printf(&line, "  %s.%-22s ", sc->name, t[k].name);
-                cmd_mcp_first_line(&line, t[k].description, 70);
+                int w = (int)(strlen(sc->name) + 1 + strlen(t[k].name));
+                if (w > wname)
+                    wname = w < 40 ? w : 40;
+            }
+            for (int k = 0; k < n; k++) {
+                int w = (int)(strlen(sc->name) + 1 + strlen(t[k].name));
+                buf_printf(&line, "  %s.%s%*s ", sc->name, t[k].name, w < wname ? wname - w : 0,
+                           "");
+                cmd_mcp_first_line(&line, t[k].description, (size_t)(94 - wname));
                 buf_appendc(&line, '\n');
             }
             cmd_mcp_put(stdout, line.data, line.len, tty);

@@ -420,6 +420,14 @@ t.ok(rc == 0 and {"echo", "get-sum", "trigger-long-running-operation"} <= set(li
      and "read_text_file" in listed.get("fs", []),
      "server-everything list: tools of both servers (--json)", out + err)
 
+# the text list: every description starts in one column, past the longest name
+# (fs.list_directory_with_sizes)
+rc, out, err = tt(real, ["mcp", "list", "fs"])
+tools = [ln for ln in out.splitlines() if ln.startswith("  fs.")]
+cols = {len(ln) - len(ln[2 + len(ln.split()[0]):].lstrip()) for ln in tools}
+t.ok(rc == 0 and len(tools) > 10 and len(cols) == 1, "list: the descriptions in one column",
+     out + err)
+
 rc, out, err = tt(real, ["mcp", "call", "ev", "echo", '{"message": "hi there"}'])
 t.eq((rc, out), (0, "Echo: hi there\n"), "echo")
 
