@@ -1008,9 +1008,11 @@ static int cmd_export_to(struct cmd_ctx *c, const struct cmd_opts *o, int json)
     size_t n;
     if (store_conversation_ids(c->st, &ids, &n) != 0)
         return cmd_store_result(c, -1);
-    /* One conversation in memory at a time. */
+    /* One conversation in memory at a time; the wrapper indented as cJSON_Print indents the
+     * conversations in it (tabs) */
     if (json)
-        fputs("{\n  \"format\": \"tokterm-export\",\n  \"version\": 1,\n  \"conversations\": [",
+        fputs("{\n\t\"format\":\t\"tokterm-export\",\n\t\"version\":\t1,\n"
+              "\t\"conversations\":\t[",
               c->out);
     int code = CMD_STORE_OK, first = 1;
     for (size_t i = 0; i < n; i++) {
@@ -1023,9 +1025,9 @@ static int cmd_export_to(struct cmd_ctx *c, const struct cmd_opts *o, int json)
             break;
         }
         if (json) {
-            fputs(first ? "\n    " : ",\n    ", c->out);
+            fputs(first ? "\n\t\t" : ",\n\t\t", c->out);
             cJSON *j = cmd_json_conversation(c, conv, o->versions);
-            cmd_json_print(c, j, "    ");
+            cmd_json_print(c, j, "\t\t");
             cJSON_Delete(j);
         } else {
             if (!first)
@@ -1036,7 +1038,7 @@ static int cmd_export_to(struct cmd_ctx *c, const struct cmd_opts *o, int json)
         store_conversation_free(conv);
     }
     if (json)
-        fputs(first ? "]\n}\n" : "\n  ]\n}\n", c->out);
+        fputs(first ? "]\n}\n" : "\n\t]\n}\n", c->out);
     free(ids);
     return code;
 }

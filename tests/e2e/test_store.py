@@ -7,6 +7,7 @@ sys.dont_write_bytecode = True
 
 import json  # noqa: E402
 import os  # noqa: E402
+import re  # noqa: E402
 import signal  # noqa: E402
 import sqlite3  # noqa: E402
 import stat  # noqa: E402
@@ -143,6 +144,14 @@ with ttlib.FakeServer() as srv:
     except ValueError:
         ex = {}
     t.ok(rc == 0 and "first saved question" in json.dumps(ex), "export --format json")
+    # export --all: valid JSON, indented one way (cJSON's tabs) in the wrapper and inside
+    rc, out, err = run("", ["export", "--all"])
+    try:
+        ok = json.loads(out)["format"] == "tokterm-export"
+    except (ValueError, KeyError):
+        ok = False
+    t.ok(rc == 0 and ok and not re.search(rb"^ ", out, re.M) and b"\n\t\t{\n\t\t\t\"id\"" in out,
+         "export --all: one JSON document, indented with tabs throughout", out[:300])
 
     # --- an answer cut off inside a code block (max_tokens) leaves its fence open: the Markdown
     # of show and export closes it, so the messages after it stay headings and text for a
