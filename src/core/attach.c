@@ -184,6 +184,19 @@ static const char *image_type(const unsigned char *d, size_t n, int *w, int *h)
     return NULL;
 }
 
+/* The format of an image that starts as one but ends before the header image_type reads
+ * (a file cut off while copied or downloaded), or NULL. */
+static const char *image_cut(const unsigned char *d, size_t n)
+{
+    if (n >= 4 && memcmp(d, "\x89PNG", 4) == 0)
+        return "PNG";
+    if (n >= 4 && memcmp(d, "GIF8", 4) == 0)
+        return "GIF";
+    if (n >= 12 && memcmp(d, "RIFF", 4) == 0 && memcmp(d + 8, "WEBP", 4) == 0)
+        return "WebP";
+    return NULL;
+}
+
 /* Pages of a PDF: its page objects ("/Type /Page", not "/Pages"), else the largest /Count of
  * a page tree; 0 when neither is found (a compressed object stream). */
 static int pdf_pages(const unsigned char *d, size_t n)
@@ -281,8 +294,13 @@ int attach_from_bytes(struct attach *a, const char *name, const unsigned char *d
     } else {
         size_t skip = n >= 3 && memcmp(d, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
         if (memchr(d + skip, '\0', n - skip) || !utf8_valid((const char *)d + skip, n - skip)) {
-            *err = xasprintf("%s: a binary file (not UTF-8 or UTF-16 text, nor a PNG, JPEG, "
-                             "GIF, WebP image or a PDF)", name);
+            const char *cut = image_cut(d, n);
+            if (cut)
+                *err = xasprintf("%s: a cut-off %s image (%zu byte%s, too short for its "
+                                 "header)", name, cut, n, n == 1 ? "" : "s");
+            else
+                *err = xasprintf("%s: a binary file (not UTF-8 or UTF-16 text, nor a PNG, "
+                                 "JPEG, GIF, WebP image or a PDF)", name);
             return -1;
         }
         attach_set(a, ATTACH_TEXT, name, "text/plain", d + skip, n - skip);

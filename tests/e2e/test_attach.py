@@ -205,8 +205,12 @@ with ttlib.FakeServer() as srv:
     os.makedirs(nontext)
     with open(os.path.join(nontext, "x.bin"), "wb") as f:
         f.write(b"\x00")
+    cutf = os.path.join(work, "cut.png")  # a PNG cut off before its header ends
+    with open(cutf, "wb") as f:
+        f.write(IMG[:10])
     cases = [(["-f", os.path.join(work, "missing.c")], "no such file", "a missing file"),
              (["-f", binf], "binary", "a binary file"),
+             (["-f", cutf], "cut.png: a cut-off PNG image (10 bytes", "a cut-off PNG"),
              (["-f", nontext], "no text file", "a folder without text"),
              (["-f", big], "at most", "a 21 MB image")]
     if os.geteuid() != 0:
