@@ -96,6 +96,21 @@ static int role_setting(struct role *r, char *line, int lineno, const char *sep,
     return 0;
 }
 
+/* 1 when a line of text is "---" (blanks around it allowed), as closes front matter. */
+static int role_has_closer(const char *text)
+{
+    for (const char *q = text; *q;) {
+        size_t n = strcspn(q, "\n"), b = strspn(q, " \t");
+        size_t end = n;
+        while (end > b && (q[end - 1] == '\r' || q[end - 1] == ' ' || q[end - 1] == '\t'))
+            end--;
+        if (end - b == 3 && strncmp(q + b, "---", 3) == 0)
+            return 1;
+        q += n + (q[n] != '\0');
+    }
+    return 0;
+}
+
 /* A role file: optional front matter between "---" lines, then the prompt. */
 static int role_read_file(struct role *r, struct buf *err)
 {
@@ -115,6 +130,10 @@ static int role_read_file(struct role *r, struct buf *err)
     if (strncmp(text, "---", 3) == 0 && (text[3] == '\n' || text[3] == '\r')) {
         char *p = text + strcspn(text, "\n") + (text[strcspn(text, "\n")] != 0);
         int lineno = 1, closed = 0;
+        /* no closing line at all: say so first, not that the prompt is not "key: value" */
+        int closer = role_has_closer(p);
+        if (!closer)
+            rc = -1;
         while (*p && rc == 0) {
             char *nl = strchr(p, '\n');
             if (nl)
@@ -129,7 +148,7 @@ static int role_read_file(struct role *r, struct buf *err)
             if (*line && *line != '#')
                 rc = role_setting(r, line, lineno, ":=", err);
         }
-        if (rc == 0 && !closed) {
+        if (!closer || (rc == 0 && !closed)) {
             buf_printf(err, "%s:1: the front matter opened with '---' is never closed by "
                             "another '---' line", r->path);
             rc = -1;

@@ -152,7 +152,10 @@ with ttlib.FakeServer() as srv:
             ("---\napi_key: sk-x\n---\nhi\n", "roles/bad.md:2: a role cannot set 'api_key'",
              "a role cannot set a key or where requests go"),
             ("---\ntemperature: 0.2\n", "roles/bad.md:1: the front matter opened with '---' is "
-             "never closed", "unclosed front matter")):
+             "never closed", "unclosed front matter"),
+            ("---\ntemperature: 0.2\n\nBe terse.\n", "roles/bad.md:1: the front matter opened "
+             "with '---' is never closed", "unclosed front matter before a prompt: said so, not "
+             "that the prompt is not 'key: value'")):
         write(os.path.join(cfg, "roles", "bad.md"), content)
         rc, out, err = run(srv, ["--role", "bad", "-p", "x"], home=home)
         t.ok(rc == 2 and want in text(err), name, text(err))
