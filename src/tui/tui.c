@@ -18,6 +18,7 @@
 #include "base/util.h"
 #include "base/xmalloc.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <langinfo.h>
@@ -702,8 +703,19 @@ static char *tui_footer(struct tui *t, const struct net_result *r, int *slot)
                                           .error_code = r->error_code[0] ? r->error_code : NULL,
                                           .key_env = t->conf->api_key_env};
             char *ex = ratelimit_explain(&f);
-            if (ex && *ex && !(r->error && strstr(r->error, ex))) /* the message may hold it */
-                buf_printf(&b, "\n%s", ex);
+            if (ex && *ex && !(r->error && strstr(r->error, ex))) { /* the message may hold it */
+                /* the line above already says "HTTP 500": the advice need not say it again */
+                char status[32];
+                int k = snprintf(status, sizeof status, "HTTP %ld: ", r->status);
+                const char *hint = ex;
+                if (k > 0 && r->error && strncmp(r->error, status, (size_t)k - 2) == 0 &&
+                    strncmp(ex, status, (size_t)k) == 0 && ex[k]) {
+                    hint = ex + k;
+                    buf_printf(&b, "\n%c%s", toupper((unsigned char)*hint), hint + 1);
+                } else {
+                    buf_printf(&b, "\n%s", hint);
+                }
+            }
             free(ex);
         }
         if (r->content_bytes && r->outcome != API_LIMIT) /* that message says it already */

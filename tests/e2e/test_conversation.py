@@ -274,6 +274,9 @@ with ttlib.FakeServer() as srv:
             scr = wait_idle(tm, 2 + i, also="\u203a second")
             t.ok(re.search("\u203a second", scr) is not None,
                  "%s: the failed prompt is back in the input line" % spec, scr)
+            if spec == "status=500":  # the advice under it does not say "HTTP 500" again
+                t.ok("The server failed (server error). Try again later." in scr
+                     and scr.count("HTTP 500:") == 1, "500: the status said once", scr)
         tm.send("C-u")
         send(tm, "third")
         wait_idle(tm, 5)
