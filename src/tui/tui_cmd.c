@@ -434,22 +434,26 @@ static void tui_cmd_edit(struct tui *t)
     tui_hint(t, "edit the last prompt; Enter sends it in place of the old one, Ctrl-C gives up");
 }
 
+/* "Theme: NAME. Available: ..." (after a name not found, too). */
+static void tui_cmd_theme_list(struct tui *t)
+{
+    char **v = tui_cmd_themes();
+    struct buf b = BUF_INIT;
+    buf_printf(&b, "Theme: **%s**. Available:", theme_name(t->theme));
+    for (size_t i = 0; v[i]; i++)
+        buf_printf(&b, " `%s`", v[i]);
+    buf_appends(&b, "\nUser themes go in `~/.config/tokterm/themes/NAME.theme`.");
+    tui_notice(t, buf_str(&b));
+    buf_free(&b);
+    tui_cmd_free_list(v);
+}
+
 static void tui_cmd_theme(struct tui *t, const char *arg)
 {
-    if (!arg || !*arg) {
-        char **v = tui_cmd_themes();
-        struct buf b = BUF_INIT;
-        buf_printf(&b, "Theme: **%s**. Available:", theme_name(t->theme));
-        for (size_t i = 0; v[i]; i++)
-            buf_printf(&b, " `%s`", v[i]);
-        buf_appends(&b, "\nUser themes go in `~/.config/tokterm/themes/NAME.theme`.");
-        tui_notice(t, buf_str(&b));
-        buf_free(&b);
-        tui_cmd_free_list(v);
+    if (!arg || !*arg || tui_theme(t, arg) < 0) {
+        tui_cmd_theme_list(t);
         return;
     }
-    if (tui_theme(t, arg) < 0)
-        return;
     free(t->conf->theme);
     t->conf->theme = xstrdup(arg);
     char *m = xasprintf("Theme **%s**.", theme_name(t->theme));
