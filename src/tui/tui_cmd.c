@@ -705,13 +705,10 @@ static void tui_cmd_context(struct tui *t, const char *arg)
 static void tui_cmd_budget(struct tui *t, const char *arg)
 {
     char *m = NULL;
-    if (session_budget_command(t->s, arg, &m) < 0) {
-        char *e = xasprintf("/budget: %s", m);
-        tui_error(t, e);
-        free(e);
-    } else {
+    if (session_budget_command(t->s, arg, &m) < 0)
+        tui_error(t, m); /* it names /budget */
+    else
         tui_meta(t, m);
-    }
     free(m);
     t->dirty |= TUI_D_STATUS;
 }

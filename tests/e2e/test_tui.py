@@ -356,6 +356,11 @@ with ttlib.FakeServer() as srv:
         tm.send("Enter")
         scr = tm.wait_for(re.compile(r"Budget:"), 5)
         t.ok(scr is not None, "/budget shows the budget", scr or tm.capture())
+        tm.send_text("/budget lots")
+        tm.send("Enter")
+        scr = tm.wait_for(re.compile(r"/budget takes tokens"), 5)
+        t.ok(scr is not None and "/budget: /budget" not in scr,
+             "/budget lots: the usage, naming /budget once", scr or tm.capture())
         tm.send("C-d")
         tm.wait_exit(5)
 
