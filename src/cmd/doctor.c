@@ -85,46 +85,6 @@ static void doctor_linef(struct doctor *d, enum doctor_status st, const char *ch
 
 /* ---- config ---------------------------------------------------------------------------- */
 
-/* Section names of the config text (profiles), in order, without duplicates and [default]. */
-static char **doctor_profiles(const char *text, size_t *n)
-{
-    char **names = NULL;
-    size_t cap = 0;
-    *n = 0;
-    size_t size = strlen(text);
-    char *copy = xstrdup(text);
-    for (char *save = NULL, *line = strtok_r(copy, "\n", &save); line;
-         line = strtok_r(NULL, "\n", &save)) {
-        char *s = util_trim(line);
-        if (*s != '[')
-            continue;
-        char *close = strchr(s, ']');
-        if (!close)
-            continue;
-        *close = '\0';
-        s = util_trim(s + 1);
-        if (strncmp(s, "profile ", 8) == 0)
-            s = util_trim(s + 8);
-        size_t len = strlen(s);
-        if (len >= 2 && (s[0] == '"' || s[0] == '\'') && s[len - 1] == s[0]) {
-            s[len - 1] = '\0';
-            s++;
-        }
-        if (!*s || strcmp(s, "default") == 0)
-            continue;
-        int dup = 0;
-        for (size_t i = 0; i < *n && !dup; i++)
-            dup = strcmp(names[i], s) == 0;
-        if (dup)
-            continue;
-        XGROW(names, *n + 1, cap);
-        names[(*n)++] = xstrdup(s);
-    }
-    util_wipe(copy, size); /* the config text may hold an api_key */
-    free(copy);
-    return names;
-}
-
 /* Check the config file; returns 0 when it loads (profiles in *names), -1 when it does not. */
 static int doctor_config(struct doctor *d, const char *path, int given, char ***names,
                          size_t *n)
@@ -158,7 +118,7 @@ static int doctor_config(struct doctor *d, const char *path, int given, char ***
     } else {
         size_t len;
         char *text = util_read_file(path, &len, 4 << 20);
-        *names = doctor_profiles(text ? text : "", n);
+        *names = conf_profile_names(text ? text : "", text ? len : 0, n);
         if (text)
             util_wipe(text, len); /* it may hold an api_key */
         free(text);

@@ -440,6 +440,48 @@ static char *conf_section_name(char *s)
     return s;
 }
 
+/* 1 when a section (named as conf_section_name gives it) is a profile. */
+static int conf_is_profile(const char *section)
+{
+    return *section && strcmp(section, "default") != 0 && strncmp(section, "role ", 5) != 0 &&
+           strncmp(section, "mcp ", 4) != 0;
+}
+
+struct conf_names {
+    char **v;
+    size_t n, cap;
+};
+
+static int conf_name_line(void *ud, struct ini_line *l)
+{
+    struct conf_names *c = ud;
+    if (l->type != INI_SECTION)
+        return 0;
+    char *name = conf_section_name(l->section);
+    if (!conf_is_profile(name))
+        return 0;
+    for (size_t i = 0; i < c->n; i++)
+        if (strcmp(c->v[i], name) == 0)
+            return 0;
+    XGROW(c->v, c->n + 2, c->cap);
+    c->v[c->n++] = xstrdup(name);
+    c->v[c->n] = NULL;
+    return 0;
+}
+
+char **conf_profile_names(const char *text, size_t len, size_t *n)
+{
+    struct conf_names c = {0};
+    char *copy = xstrndup(text, len);
+    ini_parse(copy, len, 0, conf_name_line, &c, NULL);
+    util_wipe(copy, len); /* the text may hold an api_key */
+    free(copy);
+    if (!c.v)
+        c.v = xcalloc(1, sizeof *c.v);
+    *n = c.n;
+    return c.v;
+}
+
 static int conf_apply_section(struct conf *c, struct conf_line *lines, size_t n,
                                 const char *section, const char *path, struct buf *err)
 {
@@ -663,8 +705,7 @@ static void conf_list_sections(struct buf *b, const struct conf_line *lines, siz
 {
     size_t count = 0;
     for (size_t i = 0; i < n; i++)
-        if (!lines[i].key[0] && !first[i] && strncmp(lines[i].section, "role ", 5) != 0 &&
-            strncmp(lines[i].section, "mcp ", 4) != 0 && count++ < 20)
+        if (!lines[i].key[0] && !first[i] && conf_is_profile(lines[i].section) && count++ < 20)
             buf_printf(b, "%s[%.40s]", count > 1 ? ", " : "", lines[i].section);
     if (count > 20)
         buf_printf(b, " and %zu more", count - 20);

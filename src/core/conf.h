@@ -150,6 +150,12 @@ char *conf_api_key(const struct conf *c, struct buf *err);
 int conf_key_pool(const struct conf *c, char ***labels, char ***values, struct buf *err);
 void conf_pool_free(char **labels, char **values, int n);
 
+/* The profiles a config file's text defines: its sections but [default], [role NAME] and
+ * [mcp NAME], named as -P takes them ("[profile x]" is x), in order, each once. Returns a
+ * NULL-terminated list of new strings (*n of them; free each and the list); the text is
+ * read, not changed. */
+char **conf_profile_names(const char *text, size_t len, size_t *n);
+
 /* XDG directories for tokterm (new strings): kind = "config", "data", "state", "cache". */
 char *conf_dir(const char *kind);
 

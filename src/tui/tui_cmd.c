@@ -161,28 +161,22 @@ static char **tui_cmd_themes(void)
     return v;
 }
 
-/* Profile names: the [sections] of the configuration file. */
+/* Profile names (conf_profile_names of the configuration file), or NULL for none. */
 static char **tui_cmd_profiles(const struct tui *t)
 {
-    char **v = NULL;
     if (!t->conf->path)
-        return v;
-    size_t len;
+        return NULL;
+    size_t len, n;
     char *text = util_read_file(t->conf->path, &len, 1u << 20);
     if (!text)
-        return v;
-    for (char *save = NULL, *line = strtok_r(text, "\n", &save); line;
-         line = strtok_r(NULL, "\n", &save)) {
-        line = util_trim(line);
-        char *end = strchr(line, ']');
-        if (line[0] == '[' && end) {
-            *end = '\0';
-            char *name = util_trim(line + 1);
-            if (*name && strcmp(name, "default") != 0 && strncmp(name, "role ", 5) != 0)
-                v = tui_cmd_list_add(v, name);
-        }
-    }
+        return NULL;
+    char **v = conf_profile_names(text, len, &n);
+    util_wipe(text, len); /* it may hold an api_key */
     free(text);
+    if (!n) {
+        free(v);
+        return NULL;
+    }
     return v;
 }
 

@@ -74,6 +74,8 @@ with ttlib.FakeServer() as srv:
                 "[closed]\nbase_url = http://127.0.0.1:9/v1\n"
                 "[wrongmodel]\nbase_url = %s\nmodel = no-such-model\n"
                 "[hostile]\nbase_url = %s\napi_key_cmd = echo sk-from-cmd-0123456789\n"
+                "[role terse]\nsystem = Be terse.\n"  # a role and an MCP server: no profiles
+                "[mcp none]\ncommand = /nonexistent/mcp-server\n"
                 % (srv.base(RL + ",models=gpt-4o-mini%7Cother"),
                    srv.base("status=401,error=" + "Incorrect%20API%20key%20provided"),
                    srv.base(), srv.base("status=403,error=%1B%5D0%3Bowned%07%1B%5B2Jno")))

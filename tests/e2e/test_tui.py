@@ -580,7 +580,8 @@ with ttlib.FakeServer() as srv:
     os.makedirs(cfgdir)
     with open(os.path.join(cfgdir, "config"), "w") as f:
         f.write("[first]\nbase_url = %s\nmodel = model-one\n\n[second]\nbase_url = %s\n"
-                "model = model-two\n" % (srv.base(), srv.base()))
+                "model = model-two\n[mcp tools]\ncommand = /nonexistent/server\n"
+                "[role terse]\nsystem = Be terse.\n" % (srv.base(), srv.base()))
     with ttlib.Tmux(80, 20) as tm:
         start(tm, None, "", {"HOME": home, "EDITOR": editor, "TOKTERM_PROFILE": "first",
                              "OPENAI_BASE_URL": None})
@@ -622,6 +623,11 @@ with ttlib.FakeServer() as srv:
         t.ok(tm.wait_for(re.compile(r"^! .*nosuch", re.M), 3) is not None and
              "second/model-two" in status_line(tm.capture()),
              "an unknown profile is refused, the current one stays", tm.capture())
+        tm.send_text("/profile")
+        tm.send("Enter")
+        scr = tm.wait_for(re.compile(r"Available: first second *\n"), 3)
+        t.ok(scr is not None, "/profile lists the profiles, not the [mcp] or [role] sections",
+             tm.capture())
         tm.send_text("/theme light")
         tm.send("Enter")
         t.ok(tm.wait_for("Theme light", 3) is not None, "/theme switches the theme",

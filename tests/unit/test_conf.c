@@ -529,6 +529,23 @@ int main(void)
     conf_free(&c);
     buf_free(&err);
     buf_free(&warn);
+    /* the profiles of a file: not [default], [role NAME] or [mcp NAME]; [profile x] is x */
+    static const char names_text[] =
+        "model = top\n[default]\nmodel = d\n[work]\n[role terse]\nsystem = x\n"
+        "[mcp fs]\ncommand = x\n[profile \"home lab\"]\n[work]\nmodel = again\n[mcpx]\n";
+    size_t nn;
+    char **names = conf_profile_names(names_text, sizeof names_text - 1, &nn);
+    TAP_INT(nn, 3, "profile names: three");
+    TAP_STR(names[0], "work", "profile names: [work], once");
+    TAP_STR(names[1], "home lab", "profile names: [profile \"home lab\"]");
+    TAP_STR(names[2], "mcpx", "profile names: [mcpx] is a profile, [mcp fs] is not");
+    TAP_OK(names[3] == NULL, "profile names: the list ends in NULL");
+    for (size_t i = 0; i < nn; i++)
+        free(names[i]);
+    free(names);
+    names = conf_profile_names("", 0, &nn);
+    TAP_OK(nn == 0 && names && !names[0], "profile names: none in an empty file");
+    free(names);
     char *cmd = xasprintf("rm -rf %s", dir);
     (void)!system(cmd);
     free(cmd);
