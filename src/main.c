@@ -270,6 +270,15 @@ static int main_models(struct main_run *r)
     return cmd_models(&su->conf, key, r->a.json, r->a.sub_argc, r->a.sub_argv);
 }
 
+/* models --help: the usage, before a key is looked for. */
+static int main_models_check(struct main_run *r)
+{
+    for (int i = 1; i < r->a.sub_argc; i++)
+        if (strcmp(r->a.sub_argv[i], "-h") == 0 || strcmp(r->a.sub_argv[i], "--help") == 0)
+            return cmd_models(&r->su.conf, NULL, 0, r->a.sub_argc, r->a.sub_argv);
+    return -1;
+}
+
 static int main_mcp(struct main_run *r)
 {
     return cmd_mcp(&r->su.conf, r->a.json, r->a.sub_argc, r->a.sub_argv);
@@ -527,7 +536,7 @@ static const struct main_cmd main_cmds[] = {
     {"rename", SETUP_CONFIG, NULL, main_store},
     {"stats", SETUP_CONFIG, NULL, main_store},
     {"cache", SETUP_CONFIG, NULL, main_store},
-    {"models", SETUP_CONFIG | SETUP_KEY, NULL, main_models},
+    {"models", SETUP_CONFIG | SETUP_KEY, main_models_check, main_models},
     {"roles", SETUP_CONFIG, NULL, main_roles},
     {"mcp", SETUP_CONFIG, NULL, main_mcp},
     {"batch", MAIN_SESSION, main_batch_check, main_batch},

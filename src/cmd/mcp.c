@@ -260,9 +260,22 @@ static int cmd_mcp_call(struct mcp_set *set, int json, int argc, char **argv)
     return code;
 }
 
+static const char cmd_mcp_usage[] =
+    "usage: tokterm mcp list [SERVER...] [--json]\n"
+    "       tokterm mcp call SERVER TOOL [JSON | -] [--json]\n"
+    "list starts the [mcp NAME] servers of the config file (all, or those named) and lists\n"
+    "their tools; call runs one tool with a JSON object of arguments (- reads it from stdin)\n"
+    "and prints its result. call exits 0, 1 when the tool reports an error, 2 on bad usage,\n"
+    "3 on a JSON-RPC error, 4 when the server fails, 8 on a timeout, 130 when cancelled.\n";
+
 int cmd_mcp(const struct conf *conf, int json, int argc, char **argv)
 {
     /* argv[0] is "mcp" */
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            fputs(cmd_mcp_usage, stdout);
+            return 0;
+        }
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "--json") == 0) {
             json = 1;
@@ -270,8 +283,7 @@ int cmd_mcp(const struct conf *conf, int json, int argc, char **argv)
             argc--, i--;
         }
     if (argc < 2 || (strcmp(argv[1], "list") != 0 && strcmp(argv[1], "call") != 0)) {
-        fprintf(stderr, "tokterm: usage: tokterm mcp list [SERVER...] [--json]\n"
-                        "       tokterm mcp call SERVER TOOL [JSON | -] [--json]\n");
+        fprintf(stderr, "tokterm: %s", cmd_mcp_usage);
         return 2;
     }
     struct mcp_set set;

@@ -15,6 +15,13 @@ int cmd_roles(const char *cfgpath, int json, int argc, char **argv)
     for (int i = 1; i < argc; i++) { /* argv[0] is "roles" */
         if (strcmp(argv[i], "--json") == 0) {
             json = 1;
+        } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            fputs("usage: tokterm roles [--json]\n"
+                  "Lists the roles --role and /role know: your roles/NAME.md files, the\n"
+                  "[role NAME] sections of the config file and the built-ins, each with where it\n"
+                  "comes from and the first line of its prompt.\n",
+                  stdout);
+            return 0;
         } else {
             fprintf(stderr, "tokterm: roles takes only --json, not '%s'\n", argv[i]);
             return 2;

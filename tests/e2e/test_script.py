@@ -332,6 +332,15 @@ with ttlib.FakeServer() as srv:
     t.eq(rc, 2, "unknown option: exit 2")
     rc, out, err = ttlib.run_tokterm(["--help"])
     t.ok(rc == 0 and b"Exit status" in out and b"count" in out, "--help lists exit codes and subcommands")
+    # every subcommand's --help: its usage on stdout, exit 0, with no key or server set up
+    bad = []
+    for sub in ("ls", "show", "search", "export", "rm", "rename", "stats", "cache", "count",
+                "models", "roles", "mcp", "doctor", "batch", "help"):
+        rc, out, err = ttlib.run_tokterm([sub, "--help"], env={"OPENAI_API_KEY": None,
+                                                               "OPENAI_BASE_URL": None})
+        if rc != 0 or not out.lower().startswith(b"usage:") or err:
+            bad.append((sub, rc, out[:60], err[:100]))
+    t.eq(bad, [], "every subcommand's --help prints its usage, exit 0, without a key")
     api_help = re.search(rb"--api NAME[\s\S]*?profile 'api'", out)
     t.ok(api_help and all(re.search(rb"\b%s\b" % d, api_help.group(0))
                           for d in (b"openai", b"anthropic", b"gemini", b"responses")),
