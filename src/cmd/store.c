@@ -64,10 +64,10 @@ struct cmd_opts {
 };
 
 static const char cmd_usage_text[] =
-    "usage: tokterm ls [--limit N]\n"
+    "usage: tokterm ls [--limit N] [--json]\n"
     "       tokterm show ID [--all-versions]\n"
-    "       tokterm search QUERY... [--model M] [--since YYYY-MM-DD] [--until YYYY-MM-DD]"
-    " [--limit N]\n"
+    "       tokterm search QUERY... [--model M] [--since YYYY-MM-DD] [--until YYYY-MM-DD]\n"
+    "                      [--limit N] [--json]\n"
     "       tokterm export ID [--format md|json] [--all-versions] [-o FILE]\n"
     "       tokterm export --all [--format json|md] [--all-versions]\n"
     "       tokterm rm ID\n"
@@ -370,6 +370,28 @@ static int cmd_store_result(struct cmd_ctx *c, int rc)
 
 /* ---------------------------------------------------------------- ls */
 
+static void cmd_json_lines(struct cmd_ctx *c, cJSON *arr);
+static void cmd_json_add_str(cJSON *obj, const char *key, const char *s);
+
+/* ls --json: one object a conversation, newest first. */
+static void cmd_ls_json(struct cmd_ctx *c, const struct store_conversation *list, size_t n)
+{
+    cJSON *arr = cJSON_CreateArray();
+    for (size_t i = 0; i < n; i++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "id", (double)list[i].id);
+        cmd_json_add_str(o, "title", list[i].title);
+        cmd_json_add_str(o, "model", list[i].model);
+        cmd_json_add_str(o, "profile", list[i].profile);
+        cJSON_AddNumberToObject(o, "created", (double)list[i].created);
+        cJSON_AddNumberToObject(o, "updated", (double)list[i].updated);
+        cJSON_AddNumberToObject(o, "messages", (double)list[i].message_count);
+        cJSON_AddItemToArray(arr, o);
+    }
+    cmd_json_lines(c, arr);
+    cJSON_Delete(arr);
+}
+
 static int cmd_ls(struct cmd_ctx *c, const struct cmd_opts *o)
 {
     int limit = cmd_limit(c, o, 50);
@@ -379,6 +401,11 @@ static int cmd_ls(struct cmd_ctx *c, const struct cmd_opts *o)
     size_t n;
     if (store_conversation_list(c->st, limit, &list, &n) != 0)
         return cmd_store_result(c, -1);
+    if (o->json) {
+        cmd_ls_json(c, list, n);
+        store_conversation_list_free(list, n);
+        return CMD_STORE_OK;
+    }
     if (n == 0 && c->tty)
         fputs("no conversations yet\n", c->out);
     int wmodel = 5;
@@ -729,8 +756,8 @@ static int cmd_search(struct cmd_ctx *c, const struct cmd_opts *o)
     if (so.limit < 0 || cmd_range(c, o, &so.since, &so.until) != 0)
         return cmd_usage(c, NULL);
     so.model = o->model;
-    so.open = c->tty ? CMD_MARK_OPEN : "[";
-    so.close = c->tty ? CMD_MARK_CLOSE : "]";
+    so.open = o->json ? "" : c->tty ? CMD_MARK_OPEN : "[";
+    so.close = o->json ? "" : c->tty ? CMD_MARK_CLOSE : "]";
     struct buf q = BUF_INIT;
     for (int i = 0; i < o->n_pos; i++) {
         if (i)
@@ -747,12 +774,28 @@ static int cmd_search(struct cmd_ctx *c, const struct cmd_opts *o)
     buf_free(&q);
     if (rc != 0)
         return cmd_store_result(c, rc);
+    if (o->json) { /* the same hits as objects; [] for none (still exit 1) */
+        cJSON *arr = cJSON_CreateArray();
+        for (size_t i = 0; i < n; i++) {
+            cJSON *h = cJSON_CreateObject();
+            cJSON_AddNumberToObject(h, "conversation", (double)hits[i].conversation_id);
+            cJSON_AddNumberToObject(h, "message", (double)hits[i].message_id);
+            cJSON_AddNumberToObject(h, "created", (double)hits[i].created);
+            cmd_json_add_str(h, "role", hits[i].role);
+            cmd_json_add_str(h, "model", hits[i].model);
+            cmd_json_add_str(h, "title", hits[i].title);
+            cmd_json_add_str(h, "snippet", hits[i].snippet);
+            cJSON_AddItemToArray(arr, h);
+        }
+        cmd_json_lines(c, arr);
+        cJSON_Delete(arr);
+    }
     if (n == 0) { /* grep's convention: a search that finds nothing says so and fails */
         store_hits_free(hits, n);
         cmd_error(c, "no matches");
         return CMD_STORE_NOMATCH;
     }
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n && !o->json; i++) {
         char when[32];
         cmd_time(hits[i].created, when);
         fprintf(c->out, "%lld/%lld  %s  ", (long long)hits[i].conversation_id,
@@ -904,9 +947,9 @@ static cJSON *cmd_json_conversation(struct cmd_ctx *c, const struct store_conver
     return o;
 }
 
-static void cmd_json_print(struct cmd_ctx *c, cJSON *j, const char *indent)
+static void cmd_json_print_as(struct cmd_ctx *c, cJSON *j, const char *indent, int compact)
 {
-    char *s = cJSON_Print(j);
+    char *s = compact ? cJSON_PrintUnformatted(j) : cJSON_Print(j);
     /* cJSON escapes C0 controls only: on a terminal, C1, DEL and bidi controls become \uXXXX
      * too (the same JSON value); a pipe or file gets cJSON's bytes. */
     struct buf safe = BUF_INIT;
@@ -928,6 +971,22 @@ static void cmd_json_print(struct cmd_ctx *c, cJSON *j, const char *indent)
     }
     buf_free(&safe);
     free(s);
+}
+
+static void cmd_json_print(struct cmd_ctx *c, cJSON *j, const char *indent)
+{
+    cmd_json_print_as(c, j, indent, 0);
+}
+
+/* A list for ls and search: an array with one object a line (grep and jq read it alike). */
+static void cmd_json_lines(struct cmd_ctx *c, cJSON *arr)
+{
+    fputc('[', c->out);
+    for (cJSON *e = arr->child; e; e = e->next) {
+        fputs(e == arr->child ? "\n" : ",\n", c->out);
+        cmd_json_print_as(c, e, NULL, 1);
+    }
+    fputs(arr->child ? "\n]\n" : "]\n", c->out);
 }
 
 static int cmd_export_to(struct cmd_ctx *c, const struct cmd_opts *o, int json);
@@ -1169,9 +1228,9 @@ int cmd_store_run(struct store *st, int argc, char **argv, FILE *out, FILE *err,
         unsigned opts;
         int (*fn)(struct cmd_ctx *, const struct cmd_opts *);
     } cmds[] = {
-        {"ls", OPT_LIMIT, cmd_ls},
+        {"ls", OPT_LIMIT | OPT_JSON, cmd_ls},
         {"show", OPT_VERSIONS, cmd_show},
-        {"search", OPT_LIMIT | OPT_MODEL | OPT_SINCE | OPT_UNTIL, cmd_search},
+        {"search", OPT_LIMIT | OPT_MODEL | OPT_SINCE | OPT_UNTIL | OPT_JSON, cmd_search},
         {"export", OPT_FORMAT | OPT_ALL | OPT_VERSIONS | OPT_OUTPUT, cmd_export},
         {"rm", 0, cmd_rm},
         {"rename", 0, cmd_rename},

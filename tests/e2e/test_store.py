@@ -127,6 +127,30 @@ with ttlib.FakeServer() as srv:
     t.ok(rc == 0 and b"back to the first" in out, "show prints a conversation")
     rc, out, err = run("", ["search", "saved"])
     t.ok(rc == 0 and b"[saved]" in out, "search finds and highlights", out.decode())
+    # --json: one object a line in an array, for scripts
+    rc, out, err = run("", ["ls", "--json"])
+    try:
+        convs = json.loads(out)
+    except ValueError:
+        convs = []
+    want = query(home, "SELECT c.id, (SELECT count(*) FROM messages m WHERE "
+                       "m.conversation_id = c.id) FROM conversations c "
+                       "ORDER BY c.updated DESC, c.id DESC")
+    t.ok(rc == 0 and [(c.get("id"), c.get("messages")) for c in convs] == [tuple(w) for w in want]
+         and all(set(c) == {"id", "title", "model", "profile", "created", "updated", "messages"}
+                 for c in convs) and out.count(b"\n") == len(convs) + 2,
+         "ls --json: every conversation, newest first, one a line", out.decode()[:400])
+    rc, out, err = run("", ["search", "saved", "--json"])
+    try:
+        hits = json.loads(out)
+    except ValueError:
+        hits = []
+    t.ok(rc == 0 and hits and all("saved" in h["snippet"] and "[" not in h["snippet"]
+                                  and h["conversation"] > 0 and h["message"] > 0 for h in hits),
+         "search --json: the hits, snippets without markers", out.decode()[:400])
+    rc, out, err = run("", ["search", "zzqxnotsaidanywhere", "--json"])
+    t.ok(rc == 1 and out == b"[]\n", "search --json without a match: [] and exit 1",
+         "rc %d: %r" % (rc, out))
     rc, out, err = run("", ["search", 'AND "unbalanced (quote'])
     t.ok(rc == 1 and err == b"tokterm search: no matches\n" and out == b"",
          "search with operators and an unbalanced quote: no FTS syntax error, no match",
