@@ -342,6 +342,12 @@ int conf_set(struct conf *c, const char *key, const char *value, struct buf *err
         }
         if (o->off == offsetof(struct conf, extra_body) && conf_check_object(value, key, err) < 0)
             return -1;
+        if (o->off == offsetof(struct conf, model) && !value[strspn(value, " \t\r\n")]) {
+            /* a blank name goes out as "model": "" and the server refuses it */
+            buf_printf(err, "model must name a model (tokterm models lists them), not '%s'",
+                       value);
+            return -1;
+        }
         if (o->off == offsetof(struct conf, state) && *value) {
             struct state_addr a;
             char why[200];

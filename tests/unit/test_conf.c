@@ -262,6 +262,21 @@ int main(void)
             printf("#   got: %s\n", buf_str(&err));
         conf_free(&c);
     }
+    /* a blank model name would go out as "model": "" */
+    static const char *const blank_models[] = {"", " ", "\t "};
+    for (size_t i = 0; i < sizeof blank_models / sizeof blank_models[0]; i++) {
+        conf_defaults(&c);
+        buf_reset(&err);
+        TAP_OK(conf_set(&c, "model", blank_models[i], &err) == -1 &&
+                   strstr(buf_str(&err), "model must name a model") &&
+                   strcmp(c.model, "gpt-4o-mini") == 0,
+               "model '%s' refused, the model kept: %s", blank_models[i], buf_str(&err));
+        conf_free(&c);
+    }
+    conf_defaults(&c);
+    TAP_OK(conf_set(&c, "model", "llama3.1:8b", &err) == 0 && strcmp(c.model, "llama3.1:8b") == 0,
+           "a model name is taken as it is");
+    conf_free(&c);
 
     /* Commands run only from a file nobody else can change (as ssh's StrictModes) */
     {
