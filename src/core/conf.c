@@ -911,7 +911,12 @@ void conf_no_key_help(const struct conf *c, struct conf_key_help *h, struct buf 
     int openai = strcmp(d->base_url, dialect_default()->base_url) == 0;
     h->key_env = c->api_key_env && *c->api_key_env ? c->api_key_env : d->key_env[0];
     h->key_env_alt = NULL;
+    /* the other variable the dialect reads, when the key is looked for in its variables (a
+     * profile's own api_key_env is the only one read) */
+    int own = 0;
     for (size_t i = 0; i < DIALECT_MAX_KEY_ENV && d->key_env[i]; i++)
+        own |= strcmp(d->key_env[i], h->key_env) == 0;
+    for (size_t i = 0; own && i < DIALECT_MAX_KEY_ENV && d->key_env[i]; i++)
         if (strcmp(d->key_env[i], h->key_env) != 0) {
             h->key_env_alt = d->key_env[i];
             break;

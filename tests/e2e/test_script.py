@@ -303,6 +303,18 @@ with ttlib.FakeServer() as srv:
         t.ok(rc == 2 and all(n in err for n in names) and b"api = " + api.encode() in err
              and b"OPENAI" not in err, "no key, --api %s: its variables and profile" % api,
              err.decode())
+    # a profile's own api_key_env is the only variable read: no other is offered
+    khome = ttlib.make_home()
+    os.makedirs(os.path.join(khome, ".config", "tokterm"))
+    kcfg = os.path.join(khome, ".config", "tokterm", "config")
+    with open(kcfg, "w") as f:
+        f.write("[g]\napi = gemini\napi_key_env = MY_GEMINI_KEY\n")
+    os.chmod(kcfg, 0o600)
+    rc, out, err = ttlib.run_tokterm(["-P", "g", "-p", "hi"], home=khome,
+                                     env={"TOKTERM_LOCAL_PROBE": "None=http://127.0.0.1:1/v1"})
+    t.ok(rc == 2 and b"export MY_GEMINI_KEY=" in err and b"GOOGLE_API_KEY" not in err
+         and b"GEMINI_API_KEY" not in err, "no key, api_key_env set: only that variable named",
+         err.decode())
     rc, out, err = ttlib.run_tokterm(["-p", "keyless"], env={"OPENAI_API_KEY": None,
                                                              "OPENAI_BASE_URL": srv.base()})
     t.eq((rc, out), (0, b"keyless\n"), "local server needs no key")
