@@ -188,11 +188,12 @@ static const char *image_type(const unsigned char *d, size_t n, int *w, int *h)
  * (a file cut off while copied or downloaded), or NULL. */
 static const char *image_cut(const unsigned char *d, size_t n)
 {
-    if (n >= 4 && memcmp(d, "\x89PNG", 4) == 0)
+    static const char png[] = "\x89PNG\r\n\x1a\n";
+    if (n >= 4 && n < 24 && memcmp(d, png, n < 8 ? n : 8) == 0)
         return "PNG";
-    if (n >= 4 && memcmp(d, "GIF8", 4) == 0)
+    if (n >= 6 && n < 10 && (memcmp(d, "GIF87a", 6) == 0 || memcmp(d, "GIF89a", 6) == 0))
         return "GIF";
-    if (n >= 12 && memcmp(d, "RIFF", 4) == 0 && memcmp(d + 8, "WEBP", 4) == 0)
+    if (n >= 12 && n < 16 && memcmp(d, "RIFF", 4) == 0 && memcmp(d + 8, "WEBP", 4) == 0)
         return "WebP";
     return NULL;
 }
@@ -272,6 +273,12 @@ int attach_from_bytes(struct attach *a, const char *name, const unsigned char *d
     memset(a, 0, sizeof *a);
     int w, h;
     const char *img = image_type(d, n, &w, &h);
+    const char *cut = img ? NULL : image_cut(d, n);
+    if (cut) { /* before the text check: "GIF89a" alone is text, and a cut-off GIF */
+        *err = xasprintf("%s: a cut-off %s image (%zu byte%s, too short for its header)", name,
+                         cut, n, n == 1 ? "" : "s");
+        return -1;
+    }
     if (img) {
         attach_set(a, ATTACH_IMAGE, name, img, d, n);
         a->width = w;
@@ -294,13 +301,8 @@ int attach_from_bytes(struct attach *a, const char *name, const unsigned char *d
     } else {
         size_t skip = n >= 3 && memcmp(d, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
         if (memchr(d + skip, '\0', n - skip) || !utf8_valid((const char *)d + skip, n - skip)) {
-            const char *cut = image_cut(d, n);
-            if (cut)
-                *err = xasprintf("%s: a cut-off %s image (%zu byte%s, too short for its "
-                                 "header)", name, cut, n, n == 1 ? "" : "s");
-            else
-                *err = xasprintf("%s: a binary file (not UTF-8 or UTF-16 text, nor a PNG, "
-                                 "JPEG, GIF, WebP image or a PDF)", name);
+            *err = xasprintf("%s: a binary file (not UTF-8 or UTF-16 text, nor a PNG, JPEG, "
+                             "GIF, WebP image or a PDF)", name);
             return -1;
         }
         attach_set(a, ATTACH_TEXT, name, "text/plain", d + skip, n - skip);

@@ -208,7 +208,15 @@ with ttlib.FakeServer() as srv:
     cutf = os.path.join(work, "cut.png")  # a PNG cut off before its header ends
     with open(cutf, "wb") as f:
         f.write(IMG[:10])
+    crlf = os.path.join(work, "crlf.png")  # a PNG through LF -> CRLF: damaged, not cut off
+    with open(crlf, "wb") as f:
+        f.write(IMG.replace(b"\n", b"\r\n"))
+    gif = os.path.join(work, "cut.gif")  # valid UTF-8, but a GIF cut off
+    with open(gif, "wb") as f:
+        f.write(b"GIF89a")
     cases = [(["-f", os.path.join(work, "missing.c")], "no such file", "a missing file"),
+             (["-f", crlf], "crlf.png: a binary file", "a damaged PNG is not called cut off"),
+             (["-f", gif], "cut.gif: a cut-off GIF image (6 bytes", "a cut-off GIF, not text"),
              (["-f", binf], "binary", "a binary file"),
              (["-f", cutf], "cut.png: a cut-off PNG image (10 bytes", "a cut-off PNG"),
              (["-f", nontext], "no text file", "a folder without text"),
