@@ -1417,10 +1417,18 @@ const char *context_format_cap_usd(double usd, char out[CONTEXT_USD_MAX])
 {
     /* cents when the cap is whole cents, else as many places as it needs (no libm: tokterm
      * does not link it) */
+    if (usd > 0 && usd < 0.000000005) {
+        snprintf(out, CONTEXT_USD_MAX, "<$0.00000001");
+        return out;
+    }
     int places = 2;
     for (double scaled = usd * 100; places < 8; places++, scaled *= 10) {
+        /* off by the double's rounding only: relative, as large caps have fewer places */
+        if (scaled > 9e17)
+            break; /* past what a long long holds: whole cents anyway at that size */
         double off = scaled - (double)(long long)(scaled + 0.5);
-        if (off < 1e-9 && off > -1e-9)
+        double tol = scaled > 1000 ? scaled * 1e-12 : 1e-9;
+        if (off < tol && off > -tol)
             break;
     }
     snprintf(out, CONTEXT_USD_MAX, "$%.*f", places, usd);

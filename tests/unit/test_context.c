@@ -834,6 +834,9 @@ static void test_budget(void)
     TAP_STR(context_format_cap_usd(0.125, m), "$0.125", "cap: three places");
     TAP_STR(context_format_cap_usd(1.23e-7, m), "$0.00000012", "cap: at most 8 places");
     TAP_STR(context_format_cap_usd(1234.56, m), "$1234.56", "cap: dollars and cents");
+    TAP_STR(context_format_cap_usd(131072.14, m), "$131072.14", "cap: a large one in cents");
+    TAP_STR(context_format_cap_usd(999999999.99, m), "$999999999.99", "cap: the largest in cents");
+    TAP_STR(context_format_cap_usd(1e-9, m), "<$0.00000001", "cap: under 8 places is not $0");
     buf_reset(&d);
     b.spent_usd = 0.0003;
     b.cap_usd = 0.0001;
