@@ -22,6 +22,10 @@
 #include <readline/readline.h>
 
 #define TUI_INPUT_HISTORY_MAX 2000
+/* A prompt longer than this (a large paste) is recalled with Up in this chat, not kept in the
+ * history file: 2,000 of them would make a file of tens of MB, read whole at every start. The
+ * conversation keeps it either way. */
+#define TUI_INPUT_HISTORY_ENTRY_MAX (16u << 10)
 
 /* One display row of the input line: its cleaned text. */
 struct tui_input_row {
@@ -326,7 +330,7 @@ void tui_input_history_add(const char *line)
     }
     add_history(line);
     using_history();
-    if (tui_input_hist_path)
+    if (tui_input_hist_path && strlen(line) <= TUI_INPUT_HISTORY_ENTRY_MAX)
         append_history(1, tui_input_hist_path);
 }
 
@@ -390,7 +394,13 @@ void tui_input_end(void)
 {
     rl_callback_handler_remove();
     if (tui_input_hist_path) {
-        history_truncate_file(tui_input_hist_path, TUI_INPUT_HISTORY_MAX);
+        /* keep the newest TUI_INPUT_HISTORY_MAX entries of the file, other chats' appends
+         * included: read back whole (a multi-line entry is one), stifled, written again.
+         * history_truncate_file counts lines, and would cut a multi-line entry in two, its
+         * tail read back as one entry a line. */
+        clear_history();
+        if (read_history(tui_input_hist_path) == 0)
+            write_history(tui_input_hist_path);
         chmod(tui_input_hist_path, 0600);
     }
     free(tui_input_hist_path);

@@ -152,6 +152,41 @@ with ttlib.FakeServer() as srv:
         tm.send("C-d")
         tm.wait_exit(5)
 
+    # --- the history file keeps whole entries: a multi-line one is not cut in two at exit, and a
+    # prompt over 16 KiB (a large paste) is not written to it ---
+    home = ttlib.make_home()
+    hist = os.path.join(home, ".local", "state", "tokterm", "history")
+    os.makedirs(os.path.dirname(hist))
+    with open(hist, "w") as f:
+        f.write("#1700000000\n" + "\n".join("multi %d" % i for i in range(2500)) + "\n"
+                "#1700000001\nsmall one\n")
+    os.chmod(hist, 0o600)
+    editor = os.path.join(home, "big-editor.sh")
+    with open(editor, "w") as f:
+        f.write("#!/bin/sh\nhead -c 20000 /dev/zero | tr '\\0' y > \"$1\"\n")
+    os.chmod(editor, 0o755)
+    with ttlib.Tmux(60, 12) as tm:
+        start(tm, srv, "", {"HOME": home, "EDITOR": editor})
+        tm.send("C-x", "C-e")
+        t.ok(tm.wait_for("yyyy", 5) is not None, "history: the 20 KB prompt is in the input line",
+             tm.capture())
+        tm.send("Enter")
+        tm.wait_for("\u2713", 10)
+        tm.send_text("after the big one")
+        tm.send("Enter")
+        tm.wait_for(re.compile("\u2713[\\s\\S]*\u2713"), 10)
+        tm.send("C-d")
+        tm.wait_exit(5)
+    text = open(hist).read() if os.path.exists(hist) else ""
+    entries = re.split(r"(?m)^#\d+\n", text)[1:]
+    t.ok(text.startswith("#") and any(e.startswith("multi 0\n") and "multi 2499\n" in e
+                                      for e in entries)
+         and not any(e.startswith("multi ") and not e.startswith("multi 0\n") for e in entries),
+         "history: a 2,500-line entry stays whole at exit", text[:200])
+    t.ok("small one\n" in entries and "after the big one\n" in entries and "y" * 20000 not in text,
+         "history: short prompts kept, a 20 KB one not written",
+         [e[:40] for e in entries])
+
     # --- 2. CJK and emoji at 40 columns: nothing split, nothing lost ---------------------------
     cjk = ("中文字符测试这是一个很长的句子用来检查换行是否正确日本語のテキストも混ぜます"
            "한국어도있습니다漢字がたくさん並んでいる行をさらに長くするための文章です終わり")
