@@ -318,6 +318,21 @@ static int tui_input_hist_open(const char *path, const char **err)
     return 0;
 }
 
+/* 1 when the history file can hold line: not over TUI_INPUT_HISTORY_ENTRY_MAX, and no line of
+ * it starts with '#' and a digit, which readline reads back as a timestamp (the line lost,
+ * a multi-line prompt cut in two). Such a prompt is recalled in its own chat only. */
+static int tui_input_hist_keeps(const char *line)
+{
+    if (strlen(line) > TUI_INPUT_HISTORY_ENTRY_MAX)
+        return 0;
+    for (const char *p = line;; p++) {
+        if (p[0] == history_comment_char && p[1] >= '0' && p[1] <= '9')
+            return 0;
+        if (!(p = strchr(p, '\n')))
+            return 1;
+    }
+}
+
 void tui_input_history_add(const char *line)
 {
     if (!line || !*line)
@@ -330,7 +345,7 @@ void tui_input_history_add(const char *line)
     }
     add_history(line);
     using_history();
-    if (tui_input_hist_path && strlen(line) <= TUI_INPUT_HISTORY_ENTRY_MAX)
+    if (tui_input_hist_path && tui_input_hist_keeps(line))
         append_history(1, tui_input_hist_path);
 }
 

@@ -177,6 +177,17 @@ with ttlib.FakeServer() as srv:
         tm.wait_for(re.compile("\u2713[\\s\\S]*\u2713"), 10)
         tm.send("C-d")
         tm.wait_exit(5)
+    # a prompt with a line readline would read back as a timestamp ("#2 ...")
+    with open(editor, "w") as f:
+        f.write("#!/bin/sh\nprintf 'step one\\n#2 step two\\nstep three' > \"$1\"\n")
+    with ttlib.Tmux(60, 12) as tm:
+        start(tm, srv, "", {"HOME": home, "EDITOR": editor})
+        tm.send("C-x", "C-e")
+        tm.wait_for("step three", 5)
+        tm.send("Enter")
+        tm.wait_for("\u2713", 10)
+        tm.send("C-d")
+        tm.wait_exit(5)
     text = open(hist).read() if os.path.exists(hist) else ""
     entries = re.split(r"(?m)^#\d+\n", text)[1:]
     t.ok(text.startswith("#") and any(e.startswith("multi 0\n") and "multi 2499\n" in e
@@ -186,6 +197,9 @@ with ttlib.FakeServer() as srv:
     t.ok("small one\n" in entries and "after the big one\n" in entries and "y" * 20000 not in text,
          "history: short prompts kept, a 20 KB one not written",
          [e[:40] for e in entries])
+    t.ok("step" not in text and re.search(r"(?m)^#\d+\nafter the big one$", text),
+         "history: a prompt with a hash-digit line is not written (it would read back in pieces)",
+         text[-200:])
 
     # --- 2. CJK and emoji at 40 columns: nothing split, nothing lost ---------------------------
     cjk = ("中文字符测试这是一个很长的句子用来检查换行是否正确日本語のテキストも混ぜます"
