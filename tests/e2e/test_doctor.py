@@ -324,7 +324,8 @@ if not ttlib.Tmux.available():
 else:
     with ttlib.Tmux(100, 30) as tm:
         tm.run([ttlib.tokterm_path(), "doctor", "--offline"], ttlib.clean_env())
-        screen = tm.wait_for(re.compile(r"\d+ ok, \d+ warn, \d+ fail"), 10) or tm.capture()
+        # 30 s: once, with two full test runs beside it, the screen was still blank after 10 s
+        screen = tm.wait_for(re.compile(r"\d+ ok, \d+ warn, \d+ fail"), 30) or tm.capture()
         t.ok(find(screen.splitlines(), "ok", "terminal", None,
                   "xterm-256color, 256 colours, 100x30"),
              "terminal: TERM, colours and size", screen)
