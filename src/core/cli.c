@@ -292,9 +292,10 @@ static const char cli_usage_tail[] =
            "\n"
            "Subcommands (reserved words: use -p to send one of them as a prompt):\n"
            "  count [-m MODEL|--encoding NAME] [--ids] [TEXT]   count the tokens of TEXT or stdin\n"
-           "  ls [--limit N]                              saved conversations, newest first\n"
+           "  ls [--limit N] [--json]                     saved conversations, newest first\n"
            "  show ID | export ID --format md|json | export --all   print conversations\n"
-           "  search QUERY [--model M] [--since D] [--until D]    full-text search (exit 1: no match)\n"
+           "  search QUERY [--model M] [--since D] [--until D] [--limit N] [--json]\n"
+           "                                              full-text search (exit 1: no match)\n"
            "  rm ID | rename ID TITLE | stats | cache stats|clear\n"
            "  models [--json] [--refresh]                 the models the server offers\n"
            "  roles [--json]                              the roles --role and /role know\n"
@@ -307,7 +308,9 @@ static const char cli_usage_tail[] =
            "Exit status: 0 complete answer; 2 bad usage or config; 3 HTTP/API error;\n"
            "  4 network failure; 5 truncated or interrupted stream; 6 answer cut short by the\n"
            "  server (finish_reason length or content_filter); 130 cancelled by the user;\n"
-           "  7 --cache-only and no cached answer; 141 stdout closed; 1 internal error.\n";
+           "  7 --cache-only and no cached answer; 8 stopped by tokterm's own limit\n"
+           "  (--max-answer-mb, --max-time), the text so far kept; 141 stdout closed;\n"
+           "  1 internal error.\n";
 
 const char *cli_usage(void)
 {

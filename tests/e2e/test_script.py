@@ -344,6 +344,18 @@ with ttlib.FakeServer() as srv:
     t.eq(rc, 2, "unknown option: exit 2")
     rc, out, err = ttlib.run_tokterm(["--help"])
     t.ok(rc == 0 and b"Exit status" in out and b"count" in out, "--help lists exit codes and subcommands")
+    help_text = out.decode()
+    # --help's exit statuses are the README's (8, --max-answer-mb and --max-time, was missing)
+    with open(os.path.join(ttlib.srcdir(), "..", "README.md"), encoding="utf-8") as f:
+        readme_exit = re.search(r"Exit status: ([\s\S]*?)\n\n", f.read()).group(1)
+    help_exit = help_text[help_text.index("Exit status:"):]
+    codes = lambda s: sorted(set(int(n) for n in re.findall(r"(?:^|[;:]\s+)(\d+) ", s)))
+    t.ok(codes(readme_exit) and codes(help_exit) == codes(readme_exit),
+         "--help names the README's exit statuses",
+         "help %s, README %s" % (codes(help_exit), codes(readme_exit)))
+    t.ok(re.search(r"\bls \[--limit N\] \[--json\]", help_text)
+         and re.search(r"search QUERY [^\n]*\[--limit N\] \[--json\]", help_text),
+         "--help names ls's and search's --json and --limit", help_text)
     # every subcommand's --help: its usage on stdout, exit 0, with no key or server set up
     bad = []
     for sub in ("ls", "show", "search", "export", "rm", "rename", "stats", "cache", "count",
