@@ -611,7 +611,9 @@ static void cmd_md_message(struct cmd_ctx *c, const struct store_message *m,
         buf_printf(&f, " \xC2\xB7 first token %.2f s", m->timings.ttft);
     if (m->timings.total >= 0)
         buf_printf(&f, " \xC2\xB7 total %.2f s", m->timings.total);
-    if (m->timings.tokens_per_s >= 0)
+    /* tokens/s only where stats counts it: a few tokens in a millisecond make no speed */
+    if (m->timings.tokens_per_s >= 0 && m->usage.completion_tokens >= STORE_TPS_MIN_TOKENS &&
+        m->timings.total - m->timings.ttft >= STORE_TPS_MIN_SECONDS)
         buf_printf(&f, " \xC2\xB7 %.1f tokens/s", m->timings.tokens_per_s);
     if (m->cached)
         buf_appends(&f, " \xC2\xB7 from cache");

@@ -77,6 +77,14 @@ with ttlib.FakeServer() as srv:
     t.ok(re.search(r"^gpt-4o-mini +2 +\d+ +\d+ +\d+ +<\$0\.0001$", text, re.M) is not None
          and "spend                 <$0.0001\n" in text, "stats: a model's tiny spend", text)
 
+    # show gives tokens/s where stats counts it: the 40 tokens over 0.8 s, not the burst
+    speeds = []
+    for cid in ("1", "2"):
+        rc, out, err = ttlib.run_tokterm(["show", cid], env=env, home=home)
+        speeds.append(re.findall(r"[\d.]+ tokens/s", out.decode()))
+    t.ok(len(speeds[0]) == 1 and 0 < float(speeds[0][0].split()[0]) < 1000 and speeds[1] == [],
+         "show: tokens/s of the long answer only, not the burst's millions", repr(speeds))
+
     # --- Prometheus: stats --format prometheus passes promtool ---
     rc, prom, err = ttlib.run_tokterm(["stats", "--format", "prometheus"], env=env, home=home)
     t.ok(rc == 0 and b'tokterm_requests_total{provider="127.0.0.1:%d",model="gpt-4o-mini",'
