@@ -682,6 +682,13 @@ static char *tui_footer(struct tui *t, const struct net_result *r, int *slot)
             buf_appends(&b, " \xC2\xB7 the answer is empty");
         if (r->cached)
             buf_appends(&b, " \xC2\xB7 from the cache");
+        /* attempts, not retries: a 429 waited out as asked spends no retry */
+        if (r->attempts > 1) {
+            buf_printf(&b, " \xC2\xB7 after %d failed attempt%s", r->attempts - 1,
+                       util_plural(r->attempts - 1));
+            if (r->rate_limited)
+                buf_printf(&b, " (%d answered 429)", r->rate_limited);
+        }
         break;
     case API_CANCELLED:
         *slot = THEME_ERROR;

@@ -369,6 +369,11 @@ with ttlib.FakeServer() as srv:
              "the retried request answers", tm.capture())
         t.eq([r["status"] for r in srv.requests()[n0:]], [503, 200],
              "the server saw the failed attempt and the retry")
+        t.ok(done is not None and re.search(r"after the retry\n.*\u2713.* after 1 failed attempt$",
+                                            done, re.M) is not None,
+             "the answer's line says it came after a failed attempt", done or "")
+        t.ok(re.search(r"two\n.*\u2713.*attempt", tm.capture()) is None,
+             "an answer of one attempt names no failed one", tm.capture())
         # no requests left until the reset: the next one waits for the quota
         srv.queue(["reply=spent,h.x-ratelimit-limit-requests=5000,"
                    "h.x-ratelimit-remaining-requests=0,h.x-ratelimit-reset-requests=1500ms",
