@@ -4,6 +4,7 @@
 #include "proto/api.h"
 #include "core/cli.h"
 #include "core/conf.h"
+#include "core/mcpset.h"
 #include "core/models.h"
 #include "net/probe.h"
 #include "net/ratelimit.h"
@@ -468,6 +469,83 @@ out:
     buf_free(&warn);
 }
 
+/* ---- MCP servers ------------------------------------------------------------------------ */
+
+/* text past a leading "prefix: ", else text */
+static const char *doctor_after(const char *text, const char *prefix)
+{
+    size_t k = strlen(prefix);
+    return strncmp(text, prefix, k) == 0 && text[k] == ':' && text[k + 1] == ' ' ? text + k + 2
+                                                                                 : text;
+}
+
+/* The servers the profile enables (c->mcp) must all have a section. Each [mcp NAME] section
+ * (with -P, those the profile enables) is started and its tools listed, as `mcp list` does,
+ * one after another; a request waits up to --timeout (or the section's own timeout when
+ * shorter), a start as long as in the chat (at least 30 s: npx may be fetching); --offline
+ * starts none. */
+static void doctor_mcp(struct doctor *d, const struct conf *c, int only)
+{
+    struct mcp_set set;
+    struct buf err = BUF_INIT;
+    if (mcp_set_load(&set, c, &err) < 0) {
+        doctor_linef(d, DOCTOR_FAIL, "mcp", NULL, "fix the [mcp NAME] section", "%s",
+                     buf_str(&err));
+        buf_free(&err);
+        return;
+    }
+    char **on = mcp_set_enabled(&set, c, &err);
+    if (!on && err.len)
+        doctor_linef(d, DOCTOR_FAIL, "mcp", NULL, "fix the mcp = line", "%s",
+                     doctor_after(err.data, "mcp"));
+    for (int i = 0; i < set.n; i++) {
+        struct mcp_server_conf *sc = &set.confs[i];
+        int enabled = 0;
+        for (char **e = on; e && *e; e++)
+            enabled |= strcmp(*e, sc->name) == 0;
+        if (only && !enabled) /* -P NAME: the servers that profile uses */
+            continue;
+        struct buf how = BUF_INIT;
+        if (sc->url)
+            buf_printf(&how, "http %s", sc->url);
+        else
+            buf_printf(&how, "stdio %s", sc->argv && sc->argv[0] ? sc->argv[0] : "?");
+        if (d->offline) {
+            doctor_linef(d, DOCTOR_OK, "mcp", sc->name, NULL, "%s: not started (--offline)",
+                         how.data);
+            buf_free(&how);
+            continue;
+        }
+        if (sc->timeout <= 0 || sc->timeout > d->timeout_ms / 1000.0)
+            sc->timeout = d->timeout_ms / 1000.0;
+        double t0 = util_now();
+        const struct mcp_tool *tools = NULL;
+        buf_reset(&err);
+        struct mcp_client *cl = mcp_set_get(&set, sc->name, &err);
+        int n = cl ? mcp_client_tools(cl, &tools, &err) : -1;
+        if (n < 0) {
+            /* the client's messages begin "NAME: " (and an HTTP one "URL: ") */
+            const char *why = doctor_after(err.len ? err.data : "not available", sc->name);
+            why = sc->url ? doctor_after(why, sc->url) : why;
+            char *todo = xasprintf("fix [mcp %s], or see tokterm mcp list %s", sc->name,
+                                   sc->name);
+            doctor_linef(d, DOCTOR_FAIL, "mcp", sc->name, todo, "%s: %s", how.data, why);
+            free(todo);
+        } else {
+            doctor_linef(d, DOCTOR_OK, "mcp", sc->name, NULL,
+                         "%s: %s, MCP %s, %d tool%s (%.0f ms)", how.data,
+                         mcp_client_server_info(cl), mcp_client_protocol(cl), n,
+                         util_plural(n), (util_now() - t0) * 1000);
+        }
+        buf_free(&how);
+    }
+    mcp_set_names_free(on);
+    fflush(stdout);
+    mcp_exiting(); /* doctor is on its way out: the servers' shutdown goes on in a reaper */
+    mcp_set_free(&set, 2.0);
+    buf_free(&err);
+}
+
 /* ---- terminal, database, data files ------------------------------------------------------- */
 
 /* tigetnum("colors") of $TERM, -1 when terminfo does not know it, -2 (why in *why) when the
@@ -697,7 +775,8 @@ static void doctor_data(struct doctor *d, const char *theme)
 static const char doctor_usage[] =
     "Usage: tokterm [-P NAME] [--config FILE] [--db FILE] doctor [--offline] [--timeout S]\n"
     "Checks the config file, each profile's key and endpoint (DNS, TLS, GET /models, the\n"
-    "key's validity, rate-limit headers), the terminal, the database and the data files.\n"
+    "key's validity, rate-limit headers), each MCP server (started, its tools listed; with\n"
+    "--offline only read), the terminal, the database and the data files.\n"
     "One line per check: ok, warn or fail, and what to do. Exit status 1 when a check failed.\n";
 
 /* doctor's own arguments into d: -1 to go on, else the exit status (--help, a mistake). */
@@ -765,6 +844,8 @@ int cmd_doctor(const struct cli *a, int argc, char **argv)
     for (size_t i = 0; i < n; i++)
         free(names[i]);
     free(names);
+    if (cfg_ok && c.path)
+        doctor_mcp(&d, &c, only != NULL);
 
     doctor_terminal(&d);
     doctor_memory(&d);

@@ -318,6 +318,32 @@ with ttlib.FakeServer() as srv:
     ln = find(lines_of(out), "warn", "locale", None, "not UTF-8")
     t.ok(ln and "LANG=C.UTF-8" in ln, "locale C: a warning that says what to set", ln)
 
+    # MCP servers: each section started and its tools listed; the enabled names checked
+    hostile = os.path.join(ttlib.srcdir(), "mcp", "hostile.py")
+    started = os.path.join(ttlib.tempdir("tt-doc-mcp-"), "pid")
+    mhome = home_with("[default]\nmcp = good, typo\n\n[mcp good]\ncommand = %s %s --pidfile %s\n"
+                      "\n[mcp gone]\ncommand = /nonexistent/mcp-server --stdio\n"
+                      % (sys.executable, hostile, started))
+    rc, out, err = ttlib.run_tokterm(["doctor", "--offline"], home=mhome, env=env)
+    lines = lines_of(out)
+    well_formed(lines, "doctor --offline with MCP servers")
+    t.ok(find(lines, "ok", "mcp", "good", "not started (--offline)")
+         and not os.path.exists(started), "mcp --offline: read, not started",
+         "\n".join(lines))
+    rc, out, err = ttlib.run_tokterm(["doctor", "--timeout", "20"], home=mhome, env=env)
+    lines = lines_of(out)
+    well_formed(lines, "doctor with MCP servers")
+    ln = find(lines, "ok", "mcp", "good", "hostile")
+    t.ok(ln and re.search(r"MCP \d{4}-\d\d-\d\d, \d+ tools \(\d+ ms\)", ln)
+         and os.path.exists(started), "mcp: a server that starts: its name, protocol and tools",
+         "\n".join(lines))
+    ln = find(lines, "fail", "mcp", "gone", "no such executable")
+    t.ok(ln and "fix [mcp gone], or see tokterm mcp list gone" in ln
+         and "gone: cannot" not in ln, "mcp: a server that cannot run fails, said once", ln)
+    ln = find(lines, "fail", "mcp", None, "no [mcp typo] section")
+    t.ok(ln and "fix the mcp = line" in ln, "mcp: an enabled name without a section fails", ln)
+    t.eq(rc, 1, "doctor with a failing MCP server: exit 1")
+
 # the terminal check, on a real terminal
 if not ttlib.Tmux.available():
     t.skip("doctor on a terminal", "tmux is not installed", tool="tmux")
@@ -332,7 +358,7 @@ else:
         tm.kill()
     with ttlib.Tmux(30, 20) as tm:
         tm.run([ttlib.tokterm_path(), "doctor", "--offline"], ttlib.clean_env())
-        screen = tm.wait_for(re.compile(r"\d+ ok, \d+ warn, \d+ fail"), 10) or tm.capture()
+        screen = tm.wait_for(re.compile(r"\d+ ok, \d+ warn, \d+ fail"), 30) or tm.capture()
         joined = screen.replace("\n", "")
         t.ok("warn  terminal" in joined and "only 30x20" in joined,
              "terminal: a narrow window is a warning", screen)
