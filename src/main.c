@@ -389,6 +389,22 @@ static int main_chat(struct main_run *r)
     to.resume = su->resume;
     to.resume_id = su->resume_id;
     to.files = r->files.n ? &r->files : NULL;
+    char why[128];
+    if (!tui_term_usable(1, why, sizeof why)) { /* TERM=dumb (an editor's shell), unknown */
+        if (to.no_key) {
+            main_no_key(&su->conf);
+            return 2;
+        }
+        struct script_opts so = {.keep = 1, .reasoning = r->a.reasoning, .store = su->store,
+                                 .save = su->save, .cache = su->cache, .setup = su,
+                                 .resume = su->resume, .resume_id = su->resume_id,
+                                 .allow_tools = r->a.allow_tools,
+                                 .n_allow_tools = r->a.n_allow_tools, .files = to.files,
+                                 .trace = r->a.trace};
+        char *key = su->key;
+        su->key = NULL;
+        return script_lines(&su->conf, key, &so, why); /* takes the key */
+    }
     char *key = su->key;
     su->key = NULL;
     return tui_run(&su->conf, key, &to); /* takes the key; the pool and fallback via setup */

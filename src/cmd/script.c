@@ -563,6 +563,7 @@ struct script {
     struct script_state st;
     struct loop lp;
     int turns, cancelled, budget_warned;
+    int lines;            /* the line chat (script_lines): its prompt parts two answers */
     FILE *trace;          /* --trace: S, E and U records per turn (script_trace) */
 };
 
@@ -655,7 +656,7 @@ int script_turn(struct script *sc, const char *prompt, int quiet)
 {
     struct session *s = sc->s;
     struct script_state *st = &sc->st;
-    if (sc->turns++ > 0 && !sc->o->json && !quiet)
+    if (sc->turns++ > 0 && !sc->o->json && !quiet && !sc->lines)
         (void)util_write_all(1, "\n", 1); /* a blank line between the answers of two turns */
     st->written = 0;
     st->last_byte = 0;
@@ -732,6 +733,85 @@ static void script_end(struct script *sc, int leaving)
 void script_close(struct script *sc)
 {
     script_end(sc, 0);
+}
+
+/* The line chat's next prompt into line: read from the terminal in its own (canonical) mode,
+ * so its line editing works. 1: a line; 0: leave (Ctrl-D, SIGTERM, SIGHUP); -1: Ctrl-C, the
+ * prompt is given up and asked again. */
+static int script_line_read(struct script *sc, struct buf *line)
+{
+    buf_reset(line);
+    (void)util_write_all(1, "\xE2\x80\xBA ", 4); /* "› " */
+    for (;;) {
+        int fd = 0;
+        if (loop_wait(&sc->lp, &fd, 1, -1) < 0)
+            return 0;
+        int sig, again = 0;
+        while ((sig = loop_signal(&sc->lp)) != 0)
+            if (sig != SIGINT)
+                return 0;
+            else
+                again = 1;
+        if (again) {
+            (void)util_write_all(1, "\n", 1);
+            return -1;
+        }
+        if (!loop_ready(&sc->lp, 0))
+            continue;
+        char b[4096];
+        ssize_t n = read(0, b, sizeof b);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        if (n <= 0) { /* Ctrl-D on an empty line, or the terminal went away */
+            if (line->len)
+                return 1;
+            (void)util_write_all(1, "\n", 1);
+            return 0;
+        }
+        buf_append(line, b, (size_t)n);
+        if (line->data[line->len - 1] == '\n') {
+            line->data[--line->len] = '\0';
+            return 1;
+        }
+    }
+}
+
+int script_lines(struct conf *conf, char *key, const struct script_opts *o, const char *why)
+{
+    int code = 0;
+    struct script *sc = script_open(conf, key, o, &code);
+    if (!sc)
+        return code;
+    fprintf(stderr, "tokterm: %s, so this is the line chat: Enter sends a line, Ctrl-C stops an "
+                    "answer, Ctrl-D or /quit leaves; tools run only where allowed "
+                    "(--allow-tool). A terminal such as TERM=xterm-256color gets the full "
+                    "chat.\n", why);
+    struct buf line = BUF_INIT;
+    sc->lines = 1;
+    /* a terminal of unknown powers: the raw text, live (rendering holds each line to its end) */
+    sc->st.render = 0;
+    for (;;) {
+        int got = script_line_read(sc, &line);
+        if (got == 0)
+            break;
+        const char *p = buf_str(&line);
+        if (got < 0 || !p[strspn(p, " \t\r")])
+            continue;
+        if (strcmp(p, "/quit") == 0 || strcmp(p, "/exit") == 0)
+            break;
+        if (p[0] == '/' && p[1] != '/') {
+            fputs("tokterm: the line chat knows only /quit (//text sends /text)\n", stderr);
+            continue;
+        }
+        script_turn(sc, p[0] == '/' ? p + 1 : p, 0);
+        if (sc->st.broken_pipe)
+            break;
+        sc->cancelled = 0; /* Ctrl-C stopped that answer, not the chat */
+        (void)util_write_all(1, "\n", 1);
+    }
+    buf_free(&line);
+    script_end(sc, 1); /* main_exit ends the process next */
+    return 0;
 }
 
 int script_run(struct conf *conf, char *key, const struct script_opts *o)

@@ -46,4 +46,8 @@ int tui_run(struct conf *conf, char *key, const struct tui_opts *o);
 char *tui_shell_edit(int tty, const char *prompt, const char *initial);
 int tui_shell_osc52(int tty);
 
+/* 1 when the terminal on tty can hold the full-screen chat: $TERM is known to terminfo and
+ * can move the cursor. Else 0 and why (at most n bytes): "TERM=dumb cannot move the cursor". */
+int tui_term_usable(int tty, char *why, size_t n);
+
 #endif

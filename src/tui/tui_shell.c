@@ -107,6 +107,27 @@ int tui_shell_osc52(int tty)
     return ok;
 }
 
+int tui_term_usable(int tty, char *why, size_t n)
+{
+    const char *term = getenv("TERM");
+    struct buf b = BUF_INIT; /* TERM is shown: made safe first */
+    utf8_sanitize(&b, term ? term : "", term ? strlen(term) : 0);
+    int err = 0, ok = 0;
+    if (!term || !*term)
+        snprintf(why, n, "TERM is not set");
+    else if (setupterm(NULL, tty, &err) != OK)
+        snprintf(why, n, "TERM=%.64s is not a terminal type terminfo knows", buf_str(&b));
+    else {
+        char *cup = tigetstr("cup");
+        ok = cup && cup != (char *)-1;
+        if (!ok)
+            snprintf(why, n, "TERM=%.64s cannot move the cursor", buf_str(&b));
+        del_curterm(cur_term);
+    }
+    buf_free(&b);
+    return ok;
+}
+
 /* ---- /x in the chat ---- */
 
 /* The proposal's prompt: the shell role's instructions (the user's roles/shell.md if any),

@@ -2,7 +2,8 @@
 """What a new user stumbled on in the chat (issue 16), in tmux: F1 is an overlay that leaves the
 transcript alone, an error is said once, /theme with an unknown name keeps the theme, the
 "still streaming" hint goes when the stream ends, Ctrl-C on an empty prompt says how to quit
-(and a second one within 2 s quits)."""
+(and a second one within 2 s quits); on TERM=dumb or an unknown TERM, the line chat."""
+import json
 import os
 import re
 import sys
@@ -188,6 +189,46 @@ with ttlib.FakeServer() as srv:
         t.ok(tm.wait_for(re.compile(r"after the 429\n.*\u2713"), 10) is not None,
              "and Enter sends it anyway", tm.capture())
         quit_chat(tm)
+
+    # --- a terminal the full-screen chat cannot drive: the line chat --------------------------
+    # TERM=dumb (Emacs' M-x shell) drew the chat's frames as one garbled line; an unknown TERM
+    # ended with curses' "Error opening terminal". Both get a chat of lines now.
+    for term, why in (("dumb", "TERM=dumb cannot move the cursor"),
+                      ("no-such-terminal", "TERM=no-such-terminal is not a terminal type")):
+        home = ttlib.make_home()
+        with ttlib.Tmux(100, 30) as tm:
+            e = ttlib.clean_env(home, {"OPENAI_BASE_URL": srv.base(), "TT_TEST_STDERR": STDERR})
+            tm.run(["sh", "-c", 'TERM="$1" exec "$0" 2>&1', ttlib.tokterm_path(), term], e)
+            scr = tm.wait_for(re.compile("line chat[\\s\\S]*^\u203a ?$", re.M), 10)
+            t.ok(scr is not None and why in scr.replace("\n", ""),
+                 "TERM=%s: the line chat says why and prompts" % term, tm.capture())
+            say(tm, "first line")
+            scr = tm.wait_for(re.compile(r"^first line\n\n\u203a ?$", re.M), 10)
+            t.ok(scr is not None, "TERM=%s: the answer streams under the prompt" % term,
+                 tm.capture())
+            if term == "dumb":  # Ctrl-C stops a slow answer, keeps it, and the chat goes on
+                srv.queue(["gen=400,delay_ms=20"])
+                say(tm, "slow")
+                tm.wait_for("tok10 ", 10)
+                tm.send("C-c")
+                scr = tm.wait_for(re.compile(r"cancelled \(the partial answer above is kept\)"
+                                             r"\n\n\u203a ?$", re.M), 10)
+                t.ok(scr is not None, "line chat: Ctrl-C stops the answer, the chat goes on",
+                     tm.capture())
+                srv.clear_queue()
+                say(tm, "/model")
+                t.ok(tm.wait_for("knows only /quit", 5) is not None,
+                     "line chat: a command it does not know is said, not sent", tm.capture())
+                say(tm, "after that")
+                t.ok(tm.wait_for(re.compile(r"^after that\n\n\u203a ?$", re.M), 10) is not None,
+                     "line chat: the next line is answered", tm.capture())
+            tm.send("C-d")
+            t.eq(tm.wait_exit(10), 0, "TERM=%s: Ctrl-D leaves the line chat, exit 0" % term)
+        rc, out, err = ttlib.run_tokterm(["ls", "--json"], home=home)
+        rows = [json.loads(x.rstrip(",")) for x in out.decode().splitlines()[1:-1]]
+        want = 6 if term == "dumb" else 2
+        t.ok(rc == 0 and len(rows) == 1 and rows[0]["messages"] == want,
+             "TERM=%s: the line chat's turns are saved as one conversation" % term, out.decode())
 
 err = open(STDERR, errors="replace").read() if os.path.exists(STDERR) else ""
 t.ok("Sanitizer" not in err and "runtime error" not in err, "no sanitizer report on stderr",
