@@ -479,31 +479,44 @@ static const char *doctor_after(const char *text, const char *prefix)
                                                                                  : text;
 }
 
-/* The servers the profile enables (c->mcp) must all have a section. Each [mcp NAME] section
- * (with -P, those the profile enables) is started and its tools listed, as `mcp list` does,
- * one after another; a request waits up to --timeout (or the section's own timeout when
- * shorter), a start as long as in the chat (at least 30 s: npx may be fetching); --offline
- * starts none. */
+/* The servers the profile enables (`mcp =`, or --mcp) must each have a section. Each [mcp NAME]
+ * section (with -P or --mcp, only those enabled) is started and its tools listed, as `mcp
+ * list` does, one after another: a request waits up to --timeout (or the section's own timeout
+ * when shorter), a start at least 30 s (npx may be fetching the server); --offline starts
+ * none. */
 static void doctor_mcp(struct doctor *d, const struct conf *c, int only)
 {
     struct mcp_set set;
-    struct buf err = BUF_INIT;
+    struct buf err = BUF_INIT, names = BUF_INIT;
     if (mcp_set_load(&set, c, &err) < 0) {
         doctor_linef(d, DOCTOR_FAIL, "mcp", NULL, "fix the [mcp NAME] section", "%s",
                      buf_str(&err));
         buf_free(&err);
         return;
     }
-    char **on = mcp_set_enabled(&set, c, &err);
-    if (!on && err.len)
-        doctor_linef(d, DOCTOR_FAIL, "mcp", NULL, "fix the mcp = line", "%s",
-                     doctor_after(err.data, "mcp"));
+    if (d->a->n_mcp) /* --mcp NAME replaces the profile's list, as in the chat */
+        for (int i = 0; i < d->a->n_mcp; i++)
+            buf_printf(&names, "%s%s", i ? ", " : "", d->a->mcp[i]);
+    else if (c->mcp)
+        buf_appends(&names, c->mcp);
+    only |= d->a->n_mcp > 0;
+    char *on = xstrdup(buf_str(&names)), *save = NULL; /* each name, checked on its own */
+    for (char *w = strtok_r(on, ", \t", &save); w; w = strtok_r(NULL, ", \t", &save))
+        if (strcmp(w, "none") != 0 && !mcp_conf_find(set.confs, set.n, w))
+            doctor_linef(d, DOCTOR_FAIL, "mcp", NULL,
+                         d->a->n_mcp ? "fix --mcp" : "fix the mcp = line",
+                         "%.64s is enabled, but the config file has no [mcp %.64s] section", w,
+                         w);
+    free(on);
     for (int i = 0; i < set.n; i++) {
         struct mcp_server_conf *sc = &set.confs[i];
         int enabled = 0;
-        for (char **e = on; e && *e; e++)
-            enabled |= strcmp(*e, sc->name) == 0;
-        if (only && !enabled) /* -P NAME: the servers that profile uses */
+        on = xstrdup(buf_str(&names));
+        for (char *w = strtok_r(on, ", \t", &save); w && !enabled;
+             w = strtok_r(NULL, ", \t", &save))
+            enabled = strcmp(w, sc->name) == 0;
+        free(on);
+        if (only && !enabled) /* -P NAME, --mcp: the servers that run there */
             continue;
         struct buf how = BUF_INIT;
         if (sc->url)
@@ -539,25 +552,27 @@ static void doctor_mcp(struct doctor *d, const struct conf *c, int only)
         }
         buf_free(&how);
     }
-    mcp_set_names_free(on);
     fflush(stdout);
     mcp_exiting(); /* doctor is on its way out: the servers' shutdown goes on in a reaper */
     mcp_set_free(&set, 2.0);
+    buf_free(&names);
     buf_free(&err);
 }
 
 /* ---- terminal, database, data files ------------------------------------------------------- */
 
-/* tigetnum("colors") of $TERM, -1 when terminfo does not know it, -2 (why in *why) when the
- * terminfo library cannot be loaded: it is loaded here only, as tokterm links no curses (the
- * chat is the separate program tokterm-tui). */
-static int doctor_colors(int fd, const char **why)
+/* tigetnum("colors") of $TERM (0 when it has none), and in *cup whether it can move the
+ * cursor (the full chat needs it: else the line chat runs); -1 when terminfo does not know
+ * it, -2 (why in *why) when the terminfo library cannot be loaded: it is loaded here only, as
+ * tokterm links no curses (the chat is the separate program tokterm-tui). */
+static int doctor_colors(int fd, const char **why, int *cup)
 {
     void *lib = dlopen(TT_TINFO_SONAME, RTLD_NOW | RTLD_LOCAL);
     int (*setupterm_fn)(const char *, int, int *) = NULL;
     int (*tigetnum_fn)(const char *) = NULL;
     void *(*set_curterm_fn)(void *) = NULL;
     int (*del_curterm_fn)(void *) = NULL;
+    char *(*tigetstr_fn)(const char *) = NULL;
     void *p;
     if (lib && (p = dlsym(lib, "setupterm")))
         memcpy(&setupterm_fn, &p, sizeof p);
@@ -567,13 +582,19 @@ static int doctor_colors(int fd, const char **why)
         memcpy(&set_curterm_fn, &p, sizeof p);
     if (lib && (p = dlsym(lib, "del_curterm")))
         memcpy(&del_curterm_fn, &p, sizeof p);
-    if (!setupterm_fn || !tigetnum_fn || !set_curterm_fn || !del_curterm_fn) {
+    if (lib && (p = dlsym(lib, "tigetstr")))
+        memcpy(&tigetstr_fn, &p, sizeof p);
+    if (!setupterm_fn || !tigetnum_fn || !set_curterm_fn || !del_curterm_fn || !tigetstr_fn) {
         *why = dlerror();
         return -2;
     }
     int err = 0, colors = -1;
+    *cup = 0;
     if (setupterm_fn(NULL, fd, &err) == 0) { /* OK */
         colors = tigetnum_fn("colors");
+        colors = colors < 0 ? 0 : colors; /* -1: none (vt100, dumb) */
+        char *s = tigetstr_fn("cup");
+        *cup = s && s != (char *)-1;
         del_curterm_fn(set_curterm_fn(NULL));
     }
     return colors; /* the library stays loaded: doctor ends soon */
@@ -600,7 +621,7 @@ static void doctor_terminal(struct doctor *d)
     }
     const char *term = getenv("TERM");
     const char *why = NULL;
-    int colors = term && *term ? doctor_colors(fd, &why) : -1;
+    int cup = 0, colors = term && *term ? doctor_colors(fd, &why, &cup) : -1;
     if (colors == -2) {
         doctor_linef(d, DOCTOR_WARN, "terminal", NULL,
                      "install the terminfo library (the Debian package libtinfo6)",
@@ -611,10 +632,15 @@ static void doctor_terminal(struct doctor *d)
     int cols = ioctl(fd, TIOCGWINSZ, &ws) == 0 ? ws.ws_col : 0;
     int rows = cols ? ws.ws_row : 0;
     const char *nc = getenv("NO_COLOR");
-    if (!term || !*term || colors == -1) {
+    if (colors >= 0 && !cup) {
         doctor_linef(d, DOCTOR_WARN, "terminal", NULL,
-                     "set TERM to your terminal's name (e.g. xterm-256color)",
-                     "TERM=%s is unknown to terminfo", term && *term ? term : "(unset)");
+                     "set TERM to your terminal's name (e.g. xterm-256color) for the full chat",
+                     "TERM=%s cannot move the cursor: the chat runs as the line chat", term);
+    } else if (!term || !*term || colors == -1) {
+        doctor_linef(d, DOCTOR_WARN, "terminal", NULL,
+                     "set TERM to your terminal's name (e.g. xterm-256color) for the full chat",
+                     "TERM=%s is unknown to terminfo: the chat runs as the line chat",
+                     term && *term ? term : "(unset)");
     } else if (cols && cols < 40) {
         doctor_linef(d, DOCTOR_WARN, "terminal", NULL, "widen the window for the chat",
                      "%s, %d colours, only %dx%d", term, colors, cols, rows);

@@ -564,6 +564,8 @@ struct script {
     struct loop lp;
     int turns, cancelled, budget_warned;
     int lines;            /* the line chat (script_lines): its prompt parts two answers */
+    int signal;           /* the signal that cancelled the last turn (SIGTERM, SIGHUP over
+                             SIGINT), 0 when none */
     FILE *trace;          /* --trace: S, E and U records per turn (script_trace) */
 };
 
@@ -678,11 +680,15 @@ int script_turn(struct script *sc, const char *prompt, int quiet)
         if (loop_wait(&sc->lp, &fd, 1, session_timeout_ms(s)) < 0)
             break;
         session_tick(s); /* commit saved text that is due */
-        while (loop_signal(&sc->lp)) /* SIGINT, SIGTERM, SIGHUP: cancel the exchange */
+        int sig;
+        while ((sig = loop_signal(&sc->lp)) != 0) { /* SIGINT, SIGTERM, SIGHUP: cancel it */
+            if (sig != SIGINT || !sc->signal)
+                sc->signal = sig; /* the line chat leaves on SIGTERM and SIGHUP */
             if (!sc->cancelled) {
                 sc->cancelled = 1;
                 session_cancel(s);
             }
+        }
         done = session_dispatch(s, &sink);
         if (st->broken_pipe && !sc->cancelled) {
             sc->cancelled = 1;
@@ -736,8 +742,8 @@ void script_close(struct script *sc)
 }
 
 /* The line chat's next prompt into line: read from the terminal in its own (canonical) mode,
- * so its line editing works. 1: a line; 0: leave (Ctrl-D, SIGTERM, SIGHUP); -1: Ctrl-C, the
- * prompt is given up and asked again. */
+ * so its line editing works. 1: a line; 0: leave (Ctrl-D on an empty line, the terminal gone);
+ * -1: Ctrl-C, the prompt is given up and asked again; -2: SIGTERM or SIGHUP (sc->signal). */
 static int script_line_read(struct script *sc, struct buf *line)
 {
     buf_reset(line);
@@ -748,9 +754,10 @@ static int script_line_read(struct script *sc, struct buf *line)
             return 0;
         int sig, again = 0;
         while ((sig = loop_signal(&sc->lp)) != 0)
-            if (sig != SIGINT)
-                return 0;
-            else
+            if (sig != SIGINT) {
+                sc->signal = sig;
+                return -2;
+            } else
                 again = 1;
         if (again) {
             (void)util_write_all(1, "\n", 1);
@@ -762,11 +769,11 @@ static int script_line_read(struct script *sc, struct buf *line)
         ssize_t n = read(0, b, sizeof b);
         if (n < 0 && (errno == EINTR || errno == EAGAIN))
             continue;
-        if (n <= 0) { /* Ctrl-D on an empty line, or the terminal went away */
-            if (line->len)
-                return 1;
-            (void)util_write_all(1, "\n", 1);
+        if (n < 0) /* the terminal went away (EIO): a half-typed line is not sent */
             return 0;
+        if (n == 0) { /* Ctrl-D: on a half-typed line it sends it, on an empty one leaves */
+            (void)util_write_all(1, "\n", 1);
+            return line->len ? 1 : 0;
         }
         buf_append(line, b, (size_t)n);
         if (line->data[line->len - 1] == '\n') {
@@ -792,7 +799,7 @@ int script_lines(struct conf *conf, char *key, const struct script_opts *o, cons
     sc->st.render = 0;
     for (;;) {
         int got = script_line_read(sc, &line);
-        if (got == 0)
+        if (got == 0 || got == -2)
             break;
         const char *p = buf_str(&line);
         if (got < 0 || !p[strspn(p, " \t\r")])
@@ -803,15 +810,18 @@ int script_lines(struct conf *conf, char *key, const struct script_opts *o, cons
             fputs("tokterm: the line chat knows only /quit (//text sends /text)\n", stderr);
             continue;
         }
+        sc->signal = 0;
         script_turn(sc, p[0] == '/' ? p + 1 : p, 0);
-        if (sc->st.broken_pipe)
+        if (sc->st.broken_pipe || (sc->signal && sc->signal != SIGINT))
             break;
         sc->cancelled = 0; /* Ctrl-C stopped that answer, not the chat */
         (void)util_write_all(1, "\n", 1);
     }
     buf_free(&line);
+    /* SIGTERM or SIGHUP: 128 + its number, as the chat; Ctrl-D or /quit: 0 */
+    code = sc->signal && sc->signal != SIGINT ? 128 + sc->signal : 0;
     script_end(sc, 1); /* main_exit ends the process next */
-    return 0;
+    return code;
 }
 
 int script_run(struct conf *conf, char *key, const struct script_opts *o)

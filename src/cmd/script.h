@@ -67,8 +67,8 @@ int script_turn(struct script *sc, const char *prompt, int quiet);
 const char *script_answer(const struct script *sc);
 /* The line chat, for a terminal the full-screen chat cannot drive (TERM=dumb, a type terminfo
  * does not know; why says which): script_open, then each line typed on stdin is a turn whose
- * answer streams to stdout, until Ctrl-D or /quit. Saved as the chat is. Returns 0, or the
- * exit status when the session could not open. */
+ * answer streams to stdout, until Ctrl-D or /quit (0) or SIGTERM or SIGHUP (128 + it, as the
+ * chat). Saved as the chat is. The exit status, also when the session could not open. */
 int script_lines(struct conf *conf, char *key, const struct script_opts *o, const char *why);
 /* 1 once a signal cancelled a turn or the reader of stdout went away. */
 int script_stopped(const struct script *sc);

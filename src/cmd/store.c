@@ -612,7 +612,8 @@ static void cmd_md_message(struct cmd_ctx *c, const struct store_message *m,
     if (m->timings.total >= 0)
         buf_printf(&f, " \xC2\xB7 total %.2f s", m->timings.total);
     /* tokens/s only where stats counts it: a few tokens in a millisecond make no speed */
-    if (m->timings.tokens_per_s >= 0 && m->usage.completion_tokens >= STORE_TPS_MIN_TOKENS &&
+    if (m->timings.tokens_per_s > 0 && m->timings.ttft >= 0 && m->timings.total >= 0 &&
+        m->usage.completion_tokens >= STORE_TPS_MIN_TOKENS &&
         m->timings.total - m->timings.ttft >= STORE_TPS_MIN_SECONDS)
         buf_printf(&f, " \xC2\xB7 %.1f tokens/s", m->timings.tokens_per_s);
     if (m->cached)

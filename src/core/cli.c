@@ -309,8 +309,9 @@ static const char cli_usage_tail[] =
            "  4 network failure; 5 truncated or interrupted stream; 6 answer cut short by the\n"
            "  server (finish_reason length or content_filter); 130 cancelled by the user;\n"
            "  7 --cache-only and no cached answer; 8 stopped by tokterm's own limit\n"
-           "  (--max-answer-mb, --max-time), the text so far kept; 141 stdout closed;\n"
-           "  1 internal error.\n";
+           "  (--max-answer-mb, --max-time), the text so far kept; 9 a tool call refused\n"
+           "  or too many tool rounds; 10 -x: nothing ran; 11 -x: no terminal to ask on;\n"
+           "  141 stdout closed; 1 internal error.\n";
 
 const char *cli_usage(void)
 {

@@ -343,6 +343,21 @@ with ttlib.FakeServer() as srv:
     ln = find(lines, "fail", "mcp", None, "no [mcp typo] section")
     t.ok(ln and "fix the mcp = line" in ln, "mcp: an enabled name without a section fails", ln)
     t.eq(rc, 1, "doctor with a failing MCP server: exit 1")
+    # -P: the profile's servers, each name on its own (a typo does not hide the good one)
+    with open(os.path.join(mhome, ".config", "tokterm", "config"), "a") as f:
+        f.write("\n[work]\nmcp = good, typo2\n")
+    rc, out, err = ttlib.run_tokterm(["-P", "work", "doctor", "--offline"], home=mhome, env=env)
+    lines = lines_of(out)
+    t.ok(find(lines, "ok", "mcp", "good", "not started") and find(lines, "fail", "mcp", None,
+                                                                   "no [mcp typo2] section")
+         and not find(lines, "ok", "mcp", "gone"),
+         "-P work: its servers only, the good one checked beside the typo", "\n".join(lines))
+    rc, out, err = ttlib.run_tokterm(["--mcp", "gone", "doctor", "--offline"], home=mhome,
+                                     env=env)
+    lines = lines_of(out)
+    t.ok(find(lines, "ok", "mcp", "gone", "not started") and not find(lines, "ok", "mcp", "good")
+         and not find(lines, "fail", "mcp", None, "typo"),
+         "--mcp gone: that server only, in place of the profile's list", "\n".join(lines))
 
 # the terminal check, on a real terminal
 if not ttlib.Tmux.available():
@@ -356,6 +371,21 @@ else:
                   "xterm-256color, 256 colours, 100x30"),
              "terminal: TERM, colours and size", screen)
         tm.kill()
+    # a terminal without cursor movement: the chat will be the line chat, and doctor says so
+    for term, ok in (("dumb", False), ("vt100", True)):
+        with ttlib.Tmux(100, 30) as tm:
+            tm.run(["sh", "-c", 'TERM="$1" exec "$0" doctor --offline', ttlib.tokterm_path(),
+                    term], ttlib.clean_env())
+            screen = tm.wait_for(re.compile(r"\d+ ok, \d+ warn, \d+ fail"), 30) or tm.capture()
+            joined = screen.replace("\n", "")
+            if ok:
+                t.ok(find(screen.splitlines(), "ok", "terminal", None, "vt100, 0 colours"),
+                     "terminal: vt100 has no colours but holds the chat", screen)
+            else:
+                t.ok("warn  terminal" in joined and "TERM=dumb cannot move the cursor: the chat "
+                     "runs as the line chat" in joined, "terminal: TERM=dumb is the line chat",
+                     screen)
+            tm.kill()
     with ttlib.Tmux(30, 20) as tm:
         tm.run([ttlib.tokterm_path(), "doctor", "--offline"], ttlib.clean_env())
         screen = tm.wait_for(re.compile(r"\d+ ok, \d+ warn, \d+ fail"), 30) or tm.capture()

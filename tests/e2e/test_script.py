@@ -345,14 +345,18 @@ with ttlib.FakeServer() as srv:
     rc, out, err = ttlib.run_tokterm(["--help"])
     t.ok(rc == 0 and b"Exit status" in out and b"count" in out, "--help lists exit codes and subcommands")
     help_text = out.decode()
-    # --help's exit statuses are the README's (8, --max-answer-mb and --max-time, was missing)
+    # --help's and README's exit statuses are the man page's (8 and 9 were missing)
     with open(os.path.join(ttlib.srcdir(), "..", "README.md"), encoding="utf-8") as f:
         readme_exit = re.search(r"Exit status: ([\s\S]*?)\n\n", f.read()).group(1)
+    with open(os.path.join(ttlib.srcdir(), "..", "docs", "tokterm.1"), encoding="utf-8") as f:
+        man = f.read()
+    man_codes = sorted(set(int(n) for n in re.findall(
+        r"^\.B (\d+)$", man[man.index(".SH EXIT STATUS"):].split("\n.SH ", 1)[0], re.M)))
     help_exit = help_text[help_text.index("Exit status:"):]
     codes = lambda s: sorted(set(int(n) for n in re.findall(r"(?:^|[;:]\s+)(\d+) ", s)))
-    t.ok(codes(readme_exit) and codes(help_exit) == codes(readme_exit),
-         "--help names the README's exit statuses",
-         "help %s, README %s" % (codes(help_exit), codes(readme_exit)))
+    t.ok(len(man_codes) > 10 and codes(help_exit) == man_codes == codes(readme_exit),
+         "--help and README name the man page's exit statuses",
+         "help %s, README %s, man %s" % (codes(help_exit), codes(readme_exit), man_codes))
     t.ok(re.search(r"\bls \[--limit N\] \[--json\]", help_text)
          and re.search(r"search QUERY [^\n]*\[--limit N\] \[--json\]", help_text),
          "--help names ls's and search's --json and --limit", help_text)

@@ -84,6 +84,16 @@ with ttlib.FakeServer() as srv:
         speeds.append(re.findall(r"[\d.]+ tokens/s", out.decode()))
     t.ok(len(speeds[0]) == 1 and 0 < float(speeds[0][0].split()[0]) < 1000 and speeds[1] == [],
          "show: tokens/s of the long answer only, not the burst's millions", repr(speeds))
+    # an answer with no first token (tool calls only) has no speed: as stats, show gives none
+    copy = ttlib.copy_home(home)
+    con = sqlite3.connect(os.path.join(copy, ".local", "share", "tokterm", "tokterm.db"))
+    with con:
+        con.execute("UPDATE messages SET ttft = NULL, tokens_per_s = 0 WHERE conversation_id = 1 "
+                    "AND role = 'assistant'")
+    con.close()
+    rc, out, err = ttlib.run_tokterm(["show", "1"], env=env, home=copy)
+    t.ok(rc == 0 and "tokens/s" not in out.decode(), "show: no tokens/s without a first token",
+         out.decode())
 
     # --- Prometheus: stats --format prometheus passes promtool ---
     rc, prom, err = ttlib.run_tokterm(["stats", "--format", "prometheus"], env=env, home=home)

@@ -6,6 +6,8 @@ transcript alone, an error is said once, /theme with an unknown name keeps the t
 import json
 import os
 import re
+import signal
+import subprocess
 import sys
 import time
 
@@ -222,11 +224,25 @@ with ttlib.FakeServer() as srv:
                 say(tm, "after that")
                 t.ok(tm.wait_for(re.compile(r"^after that\n\n\u203a ?$", re.M), 10) is not None,
                      "line chat: the next line is answered", tm.capture())
-            tm.send("C-d")
-            t.eq(tm.wait_exit(10), 0, "TERM=%s: Ctrl-D leaves the line chat, exit 0" % term)
+            if term == "dumb":  # SIGTERM mid-answer ends the line chat, not only the answer
+                srv.queue(["gen=400,delay_ms=20"])
+                say(tm, "slow again")
+                tm.wait_for("tok10 ", 10)
+                pids = subprocess.run(["pgrep", "-f", "^" + ttlib.tokterm_path()],
+                                      capture_output=True, text=True).stdout.split()
+                home_pids = [p for p in pids if home in open("/proc/%s/environ" % p,
+                                                             errors="replace").read()]
+                for p in home_pids:
+                    os.kill(int(p), signal.SIGTERM)
+                t.eq(tm.wait_exit(10), 128 + signal.SIGTERM,
+                     "line chat: SIGTERM mid-answer leaves, exit 143 as the chat")
+                srv.clear_queue()
+            else:
+                tm.send("C-d")
+                t.eq(tm.wait_exit(10), 0, "TERM=%s: Ctrl-D leaves the line chat, exit 0" % term)
         rc, out, err = ttlib.run_tokterm(["ls", "--json"], home=home)
         rows = [json.loads(x.rstrip(",")) for x in out.decode().splitlines()[1:-1]]
-        want = 6 if term == "dumb" else 2
+        want = 8 if term == "dumb" else 2
         t.ok(rc == 0 and len(rows) == 1 and rows[0]["messages"] == want,
              "TERM=%s: the line chat's turns are saved as one conversation" % term, out.decode())
 
