@@ -793,6 +793,10 @@ int script_lines(struct conf *conf, char *key, const struct script_opts *o, cons
                     "answer, Ctrl-D or /quit leaves; tools run only where allowed "
                     "(--allow-tool). A terminal such as TERM=xterm-256color gets the full "
                     "chat.\n", why);
+    const struct conv *cv = session_conv(sc->s);
+    if (o->resume && cv && cv->id) /* -c: the chat would show it; here its number says where */
+        fprintf(stderr, "tokterm: continuing conversation %lld (tokterm show %lld prints it)\n",
+                (long long)cv->id, (long long)cv->id);
     struct buf line = BUF_INIT;
     sc->lines = 1;
     /* a terminal of unknown powers: the raw text, live (rendering holds each line to its end) */

@@ -245,6 +245,16 @@ with ttlib.FakeServer() as srv:
         want = 8 if term == "dumb" else 2
         t.ok(rc == 0 and len(rows) == 1 and rows[0]["messages"] == want,
              "TERM=%s: the line chat's turns are saved as one conversation" % term, out.decode())
+        if term == "dumb":  # -c: the line chat says which conversation goes on
+            with ttlib.Tmux(100, 30) as tm:
+                e = ttlib.clean_env(home, {"OPENAI_BASE_URL": srv.base()})
+                tm.run(["sh", "-c", 'TERM=dumb exec "$0" -c 2>&1', ttlib.tokterm_path()], e)
+                scr = tm.wait_for(re.compile(r"continuing conversation %d\b[\s\S]*^\u203a ?$"
+                                             % rows[0]["id"], re.M), 10)
+                t.ok(scr is not None, "line chat -c: names the conversation it continues",
+                     tm.capture())
+                tm.send("C-d")
+                tm.wait_exit(10)
 
 err = open(STDERR, errors="replace").read() if os.path.exists(STDERR) else ""
 t.ok("Sanitizer" not in err and "runtime error" not in err, "no sanitizer report on stderr",
