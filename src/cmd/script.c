@@ -741,6 +741,10 @@ void script_close(struct script *sc)
     script_end(sc, 0);
 }
 
+/* The longest line a terminal in canonical mode passes on (Linux: N_TTY_BUF_SIZE - 1); the
+ * rest of a longer one is dropped before tokterm can read it. */
+#define SCRIPT_TTY_LINE_MAX 4095
+
 /* The line chat's next prompt into line: read from the terminal in its own (canonical) mode,
  * so its line editing works. 1: a line; 0: leave (Ctrl-D on an empty line, the terminal gone);
  * -1: Ctrl-C, the prompt is given up and asked again; -2: SIGTERM or SIGHUP (sc->signal). */
@@ -812,6 +816,12 @@ int script_lines(struct conf *conf, char *key, const struct script_opts *o, cons
             break;
         if (p[0] == '/' && p[1] != '/') {
             fputs("tokterm: the line chat knows only /quit (//text sends /text)\n", stderr);
+            continue;
+        }
+        if (line.len >= SCRIPT_TTY_LINE_MAX) { /* the terminal dropped what came after */
+            fprintf(stderr, "tokterm: not sent: the terminal cuts a line at %d bytes in this mode, "
+                            "so this one lost its end; give long text as a file (-f FILE, or "
+                            "tokterm -p PROMPT < FILE)\n", SCRIPT_TTY_LINE_MAX);
             continue;
         }
         sc->signal = 0;

@@ -221,6 +221,13 @@ with ttlib.FakeServer() as srv:
                 say(tm, "/model")
                 t.ok(tm.wait_for("knows only /quit", 5) is not None,
                      "line chat: a command it does not know is said, not sent", tm.capture())
+                # a paste longer than the terminal's line: not sent cut, and said so
+                n0 = len(srv.requests())
+                tm.send_text("x" * 6000)
+                tm.send("Enter")
+                t.ok(tm.wait_for("not sent: the terminal cuts a line at 4095 bytes", 10)
+                     is not None and len(srv.requests()) == n0,
+                     "line chat: a line the terminal cut is not sent", tm.capture())
                 say(tm, "after that")
                 t.ok(tm.wait_for(re.compile(r"^after that\n\n\u203a ?$", re.M), 10) is not None,
                      "line chat: the next line is answered", tm.capture())
