@@ -6,6 +6,9 @@
 #include "base/util.h"
 #include "core/conf.h"
 #include "core/models.h"
+#include "tokens/context.h"
+#include "tokens/tokenizer.h"
+#include "base/xmalloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,10 +37,44 @@ static const char *models_safe(struct buf *b, const char *s)
     return buf_str(b);
 }
 
+/* "128k", "1M", "200,000" -> the window in few characters; "-" when unknown. */
+static const char *models_tokens(char *out, size_t n, long v)
+{
+    if (v <= 0)
+        snprintf(out, n, "-");
+    else if (v % 1000000 == 0 || v >= 1000000)
+        snprintf(out, n, "%.3gM", v / 1e6);
+    else if (v % 1000 == 0 || v >= 10000)
+        snprintf(out, n, "%.0fk", v / 1e3);
+    else
+        snprintf(out, n, "%ld", v);
+    return out;
+}
+
+/* "$2.50" per million tokens; "-" when unknown. */
+static const char *models_usd(char *out, size_t n, int known, double v)
+{
+    if (!known)
+        snprintf(out, n, "-");
+    else if (v == 0)
+        snprintf(out, n, "free");
+    else
+        snprintf(out, n, v < 0.1 ? "$%.3f" : "$%.2f", v);
+    return out;
+}
+
+/* On a terminal: the ids, the server's names and limits when it gives them, and what
+ * tokterm's own tables say of each (context window, price per million tokens). */
 static void models_table(const struct model_list *l)
 {
     struct buf id = BUF_INIT, name = BUF_INIT;
-    int wid = 2, wname = 0, limits = 0;
+    int wid = 2, wname = 0, limits = 0, known = 0;
+    char *cdir = conf_dir("config");
+    char *user = xasprintf("%s/prices.tsv", cdir);
+    free(cdir);
+    struct tok_model_info *mi = xcalloc(l->n + 1, sizeof *mi);
+    struct context_price *pr = xcalloc(l->n + 1, sizeof *pr);
+    int *priced = xcalloc(l->n + 1, sizeof *priced);
     for (size_t i = 0; i < l->n; i++) {
         const struct model_info *m = &l->v[i];
         int n = (int)strlen(m->id);
@@ -45,7 +82,12 @@ static void models_table(const struct model_list *l)
         n = m->name ? (int)strlen(m->name) : 0;
         wname = n > wname ? n : wname;
         limits |= m->input_limit || m->output_limit;
+        if (tokenizer_model_info(m->id, &mi[i]) < 0)
+            mi[i].context_window = 0;
+        priced[i] = context_price_lookup(m->id, user, &pr[i]) == 0;
+        known |= mi[i].context_window > 0 || priced[i];
     }
+    free(user);
     wid = wid > 60 ? 60 : wid;
     wname = wname > 40 ? 40 : wname;
     printf("%-*s", wid, "ID");
@@ -53,6 +95,8 @@ static void models_table(const struct model_list *l)
         printf("  %-*s", wname, "NAME");
     if (limits)
         printf("  %9s  %9s", "INPUT", "OUTPUT");
+    if (known)
+        printf("  %7s  %8s  %8s", "CONTEXT", "$/M IN", "$/M OUT");
     putchar('\n');
     for (size_t i = 0; i < l->n; i++) {
         const struct model_info *m = &l->v[i];
@@ -61,8 +105,20 @@ static void models_table(const struct model_list *l)
             printf("  %-*.*s", wname, wname, models_safe(&name, m->name ? m->name : ""));
         if (limits)
             printf("  %9ld  %9ld", m->input_limit, m->output_limit);
+        if (known) {
+            char w[16], a[16], b[16];
+            printf("  %7s  %8s  %8s", models_tokens(w, sizeof w, mi[i].context_window),
+                   models_usd(a, sizeof a, priced[i], pr[i].in),
+                   models_usd(b, sizeof b, priced[i], pr[i].out));
+        }
         putchar('\n');
     }
+    if (known)
+        printf("CONTEXT and $/M (per million tokens): tokterm's data/models.tsv and "
+               "prices.tsv by id prefix\n");
+    free(mi);
+    free(pr);
+    free(priced);
     buf_free(&id);
     buf_free(&name);
 }

@@ -116,6 +116,11 @@ with ttlib.FakeServer() as srv:
     t.ok(rc == 0 and lines and lines[0].startswith("ID") and
          any(ln.startswith("o3-mini") for ln in lines), "on a terminal: a table with a header",
          text(out))
+    # ... with what tokterm's tables know of each id: window and price (data/*.tsv), or "-"
+    row = {ln.split()[0]: ln.split()[1:] for ln in lines[1:] if ln.strip()}
+    t.ok(lines and lines[0].split()[-5:] == ["CONTEXT", "$/M", "IN", "$/M", "OUT"]
+         and row.get("o3-mini") == ["200k", "$1.10", "$4.40"],
+         "on a terminal: each model's context window and price per million tokens", text(out))
 
     # --- errors: HTTP (exit 3) and network (exit 4) ---------------------------------------------
     rc, out, err = run(["--base-url", "http://127.0.0.1:%d/status=401,error=Incorrect%%20API%%20key"
