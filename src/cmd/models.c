@@ -37,7 +37,7 @@ static const char *models_safe(struct buf *b, const char *s)
     return buf_str(b);
 }
 
-/* "128k", "1M", "200,000" -> the window in few characters; "-" when unknown. */
+/* A window in few characters: "128k", "1.05M", "4096"; "-" when unknown. */
 static const char *models_tokens(char *out, size_t n, long v)
 {
     if (v <= 0)
