@@ -500,22 +500,23 @@ static void doctor_mcp(struct doctor *d, const struct conf *c, int only)
     else if (c->mcp)
         buf_appends(&names, c->mcp);
     only |= d->a->n_mcp > 0;
-    char *on = xstrdup(buf_str(&names)), *save = NULL; /* each name, checked on its own */
-    for (char *w = strtok_r(on, ", \t", &save); w; w = strtok_r(NULL, ", \t", &save))
+    /* each name checked on its own (mcp_set_enabled stops at the first unknown one) */
+    char *save = NULL, **on = xcalloc(names.len / 2 + 2, sizeof *on);
+    size_t n_on = 0;
+    for (char *w = names.len ? strtok_r(names.data, ", \t", &save) : NULL; w;
+         w = strtok_r(NULL, ", \t", &save))
         if (strcmp(w, "none") != 0 && !mcp_conf_find(set.confs, set.n, w))
             doctor_linef(d, DOCTOR_FAIL, "mcp", NULL,
                          d->a->n_mcp ? "fix --mcp" : "fix the mcp = line",
                          "%.64s is enabled, but the config file has no [mcp %.64s] section", w,
                          w);
-    free(on);
+        else
+            on[n_on++] = w;
     for (int i = 0; i < set.n; i++) {
         struct mcp_server_conf *sc = &set.confs[i];
         int enabled = 0;
-        on = xstrdup(buf_str(&names));
-        for (char *w = strtok_r(on, ", \t", &save); w && !enabled;
-             w = strtok_r(NULL, ", \t", &save))
-            enabled = strcmp(w, sc->name) == 0;
-        free(on);
+        for (size_t k = 0; k < n_on && !enabled; k++)
+            enabled = strcmp(on[k], sc->name) == 0;
         if (only && !enabled) /* -P NAME, --mcp: the servers that run there */
             continue;
         struct buf how = BUF_INIT;
@@ -555,6 +556,7 @@ static void doctor_mcp(struct doctor *d, const struct conf *c, int only)
     fflush(stdout);
     mcp_exiting(); /* doctor is on its way out: the servers' shutdown goes on in a reaper */
     mcp_set_free(&set, 2.0);
+    free(on);
     buf_free(&names);
     buf_free(&err);
 }
