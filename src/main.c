@@ -369,6 +369,19 @@ static int main_chat_check(struct main_run *r)
 }
 
 /* The interactive chat (tokterm-tui only), with the key or key pool and the fallback. */
+/* A scripted session's options from the command line and the setup, shared by scripted mode
+ * (main_prompt) and the line chat (main_chat): the caller adds the prompts or keep. */
+static struct script_opts main_script_opts(struct main_run *r)
+{
+    const struct cli *a = &r->a;
+    struct setup *su = &r->su;
+    return (struct script_opts){.json = a->json, .reasoning = a->reasoning, .store = su->store,
+                                .save = su->save, .cache = su->cache, .setup = su,
+                                .resume = su->resume, .resume_id = su->resume_id,
+                                .allow_tools = a->allow_tools, .n_allow_tools = a->n_allow_tools,
+                                .files = r->files.n ? &r->files : NULL, .trace = a->trace};
+}
+
 static int main_chat(struct main_run *r)
 {
 #ifdef TOKTERM_TUI_BINARY
@@ -395,12 +408,9 @@ static int main_chat(struct main_run *r)
             main_no_key(&su->conf);
             return 2;
         }
-        struct script_opts so = {.keep = 1, .reasoning = r->a.reasoning, .store = su->store,
-                                 .save = su->save, .cache = su->cache, .setup = su,
-                                 .resume = su->resume, .resume_id = su->resume_id,
-                                 .allow_tools = r->a.allow_tools,
-                                 .n_allow_tools = r->a.n_allow_tools, .files = to.files,
-                                 .trace = r->a.trace};
+        struct script_opts so = main_script_opts(r);
+        so.json = 0; /* as in the chat: --json is scripted mode's */
+        so.keep = 1; /* each turn needs the answers before it */
         char *key = su->key;
         su->key = NULL;
         return script_lines(&su->conf, key, &so, why); /* takes the key */
@@ -489,12 +499,9 @@ static int main_prompt(struct main_run *r)
     turns[0] = r->prompt;
     for (int i = 1; i < n; i++)
         turns[i] = a->prompts[i];
-    struct script_opts so = {.prompts = turns, .n_prompts = n, .json = a->json,
-                             .reasoning = a->reasoning, .store = su->store, .save = su->save,
-                             .cache = su->cache, .setup = su, .resume = su->resume,
-                             .resume_id = su->resume_id, .allow_tools = a->allow_tools,
-                             .n_allow_tools = a->n_allow_tools,
-                             .files = r->files.n ? &r->files : NULL, .trace = a->trace};
+    struct script_opts so = main_script_opts(r);
+    so.prompts = turns;
+    so.n_prompts = n;
     char *key = su->key;
     su->key = NULL;
     int code = script_run(&su->conf, key, &so); /* takes the key; the pool and fallback too */
