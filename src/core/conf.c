@@ -427,22 +427,13 @@ struct conf_line {
     char *key, *value;
 };
 
-static void conf_unquote(char *v)
-{
-    size_t n = strlen(v);
-    if (n >= 2 && ((v[0] == '"' && v[n - 1] == '"') || (v[0] == '\'' && v[n - 1] == '\''))) {
-        memmove(v, v + 1, n - 2);
-        v[n - 2] = '\0';
-    }
-}
-
 /* Section header "[name]" or "[profile name]" -> name. */
 static char *conf_section_name(char *s)
 {
     s = util_trim(s);
     if (strncmp(s, "profile ", 8) == 0)
         s = util_trim(s + 8);
-    conf_unquote(s);
+    ini_unquote(s);
     return s;
 }
 
@@ -479,7 +470,7 @@ char **conf_profile_names(const char *text, size_t len, size_t *n)
 {
     struct conf_names c = {0};
     char *copy = xstrndup(text, len);
-    ini_parse(copy, len, 0, conf_name_line, &c, NULL);
+    ini_parse(copy, len, INI_INLINE_COMMENTS, conf_name_line, &c, NULL);
     util_wipe(copy, len); /* the text may hold an api_key */
     free(copy);
     if (!c.v)
@@ -613,7 +604,7 @@ static int conf_read_line(void *ud, struct ini_line *l)
     } else {
         key = l->key;
         value = l->value;
-        conf_unquote(value);
+        ini_unquote(value);
         if (!*key) {
             buf_printf(r->err, "%s:%d: missing key before '='", path, lineno);
             return -1;
@@ -818,7 +809,7 @@ int conf_load(struct conf *c, const char *path, const char *explicit_profile,
         return -1;
     }
     struct conf_reader r = {.path = path, .err = err, .warn = warn};
-    int rc = ini_parse(text, len, 0, conf_read_line, &r, NULL) == 0 ? 0 : -1;
+    int rc = ini_parse(text, len, INI_INLINE_COMMENTS, conf_read_line, &r, NULL) == 0 ? 0 : -1;
     struct conf_line *lines = r.lines;
     size_t n = r.n;
     if (rc == 0 && r.line_warns > CONF_WARN_MAX)

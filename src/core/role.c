@@ -1,9 +1,11 @@
 /* role.c - named presets: user files, [role NAME] sections, built-ins. */
 #include "config.h"
 #include "core/role.h"
+
 #include "base/utf8.h"
 #include "base/util.h"
 #include "base/xmalloc.h"
+#include "text/ini.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -51,15 +53,6 @@ void role_free(struct role *r)
     memset(r, 0, sizeof *r);
 }
 
-static void role_unquote(char *v)
-{
-    size_t n = strlen(v);
-    if (n >= 2 && ((v[0] == '"' && v[n - 1] == '"') || (v[0] == '\'' && v[n - 1] == '\''))) {
-        memmove(v, v + 1, n - 2);
-        v[n - 2] = '\0';
-    }
-}
-
 /* One "key: value" or "key = value" line (trimmed, not empty) at lineno. */
 static int role_setting(struct role *r, char *line, int lineno, const char *sep,
                         struct buf *err)
@@ -71,7 +64,8 @@ static int role_setting(struct role *r, char *line, int lineno, const char *sep,
     }
     line[k] = '\0';
     char *key = util_trim(line), *value = util_trim(line + k + 1);
-    role_unquote(value);
+    ini_cut_comment(value);
+    ini_unquote(value);
     if (!role_key_ok(key)) {
         buf_printf(err, "%s:%d: a role cannot set '%.40s' (it may set:", r->path, lineno, key);
         for (size_t i = 0; role_keys[i]; i++)
@@ -180,7 +174,7 @@ static char *role_next_section(char **pos, int *lineno)
         if (line[0] == '[' && end && strncmp(line + 1, "role ", 5) == 0) {
             *end = '\0';
             char *name = util_trim(line + 6);
-            role_unquote(name);
+            ini_unquote(name);
             return name;
         }
     }

@@ -267,7 +267,7 @@ int mcp_conf_load(const char *path, struct mcp_server_conf **out, struct buf *er
     if (!text)
         return 0;
     struct mcp_conf_reader r = {.path = path, .err = err};
-    int rc = ini_parse(text, len, 0, mcp_conf_line, &r, NULL);
+    int rc = ini_parse(text, len, INI_INLINE_COMMENTS, mcp_conf_line, &r, NULL);
     util_wipe(text, len);
     free(text);
     for (int i = 0; rc == 0 && i < r.n; i++) {

@@ -28,8 +28,29 @@ static enum ini_error ini_check_bytes(const char *p, size_t n, unsigned flags,
     return INI_ERR_NONE;
 }
 
+void ini_cut_comment(char *v)
+{
+    if (*v == '"' || *v == '\'') {
+        char *close = strchr(v + 1, *v);
+        if (!close)
+            return;
+        char *p = close + 1;
+        while (*p == ' ' || *p == '\t' || *p == '\r')
+            p++;
+        if (*p == '#' || *p == ';')
+            close[1] = '\0';
+        return;
+    }
+    for (char *p = v + 1; *p; p++)
+        if ((*p == '#' || *p == ';') && (p[-1] == ' ' || p[-1] == '\t')) {
+            *p = '\0';
+            util_trim(v); /* the blanks before it (v does not move: it starts with no blank) */
+            return;
+        }
+}
+
 /* Fill l from one trimmed line s that is neither blank nor a comment. */
-static void ini_classify(char *s, char **section, struct ini_line *l)
+static void ini_classify(char *s, char **section, struct ini_line *l, unsigned flags)
 {
     if (*s == '[') {
         char *close = strchr(s, ']');
@@ -56,6 +77,17 @@ static void ini_classify(char *s, char **section, struct ini_line *l)
     l->section = *section;
     l->key = util_trim(s);
     l->value = util_trim(eq + 1);
+    if (flags & INI_INLINE_COMMENTS)
+        ini_cut_comment(l->value);
+}
+
+void ini_unquote(char *v)
+{
+    size_t n = strlen(v);
+    if (n >= 2 && ((v[0] == '"' && v[n - 1] == '"') || (v[0] == '\'' && v[n - 1] == '\''))) {
+        memmove(v, v + 1, n - 2);
+        v[n - 2] = '\0';
+    }
 }
 
 int ini_parse(char *text, size_t len, unsigned flags, ini_handler fn, void *ud, int *lines)
@@ -83,7 +115,7 @@ int ini_parse(char *text, size_t len, unsigned flags, ini_handler fn, void *ud, 
             char *s = util_trim(line);
             if (*s == '\0' || *s == '#' || *s == ';')
                 continue;
-            ini_classify(s, &section, &l);
+            ini_classify(s, &section, &l, flags);
         }
         rc = fn(ud, &l);
         if (l.type == INI_ERROR && rc == 0)

@@ -6,7 +6,7 @@
  * or ';' are skipped. Every other line is a section header
  * "[name]" (nothing but blanks after the ']'), or "key = value" split at the first '=' (the
  * value may hold '=', '#', ';' and quotes: nothing is removed from it but the blanks around
- * it). Blanks are space, tab, CR. Nothing is a continuation line and there is no length limit
+ * it, and with INI_INLINE_COMMENTS a comment after it). Blanks are space, tab, CR. Nothing is a continuation line and there is no length limit
  * beyond the text's own: the callers cap the size of what they read.
  *
  * The reader works in place: the strings it hands out are pieces of the text, cut with '\0',
@@ -42,6 +42,10 @@ struct ini_line {
 /* Check each line before anything else (also comments): invalid UTF-8 and control characters
  * other than tab and CR are INI_ERRORs. Without it only a NUL byte is. */
 #define INI_TEXT_ONLY 1u
+/* A '#' or ';' after a blank in a value starts a comment ("model = m   # the default"), as
+ * the docs' examples write them; a value that must hold one is quoted ("say ; then #"), and
+ * the comment may follow the closing quote. Not for themes, whose colours are "#rrggbb". */
+#define INI_INLINE_COMMENTS 2u
 
 /* Called for each section header, pair and malformed line, in order; return 0 to go on, any
  * other value to stop. */
@@ -53,5 +57,12 @@ typedef int (*ini_handler)(void *ud, struct ini_line *l);
  * stop, -1 after an INI_ERROR line the callback let pass, else 0. *lines (when lines != NULL)
  * is the number of lines read (the last one counted even without a '\n'). */
 int ini_parse(char *text, size_t len, unsigned flags, ini_handler fn, void *ud, int *lines);
+
+/* INI_INLINE_COMMENTS' cut, for readers of other "key: value" text (a role's front matter):
+ * the comment off a trimmed value v, in place, from a '#' or ';' that follows a blank, or in
+ * a value that starts with a quote, one that follows the closing quote (and blanks). */
+void ini_cut_comment(char *v);
+/* A value in a pair of '"' or '\'': the quotes taken off, in place. */
+void ini_unquote(char *v);
 
 #endif

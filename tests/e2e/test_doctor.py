@@ -393,4 +393,33 @@ else:
         t.ok("warn  terminal" in joined and "only 30x20" in joined,
              "terminal: a narrow window is a warning", screen)
 
+# Every config example of the docs, as a reader copies it (inline "# comments" and all), is a
+# config doctor reads without a fault, whose profiles' models hold no comment: a '#' or ';'
+# after a blank starts one (until 2026-12 the Ollama page's example failed with
+# "include_usage must be true or false, not 'false   # older Ollama versions...'", and its
+# model went out as "qwen3:8b   # any model from `ollama list`").
+DOCS = [os.path.join(ttlib.srcdir(), "..", p) for p in ["README.md", "docs/GUIDE.md"]]
+PROV = os.path.join(ttlib.srcdir(), "..", "docs", "providers")
+DOCS += sorted(os.path.join(PROV, f) for f in os.listdir(PROV) if f.endswith(".md"))
+blocks = []
+for path in DOCS:
+    with open(path, encoding="utf-8") as f:
+        for m in re.finditer(r"```ini\n(.*?)```", f.read(), re.S):
+            blocks.append((os.path.relpath(path, os.path.join(ttlib.srcdir(), "..")),
+                           m.group(1)))
+t.ok(len(blocks) >= 15, "docs: the config examples are found (%d)" % len(blocks))
+commented = 0
+for where, text in blocks:
+    commented += bool(re.search(r"[ \t][#;]", text))
+    home = home_with(text)
+    r = ttlib.run_tokterm(["doctor", "--offline"], home=home, env={"OPENAI_API_KEY": "sk-x"},
+                          timeout=60)
+    lines = lines_of(r[1])
+    faults = [ln for ln in lines if ln.startswith("fail ") and " config" in ln]
+    models = [ln for ln in lines if re.match(r"^ok +profile ", ln)]
+    t.ok(not faults and models and not any(re.search(r"model [^,]*[#;]", ln) for ln in models),
+         "docs: %s's example reads as meant (%d profiles)" % (where, len(models)),
+         "\n".join(faults + models) or r[1].decode() + r[2].decode())
+t.ok(commented >= 5, "docs: %d examples hold inline comments" % commented)
+
 sys.exit(t.done())

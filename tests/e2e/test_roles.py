@@ -63,22 +63,25 @@ with ttlib.FakeServer() as srv:
     home = ttlib.make_home()
     cfg = os.path.join(home, ".config", "tokterm")
     write(os.path.join(cfg, "roles", "review.md"),
-          "---\ntemperature: 0.9\nmodel = my-reviewer\n---\nReview like a pirate.\n")
+          "---\ntemperature: 0.9   # a comment\nmodel = my-reviewer # after a blank\n---\n"
+          "Review like a pirate.\n")
     rc, out, err = run(srv, ["--role", "review", "-p", "x"], home=home)
     b = body(srv)
     t.eq((rc, system(b), b.get("temperature"), b.get("model")),
-         (0, "Review like a pirate.", 0.9, "my-reviewer"), "a user file overrides the built-in")
+         (0, "Review like a pirate.", 0.9, "my-reviewer"),
+         "a user file overrides the built-in (its comments after values cut off)")
 
     # --- [role NAME] sections; role = NAME in a profile; the role wins over the profile -----------
     write(os.path.join(cfg, "config"),
           "system = The profile's prompt.\n\n"
-          "[role terse]\nsystem = Answer in one word.\ntop_p = 0.5\nmodel = terse-model\n"
+          "[role terse]\nsystem = Answer in one word.\ntop_p = 0.5   # comment\n"
+          "model = terse-model ; comment\n"
           "extra_body = {\"top_k\": 7}\n\n"
           "[work]\nmodel = work-model\ntemperature = 0.1\nrole = terse\n")
     rc, out, err = run(srv, ["--role", "terse", "-p", "x"], home=home)
     b = body(srv)
     t.eq((rc, system(b), b.get("top_p")), (0, "Answer in one word.", 0.5),
-         "a [role NAME] section works")
+         "a [role NAME] section works (its comments after values cut off)")
     rc, out, err = run(srv, ["-P", "work", "-p", "x"], home=home)
     b = body(srv)
     t.eq((rc, system(b), b.get("model"), b.get("temperature")),

@@ -53,6 +53,25 @@ int main(void)
     TAP_INT(lines, 11, "the last line counts without a newline");
     free(r);
 
+    /* INI_INLINE_COMMENTS (the config file, as the docs' examples write it): a '#' or ';'
+     * after a blank starts a comment; a quoted value keeps them, with a comment after it */
+    r = PARSE("model = qwen3:8b     # any model from `ollama list`\n"
+              "include_usage = false\t; older servers\n"
+              "url = http://h/#frag\nsys = C# and a;b\ncolour = #839496\n"
+              "q = \"keep # this ; too\"   # but not this\nq2 = 'x ; y'\n"
+              "open = \"no close # cut\nbare = #only\n",
+              INI_INLINE_COMMENTS);
+    TAP_STR(r, "1 P [-] model=qwen3:8b\n2 P [-] include_usage=false\n3 P [-] url=http://h/#frag\n"
+               "4 P [-] sys=C# and a;b\n5 P [-] colour=#839496\n"
+               "6 P [-] q=\"keep # this ; too\"\n7 P [-] q2='x ; y'\n"
+               "8 P [-] open=\"no close # cut\n9 P [-] bare=#only\n",
+            "inline comments: cut after a blank, kept inside quotes and words");
+    free(r);
+    char v[] = "\"a # b\" ; c";
+    ini_cut_comment(v);
+    ini_unquote(v);
+    TAP_STR(v, "a # b", "ini_cut_comment then ini_unquote: a quoted value with a comment");
+
     r = PARSE("a = 1\n\n", 0);
     TAP_INT(lines, 2, "a trailing newline starts no line");
     free(r);
