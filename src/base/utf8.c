@@ -2,6 +2,8 @@
 #include "config.h"
 #include "base/utf8.h"
 
+#include "base/buf.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -96,6 +98,33 @@ int utf8_valid(const char *s, size_t n)
         i += k;
     }
     return 1;
+}
+
+char *utf8_for_wire(const char *s, size_t n, size_t *out_len)
+{
+    if (!memchr(s, '\0', n) && utf8_valid(s, n))
+        return NULL;
+    struct buf b = BUF_INIT;
+    buf_reserve(&b, n + n / 2 + 1);
+    size_t i = 0;
+    while (i < n) {
+        size_t run = 0; /* printable ASCII and other bytes below 0x80 but NUL: as they are */
+        while (i + run < n && (unsigned char)s[i + run] < 0x80 && s[i + run])
+            run++;
+        buf_append(&b, s + i, run);
+        i += run;
+        if (i == n)
+            break;
+        uint32_t cp = 0;
+        size_t k = s[i] ? utf8_decode(s + i, n - i, &cp) : 1;
+        if (!s[i] || (cp == UTF8_REPLACEMENT && k == 1))
+            buf_appends(&b, "\xEF\xBF\xBD");
+        else
+            buf_append(&b, s + i, k);
+        i += k;
+    }
+    *out_len = b.len;
+    return buf_take(&b);
 }
 
 size_t utf8_incomplete_tail(const char *str, size_t n)

@@ -30,6 +30,14 @@ size_t utf8_incomplete_tail(const char *s, size_t n);
  * the rest of the line), invalid UTF-8 bytes become U+FFFD. Everything else is copied as is. */
 void utf8_sanitize(struct buf *out, const char *s, size_t n);
 
+/* s[0..n) as text a JSON string can carry to a server: NULL when it is that already (valid
+ * UTF-8 without a NUL byte), else a copy (malloc'd, NUL-terminated, its length in *out_len)
+ * in which every invalid byte and every NUL is U+FFFD. An answer a hostile or broken server
+ * sent with such bytes is kept as it came; sent back in the history as it is, the request
+ * body was not UTF-8 (a real API refuses it with a 400 on every later turn) and a NUL cut the
+ * message short. */
+char *utf8_for_wire(const char *s, size_t n, size_t *out_len);
+
 /* The length of a first piece of s[0..n) of at most max bytes that splits no UTF-8 sequence
  * and no CRLF pair, so that text sanitised piece by piece comes out as it would whole (and
  * memory stays bounded by the piece). Never 0 when n > 0: a sequence or CRLF at the start

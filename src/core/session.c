@@ -785,7 +785,15 @@ static char *session_planned_body(struct session *s, struct api_request *ar,
     struct api_part *parts = xcalloc(n_parts + 1, sizeof *parts), *next = parts;
     int pdf_text = attach_pdf_as_text(session_attach_provider(s));
     for (size_t i = 0; i < s->plan.n_items; i++) {
-        const struct context_item *it = &s->plan.items[i];
+        struct context_item *it = &s->plan.items[i];
+        size_t clean_len;
+        char *clean = utf8_for_wire(it->content, it->len, &clean_len);
+        if (clean) { /* the plan owns the copy sent (the history keeps the text as it came) */
+            free(it->owned);
+            it->owned = clean;
+            it->content = clean;
+            it->len = clean_len;
+        }
         m[i].role = it->role;
         m[i].content = it->content;
         const struct conv_step *st = it->first == it->last && it->first < s->n_msgs

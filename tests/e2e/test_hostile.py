@@ -20,6 +20,7 @@ import pty  # noqa: E402
 import re  # noqa: E402
 import shutil  # noqa: E402
 import signal  # noqa: E402
+import sqlite3  # noqa: E402
 import subprocess  # noqa: E402
 import time  # noqa: E402
 import urllib.parse  # noqa: E402
@@ -290,6 +291,30 @@ with ttlib.FakeServer() as srv:
          "raw invalid UTF-8 on a terminal: U+FFFD", repr(screen))
     record("raw invalid UTF-8 bytes inside a JSON string", rc, err,
            "pipe: exact bytes; terminal: U+FFFD")
+    # ... and such an answer sent back in the history (-c): the text saved as it came, the
+    # request body valid UTF-8 with U+FFFD for each invalid byte and for a NUL, nothing cut at
+    # the NUL (until 2026-12 the raw bytes went out: a body that is not UTF-8, which a real API
+    # refuses on every later turn, and the message ended at the NUL)
+    home = ttlib.make_home()
+    for content, want, what in ((b'"a\xff\xfeb\xc3 tail"', "a\ufffd\ufffdb\ufffd tail",
+                                 "invalid bytes"),
+                                (b'"a\\u0000b tail"', "a\ufffdb tail", "a NUL")):
+        n0 = len(srv.requests())
+        rc1, _, _ = run(["-p", "first"], base("content_json=" +
+                                              urllib.parse.quote_from_bytes(content)), home=home)
+        rc2, _, err2 = run(["-c", "-p", "next"], base(""), home=home)
+        bodies = [r.get("body") for r in srv.requests()[n0:]]
+        hist = bodies[-1]["messages"] if len(bodies) == 2 and bodies[-1] else []
+        sent = [m.get("content") for m in hist if m.get("role") == "assistant"]
+        t.ok((rc1, rc2) == (0, 0) and sent == [want],
+             "an answer with %s sent back by -c: valid UTF-8, U+FFFD, nothing cut (%r)"
+             % (what, sent), err2.decode(errors="replace"))
+    db = sqlite3.connect(ttlib.history_db(home))
+    kept = [r[0] for r in db.execute("SELECT CAST(content AS BLOB) FROM messages "
+                                      "WHERE role = 'assistant' ORDER BY id")]
+    db.close()
+    t.ok(len(kept) == 4 and kept[0] == b"a\xff\xfeb\xc3 tail" and kept[2] == b"a\x00b tail",
+         "those answers are saved as they came", repr(kept))
     raw = urllib.parse.quote_from_bytes(b'"a\x00b\x1b[2J"')  # raw NUL and ESC: invalid JSON
     rc, out, err = run(["-p", "hi"], base("content_json=" + raw))
     t.eq(rc, 3, "raw NUL/ESC inside a JSON string: exit 3 (malformed chunk)")

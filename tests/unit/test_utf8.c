@@ -34,6 +34,15 @@ int main(void)
     TAP_INT(utf8_decode("\xE4\xBD", 2, &cp), 1, "truncated sequence");
     TAP_OK(utf8_valid("h\xC3\xA9llo", 6), "valid string");
     TAP_OK(!utf8_valid("h\xC3llo", 5), "invalid string");
+    {
+        size_t n = 0;
+        TAP_OK(utf8_for_wire("h\xC3\xA9 \xEF\xBF\xBD ok", 10, &n) == NULL,
+               "for the wire: valid text (a U+FFFD in it too) needs no copy");
+        char *w = utf8_for_wire("a\xFF\x00" "b\xE4\xB8", 6, &n);
+        TAP_OK(w && n == 14 && memcmp(w, "a\xEF\xBF\xBD\xEF\xBF\xBD" "b\xEF\xBF\xBD\xEF\xBF\xBD", 14) == 0,
+               "for the wire: an invalid byte, a NUL and a cut sequence become U+FFFD each");
+        free(w);
+    }
 
     TAP_INT(utf8_incomplete_tail("ab\xE4\xBD", 4), 2, "tail: 2 of 3 bytes");
     TAP_INT(utf8_incomplete_tail("ab\xE4\xBD\xA0", 5), 0, "tail: complete");
