@@ -351,6 +351,17 @@ static int session_resume_lean(struct session *s, int64_t id, char **err);
 static void session_context_setup(struct session *s);
 static void session_context_params(struct session *s, struct context_params *p);
 
+/* The conversation's system prompt as it is now (none: "") into its row, so that a resume,
+ * show and export see the one the next turns are sent with. Until 2026-12 a change (the
+ * chat's /system, -s on a resume) lived in memory only: the next resume sent the old one. */
+static void session_save_system(struct session *s)
+{
+    if (s->store && s->save && s->conv_id > 0 &&
+        store_conversation_update(s->store, s->conv_id, s->conv.system ? s->conv.system : "",
+                                  NULL, NULL) != 0)
+        session_store_failed(s);
+}
+
 /* Take c as the resumed conversation (lean: only its newest turns). */
 static void session_resumed(struct session *s, struct conv *c, int lean)
 {
@@ -363,6 +374,8 @@ static void session_resumed(struct session *s, struct conv *c, int lean)
     session_history(s);
     session_forget_summaries(s);
     session_context_load_summaries(s);
+    if (s->conf->system && *s->conf->system) /* given now: it replaced the saved one */
+        session_save_system(s);
 }
 
 int session_resume(struct session *s, int64_t id, char **err)
@@ -417,6 +430,7 @@ void session_set_system(struct session *s, const char *text)
 {
     conv_set_system(&s->conv, text);
     session_history(s);
+    session_save_system(s);
 }
 
 int session_fork_last(struct session *s)

@@ -344,4 +344,30 @@ with ttlib.FakeServer() as srv:
     t.eq(msgs(srv.requests()[-1]), [("user", "kept"), ("assistant", "kept"), ("user", "go on")],
          "-c continues the latest conversation with an answer, not the failed one")
 
+    # --- the system prompt a conversation goes on with is saved: the chat's /system and -s on a
+    # resume (until 2026-12 both lived in memory only: the next resume sent the old one, and
+    # show and export had the old one)
+    home = ttlib.make_home()
+    env = {"OPENAI_BASE_URL": srv.base("")}
+    ttlib.run_tokterm(["-s", "be terse", "-p", "one"], home=home, env=env)
+    with ttlib.Tmux(100, 40) as tm:
+        start_chat(tm, srv, home, ["-c"])
+        send(tm, "/system Answer only in French", "system prompt")
+        send(tm, "two")
+        wait_idle(tm, 2)
+        tm.send_text("/quit")
+        tm.send("Enter")
+        tm.wait_exit(5)
+    ttlib.run_tokterm(["-c", "-p", "three"], home=home, env=env)
+    t.eq(msgs(srv.requests()[-1])[0], ("system", "Answer only in French"),
+         "system: the chat's /system is what -c sends next")
+    cid = latest_id(home)
+    t.eq(export(home, cid).get("system_prompt"), "Answer only in French",
+         "system: export has the chat's /system")
+    ttlib.run_tokterm(["--conversation", str(cid), "-s", "new system", "-p", "four"], home=home,
+                      env=env)
+    ttlib.run_tokterm(["-c", "-p", "five"], home=home, env=env)
+    t.eq(msgs(srv.requests()[-1])[0], ("system", "new system"),
+         "system: -s on a resume is what the next resume sends")
+
 sys.exit(t.done())
