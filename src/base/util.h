@@ -5,6 +5,12 @@
 #include <stdint.h>
 
 #define TT_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+/* A rate of tokens per second is told only of at least this many tokens streamed over at
+ * least this long: a burst (a buffering proxy, a stream that stalls after its first chunk)
+ * read 2,434,570 tok/s in the chat and 535,511 in show. The network thread's measure, the
+ * chat, show and stats keep to it. */
+#define TT_TPS_MIN_TOKENS 20
+#define TT_TPS_MIN_SECONDS 0.5
 
 /* The plural ending of a count: "%lld token%s", n, util_plural(n) gives "1 token", "2 tokens". */
 static inline const char *util_plural(long long n)

@@ -922,7 +922,7 @@ static void net_timings_of(struct xfer *x, struct net_result *r, double now)
     t->gap_p95 = net_gap_quantile(x, 0.95);
     double span = x->deltas > 1 ? x->t_last_delta - x->t_first_token : 0;
     double toks = r->usage.completion > 0 ? (double)r->usage.completion : (double)x->deltas;
-    t->tokens_per_s = span > 0 ? toks / span : 0;
+    t->tokens_per_s = span >= TT_TPS_MIN_SECONDS && toks >= TT_TPS_MIN_TOKENS ? toks / span : 0;
     long connects = 0, ver = 0;
     curl_easy_getinfo(x->easy, CURLINFO_NUM_CONNECTS, &connects);
     curl_easy_getinfo(x->easy, CURLINFO_HTTP_VERSION, &ver);

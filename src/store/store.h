@@ -42,6 +42,8 @@
  * finish. */
 #ifndef TT_STORE_H
 #define TT_STORE_H
+#include "base/util.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -123,8 +125,8 @@ struct store_timings {
 
 /* Answers shorter than this are left out of the tokens/s percentiles: a few tokens that
  * arrive in one burst give rates of a million tokens/s that mean nothing. */
-#define STORE_TPS_MIN_TOKENS 20
-#define STORE_TPS_MIN_SECONDS 0.5
+#define STORE_TPS_MIN_TOKENS TT_TPS_MIN_TOKENS /* base/util.h */
+#define STORE_TPS_MIN_SECONDS TT_TPS_MIN_SECONDS
 
 struct store_message {
     int64_t id, conversation_id;

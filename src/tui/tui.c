@@ -676,7 +676,7 @@ static char *tui_footer(struct tui *t, const struct net_result *r, int *slot)
         if (r->usage.present)
             buf_printf(&b, " \xC2\xB7 %lld token%s", r->usage.completion,
                        util_plural(r->usage.completion));
-        if (r->t.tokens_per_s > 0 && r->t.total - r->t.ttft >= 0.2)
+        if (r->t.tokens_per_s > 0) /* net.c measures it only over TT_TPS_MIN_SECONDS */
             buf_printf(&b, " \xC2\xB7 %.0f tok/s", r->t.tokens_per_s);
         if (!r->content_bytes)
             buf_appends(&b, " \xC2\xB7 the answer is empty");

@@ -278,7 +278,7 @@ static int tui_status_timings(const struct tui_status *st, char *out, size_t siz
     else
         snprintf(a, sizeof a, "-");
     ratelimit_format_duration(st->total, b, sizeof b);
-    if (st->tps > 0 && st->total - st->ttft >= 0.2)
+    if (st->tps > 0) /* net.c measures it only over TT_TPS_MIN_SECONDS */
         snprintf(out, size, "ttft %s %.0f tok/s %s", a, st->tps, b);
     else
         snprintf(out, size, "ttft %s total %s", a, b);

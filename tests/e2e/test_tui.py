@@ -131,6 +131,20 @@ with ttlib.FakeServer() as srv:
         req = srv.requests()[-1]
         t.eq(req["body"]["messages"][-1], {"role": "user", "content": "hello there"},
              "the prompt was sent")
+        # a stream whose tokens came in one burst and then stalled (a buffering proxy, a stuck
+        # server), cancelled 1.5 s later, has no rate: until 2026-12 the bar and the footer
+        # read millions of tok/s (its tokens over the microseconds between the first and last)
+        srv.queue(["gen=400,stall_after=6000,stall_s=20"])
+        tm.send_text("burst please")
+        tm.send("Enter")
+        tm.wait_for(re.compile(r"^ streaming", re.M), 5)
+        time.sleep(1.5)
+        tm.send("Escape")
+        burst = tm.wait_for(re.compile(r"^ idle .*ttft", re.M), 10) or tm.capture()
+        st = status_line(burst)
+        t.ok(st.startswith(" idle") and "tok/s" not in st and "total" in st and
+             "tok/s" not in burst.split("burst please")[-1],
+             "a burst, then a stall: no tokens/s in the bar or the footer", burst)
         # --- history: Ctrl-D quits with 0, the history file is private and reloads ---
         tm.send("C-d")
         t.eq(tm.wait_exit(5), 0, "Ctrl-D on an empty prompt quits with status 0")
@@ -143,11 +157,11 @@ with ttlib.FakeServer() as srv:
         start(tm, srv, "", {"HOME": home})
         tm.send("Up")
         time.sleep(0.3)
-        t.ok(tm.wait_for("\u203a hello there", 3) is not None, "Up recalls the prompt of the "
+        t.ok(tm.wait_for("\u203a burst please", 3) is not None, "Up recalls the prompt of the "
              "last run", tm.capture())
         tm.send("C-c")
         t.ok(tm.wait_for(re.compile(r"\u203a *\n"), 2) is not None or
-             "hello there" not in tm.capture().split("\n")[-2], "Ctrl-C clears the prompt",
+             "burst please" not in tm.capture().split("\n")[-2], "Ctrl-C clears the prompt",
              tm.capture())
         tm.send("C-d")
         tm.wait_exit(5)
