@@ -378,6 +378,9 @@ static struct script_opts main_script_opts(struct main_run *r)
     return (struct script_opts){.json = a->json, .reasoning = a->reasoning, .store = su->store,
                                 .save = su->save, .cache = su->cache, .setup = su,
                                 .resume = su->resume, .resume_id = su->resume_id,
+                                .endpoint_named = a->profile || a->base_url || a->api ||
+                                                  (getenv("TOKTERM_PROFILE") &&
+                                                   *getenv("TOKTERM_PROFILE")),
                                 .allow_tools = a->allow_tools, .n_allow_tools = a->n_allow_tools,
                                 .files = r->files.n ? &r->files : NULL, .trace = a->trace};
 }

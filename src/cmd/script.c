@@ -608,6 +608,24 @@ struct script *script_open(struct conf *conf, char *key, const struct script_opt
             *code = 2;
             return NULL;
         }
+        /* A conversation held with another server (a local model, another provider) is not
+         * sent whole to the default one unasked: until 2026-12, -c sent a conversation held
+         * with -P ollama to the cloud profile of the config, without a word. */
+        char *held = o->endpoint_named ? NULL : session_resumed_elsewhere(s);
+        if (held) {
+            const struct conv *cv = session_conv(s);
+            char *now = conf_host(conf);
+            fprintf(stderr, "tokterm: conversation %lld was held with %s; continuing it here "
+                            "would send all of it to %s. Give the profile it was held with "
+                            "(-P), or name where to send it (-P, --base-url or --api) to send it "
+                            "to %s after all\n",
+                    (long long)(cv ? cv->id : 0), held, now, now);
+            free(now);
+            free(held);
+            session_close(s);
+            *code = 2;
+            return NULL;
+        }
     }
     struct script *sc = xcalloc(1, sizeof *sc);
     sc->s = s;

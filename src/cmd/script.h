@@ -28,6 +28,8 @@ struct script_opts {
     struct setup *setup;  /* the key pool and the fallback (setup_use_keys); NULL = none */
     int resume;           /* continue a saved conversation: resume_id, or the latest when 0 */
     int64_t resume_id;
+    int endpoint_named;   /* -P, --base-url or --api given: a resume goes where they say, even
+                             when the conversation was held elsewhere (else that is refused) */
     int keep;             /* keep each answer for script_answer (shell mode) */
     const char **allow_tools; /* --allow-tool globs: the tool calls that may run (nothing
                                  else does: refused, the model is told, exit 9) */

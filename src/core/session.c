@@ -403,6 +403,22 @@ int session_resume(struct session *s, int64_t id, char **err)
     return 0;
 }
 
+char *session_resumed_elsewhere(struct session *s)
+{
+    char *host = NULL, *profile = NULL, *out = NULL;
+    if (!s->store || s->conv_id <= 0 ||
+        store_conversation_where(s->store, s->conv_id, &host, &profile) != 0 || !host)
+        goto done;
+    char *now = conf_host(s->conf);
+    if (strcmp(now, host) != 0)
+        out = profile && *profile ? xasprintf("%s, profile %s", host, profile) : xstrdup(host);
+    free(now);
+done:
+    free(host);
+    free(profile);
+    return out;
+}
+
 void session_adopt(struct session *s, const struct conv *c)
 {
     char *sys = s->conv.system ? xstrdup(s->conv.system) : NULL;

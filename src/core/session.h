@@ -123,6 +123,10 @@ void session_use_store(struct session *s, struct store *st, int save, enum sessi
  * turn): its live path becomes the conversation, and new turns are added to it. Returns 0, or
  * -1 with a message in *err (caller frees). */
 int session_resume(struct session *s, int64_t id, char **err);
+/* After a resume: when the conversation's newest answer came from another server than the
+ * profile in use now would send to, where that was ("api.openai.com, profile openai";
+ * malloc'd), else NULL. Its turns would go to the new server whole. */
+char *session_resumed_elsewhere(struct session *s);
 /* Take over conversation c's live path (copied): /profile carries the conversation over. */
 void session_adopt(struct session *s, const struct conv *c);
 /* /new: an empty conversation (the system prompt stays). */

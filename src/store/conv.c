@@ -97,6 +97,25 @@ static void store_bind_update(sqlite3_stmt *s, const void *p)
     sqlite3_bind_int64(s, 5, a->now);
 }
 
+int store_conversation_where(struct store *st, int64_t id, char **host, char **profile)
+{
+    *host = *profile = NULL;
+    sqlite3_stmt *s = store_prep(st, "SELECT host, profile FROM messages WHERE "
+                                     "conversation_id = ?1 AND role = 'assistant' AND status IN "
+                                     "('complete', 'truncated', 'cancelled') AND host IS NOT "
+                                     "NULL AND host <> '' ORDER BY id DESC LIMIT 1");
+    if (!s)
+        return -1;
+    sqlite3_bind_int64(s, 1, id);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        *host = store_col_str(s, 0);
+        *profile = store_col_str(s, 1);
+    }
+    store_done(st, s);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : store_fail(st, "cannot read the conversation");
+}
+
 int store_conversation_update(struct store *st, int64_t id, const char *system_prompt,
                               const char *model, const char *profile)
 {

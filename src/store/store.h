@@ -344,6 +344,9 @@ int64_t store_conversation_new(struct store *st, const char *title, const char *
                                const char *model, const char *profile);
 /* Change the title. Returns 0, STORE_NOT_FOUND or -1. */
 int store_conversation_rename(struct store *st, int64_t id, const char *title);
+/* Where conversation id's newest answer (not a failed one) came from: its host
+ * (messages.host) and profile, each malloc'd or NULL (none saved). 0, or -1 (an error). */
+int store_conversation_where(struct store *st, int64_t id, char **host, char **profile);
 /* Change the system prompt, model and profile (NULL leaves that field alone). 0, 1 or -1. */
 int store_conversation_update(struct store *st, int64_t id, const char *system_prompt,
                               const char *model, const char *profile);

@@ -568,6 +568,18 @@ void tui_resume(struct tui *t, int64_t id, int replace)
                         util_plural((long long)c->n));
     tui_notice(t, m);
     free(m);
+    /* held with another server: the next turn sends all of it here, so say so before it does
+     * (scripted mode refuses unless -P, --base-url or --api names where to send it) */
+    char *held = session_resumed_elsewhere(t->s);
+    if (held) {
+        char *now = conf_host(t->conf);
+        m = xasprintf("This conversation was held with %s. Your next message sends all of it "
+                      "to **%s**: `/profile NAME` switches back first.", held, now);
+        tui_notice(t, m);
+        free(m);
+        free(now);
+        free(held);
+    }
 }
 
 static double tui_frame_due(const struct tui *t);

@@ -310,9 +310,10 @@ with ttlib.FakeServer() as srv:
     con.close()
     t.eq(rows, [("user", "hello without a key", "no API key")],
          "no key: the refused turn is saved, with no answer row")
-    # a refused connection, scripted
-    rc, out, err = ttlib.run_tokterm(["-c", "-p", "fourth"], home=home,
-                                     env={"OPENAI_BASE_URL": "http://127.0.0.1:1/v1"})
+    # a refused connection, scripted (--base-url: sent to another server than the one the
+    # conversation was held with, which -c alone refuses)
+    rc, out, err = ttlib.run_tokterm(["--base-url", "http://127.0.0.1:1/v1", "-c", "-p", "fourth"],
+                                     home=home)
     t.eq(rc, 4, "a refused connection: exit 4")
     rc, out, err = ttlib.run_tokterm(["-c", "-p", "fifth"], home=home,
                                      env={"OPENAI_BASE_URL": srv.base("")})
@@ -369,5 +370,28 @@ with ttlib.FakeServer() as srv:
     ttlib.run_tokterm(["-c", "-p", "five"], home=home, env=env)
     t.eq(msgs(srv.requests()[-1])[0], ("system", "new system"),
          "system: -s on a resume is what the next resume sends")
+
+    # --- a conversation held with another server is not sent whole to this one unasked (until
+    # 2026-12, -c sent a conversation held with -P ollama to the config's cloud profile)
+    home = ttlib.make_home()
+    there = {"OPENAI_BASE_URL": srv.base("").replace("127.0.0.1", "localhost")}
+    rc, _, _ = ttlib.run_tokterm(["-p", "held elsewhere"], home=home, env=there)
+    n0 = len(srv.requests())
+    rc, _, err = ttlib.run_tokterm(["-c", "-p", "go on"], home=home, env=env)
+    err = err.decode(errors="replace")
+    t.ok(rc == 2 and len(srv.requests()) == n0 and "was held with localhost:" in err and
+         "-P" in err, "elsewhere: -c to another server is refused, nothing sent", err)
+    rc, _, err = ttlib.run_tokterm(["--base-url", env["OPENAI_BASE_URL"], "-c", "-p", "go on"],
+                                   home=home, env=env)
+    t.ok(rc == 0 and msgs(srv.requests()[-1])[-1] == ("user", "go on"),
+         "elsewhere: --base-url names where to send it: sent", err.decode(errors="replace"))
+    ttlib.run_tokterm(["-p", "back there"], home=home, env=there)
+    with ttlib.Tmux(110, 30) as tm:
+        scr = start_chat(tm, srv, home, ["-c"]) or ""
+        scr = tm.wait_for("held with", 5) or tm.capture()
+        t.ok("This conversation was held with localhost:" in scr.replace("\n", " "),
+             "elsewhere: the chat says where it was held before the next turn goes", scr)
+        tm.send("C-d")
+        tm.wait_exit(5)
 
 sys.exit(t.done())
