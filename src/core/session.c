@@ -1191,6 +1191,20 @@ static int64_t session_save_step(struct session *s, const struct conv_turn *t,
     return id;
 }
 
+/* The calls of step st into its saved row, as they are now: an edit made at the approval
+ * (the chat's `e`) is what ran and what the next requests send, so the row has it too (until
+ * 2026-12 it kept the model's arguments: a resume showed and sent a call to /etc/shadow that
+ * the user had pointed elsewhere before it ran). */
+static void session_save_calls(struct session *s, const struct conv_step *st)
+{
+    if (!s->save || !s->store || st->id <= 0)
+        return;
+    char *json = conv_step_json(st);
+    if (store_message_set_tool(s->store, st->id, json) != 0)
+        session_store_failed(s);
+    free(json);
+}
+
 /* Record call's result as the next step of the last turn, save it, tell the sink. */
 static void session_tool_result(struct session *s, const struct session_sink *sink,
                                 size_t call_i, struct tool_result *res, double seconds)
@@ -1272,8 +1286,15 @@ static int session_tool_next(struct session *s, const struct session_sink *sink)
             continue;
         }
         enum tool_verdict v = s->policy ? tool_policy_verdict(s->policy, c->name) : TOOL_ASK;
-        if (v == TOOL_ASK)
+        if (v == TOOL_ASK) {
+            char *was = c->args ? xstrndup(c->args, c->args_len) : NULL;
+            size_t was_len = c->args ? c->args_len : 0;
             v = sink->tool_approve ? sink->tool_approve(sink->ud, c) : TOOL_REFUSE;
+            if ((c->args ? c->args_len : 0) != was_len ||
+                (was_len && memcmp(was, c->args, was_len) != 0))
+                session_save_calls(s, &t->steps[s->ask_step]); /* edited before it ran */
+            free(was);
+        }
         if (v == TOOL_RUN && tools_prepare(s->tools, c, &res) < 0) /* edited: check again */
             v = TOOL_REFUSE;
         if (sink->tool_call)
@@ -1349,12 +1370,8 @@ static int session_tools_round(struct session *s, struct net_result *r,
             c->name = xstrdup(e->name);
     }
     st->id = aid > 0 ? aid : 0;
-    if (aid > 0) {
-        char *json = conv_step_json(st);
-        if (store_message_set_tool(s->store, aid, json) != 0)
-            session_store_failed(s);
-        free(json);
-    }
+    if (aid > 0)
+        session_save_calls(s, st);
     if (batch && store_batch_end(s->store) != 0)
         session_store_failed(s);
     net_result_free(s->last);

@@ -14,6 +14,7 @@ sys.dont_write_bytecode = True
 import json  # noqa: E402
 import os  # noqa: E402
 import re  # noqa: E402
+import sqlite3  # noqa: E402
 import shutil  # noqa: E402
 import time  # noqa: E402
 
@@ -155,6 +156,15 @@ with ttlib.FakeServer() as srv:
     calls = [c for m in body["messages"] for c in m.get("tool_calls") or []]
     t.ok(any(c["function"]["arguments"] == '{"a":1,"b":1}' for c in calls),
          "the edited arguments are what the history carries", calls)
+    # ... and what is saved: a resume shows and sends the call that ran, not the model's
+    # (until 2026-12 the row kept {"a": 2, "b": 40})
+    db = sqlite3.connect(ttlib.history_db(home))
+    tool = db.execute("SELECT tool FROM messages WHERE role = 'assistant' AND tool IS NOT NULL "
+                      "ORDER BY id DESC LIMIT 1").fetchone()
+    db.close()
+    t.ok(tool and '{\\"a\\":1,\\"b\\":1}' in tool[0].replace(" ", "") and
+         '\\"b\\":40' not in tool[0].replace(" ", ""),
+         "the edited arguments are what the conversation saved", tool)
 
     # --- Esc while a tool runs cancels it; the status bar shows round, tool, time ----------
     srv.queue(["replay=openai_tool_sleep.sse", ANSWER])
