@@ -149,7 +149,7 @@ static void bench_cache(const char *dir, int n)
         int len = snprintf(req, sizeof req, "request %d", i);
         store_cache_key(req, (size_t)len, key);
         text(&b, 200 + rng() % 1200);
-        struct store_usage u = {100, 200, 300};
+        struct store_usage u = {100, 200, 300, NULL};
         if (store_cache_put(st, key, STORE_COMPLETE, buf_str(&b), NULL, "model-x", "stop", &u))
             die("cache put", store_error(st));
     }

@@ -1341,7 +1341,8 @@ static void batch_done_flush(struct batch *b, int force)
         const struct net_result *r = d->r;
         if (r->outcome == API_OK && d->key_set && !b->out_error &&
             r->content_bytes + r->reasoning_bytes > 0) { /* never an empty answer */
-            usage[n] = (struct store_usage){r->usage.prompt, r->usage.completion, r->usage.total};
+            usage[n] = (struct store_usage){r->usage.prompt, r->usage.completion, r->usage.total,
+                                            NULL};
             items[n] = (struct store_cache_put){
                 d->key, STORE_COMPLETE, d->content, *d->reasoning ? d->reasoning : NULL,
                 r->model[0] ? r->model : d->model, r->finish[0] ? r->finish : NULL,

@@ -983,9 +983,10 @@ static void session_save_end(struct session *s, const struct net_result *r)
     otlp_result(r, s->conf->api, s->conf->model, host, r->attempts > 1 ? r->attempts - 1 : 0);
     free(host);
     if (s->answer_id) {
-        struct store_usage u = {-1, -1, -1};
+        struct store_usage u = {-1, -1, -1, r->model};
         if (r->usage.present)
-            u = (struct store_usage){r->usage.prompt, r->usage.completion, r->usage.total};
+            u = (struct store_usage){r->usage.prompt, r->usage.completion, r->usage.total,
+                                     r->model};
         struct store_timings t = {r->t.ttft,    r->t.total,   r->t.tokens_per_s,
                                   r->t.dns,     r->t.connect, r->t.tls,
                                   r->t.deltas > 1 ? r->t.gap_p50 : -1,
@@ -1008,7 +1009,7 @@ static void session_save_end(struct session *s, const struct net_result *r)
             (void)store_cache_put_message(s->store, s->cache_key, s->answer_id,
                                           (int64_t)(r->content_bytes + r->reasoning_bytes));
         } else if (s->keep_answer) {
-            struct store_usage u = {r->usage.prompt, r->usage.completion, r->usage.total};
+            struct store_usage u = {r->usage.prompt, r->usage.completion, r->usage.total, NULL};
             (void)store_cache_put(s->store, s->cache_key, STORE_COMPLETE, buf_str(&s->answer),
                                   s->reasoning.len ? buf_str(&s->reasoning) : NULL, r->model,
                                   r->finish[0] ? r->finish : NULL, r->usage.present ? &u : NULL);

@@ -336,6 +336,7 @@ static void store_fin_bind(sqlite3_stmt *q, const struct store_fin *fin)
     store_bind_seconds(q, 16, t ? t->itl : -1);
     store_bind_count(q, 17, t ? t->retries : -1);
     store_bind_count(q, 18, t ? t->rate_limited : -1);
+    store_bind_text(q, 19, u && u->model && *u->model ? u->model : NULL);
 }
 
 #define STORE_FOLD_SET                                                                    \
@@ -347,7 +348,7 @@ static void store_fin_bind(sqlite3_stmt *q, const struct store_fin *fin)
     ", status = ?4, finish_reason = ?5, prompt_tokens = ?6, completion_tokens = ?7, "     \
     "total_tokens = ?8, ttft = ?9, total_time = ?10, tokens_per_s = ?11, dns_time = ?12, " \
     "connect_time = ?13, tls_time = ?14, error = ?15, itl = ?16, retries = ?17, "        \
-    "rate_limited = ?18, writer = NULL WHERE id = ?1"
+    "rate_limited = ?18, model = coalesce(?19, model), writer = NULL WHERE id = ?1"
 /* Append text to the row. */
 static const char store_q_fold[] = STORE_FOLD_SET " WHERE id = ?1";
 /* Append text and write how the answer ended. */

@@ -115,6 +115,9 @@ struct store_attach {
 
 struct store_usage {
     int64_t prompt_tokens, completion_tokens, total_tokens; /* -1 = unknown */
+    /* the model the server says answered (a router's, a dated snapshot), when it named one:
+     * replaces the row's model, which was the one asked for; NULL or "": left as it is */
+    const char *model;
 };
 
 struct store_timings {

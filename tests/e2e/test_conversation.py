@@ -371,6 +371,16 @@ with ttlib.FakeServer() as srv:
     t.eq(msgs(srv.requests()[-1])[0], ("system", "new system"),
          "system: -s on a resume is what the next resume sends")
 
+    # --- the model that answered is saved (a router's, a dated snapshot), not only the one
+    # asked for (until 2026-12 show, export and stats had only the one asked for)
+    home = ttlib.make_home()
+    ttlib.run_tokterm(["-m", "gpt-4o-mini", "-p", "which model"], home=home,
+                      env={"OPENAI_BASE_URL": srv.base("served=gpt-4o-mini-2024-07-18")})
+    ex = export(home, latest_id(home))
+    got = [(m["role"], m.get("model")) for m in ex.get("messages", [])]
+    t.eq(got[-1:], [("assistant", "gpt-4o-mini-2024-07-18")],
+         "served: the answer's row has the model the server says answered", got)
+
     # --- a conversation held with another server is not sent whole to this one unasked (until
     # 2026-12, -c sent a conversation held with -P ollama to the config's cloud profile)
     home = ttlib.make_home()

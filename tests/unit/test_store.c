@@ -1123,7 +1123,7 @@ static void test_migrate_v8_perf(void)
     int64_t u = store_message_add(st, conv, "user", "hi", 2, NULL);
     struct store_msg_info in = {.parent_id = u, .model = "m"};
     int64_t a = store_message_begin(st, conv, &in);
-    struct store_usage us = {5, 40, 45};
+    struct store_usage us = {5, 40, 45, NULL};
     struct store_timings old = {0.5, 2.5, 20, -1, -1, -1, -1, -1, -1};
     store_message_finish(st, a, STORE_COMPLETE, "stop", &us, &old, NULL);
     store_close(st);
@@ -1679,7 +1679,7 @@ static void test_conversations(void)
     store_conversation_free(c);
     TAP_INT(search_finds(st, "Hello", m), 0, "a streaming answer is not indexed yet");
     store_message_append(st, m, ", world", 7);
-    struct store_usage u = {11, 22, 33};
+    struct store_usage u = {11, 22, 33, NULL};
     struct store_timings tm = {0.5, 2.0, 44.5, 0.01, 0.02, 0.03, -1, -1, -1};
     TAP_INT(store_message_finish(st, m, STORE_COMPLETE, "stop", &u, &tm, NULL), 0, "finish");
     store_conversation_load(st, a, &c);
@@ -2573,7 +2573,7 @@ static void test_stats(void)
                                       .host = i <= 15 ? "api.a" : "api.b"};
         store_message_add(st, conv, "user", "q", 1, &info);
         int64_t m = store_message_begin(st, conv, &info);
-        struct store_usage u = {10, 20 + i, 30 + i};
+        struct store_usage u = {10, 20 + i, 30 + i, NULL};
         struct store_timings t = {i / 10.0, i / 10.0 + 2.0, 10.0 * i, -1, -1, -1,
                                   i / 1000.0, i % 5 == 0, i == 10};
         store_message_finish(st, m, i == 20 ? STORE_CANCELLED : STORE_COMPLETE, "stop", &u, &t,
@@ -2582,12 +2582,12 @@ static void test_stats(void)
     /* A burst: three tokens in a millisecond (1830543.9 tokens/s), on day two. */
     struct store_msg_info binfo = {.model = "alpha", .host = "api.a"};
     int64_t m = store_message_begin(st, conv, &binfo);
-    struct store_usage bu = {10, 3, 13};
+    struct store_usage bu = {10, 3, 13, NULL};
     struct store_timings bt = {0.05, 0.051, 1830543.9, -1, -1, -1, 0.00001, 0, 0};
     store_message_finish(st, m, STORE_COMPLETE, "stop", &bu, &bt, NULL);
     struct store_msg_info cached = {.model = "alpha", .host = "api.a", .cached = 1};
     m = store_message_begin(st, conv, &cached);
-    struct store_usage cu = {1000, 1000, 2000};
+    struct store_usage cu = {1000, 1000, 2000, NULL};
     struct store_timings ct = {0.001, 0.001, 99999, -1, -1, -1, 0.0001, 0, 0};
     store_message_finish(st, m, STORE_COMPLETE, "stop", &cu, &ct, NULL);
     struct store_stats s;
@@ -2748,7 +2748,7 @@ static void test_cache(void)
     key_of("request four", k4);
     struct store_cache_entry e;
     TAP_INT(store_cache_get(st, k1, &e), STORE_NOT_FOUND, "miss on an empty cache");
-    struct store_usage u = {5, 6, 11};
+    struct store_usage u = {5, 6, 11, NULL};
     TAP_INT(store_cache_put(st, k1, STORE_COMPLETE, "answer one", "why", "gpt-x", "stop", &u), 0,
             "put");
     TAP_INT(store_cache_get(st, k1, &e), 0, "hit");
@@ -2866,7 +2866,7 @@ static void test_cache_put_all(void)
     key_of("all two", k[1]);
     key_of("all three", k[2]);
     key_of("all four", k[3]);
-    struct store_usage u = {1, 2, 3};
+    struct store_usage u = {1, 2, 3, NULL};
     struct store_cache_put items[4] = {
         {k[0], STORE_COMPLETE, "first", NULL, "m", "stop", &u, 7},
         {k[1], STORE_TRUNCATED, "cut", NULL, NULL, "length", NULL, 7},
@@ -2989,7 +2989,7 @@ static void test_commands(void)
                                 .parent_id = u1};
     int64_t m = store_message_begin(st, c1, &ai);
     store_message_append(st, m, evil, strlen(evil));
-    struct store_usage u = {3, 4, 7};
+    struct store_usage u = {3, 4, 7, NULL};
     store_message_finish(st, m, STORE_COMPLETE, "stop", &u, NULL, NULL);
     int64_t c2 = store_conversation_new(st, "second chat", NULL, "gpt-y", NULL);
     store_message_add(st, c2, "user", "another fox question", 20, NULL);
