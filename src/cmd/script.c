@@ -862,8 +862,23 @@ int script_run(struct conf *conf, char *key, const struct script_opts *o)
     struct script *sc = script_open(conf, key, o, &code);
     if (!sc)
         return code;
-    for (int turn = 0; turn < o->n_prompts && code == 0 && !script_stopped(sc); turn++)
+    int turn = 0;
+    for (; turn < o->n_prompts && code == 0 && !script_stopped(sc); turn++)
         code = script_turn(sc, o->prompts[turn], 0);
+    /* the prompts after a turn that failed are not sent: say which (until 2026-12 they went
+     * unmentioned, and a script could not tell them from answered ones) */
+    if (turn < o->n_prompts) {
+        int left = o->n_prompts - turn;
+        fprintf(stderr, "tokterm: %d later prompt%s not sent (turn%s %d", left,
+                left == 1 ? " was" : "s were", left == 1 ? "" : "s", turn + 1);
+        if (left > 1)
+            fprintf(stderr, "-%d", o->n_prompts);
+        if (code)
+            fprintf(stderr, " of %d): the turn before %s ended with exit %d\n", o->n_prompts,
+                    left == 1 ? "it" : "them", code);
+        else
+            fprintf(stderr, " of %d): the run was stopped\n", o->n_prompts);
+    }
     script_end(sc, 1); /* main_exit ends the process next */
     return code;
 }

@@ -147,6 +147,15 @@ with ttlib.FakeServer() as srv:
     rc, out, err = run(srv, "", ["-p", "one", "-p", "two"])
     t.ok(out.decode() == "one\n\ntwo\n", "two turns as text: answers separated by a blank line",
          "rc=%d out=%r err=%r last requests=%r" % (rc, out, err, srv.requests()[-2:]))
+    # a failed turn ends the run: the prompts after it are named, not dropped without a word
+    srv.queue(["reply=ok1", "status=500"])
+    n0 = len(srv.requests())
+    rc, out, err = run(srv, "", ["--retries", "0", "-p", "one", "-p", "two", "-p", "three",
+                                 "-p", "four"])
+    t.ok(rc == 3 and len(srv.requests()) == n0 + 2 and
+         b"2 later prompts were not sent (turns 3-4 of 4): the turn before them ended with "
+         b"exit 3" in err, "a failed turn: the later prompts are named as not sent",
+         err.decode(errors="replace"))
 
     # --- HTTP errors ---
     rc, out, err = run(srv, "status=401,error=Incorrect%20API%20key%20provided,code=invalid_api_key",
