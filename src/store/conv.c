@@ -15,8 +15,11 @@
 int64_t store_conversation_new(struct store *st, const char *title, const char *system_prompt,
                                const char *model, const char *profile)
 {
-    static const char q[] = "INSERT INTO conversations(title, system_prompt, model, profile, "
-                            "created, updated) VALUES(?1, ?2, ?3, ?4, ?5, ?5)";
+    /* past every id given before, deleted ones too (id_marks, schema v16) */
+    static const char q[] = "INSERT INTO conversations(id, title, system_prompt, model, profile, "
+                            "created, updated) VALUES(max(coalesce((SELECT max(id) FROM "
+                            "conversations), 0), coalesce((SELECT high FROM id_marks WHERE "
+                            "name = 'conversations'), 0)) + 1, ?1, ?2, ?3, ?4, ?5, ?5)";
     if (store_begin(st) != 0)
         return -1;
     sqlite3_stmt *s = store_prep(st, q);

@@ -522,6 +522,21 @@ static const char store_schema_v14[] =
  * fresh from the kernel, 0.6 ms warm, up to 16 ms when the host had taken the pages back). */
 static const char store_schema_v15[] = "-- store_content_last\n";
 
+/* v16: conversation ids are never given twice. An id is max(id) + 1, which gave the id of a
+ * deleted newest conversation to the next one: a script's `--conversation 8` or a note went on
+ * with a stranger's thread. id_marks keeps the highest id ever given (the insert takes the
+ * larger of it and max(id), plus one). Written so that it can run again on a database that has
+ * it (tests take stores back a version by setting user_version). */
+static const char store_schema_v16[] =
+    "CREATE TABLE IF NOT EXISTS id_marks(name TEXT PRIMARY KEY, high INTEGER NOT NULL)\n"
+    "  WITHOUT ROWID;\n"
+    "INSERT OR IGNORE INTO id_marks VALUES('conversations',\n"
+    "  coalesce((SELECT max(id) FROM conversations), 0));\n"
+    "DROP TRIGGER IF EXISTS conversations_id_mark;\n"
+    "CREATE TRIGGER conversations_id_mark AFTER INSERT ON conversations BEGIN\n"
+    "  UPDATE id_marks SET high = new.id WHERE name = 'conversations' AND high < new.id;\n"
+    "END;\n";
+
 /* A message's new parent, collected by store_tree_backfill. */
 struct store_link {
     int64_t id, parent;
@@ -734,6 +749,7 @@ static const struct {
     {store_schema_v13, NULL},
     {store_schema_v14, NULL},
     {store_schema_v15, store_content_last},
+    {store_schema_v16, NULL},
 };
 
 /* store_migrate's transaction: the steps from the version found (*from) to

@@ -1744,6 +1744,12 @@ static void test_conversations(void)
     struct store_summary s;
     TAP_INT(store_summary_get(st, a, m1, m, &s), STORE_NOT_FOUND, "its summaries are gone");
     TAP_INT(store_conversation_delete(st, a), STORE_NOT_FOUND, "second delete: not found");
+    /* ids are never given twice: the newest deleted, the next one is past it (v16) */
+    int64_t hi = store_conversation_new(st, "newest", NULL, "m", NULL);
+    TAP_INT(store_conversation_delete(st, hi), 0, "the newest conversation deleted");
+    int64_t next = store_conversation_new(st, "next", NULL, "m", NULL);
+    TAP_OK(hi > 0 && next == hi + 1, "the next conversation does not get its id (%lld, %lld)",
+           (long long)hi, (long long)next);
     char *path = tmp_path("conv.db");
     TAP_INT(raw_int(path, "SELECT count(*) FROM messages WHERE conversation_id = 1"), 0,
             "no orphan messages");
