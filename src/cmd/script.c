@@ -114,13 +114,26 @@ static void script_text(void *ud, int reasoning, const char *s, size_t n, double
     st->pending.len = hold;
 }
 
-/* A retry or a wait for quota: say so on stderr (the text is ours, not the server's). */
+/* A retry or a wait for quota: say so on stderr (the text is ours, not the server's). The
+ * same line again and again (a server that answers 429 "retry in 1 s" for two minutes: 120 of
+ * them until 2026-12) is said three times, then at the 4th, 8th, 16th... time with its count. */
 static void script_wait(void *ud, int retry, const char *why, double seconds)
 {
+    static char last[512];
+    static long same;
     (void)ud;
     (void)retry;
     (void)seconds;
-    fprintf(stderr, "tokterm: %s\n", why);
+    if (strncmp(last, why, sizeof last - 1) == 0) {
+        same++;
+    } else {
+        snprintf(last, sizeof last, "%s", why);
+        same = 1;
+    }
+    if (same <= 3)
+        fprintf(stderr, "tokterm: %s\n", why);
+    else if ((same & (same - 1)) == 0)
+        fprintf(stderr, "tokterm: %s (the same %ld times in a row)\n", why, same);
 }
 
 /* A tool call and its result on stderr, one line each, cut at SCRIPT_TOOL_SHOW bytes (a

@@ -147,6 +147,13 @@ with ttlib.FakeServer() as srv:
     rc, out, err = run(srv, "", ["-p", "one", "-p", "two"])
     t.ok(out.decode() == "one\n\ntwo\n", "two turns as text: answers separated by a blank line",
          "rc=%d out=%r err=%r last requests=%r" % (rc, out, err, srv.requests()[-2:]))
+    # a server that answers 429 "come back in 20 ms" again and again: each wait is told three
+    # times, then at the 4th, 8th, 16th... (until 2026-12 a line each: 120 lines in 2 minutes)
+    rc, out, err = run(srv, "status=429,h.retry-after-ms=20", ["--max-time", "1.5", "-p", "x"])
+    waits = [ln for ln in err.decode(errors="replace").splitlines() if "as asked" in ln]
+    t.ok(len(waits) >= 6 and len(waits) <= 12 and "(the same 4 times in a row)" in waits[3] and
+         "(the same 8 times in a row)" in waits[4], "repeated 429 waits: a few lines, counted",
+         err.decode(errors="replace"))
     # a failed turn ends the run: the prompts after it are named, not dropped without a word
     srv.queue(["reply=ok1", "status=500"])
     n0 = len(srv.requests())
