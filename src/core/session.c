@@ -108,6 +108,8 @@ struct session {
     size_t n_off_seen, cap_off_seen;
     /* Function calling (session_use_tools) */
     struct tools *tools;       /* borrowed; NULL: no tools offered */
+    long tools_tokens;         /* session_tools_tokens' count, of tools_sig's definitions */
+    size_t tools_sig;
     struct tool_policy *policy;
     int tool_rounds;           /* rounds at most per turn */
     int round;                 /* tool rounds of the turn in flight */
@@ -2020,6 +2022,36 @@ static void session_context_setup(struct session *s)
     free(cdir);
 }
 
+/* The raw tokens of the tool definitions every request carries: each tool's name,
+ * description and schema, and a few tokens of framing (CONTEXT_MSG_OVERHEAD), counted again
+ * only when the tools change (an MCP server started on first use adds its own). Until 2026-12
+ * they were left out of the budget and of /context: 14 tools of an MCP server (8.8 KB of
+ * JSON, ~2,000 tokens) went with every request, unseen. */
+static long session_tools_tokens(struct session *s)
+{
+    if (!s->tools || !s->ctx)
+        return 0;
+    const struct api_tool *defs;
+    size_t n, sig = 0;
+    tools_api(s->tools, NULL, 0, &defs, &n);
+    for (size_t i = 0; i < n; i++)
+        sig = sig * 31 + strlen(defs[i].name) + 7 * (defs[i].schema ? strlen(defs[i].schema) : 0) +
+              (defs[i].description ? strlen(defs[i].description) : 0) + 1;
+    if (sig == s->tools_sig)
+        return s->tools_tokens;
+    long tokens = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *parts[3] = {defs[i].name, defs[i].description, defs[i].schema};
+        for (int k = 0; k < 3; k++)
+            if (parts[k])
+                tokens += context_count(s->ctx, parts[k], strlen(parts[k]));
+        tokens += CONTEXT_MSG_OVERHEAD;
+    }
+    s->tools_sig = sig;
+    s->tools_tokens = tokens;
+    return tokens;
+}
+
 static void session_context_params(struct session *s, struct context_params *p)
 {
     const struct conf *c = s->conf;
@@ -2033,6 +2065,7 @@ static void session_context_params(struct session *s, struct context_params *p)
     p->no_new_summary = s->sum_failed || s->cache == SESSION_CACHE_ONLY;
     /* A budget is checked against the exact count. */
     p->bounds_ok = s->count_lazily && s->budget.cap_tokens <= 0 && s->budget.cap_usd <= 0;
+    p->fixed = session_tools_tokens(s);
 }
 
 /* The history as context messages (+ extra empty user message when placeholder). */

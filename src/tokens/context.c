@@ -513,7 +513,8 @@ long context_plan_budget(const struct context *c, const struct context_params *p
 {
     double ratio = c->approx && p->ratio > 0 ? p->ratio : 1.0;
     long avail = p->window - p->reserve;
-    return avail > 0 ? (long)(avail / ratio) : 0;
+    long b = avail > 0 ? (long)(avail / ratio) - (p->fixed > 0 ? p->fixed : 0) : 0;
+    return b > 0 ? b : 0;
 }
 
 long context_long_limit(long budget)
@@ -707,7 +708,8 @@ static void plan_need_summary(struct plan_work *w, const struct context_params *
 static void plan_finish(struct context_plan *out)
 {
     out->total = plan_total(out);
-    out->shown = out->approximate ? context_ceil(out->total * out->ratio) : out->total;
+    out->shown = out->approximate ? context_ceil((out->total + out->fixed) * out->ratio)
+                                  : out->total + out->fixed;
     out->fits = out->total <= out->budget;
     out->n_shortened = out->n_merged = out->n_summarized = out->n_dropped = 0;
     for (size_t i = 0; i < out->n_history; i++)
@@ -731,6 +733,7 @@ static void plan_items(struct context *c, const struct context_msg *m, size_t n,
     out->approximate = c->approx;
     out->ratio = c->approx && p->ratio > 0 ? p->ratio : 1.0;
     out->budget = context_plan_budget(c, p);
+    out->fixed = p->fixed > 0 ? p->fixed : 0;
     out->n_history = n;
     out->fate = xcalloc(n ? n : 1, 1);
     out->items = xcalloc(n ? n : 1, sizeof *out->items);
@@ -781,12 +784,15 @@ static void plan_too_long(struct context_plan *out, const struct context_params 
     char *msg = context_fmt(context_ceil(out->items[n - 1].tokens * out->ratio), ap);
     char *sys = context_fmt(context_ceil(plan_sum(out, 0, P) * out->ratio), ap);
     char *res = context_fmt(p->reserve, 0), *win = context_fmt(p->window, 0);
-    char *needs = context_fmt(context_ceil(need * out->ratio) + p->reserve, ap);
+    char *needs = context_fmt(context_ceil((need + out->fixed) * out->ratio) + p->reserve, ap);
+    char *tools = out->fixed > 0 ? context_fmt(context_ceil(out->fixed * out->ratio), ap) : NULL;
     buf_printf(&e, "the message is too long for the model's context window: it takes %s "
-                   "tokens; with the system prompt (%s) and the answer reserve (%s) the "
+                   "tokens; with the system prompt (%s)%s%s%s and the answer reserve (%s) the "
                    "request needs %s tokens, but the window is %s. Shorten the message%s, "
                    "or lower the answer reserve (--max-tokens / reserve_tokens)",
-               msg, sys, res, needs, win, P ? " or the system prompt" : "");
+               msg, sys, tools ? ", the tool definitions (" : "", tools ? tools : "",
+               tools ? ")" : "", res, needs, win, P ? " or the system prompt" : "");
+    free(tools);
     free(msg);
     free(sys);
     free(res);
@@ -1058,6 +1064,11 @@ void context_plan_report(const struct context_plan *p, const struct context_para
         buf_appendc(out, '\n');
     }
     buf_printf(out, "      reply primer %5d\n", CONTEXT_REPLY_PRIMER);
+    if (p->fixed > 0) {
+        buf_reset(&t);
+        context_format_tokens(&t, ap ? context_ceil(p->fixed * p->ratio) : p->fixed, ap);
+        buf_printf(out, "      tool definitions %s (sent with every request)\n", buf_str(&t));
+    }
     if (p->n_shortened + p->n_merged + p->n_summarized + p->n_dropped) {
         buf_appends(out, "History compressed: ");
         context_plan_describe(p, out);

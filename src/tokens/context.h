@@ -125,6 +125,9 @@ struct context_params {
     int no_new_summary;       /* never ask for a new summary (one failed): go on to step 4 */
     int bounds_ok;            /* an exact counter may skip counting when the bytes fit (every
                                  token is at least one byte): the plan is then out->bounded */
+    long fixed;               /* raw tokens every request carries besides its messages: the
+                                 tool definitions (14 MCP tools: ~2,000); out of the budget,
+                                 in out->shown and the /context listing */
 };
 
 /* Flags of a planned message. */
@@ -162,9 +165,11 @@ struct context_plan {
     size_t n_history;
     long history_tokens;         /* raw tokens of the whole history as it is (+ primer) */
     long total;                  /* raw tokens of the items + reply primer */
-    long shown;                  /* total as the server will count it (total x ratio, rounded
-                                    up, when approximate; else total) */
-    long budget;                 /* raw tokens that may be sent: (window - reserve) / ratio */
+    long shown;                  /* total and fixed as the server will count them (x ratio,
+                                    rounded up, when approximate) */
+    long fixed;                  /* params->fixed: the tool definitions' raw tokens */
+    long budget;                 /* raw tokens the messages may take: (window - reserve) /
+                                    ratio - fixed */
     double ratio;                /* ratio applied (1 when exact) */
     int approximate;
     int fits;                    /* total <= budget */

@@ -95,6 +95,14 @@ with ttlib.FakeServer() as srv:
     screen = tm.wait_for(re.compile(r"Tool call 1: test\.add[\s\S]*Result \(2 bytes"), 5)
     t.ok(screen is not None and "Result (2 bytes" in screen, "/expand 1: the call whole",
          tm.capture())
+    # /context counts the tool definitions every request carries (until 2026-12 it left them
+    # out, and the budget with it: 14 MCP tools are ~2,000 tokens)
+    tm.send_text("/context")
+    tm.send("Enter")
+    screen = tm.wait_for(re.compile(r"tool definitions \d+ \(sent with every request\)"), 5)
+    m = re.search(r"tool definitions (\d+)", screen or "")
+    t.ok(m is not None and int(m.group(1)) >= 30,
+         "/context: the tool definitions are counted", tm.capture())
 
     # --- a always: the same tool runs unasked in this conversation -------------------------
     srv.queue([TWO, ANSWER, TWO, ANSWER])
