@@ -348,6 +348,7 @@ static int main_flags(struct main_run *r)
 }
 
 static int main_files(struct main_run *r);
+static int main_file_is_stdin(const struct cli *a);
 
 static int main_chat_check(struct main_run *r)
 {
@@ -431,13 +432,25 @@ static int main_chat(struct main_run *r)
  * nothing is sent when one is wrong: a missing file, a binary one, one over the provider's
  * limits, a PDF without pdftotext for a server that takes no documents). 0, or -1 with the
  * message printed. */
+/* Whether -f names stdin ("-", /dev/stdin, /dev/fd/0): it is then that file, read whole,
+ * and not the first prompt's context (`git diff | tokterm -f - -p "review"`). */
+static int main_file_is_stdin(const struct cli *a)
+{
+    for (int i = 0; i < a->n_files; i++)
+        if (strcmp(a->files[i], "-") == 0 || strcmp(a->files[i], "/dev/stdin") == 0 ||
+            strcmp(a->files[i], "/dev/fd/0") == 0)
+            return 1;
+    return 0;
+}
+
 static int main_files(struct main_run *r)
 {
     const struct cli *a = &r->a;
     char *err = NULL;
     struct buf notes = BUF_INIT; /* what folders left out */
     for (int i = 0; i < a->n_files && !err; i++)
-        (void)attach_any(&r->files, a->files[i], &notes, &err, NULL, NULL);
+        (void)attach_any(&r->files, strcmp(a->files[i], "-") == 0 ? "/dev/stdin" : a->files[i],
+                         &notes, &err, NULL, NULL);
     if (!err && notes.len) {
         struct buf safe = BUF_INIT;
         utf8_sanitize(&safe, notes.data, notes.len);
@@ -470,7 +483,7 @@ static int main_prompt_check(struct main_run *r)
         return code;
     char *input = NULL;
     size_t input_len = 0;
-    if (!isatty(0)) {
+    if (!isatty(0) && !main_file_is_stdin(&r->a)) {
         input = main_read_stdin(&input_len);
         if (!input)
             return 2;

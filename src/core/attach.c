@@ -353,7 +353,9 @@ int attach_add(struct attach_list *l, const char *arg, char **err)
         *err = xasprintf("%s: a directory; attach the files in it one by one", arg);
         return -1;
     }
-    if (!S_ISREG(st.st_mode)) {
+    /* a pipe (process substitution: -f <(git diff)) or a character device (/dev/stdin) is
+     * read to its end, as far as the limit: shell users of llm and mods expect it */
+    if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode) && !S_ISCHR(st.st_mode)) {
         *err = xasprintf("%s: not a regular file", arg);
         return -1;
     }
@@ -369,6 +371,13 @@ int attach_add(struct attach_list *l, const char *arg, char **err)
     }
     size_t n = 0;
     char *d = util_read_file(arg, &n, ATTACH_FILE_MAX);
+    if (!d && errno == EFBIG) { /* a pipe that gave more than a file may have */
+        struct buf m = BUF_INIT;
+        attach_size(&m, ATTACH_FILE_MAX);
+        *err = xasprintf("%s: more than %s: too large to attach", arg, buf_str(&m));
+        buf_free(&m);
+        return -1;
+    }
     if (!d) {
         *err = xasprintf("%s: cannot read it: %s", arg, strerror(errno));
         return -1;

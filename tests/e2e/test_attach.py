@@ -13,6 +13,7 @@ import json  # noqa: E402
 import os  # noqa: E402
 import re  # noqa: E402
 import shutil  # noqa: E402
+import subprocess  # noqa: E402
 import sqlite3  # noqa: E402
 import time  # noqa: E402
 import struct  # noqa: E402
@@ -108,6 +109,28 @@ with ttlib.FakeServer() as srv:
 
     def last():
         return srv.requests()[-1]["body"]
+
+    # --- a pipe and stdin as files: process substitution, -f - and /dev/stdin (until 2026-12
+    # "not a regular file", and stdin was read as the prompt's context instead) -------------
+    rc, out, err = run(["-f", "/dev/stdin", "-p", "what is it"], stdin="piped text\n")
+    t.ok(rc == 0 and user_msg(last(), "openai") == "/dev/stdin:\n```\npiped text\n```\n\n"
+         "what is it", "-f /dev/stdin: stdin is the file, not the prompt's context",
+         text(err) + repr(user_msg(last(), "openai")))
+    rc, out, err = run(["-f", "-", "-p", "what is it"], stdin="dash text\n")
+    t.ok(rc == 0 and "```\ndash text\n```" in user_msg(last(), "openai") and
+         user_msg(last(), "openai").endswith("what is it"), "-f -: stdin is the file",
+         text(err) + repr(user_msg(last(), "openai")))
+    fifo = os.path.join(work, "a.fifo")
+    os.mkfifo(fifo)
+    writer = subprocess.Popen(["sh", "-c", 'printf "from a pipe\\n" > "$0"', fifo])
+    rc, out, err = run(["-f", fifo, "-p", "and this"])
+    writer.wait()
+    t.ok(rc == 0 and "```\nfrom a pipe\n```" in user_msg(last(), "openai"),
+         "-f FIFO (as -f <(cmd) gives): read to its end", text(err))
+    n0 = len(srv.requests())
+    rc, out, err = run(["-f", "/dev/zero", "-p", "x"])
+    t.ok(rc == 2 and "more than 64.0 MiB: too large to attach" in text(err) and
+         len(srv.requests()) == n0, "-f /dev/zero: too large, nothing sent", text(err))
 
     # --- the done-when: text file + image, each dialect -----------------------------------------
     for dialect in ("openai", "responses", "anthropic", "gemini"):
