@@ -365,10 +365,14 @@ with ttlib.FakeServer() as srv:
         t.ok(re.search(r"ctx ~?\d+(\.\d+k)?/\d+(\.\d+)?k", st) is not None,
              "status: context used / available", st)
         t.ok(re.search(r"session \d+ tok", st) is not None, "status: session tokens", st)
+        srv.queue(["reply=" + q("slow words " * 20) + ",delay_ms=60," + hdrs])
         tm.send_text("two")
         tm.send("Enter")
-        time.sleep(0.2)
-        done = tm.wait_for(re.compile(r"reused HTTP"), 10)
+        mid = tm.wait_for(re.compile(r"^ streaming", re.M), 10) or ""
+        t.ok(mid and "HTTP/1" not in status_line(mid),
+             "status: no connection field while the next request is out (it was the last "
+             "one's)", status_line(mid))
+        done = tm.wait_for(re.compile(r"reused HTTP"), 15)
         t.ok(done is not None, "status: the second request reused the connection",
              status_line(tm.capture()))
         ends = re.findall(r"^ *\u2713.*$", done or "", re.M)
