@@ -923,7 +923,9 @@ static void tui_on_line(void *ud, char *line)
     const char *text = line[0] == '/' ? line + 1 : line; /* "//x" sends "/x" */
     if (t->answer != TUI_NO_ANSWER) {
         tui_input_defer(line); /* keep what was typed */
+        int waits = t->st.state == TUI_STATE_QUOTA || t->st.state == TUI_STATE_RETRYING;
         tui_hint(t, t->send_wait ? TUI_HINT_TOOLS ", then press Enter"
+                    : waits      ? TUI_HINT_WAITING ", then press Enter for this one"
                                  : TUI_HINT_STREAMING ", then press Enter");
         free(line);
         return;

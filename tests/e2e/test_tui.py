@@ -385,6 +385,14 @@ with ttlib.FakeServer() as srv:
         tm.send("Enter")
         scr = tm.wait_for(re.compile(r"^ retrying in \d", re.M), 5)
         t.ok(scr is not None, "status: retrying in Ns", status_line(tm.capture()))
+        # a message typed during the countdown: kept, and the hint says what waits (until
+        # 2026-12 "an answer is still streaming", while nothing streamed)
+        tm.send_text("typed meanwhile")
+        tm.send("Enter")
+        hint = tm.wait_for("waits to be sent", 3) or tm.capture()
+        t.ok("waits to be sent" in hint and "still streaming" not in hint and
+             "\u203a typed meanwhile" in hint, "during a retry: the hint says what waits", hint)
+        tm.send("C-u")
         done = tm.wait_for(re.compile(r"after the retry\n.*\u2713[\s\S]*^ idle", re.M), 10)
         t.ok(done is not None and status_line(done).startswith(" idle"),
              "the retried request answers", tm.capture())
