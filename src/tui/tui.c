@@ -948,9 +948,18 @@ static const char *const *tui_on_complete(void *ud, const char *line, int start,
     return tui_cmd_complete(ud, line, start, end);
 }
 
+/* Tab's list of completions: on the status line when it fits there, else into the
+ * transcript, where it wraps (until 2026-12 a long list was cut at the window's edge: /help's
+ * last commands could not be seen). */
 static void tui_on_matches(void *ud, const char *text)
 {
-    tui_hint(ud, text);
+    struct tui *t = ud;
+    if (tui_draw_width(text, strlen(text)) < t->cols - 1) {
+        tui_hint(t, text);
+        return;
+    }
+    tui_meta(t, text);
+    tui_hint(t, "completions: see above");
 }
 
 /* Read keys that are already waiting (or arrive within timeout_ms) into readline's queue

@@ -521,6 +521,17 @@ with ttlib.FakeServer() as srv:
              "Alt-Enter and Ctrl-J insert newlines")
         # slash commands, completion, search
         tm.wait_for(re.compile(r"\u2713[^\n]*\n(.*\n)*.*\u2713"), 5)
+        # every command Tab lists can be seen: a list wider than the window goes above the
+        # prompt, wrapped (until 2026-12 it was cut at the window's edge)
+        tm.send_text("/")
+        tm.send("Tab")
+        tm.send("Tab")
+        scr = tm.wait_for("completions: see above", 3) or tm.capture()
+        flat = " ".join(scr.split())
+        t.ok(all(c in flat for c in ("/attach", "/quit", "/theme", "/use-local", "/x")) and
+             "completions: see above" in flat, "Tab Tab on '/': every command is on screen",
+             scr)
+        tm.send("C-u")
         tm.send_text("/mo")
         tm.send("Tab")
         t.ok(tm.wait_for(re.compile(r"\u203a /model *\n"), 3) is not None,
