@@ -1658,7 +1658,7 @@ static int batch_remote(struct batch *b, struct loop *lp, struct buf *err)
     } else {
         struct buf rerr = BUF_INIT;
         code = remote_job_run(b->rj, lp, b->out_fd, b->err_tty, batch_remote_emit, b, &rerr);
-        if (code == 1 && rerr.len)
+        if ((code == 1 || code == 3 || code == 4) && rerr.len)
             fprintf(stderr, "tokterm batch: %s\n", buf_str(&rerr));
         buf_free(&rerr);
         if (code == 0 && !b->out_error) {

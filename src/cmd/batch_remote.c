@@ -911,8 +911,9 @@ int remote_job_run(struct remote_job *j, struct loop *lp, int out_fd, int tty,
 {
     j->lp = lp;
     int rc = remote_flush(j, err);
-    if (rc)
-        return rc == 130 ? 130 : 1;
+    if (rc) /* the provider refused (3), or could not be reached (4): the exit says which (until
+             * 2026-12 both were 1, which --help calls an internal error) */
+        return rc == 130 || rc == 3 || rc == 4 ? rc : 1;
     double t0 = util_now(), t_done0 = t0;
     long done0 = -1;
     struct buf last = BUF_INIT;
@@ -961,7 +962,7 @@ int remote_job_run(struct remote_job *j, struct loop *lp, int out_fd, int tty,
     buf_free(&last);
     if (rc) {
         if (rc != 130)
-            return 1;
+            return rc == 3 || rc == 4 ? rc : 1;
         for (size_t i = 0; i < j->n_parts; i++)
             fprintf(stderr, "tokterm batch: batch %s runs on at the provider (%s)\n",
                     j->parts[i].id, j->parts[i].status);

@@ -441,7 +441,8 @@ with ttlib.FakeServer() as srv:
     rc, out, err = run(["batch", "--remote"] + POLL + [TEN], spec="bsteps=2,bmax=4")
     log = batch_log(srv, n0)
     ups = [r["upload"]["file"] for r in log if r.get("upload")]
-    eq(rc, 1, "batch refused after the upload: exit 1", err.decode())
+    eq(rc, 3, "batch refused after the upload: exit 3 (the provider refused; was 1)",
+       err.decode())
     t.ok(b"at most 4 requests" in err, "batch refused: says why", err.decode())
     eq([r.get("file_deleted") for r in log if r.get("method") == "DELETE"], ups,
        "batch refused: the uploaded file is deleted", repr(log[-3:]))
@@ -450,7 +451,7 @@ with ttlib.FakeServer() as srv:
 
     # --- the upload fails: a clear message, nothing written ---
     rc, out, err = run(["batch", "--remote"] + POLL + [TEN], spec="status=500")
-    eq(rc, 1, "upload refused (HTTP 500): exit 1")
+    eq(rc, 3, "upload refused (HTTP 500): exit 3")
     t.ok(b"HTTP 500" in err and b"/files" in err, "upload refused: says where and what",
          err.decode())
     eq(out, b"", "upload refused: nothing written")
