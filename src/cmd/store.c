@@ -344,6 +344,10 @@ static int cmd_range(struct cmd_ctx *c, const struct cmd_opts *o, int64_t *since
         }
         *until = cmd_date(o->until, 1); /* the whole day is included */
     }
+    if (*since && *until && *since >= *until) { /* no day at all: a mistake, not "no match" */
+        cmd_error(c, "--since %s is after --until %s", o->since, o->until);
+        return -1;
+    }
     return 0;
 }
 

@@ -9,6 +9,7 @@
 #include "base/util.h"
 #include "base/xmalloc.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,10 +150,16 @@ int setup_resume(struct setup *su, const struct cli *a, struct buf *err)
 {
     su->resume = a->cont || a->conversation;
     su->resume_id = 0;
+    if (su->resume && a->incognito) { /* until 2026-12: "no conversation store is open" */
+        buf_printf(err, "%s continues a saved conversation, and --incognito opens none: "
+                        "leave one of them out", a->cont ? "-c" : "--conversation");
+        return -1;
+    }
     if (a->conversation) {
         char *end;
+        errno = 0;
         long long id = strtoll(a->conversation, &end, 10);
-        if (*end || id <= 0) {
+        if (*end || id <= 0 || errno == ERANGE || end == a->conversation) {
             buf_printf(err, "--conversation takes an id from tokterm ls, not '%s'",
                        a->conversation);
             return -1;

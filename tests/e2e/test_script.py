@@ -154,6 +154,14 @@ with ttlib.FakeServer() as srv:
     t.ok(len(waits) >= 6 and len(waits) <= 12 and "(the same 4 times in a row)" in waits[3] and
          "(the same 8 times in a row)" in waits[4], "repeated 429 waits: a few lines, counted",
          err.decode(errors="replace"))
+    # -c with --incognito, and an id past int64: said plainly, exit 2 (until 2026-12 "no
+    # conversation store is open", and "no conversation 9223372036854775807")
+    rc, _, err = run(srv, "", ["--incognito", "-c", "-p", "x"])
+    t.ok(rc == 2 and b"--incognito opens none" in err, "--incognito -c: bad usage, said",
+         err.decode(errors="replace"))
+    rc, _, err = run(srv, "", ["--conversation", "99999999999999999999", "-p", "x"])
+    t.ok(rc == 2 and b"not '99999999999999999999'" in err, "--conversation past int64: bad usage",
+         err.decode(errors="replace"))
     # a failed turn ends the run: the prompts after it are named, not dropped without a word
     srv.queue(["reply=ok1", "status=500"])
     n0 = len(srv.requests())

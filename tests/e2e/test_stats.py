@@ -62,6 +62,21 @@ with ttlib.FakeServer() as srv:
     t.ok(0.01 <= gap < 1, "the inter-token gap p99 is about the server's 20 ms: %s" % gap)
     prov = [p.get("host") for p in j.get("providers", [])]
     t.eq(prov, ["127.0.0.1:%d" % srv.port], "one provider: the API host")
+    # --model as it is typed (any case), and the model's dated snapshots (the row keeps the
+    # model that answered); search alike; --since after --until is a mistake, not "no match"
+    mhome = ttlib.make_home()
+    ttlib.run_tokterm(["-p", "plain one"], home=mhome, env=env)
+    ttlib.run_tokterm(["-p", "dated one"], home=mhome,
+                      env={"OPENAI_BASE_URL": srv.base("served=gpt-4o-mini-2025")})
+    rc, out2, _ = ttlib.run_tokterm(["stats", "--model", "GPT-4O-MINI"], env=env, home=mhome)
+    t.ok(rc == 0 and b"answers               2" in out2,
+         "stats --model: any case, dated snapshots included", out2.decode())
+    rc, sout, _ = ttlib.run_tokterm(["search", "dated", "--model", "Gpt-4o-Mini"], home=mhome)
+    t.ok(rc == 0 and b"gpt-4o-mini-2025" in sout, "search --model: the same", sout.decode())
+    rc, _, serr = ttlib.run_tokterm(["search", "dated", "--since", "2030-01-02", "--until",
+                                     "2030-01-01"], home=mhome)
+    t.ok(rc == 2 and b"--since 2030-01-02 is after --until 2030-01-01" in serr,
+         "--since after --until: bad usage, said", serr.decode())
     rc, out, err = ttlib.run_tokterm(["stats", "--model", "nothing-like-it"], env=env, home=home)
     t.ok(rc == 0 and b"answers               0" in out, "--model: only that model's answers",
          out.decode())
