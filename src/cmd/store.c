@@ -529,6 +529,21 @@ static int cmd_write_attachment(struct cmd_ctx *c, const struct store_attach *a,
 
 /* One compact line per attachment of message m ("name (PNG image 64x32, 2.1 KiB, ~85
  * tokens)"), a link to its copy when export writes them. */
+/* A path as a Markdown link's destination: a blank, a parenthesis, '<', '>', '%' and control
+ * bytes percent-encoded, so that "my export.files/a.c" stays one link (until 2026-12 the
+ * blank ended it). */
+static void cmd_link_path(struct cmd_ctx *c, const char *p)
+{
+    for (; *p; p++) {
+        unsigned char ch = (unsigned char)*p;
+        if (ch <= ' ' || ch == '(' || ch == ')' || ch == '<' || ch == '>' || ch == '%' ||
+            ch == 0x7f)
+            fprintf(c->out, "%%%02X", ch);
+        else
+            fputc(ch, c->out);
+    }
+}
+
 static void cmd_md_attachments(struct cmd_ctx *c, const struct store_message *m)
 {
     int any = 0;
@@ -553,8 +568,10 @@ static void cmd_md_attachments(struct cmd_ctx *c, const struct store_message *m)
         fputs(c->files_dir ? "- attached: [" : "- attached: ", c->out);
         cmd_put(c, d.data, d.len);
         if (c->files_dir && cmd_write_attachment(c, sa, &name) == 0) {
-            fprintf(c->out, "](%s/", c->files_link);
-            cmd_puts(c, name);
+            fputs("](", c->out);
+            cmd_link_path(c, c->files_link);
+            fputc('/', c->out);
+            cmd_link_path(c, name);
             fputc(')', c->out);
         } else if (c->files_dir) {
             fputc(']', c->out);

@@ -311,6 +311,17 @@ with ttlib.FakeServer() as srv:
                 got[f] = fh.read()
     t.ok(got.get("diagram.png") == IMG and got.get("main.c") is not None,
          "export: the attachments beside the Markdown", repr(sorted(got)))
+    # a blank in the file's name: the links stay links (percent-encoded; until 2026-12
+    # "[...](my export.files/a.c)", which no Markdown reader takes as a link)
+    rc, out, err = ttlib.run_tokterm(["export", "1", "-o", os.path.join(exp, "my export.md")],
+                                     home=home)
+    with open(os.path.join(exp, "my export.md"), encoding="utf-8") as f:
+        md = f.read()
+    links = re.findall(r"\]\(([^)]*)\)", md)
+    t.ok(rc == 0 and links and all(" " not in x and x.startswith("my%20export.files/")
+                                   for x in links) and
+         all(os.path.exists(os.path.join(exp, x.replace("%20", " "))) for x in links),
+         "export to 'my export.md': its links hold no blank and lead to the files", repr(links))
 
     # --- the response cache: the files are part of its key -------------------------------------
     home = ttlib.make_home()
