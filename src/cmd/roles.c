@@ -1,6 +1,7 @@
 /* roles.c - tokterm roles. */
 #include "config.h"
 #include "cmd/roles.h"
+#include "core/conf.h"
 #include "core/role.h"
 #include "base/utf8.h"
 #include "base/xmalloc.h"
@@ -35,6 +36,13 @@ int cmd_roles(const char *cfgpath, int json, int argc, char **argv)
         struct role r;
         struct buf err = BUF_INIT, first = BUF_INIT;
         int ok = role_load(&r, v[i], cfgpath, &err) == 0;
+        if (ok) { /* its values as --role would set them (until 2026-12 "temperature: hot"
+                     was listed as a good role, and failed only when used) */
+            struct conf scratch;
+            conf_defaults(&scratch);
+            ok = role_apply(&scratch, &r, &err) == 0;
+            conf_free(&scratch);
+        }
         if (ok && r.prompt) { /* the prompt's first line, made safe to print */
             size_t n = strcspn(r.prompt, "\n");
             utf8_sanitize(&first, r.prompt, n > 200 ? 200 : n);

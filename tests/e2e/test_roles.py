@@ -162,6 +162,9 @@ with ttlib.FakeServer() as srv:
         write(os.path.join(cfg, "roles", "bad.md"), content)
         rc, out, err = run(srv, ["--role", "bad", "-p", "x"], home=home)
         t.ok(rc == 2 and want in text(err), name, text(err))
+        # `tokterm roles` finds the same fault (until 2026-12 a bad value passed the listing)
+        rc, out, err = ttlib.run_tokterm(["roles"], home=home)
+        t.ok(rc == 2 and want in text(err), "roles lists it as faulty: " + name, text(err))
     write(os.path.join(cfg, "roles", "bad.md"), "---\n\x1b]0;owned\x07 x\n---\n")
     rc, out, err = run(srv, ["--role", "bad", "-p", "x"], home=home)
     t.ok(rc == 2 and b"\x1b" not in err and b"\x07" not in err,
