@@ -281,6 +281,7 @@ const char *batch_usage(void)
         batch_usage_item(&b, &col, item, 4);
     }
     batch_usage_item(&b, &col, "\"system\" (with prompt)", 4);
+    batch_usage_item(&b, &col, "\"files\": [PATH...] (with prompt)", 4);
     buf_appends(&b, "\n"
            "Output lines: {\"id\", \"line\", \"content\", \"reasoning\", \"model\", "
            "\"finish_reason\",\n"

@@ -114,6 +114,8 @@ with ttlib.FakeServer() as srv:
     t.ok(b"give the input file" in err, "no input file: says what to give", err.decode())
     rc, out, err = run(["batch", "--help"])
     t.ok(rc == 0 and b"--concurrency" in out and b"--resume" in out, "batch --help")
+    t.ok(b'"files": [PATH...]' in out, "batch --help names a line's \"files\" (the GUIDE's)",
+         out.decode())
     rc, out, err = run(["batch", "x.jsonl", "--concurrency", "0"])
     t.ok(rc == 2 and b"--concurrency takes a number" in err, "--concurrency 0 refused",
          err.decode())
