@@ -92,7 +92,7 @@ struct xfer {
     uint64_t seq;          /* its quota's sent count when this attempt left */
     struct ratelimit_state before; /* its quota's state when this response began */
     int crowded;           /* other requests of its quota were on the wire when it left */
-    int wait_told;         /* QEV_WAIT sent for the current wait */
+    double told_until;     /* the end of the wait the last QEV_WAIT told of; 0: none told */
     int send_now;          /* net_send_now: leaves at once, whatever the quota or backoff says */
     int breaker_open;      /* failed fast: the endpoint's circuit breaker is open */
     int booked;            /* the shared state booked its place: leaves at start_at */
@@ -1361,10 +1361,22 @@ static void net_take_work(struct net *n)
 
 /* x waits wait seconds for its quota: its new start time, and a note to the sink the first
  * time. */
+/* Whether a hold until `until` is news to the sink: none told yet, or it ends later than the
+ * one told (by more than NET_TOLD_SLACK s). Until 2026-12 only the first was told: a request
+ * held again counted down to 0 s and then sat there, its real wait unseen. */
+#define NET_TOLD_SLACK 0.5
+static int net_hold_news(struct xfer *x, double until)
+{
+    if (x->told_until > 0 && until <= x->told_until + NET_TOLD_SLACK)
+        return 0;
+    x->told_until = until;
+    return 1;
+}
+
 static void net_hold(struct net *n, struct xfer *x, double wait, double now)
 {
     x->start_at = now + wait;
-    if (x->wait_told)
+    if (!net_hold_news(x, x->start_at))
         return;
     char why[200], tbuf[32], qbuf[100];
     const char *quota = ratelimit_format(&x->quota->key.state, now, qbuf, sizeof qbuf);
@@ -1372,22 +1384,20 @@ static void net_hold(struct net *n, struct xfer *x, double wait, double now)
              ratelimit_format_duration(wait, tbuf, sizeof tbuf),
              *quota ? quota : "client-side limit");
     queue_push_note(n->q, QEV_WAIT, x->id, why, wait);
-    x->wait_told = 1;
 }
 
 /* Every key of x's pool is cooling down after a 429: x waits wait seconds for key k, the first
- * to come back, with a note to the sink the first time. */
+ * to come back, with a note to the sink when the wait is news (net_hold_news). */
 static void net_hold_for_key(struct net *n, struct xfer *x, double wait, double now, int k)
 {
     x->start_at = now + wait;
-    if (x->wait_told)
+    if (!net_hold_news(x, x->start_at))
         return;
     char why[200], tbuf[32];
     snprintf(why, sizeof why, "every key of the pool is cooling down (HTTP 429): waiting %s "
              "for key %s", ratelimit_format_duration(wait, tbuf, sizeof tbuf),
              x->rq->keys[k].label);
     queue_push_note(n->q, QEV_WAIT, x->id, why, wait);
-    x->wait_told = 1;
 }
 
 /* Every key of x's pool was refused (401, 403, no credit): x fails at once, not retried. */
@@ -1419,7 +1429,7 @@ static void net_to_fallback(struct net *n, struct xfer *x)
     net_request_free(x->rq);
     x->rq = fb;
     x->used_fallback = 1;
-    x->wait_told = 0;
+    x->told_until = 0;
 }
 
 /* Put x, out of the waiting list, on the wire: counted as sent against its quota. */
@@ -1432,7 +1442,7 @@ static void net_send(struct net *n, struct xfer *x, double now)
     x->seq = ++q->sent;
     x->crowded = net_quota_crowded(x);
     q->probing = 1;
-    x->wait_told = 0;
+    x->told_until = 0;
     x->next = n->active;
     n->active = x;
     n->n_active++;
