@@ -378,8 +378,8 @@ with ttlib.FakeServer() as srv:
                       env={"OPENAI_BASE_URL": srv.base("served=gpt-4o-mini-2024-07-18")})
     ex = export(home, latest_id(home))
     got = [(m["role"], m.get("model")) for m in ex.get("messages", [])]
-    t.eq(got[-1:], [("assistant", "gpt-4o-mini-2024-07-18")],
-         "served: the answer's row has the model the server says answered", got)
+    t.ok(got[-1:] == [("assistant", "gpt-4o-mini-2024-07-18")],
+         "served: the answer's row has the model the server says answered", repr(got))
 
     # --- a conversation held with another server is not sent whole to this one unasked (until
     # 2026-12, -c sent a conversation held with -P ollama to the config's cloud profile)
