@@ -1831,8 +1831,15 @@ char *ratelimit_format(const struct ratelimit_state *s, double now, char *buf, s
     /* each limit with the time to its own reset (none when it is unknown or past) */
     struct ratelimit_dim dims[2] = {dim_view(&s->req, now), dim_view(&s->tok, now)};
     char part[2][96];
+    const struct ratelimit_dim *raw[2] = {&s->req, &s->tok};
     for (int i = 0; i < 2; i++) {
         char a[24], b[24], e[40] = "";
+        part[i][0] = '\0';
+        /* a dimension the server never reported is left out (until 2026-12 "tok ?/?"); one
+         * it reported and that went stale still reads "?" */
+        if (raw[i]->limit == RATELIMIT_UNKNOWN && raw[i]->remaining == RATELIMIT_UNKNOWN &&
+            raw[i]->updated_at == RATELIMIT_NO_TIME && raw[i]->full == 0)
+            continue;
         fmt_count(dims[i].remaining, a, sizeof a);
         fmt_count(dims[i].limit, b, sizeof b);
         if (dims[i].reset_at > now) {
@@ -1842,7 +1849,7 @@ char *ratelimit_format(const struct ratelimit_state *s, double now, char *buf, s
         }
         snprintf(part[i], sizeof part[i], "%s %s/%s%s", i ? "tok" : "req", a, b, e);
     }
-    snprintf(buf, size, "%s %s", part[0], part[1]);
+    snprintf(buf, size, "%s%s%s", part[0], part[0][0] && part[1][0] ? " " : "", part[1]);
     return buf;
 }
 
