@@ -64,7 +64,8 @@ static int role_setting(struct role *r, char *line, int lineno, const char *sep,
     }
     line[k] = '\0';
     char *key = util_trim(line), *value = util_trim(line + k + 1);
-    ini_cut_comment(value);
+    if (!ini_whole_value(key))
+        ini_cut_comment(value);
     ini_unquote(value);
     if (!role_key_ok(key)) {
         buf_printf(err, "%s:%d: a role cannot set '%.40s' (it may set:", r->path, lineno, key);

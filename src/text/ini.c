@@ -30,6 +30,8 @@ static enum ini_error ini_check_bytes(const char *p, size_t n, unsigned flags,
 
 void ini_cut_comment(char *v)
 {
+    if (!*v) /* "key =": nothing to cut (the scan below starts past the first byte) */
+        return;
     if (*v == '"' || *v == '\'') {
         char *close = strchr(v + 1, *v);
         if (!close)
@@ -49,11 +51,26 @@ void ini_cut_comment(char *v)
         }
 }
 
+/* Keys whose values are kept whole, '#' and ';' and all: a command for the shell (`api_key_cmd
+ * = cd ~/keys ; cat openai`: the shell reads its own comments) and JSON (`extra_body`). */
+int ini_whole_value(const char *key)
+{
+    size_t n = strlen(key);
+    return (n >= 4 && strcmp(key + n - 4, "_cmd") == 0) || strcmp(key, "extra_body") == 0;
+}
+
 /* Fill l from one trimmed line s that is neither blank nor a comment. */
 static void ini_classify(char *s, char **section, struct ini_line *l, unsigned flags)
 {
     if (*s == '[') {
         char *close = strchr(s, ']');
+        if (close && close[1] && (flags & INI_INLINE_COMMENTS)) { /* "[name]   # comment" */
+            char *after = close + 1;
+            while (*after == ' ' || *after == '\t')
+                after++;
+            if ((*after == '#' || *after == ';') && after > close + 1)
+                close[1] = '\0';
+        }
         if (!close || close[1] != '\0') { /* s is trimmed: nothing but blanks may follow */
             l->type = INI_ERROR;
             l->error = INI_ERR_SECTION;
@@ -77,7 +94,7 @@ static void ini_classify(char *s, char **section, struct ini_line *l, unsigned f
     l->section = *section;
     l->key = util_trim(s);
     l->value = util_trim(eq + 1);
-    if (flags & INI_INLINE_COMMENTS)
+    if ((flags & INI_INLINE_COMMENTS) && !ini_whole_value(l->key))
         ini_cut_comment(l->value);
 }
 

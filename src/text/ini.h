@@ -43,8 +43,9 @@ struct ini_line {
  * other than tab and CR are INI_ERRORs. Without it only a NUL byte is. */
 #define INI_TEXT_ONLY 1u
 /* A '#' or ';' after a blank in a value starts a comment ("model = m   # the default"), as
- * the docs' examples write them; a value that must hold one is quoted ("say ; then #"), and
- * the comment may follow the closing quote. Not for themes, whose colours are "#rrggbb". */
+ * the docs' examples write them, and after a section header; a value that must hold one is
+ * quoted ("say ; then #"), and the comment may follow the closing quote. Shell commands and
+ * JSON are kept whole (ini_whole_value). Not for themes, whose colours are "#rrggbb". */
 #define INI_INLINE_COMMENTS 2u
 
 /* Called for each section header, pair and malformed line, in order; return 0 to go on, any
@@ -62,6 +63,9 @@ int ini_parse(char *text, size_t len, unsigned flags, ini_handler fn, void *ud, 
  * the comment off a trimmed value v, in place, from a '#' or ';' that follows a blank, or in
  * a value that starts with a quote, one that follows the closing quote (and blanks). */
 void ini_cut_comment(char *v);
+/* 1 for a key whose value INI_INLINE_COMMENTS keeps whole: a shell command (NAME_cmd) and
+ * JSON (extra_body). */
+int ini_whole_value(const char *key);
 /* A value in a pair of '"' or '\'': the quotes taken off, in place. */
 void ini_unquote(char *v);
 

@@ -67,6 +67,17 @@ int main(void)
                "8 P [-] open=\"no close # cut\n9 P [-] bare=#only\n",
             "inline comments: cut after a blank, kept inside quotes and words");
     free(r);
+    /* an empty value ends there (the comment scan never runs past it: until a review found
+     * it, "key =" scanned the next lines, and past the text on the last one); shell commands
+     * and JSON are kept whole; a section header may have a comment */
+    r = PARSE("[p]   # the profile\nmax_tokens =\nsystem = \"Reply with #tags ; always\"\n"
+              "api_key_cmd = cd ~/k ; cat x # c\nextra_body = {\"stop\": [\"a ;b\"]}\nlast =",
+              INI_INLINE_COMMENTS);
+    TAP_STR(r, "1 S p\n2 P [p] max_tokens=\n3 P [p] system=\"Reply with #tags ; always\"\n"
+               "4 P [p] api_key_cmd=cd ~/k ; cat x # c\n5 P [p] extra_body={\"stop\": [\"a ;b\"]}\n"
+               "6 P [p] last=\n",
+            "inline comments: empty values, commands, JSON and a header's comment");
+    free(r);
     char v[] = "\"a # b\" ; c";
     ini_cut_comment(v);
     ini_unquote(v);
