@@ -12,6 +12,8 @@ struct conf {
     char *base_url;         /* e.g. https://api.openai.com/v1 */
     char *model;
     char *system;           /* system prompt */
+    int system_given;       /* system came from -s: a resume saves it as the conversation's
+                               (the profile's or a role's is not the conversation's own) */
     char *role;             /* the role applied on top of the profile (core/role.h) */
     char *mcp;              /* the [mcp NAME] servers enabled: "a, b" (core/mcpset.h) */
     char *api_key_env;      /* name of the environment variable holding the key */

@@ -109,6 +109,7 @@ struct session {
     /* Function calling (session_use_tools) */
     struct tools *tools;       /* borrowed; NULL: no tools offered */
     long tools_tokens;         /* session_tools_tokens' count, of tools_sig's definitions */
+    int system_unsaved;        /* a resume's -s: saved with the next turn (session_resumed) */
     size_t tools_sig;
     struct tool_policy *policy;
     int tool_rounds;           /* rounds at most per turn */
@@ -364,6 +365,13 @@ static void session_save_system(struct session *s)
         session_store_failed(s);
 }
 
+/* The system prompt a resume replaces the saved one with: -s's, not the profile's or a
+ * role's (those are for new conversations; a conversation keeps the one it was held with). */
+static const char *session_resume_system(const struct session *s)
+{
+    return s->conf->system_given ? s->conf->system : NULL;
+}
+
 /* Take c as the resumed conversation (lean: only its newest turns). */
 static void session_resumed(struct session *s, struct conv *c, int lean)
 {
@@ -376,8 +384,9 @@ static void session_resumed(struct session *s, struct conv *c, int lean)
     session_history(s);
     session_forget_summaries(s);
     session_context_load_summaries(s);
-    if (s->conf->system && *s->conf->system) /* given now: it replaced the saved one */
-        session_save_system(s);
+    /* -s given now replaced the saved prompt: saved when the next turn goes out (not before:
+     * a resume refused, or one only opened in the chat's browser, changes nothing) */
+    s->system_unsaved = s->conf->system_given;
 }
 
 int session_resume(struct session *s, int64_t id, char **err)
@@ -397,7 +406,7 @@ int session_resume(struct session *s, int64_t id, char **err)
     /* A system prompt given now replaces the saved one. */
     struct conv c;
     conv_init(&c);
-    if (conv_load(&c, s->store, id, s->conf->system, err) < 0) {
+    if (conv_load(&c, s->store, id, session_resume_system(s), err) < 0) {
         conv_free(&c);
         return -1;
     }
@@ -687,6 +696,10 @@ static void session_save_prompt(struct session *s, const char *error)
     t->user_id = uid;
     if (s->n_msgs && session_msg_is_turn(&s->msgs[s->n_msgs - 1], t))
         s->msgs[s->n_msgs - 1].id = uid;
+    if (s->system_unsaved) { /* a resume's -s, with the first turn sent under it */
+        s->system_unsaved = 0;
+        session_save_system(s);
+    }
 }
 
 /* An exchange that ends at once, without the network: its end (outcome, why taken) is queued
@@ -1927,7 +1940,7 @@ static int session_resume_lean(struct session *s, int64_t id, char **err)
     }
     struct conv c;
     conv_init(&c);
-    conv_from_rows(&c, w.conv, s->conf->system);
+    conv_from_rows(&c, w.conv, session_resume_system(s));
     if (conv_attach_load(&c, s->store) < 0) {
         *err = xasprintf("cannot read the attachments: %s", store_error(s->store));
         conv_free(&c);

@@ -75,6 +75,8 @@ static int setup_apply_cli(struct conf *c, const struct cli *a, struct buf *err)
         c->insecure = 1;
     if (a->no_usage)
         c->include_usage = 0;
+    /* -s, or a --role with a prompt: asked for now, so a resume sends it */
+    c->system_given = (a->system && *a->system) || (a->role && c->system && *c->system);
     return 0;
 }
 

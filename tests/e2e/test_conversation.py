@@ -370,6 +370,19 @@ with ttlib.FakeServer() as srv:
     ttlib.run_tokterm(["-c", "-p", "five"], home=home, env=env)
     t.eq(msgs(srv.requests()[-1])[0], ("system", "new system"),
          "system: -s on a resume is what the next resume sends")
+    # a profile's system prompt is for new conversations: a resume keeps the conversation's
+    # own, and saves nothing over it (a review found it saved the profile's over it)
+    ttlib.write_config(home, "system = Be concise\n")
+    ttlib.run_tokterm(["-c", "-p", "six"], home=home, env=env)
+    t.eq(msgs(srv.requests()[-1])[0], ("system", "new system"),
+         "system: a resume sends the conversation's prompt, not the profile's")
+    t.eq(export(home, cid).get("system_prompt"), "new system",
+         "system: and the saved one is left as it was")
+    # a resume refused (held elsewhere) saves nothing of its -s
+    there = {"OPENAI_BASE_URL": srv.base("").replace("127.0.0.1", "localhost")}
+    rc, _, _ = ttlib.run_tokterm(["-c", "-s", "never sent", "-p", "x"], home=home, env=there)
+    t.ok(rc == 2 and export(home, cid).get("system_prompt") == "new system",
+         "system: a refused resume's -s is not saved")
 
     # --- the model that answered is saved (a router's, a dated snapshot), not only the one
     # asked for (until 2026-12 show, export and stats had only the one asked for)
