@@ -110,7 +110,7 @@ struct session {
     struct tools *tools;       /* borrowed; NULL: no tools offered */
     long tools_tokens;         /* session_tools_tokens' count, of tools_sig's definitions */
     int system_unsaved;        /* a resume's -s: saved with the next turn (session_resumed) */
-    size_t tools_sig;
+    uint64_t tools_sig;
     struct tool_policy *policy;
     int tool_rounds;           /* rounds at most per turn */
     int round;                 /* tool rounds of the turn in flight */
@@ -2045,12 +2045,21 @@ static long session_tools_tokens(struct session *s)
     if (!s->tools || !s->ctx)
         return 0;
     const struct api_tool *defs;
-    size_t n, sig = 0;
+    size_t n;
     tools_api(s->tools, NULL, 0, &defs, &n);
-    for (size_t i = 0; i < n; i++)
-        sig = sig * 31 + strlen(defs[i].name) + 7 * (defs[i].schema ? strlen(defs[i].schema) : 0) +
-              (defs[i].description ? strlen(defs[i].description) : 0) + 1;
-    if (sig == s->tools_sig)
+    /* what is counted: the definitions' bytes and the encoding (FNV-1a) */
+    uint64_t sig = 1469598103934665603ull;
+    const char *enc = context_encoding(s->ctx);
+    for (size_t i = 0; i <= n; i++) {
+        const char *parts[3] = {i < n ? defs[i].name : enc, i < n ? defs[i].description : NULL,
+                                i < n ? defs[i].schema : NULL};
+        for (int k = 0; k < 3; k++) {
+            for (const char *p = parts[k] ? parts[k] : ""; *p; p++)
+                sig = (sig ^ (unsigned char)*p) * 1099511628211ull;
+            sig = (sig ^ 0xff) * 1099511628211ull; /* the end of each string */
+        }
+    }
+    if (s->tools_tokens >= 0 && sig == s->tools_sig)
         return s->tools_tokens;
     long tokens = 0;
     for (size_t i = 0; i < n; i++) {
@@ -2478,7 +2487,8 @@ static void session_context_end(struct session *s, const struct net_result *r)
     s->status_n = (size_t)-1;
     if (r->usage.present && r->usage.prompt > 0 && !r->used_fallback && !s->plan.bounded &&
         (r->outcome == API_OK || r->outcome == API_CUT)) {
-        context_calibrate(s->calib, s->conf->model, s->plan.total, (long)r->usage.prompt);
+        context_calibrate(s->calib, s->conf->model, s->plan.total + s->plan.fixed,
+                          (long)r->usage.prompt); /* the tool definitions are in both */
         /* learnt ratios of approximate models outlive the run (not with --incognito) */
         if (context_approximate(s->ctx) && s->store && s->calib_path) {
             char *dir = conf_dir("state");
