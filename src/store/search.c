@@ -800,8 +800,7 @@ static void store_srch_build(struct store_srch *sr)
         sr->phr[sr->n_long++] = buf_take(&p);
     }
     if (opts->model)
-        /* any case, and a dated snapshot of it (the model that answered is saved) */
-        buf_appends(&sr->where, " AND (m.model = ?2 COLLATE NOCASE OR m.model LIKE ?2 || '-%')");
+        buf_appends(&sr->where, " AND " STORE_MODEL_IS("m.model", "?2"));
     if (opts->since > 0)
         buf_appends(&sr->where, " AND m.created >= ?3");
     if (opts->until > 0)

@@ -80,9 +80,9 @@ static int store_stats_counts(struct store *st, int64_t since, int64_t hi, const
     static const char q_counts[] =
         "SELECT (SELECT count(*) FROM conversations c WHERE created >= ?1 AND created < ?2 AND "
         "(?3 IS NULL OR EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = c.id AND "
-        "(m.model = ?3 COLLATE NOCASE OR m.model LIKE ?3 || '-%')))), "
+        STORE_MODEL_IS("m.model", "?3") "))), "
         "(SELECT count(*) FROM messages WHERE created >= ?1 AND created < ?2 AND "
-        "(?3 IS NULL OR model = ?3 COLLATE NOCASE OR model LIKE ?3 || '-%'))";
+        "(?3 IS NULL OR " STORE_MODEL_IS("model", "?3") "))";
     sqlite3_stmt *s = store_stats_prep(st, q_counts, since, hi, model);
     if (!s)
         return -1;
@@ -120,7 +120,7 @@ static int store_stats_groups(struct store *st, int64_t since, int64_t hi, const
         "coalesce(sum(CASE WHEN cached = 0 THEN coalesce(total_tokens, prompt_tokens + "
         "completion_tokens) END), 0), coalesce(host, '(unknown)') "
         "FROM messages WHERE role = 'assistant' AND created >= ?1 AND created < ?2 AND "
-        "(?3 IS NULL OR model = ?3 COLLATE NOCASE OR model LIKE ?3 || '-%') GROUP BY 1, 2, 3, 9 "
+        "(?3 IS NULL OR " STORE_MODEL_IS("model", "?3") ") GROUP BY 1, 2, 3, 9 "
         "ORDER BY 1";
     sqlite3_stmt *s = store_stats_prep(st, q_groups, since, hi, model);
     if (!s)
@@ -265,8 +265,7 @@ static int store_stats_timing(struct store *st, int64_t since, int64_t hi, const
         "CASE WHEN completion_tokens >= ?4 AND total_time - ttft >= ?5 THEN tokens_per_s END, "
         "coalesce(retries, 0), coalesce(rate_limited, 0) "
         "FROM messages WHERE role = 'assistant' AND cached = 0 AND status != 'streaming' AND "
-        "created >= ?1 AND created < ?2 AND (?3 IS NULL OR model = ?3 COLLATE NOCASE OR "
-        "model LIKE ?3 || '-%')";
+        "created >= ?1 AND created < ?2 AND (?3 IS NULL OR " STORE_MODEL_IS("model", "?3") ")";
     sqlite3_stmt *s = store_stats_prep(st, q_timing, since, hi, model);
     if (!s)
         return -1;
@@ -359,8 +358,8 @@ int store_answers_each(struct store *st, int64_t since, int64_t until, const cha
         "SELECT model, host, status, cached, ttft, itl, total_time, dns_time, connect_time, "
         "tls_time, coalesce(prompt_tokens, -1), coalesce(completion_tokens, -1), "
         "coalesce(retries, 0), coalesce(rate_limited, 0) FROM messages WHERE role = "
-        "'assistant' AND created >= ?1 AND created < ?2 AND (?3 IS NULL OR model = ?3 COLLATE "
-        "NOCASE OR model LIKE ?3 || '-%') "
+        "'assistant' AND created >= ?1 AND created < ?2 AND (?3 IS NULL OR "
+        STORE_MODEL_IS("model", "?3") ") "
         "ORDER BY id";
     sqlite3_stmt *s = store_stats_prep(st, q, since, until > 0 ? until : INT64_MAX, model);
     if (!s)

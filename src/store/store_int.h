@@ -193,6 +193,15 @@ int store_writer_alive(const char *writer);
 /* ---- message.c */
 
 /* How an answer ended: what store_message_finish writes with the folded text. */
+/* SQL: column col names the model p as --model gives it (a bound parameter such as "?3"): the
+ * same name in any case, or a dated snapshot of it, NAME-DDDD... (gpt-4o-mini-2024-07-18,
+ * gpt-4-0613), which is what an answer's row keeps when the server names one. Not another
+ * model that starts with the name (gpt-4o-mini for gpt-4o), and nothing in p is a pattern. */
+#define STORE_MODEL_IS(col, p)                                                               \
+    "(" col " = " p " COLLATE NOCASE OR (lower(substr(" col ", 1, length(" p ") + 1)) = "      \
+    "lower(" p ") || '-' AND substr(" col ", length(" p ") + 2, 4) GLOB "                      \
+    "'[0-9][0-9][0-9][0-9]'))"
+
 struct store_fin {
     enum store_status status;
     const char *finish_reason, *error;

@@ -71,6 +71,14 @@ with ttlib.FakeServer() as srv:
     rc, out2, _ = ttlib.run_tokterm(["stats", "--model", "GPT-4O-MINI"], env=env, home=mhome)
     t.ok(rc == 0 and b"answers               2" in out2,
          "stats --model: any case, dated snapshots included", out2.decode())
+    # ... but not another model that starts with the name (a review found gpt-4o matching
+    # gpt-4o-mini), nor a name read as a pattern
+    ttlib.run_tokterm(["-m", "gpt-4o", "-p", "bigger one"], home=mhome, env=env)
+    rc, out3, _ = ttlib.run_tokterm(["stats", "--model", "gpt-4o"], env=env, home=mhome)
+    rc4, out4, _ = ttlib.run_tokterm(["stats", "--model", "gpt-4o%"], env=env, home=mhome)
+    t.ok(b"answers               1" in out3 and b"answers               0" in out4,
+         "stats --model gpt-4o: not gpt-4o-mini; 'gpt-4o%' is no pattern",
+         out3.decode() + out4.decode())
     rc, sout, _ = ttlib.run_tokterm(["search", "dated", "--model", "Gpt-4o-Mini"], home=mhome)
     t.ok(rc == 0 and b"gpt-4o-mini-2025" in sout, "search --model: the same", sout.decode())
     rc, _, serr = ttlib.run_tokterm(["search", "dated", "--since", "2030-01-02", "--until",
