@@ -448,9 +448,11 @@ static int main_files(struct main_run *r)
     const struct cli *a = &r->a;
     char *err = NULL;
     struct buf notes = BUF_INIT; /* what folders left out */
+    attach_allow_streams(1); /* -f <(cmd), -f -: the command line's own */
     for (int i = 0; i < a->n_files && !err; i++)
         (void)attach_any(&r->files, strcmp(a->files[i], "-") == 0 ? "/dev/stdin" : a->files[i],
                          &notes, &err, NULL, NULL);
+    attach_allow_streams(0);
     if (!err && notes.len) {
         struct buf safe = BUF_INIT;
         utf8_sanitize(&safe, notes.data, notes.len);

@@ -331,6 +331,13 @@ static int attach_is_url(const char *s)
     return util_starts_with(s, "http://") || util_starts_with(s, "https://");
 }
 
+static int attach_streams;
+
+void attach_allow_streams(int on)
+{
+    attach_streams = on;
+}
+
 int attach_add(struct attach_list *l, const char *arg, char **err)
 {
     *err = NULL;
@@ -354,10 +361,24 @@ int attach_add(struct attach_list *l, const char *arg, char **err)
         return -1;
     }
     /* a pipe (process substitution: -f <(git diff)) or a character device (/dev/stdin) is
-     * read to its end, as far as the limit: shell users of llm and mods expect it */
-    if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode) && !S_ISCHR(st.st_mode)) {
-        *err = xasprintf("%s: not a regular file", arg);
+     * read to its end, as far as the limit, where attach_allow_streams says so: shell users
+     * of llm and mods expect it of -f; never a terminal (the read would wait for Ctrl-D) */
+    int stream = S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode);
+    if (!S_ISREG(st.st_mode) && !(stream && attach_streams)) {
+        *err = xasprintf("%s: not a regular file%s", arg,
+                         stream ? " (a pipe or a device is read only from -f on the command "
+                                  "line)" : "");
         return -1;
+    }
+    if (S_ISCHR(st.st_mode)) {
+        int fd = open(arg, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        int tty = fd >= 0 && isatty(fd);
+        if (fd >= 0)
+            close(fd);
+        if (tty) {
+            *err = xasprintf("%s: a terminal; attach a file or a pipe", arg);
+            return -1;
+        }
     }
     if ((size_t)st.st_size > ATTACH_FILE_MAX) {
         struct buf s = BUF_INIT, m = BUF_INIT;

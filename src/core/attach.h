@@ -65,6 +65,11 @@ struct attach_list {
 /* Add the file (or, later, folder or URL) arg to l. Returns 0, or -1 with a message in *err
  * (caller frees) and l unchanged. */
 int attach_add(struct attach_list *l, const char *arg, char **err);
+/* Whether attach_add reads a pipe or a character device to its end (on: the command line's
+ * -f, where `-f <(cmd)` and `-f -` are meant; off, the default: the chat's /attach and a batch
+ * line's "files", where a read that waits would freeze the chat or swallow the batch's input).
+ * A terminal is never read. */
+void attach_allow_streams(int on);
 /* An attachment from its stored form (the store's blob and columns): kind and mime as saved,
  * data copied, the hash recomputed. */
 void attach_restore(struct attach *a, const char *name, const char *mime, const void *data,

@@ -532,6 +532,18 @@ with ttlib.FakeServer() as srv:
              "completions: see above" in flat, "Tab Tab on '/': every command is on screen",
              scr)
         tm.send("C-u")
+        # /attach of the chat's own terminal, or of a device: refused at once, the chat goes
+        # on (a review found /attach /dev/stdin froze it in a read of the terminal)
+        tm.send_text("/attach /dev/stdin")
+        tm.send("Enter")
+        scr = tm.wait_for("read only from -f on the command line", 3) or tm.capture()
+        tm.send("C-u")  # a refused command stays in the prompt, to be mended
+        tm.send_text("/attach /dev/tty")
+        tm.send("Enter")
+        scr2 = tm.wait_for("/dev/tty: not a regular file", 3) or tm.capture()
+        tm.send("C-u")
+        t.ok("read only from -f" in scr and "/dev/tty: not a regular file" in scr2,
+             "/attach of a terminal or a device: refused, the chat goes on", scr2)
         tm.send_text("/mo")
         tm.send("Tab")
         t.ok(tm.wait_for(re.compile(r"\u203a /model *\n"), 3) is not None,
