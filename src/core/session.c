@@ -1384,6 +1384,13 @@ static int session_tools_round(struct session *s, struct net_result *r,
         const struct tools_entry *e = tools_find_wire(s->tools, c->wire);
         if (e && !c->name)
             c->name = xstrdup(e->name);
+        size_t n = 0; /* arguments with invalid UTF-8 or a NUL: as U+FFFD, here and sent back */
+        char *clean = c->args ? utf8_for_wire(c->args, c->args_len, &n) : NULL;
+        if (clean) {
+            free(c->args);
+            c->args = clean;
+            c->args_len = n;
+        }
     }
     st->id = aid > 0 ? aid : 0;
     if (aid > 0)

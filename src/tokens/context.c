@@ -697,7 +697,17 @@ static void plan_need_summary(struct plan_work *w, const struct context_params *
     out->sum_from = out->items[lo].first;
     out->sum_to = out->items[pick].last;
     out->sum_prev = prev_idx;
-    out->sum_input = buf_take(&b);
+    /* the text goes to the server: an answer a broken server sent with invalid UTF-8 or a NUL
+     * goes as U+FFFD (as in session_planned_body), so the summary's body is valid JSON and
+     * nothing after a NUL is lost */
+    size_t clean_len;
+    char *clean = utf8_for_wire(b.data ? b.data : "", b.len, &clean_len);
+    if (clean) {
+        buf_free(&b);
+        out->sum_input = clean;
+    } else {
+        out->sum_input = buf_take(&b);
+    }
     out->sum_tokens = sbudget;
     out->sum_after = prot + sbudget + plan_sum(out, pick + 1, z);
     /* framing: the labels and headings, about a token or two per message */

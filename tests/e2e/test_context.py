@@ -110,6 +110,25 @@ with ttlib.FakeServer() as srv:
          "the summary message comes after the system prompt, with the model's summary text")
     t.ok(all(turns[0] not in json.dumps(r["body"]) for r in after),
          "the summarised turn itself is not sent again")
+    # an answer with invalid UTF-8 and a NUL (a broken server) that the summary then covers:
+    # the summary request's body is valid JSON, with U+FFFD, nothing cut at the NUL (a
+    # review found the summary built from the raw text)
+    shome = ttlib.make_home()
+    scfg = write_config(shome, "context_window = 600\nreserve_tokens = 100\n")
+    srv.queue(["content_json=%22bad%FF%FE bytes %5Cu0000 and the rest%22"])
+    n1 = len(srv.requests())
+    sargs = ["-m", "gpt-4o-mini"]
+    for p in turns:
+        sargs += ["-p", p]
+    rc, out, err = run(shome, scfg, sargs)
+    sreqs = srv.requests()[n1:]
+    bad = [r for r in sreqs if r.get("body") is None]
+    ssm = summaries(sreqs)
+    t.ok(rc == 0 and not bad and ssm and
+         "bad\ufffd\ufffd bytes \ufffd and the rest" in ssm[0]["body"]["messages"][1]["content"],
+         "a summary over a broken answer: valid JSON, U+FFFD, nothing cut",
+         "rc=%d, %d bodies not JSON, %d summaries: %s" % (rc, len(bad), len(ssm),
+                                                          err.decode(errors="replace")[-300:]))
     con = sqlite3.connect(db_path(home))
     rows = con.execute("SELECT conversation_id, first_message_id, last_message_id, summary "
                        "FROM summaries").fetchall()
