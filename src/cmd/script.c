@@ -36,6 +36,8 @@ struct script_state {
     size_t written;
     struct buf scratch;
     struct buf pending;   /* an unfinished UTF-8 sequence held back (terminal only) */
+    char wait_last[512];  /* script_wait: the last wait line of this turn, and how many times */
+    long wait_same;
     int render;           /* the answer as rendered Markdown (--render) */
     int links;            /* rendered URLs as OSC 8 hyperlinks (profile key hyperlinks) */
     struct theme_style styles[THEME_SLOT_COUNT];
@@ -117,23 +119,32 @@ static void script_text(void *ud, int reasoning, const char *s, size_t n, double
 /* A retry or a wait for quota: say so on stderr (the text is ours, not the server's). The
  * same line again and again (a server that answers 429 "retry in 1 s" for two minutes: 120 of
  * them until 2026-12) is said three times, then at the 4th, 8th, 16th... time with its count. */
+/* The count of a run of the same wait line that its last power of two did not tell. */
+static void script_wait_flush(struct script_state *st)
+{
+    if (st->wait_same > 3 && (st->wait_same & (st->wait_same - 1)) != 0)
+        fprintf(stderr, "tokterm: %s (the same %ld times in a row)\n", st->wait_last,
+                st->wait_same);
+    st->wait_last[0] = '\0';
+    st->wait_same = 0;
+}
+
 static void script_wait(void *ud, int retry, const char *why, double seconds)
 {
-    static char last[512];
-    static long same;
-    (void)ud;
+    struct script_state *st = ud;
     (void)retry;
     (void)seconds;
-    if (strncmp(last, why, sizeof last - 1) == 0) {
-        same++;
+    if (st->wait_same && strncmp(st->wait_last, why, sizeof st->wait_last - 1) == 0) {
+        st->wait_same++;
     } else {
-        snprintf(last, sizeof last, "%s", why);
-        same = 1;
+        script_wait_flush(st);
+        snprintf(st->wait_last, sizeof st->wait_last, "%s", why);
+        st->wait_same = 1;
     }
-    if (same <= 3)
+    if (st->wait_same <= 3)
         fprintf(stderr, "tokterm: %s\n", why);
-    else if ((same & (same - 1)) == 0)
-        fprintf(stderr, "tokterm: %s (the same %ld times in a row)\n", why, same);
+    else if ((st->wait_same & (st->wait_same - 1)) == 0)
+        fprintf(stderr, "tokterm: %s (the same %ld times in a row)\n", why, st->wait_same);
 }
 
 /* A tool call and its result on stderr, one line each, cut at SCRIPT_TOOL_SHOW bytes (a
@@ -475,6 +486,7 @@ static void script_json(struct session *s, const struct net_result *r, int code,
 /* Report the end of one turn; returns its exit status. */
 static int script_turn_end(struct session *s, struct script_state *st, const struct script_opts *o)
 {
+    script_wait_flush(st); /* the count of this turn's waits, if not told; none carries over */
     const struct net_result *r = session_last(s);
     int code = r ? api_outcome_exit(r->outcome) : 1;
     const char *incomplete = session_tools_incomplete(s);

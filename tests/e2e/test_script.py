@@ -162,6 +162,16 @@ with ttlib.FakeServer() as srv:
     rc, _, err = run(srv, "", ["--conversation", "99999999999999999999", "-p", "x"])
     t.ok(rc == 2 and b"not '99999999999999999999'" in err, "--conversation past int64: bad usage",
          err.decode(errors="replace"))
+    t.ok(waits and re.search(r"\(the same \d+ times in a row\)$", waits[-1]) and
+         not re.search(r"\(the same (4|8|16|32|64|128) times", waits[-1]),
+         "repeated 429 waits: the last line gives the count in all", waits[-1:])
+    # one wait in each of five turns: each is said (a review found the count ran across turns,
+    # so the 5th turn's wait went unsaid)
+    srv.queue(["status=429,h.retry-after-ms=20", "reply=ok"] * 5)
+    rc, out, err = run(srv, "", ["-p", "1", "-p", "2", "-p", "3", "-p", "4", "-p", "5"])
+    waits = [ln for ln in err.decode(errors="replace").splitlines() if "as asked" in ln]
+    t.ok(rc == 0 and len(waits) == 5 and not any("in a row" in w for w in waits),
+         "a wait in each of five turns: each said, no count", err.decode(errors="replace"))
     # a failed turn ends the run: the prompts after it are named, not dropped without a word
     srv.queue(["reply=ok1", "status=500"])
     n0 = len(srv.requests())
