@@ -380,6 +380,7 @@ static struct script_opts main_script_opts(struct main_run *r)
                                 .save = su->save, .cache = su->cache, .setup = su,
                                 .resume = su->resume, .resume_id = su->resume_id,
                                 .endpoint_named = a->profile || a->base_url || a->api ||
+                                                  su->role_profile ||
                                                   (getenv("TOKTERM_PROFILE") &&
                                                    *getenv("TOKTERM_PROFILE")),
                                 .allow_tools = a->allow_tools, .n_allow_tools = a->n_allow_tools,

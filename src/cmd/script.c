@@ -636,7 +636,8 @@ struct script *script_open(struct conf *conf, char *key, const struct script_opt
         /* A conversation held with another server (a local model, another provider) is not
          * sent whole to the default one unasked: until 2026-12, -c sent a conversation held
          * with -P ollama to the cloud profile of the config, without a word. */
-        char *held = o->endpoint_named ? NULL : session_resumed_elsewhere(s);
+        char *held = o->endpoint_named || o->cache == SESSION_CACHE_ONLY /* sends nothing */
+                         ? NULL : session_resumed_elsewhere(s);
         if (held) {
             const struct conv *cv = session_conv(s);
             char *now = conf_host(conf);

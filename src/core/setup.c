@@ -87,6 +87,7 @@ int setup_role(struct setup *su, const char *name, const char *cfgpath,
     char *want = xstrdup(name);
     int rc = role_load(&r, want, su->conf.path, err);
     if (rc == 0 && r.profile && !profile) {
+        su->role_profile = 1;
         conf_free(&su->conf);
         conf_defaults(&su->conf);
         struct buf w = BUF_INIT;

@@ -38,6 +38,8 @@ enum setup_need {
 struct setup {
     struct conf conf;          /* the profile with the environment and command line applied */
     int have_conf;
+    int role_profile;          /* --role (or role =) chose the profile: where requests go was
+                                  named (a resume of a conversation held elsewhere may go) */
     char *key;                 /* the API key (wiped on free); NULL: none configured */
     int no_key;                /* a remote server, no key, no key pool and not --cache-only:
                                   nothing can be sent (the caller says what to set) */

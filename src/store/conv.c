@@ -103,20 +103,44 @@ static void store_bind_update(sqlite3_stmt *s, const void *p)
 int store_conversation_where(struct store *st, int64_t id, char **host, char **profile)
 {
     *host = *profile = NULL;
-    sqlite3_stmt *s = store_prep(st, "SELECT host, profile FROM messages WHERE "
-                                     "conversation_id = ?1 AND role = 'assistant' AND status IN "
-                                     "('complete', 'truncated', 'cancelled') AND host IS NOT "
-                                     "NULL AND host <> '' ORDER BY id DESC LIMIT 1");
-    if (!s)
+    /* the live path, from its head back (an answer is a step or two away): not the newest
+     * answer of any branch, which an /edit or a fork leaves off the path */
+    sqlite3_stmt *h = store_prep(st, "SELECT head_id FROM conversations WHERE id = ?1");
+    if (!h)
         return -1;
-    sqlite3_bind_int64(s, 1, id);
-    int rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW) {
-        *host = store_col_str(s, 0);
-        *profile = store_col_str(s, 1);
+    sqlite3_bind_int64(h, 1, id);
+    int64_t at = store_step(st, h) == SQLITE_ROW ? sqlite3_column_int64(h, 0) : 0;
+    store_done(st, h);
+    /* the live path is its user rows (head_id the last, each parent_id the one before); an
+     * answer is a child of its user row */
+    static const char q_answer[] = "SELECT host, profile FROM messages WHERE parent_id = ?1 AND "
+                                   "conversation_id = ?2 AND role = 'assistant' AND status IN "
+                                   "('complete', 'truncated', 'cancelled') AND host IS NOT NULL "
+                                   "AND host <> '' ORDER BY id DESC LIMIT 1";
+    static const char q_up[] = "SELECT parent_id FROM messages WHERE id = ?1 AND "
+                               "conversation_id = ?2";
+    for (int steps = 0; at > 0 && steps < 10000; steps++) {
+        for (int k = 0; k < 2; k++) {
+            sqlite3_stmt *s = store_prep(st, k ? q_up : q_answer);
+            if (!s)
+                return -1;
+            sqlite3_bind_int64(s, 1, at);
+            sqlite3_bind_int64(s, 2, id);
+            int rc = store_step(st, s);
+            if (rc == SQLITE_ROW && !k) {
+                *host = store_col_str(s, 0);
+                *profile = store_col_str(s, 1);
+            } else if (k) {
+                at = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
+            }
+            store_done(st, s);
+            if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+                return store_fail(st, "cannot read the conversation");
+            if (*host)
+                return 0;
+        }
     }
-    store_done(st, s);
-    return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : store_fail(st, "cannot read the conversation");
+    return 0;
 }
 
 int store_conversation_update(struct store *st, int64_t id, const char *system_prompt,

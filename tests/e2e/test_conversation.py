@@ -404,6 +404,16 @@ with ttlib.FakeServer() as srv:
     err = err.decode(errors="replace")
     t.ok(rc == 2 and len(srv.requests()) == n0 and "was held with localhost:" in err and
          "-P" in err, "elsewhere: -c to another server is refused, nothing sent", err)
+    rc, _, err = ttlib.run_tokterm(["--cache-only", "-c", "-p", "go on"], home=home, env=env)
+    t.eq(rc, 7, "elsewhere: --cache-only sends nothing, so it is not refused (a cache miss: 7)")
+    # a role that names a profile names where requests go
+    ttlib.write_config(home, "[here]\nbase_url = %s\n[role hereto]\nprofile = here\n"
+                       "system = Be here.\n" % env["OPENAI_BASE_URL"])
+    rc, _, err = ttlib.run_tokterm(["--role", "hereto", "-c", "-p", "via the role"], home=home,
+                                   env=there)
+    t.ok(rc == 0 and msgs(srv.requests()[-1])[-1] == ("user", "via the role"),
+         "elsewhere: --role with a profile names where to send it", err.decode(errors="replace"))
+    os.remove(os.path.join(home, ".config", "tokterm", "config"))
     rc, _, err = ttlib.run_tokterm(["--base-url", env["OPENAI_BASE_URL"], "-c", "-p", "go on"],
                                    home=home, env=env)
     t.ok(rc == 0 and msgs(srv.requests()[-1])[-1] == ("user", "go on"),
