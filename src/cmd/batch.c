@@ -317,8 +317,10 @@ const char *batch_usage(void)
         batch_usage_item(&b, &col, more[i], 0);
     buf_appends(&b, "\n"
            "Answers are not saved as conversations; they use and fill the response cache.\n"
-           "Exit status: 0 all complete; 3 some items failed (see their lines); 2 bad usage or\n"
-           "  input; 130 interrupted (finished lines are all written: finish with --resume).\n");
+           "Exit status: 0 all complete; 3 some items failed (see their lines), or --remote:\n"
+           "  the provider refused (no lines); 4 --remote: the provider could not be reached;\n"
+           "  2 bad usage or input; 130 interrupted (finished lines are all written: finish\n"
+           "  with --resume).\n");
     text = buf_take(&b);
     return text;
 }

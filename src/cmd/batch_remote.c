@@ -985,7 +985,7 @@ int remote_job_run(struct remote_job *j, struct loop *lp, int out_fd, int tty,
             }
         }
         if (rc)
-            return rc == 130 ? 130 : 1;
+            return rc == 130 || rc == 3 || rc == 4 ? rc : 1;
     }
     rc = remote_write(j, out_fd, fn, ud);
     if (rc == 0 && j->st)
