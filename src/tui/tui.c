@@ -790,7 +790,8 @@ static void tui_sink_end(void *ud, const struct net_result *r)
             tui_hint(t, "the prompt is back in the input line: Enter sends it again");
         }
     }
-    if (strncmp(t->hint, TUI_HINT_STREAMING, sizeof TUI_HINT_STREAMING - 1) == 0)
+    if (strncmp(t->hint, TUI_HINT_STREAMING, sizeof TUI_HINT_STREAMING - 1) == 0 ||
+        strncmp(t->hint, TUI_HINT_WAITING, sizeof TUI_HINT_WAITING - 1) == 0)
         t->hint[0] = '\0'; /* it is over: the hint would be stale */
     t->answer = TUI_NO_ANSWER;
     t->cancelling = 0;
@@ -925,7 +926,7 @@ static void tui_on_line(void *ud, char *line)
         tui_input_defer(line); /* keep what was typed */
         int waits = t->st.state == TUI_STATE_QUOTA || t->st.state == TUI_STATE_RETRYING;
         tui_hint(t, t->send_wait ? TUI_HINT_TOOLS ", then press Enter"
-                    : waits      ? TUI_HINT_WAITING ", then press Enter for this one"
+                    : waits      ? TUI_HINT_WAITING "; your text waits here for after it"
                                  : TUI_HINT_STREAMING ", then press Enter");
         free(line);
         return;

@@ -396,6 +396,8 @@ with ttlib.FakeServer() as srv:
         done = tm.wait_for(re.compile(r"after the retry\n.*\u2713[\s\S]*^ idle", re.M), 10)
         t.ok(done is not None and status_line(done).startswith(" idle"),
              "the retried request answers", tm.capture())
+        t.ok("waits to be sent" not in (done or tm.capture()),
+             "the hint of the wait is gone once the answer came", done or tm.capture())
         t.eq([r["status"] for r in srv.requests()[n0:]], [503, 200],
              "the server saw the failed attempt and the retry")
         t.ok(done is not None and re.search(r"after the retry\n.*\u2713.* after 1 failed attempt$",
