@@ -1361,13 +1361,15 @@ static void net_take_work(struct net *n)
 
 /* x waits wait seconds for its quota: its new start time, and a note to the sink the first
  * time. */
-/* Whether a hold until `until` is news to the sink: none told yet, or it ends later than the
- * one told (by more than NET_TOLD_SLACK s). Until 2026-12 only the first was told: a request
- * held again counted down to 0 s and then sat there, its real wait unseen. */
+/* Whether a hold of `wait` s, until `until`, is news to the sink: none told yet, or it ends
+ * later than the one told by more than NET_TOLD_SLACK s and a quarter of the wait (steady
+ * pacing with short holds is not told again and again). Until 2026-12 only the first was
+ * told: a request held again counted down to 0 s and then sat there, its real wait unseen. */
 #define NET_TOLD_SLACK 0.5
-static int net_hold_news(struct xfer *x, double until)
+static int net_hold_news(struct xfer *x, double until, double wait)
 {
-    if (x->told_until > 0 && until <= x->told_until + NET_TOLD_SLACK)
+    double slack = wait / 4 > NET_TOLD_SLACK ? wait / 4 : NET_TOLD_SLACK;
+    if (x->told_until > 0 && until <= x->told_until + slack)
         return 0;
     x->told_until = until;
     return 1;
@@ -1376,7 +1378,7 @@ static int net_hold_news(struct xfer *x, double until)
 static void net_hold(struct net *n, struct xfer *x, double wait, double now)
 {
     x->start_at = now + wait;
-    if (!net_hold_news(x, x->start_at))
+    if (!net_hold_news(x, x->start_at, wait))
         return;
     char why[200], tbuf[32], qbuf[100];
     const char *quota = ratelimit_format(&x->quota->key.state, now, qbuf, sizeof qbuf);
@@ -1391,7 +1393,7 @@ static void net_hold(struct net *n, struct xfer *x, double wait, double now)
 static void net_hold_for_key(struct net *n, struct xfer *x, double wait, double now, int k)
 {
     x->start_at = now + wait;
-    if (!net_hold_news(x, x->start_at))
+    if (!net_hold_news(x, x->start_at, wait))
         return;
     char why[200], tbuf[32];
     snprintf(why, sizeof why, "every key of the pool is cooling down (HTTP 429): waiting %s "
