@@ -349,7 +349,7 @@ with ttlib.FakeServer() as srv:
     # --- 5. status bar: rate limits, connection reuse, context ---------------------------------
     hdrs = ",".join(["h.x-ratelimit-limit-requests=5000", "h.x-ratelimit-remaining-requests=4999",
                      "h.x-ratelimit-limit-tokens=160000", "h.x-ratelimit-remaining-tokens=159000",
-                     "h.x-ratelimit-reset-requests=6m0s", "h.x-ratelimit-reset-tokens=20ms"])
+                     "h.x-ratelimit-reset-requests=6m0s", "h.x-ratelimit-reset-tokens=30s"])
     with ttlib.Tmux(200, 12) as tm:
         start(tm, srv, "reply=ok," + hdrs)
         tm.send_text("one")
