@@ -1308,6 +1308,9 @@ int cmd_store(const char *db_path, int argc, char **argv)
         free(err);
         return CMD_STORE_FAIL;
     }
+    if (info.missing)
+        fprintf(stderr, "tokterm: no database at %s (nothing has been saved there)\n",
+                db_path);
     if (info.mode_fixed)
         fprintf(stderr, "tokterm: the database was readable by others (mode %04o); it is now "
                         "private (0600)\n",

@@ -918,7 +918,8 @@ static struct store *store_open_as(const char *path, struct store_open_info *inf
     }
     if (sqlite_dl_load(err) != 0)
         return NULL;
-    if (store_prepare_file(path, info, err) != 0)
+    int memory = strcmp(path, STORE_MEMORY) == 0;
+    if (!memory && store_prepare_file(path, info, err) != 0)
         return NULL;
 
     struct store *st = xcalloc(1, sizeof *st);
@@ -940,7 +941,8 @@ static struct store *store_open_as(const char *path, struct store_open_info *inf
     }
     info->version = STORE_SCHEMA_VERSION;
     st->created = info->from_version != STORE_SCHEMA_VERSION;
-    store_fix_modes(path, info);
+    if (!memory)
+        store_fix_modes(path, info);
     int n = recover ? store_recover(st) : 0;
     if (n < 0) {
         *err = xstrdup(st->err);
@@ -957,12 +959,29 @@ struct store *store_open(const char *path, struct store_open_info *info, char **
     return store_open_as(path, info, err, 1);
 }
 
+/* A reader's path that names nothing: an empty database in memory, so that the command reads
+ * no conversations and leaves no file behind (a typo in --db made one, and said nothing). */
+static struct store *store_open_missing(const char *path, struct store_open_info *info,
+                                        char **err)
+{
+    struct stat sb;
+    if (!path || !*path || lstat(path, &sb) == 0 || errno != ENOENT)
+        return NULL;
+    struct store *st = store_open_as(STORE_MEMORY, info, err, 0);
+    if (st)
+        info->missing = 1;
+    return st;
+}
+
 struct store *store_open_searcher(const char *path, struct store_open_info *info, char **err)
 {
     struct stat sb;
+    struct store *st = store_open_missing(path, info, err);
+    if (st || (err && *err))
+        return st;
     if (!path || stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size == 0)
         return store_open(path, info, err);
-    struct store *st = store_open_as(path, info, err, 0);
+    st = store_open_as(path, info, err, 0);
     if (st)
         return st;
     free(*err); /* a file it cannot write: read it as it is */
@@ -1030,12 +1049,15 @@ struct store *store_open_reader(const char *path, struct store_open_info *info, 
         info = &dummy;
     struct stat sb;
     *err = NULL;
+    struct store *st = store_open_missing(path, info, err);
+    if (st || *err)
+        return st;
     if (!path || !*path || stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size == 0)
         return store_open(path, info, err); /* nothing to read yet: as a writer opens it */
     memset(info, 0, sizeof *info);
     if (sqlite_dl_load(err) != 0)
         return NULL;
-    struct store *st = store_reader_new(path);
+    st = store_reader_new(path);
     int version = 0;
     int rc = store_connect_reader(st, path, 0, &version, err);
     if (rc < 0) { /* no WAL index could be made (a read-only directory, a full disk) */

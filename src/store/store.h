@@ -80,7 +80,10 @@ struct store_open_info {
     int from_version;    /* schema version found (0 for a new file) */
     int version;         /* schema version now (STORE_SCHEMA_VERSION) */
     int recovered;       /* answers left 'streaming' by a dead process, now 'interrupted' */
+    int missing;         /* a reader's path named no file: an empty store in memory instead */
 };
+/* The path of an in-memory database (no file, no WAL). */
+#define STORE_MEMORY ":memory:"
 
 /* Per-message facts other than the text. Any pointer may be NULL. */
 struct store_msg_info {
@@ -256,13 +259,14 @@ struct store *store_open(const char *path, struct store_open_info *info, char **
 /* Open the database at path for a command that only reads (ls, show, search, export,
  * stats): a read-only connection that never writes - no recovery (an answer left
  * 'streaming' by a dead process loads as 'interrupted' without being changed), no index
- * catch-up - so that it works on a full disk or a read-only file. When the file does not
- * exist yet or needs a schema upgrade, it is opened as store_open() does. Writes on it fail. */
+ * catch-up - so that it works on a full disk or a read-only file. When nothing is at path, an
+ * empty store in memory (info->missing; no file is made); an empty file or an older schema is
+ * opened as store_open() does. Writes on it fail. */
 struct store *store_open_reader(const char *path, struct store_open_info *info, char **err);
 /* Open the database for a search: as store_open() does but without recovery, so that the
  * search may bring its indexes up to date (best effort: on a full disk it searches without),
  * or, when the file cannot be written, as store_open_reader() does (then messages over 64 KiB
- * that no search has indexed yet are not found). */
+ * that no search has indexed yet are not found). Nothing at path: as store_open_reader(). */
 struct store *store_open_searcher(const char *path, struct store_open_info *info, char **err);
 /* Commit text still buffered, mark this handle's unfinished answers 'interrupted', close.
  * The WAL is left as it is (no fsync at exit), except after this handle made or upgraded the

@@ -158,6 +158,29 @@ with ttlib.FakeServer() as srv:
         got = str(e)
     t.eq(got, [("ok",), (1,)], "backup: tokterm.db alone is an intact tokterm database")
 
+    # --- a reader pointed at nothing makes nothing (until 2026-12 `--db typo.db ls` made a
+    # 184 KB typo.db and printed nothing) --------------------------------------------------------
+    home = ttlib.make_home()
+    typo = os.path.join(home, "typo.db")
+    for args, want_rc, want_out in ((["ls"], 0, b""), (["ls", "--json"], 0, b"[]"),
+                                    (["search", "x"], 1, b""), (["show", "1"], 1, b""),
+                                    (["export", "1"], 1, b""), (["stats", "--json"], 0, b"{")):
+        rc, out, err = run(home, "", ["--db", typo] + args)
+        what = " ".join(args)
+        t.ok(rc == want_rc and out.strip().startswith(want_out) and
+             b"no database at " + typo.encode() in err,
+             "--db at no file, %s: exit %d, says there is no database there" % (what, want_rc),
+             "exit %d\n%s%s" % (rc, out.decode(), err.decode()))
+    t.ok(not os.path.exists(typo) and not os.path.exists(data_dir(home)),
+         "--db at no file: the readers made no file", str(os.listdir(home)))
+    rc, out, err = run(home, "", ["ls"])
+    t.ok(rc == 0 and not os.path.exists(data_dir(home)) and b"no database at" in err,
+         "a new user's ls: no data directory made, and says so", err.decode())
+    rc, _, err = run(home, "", ["--db", typo, "-p", "now saved"])
+    rc2, out, err2 = run(home, "", ["--db", typo, "ls"])
+    t.ok(rc == 0 and rc2 == 0 and b"now saved" in out and b"no database" not in err2,
+         "--db: a chat makes the file, then ls reads it", (err + err2).decode())
+
     # --- read-only commands never write: a full disk, or a read-only file ------------------------
     home = ttlib.make_home()
     rc, _, err = run(home, "", ["-p", "an earlier turn"])
