@@ -28,7 +28,16 @@ struct needle {
     size_t n_folded;
     size_t chars;    /* code points */
     enum needle_kind kind;
+    /* A phrase of several words: one needle per word. A run of blanks between two words
+     * matches any run of blanks (a line break too), so "title second" finds "title⏎second". */
+    struct needle *parts;
+    size_t n_parts;
 };
+
+static int store_blank(unsigned char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
 
 static int32_t store_fold(uint32_t cp)
 {
@@ -38,6 +47,21 @@ static int32_t store_fold(uint32_t cp)
 static void needle_init(struct needle *nd, const char *s, size_t len)
 {
     memset(nd, 0, sizeof *nd);
+    size_t words = 0;
+    for (size_t i = 0; i < len; i++)
+        words += !store_blank((unsigned char)s[i]) && (i == 0 || store_blank((unsigned char)s[i - 1]));
+    if (words > 1) {
+        nd->parts = xmalloc(words * sizeof *nd->parts);
+        for (size_t i = 0; i < len;) {
+            while (i < len && store_blank((unsigned char)s[i]))
+                i++;
+            size_t from = i;
+            while (i < len && !store_blank((unsigned char)s[i]))
+                i++;
+            if (i > from)
+                needle_init(&nd->parts[nd->n_parts++], s + from, i - from);
+        }
+    }
     nd->text = xstrndup(s, len);
     nd->len = len;
     nd->folded = xmalloc((len + 1) * sizeof *nd->folded);
@@ -67,6 +91,9 @@ static void needle_init(struct needle *nd, const char *s, size_t len)
 
 static void needle_free(struct needle *nd)
 {
+    for (size_t i = 0; i < nd->n_parts; i++)
+        needle_free(&nd->parts[i]);
+    free(nd->parts);
     free(nd->text);
     free(nd->folded);
 }
@@ -76,11 +103,69 @@ static unsigned char ascii_lower(unsigned char c)
     return c >= 'A' && c <= 'Z' ? (unsigned char)(c - 'A' + 'a') : c;
 }
 
+/* Whether nd (one word) matches at hay[0]: *mlen gets the matched byte length. */
+static int needle_at(const struct needle *nd, const char *hay, size_t n, size_t *mlen)
+{
+    if (nd->kind != NEEDLE_FOLD) {
+        if (n < nd->len)
+            return 0;
+        for (size_t j = 0; j < nd->len; j++)
+            if ((nd->kind == NEEDLE_ASCII ? ascii_lower((unsigned char)hay[j])
+                                          : (unsigned char)hay[j]) != (unsigned char)nd->text[j])
+                return 0;
+        *mlen = nd->len;
+        return 1;
+    }
+    size_t k = 0;
+    for (size_t j = 0; j < nd->n_folded; j++) {
+        uint32_t c;
+        if (k >= n)
+            return 0;
+        size_t step = utf8_decode(hay + k, n - k, &c);
+        if (store_fold(c) != nd->folded[j])
+            return 0;
+        k += step;
+    }
+    *mlen = k;
+    return 1;
+}
+
+static long needle_find(const struct needle *nd, const char *hay, size_t n, size_t *mlen);
+
+/* needle_find of a phrase: its first word, then each next one after a run of blanks. */
+static long needle_find_words(const struct needle *nd, const char *hay, size_t n, size_t *mlen)
+{
+    for (size_t pos = 0; pos < n;) {
+        size_t ml;
+        long at = needle_find(&nd->parts[0], hay + pos, n - pos, &ml);
+        if (at < 0)
+            return -1;
+        size_t start = pos + (size_t)at, k = start + ml, i = 1;
+        for (; i < nd->n_parts; i++) {
+            size_t w = k;
+            while (w < n && store_blank((unsigned char)hay[w]))
+                w++;
+            if (w == k || !needle_at(&nd->parts[i], hay + w, n - w, &ml))
+                break;
+            k = w + ml;
+        }
+        if (i == nd->n_parts) {
+            *mlen = k - start;
+            return (long)start;
+        }
+        uint32_t cp;
+        pos = start + utf8_decode(hay + start, n - start, &cp);
+    }
+    return -1;
+}
+
 /* First match of nd in hay[0..n): its offset, or -1. *mlen gets the matched byte length. */
 static long needle_find(const struct needle *nd, const char *hay, size_t n, size_t *mlen)
 {
     if (nd->len == 0)
         return -1;
+    if (nd->n_parts)
+        return needle_find_words(nd, hay, n, mlen);
     if (nd->kind == NEEDLE_EXACT) {
         const char *p = memmem(hay, n, nd->text, nd->len);
         if (!p)
@@ -187,6 +272,10 @@ static size_t store_query_terms(const char *q, char ***terms)
             if (!end)
                 end = p + strlen(p);
             p = *end ? end + 1 : end;
+            while (start < end && store_blank((unsigned char)*start))
+                start++;
+            while (end > start && store_blank((unsigned char)end[-1]))
+                end--;
         } else {
             start = p;
             while (*p && *p != ' ' && *p != '\t' && *p != '\n' && *p != '\r' && *p != '\f' &&
@@ -202,15 +291,44 @@ static size_t store_query_terms(const char *q, char ***terms)
     return n;
 }
 
-/* Code points in s. */
-static size_t store_chars(const char *s)
+/* Code points in s[0..len). */
+static size_t store_chars_n(const char *s, size_t len)
 {
-    size_t n = 0, len = strlen(s);
+    size_t n = 0;
     for (size_t i = 0; i < len; n++) {
         uint32_t cp;
         i += utf8_decode(s + i, len - i, &cp);
     }
     return n;
+}
+
+/* A term's words: the term, or for a quoted phrase each of its words. The index looks up
+ * each word of 3+ characters; a phrase is then checked with tt_contains, whose blanks match
+ * any blanks (the trigram index sees "title second" and "title⏎second" as different text).
+ * Returns the next word's start from *p (moved past it) and its length in *len, or NULL. */
+static const char *store_term_word(const char **p, size_t *len)
+{
+    const char *w = *p;
+    while (*w && store_blank((unsigned char)*w))
+        w++;
+    const char *e = w;
+    while (*e && !store_blank((unsigned char)*e))
+        e++;
+    *p = e;
+    *len = (size_t)(e - w);
+    return e > w ? w : NULL;
+}
+
+/* A term the index narrows by has a word of 3+ characters; one the rows are filtered by with
+ * tt_contains has none, or is a phrase (a phrase with a long word is both). */
+static int store_term_filtered(const char *t)
+{
+    size_t len, words = 0, longest = 0;
+    for (const char *w; (w = store_term_word(&t, &len)); words++) {
+        size_t chars = store_chars_n(w, len);
+        longest = chars > longest ? chars : longest;
+    }
+    return longest < 3 || words > 1;
 }
 
 /* Byte offset of the code point `chars` code points before (dir < 0) or after off. */
@@ -640,7 +758,7 @@ static int store_cand_cmp(const void *a, const void *b)
 struct store_query {
     const struct store_search_opts *opts;
     const char *match;
-    char *const *terms; /* short terms (1-2 characters) bound at ?10... */
+    char *const *terms; /* the filtered terms (store_term_filtered) bound at ?10... */
     size_t n_terms, n_short;
     const double *frac; /* tt_rank() arguments bound after them (NULL: bm25()) */
     size_t n_long;
@@ -657,7 +775,7 @@ static void store_query_bind(sqlite3_stmt *s, const struct store_query *q)
         sqlite3_bind_int64(s, 4, q->opts->until);
     sqlite3_bind_int(s, 5, q->opts->limit > 0 ? q->opts->limit : 20);
     for (size_t i = 0, k = 0; i < q->n_terms; i++)
-        if (store_chars(q->terms[i]) < 3)
+        if (store_term_filtered(q->terms[i]))
             sqlite3_bind_text(s, (int)(10 + k++), q->terms[i], -1, SQLITE_STATIC);
     for (size_t k = 0; q->frac && k < q->n_long; k++)
         sqlite3_bind_double(s, (int)(10 + q->n_short + k), q->frac[k]);
@@ -736,7 +854,7 @@ struct store_srch {
     int words;          /* the word index answers (else the trigram index) */
     int64_t n_wlong;    /* messages left out of the word index (words_long) */
     const char *tbl;    /* that index: messages_words or messages_fts */
-    char **phr;         /* an FTS5 phrase per term of 3+ characters */
+    char **phr;         /* an FTS5 phrase per term with a key of 3+ characters */
     size_t n_long, n_short;
     struct buf where;   /* filters on messages m: the short terms, model, dates */
     struct needle *nds; /* every term, for the snippets */
@@ -748,12 +866,14 @@ struct store_srch {
 static int store_words_usable(struct store *st, const struct store_srch *sr)
 {
     int words = !sr->opts->no_words, wide = 0;
-    for (size_t i = 0; words && i < sr->n_terms; i++)
-        if (store_chars(sr->terms[i]) >= 3) {
-            wide = 1;
-            if (!fts_words_term(st->words, sr->terms[i], (int)strlen(sr->terms[i])))
-                words = 0;
-        }
+    for (size_t i = 0; words && i < sr->n_terms; i++) {
+        size_t len;
+        for (const char *p = sr->terms[i], *w; words && (w = store_term_word(&p, &len));)
+            if (store_chars_n(w, len) >= 3) {
+                wide = 1;
+                words = fts_words_term(st->words, w, (int)len);
+            }
+    }
     return words && wide && store_words_catch_up(st, 0) == 1;
 }
 
@@ -777,27 +897,32 @@ static void store_words_ready(struct store *st, struct store_srch *sr)
     sr->tbl = sr->words ? "messages_words" : "messages_fts";
 }
 
-/* Each term of 3+ characters becomes an FTS5 string with '"' doubled, so nothing the user
- * types is FTS5 syntax (a prefix query "term"* on the word index); shorter terms filter the
- * rows with tt_contains. Builds phr, where and nds. */
+/* Each word of 3+ characters becomes an FTS5 string with '"' doubled, so nothing the user
+ * types is FTS5 syntax (a prefix query "word"* on the word index); shorter terms and phrases
+ * filter the rows with tt_contains. Builds phr, where and nds. */
 static void store_srch_build(struct store_srch *sr)
 {
     const struct store_search_opts *opts = sr->opts;
-    sr->phr = xmalloc(sr->n_terms * sizeof *sr->phr);
+    size_t cap = 0;
+    sr->phr = NULL;
     for (size_t i = 0; i < sr->n_terms; i++) {
-        if (store_chars(sr->terms[i]) < 3) {
+        if (store_term_filtered(sr->terms[i]))
             buf_printf(&sr->where, " AND tt_contains(m.content, ?%zu)", 10 + sr->n_short++);
-            continue;
+        size_t len;
+        for (const char *t = sr->terms[i], *w; (w = store_term_word(&t, &len));) {
+            if (store_chars_n(w, len) < 3)
+                continue;
+            struct buf p = BUF_INIT;
+            buf_appendc(&p, '"');
+            for (const char *c = w; c < w + len; c++) {
+                if (*c == '"')
+                    buf_appendc(&p, '"');
+                buf_appendc(&p, *c);
+            }
+            buf_appends(&p, sr->words ? "\"*" : "\"");
+            XGROW(sr->phr, sr->n_long + 1, cap);
+            sr->phr[sr->n_long++] = buf_take(&p);
         }
-        struct buf p = BUF_INIT;
-        buf_appendc(&p, '"');
-        for (const char *c = sr->terms[i]; *c; c++) {
-            if (*c == '"')
-                buf_appendc(&p, '"');
-            buf_appendc(&p, *c);
-        }
-        buf_appends(&p, sr->words ? "\"*" : "\"");
-        sr->phr[sr->n_long++] = buf_take(&p);
     }
     if (opts->model)
         buf_appends(&sr->where, " AND " STORE_MODEL_IS("m.model", "?2"));
@@ -915,7 +1040,7 @@ static int store_cand_pending(struct store *st, const struct store_srch *sr,
                      "ON m.id = p.message_id WHERE m.status <> 'streaming'%s",
                buf_str(&sr->where));
     for (size_t k = 0, j = 0; k < sr->n_terms; k++)
-        if (store_chars(sr->terms[k]) >= 3)
+        if (!store_term_filtered(sr->terms[k])) /* the filtered ones are in sr->where */
             buf_printf(&sql, " AND tt_contains(m.content, ?%zu)", base + j++);
     sqlite3_stmt *s = NULL;
     int rc = sqlite3_prepare_v2(st->db, buf_str(&sql), -1, &s, NULL);
@@ -924,7 +1049,7 @@ static int store_cand_pending(struct store *st, const struct store_srch *sr,
         return store_fail(st, "cannot search");
     store_query_bind(s, q); /* parameters this statement does not use are ignored */
     for (size_t k = 0, j = 0; k < sr->n_terms; k++)
-        if (store_chars(sr->terms[k]) >= 3)
+        if (!store_term_filtered(sr->terms[k]))
             sqlite3_bind_text(s, (int)(base + j++), sr->terms[k], -1, SQLITE_STATIC);
     size_t before = *n;
     while ((rc = store_step(st, s)) == SQLITE_ROW) {

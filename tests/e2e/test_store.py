@@ -155,6 +155,24 @@ with ttlib.FakeServer() as srv:
     t.ok(rc == 1 and err == b"tokterm search: no matches\n" and out == b"",
          "search with operators and an unbalanced quote: no FTS syntax error, no match",
          "rc %d: %r %r" % (rc, out, err))
+    # a quoted phrase matches across a line break, a tab or several spaces (until 2026-12 only
+    # with the very blanks typed), and is still a phrase: its words apart do not match
+    run("", ["-p", "the heading\nparagraph\t  follows here; heading and then paragraph"])
+    rc, out, err = run("", ["search", '"heading paragraph follows"'])
+    t.ok(rc == 0 and b"[heading paragraph   follows]" in out,
+         "search: a phrase across a line break and a tab is found, highlighted whole",
+         out.decode() + err.decode())
+    rc, out, err = run("", ["search", '"heading follows"'])
+    t.ok(rc == 1 and out == b"", "search: a phrase's words apart are not the phrase",
+         out.decode() + err.decode())
+    rc, out, err = run("", ["search", "--json", '"  HEADING   Paragraph  "'])
+    try:
+        hits = json.loads(out)
+    except ValueError:
+        hits = []
+    t.ok(rc == 0 and len(hits) == 2 and all("heading paragraph" in h["snippet"] for h in hits),
+         "search: a phrase in any case and spacing (the question and its echo)",
+         out.decode() + err.decode())
     # grep's convention: no match says so on stderr and exits 1, so `search X && ...` works
     rc, out, err = run("", ["search", "zzqxnotsaidanywhere"])
     t.ok(rc == 1 and out == b"" and err == b"tokterm search: no matches\n",

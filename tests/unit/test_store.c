@@ -2055,8 +2055,9 @@ static void test_search(void)
 /* The ids (and bm25 scores) that FTS5's own bm25() gives for a MATCH expression on the
  * index tbl: the best `limit` of the newest `window` matches, lowest score first, then
  * newest. n gets the count. The connection registers tt_words to read the word index. */
-static size_t bm25_expect(const char *path, const char *tbl, const char *match, int window,
-                          int limit, int64_t *ids, double *scores)
+static size_t bm25_expect_like(const char *path, const char *tbl, const char *match,
+                               const char *like, int window, int limit, int64_t *ids,
+                               double *scores)
 {
     sqlite3 *db = NULL;
     size_t n = 0;
@@ -2074,11 +2075,25 @@ static size_t bm25_expect(const char *path, const char *tbl, const char *match, 
         if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK) {
             sqlite3_bind_text(s, 1, match, -1, SQLITE_STATIC);
             sqlite3_bind_int(s, 2, window);
-            sqlite3_bind_int(s, 3, limit);
-            while (sqlite3_step(s) == SQLITE_ROW) {
+            sqlite3_bind_int(s, 3, like ? window : limit);
+            sqlite3_stmt *f = NULL; /* like: only the rows whose text (blanks as one space) is */
+            if (like)
+                sqlite3_prepare_v2(db, "SELECT replace(replace(replace(content, char(10), ' '), "
+                                       "char(9), ' '), '  ', ' ') LIKE ?2 FROM messages "
+                                       "WHERE id = ?1", -1, &f, NULL);
+            while (sqlite3_step(s) == SQLITE_ROW && (int)n < limit) {
                 ids[n] = sqlite3_column_int64(s, 0);
-                scores[n++] = sqlite3_column_double(s, 1);
+                scores[n] = sqlite3_column_double(s, 1);
+                if (f) {
+                    sqlite3_reset(f);
+                    sqlite3_bind_int64(f, 1, ids[n]);
+                    sqlite3_bind_text(f, 2, like, -1, SQLITE_STATIC);
+                    if (sqlite3_step(f) != SQLITE_ROW || !sqlite3_column_int(f, 0))
+                        continue;
+                }
+                n++;
             }
+            sqlite3_finalize(f);
             sqlite3_finalize(s);
         }
     }
@@ -2087,19 +2102,26 @@ static size_t bm25_expect(const char *path, const char *tbl, const char *match, 
     return n;
 }
 
+static size_t bm25_expect(const char *path, const char *tbl, const char *match, int window,
+                          int limit, int64_t *ids, double *scores)
+{
+    return bm25_expect_like(path, tbl, match, NULL, window, limit, ids, scores);
+}
+
 /* store_search's hits for q equal bm25()'s for match: same ids in the same order, and with
  * exact, the same scores (the IDF is exact when the store has fewer messages than its
  * sample); otherwise only the order (one term: the IDF scales every score alike). On the
  * trigram index with match, and, with wmatch (q's words as prefix queries), on the word
  * index, which a search of such words takes. */
-static void check_ranking_on(struct store *st, const char *path, const char *tbl,
-                             const char *q, const char *match, int limit, int exact)
+static void check_ranking_like(struct store *st, const char *path, const char *tbl,
+                               const char *q, const char *match, const char *like, int limit,
+                               int exact)
 {
     int64_t ids[64];
     double sc[64];
     int words = strcmp(tbl, "messages_words") == 0;
     store_search_index(st);
-    size_t want = bm25_expect(path, tbl, match, 5000, limit, ids, sc);
+    size_t want = bm25_expect_like(path, tbl, match, like, 5000, limit, ids, sc);
     struct store_search_opts o = {0};
     o.limit = limit;
     o.no_words = !words;
@@ -2115,6 +2137,12 @@ static void check_ranking_on(struct store *st, const char *path, const char *tbl
     TAP_OK(same, "%s: %zu hits ranked as bm25() ranks them%s on %s (got %zu%s)", q, want,
            exact ? ", same scores" : "", tbl, n, rc ? ", error" : "");
     store_hits_free(h, n);
+}
+
+static void check_ranking_on(struct store *st, const char *path, const char *tbl,
+                             const char *q, const char *match, int limit, int exact)
+{
+    check_ranking_like(st, path, tbl, q, match, NULL, limit, exact);
 }
 
 static void check_ranking(struct store *st, const char *path, const char *q, const char *match,
@@ -2135,6 +2163,7 @@ static void test_search_ranking(void)
         "alpha", "alpha alpha beta", "beta beta beta gamma", "alpha beta gamma delta",
         "gamma gamma", "a long message about alpha and then many other words follow it here",
         "alpha beta", "beta alpha", "delta", "alpha gamma alpha gamma alpha gamma",
+        "beta\nalpha  beta\tgamma", "gamma\nalpha\tgamma",
     };
     for (size_t i = 0; i < TT_ARRAY_LEN(texts); i++)
         store_message_add(st, conv, i % 2 ? "assistant" : "user", texts[i], strlen(texts[i]),
@@ -2142,7 +2171,14 @@ static void test_search_ranking(void)
     check_ranking(st, path, "alpha", "\"alpha\"", "\"alpha\"*", 20, 1);
     check_ranking(st, path, "alpha beta", "\"alpha\" \"beta\"", NULL, 20, 1);
     check_ranking(st, path, "gamma alpha", "\"gamma\" \"alpha\"", "\"gamma\"* \"alpha\"*", 20, 1);
-    check_ranking(st, path, "\"alpha beta\"", "\"alpha beta\"", NULL, 20, 1);
+    /* A phrase: the rows holding it, its blanks matching any blanks (a line break, a tab, two
+     * spaces: the last text), ranked as bm25() ranks its words; on either index. */
+    check_ranking_like(st, path, "messages_fts", "\"alpha beta\"", "\"alpha\" \"beta\"",
+                       "%alpha beta%", 20, 1);
+    check_ranking_like(st, path, "messages_words", "\"alpha gamma\"", "\"alpha\"* \"gamma\"*",
+                       "%alpha gamma%", 20, 1);
+    check_ranking_like(st, path, "messages_fts", "\"beta alpha beta\"",
+                       "\"beta\" \"alpha\" \"beta\"", "%beta alpha beta%", 20, 1);
     check_ranking(st, path, "lph eta", "\"lph\" \"eta\"", NULL, 3, 1);
     store_close(st);
     free(path);
