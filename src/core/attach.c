@@ -332,10 +332,19 @@ static int attach_is_url(const char *s)
 }
 
 static int attach_streams;
+/* The pipes and devices read so far: a second -f of one (-f - -f -) would read it at its end
+ * and attach an empty file. */
+struct attach_stream {
+    dev_t dev;
+    ino_t ino;
+};
+static struct attach_stream attach_read[16];
+static size_t attach_n_read;
 
 void attach_allow_streams(int on)
 {
     attach_streams = on;
+    attach_n_read = 0;
 }
 
 int attach_add(struct attach_list *l, const char *arg, char **err)
@@ -380,6 +389,14 @@ int attach_add(struct attach_list *l, const char *arg, char **err)
             return -1;
         }
     }
+    for (size_t i = 0; stream && i < attach_n_read; i++)
+        if (attach_read[i].dev == st.st_dev && attach_read[i].ino == st.st_ino) {
+            *err = xasprintf("%s: already attached (a pipe or stdin can be read only once)",
+                             arg);
+            return -1;
+        }
+    if (stream && attach_n_read < TT_ARRAY_LEN(attach_read))
+        attach_read[attach_n_read++] = (struct attach_stream){st.st_dev, st.st_ino};
     if ((size_t)st.st_size > ATTACH_FILE_MAX) {
         struct buf s = BUF_INIT, m = BUF_INIT;
         attach_size(&s, (size_t)st.st_size);

@@ -120,6 +120,11 @@ with ttlib.FakeServer() as srv:
     t.ok(rc == 0 and "```\ndash text\n```" in user_msg(last(), "openai") and
          user_msg(last(), "openai").endswith("what is it"), "-f -: stdin is the file",
          text(err) + repr(user_msg(last(), "openai")))
+    n0 = len(srv.requests())
+    rc, out, err = run(["-f", "-", "-f", "/dev/stdin", "-p", "x"], stdin="once\n")
+    t.ok(rc == 2 and "already attached (a pipe or stdin can be read only once)" in text(err) and
+         len(srv.requests()) == n0, "-f - -f /dev/stdin: refused, not an empty second file",
+         text(err))
     fifo = os.path.join(work, "a.fifo")
     os.mkfifo(fifo)
     writer = subprocess.Popen(["sh", "-c", 'printf "from a pipe\\n" > "$0"', fifo])
