@@ -1308,7 +1308,10 @@ int cmd_store(const char *db_path, int argc, char **argv)
         free(err);
         return CMD_STORE_FAIL;
     }
-    if (info.missing)
+    int help = 0;
+    for (int i = 0; i < argc; i++)
+        help |= strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0;
+    if (info.missing && !help)
         fprintf(stderr, "tokterm: no database at %s (nothing has been saved there)\n",
                 db_path);
     if (info.mode_fixed)
