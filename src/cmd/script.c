@@ -2,7 +2,7 @@
  * a terminal, control and escape sequences in the model's text are neutralised; when it is a
  * pipe or file, the bytes pass through exactly. With --render (auto: stdout is a terminal) the
  * answer is Markdown rendered with the theme's colours (text/ansi.c), a line at a time as
- * markdown finishes it. */
+ * markdown finishes it; on a terminal a slow line is drawn as it grows (ansi_md_live). */
 #include "config.h"
 #include "cmd/script.h"
 #include "core/loop.h"
@@ -42,6 +42,7 @@ struct script_state {
     int links;            /* rendered URLs as OSC 8 hyperlinks (profile key hyperlinks) */
     struct theme_style styles[THEME_SLOT_COUNT];
     int width;            /* columns to wrap at */
+    int rows;             /* a terminal's rows: the unfinished line is drawn in fewer */
     int highlight;        /* highlight code blocks (the `highlight` option) */
     struct ansi_md *md;   /* this turn's answer being rendered */
 };
@@ -81,6 +82,18 @@ static void script_put_tty(struct script_state *st, int fd, const char *s, size_
     }
 }
 
+/* Erase the rendered answer's unfinished line from the terminal before other text goes
+ * there (stderr on the same terminal): it is drawn again below that text. */
+static void script_hide(struct script_state *st)
+{
+    if (!st->md || !st->err_tty)
+        return;
+    struct buf b = BUF_INIT;
+    ansi_md_hide(st->md, &b);
+    script_put(st, 1, b.data, b.len);
+    buf_free(&b);
+}
+
 static void script_text(void *ud, int reasoning, const char *s, size_t n, double t1, double t2)
 {
     struct script_state *st = ud;
@@ -90,11 +103,15 @@ static void script_text(void *ud, int reasoning, const char *s, size_t n, double
     int tty = reasoning ? st->err_tty : st->out_tty;
     if (reasoning && !st->o->reasoning)
         return;
+    if (reasoning)
+        script_hide(st);
     if (!reasoning && st->render) { /* finished lines, rendered (made safe by markdown) */
         if (!st->md) {
             st->md = ansi_md_new(st->styles, st->width, THEME_ASSISTANT);
             ansi_md_hyperlinks(st->md, st->links);
             ansi_md_highlight(st->md, st->highlight);
+            if (st->out_tty && st->rows > 2)
+                ansi_md_live(st->md, st->rows - 2);
         }
         buf_reset(&st->scratch);
         ansi_md_feed(st->md, s, n, &st->scratch);
@@ -134,6 +151,7 @@ static void script_wait(void *ud, int retry, const char *why, double seconds)
     struct script_state *st = ud;
     (void)retry;
     (void)seconds;
+    script_hide(st);
     if (st->wait_same && strncmp(st->wait_last, why, sizeof st->wait_last - 1) == 0) {
         st->wait_same++;
     } else {
@@ -165,6 +183,7 @@ static void script_tool_line(struct script_state *st, const char *what, const ch
             buf_printf(&b, "... (%zu bytes)", n);
     }
     buf_appendc(&b, '\n');
+    script_hide(st);
     if (st->err_tty) {
         struct buf safe = BUF_INIT;
         utf8_sanitize(&safe, b.data, b.len);
@@ -540,15 +559,16 @@ static int script_turn_end(struct session *s, struct script_state *st, const str
     return code;
 }
 
-/* Columns of the terminal on stdout, else $COLUMNS, else 80. */
-static int script_width(void)
+/* Columns (rows: 0) or rows (1) of the terminal on stdout, else $COLUMNS or $LINES, else 80
+ * columns and 0 rows. */
+static int script_size(int rows)
 {
     struct winsize ws;
-    if (ioctl(1, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
-        return ws.ws_col;
-    const char *c = getenv("COLUMNS");
+    if (ioctl(1, TIOCGWINSZ, &ws) == 0 && (rows ? ws.ws_row : ws.ws_col) > 0)
+        return rows ? ws.ws_row : ws.ws_col;
+    const char *c = getenv(rows ? "LINES" : "COLUMNS");
     long v = c ? strtol(c, NULL, 10) : 0;
-    return v > 0 && v < 100000 ? (int)v : 80;
+    return v > 0 && v < 100000 ? (int)v : rows ? 0 : 80;
 }
 
 static const char *script_env(const char *name)
@@ -575,7 +595,9 @@ static void script_render_setup(struct script_state *st, const struct conf *conf
     const char *nc = getenv("NO_COLOR");
     ansi_styles(t, ansi_colors(getenv("TERM"), getenv("COLORTERM")), nc && *nc, st->styles);
     theme_free(t);
-    st->width = script_width();
+    st->width = script_size(0);
+    const char *term = getenv("TERM"); /* a terminal that moves its cursor: live lines */
+    st->rows = st->out_tty && term && *term && strcmp(term, "dumb") != 0 ? script_size(1) : 0;
     st->links = ansi_hyperlinks(conf->hyperlinks, st->out_tty, script_env);
     st->highlight = conf->highlight;
 }

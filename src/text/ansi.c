@@ -243,7 +243,18 @@ struct ansi_md {
     int raw;          /* in a line over ANSI_LONG_LINE: written as it comes until its '\n' */
     struct buf tail;  /* raw mode: an unfinished UTF-8 sequence held back */
     int links;        /* URLs as OSC 8 hyperlinks (ansi_md_hyperlinks) */
+    /* ansi_md_live: the unfinished line drawn as it grows (markdown is fed it as it comes,
+     * r->line keeps a copy for raw mode), at most live_rows rows of it, redrawn at most every
+     * ANSI_LIVE_INTERVAL s; shown: rows of it on the screen above the cursor. */
+    int live_rows;
+    size_t shown;
+    double drawn_at, line_at; /* the last draw; when the unfinished line began */
+    struct buf fresh, preview;
 };
+
+#define ANSI_LIVE_INTERVAL 0.04 /* between two draws */
+#define ANSI_LIVE_DELAY 0.1     /* a line that ends sooner is never drawn unfinished */
+#define ANSI_LIVE_MAX ((size_t)64 << 10) /* a longer unfinished line is not redrawn */
 
 void ansi_md_highlight(struct ansi_md *r, int on)
 {
@@ -302,6 +313,8 @@ void ansi_md_free(struct ansi_md *r)
     markdown_free(r->md);
     buf_free(&r->line);
     buf_free(&r->tail);
+    buf_free(&r->fresh);
+    buf_free(&r->preview);
     free(r);
 }
 
@@ -325,7 +338,69 @@ static void ansi_md_raw(struct ansi_md *r, const char *s, size_t n, int last, st
     r->tail.len = hold;
 }
 
+void ansi_md_live(struct ansi_md *r, int rows)
+{
+    r->live_rows = rows > 0 ? rows : 0;
+}
+
+/* Each row erased by itself (EL), not the screen below (ED): tmux moves the whole screen into
+ * its history when ED comes at the top-left corner, leaving a copy of every redraw there. */
+void ansi_md_hide(struct ansi_md *r, struct buf *out)
+{
+    if (!r->shown)
+        return;
+    buf_printf(out, "\r\x1b[%zuA", r->shown);
+    for (size_t i = 0; i < r->shown; i++)
+        buf_appends(out, "\x1b[2K\x1b[B");
+    buf_printf(out, "\x1b[%zuA", r->shown);
+    r->shown = 0;
+}
+
+/* Draw the unfinished line (and a table's rows still coming): its last live_rows rows, each
+ * ended by '\n', so that ansi_md_hide finds their first row live_rows up. */
+static void ansi_md_preview(struct ansi_md *r, struct buf *out)
+{
+    size_t n = markdown_pending_count(r->md), rows = 0;
+    buf_reset(&r->preview);
+    for (size_t i = 0; i < n; i++)
+        ansi_line_links(&r->preview, markdown_pending_line(r->md, i), r->st, r->width,
+                        r->links);
+    const char *p = r->preview.data, *end = p + r->preview.len;
+    for (const char *q = p; (q = memchr(q, '\n', (size_t)(end - q))); q++)
+        rows++;
+    for (; rows > (size_t)r->live_rows; rows--)
+        p = (const char *)memchr(p, '\n', (size_t)(end - p)) + 1;
+    buf_append(out, p, (size_t)(end - p));
+    r->shown = rows;
+}
+
+static void ansi_md_feed_rows(struct ansi_md *r, const char *s, size_t n, struct buf *out);
+
 void ansi_md_feed(struct ansi_md *r, const char *s, size_t n, struct buf *out)
+{
+    if (!r->live_rows) {
+        ansi_md_feed_rows(r, s, n, out);
+        return;
+    }
+    buf_reset(&r->fresh);
+    int had = r->line.len > 0;
+    ansi_md_feed_rows(r, s, n, &r->fresh);
+    double now = util_now();
+    if (r->line.len && (!had || r->fresh.len))
+        r->line_at = now;
+    int due = now - r->line_at >= ANSI_LIVE_DELAY && now - r->drawn_at >= ANSI_LIVE_INTERVAL &&
+              r->line.len <= ANSI_LIVE_MAX;
+    if (!r->fresh.len && !due)
+        return;
+    ansi_md_hide(r, out);
+    buf_append(out, r->fresh.data, r->fresh.len);
+    if (due && !r->raw) {
+        ansi_md_preview(r, out);
+        r->drawn_at = now;
+    }
+}
+
+static void ansi_md_feed_rows(struct ansi_md *r, const char *s, size_t n, struct buf *out)
 {
     while (n) {
         const char *nl = memchr(s, '\n', n);
@@ -337,7 +412,10 @@ void ansi_md_feed(struct ansi_md *r, const char *s, size_t n, struct buf *out)
                 r->raw = 0;
             }
         } else if (nl) {
-            if (r->line.len) {
+            if (r->line.len && r->live_rows) { /* markdown has the line's start */
+                markdown_feed(r->md, s, k);
+                buf_reset(&r->line);
+            } else if (r->line.len) {
                 buf_append(&r->line, s, k);
                 markdown_feed(r->md, r->line.data, r->line.len);
                 buf_reset(&r->line);
@@ -348,6 +426,8 @@ void ansi_md_feed(struct ansi_md *r, const char *s, size_t n, struct buf *out)
             ansi_md_drain(r, out);
         } else {
             buf_append(&r->line, s, k);
+            if (r->live_rows && r->line.len <= ANSI_LONG_LINE)
+                markdown_feed(r->md, s, k); /* to be drawn before its end */
             if (r->line.len > ANSI_LONG_LINE) { /* too long to style: written as it comes */
                 markdown_skip_line(r->md);  /* a table being received ends */
                 ansi_md_drain(r, out);
@@ -363,11 +443,13 @@ void ansi_md_feed(struct ansi_md *r, const char *s, size_t n, struct buf *out)
 
 void ansi_md_finish(struct ansi_md *r, struct buf *out)
 {
+    ansi_md_hide(r, out);
     if (r->raw) {
         ansi_md_raw(r, "", 0, 1, out);
         r->raw = 0;
     } else if (r->line.len) {
-        markdown_feed(r->md, r->line.data, r->line.len);
+        if (!r->live_rows) /* else markdown has it */
+            markdown_feed(r->md, r->line.data, r->line.len);
         buf_free(&r->line);
     }
     markdown_finish(r->md);

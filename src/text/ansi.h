@@ -3,7 +3,8 @@
  *
  * Scripted mode (`-p` with --render, cmd/script.c) streams an answer through ansi_md: a line
  * is written when markdown finishes it (a table when it ends), the unfinished tail when the
- * answer ends. What the chat draws with curses, this draws with escapes:
+ * answer ends; on a terminal (ansi_md_live) a line still arriving after 0.1 s is drawn as it
+ * grows and erased row by row when its finished rows take its place. What the chat draws with curses, this draws with escapes:
  *   - every span in its slot's style plus the span's own attribute bits (every THEME_ATTR_*
  *     bit has an SGR code in ansi.c's table); colours as theme_resolve() gives them for the
  *     terminal's colour count, none with NO_COLOR (attributes only);
@@ -54,6 +55,16 @@ void ansi_md_feed(struct ansi_md *r, const char *s, size_t n, struct buf *out);
 
 /* The answer is over: append the rest (the unfinished line, a held table) to out. */
 void ansi_md_finish(struct ansi_md *r, struct buf *out);
+
+/* For a terminal: draw the unfinished line as it grows, styled as far as it goes, at most its
+ * last `rows` rows (fewer than the screen's: they are redrawn by moving the cursor up over
+ * them), at most every 40 ms; a finished line replaces it. 0: only finished lines (the
+ * default). Before the first feed. */
+void ansi_md_live(struct ansi_md *r, int rows);
+
+/* Erase the drawn unfinished line (before something else is written to the terminal: it is
+ * drawn again at the next feed). Nothing when none is shown. */
+void ansi_md_hide(struct ansi_md *r, struct buf *out);
 
 /* Write autolinks and bare URLs (a link span whose text is a whole http(s) URL) as OSC 8
  * hyperlinks: ESC ] 8 ; ; URL ESC \ text ESC ] 8 ; ; ESC \. Not inside tables (a URL

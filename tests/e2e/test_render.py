@@ -105,6 +105,31 @@ with ttlib.FakeServer() as srv:
     t.ok(rc == 0 and plain(out) == "abc\nd\ne\n", "rendered: CRLF across deltas is one line "
          "break", repr(out))
 
+    # --- a slow line is drawn as it grows (until 2026-12 nothing showed until its end: a
+    # paragraph of 300 tokens at 50 tokens/s is 6 s of an empty terminal), then replaced by
+    # the finished rows: each word once on the screen and in the scrollback ----------------
+    if not ttlib.Tmux.available():
+        t.skip("a slow line drawn as it grows", tool="tmux")
+    else:
+        with ttlib.Tmux(60, 12, record=True) as tm:
+            tm.run([ttlib.tokterm_path(), "--incognito", "-p", "x"], ttlib.clean_env(env=dict(
+                env, OPENAI_BASE_URL=srv.base("gen=150,delay_ms=20")), home=ttlib.make_home()))
+            mid = tm.wait_for(re.compile(r"tok[3-9]\d "), 10) or ""
+            t.ok("tok3" in mid and "tok149" not in mid,
+                 "a slow line: its words show before the line ends", mid)
+            code = tm.wait_exit(15)
+            hist = tm.tmux("capture-pane", "-p", "-S", "-500", "-t", tm.target)
+            words = re.findall(r"tok\d+", hist)
+            t.ok(code == 0 and words == ["tok%d" % i for i in range(150)],
+                 "a slow line: each word once, in order, on the screen and in the scrollback",
+                 "exit %r, %d words: %s" % (code, len(words), hist[-600:]))
+            rec = tm.recording()
+            t.ok(b"\x1b[J" not in rec and re.search(rb"\r\x1b\[\d+A(\x1b\[2K\x1b\[B)+", rec),
+                 "a slow line: its rows erased one by one (not ED, which tmux moves into its "
+                 "history from the top-left corner)", repr(rec[:300]))
+            rows = [len(r) for r in tm.capture().split("\n")]
+            t.ok(max(rows) <= 60, "a slow line: its rows fit the width", str(rows))
+
     # --- a cache hit says so on a terminal's stderr (and nowhere else) ----------------------
     home = ttlib.make_home()
     cenv = dict(env, OPENAI_BASE_URL=srv.base(spec("cached answer")))
