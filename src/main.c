@@ -403,6 +403,7 @@ static int main_chat(struct main_run *r)
     }
     to.store = su->store;
     to.save = su->save;
+    to.incognito = r->a.incognito;
     to.cache = su->cache;
     to.resume = su->resume;
     to.resume_id = su->resume_id;

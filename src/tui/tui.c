@@ -1371,7 +1371,8 @@ static void tui_run_input(struct tui *t)
         .resume = tui_resume_curses,
     };
     char *state = conf_dir("state");
-    char *hist = xasprintf("%s/history", state);
+    char *hist = t->o->incognito ? NULL : xasprintf("%s/history", state); /* Up still recalls
+                                                                              this run's lines */
     free(state);
     const char *herr = NULL;
     if (tui_input_init(&ops, TUI_PROMPT, hist, &herr) < 0) {

@@ -25,6 +25,7 @@ struct tui_opts {
     const char *local_url;    /* its base URL: offer to switch conf->base_url to it */
     struct store *store;      /* save the conversation / use the response cache; NULL = none */
     int save;                 /* write the conversation to the store */
+    int incognito;            /* --incognito: no file at all (no input history, no copy.txt) */
     int cache;                /* enum session_cache: how to use the response cache */
     int resume;               /* continue a saved conversation: resume_id, the latest when 0 */
     int64_t resume_id;

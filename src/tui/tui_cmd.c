@@ -321,6 +321,17 @@ static void tui_cmd_copy(struct tui *t, const char *arg)
                          "it)", what, sel.len);
     }
     buf_free(&seq);
+    if (t->o->incognito) { /* no file: the clipboard only */
+        if (!msg.len)
+            buf_printf(&msg, "Not copied: the terminal takes no OSC 52 clipboard sequence, and "
+                             "--incognito writes no file (copy.txt)");
+        else
+            buf_appends(&msg, "; no copy.txt (--incognito)");
+        tui_notice(t, buf_str(&msg));
+        buf_free(&msg);
+        buf_free(&sel);
+        return;
+    }
     char *dir = conf_dir("state");
     char *path = xasprintf("%s/copy.txt", dir);
     util_mkdir_p(dir, 0700);

@@ -263,6 +263,28 @@ with ttlib.FakeServer() as srv:
                 tm.send("C-d")
                 tm.wait_exit(10)
 
+    # --- --incognito writes no file: not the input history, not /copy's copy.txt (until 2026-12
+    # both held the prompts and answers of an incognito chat) ------------------------------------
+    home = ttlib.make_home()
+    with ttlib.Tmux(100, 20) as tm:
+        e = ttlib.clean_env(home, {"OPENAI_BASE_URL": srv.base("reply=secret%20answer"),
+                                   "TT_TEST_STDERR": STDERR})
+        tm.run(["sh", "-c", 'exec "$0" --incognito 2>>"$TT_TEST_STDERR"', ttlib.tokterm_path()],
+               e)
+        tm.wait_for(re.compile("F1 help"), 10)
+        say(tm, "my password is hunter2")
+        tm.wait_for("secret answer", 10)
+        say(tm, "/copy")
+        scr = tm.wait_for(re.compile(r"copy\.txt|Copied"), 5) or tm.capture()
+        t.ok("--incognito" in scr, "--incognito /copy: says it writes no copy.txt", scr)
+        tm.send("Up")
+        t.ok(tm.wait_for("\u203a /copy", 3) is not None,
+             "--incognito: Up still recalls this run's lines", tm.capture())
+        tm.send("C-u")
+        quit_chat(tm)
+    files = [os.path.relpath(os.path.join(d, f), home) for d, _, fs in os.walk(home) for f in fs]
+    t.ok(files == [], "--incognito chat: no file written under HOME", str(files))
+
 err = open(STDERR, errors="replace").read() if os.path.exists(STDERR) else ""
 t.ok("Sanitizer" not in err and "runtime error" not in err, "no sanitizer report on stderr",
      err[-3000:])
