@@ -654,6 +654,10 @@ static void tui_cmd_model(struct tui *t, const char *arg)
 static void tui_cmd_new_cmd(struct tui *t, const char *arg)
 {
     (void)arg;
+    if (t->answer != TUI_NO_ANSWER) { /* until 2026-12 it cancelled the answer without a word */
+        tui_hint(t, TUI_HINT_STREAMING);
+        return;
+    }
     tui_cmd_new(t);
 }
 
@@ -672,9 +676,11 @@ static void tui_cmd_edit_cmd(struct tui *t, const char *arg)
 static void tui_cmd_clear(struct tui *t, const char *arg)
 {
     (void)arg;
+    if (t->answer != TUI_NO_ANSWER) { /* it cut the answer's start off the screen, while /copy */
+        tui_hint(t, TUI_HINT_STREAMING); /* and the next request still had it */
+        return;
+    }
     tui_view_truncate(t->view, 0);
-    if (t->answer != TUI_NO_ANSWER) /* keep streaming into a fresh answer block */
-        t->answer = tui_view_answer_begin(t->view, t->conf->model, NULL);
     t->dirty |= TUI_D_VIEW;
 }
 

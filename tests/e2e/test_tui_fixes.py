@@ -263,6 +263,23 @@ with ttlib.FakeServer() as srv:
                 tm.send("C-d")
                 tm.wait_exit(10)
 
+    # --- /new and /clear while an answer streams: refused with the hint, the answer goes on
+    # (until 2026-12 /new cancelled it without a word, /clear cut its start off the screen) ----
+    with ttlib.Tmux(100, 20) as tm:
+        start(tm, srv, "gen=150,delay_ms=20")
+        say(tm, "q")
+        tm.wait_for("tok20 ", 10)
+        for cmd in ("/new", "/clear"):
+            say(tm, cmd)
+            scr = tm.wait_for("still streaming", 3) or tm.capture()
+            t.ok("an answer is still streaming: Esc cancels it" in scr and "New conversation"
+                 not in scr, "%s while an answer streams: refused, says why" % cmd, scr)
+            tm.send("C-u")
+        scr = tm.wait_for(re.compile(r"tok149 [\s\S]*\u2713"), 15) or tm.capture()
+        t.ok("tok149" in scr and "cancelled" not in scr and "tok0 " in scr,
+             "/new, /clear while streaming: the answer completes, its start still shown", scr)
+        quit_chat(tm)
+
     # --- --incognito writes no file: not the input history, not /copy's copy.txt (until 2026-12
     # both held the prompts and answers of an incognito chat) ------------------------------------
     home = ttlib.make_home()
