@@ -1188,10 +1188,13 @@ static void batch_emit_cached(struct batch *b, const struct batch_item *it,
 /* The request of body (taken), built as the chat builds one: the same URL, key (or key
  * pool), retry policy, pacing limits and quota name, so a batch and a chat of the same profile
  * share one quota state. */
-static struct net_request *batch_request(struct batch *b, char *body, long max_tokens)
+static struct net_request *batch_request(struct batch *b, const char *model, char *body,
+                                         long max_tokens)
 {
     struct request_keys k = batch_keys(b);
     struct net_request *rq = request_new(b->conf, body, &k, max_tokens);
+    free(rq->url); /* the line's model: Gemini names it in the URL (until 2026-12 every line */
+    rq->url = request_url_model(b->conf, model); /* went to the profile's model there) */
     if (!b->quota_loaded) /* the first request starts from what the last run learnt */
         request_quota_seed(rq, b->o->store, b->conf);
     b->quota_loaded = 1;
@@ -1235,7 +1238,7 @@ static void batch_start(struct batch *b, struct batch_item *it, const cJSON *o)
     unsigned char key[STORE_CACHE_KEY_LEN];
     int key_set = 0;
     if (bo->store && bo->cache != SESSION_CACHE_OFF) {
-        request_cache_key(b->conf, body, key);
+        request_cache_key(b->conf, model, body, key);
         key_set = 1;
     }
     if (key_set && (bo->cache == SESSION_CACHE_ON || bo->cache == SESSION_CACHE_ONLY)) {
@@ -1276,7 +1279,7 @@ static void batch_start(struct batch *b, struct batch_item *it, const cJSON *o)
     s->retries = 0;
     buf_reset(&s->content);
     buf_reset(&s->reasoning);
-    struct net_request *rq = batch_request(b, body, max_tokens);
+    struct net_request *rq = batch_request(b, model, body, max_tokens);
     rq->fallback = fallback;
     s->req = net_submit(b->net, rq);
     b->inflight++;

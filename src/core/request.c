@@ -191,7 +191,7 @@ char *request_learnt_note(const struct conf *c, const struct net_result *r)
 }
 
 /* The URL of a request for model: the base URL and the dialect's path. */
-static char *request_url_for(const struct conf *c, const char *model)
+char *request_url_model(const struct conf *c, const char *model)
 {
     const char *b = c->base_url;
     size_t n = strlen(b);
@@ -205,7 +205,7 @@ static char *request_url_for(const struct conf *c, const char *model)
 
 char *request_url(const struct conf *c)
 {
-    return request_url_for(c, c->model);
+    return request_url_model(c, c->model);
 }
 
 char *request_body(const struct conf *c, const struct api_request *ar)
@@ -255,10 +255,18 @@ char *request_quota_name(const struct conf *c)
     return name;
 }
 
-void request_cache_key(const struct conf *c, const char *body, unsigned char key[32])
+void request_cache_key(const struct conf *c, const char *model, const char *body,
+                       unsigned char key[32])
 {
     const struct dialect *d = conf_dialect(c);
     const char *url = c->base_url ? c->base_url : "(null)";
+    /* Gemini's model is in the URL, not the body: until 2026-12 gemini-2.5-pro was answered
+     * from gemini-2.5-flash's cached answers */
+    char *full = c->base_url && d->path && strstr(d->path, "{model}")
+                     ? request_url_model(c, model ? model : c->model)
+                     : NULL;
+    if (full)
+        url = full;
     /* openai's key is what it was before there were dialects, so its entries stay valid */
     int named = d != &dialect_openai;
     /* the canonical text "tokterm-cache-v1\n[dialect ]URL\nBODY" hashed in pieces: the body,
@@ -269,6 +277,7 @@ void request_cache_key(const struct conf *c, const char *body, unsigned char key
     for (size_t i = 0; i < TT_ARRAY_LEN(parts); i++)
         lens[i] = strlen(parts[i]);
     store_cache_key_parts(parts, lens, TT_ARRAY_LEN(parts), key);
+    free(full);
 }
 
 struct net_request *request_new(const struct conf *c, char *body, const struct request_keys *k,
@@ -349,7 +358,7 @@ struct net_request *request_fallback(const struct conf *c, const struct api_requ
         /* the same endpoint with another model: a breaker of its own */
         fb = request_new(c, body, k, c->max_tokens);
         free(fb->url);
-        fb->url = request_url_for(c, model); /* a dialect may name the model in the path */
+        fb->url = request_url_model(c, model); /* a dialect may name the model in the path */
         char *name = xasprintf("%s|%s", fb->quota_name, model);
         free(fb->quota_name);
         fb->quota_name = name;

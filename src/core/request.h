@@ -61,10 +61,17 @@ char *request_auth(const struct conf *c, const char *key);
 /* The quota name of c: "profile|host" (never a key). Caller frees. */
 char *request_quota_name(const struct conf *c);
 
-/* Response-cache key (SHA-256, 32 bytes into key) of body sent to c's server: covers the base
- * URL, the dialect (but for openai) and the body (model, messages, sampling), never the API key. The chat, -p and batch
- * share it, so they share cache entries. */
-void request_cache_key(const struct conf *c, const char *body, unsigned char key[32]);
+/* Response-cache key (SHA-256, 32 bytes into key) of body sent to c's server for model (NULL:
+ * c->model): covers the base URL (the whole request URL where the dialect names the model in
+ * it: Gemini's body does not), the dialect (but for openai) and the body (model, messages,
+ * sampling), never the API key. The chat, -p and batch share it, so they share cache
+ * entries. */
+void request_cache_key(const struct conf *c, const char *model, const char *body,
+                       unsigned char key[32]);
+
+/* The request URL of c's server for model (a dialect may name it in the path). Caller
+ * frees. */
+char *request_url_model(const struct conf *c, const char *model);
 
 /* A request of body (taken) to c's server carrying k's key and pool (copied), with c's
  * timeouts, TLS settings, retry policy, pacing limits, breaker and quota name; its tokens for

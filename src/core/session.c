@@ -900,7 +900,7 @@ static unsigned session_send_planned(struct session *s)
      * and the request body (model, every message with the system prompt, sampling). */
     s->cache_key_set = 0;
     if (s->cache != SESSION_CACHE_OFF) {
-        request_cache_key(c, body, s->cache_key);
+        request_cache_key(c, NULL, body, s->cache_key);
         s->cache_key_set = 1;
     }
     /* Nothing is saved for a request that is never made (a --cache-only miss). */
@@ -1140,7 +1140,7 @@ static int session_relearn(struct session *s, struct net_result *r,
     struct api_request ar;
     char *body = session_planned_body(s, &ar, &m);
     if (s->cache_key_set)
-        request_cache_key(s->conf, body, s->cache_key);
+        request_cache_key(s->conf, NULL, body, s->cache_key);
     struct net_request *rq = session_request(s, s->conf, s->key, body);
     rq->fallback = session_fallback_request(s, &ar);
     free(m);

@@ -228,4 +228,30 @@ with ttlib.FakeServer() as srv:
             t.eq(si, "Be brief.", "/profile: the system prompt as systemInstruction")
             t.ok("messages" not in b, "/profile: no chat-completions members")
 
+    # --- the model is in the URL only: a cached answer of one model is not another's, and a
+    # batch line's "model" is the URL's (until 2026-12: -m gemini-2.5-pro was answered from
+    # gemini-2.5-flash's cache, and every batch line went to the profile's model) -------------
+    home = ttlib.make_home()
+    for model in ("gemini-2.5-flash", "gemini-2.5-pro"):
+        rc, out, err = run(srv, "reply=an%20answer", ["-m", model, "--json", "-p", "which model"],
+                           home=home)
+        j = as_json(out)
+        t.ok(rc == 0 and j.get("cached") is False and ("/models/%s:" % model) in last(srv)["path"],
+             "cache: %s asked, not answered from another model's entry" % model,
+             text(out) + text(err) + last(srv)["path"])
+    rc, out, err = run(srv, "reply=an%20answer", ["-m", "gemini-2.5-pro", "--json", "-p",
+                                                  "which model"], home=home)
+    t.ok(rc == 0 and as_json(out).get("cached") is True and as_json(out).get("model") ==
+         "gemini-2.5-pro", "cache: the same model again is a hit", text(out) + text(err))
+    work = ttlib.tempdir("tt-gemini-batch-")
+    lines = os.path.join(work, "in.jsonl")
+    with open(lines, "w") as f:
+        f.write('{"id": "a", "prompt": "one", "model": "gemini-2.5-pro"}\n'
+                '{"id": "b", "prompt": "two", "model": "gemini-x-lite"}\n')
+    n0 = len(srv.requests())
+    rc, out, err = run(srv, "", ["--no-cache", "batch", lines], home=home)
+    paths = sorted(r["path"].split("/models/")[1].split(":")[0] for r in srv.requests()[n0:])
+    t.ok(rc == 0 and paths == ["gemini-2.5-pro", "gemini-x-lite"],
+         "batch: each line's \"model\" in its URL", text(err) + str(paths))
+
 t.done()

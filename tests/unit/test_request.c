@@ -273,7 +273,7 @@ static void test_dialects(void)
     TAP_OK(strstr(buf_str(&err), "openai|anthropic") != NULL, "api: the message names them");
     const char *body = "{\"model\":\"m\"}";
     unsigned char k_openai[32], k_old[32], k_anth[32];
-    request_cache_key(&c, body, k_openai);
+    request_cache_key(&c, NULL, body, k_openai);
     struct buf canon = BUF_INIT;
     buf_printf(&canon, "tokterm-cache-v1\n%s\n%s", c.base_url, body);
     store_cache_key(canon.data, canon.len, k_old);
@@ -293,12 +293,34 @@ static void test_dialects(void)
     TAP_STR(a.auth_header, "x-api-key", "anthropic: its header");
     free(a.base_url);
     a.base_url = xstrdup(c.base_url);
-    request_cache_key(&a, body, k_anth);
+    request_cache_key(&a, NULL, body, k_anth);
     TAP_OK(memcmp(k_openai, k_anth, 32) != 0,
            "cache key: the same URL and body in another dialect is another entry");
     url = request_url(&a);
     TAP_STR(url, "https://api.openai.com/v1/messages", "anthropic: URL {base}/messages");
     free(url);
+    {   /* Gemini names the model in the URL, not in the body: the key must cover it */
+        struct conf g;
+        conf_defaults(&g);
+        TAP_INT(conf_set(&g, "api", "gemini", &err), 0, "api = gemini");
+        conf_apply_dialect(&g);
+        unsigned char k_flash[32], k_pro[32], k_pro2[32];
+        const char *gbody = "{\"contents\":[{\"role\":\"user\",\"parts\":[{\"text\":\"x\"}]}]}";
+        request_cache_key(&g, "gemini-2.5-flash", gbody, k_flash);
+        request_cache_key(&g, "gemini-2.5-pro", gbody, k_pro);
+        free(g.model);
+        g.model = xstrdup("gemini-2.5-pro");
+        request_cache_key(&g, NULL, gbody, k_pro2);
+        TAP_OK(memcmp(k_flash, k_pro, 32) != 0,
+               "cache key, gemini: another model (in the URL only) is another entry");
+        TAP_OK(memcmp(k_pro, k_pro2, 32) == 0,
+               "cache key, gemini: the model given, or the profile's, the same entry");
+        url = request_url_model(&g, "gemini-2.5-flash");
+        TAP_OK(strstr(url, "/models/gemini-2.5-flash:") != NULL, "gemini: the model's URL (%s)",
+               url);
+        free(url);
+        conf_free(&g);
+    }
     struct conf b;
     conf_defaults(&b);
     conf_set(&b, "base_url", "http://proxy.example/v1", &err);
@@ -512,8 +534,8 @@ static void test_extra_body(void)
         TAP_OK(strncmp(body, plain, 12) == 0 && body[strlen(body) - 1] == '}',
                "%s: the dialect's members first, one object", apis[i]);
         unsigned char k1[32], k2[32];
-        request_cache_key(&c, plain, k1);
-        request_cache_key(&c, body, k2);
+        request_cache_key(&c, NULL, plain, k1);
+        request_cache_key(&c, NULL, body, k2);
         TAP_OK(memcmp(k1, k2, 32) != 0, "%s: extra_body is part of the cache key", apis[i]);
         free(body);
         free(plain);

@@ -64,7 +64,7 @@ static void test_cache_key(void)
     conf_defaults(&c);
     unsigned char key[32], want[32];
     n_alloc = 0;
-    request_cache_key(&c, body, key);
+    request_cache_key(&c, NULL, body, key);
     long allocs = n_alloc;
     TAP_OK(allocs == 0, "the cache key of a 1 MB body: %ld allocations (the body not copied)",
            allocs);
@@ -75,7 +75,7 @@ static void test_cache_key(void)
     struct buf err = BUF_INIT;
     conf_set(&c, "api", "anthropic", &err);
     buf_free(&err);
-    request_cache_key(&c, body, key);
+    request_cache_key(&c, NULL, body, key);
     canon = xasprintf("tokterm-cache-v1\nanthropic %s\n%s", c.base_url, body);
     store_cache_key(canon, strlen(canon), want);
     TAP_OK(memcmp(key, want, 32) == 0, "another dialect: its name before the URL, as before");
