@@ -649,9 +649,10 @@ static int net_state_admit(struct net *n, struct xfer *x, double now, double *wa
             x->ep->br.failures = x->ep->br.threshold;
         *wait = 0; /* the breaker's check below refuses it, or sends it to the fallback */
         return 1;
-    case STATE_COOL: /* another process got a 429 on this key */
+    case STATE_COOL: /* another process got a 429 on this key, or found it dead */
         if (x->rq->n_keys > 1) {
-            q->key.cool_until = now + *wait;
+            /* until 2026-12 a dead key's day read as a day to wait */
+            q->key.cool_until = *wait >= STATE_COOL_DEAD ? HUGE_VAL : now + *wait;
             return -1;
         }
         return 1;
@@ -1086,6 +1087,7 @@ static void net_explain(struct xfer *x, struct net_result *r, enum ratelimit_net
         .message = *server ? server : NULL,
         .url = x->rq->url,
         .key_env = x->rq->key_env,
+        .key_label = x->rq->n_keys ? x->rq->keys[x->key_index].label : NULL,
         .resp = &x->resp,
         .max_retry_wait = x->rq->has_policy ? x->rq->policy.max_retry_wait : 60,
     };
@@ -1165,6 +1167,21 @@ static void net_finish(struct net *n, struct xfer *x, CURLcode res)
                                        reason, sizeof reason);
         if (never)
             v = RATELIMIT_NO_STATUS; /* the dialect knows this error comes back */
+        if (v != RATELIMIT_RETRY && x->rq->n_keys > 1 && q &&
+            ratelimit_key_dead((int)r->status, r->error_code[0] ? r->error_code : NULL)) {
+            /* A refused key (dead now): the next key, at once; none left fails the request
+             * as a dead pool. Until 2026-12 the request failed on its first key. */
+            struct xfer probe = *x;
+            const char *was = x->rq->keys[x->key_index].label;
+            v = RATELIMIT_RETRY;
+            delay = 0;
+            if (net_pick_key(n, &probe, now, NULL) == 0 && probe.key_index != x->key_index)
+                snprintf(reason, sizeof reason, "HTTP %ld on key %s (refused): trying key %s",
+                         (long)r->status, was, x->rq->keys[probe.key_index].label);
+            else
+                snprintf(reason, sizeof reason, "HTTP %ld on key %s (refused)",
+                         (long)r->status, was);
+        }
         if (v == RATELIMIT_RETRY && x->rq->n_keys > 1 && r->status == 429) {
             /* This key cools down; another healthy key can go at once. */
             struct xfer probe = *x;

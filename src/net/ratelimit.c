@@ -1364,8 +1364,12 @@ char *ratelimit_explain(const struct ratelimit_failure *f)
     }
     if (f->net == RATELIMIT_NET_OK) {
         if (st == 401) {
-            buf_printf(&b, "HTTP 401: the API key was rejected. Check the key in $%s (or the "
-                           "key setting of the profile).", key_env);
+            if (f->key_label && *f->key_label)
+                buf_printf(&b, "HTTP 401: the API key was rejected. Check the pool's key %s "
+                               "(the profile's keys =).", f->key_label);
+            else
+                buf_printf(&b, "HTTP 401: the API key was rejected. Check the key in $%s (or "
+                               "the key setting of the profile).", key_env);
         } else if (st == 403) {
             buf_appends(&b, "HTTP 403: the API key lacks access to this model or organisation. "
                             "Pick a model the key may use, or check the organisation/project "
@@ -1574,11 +1578,16 @@ int ratelimit_pool_pick(const struct ratelimit_key *const *keys, size_t n, doubl
     return best;
 }
 
+int ratelimit_key_dead(int status, const char *error_code)
+{
+    return status == 401 || status == 403 ||
+           (status == 429 && code_is(error_code, "insufficient_quota"));
+}
+
 void ratelimit_key_note_failure(struct ratelimit_key *k, int status, const char *error_code,
                                 const struct ratelimit_response *resp, double now)
 {
-    if (status == 401 || status == 403 ||
-        (status == 429 && code_is(error_code, "insufficient_quota"))) {
+    if (ratelimit_key_dead(status, error_code)) {
         k->cool_until = HUGE_VAL;
         return;
     }

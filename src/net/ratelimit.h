@@ -274,6 +274,7 @@ struct ratelimit_failure {
     const char *message;       /* error.message from the body (shown sanitised by the caller) */
     const char *url;           /* request URL: 404 shows its path */
     const char *key_env;       /* environment variable holding the key (NULL: OPENAI_API_KEY) */
+    const char *key_label; /* a pool's key: its label (keys =), named instead of key_env */
     const struct ratelimit_response *resp; /* headers of the last response */
     double max_retry_wait;     /* policy value, for "server asks to wait" (0: not mentioned) */
 };
@@ -349,6 +350,10 @@ int ratelimit_pool_pick(const struct ratelimit_key *const *keys, size_t n, doubl
  * insufficient_quota mark it dead. Other statuses leave it alone. resp may be NULL. */
 void ratelimit_key_note_failure(struct ratelimit_key *k, int status, const char *error_code,
                                 const struct ratelimit_response *resp, double now);
+
+/* 1 when status (and error_code, may be NULL) marks the key that got it dead: 401, 403, 429
+ * insufficient_quota. */
+int ratelimit_key_dead(int status, const char *error_code);
 
 /* ---- persistence and display ---- */
 

@@ -494,7 +494,7 @@ void state_cool(struct state *st, const char *qid, double cool)
 {
     char kq[48], a[32];
     state_key(kq, sizeof kq, 'q', qid);
-    state_fmt(a, cool > 0 ? (cool < 86400 ? cool : 86400) : 0);
+    state_fmt(a, cool > 0 ? (cool < STATE_COOL_MAX ? cool : STATE_COOL_MAX) : 0);
     const char *keys[1] = {kq}, *args[1] = {a};
     state_send(st, LUA_COOL, 1, keys, 1, args);
 }

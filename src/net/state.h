@@ -25,6 +25,10 @@
  * URL says otherwise (?timeout=MS, STATE_BUDGET_MIN_MS to STATE_BUDGET_MAX_MS): a Redis across a
  * WAN, or one on a loaded machine, may need more. */
 #define STATE_BUDGET_MS 50
+/* The longest cool-down a key gets in Redis: a dead key's (401, 403, no credit), read back as
+ * dead (STATE_COOL_DEAD and more), not as a day to wait. */
+#define STATE_COOL_MAX 86400.0
+#define STATE_COOL_DEAD (STATE_COOL_MAX - 600.0)
 #define STATE_BUDGET_MIN_MS 1
 #define STATE_BUDGET_MAX_MS 10000
 

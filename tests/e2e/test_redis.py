@@ -135,6 +135,31 @@ try:
         t.ok(ttlib.TEST_KEY not in dump and "shared 0" not in dump,
              "no key and no prompt text in Redis")
 
+        # 1b. a pool's refused keys, shared: the next process fails at once (until 2026-12 a
+        # dead key read back from Redis as a day's cool-down: "waiting 24h0m0s for key A")
+        home = ttlib.make_home()
+        os.makedirs(os.path.join(home, ".config", "tokterm"))
+        with open(os.path.join(home, ".config", "tokterm", "config"), "w") as f:
+            f.write("state = %s\nkeys = KEY_A, KEY_B\n" % state)
+        penv = {"OPENAI_BASE_URL": srv.base(), "KEY_A": "sk-aaaa-redis-pool-one",
+                "KEY_B": "sk-bbbb-redis-pool-two"}
+        srv.queue(["status=401,error=revoked", "status=401,error=revoked"])
+        n0 = len(srv.requests())
+        rc1, _, err1 = ttlib.run_tokterm(["--no-cache", "-p", "a"], env=penv, home=home)
+        t0 = time.time()
+        rc2, _, err2 = ttlib.run_tokterm(["--no-cache", "-p", "b"], env=penv, home=home,
+                                         timeout=30)
+        rc3, _, err3 = ttlib.run_tokterm(["--no-cache", "-p", "c"], env=penv, home=home,
+                                         timeout=30)
+        err2 += err3
+        rc2 = max(rc2, rc3) if rc2 == rc3 else -1
+        el = time.time() - t0
+        srv.clear_queue()
+        t.ok(rc1 == 3 and rc2 == 3 and el < 10 and len(srv.requests()) - n0 == 2 and
+             b"every key of the pool (KEY_A, KEY_B) was refused" in err2,
+             "state = redis, both keys refused: the next processes fail at once (%.1f s), "
+             "sends nothing" % el, (err1 + err2).decode())
+
         # 2. without it: four pacers that do not know of each other draw the storm
         time.sleep(1.5)  # the server's bucket (one per rpm and burst) full again
         res, wall, reqs = run_job(srv, spec, None, "alone")

@@ -9,6 +9,7 @@ sys.dont_write_bytecode = True
 import email.utils  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
+import re  # noqa: E402
 import shutil  # noqa: E402
 import time  # noqa: E402
 
@@ -135,7 +136,8 @@ with ttlib.FakeServer() as srv:
     t.ok(b"sk-aaaa" not in err + out and b"sk-bbbb" not in err + out, "keys never printed")
 
     # every key cooling down, none dead: a new request waits for the first key to come back (it
-    # used a NULL quota and crashed). A's 429 cools it for 2 s, B's 401 kills B; line 3 waits.
+    # used a NULL quota and crashed). A's 429 cools it for 2 s, B's 401 kills B: line 2 goes on
+    # to A (until 2026-12 a refused key failed its request) and waits for it, as does line 3.
     home = ttlib.make_home()
     cfg = os.path.join(home, ".config", "tokterm")
     os.makedirs(cfg)
@@ -148,19 +150,21 @@ with ttlib.FakeServer() as srv:
             "h.x-ratelimit-remaining-requests=0,h.x-ratelimit-reset-requests=2s")
     rc, out, err, el, made = scenario(
         srv, [cool, "", "status=401,error=bad%20key", ""],
-        ["--no-cache", "batch", "-j", "1", lines], "pool: every key cooling or dead", 4,
+        ["--no-cache", "batch", "-j", "1", lines], "pool: every key cooling or dead", 5,
         env=env, home=home)
     t.ok(rc not in (-11, 124) and b"Segmentation" not in err,
          "pool all cooling: no crash (exit %d)" % rc, err.decode())
     res = {r.get("id"): r for r in (json.loads(x) for x in out.splitlines() if x.strip())}
     t.eq([(res.get(i) or {}).get("outcome") for i in (1, 2, 3)],
-         ["complete", "api-error", "complete"],
-         "pool all cooling: line 1 via B, line 2 B refused, line 3 answered")
-    t.eq(((res.get(3) or {}).get("key"), (res.get(3) or {}).get("content")), ("KEY_A", "pool 3"),
-         "pool all cooling: line 3 waited for key A to come back")
-    gap = made[3]["t"] - made[0]["t"] if len(made) == 4 else 0
+         ["complete", "complete", "complete"],
+         "pool all cooling: line 1 via B, line 2 after B's refusal via A, line 3 answered")
+    t.eq([((res.get(i) or {}).get("key"), (res.get(i) or {}).get("content")) for i in (2, 3)],
+         [("KEY_A", "pool 2"), ("KEY_A", "pool 3")],
+         "pool all cooling: lines 2 and 3 waited for key A to come back")
+    gap = made[3]["t"] - made[0]["t"] if len(made) == 5 else 0
     t.ok(gap >= 1.8, "pool all cooling: A was not used before its 2 s were over (%.2fs)" % gap)
-    t.eq(lens_of(made), [LEN_A, LEN_B, LEN_B, LEN_A], "pool all cooling: A, B, B, then A again")
+    t.eq(lens_of(made), [LEN_A, LEN_B, LEN_B, LEN_A, LEN_A],
+         "pool all cooling: A, B, B, then A again")
 
     # every key dead: the request fails at once with a clear message, nothing more is sent
     with open(lines, "w") as f:
@@ -176,6 +180,17 @@ with ttlib.FakeServer() as srv:
          (3, "api-error", 3, 1), "pool all dead: line 3 fails at once as an API error, not retried")
     t.ok("every key of the pool (KEY_A, KEY_B) was refused" in (last.get("error") or ""),
          "pool all dead: the message names the keys", repr(last.get("error")))
+
+    # -p on a pool whose first key is refused (revoked, no credit): the same request goes on
+    # with the next key at once (until 2026-12 it failed with exit 3, every run, on key A)
+    for status in ("status=401,error=bad%20key", "status=429,code=insufficient_quota,error=no"):
+        rc, out, err, el, made = scenario(
+            srv, [status, ""], ["--no-cache", "-p", "next key"], "pool -p: A refused", 2,
+            env=env, home=home2)
+        t.ok(rc == 0 and out == b"next key\n" and lens_of(made) == [LEN_A, LEN_B] and
+             re.search(rb"on key KEY_A\b.*(trying|with) key KEY_B", err) is not None,
+             "pool -p, %s on key A: answered with key B, said so" % status.split(",")[0],
+             "exit %d %r %r" % (rc, out, err))
 
     # a breaker that opens and falls back
     home = ttlib.make_home()
