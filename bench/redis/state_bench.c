@@ -63,7 +63,7 @@ static double one(struct ratelimit_state *s, struct state *st, const char *qid, 
     ratelimit_merge_report(s, &before, now, 0, 1);
     if (st) {
         state_dims(s, now, 0, d);
-        state_report(st, qid, d);
+        state_report(st, qid, d, 0);
         state_breaker(st, bid, 1, 5, 30);
     }
     return util_now() - t0;

@@ -596,15 +596,16 @@ static void net_state_warn(struct net *n, const struct xfer *x)
         queue_push_note(n->q, QEV_WARN, x->id, w, 0);
 }
 
-/* After the response's headers were fed into the local state: the shared levels follow. */
-static void net_state_report(struct net *n, struct xfer *x)
+/* After the response's headers were fed into the local state: the shared levels follow
+ * (no_limits: a 2xx that reported no limit). */
+static void net_state_report(struct net *n, struct xfer *x, int no_limits)
 {
     struct state *st = net_state(n, x);
     if (!st || !x->quota->sid[0])
         return;
     struct state_dim d[2];
     state_dims(&x->quota->key.state, util_now(), 0, d);
-    state_report(st, x->quota->sid, d);
+    state_report(st, x->quota->sid, d, no_limits);
     net_state_warn(n, x);
 }
 
@@ -701,7 +702,7 @@ static size_t net_header(char *ptr, size_t size, size_t nmemb, void *ud)
         if (code >= 200 && code < 300) /* an answer that no longer reports a limit */
             ratelimit_forget_unreported(&x->quota->key.state, &x->resp);
         x->quota->answered = x->quota->heard = 1;
-        net_state_report(x->net, x);
+        net_state_report(x->net, x, code >= 200 && code < 300 && !x->quota->key.state.seen);
     }
     const char *colon = memchr(ptr, ':', n);
     if (!colon)

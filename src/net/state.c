@@ -97,18 +97,29 @@ static const char lua_admit[] =
     "redis.call('PEXPIRE', KEYS[1], " STATE_TTL_MS ")\n"
     "return {0, tostring(wait), peers}\n";
 
-/* KEYS[1] the quota; ARGV: the levels the server reported (r, t; < 0 unknown). Levels only
- * come down. */
+/* KEYS[1] the quota; ARGV: the levels the server reported (r, t; < 0 unknown), each
+ * dimension's cap and rate as this process knows them (0: unknown), then 1 when the answer
+ * carried no rate-limit header at all. Levels only come down; a bucket Redis does not know yet
+ * is set up from the caps and rates; the probe is over (the next process need not wait out its
+ * 2 s: until 2026-12 a one-shot probe taught Redis nothing, so every next run waited). */
 static const char lua_report[] =
     LUA_NOW LUA_LEVEL
     "for i, d in ipairs({'r', 't'}) do\n"
     "  local lvl = tonumber(ARGV[i])\n"
+    "  local cap, rate = tonumber(ARGV[1 + 2 * i]), tonumber(ARGV[2 + 2 * i])\n"
     "  local h = redis.call('HMGET', KEYS[1], d .. 'cap', d .. 'rate', d .. 'lvl', d .. 't')\n"
-    "  if lvl >= 0 and h[1] and h[2] then\n"
+    "  if (not h[1] or not h[2]) and cap > 0 and rate > 0 then\n"
+    "    if lvl < 0 or lvl > cap then lvl = cap end\n"
+    "    redis.call('HSET', KEYS[1], d .. 'cap', cap, d .. 'rate', rate, d .. 'lvl', lvl,\n"
+    "               d .. 't', now)\n"
+    "  elseif lvl >= 0 and h[1] and h[2] then\n"
     "    local l = level(h, tonumber(h[1]), tonumber(h[2]), -1)\n"
     "    if lvl < l then redis.call('HSET', KEYS[1], d .. 'lvl', lvl, d .. 't', now) end\n"
     "  end\n"
     "end\n"
+    "if ARGV[7] == '1' then redis.call('HSET', KEYS[1], 'nolimit', 1) end\n"
+    "redis.call('DEL', KEYS[1] .. ':probe')\n"
+    "redis.call('PEXPIRE', KEYS[1], " STATE_TTL_MS ")\n"
     "return 0\n";
 
 /* KEYS[1] the quota; ARGV[1] the cool-down in seconds (0: none). Empties both buckets. */
@@ -478,16 +489,18 @@ enum state_verdict state_admit(struct state *st, const char *qid, const char *ep
     return v;
 }
 
-void state_report(struct state *st, const char *qid, const struct state_dim d[2])
+void state_report(struct state *st, const char *qid, const struct state_dim d[2], int no_limits)
 {
-    if (!(d[0].level >= 0) && !(d[1].level >= 0))
-        return;
-    char kq[48], a[2][32];
+    char kq[48], a[7][32];
     state_key(kq, sizeof kq, 'q', qid);
-    state_fmt(a[0], d[0].level >= 0 ? d[0].level : -1);
-    state_fmt(a[1], d[1].level >= 0 ? d[1].level : -1);
-    const char *keys[1] = {kq}, *args[2] = {a[0], a[1]};
-    state_send(st, LUA_REPORT, 1, keys, 2, args);
+    for (int i = 0; i < 2; i++) {
+        state_fmt(a[i], d[i].level >= 0 ? d[i].level : -1);
+        state_fmt(a[2 + 2 * i], d[i].cap > 0 && d[i].rate > 0 ? d[i].cap : 0);
+        state_fmt(a[3 + 2 * i], d[i].cap > 0 && d[i].rate > 0 ? d[i].rate : 0);
+    }
+    snprintf(a[6], sizeof a[6], "%d", no_limits ? 1 : 0);
+    const char *keys[1] = {kq}, *args[7] = {a[0], a[1], a[2], a[3], a[4], a[5], a[6]};
+    state_send(st, LUA_REPORT, 1, keys, 7, args);
 }
 
 void state_cool(struct state *st, const char *qid, double cool)

@@ -96,8 +96,10 @@ enum state_verdict state_admit(struct state *st, const char *qid, const char *ep
                                double *wait);
 
 /* A response's headers were fed into local state: bring the shared levels down to what the
- * server reported (levels d[i].level; never up). */
-void state_report(struct state *st, const char *qid, const struct state_dim d[2]);
+ * server reported (levels d[i].level; never up), set up the buckets Redis does not know from
+ * d's caps and rates, note an endpoint that reports no limit (no_limits: a 2xx without any
+ * rate-limit header), and end the probe, so the next process need not wait for it. */
+void state_report(struct state *st, const char *qid, const struct state_dim d[2], int no_limits);
 
 /* A 429 (or a refused key): the shared buckets of qid are empty now and, when cool > 0, the
  * key cools down for cool seconds for every process. */

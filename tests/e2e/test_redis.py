@@ -160,6 +160,22 @@ try:
              "state = redis, both keys refused: the next processes fail at once (%.1f s), "
              "sends nothing" % el, (err1 + err2).decode())
 
+        # 1c. one-shots in a row on an endpoint that reports no limit: none waits for the one
+        # before (until 2026-12 each waited out the last one's 2 s probe: "waiting for quota
+        # 10ms (client-side limit)" four times, then 1.98 s)
+        home = ttlib.make_home()
+        os.makedirs(os.path.join(home, ".config", "tokterm"))
+        with open(os.path.join(home, ".config", "tokterm", "config"), "w") as f:
+            f.write("state = %s\n" % state)
+        walls = []
+        for i in range(3):
+            t0 = time.time()
+            rc, _, err = ttlib.run_tokterm(["--no-cache", "-p", "one-shot %d" % i], env={
+                "OPENAI_BASE_URL": srv.base("reply=ok")}, home=home)
+            walls.append((rc, round(time.time() - t0, 2), b"waiting" in err))
+        t.ok(all(rc == 0 and w < 1.0 and not waited for rc, w, waited in walls),
+             "state = redis: one-shots in a row do not wait for each other's probe", str(walls))
+
         # 2. without it: four pacers that do not know of each other draw the storm
         time.sleep(1.5)  # the server's bucket (one per rpm and burst) full again
         res, wall, reqs = run_job(srv, spec, None, "alone")

@@ -271,9 +271,9 @@ static void test_redis(void)
 
     /* reports only bring a level down */
     struct state_dim r[2] = {{5, 10, 1, 4}, {0, 0, 0, -1}};
-    state_report(a, "q2", r); /* 4 left: no change, it is lower already */
+    state_report(a, "q2", r, 0); /* 4 left: no change, it is lower already */
     r[0].level = 0;
-    state_report(a, "q2", r);
+    state_report(a, "q2", r, 0);
     state_flush(a);
     TAP_INT(state_admit(b, "q2", "e1", d, 10, 0, &w), STATE_GO, "after a report of 0 left");
     TAP_OK(w > 0.05, "the next one waits for the refill (%g)", w);
