@@ -9,8 +9,10 @@
  * without a
  * reset (Azure) is trusted for STALE_AFTER seconds, then it is taken as refilled (the limit, or
  * unknown when no limit was sent). Unknown never
- * causes a wait. Configured rpm/tpm are classic token buckets: capacity = the per-minute figure,
- * refilled continuously, may go into debt after a request larger than the bucket. */
+ * causes a wait. Configured rpm/tpm are token buckets holding a second's worth (at least one
+ * request, one token: a server that enforces its minute per second refuses a minute's burst;
+ * until 2026-12 they held the whole minute), refilled continuously at the per-minute figure,
+ * and may go into debt after a request larger than the bucket (at most a minute's). */
 #include "config.h"
 #include "net/ratelimit.h"
 #include "base/buf.h"
@@ -351,6 +353,8 @@ static void dim_init(struct ratelimit_dim *d)
     d->q_learnt = RATELIMIT_NO_TIME;
 }
 
+static double bucket_cap(double per_minute);
+
 void ratelimit_state_init(struct ratelimit_state *s, double rpm, double tpm)
 {
     memset(s, 0, sizeof *s);
@@ -358,8 +362,8 @@ void ratelimit_state_init(struct ratelimit_state *s, double rpm, double tpm)
     dim_init(&s->tok);
     s->rpm = rpm > 0 && isfinite(rpm) ? rpm : 0;
     s->tpm = tpm > 0 && isfinite(tpm) ? tpm : 0;
-    s->req_level = s->rpm;
-    s->tok_level = s->tpm;
+    s->req_level = bucket_cap(s->rpm);
+    s->tok_level = bucket_cap(s->tpm);
     s->bucket_time = RATELIMIT_NO_TIME;
 }
 
@@ -746,14 +750,21 @@ static double clamp_tokens(double est)
 }
 
 /* Level of a configured bucket of `per_minute` capacity at time now. */
+/* What a configured bucket holds when full: a second's worth, at least one unit. */
+static double bucket_cap(double per_minute)
+{
+    return per_minute / 60.0 > 1 ? per_minute / 60.0 : 1;
+}
+
 static double bucket_level(double level, double per_minute, double since, double now)
 {
+    double cap = bucket_cap(per_minute);
     if (since < 0)
-        return per_minute; /* never used: full */
+        return cap; /* never used: full */
     double dt = now - since;
     if (dt > 0)
         level += dt * per_minute / 60.0;
-    return level > per_minute ? per_minute : level;
+    return level > cap ? cap : level;
 }
 
 /* Seconds until a configured bucket holds `need` (capped at its capacity). */
@@ -761,8 +772,8 @@ static double bucket_wait(double level, double per_minute, double need)
 {
     if (per_minute <= 0 || need <= 0)
         return 0;
-    if (need > per_minute)
-        need = per_minute;
+    if (need > bucket_cap(per_minute))
+        need = bucket_cap(per_minute);
     if (level >= need)
         return 0;
     return (need - level) / (per_minute / 60.0);

@@ -605,6 +605,24 @@ with ttlib.FakeServer() as srv:
     # answers' remaining counts are stale in a crowd: net.c merges them (the lower count, the
     # later reset) and a send after a reset starts the refill clock. Zero is the target.
     t.ok(len(limited) == 0, "rpm=600,burst=10: no request got a 429 (got %d)" % len(limited))
+    # A profile's rpm is paced a second's worth at a time: rpm = 120 is 2 a second, not 120 at
+    # once (until 2026-12: 10 lines at -j 8 left in 0.02 s, a server enforcing 2 a second
+    # refused most of them)
+    home = ttlib.make_home()
+    os.makedirs(os.path.join(home, ".config", "tokterm"))
+    with open(os.path.join(home, ".config", "tokterm", "config"), "w") as f:
+        f.write("rpm = 120\n")
+    ten = write_lines(os.path.join(d, "rpm120.jsonl"),
+                      [{"id": i, "prompt": "rpm %d" % i} for i in range(10)])
+    n0 = len(srv.requests())
+    rc, out, err = ttlib.run_tokterm(["--incognito", "batch", "-j", "8", ten], home=home,
+                                     env={"OPENAI_BASE_URL": srv.base()}, timeout=60)
+    ts = [r["t"] for r in srv.requests()[n0:]]
+    gaps = [b - a for a, b in zip(ts, ts[1:])]
+    t.ok(rc == 0 and len(ts) == 10 and ts[-1] - ts[0] >= 3.8 and min(gaps[1:]) >= 0.35,
+         "rpm = 120: a second's worth (2) at once, then 0.5 s apart (first to last %.2f s, "
+         "smallest later gap %.2f s)" % (ts[-1] - ts[0] if ts else 0,
+                                          min(gaps[1:]) if len(gaps) > 1 else 0), err.decode())
     # The same at -j 32, more requests than the burst many times over, a different bucket.
     many = write_lines(os.path.join(d, "paced100.jsonl"),
                        [{"id": i, "prompt": "paced %d" % i} for i in range(60)])

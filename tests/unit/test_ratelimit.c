@@ -345,21 +345,28 @@ static void test_pacing(void)
     feed(&az, NULL, "x-ratelimit-remaining-requests: 0\r\n", NOW);
     TAP_NEAR(ratelimit_wait_time(&az, NOW, 10), 0, "remaining 0 without reset: no wait");
 
-    /* configured rpm bucket */
+    /* configured buckets: a second's worth at a time (until 2026-12 a minute's: rpm = 120
+     * sent 120 requests at once to a server that enforces 2 a second) */
     struct ratelimit_state c;
     ratelimit_state_init(&c, 60, 6000);
     TAP_NEAR(ratelimit_wait_time(&c, NOW, 100), 0, "configured bucket starts full");
-    for (int i = 0; i < 60; i++)
-        ratelimit_note_sent(&c, NOW, 0);
-    TAP_NEAR(ratelimit_wait_time(&c, NOW, 0), 1, "60 rpm used up: wait 1 s for the next");
+    ratelimit_note_sent(&c, NOW, 0);
+    TAP_NEAR(ratelimit_wait_time(&c, NOW, 0), 1, "60 rpm: one sent, wait 1 s for the next");
     TAP_NEAR(ratelimit_wait_time(&c, NOW + 0.5, 0), 0.5, "half a second later: 0.5 s");
     TAP_NEAR(ratelimit_wait_time(&c, NOW + 1, 0), 0, "one second later: go");
+    struct ratelimit_state c2;
+    ratelimit_state_init(&c2, 600, 0);
+    for (int i = 0; i < 10; i++)
+        ratelimit_note_sent(&c2, NOW, 0);
+    TAP_NEAR(ratelimit_wait_time(&c2, NOW, 0), 0.1, "600 rpm: a burst of 10, then 0.1 s apart");
     struct ratelimit_state ct;
     ratelimit_state_init(&ct, 0, 6000);
-    ratelimit_note_sent(&ct, NOW, 6000);
-    TAP_NEAR(ratelimit_wait_time(&ct, NOW, 3000), 30, "tpm 6000 drained: 3000 tokens in 30 s");
-    TAP_NEAR(ratelimit_wait_time(&ct, NOW, 12000), 60, "larger than tpm: wait until full");
-    TAP_NEAR(ratelimit_wait_time(&ct, NOW + 45, 3000), 0, "45 s later 4500 tokens: go");
+    TAP_NEAR(ratelimit_wait_time(&ct, NOW, 3000), 0, "tpm: a request larger than a second's "
+             "worth goes when the bucket is full");
+    ratelimit_note_sent(&ct, NOW, 3000);
+    TAP_NEAR(ratelimit_wait_time(&ct, NOW, 3000), 30, "tpm 6000, 3000 sent: the next 3000 in 30 s");
+    TAP_NEAR(ratelimit_wait_time(&ct, NOW, 12000), 30, "larger than the bucket: until it is full");
+    TAP_NEAR(ratelimit_wait_time(&ct, NOW + 30, 3000), 0, "30 s later: go");
 
     /* header and configured limits combine: the longer wait wins */
     struct ratelimit_state both;
