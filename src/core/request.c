@@ -363,6 +363,7 @@ struct net_request *request_fallback(const struct conf *c, const struct api_requ
         free(fb->quota_name);
         fb->quota_name = name;
         fb->fallback_name = xasprintf("model %s", model);
+        fb->breaker_key = xasprintf("%s#%s", fb->url, model); /* its own breaker in Redis too */
     }
     return fb;
 }

@@ -166,6 +166,7 @@ void net_request_free(struct net_request *rq)
     free(rq->keys);
     net_request_free(rq->fallback);
     free(rq->fallback_name);
+    free(rq->breaker_key);
     free(rq);
 }
 
@@ -1286,7 +1287,7 @@ static double net_pick_key(struct net *n, struct xfer *x, double now, int *soone
     const struct net_request *rq = x->rq;
     x->ep = net_quota_named(n, net_quota_base(rq), rq);
     if (rq->state_url && !x->ep->bid[0]) {
-        state_endpoint_id(rq->url, x->ep->bid);
+        state_endpoint_id(rq->breaker_key ? rq->breaker_key : rq->url, x->ep->bid);
         state_quota_id(rq->url, rq->auth_value, x->ep->sid);
     }
     if (!rq->n_keys) {
@@ -1444,7 +1445,8 @@ static void net_to_fallback(struct net *n, struct xfer *x)
     char note[256];
     snprintf(note, sizeof note, "the endpoint failed %d times in a row (circuit open): "
              "using the fallback %s", x->ep->br.failures,
-             x->rq->fallback_name ? x->rq->fallback_name : "profile");
+             fb->fallback_name ? fb->fallback_name : "profile"); /* the fallback's own name (until
+                                                                  2026-12 the request's: none) */
     queue_push_note(n->q, QEV_RETRY, x->id, note, 0);
     net_request_free(x->rq);
     x->rq = fb;

@@ -55,6 +55,8 @@ struct net_request {
     double breaker_cooldown; /* seconds it stays open (0: 30) */
     struct net_request *fallback; /* sent instead while this endpoint's breaker is open */
     char *fallback_name;  /* for messages: the fallback profile or model */
+    char *breaker_key;    /* what the shared breaker is named by (NULL: the URL): a fallback
+                             model's own, at the same URL */
 };
 
 struct net_timings {

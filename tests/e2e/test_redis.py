@@ -176,6 +176,29 @@ try:
         t.ok(all(rc == 0 and w < 1.0 and not waited for rc, w, waited in walls),
              "state = redis: one-shots in a row do not wait for each other's probe", str(walls))
 
+        # 1d. an open breaker shared through Redis: the fallback model at the same URL has a
+        # breaker of its own (until 2026-12 it was the endpoint's, open too: exit 4, nothing
+        # sent, "using the fallback profile")
+        home = ttlib.make_home()
+        os.makedirs(os.path.join(home, ".config", "tokterm"))
+        with open(os.path.join(home, ".config", "tokterm", "config"), "w") as f:
+            f.write("state = %s\n[brk]\nbase_url = %s\nbreaker_failures = 2\nmax_retries = 0\n"
+                    "fallback_model = fake-fallback\n" % (state, srv.base("reply=fine")))
+        srv.queue(["status=503", "status=503"])
+        for p in ("a", "b"):
+            ttlib.run_tokterm(["--no-cache", "-P", "brk", "-p", p], home=home)
+        srv.clear_queue()
+        rc, out, err = ttlib.run_tokterm(["--no-cache", "-P", "brk", "--json", "-p", "c"],
+                                         home=home)
+        try:
+            j = json.loads(out)
+        except ValueError:
+            j = {}
+        t.ok(rc == 0 and j.get("model") == "fake-fallback" and j.get("content") == "fine" and
+             b"using the fallback model fake-fallback" in err,
+             "state = redis, breaker open: the fallback model answers, named as a model",
+             out.decode() + err.decode())
+
         # 2. without it: four pacers that do not know of each other draw the storm
         time.sleep(1.5)  # the server's bucket (one per rpm and burst) full again
         res, wall, reqs = run_job(srv, spec, None, "alone")
