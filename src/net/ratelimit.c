@@ -1860,6 +1860,11 @@ char *ratelimit_format(const struct ratelimit_state *s, double now, char *buf, s
         if (raw[i]->limit == RATELIMIT_UNKNOWN && raw[i]->remaining == RATELIMIT_UNKNOWN &&
             raw[i]->updated_at == RATELIMIT_NO_TIME && raw[i]->full == 0)
             continue;
+        /* past its reset the server's count is its limit again (the pacer may assume a
+         * smaller bucket, a burst it learnt: not what the server said; until 2026-12 the bar
+         * read "req 4/100" long after a reset) */
+        if (raw[i]->reset_at >= 0 && now >= raw[i]->reset_at && raw[i]->limit > 0)
+            dims[i].remaining = raw[i]->limit;
         fmt_count(dims[i].remaining, a, sizeof a);
         fmt_count(dims[i].limit, b, sizeof b);
         if (dims[i].reset_at > now) {

@@ -90,15 +90,22 @@ static int tui_status_cached(const struct net_result *r)
     return r->cached;
 }
 
-void tui_status_headers(struct tui_status *st, const char *headers, double now,
-                        double now_epoch)
+/* Feed a response's headers into the bar's limits; resp (may be NULL) gets what they said. */
+static void tui_status_feed(struct tui_status *st, const char *headers, double now,
+                            double now_epoch, struct ratelimit_response *resp)
 {
     for (const char *h = headers; h && *h;) {
         const char *nl = strchr(h, '\n');
         size_t len = nl ? (size_t)(nl - h) : strlen(h);
-        ratelimit_feed(&st->rl, NULL, h, len, now, now_epoch);
+        ratelimit_feed(&st->rl, resp, h, len, now, now_epoch);
         h += len + (nl ? 1 : 0);
     }
+}
+
+void tui_status_headers(struct tui_status *st, const char *headers, double now,
+                        double now_epoch)
+{
+    tui_status_feed(st, headers, now, now_epoch, NULL);
 }
 
 void tui_status_end(struct tui_status *st, const struct net_result *r, double now,
@@ -121,7 +128,11 @@ void tui_status_end(struct tui_status *st, const struct net_result *r, double no
         if (tokenizer_model_info(r->model, &info) == 0 && info.context_window)
             st->ctx_budget = info.context_window;
     }
-    tui_status_headers(st, r->headers, now, now_epoch);
+    struct ratelimit_response resp;
+    ratelimit_response_init(&resp);
+    tui_status_feed(st, r->headers, now, now_epoch, &resp);
+    if (r->status >= 200 && r->status < 300 && !r->cached) /* a limit no longer reported is */
+        ratelimit_forget_unreported(&st->rl, &resp); /* forgotten, as the pacer forgets it */
     if (r->outcome == API_OK || r->outcome == API_CUT || r->outcome == API_CANCELLED)
         st->state = TUI_STATE_IDLE;
     else

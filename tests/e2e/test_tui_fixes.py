@@ -280,6 +280,28 @@ with ttlib.FakeServer() as srv:
              "/new, /clear while streaming: the answer completes, its start still shown", scr)
         quit_chat(tm)
 
+    # --- the bar's quota: past its reset the count is the limit again, and a limit the next
+    # answers no longer report is unknown (until 2026-12 "req 4/100" stayed, or "req 0/100
+    # (4m54s)" counted down a limit the server had stopped sending) --------------------------
+    with ttlib.Tmux(150, 12) as tm:
+        start(tm, srv)
+        srv.queue(["reply=one,h.x-ratelimit-limit-requests=100,"
+                   "h.x-ratelimit-remaining-requests=3,h.x-ratelimit-reset-requests=2s"])
+        say(tm, "q1")
+        scr = tm.wait_for(re.compile(r"^ idle .*req 3/100", re.M), 10) or tm.capture()
+        t.ok("req 3/100" in scr, "bar: the reported count", scr)
+        scr = tm.wait_for(re.compile(r"^ idle .*req 100/100", re.M), 6) or tm.capture()
+        t.ok("req 100/100" in scr, "bar: past the reset, the limit again", scr)
+        srv.clear_queue()
+        say(tm, "q2")
+        tm.wait_for(re.compile(r"^ idle .*session \d+ tok", re.M), 10)
+        time.sleep(0.3)
+        bar = [ln for ln in tm.capture().split("\n") if ln.startswith(" idle")]
+        t.ok(bar and "req ?/100" in bar[-1] and "(" not in bar[-1].split("req ")[1][:12],
+             "bar: an answer without the limit's headers: its count is unknown, no countdown",
+             str(bar))
+        quit_chat(tm)
+
     # --- --incognito writes no file: not the input history, not /copy's copy.txt (until 2026-12
     # both held the prompts and answers of an incognito chat) ------------------------------------
     home = ttlib.make_home()
