@@ -365,6 +365,10 @@ static void ansi_md_preview(struct ansi_md *r, struct buf *out)
     for (size_t i = 0; i < n; i++)
         ansi_line_links(&r->preview, markdown_pending_line(r->md, i), r->st, r->width,
                         r->links);
+    if (!r->preview.len) { /* nothing pending (and no buffer yet: memchr takes no NULL) */
+        r->shown = 0;
+        return;
+    }
     const char *p = r->preview.data, *end = p + r->preview.len;
     for (const char *q = p; (q = memchr(q, '\n', (size_t)(end - q))); q++)
         rows++;
