@@ -335,6 +335,24 @@ static int store_msg_add_parts(struct store *st, struct store_message *m)
     return rc == SQLITE_DONE ? 0 : -1;
 }
 
+char *store_message_reasoning(struct store *st, int64_t id)
+{
+    static const char q[] =
+        "SELECT reasoning FROM messages WHERE id = ?1 UNION ALL SELECT * FROM (SELECT text "
+        "FROM message_parts WHERE message_id = ?1 AND reasoning ORDER BY id)";
+    sqlite3_stmt *s = store_prep(st, q);
+    if (!s)
+        return NULL;
+    sqlite3_bind_int64(s, 1, id);
+    struct buf b = BUF_INIT;
+    while (store_step(st, s) == SQLITE_ROW) {
+        const void *t = sqlite3_column_blob(s, 0);
+        buf_append(&b, t ? t : "", (size_t)sqlite3_column_bytes(s, 0));
+    }
+    store_done(st, s);
+    return b.len ? buf_take(&b) : (buf_free(&b), NULL);
+}
+
 /* The columns a conversation's turns need (store_conversation_load_turns): fewer columns, less
  * work for SQLite on each of thousands of rows. Read by store_turn_row; the writer is 8, the tool 9. */
 #define STORE_TURN_COLS_HEAD "id, role, status, model, finish_reason, error, content, parent_id, "

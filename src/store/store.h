@@ -477,6 +477,12 @@ int store_message_set_tool(struct store *st, int64_t msg_id, const char *tool);
 /* Free the strings of a message (not m itself). */
 void store_message_clear(struct store_message *m);
 
+/* The reasoning saved with answer row id (its column, then parts not yet folded into it), or
+ * NULL when it has none. A conversation's turns are loaded without it (store_conversation_
+ * load_turns: a resume of thousands of rows); the chat shows it for the turns it draws.
+ * Caller frees. */
+char *store_message_reasoning(struct store *st, int64_t id);
+
 /* Bring the search indexes up to date now (a search does it first anyway, a batch at a
  * time): the answers queued for the trigram index and every change queued for the word
  * index. 0, or -1 when the queue is left (another process held the write lock too long). */

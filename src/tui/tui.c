@@ -8,6 +8,7 @@
 #include "core/setup.h"
 #include "proto/api.h"
 #include "net/ratelimit.h"
+#include "store/store.h"
 #include "tui/tui_app.h"
 #include "tui/tui_pace.h"
 #include "tui/tui_ask.h"
@@ -525,6 +526,12 @@ static void tui_show_turn(struct tui *t, const struct conv_turn *tt)
     if (tt->outcome == CONV_PENDING)
         return;
     size_t a = tui_view_answer_begin(t->view, tt->model ? tt->model : t->conf->model, NULL);
+    char *why = t->o->store && tt->answer_id > 0 ? store_message_reasoning(t->o->store,
+                                                                          tt->answer_id)
+                                                 : NULL;
+    if (why) /* as it was shown live (until 2026-12 a resume hid it) */
+        tui_view_answer_text(t->view, a, 1, why, strlen(why));
+    free(why);
     if (tt->answer_len)
         tui_view_answer_text(t->view, a, 0, tt->answer, tt->answer_len);
     int slot;

@@ -302,6 +302,19 @@ with ttlib.FakeServer() as srv:
              str(bar))
         quit_chat(tm)
 
+    # --- a resumed chat shows the saved reasoning as the live one did (until 2026-12 it hid
+    # it: the turns are loaded without it, for speed) ------------------------------------------
+    home = ttlib.make_home()
+    rc, _, err = ttlib.run_tokterm(["--reasoning-effort", "low", "-p", "reason please"],
+                                   env={"OPENAI_BASE_URL": srv.base()}, home=home)
+    with ttlib.Tmux(100, 15) as tm:
+        e = ttlib.clean_env(home, {"OPENAI_BASE_URL": srv.base(), "TT_TEST_STDERR": STDERR})
+        tm.run(["sh", "-c", 'exec "$0" -c 2>>"$TT_TEST_STDERR"', ttlib.tokterm_path()], e)
+        scr = tm.wait_for("Continuing conversation", 10) or tm.capture()
+        t.ok(rc == 0 and re.search(r"thinking at low effort\n.*reason please", scr) is not None,
+             "a resume shows the answer's saved reasoning above it", err.decode() + scr)
+        quit_chat(tm)
+
     # --- --incognito writes no file: not the input history, not /copy's copy.txt (until 2026-12
     # both held the prompts and answers of an incognito chat) ------------------------------------
     home = ttlib.make_home()
