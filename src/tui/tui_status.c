@@ -346,7 +346,8 @@ static void tui_status_fields(const struct tui_status *st, double now, int base,
         tui_seg_add(s, 2, base, "%s", text);
     /* the last exchange's connection: not while the next one is out (until 2026-12 a request
      * on a new connection showed "reused" from the one before until it ended) */
-    if (st->have_last && (st->state == TUI_STATE_IDLE || st->state == TUI_STATE_ERROR))
+    if (st->have_last && (st->state == TUI_STATE_IDLE || st->state == TUI_STATE_ERROR) &&
+        !st->cached && st->http_version) /* none made: a cached answer, a cancel before it */
         tui_seg_add(s, 6, base, "%s %s", st->reused ? "reused" : "new",
                     tui_status_http(st->http_version));
     if (rl[0]) {

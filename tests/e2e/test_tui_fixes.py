@@ -302,6 +302,19 @@ with ttlib.FakeServer() as srv:
              str(bar))
         quit_chat(tm)
 
+    # --- a cached answer made no connection: the bar names none (until 2026-12 "new HTTP/?")
+    with ttlib.Tmux(150, 12) as tm:
+        start(tm, srv, "reply=from%20the%20server")
+        say(tm, "the same question")
+        tm.wait_for(re.compile(r"^ idle .*new HTTP/1", re.M), 10)
+        say(tm, "/new")
+        say(tm, "the same question")
+        scr = tm.wait_for(re.compile(r"^ idle .*cached", re.M), 10) or tm.capture()
+        bar = [ln for ln in scr.split("\n") if ln.startswith(" idle")]
+        t.ok(bar and "cached" in bar[-1] and "HTTP/" not in bar[-1],
+             "bar: a cached answer names no connection", str(bar))
+        quit_chat(tm)
+
     # --- a resumed chat shows the saved reasoning as the live one did (until 2026-12 it hid
     # it: the turns are loaded without it, for speed) ------------------------------------------
     home = ttlib.make_home()
