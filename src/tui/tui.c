@@ -798,7 +798,8 @@ static void tui_sink_end(void *ud, const struct net_result *r)
         }
     }
     if (strncmp(t->hint, TUI_HINT_STREAMING, sizeof TUI_HINT_STREAMING - 1) == 0 ||
-        strncmp(t->hint, TUI_HINT_WAITING, sizeof TUI_HINT_WAITING - 1) == 0)
+        strncmp(t->hint, TUI_HINT_WAITING, sizeof TUI_HINT_WAITING - 1) == 0 ||
+        strcmp(t->hint, TUI_HINT_SENT_NOW) == 0)
         t->hint[0] = '\0'; /* it is over: the hint would be stale */
     t->answer = TUI_NO_ANSWER;
     t->cancelling = 0;
@@ -915,7 +916,7 @@ static void tui_on_line(void *ud, char *line)
             (t->st.state == TUI_STATE_QUOTA || t->st.state == TUI_STATE_RETRYING)) {
             session_send_now(t->s); /* the user sends anyway: no more waiting */
             tui_status_state(&t->st, TUI_STATE_WAITING, 0);
-            tui_hint(t, "sent now, without waiting (the server may refuse it)");
+            tui_hint(t, TUI_HINT_SENT_NOW);
             t->dirty |= TUI_D_STATUS;
         } else if (t->no_key && t->local_url)
             tui_use_local(t);

@@ -91,8 +91,10 @@ static int tui_attach_add(struct tui *t, const char *arg, const char *again)
     /* the provider's limits are checked now (a 20 MB image, a PDF without pdftotext), not
      * when the prompt is sent */
     int rc = attach_any(&add, arg, &warn, &err, keys ? tui_fetch_cancelled : NULL, keys);
-    if (keys)
+    if (keys) {
         tui_fetch_keys_back(keys);
+        tui_hint(t, ""); /* the fetch is over (until 2026-12 the hint stayed until a key) */
+    }
     free(keys);
     if (rc == 0 && t->have_session && session_attach_check(t->s, &add, &err) != 0)
         rc = -1;

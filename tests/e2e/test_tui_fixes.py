@@ -315,6 +315,30 @@ with ttlib.FakeServer() as srv:
              "bar: a cached answer names no connection", str(bar))
         quit_chat(tm)
 
+    # --- hints that outlived what they said: a URL's fetch, a send without waiting (until
+    # 2026-12 both stayed in place of the status bar until a key was pressed) ----------------
+    with ttlib.Tmux(150, 14) as tm:
+        start(tm, srv)
+        say(tm, "/attach http://127.0.0.1:%d/v1/models" % srv.port)
+        scr = tm.wait_for("Attached", 10) or tm.capture()
+        time.sleep(0.3)
+        t.ok("Attached" in scr and "fetching the URL" not in tm.capture(),
+             "/attach URL: the fetching hint goes when the fetch is done", tm.capture())
+        say(tm, "/detach 1")
+        srv.queue(["reply=spent,h.x-ratelimit-limit-requests=100,"
+                   "h.x-ratelimit-remaining-requests=0,h.x-ratelimit-reset-requests=20s"])
+        say(tm, "first")
+        tm.wait_for(re.compile(r"^ idle", re.M), 10)
+        say(tm, "second")
+        tm.wait_for("waiting for quota", 10)
+        tm.send("Enter")
+        scr = tm.wait_for(re.compile(r"second\n(.*\n)*.*\u2713"), 10) or tm.capture()
+        time.sleep(0.3)
+        t.ok("sent now, without waiting" not in tm.capture() and
+             re.search(r"^ idle", tm.capture(), re.M),
+             "Enter during a quota wait: the 'sent now' hint goes with the answer", tm.capture())
+        quit_chat(tm)
+
     # --- a resumed chat shows the saved reasoning as the live one did (until 2026-12 it hid
     # it: the turns are loaded without it, for speed) ------------------------------------------
     home = ttlib.make_home()
