@@ -2589,7 +2589,8 @@ int session_msg_fate(const struct session *s, size_t i)
 int session_compressed(const struct session *s)
 {
     for (size_t i = 0; i < s->plan.n_history && s->plan.fate; i++)
-        if (s->plan.fate[i] == CONTEXT_SUMMARIZED || s->plan.fate[i] == CONTEXT_DROPPED)
+        if (s->plan.fate[i] == CONTEXT_SUMMARIZED || s->plan.fate[i] == CONTEXT_DROPPED ||
+            s->plan.fate[i] == CONTEXT_SHORTENED) /* until 2026-12 a shortened one, unsaid */
             return 1;
     return 0;
 }

@@ -784,8 +784,8 @@ static void tui_sink_end(void *ud, const struct net_result *r)
         tui_cmd_model_seen(t, r->model);
     if (t->have_session && !t->ctx_marked && session_compressed(t->s)) {
         /* history left out of (or summarised for) the request: say so once */
-        tui_meta(t, "\xE2\x94\x80\xE2\x94\x80 earlier messages summarised / dropped to "
-                    "fit the context (/context) \xE2\x94\x80\xE2\x94\x80");
+        tui_meta(t, "\xE2\x94\x80\xE2\x94\x80 earlier messages shortened, summarised or "
+                    "dropped to fit the context (/context) \xE2\x94\x80\xE2\x94\x80");
         t->ctx_marked = 1;
     }
     if (t->have_session) {

@@ -339,6 +339,29 @@ with ttlib.FakeServer() as srv:
              "Enter during a quota wait: the 'sent now' hint goes with the answer", tm.capture())
         quit_chat(tm)
 
+    # --- an answer sent shortened is marked as compressed history is (until 2026-12 only
+    # summaries and drops were: the transcript showed it whole, unmarked) ---------------------
+    home = ttlib.make_home()
+    ttlib.write_config(home, "context_window = 4000\n")
+    with ttlib.Tmux(120, 20) as tm:
+        e = ttlib.clean_env(home, {"OPENAI_BASE_URL": srv.base("gen=2000"),
+                                   "TT_TEST_STDERR": STDERR})
+        tm.run(["sh", "-c", 'exec "$0" 2>>"$TT_TEST_STDERR"', ttlib.tokterm_path()], e)
+        tm.wait_for(re.compile("F1 help"), 10)
+        n0 = len(srv.requests())
+        for k, m in enumerate(("one", "two", "three")):
+            say(tm, m)
+            deadline = time.monotonic() + 10
+            while len(srv.requests()) < n0 + k + 1 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            tm.wait_for(re.compile(r"^ idle", re.M), 10)
+        sent = srv.requests()[-1]["body"]["messages"]
+        scr = tm.wait_for("earlier messages shortened", 5) or tm.capture()
+        t.ok(any(len(x.get("content") or "") < 2000 and "elided" in (x.get("content") or "")
+                 for x in sent) and "earlier messages shortened, summarised or dropped" in scr,
+             "a shortened answer: the transcript says history was shortened", scr)
+        quit_chat(tm)
+
     # --- a resumed chat shows the saved reasoning as the live one did (until 2026-12 it hid
     # it: the turns are loaded without it, for speed) ------------------------------------------
     home = ttlib.make_home()
