@@ -373,7 +373,9 @@ static const char *anth_finish(const char *stop)
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
         if (strcmp(stop, map[i].stop) == 0)
             return map[i].finish;
-    return "stop";
+    /* a reason this tokterm does not know: the answer may not be whole (exit 6, as Gemini's
+     * unknown finishReason; until 2026-12 it was taken as complete) */
+    return *stop ? "content_filter" : "stop";
 }
 
 static void anth_set_finish(struct api_stream *st, api_emit_fn fn, void *ud)
@@ -594,13 +596,30 @@ static int anthropic_decode_body(struct api_stream *st, const char *body, size_t
 
 static enum api_outcome anthropic_finish_outcome(const struct api_stream *st, struct buf *msg)
 {
+    const char *d = st->finish_detail;
+    if (strcmp(d, "model_context_window_exceeded") == 0) {
+        buf_appends(msg, "the answer was cut: the model's context window is full (stop_reason "
+                         "\"model_context_window_exceeded\"); shorten the conversation (/context, "
+                         "context_policy) or start a new one");
+        return API_CUT;
+    }
+    if (strcmp(d, "pause_turn") == 0) {
+        buf_appends(msg, "the server paused a long turn (stop_reason \"pause_turn\"): the "
+                         "answer is not whole; send the conversation again (-c) to let it go on");
+        return API_CUT;
+    }
     if (strcmp(st->finish, "length") == 0) {
         buf_printf(msg, "the answer was cut at the token limit (stop_reason \"%s\"); raise "
-                   "max_tokens", st->finish_detail);
+                   "max_tokens", d);
+        return API_CUT;
+    }
+    if (strcmp(d, "refusal") == 0) {
+        buf_printf(msg, "the model declined to answer (stop_reason \"%s\")", d);
         return API_CUT;
     }
     if (strcmp(st->finish, "content_filter") == 0) {
-        buf_printf(msg, "the model declined to answer (stop_reason \"%s\")", st->finish_detail);
+        buf_printf(msg, "the answer stopped for a reason this tokterm does not know "
+                        "(stop_reason \"%s\"): it may not be whole", d);
         return API_CUT;
     }
     return API_OK;

@@ -93,6 +93,17 @@ with ttlib.FakeServer() as srv:
     t.eq(text(out), "long answer\n", "max_tokens: the text kept")
     t.ok('stop_reason "max_tokens"' in text(err), "max_tokens: stderr says so", text(err))
 
+    # --- the other stop reasons: each its own advice; an unknown one is not taken as whole
+    # (until 2026-12 pause_turn and a full context window said "raise max_tokens", and
+    # stop_reason "weird" exited 0) ------------------------------------------------------------
+    for stop, want in (("pause_turn", "paused a long turn"),
+                       ("model_context_window_exceeded", "context window is full"),
+                       ("weird", "a reason this tokterm does not know")):
+        rc, out, err = run(srv, "stop=" + stop, ["-p", "an answer"])
+        t.ok(rc == 6 and text(out) == "an answer\n" and want in text(err) and
+             "raise max_tokens" not in text(err),
+             "stop_reason %s: exit 6, the text kept, its own advice" % stop, text(err))
+
     # --- mid-stream overloaded_error after text: not retried, exit 3 ----------------------------
     n0 = len(srv.requests())
     rc, out, err = run(srv, "replay=anthropic_overloaded.sse", ["-p", "hi"])
