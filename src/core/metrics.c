@@ -308,7 +308,9 @@ void metrics_write(struct metrics *m, struct buf *out)
         metrics_num(out, m->q[i].left);
         buf_appends(out, "\n");
     }
-    metrics_head(out, "tokterm_requests_in_flight", "gauge", "Requests on the wire now.");
+    metrics_head(out, "tokterm_requests_in_flight", "gauge",
+                 "Requests started and not finished: on the wire, or waiting in the network "
+                 "thread for a connection or for quota (a batch keeps up to twice -j there).");
     buf_printf(out, "tokterm_requests_in_flight %ld\n", m->inflight);
     pthread_mutex_unlock(&m->mu);
 }
