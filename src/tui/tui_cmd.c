@@ -637,6 +637,12 @@ static void tui_cmd_help_cmd(struct tui *t, const char *arg)
 static void tui_cmd_model(struct tui *t, const char *arg)
 {
     char *m;
+    if (*arg && strpbrk(arg, " \t")) { /* model names have no blanks: "a b c" is a typo */
+        m = xasprintf("/model %s: a model name has no spaces (`/model NAME`)", arg);
+        tui_error(t, m);
+        free(m);
+        return;
+    }
     if (*arg) {
         free(t->conf->model);
         t->conf->model = xstrdup(arg);

@@ -362,6 +362,16 @@ with ttlib.FakeServer() as srv:
              "a shortened answer: the transcript says history was shortened", scr)
         quit_chat(tm)
 
+    # --- /model with blanks in the name is a typo, refused (until 2026-12 "a b c" was taken)
+    with ttlib.Tmux(120, 12) as tm:
+        start(tm, srv)
+        say(tm, "/model a b c")
+        scr = tm.wait_for("has no spaces", 5) or tm.capture()
+        bar = [ln for ln in scr.split("\n") if ln.startswith(" idle")]
+        t.ok("a model name has no spaces" in scr and bar and "a b c" not in bar[-1],
+             "/model a b c: refused, the model unchanged", scr)
+        quit_chat(tm)
+
     # --- a resumed chat shows the saved reasoning as the live one did (until 2026-12 it hid
     # it: the turns are loaded without it, for speed) ------------------------------------------
     home = ttlib.make_home()
