@@ -1345,8 +1345,9 @@ static void batch_done_flush(struct batch *b, int force)
     for (size_t i = 0; i < b->n_done; i++) {
         struct batch_done *d = &b->done[i];
         const struct net_result *r = d->r;
-        if (r->outcome == API_OK && d->key_set && !b->out_error &&
-            r->content_bytes + r->reasoning_bytes > 0) { /* never an empty answer */
+        if (r->outcome == API_OK && d->key_set && !b->out_error && !r->used_fallback &&
+            r->content_bytes + r->reasoning_bytes > 0) { /* never an empty answer, nor the
+                                                             fallback's */
             usage[n] = (struct store_usage){r->usage.prompt, r->usage.completion, r->usage.total,
                                             NULL};
             items[n] = (struct store_cache_put){

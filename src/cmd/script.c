@@ -90,7 +90,8 @@ static void script_hide(struct script_state *st)
         return;
     struct buf b = BUF_INIT;
     ansi_md_hide(st->md, &b);
-    script_put(st, 1, b.data, b.len);
+    if (b.len && !st->broken_pipe && util_write_all(1, b.data, b.len) < 0)
+        st->broken_pipe = 1; /* not script_put: cursor moves are no text (last_byte) */
     buf_free(&b);
 }
 
@@ -137,8 +138,11 @@ static void script_text(void *ud, int reasoning, const char *s, size_t n, double
  * same line again and again (a server that answers 429 "retry in 1 s" for two minutes: 120 of
  * them until 2026-12) is said three times, then at the 4th, 8th, 16th... time with its count. */
 /* The count of a run of the same wait line that its last power of two did not tell. */
+static void script_hide(struct script_state *st);
+
 static void script_wait_flush(struct script_state *st)
 {
+    script_hide(st); /* before anything on stderr (the wait's count at the turn's end) */
     if (st->wait_same > 3 && (st->wait_same & (st->wait_same - 1)) != 0)
         fprintf(stderr, "tokterm: %s (the same %ld times in a row)\n", st->wait_last,
                 st->wait_same);

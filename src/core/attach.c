@@ -389,13 +389,14 @@ int attach_add(struct attach_list *l, const char *arg, char **err)
             return -1;
         }
     }
-    for (size_t i = 0; stream && i < attach_n_read; i++)
+    int fifo = S_ISFIFO(st.st_mode); /* a device (/dev/null, /dev/zero) reads again */
+    for (size_t i = 0; fifo && i < attach_n_read; i++)
         if (attach_read[i].dev == st.st_dev && attach_read[i].ino == st.st_ino) {
             *err = xasprintf("%s: already attached (a pipe or stdin can be read only once)",
                              arg);
             return -1;
         }
-    if (stream && attach_n_read < TT_ARRAY_LEN(attach_read))
+    if (fifo && attach_n_read < TT_ARRAY_LEN(attach_read))
         attach_read[attach_n_read++] = (struct attach_stream){st.st_dev, st.st_ino};
     if ((size_t)st.st_size > ATTACH_FILE_MAX) {
         struct buf s = BUF_INIT, m = BUF_INIT;

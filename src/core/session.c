@@ -1017,8 +1017,10 @@ static void session_save_end(struct session *s, const struct net_result *r)
                                        r->finish[0] ? r->finish : NULL, &u, &t, r->error) != 0)
             session_store_failed(s);
     }
-    /* Only a complete answer with text is cached: never an empty or failed one. */
+    /* Only a complete answer with text is cached: never an empty or failed one, nor the
+     * fallback's (another model or server: not the answer the key stands for) */
     if (r->outcome == API_OK && !r->cached && s->cache_key_set && !r->n_calls &&
+        !r->used_fallback &&
         r->content_bytes + r->reasoning_bytes > 0) {
         if (s->answer_id) {
             (void)store_cache_put_message(s->store, s->cache_key, s->answer_id,

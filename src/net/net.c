@@ -652,7 +652,7 @@ static int net_state_admit(struct net *n, struct xfer *x, double now, double *wa
         *wait = 0; /* the breaker's check below refuses it, or sends it to the fallback */
         return 1;
     case STATE_COOL: /* another process got a 429 on this key, or found it dead */
-        if (x->rq->n_keys > 1) {
+        if (x->rq->n_keys > 1 || (x->rq->n_keys == 1 && *wait >= STATE_COOL_DEAD)) {
             /* until 2026-12 a dead key's day read as a day to wait */
             q->key.cool_until = *wait >= STATE_COOL_DEAD ? HUGE_VAL : now + *wait;
             return -1;
@@ -1160,7 +1160,7 @@ static void net_finish(struct net *n, struct xfer *x, CURLcode res)
         enum ratelimit_verdict v = ratelimit_wait_out((int)r->status, kind, code, pol, &x->resp,
                                                       x->rate_waited, &delay, &charge, reason,
                                                       sizeof reason);
-        int free_wait = v == RATELIMIT_RETRY, waits_used = v == RATELIMIT_NO_RATE_WAIT;
+        int free_wait = v == RATELIMIT_RETRY, waits_used = v == RATELIMIT_NO_RATE_WAIT, hop = 0;
         char used[256];
         snprintf(used, sizeof used, "%s", waits_used ? reason : "");
         if (!free_wait) /* then the retries decide, from their own budget */
@@ -1177,6 +1177,7 @@ static void net_finish(struct net *n, struct xfer *x, CURLcode res)
             const char *was = x->rq->keys[x->key_index].label;
             v = RATELIMIT_RETRY;
             delay = 0;
+            hop = 1; /* another key, not a retry: max_retries is not spent on it */
             if (net_pick_key(n, &probe, now, NULL) == 0 && probe.key_index != x->key_index)
                 snprintf(reason, sizeof reason, "HTTP %ld on key %s (refused): trying key %s",
                          (long)r->status, was, x->rq->keys[probe.key_index].label);
@@ -1202,7 +1203,7 @@ static void net_finish(struct net *n, struct xfer *x, CURLcode res)
             free(clean);
             net_result_free(r);
             net_xfer_release(n, x);
-            x->rate_waits += free_wait;
+            x->rate_waits += free_wait || hop;
             x->rate_waited += free_wait ? charge : 0;
             x->attempt++;
             x->start_at = now + delay;

@@ -109,7 +109,7 @@ static const char lua_report[] =
     "  local cap, rate = tonumber(ARGV[1 + 2 * i]), tonumber(ARGV[2 + 2 * i])\n"
     "  local h = redis.call('HMGET', KEYS[1], d .. 'cap', d .. 'rate', d .. 'lvl', d .. 't')\n"
     "  if (not h[1] or not h[2]) and cap > 0 and rate > 0 then\n"
-    "    if lvl < 0 or lvl > cap then lvl = cap end\n"
+    "    if lvl < 0 then lvl = math.max(cap - 1, 0) elseif lvl > cap then lvl = cap end\n"
     "    redis.call('HSET', KEYS[1], d .. 'cap', cap, d .. 'rate', rate, d .. 'lvl', lvl,\n"
     "               d .. 't', now)\n"
     "  elseif lvl >= 0 and h[1] and h[2] then\n"

@@ -237,9 +237,9 @@ void state_dims(const struct ratelimit_state *s, double now, double est_tokens,
     for (int i = 0; i < 2; i++) {
         double cap, rate, level;
         ratelimit_dim_bucket(dims[i], now, &cap, &rate, &level);
-        if (!(cap > 0) && conf[i] > 0) { /* no headers: the configured bucket */
-            cap = conf[i];
-            rate = conf[i] / 60;
+        if (!(cap > 0) && conf[i] > 0) { /* no headers: the configured bucket, a second's */
+            rate = conf[i] / 60;          /* worth (at least one), as the local one holds */
+            cap = rate > 1 ? rate : 1;
         }
         if (rate >= 1 && cap > rate)
             cap = rate; /* at most a second's worth at once (600 a minute may mean 10 a second) */

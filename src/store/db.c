@@ -965,8 +965,8 @@ static struct store *store_open_missing(const char *path, struct store_open_info
                                         char **err)
 {
     struct stat sb;
-    if (!path || !*path || lstat(path, &sb) == 0 || errno != ENOENT)
-        return NULL;
+    if (!path || !*path || stat(path, &sb) == 0 || errno != ENOENT) /* stat: a dangling */
+        return NULL;                                                  /* link makes none */
     struct store *st = store_open_as(STORE_MEMORY, info, err, 0);
     if (st)
         info->missing = 1;

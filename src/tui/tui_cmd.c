@@ -657,11 +657,19 @@ static void tui_cmd_model(struct tui *t, const char *arg)
     t->dirty |= TUI_D_STATUS;
 }
 
+/* Why a command waits: the answer streams, or the request waits for a retry or quota. */
+static const char *tui_cmd_busy_hint(const struct tui *t)
+{
+    return t->st.state == TUI_STATE_QUOTA || t->st.state == TUI_STATE_RETRYING
+               ? TUI_HINT_WAITING
+               : TUI_HINT_STREAMING;
+}
+
 static void tui_cmd_new_cmd(struct tui *t, const char *arg)
 {
     (void)arg;
     if (t->answer != TUI_NO_ANSWER) { /* until 2026-12 it cancelled the answer without a word */
-        tui_hint(t, TUI_HINT_STREAMING);
+        tui_hint(t, tui_cmd_busy_hint(t));
         return;
     }
     tui_cmd_new(t);
@@ -683,7 +691,7 @@ static void tui_cmd_clear(struct tui *t, const char *arg)
 {
     (void)arg;
     if (t->answer != TUI_NO_ANSWER) { /* it cut the answer's start off the screen, while /copy */
-        tui_hint(t, TUI_HINT_STREAMING); /* and the next request still had it */
+        tui_hint(t, tui_cmd_busy_hint(t)); /* and the next request still had it */
         return;
     }
     tui_view_truncate(t->view, 0);

@@ -130,7 +130,8 @@ static void test_dims(void)
            "configured rpm 120: a second's worth (2), minus the margin (%g)", d[0].cap);
     ratelimit_state_init(&s, 30, 0);
     state_dims(&s, 100, 0, d);
-    TAP_OK(d[0].cap == 29, "rpm 30, under one a second: the whole minute's bucket (%g)", d[0].cap);
+    TAP_OK(d[0].cap == 1, "rpm 30, under one a second: one at a time, as the local bucket "
+           "holds (until 2026-12 the minute's 29; %g)", d[0].cap);
     static const char *const m[] = {"x-ratelimit-limit-requests: 600\r\n",
                                     "x-ratelimit-remaining-requests: 599\r\n",
                                     "x-ratelimit-reset-requests: 100ms\r\n"};
