@@ -206,5 +206,12 @@ with ttlib.FakeServer() as srv:
     t.eq((rc, res.get("content"), res.get("model")), (0, "fall back", "backup-model"),
          "the fallback profile answered")
     t.ok(b"fallback" in err, "the switch to the fallback is said", err.decode())
+    # the fallback's answer is not the primary request's: not cached under its key (until
+    # 2026-12 the next run of the same prompt got backup-model's answer from the cache)
+    n0 = len(srv.requests())
+    rc, out, err = ttlib.run_tokterm(["--cache-only", "--json", "-p", "fall back"], home=home,
+                                     env={"OPENAI_BASE_URL": None})
+    t.ok(rc == 7 and len(srv.requests()) == n0,
+         "the fallback's answer is not in the cache (--cache-only: exit 7)", out.decode())
 
 sys.exit(t.done())
