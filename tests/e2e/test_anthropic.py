@@ -248,11 +248,9 @@ with ttlib.FakeServer() as srv:
     t.eq(j.get("content"), "fall back to claude", "fallback: the Anthropic answer decoded")
 
     # --- batch in the anthropic dialect: every line a Messages request -------------------------
-    bdir = ttlib.tempdir("tt-anthropic-batch-")
-    bin_path = os.path.join(bdir, "in.jsonl")
-    with open(bin_path, "w") as f:
-        f.write('{"id":"a","prompt":"batch one"}\n'
-                '{"id":"b","prompt":"batch two","system":"terse","max_tokens":77}\n')
+    bin_path = ttlib.write_jsonl(os.path.join(ttlib.tempdir("tt-batch-"), "in.jsonl"), [
+        {"id": "a", "prompt": "batch one"},
+        {"id": "b", "prompt": "batch two", "system": "terse", "max_tokens": 77}])
     n0 = len(srv.requests())
     rc, out, err = run(srv, "", ["batch", bin_path])
     made = srv.requests()[n0:]

@@ -243,11 +243,9 @@ with ttlib.FakeServer() as srv:
                                                   "which model"], home=home)
     t.ok(rc == 0 and as_json(out).get("cached") is True and as_json(out).get("model") ==
          "gemini-2.5-pro", "cache: the same model again is a hit", text(out) + text(err))
-    work = ttlib.tempdir("tt-gemini-batch-")
-    lines = os.path.join(work, "in.jsonl")
-    with open(lines, "w") as f:
-        f.write('{"id": "a", "prompt": "one", "model": "gemini-2.5-pro"}\n'
-                '{"id": "b", "prompt": "two", "model": "gemini-x-lite"}\n')
+    lines = ttlib.write_jsonl(os.path.join(ttlib.tempdir("tt-batch-"), "in.jsonl"), [
+        {"id": "a", "prompt": "one", "model": "gemini-2.5-pro"},
+        {"id": "b", "prompt": "two", "model": "gemini-x-lite"}])
     n0 = len(srv.requests())
     rc, out, err = run(srv, "", ["--no-cache", "batch", lines], home=home)
     paths = sorted(r["path"].split("/models/")[1].split(":")[0] for r in srv.requests()[n0:])
