@@ -353,7 +353,6 @@ static void dim_init(struct ratelimit_dim *d)
     d->q_learnt = RATELIMIT_NO_TIME;
 }
 
-static double bucket_cap(double per_minute);
 
 void ratelimit_state_init(struct ratelimit_state *s, double rpm, double tpm)
 {
@@ -362,8 +361,8 @@ void ratelimit_state_init(struct ratelimit_state *s, double rpm, double tpm)
     dim_init(&s->tok);
     s->rpm = rpm > 0 && isfinite(rpm) ? rpm : 0;
     s->tpm = tpm > 0 && isfinite(tpm) ? tpm : 0;
-    s->req_level = bucket_cap(s->rpm);
-    s->tok_level = bucket_cap(s->tpm);
+    s->req_level = ratelimit_bucket_cap(s->rpm);
+    s->tok_level = ratelimit_bucket_cap(s->tpm);
     s->bucket_time = RATELIMIT_NO_TIME;
 }
 
@@ -749,16 +748,15 @@ static double clamp_tokens(double est)
     return est > DECIMAL_MAX ? DECIMAL_MAX : est;
 }
 
-/* Level of a configured bucket of `per_minute` capacity at time now. */
-/* What a configured bucket holds when full: a second's worth, at least one unit. */
-static double bucket_cap(double per_minute)
+double ratelimit_bucket_cap(double per_minute)
 {
     return per_minute / 60.0 > 1 ? per_minute / 60.0 : 1;
 }
 
+/* Level of a configured bucket of `per_minute` capacity at time now. */
 static double bucket_level(double level, double per_minute, double since, double now)
 {
-    double cap = bucket_cap(per_minute);
+    double cap = ratelimit_bucket_cap(per_minute);
     if (since < 0)
         return cap; /* never used: full */
     double dt = now - since;
@@ -772,8 +770,8 @@ static double bucket_wait(double level, double per_minute, double need)
 {
     if (per_minute <= 0 || need <= 0)
         return 0;
-    if (need > bucket_cap(per_minute))
-        need = bucket_cap(per_minute);
+    if (need > ratelimit_bucket_cap(per_minute))
+        need = ratelimit_bucket_cap(per_minute);
     if (level >= need)
         return 0;
     return (need - level) / (per_minute / 60.0);

@@ -75,6 +75,10 @@ struct ratelimit_state {
  * of that many requests/tokens per minute (refilled continuously, starting full). */
 void ratelimit_state_init(struct ratelimit_state *s, double rpm, double tpm);
 
+/* What a configured bucket of `per_minute` holds when full: a second's worth, at least one
+ * unit (the local pacer and the Redis one both size it so). */
+double ratelimit_bucket_cap(double per_minute);
+
 /* ---- per-response header values ---- */
 
 /* Everything one HTTP response said about limits and retrying. Plain data. */

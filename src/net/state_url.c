@@ -239,7 +239,7 @@ void state_dims(const struct ratelimit_state *s, double now, double est_tokens,
         ratelimit_dim_bucket(dims[i], now, &cap, &rate, &level);
         if (!(cap > 0) && conf[i] > 0) { /* no headers: the configured bucket, a second's */
             rate = conf[i] / 60;          /* worth (at least one), as the local one holds */
-            cap = rate > 1 ? rate : 1;
+            cap = ratelimit_bucket_cap(conf[i]);
         }
         if (rate >= 1 && cap > rate)
             cap = rate; /* at most a second's worth at once (600 a minute may mean 10 a second) */
