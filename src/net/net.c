@@ -1099,6 +1099,7 @@ static void net_explain(struct xfer *x, struct net_result *r, enum ratelimit_net
 }
 
 static double net_pick_key(struct net *n, struct xfer *x, double now, int *soonest);
+static int net_next_key(struct net *n, const struct xfer *x, double now);
 
 /* The attempt is over: retry it, or hand the result to the UI thread and free x. */
 static void net_finish(struct net *n, struct xfer *x, CURLcode res)
@@ -1173,25 +1174,25 @@ static void net_finish(struct net *n, struct xfer *x, CURLcode res)
             ratelimit_key_dead((int)r->status, r->error_code[0] ? r->error_code : NULL)) {
             /* A refused key (dead now): the next key, at once; none left fails the request
              * as a dead pool. Until 2026-12 the request failed on its first key. */
-            struct xfer probe = *x;
             const char *was = x->rq->keys[x->key_index].label;
+            int next = net_next_key(n, x, now);
             v = RATELIMIT_RETRY;
             delay = 0;
             hop = 1; /* another key, not a retry: max_retries is not spent on it */
-            if (net_pick_key(n, &probe, now, NULL) == 0 && probe.key_index != x->key_index)
+            if (next >= 0)
                 snprintf(reason, sizeof reason, "HTTP %ld on key %s (refused): trying key %s",
-                         (long)r->status, was, x->rq->keys[probe.key_index].label);
+                         (long)r->status, was, x->rq->keys[next].label);
             else
                 snprintf(reason, sizeof reason, "HTTP %ld on key %s (refused)",
                          (long)r->status, was);
         }
         if (v == RATELIMIT_RETRY && x->rq->n_keys > 1 && r->status == 429) {
             /* This key cools down; another healthy key can go at once. */
-            struct xfer probe = *x;
-            if (net_pick_key(n, &probe, now, NULL) == 0 && probe.key_index != x->key_index) {
+            int next = net_next_key(n, x, now);
+            if (next >= 0) {
                 delay = 0;
                 snprintf(reason, sizeof reason, "HTTP 429 on key %s: retrying at once with key %s",
-                         x->rq->keys[x->key_index].label, x->rq->keys[probe.key_index].label);
+                         x->rq->keys[x->key_index].label, x->rq->keys[next].label);
             }
         }
         if (v == RATELIMIT_RETRY) {
@@ -1277,6 +1278,16 @@ static struct net_quota *net_quota_named(struct net *n, const char *name,
 static const char *net_quota_base(const struct net_request *rq)
 {
     return rq->quota_name ? rq->quota_name : rq->url;
+}
+
+/* The pool key that x, refused or cooling on its key now, could go with at once: its index,
+ * or -1 when no other key is healthy. x itself is left as it is. */
+static int net_next_key(struct net *n, const struct xfer *x, double now)
+{
+    struct xfer probe = *x;
+    if (net_pick_key(n, &probe, now, NULL) == 0 && probe.key_index != x->key_index)
+        return probe.key_index;
+    return -1;
 }
 
 /* Choose the key (and so the quota) of the next attempt: sets x->key_index and x->quota and
