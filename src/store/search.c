@@ -39,6 +39,21 @@ static int store_blank(unsigned char c)
     return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
 }
 
+/* The next word of [*p, end), words parted by blanks: its start, with its length in *len and
+ * *p moved past it, or NULL when only blanks are left. */
+static const char *store_word_in(const char **p, const char *end, size_t *len)
+{
+    const char *w = *p;
+    while (w < end && store_blank((unsigned char)*w))
+        w++;
+    const char *e = w;
+    while (e < end && !store_blank((unsigned char)*e))
+        e++;
+    *p = e;
+    *len = (size_t)(e - w);
+    return e > w ? w : NULL;
+}
+
 static int32_t store_fold(uint32_t cp)
 {
     return utf8proc_tolower((utf8proc_int32_t)cp);
@@ -47,20 +62,13 @@ static int32_t store_fold(uint32_t cp)
 static void needle_init(struct needle *nd, const char *s, size_t len)
 {
     memset(nd, 0, sizeof *nd);
-    size_t words = 0;
-    for (size_t i = 0; i < len; i++)
-        words += !store_blank((unsigned char)s[i]) && (i == 0 || store_blank((unsigned char)s[i - 1]));
+    size_t words = 0, wlen;
+    for (const char *p = s; store_word_in(&p, s + len, &wlen);)
+        words++;
     if (words > 1) {
         nd->parts = xmalloc(words * sizeof *nd->parts);
-        for (size_t i = 0; i < len;) {
-            while (i < len && store_blank((unsigned char)s[i]))
-                i++;
-            size_t from = i;
-            while (i < len && !store_blank((unsigned char)s[i]))
-                i++;
-            if (i > from)
-                needle_init(&nd->parts[nd->n_parts++], s + from, i - from);
-        }
+        for (const char *p = s, *w; (w = store_word_in(&p, s + len, &wlen));)
+            needle_init(&nd->parts[nd->n_parts++], w, wlen);
     }
     nd->text = xstrndup(s, len);
     nd->len = len;
@@ -261,7 +269,7 @@ static size_t store_query_terms(const char *q, char ***terms)
     *terms = NULL;
     const char *p = q;
     for (;;) {
-        while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == '\f' || *p == '\v')
+        while (store_blank((unsigned char)*p))
             p++;
         if (!*p)
             break;
@@ -278,8 +286,7 @@ static size_t store_query_terms(const char *q, char ***terms)
                 end--;
         } else {
             start = p;
-            while (*p && *p != ' ' && *p != '\t' && *p != '\n' && *p != '\r' && *p != '\f' &&
-                   *p != '\v')
+            while (*p && !store_blank((unsigned char)*p))
                 p++;
             end = p;
         }
@@ -308,15 +315,7 @@ static size_t store_chars_n(const char *s, size_t len)
  * Returns the next word's start from *p (moved past it) and its length in *len, or NULL. */
 static const char *store_term_word(const char **p, size_t *len)
 {
-    const char *w = *p;
-    while (*w && store_blank((unsigned char)*w))
-        w++;
-    const char *e = w;
-    while (*e && !store_blank((unsigned char)*e))
-        e++;
-    *p = e;
-    *len = (size_t)(e - w);
-    return e > w ? w : NULL;
+    return store_word_in(p, *p + strlen(*p), len);
 }
 
 /* A term the index narrows by has a word of 3+ characters; one the rows are filtered by with
