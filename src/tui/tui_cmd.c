@@ -191,7 +191,10 @@ const char *const *tui_cmd_complete(struct tui *t, const char *line, int start, 
         tui_cmd_complete_names(t);
         return (const char *const *)t->cands;
     }
-    size_t w = strcspn(line, " ");
+    size_t w = strcspn(line, " "), arg = w + strspn(line + w, " ");
+    if ((size_t)start != arg)
+        return NULL; /* each command takes one argument: after it, Tab offers nothing (until
+                      * 2026-12 "/model gpt-4o " Tab gave "/model gpt-4o gpt-4o") */
     if (w == 6 && strncmp(line, "/theme", 6) == 0) {
         t->cands = tui_cmd_themes();
     } else if (w == 8 && strncmp(line, "/profile", 8) == 0) {

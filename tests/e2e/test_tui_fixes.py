@@ -370,6 +370,16 @@ with ttlib.FakeServer() as srv:
         bar = [ln for ln in scr.split("\n") if ln.startswith(" idle")]
         t.ok("a model name has no spaces" in scr and bar and "a b c" not in bar[-1],
              "/model a b c: refused, the model unchanged", scr)
+        # Tab after the one argument offers nothing (until 2026-12 it put the model's name
+        # in again: "/model gpt-x gpt-4o-mini"); the Z after it shows the Tab was read
+        tm.send("C-u")
+        tm.send_text("/model gpt-x ")
+        tm.send("Tab")
+        tm.send_text("Z")
+        scr = tm.wait_for(re.compile(r"\u203a /model gpt-x \S*Z"), 5) or tm.capture()
+        t.ok(re.search(r"\u203a /model gpt-x Z", scr) is not None,
+             "Tab after /model's argument adds nothing", scr)
+        tm.send("C-u")
         quit_chat(tm)
 
     # --- a resumed chat shows the saved reasoning as the live one did (until 2026-12 it hid
