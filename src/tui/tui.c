@@ -789,10 +789,10 @@ static void tui_sink_end(void *ud, const struct net_result *r)
         t->ctx_marked = 1;
     }
     if (t->have_session) {
-        /* a failed or refused prompt is never sent later: it goes back to the input line */
+        /* a prompt the next request leaves out goes back to the input line */
         const struct conv *c = session_conv(t->s);
         const struct conv_turn *last = c->n ? &c->turns[c->n - 1] : NULL;
-        if (last && (last->outcome == CONV_FAILED || last->outcome == CONV_REFUSED)) {
+        if (last && !conv_turn_sent(last)) { /* failed, refused, or cancelled before a byte */
             tui_input_offer(last->prompt);
             tui_hint(t, "the prompt is back in the input line: Enter sends it again");
         }
