@@ -497,7 +497,10 @@ int script_json_write(int fd, const cJSON *o, const char *content, size_t clen,
 static void script_json(struct session *s, const struct net_result *r, int code, int tty)
 {
     cJSON *o = cJSON_CreateObject();
-    script_result_fields(o, r, SCRIPT_JSON_STREAMED, SCRIPT_JSON_STREAMED,
+    struct net_result turn = *r; /* usage: the turn's, every tool round's (not the last's) */
+    if (session_turn_usage(s)->present)
+        turn.usage = *session_turn_usage(s);
+    script_result_fields(o, &turn, SCRIPT_JSON_STREAMED, SCRIPT_JSON_STREAMED,
                          session_profile(s)->model, code, 1);
     script_json_context(s, o);
     script_json_tools(s, o);

@@ -114,6 +114,7 @@ struct session {
     struct tool_policy *policy;
     int tool_rounds;           /* rounds at most per turn */
     int round;                 /* tool rounds of the turn in flight */
+    struct api_usage turn_usage; /* the usage of the turn's requests, every round summed */
     size_t ask_step, ask_call; /* the step whose calls are being run, and the next call */
     struct tool_job *job;      /* the call running, NULL = none */
     int tools_cancel;          /* cancelled while tools ran: the turn ends */
@@ -753,6 +754,7 @@ unsigned session_send(struct session *s, const char *prompt)
 {
     struct conv_turn *nt = conv_push(&s->conv, prompt, strlen(prompt));
     s->round = 0;
+    memset(&s->turn_usage, 0, sizeof s->turn_usage);
     s->tools_cancel = 0;
     free(s->incomplete);
     s->incomplete = NULL;
@@ -1352,6 +1354,26 @@ static int session_tool_next(struct session *s, const struct session_sink *sink)
 /* An answer that asked for tools (r, taken on 1): its text and calls become a step of the
  * turn, saved, and its calls run. 0 when r is not such an answer; 1 when the turn goes on, 2
  * when it ended. */
+/* One request's usage into the turn's sum (session_turn_usage). */
+static void session_usage_add(struct session *s, const struct net_result *r)
+{
+    const struct api_usage *u = &r->usage;
+    if (!u->present)
+        return;
+    struct api_usage *t = &s->turn_usage;
+    t->prompt += u->prompt;
+    t->completion += u->completion;
+    t->total += u->total;
+    t->reasoning += u->reasoning;
+    t->cached += u->cached;
+    t->present = 1;
+}
+
+const struct api_usage *session_turn_usage(const struct session *s)
+{
+    return &s->turn_usage;
+}
+
 static int session_tools_round(struct session *s, struct net_result *r,
                                const struct session_sink *sink)
 {
@@ -1364,6 +1386,7 @@ static int session_tools_round(struct session *s, struct net_result *r,
     session_save_end(s, r);
     session_save_quota(s, r);
     session_context_end(s, r);
+    session_usage_add(s, r);
     s->ask_step = t->n_steps;
     s->ask_call = 0;
     struct conv_step *st = conv_step_add(t);
@@ -1496,6 +1519,7 @@ int session_dispatch(struct session *s, const struct session_sink *sink)
             session_save_end(s, s->last);
             session_save_quota(s, s->last);
             session_context_end(s, s->last); /* spend, calibration */
+            session_usage_add(s, s->last);
             session_settle(s, s->last, aid);
             session_tokens_save(s); /* the counts of the turn, and of older rows counted now */
             if (batch && store_batch_end(s->store) != 0)

@@ -158,6 +158,9 @@ const struct tool_call *session_tool_running(const struct session *s, int *round
 /* Why the last turn's answer could not be completed with its tools (a call refused, the
  * round limit), or NULL: scripted mode exits with 9 then. */
 const char *session_tools_incomplete(const struct session *s);
+/* The usage of the last turn's requests summed: with tools, every round's (a round's own is
+ * in its net_result); present 0 when no request of the turn reported usage. */
+const struct api_usage *session_turn_usage(const struct session *s);
 
 /* Stop the network thread and free everything, s included. NULL is fine. */
 void session_close(struct session *s);

@@ -326,7 +326,17 @@ with ttlib.FakeServer() as srv:
          "the resume after it sends no unanswered call (rc %d)" % rc,
          text(err) + (json.dumps(b[0]) if b else ""))
 
-    # --- 13. no tools at all: the body has no tools member ---
+    # --- 13. --json's usage is the turn's: every round's summed (until 2026-12 only the last
+    # round's, so a tool turn under-reported what it cost) ---
+    srv.queue(["replay=openai_tool_calls.sse", "reply=The sum is 42.,prompt_tokens=200"])
+    rc, out, err = run(srv, home, ["--no-save", "--no-cache", "--allow-tool", "test.*", "--json",
+                                   "-p", "add"])
+    u = (json.loads(out) if out.strip() else {}).get("usage") or {}
+    t.ok(rc == 0 and u.get("prompt_tokens") == 295 and u.get("completion_tokens", 0) > 50 and
+         u.get("total_tokens") == u.get("prompt_tokens", 0) + u.get("completion_tokens", 0),
+         "--json usage sums both rounds: 95 + 200 prompt tokens", text(out) + text(err))
+
+    # --- 14. no tools at all: the body has no tools member ---
     n0 = len(srv.requests())
     rc, out, err = run(srv, home, ["--no-save", "-p", "hi"], tools=False)
     b = bodies(srv, n0)
