@@ -76,7 +76,8 @@ static const char cmd_usage_text[] =
     "                     [--format text|json|prometheus]\n"
     "       tokterm cache stats|clear\n"
     "search: words must all occur (as substrings, any case); \"quoted words\" form one phrase;\n"
-    "        nothing else is special. No match: \"no matches\" on stderr, exit status 1.\n"
+    "        OR (in capitals) parts alternatives: a b OR c; nothing else is special.\n"
+    "        No match: \"no matches\" on stderr, exit status 1.\n"
     "show, export: the live path of each conversation (what the next request would carry,\n"
     "        with failed and refused turns); --all-versions adds the earlier versions that\n"
     "        /edit and /retry replaced.\n"
@@ -748,24 +749,6 @@ static void cmd_snippet(struct cmd_ctx *c, const char *s)
     }
 }
 
-/* 1 when query holds no search term: only white space and empty "" phrases (the terms
- * store_search would find; it refuses an empty query as an error, this is bad usage). */
-static int cmd_query_empty(const char *q)
-{
-    for (const char *p = q; *p;) {
-        if (strchr(" \t\n\r\f\v", *p)) {
-            p++;
-        } else if (*p == '"') {
-            if (p[1] && p[1] != '"')
-                return 0;
-            p += p[1] ? 2 : 1;
-        } else {
-            return 0;
-        }
-    }
-    return 1;
-}
-
 static int cmd_search(struct cmd_ctx *c, const struct cmd_opts *o)
 {
     if (o->n_pos == 0)
@@ -788,9 +771,10 @@ static int cmd_search(struct cmd_ctx *c, const struct cmd_opts *o)
             buf_appendc(&q, ' ');
         buf_appends(&q, o->pos[i]);
     }
-    if (cmd_query_empty(buf_str(&q))) {
+    const char *bad = store_query_error(buf_str(&q));
+    if (bad) {
         buf_free(&q);
-        return cmd_usage(c, "the search query is empty: give a word or a \"phrase\"");
+        return cmd_usage(c, bad);
     }
     struct store_hit *hits;
     size_t n;

@@ -1158,20 +1158,158 @@ static int store_search_fill(struct store *st, const struct store_srch *sr,
     return 0;
 }
 
+/* The query's alternatives: the query cut at each OR that stands alone, unquoted. Returns
+ * their count (*groups: malloc'd strings), or 0 with *why when the query has no term or an
+ * OR has none on one side (*groups NULL). */
+static size_t store_query_groups(const char *q, char ***groups, const char **why)
+{
+    size_t n = 0, cap = 0;
+    *groups = NULL;
+    *why = NULL;
+    for (const char *from = q, *p = q;;) {
+        while (store_blank((unsigned char)*p))
+            p++;
+        const char *tok = p;
+        if (*p == '"') {
+            const char *end = strchr(p + 1, '"');
+            p = end ? end + 1 : p + strlen(p);
+        } else {
+            while (*p && !store_blank((unsigned char)*p))
+                p++;
+        }
+        int cut = p - tok == 2 && tok[0] == 'O' && tok[1] == 'R';
+        if (!cut && *tok)
+            continue;
+        char *grp = xstrndup(from, (size_t)(tok - from)), **terms = NULL;
+        size_t k = store_query_terms(grp, &terms);
+        for (size_t i = 0; i < k; i++)
+            free(terms[i]);
+        free(terms);
+        if (!k) {
+            free(grp);
+            if (cut || n) /* "OR b", "a OR", "a OR OR b" */
+                *why = "OR needs a word or a \"phrase\" on each side";
+            break;
+        }
+        XGROW(*groups, n + 1, cap);
+        (*groups)[n++] = grp;
+        if (!cut)
+            break;
+        from = p;
+    }
+    if (*why || !n) {
+        for (size_t i = 0; i < n; i++)
+            free((*groups)[i]);
+        free(*groups);
+        *groups = NULL;
+        if (!*why)
+            *why = "the search query is empty: give a word or a \"phrase\"";
+        return 0;
+    }
+    return n;
+}
+
+const char *store_query_error(const char *query)
+{
+    char **g;
+    const char *why;
+    size_t n = store_query_groups(query ? query : "", &g, &why);
+    for (size_t i = 0; i < n; i++)
+        free(g[i]);
+    free(g);
+    return n ? NULL : why;
+}
+
+static int store_hit_by_id(const void *a, const void *b)
+{
+    const struct store_hit *x = a, *y = b;
+    return x->message_id < y->message_id ? -1 : x->message_id > y->message_id;
+}
+
+/* Best first: the lower rank, then the newer message (a scan's hits all rank 0). */
+static int store_hit_best(const void *a, const void *b)
+{
+    const struct store_hit *x = a, *y = b;
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    return x->message_id > y->message_id ? -1 : x->message_id < y->message_id;
+}
+
+static int store_search_group(struct store *st, const char *query,
+                              const struct store_search_opts *opts, struct store_hit **out,
+                              size_t *n);
+static void store_hits_free_one(struct store_hit *h);
+
 int store_search(struct store *st, const char *query, const struct store_search_opts *opts,
                  struct store_hit **out, size_t *n)
 {
     store_fts_catch_up(st, 0);
     struct store_search_opts def = {0};
-    struct store_srch sr = {.opts = opts ? opts : &def};
+    opts = opts ? opts : &def;
     *out = NULL;
     *n = 0;
-    if (sr.opts->limit < 0 || sr.opts->limit > STORE_SEARCH_MAX) {
+    if (opts->limit < 0 || opts->limit > STORE_SEARCH_MAX) {
         store_set_err(st, "a search returns 1 to %d hits, not %d", STORE_SEARCH_MAX,
-                      sr.opts->limit);
+                      opts->limit);
         return -1;
     }
-    sr.n_terms = store_query_terms(query ? query : "", &sr.terms);
+    char **g;
+    const char *why;
+    size_t n_g = store_query_groups(query ? query : "", &g, &why);
+    if (!n_g) {
+        store_set_err(st, "%s", why);
+        return -1;
+    }
+    int ret = 0;
+    size_t cap = 0;
+    for (size_t i = 0; i < n_g; i++) {
+        struct store_hit *h = NULL;
+        size_t k = 0;
+        if (ret == 0 && n_g == 1) {
+            ret = store_search_group(st, g[i], opts, out, n);
+        } else if (ret == 0 && (ret = store_search_group(st, g[i], opts, &h, &k)) == 0) {
+            XGROW(*out, *n + k, cap); /* each alternative's hits, merged below */
+            if (k)
+                memcpy(*out + *n, h, k * sizeof *h);
+            *n += k;
+            free(h);
+        }
+        free(g[i]);
+    }
+    free(g);
+    if (ret != 0 || n_g == 1)
+        return ret;
+    /* A message found by several alternatives counts once, at its best rank. */
+    qsort(*out, *n, sizeof **out, store_hit_by_id);
+    size_t kept = 0;
+    for (size_t i = 0; i < *n; i++) {
+        struct store_hit *h = &(*out)[i], *last = kept ? &(*out)[kept - 1] : NULL;
+        if (last && last->message_id == h->message_id) {
+            if (h->rank < last->rank) {
+                struct store_hit tmp = *last;
+                *last = *h;
+                *h = tmp;
+            }
+            store_hits_free_one(h);
+        } else {
+            (*out)[kept++] = *h;
+        }
+    }
+    qsort(*out, kept, sizeof **out, store_hit_best);
+    size_t lim = opts->limit > 0 ? (size_t)opts->limit : 20;
+    for (size_t i = lim; i < kept; i++)
+        store_hits_free_one(&(*out)[i]);
+    *n = kept < lim ? kept : lim;
+    return 0;
+}
+
+/* store_search for one alternative (no OR). */
+static int store_search_group(struct store *st, const char *query,
+                              const struct store_search_opts *opts, struct store_hit **out,
+                              size_t *n)
+{
+    struct store_srch sr = {.opts = opts};
+    sr.n_terms = store_query_terms(query, &sr.terms);
     if (sr.n_terms == 0) {
         free(sr.terms);
         store_set_err(st, "empty search query");
@@ -1199,13 +1337,17 @@ int store_search(struct store *st, const char *query, const struct store_search_
     return ret;
 }
 
+static void store_hits_free_one(struct store_hit *h)
+{
+    free(h->title);
+    free(h->role);
+    free(h->model);
+    free(h->snippet);
+}
+
 void store_hits_free(struct store_hit *hits, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
-        free(hits[i].title);
-        free(hits[i].role);
-        free(hits[i].model);
-        free(hits[i].snippet);
-    }
+    for (size_t i = 0; i < n; i++)
+        store_hits_free_one(&hits[i]);
     free(hits);
 }

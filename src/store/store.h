@@ -30,8 +30,10 @@
  * Search query language (store_search): the query is split into terms at white space; a term
  * is a substring to find, case-insensitively, anywhere in a message's content, and a message
  * must contain every term (AND). "double quotes" group words, spaces included, into one term
- * (an unbalanced quote runs to the end of the query). Nothing else is special: AND, OR, NOT,
- * NEAR, *, -, :, ( ) are searched for literally. Terms of 3 or more characters use an FTS5
+ * (an unbalanced quote runs to the end of the query). OR on its own, in capitals and unquoted,
+ * parts alternatives: `a b OR c` finds the messages with a and b, and those with c (each once,
+ * at its best rank). Nothing else is special: AND, NOT, NEAR, *, -, :, ( ) and "OR" quoted are
+ * searched for literally. Terms of 3 or more characters use an FTS5
  * index: the word index (fts_words.h) when each is one whole word of 5-16 letters or digits
  * (not CJK or another script written without spaces), else the trigram index; both find the same messages (the word index counts a message's
  * length in its own pieces, so the order of hits can differ a little). Hits rank by bm25 (the newest 5,000 matches are ranked, so a word found in
@@ -488,8 +490,11 @@ char *store_message_reasoning(struct store *st, int64_t id);
  * index. 0, or -1 when the queue is left (another process held the write lock too long). */
 int store_search_index(struct store *st);
 
+/* What is wrong with a search query (no term, or an OR with nothing on one side), or NULL. */
+const char *store_query_error(const char *query);
+
 /* Full-text search (query language above). *out gets *n hits, best first (free with
- * store_hits_free). An empty query is an error. Returns 0 or -1. */
+ * store_hits_free). A query store_query_error refuses is an error. Returns 0 or -1. */
 int store_search(struct store *st, const char *query, const struct store_search_opts *opts,
                  struct store_hit **out, size_t *n);
 void store_hits_free(struct store_hit *hits, size_t n);

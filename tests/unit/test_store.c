@@ -1966,7 +1966,7 @@ static void test_search(void)
     /* Quotes, operators, parentheses: never an error, matched literally. */
     static const char *const hostile[] = {
         "\"",       "\"\"",        "\"unbalanced", "a\"b",    "hello\"",      "AND",
-        "OR",       "NOT",         "NEAR",         "NEAR(",   "NEAR(a b, 2)", "*",
+        "\"OR\"",   "NOT",         "NEAR",         "NEAR(",   "NEAR(a b, 2)", "*",
         "-",        ":",           "(",            ")",       "()",           "x:y",
         "col:fox",  "fox*",        "-fox",         "+fox",    "^fox",         "{col}",
         "a OR b",   "NOT fox",     "\"a\" \"b",    "'",       "''",           "\\",
@@ -2002,6 +2002,30 @@ static void test_search(void)
     TAP_INT(search_count(st, "; DROP TABLE messages; --", NULL, NULL, NULL), 0,
             "SQL injection attempt is just text");
     TAP_INT(search_count(st, "fox", NULL, NULL, NULL), 1, "table still there");
+
+    /* OR alone, in capitals, parts alternatives; each message once. */
+    TAP_INT(search_count(st, "quick OR crème", NULL, NULL, NULL), 2, "OR: one of each side");
+    TAP_INT(search_count(st, "fox OR dog OR lazy", NULL, NULL, NULL), 1,
+            "OR: a message found by every side counts once");
+    TAP_INT(search_count(st, "quick elephant OR brûlée délicieux", NULL, NULL, &fid), 1,
+            "OR binds looser than AND: (quick elephant) or (brûlée délicieux)");
+    TAP_INT(fid, ids[1], "right message");
+    TAP_INT(search_count(st, "é OR fox", NULL, NULL, NULL), 2,
+            "OR of a scanned 1-char term and an indexed word");
+    TAP_INT(search_count(st, "fox or dog", NULL, NULL, NULL), 0, "lower-case or is a word");
+    TAP_INT(search_count(st, "\"OR\" seems", NULL, NULL, &fid), 1, "quoted OR is searched for");
+    TAP_INT(fid, ids[4], "right message");
+    {
+        struct store_search_opts one = {.limit = 1};
+        TAP_INT(search_count(st, "apple OR fox OR crème", &one, NULL, NULL), 1,
+                "OR: --limit holds for the merged hits");
+    }
+    static const char *const half[] = {"OR fox", "fox OR", "fox OR OR dog", "OR"};
+    for (size_t i = 0; i < TT_ARRAY_LEN(half); i++) {
+        int got = search_count(st, half[i], NULL, NULL, NULL);
+        TAP_OK(got == -1 && strstr(store_error(st), "OR needs"), "<%s> is an error: %s",
+               half[i], got == -1 ? store_error(st) : "(none)");
+    }
 
     /* Phrases vs AND. */
     TAP_INT(search_count(st, "\"quick brown\"", NULL, NULL, NULL), 1, "phrase in order");
@@ -3106,8 +3130,9 @@ static void test_commands(void)
             "bad --until: usage");
     TAP_INT(run_cmd(st, 0, NULL, "search", NULL), 2, "search without query: usage");
     TAP_INT(run_cmd(st, 0, NULL, "search", "\"", NULL), 2, "empty query: usage");
-    TAP_INT(run_cmd(st, 0, NULL, "search", "NEAR(\"a", "OR", NULL), 1,
+    TAP_INT(run_cmd(st, 0, NULL, "search", "NEAR(\"a", "AND", NULL), 1,
             "hostile query: no match, no error");
+    TAP_INT(run_cmd(st, 0, NULL, "search", "fox", "OR", NULL), 2, "an OR with one side: usage");
 
     TAP_INT(run_cmd(st, 0, &out, "export", id1, "--format", "json", NULL), 0, "export json");
     cJSON *j = cJSON_Parse(out);
