@@ -598,8 +598,9 @@ static void cmd_md_message(struct cmd_ctx *c, const struct store_message *m,
         cmd_puts(c, m->model);
     }
     fprintf(c->out, " \xC2\xB7 %s", when);
+    char vt[CONV_VERSION_MAX];
     if (ri->versions > 1)
-        fprintf(c->out, " \xC2\xB7 version %d of %d", ri->version, ri->versions);
+        fprintf(c->out, " \xC2\xB7 %s", conv_version_text(vt, ri->version, ri->versions));
     if (!ri->live)
         fputs(" \xC2\xB7 replaced (not on the live path, never sent again)", c->out);
     fputs("\n\n", c->out);

@@ -9,6 +9,7 @@
 #include "store/store.h"
 
 #include <cjson/cJSON.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -359,6 +360,12 @@ const char *conv_outcome_name(enum conv_outcome o)
     static const char *const names[] = {"pending", "answered", "cut", "interrupted", "failed",
                                         "refused"};
     return (size_t)o < TT_ARRAY_LEN(names) ? names[o] : "?";
+}
+
+const char *conv_version_text(char *buf, int version, int versions)
+{
+    snprintf(buf, CONV_VERSION_MAX, "version %d of %d", version, versions);
+    return buf;
 }
 
 enum conv_outcome conv_outcome_saved(int has_answer, int status, const char *finish,

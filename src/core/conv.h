@@ -152,6 +152,10 @@ int conv_turn_sent(const struct conv_turn *t);
 int64_t conv_parent_id(const struct conv *c, size_t at);
 /* "answered", "cut", "interrupted", "failed", "refused", "pending". */
 const char *conv_outcome_name(enum conv_outcome o);
+/* "version V of N": how the chat, show and export name one of a turn's versions (/edit,
+ * /retry). Writes into buf (CONV_VERSION_MAX bytes) and returns it. */
+#define CONV_VERSION_MAX 48
+const char *conv_version_text(char *buf, int version, int versions);
 
 /* Outcome of a saved turn from its rows: status/finish/content of the answer (has_answer 0
  * when there is none) and the user row's error. */

@@ -498,9 +498,10 @@ static char *tui_turn_footer(const struct conv_turn *tt, int *slot)
     default:
         break;
     }
+    char vt[CONV_VERSION_MAX];
     if (tt->n_versions > 1)
-        buf_printf(&b, "%sversion %d of %d", b.len ? " \xC2\xB7 " : "", tt->version,
-                   tt->n_versions);
+        buf_printf(&b, "%s%s", b.len ? " \xC2\xB7 " : "",
+                   conv_version_text(vt, tt->version, tt->n_versions));
     return b.len ? buf_take(&b) : (buf_free(&b), NULL);
 }
 
@@ -772,8 +773,10 @@ static void tui_sink_end(void *ud, const struct net_result *r)
         char *footer = tui_footer(t, r, &slot);
         const struct conv *c = t->have_session ? session_conv(t->s) : NULL;
         if (c && c->n && c->turns[c->n - 1].n_versions > 1) {
-            char *v = xasprintf("%s \xC2\xB7 version %d of %d", footer,
-                                c->turns[c->n - 1].version, c->turns[c->n - 1].n_versions);
+            char vt[CONV_VERSION_MAX];
+            char *v = xasprintf("%s \xC2\xB7 %s", footer,
+                                conv_version_text(vt, c->turns[c->n - 1].version,
+                                                  c->turns[c->n - 1].n_versions));
             free(footer);
             footer = v;
         }

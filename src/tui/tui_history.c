@@ -345,8 +345,9 @@ static void tui_hist_item_fill(struct tui_hist *h, struct tui_view *v, size_t i)
     /* /edit and /retry keep earlier versions: shown, marked, never sent again. The mark ends
      * the turn, under its answer as the chat puts it (above the turn's prompt, it read as the
      * footer of the answer before it) */
+    char vt[CONV_VERSION_MAX];
     char *version = ri->versions > 1 || !ri->live
-                        ? xasprintf("version %d of %d%s", ri->version, ri->versions,
+                        ? xasprintf("%s%s", conv_version_text(vt, ri->version, ri->versions),
                                     ri->live ? "" : " \xC2\xB7 replaced: not on the live path, "
                                                     "never sent again")
                         : NULL;
