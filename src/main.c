@@ -479,6 +479,37 @@ static int main_files(struct main_run *r)
     return -1;
 }
 
+/* stdin read as text as -f reads a file: UTF-16 with a byte order mark converted, a UTF-8 one
+ * dropped, only blanks taken as nothing; a NUL refused (binary: until 2026-12 the prompt was cut
+ * there without a word). Invalid UTF-8 goes on, said: its bytes are sent as U+FFFD. -1 with
+ * the message printed when refused. */
+static int main_stdin_text(char **input, size_t *len)
+{
+    struct buf b = BUF_INIT;
+    const char *note;
+    int rc = attach_text_decode((const unsigned char *)*input, *len, &b, &note);
+    if (rc == ATTACH_TEXT_NUL || rc == ATTACH_TEXT_UTF16) {
+        fprintf(stderr, "tokterm: stdin is not text (%s): nothing was sent; give a file "
+                        "with -f (text, an image or a PDF)\n",
+                rc == ATTACH_TEXT_NUL ? "it holds a NUL byte" : "a UTF-16 byte order mark, "
+                                                                "then no valid UTF-16");
+        buf_free(&b);
+        return -1;
+    }
+    if (rc == ATTACH_TEXT_UTF8) {
+        fputs("tokterm: warning: stdin is not valid UTF-8: its invalid bytes are sent as "
+              "U+FFFD\n", stderr);
+    } else {
+        free(*input);
+        *len = b.len;
+        *input = buf_take(&b);
+    }
+    buf_free(&b);
+    if (!(*input)[strspn(*input, " \t\r\n")])
+        *len = 0; /* only blanks: no context */
+    return 0;
+}
+
 /* Scripted mode: the prompt from -p and/or stdin, before the key is read. */
 static int main_prompt_check(struct main_run *r)
 {
@@ -489,8 +520,10 @@ static int main_prompt_check(struct main_run *r)
     size_t input_len = 0;
     if (!isatty(0) && !main_file_is_stdin(&r->a)) {
         input = main_read_stdin(&input_len);
-        if (!input)
+        if (!input || main_stdin_text(&input, &input_len) != 0) {
+            free(input);
             return 2;
+        }
     }
     /* stdin is context for the first prompt: `git diff | tokterm -p "review this"` */
     const struct cli *a = &r->a;

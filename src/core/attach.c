@@ -254,6 +254,28 @@ static int utf16_to_utf8(const unsigned char *d, size_t n, int be, struct buf *o
     return 0;
 }
 
+int attach_text_decode(const unsigned char *d, size_t n, struct buf *out, const char **note)
+{
+    *note = NULL;
+    if (n >= 2 && ((d[0] == 0xFF && d[1] == 0xFE) || (d[0] == 0xFE && d[1] == 0xFF))) {
+        int be = d[0] == 0xFE;
+        size_t was = out->len;
+        if (utf16_to_utf8(d + 2, n - 2, be, out) < 0) {
+            out->len = was;
+            return ATTACH_TEXT_UTF16;
+        }
+        *note = be ? "converted from UTF-16BE" : "converted from UTF-16LE";
+        return 0;
+    }
+    size_t skip = n >= 3 && memcmp(d, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+    if (memchr(d + skip, '\0', n - skip))
+        return ATTACH_TEXT_NUL;
+    if (!utf8_valid((const char *)d + skip, n - skip))
+        return ATTACH_TEXT_UTF8;
+    buf_append(out, d + skip, n - skip);
+    return 0;
+}
+
 static void attach_set(struct attach *a, enum attach_kind kind, const char *name,
                        const char *mime, const void *data, size_t len)
 {
@@ -286,26 +308,23 @@ int attach_from_bytes(struct attach *a, const char *name, const unsigned char *d
     } else if (n >= 5 && memcmp(d, "%PDF-", 5) == 0) {
         attach_set(a, ATTACH_PDF, name, "application/pdf", d, n);
         a->pages = pdf_pages(d, n);
-    } else if (n >= 2 && ((d[0] == 0xFF && d[1] == 0xFE) || (d[0] == 0xFE && d[1] == 0xFF))) {
-        int be = d[0] == 0xFE;
+    } else {
         struct buf u = BUF_INIT;
-        if (utf16_to_utf8(d + 2, n - 2, be, &u) < 0) {
-            buf_free(&u);
+        const char *note = NULL;
+        int rc = attach_text_decode(d, n, &u, &note);
+        if (rc == ATTACH_TEXT_UTF16)
             *err = xasprintf("%s: not valid UTF-16 text (it starts with a UTF-16 byte order "
                              "mark)", name);
+        else if (rc < 0)
+            *err = xasprintf("%s: a binary file (not UTF-8 or UTF-16 text, nor a PNG, JPEG, "
+                             "GIF, WebP image or a PDF)", name);
+        if (rc < 0) {
+            buf_free(&u);
             return -1;
         }
         attach_set(a, ATTACH_TEXT, name, "text/plain", u.data ? u.data : "", u.len);
-        a->note = be ? "converted from UTF-16BE" : "converted from UTF-16LE";
+        a->note = note;
         buf_free(&u);
-    } else {
-        size_t skip = n >= 3 && memcmp(d, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
-        if (memchr(d + skip, '\0', n - skip) || !utf8_valid((const char *)d + skip, n - skip)) {
-            *err = xasprintf("%s: a binary file (not UTF-8 or UTF-16 text, nor a PNG, JPEG, "
-                             "GIF, WebP image or a PDF)", name);
-            return -1;
-        }
-        attach_set(a, ATTACH_TEXT, name, "text/plain", d + skip, n - skip);
     }
     a->file_size = n;
     return 0;

@@ -78,6 +78,12 @@ void attach_restore(struct attach *a, const char *name, const char *mime, const 
  * 0 with *a filled (data copied), or -1 with *err. name is used in messages. */
 int attach_from_bytes(struct attach *a, const char *name, const unsigned char *data, size_t len,
                       char **err);
+/* Text as a file attachment's text is read: UTF-16 with a byte order mark converted to UTF-8
+ * (*note says from which; else NULL), a UTF-8 one dropped. 0 with the text in out, or
+ * ATTACH_TEXT_NUL (a NUL byte: binary), ATTACH_TEXT_UTF8 (invalid UTF-8) or ATTACH_TEXT_UTF16
+ * (a byte order mark, then no valid UTF-16), out then unchanged. */
+enum { ATTACH_TEXT_NUL = -1, ATTACH_TEXT_UTF8 = -2, ATTACH_TEXT_UTF16 = -3 };
+int attach_text_decode(const unsigned char *d, size_t n, struct buf *out, const char **note);
 void attach_clear(struct attach *a);
 void attach_copy(struct attach *dst, const struct attach *src);
 void attach_list_free(struct attach_list *l);

@@ -94,6 +94,25 @@ with ttlib.FakeServer() as srv:
     rc, out, err = run(srv, "", [], stdin="   \n")
     t.eq(rc, 2, "empty prompt: exit 2")
     t.ok(b"empty" in err, "empty prompt: message")
+    # stdin is read as -f reads text (until 2026-12 a NUL cut the prompt there without a
+    # word, and UTF-16 went out as U+FFFD and stray bytes)
+    n0 = len(srv.requests())
+    rc, out, err = run(srv, "", ["-p", "summarize"], stdin=b"line one\nsecret\x00after nul\n")
+    t.ok(rc == 2 and b"NUL" in err and len(srv.requests()) == n0,
+         "stdin with a NUL: refused, exit 2, nothing sent", err.decode(errors="replace"))
+    rc, out, err = run(srv, "", ["-p", "what"], stdin="hello utf16 \u00e9\n".encode("utf-16"))
+    t.eq((rc, srv.requests()[-1]["body"]["messages"][-1]["content"]),
+         (0, "what\n\nhello utf16 \u00e9\n"), "UTF-16 stdin with its BOM: converted")
+    rc, out, err = run(srv, "", ["-p", "what"], stdin=b"\xef\xbb\xbfbom text")
+    t.eq(srv.requests()[-1]["body"]["messages"][-1]["content"], "what\n\nbom text",
+         "a UTF-8 byte order mark on stdin is dropped")
+    rc, out, err = run(srv, "", ["-p", "what"], stdin=b"bad \xff byte")
+    t.ok(rc == 0 and b"not valid UTF-8" in err and
+         srv.requests()[-1]["body"]["messages"][-1]["content"] == "what\n\nbad \ufffd byte",
+         "invalid UTF-8 on stdin: sent as U+FFFD, and said", err.decode(errors="replace"))
+    rc, out, err = run(srv, "", ["-p", "ws"], stdin=" \n\n  \n")
+    t.eq(srv.requests()[-1]["body"]["messages"][-1]["content"], "ws",
+         "a stdin of blanks adds nothing to the prompt")
 
     # --- --json ---
     rc, out, err = run(srv, "replay=llamacpp_reasoning.sse", ["--json", "-p", "hi"])
