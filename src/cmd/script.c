@@ -29,7 +29,9 @@
 struct script_state {
     const struct script_opts *o;
     int out_tty, err_tty;
-    int broken_pipe;
+    int broken_pipe;      /* stdout failed: the reader went away, or (write_errno not EPIPE)
+                             the disk is full or the descriptor closed */
+    int write_errno;
     int quiet;            /* this turn's text is kept, not written (script_turn) */
     char last_byte;       /* last byte written to stdout */
     char last_err_byte;   /* last reasoning byte written to stderr */
@@ -49,6 +51,14 @@ struct script_state {
 
 #define SCRIPT_PIECE ((size_t)64 << 10) /* text sanitised at a time: memory O(piece) */
 
+/* stdout failed (errno says why): nothing more is written to it. */
+static void script_out_failed(struct script_state *st)
+{
+    if (!st->broken_pipe)
+        st->write_errno = errno;
+    st->broken_pipe = 1;
+}
+
 /* Write text to fd (already sanitised when fd is a terminal). */
 static void script_put(struct script_state *st, int fd, const char *s, size_t n)
 {
@@ -60,7 +70,7 @@ static void script_put(struct script_state *st, int fd, const char *s, size_t n)
     }
     if (util_write_all(fd, s, n) < 0) {
         if (fd == 1)
-            st->broken_pipe = 1;
+            script_out_failed(st);
         return;
     }
     if (fd == 1) {
@@ -91,7 +101,7 @@ static void script_hide(struct script_state *st)
     struct buf b = BUF_INIT;
     ansi_md_hide(st->md, &b);
     if (b.len && !st->broken_pipe && util_write_all(1, b.data, b.len) < 0)
-        st->broken_pipe = 1; /* not script_put: cursor moves are no text (last_byte) */
+        script_out_failed(st); /* not script_put: cursor moves are no text (last_byte) */
     buf_free(&b);
 }
 
@@ -418,7 +428,7 @@ static void script_jw_flush(struct script_jw *w, int last)
             p = w->safe.data;
         }
         if (util_write_all(w->fd, p, w->tty ? w->safe.len : n - hold) < 0)
-            w->failed = 1;
+            w->failed = errno ? errno : EIO; /* kept: the frees below may not keep errno */
     }
     memmove(w->out.data, w->out.data + n - hold, hold);
     w->out.len = hold;
@@ -488,13 +498,15 @@ int script_json_write(int fd, const cJSON *o, const char *content, size_t clen,
     cJSON_free(text);
     buf_free(&w.out);
     buf_free(&w.safe);
+    if (w.failed)
+        errno = w.failed;
     return w.failed ? -1 : 0;
 }
 
 /* The one JSON object of --json, written as it is made (script_json_write). On a terminal,
  * C1, DEL and bidi controls are escaped as \uXXXX too (cJSON escapes only C0): the same JSON
  * value, nothing the terminal obeys. */
-static void script_json(struct session *s, const struct net_result *r, int code, int tty)
+static int script_json(struct session *s, const struct net_result *r, int code, int tty)
 {
     cJSON *o = cJSON_CreateObject();
     struct net_result turn = *r; /* usage: the turn's, every tool round's (not the last's) */
@@ -504,9 +516,27 @@ static void script_json(struct session *s, const struct net_result *r, int code,
                          session_profile(s)->model, code, 1);
     script_json_context(s, o);
     script_json_tools(s, o);
-    (void)script_json_write(1, o, session_answer(s), session_answer_len(s), session_reasoning(s),
-                            session_reasoning_len(s), tty);
+    int rc = script_json_write(1, o, session_answer(s), session_answer_len(s),
+                               session_reasoning(s), session_reasoning_len(s), tty);
+    int e = errno;
     cJSON_Delete(o);
+    errno = e;
+    return rc;
+}
+
+/* The exit status of a run whose stdout failed: 141, quiet, when the reader went away (like
+ * death by SIGPIPE); else 1, said once (until 2026-12 a full disk read as a reader gone: 141
+ * and no word, and --json's lost object as exit 0). */
+static int script_out_error(struct script_state *st)
+{
+    if (st->write_errno == EPIPE)
+        return 141;
+    if (st->write_errno) {
+        fprintf(stderr, "tokterm: writing stdout: %s (the answer is saved unless --no-save; "
+                        "tokterm show shows it)\n", strerror(st->write_errno));
+        st->write_errno = 0; /* said once */
+    }
+    return 1;
 }
 
 /* Report the end of one turn; returns its exit status. */
@@ -519,13 +549,16 @@ static int script_turn_end(struct session *s, struct script_state *st, const str
     if (incomplete && (code == 0 || code == 6))
         code = SCRIPT_EXIT_TOOLS;
     if (st->broken_pipe)
-        return 141; /* the reader went away: like death by SIGPIPE, but quiet */
+        return script_out_error(st);
     if (st->last_err_byte && st->last_err_byte != '\n') {
         (void)util_write_all(2, "\n", 1);
         st->last_err_byte = '\n';
     }
     if (o->json && r) {
-        script_json(s, r, code, st->out_tty);
+        if (script_json(s, r, code, st->out_tty) != 0) {
+            script_out_failed(st);
+            return script_out_error(st);
+        }
     } else if (st->md) { /* the unfinished line and a held table */
         buf_reset(&st->scratch);
         ansi_md_finish(st->md, &st->scratch);

@@ -1227,6 +1227,19 @@ static int cmd_cache(struct cmd_ctx *c, const struct cmd_opts *o)
 
 /* ---------------------------------------------------------------- dispatch */
 
+/* code, unless out could not be written: 141, quiet, when its reader went away (as -p), or
+ * 1 with the reason (until 2026-12 `export --all > all.json` on a full disk exited 0). */
+static int cmd_flushed(struct cmd_ctx *c, int code)
+{
+    errno = 0;
+    if (fflush(c->out) == 0 && !ferror(c->out))
+        return code;
+    if (errno == EPIPE)
+        return 141;
+    cmd_error(c, "writing the output: %s", strerror(errno ? errno : EIO));
+    return CMD_STORE_FAIL;
+}
+
 int cmd_store_run(struct store *st, int argc, char **argv, FILE *out, FILE *err,
                   int out_is_tty)
 {
@@ -1262,8 +1275,7 @@ int cmd_store_run(struct store *st, int argc, char **argv, FILE *out, FILE *err,
             code = cmds[i].fn(&c, &o);
         }
         free(o.pos);
-        fflush(out);
-        return code;
+        return cmd_flushed(&c, code);
     }
     cmd_error(&c, "unknown subcommand");
     fputs(cmd_usage_text, err);

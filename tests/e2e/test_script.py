@@ -114,6 +114,22 @@ with ttlib.FakeServer() as srv:
     t.eq(srv.requests()[-1]["body"]["messages"][-1]["content"], "ws",
          "a stdin of blanks adds nothing to the prompt")
 
+    # --- stdout that cannot be written: a full disk is said and fails (until 2026-12 -p gave
+    # 141 without a word, as for a reader gone, and --json and the readers exited 0) ---
+    full_home = ttlib.make_home()
+
+    def to_full(args):
+        e = ttlib.clean_env(full_home, {"OPENAI_BASE_URL": srv.base("")})
+        with open("/dev/full", "wb") as full:
+            p = subprocess.run([ttlib.tokterm_path()] + args, env=e, stdin=subprocess.DEVNULL,
+                               stdout=full, stderr=subprocess.PIPE, timeout=30)
+        return p.returncode, p.stderr.decode(errors="replace")
+    for args in (["-p", "to a full disk"], ["--json", "-p", "json to a full disk"], ["ls"],
+                 ["show", "1"], ["export", "--all", "--format", "json"]):
+        rc, err = to_full(args)
+        t.ok(rc == 1 and "No space left on device" in err,
+             "%s > /dev/full: exit 1 and the reason (rc %d)" % (" ".join(args[:2]), rc), err)
+
     # --- --json ---
     rc, out, err = run(srv, "replay=llamacpp_reasoning.sse", ["--json", "-p", "hi"])
     try:
