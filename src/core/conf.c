@@ -884,7 +884,7 @@ int conf_load(struct conf *c, const char *path, const char *explicit_profile,
 }
 
 /* 1 when the explicitly chosen profile set option `name`. */
-static int conf_profile_owns(const struct conf *c, const char *name)
+int conf_profile_owns(const struct conf *c, const char *name)
 {
     const struct opt *o = conf_find(name);
     return c->profile_explicit && o && (c->profile_set & (1ul << (o - conf_opts)));

@@ -15,6 +15,10 @@ struct conf {
     int system_given;       /* system came from -s: a resume saves it as the conversation's
                                (the profile's or a role's is not the conversation's own) */
     char *role;             /* the role applied on top of the profile (core/role.h) */
+    int role_given;         /* --role: a resume keeps it (else it takes the conversation's) */
+    int model_given;        /* the model came from -m, TOKTERM_MODEL, a profile named with -P
+                               that sets it, or --role: a resume keeps it (else it takes the
+                               model the conversation last asked for) */
     char *mcp;              /* the [mcp NAME] servers enabled: "a, b" (core/mcpset.h) */
     char *api_key_env;      /* name of the environment variable holding the key */
     char *api_key_cmd;      /* shell command printing the key */
@@ -74,6 +78,8 @@ struct conf {
     unsigned long profile_set; /* bit i: option i was set by the selected profile's section */
 };
 
+/* 1 when option name was set by a profile named on the command line or in TOKTERM_PROFILE. */
+int conf_profile_owns(const struct conf *c, const char *name);
 /* Fill c with built-in defaults. */
 void conf_defaults(struct conf *c);
 /* Free every string in c. */

@@ -2,6 +2,7 @@
 #include "config.h"
 #include "core/session.h"
 #include "core/request.h"
+#include "core/role.h"
 #include "net/otlp.h"
 #include "net/probe.h"
 #include "net/queue.h"
@@ -115,6 +116,7 @@ struct session {
     int tool_rounds;           /* rounds at most per turn */
     int round;                 /* tool rounds of the turn in flight */
     struct api_usage turn_usage; /* the usage of the turn's requests, every round summed */
+    char *resume_note;         /* the last resume's role that could not be taken (why) */
     size_t ask_step, ask_call; /* the step whose calls are being run, and the next call */
     struct tool_job *job;      /* the call running, NULL = none */
     int tools_cancel;          /* cancelled while tools ran: the turn ends */
@@ -373,6 +375,65 @@ static const char *session_resume_system(const struct session *s)
     return s->conf->system_given ? s->conf->system : NULL;
 }
 
+/* The resumed conversation's role and model, as its live session had them (until 2026-12 a
+ * resume took the profile's model and no role, and kept the role's system prompt): the
+ * role it was held with, unless --role names one now; then the model its newest prompt asked
+ * for, unless -m, TOKTERM_MODEL, a named profile or --role gives one. What cannot be taken is
+ * said in session_resume_note. */
+static void session_resume_settings(struct session *s, int64_t id)
+{
+    struct conf *c = s->conf;
+    char *role = NULL, *model = NULL;
+    free(s->resume_note);
+    s->resume_note = NULL;
+    if (!s->store || store_conversation_settings(s->store, id, &role, &model) != 0)
+        return;
+    struct buf err = BUF_INIT;
+    /* (held with none: a role the profile names stays; dropping it would take the command
+     * line's settings too, role_drop) */
+    if (role && *role && !c->role_given && strcmp(role, c->role ? c->role : "") != 0) {
+        struct role r;
+        if (role_load(&r, role, c->path, &err) < 0) {
+            s->resume_note = xasprintf("the conversation was held with role %s: %s", role,
+                                       buf_str(&err));
+        } else {
+            const char *other = NULL;
+            for (size_t i = 0; i < r.n; i++)
+                if (strcmp(r.keys[i], "api") == 0 && strcmp(r.values[i], c->api) != 0)
+                    other = "api";
+            if (r.profile && (!c->profile || strcmp(r.profile, c->profile) != 0))
+                other = "profile";
+            if (other)
+                s->resume_note = xasprintf("the conversation was held with role %s, whose "
+                                           "%s differs from this one's: give --role %s to "
+                                           "use it", role, other, role);
+            else if (role_apply(c, &r, &err) < 0)
+                s->resume_note = xasprintf("the conversation was held with role %s: %s", role,
+                                           buf_str(&err));
+            role_free(&r);
+        }
+    }
+    if (model && *model && !c->model_given && strcmp(model, c->model) != 0) {
+        free(c->model);
+        c->model = xstrdup(model);
+    }
+    buf_free(&err);
+    free(role);
+    free(model);
+}
+
+const char *session_resume_note(const struct session *s)
+{
+    return s->resume_note;
+}
+
+void session_role_changed(struct session *s)
+{
+    if (s->save && s->store && s->conv_id > 0 &&
+        store_conversation_set_role(s->store, s->conv_id, s->conf->role) < 0)
+        session_store_failed(s);
+}
+
 /* Take c as the resumed conversation (lean: only its newest turns). */
 static void session_resumed(struct session *s, struct conv *c, int lean)
 {
@@ -394,6 +455,7 @@ int session_resume(struct session *s, int64_t id, char **err)
 {
     if (conv_resolve_id(s->store, &id, err) < 0)
         return -1;
+    session_resume_settings(s, id); /* first: the model decides the encoding counts load in */
     /* a scripted resume builds thousands of rows, turns and a large body once, then exits:
      * from fresh memory in huge pages, reused as it is freed, not 4 KiB faults by the thousand */
     if (s->lean_resume)
@@ -494,6 +556,7 @@ void session_close(struct session *s)
         tool_result_free(&res);
     }
     free(s->incomplete);
+    free(s->resume_note);
     /* The process exits next and every request has ended: the network thread is left parked
      * in its poll, with its queue, for the exit to end. Stopping it would wake it and wait
      * for it (0.2-0.5 ms of a one-shot on the project's VM, several ms at times). */
@@ -644,7 +707,8 @@ static int session_save_conversation(struct session *s)
         return -1;
     if (s->conv_id)
         return 0;
-    s->conv_id = store_conversation_new(s->store, NULL, s->conv.system, c->model, c->profile);
+    s->conv_id = store_conversation_new_role(s->store, NULL, s->conv.system, c->model,
+                                             c->profile, c->role);
     if (s->conv_id < 0) {
         session_store_failed(s);
         s->conv_id = 0;

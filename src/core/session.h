@@ -158,6 +158,12 @@ const struct tool_call *session_tool_running(const struct session *s, int *round
 /* Why the last turn's answer could not be completed with its tools (a call refused, the
  * round limit), or NULL: scripted mode exits with 9 then. */
 const char *session_tools_incomplete(const struct session *s);
+/* Why the last resume could not take the role its conversation was held with, or NULL. A
+ * resume takes the conversation's role and model unless given now (conf role_given,
+ * model_given). */
+const char *session_resume_note(const struct session *s);
+/* conf->role changed (the chat's /role): the saved conversation is held with it now. */
+void session_role_changed(struct session *s);
 /* The usage of the last turn's requests summed: with tools, every round's (a round's own is
  * in its net_result); present 0 when no request of the turn reported usage. */
 const struct api_usage *session_turn_usage(const struct session *s);

@@ -119,8 +119,16 @@ int setup_conf(struct setup *su, const struct cli *a, struct buf *err, struct bu
         buf_printf(&cerr, "%s: no such file (given with --config)", cfgpath);
         lr = -1;
     }
+    char *model_before = xstrdup(su->conf.model ? su->conf.model : "");
     if (lr >= 0 && (a->role || su->conf.role))
         lr = setup_role(su, a->role ? a->role : su->conf.role, cfgpath, profile, &cerr);
+    /* what a resume keeps rather than taking the conversation's (session_resumed) */
+    su->conf.role_given = a->role != NULL;
+    su->conf.model_given = a->model || (getenv("TOKTERM_MODEL") && *getenv("TOKTERM_MODEL")) ||
+                           conf_profile_owns(&su->conf, "model") ||
+                           (a->role && strcmp(model_before, su->conf.model ? su->conf.model
+                                                                            : "") != 0);
+    free(model_before);
     free(cfgpath);
     if (lr < 0) {
         buf_printf(err, "config: %s", buf_str(&cerr));

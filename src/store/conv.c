@@ -15,11 +15,18 @@
 int64_t store_conversation_new(struct store *st, const char *title, const char *system_prompt,
                                const char *model, const char *profile)
 {
+    return store_conversation_new_role(st, title, system_prompt, model, profile, NULL);
+}
+
+int64_t store_conversation_new_role(struct store *st, const char *title,
+                                    const char *system_prompt, const char *model,
+                                    const char *profile, const char *role)
+{
     /* past every id given before, deleted ones too (id_marks, schema v16) */
     static const char q[] = "INSERT INTO conversations(id, title, system_prompt, model, profile, "
-                            "created, updated) VALUES(max(coalesce((SELECT max(id) FROM "
+                            "created, updated, role) VALUES(max(coalesce((SELECT max(id) FROM "
                             "conversations), 0), coalesce((SELECT high FROM id_marks WHERE "
-                            "name = 'conversations'), 0)) + 1, ?1, ?2, ?3, ?4, ?5, ?5)";
+                            "name = 'conversations'), 0)) + 1, ?1, ?2, ?3, ?4, ?5, ?5, ?6)";
     if (store_begin(st) != 0)
         return -1;
     sqlite3_stmt *s = store_prep(st, q);
@@ -30,6 +37,7 @@ int64_t store_conversation_new(struct store *st, const char *title, const char *
     store_bind_text(s, 3, model);
     store_bind_text(s, 4, profile);
     sqlite3_bind_int64(s, 5, store_epoch(st));
+    store_bind_text(s, 6, role);
     int rc = sqlite3_step(s);
     store_done(st, s);
     if (rc != SQLITE_DONE) {
@@ -141,6 +149,35 @@ int store_conversation_where(struct store *st, int64_t id, char **host, char **p
         }
     }
     return 0;
+}
+
+int store_conversation_settings(struct store *st, int64_t id, char **role, char **model)
+{
+    *role = *model = NULL;
+    sqlite3_stmt *s = store_prep(st, "SELECT c.role, m.model FROM conversations c LEFT JOIN "
+                                     "messages m ON m.id = c.head_id WHERE c.id = ?1");
+    if (!s)
+        return -1;
+    sqlite3_bind_int64(s, 1, id);
+    int rc = store_step(st, s);
+    if (rc == SQLITE_ROW) {
+        *role = store_col_str(s, 0);
+        *model = store_col_str(s, 1);
+    }
+    store_done(st, s);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : store_fail(st, "cannot read the conversation");
+}
+
+static void store_bind_role(sqlite3_stmt *s, const void *p)
+{
+    store_bind_text(s, 2, p);
+}
+
+int store_conversation_set_role(struct store *st, int64_t id, const char *role)
+{
+    static const char q[] = "UPDATE conversations SET role = ?2 WHERE id = ?1";
+    return store_conv_write(st, q, id, "cannot set the conversation's role", store_bind_role,
+                            role);
 }
 
 int store_conversation_update(struct store *st, int64_t id, const char *system_prompt,

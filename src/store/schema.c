@@ -537,6 +537,22 @@ static const char store_schema_v16[] =
     "  UPDATE id_marks SET high = new.id WHERE name = 'conversations' AND high < new.id;\n"
     "END;\n";
 
+/* v17: a conversation's role (core/role.h), so that a resume sends what the live session
+ * sent (until 2026-12 a resume kept the role's system prompt but lost its settings). The
+ * column is added by store_role_column only where it is missing: tests take stores back a
+ * version by setting user_version. */
+static const char store_schema_v17[] = "-- store_role_column\n";
+
+static int store_role_column(struct store *st)
+{
+    int have = 0;
+    if (store_pragma_int(st, "SELECT count(*) FROM pragma_table_info('conversations') WHERE "
+                             "name = 'role'", &have) != 0)
+        return store_fail(st, "cannot upgrade the database to schema version 17");
+    return have ? 0 : store_exec(st, "ALTER TABLE conversations ADD COLUMN role TEXT",
+                                 "cannot upgrade the database to schema version 17");
+}
+
 /* A message's new parent, collected by store_tree_backfill. */
 struct store_link {
     int64_t id, parent;
@@ -750,6 +766,7 @@ static const struct {
     {store_schema_v14, NULL},
     {store_schema_v15, store_content_last},
     {store_schema_v16, NULL},
+    {store_schema_v17, store_role_column},
 };
 
 /* store_migrate's transaction: the steps from the version found (*from) to

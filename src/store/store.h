@@ -49,7 +49,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_SCHEMA_VERSION 16
+#define STORE_SCHEMA_VERSION 17
 #define STORE_NOT_FOUND 1                       /* returned by lookups of a missing id */
 #define STORE_CACHE_KEY_LEN 32                  /* SHA-256 */
 #define STORE_CACHE_DEFAULT_TTL (7 * 24 * 3600) /* seconds */
@@ -351,11 +351,21 @@ int store_recover(struct store *st);
  * its id (> 0) or -1. */
 int64_t store_conversation_new(struct store *st, const char *title, const char *system_prompt,
                                const char *model, const char *profile);
+/* The same with the role it is held with (NULL: none, or not known: conversations saved
+ * before schema 17). */
+int64_t store_conversation_new_role(struct store *st, const char *title,
+                                    const char *system_prompt, const char *model,
+                                    const char *profile, const char *role);
 /* Change the title. Returns 0, STORE_NOT_FOUND or -1. */
 int store_conversation_rename(struct store *st, int64_t id, const char *title);
 /* Where conversation id's newest answer (not a failed one) came from: its host
  * (messages.host) and profile, each malloc'd or NULL (none saved). 0, or -1 (an error). */
 int store_conversation_where(struct store *st, int64_t id, char **host, char **profile);
+/* What conversation id was last held with: its role (NULL: none) and the model its newest
+ * prompt on the live path asked for (NULL: none saved), each malloc'd. 0, or -1 (an error). */
+int store_conversation_settings(struct store *st, int64_t id, char **role, char **model);
+/* Set the conversation's role (NULL: none). 0, STORE_NOT_FOUND or -1. */
+int store_conversation_set_role(struct store *st, int64_t id, const char *role);
 /* Change the system prompt, model and profile (NULL leaves that field alone). 0, 1 or -1. */
 int store_conversation_update(struct store *st, int64_t id, const char *system_prompt,
                               const char *model, const char *profile);

@@ -572,10 +572,20 @@ void tui_resume(struct tui *t, int64_t id, int replace)
     }
     for (size_t i = from; i < c->n; i++)
         tui_show_turn(t, &c->turns[i]);
-    char *m = xasprintf("Continuing conversation %lld (%zu turn%s).", (long long)c->id, c->n,
-                        util_plural((long long)c->n));
+    /* with the model and role it was held with (session_resume_settings) */
+    tui_status_model(&t->st, t->conf->profile, t->conf->model);
+    tui_status_effort(&t->st, t->conf->reasoning_effort);
+    t->dirty |= TUI_D_STATUS;
+    char *m = xasprintf("Continuing conversation %lld (%zu turn%s) with `%s`%s%s.",
+                        (long long)c->id, c->n, util_plural((long long)c->n), t->conf->model,
+                        t->conf->role ? ", role " : "", t->conf->role ? t->conf->role : "");
     tui_notice(t, m);
     free(m);
+    if (session_resume_note(t->s)) {
+        m = xasprintf("%s.", session_resume_note(t->s));
+        tui_error(t, m);
+        free(m);
+    }
     /* held with another server: the next turn sends all of it here, so say so before it does
      * (scripted mode refuses unless -P, --base-url or --api names where to send it) */
     char *held = session_resumed_elsewhere(t->s);

@@ -567,8 +567,10 @@ static void tui_cmd_profile(struct tui *t, const char *arg)
 /* The chat after a role was set (name from source), or dropped (name NULL). */
 static void tui_cmd_role_applied(struct tui *t, const char *name, const char *source)
 {
-    if (t->have_session)
+    if (t->have_session) {
         session_set_system(t->s, t->conf->system);
+        session_role_changed(t->s); /* a resume takes it again */
+    }
     tui_status_model(&t->st, t->conf->profile, t->conf->model);
     tui_status_effort(&t->st, t->conf->reasoning_effort);
     t->dirty |= TUI_D_STATUS;

@@ -254,7 +254,7 @@ with ttlib.FakeServer() as srv:
     with ttlib.Tmux(100, 30) as tm:
         start_chat(tm, srv, one_home, ["-c"])
         scr = tm.wait_for(re.compile("Continuing conversation"), 5) or tm.capture()
-        t.ok(rc == 0 and "(1 turn)." in scr, "-c: a conversation of one turn says \"1 turn\"",
+        t.ok(rc == 0 and "(1 turn) with" in scr, "-c: a conversation of one turn says \"1 turn\"",
              scr)
         tm.send_text("/quit")
         tm.send("Enter")
@@ -394,6 +394,43 @@ with ttlib.FakeServer() as srv:
     rc, _, _ = ttlib.run_tokterm(["-c", "-s", "never sent", "-p", "x"], home=home, env=there)
     t.ok(rc == 2 and export(home, cid).get("system_prompt") == "new system",
          "system: a refused resume's -s is not saved")
+
+    # --- a resume goes on with the model and role the conversation was held with (until 2026-12
+    # it took the profile's model and no role, yet kept the role's system prompt) ------------
+    home = ttlib.make_home()
+    ttlib.run_tokterm(["-m", "gpt-4o", "-p", "model one"], home=home, env=env)
+    ttlib.run_tokterm(["-c", "-p", "model two"], home=home, env=env)
+    t.eq(srv.requests()[-1]["body"]["model"], "gpt-4o",
+         "resume: -c goes on with the model the conversation asked for")
+    ttlib.run_tokterm(["-c", "-m", "gpt-4.1", "-p", "model three"], home=home, env=env)
+    t.eq(srv.requests()[-1]["body"]["model"], "gpt-4.1", "resume: -m given now wins")
+    ttlib.run_tokterm(["-c", "-p", "model four"], home=home, env=env)
+    t.eq(srv.requests()[-1]["body"]["model"], "gpt-4.1",
+         "resume: and the next -c goes on with it")
+    ttlib.run_tokterm(["--role", "review", "-p", "role one"], home=home, env=env)
+    live = srv.requests()[-1]["body"]
+    ttlib.run_tokterm(["-c", "-p", "role two"], home=home, env=env)
+    resumed = srv.requests()[-1]["body"]
+    t.ok(live.get("temperature") == 0.3 and resumed.get("temperature") == 0.3 and
+         resumed["model"] == live["model"] and
+         msgs({"body": resumed})[0] == msgs({"body": live})[0],
+         "resume: a conversation held with --role review goes on with its settings",
+         json.dumps({k: v for k, v in resumed.items() if k != "messages"}))
+    with ttlib.Tmux(100, 30) as tm:  # the chat's /role is kept too, and /role names it
+        start_chat(tm, srv, home, ["-c"])
+        send(tm, "/role")
+        scr = tm.wait_for("Role: review", 5) or tm.capture()
+        t.ok("Role: review" in scr, "resume: the chat's /role names the conversation's role",
+             scr)
+        send(tm, "/role translate", "Role translate")
+        send(tm, "role three")
+        wait_idle(tm, 2)
+        tm.send("C-d")
+        tm.wait_exit(5)
+    chat = srv.requests()[-1]["body"]
+    ttlib.run_tokterm(["-c", "-p", "role four"], home=home, env=env)
+    t.eq(msgs(srv.requests()[-1])[0], msgs({"body": chat})[0],
+         "resume: a role switched in the chat is the one -c goes on with")
 
     # --- the model that answered is saved (a router's, a dated snapshot), not only the one
     # asked for (until 2026-12 show, export and stats had only the one asked for)
