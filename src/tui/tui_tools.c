@@ -97,8 +97,10 @@ void tui_tool_ask(struct tui *t, const struct tools_entry *e, const struct tool_
         body = b;
     }
     q->shown = xstrdup(body);
-    char *choices = xasprintf("y run once  a always (%s, this conversation)  n refuse%s", name,
-                              cut ? "" : "  e edit");
+    /* the short choices first: a narrow window cuts the row's end, and at 80 columns a long
+     * tool name used to cut "n refuse  e edit" off (until 2026-12) */
+    char *choices = xasprintf("y run once  n refuse%s  a always (%s, this conversation)",
+                              cut ? "" : "  e edit", name);
     tui_ask_open(t, &(struct tui_ask_spec){.title = title, .body = body, .choices = choices,
                                            .keys = "yan", .edit_key = cut ? 0 : 'e',
                                            .check = tui_tool_check, .done = tui_tool_answer,
@@ -195,8 +197,10 @@ void tui_tool_shown_result(struct tui *t, const struct tool_call *call,
                n < TUI_TOOL_KEEP ? n : TUI_TOOL_KEEP);
     struct buf b = BUF_INIT;
     size_t num = (size_t)(r - t->tool_log->v) + 1;
-    buf_printf(&b, "  \xE2\x86\xB3 %zu %s, %zu bytes, %.2fs: ", num,
-               res->is_error ? "error" : "ok", n, seconds);
+    buf_printf(&b, "  \xE2\x86\xB3 %zu %s, %zu bytes%s, %.2fs: ", num,
+               res->is_error ? "error" : "ok", n,
+               n > CONV_TOOL_SENT_MAX ? " (the model gets its start and end, 64 KiB)" : "",
+               seconds);
     tui_tool_line(&b, r->result.data ? r->result.data : "", r->result.len, 80);
     buf_printf(&b, " (/expand %zu)", num);
     tui_meta(t, buf_str(&b));

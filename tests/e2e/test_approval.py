@@ -27,7 +27,7 @@ if not ttlib.Tmux.available():
     t.skip("tool approval in tmux", "tmux is not installed", tool="tmux")
     sys.exit(t.done())
 
-ASK = "y run once  a always"
+ASK = "y run once  n refuse"
 TWO = "replay=openai_tool_calls.sse"  # test.add {"a": 2, "b": 40}, then test.echo
 ANSWER = "reply=the%20sum%20is%2042"
 
@@ -43,8 +43,8 @@ ADD, ECHO = "call_DdmO9pD3xa9XTPNJ32zg2hcA", "call_ABSg8GmpTnHUKRPB9aFCk1iE"
 with ttlib.FakeServer() as srv:
     home = ttlib.make_home()
 
-    def chat(extra=()):
-        tm = ttlib.Tmux(110, 34)
+    def chat(extra=(), cols=110):
+        tm = ttlib.Tmux(cols, 34)
         tm.__enter__()
         tm.run([ttlib.tokterm_path(), "--no-cache", "--base-url", srv.base()] + list(extra),
                ttlib.clean_env(home=home, env={"TOKTERM_TEST_TOOLS": "1"}))
@@ -186,6 +186,10 @@ with ttlib.FakeServer() as srv:
     screen = tm.wait_for(re.compile(r"\u21b3 \d+ error.*cancel"), 5)
     t.ok(screen is not None, "Esc: the running tool is cancelled at once", tm.capture())
     t.eq(len(srv.requests()), n2, "Esc: the turn ends, no further request")
+    # the turn is not sent again (nothing answered it): its prompt is back to be sent again
+    t.ok(tm.wait_for("\u203a sleep", 5) is not None,
+         "Esc: the cancelled turn's prompt is back in the input line", tm.capture())
+    tm.send("C-u")
     tm.send("C-d")
     t.eq(tm.wait_exit(10), 0, "the chat quits")
     tm.kill()
@@ -238,6 +242,16 @@ with ttlib.FakeServer() as srv:
     t.eq(tool_msgs(srv.requests()[-1]).get(ADD), "42", "allow = test.add: it ran")
     tm.send("C-d")
     tm.wait_exit(10)
+    tm.kill()
+
+    # --- a narrow window still shows every choice's key (until 2026-12 "n refuse  e edit" came
+    # last, after the tool's name, and a 50-column row cut them off) ------------------------
+    srv.queue([TWO, ANSWER])
+    tm = chat(cols=50)
+    screen = ask(tm, "narrow") or tm.capture()
+    row = [ln for ln in screen.split("\n") if "y run once" in ln]
+    t.ok(row and "n refuse  e edit  a always" in row[-1],
+         "a 50-column window: y, n, e and a are all on the choices row", screen)
     tm.kill()
 
 # --- the done-when: an MCP filesystem server's read, approved in the chat -----------------------
@@ -325,6 +339,11 @@ with ttlib.FakeServer(extra_args=["--fixtures", fixtures]) as bsrv:
          "the call ran with the whole arguments",
          "%r / %r" % ([len(a) for a in args],
                       (tool_msgs(bsrv.requests()[-1]).get("call_big1") or "")[:80]))
+    # its 200 KB result goes to the model cut to 64 KiB: the result line says so (until
+    # 2026-12 it gave the whole size alone)
+    t.ok(re.search(r"\u21b3 \d+ ok, \d+ bytes \(the model gets its start and end, 64 KiB\)",
+                   tm.capture()) is not None,
+         "a result over 64 KiB: its line says the model gets 64 KiB of it", tm.capture())
     tm.send("C-d")
     tm.wait_exit(10)
     tm.kill()
