@@ -251,7 +251,8 @@ static int cmd_mcp_call(struct mcp_set *set, int json, int argc, char **argv)
         if (r.is_error)
             fprintf(stderr, "tokterm: %s: the tool reported an error\n", label);
     } else
-        fprintf(stderr, "tokterm: %s\n", r.error.data ? r.error.data : "failed");
+        fprintf(stderr, "tokterm: %s%s\n", r.error.data ? r.error.data : "failed",
+                r.diag.data ? r.diag.data : "");
     fflush(stdout);
     int code = cmd_mcp_exit(&r);
     mcp_result_free(&r);

@@ -226,6 +226,9 @@ static void script_tool_result(void *ud, const struct tool_call *call,
     (void)seconds;
     script_tool_line(st, res->is_error ? "tool error:" : "tool result:",
                      call->name ? call->name : call->wire, res->content.data, res->content.len);
+    if (res->note) /* the server's own output: said here, never sent to the model */
+        script_tool_line(st, "tool note (not sent to the model):",
+                         call->name ? call->name : call->wire, res->note, strlen(res->note));
 }
 
 /* --json "tools": every call of the turn with its result, in order. */

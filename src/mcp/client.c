@@ -173,7 +173,7 @@ static void mcp_settle(struct mcp_client *c, struct mcp_pending *p, enum mcp_sta
     if (why)
         buf_appends(&p->error, why);
     if (st != MCP_OK && st != MCP_RPC_ERROR && st != MCP_CANCELLED)
-        mcp_diagnose(c, &p->error);
+        mcp_diagnose(c, &p->diag);
     pthread_cond_broadcast(&c->cv);
 }
 
@@ -424,10 +424,26 @@ static void mcp_deadline(struct timespec *ts, double secs)
 
 /* Send method with params (taken) and wait for the answer: up to timeout seconds (0: the
  * section's), or until *cancel is set (by any thread; looked at every 0.1 s, at once after
- * mcp_call_cancel). *result gets the result's JSON. */
+ * mcp_call_cancel). *result gets the result's JSON. A failure's why goes to err, and what
+ * the server's own output says of it (stderr, stray stdout) to diag, or to err when diag is
+ * NULL. */
+static enum mcp_status mcp_request_diag(struct mcp_client *c, const char *method,
+                                        cJSON *params, mcp_progress_fn progress, void *ud,
+                                        const int *cancel, double timeout, char **result,
+                                        struct buf *err, struct buf *diag);
+
 static enum mcp_status mcp_request(struct mcp_client *c, const char *method, cJSON *params,
                                    mcp_progress_fn progress, void *ud, const int *cancel,
                                    double timeout, char **result, struct buf *err)
+{
+    return mcp_request_diag(c, method, params, progress, ud, cancel, timeout, result, err,
+                            NULL);
+}
+
+static enum mcp_status mcp_request_diag(struct mcp_client *c, const char *method,
+                                        cJSON *params, mcp_progress_fn progress, void *ud,
+                                        const int *cancel, double timeout, char **result,
+                                        struct buf *err, struct buf *diag)
 {
     *result = NULL;
     struct mcp_pending *p = xcalloc(1, sizeof *p);
@@ -491,8 +507,10 @@ static enum mcp_status mcp_request(struct mcp_client *c, const char *method, cJS
     else {
         free(p->result);
         buf_printf(err, "%s: %s", c->conf.name, p->error.data ? p->error.data : "failed");
+        buf_append(diag ? diag : err, p->diag.data ? p->diag.data : "", p->diag.len);
     }
     buf_free(&p->error);
+    buf_free(&p->diag);
     buf_free(&why);
     free(p);
     return st;
@@ -679,6 +697,7 @@ void mcp_result_free(struct mcp_result *r)
 {
     buf_free(&r->text);
     buf_free(&r->error);
+    buf_free(&r->diag);
     free(r->structured);
     free(r->json);
     memset(r, 0, sizeof *r);
@@ -735,16 +754,21 @@ enum mcp_status mcp_call_run(struct mcp_client *c, const char *tool, const char 
         buf_printf(&r->error, "%s.%s: the arguments must be a JSON object", c->conf.name, tool);
         return r->status = MCP_FAILED;
     }
-    if (mcp_start(c, cancel, &r->error) != 0) {
+    struct buf why = BUF_INIT;
+    if (mcp_start(c, cancel, &why) != 0) { /* the model is told it failed, the user why */
         cJSON_Delete(args);
+        buf_printf(&r->error, "%s: the MCP server could not be started", c->conf.name);
+        buf_append(&r->diag, why.data ? why.data : "", why.len);
+        buf_free(&why);
         return r->status = mcp_cancelled(cancel) ? MCP_CANCELLED : MCP_FAILED;
     }
+    buf_free(&why);
     cJSON *params = cJSON_CreateObject();
     cJSON_AddStringToObject(params, "name", tool);
     cJSON_AddItemToObject(params, "arguments", args);
     char *res = NULL;
-    r->status = mcp_request(c, "tools/call", params, progress, ud, cancel, timeout, &res,
-                            &r->error);
+    r->status = mcp_request_diag(c, "tools/call", params, progress, ud, cancel, timeout, &res,
+                                 &r->error, &r->diag);
     if (r->status == MCP_OK) {
         cJSON *j = cJSON_Parse(res);
         if (!cJSON_IsObject(j)) {

@@ -128,7 +128,9 @@ struct mcp_result {
                             "[image image/png, N bytes]"-style placeholders */
     char *structured;    /* structuredContent as compact JSON, NULL when none */
     char *json;          /* the whole result object as compact JSON, NULL when none */
-    struct buf error;    /* why, when status is not MCP_OK */
+    struct buf error;    /* why, when status is not MCP_OK: what the model is told */
+    struct buf diag;     /* what the server's own output says of it (its stderr's last line,
+                            stray stdout): for the user only, never sent to the model */
 };
 void mcp_result_free(struct mcp_result *r);
 

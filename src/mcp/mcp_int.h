@@ -19,6 +19,7 @@ struct mcp_pending {
     enum mcp_status status;
     char *result;           /* the "result" member as JSON text */
     struct buf error;
+    struct buf diag;        /* the server's own output that explains it (mcp_diagnose) */
     mcp_progress_fn progress;
     void *ud;
     struct mcp_pending *next;

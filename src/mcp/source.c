@@ -56,6 +56,8 @@ static int mcp_source_call(struct tool_source *src, const char *tool, const char
         r.structured = NULL;
     } else {
         tool_result_error(out, "%s", r.error.data ? r.error.data : "the MCP call failed");
+        if (r.diag.len) /* the server's stderr may hold paths or tokens: shown, not sent */
+            out->note = xstrndup(r.diag.data, r.diag.len);
         rc = r.status == MCP_RPC_ERROR || r.status == MCP_CANCELLED ? 0 : -1;
     }
     mcp_result_free(&r);

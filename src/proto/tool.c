@@ -47,6 +47,7 @@ void tool_result_free(struct tool_result *r)
 {
     buf_free(&r->content);
     free(r->structured);
+    free(r->note);
     memset(r, 0, sizeof *r);
 }
 

@@ -45,6 +45,7 @@ struct tool_result {
                             described) */
     char *structured;    /* MCP structuredContent as JSON text, NULL: none */
     int truncated;       /* content was cut at the source's size cap (said in content too) */
+    char *note;          /* for the user only, never sent (an MCP server's stderr), or NULL */
 };
 
 /* How a running call is watched (handed to tool_source.call). */

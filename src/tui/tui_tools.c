@@ -203,6 +203,11 @@ void tui_tool_shown_result(struct tui *t, const struct tool_call *call,
                seconds);
     tui_tool_line(&b, r->result.data ? r->result.data : "", r->result.len, 80);
     buf_printf(&b, " (/expand %zu)", num);
+    if (res->note) { /* the server's own output: for you, never the model (it may hold paths
+                        or tokens; until 2026-12 its stderr went to the model) */
+        buf_appends(&b, "\n    not sent to the model:");
+        tui_tool_line(&b, res->note, strlen(res->note), 200);
+    }
     tui_meta(t, buf_str(&b));
     buf_free(&b);
 }

@@ -9,6 +9,7 @@ import sys
 sys.dont_write_bytecode = True
 
 import json  # noqa: E402
+import re  # noqa: E402
 import os  # noqa: E402
 import select  # noqa: E402
 import signal  # noqa: E402
@@ -191,6 +192,25 @@ with ttlib.FakeServer() as srv:
                        tools=False)
     t.ok(rc == 9 and "tool refused: h.ok" in text(err),
          "--mcp h without --allow-tool: refused, exit 9 (rc %d)" % rc, text(err))
+
+    # an MCP server's stderr is shown, never sent to the model: it may hold paths or tokens
+    # (until 2026-12 a crash's "its stderr ends: dying" was the tool result the model got)
+    fx = ttlib.tempdir("tt-fx-")
+    with open(os.path.join(ttlib.srcdir(), "fixtures", "openai_tool_mcp.sse")) as f:
+        crash = f.read().replace("h__ok", "h__crash")
+    with open(os.path.join(fx, "mcp_crash.sse"), "w") as f:
+        f.write(crash)
+    with ttlib.FakeServer(extra_args=["--fixtures", fx]) as csrv:
+        csrv.queue(["replay=mcp_crash.sse", "reply=it failed"])
+        rc, out, err = run(csrv, home, ["--no-save", "--config", mcfg, "--mcp", "h",
+                                        "--allow-tool", "h.*", "-p", "crash it"], tools=False)
+        b = bodies(csrv, 0)
+        sent = [m.get("content") or "" for m in (b[1].get("messages", []) if len(b) > 1 else [])
+                if m.get("role") == "tool"]
+    t.ok(sent and "dying" not in sent[0] and "h" in sent[0] and
+         re.search(r"tool note \(not sent to the model\): h\.crash .*dying", text(err)),
+         "an MCP server's stderr: on stderr for the user, not in the result the model gets",
+         repr(sent) + text(err))
 
     # --- 7b. the config's allow = in a profile, with --allow-tool, in [mcp NAME] ---
     def allowed_run(cfg_text, args, tools=True, spec="replay=openai_tool_calls.sse"):
