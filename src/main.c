@@ -237,11 +237,36 @@ struct main_cmd {
     int (*run)(struct main_run *r);
 };
 
+static const struct main_cmd *main_find(const char *name);
+static int main_dispatch(struct main_run *r, const struct main_cmd *cmd);
+
+/* `tokterm help` is --help; `tokterm help CMD` is `tokterm CMD --help` (until 2026-12 it
+ * printed the general help whatever CMD was). */
 static int main_help(struct main_run *r)
 {
-    (void)r;
-    fputs(cli_usage(), stdout);
-    return 0;
+    const char *name = r->a.subcommand && strcmp(r->a.subcommand, "help") == 0 &&
+                               r->a.sub_argc > 1 ? r->a.sub_argv[1] : NULL;
+    const struct main_cmd *cmd = name ? main_find(name) : NULL;
+    if (name && (strcmp(name, "help") == 0 || name[0] == '-'))
+        name = NULL, cmd = NULL; /* the general help */
+    if (name && (!cmd || strcmp(name, "chat") == 0 ||
+                 strcmp(name, "prompt") == 0 || strcmp(name, "shell") == 0)) {
+        fprintf(stderr, "tokterm help: no command '%s'; the commands are:", name);
+        for (size_t i = 0; cli_subcommands[i]; i++)
+            fprintf(stderr, " %s", cli_subcommands[i]);
+        fputs("\n", stderr);
+        return 2;
+    }
+    if (!cmd) {
+        fputs(cli_usage(), stdout);
+        return 0;
+    }
+    static char help_flag[] = "--help";
+    char *argv[] = {(char *)name, help_flag, NULL};
+    r->a.subcommand = name;
+    r->a.sub_argc = 2;
+    r->a.sub_argv = argv;
+    return main_dispatch(r, cmd); /* argv lives until it returns */
 }
 
 static int main_version_cmd(struct main_run *r)

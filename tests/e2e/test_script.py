@@ -130,6 +130,14 @@ with ttlib.FakeServer() as srv:
         t.ok(rc == 1 and "No space left on device" in err,
              "%s > /dev/full: exit 1 and the reason (rc %d)" % (" ".join(args[:2]), rc), err)
 
+    # --- `help CMD` is `CMD --help` (until 2026-12 it printed the general help) ---
+    rc, out, err = ttlib.run_tokterm(["help", "count"])
+    t.ok(rc == 0 and out.decode().startswith("usage: tokterm count"), "help count: count's help",
+         out.decode()[:200])
+    rc, out, err = ttlib.run_tokterm(["help", "nosuch"])
+    t.ok(rc == 2 and b"no command 'nosuch'" in err and b"count" in err,
+         "help of an unknown command: exit 2, the commands named", err.decode())
+
     # --- --json ---
     rc, out, err = run(srv, "replay=llamacpp_reasoning.sse", ["--json", "-p", "hi"])
     try:
