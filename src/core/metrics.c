@@ -10,6 +10,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -214,10 +215,18 @@ static void metrics_pm(struct buf *out, const struct metrics_series *s)
     metrics_label(out, "model", s->model);
 }
 
-/* A number as Prometheus reads it (%.17g round-trips; +Inf never occurs here). */
+/* A number as Prometheus reads it: the shortest of %.15g..%.17g that reads back as v, so a
+ * bucket is le="0.005" as other exporters write it, not le="0.0050000000000000001" (until
+ * 2026-12), which Prometheus reads but `sum by (le)` across exporters does not join. */
 static void metrics_num(struct buf *out, double v)
 {
-    buf_printf(out, "%.17g", v);
+    char t[32];
+    for (int p = 15; p <= 17; p++) {
+        snprintf(t, sizeof t, "%.*g", p, v);
+        if (p == 17 || strtod(t, NULL) == v)
+            break;
+    }
+    buf_appends(out, t);
 }
 
 static void metrics_head(struct buf *out, const char *name, const char *type, const char *help)
