@@ -593,7 +593,12 @@ static int script_turn_end(struct session *s, struct script_state *st, const str
         else if (r->outcome == API_CANCELLED)
             fprintf(stderr, "tokterm: cancelled%s\n", kept);
         else if (r->outcome == API_ERR_HTTP && r->status < 300 && r->status > 0)
-            fprintf(stderr, "tokterm: the server reported an error mid-stream: %s%s%s%s%s\n",
+            /* a stream tokterm could not read is not an error the server reported (until
+             * 2026-12 both read "the server reported an error") */
+            fprintf(stderr, "tokterm: %s: %s%s%s%s%s\n",
+                    strncmp(r->error, "the server sent ", 16) == 0
+                        ? "the stream could not be read mid-answer"
+                        : "the server reported an error mid-stream",
                     r->error, r->error_code[0] ? " (" : "", r->error_code,
                     r->error_code[0] ? ")" : "", kept);
         else
