@@ -193,6 +193,15 @@ with ttlib.FakeServer() as srv:
     tm.send("C-d")
     t.eq(tm.wait_exit(10), 0, "the chat quits")
     tm.kill()
+    # show says the turn went unanswered (until 2026-12 it read as any answered turn)
+    db = sqlite3.connect(ttlib.history_db(home))
+    cid = db.execute("SELECT max(id) FROM conversations").fetchone()[0]
+    db.close()
+    rc, out, _ = ttlib.run_tokterm(["show", str(cid)], home=home)
+    shown = out.decode(errors="replace")
+    t.ok(rc == 0 and re.search(r"sleep\n\n\*not answered: the turn ended before an answer",
+                               shown) is not None,
+         "show: the turn whose tool was cancelled is marked not answered", shown[-1500:])
 
     # --- resume: the tool lines come back ---------------------------------------------------
     tm = chat(["-c"])
