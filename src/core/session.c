@@ -117,6 +117,9 @@ struct session {
     int round;                 /* tool rounds of the turn in flight */
     struct api_usage turn_usage; /* the usage of the turn's requests, every round summed */
     char *resume_note;         /* the last resume's role that could not be taken (why) */
+    char *edited_from;         /* the arguments the model asked for, of the call the user
+                                  edited before it ran (edited_call of the step asked) */
+    size_t edited_call;
     size_t ask_step, ask_call; /* the step whose calls are being run, and the next call */
     struct tool_job *job;      /* the call running, NULL = none */
     int tools_cancel;          /* cancelled while tools ran: the turn ends */
@@ -557,6 +560,7 @@ void session_close(struct session *s)
     }
     free(s->incomplete);
     free(s->resume_note);
+    free(s->edited_from);
     /* The process exits next and every request has ended: the network thread is left parked
      * in its poll, with its queue, for the exit to end. Stopping it would wake it and wait
      * for it (0.2-0.5 ms of a one-shot on the project's VM, several ms at times). */
@@ -1301,6 +1305,19 @@ static void session_tool_result(struct session *s, const struct session_sink *si
     st->call_id = xstrdup(c->id ? c->id : "");
     st->name = c->name ? xstrdup(c->name) : NULL;
     st->wire = xstrdup(c->wire ? c->wire : "");
+    if (s->edited_from && s->edited_call == call_i) {
+        /* the history carries the call as it ran; the model is told it was not its own
+         * (until 2026-12 it was not: the model, the transcript and show had the edited call
+         * as the one it asked for) */
+        struct buf b = BUF_INIT;
+        buf_printf(&b, "[the user edited this call's arguments before it ran; the model had "
+                       "asked for: %s]\n", s->edited_from);
+        buf_append(&b, res->content.data ? res->content.data : "", res->content.len);
+        buf_free(&res->content);
+        res->content = b;
+    }
+    free(s->edited_from);
+    s->edited_from = NULL;
     if (sink->tool_result)
         sink->tool_result(sink->ud, c, res, seconds);
     st->len = res->content.len;
@@ -1375,8 +1392,13 @@ static int session_tool_next(struct session *s, const struct session_sink *sink)
             size_t was_len = c->args ? c->args_len : 0;
             v = sink->tool_approve ? sink->tool_approve(sink->ud, c) : TOOL_REFUSE;
             if ((c->args ? c->args_len : 0) != was_len ||
-                (was_len && memcmp(was, c->args, was_len) != 0))
+                (was_len && memcmp(was, c->args, was_len) != 0)) {
                 session_save_calls(s, &t->steps[s->ask_step]); /* edited before it ran */
+                free(s->edited_from);
+                s->edited_from = was ? was : xstrdup("{}");
+                s->edited_call = i;
+                was = NULL;
+            }
             free(was);
         }
         if (v == TOOL_RUN && tools_prepare(s->tools, c, &res) < 0) /* edited: check again */

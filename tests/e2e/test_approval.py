@@ -158,7 +158,12 @@ with ttlib.FakeServer() as srv:
     tm.send("Escape")
     tm.wait_for("the sum is 42", 10)
     tmsgs = tool_msgs(srv.requests()[-1])
-    t.eq(tmsgs.get(ADD), "2", "e then y: the edited arguments ran (1 + 1)")
+    added = tmsgs.get(ADD) or ""
+    t.ok(added.endswith("]\n2") and added.startswith(
+         "[the user edited this call's arguments before it ran; the model had asked for: ") and
+         '"b": 40' in added,
+         "e then y: the edited arguments ran (1 + 1), and the model is told they were edited",
+         added)
     t.ok("refused" in (tmsgs.get(ECHO) or ""), "Esc at the question refuses", tmsgs)
     body = srv.requests()[-1]["body"]
     calls = [c for m in body["messages"] for c in m.get("tool_calls") or []]
