@@ -189,6 +189,9 @@ static void tui_shell_run(struct tui *t, const char *cmd)
                    "chat ", st);
     (void)util_write_all(1, b.data, b.len);
     int k = st < 0 ? 0 : shellcmd_key(0);
+    /* end the question's line: the shell's screen is what is left when the chat ends (until
+     * 2026-12 the next prompt of the shell was drawn over "[exit 0] f: ...") */
+    (void)util_write_all(1, "\r\n", 2);
     tui_resume_curses(t);
     buf_reset(&b);
     buf_printf(&b, "$ %s\n\xE2\x86\x92 exit %d, %zu bytes of output%s", cmd, st, out.total,

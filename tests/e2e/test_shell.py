@@ -226,6 +226,13 @@ with ttlib.FakeServer() as srv:
          "/x r f: the follow-up carries the output and the status", u)
     tm.send("C-d")
     t.eq(tm.wait_exit(10), 0, "/x: the chat goes on and quits")
+    # the shell's screen left behind ends the question's line: the cursor is on the next one
+    # (until 2026-12 it stayed on "[exit 0] f: ...", where a shell's prompt would be drawn)
+    cur = tm.tmux("display-message", "-p", "#{cursor_x} #{cursor_y}", check=False)
+    rows = tm.capture().split("\n")
+    cy = int(cur.split()[1]) if cur and len(cur.split()) == 2 else -1
+    t.ok(cur.split()[0] == "0" and 0 < cy < len(rows) and "[exit 0] f:" in rows[cy - 1],
+         "/x r: the question's line is ended when the chat is left", "%r\n%s" % (cur, "\n".join(rows)))
     tm.kill()
 
     clear()
