@@ -869,8 +869,10 @@ static void cmd_json_add_count(cJSON *obj, const char *key, int64_t v)
         cJSON_AddNullToObject(obj, key);
 }
 
-/* A message's attachments in the JSON export: name, kind, mime, size, sha256 and the image or
- * PDF facts (the bytes are in the database; export -o with Markdown writes them out). */
+/* A message's attachments in the JSON export: name, kind, mime, size, sha256, the image or
+ * PDF facts, and the file itself: "text" for a text file (as it was sent), "base64" for an
+ * image or a PDF, so that the export is the whole conversation (until 2026-12 the bytes were
+ * left out, and a backup lost what the user message had carried). */
 static void cmd_json_attachments(struct cmd_ctx *c, cJSON *j, int64_t id)
 {
     cJSON *arr = NULL;
@@ -894,6 +896,16 @@ static void cmd_json_attachments(struct cmd_ctx *c, cJSON *j, int64_t id)
         }
         if (a->pages)
             cJSON_AddNumberToObject(o, "pages", a->pages);
+        if (a->kind && strcmp(a->kind, "text") == 0 && utf8_valid((const char *)a->data, a->len)) {
+            char *t = xstrndup((const char *)a->data, a->len);
+            cJSON_AddStringToObject(o, "text", t);
+            free(t);
+        } else {
+            struct buf b64 = BUF_INIT;
+            buf_append_base64(&b64, a->data ? (const void *)a->data : "", a->len);
+            cJSON_AddStringToObject(o, "base64", buf_str(&b64));
+            buf_free(&b64);
+        }
         cJSON_AddItemToArray(arr, o);
     }
 }

@@ -297,6 +297,10 @@ with ttlib.FakeServer() as srv:
     t.ok(any(a.get("name") == PNG and a.get("kind") == "image" and a.get("width") == 64 and
              a.get("size") == len(IMG) for a in atts) and len(atts) == 2,
          "export --format json: each user message lists its attachments", text(out)[:400])
+    # and carries the files themselves (until 2026-12 only their hashes: a backup lost them)
+    t.ok(any(a.get("name") == PNG and base64.b64decode(a.get("base64", "")) == IMG
+             for a in atts) and all(("text" in a) != ("base64" in a) for a in atts),
+         "export --format json: each file's bytes, as text or base64", text(out)[:400])
 
     # --- show and export: a compact line per attachment ------------------------------------------
     rc, out, err = ttlib.run_tokterm(["show", "1"], home=home)
