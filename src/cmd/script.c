@@ -32,6 +32,8 @@ struct script_state {
     int broken_pipe;      /* stdout failed: the reader went away, or (write_errno not EPIPE)
                              the disk is full or the descriptor closed */
     int write_errno;
+    int sep_pending;      /* a blank line goes before this turn's first byte on stdout (none
+                             when the turn writes nothing: a failed later turn) */
     int quiet;            /* this turn's text is kept, not written (script_turn) */
     char last_byte;       /* last byte written to stdout */
     char last_err_byte;   /* last reasoning byte written to stderr */
@@ -64,6 +66,13 @@ static void script_put(struct script_state *st, int fd, const char *s, size_t n)
 {
     if (!n || st->broken_pipe)
         return;
+    if (fd == 1 && st->sep_pending) {
+        st->sep_pending = 0;
+        if (util_write_all(1, "\n", 1) < 0) {
+            script_out_failed(st);
+            return;
+        }
+    }
     if (fd == 1 && st->last_err_byte && st->last_err_byte != '\n') {
         (void)util_write_all(2, "\n", 1); /* the reasoning is over: end its line */
         st->last_err_byte = '\n';
@@ -774,8 +783,9 @@ int script_turn(struct script *sc, const char *prompt, int quiet)
 {
     struct session *s = sc->s;
     struct script_state *st = &sc->st;
-    if (sc->turns++ > 0 && !sc->o->json && !quiet && !sc->lines)
-        (void)util_write_all(1, "\n", 1); /* a blank line between the answers of two turns */
+    /* a blank line between the answers of two turns, written with the second's first byte
+     * (until 2026-12 at once: a later turn that failed left stdout ending "one\n\n") */
+    st->sep_pending = sc->turns++ > 0 && !sc->o->json && !quiet && !sc->lines;
     st->written = 0;
     st->last_byte = 0;
     st->quiet = quiet;

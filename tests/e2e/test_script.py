@@ -224,6 +224,8 @@ with ttlib.FakeServer() as srv:
          b"2 later prompts were not sent (turns 3-4 of 4): the turn before them ended with "
          b"exit 3" in err, "a failed turn: the later prompts are named as not sent",
          err.decode(errors="replace"))
+    t.eq(out, b"ok1\n", "a failed later turn: stdout has the first answer, no blank line "
+         "after it as if another answer followed")
 
     # --- HTTP errors ---
     rc, out, err = run(srv, "status=401,error=Incorrect%20API%20key%20provided,code=invalid_api_key",
