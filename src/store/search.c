@@ -1220,19 +1220,26 @@ const char *store_query_error(const char *query)
     return n ? NULL : why;
 }
 
-static int store_hit_by_id(const void *a, const void *b)
+/* A hit of one alternative with its place in the merge: the alternatives take turns, each
+ * giving its best hit not yet taken (their ranks cannot be compared: bm25 sums grow with the
+ * terms, and a scan's hits all rank 0). */
+struct store_merged {
+    struct store_hit h;
+    size_t place; /* its rank within its alternative * alternatives + the alternative */
+};
+
+static int store_merged_by_id(const void *a, const void *b)
 {
-    const struct store_hit *x = a, *y = b;
-    return x->message_id < y->message_id ? -1 : x->message_id > y->message_id;
+    const struct store_merged *x = a, *y = b;
+    if (x->h.message_id != y->h.message_id)
+        return x->h.message_id < y->h.message_id ? -1 : 1;
+    return x->place < y->place ? -1 : x->place > y->place;
 }
 
-/* Best first: the lower rank, then the newer message (a scan's hits all rank 0). */
-static int store_hit_best(const void *a, const void *b)
+static int store_merged_by_place(const void *a, const void *b)
 {
-    const struct store_hit *x = a, *y = b;
-    if (x->rank != y->rank)
-        return x->rank < y->rank ? -1 : 1;
-    return x->message_id > y->message_id ? -1 : x->message_id < y->message_id;
+    const struct store_merged *x = a, *y = b;
+    return x->place < y->place ? -1 : x->place > y->place;
 }
 
 static int store_search_group(struct store *st, const char *query,
@@ -1260,47 +1267,52 @@ int store_search(struct store *st, const char *query, const struct store_search_
         store_set_err(st, "%s", why);
         return -1;
     }
+    if (n_g == 1) {
+        int ret = store_search_group(st, g[0], opts, out, n);
+        free(g[0]);
+        free(g);
+        return ret;
+    }
     int ret = 0;
-    size_t cap = 0;
+    struct store_merged *m = NULL;
+    size_t n_m = 0, cap = 0;
     for (size_t i = 0; i < n_g; i++) {
         struct store_hit *h = NULL;
         size_t k = 0;
-        if (ret == 0 && n_g == 1) {
-            ret = store_search_group(st, g[i], opts, out, n);
-        } else if (ret == 0 && (ret = store_search_group(st, g[i], opts, &h, &k)) == 0) {
-            XGROW(*out, *n + k, cap); /* each alternative's hits, merged below */
-            if (k)
-                memcpy(*out + *n, h, k * sizeof *h);
-            *n += k;
+        if (ret == 0 && (ret = store_search_group(st, g[i], opts, &h, &k)) == 0) {
+            XGROW(m, n_m + k, cap);
+            for (size_t r = 0; r < k; r++)
+                m[n_m++] = (struct store_merged){h[r], r * n_g + i};
             free(h);
         }
         free(g[i]);
     }
     free(g);
-    if (ret != 0 || n_g == 1)
-        return ret;
-    /* A message found by several alternatives counts once, at its best rank. */
-    qsort(*out, *n, sizeof **out, store_hit_by_id);
+    /* a message found by several alternatives counts once, at its first place */
+    if (n_m)
+        qsort(m, n_m, sizeof *m, store_merged_by_id);
     size_t kept = 0;
-    for (size_t i = 0; i < *n; i++) {
-        struct store_hit *h = &(*out)[i], *last = kept ? &(*out)[kept - 1] : NULL;
-        if (last && last->message_id == h->message_id) {
-            if (h->rank < last->rank) {
-                struct store_hit tmp = *last;
-                *last = *h;
-                *h = tmp;
-            }
-            store_hits_free_one(h);
-        } else {
-            (*out)[kept++] = *h;
-        }
+    for (size_t i = 0; i < n_m; i++) {
+        if (kept && m[kept - 1].h.message_id == m[i].h.message_id)
+            store_hits_free_one(&m[i].h);
+        else
+            m[kept++] = m[i];
     }
-    qsort(*out, kept, sizeof **out, store_hit_best);
+    if (kept)
+        qsort(m, kept, sizeof *m, store_merged_by_place);
     size_t lim = opts->limit > 0 ? (size_t)opts->limit : 20;
-    for (size_t i = lim; i < kept; i++)
-        store_hits_free_one(&(*out)[i]);
+    if (ret != 0) /* nothing half done: the caller gets no hits (as before OR) */
+        lim = 0;
     *n = kept < lim ? kept : lim;
-    return 0;
+    *out = *n ? xmalloc(*n * sizeof **out) : NULL;
+    for (size_t i = 0; i < kept; i++) {
+        if (i < *n)
+            (*out)[i] = m[i].h;
+        else
+            store_hits_free_one(&m[i].h);
+    }
+    free(m);
+    return ret;
 }
 
 /* store_search for one alternative (no OR). */

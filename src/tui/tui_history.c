@@ -265,7 +265,11 @@ static void tui_hist_search(struct tui *t)
         .close = TUI_HIST_CLOSE,
         .snippet_chars = h->cols > 40 ? h->cols * 3 / 2 : 60,
     };
-    if (store_search(tui_hist_store(t), q, &o, &h->hits, &h->nhits) != 0) {
+    const char *bad = store_query_error(q);
+    if (bad && strstr(bad, "OR")) { /* "timeout OR" is still being typed: no error yet */
+        h->hits = NULL;
+        h->nhits = 0;
+    } else if (store_search(tui_hist_store(t), q, &o, &h->hits, &h->nhits) != 0) {
         tui_hist_say(h, 1, "search failed: %s", store_error(tui_hist_store(t)));
         h->hits = NULL;
         h->nhits = 0;
