@@ -96,6 +96,30 @@ static int tui_attach_add(struct tui *t, const char *arg, const char *again)
         tui_hint(t, ""); /* the fetch is over (until 2026-12 the hint stayed until a key) */
     }
     free(keys);
+    if (rc == 0) { /* the same file again is said, not added twice (until 2026-12 it was) */
+        size_t kept = 0;
+        for (size_t i = 0; i < add.n; i++) {
+            int dup = 0;
+            for (size_t k = 0; k < l->n && !dup; k++)
+                dup = memcmp(l->v[k].sha256, add.v[i].sha256, sizeof add.v[i].sha256) == 0 &&
+                      strcmp(l->v[k].name, add.v[i].name) == 0;
+            if (dup) {
+                buf_appends(&warn, "already attached, not added again: ");
+                utf8_sanitize(&warn, add.v[i].name, strlen(add.v[i].name));
+                buf_appendc(&warn, '\n');
+                attach_clear(&add.v[i]);
+            } else {
+                add.v[kept++] = add.v[i];
+            }
+        }
+        add.n = kept;
+    }
+    if (rc == 0 && add.n == 0) { /* nothing new */
+        tui_meta(t, buf_str(&warn));
+        attach_list_free(&add);
+        buf_free(&warn);
+        return 0;
+    }
     if (rc == 0 && t->have_session && session_attach_check(t->s, &add, &err) != 0)
         rc = -1;
     if (rc != 0)

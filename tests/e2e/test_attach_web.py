@@ -260,6 +260,12 @@ with ttlib.FakeServer() as srv:
             t.ok(tm.wait_for(re.compile(r"Attached \(1 waiting[\s\S]*1\. .*notes-file\.txt"), 3)
                  is not None and "notes-file.txt" in tm.capture(),
                  "chat: /attach FILE says what waits", tm.capture())
+            # the same file again is said, not attached twice (until 2026-12 it was)
+            tm.send_text("/attach notes-file.txt")
+            tm.send("Enter")
+            t.ok(tm.wait_for("already attached, not added again: notes-file.txt", 3)
+                 is not None and "2. " not in tm.capture(),
+                 "chat: /attach of the same file again adds nothing", tm.capture())
             tm.send_text("/attach missing.txt")
             tm.send("Enter")
             # the input row, below the message, gets the command back: wait for it too
