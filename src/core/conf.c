@@ -884,6 +884,23 @@ int conf_load(struct conf *c, const char *path, const char *explicit_profile,
 }
 
 /* 1 when the explicitly chosen profile set option `name`. */
+void conf_mark_cli(struct conf *c, const char *name)
+{
+    const struct opt *o = conf_find(name);
+    if (o)
+        c->cli_set |= 1ul << (o - conf_opts);
+}
+
+int conf_given(const struct conf *c, const char *name)
+{
+    const struct opt *o = conf_find(name);
+    if (strcmp(name, "model") == 0 && c->model_given)
+        return 1;
+    if (strcmp(name, "system") == 0 && c->system_given)
+        return 1;
+    return o && (c->cli_set & (1ul << (o - conf_opts)));
+}
+
 int conf_profile_owns(const struct conf *c, const char *name)
 {
     const struct opt *o = conf_find(name);

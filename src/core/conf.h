@@ -76,10 +76,16 @@ struct conf {
     char *path;             /* config file that was read, NULL when none */
     int profile_explicit;   /* the profile was named on the command line or in TOKTERM_PROFILE */
     unsigned long profile_set; /* bit i: option i was set by the selected profile's section */
+    unsigned long cli_set;  /* bit i: option i was given on the command line (conf_mark_cli) */
 };
 
 /* 1 when option name was set by a profile named on the command line or in TOKTERM_PROFILE. */
 int conf_profile_owns(const struct conf *c, const char *name);
+/* Option name was given on the command line (setup); conf_given asks whether it was: there,
+ * or for model and system also TOKTERM_MODEL, -s and --role (model_given, system_given). A
+ * resume's role leaves what was given alone. */
+void conf_mark_cli(struct conf *c, const char *name);
+int conf_given(const struct conf *c, const char *name);
 /* Fill c with built-in defaults. */
 void conf_defaults(struct conf *c);
 /* Free every string in c. */

@@ -275,9 +275,19 @@ static int role_find(struct role *r, const char *name, const char *cfgpath, stru
     return -1;
 }
 
-int role_apply(struct conf *c, const struct role *r, struct buf *err)
+int role_sets(const struct role *r, const char *key)
+{
+    for (size_t i = 0; i < r->n; i++)
+        if (strcmp(r->keys[i], key) == 0)
+            return 1;
+    return 0;
+}
+
+static int role_apply_keep(struct conf *c, const struct role *r, struct buf *err, int keep)
 {
     for (size_t i = 0; i < r->n; i++) {
+        if (keep && conf_given(c, r->keys[i]))
+            continue;
         struct buf e = BUF_INIT;
         if (conf_set(c, r->keys[i], r->values[i], &e) < 0) {
             size_t from = err->len;
@@ -287,13 +297,23 @@ int role_apply(struct conf *c, const struct role *r, struct buf *err)
         }
         buf_free(&e);
     }
-    if (r->prompt) {
+    if (r->prompt && !(keep && conf_given(c, "system"))) {
         free(c->system);
         c->system = xstrdup(r->prompt);
     }
     free(c->role);
     c->role = xstrdup(r->name);
     return 0;
+}
+
+int role_apply(struct conf *c, const struct role *r, struct buf *err)
+{
+    return role_apply_keep(c, r, err, 0);
+}
+
+int role_apply_over(struct conf *c, const struct role *r, struct buf *err)
+{
+    return role_apply_keep(c, r, err, 1);
 }
 
 int role_drop(struct conf *c, struct buf *err)

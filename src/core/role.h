@@ -26,6 +26,11 @@ void role_free(struct role *r);
 
 /* Set the role's settings and system prompt on c. Returns 0, or -1 with err "FILE:LINE: ...". */
 int role_apply(struct conf *c, const struct role *r, struct buf *err);
+/* The same, leaving alone what was given on the command line or in the environment
+ * (conf_given): a resume taking the role its conversation was held with. */
+int role_apply_over(struct conf *c, const struct role *r, struct buf *err);
+/* 1 when the role sets key. */
+int role_sets(const struct role *r, const char *key);
 
 /* Drop c's role: the settings a role may make (its prompt, model, sampling, extra_body) go
  * back to those of c's profile, read again from c->path (the built-in defaults without a

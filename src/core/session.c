@@ -399,6 +399,7 @@ static void session_resume_settings(struct session *s, int64_t id)
         if (role_load(&r, role, c->path, &err) < 0) {
             s->resume_note = xasprintf("the conversation was held with role %s: %s", role,
                                        buf_str(&err));
+            role_free(&r);
         } else {
             const char *other = NULL;
             for (size_t i = 0; i < r.n; i++)
@@ -410,7 +411,7 @@ static void session_resume_settings(struct session *s, int64_t id)
                 s->resume_note = xasprintf("the conversation was held with role %s, whose "
                                            "%s differs from this one's: give --role %s to "
                                            "use it", role, other, role);
-            else if (role_apply(c, &r, &err) < 0)
+            else if (role_apply_over(c, &r, &err) < 0) /* -m, -s, -t... given now win */
                 s->resume_note = xasprintf("the conversation was held with role %s: %s", role,
                                            buf_str(&err));
             role_free(&r);
@@ -420,6 +421,10 @@ static void session_resume_settings(struct session *s, int64_t id)
         free(c->model);
         c->model = xstrdup(model);
     }
+    /* --role given now is the conversation's from here: the next resume takes it */
+    if (c->role_given && strcmp(role ? role : "", c->role ? c->role : "") != 0 && s->save &&
+        store_conversation_set_role(s->store, id, c->role) < 0)
+        session_store_failed(s);
     buf_free(&err);
     free(role);
     free(model);
@@ -1310,8 +1315,10 @@ static void session_tool_result(struct session *s, const struct session_sink *si
          * (until 2026-12 it was not: the model, the transcript and show had the edited call
          * as the one it asked for) */
         struct buf b = BUF_INIT;
+        size_t len = strlen(s->edited_from), cut = utf8_cut(s->edited_from, len, 1024);
         buf_printf(&b, "[the user edited this call's arguments before it ran; the model had "
-                       "asked for: %s]\n", s->edited_from);
+                       "asked for: %.*s%s]\n", (int)cut, s->edited_from,
+                   cut < len ? "\xE2\x80\xA6 (cut)" : ""); /* bounded: the result comes first */
         buf_append(&b, res->content.data ? res->content.data : "", res->content.len);
         buf_free(&res->content);
         res->content = b;

@@ -46,12 +46,15 @@ static int setup_apply_cli(struct conf *c, const struct cli *a, struct buf *err)
         {"max_answer_mb", a->max_answer_mb}, {"cacert", a->cacert}, {"max_retries", a->retries},
         {"attach_max_files", a->attach_max_files}, {"attach_max_bytes", a->attach_max_bytes},
     };
-    for (size_t i = 0; i < TT_ARRAY_LEN(sets); i++)
+    for (size_t i = 0; i < TT_ARRAY_LEN(sets); i++) {
         if (sets[i].val && conf_set(c, sets[i].key, sets[i].val, err) < 0) {
             if (sets[i].val == a->extra_body)
                 buf_appends(err, " (--extra-body)");
             return -1;
         }
+        if (sets[i].val)
+            conf_mark_cli(c, sets[i].key);
+    }
     if (a->connect_timeout) {
         char *end;
         double s = strtod(a->connect_timeout, &end);
@@ -70,6 +73,7 @@ static int setup_apply_cli(struct conf *c, const struct cli *a, struct buf *err)
         buf_free(&names);
         if (rc < 0)
             return -1;
+        conf_mark_cli(c, "mcp");
     }
     if (a->insecure)
         c->insecure = 1;
@@ -96,6 +100,7 @@ int setup_role(struct setup *su, const char *name, const char *cfgpath,
     }
     if (rc == 0)
         rc = role_apply(&su->conf, &r, err);
+    su->role_model = rc == 0 && role_sets(&r, "model");
     role_free(&r);
     free(want);
     return rc;
@@ -119,16 +124,13 @@ int setup_conf(struct setup *su, const struct cli *a, struct buf *err, struct bu
         buf_printf(&cerr, "%s: no such file (given with --config)", cfgpath);
         lr = -1;
     }
-    char *model_before = xstrdup(su->conf.model ? su->conf.model : "");
     if (lr >= 0 && (a->role || su->conf.role))
         lr = setup_role(su, a->role ? a->role : su->conf.role, cfgpath, profile, &cerr);
     /* what a resume keeps rather than taking the conversation's (session_resumed) */
     su->conf.role_given = a->role != NULL;
     su->conf.model_given = a->model || (getenv("TOKTERM_MODEL") && *getenv("TOKTERM_MODEL")) ||
                            conf_profile_owns(&su->conf, "model") ||
-                           (a->role && strcmp(model_before, su->conf.model ? su->conf.model
-                                                                            : "") != 0);
-    free(model_before);
+                           (a->role && su->role_model);
     free(cfgpath);
     if (lr < 0) {
         buf_printf(err, "config: %s", buf_str(&cerr));

@@ -40,6 +40,7 @@ struct setup {
     int have_conf;
     int role_profile;          /* --role (or role =) chose the profile: where requests go was
                                   named (a resume of a conversation held elsewhere may go) */
+    int role_model;            /* the role applied sets model (a resume keeps it) */
     char *key;                 /* the API key (wiped on free); NULL: none configured */
     int no_key;                /* a remote server, no key, no key pool and not --cache-only:
                                   nothing can be sent (the caller says what to set) */

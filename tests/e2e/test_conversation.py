@@ -431,6 +431,25 @@ with ttlib.FakeServer() as srv:
     ttlib.run_tokterm(["-c", "-p", "role four"], home=home, env=env)
     t.eq(msgs(srv.requests()[-1])[0], msgs({"body": chat})[0],
          "resume: a role switched in the chat is the one -c goes on with")
+    # what the command line gives on the resume wins over the conversation's role (a review
+    # found the role applied over -m, -s and -t)
+    ttlib.run_tokterm(["--role", "review", "-p", "role five"], home=home, env=env)
+    ttlib.run_tokterm(["-c", "-m", "cli-model", "-t", "0.9", "-s", "CLI SYSTEM", "-p", "six"],
+                      home=home, env=env)
+    body = srv.requests()[-1]["body"]
+    t.ok(body["model"] == "cli-model" and body.get("temperature") == 0.9 and
+         msgs({"body": body})[0] == ("system", "CLI SYSTEM"),
+         "resume: -m, -t and -s given now win over the conversation's role",
+         json.dumps({k: v for k, v in body.items() if k != "messages"}) + repr(msgs({"body": body})[0]))
+    # --role given on a resume is the conversation's from then on
+    ttlib.run_tokterm(["-c", "--role", "translate", "-p", "seven"], home=home, env=env)
+    seven = srv.requests()[-1]["body"]
+    ttlib.run_tokterm(["-c", "-p", "eight"], home=home, env=env)
+    eight = srv.requests()[-1]["body"]
+    t.ok(msgs({"body": eight})[0] == msgs({"body": seven})[0] and
+         eight.get("temperature") == seven.get("temperature"),
+         "resume: --role given on a resume is what the next resume takes",
+         repr(msgs({"body": seven})[0])[:200] + " / " + repr(msgs({"body": eight})[0])[:200])
 
     # --- the model that answered is saved (a router's, a dated snapshot), not only the one
     # asked for (until 2026-12 show, export and stats had only the one asked for)
