@@ -605,8 +605,9 @@ static int script_turn_end(struct session *s, struct script_state *st, const str
             /* a stream tokterm could not read is not an error the server reported (until
              * 2026-12 both read "the server reported an error") */
             fprintf(stderr, "tokterm: %s: %s%s%s%s%s\n",
-                    strncmp(r->error, "the server sent ", 16) == 0
-                        ? "the stream could not be read mid-answer"
+                    strncmp(r->error, "the server sent ", 16) == 0 ||
+                            strncmp(r->error, "the server's answer is larger", 29) == 0
+                        ? "the answer could not be read"
                         : "the server reported an error mid-stream",
                     r->error, r->error_code[0] ? " (" : "", r->error_code,
                     r->error_code[0] ? ")" : "", kept);

@@ -623,8 +623,8 @@ static void cmd_md_message(struct cmd_ctx *c, const struct store_message *m,
         /* no answer row: the turn ended while its tools ran (cancelled, failed) or its process
          * died first; the next request leaves it out (until 2026-12 nothing here said so, and
          * the turn read as any answered one) */
-        fputs("*not answered: the turn ended before an answer (cancelled or failed while its "
-              "tools ran); never sent again*\n\n", c->out);
+        fputs("*not answered: no answer was saved for this turn (cancelled or failed before "
+              "one, or still running); a request leaves it out*\n\n", c->out);
         return;
     }
     if (strcmp(role, "assistant") != 0 && m->status == STORE_COMPLETE)

@@ -758,7 +758,8 @@ enum mcp_status mcp_call_run(struct mcp_client *c, const char *tool, const char 
     if (mcp_start(c, cancel, &why) != 0) { /* the model is told it failed, the user why */
         cJSON_Delete(args);
         buf_printf(&r->error, "%s: the MCP server could not be started", c->conf.name);
-        buf_append(&r->diag, why.data ? why.data : "", why.len);
+        if (why.len)
+            buf_printf(&r->diag, "; %s", why.data);
         buf_free(&why);
         return r->status = mcp_cancelled(cancel) ? MCP_CANCELLED : MCP_FAILED;
     }

@@ -147,6 +147,13 @@ static int mcp_http_stop(void *ud)
 }
 
 /* Make the POST (or DELETE); 0, or -1 with p->why set. */
+/* How much of url a message may show: not its query or fragment, where a token often rides
+ * (the message can become a tool result the model reads). */
+static int mcp_http_url_shown(const char *url)
+{
+    return (int)strcspn(url, "?#");
+}
+
 static int mcp_http_do(struct mcp_post *p)
 {
     struct mcp_client *c = p->c;
@@ -182,10 +189,11 @@ static int mcp_http_do(struct mcp_post *p)
     else if (p->too_large)
         rc = -1;
     else if (out.failure != NET_PROBE_OK && !mcp_http_stop(p)) {
-        buf_printf(&p->why, "%s: %s", c->conf.url, out.why);
+        buf_printf(&p->why, "%.*s: %s", mcp_http_url_shown(c->conf.url), c->conf.url, out.why);
         rc = -1;
     } else if (out.status >= 400) {
-        buf_printf(&p->why, "HTTP %ld from %s", out.status, c->conf.url);
+        buf_printf(&p->why, "HTTP %ld from %.*s", out.status, mcp_http_url_shown(c->conf.url),
+                   c->conf.url);
         if (p->json.len) {
             struct buf safe = BUF_INIT;
             mcp_dispatch(c, p->json.data, p->json.len); /* a JSON-RPC error, perhaps */

@@ -204,7 +204,7 @@ with ttlib.FakeServer() as srv:
     db.close()
     rc, out, _ = ttlib.run_tokterm(["show", str(cid)], home=home)
     shown = out.decode(errors="replace")
-    t.ok(rc == 0 and re.search(r"sleep\n\n\*not answered: the turn ended before an answer",
+    t.ok(rc == 0 and re.search(r"sleep\n\n\*not answered: no answer was saved for this turn",
                                shown) is not None,
          "show: the turn whose tool was cancelled is marked not answered", shown[-1500:])
 

@@ -319,7 +319,7 @@ with ttlib.FakeServer() as srv:
     rc, out, err = run(["-p", "hi"], base("content_json=" + raw))
     t.eq(rc, 3, "raw NUL/ESC inside a JSON string: exit 3 (malformed chunk)")
     t.ok(b"malformed JSON" in err and b"control character" in err and
-         b"the stream could not be read" in err and b"server reported" not in err,
+         b"the answer could not be read" in err and b"server reported" not in err,
          "raw NUL/ESC: says the chunk is malformed, not that the server reported an error",
          err.decode(errors="replace"))
     safe_stderr(err, "raw NUL/ESC in a chunk")

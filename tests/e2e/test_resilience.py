@@ -112,7 +112,7 @@ with ttlib.FakeServer() as srv:
     # --max-time ends a wait for quota too: the second turn would wait 2 s, it may take 1
     rc, out, err, el, made = scenario(srv, [deplete], ["--max-time", "1", "-p", "one", "-p", "two"],
                                       "--max-time during a wait for quota: one request", 1)
-    t.eq((rc, out), (8, b"one\n\n"), "--max-time during a quota wait: exit 8 after turn one")
+    t.eq((rc, out), (8, b"one\n"), "--max-time during a quota wait: exit 8 after turn one")
     t.ok(el < 1.9 and b"--max-time" in err,
          "--max-time during a quota wait: ends on time (%.2fs) and says why" % el, err.decode())
 
