@@ -806,8 +806,9 @@ static void tui_sink_end(void *ud, const struct net_result *r)
         const struct conv *c = session_conv(t->s);
         const struct conv_turn *last = c->n ? &c->turns[c->n - 1] : NULL;
         if (last && !conv_turn_sent(last)) { /* failed, refused, or cancelled before a byte */
-            tui_input_offer(last->prompt);
-            tui_hint(t, "the prompt is back in the input line: Enter sends it again");
+            tui_hint(t, tui_input_offer(last->prompt)
+                            ? "the prompt is back in the input line: Enter sends it again"
+                            : "the prompt is in the input history: Up recalls it");
         }
     }
     if (strncmp(t->hint, TUI_HINT_STREAMING, sizeof TUI_HINT_STREAMING - 1) == 0 ||

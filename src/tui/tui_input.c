@@ -616,12 +616,13 @@ void tui_input_defer(const char *text)
     tui_input_deferred = xstrdup(text);
 }
 
-void tui_input_offer(const char *text)
+int tui_input_offer(const char *text)
 {
     if (rl_line_buffer && rl_end == 0 && !tui_input_deferred) {
         rl_insert_text(text); /* the line is empty: the text is there now */
         tui_input_changed = 1;
-        return;
+        return 1;
     }
-    tui_input_defer(text);
+    tui_input_history_add(text);
+    return 0;
 }

@@ -81,9 +81,11 @@ int tui_input_busy(void);
 void tui_input_clear(void);
 
 /* Put text into the next fresh line (after the current line is accepted). */
-/* Put text in the input line now when it is empty (else as tui_input_defer does): a prompt
- * that failed or was refused comes back for the user to send again. */
-void tui_input_offer(const char *text);
+/* Put text in the input line now when it is empty: a prompt that failed or was refused comes
+ * back for the user to send again. 1 when it is there; 0 when the user has typed ahead: the
+ * line is left alone, and the text goes to the history (Up recalls it). Until 2026-12 it was
+ * held for the next fresh line, where what the user typed next was joined to it. */
+int tui_input_offer(const char *text);
 void tui_input_defer(const char *text);
 
 #endif

@@ -364,13 +364,14 @@ void tui_tools_wait_cancel(struct tui *t)
     if (t->tools_loader)
         tools_load_cancel(t->tools_loader);
     tui_view_drop_last_turn(t); /* nothing was sent: the turn goes, its prompt comes back */
-    tui_input_offer(t->send_wait);
+    int back = tui_input_offer(t->send_wait);
     free(t->send_wait);
     t->send_wait = NULL;
     t->answer = TUI_NO_ANSWER;
     t->shell_pending = 0;
-    tui_hint(t, "not sent: the prompt is back (Enter sends it, without the servers that did "
-                "not start)");
+    tui_hint(t, back ? "not sent: the prompt is back (Enter sends it, without the servers that "
+                       "did not start)"
+                     : "not sent: the prompt is in the input history (Up recalls it)");
     t->dirty |= TUI_D_VIEW | TUI_D_STATUS | TUI_D_INPUT;
 }
 
