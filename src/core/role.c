@@ -316,7 +316,19 @@ int role_apply_over(struct conf *c, const struct role *r, struct buf *err)
     return role_apply_keep(c, r, err, 1);
 }
 
+static int role_drop_keep(struct conf *c, struct buf *err, int keep);
+
 int role_drop(struct conf *c, struct buf *err)
+{
+    return role_drop_keep(c, err, 0);
+}
+
+int role_drop_over(struct conf *c, struct buf *err)
+{
+    return role_drop_keep(c, err, 1);
+}
+
+static int role_drop_keep(struct conf *c, struct buf *err, int keep)
 {
     struct conf p;
     conf_defaults(&p);
@@ -326,7 +338,8 @@ int role_drop(struct conf *c, struct buf *err)
     if (rc >= 0) {
         conf_apply_env(&p);
         for (size_t i = 0; role_keys[i]; i++)
-            if (strcmp(role_keys[i], "api") != 0 && strcmp(role_keys[i], "profile") != 0)
+            if (strcmp(role_keys[i], "api") != 0 && strcmp(role_keys[i], "profile") != 0 &&
+                !(keep && conf_given(c, role_keys[i])))
                 conf_copy(c, &p, role_keys[i]);
         free(c->role);
         c->role = NULL;

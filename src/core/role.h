@@ -36,6 +36,8 @@ int role_sets(const struct role *r, const char *key);
  * back to those of c's profile, read again from c->path (the built-in defaults without a
  * file; the command line's are not kept). Returns 0, or -1 with err set. */
 int role_drop(struct conf *c, struct buf *err);
+/* The same, leaving alone what was given on the command line or in the environment. */
+int role_drop_over(struct conf *c, struct buf *err);
 
 /* The known role names, sorted, each once (a user file hiding a built-in): a NULL-terminated
  * array of new strings; *sources (when not NULL) gets where each comes from. */

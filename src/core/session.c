@@ -392,9 +392,14 @@ static void session_resume_settings(struct session *s, int64_t id)
     if (!s->store || store_conversation_settings(s->store, id, &role, &model) != 0)
         return;
     struct buf err = BUF_INIT;
-    /* (held with none: a role the profile names stays; dropping it would take the command
-     * line's settings too, role_drop) */
-    if (role && *role && !c->role_given && strcmp(role, c->role ? c->role : "") != 0) {
+    if (role && !*role && !c->role_given && c->role) {
+        /* held with none ("": a conversation of schema 17; NULL, older, is not known): the
+         * role in use goes, but for what the command line gave (a review found its settings
+         * sent without its prompt) */
+        if (role_drop_over(c, &err) < 0)
+            s->resume_note = xasprintf("the conversation was held with no role, but %s could "
+                                       "not be dropped: %s", c->role, buf_str(&err));
+    } else if (role && *role && !c->role_given && strcmp(role, c->role ? c->role : "") != 0) {
         struct role r;
         if (role_load(&r, role, c->path, &err) < 0) {
             s->resume_note = xasprintf("the conversation was held with role %s: %s", role,
@@ -423,7 +428,7 @@ static void session_resume_settings(struct session *s, int64_t id)
     }
     /* --role given now is the conversation's from here: the next resume takes it */
     if (c->role_given && strcmp(role ? role : "", c->role ? c->role : "") != 0 && s->save &&
-        store_conversation_set_role(s->store, id, c->role) < 0)
+        store_conversation_set_role(s->store, id, c->role ? c->role : "") < 0)
         session_store_failed(s);
     buf_free(&err);
     free(role);
@@ -438,7 +443,8 @@ const char *session_resume_note(const struct session *s)
 void session_role_changed(struct session *s)
 {
     if (s->save && s->store && s->conv_id > 0 &&
-        store_conversation_set_role(s->store, s->conv_id, s->conf->role) < 0)
+        store_conversation_set_role(s->store, s->conv_id,
+                                    s->conf->role ? s->conf->role : "") < 0)
         session_store_failed(s);
 }
 
@@ -717,7 +723,7 @@ static int session_save_conversation(struct session *s)
     if (s->conv_id)
         return 0;
     s->conv_id = store_conversation_new_role(s->store, NULL, s->conv.system, c->model,
-                                             c->profile, c->role);
+                                             c->profile, c->role ? c->role : "");
     if (s->conv_id < 0) {
         session_store_failed(s);
         s->conv_id = 0;

@@ -351,8 +351,8 @@ int store_recover(struct store *st);
  * its id (> 0) or -1. */
 int64_t store_conversation_new(struct store *st, const char *title, const char *system_prompt,
                                const char *model, const char *profile);
-/* The same with the role it is held with (NULL: none, or not known: conversations saved
- * before schema 17). */
+/* The same with the role it is held with ("": none; NULL: not known, as for conversations
+ * saved before schema 17). */
 int64_t store_conversation_new_role(struct store *st, const char *title,
                                     const char *system_prompt, const char *model,
                                     const char *profile, const char *role);

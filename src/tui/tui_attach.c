@@ -75,6 +75,14 @@ static void tui_fetch_keys_back(struct tui_fetch_keys *k)
 /* Add arg; a note says what came (and what a folder left out), or the error, with the
  * command put back in the input so that the path can be corrected (again: the command as
  * typed when again is not NULL). */
+/* The file name without its folders: main.c, ./main.c and /tmp/x/main.c are one file when
+ * their bytes are the same. */
+static const char *tui_attach_base(const char *name)
+{
+    const char *slash = strrchr(name, '/');
+    return slash ? slash + 1 : name;
+}
+
 static int tui_attach_add(struct tui *t, const char *arg, const char *again)
 {
     struct attach_list *l = tui_attach_list(t), add = {0};
@@ -102,7 +110,7 @@ static int tui_attach_add(struct tui *t, const char *arg, const char *again)
             int dup = 0;
             for (size_t k = 0; k < l->n && !dup; k++)
                 dup = memcmp(l->v[k].sha256, add.v[i].sha256, sizeof add.v[i].sha256) == 0 &&
-                      strcmp(l->v[k].name, add.v[i].name) == 0;
+                      strcmp(tui_attach_base(l->v[k].name), tui_attach_base(add.v[i].name)) == 0;
             if (dup) {
                 buf_appends(&warn, "already attached, not added again: ");
                 utf8_sanitize(&warn, add.v[i].name, strlen(add.v[i].name));

@@ -571,6 +571,7 @@ static void tui_cmd_role_applied(struct tui *t, const char *name, const char *so
         session_set_system(t->s, t->conf->system);
         session_role_changed(t->s); /* a resume takes it again */
     }
+    t->conf->role_given = 0; /* this conversation's: another one resumed takes its own */
     tui_status_model(&t->st, t->conf->profile, t->conf->model);
     tui_status_effort(&t->st, t->conf->reasoning_effort);
     t->dirty |= TUI_D_STATUS;
@@ -651,6 +652,8 @@ static void tui_cmd_model(struct tui *t, const char *arg)
     if (*arg) {
         free(t->conf->model);
         t->conf->model = xstrdup(arg);
+        t->conf->model_given = 0; /* this conversation's choice: another one resumed takes its
+                                     own, as without -m (until 2026-12 it carried over) */
         tui_status_model(&t->st, t->conf->profile, t->conf->model);
         m = xasprintf("Model **%s** for the next requests.", arg);
     } else {

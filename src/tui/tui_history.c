@@ -255,6 +255,13 @@ static void tui_hist_search(struct tui *t)
     }
     if (h->searched && strcmp(h->searched, q) == 0)
         return;
+    const char *bad = store_query_error(q);
+    if (bad && strstr(bad, "OR")) {
+        /* "timeout OR" is still being typed: the last results stay, with the hint (until
+         * 2026-12 the list went blank: "no conversation matches") */
+        tui_hist_say(h, 0, "%s", bad);
+        return;
+    }
     double t0 = util_now();
     free(h->searched);
     h->searched = xstrdup(q);
@@ -265,11 +272,7 @@ static void tui_hist_search(struct tui *t)
         .close = TUI_HIST_CLOSE,
         .snippet_chars = h->cols > 40 ? h->cols * 3 / 2 : 60,
     };
-    const char *bad = store_query_error(q);
-    if (bad && strstr(bad, "OR")) { /* "timeout OR" is still being typed: no error yet */
-        h->hits = NULL;
-        h->nhits = 0;
-    } else if (store_search(tui_hist_store(t), q, &o, &h->hits, &h->nhits) != 0) {
+    if (store_search(tui_hist_store(t), q, &o, &h->hits, &h->nhits) != 0) {
         tui_hist_say(h, 1, "search failed: %s", store_error(tui_hist_store(t)));
         h->hits = NULL;
         h->nhits = 0;

@@ -289,8 +289,29 @@ with ttlib.FakeServer() as srv:
         t.ok(re.search("\u203a slow one", scr) is not None and "cancelled" in scr,
              "a cancel before the first byte: the prompt is back in the input line", scr)
         tm.send("C-u")
+        # typed ahead: the draft stays, the prompt goes to the history (until 2026-12 it was
+        # held for the next line, and what was typed there was joined to it and sent)
+        srv.queue(["header_delay_ms=5000"])
+        n0 = len(srv.requests())
+        send(tm, "slow two")
+        wait_requests(srv, n0 + 1)
+        tm.send_text("draft")
+        tm.send("C-c")
+        scr = wait_idle(tm, 6, also="input history")
+        t.ok("\u203a draft" in scr and "the prompt is in the input history" in scr,
+             "a cancel while a draft is typed: the draft stays, the prompt is in the history",
+             scr)
+        tm.send("C-u")
+        send(tm, "/model")
+        scr = tm.wait_for("Change it with", 5) or tm.capture()
+        time.sleep(0.3)
+        rows = [ln for ln in tm.capture().split("\n") if ln.startswith("\u203a")]
+        t.ok(rows and rows[-1].strip() == "\u203a",
+             "after the next line the input is empty: nothing held back to join what is typed",
+             tm.capture())
+        tm.send("C-u")
         send(tm, "third")
-        wait_idle(tm, 6)
+        wait_idle(tm, 7)
         got = msgs(srv.requests()[-1])
         t.eq(got, [("user", "first"), ("assistant", "first"), ("user", "third")],
              "after 401/429/500 the next request alternates: no two user messages in a row")
@@ -450,6 +471,17 @@ with ttlib.FakeServer() as srv:
          eight.get("temperature") == seven.get("temperature"),
          "resume: --role given on a resume is what the next resume takes",
          repr(msgs({"body": seven})[0])[:200] + " / " + repr(msgs({"body": eight})[0])[:200])
+
+    # a conversation held with no role goes on with none, though the config names one now (a
+    # helper found the role's temperature sent without its prompt)
+    home = ttlib.make_home()
+    ttlib.run_tokterm(["-p", "no role"], home=home, env=env)
+    ttlib.write_config(home, "role = review\n")
+    ttlib.run_tokterm(["-c", "-p", "still none"], home=home, env=env)
+    body = srv.requests()[-1]["body"]
+    t.ok("temperature" not in body and msgs({"body": body})[0][0] == "user",
+         "resume: held with no role, it goes on with none (no role settings, no role prompt)",
+         json.dumps({k: v for k, v in body.items() if k != "messages"}))
 
     # --- the model that answered is saved (a router's, a dated snapshot), not only the one
     # asked for (until 2026-12 show, export and stats had only the one asked for)
