@@ -144,7 +144,9 @@ static int count_text(struct tokenizer *tok, int ids, char *in, size_t len)
     } else
         printf("%zu\n", tokenizer_count(tok, in, len));
     free(in);
-    if (fflush(stdout) != 0) {
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        if (errno == EPIPE)
+            return 141; /* the reader went away: quiet, as -p */
         fprintf(stderr, "tokterm count: writing stdout: %s\n", strerror(errno));
         return 1;
     }

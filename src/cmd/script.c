@@ -544,8 +544,8 @@ static int script_out_error(struct script_state *st)
     if (st->write_errno == EPIPE)
         return 141;
     if (st->write_errno) {
-        fprintf(stderr, "tokterm: writing stdout: %s (the answer is saved unless --no-save; "
-                        "tokterm show shows it)\n", strerror(st->write_errno));
+        fprintf(stderr, "tokterm: writing stdout: %s (the answer was stopped there)\n",
+                strerror(st->write_errno));
         st->write_errno = 0; /* said once */
     }
     return 1;
@@ -976,7 +976,7 @@ int script_run(struct conf *conf, char *key, const struct script_opts *o)
         code = script_turn(sc, o->prompts[turn], 0);
     /* the prompts after a turn that failed are not sent: say which (until 2026-12 they went
      * unmentioned, and a script could not tell them from answered ones) */
-    if (turn < o->n_prompts) {
+    if (turn < o->n_prompts && code != 141) { /* a reader gone: quiet, as for one prompt */
         int left = o->n_prompts - turn;
         fprintf(stderr, "tokterm: %d later prompt%s not sent (turn%s %d", left,
                 left == 1 ? " was" : "s were", left == 1 ? "" : "s", turn + 1);

@@ -125,10 +125,20 @@ with ttlib.FakeServer() as srv:
                                stdout=full, stderr=subprocess.PIPE, timeout=30)
         return p.returncode, p.stderr.decode(errors="replace")
     for args in (["-p", "to a full disk"], ["--json", "-p", "json to a full disk"], ["ls"],
-                 ["show", "1"], ["export", "--all", "--format", "json"]):
+                 ["show", "1"], ["export", "--all", "--format", "json"], ["help"],
+                 ["--version"], ["roles"]):
         rc, err = to_full(args)
         t.ok(rc == 1 and "No space left on device" in err,
              "%s > /dev/full: exit 1 and the reason (rc %d)" % (" ".join(args[:2]), rc), err)
+
+    # a reader gone is quiet for count too (it said "Broken pipe" and exited 1)
+    e = ttlib.clean_env(full_home)
+    p = subprocess.Popen([ttlib.tokterm_path(), "count", "--ids"], env=e, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdout.close()  # the reader is gone before the ids come
+    _, cerr = p.communicate(b"hello world " * 200000, timeout=30)
+    t.ok(p.returncode == 141 and not cerr, "count --ids into a closed pipe: 141, quiet",
+         "%r %r" % (p.returncode, cerr[:200]))
 
     # --- `help CMD` is `CMD --help` (until 2026-12 it printed the general help) ---
     rc, out, err = ttlib.run_tokterm(["help", "count"])
