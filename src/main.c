@@ -193,15 +193,7 @@ static int main_exit(int code)
 {
     /* what went through stdio (help, version, roles, doctor...): a stdout that could not take
      * it fails the run, quietly for a reader gone (until 2026-12 they exited 0) */
-    errno = 0;
-    if ((fflush(stdout) != 0 || ferror(stdout)) && code == 0) {
-        if (errno == EPIPE) {
-            code = 141;
-        } else {
-            fprintf(stderr, "tokterm: writing stdout: %s\n", strerror(errno ? errno : EIO));
-            code = 1;
-        }
-    }
+    code = code == 0 ? util_out_flushed(stdout, 0, "tokterm") : code;
     otlp_shutdown(); /* the last spans sent (at most a batch per second) */
     if (main_fast_exit()) {
         fflush(NULL);
@@ -269,14 +261,11 @@ static int main_help(struct main_run *r)
         return 2;
     }
     if (!cmd) {
+        /* said here: once fputs has failed, main_exit's flush no longer knows why */
         errno = 0;
-        if (fputs(cli_usage(), stdout) == EOF || fflush(stdout) != 0) {
-            if (errno == EPIPE)
-                return 141;
-            fprintf(stderr, "tokterm: writing stdout: %s\n", strerror(errno ? errno : EIO));
-            return 1;
-        }
-        return 0;
+        if (fputs(cli_usage(), stdout) == EOF)
+            return util_out_failed(errno, "tokterm", NULL);
+        return util_out_flushed(stdout, 0, "tokterm");
     }
     static char help_flag[] = "--help";
     char *argv[] = {(char *)name, help_flag, NULL};

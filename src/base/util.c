@@ -135,6 +135,23 @@ int util_mkdir_p(const char *path, unsigned mode)
     return 0;
 }
 
+int util_out_failed(int e, const char *who, const char *tail)
+{
+    if (e == EPIPE)
+        return 141;
+    fprintf(stderr, "%s: writing stdout: %s%s%s\n", who, strerror(e ? e : EIO), tail ? " " : "",
+            tail ? tail : "");
+    return 1;
+}
+
+int util_out_flushed(FILE *f, int code, const char *who)
+{
+    errno = 0;
+    if (fflush(f) == 0 && !ferror(f))
+        return code;
+    return util_out_failed(errno, who, NULL);
+}
+
 int util_write_all(int fd, const char *s, size_t n)
 {
     while (n) {

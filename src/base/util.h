@@ -3,6 +3,7 @@
 #define TT_UTIL_H
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define TT_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 /* A rate of tokens per second is told only of at least this many tokens streamed over at
@@ -48,6 +49,13 @@ int util_mkdir_p(const char *path, unsigned mode);
 /* Write all of s[0..n) to fd, retrying partial writes, EINTR and EAGAIN (a line is never left
  * half written). Returns 0, or -1 with errno (EPIPE when the reader went away). */
 int util_write_all(int fd, const char *s, size_t n);
+
+/* The exit status of a command whose stdout failed with errno e (0: stdio lost it, read as
+ * EIO): 141, quiet, when the reader went away (what death by SIGPIPE would give); else 1, after
+ * "WHO: writing stdout: REASON" on stderr, TAIL after it when not NULL. */
+int util_out_failed(int e, const char *who, const char *tail);
+/* code, unless flushing f fails or an earlier write to it did: then util_out_failed's status. */
+int util_out_flushed(FILE *f, int code, const char *who);
 
 /* Overwrite n bytes at p with zeros in a way the compiler may not drop as a dead store
  * (explicit_bzero): for keys and anything holding one, before it is freed or goes out of

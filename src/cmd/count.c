@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/buf.h"
+#include "base/util.h"
 #include "base/xmalloc.h"
 #include "tokens/tokenizer.h"
 
@@ -144,13 +145,7 @@ static int count_text(struct tokenizer *tok, int ids, char *in, size_t len)
     } else
         printf("%zu\n", tokenizer_count(tok, in, len));
     free(in);
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        if (errno == EPIPE)
-            return 141; /* the reader went away: quiet, as -p */
-        fprintf(stderr, "tokterm count: writing stdout: %s\n", strerror(errno));
-        return 1;
-    }
-    return 0;
+    return util_out_flushed(stdout, 0, "tokterm count"); /* a reader gone: 141, quiet, as -p */
 }
 
 int cmd_count(int argc, char **argv)

@@ -541,14 +541,12 @@ static int script_json(struct session *s, const struct net_result *r, int code, 
  * and no word, and --json's lost object as exit 0). */
 static int script_out_error(struct script_state *st)
 {
-    if (st->write_errno == EPIPE)
-        return 141;
-    if (st->write_errno) {
-        fprintf(stderr, "tokterm: writing stdout: %s (the answer was stopped there)\n",
-                strerror(st->write_errno));
+    if (!st->write_errno)
+        return 1; /* said already */
+    int code = util_out_failed(st->write_errno, "tokterm", "(the answer was stopped there)");
+    if (code != 141)
         st->write_errno = 0; /* said once */
-    }
-    return 1;
+    return code;
 }
 
 /* Report the end of one turn; returns its exit status. */

@@ -1251,13 +1251,9 @@ static int cmd_cache(struct cmd_ctx *c, const struct cmd_opts *o)
  * 1 with the reason (until 2026-12 `export --all > all.json` on a full disk exited 0). */
 static int cmd_flushed(struct cmd_ctx *c, int code)
 {
-    errno = 0;
-    if (fflush(c->out) == 0 && !ferror(c->out))
-        return code;
-    if (errno == EPIPE)
-        return 141;
-    cmd_error(c, "writing the output: %s", strerror(errno ? errno : EIO));
-    return CMD_STORE_FAIL;
+    char who[64];
+    snprintf(who, sizeof who, "tokterm %s", c->name);
+    return util_out_flushed(c->out, code, who);
 }
 
 int cmd_store_run(struct store *st, int argc, char **argv, FILE *out, FILE *err,
