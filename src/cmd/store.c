@@ -780,7 +780,7 @@ static int cmd_search(struct cmd_ctx *c, const struct cmd_opts *o)
             buf_appendc(&q, ' ');
         buf_appends(&q, o->pos[i]);
     }
-    const char *bad = store_query_error(buf_str(&q));
+    const char *bad = store_query_error(buf_str(&q), NULL);
     if (bad) {
         buf_free(&q);
         return cmd_usage(c, bad);

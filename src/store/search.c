@@ -1158,6 +1158,8 @@ static int store_search_fill(struct store *st, const struct store_srch *sr,
     return 0;
 }
 
+static const char store_or_side[] = "OR needs a word or a \"phrase\" on each side";
+
 /* The query's alternatives: the query cut at each OR that stands alone, unquoted. Returns
  * their count (*groups: malloc'd strings), or 0 with *why when the query has no term or an
  * OR has none on one side (*groups NULL). */
@@ -1188,7 +1190,7 @@ static size_t store_query_groups(const char *q, char ***groups, const char **why
         if (!k) {
             free(grp);
             if (cut || n) /* "OR b", "a OR", "a OR OR b" */
-                *why = "OR needs a word or a \"phrase\" on each side";
+                *why = store_or_side;
             break;
         }
         XGROW(*groups, n + 1, cap);
@@ -1209,7 +1211,7 @@ static size_t store_query_groups(const char *q, char ***groups, const char **why
     return n;
 }
 
-const char *store_query_error(const char *query)
+const char *store_query_error(const char *query, int *or_open)
 {
     char **g;
     const char *why;
@@ -1217,6 +1219,8 @@ const char *store_query_error(const char *query)
     for (size_t i = 0; i < n; i++)
         free(g[i]);
     free(g);
+    if (or_open)
+        *or_open = !n && why == store_or_side;
     return n ? NULL : why;
 }
 

@@ -500,8 +500,10 @@ char *store_message_reasoning(struct store *st, int64_t id);
  * index. 0, or -1 when the queue is left (another process held the write lock too long). */
 int store_search_index(struct store *st);
 
-/* What is wrong with a search query (no term, or an OR with nothing on one side), or NULL. */
-const char *store_query_error(const char *query);
+/* What is wrong with a search query (no term, or an OR with nothing on one side), or NULL.
+ * *or_open (when not NULL) gets 1 for an OR with nothing on one side: a query still being
+ * typed, as "timeout OR". */
+const char *store_query_error(const char *query, int *or_open);
 
 /* Full-text search (query language above). *out gets *n hits, best first (free with
  * store_hits_free). A query store_query_error refuses is an error. Returns 0 or -1. */

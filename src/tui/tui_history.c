@@ -255,8 +255,9 @@ static void tui_hist_search(struct tui *t)
     }
     if (h->searched && strcmp(h->searched, q) == 0)
         return;
-    const char *bad = store_query_error(q);
-    if (bad && strstr(bad, "OR")) {
+    int or_open;
+    const char *bad = store_query_error(q, &or_open);
+    if (or_open) {
         /* "timeout OR" is still being typed: the last results stay, with the hint (until
          * 2026-12 the list went blank: "no conversation matches") */
         tui_hist_say(h, 0, "%s", bad);
@@ -272,7 +273,9 @@ static void tui_hist_search(struct tui *t)
         .close = TUI_HIST_CLOSE,
         .snippet_chars = h->cols > 40 ? h->cols * 3 / 2 : 60,
     };
-    if (store_search(tui_hist_store(t), q, &o, &h->hits, &h->nhits) != 0) {
+    if (bad) /* a lone quote: nothing to look for yet, said as a hint, not a failure */
+        tui_hist_say(h, 0, "%s", bad);
+    else if (store_search(tui_hist_store(t), q, &o, &h->hits, &h->nhits) != 0) {
         tui_hist_say(h, 1, "search failed: %s", store_error(tui_hist_store(t)));
         h->hits = NULL;
         h->nhits = 0;
@@ -1031,14 +1034,21 @@ static void tui_hist_draw_bot(struct tui *t, int *cx)
     char b[600];
     switch (h->prompt) {
     case TUI_HIST_P_FIND: {
+        /* after the field, the keys; or what is wrong with the query, as the OR still being
+         * typed (until 2026-12 that hint was kept but never drawn while the field was open) */
+        if (h->msg[0])
+            snprintf(b, sizeof b, "  %s", h->msg);
+        else
+            snprintf(b, sizeof b, "  Enter keep \xC2\xB7 \xE2\x86\x91\xE2\x86\x93 move \xC2\xB7 "
+                                  "Esc clear");
+        int tail = tui_draw_width(b, strlen(b));
         tui_row_put(r, "find: ", 6, THEME_PROMPT, THEME_ATTR_BOLD);
-        int keys = 36;
-        tui_hist_put_clip(r, buf_str(&h->query), h->query.len, h->cols - r->col - keys - 1,
-                          THEME_INPUT, 0);
+        int room = h->cols - r->col - (tail > h->cols / 2 ? h->cols / 2 : tail) - 1;
+        tui_hist_put_clip(r, buf_str(&h->query), h->query.len, room, THEME_INPUT, 0);
         *cx = r->col;
-        snprintf(b, sizeof b, "  Enter keep \xC2\xB7 \xE2\x86\x91\xE2\x86\x93 move \xC2\xB7 Esc "
-                              "clear");
-        tui_row_put(r, b, strlen(b), THEME_META, 0);
+        tui_row_put(r, b, strlen(b),
+                    !h->msg[0] ? THEME_META : h->msg_err ? THEME_STATUS_ERROR : THEME_STATUS_WARNING,
+                    0);
         tui_row_blit(r, h->wbot, 0, THEME_INPUT);
         return;
     }

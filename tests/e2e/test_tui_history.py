@@ -238,6 +238,19 @@ with ttlib.FakeServer() as srv:
             if re.search(r"fail|error|syntax|fts5|SQL", scr, re.I) or "match" not in scr:
                 bad.append((query, scr))
         t.eq(bad, [], "FTS syntax in a query never shows an error")
+        # an OR still being typed keeps the last results, with the hint (until 2026-12 the
+        # list went blank); the other side typed, both match
+        tm.send("C-u")
+        tm.send_text("zebra")
+        settle(tm, "1 conversation matches")
+        tm.send_text(" OR")
+        scr = settle(tm, "OR needs")
+        t.ok("OR needs a word" in scr and "tell me about the zebra migration" in scr,
+             "an unfinished OR: the last results stay, with the hint", scr)
+        tm.send_text(" pancakes")
+        scr = settle(tm, "2 conversations match")
+        t.ok("2 conversations match" in scr and "a recipe for pancakes" in scr and
+             "zebra migration" in scr, "its other side typed: either matches", scr)
         t.eq(len(ls_ids(db, home)), 6, "and the queries changed nothing")
         tm.send("C-u")
         tm.send_text("zebra")
