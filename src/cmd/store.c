@@ -619,7 +619,7 @@ static void cmd_md_message(struct cmd_ctx *c, const struct store_message *m,
         fputs("\n\n", c->out);
         return;
     }
-    if (strcmp(role, "user") == 0 && ri->user >= 0 && ri->answer < 0) {
+    if (strcmp(role, "user") == 0 && ri->user >= 0 && !ri->sent && ri->answer < 0) {
         /* no answer row: the turn ended while its tools ran (cancelled, failed) or its process
          * died first; the next request leaves it out (until 2026-12 nothing here said so, and
          * the turn read as any answered one) */
@@ -649,6 +649,9 @@ static void cmd_md_message(struct cmd_ctx *c, const struct store_message *m,
         buf_printf(&f, " \xC2\xB7 %.1f tokens/s", m->timings.tokens_per_s);
     if (m->cached)
         buf_appends(&f, " \xC2\xB7 from cache");
+    if (strcmp(role, "assistant") == 0 && ri->live && ri->user >= 0 && !ri->sent &&
+        !m->tool)
+        buf_appends(&f, " \xC2\xB7 a request leaves this turn out");
     fputc('*', c->out);
     cmd_put(c, f.data, f.len);
     fputs("*\n\n", c->out);

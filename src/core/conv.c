@@ -513,6 +513,13 @@ struct conv_rowinfo *conv_rows(const struct store_conversation *sc, size_t *n_tu
             ri[i].turn = ri[ri[i].user].turn;
             ri[i].live = 1;
         }
+    /* whether a request carries the turn: the rule conv_from_saved's turns follow */
+    for (size_t i = 0; i < n; i++)
+        if (ri[i].user == (long)i && ri[i].answer >= 0)
+            ri[i].sent = conv_row_sends(&sc->messages[ri[i].answer]);
+    for (size_t i = 0; i < n; i++)
+        if (ri[i].user >= 0)
+            ri[i].sent = ri[ri[i].user].sent;
     *n_turns = turn;
     return ri;
 }

@@ -227,6 +227,19 @@ with ttlib.FakeServer() as srv:
              b"still code\n````\n" in out and b"and after it" in out,
              "%s: a fence an answer leaves open is closed after it; the next messages are "
              "Markdown again" % cmd[0], "%r %r" % (heads, out.decode()[-600:]))
+    # show says which turns a request leaves out, by the rule the request follows (until
+    # 2026-12 a failed turn read as any other; only a turn with no answer row was marked)
+    run("", ["-p", "kept one"])
+    run("status=400", ["-c", "-p", "refused by the server"])
+    run("", ["-c", "-p", "kept two"])
+    sent = srv.requests()[-1]["body"]["messages"]
+    rc, out, err = run("", ["show", str(query(home, "SELECT max(id) FROM conversations")[0][0])])
+    o = out.decode()
+    t.ok(rc == 0 and [m["content"] for m in sent] == ["kept one", "kept one", "kept two"] and
+         o.count("a request leaves this turn out") == 1 and
+         re.search(r"refused by the server\n\n## Assistant[^\n]*\n\n+\*error[^\n]*a request "
+                   r"leaves this turn out\*", o) is not None,
+         "show: the failed turn the next request left out is marked so, and only it", o)
     rc, out, err = run("", ["stats"])
     t.ok(rc == 0 and b"cache" in out.lower(), "stats prints answers and cache hit rate")
     # a usage error shows that subcommand's usage, not the other seven's
