@@ -18,12 +18,18 @@ static const char *const role_keys[] = {"model", "api", "profile", "system", "te
                                          "top_p", "seed", "reasoning_effort", "max_tokens",
                                          "max_tokens_field", "extra_body", "mcp", NULL};
 
-static int role_key_ok(const char *k)
+/* 1 when k is one of the n strings of v. */
+static int role_in(const char *const *v, size_t n, const char *k)
 {
-    for (size_t i = 0; role_keys[i]; i++)
-        if (strcmp(role_keys[i], k) == 0)
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(v[i], k) == 0)
             return 1;
     return 0;
+}
+
+static int role_key_ok(const char *k)
+{
+    return role_in(role_keys, TT_ARRAY_LEN(role_keys) - 1, k);
 }
 
 static int role_name_ok(const char *n)
@@ -277,10 +283,7 @@ static int role_find(struct role *r, const char *name, const char *cfgpath, stru
 
 int role_sets(const struct role *r, const char *key)
 {
-    for (size_t i = 0; i < r->n; i++)
-        if (strcmp(r->keys[i], key) == 0)
-            return 1;
-    return 0;
+    return role_in((const char *const *)r->keys, r->n, key);
 }
 
 static int role_apply_keep(struct conf *c, const struct role *r, struct buf *err, int keep)
