@@ -105,6 +105,9 @@ struct net_quota {
     char *name;
     struct ratelimit_key key;   /* .state: the quota; .cool_until: key health (pools) */
     struct ratelimit_breaker br;
+    int failed_in_row;          /* requests in a row that failed after all their retries: with
+                                   no fallback, the breaker fails requests fast only from
+                                   br.threshold of them (attempts open it for the fallback) */
     uint64_t sent;              /* requests sent so far (attempts) */
     int probing;                /* slow start: the first request is on the wire, alone */
     int answered;               /* a response arrived: the limits are known (or absent) */
@@ -1131,9 +1134,10 @@ static void net_finish(struct net *n, struct xfer *x, CURLcode res)
     if (x->ep && !x->cancelled && !x->breaker_open && !x->pool_dead && r->outcome != API_LIMIT) {
         br_ok = r->outcome == API_OK || r->outcome == API_CUT;
         br_fail = !br_ok && ratelimit_breaker_counts((int)r->status, kind);
-        if (br_ok)
+        if (br_ok) {
             ratelimit_breaker_success(&x->ep->br, now);
-        else if (br_fail)
+            x->ep->failed_in_row = 0;
+        } else if (br_fail)
             ratelimit_breaker_failure(&x->ep->br, now);
     }
     if (q && x->rq->n_keys && r->status >= 400)
@@ -1212,6 +1216,8 @@ static void net_finish(struct net *n, struct xfer *x, CURLcode res)
             n->waiting = x;
             return;
         }
+        if (x->ep && br_fail)
+            x->ep->failed_in_row++; /* failed for good */
         net_explain(x, r, kind);
         if (waits_used && r->error) {
             char *more = xasprintf("%s. %s", used, r->error);
@@ -1550,16 +1556,23 @@ static double net_admit(struct net *n)
             pp = &x->next;
             continue;
         }
+        /* An open breaker sends a request to the fallback; with none, it fails requests
+         * fast only once breaker_failures requests in a row have failed after all their
+         * retries (until 2026-12 five failed attempts did: a blip of 503s failed a whole
+         * batch unsent, and a --retries above 4 was never reached). */
         double bwait = 0;
-        if (!ratelimit_breaker_allow(&x->ep->br, now, &bwait) && x->rq->fallback) {
+        int fb = x->rq->fallback != NULL;
+        if (fb && !ratelimit_breaker_allow(&x->ep->br, now, &bwait)) {
             net_to_fallback(n, x);
             continue; /* look at it again with the fallback's quota */
         }
         *pp = x->next;
-        if (!ratelimit_breaker_allow(&x->ep->br, now, &bwait)) {
+        if (!fb && x->ep->failed_in_row >= x->ep->br.threshold &&
+            !ratelimit_breaker_allow(&x->ep->br, now, &bwait)) {
             snprintf(x->errbuf, sizeof x->errbuf,
-                     "circuit open: %d failures in a row at this endpoint; not sending for "
-                     "another %.0f s (the server looks down)", x->ep->br.failures, bwait);
+                     "circuit open: %d requests in a row failed at this endpoint after their "
+                     "retries; not sending for another %.0f s (the server looks down)",
+                     x->ep->failed_in_row, bwait);
             x->breaker_open = 1;
             net_finish(n, x, CURLE_COULDNT_CONNECT);
             continue;

@@ -192,6 +192,35 @@ with ttlib.FakeServer() as srv:
              "pool -p, %s on key A: answered with key B, said so" % status.split(",")[0],
              "exit %d %r %r" % (rc, out, err))
 
+    # no fallback: a blip of 503s is retried as --retries says (until 2026-12 five failed
+    # attempts opened the breaker: the sixth attempt failed unsent, "circuit open")
+    rc, out, err, el, made = scenario(srv, ["status=503"] * 5, ["--retries", "6", "-p", "six"],
+                                      "no fallback: 5 x 503, then the answer", 6)
+    t.ok(rc == 0 and out == b"six\n" and b"circuit open" not in err,
+         "no fallback: the sixth attempt is sent and answers", "%d %r" % (rc, err))
+    # ... and a server down for good fails the rest fast once breaker_failures requests in a
+    # row have failed after their retries
+    home = ttlib.make_home()
+    ttlib.write_config(home, "breaker_failures = 2\nmax_retries = 1\n")
+    inp = os.path.join(home, "in.jsonl")
+    with open(inp, "w") as f:
+        for i in range(8):
+            f.write(json.dumps({"id": i, "prompt": "down %d" % i}) + "\n")
+    srv.clear_queue()
+    srv.queue(["status=503"] * 40)
+    n0 = len(srv.requests())
+    rc, out, err = ttlib.run_tokterm(["--no-cache", "batch", "-j", "1", inp], home=home,
+                                     env={"OPENAI_BASE_URL": srv.base()})
+    sent = len(srv.requests()) - n0
+    lines = [json.loads(x) for x in out.splitlines() if x.strip()]
+    fast = [x for x in lines if "circuit open: 2 requests in a row failed" in (x.get("error") or "")]
+    # a line waiting for its retry leaves the wire to the next: 2-3 lines go before the
+    # breaker has seen 2 of them fail for good
+    t.ok(rc == 3 and len(lines) == 8 and len(fast) >= 5 and sent <= 6,
+         "no fallback, server down: after 2 lines failed for good the rest fail fast, saying "
+         "why (%d requests, %d fast)" % (sent, len(fast)), out.decode()[-600:])
+    srv.clear_queue()
+
     # a breaker that opens and falls back
     home = ttlib.make_home()
     cfg = os.path.join(home, ".config", "tokterm")
