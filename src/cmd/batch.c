@@ -205,10 +205,12 @@ struct batch {
     struct batch_slot *slots;
     int n_slots, inflight;
     int out_fd, out_tty, err_tty;
+    int out_claim; /* --out's fd, to be emptied when the run first writes (-1: done, or none) */
     int stopping;               /* interrupted, or the output failed: start nothing new */
     int out_error;              /* 0, or the exit status for a failed output (141 or 1) */
     char *store_error;          /* first cache failure, reported at the end */
     size_t n_ok, n_failed, n_cached, n_skipped, n_cancelled, n_retries;
+    size_t n_limited; /* retries of finished lines that followed a 429 */
     double t_start, last_draw;
     int drawn;                  /* a progress bar is on the screen */
     struct buf line;
@@ -495,6 +497,19 @@ static void batch_observe(struct batch *b, const struct net_result *r, const cha
 
 /* Write the line of one finished item. r is the result; timed = 0 for a line that never
  * became a request (usage errors: usage and timings are null). */
+/* --out FILE is emptied when the run first writes, not when it is opened: a run refused before
+ * (not JSON lines, a metrics port in use) leaves the last run's results alone (until 2026-12
+ * it emptied them). A file that cannot be cut (a FIFO, a device) is written as it is. */
+static void batch_out_claim(struct batch *b)
+{
+    if (b->out_claim < 0)
+        return;
+    if (ftruncate(b->out_claim, 0) < 0) {
+        /* not a regular file: nothing to empty */
+    }
+    b->out_claim = -1;
+}
+
 static void batch_emit(struct batch *b, const struct batch_item *it, const struct net_result *r,
                        int timed, const char *content, const char *reasoning, const char *model,
                        int retries)
@@ -518,6 +533,7 @@ static void batch_emit(struct batch *b, const struct batch_item *it, const struc
         b->n_failed++;
     if (r->cached)
         b->n_cached++;
+    batch_out_claim(b);
     off_t at = b->rj_collect ? lseek(b->out_fd, 0, SEEK_END) : 0;
     if (!b->out_error) {
         if (b->out_tty)
@@ -771,11 +787,13 @@ static void batch_start(struct batch *b, struct batch_item *it, const cJSON *o);
 static void batch_refuse(struct batch *b, struct buf *err)
 {
     const char *name = b->in_name;
+    int in_stdin = !b->o->in || strcmp(b->o->in, "-") == 0;
     if (b->first == '[')
-        buf_printf(err, "%s holds a JSON array, not JSON lines; convert it with: "
-                        "jq -c '.[]' %s > IN.jsonl", name, name);
+        buf_printf(err, "batch: %s holds a JSON array, not JSON lines; convert it with: "
+                        "jq -c '.[]'%s%s > IN.jsonl", name, in_stdin ? "" : " ",
+                   in_stdin ? "" : name);
     else
-        buf_printf(err, "%s is not JSON lines: no line%s is a JSON object (line %ld: %s). "
+        buf_printf(err, "batch: %s is not JSON lines: no line%s is a JSON object (line %ld: %s). "
                         "Give one object per line, e.g. {\"id\": 1, \"prompt\": \"Hello\"}",
                    name, b->n_held >= BATCH_HOLD_MAX ? " of the first 1000" : "", b->first_bad,
                    b->first_why);
@@ -1312,6 +1330,8 @@ static void batch_finish(struct batch *b, struct batch_slot *s, struct net_resul
         d->reasoning = buf_take(&s->reasoning);
         d->model = s->model;
         d->retries = s->retries;
+        int lim = r->rate_limited - (r->status == 429); /* the 429s that were followed */
+        b->n_limited += lim > 0 ? (size_t)lim : 0;
         memcpy(d->key, s->key, sizeof d->key);
         d->key_set = s->key_set;
     }
@@ -1584,6 +1604,10 @@ static void batch_summary(struct batch *b, int interrupted)
         buf_printf(&s, ", %zu skipped (complete in %s)", b->n_skipped, b->o->out);
     if (b->n_retries)
         buf_printf(&s, ", %zu retr%s", b->n_retries, b->n_retries == 1 ? "y" : "ies");
+    /* retries are every attempt after the first, as in stats; those after a 429 are said
+     * (mostly waits the server asked for, not paid from max_retries) */
+    if (b->n_retries && b->n_limited)
+        buf_printf(&s, " (%zu after a 429)", b->n_limited);
     buf_printf(&s, "; %.2f s, %.1f/s", el, el > 0 ? (double)fin / el : 0.0);
     fprintf(stderr, "tokterm batch: %s\n", buf_str(&s));
     if (interrupted && b->o->out)
@@ -1664,6 +1688,7 @@ static int batch_remote(struct batch *b, struct loop *lp, struct buf *err)
         code = 130;
     } else {
         struct buf rerr = BUF_INIT;
+        batch_out_claim(b);
         code = remote_job_run(b->rj, lp, b->out_fd, b->err_tty, batch_remote_emit, b, &rerr);
         if ((code == 1 || code == 3 || code == 4) && rerr.len)
             fprintf(stderr, "tokterm batch: %s\n", buf_str(&rerr));
@@ -1686,6 +1711,7 @@ int batch_run(struct conf *conf, char *key, const struct batch_opts *o)
     b.conf = conf;
     b.key = key;
     b.out_fd = 1;
+    b.out_claim = -1;
     b.total = -1;
     b.rd.fd = -1;
     b.in_name = !o->in ? "" : strcmp(o->in, "-") == 0 ? "stdin" : o->in;
@@ -1714,7 +1740,7 @@ int batch_run(struct conf *conf, char *key, const struct batch_opts *o)
         b.out_fd = batch_open_resume(o->out, &done, &err);
         b.done_ids = &done;
     } else if (o->out) {
-        b.out_fd = open(o->out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+        b.out_fd = b.out_claim = open(o->out, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
         if (b.out_fd < 0)
             buf_printf(&err, "batch: cannot write %s: %s", o->out, strerror(errno));
     }
@@ -1848,6 +1874,8 @@ int batch_run(struct conf *conf, char *key, const struct batch_opts *o)
         request_quota_save(o->store, conf, answered);
     else
         request_quota_save(o->store, conf, b.quota_line);
+    if (!b.refused)
+        batch_out_claim(&b); /* a run with no line to write leaves it empty */
     if (b.metrics_srv && o->metrics_linger > 0)
         metrics_linger(b.metrics_srv, o->metrics_linger);
     if (b.out_error != 141)

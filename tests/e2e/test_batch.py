@@ -271,6 +271,33 @@ with ttlib.FakeServer() as srv:
         f.write(b"\x00\x01\x02binary\x00\n\xff\xfe")
     rc, out, err = run(["batch", os.path.join(d, "bin.jsonl")])
     t.ok(rc == 2 and b"not JSON lines" in err, "a binary file: exit 2", err.decode())
+    # two 429s that said when: the summary's retries say they followed a 429 (waits the
+    # server asked for, not paid from max_retries; until 2026-12 they read as 2 plain retries)
+    srv.queue(["status=429,h.retry-after-ms=100"] * 2)
+    rc, out, err = run(["--incognito", "--retries", "0", "batch", "-"],
+                       stdin=b'{"id": 1, "prompt": "after two 429s"}\n')
+    srv.clear_queue()
+    lines = parse(out)
+    t.ok(rc == 0 and len(lines) == 1 and lines[0]["outcome"] == "complete" and
+         b"2 retries (2 after a 429)" in err, "429s waited out: complete, the summary says so",
+         err.decode())
+    # an array on stdin: the hint reads stdin too (until 2026-12: jq -c '.[]' stdin, a file)
+    rc, out, err = run(["batch", "-"], stdin=b'[{"id": 1, "prompt": "a"}]\n')
+    t.ok(rc == 2 and b"tokterm batch: stdin holds a JSON array" in err and
+         b"jq -c '.[]' > IN.jsonl" in err, "a JSON array on stdin: the hint pipes it", err.decode())
+    # a refused run leaves --out's last results alone (until 2026-12 it emptied the file first)
+    kept = os.path.join(d, "kept.jsonl")
+    for why, args in (("not JSON lines", ["batch", pretty, "-o", kept]),
+                      ("a metrics port in use", ["batch", write_lines(
+                          os.path.join(d, "m1.jsonl"), ['{"id":1,"prompt":"a"}']), "-o", kept,
+                          "--metrics-listen", "127.0.0.1:%d" % srv.port])):
+        with open(kept, "w") as f:
+            f.write('{"id":1,"outcome":"complete","content":"precious"}\n')
+        rc, out, err = run(args)
+        with open(kept) as f:
+            left = f.read()
+        t.ok(rc == 2 and "precious" in left, "refused (%s): --out is left as it was" % why,
+             err.decode())
     rc, out, err = run(["batch", write_lines(os.path.join(d, "empty.jsonl"), ["", "  "])])
     t.ok(rc == 0 and out == b"", "blank lines only: nothing to do, exit 0", err.decode())
     # stdin, CRLF and a byte-order mark
