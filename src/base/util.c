@@ -135,6 +135,16 @@ int util_mkdir_p(const char *path, unsigned mode)
     return 0;
 }
 
+void util_hold_std_fds(void)
+{
+    for (int fd = 0; fd <= 2; fd++)
+        if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+            int got = open("/dev/null", (fd == 0 ? O_WRONLY : O_RDONLY) | O_NOCTTY);
+            if (got >= 0 && got != fd)
+                close(got); /* a lower one was free after all: leave it */
+        }
+}
+
 int util_out_failed(int e, const char *who, const char *tail)
 {
     if (e == EPIPE)

@@ -50,6 +50,12 @@ int util_mkdir_p(const char *path, unsigned mode);
  * half written). Returns 0, or -1 with errno (EPIPE when the reader went away). */
 int util_write_all(int fd, const char *s, size_t n);
 
+/* Fill a closed stdin, stdout or stderr with /dev/null opened the wrong way round (stdin
+ * write-only, the others read-only), so that a file or socket opened later cannot become fd
+ * 0-2 (an answer written into libcurl's wake-up socket) and using them still fails with
+ * EBADF as a closed descriptor does. */
+void util_hold_std_fds(void);
+
 /* The exit status of a command whose stdout failed with errno e (0: stdio lost it, read as
  * EIO): 141, quiet, when the reader went away (what death by SIGPIPE would give); else 1, after
  * "WHO: writing stdout: REASON" on stderr, TAIL after it when not NULL. */

@@ -131,6 +131,18 @@ with ttlib.FakeServer() as srv:
         t.ok(rc == 1 and "No space left on device" in err,
              "%s > /dev/full: exit 1 and the reason (rc %d)" % (" ".join(args[:2]), rc), err)
 
+    # a closed stdout fails every time (until 2026-12 libcurl's wake-up socket could take fd
+    # 1 first: the answer went into it, exit 0, in about half the runs)
+    e = ttlib.clean_env(full_home, {"OPENAI_BASE_URL": srv.base("")})
+    got = []
+    for i in range(8):
+        p = subprocess.run([ttlib.tokterm_path(), "--no-cache", "-p", "closed %d" % i], env=e,
+                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=30,
+                           preexec_fn=lambda: os.close(1))
+        got.append((p.returncode, b"Bad file descriptor" in p.stderr))
+    t.eq(got, [(1, True)] * 8, "-p with stdout closed: exit 1 and the reason, every run")
+
     # a reader gone is quiet for count too (it said "Broken pipe" and exited 1)
     e = ttlib.clean_env(full_home)
     p = subprocess.Popen([ttlib.tokterm_path(), "count", "--ids"], env=e, stdin=subprocess.PIPE,
