@@ -1401,12 +1401,19 @@ char *ratelimit_explain(const struct ratelimit_failure *f)
         } else if (st == 429) {
             double sd = ratelimit_response_delay(f->resp);
             buf_appends(&b, "HTTP 429: rate limited.");
-            if (sd >= 0 && f->max_retry_wait > 0 && sd > f->max_retry_wait)
+            /* the setting that stopped the waits (until 2026-12 max_retry_wait was named
+             * whatever had) */
+            const char *raise = "max_retries"; /* no word of when: the retries' backoff */
+            if (sd >= 0 && f->max_retry_wait > 0 && sd > f->max_retry_wait) {
                 buf_printf(&b, " The server asks to wait %s s (more than max_retry_wait %s s).",
                            secs_text(sd, t1, sizeof t1), secs_text(f->max_retry_wait, t2,
                                                                   sizeof t2));
-            buf_appends(&b, " Wait and try again, raise max_retry_wait, or set rpm/tpm to pace "
-                            "requests.");
+                raise = "max_retry_wait";
+            } else if (sd >= 0) {
+                raise = "max_rate_wait"; /* waited as asked until the waits' total ran out */
+            }
+            buf_printf(&b, " Wait and try again, raise %s, or set rpm/tpm to pace requests.",
+                       raise);
         } else if (st == 400) {
             buf_appends(&b, "HTTP 400: the server rejected the request. Check the model name and "
                             "the request options.");

@@ -133,6 +133,9 @@ with ttlib.FakeServer() as srv:
     t.ok(rc == 3 and "waited 1.5 s for rate limits already, 1.5 s more would pass "
          "max_rate_wait 2 s" in e and len(srv.requests()) - n0 == 2,
          "max_rate_wait = 2: the second wait would pass it; the request fails saying so", e)
+    t.ok("raise max_rate_wait" in e and "raise max_retry_wait" not in e,
+         "and its advice names max_rate_wait, the limit that stopped it (until 2026-12: "
+         "max_retry_wait, which the 1.5 s asked for was far under)", e)
     srv.clear_queue()
     # max_rate_wait = 0: every 429 is a retry from the budget, as before
     ttlib.write_config(home, "max_rate_wait = 0\n")
@@ -148,7 +151,7 @@ with ttlib.FakeServer() as srv:
     t0 = time.monotonic()
     rc, out, err = ttlib.run_tokterm(["--incognito", "-p", "hello"],
                                      env={"OPENAI_BASE_URL": srv.base()})
-    t.ok(rc != 0 and time.monotonic() - t0 < 10 and "max_retry_wait" in err.decode(),
+    t.ok(rc != 0 and time.monotonic() - t0 < 10 and "raise max_retry_wait" in err.decode(),
          "retry-after 90 s > max_retry_wait 60 s: fails at once", err.decode())
 
     # --- the chat's status bar, in tmux ---
