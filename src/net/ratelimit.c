@@ -455,9 +455,14 @@ static double qw_debt(const struct ratelimit_dim *d, double now)
 {
     if (d->q_time < 0)
         return 0; /* never spent from: full */
-    double debt = d->q_debt - (now > d->q_time ? now - d->q_time : 0) * qw_rate(d);
+    /* capped before it drains: the spends made while the limit was unknown may be many, and a
+     * debt capped only after draining showed the same wait again and again (until 2026-12:
+     * 12 sends before a 2-a-minute limit was known held the next prompt 5 minutes, its
+     * countdown starting over at 61 s) */
     double most = 2 * qw_cap(d);
-    return debt < 0 ? 0 : debt > most ? most : debt;
+    double debt = (d->q_debt > most ? most : d->q_debt) -
+                  (now > d->q_time ? now - d->q_time : 0) * qw_rate(d);
+    return debt < 0 ? 0 : debt;
 }
 
 /* Seconds until the short bucket holds need (capped at its size: a larger request goes once it

@@ -1223,6 +1223,19 @@ static void test_short_window(void)
     ratelimit_note_refused(&z, &r, 0, NOW, NOW);
     TAP_NEAR(z.req.q_cap, 0, "a 429 with nothing left per minute leaves the short bucket's size");
 
+    /* many sends before the limit was known: the debt is two buckets at most, and drains
+     * (until 2026-12 the capped wait came back after each drain: 12 sends, 2 a minute, the
+     * next waited ~5 minutes in countdowns of 61 s) */
+    struct ratelimit_state m;
+    ratelimit_state_init(&m, 0, 0);
+    for (int i = 0; i < 12; i++)
+        ratelimit_note_sent(&m, NOW, 0);
+    feed_minute(&m, 2, 1, NOW);
+    double w0 = ratelimit_wait_time(&m, NOW, 0);
+    TAP_OK(w0 > 30 && w0 < 62, "12 sends before 2 a minute was known: a wait of two buckets "
+           "(%.1f s)", w0);
+    TAP_NEAR(ratelimit_wait_time(&m, NOW + w0 + 0.1, 0), 0, "and once it has passed, none");
+
     /* Groq: requests per day (a slow refill shown by the reset): no second's share */
     struct ratelimit_state g;
     ratelimit_state_init(&g, 0, 0);
