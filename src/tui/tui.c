@@ -772,9 +772,9 @@ static void tui_sink_end(void *ud, const struct net_result *r)
     tui_tools_answer_next(t);
     tui_status_tool(&t->st, NULL, 0, 0, now);
     tui_status_end(&t->st, r, now, (double)ts.tv_sec + ts.tv_nsec / 1e9);
-    if (t->answer != TUI_NO_ANSWER && r->model[0] && t->conf->model &&
-        strcmp(r->model, t->conf->model) != 0) { /* the server answered with another name */
-        char *label = xasprintf("%s \xE2\x86\x92 %s", t->conf->model, r->model);
+    if (t->answer != TUI_NO_ANSWER && r->model[0] && t->answer_model[0] &&
+        strcmp(r->model, t->answer_model) != 0) { /* the server answered with another name */
+        char *label = xasprintf("%s \xE2\x86\x92 %s", t->answer_model, r->model);
         tui_view_answer_label(t->view, t->answer, label);
         free(label);
     }
@@ -806,9 +806,15 @@ static void tui_sink_end(void *ud, const struct net_result *r)
         const struct conv *c = session_conv(t->s);
         const struct conv_turn *last = c->n ? &c->turns[c->n - 1] : NULL;
         if (last && !conv_turn_sent(last)) { /* failed, refused, or cancelled before a byte */
-            tui_hint(t, tui_input_offer(last->prompt)
-                            ? "the prompt is back in the input line: Enter sends it again"
-                            : "the prompt is in the input history: Up recalls it");
+            /* its attachments come back with it (until 2026-12 Enter sent the prompt alone) */
+            if (!tui_input_offer(last->prompt))
+                tui_hint(t, last->n_att ? "the prompt is in the input history: Up recalls it "
+                                          "(its attachments are not: /attach them again)"
+                                        : "the prompt is in the input history: Up recalls it");
+            else if (last->n_att && tui_attach_offer(t, last->att, last->n_att))
+                tui_hint(t, "the prompt and its attachments are back: Enter sends them again");
+            else
+                tui_hint(t, "the prompt is back in the input line: Enter sends it again");
         }
     }
     if (strncmp(t->hint, TUI_HINT_STREAMING, sizeof TUI_HINT_STREAMING - 1) == 0 ||
@@ -870,7 +876,9 @@ int tui_send(struct tui *t, const char *prompt, int show_user)
     struct tm tm;
     if (localtime_r(&now, &tm))
         strftime(when, sizeof when, "%H:%M", &tm);
-    t->answer = tui_view_answer_begin(t->view, t->conf->model, when);
+    snprintf(t->answer_model, sizeof t->answer_model, "%s", t->conf->model ? t->conf->model : "");
+    t->answer =
+        tui_view_answer_begin(t->view, t->answer_model[0] ? t->answer_model : NULL, when);
     tui_view_end(t->view);
     if (tui_tools_pending(t)) /* the MCP servers are still starting: it leaves when they are */
         tui_tools_wait(t, prompt);
@@ -946,10 +954,7 @@ static void tui_on_line(void *ud, char *line)
     const char *text = line[0] == '/' ? line + 1 : line; /* "//x" sends "/x" */
     if (t->answer != TUI_NO_ANSWER) {
         tui_input_defer(line); /* keep what was typed */
-        int waits = t->st.state == TUI_STATE_QUOTA || t->st.state == TUI_STATE_RETRYING;
-        tui_hint(t, t->send_wait ? TUI_HINT_TOOLS ", then press Enter"
-                    : waits      ? TUI_HINT_WAITING "; your text waits here for after it"
-                                 : TUI_HINT_STREAMING ", then press Enter");
+        tui_hint(t, tui_hint_busy(t));
         free(line);
         return;
     }
@@ -964,6 +969,14 @@ static void tui_on_line(void *ud, char *line)
     if (tui_send(t, text, 1) < 0)
         tui_input_defer(line);
     free(line);
+}
+
+const char *tui_hint_busy(const struct tui *t)
+{
+    int waits = t->st.state == TUI_STATE_QUOTA || t->st.state == TUI_STATE_RETRYING;
+    return t->send_wait ? TUI_HINT_TOOLS ", then press Enter"
+           : waits      ? TUI_HINT_WAITING "; your text waits here for after it"
+                        : TUI_HINT_STREAMING ", then press Enter";
 }
 
 static const char *const *tui_on_complete(void *ud, const char *line, int start, int end)

@@ -59,6 +59,8 @@ struct tui {
     size_t sink_bytes;       /* text the session handed over (--trace) */
     double last_text;        /* when text of the answer last came */
     size_t answer;           /* view index of the answer in flight, TUI_NO_ANSWER when none */
+    char answer_model[128];  /* the model its request asked for (a /model while it streams
+                                changes the next one's) */
     int cancelling;
     double oldest;           /* arrival of the oldest delta not yet drawn, 0 = none */
     long undrawn;            /* text events since the last frame */
@@ -113,6 +115,9 @@ void tui_error(struct tui *t, const char *text);
 void tui_meta(struct tui *t, const char *text);
 /* Show a transient hint in the status bar (until the next key). */
 void tui_hint(struct tui *t, const char *text);
+/* A line typed while an answer is in flight waits in the input line: the hint that says why
+ * and what to do (the MCP servers starting, a quota wait, or a stream). */
+const char *tui_hint_busy(const struct tui *t);
 /* Apply theme `name` (messages go to the transcript). A theme that is missing or malformed
  * leaves the current one in place (-1); at start, with none yet, the built-in one is used. */
 int tui_theme(struct tui *t, const char *name);
@@ -162,6 +167,11 @@ int tui_attach_pasted(void *ud, const char *text);
 /* Hand the waiting attachments to the session for the prompt being sent (tui_send shows
  * them under it); returns how many. */
 size_t tui_attach_send(struct tui *t);
+/* A prompt offered back (failed, refused, cancelled before a byte): its n attachments wait
+ * again for the next prompt (copies; those waiting already are not added twice). Returns how
+ * many were added. */
+struct attach;
+size_t tui_attach_offer(struct tui *t, const struct attach *att, size_t n);
 void tui_attach_free(struct tui *t);
 
 /* ---- tui_cmd.c ---- */

@@ -83,6 +83,16 @@ static const char *tui_attach_base(const char *name)
     return slash ? slash + 1 : name;
 }
 
+/* 1 when l has a by its bytes and base name already. */
+static int tui_attach_has(const struct attach_list *l, const struct attach *a)
+{
+    for (size_t k = 0; k < l->n; k++)
+        if (memcmp(l->v[k].sha256, a->sha256, sizeof a->sha256) == 0 &&
+            strcmp(tui_attach_base(l->v[k].name), tui_attach_base(a->name)) == 0)
+            return 1;
+    return 0;
+}
+
 static int tui_attach_add(struct tui *t, const char *arg, const char *again)
 {
     struct attach_list *l = tui_attach_list(t), add = {0};
@@ -107,11 +117,7 @@ static int tui_attach_add(struct tui *t, const char *arg, const char *again)
     if (rc == 0) { /* the same file again is said, not added twice (until 2026-12 it was) */
         size_t kept = 0;
         for (size_t i = 0; i < add.n; i++) {
-            int dup = 0;
-            for (size_t k = 0; k < l->n && !dup; k++)
-                dup = memcmp(l->v[k].sha256, add.v[i].sha256, sizeof add.v[i].sha256) == 0 &&
-                      strcmp(tui_attach_base(l->v[k].name), tui_attach_base(add.v[i].name)) == 0;
-            if (dup) {
+            if (tui_attach_has(l, &add.v[i])) {
                 buf_appends(&warn, "already attached, not added again: ");
                 utf8_sanitize(&warn, add.v[i].name, strlen(add.v[i].name));
                 buf_appendc(&warn, '\n');
@@ -225,6 +231,21 @@ int tui_attach_pasted(void *ud, const char *text)
     tui_attach_add(t, path, NULL);
     free(path);
     return 1;
+}
+
+size_t tui_attach_offer(struct tui *t, const struct attach *att, size_t n)
+{
+    struct attach_list *l = tui_attach_list(t);
+    size_t added = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (tui_attach_has(l, &att[i]))
+            continue;
+        XGROW(l->v, l->n + 1, l->cap);
+        attach_copy(&l->v[l->n++], &att[i]);
+        added++;
+    }
+    t->dirty |= TUI_D_STATUS;
+    return added;
 }
 
 size_t tui_attach_send(struct tui *t)

@@ -666,18 +666,11 @@ static void tui_cmd_model(struct tui *t, const char *arg)
 }
 
 /* Why a command waits: the answer streams, or the request waits for a retry or quota. */
-static const char *tui_cmd_busy_hint(const struct tui *t)
-{
-    return t->st.state == TUI_STATE_QUOTA || t->st.state == TUI_STATE_RETRYING
-               ? TUI_HINT_WAITING
-               : TUI_HINT_STREAMING;
-}
-
 static void tui_cmd_new_cmd(struct tui *t, const char *arg)
 {
     (void)arg;
     if (t->answer != TUI_NO_ANSWER) { /* until 2026-12 it cancelled the answer without a word */
-        tui_hint(t, tui_cmd_busy_hint(t));
+        tui_hint(t, tui_hint_busy(t));
         return;
     }
     tui_cmd_new(t);
@@ -699,7 +692,7 @@ static void tui_cmd_clear(struct tui *t, const char *arg)
 {
     (void)arg;
     if (t->answer != TUI_NO_ANSWER) { /* it cut the answer's start off the screen, while /copy */
-        tui_hint(t, tui_cmd_busy_hint(t)); /* and the next request still had it */
+        tui_hint(t, tui_hint_busy(t)); /* and the next request still had it */
         return;
     }
     tui_view_truncate(t->view, 0);
@@ -785,26 +778,39 @@ static void tui_cmd_quit(struct tui *t, const char *arg)
     t->quit = 1;
 }
 
-/* The chat's commands: name, whether it needs a session, the handler (its argument trimmed);
- * alias: not offered by Tab (another name of the command before it). */
+/* The chat's commands: name, whether it needs a session, alias (not offered by Tab: another
+ * name of the command before it), idle (it waits for the answer in flight: the line stays in
+ * the input line for after it), the handler (its argument trimmed). */
 static const struct tui_cmd_entry {
     const char *name;
-    int needs_session, alias;
+    int needs_session, alias, idle;
     void (*run)(struct tui *t, const char *arg);
 } tui_cmd_table[] = {
-    {"/help", 0, 0, tui_cmd_help_cmd},   {"/?", 0, 1, tui_cmd_help_cmd},
-    {"/model", 0, 0, tui_cmd_model},     {"/system", 0, 0, tui_cmd_system},
-    {"/new", 0, 0, tui_cmd_new_cmd},     {"/retry", 0, 0, tui_cmd_retry_cmd},
-    {"/edit", 0, 0, tui_cmd_edit_cmd},   {"/copy", 0, 0, tui_cmd_copy},
-    {"/theme", 0, 0, tui_cmd_theme},     {"/profile", 0, 0, tui_cmd_profile},
-    {"/clear", 0, 0, tui_cmd_clear},     {"/find", 0, 0, tui_cmd_find},
-    {"/history", 0, 0, tui_cmd_history}, {"/context", 1, 0, tui_cmd_context},
-    {"/budget", 1, 0, tui_cmd_budget},   {"/use-local", 0, 0, tui_cmd_use_local},
-    {"/think", 0, 0, tui_cmd_think},     {"/role", 0, 0, tui_cmd_role},
-    {"/x", 1, 0, tui_shell_cmd},         {"/expand", 0, 0, tui_tool_expand},
-    {"/attach", 0, 0, tui_attach_cmd},   {"/detach", 0, 0, tui_detach_cmd},
-    {"/quit", 0, 0, tui_cmd_quit},       {"/exit", 0, 1, tui_cmd_quit},
-    {"/q", 0, 1, tui_cmd_quit},
+    {"/help", 0, 0, 0, tui_cmd_help_cmd},
+    {"/?", 0, 1, 0, tui_cmd_help_cmd},
+    {"/model", 0, 0, 0, tui_cmd_model},
+    {"/system", 0, 0, 0, tui_cmd_system},
+    {"/new", 0, 0, 1, tui_cmd_new_cmd},
+    {"/retry", 0, 0, 1, tui_cmd_retry_cmd},
+    {"/edit", 0, 0, 1, tui_cmd_edit_cmd},
+    {"/copy", 0, 0, 0, tui_cmd_copy},
+    {"/theme", 0, 0, 0, tui_cmd_theme},
+    {"/profile", 0, 0, 1, tui_cmd_profile},
+    {"/clear", 0, 0, 1, tui_cmd_clear},
+    {"/find", 0, 0, 0, tui_cmd_find},
+    {"/history", 0, 0, 0, tui_cmd_history},
+    {"/context", 1, 0, 0, tui_cmd_context},
+    {"/budget", 1, 0, 0, tui_cmd_budget},
+    {"/use-local", 0, 0, 0, tui_cmd_use_local},
+    {"/think", 0, 0, 0, tui_cmd_think},
+    {"/role", 0, 0, 0, tui_cmd_role},
+    {"/x", 1, 0, 1, tui_shell_cmd},
+    {"/expand", 0, 0, 0, tui_tool_expand},
+    {"/attach", 0, 0, 0, tui_attach_cmd},
+    {"/detach", 0, 0, 0, tui_detach_cmd},
+    {"/quit", 0, 0, 0, tui_cmd_quit},
+    {"/exit", 0, 1, 0, tui_cmd_quit},
+    {"/q", 0, 1, 0, tui_cmd_quit},
 };
 
 static void tui_cmd_complete_names(struct tui *t)
@@ -830,6 +836,10 @@ void tui_cmd_run(struct tui *t, const char *line)
                             "/text)", cmd);
         tui_error(t, m);
         free(m);
+    } else if (tui_cmd_table[i].idle && t->answer != TUI_NO_ANSWER) {
+        /* kept for after the answer, as text typed then is (until 2026-12 it was dropped) */
+        tui_input_defer(line);
+        tui_hint(t, tui_hint_busy(t));
     } else if (tui_cmd_table[i].needs_session && !t->have_session) {
         char *m = xasprintf("%s: there is no session (no key or server)", cmd);
         tui_error(t, m);

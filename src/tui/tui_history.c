@@ -1046,9 +1046,10 @@ static void tui_hist_draw_bot(struct tui *t, int *cx)
         int room = h->cols - r->col - (tail > h->cols / 2 ? h->cols / 2 : tail) - 1;
         tui_hist_put_clip(r, buf_str(&h->query), h->query.len, room, THEME_INPUT, 0);
         *cx = r->col;
-        tui_row_put(r, b, strlen(b),
-                    !h->msg[0] ? THEME_META : h->msg_err ? THEME_STATUS_ERROR : THEME_STATUS_WARNING,
-                    0);
+        int slot = !h->msg[0]   ? THEME_META
+                   : h->msg_err ? THEME_STATUS_ERROR
+                                : THEME_STATUS_WARNING;
+        tui_row_put(r, b, strlen(b), slot, 0);
         tui_row_blit(r, h->wbot, 0, THEME_INPUT);
         return;
     }

@@ -403,13 +403,23 @@ void tui_status_draw(const struct tui_status *st, WINDOW *w, int y, int width, d
     static struct tui_row row;
     int base = tui_status_base(st);
     tui_row_begin(&row, width);
+    struct tui_segs s = {.n = 0};
     if (hint && *hint) {
         tui_row_put(&row, " ", 1, THEME_STATUS, 0);
+        if (st->state == TUI_STATE_QUOTA || st->state == TUI_STATE_RETRYING) {
+            /* the countdown stays in sight beside the hint (until 2026-12 a hint about the
+             * waiting message hid the countdown it pointed to, for the whole wait) */
+            tui_status_fields(st, now, base, &s);
+            if (s.n) {
+                tui_row_put_raw(&row, s.v[0].text, strlen(s.v[0].text), s.v[0].slot,
+                                THEME_ATTR_BOLD);
+                tui_row_put(&row, " \xE2\x94\x82 ", 5, base, THEME_ATTR_DIM);
+            }
+        }
         tui_row_put_raw(&row, hint, strlen(hint), THEME_STATUS, 0);
         tui_row_blit(&row, w, y, THEME_STATUS);
         return;
     }
-    struct tui_segs s = {.n = 0};
     tui_status_fields(st, now, base, &s);
     const char *help = "F1 help";
     int helpw = 7;

@@ -474,7 +474,8 @@ void tui_tools_answer_next(struct tui *t)
     if (!t->answer_split || t->answer == TUI_NO_ANSWER)
         return;
     t->answer_split = 0;
-    t->answer = tui_view_answer_begin(t->view, t->conf->model, NULL);
+    t->answer =
+        tui_view_answer_begin(t->view, t->answer_model[0] ? t->answer_model : NULL, NULL);
 }
 
 void tui_tools_status(struct tui *t, double now)

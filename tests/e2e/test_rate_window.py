@@ -170,6 +170,13 @@ with ttlib.FakeServer() as srv:
             bar = "".join(re.findall(r"^ retrying in .*$", scr or tm.capture(), re.M))
             t.ok(scr is not None and "HTTP 429 rate limited" in bar and "not a retry" in bar,
                  "the status bar says why it waits", bar)
+            # a line typed now waits in the input line; the hint that says so keeps the
+            # countdown in sight (until 2026-12 it took the whole row for the whole wait)
+            tm.send_text("typed ahead")
+            tm.send("Enter")
+            scr = tm.wait_for("your text waits here", 3) or tm.capture()
+            t.ok(re.search(r"^ retrying in [\d.]+s \u2502 the last message waits", scr, re.M)
+                 is not None, "the typed-ahead hint keeps the countdown beside it", scr)
             done = tm.wait_for(re.compile(r"after the bar\n.*\u2713"), 10)
             t.ok(done is not None, "and the answer comes after the wait", tm.capture())
             tm.send("C-d")

@@ -417,6 +417,52 @@ with ttlib.FakeServer() as srv:
     files = [os.path.relpath(os.path.join(d, f), home) for d, _, fs in os.walk(home) for f in fs]
     t.ok(files == [], "--incognito chat: no file written under HOME", str(files))
 
+    # --- what a helper lost around an answer in flight (session 51) ---------------------------
+    home = ttlib.make_home()
+    notes = os.path.join(home, "notes.txt")
+    with open(notes, "w") as f:
+        f.write("the attached notes say 4242\n")
+    with ttlib.Tmux(120, 20) as tm:
+        e = ttlib.clean_env(home, {"OPENAI_BASE_URL": srv.base(), "TT_TEST_STDERR": STDERR})
+        tm.run(["sh", "-c", 'exec "$0" 2>>"$TT_TEST_STDERR"', ttlib.tokterm_path()], e)
+        tm.wait_for(re.compile("F1 help"), 10)
+        # a failed prompt comes back with its attachments (until 2026-12 Enter sent it alone)
+        say(tm, "/attach " + notes)
+        tm.wait_for("Attached", 5)
+        srv.queue(["status=400"])
+        say(tm, "explain the notes")
+        scr = tm.wait_for("Enter sends them again", 10) or tm.capture()
+        t.ok("the prompt and its attachments are back" in scr,
+             "a refused prompt: the prompt and its attachment are back", scr)
+        n0 = len(srv.requests())
+        tm.send("Enter")
+        tm.wait_for(re.compile(r"\u2713"), 10)
+        r = srv.requests()
+        sent = json.dumps(r[-1]["body"]["messages"][-1]) if len(r) > n0 else ""
+        t.ok("explain the notes" in sent and "4242" in sent,
+             "Enter sends the prompt with its attachment again", sent[:400])
+        # a command typed while an answer streams waits in the input line (until 2026-12 it
+        # was dropped with a hint); Enter after the answer runs it
+        say(tm, "/clear")  # the slow answer's header stays on the screen
+        srv.queue(["gen=150,delay_ms=40"])  # 6 s: still streaming after the checks below
+        say(tm, "slow one")
+        time.sleep(0.6)
+        say(tm, "/retry")
+        scr = tm.wait_for("then press Enter", 3) or tm.capture()
+        t.ok("\u203a /retry" in scr, "/retry during a stream: kept in the input line", scr)
+        # /model while it streams changes the next request's model, not this answer's label
+        tm.send("C-u")
+        say(tm, "/model other-model")
+        tm.wait_for(re.compile(r"tok149"), 15)
+        scr = settle(tm)
+        t.ok("other-model \u2192" not in scr,
+             "/model during a stream: the answer in flight keeps its model's label", scr)
+        tm.send_text("/retry")
+        tm.send("Enter")
+        scr = tm.wait_for("version 2 of 2", 10) or tm.capture()
+        t.ok("version 2 of 2" in scr, "after the answer, /retry runs", scr)
+        quit_chat(tm)
+
 err = open(STDERR, errors="replace").read() if os.path.exists(STDERR) else ""
 t.ok("Sanitizer" not in err and "runtime error" not in err, "no sanitizer report on stderr",
      err[-3000:])
