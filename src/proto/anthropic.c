@@ -62,8 +62,17 @@ static void anth_call_blocks(cJSON *blocks, const struct api_message *m)
     cJSON *th = m->thinking_json ? cJSON_Parse(m->thinking_json) : NULL;
     cJSON *b;
     if (cJSON_IsArray(th)) {
-        while ((b = cJSON_DetachItemFromArray(th, 0)) != NULL)
-            cJSON_AddItemToArray(blocks, b);
+        /* only Anthropic's own blocks: a turn answered by Gemini keeps its thought signatures
+         * here, strings the Messages API refuses (until 2026-12 they were sent, and every later
+         * -c of that conversation with --api anthropic failed) */
+        while ((b = cJSON_DetachItemFromArray(th, 0)) != NULL) {
+            const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(b, "type"));
+            if (cJSON_IsObject(b) && type &&
+                (strcmp(type, "thinking") == 0 || strcmp(type, "redacted_thinking") == 0))
+                cJSON_AddItemToArray(blocks, b);
+            else
+                cJSON_Delete(b);
+        }
     }
     cJSON_Delete(th);
     if (m->content && *m->content)

@@ -88,6 +88,34 @@ static void test_request(void)
     cJSON_Delete(o);
 }
 
+/* A turn answered by another dialect keeps its own signatures in thinking_json (Gemini: an
+ * array of strings): only Anthropic's thinking blocks go back (until 2026-12 the strings were
+ * sent as blocks, which the API refuses). */
+static void test_foreign_thinking(void)
+{
+    struct tool_call call = {.id = "call_1", .wire = "ev__sum", .args = "{\"a\":1}",
+                             .args_len = 7};
+    struct api_message m[] = {
+        API_MSG("user", "sum"),
+        {.role = "assistant", .content = "Summing.", .calls = &call, .n_calls = 1,
+         .thinking_json = "[\"CiQB0e2K\", \"\", {\"type\":\"thinking\",\"thinking\":\"t\","
+                          "\"signature\":\"s\"}, {\"type\":\"text\",\"text\":\"x\"}, 7]"},
+        {.role = "tool", .content = "1", .tool_call_id = "call_1", .tool_name = "ev__sum"},
+    };
+    struct api_request r = {.model = "claude-sonnet-4-5", .messages = m, .n_messages = 3};
+    cJSON *o = body_of(&r);
+    cJSON *blocks = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "messages"), 1),
+                                        "content");
+    char *got = cJSON_PrintUnformatted(blocks);
+    TAP_STR(got,
+            "[{\"type\":\"thinking\",\"thinking\":\"t\",\"signature\":\"s\"},"
+            "{\"type\":\"text\",\"text\":\"Summing.\"},"
+            "{\"type\":\"tool_use\",\"id\":\"call_1\",\"name\":\"ev__sum\",\"input\":{\"a\":1}}]",
+            "a call's blocks: Anthropic's thinking block only, not another dialect's signatures");
+    free(got);
+    cJSON_Delete(o);
+}
+
 /* Events decoded in a row by one decoder (which may reuse the last text delta's shape) give
  * exactly what a fresh decoder gives for each alone after the same history: text, kind,
  * return, and nothing of a shape where the bytes around the text differ. */
@@ -291,6 +319,7 @@ int main(void)
     got_free(&g);
 
     test_request();
+    test_foreign_thinking();
     test_shapes();
 
     error_body(529,
