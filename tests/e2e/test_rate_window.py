@@ -154,6 +154,22 @@ with ttlib.FakeServer() as srv:
     t.ok(rc != 0 and time.monotonic() - t0 < 10 and "raise max_retry_wait" in err.decode(),
          "retry-after 90 s > max_retry_wait 60 s: fails at once", err.decode())
 
+    # a saved quota whose reset is years away (a clock out of step, a bad header) holds a
+    # later run no longer than max_rate_wait: it goes, saying why (until 2026-12 every later
+    # run against that host waited without end, even --no-save)
+    home = ttlib.make_home()
+    srv.queue(["status=429,h.x-ratelimit-limit-requests=100,h.x-ratelimit-remaining-requests=0,"
+               "h.x-ratelimit-reset-requests=99999999s"])
+    rc, out, err = ttlib.run_tokterm(["--no-save", "--retries", "0", "-p", "first"], home=home,
+                                     env={"OPENAI_BASE_URL": srv.base()})
+    srv.clear_queue()
+    t0 = time.monotonic()
+    rc, out, err = ttlib.run_tokterm(["--no-save", "-p", "after it"], home=home,
+                                     env={"OPENAI_BASE_URL": srv.base()}, timeout=30)
+    t.ok(rc == 0 and out == b"after it\n" and time.monotonic() - t0 < 10 and
+         b"sending now, the server decides" in err,
+         "a saved reset years away: the next run goes at once, saying why", err.decode())
+
     # --- the chat's status bar, in tmux ---
     if not ttlib.Tmux.available():
         t.skip("status bar during a 429 wait", tool="tmux")
