@@ -423,8 +423,17 @@ static void session_resume_settings(struct session *s, int64_t id)
         }
     }
     if (model && *model && !c->model_given && strcmp(model, c->model) != 0) {
-        free(c->model);
-        c->model = xstrdup(model);
+        if (conf_given(c, "api") || conf_given(c, "base_url")) {
+            /* another server or dialect: the old model name may mean nothing there (until
+             * 2026-12 -c --api anthropic sent a Gemini model to /v1/messages) */
+            if (!s->resume_note)
+                s->resume_note = xasprintf("the conversation's model %s is not taken: --api "
+                                           "or --base-url names another server (-m %s keeps "
+                                           "it)", model, model);
+        } else {
+            free(c->model);
+            c->model = xstrdup(model);
+        }
     }
     /* --role given now is the conversation's from here: the next resume takes it */
     if (c->role_given && strcmp(role ? role : "", c->role ? c->role : "") != 0 && s->save &&

@@ -142,6 +142,8 @@ int setup_conf(struct setup *su, const struct cli *a, struct buf *err, struct bu
      * (conf_apply_env) */
     if (a->api && conf_set(&su->conf, "api", a->api, err) < 0)
         return -1;
+    if (a->api)
+        conf_mark_cli(&su->conf, "api");
     conf_apply_env(&su->conf);
     if (setup_apply_cli(&su->conf, a, err) < 0)
         return -1;

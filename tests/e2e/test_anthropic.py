@@ -278,6 +278,19 @@ with ttlib.FakeServer() as srv:
     t.eq(len(srv.requests()), n0, "anthropic: the second ask is a cache hit")
     t.eq(text(out), "cached\n", "anthropic: the cached answer")
 
+    # --- -c --api anthropic after an OpenAI conversation: not its model (until 2026-12 the
+    # OpenAI model name went to /v1/messages) ----------------------------------------------------
+    home = ttlib.make_home()
+    rc, out, err = ttlib.run_tokterm(["-m", "gpt-4o", "-p", "held with openai"], home=home,
+                                     env={"OPENAI_API_KEY": "sk-test", "ANTHROPIC_API_KEY": KEY,
+                                          "OPENAI_BASE_URL": srv.base("")})
+    rc, out, err = run(srv, "", ["-c", "-p", "and now claude"], home=home)
+    body = last(srv)["body"]
+    t.ok(rc == 0 and body["model"] != "gpt-4o" and "gpt-4o is not taken" in text(err) and
+         [m["content"] for m in body["messages"]][-1] == "and now claude",
+         "-c --api anthropic: the profile's model, not the OpenAI conversation's, said",
+         "%r %s" % (body.get("model"), text(err)))
+
     # --- the chat, in tmux: --api anthropic with only ANTHROPIC_API_KEY -------------------------
     done = ttlib.chat_turn(t, srv, "anthropic", [ttlib.tokterm_path(), "--api", "anthropic"],
                            env_for(srv, "delay_ms=20"), "hello from the chat",
