@@ -36,6 +36,7 @@ struct script_state {
                              when the turn writes nothing: a failed later turn) */
     int quiet;            /* this turn's text is kept, not written (script_turn) */
     char last_byte;       /* last byte written to stdout */
+    size_t md_fed, md_fed_at_call; /* bytes of answer fed to md, and as the last call began */
     char last_err_byte;   /* last reasoning byte written to stderr */
     size_t written;
     struct buf scratch;
@@ -135,6 +136,7 @@ static void script_text(void *ud, int reasoning, const char *s, size_t n, double
         }
         buf_reset(&st->scratch);
         ansi_md_feed(st->md, s, n, &st->scratch);
+        st->md_fed += n;
         script_put(st, 1, st->scratch.data, st->scratch.len);
         return;
     }
@@ -221,8 +223,16 @@ static void script_tool_line(struct script_state *st, const char *what, const ch
 static void script_tool_call(void *ud, const struct tool_call *call, enum tool_verdict v)
 {
     struct script_state *st = ud;
-    if (st->written && st->last_byte != '\n' && !st->o->json && !st->quiet)
+    if (st->md && st->md_fed > st->md_fed_at_call && !st->quiet) {
+        /* rendered: the round's text ends its line through the renderer, which holds it
+         * (until 2026-12 the newline went out before the held line: "Summing.The result") */
+        buf_reset(&st->scratch);
+        ansi_md_feed(st->md, "\n", 1, &st->scratch);
+        script_put(st, 1, st->scratch.data, st->scratch.len);
+    } else if (!st->md && st->written && st->last_byte != '\n' && !st->o->json && !st->quiet) {
         script_put(st, 1, "\n", 1); /* the round's text ends its line; the next round's follows */
+    }
+    st->md_fed_at_call = st->md_fed;
     script_tool_line(st, v == TOOL_RUN ? "tool" : "tool refused:", call->name ? call->name
                                                                             : call->wire,
                      call->args, call->args_len);
@@ -257,6 +267,8 @@ static void script_json_tools(struct session *s, cJSON *o)
                 const struct tool_call *call = &st->calls[i];
                 cJSON *e = cJSON_CreateObject();
                 cJSON_AddNumberToObject(e, "round", round);
+                if (i == 0 && st->text && *st->text) /* the model's words before its calls */
+                    cJSON_AddStringToObject(e, "text", st->text);
                 cJSON_AddStringToObject(e, "id", call->id ? call->id : "");
                 cJSON_AddStringToObject(e, "name", call->name ? call->name : "");
                 cJSON_AddStringToObject(e, "wire", call->wire ? call->wire : "");
@@ -787,6 +799,7 @@ int script_turn(struct script *sc, const char *prompt, int quiet)
     st->sep_pending = sc->turns++ > 0 && !sc->o->json && !quiet && !sc->lines;
     st->written = 0;
     st->last_byte = 0;
+    st->md_fed = st->md_fed_at_call = 0;
     st->quiet = quiet;
     struct session_sink sink = {.ud = st, .text = script_text, .wait = script_wait,
                                 .tool_call = script_tool_call, .tool_result = script_tool_result};

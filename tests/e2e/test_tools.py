@@ -261,6 +261,32 @@ with ttlib.FakeServer() as srv:
          "input_schema" in b[0]["tools"][0],
          "anthropic: both results in one user message, paired by tool_use_id", json.dumps(uc))
 
+    # the same on a terminal (rendered): each round's text ends its line (until 2026-12
+    # "Let me check.The sum is 42."); --json: a round's own text is in its first call's entry
+    srv.clear_queue()
+    srv.queue(["replay=anthropic_tool_use.sse", "reply=The sum is 42."])
+    rc, out, err = ttlib.run_tokterm_tty(
+        ["--no-save", "--no-cache", "--api", "anthropic", "--base-url", srv.base(), "--allow-tool", "test.*",
+         "-p", "add 2 and 40"], env={"ANTHROPIC_API_KEY": KEY, "TOKTERM_TEST_TOOLS": "1"},
+        home=home)
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text(out)).replace("\r", "")
+    t.ok("Let me check.\n" in plain and "The sum is 42." in plain,
+         "anthropic on a terminal: the first round's text ends its line", repr(plain[-400:]))
+    srv.clear_queue()
+    srv.queue(["replay=anthropic_tool_use.sse", "reply=The sum is 42."])
+    rc, out, err = run(srv, home, ["--no-save", "--no-cache", "--json", "--api", "anthropic",
+                                   "--base-url", srv.base(), "--allow-tool", "test.*", "-p",
+                                   "add 2 and 40"], env_extra={"ANTHROPIC_API_KEY": KEY})
+    try:
+        j = json.loads(out)
+    except ValueError:
+        j = {}
+    t.ok(j.get("content") == "The sum is 42." and
+         [x.get("text") for x in j.get("tools", [])] == ["Let me check.", None],
+         "--json: the first round's text in its first call's entry", text(out)[:800])
+
+    srv.clear_queue()
+
     # --- 9. Gemini: functionCall parts in, functionResponse parts out (paired by name) ---
     n0 = len(srv.requests())
     srv.queue(["replay=gemini_tool_call.sse", "reply=The sum is 42."])
