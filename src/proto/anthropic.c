@@ -104,6 +104,25 @@ static cJSON *anth_result_block(const struct api_message *m)
     return b;
 }
 
+/* A tool round as text, for a request without tools: the model's words and "[called tool
+ * NAME with ARGS]" per call, or "[result of tool NAME: TEXT]" (error). out is reset first. */
+static void anth_tool_text(struct buf *out, const struct api_message *m)
+{
+    buf_reset(out);
+    if (m->tool_call_id) {
+        buf_printf(out, "[%s of tool %s: %s]", m->tool_error ? "error" : "result",
+                   m->tool_name ? m->tool_name : "?", m->content ? m->content : "");
+        return;
+    }
+    if (m->content && *m->content)
+        buf_printf(out, "%s\n\n", m->content);
+    for (size_t k = 0; k < m->n_calls; k++) {
+        const struct tool_call *c = &m->calls[k];
+        buf_printf(out, "%s[called tool %s with %.*s]", k ? "\n" : "", c->wire ? c->wire : "?",
+                   (int)(c->args ? c->args_len : 2), c->args ? c->args : "{}");
+    }
+}
+
 /* One message of the body: text alone as a string (as before tools), else its blocks. */
 static void anth_flush(cJSON *msgs, const char *role, struct buf *text, cJSON **blocks)
 {
@@ -155,7 +174,7 @@ static char *anthropic_request_json(const struct api_request *r)
     /* System messages, wherever they are, joined into one top-level system; the others in
      * user/assistant alternation: consecutive messages of one role joined, empty ones left
      * out (the API refuses an empty text). */
-    struct buf sys = BUF_INIT, text = BUF_INIT;
+    struct buf sys = BUF_INIT, text = BUF_INIT, flat = BUF_INIT;
     const char *role = NULL;
     cJSON *msgs = cJSON_CreateArray(), *blocks = NULL; /* blocks: the message has tool parts */
     for (size_t i = 0; i <= r->n_messages; i++) {
@@ -163,6 +182,14 @@ static char *anthropic_request_json(const struct api_request *r)
         const char *c = m && m->content ? m->content : "";
         const char *to = m ? anthropic_role(m->role) : NULL;
         int tool = m && (m->n_calls || m->tool_call_id);
+        if (tool && !r->n_tools) {
+            /* no tools in this request (a -c without the servers of the earlier turns): the
+             * API refuses tool_use and tool_result blocks then, so the rounds go as text
+             * (until 2026-12 every later -c of such a conversation failed with HTTP 400) */
+            anth_tool_text(&flat, m);
+            c = buf_str(&flat);
+            tool = 0;
+        }
         if (m && !*c && !tool && !m->n_parts)
             continue;
         if (m && !to) {
@@ -204,6 +231,7 @@ static char *anthropic_request_json(const struct api_request *r)
     cJSON_AddItemToObject(o, "messages", msgs);
     buf_free(&sys);
     buf_free(&text);
+    buf_free(&flat);
     api_params_add(o, r, anthropic_param_name, budget ? o : NULL);
     if (budget) {
         cJSON *th = cJSON_AddObjectToObject(o, "thinking");

@@ -102,7 +102,9 @@ static void test_foreign_thinking(void)
                           "\"signature\":\"s\"}, {\"type\":\"text\",\"text\":\"x\"}, 7]"},
         {.role = "tool", .content = "1", .tool_call_id = "call_1", .tool_name = "ev__sum"},
     };
-    struct api_request r = {.model = "claude-sonnet-4-5", .messages = m, .n_messages = 3};
+    struct api_tool tool = {.name = "ev__sum"};
+    struct api_request r = {.model = "claude-sonnet-4-5", .messages = m, .n_messages = 3,
+                            .tools = &tool, .n_tools = 1};
     cJSON *o = body_of(&r);
     cJSON *blocks = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "messages"), 1),
                                         "content");
@@ -112,6 +114,22 @@ static void test_foreign_thinking(void)
             "{\"type\":\"text\",\"text\":\"Summing.\"},"
             "{\"type\":\"tool_use\",\"id\":\"call_1\",\"name\":\"ev__sum\",\"input\":{\"a\":1}}]",
             "a call's blocks: Anthropic's thinking block only, not another dialect's signatures");
+    free(got);
+    cJSON_Delete(o);
+
+    /* the same history in a request without tools (a -c without the servers): the API refuses
+     * tool blocks then, so the round goes as text */
+    r.tools = NULL;
+    r.n_tools = 0;
+    o = body_of(&r);
+    got = cJSON_PrintUnformatted(cJSON_GetObjectItem(o, "messages"));
+    TAP_STR(got,
+            "[{\"role\":\"user\",\"content\":\"sum\"},"
+            "{\"role\":\"assistant\",\"content\":\"Summing.\\n\\n[called tool ev__sum with "
+            "{\\\"a\\\":1}]\"},"
+            "{\"role\":\"user\",\"content\":\"[result of tool ev__sum: 1]\"}]",
+            "no tools in the request: the earlier round as text, no tool blocks");
+    TAP_OK(!cJSON_GetObjectItem(o, "tools"), "and no tools member");
     free(got);
     cJSON_Delete(o);
 }
