@@ -619,12 +619,15 @@ static void cmd_md_message(struct cmd_ctx *c, const struct store_message *m,
         fputs("\n\n", c->out);
         return;
     }
-    if (strcmp(role, "user") == 0 && ri->user >= 0 && !ri->sent && ri->answer < 0) {
+    if (strcmp(role, "user") == 0 && ri->user >= 0 && ri->answer < 0) {
         /* no answer row: the turn ended while its tools ran (cancelled, failed) or its process
-         * died first; the next request leaves it out (until 2026-12 nothing here said so, and
-         * the turn read as any answered one) */
-        fputs("*not answered: no answer was saved for this turn (cancelled or failed before "
-              "one, or still running); a request leaves it out*\n\n", c->out);
+         * died first (until 2026-12 nothing here said so, and the turn read as any answered
+         * one); a request carries it when its tools ran to their results (conv_rows) */
+        fputs(ri->sent ? "*not answered: no answer was saved for this turn; a request carries "
+                         "the prompt and its tool rounds, which ran*\n\n"
+                       : "*not answered: no answer was saved for this turn (cancelled or failed "
+                         "before one, or still running); a request leaves it out*\n\n",
+              c->out);
         return;
     }
     if (strcmp(role, "assistant") != 0 && m->status == STORE_COMPLETE)

@@ -334,14 +334,34 @@ int conv_fork(struct conv *c, size_t i)
     return versions;
 }
 
+/* 1 when t's tool rounds ran to their results: calls were made and each has its result,
+ * the last step a result (a call left without one, as after a kill -9 mid-tool, is never
+ * sent: the API refuses an unanswered call). */
+static int conv_steps_answered(const struct conv_turn *t)
+{
+    size_t calls = 0, results = 0;
+    for (size_t k = 0; k < t->n_steps; k++) {
+        if (t->steps[k].result)
+            results++;
+        else
+            calls += t->steps[k].n_calls;
+    }
+    return calls && results >= calls && t->steps[t->n_steps - 1].result;
+}
+
 int conv_turn_sent(const struct conv_turn *t)
 {
     switch (t->outcome) {
     case CONV_ANSWERED:
     case CONV_CUT:
         return 1;
-    case CONV_INTERRUPTED:
-        return t->answer_len > 0; /* the text so far; nothing arrived: nothing to answer for */
+    case CONV_INTERRUPTED: /* the text so far; nothing arrived: nothing to answer for */
+        return t->answer_len > 0 || conv_steps_answered(t);
+    case CONV_FAILED:
+        /* tools that ran are carried, with the prompt that asked for them: the model knows
+         * what was done (until 2026-12 a turn stopped after its tools ran, at tool_rounds or
+         * by a failed later round, was left out whole, and a write_file could be asked again) */
+        return conv_steps_answered(t);
     default:
         return 0;
     }
@@ -447,6 +467,43 @@ static long conv_head(const struct store_conversation *sc)
     return head;
 }
 
+/* conv_steps_answered for the user rows not sent by their answer (ri[u].sent 0, and not
+ * refused: no error), from their tool rows: sets ri[u].sent. */
+static void conv_rows_steps(const struct store_conversation *sc, struct conv_rowinfo *ri)
+{
+    size_t n = sc->n_messages, *calls = NULL, *results = NULL;
+    char *last = NULL; /* 1: the turn's last step so far is a result */
+    for (size_t i = 0; i < n; i++) {
+        const struct store_message *m = &sc->messages[i];
+        long u = ri[i].user;
+        if (u < 0 || u == (long)i || ri[u].sent || (long)i == ri[u].answer)
+            continue;
+        int result = conv_is(m, "tool");
+        if (!result && !(conv_is(m, "assistant") && m->tool))
+            continue;
+        if (!calls) {
+            calls = xcalloc(n, sizeof *calls);
+            results = xcalloc(n, sizeof *results);
+            last = xcalloc(n, 1);
+        }
+        if (result) {
+            results[u]++;
+        } else {
+            struct conv_step one = {0};
+            if (conv_step_parse(&one, m->tool) == 0)
+                calls[u] += one.n_calls;
+            conv_step_free(&one);
+        }
+        last[u] = (char)result;
+    }
+    for (size_t u = 0; calls && u < n; u++)
+        if (ri[u].user == (long)u && !ri[u].sent && !sc->messages[u].error)
+            ri[u].sent = calls[u] && results[u] >= calls[u] && last[u];
+    free(calls);
+    free(results);
+    free(last);
+}
+
 struct conv_rowinfo *conv_rows(const struct store_conversation *sc, size_t *n_turns)
 {
     size_t n = sc->n_messages;
@@ -513,10 +570,12 @@ struct conv_rowinfo *conv_rows(const struct store_conversation *sc, size_t *n_tu
             ri[i].turn = ri[ri[i].user].turn;
             ri[i].live = 1;
         }
-    /* whether a request carries the turn: the rule conv_from_saved's turns follow */
+    /* whether a request carries the turn: the rule conv_from_saved's turns follow (its
+     * answer; else tool rounds that ran to their results, conv_steps_answered) */
     for (size_t i = 0; i < n; i++)
         if (ri[i].user == (long)i && ri[i].answer >= 0)
             ri[i].sent = conv_row_sends(&sc->messages[ri[i].answer]);
+    conv_rows_steps(sc, ri);
     for (size_t i = 0; i < n; i++)
         if (ri[i].user >= 0)
             ri[i].sent = ri[ri[i].user].sent;

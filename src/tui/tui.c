@@ -815,6 +815,12 @@ static void tui_sink_end(void *ud, const struct net_result *r)
                 tui_hint(t, "the prompt and its attachments are back: Enter sends them again");
             else
                 tui_hint(t, "the prompt is back in the input line: Enter sends it again");
+        } else if (last && !last->answer_len && last->n_steps &&
+                   last->outcome != CONV_ANSWERED && last->outcome != CONV_CUT) {
+            /* stopped after its tools ran (cancelled, failed, tool_rounds): the next request
+             * carries the prompt and what the tools returned (conv_turn_sent) */
+            tui_hint(t, "its tools ran: the turn stays in the conversation with their results "
+                        "(/retry asks again)");
         }
     }
     if (strncmp(t->hint, TUI_HINT_STREAMING, sizeof TUI_HINT_STREAMING - 1) == 0 ||

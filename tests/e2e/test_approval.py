@@ -191,9 +191,24 @@ with ttlib.FakeServer() as srv:
     screen = tm.wait_for(re.compile(r"\u21b3 \d+ error.*cancel"), 5)
     t.ok(screen is not None, "Esc: the running tool is cancelled at once", tm.capture())
     t.eq(len(srv.requests()), n2, "Esc: the turn ends, no further request")
-    # the turn is not sent again (nothing answered it): its prompt is back to be sent again
-    t.ok(tm.wait_for("\u203a sleep", 5) is not None,
-         "Esc: the cancelled turn's prompt is back in the input line", tm.capture())
+    # its tool ran (cancelled): the turn stays, with that result, and the next request carries
+    # it (until 2026-12 the prompt came back and the request left the turn out: the model
+    # never knew a tool had run)
+    screen = tm.wait_for("its tools ran: the turn stays", 5) or tm.capture()
+    t.ok("its tools ran: the turn stays" in screen and "\u203a sleep" not in screen,
+         "Esc: the turn whose tool ran stays; the hint says so", screen)
+    srv.queue([ANSWER])
+    n3 = len(srv.requests())
+    tm.send_text("and now?")
+    tm.send("Enter")
+    tm.wait_for(re.compile(r"and now\?[\s\S]*\u2713"), 10)
+    sent = srv.requests()[n3:]
+    msgs = sent[0]["body"]["messages"] if sent else []
+    t.ok([m.get("content") for m in msgs if m["role"] == "user"][-2:] == ["sleep", "and now?"] and
+         any(m["role"] == "tool" and "cancelled by the user" in (m.get("content") or "")
+             for m in msgs),
+         "the next request carries the prompt and the cancelled call's result",
+         json.dumps(msgs)[-1200:])
     tm.send("C-u")
     tm.send("C-d")
     t.eq(tm.wait_exit(10), 0, "the chat quits")
@@ -204,8 +219,9 @@ with ttlib.FakeServer() as srv:
     db.close()
     rc, out, _ = ttlib.run_tokterm(["show", str(cid)], home=home)
     shown = out.decode(errors="replace")
-    t.ok(rc == 0 and re.search(r"sleep\n\n\*not answered: no answer was saved for this turn",
-                               shown) is not None,
+    t.ok(rc == 0 and re.search(r"sleep\n\n\*not answered: no answer was saved for this turn; "
+                               r"a request carries the prompt and its tool rounds", shown)
+         is not None,
          "show: the turn whose tool was cancelled is marked not answered", shown[-1500:])
 
     # --- resume: the tool lines come back ---------------------------------------------------

@@ -287,6 +287,27 @@ with ttlib.FakeServer() as srv:
 
     srv.clear_queue()
 
+    # a turn stopped after its tools ran (tool_rounds reached): a -c carries its prompt and
+    # rounds, which ran (until 2026-12 it was left out whole: the model did not know a tool
+    # had run, and could ask for the same write again)
+    shome = ttlib.make_home()
+    ttlib.write_config(shome, "tool_rounds = 1\n")
+    srv.queue(["replay=openai_tool_calls.sse", "replay=openai_tool_calls.sse"])
+    rc1, out, err = run(srv, shome, ["--no-cache", "--allow-tool", "test.*", "-p", "loop sum"])
+    srv.clear_queue()
+    n0 = len(srv.requests())
+    rc2, out, err2 = run(srv, shome, ["-c", "-p", "and?"], tools=False)
+    b = bodies(srv, n0)
+    roles = [m["role"] for m in b[0]["messages"]] if b else []
+    t.ok(rc1 == 9 and rc2 == 0 and roles[:2] == ["user", "assistant"] and roles[-1] == "user" and
+         "tool" in roles and b[0]["messages"][0]["content"] == "loop sum" and
+         any(m.get("content") == "42" for m in b[0]["messages"]),
+         "-c after a turn stopped in its tools: its prompt, calls and results are sent",
+         "%d %d %r %s" % (rc1, rc2, roles, text(err2)))
+    rc, out, err = run(srv, shome, ["show", "1"], tools=False)
+    t.ok("a request carries the prompt and its tool rounds" in text(out),
+         "show says that turn is carried", text(out)[-1200:])
+
     # --- 9. Gemini: functionCall parts in, functionResponse parts out (paired by name) ---
     n0 = len(srv.requests())
     srv.queue(["replay=gemini_tool_call.sse", "reply=The sum is 42."])
