@@ -1396,6 +1396,11 @@ char *ratelimit_explain(const struct ratelimit_failure *f)
                 buf_appends(&b, "the endpoint");
             buf_appends(&b, ": the model name or the base URL is wrong. Check the model and "
                             "base_url (it usually ends in /v1).");
+        } else if (st == 413 && code_is(f->error_code, "request_too_large")) {
+            /* Anthropic's: the body is over its size limit, not a rate limit */
+            buf_appends(&b, "HTTP 413 request_too_large: the request is over the server's size "
+                            "limit (Anthropic's is 32 MB). Large attachments make it so: attach "
+                            "fewer or smaller files.");
         } else if (st == 413) {
             buf_appends(&b, "HTTP 413: the prompt is too large for this model's rate limit. "
                             "Shorten the conversation or lower max_tokens, or use a model with a "

@@ -83,7 +83,12 @@ char *dialect_path(const struct dialect *d, const char *model)
     const char *p = d->path, *at;
     while ((at = strstr(p, "{model}")) != NULL) {
         buf_append(&b, p, (size_t)(at - p));
-        for (const unsigned char *m = (const unsigned char *)(model ? model : ""); *m; m++) {
+        const char *name = model ? model : "";
+        /* Gemini's own name for a model, "models/gemini-2.5-pro", in a path that has the
+         * "models/" already (until 2026-12: /models/models%2Fgemini-2.5-pro, a 404) */
+        if (at - p >= 7 && strncmp(at - 7, "models/", 7) == 0 && strncmp(name, "models/", 7) == 0)
+            name += 7;
+        for (const unsigned char *m = (const unsigned char *)name; *m; m++) {
             if ((*m >= 'A' && *m <= 'Z') || (*m >= 'a' && *m <= 'z') ||
                 (*m >= '0' && *m <= '9') || strchr("._~-", *m)) {
                 buf_appendc(&b, (char)*m);

@@ -31,6 +31,10 @@ int main(void)
     p = dialect_path(&g, "a/b c?d%");
     TAP_STR(p, "/models/a%2Fb%20c%3Fd%25:streamGenerateContent?alt=sse", "path: model escaped");
     free(p);
+    p = dialect_path(&g, "models/gemini-2.5-pro");
+    TAP_STR(p, "/models/gemini-2.5-pro:streamGenerateContent?alt=sse",
+            "path: Gemini's models/NAME once, not /models/models%2F...");
+    free(p);
     p = dialect_path(&g, NULL);
     TAP_STR(p, "/models/:streamGenerateContent?alt=sse", "path: no model");
     free(p);

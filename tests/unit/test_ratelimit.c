@@ -623,6 +623,17 @@ static void test_explain(void)
                   "$GROQ_API_KEY", "401 custom env");
     check_explain((struct ratelimit_failure){.status = 403}, "lacks access to this model",
                   "403 access");
+    check_explain((struct ratelimit_failure){.status = 413, .error_code = "request_too_large"},
+                  "over the server's size limit", "413 request_too_large: size, not a rate");
+    {
+        /* a 429 that waited as asked until max_rate_wait: that is the one to raise */
+        struct ratelimit_response rr;
+        ratelimit_response_init(&rr);
+        rr.retry_after = 1;
+        check_explain((struct ratelimit_failure){.status = 429, .resp = &rr,
+                                                 .max_retry_wait = 60},
+                      "raise max_rate_wait", "429 waited out: max_rate_wait named");
+    }
     check_explain((struct ratelimit_failure){.status = 429, .error_code = "insufficient_quota"},
                   "billing", "429 insufficient_quota -> billing");
     check_explain((struct ratelimit_failure){.status = 404,
