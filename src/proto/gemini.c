@@ -143,6 +143,16 @@ char *gemini_request_json(const struct api_request *r)
     char name[GEMINI_NAME_MAX];
     api_params_add(gc, r, gemini_param_name, name);
     if (api_effort_budget(r->reasoning_effort)) {
+        /* Gemini counts the thinking inside maxOutputTokens: the answer's limit gets the
+         * budget on top, as anthropic's max_tokens does (until 2026-12 --max-tokens 100 with a
+         * budget of 1024 left the answer nothing) */
+        if (r->max_tokens > 0) {
+            char digits[24];
+            snprintf(digits, sizeof digits, "%ld",
+                     r->max_tokens + api_effort_budget(r->reasoning_effort));
+            cJSON_ReplaceItemInObjectCaseSensitive(gc, "maxOutputTokens",
+                                                   cJSON_CreateRaw(digits));
+        }
         cJSON *tc = cJSON_AddObjectToObject(gc, "thinkingConfig");
         cJSON_AddNumberToObject(tc, "thinkingBudget",
                                 (double)api_effort_budget(r->reasoning_effort));

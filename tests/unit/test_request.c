@@ -422,6 +422,17 @@ static void test_effort(void)
     TAP_OK(strstr(body, "\"max_tokens\":6096,") != NULL, "anthropic: 2000 + 4096 (%s)", body);
     free(body);
     conf_free(&c);
+    /* gemini counts thinking inside maxOutputTokens: the budget is added to the answer's */
+    conf_defaults(&c);
+    conf_set(&c, "api", "gemini", &err);
+    conf_apply_dialect(&c);
+    conf_set(&c, "reasoning_effort", "low", &err);
+    conf_set(&c, "max_tokens", "100", &err);
+    request_api(&ar, &c, m, 1);
+    body = request_body(&c, &ar);
+    TAP_OK(strstr(body, "\"maxOutputTokens\":1124") != NULL, "gemini: 100 + 1024 (%s)", body);
+    free(body);
+    conf_free(&c);
     buf_free(&err);
 }
 
