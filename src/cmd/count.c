@@ -12,6 +12,7 @@
 #include "base/buf.h"
 #include "base/util.h"
 #include "base/xmalloc.h"
+#include "core/attach.h"
 #include "tokens/tokenizer.h"
 
 static void count_usage(FILE *f)
@@ -201,6 +202,19 @@ int cmd_count(int argc, char **argv)
         in = buf_take(&text);
     else if ((rc = count_read(&in, &len)) != 0)
         goto out;
+    else {
+        /* stdin as -p and -f read it: UTF-16 with a byte order mark converted, a UTF-8 one
+         * dropped (until 2026-12 the bytes were counted as they came: a lone BOM was 1 token);
+         * other bytes (binary, invalid UTF-8) are counted as they are */
+        struct buf dec = BUF_INIT;
+        const char *note;
+        if (attach_text_decode((const unsigned char *)in, len, &dec, &note) == 0) {
+            free(in);
+            len = dec.len;
+            in = buf_take(&dec);
+        }
+        buf_free(&dec);
+    }
     rc = count_text(tok, ids, in, len);
 out:
     tokenizer_close(tok);

@@ -152,6 +152,11 @@ with ttlib.FakeServer() as srv:
     t.ok(p.returncode == 141 and not cerr, "count --ids into a closed pipe: 141, quiet",
          "%r %r" % (p.returncode, cerr[:200]))
 
+    # count reads stdin as -p does: a byte order mark is no token, UTF-16 is its text
+    got = [ttlib.run_tokterm(["count"], stdin=data)[1] for data in
+           (b"\xff\xfe", b"\xef\xbb\xbfhi", "hi".encode("utf-16"), b"hi")]
+    t.eq(got, [b"0\n", b"1\n", b"1\n", b"1\n"], "count: a BOM alone 0, UTF-16 hi as hi")
+
     # --- `help CMD` is `CMD --help` (until 2026-12 it printed the general help) ---
     rc, out, err = ttlib.run_tokterm(["help", "count"])
     t.ok(rc == 0 and out.decode().startswith("usage: tokterm count"), "help count: count's help",
