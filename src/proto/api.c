@@ -47,6 +47,8 @@ int api_param_from_json(struct api_request *r, const struct api_param *p, double
             return -1;
         }
         *(double *)(base + p->off) = v;
+    } else if (!p->flagged && is_number && v == 0) {
+        *(long *)(base + p->off) = 0; /* 0 is "not sent", as in the configuration */
     } else {
         /* the range first: v is cast to long only inside it */
         if (!is_number || !(v >= p->min && v <= p->max) || v != (double)(long)v) {

@@ -281,6 +281,13 @@ with ttlib.FakeServer() as srv:
     t.ok(rc == 0 and len(lines) == 1 and lines[0]["outcome"] == "complete" and
          b"2 retries (2 after a 429)" in err, "429s waited out: complete, the summary says so",
          err.decode())
+    # "max_tokens": 0 is "not sent", as in the configuration (until 2026-12: refused)
+    rc, out, err = run(["--incognito", "batch", "-"],
+                       stdin=b'{"id": 1, "prompt": "zero max", "max_tokens": 0}\n')
+    lines = parse(out)
+    t.ok(rc == 0 and len(lines) == 1 and lines[0]["outcome"] == "complete" and
+         "max_tokens" not in srv.requests()[-1]["body"],
+         "a line's max_tokens 0: not sent, the line completes", out.decode() + err.decode())
     # an array on stdin: the hint reads stdin too (until 2026-12: jq -c '.[]' stdin, a file)
     rc, out, err = run(["batch", "-"], stdin=b'[{"id": 1, "prompt": "a"}]\n')
     t.ok(rc == 2 and b"tokterm batch: stdin holds a JSON array" in err and
