@@ -1231,6 +1231,13 @@ static void net_finish(struct net *n, struct xfer *x, CURLcode res)
             r->error = more;
         }
     }
+    if (x->used_fallback && r->error && r->outcome != API_OK && r->outcome != API_CANCELLED) {
+        /* the failure is the fallback's: say so (until 2026-12 it read as the primary's) */
+        char *more = xasprintf("the fallback %s failed too: %s",
+                               x->rq->fallback_name ? x->rq->fallback_name : "profile", r->error);
+        free(r->error);
+        r->error = more;
+    }
     r->error = net_clean_message(r->error);
     char line[512];
     if (q && q->key.state.seen &&

@@ -242,5 +242,15 @@ with ttlib.FakeServer() as srv:
                                      env={"OPENAI_BASE_URL": None})
     t.ok(rc == 7 and len(srv.requests()) == n0,
          "the fallback's answer is not in the cache (--cache-only: exit 7)", out.decode())
+    # the fallback failing too is said as the fallback's failure (until 2026-12 it read as the
+    # primary's, though stderr had said the fallback was in use)
+    home = ttlib.make_home()
+    ttlib.write_config(home, "model = main-model\nfallback_model = backup-model\n"
+                             "breaker_failures = 2\n")
+    rc, out, err, el, made = scenario(srv, ["status=500"] * 6, ["--no-cache", "-p", "both fail"],
+                                      "primary and fallback fail", 3, home=home)
+    t.ok(rc == 3 and b"the fallback model backup-model failed too: HTTP 500" in err and
+         [m["body"]["model"] for m in made][-1] == "backup-model",
+         "the fallback's failure is named as the fallback's", err.decode())
 
 sys.exit(t.done())
