@@ -329,8 +329,13 @@ static void doctor_http(struct doctor *d, const struct conf *c, const char *prof
                         const char *shown, const char *key, const struct net_probe_result *r)
 {
     if (r->failure != NET_PROBE_OK && r->status == 0) {
+        /* connected, no answer (a server that hangs, a timeout): the URL's path is not the
+         * question (until 2026-12 the hint said to check it whatever failed) */
+        int connected = r->failure == NET_PROBE_OTHER && r->ip[0];
         doctor_linef(d, DOCTOR_FAIL, "http", prof,
-                     "check that base_url ends where the API starts (e.g. .../v1)",
+                     connected ? "the server took the connection but did not answer: is it "
+                                 "busy, or still loading a model?"
+                               : "check that base_url ends where the API starts (e.g. .../v1)",
                      "GET %s: %s", shown, r->why);
         return;
     }

@@ -205,6 +205,16 @@ with ttlib.FakeServer() as srv:
     t.eq(len(srv.requests(all=True)) - before, 0, "--offline: no request leaves")
     t.ok(find(lines_of(out), "ok", "key source", "fake", "is set"), "--offline: keys still checked")
 
+    # a server that takes the connection and never answers: the hint is not about the URL
+    # (until 2026-12 it said to check that base_url ends where the API starts)
+    hhome = ttlib.make_home()
+    rc, out, err = ttlib.run_tokterm(["doctor", "--timeout", "1"], home=hhome,
+                                     env={"OPENAI_API_KEY": "sk-test",
+                                          "OPENAI_BASE_URL": srv.base("hang=1,stall_s=3")})
+    ln = find(lines_of(out), "fail", "http", None, "did not answer")
+    t.ok(ln is not None and "ends where the API starts" not in (ln or ""),
+         "doctor, a server that hangs: says it did not answer", out.decode())
+
     # a key pool: reported by labels, the first key checked
     phome = ttlib.make_home()
     os.makedirs(os.path.join(phome, ".config", "tokterm"))
