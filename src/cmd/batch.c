@@ -1055,9 +1055,37 @@ static int batch_files(struct batch *b, const cJSON *jf, const cJSON *jp, struct
 /* Build the request body of one item. Returns it (caller frees) with *model pointing into o
  * or the configuration, *max_tokens (0 = none) and *fallback (the request sent while the
  * breaker is open, NULL when no fallback is configured; caller frees), or NULL with err set. */
+/* OpenAI's list form of a message's content: its text parts ({"type": "text", "text": ...})
+ * joined by newlines into *out (malloc'd). Another part (an image_url, a file) is refused:
+ * 0, or -1 with the reason. */
+static int batch_text_parts(const cJSON *ct, char **out, size_t at, struct buf *err)
+{
+    struct buf t = BUF_INIT;
+    const cJSON *p;
+    size_t k = 0;
+    cJSON_ArrayForEach(p, ct) {
+        const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "type"));
+        const char *text = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "text"));
+        if (!type || strcmp(type, "text") != 0 || !text) {
+            buf_printf(err, "messages[%zu].content[%zu]: only text parts are taken (%s); give "
+                            "images and files with a \"prompt\" line's \"files\"", at, k,
+                       type ? type : "no type");
+            buf_free(&t);
+            return -1;
+        }
+        if (k++)
+            buf_appendc(&t, '\n');
+        buf_appends(&t, text);
+    }
+    *out = t.len ? buf_take(&t) : xstrdup("");
+    buf_free(&t);
+    return 0;
+}
+
 static char *batch_body(struct batch *b, const cJSON *o, const char **model, long *max_tokens,
                         struct net_request **fallback, struct buf *err)
 {
+    char **joined = NULL; /* "messages": the contents given as lists of text parts */
     const struct conf *c = b->conf;
     for (const cJSON *k = o->child; k; k = k->next)
         if (k->string)
@@ -1135,18 +1163,24 @@ static char *batch_body(struct batch *b, const cJSON *o, const char **model, lon
             return NULL;
         }
         m = xcalloc((size_t)count, sizeof *m);
+        joined = xcalloc((size_t)count, sizeof *joined);
         const cJSON *e;
         cJSON_ArrayForEach(e, jms) {
             const cJSON *r = cJSON_GetObjectItemCaseSensitive(e, "role");
             const cJSON *ct = cJSON_GetObjectItemCaseSensitive(e, "content");
             const char *role = cJSON_IsString(r) ? batch_role(r->valuestring) : NULL;
-            if (!role || !cJSON_IsString(ct)) {
+            const char *text = cJSON_IsString(ct) ? ct->valuestring : NULL;
+            if (role && cJSON_IsArray(ct) && batch_text_parts(ct, &joined[n], n, err) < 0)
+                goto refused;
+            if (role && cJSON_IsArray(ct))
+                text = joined[n];
+            if (!role || !text) {
                 buf_printf(err, "messages[%zu] needs a \"role\" (system, developer, user or "
-                                "assistant) and a string \"content\"", n);
-                free(m);
-                return NULL;
+                                "assistant) and a \"content\": a string, or a list of text "
+                                "parts", n);
+                goto refused;
             }
-            m[n++] = (struct api_message)API_MSG(role, ct->valuestring);
+            m[n++] = (struct api_message)API_MSG(role, text);
         }
     }
     ar.messages = m;
@@ -1158,11 +1192,20 @@ static char *batch_body(struct batch *b, const cJSON *o, const char **model, lon
         struct request_keys k = batch_keys(b);
         *fallback = request_fallback(c, &ar, &k, b->o->fallback, b->o->fallback_key);
     }
+    for (size_t i = 0; joined && i < n; i++)
+        free(joined[i]);
+    free(joined);
     free(m);
     free(parts);
     free(content);
     attach_list_free(&files);
     return body;
+refused:
+    for (size_t i = 0; i <= n; i++)
+        free(joined[i]);
+    free(joined);
+    free(m);
+    return NULL;
 }
 
 /* ---- requests ---- */

@@ -288,6 +288,19 @@ with ttlib.FakeServer() as srv:
     t.ok(rc == 0 and len(lines) == 1 and lines[0]["outcome"] == "complete" and
          "max_tokens" not in srv.requests()[-1]["body"],
          "a line's max_tokens 0: not sent, the line completes", out.decode() + err.decode())
+    # a message's content as OpenAI's list of text parts: joined (until 2026-12 refused);
+    # an image part fails its line, saying what to do
+    rc, out, err = run(["--incognito", "batch", "-"], stdin=(
+        b'{"id": 1, "messages": [{"role": "user", "content": [{"type": "text", "text": "part '
+        b'one"}, {"type": "text", "text": "part two"}]}]}\n'
+        b'{"id": 2, "messages": [{"role": "user", "content": [{"type": "image_url", '
+        b'"image_url": {"url": "https://x/y.png"}}]}]}\n'))
+    got = by_id(parse(out))
+    t.ok(got.get("1", {}).get("content") == "part one\npart two" and
+         got.get("2", {}).get("outcome") == "usage-error" and
+         '"files"' in (got.get("2", {}).get("error") or ""),
+         "messages with text parts: joined; an image part: that line fails, saying why",
+         out.decode())
     # an array on stdin: the hint reads stdin too (until 2026-12: jq -c '.[]' stdin, a file)
     rc, out, err = run(["batch", "-"], stdin=b'[{"id": 1, "prompt": "a"}]\n')
     t.ok(rc == 2 and b"tokterm batch: stdin holds a JSON array" in err and
