@@ -5,6 +5,7 @@
 #include "core/mcpset.h"
 #include "core/role.h"
 #include "net/probe.h"
+#include "proto/api.h"
 #include "store/store.h"
 #include "base/util.h"
 #include "base/xmalloc.h"
@@ -28,6 +29,26 @@ static void setup_warn_lines(struct buf *warn, const char *text)
         buf_printf(warn, "warning: %.*s\n", (int)n, text);
         text += n + (text[n] == '\n');
     }
+}
+
+/* Sampling settings Anthropic's Messages API leaves out or refuses, said before a request:
+ * a temperature with extended thinking is not sent (until 2026-12 it went without a word),
+ * a top_p under 0.95 with it and a temperature over 1 are refused by the server. */
+static void setup_warn_sampling(const struct conf *c, struct buf *warn)
+{
+    if (!c->api || strcmp(c->api, "anthropic") != 0)
+        return;
+    int thinking = api_effort_budget(api_effort_parse(c->reasoning_effort)) > 0;
+    if (thinking && c->has_temperature)
+        buf_printf(warn, "warning: temperature %g is not sent: Anthropic takes none with "
+                         "extended thinking (reasoning_effort %s)\n", c->temperature,
+                   c->reasoning_effort);
+    else if (c->has_temperature && c->temperature > 1)
+        buf_printf(warn, "warning: temperature %g: Anthropic takes 0 to 1, and will refuse "
+                         "it\n", c->temperature);
+    if (thinking && c->has_top_p && c->top_p < 0.95)
+        buf_printf(warn, "warning: top_p %g: with extended thinking Anthropic takes 0.95 to 1, "
+                         "and will refuse it\n", c->top_p);
 }
 
 /* Command-line values on top of the configuration. */
@@ -158,6 +179,7 @@ int setup_conf(struct setup *su, const struct cli *a, struct buf *err, struct bu
     if (su->conf.insecure)
         buf_appends(warn, "warning: TLS certificate checks are OFF (--insecure): anyone on the "
                           "path can read your prompts and your key\n");
+    setup_warn_sampling(&su->conf, warn);
     return 0;
 }
 

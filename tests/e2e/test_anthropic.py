@@ -278,6 +278,17 @@ with ttlib.FakeServer() as srv:
     t.eq(len(srv.requests()), n0, "anthropic: the second ask is a cache hit")
     t.eq(text(out), "cached\n", "anthropic: the cached answer")
 
+    # --- sampling the Messages API leaves out or refuses is said (until 2026-12 a temperature
+    # with thinking went unsent without a word) ------------------------------------------------
+    rc, out, err = run(srv, "", ["--no-save", "--no-cache", "-t", "0.3", "--reasoning-effort",
+                                 "low", "-p", "think"])
+    t.ok(rc == 0 and "temperature 0.3 is not sent" in text(err) and
+         "temperature" not in last(srv)["body"], "-t with thinking: not sent, and said",
+         text(err))
+    rc, out, err = run(srv, "", ["--no-save", "--no-cache", "-t", "1.5", "-p", "hot"])
+    t.ok("Anthropic takes 0 to 1" in text(err), "-t 1.5: said to be out of Anthropic's range",
+         text(err))
+
     # --- -c --api anthropic after an OpenAI conversation: not its model (until 2026-12 the
     # OpenAI model name went to /v1/messages) ----------------------------------------------------
     home = ttlib.make_home()
