@@ -1454,7 +1454,13 @@ static void batch_events(struct batch *b)
         } else if (e->type == QEV_REASONING) {
             buf_append(&s->reasoning, e->text.data, e->text.len);
         } else if (e->type == QEV_WAIT) {
-            b->wait_until = util_now() + e->num; /* pacing: shown on the progress bar */
+            double now = util_now();
+            if (!b->err_tty && e->num >= 5 && now >= b->wait_until) {
+                /* off a terminal (a CI log) a long wait is said once, as it begins (until
+                 * 2026-12 the run went quiet for its length) */
+                fprintf(stderr, "tokterm batch: %s\n", buf_str(&e->text));
+            }
+            b->wait_until = now + e->num; /* pacing: shown on the progress bar */
         } else if (e->type == QEV_RETRY) {
             /* Another attempt follows: whatever this one sent is not the answer. */
             s->retries++;

@@ -16,6 +16,7 @@ sys.dont_write_bytecode = True
 import json  # noqa: E402
 import os  # noqa: E402
 import pty  # noqa: E402
+import re  # noqa: E402
 import select  # noqa: E402
 import signal  # noqa: E402
 import subprocess  # noqa: E402
@@ -301,6 +302,16 @@ with ttlib.FakeServer() as srv:
          '"files"' in (got.get("2", {}).get("error") or ""),
          "messages with text parts: joined; an image part: that line fails, saying why",
          out.decode())
+    # off a terminal a long pacing wait is said as it begins (until 2026-12 a CI log went
+    # quiet for its length); rpm = 10: the second line waits 6 s
+    whome = ttlib.make_home()
+    ttlib.write_config(whome, "rpm = 10\n")
+    rc, out, err = ttlib.run_tokterm(["--incognito", "batch", "-"], home=whome,
+                                     env={"OPENAI_BASE_URL": srv.base()},
+                                     stdin=b'{"id": 1, "prompt": "a"}\n{"id": 2, "prompt": "b"}\n')
+    t.ok(rc == 0 and len(parse(out)) == 2 and
+         re.search(rb"tokterm batch: waiting for quota [56]s", err) is not None,
+         "off a terminal: the pacing wait is said", err.decode())
     # an array on stdin: the hint reads stdin too (until 2026-12: jq -c '.[]' stdin, a file)
     rc, out, err = run(["batch", "-"], stdin=b'[{"id": 1, "prompt": "a"}]\n')
     t.ok(rc == 2 and b"tokterm batch: stdin holds a JSON array" in err and
