@@ -386,10 +386,10 @@ static const char *session_resume_system(const struct session *s)
 static void session_resume_settings(struct session *s, int64_t id)
 {
     struct conf *c = s->conf;
-    char *role = NULL, *model = NULL;
+    char *role = NULL, *model = NULL, *host = NULL;
     free(s->resume_note);
     s->resume_note = NULL;
-    if (!s->store || store_conversation_settings(s->store, id, &role, &model) != 0)
+    if (!s->store || store_conversation_settings(s->store, id, &role, &model, &host) != 0)
         return;
     struct buf err = BUF_INIT;
     if (role && !*role && !c->role_given && c->role) {
@@ -422,14 +422,18 @@ static void session_resume_settings(struct session *s, int64_t id)
             role_free(&r);
         }
     }
+    char *now_host = conf_host(c);
+    int moved = conf_given(c, "api") || /* given only when it differs from the profile's */
+                (conf_given(c, "base_url") && host && now_host && strcmp(host, now_host) != 0);
+    free(now_host);
     if (model && *model && !c->model_given && strcmp(model, c->model) != 0) {
-        if (conf_given(c, "api") || conf_given(c, "base_url")) {
+        if (moved) {
             /* another server or dialect: the old model name may mean nothing there (until
              * 2026-12 -c --api anthropic sent a Gemini model to /v1/messages) */
             if (!s->resume_note)
                 s->resume_note = xasprintf("the conversation's model %s is not taken: --api "
-                                           "or --base-url names another server (-m %s keeps "
-                                           "it)", model, model);
+                                           "or --base-url names another server than it was "
+                                           "held with (-m %s keeps it)", model, model);
         } else {
             free(c->model);
             c->model = xstrdup(model);
@@ -442,6 +446,7 @@ static void session_resume_settings(struct session *s, int64_t id)
     buf_free(&err);
     free(role);
     free(model);
+    free(host);
 }
 
 const char *session_resume_note(const struct session *s)

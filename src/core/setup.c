@@ -161,9 +161,12 @@ int setup_conf(struct setup *su, const struct cli *a, struct buf *err, struct bu
     buf_free(&cerr);
     /* the dialect first: it names the environment's base URL variable and the defaults
      * (conf_apply_env) */
+    /* --api counts as given (a resume keeps the conversation's model only on its own
+     * dialect) when it differs from the configuration's */
+    int api_moved = a->api && strcmp(a->api, su->conf.api ? su->conf.api : "") != 0;
     if (a->api && conf_set(&su->conf, "api", a->api, err) < 0)
         return -1;
-    if (a->api)
+    if (api_moved)
         conf_mark_cli(&su->conf, "api");
     conf_apply_env(&su->conf);
     if (setup_apply_cli(&su->conf, a, err) < 0)

@@ -151,11 +151,12 @@ int store_conversation_where(struct store *st, int64_t id, char **host, char **p
     return 0;
 }
 
-int store_conversation_settings(struct store *st, int64_t id, char **role, char **model)
+int store_conversation_settings(struct store *st, int64_t id, char **role, char **model,
+                                char **host)
 {
-    *role = *model = NULL;
-    sqlite3_stmt *s = store_prep(st, "SELECT c.role, m.model FROM conversations c LEFT JOIN "
-                                     "messages m ON m.id = c.head_id WHERE c.id = ?1");
+    *role = *model = *host = NULL;
+    sqlite3_stmt *s = store_prep(st, "SELECT c.role, m.model, m.host FROM conversations c "
+                                     "LEFT JOIN messages m ON m.id = c.head_id WHERE c.id = ?1");
     if (!s)
         return -1;
     sqlite3_bind_int64(s, 1, id);
@@ -163,6 +164,7 @@ int store_conversation_settings(struct store *st, int64_t id, char **role, char 
     if (rc == SQLITE_ROW) {
         *role = store_col_str(s, 0);
         *model = store_col_str(s, 1);
+        *host = store_col_str(s, 2);
     }
     store_done(st, s);
     return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : store_fail(st, "cannot read the conversation");

@@ -361,9 +361,11 @@ int store_conversation_rename(struct store *st, int64_t id, const char *title);
 /* Where conversation id's newest answer (not a failed one) came from: its host
  * (messages.host) and profile, each malloc'd or NULL (none saved). 0, or -1 (an error). */
 int store_conversation_where(struct store *st, int64_t id, char **host, char **profile);
-/* What conversation id was last held with: its role (NULL: none) and the model its newest
- * prompt on the live path asked for (NULL: none saved), each malloc'd. 0, or -1 (an error). */
-int store_conversation_settings(struct store *st, int64_t id, char **role, char **model);
+/* What conversation id was last held with: its role (NULL: none), the model its newest
+ * prompt on the live path asked for and the host it went to (NULL: none saved), each
+ * malloc'd. 0, or -1 (an error). */
+int store_conversation_settings(struct store *st, int64_t id, char **role, char **model,
+                                char **host);
 /* Set the conversation's role (NULL: none). 0, STORE_NOT_FOUND or -1. */
 int store_conversation_set_role(struct store *st, int64_t id, const char *role);
 /* Change the system prompt, model and profile (NULL leaves that field alone). 0, 1 or -1. */

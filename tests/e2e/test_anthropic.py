@@ -301,6 +301,17 @@ with ttlib.FakeServer() as srv:
          [m["content"] for m in body["messages"]][-1] == "and now claude",
          "-c --api anthropic: the profile's model, not the OpenAI conversation's, said",
          "%r %s" % (body.get("model"), text(err)))
+    # the same --base-url (or --api) as the conversation's keeps its model (a review found the
+    # first version dropping it whenever the flag was given)
+    home = ttlib.make_home()
+    oenv = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": None}
+    for args in (["-m", "qwen-local", "-p", "local one"], ["-c", "-p", "local two"],
+                 ["--api", "openai", "-c", "-p", "local three"]):
+        rc, out, err = ttlib.run_tokterm(["--base-url", srv.base("")] + args, home=home, env=oenv)
+        t.ok(rc == 0 and last(srv)["body"]["model"] == "qwen-local" and
+             "not taken" not in text(err),
+             "the same server given again: %s keeps the model" % " ".join(args[:-2] or ["-m"]),
+             "%r %s" % (last(srv)["body"].get("model"), text(err)))
 
     # --- the chat, in tmux: --api anthropic with only ANTHROPIC_API_KEY -------------------------
     done = ttlib.chat_turn(t, srv, "anthropic", [ttlib.tokterm_path(), "--api", "anthropic"],
