@@ -95,7 +95,6 @@ struct xfer {
     double told_until;     /* the end of the wait the last QEV_WAIT told of; 0: none told */
     int send_now;          /* net_send_now: leaves at once, whatever the quota or backoff says */
     int breaker_open;      /* failed fast: the endpoint's circuit breaker is open */
-    int hold_told;         /* a hold past net_hold_most was said (net_hold_past) */
     int booked;            /* the shared state booked its place: leaves at start_at */
     int pool_dead;         /* failed fast: every key of its pool was refused */
 };
@@ -106,6 +105,7 @@ struct net_quota {
     char *name;
     struct ratelimit_key key;   /* .state: the quota; .cool_until: key health (pools) */
     struct ratelimit_breaker br;
+    int hold_told;              /* a hold past net_hold_most was said (net_hold_past) */
     int failed_in_row;          /* requests in a row that failed after all their retries: with
                                    no fallback, the breaker fails requests fast only from
                                    br.threshold of them (attempts open it for the fallback) */
@@ -1420,8 +1420,9 @@ static int net_hold_news(struct xfer *x, double until, double wait)
     return 1;
 }
 
-/* The longest a request is held on the quota's word (the larger of max_rate_wait and
- * max_retry_wait): past it, the server is asked instead. */
+/* The longest a request is held on the server's word (the larger of max_rate_wait and
+ * max_retry_wait, at least a minute: 0 there is about 429s, not pacing): past it, the server
+ * is asked instead. */
 static double net_hold_most(const struct xfer *x)
 {
     struct ratelimit_policy def;
@@ -1430,25 +1431,30 @@ static double net_hold_most(const struct xfer *x)
         ratelimit_policy_init(&def);
         p = &def;
     }
-    return p->max_rate_wait > p->max_retry_wait ? p->max_rate_wait : p->max_retry_wait;
+    double most = p->max_rate_wait > p->max_retry_wait ? p->max_rate_wait : p->max_retry_wait;
+    return most > 60 ? most : 60;
 }
 
-/* A hold longer than net_hold_most (a saved reset hours away, a clock out of step, a per-day
- * limit spent): x goes now and the server decides, said once. Returns 0, the wait left.
- * Until 2026-12 such a hold was kept: one 429 whose reset said 2030 held every later run
- * against that host, any dialect, even --no-save, without end. */
-static double net_hold_past(struct net *n, struct xfer *x, double wait)
+/* A hold longer than net_hold_most from what the server reported (a saved reset hours away, a
+ * clock out of step, a per-day limit spent): x goes now (or when the configured rpm/tpm, own,
+ * lets it: the user's own pacing is kept) and the server decides, said once per quota.
+ * Returns the wait left. Until 2026-12 such a hold was kept: one 429 whose reset said 2030
+ * held every later run against that host, any dialect, even --no-save, without end. */
+static double net_hold_past(struct net *n, struct xfer *x, struct net_quota *q, double wait,
+                            double own)
 {
-    if (!x->hold_told) {
+    if (own >= wait)
+        return wait;
+    if (!q->hold_told) {
         char why[300], tbuf[32], mbuf[32];
         snprintf(why, sizeof why, "the quota says wait %s, more than %s (max_rate_wait or "
                  "max_retry_wait): sending now, the server decides",
                  ratelimit_format_duration(wait, tbuf, sizeof tbuf),
                  ratelimit_format_duration(net_hold_most(x), mbuf, sizeof mbuf));
         queue_push_note(n->q, QEV_WARN, x->id, why, 0);
-        x->hold_told = 1;
+        q->hold_told = 1;
     }
-    return 0;
+    return own;
 }
 
 static void net_hold(struct net *n, struct xfer *x, double wait, double now)
@@ -1589,8 +1595,10 @@ static double net_admit(struct net *n)
         }
         if (!shared)
             wait = ratelimit_wait_time(&q->key.state, now, net_est_tokens(x->rq));
-        if (wait > 0.001 && wait > net_hold_most(x))
-            wait = net_hold_past(n, x, wait);
+        if (!shared && wait > 0.001 && wait > net_hold_most(x))
+            wait = net_hold_past(n, x, q, wait,
+                                 ratelimit_wait_configured(&q->key.state, now,
+                                                           net_est_tokens(x->rq)));
         if (wait > 0.001) {
             net_hold(n, x, wait, now);
             next_due = wait < next_due ? wait : next_due;

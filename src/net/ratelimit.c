@@ -862,6 +862,13 @@ double ratelimit_wait_time(const struct ratelimit_state *s, double now, double e
     t = qw_wait(&s->tok, now, est);
     if (t > w)
         w = t;
+    t = ratelimit_wait_configured(s, now, est_tokens);
+    return t > w ? t : w > 0 ? w : 0;
+}
+
+double ratelimit_wait_configured(const struct ratelimit_state *s, double now, double est_tokens)
+{
+    double est = clamp_tokens(est_tokens), w = 0, t;
     if (s->rpm > 0) {
         double lvl = bucket_level(s->req_level, s->rpm, s->bucket_time, now);
         t = bucket_wait(lvl, s->rpm, 1);

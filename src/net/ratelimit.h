@@ -134,6 +134,9 @@ double ratelimit_est_tokens(const char *body, long max_tokens);
  * unknown; never waits longer than until a bucket is full (a request larger than the whole limit
  * goes once the limit is full, and the server judges it). Does not modify s. */
 double ratelimit_wait_time(const struct ratelimit_state *s, double now, double est_tokens);
+/* The part of that wait the configured rpm/tpm buckets ask for alone (the user's own pacing,
+ * never cut short by a cap on holds, net.c's net_hold_past). */
+double ratelimit_wait_configured(const struct ratelimit_state *s, double now, double est_tokens);
 
 /* Debit one request and est_tokens tokens from s (known remaining counts and the configured
  * buckets), at time now. Call when the request leaves. */

@@ -13,6 +13,8 @@ sys.dont_write_bytecode = True
 import json  # noqa: E402
 import os  # noqa: E402
 import re  # noqa: E402
+import signal  # noqa: E402
+import subprocess  # noqa: E402
 import time  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -169,6 +171,19 @@ with ttlib.FakeServer() as srv:
     t.ok(rc == 0 and out == b"after it\n" and time.monotonic() - t0 < 10 and
          b"sending now, the server decides" in err,
          "a saved reset years away: the next run goes at once, saying why", err.decode())
+
+    # ... but the user's own rpm is never cut short (a review found rpm = 0.4, a wait of 150 s,
+    # sent at once by the first version)
+    home = ttlib.make_home()
+    ttlib.write_config(home, "rpm = 0.4\n")
+    p = subprocess.Popen([ttlib.tokterm_path(), "--no-save", "-p", "one", "-p", "two"],
+                         env=ttlib.clean_env(home, {"OPENAI_BASE_URL": srv.base()}),
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(2.5)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=10)
+    t.ok(out == b"one\n" and b"waiting for quota 2m" in err and b"sending now" not in err,
+         "rpm = 0.4: the second prompt waits its 150 s, not sent early", err.decode())
 
     # --- the chat's status bar, in tmux ---
     if not ttlib.Tmux.available():
