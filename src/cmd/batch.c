@@ -533,7 +533,8 @@ static void batch_emit(struct batch *b, const struct batch_item *it, const struc
         b->n_failed++;
     if (r->cached)
         b->n_cached++;
-    batch_out_claim(b);
+    if (!b->rj_collect) /* --remote's lines go to its spool first (remote_write claims) */
+        batch_out_claim(b);
     off_t at = b->rj_collect ? lseek(b->out_fd, 0, SEEK_END) : 0;
     if (!b->out_error) {
         if (b->out_tty)
@@ -1669,6 +1670,10 @@ static void batch_summary(struct batch *b, int interrupted)
 static void batch_remote_emit(void *ud, long line, const char *id, const struct net_result *r,
                               const char *content, const char *reasoning, const char *model)
 {
+    if (!r) { /* the answers are written from here: --out is emptied now */
+        batch_out_claim(ud);
+        return;
+    }
     struct batch_item it;
     memset(&it, 0, sizeof it);
     it.line = line;
@@ -1737,7 +1742,6 @@ static int batch_remote(struct batch *b, struct loop *lp, struct buf *err)
         code = 130;
     } else {
         struct buf rerr = BUF_INIT;
-        batch_out_claim(b);
         code = remote_job_run(b->rj, lp, b->out_fd, b->err_tty, batch_remote_emit, b, &rerr);
         if ((code == 1 || code == 3 || code == 4) && rerr.len)
             fprintf(stderr, "tokterm batch: %s\n", buf_str(&rerr));

@@ -849,6 +849,7 @@ static int remote_write(struct remote_job *j, int out_fd, remote_emit_fn fn, voi
 {
     struct buf line = BUF_INIT, two[2] = {BUF_INIT, BUF_INIT};
     int rc = 0;
+    fn(ud, 0, NULL, NULL, NULL, NULL, NULL); /* the output is written from here */
     for (size_t i = 0; i < j->n_items && rc == 0; i++) {
         const struct remote_item *it = &j->items[i];
         if (it->part < 0) { /* a local line, as it was written */

@@ -54,7 +54,8 @@ int remote_job_add(struct remote_job *j, long line, const char *id, const char *
                    const char *body, struct buf *err);
 
 /* What the run hands back for each request, in input order: the answer as a net_result
- * (outcome, status, model, finish, usage, error), its content and reasoning. */
+ * (outcome, status, model, finish, usage, error), its content and reasoning. Called once
+ * with r NULL (line 0) before the first line is written: the output may be prepared. */
 typedef void (*remote_emit_fn)(void *ud, long line, const char *id, const struct net_result *r,
                                const char *content, const char *reasoning, const char *model);
 

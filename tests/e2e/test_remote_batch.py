@@ -96,6 +96,17 @@ with ttlib.FakeServer() as srv:
         kw.setdefault("home", home)
         return ttlib.run_tokterm(pre + args, env=env, **kw)
 
+    # --- a remote run that fails before it writes leaves --out as it was (a review found the
+    # spool's error lines emptying it while the input was read) ---
+    keep = os.path.join(d, "kept.out")
+    with open(keep, "w") as f:
+        f.write('{"id": 0, "outcome": "complete", "content": "precious"}\n')
+    rc, out, err = run(["batch", "--remote", "--out", keep, mixed],
+                       env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"})
+    with open(keep) as f:
+        t.ok(rc != 0 and "precious" in f.read(), "--remote that cannot reach the provider: "
+             "--out is left as it was (rc %d)" % rc, err.decode())
+
     # --- usage ---
     rc, out, err = run(["batch", "--remote", "--resume", "--out", os.path.join(d, "o"), mixed])
     eq(rc, 2, "--remote --resume: usage error")
