@@ -486,15 +486,15 @@ static void conv_rows_steps(const struct store_conversation *sc, struct conv_row
             results = xcalloc(n, sizeof *results);
             last = xcalloc(n, 1);
         }
-        if (result) {
+        struct conv_step one = {0};
+        int ok = conv_step_parse(&one, m->tool) == 0; /* as conv_build: else no step */
+        if (ok && one.result)
             results[u]++;
-        } else {
-            struct conv_step one = {0};
-            if (conv_step_parse(&one, m->tool) == 0)
-                calls[u] += one.n_calls;
-            conv_step_free(&one);
-        }
-        last[u] = (char)result;
+        else if (ok)
+            calls[u] += one.n_calls;
+        if (ok)
+            last[u] = (char)one.result;
+        conv_step_free(&one);
     }
     for (size_t u = 0; calls && u < n; u++)
         if (ri[u].user == (long)u && !ri[u].sent && !sc->messages[u].error)

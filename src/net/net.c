@@ -625,7 +625,8 @@ static double net_est_tokens(struct net_request *rq)
 }
 
 /* Before x leaves: 1 when the shared state decided (*wait: 0 go now, else hold; booked or not;
- * an open breaker it reports is copied into the local one, which refuses x next), 0 when the
+ * an open breaker it reports is copied into the local one, which sends x to its fallback
+ * next), 0 when the
  * local state decides (Redis unreachable, the limits unknown everywhere), -1 when x's pool key
  * cools down for another process's 429: the local pool knows now, so pick x's key again. */
 static int net_state_admit(struct net *n, struct xfer *x, double now, double *wait)
@@ -653,7 +654,10 @@ static int net_state_admit(struct net *n, struct xfer *x, double now, double *wa
         x->ep->br.opened_at = now - (x->ep->br.cooldown - *wait);
         if (x->ep->br.failures < x->ep->br.threshold)
             x->ep->br.failures = x->ep->br.threshold;
-        *wait = 0; /* the breaker's check below refuses it, or sends it to the fallback */
+        /* the breaker's check below sends it to the fallback; with none, it goes: each
+         * process fails requests fast only after failed requests of its own (failed_in_row),
+         * as attempts elsewhere say little of a blip that retries outlive */
+        *wait = 0;
         return 1;
     case STATE_COOL: /* another process got a 429 on this key, or found it dead */
         if (x->rq->n_keys > 1 || (x->rq->n_keys == 1 && *wait >= STATE_COOL_DEAD)) {

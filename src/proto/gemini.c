@@ -144,12 +144,14 @@ char *gemini_request_json(const struct api_request *r)
     api_params_add(gc, r, gemini_param_name, name);
     if (api_effort_budget(r->reasoning_effort)) {
         /* Gemini counts the thinking inside maxOutputTokens: the answer's limit gets the
-         * budget on top, as anthropic's max_tokens does (until 2026-12 --max-tokens 100 with a
+         * budget on top, whatever its size (anthropic's max_tokens gets it only when not
+         * above it), up to the 2.5 models' 65,536 (until 2026-12 --max-tokens 100 with a
          * budget of 1024 left the answer nothing) */
         if (r->max_tokens > 0) {
             char digits[24];
+            long v = r->max_tokens + api_effort_budget(r->reasoning_effort);
             snprintf(digits, sizeof digits, "%ld",
-                     r->max_tokens + api_effort_budget(r->reasoning_effort));
+                     v > 65536 && r->max_tokens <= 65536 ? 65536 : v);
             cJSON_ReplaceItemInObjectCaseSensitive(gc, "maxOutputTokens",
                                                    cJSON_CreateRaw(digits));
         }

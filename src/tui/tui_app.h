@@ -59,8 +59,8 @@ struct tui {
     size_t sink_bytes;       /* text the session handed over (--trace) */
     double last_text;        /* when text of the answer last came */
     size_t answer;           /* view index of the answer in flight, TUI_NO_ANSWER when none */
-    char answer_model[128];  /* the model its request asked for (a /model while it streams
-                                changes the next one's) */
+    char answer_model[256];  /* the model its request asked for (a /model while it streams
+                                changes the next one's); longer names are cut */
     int cancelling;
     double oldest;           /* arrival of the oldest delta not yet drawn, 0 = none */
     long undrawn;            /* text events since the last frame */

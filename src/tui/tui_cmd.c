@@ -780,7 +780,8 @@ static void tui_cmd_quit(struct tui *t, const char *arg)
 
 /* The chat's commands: name, whether it needs a session, alias (not offered by Tab: another
  * name of the command before it), idle (it waits for the answer in flight: the line stays in
- * the input line for after it), the handler (its argument trimmed). */
+ * the input line for after it; 2: only when given an argument, as /profile alone lists), the
+ * handler (its argument trimmed). */
 static const struct tui_cmd_entry {
     const char *name;
     int needs_session, alias, idle;
@@ -795,7 +796,7 @@ static const struct tui_cmd_entry {
     {"/edit", 0, 0, 1, tui_cmd_edit_cmd},
     {"/copy", 0, 0, 0, tui_cmd_copy},
     {"/theme", 0, 0, 0, tui_cmd_theme},
-    {"/profile", 0, 0, 1, tui_cmd_profile},
+    {"/profile", 0, 0, 2, tui_cmd_profile},
     {"/clear", 0, 0, 1, tui_cmd_clear},
     {"/find", 0, 0, 0, tui_cmd_find},
     {"/history", 0, 0, 0, tui_cmd_history},
@@ -804,7 +805,7 @@ static const struct tui_cmd_entry {
     {"/use-local", 0, 0, 0, tui_cmd_use_local},
     {"/think", 0, 0, 0, tui_cmd_think},
     {"/role", 0, 0, 0, tui_cmd_role},
-    {"/x", 1, 0, 1, tui_shell_cmd},
+    {"/x", 1, 0, 2, tui_shell_cmd},
     {"/expand", 0, 0, 0, tui_tool_expand},
     {"/attach", 0, 0, 0, tui_attach_cmd},
     {"/detach", 0, 0, 0, tui_detach_cmd},
@@ -836,7 +837,8 @@ void tui_cmd_run(struct tui *t, const char *line)
                             "/text)", cmd);
         tui_error(t, m);
         free(m);
-    } else if (tui_cmd_table[i].idle && t->answer != TUI_NO_ANSWER) {
+    } else if (tui_cmd_table[i].idle && (tui_cmd_table[i].idle == 1 || *arg) &&
+               t->answer != TUI_NO_ANSWER) {
         /* kept for after the answer, as text typed then is (until 2026-12 it was dropped) */
         tui_input_defer(line);
         tui_hint(t, tui_hint_busy(t));
