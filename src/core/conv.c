@@ -334,9 +334,16 @@ int conv_fork(struct conv *c, size_t i)
     return versions;
 }
 
-/* 1 when t's tool rounds ran to their results: calls were made and each has its result,
- * the last step a result (a call left without one, as after a kill -9 mid-tool, is never
- * sent: the API refuses an unanswered call). */
+/* The rule for tool rounds that ran to their results: calls were made and each has its
+ * result, the last step a result (a call left without one, as after a kill -9 mid-tool, is
+ * never sent: the API refuses an unanswered call). One rule for a loaded turn's steps and
+ * for saved rows (conv_rows_steps). */
+static int conv_steps_ran(size_t calls, size_t results, int last_is_result)
+{
+    return calls && results >= calls && last_is_result;
+}
+
+/* 1 when t's tool rounds ran to their results (conv_steps_ran) */
 static int conv_steps_answered(const struct conv_turn *t)
 {
     size_t calls = 0, results = 0;
@@ -346,7 +353,7 @@ static int conv_steps_answered(const struct conv_turn *t)
         else
             calls += t->steps[k].n_calls;
     }
-    return calls && results >= calls && t->steps[t->n_steps - 1].result;
+    return t->n_steps && conv_steps_ran(calls, results, t->steps[t->n_steps - 1].result);
 }
 
 int conv_turn_sent(const struct conv_turn *t)
@@ -498,7 +505,7 @@ static void conv_rows_steps(const struct store_conversation *sc, struct conv_row
     }
     for (size_t u = 0; calls && u < n; u++)
         if (ri[u].user == (long)u && !ri[u].sent && !sc->messages[u].error)
-            ri[u].sent = calls[u] && results[u] >= calls[u] && last[u];
+            ri[u].sent = conv_steps_ran(calls[u], results[u], last[u]);
     free(calls);
     free(results);
     free(last);

@@ -173,7 +173,8 @@ struct conv_rowinfo {
     int live;          /* on the live path */
     int turn;          /* 1-based turn number on the live path, 0 when not on it */
     int sent;          /* its turn goes into later requests (conv_turn_sent): answered, cut,
-                        * or interrupted with some text */
+                        * interrupted with some text, or its tool rounds ran to their
+                        * results */
 };
 /* One conv_rowinfo per row of sc (caller frees); *n_turns = turns on the live path. */
 struct conv_rowinfo *conv_rows(const struct store_conversation *sc, size_t *n_turns);

@@ -2014,7 +2014,10 @@ struct session_walk {
                         its bytes prove it fits (more: the plan counts it, the full load) */
     int give_up;     /* a message over limit: the full load */
     int64_t answered; /* the user row whose answer was read last (newest first: its newest) */
-    int answer_sent;  /* that answer makes its turn one the history sends (conv_turn_sent) */
+    int answer_sent;  /* that answer makes its turn one the history sends (conv_row_sends:
+                         conv_turn_sent by the answer row alone; a failed turn whose tool
+                         rounds ran is sent but not counted here, so the walk reads on,
+                         never stops short) */
 };
 
 static int session_walk_enough(void *ud, const struct store_message *m, long tokens, int live)

@@ -1077,6 +1077,16 @@ static void net_xfer_release(struct net *n, struct xfer *x)
     memcpy(x->last_failure, keep.last_failure, sizeof x->last_failure);
 }
 
+/* x's retry and pacing policy: its request's, or the defaults (def filled) when it has none */
+static const struct ratelimit_policy *net_policy(const struct xfer *x,
+                                                 struct ratelimit_policy *def)
+{
+    if (x->rq->has_policy)
+        return &x->rq->policy;
+    ratelimit_policy_init(def);
+    return def;
+}
+
 /* Turn a final failure into advice for the statuses where the user has something to do. */
 static void net_explain(struct xfer *x, struct net_result *r, enum ratelimit_net kind)
 {
@@ -1090,6 +1100,7 @@ static void net_explain(struct xfer *x, struct net_result *r, enum ratelimit_net
         server += k;
     else if (r->error && strncmp(server, "HTTP ", 5) == 0)
         server = ""; /* no message from the server, only the status */
+    struct ratelimit_policy def;
     struct ratelimit_failure f = {
         .status = (int)r->status,
         .net = kind,
@@ -1099,7 +1110,7 @@ static void net_explain(struct xfer *x, struct net_result *r, enum ratelimit_net
         .key_env = x->rq->key_env,
         .key_label = x->rq->n_keys ? x->rq->keys[x->key_index].label : NULL,
         .resp = &x->resp,
-        .max_retry_wait = x->rq->has_policy ? x->rq->policy.max_retry_wait : 60,
+        .max_retry_wait = net_policy(x, &def)->max_retry_wait,
     };
     char *ex = ratelimit_explain(&f);
     free(r->error);
@@ -1156,11 +1167,7 @@ static void net_finish(struct net *n, struct xfer *x, CURLcode res)
     if (!x->cancelled && !got_text && !x->pool_dead && !x->time_fired &&
         (r->outcome == API_ERR_HTTP || r->outcome == API_ERR_NETWORK)) {
         struct ratelimit_policy def;
-        const struct ratelimit_policy *pol = &x->rq->policy;
-        if (!x->rq->has_policy) {
-            ratelimit_policy_init(&def);
-            pol = &def;
-        }
+        const struct ratelimit_policy *pol = net_policy(x, &def);
         double delay = 0, charge = 0;
         char reason[256] = "";
         int never;
@@ -1430,11 +1437,7 @@ static int net_hold_news(struct xfer *x, double until, double wait)
 static double net_hold_most(const struct xfer *x)
 {
     struct ratelimit_policy def;
-    const struct ratelimit_policy *p = &x->rq->policy;
-    if (!x->rq->has_policy) {
-        ratelimit_policy_init(&def);
-        p = &def;
-    }
+    const struct ratelimit_policy *p = net_policy(x, &def);
     double most = p->max_rate_wait > p->max_retry_wait ? p->max_rate_wait : p->max_retry_wait;
     return most > 60 ? most : 60;
 }
