@@ -723,8 +723,6 @@ struct script *script_open(struct conf *conf, char *key, const struct script_opt
             *code = 2;
             return NULL;
         }
-        if (session_resume_note(s))
-            fprintf(stderr, "tokterm: warning: %s\n", session_resume_note(s));
         /* A conversation held with another server (a local model, another provider) is not
          * sent whole to the default one unasked: until 2026-12, -c sent a conversation held
          * with -P ollama to the cloud profile of the config, without a word. */
@@ -744,6 +742,8 @@ struct script *script_open(struct conf *conf, char *key, const struct script_opt
             *code = 2;
             return NULL;
         }
+        if (session_resume_note(s)) /* after the refusal, which says more */
+            fprintf(stderr, "tokterm: warning: %s\n", session_resume_note(s));
     }
     struct script *sc = xcalloc(1, sizeof *sc);
     sc->s = s;

@@ -422,23 +422,31 @@ static void session_resume_settings(struct session *s, int64_t id)
             role_free(&r);
         }
     }
+    /* another server than the conversation's newest prompt went to (given now, or the
+     * configuration's or --api's default URL), or, for rows saved without their host, --api
+     * given: the old model name may mean nothing there (until 2026-12 -c --api anthropic sent
+     * a Gemini model to /v1/messages; then only a given --base-url or --api counted, and -c
+     * alone after -c --api anthropic sent the Claude model to the configured OpenAI server,
+     * while -c --api anthropic again lost it) */
     char *now_host = conf_host(c);
-    int moved = conf_given(c, "api") || /* given only when it differs from the profile's */
-                (conf_given(c, "base_url") && host && now_host && strcmp(host, now_host) != 0);
-    free(now_host);
+    int saved_host = host && *host && now_host;
+    int moved = saved_host ? strcmp(host, now_host) != 0
+                           : conf_given(c, "api"); /* given only when it differs */
     if (model && *model && !c->model_given && strcmp(model, c->model) != 0) {
-        if (moved) {
-            /* another server or dialect: the old model name may mean nothing there (until
-             * 2026-12 -c --api anthropic sent a Gemini model to /v1/messages) */
-            if (!s->resume_note)
-                s->resume_note = xasprintf("the conversation's model %s is not taken: --api "
-                                           "or --base-url names another server than it was "
-                                           "held with (-m %s keeps it)", model, model);
-        } else {
+        if (moved && !s->resume_note && saved_host)
+            s->resume_note = xasprintf("the conversation's model %s is not taken: it was held "
+                                       "with %s, this run goes to %s (-m %s keeps it)", model,
+                                       host, now_host, model);
+        else if (moved && !s->resume_note)
+            s->resume_note = xasprintf("the conversation's model %s is not taken: --api names "
+                                       "another API than the configuration's (-m %s keeps it)",
+                                       model, model);
+        if (!moved) {
             free(c->model);
             c->model = xstrdup(model);
         }
     }
+    free(now_host);
     /* --role given now is the conversation's from here: the next resume takes it */
     if (c->role_given && strcmp(role ? role : "", c->role ? c->role : "") != 0 && s->save &&
         store_conversation_set_role(s->store, id, c->role ? c->role : "") < 0)

@@ -291,16 +291,43 @@ with ttlib.FakeServer() as srv:
 
     # --- -c --api anthropic after an OpenAI conversation: not its model (until 2026-12 the
     # OpenAI model name went to /v1/messages) ----------------------------------------------------
+    # (the OpenAI server is named "localhost", the Anthropic one 127.0.0.1: two hosts, as two
+    # providers are)
     home = ttlib.make_home()
+    openai_env = {"OPENAI_API_KEY": "sk-test", "ANTHROPIC_API_KEY": KEY,
+                  "OPENAI_BASE_URL": srv.base("").replace("127.0.0.1", "localhost")}
     rc, out, err = ttlib.run_tokterm(["-m", "gpt-4o", "-p", "held with openai"], home=home,
-                                     env={"OPENAI_API_KEY": "sk-test", "ANTHROPIC_API_KEY": KEY,
-                                          "OPENAI_BASE_URL": srv.base("")})
+                                     env=openai_env)
     rc, out, err = run(srv, "", ["-c", "-p", "and now claude"], home=home)
     body = last(srv)["body"]
     t.ok(rc == 0 and body["model"] != "gpt-4o" and "gpt-4o is not taken" in text(err) and
+         "held with localhost:" in text(err) and
          [m["content"] for m in body["messages"]][-1] == "and now claude",
          "-c --api anthropic: the profile's model, not the OpenAI conversation's, said",
          "%r %s" % (body.get("model"), text(err)))
+    # ... and back: -c alone goes to the configured OpenAI server, which never heard of the
+    # Claude model the Anthropic turn asked for (until 2026-12 it was sent there), while -c
+    # --api anthropic again keeps it (until 2026-12 --api given always dropped it)
+    rc, out, err = run(srv, "", ["-c", "-m", "claude-opus-4-1", "-p", "claude again"],
+                       home=home)
+    rc, out, err = run(srv, "", ["-c", "-p", "claude once more"], home=home)
+    t.ok(rc == 0 and last(srv)["body"]["model"] == "claude-opus-4-1" and
+         "not taken" not in text(err),
+         "-c --api anthropic on the same server: the conversation's Claude model kept",
+         "%r %s" % (last(srv)["body"].get("model"), text(err)))
+    n = len(srv.requests())
+    rc, out, err = ttlib.run_tokterm(["-c", "-p", "back to openai"], home=home, env=openai_env)
+    t.ok(rc == 2 and len(srv.requests()) == n and "was held with 127.0.0.1:" in text(err) and
+         "not taken" not in text(err),
+         "-c alone after an Anthropic turn: refused, nothing sent, one message", text(err))
+    rc, out, err = ttlib.run_tokterm(["-c", "--base-url", openai_env["OPENAI_BASE_URL"], "-p",
+                                      "back to openai"], home=home, env=openai_env)
+    body = last(srv)["body"]
+    t.ok(rc == 0 and last(srv)["path"].endswith("/chat/completions") and
+         body["model"] != "claude-opus-4-1" and "claude-opus-4-1 is not taken" in text(err) and
+         "held with 127.0.0.1:" in text(err),
+         "-c --base-url OpenAI's after an Anthropic turn: not the Claude model, said",
+         "%r %s %s" % (body.get("model"), last(srv)["path"], text(err)))
     # the same --base-url (or --api) as the conversation's keeps its model (a review found the
     # first version dropping it whenever the flag was given)
     home = ttlib.make_home()
