@@ -1602,7 +1602,10 @@ static double net_admit(struct net *n)
         }
         if (!shared)
             wait = ratelimit_wait_time(&q->key.state, now, net_est_tokens(x->rq));
-        if (!shared && wait > 0.001 && wait > net_hold_most(x))
+        /* the cap holds for a shared bucket's wait too (until 2026-12 one process's
+         * per-day limit, spent, held every other process sharing it for the rest of the
+         * day, while a lone process went and let the server decide) */
+        if (wait > 0.001 && wait > net_hold_most(x))
             wait = net_hold_past(n, x, q, wait,
                                  ratelimit_wait_configured(&q->key.state, now,
                                                            net_est_tokens(x->rq)));

@@ -128,6 +128,23 @@ try:
                               text=True).stdout.split()
         t.ok(keys and all(k.startswith("tokterm:") for k in keys),
              "Redis holds tokterm's hashed names only: %s" % keys[:3])
+        # A spent per-day limit another process saw holds this one no longer than a lone
+        # process is held: past max_rate_wait it is said and the request goes (until 2026-12
+        # the second machine waited the ~10 hours the shared bucket reported)
+        day = ("h.x-ratelimit-limit-requests=2,h.x-ratelimit-remaining-requests=0,"
+               "h.x-ratelimit-reset-requests=20h")
+        outs = []
+        for i in range(2):
+            home = ttlib.make_home()
+            ttlib.write_config(home, "state = %s\n" % state)
+            outs.append(ttlib.run_tokterm(["--no-save", "--no-cache", "--base-url",
+                                           srv.base(day), "-p", "day %d" % i], home=home,
+                                          timeout=20))
+        rc, out, err = outs[1]
+        t.ok(outs[0][0] == 0 and rc == 0 and b"day 1" in out and
+             b"sending now, the server decides" in err,
+             "a spent daily limit shared on Redis: the next machine's request goes, said",
+             "%r %r" % (outs[0][2][-300:], err[-300:]))
         dump = subprocess.run(["redis-cli", "-p", str(port), "--no-raw", "EVAL",
                                "local o = {} for _, k in ipairs(redis.call('KEYS', '*')) do "
                                "for _, v in ipairs(redis.call('HGETALL', k)) do o[#o+1] = v end "
