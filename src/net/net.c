@@ -899,6 +899,11 @@ static enum api_outcome net_outcome(struct xfer *x, CURLcode res, struct net_res
     }
     if (x->drained_stop && (res == CURLE_WRITE_ERROR || res == CURLE_ABORTED_BY_CALLBACK))
         res = CURLE_OK; /* the stream was over; what followed it was not read */
+    if (res != CURLE_OK && x->mode == XM_SSE && x->api.finish[0])
+        res = CURLE_OK; /* the answer had ended (its finish_reason came): a connection cut
+                         * after it, before the response's last chunk (a proxy closing
+                         * early), loses nothing of it; until 2026-12 it read as truncated,
+                         * exit 5, against the man page's "a break before a finish_reason" */
     if (res != CURLE_OK) {
         net_transport_message(x, res, got_text, msg);
         return got_text ? API_ERR_TRUNCATED : API_ERR_NETWORK;
@@ -1075,6 +1080,10 @@ static void net_xfer_release(struct net *n, struct xfer *x)
     x->deadline = keep.deadline;
     x->cancel_seen = keep.cancel_seen;
     memcpy(x->last_failure, keep.last_failure, sizeof x->last_failure);
+    /* no response yet: the server has not said "don't retry" (zeroed, should_retry read 0,
+     * and until 2026-12 a refused connection, a reset before the status line or an idle
+     * timeout was never retried) */
+    ratelimit_response_init(&x->resp);
 }
 
 /* x's retry and pacing policy: its request's, or the defaults (def filled) when it has none */
@@ -1090,8 +1099,13 @@ static const struct ratelimit_policy *net_policy(const struct xfer *x,
 /* Turn a final failure into advice for the statuses where the user has something to do. */
 static void net_explain(struct xfer *x, struct net_result *r, enum ratelimit_net kind)
 {
+    struct ratelimit_policy def;
+    /* a 5xx only when its retry-after, past max_retry_wait, ended the retries at once */
+    double sd = ratelimit_response_delay(&x->resp);
+    int wait_5xx = r->status >= 500 && r->status <= 599 && sd >= 0 &&
+                   sd > net_policy(x, &def)->max_retry_wait;
     if (r->status != 401 && r->status != 403 && r->status != 404 && r->status != 413 &&
-        r->status != 429)
+        r->status != 429 && !wait_5xx)
         return;
     char prefix[32];
     int k = snprintf(prefix, sizeof prefix, "HTTP %ld: ", r->status);
@@ -1100,7 +1114,6 @@ static void net_explain(struct xfer *x, struct net_result *r, enum ratelimit_net
         server += k;
     else if (r->error && strncmp(server, "HTTP ", 5) == 0)
         server = ""; /* no message from the server, only the status */
-    struct ratelimit_policy def;
     struct ratelimit_failure f = {
         .status = (int)r->status,
         .net = kind,
@@ -1905,6 +1918,7 @@ unsigned net_submit(struct net *n, struct net_request *rq)
 {
     struct xfer *x = xcalloc(1, sizeof *x);
     x->rq = rq;
+    ratelimit_response_init(&x->resp); /* as net_xfer_release leaves it */
     atomic_fetch_add(&n->unfinished, 1);
     pthread_mutex_lock(&n->lock);
     unsigned id = x->id = ++n->next_id;

@@ -1435,8 +1435,17 @@ char *ratelimit_explain(const struct ratelimit_failure *f)
             buf_appends(&b, "HTTP 400: the server rejected the request. Check the model name and "
                             "the request options.");
         } else if (st >= 500 && st <= 599) {
-            buf_printf(&b, "HTTP %d: the server failed (%s). Try again later.", st,
-                       status_phrase(st, NULL));
+            buf_printf(&b, "HTTP %d: the server failed (%s).", st, status_phrase(st, NULL));
+            /* a retry-after past max_retry_wait ends the retries at once: say why (until
+             * 2026-12 a 503 asking for 100 s failed with no word of it) */
+            double sd = ratelimit_response_delay(f->resp);
+            if (sd >= 0 && f->max_retry_wait >= 0 && sd > f->max_retry_wait)
+                buf_printf(&b, " The server asks to wait %s s (more than max_retry_wait %s s): "
+                               "not retried. Try again later, or raise max_retry_wait.",
+                           secs_text(sd, t1, sizeof t1),
+                           secs_text(f->max_retry_wait, t2, sizeof t2));
+            else
+                buf_appends(&b, " Try again later.");
         } else if (st == 408) {
             buf_appends(&b, "HTTP 408: the server timed out waiting for the request. Try again.");
         } else if (st >= 200 && st <= 299) {

@@ -76,6 +76,39 @@ with ttlib.FakeServer() as srv:
                                    "connection reset before the first byte", 2)
     t.eq((rc, out), (0, b"reset then ok\n"), "reset before the first byte: retried and answered")
 
+    # failures before any status line are retried as documented (until 2026-12 the attempt's
+    # zeroed response read as "the server says don't retry": one attempt each)
+    dead = ttlib.free_port()
+    rc, out, err = ttlib.run_tokterm(["--no-cache", "--no-save", "--retries", "2", "--base-url",
+                                      "http://127.0.0.1:%d/v1" % dead, "-p", "x"])
+    t.ok(rc == 4 and b"retrying" in err and b"(attempt 3/3)" in err and
+         b"after 3 attempts" in err,
+         "a refused connection: retried, then exit 4 after 3 attempts", err.decode())
+    rc, out, err, el, _ = scenario(srv, ["hang=1,stall_s=3", ""],
+                                   ["--idle-timeout", "1", "-p", "after a hang"],
+                                   "no status line within --idle-timeout: retried", 2)
+    t.eq((rc, out), (0, b"after a hang\n"), "a server that never answered: retried and answered")
+
+    # a connection cut after the answer's finish_reason (before [DONE], or before the body's
+    # last chunk: a proxy closing early) loses nothing: exit 0, not 5 (until 2026-12 "the
+    # answer is incomplete")
+    # (a server of their own: its answer's ids, numbered by request, keep one length)
+    with ttlib.FakeServer() as cut:
+        st, hd, whole = cut.post("/reply=ended/v1/chat/completions",
+                                 {"messages": [{"role": "user", "content": "x"}], "stream": True})
+        for name, at in (("after [DONE]", len(whole)), ("before [DONE]",
+                                                       whole.index(b"data: [DONE]"))):
+            rc, out, err, el, _ = scenario(cut, ["reply=ended,drop_after=%d" % at],
+                                           ["--json", "-p", "x"], "cut %s" % name, 1)
+            j = json.loads(out) if out.strip() else {}
+            t.ok(rc == 0 and j.get("content") == "ended" and j.get("outcome") == "complete",
+                 "cut %s the finish_reason came: complete, exit 0" % name,
+                 "%d %r %s" % (rc, out[:300], err.decode()))
+        rc, out, err, el, _ = scenario(cut, ["reply=ended%20here,drop_after=" +
+                                             str(whole.index(b'"finish_reason":"stop"') - 40)],
+                                       ["-p", "x"], "cut before the finish_reason", 1)
+        t.ok(rc == 5, "cut before the finish_reason: truncated, exit 5", err.decode())
+
     rc, out, err, el, _ = scenario(srv, ["gen=50,drop_after=1500", ""], ["-p", "x"],
                                    "reset after some text (never retried)", 1)
     t.eq(rc, 5, "reset after text: exit 5")
@@ -85,6 +118,12 @@ with ttlib.FakeServer() as srv:
                                    ["--idle-timeout", "1", "-p", "x"],
                                    "endless keep-alive comments: watchdog, then retries", 3)
     t.ok(rc == 4 and b"idle timeout" in err, "keep-alive forever: clear idle-timeout error", err.decode())
+
+    rc, out, err, el, _ = scenario(srv, ["status=503,h.retry-after=100"], ["-p", "x"],
+                                   "a 503 asking for longer than max_retry_wait", 1)
+    t.ok(rc == 3 and b"asks to wait 100 s (more than max_retry_wait 60 s)" in err,
+         "503 asking for 100 s: fails at once, and says why (until 2026-12 without a word)",
+         err.decode())
 
     rc, out, err, el, _ = scenario(srv, ["status=429,h.retry-after=120,error=slow"], ["-p", "x"],
                                    "server asks to wait longer than max_retry_wait", 1)
