@@ -400,6 +400,7 @@ static void doctor_endpoint(struct doctor *d, const struct conf *c, const char *
         .cacert = c->cacert,
         .insecure = c->insecure,
         .body_max = DOCTOR_BODY_MAX,
+        .secret = key,
     };
     struct net_probe_result r;
     if (net_probe(&req, &r) != 0)

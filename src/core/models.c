@@ -343,6 +343,7 @@ static int models_request(const struct conf *c, const char *key, const char *url
         .cacert = c->cacert,
         .insecure = c->insecure,
         .body_max = MODELS_BODY_MAX,
+        .secret = key,
     };
     int rc = net_probe(&req, r);
     util_free_secret(auth);

@@ -80,6 +80,13 @@ int curl_dl_load(const char **why)
     return 0;
 }
 
+size_t curl_dl_discard(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+    (void)ptr;
+    (void)ud;
+    return size * nmemb;
+}
+
 int curl_dl_loaded(void)
 {
     return curl_dl_api.easy_init != NULL;

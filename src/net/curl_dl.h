@@ -40,6 +40,9 @@ extern struct curl_dl curl_dl_api;
 int curl_dl_load(const char **why);
 /* 1 once curl_dl_load has succeeded. */
 int curl_dl_loaded(void);
+/* A CURLOPT_WRITEFUNCTION that drops the body: for transfers whose body is not read (libcurl's
+ * default writes it to stdout, where the answer or --json goes) */
+size_t curl_dl_discard(char *ptr, size_t size, size_t nmemb, void *ud);
 
 /* curl.h defines these four as function-like macros (so that each call has three arguments). */
 #undef curl_easy_getinfo

@@ -121,6 +121,9 @@ static int otlp_post(const char *body)
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 2000L);
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, err);
     curl_easy_setopt(e, CURLOPT_NETRC, (long)CURL_NETRC_IGNORED);
+    /* the collector's reply is not read (until 2026-12 libcurl wrote it to stdout: a "{}"
+     * after the answer, --json's lines no longer JSON) */
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, curl_dl_discard);
     CURLcode rc = curl_easy_perform(e);
     long status = 0;
     curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);

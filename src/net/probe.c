@@ -36,14 +36,10 @@ int net_answers(const char *url, long timeout_ms)
     curl_easy_setopt(e, CURLOPT_NOBODY, 0L);
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, NULL);
-    FILE *devnull = fopen("/dev/null", "w");
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, devnull);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, curl_dl_discard);
     long status = 0;
     int ok = curl_easy_perform(e) == CURLE_OK &&
              curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK && status == 200;
-    if (devnull)
-        fclose(devnull);
     curl_easy_cleanup(e);
     return ok;
 }
@@ -379,6 +375,11 @@ int net_probe(const struct net_probe_request *req, struct net_probe_result *out)
     out->failure = net_probe_failure_of(res, out->connect_ms);
     net_headers_free(hdrs);
     curl_easy_cleanup(e);
+    if (req->secret) {
+        util_redact(out->why, req->secret);
+        util_redact(out->headers.data, req->secret);
+        util_redact(out->body.data, req->secret);
+    }
     return 0;
 }
 

@@ -67,6 +67,9 @@ struct net_probe_request {
     int (*on_data)(void *ud, const struct buf *headers, const char *p, size_t n);
     int (*should_stop)(void *ud); /* polled about every second and on each read; 1 = end */
     void *ud;
+    /* a secret the answer may echo (the key sent): starred in out's why, headers and body
+     * (util_redact; until 2026-12 doctor and models showed a 401's echo of it whole) */
+    const char *secret;
 };
 
 /* Where a probe failed, in the order the request goes. */

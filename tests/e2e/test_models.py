@@ -128,6 +128,19 @@ with ttlib.FakeServer() as srv:
     t.eq(rc, 3, "HTTP 401: exit 3")
     t.ok("401" in text(err) and "Incorrect API key" in text(err) and out == b"",
          "HTTP 401: the status and the server's message", text(err))
+    # a 401 that echoes the key sent: starred, in models and in doctor (until 2026-12 both
+    # showed it whole, while -p, --json and batch starred it)
+    echo = ("http://127.0.0.1:%d/status=401,error=Incorrect%%20API%%20key%%20provided:%%20%s/v1"
+            % (port, ttlib.TEST_KEY))
+    rc, out, err = run(["--base-url", echo, "models", "--refresh"], home)
+    # (the key is in the URL too, which the message shows: what follows "provided:" is checked)
+    t.ok(rc == 3 and "Incorrect API key provided: ****" in text(err) and
+         "provided: sk-" not in text(err),
+         "HTTP 401 echoing the key: models stars it", text(err))
+    rc, out, err = run(["--base-url", echo, "doctor", "--timeout", "5"], home)
+    t.ok("Incorrect API key provided: ****" in text(out + err) and
+         "provided: sk-" not in text(out + err),
+         "HTTP 401 echoing the key: doctor stars it", text(out + err)[-600:])
     rc, out, err = run(["--base-url", "http://127.0.0.1:9/v1", "models"], home)
     t.eq(rc, 4, "no server: exit 4")
     t.ok("127.0.0.1:9" in text(err) and out == b"", "no server: says where", text(err))

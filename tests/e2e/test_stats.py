@@ -246,6 +246,15 @@ with ttlib.FakeServer() as srv:
                                      home=home, timeout=60)
     srv.clear_queue()
     t.ok(rc == 0 and out.count(b"\n") == 3, "batch with traces: every answer", err.decode())
+    # the collector's reply ("{}") never reaches stdout (until 2026-12 libcurl wrote it there,
+    # after the last line: --json no longer JSON lines)
+    def json_lines(b):
+        try:
+            return b.endswith(b"\n") and all(json.loads(x) is not None for x in b.splitlines())
+        except ValueError:
+            return False
+    t.ok(json_lines(out), "batch with traces: stdout is the results' JSON lines only",
+         repr(out[-80:]))
     spans, resources = [], []
     for path, hdrs, body in Receiver.got:
         j = json.loads(body)
@@ -280,6 +289,10 @@ with ttlib.FakeServer() as srv:
     raw = b"".join(b for _, _, b in Receiver.got)
     t.ok(b"SECRET PROMPT" not in raw and b"sk-test" not in raw,
          "no prompt text and no key in the spans")
+    rc, pout, err = ttlib.run_tokterm(["--no-cache", "--json", "-p", "traced"], env=oenv,
+                                      home=home, timeout=60)
+    t.ok(rc == 0 and json_lines(pout) and len(pout.splitlines()) == 1,
+         "-p --json with traces: one JSON line on stdout", repr(pout[-80:]))
     # a dead collector: every answer, and one warning
     dead = ttlib.free_port()
     oenv["OTEL_EXPORTER_OTLP_ENDPOINT"] = "http://127.0.0.1:%d" % dead
