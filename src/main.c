@@ -203,6 +203,14 @@ static int main_exit(int code)
     return code;
 }
 
+/* store_set_busy_note's words on stderr */
+static void main_busy_note(void *ud, const char *path)
+{
+    (void)ud;
+    fprintf(stderr, "tokterm: waiting for the database %s: another process holds its write "
+                    "lock (a write gives up after 30 s)\n", path);
+}
+
 /* Print the warnings and notes of warn (setup.h): "tokterm: " before each line but the
  * indented continuation lines. */
 static void main_print_warn(struct buf *warn)
@@ -736,6 +744,8 @@ static int main_dispatch(struct main_run *r, const struct main_cmd *cmd)
         main_print_warn(&r->warn);
         if (rc < 0)
             return 2;
+        if (su->store && !(cmd->needs & SETUP_TERMINAL)) /* the chat's screen is not stderr */
+            store_set_busy_note(su->store, main_busy_note, NULL);
     }
     return cmd->run(r);
 }

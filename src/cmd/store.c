@@ -1334,9 +1334,8 @@ int cmd_store(const char *db_path, int argc, char **argv)
         fprintf(stderr, "tokterm: no database at %s (nothing has been saved there)\n",
                 db_path);
     if (info.mode_fixed)
-        fprintf(stderr, "tokterm: the database was readable by others (mode %04o); it is now "
-                        "private (0600)\n",
-                info.old_mode);
+        fprintf(stderr, "tokterm: note: %s was open to others (mode %04o); now %04o\n",
+                db_path, info.old_mode, info.new_mode);
     if (info.dir_mode_fixed)
         fprintf(stderr, "tokterm: the database's directory was writable by others (mode %04o); "
                         "it is now %04o\n", info.old_dir_mode, info.new_dir_mode);

@@ -288,8 +288,8 @@ int setup_store(struct setup *su, const struct cli *a, int required, struct buf 
         return required ? -1 : 0;
     }
     if (info.mode_fixed)
-        buf_printf(warn, "note: %s was readable by others (mode %03o); now 0600\n", path,
-                   info.old_mode);
+        buf_printf(warn, "note: %s was open to others (mode %04o); now %04o\n", path,
+                   info.old_mode, info.new_mode);
     if (info.dir_mode_fixed)
         buf_printf(warn, "note: the directory of %s was writable by others (mode %04o); now "
                          "%04o\n", path, info.old_dir_mode, info.new_dir_mode);

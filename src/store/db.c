@@ -44,7 +44,8 @@ static const char *store_hint(int rc)
     switch (rc & 0xff) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
-        return " (another tokterm kept the database busy for too long; try again)";
+        return " (another process, a tokterm or an sqlite3 shell, held the database's write "
+               "lock too long; try again)";
     case SQLITE_READONLY:
         return " (the database file or its directory is read-only)";
     case SQLITE_FULL:
@@ -179,6 +180,7 @@ int store_begin(struct store *st)
     if (store_in_batch(st, "SAVEPOINT tt_write"))
         return 0;
     double start = util_now();
+    int told = 0;
     for (int attempt = 0;; attempt++) {
         int rc = sqlite3_exec(st->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
         if (rc == SQLITE_OK) {
@@ -188,8 +190,18 @@ int store_begin(struct store *st)
         }
         if ((rc & 0xff) != SQLITE_BUSY || util_now() - start > STORE_BUSY_DEADLINE)
             return store_fail(st, "cannot start a write");
+        if (!told && st->busy_note) { /* after SQLite's own wait: say why nothing happens */
+            st->busy_note(st->busy_ud, st->path);
+            told = 1;
+        }
         util_sleep_ms(1 + (int)((unsigned)getpid() % 7) + (attempt % 10) * 2);
     }
+}
+
+void store_set_busy_note(struct store *st, void (*note)(void *ud, const char *path), void *ud)
+{
+    st->busy_note = note;
+    st->busy_ud = ud;
 }
 
 int store_try_begin(struct store *st)

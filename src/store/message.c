@@ -653,7 +653,10 @@ static void store_stream_sent(struct store_stream *s)
     s->has_reasoning = 0;
 }
 
-int store_message_flush(struct store *st, int64_t msg_id)
+/* Commit the buffered parts of msg_id (0: of every stream). wait = 0: only when the write lock
+ * is free now (1 when it is not: nothing written, the text stays buffered, tried again a
+ * batch later: store_flush_deadline moves on). */
+static int store_flush(struct store *st, int64_t msg_id, int wait)
 {
     int pending = 0;
     for (struct store_stream *s = st->streams; s; s = s->next)
@@ -661,7 +664,11 @@ int store_message_flush(struct store *st, int64_t msg_id)
             pending = 1;
     if (!pending)
         return 0;
-    if (store_begin(st) != 0)
+    if (!wait && store_try_begin(st) != 0) {
+        st->last_commit = store_mono(st);
+        return 1;
+    }
+    if (wait && store_begin(st) != 0)
         return -1;
     for (struct store_stream *s = st->streams; s; s = s->next)
         if ((!msg_id || s->id == msg_id) && store_stream_write(st, s) != 0)
@@ -673,6 +680,16 @@ int store_message_flush(struct store *st, int64_t msg_id)
             store_stream_sent(s);
     st->last_commit = store_mono(st);
     return 0;
+}
+
+int store_message_flush(struct store *st, int64_t msg_id)
+{
+    return store_flush(st, msg_id, 1);
+}
+
+int store_message_flush_due(struct store *st)
+{
+    return store_flush(st, 0, 0) < 0 ? -1 : 0;
 }
 
 static int store_append(struct store *st, int64_t msg_id, const char *text, size_t len,
@@ -707,10 +724,15 @@ static int store_append(struct store *st, int64_t msg_id, const char *text, size
     buf_append(b, text, len);
     s->has_reasoning |= reasoning;
     s->total += len;
-    if (store_mono(st) - st->last_commit < STORE_BATCH_INTERVAL &&
-        s->text.len + s->reasoning.len < STORE_PART_MAX)
+    int full = s->text.len + s->reasoning.len >= STORE_PART_MAX;
+    if (store_mono(st) - st->last_commit < STORE_BATCH_INTERVAL && !full)
         return 0;
-    return store_message_flush(st, 0) == 0 ? 1 : -1;
+    /* A batch due by time waits for no lock: another writer (a tokterm, the sqlite3 shell)
+     * holding it leaves the text buffered, tried again a batch later, and the stream goes on
+     * (until 2026-12 it waited up to 30 s, the answer frozen on screen, then warned that the
+     * conversation was not saved though its end was). A full part waits. */
+    int rc = store_flush(st, 0, full);
+    return rc == 1 ? 0 : rc == 0 ? 1 : -1;
 }
 
 int store_message_append(struct store *st, int64_t msg_id, const char *text, size_t len)

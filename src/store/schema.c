@@ -893,13 +893,18 @@ int store_writer_alive(const char *writer)
 /* ---------------------------------------------------------------- the file */
 
 /* Tighten a file's mode to 0600; returns the old mode when it was looser, else 0. */
-static unsigned store_fix_mode(const char *path)
+/* Take group and other bits off path: its mode before (0 when it had none or is left);
+ * *now its mode after. The owner's bits stay (until 2026-12 the mode became 0600: a database
+ * made read-only, 0444, was made writable again by a read-only command such as ls). */
+static unsigned store_fix_mode(const char *path, unsigned *now)
 {
     struct stat sb;
     if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) || (sb.st_mode & 077) == 0)
         return 0;
-    if (chmod(path, 0600) != 0)
+    mode_t want = sb.st_mode & 0700;
+    if (chmod(path, want) != 0)
         return 0;
+    *now = (unsigned)want;
     return (unsigned)(sb.st_mode & 07777);
 }
 
@@ -976,9 +981,11 @@ void store_fix_modes(const char *path, struct store_open_info *info)
     static const char *const suffixes[] = {"", "-wal", "-shm"};
     for (size_t i = 0; i < TT_ARRAY_LEN(suffixes); i++) {
         char *p = xasprintf("%s%s", path, suffixes[i]);
-        unsigned old = store_fix_mode(p); /* SQLite gives the WAL files the main file's mode */
+        unsigned now = 0, old = store_fix_mode(p, &now); /* SQLite gives the WAL files the
+                                                             main file's mode */
         if (old && !info->mode_fixed) {
             info->old_mode = old;
+            info->new_mode = now;
             info->mode_fixed = 1;
         }
         free(p);

@@ -72,8 +72,10 @@ enum store_status {
 /* What store_open() did, for the caller to tell the user. */
 struct store_open_info {
     int created;         /* 1 when the file was new */
-    unsigned old_mode;   /* permission bits before, when they were looser than 0600 */
-    int mode_fixed;      /* 1 when the file's mode was tightened to 0600 */
+    /* The file was readable or writable by group or others (mode old_mode): now new_mode,
+     * the owner's bits alone (0644 -> 0600; a read-only 0444 -> 0400 stays read-only) */
+    unsigned old_mode, new_mode;
+    int mode_fixed;
     /* The directory of the file was writable by group or others (mode old_dir_mode): now
      * new_dir_mode (0700 for a directory named "tokterm", the default data directory; else
      * only those write bits removed). A sticky directory (/tmp) is left alone. */
@@ -460,6 +462,13 @@ int store_message_append_reasoning(struct store *st, int64_t msg_id, const char 
                                    size_t len);
 /* Commit buffered text of msg_id now (0: of every streaming answer). Returns 0 or -1. */
 int store_message_flush(struct store *st, int64_t msg_id);
+/* note(ud, path) is called when a write has waited SQLite's busy timeout (5 s) for the write
+ * lock another process holds, once per write: a scripted run says why it is quiet (until
+ * 2026-12 it waited up to 30 s without a word, the request not sent yet). */
+void store_set_busy_note(struct store *st, void (*note)(void *ud, const char *path), void *ud);
+/* The batch store_flush_deadline says is due, committed when the write lock is free now; held
+ * by another writer, the text stays buffered and the deadline moves a batch on. 0 or -1. */
+int store_message_flush_due(struct store *st);
 /* Monotonic time (store clock) by which buffered text should be committed - call
  * store_message_flush(st, 0) then; 0 when nothing is buffered. For a poll() timeout. */
 double store_flush_deadline(const struct store *st);

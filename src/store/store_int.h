@@ -67,6 +67,8 @@ struct store {
     int64_t cache_entry_max;  /* largest answer cached, bytes (0 = cache_max) */
     struct store_stream *streams;
     double last_commit; /* mono time of the last batch commit */
+    void (*busy_note)(void *ud, const char *path); /* store_set_busy_note */
+    void *busy_ud;
     char writer[64];    /* "pid:starttime" of this process, stored on streaming rows */
     struct store_touch *touches; /* pending cache-hit updates */
     size_t n_touches, cap_touches;

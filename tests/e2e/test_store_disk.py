@@ -279,6 +279,64 @@ with ttlib.FakeServer() as srv:
     home = ttlib.make_home()
     rc, _, err = run(home, "", ["-p", "new dir"])
     t.eq(stat.S_IMODE(os.stat(data_dir(home)).st_mode), 0o700, "a directory tokterm creates is 0700")
+    # a database open to others loses those bits only: one made read-only stays read-only
+    # (until 2026-12 it became 0600: ls made a 0444 database writable again)
+    os.chmod(db_path(home), 0o644)
+    rc, _, err = run(home, "", ["ls"])
+    t.ok(stat.S_IMODE(os.stat(db_path(home)).st_mode) == 0o600 and b"0644" in err and
+         b"now 0600" in err, "a 0644 database: 0600, said", err.decode())
+    os.chmod(db_path(home), 0o444)
+    rc, _, err = run(home, "", ["ls"])
+    t.ok(stat.S_IMODE(os.stat(db_path(home)).st_mode) == 0o400 and b"0444" in err and
+         b"now 0400" in err, "a read-only 0444 database: 0400, still read-only, said",
+         "%o %s" % (stat.S_IMODE(os.stat(db_path(home)).st_mode), err.decode()))
+    os.chmod(db_path(home), 0o600)
+
+    # --- another process holds the write lock (an sqlite3 shell, a long write) -----------------
+    # The answer keeps streaming while its batches wait (until 2026-12 the first batch waited
+    # for the lock, the answer frozen on stdout until it was let go), and is saved whole once
+    # the lock is free; a prompt that waits for the lock before it is sent says so.
+    import threading  # noqa: E402
+    home = ttlib.make_home()
+    run(home, "", ["-p", "create the database"])
+    env = ttlib.clean_env(home, {"OPENAI_BASE_URL": srv.base("gen=60,delay_ms=40")})
+    holder = sqlite3.connect(db_path(home), isolation_level=None, timeout=10,
+                             check_same_thread=False)
+    p = subprocess.Popen([ttlib.tokterm_path(), "-p", "while locked"], env=env,
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    got = []
+    reader = threading.Thread(target=lambda: got.extend(iter(lambda: p.stdout.read1(4096), b"")),
+                              daemon=True)
+    reader.start()
+    time.sleep(0.15)  # its prompt saved, the answer begun
+    holder.execute("BEGIN IMMEDIATE")
+    holder.execute("DELETE FROM cache_meta WHERE 0")
+    deadline = time.time() + 20
+    while b"tok59" not in b"".join(got) and time.time() < deadline and p.poll() is None:
+        time.sleep(0.05)
+    streamed = b"tok59" in b"".join(got)
+    t.ok(streamed and p.poll() is None,
+         "the write lock held by another process: the whole answer streamed meanwhile, the "
+         "save still waiting", repr(b"".join(got)[-60:]))
+    holder.execute("COMMIT")
+    _, err = p.communicate(timeout=60)
+    reader.join(5)
+    text = query(db_path(home), "SELECT content, status FROM messages WHERE role = 'assistant' "
+                                "ORDER BY id DESC LIMIT 1")
+    t.ok(p.returncode == 0 and text and text[0][1] == "complete" and
+         text[0][0].rstrip().endswith("tok59") and b"not be saved" not in err,
+         "... and saved whole once the lock was let go, no warning", err.decode())
+    # a prompt that meets the lock before it is sent: said after SQLite's own 5 s wait
+    holder.execute("BEGIN IMMEDIATE")
+    holder.execute("DELETE FROM cache_meta WHERE 0")
+    threading.Timer(7.0, lambda: holder.execute("COMMIT")).start()
+    rc, out, err = run(home, "", ["-p", "before the lock goes"], timeout=60)
+    t.ok(rc == 0 and out == b"before the lock goes\n" and
+         b"waiting for the database" in err and b"write lock" in err,
+         "a prompt waiting for the lock: said on stderr, then sent and answered", err.decode())
+    time.sleep(0.2)
+    holder.close()
 
     # --- eight writers at once ---------------------------------------------------------------
     home = ttlib.make_home()
