@@ -70,6 +70,9 @@ struct session {
         int priced;
         struct context_price price;
     } ctx_model;
+    struct session_model sent_model; /* ctx_model as the last request left: its spend is
+                                        priced so (until 2026-12 at the model current when it
+                                        ended: /model mid-answer charged the new one's price) */
     struct context_calib *calib;
     char *calib_path;          /* $XDG_STATE_HOME/tokterm/calibration */
     struct context_plan plan;  /* plan of the last request that left (or is about to) */
@@ -839,6 +842,7 @@ static unsigned session_submit(struct session *s, struct net_request *rq)
         net_request_free(rq);
         return session_end_local(s, API_ERR_NETWORK, xstrdup(err ? err : "no network"));
     }
+    s->sent_model = s->ctx_model;
     return net_submit(s->net, rq);
 }
 
@@ -1064,7 +1068,7 @@ int session_timeout_ms(const struct session *s)
 void session_tick(struct session *s)
 {
     if (s->store && store_flush_deadline(s->store) > 0 && session_timeout_ms(s) == 0 &&
-        store_message_flush(s->store, 0) < 0)
+        store_message_flush_due(s->store) < 0)
         session_store_failed(s);
 }
 
@@ -2487,9 +2491,8 @@ static void session_context_spend(struct session *s, const struct net_result *r,
     } else if (r->status >= 400 || (r->status == 0 && !r->content_bytes)) {
         return; /* refused or never reached the server: nothing billed */
     }
-    double usd = s->ctx_model.priced ? context_cost(&s->ctx_model.price, prompt, cached,
-                                                    completion)
-                                     : -1;
+    const struct session_model *m = &s->sent_model;
+    double usd = m->priced ? context_cost(&m->price, prompt, cached, completion) : -1;
     context_budget_add(&s->budget, prompt, completion, usd);
 }
 

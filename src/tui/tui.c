@@ -322,6 +322,7 @@ void tui_error(struct tui *t, const char *text)
 void tui_hint(struct tui *t, const char *text)
 {
     snprintf(t->hint, sizeof t->hint, "%s", text);
+    t->hint_warn = 0;
     t->dirty |= TUI_D_STATUS;
 }
 
@@ -680,7 +681,9 @@ static void tui_sink_wait(void *ud, int retry, const char *why, double seconds)
 /* A warning of the network layer (the shared state lost or back): the hint line keeps it. */
 static void tui_sink_warn(void *ud, const char *text)
 {
-    tui_hint(ud, text);
+    struct tui *t = ud;
+    tui_hint(t, text);
+    t->hint_warn = 1;
 }
 
 static void tui_sink_quota(void *ud, const char *headers)
@@ -827,6 +830,13 @@ static void tui_sink_end(void *ud, const struct net_result *r)
         strncmp(t->hint, TUI_HINT_WAITING, sizeof TUI_HINT_WAITING - 1) == 0 ||
         strcmp(t->hint, TUI_HINT_SENT_NOW) == 0)
         t->hint[0] = '\0'; /* it is over: the hint would be stale */
+    if (t->hint_warn && t->hint[0]) {
+        /* the network's warning stays readable in the conversation, and the status bar
+         * comes back (until 2026-12 it held the bar until a key was pressed) */
+        tui_meta(t, t->hint);
+        t->hint[0] = '\0';
+        t->hint_warn = 0;
+    }
     t->answer = TUI_NO_ANSWER;
     t->cancelling = 0;
     tui_shell_answer_end(t, r); /* a /x proposal: run / edit / copy / cancel */
@@ -930,13 +940,28 @@ void tui_redraw_now(struct tui *t)
 
 /* ---- input ---- */
 
+/* Ctrl-D or /quit: quit, but while an answer streams only when asked again within 2 s (until
+ * 2026-12 it quit at once, the answer cut off without a word; Ctrl-C already asked twice) */
+void tui_quit(struct tui *t)
+{
+    double now = util_now();
+    if (t->answer != TUI_NO_ANSWER &&
+        !(t->quit_asked_at > 0 && now - t->quit_asked_at <= TUI_CTRL_C_QUIT)) {
+        t->quit_asked_at = now;
+        tui_hint(t, "an answer is streaming: Ctrl-D or /quit again within 2 s quits (the text "
+                    "so far is saved); Esc stops the answer");
+        return;
+    }
+    t->quit = 1;
+}
+
 static void tui_on_line(void *ud, char *line)
 {
     struct tui *t = ud;
     if (t->ask && tui_ask_line(t, line))
         return; /* an edited command or arguments */
     if (!line) { /* Ctrl-D on an empty line */
-        t->quit = 1;
+        tui_quit(t);
         return;
     }
     if (!*line) {

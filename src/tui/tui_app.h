@@ -66,11 +66,14 @@ struct tui {
     long undrawn;            /* text events since the last frame */
     FILE *trace;
     char hint[512];          /* a transient line in the status bar, "" = none */
+    int hint_warn;           /* hint is the network's warning (tui_sink_warn): at the turn's
+                                end it moves into the conversation as a note */
     int search;              /* 0 no search, 1 typing the query, 2 moving between hits */
     struct buf query;
     int store_warned;        /* the store's failure was shown */
     int edit_pending;        /* the next prompt replaces the last one (/edit) */
     double ctrl_c_at;        /* when Ctrl-C last hit an empty prompt (a second within 2 s quits) */
+    double quit_asked_at;    /* when Ctrl-D or /quit came while an answer streamed (tui_quit) */
     struct tui_view *help;   /* the help over the transcript (F1), NULL when closed */
     char **cands;            /* completion candidates (NULL-terminated, owned) */
     char **models;           /* models seen in answers (NULL-terminated, owned) */
@@ -115,6 +118,8 @@ void tui_error(struct tui *t, const char *text);
 void tui_meta(struct tui *t, const char *text);
 /* Show a transient hint in the status bar (until the next key). */
 void tui_hint(struct tui *t, const char *text);
+/* Ctrl-D or /quit: quits, or while an answer streams, asks for a second within 2 s. */
+void tui_quit(struct tui *t);
 /* A line typed while an answer is in flight waits in the input line: the hint that says why
  * and what to do (the MCP servers starting, a quota wait, or a stream). */
 const char *tui_hint_busy(const struct tui *t);

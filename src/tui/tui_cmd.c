@@ -775,7 +775,7 @@ static void tui_cmd_use_local(struct tui *t, const char *arg)
 static void tui_cmd_quit(struct tui *t, const char *arg)
 {
     (void)arg;
-    t->quit = 1;
+    tui_quit(t);
 }
 
 /* The chat's commands: name, whether it needs a session, alias (not offered by Tab: another

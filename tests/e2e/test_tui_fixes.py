@@ -463,6 +463,60 @@ with ttlib.FakeServer() as srv:
         t.ok("version 2 of 2" in scr, "after the answer, /retry runs", scr)
         quit_chat(tm)
 
+    # --- /model during a stream: the answer is charged at the price of the model it was sent
+    # to (until 2026-12 at the new one's, once /context had looked it up) -------------------------
+    with ttlib.Tmux(120, 40) as tm:
+        t.ok(start(tm, srv, "gen=600,delay_ms=5", env={"TOKTERM_MODEL": "gpt-4o-mini"})
+             is not None, "price: the chat opens", tm.capture())
+        say(tm, "price me")
+        tm.wait_for("tok20", 10)
+        say(tm, "/model gpt-4o")
+        say(tm, "/context")
+        tm.wait_for("\u2713", 30)
+        tm.send("C-u")
+        say(tm, "/budget")
+        spent = re.compile(r"Budget: spent [\d,]+ tokens, \$([\d.]+)")
+        scr = tm.wait_for(spent, 5) or tm.capture()
+        m = spent.search(scr)
+        # 600 completion tokens: gpt-4o-mini $0.60/M -> ~$0.0004; gpt-4o $10/M -> ~$0.006
+        t.ok(m and float(m.group(1)) < 0.002,
+             "/model mid-answer: the answer priced as gpt-4o-mini's ($%s)"
+             % (m.group(1) if m else "?"), scr)
+
+        # --- Ctrl-D or /quit while an answer streams asks again (until 2026-12 it quit at once,
+        # exit 0, the answer cut off without a word) ---------------------------------------------
+        srv.queue(["gen=400,delay_ms=25"])
+        say(tm, "a long one")
+        tm.wait_for("tok5 ", 10)
+        tm.send("C-d")
+        scr = tm.wait_for("again within 2 s quits", 3) or tm.capture()
+        t.ok("again within 2 s quits" in scr and tm.dead() is None,
+             "Ctrl-D during a stream: asks again, still running", scr)
+        time.sleep(2.3)
+        say(tm, "/quit")
+        scr = tm.wait_for("again within 2 s quits", 3) or tm.capture()
+        t.ok("again within 2 s quits" in scr and tm.dead() is None,
+             "/quit during a stream, over 2 s later: asks again", scr)
+        tm.send("C-d")
+        t.ok(tm.wait_exit(5) is not None, "the second within 2 s quits")
+
+    # --- a warning of the network goes into the conversation at the turn's end, and the status
+    # bar comes back (until 2026-12 it held the bar until a key) ---------------------------------
+    with ttlib.Tmux(120, 40) as tm:
+        t.ok(start(tm, srv, "") is not None, "warning: the chat opens", tm.capture())
+        srv.queue(["reply=ok,h.x-ratelimit-limit-tokens=30000,h.x-ratelimit-remaining-tokens=10,"
+                   "h.x-ratelimit-reset-tokens=6m0s", "reply=second%20ok"])
+        say(tm, "set a low quota")
+        tm.wait_for("\u2713", 10)
+        say(tm, "next one")
+        tm.wait_for("second ok", 10)
+        time.sleep(0.5)
+        scr = settle(tm)
+        bar = ([ln for ln in scr.splitlines() if "\u2502" in ln and "ctx" in ln] or [""])[-1]
+        t.ok("sending now" in scr and "sending now" not in bar and "ctx" in bar,
+             "the quota warning: in the conversation, the status bar back", scr)
+        quit_chat(tm)
+
 err = open(STDERR, errors="replace").read() if os.path.exists(STDERR) else ""
 t.ok("Sanitizer" not in err and "runtime error" not in err, "no sanitizer report on stderr",
      err[-3000:])
