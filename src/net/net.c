@@ -1132,6 +1132,7 @@ static void net_explain(struct xfer *x, struct net_result *r, enum ratelimit_net
 
 static double net_pick_key(struct net *n, struct xfer *x, double now, int *soonest);
 static int net_next_key(struct net *n, const struct xfer *x, double now);
+static void net_to_fallback(struct net *n, struct xfer *x, const char *why);
 
 /* The attempt is over: retry it, or hand the result to the UI thread and free x. */
 static void net_finish(struct net *n, struct xfer *x, CURLcode res)
@@ -1243,6 +1244,25 @@ static void net_finish(struct net *n, struct xfer *x, CURLcode res)
         }
         if (x->ep && br_fail)
             x->ep->failed_in_row++; /* failed for good */
+        if (br_fail && x->rq->fallback && !x->used_fallback) {
+            /* failed for good at the primary, as the breaker counts failures: the fallback
+             * takes the request, with retries of its own (until 2026-12 only an open breaker
+             * sent it there, and with the default breaker_failures 5 against 3 attempts a
+             * request, a scripted run never reached its fallback) */
+            char *clean = net_clean_message(xstrdup(reason)); /* "...; giving up after 3
+                                                                 attempts" */
+            net_result_free(r);
+            net_xfer_release(n, x);
+            net_to_fallback(n, x, clean);
+            free(clean);
+            x->attempt = 1;
+            x->rate_waits = 0;
+            x->rate_waited = 0;
+            x->start_at = now;
+            x->next = n->waiting;
+            n->waiting = x;
+            return;
+        }
         net_explain(x, r, kind);
         if (waits_used && r->error) {
             char *more = xasprintf("%s. %s", used, r->error);
@@ -1521,13 +1541,12 @@ static void net_fail_pool(struct net *n, struct xfer *x)
 
 /* x's endpoint is failing (its circuit is open): x becomes its fallback request, with a note
  * to the sink. */
-static void net_to_fallback(struct net *n, struct xfer *x)
+static void net_to_fallback(struct net *n, struct xfer *x, const char *why)
 {
     struct net_request *fb = x->rq->fallback;
     x->rq->fallback = NULL;
-    char note[256];
-    snprintf(note, sizeof note, "the endpoint failed %d times in a row (circuit open): "
-             "using the fallback %s", x->ep->br.failures,
+    char note[512];
+    snprintf(note, sizeof note, "%s: using the fallback %s", why,
              fb->fallback_name ? fb->fallback_name : "profile"); /* the fallback's own name (until
                                                                   2026-12 the request's: none) */
     queue_push_note(n->q, QEV_RETRY, x->id, note, 0);
@@ -1635,7 +1654,10 @@ static double net_admit(struct net *n)
         double bwait = 0;
         int fb = x->rq->fallback != NULL;
         if (fb && !ratelimit_breaker_allow(&x->ep->br, now, &bwait)) {
-            net_to_fallback(n, x);
+            char why[96];
+            snprintf(why, sizeof why, "the endpoint failed %d times in a row (circuit open)",
+                     x->ep->br.failures);
+            net_to_fallback(n, x, why);
             continue; /* look at it again with the fallback's quota */
         }
         *pp = x->next;

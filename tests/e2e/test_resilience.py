@@ -274,6 +274,21 @@ with ttlib.FakeServer() as srv:
     t.eq((rc, res.get("content"), res.get("model")), (0, "fall back", "backup-model"),
          "the fallback profile answered")
     t.ok(b"fallback" in err, "the switch to the fallback is said", err.decode())
+    # with the default breaker_failures (5) a request that failed for good at the primary (3
+    # attempts) goes to the fallback (until 2026-12 a scripted run never reached it: exit 3)
+    home2 = ttlib.make_home()
+    ttlib.write_config(home2, "profile = main\n[main]\nbase_url = %s\nfallback = backup\n"
+                              "[backup]\nbase_url = %s\nmodel = backup-model\n"
+                       % (srv.base("status=503"), srv.base()))
+    rc, out, err, el, made = scenario(srv, [], ["--no-cache", "--json", "-p", "to the backup"],
+                                      "default breaker: 3 attempts, then the fallback", 4,
+                                      home=home2, env={"OPENAI_BASE_URL": None})
+    res = json.loads(out) if out.strip() else {}
+    t.ok(rc == 0 and res.get("content") == "to the backup" and
+         res.get("model") == "backup-model" and
+         b"giving up after 3 attempts: using the fallback profile backup" in err,
+         "a request failed for good at the primary: the fallback answers, said",
+         "%d %r %s" % (rc, out[:200], err.decode()))
     # the fallback's answer is not the primary request's: not cached under its key (until
     # 2026-12 the next run of the same prompt got backup-model's answer from the cache)
     n0 = len(srv.requests())
