@@ -201,7 +201,8 @@ try:
         with open(os.path.join(home, ".config", "tokterm", "config"), "w") as f:
             f.write("state = %s\n[brk]\nbase_url = %s\nbreaker_failures = 2\nmax_retries = 0\n"
                     "fallback_model = fake-fallback\n" % (state, srv.base("reply=fine")))
-        srv.queue(["status=503", "status=503"])
+        # (each run's request, failed for good, goes to the fallback model, which fails too)
+        srv.queue(["status=503"] * 4)
         for p in ("a", "b"):
             ttlib.run_tokterm(["--no-cache", "-P", "brk", "-p", p], home=home)
         srv.clear_queue()
