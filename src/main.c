@@ -129,11 +129,31 @@ static void main_no_key(const struct conf *c)
     if (h.base_env)
         fprintf(stderr, "    export %s=https://...%*s(%s)\n", h.base_env,
                 strlen(h.base_env) < 20 ? (int)(20 - strlen(h.base_env)) : 1, "", h.server);
-    fprintf(stderr, "  or write a profile in %s/config, e.g.\n", cfg);
-    for (const char *l = buf_str(&profile), *e; *l; l = e + 1) {
-        e = strchr(l, '\n');
-        fprintf(stderr, "    %.*s\n", (int)(e - l), l);
+    /* the file in use (--config, TOKTERM_CONFIG), not always the default one; profiles it
+     * defines that none selects are named (until 2026-12 a config of [a] and [b] without
+     * "profile =" read as no key for OpenAI, and doctor called it ok) */
+    char *file = c->path ? xstrdup(c->path) : xasprintf("%s/config", cfg);
+    size_t n = 0, len = 0;
+    char *text = !c->profile && c->path ? util_read_file(c->path, &len, 4 << 20) : NULL;
+    char **names = text ? conf_profile_names(text, len, &n) : NULL;
+    if (n) {
+        fprintf(stderr, "  or select one of the profiles of %s: -P %s (or \"profile = %s\" at "
+                        "its top; it has", file, names[0], names[0]);
+        for (size_t i = 0; i < n; i++)
+            fprintf(stderr, "%s %s", i ? "," : "", names[i]);
+        fputs(")\n", stderr);
+    } else {
+        fprintf(stderr, "  or write a profile in %s, e.g.\n", file);
+        for (const char *l = buf_str(&profile), *e; *l; l = e + 1) {
+            e = strchr(l, '\n');
+            fprintf(stderr, "    %.*s\n", (int)(e - l), l);
+        }
     }
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    free(text);
+    free(file);
     buf_free(&profile);
     free(cfg);
     char name[64], url[512];

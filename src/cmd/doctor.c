@@ -2,6 +2,7 @@
 #include "config.h"
 #include "cmd/doctor.h"
 #include "proto/api.h"
+#include "proto/dialect.h"
 #include "core/cli.h"
 #include "core/conf.h"
 #include "core/mcpset.h"
@@ -129,6 +130,11 @@ static int doctor_config(struct doctor *d, const char *path, int given, char ***
         doctor_linef(d, DOCTOR_OK, "config", NULL, NULL, "%s: syntax ok, %zu profile%s%s%s%s",
                      path, *n, *n == 1 ? "" : "s", *n ? " (" : "", buf_str(&list), *n ? ")" : "");
         buf_free(&list);
+        if (*n && !c.profile && strcmp(c.base_url, dialect_default()->base_url) == 0)
+            /* until 2026-12 called ok, while every run without -P went to OpenAI */
+            doctor_linef(d, DOCTOR_WARN, "config", NULL, NULL,
+                         "no profile is selected: a run without -P goes to %s; add \"profile = "
+                         "%s\" at the top to use one", c.base_url, (*names)[0]);
     }
     /* warnings: one line each (unknown options, a key readable by others...) */
     char *w = xstrdup(buf_str(&warn));
@@ -264,8 +270,9 @@ static int doctor_transport(struct doctor *d, const struct conf *c, const char *
                      "%s: %s", host, r->why);
         return -1;
     }
+    double took = r->connect_ms - r->dns_ms; /* a reused or instant connection: not "-0" */
     doctor_linef(d, DOCTOR_OK, "connect", prof, NULL, "%s in %.0f ms", host,
-                 r->connect_ms - r->dns_ms);
+                 took > 0 ? took : 0.0);
 
     if (https) {
         if (r->failure == NET_PROBE_TLS) {

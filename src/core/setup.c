@@ -237,6 +237,12 @@ int setup_keys(struct setup *su, const struct cli *a, struct buf *err)
     if (n < 0)
         return -1;
     su->n_pool = n;
+    if (c->fallback && *c->fallback && c->profile && strcmp(c->fallback, c->profile) == 0) {
+        /* until 2026-12 taken without a word: the "fallback" was the same server */
+        buf_printf(err, "fallback profile '%s' is the profile in use: name another profile "
+                        "(or fallback_model for another model here)", c->fallback);
+        return -1;
+    }
     if (c->fallback && *c->fallback) {
         struct buf ferr = BUF_INIT, fwarn = BUF_INIT;
         conf_defaults(&su->fallback);

@@ -821,9 +821,23 @@ static int api_choice(struct api_stream *st, struct jscan *j, api_emit_fn fn, vo
     return r;
 }
 
+static void api_html_summary(const char *body, size_t n, struct buf *msg);
+
 int api_malformed(struct api_stream *st, const char *json, size_t n, const char *why)
 {
     buf_reset(&st->error);
+    size_t lead = 0;
+    while (lead < n && (json[lead] == ' ' || json[lead] == '\t' || json[lead] == '\r' ||
+                        json[lead] == '\n'))
+        lead++;
+    if (n - lead >= 5 && (strncasecmp(json + lead, "<!DOC", 5) == 0 ||
+                          strncasecmp(json + lead, "<html", 5) == 0)) {
+        /* a captive portal's or a proxy's page with a 200 (until 2026-12 "malformed JSON
+         * (not an object): <html>...", where an error status said what it was) */
+        buf_appends(&st->error, "the server answered with ");
+        api_html_summary(json + lead, n - lead, &st->error);
+        return -1;
+    }
     buf_printf(&st->error, "the server sent malformed JSON (%s): ", why ? why : "invalid");
     size_t show = n < 80 ? n : 80;
     for (size_t i = 0; i < show; i++) {

@@ -432,4 +432,16 @@ for where, text in blocks:
          "\n".join(faults + models) or r[1].decode() + r[2].decode())
 t.ok(commented >= 5, "docs: %d examples hold inline comments" % commented)
 
+# profiles that none selects: doctor warns, and a run names them (until 2026-12 doctor said ok
+# and the run asked for an OpenAI key, pointing at the default config path)
+home = home_with("[a]\nbase_url = http://127.0.0.1:9/v1\napi_key_env = TT_A\n"
+                 "[b]\nbase_url = http://127.0.0.1:8/v1\n")
+r = ttlib.run_tokterm(["doctor", "--offline"], home=home, env={"OPENAI_API_KEY": None},
+                      timeout=60)
+t.ok(find(lines_of(r[1]), "warn", "config", None, "no profile is selected"),
+     "doctor: profiles but none selected is a warning", r[1].decode())
+rc, out, err = ttlib.run_tokterm(["-p", "x"], home=home, env={"OPENAI_API_KEY": None})
+t.ok(rc == 2 and b"select one of the profiles of" in err and b"-P a" in err and
+     b"it has a, b" in err, "no key, profiles unselected: the run names them", err.decode())
+
 sys.exit(t.done())

@@ -348,6 +348,12 @@ with ttlib.FakeServer() as srv:
          err.decode(errors="replace"))
     safe_stderr(err, "proxy 502")
     record("an HTML error page from a proxy, status 502", rc, err)
+    # ... and with a 200 (a captive portal): said as a page, not as malformed JSON (until
+    # 2026-12 "the server sent malformed JSON (not an object): <html>...")
+    rc, out, err = run(["-p", "hi"], base("ctype=text/html,body=proxy_502.html"))
+    t.ok(rc != 0 and b"an HTML page" in err and b"proxy" in err and b"malformed" not in err,
+         "an HTML page with a 200: said as a page from a proxy", err.decode(errors="replace"))
+    safe_stderr(err, "portal 200")
     rc, out, err = run(["-p", "hi"], base("status=400,error=" + q("bad \x1b]0;owned\x07 \x1b[2J "
                                                                  "\u009b1m key")))
     t.eq(rc, 3, "error message with escape sequences: exit 3")

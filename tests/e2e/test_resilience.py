@@ -289,6 +289,15 @@ with ttlib.FakeServer() as srv:
          b"giving up after 3 attempts: using the fallback profile backup" in err,
          "a request failed for good at the primary: the fallback answers, said",
          "%d %r %s" % (rc, out[:200], err.decode()))
+    # a fallback naming the profile in use is refused, said (until 2026-12 taken silently)
+    home3 = ttlib.make_home()
+    ttlib.write_config(home3, "profile = main\n[main]\nbase_url = %s\nfallback = main\n"
+                       % srv.base())
+    n0 = len(srv.requests())
+    rc, out, err = ttlib.run_tokterm(["-p", "self"], home=home3, env={"OPENAI_BASE_URL": None})
+    t.ok(rc == 2 and b"fallback profile 'main' is the profile in use" in err and
+         len(srv.requests()) == n0, "fallback = the profile itself: refused, nothing sent",
+         err.decode())
     # the fallback's answer is not the primary request's: not cached under its key (until
     # 2026-12 the next run of the same prompt got backup-model's answer from the cache)
     n0 = len(srv.requests())
