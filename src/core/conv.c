@@ -577,6 +577,20 @@ struct conv_rowinfo *conv_rows(const struct store_conversation *sc, size_t *n_tu
             ri[i].turn = ri[ri[i].user].turn;
             ri[i].live = 1;
         }
+    /* a replaced version's prompt: the turn it was a version of, its depth in the tree (the
+     * turn before it, through its parent, plus one; parents come first); then its answer and
+     * tool rows (until 2026-12 they were all turn 0 in export --all-versions) */
+    for (size_t i = 0; i < n; i++) {
+        if (ri[i].live || ri[i].user != (long)i)
+            continue;
+        int64_t p = sc->messages[i].parent_id;
+        long r = p > 0 && p < sc->messages[i].id ? conv_row(sc, p) : -1;
+        long pu = r >= 0 ? ri[r].user : -1;
+        ri[i].turn = (pu >= 0 && pu < (long)i ? ri[pu].turn : 0) + 1;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!ri[i].live && ri[i].user >= 0 && ri[i].user != (long)i)
+            ri[i].turn = ri[ri[i].user].turn;
     /* whether a request carries the turn: the rule conv_from_saved's turns follow (its
      * answer; else tool rounds that ran to their results, conv_steps_answered) */
     for (size_t i = 0; i < n; i++)

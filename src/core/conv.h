@@ -171,7 +171,8 @@ struct conv_rowinfo {
     int version;       /* which version of its turn (1-based), 0 when not in a turn */
     int versions;      /* how many versions that turn has */
     int live;          /* on the live path */
-    int turn;          /* 1-based turn number on the live path, 0 when not on it */
+    int turn;          /* 1-based turn number: on the live path its place; a replaced
+                          version's, the turn it was a version of (its depth in the tree) */
     int sent;          /* its turn goes into later requests (conv_turn_sent): answered, cut,
                         * interrupted with some text, or its tool rounds ran to their
                         * results */

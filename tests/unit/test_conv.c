@@ -170,6 +170,8 @@ static void test_saved_tree(void)
            "replaced versions are off the live path");
     TAP_OK(ri[3].version == 1 && ri[3].versions == 3 && ri[7].turn == 2,
            "answers take their prompt's version and turn");
+    TAP_OK(ri[2].turn == 2 && ri[3].turn == 2 && ri[4].turn == 2 && ri[5].turn == 2,
+           "replaced versions (A, a, B, b) keep the turn they were versions of, not 0");
     free(ri);
 
     /* head_id missing (NULL): the newest user row is the head */
