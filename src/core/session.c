@@ -426,17 +426,18 @@ static void session_resume_settings(struct session *s, int64_t id)
         }
     }
     /* another server than the conversation's newest prompt went to (given now, or the
-     * configuration's or --api's default URL), or, for rows saved without their host, --api
-     * given: the old model name may mean nothing there (until 2026-12 -c --api anthropic sent
-     * a Gemini model to /v1/messages; then only a given --base-url or --api counted, and -c
-     * alone after -c --api anthropic sent the Claude model to the configured OpenAI server,
-     * while -c --api anthropic again lost it) */
+     * configuration's or --api's default URL), or --api given (another dialect than the
+     * configuration's: which one the conversation was held with is not saved, and a gateway
+     * serving several at one host would get the other provider's model name): the old model
+     * name may mean nothing there (until 2026-12 -c --api anthropic sent a Gemini model to
+     * /v1/messages; then only a given --base-url counted, and -c alone after -c --api
+     * anthropic sent the Claude model to the configured OpenAI server) */
     char *now_host = conf_host(c);
     int saved_host = host && *host && now_host;
-    int moved = saved_host ? strcmp(host, now_host) != 0
-                           : conf_given(c, "api"); /* given only when it differs */
+    int moved_host = saved_host && strcmp(host, now_host) != 0;
+    int moved = moved_host || conf_given(c, "api"); /* given only when it differs */
     if (model && *model && !c->model_given && strcmp(model, c->model) != 0) {
-        if (moved && !s->resume_note && saved_host)
+        if (moved && !s->resume_note && moved_host)
             s->resume_note = xasprintf("the conversation's model %s is not taken: it was held "
                                        "with %s, this run goes to %s (-m %s keeps it)", model,
                                        host, now_host, model);
