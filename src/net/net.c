@@ -74,6 +74,7 @@ struct xfer {
     int time_fired;        /* stopped by --max-time */
     int limit_fired;       /* stopped by --max-answer-mb: the text up to the limit is kept */
     int drained_stop;      /* stopped reading bytes that followed the end of the stream */
+    int cut_after_end;     /* the connection broke after the finish_reason, before the usage */
     size_t drained;        /* bytes read after the end of the stream */
     double t_over;         /* when the stream ended ([DONE] or an error event) */
     unsigned cancel_seen;  /* net->cancel_seq when this transfer last looked at the cancels */
@@ -138,6 +139,7 @@ struct net {
     unsigned next_id;         /* under lock */
     struct xfer *active;      /* net thread only */
     int n_active;             /* net thread only: length of active */
+    atomic_int on_wire;       /* n_active, for other threads (net_on_wire) */
     atomic_int max_active;    /* at most this many on the wire (0: no limit) */
     struct xfer *waiting;     /* net thread only: not sent yet (quota, backoff) */
     struct net_quota *quotas; /* net thread only */
@@ -899,11 +901,14 @@ static enum api_outcome net_outcome(struct xfer *x, CURLcode res, struct net_res
     }
     if (x->drained_stop && (res == CURLE_WRITE_ERROR || res == CURLE_ABORTED_BY_CALLBACK))
         res = CURLE_OK; /* the stream was over; what followed it was not read */
-    if (res != CURLE_OK && x->mode == XM_SSE && x->api.finish[0])
-        res = CURLE_OK; /* the answer had ended (its finish_reason came): a connection cut
-                         * after it, before the response's last chunk (a proxy closing
-                         * early), loses nothing of it; until 2026-12 it read as truncated,
-                         * exit 5, against the man page's "a break before a finish_reason" */
+    if (res != CURLE_OK && x->mode == XM_SSE && x->api.finish[0]) {
+        /* the answer had ended (its finish_reason came): a connection cut after it, before
+         * the response's last chunk (a proxy closing early), loses none of its text; until
+         * 2026-12 it read as truncated, exit 5, against the man page's "a break before a
+         * finish_reason". What can be lost is the usage chunk that follows (said) */
+        x->cut_after_end = !x->stream_over && !x->api.usage.present;
+        res = CURLE_OK;
+    }
     if (res != CURLE_OK) {
         net_transport_message(x, res, got_text, msg);
         return got_text ? API_ERR_TRUNCATED : API_ERR_NETWORK;
@@ -1014,6 +1019,9 @@ static struct net_result *net_result_of(struct xfer *x, CURLcode res)
     if (x->api.usage_bad)
         r->warning = xstrdup("the server's usage counts were not whole numbers (a string, null, "
                              "negative or huge): they were ignored");
+    else if (x->cut_after_end)
+        r->warning = xstrdup("the connection broke after the answer's end, before the server "
+                             "sent its usage: its token counts are tokterm's estimate");
     net_timings_of(x, r, now);
     r->headers = buf_take(&x->headers);
     r->attempts = x->attempt;
@@ -1163,7 +1171,8 @@ static void net_finish(struct net *n, struct xfer *x, CURLcode res)
     }
     if (x->ep && !x->cancelled && !x->breaker_open && !x->pool_dead && r->outcome != API_LIMIT) {
         br_ok = r->outcome == API_OK || r->outcome == API_CUT;
-        br_fail = !br_ok && ratelimit_breaker_counts((int)r->status, kind);
+        br_fail = !br_ok && ratelimit_breaker_counts((int)r->status, kind,
+                                                     r->error_code[0] ? r->error_code : NULL);
         if (br_ok) {
             ratelimit_breaker_success(&x->ep->br, now);
             x->ep->failed_in_row = 0;
@@ -1178,8 +1187,9 @@ static void net_finish(struct net *n, struct xfer *x, CURLcode res)
     if (x->rq->n_keys && q) /* no quota: no key was used (all dead, or cancelled first) */
         snprintf(r->key_label, sizeof r->key_label, "%s", x->rq->keys[x->key_index].label);
     r->used_fallback = x->used_fallback;
-    if (!x->cancelled && !got_text && !x->pool_dead && !x->time_fired &&
+    if (!x->cancelled && !got_text && !x->pool_dead && !x->time_fired && !x->breaker_open &&
         (r->outcome == API_ERR_HTTP || r->outcome == API_ERR_NETWORK)) {
+        /* (an open breaker's refusal sent nothing: it fails at once, not after retries) */
         struct ratelimit_policy def;
         const struct ratelimit_policy *pol = net_policy(x, &def);
         double delay = 0, charge = 0;
@@ -1306,7 +1316,7 @@ static void net_unlink(struct net *n, struct xfer *x)
     for (struct xfer **pp = &n->active; *pp; pp = &(*pp)->next)
         if (*pp == x) {
             *pp = x->next;
-            n->n_active--;
+            atomic_store(&n->on_wire, --n->n_active);
             return;
         }
 }
@@ -1554,6 +1564,10 @@ static void net_to_fallback(struct net *n, struct xfer *x, const char *why)
     x->rq = fb;
     x->used_fallback = 1;
     x->told_until = 0;
+    /* the primary's quota and key are not the fallback's: chosen when it may leave
+     * (net_pick_key); a request ending before then names no key */
+    x->quota = x->ep = NULL;
+    x->key_index = 0;
 }
 
 /* Put x, out of the waiting list, on the wire: counted as sent against its quota. */
@@ -1569,7 +1583,7 @@ static void net_send(struct net *n, struct xfer *x, double now)
     x->told_until = 0;
     x->next = n->active;
     n->active = x;
-    n->n_active++;
+    atomic_store(&n->on_wire, ++n->n_active);
     if (net_xfer_start(n, x) < 0) {
         net_unlink(n, x);
         snprintf(x->errbuf, sizeof x->errbuf, "could not set up the request");
@@ -1827,7 +1841,7 @@ static void *net_main(void *arg)
     while (n->active) {
         struct xfer *x = n->active;
         n->active = x->next;
-        n->n_active--;
+        atomic_store(&n->on_wire, --n->n_active);
         x->cancelled = 1;
         net_finish(n, x, CURLE_ABORTED_BY_CALLBACK);
     }
@@ -1928,6 +1942,11 @@ struct net *net_start(struct queue *q, int wait, const char **err)
         return NULL;
     }
     return n;
+}
+
+int net_on_wire(struct net *n)
+{
+    return atomic_load(&n->on_wire);
 }
 
 void net_set_max_active(struct net *n, int max)

@@ -119,6 +119,8 @@ unsigned net_submit(struct net *n, struct net_request *rq);
 /* Keep at most max requests on the wire at once (0: no limit); the others wait in submission
  * order and leave, on the network thread, the moment a place is free. */
 void net_set_max_active(struct net *n, int max);
+/* Requests on the wire now (not those waiting for their time or a place): any thread. */
+int net_on_wire(struct net *n);
 /* Ask the thread to stop request id; it ends with outcome API_CANCELLED. */
 void net_cancel(struct net *n, unsigned id);
 /* The user asks request id, waiting for its quota or for a retry's backoff, to leave now: it

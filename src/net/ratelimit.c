@@ -1520,8 +1520,13 @@ void ratelimit_breaker_failure(struct ratelimit_breaker *b, double now)
     }
 }
 
-int ratelimit_breaker_counts(int status, enum ratelimit_net net)
+int ratelimit_breaker_counts(int status, enum ratelimit_net net, const char *code)
 {
+    if (status >= 200 && status <= 299 && code) /* an error event in a 200's stream: as the
+                                                   status it stands for (Anthropic's
+                                                   overloaded_error: a 5xx; until 2026-12 it
+                                                   never counted, nor reached the fallback) */
+        status = stream_error_status(code);
     switch (net) {
     case RATELIMIT_NET_CONNECT:
     case RATELIMIT_NET_TIMEOUT:

@@ -330,7 +330,7 @@ void ratelimit_breaker_failure(struct ratelimit_breaker *b, double now);
 
 /* 1 when an outcome is an endpoint failure for the breaker (5xx, 408, connect/timeout/dropped),
  * 0 when the endpoint answered (2xx, 4xx incl. 429 - pacing handles those). */
-int ratelimit_breaker_counts(int status, enum ratelimit_net net);
+int ratelimit_breaker_counts(int status, enum ratelimit_net net, const char *code);
 
 /* "closed", "open" or "half-open". Static string. */
 const char *ratelimit_breaker_name(enum ratelimit_breaker_mode m);

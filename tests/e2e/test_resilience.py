@@ -92,22 +92,36 @@ with ttlib.FakeServer() as srv:
     # a connection cut after the answer's finish_reason (before [DONE], or before the body's
     # last chunk: a proxy closing early) loses nothing: exit 0, not 5 (until 2026-12 "the
     # answer is incomplete")
-    # (a server of their own: its answer's ids, numbered by request, keep one length)
-    with ttlib.FakeServer() as cut:
-        st, hd, whole = cut.post("/reply=ended/v1/chat/completions",
-                                 {"messages": [{"role": "user", "content": "x"}], "stream": True})
-        for name, at in (("after [DONE]", len(whole)), ("before [DONE]",
-                                                       whole.index(b"data: [DONE]"))):
-            rc, out, err, el, _ = scenario(cut, ["reply=ended,drop_after=%d" % at],
-                                           ["--json", "-p", "x"], "cut %s" % name, 1)
-            j = json.loads(out) if out.strip() else {}
-            t.ok(rc == 0 and j.get("content") == "ended" and j.get("outcome") == "complete",
-                 "cut %s the finish_reason came: complete, exit 0" % name,
-                 "%d %r %s" % (rc, out[:300], err.decode()))
-        rc, out, err, el, _ = scenario(cut, ["reply=ended%20here,drop_after=" +
-                                             str(whole.index(b'"finish_reason":"stop"') - 40)],
-                                       ["-p", "x"], "cut before the finish_reason", 1)
-        t.ok(rc == 5, "cut before the finish_reason: truncated, exit 5", err.decode())
+    # (a server of its own for each cut, the spec in the URL: the answer's ids, numbered by
+    # request, keep their length between the body measured and the one tokterm gets)
+    def cut_run(spec_of, reply):
+        with ttlib.FakeServer() as cut:
+            st, hd, whole = cut.post("/reply=%s/v1/chat/completions" % reply,
+                                     {"model": "gpt-4o-mini", "stream": True,
+                                      "stream_options": {"include_usage": True},
+                                      "messages": [{"role": "user", "content": "x"}]})
+            spec = "reply=%s,drop_after=%d" % (reply, spec_of(whole))
+            rc, out, err = ttlib.run_tokterm(["--no-cache", "--no-save", "--json", "-p", "x"],
+                                             env={"OPENAI_BASE_URL": cut.base(spec)})
+            return rc, out, err, len(cut.requests())
+
+    def finish_at(w):
+        return w.index(b'"finish_reason":"stop"')
+    for name, spec_of in (("after [DONE]", len),
+                          ("before [DONE]", lambda w: w.index(b"data: [DONE]")),
+                          ("before the usage", lambda w: w.index(b"data: {", finish_at(w)))):
+        rc, out, err, made = cut_run(spec_of, "ended")
+        j = json.loads(out) if out.strip() else {}
+        usage = name != "before the usage"
+        t.ok(made == 2 and rc == 0 and j.get("content") == "ended" and
+             j.get("outcome") == "complete" and (j.get("usage") is not None) == usage and
+             (b"token counts are tokterm's estimate" in err) == (not usage),
+             "cut %s, after the finish_reason: complete, exit 0%s" %
+             (name, "" if usage else "; the usage lost is said"),
+             "%d %d %r %s" % (made, rc, out[:300], err.decode()))
+    rc, out, err, made = cut_run(lambda w: finish_at(w) - 40, "ended%20here")
+    t.ok(made == 2 and rc == 5, "cut before the finish_reason: truncated, exit 5",
+         err.decode())
 
     rc, out, err, el, _ = scenario(srv, ["gen=50,drop_after=1500", ""], ["-p", "x"],
                                    "reset after some text (never retried)", 1)
@@ -258,6 +272,12 @@ with ttlib.FakeServer() as srv:
     t.ok(rc == 3 and len(lines) == 8 and len(fast) >= 5 and sent <= 6,
          "no fallback, server down: after 2 lines failed for good the rest fail fast, saying "
          "why (%d requests, %d fast)" % (sent, len(fast)), out.decode()[-600:])
+    # ... at once: nothing was sent, so nothing is retried (a review found the first version
+    # of f71d93a retrying them with backoff, "(after 3 attempts)")
+    # (a line whose first attempt was sent and whose retry met the open breaker has 2)
+    t.ok(fast and all(x.get("attempts") <= 2 and "(after" not in x.get("error", "")
+                      for x in fast) and sum(x.get("attempts") == 1 for x in fast) >= 4,
+         "the lines failed fast: the breaker's refusal is not retried", out.decode()[-600:])
     srv.clear_queue()
 
     # a breaker that opens and falls back

@@ -703,15 +703,19 @@ static void test_breaker(void)
     TAP_INT(ratelimit_breaker_allow(&b, NOW + 49, &w), 0, "lost probe: still waiting");
     TAP_INT(ratelimit_breaker_allow(&b, NOW + 50, &w), 1, "lost probe overdue: another probe");
 
-    TAP_INT(ratelimit_breaker_counts(500, RATELIMIT_NET_OK), 1, "500 counts as failure");
-    TAP_INT(ratelimit_breaker_counts(503, RATELIMIT_NET_OK), 1, "503 counts");
-    TAP_INT(ratelimit_breaker_counts(408, RATELIMIT_NET_OK), 1, "408 counts");
-    TAP_INT(ratelimit_breaker_counts(429, RATELIMIT_NET_OK), 0, "429 does not count");
-    TAP_INT(ratelimit_breaker_counts(400, RATELIMIT_NET_OK), 0, "400 does not count");
-    TAP_INT(ratelimit_breaker_counts(200, RATELIMIT_NET_OK), 0, "200 does not count");
-    TAP_INT(ratelimit_breaker_counts(0, RATELIMIT_NET_CONNECT), 1, "connect failure counts");
-    TAP_INT(ratelimit_breaker_counts(0, RATELIMIT_NET_TIMEOUT), 1, "timeout counts");
-    TAP_INT(ratelimit_breaker_counts(0, RATELIMIT_NET_FATAL), 0, "fatal transport does not");
+    TAP_INT(ratelimit_breaker_counts(500, RATELIMIT_NET_OK, NULL), 1, "500 counts as failure");
+    TAP_INT(ratelimit_breaker_counts(503, RATELIMIT_NET_OK, NULL), 1, "503 counts");
+    TAP_INT(ratelimit_breaker_counts(408, RATELIMIT_NET_OK, NULL), 1, "408 counts");
+    TAP_INT(ratelimit_breaker_counts(429, RATELIMIT_NET_OK, NULL), 0, "429 does not count");
+    TAP_INT(ratelimit_breaker_counts(400, RATELIMIT_NET_OK, NULL), 0, "400 does not count");
+    TAP_INT(ratelimit_breaker_counts(200, RATELIMIT_NET_OK, NULL), 0, "200 does not count");
+    TAP_INT(ratelimit_breaker_counts(200, RATELIMIT_NET_OK, "overloaded_error"), 1,
+            "an overloaded_error event in a 200's stream counts, as a 5xx");
+    TAP_INT(ratelimit_breaker_counts(200, RATELIMIT_NET_OK, "invalid_request_error"), 0,
+            "another error event does not");
+    TAP_INT(ratelimit_breaker_counts(0, RATELIMIT_NET_CONNECT, NULL), 1, "connect failure counts");
+    TAP_INT(ratelimit_breaker_counts(0, RATELIMIT_NET_TIMEOUT, NULL), 1, "timeout counts");
+    TAP_INT(ratelimit_breaker_counts(0, RATELIMIT_NET_FATAL, NULL), 0, "fatal transport does not");
 }
 
 /* ---- key pool ---- */
