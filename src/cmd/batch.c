@@ -221,8 +221,15 @@ struct batch {
     struct metrics_server *metrics_srv;
     char *provider;             /* the API host, the metrics' provider label */
     char *trace_server;         /* the same for the spans' server.address */
-    int priced;                 /* price: the model's, for the metrics' spend */
-    struct context_price price;
+    /* the prices of the models the lines asked for, for the metrics' spend (until 2026-12
+     * one, the default model's, priced every line: a line's own "model" was charged at it) */
+    struct batch_price {
+        char *model;
+        int priced;
+        struct context_price price;
+    } *prices;
+    size_t n_prices;
+    char *prices_file;          /* the user's prices.tsv, read first */
     struct batch_done *done;    /* finished requests to write (and cache) once the next
                                    requests are out: writing and committing never delay them */
     size_t n_done, cap_done;
@@ -463,6 +470,20 @@ static void batch_clear_bar(struct batch *b)
 }
 
 
+/* The price of the model a line asked for, looked up once per model (a few models at most:
+ * a line's "model", else the default). */
+static const struct batch_price *batch_price_of(struct batch *b, const char *model)
+{
+    for (size_t i = 0; i < b->n_prices; i++)
+        if (strcmp(b->prices[i].model, model) == 0)
+            return &b->prices[i];
+    b->prices = xrealloc(b->prices, (b->n_prices + 1) * sizeof *b->prices);
+    struct batch_price *p = &b->prices[b->n_prices++];
+    p->model = xstrdup(model);
+    p->priced = context_price_lookup(model, b->prices_file, &p->price) == 0;
+    return p;
+}
+
 /* Add a finished request to the metrics. */
 static void batch_observe(struct batch *b, const struct net_result *r, const char *model,
                           int retries)
@@ -474,8 +495,10 @@ static void batch_observe(struct batch *b, const struct net_result *r, const cha
                                                                          : 3;
     const char *m = r->model[0] ? r->model : model;
     double usd = -1;
-    if (!r->cached && r->usage.present && b->priced)
-        usd = context_cost(&b->price, r->usage.prompt, r->usage.cached, r->usage.completion);
+    const struct batch_price *p = !r->cached && r->usage.present ? batch_price_of(b, model)
+                                                                 : NULL;
+    if (p && p->priced)
+        usd = context_cost(&p->price, r->usage.prompt, r->usage.cached, r->usage.completion);
     struct metrics_obs o = {b->provider, m, status[k], r->cached, r->t.ttft,
                             r->t.deltas > 1 ? r->t.gap_p50 : -1, r->t.total, r->t.dns,
                             r->t.connect, r->t.tls,
@@ -1343,8 +1366,8 @@ static void batch_start(struct batch *b, struct batch_item *it, const cJSON *o)
     rq->fallback = fallback;
     s->req = net_submit(b->net, rq);
     b->inflight++;
-    if (b->metrics)
-        metrics_set_inflight(b->metrics, b->inflight);
+    if (b->metrics) /* on the wire, not handed over (until 2026-12 twice -j: the slots) */
+        metrics_set_inflight(b->metrics, net_on_wire(b->net));
 }
 
 /* The request of slot s ended with r (taken). */
@@ -1382,7 +1405,7 @@ static void batch_finish(struct batch *b, struct batch_slot *s, struct net_resul
     s->req = 0;
     b->inflight--;
     if (b->metrics)
-        metrics_set_inflight(b->metrics, b->inflight);
+        metrics_set_inflight(b->metrics, net_on_wire(b->net));
 }
 
 /* Write the lines of the requests that finished since the last call; then, when force, or
@@ -1826,9 +1849,7 @@ int batch_run(struct conf *conf, char *key, const struct batch_opts *o)
         }
         b.provider = conf_host(conf);
         char *cdir = conf_dir("config");
-        char *user = xasprintf("%s/prices.tsv", cdir);
-        b.priced = context_price_lookup(conf->model, user, &b.price) == 0;
-        free(user);
+        b.prices_file = xasprintf("%s/prices.tsv", cdir);
         free(cdir);
         fprintf(stderr, "tokterm batch: metrics at http://%s/metrics (port %d)\n",
                 o->metrics_listen, port);
@@ -1948,6 +1969,10 @@ out:
     metrics_server_stop(b.metrics_srv);
     metrics_free(b.metrics);
     free(b.provider);
+    for (size_t i = 0; i < b.n_prices; i++)
+        free(b.prices[i].model);
+    free(b.prices);
+    free(b.prices_file);
     free(b.trace_server);
     otlp_shutdown(); /* the last spans sent before the summary's exit */
     if (b.q)
