@@ -130,11 +130,16 @@ static int doctor_config(struct doctor *d, const char *path, int given, char ***
         doctor_linef(d, DOCTOR_OK, "config", NULL, NULL, "%s: syntax ok, %zu profile%s%s%s%s",
                      path, *n, *n == 1 ? "" : "s", *n ? " (" : "", buf_str(&list), *n ? ")" : "");
         buf_free(&list);
-        if (*n && !c.profile && strcmp(c.base_url, dialect_default()->base_url) == 0)
+        const char *kv = c.api_key_env ? getenv(c.api_key_env) : NULL;
+        int default_key = (kv && *kv) || (c.api_key && *c.api_key) ||
+                          (c.api_key_cmd && *c.api_key_cmd) || (c.keys && *c.keys);
+        if (*n && !c.profile && !default_key &&
+            strcmp(c.base_url, dialect_default()->base_url) == 0)
             /* until 2026-12 called ok, while every run without -P went to OpenAI */
             doctor_linef(d, DOCTOR_WARN, "config", NULL, NULL,
-                         "no profile is selected: a run without -P goes to %s; add \"profile = "
-                         "%s\" at the top to use one", c.base_url, (*names)[0]);
+                         "no profile is selected and %s has no key: a run without -P fails; "
+                         "add \"profile = %s\" at the top to use one", c.base_url,
+                         (*names)[0]);
     }
     /* warnings: one line each (unknown options, a key readable by others...) */
     char *w = xstrdup(buf_str(&warn));

@@ -902,6 +902,8 @@ static unsigned store_fix_mode(const char *path, unsigned *now)
     if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) || (sb.st_mode & 077) == 0)
         return 0;
     mode_t want = sb.st_mode & 0700;
+    if (!(want & 0400))
+        want = 0600; /* no read bit of the owner's (0044): the file tokterm made, readable */
     if (chmod(path, want) != 0)
         return 0;
     *now = (unsigned)want;

@@ -462,9 +462,10 @@ int store_message_append_reasoning(struct store *st, int64_t msg_id, const char 
                                    size_t len);
 /* Commit buffered text of msg_id now (0: of every streaming answer). Returns 0 or -1. */
 int store_message_flush(struct store *st, int64_t msg_id);
-/* note(ud, path) is called when a write has waited SQLite's busy timeout (5 s) for the write
- * lock another process holds, once per write: a scripted run says why it is quiet (until
- * 2026-12 it waited up to 30 s without a word, the request not sent yet). */
+/* note(ud, path) is called when a write that waits (store_begin: the prompt before its request
+ * leaves, a full part, the answer's end, the cache) has waited SQLite's busy timeout (5 s) for
+ * the write lock another process holds, once per write: a scripted run says why it is quiet
+ * (until 2026-12 it waited up to 30 s without a word, the request not sent yet). */
 void store_set_busy_note(struct store *st, void (*note)(void *ud, const char *path), void *ud);
 /* The batch store_flush_deadline says is due, committed when the write lock is free now; held
  * by another writer, the text stays buffered and the deadline moves a batch on. 0 or -1. */

@@ -322,7 +322,6 @@ void tui_error(struct tui *t, const char *text)
 void tui_hint(struct tui *t, const char *text)
 {
     snprintf(t->hint, sizeof t->hint, "%s", text);
-    t->hint_warn = 0;
     t->dirty |= TUI_D_STATUS;
 }
 
@@ -683,7 +682,7 @@ static void tui_sink_warn(void *ud, const char *text)
 {
     struct tui *t = ud;
     tui_hint(t, text);
-    t->hint_warn = 1;
+    snprintf(t->warned, sizeof t->warned, "%s", text);
 }
 
 static void tui_sink_quota(void *ud, const char *headers)
@@ -830,12 +829,14 @@ static void tui_sink_end(void *ud, const struct net_result *r)
         strncmp(t->hint, TUI_HINT_WAITING, sizeof TUI_HINT_WAITING - 1) == 0 ||
         strcmp(t->hint, TUI_HINT_SENT_NOW) == 0)
         t->hint[0] = '\0'; /* it is over: the hint would be stale */
-    if (t->hint_warn && t->hint[0]) {
-        /* the network's warning stays readable in the conversation, and the status bar
-         * comes back (until 2026-12 it held the bar until a key was pressed) */
-        tui_meta(t, t->hint);
-        t->hint[0] = '\0';
-        t->hint_warn = 0;
+    if (t->warned[0]) {
+        /* the network's warning stays readable in the conversation (a key pressed during
+         * the answer, or a failure's hint, took it off the bar), and the status bar comes
+         * back (until 2026-12 it held the bar until a key was pressed) */
+        tui_meta(t, t->warned);
+        if (strcmp(t->hint, t->warned) == 0)
+            t->hint[0] = '\0';
+        t->warned[0] = '\0';
     }
     t->answer = TUI_NO_ANSWER;
     t->cancelling = 0;
@@ -948,8 +949,8 @@ void tui_quit(struct tui *t)
     if (t->answer != TUI_NO_ANSWER &&
         !(t->quit_asked_at > 0 && now - t->quit_asked_at <= TUI_CTRL_C_QUIT)) {
         t->quit_asked_at = now;
-        tui_hint(t, "an answer is streaming: Ctrl-D or /quit again within 2 s quits (the text "
-                    "so far is saved); Esc stops the answer");
+        tui_hint(t, "an answer is under way: Ctrl-D or /quit again within 2 s quits, and "
+                    "leaves it where it is; Esc stops it");
         return;
     }
     t->quit = 1;

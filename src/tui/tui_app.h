@@ -66,8 +66,9 @@ struct tui {
     long undrawn;            /* text events since the last frame */
     FILE *trace;
     char hint[512];          /* a transient line in the status bar, "" = none */
-    int hint_warn;           /* hint is the network's warning (tui_sink_warn): at the turn's
-                                end it moves into the conversation as a note */
+    char warned[512];        /* the network's last warning of this turn (tui_sink_warn),
+                                shown as the hint: at the turn's end it goes into the
+                                conversation as a note, whatever replaced the hint */
     int search;              /* 0 no search, 1 typing the query, 2 moving between hits */
     struct buf query;
     int store_warned;        /* the store's failure was shown */
