@@ -297,6 +297,65 @@ static void mcp_response(struct mcp_client *c, const cJSON *j, const cJSON *id)
     pthread_mutex_unlock(&c->mu);
 }
 
+static int mcp_hex4(const char *p, const char *end, unsigned *v)
+{
+    if (end - p < 4)
+        return -1;
+    unsigned x = 0;
+    for (int i = 0; i < 4; i++) {
+        char ch = p[i];
+        int d = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+              : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : -1;
+        if (d < 0)
+            return -1;
+        x = x << 4 | (unsigned)d;
+    }
+    *v = x;
+    return 0;
+}
+
+/* A line of JSON whose strings escape a NUL (\u0000) or a lone surrogate (\ud83d without its
+ * pair, as JavaScript's JSON.stringify writes text cut by .slice()): into out with each such
+ * escape made \ufffd, for cJSON, which refuses the surrogate (the whole message was lost and
+ * its call waited out its timeout) and ends a string at the NUL (the rest of a tool's text was
+ * dropped without a word; until 2026-12 both). 1 when out holds a mended copy, 0 when the line
+ * needs none. */
+static int mcp_json_mend(const char *s, size_t n, struct buf *out)
+{
+    const char *end = s + n, *copied = s;
+    int changed = 0;
+    for (const char *p = s; p + 1 < end; p++) {
+        if (*p != '\\')
+            continue;
+        unsigned v, w;
+        if (p[1] != 'u' || mcp_hex4(p + 2, end, &v) < 0) {
+            p++; /* another escape (\\, \"): its second byte is not an escape's start */
+            continue;
+        }
+        size_t len = 6;
+        int bad = v == 0 || (v >= 0xDC00 && v <= 0xDFFF);
+        if (v >= 0xD800 && v <= 0xDBFF) {
+            if (end - p >= 12 && p[6] == '\\' && p[7] == 'u' && mcp_hex4(p + 8, end, &w) == 0 &&
+                w >= 0xDC00 && w <= 0xDFFF)
+                len = 12; /* a pair: kept */
+            else
+                bad = 1;
+        }
+        if (bad) {
+            if (!changed)
+                buf_reset(out);
+            buf_append(out, copied, (size_t)(p - copied));
+            buf_appends(out, "\\ufffd");
+            copied = p + len;
+            changed = 1;
+        }
+        p += len - 1;
+    }
+    if (changed)
+        buf_append(out, copied, (size_t)(end - copied));
+    return changed;
+}
+
 void mcp_dispatch(struct mcp_client *c, const char *msg, size_t n)
 {
     while (n && (msg[n - 1] == '\r' || msg[n - 1] == ' ' || msg[n - 1] == '\t'))
@@ -306,7 +365,11 @@ void mcp_dispatch(struct mcp_client *c, const char *msg, size_t n)
         lead++;
     if (lead == n)
         return; /* a blank line */
-    cJSON *j = cJSON_ParseWithLength(msg + lead, n - lead);
+    struct buf mended = BUF_INIT;
+    cJSON *j = mcp_json_mend(msg + lead, n - lead, &mended)
+                   ? cJSON_ParseWithLength(mended.data, mended.len)
+                   : cJSON_ParseWithLength(msg + lead, n - lead);
+    buf_free(&mended);
     if (cJSON_IsArray(j)) { /* a batch (2025-03-26) */
         const cJSON *m;
         cJSON_ArrayForEach(m, j)

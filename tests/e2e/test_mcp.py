@@ -88,6 +88,15 @@ cfg = config(hostile_section("h", "--pages 3 --garbage-first",
 rc, out, err = tt(cfg, ["mcp", "call", "h", "ok", '{"text": "hello"}'])
 t.eq((rc, out), (0, "hello\n"), "call: the text content on stdout, exit 0")
 
+# a lone surrogate escape and a NUL in a tool's text: U+FFFD each, the rest kept (until 2026-12
+# the surrogate lost the whole answer, the call waiting out its timeout, and the NUL cut the
+# text short)
+start = time.monotonic()
+rc, out, err = tt(cfg, ["mcp", "call", "h", "odd_text"])
+t.ok(rc == 0 and out == "half \ufffd end a\ufffdb tail\n" and time.monotonic() - start < 10,
+     "call: a lone surrogate and a NUL in the text are U+FFFD, the text whole, at once",
+     repr(out) + err)
+
 rc, out, err = tt(cfg, ["mcp", "list", "h"])
 names = [ln.split()[0] for ln in out.splitlines()[1:]]
 t.ok(rc == 0 and names[:4] == ["h.page0", "h.page1", "h.page2", "h.ok"],

@@ -72,7 +72,7 @@ def result(i, r):
 
 
 TOOLS = ["ok", "crash", "hang", "garbage", "wrong_id", "huge", "error", "rpc_error", "progress",
-         "structured", "ping_me", "env", "list_changed", "fds"]
+         "structured", "ping_me", "env", "list_changed", "fds", "odd_text"]
 
 if opt("--pidfile"):
     with open(opt("--pidfile"), "w") as f:
@@ -261,6 +261,8 @@ for raw in sys.stdin.buffer:
                 left -= k
             out.write(b'"}]},"id":' + str(i).encode() + b"}\n")
             out.flush()
+        elif name == "odd_text":  # a lone surrogate (JS text cut by .slice()) and a NUL
+            result(i, {"content": [{"type": "text", "text": "half \ud83d end a\x00b tail"}]})
         elif name == "error":
             result(i, {"content": [{"type": "text", "text": "it went wrong"}], "isError": True})
         elif name == "rpc_error":
