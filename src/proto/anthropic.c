@@ -642,7 +642,7 @@ static enum api_outcome anthropic_finish_outcome(const struct api_stream *st, st
     }
     if (strcmp(d, "pause_turn") == 0) {
         buf_appends(msg, "the server paused a long turn (stop_reason \"pause_turn\"): the "
-                         "answer is not whole; send the conversation again (-c) to let it go on");
+                         "answer is not whole; go on with -c -p 'go on'");
         return API_CUT;
     }
     if (strcmp(st->finish, "length") == 0) {
