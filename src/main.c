@@ -35,6 +35,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <locale.h>
+#include <poll.h>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -43,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #ifdef __linux__
 #include <sys/prctl.h>
 #endif
@@ -169,6 +171,14 @@ static char *main_read_stdin(size_t *len)
 {
     struct buf b = BUF_INIT;
     char chunk[65536];
+    /* a pipe that stays open with nothing in it (a CI step, ssh without -n, `sleep | tokterm
+     * -p`): said after 3 s, once (until 2026-12 the run waited without a word) */
+    struct stat st;
+    struct pollfd pf = {.fd = 0, .events = POLLIN};
+    if (fstat(0, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) &&
+        poll(&pf, 1, 3000) == 0)
+        fprintf(stderr, "tokterm: waiting for stdin, a pipe that has sent nothing yet (give "
+                        "</dev/null when there is nothing to read)\n");
     for (;;) {
         ssize_t n = read(0, chunk, sizeof chunk);
         if (n < 0 && errno == EINTR)

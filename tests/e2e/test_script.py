@@ -554,4 +554,19 @@ with ttlib.FakeServer() as srv:
     t.eq(json.loads(out)["context"]["prompt_tokens"], 3 + 1 + 3 + 3,
          "--json: the request's exact tokens (3 + user 1 + 'how are you' 3 + primer 3)")
 
+    # a pipe on stdin that stays quiet: said after 3 s (until 2026-12 nothing was said), and
+    # what it sends then is read
+    env = ttlib.clean_env(None, {"OPENAI_BASE_URL": srv.base("")})
+    p = subprocess.Popen(["sh", "-c", '(sleep 4; echo late words) | "$0" --no-save --no-cache '
+                          '-p x', ttlib.tokterm_path()], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    out, err = p.communicate(timeout=60)
+    t.ok(p.returncode == 0 and b"late words" in out and
+         b"waiting for stdin, a pipe that has sent nothing yet" in err,
+         "a quiet pipe on stdin: said after 3 s, then read", err.decode())
+    out = subprocess.run([ttlib.tokterm_path(), "--no-save", "--no-cache", "-p", "x"],
+                         input=b"at once", env=env, capture_output=True, timeout=60)
+    t.ok(out.returncode == 0 and b"waiting for stdin" not in out.stderr,
+         "a pipe that sends at once: nothing said", out.stderr.decode())
+
 sys.exit(t.done())
