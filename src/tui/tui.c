@@ -827,7 +827,7 @@ static void tui_sink_end(void *ud, const struct net_result *r)
     }
     if (strncmp(t->hint, TUI_HINT_STREAMING, sizeof TUI_HINT_STREAMING - 1) == 0 ||
         strncmp(t->hint, TUI_HINT_WAITING, sizeof TUI_HINT_WAITING - 1) == 0 ||
-        strcmp(t->hint, TUI_HINT_SENT_NOW) == 0)
+        strcmp(t->hint, TUI_HINT_SENT_NOW) == 0 || strcmp(t->hint, TUI_HINT_QUIT) == 0)
         t->hint[0] = '\0'; /* it is over: the hint would be stale */
     if (t->warned[0]) {
         /* the network's warning stays readable in the conversation (a key pressed during
@@ -949,8 +949,7 @@ void tui_quit(struct tui *t)
     if (t->answer != TUI_NO_ANSWER &&
         !(t->quit_asked_at > 0 && now - t->quit_asked_at <= TUI_CTRL_C_QUIT)) {
         t->quit_asked_at = now;
-        tui_hint(t, "an answer is under way: Ctrl-D or /quit again within 2 s quits, and "
-                    "leaves it where it is; Esc stops it");
+        tui_hint(t, TUI_HINT_QUIT);
         return;
     }
     t->quit = 1;

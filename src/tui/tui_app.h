@@ -28,6 +28,10 @@ struct loop;
 #define TUI_HINT_WAITING "the last message waits to be sent (see the countdown): Esc cancels it"
 /* Enter on an empty line while the request waits: it goes at once */
 #define TUI_HINT_SENT_NOW "sent now, without waiting (the server may refuse it)"
+/* Ctrl-D or /quit while an answer is under way (tui_quit); gone with the answer */
+#define TUI_HINT_QUIT                                                                           \
+    "an answer is under way: Ctrl-D or /quit again within 2 s quits, and leaves it where it "   \
+    "is; Esc stops it"
 /* The same while the prompt sent waits for the MCP servers to start (tui_tools_wait). */
 #define TUI_HINT_TOOLS "the prompt waits for the MCP servers to start: Esc gives it back"
 #define TUI_HINT_BUSY(t) ((t)->send_wait ? TUI_HINT_TOOLS : TUI_HINT_STREAMING)

@@ -499,6 +499,18 @@ with ttlib.FakeServer() as srv:
              "/quit during a stream, over 2 s later: asks again", scr)
         tm.send("C-d")
         t.ok(tm.wait_exit(5) is not None, "the second within 2 s quits")
+    with ttlib.Tmux(120, 40) as tm:
+        t.ok(start(tm, srv, "gen=60,delay_ms=20") is not None, "quit hint: the chat opens",
+             tm.capture())
+        say(tm, "a short one")
+        tm.wait_for("tok5 ", 10)
+        tm.send("C-d")
+        tm.wait_for("again within 2 s quits", 3)
+        tm.wait_for("\u2713", 10)
+        scr = settle(tm)
+        t.ok("\u2713" in scr and "again within 2 s quits" not in scr and tm.dead() is None,
+             "the quit hint goes with the answer it was about", scr)
+        quit_chat(tm)
 
     # --- a warning of the network goes into the conversation at the turn's end, and the status
     # bar comes back (until 2026-12 it held the bar until a key) ---------------------------------
