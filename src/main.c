@@ -135,9 +135,8 @@ static void main_no_key(const struct conf *c)
      * defines that none selects are named (until 2026-12 a config of [a] and [b] without
      * "profile =" read as no key for OpenAI, and doctor called it ok) */
     char *file = c->path ? xstrdup(c->path) : xasprintf("%s/config", cfg);
-    size_t n = 0, len = 0;
-    char *text = !c->profile && c->path ? util_read_file(c->path, &len, 4 << 20) : NULL;
-    char **names = text ? conf_profile_names(text, len, &n) : NULL;
+    size_t n = 0;
+    char **names = conf_file_profile_names(c->profile ? NULL : c->path, &n);
     if (n) {
         fprintf(stderr, "  or select one of the profiles of %s: -P %s (or \"profile = %s\" at "
                         "its top; it has", file, names[0], names[0]);
@@ -151,10 +150,7 @@ static void main_no_key(const struct conf *c)
             fprintf(stderr, "    %.*s\n", (int)(e - l), l);
         }
     }
-    for (size_t i = 0; i < n; i++)
-        free(names[i]);
-    free(names);
-    free(text);
+    util_strv_free(names);
     free(file);
     buf_free(&profile);
     free(cfg);

@@ -188,6 +188,13 @@ void util_wipe(void *p, size_t n)
         explicit_bzero(p, n);
 }
 
+void util_strv_free(char **v)
+{
+    for (size_t i = 0; v && v[i]; i++)
+        free(v[i]);
+    free(v);
+}
+
 void util_free_secret(char *s)
 {
     if (s) {

@@ -67,6 +67,8 @@ int util_out_flushed(FILE *f, int code, const char *who);
  * (explicit_bzero): for keys and anything holding one, before it is freed or goes out of
  * scope. p may be NULL when n is 0. */
 void util_wipe(void *p, size_t n);
+/* Free a NULL-terminated array of strings and each of them; NULL is fine. */
+void util_strv_free(char **v);
 /* Wipe the string s (up to its NUL) and free it; NULL is fine. */
 void util_free_secret(char *s);
 /* Replace by '*' every run of 8 or more bytes of text that is a piece of secret (the whole key,

@@ -118,22 +118,14 @@ static int doctor_config(struct doctor *d, const char *path, int given, char ***
         doctor_linef(d, DOCTOR_FAIL, "config", NULL, "fix that line (tokterm(1), CONFIGURATION)",
                      "%s", buf_str(&err));
     } else {
-        size_t len;
-        char *text = util_read_file(path, &len, 4 << 20);
-        *names = conf_profile_names(text ? text : "", text ? len : 0, n);
-        if (text)
-            util_wipe(text, len); /* it may hold an api_key */
-        free(text);
+        *names = conf_file_profile_names(path, n);
         struct buf list = BUF_INIT;
         for (size_t i = 0; i < *n; i++)
             buf_printf(&list, "%s%s", i ? ", " : "", (*names)[i]);
         doctor_linef(d, DOCTOR_OK, "config", NULL, NULL, "%s: syntax ok, %zu profile%s%s%s%s",
                      path, *n, *n == 1 ? "" : "s", *n ? " (" : "", buf_str(&list), *n ? ")" : "");
         buf_free(&list);
-        const char *kv = c.api_key_env ? getenv(c.api_key_env) : NULL;
-        int default_key = (kv && *kv) || (c.api_key && *c.api_key) ||
-                          (c.api_key_cmd && *c.api_key_cmd) || (c.keys && *c.keys);
-        if (*n && !c.profile && !default_key &&
+        if (*n && !c.profile && !conf_has_key_source(&c) &&
             strcmp(c.base_url, dialect_default()->base_url) == 0)
             /* until 2026-12 called ok, while every run without -P went to OpenAI */
             doctor_linef(d, DOCTOR_WARN, "config", NULL, NULL,
@@ -887,9 +879,7 @@ int cmd_doctor(const struct cli *a, int argc, char **argv)
         for (size_t i = 0; i < n && !only; i++)
             doctor_profile(&d, cfgpath, names[i]);
     }
-    for (size_t i = 0; i < n; i++)
-        free(names[i]);
-    free(names);
+    util_strv_free(names);
     if (cfg_ok && c.path)
         doctor_mcp(&d, &c, only != NULL);
 

@@ -4,6 +4,7 @@
 #include "core/conf.h"
 #include "core/role.h"
 #include "base/utf8.h"
+#include "base/util.h"
 #include "base/xmalloc.h"
 
 #include <cjson/cJSON.h>
@@ -74,7 +75,7 @@ int cmd_roles(const char *cfgpath, int json, int argc, char **argv)
     } else if (!v[0]) {
         printf("no roles (write one in $XDG_CONFIG_HOME/tokterm/roles/NAME.md)\n");
     }
-    role_names_free(v);
+    util_strv_free(v);
     free(src);
     return code;
 }

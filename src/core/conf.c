@@ -479,6 +479,17 @@ char **conf_profile_names(const char *text, size_t len, size_t *n)
     return c.v;
 }
 
+char **conf_file_profile_names(const char *path, size_t *n)
+{
+    size_t len = 0;
+    char *text = path ? util_read_file(path, &len, 4 << 20) : NULL;
+    char **v = conf_profile_names(text ? text : "", text ? len : 0, n);
+    if (text)
+        util_wipe(text, len); /* it may hold an api_key */
+    free(text);
+    return v;
+}
+
 static int conf_apply_section(struct conf *c, struct conf_line *lines, size_t n,
                                 const char *section, const char *path, struct buf *err)
 {
@@ -1159,6 +1170,13 @@ static char *conf_run_key_cmd(const char *cmd, const char *what, double timeout,
     }
     util_wipe(line, sizeof line);
     return key;
+}
+
+int conf_has_key_source(const struct conf *c)
+{
+    const char *v = c->api_key_env && *c->api_key_env ? getenv(c->api_key_env) : NULL;
+    return (c->api_key_cmd && *c->api_key_cmd) || (v && *v) || (c->api_key && *c->api_key) ||
+           (c->keys && *c->keys);
 }
 
 char *conf_api_key(const struct conf *c, struct buf *err)

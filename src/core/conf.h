@@ -151,12 +151,15 @@ void conf_no_key_help(const struct conf *c, struct conf_key_help *h, struct buf 
  * runs (it may ask for a passphrase there); its first output line is the key. It gets
  * key_cmd_timeout seconds to print it, exit and close its output; then its group is killed
  * (SIGTERM, SIGKILL 0.5 s later) and err says so. */
+char *conf_api_key(const struct conf *c, struct buf *err);
+/* Whether c names a key at all (api_key_cmd, a set api_key_env, api_key, or a "keys" pool),
+ * without running any command: what "no API key" is decided by. */
+int conf_has_key_source(const struct conf *c);
+
 /* The password of the shared state (`state =`) from state_password_cmd (run like api_key_cmd),
  * else state_password_env, into c->state_password (NULL: the URL's own, or none). Returns 0, or
  * -1 with err set (the command failed, the variable is not set). */
 int conf_state_password(struct conf *c, struct buf *err);
-
-char *conf_api_key(const struct conf *c, struct buf *err);
 
 /* The key pool of "keys": *labels and *values get n new strings each (labels are variable
  * names or "cmd1", never a key). Returns n (0 when no pool is configured), or -1 with err set.
@@ -169,6 +172,9 @@ void conf_pool_free(char **labels, char **values, int n);
  * NULL-terminated list of new strings (*n of them; free each and the list); the text is
  * read, not changed. */
 char **conf_profile_names(const char *text, size_t len, size_t *n);
+/* The same for the file at path (NULL or unreadable: none); its text is wiped after. Free
+ * with util_strv_free. */
+char **conf_file_profile_names(const char *path, size_t *n);
 
 /* XDG directories for tokterm (new strings): kind = "config", "data", "state", "cache". */
 char *conf_dir(const char *kind);

@@ -88,7 +88,7 @@ char **mcp_set_enabled(const struct mcp_set *s, const struct conf *c, struct buf
             buf_printf(err, "mcp: no [mcp %.64s] section in the config file (", t);
             mcp_set_known(s, err);
             buf_appendc(err, ')');
-            mcp_set_names_free(v);
+            util_strv_free(v);
             free(copy);
             return NULL;
         }
@@ -98,13 +98,6 @@ char **mcp_set_enabled(const struct mcp_set *s, const struct conf *c, struct buf
     }
     free(copy);
     return v;
-}
-
-void mcp_set_names_free(char **v)
-{
-    for (size_t i = 0; v && v[i]; i++)
-        free(v[i]);
-    free(v);
 }
 
 void mcp_set_free(struct mcp_set *s, double grace)
@@ -147,7 +140,7 @@ static int mcp_set_each(struct tools *t, struct tool_policy *p, const struct con
         if (p)
             mcp_set_allow_one(p, sc);
     }
-    mcp_set_names_free(names);
+    util_strv_free(names);
     mcp_set_free(&s, 0);
     return n;
 }

@@ -21,9 +21,8 @@ int mcp_set_load(struct mcp_set *s, const struct conf *c, struct buf *err);
  * set to "no [mcp NAME] section (known: ...)". */
 struct mcp_client *mcp_set_get(struct mcp_set *s, const char *name, struct buf *err);
 /* The enabled names of c->mcp ("a, b"), each checked: a NULL-terminated array of new strings
- * (NULL when none is enabled), or NULL with err set. Free with mcp_set_names_free. */
+ * (NULL when none is enabled), or NULL with err set. Free with util_strv_free. */
 char **mcp_set_enabled(const struct mcp_set *s, const struct conf *c, struct buf *err);
-void mcp_set_names_free(char **v);
 /* Stop every server that was started (grace seconds each for a clean exit) and free. */
 void mcp_set_free(struct mcp_set *s, double grace);
 

@@ -277,7 +277,7 @@ static int role_find(struct role *r, const char *name, const char *cfgpath, stru
     for (size_t i = 0; v && v[i]; i++)
         buf_printf(err, " %s", v[i]);
     buf_appends(err, v && v[0] ? ")" : " none)");
-    role_names_free(v);
+    util_strv_free(v);
     return -1;
 }
 
@@ -434,9 +434,3 @@ char **role_names(const char *cfgpath, const char ***sources)
     return sv;
 }
 
-void role_names_free(char **v)
-{
-    for (size_t i = 0; v && v[i]; i++)
-        free(v[i]);
-    free(v);
-}

@@ -40,8 +40,8 @@ int role_drop(struct conf *c, struct buf *err);
 int role_drop_over(struct conf *c, struct buf *err);
 
 /* The known role names, sorted, each once (a user file hiding a built-in): a NULL-terminated
- * array of new strings; *sources (when not NULL) gets where each comes from. */
+ * array of new strings (free with util_strv_free); *sources (when not NULL) gets where each
+ * comes from. */
 char **role_names(const char *cfgpath, const char ***sources);
-void role_names_free(char **v);
 
 #endif

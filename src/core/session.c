@@ -433,8 +433,7 @@ static void session_resume_settings(struct session *s, int64_t id)
      * /v1/messages; then only a given --base-url counted, and -c alone after -c --api
      * anthropic sent the Claude model to the configured OpenAI server) */
     char *now_host = conf_host(c);
-    int saved_host = host && *host && now_host;
-    int moved_host = saved_host && strcmp(host, now_host) != 0;
+    int moved_host = host && *host && now_host && strcmp(host, now_host) != 0;
     int moved = moved_host || conf_given(c, "api"); /* given only when it differs */
     if (model && *model && !c->model_given && strcmp(model, c->model) != 0) {
         if (moved && !s->resume_note && moved_host)

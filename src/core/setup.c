@@ -229,7 +229,7 @@ int setup_keys(struct setup *su, const struct cli *a, struct buf *err)
         return -1;
     if (conf_state_password(c, err) != 0)
         return -1;
-    su->no_key = !su->key && !conf_is_local(c) && !a->cache_only && !(c->keys && *c->keys);
+    su->no_key = !conf_has_key_source(c) && !conf_is_local(c) && !a->cache_only;
     if (su->no_key)
         return 0; /* nothing will be sent: neither a pool nor a fallback is needed */
     /* A key pool, and a fallback profile for when the endpoint's breaker is open. */

@@ -1094,6 +1094,15 @@ static void net_xfer_release(struct net *n, struct xfer *x)
     ratelimit_response_init(&x->resp);
 }
 
+/* Put x (released) back on the waiting list, to leave at time at: a retry, or the hand-off to
+ * the fallback. */
+static void net_requeue(struct net *n, struct xfer *x, double at)
+{
+    x->start_at = at;
+    x->next = n->waiting;
+    n->waiting = x;
+}
+
 /* x's retry and pacing policy: its request's, or the defaults (def filled) when it has none */
 static const struct ratelimit_policy *net_policy(const struct xfer *x,
                                                  struct ratelimit_policy *def)
@@ -1108,10 +1117,10 @@ static const struct ratelimit_policy *net_policy(const struct xfer *x,
 static void net_explain(struct xfer *x, struct net_result *r, enum ratelimit_net kind)
 {
     struct ratelimit_policy def;
+    double max_wait = net_policy(x, &def)->max_retry_wait;
     /* a 5xx only when its retry-after, past max_retry_wait, ended the retries at once */
     double sd = ratelimit_response_delay(&x->resp);
-    int wait_5xx = r->status >= 500 && r->status <= 599 && sd >= 0 &&
-                   sd > net_policy(x, &def)->max_retry_wait;
+    int wait_5xx = r->status >= 500 && r->status <= 599 && sd >= 0 && sd > max_wait;
     if (r->status != 401 && r->status != 403 && r->status != 404 && r->status != 413 &&
         r->status != 429 && !wait_5xx)
         return;
@@ -1131,7 +1140,7 @@ static void net_explain(struct xfer *x, struct net_result *r, enum ratelimit_net
         .key_env = x->rq->key_env,
         .key_label = x->rq->n_keys ? x->rq->keys[x->key_index].label : NULL,
         .resp = &x->resp,
-        .max_retry_wait = net_policy(x, &def)->max_retry_wait,
+        .max_retry_wait = max_wait,
     };
     char *ex = ratelimit_explain(&f);
     free(r->error);
@@ -1247,9 +1256,7 @@ static void net_finish(struct net *n, struct xfer *x, CURLcode res)
             x->rate_waits += free_wait || hop;
             x->rate_waited += free_wait ? charge : 0;
             x->attempt++;
-            x->start_at = now + delay;
-            x->next = n->waiting;
-            n->waiting = x;
+            net_requeue(n, x, now + delay);
             return;
         }
         if (x->ep && br_fail)
@@ -1268,9 +1275,7 @@ static void net_finish(struct net *n, struct xfer *x, CURLcode res)
             x->attempt = 1;
             x->rate_waits = 0;
             x->rate_waited = 0;
-            x->start_at = now;
-            x->next = n->waiting;
-            n->waiting = x;
+            net_requeue(n, x, now);
             return;
         }
         net_explain(x, r, kind);

@@ -83,17 +83,10 @@ const char *tui_cmd_help(void)
     return tui_cmd_help_text;
 }
 
-static void tui_cmd_free_list(char **v)
-{
-    for (size_t i = 0; v && v[i]; i++)
-        free(v[i]);
-    free(v);
-}
-
 void tui_cmd_free(struct tui *t)
 {
-    tui_cmd_free_list(t->cands);
-    tui_cmd_free_list(t->models);
+    util_strv_free(t->cands);
+    util_strv_free(t->models);
     t->cands = t->models = NULL;
 }
 
@@ -161,18 +154,11 @@ static char **tui_cmd_themes(void)
     return v;
 }
 
-/* Profile names (conf_profile_names of the configuration file), or NULL for none. */
+/* Profile names of the configuration file, or NULL for none. */
 static char **tui_cmd_profiles(const struct tui *t)
 {
-    if (!t->conf->path)
-        return NULL;
-    size_t len, n;
-    char *text = util_read_file(t->conf->path, &len, 1u << 20);
-    if (!text)
-        return NULL;
-    char **v = conf_profile_names(text, len, &n);
-    util_wipe(text, len); /* it may hold an api_key */
-    free(text);
+    size_t n;
+    char **v = conf_file_profile_names(t->conf->path, &n);
     if (!n) {
         free(v);
         return NULL;
@@ -183,7 +169,7 @@ static char **tui_cmd_profiles(const struct tui *t)
 const char *const *tui_cmd_complete(struct tui *t, const char *line, int start, int end)
 {
     (void)end;
-    tui_cmd_free_list(t->cands);
+    util_strv_free(t->cands);
     t->cands = NULL;
     if (line[0] != '/')
         return NULL;
@@ -453,7 +439,7 @@ static void tui_cmd_theme_list(struct tui *t)
     buf_appends(&b, "\nUser themes go in `~/.config/tokterm/themes/NAME.theme`.");
     tui_notice(t, buf_str(&b));
     buf_free(&b);
-    tui_cmd_free_list(v);
+    util_strv_free(v);
 }
 
 static void tui_cmd_theme(struct tui *t, const char *arg)
@@ -485,7 +471,7 @@ static void tui_cmd_profile(struct tui *t, const char *arg)
         }
         tui_notice(t, buf_str(&b));
         buf_free(&b);
-        tui_cmd_free_list(v);
+        util_strv_free(v);
         return;
     }
     if (t->answer != TUI_NO_ANSWER) {
@@ -594,7 +580,7 @@ static void tui_cmd_role(struct tui *t, const char *arg)
             buf_printf(&b, " `%s`", v[i]);
         tui_notice(t, buf_str(&b));
         buf_free(&b);
-        role_names_free(v);
+        util_strv_free(v);
         return;
     }
     struct role r;
