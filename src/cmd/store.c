@@ -17,6 +17,7 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <sys/stat.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -1316,6 +1317,10 @@ int cmd_store(const char *db_path, int argc, char **argv)
     int reader = 0, search = argc > 0 && strcmp(argv[0], "search") == 0;
     for (size_t i = 0; argc > 0 && i < TT_ARRAY_LEN(readers); i++)
         reader |= strcmp(argv[0], readers[i]) == 0;
+    /* no file there (a mistyped --db): rm, rename and cache open it as readers do, in memory,
+     * and say so (until 2026-12 they created an empty database at that path) */
+    struct stat sb;
+    reader |= stat(db_path, &sb) != 0 && errno == ENOENT;
     struct store *st = search   ? store_open_searcher(db_path, &info, &err)
                        : reader ? store_open_reader(db_path, &info, &err)
                                 : store_open(db_path, &info, &err);

@@ -11,6 +11,7 @@
 #include "base/xmalloc.h"
 
 #include <errno.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -284,6 +285,15 @@ int setup_store(struct setup *su, const struct cli *a, int required, struct buf 
     char *path = setup_db_path(a, c);
     struct store_open_info info;
     char *err = NULL;
+    struct stat st;
+    if (required && su->resume && stat(path, &st) != 0 && errno == ENOENT) {
+        /* a mistyped --db: said, and no file made (until 2026-12 an empty database was
+         * created there, and the run then said only that nothing was saved yet) */
+        buf_printf(warn, "no database at %s: nothing has been saved there to continue (check "
+                         "--db, or db = in the configuration)\n", path);
+        free(path);
+        return -1;
+    }
     su->store = store_open(path, &info, &err);
     if (!su->store) {
         buf_printf(warn, "warning: %s\n"

@@ -164,15 +164,24 @@ with ttlib.FakeServer() as srv:
     typo = os.path.join(home, "typo.db")
     for args, want_rc, want_out in ((["ls"], 0, b""), (["ls", "--json"], 0, b"[]"),
                                     (["search", "x"], 1, b""), (["show", "1"], 1, b""),
-                                    (["export", "1"], 1, b""), (["stats", "--json"], 0, b"{")):
+                                    (["export", "1"], 1, b""), (["stats", "--json"], 0, b"{"),
+                                    # nor do the commands that change it, nor -c -p (until
+                                    # 2026-12 each made an empty database at a mistyped path)
+                                    (["rm", "1"], 1, b""), (["rename", "1", "x"], 1, b""),
+                                    (["cache", "stats"], 0, b"entries"),
+                                    (["cache", "clear"], 0, b"cleared 0")):
         rc, out, err = run(home, "", ["--db", typo] + args)
         what = " ".join(args)
         t.ok(rc == want_rc and out.strip().startswith(want_out) and
              b"no database at " + typo.encode() in err,
              "--db at no file, %s: exit %d, says there is no database there" % (what, want_rc),
              "exit %d\n%s%s" % (rc, out.decode(), err.decode()))
+    rc, out, err = run(home, "", ["--db", typo, "-c", "-p", "go on"])
+    t.ok(rc == 2 and b"no database at " + typo.encode() in err and b"to continue" in err,
+         "--db at no file, -c -p: exit 2, says there is no database there", err.decode())
     t.ok(not os.path.exists(typo) and not os.path.exists(data_dir(home)),
-         "--db at no file: the readers made no file", str(os.listdir(home)))
+         "--db at no file: the readers, rm, rename, cache and -c made no file",
+         str(os.listdir(home)))
     rc, out, err = run(home, "", ["ls"])
     t.ok(rc == 0 and not os.path.exists(data_dir(home)) and b"no database at" in err,
          "a new user's ls: no data directory made, and says so", err.decode())
