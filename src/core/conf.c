@@ -1059,6 +1059,17 @@ static int conf_child_exited(pid_t pid)
 
 #define CONF_KEY_LINE 4096
 
+/* A SIGTERM, SIGHUP, SIGINT or SIGQUIT that came while a key command ran: the command's group
+ * is killed and the terminal given back before the signal is acted on (until 2026-12 a
+ * SIGTERM killed tokterm and left the command running, the terminal's foreground job). */
+static volatile sig_atomic_t conf_key_signal;
+static const int conf_key_sigs[] = {SIGTERM, SIGHUP, SIGINT, SIGQUIT};
+
+static void conf_key_on_signal(int sig)
+{
+    conf_key_signal = sig;
+}
+
 /* Read the command's output until end of file and its exit, until the deadline (util_now()):
  * the first line into line[CONF_KEY_LINE], the rest read and dropped (wiped). *got counts the
  * first line's bytes; *nl says whether it ended. Returns 1 when both happened. */
@@ -1067,10 +1078,12 @@ static int conf_key_read(int fd, pid_t pid, double deadline, char *line, size_t 
 {
     int exited = 0;
     char chunk[4096];
-    while (!(*eof && exited)) {
+    while (!(*eof && exited) && !conf_key_signal) {
         double left = deadline - util_now();
         if (left <= 0)
             break;
+        if (left > 0.1)
+            left = 0.1; /* a signal taken by another thread is seen within 0.1 s */
         if (*eof) {
             exited = conf_child_exited(pid);
             if (!exited)
@@ -1080,7 +1093,7 @@ static int conf_key_read(int fd, pid_t pid, double deadline, char *line, size_t 
         struct pollfd p = {.fd = fd, .events = POLLIN};
         int r = poll(&p, 1, (int)(left * 1000) + 1);
         if (r <= 0)
-            continue; /* EINTR, or the deadline */
+            continue; /* EINTR, or the deadline or a slice of it */
         ssize_t k = read(fd, chunk, sizeof chunk);
         if (k < 0 && (errno == EINTR || errno == EAGAIN))
             continue;
@@ -1130,20 +1143,32 @@ static char *conf_run_key_cmd(const char *cmd, const char *what, double timeout,
     setpgid(pid, pid); /* also here: the group exists before anything is sent to it */
     if (tty >= 0)
         conf_give_tty(tty, pid);
+    struct sigaction on, old[TT_ARRAY_LEN(conf_key_sigs)];
+    memset(&on, 0, sizeof on);
+    on.sa_handler = conf_key_on_signal; /* no SA_RESTART: poll() returns */
+    sigemptyset(&on.sa_mask);
+    conf_key_signal = 0;
+    for (size_t i = 0; i < TT_ARRAY_LEN(conf_key_sigs); i++)
+        if (sigaction(conf_key_sigs[i], NULL, &old[i]) == 0 && old[i].sa_handler != SIG_IGN)
+            sigaction(conf_key_sigs[i], &on, NULL); /* one ignored (nohup, `&`) stays so */
     char line[CONF_KEY_LINE];
     size_t got = 0;
     int nl = 0, eof = 0;
     int done = conf_key_read(fds[0], pid, util_now() + timeout, line, &got, &nl, &eof);
-    int status = 0;
+    int status = 0, sig = conf_key_signal;
     if (!done) {
         int exited = conf_child_exited(pid);
         killpg(pid, SIGTERM);
         killpg(pid, SIGCONT); /* a stopped process gets its SIGTERM now */
+        conf_key_signal = 0;
         conf_key_read(fds[0], pid, util_now() + 0.5, line, &got, &nl, &eof);
         killpg(pid, SIGKILL);
-        buf_printf(err, "%s did not finish in %g s (killed)%s; raise key_cmd_timeout or fix "
-                        "the command", what, timeout,
-                   exited ? ": a process it started kept its output open" : "");
+        if (sig)
+            buf_printf(err, "%s stopped: tokterm got signal %d", what, sig);
+        else
+            buf_printf(err, "%s did not finish in %g s (killed)%s; raise key_cmd_timeout or "
+                            "fix the command", what, timeout,
+                       exited ? ": a process it started kept its output open" : "");
     }
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
@@ -1151,6 +1176,13 @@ static char *conf_run_key_cmd(const char *cmd, const char *what, double timeout,
     if (tty >= 0) {
         conf_give_tty(tty, getpgrp());
         close(tty);
+    }
+    for (size_t i = 0; i < TT_ARRAY_LEN(conf_key_sigs); i++)
+        sigaction(conf_key_sigs[i], &old[i], NULL);
+    if (sig) {
+        util_wipe(line, sizeof line);
+        raise(sig); /* as it would have been: tokterm's own handler, or the default */
+        return NULL;
     }
     char *key = NULL;
     if (done) {

@@ -169,6 +169,35 @@ with ttlib.FakeServer() as srv:
     t.ok(rc == 2 and 9.5 < dt < 13 and "did not finish in 10 s (killed)" in err,
          "the default limit: 10 s (took %.1f s)" % dt, err)
 
+    # a signal to tokterm while the command runs ends the command's group too (until 2026-12
+    # SIGTERM and SIGHUP killed tokterm and left the command running)
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        home, path = home_with("", 0o600)
+        pidfile = os.path.join(home, "pid")
+        with open(path, "w") as f:
+            f.write("key_cmd_timeout = 60\napi_key_cmd = sh -c 'echo $$ >%s; exec sleep 302'\n"
+                    % pidfile)
+        p = subprocess.Popen([ttlib.tokterm_path(), "-p", "hi"], env=ttlib.clean_env(home, env),
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 10
+        while not read_pid(pidfile) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        pid = read_pid(pidfile)
+        p.send_signal(sig)
+        try:
+            rc = p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            rc = p.wait()
+        p.stdout.close()
+        p.stderr.close()
+        t.ok(rc == -sig and pid and gone(pid),
+             "%s while api_key_cmd runs: tokterm ends by it (%s) and the command's group is "
+             "gone (pid %d)" % (signal.Signals(sig).name, rc, pid))
+        if pid and not gone(pid, 0):
+            os.kill(pid, signal.SIGKILL)
+
     # a command that asks on the terminal gets it: its group is the foreground job there
     home, path = home_with("key_cmd_timeout = 8\napi_key_cmd = printf 'passphrase? ' >/dev/tty; "
                            "read -r k </dev/tty; echo \"$k\"\n", 0o600)
