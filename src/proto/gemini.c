@@ -40,6 +40,19 @@ static cJSON *gemini_text_part(const char *text)
     return part;
 }
 
+/* A call's id as the server gave it, or NULL: none, or one tokterm made to pair a result
+ * with its call ("call_ROUND_N", session.c) when the server named none. A server's id goes
+ * back in the functionCall and its functionResponse ("must be sent back"; until 2026-12 it
+ * never was, and parallel calls of one function could not be told apart). */
+static const char *gemini_server_id(const char *id)
+{
+    unsigned r, k;
+    int end = 0;
+    if (!id || !*id || (sscanf(id, "call_%u_%u%n", &r, &k, &end) == 2 && !id[end]))
+        return NULL;
+    return id;
+}
+
 /* The parts of a model turn that asked for tools: a functionCall per call (args: the
  * arguments as an object, {} when they were not one), with its thoughtSignature when the
  * answer had one (thinking_json: a JSON array of signatures, one per call, "" for none). */
@@ -49,6 +62,8 @@ static void gemini_call_parts(cJSON *turn, const struct api_message *m)
     for (size_t k = 0; k < m->n_calls; k++) {
         const struct tool_call *c = &m->calls[k];
         cJSON *part = cJSON_CreateObject(), *fc = cJSON_AddObjectToObject(part, "functionCall");
+        if (gemini_server_id(c->id))
+            cJSON_AddStringToObject(fc, "id", c->id);
         cJSON_AddStringToObject(fc, "name", c->wire ? c->wire : "");
         cJSON *args = c->args ? cJSON_ParseWithLength(c->args, c->args_len) : NULL;
         if (!cJSON_IsObject(args)) {
@@ -64,10 +79,13 @@ static void gemini_call_parts(cJSON *turn, const struct api_message *m)
     cJSON_Delete(sigs);
 }
 
-/* A tool's result: functionResponse {name, response: {"result" or "error": text}}. */
+/* A tool's result: functionResponse {id (the server's), name, response: {"result" or
+ * "error": text}}. */
 static cJSON *gemini_result_part(const struct api_message *m)
 {
     cJSON *part = cJSON_CreateObject(), *fr = cJSON_AddObjectToObject(part, "functionResponse");
+    if (gemini_server_id(m->tool_call_id))
+        cJSON_AddStringToObject(fr, "id", m->tool_call_id);
     cJSON_AddStringToObject(fr, "name", m->tool_name ? m->tool_name : "");
     cJSON *resp = cJSON_AddObjectToObject(fr, "response");
     cJSON_AddStringToObject(resp, m->tool_error ? "error" : "result", m->content ? m->content : "");

@@ -324,6 +324,28 @@ with ttlib.FakeServer() as srv:
          up[0]["functionResponse"]["response"] == {"result": "42"},
          "gemini: the calls (with the signature) and their results go back (rc %d)" % rc,
          text(err) + json.dumps(cs)[:1500])
+    t.ok(mp and up and not any("id" in p.get("functionCall", p.get("functionResponse", {}))
+                               for p in mp + up),
+         "gemini: calls the server gave no id go back without one (tokterm's own stay home)",
+         json.dumps(cs)[:1500])
+
+    # the server's call ids go back in the calls and their results (until 2026-12 they did not:
+    # two parallel calls of one function could not be told apart); ids tokterm made do not
+    n0 = len(srv.requests())
+    srv.queue(["replay=gemini_tool_call_ids.sse", "reply=Both done."])
+    rc, out, err = run(srv, home, ["--no-save", "--api", "gemini", "--base-url",
+                                   srv.url("/v1beta"), "--allow-tool", "test.*", "-p", "add"],
+                       env_extra={"GEMINI_API_KEY": KEY})
+    b = bodies(srv, n0)
+    cs = b[1].get("contents", []) if len(b) > 1 else []
+    mp = cs[1].get("parts", []) if len(cs) > 1 else []
+    up = cs[2].get("parts", []) if len(cs) > 2 else []
+    t.ok(rc == 0 and [p.get("functionCall", {}).get("id") for p in mp] == ["fc-7a1", "fc-7a2"] and
+         [(p.get("functionResponse", {}).get("id"), p.get("functionResponse", {}).get(
+             "response")) for p in up] == [("fc-7a1", {"result": "42"}),
+                                           ("fc-7a2", {"result": "2"})],
+         "gemini: the server's call ids go back with the calls and their results (rc %d)" % rc,
+         text(err) + json.dumps(cs)[:1500])
 
     # --- 10. Responses: function_call items in, function_call_output items out ---
     n0 = len(srv.requests())
