@@ -1109,8 +1109,13 @@ static void describe(int status, enum ratelimit_net net, const char *code, char 
     }
     if (status == 0)
         snprintf(buf, size, "no response");
+    else if (status >= 200 && status <= 299 && stream_error_status(code) == 429)
+        snprintf(buf, size, "rate limited (said in the stream)");
+    else if (status >= 200 && status <= 299 && code && strstr(code, "overloaded"))
+        snprintf(buf, size, "the server is overloaded (said in the stream)");
     else if (status >= 200 && status <= 299 && code)
-        snprintf(buf, size, "HTTP %d stream error %.40s", status, code);
+        /* until 2026-12 "HTTP 200 stream error server_error" */
+        snprintf(buf, size, "a server error in the stream (%.40s)", code);
     else
         snprintf(buf, size, "HTTP %d %s", status, status_phrase(status, code));
 }

@@ -72,7 +72,7 @@ const char *dialect_retry_code(const struct dialect *d, long status, const char 
     int verdict = d->retryable ? d->retryable(status, code) : -1;
     *never = verdict == 0;
     if (verdict == 1 && status >= 200 && status <= 299)
-        return "server_error";
+        return code && strstr(code, "overloaded") ? "overloaded" : "server_error";
     return code;
 }
 

@@ -85,7 +85,8 @@ const struct dialect *dialect_find(const char *name);
 
 /* The error code to hand the generic retry rules (ratelimit_should_retry) for an attempt that
  * ended with HTTP status and the provider's code (NULL: none), the dialect's retryable
- * verdict folded in: "server_error" for a streamed error in a 2xx answer the dialect retries
+ * verdict folded in: "server_error" ("overloaded" for an overload: Anthropic's
+ * overloaded_error) for a streamed error in a 2xx answer the dialect retries
  * (the generic rules know OpenAI's and Anthropic's words, not every dialect's), else code
  * itself (NULL for none). *never is set to 1 when the dialect says another attempt fails the
  * same (then nothing is to be retried), else to 0. */

@@ -67,6 +67,8 @@ int main(void)
     dialect_retry_code(an, 500, "invalid_request_error", &never);
     TAP_OK(never == 1,
            "retry code: anthropic's invalid_request_error is never retried");
+    TAP_STR(dialect_retry_code(an, 200, "overloaded_error", &never), "overloaded",
+            "retry code: an overload in a 200's stream stays an overload");
     TAP_OK(dialect_retry_code(an, 200, NULL, &never) == NULL && never == 0,
            "retry code: no code, none, and no veto");
 

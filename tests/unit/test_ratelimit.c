@@ -464,6 +464,15 @@ static void test_retry(void)
     TAP_INT(decide(0, RATELIMIT_NET_DROPPED, NULL, 1, 1, &p, &r, &delay, reason),
             RATELIMIT_NO_SHOWN, "dropped after text shown: no retry");
 
+    /* an error event in a 200's stream, said in words (until 2026-12 "HTTP 200 stream error
+     * server_error") */
+    TAP_INT(decide(200, RATELIMIT_NET_OK, "overloaded", 0, 1, &p, &r, &delay, reason),
+            RATELIMIT_RETRY, "an overload in the stream: retried");
+    TAP_OK(strncmp(reason, "the server is overloaded (said in the stream), retrying", 55) == 0,
+           "... and said so: %s", reason);
+    decide(200, RATELIMIT_NET_OK, "server_error", 0, 1, &p, &r, &delay, reason);
+    TAP_OK(strncmp(reason, "a server error in the stream (server_error), retrying", 53) == 0,
+           "a server error in the stream: said so: %s", reason);
     TAP_INT(decide(413, RATELIMIT_NET_OK, NULL, 0, 1, &p, &r, &delay, reason),
             RATELIMIT_NO_TOO_LARGE, "413 distinct verdict");
     TAP_STR(reason, "HTTP 413 request too large for the rate limit; not retrying the same request",
