@@ -1373,10 +1373,10 @@ static void batch_start(struct batch *b, struct batch_item *it, const cJSON *o)
 /* The request of slot s ended with r (taken). */
 static void batch_finish(struct batch *b, struct batch_slot *s, struct net_result *r)
 {
-    util_redact(r->error, b->key); /* every key: the pool's and the fallback's too */
+    net_result_redact(r, b->key); /* every key: the pool's and the fallback's too */
     for (int i = 0; i < b->o->n_pool; i++)
-        util_redact(r->error, b->o->pool_values[i]);
-    util_redact(r->error, b->o->fallback_key);
+        net_result_redact(r, b->o->pool_values[i]);
+    net_result_redact(r, b->o->fallback_key);
     if (r->quota_line && *r->quota_line) {
         free(b->quota_line);
         b->quota_line = xstrdup(r->quota_line);

@@ -1072,14 +1072,15 @@ void session_tick(struct session *s)
         session_store_failed(s);
 }
 
-void session_redact(const struct session *s, char *text)
+/* net_result_redact of r for every secret this session holds: an error may come from any key
+ * of the pool or from the fallback's server (defence in depth for messages that echo what they
+ * were sent) */
+static void session_redact_result(const struct session *s, struct net_result *r)
 {
-    /* every secret this session holds: an error may come from any key of the pool or from
-     * the fallback's server */
-    util_redact(text, s->key);
+    net_result_redact(r, s->key);
     for (int i = 0; i < s->n_pool; i++)
-        util_redact(text, s->pool_values[i]);
-    util_redact(text, s->fallback_key);
+        net_result_redact(r, s->pool_values[i]);
+    net_result_redact(r, s->fallback_key);
 }
 
 static enum store_status session_store_status(enum api_outcome o)
@@ -1637,7 +1638,7 @@ int session_dispatch(struct session *s, const struct session_sink *sink)
             }
             if (s->cancel_asked == e->req)
                 s->cancel_asked = 0;
-            session_redact(s, s->last->error);
+            session_redact_result(s, s->last);
             int64_t aid = s->answer_id;
             /* the answer, its cache entry, the quota and the counts: one commit */
             int batch = s->save && s->store && store_batch_begin(s->store) == 0;
@@ -2520,7 +2521,7 @@ static int session_summary_event(struct session *s, struct queue_event *e,
             session_store_failed(s);
     } else if (r->outcome != API_CANCELLED) {
         s->sum_failed = 1;
-        session_redact(s, r->error);
+        session_redact_result(s, r);
         free(s->sum_error);
         s->sum_error = xasprintf("the summary request failed (%s); older turns were dropped "
                                  "instead", r->error ? r->error : api_outcome_name(r->outcome));

@@ -203,9 +203,6 @@ void session_cancel(struct session *s);
 /* Ask the network thread to send the exchange in flight now, while it waits for its quota or a
  * retry's backoff (net_send_now). */
 void session_send_now(struct session *s);
-/* Replace every occurrence of the key in text by '*' (defence in depth for messages that echo
- * what they were sent). */
-void session_redact(const struct session *s, char *text);
 
 /* ---- context window and budget (for the status bar, /context, /budget, --json) ---- */
 

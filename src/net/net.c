@@ -176,6 +176,16 @@ void net_request_free(struct net_request *rq)
     free(rq);
 }
 
+void net_result_redact(struct net_result *r, const char *secret)
+{
+    util_redact(r->error, secret);
+    util_redact(r->error_code, secret);
+    util_redact(r->error_param, secret);
+    util_redact(r->model, secret);
+    util_redact(r->finish, secret);
+    util_redact(r->warning, secret);
+}
+
 void net_result_free(void *p)
 {
     struct net_result *r = p;

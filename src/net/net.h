@@ -137,6 +137,10 @@ int net_idle(struct net *n);
 void net_request_free(struct net_request *rq);
 /* Free a QEV_END result. */
 void net_result_free(void *result);
+/* util_redact over every text of r a server chose: the message, the error's code and member,
+ * the model and finish_reason it named, the warning (until 2026-12 only the message was: a
+ * key echoed as an error code reached stderr, one echoed as the model the store and --json). */
+void net_result_redact(struct net_result *r, const char *secret);
 /* An exchange that ended without the network (never sent, refused, libcurl missing): its end
  * is queued on q under id, with outcome, no timings and why (taken) as the error. */
 void net_result_push_local(struct queue *q, unsigned id, enum api_outcome outcome, char *why);

@@ -9,6 +9,8 @@ import sys
 
 sys.dont_write_bytecode = True
 
+import http.server  # noqa: E402
+import json  # noqa: E402
 import os  # noqa: E402
 import pty  # noqa: E402
 import resource  # noqa: E402
@@ -16,6 +18,7 @@ import select  # noqa: E402
 import signal  # noqa: E402
 import stat  # noqa: E402
 import subprocess  # noqa: E402
+import threading  # noqa: E402
 import time  # noqa: E402
 import urllib.parse  # noqa: E402
 
@@ -366,5 +369,56 @@ with ttlib.FakeServer() as srv:
          "a duplicate section: warned", err)
     t.ok("unknown option 'modle' ignored; did you mean 'model'?" in err,
          "an unknown key: did you mean", err)
+
+    # ---- a key a server echoes in the stream's other fields (until 2026-12 only the message
+    # was starred: as an error code it reached stderr, as the model the store and --json) ------
+    class Echo(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            key = self.headers.get("Authorization", "").split(" ")[-1]
+            if self.path.startswith("/err/"):
+                events = [{"id": "c", "model": key, "choices": [{"index": 0, "delta": {
+                    "content": "hi"}}]},
+                          {"error": {"message": "failure for key " + key, "code": key}}]
+            else:
+                events = [{"id": "c", "model": key, "choices": [{"index": 0, "delta": {
+                    "content": "hello"}, "finish_reason": None}]},
+                          {"id": "c", "model": key, "choices": [{"index": 0, "delta": {},
+                                                                 "finish_reason": key}]}]
+            body = "".join("data: %s\n\n" % json.dumps(e) for e in events).encode()
+            body += b"data: [DONE]\n\n"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):
+            pass
+
+    echo = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Echo)
+    threading.Thread(target=echo.serve_forever, daemon=True).start()
+    home = ttlib.make_home()
+    eurl = "http://127.0.0.1:%d" % echo.server_port
+    rc, out, err, _ = timed(["--retries", "0", "--json", "-p", "hi"], home=home,
+                            env={"OPENAI_BASE_URL": eurl + "/err/v1"})
+    rc2, out2, err2, _ = timed(["--json", "-p", "hi"], home=home,
+                               env={"OPENAI_BASE_URL": eurl + "/ok/v1"})
+    saved = b""
+    for root, _, files in os.walk(home):
+        for f in files:
+            with open(os.path.join(root, f), "rb") as fh:
+                saved += fh.read()
+    t.ok(rc == 3 and KEY not in err and KEY.encode() not in out and "failure for key" in err,
+         "a key echoed as a mid-stream error's code: starred on stderr and in --json",
+         err + out.decode("utf-8", "replace"))
+    t.ok(rc2 == 0 and KEY.encode() not in out2 and b"hello" in out2 and KEY not in err2,
+         "a key echoed as the model and the finish_reason: starred in --json",
+         err2 + out2.decode("utf-8", "replace"))
+    t.ok(len(saved) > 0 and KEY.encode() not in saved,
+         "... and in nothing saved (the database, its WAL, the cache)")
+    echo.shutdown()
 
 sys.exit(t.done())
