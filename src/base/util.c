@@ -188,6 +188,55 @@ void util_wipe(void *p, size_t n)
         explicit_bzero(p, n);
 }
 
+/* The authority of url (after "scheme://", up to '/', '?' or '#'): *at gets the '@' that ends
+ * its userinfo, NULL when none. Returns the authority's start, or NULL for no "://". */
+static const char *util_url_authority(const char *url, const char **at)
+{
+    const char *a = url ? strstr(url, "://") : NULL;
+    *at = NULL;
+    if (!a)
+        return NULL;
+    a += 3;
+    size_t n = strcspn(a, "/?#");
+    for (size_t i = 0; i < n; i++)
+        if (a[i] == '@')
+            *at = a + i; /* the last: a password may hold an '@' written raw */
+    return a;
+}
+
+static int util_hex(int c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+         : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+char *util_url_userinfo(const char *url)
+{
+    const char *at, *a = util_url_authority(url, &at);
+    if (!a || !at || at == a)
+        return NULL;
+    char *u = xmalloc((size_t)(at - a) + 1), *o = u;
+    for (const char *p = a; p < at; p++) {
+        int h, l;
+        if (*p == '%' && p + 2 < at && (h = util_hex(p[1])) >= 0 && (l = util_hex(p[2])) >= 0) {
+            *o++ = (char)(h * 16 + l);
+            p += 2;
+        } else {
+            *o++ = *p;
+        }
+    }
+    *o = '\0';
+    return u;
+}
+
+char *util_url_shown(const char *url)
+{
+    const char *at, *a = util_url_authority(url, &at);
+    if (!a || !at)
+        return xstrdup(url ? url : "");
+    return xasprintf("%.*s%s", (int)(a - url), url, at + 1);
+}
+
 void util_strv_free(char **v)
 {
     for (size_t i = 0; v && v[i]; i++)

@@ -82,6 +82,11 @@ char *util_trim(char *s);
 
 /* 1 when s starts with prefix. */
 int util_starts_with(const char *s, const char *prefix);
+/* The userinfo of a URL ("user:password" of scheme://user:password@host/...), percent-decoded,
+ * as a new string (wipe it), or NULL when the URL has none. */
+char *util_url_userinfo(const char *url);
+/* url without its userinfo, to show (a new string; a copy when it has none). */
+char *util_url_shown(const char *url);
 
 /* The next line of a line-oriented data file at *cur, NUL-terminated in place, skipping empty
  * lines and '#' comments; NULL at the end of the text. */

@@ -1308,6 +1308,7 @@ static void net_finish(struct net *n, struct xfer *x, CURLcode res)
         r->error = more;
     }
     r->error = net_clean_message(r->error);
+    net_proxy_redact(r->error); /* a proxy's 407 page may echo its credentials */
     char line[512];
     if (q && q->key.state.seen &&
         ratelimit_state_save(&q->key.state, now, (double)time(NULL), line, sizeof line) >= 0)

@@ -357,10 +357,13 @@ void otlp_shutdown(void)
     pthread_cond_signal(&otlp.cv);
     pthread_mutex_unlock(&otlp.mu);
     pthread_join(otlp.thread, NULL);
-    if (otlp.failed || otlp.dropped)
+    if (otlp.failed || otlp.dropped) {
+        char *shown = util_url_shown(otlp.url); /* never its user:password */
         fprintf(stderr, "tokterm: warning: %lu span%s not exported to %s%s%s\n",
                 otlp.failed + otlp.dropped, otlp.failed + otlp.dropped == 1 ? "" : "s",
-                otlp.url, *otlp.why ? ": " : "", otlp.why);
+                shown, *otlp.why ? ": " : "", otlp.why);
+        free(shown);
+    }
     curl_slist_free_all(otlp.headers);
     free(otlp.q);
     free(otlp.url);

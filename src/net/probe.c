@@ -380,7 +380,42 @@ int net_probe(const struct net_probe_request *req, struct net_probe_result *out)
         util_redact(out->headers.data, req->secret);
         util_redact(out->body.data, req->secret);
     }
+    net_proxy_redact(out->why);
+    net_proxy_redact(out->headers.data);
+    net_proxy_redact(out->body.data);
     return 0;
+}
+
+static char **net_proxy_secrets; /* NULL-terminated, made once */
+static pthread_once_t net_proxy_once = PTHREAD_ONCE_INIT;
+
+static void net_proxy_secrets_make(void)
+{
+    static const char *const vars[] = {"http_proxy", "https_proxy", "all_proxy", "HTTPS_PROXY",
+                                       "ALL_PROXY"};
+    size_t n = 0;
+    net_proxy_secrets = xcalloc(3 * TT_ARRAY_LEN(vars) + 1, sizeof *net_proxy_secrets);
+    for (size_t i = 0; i < TT_ARRAY_LEN(vars); i++) {
+        char *u = util_url_userinfo(getenv(vars[i]));
+        if (!u)
+            continue;
+        struct buf b = BUF_INIT;
+        buf_append_base64(&b, u, strlen(u));
+        net_proxy_secrets[n++] = buf_take(&b);
+        char *colon = strchr(u, ':');
+        if (colon && colon[1])
+            net_proxy_secrets[n++] = xstrdup(colon + 1);
+        net_proxy_secrets[n++] = u;
+    }
+}
+
+void net_proxy_redact(char *text)
+{
+    if (!text)
+        return;
+    pthread_once(&net_proxy_once, net_proxy_secrets_make);
+    for (char **s = net_proxy_secrets; *s; s++)
+        util_redact(text, *s);
 }
 
 void net_probe_result_free(struct net_probe_result *out)

@@ -14,6 +14,12 @@ char *net_library_version(const char **why);
 /* Does GET url answer 200 within timeout_ms? 1 yes, 0 no (nothing, an error, libcurl missing). */
 int net_answers(const char *url, long timeout_ms);
 
+/* Star in text (may be NULL) every credential of the proxy variables libcurl reads
+ * (http_proxy, https_proxy, all_proxy, HTTPS_PROXY, ALL_PROXY): each user:password, its
+ * password, and their base64, which a Proxy-Authorization: Basic carries and a proxy's 407 page
+ * may echo (until 2026-12 printed, saved and shown by doctor as it came). */
+void net_proxy_redact(char *text);
+
 struct curl_slist;
 /* For net/: wipe each line of a header list (one may carry a key) and free the list. */
 void net_headers_free(struct curl_slist *headers);

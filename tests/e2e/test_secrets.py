@@ -9,6 +9,7 @@ import sys
 
 sys.dont_write_bytecode = True
 
+import base64  # noqa: E402
 import http.server  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
@@ -420,5 +421,53 @@ with ttlib.FakeServer() as srv:
     t.ok(len(saved) > 0 and KEY.encode() not in saved,
          "... and in nothing saved (the database, its WAL, the cache)")
     echo.shutdown()
+
+    # ---- a proxy's credentials: a 407 page that echoes them, and an OTLP endpoint's (until
+    # 2026-12 printed, saved in the answer's error and shown by doctor as they came) ----------
+    class Proxy(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def answer(self):
+            n = int(self.headers.get("Content-Length", 0) or 0)
+            if n:
+                self.rfile.read(n)
+            body = ("proxy denied: you sent %s" %
+                    self.headers.get("Proxy-Authorization", "nothing")).encode()
+            self.send_response(407)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = do_HEAD = answer
+
+        def log_message(self, *a):
+            pass
+
+    proxy = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Proxy)
+    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    home = ttlib.make_home()
+    pw = "PROXYSECRET99"
+    penv = {"http_proxy": "http://puser:%s@127.0.0.1:%d" % (pw, proxy.server_port),
+            "no_proxy": None, "NO_PROXY": None, "OPENAI_BASE_URL": "http://192.0.2.1:9/v1"}
+    rc, out, err, _ = timed(["--retries", "0", "-p", "hi"], home=home, env=penv)
+    rc2, out2, err2, _ = timed(["doctor"], home=home, env=penv)
+    saved = b""
+    for root, _, files in os.walk(home):
+        for f in files:
+            with open(os.path.join(root, f), "rb") as fh:
+                saved += fh.read()
+    b64 = base64.b64encode(b"puser:" + pw.encode()).decode()
+    t.ok(rc != 0 and "407" in err and pw not in err and b64 not in err,
+         "a 407 that echoes the proxy's Basic credentials: starred on stderr", err)
+    t.ok("407" in out2.decode() and pw not in err2 + out2.decode() and b64 not in err2 + out2.decode(),
+         "... and in doctor", out2.decode()[-800:] + err2)
+    t.ok(pw.encode() not in saved and b64.encode() not in saved, "... and in the database")
+    proxy.shutdown()
+    oenv = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://ou:OTELPASS77@127.0.0.1:9",
+            "OPENAI_BASE_URL": srv.base()}
+    rc, out, err, _ = timed(["--incognito", "-p", "hi"], env=oenv)
+    t.ok(rc == 0 and "not exported to http://127.0.0.1:9/" in err and "OTELPASS77" not in err,
+         "an OTLP endpoint's user:password: not in the warning", err)
 
 sys.exit(t.done())

@@ -164,6 +164,17 @@ int main(void)
                util_json_long(__builtin_nan(""), -1) == -1 &&
                util_json_long(__builtin_inf(), -1) == -1,
            "util_json_long: 2^53 and past it, infinities and NaN give the default");
+    /* a URL's credentials: taken out to show, and read (percent-decoded) to star */
+    char *u = util_url_userinfo("http://pu%40ser:p%3Ass@w@proxy:3128/x?a=b@c");
+    char *v = util_url_shown("http://pu%40ser:p%3Ass@w@proxy:3128/x?a=b@c");
+    TAP_STR(u, "pu@ser:p:ss@w", "util_url_userinfo: up to the authority's last @, decoded");
+    TAP_STR(v, "http://proxy:3128/x?a=b@c", "util_url_shown: the userinfo taken out");
+    free(u);
+    free(v);
+    u = util_url_userinfo("http://proxy:3128/a@b");
+    v = util_url_shown("redis:x");
+    TAP_OK(u == NULL && strcmp(v, "redis:x") == 0, "no userinfo: NULL, and the URL as it is");
+    free(v);
     test_dlopen();
     test_spawn_detached(1);
     test_spawn_detached(0);
