@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -87,6 +88,7 @@ void mcp_client_free(struct mcp_client *c, double grace)
     buf_free(&c->dead_why);
     buf_free(&c->stderr_tail);
     mcp_conf_clear(&c->conf);
+    mcp_strv_free_all(c->secrets);
     pthread_cond_destroy(&c->cv);
     pthread_mutex_destroy(&c->mu);
     pthread_mutex_destroy(&c->write_mu);
@@ -95,6 +97,52 @@ void mcp_client_free(struct mcp_client *c, double grace)
 }
 
 /* ---- what went wrong, for messages --------------------------------------------------- */
+
+void mcp_secret_add(struct mcp_client *c, const char *s)
+{
+    if (!s || strlen(s) < 8)
+        return; /* util_redact stars runs of 8 bytes or more */
+    pthread_mutex_lock(&c->mu);
+    size_t i = 0;
+    while (i < c->n_secrets && strcmp(c->secrets[i], s) != 0)
+        i++;
+    if (i == c->n_secrets) {
+        XGROW(c->secrets, c->n_secrets + 2, c->cap_secrets);
+        c->secrets[c->n_secrets++] = xstrdup(s);
+        c->secrets[c->n_secrets] = NULL;
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+int mcp_secret_name(const char *name, size_t n)
+{
+    static const char *const words[] = {"key", "token", "secret", "pass", "auth", "cred",
+                                        "cookie", "session"};
+    for (size_t w = 0; w < TT_ARRAY_LEN(words); w++) {
+        size_t k = strlen(words[w]);
+        for (size_t i = 0; i + k <= n; i++)
+            if (strncasecmp(name + i, words[w], k) == 0)
+                return 1;
+    }
+    return 0;
+}
+
+/* Star c's secrets in text (may be NULL; c->mu held). */
+static void mcp_redact(const struct mcp_client *c, char *text)
+{
+    for (size_t i = 0; text && i < c->n_secrets; i++)
+        util_redact(text, c->secrets[i]);
+}
+
+/* ... in every string of a message from the server (c->mu held) */
+static void mcp_redact_tree(const struct mcp_client *c, cJSON *j)
+{
+    for (; j; j = j->next) {
+        if (cJSON_IsString(j))
+            mcp_redact(c, j->valuestring);
+        mcp_redact_tree(c, j->child);
+    }
+}
 
 void mcp_stderr_add(struct mcp_client *c, const char *p, size_t n)
 {
@@ -174,6 +222,8 @@ static void mcp_settle(struct mcp_client *c, struct mcp_pending *p, enum mcp_sta
         buf_appends(&p->error, why);
     if (st != MCP_OK && st != MCP_RPC_ERROR && st != MCP_CANCELLED)
         mcp_diagnose(c, &p->diag);
+    mcp_redact(c, p->error.data);
+    mcp_redact(c, p->diag.data);
     pthread_cond_broadcast(&c->cv);
 }
 
@@ -192,6 +242,7 @@ void mcp_server_ended(struct mcp_client *c, const char *why)
     c->dead = 1;
     buf_reset(&c->dead_why);
     buf_appends(&c->dead_why, why);
+    mcp_redact(c, c->dead_why.data);
     for (struct mcp_pending *p = c->pending; p; p = p->next)
         mcp_settle(c, p, MCP_FAILED, why);
     pthread_cond_broadcast(&c->cv);
@@ -370,6 +421,11 @@ void mcp_dispatch(struct mcp_client *c, const char *msg, size_t n)
                    ? cJSON_ParseWithLength(mended.data, mended.len)
                    : cJSON_ParseWithLength(msg + lead, n - lead);
     buf_free(&mended);
+    if (j && c->n_secrets) {
+        pthread_mutex_lock(&c->mu);
+        mcp_redact_tree(c, j);
+        pthread_mutex_unlock(&c->mu);
+    }
     if (cJSON_IsArray(j)) { /* a batch (2025-03-26) */
         const cJSON *m;
         cJSON_ArrayForEach(m, j)

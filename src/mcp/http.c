@@ -42,8 +42,14 @@ static int mcp_http_open(struct mcp_client *c, struct buf *err)
     for (char **h = c->conf.headers; h && *h; h++, n++)
         uses_key |= strstr(*h, "{key}") != NULL;
     char **v = xcalloc(n + 2, sizeof *v);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         v[i] = mcp_expand(c->conf.headers[i], key);
+        const char *colon = strchr(v[i], ':');
+        if (colon && mcp_secret_name(v[i], (size_t)(colon - v[i]))) /* "Bearer KEY" whole:
+                                                                       its pieces are starred */
+            mcp_secret_add(c, colon + 1 + strspn(colon + 1, " \t"));
+    }
+    mcp_secret_add(c, key);
     if (key && !uses_key)
         v[n++] = xasprintf("Authorization: Bearer %s", key);
     mcp_strv_free_all(c->http_headers);

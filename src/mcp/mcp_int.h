@@ -65,6 +65,10 @@ struct mcp_client {
     /* HTTP */
     char *session_id;
     char **http_headers;    /* the headers with $VAR and {key} expanded (wiped at the end) */
+    /* what the section's secrets became (its env values, header values, key): starred in all
+     * the server sends (mcp_secret_add; NULL-terminated, wiped at the end) */
+    char **secrets;
+    size_t n_secrets, cap_secrets;
     int http_threads;       /* requests in flight, each on a thread of its own */
     int stopping;
 };
@@ -79,6 +83,14 @@ void mcp_oversized(struct mcp_client *c, const char *head, size_t hn, const char
 void mcp_server_ended(struct mcp_client *c, const char *why);
 /* A failure of one request's transport (HTTP): that request fails with why. */
 void mcp_request_failed(struct mcp_client *c, long id, enum mcp_status st, const char *why);
+/* Keep s (8 bytes or more) among c's secrets: starred wherever the server's words are shown,
+ * sent to the model or saved (until 2026-12 a server that echoed its key in an error, a result
+ * or on stderr had it printed, sent and saved). */
+void mcp_secret_add(struct mcp_client *c, const char *s);
+/* Does a variable's or header's name (n bytes) say its value is a secret (key, token, secret,
+ * pass, auth, cred, cookie, session, in any case)? Only those values are kept: "Accept:
+ * application/json" or PATH=/usr/bin would star a tool's ordinary words. */
+int mcp_secret_name(const char *name, size_t n);
 /* Keep the last bytes of the server's stderr. */
 void mcp_stderr_add(struct mcp_client *c, const char *p, size_t n);
 /* $NAME and ${NAME} of s expanded from the environment (unset: empty); {key} to key. */

@@ -41,9 +41,11 @@ static int mcp_env_inherited(const char *e)
     return 0;
 }
 
-/* The child's environment: the inherited variables, then the section's env (expanded). */
-static char **mcp_child_env(const struct mcp_server_conf *conf)
+/* The child's environment: the inherited variables, then the section's env (expanded; its
+ * values are c's secrets). */
+static char **mcp_child_env(struct mcp_client *c)
 {
+    const struct mcp_server_conf *conf = &c->conf;
     size_t n = 0, cap = 0;
     char **v = NULL;
     for (char **e = environ; e && *e; e++)
@@ -61,6 +63,8 @@ static char **mcp_child_env(const struct mcp_server_conf *conf)
             }
         XGROW(v, n + 2, cap);
         char *val = mcp_expand(*e + nl, NULL);
+        if (mcp_secret_name(*e, nl - 1))
+            mcp_secret_add(c, val);
         v[n++] = xasprintf("%.*s%s", (int)nl, *e, val);
         util_wipe(val, strlen(val));
         free(val);
@@ -307,7 +311,7 @@ static void *mcp_stdio_reader(void *arg)
 static int mcp_stdio_open(struct mcp_client *c, struct buf *err)
 {
     int in[2] = {-1, -1}, out[2] = {-1, -1}, er[2] = {-1, -1};
-    char **env = mcp_child_env(&c->conf);
+    char **env = mcp_child_env(c);
     char *prog = mcp_find_program(c->conf.argv[0], env);
     int rc = -1;
     posix_spawn_file_actions_t fa;

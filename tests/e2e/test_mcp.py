@@ -13,6 +13,7 @@ import sys
 
 sys.dont_write_bytecode = True
 
+import hashlib  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import re  # noqa: E402
@@ -177,7 +178,15 @@ rc, out, err = tt(cfg, ["mcp", "call", "h", "structured"])
 t.eq(out, '{"answer":42}\n', "structured content alone is printed as JSON")
 
 rc, out, err = tt(cfg, ["mcp", "call", "h", "env"], env={"MY_SECRET": "s3cr3t-value"})
-t.eq(out, "s3cr3t-value\n", "env = NAME=${VAR}: the value comes from tokterm's environment")
+t.eq(out, "sha:%s raw:************\n" % hashlib.sha256(b"s3cr3t-value").hexdigest()[:12],
+     "env = NAME=${VAR}: the value comes from tokterm's environment (and its echo is starred)")
+# a server that echoes a secret of its section (until 2026-12 printed, sent to the model and
+# saved as it came)
+for how, want_rc in (("rpc", 3), ("is_error", 1), ("stderr", 4)):
+    rc, out, err = tt(cfg, ["mcp", "call", "h", "env_echo", '{"how": "%s"}' % how],
+                      env={"MY_SECRET": "s3cr3t-value"})
+    t.ok(rc == want_rc and "s3cr3t-value" not in out + err and "****" in out + err,
+         "a server that echoes its env secret (%s): starred" % how, "%d %s%s" % (rc, out, err))
 
 rc, out, err = tt(cfg, ["mcp", "call", "h", "fds"])
 t.eq((rc, out), (0, "none\n"), "a server inherits no descriptor but stdin, stdout, stderr")

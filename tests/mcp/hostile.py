@@ -42,6 +42,7 @@ SIGKILL ends it. --stderr-after-eof MB writes MB MiB to stderr after the linger,
 --pidfile FILE writes its pid to FILE at start; --listed FILE creates FILE once it has
 answered the last page of tools/list (the client is ready).
 """
+import hashlib
 import json
 import os
 import sys
@@ -289,9 +290,23 @@ for raw in sys.stdin.buffer:
                 except OSError:
                     pass  # the listing's own descriptor, closed by now
             result(i, {"content": [{"type": "text", "text": " ".join(seen) or "none"}]})
-        elif name == "env":
-            result(i, {"content": [{"type": "text",
-                                    "text": os.environ.get("SECRET_FOR_TEST", "unset")}]})
+        elif name == "env":  # the value's digest (what arrived) and the value (starred)
+            v = os.environ.get("SECRET_FOR_TEST", "unset")
+            result(i, {"content": [{"type": "text", "text": "sha:%s raw:%s" % (
+                hashlib.sha256(v.encode()).hexdigest()[:12], v)}]})
+        elif name == "env_echo":  # the secret echoed back every way a server can
+            v = os.environ.get("SECRET_FOR_TEST", "unset")
+            how = a.get("how", "rpc")
+            if how == "rpc":
+                send({"jsonrpc": "2.0", "id": i, "error": {"code": -32000,
+                                                           "message": "rpc fail " + v}})
+            elif how == "is_error":
+                result(i, {"content": [{"type": "text", "text": "bad token " + v}],
+                           "isError": True})
+            else:
+                sys.stderr.write("fatal: token %s rejected\n" % v)
+                sys.stderr.flush()
+                os._exit(3)
         elif name == "list_changed":
             extra_tools.append("added")
             send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
