@@ -460,6 +460,15 @@ static void script_jw_flush(struct script_jw *w, int last)
 
 static void script_jw_put(struct script_jw *w, const char *s, size_t n)
 {
+    /* JSON is UTF-8: a byte a server sent that is not (in the answer, the model, an error) is
+     * U+FFFD here, as in `export --format json` (until 2026-12 written raw: json.load refused
+     * the line) */
+    size_t fixed_n;
+    char *fixed = utf8_for_wire(s, n, &fixed_n);
+    if (fixed) {
+        s = fixed;
+        n = fixed_n;
+    }
     while (n) {
         size_t k = w->out.len < SCRIPT_PIECE ? SCRIPT_PIECE - w->out.len : 0;
         k = k < n ? k : n;
@@ -469,6 +478,7 @@ static void script_jw_put(struct script_jw *w, const char *s, size_t n)
         s += k;
         n -= k;
     }
+    free(fixed);
 }
 
 /* s[0..n) as the inside of a JSON string, escaped as cJSON escapes it. */
