@@ -2597,6 +2597,18 @@ void session_count_debug(const struct session *s, size_t *answer_bytes, size_t *
  * the first plan that needs it counts it. The text is not hashed here: a long answer was
  * hashed twice at its end (once to record its count in the cache, once to find it there for
  * the store). */
+/* The longest token of o200k_base and cl100k_base, in bytes (their rank tables' max_len). */
+#define SESSION_TOKEN_BYTES 128
+
+/* Could the server's completion_tokens be the count of an answer of bytes bytes? Not when
+ * fewer tokens than bytes / SESSION_TOKEN_BYTES: a broken or lying server (5 tokens for 2 MB)
+ * made the history carry 2 MB as 5 tokens, unseen by the window's check, /context and
+ * /budget, and sent in full on every later turn (until 2026-12). Then the text is counted. */
+static int session_usage_fits(const struct net_result *r, size_t bytes)
+{
+    return (double)r->usage.completion * SESSION_TOKEN_BYTES >= (double)bytes;
+}
+
 static void session_answer_record(struct session *s, const struct net_result *r)
 {
     if (r->outcome == API_OK && !r->usage.present)
@@ -2607,7 +2619,8 @@ static void session_answer_record(struct session *s, const struct net_result *r)
         s->ans_tokens = context_stream_count(s->ans_count);
     else if (r->usage.present && r->usage.completion > 0 && !r->usage.reasoning &&
              !r->n_calls && !s->reasoning.len && !context_approximate(s->ctx) &&
-             (r->outcome == API_OK || r->outcome == API_CUT))
+             (r->outcome == API_OK || r->outcome == API_CUT) &&
+             session_usage_fits(r, s->answer.len))
         s->ans_tokens = (long)r->usage.completion;
 }
 
@@ -2641,7 +2654,8 @@ static void session_context_end(struct session *s, const struct net_result *r)
     s->ans_unkept_tokens = 0;
     if (!s->keep_answer && r->usage.present && r->usage.completion > 0 && !r->usage.reasoning &&
         !r->reasoning_bytes && !context_approximate(s->ctx) &&
-        (r->outcome == API_OK || r->outcome == API_CUT)) {
+        (r->outcome == API_OK || r->outcome == API_CUT) &&
+        session_usage_fits(r, r->content_bytes)) {
         s->ans_unkept_tokens = (long)r->usage.completion;
         s->ans_unkept_bytes = r->content_bytes;
     }

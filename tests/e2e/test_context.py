@@ -15,6 +15,7 @@ import json  # noqa: E402
 import os  # noqa: E402
 import sqlite3  # noqa: E402
 import subprocess  # noqa: E402
+import urllib.parse  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ttlib  # noqa: E402
@@ -276,6 +277,21 @@ with ttlib.FakeServer() as srv:
     cfg = write_config(home, "context_policy = squash\n")
     rc, out, err = run(home, cfg, ["-p", "x"])
     t.ok(rc == 2 and b"context_policy must be one of" in err, "a bad context_policy is refused",
+         err.decode(errors="replace"))
+
+    # --- a server whose completion_tokens cannot be the answer's (1 token for 15 kB): the
+    # answer is counted (until 2026-12 it went into the history as 1 token, unseen by the
+    # window's check and /budget, and was sent in full on every later turn) ------------------
+    home = ttlib.make_home()
+    cfg = write_config(home, "")
+    lie = ("reply=" + "word%20" * 3000 + ",usage_json=" +
+           urllib.parse.quote('{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6}'))
+    srv.queue([lie, "reply=ok"])
+    rc, out, err = run(home, cfg, ["--json", "-p", "one", "-p", "two"])
+    lines = [json.loads(x) for x in out.decode().splitlines() if x.strip()]
+    ctx = lines[1].get("context", {}).get("prompt_tokens", 0) if len(lines) == 2 else 0
+    t.ok(rc == 0 and ctx >= 3000 and count("word " * 3000) <= ctx,
+         "1 completion token for 3,000 words: the next turn counts the answer (%d tokens)" % ctx,
          err.decode(errors="replace"))
 
 sys.exit(t.done())
