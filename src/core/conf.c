@@ -201,6 +201,9 @@ static const char *conf_choices(const char *key)
         return "auto|always|never";
     if (strcmp(key, "pdf") == 0)
         return "auto|document|text";
+    if (strcmp(key, "max_tokens_field") == 0) /* until 2026-12 any name was sent: a typo
+                                                 dropped the length limit */
+        return "max_tokens|max_completion_tokens";
     return NULL;
 }
 

@@ -277,6 +277,16 @@ int main(void)
     TAP_OK(conf_set(&c, "model", "llama3.1:8b", &err) == 0 && strcmp(c.model, "llama3.1:8b") == 0,
            "a model name is taken as it is");
     conf_free(&c);
+    /* a misspelt field name went out as a member of its own: no length limit at all */
+    conf_defaults(&c);
+    buf_reset(&err);
+    TAP_OK(conf_set(&c, "max_tokens_field", "max_completion_token", &err) == -1 &&
+               strstr(buf_str(&err), "max_tokens_field must be one of max_tokens|"
+                                     "max_completion_tokens") &&
+               strcmp(c.max_tokens_field, "max_tokens") == 0 &&
+               conf_set(&c, "max_tokens_field", "max_completion_tokens", &err) == 0,
+           "max_tokens_field: a misspelt name refused, the two names taken: %s", buf_str(&err));
+    conf_free(&c);
 
     /* Commands run only from a file nobody else can change (as ssh's StrictModes) */
     {
