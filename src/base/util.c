@@ -5,6 +5,7 @@
 #include "base/xmalloc.h"
 
 #include <dlfcn.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -235,6 +236,32 @@ char *util_url_shown(const char *url)
     if (!a || !at)
         return xstrdup(url ? url : "");
     return xasprintf("%.*s%s", (int)(a - url), url, at + 1);
+}
+
+size_t util_distance(const char *a, const char *b, size_t max)
+{
+    size_t n = strlen(a), m = strlen(b);
+    if (n > 64 || m > 64 || (n > m ? n - m : m - n) > max)
+        return max + 1;
+    unsigned short d[65][65];
+    for (size_t i = 0; i <= n; i++)
+        d[i][0] = (unsigned short)i;
+    for (size_t j = 0; j <= m; j++)
+        d[0][j] = (unsigned short)j;
+    for (size_t i = 1; i <= n; i++)
+        for (size_t j = 1; j <= m; j++) {
+            int same = tolower((unsigned char)a[i - 1]) == tolower((unsigned char)b[j - 1]);
+            unsigned short v = (unsigned short)(d[i - 1][j - 1] + !same);
+            if (d[i - 1][j] + 1 < v)
+                v = (unsigned short)(d[i - 1][j] + 1);
+            if (d[i][j - 1] + 1 < v)
+                v = (unsigned short)(d[i][j - 1] + 1);
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                d[i - 2][j - 2] + 1 < v)
+                v = (unsigned short)(d[i - 2][j - 2] + 1);
+            d[i][j] = v;
+        }
+    return d[n][m];
 }
 
 void util_strv_free(char **v)

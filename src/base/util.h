@@ -67,6 +67,9 @@ int util_out_flushed(FILE *f, int code, const char *who);
  * (explicit_bzero): for keys and anything holding one, before it is freed or goes out of
  * scope. p may be NULL when n is 0. */
 void util_wipe(void *p, size_t n);
+/* The edit distance of a and b, ignoring case (a transposition counts one), or max + 1 when
+ * it is larger (also for words over 64 bytes). */
+size_t util_distance(const char *a, const char *b, size_t max);
 /* Free a NULL-terminated array of strings and each of them; NULL is fine. */
 void util_strv_free(char **v);
 /* Wipe the string s (up to its NUL) and free it; NULL is fine. */

@@ -14,6 +14,27 @@ const char *const cli_subcommands[] = {
     "batch", "models", "roles", "mcp", "help", "version", NULL,
 };
 
+/* The subcommand a lone word was probably meant to be (a typo, or another tool's name for
+ * it), or NULL: a word of letters one edit from a subcommand (three letters or more), or a
+ * usual other name. */
+static const char *cli_near_subcommand(const char *w)
+{
+    static const char *const other[][2] = {{"list", "ls"},   {"history", "ls"},
+                                           {"delete", "rm"}, {"remove", "rm"},
+                                           {"find", "search"}, {"grep", "search"}};
+    size_t n = strlen(w);
+    for (size_t i = 0; i < n; i++)
+        if (w[i] < 'a' || w[i] > 'z')
+            return NULL;
+    for (size_t i = 0; i < TT_ARRAY_LEN(other); i++)
+        if (strcmp(w, other[i][0]) == 0)
+            return other[i][1];
+    for (size_t k = 0; n >= 3 && cli_subcommands[k]; k++)
+        if (util_distance(w, cli_subcommands[k], 1) <= 1)
+            return cli_subcommands[k];
+    return NULL;
+}
+
 struct cli_opt {
     const char *lng;
     char shrt;
@@ -192,6 +213,12 @@ int cli_parse(struct cli *c, int argc, char **argv, struct buf *err)
     if (nwords) {
         if (c->n_prompts) {
             buf_printf(err, "give the prompt either with -p or as words, not both");
+            goto fail;
+        }
+        const char *near = nwords == 1 ? cli_near_subcommand(buf_str(&words)) : NULL;
+        if (near) { /* until 2026-12 `tokterm list` was sent as a prompt, and saved */
+            buf_printf(err, "'%s' is not a command; did you mean '%s'? (to send it as a "
+                            "prompt: tokterm -p %s)", buf_str(&words), near, buf_str(&words));
             goto fail;
         }
         c->prompt_buf = buf_take(&words);

@@ -514,33 +514,6 @@ static int conf_apply_section(struct conf *c, struct conf_line *lines, size_t n,
     return 0;
 }
 
-/* The edit distance of a and b (a transposition counts one), or max + 1 when it is larger. */
-static size_t conf_distance(const char *a, const char *b, size_t max)
-{
-    size_t n = strlen(a), m = strlen(b);
-    if (n > 64 || m > 64 || (n > m ? n - m : m - n) > max)
-        return max + 1;
-    unsigned short d[65][65];
-    for (size_t i = 0; i <= n; i++)
-        d[i][0] = (unsigned short)i;
-    for (size_t j = 0; j <= m; j++)
-        d[0][j] = (unsigned short)j;
-    for (size_t i = 1; i <= n; i++)
-        for (size_t j = 1; j <= m; j++) {
-            int same = tolower((unsigned char)a[i - 1]) == tolower((unsigned char)b[j - 1]);
-            unsigned short v = (unsigned short)(d[i - 1][j - 1] + !same);
-            if (d[i - 1][j] + 1 < v)
-                v = (unsigned short)(d[i - 1][j] + 1);
-            if (d[i][j - 1] + 1 < v)
-                v = (unsigned short)(d[i][j - 1] + 1);
-            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
-                d[i - 2][j - 2] + 1 < v)
-                v = (unsigned short)(d[i - 2][j - 2] + 1);
-            d[i][j] = v;
-        }
-    return d[n][m];
-}
-
 /* The option name nearest to an unknown key (a typo), or NULL when none is near. */
 static const char *conf_suggest(const char *key)
 {
@@ -549,7 +522,7 @@ static const char *conf_suggest(const char *key)
     const char *name = NULL;
     for (size_t i = 0; i <= TT_ARRAY_LEN(conf_opts); i++) {
         const char *cand = i < TT_ARRAY_LEN(conf_opts) ? conf_opts[i].name : "profile";
-        size_t d = conf_distance(key, cand, max);
+        size_t d = util_distance(key, cand, max);
         if (d < best) {
             best = d;
             name = cand;

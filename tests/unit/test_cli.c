@@ -32,6 +32,24 @@ int main(void)
     TAP_STR(c.model, "gpt-4o-mini", "-mVALUE form");
     cli_free(&c);
 
+    /* a lone word near a subcommand is refused with the subcommand named (until 2026-12
+     * `tokterm list` was sent as a prompt and saved); other lone words are prompts */
+    static const char *const near[][2] = {{"list", "'ls'"}, {"stat", "'stats'"},
+                                          {"serach", "'search'"}, {"delete", "'rm'"}};
+    for (size_t i = 0; i < sizeof near / sizeof near[0]; i++) {
+        char *an[] = {"tokterm", (char *)near[i][0], NULL};
+        buf_reset(&err);
+        TAP_OK(parse(&c, &err, an) == -1 && strstr(buf_str(&err), near[i][1]) &&
+                   strstr(buf_str(&err), "tokterm -p "),
+               "'%s' alone: did you mean %s: %s", near[i][0], near[i][1], buf_str(&err));
+    }
+    static const char *const prompts[] = {"hello", "hi", "explain", "summarise"};
+    for (size_t i = 0; i < sizeof prompts / sizeof prompts[0]; i++) {
+        char *ap[] = {"tokterm", (char *)prompts[i], NULL};
+        TAP_OK(parse(&c, &err, ap) == 0 && c.n_prompts == 1, "'%s' alone: a prompt", prompts[i]);
+        cli_free(&c);
+    }
+
     char *ax[] = {"tokterm", "-x", "--dry-run", "--allow-tool", "fs.*", "--allow-tool=shell",
                   "find", "big", "files", NULL};
     TAP_INT(parse(&c, &err, ax), 0, "-x parses");
