@@ -840,7 +840,11 @@ int script_turn(struct script *sc, const char *prompt, int quiet)
         done = session_dispatch(s, &sink);
         if (st->broken_pipe && !sc->cancelled) {
             sc->cancelled = 1;
-            session_cancel(s);
+            char why[160];
+            snprintf(why, sizeof why, "stopped: writing stdout failed (%s)",
+                     st->write_errno == EPIPE ? "the reader went away"
+                                              : strerror(st->write_errno));
+            session_cancel_because(s, why);
         }
     }
     int code = script_turn_end(s, st, sc->o);

@@ -37,6 +37,7 @@ struct session {
     int save_refused;          /* save turns refused before sending (the chat shows them) */
     unsigned active;           /* request in flight, 0 = none */
     unsigned cancel_asked;     /* the request the user asked to cancel (Esc, SIGINT), 0 = none */
+    char *cancel_why;          /* why, when not the user's asking (session_cancel_because) */
     unsigned next_local;       /* ids of cache replays (high bit set, never a net id) */
     struct buf answer;         /* text of the answer in flight */
     const struct conv_turn *answer_turn; /* the turn that took it when it ended, until the
@@ -595,6 +596,7 @@ void session_close(struct session *s)
         tool_result_free(&res);
     }
     free(s->incomplete);
+    free(s->cancel_why);
     free(s->resume_note);
     free(s->edited_from);
     /* The process exits next and every request has ended: the network thread is left parked
@@ -1636,6 +1638,12 @@ int session_dispatch(struct session *s, const struct session_sink *sink)
                 free(s->last->error);
                 s->last->error = xstrdup("cancelled");
             }
+            if (s->cancel_asked == e->req && s->cancel_why &&
+                s->last->outcome == API_CANCELLED) { /* the answer's own reason, saved */
+                free(s->last->error);
+                s->last->error = s->cancel_why;
+                s->cancel_why = NULL;
+            }
             if (s->cancel_asked == e->req)
                 s->cancel_asked = 0;
             session_redact_result(s, s->last);
@@ -1674,6 +1682,13 @@ void session_cancel(struct session *s)
         net_cancel(s->net, s->active);
         s->cancel_asked = s->active;
     }
+}
+
+void session_cancel_because(struct session *s, const char *why)
+{
+    free(s->cancel_why);
+    s->cancel_why = xstrdup(why);
+    session_cancel(s);
 }
 
 void session_send_now(struct session *s)

@@ -200,6 +200,10 @@ void session_tick(struct session *s);
 int session_dispatch(struct session *s, const struct session_sink *sink);
 /* Ask the network thread to stop the exchange in flight. */
 void session_cancel(struct session *s);
+/* The same for a reason of the program's (stdout failed: "writing stdout: No space left on
+ * device"): the answer ends cancelled, and why is its error, saved (until 2026-12 it read
+ * "cancelled", as if the user had asked). */
+void session_cancel_because(struct session *s, const char *why);
 /* Ask the network thread to send the exchange in flight now, while it waits for its quota or a
  * retry's backoff (net_send_now). */
 void session_send_now(struct session *s);

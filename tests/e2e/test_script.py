@@ -11,6 +11,7 @@ import pty  # noqa: E402
 import re  # noqa: E402
 import select  # noqa: E402
 import signal  # noqa: E402
+import sqlite3  # noqa: E402
 import subprocess  # noqa: E402
 import time  # noqa: E402
 import urllib.parse  # noqa: E402
@@ -130,6 +131,22 @@ with ttlib.FakeServer() as srv:
         rc, err = to_full(args)
         t.ok(rc == 1 and "No space left on device" in err,
              "%s > /dev/full: exit 1 and the reason (rc %d)" % (" ".join(args[:2]), rc), err)
+    # ... and an answer it stopped mid-stream is saved with that reason (until 2026-12
+    # "cancelled", as if the user had asked)
+    stop_home = ttlib.make_home()
+    e = ttlib.clean_env(stop_home, {"OPENAI_BASE_URL": srv.base("gen=2000,delay_ms=2")})
+    with open("/dev/full", "wb") as full:
+        p = subprocess.run([ttlib.tokterm_path(), "-p", "long, to a full disk"], env=e,
+                           stdin=subprocess.DEVNULL, stdout=full, stderr=subprocess.PIPE,
+                           timeout=60)
+    db = os.path.join(stop_home, ".local", "share", "tokterm", "tokterm.db")
+    con = sqlite3.connect(db)
+    rows = con.execute("SELECT status, error FROM messages WHERE role = 'assistant'").fetchall()
+    con.close()
+    t.ok(p.returncode == 1 and rows == [("cancelled",
+                                         "stopped: writing stdout failed (No space left on "
+                                         "device)")],
+         "-p > /dev/full mid-stream: the answer saved with why it stopped", repr(rows))
 
     # a closed stdout fails every time (until 2026-12 libcurl's wake-up socket could take fd
     # 1 first: the answer went into it, exit 0, in about half the runs)
