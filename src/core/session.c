@@ -1646,6 +1646,17 @@ int session_dispatch(struct session *s, const struct session_sink *sink)
             }
             if (s->cancel_asked == e->req)
                 s->cancel_asked = 0;
+            if (s->last->outcome == API_OK && s->last->n_calls && !s->tools) {
+                /* calls no tool offered (a broken or hostile server): not run, and said, exit
+                 * 9 (until 2026-12 dropped without a word, exit 0) */
+                const char *w = s->last->calls[0].wire;
+                char *why = xasprintf("the model asked for a tool (%.60s%s) but none was "
+                                      "offered; %s not run", w && *w ? w : "unnamed",
+                                      s->last->n_calls > 1 ? ", ..." : "",
+                                      s->last->n_calls > 1 ? "the calls were" : "the call was");
+                session_incomplete(s, why);
+                free(why);
+            }
             session_redact_result(s, s->last);
             int64_t aid = s->answer_id;
             /* the answer, its cache entry, the quota and the counts: one commit */

@@ -721,6 +721,11 @@ static char *tui_footer(struct tui *t, const struct net_result *r, int *slot)
             if (r->rate_limited)
                 buf_printf(&b, " (%d answered 429)", r->rate_limited);
         }
+        if (t->have_session && session_tools_incomplete(t->s)) {
+            *slot = THEME_ERROR;
+            buf_printf(&b, "\n\xE2\x9A\xA0 the answer may be incomplete: %s",
+                       session_tools_incomplete(t->s));
+        }
         break;
     case API_CANCELLED:
         *slot = THEME_ERROR;

@@ -73,6 +73,15 @@ with ttlib.FakeServer() as srv:
     t.ok("tool test.add" in text(err) and "tool result: test.add 42" in text(err),
          "stderr shows the call and its result", text(err))
 
+    # --- calls when no tool was offered (a broken or hostile server): not run, said, exit 9
+    # (until 2026-12 dropped without a word, exit 0) ---
+    srv.queue(["replay=openai_tool_calls.sse"])
+    n0 = len(srv.requests())
+    rc, out, err = run(srv, ttlib.make_home(), ["-p", "add"], tools=False)
+    t.ok(rc == 9 and "the model asked for a tool (test__add, ...) but none was offered" in
+         text(err) and len(srv.requests()) == n0 + 1 and "tools" not in bodies(srv, n0)[0],
+         "calls no tool was offered for: not run, said, exit 9 (rc %d)" % rc, text(err))
+
     # --- 2. the rows saved: the calls on the assistant row, a tool row per result ---
     c = sqlite3.connect(db)
     rows = c.execute("SELECT role, content, tool, status FROM messages ORDER BY id").fetchall()
