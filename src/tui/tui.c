@@ -981,13 +981,17 @@ static void tui_on_line(void *ud, char *line)
         free(line);
         return;
     }
-    if (line[0] == '/' && line[1] != '/') {
+    /* a command is one line: text of several (a paste of a traceback that starts with a path)
+     * is a prompt, sent as typed (until 2026-12 its first word was taken for a command, and
+     * the whole text left the input line on "unknown command") */
+    int one_line = !strchr(line, '\n');
+    if (one_line && line[0] == '/' && line[1] != '/') {
         tui_input_history_add(line);
         tui_cmd_run(t, line);
         free(line);
         return;
     }
-    const char *text = line[0] == '/' ? line + 1 : line; /* "//x" sends "/x" */
+    const char *text = one_line && line[0] == '/' ? line + 1 : line; /* "//x" sends "/x" */
     if (t->answer != TUI_NO_ANSWER) {
         tui_input_defer(line); /* keep what was typed */
         tui_hint(t, tui_hint_busy(t));

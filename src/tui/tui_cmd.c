@@ -76,7 +76,7 @@ static const char tui_cmd_help_text[] =
     "- `/use-local`: use the local server that was found (when there is no key) and a model it "
     "lists\n"
     "- `/quit`: leave (so does **Ctrl-D**)\n"
-    "- `//text` sends `/text` as a message\n";
+    "- `//text` sends `/text` as a message; text of several lines is always a message\n";
 
 const char *tui_cmd_help(void)
 {
@@ -823,6 +823,8 @@ void tui_cmd_run(struct tui *t, const char *line)
                             "/text)", cmd);
         tui_error(t, m);
         free(m);
+        tui_input_defer(line); /* the line stays to be mended, as /attach's (until 2026-12 it
+                                * was gone: only Up brought it back) */
     } else if (tui_cmd_table[i].idle && (tui_cmd_table[i].idle == 1 || *arg) &&
                t->answer != TUI_NO_ANSWER) {
         /* kept for after the answer, as text typed then is (until 2026-12 it was dropped) */

@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""What a tester found in the chat's input and commands, in tmux: text of several lines that
+starts with "/" is a prompt, not a command, and an unknown command stays in the input line."""
+import os
+import re
+import sys
+import time
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ttlib  # noqa: E402
+
+t = ttlib.Tap()
+STDERR = os.path.join(ttlib.tempdir("tt-commands-stderr-"), "stderr")
+
+
+def start(tm, srv, spec="", env=None):
+    e = {"OPENAI_BASE_URL": srv.base(spec), "TT_TEST_STDERR": STDERR}
+    e.update(env or {})
+    tm.run(["sh", "-c", 'exec "$0" "$@" 2>>"$TT_TEST_STDERR"', ttlib.tokterm_path()],
+           ttlib.clean_env(env=e))
+    return tm.wait_for(re.compile("F1 help"), 10)
+
+
+def paste(tm, text, raw=False):
+    """A bracketed paste of text (raw: its bytes as they are, CR included)."""
+    tm.tmux("set-buffer", "-b", "ttpaste", text)
+    tm.tmux("paste-buffer", "-p", *(["-r"] if raw else []), "-b", "ttpaste", "-t", tm.target)
+
+
+def sent_after(srv, n0, timeout=5.0):
+    """The last user message of the first request after the n0 first, or None."""
+    deadline = time.monotonic() + timeout
+    while len(srv.requests()) <= n0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    r = srv.requests()
+    return r[n0]["body"]["messages"][-1]["content"] if len(r) > n0 else None
+
+
+def input_rows(scr):
+    """The rows of the input line: from the prompt mark to the end of the screen."""
+    rows = scr.rstrip("\n").split("\n")
+    for i in range(len(rows) - 1, -1, -1):
+        if rows[i].startswith("\u203a"):
+            return "\n".join(r.rstrip() for r in rows[i:])
+    return ""
+
+
+if not ttlib.Tmux.available():
+    t.skip("chat commands in tmux", "tmux is not installed", tool="tmux")
+    sys.exit(t.done())
+
+with ttlib.FakeServer() as srv:
+    # --- several lines that start with "/" are a prompt; an unknown command stays ----------
+    with ttlib.Tmux(100, 30) as tm:
+        t.ok(start(tm, srv, "reply=fine") is not None, "the chat opens", tm.capture())
+        trace = ("/usr/lib/python3.11/json/decoder.py:355: JSONDecodeError: Expecting value\n"
+                 "Traceback follows\n  line 2")
+        n0 = len(srv.requests())
+        paste(tm, trace)
+        tm.wait_for("line 2", 3)
+        tm.send("Enter")
+        t.eq(sent_after(srv, n0), trace, "a paste of three lines that starts with a path is "
+             "sent as a prompt, as pasted")
+        scr = tm.wait_for("\u2713", 10) or tm.capture()
+        t.ok("unknown command" not in scr, "no 'unknown command' for it", scr)
+
+        n0 = len(srv.requests())
+        tm.send_text("// a comment")
+        tm.send("C-j")
+        tm.send_text("int x = 1")
+        tm.send("Enter")
+        t.eq(sent_after(srv, n0), "// a comment\nint x = 1",
+             "two typed lines that start with // are sent as typed (no slash taken off)")
+        tm.wait_for(re.compile(r"\u2713[\s\S]*\u2713"), 10)
+
+        n0 = len(srv.requests())
+        tm.send_text("/modle gpt-4o")
+        tm.send("Enter")
+        scr = tm.wait_for("unknown command /modle", 3) or tm.capture()
+        t.ok("unknown command /modle" in scr, "a typo'd command is refused", scr)
+        time.sleep(0.3)
+        scr = tm.capture()
+        t.eq(input_rows(scr), "\u203a /modle gpt-4o",
+             "the refused line stays in the input line, to be mended")
+        tm.send("C-a")
+        tm.send("M-d")  # "/modle": readline's word is the letters, the slash goes with them
+        tm.send_text("/model")
+        tm.send("Enter")
+        scr = tm.wait_for("Model gpt-4o for the next requests", 3) or tm.capture()
+        t.ok("Model gpt-4o for the next requests" in scr and input_rows(scr) == "\u203a",
+             "mended, it runs and the input line is empty", scr)
+        t.eq(len(srv.requests()), n0, "nothing was sent")
+        tm.send("C-d")
+        t.eq(tm.wait_exit(5), 0, "Ctrl-D quits")
+
+t.ok(not os.path.exists(STDERR) or not open(STDERR, errors="replace").read().strip(),
+     "nothing on stderr",
+     open(STDERR, errors="replace").read() if os.path.exists(STDERR) else "")
+sys.exit(t.done())
