@@ -103,14 +103,25 @@ void tui_input_push_key(int key)
         }
 }
 
+/* Inside a bracketed paste (tui_input_paste), and whether the byte read before was a CR. */
+static int tui_input_pasting, tui_input_paste_cr;
+
 static int tui_input_getc(FILE *f)
 {
     (void)f;
-    if (!tui_input_queued() && tui_input_cb.more)
-        tui_input_cb.more(tui_input_cb.ud, 2000); /* e.g. the rest of a bracketed paste */
-    if (!tui_input_queued())
-        return EOF;
-    return tui_input_q.v[tui_input_q.head++];
+    for (;;) {
+        if (!tui_input_queued() && tui_input_cb.more)
+            tui_input_cb.more(tui_input_cb.ud, 2000); /* e.g. the rest of a bracketed paste */
+        if (!tui_input_queued())
+            return EOF;
+        int c = tui_input_q.v[tui_input_q.head++];
+        /* readline makes each pasted CR a newline: the LF of a CRLF is dropped, so that it is
+         * one newline (until 2026-12 it was two) */
+        int after_cr = tui_input_paste_cr;
+        tui_input_paste_cr = tui_input_pasting && c == '\r';
+        if (!(after_cr && c == '\n'))
+            return c;
+    }
 }
 
 static int tui_input_available(void)
@@ -281,7 +292,10 @@ static void tui_input_show_matches(char **matches, int num, int max_len)
 static int tui_input_paste(int count, int key)
 {
     int empty = rl_end == 0, from = rl_point;
+    tui_input_pasting = 1;
+    tui_input_paste_cr = 0;
     int rc = rl_bracketed_paste_begin(count, key);
+    tui_input_pasting = tui_input_paste_cr = 0;
     if (empty && tui_input_cb.pasted && rl_point > from) {
         char *text = xstrndup(rl_line_buffer + from, (size_t)(rl_point - from));
         if (tui_input_cb.pasted(tui_input_cb.ud, text)) {

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """What a tester found in the chat's input and commands, in tmux: text of several lines that
-starts with "/" is a prompt, not a command, and an unknown command stays in the input line."""
+starts with "/" is a prompt, not a command, and an unknown command stays in the input line; a
+pasted CRLF is one newline."""
 import os
 import re
 import sys
@@ -91,6 +92,25 @@ with ttlib.FakeServer() as srv:
         t.ok("Model gpt-4o for the next requests" in scr and input_rows(scr) == "\u203a",
              "mended, it runs and the input line is empty", scr)
         t.eq(len(srv.requests()), n0, "nothing was sent")
+
+        # --- a pasted CRLF is one newline, a lone CR too -------------------------------------
+        tm.wait_for(re.compile(r"\u203a *$"), 3)
+        n0 = len(srv.requests())
+        paste(tm, "crlf1\r\ncrlf2\r\nlf3\ncr4\rend", raw=True)
+        tm.wait_for("end", 3)
+        tm.send("Enter")
+        t.eq(sent_after(srv, n0), "crlf1\ncrlf2\nlf3\ncr4\nend",
+             "a raw paste: CRLF, LF and a lone CR are one newline each")
+        tm.wait_for(re.compile(r"end\n(.*\n)*.*\u2713"), 10)
+        n0 = len(srv.requests())
+        tm.send_text("typed")
+        tm.send("C-j")
+        tm.send("C-j")
+        tm.send_text("two")
+        tm.send("Enter")
+        t.eq(sent_after(srv, n0), "typed\n\ntwo", "typed newlines are as typed")
+        tm.wait_for(re.compile(r"two\n(.*\n)*.*\u2713"), 10)
+
         tm.send("C-d")
         t.eq(tm.wait_exit(5), 0, "Ctrl-D quits")
 
