@@ -436,7 +436,10 @@ static void tui_cmd_theme_list(struct tui *t)
     buf_printf(&b, "Theme: **%s**. Available:", theme_name(t->theme));
     for (size_t i = 0; v[i]; i++)
         buf_printf(&b, " `%s`", v[i]);
-    buf_appends(&b, "\nUser themes go in `~/.config/tokterm/themes/NAME.theme`.");
+    char *cfg = conf_dir("config"); /* where theme_find looks first (until 2026-12 this named
+                                     * ~/.config whatever $XDG_CONFIG_HOME said) */
+    buf_printf(&b, "\nUser themes go in `%s/themes/NAME.theme`.", cfg);
+    free(cfg);
     tui_notice(t, buf_str(&b));
     buf_free(&b);
     util_strv_free(v);

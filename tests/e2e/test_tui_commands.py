@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What a tester found in the chat's input and commands, in tmux: text of several lines that
 starts with "/" is a prompt, not a command, and an unknown command stays in the input line; a
-pasted CRLF is one newline."""
+pasted CRLF is one newline; /theme names the folder it reads."""
 import os
 import re
 import sys
@@ -113,6 +113,24 @@ with ttlib.FakeServer() as srv:
 
         tm.send("C-d")
         t.eq(tm.wait_exit(5), 0, "Ctrl-D quits")
+
+    # --- /theme names the folder user themes are read from: $XDG_CONFIG_HOME's --------------
+    xdg = ttlib.tempdir("tt-commands-xdg-")
+    os.makedirs(os.path.join(xdg, "tokterm", "themes"))
+    with open(os.path.join(xdg, "tokterm", "themes", "mine.theme"), "w") as f:
+        f.write("[theme]\nname = mine\n")
+    with ttlib.Tmux(160, 30) as tm:
+        start(tm, srv, "reply=fine", {"XDG_CONFIG_HOME": xdg})
+        tm.send_text("/theme")
+        tm.send("Enter")
+        scr = tm.wait_for("User themes go in", 3) or tm.capture()
+        flat = " ".join(scr.split())
+        t.ok("`mine`" in flat or " mine " in flat, "/theme lists the theme of $XDG_CONFIG_HOME",
+             scr)
+        t.ok("User themes go in %s/tokterm/themes/NAME.theme" % xdg in flat and
+             "~/.config" not in flat, "/theme names $XDG_CONFIG_HOME/tokterm/themes", scr)
+        tm.send("C-d")
+        tm.wait_exit(5)
 
 t.ok(not os.path.exists(STDERR) or not open(STDERR, errors="replace").read().strip(),
      "nothing on stderr",
