@@ -56,11 +56,13 @@ static const char tui_cmd_help_text[] =
     "to a file\n"
     "- `/theme [NAME]`: list or switch themes\n"
     "- `/profile [NAME]`: list or switch configuration profiles\n"
-    "- `/role [NAME]`: show or switch the role (a preset prompt and settings; `tokterm roles`);\n"
-    "  `/role none` drops it\n"
+    /* an entry is one line, wrapped to the window (until 2026-12 two entries had a line
+     * break in them, so at 120 columns their second line started early) */
+    "- `/role [NAME]`: show or switch the role (a preset prompt and settings; `tokterm roles`); "
+    "`/role none` drops it\n"
     "- `/expand [N]`: show tool call N (default: the last) with its arguments and result\n"
-    "- `/x REQUEST`: propose one shell command, then **r** run it (f sends the output back),\n"
-    "  **e** edit, **c** copy, **q** or Esc cancel\n"
+    "- `/x REQUEST`: propose one shell command, then **r** run it (f sends the output back), "
+    "**e** edit, **c** copy, **q** or Esc cancel\n"
     "- `/attach PATH`: attach a file, a folder (its text files, `.gitignore` honoured) or a "
     "URL (its text) to the next prompt; **Tab** completes paths; a path pasted (dragged) on an "
     "empty prompt is attached too; `/attach` lists what waits, `/detach N` (or `all`) drops\n"

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """What a tester found in the chat's input and commands, in tmux: text of several lines that
 starts with "/" is a prompt, not a command, and an unknown command stays in the input line; a
-pasted CRLF is one newline; /theme names the folder it reads."""
+pasted CRLF is one newline; /theme names the folder it reads;
+/help wraps to the window."""
 import os
 import re
 import sys
@@ -129,6 +130,30 @@ with ttlib.FakeServer() as srv:
              scr)
         t.ok("User themes go in %s/tokterm/themes/NAME.theme" % xdg in flat and
              "~/.config" not in flat, "/theme names $XDG_CONFIG_HOME/tokterm/themes", scr)
+        tm.send("C-d")
+        tm.wait_exit(5)
+
+    # --- /help wraps to the window, not early ----------------------------------------------
+    with ttlib.Tmux(120, 60) as tm:
+        start(tm, srv, "reply=fine")
+        tm.send_text("/help")
+        tm.send("Enter")
+        scr = tm.wait_for(re.compile(r"//text sends /text.*\n"), 3) or tm.capture()
+        rows = [r.rstrip() for r in scr.split("\n")]
+        role = [r for r in rows if "/role [NAME]" in r]
+        t.ok(role and "/role none drops it" in role[0],
+             "at 120 columns, '/role none drops it' is on the row of '/role [NAME]'", scr)
+        xrow = [r for r in rows if "/x REQUEST" in r]
+        t.ok(xrow and "q or Esc cancel" in xrow[0],
+             "at 120 columns, the /x entry is one row", scr)
+        early = []
+        for i in range(len(rows) - 1):  # a row continued below: the next word did not fit
+            nxt = rows[i + 1]
+            if rows[i].startswith("  \u2022") or rows[i].startswith("    "):
+                if nxt.startswith("    ") and nxt.strip() and \
+                        ttlib.display_width(rows[i]) + 1 + len(nxt.split()[0]) <= 120:
+                    early.append(rows[i])
+        t.eq(early, [], "no help row is broken before the window's edge")
         tm.send("C-d")
         tm.wait_exit(5)
 
