@@ -214,28 +214,36 @@ const char *const *tui_cmd_complete(struct tui *t, const char *line, int start, 
 /* ---- /copy ---- */
 
 /* Code block `want` (1-based) of markdown text s: its lines between the fences, into out.
- * Returns the number of blocks seen when it is not found (0 = found). */
+ * Returns the number of blocks seen when it is not found (0 = found). The blocks are the ones
+ * the chat shows (markdown.c): a fence opens and closes at any indentation (in a list item,
+ * "    ```sh" is one; until 2026-12 /copy took only up to 3 spaces, and such a block had no
+ * number), the fence's indentation is taken off its lines, and a line indented 4 spaces
+ * without a fence is text there, not code, so it is not a block here either. */
 static int tui_cmd_code_block(const char *s, size_t n, int want, struct buf *out)
 {
     int seen = 0, in = 0;
     char fch = 0;
-    size_t flen = 0;
+    size_t flen = 0, find = 0;
     for (size_t pos = 0; pos < n;) {
         const char *nl = memchr(s + pos, '\n', n - pos);
         size_t end = nl ? (size_t)(nl - s) : n;
         const char *l = s + pos;
-        size_t len = end - pos, ind = 0;
-        while (ind < len && ind < 4 && l[ind] == ' ')
+        size_t len = end - pos, sp = 0, ind, cut;
+        while (sp < len && l[sp] == ' ')
+            sp++;
+        cut = sp < find ? sp : find; /* a code line's spaces the fence's indentation takes off */
+        ind = sp;
+        while (ind < len && (l[ind] == ' ' || l[ind] == '\t'))
             ind++;
         size_t run = 0;
-        if (ind < 4)
-            while (ind + run < len && (l[ind + run] == '`' || l[ind + run] == '~') &&
-                   l[ind + run] == l[ind])
-                run++;
-        if (!in && run >= 3) {
-            in = 1;
+        while (ind + run < len && (l[ind + run] == '`' || l[ind + run] == '~') &&
+               l[ind + run] == l[ind])
+            run++;
+        if (!in && run >= 3 && !(l[ind] == '`' && memchr(l + ind + run, '`', len - ind - run))) {
+            in = 1; /* (a backtick fence's info string has no backticks) */
             fch = l[ind];
             flen = run;
+            find = sp;
             seen++;
         } else if (in && run >= flen && l[ind] == fch) {
             size_t k = ind + run;
@@ -246,11 +254,11 @@ static int tui_cmd_code_block(const char *s, size_t n, int want, struct buf *out
                 if (seen == want)
                     return 0;
             } else if (seen == want) {
-                buf_append(out, l, len);
+                buf_append(out, l + cut, len - cut);
                 buf_appendc(out, '\n');
             }
         } else if (in && seen == want) {
-            buf_append(out, l, len);
+            buf_append(out, l + cut, len - cut);
             buf_appendc(out, '\n');
         }
         pos = end + 1;

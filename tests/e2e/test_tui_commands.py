@@ -2,11 +2,12 @@
 """What a tester found in the chat's input and commands, in tmux: text of several lines that
 starts with "/" is a prompt, not a command, and an unknown command stays in the input line; a
 pasted CRLF is one newline; /theme names the folder it reads;
-/help wraps to the window."""
+/help wraps to the window; /copy N counts the code blocks the screen shows."""
 import os
 import re
 import sys
 import time
+import urllib.parse
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -154,6 +155,44 @@ with ttlib.FakeServer() as srv:
                         ttlib.display_width(rows[i]) + 1 + len(nxt.split()[0]) <= 120:
                     early.append(rows[i])
         t.eq(early, [], "no help row is broken before the window's edge")
+        tm.send("C-d")
+        tm.wait_exit(5)
+
+    # --- /copy N numbers the code blocks the screen shows ----------------------------------
+    # A fence indented 4 spaces in a list item is a code block on screen (its label "sh", the
+    # code in the code style); the 4-space-indented lines without a fence are shown as text.
+    answer = ("Here:\n\n```bash\nls -l\n```\n\n~~~\nplain\n~~~\n\nIndented:\n\n"
+              "    int x = 1;\n    return x;\n\n1. step\n\n    ```sh\n    make \\\n"
+              "      all\n    ```\n\nend\n")
+    state = ttlib.tempdir("tt-commands-state-")
+    with ttlib.Tmux(100, 40) as tm:
+        start(tm, srv, "reply=" + urllib.parse.quote(answer, safe=""),
+              {"XDG_STATE_HOME": state})
+        tm.send_text("code please")
+        tm.send("Enter")
+        tm.wait_for("\u2713", 10)
+        scr = tm.capture()
+        t.ok(re.search(r"^ +sh *\n +make \\ *\n +all *$", scr, re.M) is not None,
+             "the indented fence is shown as a code block", scr)
+        esc = tm.capture(escapes=True).split("\n")
+        code = [r for r in esc if "-l" in r]
+        text = [r for r in esc if "int x = 1;" in r]
+        t.ok(code and "\x1b[48;" in code[0] and text and "\x1b[48;" not in text[0],
+             "the unfenced indented lines are text (no code background)", "\n".join(esc))
+        tm.send_text("/copy 3")
+        tm.send("Enter")
+        scr = tm.wait_for("code block 3", 3) or tm.capture()
+        path = os.path.join(state, "tokterm", "copy.txt")
+        got = open(path).read() if os.path.exists(path) else None
+        t.eq(got, "make \\\n  all\n", "/copy 3 copies the fenced block of the list item, "
+             "the fence's indentation taken off")
+        tm.send_text("/copy 4")
+        tm.send("Enter")
+        scr = tm.wait_for("/copy 4:", 3) or tm.capture()
+        t.ok("the last answer has 3 code blocks" in scr,
+             "/copy 4: the answer has 3 code blocks (the unfenced indented lines are text)",
+             scr)
+        tm.send("C-u")
         tm.send("C-d")
         tm.wait_exit(5)
 
