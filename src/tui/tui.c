@@ -984,8 +984,12 @@ static void tui_on_line(void *ud, char *line)
     /* a command is one line: text of several (a paste of a traceback that starts with a path)
      * is a prompt, sent as typed (until 2026-12 its first word was taken for a command, and
      * the whole text left the input line on "unknown command") */
-    int one_line = !strchr(line, '\n');
+    size_t body = strlen(line); /* a pasted "/help" with its newline is still one line */
+    while (body && (line[body - 1] == '\n' || line[body - 1] == '\r'))
+        body--;
+    int one_line = !memchr(line, '\n', body);
     if (one_line && line[0] == '/' && line[1] != '/') {
+        line[body] = '\0';
         tui_input_history_add(line);
         tui_cmd_run(t, line);
         free(line);

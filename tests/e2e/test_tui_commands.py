@@ -94,6 +94,15 @@ with ttlib.FakeServer() as srv:
         t.ok("Model gpt-4o for the next requests" in scr and input_rows(scr) == "\u203a",
              "mended, it runs and the input line is empty", scr)
         t.eq(len(srv.requests()), n0, "nothing was sent")
+        # a command pasted with its newline is still a command (a review: the rule above made
+        # "/model gpt-4o-mini\n", copied from a page, a prompt)
+        tm.wait_for(re.compile(r"\u203a *$"), 3)
+        paste(tm, "/model gpt-4o-mini\n")
+        time.sleep(0.3)
+        tm.send("Enter")
+        scr = tm.wait_for("Model gpt-4o-mini for the next requests", 3) or tm.capture()
+        t.ok("Model gpt-4o-mini for the next requests" in scr and len(srv.requests()) == n0,
+             "a command pasted with its newline runs, nothing sent", scr)
 
         # --- a pasted CRLF is one newline, a lone CR too -------------------------------------
         tm.wait_for(re.compile(r"\u203a *$"), 3)
