@@ -321,8 +321,11 @@ def big_delta_body(n, model):
             left -= k
         yield b'"},"finish_reason":null}]}\n\n'
         yield sse_event(chunk_obj(cid, 1700000000, model, {}, "stop"))
+        # a count a real server could give (about 4 bytes a token): tokterm takes a count
+        # of fewer than 1 token per 128 bytes for a lie, and counts the text itself
         yield sse_event(chunk_obj(cid, 1700000000, model, usage={
-            "prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6}))
+            "prompt_tokens": 5, "completion_tokens": max(1, n // 4),
+            "total_tokens": 5 + max(1, n // 4)}))
         yield b"data: [DONE]\n\n"
     return LazyBody(gen)
 
