@@ -392,6 +392,26 @@ char *store_message_reasoning(struct store *st, int64_t id)
     return b.len ? buf_take(&b) : (buf_free(&b), NULL);
 }
 
+int store_message_facts(struct store *st, int64_t id, struct store_message *m)
+{
+    sqlite3_stmt *s = store_prep(st, "SELECT created, completion_tokens, ttft, total_time, "
+                                     "tokens_per_s, cached FROM messages WHERE id = ?1");
+    if (!s)
+        return -1;
+    sqlite3_bind_int64(s, 1, id);
+    int rc = store_step(st, s) == SQLITE_ROW ? 0 : -1;
+    if (rc == 0) {
+        m->created = sqlite3_column_int64(s, 0);
+        m->usage.completion_tokens = store_col_count(s, 1);
+        m->timings.ttft = store_col_seconds(s, 2);
+        m->timings.total = store_col_seconds(s, 3);
+        m->timings.tokens_per_s = store_col_seconds(s, 4);
+        m->cached = sqlite3_column_int(s, 5) != 0;
+    }
+    store_done(st, s);
+    return rc;
+}
+
 /* The columns a conversation's turns need (store_conversation_load_turns): fewer columns, less
  * work for SQLite on each of thousands of rows. Read by store_turn_row; the writer is 8, the tool 9. */
 #define STORE_TURN_COLS_HEAD "id, role, status, model, finish_reason, error, content, parent_id, "

@@ -506,6 +506,11 @@ void store_message_clear(struct store_message *m);
  * load_turns: a resume of thousands of rows); the chat shows it for the turns it draws.
  * Caller frees. */
 char *store_message_reasoning(struct store *st, int64_t id);
+/* What the chat's footer of answer row id says: when it was made, its times, its tokens (the
+ * server's count), whether the cache gave it. The turns are loaded without them (as without
+ * the reasoning); the chat reads them for the turns it draws, so that a resumed screen shows
+ * what the live one did. 0, or -1 (m's fields then as store_turn_row leaves them). */
+int store_message_facts(struct store *st, int64_t id, struct store_message *m);
 
 /* Bring the search indexes up to date now (a search does it first anyway, a batch at a
  * time): the answers queued for the trigram index and every change queued for the word

@@ -472,12 +472,41 @@ int tui_session(struct tui *t, char *key, const struct conv *carry)
     return 0;
 }
 
-/* The footer of a saved turn's answer: how it ended, and which version of the turn it is. */
-static char *tui_turn_footer(const struct conv_turn *tt, int *slot)
+/* The footer line of a complete answer: "✓ 4ms · first token 4ms · 10 tokens · ..." (times
+ * < 0 and completion < 0: unknown, left out), live and on a resume alike. */
+static void tui_footer_done(struct buf *b, double total, double ttft, long long completion,
+                            double tps, int empty, int cached)
+{
+    char d1[32], d2[32];
+    buf_appends(b, "\xE2\x9C\x93");
+    if (total >= 0)
+        buf_printf(b, " %s", ratelimit_format_duration(total, d1, sizeof d1));
+    if (ttft >= 0)
+        buf_printf(b, "%sfirst token %s", total >= 0 ? " \xC2\xB7 " : " ",
+                   ratelimit_format_duration(ttft, d2, sizeof d2));
+    if (completion >= 0)
+        buf_printf(b, " \xC2\xB7 %lld token%s", completion, util_plural(completion));
+    if (tps > 0) /* net.c measures it only over TT_TPS_MIN_SECONDS */
+        buf_printf(b, " \xC2\xB7 %.0f tok/s", tps);
+    if (empty)
+        buf_appends(b, " \xC2\xB7 the answer is empty");
+    if (cached)
+        buf_appends(b, " \xC2\xB7 from the cache");
+}
+
+/* The footer of a saved turn's answer: how it ended (a complete one as it was shown live, from
+ * the row's facts f; NULL: unknown), and which version of the turn it is. */
+static char *tui_turn_footer(const struct conv_turn *tt, const struct store_message *f,
+                             int *slot)
 {
     struct buf b = BUF_INIT;
     *slot = THEME_META;
     switch (tt->outcome) {
+    case CONV_ANSWERED:
+        if (f) /* until 2026-12 a resume showed no footer under a complete answer */
+            tui_footer_done(&b, f->timings.total, f->timings.ttft, f->usage.completion_tokens,
+                            f->timings.tokens_per_s, tt->answer_len == 0, f->cached);
+        break;
     case CONV_CUT:
         *slot = THEME_ERROR;
         buf_printf(&b, "\xE2\x9A\xA0 %s", tt->error ? tt->error : "the answer was cut short");
@@ -526,7 +555,17 @@ static void tui_show_turn(struct tui *t, const struct conv_turn *tt)
     tui_tools_show_steps(t, tt); /* its tool rounds, one line each */
     if (tt->outcome == CONV_PENDING)
         return;
-    size_t a = tui_view_answer_begin(t->view, tt->model ? tt->model : t->conf->model, NULL);
+    struct store_message f = {0};
+    int known = t->o->store && tt->answer_id > 0 &&
+                store_message_facts(t->o->store, tt->answer_id, &f) == 0;
+    char when[32] = "";
+    time_t at = (time_t)f.created, now = time(NULL);
+    struct tm tm, today;
+    if (known && f.created > 0 && localtime_r(&at, &tm) && localtime_r(&now, &today))
+        strftime(when, sizeof when, tm.tm_yday == today.tm_yday && tm.tm_year == today.tm_year
+                                        ? "%H:%M" : "%Y-%m-%d %H:%M", &tm);
+    size_t a = tui_view_answer_begin(t->view, tt->model ? tt->model : t->conf->model,
+                                     when[0] ? when : NULL);
     char *why = t->o->store && tt->answer_id > 0 ? store_message_reasoning(t->o->store,
                                                                           tt->answer_id)
                                                  : NULL;
@@ -536,7 +575,7 @@ static void tui_show_turn(struct tui *t, const struct conv_turn *tt)
     if (tt->answer_len)
         tui_view_answer_text(t->view, a, 0, tt->answer, tt->answer_len);
     int slot;
-    char *footer = tui_turn_footer(tt, &slot);
+    char *footer = tui_turn_footer(tt, known ? &f : NULL, &slot);
     tui_view_answer_end(t->view, a, footer, slot);
     free(footer);
 }
@@ -697,23 +736,11 @@ static void tui_sink_quota(void *ud, const char *headers)
 static char *tui_footer(struct tui *t, const struct net_result *r, int *slot)
 {
     struct buf b = BUF_INIT;
-    char d1[32], d2[32];
     *slot = THEME_META;
     switch (r->outcome) {
     case API_OK:
-        buf_printf(&b, "\xE2\x9C\x93 %s", ratelimit_format_duration(r->t.total, d1, sizeof d1));
-        if (r->t.ttft >= 0)
-            buf_printf(&b, " \xC2\xB7 first token %s",
-                       ratelimit_format_duration(r->t.ttft, d2, sizeof d2));
-        if (r->usage.present)
-            buf_printf(&b, " \xC2\xB7 %lld token%s", r->usage.completion,
-                       util_plural(r->usage.completion));
-        if (r->t.tokens_per_s > 0) /* net.c measures it only over TT_TPS_MIN_SECONDS */
-            buf_printf(&b, " \xC2\xB7 %.0f tok/s", r->t.tokens_per_s);
-        if (!r->content_bytes)
-            buf_appends(&b, " \xC2\xB7 the answer is empty");
-        if (r->cached)
-            buf_appends(&b, " \xC2\xB7 from the cache");
+        tui_footer_done(&b, r->t.total, r->t.ttft, r->usage.present ? r->usage.completion : -1,
+                        r->t.tokens_per_s, r->content_bytes == 0, r->cached);
         /* attempts, not retries: a 429 waited out as asked spends no retry */
         if (r->attempts > 1) {
             buf_printf(&b, " \xC2\xB7 after %d failed attempt%s", r->attempts - 1,

@@ -205,6 +205,35 @@ with ttlib.FakeServer() as srv:
         tm.send("C-d")
         tm.wait_exit(5)
 
+    # --- a resumed answer looks as it did live: its time, and its footer (until 2026-12 a
+    # resume showed neither) ------------------------------------------------------------
+    rhome = ttlib.make_home()
+
+    def answer_rows(scr):
+        rows = scr.split("\n")
+        i = next((k for k, r in enumerate(rows) if r.startswith("\u25c6")), None)
+        j = next((k for k, r in enumerate(rows) if "\u2713" in r), None)
+        return [r.rstrip() for r in rows[i:j + 1]] if i is not None and j is not None else []
+    with ttlib.Tmux(100, 30) as tm:
+        e = {"OPENAI_BASE_URL": srv.base("gen=12"), "TT_TEST_STDERR": STDERR}
+        tm.run(["sh", "-c", 'exec "$0" "$@" 2>>"$TT_TEST_STDERR"', ttlib.tokterm_path()],
+               ttlib.clean_env(rhome, e))
+        tm.wait_for(re.compile("F1 help"), 10)
+        tm.send_text("hello there")
+        tm.send("Enter")
+        live = answer_rows(tm.wait_for("\u2713", 10) or tm.capture())
+        tm.send("C-d")
+        tm.wait_exit(5)
+    with ttlib.Tmux(100, 30) as tm:
+        tm.run(["sh", "-c", 'exec "$0" "$@" 2>>"$TT_TEST_STDERR"', ttlib.tokterm_path(), "-c"],
+               ttlib.clean_env(rhome, e))
+        resumed = answer_rows(tm.wait_for("Continuing conversation", 10) or tm.capture())
+        tm.send("C-d")
+        tm.wait_exit(5)
+    t.ok(len(live) == 3 and re.search(r"\d\d:\d\d$", live[0]) and "first token" in live[2],
+         "live: the answer's header has its time, its footer the timings", "\n".join(live))
+    t.eq(resumed, live, "resumed: the answer shows as it did live")
+
 t.ok(not os.path.exists(STDERR) or not open(STDERR, errors="replace").read().strip(),
      "nothing on stderr",
      open(STDERR, errors="replace").read() if os.path.exists(STDERR) else "")
