@@ -305,8 +305,10 @@ static void tui_status_spend(const struct tui_status *st, struct tui_segs *s, in
     char a[16], usd[32] = "", pct[48] = "";
     tui_status_count(st->spent, a, sizeof a);
     char m[CONTEXT_USD_MAX];
-    if (st->priced && st->spent_usd > 0)
-        snprintf(usd, sizeof usd, " %s", context_format_usd(st->spent_usd, m));
+    if (st->spent_usd > 0) /* what was spent stays shown under a model with no price, as at
+                              least that much (until 2026-12 it went from the bar) */
+        snprintf(usd, sizeof usd, " %s%s", st->priced ? "" : "\xE2\x89\xA5",
+                 context_format_usd(st->spent_usd, m));
     if (st->budget_level >= CONTEXT_BUDGET_OVER)
         snprintf(pct, sizeof pct, " (budget reached)");
     else if (warn)

@@ -230,6 +230,25 @@ with ttlib.FakeServer() as srv:
         resumed = answer_rows(tm.wait_for("Continuing conversation", 10) or tm.capture())
         tm.send("C-d")
         tm.wait_exit(5)
+    # --- money spent stays in the bar under a model with no price (until 2026-12 the dollars
+    # went from it at /model of an unpriced model, while /context still had them) ----------
+    with ttlib.Tmux(120, 30) as tm:
+        e2 = {"OPENAI_BASE_URL": srv.base("gen=2000"), "TT_TEST_STDERR": STDERR}
+        tm.run(["sh", "-c", 'exec "$0" "$@" 2>>"$TT_TEST_STDERR"', ttlib.tokterm_path(), "-m",
+                "gpt-4o"], ttlib.clean_env(ttlib.make_home(), e2))
+        tm.wait_for(re.compile("F1 help"), 10)
+        tm.send_text("spend some")
+        tm.send("Enter")
+        scr = tm.wait_for(re.compile(r"session \S+ tok \$"), 10) or tm.capture()
+        before = re.search(r"session \S+ tok (\$[0-9.]+)", scr)
+        tm.send_text("/model no-such-priced-model")
+        tm.send("Enter")
+        scr = tm.wait_for("no-such-priced-model", 5) and tm.capture()
+        after = re.search(r"session \S+ tok (\u2265\$[0-9.]+)", scr or "")
+        t.ok(before and after and after.group(1) == "\u2265" + before.group(1),
+             "an unpriced model: the bar keeps the dollars spent, as at least that", scr)
+        tm.send("C-d")
+        tm.wait_exit(5)
     t.ok(len(live) == 3 and re.search(r"\d\d:\d\d$", live[0]) and "first token" in live[2],
          "live: the answer's header has its time, its footer the timings", "\n".join(live))
     t.eq(resumed, live, "resumed: the answer shows as it did live")
