@@ -653,8 +653,14 @@ static void tui_cmd_model(struct tui *t, const char *arg)
         t->conf->model = xstrdup(arg);
         t->conf->model_given = 0; /* this conversation's choice: another one resumed takes its
                                      own, as without -m (until 2026-12 it carried over) */
-        tui_status_model(&t->st, t->conf->profile, t->conf->model);
-        m = xasprintf("Model **%s** for the next requests.", arg);
+        if (t->answer == TUI_NO_ANSWER) {
+            tui_status_model(&t->st, t->conf->profile, t->conf->model);
+            m = xasprintf("Model **%s** for the next requests.", arg);
+        } else { /* the bar shows the streaming answer's model and window until it ends
+                    (until 2026-12 the new one's at once) */
+            m = xasprintf("Model **%s** for the next requests (the answer streaming is %s's).",
+                          arg, t->answer_model[0] ? t->answer_model : "the old model");
+        }
     } else {
         m = xasprintf("Model: **%s** at `%s`. Change it with `/model NAME`.", t->conf->model,
                       t->conf->base_url);

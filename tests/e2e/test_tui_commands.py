@@ -249,6 +249,29 @@ with ttlib.FakeServer() as srv:
              "an unpriced model: the bar keeps the dollars spent, as at least that", scr)
         tm.send("C-d")
         tm.wait_exit(5)
+    # --- /model while an answer streams: the bar keeps the streaming answer's model until it
+    # ends (until 2026-12 it showed the new one, and its window, at once) --------------------
+    with ttlib.Tmux(120, 30) as tm:
+        e3 = {"OPENAI_BASE_URL": srv.base("gen=150,delay_ms=20"), "TT_TEST_STDERR": STDERR}
+        tm.run(["sh", "-c", 'exec "$0" "$@" 2>>"$TT_TEST_STDERR"', ttlib.tokterm_path(), "-m",
+                "gpt-4o-mini"], ttlib.clean_env(ttlib.make_home(), e3))
+        tm.wait_for(re.compile("F1 help"), 10)
+        tm.send_text("stream a while")
+        tm.send("Enter")
+        tm.wait_for("tok5 ", 10)
+        tm.send_text("/model gpt-4o")
+        tm.send("Enter")
+        scr = tm.wait_for("for the next requests", 5) or tm.capture()
+        bar = [r for r in scr.split("\n") if "\u2502" in r]
+        t.ok(bar and "gpt-4o-mini" in bar[-1] and "streaming is gpt-4o-mini's" in scr,
+             "/model while streaming: the bar keeps the answer's model", scr)
+        scr = tm.wait_for("\u2713", 15) and tm.wait_for(re.compile(r"^ idle", re.M), 5) or \
+            tm.capture()
+        bar = [r for r in scr.split("\n") if r.startswith(" idle")]
+        t.ok(bar and "gpt-4o " in bar[-1] + " " and "gpt-4o-mini" not in bar[-1],
+             "... and the new model once the answer ended", scr)
+        tm.send("C-d")
+        tm.wait_exit(5)
     t.ok(len(live) == 3 and re.search(r"\d\d:\d\d$", live[0]) and "first token" in live[2],
          "live: the answer's header has its time, its footer the timings", "\n".join(live))
     t.eq(resumed, live, "resumed: the answer shows as it did live")
