@@ -805,8 +805,8 @@ static void tui_sink_end(void *ud, const struct net_result *r)
     clock_gettime(CLOCK_REALTIME, &ts);
     tui_tools_answer_next(t);
     tui_status_tool(&t->st, NULL, 0, 0, now);
-    tui_status_end(&t->st, r, now, (double)ts.tv_sec + ts.tv_nsec / 1e9);
     tui_status_model(&t->st, t->conf->profile, t->conf->model); /* a /model while it streamed */
+    tui_status_end(&t->st, r, now, (double)ts.tv_sec + ts.tv_nsec / 1e9);
     if (t->answer != TUI_NO_ANSWER && r->model[0] && t->answer_model[0] &&
         strcmp(r->model, t->answer_model) != 0) { /* the server answered with another name */
         char *label = xasprintf("%s \xE2\x86\x92 %s", t->answer_model, r->model);

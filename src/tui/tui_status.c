@@ -111,6 +111,11 @@ void tui_status_headers(struct tui_status *st, const char *headers, double now,
 void tui_status_end(struct tui_status *st, const struct net_result *r, double now,
                     double now_epoch)
 {
+    if (r->outcome == API_ERR_USAGE) { /* refused before it was sent: nothing was timed (until
+                                          2026-12 "ttft - total 127ms" of the refusal) */
+        st->state = TUI_STATE_ERROR;
+        return;
+    }
     st->have_last = 1;
     st->ttft = r->t.ttft;
     st->total = r->t.total > 0 ? r->t.total : now - st->t_send;

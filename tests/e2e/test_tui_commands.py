@@ -272,6 +272,29 @@ with ttlib.FakeServer() as srv:
              "... and the new model once the answer ended", scr)
         tm.send("C-d")
         tm.wait_exit(5)
+    # --- a turn refused before it was sent shows no timings in the bar (until 2026-12 "ttft -
+    # total 127ms" of the refusal) ---------------------------------------------------------
+    nhome = ttlib.make_home()
+    os.makedirs(os.path.join(nhome, ".config", "tokterm"), exist_ok=True)
+    with open(os.path.join(nhome, ".config", "tokterm", "config"), "w") as f:
+        f.write("context_window = 300\nreserve_tokens = 50\n")
+    with ttlib.Tmux(120, 30) as tm:
+        e4 = {"OPENAI_BASE_URL": srv.base("reply=ok"), "TT_TEST_STDERR": STDERR}
+        tm.run(["sh", "-c", 'exec "$0" "$@" 2>>"$TT_TEST_STDERR"', ttlib.tokterm_path()],
+               ttlib.clean_env(nhome, e4))
+        tm.wait_for(re.compile("F1 help"), 10)
+        n0 = len(srv.requests())
+        tm.send_text("word " * 400)
+        tm.send("Enter")
+        tm.wait_for("the prompt is back", 10)
+        tm.send("C-u")  # the prompt given back fills the rows above the bar
+        scr = tm.wait_for(re.compile(r"^ error", re.M), 10) or tm.capture()
+        bar = [r for r in scr.split("\n") if r.startswith(" error")]
+        t.ok(bar and "total" not in bar[-1] and "ttft" not in bar[-1] and
+             len(srv.requests()) == n0,
+             "a prompt over the window, not sent: no timings in the bar", scr)
+        tm.send("C-d")
+        tm.wait_exit(5)
     t.ok(len(live) == 3 and re.search(r"\d\d:\d\d$", live[0]) and "first token" in live[2],
          "live: the answer's header has its time, its footer the timings", "\n".join(live))
     t.eq(resumed, live, "resumed: the answer shows as it did live")
