@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -262,6 +263,19 @@ size_t util_distance(const char *a, const char *b, size_t max)
             d[i][j] = v;
         }
     return d[n][m];
+}
+
+int util_secret_name(const char *name, size_t n)
+{
+    static const char *const words[] = {"key", "token", "secret", "pass", "auth", "cred",
+                                        "cookie", "session"};
+    for (size_t w = 0; w < TT_ARRAY_LEN(words); w++) {
+        size_t k = strlen(words[w]);
+        for (size_t i = 0; i + k <= n; i++)
+            if (strncasecmp(name + i, words[w], k) == 0)
+                return 1;
+    }
+    return 0;
 }
 
 void util_strv_free(char **v)

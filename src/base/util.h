@@ -70,6 +70,9 @@ void util_wipe(void *p, size_t n);
 /* The edit distance of a and b, ignoring case (a transposition counts one), or max + 1 when
  * it is larger (also for words over 64 bytes). */
 size_t util_distance(const char *a, const char *b, size_t max);
+/* Does a variable's or header's name (n bytes) say its value is a secret: key, token, secret,
+ * pass, auth, cred, cookie or session in it, in any case? */
+int util_secret_name(const char *name, size_t n);
 /* Free a NULL-terminated array of strings and each of them; NULL is fine. */
 void util_strv_free(char **v);
 /* Wipe the string s (up to its NUL) and free it; NULL is fine. */

@@ -135,22 +135,26 @@ static int doctor_config(struct doctor *d, const char *path, int given, char ***
     }
     /* warnings: one line each (unknown options, a key readable by others...) */
     char *w = xstrdup(buf_str(&warn));
-    int holds_key = strstr(w, "holds an API key") != NULL;
+    char what[64] = ""; /* the secret the file holds, as conf's warning names it */
     for (char *save = NULL, *line = strtok_r(w, "\n", &save); line;
-         line = strtok_r(NULL, "\n", &save))
-        if (!strstr(line, "holds an API key")) /* said by the permission check below */
+         line = strtok_r(NULL, "\n", &save)) {
+        const char *h = strstr(line, " holds "), *e = strstr(line, " and other users can read");
+        if (h && e && e > h) /* said by the permission check below */
+            snprintf(what, sizeof what, "%.*s", (int)(e - h - 7), h + 7);
+        else
             doctor_line(d, DOCTOR_WARN, "config", NULL, line,
                         strstr(line, "unknown option") ? "fix or remove that line" : NULL);
+    }
     free(w);
     unsigned mode = st.st_mode & 0777;
     if (mode & 022)
         doctor_linef(d, DOCTOR_FAIL, "config perms", NULL, NULL,
                      "%s is writable by others (mode %03o): they could change api_key_cmd; "
                      "chmod 600 %s", path, mode, path);
-    else if ((mode & 044) && holds_key)
+    else if ((mode & 044) && what[0])
         doctor_linef(d, DOCTOR_FAIL, "config perms", NULL, NULL,
-                     "%s holds an API key and others can read it (mode %03o); chmod 600 %s",
-                     path, mode, path);
+                     "%s holds %s and others can read it (mode %03o); chmod 600 %s", path, what,
+                     mode, path);
     else if (st.st_uid != geteuid())
         doctor_linef(d, DOCTOR_WARN, "config perms", NULL, "chown it to yourself",
                      "%s belongs to another user (uid %u)", path, (unsigned)st.st_uid);

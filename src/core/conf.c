@@ -562,6 +562,40 @@ struct conf_reader {
  * file of 4 MiB must not print 400,000 of them. */
 #define CONF_WARN_MAX 20
 
+/* The secret a line of the file holds in the clear, named for the warning given when others
+ * can read the file, or NULL: api_key; a state URL's password; in an [mcp NAME] section a
+ * header or env value whose name says secret (util_secret_name) written out, not taken from
+ * a variable ($NAME) or the key ({key}). Until 2026-12 only api_key was warned about. */
+static const char *conf_line_secret(const char *section, const char *key, const char *value)
+{
+    if (strcmp(key, "api_key") == 0)
+        return *value ? "an API key" : NULL;
+    if (strcmp(key, "state") == 0) {
+        char *u = util_url_userinfo(value);
+        const char *colon = u ? strchr(u, ':') : NULL;
+        int pw = colon && colon[1];
+        util_free_secret(u);
+        return pw ? "a password (state)" : NULL;
+    }
+    if (!section || strncmp(section, "mcp ", 4) != 0)
+        return NULL;
+    int headers = strcmp(key, "headers") == 0, env = strcmp(key, "env") == 0;
+    for (const char *p = value; (headers || env) && *p;) {
+        size_t n = strcspn(p, headers ? ";" : " \t");
+        const char *sep = memchr(p, headers ? ':' : '=', n);
+        if (sep) {
+            const char *name = p + strspn(p, " \t\"'");
+            const char *v = sep + 1 + strspn(sep + 1, " \t\"'");
+            size_t vn = (size_t)(p + n - v);
+            if (name < sep && util_secret_name(name, (size_t)(sep - name)) && vn &&
+                !memchr(v, '$', vn) && !(vn >= 5 && strstr(v, "{key}") && strstr(v, "{key}") < p + n))
+                return headers ? "a header's secret ([mcp])" : "an env secret ([mcp])";
+        }
+        p += n + (p[n] != '\0');
+    }
+    return NULL;
+}
+
 /* One line of the config file (an ini_handler): the message of a malformed line, else the
  * setting or section marker remembered for conf_apply_section. */
 static int conf_read_line(void *ud, struct ini_line *l)
@@ -597,6 +631,14 @@ static int conf_read_line(void *ud, struct ini_line *l)
             return -1;
         }
     }
+    const char *secret = *key ? conf_line_secret(r->section, key, value) : NULL;
+    if (secret && !r->key_warned) {
+        struct stat st;
+        r->key_warned = 1;
+        if (stat(path, &st) == 0 && (st.st_mode & 077))
+            buf_printf(r->warn, "%s holds %s and other users can read it: chmod 600 %s\n",
+                       path, secret, path);
+    }
     if (*key && r->section && strncmp(r->section, "role ", 5) == 0)
         return 0; /* a [role NAME] section: core/role.c reads it */
     if (*key && r->section && strncmp(r->section, "mcp ", 4) == 0)
@@ -625,13 +667,6 @@ static int conf_read_line(void *ud, struct ini_line *l)
             buf_printf(r->warn, "; did you mean '%s'?", near);
         buf_appendc(r->warn, '\n');
         return 0;
-    }
-    if (strcmp(key, "api_key") == 0 && !r->key_warned) {
-        struct stat st;
-        r->key_warned = 1;
-        if (stat(path, &st) == 0 && (st.st_mode & 077))
-            buf_printf(r->warn, "%s holds an API key and other users can read it: chmod 600 %s\n",
-                       path, path);
     }
     int run_cmd = (strcmp(key, "api_key_cmd") == 0 || strcmp(key, "state_password_cmd") == 0) &&
                   *util_trim(value);

@@ -114,19 +114,6 @@ void mcp_secret_add(struct mcp_client *c, const char *s)
     pthread_mutex_unlock(&c->mu);
 }
 
-int mcp_secret_name(const char *name, size_t n)
-{
-    static const char *const words[] = {"key", "token", "secret", "pass", "auth", "cred",
-                                        "cookie", "session"};
-    for (size_t w = 0; w < TT_ARRAY_LEN(words); w++) {
-        size_t k = strlen(words[w]);
-        for (size_t i = 0; i + k <= n; i++)
-            if (strncasecmp(name + i, words[w], k) == 0)
-                return 1;
-    }
-    return 0;
-}
-
 /* Star c's secrets in text (may be NULL; c->mu held). */
 static void mcp_redact(const struct mcp_client *c, char *text)
 {

@@ -45,7 +45,7 @@ static int mcp_http_open(struct mcp_client *c, struct buf *err)
     for (size_t i = 0; i < n; i++) {
         v[i] = mcp_expand(c->conf.headers[i], key);
         const char *colon = strchr(v[i], ':');
-        if (colon && mcp_secret_name(v[i], (size_t)(colon - v[i]))) /* "Bearer KEY" whole:
+        if (colon && util_secret_name(v[i], (size_t)(colon - v[i]))) /* "Bearer KEY" whole:
                                                                        its pieces are starred */
             mcp_secret_add(c, colon + 1 + strspn(colon + 1, " \t"));
     }

@@ -86,11 +86,10 @@ void mcp_request_failed(struct mcp_client *c, long id, enum mcp_status st, const
 /* Keep s (8 bytes or more) among c's secrets: starred wherever the server's words are shown,
  * sent to the model or saved (until 2026-12 a server that echoed its key in an error, a result
  * or on stderr had it printed, sent and saved). */
-void mcp_secret_add(struct mcp_client *c, const char *s);
-/* Does a variable's or header's name (n bytes) say its value is a secret (key, token, secret,
- * pass, auth, cred, cookie, session, in any case)? Only those values are kept: "Accept:
- * application/json" or PATH=/usr/bin would star a tool's ordinary words. */
-int mcp_secret_name(const char *name, size_t n);
+void mcp_secret_add(struct mcp_client *c, const char *s); /* of names util_secret_name takes:
+                                                            "Accept: application/json" or
+                                                            PATH=/usr/bin would star a
+                                                            tool's ordinary words */
 /* Keep the last bytes of the server's stderr. */
 void mcp_stderr_add(struct mcp_client *c, const char *p, size_t n);
 /* $NAME and ${NAME} of s expanded from the environment (unset: empty); {key} to key. */

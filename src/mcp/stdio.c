@@ -63,7 +63,7 @@ static char **mcp_child_env(struct mcp_client *c)
             }
         XGROW(v, n + 2, cap);
         char *val = mcp_expand(*e + nl, NULL);
-        if (mcp_secret_name(*e, nl - 1))
+        if (util_secret_name(*e, nl - 1))
             mcp_secret_add(c, val);
         v[n++] = xasprintf("%.*s%s", (int)nl, *e, val);
         util_wipe(val, strlen(val));

@@ -147,6 +147,24 @@ with ttlib.FakeServer() as srv:
     rc, out, err, _ = timed(["-p", "hi"], home=home, env=env)
     t.ok(rc == 0 and "holds an API key and other users can read it" in err,
          "a key in a 644 file: still the warning", err)
+    # the other secrets a config may hold in the clear (until 2026-12 only api_key was warned
+    # about): a state URL's password, an [mcp] header or env value whose name says secret
+    for text, what in (("state = redis://default:REDISPASS42@127.0.0.1:1/0\n",
+                        "a password (state)"),
+                       ("[mcp h]\nurl = http://127.0.0.1:1/x\nheaders = Accept: application/json;"
+                        " Authorization: Bearer mcp-LITERAL\n", "a header's secret ([mcp])"),
+                       ("[mcp s]\ncommand = true\nenv = GITHUB_TOKEN=ghp_literal1234 PATH=/bin\n",
+                        "an env secret ([mcp])")):
+        home, path = home_with("base_url = %s\n%s" % (srv.base(), text), 0o644)
+        rc, out, err, _ = timed(["doctor", "--offline"], home=home, env=env_key)
+        t.ok("holds %s and others can read it (mode 644)" % what in out.decode(),
+             "a 644 config with %s: doctor fails its perms" % what, out.decode())
+    home, path = home_with("base_url = %s\n[mcp h]\nurl = http://127.0.0.1:1/x\nheaders = "
+                           "Authorization: Bearer $TOK; X-Api-Key: {key}\nenv = PATH=/bin\n"
+                           % srv.base(), 0o644)
+    rc, out, err, _ = timed(["doctor", "--offline"], home=home, env=env_key)
+    t.ok("others can read it" not in out.decode() and "ok    config perms" in out.decode(),
+         "secrets from variables ($TOK, {key}) and a plain env: no warning", out.decode())
     home, path = home_with("base_url = %s\n" % srv.base(), 0o666)
     rc, out, err, _ = timed(["-p", "hi"], home=home, env={"OPENAI_BASE_URL": None})
     t.ok(rc == 0 and ("chmod go-w %s" % path) in err,
