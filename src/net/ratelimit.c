@@ -1198,6 +1198,9 @@ enum ratelimit_verdict ratelimit_wait_out(int status, enum ratelimit_net net,
         (resp && resp->should_retry == 0) ||
         sd > (p->max_retry_wait >= 0 ? p->max_retry_wait : 0))
         return RATELIMIT_NO_STATUS; /* not a 429 to wait out: the retry budget decides */
+    /* The wait slept is the wait counted, at least RATELIMIT_WAIT_MIN: until 2026-12 only the
+     * count had the floor, so "retry-after: 0" sent ~120 requests in 50 ms and then said it
+     * had waited 120 s. */
     double cost = sd > RATELIMIT_WAIT_MIN ? sd : RATELIMIT_WAIT_MIN;
     double most = p->max_rate_wait >= 0 ? p->max_rate_wait : 0;
     if (!(waited >= 0))
@@ -1205,13 +1208,19 @@ enum ratelimit_verdict ratelimit_wait_out(int status, enum ratelimit_net net,
     if (waited + cost > most) {
         say(reason, size, "HTTP 429 rate limited: waited %s s for rate limits already, %s s "
             "more would pass max_rate_wait %s s", secs_text(waited, t1, sizeof t1),
-            secs_text(sd, t2, sizeof t2), secs_text(most, t3, sizeof t3));
+            secs_text(cost, t2, sizeof t2), secs_text(most, t3, sizeof t3));
         return RATELIMIT_NO_RATE_WAIT;
     }
-    *delay = sd;
+    *delay = cost;
     *charge = cost;
-    say(reason, size, "HTTP 429 rate limited, waiting %s s %s (not a retry)",
-        secs_text(sd, t1, sizeof t1), from_reset ? "for the reset" : "as asked");
+    if (sd < cost)
+        say(reason, size, "HTTP 429 rate limited, waiting %s s (%s %s s; %s s at least) "
+            "(not a retry)", secs_text(cost, t1, sizeof t1),
+            from_reset ? "the reset is in" : "asked", secs_text(sd, t2, sizeof t2),
+            secs_text(RATELIMIT_WAIT_MIN, t3, sizeof t3));
+    else
+        say(reason, size, "HTTP 429 rate limited, waiting %s s %s (not a retry)",
+            secs_text(sd, t1, sizeof t1), from_reset ? "for the reset" : "as asked");
     return RATELIMIT_RETRY;
 }
 

@@ -232,8 +232,8 @@ enum ratelimit_verdict {
                                   from here on the retries decide */
 };
 
-/* What one wait-out of a 429 counts against max_rate_wait at least, seconds: a server that
- * answers "retry after 0" forever still ends. */
+/* What one wait-out of a 429 waits and counts against max_rate_wait at least, seconds: a
+ * server that answers "retry after 0" forever gets a request a second, and still ends. */
 #define RATELIMIT_WAIT_MIN 1.0
 
 /* Decide whether to retry an attempt that ended with HTTP status (0 = none) or transport error
@@ -258,8 +258,8 @@ enum ratelimit_verdict ratelimit_should_retry(int status, enum ratelimit_net net
  * when to come back (retry-after-ms, retry-after, or the reset of a dimension it reports
  * exhausted; ratelimit_text_delay's "try again in" goes into retry_after_ms first) within
  * max_retry_wait. waited is what this request's earlier wait-outs counted. Returns
- * RATELIMIT_RETRY with *delay (the server's) and a reason such as "HTTP 429 rate limited,
- * waiting 2 s as asked (not a retry)";
+ * RATELIMIT_RETRY with *delay (the server's, at least RATELIMIT_WAIT_MIN) and a reason such as
+ * "HTTP 429 rate limited, waiting 2 s as asked (not a retry)";
  * RATELIMIT_NO_RATE_WAIT when this wait would pass max_rate_wait (reason says so); or
  * RATELIMIT_NO_STATUS when it is no such 429. In both, ratelimit_should_retry decides, with
  * the budget of max_retries (so max_rate_wait = 0 is the plain retry policy). *charge gets what this wait counts (>= RATELIMIT_WAIT_MIN). */

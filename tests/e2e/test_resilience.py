@@ -47,8 +47,36 @@ with ttlib.FakeServer() as srv:
     t.ok(rc == 0 and out == b"after 429\n", "429 retry-after-ms: answered after the retry")
     t.ok(el >= 0.4, "429 retry-after-ms: waited the 400 ms the server asked (%.2fs)" % el)
     # a 429 that says when is waited out, not paid from the retries (issue 18)
-    t.ok(b"waiting 0.4 s as asked (not a retry)" in err, "429: the wait and its time are shown",
+    t.ok(b"waiting 1 s (asked 0.4 s; 1 s at least) (not a retry)" in err,
+         "429: the wait and its time are shown (what was asked, what is waited)", err.decode())
+
+    # A 429 that asks for (next to) no wait is waited 1 s, the least each wait-out counts: until
+    # 2026-12 it was sent again at once, ~122 requests in 47 ms, and the message then said
+    # "waited 120 s for rate limits already". max_rate_wait = 3: three waits of 1 s, then the
+    # fourth would pass it.
+    home = ttlib.make_home()
+    ttlib.write_config(home, "max_rate_wait = 3\n")
+    zero = "status=429,h.retry-after=0,error=slow,code=rate_limit_exceeded"
+    rc, out, err, el, made = scenario(srv, [zero] * 6, ["--retries", "0", "-p", "x"],
+                                      "429 retry-after 0, max_rate_wait 3", 4, home=home)
+    gaps = [b["t"] - a["t"] for a, b in zip(made, made[1:])]
+    t.ok(rc == 3 and gaps and min(gaps) >= 0.9 and el >= 2.9,
+         "retry-after 0: at least 1 s between the attempts (%s)" % ["%.2f" % g for g in gaps],
          err.decode())
+    t.ok(b"waited 3 s for rate limits already, 1 s more would pass max_rate_wait 3 s" in err,
+         "retry-after 0: the message says the time it waited", err.decode())
+    # the same for a date already past, a retry-after-ms under 1 and "try again in 0.001ms"
+    ttlib.write_config(home, "max_rate_wait = 1\n")
+    past = email.utils.formatdate(time.time() - 3600, usegmt=True)
+    for name, hint in [("a past date", "h.retry-after=" + past.replace(" ", "%20").replace(
+                           ",", "%2C")), ("retry-after-ms 0.5", "h.retry-after-ms=0.5"),
+                       ("try again in 0.001ms", "error=Please%20try%20again%20in%200.001ms.")]:
+        spec = "status=429,code=rate_limit_exceeded," + hint
+        rc, out, err, el, made = scenario(srv, [spec] * 4, ["--retries", "0", "-p", "x"],
+                                          "429 with %s, max_rate_wait 1" % name, 2, home=home)
+        gap = made[1]["t"] - made[0]["t"] if len(made) == 2 else 0
+        t.ok(rc == 3 and gap >= 0.9 and b"waiting 1 s (asked 0 s; 1 s at least)" in err,
+             "429 with %s: waited 1 s (%.2f s), saying so" % (name, gap), err.decode())
 
     date = email.utils.formatdate(time.time() + 2, usegmt=True).replace(" ", "%20").replace(",", "%2C")
     rc, out, err, el, _ = scenario(srv, ["status=429,h.retry-after=%s,error=slow" % date, ""],

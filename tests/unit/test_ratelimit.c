@@ -1315,8 +1315,17 @@ static void test_wait_out(void)
     r.retry_after = 0;
     v = ratelimit_wait_out(429, RATELIMIT_NET_OK, NULL, &p, &r, 0, &delay, &charge, reason,
                            sizeof reason);
-    TAP_OK(v == RATELIMIT_RETRY && delay == 0 && near(charge, RATELIMIT_WAIT_MIN),
-           "retry-after 0: goes at once, counts RATELIMIT_WAIT_MIN");
+    /* until 2026-12 it went at once and counted 1 s: ~120 requests in 50 ms, then "waited
+     * 120 s" */
+    TAP_OK(v == RATELIMIT_RETRY && near(delay, RATELIMIT_WAIT_MIN) &&
+           near(charge, RATELIMIT_WAIT_MIN),
+           "retry-after 0: waits RATELIMIT_WAIT_MIN, and counts what it waits");
+    TAP_STR(reason, "HTTP 429 rate limited, waiting 1 s (asked 0 s; 1 s at least) (not a retry)",
+            "its reason says what was asked and what is waited");
+    v = ratelimit_wait_out(429, RATELIMIT_NET_OK, NULL, &p, &r, 119.2, &delay, &charge, reason,
+                           sizeof reason);
+    TAP_STR(reason, "HTTP 429 rate limited: waited 119 s for rate limits already, 1 s more "
+            "would pass max_rate_wait 120 s", "past max_rate_wait: says the 1 s it would wait");
     r.retry_after = 90;
     v = ratelimit_wait_out(429, RATELIMIT_NET_OK, NULL, &p, &r, 0, &delay, &charge, reason,
                            sizeof reason);
