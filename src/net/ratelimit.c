@@ -30,6 +30,8 @@
 #define DURATION_MAX 1e9
 /* Largest number of significant integer digits a decimal may carry before it is rejected. */
 #define DECIMAL_MAX 1e15
+/* A retry delay too large to read (more than DECIMAL_MAX), seconds: said as "over" it. */
+#define HINT_HUGE DECIMAL_MAX
 /* Cool-down of a key after a 429 that told nothing about when to come back. */
 #define COOL_DEFAULT 5.0
 
@@ -102,6 +104,27 @@ static int parse_decimal(const char **p, const char *end, double *out)
     return 0;
 }
 
+/* A server's "wait this long" as parse_decimal reads it, but a number too large for it reads
+ * as HINT_HUGE (its digits skipped): a delay that large is a delay past any max_retry_wait,
+ * not one never given (until 2026-12 "retry-after: 9999999999999999999" read as no hint, and
+ * the request was retried in 0.3 s). */
+static int parse_hint(const char **p, const char *end, double *out)
+{
+    if (parse_decimal(p, end, out) == 0)
+        return 0;
+    const char *s = *p;
+    if (s == end || !is_digit(*s))
+        return -1;
+    while (s < end && is_digit(*s))
+        s++;
+    if (s < end && *s == '.')
+        for (s++; s < end && is_digit(*s);)
+            s++;
+    *out = HINT_HUGE;
+    *p = s;
+    return 0;
+}
+
 /* Parse a non-negative integer count, or "-1" (unknown). Returns 0 and *out, or -1. */
 static int parse_count(const char *p, const char *end, int64_t *out)
 {
@@ -124,7 +147,9 @@ static int parse_count(const char *p, const char *end, int64_t *out)
     return 0;
 }
 
-int ratelimit_parse_duration(const char *s, size_t len, double *secs)
+/* ratelimit_parse_duration; with hint (a server's retry delay) a value past DURATION_MAX is
+ * not refused but kept, at most HINT_HUGE (see parse_hint). */
+static int parse_duration(const char *s, size_t len, double *secs, int hint)
 {
     const char *p = s, *end = s + len;
     trim(&p, &end);
@@ -134,7 +159,7 @@ int ratelimit_parse_duration(const char *s, size_t len, double *secs)
     int parts = 0;
     while (p < end) {
         double v;
-        if (parse_decimal(&p, end, &v) != 0)
+        if ((hint ? parse_hint(&p, end, &v) : parse_decimal(&p, end, &v)) != 0)
             return -1;
         double unit;
         if (p == end) {
@@ -163,12 +188,20 @@ int ratelimit_parse_duration(const char *s, size_t len, double *secs)
             return -1;
         }
         total += v * unit;
-        if (total > DURATION_MAX)
-            return -1;
+        if (total > (hint ? HINT_HUGE : DURATION_MAX)) {
+            if (!hint)
+                return -1;
+            total = HINT_HUGE;
+        }
         parts++;
     }
     *secs = total;
     return 0;
+}
+
+int ratelimit_parse_duration(const char *s, size_t len, double *secs)
+{
+    return parse_duration(s, len, secs, 0);
 }
 
 /* ---- HTTP dates ---- */
@@ -665,7 +698,7 @@ static int feed_retry_after(struct ratelimit_response *r, const char *v, const c
     const char *p = v;
     double val;
     int ok = 0;
-    if (parse_decimal(&p, vend, &val) == 0 && p == vend) {
+    if (parse_hint(&p, vend, &val) == 0 && p == vend) {
         ok = 1;
     } else if (ratelimit_parse_http_date(v, (size_t)(vend - v), &val) == 0 &&
                isfinite(now_epoch)) {
@@ -708,9 +741,10 @@ int ratelimit_feed(struct ratelimit_state *s, struct ratelimit_response *r, cons
     case H_RETRY_AFTER_MS: {
         const char *p = v;
         double ms;
-        ok = parse_decimal(&p, vend, &ms) == 0 && p == vend;
+        ok = parse_hint(&p, vend, &ms) == 0 && p == vend;
         if (r)
-            r->retry_after_ms = ok ? ms / 1000.0 : RATELIMIT_NO_TIME;
+            r->retry_after_ms = !ok ? RATELIMIT_NO_TIME : ms >= HINT_HUGE ? HINT_HUGE
+                                                                          : ms / 1000.0;
         break;
     }
     case H_RETRY_AFTER:
@@ -1042,6 +1076,8 @@ static const char *secs_text(double d, char *buf, size_t size)
 {
     if (!isfinite(d))
         snprintf(buf, size, "?");
+    else if (d >= HINT_HUGE) /* a number too large to read (parse_hint) */
+        snprintf(buf, size, "over %.0f", HINT_HUGE);
     else if (d < 9.95)
         snprintf(buf, size, "%.1f", d < 0 ? 0 : d);
     else
@@ -1246,13 +1282,13 @@ double ratelimit_text_delay(const char *text, size_t len)
                            (*q == '.' && q + 1 < end && is_digit(q[1]))))
             q++;
         double secs;
-        if (q > p && ratelimit_parse_duration(p, (size_t)(q - p), &secs) == 0)
+        if (q > p && parse_duration(p, (size_t)(q - p), &secs, 1) == 0)
             return secs;
     }
     if ((p = find_nocase(text, end, "retry after ")) != NULL) {
         p += 12;
         double secs;
-        if (parse_decimal(&p, end, &secs) == 0 && find_nocase(p, end, " second") == p)
+        if (parse_hint(&p, end, &secs) == 0 && find_nocase(p, end, " second") == p)
             return secs;
     }
     return RATELIMIT_NO_TIME;

@@ -170,6 +170,19 @@ with ttlib.FakeServer() as srv:
     rc, out, err, el, _ = scenario(srv, ["status=429,h.retry-after=120,error=slow"], ["-p", "x"],
                                    "server asks to wait longer than max_retry_wait", 1)
     t.ok(rc == 3 and b"120" in err, "too long a wait: fails at once with the reason", err.decode())
+    # a wait too large for a number is too long as well, said the same way (until 2026-12 it
+    # read as no word of when: "retrying in 0.3 s", three attempts)
+    for name, hint, said in [
+            ("retry-after 9999999999999999999", "h.retry-after=9999999999999999999",
+             b"over 1000000000000000 s"),
+            ("retry-after-ms 99999999999999999999", "h.retry-after-ms=99999999999999999999",
+             b"over 1000000000000000 s"),
+            ("try again in 999999999999s", "error=Please%20try%20again%20in%20999999999999s.",
+             b"999999999999 s")]:
+        rc, out, err, el, _ = scenario(srv, ["status=429," + hint] * 3, ["-p", "x"],
+                                       name + ": not retried", 1)
+        t.ok(rc == 3 and b"The server asks to wait " + said + b" (more than max_retry_wait 60 s)"
+             in err and b"retrying" not in err, name + ": fails at once, saying why", err.decode())
 
     # headers that deplete the quota: the next request waits instead of being sent into a 429
     home = ttlib.make_home()

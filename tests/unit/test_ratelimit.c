@@ -279,6 +279,16 @@ static void test_feed(void)
     TAP_INT(feed(NULL, &h, "retry-after: in a while\r\n", NOW), -1, "garbage retry-after");
     TAP_NEAR(h.retry_after, RATELIMIT_NO_TIME, "garbage retry-after cleared");
     TAP_INT(feed(NULL, &h, "retry-after: -3\r\n", NOW), -1, "negative retry-after rejected");
+    /* a number too large to read is a wait too long, not none (until 2026-12: none) */
+    TAP_INT(feed(NULL, &h, "retry-after: 9999999999999999999\r\n", NOW), 1,
+            "retry-after past what a decimal holds");
+    TAP_NEAR(h.retry_after, 1e15, "... reads as huge");
+    TAP_INT(feed(NULL, &h, "retry-after-ms: 99999999999999999999\r\n", NOW), 1,
+            "retry-after-ms past what a decimal holds");
+    TAP_NEAR(h.retry_after_ms, 1e15, "... reads as huge, in seconds too");
+    TAP_INT(feed(NULL, &h, "retry-after-ms: 99999999999999999999x\r\n", NOW), -1,
+            "... but not when it is not a number");
+    ratelimit_response_init(&h);
     TAP_INT(h.should_retry, -1, "x-should-retry not sent");
     TAP_INT(feed(NULL, &h, "x-should-retry: TRUE\r\n", NOW), 1, "x-should-retry true");
     TAP_INT(h.should_retry, 1, "should_retry = 1");
@@ -520,6 +530,14 @@ static void test_retry(void)
     TAP_OK(strstr(reason, "server asks to wait 120 s (more than max_retry_wait 60 s)") != NULL,
            "max-wait reason: %s", reason);
     TAP_NEAR(delay, 0, "no delay when refusing");
+    ratelimit_response_init(&r);
+    feed(NULL, &r, "retry-after: 9999999999999999999\r\n", NOW);
+    TAP_INT(decide(429, RATELIMIT_NET_OK, NULL, 0, 1, &p, &r, &delay, reason),
+            RATELIMIT_NO_WAIT_TOO_LONG, "retry-after too large to read: refuse at once");
+    TAP_OK(strstr(reason, "server asks to wait over 1000000000000000 s (more than "
+                          "max_retry_wait 60 s)") != NULL, "... saying so: %s", reason);
+    ratelimit_response_init(&r);
+    feed(NULL, &r, "retry-after: 120\r\n", NOW);
     p.max_retry_wait = 200;
     TAP_INT(decide(429, RATELIMIT_NET_OK, NULL, 0, 1, &p, &r, &delay, reason), RATELIMIT_RETRY,
             "raised max_retry_wait allows it");
@@ -1372,6 +1390,10 @@ static void test_wait_out(void)
         {"try again in .s", RATELIMIT_NO_TIME},
         {"retry after 6", RATELIMIT_NO_TIME},
         {"", RATELIMIT_NO_TIME},
+        /* too large to be a time: huge, not absent (until 2026-12 absent: retried in 0.3 s) */
+        {"Please try again in 999999999999s.", 999999999999.0},
+        {"Please try again in 99999999999999999999999h.", 1e15},
+        {"Please retry after 99999999999999999999 seconds.", 1e15},
     };
     for (size_t i = 0; i < TT_ARRAY_LEN(texts); i++)
         TAP_NEAR(ratelimit_text_delay(texts[i].text, strlen(texts[i].text)), texts[i].want,
