@@ -67,6 +67,7 @@ struct xfer {
     long deltas;
     size_t content_bytes, reasoning_bytes;
     int headers_sent;      /* QEV_HEADERS pushed */
+    int headers_end;       /* the blank line that ends the response's headers came */
     int stream_over;       /* [DONE] or an error event: ignore the rest */
     int proto_error;       /* the stream could not be parsed */
     int idle_fired;
@@ -707,6 +708,7 @@ static size_t net_header(char *ptr, size_t size, size_t nmemb, void *ud)
     if (n >= 5 && memcmp(ptr, "HTTP/", 5) == 0) {
         /* A new status line (after 100 Continue or a redirect): forget earlier headers. */
         buf_reset(&x->headers);
+        x->headers_end = 0;
         ratelimit_response_init(&x->resp);
         if (x->quota)
             x->before = x->quota->key.state;
@@ -716,6 +718,8 @@ static size_t net_header(char *ptr, size_t size, size_t nmemb, void *ud)
     if (x->quota)
         (void)ratelimit_feed(&x->quota->key.state, &x->resp, ptr, n, util_now(),
                              (double)time(NULL));
+    if (n <= 2 && (ptr[0] == '\r' || ptr[0] == '\n'))
+        x->headers_end = 1; /* (of this response: a 100 Continue's are forgotten above) */
     if (x->quota && n <= 2 && (ptr[0] == '\r' || ptr[0] == '\n')) {
         net_quota_report(x); /* the end of the headers */
         long code = 0;
@@ -849,10 +853,21 @@ static void net_http_message(struct xfer *x, CURLcode res, struct net_result *r,
         buf_printf(msg, " (then: %s)", curl_easy_strerror(res));
 }
 
+/* libcurl's CURLE_TOO_LARGE (8.6 and later; the headers built against may be older) */
+#define NET_CURLE_TOO_LARGE 100
+
 /* The message of a transport error, with what to check for the usual ones. */
 static void net_transport_message(const struct xfer *x, CURLcode res, int got_text,
                                   struct buf *msg)
 {
+    if (!x->headers_end && (res == CURLE_OUT_OF_MEMORY || (int)res == NET_CURLE_TOO_LARGE)) {
+        /* libcurl refuses a header line over 100 KiB so, and says nothing in errbuf: until
+         * 2026-12 a 50 MB header line read "Out of memory", with 14 MB resident */
+        buf_appends(msg, "Too large response headers: a line of the server's headers is over "
+                         "100 KiB (libcurl's limit), so the response could not be read; the "
+                         "server, or a proxy before it, is broken");
+        return;
+    }
     buf_printf(msg, "%s%s%s", x->errbuf[0] ? x->errbuf : curl_easy_strerror(res),
                got_text ? " - the connection broke mid-answer; the answer is incomplete" : "",
                res == CURLE_PEER_FAILED_VERIFICATION || res == CURLE_SSL_CACERT_BADFILE

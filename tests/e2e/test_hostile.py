@@ -513,6 +513,19 @@ with ttlib.FakeServer() as srv:
          err.decode(errors="replace"))
     record("a server that accepts the connection and never answers (`--idle-timeout 1`)", rc, err)
 
+    # --- 9b. a response header line of 8 MB ------------------------------------------------------
+    # libcurl refuses a line over 100 KiB with CURLE_OUT_OF_MEMORY and no text: until 2026-12
+    # that read "tokterm: Out of memory" (and --json "error":"Out of memory"), 14 MB resident
+    for mode in ([], ["--json"]):
+        rc, out, err = run(mode + ["-p", "hi"], base("big_header=%d" % (8 * MIB)))
+        said = err if not mode else out
+        t.ok(rc == 4 and b"Too large response headers" in said and b"server's headers" in said
+             and b"Out of memory" not in out + err,
+             "8 MB header line%s: exit 4, the server's headers are too large" % " ".join(
+                 [""] + mode), (out + err).decode(errors="replace")[:500])
+        if not mode:
+            record("a response header line of 8 MB", rc, err)
+
     # --- 10. a port nobody listens on -------------------------------------------------------------
     rc, out, err = run(["-p", "hi"], {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"})
     t.eq(rc, 4, "closed port: exit 4")

@@ -35,7 +35,7 @@ BIG_WRITE = 65536                 # pieces above this are framed with separate s
 # typo in a test shows up instead of being ignored.
 INT_KEYS = {"gen", "delay_ms", "first_delay_ms", "header_delay_ms", "status", "drop_after",
             "stall_after", "keepalive_ms", "seed", "prompt_tokens", "huge_line", "big_delta",
-            "nest", "bomb", "bomb_text", "page"}
+            "nest", "bomb", "bomb_text", "page", "big_header"}
 FLOAT_KEYS = {"stall_s"}
 FLAG_KEYS = {"close", "json", "hang", "rst", "empty_deltas", "linger", "bomb_usage", "ollama"}
 STR_KEYS = {"replay", "reply", "chunk", "body", "error", "code", "type", "ctype", "raw",
@@ -1585,6 +1585,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(len(out.data)))
         for name, value in spec.get("headers", []):
             self.send_header(name, value)
+        if spec.get("big_header"):
+            self.send_header("X-Big", "a" * spec["big_header"])
         if spec.get("close"):
             self.send_header("Connection", "close")
             self.close_connection = True
