@@ -337,7 +337,9 @@ static int net_on_event(void *ud, const struct sse_event *ev)
     struct xfer *x = ud;
     x->parsed++;
     int r = net_dialect(x)->stream_event(&x->api, ev, net_emit, x);
-    if (r < 0)
+    if (x->api.limit)
+        x->limit_fired = 1; /* tokterm's bound on tool calls: stop reading, keep the text */
+    else if (r < 0)
         x->proto_error = 1;
     if (r != 0) {
         x->stream_over = 1;
@@ -894,6 +896,10 @@ static enum api_outcome net_outcome(struct xfer *x, CURLcode res, struct net_res
     if (x->breaker_open) {
         buf_appends(msg, x->errbuf);
         return API_ERR_NETWORK;
+    }
+    if (x->api.limit == API_STREAM_LIMIT_CALLS) { /* (a whole answer's too: decode_body) */
+        buf_printf(msg, "%s; stopped, the text so far is kept", buf_str(&x->api.error));
+        return API_LIMIT;
     }
     if (x->limit_fired) {
         buf_printf(msg, "the answer passed the %zu MiB limit (max_answer_mb); stopped, the text "

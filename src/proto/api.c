@@ -211,8 +211,11 @@ struct tool_call *api_call_get(struct api_stream *st, long key, int make, api_em
     if (!make)
         return NULL;
     if (st->n_calls >= API_CALLS_MAX) {
-        if (!st->error.len)
-            buf_printf(&st->error, "the answer made more than %d tool calls", API_CALLS_MAX);
+        if (!st->error.len) {
+            buf_printf(&st->error, "the answer made more than %d tool calls, tokterm's limit",
+                       API_CALLS_MAX);
+            st->limit = API_STREAM_LIMIT_CALLS;
+        }
         return NULL;
     }
     st->calls = xgrow(st->calls, st->n_calls + 1, &st->cap_calls, sizeof *st->calls);
@@ -229,9 +232,11 @@ int api_call_args(struct api_stream *st, struct tool_call *c, const char *s, siz
     if (n == 0)
         return 0;
     if (c->args_len + n > API_CALL_ARGS_MAX) {
-        if (!st->error.len)
-            buf_printf(&st->error, "a tool call's arguments are over %zu MiB",
+        if (!st->error.len) {
+            buf_printf(&st->error, "a tool call's arguments are over %zu MiB, tokterm's limit",
                        API_CALL_ARGS_MAX >> 20);
+            st->limit = API_STREAM_LIMIT_CALLS;
+        }
         return -1;
     }
     size_t cap = 64;

@@ -206,10 +206,18 @@ struct api_stream {
     size_t n_calls, cap_calls;
     long *call_keys;          /* per call: the dialect's index for it in the stream */
     size_t cap_keys;
+    int limit;                /* API_STREAM_LIMIT_CALLS: one of tokterm's own limits on tool
+                                 calls ended the stream (error says which) */
     struct buf thinking_json; /* anthropic: the thinking blocks with their signatures, as a
                                  JSON array to send back with tool results ("" none) */
     struct buf dtext, dsig;   /* anthropic: the thinking block being streamed, its signature */
 };
+
+/* struct api_stream's limit: tokterm's bounds on one answer's tool calls (more than
+ * API_CALLS_MAX calls, or a call's arguments over API_CALL_ARGS_MAX) ended it; the stream is
+ * over as after an error, but the server reported none (an outcome of API_LIMIT, not a
+ * server's error: until 2026-12 it read "the server reported an error mid-stream", exit 3). */
+#define API_STREAM_LIMIT_CALLS 1
 
 typedef void (*api_emit_fn)(void *ud, enum api_kind kind, const char *s, size_t n);
 

@@ -709,6 +709,21 @@ with ttlib.FakeServer() as srv:
     rc2, out2, err2 = run(["--max-answer-mb", "0", "-p", "hi"], base("reply=x"))
     t.eq(rc2, 2, "--max-answer-mb 0: bad usage (exit 2)")
 
+    # tokterm's bounds on tool calls are its own limits, exit 8, not the server's error (until
+    # 2026-12: "the server reported an error mid-stream: ...", exit 3)
+    for spec, name, said in [
+            ("tool_calls=1,tool_args=%d" % (9 * MIB), "a tool call of 9 MiB",
+             b"a tool call's arguments are over 8 MiB, tokterm's limit; stopped, the text so "
+             b"far is kept"),
+            ("tool_calls=129", "129 tool calls",
+             b"the answer made more than 128 tool calls, tokterm's limit; stopped")]:
+        rc, out, err = run(["-p", "hi"], base(spec))
+        t.ok(rc == 8 and out == b"before the calls \n" and said in err
+             and b"server reported" not in err,
+             "%s: exit 8, tokterm's limit, the text kept" % name, err.decode() + repr(out[:80]))
+        if spec.startswith("tool_calls=1,"):
+            record("a tool call whose arguments are 9 MiB", rc, err, "the text before kept")
+
     # a 200 with no answer in it: exit 4 like the stream, and never cached
     home = ttlib.make_home()
     for body in ("{}", '{"choices":[]}',

@@ -35,7 +35,7 @@ BIG_WRITE = 65536                 # pieces above this are framed with separate s
 # typo in a test shows up instead of being ignored.
 INT_KEYS = {"gen", "delay_ms", "first_delay_ms", "header_delay_ms", "status", "drop_after",
             "stall_after", "keepalive_ms", "seed", "prompt_tokens", "huge_line", "big_delta",
-            "nest", "bomb", "bomb_text", "page", "big_header"}
+            "nest", "bomb", "bomb_text", "page", "tool_calls", "tool_args", "big_header"}
 FLOAT_KEYS = {"stall_s"}
 FLAG_KEYS = {"close", "json", "hang", "rst", "empty_deltas", "linger", "bomb_usage", "ollama"}
 STR_KEYS = {"replay", "reply", "chunk", "body", "error", "code", "type", "ctype", "raw",
@@ -326,6 +326,34 @@ def big_delta_body(n, model):
         yield sse_event(chunk_obj(cid, 1700000000, model, usage={
             "prompt_tokens": 5, "completion_tokens": max(1, n // 4),
             "total_tokens": 5 + max(1, n // 4)}))
+        yield b"data: [DONE]\n\n"
+    return LazyBody(gen)
+
+
+def tool_calls_body(k, n, model):
+    """A content delta "before the calls ", then K tool calls (ids call_0.., names f0..), each
+    with N bytes of arguments ('x') sent in deltas of at most 1 MiB, then finish_reason
+    tool_calls and [DONE]. Made while it is sent."""
+    cid = "chatcmpl-faketools"
+
+    def call(i, fields):
+        return sse_event(chunk_obj(cid, 1700000000, model,
+                                   {"tool_calls": [dict({"index": i}, **fields)]}))
+
+    def gen():
+        yield sse_event(chunk_obj(cid, 1700000000, model, {"role": "assistant", "content": ""}))
+        yield sse_event(chunk_obj(cid, 1700000000, model, {"content": "before the calls "}))
+        for i in range(k):
+            yield call(i, {"id": "call_%d" % i, "type": "function",
+                           "function": {"name": "f%d" % i, "arguments": ""}})
+            head = ('data: {"id":"%s","choices":[{"index":0,"delta":{"tool_calls":[{"index":%d,'
+                    '"function":{"arguments":"' % (cid, i)).encode()
+            left = n
+            while left > 0:
+                m = min(left, len(FLOOD_BLOCK))
+                yield head + FLOOD_BLOCK[:m] + b'"}}]},"finish_reason":null}]}\n\n'
+                left -= m
+        yield sse_event(chunk_obj(cid, 1700000000, model, {}, "tool_calls"))
         yield b"data: [DONE]\n\n"
     return LazyBody(gen)
 
@@ -1501,6 +1529,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             out, ctype, stream = huge_line_body(spec["huge_line"], model), "text/event-stream", True
         elif "big_delta" in spec:
             out, ctype, stream = big_delta_body(spec["big_delta"], model), "text/event-stream", True
+        elif "tool_calls" in spec:
+            out = tool_calls_body(spec["tool_calls"], spec.get("tool_args", 2), model)
+            ctype, stream = "text/event-stream", True
         elif "content_json" in spec:
             out, ctype = raw_content_body(spec["content_json"], model), "text/event-stream"
             stream = True
