@@ -272,6 +272,15 @@ static size_t net_answer_cap(const struct xfer *x)
     return x->rq->max_answer_bytes ? x->rq->max_answer_bytes : NET_ANSWER_CAP;
 }
 
+/* What x may still receive of its answer: text, reasoning and the tool calls' arguments
+ * share net_answer_cap (until 2026-12 the arguments were not counted). */
+static size_t net_answer_room(const struct xfer *x)
+{
+    size_t have = x->content_bytes + x->reasoning_bytes + x->api.args_bytes;
+    size_t cap = net_answer_cap(x);
+    return have < cap ? cap - have : 0;
+}
+
 /* The dialect x speaks (chat completions unless its request names another). */
 static const struct dialect *net_dialect(const struct xfer *x)
 {
@@ -312,10 +321,9 @@ static void net_emit(void *ud, enum api_kind kind, const char *s, size_t n)
         return;
     if (x->limit_fired || !n)
         return; /* past the limit: nothing more; an empty delta is no progress */
-    size_t have = x->content_bytes + x->reasoning_bytes, cap = net_answer_cap(x);
-    if (n > cap - have) {
+    size_t room = net_answer_room(x);
+    if (n > room) {
         /* Keep the text up to the limit, cut where a UTF-8 sequence begins. */
-        size_t room = cap - have;
         while (room > 0 && ((unsigned char)s[room] & 0xC0) == 0x80)
             room--;
         n = room;
@@ -336,6 +344,7 @@ static int net_on_event(void *ud, const struct sse_event *ev)
 {
     struct xfer *x = ud;
     x->parsed++;
+    x->api.args_room = net_answer_room(x);
     int r = net_dialect(x)->stream_event(&x->api, ev, net_emit, x);
     if (x->api.limit)
         x->limit_fired = 1; /* tokterm's bound on tool calls: stop reading, keep the text */
@@ -433,7 +442,7 @@ static int net_feed_run(struct xfer *x, const char *s, size_t n, int carry)
                 net_flush(x);
             net_batch_begin(x, kind);
             size_t held = x->batch.len;
-            size_t answer = net_answer_cap(x) - x->content_bytes - x->reasoning_bytes;
+            size_t answer = net_answer_room(x);
             size_t room = held < NET_BATCH_MAX ? NET_BATCH_MAX - held : 0; /* never grown */
             struct api_run r = {.text = &x->batch, .room = room < answer ? room : answer};
             size_t k = api_stream_sse_run(&x->api, s, n, x->sse.max_event, &r);
@@ -901,9 +910,10 @@ static enum api_outcome net_outcome(struct xfer *x, CURLcode res, struct net_res
         buf_printf(msg, "%s; stopped, the text so far is kept", buf_str(&x->api.error));
         return API_LIMIT;
     }
-    if (x->limit_fired) {
-        buf_printf(msg, "the answer passed the %zu MiB limit (max_answer_mb); stopped, the text "
-                   "so far is kept", net_answer_cap(x) >> 20);
+    if (x->limit_fired || x->api.limit) {
+        buf_printf(msg, "the answer passed the %zu MiB limit (max_answer_mb%s); stopped, the "
+                   "text so far is kept", net_answer_cap(x) >> 20,
+                   x->api.limit ? ", its tool calls' arguments with its text" : "");
         return API_LIMIT;
     }
     if (x->time_fired) {
@@ -1029,6 +1039,7 @@ static struct net_result *net_result_of(struct xfer *x, CURLcode res)
         !x->proto_error) {
         /* A whole JSON answer where a stream was asked for: still an answer. */
         x->now = util_now();
+        x->api.args_room = net_answer_room(x);
         if (net_dialect(x)->decode_body(&x->api, x->body.data ? x->body.data : "", x->body.len,
                                   net_emit, x) < 0 && x->api.error.len == 0)
             buf_appends(&x->api.error, "the server's answer is not valid JSON");

@@ -28,7 +28,8 @@ struct net_request {
     long connect_timeout_ms; /* 0 = 10 s */
     double idle_timeout_s;   /* no data event for this long ends the attempt; 0 = 90 s */
     double max_time_s;       /* the whole request, retries included, ends after this; 0 = none */
-    size_t max_answer_bytes; /* the answer (content + reasoning) stops past this; 0 = 64 MiB */
+    size_t max_answer_bytes; /* the answer (content + reasoning + tool calls' arguments) stops
+                                past this; 0 = 64 MiB */
     char *cacert;         /* CA bundle to trust, NULL = system */
     int insecure;         /* skip TLS verification */
     struct ratelimit_policy policy; /* retries before the first byte of an answer */

@@ -8,6 +8,7 @@
 
 #include <cjson/cJSON.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -239,6 +240,15 @@ int api_call_args(struct api_stream *st, struct tool_call *c, const char *s, siz
         }
         return -1;
     }
+    if (n > st->args_room) {
+        if (!st->error.len) {
+            buf_appends(&st->error, "the tool calls' arguments passed the answer's limit");
+            st->limit = API_STREAM_LIMIT_ANSWER;
+        }
+        return -1;
+    }
+    st->args_room -= n;
+    st->args_bytes += n;
     size_t cap = 64;
     while (cap <= c->args_len)
         cap *= 2;
@@ -363,6 +373,7 @@ char *api_request_json(const struct api_request *r)
 void api_stream_init(struct api_stream *st)
 {
     memset(st, 0, sizeof *st);
+    st->args_room = SIZE_MAX;
 }
 
 void api_stream_free(struct api_stream *st)

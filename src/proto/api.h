@@ -206,8 +206,11 @@ struct api_stream {
     size_t n_calls, cap_calls;
     long *call_keys;          /* per call: the dialect's index for it in the stream */
     size_t cap_keys;
-    int limit;                /* API_STREAM_LIMIT_CALLS: one of tokterm's own limits on tool
-                                 calls ended the stream (error says which) */
+    int limit;                /* API_STREAM_LIMIT_*: one of tokterm's own limits on tool calls
+                                 ended the stream (error says which) */
+    size_t args_bytes;        /* the arguments of every call so far, bytes */
+    size_t args_room;         /* the most bytes they may still grow by (the caller's answer
+                                 limit; SIZE_MAX after api_stream_init: none) */
     struct buf thinking_json; /* anthropic: the thinking blocks with their signatures, as a
                                  JSON array to send back with tool results ("" none) */
     struct buf dtext, dsig;   /* anthropic: the thinking block being streamed, its signature */
@@ -218,6 +221,10 @@ struct api_stream {
  * over as after an error, but the server reported none (an outcome of API_LIMIT, not a
  * server's error: until 2026-12 it read "the server reported an error mid-stream", exit 3). */
 #define API_STREAM_LIMIT_CALLS 1
+/* ... or the arguments passed args_room: the answer's limit (max_answer_mb), which text and
+ * arguments share (until 2026-12 arguments were not counted: 128 calls of 8 MiB unasked for
+ * held 1 GB). */
+#define API_STREAM_LIMIT_ANSWER 2
 
 typedef void (*api_emit_fn)(void *ud, enum api_kind kind, const char *s, size_t n);
 

@@ -723,6 +723,20 @@ with ttlib.FakeServer() as srv:
              "%s: exit 8, tokterm's limit, the text kept" % name, err.decode() + repr(out[:80]))
         if spec.startswith("tool_calls=1,"):
             record("a tool call whose arguments are 9 MiB", rc, err, "the text before kept")
+    # the calls' arguments count toward --max-answer-mb with the text (until 2026-12 they did
+    # not: 128 calls of ~8 MiB, none offered, held 1.06 GB); 32 calls of 4 MiB past a limit of
+    # 8: exit 8 there, memory bounded near it (measured 25-46 MiB; 146 MiB before)
+    rc, out, err, rss = peak_rss(["--max-answer-mb", "8", "-p", "hi"],
+                                 base("tool_calls=32,tool_args=%d" % (4 * MIB)), timeout=120)
+    t.ok(rc == 8 and out == b"before the calls \n" and b"the answer passed the 8 MiB limit "
+         b"(max_answer_mb, its tool calls' arguments with its text)" in err,
+         "128 MiB of tool call arguments, --max-answer-mb 8: exit 8 at the limit, the text kept",
+         err.decode() + repr(out[:80]))
+    t.ok(rss < (320 if ASAN else 96),
+         "128 MiB of tool call arguments, limit 8: peak RSS %.0f MiB < %d" % (
+             rss, 320 if ASAN else 96))
+    record("32 tool calls of 4 MiB of arguments each, `--max-answer-mb 8`", rc, err,
+           "stopped at the limit, the text kept")
 
     # a 200 with no answer in it: exit 4 like the stream, and never cached
     home = ttlib.make_home()
