@@ -1220,7 +1220,7 @@ enum ratelimit_verdict ratelimit_wait_out(int status, enum ratelimit_net net,
                                           double *delay, double *charge, char *reason,
                                           size_t size)
 {
-    char t1[32], t2[32], t3[32];
+    char t1[32], t2[32], t3[32], t4[32];
     double d0, c0;
     if (!delay)
         delay = &d0;
@@ -1234,22 +1234,24 @@ enum ratelimit_verdict ratelimit_wait_out(int status, enum ratelimit_net net,
         (resp && resp->should_retry == 0) ||
         sd > (p->max_retry_wait >= 0 ? p->max_retry_wait : 0))
         return RATELIMIT_NO_STATUS; /* not a 429 to wait out: the retry budget decides */
-    /* The wait slept is the wait counted, at least RATELIMIT_WAIT_MIN: until 2026-12 only the
-     * count had the floor, so "retry-after: 0" sent ~120 requests in 50 ms and then said it
-     * had waited 120 s. */
+    /* Each wait counts at least RATELIMIT_WAIT_MIN; a hint under RATELIMIT_SLEEP_MIN (0, a
+     * date past, "0.001ms": no hint, as the OpenAI SDK reads it) is also waited that long.
+     * Until 2026-12 only the count had the floor, so "retry-after: 0" sent ~120 requests in
+     * 50 ms. A short hint above it (retry-after-ms: 20) is waited as asked. */
     double cost = sd > RATELIMIT_WAIT_MIN ? sd : RATELIMIT_WAIT_MIN;
     double most = p->max_rate_wait >= 0 ? p->max_rate_wait : 0;
     if (!(waited >= 0))
         waited = 0;
     if (waited + cost > most) {
-        say(reason, size, "HTTP 429 rate limited: waited %s s for rate limits already, %s s "
-            "more would pass max_rate_wait %s s", secs_text(waited, t1, sizeof t1),
-            secs_text(cost, t2, sizeof t2), secs_text(most, t3, sizeof t3));
+        say(reason, size, "HTTP 429 rate limited: the waits for rate limits count %s s "
+            "already (each at least %s s), %s s more would pass max_rate_wait %s s",
+            secs_text(waited, t1, sizeof t1), secs_text(RATELIMIT_WAIT_MIN, t2, sizeof t2),
+            secs_text(cost, t3, sizeof t3), secs_text(most, t4, sizeof t4));
         return RATELIMIT_NO_RATE_WAIT;
     }
-    *delay = cost;
+    *delay = sd >= RATELIMIT_SLEEP_MIN ? sd : cost;
     *charge = cost;
-    if (sd < cost)
+    if (*delay > sd)
         say(reason, size, "HTTP 429 rate limited, waiting %s s (%s %s s; %s s at least) "
             "(not a retry)", secs_text(cost, t1, sizeof t1),
             from_reset ? "the reset is in" : "asked", secs_text(sd, t2, sizeof t2),

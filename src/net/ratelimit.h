@@ -235,6 +235,8 @@ enum ratelimit_verdict {
 /* What one wait-out of a 429 waits and counts against max_rate_wait at least, seconds: a
  * server that answers "retry after 0" forever gets a request a second, and still ends. */
 #define RATELIMIT_WAIT_MIN 1.0
+/* A server-asked wait shorter than this is no hint: it is waited RATELIMIT_WAIT_MIN. */
+#define RATELIMIT_SLEEP_MIN 0.01
 
 /* Decide whether to retry an attempt that ended with HTTP status (0 = none) or transport error
  * net, with the body's error code/type (NULL if none), after answer text was or was not shown.
@@ -258,7 +260,8 @@ enum ratelimit_verdict ratelimit_should_retry(int status, enum ratelimit_net net
  * when to come back (retry-after-ms, retry-after, or the reset of a dimension it reports
  * exhausted; ratelimit_text_delay's "try again in" goes into retry_after_ms first) within
  * max_retry_wait. waited is what this request's earlier wait-outs counted. Returns
- * RATELIMIT_RETRY with *delay (the server's, at least RATELIMIT_WAIT_MIN) and a reason such as
+ * RATELIMIT_RETRY with *delay (the server's; RATELIMIT_WAIT_MIN for one under
+ * RATELIMIT_SLEEP_MIN) and a reason such as
  * "HTTP 429 rate limited, waiting 2 s as asked (not a retry)";
  * RATELIMIT_NO_RATE_WAIT when this wait would pass max_rate_wait (reason says so); or
  * RATELIMIT_NO_STATUS when it is no such 429. In both, ratelimit_should_retry decides, with

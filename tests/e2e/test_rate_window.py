@@ -132,8 +132,8 @@ with ttlib.FakeServer() as srv:
     rc, out, err = ttlib.run_tokterm(["--incognito", "--retries", "0", "-p", "hello"],
                                      home=home, env={"OPENAI_BASE_URL": srv.base()})
     e = err.decode()
-    t.ok(rc == 3 and "waited 1.5 s for rate limits already, 1.5 s more would pass "
-         "max_rate_wait 2 s" in e and len(srv.requests()) - n0 == 2,
+    t.ok(rc == 3 and "the waits for rate limits count 1.5 s already (each at least 1 s), 1.5 s "
+         "more would pass max_rate_wait 2 s" in e and len(srv.requests()) - n0 == 2,
          "max_rate_wait = 2: the second wait would pass it; the request fails saying so", e)
     t.ok("raise max_rate_wait" in e and "raise max_retry_wait" not in e,
          "and its advice names max_rate_wait, the limit that stopped it (until 2026-12: "

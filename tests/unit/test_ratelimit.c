@@ -1327,8 +1327,8 @@ static void test_wait_out(void)
                            sizeof reason);
     TAP_OK(v == RATELIMIT_NO_RATE_WAIT && delay == 0, "119 s waited already: 2 more would pass "
            "max_rate_wait");
-    TAP_STR(reason, "HTTP 429 rate limited: waited 119 s for rate limits already, 2 s more "
-            "would pass max_rate_wait 120 s", "it says so");
+    TAP_STR(reason, "HTTP 429 rate limited: the waits for rate limits count 119 s already "
+            "(each at least 1 s), 2 s more would pass max_rate_wait 120 s", "it says so");
     TAP_STR(ratelimit_verdict_name(v), "rate-wait-used", "verdict name");
     r.retry_after = 0;
     v = ratelimit_wait_out(429, RATELIMIT_NET_OK, NULL, &p, &r, 0, &delay, &charge, reason,
@@ -1342,8 +1342,17 @@ static void test_wait_out(void)
             "its reason says what was asked and what is waited");
     v = ratelimit_wait_out(429, RATELIMIT_NET_OK, NULL, &p, &r, 119.2, &delay, &charge, reason,
                            sizeof reason);
-    TAP_STR(reason, "HTTP 429 rate limited: waited 119 s for rate limits already, 1 s more "
-            "would pass max_rate_wait 120 s", "past max_rate_wait: says the 1 s it would wait");
+    TAP_STR(reason, "HTTP 429 rate limited: the waits for rate limits count 119 s already "
+            "(each at least 1 s), 1 s more would pass max_rate_wait 120 s",
+            "past max_rate_wait: says the 1 s it would count");
+    /* a short hint, above 10 ms, is waited as asked and counted 1 s */
+    r.retry_after = RATELIMIT_NO_TIME;
+    r.retry_after_ms = 0.02;
+    v = ratelimit_wait_out(429, RATELIMIT_NET_OK, NULL, &p, &r, 0, &delay, &charge, reason,
+                           sizeof reason);
+    TAP_OK(v == RATELIMIT_RETRY && near(delay, 0.02) && near(charge, RATELIMIT_WAIT_MIN),
+           "retry-after-ms 20: waited 20 ms as asked, counted 1 s (delay %g)", delay);
+    r.retry_after_ms = RATELIMIT_NO_TIME;
     r.retry_after = 90;
     v = ratelimit_wait_out(429, RATELIMIT_NET_OK, NULL, &p, &r, 0, &delay, &charge, reason,
                            sizeof reason);
