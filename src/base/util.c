@@ -190,15 +190,16 @@ void util_wipe(void *p, size_t n)
         explicit_bzero(p, n);
 }
 
-/* The authority of url (after "scheme://", up to '/', '?' or '#'): *at gets the '@' that ends
- * its userinfo, NULL when none. Returns the authority's start, or NULL for no "://". */
+/* The authority of url (after "scheme://", or from the start without one, as libcurl takes
+ * http_proxy=user:pw@host:3128; up to '/', '?' or '#'): *at gets the '@' that ends its
+ * userinfo, NULL when none. Returns the authority's start, or NULL for no url. */
 static const char *util_url_authority(const char *url, const char **at)
 {
-    const char *a = url ? strstr(url, "://") : NULL;
     *at = NULL;
-    if (!a)
+    if (!url)
         return NULL;
-    a += 3;
+    const char *a = strstr(url, "://");
+    a = a ? a + 3 : url;
     size_t n = strcspn(a, "/?#");
     for (size_t i = 0; i < n; i++)
         if (a[i] == '@')

@@ -88,8 +88,9 @@ char *util_trim(char *s);
 
 /* 1 when s starts with prefix. */
 int util_starts_with(const char *s, const char *prefix);
-/* The userinfo of a URL ("user:password" of scheme://user:password@host/...), percent-decoded,
- * as a new string (wipe it), or NULL when the URL has none. */
+/* The userinfo of a URL ("user:password" of scheme://user:password@host/..., or of
+ * user:password@host without a scheme), percent-decoded, as a new string (wipe it), or NULL
+ * when the URL has none. */
 char *util_url_userinfo(const char *url);
 /* url without its userinfo, to show (a new string; a copy when it has none). */
 char *util_url_shown(const char *url);

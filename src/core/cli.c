@@ -14,9 +14,9 @@ const char *const cli_subcommands[] = {
     "batch", "models", "roles", "mcp", "help", "version", NULL,
 };
 
-/* The subcommand a lone word was probably meant to be (a typo, or another tool's name for
- * it), or NULL: a word of letters one edit from a subcommand (three letters or more), or a
- * usual other name. */
+/* The subcommand a lone word was probably meant to be, or NULL: another tool's name for it, or
+ * its letters with two neighbours swapped (serach, exoprt). Not any one edit: that took
+ * "patch", "rules", "state" and "arm" for batch, roles, stats and rm (a review). */
 static const char *cli_near_subcommand(const char *w)
 {
     static const char *const other[][2] = {{"list", "ls"},   {"history", "ls"},
@@ -29,9 +29,16 @@ static const char *cli_near_subcommand(const char *w)
     for (size_t i = 0; i < TT_ARRAY_LEN(other); i++)
         if (strcmp(w, other[i][0]) == 0)
             return other[i][1];
-    for (size_t k = 0; n >= 3 && cli_subcommands[k]; k++)
-        if (util_distance(w, cli_subcommands[k], 1) <= 1)
-            return cli_subcommands[k];
+    for (size_t k = 0; n >= 4 && cli_subcommands[k]; k++) {
+        const char *c = cli_subcommands[k];
+        size_t i = 0;
+        if (strlen(c) != n)
+            continue;
+        while (i < n && w[i] == c[i])
+            i++;
+        if (i + 1 < n && w[i] == c[i + 1] && w[i + 1] == c[i] && strcmp(w + i + 2, c + i + 2) == 0)
+            return c;
+    }
     return NULL;
 }
 
@@ -215,7 +222,8 @@ int cli_parse(struct cli *c, int argc, char **argv, struct buf *err)
             buf_printf(err, "give the prompt either with -p or as words, not both");
             goto fail;
         }
-        const char *near = nwords == 1 ? cli_near_subcommand(buf_str(&words)) : NULL;
+        const char *near = nwords == 1 && !only_words ? cli_near_subcommand(buf_str(&words))
+                                                      : NULL; /* `--` sends it as it is */
         if (near) { /* until 2026-12 `tokterm list` was sent as a prompt, and saved */
             buf_printf(err, "'%s' is not a command; did you mean '%s'? (to send it as a "
                             "prompt: tokterm -p %s)", buf_str(&words), near, buf_str(&words));

@@ -584,11 +584,18 @@ static const char *conf_line_secret(const char *section, const char *key, const 
         size_t n = strcspn(p, headers ? ";" : " \t");
         const char *sep = memchr(p, headers ? ':' : '=', n);
         if (sep) {
-            const char *name = p + strspn(p, " \t\"'");
-            const char *v = sep + 1 + strspn(sep + 1, " \t\"'");
-            size_t vn = (size_t)(p + n - v);
+            const char *end = p + n, *name = p, *v = sep + 1;
+            while (name < sep && strchr(" \t\"'", *name))
+                name++;
+            while (v < end && strchr(" \t\"'", *v)) /* within the piece (a review: a blank
+                                                      after '=' ran past it) */
+                v++;
+            size_t vn = (size_t)(end - v);
+            int from_key = 0;
+            for (const char *k = v; k + 5 <= end && !from_key; k++)
+                from_key = memcmp(k, "{key}", 5) == 0;
             if (name < sep && util_secret_name(name, (size_t)(sep - name)) && vn &&
-                !memchr(v, '$', vn) && !(vn >= 5 && strstr(v, "{key}") && strstr(v, "{key}") < p + n))
+                !memchr(v, '$', vn) && !from_key)
                 return headers ? "a header's secret ([mcp])" : "an env secret ([mcp])";
         }
         p += n + (p[n] != '\0');
@@ -1192,7 +1199,9 @@ static char *conf_run_key_cmd(const char *cmd, const char *what, double timeout,
         sigaction(conf_key_sigs[i], &old[i], NULL);
     if (sig) {
         util_wipe(line, sizeof line);
-        raise(sig); /* as it would have been: tokterm's own handler, or the default */
+        kill(getpid(), sig); /* as it would have been: tokterm's own handler, or the default;
+                                to the process, not raise()'s thread: the chat runs an MCP
+                                server's key_cmd on a thread that blocks signals */
         return NULL;
     }
     char *key = NULL;

@@ -1644,8 +1644,11 @@ int session_dispatch(struct session *s, const struct session_sink *sink)
                 s->last->error = s->cancel_why;
                 s->cancel_why = NULL;
             }
-            if (s->cancel_asked == e->req)
+            if (s->cancel_asked == e->req) {
                 s->cancel_asked = 0;
+                free(s->cancel_why); /* not used: the answer had ended before the cancel */
+                s->cancel_why = NULL;
+            }
             if (s->last->outcome == API_OK && s->last->n_calls && !s->tools) {
                 /* calls no tool offered (a broken or hostile server): not run, and said, exit
                  * 9 (until 2026-12 dropped without a word, exit 0) */

@@ -160,8 +160,8 @@ with ttlib.FakeServer() as srv:
         t.ok("holds %s and others can read it (mode 644)" % what in out.decode(),
              "a 644 config with %s: doctor fails its perms" % what, out.decode())
     home, path = home_with("base_url = %s\n[mcp h]\nurl = http://127.0.0.1:1/x\nheaders = "
-                           "Authorization: Bearer $TOK; X-Api-Key: {key}\nenv = PATH=/bin\n"
-                           % srv.base(), 0o644)
+                           "Authorization: Bearer $TOK; X-Api-Key: {key}\n[mcp e]\ncommand = "
+                           "true\nenv = PATH=/bin TOKEN= HOME=/x\n" % srv.base(), 0o644)
     rc, out, err, _ = timed(["doctor", "--offline"], home=home, env=env_key)
     t.ok("others can read it" not in out.decode() and "ok    config perms" in out.decode(),
          "secrets from variables ($TOK, {key}) and a plain env: no warning", out.decode())
@@ -468,6 +468,13 @@ with ttlib.FakeServer() as srv:
     pw = "PROXYSECRET99"
     penv = {"http_proxy": "http://puser:%s@127.0.0.1:%d" % (pw, proxy.server_port),
             "no_proxy": None, "NO_PROXY": None, "OPENAI_BASE_URL": "http://192.0.2.1:9/v1"}
+    # libcurl also takes the variable without a scheme (a review found that form unstarred)
+    rc, out, err, _ = timed(["--retries", "0", "--incognito", "-p", "hi"], home=home,
+                            env=dict(penv, http_proxy="puser:%s@127.0.0.1:%d"
+                                     % (pw, proxy.server_port)))
+    t.ok(rc != 0 and "407" in err and pw not in err and
+         base64.b64encode(b"puser:" + pw.encode()).decode() not in err,
+         "a proxy variable without a scheme: its credentials starred too", err)
     rc, out, err, _ = timed(["--retries", "0", "-p", "hi"], home=home, env=penv)
     rc2, out2, err2, _ = timed(["doctor"], home=home, env=penv)
     saved = b""

@@ -34,7 +34,7 @@ int main(void)
 
     /* a lone word near a subcommand is refused with the subcommand named (until 2026-12
      * `tokterm list` was sent as a prompt and saved); other lone words are prompts */
-    static const char *const near[][2] = {{"list", "'ls'"}, {"stat", "'stats'"},
+    static const char *const near[][2] = {{"list", "'ls'"}, {"exoprt", "'export'"},
                                           {"serach", "'search'"}, {"delete", "'rm'"}};
     for (size_t i = 0; i < sizeof near / sizeof near[0]; i++) {
         char *an[] = {"tokterm", (char *)near[i][0], NULL};
@@ -43,12 +43,17 @@ int main(void)
                    strstr(buf_str(&err), "tokterm -p "),
                "'%s' alone: did you mean %s: %s", near[i][0], near[i][1], buf_str(&err));
     }
-    static const char *const prompts[] = {"hello", "hi", "explain", "summarise"};
+    static const char *const prompts[] = {"hello", "hi", "explain", "summarise", "patch", "rules",
+                                          "state", "arm", "map"};
     for (size_t i = 0; i < sizeof prompts / sizeof prompts[0]; i++) {
         char *ap[] = {"tokterm", (char *)prompts[i], NULL};
         TAP_OK(parse(&c, &err, ap) == 0 && c.n_prompts == 1, "'%s' alone: a prompt", prompts[i]);
         cli_free(&c);
     }
+    char *adash[] = {"tokterm", "--", "list", NULL};
+    TAP_OK(parse(&c, &err, adash) == 0 && c.n_prompts == 1 && !strcmp(c.prompts[0], "list"),
+           "-- list: a prompt, as documented (a review found it refused)");
+    cli_free(&c);
 
     char *ax[] = {"tokterm", "-x", "--dry-run", "--allow-tool", "fs.*", "--allow-tool=shell",
                   "find", "big", "files", NULL};

@@ -171,6 +171,9 @@ int main(void)
     TAP_STR(v, "http://proxy:3128/x?a=b@c", "util_url_shown: the userinfo taken out");
     free(u);
     free(v);
+    u = util_url_userinfo("pu:pw@proxy:3128");
+    TAP_STR(u, "pu:pw", "util_url_userinfo: without a scheme, as libcurl takes a proxy");
+    free(u);
     u = util_url_userinfo("http://proxy:3128/a@b");
     v = util_url_shown("redis:x");
     TAP_OK(u == NULL && strcmp(v, "redis:x") == 0, "no userinfo: NULL, and the URL as it is");
