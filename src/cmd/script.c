@@ -626,9 +626,11 @@ static int script_turn_end(struct session *s, struct script_state *st, const str
              * 2026-12 both read "the server reported an error") */
             fprintf(stderr, "tokterm: %s: %s%s%s%s%s\n",
                     strncmp(r->error, "the server sent ", 16) == 0 ||
+                            strncmp(r->error, "the server answered with ", 25) == 0 ||
                             strncmp(r->error, "the server's answer is larger", 29) == 0
                         ? "the answer could not be read"
-                        : "the server reported an error mid-stream",
+                        : r->body ? "the server reported an error in its answer"
+                                  : "the server reported an error mid-stream",
                     r->error, r->error_code[0] ? " (" : "", r->error_code,
                     r->error_code[0] ? ")" : "", kept);
         else

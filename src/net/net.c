@@ -879,6 +879,13 @@ static void net_transport_message(const struct xfer *x, CURLcode res, int got_te
                          "server, or a proxy before it, is broken");
         return;
     }
+    if (!x->headers_end && (res == CURLE_UNSUPPORTED_PROTOCOL || res == CURLE_WEIRD_SERVER_REPLY)) {
+        /* until 2026-12 libcurl's words alone: "Received HTTP/0.9 when not allowed" */
+        buf_printf(msg, "the server's reply is not HTTP (%s): is base_url's host and port an "
+                        "HTTP server, and its scheme (http/https) right?",
+                   x->errbuf[0] ? x->errbuf : curl_easy_strerror(res));
+        return;
+    }
     buf_printf(msg, "%s%s%s", x->errbuf[0] ? x->errbuf : curl_easy_strerror(res),
                got_text ? " - the connection broke mid-answer; the answer is incomplete" : "",
                res == CURLE_PEER_FAILED_VERIFICATION || res == CURLE_SSL_CACERT_BADFILE
@@ -1035,15 +1042,27 @@ static struct net_result *net_result_of(struct xfer *x, CURLcode res)
     if (x->pieces && getenv("TOKTERM_DEBUG_STREAM"))
         fprintf(stderr, "tokterm: debug: stream: %lu pieces, %lu events, %lu by the SSE parser\n",
                 x->pieces, x->sse.events, x->parsed);
-    if (x->mode == XM_BODY && r->status >= 200 && r->status < 300 && res == CURLE_OK &&
-        !x->proto_error) {
-        /* A whole JSON answer where a stream was asked for: still an answer. */
+    r->body = x->mode == XM_BODY;
+    int short_body = res == CURLE_PARTIAL_FILE && x->body.len &&
+                     r->status >= 200 && r->status < 300;
+    if (x->mode == XM_BODY && r->status >= 200 && r->status < 300 &&
+        (res == CURLE_OK || short_body) && !x->proto_error) {
+        /* A whole JSON answer where a stream was asked for: still an answer. Also one whose
+         * connection closed short of its Content-Length, when what came is whole (until
+         * 2026-12 "transfer closed with 100 bytes remaining to read", the answer dropped) */
         x->now = util_now();
         x->api.args_room = net_answer_room(x);
         if (net_dialect(x)->decode_body(&x->api, x->body.data ? x->body.data : "", x->body.len,
                                   net_emit, x) < 0 && x->api.error.len == 0)
             buf_appends(&x->api.error, "the server's answer is not valid JSON");
         net_flush(x);
+        if (short_body && x->api.error.len == 0 && x->api.finish[0]) {
+            res = CURLE_OK;
+            r->warning = xstrdup("the server's answer was shorter than its Content-Length "
+                                 "said, but whole JSON: taken");
+        } else if (short_body) {
+            buf_reset(&x->api.error); /* the transport's message says what happened */
+        }
     }
     struct buf msg = BUF_INIT;
     r->outcome = net_outcome(x, res, r, &msg);
@@ -1058,7 +1077,9 @@ static struct net_result *net_result_of(struct xfer *x, CURLcode res)
     x->api.n_calls = x->api.cap_calls = 0;
     if (x->api.thinking_json.len)
         r->thinking_json = buf_take(&x->api.thinking_json);
-    if (x->api.usage_bad)
+    if (r->warning) /* the short body's: said first */
+        ;
+    else if (x->api.usage_bad)
         r->warning = xstrdup("the server's usage counts were not whole numbers (a string, null, "
                              "negative or huge): they were ignored");
     else if (x->cut_after_end)
@@ -1341,6 +1362,7 @@ static void net_finish(struct net *n, struct xfer *x, CURLcode res)
     }
     r->error = net_clean_message(r->error);
     net_proxy_redact(r->error); /* a proxy's 407 page may echo its credentials */
+    net_proxy_redact(r->error_code);
     char line[512];
     if (q && q->key.state.seen &&
         ratelimit_state_save(&q->key.state, now, (double)time(NULL), line, sizeof line) >= 0)

@@ -85,6 +85,7 @@ struct net_result {
     struct net_timings t;
     char *headers;              /* kept response headers, "name: value\n" lines, lower-case names */
     int cached;                 /* replayed from the response cache: no request was made */
+    int body;                   /* the answer came as one body (JSON, a page), not a stream */
     int attempts;               /* attempts made (1 + retries) */
     int rate_limited;           /* attempts answered 429 */
     char key_label[64];         /* the pool key that served the last attempt ("" without a pool) */

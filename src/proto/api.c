@@ -854,7 +854,17 @@ int api_malformed(struct api_stream *st, const char *json, size_t n, const char 
         api_html_summary(json + lead, n - lead, &st->error);
         return -1;
     }
-    buf_printf(&st->error, "the server sent malformed JSON (%s): ", why ? why : "invalid");
+    int raw_control = 0; /* cJSON takes them inside strings; JSON does not */
+    for (size_t i = 0; i < n && !raw_control; i++)
+        raw_control = (unsigned char)json[i] < 0x20 && json[i] != '\t' && json[i] != '\n' &&
+                      json[i] != '\r';
+    cJSON *valid = raw_control ? NULL : cJSON_ParseWithLength(json, n); /* the error path only */
+    if (valid) /* {"choices": "x"}: JSON, not of the shape the API's (until 2026-12 "malformed") */
+        buf_printf(&st->error, "the server sent JSON that is not the API's answer (%s): ",
+                   why ? why : "an unknown shape");
+    else
+        buf_printf(&st->error, "the server sent malformed JSON (%s): ", why ? why : "invalid");
+    cJSON_Delete(valid);
     size_t show = n < 80 ? n : 80;
     for (size_t i = 0; i < show; i++) {
         unsigned char c = (unsigned char)json[i];
@@ -1515,6 +1525,12 @@ void api_error_message(long status, const char *ctype, const char *body, size_t 
     if (code_size)
         code[0] = '\0';
     buf_printf(msg, "HTTP %ld", status);
+    if (status == 304) { /* no redirect: an answer to a conditional request, which tokterm
+                            never makes (until 2026-12 called a redirect) */
+        buf_appends(msg, ": Not Modified, to a request that asked for no cached copy: the "
+                         "server, or a cache or proxy before it, is broken");
+        return;
+    }
     if (status >= 300 && status < 400) {
         /* A redirect's body is a page for browsers; what matters is that it is not followed. */
         buf_appends(msg, ": the server redirects this request; tokterm does not follow "

@@ -21,8 +21,10 @@ import pty  # noqa: E402
 import re  # noqa: E402
 import shutil  # noqa: E402
 import signal  # noqa: E402
+import socket  # noqa: E402
 import sqlite3  # noqa: E402
 import subprocess  # noqa: E402
+import threading  # noqa: E402
 import time  # noqa: E402
 import urllib.parse  # noqa: E402
 import zlib  # noqa: E402
@@ -812,6 +814,69 @@ else:
         t.eq(tm.wait_exit(10), 0, "garbage theme: quits with 0")
         TABLE.append(("a theme file with garbage (interactive chat)", 0,
                       "the chat starts with the built-in theme and shows the file's error", ""))
+
+# --- answers that are not what they seem (a helper's hostile server): each said for what it is
+# (until 2026-12: a 304 was "a redirect", a JSON error in a 200 body "mid-stream", valid JSON of
+# another shape "malformed", a reply that is not HTTP libcurl's words alone, and a whole JSON
+# answer short of its Content-Length dropped) ---------------------------------------------------
+ANSWER = (b'{"id":"x","object":"chat.completion","model":"m","choices":[{"index":0,"message":'
+          b'{"role":"assistant","content":"full answer"},"finish_reason":"stop"}]}')
+RAW = {
+    "304": b"HTTP/1.1 304 Not Modified\r\nContent-Length: 0\r\n\r\n",
+    "err200": (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 38\r\n"
+               b"\r\n" + b'{"error":{"message":"quota gone now"}}'),
+    "shape": (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 16\r\n\r\n"
+              b'{"choices": "x"}'),
+    "notheep": b"SSH-2.0-OpenSSH_9.2\r\n",
+    "short": (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
+              b"\r\n" % (len(ANSWER) + 100)) + ANSWER,
+}
+
+
+def raw_server():
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", 0))
+    s.listen(16)
+
+    def serve():
+        while True:
+            try:
+                c, _ = s.accept()
+            except OSError:
+                return
+            try:
+                c.settimeout(5)
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    got = c.recv(65536)
+                    if not got:
+                        break
+                    data += got
+                path = data.split(b" ", 2)[1].decode() if data.count(b" ") >= 2 else "/"
+                c.sendall(RAW.get(path.strip("/").split("/")[0], b""))
+            except OSError:
+                pass
+            finally:
+                c.close()
+    threading.Thread(target=serve, daemon=True).start()
+    return s
+
+
+rs = raw_server()
+rport = rs.getsockname()[1]
+for name, want_rc, want in (("304", 3, "HTTP 304: Not Modified"),
+                            ("err200", 3, "the server reported an error in its answer: quota"),
+                            ("shape", 3, "the server sent JSON that is not the API's answer"),
+                            ("notheep", 4, "the server's reply is not HTTP"),
+                            ("short", 0, "shorter than its Content-Length said, but whole JSON")):
+    rc, out, err = run(["--retries", "0", "--incognito", "-p", "hi"],
+                       {"OPENAI_BASE_URL": "http://127.0.0.1:%d/%s/v1" % (rport, name)})
+    e = err.decode(errors="replace")
+    t.ok(rc == want_rc and want in e and "mid-stream" not in e and "redirects" not in e and
+         (name != "short" or out == b"full answer\n"),
+         "%s: exit %d, said for what it is" % (name, want_rc), "rc %d %s" % (rc, e))
+rs.close()
 
 if os.environ.get("HOSTILE_TABLE"):
     with open(os.environ["HOSTILE_TABLE"], "w") as f:
