@@ -318,15 +318,19 @@ with ttlib.FakeServer() as srv:
          "show says that turn is carried", text(out)[-1200:])
 
     # --- 9. Gemini: functionCall parts in, functionResponse parts out (paired by name) ---
-    n0 = len(srv.requests())
-    srv.queue(["replay=gemini_tool_call.sse", "reply=The sum is 42."])
-    rc, out, err = run(srv, home, ["--no-save", "--api", "gemini", "--base-url",
-                                   srv.url("/v1beta"), "--allow-tool", "test.*", "-p", "add"],
-                       env_extra={"GEMINI_API_KEY": KEY})
-    b = bodies(srv, n0)
-    cs = b[1].get("contents", []) if len(b) > 1 else []
-    mp = cs[1].get("parts", []) if len(cs) > 1 else []
-    up = cs[2].get("parts", []) if len(cs) > 2 else []
+    def gemini_round(fixture, reply):
+        """A Gemini tool round replayed from fixture: rc, err, the second request's contents,
+        the model turn's parts and the results' parts."""
+        n0 = len(srv.requests())
+        srv.queue(["replay=" + fixture, "reply=" + reply])
+        rc, out, err = run(srv, home, ["--no-save", "--api", "gemini", "--base-url",
+                                       srv.url("/v1beta"), "--allow-tool", "test.*", "-p", "add"],
+                           env_extra={"GEMINI_API_KEY": KEY})
+        b = bodies(srv, n0)
+        cs = b[1].get("contents", []) if len(b) > 1 else []
+        return (rc, err, cs, cs[1].get("parts", []) if len(cs) > 1 else [],
+                cs[2].get("parts", []) if len(cs) > 2 else [])
+    rc, err, cs, mp, up = gemini_round("gemini_tool_call.sse", "The sum is 42.")
     t.ok(rc == 0 and [("functionCall" in p, p.get("thoughtSignature")) for p in mp] ==
          [(False, None), (True, "CiQB0e2Kb0cz+/x"), (True, None)] and
          [p.get("functionResponse", {}).get("name") for p in up] == ["test__add", "test__echo"] and
@@ -340,15 +344,7 @@ with ttlib.FakeServer() as srv:
 
     # the server's call ids go back in the calls and their results (until 2026-12 they did not:
     # two parallel calls of one function could not be told apart); ids tokterm made do not
-    n0 = len(srv.requests())
-    srv.queue(["replay=gemini_tool_call_ids.sse", "reply=Both done."])
-    rc, out, err = run(srv, home, ["--no-save", "--api", "gemini", "--base-url",
-                                   srv.url("/v1beta"), "--allow-tool", "test.*", "-p", "add"],
-                       env_extra={"GEMINI_API_KEY": KEY})
-    b = bodies(srv, n0)
-    cs = b[1].get("contents", []) if len(b) > 1 else []
-    mp = cs[1].get("parts", []) if len(cs) > 1 else []
-    up = cs[2].get("parts", []) if len(cs) > 2 else []
+    rc, err, cs, mp, up = gemini_round("gemini_tool_call_ids.sse", "Both done.")
     t.ok(rc == 0 and [p.get("functionCall", {}).get("id") for p in mp] == ["fc-7a1", "fc-7a2"] and
          [(p.get("functionResponse", {}).get("id"), p.get("functionResponse", {}).get(
              "response")) for p in up] == [("fc-7a1", {"result": "42"}),

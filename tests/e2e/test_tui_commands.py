@@ -18,11 +18,7 @@ STDERR = os.path.join(ttlib.tempdir("tt-commands-stderr-"), "stderr")
 
 
 def start(tm, srv, spec="", env=None):
-    e = {"OPENAI_BASE_URL": srv.base(spec), "TT_TEST_STDERR": STDERR}
-    e.update(env or {})
-    tm.run(["sh", "-c", 'exec "$0" "$@" 2>>"$TT_TEST_STDERR"', ttlib.tokterm_path()],
-           ttlib.clean_env(env=e))
-    return tm.wait_for(re.compile("F1 help"), 10)
+    return tm.run_chat(STDERR, dict({"OPENAI_BASE_URL": srv.base(spec)}, **(env or {})))
 
 
 def paste(tm, text, raw=False):
@@ -215,28 +211,22 @@ with ttlib.FakeServer() as srv:
         j = next((k for k, r in enumerate(rows) if "\u2713" in r), None)
         return [r.rstrip() for r in rows[i:j + 1]] if i is not None and j is not None else []
     with ttlib.Tmux(100, 30) as tm:
-        e = {"OPENAI_BASE_URL": srv.base("gen=12"), "TT_TEST_STDERR": STDERR}
-        tm.run(["sh", "-c", 'exec "$0" "$@" 2>>"$TT_TEST_STDERR"', ttlib.tokterm_path()],
-               ttlib.clean_env(rhome, e))
-        tm.wait_for(re.compile("F1 help"), 10)
+        e = {"OPENAI_BASE_URL": srv.base("gen=12")}
+        tm.run_chat(STDERR, e, home=rhome)
         tm.send_text("hello there")
         tm.send("Enter")
         live = answer_rows(tm.wait_for("\u2713", 10) or tm.capture())
         tm.send("C-d")
         tm.wait_exit(5)
     with ttlib.Tmux(100, 30) as tm:
-        tm.run(["sh", "-c", 'exec "$0" "$@" 2>>"$TT_TEST_STDERR"', ttlib.tokterm_path(), "-c"],
-               ttlib.clean_env(rhome, e))
+        tm.run_chat(STDERR, e, ["-c"], rhome, wait=False)
         resumed = answer_rows(tm.wait_for("Continuing conversation", 10) or tm.capture())
         tm.send("C-d")
         tm.wait_exit(5)
     # --- money spent stays in the bar under a model with no price (until 2026-12 the dollars
     # went from it at /model of an unpriced model, while /context still had them) ----------
     with ttlib.Tmux(120, 30) as tm:
-        e2 = {"OPENAI_BASE_URL": srv.base("gen=2000"), "TT_TEST_STDERR": STDERR}
-        tm.run(["sh", "-c", 'exec "$0" "$@" 2>>"$TT_TEST_STDERR"', ttlib.tokterm_path(), "-m",
-                "gpt-4o"], ttlib.clean_env(ttlib.make_home(), e2))
-        tm.wait_for(re.compile("F1 help"), 10)
+        tm.run_chat(STDERR, {"OPENAI_BASE_URL": srv.base("gen=2000")}, ["-m", "gpt-4o"])
         tm.send_text("spend some")
         tm.send("Enter")
         scr = tm.wait_for(re.compile(r"session \S+ tok \$"), 10) or tm.capture()
@@ -252,10 +242,8 @@ with ttlib.FakeServer() as srv:
     # --- /model while an answer streams: the bar keeps the streaming answer's model until it
     # ends (until 2026-12 it showed the new one, and its window, at once) --------------------
     with ttlib.Tmux(120, 30) as tm:
-        e3 = {"OPENAI_BASE_URL": srv.base("gen=150,delay_ms=20"), "TT_TEST_STDERR": STDERR}
-        tm.run(["sh", "-c", 'exec "$0" "$@" 2>>"$TT_TEST_STDERR"', ttlib.tokterm_path(), "-m",
-                "gpt-4o-mini"], ttlib.clean_env(ttlib.make_home(), e3))
-        tm.wait_for(re.compile("F1 help"), 10)
+        tm.run_chat(STDERR, {"OPENAI_BASE_URL": srv.base("gen=150,delay_ms=20")},
+                    ["-m", "gpt-4o-mini"])
         tm.send_text("stream a while")
         tm.send("Enter")
         tm.wait_for("tok5 ", 10)
@@ -279,10 +267,7 @@ with ttlib.FakeServer() as srv:
     with open(os.path.join(nhome, ".config", "tokterm", "config"), "w") as f:
         f.write("context_window = 300\nreserve_tokens = 50\n")
     with ttlib.Tmux(120, 30) as tm:
-        e4 = {"OPENAI_BASE_URL": srv.base("reply=ok"), "TT_TEST_STDERR": STDERR}
-        tm.run(["sh", "-c", 'exec "$0" "$@" 2>>"$TT_TEST_STDERR"', ttlib.tokterm_path()],
-               ttlib.clean_env(nhome, e4))
-        tm.wait_for(re.compile("F1 help"), 10)
+        tm.run_chat(STDERR, {"OPENAI_BASE_URL": srv.base("reply=ok")}, home=nhome)
         n0 = len(srv.requests())
         tm.send_text("word " * 400)
         tm.send("Enter")

@@ -20,11 +20,7 @@ STDERR = os.path.join(ttlib.tempdir("tt-fixes-stderr-"), "stderr")
 
 
 def start(tm, srv, spec="", env=None):
-    e = {"OPENAI_BASE_URL": srv.base(spec), "TT_TEST_STDERR": STDERR}
-    e.update(env or {})
-    tm.run(["sh", "-c", 'exec "$0" "$@" 2>>"$TT_TEST_STDERR"', ttlib.tokterm_path()],
-           ttlib.clean_env(env=e))
-    return tm.wait_for(re.compile("F1 help"), 10)
+    return tm.run_chat(STDERR, dict({"OPENAI_BASE_URL": srv.base(spec)}, **(env or {})))
 
 
 def say(tm, text):

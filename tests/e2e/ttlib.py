@@ -925,6 +925,16 @@ class Tmux:
             raise RuntimeError("tmux %s: %s" % (args[0], r.stderr.decode(errors="replace")))
         return r.stdout.decode("utf-8", "replace")
 
+    def run_chat(self, stderr, env=None, args=(), home=None, wait=True):
+        """Start tokterm (the chat) with args and env over clean_env(home), its stderr (nothing,
+        unless a sanitizer reports) appended to the file stderr; wait for its status bar ("F1
+        help", 10 s) and return the screen, or None (wait=False: at once)."""
+        e = dict(env or {})
+        e["TT_TEST_STDERR"] = stderr
+        self.run(["sh", "-c", 'exec "$0" "$@" 2>>"$TT_TEST_STDERR"', tokterm_path()] +
+                 list(args), clean_env(home, e))
+        return self.wait_for(re.compile("F1 help"), 10) if wait else None
+
     def run(self, cmd, env=None):
         """Start cmd (a list of argv or a shell string) in the window, with environment env."""
         if self.started:

@@ -280,12 +280,12 @@ static void test_feed(void)
     TAP_NEAR(h.retry_after, RATELIMIT_NO_TIME, "garbage retry-after cleared");
     TAP_INT(feed(NULL, &h, "retry-after: -3\r\n", NOW), -1, "negative retry-after rejected");
     /* a number too large to read is a wait too long, not none (until 2026-12: none) */
-    TAP_INT(feed(NULL, &h, "retry-after: 9999999999999999999\r\n", NOW), 1,
-            "retry-after past what a decimal holds");
-    TAP_NEAR(h.retry_after, 1e15, "... reads as huge");
-    TAP_INT(feed(NULL, &h, "retry-after-ms: 99999999999999999999\r\n", NOW), 1,
-            "retry-after-ms past what a decimal holds");
-    TAP_NEAR(h.retry_after_ms, 1e15, "... reads as huge, in seconds too");
+    static const char *const huge[] = {"retry-after: 9999999999999999999\r\n",
+                                       "retry-after-ms: 99999999999999999999\r\n"};
+    for (int i = 0; i < 2; i++) {
+        TAP_OK(feed(NULL, &h, huge[i], NOW) == 1, "%.14s past what a decimal holds", huge[i]);
+        TAP_NEAR(i ? h.retry_after_ms : h.retry_after, 1e15, "... reads as huge (seconds)");
+    }
     TAP_INT(feed(NULL, &h, "retry-after-ms: 99999999999999999999x\r\n", NOW), -1,
             "... but not when it is not a number");
     ratelimit_response_init(&h);
