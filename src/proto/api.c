@@ -858,7 +858,14 @@ int api_malformed(struct api_stream *st, const char *json, size_t n, const char 
     for (size_t i = 0; i < n && !raw_control; i++)
         raw_control = (unsigned char)json[i] < 0x20 && json[i] != '\t' && json[i] != '\n' &&
                       json[i] != '\r';
-    cJSON *valid = raw_control ? NULL : cJSON_ParseWithLength(json, n); /* the error path only */
+    const char *end = json; /* the error path only: whole JSON, nothing after it */
+    cJSON *valid = raw_control ? NULL : cJSON_ParseWithLengthOpts(json, n, &end, 0);
+    while (valid && end < json + n && strchr(" \t\r\n", *end) && *end)
+        end++;
+    if (valid && end < json + n) {
+        cJSON_Delete(valid);
+        valid = NULL;
+    }
     if (valid) /* {"choices": "x"}: JSON, not of the shape the API's (until 2026-12 "malformed") */
         buf_printf(&st->error, "the server sent JSON that is not the API's answer (%s): ",
                    why ? why : "an unknown shape");
