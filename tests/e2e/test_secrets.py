@@ -199,9 +199,13 @@ with ttlib.FakeServer() as srv:
         with open(path, "w") as f:
             f.write("key_cmd_timeout = 60\napi_key_cmd = sh -c 'echo $$ >%s; exec sleep 302'\n"
                     % pidfile)
+        # the signals as a terminal's shell leaves them: a run under nohup (SIGHUP ignored) or
+        # started with & (SIGINT ignored) passes that on, and tokterm rightly keeps it so
         p = subprocess.Popen([ttlib.tokterm_path(), "-p", "hi"], env=ttlib.clean_env(home, env),
                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE)
+                             stderr=subprocess.PIPE, preexec_fn=lambda: [
+                                 signal.signal(s, signal.SIG_DFL) for s in
+                                 (signal.SIGHUP, signal.SIGINT, signal.SIGTERM, signal.SIGQUIT)])
         deadline = time.monotonic() + 10
         while not read_pid(pidfile) and time.monotonic() < deadline:
             time.sleep(0.02)
