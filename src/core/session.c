@@ -1085,6 +1085,15 @@ static void session_redact_result(const struct session *s, struct net_result *r)
     net_result_redact(r, s->fallback_key);
 }
 
+/* The same for a message made of what the server sent (a tool call's name, say). */
+static void session_redact_text(const struct session *s, char *text)
+{
+    util_redact(text, s->key);
+    for (int i = 0; i < s->n_pool; i++)
+        util_redact(text, s->pool_values[i]);
+    util_redact(text, s->fallback_key);
+}
+
 static enum store_status session_store_status(enum api_outcome o)
 {
     switch (o) {
@@ -1657,6 +1666,7 @@ int session_dispatch(struct session *s, const struct session_sink *sink)
                                       "offered; %s not run", w && *w ? w : "unnamed",
                                       s->last->n_calls > 1 ? ", ..." : "",
                                       s->last->n_calls > 1 ? "the calls were" : "the call was");
+                session_redact_text(s, why); /* the name is the server's */
                 session_incomplete(s, why);
                 free(why);
             }
@@ -2617,15 +2627,6 @@ void session_count_debug(const struct session *s, size_t *answer_bytes, size_t *
     *texts = s->ctx ? context_cached(s->ctx) : 0;
 }
 
-/* The answer goes into the history: its tokens, when they are known without counting it
- * again, go with it (s->ans_tokens) to the turn that takes it (session_settle: the plans that
- * will carry it, the status, /context, the next request, and the store read the turn's count)
- * or to the tool round's step. Known: counted as it streamed (the chat's status counts it
- * incrementally), or the server's completion_tokens when they are the answer's alone (the
- * model's own encoding, no reasoning, no tool calls: they count the calls too). Otherwise
- * the first plan that needs it counts it. The text is not hashed here: a long answer was
- * hashed twice at its end (once to record its count in the cache, once to find it there for
- * the store). */
 /* The longest token of o200k_base and cl100k_base, in bytes (their rank tables' max_len). */
 #define SESSION_TOKEN_BYTES 128
 
@@ -2638,6 +2639,15 @@ static int session_usage_fits(const struct net_result *r, size_t bytes)
     return (double)r->usage.completion * SESSION_TOKEN_BYTES >= (double)bytes;
 }
 
+/* The answer goes into the history: its tokens, when they are known without counting it
+ * again, go with it (s->ans_tokens) to the turn that takes it (session_settle: the plans that
+ * will carry it, the status, /context, the next request, and the store read the turn's count)
+ * or to the tool round's step. Known: counted as it streamed (the chat's status counts it
+ * incrementally), or the server's completion_tokens when they are the answer's alone (the
+ * model's own encoding, no reasoning, no tool calls: they count the calls too). Otherwise
+ * the first plan that needs it counts it. The text is not hashed here: a long answer was
+ * hashed twice at its end (once to record its count in the cache, once to find it there for
+ * the store). */
 static void session_answer_record(struct session *s, const struct net_result *r)
 {
     if (r->outcome == API_OK && !r->usage.present)

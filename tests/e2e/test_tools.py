@@ -16,6 +16,7 @@ import signal  # noqa: E402
 import sqlite3  # noqa: E402
 import subprocess  # noqa: E402
 import time  # noqa: E402
+import urllib.parse  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ttlib  # noqa: E402
@@ -81,6 +82,17 @@ with ttlib.FakeServer() as srv:
     t.ok(rc == 9 and "the model asked for a tool (test__add, ...) but none was offered" in
          text(err) and len(srv.requests()) == n0 + 1 and "tools" not in bodies(srv, n0)[0],
          "calls no tool was offered for: not run, said, exit 9 (rc %d)" % rc, text(err))
+    # a call named with the key (a server that echoes what it was sent): the name is starred
+    # in the message (until 2026-12 printed and saved as it came)
+    sse = ('data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1",'
+           '"type":"function","function":{"name":"x%sx","arguments":"{}"}}]}}]}\n\n'
+           'data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}\n\n'
+           'data: [DONE]\n\n' % KEY)
+    srv.queue(["raw=%s,ctype=text/event-stream" % urllib.parse.quote(sse, safe="")])
+    rc, out, err = run(srv, ttlib.make_home(), ["-p", "add"], tools=False)
+    t.ok(rc == 9 and "but none was offered" in text(err) and KEY not in text(err),
+         "a call no tool was offered for, named with the key: the key starred (rc %d)" % rc,
+         text(err))
 
     # --- 2. the rows saved: the calls on the assistant row, a tool row per result ---
     c = sqlite3.connect(db)
