@@ -408,9 +408,10 @@ void mcp_dispatch(struct mcp_client *c, const char *msg, size_t n)
                    ? cJSON_ParseWithLength(mended.data, mended.len)
                    : cJSON_ParseWithLength(msg + lead, n - lead);
     buf_free(&mended);
-    if (j && c->n_secrets) {
+    if (j) {
         pthread_mutex_lock(&c->mu);
-        mcp_redact_tree(c, j);
+        if (c->n_secrets) /* read under the lock: mcp_secret_add takes it */
+            mcp_redact_tree(c, j);
         pthread_mutex_unlock(&c->mu);
     }
     if (cJSON_IsArray(j)) { /* a batch (2025-03-26) */
