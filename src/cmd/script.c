@@ -756,6 +756,12 @@ struct script *script_open(struct conf *conf, char *key, const struct script_opt
         }
         if (session_resume_note(s)) /* after the refusal, which says more */
             fprintf(stderr, "tokterm: warning: %s\n", session_resume_note(s));
+        if (session_resume_passed(s)) {
+            const struct conv *cv = session_conv(s);
+            fprintf(stderr, "tokterm: continuing conversation %lld, the latest with an answer: "
+                            "%s (--conversation ID picks another)\n",
+                    (long long)(cv ? cv->id : 0), session_resume_passed(s));
+        }
     }
     struct script *sc = xcalloc(1, sizeof *sc);
     sc->s = s;

@@ -121,6 +121,7 @@ struct session {
     int round;                 /* tool rounds of the turn in flight */
     struct api_usage turn_usage; /* the usage of the turn's requests, every round summed */
     char *resume_note;         /* the last resume's role that could not be taken (why) */
+    char *resume_passed;       /* -c passed over newer conversations without an answer */
     char *edited_from;         /* the arguments the model asked for, of the call the user
                                   edited before it ran (edited_call of the step asked) */
     size_t edited_call;
@@ -466,6 +467,11 @@ const char *session_resume_note(const struct session *s)
     return s->resume_note;
 }
 
+const char *session_resume_passed(const struct session *s)
+{
+    return s->resume_passed;
+}
+
 void session_role_changed(struct session *s)
 {
     if (s->save && s->store && s->conv_id > 0 &&
@@ -493,8 +499,20 @@ static void session_resumed(struct session *s, struct conv *c, int lean)
 
 int session_resume(struct session *s, int64_t id, char **err)
 {
+    int latest = id == 0;
     if (conv_resolve_id(s->store, &id, err) < 0)
         return -1;
+    free(s->resume_passed);
+    s->resume_passed = NULL;
+    long n = 0;
+    int64_t newest = 0;
+    if (latest && store_conversation_newer(s->store, id, &n, &newest) == 0 && n > 0)
+        /* a newer one failed (a key refused, a server down): the prompt given now goes to an
+         * older conversation, which must not happen without a word */
+        s->resume_passed = n == 1 ? xasprintf("conversation %lld, newer, has no answer",
+                                              (long long)newest)
+                                  : xasprintf("%ld newer conversations (the newest %lld) have "
+                                              "no answer", n, (long long)newest);
     session_resume_settings(s, id); /* first: the model decides the encoding counts load in */
     /* a scripted resume builds thousands of rows, turns and a large body once, then exits:
      * from fresh memory in huge pages, reused as it is freed, not 4 KiB faults by the thousand */
@@ -597,6 +615,7 @@ void session_close(struct session *s)
     }
     free(s->incomplete);
     free(s->cancel_why);
+    free(s->resume_passed);
     free(s->resume_note);
     free(s->edited_from);
     /* The process exits next and every request has ended: the network thread is left parked

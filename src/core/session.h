@@ -162,6 +162,9 @@ const char *session_tools_incomplete(const struct session *s);
  * resume takes the conversation's role and model unless given now (conf role_given,
  * model_given). */
 const char *session_resume_note(const struct session *s);
+/* What -c passed over to reach the conversation it continues (newer ones without an answer),
+ * or NULL. */
+const char *session_resume_passed(const struct session *s);
 /* conf->role changed (the chat's /role): the saved conversation is held with it now. */
 void session_role_changed(struct session *s);
 /* The usage of the last turn's requests summed: with tools, every round's (a round's own is

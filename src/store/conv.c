@@ -1233,6 +1233,26 @@ int store_conversation_latest_answered(struct store *st, int64_t *id)
     return rc == SQLITE_ROW ? 0 : store_fail(st, "cannot list conversations");
 }
 
+int store_conversation_newer(struct store *st, int64_t id, long *n, int64_t *newest)
+{
+    static const char q[] =
+        "SELECT c.id FROM conversations c, conversations o WHERE o.id = ?1 AND "
+        "(c.updated > o.updated OR (c.updated = o.updated AND c.id > o.id)) "
+        "ORDER BY c.updated DESC, c.id DESC";
+    *n = 0;
+    *newest = 0;
+    sqlite3_stmt *s = store_prep(st, q);
+    if (!s)
+        return -1;
+    sqlite3_bind_int64(s, 1, id);
+    int rc;
+    while ((rc = store_step(st, s)) == SQLITE_ROW)
+        if ((*n)++ == 0)
+            *newest = sqlite3_column_int64(s, 0);
+    store_done(st, s);
+    return rc == SQLITE_DONE ? 0 : store_fail(st, "cannot list conversations");
+}
+
 int store_conversation_ids(struct store *st, int64_t **ids, size_t *n)
 {
     static const char q[] = "SELECT id FROM conversations ORDER BY id";

@@ -425,6 +425,9 @@ int store_conversation_set_head(struct store *st, int64_t conv, int64_t head_use
  * row that is complete or truncated, or has text) into *id. Returns 0, STORE_NOT_FOUND (none)
  * or -1. */
 int store_conversation_latest_answered(struct store *st, int64_t *id);
+/* The conversations updated after id (newer in -c's order): how many, and the newest's id
+ * (0 when none). -c passes over them when they hold no answer. */
+int store_conversation_newer(struct store *st, int64_t id, long *n, int64_t *newest);
 /* Ids of all conversations, oldest first (caller frees *ids). Returns 0 or -1. */
 int store_conversation_ids(struct store *st, int64_t **ids, size_t *n);
 void store_conversation_free(struct store_conversation *c);

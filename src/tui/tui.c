@@ -615,9 +615,12 @@ void tui_resume(struct tui *t, int64_t id, int replace)
     tui_status_model(&t->st, t->conf->profile, t->conf->model);
     tui_status_effort(&t->st, t->conf->reasoning_effort);
     t->dirty |= TUI_D_STATUS;
-    char *m = xasprintf("Continuing conversation %lld (%zu turn%s) with `%s`%s%s.",
+    const char *passed = session_resume_passed(t->s);
+    char *m = xasprintf("Continuing conversation %lld (%zu turn%s) with `%s`%s%s%s%s%s.",
                         (long long)c->id, c->n, util_plural((long long)c->n), t->conf->model,
-                        t->conf->role ? ", role " : "", t->conf->role ? t->conf->role : "");
+                        t->conf->role ? ", role " : "", t->conf->role ? t->conf->role : "",
+                        passed ? ", the latest with an answer: " : "", passed ? passed : "",
+                        passed ? " (F2 lists them all)" : "");
     tui_notice(t, m);
     free(m);
     if (session_resume_note(t->s)) {

@@ -146,6 +146,41 @@ with ttlib.FakeServer() as srv:
                                                  ("user", "eta seven")],
          "budget: -c sends the same history, refused turns left out")
 
+    # -c passes over newer conversations without an answer (a key refused): said, with the one
+    # it continues (until 2026-12 the prompt went to the older conversation without a word)
+    home = ttlib.make_home()
+    no_retries(home)
+    env = {"OPENAI_BASE_URL": srv.base("")}
+    ttlib.run_tokterm(["-p", "older"], home=home, env=env)
+    older = latest_id(home)
+    srv.queue(["status=401"])
+    ttlib.run_tokterm(["-p", "refused"], home=home, env=env)
+    refused = latest_id(home)
+    time.sleep(1.1)  # "updated" is in whole seconds: a tie goes to the higher id
+    rc, out, err = ttlib.run_tokterm(["-c", "-p", "again"], home=home, env=env)
+    t.ok(rc == 0 and refused != older and
+         ("continuing conversation %d, the latest with an answer: conversation %d, newer, has "
+          "no answer" % (older, refused)).encode() in err,
+         "-c past a newer conversation without an answer: says which it continues",
+         err.decode(errors="replace"))
+    rc, out, err = ttlib.run_tokterm(["-c", "-p", "and again"], home=home, env=env)
+    t.ok(rc == 0 and b"continuing" not in err, "-c of the newest conversation: no word",
+         err.decode(errors="replace"))
+    time.sleep(1.1)
+    srv.queue(["status=401"])
+    ttlib.run_tokterm(["-p", "refused too"], home=home, env=env)
+    with ttlib.Tmux(120, 40) as tm:
+        start_chat(tm, srv, home, ["-c"])
+        scr = tm.wait_for(re.compile("Continuing conversation"), 5) or tm.capture()
+        scr = tm.wait_for(re.compile("has no answer"), 3) or tm.capture()
+        t.ok(re.search(r"Continuing conversation %d .*the latest with an answer: "
+                       r"conversation %d, newer, has no answer" % (older, latest_id(home)),
+                       " ".join(scr.split())) is not None,
+             "the chat's -c says it too", scr)
+        tm.send_text("/quit")
+        tm.send("Enter")
+        tm.wait_exit(5)
+
     # --- 2. /edit and /retry replace the turn: versions, never duplicates ----------------------
     home = ttlib.make_home()
     with ttlib.Tmux(100, 40) as tm:
