@@ -2863,7 +2863,12 @@ char *session_context_report(struct session *s)
                    samples == 1 ? "" : "s");
     else
         buf_appends(&b, " (exact)");
-    buf_appends(&b, "\nThe next request (with your next message last):\n");
+    /* while an answer streams, the plan has its prompt but not the answer: until 2026-12 it
+     * read as two user messages in a row, which no request sends */
+    buf_appends(&b, s->active ? "\nThe next request (with your next message last; the answer "
+                                "streaming now is not in it yet, /context after it ends counts "
+                                "it):\n"
+                              : "\nThe next request (with your next message last):\n");
     struct context_plan p;
     struct context_params par;
     session_context_plan_into(s, 1, &p, &par);

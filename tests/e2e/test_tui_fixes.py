@@ -468,6 +468,10 @@ with ttlib.FakeServer() as srv:
         tm.wait_for("tok20", 10)
         say(tm, "/model gpt-4o")
         say(tm, "/context")
+        scr = tm.wait_for("streaming now", 5) or tm.capture()
+        t.ok("the answer streaming now is not in it yet" in " ".join(scr.split()),
+             "/context during a stream: says the streaming answer is not counted yet (until "
+             "2026-12 its plan read as two user messages in a row)", scr)
         tm.wait_for("\u2713", 30)
         tm.send("C-u")
         say(tm, "/budget")
