@@ -364,6 +364,35 @@ with ttlib.FakeServer() as srv:
          "gemini: the server's call ids go back with the calls and their results (rc %d)" % rc,
          text(err) + json.dumps(cs)[:1500])
 
+    # a Gemini conversation with tools in two turns (tokterm names both turns' calls
+    # call_1_1, call_1_2), continued with --api anthropic: the Messages API wants tool_use
+    # ids unique in a request (until 2026-12 they went as saved: HTTP 400 on every -c)
+    gdb = os.path.join(home, "gem.db")
+    gargs = ["--db", gdb, "--api", "gemini", "--base-url", srv.url("/v1beta"), "--allow-tool",
+             "test.*"]
+    genv = {"GEMINI_API_KEY": KEY, "ANTHROPIC_API_KEY": KEY}
+    srv.queue(["replay=gemini_tool_call.sse", "reply=first", "replay=gemini_tool_call.sse",
+               "reply=second"])
+    rc1, out, err = run(srv, home, gargs + ["-p", "one"], env_extra=genv)
+    rc2, out, err = run(srv, home, gargs + ["-c", "-p", "two"], env_extra=genv)
+    srv.clear_queue()
+    n0 = len(srv.requests())
+    rc, out, err = run(srv, home, ["--db", gdb, "--api", "anthropic", "--base-url", srv.base(),
+                                   "--allow-tool", "test.*", "-c", "-p", "three"],
+                       env_extra=genv)
+    b = bodies(srv, n0)
+    uses, pairs = [], []
+    for m in (b[0].get("messages", []) if b else []):
+        blocks = m["content"] if isinstance(m["content"], list) else []
+        if m["role"] == "assistant":
+            last_ids = [x["id"] for x in blocks if x.get("type") == "tool_use"]
+            uses += last_ids
+        pairs += [x["tool_use_id"] in last_ids for x in blocks if x.get("type") == "tool_result"]
+    t.ok(rc1 == 0 and rc2 == 0 and rc == 0 and len(uses) == 4 and len(set(uses)) == 4 and
+         all(re.match(r"^[a-zA-Z0-9_-]+$", i) for i in uses) and pairs == [True] * 4,
+         "gemini conversation -c --api anthropic: tool_use ids unique, results paired "
+         "(rc %d %d %d)" % (rc1, rc2, rc), "%r %r %s" % (uses, pairs, text(err)))
+
     # --- 10. Responses: function_call items in, function_call_output items out ---
     n0 = len(srv.requests())
     srv.queue(["replay=responses_tool_call.sse", "reply=The sum is 42."])

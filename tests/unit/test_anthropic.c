@@ -134,6 +134,47 @@ static void test_foreign_thinking(void)
     cJSON_Delete(o);
 }
 
+/* Ids the Messages API refuses (a character outside [a-zA-Z0-9_-], one used twice in the
+ * request: tokterm names Gemini's calls call_ROUND_N afresh in every turn) go made valid and
+ * unique, each result with its own call's (until 2026-12 they went as saved: HTTP 400). */
+static void test_tool_ids(void)
+{
+    struct tool_call c1 = {.id = "call_1_1", .wire = "ev__sum", .args = "{}", .args_len = 2};
+    struct tool_call c2[] = {{.id = "call_1_1", .wire = "ev__sum", .args = "{}", .args_len = 2},
+                             {.id = "functions.ev__sum:0", .wire = "ev__sum", .args = "{}",
+                              .args_len = 2}};
+    struct api_message m[] = {
+        API_MSG("user", "one"),
+        {.role = "assistant", .calls = &c1, .n_calls = 1},
+        {.role = "tool", .content = "1", .tool_call_id = "call_1_1", .tool_name = "ev__sum"},
+        API_MSG("assistant", "done"),
+        API_MSG("user", "two"),
+        {.role = "assistant", .calls = c2, .n_calls = 2},
+        {.role = "tool", .content = "2", .tool_call_id = "call_1_1", .tool_name = "ev__sum"},
+        {.role = "tool", .content = "3", .tool_call_id = "functions.ev__sum:0",
+         .tool_name = "ev__sum"},
+    };
+    struct api_tool tool = {.name = "ev__sum"};
+    struct api_request r = {.model = "claude-sonnet-4-5", .messages = m, .n_messages = 8,
+                            .tools = &tool, .n_tools = 1};
+    cJSON *o = body_of(&r), *msgs = cJSON_GetObjectItem(o, "messages");
+    struct buf ids = BUF_INIT;
+    cJSON *jm, *b;
+    cJSON_ArrayForEach(jm, msgs) {
+        cJSON_ArrayForEach(b, cJSON_GetObjectItem(jm, "content")) {
+            const char *id = cJSON_GetStringValue(cJSON_GetObjectItem(b, "id"));
+            const char *res = cJSON_GetStringValue(cJSON_GetObjectItem(b, "tool_use_id"));
+            if (id || res)
+                buf_printf(&ids, "%s%s%s", ids.len ? " " : "", res ? "<" : "", id ? id : res);
+        }
+    }
+    TAP_STR(buf_str(&ids), "call_1_1 <call_1_1 call_1_1_2 functions_ev__sum_0_3 <call_1_1_2 "
+            "<functions_ev__sum_0_3",
+            "tool ids: valid, unique in the request, each result paired with its call's");
+    buf_free(&ids);
+    cJSON_Delete(o);
+}
+
 /* Events decoded in a row by one decoder (which may reuse the last text delta's shape) give
  * exactly what a fresh decoder gives for each alone after the same history: text, kind,
  * return, and nothing of a shape where the bytes around the text differ. */
@@ -338,6 +379,7 @@ int main(void)
 
     test_request();
     test_foreign_thinking();
+    test_tool_ids();
     test_shapes();
 
     error_body(529,
