@@ -1457,6 +1457,7 @@ static int session_tool_next(struct session *s, const struct session_sink *sink)
             continue;
         }
         enum tool_verdict v = s->policy ? tool_policy_verdict(s->policy, c->name) : TOOL_ASK;
+        int asked = v == TOOL_ASK && sink->tool_approve;
         if (v == TOOL_ASK) {
             char *was = c->args ? xstrndup(c->args, c->args_len) : NULL;
             size_t was_len = c->args ? c->args_len : 0;
@@ -1478,8 +1479,10 @@ static int session_tool_next(struct session *s, const struct session_sink *sink)
         if (v != TOOL_RUN) {
             if (!res.is_error) {
                 tool_result_error(&res, TOOL_REFUSED_TEXT);
-                char *why = xasprintf("the tool call %s was refused (not allowed: see "
-                                      "--allow-tool)", c->name);
+                /* the chat's user said no: --allow-tool has nothing to do with it */
+                char *why = asked ? xasprintf("you refused the tool call %s", c->name)
+                                  : xasprintf("the tool call %s was refused (not allowed: see "
+                                              "--allow-tool)", c->name);
                 session_incomplete(s, why);
                 free(why);
             }

@@ -90,6 +90,10 @@ with ttlib.FakeServer() as srv:
          "the call and its result: one line each", screen)
     t.ok(re.search(r"\u2699 2 test\.echo .*refused", screen) is not None,
          "a refused call is marked", screen)
+    # the user said no: the warning says so, not "not allowed: see --allow-tool" (a flag of
+    # scripted mode, until 2026-12 the chat's warning too)
+    t.ok("you refused the tool call test.echo" in screen and "--allow-tool" not in screen,
+         "n: the warning says the user refused it", screen)
     tm.send_text("/expand 1")
     tm.send("Enter")
     screen = tm.wait_for(re.compile(r"Tool call 1: test\.add[\s\S]*Result \(2 bytes"), 5)
