@@ -2927,6 +2927,27 @@ int session_has_budget(const struct session *s)
     return s->budget.cap_tokens > 0 || s->budget.cap_usd > 0;
 }
 
+void session_spend_get(const struct session *s, struct session_spend *sp)
+{
+    sp->tokens = s->budget.spent_tokens;
+    sp->usd = s->budget.spent_usd;
+    sp->usd_unknown = s->budget.usd_unknown;
+    sp->cap_tokens = s->budget.cap_tokens;
+    sp->cap_usd = s->budget.cap_usd;
+}
+
+void session_spend_carry(struct session *s, const struct session_spend *sp)
+{
+    session_context_setup(s); /* the profile's caps, as the first send takes them */
+    s->budget.spent_tokens += sp->tokens;
+    s->budget.spent_usd += sp->usd;
+    s->budget.usd_unknown |= sp->usd_unknown;
+    if (s->budget.cap_tokens <= 0 && s->budget.cap_usd <= 0) {
+        s->budget.cap_tokens = sp->cap_tokens;
+        s->budget.cap_usd = sp->cap_usd;
+    }
+}
+
 int session_budget_command(struct session *s, const char *arg, char **msg)
 {
     session_context_setup(s);

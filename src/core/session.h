@@ -281,5 +281,17 @@ int session_has_budget(const struct session *s);
  * "usd off" set it. Returns 0 with a confirmation in *msg, or -1 with the error in *msg
  * (caller frees *msg either way). */
 int session_budget_command(struct session *s, const char *arg, char **msg);
+/* The chat's spending and caps, carried from the session of one profile to the next
+ * (/profile): the budget is the chat's, as /new and /model keep it. */
+struct session_spend {
+    long long tokens;
+    double usd;
+    int usd_unknown;
+    long long cap_tokens; /* 0 = no cap */
+    double cap_usd;
+};
+void session_spend_get(const struct session *s, struct session_spend *sp);
+/* s goes on from sp: what was spent counts, and sp's caps where s's profile sets none. */
+void session_spend_carry(struct session *s, const struct session_spend *sp);
 
 #endif

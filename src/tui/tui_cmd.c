@@ -528,11 +528,15 @@ static void tui_cmd_profile(struct tui *t, const char *arg)
     }
     /* carry the conversation over to a session for the new profile */
     struct conv carry;
+    struct session_spend spend = {0};
     conv_init(&carry);
     if (t->have_session)
         conv_copy(&carry, session_conv(t->s));
-    if (t->have_session)
+    if (t->have_session) {
+        /* and what the chat spent (until 2026-12 /profile began the budget again at 0) */
+        session_spend_get(t->s, &spend);
         session_close(t->s);
+    }
     t->s = NULL;
     t->have_session = 0;
     conf_free(t->conf);
@@ -542,8 +546,10 @@ static void tui_cmd_profile(struct tui *t, const char *arg)
     char *key = ns->key;
     ns->key = NULL;
     t->no_key = ns->no_key;
-    if (tui_session(t, key, &carry) == 0)
+    if (tui_session(t, key, &carry) == 0) {
         setup_use_keys(ns, t->s);
+        session_spend_carry(t->s, &spend);
+    }
     conv_free(&carry);
     if (t->profile_setup) /* the fallback profile the old session borrowed */
         setup_free(t->profile_setup);

@@ -200,6 +200,10 @@ with ttlib.FakeServer() as srv:
             tm.send("Enter")
             t.ok(tm.wait_for("\u2713", 15) is not None, "/profile: the openai answer",
                  tm.capture())
+            tm.send_text("/budget 5k")
+            tm.send("Enter")
+            m = re.search(r"Budget: spent (\d+) tokens", tm.wait_for("Budget: spent", 5) or "")
+            spent1 = int(m.group(1)) if m else 0
             tm.send_text("/profile gem")
             tm.send("Enter")
             t.ok(tm.wait_for("gemini-2.5-flash", 5) is not None, "/profile gem: switched",
@@ -227,6 +231,14 @@ with ttlib.FakeServer() as srv:
             si = b.get("systemInstruction", {}).get("parts", [{}])[0].get("text")
             t.eq(si, "Be brief.", "/profile: the system prompt as systemInstruction")
             t.ok("messages" not in b, "/profile: no chat-completions members")
+            # the chat's budget goes on across /profile, as across /new and /model (until
+            # 2026-12 the new profile's session began at 0 spent and without the /budget cap)
+            tm.send_text("/budget")
+            tm.send("Enter")
+            screen = tm.wait_for(re.compile(r"Budget: spent[\s\S]*Budget: spent"), 5) or ""
+            m = re.findall(r"Budget: spent (\d+) tokens.*budget ([\d,]+) tokens", screen)
+            t.ok(spent1 > 0 and len(m) == 2 and int(m[1][0]) > spent1 and m[1][1] == "5,000",
+                 "/profile: the budget's spending and cap go on (%d before)" % spent1, screen)
 
     # --- the model is in the URL only: a cached answer of one model is not another's, and a
     # batch line's "model" is the URL's (until 2026-12: -m gemini-2.5-pro was answered from
