@@ -45,6 +45,16 @@ static const char *anthropic_role(const char *role)
     return strcmp(role, "assistant") == 0 ? "assistant" : "user";
 }
 
+/* 1 when s has no text but white space: the API refuses a text block of only that ("text
+ * content blocks must contain non-whitespace text"), as it refuses an empty one; a model of
+ * another dialect may answer "\n\n" before its tool calls. */
+static int anth_blank(const char *s)
+{
+    while (s && (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r'))
+        s++;
+    return !s || !*s;
+}
+
 /* A block {"type": "text", "text": text}. */
 static cJSON *anth_text_block(const char *text)
 {
@@ -143,7 +153,7 @@ static void anth_call_blocks(cJSON *blocks, const struct api_message *m, struct 
         }
     }
     cJSON_Delete(th);
-    if (m->content && *m->content)
+    if (!anth_blank(m->content))
         cJSON_AddItemToArray(blocks, anth_text_block(m->content));
     for (size_t k = 0; k < m->n_calls; k++) {
         const struct tool_call *c = &m->calls[k];
@@ -240,8 +250,8 @@ static char *anthropic_request_json(const struct api_request *r)
     snprintf(digits, sizeof digits, "%ld", max);
     cJSON_AddRawToObject(o, "max_tokens", digits);
     /* System messages, wherever they are, joined into one top-level system; the others in
-     * user/assistant alternation: consecutive messages of one role joined, empty ones left
-     * out (the API refuses an empty text). */
+     * user/assistant alternation: consecutive messages of one role joined, empty (or blank) ones
+     * left out (the API refuses an empty text). */
     struct buf sys = BUF_INIT, text = BUF_INIT, flat = BUF_INIT;
     struct anth_ids ids = {0};
     const char *role = NULL;
@@ -259,7 +269,7 @@ static char *anthropic_request_json(const struct api_request *r)
             c = buf_str(&flat);
             tool = 0;
         }
-        if (m && !*c && !tool && !m->n_parts)
+        if (m && anth_blank(c) && !tool && !m->n_parts)
             continue;
         if (m && !to) {
             buf_printf(&sys, "%s%s", sys.len ? "\n\n" : "", c);
@@ -289,7 +299,7 @@ static char *anthropic_request_json(const struct api_request *r)
                 cJSON_AddItemToArray(blocks, anth_result_block(m, &ids));
             else if (m->n_calls)
                 anth_call_blocks(blocks, m, &ids);
-            else if (*c)
+            else if (!anth_blank(c))
                 cJSON_AddItemToArray(blocks, anth_text_block(c));
             continue;
         }

@@ -175,6 +175,35 @@ static void test_tool_ids(void)
     cJSON_Delete(o);
 }
 
+/* Text of only white space is left out as empty text is: the API refuses a text block of it
+ * (until 2026-12 an answer "\n\n" before tool calls, as OpenAI-compatible models give, made
+ * every later request of the conversation fail with HTTP 400). */
+static void test_blank_text(void)
+{
+    struct tool_call c = {.id = "call_1", .wire = "ev__sum", .args = "{}", .args_len = 2};
+    struct api_message m[] = {
+        API_MSG("user", "sum"),
+        {.role = "assistant", .content = "\n\n", .calls = &c, .n_calls = 1},
+        {.role = "tool", .content = "1", .tool_call_id = "call_1", .tool_name = "ev__sum"},
+        API_MSG("assistant", " \r\n\t"),
+        API_MSG("user", "next"),
+    };
+    struct api_tool tool = {.name = "ev__sum"};
+    struct api_request r = {.model = "claude-sonnet-4-5", .messages = m, .n_messages = 5,
+                            .tools = &tool, .n_tools = 1};
+    cJSON *o = body_of(&r);
+    char *got = cJSON_PrintUnformatted(cJSON_GetObjectItem(o, "messages"));
+    TAP_STR(got,
+            "[{\"role\":\"user\",\"content\":\"sum\"},"
+            "{\"role\":\"assistant\",\"content\":[{\"type\":\"tool_use\",\"id\":\"call_1\","
+            "\"name\":\"ev__sum\",\"input\":{}}]},"
+            "{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":"
+            "\"call_1\",\"content\":\"1\"},{\"type\":\"text\",\"text\":\"next\"}]}]",
+            "blank text: no text block of white space, a blank answer left out");
+    free(got);
+    cJSON_Delete(o);
+}
+
 /* Events decoded in a row by one decoder (which may reuse the last text delta's shape) give
  * exactly what a fresh decoder gives for each alone after the same history: text, kind,
  * return, and nothing of a shape where the bytes around the text differ. */
@@ -380,6 +409,7 @@ int main(void)
     test_request();
     test_foreign_thinking();
     test_tool_ids();
+    test_blank_text();
     test_shapes();
 
     error_body(529,
