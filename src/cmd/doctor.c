@@ -446,6 +446,14 @@ static void doctor_profile(struct doctor *d, const char *cfgpath, const char *na
                      buf_str(&err));
         goto out;
     }
+    /* --api before the environment: the dialect names the base URL's variable, the default
+     * base URL, model and key variable (until 2026-12 doctor ignored it: --api anthropic
+     * doctor checked api.openai.com and failed for want of OPENAI_API_KEY) */
+    if (d->a->api && conf_set(&c, "api", d->a->api, &err) < 0) {
+        doctor_linef(d, DOCTOR_FAIL, "profile", name ? name : "default", "fix --api", "%s",
+                     buf_str(&err));
+        goto out;
+    }
     conf_apply_env(&c);
     doctor_apply_cli(d->a, &c);
     const char *prof = name ? name : "default";

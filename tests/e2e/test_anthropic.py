@@ -220,6 +220,17 @@ with ttlib.FakeServer() as srv:
          and "authorization" not in h, "doctor: GET /models with x-api-key and anthropic-version",
          json.dumps(h))
     t.ok("x-api-key" not in text(out) or KEY not in text(out), "doctor: the key never printed")
+    # --api anthropic doctor, no config: Anthropic's endpoint and key, as -p would use them
+    # (until 2026-12 doctor ignored --api: it checked OpenAI and failed, OPENAI_API_KEY unset)
+    n0 = len(srv.requests(all=True))
+    rc, out, err = ttlib.run_tokterm(["--api", "anthropic", "doctor"], home=ttlib.make_home(),
+                                     env=env_for(srv))
+    got = [r for r in srv.requests(all=True)[n0:] if r["method"] == "GET"]
+    h = got[-1]["headers"] if got else {}
+    t.ok("$ANTHROPIC_API_KEY is set" in text(out) and "OPENAI_API_KEY" not in text(out) and
+         "model claude-haiku-4-5" in text(out) and h.get("anthropic-version") == "2023-06-01" and
+         "x-api-key" in h, "--api anthropic doctor: Anthropic's key and endpoint checked",
+         text(out))
 
     # --- a fallback profile in another dialect: openai failing, Claude answering ---------------
     home3 = ttlib.make_home()
