@@ -7,6 +7,7 @@
 #include "proto/tool.h"
 #include "core/mcpset.h"
 #include "core/shellcmd.h"
+#include "store/store.h"
 #include "base/utf8.h"
 #include "base/util.h"
 #include "base/xmalloc.h"
@@ -507,6 +508,23 @@ void tui_tools_show_steps(struct tui *t, const struct conv_turn *tt)
     for (size_t i = 0; i < tt->n_steps; i++) {
         const struct conv_step *st = &tt->steps[i];
         if (!st->result) {
+            /* what the model said (and thought) before its calls, as it was shown live: it is
+             * sent again with them (until 2026-12 a resume showed the calls alone) */
+            char *why = t->o->store && st->id > 0 ? store_message_reasoning(t->o->store, st->id)
+                                                  : NULL;
+            size_t n = st->text ? st->len : 0;
+            while (n && strchr(" \t\r\n", st->text[n - 1]))
+                n--;
+            if (n || (why && *why)) {
+                size_t a = tui_view_answer_begin(t->view, tt->model ? tt->model : t->conf->model,
+                                                 NULL);
+                if (why && *why)
+                    tui_view_answer_text(t->view, a, 1, why, strlen(why));
+                if (n)
+                    tui_view_answer_text(t->view, a, 0, st->text, st->len);
+                tui_view_answer_end(t->view, a, "asked for tools", THEME_META);
+            }
+            free(why);
             for (size_t k = 0; k < st->n_calls; k++)
                 tui_tool_shown_call(t, &st->calls[k], 0);
             continue;

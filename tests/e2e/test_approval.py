@@ -237,6 +237,24 @@ with ttlib.FakeServer() as srv:
     tm.send("C-d")
     tm.wait_exit(10)
     tm.kill()
+    # ... with what the model thought and said before its calls, as shown live (until 2026-12
+    # a resume showed the calls alone, though their text is sent again with them)
+    srv.clear_queue()
+    srv.queue(["replay=anthropic_tool_use.sse", ANSWER])
+    rc, _, err = ttlib.run_tokterm(["--api", "anthropic", "--base-url", srv.base(),
+                                    "--allow-tool", "test.*", "-p", "add with words"], home=home,
+                                   env={"ANTHROPIC_API_KEY": ttlib.TEST_KEY,
+                                        "TOKTERM_TEST_TOOLS": "1"})
+    tm = chat(["-c"])
+    screen = tm.wait_for(re.compile(r"add with words[\s\S]*\u2699 \d+ test\.add"), 10) or ""
+    t.ok(rc == 0 and re.search(r"add with words\n[\s\S]*I need the sum and an echo\.\n[\s\S]*"
+                               r"Let me check\.\n[\s\S]*asked for tools\n[\s\S]*\u2699 \d+ "
+                               r"test\.add", screen) is not None,
+         "resume: a round's reasoning and text before its calls (rc %d)" % rc,
+         tm.capture() + err.decode(errors="replace"))
+    tm.send("C-d")
+    tm.wait_exit(10)
+    tm.kill()
 
     # --- --allow-tool in the chat: no question ----------------------------------------------
     srv.queue([TWO, ANSWER])
