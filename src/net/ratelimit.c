@@ -1453,8 +1453,11 @@ char *ratelimit_explain(const struct ratelimit_failure *f)
                 url_path(f->url, &b);
             else
                 buf_appends(&b, "the endpoint");
-            buf_appends(&b, ": the model name or the base URL is wrong. Check the model and "
-                            "base_url (it usually ends in /v1).");
+            /* Gemini's base ends in /v1beta (until 2026-12 its 404 said /v1 too) */
+            int gemini = f->url && (strstr(f->url, ":streamGenerateContent") ||
+                                    strstr(f->url, ":generateContent"));
+            buf_printf(&b, ": the model name or the base URL is wrong. Check the model and "
+                           "base_url (it usually ends in %s).", gemini ? "/v1beta" : "/v1");
         } else if (st == 413 && code_is(f->error_code, "request_too_large")) {
             /* Anthropic's: the body is over its size limit, not a rate limit */
             buf_appends(&b, "HTTP 413 request_too_large: the request is over the server's size "

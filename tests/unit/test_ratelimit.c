@@ -670,6 +670,13 @@ static void test_explain(void)
                   "404 shows the path");
     check_explain((struct ratelimit_failure){.status = 404, .url = "http://localhost:8080"},
                   "HTTP 404 at /:", "404 with a bare host");
+    check_explain((struct ratelimit_failure){.status = 404,
+                                             .url = "https://api.example.com/v1/chat/completions"},
+                  "(it usually ends in /v1).", "404: the base URL ends in /v1");
+    check_explain((struct ratelimit_failure){.status = 404,
+                                             .url = "https://generativelanguage.googleapis.com/v1"
+                                                    "/models/gemini-9:streamGenerateContent"},
+                  "(it usually ends in /v1beta).", "404 from Gemini: its base ends in /v1beta");
     check_explain((struct ratelimit_failure){.status = 413}, "too large for this model's rate",
                   "413 prompt too large");
     struct ratelimit_response r;
