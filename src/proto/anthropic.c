@@ -64,78 +64,11 @@ static cJSON *anth_text_block(const char *text)
     return b;
 }
 
-/* The tool_use ids of one request. The API wants each to match ^[a-zA-Z0-9_-]+$ and to be
- * unique in the request; a conversation begun elsewhere may break both: tokterm names
- * Gemini's calls call_ROUND_N afresh in every turn (session.c), and other servers' ids may
- * hold '.' or ':'. Such an id is sent made valid and unique, and its result names the same
- * (until 2026-12 they were sent as saved: every -c with --api anthropic of a Gemini
- * conversation with tools in two turns failed with HTTP 400). */
-struct anth_ids {
-    struct anth_id {
-        const char *raw; /* as saved */
-        char *wire;      /* as sent */
-    } *v;
-    size_t n, cap;
-};
-
-static int anth_id_used(const struct anth_ids *ids, const char *wire)
-{
-    for (size_t i = 0; i < ids->n; i++)
-        if (strcmp(ids->v[i].wire, wire) == 0)
-            return 1;
-    return 0;
-}
-
-/* The id a call is sent with (owned by ids). */
-static const char *anth_id_call(struct anth_ids *ids, const char *raw)
-{
-    raw = raw ? raw : "";
-    int ok = *raw != '\0';
-    for (const char *s = raw; *s && ok; s++)
-        ok = (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
-             *s == '_' || *s == '-';
-    char *wire;
-    if (ok && !anth_id_used(ids, raw)) {
-        wire = xstrdup(raw);
-    } else {
-        char *base = xasprintf("%.64s", *raw ? raw : "call");
-        for (char *s = base; *s; s++)
-            if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-                  (*s >= '0' && *s <= '9') || *s == '-'))
-                *s = '_';
-        wire = NULL;
-        for (size_t k = ids->n + 1; !wire || anth_id_used(ids, wire); k++) {
-            free(wire);
-            wire = xasprintf("%s_%zu", base, k);
-        }
-        free(base);
-    }
-    XGROW(ids->v, ids->n + 1, ids->cap);
-    ids->v[ids->n].raw = raw;
-    ids->v[ids->n].wire = wire;
-    return ids->v[ids->n++].wire;
-}
-
-/* The id a result is sent with: its call's, the latest call of that id before it. */
-static const char *anth_id_result(const struct anth_ids *ids, const char *raw)
-{
-    for (size_t i = ids->n; raw && i-- > 0;)
-        if (strcmp(ids->v[i].raw, raw) == 0)
-            return ids->v[i].wire;
-    return raw ? raw : "";
-}
-
-static void anth_ids_free(struct anth_ids *ids)
-{
-    for (size_t i = 0; i < ids->n; i++)
-        free(ids->v[i].wire);
-    free(ids->v);
-}
-
 /* The blocks of an assistant message that asked for tools: its signed thinking blocks (they
  * must come back with the results), its text, a tool_use per call (input: the arguments as
  * JSON; arguments that are not an object go as {}: the model was told they were invalid). */
-static void anth_call_blocks(cJSON *blocks, const struct api_message *m, struct anth_ids *ids)
+static void anth_call_blocks(cJSON *blocks, const struct api_message *m,
+                             struct api_call_ids *ids)
 {
     cJSON *th = m->thinking_json ? cJSON_Parse(m->thinking_json) : NULL;
     cJSON *b;
@@ -159,7 +92,7 @@ static void anth_call_blocks(cJSON *blocks, const struct api_message *m, struct 
         const struct tool_call *c = &m->calls[k];
         b = cJSON_CreateObject();
         cJSON_AddStringToObject(b, "type", "tool_use");
-        cJSON_AddStringToObject(b, "id", anth_id_call(ids, c->id));
+        cJSON_AddStringToObject(b, "id", api_call_ids_call(ids, c->id));
         cJSON_AddStringToObject(b, "name", c->wire ? c->wire : "");
         cJSON *in = c->args ? cJSON_ParseWithLength(c->args, c->args_len) : NULL;
         if (!cJSON_IsObject(in)) {
@@ -171,11 +104,11 @@ static void anth_call_blocks(cJSON *blocks, const struct api_message *m, struct 
     }
 }
 
-static cJSON *anth_result_block(const struct api_message *m, const struct anth_ids *ids)
+static cJSON *anth_result_block(const struct api_message *m, const struct api_call_ids *ids)
 {
     cJSON *b = cJSON_CreateObject();
     cJSON_AddStringToObject(b, "type", "tool_result");
-    cJSON_AddStringToObject(b, "tool_use_id", anth_id_result(ids, m->tool_call_id));
+    cJSON_AddStringToObject(b, "tool_use_id", api_call_ids_result(ids, m->tool_call_id));
     cJSON_AddStringToObject(b, "content", m->content ? m->content : "");
     if (m->tool_error)
         cJSON_AddTrueToObject(b, "is_error");
@@ -253,7 +186,7 @@ static char *anthropic_request_json(const struct api_request *r)
      * user/assistant alternation: consecutive messages of one role joined, empty (or blank) ones
      * left out (the API refuses an empty text). */
     struct buf sys = BUF_INIT, text = BUF_INIT, flat = BUF_INIT;
-    struct anth_ids ids = {0};
+    struct api_call_ids ids = {0}; /* tool_use ids as sent: valid and unique */
     const char *role = NULL;
     cJSON *msgs = cJSON_CreateArray(), *blocks = NULL; /* blocks: the message has tool parts */
     for (size_t i = 0; i <= r->n_messages; i++) {
@@ -311,7 +244,7 @@ static char *anthropic_request_json(const struct api_request *r)
     buf_free(&sys);
     buf_free(&text);
     buf_free(&flat);
-    anth_ids_free(&ids);
+    api_call_ids_free(&ids);
     api_params_add(o, r, anthropic_param_name, budget ? o : NULL);
     if (budget) {
         cJSON *th = cJSON_AddObjectToObject(o, "thinking");

@@ -269,6 +269,62 @@ void api_call_str(char **dst, const char *s, size_t n)
     *dst = xstrndup(s, n);
 }
 
+static int api_call_ids_used(const struct api_call_ids *ids, const char *wire)
+{
+    for (size_t i = 0; i < ids->n; i++)
+        if (strcmp(ids->v[i].wire, wire) == 0)
+            return 1;
+    return 0;
+}
+
+static int api_call_id_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '_' || c == '-';
+}
+
+const char *api_call_ids_call(struct api_call_ids *ids, const char *raw)
+{
+    raw = raw ? raw : "";
+    int ok = *raw != '\0';
+    for (const char *s = raw; *s && ok; s++)
+        ok = api_call_id_char(*s);
+    char *wire;
+    if (ok && !api_call_ids_used(ids, raw)) {
+        wire = xstrdup(raw);
+    } else { /* its other characters as '_', and a suffix that no id sent has */
+        char *base = xasprintf("%.64s", *raw ? raw : "call");
+        for (char *s = base; *s; s++)
+            if (!api_call_id_char(*s))
+                *s = '_';
+        wire = NULL;
+        for (size_t k = ids->n + 1; !wire || api_call_ids_used(ids, wire); k++) {
+            free(wire);
+            wire = xasprintf("%s_%zu", base, k);
+        }
+        free(base);
+    }
+    XGROW(ids->v, ids->n + 1, ids->cap);
+    ids->v[ids->n].raw = raw;
+    ids->v[ids->n].wire = wire;
+    return ids->v[ids->n++].wire;
+}
+
+const char *api_call_ids_result(const struct api_call_ids *ids, const char *raw)
+{
+    for (size_t i = ids->n; raw && i-- > 0;)
+        if (strcmp(ids->v[i].raw, raw) == 0)
+            return ids->v[i].wire;
+    return raw ? raw : "";
+}
+
+void api_call_ids_free(struct api_call_ids *ids)
+{
+    for (size_t i = 0; i < ids->n; i++)
+        free(ids->v[i].wire);
+    free(ids->v);
+}
+
 void api_part_data_url(struct buf *out, const struct api_part *p)
 {
     buf_printf(out, "data:%s;base64,", p->mime);

@@ -104,6 +104,25 @@ struct tool_call *api_call_get(struct api_stream *st, long key, int make, api_em
 int api_call_args(struct api_stream *st, struct tool_call *c, const char *s, size_t n);
 /* Replace *dst with s[0..n) (a call's id or name). */
 void api_call_str(char **dst, const char *s, size_t n);
+/* The call ids of one request as they are sent. The Messages API wants each to match
+ * ^[a-zA-Z0-9_-]+$, and it and the Responses API want each unique in a request; a
+ * conversation begun elsewhere may break both: tokterm names the calls of a server that gives
+ * no id (Gemini) call_ROUND_N afresh in every turn (session.c), and other servers' ids may
+ * hold '.' or ':'. Such an id is sent made valid and unique, and its result names the same
+ * (until 2026-12 they were sent as saved: every -c of a Gemini conversation with tools in two
+ * turns failed with HTTP 400 there). */
+struct api_call_ids {
+    struct api_call_id {
+        const char *raw; /* as saved */
+        char *wire;      /* as sent */
+    } *v;
+    size_t n, cap;
+};
+/* The id a call is sent with (owned by ids); calls in request order. */
+const char *api_call_ids_call(struct api_call_ids *ids, const char *raw);
+/* The id a result is sent with: its call's, the latest call of that id before it. */
+const char *api_call_ids_result(const struct api_call_ids *ids, const char *raw);
+void api_call_ids_free(struct api_call_ids *ids);
 /* The JSON of a request's tools for a dialect: each tool as {name_key: wire name,
  * "description", schema_key: the schema (an empty object schema when it has none)}. */
 struct cJSON *api_tool_schema(const struct api_tool *t);

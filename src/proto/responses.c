@@ -57,6 +57,7 @@ char *responses_request_json(const struct api_request *r)
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "model", r->model ? r->model : "");
     struct buf sys = BUF_INIT;
+    struct api_call_ids ids = {0}; /* call_ids as sent: unique in the request */
     cJSON *input = cJSON_AddArrayToObject(o, "input");
     for (size_t i = 0; i < r->n_messages; i++) {
         const struct api_message *m = &r->messages[i];
@@ -70,7 +71,7 @@ char *responses_request_json(const struct api_request *r)
         if (m->tool_call_id) { /* a tool's result */
             cJSON *out = cJSON_CreateObject();
             cJSON_AddStringToObject(out, "type", "function_call_output");
-            cJSON_AddStringToObject(out, "call_id", m->tool_call_id);
+            cJSON_AddStringToObject(out, "call_id", api_call_ids_result(&ids, m->tool_call_id));
             cJSON_AddStringToObject(out, "output", text);
             cJSON_AddItemToArray(input, out);
             continue;
@@ -88,12 +89,13 @@ char *responses_request_json(const struct api_request *r)
             const struct tool_call *c = &m->calls[k];
             cJSON *fc = cJSON_CreateObject();
             cJSON_AddStringToObject(fc, "type", "function_call");
-            cJSON_AddStringToObject(fc, "call_id", c->id ? c->id : "");
+            cJSON_AddStringToObject(fc, "call_id", api_call_ids_call(&ids, c->id));
             cJSON_AddStringToObject(fc, "name", c->wire ? c->wire : "");
             cJSON_AddStringToObject(fc, "arguments", c->args && c->args_len ? c->args : "{}");
             cJSON_AddItemToArray(input, fc);
         }
     }
+    api_call_ids_free(&ids);
     if (r->n_tools) {
         cJSON *tools = cJSON_AddArrayToObject(o, "tools");
         for (size_t i = 0; i < r->n_tools; i++) {

@@ -392,6 +392,21 @@ with ttlib.FakeServer() as srv:
          all(re.match(r"^[a-zA-Z0-9_-]+$", i) for i in uses) and pairs == [True] * 4,
          "gemini conversation -c --api anthropic: tool_use ids unique, results paired "
          "(rc %d %d %d)" % (rc1, rc2, rc), "%r %r %s" % (uses, pairs, text(err)))
+    # ... and with --api responses: its call_ids must be unique too ("Duplicate
+    # function_call_output for call_id")
+    n0 = len(srv.requests())
+    srv.queue(["reply=four"])
+    rc, out, err = run(srv, home, ["--db", gdb, "--api", "responses", "--base-url", srv.base(),
+                                   "--allow-tool", "test.*", "-c", "-p", "four"], env_extra=genv)
+    srv.clear_queue()
+    b = bodies(srv, n0)
+    items = [(x.get("type"), x.get("call_id")) for x in (b[0].get("input", []) if b else [])
+             if x.get("call_id")]
+    calls = [i for k, i in items if k == "function_call"]
+    outs = [i for k, i in items if k == "function_call_output"]
+    t.ok(rc == 0 and len(calls) == 4 and len(set(calls)) == 4 and sorted(outs) == sorted(calls),
+         "gemini conversation -c --api responses: call_ids unique, outputs paired (rc %d)" % rc,
+         "%r %s" % (items, text(err)))
 
     # --- 10. Responses: function_call items in, function_call_output items out ---
     n0 = len(srv.requests())
