@@ -75,23 +75,18 @@ static int store_conv_write(struct store *st, const char *sql, int64_t id, const
     return store_commit(st);
 }
 
-struct store_rename_arg {
-    const char *title;
-    int64_t now;
-};
-
 static void store_bind_rename(sqlite3_stmt *s, const void *p)
 {
-    const struct store_rename_arg *a = p;
-    store_bind_text(s, 2, a->title);
-    sqlite3_bind_int64(s, 3, a->now);
+    store_bind_text(s, 2, p);
 }
 
 int store_conversation_rename(struct store *st, int64_t id, const char *title)
 {
-    static const char q[] = "UPDATE conversations SET title = ?2, updated = ?3 WHERE id = ?1";
-    struct store_rename_arg a = {title && *title ? title : NULL, store_epoch(st)};
-    return store_conv_write(st, q, id, "cannot rename the conversation", store_bind_rename, &a);
+    /* updated stays: it orders ls and the browser, and -c takes the newest conversation, so a
+     * renamed old one would be continued in place of the one just held */
+    static const char q[] = "UPDATE conversations SET title = ?2 WHERE id = ?1";
+    return store_conv_write(st, q, id, "cannot rename the conversation", store_bind_rename,
+                            title && *title ? title : NULL);
 }
 
 struct store_update_arg {

@@ -358,7 +358,7 @@ int64_t store_conversation_new(struct store *st, const char *title, const char *
 int64_t store_conversation_new_role(struct store *st, const char *title,
                                     const char *system_prompt, const char *model,
                                     const char *profile, const char *role);
-/* Change the title. Returns 0, STORE_NOT_FOUND or -1. */
+/* Change the title (not the updated time). Returns 0, STORE_NOT_FOUND or -1. */
 int store_conversation_rename(struct store *st, int64_t id, const char *title);
 /* Where conversation id's newest answer (not a failed one) came from: its host
  * (messages.host) and profile, each malloc'd or NULL (none saved). 0, or -1 (an error). */

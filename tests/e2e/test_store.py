@@ -247,6 +247,23 @@ with ttlib.FakeServer() as srv:
     t.eq((rc, err.decode()), (2, "tokterm rename: rename takes a conversation id and a title\n"
                                  "usage: tokterm rename ID TITLE...\n"),
          "rename without a title: its own usage line")
+    # renaming an old conversation leaves it where it was: until 2026-12 rename set its
+    # updated time, so ls listed it first and -c continued it instead of the newest one
+    newest = query(home, "SELECT max(id) FROM conversations")[0][0]
+    con = sqlite3.connect(db_path(home))
+    con.execute("UPDATE conversations SET updated = updated - 100")  # as if an hour ago
+    con.commit()
+    con.close()
+    before = query(home, "SELECT id, updated FROM conversations ORDER BY id")
+    rc, out, err = run("", ["rename", str(first_id), "an old one renamed"])
+    rc2, out2, err2 = run("", ["-c", "-p", "after the rename"])
+    sent = [m["content"] for m in srv.requests()[-1]["body"]["messages"]]
+    t.ok(rc == 0 and rc2 == 0 and sent == ["kept one", "kept one", "kept two", "kept two",
+                                           "after the rename"],
+         "rename of an old conversation: -c still continues the newest one", repr(sent))
+    t.eq(query(home, "SELECT id, updated FROM conversations WHERE id=?", (first_id,)),
+         [r for r in before if r[0] == first_id], "rename leaves the updated time alone")
+    t.eq(query(home, "SELECT max(id) FROM conversations")[0][0], newest, "-c made no new one")
     rc, out, err = run("", ["export", str(first_id), "--format", "xml"])
     e = err.decode()
     t.ok(rc == 2 and "usage: tokterm export ID" in e and "tokterm export --all" in e and
