@@ -55,6 +55,7 @@ struct cmd_ctx {
     const char *files_dir;  /* export -o: where they are written (NULL: not written) */
     const char *files_link; /* the same, relative to the Markdown file (its links) */
     struct buf written;     /* "name hash" lines of the files written there so far */
+    int unwritten;          /* an attachment was not written there: export fails */
 };
 
 struct cmd_opts {
@@ -523,8 +524,10 @@ static int cmd_write_attachment(struct cmd_ctx *c, const struct store_attach *a,
     int ok = f && fwrite(a->data, 1, a->len, f) == a->len;
     if (f && fclose(f) != 0)
         ok = 0;
-    if (!ok)
+    if (!ok) {
         cmd_error(c, "cannot write %s: %s", path, strerror(errno));
+        c->unwritten = 1;
+    }
     free(path);
     return ok ? 0 : -1;
 }
@@ -1067,9 +1070,14 @@ static int cmd_export(struct cmd_ctx *c, const struct cmd_opts *o)
         if (util_mkdir_p(files, 0700) != 0 && errno != EEXIST) {
             cmd_error(c, "cannot make %s: %s", files, strerror(errno));
             fc.files_dir = NULL;
+            fc.unwritten = 1;
         }
     }
     int code = cmd_export_to(&fc, o, json);
+    /* the Markdown without its files is not the export asked for: a backup script must see
+     * it (until 2026-12 the error was printed and the exit status was 0) */
+    if (code == CMD_STORE_OK && fc.unwritten)
+        code = CMD_STORE_FAIL;
     if (fclose(fc.out) != 0 && code == CMD_STORE_OK) {
         cmd_error(c, "cannot write %s: %s", o->output, strerror(errno));
         code = CMD_STORE_FAIL;
@@ -1267,7 +1275,7 @@ int cmd_store_run(struct store *st, int argc, char **argv, FILE *out, FILE *err,
                   int out_is_tty)
 {
     struct cmd_ctx c = {st, out, err, out_is_tty, argc > 0 ? argv[0] : "store", NULL, 0, NULL,
-                        NULL, BUF_INIT};
+                        NULL, BUF_INIT, 0};
     static const struct {
         const char *name;
         unsigned opts;

@@ -331,6 +331,15 @@ with ttlib.FakeServer() as srv:
                                    for x in links) and
          all(os.path.exists(os.path.join(exp, x.replace("%20", " "))) for x in links),
          "export to 'my export.md': its links hold no blank and lead to the files", repr(links))
+    # the files cannot be written (a file where their folder goes): the export failed, and its
+    # exit status says so (until 2026-12: the error on stderr, exit status 0)
+    with open(os.path.join(exp, "blocked.files"), "w") as f:
+        f.write("not a folder\n")
+    rc, out, err = ttlib.run_tokterm(["export", "1", "-o", os.path.join(exp, "blocked.md")],
+                                     home=home)
+    t.ok(rc == 1 and "cannot write" in text(err) and "blocked.files/" in text(err),
+         "export whose attachments cannot be written: exit status 1 and why", "%d %s" %
+         (rc, text(err)))
 
     # --- the response cache: the files are part of its key -------------------------------------
     home = ttlib.make_home()
