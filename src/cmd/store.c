@@ -491,7 +491,11 @@ static enum attach_provider cmd_provider(const char *host)
         return ATTACH_ANTHROPIC;
     if (host && strstr(host, "googleapis"))
         return ATTACH_GEMINI;
-    return host && strcmp(host, "api.openai.com") == 0 ? ATTACH_OPENAI : ATTACH_COMPAT;
+    /* another host got a PDF as its text, as pdf = auto sends it (until 2026-12 show counted
+     * ~1,500 tokens a page, a document's, for the few tokens the chat had shown) */
+    return host && strcmp(host, "api.openai.com") == 0
+               ? ATTACH_OPENAI
+               : (enum attach_provider)(ATTACH_COMPAT | ATTACH_PDF_TEXT);
 }
 
 /* Write attachment a into c->files_dir under its base name (a name another file already took:

@@ -189,14 +189,22 @@ with ttlib.FakeServer() as srv:
 
     # --- a compatible server: the PDF's text, or what to install --------------------------------
     if HAVE_PDFTOTEXT:
-        rc, out, err = run(["-f", PDF, "-p", "summarise"])
+        pdf_home = ttlib.make_home()
+        rc, out, err = run(["-f", PDF, "-p", "summarise"], home=pdf_home)
         c = user_msg(last(), "openai")
         t.eq(rc, 0, "compatible server + PDF: exit 0")
         t.ok(isinstance(c, str) and c.startswith(PDF + ":\n```\n") and
              "Hello from the PDF" in c and c.endswith("summarise"),
              "compatible server: the PDF's text (pdftotext), fenced", json.dumps(c))
+        # show estimates what was sent, the text (until 2026-12 a document's ~1500 tokens)
+        rc, out, err = ttlib.run_tokterm(["show", "1"], home=pdf_home)
+        m = re.search(r"report\.pdf \(PDF, 1 page, \d+ B, ~(\d+) tokens?\)", text(out))
+        t.ok(rc == 0 and m is not None and int(m.group(1)) < 100,
+             "show: a PDF sent as its text counts as text", text(out))
     else:
         t.skip("compatible server: the PDF's text", "pdftotext not installed", "pdftotext")
+        t.skip("show: a PDF sent as its text counts as text", "pdftotext not installed",
+               "pdftotext")
     n0 = len(srv.requests())
     rc, out, err = run(["-f", PDF, "-p", "summarise"], env={"PATH": work})
     t.eq(rc, 2, "no pdftotext: exit 2 (usage)")
