@@ -54,6 +54,8 @@ int store_attach_put(struct store *st, int64_t id, const struct store_attach *v,
     return 0;
 }
 
+/* q selects the columns of STORE_ATTACH_COLS, or (store_attach_names) the size, an integer, in
+ * place of the bytes: then data stays NULL and len is the size. */
 static int store_attach_read(struct store *st, const char *q, int64_t key, int64_t from,
                              struct store_attach **out, size_t *n)
 {
@@ -81,6 +83,10 @@ static int store_attach_read(struct store *st, const char *q, int64_t key, int64
         a->width = sqlite3_column_int(s, 6);
         a->height = sqlite3_column_int(s, 7);
         a->pages = sqlite3_column_int(s, 8);
+        if (sqlite3_column_type(s, 9) == SQLITE_INTEGER) { /* the size, not the bytes */
+            a->len = (size_t)sqlite3_column_int64(s, 9);
+            continue;
+        }
         size_t len = (size_t)sqlite3_column_bytes(s, 9);
         unsigned char *d = xmalloc(len + 1);
         if (len)
@@ -109,6 +115,16 @@ int store_attach_list(struct store *st, int64_t conversation_id, struct store_at
     static const char q[] = STORE_ATTACH_COLS
         "JOIN messages m ON m.id = a.message_id WHERE m.conversation_id = ?1 "
         "ORDER BY a.message_id, a.seq";
+    return store_attach_read(st, q, conversation_id, 0, out, n);
+}
+
+int store_attach_names(struct store *st, int64_t conversation_id, struct store_attach **out,
+                       size_t *n)
+{
+    static const char q[] =
+        "SELECT a.message_id, a.seq, a.name, a.kind, a.mime, a.sha256, a.width, a.height, "
+        "a.pages, a.size FROM attachments a JOIN messages m ON m.id = a.message_id "
+        "WHERE m.conversation_id = ?1 ORDER BY a.message_id, a.seq";
     return store_attach_read(st, q, conversation_id, 0, out, n);
 }
 

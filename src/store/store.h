@@ -435,6 +435,10 @@ void store_conversation_free(struct store_conversation *c);
  * id and seq, into *out (free with store_attach_free). 0, or -1 (store_error). */
 int store_attach_list(struct store *st, int64_t conversation_id, struct store_attach **out,
                       size_t *n);
+/* The same without the bytes (data NULL, len the size): what a reader lists, however large
+ * the files. */
+int store_attach_names(struct store *st, int64_t conversation_id, struct store_attach **out,
+                       size_t *n);
 /* Those of its rows from message id from_id on: work in the attachments of those rows, not in
  * the conversation's length (a lean resume reads its newest rows' only). */
 int store_attach_list_from(struct store *st, int64_t conversation_id, int64_t from_id,

@@ -2,6 +2,7 @@
  * delete (see tui_history.h). */
 #include "config.h"
 #include "tui/tui_history.h"
+#include "core/attach.h"
 #include "core/conv.h"
 #include "store/store.h"
 #include "tui/tui_app.h"
@@ -64,6 +65,8 @@ struct tui_hist {
      * conversation costs the messages on screen, not all of them) */
     struct store_conversation *conv;  /* the conversation read, with all its messages */
     struct conv_rowinfo *ri;          /* where each of its messages stands in the tree */
+    struct store_attach *att;         /* its files, without their bytes (by message id) */
+    size_t natt;
     struct tui_view **mv;             /* mv[i]: item i (0: the system prompt, when there is
                                          one; then the messages), NULL until shown */
     size_t nitems, sys, nlive;        /* sys: 1 when item 0 is the system prompt */
@@ -330,6 +333,9 @@ static void tui_hist_view_free(struct tui_hist *h)
     free(h->ri);
     h->ri = NULL;
     h->conv = NULL;
+    store_attach_free(h->att, h->natt);
+    h->att = NULL;
+    h->natt = 0;
     free(h->hitv);
     h->hitv = NULL;
     h->nhitv = h->hitcur = 0;
@@ -338,6 +344,32 @@ static void tui_hist_view_free(struct tui_hist *h)
     free(h->view_title);
     h->view_title = NULL;
     h->view_id = 0;
+}
+
+/* The files of message id, a line each under it as the chat shows them (until 2026-12 the
+ * view left them out: an image sent with a prompt did not show). */
+static void tui_hist_attachments(const struct tui_hist *h, struct tui_view *v, int64_t id)
+{
+    for (size_t i = 0; i < h->natt; i++) {
+        const struct store_attach *sa = &h->att[i];
+        if (sa->message_id != id)
+            continue;
+        struct attach a;
+        memset(&a, 0, sizeof a);
+        int k = attach_kind_parse(sa->kind);
+        a.kind = k < 0 ? ATTACH_TEXT : (enum attach_kind)k;
+        a.name = sa->name;
+        a.mime = sa->mime;
+        a.len = a.file_size = sa->len;
+        a.width = sa->width;
+        a.height = sa->height;
+        a.pages = sa->pages;
+        struct buf b = BUF_INIT;
+        buf_appends(&b, "+ attached: ");
+        attach_describe(&b, &a, -1); /* no tokens: what the provider counts depends on it */
+        tui_view_add(v, TUI_MSG_META, b.data, b.len);
+        buf_free(&b);
+    }
 }
 
 /* Fill v with item i, rendered as the chat renders it. */
@@ -363,6 +395,7 @@ static void tui_hist_item_fill(struct tui_hist *h, struct tui_view *v, size_t i)
                         : NULL;
     if (strcmp(m->role, "user") == 0) {
         tui_view_add(v, TUI_MSG_USER, m->content, m->content_len);
+        tui_hist_attachments(h, v, m->id);
         if (m->error) {
             char *note = xasprintf("\xE2\x9C\x97 not sent: %s", m->error);
             tui_view_add(v, TUI_MSG_META, note, strlen(note));
@@ -615,6 +648,8 @@ static void tui_hist_view_open(struct tui *t, int64_t id, int64_t hit_msg)
     tui_hist_view_free(h);
     tui_hist_layout(h);
     h->conv = c;
+    if (store_attach_names(tui_hist_store(t), id, &h->att, &h->natt) != 0)
+        tui_hist_say(h, 1, "cannot read the attachments: %s", store_error(tui_hist_store(t)));
     size_t turns;
     h->ri = conv_rows(c, &turns);
     h->sys = c->system_prompt && *c->system_prompt ? 1 : 0;

@@ -481,6 +481,29 @@ with ttlib.FakeServer() as srv:
         tm.send("C-d")
         tm.wait_exit(5)
 
+    # --- the view lists a prompt's files under it, as the chat does (until 2026-12 it left
+    # them out: what was sent with the prompt did not show) ---
+    fhome = ttlib.make_home()
+    fdb = os.path.join(fhome, "files.db")
+    note = os.path.join(fhome, "notes.txt")
+    with open(note, "w") as f:
+        f.write("eleven byte")
+    rc, _, _ = ttlib.run_tokterm(["--db", fdb, "-f", note, "-p", "read my notes"],
+                                 env={"OPENAI_BASE_URL": srv.base()}, home=fhome)
+    with ttlib.Tmux(100, 20) as tm:
+        start(tm, {"HOME": fhome, "OPENAI_BASE_URL": srv.base()}, ["--db", fdb])
+        tm.send_text("/history")
+        tm.send("Enter")
+        settle(tm, "Conversations (1)")
+        tm.send("Enter")
+        scr = settle(tm, "READ-ONLY")
+        t.ok(rc == 0 and re.search(r"\u258c read my notes\n\s+\+ attached: \S*notes\.txt "
+                                   r"\(text, 11 B\)", scr) is not None,
+             "the read view lists a prompt's attached file under it", scr)
+        tm.send("q")
+        tm.send("C-d")
+        tm.wait_exit(5)
+
     # --- /help documents it ---
     with ttlib.Tmux(120, 60) as tm:
         start(tm, {"HOME": home, "OPENAI_BASE_URL": srv.base()}, ["--db", db])
