@@ -1179,6 +1179,17 @@ static int cmd_rename(struct cmd_ctx *c, const struct cmd_opts *o)
             buf_appendc(&t, ' ');
         buf_appends(&t, o->pos[i]);
     }
+    /* each run of white space one blank, as in a title taken from a prompt (until 2026-12 a
+     * line break in it split the conversation's line of ls in two) */
+    size_t w = 0;
+    for (size_t r = 0; r < t.len; r++) {
+        char ch = t.data[r];
+        if (!strchr(" \t\n\r\f\v", ch))
+            t.data[w++] = ch;
+        else if (w && t.data[w - 1] != ' ')
+            t.data[w++] = ' ';
+    }
+    t.data[t.len = w] = '\0';
     char *title = util_trim(t.data);
     if (!*title) {
         buf_free(&t);

@@ -264,6 +264,15 @@ with ttlib.FakeServer() as srv:
     t.eq(query(home, "SELECT id, updated FROM conversations WHERE id=?", (first_id,)),
          [r for r in before if r[0] == first_id], "rename leaves the updated time alone")
     t.eq(query(home, "SELECT max(id) FROM conversations")[0][0], newest, "-c made no new one")
+    # white space in a new title is one blank, as in a title taken from a prompt (until
+    # 2026-12 a line break went in as it was and split the conversation's line of ls)
+    rc, out, err = run("", ["rename", str(first_id), "two\nlines\t and ", " more "])
+    rc2, out2, err2 = run("", ["ls", "--limit", "100"])
+    t.ok(rc == 0 and query(home, "SELECT title FROM conversations WHERE id=?", (first_id,)) ==
+         [("two lines and more",)] and
+         re.search(r"^\s+%d\s.*two lines and more$" % first_id, out2.decode(), re.M),
+         "rename: a line break or tab in the title is a blank; ls keeps one line a "
+         "conversation", out.decode() + out2.decode())
     rc, out, err = run("", ["export", str(first_id), "--format", "xml"])
     e = err.decode()
     t.ok(rc == 2 and "usage: tokterm export ID" in e and "tokterm export --all" in e and
