@@ -516,9 +516,23 @@ static int main_files(struct main_run *r)
     char *err = NULL;
     struct buf notes = BUF_INIT; /* what folders left out */
     attach_allow_streams(1); /* -f <(cmd), -f -: the command line's own */
-    for (int i = 0; i < a->n_files && !err; i++)
+    for (int i = 0; i < a->n_files && !err; i++) {
+        size_t before = r->files.n, kept = before;
         (void)attach_any(&r->files, strcmp(a->files[i], "-") == 0 ? "/dev/stdin" : a->files[i],
                          &notes, &err, NULL, NULL);
+        /* a file an earlier -f gave goes once, as the chat's /attach has it (until 2026-12
+         * -f a.c -f ./a.c sent it twice) */
+        for (size_t k = before; k < r->files.n; k++) {
+            if (attach_list_has(&r->files, before, &r->files.v[k])) {
+                buf_printf(&notes, "already attached, not added again: %s\n",
+                           r->files.v[k].name);
+                attach_clear(&r->files.v[k]);
+            } else {
+                r->files.v[kept++] = r->files.v[k];
+            }
+        }
+        r->files.n = kept;
+    }
     attach_allow_streams(0);
     if (!err && notes.len) {
         struct buf safe = BUF_INIT;

@@ -483,6 +483,21 @@ void attach_list_free(struct attach_list *l)
     memset(l, 0, sizeof *l);
 }
 
+static const char *attach_base_name(const char *name)
+{
+    const char *slash = strrchr(name, '/');
+    return slash ? slash + 1 : name;
+}
+
+int attach_list_has(const struct attach_list *l, size_t n, const struct attach *a)
+{
+    for (size_t k = 0; k < n && k < l->n; k++)
+        if (memcmp(l->v[k].sha256, a->sha256, sizeof a->sha256) == 0 &&
+            strcmp(attach_base_name(l->v[k].name), attach_base_name(a->name)) == 0)
+            return 1;
+    return 0;
+}
+
 void attach_list_move(struct attach_list *dst, struct attach_list *src)
 {
     for (size_t i = 0; i < src->n; i++) {

@@ -87,6 +87,9 @@ int attach_text_decode(const unsigned char *d, size_t n, struct buf *out, const 
 void attach_clear(struct attach *a);
 void attach_copy(struct attach *dst, const struct attach *src);
 void attach_list_free(struct attach_list *l);
+/* 1 when the first n entries of l hold a: the same bytes under the same file name without
+ * its folders (main.c, ./main.c and /tmp/x/main.c are one file when their bytes are). */
+int attach_list_has(const struct attach_list *l, size_t n, const struct attach *a);
 /* Move every entry of src to the end of dst (src is left empty). */
 void attach_list_move(struct attach_list *dst, struct attach_list *src);
 /* kind's word: "text", "image", "pdf" (the store's kind column); attach_kind_parse the

@@ -75,24 +75,6 @@ static void tui_fetch_keys_back(struct tui_fetch_keys *k)
 /* Add arg; a note says what came (and what a folder left out), or the error, with the
  * command put back in the input so that the path can be corrected (again: the command as
  * typed when again is not NULL). */
-/* The file name without its folders: main.c, ./main.c and /tmp/x/main.c are one file when
- * their bytes are the same. */
-static const char *tui_attach_base(const char *name)
-{
-    const char *slash = strrchr(name, '/');
-    return slash ? slash + 1 : name;
-}
-
-/* 1 when l has a by its bytes and base name already. */
-static int tui_attach_has(const struct attach_list *l, const struct attach *a)
-{
-    for (size_t k = 0; k < l->n; k++)
-        if (memcmp(l->v[k].sha256, a->sha256, sizeof a->sha256) == 0 &&
-            strcmp(tui_attach_base(l->v[k].name), tui_attach_base(a->name)) == 0)
-            return 1;
-    return 0;
-}
-
 static int tui_attach_add(struct tui *t, const char *arg, const char *again)
 {
     struct attach_list *l = tui_attach_list(t), add = {0};
@@ -117,7 +99,7 @@ static int tui_attach_add(struct tui *t, const char *arg, const char *again)
     if (rc == 0) { /* the same file again is said, not added twice (until 2026-12 it was) */
         size_t kept = 0;
         for (size_t i = 0; i < add.n; i++) {
-            if (tui_attach_has(l, &add.v[i])) {
+            if (attach_list_has(l, l->n, &add.v[i])) {
                 buf_appends(&warn, "already attached, not added again: ");
                 utf8_sanitize(&warn, add.v[i].name, strlen(add.v[i].name));
                 buf_appendc(&warn, '\n');
@@ -238,7 +220,7 @@ size_t tui_attach_offer(struct tui *t, const struct attach *att, size_t n)
     struct attach_list *l = tui_attach_list(t);
     size_t added = 0;
     for (size_t i = 0; i < n; i++) {
-        if (tui_attach_has(l, &att[i]))
+        if (attach_list_has(l, l->n, &att[i]))
             continue;
         XGROW(l->v, l->n + 1, l->cap);
         attach_copy(&l->v[l->n++], &att[i]);

@@ -136,6 +136,14 @@ with ttlib.FakeServer() as srv:
     rc, out, err = run(["-f", "/dev/zero", "-p", "x"])
     t.ok(rc == 2 and "more than 64.0 MiB: too large to attach" in text(err) and
          len(srv.requests()) == n0, "-f /dev/zero: too large, nothing sent", text(err))
+    # the same file twice (another spelling of its path) goes once, as the chat's /attach
+    # has it (until 2026-12 it was sent twice)
+    dot = os.path.join(work, ".", "main.c")
+    rc, out, err = run(["-f", MAIN_C, "-f", dot, "-p", "once?"])
+    c = user_msg(last(), "openai")
+    t.ok(rc == 0 and c == FENCED + "once?" and
+         "already attached, not added again: " + dot in text(err),
+         "-f main.c -f ./main.c: sent once, the second said", text(err) + json.dumps(c))
 
     # --- the done-when: text file + image, each dialect -----------------------------------------
     for dialect in ("openai", "responses", "anthropic", "gemini"):
