@@ -713,7 +713,10 @@ static void cmd_md_conversation(struct cmd_ctx *c, const struct store_conversati
         cmd_md_text(c, conv->system_prompt, strlen(conv->system_prompt));
         fputs("\n\n", c->out);
     }
-    if (store_attach_list(c->st, conv->id, &c->att, &c->n_att) != 0)
+    /* the files' bytes only when they are written (export -o): show prints a line a file
+     * (until 2026-12 it read them all: 190 MB of memory for the line of a 30 MB file) */
+    if ((c->files_dir ? store_attach_list(c->st, conv->id, &c->att, &c->n_att)
+                      : store_attach_names(c->st, conv->id, &c->att, &c->n_att)) != 0)
         cmd_error(c, "cannot read the attachments: %s", store_error(c->st));
     for (size_t i = 0; i < conv->n_messages; i++)
         if (all || ri[i].live)

@@ -322,6 +322,24 @@ with ttlib.FakeServer() as srv:
     rc, out, err = ttlib.run_tokterm(["show", "1"], home=home)
     t.ok(("diagram.png (PNG image 64x32, %d B" % len(IMG)) in text(out) and
          "main.c (text, 30 B" in text(out), "show: one compact line per attachment", text(out))
+    # show prints a line a file and reads no file's bytes (until 2026-12 it read them all:
+    # 190 MB of memory to show the line of a 30 MB file)
+    big_home = ttlib.make_home()
+    big = os.path.join(work, "big.png")
+    with open(big, "wb") as f:  # a PNG's header, then 12 MB the server takes as they come
+        f.write(png(8, 8)[:33] + os.urandom(12 << 20))
+    rc, out, err = run(["-f", big, "-p", "a big one"], home=big_home)
+    peak = subprocess.run(
+        [sys.executable, "-c", "import resource, subprocess, sys; "
+         "r = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE); "
+         "print(r.returncode, r.stdout.count(b'big.png (PNG image 8x8, 12.0 MiB'), "
+         "resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)",
+         ttlib.tokterm_path(), "show", "1"],
+        env=ttlib.clean_env(big_home, {}), capture_output=True, timeout=60).stdout.split()
+    rss_cap = 40 << 10 if not ttlib.built_with("asan") else 1 << 30  # ASan's own memory
+    t.ok(rc == 0 and peak[:2] == [b"0", b"1"] and int(peak[2]) < rss_cap,
+         "show: a 12 MB attachment's line without reading its bytes (peak RSS under 40 MiB)",
+         "%d %r %s" % (rc, peak, text(err)))
     exp = os.path.join(work, "export")
     rc, out, err = ttlib.run_tokterm(["export", "1", "-o", os.path.join(exp, "conv.md")],
                                      home=home)
