@@ -435,7 +435,17 @@ static void tui_cmd_edit(struct tui *t)
     }
     tui_input_defer(last->prompt);
     t->edit_pending = 1;
-    tui_hint(t, "edit the last prompt; Enter sends it in place of the old one, Ctrl-C gives up");
+    /* the turn's files go with the new version: said, since the input line shows only the
+     * text (until 2026-12 nothing told that they would be sent again) */
+    char *hint = last->n_att
+                     ? xasprintf("edit the last prompt (its %zu attached file%s go%s with it); "
+                                 "Enter sends it in place of the old one, Ctrl-C gives up",
+                                 last->n_att, last->n_att == 1 ? "" : "s",
+                                 last->n_att == 1 ? "es" : "")
+                     : xstrdup("edit the last prompt; Enter sends it in place of the old one, "
+                               "Ctrl-C gives up");
+    tui_hint(t, hint);
+    free(hint);
 }
 
 /* "Theme: NAME. Available: ..." (after a name not found, too). */

@@ -458,5 +458,14 @@ with ttlib.FakeServer() as srv:
             t.ok(isinstance(c, list) and c[0].get("type") == "image_url" and
                  c[-1].get("text") == FENCED + "what is it?",
                  "/retry: the new version sends the files again", json.dumps(c)[:300])
+            # /edit puts only the text in the input line: the hint says the files go too
+            # (until 2026-12 nothing did, and they were sent again unseen)
+            tm.wait_for(re.compile("version 2 of 2"), 15)
+            tm.send_text("/edit")
+            tm.send("Enter")
+            scr = tm.wait_for("attached files go with it", 10)
+            t.ok(scr is not None and "(its 2 attached files go with it)" in scr,
+                 "/edit of a turn with files: the hint says they go with it", tm.capture())
+            tm.send("C-c")
 
 sys.exit(t.done())
