@@ -1077,7 +1077,12 @@ static int store_search_fulltext(struct store *st, const struct store_srch *sr,
     size_t *ord = xmalloc(n_long * sizeof *ord), n_cand = 0;
     struct buf match = BUF_INIT, rank = BUF_INIT;
     struct store_cand *cand = NULL;
-    int ranked = store_fts_rank_init(st) == 0, ret = -1;
+    /* tt_rank(tbl, f1, ... fn) takes n + 1 arguments: a query of more phrases than SQLite lets
+     * a function take (127) is ranked by bm25() (until 2026-12 it failed: "too many arguments
+     * on function tt_rank", exit status 1 as for no match) */
+    int ranked = store_fts_rank_init(st) == 0 &&
+                 n_long < (size_t)sqlite3_limit(st->db, SQLITE_LIMIT_FUNCTION_ARG, -1),
+        ret = -1;
     int64_t bound = 0;
     double rows = 0;
     if (store_sample(st, sr->words, sr->phr, n_long, ranked ? frac : NULL, &bound, &rows) != 0)

@@ -155,6 +155,11 @@ with ttlib.FakeServer() as srv:
     t.ok(rc == 1 and err == b"tokterm search: no matches\n" and out == b"",
          "search with operators and an unbalanced quote: no FTS syntax error, no match",
          "rc %d: %r %r" % (rc, out, err))
+    # a pasted paragraph of 130 words: more than SQLite lets tt_rank() take as arguments (until
+    # 2026-12 "cannot search: too many arguments on function tt_rank", exit 1)
+    rc, out, err = run("", ["search"] + ["saved"] * 130 + ["--json"])
+    t.ok(rc == 0 and b'"conversation"' in out and err == b"",
+         "search of 130 words: ranked and found, no SQL error", "rc %d: %r" % (rc, err))
     # a quoted phrase matches across a line break, a tab or several spaces (until 2026-12 only
     # with the very blanks typed), and is still a phrase: its words apart do not match
     run("", ["-p", "the heading\nparagraph\t  follows here; heading and then paragraph"])
