@@ -196,6 +196,11 @@ int setup_resume(struct setup *su, const struct cli *a, struct buf *err)
                         "leave one of them out", a->cont ? "-c" : "--conversation");
         return -1;
     }
+    if (a->cont && a->conversation) { /* until 2026-12 --conversation won without a word */
+        buf_printf(err, "-c continues the latest conversation and --conversation %s names one: "
+                        "leave one of them out", a->conversation);
+        return -1;
+    }
     if (a->conversation) {
         char *end;
         errno = 0;

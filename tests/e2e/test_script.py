@@ -248,6 +248,11 @@ with ttlib.FakeServer() as srv:
     rc, _, err = run(srv, "", ["--incognito", "-c", "-p", "x"])
     t.ok(rc == 2 and b"--incognito opens none" in err, "--incognito -c: bad usage, said",
          err.decode(errors="replace"))
+    # -c and --conversation name two things (until 2026-12 --conversation won without a word)
+    n0 = len(srv.requests())
+    rc, _, err = run(srv, "", ["-c", "--conversation", "1", "-p", "x"])
+    t.ok(rc == 2 and b"leave one of them out" in err and len(srv.requests()) == n0,
+         "-c with --conversation: bad usage, said, nothing sent", err.decode(errors="replace"))
     rc, _, err = run(srv, "", ["--conversation", "99999999999999999999", "-p", "x"])
     t.ok(rc == 2 and b"not '99999999999999999999'" in err, "--conversation past int64: bad usage",
          err.decode(errors="replace"))
