@@ -854,7 +854,9 @@ static int cmd_search(struct cmd_ctx *c, const struct cmd_opts *o)
 
 /* ---------------------------------------------------------------- export */
 
-/* A JSON string of possibly invalid UTF-8: bad bytes become U+FFFD. */
+/* A JSON string of possibly invalid UTF-8: bad bytes become U+FFFD, and so does a NUL (cJSON's
+ * strings end at one), as in --json and in the requests that send the text again (until
+ * 2026-12 a NUL was dropped: "before\0after" exported as "beforeafter"). */
 static cJSON *cmd_json_str(const char *s, size_t n)
 {
     if (utf8_valid(s, n) && memchr(s, '\0', n) == NULL)
@@ -864,8 +866,7 @@ static cJSON *cmd_json_str(const char *s, size_t n)
         uint32_t cp;
         size_t k = utf8_decode(s + i, n - i, &cp);
         char enc[4];
-        if (cp != 0)
-            buf_append(&b, enc, utf8_encode(cp, enc));
+        buf_append(&b, enc, utf8_encode(cp ? cp : UTF8_REPLACEMENT, enc));
         i += k;
     }
     cJSON *j = cJSON_CreateString(buf_str(&b));
@@ -1047,7 +1048,8 @@ static int cmd_export(struct cmd_ctx *c, const struct cmd_opts *o)
         return cmd_usage(c, "--format is md or json");
     if (o->all ? o->n_pos != 0 : o->n_pos != 1)
         return cmd_usage(c, "export takes one conversation id, or --all");
-    if (!o->output)
+    if (!o->output || strcmp(o->output, "-") == 0) /* "-": stdout, as for other tools (until
+                                                     * 2026-12 a file named "-") */
         return cmd_export_to(c, o, json);
     char *dir = xstrdup(o->output);
     char *slash = strrchr(dir, '/');

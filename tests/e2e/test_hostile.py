@@ -326,6 +326,15 @@ with ttlib.FakeServer() as srv:
     db.close()
     t.ok(len(kept) == 4 and kept[0] == b"a\xff\xfeb\xc3 tail" and kept[2] == b"a\x00b tail",
          "those answers are saved as they came", repr(kept))
+    # ... and exported as JSON with U+FFFD for the NUL, as --json and the request have it
+    # (until 2026-12 the NUL was dropped: "ab tail")
+    rc, out, err = run(["export", "2", "--format", "json"], home=home)
+    try:
+        got = [m.get("content") for m in json.loads(out.decode("utf-8"))["messages"]
+               if m.get("role") == "assistant"]
+    except (ValueError, KeyError) as e:
+        got = "not JSON: %s" % e
+    t.eq((rc, got[:1]), (0, ["a\ufffdb tail"]), "an answer with a NUL exported as JSON: U+FFFD")
     raw = urllib.parse.quote_from_bytes(b'"a\x00b\x1b[2J"')  # raw NUL and ESC: invalid JSON
     rc, out, err = run(["-p", "hi"], base("content_json=" + raw))
     t.eq(rc, 3, "raw NUL/ESC inside a JSON string: exit 3 (malformed chunk)")

@@ -191,6 +191,16 @@ with ttlib.FakeServer() as srv:
     except ValueError:
         ex = {}
     t.ok(rc == 0 and "first saved question" in json.dumps(ex), "export --format json")
+    # -o -: stdout, the same bytes (until 2026-12 a file named "-" and a folder "-.files/")
+    cwd = os.getcwd()
+    os.chdir(ttlib.tempdir("tt-export-dash-"))
+    try:
+        rc2, out2, err2 = run("", ["export", str(first_id), "--format", "json", "-o", "-"])
+        made = os.listdir(".")
+    finally:
+        os.chdir(cwd)
+    t.ok(rc2 == 0 and out2 == out and made == [], "export -o -: to stdout, no file made",
+         "rc %d, files %r: %r" % (rc2, made, err2))
     # export --all: valid JSON, indented one way (cJSON's tabs) in the wrapper and inside
     rc, out, err = run("", ["export", "--all"])
     try:
