@@ -71,6 +71,10 @@ const char *dialect_retry_code(const struct dialect *d, long status, const char 
 {
     int verdict = d->retryable ? d->retryable(status, code) : -1;
     *never = verdict == 0;
+    if (verdict == 2 && status >= 200 && status <= 299)
+        return "rate_limit_exceeded";
+    if (verdict == 2)
+        return code;
     if (verdict == 1 && status >= 200 && status <= 299)
         return code && strstr(code, "overloaded") ? "overloaded" : "server_error";
     return code;

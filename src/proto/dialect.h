@@ -68,7 +68,8 @@ struct dialect {
     void (*error_message)(long status, const char *ctype, const char *body, size_t n,
                           struct buf *msg, char *code, size_t code_size);
     /* Whether an error with this status and code (from error_message or the stream) is worth
-     * another attempt: 1 yes, 0 never, -1 the generic rules decide (ratelimit_should_retry). */
+     * another attempt: 1 yes, 2 yes, as a rate limit, 0 never, -1 the generic rules decide
+     * (ratelimit_should_retry). */
     int (*retryable)(long status, const char *code);
     /* The outcome of a stream whose st->finish is set: API_OK, or API_CUT with a message for
      * the user appended to msg. */
@@ -86,8 +87,9 @@ const struct dialect *dialect_find(const char *name);
 /* The error code to hand the generic retry rules (ratelimit_should_retry) for an attempt that
  * ended with HTTP status and the provider's code (NULL: none), the dialect's retryable
  * verdict folded in: "server_error" ("overloaded" for an overload: Anthropic's
- * overloaded_error) for a streamed error in a 2xx answer the dialect retries
- * (the generic rules know OpenAI's and Anthropic's words, not every dialect's), else code
+ * overloaded_error; "rate_limit_exceeded" for a rate limit) for a streamed error in a 2xx
+ * answer the dialect retries (the generic rules know OpenAI's and Anthropic's words, not every
+ * dialect's), else code
  * itself (NULL for none). *never is set to 1 when the dialect says another attempt fails the
  * same (then nothing is to be retried), else to 0. */
 const char *dialect_retry_code(const struct dialect *d, long status, const char *code,

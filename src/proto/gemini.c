@@ -557,10 +557,13 @@ double gemini_retry_delay(const char *body, size_t n)
 
 /* https://ai.google.dev/gemini-api/docs/troubleshooting: UNAVAILABLE (503), INTERNAL (500) and
  * DEADLINE_EXCEEDED (504) pass; a request the API refuses fails again. RESOURCE_EXHAUSTED
- * (429): the generic rules, which wait the RetryInfo delay. */
+ * (429): the generic rules, which wait the RetryInfo delay; in a 200's stream before any text,
+ * a rate limit too (until 2026-12 it was not retried, where the same error as an HTTP 429
+ * was). */
 static int gemini_retryable(long status, const char *code)
 {
-    (void)status;
+    if (status >= 200 && status <= 299 && code && strcmp(code, "RESOURCE_EXHAUSTED") == 0)
+        return 2;
     static const char *const again[] = {"UNAVAILABLE", "INTERNAL", "DEADLINE_EXCEEDED"};
     static const char *const never[] = {"INVALID_ARGUMENT", "FAILED_PRECONDITION",
                                         "PERMISSION_DENIED", "UNAUTHENTICATED", "NOT_FOUND"};

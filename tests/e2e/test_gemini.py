@@ -162,6 +162,14 @@ with ttlib.FakeServer() as srv:
     rc, out, err = run(srv, "", ["--retries", "1", "-p", "after UNAVAILABLE"])
     t.eq(rc, 0, "UNAVAILABLE in a 200 answer: retried, exit 0")
     t.eq(len(srv.requests()) - n0, 2, "UNAVAILABLE in a 200 answer: two requests")
+    # RESOURCE_EXHAUSTED in a 200 answer before any text: retried as a rate limit, as the same
+    # error in an HTTP 429 is (until 2026-12 the run ended at once, exit 3)
+    srv.queue(["error=quota,code=RESOURCE_EXHAUSTED", ""])
+    n0 = len(srv.requests())
+    rc, out, err = run(srv, "", ["--retries", "1", "-p", "after RESOURCE_EXHAUSTED"])
+    t.ok(rc == 0 and len(srv.requests()) - n0 == 2,
+         "RESOURCE_EXHAUSTED in a 200 answer: retried, exit 0 (rc %d, %d requests)"
+         % (rc, len(srv.requests()) - n0), err.decode(errors="replace"))
     # a 429 whose RetryInfo asks for 2 s: the retry waits for it, as for a retry-after header
     srv.queue(["status=429,error=Quota%20exceeded,retry_delay=2s", ""])
     n0 = len(srv.requests())

@@ -60,6 +60,9 @@ int main(void)
         TAP_STR(dialect_retry_code(gm, 429, "RESOURCE_EXHAUSTED", &never), "RESOURCE_EXHAUSTED",
                 "retry code: no verdict, the generic rules decide");
         TAP_INT(never, 0, "retry code: no verdict is no veto");
+        TAP_STR(dialect_retry_code(gm, 200, "RESOURCE_EXHAUSTED", &never), "rate_limit_exceeded",
+                "retry code: RESOURCE_EXHAUSTED in a stream reads as a rate limit");
+        TAP_INT(never, 0, "retry code: a rate limit in a stream may be retried");
     }
     const struct dialect *an = dialect_find("anthropic");
     TAP_STR(dialect_retry_code(an, 529, "overloaded_error", &never), "overloaded_error",
