@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <poll.h>
+#include <pwd.h>
 #include <pthread.h>
 #include <unistd.h>
 #include <stdio.h>
@@ -135,6 +136,15 @@ int util_mkdir_p(const char *path, unsigned mode)
     }
     free(p);
     return 0;
+}
+
+const char *util_home(void)
+{
+    const char *home = getenv("HOME");
+    if (home && *home)
+        return home;
+    struct passwd *pw = getpwuid(getuid());
+    return pw && pw->pw_dir && pw->pw_dir[0] == '/' ? pw->pw_dir : NULL;
 }
 
 void util_hold_std_fds(void)

@@ -43,6 +43,11 @@ struct stat;
 /* The same, and *st gets the fstat of the file that was read (not of what path names later). */
 char *util_read_file_stat(const char *path, size_t *len, size_t max_bytes, struct stat *st);
 
+/* The user's home directory: $HOME, or when it is unset or empty (cron, a systemd unit, env -i)
+ * the password database's entry for this uid, as a shell finds ~. NULL when neither has one.
+ * The string is not to be freed (the environment's or getpwuid's, valid until the next call). */
+const char *util_home(void);
+
 /* mkdir -p with the given mode for each created component. Returns 0 or -1 (errno). */
 int util_mkdir_p(const char *path, unsigned mode);
 

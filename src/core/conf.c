@@ -1342,8 +1342,11 @@ char *conf_dir(const char *kind)
         const char *v = getenv(dirs[i].env);
         if (v && v[0] == '/')
             return xasprintf("%s/tokterm", v);
-        const char *home = getenv("HOME");
-        return xasprintf("%s/%s/tokterm", home && *home ? home : "/tmp", dirs[i].fallback);
+        /* no $HOME (cron, a systemd unit, env -i): the passwd entry's, as a shell does; until
+         * 2026-12 this was /tmp, so any user could plant /tmp/.config/tokterm/config with a
+         * base_url of theirs and be sent the key, and the conversations went to /tmp/.local */
+        const char *home = util_home();
+        return xasprintf("%s/%s/tokterm", home ? home : "/tmp", dirs[i].fallback);
     }
     return xstrdup("/tmp/tokterm");
 }

@@ -454,11 +454,11 @@ static int theme_dirs(char *dirs[3])
 {
     int n = 0;
     const char *xdg = getenv("XDG_CONFIG_HOME");
-    const char *home = getenv("HOME");
+    const char *home = util_home(); /* as conf_dir finds it */
     const char *dd = getenv("TOKTERM_DATADIR");
     if (xdg && xdg[0] == '/')
         dirs[n++] = xasprintf("%s/tokterm/themes", xdg);
-    else if (home && *home)
+    else if (home)
         dirs[n++] = xasprintf("%s/.config/tokterm/themes", home);
     dirs[n++] = xasprintf("%s/themes", dd && *dd ? dd : TT_DATADIR);
     dirs[n++] = xasprintf("%s/themes", TT_SRCDIR);

@@ -5,6 +5,7 @@
 #include "base/util.h"
 #include "base/xmalloc.h"
 
+#include <pwd.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -522,6 +523,20 @@ int main(void)
     d = conf_dir("data");
     TAP_STR(d, "/home/u/.local/share/tokterm", "relative XDG path ignored (spec)");
     free(d);
+    /* no $HOME (cron, a systemd unit, env -i): the passwd entry's home, as a shell finds ~;
+     * until 2026-12 it was /tmp, where any user could plant a config whose base_url got the key */
+    struct passwd *pw = getpwuid(getuid());
+    char *want = xasprintf("%s/.local/share/tokterm", pw && pw->pw_dir ? pw->pw_dir : "?");
+    unsetenv("HOME");
+    d = conf_dir("data");
+    TAP_STR(d, want, "HOME unset: the passwd entry's home, not /tmp");
+    free(d);
+    setenv("HOME", "", 1);
+    d = conf_dir("data");
+    TAP_STR(d, want, "HOME empty: the same");
+    free(d);
+    free(want);
+    setenv("HOME", "/home/u", 1);
 
     /* state = redis://...: checked when read; its password from the URL, an env or a command */
     buf_reset(&err);
