@@ -179,6 +179,9 @@ static char *main_read_stdin(size_t *len)
         ssize_t n = read(0, chunk, sizeof chunk);
         if (n < 0 && errno == EINTR)
             continue;
+        if (n < 0 && errno == EBADF && !b.len)
+            break; /* stdin closed (`<&-`, a daemon's job): nothing to add, as with </dev/null;
+                    * until 2026-12 `tokterm -p x <&-` failed, exit 2 */
         if (n < 0) {
             fprintf(stderr, "tokterm: reading stdin: %s\n", strerror(errno));
             buf_free(&b);

@@ -160,6 +160,18 @@ with ttlib.FakeServer() as srv:
         got.append((p.returncode, b"Bad file descriptor" in p.stderr))
     t.eq(got, [(1, True)] * 8, "-p with stdout closed: exit 1 and the reason, every run")
 
+    # a closed stdin (`<&-`, a daemon's job) adds nothing to -p, as </dev/null does (until
+    # 2026-12: "reading stdin: Bad file descriptor", exit 2, nothing sent)
+    p = subprocess.run([ttlib.tokterm_path(), "--no-cache", "-p", "stdin closed"], env=e,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30,
+                       preexec_fn=lambda: os.close(0))
+    t.ok(p.returncode == 0 and p.stdout == b"stdin closed\n" and not p.stderr,
+         "-p with stdin closed: answered, exit 0", "%r %r" % (p.returncode, p.stderr[:200]))
+    p = subprocess.run([ttlib.tokterm_path(), "--no-cache"], env=e, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=30, preexec_fn=lambda: os.close(0))
+    t.ok(p.returncode == 2 and b"the prompt is empty" in p.stderr,
+         "no prompt and stdin closed: the prompt is empty, exit 2", repr(p.stderr[:200]))
+
     # a reader gone is quiet for count too (it said "Broken pipe" and exited 1)
     e = ttlib.clean_env(full_home)
     p = subprocess.Popen([ttlib.tokterm_path(), "count", "--ids"], env=e, stdin=subprocess.PIPE,
