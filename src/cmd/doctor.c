@@ -724,6 +724,9 @@ static void doctor_db_perms(struct doctor *d, const char *path, unsigned mode)
     if (mode & 077)
         doctor_linef(d, DOCTOR_WARN, "db perms", NULL, NULL,
                      "others can read your conversations (mode %03o); chmod 600 %s", mode, path);
+    else if (access(path, W_OK) != 0 && errno == EROFS) /* no chmod makes it writable */
+        doctor_linef(d, DOCTOR_WARN, "db perms", NULL, "use --db FILE on a writable disk",
+                     "%s is on a read-only filesystem: chats will not be saved", path);
     else if (access(path, W_OK) != 0)
         doctor_linef(d, DOCTOR_WARN, "db perms", NULL, "chmod 600 it (or use --db FILE)",
                      "%s is read-only: chats will not be saved", path);

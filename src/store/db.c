@@ -1000,11 +1000,7 @@ struct store *store_open_searcher(const char *path, struct store_open_info *info
     return store_open_reader(path, info, err);
 }
 
-/* A read-only connection to path (SQLITE_OPEN_READONLY; with immutable=1 when the WAL index
- * cannot be made: a read-only directory, a full disk). 0, 1 when the schema is not this
- * tokterm's current one (a writer must upgrade it), or -1 with *err set. */
-static int store_connect_reader(struct store *st, const char *path, int immutable, int *version,
-                                char **err)
+char *store_reader_uri(const char *path, int immutable)
 {
     struct buf uri = BUF_INIT;
     buf_appends(&uri, "file:");
@@ -1016,9 +1012,19 @@ static int store_connect_reader(struct store *st, const char *path, int immutabl
     }
     if (immutable)
         buf_appends(&uri, "?immutable=1");
-    int rc = sqlite3_open_v2(buf_str(&uri), &st->db,
+    return buf_take(&uri);
+}
+
+/* A read-only connection to path (SQLITE_OPEN_READONLY; with immutable=1 when the WAL index
+ * cannot be made: a read-only directory, a full disk). 0, 1 when the schema is not this
+ * tokterm's current one (a writer must upgrade it), or -1 with *err set. */
+static int store_connect_reader(struct store *st, const char *path, int immutable, int *version,
+                                char **err)
+{
+    char *uri = store_reader_uri(path, immutable);
+    int rc = sqlite3_open_v2(uri, &st->db,
                              SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, NULL);
-    buf_free(&uri);
+    free(uri);
     if (rc != SQLITE_OK) {
         *err = xasprintf("cannot open the database %s: %s%s", path,
                          st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc), store_hint(rc));

@@ -4,6 +4,7 @@
 
 #include "store/fts_words.h"
 #include "store/sqlite_dl.h"
+#include "store/store_int.h"
 #include "base/xmalloc.h"
 
 #include <stdlib.h>
@@ -73,15 +74,28 @@ int store_inspect(const char *path, struct store_inspect *out, char **err)
     if (sqlite_dl_load(err) != 0)
         return STORE_INSPECT_UNLOADED;
     sqlite3 *db = NULL;
-    int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL);
-    if (rc != SQLITE_OK) {
-        *err = xstrdup(db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+    /* as the read-only commands read it: immutable when no WAL index can be made beside it (a
+     * read-only filesystem); until 2026-12 doctor called such an intact file damaged ("unable
+     * to open database file") and said to move it away */
+    for (int immutable = 0; immutable < 2; immutable++) {
+        char *uri = store_reader_uri(path, immutable);
+        int rc = sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+        free(uri);
+        if (rc != SQLITE_OK) {
+            *err = xstrdup(db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+            sqlite3_close(db);
+            return -1;
+        }
+        sqlite3_busy_timeout(db, 2000);
+        fts_words_register(db); /* SQLite 3.44-3.46's quick_check loads every FTS5 tokenizer */
+        out->problem = store_inspect_check(db);
+        if (!out->problem || immutable || (sqlite3_errcode(db) & 0xff) != SQLITE_CANTOPEN)
+            break;
+        free(out->problem);
+        out->problem = NULL;
         sqlite3_close(db);
-        return -1;
+        db = NULL;
     }
-    sqlite3_busy_timeout(db, 2000);
-    fts_words_register(db); /* SQLite 3.44-3.46's quick_check loads every FTS5 tokenizer */
-    out->problem = store_inspect_check(db);
     if (!out->problem) {
         long long version = -1;
         store_inspect_int(db, "PRAGMA user_version", &version);

@@ -151,6 +151,9 @@ int store_wal_truncate(struct store *st);
 int store_checkpoint_wait(struct store *st, int block);
 /* First column of the first row of sql (a PRAGMA or a count) into *out. 0 or -1. */
 int store_pragma_int(struct store *st, const char *sql, int *out);
+/* The URI that opens path read-only (SQLITE_OPEN_URI), with immutable=1 when the WAL index
+ * cannot be made (a read-only directory or filesystem, a full disk); a new string. */
+char *store_reader_uri(const char *path, int immutable);
 
 /* Bind NULL for NULL text, a negative count or negative seconds; else the value. */
 void store_bind_text(sqlite3_stmt *s, int i, const char *v);

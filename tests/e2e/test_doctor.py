@@ -9,7 +9,9 @@ sys.dont_write_bytecode = True
 
 import os  # noqa: E402
 import re  # noqa: E402
+import shutil  # noqa: E402
 import sqlite3  # noqa: E402
+import subprocess  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ttlib  # noqa: E402
@@ -310,6 +312,28 @@ with ttlib.FakeServer() as srv:
     ln = find(lines_of(out), "fail", "database", None, "junk.db")
     t.eq(rc, 1, "database not SQLite: exit 1")
     t.ok(ln and "move it away" in ln, "database not SQLite: fail with what to do", ln)
+    # an intact database on a read-only filesystem (no WAL index can be made beside it): read
+    # as `ls` reads it, immutable (until 2026-12: "integrity check failed: unable to open
+    # database file; move it away (the next chat creates a new one)")
+    if os.geteuid() == 0 and shutil.which("mount"):
+        mnt = ttlib.tempdir("tt-doc-ro-")
+        if subprocess.call(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", mnt],
+                           stderr=subprocess.DEVNULL) == 0:
+            shutil.copyfile(db, os.path.join(mnt, "chat.db"))
+            os.chmod(os.path.join(mnt, "chat.db"), 0o600)
+            subprocess.call(["mount", "-o", "remount,ro", mnt])
+            rc, out, err = ttlib.run_tokterm(["--db", os.path.join(mnt, "chat.db"), "doctor",
+                                              "--offline"], home=home)
+            subprocess.call(["umount", mnt])
+            lines = lines_of(out)
+            t.ok(rc == 0 and find(lines, "ok", "database", None, "integrity ok") and
+                 find(lines, "warn", "db perms", None, "read-only filesystem"),
+                 "database on a read-only filesystem: intact, and why it is not writable",
+                 "\n".join(lines))
+        else:
+            t.skip("database on a read-only filesystem", "cannot mount a tmpfs")
+    else:
+        t.skip("database on a read-only filesystem", "needs root and mount")
     other = os.path.join(dbdir, "other.db")
     sqlite3.connect(other).execute("CREATE TABLE t(x)").connection.close()
     rc, out, err = ttlib.run_tokterm(["--db", other, "doctor", "--offline"], home=home)
