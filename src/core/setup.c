@@ -300,13 +300,23 @@ int setup_store(struct setup *su, const struct cli *a, int required, struct buf 
         return -1;
     }
     su->store = store_open(path, &info, &err);
+    if (!su->store && required) {
+        /* the run stops here: said so (until 2026-12 a "warning" that the conversation would
+         * not be saved, as if it went on, and then exit 2 with nothing sent) */
+        buf_printf(warn, "%s: %s; nothing was sent (fix the file, or give --db FILE)\n",
+                   su->resume ? "cannot continue the conversation" : "cannot read the cache",
+                   err ? err : path);
+        free(err);
+        free(path);
+        return -1;
+    }
     if (!su->store) {
         buf_printf(warn, "warning: %s\n"
                          "  this conversation is not saved and the response cache is off; fix "
                          "the file or use --db FILE (or --incognito)\n", err ? err : path);
         free(err);
         free(path);
-        return required ? -1 : 0;
+        return 0;
     }
     if (info.mode_fixed)
         buf_printf(warn, "note: %s was open to others (mode %04o); now %04o\n", path,

@@ -182,6 +182,18 @@ with ttlib.FakeServer() as srv:
     t.ok(not os.path.exists(typo) and not os.path.exists(data_dir(home)),
          "--db at no file: the readers, rm, rename, cache and -c made no file",
          str(os.listdir(home)))
+    # a file it cannot open: -c and --cache-only stop, and say so (until 2026-12 a "warning"
+    # that the conversation would not be saved, as if the run went on, then exit 2)
+    junk = os.path.join(home, "junk.db")
+    with open(junk, "wb") as f:
+        f.write(b"not sqlite at all\n" * 300)
+    for args, said in ((["-c", "-p", "go on"], b"cannot continue the conversation: "),
+                       (["--cache-only", "-p", "hi"], b"cannot read the cache: ")):
+        rc, out, err = run(home, "", ["--db", junk] + args)
+        t.ok(rc == 2 and err.startswith(b"tokterm: " + said) and b"nothing was sent" in err and
+             b"warning" not in err and b"not saved" not in err,
+             "a database it cannot open, %s: exit 2, says the run stopped" % args[0],
+             err.decode())
     rc, out, err = run(home, "", ["ls"])
     t.ok(rc == 0 and not os.path.exists(data_dir(home)) and b"no database at" in err,
          "a new user's ls: no data directory made, and says so", err.decode())
