@@ -92,6 +92,7 @@ char *util_read_file_stat(const char *path, size_t *len, size_t max_bytes, struc
     char *p = xmalloc(cap);
     for (;;) {
         XGROW(p, n + 2, cap); /* room for a byte and the NUL */
+        errno = 0;
         size_t k = fread(p + n, 1, cap - n - 1, f);
         n += k;
         if (max_bytes && n > max_bytes) {
@@ -103,11 +104,13 @@ char *util_read_file_stat(const char *path, size_t *len, size_t max_bytes, struc
         if (k == 0)
             break;
     }
-    int err = ferror(f);
+    /* the read's own reason: a directory given as a file (--config DIR, a secret mounted as
+     * a folder) is EISDIR, "Is a directory" (until 2026-12 always EIO, "Input/output error") */
+    int err = ferror(f) ? (errno ? errno : EIO) : 0;
     fclose(f);
     if (err) {
         free(p);
-        errno = EIO;
+        errno = err;
         return NULL;
     }
     p[n] = '\0';

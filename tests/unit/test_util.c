@@ -164,6 +164,13 @@ int main(void)
                util_json_long(__builtin_nan(""), -1) == -1 &&
                util_json_long(__builtin_inf(), -1) == -1,
            "util_json_long: 2^53 and past it, infinities and NaN give the default");
+    /* a directory read as a file (--config DIR, a secret mounted as a folder): its own reason,
+     * not EIO ("Input/output error", until 2026-12) */
+    errno = 0;
+    size_t dlen = 0;
+    char *dir_text = util_read_file("/", &dlen, 0);
+    TAP_OK(dir_text == NULL && errno == EISDIR, "util_read_file of a directory: EISDIR");
+    free(dir_text);
     /* a URL's credentials: taken out to show, and read (percent-decoded) to star */
     char *u = util_url_userinfo("http://pu%40ser:p%3Ass@w@proxy:3128/x?a=b@c");
     char *v = util_url_shown("http://pu%40ser:p%3Ass@w@proxy:3128/x?a=b@c");
