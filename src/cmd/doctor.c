@@ -181,6 +181,8 @@ static char *doctor_key(struct doctor *d, const struct conf *c, const char *prof
             doctor_linef(d, DOCTOR_FAIL, "key source", prof,
                          "run the command yourself and fix it, or use api_key_env",
                          "%s (api_key_cmd = %s)", buf_str(&err), c->api_key_cmd);
+    } else if (!key && err.len) { /* a key the variable holds with a line break inside */
+        doctor_line(d, DOCTOR_FAIL, "key source", prof, buf_str(&err), NULL);
     } else if (key && c->api_key_env && *c->api_key_env && getenv(c->api_key_env) &&
                *getenv(c->api_key_env)) {
         doctor_linef(d, DOCTOR_OK, "key source", prof, NULL, "$%s is set (%zu characters)",

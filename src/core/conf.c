@@ -1231,14 +1231,39 @@ int conf_has_key_source(const struct conf *c)
            (c->keys && *c->keys);
 }
 
+/* The key in the variable name (value v, set and not empty), blanks and line breaks around it
+ * dropped: a CI secret saved with its newline. NULL when nothing is left; NULL with err set when
+ * a control character is inside, which would end the header line there and send what follows
+ * as headers of its own (until 2026-12 "sk-...\n" ended the request's headers early, and the
+ * server got no body). */
+static char *conf_env_key(const char *name, const char *v, struct buf *err)
+{
+    size_t n = strlen(v);
+    while (n && (v[n - 1] == ' ' || v[n - 1] == '\t' || v[n - 1] == '\r' || v[n - 1] == '\n'))
+        n--;
+    size_t b = strspn(v, " \t\r\n");
+    if (b >= n)
+        return NULL;
+    for (size_t i = b; i < n; i++)
+        if ((unsigned char)v[i] < 0x20 || v[i] == 0x7f) {
+            buf_printf(err, "the key in $%s holds a control character (byte %zu of %zu: %s) that "
+                            "cannot go in a header; nothing was sent - check how the variable "
+                            "is set", name, i + 1, strlen(v),
+                       v[i] == '\n' || v[i] == '\r' ? "a line break" : "not printable");
+            return NULL;
+        }
+    return xstrndup(v + b, n - b);
+}
+
 char *conf_api_key(const struct conf *c, struct buf *err)
 {
     if (c->api_key_cmd && *c->api_key_cmd)
         return conf_run_key_cmd(c->api_key_cmd, "api_key_cmd", c->key_cmd_timeout, err);
     if (c->api_key_env && *c->api_key_env) {
         const char *v = getenv(c->api_key_env);
-        if (v && *v)
-            return xstrdup(v);
+        char *key = v && *v ? conf_env_key(c->api_key_env, v, err) : NULL;
+        if (key || err->len)
+            return key;
     }
     if (c->api_key && *c->api_key)
         return xstrdup(c->api_key);
@@ -1305,8 +1330,8 @@ int conf_key_pool(const struct conf *c, char ***labels, char ***values, struct b
             const char *name = strncmp(item, "env:", 4) == 0 ? util_trim(item + 4) : item;
             const char *v = getenv(name);
             label = xstrdup(name);
-            value = v && *v ? xstrdup(v) : NULL;
-            if (!value)
+            value = v && *v ? conf_env_key(name, v, err) : NULL;
+            if (!value && !err->len)
                 buf_printf(err, "keys: the variable %s is not set", name);
         }
         if (!value) {

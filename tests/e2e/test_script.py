@@ -83,6 +83,24 @@ with ttlib.FakeServer() as srv:
     rc, out, err = run(srv, "", ["--no-usage", "-p", "x"])
     t.ok("stream_options" not in srv.requests()[-1]["body"], "--no-usage drops stream_options")
 
+    # a key saved with its newline (a CI secret): the line break dropped, the request whole
+    # (until 2026-12 "Bearer KEY\n" ended the headers early: no body reached the server, and
+    # the fake answered an empty prompt, exit 0); one with a line break inside is refused, and
+    # nothing goes out (it sent "X-Injected: 1" as a header of its own)
+    rc, out, err = run(srv, "", ["--no-cache", "-p", "newline key"],
+                       env={"OPENAI_API_KEY": KEY + "\r\n"})
+    req = srv.requests()[-1]
+    t.ok(rc == 0 and out == b"newline key\n" and req["body"] and
+         req["headers"].get("authorization") == "<redacted len=%d>" % len("Bearer " + KEY),
+         "a key with a trailing line break: sent without it, the request whole",
+         "%r %r %r" % (rc, out, req["headers"]))
+    n0 = len(srv.requests())
+    rc, out, err = run(srv, "", ["--no-cache", "-p", "x"],
+                       env={"OPENAI_API_KEY": KEY + "\r\nX-Injected: 1"})
+    t.ok(rc == 2 and len(srv.requests()) == n0 and b"$OPENAI_API_KEY" in err and
+         b"line break" in err and KEY.encode() not in err,
+         "a key with a line break inside: exit 2, nothing sent, the key not shown", err.decode())
+
     # --- stdin ---
     rc, out, err = run(srv, "", [], stdin="from stdin only\n")
     t.eq((rc, out.decode()), (0, "from stdin only\n"), "prompt from stdin when it is a pipe")
