@@ -421,10 +421,17 @@ struct metrics_server *metrics_listen(struct metrics *m, const char *addr, int *
         memmove(host, host + 1, hl - 2);
         host[hl - 2] = '\0';
     }
+    /* a number past 65535 is refused: glibc's getaddrinfo keeps its low 16 bits, and
+     * 127.0.0.1:99999 served on port 34463 (until 2026-12) */
+    const char *svc = colon + 1;
+    if (svc[strspn(svc, "0123456789")] == '\0' && (strlen(svc) > 5 || atol(svc) > 65535)) {
+        buf_printf(err, "--metrics-listen %s: the port must be a number from 0 to 65535", addr);
+        return NULL;
+    }
     struct addrinfo hints = {0}, *ai = NULL;
     hints.ai_socktype = SOCK_STREAM;
     hints.ai_flags = AI_PASSIVE;
-    int rc = getaddrinfo(host, colon + 1, &hints, &ai);
+    int rc = getaddrinfo(host, svc, &hints, &ai);
     if (rc != 0) {
         buf_printf(err, "--metrics-listen %s: %s", addr, gai_strerror(rc));
         return NULL;

@@ -89,6 +89,11 @@ int main(void)
     TAP_OK(metrics_listen(m, "nonsense", &port, &err) == NULL && has(&err, "HOST:PORT"),
            "a bad address is refused: %s", err.data ? err.data : "");
     buf_reset(&err);
+    /* glibc keeps a port's low 16 bits: 99999 was port 34463 (until 2026-12) */
+    TAP_OK(metrics_listen(m, "127.0.0.1:99999", &port, &err) == NULL &&
+               has(&err, "from 0 to 65535"),
+           "a port past 65535 is refused: %s", err.data ? err.data : "");
+    buf_reset(&err);
     struct metrics_server *s = metrics_listen(m, "127.0.0.1:0", &port, &err);
     TAP_OK(s && port > 0, "listening on port %d", port);
     if (s) {
