@@ -33,6 +33,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -349,6 +350,34 @@ static int batch_seconds(const char *opt, const char *val, int zero_ok, double *
     }
     *out = sec;
     return 0;
+}
+
+/* Each request in flight holds a socket (two for a moment while a connection is replaced), and
+ * the process has a few more open: the soft limit on open files is raised toward twice the
+ * concurrency and 64 more, as far as the hard limit lets it. Returns the concurrency that fits
+ * (said on stderr when it is less than asked). Until 2026-12 `batch -j 1024` under the common
+ * soft limit of 1024 lost lines to EMFILE, reported as "Couldn't connect to server - is the
+ * server running?", and then to the circuit breaker ("the server looks down"). */
+static int batch_fit_files(int concurrency)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+        return concurrency;
+    rlim_t want = (rlim_t)concurrency * 2 + 64;
+    if (rl.rlim_cur < want) {
+        struct rlimit up = {rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want
+                                                                             : rl.rlim_max,
+                            rl.rlim_max};
+        if (up.rlim_cur > rl.rlim_cur && setrlimit(RLIMIT_NOFILE, &up) == 0)
+            rl.rlim_cur = up.rlim_cur;
+    }
+    if (rl.rlim_cur >= (rlim_t)concurrency + 64)
+        return concurrency;
+    int fit = rl.rlim_cur > 65 ? (int)(rl.rlim_cur - 64) : 1;
+    fprintf(stderr, "tokterm batch: warning: %d requests at once need about %d open files, and "
+                    "the limit is %llu (ulimit -n): running %d at once\n",
+            concurrency, concurrency + 64, (unsigned long long)rl.rlim_cur, fit);
+    return fit;
 }
 
 int batch_parse(struct batch_opts *o, int argc, char **argv, struct buf *err)
@@ -1857,9 +1886,10 @@ int batch_run(struct conf *conf, char *key, const struct batch_opts *o)
     /* Twice the concurrency is handed to the network thread, which keeps `concurrency` on the
      * wire: when one ends, the next leaves from that thread at once instead of after a round
      * trip through this loop. */
-    b.n_slots = 2 * o->concurrency;
+    int concurrency = batch_fit_files(o->concurrency);
+    b.n_slots = 2 * concurrency;
     b.slots = xcalloc((size_t)b.n_slots, sizeof *b.slots);
-    net_set_max_active(b.net, o->concurrency);
+    net_set_max_active(b.net, concurrency);
     b.out_tty = isatty(b.out_fd);
     b.err_tty = isatty(2);
     if (b.err_tty) /* the bar's total: a file's non-blank lines (a pipe's are not known) */

@@ -17,6 +17,7 @@ import json  # noqa: E402
 import os  # noqa: E402
 import pty  # noqa: E402
 import re  # noqa: E402
+import resource  # noqa: E402
 import select  # noqa: E402
 import signal  # noqa: E402
 import subprocess  # noqa: E402
@@ -375,6 +376,31 @@ with ttlib.FakeServer() as srv:
             first = sorted(r["t"] for r in reqs)
             t.ok(first[4] - first[1] < 0.2, "-j 4: after the first answer, 4 requests reach "
                  "the server together (the 4th %.2f s after the 1st)" % (first[4] - first[1]))
+
+    # --- more requests at once than the soft limit on open files: it is raised toward what
+    # they need (or the concurrency lowered to fit the hard limit, and said); until 2026-12
+    # the sockets past it failed with EMFILE as "Couldn't connect to server - is the server
+    # running?", retried or lost, and then opened the circuit breaker ---
+    wide = write_lines(os.path.join(d, "wide.jsonl"),
+                       [{"id": i, "prompt": "wide %d" % i} for i in range(300)])
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    for lim, name in (((128, hard), "soft limit 128"), ((128, 128), "soft and hard limit 128")):
+        e = ttlib.clean_env(home, {"OPENAI_BASE_URL": srv.base("header_delay_ms=300")})
+        p = subprocess.run([ttlib.tokterm_path(), "--incognito", "batch", "-j", "200", wide],
+                           env=e, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=120,
+                           preexec_fn=lambda lim=lim: resource.setrlimit(
+                               resource.RLIMIT_NOFILE, lim))
+        lines = parse(p.stdout)
+        t.ok(p.returncode == 0 and len(lines) == 300 and
+             all(r["outcome"] == "complete" and r["retries"] == 0 for r in lines),
+             "-j 200 under a %s: 300 answers, none retried" % name,
+             "rc %d, %d lines, %d retried: %s" % (p.returncode, len(lines),
+                                                  sum(r.get("retries", 0) > 0 for r in lines),
+                                                  p.stderr.decode()[-600:]))
+        if lim[1] == 128:
+            t.ok(b"running 64 at once" in p.stderr and b"ulimit -n" in p.stderr,
+                 "the hard limit too low: the concurrency lowered, and said", p.stderr.decode())
 
     # --- 200 requests at -j 8: the connections are reused, every answer is cached in the
     # order its line was written (the answers that end together are cached in one write) ---
