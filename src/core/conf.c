@@ -363,7 +363,14 @@ int conf_set(struct conf *c, const char *key, const char *value, struct buf *err
         }
         char **p = conf_str(c, o);
         conf_free_str(o, p);
-        *p = *value || o->off != offsetof(struct conf, extra_body) ? xstrdup(value) : NULL;
+        const char *home = NULL;
+        if ((o->off == offsetof(struct conf, db) || o->off == offsetof(struct conf, cacert)) &&
+            value[0] == '~' && value[1] == '/' && (home = util_home()) != NULL)
+            /* a file's ~/ is the home, as a shell reads it (until 2026-12 "db = ~/work/chats.db"
+             * made a directory named ~ in the working directory, one per place it ran) */
+            *p = xasprintf("%s%s", home, value + 1);
+        else
+            *p = *value || o->off != offsetof(struct conf, extra_body) ? xstrdup(value) : NULL;
         return 0;
     }
     case OPT_LONG: {

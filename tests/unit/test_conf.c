@@ -537,6 +537,18 @@ int main(void)
     free(d);
     free(want);
     setenv("HOME", "/home/u", 1);
+    /* a file option's ~/ is the home (it made a directory named ~ in the working directory) */
+    conf_defaults(&c);
+    buf_reset(&err);
+    TAP_INT(conf_set(&c, "db", "~/work/chats.db", &err), 0, "db = ~/work/chats.db");
+    TAP_STR(c.db, "/home/u/work/chats.db", "db: ~/ is the home");
+    conf_set(&c, "cacert", "~/ca.pem", &err);
+    TAP_STR(c.cacert, "/home/u/ca.pem", "cacert: ~/ is the home");
+    conf_set(&c, "db", "~user/x.db", &err);
+    TAP_STR(c.db, "~user/x.db", "db: ~user is left as written");
+    conf_set(&c, "system", "~/not a path", &err);
+    TAP_STR(c.system, "~/not a path", "system: not a file, left as written");
+    conf_free(&c);
 
     /* state = redis://...: checked when read; its password from the URL, an env or a command */
     buf_reset(&err);
