@@ -814,6 +814,7 @@ int main(int argc, char **argv)
 {
     main_no_core();
     util_hold_std_fds();
+    util_std_streams_wait();
     if (argc > 1 && strcmp(argv[1], "--reap") == 0) /* an MCP server's reaper (mcp/mcp.h) */
         return mcp_reap_main(argc - 2, argv + 2);
     if (argc > 1 && strcmp(argv[1], "--checkpoint") == 0) /* a WAL's copy (store/store.h) */

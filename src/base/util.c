@@ -13,6 +13,7 @@
 #include <pwd.h>
 #include <pthread.h>
 #include <unistd.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,6 +159,33 @@ void util_hold_std_fds(void)
             if (got >= 0 && got != fd)
                 close(got); /* a lower one was free after all: leave it */
         }
+}
+
+static ssize_t util_std_write(void *cookie, const char *s, size_t n)
+{
+    return util_write_all((int)(intptr_t)cookie, s, n) == 0 ? (ssize_t)n : -1;
+}
+
+void util_std_streams_wait(void)
+{
+    /* until 2026-12 `show`, `export` and `count --ids` stopped after 64 KiB with "writing
+     * stdout: Resource temporarily unavailable", exit 1, where -p and batch waited */
+    for (int fd = 1; fd <= 2; fd++) {
+        int fl = fcntl(fd, F_GETFL);
+        if (fl < 0 || !(fl & O_NONBLOCK))
+            continue;
+        cookie_io_functions_t io = {.write = util_std_write};
+        FILE *f = fopencookie((void *)(intptr_t)fd, "w", io);
+        if (!f)
+            continue;
+        if (fd == 1) {
+            setvbuf(f, NULL, isatty(1) ? _IOLBF : _IOFBF, BUFSIZ);
+            stdout = f;
+        } else {
+            setvbuf(f, NULL, _IONBF, 0);
+            stderr = f;
+        }
+    }
 }
 
 int util_out_failed(int e, const char *who, const char *tail)

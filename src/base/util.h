@@ -61,6 +61,12 @@ int util_write_all(int fd, const char *s, size_t n);
  * EBADF as a closed descriptor does. */
 void util_hold_std_fds(void);
 
+/* When stdout or stderr was handed over non-blocking (O_NONBLOCK set by the parent: Node's
+ * child_process, some CI runners), put a stream in place of stdout / stderr whose writes wait
+ * for room (util_write_all) instead of failing with EAGAIN when the pipe is full. Call before
+ * anything is written. */
+void util_std_streams_wait(void);
+
 /* The exit status of a command whose stdout failed with errno e (0: stdio lost it, read as
  * EIO): 141, quiet, when the reader went away (what death by SIGPIPE would give); else 1, after
  * "WHO: writing stdout: REASON" on stderr, TAIL after it when not NULL. */

@@ -5,6 +5,7 @@ import sys
 
 sys.dont_write_bytecode = True
 
+import fcntl  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import pty  # noqa: E402
@@ -177,6 +178,34 @@ with ttlib.FakeServer() as srv:
                            preexec_fn=lambda: os.close(1))
         got.append((p.returncode, b"Bad file descriptor" in p.stderr))
     t.eq(got, [(1, True)] * 8, "-p with stdout closed: exit 1 and the reason, every run")
+
+    # stdout handed over non-blocking (Node's child_process, some CI runners) and read slowly:
+    # every command waits for room in the pipe (until 2026-12 show, export and count --ids
+    # stopped after 64 KiB: "writing stdout: Resource temporarily unavailable", exit 1)
+    nb_home = ttlib.make_home()
+    ttlib.run_tokterm(["-p", "big"], home=nb_home,
+                      env={"OPENAI_BASE_URL": srv.base("gen=30000")})
+    for args in (["show", "1"], ["export", "--all"], ["-p", "big", "--no-cache"]):
+        r, w = os.pipe()
+        fcntl.fcntl(w, fcntl.F_SETFL, fcntl.fcntl(w, fcntl.F_GETFL) | os.O_NONBLOCK)
+        p = subprocess.Popen([ttlib.tokterm_path()] + args, stdout=w, stderr=subprocess.PIPE,
+                             stdin=subprocess.DEVNULL,
+                             env=ttlib.clean_env(nb_home,
+                                                 {"OPENAI_BASE_URL": srv.base("gen=30000")}))
+        os.close(w)
+        time.sleep(0.5)  # the pipe fills
+        got = b""
+        while True:
+            b = os.read(r, 65536)
+            if not b:
+                break
+            got += b
+        os.close(r)
+        perr = p.stderr.read()
+        prc = p.wait()
+        t.ok(prc == 0 and len(got) > 200000 and not perr,
+             "%s into a full non-blocking pipe: all of it, exit 0 (%d bytes)"
+             % (" ".join(args), len(got)), "exit %d: %r" % (prc, perr[:200]))
 
     # a closed stdin (`<&-`, a daemon's job) adds nothing to -p, as </dev/null does (until
     # 2026-12: "reading stdin: Bad file descriptor", exit 2, nothing sent)
