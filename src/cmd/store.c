@@ -562,15 +562,7 @@ static void cmd_md_attachments(struct cmd_ctx *c, const struct store_message *m)
             continue;
         any = 1;
         struct attach a;
-        memset(&a, 0, sizeof a);
-        int k = attach_kind_parse(sa->kind);
-        a.kind = k < 0 ? ATTACH_TEXT : (enum attach_kind)k;
-        a.name = sa->name;
-        a.mime = sa->mime;
-        a.len = a.file_size = sa->len;
-        a.width = sa->width;
-        a.height = sa->height;
-        a.pages = sa->pages;
+        conv_attach_facts(&a, sa);
         struct buf d = BUF_INIT;
         attach_describe(&d, &a, attach_tokens(&a, cmd_provider(m->host)));
         char *name = NULL;

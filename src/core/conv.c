@@ -736,6 +736,19 @@ void conv_attach_from(struct attach_list *l, const struct store_attach *a)
                    a->pages);
 }
 
+void conv_attach_facts(struct attach *a, const struct store_attach *sa)
+{
+    memset(a, 0, sizeof *a);
+    int k = attach_kind_parse(sa->kind);
+    a->kind = k < 0 ? ATTACH_TEXT : (enum attach_kind)k;
+    a->name = sa->name;
+    a->mime = sa->mime;
+    a->len = a->file_size = sa->len;
+    a->width = sa->width;
+    a->height = sa->height;
+    a->pages = sa->pages;
+}
+
 int conv_attach_load(struct conv *c, struct store *st)
 {
     if (!c->id || !c->n)

@@ -192,6 +192,9 @@ int conv_attach_load(struct conv *c, struct store *st);
 struct store_attach;
 /* Append the stored attachment a to l (its bytes copied). */
 void conv_attach_from(struct attach_list *l, const struct store_attach *a);
+/* *a described from a saved row's facts (its kind, name, type, size, image size, pages),
+ * without its bytes: for a line that lists it (show, export, the browser's read view). */
+void conv_attach_facts(struct attach *a, const struct store_attach *sa);
 /* conv_load's steps for another way of reading: *id 0 becomes the most recent conversation
  * with an answered turn (0, or -1 with *err); the message for a store code of id. */
 int conv_resolve_id(struct store *st, int64_t *id, char **err);

@@ -355,15 +355,7 @@ static void tui_hist_attachments(const struct tui_hist *h, struct tui_view *v, i
         if (sa->message_id != id)
             continue;
         struct attach a;
-        memset(&a, 0, sizeof a);
-        int k = attach_kind_parse(sa->kind);
-        a.kind = k < 0 ? ATTACH_TEXT : (enum attach_kind)k;
-        a.name = sa->name;
-        a.mime = sa->mime;
-        a.len = a.file_size = sa->len;
-        a.width = sa->width;
-        a.height = sa->height;
-        a.pages = sa->pages;
+        conv_attach_facts(&a, sa);
         struct buf b = BUF_INIT;
         buf_appends(&b, "+ attached: ");
         attach_describe(&b, &a, -1); /* no tokens: what the provider counts depends on it */
