@@ -89,7 +89,7 @@ int store_inspect(const char *path, struct store_inspect *out, char **err)
         sqlite3_busy_timeout(db, 2000);
         fts_words_register(db); /* SQLite 3.44-3.46's quick_check loads every FTS5 tokenizer */
         out->problem = store_inspect_check(db);
-        if (!out->problem || immutable || (sqlite3_errcode(db) & 0xff) != SQLITE_CANTOPEN)
+        if (!out->problem || immutable || (sqlite3_extended_errcode(db) & 0xff) != SQLITE_CANTOPEN)
             break;
         free(out->problem);
         out->problem = NULL;
