@@ -335,6 +335,25 @@ void util_free_secret(char *s)
     }
 }
 
+char *util_key_take(const char *v, const char *from, struct buf *err)
+{
+    size_t n = strlen(v);
+    while (n && (v[n - 1] == ' ' || v[n - 1] == '\t' || v[n - 1] == '\r' || v[n - 1] == '\n'))
+        n--;
+    size_t b = strspn(v, " \t\r\n");
+    if (b >= n)
+        return NULL;
+    for (size_t i = b; i < n; i++)
+        if ((unsigned char)v[i] < 0x20 || v[i] == 0x7f) {
+            buf_printf(err, "the key in %s holds a control character (byte %zu of %zu: %s) "
+                            "that cannot go in a header; nothing was sent - check how it is set",
+                       from, i + 1, strlen(v),
+                       v[i] == '\n' || v[i] == '\r' ? "a line break" : "not printable");
+            return NULL;
+        }
+    return xstrndup(v + b, n - b);
+}
+
 char *util_trim(char *s)
 {
     while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n')

@@ -94,6 +94,14 @@ void util_free_secret(char *s);
  * bytes. Linear in the text (10 MB: ~20 ms). */
 void util_redact(char *text, const char *secret);
 
+/* A key as it may go in a header: v without the blanks and line breaks around it (a CI secret
+ * saved with its newline), newly allocated. NULL when nothing is left (err untouched), or when
+ * a control character is inside, which would end the header line there and send what follows
+ * as headers of its own: err then names `from` ("$OPENAI_API_KEY", "api_key_cmd") and the
+ * byte, never the key. */
+struct buf;
+char *util_key_take(const char *v, const char *from, struct buf *err);
+
 /* Strip leading and trailing ASCII white space in place; returns s. */
 char *util_trim(char *s);
 

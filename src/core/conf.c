@@ -1238,34 +1238,32 @@ int conf_has_key_source(const struct conf *c)
            (c->keys && *c->keys);
 }
 
-/* The key in the variable name (value v, set and not empty), blanks and line breaks around it
- * dropped: a CI secret saved with its newline. NULL when nothing is left; NULL with err set when
- * a control character is inside, which would end the header line there and send what follows
- * as headers of its own (until 2026-12 "sk-...\n" ended the request's headers early, and the
- * server got no body). */
+/* The key in the variable name (value v, set and not empty), as util_key_take gives it. */
 static char *conf_env_key(const char *name, const char *v, struct buf *err)
 {
-    size_t n = strlen(v);
-    while (n && (v[n - 1] == ' ' || v[n - 1] == '\t' || v[n - 1] == '\r' || v[n - 1] == '\n'))
-        n--;
-    size_t b = strspn(v, " \t\r\n");
-    if (b >= n)
+    char *from = xasprintf("$%s", name);
+    char *key = util_key_take(v, from, err);
+    free(from);
+    return key;
+}
+
+/* A key a command printed (key, trimmed) or a setting holds, checked as util_key_take checks
+ * it: a control character inside would end the header line. key is wiped and freed. */
+static char *conf_checked_key(char *key, const char *from, struct buf *err)
+{
+    if (!key)
         return NULL;
-    for (size_t i = b; i < n; i++)
-        if ((unsigned char)v[i] < 0x20 || v[i] == 0x7f) {
-            buf_printf(err, "the key in $%s holds a control character (byte %zu of %zu: %s) that "
-                            "cannot go in a header; nothing was sent - check how the variable "
-                            "is set", name, i + 1, strlen(v),
-                       v[i] == '\n' || v[i] == '\r' ? "a line break" : "not printable");
-            return NULL;
-        }
-    return xstrndup(v + b, n - b);
+    char *k = util_key_take(key, from, err);
+    util_free_secret(key);
+    return k;
 }
 
 char *conf_api_key(const struct conf *c, struct buf *err)
 {
     if (c->api_key_cmd && *c->api_key_cmd)
-        return conf_run_key_cmd(c->api_key_cmd, "api_key_cmd", c->key_cmd_timeout, err);
+        return conf_checked_key(conf_run_key_cmd(c->api_key_cmd, "api_key_cmd",
+                                                 c->key_cmd_timeout, err),
+                                "api_key_cmd's output", err);
     if (c->api_key_env && *c->api_key_env) {
         const char *v = getenv(c->api_key_env);
         char *key = v && *v ? conf_env_key(c->api_key_env, v, err) : NULL;
@@ -1273,7 +1271,7 @@ char *conf_api_key(const struct conf *c, struct buf *err)
             return key;
     }
     if (c->api_key && *c->api_key)
-        return xstrdup(c->api_key);
+        return conf_checked_key(xstrdup(c->api_key), "the api_key setting", err);
     return NULL;
 }
 
@@ -1332,6 +1330,9 @@ int conf_key_pool(const struct conf *c, char ***labels, char ***values, struct b
             buf_printf(&what, "keys: cmd:%.60s%s", cmd, strlen(cmd) > 60 ? "..." : "");
             conf_clean(&what);
             value = conf_run_key_cmd(cmd, buf_str(&what), c->key_cmd_timeout, err);
+            if (value)
+                buf_appends(&what, "'s output");
+            value = conf_checked_key(value, buf_str(&what), err);
             buf_free(&what);
         } else {
             const char *name = strncmp(item, "env:", 4) == 0 ? util_trim(item + 4) : item;

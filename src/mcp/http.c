@@ -35,7 +35,15 @@ static int mcp_http_open(struct mcp_client *c, struct buf *err)
                        c->conf.key_env);
             return -1;
         }
-        key = xstrdup(v);
+        char *from = xasprintf("$%s ([mcp %s] key_env)", c->conf.key_env, c->conf.name);
+        key = util_key_take(v, from, err);
+        free(from);
+        if (!key) {
+            if (!err->len)
+                buf_printf(err, "%s: key_env names %s, which holds only blanks", c->conf.name,
+                           c->conf.key_env);
+            return -1;
+        }
     }
     size_t n = 0;
     int uses_key = 0;
@@ -44,7 +52,23 @@ static int mcp_http_open(struct mcp_client *c, struct buf *err)
     char **v = xcalloc(n + 2, sizeof *v);
     for (size_t i = 0; i < n; i++) {
         v[i] = mcp_expand(c->conf.headers[i], key);
+        size_t len = strlen(v[i]); /* a $VAR saved with its newline */
+        while (len && (v[i][len - 1] == '\r' || v[i][len - 1] == '\n'))
+            v[i][--len] = '\0';
         const char *colon = strchr(v[i], ':');
+        for (size_t j = 0; j < len; j++)
+            if ((unsigned char)v[i][j] < 0x20 && v[i][j] != '\t') {
+                buf_printf(err, "%s: the header %.*s holds a control character once $VAR and "
+                                "{key} are put in (byte %zu); nothing was sent",
+                           c->conf.name,
+                           (int)(colon && (size_t)(colon - v[i]) < j ? (size_t)(colon - v[i]) : j),
+                           v[i], j + 1);
+                for (size_t k = 0; k <= i; k++)
+                    util_free_secret(v[k]);
+                free(v);
+                util_free_secret(key);
+                return -1;
+            }
         if (colon && util_secret_name(v[i], (size_t)(colon - v[i]))) /* "Bearer KEY" whole:
                                                                        its pieces are starred */
             mcp_secret_add(c, colon + 1 + strspn(colon + 1, " \t"));

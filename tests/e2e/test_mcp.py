@@ -511,6 +511,22 @@ try:
          "Streamable HTTP: a call with progress over SSE, a session", out + err)
     rc, out, err = tt(web, ["mcp", "call", "web", "echo", '{"message": "x"}'])
     t.ok(rc == 4 and "WEB_KEY, which is not set" in err, "Streamable HTTP: a missing key", err)
+    # a key saved with its newline is sent without it; one with a line break inside, or a
+    # header whose $VAR holds one, stops before anything is sent (until 2026-12 both went out
+    # as they were, the rest of the line as headers of its own)
+    rc, out, err = tt(web, ["mcp", "call", "web", "echo", '{"message": "x"}'],
+                      env={"WEB_KEY": "k-123\n"})
+    t.ok(rc == 0 and "x" in out, "Streamable HTTP: a key_env value's newline dropped", out + err)
+    rc, out, err = tt(web, ["mcp", "call", "web", "echo", '{"message": "x"}'],
+                      env={"WEB_KEY": "k-123\r\nX-Evil: 1"})
+    t.ok(rc == 4 and "$WEB_KEY" in err and "control character" in err and "k-123" not in err,
+         "Streamable HTTP: a key_env value with a line break inside: refused", err)
+    web2 = config("[mcp web]\nurl = http://127.0.0.1:%d/mcp\nheaders = X-Tok: $WEB_TOK\n"
+                  % port)
+    rc, out, err = tt(web2, ["mcp", "call", "web", "echo", '{"message": "x"}'],
+                      env={"WEB_TOK": "t-1\r\nX-Evil: 1"})
+    t.ok(rc == 4 and "X-Tok" in err and "control character" in err and "t-1" not in err,
+         "Streamable HTTP: a header whose $VAR holds a line break: refused", err)
 finally:
     os.killpg(srv.pid, signal.SIGTERM)
     srv.wait()

@@ -527,6 +527,24 @@ with ttlib.FakeServer() as srv:
     t.eq(r["body"]["model"], "profile-model", "profile: model")
     t.eq(r["headers"].get("authorization"), "<redacted len=%d>" % len("Bearer sk-from-cmd-123456"),
          "profile: key from api_key_cmd")
+    # a key from a command or from the config file is checked as a variable's is: a control
+    # character inside would end the header line (until 2026-12 only variables were checked,
+    # and api_key_cmd's "sk-x\ry" went out as it was)
+    for what, line in (("api_key_cmd", "api_key_cmd = printf 'sk-from-cmd\\rX-Injected: 1'"),
+                       ("keys = cmd:", "keys = cmd:printf 'sk-from-cmd\\033[31m'"),
+                       ("api_key", "api_key = sk-from-file\x1b[2J")):
+        with open(os.path.join(cfgdir, "config"), "w") as f:
+            f.write("[fake]\nbase_url = %s\nmodel = profile-model\n%s\n" % (srv.base(), line))
+        n0 = len(srv.requests())
+        rc, out, err = ttlib.run_tokterm(["-P", "fake", "--no-cache", "-p", "hi"], home=home,
+                                         env={"OPENAI_API_KEY": None, "OPENAI_BASE_URL": None})
+        t.ok(rc == 2 and len(srv.requests()) == n0 and b"control character" in err and
+             b"sk-from-file" not in err and b"\x1b" not in err and b"\r" not in err,
+             "a control character in the key from %s: exit 2, nothing sent" % what,
+             "%r %r" % (rc, err))
+    with open(os.path.join(cfgdir, "config"), "w") as f:
+        f.write("[fake]\nbase_url = %s\nmodel = profile-model\napi_key_cmd = echo sk-from-cmd-123456\n"
+                % srv.base())
     with open(os.path.join(cfgdir, "config"), "w") as f:
         f.write("model = x\n\x01\x02 garbage line\n")
     rc, out, err = ttlib.run_tokterm(["-p", "hi"], home=home)
