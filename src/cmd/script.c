@@ -269,6 +269,9 @@ static void script_json_tools(struct session *s, cJSON *o)
                 cJSON_AddNumberToObject(e, "round", round);
                 if (i == 0 && st->text && *st->text) /* the model's words before its calls */
                     cJSON_AddStringToObject(e, "text", st->text);
+                if (i == 0 && st->reasoning) /* and its reasoning (the top level's is the
+                                                last round's, as "content" is) */
+                    cJSON_AddStringToObject(e, "reasoning", st->reasoning);
                 cJSON_AddStringToObject(e, "id", call->id ? call->id : "");
                 cJSON_AddStringToObject(e, "name", call->name ? call->name : "");
                 cJSON_AddStringToObject(e, "wire", call->wire ? call->wire : "");

@@ -25,6 +25,7 @@ static void conv_step_free(struct conv_step *st)
         tool_call_free(&st->calls[i]);
     free(st->calls);
     free(st->thinking);
+    free(st->reasoning);
     free(st->call_id);
     free(st->name);
     free(st->wire);
@@ -74,6 +75,7 @@ static void conv_step_copy(struct conv_step *d, const struct conv_step *s)
     for (size_t i = 0; i < s->n_calls; i++)
         tool_call_copy(&d->calls[i], &s->calls[i]);
     d->thinking = conv_sdup(s->thinking);
+    d->reasoning = conv_sdup(s->reasoning);
     d->call_id = conv_sdup(s->call_id);
     d->name = conv_sdup(s->name);
     d->wire = conv_sdup(s->wire);

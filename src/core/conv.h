@@ -39,6 +39,8 @@ struct conv_step {
     struct tool_call *calls;  /* result 0: the calls (id, name, wire, args) */
     size_t n_calls;
     char *thinking;           /* result 0, anthropic: the signed thinking blocks (JSON); NULL */
+    char *reasoning;          /* result 0, a round of this run: its reasoning text for --json
+                                 (the store keeps it on the round's row); NULL: none, or loaded */
     char *call_id;            /* result 1: the call it answers: the provider's id, */
     char *name, *wire;        /*   tokterm name and wire name */
     int is_error;             /* result 1: an error result (failed, invalid, refused) */

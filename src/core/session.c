@@ -1583,6 +1583,7 @@ static int session_tools_round(struct session *s, struct net_result *r,
         session_store_failed(s);
     net_result_free(s->last);
     s->last = r;
+    st->reasoning = s->reasoning.len ? buf_take(&s->reasoning) : NULL; /* --json's round */
     buf_reset(&s->reasoning);
     s->round++;
     s->active = SESSION_LOCAL_ID | ++s->next_local;

@@ -94,6 +94,25 @@ with ttlib.FakeServer() as srv:
          "a call no tool was offered for, named with the key: the key starred (rc %d)" % rc,
          text(err))
 
+    # --- --json: each round's reasoning with its calls, the last round's at the top (until
+    # 2026-12 the first round's reasoning was dropped: only the last round's was printed) ---
+    def sse(finish, *deltas):
+        ev = ['data: {"choices":[{"index":0,"delta":%s}]}\n\n' % json.dumps(d) for d in deltas]
+        ev.append('data: {"choices":[{"index":0,"delta":{},"finish_reason":"%s"}]}\n\n' % finish)
+        return ("raw=%s,ctype=text/event-stream" %
+                urllib.parse.quote("".join(ev) + "data: [DONE]\n\n", safe=""))
+    srv.queue([sse("tool_calls", {"reasoning_content": "first I add"},
+                   {"tool_calls": [{"index": 0, "id": "c1", "type": "function", "function":
+                                    {"name": "test__add", "arguments": '{"a": 1, "b": 2}'}}]}),
+               sse("stop", {"reasoning_content": "then I answer"}, {"content": "3"})])
+    rc, out, err = run(srv, ttlib.make_home(), ["--allow-tool", "test.*", "--json", "-p", "1+2"])
+    j = json.loads(out) if rc == 0 and out.strip() else {}
+    tl = j.get("tools") or [{}]
+    t.ok(j.get("content") == "3" and j.get("reasoning") == "then I answer" and
+         tl[0].get("reasoning") == "first I add" and tl[0].get("result") == "3",
+         "--json: the tool round's reasoning with its calls, the answer's at the top (rc %d)" % rc,
+         text(out) + text(err))
+
     # --- 2. the rows saved: the calls on the assistant row, a tool row per result ---
     c = sqlite3.connect(db)
     rows = c.execute("SELECT role, content, tool, status FROM messages ORDER BY id").fetchall()
