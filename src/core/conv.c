@@ -337,12 +337,46 @@ int conv_fork(struct conv *c, size_t i)
 }
 
 /* The rule for tool rounds that ran to their results: calls were made and each has its
- * result, the last step a result (a call left without one, as after a kill -9 mid-tool, is
- * never sent: the API refuses an unanswered call). One rule for a loaded turn's steps and
- * for saved rows (conv_rows_steps). */
+ * result, the last step a result (the API refuses an unanswered call). A loaded turn's calls
+ * left without one, as after a kill -9 mid-tool, get theirs at load (conv_steps_close): for
+ * saved rows (conv_rows_steps) calls are enough. */
 static int conv_steps_ran(size_t calls, size_t results, int last_is_result)
 {
     return calls && results >= calls && last_is_result;
+}
+
+#define CONV_STOPPED_RESULT "tokterm stopped before this call's result was saved (the process " \
+                            "ended): it may have run in part, in whole, or not at all"
+
+/* A loaded turn whose last round has calls without results (tokterm ended while they ran):
+ * each gets an error result saying so, not saved, so that the rounds before and the results
+ * that came are sent and the model is told what may have happened. Until 2026-12 such a turn
+ * was left out whole: a first call that had written a file was forgotten. */
+static void conv_steps_close(struct conv_turn *t)
+{
+    size_t last = t->n_steps;
+    while (last > 0 && t->steps[last - 1].result)
+        last--;
+    if (last == 0)
+        return; /* no calls, or every round closed by a result after it */
+    size_t round = last - 1, n_calls = t->steps[round].n_calls;
+    for (size_t i = 0; i < n_calls; i++) {
+        const struct tool_call *call = &t->steps[round].calls[i];
+        int answered = 0;
+        for (size_t k = last; k < t->n_steps && !answered; k++)
+            answered = t->steps[k].call_id && call->id && !strcmp(t->steps[k].call_id, call->id);
+        if (answered)
+            continue;
+        struct conv_step *st = conv_step_add(t); /* t->steps may move: call is read again */
+        call = &t->steps[round].calls[i];
+        st->result = 1;
+        st->is_error = 1;
+        st->call_id = conv_sdup(call->id);
+        st->name = conv_sdup(call->name);
+        st->wire = conv_sdup(call->wire);
+        st->text = xstrdup(CONV_STOPPED_RESULT);
+        st->len = strlen(st->text);
+    }
 }
 
 /* 1 when t's tool rounds ran to their results (conv_steps_ran) */
@@ -477,40 +511,28 @@ static long conv_head(const struct store_conversation *sc)
 }
 
 /* conv_steps_answered for the user rows not sent by their answer (ri[u].sent 0, and not
- * refused: no error), from their tool rows: sets ri[u].sent. */
+ * refused: no error), from their tool rows: sets ri[u].sent. A call is enough: those left
+ * without a result get one at load (conv_steps_close). */
 static void conv_rows_steps(const struct store_conversation *sc, struct conv_rowinfo *ri)
 {
-    size_t n = sc->n_messages, *calls = NULL, *results = NULL;
-    char *last = NULL; /* 1: the turn's last step so far is a result */
+    size_t n = sc->n_messages, *calls = NULL;
     for (size_t i = 0; i < n; i++) {
         const struct store_message *m = &sc->messages[i];
         long u = ri[i].user;
-        if (u < 0 || u == (long)i || ri[u].sent || (long)i == ri[u].answer)
+        if (u < 0 || u == (long)i || ri[u].sent || (long)i == ri[u].answer ||
+            !conv_is(m, "assistant") || !m->tool)
             continue;
-        int result = conv_is(m, "tool");
-        if (!result && !(conv_is(m, "assistant") && m->tool))
-            continue;
-        if (!calls) {
+        if (!calls)
             calls = xcalloc(n, sizeof *calls);
-            results = xcalloc(n, sizeof *results);
-            last = xcalloc(n, 1);
-        }
         struct conv_step one = {0};
-        int ok = conv_step_parse(&one, m->tool) == 0; /* as conv_build: else no step */
-        if (ok && one.result)
-            results[u]++;
-        else if (ok)
+        if (conv_step_parse(&one, m->tool) == 0 && !one.result) /* as conv_build: else none */
             calls[u] += one.n_calls;
-        if (ok)
-            last[u] = (char)one.result;
         conv_step_free(&one);
     }
     for (size_t u = 0; calls && u < n; u++)
         if (ri[u].user == (long)u && !ri[u].sent && !sc->messages[u].error)
-            ri[u].sent = conv_steps_ran(calls[u], results[u], last[u]);
+            ri[u].sent = conv_steps_ran(calls[u], calls[u], 1);
     free(calls);
-    free(results);
-    free(last);
 }
 
 struct conv_rowinfo *conv_rows(const struct store_conversation *sc, size_t *n_turns)
@@ -680,6 +702,9 @@ static void conv_build(struct conv *c, struct store_conversation *sc, const char
         st->text = conv_row_text(m, take);
         conv_step_cut(st);
     }
+    for (size_t k = 0; k < c->n; k++)
+        if (c->turns[k].n_steps)
+            conv_steps_close(&c->turns[k]);
     free(turn_of);
     free(ri);
 }

@@ -491,9 +491,45 @@ with ttlib.FakeServer() as srv:
     srv.queue(["reply=fine"])
     rc, out, err = run(srv, home, ["--db", kdb, "-c", "-p", "again"])
     b = bodies(srv, n0)
-    t.ok(rc == 0 and b and [m["role"] for m in b[0]["messages"]] == ["user"],
-         "the resume after it sends no unanswered call (rc %d)" % rc,
+    msgs = b[0]["messages"] if b else []
+    t.ok(rc == 0 and [m["role"] for m in msgs] == ["user", "assistant", "tool", "user"] and
+         msgs[2].get("tool_call_id") == msgs[1]["tool_calls"][0]["id"] and
+         "tokterm stopped before this call's result was saved" in msgs[2]["content"],
+         "the resume after it sends the call with a result saying tokterm stopped (rc %d)" % rc,
          text(err) + (json.dumps(b[0]) if b else ""))
+
+    # the same with two calls, the first answered: its result goes with the resume (until
+    # 2026-12 the round was left out whole, and the model never learnt that the first ran)
+    kdb2 = os.path.join(home, "kill2.db")
+    calls = [{"index": i, "id": "k%d" % i, "type": "function",
+              "function": {"name": n, "arguments": a}}
+             for i, (n, a) in enumerate((("test__add", '{"a": 1, "b": 2}'),
+                                         ("test__sleep", '{"seconds": 60}')))]
+    srv.queue([sse("tool_calls", {"tool_calls": calls})])
+    p = subprocess.Popen([ttlib.tokterm_path(), "--db", kdb2, "--allow-tool", "*", "-p",
+                          "add, then sleep"], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    seen = b""
+    deadline = time.monotonic() + 20
+    while b"tool test.sleep" not in seen and time.monotonic() < deadline:
+        r, _, _ = select.select([p.stderr], [], [], 0.5)
+        if r:
+            seen += os.read(p.stderr.fileno(), 4096)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    n0 = len(srv.requests())
+    srv.queue(["reply=fine"])
+    rc, out, err = run(srv, home, ["--db", kdb2, "-c", "-p", "go on"])
+    b = bodies(srv, n0)
+    msgs = b[0]["messages"] if b else []
+    res = [(m.get("tool_call_id"), m.get("content")) for m in msgs if m["role"] == "tool"]
+    t.ok(rc == 0 and [m["role"] for m in msgs] == ["user", "assistant", "tool", "tool", "user"]
+         and res[0] == ("k0", "3") and res[1][0] == "k1" and "tokterm stopped" in res[1][1],
+         "kill -9 in a round's second call: the first's result is sent, the second's says "
+         "tokterm stopped (rc %d)" % rc, text(seen) + text(err) + (json.dumps(b[0]) if b else ""))
+    rc, out, err = run(srv, home, ["--db", kdb2, "show", "1"])
+    t.ok(rc == 0 and "*result of `test.add` (k0)*" in text(out), "show: the result that came",
+         text(out))
 
     # --- 13. --json's usage is the turn's: every round's summed (until 2026-12 only the last
     # round's, so a tool turn under-reported what it cost) ---
