@@ -518,7 +518,10 @@ static char *tui_turn_footer(const struct conv_turn *tt, const struct store_mess
         break;
     case CONV_FAILED:
         *slot = THEME_ERROR;
-        buf_printf(&b, "\xE2\x9C\x97 %s (not sent again)", tt->error ? tt->error : "failed");
+        /* a turn whose tool rounds ran (or were cut by tokterm's end) is sent with them */
+        buf_printf(&b, "\xE2\x9C\x97 %s (%s)", tt->error ? tt->error : "failed",
+                   conv_turn_sent(tt) ? "the prompt and its tool rounds are sent again"
+                                      : "not sent again");
         break;
     case CONV_REFUSED:
         *slot = THEME_ERROR;

@@ -391,6 +391,23 @@ with ttlib.FakeServer() as srv:
              "a resume shows the answer's saved reasoning above it", err.decode() + scr)
         quit_chat(tm)
 
+    # --- a resumed turn that failed after its tools ran says it is sent again with them
+    # (until 2026-12 it read "not sent again" while its rounds went with every request) ------
+    home = ttlib.make_home()
+    srv.queue(["replay=openai_tool_calls.sse", "status=400"])
+    rc, _, err = ttlib.run_tokterm(["--allow-tool", "test.*", "-p", "add them"],
+                                   env={"OPENAI_BASE_URL": srv.base(), "TOKTERM_TEST_TOOLS": "1"},
+                                   home=home)
+    with ttlib.Tmux(100, 30) as tm:
+        e = ttlib.clean_env(home, {"OPENAI_BASE_URL": srv.base(), "TT_TEST_STDERR": STDERR})
+        tm.run(["sh", "-c", 'exec "$0" -c 2>>"$TT_TEST_STDERR"', ttlib.tokterm_path()], e)
+        scr = tm.wait_for("Continuing conversation", 10) or tm.capture()
+        flat = re.sub(r"\s+", " ", scr)
+        t.ok(rc != 0 and "tool rounds are sent again" in flat and "not sent again" not in flat,
+             "a resumed turn that failed after its tools ran: said to be sent again",
+             err.decode() + scr)
+        quit_chat(tm)
+
     # --- --incognito writes no file: not the input history, not /copy's copy.txt (until 2026-12
     # both held the prompts and answers of an incognito chat) ------------------------------------
     home = ttlib.make_home()
