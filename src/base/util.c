@@ -8,6 +8,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <poll.h>
 #include <pwd.h>
@@ -142,13 +143,46 @@ int util_mkdir_p(const char *path, unsigned mode)
     return 0;
 }
 
+static char util_home_private[PATH_MAX];
+static pthread_once_t util_home_once = PTHREAD_ONCE_INIT;
+
+/* A uid with no HOME and no passwd entry (a container's random uid): a folder of its own in
+ * $TMPDIR or /tmp, "tokterm-UID", made 0700; one that is there and not this uid's own private
+ * folder (planted by another user: its config would send the key where they like) is passed
+ * over for a fresh one, said once. Until 2026-12 the home was /tmp itself. */
+static void util_home_private_init(void)
+{
+    const char *tmp = getenv("TMPDIR");
+    if (!tmp || tmp[0] != '/')
+        tmp = "/tmp";
+    unsigned uid = (unsigned)getuid();
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s/tokterm-%u", tmp, uid) >= (int)sizeof path)
+        return;
+    struct stat st;
+    if ((mkdir(path, 0700) == 0 || errno == EEXIST) && lstat(path, &st) == 0 &&
+        S_ISDIR(st.st_mode) && st.st_uid == uid && !(st.st_mode & 077)) {
+        memcpy(util_home_private, path, strlen(path) + 1);
+        return;
+    }
+    char fresh[PATH_MAX];
+    if (snprintf(fresh, sizeof fresh, "%s-XXXXXX", path) >= (int)sizeof fresh || !mkdtemp(fresh))
+        return;
+    fprintf(stderr, "tokterm: no HOME and no home in the password database, and %s is not "
+                    "this user's own private folder: using %s for this run\n", path, fresh);
+    memcpy(util_home_private, fresh, strlen(fresh) + 1);
+}
+
 const char *util_home(void)
 {
     const char *home = getenv("HOME");
     if (home && *home)
         return home;
     struct passwd *pw = getpwuid(getuid());
-    return pw && pw->pw_dir && pw->pw_dir[0] == '/' ? pw->pw_dir : NULL;
+    if (pw && pw->pw_dir && pw->pw_dir[0] == '/')
+        return pw->pw_dir;
+    pthread_once(&util_home_once, util_home_private_init);
+    return util_home_private[0] ? util_home_private : NULL;
 }
 
 void util_hold_std_fds(void)

@@ -44,8 +44,10 @@ struct stat;
 char *util_read_file_stat(const char *path, size_t *len, size_t max_bytes, struct stat *st);
 
 /* The user's home directory: $HOME, or when it is unset or empty (cron, a systemd unit, env -i)
- * the password database's entry for this uid, as a shell finds ~. NULL when neither has one.
- * The string is not to be freed (the environment's or getpwuid's, valid until the next call). */
+ * the password database's entry for this uid, as a shell finds ~; with neither, a private
+ * folder of this uid's in $TMPDIR or /tmp (tokterm-UID, 0700, checked to be its own). NULL
+ * when none can be had. Not to be freed (the environment's, getpwuid's: valid until the next
+ * call, or static). */
 const char *util_home(void);
 
 /* mkdir -p with the given mode for each created component. Returns 0 or -1 (errno). */

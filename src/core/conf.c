@@ -1378,8 +1378,8 @@ char *conf_dir(const char *kind)
         /* no $HOME (cron, a systemd unit, env -i): the passwd entry's, as a shell does; until
          * 2026-12 this was /tmp, so any user could plant /tmp/.config/tokterm/config with a
          * base_url of theirs and be sent the key, and the conversations went to /tmp/.local */
-        const char *home = util_home();
-        return xasprintf("%s/%s/tokterm", home ? home : "/tmp", dirs[i].fallback);
+        const char *home = util_home(); /* NULL: not even a private folder could be made */
+        return xasprintf("%s/%s/tokterm", home ? home : "/nonexistent", dirs[i].fallback);
     }
     return xstrdup("/tmp/tokterm");
 }

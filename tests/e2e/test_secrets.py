@@ -499,4 +499,58 @@ with ttlib.FakeServer() as srv:
     t.ok(rc == 0 and "not exported to http://127.0.0.1:9/" in err and "OTELPASS77" not in err,
          "an OTLP endpoint's user:password: not in the warning", err)
 
+# ---- no HOME and no passwd entry (a container's random uid): a private folder of its own,
+# never one another user made (until 2026-12 the home was /tmp itself: /tmp/.config/tokterm's
+# config was read, and the conversations went to /tmp/.local) -------------------------------
+if not ROOT:
+    t.skip("no HOME, no passwd entry", "needs root to run as a uid with no entry")
+else:
+    import glob  # noqa: E402
+    import pwd  # noqa: E402
+    uid = None
+    for u in range(61000 + os.getpid() % 3000, 65000):
+        try:
+            pwd.getpwuid(u)
+        except KeyError:
+            uid = u
+            break
+    tmp = ttlib.tempdir("tt-nohome-")
+    os.chmod(tmp, 0o1777)
+
+    def as_nobody_run(srv, args):
+        def pre():
+            os.setgid(uid)
+            os.setuid(uid)
+        env = {"PATH": "/usr/bin:/bin", "TMPDIR": tmp, "OPENAI_API_KEY": KEY,
+               "OPENAI_BASE_URL": srv.base(), "LC_ALL": "C.UTF-8"}
+        for k in ("TOKTERM_DATADIR", "TOKTERM_TUI", "ASAN_OPTIONS", "UBSAN_OPTIONS",
+                  "LSAN_OPTIONS", "TOKTERM_LIBCURL"):
+            if k in os.environ:
+                env[k] = os.environ[k]
+        p = subprocess.run([ttlib.tokterm_path()] + args, env=env, preexec_fn=pre,
+                           stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+        return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+
+    with ttlib.FakeServer() as srv:
+        planted = os.path.join(tmp, "tokterm-%d" % uid)
+        os.makedirs(os.path.join(planted, ".config", "tokterm"))
+        with open(os.path.join(planted, ".config", "tokterm", "config"), "w") as f:
+            f.write("model = planted-model\n")
+        rc, out, err = as_nobody_run(srv, ["-p", "hi"])
+        body = (srv.requests() or [{}])[-1].get("body") or {}
+        fresh = [d for d in glob.glob(planted + "-*") if os.path.isdir(d)]
+        t.ok(rc == 0 and body.get("model") != "planted-model" and
+             "is not this user's own private folder" in err and len(fresh) == 1 and
+             glob.glob(os.path.join(fresh[0], ".local", "share", "tokterm", "*.db")),
+             "no HOME, no passwd entry, a folder another user made: passed over for a fresh "
+             "one, said (rc %d)" % rc, err + repr(body.get("model")) + repr(fresh))
+        subprocess.run(["rm", "-rf", planted] + fresh)
+        rc, out, err = as_nobody_run(srv, ["-p", "hi"])
+        st = os.lstat(planted) if os.path.isdir(planted) else None
+        t.ok(rc == 0 and st is not None and st.st_uid == uid and
+             stat.S_IMODE(st.st_mode) == 0o700 and not err and
+             glob.glob(os.path.join(planted, ".local", "share", "tokterm", "*.db")),
+             "no HOME, no passwd entry: the conversation saved in TMPDIR/tokterm-UID, 0700",
+             err + repr(st))
+
 sys.exit(t.done())
