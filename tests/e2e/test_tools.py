@@ -472,16 +472,21 @@ with ttlib.FakeServer() as srv:
     srv.queue(["replay=openai_tool_slow.sse"])
     env = ttlib.clean_env(home, {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": srv.base(),
                                  "TOKTERM_TEST_TOOLS": "1"})
-    p = subprocess.Popen([ttlib.tokterm_path(), "--db", kdb, "--allow-tool", "*", "-p",
-                          "sleep"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    seen = b""
-    deadline = time.monotonic() + 20
-    while b"tool test.sleep" not in seen and time.monotonic() < deadline:
-        r, _, _ = select.select([p.stderr], [], [], 0.5)
-        if r:
-            seen += os.read(p.stderr.fileno(), 4096)
-    p.send_signal(signal.SIGKILL)
-    p.wait()
+
+    def kill_in_sleep(db, prompt):
+        """Run -p prompt with every tool allowed; kill -9 it once test.sleep runs. Its stderr."""
+        p = subprocess.Popen([ttlib.tokterm_path(), "--db", db, "--allow-tool", "*", "-p",
+                              prompt], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        seen = b""
+        deadline = time.monotonic() + 20
+        while b"tool test.sleep" not in seen and time.monotonic() < deadline:
+            r, _, _ = select.select([p.stderr], [], [], 0.5)
+            if r:
+                seen += os.read(p.stderr.fileno(), 4096)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        return seen
+    seen = kill_in_sleep(kdb, "sleep")
     c = sqlite3.connect(kdb)
     rows = c.execute("SELECT role, tool IS NOT NULL, status FROM messages ORDER BY id").fetchall()
     c.close()
@@ -506,17 +511,7 @@ with ttlib.FakeServer() as srv:
              for i, (n, a) in enumerate((("test__add", '{"a": 1, "b": 2}'),
                                          ("test__sleep", '{"seconds": 60}')))]
     srv.queue([sse("tool_calls", {"tool_calls": calls})])
-    p = subprocess.Popen([ttlib.tokterm_path(), "--db", kdb2, "--allow-tool", "*", "-p",
-                          "add, then sleep"], env=env, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE)
-    seen = b""
-    deadline = time.monotonic() + 20
-    while b"tool test.sleep" not in seen and time.monotonic() < deadline:
-        r, _, _ = select.select([p.stderr], [], [], 0.5)
-        if r:
-            seen += os.read(p.stderr.fileno(), 4096)
-    p.send_signal(signal.SIGKILL)
-    p.wait()
+    seen = kill_in_sleep(kdb2, "add, then sleep")
     n0 = len(srv.requests())
     srv.queue(["reply=fine"])
     rc, out, err = run(srv, home, ["--db", kdb2, "-c", "-p", "go on"])
