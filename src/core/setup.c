@@ -170,6 +170,19 @@ int setup_conf(struct setup *su, const struct cli *a, struct buf *err, struct bu
     if (api_moved)
         conf_mark_cli(&su->conf, "api");
     conf_apply_env(&su->conf);
+    /* --api to a provider's own API with the configuration's model of another provider (a
+     * config written for OpenAI, then `--api anthropic`): the dialect's model, said; until
+     * 2026-12 "gpt-4o" went to Anthropic, whose 404 was all the user saw. A proxy's base URL
+     * keeps it (LiteLLM and OpenRouter serve any provider's names on each API). */
+    const struct dialect *d = conf_dialect(&su->conf);
+    if (api_moved && !su->conf.model_given && su->conf.base_url &&
+        strcmp(su->conf.base_url, d->base_url) == 0 &&
+        dialect_model_foreign(d, su->conf.model)) {
+        buf_printf(warn, "warning: --api %s: the configured model %s is another provider's; "
+                         "%s is used (-m picks another)\n", d->name, su->conf.model, d->model);
+        free(su->conf.model);
+        su->conf.model = xstrdup(d->model);
+    }
     if (setup_apply_cli(&su->conf, a, err) < 0)
         return -1;
     if (mcp_set_check(&su->conf, err) < 0) /* --mcp, mcp =: the servers exist */

@@ -892,7 +892,13 @@ static void net_transport_message(const struct xfer *x, CURLcode res, int got_te
                    ? " (the server's TLS certificate does not verify: trust its CA with "
                      "cacert= in the profile)"
                : res == CURLE_COULDNT_CONNECT || res == CURLE_COULDNT_RESOLVE_HOST
-                   ? " - is the server running? check base_url (OPENAI_BASE_URL)" : "");
+                   ? " - is the server running? check base_url" : "");
+    /* the dialect's variable (until 2026-12 OPENAI_BASE_URL under --api anthropic too) */
+    const struct dialect *d = x->rq->dialect ? x->rq->dialect : dialect_default();
+    if (res == CURLE_COULDNT_CONNECT || res == CURLE_COULDNT_RESOLVE_HOST) {
+        if (d->base_env)
+            buf_printf(msg, " (%s)", d->base_env);
+    }
 }
 
 /* The outcome of an attempt, in the order docs/ARCHITECTURE.md ("Outcomes and exit status")

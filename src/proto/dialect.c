@@ -50,6 +50,26 @@ const struct dialect *dialect_find(const char *name)
     return NULL;
 }
 
+int dialect_model_foreign(const struct dialect *d, const char *model)
+{
+    static const struct {
+        const char *prefix, *base_url; /* the provider's own API */
+    } families[] = {
+        {"gpt-", "https://api.openai.com/v1"},
+        {"chatgpt-", "https://api.openai.com/v1"},
+        {"o1", "https://api.openai.com/v1"},
+        {"o3", "https://api.openai.com/v1"},
+        {"o4", "https://api.openai.com/v1"},
+        {"claude-", "https://api.anthropic.com/v1"},
+        {"gemini-", "https://generativelanguage.googleapis.com/v1beta"},
+        {"gemma-", "https://generativelanguage.googleapis.com/v1beta"},
+    };
+    for (size_t i = 0; model && i < sizeof families / sizeof families[0]; i++)
+        if (strncmp(model, families[i].prefix, strlen(families[i].prefix)) == 0)
+            return strcmp(families[i].base_url, d->base_url) != 0;
+    return 0;
+}
+
 const struct dialect *dialect_at(size_t i)
 {
     return i < N_DIALECTS ? dialects[i] : NULL;

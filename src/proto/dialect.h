@@ -95,6 +95,11 @@ const struct dialect *dialect_find(const char *name);
 const char *dialect_retry_code(const struct dialect *d, long status, const char *code,
                                int *never);
 
+/* 1 when model is by its name one of another provider's (gpt-, o1..o4, chatgpt- are OpenAI's;
+ * claude- Anthropic's; gemini-, gemma- Google's) than the one d's default base URL is (the
+ * provider's own API, which serves no other's models); 0 when it is d's, or not known. */
+int dialect_model_foreign(const struct dialect *d, const char *model);
+
 /* The i-th dialect of the table (0 = the default), NULL past the last: for code that walks
  * them all (the fuzz target, tests). */
 const struct dialect *dialect_at(size_t i);

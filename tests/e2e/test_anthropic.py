@@ -360,4 +360,32 @@ with ttlib.FakeServer() as srv:
         t.ok("claude-haiku-4-5" in ttlib.status_bar(done), "chat: the status bar names the model",
              done)
 
+# --- a config written for OpenAI, then --api anthropic: to Anthropic's own API its model goes
+# as claude-haiku-4-5, said (until 2026-12 "gpt-4o" was sent, and a 404 was all one saw); to
+# a proxy's base URL, or with -m, the name is kept. The connection goes to a proxy nobody
+# listens on: refused at once, no network needed. -------------------------------------------
+with ttlib.FakeServer() as srv:
+    home = ttlib.make_home()
+    os.makedirs(os.path.join(home, ".config", "tokterm"))
+    with open(os.path.join(home, ".config", "tokterm", "config"), "w") as f:
+        f.write("model = gpt-4o\nmax_retries = 0\n")
+    nowhere = {"ANTHROPIC_BASE_URL": None, "https_proxy": "http://127.0.0.1:9",
+               "HTTPS_PROXY": "http://127.0.0.1:9", "NO_PROXY": None, "no_proxy": None}
+    rc, out, err = run(srv, "", ["--no-save", "--json", "-p", "hi"], env=nowhere, home=home)
+    j = json.loads(out) if out.strip() else {}
+    t.ok(rc == 4 and j.get("model") == "claude-haiku-4-5" and
+         "the configured model gpt-4o is another provider's; claude-haiku-4-5 is used" in
+         text(err) and "(ANTHROPIC_BASE_URL)" in text(err),
+         "--api anthropic with a config's OpenAI model: Anthropic's default, said (rc %d)" % rc,
+         text(out) + text(err))
+    rc, out, err = run(srv, "", ["--no-save", "--json", "-m", "gpt-4o", "-p", "hi"], env=nowhere,
+                       home=home)
+    j = json.loads(out) if out.strip() else {}
+    t.ok(j.get("model") == "gpt-4o" and "another provider's" not in text(err),
+         "--api anthropic -m gpt-4o: the name given is sent", text(out) + text(err))
+    rc, out, err = run(srv, "", ["--no-save", "-p", "hi"], home=home)
+    t.ok(rc == 0 and (last(srv).get("body") or {}).get("model") == "gpt-4o" and
+         "another provider's" not in text(err),
+         "--api anthropic to a proxy's base URL: the configured model kept", text(err))
+
 sys.exit(t.done())
