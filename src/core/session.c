@@ -472,6 +472,20 @@ const char *session_resume_passed(const struct session *s)
     return s->resume_passed;
 }
 
+int64_t session_conv_id(const struct session *s)
+{
+    return s->conv_id;
+}
+
+int session_conv_moved(struct session *s)
+{
+    int64_t head = 0, mine = conv_parent_id(&s->conv, s->conv.n);
+    if (!s->store || !s->save || s->conv_id <= 0 || s->store_error || mine <= 0 ||
+        store_conversation_head(s->store, s->conv_id, &head) != 0 || head <= 0)
+        return 0;
+    return head != mine;
+}
+
 void session_role_changed(struct session *s)
 {
     if (s->save && s->store && s->conv_id > 0 &&

@@ -165,6 +165,13 @@ const char *session_resume_note(const struct session *s);
 /* What -c passed over to reach the conversation it continues (newer ones without an answer),
  * or NULL. */
 const char *session_resume_passed(const struct session *s);
+/* The saved conversation this session holds, or 0 when none is saved yet. */
+int64_t session_conv_id(const struct session *s);
+/* 1 when another process added a turn to the saved conversation since this session last
+ * read or wrote it (its saved head is no longer this session's last turn): the next turn
+ * would leave that one off the live path. One indexed read; 0 when not known (not saved, a
+ * write that failed, a head never saved). */
+int session_conv_moved(struct session *s);
 /* conf->role changed (the chat's /role): the saved conversation is held with it now. */
 void session_role_changed(struct session *s);
 /* The usage of the last turn's requests summed: with tools, every round's (a round's own is

@@ -1176,6 +1176,20 @@ int store_conversation_list(struct store *st, int limit, struct store_conversati
     return 0;
 }
 
+int store_conversation_head(struct store *st, int64_t conv, int64_t *head)
+{
+    *head = 0;
+    sqlite3_stmt *s = store_prep(st, "SELECT head_id FROM conversations WHERE id = ?1");
+    if (!s)
+        return -1;
+    sqlite3_bind_int64(s, 1, conv);
+    int rc = store_step(st, s);
+    if (rc == SQLITE_ROW)
+        *head = sqlite3_column_int64(s, 0); /* NULL reads as 0 */
+    store_done(st, s);
+    return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? STORE_NOT_FOUND : -1;
+}
+
 int store_conversation_set_head(struct store *st, int64_t conv, int64_t head_user_id)
 {
     static const char q[] =

@@ -417,6 +417,9 @@ void store_walk_free(struct store_walk *w);
  * *out is an array of *n (free with store_conversation_list_free). Returns 0 or -1. */
 int store_conversation_list(struct store *st, int limit, struct store_conversation **out,
                             size_t *n);
+/* The user row of conversation conv's live path's last turn into *head (0: none saved).
+ * Returns 0, STORE_NOT_FOUND (no such conversation) or -1. */
+int store_conversation_head(struct store *st, int64_t conv, int64_t *head);
 /* Make head_user_id (a user row of conversation conv) the last turn of the live path, and
  * touch the conversation's updated time. Returns 0, STORE_NOT_FOUND (no such conversation, or
  * that row is not one of its user rows) or -1. */

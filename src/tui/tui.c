@@ -1036,6 +1036,23 @@ static void tui_on_line(void *ud, char *line)
         free(line);
         return;
     }
+    if (t->have_session && session_conv_moved(t->s)) {
+        /* another tokterm added to this conversation (`--conversation N -p` from a script):
+         * sent now, this prompt would have left its turn off the live path, unseen here and
+         * never sent again. Shown first, as it is saved; the prompt waits for Enter. */
+        int64_t id = session_conv_id(t->s);
+        int edit = t->edit_pending;
+        tui_resume(t, id, 1);
+        char *m = xasprintf("Another tokterm added to conversation %lld while this chat was "
+                            "open: it is shown above as it is saved now%s. Your message was not "
+                            "sent: press Enter to send it after what was added.",
+                            (long long)id, edit ? " (the /edit was given up)" : "");
+        tui_notice(t, m);
+        free(m);
+        tui_input_defer(line);
+        free(line);
+        return;
+    }
     if (t->edit_pending && t->have_session) {
         /* /edit: the new prompt is a new version of the last turn, which leaves the live path
          * (and the transcript) but stays saved */

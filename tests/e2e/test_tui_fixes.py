@@ -408,6 +408,37 @@ with ttlib.FakeServer() as srv:
              err.decode() + scr)
         quit_chat(tm)
 
+    # --- another tokterm adds to the chat's conversation (a script's --conversation 1 -p): the
+    # next prompt shows it first and waits for Enter, then goes after it (until 2026-12 it was
+    # sent without it, and the outside turn left the live path as a replaced version) --------
+    home = ttlib.make_home()
+    with ttlib.Tmux(100, 30) as tm:
+        tm.run_chat(STDERR, {"OPENAI_BASE_URL": srv.base()}, home=home)
+        say(tm, "first words")
+        tm.wait_for(re.compile(r"✓"), 10)
+        rc, out, err = ttlib.run_tokterm(["--conversation", "1", "-p", "outside words"],
+                                         env={"OPENAI_BASE_URL": srv.base()}, home=home)
+        n0 = len(srv.requests())
+        say(tm, "second words")
+        scr = tm.wait_for("Another tokterm added", 10) or tm.capture()
+        flat = re.sub(r"\s+", " ", scr)
+        t.ok(rc == 0 and "outside words" in flat and "Your message was not sent" in flat and
+             len(srv.requests()) == n0 and re.search(r"› second words", scr),
+             "another writer's turn: shown, the prompt kept, nothing sent", err.decode() + scr)
+        tm.send("Enter")
+        deadline = time.monotonic() + 10
+        while len(srv.requests()) == n0 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        msgs = [m.get("content") for m in
+                ((srv.requests() or [{}])[-1].get("body") or {}).get("messages", [])]
+        t.ok(msgs == ["first words", "first words", "outside words", "outside words",
+                      "second words"],
+             "then Enter sends the prompt after the other writer's turn", repr(msgs))
+        quit_chat(tm)
+    rc, out, err = ttlib.run_tokterm(["show", "1"], home=home)
+    t.ok(rc == 0 and out.count(b"## User") == 3, "all three turns on the live path",
+         out.decode())
+
     # --- --incognito writes no file: not the input history, not /copy's copy.txt (until 2026-12
     # both held the prompts and answers of an incognito chat) ------------------------------------
     home = ttlib.make_home()
