@@ -232,12 +232,13 @@ static int main_exit(int code)
     return code;
 }
 
-/* store_set_busy_note's words on stderr */
+/* store_set_busy_note's words on stderr: said after SQLite's own 5 s of the 30 s a write
+ * waits (store_begin), so the time left is 25 s */
 static void main_busy_note(void *ud, const char *path)
 {
     (void)ud;
     fprintf(stderr, "tokterm: waiting for the database %s: another process holds its write "
-                    "lock (a write gives up after 30 s)\n", path);
+                    "lock (a write gives up 30 s after it began, 25 s from now)\n", path);
 }
 
 /* Print the warnings and notes of warn (setup.h): "tokterm: " before each line but the

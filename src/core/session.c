@@ -932,6 +932,13 @@ static void session_save_begin(struct session *s, int cached)
     int64_t had_user = t ? t->user_id : 0, had_conv = s->conv_id;
     /* the conversation, the prompt and the answer's row: one commit (store_batch_begin) */
     int batch = s->save && s->store && store_batch_begin(s->store) == 0;
+    if (s->save && s->store && !batch) {
+        /* the write lock stayed held past STORE_BUSY_DEADLINE (or the write cannot start):
+         * this turn is not saved. Each write on its own waited that long again, so the
+         * request left after 60 s where the note said "a write gives up after 30 s". */
+        session_store_failed(s);
+        return;
+    }
     session_save_prompt(s, NULL);
     if (s->save && t && t->user_id > 0) {
         char *host = conf_host(c);

@@ -173,8 +173,28 @@ static int store_in_batch(struct store *st, const char *sql)
     return 1;
 }
 
+/* Before another try at a lock wanted since start: 0 when STORE_BUSY_DEADLINE has passed, else
+ * 1 with SQLite's own wait cut to the time left. Each try waits SQLite's busy timeout itself,
+ * so a try begun just before the deadline ran up to STORE_BUSY_TIMEOUT_MS past it (until
+ * 2026-12 a write that "gives up after 30 s" gave up after 35). store_busy_reset undoes it. */
+static int store_busy_left(struct store *st, double start)
+{
+    double left_ms = (STORE_BUSY_DEADLINE - (util_now() - start)) * 1000.0;
+    if (left_ms < 1)
+        return 0;
+    sqlite3_busy_timeout(st->db, left_ms < STORE_BUSY_TIMEOUT_MS ? (int)left_ms
+                                                                 : STORE_BUSY_TIMEOUT_MS);
+    return 1;
+}
+
+static void store_busy_reset(struct store *st)
+{
+    sqlite3_busy_timeout(st->db, STORE_BUSY_TIMEOUT_MS);
+}
+
 /* BEGIN IMMEDIATE, retrying on SQLITE_BUSY beyond the busy timeout so that concurrent
- * writers queue up instead of failing. Pending cache-hit updates ride along. */
+ * writers queue up instead of failing, STORE_BUSY_DEADLINE in all. Pending cache-hit updates
+ * ride along. */
 int store_begin(struct store *st)
 {
     if (store_in_batch(st, "SAVEPOINT tt_write"))
@@ -184,12 +204,16 @@ int store_begin(struct store *st)
     for (int attempt = 0;; attempt++) {
         int rc = sqlite3_exec(st->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
         if (rc == SQLITE_OK) {
+            store_busy_reset(st);
             if (st->n_touches)
                 store_touch_apply(st);
             return 0;
         }
-        if ((rc & 0xff) != SQLITE_BUSY || util_now() - start > STORE_BUSY_DEADLINE)
-            return store_fail(st, "cannot start a write");
+        if ((rc & 0xff) != SQLITE_BUSY || !store_busy_left(st, start)) {
+            int ret = store_fail(st, "cannot start a write"); /* SQLite's message first */
+            store_busy_reset(st);
+            return ret;
+        }
         if (!told && st->busy_note) { /* after SQLite's own wait: say why nothing happens */
             st->busy_note(st->busy_ud, st->path);
             told = 1;
@@ -226,11 +250,13 @@ int store_commit(struct store *st)
     for (;;) {
         int rc = sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL);
         if (rc == SQLITE_OK) {
+            store_busy_reset(st);
             st->wrote = 1;
             return 0;
         }
-        if ((rc & 0xff) != SQLITE_BUSY || util_now() - start > STORE_BUSY_DEADLINE) {
+        if ((rc & 0xff) != SQLITE_BUSY || !store_busy_left(st, start)) {
             store_fail(st, "cannot commit");
+            store_busy_reset(st);
             sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
             return -1;
         }

@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""Small faults found by QA, one section each: what the user is told matches what happens.
+Prints TAP."""
+
+import sys
+
+sys.dont_write_bytecode = True
+
+import os  # noqa: E402
+import sqlite3  # noqa: E402
+import subprocess  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ttlib  # noqa: E402
+
+t = ttlib.Tap()
+
+
+def db_path(home):
+    return os.path.join(home, ".local", "share", "tokterm", "tokterm.db")
+
+
+with ttlib.FakeServer() as srv:
+    base = {"OPENAI_BASE_URL": srv.base()}
+
+    # --- the write lock held longer than a write waits: the turn's save gives up once, 30 s
+    # after it began, as the note says; until 2026-12 the batch gave up at 30 s and then each
+    # write of it waited 30 s more, the request leaving after 60 s ---
+    home = ttlib.make_home()
+    rc, _, _ = ttlib.run_tokterm(["-p", "make the database"], env=base, home=home)
+    t.eq(rc, 0, "a first run makes the database")
+    held = threading.Event()
+    release = threading.Event()
+
+    def hold():
+        con = sqlite3.connect(db_path(home), isolation_level=None)
+        con.execute("BEGIN IMMEDIATE")
+        held.set()
+        release.wait(90)
+        con.execute("ROLLBACK")
+        con.close()
+
+    th = threading.Thread(target=hold)
+    th.start()
+    held.wait(10)
+    start = time.monotonic()
+    p = subprocess.Popen([ttlib.tokterm_path(), "--no-cache", "-p", "lock wait"],
+                         env=ttlib.clean_env(home, base), stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = os.read(p.stdout.fileno(), 4096)  # the answer's first bytes: the request left
+    took = time.monotonic() - start
+    release.set()
+    out, err = p.communicate(timeout=120)
+    th.join()
+    t.eq(first + out, b"lock wait\n", "the answer is printed")
+    t.ok(b"gives up 30 s after it began, 25 s from now" in err, "the note says 30 s in all",
+         err.decode(errors="replace"))
+    t.ok(28 <= took <= 33, "the request left after the 30 s the write waited (%.1f s)" % took)
+    t.ok(b"could not be saved" in err, "and the turn is said to be unsaved",
+         err.decode(errors="replace"))
+
+t.done()
