@@ -239,6 +239,21 @@ int util_out_flushed(FILE *f, int code, const char *who)
     return util_out_failed(errno, who, NULL);
 }
 
+FILE *util_fopen_private(const char *path)
+{
+    /* fopen creates 0666 & ~umask: under umask 000 anyone could read a --trace file */
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return NULL;
+    FILE *f = fdopen(fd, "w");
+    if (!f) {
+        int e = errno;
+        close(fd);
+        errno = e;
+    }
+    return f;
+}
+
 int util_write_all(int fd, const char *s, size_t n)
 {
     while (n) {

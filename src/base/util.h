@@ -53,6 +53,11 @@ const char *util_home(void);
 /* mkdir -p with the given mode for each created component. Returns 0 or -1 (errno). */
 int util_mkdir_p(const char *path, unsigned mode);
 
+/* fopen(path, "w") of a file only its owner may read: a new file is made 0600 whatever the
+ * umask (what tokterm writes, a trace or a cache of the user's requests, is private). An
+ * existing file keeps its mode. NULL with errno on failure. */
+FILE *util_fopen_private(const char *path);
+
 /* Write all of s[0..n) to fd, retrying partial writes, EINTR and EAGAIN (a line is never left
  * half written). Returns 0, or -1 with errno (EPIPE when the reader went away). */
 int util_write_all(int fd, const char *s, size_t n);

@@ -799,7 +799,7 @@ struct script *script_open(struct conf *conf, char *key, const struct script_opt
         return NULL;
     }
     if (o->trace) {
-        sc->trace = fopen(o->trace, "w");
+        sc->trace = util_fopen_private(o->trace);
         if (!sc->trace) {
             fprintf(stderr, "tokterm: --trace %s: %s\n", o->trace, strerror(errno));
             *code = 2;

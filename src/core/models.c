@@ -309,7 +309,7 @@ static void models_cache_write(const struct conf *c, const struct model_list *l)
     char *text = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
     char *tmp = xasprintf("%s.%ld.tmp", path, (long)getpid());
-    FILE *fp = ok && text ? fopen(tmp, "w") : NULL;
+    FILE *fp = ok && text ? util_fopen_private(tmp) : NULL;
     if (fp) {
         int bad = fputs(text, fp) < 0 || fputc('\n', fp) < 0;
         bad |= fclose(fp) != 0;

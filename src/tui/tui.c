@@ -1803,7 +1803,7 @@ int tui_run(struct conf *conf, char *key, const struct tui_opts *o)
     const char *nc = getenv("NO_COLOR");
     t->no_color = nc && *nc;
     if (o->trace_path) {
-        t->trace = fopen(o->trace_path, "w");
+        t->trace = util_fopen_private(o->trace_path);
         if (!t->trace) {
             fprintf(stderr, "tokterm: --trace %s: %s\n", o->trace_path, strerror(errno));
             util_free_secret(key);

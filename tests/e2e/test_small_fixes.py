@@ -16,6 +16,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ttlib  # noqa: E402
 
 t = ttlib.Tap()
+ONLY = set(sys.argv[1:])  # section names to run (lock, modes, ...); none: every section
+
+
+def section(name):
+    return not ONLY or name in ONLY
 
 
 def db_path(home):
@@ -25,40 +30,58 @@ def db_path(home):
 with ttlib.FakeServer() as srv:
     base = {"OPENAI_BASE_URL": srv.base()}
 
-    # --- the write lock held longer than a write waits: the turn's save gives up once, 30 s
-    # after it began, as the note says; until 2026-12 the batch gave up at 30 s and then each
-    # write of it waited 30 s more, the request leaving after 60 s ---
-    home = ttlib.make_home()
-    rc, _, _ = ttlib.run_tokterm(["-p", "make the database"], env=base, home=home)
-    t.eq(rc, 0, "a first run makes the database")
-    held = threading.Event()
-    release = threading.Event()
+    if section("lock"):
+        # --- the write lock held longer than a write waits: the turn's save gives up once, 30 s
+        # after it began, as the note says; until 2026-12 the batch gave up at 30 s and then each
+        # write of it waited 30 s more, the request leaving after 60 s ---
+        home = ttlib.make_home()
+        rc, _, _ = ttlib.run_tokterm(["-p", "make the database"], env=base, home=home)
+        t.eq(rc, 0, "a first run makes the database")
+        held = threading.Event()
+        release = threading.Event()
 
-    def hold():
-        con = sqlite3.connect(db_path(home), isolation_level=None)
-        con.execute("BEGIN IMMEDIATE")
-        held.set()
-        release.wait(90)
-        con.execute("ROLLBACK")
-        con.close()
+        def hold():
+            con = sqlite3.connect(db_path(home), isolation_level=None)
+            con.execute("BEGIN IMMEDIATE")
+            held.set()
+            release.wait(90)
+            con.execute("ROLLBACK")
+            con.close()
 
-    th = threading.Thread(target=hold)
-    th.start()
-    held.wait(10)
-    start = time.monotonic()
-    p = subprocess.Popen([ttlib.tokterm_path(), "--no-cache", "-p", "lock wait"],
-                         env=ttlib.clean_env(home, base), stdin=subprocess.DEVNULL,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    first = os.read(p.stdout.fileno(), 4096)  # the answer's first bytes: the request left
-    took = time.monotonic() - start
-    release.set()
-    out, err = p.communicate(timeout=120)
-    th.join()
-    t.eq(first + out, b"lock wait\n", "the answer is printed")
-    t.ok(b"gives up 30 s after it began, 25 s from now" in err, "the note says 30 s in all",
-         err.decode(errors="replace"))
-    t.ok(28 <= took <= 33, "the request left after the 30 s the write waited (%.1f s)" % took)
-    t.ok(b"could not be saved" in err, "and the turn is said to be unsaved",
-         err.decode(errors="replace"))
+        th = threading.Thread(target=hold)
+        th.start()
+        held.wait(10)
+        start = time.monotonic()
+        p = subprocess.Popen([ttlib.tokterm_path(), "--no-cache", "-p", "lock wait"],
+                             env=ttlib.clean_env(home, base), stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        first = os.read(p.stdout.fileno(), 4096)  # the answer's first bytes: the request left
+        took = time.monotonic() - start
+        release.set()
+        out, err = p.communicate(timeout=120)
+        th.join()
+        t.eq(first + out, b"lock wait\n", "the answer is printed")
+        t.ok(b"gives up 30 s after it began, 25 s from now" in err, "the note says 30 s in all",
+             err.decode(errors="replace"))
+        t.ok(28 <= took <= 33, "the request left after the 30 s the write waited (%.1f s)" % took)
+        t.ok(b"could not be saved" in err, "and the turn is said to be unsaved",
+             err.decode(errors="replace"))
+
+    if section("modes"):
+        # --- under umask 000 the --trace file and the models cache are still 0600: they hold the
+        # user's requests and what the server offers them (until 2026-12: 0666) ---
+        home = ttlib.make_home()
+        trace = os.path.join(home, "trace.out")
+        old = os.umask(0)
+        try:
+            rc, _, err = ttlib.run_tokterm(["--trace", trace, "-p", "traced"], env=base, home=home)
+            rc2, _, err2 = ttlib.run_tokterm(["models"], env=base, home=home)
+        finally:
+            os.umask(old)
+        t.eq((rc, rc2), (0, 0), "a traced -p and `tokterm models` under umask 000")
+        t.eq(oct(os.stat(trace).st_mode & 0o777), "0o600", "the --trace file is 0600")
+        cache = os.path.join(home, ".cache", "tokterm", "models")
+        modes = [oct(os.stat(os.path.join(cache, f)).st_mode & 0o777) for f in os.listdir(cache)]
+        t.eq(modes, ["0o600"], "the models cache file is 0600")
 
 t.done()
