@@ -825,6 +825,22 @@ int conf_load(struct conf *c, const char *path, const char *explicit_profile,
 {
     size_t len;
     struct stat st;
+    /* Look before reading, through a descriptor that cannot block: a FIFO nobody writes held
+     * tokterm at its start for ever (until 2026-12), and a device or a socket is no settings
+     * file either. A directory goes on to the read's own "Is a directory". */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd >= 0) {
+        int ok = fstat(fd, &st) == 0;
+        close(fd);
+        if (ok && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+            buf_printf(err, "%s: not a regular file (%s); the config must be one", path,
+                       S_ISFIFO(st.st_mode)   ? "a FIFO"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                       : S_ISCHR(st.st_mode)  ? "a character device"
+                                              : "a block device");
+            return -1;
+        }
+    }
     char *text = util_read_file_stat(path, &len, 4 << 20, &st);
     if (!text) {
         if (errno == ENOENT) {

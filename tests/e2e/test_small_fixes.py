@@ -84,4 +84,22 @@ with ttlib.FakeServer() as srv:
         modes = [oct(os.stat(os.path.join(cache, f)).st_mode & 0o777) for f in os.listdir(cache)]
         t.eq(modes, ["0o600"], "the models cache file is 0600")
 
+    # --- a config file that is a FIFO nobody writes: refused at once with the reason (until
+    # 2026-12 the open blocked tokterm for ever) ---
+    if section("fifo"):
+        home = ttlib.make_home()
+        cfgdir = os.path.join(home, ".config", "tokterm")
+        os.makedirs(cfgdir, exist_ok=True)
+        os.mkfifo(os.path.join(cfgdir, "config"))
+        fifo = os.path.join(home, "other.ini")
+        os.mkfifo(fifo)
+        for args, what in ((["-p", "x"], "the default config"),
+                           (["--config", fifo, "-p", "x"], "--config FIFO")):
+            start = time.monotonic()
+            rc, out, err = ttlib.run_tokterm(args, env=base, home=home, timeout=20)
+            t.eq(rc, 2, "%s as a FIFO: a configuration error (exit 2)" % what)
+            t.ok(b"not a regular file (a FIFO)" in err, "%s: says it is a FIFO" % what,
+                 err.decode(errors="replace"))
+            t.ok(time.monotonic() - start < 10, "%s: at once" % what)
+
 t.done()
