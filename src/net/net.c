@@ -21,6 +21,9 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <errno.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 
 #define NET_BODY_CAP ((size_t)64 << 20)   /* non-streamed bodies (JSON answers, errors), at least */
 #define NET_ANSWER_CAP ((size_t)64 << 20) /* an answer's text when the request sets no limit */
@@ -49,6 +52,7 @@ struct xfer {
     struct buf headers;
     char ctype[128];
     char errbuf[CURL_ERROR_SIZE];
+    int sock_errno;        /* why the last socket() failed (net_open_socket); 0 */
     long status;
     double t_start, t_first_token, t_last_delta;
     double t_last_event;   /* the last progress: new answer or reasoning text (the idle timer) */
@@ -776,6 +780,18 @@ static size_t net_header(char *ptr, size_t size, size_t nmemb, void *ud)
 
 /* ---- transfer set-up and completion ---- */
 
+/* libcurl's socket(), keeping errno: libcurl (7.88) reports a socket() that failed as
+ * CURLE_COULDNT_CONNECT with CURLINFO_OS_ERRNO 0, so EMFILE read "Couldn't connect to server -
+ * is the server running?" (net_transport_message says what it was). */
+static curl_socket_t net_open_socket(void *ud, curlsocktype purpose, struct curl_sockaddr *a)
+{
+    struct xfer *x = ud;
+    (void)purpose;
+    int fd = socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+    x->sock_errno = fd < 0 ? errno : 0;
+    return fd < 0 ? CURL_SOCKET_BAD : fd;
+}
+
 static int net_xfer_start(struct net *n, struct xfer *x)
 {
     struct net_request *rq = x->rq;
@@ -783,6 +799,9 @@ static int net_xfer_start(struct net *n, struct xfer *x)
     if (!e)
         return -1;
     x->easy = e;
+    x->sock_errno = 0;
+    curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, net_open_socket);
+    curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, x);
     x->net = n;
     x->t_start = x->t_last_event = util_now();
     sse_init(&x->sse, 0);
@@ -884,6 +903,21 @@ static void net_transport_message(const struct xfer *x, CURLcode res, int got_te
         buf_printf(msg, "the server's reply is not HTTP (%s): is base_url's host and port an "
                         "HTTP server, and its scheme (http/https) right?",
                    x->errbuf[0] ? x->errbuf : curl_easy_strerror(res));
+        return;
+    }
+    long os_errno = x->sock_errno;
+    if (res == CURLE_COULDNT_CONNECT && (os_errno == EMFILE || os_errno == ENFILE)) {
+        /* no socket could be made: until 2026-12 this read "Couldn't connect to server - is
+         * the server running?", sending the user to a server that was never tried */
+        struct rlimit rl;
+        buf_printf(msg, "cannot open a connection: %s", strerror((int)os_errno));
+        if (os_errno == ENFILE)
+            buf_appends(msg, " (the system's limit on open files is reached)");
+        else if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+            buf_printf(msg, " (this process may open %llu; raise it with ulimit -n)",
+                       (unsigned long long)rl.rlim_cur);
+        else
+            buf_appends(msg, " (raise the limit with ulimit -n)");
         return;
     }
     buf_printf(msg, "%s%s%s", x->errbuf[0] ? x->errbuf : curl_easy_strerror(res),

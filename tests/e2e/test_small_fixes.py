@@ -7,6 +7,7 @@ import sys
 sys.dont_write_bytecode = True
 
 import os  # noqa: E402
+import resource  # noqa: E402
 import sqlite3  # noqa: E402
 import subprocess  # noqa: E402
 import threading  # noqa: E402
@@ -101,5 +102,28 @@ with ttlib.FakeServer() as srv:
             t.ok(b"not a regular file (a FIFO)" in err, "%s: says it is a FIFO" % what,
                  err.decode(errors="replace"))
             t.ok(time.monotonic() - start < 10, "%s: at once" % what)
+
+    # --- no socket can be opened (EMFILE): the message names the limit on open files, not
+    # "Couldn't connect to server - is the server running?" (until 2026-12). The first attempt
+    # goes to a closed port; while tokterm waits to retry, its limit is set to the descriptors
+    # it has open, so the retries' socket() fails with EMFILE, whatever start-up needed ---
+    if section("emfile"):
+        home = ttlib.make_home()
+        env = ttlib.clean_env(home, {"OPENAI_BASE_URL": "http://127.0.0.1:%d/v1"
+                                     % ttlib.free_port()})
+        p = subprocess.Popen([ttlib.tokterm_path(), "--incognito", "--no-cache", "-p", "files"],
+                             env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+        first = p.stderr.readline()
+        n = len(os.listdir("/proc/%d/fd" % p.pid))
+        resource.prlimit(p.pid, resource.RLIMIT_NOFILE, (n, n))
+        out, err = p.communicate(timeout=60)
+        err = first + err
+        t.ok(b"retrying" in first, "the first attempt failed (a closed port)", first.decode())
+        t.eq(p.returncode, 4, "a network failure (exit 4)")
+        t.ok(b"Too many open files" in err and b"ulimit -n" in err,
+             "the message names too many open files and ulimit -n", err.decode())
+        t.ok(b"is the server running" not in err.split(b"\n")[-2],
+             "and does not send the user to the server", err.decode())
 
 t.done()
