@@ -896,6 +896,31 @@ static void store_words_ready(struct store *st, struct store_srch *sr)
     sr->tbl = sr->words ? "messages_words" : "messages_fts";
 }
 
+/* " AND (tt_contains(m.content, ?first) AND ...)" over n parameters from first, as a balanced
+ * tree: SQLite parses a chain of ANDs as a tree as deep as it is long, and a query of ~1,000
+ * words failed on its limit of 1,000 ("Expression tree is too large"), exit status 1 as for no
+ * match. Nested halves keep the depth near log2(n). */
+static void store_contains_tree(struct buf *b, size_t first, size_t n)
+{
+    if (n == 1) {
+        buf_printf(b, "tt_contains(m.content, ?%zu)", first);
+        return;
+    }
+    buf_appendc(b, '(');
+    store_contains_tree(b, first, n / 2);
+    buf_appends(b, " AND ");
+    store_contains_tree(b, first + n / 2, n - n / 2);
+    buf_appendc(b, ')');
+}
+
+static void store_contains_all(struct buf *b, size_t first, size_t n)
+{
+    if (n == 0)
+        return;
+    buf_appends(b, " AND ");
+    store_contains_tree(b, first, n);
+}
+
 /* Each word of 3+ characters becomes an FTS5 string with '"' doubled, so nothing the user
  * types is FTS5 syntax (a prefix query "word"* on the word index); shorter terms and phrases
  * filter the rows with tt_contains. Builds phr, where and nds. */
@@ -905,8 +930,7 @@ static void store_srch_build(struct store_srch *sr)
     size_t cap = 0;
     sr->phr = NULL;
     for (size_t i = 0; i < sr->n_terms; i++) {
-        if (store_term_filtered(sr->terms[i]))
-            buf_printf(&sr->where, " AND tt_contains(m.content, ?%zu)", 10 + sr->n_short++);
+        sr->n_short += (size_t)store_term_filtered(sr->terms[i]);
         size_t len;
         for (const char *t = sr->terms[i], *w; (w = store_term_word(&t, &len));) {
             if (store_chars_n(w, len) < 3)
@@ -923,6 +947,7 @@ static void store_srch_build(struct store_srch *sr)
             sr->phr[sr->n_long++] = buf_take(&p);
         }
     }
+    store_contains_all(&sr->where, 10, sr->n_short); /* bound at ?10... (store_query_bind) */
     if (opts->model)
         buf_appends(&sr->where, " AND " STORE_MODEL_IS("m.model", "?2"));
     if (opts->since > 0)
@@ -1038,9 +1063,10 @@ static int store_cand_pending(struct store *st, const struct store_srch *sr,
     buf_printf(&sql, "SELECT m.id FROM fts_pending p CROSS JOIN messages m "
                      "ON m.id = p.message_id WHERE m.status <> 'streaming'%s",
                buf_str(&sr->where));
-    for (size_t k = 0, j = 0; k < sr->n_terms; k++)
-        if (!store_term_filtered(sr->terms[k])) /* the filtered ones are in sr->where */
-            buf_printf(&sql, " AND tt_contains(m.content, ?%zu)", base + j++);
+    size_t n_unfiltered = 0; /* the filtered ones are in sr->where */
+    for (size_t k = 0; k < sr->n_terms; k++)
+        n_unfiltered += !store_term_filtered(sr->terms[k]);
+    store_contains_all(&sql, base, n_unfiltered);
     sqlite3_stmt *s = NULL;
     int rc = sqlite3_prepare_v2(st->db, buf_str(&sql), -1, &s, NULL);
     buf_free(&sql);

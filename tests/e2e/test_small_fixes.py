@@ -126,4 +126,24 @@ with ttlib.FakeServer() as srv:
         t.ok(b"is the server running" not in err.split(b"\n")[-2],
              "and does not send the user to the server", err.decode())
 
+    # --- a query of 1,000 words: SQLite parsed their chain of ANDs as a tree 1,000 deep and
+    # refused it ("Expression tree is too large"), exit status 1 as for no match (until 2026-12)
+    if section("search"):
+        home = ttlib.make_home()
+        rc, _, _ = ttlib.run_tokterm(["-p", "count"], home=home,
+                                     env={"OPENAI_BASE_URL": srv.base("gen=1000")})
+        t.eq(rc, 0, "an answer of 1,000 distinct words (tok0 ... tok999)")
+        words = ["tok%d" % i for i in range(1000)]
+        rc, out, err = ttlib.run_tokterm(["search"] + words, home=home)
+        t.ok(rc == 0 and b"[tok0]" in out, "a query of its 1,000 words finds it",
+             "rc %d: %s" % (rc, err.decode(errors="replace")[-300:]))
+        rc, out, err = ttlib.run_tokterm(["search"] + words + ["tok1000"], home=home)
+        t.ok(rc == 1 and b"no matches" in err and b"too large" not in err,
+             "one word more that it lacks: no matches", err.decode(errors="replace")[-300:])
+        short = ["%c%c" % (97 + i // 26 % 26, 97 + i % 26) for i in range(1000)]
+        rc, out, err = ttlib.run_tokterm(["search"] + short, home=home)
+        t.ok(rc == 1 and b"no matches" in err and b"too large" not in err,
+             "1,000 short words (filtered row by row): no matches, no error",
+             err.decode(errors="replace")[-300:])
+
 t.done()
