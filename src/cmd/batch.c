@@ -211,6 +211,7 @@ struct batch {
     int out_error;              /* 0, or the exit status for a failed output (141 or 1) */
     char *store_error;          /* first cache failure, reported at the end */
     size_t n_ok, n_failed, n_cached, n_skipped, n_cancelled, n_retries;
+    size_t n_unwritten;         /* answers whose line could not be written (out_error) */
     size_t n_limited; /* retries of finished lines that followed a 429 */
     double t_start, last_draw;
     int drawn;                  /* a progress bar is on the screen */
@@ -577,15 +578,10 @@ static void batch_emit(struct batch *b, const struct batch_item *it, const struc
         batch_observe(b, r, model, retries);
     if (timed || r->cached)
         otlp_result(r, b->conf->api, model, b->trace_server, retries);
-    if (r->outcome == API_OK)
-        b->n_ok++;
-    else
-        b->n_failed++;
-    if (r->cached)
-        b->n_cached++;
     if (!b->rj_collect) /* --remote's lines go to its spool first (remote_write claims) */
         batch_out_claim(b);
     off_t at = b->rj_collect ? lseek(b->out_fd, 0, SEEK_END) : 0;
+    int written = 0;
     if (!b->out_error) {
         if (b->out_tty)
             batch_clear_bar(b);
@@ -598,9 +594,23 @@ static void batch_emit(struct batch *b, const struct batch_item *it, const struc
                         b->o->out ? b->o->out : "stdout", strerror(errno));
             }
             b->stopping = 1;
-        } else if (b->rj_collect) /* its place among the answers to come */
-            remote_job_note(b->rj, it->line, at, (size_t)(lseek(b->out_fd, 0, SEEK_END) - at));
+        } else {
+            written = 1;
+            if (b->rj_collect) /* its place among the answers to come */
+                remote_job_note(b->rj, it->line, at,
+                                (size_t)(lseek(b->out_fd, 0, SEEK_END) - at));
+        }
     }
+    /* the summary counts the lines written: until 2026-12 an answer whose line could not be
+     * written (a full disk, a closed pipe) was counted "complete" all the same */
+    if (!written)
+        b->n_unwritten++;
+    else if (r->outcome == API_OK)
+        b->n_ok++;
+    else
+        b->n_failed++;
+    if (written && r->cached)
+        b->n_cached++;
     cJSON_Delete(o);
 }
 
@@ -1698,6 +1708,9 @@ static void batch_summary(struct batch *b, int interrupted)
     else
         buf_printf(&s, "%zu item%s: %zu complete, %zu failed", fin, fin == 1 ? "" : "s",
                    b->n_ok, b->n_failed);
+    if (b->n_unwritten)
+        buf_printf(&s, ", %zu answer%s not written", b->n_unwritten,
+                   b->n_unwritten == 1 ? "" : "s");
     if (b->n_cached)
         buf_printf(&s, ", %zu from the cache", b->n_cached);
     if (b->n_skipped)

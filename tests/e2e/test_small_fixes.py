@@ -146,4 +146,21 @@ with ttlib.FakeServer() as srv:
              "1,000 short words (filtered row by row): no matches, no error",
              err.decode(errors="replace")[-300:])
 
+    # --- batch's output cannot be written (a full disk): its summary counts the lines really
+    # written; until 2026-12 "1 item: 1 complete" with nothing written ---
+    if section("batch"):
+        home = ttlib.make_home()
+        inp = os.path.join(home, "in.jsonl")
+        ttlib.write_jsonl(inp, [{"id": i, "prompt": "line %d" % i} for i in range(5)])
+        for args, name in ((["-o", "/dev/full"], "--out /dev/full"), ([], "stdout /dev/full")):
+            with open("/dev/full", "wb") as full:
+                p = subprocess.run([ttlib.tokterm_path(), "--incognito", "batch", inp] + args,
+                                   env=ttlib.clean_env(home, base), stdin=subprocess.DEVNULL,
+                                   stdout=full, stderr=subprocess.PIPE, timeout=60)
+            err = p.stderr.decode(errors="replace")
+            t.eq(p.returncode, 1, "%s: exit 1 (the output failed)" % name)
+            t.ok("No space left on device" in err, "%s: the write's error is said" % name, err)
+            t.ok(" 0 complete, 0 failed" in err and "not written" in err,
+                 "%s: the summary counts nothing written and says what was not" % name, err)
+
 t.done()
