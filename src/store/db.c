@@ -70,6 +70,11 @@ int store_fail(struct store *st, const char *what)
     if (rc == SQLITE_OK) /* SQLite saw nothing wrong: what it gave does not hang together */
         store_set_err(st, "%s: the rows read do not hang together (the database file may be "
                           "damaged, or copied without its -wal file)", what);
+    else if (rc == SQLITE_CONSTRAINT_FOREIGNKEY)
+        /* a row written under a conversation or message that is gone: another process removed
+         * it meanwhile (until 2026-12 only SQLite's "FOREIGN KEY constraint failed") */
+        store_set_err(st, "%s: its conversation was removed meanwhile (tokterm rm, or /delete "
+                          "in another chat); what came after is not saved", what);
     else
         store_set_err(st, "%s: %s%s", what, sqlite3_errmsg(st->db), store_hint(rc));
     return -1;

@@ -163,4 +163,25 @@ with ttlib.FakeServer() as srv:
             t.ok(" 0 complete, 0 failed" in err and "not written" in err,
                  "%s: the summary counts nothing written and says what was not" % name, err)
 
+    # --- `tokterm rm N` while another process answers in conversation N (-c): the answer is
+    # printed whole, and the warning says the conversation was removed meanwhile; until 2026-12
+    # it said only "FOREIGN KEY constraint failed" ---
+    if section("rm"):
+        home = ttlib.make_home()
+        rc, _, _ = ttlib.run_tokterm(["-p", "first"], env=base, home=home)
+        t.eq(rc, 0, "a first conversation")
+        env = ttlib.clean_env(home, {"OPENAI_BASE_URL": srv.base("gen=40,delay_ms=100")})
+        p = subprocess.Popen([ttlib.tokterm_path(), "-c", "-p", "second"], env=env,
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+        first = os.read(p.stdout.fileno(), 4096)  # streaming: its answer's row is saved
+        rc, rm_out, _ = ttlib.run_tokterm(["rm", "1"], home=home)
+        out, err = p.communicate(timeout=60)
+        err = err.decode(errors="replace")
+        t.ok(rc == 0 and b"deleted conversation 1" in rm_out, "rm 1 while the answer streams")
+        want = "".join("tok%d " % i for i in range(40)).encode()
+        t.eq((first + out).strip(), want.strip(), "the answer is printed whole")
+        t.eq(p.returncode, 0, "the answering run ends as its answer did (exit 0)")
+        t.ok("conversation was removed meanwhile" in err, "the warning says why", err)
+
 t.done()
