@@ -79,6 +79,7 @@ static const char cmd_usage_text[] =
     "       tokterm cache stats|clear\n"
     "search: words must all occur (as substrings, any case); \"quoted words\" form one phrase;\n"
     "        OR (in capitals) parts alternatives: a b OR c; nothing else is special.\n"
+    "        Conversations whose title holds them come first: ID  UPDATED  title  TITLE.\n"
     "        No match: \"no matches\" on stderr, exit status 1.\n"
     "show, export: the live path of each conversation (what the next request would carry,\n"
     "        with failed and refused turns); --all-versions adds the earlier versions that\n"
@@ -781,6 +782,7 @@ static int cmd_search(struct cmd_ctx *c, const struct cmd_opts *o)
     if (so.limit < 0 || cmd_range(c, o, &so.since, &so.until) != 0)
         return cmd_usage(c, NULL);
     so.model = o->model;
+    so.titles = 1;
     so.open = o->json ? "" : c->tty ? CMD_MARK_OPEN : "[";
     so.close = o->json ? "" : c->tty ? CMD_MARK_CLOSE : "]";
     struct buf q = BUF_INIT;
@@ -805,7 +807,10 @@ static int cmd_search(struct cmd_ctx *c, const struct cmd_opts *o)
         for (size_t i = 0; i < n; i++) {
             cJSON *h = cJSON_CreateObject();
             cJSON_AddNumberToObject(h, "conversation", (double)hits[i].conversation_id);
-            cJSON_AddNumberToObject(h, "message", (double)hits[i].message_id);
+            if (hits[i].message_id) /* a title's hit is of the conversation: null */
+                cJSON_AddNumberToObject(h, "message", (double)hits[i].message_id);
+            else
+                cJSON_AddNullToObject(h, "message");
             cJSON_AddNumberToObject(h, "created", (double)hits[i].created);
             cmd_json_add_str(h, "role", hits[i].role);
             cmd_json_add_str(h, "model", hits[i].model);
@@ -824,6 +829,15 @@ static int cmd_search(struct cmd_ctx *c, const struct cmd_opts *o)
     for (size_t i = 0; i < n && !o->json; i++) {
         char when[32];
         cmd_time(hits[i].created, when);
+        if (!hits[i].message_id) { /* the conversation's title matched: ID, update, title */
+            fprintf(c->out, "%lld  %s  title  ", (long long)hits[i].conversation_id, when);
+            if (c->tty)
+                cmd_snippet(c, hits[i].snippet);
+            else
+                cmd_puts(c, hits[i].snippet);
+            fputc('\n', c->out);
+            continue;
+        }
         fprintf(c->out, "%lld/%lld  %s  ", (long long)hits[i].conversation_id,
                 (long long)hits[i].message_id, when);
         cmd_puts(c, hits[i].role);

@@ -900,16 +900,16 @@ static void store_words_ready(struct store *st, struct store_srch *sr)
  * tree: SQLite parses a chain of ANDs as a tree as deep as it is long, and a query of ~1,000
  * words failed on its limit of 1,000 ("Expression tree is too large"), exit status 1 as for no
  * match. Nested halves keep the depth near log2(n). */
-static void store_contains_tree(struct buf *b, size_t first, size_t n)
+static void store_contains_tree(struct buf *b, const char *col, size_t first, size_t n)
 {
     if (n == 1) {
-        buf_printf(b, "tt_contains(m.content, ?%zu)", first);
+        buf_printf(b, "tt_contains(%s, ?%zu)", col, first);
         return;
     }
     buf_appendc(b, '(');
-    store_contains_tree(b, first, n / 2);
+    store_contains_tree(b, col, first, n / 2);
     buf_appends(b, " AND ");
-    store_contains_tree(b, first + n / 2, n - n / 2);
+    store_contains_tree(b, col, first + n / 2, n - n / 2);
     buf_appendc(b, ')');
 }
 
@@ -918,7 +918,7 @@ static void store_contains_all(struct buf *b, size_t first, size_t n)
     if (n == 0)
         return;
     buf_appends(b, " AND ");
-    store_contains_tree(b, first, n);
+    store_contains_tree(b, "m.content", first, n);
 }
 
 /* Each word of 3+ characters becomes an FTS5 string with '"' doubled, so nothing the user
@@ -1171,6 +1171,52 @@ static int store_search_scan(struct store *st, const struct store_srch *sr,
     return ret;
 }
 
+/* The conversations whose title holds every term (opts->titles), newest first, into *out and
+ * *n (at most the limit; the caller keeps those with no message found). A title is what the user named a conversation (rename) or its first
+ * prompt: until 2026-12 a search for its words found only messages, never the conversation
+ * named so. A title is short and conversations few: a scan, no index. 0 or -1. */
+static int store_search_titles(struct store *st, const struct store_srch *sr,
+                               struct store_hit **out, size_t *n)
+{
+    const struct store_search_opts *o = sr->opts;
+    struct buf sql = BUF_INIT;
+    buf_appends(&sql, "SELECT c.id, c.title, c.model, c.updated FROM conversations c "
+                      "WHERE c.title IS NOT NULL AND ");
+    store_contains_tree(&sql, "c.title", 10, sr->n_terms);
+    if (o->model)
+        buf_appends(&sql, " AND " STORE_MODEL_IS("c.model", "?2"));
+    if (o->since > 0)
+        buf_appends(&sql, " AND c.updated >= ?3");
+    if (o->until > 0)
+        buf_appends(&sql, " AND c.updated < ?4");
+    buf_appends(&sql, " ORDER BY c.updated DESC, c.id DESC LIMIT ?5");
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(st->db, buf_str(&sql), -1, &s, NULL);
+    buf_free(&sql);
+    if (rc != SQLITE_OK)
+        return store_fail(st, "cannot search the titles");
+    struct store_query q = {o, NULL, NULL, 0, 0, NULL, 0}; /* ?2 to ?5 */
+    store_query_bind(s, &q);
+    for (size_t i = 0; i < sr->n_terms; i++)
+        sqlite3_bind_text(s, (int)(10 + i), sr->terms[i], -1, SQLITE_STATIC);
+    size_t cap = 0;
+    while ((rc = store_step(st, s)) == SQLITE_ROW) {
+        XGROW(*out, *n + 1, cap);
+        struct store_hit *h = &(*out)[(*n)++];
+        memset(h, 0, sizeof *h);
+        h->conversation_id = sqlite3_column_int64(s, 0);
+        h->title = store_col_str(s, 1);
+        h->role = xstrdup("title");
+        h->model = store_col_str(s, 2);
+        h->created = sqlite3_column_int64(s, 3);
+        h->snippet = store_snippet(h->title, strlen(h->title), sr->nds, sr->n_terms,
+                                   o->snippet_chars > 0 ? o->snippet_chars : 80,
+                                   o->open ? o->open : "[", o->close ? o->close : "]");
+    }
+    sqlite3_finalize(s);
+    return rc == SQLITE_DONE ? 0 : store_fail(st, "cannot search the titles");
+}
+
 /* Phase two: details and snippets of the few hits; hits whose message is gone are dropped.
  * 0 or -1. */
 static int store_search_fill(struct store *st, const struct store_srch *sr,
@@ -1268,6 +1314,8 @@ static int store_merged_by_id(const void *a, const void *b)
     const struct store_merged *x = a, *y = b;
     if (x->h.message_id != y->h.message_id)
         return x->h.message_id < y->h.message_id ? -1 : 1;
+    if (x->h.conversation_id != y->h.conversation_id) /* title hits: message_id 0 */
+        return x->h.conversation_id < y->h.conversation_id ? -1 : 1;
     return x->place < y->place ? -1 : x->place > y->place;
 }
 
@@ -1328,7 +1376,8 @@ int store_search(struct store *st, const char *query, const struct store_search_
         qsort(m, n_m, sizeof *m, store_merged_by_id);
     size_t kept = 0;
     for (size_t i = 0; i < n_m; i++) {
-        if (kept && m[kept - 1].h.message_id == m[i].h.message_id)
+        if (kept && m[kept - 1].h.message_id == m[i].h.message_id &&
+            m[kept - 1].h.conversation_id == m[i].h.conversation_id)
             store_hits_free_one(&m[i].h);
         else
             m[kept++] = m[i];
@@ -1373,6 +1422,37 @@ static int store_search_group(struct store *st, const char *query,
                         : store_search_scan(st, &sr, out, n);
     if (ret == 0)
         ret = store_search_fill(st, &sr, *out, n);
+    if (ret == 0 && opts->titles) { /* the titles first, then the messages, to the limit */
+        struct store_hit *th = NULL;
+        size_t tn = 0, lim = opts->limit > 0 ? (size_t)opts->limit : 20; /* tn <= lim */
+        ret = store_search_titles(st, &sr, &th, &tn);
+        /* a conversation with a message found is shown by that message's line, which names
+         * its title: an automatic title (the first prompt) would be listed twice */
+        size_t kt = 0;
+        for (size_t i = 0; ret == 0 && i < tn; i++) {
+            size_t k = 0;
+            while (k < *n && (*out)[k].conversation_id != th[i].conversation_id)
+                k++;
+            if (k < *n)
+                store_hits_free_one(&th[i]);
+            else
+                th[kt++] = th[i];
+        }
+        tn = kt;
+        if (ret == 0) {
+            size_t keep = *n < lim - tn ? *n : lim - tn;
+            th = xrealloc(th, (tn + keep + 1) * sizeof *th);
+            if (keep)
+                memcpy(th + tn, *out, keep * sizeof *th);
+            for (size_t k = keep; k < *n; k++)
+                store_hits_free_one(&(*out)[k]);
+            free(*out);
+            *out = th;
+            *n = tn + keep;
+        } else {
+            store_hits_free(th, tn);
+        }
+    }
     if (!sqlite3_get_autocommit(st->db))
         sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL);
     if (ret != 0) {

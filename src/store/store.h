@@ -186,6 +186,10 @@ struct store_search_opts {
     const char *open, *close;  /* highlight markers (NULL: "[" and "]") */
     int snippet_chars;         /* characters of context in a snippet (0 = 80) */
     int no_words;              /* 1: the trigram index only, never the word index (tests) */
+    /* 1: conversations whose title holds every term and none of whose messages is a hit come
+     * first, as hits with message_id 0, role "title" and the marked title as snippet (the
+     * model and dates filter the conversation's model and last update) */
+    int titles;
 };
 
 /* Nearest-rank percentiles of one measure over n answers (all < 0 when n = 0). */

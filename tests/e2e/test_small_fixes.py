@@ -6,6 +6,7 @@ import sys
 
 sys.dont_write_bytecode = True
 
+import json  # noqa: E402
 import os  # noqa: E402
 import resource  # noqa: E402
 import sqlite3  # noqa: E402
@@ -183,5 +184,27 @@ with ttlib.FakeServer() as srv:
         t.eq((first + out).strip(), want.strip(), "the answer is printed whole")
         t.eq(p.returncode, 0, "the answering run ends as its answer did (exit 0)")
         t.ok("conversation was removed meanwhile" in err, "the warning says why", err)
+
+    # --- a word of a conversation's title (rename) finds the conversation; until 2026-12
+    # search looked at messages only ---
+    if section("titles"):
+        home = ttlib.make_home()
+        for q in ("alpha beta", "gamma delta"):
+            rc, _, _ = ttlib.run_tokterm(["-p", q], env=base, home=home)
+        rc, out, _ = ttlib.run_tokterm(["rename", "1", "Holiday", "plans", "Zanzibar"], home=home)
+        t.eq(rc, 0, "conversation 1 renamed")
+        rc, out, err = ttlib.run_tokterm(["search", "zanzibar"], home=home)
+        t.ok(rc == 0 and out.startswith(b"1  ") and b"title  Holiday plans [Zanzibar]" in out,
+             "a word of the title finds the conversation, marked", out.decode() + err.decode())
+        rc, out, err = ttlib.run_tokterm(["search", "--json", "PLANS", "zanz"], home=home)
+        hits = json.loads(out) if rc == 0 else []
+        t.eq([(h["conversation"], h["message"], h["role"]) for h in hits],
+             [(1, None, "title")], "--json: the conversation, message null, role title")
+        rc, out, err = ttlib.run_tokterm(["search", "gamma"], home=home)
+        t.ok(rc == 0 and b"title" not in out.split(b"\n")[0] and out.count(b"\n") == 4,
+             "a title that is the first prompt, found in its messages: not listed twice",
+             out.decode())
+        rc, out, err = ttlib.run_tokterm(["search", "zanzibar", "--model", "other"], home=home)
+        t.eq(rc, 1, "--model filters the conversation's model")
 
 t.done()

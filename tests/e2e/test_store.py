@@ -146,7 +146,9 @@ with ttlib.FakeServer() as srv:
     except ValueError:
         hits = []
     t.ok(rc == 0 and hits and all("saved" in h["snippet"] and "[" not in h["snippet"]
-                                  and h["conversation"] > 0 and h["message"] > 0 for h in hits),
+                                  and h["conversation"] > 0
+                                  and (h["message"] is None if h["role"] == "title"
+                                       else h["message"] > 0) for h in hits),
          "search --json: the hits, snippets without markers", out.decode()[:400])
     rc, out, err = run("", ["search", "zzqxnotsaidanywhere", "--json"])
     t.ok(rc == 1 and out == b"[]\n", "search --json without a match: [] and exit 1",
