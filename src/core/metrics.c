@@ -7,6 +7,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -335,25 +337,33 @@ struct metrics_server {
     unsigned long served; /* scrapes answered */
 };
 
-/* Answer one connection: GET /metrics gets the exposition, anything else a 404. A client
- * that sends nothing for 2 s is dropped (one slow client delays the next scrape only). */
-static void metrics_answer(struct metrics_server *s, int c)
-{
+/* Scrapers are read side by side: a client that sends its request a byte at a time (or
+ * nothing) holds only its own slot, never the next scrape (until 2026-12 they were read one
+ * after the other, each allowed 2 s of silence per byte, so one client trickling a byte a
+ * second held /metrics for over an hour and Prometheus saw the target down). */
+#define METRICS_CONNS 32       /* connections read at once; past it the oldest is dropped */
+#define METRICS_REQ_MS 5000    /* the whole request must come within this */
+#define METRICS_SEND_MS 2000   /* and the answer be taken within this */
+
+struct metrics_conn {
+    int fd;
+    size_t got;
+    long long deadline; /* ms, CLOCK_MONOTONIC */
     char req[4096];
-    size_t got = 0;
-    while (got < sizeof req - 1) {
-        struct pollfd p = {c, POLLIN, 0};
-        if (poll(&p, 1, 2000) <= 0)
-            return;
-        ssize_t k = recv(c, req + got, sizeof req - 1 - got, 0);
-        if (k <= 0)
-            return;
-        got += (size_t)k;
-        req[got] = '\0';
-        if (strstr(req, "\r\n\r\n") || strstr(req, "\n\n"))
-            break;
-    }
-    req[got] = '\0';
+};
+
+static long long metrics_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Answer one complete request: GET /metrics gets the exposition, anything else a 404. The
+ * socket is blocking again here, with a send timeout: a client that does not read its
+ * answer is dropped after METRICS_SEND_MS instead of holding the thread. */
+static void metrics_answer(struct metrics_server *s, int c, const char *req)
+{
     struct buf body = BUF_INIT, head = BUF_INIT;
     int ok = strncmp(req, "GET /metrics ", 13) == 0 || strncmp(req, "GET /metrics?", 13) == 0;
     if (ok)
@@ -365,7 +375,13 @@ static void metrics_answer(struct metrics_server *s, int c)
                "Content-Length: %zu\r\nConnection: close\r\n\r\n",
                ok ? "200 OK" : "404 Not Found", body.len);
     buf_append(&head, body.data ? body.data : "", body.len);
-    for (size_t at = 0; at < head.len;) {
+    int fl = fcntl(c, F_GETFL);
+    if (fl >= 0)
+        fcntl(c, F_SETFL, fl & ~O_NONBLOCK);
+    struct timeval tv = {METRICS_SEND_MS / 1000, (METRICS_SEND_MS % 1000) * 1000};
+    setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    long long until = metrics_now_ms() + METRICS_SEND_MS;
+    for (size_t at = 0; at < head.len && metrics_now_ms() < until;) {
         ssize_t k = send(c, head.data + at, head.len - at, MSG_NOSIGNAL);
         if (k <= 0)
             break;
@@ -381,23 +397,83 @@ static void metrics_answer(struct metrics_server *s, int c)
     }
 }
 
+/* Read what came on a connection; 1 when it is done with (answered, closed or broken). */
+static int metrics_read(struct metrics_server *s, struct metrics_conn *cn)
+{
+    ssize_t k = recv(cn->fd, cn->req + cn->got, sizeof cn->req - 1 - cn->got, 0);
+    if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+        return 0;
+    if (k <= 0)
+        return 1;
+    cn->got += (size_t)k;
+    cn->req[cn->got] = '\0';
+    if (cn->got < sizeof cn->req - 1 && !strstr(cn->req, "\r\n\r\n") && !strstr(cn->req, "\n\n"))
+        return 0;
+    metrics_answer(s, cn->fd, cn->req); /* the head is complete, or as much as is read */
+    return 1;
+}
+
 static void *metrics_serve(void *arg)
 {
     struct metrics_server *s = arg;
+    struct metrics_conn *cs = xcalloc(METRICS_CONNS, sizeof *cs);
+    size_t n = 0;
+    struct pollfd p[METRICS_CONNS + 2];
     for (;;) {
-        struct pollfd p[2] = {{s->fd, POLLIN, 0}, {s->stop_pipe[0], POLLIN, 0}};
-        if (poll(p, 2, -1) < 0 && errno != EINTR)
+        long long now = metrics_now_ms();
+        for (size_t i = 0; i < n;) /* past its time: dropped */
+            if (cs[i].deadline <= now) {
+                close(cs[i].fd);
+                cs[i] = cs[--n];
+            } else {
+                i++;
+            }
+        int wait = -1;
+        for (size_t i = 0; i < n; i++)
+            if (wait < 0 || cs[i].deadline - now < wait)
+                wait = (int)(cs[i].deadline - now);
+        p[0] = (struct pollfd){s->fd, POLLIN, 0};
+        p[1] = (struct pollfd){s->stop_pipe[0], POLLIN, 0};
+        for (size_t i = 0; i < n; i++)
+            p[i + 2] = (struct pollfd){cs[i].fd, POLLIN, 0};
+        if (poll(p, (nfds_t)n + 2, wait) < 0) {
+            if (errno == EINTR)
+                continue;
             break;
+        }
         if (p[1].revents)
             break;
+        /* the connections first (their slots move as they go), then a new one */
+        for (size_t i = n; i-- > 0;)
+            if (p[i + 2].revents && metrics_read(s, &cs[i])) {
+                close(cs[i].fd);
+                cs[i] = cs[--n];
+            }
         if (!(p[0].revents & POLLIN))
             continue;
         int c = accept(s->fd, NULL, NULL);
         if (c < 0)
             continue;
-        metrics_answer(s, c);
-        close(c);
+        int fl = fcntl(c, F_GETFL);
+        if (fl >= 0)
+            fcntl(c, F_SETFL, fl | O_NONBLOCK);
+        if (n == METRICS_CONNS) { /* full: the oldest goes, a fresh scrape is let in */
+            size_t old = 0;
+            for (size_t i = 1; i < n; i++)
+                if (cs[i].deadline < cs[old].deadline)
+                    old = i;
+            close(cs[old].fd);
+            cs[old] = cs[--n];
+        }
+        cs[n].fd = c;
+        cs[n].got = 0;
+        cs[n].deadline = metrics_now_ms() + METRICS_REQ_MS;
+        cs[n].req[0] = '\0';
+        n++;
     }
+    for (size_t i = 0; i < n; i++)
+        close(cs[i].fd);
+    free(cs);
     return NULL;
 }
 

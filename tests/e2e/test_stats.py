@@ -10,6 +10,7 @@ import json  # noqa: E402
 import os  # noqa: E402
 import re  # noqa: E402
 import shutil  # noqa: E402
+import socket  # noqa: E402
 import sqlite3  # noqa: E402
 import subprocess  # noqa: E402
 import time  # noqa: E402
@@ -242,6 +243,60 @@ with ttlib.FakeServer() as srv:
     ratio = spend.get("gpt-4o", 0) / spend["gpt-4o-mini"] if spend.get("gpt-4o-mini") else 0
     t.ok(ratio > 10, "batch spend: the same tokens cost gpt-4o over 10x gpt-4o-mini (%.1fx: %r)"
          % (ratio, spend))
+
+    # --- /metrics answers a scrape while other clients trickle their requests a byte at a
+    # time (until 2026-12 the clients were read one after the other, 2 s of silence allowed
+    # per byte: one client sending a byte every 0.5 s held the endpoint as long as it went
+    # on, and the scrape beside it got nothing) ---
+    d3 = ttlib.tempdir("tt-loris-")
+    inp3 = os.path.join(d3, "in.jsonl")
+    with open(inp3, "w") as f:
+        f.write(json.dumps({"id": 1, "prompt": "one"}) + "\n")
+    mport3 = ttlib.free_port()
+    p3 = subprocess.Popen([ttlib.tokterm_path(), "--no-cache", "batch", inp3, "-o",
+                           os.path.join(d3, "out.jsonl"), "--metrics-listen",
+                           "127.0.0.1:%d" % mport3, "--metrics-linger", "15"],
+                          env=ttlib.clean_env(home, {"OPENAI_BASE_URL": srv.base()}),
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    loris, stop = [], threading.Event()
+    for _ in range(200):
+        try:
+            loris.append(socket.create_connection(("127.0.0.1", mport3), timeout=2))
+            break
+        except OSError:
+            time.sleep(0.05)
+    for _ in range(3):
+        loris.append(socket.create_connection(("127.0.0.1", mport3), timeout=2))
+
+    def trickle():
+        for i in range(40):  # "GET /metrics..." a byte every 0.5 s, never the end of it
+            if stop.wait(0.5 if i else 0):
+                return
+            for so in loris:
+                try:
+                    so.send(b"GET /metrics HTTP/1.1\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaa"[i:i + 1])
+                except OSError:
+                    pass
+
+    tr = threading.Thread(target=trickle)
+    tr.start()
+    time.sleep(0.3)  # every slow client has sent its first byte
+    got, t0 = b"", time.time()
+    try:
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % mport3, timeout=6) as r:
+            got = r.read()
+    except OSError as e:
+        got = repr(e).encode()
+    took = time.time() - t0
+    stop.set()
+    tr.join()
+    for so in loris:
+        so.close()
+    t.ok(b"tokterm_requests_in_flight" in got,
+         "a scrape beside 4 clients trickling their requests is answered (in %.2f s)" % took,
+         got[:200].decode(errors="replace"))
+    t.eq(p3.wait(30), 0, "the batch ends well after that scrape")
+    p3.stderr.close()
 
     # --- OpenTelemetry: a receiver decodes the OTLP/HTTP JSON of a batch ---
     class Receiver(http.server.BaseHTTPRequestHandler):
