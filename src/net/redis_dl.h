@@ -16,9 +16,9 @@
 
 /* Every hiredis function tokterm uses. */
 #define REDIS_DL_FUNCS(X)                                                                     \
-    X(redisAppendCommandArgv) X(redisBufferWrite) X(redisCommandArgv)                         \
-    X(redisConnectUnixWithTimeout) X(redisConnectWithTimeout) X(redisFree) X(redisGetReply)   \
-    X(redisSetTimeout) X(freeReplyObject)
+    X(redisAppendCommandArgv) X(redisBufferRead) X(redisBufferWrite)                          \
+    X(redisConnectUnixWithTimeout) X(redisConnectWithTimeout) X(redisFree)                    \
+    X(redisReaderGetReply) X(redisSetTimeout) X(freeReplyObject)
 
 /* The table: one pointer per function (dl_ and its name: the names are the macros below), with
  * the type of its declaration in <hiredis.h>. */
@@ -34,12 +34,12 @@ extern struct redis_dl redis_dl_api;
 int redis_dl_load(const char **why);
 
 #define redisAppendCommandArgv (redis_dl_api.dl_redisAppendCommandArgv)
+#define redisBufferRead (redis_dl_api.dl_redisBufferRead)
 #define redisBufferWrite (redis_dl_api.dl_redisBufferWrite)
-#define redisCommandArgv (redis_dl_api.dl_redisCommandArgv)
 #define redisConnectUnixWithTimeout (redis_dl_api.dl_redisConnectUnixWithTimeout)
 #define redisConnectWithTimeout (redis_dl_api.dl_redisConnectWithTimeout)
 #define redisFree (redis_dl_api.dl_redisFree)
-#define redisGetReply (redis_dl_api.dl_redisGetReply)
+#define redisReaderGetReply (redis_dl_api.dl_redisReaderGetReply)
 #define redisSetTimeout (redis_dl_api.dl_redisSetTimeout)
 #define freeReplyObject (redis_dl_api.dl_freeReplyObject)
 

@@ -10,6 +10,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,9 @@
 #define STATE_PEER_S "10"
 /* Words of the longest command: EVALSHA sha numkeys, 2 keys, 10 arguments. */
 #define STATE_ARGV_MAX 16
+/* The largest reply kept: ours are a SHA-1 or a few numbers (state_reply). */
+#define STATE_REPLY_MAX (64 * 1024)
+#define STATE_REPLY_MAX_TEXT "64 KiB"
 
 /* ---------------------------------------------------------------- scripts */
 
@@ -227,14 +231,57 @@ static void state_lose(struct state *st, const char *reason)
     }
 }
 
+/* One reply, read within the budget and at most STATE_REPLY_MAX bytes: NULL with the
+ * connection lost past either. hiredis's own blocking read bounds each read() only (its
+ * timeout), and keeps whatever a reply announces: a server trickling a byte every 40 ms held a
+ * request for as long as it liked, and one announcing a 2 GB string was buffered whole (3.9
+ * GB resident, 20 s, until 2026-12). Our replies are a SHA-1 or a few numbers. */
+static redisReply *state_reply(struct state *st)
+{
+    double until = util_now() + st->addr.budget_ms / 1000.0;
+    for (;;) {
+        void *p = NULL;
+        if (redisReaderGetReply(st->c->reader, &p) != REDIS_OK) {
+            state_lose(st, st->c->reader->errstr);
+            return NULL;
+        }
+        if (p)
+            return p;
+        if (st->c->reader->len - st->c->reader->pos > STATE_REPLY_MAX) {
+            state_lose(st, "a reply larger than " STATE_REPLY_MAX_TEXT);
+            return NULL;
+        }
+        double left = until - util_now();
+        struct pollfd pf = {st->c->fd, POLLIN, 0};
+        int k = left > 0 ? poll(&pf, 1, (int)(left * 1000) + 1) : 0;
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            char why[64];
+            snprintf(why, sizeof why, "slower than %d ms", st->addr.budget_ms);
+            state_lose(st, why);
+            return NULL;
+        }
+        if (redisBufferRead(st->c) != REDIS_OK) {
+            state_lose(st, st->c->errstr[0] ? st->c->errstr : "no answer");
+            return NULL;
+        }
+    }
+}
+
 static redisReply *state_cmd(struct state *st, int argc, const char **argv, const size_t *lens)
 {
-    redisReply *r = redisCommandArgv(st->c, argc, argv, lens);
-    if (!r) {
+    int done = 0;
+    if (redisAppendCommandArgv(st->c, argc, argv, lens) != REDIS_OK) {
         state_lose(st, st->c->errstr[0] ? st->c->errstr : "no answer");
         return NULL;
     }
-    return r;
+    while (!done)
+        if (redisBufferWrite(st->c, &done) != REDIS_OK) {
+            state_lose(st, st->c->errstr[0] ? st->c->errstr : "no answer");
+            return NULL;
+        }
+    return state_reply(st);
 }
 
 /* A command whose reply only says yes or no: 0, or -1 (connection dropped, why). */
@@ -352,12 +399,9 @@ static int state_drain(struct state *st)
 {
     int reload = 0;
     while (st->c && st->pending > 0) {
-        void *p = NULL;
-        if (redisGetReply(st->c, &p) != REDIS_OK || !p) {
-            state_lose(st, st->c->errstr);
+        redisReply *r = state_reply(st);
+        if (!r)
             return -1;
-        }
-        redisReply *r = p;
         reload |= r->type == REDIS_REPLY_ERROR && util_starts_with(r->str, "NOSCRIPT");
         freeReplyObject(r);
         st->pending--;
