@@ -239,7 +239,7 @@ static void doctor_headers(struct doctor_xfer *x, const struct buf *headers)
 }
 
 /* Number of models in a /models list in the dialect's shape (Gemini's "models/NAME"),
- * and whether model is one of them. */
+ * and whether model is one of them; -1 when the body is not such a list. */
 static int doctor_models(const struct conf *c, const char *body, size_t n, const char *model,
                          int *listed)
 {
@@ -247,7 +247,7 @@ static int doctor_models(const struct conf *c, const char *body, size_t n, const
     const char *api = conf_dialect(c)->name;
     int ok = models_parse(strcmp(api, "responses") == 0 ? "openai" : api, body, n, &l,
                           NULL) == 0;
-    int count = ok ? (int)l.n : 0;
+    int count = ok ? (int)l.n : -1;
     *listed = ok && models_has(&l, model);
     model_list_free(&l);
     return count;
@@ -354,6 +354,18 @@ static void doctor_http(struct doctor *d, const struct conf *c, const char *prof
     if (r->status >= 200 && r->status < 300) {
         int listed;
         int count = doctor_models(c, buf_str(&r->body), r->body.len, c->model, &listed);
+        if (count < 0) {
+            /* a web page, a login portal, a base_url short of the API's path: the chat
+             * fails on it (exit 3), and `tokterm models` says so; until 2026-12 doctor said
+             * "0 models" and "the server accepted the key" (a page that is not the API
+             * says nothing of the key: no key line) */
+            const char *ct = x.ctype + strspn(x.ctype, " \t");
+            doctor_linef(d, DOCTOR_FAIL, "http", prof,
+                         "check that base_url ends where the API starts (e.g. .../v1)",
+                         "GET %s: HTTP %ld but not a model list (%s)", shown, r->status,
+                         *ct ? ct : "no Content-Type");
+            goto limits;
+        }
         doctor_linef(d, DOCTOR_OK, "http", prof, NULL, "GET %s: HTTP %ld, %d model%s (%.0f ms)",
                      shown, r->status, count, count == 1 ? "" : "s", r->total_ms);
         if (key)
@@ -368,6 +380,7 @@ static void doctor_http(struct doctor *d, const struct conf *c, const char *prof
         doctor_http_error(d, prof, shown, key, r, &x);
     }
 
+limits:
     if (x.rl.seen) {
         char rl[160];
         ratelimit_format(&x.rl, util_now(), rl, sizeof rl);

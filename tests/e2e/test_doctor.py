@@ -154,6 +154,21 @@ with ttlib.FakeServer() as srv:
     t.ok(find(lines, "warn", "model", "gemwrong", "gemini-nope is not in the server's list"),
          "gemini: an unknown model is a warning")
 
+    # a base_url that answers a web page (a UI, a login portal, a path short of /v1): not
+    # the API, whatever its 200 says (until 2026-12: "ok http ... HTTP 200, 0 models" and
+    # "ok key valid", exit 0, while every chat request failed with exit 3)
+    phome = home_with("[page]\nbase_url = %s\n"
+                      % srv.base("ctype=text/html,raw=%3Chtml%3Esign%20in%3C%2Fhtml%3E"))
+    rc, out, err = ttlib.run_tokterm(["doctor", "--timeout", "5"], home=phome,
+                                     env={"OPENAI_BASE_URL": None})
+    lines = lines_of(out)
+    well_formed(lines, "a web page")
+    ln = find(lines, "fail", "http", "page", "HTTP 200 but not a model list (text/html)")
+    t.ok(ln and "base_url ends where the API starts" in ln,
+         "a web page for /models: a failed http check that names base_url", "\n".join(lines))
+    t.ok(not find(lines, "ok", "key valid", "page"), "a web page: no word of the key's validity")
+    t.eq(rc, 1, "a web page for /models: exit 1")
+
     # one config, three dialects: each profile checked against its own endpoint, with its own
     # key variable and headers (not the dialect of the default profile)
     mhome = home_with("profile = oa\n[oa]\nbase_url = %s\nmodel = gpt-4o-mini\n"
