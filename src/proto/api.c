@@ -893,6 +893,25 @@ static int api_choice(struct api_stream *st, struct jscan *j, api_emit_fn fn, vo
     return r;
 }
 
+/* The "index" of the choice object at j, read on a copy (j does not move): -1 without one
+ * (or one that is not a number: the choice is taken as the first), else its value. */
+static long long api_choice_index(struct jscan j)
+{
+    if (jscan_object_begin(&j) < 0)
+        return -1;
+    int first = 1;
+    const char *k;
+    size_t kn;
+    while (jscan_object_next(&j, &first, &k, &kn) == 1) {
+        long long v;
+        if (jscan_key_is(k, kn, "index"))
+            return jscan_integer(&j, &v) == 0 ? v : -1;
+        if (jscan_skip(&j) < 0)
+            return -1;
+    }
+    return -1;
+}
+
 static void api_html_summary(const char *body, size_t n, struct buf *msg);
 
 int api_malformed(struct api_stream *st, const char *json, size_t n, const char *why)
@@ -1421,10 +1440,17 @@ static int api_stream_chunk_full(struct api_stream *st, const char *json, size_t
                 continue;
             if (jscan_array_begin(&j) < 0)
                 return api_malformed(st, json, n, j.err);
-            int af = 1, ar, idx = 0;
+            int af = 1, ar, pos = 0, taken = 0;
             while ((ar = jscan_array_next(&j, &af)) == 1) {
-                /* One answer is asked for; choices past the first are ignored. */
-                int rc = idx++ == 0 ? api_choice(st, &j, fn, ud) : jscan_skip(&j);
+                /* One answer is asked for: choice 0 (by its "index", else the first). With
+                 * n > 1 (extra_body) each chunk carries one choice of any index; until
+                 * 2026-12 every chunk's first was taken, and n = 2 interleaved two answers
+                 * ("HelloBonjour world monde") with the exit status of the last to end. */
+                long long ci = api_choice_index(j);
+                int take = !taken && (ci == 0 || (ci < 0 && pos == 0));
+                pos++;
+                taken |= take;
+                int rc = take ? api_choice(st, &j, fn, ud) : jscan_skip(&j);
                 if (rc == -2)
                     return 1;
                 if (rc < 0)

@@ -779,6 +779,33 @@ with ttlib.FakeServer() as srv:
     t.eq((codes, len(srv.requests()) - before), ([0, 0, 0, 0], 4),
          "an empty answer with finish_reason stop: exit 0, never cached (-p, batch)")
 
+    # n = 2 (extra_body): each chunk carries one choice, index 0 or 1; the answer is choice
+    # 0's (until 2026-12 every chunk's first choice was taken: "HelloBonjour world monde",
+    # exit 6 from choice 1's finish_reason "length")
+    ev = lambda i, d, fr=None: "data: %s\n\n" % json.dumps(
+        {"choices": [{"index": i, "delta": d, "finish_reason": fr}]})
+    sse = (ev(0, {"role": "assistant", "content": ""}) + ev(1, {"role": "assistant",
+           "content": ""}) + ev(0, {"content": "Hello"}) + ev(1, {"content": "Bonjour"}) +
+           ev(0, {"content": " world"}) + ev(1, {"content": " monde"}) + ev(0, {}, "stop") +
+           ev(1, {}, "length") + "data: [DONE]\n\n")
+    home = ttlib.make_home()
+    rc, out, err = run(["--extra-body", '{"n":2}', "-p", "two answers"],
+                       base("ctype=text/event-stream,raw=" + q(sse)), home=home)
+    t.eq((rc, out, err), (0, b"Hello world\n", b""),
+         "n=2 streamed: choice 0's text and finish, exit 0")
+    rc, shown, err = run(["show", "1"], home=home)
+    t.ok(b"Hello world" in shown and b"Bonjour" not in shown, "n=2: choice 0 is what is saved",
+         shown.decode(errors="replace"))
+    body = json.dumps({"choices": [
+        {"index": 1, "message": {"role": "assistant", "content": "Bonjour"},
+         "finish_reason": "length"},
+        {"index": 0, "message": {"role": "assistant", "content": "Hello"},
+         "finish_reason": "stop"}]})
+    rc, out, err = run(["--extra-body", '{"n":2}', "-p", "two answers"],
+                       base("ctype=application/json,raw=" + q(body)))
+    t.eq((rc, out, err), (0, b"Hello\n", b""),
+         "n=2 in one object, choice 1 listed first: choice 0, exit 0")
+
     # usage of the wrong type: one warning, the answer stands (exit 0)
     for usage in ('{"prompt_tokens":1,"completion_tokens":2,"total_tokens":"8"}',
                   '{"prompt_tokens":null,"completion_tokens":-5,"total_tokens":1e300}',
