@@ -886,6 +886,17 @@ static void net_http_message(struct xfer *x, CURLcode res, struct net_result *r,
 /* libcurl's CURLE_TOO_LARGE (8.6 and later; the headers built against may be older) */
 #define NET_CURLE_TOO_LARGE 100
 
+/* The status a proxy answered the CONNECT of an https request with when it refused the
+ * tunnel (300 and up), else 0. libcurl reports it as a receive error. */
+static long net_proxy_refused(const struct xfer *x, CURLcode res)
+{
+    long code = 0;
+    if (res == CURLE_OK || !x->easy)
+        return 0;
+    curl_easy_getinfo(x->easy, CURLINFO_HTTP_CONNECTCODE, &code);
+    return code >= 300 ? code : 0;
+}
+
 /* The message of a transport error, with what to check for the usual ones. */
 static void net_transport_message(const struct xfer *x, CURLcode res, int got_text,
                                   struct buf *msg)
@@ -896,6 +907,18 @@ static void net_transport_message(const struct xfer *x, CURLcode res, int got_te
         buf_appends(msg, "Too large response headers: a line of the server's headers is over "
                          "100 KiB (libcurl's limit), so the response could not be read; the "
                          "server, or a proxy before it, is broken");
+        return;
+    }
+    long proxy = net_proxy_refused(x, res);
+    if (proxy) {
+        /* until 2026-12 "connection dropped, retrying" twice, then libcurl's "CONNECT tunnel
+         * failed, response 407", exit 4 after 3 attempts and their backoff */
+        buf_printf(msg, "the proxy refused the tunnel to the server: HTTP %ld %s", proxy,
+                   proxy == 407 ? "(it wants a user and password: give them in the proxy's "
+                                  "URL, https_proxy=http://USER:PASSWORD@HOST:PORT)"
+                   : proxy == 403 ? "(it does not allow this host: ask its administrator, "
+                                    "or set no_proxy for it)"
+                                  : "(check https_proxy / HTTPS_PROXY / ALL_PROXY)");
         return;
     }
     if (!x->headers_end && (res == CURLE_UNSUPPORTED_PROTOCOL || res == CURLE_WEIRD_SERVER_REPLY)) {
@@ -1136,6 +1159,9 @@ static enum ratelimit_net net_kind(const struct xfer *x, CURLcode res, long stat
 {
     if (x->idle_fired)
         return RATELIMIT_NET_TIMEOUT;
+    long proxy = net_proxy_refused(x, res);
+    if (proxy) /* a proxy's 4xx (407: credentials, 403: policy) is the same the next time */
+        return proxy >= 500 ? RATELIMIT_NET_CONNECT : RATELIMIT_NET_FATAL;
     switch (res) {
     case CURLE_OK:
         return status > 0 ? RATELIMIT_NET_OK : RATELIMIT_NET_DROPPED;

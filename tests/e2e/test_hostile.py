@@ -866,7 +866,12 @@ RAW = {
     "notheep": b"SSH-2.0-OpenSSH_9.2\r\n",
     "short": (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
               b"\r\n" % (len(ANSWER) + 100)) + ANSWER,
+    # a proxy's answers to CONNECT p407.invalid:443 and p403.invalid:443
+    "p407.invalid:443": (b"HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: "
+                         b"Basic realm=\"corp\"\r\nContent-Length: 0\r\n\r\n"),
+    "p403.invalid:443": b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n",
 }
+SEEN = []  # the first segment of each request's path (a CONNECT's host:port)
 
 
 def raw_server():
@@ -890,7 +895,8 @@ def raw_server():
                         break
                     data += got
                 path = data.split(b" ", 2)[1].decode() if data.count(b" ") >= 2 else "/"
-                c.sendall(RAW.get(path.strip("/").split("/")[0], b""))
+                SEEN.append(path.strip("/").split("/")[0])
+                c.sendall(RAW.get(SEEN[-1], b""))
             except OSError:
                 pass
             finally:
@@ -912,6 +918,20 @@ for name, want_rc, want in (("304", 3, "HTTP 304: Not Modified"),
     t.ok(rc == want_rc and want in e and "mid-stream" not in e and "redirects" not in e and
          (name != "short" or out == b"full answer\n"),
          "%s: exit %d, said for what it is" % (name, want_rc), "rc %d %s" % (rc, e))
+# an https request through a proxy that refuses the tunnel: said so, with what to do, after
+# one attempt: the next would get the same answer (until 2026-12 "connection dropped,
+# retrying" twice, then "CONNECT tunnel failed, response 407", exit 4)
+for host, want in (("p407.invalid", "HTTP 407 (it wants a user and password"),
+                   ("p403.invalid", "HTTP 403 (it does not allow this host")):
+    before = len(SEEN)
+    rc, out, err = run(["--incognito", "-p", "hi"],
+                       {"OPENAI_BASE_URL": "https://%s/v1" % host, "NO_PROXY": None,
+                        "no_proxy": None,
+                        "HTTPS_PROXY": "http://alice:pr0xy-s3cret@127.0.0.1:%d" % rport})
+    e = err.decode(errors="replace")
+    t.ok(rc == 4 and "the proxy refused the tunnel" in e and want in e and
+         "pr0xy-s3cret" not in e, "a proxy's %s: exit 4, said for what it is" % want[:8], e)
+    t.eq(SEEN[before:], [host + ":443"], "a proxy's %s: one attempt, not retried" % want[:8])
 rs.close()
 
 if os.environ.get("HOSTILE_TABLE"):
