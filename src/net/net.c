@@ -871,6 +871,9 @@ static void net_http_message(struct xfer *x, CURLcode res, struct net_result *r,
                       sizeof r->error_code);
     if (r->status == 400)
         api_error_param(body, x->body.len, r->error_param, sizeof r->error_param);
+    if (r->status == 407) /* only a proxy sends it (until 2026-12 "HTTP 407" alone) */
+        buf_appends(msg, " - a proxy (http_proxy / HTTP_PROXY / ALL_PROXY) wants a user and "
+                         "password: give them in its URL, http://USER:PASSWORD@HOST:PORT");
     if (r->status >= 300 && r->status < 400) {
         const char *loc = strstr(buf_str(&x->headers), "location: ");
         if (loc) {

@@ -870,6 +870,9 @@ RAW = {
     "p407.invalid:443": (b"HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: "
                          b"Basic realm=\"corp\"\r\nContent-Length: 0\r\n\r\n"),
     "p403.invalid:443": b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n",
+    # and to any plain http request it forwards (GET http://HOST/...: the segment "http:")
+    "http:": (b"HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic "
+              b"realm=\"corp\"\r\nContent-Length: 0\r\n\r\n"),
 }
 SEEN = []  # the first segment of each request's path (a CONNECT's host:port)
 
@@ -932,6 +935,14 @@ for host, want in (("p407.invalid", "HTTP 407 (it wants a user and password"),
     t.ok(rc == 4 and "the proxy refused the tunnel" in e and want in e and
          "pr0xy-s3cret" not in e, "a proxy's %s: exit 4, said for what it is" % want[:8], e)
     t.eq(SEEN[before:], [host + ":443"], "a proxy's %s: one attempt, not retried" % want[:8])
+# the same proxy for a plain http base URL: its 407 is the response; "HTTP 407" said nothing
+# more until 2026-12
+rc, out, err = run(["--incognito", "-p", "hi"],
+                   {"OPENAI_BASE_URL": "http://p407plain.invalid/v1", "NO_PROXY": None,
+                    "no_proxy": None, "http_proxy": "http://127.0.0.1:%d" % rport})
+e = err.decode(errors="replace")
+t.ok(rc == 3 and "HTTP 407" in e and "a proxy (http_proxy" in e and "wants a user and password"
+     in e, "a plain http request's 407: exit 3, names the proxy and what to set", e)
 rs.close()
 
 if os.environ.get("HOSTILE_TABLE"):
