@@ -319,6 +319,56 @@ static int conf_check_object(const char *value, const char *name, struct buf *er
     return -1;
 }
 
+/* 1 when s is a variable's name: letters, digits and _, not starting with a digit. */
+static int conf_var_name(const char *s, size_t n)
+{
+    if (!n || (s[0] >= '0' && s[0] <= '9'))
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!(s[i] == '_' || (s[i] >= '0' && s[i] <= '9') || ((s[i] | 0x20) >= 'a' &&
+                                                               (s[i] | 0x20) <= 'z')))
+            return 0;
+    return 1;
+}
+
+/* A setting that names variables holding secrets (api_key_env, state_password_env, the
+ * NAME and env:NAME items of keys) given something that is not a name - most likely the key
+ * itself, pasted there: refused without showing it. Until 2026-12 it was echoed on stderr and
+ * by doctor ("the variable sk-proj-... is not set"), into CI logs. 0, or -1 with err set. */
+static int conf_check_var_names(const char *key, const char *value, struct buf *err)
+{
+    int list = strcmp(key, "keys") == 0, item = 0;
+    for (const char *p = value; *p;) {
+        size_t n = list ? strcspn(p, ",") : strlen(p);
+        const char *s = p, *e = p + n;
+        p = *e ? e + 1 : e;
+        while (s < e && (*s == ' ' || *s == '\t'))
+            s++;
+        while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
+            e--;
+        if (s == e)
+            continue;
+        item++;
+        if (list && (size_t)(e - s) >= 4 && strncmp(s, "cmd:", 4) == 0)
+            continue;
+        if (list && (size_t)(e - s) >= 4 && strncmp(s, "env:", 4) == 0)
+            for (s += 4; s < e && (*s == ' ' || *s == '\t'); s++)
+                ;
+        if (conf_var_name(s, (size_t)(e - s)))
+            continue;
+        if (list)
+            buf_printf(err, "keys: item %d is not a variable's name (letters, digits and _), so "
+                       "it is not shown: a key goes in a variable named here (NAME or "
+                       "env:NAME) or comes from cmd:COMMAND, never in the list itself", item);
+        else
+            buf_printf(err, "%s takes a variable's name (letters, digits and _); this value is "
+                       "not one, so it is not shown: the secret goes in that variable, never "
+                       "here", key);
+        return -1;
+    }
+    return 0;
+}
+
 int conf_set(struct conf *c, const char *key, const char *value, struct buf *err)
 {
     const struct opt *o = conf_find(key);
@@ -344,6 +394,11 @@ int conf_set(struct conf *c, const char *key, const char *value, struct buf *err
             return -1;
         }
         if (o->off == offsetof(struct conf, extra_body) && conf_check_object(value, key, err) < 0)
+            return -1;
+        if ((o->off == offsetof(struct conf, api_key_env) ||
+             o->off == offsetof(struct conf, state_password_env) ||
+             o->off == offsetof(struct conf, keys)) &&
+            conf_check_var_names(key, value, err) < 0)
             return -1;
         if (o->off == offsetof(struct conf, model) && !value[strspn(value, " \t\r\n")]) {
             /* a blank name goes out as "model": "" and the server refuses it */

@@ -169,6 +169,26 @@ with ttlib.FakeServer() as srv:
     t.ok(not find(lines, "ok", "key valid", "page"), "a web page: no word of the key's validity")
     t.eq(rc, 1, "a web page for /models: exit 1")
 
+    # a key pasted where a variable's name goes (keys =, api_key_env =, state_password_env
+    # =): refused, exit 2, and never shown (until 2026-12 "the variable sk-... is not set" on
+    # stderr and in doctor's line)
+    pasted = "sk-proj-PASTED0123456789abcdef"
+    for name, setting in (("keys (a bare item)", "keys = env:OPENAI_API_KEY, %s" % pasted),
+                          ("keys (env:)", "keys = env:%s" % pasted),
+                          ("api_key_env", "api_key_env = %s" % pasted),
+                          ("state_password_env", "state = redis://127.0.0.1:1/0\n"
+                                                 "state_password_env = %s" % pasted)):
+        khome = home_with("[k]\nbase_url = %s\n%s\n" % (srv.base(), setting))
+        rc, out, err = ttlib.run_tokterm(["-P", "k", "--no-save", "-p", "hi"], home=khome,
+                                         env={"OPENAI_BASE_URL": None})
+        rc2, dout, derr = ttlib.run_tokterm(["doctor", "--offline"], home=khome,
+                                            env={"OPENAI_BASE_URL": None})
+        t.ok(rc == 2 and b"not shown" in err and pasted.encode() not in out + err,
+             "a key pasted in %s: exit 2, refused without showing it" % name, err.decode())
+        t.ok(rc2 == 1 and pasted.encode() not in dout + derr,
+             "a key pasted in %s: doctor fails, without showing it" % name,
+             (dout + derr).decode())
+
     # one config, three dialects: each profile checked against its own endpoint, with its own
     # key variable and headers (not the dialect of the default profile)
     mhome = home_with("profile = oa\n[oa]\nbase_url = %s\nmodel = gpt-4o-mini\n"
