@@ -277,6 +277,17 @@ static int doctor_transport(struct doctor *d, const struct conf *c, const char *
     doctor_linef(d, DOCTOR_OK, "connect", prof, NULL, "%s in %.0f ms", host,
                  took > 0 ? took : 0.0);
 
+    if (r->failure == NET_PROBE_PROXY) {
+        /* until 2026-12 "ok tls: certificate verified" (no handshake had happened), then
+         * "the server took the connection but did not answer: is it busy?" */
+        doctor_linef(d, DOCTOR_FAIL, "proxy", prof,
+                     r->proxy_status == 407
+                         ? "it wants a user and password: give them in the proxy's URL, "
+                           "https_proxy=http://USER:PASSWORD@HOST:PORT"
+                         : "check https_proxy / HTTPS_PROXY / ALL_PROXY and no_proxy",
+                     "the proxy refused the tunnel to %s: HTTP %ld", host, r->proxy_status);
+        return -1;
+    }
     if (https) {
         if (r->failure == NET_PROBE_TLS) {
             doctor_linef(d, DOCTOR_FAIL, "tls", prof,

@@ -373,6 +373,12 @@ int net_probe(const struct net_probe_request *req, struct net_probe_result *out)
     out->total_ms = net_probe_ms(e, CURLINFO_TOTAL_TIME_T);
     curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &out->status);
     out->failure = net_probe_failure_of(res, out->connect_ms);
+    long proxy = 0; /* a refused tunnel: libcurl says a receive error */
+    if (res != CURLE_OK && curl_easy_getinfo(e, CURLINFO_HTTP_CONNECTCODE, &proxy) == CURLE_OK &&
+        proxy >= 300) {
+        out->failure = NET_PROBE_PROXY;
+        out->proxy_status = proxy;
+    }
     net_headers_free(hdrs);
     curl_easy_cleanup(e);
     if (req->secret) {

@@ -84,6 +84,7 @@ enum net_probe_failure {
     NET_PROBE_UNLOADED,   /* libcurl could not be loaded or a handle made: nothing was sent */
     NET_PROBE_RESOLVE,    /* the host name did not resolve */
     NET_PROBE_CONNECT,    /* no TCP connection (refused, or the time ran out before one) */
+    NET_PROBE_PROXY,      /* the proxy refused the tunnel (proxy_status: its CONNECT's answer) */
     NET_PROBE_TLS,        /* the TLS handshake or the certificate check failed */
     NET_PROBE_OTHER,      /* any other transport failure (see status: an answer may have begun) */
 };
@@ -94,6 +95,7 @@ struct net_probe_result {
     char ip[64];          /* the address connected to, "" when none */
     double dns_ms, connect_ms, tls_ms, total_ms; /* since the start (curl's *_TIME_T); 0 = none */
     long status;          /* HTTP status of the last answer, 0 when none */
+    long proxy_status;    /* NET_PROBE_PROXY: the proxy's status for the CONNECT (407, 403) */
     struct buf headers;   /* the last answer's header lines as received, status line first */
     struct buf body;      /* up to body_max bytes */
 };

@@ -10,8 +10,10 @@ sys.dont_write_bytecode = True
 import os  # noqa: E402
 import re  # noqa: E402
 import shutil  # noqa: E402
+import socket  # noqa: E402
 import sqlite3  # noqa: E402
 import subprocess  # noqa: E402
+import threading  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ttlib  # noqa: E402
@@ -188,6 +190,44 @@ with ttlib.FakeServer() as srv:
         t.ok(rc2 == 1 and pasted.encode() not in dout + derr,
              "a key pasted in %s: doctor fails, without showing it" % name,
              (dout + derr).decode())
+
+    # an https base_url behind a proxy that refuses the tunnel (407): a failed proxy check
+    # and no tls or http line (until 2026-12 "ok tls: certificate verified" though no
+    # handshake had happened, then "the server ... did not answer: is it busy?")
+    psock = socket.socket()
+    psock.bind(("127.0.0.1", 0))
+    psock.listen(4)
+
+    def proxy407():
+        while True:
+            try:
+                c, _ = psock.accept()
+            except OSError:
+                return
+            try:
+                c.settimeout(5)
+                c.recv(65536)
+                c.sendall(b"HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: "
+                          b"Basic realm=\"corp\"\r\nContent-Length: 0\r\n\r\n")
+            except OSError:
+                pass
+            c.close()
+    threading.Thread(target=proxy407, daemon=True).start()
+    xhome = home_with("[behind]\nbase_url = https://api.proxied.invalid/v1\n")
+    rc, out, err = ttlib.run_tokterm(
+        ["doctor", "--timeout", "5"], home=xhome,
+        env={"OPENAI_BASE_URL": None, "NO_PROXY": None, "no_proxy": None,
+             "HTTPS_PROXY": "http://carol:pr0xy-pw@127.0.0.1:%d" % psock.getsockname()[1]})
+    psock.close()
+    lines = lines_of(out)
+    well_formed(lines, "a proxy's 407")
+    ln = find(lines, "fail", "proxy", "behind", "refused the tunnel to api.proxied.invalid: "
+                                                 "HTTP 407")
+    t.ok(ln and "user and password" in ln and "pr0xy-pw" not in out.decode(),
+         "a proxy's 407: a failed proxy check that says what to set", "\n".join(lines))
+    t.ok(not find(lines, "ok", "tls", "behind") and not find(lines, "fail", "http", "behind"),
+         "a proxy's 407: no tls line (no handshake happened) and no http line")
+    t.eq(rc, 1, "a proxy's 407: exit 1")
 
     # one config, three dialects: each profile checked against its own endpoint, with its own
     # key variable and headers (not the dialect of the default profile)
