@@ -79,11 +79,29 @@ char *util_read_file(const char *path, size_t *len, size_t max_bytes)
     return util_read_file_stat(path, len, max_bytes, NULL);
 }
 
+static char *util_read_stream(FILE *f, size_t *len, size_t max_bytes, struct stat *st);
+
 char *util_read_file_stat(const char *path, size_t *len, size_t max_bytes, struct stat *st)
 {
     FILE *f = fopen(path, "rb");
-    if (!f)
+    return f ? util_read_stream(f, len, max_bytes, st) : NULL;
+}
+
+char *util_read_fd(int fd, size_t *len, size_t max_bytes, struct stat *st)
+{
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        int e = errno;
+        close(fd);
+        errno = e;
         return NULL;
+    }
+    return util_read_stream(f, len, max_bytes, st);
+}
+
+/* util_read_file_stat's read of an open stream, closed at the end. */
+static char *util_read_stream(FILE *f, size_t *len, size_t max_bytes, struct stat *st)
+{
     if (st && fstat(fileno(f), st) != 0) {
         int e = errno;
         fclose(f);

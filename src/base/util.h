@@ -42,6 +42,8 @@ char *util_read_file(const char *path, size_t *len, size_t max_bytes);
 struct stat;
 /* The same, and *st gets the fstat of the file that was read (not of what path names later). */
 char *util_read_file_stat(const char *path, size_t *len, size_t max_bytes, struct stat *st);
+/* The same from an open descriptor, which is closed in every case. */
+char *util_read_fd(int fd, size_t *len, size_t max_bytes, struct stat *st);
 
 /* The user's home directory: $HOME, or when it is unset or empty (cron, a systemd unit, env -i)
  * the password database's entry for this uid, as a shell finds ~; with neither, a private

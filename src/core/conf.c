@@ -812,6 +812,8 @@ static int conf_trust_one(const char *path, const struct stat *st, unsigned uid,
                           struct buf *why)
 {
     unsigned mode = (unsigned)st->st_mode & 07777;
+    if (!is_dir && S_ISCHR(st->st_mode) && st->st_uid == 0)
+        return 1; /* root's device (`--config /dev/null`): its mode 666 lets no one plant text */
     if (st->st_uid != (uid_t)uid && st->st_uid != 0) {
         char *owner = conf_user_name((unsigned)st->st_uid);
         char *me = conf_user_name(uid);
@@ -875,28 +877,47 @@ int conf_file_trusted(const char *path, unsigned uid, struct buf *why)
     return conf_trust(path, &st, uid, why);
 }
 
+#define CONF_PIPE_WAIT_MS 5000 /* a config that is a pipe: how long it may keep us waiting */
+
 int conf_load(struct conf *c, const char *path, const char *explicit_profile,
                 struct buf *err, struct buf *warn)
 {
     size_t len;
     struct stat st;
     /* Look before reading, through a descriptor that cannot block: a FIFO nobody writes held
-     * tokterm at its start for ever (until 2026-12), and a device or a socket is no settings
-     * file either. A directory goes on to the read's own "Is a directory". */
+     * tokterm at its start for ever (until 2026-12). What is not a file (a pipe: `--config
+     * <(...)`, /dev/stdin; /dev/null) is read from that descriptor once it has something to
+     * read or its end, within CONF_PIPE_WAIT_MS; a directory goes on to the read's own "Is a
+     * directory". */
+    char *text = NULL;
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-    if (fd >= 0) {
-        int ok = fstat(fd, &st) == 0;
-        close(fd);
-        if (ok && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
-            buf_printf(err, "%s: not a regular file (%s); the config must be one", path,
+    if (fd >= 0 && fstat(fd, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+        struct pollfd p = {fd, POLLIN, 0};
+        int ready;
+        while ((ready = poll(&p, 1, CONF_PIPE_WAIT_MS)) < 0 && errno == EINTR)
+            ;
+        if (ready <= 0) {
+            close(fd);
+            buf_printf(err, "%s: %s with nothing to read in %d s; the config must be a file, "
+                            "or a pipe something writes to", path,
                        S_ISFIFO(st.st_mode)   ? "a FIFO"
                        : S_ISSOCK(st.st_mode) ? "a socket"
                        : S_ISCHR(st.st_mode)  ? "a character device"
-                                              : "a block device");
+                                              : "a block device",
+                       CONF_PIPE_WAIT_MS / 1000);
             return -1;
         }
+        int fl = fcntl(fd, F_GETFL);
+        if (fl >= 0)
+            fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+        text = util_read_fd(fd, &len, 4 << 20, &st);
+        if (!text && errno == ENOENT)
+            errno = EIO; /* not "no config file": there was one */
+    } else {
+        if (fd >= 0)
+            close(fd);
+        text = util_read_file_stat(path, &len, 4 << 20, &st);
     }
-    char *text = util_read_file_stat(path, &len, 4 << 20, &st);
     if (!text) {
         if (errno == ENOENT) {
             if (explicit_profile) {

@@ -86,8 +86,9 @@ with ttlib.FakeServer() as srv:
         modes = [oct(os.stat(os.path.join(cache, f)).st_mode & 0o777) for f in os.listdir(cache)]
         t.eq(modes, ["0o600"], "the models cache file is 0600")
 
-    # --- a config file that is a FIFO nobody writes: refused at once with the reason (until
-    # 2026-12 the open blocked tokterm for ever) ---
+    # --- a config file that is a FIFO nobody writes: refused after 5 s with the reason (until
+    # 2026-12 the open blocked tokterm for ever); one something writes to (`--config <(...)`)
+    # and /dev/null are read ---
     if section("fifo"):
         home = ttlib.make_home()
         cfgdir = os.path.join(home, ".config", "tokterm")
@@ -100,9 +101,18 @@ with ttlib.FakeServer() as srv:
             start = time.monotonic()
             rc, out, err = ttlib.run_tokterm(args, env=base, home=home, timeout=20)
             t.eq(rc, 2, "%s as a FIFO: a configuration error (exit 2)" % what)
-            t.ok(b"not a regular file (a FIFO)" in err, "%s: says it is a FIFO" % what,
+            t.ok(b"a FIFO with nothing to read in 5 s" in err, "%s: says it is a FIFO" % what,
                  err.decode(errors="replace"))
-            t.ok(time.monotonic() - start < 10, "%s: at once" % what)
+            t.ok(time.monotonic() - start < 15, "%s: within its 5 s" % what)
+        os.unlink(os.path.join(cfgdir, "config"))
+        rc, out, err = ttlib.run_tokterm(["--config", "/dev/stdin", "--no-save", "--json", "-p",
+                                          "x"], env=base, home=home, stdin="model = piped-model\n")
+        t.ok(rc == 0 and json.loads(out).get("model") == "piped-model" and not err,
+             "--config /dev/stdin from a pipe: read", out.decode() + err.decode())
+        rc, out, err = ttlib.run_tokterm(["--config", "/dev/null", "--no-save", "-p", "x"],
+                                         env=base, home=home)
+        t.ok(rc == 0 and not err, "--config /dev/null: an empty config, no warning",
+             err.decode())
 
     # --- no socket can be opened (EMFILE): the message names the limit on open files, not
     # "Couldn't connect to server - is the server running?" (until 2026-12). The first attempt
