@@ -1350,12 +1350,21 @@ static char *conf_checked_key(char *key, const char *from, struct buf *err)
     return k;
 }
 
+char *conf_key_cmd(const char *cmd, const char *what, double timeout, struct buf *err)
+{
+    char *key = conf_run_key_cmd(cmd, what, timeout, err);
+    if (!key)
+        return NULL;
+    char *from = xasprintf("%s's output", what);
+    key = conf_checked_key(key, from, err);
+    free(from);
+    return key;
+}
+
 char *conf_api_key(const struct conf *c, struct buf *err)
 {
     if (c->api_key_cmd && *c->api_key_cmd)
-        return conf_checked_key(conf_run_key_cmd(c->api_key_cmd, "api_key_cmd",
-                                                 c->key_cmd_timeout, err),
-                                "api_key_cmd's output", err);
+        return conf_key_cmd(c->api_key_cmd, "api_key_cmd", c->key_cmd_timeout, err);
     if (c->api_key_env && *c->api_key_env) {
         const char *v = getenv(c->api_key_env);
         char *key = v && *v ? conf_env_key(c->api_key_env, v, err) : NULL;
@@ -1421,10 +1430,7 @@ int conf_key_pool(const struct conf *c, char ***labels, char ***values, struct b
             struct buf what = BUF_INIT;
             buf_printf(&what, "keys: cmd:%.60s%s", cmd, strlen(cmd) > 60 ? "..." : "");
             conf_clean(&what);
-            value = conf_run_key_cmd(cmd, buf_str(&what), c->key_cmd_timeout, err);
-            if (value)
-                buf_appends(&what, "'s output");
-            value = conf_checked_key(value, buf_str(&what), err);
+            value = conf_key_cmd(cmd, buf_str(&what), c->key_cmd_timeout, err);
             buf_free(&what);
         } else {
             const char *name = strncmp(item, "env:", 4) == 0 ? util_trim(item + 4) : item;

@@ -152,6 +152,10 @@ void conf_no_key_help(const struct conf *c, struct conf_key_help *h, struct buf 
  * key_cmd_timeout seconds to print it, exit and close its output; then its group is killed
  * (SIGTERM, SIGKILL 0.5 s later) and err says so. */
 char *conf_api_key(const struct conf *c, struct buf *err);
+/* The key the command cmd prints, run as api_key_cmd is (what names it in messages: "[mcp
+ * NAME] key_cmd"), checked as every key is (util_key_take). NULL with err set, or err empty
+ * when it printed nothing. */
+char *conf_key_cmd(const char *cmd, const char *what, double timeout, struct buf *err);
 /* Whether c names a key at all (api_key_cmd, a set api_key_env, api_key, or a "keys" pool),
  * without running any command: what "no API key" is decided by. */
 int conf_has_key_source(const struct conf *c);

@@ -14,11 +14,10 @@
 static char *mcp_set_key(const struct mcp_server_conf *sc, struct buf *err)
 {
     struct conf k;
-    conf_defaults(&k);
-    free(k.api_key_env);
-    k.api_key_env = NULL;
-    k.api_key_cmd = xstrdup(sc->key_cmd);
-    char *key = conf_api_key(&k, err);
+    conf_defaults(&k); /* its key_cmd_timeout */
+    char *what = xasprintf("[mcp %s] key_cmd", sc->name);
+    char *key = conf_key_cmd(sc->key_cmd, what, k.key_cmd_timeout, err);
+    free(what);
     if (!key && err->len == 0)
         buf_printf(err, "%s: key_cmd printed no key", sc->name);
     conf_free(&k);

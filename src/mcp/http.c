@@ -57,7 +57,7 @@ static int mcp_http_open(struct mcp_client *c, struct buf *err)
             v[i][--len] = '\0';
         const char *colon = strchr(v[i], ':');
         for (size_t j = 0; j < len; j++)
-            if ((unsigned char)v[i][j] < 0x20 && v[i][j] != '\t') {
+            if (((unsigned char)v[i][j] < 0x20 && v[i][j] != '\t') || v[i][j] == 0x7f) {
                 buf_printf(err, "%s: the header %.*s holds a control character once $VAR and "
                                 "{key} are put in (byte %zu); nothing was sent",
                            c->conf.name,

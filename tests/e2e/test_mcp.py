@@ -527,6 +527,13 @@ try:
                       env={"WEB_TOK": "t-1\r\nX-Evil: 1"})
     t.ok(rc == 4 and "X-Tok" in err and "control character" in err and "t-1" not in err,
          "Streamable HTTP: a header whose $VAR holds a line break: refused", err)
+    web3 = config("[mcp web]\nurl = http://127.0.0.1:%d/mcp\nkey_cmd = printf 'k-1\\033[2J'\n"
+                  % port)
+    rc, out, err = tt(web3, ["mcp", "call", "web", "echo", '{"message": "x"}'])
+    t.ok(rc == 4 and "[mcp web] key_cmd's output" in err and "control character" in err and
+         "api_key_cmd" not in err and "\x1b" not in err,
+         "Streamable HTTP: a key_cmd printing an escape: refused, the server's key_cmd named",
+         err)
 finally:
     os.killpg(srv.pid, signal.SIGTERM)
     srv.wait()
