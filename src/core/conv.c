@@ -345,8 +345,9 @@ static int conv_steps_ran(size_t calls, size_t results, int last_is_result)
     return calls && results >= calls && last_is_result;
 }
 
-#define CONV_STOPPED_RESULT "tokterm stopped before this call's result was saved (the process " \
-                            "ended): it may have run in part, in whole, or not at all"
+#define CONV_STOPPED_RESULT "no result of this call was saved: the tokterm that ran it stopped " \
+                            "before it came (or is still running it): it may have run in part, " \
+                            "in whole, or not at all"
 
 /* A loaded turn whose last round has calls without results (tokterm ended while they ran):
  * each gets an error result saying so, not saved, so that the rounds before and the results

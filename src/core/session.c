@@ -480,7 +480,8 @@ int64_t session_conv_id(const struct session *s)
 int session_conv_moved(struct session *s)
 {
     int64_t head = 0, mine = conv_parent_id(&s->conv, s->conv.n);
-    if (!s->store || !s->save || s->conv_id <= 0 || s->store_error || mine <= 0 ||
+    /* a turn of this chat's that was not saved left the head on the one before it: mine */
+    if (!s->store || !s->save || s->conv_id <= 0 || mine <= 0 ||
         store_conversation_head(s->store, s->conv_id, &head) != 0 || head <= 0)
         return 0;
     return head != mine;

@@ -499,7 +499,7 @@ with ttlib.FakeServer() as srv:
     msgs = b[0]["messages"] if b else []
     t.ok(rc == 0 and [m["role"] for m in msgs] == ["user", "assistant", "tool", "user"] and
          msgs[2].get("tool_call_id") == msgs[1]["tool_calls"][0]["id"] and
-         "tokterm stopped before this call's result was saved" in msgs[2]["content"],
+         "no result of this call was saved" in msgs[2]["content"],
          "the resume after it sends the call with a result saying tokterm stopped (rc %d)" % rc,
          text(err) + (json.dumps(b[0]) if b else ""))
 
@@ -519,7 +519,8 @@ with ttlib.FakeServer() as srv:
     msgs = b[0]["messages"] if b else []
     res = [(m.get("tool_call_id"), m.get("content")) for m in msgs if m["role"] == "tool"]
     t.ok(rc == 0 and [m["role"] for m in msgs] == ["user", "assistant", "tool", "tool", "user"]
-         and res[0] == ("k0", "3") and res[1][0] == "k1" and "tokterm stopped" in res[1][1],
+         and res[0] == ("k0", "3") and res[1][0] == "k1" and
+         "no result of this call was saved" in res[1][1],
          "kill -9 in a round's second call: the first's result is sent, the second's says "
          "tokterm stopped (rc %d)" % rc, text(seen) + text(err) + (json.dumps(b[0]) if b else ""))
     rc, out, err = run(srv, home, ["--db", kdb2, "show", "1"])
