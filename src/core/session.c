@@ -2790,7 +2790,15 @@ static void session_status_fill(struct session *s, struct session_status *st, in
         if (s->status_n != s->n_msgs || s->status_last != last) {
             struct context_plan p;
             struct context_params par;
-            session_context_plan_into(s, 0, &p, &par);
+            const char *role = s->n_msgs ? s->msgs[s->n_msgs - 1].role : NULL;
+            if (session_context_plan_into(s, 0, &p, &par) < 0 && role &&
+                strcmp(role, "user") != 0) {
+                /* An answer longer than the window fails as the newest message ("too long",
+                 * shown 0), yet the next request carries it as an old one, shortened: count
+                 * that request (with its empty user message, as /context does). */
+                context_plan_free(&p);
+                session_context_plan_into(s, 1, &p, &par);
+            }
             s->status_used = s->n_msgs ? p.shown : 0;
             context_plan_free(&p);
             s->status_n = s->n_msgs;

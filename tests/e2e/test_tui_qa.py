@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""What a demanding new user found in the chat (2026-12 QA pass), in tmux: the status bar's
+"ctx" after an answer longer than the model's window, ..."""
+import os
+import re
+import sys
+import time
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ttlib  # noqa: E402
+
+t = ttlib.Tap()
+STDERR = os.path.join(ttlib.tempdir("tt-qa-stderr-"), "stderr")
+
+
+def start(tm, srv, spec="", env=None, args=()):
+    return tm.run_chat(STDERR, dict({"OPENAI_BASE_URL": srv.base(spec)}, **(env or {})), args)
+
+
+def say(tm, text):
+    tm.send_text(text)
+    tm.send("Enter")
+
+
+def quit_chat(tm):
+    tm.send("C-d")
+    tm.wait_exit(5)
+
+
+def settle(tm, pause=0.3):
+    """The screen once it has not changed for `pause` seconds (at most 3 s)."""
+    last, deadline = None, time.monotonic() + 3
+    while time.monotonic() < deadline:
+        scr = tm.capture()
+        if scr == last:
+            return scr
+        last = scr
+        time.sleep(pause)
+    return last
+
+
+def bar(scr):
+    return ([ln for ln in scr.splitlines() if "\u2502" in ln and "ctx" in ln] or [""])[-1]
+
+
+def ctx_used(scr):
+    """The tokens of the status bar's "ctx N/W" (k = thousands), or None."""
+    m = re.search(r"ctx ~?([0-9.]+)(k?)/", bar(scr))
+    if not m:
+        return None
+    return float(m.group(1)) * (1000 if m.group(2) else 1)
+
+
+if not ttlib.Tmux.available():
+    t.skip("chat QA in tmux", "tmux is not installed", tool="tmux")
+    sys.exit(t.done())
+
+with ttlib.FakeServer() as srv:
+    # --- an answer longer than the whole window: the next request shortens it, and the status
+    # bar's ctx says what that request carries (until 2026-12 it said 0: the plan made with
+    # the answer as the newest message failed, "too long", and its count was taken) ----------
+    with ttlib.Tmux(110, 30) as tm:
+        t.ok(start(tm, srv, args=["-m", "qa-unknown-model"]) is not None,
+             "ctx: the chat opens with a model of a small (assumed) window", tm.capture())
+        srv.queue(["big_delta=100000"])
+        say(tm, "write a lot")
+        t.ok(tm.wait_for("\u2713", 10) is not None, "ctx: the long answer ends", tm.capture())
+        scr = settle(tm)
+        used = ctx_used(scr)
+        say(tm, "/context")
+        ctx = tm.wait_for(re.compile(r"The next turn costs ~?[0-9,]+ prompt tokens"), 5) or ""
+        m = re.search(r"The next turn costs ~?([0-9,]+) prompt tokens", ctx)
+        nxt = int(m.group(1).replace(",", "")) if m else None
+        t.ok(used is not None and nxt is not None and used > 100 and abs(used - nxt) <= 20,
+             "ctx: the status bar counts the shortened history /context reports (%s vs %s)"
+             % (used, nxt), scr + "\n----\n" + ctx)
+        quit_chat(tm)
+
+err = open(STDERR, errors="replace").read() if os.path.exists(STDERR) else ""
+t.ok("Sanitizer" not in err and "runtime error" not in err, "no sanitizer report on stderr",
+     err[-3000:])
+sys.exit(t.done())
