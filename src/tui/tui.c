@@ -1370,7 +1370,8 @@ static int tui_key_control(struct tui *t, int c)
             t->ctrl_c_at = now;
             tui_hint(t, "Ctrl-D or /quit to quit (or Ctrl-C again within 2 s)");
         } else {
-            tui_input_clear();
+            if (tui_input_discard())
+                tui_hint(t, "prompt cleared: Ctrl-Y brings it back");
             t->edit_pending = 0;
             t->ctrl_c_at = 0;
         }

@@ -27,7 +27,7 @@ static const char tui_cmd_help_text[] =
     "- **Enter** sends; **Alt-Enter** or **Ctrl-J** starts a new line; pasted text keeps its "
     "newlines\n"
     "- **Esc** or **Ctrl-C** cancels a streaming answer (the partial text stays, marked "
-    "cancelled); **Ctrl-C** on the prompt clears it\n"
+    "cancelled); **Ctrl-C** on the prompt clears it (**Ctrl-Y** brings it back)\n"
     "- **Ctrl-D** on an empty prompt quits, as does `/quit`; **Ctrl-C** on an empty prompt "
     "says so, and quits when pressed again within 2 s\n"
     "- **PgUp**/**PgDn**, the mouse wheel, **Shift-Up**/**Shift-Down** scroll; **Home**/**End** "

@@ -611,17 +611,33 @@ int tui_input_empty(void)
     return rl_end == 0 && !tui_input_busy();
 }
 
-void tui_input_clear(void)
+static int tui_input_reset(int keep)
 {
+    int kept = 0;
     if (RL_ISSTATE(RL_STATE_ISEARCH | RL_STATE_NSEARCH)) {
         tui_input_push("\007", 1); /* abort the search the way readline does */
         tui_input_run();
     }
     rl_callback_sigcleanup();
+    if (keep && rl_end > 0) {
+        rl_kill_text(0, rl_end); /* into the kill ring: Ctrl-Y yanks it back */
+        kept = 1;
+    }
     rl_replace_line("", 1);
     rl_point = rl_mark = 0;
     using_history();
     tui_input_changed = 1;
+    return kept;
+}
+
+void tui_input_clear(void)
+{
+    (void)tui_input_reset(0);
+}
+
+int tui_input_discard(void)
+{
+    return tui_input_reset(1);
 }
 
 void tui_input_defer(const char *text)

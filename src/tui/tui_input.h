@@ -79,6 +79,10 @@ int tui_input_busy(void);
 
 /* Abandon any sub-mode and clear the line. */
 void tui_input_clear(void);
+/* The same for the user's Ctrl-C: the text goes to readline's kill ring first, so a draft
+ * cleared by a Ctrl-C meant for an answer that had just ended comes back with Ctrl-Y. 1 when
+ * there was text. */
+int tui_input_discard(void);
 
 /* Put text into the next fresh line (after the current line is accepted). */
 /* Put text in the input line now when it is empty: a prompt that failed or was refused comes

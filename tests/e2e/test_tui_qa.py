@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """What a demanding new user found in the chat (2026-12 QA pass), in tmux: the status bar's
-"ctx" after an answer longer than the model's window, ..."""
+"ctx" after an answer longer than the model's window; Ctrl-C on a draft keeps it for Ctrl-Y."""
 import os
 import re
 import sys
@@ -44,6 +44,12 @@ def bar(scr):
     return ([ln for ln in scr.splitlines() if "\u2502" in ln and "ctx" in ln] or [""])[-1]
 
 
+def bar_or_hint(scr):
+    """The line above the prompt: the status bar, or the hint that stands in its place."""
+    rows = [ln for ln in scr.splitlines() if ln.strip()]
+    return rows[-2] if len(rows) >= 2 else ""
+
+
 def ctx_used(scr):
     """The tokens of the status bar's "ctx N/W" (k = thousands), or None."""
     m = re.search(r"ctx ~?([0-9.]+)(k?)/", bar(scr))
@@ -75,6 +81,28 @@ with ttlib.FakeServer() as srv:
         t.ok(used is not None and nxt is not None and used > 100 and abs(used - nxt) <= 20,
              "ctx: the status bar counts the shortened history /context reports (%s vs %s)"
              % (used, nxt), scr + "\n----\n" + ctx)
+        quit_chat(tm)
+
+    # --- Ctrl-C on a draft: the line is cleared, its text kept for Ctrl-Y (until 2026-12 it
+    # was gone: not in the history, not in the kill ring; a Ctrl-C meant for an answer that had
+    # just ended wiped what was typed while it streamed) ----------------------------------------
+    with ttlib.Tmux(100, 20) as tm:
+        t.ok(start(tm, srv, "reply=fine") is not None, "ctrl-c: the chat opens", tm.capture())
+        tm.send_text("a long draft I typed with care")
+        tm.wait_for("with care", 3)
+        tm.send("C-c")
+        scr = settle(tm)
+        t.ok("with care" not in scr and "Ctrl-Y" in bar_or_hint(scr),
+             "ctrl-c: the line is cleared, the hint says Ctrl-Y brings it back", scr)
+        tm.send("C-y")
+        scr = tm.wait_for("\u203a a long draft I typed with care", 3)
+        t.ok(scr is not None, "ctrl-c: Ctrl-Y brings the draft back", scr or tm.capture())
+        tm.send("Enter")
+        t.ok(tm.wait_for("\u2713", 10) is not None, "ctrl-c: the draft is sent", tm.capture())
+        tm.send("C-c")
+        scr = settle(tm)
+        t.ok("again within 2 s" in scr, "ctrl-c: on the empty prompt it still says how to quit",
+             scr)
         quit_chat(tm)
 
 err = open(STDERR, errors="replace").read() if os.path.exists(STDERR) else ""
