@@ -409,8 +409,10 @@ static void tui_hist_item_fill(struct tui_hist *h, struct tui_view *v, size_t i)
         int slot = THEME_META;
         if (m->status != STORE_COMPLETE) {
             slot = THEME_ERROR;
-            footer = xasprintf("\xE2\x9C\x97 %s%s%s", store_status_name(m->status),
-                               m->error ? ": " : "", m->error ? m->error : "");
+            /* a cancelled answer's error is "cancelled" again: not "cancelled: cancelled" */
+            const char *name = store_status_name(m->status);
+            const char *why = m->error && strcmp(m->error, name) != 0 ? m->error : NULL;
+            footer = xasprintf("\xE2\x9C\x97 %s%s%s", name, why ? ": " : "", why ? why : "");
         } else if (m->cached) {
             footer = xstrdup("\xE2\x9C\x93 from the cache");
         }

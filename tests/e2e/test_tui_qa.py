@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """What a demanding new user found in the chat (2026-12 QA pass), in tmux: the status bar's
-"ctx" after an answer longer than the model's window; Ctrl-C on a draft keeps it for Ctrl-Y."""
+"ctx" after an answer longer than the model's window; Ctrl-C on a draft keeps it for Ctrl-Y;
+the browser's footer of a cancelled answer."""
 import os
 import re
 import sys
@@ -103,6 +104,27 @@ with ttlib.FakeServer() as srv:
         scr = settle(tm)
         t.ok("again within 2 s" in scr, "ctrl-c: on the empty prompt it still says how to quit",
              scr)
+        quit_chat(tm)
+
+    # --- the browser's read view of a cancelled answer: "cancelled" once (until 2026-12 it
+    # read "cancelled: cancelled", the status and then the saved error, the same word) ---------
+    with ttlib.Tmux(100, 24) as tm:
+        t.ok(start(tm, srv) is not None, "read view: the chat opens", tm.capture())
+        srv.queue(["gen=200,delay_ms=40"])
+        say(tm, "count slowly")
+        tm.wait_for("tok3 ", 10)
+        tm.send("Escape")
+        t.ok(tm.wait_for("cancelled (the partial answer", 5) is not None,
+             "read view: the answer is cancelled", tm.capture())
+        tm.send("F2")
+        tm.wait_for("Conversations", 5)
+        tm.send("Enter")
+        scr = tm.wait_for("READ-ONLY", 5) or tm.capture()
+        scr = settle(tm)
+        t.ok("\u2717 cancelled" in scr and "cancelled: cancelled" not in scr,
+             "read view: the footer says cancelled once", scr)
+        tm.send("q")
+        settle(tm)
         quit_chat(tm)
 
 err = open(STDERR, errors="replace").read() if os.path.exists(STDERR) else ""
