@@ -525,7 +525,13 @@ static int tui_input_layout(int width, int *ccol)
         }
         size_t k;
         buf_reset(&unit);
-        if (c < 0x20 || c == 0x7F) {
+        if (c == '\t') {
+            /* to the next stop of 4 from the text's left edge, as the transcript lays the
+             * sent prompt out (wrap_clean): pasted code keeps its indentation here too */
+            k = 1;
+            for (int sp = 4 - (col - pw) % 4; sp > 0; sp--)
+                buf_appendc(&unit, ' ');
+        } else if (c < 0x20 || c == 0x7F) {
             k = 1;
             utf8_sanitize(&unit, s + pos, 1);
         } else {

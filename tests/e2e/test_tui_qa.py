@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What a demanding new user found in the chat (2026-12 QA pass), in tmux: the status bar's
 "ctx" after an answer longer than the model's window; Ctrl-C on a draft keeps it for Ctrl-Y;
-the browser's footer of a cancelled answer."""
+the browser's footer of a cancelled answer; tabs in the input line."""
 import os
 import re
 import sys
@@ -22,6 +22,12 @@ def start(tm, srv, spec="", env=None, args=()):
 def say(tm, text):
     tm.send_text(text)
     tm.send("Enter")
+
+
+def paste(tm, text):
+    """A bracketed paste of text."""
+    tm.tmux("set-buffer", "-b", "ttpaste", text)
+    tm.tmux("paste-buffer", "-p", "-b", "ttpaste", "-t", tm.target)
 
 
 def quit_chat(tm):
@@ -125,6 +131,21 @@ with ttlib.FakeServer() as srv:
              "read view: the footer says cancelled once", scr)
         tm.send("q")
         settle(tm)
+        quit_chat(tm)
+
+    # --- a paste with tabs: the input line shows the indentation the transcript will show
+    # (until 2026-12 a tab was one column there, and pasted Go or Makefile lines looked flat) --
+    with ttlib.Tmux(100, 20) as tm:
+        t.ok(start(tm, srv) is not None, "tabs: the chat opens", tm.capture())
+        paste(tm, "func f() {\n\treturn 1\n}\nab\tc")
+        scr = tm.wait_for(re.compile(r"ab +c"), 3) or tm.capture()
+        rows = scr.splitlines()
+        t.ok(any(r == "      return 1" for r in rows) and any(r == "  ab  c" for r in rows),
+             "tabs: the input line expands them to stops of 4", scr)
+        tm.send("Enter")
+        scr = tm.wait_for("\u2713", 10) or tm.capture()
+        t.ok(any(r == "\u258c     return 1" for r in scr.splitlines()),
+             "tabs: the sent prompt shows the same indentation", scr)
         quit_chat(tm)
 
 err = open(STDERR, errors="replace").read() if os.path.exists(STDERR) else ""
