@@ -994,6 +994,12 @@ void tui_quit(struct tui *t)
     t->quit = 1;
 }
 
+/* 1 when line holds nothing but spaces, tabs and new lines. */
+static int tui_blank(const char *line)
+{
+    return line[strspn(line, " \t\r\n")] == '\0';
+}
+
 static void tui_on_line(void *ud, char *line)
 {
     struct tui *t = ud;
@@ -1003,7 +1009,11 @@ static void tui_on_line(void *ud, char *line)
         tui_quit(t);
         return;
     }
-    if (!*line) {
+    if (tui_blank(line)) {
+        /* a blank prompt is an empty one: sent, it cost a request for nothing (Anthropic
+         * refuses a text block of whitespace with a 400) */
+        if (*line && t->answer == TUI_NO_ANSWER)
+            tui_hint(t, "nothing to send: the prompt is blank");
         if (t->answer != TUI_NO_ANSWER &&
             (t->st.state == TUI_STATE_QUOTA || t->st.state == TUI_STATE_RETRYING)) {
             session_send_now(t->s); /* the user sends anyway: no more waiting */

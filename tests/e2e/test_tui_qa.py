@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """What a demanding new user found in the chat (2026-12 QA pass), in tmux: the status bar's
 "ctx" after an answer longer than the model's window; Ctrl-C on a draft keeps it for Ctrl-Y;
-the browser's footer of a cancelled answer; tabs in the input line."""
+the browser's footer of a cancelled answer; tabs in the input line;
+a blank prompt."""
 import os
 import re
 import sys
@@ -146,6 +147,27 @@ with ttlib.FakeServer() as srv:
         scr = tm.wait_for("\u2713", 10) or tm.capture()
         t.ok(any(r == "\u258c     return 1" for r in scr.splitlines()),
              "tabs: the sent prompt shows the same indentation", scr)
+        quit_chat(tm)
+
+    # --- a blank prompt (spaces, or new lines only) is not sent (until 2026-12 it was: a
+    # request and its tokens for nothing, and a 400 from Anthropic, which refuses text blocks of
+    # whitespace) --------------------------------------------------------------------------------
+    with ttlib.Tmux(100, 20) as tm:
+        t.ok(start(tm, srv) is not None, "blank: the chat opens", tm.capture())
+        n0 = len(srv.requests())
+        tm.send_text("   ")
+        tm.send("Enter")
+        tm.send("M-Enter", "M-Enter", "Enter")
+        paste(tm, " \n\t\n")
+        tm.send("Enter")
+        time.sleep(1)
+        scr = settle(tm)
+        t.ok(len(srv.requests()) == n0 and "\u25c6" not in scr,
+             "blank: nothing is sent, no answer opens", scr)
+        t.ok("blank" in bar_or_hint(scr), "blank: the hint says why nothing was sent", scr)
+        say(tm, "  real question  ")
+        scr = tm.wait_for("\u2713", 10) or tm.capture()
+        t.ok(len(srv.requests()) == n0 + 1, "blank: a prompt with text still goes", scr)
         quit_chat(tm)
 
 err = open(STDERR, errors="replace").read() if os.path.exists(STDERR) else ""
