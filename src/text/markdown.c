@@ -8,6 +8,7 @@
 
 #include "base/buf.h"
 #include "base/utf8.h"
+#include "base/util.h"
 #include "base/xmalloc.h"
 #include "text/highlight.h"
 #include "text/table.h"
@@ -258,7 +259,7 @@ static uint32_t cp_at(const char *s, size_t n, size_t i)
 
 /* ---- inline parsing ---- */
 
-enum { N_TEXT, N_CODE, N_DELIM, N_LINK, N_AUTOLINK };
+enum { N_TEXT, N_CODE, N_DELIM, N_LINK, N_AUTOLINK, N_ENTITY };
 
 struct node {
     uint8_t type;
@@ -323,7 +324,7 @@ enum { MC_INLINE = 1, MC_BRACKET = 2, MC_PAREN = 4, MC_URL = 8 };
 static const unsigned char mdclass[256] = {
     ['\\'] = MC_INLINE | MC_BRACKET | MC_PAREN, ['`'] = MC_INLINE | MC_BRACKET,
     ['*'] = MC_INLINE, ['_'] = MC_INLINE, ['~'] = MC_INLINE, ['['] = MC_INLINE | MC_BRACKET, ['!'] = MC_INLINE,
-    ['<'] = MC_INLINE, ['h'] = MC_URL, [']'] = MC_BRACKET, ['('] = MC_PAREN,
+    ['<'] = MC_INLINE, ['&'] = MC_INLINE, ['h'] = MC_URL, [']'] = MC_BRACKET, ['('] = MC_PAREN,
     [')'] = MC_PAREN,
 };
 
@@ -534,6 +535,59 @@ static size_t tok_escape(struct tok *t, size_t i)
     return i + 2;
 }
 
+/* An entity reference at s[i] ('&'): the code point it stands for and its length (through
+ * the ';'), or 0 when it is none. The few names models write (&amp; &lt; &gt; &quot; &apos;
+ * &nbsp;) and numeric ones; a control character or a surrogate stays literal. */
+static size_t entity_at(const char *s, size_t n, size_t i, uint32_t *cp)
+{
+    static const struct {
+        const char *name;
+        uint32_t cp;
+    } names[] = {{"amp;", '&'}, {"lt;", '<'}, {"gt;", '>'}, {"quot;", '"'}, {"apos;", '\''},
+                 {"nbsp;", ' '}};
+    const char *p = s + i + 1;
+    size_t left = n - i - 1;
+    if (left && *p != '#') {
+        for (size_t k = 0; k < TT_ARRAY_LEN(names); k++) {
+            size_t l = strlen(names[k].name);
+            if (left >= l && memcmp(p, names[k].name, l) == 0) {
+                *cp = names[k].cp;
+                return l + 1;
+            }
+        }
+        return 0;
+    }
+    int hex = left > 1 && (p[1] == 'x' || p[1] == 'X');
+    size_t j = hex ? 2 : 1, digits = 0;
+    uint32_t v = 0;
+    for (; j < left && digits < 7; j++, digits++) {
+        unsigned char c = (unsigned char)p[j];
+        int d = c >= '0' && c <= '9'                ? c - '0'
+                : hex && c >= 'a' && c <= 'f'       ? c - 'a' + 10
+                : hex && c >= 'A' && c <= 'F'       ? c - 'A' + 10
+                                                    : -1;
+        if (d < 0)
+            break;
+        v = v * (hex ? 16u : 10u) + (uint32_t)d;
+    }
+    if (!digits || j >= left || p[j] != ';' || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF) ||
+        v < 0x20 || (v >= 0x7F && v < 0xA0))
+        return 0;
+    *cp = v;
+    return j + 2;
+}
+
+/* An entity reference ("AT&amp;T" as a model may write it): the character it stands for. */
+static size_t tok_entity(struct tok *t, size_t i)
+{
+    uint32_t cp;
+    size_t len = entity_at(t->s, t->n, i, &cp);
+    if (!len)
+        return i + 1;
+    tok_emit(t, i, i + len, N_ENTITY, i, i + len)->count = (int)cp;
+    return i + len;
+}
+
 /* A code span: a run of backticks up to the next run of the same length. */
 static size_t tok_code(struct tok *t, size_t i)
 {
@@ -651,6 +705,8 @@ static void tokenize(const struct lidx *x, const char *s, size_t n, struct nodes
             i = tok_link(&t, i);
         else if (c == '<' && url_scheme_at(s, n, i + 1))
             i = tok_autolink(&t, i);
+        else if (c == '&')
+            i = tok_entity(&t, i);
         else if (c == 'h' && url_scheme_at(s, n, i) &&
                  (i == 0 || (s[i - 1] && strchr(" (\"'", s[i - 1]))))
             i = tok_bare_url(&t, i);
@@ -785,6 +841,12 @@ static void emit_nodes(struct lb *out, const char *s, const struct nodes *ns,
         case N_CODE:
             lb_add(out, s + nd->a, nd->b - nd->a, THEME_CODE, strike);
             break;
+        case N_ENTITY: {
+            char u[4];
+            style_for(cx, strong, em, strike, &slot, &attrs);
+            lb_add(out, u, utf8_encode((uint32_t)nd->count, u), slot, attrs);
+            break;
+        }
         case N_DELIM:
             strong -= nd->close_s;
             em -= nd->close_e;

@@ -2,7 +2,8 @@
 """What a demanding new user found in the chat (2026-12 QA pass), in tmux: the status bar's
 "ctx" after an answer longer than the model's window; Ctrl-C on a draft keeps it for Ctrl-Y;
 the browser's footer of a cancelled answer; tabs in the input line;
-a blank prompt."""
+a blank prompt; entity
+references in an answer."""
 import os
 import re
 import sys
@@ -168,6 +169,16 @@ with ttlib.FakeServer() as srv:
         say(tm, "  real question  ")
         scr = tm.wait_for("\u2713", 10) or tm.capture()
         t.ok(len(srv.requests()) == n0 + 1, "blank: a prompt with text still goes", scr)
+        quit_chat(tm)
+
+    # --- entity references in an answer are drawn as their characters (until 2026-12
+    # "AT&amp;T" stayed as it came) ---------------------------------------------------------------
+    with ttlib.Tmux(100, 20) as tm:
+        t.ok(start(tm, srv) is not None, "entities: the chat opens", tm.capture())
+        srv.queue(["reply=AT%26amp%3BT said %26lt%3Bok%26gt%3B and `%26amp%3B` in code"])
+        say(tm, "entities")
+        scr = tm.wait_for("\u2713", 10) or tm.capture()
+        t.ok("AT&T said <ok> and &amp; in code" in scr, "entities: decoded, not in code", scr)
         quit_chat(tm)
 
 err = open(STDERR, errors="replace").read() if os.path.exists(STDERR) else ""

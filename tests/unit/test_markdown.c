@@ -101,6 +101,16 @@ static void test_inline(void)
              "unclosed delimiters stay literal");
     check_md("\\*not emphasis\\*", "TEXT/0/0/0: assistant=*not emphasis*\n",
              "backslash escapes");
+    /* entity references, as models write them: decoded outside code, literal inside it and
+     * when they are none (until 2026-12 "&amp;" was drawn as it came) */
+    check_md("AT&amp;T &lt;tag&gt; &quot;q&quot; &apos;a&apos; &#233; &#x4E2D; a&nbsp;b",
+             "TEXT/0/0/0: assistant=AT&T <tag> \"q\" 'a' \xC3\xA9 \xE4\xB8\xAD a b\n",
+             "entity references are decoded");
+    check_md("`&amp;` & &unknown; &amp &#0; &#1; &#xD800; &#99999999;",
+             "TEXT/0/0/0: code=&amp;|assistant= & &unknown; &amp &#0; &#1; &#xD800; "
+             "&#99999999;\n",
+             "entities stay literal in code and when they are not ones");
+    check_md("**&lt;b&gt;**", "TEXT/0/0/0: bold=<b>\n", "an entity takes its span's style");
     check_md("``a ` b`` and `**x**`",
              "TEXT/0/0/0: code=a ` b|assistant= and |code=**x**\n",
              "code spans: longer fences, no emphasis inside");
