@@ -858,10 +858,30 @@ static void tui_hist_move(struct tui_hist *h, long d)
 
 /* ---- drawing ---- */
 
-/* Right-hand columns of a list row: model, messages, updated. */
+/* Right-hand columns of a list row: model, messages, updated; each dropped below its width
+ * so that the title keeps room (until 2026-12 only the model was: below 34 columns the title
+ * shrank to nothing and, narrower still, "updated" was cut mid-word). */
+#define TUI_HIST_W_MODEL 70
+#define TUI_HIST_W_COUNT 40
+#define TUI_HIST_W_WHEN 28
+
 static int tui_hist_right_w(const struct tui_hist *h)
 {
-    return (h->cols >= 70 ? 19 : 0) + 10 + 11;
+    return (h->cols >= TUI_HIST_W_MODEL ? 19 : 0) + (h->cols >= TUI_HIST_W_COUNT ? 10 : 0) +
+           (h->cols >= TUI_HIST_W_WHEN ? 11 : 0);
+}
+
+/* The messages and updated columns that fit (count: the number of messages, when: the age). */
+static void tui_hist_put_right(const struct tui_hist *h, struct tui_row *r, const char *count,
+                               const char *when, int slot, unsigned attrs)
+{
+    char b[64];
+    int n = 0;
+    if (h->cols >= TUI_HIST_W_COUNT)
+        n += snprintf(b + n, sizeof b - (size_t)n, "%10s", count);
+    if (h->cols >= TUI_HIST_W_WHEN)
+        n += snprintf(b + n, sizeof b - (size_t)n, " %10s", when);
+    tui_row_put(r, b, (size_t)n, slot, attrs);
 }
 
 static void tui_hist_draw_head(struct tui *t, int y)
@@ -875,12 +895,11 @@ static void tui_hist_draw_head(struct tui *t, int y)
     int right = tui_hist_right_w(h);
     tui_row_put(r, "title", 5, THEME_META, THEME_ATTR_BOLD);
     tui_row_fill(r, h->cols - right, THEME_DEFAULT);
-    if (h->cols >= 70) {
+    if (h->cols >= TUI_HIST_W_MODEL) {
         tui_row_put(r, " model", 6, THEME_META, THEME_ATTR_BOLD);
         tui_row_fill(r, h->cols - right + 19, THEME_DEFAULT);
     }
-    snprintf(b, sizeof b, "%10s %10s", "messages", "updated");
-    tui_row_put(r, b, strlen(b), THEME_META, THEME_ATTR_BOLD);
+    tui_hist_put_right(h, r, "messages", "updated", THEME_META, THEME_ATTR_BOLD);
     tui_row_blit(r, h->wbody, y, THEME_DEFAULT);
 }
 
@@ -901,7 +920,7 @@ static void tui_hist_draw_conv(struct tui *t, int y, const struct store_conversa
                       c->title && *c->title ? base : sel ? base : THEME_DIM, 0);
     tui_row_fill(r, h->cols - right, base);
     int meta = sel ? base : THEME_META;
-    if (h->cols >= 70) {
+    if (h->cols >= TUI_HIST_W_MODEL) {
         tui_row_put(r, " ", 1, base, 0);
         tui_hist_put_clip(r, c->model ? c->model : "", c->model ? strlen(c->model) : 0, 17,
                           meta, 0);
@@ -909,8 +928,8 @@ static void tui_hist_draw_conv(struct tui *t, int y, const struct store_conversa
     }
     char when[32];
     tui_hist_when(c->updated, now, when, sizeof when);
-    snprintf(b, sizeof b, "%10lld %10s", (long long)c->message_count, when);
-    tui_row_put(r, b, strlen(b), meta, 0);
+    snprintf(b, sizeof b, "%lld", (long long)c->message_count);
+    tui_hist_put_right(h, r, b, when, meta, 0);
     tui_row_blit(r, h->wbody, y, base);
 }
 

@@ -3,7 +3,7 @@
 "ctx" after an answer longer than the model's window; Ctrl-C on a draft keeps it for Ctrl-Y;
 the browser's footer of a cancelled answer; tabs in the input line;
 a blank prompt; entity
-references in an answer."""
+references in an answer; the conversation browser in a narrow window."""
 import os
 import re
 import sys
@@ -179,6 +179,28 @@ with ttlib.FakeServer() as srv:
         say(tm, "entities")
         scr = tm.wait_for("\u2713", 10) or tm.capture()
         t.ok("AT&T said <ok> and &amp; in code" in scr, "entities: decoded, not in code", scr)
+        quit_chat(tm)
+
+    # --- the conversation browser in a narrow window: the columns go before the title does
+    # (until 2026-12 the title shrank to nothing below 34 columns, "updated" was cut) ---------
+    with ttlib.Tmux(100, 20) as tm:
+        t.ok(start(tm, srv, "reply=ok") is not None, "narrow browser: the chat opens",
+             tm.capture())
+        say(tm, "gateway to the stars")
+        tm.wait_for("\u2713", 10)
+        for w in (30, 24):
+            tm.resize(w, 10)
+            time.sleep(0.3)
+            tm.send("F2")
+            scr = tm.wait_for("Conversations", 5) or tm.capture()
+            scr = settle(tm)
+            row = ([ln for ln in scr.splitlines() if "\u25cf" in ln] or [""])[0]
+            t.ok("gateway to" in row and not re.search(r"just n?\s*$|ago\S", row) and
+                 (w < 28 or row.rstrip().endswith("just now")),
+                 "narrow browser at %d columns: the title shows, no column is cut" % w, scr)
+            tm.send("q")
+            settle(tm)
+        tm.resize(100, 20)
         quit_chat(tm)
 
 err = open(STDERR, errors="replace").read() if os.path.exists(STDERR) else ""
