@@ -848,7 +848,10 @@ static void tui_sink_end(void *ud, const struct net_result *r)
         const struct conv_turn *last = c->n ? &c->turns[c->n - 1] : NULL;
         if (last && !conv_turn_sent(last)) { /* failed, refused, or cancelled before a byte */
             /* its attachments come back with it (until 2026-12 Enter sent the prompt alone) */
-            if (!tui_input_offer(last->prompt))
+            int back = tui_input_offer(last->prompt);
+            free(t->offered);
+            t->offered = back ? xstrdup(last->prompt) : NULL;
+            if (!back)
                 tui_hint(t, last->n_att ? "the prompt is in the input history: Up recalls it "
                                           "(its attachments are not: /attach them again)"
                                         : "the prompt is in the input history: Up recalls it");
@@ -1000,6 +1003,32 @@ static int tui_blank(const char *line)
     return line[strspn(line, " \t\r\n")] == '\0';
 }
 
+/* A command typed after a prompt that came back to the input line ("not sent: ... Raise the
+ * cap with /budget N"): until 2026-12 the two were one line, sent as a message ("my
+ * question/budget 50k"). The command runs and the prompt stays in the input line. 1 when line
+ * was that. */
+static int tui_offered_cmd(struct tui *t, const char *line)
+{
+    char *off = t->offered;
+    t->offered = NULL;
+    size_t k = off ? strlen(off) : 0;
+    if (!off || strncmp(line, off, k) != 0 || line[k] != '/' || line[k + 1] == '/' ||
+        strchr(line + k, '\n') || !tui_cmd_known(line + k)) {
+        free(off);
+        return 0;
+    }
+    tui_input_history_add(line + k);
+    tui_cmd_run(t, line + k);
+    if (tui_input_deferring()) { /* the command keeps a line of its own (/edit's prompt) */
+        tui_input_history_add(off);
+        free(off);
+        return 1;
+    }
+    tui_input_defer(off); /* in the next fresh line */
+    t->offered = off;     /* another command may follow */
+    return 1;
+}
+
 static void tui_on_line(void *ud, char *line)
 {
     struct tui *t = ud;
@@ -1022,6 +1051,10 @@ static void tui_on_line(void *ud, char *line)
             t->dirty |= TUI_D_STATUS;
         } else if (t->no_key && t->local_url)
             tui_use_local(t);
+        free(line);
+        return;
+    }
+    if (tui_offered_cmd(t, line)) {
         free(line);
         return;
     }
@@ -1794,6 +1827,7 @@ static void tui_run_end(struct tui *t, struct loop *lp)
     theme_free(t->theme);
     buf_free(&t->query);
     tui_cmd_free(t);
+    free(t->offered);
     tui_ask_free(t);
     tui_tools_free(t);
     tui_attach_free(t);

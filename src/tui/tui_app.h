@@ -77,6 +77,7 @@ struct tui {
     struct buf query;
     int store_warned;        /* the store's failure was shown */
     int edit_pending;        /* the next prompt replaces the last one (/edit) */
+    char *offered;           /* the prompt put back in the input line (not sent), or NULL */
     double ctrl_c_at;        /* when Ctrl-C last hit an empty prompt (a second within 2 s quits) */
     double quit_asked_at;    /* when Ctrl-D or /quit came while an answer streamed (tui_quit) */
     struct tui_view *help;   /* the help over the transcript (F1), NULL when closed */
@@ -188,6 +189,8 @@ void tui_attach_free(struct tui *t);
 
 /* Run a slash command line ("/model gpt-4o"). */
 void tui_cmd_run(struct tui *t, const char *line);
+/* 1 when line starts with the name of a command ("/budget 50k"). */
+int tui_cmd_known(const char *line);
 /* Completion candidates for the word at [start, end) of line, NULL-terminated (owned by t). */
 const char *const *tui_cmd_complete(struct tui *t, const char *line, int start, int end);
 /* The help text (markdown). */

@@ -842,6 +842,15 @@ static void tui_cmd_complete_names(struct tui *t)
             t->cands = tui_cmd_list_add(t->cands, tui_cmd_table[i].name);
 }
 
+int tui_cmd_known(const char *line)
+{
+    size_t n = strcspn(line, " \t");
+    for (size_t i = 0; i < TT_ARRAY_LEN(tui_cmd_table); i++)
+        if (strlen(tui_cmd_table[i].name) == n && memcmp(line, tui_cmd_table[i].name, n) == 0)
+            return 1;
+    return 0;
+}
+
 void tui_cmd_run(struct tui *t, const char *line)
 {
     char *copy = xstrdup(line);

@@ -652,6 +652,11 @@ void tui_input_defer(const char *text)
     tui_input_deferred = xstrdup(text);
 }
 
+int tui_input_deferring(void)
+{
+    return tui_input_deferred != NULL;
+}
+
 int tui_input_offer(const char *text)
 {
     if (rl_line_buffer && rl_end == 0 && !tui_input_deferred) {

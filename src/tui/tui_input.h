@@ -91,5 +91,7 @@ int tui_input_discard(void);
  * held for the next fresh line, where what the user typed next was joined to it. */
 int tui_input_offer(const char *text);
 void tui_input_defer(const char *text);
+/* 1 when a text waits for the next fresh line (tui_input_defer). */
+int tui_input_deferring(void);
 
 #endif

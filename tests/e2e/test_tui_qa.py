@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """What a demanding new user found in the chat (2026-12 QA pass), in tmux: the status bar's
 "ctx" after an answer longer than the model's window; Ctrl-C on a draft keeps it for Ctrl-Y;
-the browser's footer of a cancelled answer; tabs in the input line;
-a blank prompt; entity
-references in an answer; the conversation browser in a narrow window."""
+the browser's footer of a cancelled answer; tabs in the input line; a blank prompt; entity
+references in an answer; the conversation browser in a narrow window; a command typed after a
+prompt that came back to the input line."""
 import os
 import re
 import sys
@@ -201,6 +201,34 @@ with ttlib.FakeServer() as srv:
             tm.send("q")
             settle(tm)
         tm.resize(100, 20)
+        quit_chat(tm)
+
+    # --- a refused prompt comes back to the input line, and the refusal says "/budget N": the
+    # command typed then runs, the prompt stays (until 2026-12 the two were one line, sent as a
+    # message: "my question/budget 50k") ---------------------------------------------------------
+    with ttlib.Tmux(100, 24) as tm:
+        t.ok(start(tm, srv, "reply=fine") is not None, "put back: the chat opens", tm.capture())
+        say(tm, "first one")
+        tm.wait_for("\u2713", 10)
+        say(tm, "/budget 10")
+        tm.wait_for("budget 10 tokens", 5)
+        n0 = len(srv.requests())
+        say(tm, "my question")
+        scr = tm.wait_for("\u203a my question", 5) or tm.capture()
+        t.ok("not sent" in scr, "put back: refused, the prompt is back in the input line", scr)
+        say(tm, "/budget off")
+        scr = tm.wait_for("no budget set", 5) or tm.capture()
+        scr = settle(tm)
+        t.ok("no budget set" in scr and "my question/budget" not in scr and
+             len(srv.requests()) == n0, "put back: /budget off runs, nothing is sent", scr)
+        t.ok(re.search(r"^\u203a my question\s*$", scr, re.M) is not None,
+             "put back: the prompt is still in the input line", scr)
+        tm.send("Enter")
+        scr = tm.wait_for(re.compile(r"my question\n(.*\n)*.*\u2713"), 10) or tm.capture()
+        t.ok(len(srv.requests()) == n0 + 1, "put back: Enter sends it", scr)
+        tm.send_text("what is 1")
+        tm.send("Enter")
+        tm.wait_for("\u2713", 10)
         quit_chat(tm)
 
 err = open(STDERR, errors="replace").read() if os.path.exists(STDERR) else ""
