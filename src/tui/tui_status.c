@@ -5,6 +5,7 @@
 #include "tokens/context.h"
 #include "core/session.h"
 #include "text/theme.h"
+#include "text/wrap.h"
 #include "tokens/tokenizer.h"
 #include "tui/tui_draw.h"
 
@@ -375,7 +376,24 @@ static void tui_status_fields(const struct tui_status *st, double now, int base,
 /* Leave out fields (keep[i] = 0) until the rest fits width: first the "F1 help" hint (helpw
  * columns), then the least important field, never one of priority 0. Returns 1 when the
  * hint stays. */
-static int tui_status_fit(const struct tui_segs *s, int width, int helpw, int *keep)
+/* Cut a field to cols columns, whole clusters then "…". */
+static void tui_seg_clip(struct tui_seg *g, int cols)
+{
+    size_t n = strlen(g->text), at = 0;
+    int used = 0;
+    while (at < n) {
+        int w;
+        size_t k = wrap_cluster(g->text + at, n - at, &w);
+        if (used + w > cols - 1)
+            break;
+        used += w;
+        at += k;
+    }
+    if (at < n && at + 4 <= sizeof g->text)
+        memcpy(g->text + at, "\xE2\x80\xA6", 4); /* with its NUL */
+}
+
+static int tui_status_fit(struct tui_segs *s, int width, int helpw, int *keep)
 {
     for (int i = 0; i < s->n; i++)
         keep[i] = 1;
@@ -399,6 +417,15 @@ static int tui_status_fit(const struct tui_segs *s, int width, int helpw, int *k
                 worst = i;
         if (worst < 0)
             break;
+        int w = tui_draw_width(s->v[worst].text, strlen(s->v[worst].text));
+        int room = width - (total - w);
+        if (s->v[worst].prio <= 1 && room >= 12 && room < w) {
+            /* the model (a router's or a deployment's name runs to 60 columns and more) is
+             * cut rather than dropped: until 2026-12 the bar said "idle" and nothing else */
+            tui_seg_clip(&s->v[worst], room);
+            if (tui_draw_width(s->v[worst].text, strlen(s->v[worst].text)) <= room)
+                continue;
+        }
         keep[worst] = 0;
     }
     return show_help;

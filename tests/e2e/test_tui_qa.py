@@ -3,7 +3,7 @@
 "ctx" after an answer longer than the model's window; Ctrl-C on a draft keeps it for Ctrl-Y;
 the browser's footer of a cancelled answer; tabs in the input line; a blank prompt; entity
 references in an answer; the conversation browser in a narrow window; a command typed after a
-prompt that came back to the input line."""
+prompt that came back to the input line; a long model name in the status bar."""
 import os
 import re
 import sys
@@ -229,6 +229,21 @@ with ttlib.FakeServer() as srv:
         tm.send_text("what is 1")
         tm.send("Enter")
         tm.wait_for("\u2713", 10)
+        quit_chat(tm)
+
+    # --- a long model name in a window of 60 columns: cut, not gone (until 2026-12 the bar
+    # said "idle" and nothing else) ----------------------------------------------------------------
+    long_model = "accounts/fireworks/models/llama-v3p1-405b-instruct-long-context"
+    with ttlib.Tmux(100, 20) as tm:
+        t.ok(start(tm, srv, args=["-m", long_model]) is not None, "long model: the chat opens",
+             tm.capture())
+        tm.resize(60, 20)
+        time.sleep(0.3)
+        scr = settle(tm)
+        rows = [ln for ln in scr.splitlines() if ln.startswith(" idle")]
+        t.ok(rows and "accounts/fireworks" in rows[-1] and "\u2026" in rows[-1] and
+             len(rows[-1].rstrip()) <= 60, "long model: the bar shows its name, cut", scr)
+        tm.resize(100, 20)
         quit_chat(tm)
 
 err = open(STDERR, errors="replace").read() if os.path.exists(STDERR) else ""
