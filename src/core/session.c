@@ -550,6 +550,20 @@ int session_resume(struct session *s, int64_t id, char **err)
     return 0;
 }
 
+int session_reload(struct session *s, char **err)
+{
+    struct conv c;
+    conv_init(&c);
+    int system_unsaved = s->system_unsaved; /* this session's, not a resume's */
+    if (s->conv_id <= 0 || conv_load(&c, s->store, s->conv_id, s->conv.system, err) < 0) {
+        conv_free(&c);
+        return -1;
+    }
+    session_resumed(s, &c, 0);
+    s->system_unsaved = system_unsaved;
+    return 0;
+}
+
 char *session_resumed_elsewhere(struct session *s)
 {
     char *host = NULL, *profile = NULL, *out = NULL;

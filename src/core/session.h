@@ -165,6 +165,10 @@ const char *session_resume_note(const struct session *s);
 /* What -c passed over to reach the conversation it continues (newer ones without an answer),
  * or NULL. */
 const char *session_resume_passed(const struct session *s);
+/* Read this session's conversation again as it is saved (another process added to it:
+ * session_conv_moved), keeping the session's settings (model, role, system prompt): not a
+ * resume. 0, or -1 with *err (the session is unchanged). */
+int session_reload(struct session *s, char **err);
 /* The saved conversation this session holds, or 0 when none is saved yet. */
 int64_t session_conv_id(const struct session *s);
 /* 1 when another process added a turn to the saved conversation since this session last

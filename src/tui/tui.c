@@ -583,17 +583,10 @@ static void tui_show_turn(struct tui *t, const struct conv_turn *tt)
     free(footer);
 }
 
-void tui_resume(struct tui *t, int64_t id, int replace)
+/* The session's conversation drawn into the transcript (replace: in place of what is
+ * there). */
+static void tui_show_conv(struct tui *t, int replace)
 {
-    char *err = NULL;
-    if (session_resume(t->s, id, &err) < 0) {
-        char *m = xasprintf("cannot continue the conversation: %s", err ? err : "?");
-        tui_error(t, m);
-        free(m);
-        free(err);
-        return;
-    }
-    tui_tools_forget(t); /* another conversation: `a` answers do not carry over */
     if (replace) {
         tui_view_truncate(t->view, 0);
         t->edit_pending = 0;
@@ -614,6 +607,46 @@ void tui_resume(struct tui *t, int64_t id, int replace)
     }
     for (size_t i = from; i < c->n; i++)
         tui_show_turn(t, &c->turns[i]);
+}
+
+int tui_reload(struct tui *t, const char *then)
+{
+    char *err = NULL;
+    int edit = t->edit_pending;
+    if (session_reload(t->s, &err) < 0) {
+        char *m = xasprintf("Another tokterm added to conversation %lld while this chat was "
+                            "open, and it could not be read again (%s): your message goes "
+                            "after this chat's last turn.",
+                            (long long)session_conv_id(t->s), err ? err : "?");
+        tui_error(t, m);
+        free(m);
+        free(err);
+        return -1;
+    }
+    tui_show_conv(t, 1); /* the model, the role and `a` answers stay: the same conversation */
+    char *m = xasprintf("Another tokterm added to conversation %lld while this chat was open: "
+                        "it is shown above as it is saved now%s. %s",
+                        (long long)session_conv_id(t->s),
+                        edit ? " (the /edit was given up)" : "", then);
+    tui_notice(t, m);
+    free(m);
+    t->dirty |= TUI_D_VIEW | TUI_D_STATUS;
+    return 0;
+}
+
+void tui_resume(struct tui *t, int64_t id, int replace)
+{
+    char *err = NULL;
+    if (session_resume(t->s, id, &err) < 0) {
+        char *m = xasprintf("cannot continue the conversation: %s", err ? err : "?");
+        tui_error(t, m);
+        free(m);
+        free(err);
+        return;
+    }
+    tui_tools_forget(t); /* another conversation: `a` answers do not carry over */
+    tui_show_conv(t, replace);
+    const struct conv *c = session_conv(t->s);
     /* with the model and role it was held with (session_resume_settings) */
     tui_status_model(&t->st, t->conf->profile, t->conf->model);
     tui_status_effort(&t->st, t->conf->reasoning_effort);
@@ -1079,19 +1112,13 @@ static void tui_on_line(void *ud, char *line)
         free(line);
         return;
     }
-    if (t->have_session && session_conv_moved(t->s)) {
+    if (t->have_session && session_conv_moved(t->s) &&
+        tui_reload(t, "Your message was not sent: press Enter to send it after what was "
+                      "added.") == 0) {
         /* another tokterm added to this conversation (`--conversation N -p` from a script):
          * sent now, this prompt would have left its turn off the live path, unseen here and
-         * never sent again. Shown first, as it is saved; the prompt waits for Enter. */
-        int64_t id = session_conv_id(t->s);
-        int edit = t->edit_pending;
-        tui_resume(t, id, 1);
-        char *m = xasprintf("Another tokterm added to conversation %lld while this chat was "
-                            "open: it is shown above as it is saved now%s. Your message was not "
-                            "sent: press Enter to send it after what was added.",
-                            (long long)id, edit ? " (the /edit was given up)" : "");
-        tui_notice(t, m);
-        free(m);
+         * never sent again. Shown first, as it is saved; the prompt waits for Enter. (When it
+         * cannot be read again, the prompt goes as it would have, said.) */
         tui_input_defer(line);
         free(line);
         return;

@@ -142,6 +142,10 @@ void tui_view_drop_last_turn(struct tui *t);
 /* Continue saved conversation id (0 = the latest with an answer): its live path becomes the
  * conversation and the transcript (replace: the transcript is cleared first, once it loaded). */
 void tui_resume(struct tui *t, int64_t id, int replace);
+/* The conversation read again and drawn as it is saved, after another tokterm added to it
+ * (session_conv_moved), with a notice ending in then (what became of the user's action); the
+ * settings stay. 0, or -1 (said) when it could not be read. */
+int tui_reload(struct tui *t, const char *then);
 /* Switch to the local server that was found (no key needed). */
 void tui_use_local(struct tui *t);
 /* Show what to configure when there is no key. */

@@ -409,6 +409,11 @@ static void tui_cmd_retry(struct tui *t)
         tui_error(t, "/retry: there is no prompt to answer again");
         return;
     }
+    /* another tokterm added a turn: /retry would have made it a replaced version, unseen */
+    if (session_conv_moved(t->s) &&
+        tui_reload(t, "/retry was not done: give it again to answer the last turn as it is "
+                      "now.") == 0)
+        return;
     /* a new version of the last turn: the old one leaves the live path, stays saved */
     char *prompt = xstrdup(last->prompt);
     session_fork_last(t->s);

@@ -416,7 +416,10 @@ with ttlib.FakeServer() as srv:
         tm.run_chat(STDERR, {"OPENAI_BASE_URL": srv.base()}, home=home)
         say(tm, "first words")
         tm.wait_for(re.compile(r"✓"), 10)
-        rc, out, err = ttlib.run_tokterm(["--conversation", "1", "-p", "outside words"],
+        say(tm, "/model chat-model")  # the chat's own choice: a reload keeps it
+        time.sleep(0.3)
+        rc, out, err = ttlib.run_tokterm(["--conversation", "1", "-m", "script-model", "-p",
+                                          "outside words"],
                                          env={"OPENAI_BASE_URL": srv.base()}, home=home)
         n0 = len(srv.requests())
         say(tm, "second words")
@@ -429,14 +432,24 @@ with ttlib.FakeServer() as srv:
         deadline = time.monotonic() + 10
         while len(srv.requests()) == n0 and time.monotonic() < deadline:
             time.sleep(0.1)
-        msgs = [m.get("content") for m in
-                ((srv.requests() or [{}])[-1].get("body") or {}).get("messages", [])]
+        body = (srv.requests() or [{}])[-1].get("body") or {}
+        msgs = [m.get("content") for m in body.get("messages", [])]
         t.ok(msgs == ["first words", "first words", "outside words", "outside words",
-                      "second words"],
-             "then Enter sends the prompt after the other writer's turn", repr(msgs))
+                      "second words"] and body.get("model") == "chat-model",
+             "then Enter sends the prompt after the other writer's turn, with the chat's "
+             "/model", repr(msgs) + repr(body.get("model")))
+        tm.wait_for(re.compile(r"second words\n(.*\n)*.*✓"), 10)
+        ttlib.run_tokterm(["--conversation", "1", "-p", "more outside"],
+                          env={"OPENAI_BASE_URL": srv.base()}, home=home)
+        n0 = len(srv.requests())
+        say(tm, "/retry")
+        scr = tm.wait_for("/retry was not done", 10) or tm.capture()
+        time.sleep(0.5)
+        t.ok("more outside" in scr and len(srv.requests()) == n0,
+             "/retry after another writer's turn: shown, nothing sent", scr)
         quit_chat(tm)
     rc, out, err = ttlib.run_tokterm(["show", "1"], home=home)
-    t.ok(rc == 0 and out.count(b"## User") == 3, "all three turns on the live path",
+    t.ok(rc == 0 and out.count(b"## User") == 4, "all four turns on the live path",
          out.decode())
 
     # --- --incognito writes no file: not the input history, not /copy's copy.txt (until 2026-12
