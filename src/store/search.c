@@ -1175,7 +1175,7 @@ static int store_search_scan(struct store *st, const struct store_srch *sr,
  * *n (at most the limit; the caller keeps those with no message found). A title is what the user named a conversation (rename) or its first
  * prompt: until 2026-12 a search for its words found only messages, never the conversation
  * named so. A title is short and conversations few: a scan, no index. 0 or -1. */
-static int store_search_titles(struct store *st, const struct store_srch *sr,
+static int store_search_titles(struct store *st, const struct store_srch *sr, size_t limit,
                                struct store_hit **out, size_t *n)
 {
     const struct store_search_opts *o = sr->opts;
@@ -1197,6 +1197,7 @@ static int store_search_titles(struct store *st, const struct store_srch *sr,
         return store_fail(st, "cannot search the titles");
     struct store_query q = {o, NULL, NULL, 0, 0, NULL, 0}; /* ?2 to ?5 */
     store_query_bind(s, &q);
+    sqlite3_bind_int64(s, 5, (sqlite3_int64)limit);
     for (size_t i = 0; i < sr->n_terms; i++)
         sqlite3_bind_text(s, (int)(10 + i), sr->terms[i], -1, SQLITE_STATIC);
     size_t cap = 0;
@@ -1319,9 +1320,13 @@ static int store_merged_by_id(const void *a, const void *b)
     return x->place < y->place ? -1 : x->place > y->place;
 }
 
+/* A title's hits first (store_search_opts.titles), then by place. */
 static int store_merged_by_place(const void *a, const void *b)
 {
     const struct store_merged *x = a, *y = b;
+    int tx = x->h.message_id == 0, ty = y->h.message_id == 0;
+    if (tx != ty)
+        return ty - tx;
     return x->place < y->place ? -1 : x->place > y->place;
 }
 
@@ -1382,6 +1387,21 @@ int store_search(struct store *st, const char *query, const struct store_search_
         else
             m[kept++] = m[i];
     }
+    /* a conversation a message was found in by one alternative is listed by that message,
+     * not also for its title by another (sorted by id, the titles' hits, id 0, come first) */
+    size_t titles = 0, k2 = 0;
+    while (titles < kept && m[titles].h.message_id == 0)
+        titles++;
+    for (size_t i = 0; i < kept; i++) {
+        int found = 0;
+        for (size_t j = titles; i < titles && j < kept && !found; j++)
+            found = m[j].h.conversation_id == m[i].h.conversation_id;
+        if (found)
+            store_hits_free_one(&m[i].h);
+        else
+            m[k2++] = m[i];
+    }
+    kept = k2;
     if (kept)
         qsort(m, kept, sizeof *m, store_merged_by_place);
     size_t lim = opts->limit > 0 ? (size_t)opts->limit : 20;
@@ -1424,8 +1444,9 @@ static int store_search_group(struct store *st, const char *query,
         ret = store_search_fill(st, &sr, *out, n);
     if (ret == 0 && opts->titles) { /* the titles first, then the messages, to the limit */
         struct store_hit *th = NULL;
-        size_t tn = 0, lim = opts->limit > 0 ? (size_t)opts->limit : 20; /* tn <= lim */
-        ret = store_search_titles(st, &sr, &th, &tn);
+        size_t tn = 0, lim = opts->limit > 0 ? (size_t)opts->limit : 20;
+        /* room for the titles of conversations listed by a message too, dropped below */
+        ret = store_search_titles(st, &sr, lim + *n, &th, &tn);
         /* a conversation with a message found is shown by that message's line, which names
          * its title: an automatic title (the first prompt) would be listed twice */
         size_t kt = 0;
@@ -1439,6 +1460,8 @@ static int store_search_group(struct store *st, const char *query,
                 th[kt++] = th[i];
         }
         tn = kt;
+        while (tn > lim) /* the limit counts after the drop */
+            store_hits_free_one(&th[--tn]);
         if (ret == 0) {
             size_t keep = *n < lim - tn ? *n : lim - tn;
             th = xrealloc(th, (tn + keep + 1) * sizeof *th);

@@ -216,5 +216,15 @@ with ttlib.FakeServer() as srv:
              out.decode())
         rc, out, err = ttlib.run_tokterm(["search", "zanzibar", "--model", "other"], home=home)
         t.eq(rc, 1, "--model filters the conversation's model")
+        # with OR: titles first, and a conversation found by a message not listed again for
+        # its title (until 2026-12 each alternative's list was merged by place)
+        rc, _, _ = ttlib.run_tokterm(["rename", "2", "Zanzibar", "gamma", "notes"], home=home)
+        rc, out, err = ttlib.run_tokterm(["search", "gamma", "OR", "zanzibar"], home=home)
+        lines = out.decode().splitlines()
+        t.ok(rc == 0 and lines and lines[0].startswith("1  ") and "title" in lines[0] and
+             not any(ln.startswith("2  ") and "title" in ln for ln in lines) and
+             any(ln.startswith("2/") for ln in lines),
+             "OR: the title-only conversation first, the one found by a message not listed "
+             "again for its title", out.decode())
 
 t.done()
