@@ -23,6 +23,7 @@ struct folder_walk {
     size_t scanned;
     int full;         /* the limit is reached */
     const char *full_why;
+    int in_git;       /* the folder is in a git work tree: its .gitignore files decide */
 };
 
 struct folder_entry {
@@ -147,6 +148,12 @@ static void folder_dir(struct folder_walk *w, const char *full, const char *rel,
             folder_left_out(w, show, "vanished");
         } else if (!strcmp(v[i].name, ".git")) {
             /* git's own folder (or a worktree's .git file): always out, never listed */
+        } else if (!w->in_git && v[i].name[0] == '.') {
+            /* outside a git work tree no .gitignore keeps .env, .ssh/ or tokterm's own config
+             * and history out (a home folder attached): hidden entries are left out, as rg
+             * does; until 2026-12 they were sent */
+            w->rep->ignored++;
+            folder_left_out(w, show, "hidden, outside a git work tree (attach it by name)");
         } else if (S_ISDIR(st.st_mode) && gitignore_match(w->ig, crel, 1)) {
             w->rep->ignored++;
             char *dshow = xasprintf("%s/", show);
@@ -182,7 +189,7 @@ static void folder_dir(struct folder_walk *w, const char *full, const char *rel,
 }
 
 /* The .gitignore files above the folder, up to the top of its git work tree (a folder that
- * holds .git): git applies them too. Outermost first. */
+ * holds .git): git applies them too. Outermost first. Sets w->in_git. */
 static void folder_rules_above(struct folder_walk *w)
 {
     char *real = realpath(w->top, NULL);
@@ -209,6 +216,7 @@ static void folder_rules_above(struct folder_walk *w)
         ups[n++] = xstrdup(cur); /* a parent of the folder */
     }
     /* ups[n-1] is the work tree's top when found */
+    w->in_git = found;
     for (size_t i = n; found && i-- > 0;) {
         const char *lead = real + strlen(ups[i]) + (strcmp(ups[i], "/") ? 1 : 0);
         char *path = xasprintf("%s/.gitignore", ups[i]);
@@ -243,7 +251,7 @@ int folder_walk(const char *dir, const struct folder_limits *lim, folder_take_fn
     size_t k = strlen(top);
     while (k > 1 && top[k - 1] == '/')
         top[--k] = '\0';
-    struct folder_walk w = {lim, take, ud, rep, gitignore_new(), top, 0, 0, NULL};
+    struct folder_walk w = {lim, take, ud, rep, gitignore_new(), top, 0, 0, NULL, 0};
     folder_rules_above(&w);
     folder_dir(&w, top, "", 0);
     if (rep->left_out > FOLDER_LIST_MAX)

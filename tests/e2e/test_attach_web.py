@@ -221,6 +221,7 @@ with ttlib.FakeServer() as srv:
     t.ok("over the limit of files" in text(err) and "attach_max_files" in text(err),
          "--attach-max-files 2: the rest listed as over the limit", text(err))
     one = ttlib.tempdir("tt-folder-one-")
+    os.makedirs(os.path.join(one, ".git"))  # a work tree: its .gitignore decides, and is sent
     for rel, content in (("a.c", "int a;\n"), (".gitignore", "build/\n"), ("build/x.o", "o\n")):
         os.makedirs(os.path.dirname(os.path.join(one, rel)), exist_ok=True)
         with open(os.path.join(one, rel), "w") as f:
@@ -229,6 +230,18 @@ with ttlib.FakeServer() as srv:
     u = user_text(srv)
     t.ok(rc == 0 and "(1 entry):" in u and "build/: ignored" in u,
          "-f DIR: one entry left out is \"1 entry\"", u[-400:])
+    # outside a git work tree hidden entries are left out (no .gitignore keeps .env or
+    # .ssh/ out: until 2026-12 `/attach ~` sent tokterm's own history and config)
+    bare = ttlib.tempdir("tt-folder-bare-")
+    for rel, content in (("a.c", "int a;\n"), (".env", "TOKEN=hush\n"), (".ssh/id", "k\n")):
+        os.makedirs(os.path.dirname(os.path.join(bare, rel)), exist_ok=True)
+        with open(os.path.join(bare, rel), "w") as f:
+            f.write(content)
+    rc, out, err = run(srv, ["-f", bare, "-p", "review"])
+    u = user_text(srv)
+    t.ok(rc == 0 and (bare + "/a.c:\n") in u and "hush" not in u and "TOKEN" not in u and
+         ".env: hidden, outside a git work tree" in u and ".ssh: hidden" in text(err),
+         "-f DIR outside git: hidden entries left out and said", u[-600:] + text(err))
     e = ttlib.tempdir("tt-folder-empty-")
     with open(os.path.join(e, "only.bin"), "wb") as f:
         f.write(b"\x00\x00")
