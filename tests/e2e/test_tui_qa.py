@@ -32,21 +32,8 @@ def paste(tm, text):
     tm.tmux("paste-buffer", "-p", "-b", "ttpaste", "-t", tm.target)
 
 
-def quit_chat(tm):
-    tm.send("C-d")
-    tm.wait_exit(5)
-
-
-def settle(tm, pause=0.3):
-    """The screen once it has not changed for `pause` seconds (at most 3 s)."""
-    last, deadline = None, time.monotonic() + 3
-    while time.monotonic() < deadline:
-        scr = tm.capture()
-        if scr == last:
-            return scr
-        last = scr
-        time.sleep(pause)
-    return last
+quit_chat = ttlib.quit_chat  # noqa: E305
+settle = ttlib.settle
 
 
 def bar(scr):

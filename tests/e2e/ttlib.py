@@ -1158,6 +1158,24 @@ def italic_text(screen):
     return "".join(out)
 
 
+def quit_chat(tm):
+    """End the chat in tm with Ctrl-D and wait for it to exit."""
+    tm.send("C-d")
+    tm.wait_exit(5)
+
+
+def settle(tm, pause=0.3):
+    """The screen once it has not changed for `pause` seconds (at most 3 s)."""
+    last, deadline = None, time.monotonic() + 3
+    while time.monotonic() < deadline:
+        scr = tm.capture()
+        if scr == last:
+            return scr
+        last = scr
+        time.sleep(pause)
+    return last
+
+
 def status_bar(screen):
     """The status bar of a chat screen: the row naming "F1 help"."""
     rows = [ln for ln in (screen or "").splitlines() if "F1 help" in ln]

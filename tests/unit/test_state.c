@@ -360,15 +360,23 @@ static void test_redis(void)
     redis_stop();
 }
 
+/* A socket listening on a free port of 127.0.0.1, its address in *sa. */
+static int listen_local(struct sockaddr_in *sa)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    *sa = (struct sockaddr_in){.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t n = sizeof *sa;
+    bind(fd, (struct sockaddr *)sa, sizeof *sa);
+    listen(fd, 8);
+    getsockname(fd, (struct sockaddr *)sa, &n);
+    return fd;
+}
+
 /* A server that accepts and never answers: a call costs the budget, not more. */
 static void test_slow(void)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t n = sizeof sa;
-    bind(fd, (struct sockaddr *)&sa, sizeof sa);
-    listen(fd, 8);
-    getsockname(fd, (struct sockaddr *)&sa, &n);
+    struct sockaddr_in sa;
+    int fd = listen_local(&sa);
     char url[64], err[128];
     snprintf(url, sizeof url, "redis://127.0.0.1:%d", ntohs(sa.sin_port));
     struct state *st = state_new(url, NULL, err, sizeof err);
@@ -408,12 +416,8 @@ static void test_slow(void)
  * 10 s so that it is the size that ends the call. */
 static void test_huge_reply(void)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t n = sizeof sa;
-    bind(fd, (struct sockaddr *)&sa, sizeof sa);
-    listen(fd, 8);
-    getsockname(fd, (struct sockaddr *)&sa, &n);
+    struct sockaddr_in sa;
+    int fd = listen_local(&sa);
     pid_t kid = fork();
     if (kid == 0) {
         static char chunk[1 << 20];
