@@ -53,20 +53,16 @@ const struct dialect *dialect_find(const char *name)
 int dialect_model_foreign(const struct dialect *d, const char *model)
 {
     static const struct {
-        const char *prefix, *base_url; /* the provider's own API */
+        const char *prefix;
+        const struct dialect *owner; /* its default base URL is the provider's own API */
     } families[] = {
-        {"gpt-", "https://api.openai.com/v1"},
-        {"chatgpt-", "https://api.openai.com/v1"},
-        {"o1", "https://api.openai.com/v1"},
-        {"o3", "https://api.openai.com/v1"},
-        {"o4", "https://api.openai.com/v1"},
-        {"claude-", "https://api.anthropic.com/v1"},
-        {"gemini-", "https://generativelanguage.googleapis.com/v1beta"},
-        {"gemma-", "https://generativelanguage.googleapis.com/v1beta"},
+        {"gpt-", &dialect_openai},     {"chatgpt-", &dialect_openai}, {"o1", &dialect_openai},
+        {"o3", &dialect_openai},       {"o4", &dialect_openai},
+        {"claude-", &dialect_anthropic}, {"gemini-", &dialect_gemini}, {"gemma-", &dialect_gemini},
     };
     for (size_t i = 0; model && i < sizeof families / sizeof families[0]; i++)
         if (strncmp(model, families[i].prefix, strlen(families[i].prefix)) == 0)
-            return strcmp(families[i].base_url, d->base_url) != 0;
+            return strcmp(families[i].owner->base_url, d->base_url) != 0;
     return 0;
 }
 
